@@ -1,0 +1,1 @@
+"""contextfold: an event-sourced context builder for LLM agents."""

@@ -1,0 +1,1 @@
+"""The pure domain: events, fragments, the neutral request, errors. No I/O."""

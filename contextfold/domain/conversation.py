@@ -1,0 +1,140 @@
+"""The provider-neutral request: what the builder hands to every renderer.
+
+The builder has already selected, deduped, truncated and ordered fragments;
+this model fixes *where* each piece goes, independent of any provider:
+
+- ``system``: segments with instruction authority (runtime policy only);
+- ``tools``: the exposed tool specs, sorted by name;
+- ``messages``: protocol-complete turns. Every assistant tool call is answered
+  exactly once by the ``ToolResults`` message that follows it.
+
+Authority is explicit on every part: ``InstructionPart`` (runtime or user
+authority) vs ``DataPart`` (workspace or external content, which a renderer
+must wrap in a delimited data block, never give a role). Each part keeps the
+id of the fragment it came from so the manifest can be traced into the request.
+
+``stable_prefix_messages`` counts the leading messages that belong to the
+stable prefix (after ``system`` and ``tools``); renderers place cache
+breakpoints there where the provider has them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextfold.domain.events import ArtifactRef, ToolSpec
+from contextfold.domain.fragments import Trust
+
+__all__ = [
+    "AssistantMessage",
+    "Conversation",
+    "DataPart",
+    "InstructionPart",
+    "MediaPart",
+    "Message",
+    "ToolCallPart",
+    "ToolResultPart",
+    "ToolResults",
+    "UserMessage",
+    "UserPart",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class InstructionPart(_Frozen):
+    """Text with authority: runtime (system) or the user's own words."""
+
+    type: Literal["instruction"] = "instruction"
+    text: str
+    authority: Literal["runtime", "user"]
+    fragment_id: str
+
+
+class DataPart(_Frozen):
+    """Workspace or external content: rendered only inside a delimited data block."""
+
+    type: Literal["data"] = "data"
+    text: str
+    source: str
+    trust: Trust
+    label: str = ""
+    """What the data is (``file``, ``web``, ``memory``, ``summary``...), shown on the block."""
+    truncated: bool = False
+    fragment_id: str
+
+
+class MediaPart(_Frozen):
+    """An image or a document, inline (artifact bytes loaded by the caller) or by URL."""
+
+    type: Literal["media"] = "media"
+    kind: Literal["image", "document"]
+    media_type: str
+    data_base64: str | None = None
+    url: str | None = None
+    artifact: ArtifactRef | None = None
+    detail: Literal["auto", "low", "high"] = "auto"
+    source: str = ""
+    trust: Trust = "user"
+    fragment_id: str
+
+
+UserPart: TypeAlias = Annotated[InstructionPart | DataPart | MediaPart, Field(discriminator="type")]
+
+
+class UserMessage(_Frozen):
+    role: Literal["user"] = "user"
+    parts: tuple[UserPart, ...]
+
+
+class ToolCallPart(_Frozen):
+    call_id: str
+    name: str
+    arguments: str
+    """Verbatim JSON text as the model produced it."""
+
+
+class AssistantMessage(_Frozen):
+    role: Literal["assistant"] = "assistant"
+    text: str = ""
+    tool_calls: tuple[ToolCallPart, ...] = ()
+    fragment_id: str
+
+
+class ToolResultPart(_Frozen):
+    """One answer. ``status`` lost/cancelled are runtime recovery answers (is_error)."""
+
+    call_id: str
+    name: str
+    status: Literal["ok", "error", "lost", "cancelled"]
+    content: tuple[DataPart | MediaPart, ...]
+    exit_code: int | None = None
+    fragment_id: str
+
+    @property
+    def is_error(self) -> bool:
+        return self.status != "ok"
+
+
+class ToolResults(_Frozen):
+    """The answers to the immediately preceding assistant message's calls, in call order."""
+
+    role: Literal["tool"] = "tool"
+    results: tuple[ToolResultPart, ...]
+
+
+Message: TypeAlias = Annotated[
+    UserMessage | AssistantMessage | ToolResults, Field(discriminator="role")
+]
+
+
+class Conversation(_Frozen):
+    model: str | None = None
+    system: tuple[InstructionPart, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    messages: tuple[Message, ...] = ()
+    stable_prefix_messages: int = 0

@@ -1,0 +1,212 @@
+"""Every error contextfold raises, under one root.
+
+Callers catch :class:`ContextfoldError` to handle anything of ours, or a
+branch of the tree to handle one family. Driver errors (sqlite3, psycopg,
+eventsourcing) never escape: the store translates them with ``raise ... from``
+so the original stays on ``__cause__``.
+
+    ContextfoldError
+    ├── InvalidInputError                 bad input, nothing written
+    │   ├── InputLimitError               size, depth, id charset, batch length
+    │   ├── UnsupportedMediaError         media type / file we cannot carry
+    │   └── ImportFormatError             importer input, carries file:line
+    ├── ProtocolError                     tool call/result pairing on the write side
+    │   ├── UnknownToolCallError          result for a call id that is not open
+    │   ├── DuplicateToolResultError      second result for one call
+    │   ├── DuplicateToolCallError        a call id issued while the same id is open
+    │   └── PendingToolCallsError         build asked to wait while calls are in flight
+    ├── ConcurrencyConflictError          append against a stale version (retry)
+    ├── NotFoundError
+    │   ├── RunNotFoundError
+    │   ├── ArtifactNotFoundError
+    │   └── TurnNotFoundError
+    ├── IntegrityError                    hash chain / recorded hash mismatch
+    ├── StoreError                        the database failed us
+    │   ├── StoreUnavailableError         cannot connect
+    │   └── StoreConfigError              bad store URL / options
+    ├── CryptoError                       missing or wrong encryption key
+    ├── BudgetError
+    │   └── RequiredContextExceedsBudgetError
+    ├── CompactionError                   no legal cut / rejected summary
+    └── RenderError                       a rendered request breaks a provider rule
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "ArtifactNotFoundError",
+    "BudgetError",
+    "CompactionError",
+    "ConcurrencyConflictError",
+    "ContextfoldError",
+    "CryptoError",
+    "DuplicateToolCallError",
+    "DuplicateToolResultError",
+    "ImportFormatError",
+    "InputLimitError",
+    "IntegrityError",
+    "InvalidInputError",
+    "NotFoundError",
+    "PendingToolCallsError",
+    "ProtocolError",
+    "RenderError",
+    "RequiredContextExceedsBudgetError",
+    "RunNotFoundError",
+    "StoreConfigError",
+    "StoreError",
+    "StoreUnavailableError",
+    "TurnNotFoundError",
+    "UnknownToolCallError",
+    "UnsupportedMediaError",
+]
+
+
+class ContextfoldError(Exception):
+    """Root of every error raised by contextfold."""
+
+
+class InvalidInputError(ContextfoldError):
+    """The input was rejected before anything was written."""
+
+
+class InputLimitError(InvalidInputError):
+    """An input exceeds a configured limit (size, nesting depth, id length...)."""
+
+
+class UnsupportedMediaError(InvalidInputError):
+    """A media payload is corrupt, too large, or of a type we cannot carry."""
+
+
+class ImportFormatError(InvalidInputError):
+    """An import source is malformed; ``location`` is ``file:line``."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location}: {reason}")
+        self.location = location
+        self.reason = reason
+
+
+class ProtocolError(ContextfoldError):
+    """An append would break tool call/result pairing."""
+
+    def __init__(self, message: str, *, call_id: str) -> None:
+        super().__init__(message)
+        self.call_id = call_id
+
+
+class UnknownToolCallError(ProtocolError):
+    """A tool result names a call id that no open tool call carries."""
+
+
+class DuplicateToolResultError(ProtocolError):
+    """A second result arrived for a call that was already answered."""
+
+
+class DuplicateToolCallError(ProtocolError):
+    """A model response re-issued a call id that is still open."""
+
+
+class PendingToolCallsError(ProtocolError):
+    """A build was asked to wait for calls that are still in flight."""
+
+    def __init__(self, call_ids: Sequence[str]) -> None:
+        ids = list(call_ids)
+        super().__init__(f"tool calls still in flight: {', '.join(ids)}", call_id=ids[0])
+        self.call_ids = ids
+
+
+class ConcurrencyConflictError(ContextfoldError):
+    """Another writer appended first. Re-read the run and retry the append."""
+
+    def __init__(self, run_id: str, expected_version: int) -> None:
+        super().__init__(
+            f"run {run_id!r} moved past version {expected_version}: "
+            "another writer appended first; reload and retry"
+        )
+        self.run_id = run_id
+        self.expected_version = expected_version
+
+
+class NotFoundError(ContextfoldError):
+    """Something asked for does not exist (or is not visible to this tenant)."""
+
+
+class RunNotFoundError(NotFoundError):
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id!r} not found")
+        self.run_id = run_id
+
+
+class ArtifactNotFoundError(NotFoundError):
+    def __init__(self, ref: str) -> None:
+        super().__init__(f"artifact {ref!r} not found")
+        self.ref = ref
+
+
+class TurnNotFoundError(NotFoundError):
+    def __init__(self, run_id: str, turn: int, last_turn: int) -> None:
+        super().__init__(f"run {run_id!r} has no turn {turn} (turns 1..{last_turn})")
+        self.run_id = run_id
+        self.turn = turn
+
+
+class IntegrityError(ContextfoldError):
+    """Stored data does not match its recorded hash."""
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class StoreError(ContextfoldError):
+    """The database failed; the driver error is on ``__cause__``."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store cannot be reached."""
+
+
+class StoreConfigError(StoreError):
+    """The store URL or options are invalid."""
+
+
+class CryptoError(ContextfoldError):
+    """Encrypted data cannot be read with the configured key (or there is none)."""
+
+
+class BudgetError(ContextfoldError):
+    """The request cannot be built within the token budget."""
+
+
+class RequiredContextExceedsBudgetError(BudgetError):
+    """Required fragments alone exceed the budget. No request is produced."""
+
+    def __init__(self, budget: int, required: Sequence[tuple[str, int]]) -> None:
+        total = sum(tokens for _, tokens in required)
+        listing = ", ".join(f"{fid}={tokens}" for fid, tokens in required)
+        super().__init__(
+            f"REQUIRED_CONTEXT_EXCEEDS_BUDGET: required fragments need {total} tokens, "
+            f"budget is {budget} ({listing})"
+        )
+        self.budget = budget
+        self.required = list(required)
+        self.required_tokens = total
+
+
+class CompactionError(ContextfoldError):
+    """Compaction could not produce a legal, validated summary."""
+
+
+class RenderError(ContextfoldError):
+    """A rendered request violates a provider rule; nothing should be sent."""
+
+    def __init__(self, provider: str, message: str, *, index: int | None = None,
+                 detail: Any = None) -> None:
+        where = f" (message {index})" if index is not None else ""
+        super().__init__(f"{provider}{where}: {message}")
+        self.provider = provider
+        self.index = index
+        self.detail = detail

@@ -1,0 +1,415 @@
+"""The event vocabulary of a run's log.
+
+Every event is a frozen pydantic model with ``extra="forbid"``, a ``type``
+discriminator and a class version ``v``. The canonical JSON of an event is
+``canonical_json(event)``: sorted keys, no spaces, UTF-8. That is what the
+store hashes and keeps, so a replay reads back byte-identical events.
+
+Old stored events are upcast on read: :data:`UPCASTERS` maps
+``(type, version)`` to a function that lifts the stored dict one version up,
+applied until the class version is reached (eventsourcing's upcasting idea,
+done on the JSON so the models stay plain).
+
+Trust is never a free field that content could set. It follows from the event
+type (policy -> runtime, user input -> user, instructions and file reads ->
+workspace) or from an ``origin`` the runtime declares when it appends
+(tool output, evidence, memory: workspace or external, external by default).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+__all__ = [
+    "UPCASTERS",
+    "AnyEvent",
+    "ArtifactRef",
+    "CompactionSummary",
+    "ContentBlock",
+    "ContextBuilt",
+    "DocumentBlock",
+    "EVENT_ADAPTER",
+    "EvidenceRetrieved",
+    "FileRead",
+    "GoalSet",
+    "HandOff",
+    "HistoryCompacted",
+    "ImageBlock",
+    "InstructionSet",
+    "MemoryRecalled",
+    "ModelResponse",
+    "PlanStep",
+    "PlanUpdated",
+    "PolicySet",
+    "RunStarted",
+    "TextBlock",
+    "ToolCall",
+    "ToolCallCancelled",
+    "ToolResult",
+    "ToolResultLost",
+    "ToolSpec",
+    "ToolsRegistered",
+    "UsageObserved",
+    "UserInput",
+    "canonical_json",
+    "event_from_json",
+    "event_to_json",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- value objects
+
+
+class ArtifactRef(_Frozen):
+    """A payload kept once in the artifact table, addressed by its blake3 hash."""
+
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+    media_type: str = "text/plain"
+
+
+class TextBlock(_Frozen):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageBlock(_Frozen):
+    type: Literal["image"] = "image"
+    artifact: ArtifactRef | None = None
+    url: str | None = None
+    media_type: str
+    width: int | None = None
+    height: int | None = None
+    detail: Literal["auto", "low", "high"] = "auto"
+
+
+class DocumentBlock(_Frozen):
+    type: Literal["document"] = "document"
+    artifact: ArtifactRef | None = None
+    url: str | None = None
+    media_type: str = "application/pdf"
+    pages: int | None = None
+    title: str | None = None
+
+
+ContentBlock: TypeAlias = Annotated[
+    TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")
+]
+
+
+class ToolSpec(_Frozen):
+    name: str = Field(min_length=1, max_length=128)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    tags: tuple[str, ...] = ()
+
+
+class ToolCall(_Frozen):
+    call_id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    arguments: str = "{}"
+    """The arguments exactly as the model produced them (a JSON string, kept verbatim)."""
+
+
+StepStatus: TypeAlias = Literal["pending", "ready", "in_progress", "done", "failed", "blocked", "skipped"]
+
+
+class PlanStep(_Frozen):
+    id: str
+    title: str
+    status: StepStatus = "pending"
+    depends_on: tuple[str, ...] = ()
+
+
+class CompactionSummary(_Frozen):
+    """The structured summary of the seed's section 5.3.
+
+    ``inferences`` holds statements the summarizer inferred rather than read
+    from a typed event; renderers label them as inferences.
+    """
+
+    goal: str = ""
+    success_contract: tuple[str, ...] = ()
+    completed_steps: tuple[str, ...] = ()
+    pending_steps: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    tool_calls_and_results: tuple[str, ...] = ()
+    evidence_refs: tuple[str, ...] = ()
+    side_effects: tuple[str, ...] = ()
+    known_failures: tuple[str, ...] = ()
+    next_action: str = ""
+    inferences: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- events
+
+
+class _Event(_Frozen):
+    v: int = 1
+
+
+class RunStarted(_Event):
+    """Opens a run. ``encoding`` is the tiktoken encoding hint (v2 renamed v1's ``tokenizer``)."""
+
+    type: Literal["run_started"] = "run_started"
+    v: Literal[2] = 2
+    agent: str | None = None
+    model: str | None = None
+    encoding: str | None = None
+
+
+class PolicySet(_Event):
+    """Runtime policy: the rules and the tool permissions. Always trust=runtime."""
+
+    type: Literal["policy_set"] = "policy_set"
+    text: str
+    source_ref: str = "runtime://policy"
+    allowed_tools: tuple[str, ...] | None = None
+    """None allows every registered tool; a tuple allows only these names."""
+    denied_tools: tuple[str, ...] = ()
+    pinned_tools: tuple[str, ...] = ()
+
+
+class InstructionSet(_Event):
+    """Project instructions such as an AGENTS.md. Always trust=workspace."""
+
+    type: Literal["instruction_set"] = "instruction_set"
+    text: str
+    source_ref: str
+
+
+class GoalSet(_Event):
+    type: Literal["goal_set"] = "goal_set"
+    goal: str
+    success_contract: tuple[str, ...] = ()
+
+
+class PlanUpdated(_Event):
+    type: Literal["plan_updated"] = "plan_updated"
+    steps: tuple[PlanStep, ...]
+    budget: str | None = None
+    stop_conditions: tuple[str, ...] = ()
+
+
+class ToolsRegistered(_Event):
+    type: Literal["tools_registered"] = "tools_registered"
+    tools: tuple[ToolSpec, ...]
+
+
+class UserInput(_Event):
+    type: Literal["user_input"] = "user_input"
+    content: tuple[ContentBlock, ...]
+    required: bool = False
+    """Mark a user message whose constraints must survive every build."""
+
+    def __init__(self, text: str | None = None, /, **data: Any) -> None:
+        if text is not None:
+            data.setdefault("content", (TextBlock(text=text),))
+        super().__init__(**data)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+class ModelResponse(_Event):
+    """One model response = one turn. Tool calls in one response form a parallel batch."""
+
+    type: Literal["model_response"] = "model_response"
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str | None = None
+
+    @field_validator("tool_calls")
+    @classmethod
+    def _unique_ids_in_batch(cls, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+        ids = [c.call_id for c in calls]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"duplicate call_id within one response: {ids}")
+        return calls
+
+
+ToolOrigin: TypeAlias = Literal["workspace", "external"]
+
+
+class ToolResult(_Event):
+    """The result of one tool call. Large content is moved to an artifact by the store."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str = Field(min_length=1)
+    content: str = ""
+    blocks: tuple[ContentBlock, ...] = ()
+    artifact: ArtifactRef | None = None
+    """Set by the store when ``content`` was too large to keep inline; content is then a preview."""
+    is_error: bool = False
+    exit_code: int | None = None
+    origin: ToolOrigin = "external"
+
+
+class ToolCallCancelled(_Event):
+    type: Literal["tool_call_cancelled"] = "tool_call_cancelled"
+    call_id: str
+    reason: str
+
+
+class ToolResultLost(_Event):
+    """Runtime recovery: the call's result never arrived. Never a success."""
+
+    type: Literal["tool_result_lost"] = "tool_result_lost"
+    call_id: str
+    reason: str
+    call_position: int | None = None
+    """Log position (1-based) of the model response that issued the call."""
+
+
+class FileRead(_Event):
+    """A repository file (or a line range of it). Trust=workspace. Newer revision supersedes."""
+
+    type: Literal["file_read"] = "file_read"
+    path: str
+    content: str = ""
+    revision: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    artifact: ArtifactRef | None = None
+
+
+class EvidenceRetrieved(_Event):
+    """Retrieved outside material: web page, e-mail, document chunk. Trust=external unless declared."""
+
+    type: Literal["evidence_retrieved"] = "evidence_retrieved"
+    content: str = ""
+    blocks: tuple[ContentBlock, ...] = ()
+    source_ref: str
+    source_kind: Literal["web", "email", "document", "chunk", "other"] = "chunk"
+    semantic_key: str | None = None
+    origin: ToolOrigin = "external"
+    artifact: ArtifactRef | None = None
+
+
+class MemoryRecalled(_Event):
+    type: Literal["memory_recalled"] = "memory_recalled"
+    memory_id: str
+    content: str
+    source_ref: str
+    origin: ToolOrigin = "workspace"
+
+
+class HistoryCompacted(_Event):
+    """A structured summary standing in for the events at positions ``covers_from..covers_to``."""
+
+    type: Literal["history_compacted"] = "history_compacted"
+    summary: CompactionSummary
+    covers_from: int = Field(ge=1)
+    covers_to: int = Field(ge=1)
+    strategy: Literal["mask", "summary"] = "summary"
+    summarizer: str = "deterministic"
+
+
+class ContextBuilt(_Event):
+    """What one request contained: the manifest (hashes and refs, no content) and its hashes."""
+
+    type: Literal["context_built"] = "context_built"
+    turn: int = Field(ge=1)
+    provider: str
+    request_hash: str
+    prefix_hash: str
+    config_hash: str
+    manifest: dict[str, Any]
+    rebuild: bool = False
+
+
+class HandOff(_Event):
+    """Another agent (or a resumed process) takes over the run."""
+
+    type: Literal["hand_off"] = "hand_off"
+    mode: Literal["hand_off", "resume"] = "hand_off"
+    from_agent: str | None = None
+    to_agent: str | None = None
+    note: str = ""
+
+
+class UsageObserved(_Event):
+    type: Literal["usage_observed"] = "usage_observed"
+    turn: int = Field(ge=1)
+    input_tokens: int = Field(ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    model: str | None = None
+
+
+AnyEvent: TypeAlias = Annotated[
+    RunStarted
+    | PolicySet
+    | InstructionSet
+    | GoalSet
+    | PlanUpdated
+    | ToolsRegistered
+    | UserInput
+    | ModelResponse
+    | ToolResult
+    | ToolCallCancelled
+    | ToolResultLost
+    | FileRead
+    | EvidenceRetrieved
+    | MemoryRecalled
+    | HistoryCompacted
+    | ContextBuilt
+    | HandOff
+    | UsageObserved,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
+
+
+# ---------------------------------------------------------------- upcasting
+
+
+def _run_started_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    out["encoding"] = out.pop("tokenizer", None)
+    out["v"] = 2
+    return out
+
+
+UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    ("run_started", 1): _run_started_v1_to_v2,
+}
+
+
+def _upcast(data: dict[str, Any]) -> dict[str, Any]:
+    while (step := UPCASTERS.get((data.get("type", ""), data.get("v", 1)))) is not None:
+        data = step(data)
+    return data
+
+
+# ---------------------------------------------------------------- canonical JSON
+
+
+def canonical_json(event: BaseModel) -> bytes:
+    """Sorted keys, compact separators, UTF-8: the bytes the store hashes."""
+    return json.dumps(
+        event.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
+
+
+def event_to_json(event: AnyEvent) -> bytes:
+    return canonical_json(event)
+
+
+def event_from_json(raw: bytes | str | dict[str, Any]) -> AnyEvent:
+    """Parse canonical (or older) event JSON, upcasting old versions first."""
+    data = json.loads(raw) if isinstance(raw, bytes | str) else raw
+    if not isinstance(data, dict):
+        raise ValueError("an event must be a JSON object")
+    return EVENT_ADAPTER.validate_python(_upcast(data))

@@ -1,0 +1,122 @@
+"""Recorded events, the hash chain, and the write-side pairing rules.
+
+Pure: the store calls these before it writes, the projection calls the same
+pairing rules while folding, so what the store accepts is exactly what the
+fold understands.
+
+Hash chain: ``hash_n = blake3(run_id \\n position \\n hash_{n-1} \\n canonical_json(event_n))``
+with ``hash_0`` = 64 zeros. Binding the run id and position means an event
+cannot be moved to another run or slot without breaking the chain.
+
+Pairing is scoped to *open* calls, not global: real logs (tau-bench gpt-4o)
+re-use a call id in a later turn once the first call with that id has been
+answered. A re-issued id starts a fresh call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import blake3
+
+from contextfold.domain.errors import (
+    DuplicateToolCallError,
+    DuplicateToolResultError,
+    UnknownToolCallError,
+)
+from contextfold.domain.events import (
+    AnyEvent,
+    ModelResponse,
+    ToolCallCancelled,
+    ToolResult,
+    ToolResultLost,
+    canonical_json,
+)
+
+__all__ = ["GENESIS_HASH", "PairingState", "RecordedEvent", "chain_hash"]
+
+GENESIS_HASH = "0" * 64
+
+
+def chain_hash(run_id: str, position: int, prev_hash: str, body: bytes) -> str:
+    h = blake3.blake3(f"{run_id}\n{position}\n{prev_hash}\n".encode())
+    h.update(body)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """An event as stored: its run, its 1-based position in the run, and its chain hash."""
+
+    run_id: str
+    position: int
+    event: AnyEvent
+    hash: str
+
+    def expected_hash(self, prev_hash: str) -> str:
+        return chain_hash(self.run_id, self.position, prev_hash, canonical_json(self.event))
+
+
+@dataclass(slots=True)
+class PairingState:
+    """Which tool calls are open, answered, or closed by recovery, as of some position.
+
+    ``open``: call id -> position of the model response that issued it.
+    ``answered``: ids whose (single) result has been recorded.
+    ``recovered``: ids closed by a cancellation or a TOOL_RESULT_LOST event;
+    a result arriving later is recorded as *late* (once) and never becomes a
+    second answer.
+    """
+
+    open: dict[str, int] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+    recovered: dict[str, str] = field(default_factory=dict)
+    late: set[str] = field(default_factory=set)
+
+    def copy(self) -> PairingState:
+        return PairingState(dict(self.open), set(self.answered), dict(self.recovered),
+                            set(self.late))
+
+    def apply(self, event: AnyEvent, position: int) -> str | None:
+        """Check ``event`` against the rules and advance. Returns a classification
+        for tool results (``"answer"`` or ``"late"``), else None. Raises a
+        :class:`~contextfold.domain.errors.ProtocolError` and leaves the state
+        unchanged when the event breaks a rule."""
+        if isinstance(event, ModelResponse):
+            for call in event.tool_calls:
+                if call.call_id in self.open:
+                    raise DuplicateToolCallError(
+                        f"call id {call.call_id!r} re-issued while still open "
+                        f"(issued at position {self.open[call.call_id]})",
+                        call_id=call.call_id,
+                    )
+            for call in event.tool_calls:
+                self.open[call.call_id] = position
+                self.answered.discard(call.call_id)
+                self.recovered.pop(call.call_id, None)
+                self.late.discard(call.call_id)
+            return None
+        if isinstance(event, ToolResult):
+            cid = event.call_id
+            if cid in self.open:
+                del self.open[cid]
+                self.answered.add(cid)
+                return "answer"
+            if cid in self.recovered and cid not in self.late:
+                self.late.add(cid)
+                return "late"
+            if cid in self.answered or cid in self.late:
+                raise DuplicateToolResultError(
+                    f"call {cid!r} already has a result", call_id=cid)
+            raise UnknownToolCallError(f"no open tool call with id {cid!r}", call_id=cid)
+        if isinstance(event, ToolCallCancelled | ToolResultLost):
+            cid = event.call_id
+            if cid in self.open:
+                del self.open[cid]
+                self.recovered[cid] = event.type
+                return None
+            if cid in self.answered or cid in self.recovered:
+                raise DuplicateToolResultError(
+                    f"call {cid!r} is already closed; cannot mark it {event.type}", call_id=cid)
+            raise UnknownToolCallError(f"no open tool call with id {cid!r}", call_id=cid)
+        return None

@@ -1,0 +1,1 @@
+"""Pure folds and the build pipeline: events -> fragments -> selection -> order -> rendering."""

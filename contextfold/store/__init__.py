@@ -1,0 +1,1 @@
+"""Persistence: the run log on eventsourcing (SQLite default, PostgreSQL) and artifacts."""
