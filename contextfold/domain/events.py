@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 __all__ = [
+    "EVENT_ADAPTER",
     "UPCASTERS",
     "AnyEvent",
     "ArtifactRef",
@@ -32,7 +33,6 @@ __all__ = [
     "ContentBlock",
     "ContextBuilt",
     "DocumentBlock",
-    "EVENT_ADAPTER",
     "EvidenceRetrieved",
     "FileRead",
     "GoalSet",

@@ -1,0 +1,287 @@
+"""SQLite and PostgreSQL backends on the eventsourcing library's recorders.
+
+The event table is eventsourcing's application recorder table (one stream
+per run: ``originator_id`` = run id as text, ``originator_version`` = 1-based
+position, a notification id giving the commit order across runs). Next to it
+we keep one table of our own, ``contextfold_artifacts``, for content-addressed
+blobs.
+
+Driver and eventsourcing errors are translated here into our error tree with
+``raise ... from`` so nothing else sees sqlite3, psycopg or eventsourcing
+exceptions.
+
+Schema creation is explicit (``create_schema``) and safe when many workers
+start at once: on PostgreSQL concurrent ``CREATE TABLE IF NOT EXISTS`` races
+on the catalog, so creation runs under a transaction-level advisory lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import parse_qs, unquote, urlparse
+
+from eventsourcing import persistence as es
+
+from contextfold.domain.errors import (
+    StoreConfigError,
+    StoreError,
+    StoreUnavailableError,
+)
+
+__all__ = [
+    "ARTIFACTS_TABLE",
+    "EVENTS_TABLE",
+    "Backend",
+    "PostgresBackend",
+    "SQLiteBackend",
+    "StoreURL",
+    "open_backend",
+    "parse_store_url",
+    "translate_errors",
+]
+
+EVENTS_TABLE = "contextfold_events"
+ARTIFACTS_TABLE = "contextfold_artifacts"
+DEFAULT_STORE_URL = "sqlite:///contextfold.db"
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    scheme: str
+    path: str = ""
+    host: str = ""
+    port: int = 5432
+    user: str = ""
+    password: str = ""
+    dbname: str = ""
+    schema: str = "public"
+
+
+def parse_store_url(url: str) -> StoreURL:
+    """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``,
+    ``postgresql://user[:pw]@host[:port]/dbname[?schema=name]``."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        path = unquote(parsed.path[1:] if parsed.path.startswith("/") else parsed.path)
+        if not path:
+            raise StoreConfigError(f"sqlite URL needs a file path: {url!r}")
+        return StoreURL(scheme="sqlite", path=path)
+    if parsed.scheme in ("postgresql", "postgres"):
+        dbname = parsed.path.lstrip("/")
+        if not dbname:
+            raise StoreConfigError(f"postgresql URL needs a database name: {url!r}")
+        schema = parse_qs(parsed.query).get("schema", ["public"])[0]
+        return StoreURL(
+            scheme="postgresql",
+            host=parsed.hostname or "127.0.0.1",
+            port=parsed.port or 5432,
+            user=unquote(parsed.username or "postgres"),
+            password=unquote(parsed.password or ""),
+            dbname=dbname,
+            schema=schema,
+        )
+    raise StoreConfigError(
+        f"unsupported store URL {url!r}: use sqlite:///path.db or postgresql://user@host:port/db"
+    )
+
+
+@contextlib.contextmanager
+def translate_errors(what: str) -> Iterator[None]:
+    """Translate driver / eventsourcing errors into StoreError subclasses."""
+    try:
+        yield
+    except (es.InterfaceError, es.OperationalError) as exc:
+        raise StoreUnavailableError(f"{what}: {exc}") from exc
+    except es.PersistenceError as exc:
+        raise StoreError(f"{what}: {exc}") from exc
+    except sqlite3.Error as exc:
+        raise StoreError(f"{what}: {exc}") from exc
+
+
+class Backend(Protocol):
+    """What the event store needs from a database."""
+
+    url: str
+    recorder: es.ApplicationRecorder
+    placeholder: str
+
+    def create_schema(self) -> None: ...
+    def table(self, name: str) -> str: ...
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None: ...
+    def close(self) -> None: ...
+
+
+class SQLiteBackend:
+    """The embedded default. One file; WAL mode (set by eventsourcing) for readers beside a writer."""
+
+    placeholder = "?"
+
+    def __init__(self, url: StoreURL, raw_url: str) -> None:
+        from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+
+        self.url = raw_url
+        if url.path != ":memory:":
+            parent = Path(url.path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise StoreConfigError(f"directory {parent} does not exist for {raw_url!r}")
+        self.datastore = SQLiteDatastore(
+            url.path, lock_timeout=30, originator_id_type="text", pool_size=2, max_overflow=8,
+            pool_timeout=30.0,
+        )
+        self.recorder = SQLiteApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
+
+    def create_schema(self) -> None:
+        with translate_errors("create schema"):
+            self.recorder.create_table()
+            with self.datastore.transaction(commit=True) as c:
+                c.execute(
+                    f"CREATE TABLE IF NOT EXISTS {ARTIFACTS_TABLE} ("
+                    "hash TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+                    "media_type TEXT NOT NULL, data BLOB NOT NULL)"
+                )
+
+    def table(self, name: str) -> str:
+        return name
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with translate_errors("query"), self.datastore.transaction(commit=False) as c:
+            c.execute(sql, tuple(params))
+            return [tuple(row) for row in c.fetchall()]
+
+    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None:
+        with translate_errors("store artifact"), self.datastore.transaction(commit=True) as c:
+            for row in rows:
+                c.execute(
+                    f"INSERT OR IGNORE INTO {ARTIFACTS_TABLE} (hash, size, media_type, data) "
+                    "VALUES (?, ?, ?, ?)",
+                    row,
+                )
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with translate_errors("execute"), self.datastore.transaction(commit=True) as c:
+            c.execute(sql, tuple(params))
+
+    def close(self) -> None:
+        self.datastore.close()
+
+
+class PostgresBackend:
+    """Shared store for many workers. Requires the ``postgres`` extra (psycopg 3 + pool)."""
+
+    placeholder = "%s"
+
+    def __init__(self, url: StoreURL, raw_url: str) -> None:
+        try:
+            from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise StoreConfigError(
+                "PostgreSQL support needs the postgres extra: pip install 'contextfold[postgres]'"
+            ) from exc
+        self.url = raw_url
+        self.schema = url.schema
+        self.datastore = PostgresDatastore(
+            dbname=url.dbname, host=url.host, port=url.port, user=url.user,
+            password=url.password, schema=url.schema, originator_id_type="text",
+            pool_size=2, max_overflow=8, connect_timeout=5.0, pool_open_timeout=10.0,
+        )
+        self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
+
+    def create_schema(self) -> None:
+        import psycopg
+
+        lock_key = "contextfold.create_schema"
+        lock = "SELECT pg_advisory_xact_lock(hashtext(%s))"
+        statements = self.recorder.sql_create_statements
+        with translate_errors("create schema"):
+            try:
+                with self.datastore.transaction(commit=True) as c:
+                    c.execute(lock, (lock_key,))
+                    c.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                # Composite types have no IF NOT EXISTS: check under the lock.
+                for statement in statements:
+                    if "CREATE TYPE" in statement.as_string():
+                        with self.datastore.transaction(commit=True) as c:
+                            c.execute(lock, (lock_key,))
+                            c.execute(
+                                "SELECT 1 FROM pg_type t JOIN pg_namespace n "
+                                "ON n.oid = t.typnamespace WHERE n.nspname = %s "
+                                "AND t.typname = %s",
+                                (self.schema, self.recorder.stored_event_type_name),
+                            )
+                            if c.fetchone() is None:
+                                c.execute(statement, prepare=False)
+                with self.datastore.transaction(commit=True) as c:
+                    c.execute(lock, (lock_key,))
+                    for statement in statements:
+                        if "CREATE TYPE" not in statement.as_string():
+                            c.execute(statement, prepare=False)
+                    c.execute(
+                        f'CREATE TABLE IF NOT EXISTS "{self.schema}".{ARTIFACTS_TABLE} ('
+                        "hash TEXT PRIMARY KEY, size BIGINT NOT NULL, "
+                        "media_type TEXT NOT NULL, data BYTEA NOT NULL)"
+                    )
+            except psycopg.OperationalError as exc:
+                raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
+            self.datastore.register_type_adapters()
+
+    def _safe_url(self) -> str:
+        parsed = urlparse(self.url)
+        return parsed._replace(netloc=parsed.hostname or "").geturl()
+
+    def table(self, name: str) -> str:
+        return f'"{self.schema}".{name}'
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        with translate_errors("query"):
+            try:
+                with self.datastore.transaction(commit=False) as c:
+                    c.execute(sql, tuple(params))
+                    return [tuple(row.values()) for row in c.fetchall()]
+            except psycopg.OperationalError as exc:
+                raise StoreUnavailableError(str(exc)) from exc
+            except psycopg.Error as exc:
+                raise StoreError(str(exc)) from exc
+
+    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None:
+        import psycopg
+
+        with translate_errors("store artifact"):
+            try:
+                with self.datastore.transaction(commit=True) as c:
+                    for row in rows:
+                        c.execute(
+                            f'INSERT INTO "{self.schema}".{ARTIFACTS_TABLE} '
+                            "(hash, size, media_type, data) VALUES (%s, %s, %s, %s) "
+                            "ON CONFLICT (hash) DO NOTHING",
+                            row,
+                        )
+            except psycopg.Error as exc:
+                raise StoreError(str(exc)) from exc
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        import psycopg
+
+        with translate_errors("execute"):
+            try:
+                with self.datastore.transaction(commit=True) as c:
+                    c.execute(sql, tuple(params))
+            except psycopg.Error as exc:
+                raise StoreError(str(exc)) from exc
+
+    def close(self) -> None:
+        self.datastore.close()
+
+
+def open_backend(url: str) -> SQLiteBackend | PostgresBackend:
+    parsed = parse_store_url(url)
+    if parsed.scheme == "sqlite":
+        return SQLiteBackend(parsed, url)
+    return PostgresBackend(parsed, url)

@@ -1,0 +1,388 @@
+"""The run log: append-only event streams, one per run, with a hash chain and artifacts.
+
+Write path (``append``):
+
+1. the run id and the batch are checked (limits, typed errors);
+2. the batch is checked against the write-side pairing rules
+   (:class:`~contextfold.domain.log.PairingState`) as of the run's head;
+3. payloads above ``artifact_threshold`` move to the artifact table
+   (content-addressed by blake3, so the same payload is stored once); the
+   event keeps the ref, the size and a preview;
+4. each event gets its chain hash; the batch is inserted in ONE transaction
+   at positions head+1..head+n.
+
+Optimistic concurrency comes from eventsourcing's unique
+``(originator_id, originator_version)``: two writers that both think the head
+is N both try to write N+1; the database lets exactly one win. The loser gets
+:class:`ConcurrencyConflictError` when it passed ``expected_version``, or,
+when it asked to append "at the end", catches up, re-checks the pairing rules
+against the new head and retries. Artifacts are written before the events
+(idempotent inserts), so an event never points at a missing blob; a blob
+whose event lost a race is harmless and re-used on retry.
+
+Stored record: ``topic`` = ``"{type}@{v}"``, ``state`` = 64 hex chars of the
+chain hash followed by the event's canonical JSON, so a reload parses the JSON
+once (in Rust, via pydantic) and ``verify`` re-hashes the exact stored bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import blake3
+from eventsourcing import persistence as es
+from pydantic import ValidationError
+
+from contextfold.domain.errors import (
+    ArtifactNotFoundError,
+    ConcurrencyConflictError,
+    InputLimitError,
+    IntegrityError,
+    InvalidInputError,
+    ProtocolError,
+    RunNotFoundError,
+)
+from contextfold.domain.events import (
+    EVENT_ADAPTER,
+    UPCASTERS,
+    AnyEvent,
+    ArtifactRef,
+    EvidenceRetrieved,
+    FileRead,
+    ToolResult,
+    canonical_json,
+    event_from_json,
+)
+from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent, chain_hash
+from contextfold.store.backends import (
+    ARTIFACTS_TABLE,
+    DEFAULT_STORE_URL,
+    EVENTS_TABLE,
+    SQLiteBackend,
+    open_backend,
+    translate_errors,
+)
+
+__all__ = [
+    "DEFAULT_ARTIFACT_THRESHOLD",
+    "EventStore",
+    "RunInfo",
+    "VerifyReport",
+    "store_url_from_env",
+]
+
+DEFAULT_ARTIFACT_THRESHOLD = 64 * 1024
+PREVIEW_CHARS = 2048
+MAX_BATCH = 10_000
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$")
+_APPEND_RETRIES = 20
+
+
+def store_url_from_env(url: str | None = None) -> str:
+    """``url`` if given, else ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``."""
+    return url or os.environ.get("CONTEXTFOLD_STORE") or DEFAULT_STORE_URL
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    events: int
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    run_id: str
+    events: int
+    ok: bool
+    first_bad_position: int | None = None
+    reason: str = ""
+
+
+@dataclass
+class _Head:
+    version: int = 0
+    last_hash: str = GENESIS_HASH
+    pairing: PairingState = field(default_factory=PairingState)
+
+
+def check_run_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+        raise InputLimitError(
+            f"invalid run id {run_id!r}: 1-200 characters, letters, digits and ._:@/+=- "
+            "(starting with a letter or digit)"
+        )
+    return run_id
+
+
+def _preview(text: str) -> str:
+    return text[:PREVIEW_CHARS]
+
+
+class EventStore:
+    """One store (a SQLite file or a PostgreSQL database/schema) holding many runs."""
+
+    def __init__(self, url: str | None = None, *, create_schema: bool = True,
+                 artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD) -> None:
+        self.url = store_url_from_env(url)
+        self.backend = open_backend(self.url)
+        self.artifact_threshold = artifact_threshold
+        self._heads: dict[str, _Head] = {}
+        self._order_column = "rowid" if isinstance(self.backend, SQLiteBackend) else "notification_id"
+        if create_schema:
+            self.create_schema()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def create_schema(self) -> None:
+        """Create the tables if missing. Safe to call from many workers at once."""
+        self.backend.create_schema()
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ write
+
+    def append(self, run_id: str, events: Sequence[AnyEvent], *,
+               expected_version: int | None = None) -> list[RecordedEvent]:
+        """Append ``events`` to ``run_id`` in one transaction; returns them as recorded.
+
+        ``expected_version``: the version the caller last saw. If another writer
+        got there first, raises :class:`ConcurrencyConflictError` and writes
+        nothing. Without it, the batch goes at the current end (re-checked).
+        """
+        check_run_id(run_id)
+        if not events:
+            return []
+        if len(events) > MAX_BATCH:
+            raise InputLimitError(f"{len(events)} events in one append; the limit is {MAX_BATCH}")
+        prepared = [self._offload(e) for e in events]
+        fresh = run_id not in self._heads
+        for _ in range(_APPEND_RETRIES):
+            head = self._head(run_id)
+            if expected_version is not None and expected_version != head.version:
+                head = self._catch_up(run_id)
+                fresh = True
+                if expected_version != head.version:
+                    raise ConcurrencyConflictError(run_id, expected_version)
+            try:
+                return self._try_append(run_id, head, prepared)
+            except ProtocolError:
+                # Judged against a cached head: another writer may have issued or
+                # answered the call. Re-judge once against the stored head.
+                if fresh:
+                    raise
+                self._catch_up(run_id)
+                fresh = True
+            except es.IntegrityError as exc:
+                self._catch_up(run_id)
+                fresh = True
+                if expected_version is not None:
+                    raise ConcurrencyConflictError(run_id, expected_version) from exc
+        raise ConcurrencyConflictError(run_id, self._head(run_id).version)
+
+    def _try_append(self, run_id: str, head: _Head,
+                    prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]]]],
+                    ) -> list[RecordedEvent]:
+        pairing = head.pairing.copy()
+        stored: list[es.StoredEvent] = []
+        recorded: list[RecordedEvent] = []
+        artifacts: list[tuple[str, int, str, bytes]] = []
+        prev = head.last_hash
+        for offset, (event, blobs) in enumerate(prepared, start=1):
+            position = head.version + offset
+            pairing.apply(event, position)
+            body = canonical_json(event)
+            digest = chain_hash(run_id, position, prev, body)
+            stored.append(es.StoredEvent(run_id, position, f"{event.type}@{event.v}",
+                                         digest.encode("ascii") + body))
+            recorded.append(RecordedEvent(run_id, position, event, digest))
+            artifacts.extend(blobs)
+            prev = digest
+        if artifacts:
+            self.backend.put_artifacts(artifacts)
+        try:
+            self.backend.recorder.insert_events(stored)
+        except es.IntegrityError:
+            raise  # a concurrent writer took these positions: handled by append()
+        except es.PersistenceError as exc:
+            with translate_errors(f"append to {run_id!r}"):
+                raise exc
+        self._heads[run_id] = _Head(head.version + len(prepared), prev, pairing)
+        return recorded
+
+    def _offload(self, event: AnyEvent) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]]]:
+        """Move a payload above the threshold into an artifact; keep ref, size and a preview."""
+        if isinstance(event, ToolResult | FileRead | EvidenceRetrieved) and event.artifact is None:
+            raw = event.content.encode("utf-8")
+            if len(raw) > self.artifact_threshold:
+                digest = blake3.blake3(raw).hexdigest()
+                ref = ArtifactRef(hash=digest, size=len(raw), media_type="text/plain; charset=utf-8")
+                slim = event.model_copy(update={"content": _preview(event.content), "artifact": ref})
+                return slim, [(digest, len(raw), ref.media_type, raw)]
+        return event, []
+
+    def put_artifact(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactRef:
+        """Store a blob (idempotent) and return its ref."""
+        digest = blake3.blake3(data).hexdigest()
+        self.backend.put_artifacts([(digest, len(data), media_type, data)])
+        return ArtifactRef(hash=digest, size=len(data), media_type=media_type)
+
+    # ------------------------------------------------------------ heads
+
+    def _head(self, run_id: str) -> _Head:
+        head = self._heads.get(run_id)
+        return head if head is not None else self._catch_up(run_id)
+
+    def _catch_up(self, run_id: str) -> _Head:
+        head = self._heads.get(run_id) or _Head()
+        pairing = head.pairing.copy()
+        version, last_hash = head.version, head.last_hash
+        for rec in self._select(run_id, gt=version):
+            pairing.apply(rec.event, rec.position)
+            version, last_hash = rec.position, rec.hash
+        new = _Head(version, last_hash, pairing)
+        self._heads[run_id] = new
+        return new
+
+    # ------------------------------------------------------------ read
+
+    def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None) -> Iterator[RecordedEvent]:
+        page = 5000
+        cursor = gt
+        while True:
+            upper = cursor + page if lte is None else min(cursor + page, lte)
+            if lte is not None and cursor >= lte:
+                return
+            with translate_errors(f"read {run_id!r}"):
+                rows = self.backend.recorder.select_events(run_id, gt=cursor, lte=upper)
+            for row in rows:
+                yield self._decode(run_id, row.originator_version, row.topic, row.state)
+            if len(rows) < upper - cursor:
+                return
+            cursor = upper
+
+    @staticmethod
+    def _decode(run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
+        digest = state[:64].decode("ascii")
+        body = state[64:]
+        etype, _, version = topic.partition("@")
+        try:
+            if (etype, int(version)) in UPCASTERS:
+                event = event_from_json(body)
+            else:
+                event = EVENT_ADAPTER.validate_json(body)
+        except (ValidationError, ValueError) as exc:
+            raise IntegrityError(
+                f"run {run_id!r} position {position}: stored event does not parse: {exc}",
+                position=position,
+            ) from exc
+        return RecordedEvent(run_id, position, event, digest)
+
+    def read(self, run_id: str, *, upto: int | None = None, after: int = 0) -> list[RecordedEvent]:
+        """The run's events in order; ``upto`` = last position included."""
+        check_run_id(run_id)
+        events = list(self._select(run_id, gt=after, lte=upto))
+        if not events and after == 0 and not self.exists(run_id):
+            raise RunNotFoundError(run_id)
+        return events
+
+    def iter_events(self, run_id: str, *, after: int = 0) -> Iterator[RecordedEvent]:
+        check_run_id(run_id)
+        return self._select(run_id, gt=after)
+
+    def version(self, run_id: str) -> int:
+        """The run's last position (0 when it has no events)."""
+        check_run_id(run_id)
+        rows = self.backend.recorder.select_events(run_id, desc=True, limit=1)
+        return rows[0].originator_version if rows else 0
+
+    def exists(self, run_id: str) -> bool:
+        return self.version(run_id) > 0
+
+    def runs(self) -> list[RunInfo]:
+        """Every run with its event count, in the order runs were first written."""
+        table = self.backend.table(EVENTS_TABLE)
+        rows = self.backend.query(
+            f"SELECT originator_id, MAX(originator_version), MIN({self._order_column}) "
+            f"FROM {table} GROUP BY originator_id ORDER BY 3"
+        )
+        return [RunInfo(str(r[0]), int(r[1])) for r in rows]
+
+    def read_all(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, RecordedEvent]]:
+        """Events across all runs in commit order: (notification id, event), ids > ``after``."""
+        with translate_errors("read notifications"):
+            rows = self.backend.recorder.select_notifications(after + 1, limit)
+        return [(n.id, self._decode(str(n.originator_id), n.originator_version, n.topic, n.state))
+                for n in rows]
+
+    # ------------------------------------------------------------ artifacts
+
+    def artifact(self, ref: str | ArtifactRef) -> bytes:
+        digest = ref.hash if isinstance(ref, ArtifactRef) else ref
+        p = self.backend.placeholder
+        rows = self.backend.query(
+            f"SELECT data FROM {self.backend.table(ARTIFACTS_TABLE)} WHERE hash = {p}", (digest,))
+        if not rows:
+            raise ArtifactNotFoundError(digest)
+        data = bytes(rows[0][0])
+        if blake3.blake3(data).hexdigest() != digest:
+            raise IntegrityError(f"artifact {digest} does not match its hash")
+        return data
+
+    def artifact_count(self) -> int:
+        return int(self.backend.query(f"SELECT COUNT(*) FROM {self.backend.table(ARTIFACTS_TABLE)}")[0][0])
+
+    # ------------------------------------------------------------ integrity
+
+    def verify(self, run_id: str) -> VerifyReport:
+        """Recompute the hash chain over the exact stored bytes; name the first mismatch."""
+        check_run_id(run_id)
+        prev = GENESIS_HASH
+        count = 0
+        expected_position = 1
+        cursor = 0
+        while True:
+            with translate_errors(f"verify {run_id!r}"):
+                rows = self.backend.recorder.select_events(run_id, gt=cursor, limit=5000)
+            if not rows:
+                break
+            for row in rows:
+                pos = row.originator_version
+                if pos != expected_position:
+                    return VerifyReport(run_id, count, False, expected_position,
+                                        f"position {expected_position} is missing")
+                stored_hash = row.state[:64].decode("ascii", "replace")
+                if chain_hash(run_id, pos, prev, row.state[64:]) != stored_hash:
+                    return VerifyReport(run_id, count, False, pos,
+                                        "event content does not match its chain hash")
+                try:
+                    self._decode(run_id, pos, row.topic, row.state)
+                except IntegrityError as exc:
+                    return VerifyReport(run_id, count, False, pos, str(exc))
+                prev = stored_hash
+                count += 1
+                expected_position += 1
+            cursor = rows[-1].originator_version
+        if count == 0:
+            raise RunNotFoundError(run_id)
+        return VerifyReport(run_id, count, True)
+
+
+def validate_events(raw: Sequence[object]) -> list[AnyEvent]:
+    """Validate user-supplied dicts as events (typed error on the first bad one)."""
+    out: list[AnyEvent] = []
+    for index, item in enumerate(raw):
+        try:
+            out.append(EVENT_ADAPTER.validate_python(item))
+        except ValidationError as exc:
+            raise InvalidInputError(f"event {index}: {exc}") from exc
+    return out
