@@ -1,0 +1,475 @@
+"""Safe truncation of *content* at explicit boundaries, never over budget.
+
+What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
+
+* ``log`` / ``file`` lines: a head window and a tail window of whole lines,
+  joined by one marker line ``… [N lines omitted: lines A–B] …``. Logs keep a
+  bigger tail (a third head, two thirds tail) because that is where a failing
+  command says why; files keep equal halves.
+* ``markdown`` / ``text``: the same line windows, but a cut that lands inside
+  a code fence closes the fence before the marker and re-opens it (with the
+  original opener line, info string included) after it, so a truncated
+  fragment never leaves a fence open that the original had closed.
+* ``json``: the result stays valid JSON. Arrays keep their first and last
+  items around a marker item ``"… N items omitted"``; objects keep their first
+  members plus a marker member ``"…": "N members omitted"``; long strings are
+  shortened at a code-point boundary with a ``… [N chars omitted]`` suffix.
+  One size knob applies recursively to every nested value, and the largest
+  knob that fits is found by search. Output is compact JSON. Input that does
+  not parse falls back to line truncation.
+* retrieval chunks (:func:`truncate_chunks`): whole chunks only.
+
+Everything works on ``str``, so a cut can only fall on a code-point boundary:
+no UTF-8 sequence is ever split. Tool-call *arguments* are never passed here —
+they are replayed verbatim or the whole call group is dropped; this module is
+for tool output, files, documents and logs only.
+
+The promise: ``count(result.text) <= max_tokens``, measured by the caller's
+``count``. Token counts are not additive across concatenation, so every
+candidate text is assembled and counted as a whole (the number of count calls
+is logarithmic in the input). The only exception is a budget too small for
+even the bare marker: then the result is :data:`MINIMAL_MARKER` with
+``over_budget=True``.
+
+Ranges in :attr:`Truncation.kept` are 1-based and inclusive: line numbers for
+lines, chunk numbers for chunks, item/member numbers of the top-level
+container for JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeAlias, assert_never
+
+from pydantic import BaseModel, ConfigDict
+
+from contextfold.domain.errors import InvalidInputError
+
+__all__ = [
+    "MINIMAL_MARKER",
+    "ContentKind",
+    "KeptRange",
+    "TokenCounter",
+    "Truncation",
+    "fit_line_windows",
+    "line_marker",
+    "open_fence",
+    "split_lines",
+    "truncate",
+    "truncate_chunks",
+]
+
+TokenCounter: TypeAlias = Callable[[str], int]
+ContentKind: TypeAlias = Literal["log", "file", "json", "markdown", "text"]
+Strategy: TypeAlias = Literal["none", "lines", "fenced_lines", "json", "chunks", "lean_log",
+                              "marker_only"]
+Unit: TypeAlias = Literal["line", "chunk", "json_member"]
+
+MINIMAL_MARKER = "…"
+"""Returned alone when the budget cannot hold even a real marker."""
+
+_JSON_CHARS_PER_LEVEL = 64
+"""String length allowed per step of the JSON size knob (knob L keeps L items
+per container and ``64 * L`` characters per string)."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KeptRange(_Frozen):
+    """A kept run of units, 1-based and inclusive (``start <= end``)."""
+
+    start: int
+    end: int
+
+
+class Truncation(_Frozen):
+    """What a truncation kept, what it dropped, and what it cost.
+
+    ``over_budget`` is true only when the budget could not hold even the bare
+    marker; ``text`` is then :data:`MINIMAL_MARKER` and may exceed the budget.
+    """
+
+    text: str
+    truncated: bool
+    strategy: Strategy
+    unit: Unit
+    original_chars: int
+    original_tokens: int
+    tokens: int
+    kept: tuple[KeptRange, ...]
+    omitted: int = 0
+    """Units dropped: lines, chunks, or JSON items + members (nested included)."""
+    omitted_chars: int = 0
+    """Characters cut from shortened JSON strings (or header lines of a lean log)."""
+    over_budget: bool = False
+
+
+# ------------------------------------------------------------------ lines
+
+
+def split_lines(text: str) -> tuple[list[str], bool]:
+    """Split on ``\\n`` only (``\\r`` stays on its line); report a final newline.
+
+    ``str.splitlines`` would also split on form feeds and U+2028, which are
+    not line boundaries of a log or a source file.
+    """
+    lines = text.split("\n")
+    trailing = len(lines) > 1 and lines[-1] == ""
+    if trailing:
+        lines.pop()
+    return lines, trailing
+
+
+def line_marker(omitted: int, first: int, last: int) -> str:
+    """The marker line that replaces lines ``first..last`` (1-based)."""
+    noun = "line" if omitted == 1 else "lines"
+    span = f"line {first}" if first == last else f"lines {first}–{last}"
+    return f"… [{omitted} {noun} omitted: {span}] …"
+
+
+def fit_line_windows(
+    n: int,
+    render: Callable[[int], str],
+    count: TokenCounter,
+    max_tokens: int,
+) -> tuple[int, str, int] | None:
+    """The largest ``k`` in ``[0, n]`` whose ``render(k)`` fits, with its text and tokens.
+
+    ``None`` when even ``render(0)`` does not fit. Exponential then binary
+    search: each probe counts one assembled candidate, so a 2 MB input costs
+    O(log n) counts of budget-sized texts. A non-monotone counter can only
+    make the result shorter, never over budget: only probes that passed are
+    returned.
+    """
+    memo: dict[int, tuple[str, int]] = {}
+
+    def fits(k: int) -> bool:
+        if k not in memo:
+            text = render(k)
+            memo[k] = (text, count(text))
+        return memo[k][1] <= max_tokens
+
+    if not fits(0):
+        return None
+    lo, hi = 0, n + 1
+    probe = 1
+    while probe <= n:
+        if fits(probe):
+            lo = probe
+            probe *= 2
+        else:
+            hi = probe
+            break
+    if hi == n + 1 and lo < n:
+        if fits(n):
+            lo = n
+        else:
+            hi = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    text, tokens = memo[lo]
+    return lo, text, tokens
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def _fence_states(lines: Sequence[str]) -> list[str | None]:
+    """``states[i]`` = opener line of the fence open *before* line ``i`` (None if closed).
+
+    CommonMark rules, simplified: an opener is 3+ backticks or tildes indented
+    at most 3 spaces (a backtick opener's info string has no backtick); a
+    closer uses the same character, at least as many, and nothing else.
+    """
+    states: list[str | None] = [None]
+    opener: str | None = None
+    char, length = "", 0
+    for line in lines:
+        m = _FENCE.match(line.rstrip("\r"))
+        if m:
+            run, rest = m.group(1), m.group(2)
+            if opener is None:
+                if not (run[0] == "`" and "`" in rest):
+                    opener, char, length = line, run[0], len(run)
+            elif run[0] == char and len(run) >= length and not rest.strip():
+                opener = None
+        states.append(opener)
+    return states
+
+
+def open_fence(text: str) -> str | None:
+    """The opener line of a code fence left open at the end of ``text``, if any."""
+    lines, _ = split_lines(text)
+    return _fence_states(lines)[-1]
+
+
+def _closing_fence(opener: str) -> str:
+    m = _FENCE.match(opener.rstrip("\r"))
+    assert m is not None
+    return m.group(1)
+
+
+def _result(text: str, *, strategy: Strategy, unit: Unit, original: str, original_tokens: int,
+            tokens: int, kept: Sequence[tuple[int, int]], omitted: int = 0,
+            omitted_chars: int = 0) -> Truncation:
+    return Truncation(
+        text=text, truncated=strategy != "none", strategy=strategy, unit=unit,
+        original_chars=len(original), original_tokens=original_tokens, tokens=tokens,
+        kept=tuple(KeptRange(start=a, end=b) for a, b in kept if a <= b),
+        omitted=omitted, omitted_chars=omitted_chars,
+    )
+
+
+def _marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
+                 count: TokenCounter) -> Truncation:
+    return Truncation(
+        text=MINIMAL_MARKER, truncated=True, strategy="marker_only", unit=unit,
+        original_chars=len(original), original_tokens=original_tokens,
+        tokens=count(MINIMAL_MARKER), kept=(), omitted=omitted, over_budget=True,
+    )
+
+
+def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
+                    *, head_share: float, fences: bool) -> Truncation:
+    lines, trailing = split_lines(text)
+    n = len(lines)
+    states = _fence_states(lines) if fences else [None] * (n + 1)
+    end = "\n" if trailing else ""
+
+    def split(k: int) -> tuple[int, int]:
+        head = int(k * head_share)
+        return head, k - head
+
+    def render(k: int) -> str:
+        head, tail = split(k)
+        out = lines[:head]
+        before_marker = states[head]
+        if before_marker is not None:
+            out.append(_closing_fence(before_marker))
+        out.append(line_marker(n - k, head + 1, n - tail))
+        after_marker = states[n - tail]
+        if after_marker is not None:
+            out.append(after_marker)
+        out.extend(lines[n - tail:])
+        return "\n".join(out) + end
+
+    found = fit_line_windows(n - 1, render, count, max_tokens)
+    if found is None:
+        return _marker_only(text, original_tokens, "line", n, count)
+    k, out_text, tokens = found
+    head, tail = split(k)
+    return _result(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
+                   original=text, original_tokens=original_tokens, tokens=tokens,
+                   kept=[(1, head), (n - tail + 1, n)], omitted=n - k)
+
+
+# ------------------------------------------------------------------ JSON
+
+
+class _Stats:
+    """Counts what one JSON shrink pass dropped."""
+
+    def __init__(self) -> None:
+        self.omitted = 0
+        self.omitted_chars = 0
+        self.kept: list[tuple[int, int]] = []
+
+
+def _marker_key(kept: dict[str, Any]) -> str:
+    key = "…"
+    while key in kept:
+        key += "…"
+    return key
+
+
+def _shrink(value: Any, level: int, stats: _Stats, top: bool = False) -> Any:
+    """``value`` with at most ``level`` items per container and ``64*level`` chars per string."""
+    if isinstance(value, str):
+        cap = level * _JSON_CHARS_PER_LEVEL
+        if len(value) <= cap:
+            return value
+        stats.omitted_chars += len(value) - cap
+        return f"{value[:cap]}… [{len(value) - cap} chars omitted]"
+    if isinstance(value, list):
+        n = len(value)
+        if n <= level:
+            if top:
+                stats.kept.append((1, n))
+            return [_shrink(v, level, stats) for v in value]
+        head, tail = (level + 1) // 2, level // 2
+        stats.omitted += n - level
+        if top:
+            stats.kept += [(1, head), (n - tail + 1, n)]
+        items = [_shrink(v, level, stats) for v in value[:head]]
+        items.append(f"… {n - level} items omitted")
+        items += [_shrink(v, level, stats) for v in value[n - tail:]]
+        return items
+    if isinstance(value, dict):
+        members = list(value.items())
+        keep = members[:level]
+        if top:
+            stats.kept.append((1, len(keep)))
+        out = {k: _shrink(v, level, stats) for k, v in keep}
+        if len(members) > level:
+            stats.omitted += len(members) - level
+            out[_marker_key(out)] = f"{len(members) - level} members omitted"
+        return out
+    return value
+
+
+def _dump(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from \\ud800-style escapes
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def _reject_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON: such input is truncated as lines instead."""
+    raise ValueError(f"not JSON: {name}")
+
+
+def _size_knob_max(value: Any) -> int:
+    """The knob at which :func:`_shrink` keeps everything."""
+    best = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            best = max(best, -(-len(v) // _JSON_CHARS_PER_LEVEL))
+        elif isinstance(v, list):
+            best = max(best, len(v))
+            stack.extend(v)
+        elif isinstance(v, dict):
+            best = max(best, len(v))
+            stack.extend(v.values())
+    return best
+
+
+def _truncate_json(text: str, original_tokens: int, max_tokens: int,
+                   count: TokenCounter) -> Truncation:
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+        top_max = _size_knob_max(value)
+        renders: dict[int, tuple[str, _Stats]] = {}
+
+        def render(level: int) -> str:
+            stats = _Stats()
+            out = _dump(_shrink(value, level, stats, top=True))
+            renders[level] = (out, stats)
+            return out
+
+        found = fit_line_windows(top_max, render, count, max_tokens)
+    except (ValueError, RecursionError):
+        return _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
+                               fences=False)
+    if found is None:
+        return _marker_only(text, original_tokens, "json_member", 0, count)
+    level, out_text, tokens = found
+    stats = renders[level][1]
+    if level == top_max:  # nothing dropped: the compact form fits where the original did not
+        return _result(out_text, strategy="none", unit="json_member", original=text,
+                       original_tokens=original_tokens, tokens=tokens, kept=stats.kept)
+    return _result(out_text, strategy="json", unit="json_member", original=text,
+                   original_tokens=original_tokens, tokens=tokens, kept=stats.kept,
+                   omitted=stats.omitted, omitted_chars=stats.omitted_chars)
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def _check_budget(max_tokens: int) -> None:
+    if max_tokens < 0:
+        raise InvalidInputError(f"max_tokens must be >= 0, got {max_tokens}")
+
+
+def truncate(text: str, max_tokens: int, *, kind: ContentKind,
+             count: TokenCounter) -> Truncation:
+    """``text`` cut to ``max_tokens`` at the boundaries of its ``kind`` (see module doc).
+
+    Text that already fits is returned unchanged (``truncated=False``).
+    """
+    _check_budget(max_tokens)
+    original_tokens = count(text)
+    if original_tokens <= max_tokens:
+        lines, _ = split_lines(text)
+        unit: Unit = "json_member" if kind == "json" else "line"
+        return _result(text, strategy="none", unit=unit, original=text,
+                       original_tokens=original_tokens, tokens=original_tokens,
+                       kept=[(1, len(lines))] if unit == "line" else [])
+    match kind:
+        case "log":
+            return _truncate_lines(text, original_tokens, max_tokens, count,
+                                   head_share=1 / 3, fences=False)
+        case "file":
+            return _truncate_lines(text, original_tokens, max_tokens, count,
+                                   head_share=0.5, fences=False)
+        case "markdown" | "text":
+            return _truncate_lines(text, original_tokens, max_tokens, count,
+                                   head_share=0.5, fences=True)
+        case "json":
+            return _truncate_json(text, original_tokens, max_tokens, count)
+        case _:
+            assert_never(kind)
+
+
+CHUNK_SEPARATOR = "\n\n"
+
+
+def _chunk_marker(omitted: int, total: int) -> str:
+    return f"… [{omitted} of {total} chunks omitted] …"
+
+
+def truncate_chunks(chunks: Sequence[str], max_tokens: int, count: TokenCounter) -> Truncation:
+    """Whole retrieval chunks, in the given (rank) order, joined by a blank line.
+
+    Greedy by rank: a chunk that does not fit is skipped and a later, smaller
+    one may still enter, so the budget is used without ever splitting a chunk.
+    When anything is dropped a marker line says how many of how many.
+    """
+    _check_budget(max_tokens)
+    original = CHUNK_SEPARATOR.join(chunks)
+    original_tokens = count(original)
+    total = len(chunks)
+    if original_tokens <= max_tokens:
+        return _result(original, strategy="none", unit="chunk", original=original,
+                       original_tokens=original_tokens, tokens=original_tokens,
+                       kept=[(1, total)])
+
+    def render(kept: Sequence[int]) -> str:
+        parts = [chunks[i] for i in kept]
+        parts.append(_chunk_marker(total - len(kept), total))
+        return CHUNK_SEPARATOR.join(parts)
+
+    kept: list[int] = []
+    text = render(kept)
+    tokens = count(text)
+    if tokens > max_tokens:
+        return _marker_only(original, original_tokens, "chunk", total, count)
+    for i, chunk in enumerate(chunks):
+        if count(chunk) > max_tokens - tokens + count(_chunk_marker(total, total)) + 2:
+            continue  # cheap pre-check: cannot possibly fit
+        candidate = render([*kept, i])
+        candidate_tokens = count(candidate)
+        if candidate_tokens <= max_tokens:
+            kept.append(i)
+            text, tokens = candidate, candidate_tokens
+    ranges: list[tuple[int, int]] = []
+    for i in kept:
+        if ranges and ranges[-1][1] == i:
+            ranges[-1] = (ranges[-1][0], i + 1)
+        else:
+            ranges.append((i + 1, i + 1))
+    return _result(text, strategy="chunks", unit="chunk", original=original,
+                   original_tokens=original_tokens, tokens=tokens, kept=ranges,
+                   omitted=total - len(kept))
