@@ -55,6 +55,7 @@ __all__ = [
     "Truncation",
     "fit_line_windows",
     "line_marker",
+    "marker_only",
     "open_fence",
     "split_lines",
     "truncate",
@@ -228,8 +229,9 @@ def _result(text: str, *, strategy: Strategy, unit: Unit, original: str, origina
     )
 
 
-def _marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
-                 count: TokenCounter) -> Truncation:
+def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
+                count: TokenCounter) -> Truncation:
+    """The result for a budget too small for any real marker: :data:`MINIMAL_MARKER`."""
     return Truncation(
         text=MINIMAL_MARKER, truncated=True, strategy="marker_only", unit=unit,
         original_chars=len(original), original_tokens=original_tokens,
@@ -263,7 +265,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
 
     found = fit_line_windows(n - 1, render, count, max_tokens)
     if found is None:
-        return _marker_only(text, original_tokens, "line", n, count)
+        return marker_only(text, original_tokens, "line", n, count)
     k, out_text, tokens = found
     head, tail = split(k)
     return _result(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
@@ -374,7 +376,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int,
         return _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
                                fences=False)
     if found is None:
-        return _marker_only(text, original_tokens, "json_member", 0, count)
+        return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
     stats = renders[level][1]
     if level == top_max:  # nothing dropped: the compact form fits where the original did not
@@ -455,7 +457,7 @@ def truncate_chunks(chunks: Sequence[str], max_tokens: int, count: TokenCounter)
     text = render(kept)
     tokens = count(text)
     if tokens > max_tokens:
-        return _marker_only(original, original_tokens, "chunk", total, count)
+        return marker_only(original, original_tokens, "chunk", total, count)
     for i, chunk in enumerate(chunks):
         if count(chunk) > max_tokens - tokens + count(_chunk_marker(total, total)) + 2:
             continue  # cheap pre-check: cannot possibly fit

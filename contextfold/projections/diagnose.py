@@ -1,0 +1,245 @@
+"""Log diagnosis, and the lean rendering of a long log for the context.
+
+A failing command's log is mostly noise: what the model needs is the exit
+code, the first thing that went wrong, how much went wrong, and the end of the
+log (DESIGN.md section 7: "a truncated log keeps the exit code, the first key
+error and the tail"). :func:`diagnose_log` finds those; :func:`lean_log`
+renders a header with them, then a head and a tail window of whole lines, and
+a line naming where the full log lives.
+
+The *first key error* is the first line (in log order) that matches one of
+:data:`KEY_ERROR_PATTERNS`; when one line matches several, the earlier
+pattern in that tuple names it. ANSI colour codes are stripped before
+matching. A Python traceback is taken whole, from ``Traceback (most recent
+call last):`` to its final (first unindented) exception line; any other match
+takes its line plus the indented continuation lines right after it (a cargo
+``--> src/main.rs:4:18`` pointer, more pytest ``E`` lines), at most
+:data:`CONTINUATION_LINES`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+
+from contextfold.domain.errors import InvalidInputError
+from contextfold.projections.truncate import (
+    KeptRange,
+    TokenCounter,
+    Truncation,
+    fit_line_windows,
+    line_marker,
+    marker_only,
+    split_lines,
+)
+
+__all__ = [
+    "CONTINUATION_LINES",
+    "KEY_ERROR_PATTERNS",
+    "FirstError",
+    "LogDiagnosis",
+    "PatternName",
+    "diagnose_log",
+    "lean_log",
+]
+
+PatternName: TypeAlias = Literal[
+    "python_traceback", "panic", "fatal", "segfault", "npm_err", "make", "pytest_e",
+    "failed", "error", "exception",
+]
+
+KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
+    ("python_traceback", re.compile(r"^Traceback \(most recent call last\):")),
+    ("panic", re.compile(r"\bpanic: |\bpanicked at\b")),                 # Go, Rust
+    ("fatal", re.compile(r"\b(?:fatal|FATAL)(?: error)?:|\bFATAL\b")),   # git, cc
+    ("segfault", re.compile(r"Segmentation fault|SIGSEGV")),
+    ("npm_err", re.compile(r"^npm (?:ERR!|error) ")),
+    ("make", re.compile(r"^g?make(?:\[\d+\])?: \*\*\*")),
+    ("pytest_e", re.compile(r"^E {2,}\S")),
+    ("failed", re.compile(r"\bFAILED\b")),
+    # "error:" in any case, cargo's "error[E0308]:", an ERROR level, "TypeError:"-style names.
+    ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\bERROR\b|\b[A-Z]\w*Error\b:")),
+    ("exception", re.compile(r"\b[A-Z][\w.]*Exception\b")),
+)
+"""The documented key-error patterns, in precedence order."""
+
+_WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
+_FAILED = re.compile(r"(?i:\bfail(?:ed|ure|ures)?\b)")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+CONTINUATION_LINES = 8
+"""Indented lines kept after a non-traceback key error."""
+_TRACEBACK_MAX_LINES = 2000
+"""A traceback that never reaches its exception line stops here (a cut-off log)."""
+_HEADER_ERROR_LINES = 12
+"""The error block in a lean-log header is condensed beyond this many lines."""
+_HEADER_LINE_CHARS = 400
+"""Longest quoted line in the header's condensed variant."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FirstError(_Frozen):
+    """The first key error: its 1-based line span, which pattern matched, its text."""
+
+    line: int
+    end_line: int
+    pattern: PatternName
+    text: str
+
+
+class LogDiagnosis(_Frozen):
+    """What a model needs to know about a log before reading any of it.
+
+    The counts are of *lines*: a line counts as an error line when it matches
+    any key-error pattern, as a warning line when it says warn/warning or
+    names a ``…Warning``, as a failed line when it says fail/failed/failure.
+    """
+
+    exit_code: int | None
+    first_error: FirstError | None
+    error_lines: int
+    warning_lines: int
+    failed_lines: int
+    total_lines: int
+
+
+def _match(line: str) -> PatternName | None:
+    for name, pattern in KEY_ERROR_PATTERNS:
+        if pattern.search(line):
+            return name
+    return None
+
+
+def _block_end(clean: list[str], start: int, pattern: PatternName) -> int:
+    """Index of the last line of the key-error block that starts at ``start``."""
+    n = len(clean)
+    if pattern == "python_traceback":
+        i = start + 1
+        while i < n and i - start < _TRACEBACK_MAX_LINES:
+            if clean[i] and not clean[i][0].isspace():
+                return i  # the final "SomeError: message" line
+            i += 1
+        return min(i, n) - 1
+    end = start
+    while (end + 1 < n and end - start < CONTINUATION_LINES
+           and clean[end + 1].strip()
+           and (clean[end + 1][0].isspace()
+                or (pattern == "pytest_e" and clean[end + 1].startswith("E ")))):
+        end += 1
+    return end
+
+
+def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
+    """The exit code, first key error and line counts of ``text`` (see module doc)."""
+    lines, _ = split_lines(text)
+    clean = [_ANSI.sub("", line).rstrip("\r") for line in lines]
+    first: FirstError | None = None
+    errors = warnings = failed = 0
+    for i, line in enumerate(clean):
+        name = _match(line)
+        if name is not None:
+            errors += 1
+            if first is None:
+                end = _block_end(clean, i, name)
+                first = FirstError(line=i + 1, end_line=end + 1, pattern=name,
+                                   text="\n".join(clean[i:end + 1]))
+        if _WARNING.search(line):
+            warnings += 1
+        if _FAILED.search(line):
+            failed += 1
+    return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,
+                        warning_lines=warnings, failed_lines=failed, total_lines=len(lines))
+
+
+# ------------------------------------------------------------------ lean log
+
+
+def _clip(line: str) -> str:
+    if len(line) <= _HEADER_LINE_CHARS:
+        return line
+    return f"{line[:_HEADER_LINE_CHARS]}… [{len(line) - _HEADER_LINE_CHARS} chars omitted]"
+
+
+def _header_variants(d: LogDiagnosis) -> list[str]:
+    """Header texts from richest to barest; the first that fits the budget is used."""
+    code = "unknown" if d.exit_code is None else str(d.exit_code)
+    summary = (f"[log diagnosis] exit code: {code} | lines: {d.total_lines} | "
+               f"error lines: {d.error_lines} | warning lines: {d.warning_lines} | "
+               f"failed lines: {d.failed_lines}")
+    if d.first_error is None:
+        return [summary + "\n[first key error] none found", f"[log] exit code: {code}"]
+    fe = d.first_error
+    span = f"line {fe.line}" if fe.line == fe.end_line else f"lines {fe.line}–{fe.end_line}"
+    title = f"[first key error] {span} ({fe.pattern}):"
+    block = fe.text.split("\n")
+    if len(block) > _HEADER_ERROR_LINES:
+        keep_tail = _HEADER_ERROR_LINES - 2
+        skipped = len(block) - 1 - keep_tail
+        block = [block[0], f"  … [{skipped} lines of this error omitted] …", *block[-keep_tail:]]
+    ends = [block[0]] if len(block) == 1 else [block[0], block[-1]]
+    return [
+        "\n".join([summary, title, *block]),
+        "\n".join([summary, title, *(_clip(b) for b in block)]),
+        "\n".join([summary, title, *(_clip(b) for b in ends)]),
+        "\n".join([summary, f"[first key error] line {fe.line}: {_clip(block[-1])}"]),
+        "\n".join([f"[log] exit code: {code}",
+                   f"[first key error] line {fe.line}: {block[-1][:80]}"]),
+        f"[log] exit code: {code} | first key error at line {fe.line}",
+    ]
+
+
+def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCounter, *,
+             artifact_ref: str | None = None) -> Truncation:
+    """A long log as diagnosis header + head window + tail window + where the rest is.
+
+    A log that fits is returned unchanged: the caller still has the exit code.
+    Otherwise the richest header that leaves room for the marker is chosen
+    (exit code first, then the first key error, condensed if need be), then as
+    many whole lines as fit, a third from the head and two thirds from the
+    tail. ``kept`` lists the head and tail line ranges.
+    """
+    if max_tokens < 0:
+        raise InvalidInputError(f"max_tokens must be >= 0, got {max_tokens}")
+    original_tokens = count(text)
+    lines, trailing = split_lines(text)
+    n = len(lines)
+    if original_tokens <= max_tokens:
+        return Truncation(text=text, truncated=False, strategy="none", unit="line",
+                          original_chars=len(text), original_tokens=original_tokens,
+                          tokens=original_tokens, kept=(KeptRange(start=1, end=n),))
+    diagnosis = diagnose_log(text, exit_code)
+    where = artifact_ref if artifact_ref is not None else "not stored"
+    end = "\n" if trailing else ""
+
+    def split(k: int) -> tuple[int, int]:
+        head = k // 3
+        return head, k - head
+
+    for header in _header_variants(diagnosis):
+        def render(k: int, header: str = header) -> str:
+            head, tail = split(k)
+            omitted = (head + 1, n - tail)
+            return "\n".join([
+                header, "[log excerpt]", *lines[:head],
+                line_marker(n - k, *omitted),
+                *lines[n - tail:],
+                f"[full log: {where}; lines {omitted[0]}–{omitted[1]} not shown]",
+            ]) + end
+
+        found = fit_line_windows(n - 1, render, count, max_tokens)
+        if found is not None:
+            k, out, tokens = found
+            head, tail = split(k)
+            return Truncation(
+                text=out, truncated=True, strategy="lean_log", unit="line",
+                original_chars=len(text), original_tokens=original_tokens, tokens=tokens,
+                kept=tuple(KeptRange(start=a, end=b)
+                           for a, b in ((1, head), (n - tail + 1, n)) if a <= b),
+                omitted=n - k,
+            )
+    return marker_only(text, original_tokens, "line", n, count)
