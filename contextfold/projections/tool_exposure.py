@@ -1,0 +1,271 @@
+"""Which registered tools a request exposes, and why the others are left out.
+
+With hundreds of registered tools, exposing them all costs thousands of
+tokens per turn and dilutes the model's choice (DESIGN.md section 5). The
+exposure is, in this order:
+
+1. **policy** — a tool the run's policy does not allow (not in ``allowed``
+   when that is given, or in ``denied``) is never exposed, whatever its
+   relevance, pinning, reference, or anything the content says;
+2. **pinned** tools (the policy's standing set);
+3. **referenced** tools, used by calls in the retained history: providers
+   reject a history that calls an undeclared tool, so these are exposed even
+   past the relevance cap and the budget (``over_budget`` then says so);
+4. **relevant** tools by BM25 score against the query (goal, plan step,
+   input), highest first, while they fit the budget and the cap
+   ``max_relevant``; a tool with score 0 is never exposed for relevance.
+
+Relevance is Okapi BM25 (k1 = :data:`BM25_K1` = 1.2, b = :data:`BM25_B` =
+0.75, the non-negative Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``).
+A tool's document is its name (split on snake_case, camelCase, kebab-case and
+dots, counted twice as a simple field boost: the name is the most telling
+part), its description, its tags and its parameter names (nested properties
+included). Terms are lower-cased, English stop words dropped, and a plural
+``s``/``ies`` folded, so "emails" matches "email".
+
+A tool's token cost is ``count(canonical_tool_json(spec))`` plus
+:data:`TOOL_OVERHEAD_TOKENS` for the framing a provider wraps around each
+declaration. When a name is registered twice, the last registration wins.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+
+from contextfold.domain.errors import InvalidInputError
+from contextfold.domain.events import ToolSpec
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "TOOL_OVERHEAD_TOKENS",
+    "ExcludedTool",
+    "ExclusionReason",
+    "ExposedTool",
+    "ExposureReason",
+    "ToolExposure",
+    "canonical_tool_json",
+    "rank_tools",
+    "select_tools",
+    "tokenize",
+    "tool_tokens",
+]
+
+BM25_K1 = 1.2
+"""Term-frequency saturation: the usual Okapi default."""
+BM25_B = 0.75
+"""Document-length normalisation: the usual Okapi default."""
+TOOL_OVERHEAD_TOKENS = 8
+"""Per-tool framing a provider adds around a declaration (the ``{"type":
+"function", "function": ...}`` wrapper and separators, about 7-10 tokens in
+OpenAI's and Anthropic's tool encodings); counted so the reserve is honest."""
+
+ExposureReason: TypeAlias = Literal["pinned", "referenced", "relevant"]
+ExclusionReason: TypeAlias = Literal["not_allowed", "not_registered", "over_budget", "over_cap",
+                                     "irrelevant"]
+
+_STOP_WORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "get",
+    "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on",
+    "or", "our", "please", "should", "so", "that", "the", "their", "them", "then", "there",
+    "this", "to", "us", "use", "using", "was", "we", "what", "when", "which", "will", "with",
+    "you", "your",
+))
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[^\W_]+")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ExposedTool(_Frozen):
+    name: str
+    reason: ExposureReason
+    score: float
+    tokens: int
+
+
+class ExcludedTool(_Frozen):
+    """A tool left out. ``not_registered``: pinned or referenced but no spec is known."""
+
+    name: str
+    reason: ExclusionReason
+    score: float
+    tokens: int
+
+
+class ToolExposure(_Frozen):
+    """The exposed tools (sorted by name, as they are rendered) and the excluded ones."""
+
+    exposed: tuple[ExposedTool, ...]
+    excluded: tuple[ExcludedTool, ...]
+    tokens: int
+    budget_tokens: int
+    over_budget: bool
+    """Pinned + referenced tools alone exceed the budget (they are exposed anyway)."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.exposed)
+
+
+def canonical_tool_json(spec: ToolSpec) -> str:
+    """The byte-stable JSON of a spec: sorted keys, compact, UTF-8 kept as is."""
+    return json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False)
+
+
+def tool_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
+    """What declaring ``spec`` costs: its canonical JSON plus the per-tool overhead."""
+    return count(canonical_tool_json(spec)) + TOOL_OVERHEAD_TOKENS
+
+
+def _fold(term: str) -> str:
+    if len(term) > 4 and term.endswith("ies"):
+        return term[:-3] + "y"
+    if len(term) > 3 and term.endswith("s") and not term.endswith(("ss", "us", "is")):
+        return term[:-1]
+    return term
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased terms of ``text``, split on case changes and punctuation, stop words out."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        for part in _CAMEL.split(word):
+            term = part.lower()
+            if term and term not in _STOP_WORDS:
+                out.append(_fold(term))
+    return out
+
+
+def _param_names(schema: Any, depth: int = 0) -> Iterator[str]:
+    if not isinstance(schema, dict) or depth > 4:
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            yield str(key)
+            yield from _param_names(sub, depth + 1)
+    items = schema.get("items")
+    if items is not None:
+        yield from _param_names(items, depth + 1)
+
+
+def _document(spec: ToolSpec) -> list[str]:
+    name = tokenize(spec.name)
+    terms = name + name + tokenize(spec.description)
+    for tag in spec.tags:
+        terms += tokenize(tag)
+    for param in _param_names(spec.parameters):
+        terms += tokenize(param)
+    return terms
+
+
+def _registry(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
+    return {spec.name: spec for spec in tools}
+
+
+def _bm25(specs: Sequence[ToolSpec], query: str) -> dict[str, float]:
+    docs = {spec.name: Counter(_document(spec)) for spec in specs}
+    n = len(docs)
+    if n == 0:
+        return {}
+    lengths = {name: sum(tf.values()) for name, tf in docs.items()}
+    avgdl = sum(lengths.values()) / n or 1.0
+    terms = sorted(set(tokenize(query)))
+    df = {t: sum(1 for tf in docs.values() if t in tf) for t in terms}
+    idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    scores: dict[str, float] = {}
+    for name, tf in docs.items():
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[name] / avgdl)
+        score = 0.0
+        for t in terms:
+            f = tf.get(t, 0)
+            if f:
+                score += idf[t] * f * (BM25_K1 + 1.0) / (f + norm)
+        scores[name] = score
+    return scores
+
+
+def rank_tools(tools: Sequence[ToolSpec], query: str) -> list[tuple[str, float]]:
+    """Every registered tool with its BM25 score for ``query``, best first, ties by name."""
+    scores = _bm25(list(_registry(tools).values()), query)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def select_tools(
+    tools: Sequence[ToolSpec],
+    *,
+    query: str,
+    pinned: Collection[str] = (),
+    referenced: Collection[str] = (),
+    allowed: Collection[str] | None = None,
+    denied: Collection[str] = (),
+    budget_tokens: int,
+    count: Callable[[str], int],
+    max_relevant: int = 8,
+) -> ToolExposure:
+    """The tools to declare in one request (rules in the module doc)."""
+    if budget_tokens < 0 or max_relevant < 0:
+        raise InvalidInputError("budget_tokens and max_relevant must be >= 0")
+    registry = _registry(tools)
+    allowed_set = None if allowed is None else set(allowed)
+    denied_set = set(denied)
+
+    def permitted(name: str) -> bool:
+        return name not in denied_set and (allowed_set is None or name in allowed_set)
+
+    scores = _bm25(list(registry.values()), query)
+    cost = {name: tool_tokens(spec, count) for name, spec in registry.items()}
+    exposed: dict[str, ExposedTool] = {}
+    excluded: dict[str, ExcludedTool] = {}
+
+    def exclude(name: str, reason: ExclusionReason) -> None:
+        excluded[name] = ExcludedTool(name=name, reason=reason, score=scores.get(name, 0.0),
+                                      tokens=cost.get(name, 0))
+
+    for name in registry:
+        if not permitted(name):
+            exclude(name, "not_allowed")
+    used = 0
+    mandatory: list[tuple[str, ExposureReason]] = [(n, "pinned") for n in sorted(set(pinned))]
+    mandatory += [(n, "referenced") for n in sorted(set(referenced) - set(pinned))]
+    for name, reason in mandatory:
+        if not permitted(name):
+            exclude(name, "not_allowed")
+        elif name not in registry:
+            exclude(name, "not_registered")
+        else:
+            exposed[name] = ExposedTool(name=name, reason=reason, score=scores[name],
+                                        tokens=cost[name])
+            used += cost[name]
+    over_budget = used > budget_tokens
+    relevant = 0
+    for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+        if name in exposed or name in excluded:
+            continue
+        if score <= 0.0:
+            exclude(name, "irrelevant")
+        elif relevant >= max_relevant:
+            exclude(name, "over_cap")
+        elif used + cost[name] > budget_tokens:
+            exclude(name, "over_budget")
+        else:
+            exposed[name] = ExposedTool(name=name, reason="relevant", score=score,
+                                        tokens=cost[name])
+            used += cost[name]
+            relevant += 1
+    return ToolExposure(
+        exposed=tuple(exposed[n] for n in sorted(exposed)),
+        excluded=tuple(excluded[n] for n in sorted(excluded)),
+        tokens=used, budget_tokens=budget_tokens, over_budget=over_budget,
+    )
