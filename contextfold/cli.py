@@ -1,0 +1,343 @@
+"""The ``contextfold`` command.
+
+Every command takes ``--store URL`` (or ``$CONTEXTFOLD_STORE``; default
+``sqlite:///contextfold.db`` in the working directory). Errors of ours print
+one clear line and exit 2 (bad input / not found / conflict) or 3 (integrity);
+nothing else is caught, so a bug shows its traceback.
+
+Commands are registered in ``COMMANDS``; later capabilities (build, replay,
+manifest, diff, compact, audit...) add a module that registers its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from contextfold.api import Store, open_store
+from contextfold.domain.errors import ContextfoldError, ImportFormatError, IntegrityError
+from contextfold.domain.events import (
+    EVENT_ADAPTER,
+    AnyEvent,
+    ContextBuilt,
+    EvidenceRetrieved,
+    FileRead,
+    GoalSet,
+    InstructionSet,
+    MemoryRecalled,
+    ModelResponse,
+    PlanUpdated,
+    PolicySet,
+    ToolCallCancelled,
+    ToolResult,
+    ToolResultLost,
+    ToolsRegistered,
+    UserInput,
+    canonical_json,
+    event_from_json,
+)
+from contextfold.domain.log import RecordedEvent
+
+__all__ = ["COMMANDS", "main", "register", "summarize_event"]
+
+Handler = Callable[[argparse.Namespace], int]
+COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
+
+
+def register(name: str, help_text: str, configure: Callable[[argparse.ArgumentParser], None],
+             handler: Handler) -> None:
+    """Add a sub-command: ``configure`` adds its arguments, ``handler`` runs it (returns the exit code)."""
+    COMMANDS[name] = (configure, handler, help_text)
+
+
+def _store(args: argparse.Namespace) -> Store:
+    return open_store(args.store)
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def summarize_event(event: AnyEvent, width: int = 90) -> str:
+    """One human line for an event (for ``events`` and reports)."""
+    match event:
+        case UserInput():
+            text = event.text
+        case ModelResponse():
+            calls = ", ".join(f"{c.name}#{c.call_id}" for c in event.tool_calls)
+            text = event.text + (f" -> {calls}" if calls else "")
+        case ToolResult():
+            flag = " ERROR" if event.is_error else ""
+            code = f" exit={event.exit_code}" if event.exit_code is not None else ""
+            art = f" [artifact {event.artifact.hash[:12]} {event.artifact.size}B]" if event.artifact else ""
+            text = f"#{event.call_id}{flag}{code}{art} {event.content}"
+        case FileRead():
+            text = f"{event.path}@{event.revision} {event.content}"
+        case PolicySet() | InstructionSet():
+            text = f"[{event.source_ref}] {event.text}"
+        case EvidenceRetrieved() | MemoryRecalled():
+            text = f"[{event.source_ref}] {event.content}"
+        case GoalSet():
+            text = event.goal
+        case PlanUpdated():
+            text = ", ".join(f"{s.id}:{s.status}" for s in event.steps)
+        case ToolsRegistered():
+            text = f"{len(event.tools)} tools: " + ", ".join(t.name for t in event.tools)
+        case ToolCallCancelled() | ToolResultLost():
+            text = f"#{event.call_id} {event.reason}"
+        case ContextBuilt():
+            text = f"turn {event.turn} {event.provider} request {event.request_hash[:12]}"
+        case _:
+            text = json.dumps(event.model_dump(exclude={"type", "v"}), ensure_ascii=False, default=str)
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+# ---------------------------------------------------------------- import
+
+
+def _read_source(path: str) -> tuple[bytes, str]:
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    p = Path(path)
+    if not p.is_file():
+        raise ImportFormatError(f"{path}:0", "no such file")
+    return p.read_bytes(), str(p)
+
+
+def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """Yield an ``advance(n)`` callable; draws a bar only on a terminal."""
+    if not sys.stderr.isatty() or total < 2:
+        yield lambda n: None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+IMPORT_FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini")
+
+
+def _configure_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="file to import, or - for standard input")
+    p.add_argument("--run", required=True, help="run id; a multi-run file imports as RUN/<n>")
+    p.add_argument("--format", choices=IMPORT_FORMATS, default=None,
+                   help="input format (default: detected from the content)")
+
+
+def _handle_import(args: argparse.Namespace) -> int:
+    from contextfold.importers import detect_format, iter_runs
+
+    data, source = _read_source(args.path)
+    fmt = args.format or detect_format(data)
+    runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
+    named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events)
+             for suffix, events in runs]
+    with _store(args) as store:
+        for run_id, _ in named:
+            if store.events.exists(run_id):
+                raise ImportFormatError(f"{source}:0", f"run {run_id!r} already exists; pick another --run")
+        total = sum(len(events) for _, events in named)
+        for advance in _progress(total, f"importing {source}"):
+            for run_id, events in named:
+                for start in range(0, len(events), 5000):
+                    chunk = events[start:start + 5000]
+                    store.events.append(run_id, chunk, expected_version=start)
+                    advance(len(chunk))
+        _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
+        for run_id, events in named[:20]:
+            _out(f"  {run_id}: {len(events)} events")
+        if len(named) > 20:
+            _out(f"  ... {len(named) - 20} more")
+    return 0
+
+
+register("import", "record an existing history (OpenAI, Anthropic, OpenHands, Gemini, events JSONL)",
+         _configure_import, _handle_import)
+
+
+# ---------------------------------------------------------------- runs / events / verify
+
+
+def _configure_runs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _handle_runs(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        runs = store.runs()
+        if args.json:
+            _out(json.dumps([{"run_id": r.run_id, "events": r.events} for r in runs]))
+        else:
+            for r in runs:
+                _out(f"{r.run_id}\t{r.events} events")
+            if not runs:
+                _out(f"no runs in {store.url}")
+    return 0
+
+
+register("runs", "list the runs in the store",
+         _configure_runs, _handle_runs)
+
+
+def _configure_events(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("--json", action="store_true", help="print canonical events JSONL (re-importable)")
+    p.add_argument("--upto", type=int, default=None, help="last position to print")
+
+
+def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
+    for rec in events:
+        if as_json:
+            _out(canonical_json(rec.event).decode())
+        else:
+            _out(f"{rec.position:>6}  {rec.event.type:<20} {rec.hash[:12]}  {summarize_event(rec.event)}")
+
+
+def _handle_events(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        _print_events(store.run(args.run).events(upto=args.upto), args.json)
+    return 0
+
+
+register("events", "print a run's event log",
+         _configure_events, _handle_events)
+
+
+def _configure_verify(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+
+
+def _handle_verify(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        report = store.run(args.run).verify()
+    if report.ok:
+        _out(f"ok: {report.events} events of {args.run!r}, hash chain intact")
+        return 0
+    sys.stderr.write(f"FAILED: {args.run!r} position {report.first_bad_position}: {report.reason}\n")
+    return 3
+
+
+register("verify", "recompute a run's hash chain and name the first event that does not match",
+         _configure_verify, _handle_verify)
+
+
+# ---------------------------------------------------------------- schema
+
+
+SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
+    "events": lambda: EVENT_ADAPTER.json_schema(),
+}
+
+
+def _configure_schema(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", choices=sorted(SCHEMAS), help="which JSON Schema to print")
+
+
+def _handle_schema(args: argparse.Namespace) -> int:
+    _out(json.dumps(SCHEMAS[args.name](), indent=2, sort_keys=True))
+    return 0
+
+
+register("schema", "print the JSON Schema of the canonical event JSON (or the manifest)",
+         _configure_schema, _handle_schema)
+
+
+# ---------------------------------------------------------------- demo
+
+SAMPLE = "fix_invoice_rounding.jsonl"
+
+
+def sample_events() -> list[AnyEvent]:
+    text = resources.files("contextfold.samples").joinpath(SAMPLE).read_text("utf-8")
+    return [event_from_json(line) for line in text.splitlines() if line.strip()]
+
+
+def _configure_demo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", default="demo-fix-invoice", help="run id to record the sample under")
+
+
+def _handle_demo(args: argparse.Namespace) -> int:
+    events = sample_events()
+    with _store(args) as store:
+        run_id = args.run
+        if store.events.exists(run_id):
+            n = 2
+            while store.events.exists(f"{run_id}-{n}"):
+                n += 1
+            run_id = f"{run_id}-{n}"
+        run = store.run(run_id)
+        run.append(events, expected_version=0)
+        _out(f"recorded the sample agent run as {run_id!r} in {store.url}: {len(events)} events\n")
+        _print_events(run.events(), as_json=False)
+        report = run.verify()
+        _out(f"\nintegrity: {'ok' if report.ok else 'BROKEN'} ({report.events} events, blake3 hash chain)")
+        for hook in DEMO_HOOKS:
+            hook(store, run_id)
+    return 0
+
+
+DEMO_HOOKS: list[Callable[[Store, str], None]] = []
+"""Later capabilities (build, manifest) append steps to the demo here."""
+
+register("demo", "record the bundled sample agent run and show what was recorded",
+         _configure_demo, _handle_demo)
+
+
+# ---------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="contextfold",
+        description="Event-sourced context builder for LLM agents: record runs, rebuild and audit "
+                    "what the model saw.",
+    )
+    parser.add_argument("--store", default=None,
+                        help="store URL: sqlite:///path.db or postgresql://user@host:port/db "
+                             "(default: $CONTEXTFOLD_STORE or sqlite:///contextfold.db)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (configure, _, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--store", default=argparse.SUPPRESS, help="store URL (as above)")
+        configure(p)
+    return parser
+
+
+def _load_extensions() -> None:
+    """Import the modules that register more commands (each is optional until it lands)."""
+    import importlib
+
+    for module in ("contextfold.cli_build",):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    _load_extensions()
+    args = build_parser().parse_args(argv)
+    _, handler, _ = COMMANDS[args.command]
+    try:
+        return handler(args)
+    except IntegrityError as exc:
+        sys.stderr.write(f"contextfold: integrity error: {exc}\n")
+        return 3
+    except ContextfoldError as exc:
+        sys.stderr.write(f"contextfold: {type(exc).__name__}: {exc}\n")
+        return 2
+    except BrokenPipeError:  # pragma: no cover - `contextfold events X | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
