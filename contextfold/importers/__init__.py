@@ -1,0 +1,153 @@
+"""Importers: existing agent histories -> contextfold events.
+
+Pure parsers, bytes in, events out: no file, network or store access (the CLI
+reads the file and appends). ``source`` only names the input in errors.
+
+Every malformed input raises :class:`~contextfold.domain.errors.ImportFormatError`
+whose ``location`` is ``source:line`` -- the JSONL line, or the line where the
+offending message starts in a JSON document -- and nothing is returned, never
+a partial list. Each run's events are checked against the store's pairing rules
+(:class:`~contextfold.domain.log.PairingState`) while parsing, so an import the
+store would refuse fails here first. Each run starts with :class:`RunStarted`.
+
+Entry points:
+
+- :func:`iter_runs` -- every run in a source as ``(suffix, events)``; a
+  single-run source yields one run with suffix ``""``. A multi-run source (the
+  tau-bench JSON list, an OpenHands JSONL of runs) yields one suffix per run;
+  the CLI records them as ``RUN/<suffix>``. The whole source is parsed and
+  validated before the first run is yielded, so ``list(iter_runs(...))`` is the
+  atomic check the CLI makes before it writes anything.
+- :func:`parse` -- the events of a single-run source.
+- :func:`detect_format` -- a best-effort guess from the content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from contextfold.domain.errors import ImportFormatError
+from contextfold.domain.events import AnyEvent
+from contextfold.importers import (
+    anthropic,
+    events_jsonl,
+    gemini,
+    openai_chat,
+    openai_responses,
+    openhands,
+)
+from contextfold.importers._json import Bad, Doc, load
+
+__all__ = ["FORMATS", "detect_format", "iter_runs", "parse"]
+
+FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini")
+
+_PARSERS: dict[str, Callable[[Doc], list[tuple[str, list[AnyEvent]]]]] = {
+    "openai-chat": openai_chat.parse_doc,
+    "anthropic": anthropic.parse_doc,
+    "openhands": openhands.parse_doc,
+    "events": events_jsonl.parse_doc,
+    "openai-responses": openai_responses.parse_doc,
+    "gemini": gemini.parse_doc,
+}
+
+
+def _runs(data: bytes, format: str, source: str) -> list[tuple[str, list[AnyEvent]]]:
+    parser = _PARSERS.get(format)
+    if parser is None:
+        raise ImportFormatError(f"{source}:1", f"unknown format {format!r}; one of {FORMATS}")
+    doc = load(data, source, jsonl=True if format == "events" else None)
+    try:
+        return parser(doc)
+    except Bad as e:
+        raise ImportFormatError(f"{source}:{doc.line_of(e.path)}", e.reason) from None
+    except RecursionError:  # defensive: load() already bounds nesting
+        raise ImportFormatError(f"{source}:1", "input nested too deeply") from None
+
+
+def iter_runs(data: bytes, *, format: str, source: str = "<stdin>"
+              ) -> Iterator[tuple[str, list[AnyEvent]]]:
+    """Every run in ``data`` as ``(run-id suffix, events)``, fully validated up front."""
+    return iter(_runs(data, format, source))
+
+
+def parse(data: bytes, *, format: str, source: str = "<stdin>") -> list[AnyEvent]:
+    """The events of ONE run, in log order (``RunStarted`` first)."""
+    runs = _runs(data, format, source)
+    if len(runs) != 1:
+        raise ImportFormatError(
+            f"{source}:1", f"the input holds {len(runs)} runs; import it with iter_runs")
+    return runs[0][1]
+
+
+_EVENT_TYPES = frozenset({"run_started", "policy_set", "instruction_set", "goal_set",
+                          "plan_updated", "tools_registered", "user_input", "model_response",
+                          "tool_result", "tool_call_cancelled", "tool_result_lost", "file_read",
+                          "evidence_retrieved", "memory_recalled", "history_compacted",
+                          "context_built", "hand_off", "usage_observed"})
+_RESPONSES_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning",
+                              "custom_tool_call", "additional_tools", "tool_search_call"})
+
+
+def _guess_messages(msgs: list[Any]) -> str | None:
+    for m in msgs:
+        if not isinstance(m, dict):
+            return None
+        if "parts" in m:
+            return "gemini"
+        if "action" in m or "observation" in m:
+            return "openhands"
+        if "history" in m:
+            return "openhands"
+        if "traj" in m:
+            return "openai-chat"
+        t = m.get("type")
+        if t in _EVENT_TYPES and "v" in m:
+            return "events"
+        if t in _RESPONSES_ITEMS and t != "message":
+            return "openai-responses"
+        role = m.get("role")
+        if role in ("tool", "function", "system", "developer") or "tool_calls" in m:
+            return "openai-chat"
+        content = m.get("content")
+        if isinstance(content, list):
+            for b in content:
+                bt = b.get("type") if isinstance(b, dict) else None
+                if bt in ("tool_use", "tool_result", "thinking") or (
+                        bt in ("image", "document") and "source" in b):
+                    return "anthropic"
+                if bt in ("input_text", "output_text", "input_image"):
+                    return "openai-responses"
+                if bt in ("image_url", "input_audio"):
+                    return "openai-chat"
+    return "openai-chat" if msgs and all(isinstance(m, dict) and "role" in m for m in msgs) \
+        else None
+
+
+def detect_format(data: bytes, *, source: str = "<stdin>") -> str:
+    """Guess the format of ``data`` from its structure (best effort).
+
+    Raises :class:`ImportFormatError` when the input does not parse or matches
+    no known shape; pass ``format`` explicitly in that case.
+    """
+    doc = load(data, source)
+    value = doc.value
+    guess: str | None = None
+    if isinstance(value, dict) and not doc.jsonl:
+        if "contents" in value:
+            guess = "gemini"
+        elif "input" in value:
+            guess = "openai-responses"
+        elif "history" in value:
+            guess = "openhands"
+        elif isinstance(value.get("messages"), list):
+            guess = "anthropic" if "system" in value else (
+                _guess_messages(value["messages"]) or "openai-chat")
+        else:
+            guess = _guess_messages([value])
+    elif isinstance(value, list):
+        guess = _guess_messages(value)
+    if guess is None:
+        raise ImportFormatError(f"{source}:1", "cannot detect the format; pass --format")
+    return guess

@@ -1,0 +1,179 @@
+"""Shared pieces of the format parsers: typed field access and the run builder.
+
+Every accessor takes the JSON path of the value so that a wrong type or a
+missing field becomes :class:`~contextfold.importers._json.Bad` at the right
+line. :class:`RunBuilder` appends events while checking them against the
+same :class:`~contextfold.domain.log.PairingState` the store uses, so an
+import that the store would refuse fails here, naming the message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from contextfold.domain.errors import ProtocolError
+from contextfold.domain.events import (
+    AnyEvent,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    ModelResponse,
+    RunStarted,
+    TextBlock,
+    ToolResult,
+)
+from contextfold.domain.log import PairingState
+from contextfold.importers._json import Bad, JsonPath
+
+__all__ = [
+    "RunBuilder",
+    "build",
+    "compact_json",
+    "get_list",
+    "get_obj",
+    "get_str",
+    "media_block",
+    "opt_str",
+    "require_obj",
+    "text_of_blocks",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def build(cls: type[M], path: JsonPath, **fields: Any) -> M:
+    """Construct a domain model; a validation failure becomes :class:`Bad` at ``path``."""
+    try:
+        return cls(**fields)
+    except ValidationError as e:
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or cls.__name__}: {err['msg']}"
+            for err in e.errors()
+        )
+        raise Bad(path, f"invalid {cls.__name__}: {detail}") from None
+
+
+def compact_json(value: Any) -> str:
+    """JSON text for a structured value we must carry as a string (tool arguments,
+    structured tool output). Key order is kept (it is what the model produced);
+    separators are compact; non-ASCII stays readable."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean",
+            int: "number", float: "number", type(None): "null"}.get(type(value), "value")
+
+
+def require_obj(value: Any, path: JsonPath, what: str = "an object") -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise Bad(path, f"expected {what}, got {_type_name(value)}")
+    return value
+
+
+def get_obj(d: dict[str, Any], key: str, path: JsonPath) -> dict[str, Any]:
+    if key not in d:
+        raise Bad(path, f"missing field {key!r}")
+    return require_obj(d[key], (*path, key), f"{key!r} to be an object")
+
+
+def get_str(d: dict[str, Any], key: str, path: JsonPath) -> str:
+    if key not in d:
+        raise Bad(path, f"missing field {key!r}")
+    v = d[key]
+    if not isinstance(v, str):
+        raise Bad((*path, key), f"expected {key!r} to be a string, got {_type_name(v)}")
+    return v
+
+
+def opt_str(d: dict[str, Any], key: str, path: JsonPath) -> str | None:
+    v = d.get(key)
+    if v is not None and not isinstance(v, str):
+        raise Bad((*path, key), f"expected {key!r} to be a string, got {_type_name(v)}")
+    return v
+
+
+def get_list(d: dict[str, Any], key: str, path: JsonPath) -> list[Any]:
+    if key not in d:
+        raise Bad(path, f"missing field {key!r}")
+    v = d[key]
+    if not isinstance(v, list):
+        raise Bad((*path, key), f"expected {key!r} to be an array, got {_type_name(v)}")
+    return v
+
+
+def media_block(
+    kind: str, path: JsonPath, *, url: str | None = None, data: str | None = None,
+    media_type: str | None = None, title: str | None = None, detail: str | None = None,
+) -> ContentBlock:
+    """An image or document block from a URL or inline base64 data.
+
+    Inline base64 is kept losslessly as an RFC 2397 ``data:`` URL in the block's
+    ``url`` (the importer is pure and cannot write artifacts; the store may move
+    it to the artifact table later). A renderer can pass a data URL through
+    (OpenAI) or split it back into a base64 source (Anthropic, Gemini).
+    """
+    if data is not None:
+        mt = media_type or ("image/png" if kind == "image" else "application/octet-stream")
+        url = f"data:{mt};base64,{data}"
+    elif url is not None and media_type is None and url.startswith("data:"):
+        media_type = url[5:].split(";", 1)[0].split(",", 1)[0] or None
+    if url is None:
+        raise Bad(path, f"{kind} without a URL or inline data")
+    if kind == "image":
+        return build(ImageBlock, path, url=url, media_type=media_type or "image/*",
+                     detail=detail if detail in ("auto", "low", "high") else "auto")
+    return build(DocumentBlock, path, url=url, title=title,
+                 media_type=media_type or "application/octet-stream")
+
+
+class RunBuilder:
+    """Accumulates the events of one run, checking pairing as it goes.
+
+    The first event is always :class:`RunStarted`. ``pending_by_name`` serves
+    sources whose results name the tool but not the call (legacy OpenAI
+    ``function`` messages, old Gemini payloads): the oldest open call of that
+    name is answered first.
+    """
+
+    def __init__(self, *, model: str | None = None, agent: str | None = None) -> None:
+        self.events: list[AnyEvent] = [RunStarted(model=model, agent=agent)]
+        self._pairing = PairingState()
+        self._names: dict[str, str] = {}
+
+    def add(self, event: AnyEvent, path: JsonPath) -> None:
+        try:
+            self._pairing.apply(event, len(self.events) + 1)
+        except ProtocolError as e:
+            raise Bad(path, f"tool call pairing: {e}") from None
+        if isinstance(event, ModelResponse):
+            for call in event.tool_calls:
+                self._names[call.call_id] = call.name
+        elif isinstance(event, ToolResult):
+            self._names.pop(event.call_id, None)
+        self.events.append(event)
+
+    def is_open(self, call_id: str) -> bool:
+        return call_id in self._pairing.open
+
+    def oldest_open(self, name: str | None = None) -> str | None:
+        """The open call issued first (optionally: with this tool name)."""
+        candidates = sorted(self._pairing.open.items(), key=lambda kv: kv[1])
+        for cid, _ in candidates:
+            if name is None or self._names.get(cid) == name:
+                return cid
+        return None
+
+    def last_open(self) -> str | None:
+        """The most recently issued open call, if any."""
+        if not self._pairing.open:
+            return None
+        return max(self._pairing.open.items(), key=lambda kv: kv[1])[0]
+
+
+def text_of_blocks(blocks: tuple[ContentBlock, ...]) -> str:
+    return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+

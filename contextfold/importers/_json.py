@@ -1,0 +1,197 @@
+"""Strict loading of JSON / JSONL import sources, with line numbers for errors.
+
+Importers are pure parsers: bytes in, events out. Everything hostile about an
+input is caught here, before any format logic runs, and reported as an
+:class:`~contextfold.domain.errors.ImportFormatError` with ``source:line``:
+
+- bytes that are not UTF-8 (decoded strictly; the line of the first bad byte);
+- JSON that does not parse (the line :mod:`json` reports, e.g. a truncated file);
+- nesting deeper than :data:`MAX_DEPTH` (also the interpreter's own recursion
+  limit), reported at the line where the limit is crossed.
+
+Format parsers then work on plain Python values and raise :class:`Bad` with a
+*JSON path* (``("messages", 4, "tool_calls", 0)``) instead of a line: the
+path is turned into a line only when an error actually happens
+(:meth:`Doc.line_of`), so the happy path pays nothing for locations.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from contextfold.domain.errors import ImportFormatError
+
+__all__ = ["MAX_DEPTH", "Bad", "Doc", "JsonPath", "load"]
+
+MAX_DEPTH = 200
+"""Deepest container nesting accepted. Real agent histories stay far below it
+(tool arguments are strings); anything deeper is hostile or broken."""
+
+JsonPath: TypeAlias = tuple[str | int, ...]
+
+
+class Bad(Exception):
+    """Internal: a format error at a JSON path, turned into ``source:line`` by the caller."""
+
+    def __init__(self, path: JsonPath, reason: str) -> None:
+        super().__init__(reason)
+        self.path = path
+        self.reason = reason
+
+
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"[ \t\n\r]*")
+# A JSON string (unrolled loop, fast on huge strings) or a bracket.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """A loaded source: one JSON document, or JSONL (one value per non-blank line).
+
+    For JSONL, ``value`` is the list of line values and ``lines[i]`` is the
+    1-based line number of ``value[i]``; a path's first element indexes it.
+    """
+
+    text: str
+    value: Any
+    jsonl: bool
+    lines: tuple[int, ...] = ()
+
+    def line_of(self, path: JsonPath) -> int:
+        if self.jsonl:
+            if path and isinstance(path[0], int) and 0 <= path[0] < len(self.lines):
+                return self.lines[path[0]]
+            return 1
+        return self.text.count("\n", 0, _offset_of(self.text, path)) + 1
+
+
+def _ws(text: str, pos: int) -> int:
+    m = _WS.match(text, pos)
+    return m.end() if m else pos
+
+
+def _offset_of(text: str, path: JsonPath) -> int:
+    """Character offset where the value at ``path`` starts (best effort).
+
+    Walks the text with :meth:`json.JSONDecoder.raw_decode` to skip sibling
+    values at C speed. Only used on the error path. Falls back to the deepest
+    position it reached when the path does not resolve.
+    """
+    pos = _ws(text, 0)
+    try:
+        for key in path:
+            ch = text[pos]
+            if ch == "[" and isinstance(key, int):
+                pos = _ws(text, pos + 1)
+                for _ in range(key):
+                    _, pos = _DECODER.raw_decode(text, pos)
+                    pos = _ws(text, pos)
+                    if text[pos] != ",":
+                        return pos
+                    pos = _ws(text, pos + 1)
+            elif ch == "{" and isinstance(key, str):
+                start = pos
+                pos = _ws(text, pos + 1)
+                while text[pos] == '"':
+                    k, pos = _DECODER.raw_decode(text, pos)
+                    pos = _ws(text, _ws(text, pos) + 1)  # past ':'
+                    if k == key:
+                        break
+                    _, pos = _DECODER.raw_decode(text, pos)
+                    pos = _ws(text, pos)
+                    if text[pos] != ",":
+                        return start
+                    pos = _ws(text, pos + 1)
+                else:
+                    return start
+            else:
+                return pos
+    except (IndexError, ValueError):
+        return min(pos, len(text))
+    return pos
+
+
+def _deep_offset(text: str) -> int:
+    """Offset of the first bracket that opens nesting level ``MAX_DEPTH + 1``."""
+    depth = 0
+    for m in _TOKEN.finditer(text):
+        ch = text[m.start()]
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return m.start()
+        elif ch in "]}":
+            depth -= 1
+    return 0
+
+
+def _too_deep(value: Any) -> bool:
+    """Iterative (no recursion) check that no container nests deeper than MAX_DEPTH."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = v.values() if isinstance(v, dict) else v
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def _loads(text: str, source: str, line_base: int) -> Any:
+    """Parse one JSON text; errors carry the absolute line (``line_base`` = line of text[0])."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ImportFormatError(
+            f"{source}:{line_base + e.lineno - 1}", f"invalid JSON: {e.msg} (column {e.colno})"
+        ) from None
+    except RecursionError:
+        value = None
+        deep = True
+    else:
+        deep = isinstance(value, dict | list) and _too_deep(value)
+    if deep:
+        line = line_base + text.count("\n", 0, _deep_offset(text))
+        raise ImportFormatError(
+            f"{source}:{line}", f"JSON nested deeper than {MAX_DEPTH} levels"
+        ) from None
+    return value
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ImportFormatError(
+            f"{source}:{line}", f"invalid UTF-8 byte 0x{data[e.start]:02x} at byte {e.start}"
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def load(data: bytes, source: str, *, jsonl: bool | None = None) -> Doc:
+    """Decode and parse ``data``.
+
+    ``jsonl=None`` accepts either: one JSON document, or (when the text holds
+    several top-level values) one value per line. ``True`` forces JSONL.
+    """
+    text = _decode(data, source)
+    if not text.strip():
+        raise ImportFormatError(f"{source}:1", "empty input")
+    if jsonl is None:
+        try:
+            return Doc(text, _loads(text, source, 1), jsonl=False)
+        except ImportFormatError as e:
+            if not e.reason.startswith("invalid JSON: Extra data"):
+                raise
+    values: list[Any] = []
+    lines: list[int] = []
+    for n, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            values.append(_loads(line, source, n))
+            lines.append(n)
+    return Doc(text, values, jsonl=True, lines=tuple(lines))

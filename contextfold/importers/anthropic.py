@@ -1,0 +1,241 @@
+"""Anthropic Messages -> events.
+
+Accepted shapes: a request body ``{"system": str | [blocks], "messages": [...]}``
+(``model`` is kept), a bare messages array, or JSONL with one message per line.
+
+Mapping:
+
+- ``system`` -> :class:`PolicySet` (text blocks joined).
+- user message: ``tool_result`` blocks -> :class:`ToolResult` (``is_error``
+  kept; string or block content: text joined into ``content``, images and
+  documents into ``blocks``, other blocks such as ``tool_reference`` kept as
+  their compact JSON in the text so nothing is lost). Other blocks -> one
+  :class:`UserInput` per run of consecutive non-result blocks, in order.
+- assistant message -> one :class:`ModelResponse`: text blocks (joined with
+  newlines), ``tool_use`` as tool calls. Server-side tools (``server_tool_use``
+  and ``mcp_tool_use``) are tool calls too, and their ``*_tool_result`` /
+  ``mcp_tool_result`` blocks in the same message become :class:`ToolResult`
+  events right after the response, so ids and pairing survive (content is the
+  result's compact JSON; ``return_code`` becomes ``exit_code``). ``thinking``
+  and ``redacted_thinking`` are dropped: signed provider reasoning is not
+  portable context. A ``compaction`` block's summary is kept as response text.
+
+Media: URL sources stay URLs; ``base64`` sources become ``data:`` URLs (see
+:func:`~contextfold.importers._common.media_block`); ``file`` sources become
+``anthropic-file://<file_id>``; a ``container_upload`` block becomes a text
+note naming its file id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextfold.domain.events import (
+    AnyEvent,
+    ContentBlock,
+    ModelResponse,
+    PolicySet,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.importers._common import (
+    RunBuilder,
+    build,
+    compact_json,
+    get_list,
+    get_obj,
+    get_str,
+    media_block,
+    require_obj,
+)
+from contextfold.importers._json import Bad, Doc, JsonPath
+
+__all__ = ["parse_doc", "parse_messages"]
+
+
+def _media(block: dict[str, Any], kind: str, path: JsonPath) -> ContentBlock:
+    src = get_obj(block, "source", path)
+    sp = (*path, "source")
+    stype = get_str(src, "type", sp)
+    title = block.get("title") if isinstance(block.get("title"), str) else None
+    match stype:
+        case "url":
+            return media_block(kind, path, url=get_str(src, "url", sp), title=title)
+        case "base64":
+            return media_block(kind, path, data=get_str(src, "data", sp), title=title,
+                               media_type=get_str(src, "media_type", sp))
+        case "file":
+            return media_block(kind, path, url=f"anthropic-file://{get_str(src, 'file_id', sp)}",
+                               title=title)
+        case "text":
+            return TextBlock(text=get_str(src, "data", sp))
+        case _:
+            raise Bad((*sp, "type"), f"unsupported {kind} source type {stype!r}")
+
+
+def _user_block(block: dict[str, Any], path: JsonPath) -> ContentBlock:
+    kind = get_str(block, "type", path)
+    match kind:
+        case "text":
+            return TextBlock(text=get_str(block, "text", path))
+        case "image" | "document":
+            return _media(block, kind, path)
+        case "container_upload":
+            return TextBlock(text=f"[container_upload file_id={get_str(block, 'file_id', path)}]")
+        case "search_result" | "tool_reference":
+            return TextBlock(text=compact_json(block))
+        case _:
+            raise Bad((*path, "type"), f"unsupported user content block {kind!r}")
+
+
+def _tool_result(block: dict[str, Any], path: JsonPath) -> ToolResult:
+    cid = get_str(block, "tool_use_id", path)
+    content = block.get("content", "")
+    texts: list[str] = []
+    media: list[ContentBlock] = []
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        for j, raw in enumerate(content):
+            bp = (*path, "content", j)
+            inner = _user_block(require_obj(raw, bp, "a content block"), bp)
+            if isinstance(inner, TextBlock):
+                texts.append(inner.text)
+            else:
+                media.append(inner)
+    else:
+        raise Bad((*path, "content"), "expected tool_result 'content' to be a string or an array")
+    is_error = block.get("is_error", False)
+    if not isinstance(is_error, bool):
+        raise Bad((*path, "is_error"), "expected 'is_error' to be a boolean")
+    return build(ToolResult, path, call_id=cid, content="\n".join(texts), blocks=tuple(media),
+                 is_error=is_error)
+
+
+def _server_result(block: dict[str, Any], path: JsonPath) -> ToolResult:
+    cid = get_str(block, "tool_use_id", path)
+    content = block.get("content")
+    exit_code: int | None = None
+    is_error = block.get("is_error") is True
+    if isinstance(content, dict):
+        rc = content.get("return_code")
+        if isinstance(rc, int) and not isinstance(rc, bool):
+            exit_code = rc
+            is_error = is_error or rc != 0
+        ctype = content.get("type")
+        if isinstance(ctype, str) and ctype.endswith("_error"):
+            is_error = True
+    text = content if isinstance(content, str) else compact_json(content)
+    return build(ToolResult, path, call_id=cid, content=text, is_error=is_error,
+                 exit_code=exit_code)
+
+
+def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
+    content = msg.get("content", "")
+    if isinstance(content, str):
+        run.add(build(ModelResponse, path, text=content), path)
+        return
+    if not isinstance(content, list):
+        raise Bad((*path, "content"), "expected 'content' to be a string or an array of blocks")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    server_results: list[tuple[ToolResult, JsonPath]] = []
+    for j, raw in enumerate(content):
+        bp = (*path, "content", j)
+        block = require_obj(raw, bp, "a content block")
+        kind = get_str(block, "type", bp)
+        if kind == "text":
+            texts.append(get_str(block, "text", bp))
+        elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+            args = block.get("input", {})
+            calls.append(build(ToolCall, bp, call_id=get_str(block, "id", bp),
+                               name=get_str(block, "name", bp),
+                               arguments=args if isinstance(args, str) else compact_json(args)))
+        elif kind.endswith("_tool_result") or kind == "mcp_tool_result":
+            server_results.append((_server_result(block, bp), bp))
+        elif kind in ("thinking", "redacted_thinking"):
+            continue
+        elif kind == "compaction":
+            summary = block.get("content")
+            if isinstance(summary, str):
+                texts.append(summary)
+        else:
+            raise Bad((*bp, "type"), f"unsupported assistant content block {kind!r}")
+    run.add(build(ModelResponse, path, text="\n".join(texts), tool_calls=tuple(calls)), path)
+    for result, bp in server_results:
+        run.add(result, bp)
+
+
+def _user(msg: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
+    if "content" not in msg:
+        raise Bad(path, "missing field 'content'")
+    content = msg["content"]
+    if isinstance(content, str):
+        run.add(build(UserInput, path, content=(TextBlock(text=content),)), path)
+        return
+    if not isinstance(content, list):
+        raise Bad((*path, "content"), "expected 'content' to be a string or an array of blocks")
+    pending: list[ContentBlock] = []
+    pending_path = path
+
+    def flush() -> None:
+        if pending:
+            run.add(build(UserInput, pending_path, content=tuple(pending)), pending_path)
+            pending.clear()
+
+    for j, raw in enumerate(content):
+        bp = (*path, "content", j)
+        block = require_obj(raw, bp, "a content block")
+        if block.get("type") == "tool_result":
+            flush()
+            run.add(_tool_result(block, bp), bp)
+        else:
+            if not pending:
+                pending_path = bp
+            pending.append(_user_block(block, bp))
+    flush()
+
+
+def parse_messages(messages: list[Any], path: JsonPath, *, system: Any = None,
+                   model: str | None = None) -> list[AnyEvent]:
+    run = RunBuilder(model=model)
+    if system is not None:
+        sp = ("system",)
+        if isinstance(system, str):
+            text = system
+        elif isinstance(system, list):
+            parts = []
+            for j, raw in enumerate(system):
+                block = require_obj(raw, (*sp, j), "a system text block")
+                parts.append(get_str(block, "text", (*sp, j)))
+            text = "\n".join(parts)
+        else:
+            raise Bad(sp, "expected 'system' to be a string or an array of text blocks")
+        run.add(build(PolicySet, sp, text=text), sp)
+    for i, raw in enumerate(messages):
+        p = (*path, i)
+        msg = require_obj(raw, p, "a message object")
+        role = get_str(msg, "role", p)
+        match role:
+            case "user":
+                _user(msg, p, run)
+            case "assistant":
+                _assistant(msg, p, run)
+            case _:
+                raise Bad((*p, "role"), f"unknown role {role!r} (expected 'user' or 'assistant')")
+    return run.events
+
+
+def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
+    value = doc.value
+    if isinstance(value, dict) and not doc.jsonl:
+        if "role" in value:
+            return [("", parse_messages([value], ()))]
+        model = value.get("model") if isinstance(value.get("model"), str) else None
+        return [("", parse_messages(get_list(value, "messages", ()), ("messages",),
+                                    system=value.get("system"), model=model))]
+    if not isinstance(value, list):
+        raise Bad((), "expected an array of messages or an object with 'messages'")
+    return [("", parse_messages(value, ()))]

@@ -1,0 +1,208 @@
+"""Google Gemini ``contents`` -> events.
+
+Accepted shapes: a ``generateContent`` body ``{"systemInstruction": ...,
+"contents": [...]}`` (``model`` kept), a bare array of contents, or JSONL
+with one content per line. Both the REST spelling (``functionCall``,
+``inlineData``, ``systemInstruction``) and the Python SDK's snake_case
+(``function_call``, ``inline_data``, ``system_instruction``) are read.
+
+Mapping:
+
+- ``systemInstruction`` -> :class:`PolicySet`.
+- ``model`` content -> one :class:`ModelResponse`: text parts (thought parts
+  dropped) and ``functionCall`` parts as tool calls. ``executableCode`` /
+  ``codeExecutionResult`` are kept as fenced text.
+- ``user`` (or ``function``/``tool``) content: ``functionResponse`` parts ->
+  :class:`ToolResult` (the ``response`` object as compact JSON; ``is_error``
+  when it holds only an ``error`` key); other parts -> :class:`UserInput`
+  per run of consecutive non-response parts.
+
+Ids: older payloads carry no ``id`` on function calls. We synthesize
+``gemini-<C>-<P>`` (C = index of the content, P = index of the part):
+deterministic for the same history and unique within it. A
+``functionResponse`` without an id answers the oldest open call with the
+same ``name`` -- Gemini answers calls in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextfold.domain.events import (
+    AnyEvent,
+    ContentBlock,
+    ModelResponse,
+    PolicySet,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.importers._common import (
+    RunBuilder,
+    build,
+    compact_json,
+    get_list,
+    get_str,
+    media_block,
+    require_obj,
+)
+from contextfold.importers._json import Bad, Doc, JsonPath
+
+__all__ = ["parse_contents", "parse_doc"]
+
+
+def _get(d: dict[str, Any], camel: str) -> tuple[str, Any] | None:
+    """Look a key up in REST camelCase or SDK snake_case; returns (key, value)."""
+    if camel in d:
+        return camel, d[camel]
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
+    if snake in d:
+        return snake, d[snake]
+    return None
+
+
+def _media(part: dict[str, Any], path: JsonPath) -> ContentBlock | None:
+    found = _get(part, "inlineData")
+    if found is not None:
+        key, raw = found
+        blob = require_obj(raw, (*path, key), f"{key!r} to be an object")
+        mt = _get(blob, "mimeType")
+        mime = mt[1] if mt and isinstance(mt[1], str) else "application/octet-stream"
+        kind = "image" if mime.startswith("image/") else "document"
+        return media_block(kind, (*path, key), data=get_str(blob, "data", (*path, key)),
+                           media_type=mime)
+    found = _get(part, "fileData")
+    if found is not None:
+        key, raw = found
+        fd = require_obj(raw, (*path, key), f"{key!r} to be an object")
+        uri = _get(fd, "fileUri")
+        mt = _get(fd, "mimeType")
+        if uri is None or not isinstance(uri[1], str):
+            raise Bad((*path, key), "missing field 'fileUri'")
+        file_mime: str | None = mt[1] if mt and isinstance(mt[1], str) else None
+        kind = "image" if file_mime and file_mime.startswith("image/") else "document"
+        return media_block(kind, (*path, key), url=uri[1], media_type=file_mime)
+    return None
+
+
+def _code_text(part: dict[str, Any]) -> str | None:
+    code = _get(part, "executableCode")
+    if code is not None and isinstance(code[1], dict):
+        lang = str(code[1].get("language", "")).lower()
+        return f"```{lang}\n{code[1].get('code', '')}\n```"
+    res = _get(part, "codeExecutionResult")
+    if res is not None and isinstance(res[1], dict):
+        return f"```output\n{res[1].get('output', '')}\n```"
+    return None
+
+
+def _model(content: dict[str, Any], ci: int, path: JsonPath, run: RunBuilder) -> None:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for pi, raw in enumerate(get_list(content, "parts", path)):
+        pp = (*path, "parts", pi)
+        part = require_obj(raw, pp, "a part object")
+        fc = _get(part, "functionCall")
+        if fc is not None:
+            key, raw_call = fc
+            call = require_obj(raw_call, (*pp, key), f"{key!r} to be an object")
+            cid = call.get("id") or f"gemini-{ci}-{pi}"
+            args = call.get("args", {})
+            calls.append(build(ToolCall, pp, call_id=cid, name=get_str(call, "name", (*pp, key)),
+                               arguments=compact_json(args)))
+        elif "text" in part:
+            if part.get("thought") is True:
+                continue
+            texts.append(get_str(part, "text", pp))
+        elif (code := _code_text(part)) is not None:
+            texts.append(code)
+        elif _get(part, "thoughtSignature") is not None:
+            continue  # a bare signature part carries no context
+        else:
+            raise Bad(pp, f"unsupported model part with keys {sorted(part)}")
+    run.add(build(ModelResponse, path, text="".join(texts), tool_calls=tuple(calls)), path)
+
+
+def _user(content: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
+    pending: list[ContentBlock] = []
+    pending_path = path
+
+    def flush() -> None:
+        if pending:
+            run.add(build(UserInput, pending_path, content=tuple(pending)), pending_path)
+            pending.clear()
+
+    for pi, raw in enumerate(get_list(content, "parts", path)):
+        pp = (*path, "parts", pi)
+        part = require_obj(raw, pp, "a part object")
+        fr = _get(part, "functionResponse")
+        if fr is not None:
+            flush()
+            key, raw_resp = fr
+            resp = require_obj(raw_resp, (*pp, key), f"{key!r} to be an object")
+            name = get_str(resp, "name", (*pp, key))
+            cid = resp.get("id")
+            if cid is None:
+                cid = run.oldest_open(name)
+                if cid is None:
+                    raise Bad(pp, f"functionResponse for {name!r} answers no open functionCall")
+            body = resp.get("response", {})
+            is_error = isinstance(body, dict) and set(body) == {"error"}
+            run.add(build(ToolResult, pp, call_id=cid, content=compact_json(body),
+                          is_error=is_error), pp)
+            continue
+        if not pending:
+            pending_path = pp
+        if "text" in part:
+            pending.append(TextBlock(text=get_str(part, "text", pp)))
+        elif (block := _media(part, pp)) is not None:
+            pending.append(block)
+        elif (code := _code_text(part)) is not None:
+            pending.append(TextBlock(text=code))
+        else:
+            raise Bad(pp, f"unsupported user part with keys {sorted(part)}")
+    flush()
+
+
+def _system_text(raw: Any, path: JsonPath) -> str:
+    if isinstance(raw, str):
+        return raw
+    sys_ = require_obj(raw, path, "'systemInstruction' to be an object")
+    texts = []
+    for pi, part in enumerate(get_list(sys_, "parts", path)):
+        texts.append(get_str(require_obj(part, (*path, "parts", pi)), "text", (*path, "parts", pi)))
+    return "\n".join(texts)
+
+
+def parse_contents(contents: list[Any], path: JsonPath, *, system: tuple[str, Any] | None = None,
+                   model: str | None = None) -> list[AnyEvent]:
+    run = RunBuilder(model=model)
+    if system is not None:
+        key, raw = system
+        run.add(build(PolicySet, (key,), text=_system_text(raw, (key,))), (key,))
+    for ci, raw in enumerate(contents):
+        p = (*path, ci)
+        content = require_obj(raw, p, "a content object")
+        role = content.get("role", "user")
+        match role:
+            case "model":
+                _model(content, ci, p, run)
+            case "user" | "function" | "tool":
+                _user(content, p, run)
+            case _:
+                raise Bad((*p, "role"), f"unknown role {role!r} (expected 'user' or 'model')")
+    return run.events
+
+
+def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
+    value = doc.value
+    if isinstance(value, dict) and not doc.jsonl and "contents" in value:
+        model = value.get("model") if isinstance(value.get("model"), str) else None
+        return [("", parse_contents(get_list(value, "contents", ()), ("contents",),
+                                    system=_get(value, "systemInstruction"), model=model))]
+    if isinstance(value, dict) and not doc.jsonl:
+        return [("", parse_contents([value], ()))]
+    if not isinstance(value, list):
+        raise Bad((), "expected an array of contents or an object with 'contents'")
+    return [("", parse_contents(value, ()))]

@@ -1,0 +1,229 @@
+"""OpenAI Responses API ``input`` items -> events.
+
+Accepted shapes: a request body ``{"instructions": ..., "input": str | [items]}``
+(``model`` kept), a bare array of items, or JSONL with one item per line.
+
+Mapping:
+
+- ``instructions`` -> :class:`PolicySet` (first, as the API prepends it).
+- message items (``type: "message"`` or a bare ``{role, content}``):
+  system/developer -> :class:`PolicySet`, user -> :class:`UserInput`,
+  assistant -> text of a :class:`ModelResponse`.
+- ``function_call`` / ``custom_tool_call`` / ``tool_search_call`` (and the
+  shell/computer/patch call items) -> tool calls; ``*_output`` items ->
+  :class:`ToolResult` by ``call_id``. Structured outputs are kept as compact JSON.
+  A server-executed ``tool_search_call`` has no ``call_id``: its item ``id`` is
+  the call id and its output (also without ``call_id``) answers the oldest open
+  server search.
+- One model turn: consecutive assistant output items (an assistant message,
+  then the calls it made) form ONE :class:`ModelResponse` -- that is how the
+  API returns them, and parallel calls must stay one batch. A new assistant
+  message after a call starts a new response.
+- ``additional_tools`` (developer-provided tools mid-conversation) ->
+  :class:`ToolsRegistered`.
+- ``reasoning`` items are dropped: encrypted provider reasoning is not
+  portable context. ``item_reference`` is refused: it needs server-side state
+  this file does not contain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextfold.domain.events import (
+    AnyEvent,
+    ContentBlock,
+    ModelResponse,
+    PolicySet,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolsRegistered,
+    UserInput,
+)
+from contextfold.importers._common import (
+    RunBuilder,
+    build,
+    compact_json,
+    get_str,
+    media_block,
+    opt_str,
+    require_obj,
+)
+from contextfold.importers._json import Bad, Doc, JsonPath
+
+__all__ = ["parse_doc", "parse_items"]
+
+_CALLS = ("function_call", "custom_tool_call", "tool_search_call", "local_shell_call",
+          "shell_call", "computer_call", "apply_patch_call")
+_OUTPUTS = tuple(f"{c}_output" for c in _CALLS)
+
+
+def _parts(content: Any, path: JsonPath) -> tuple[ContentBlock, ...]:
+    if isinstance(content, str):
+        return (TextBlock(text=content),)
+    if not isinstance(content, list):
+        raise Bad(path, "expected 'content' to be a string or an array of parts")
+    out: list[ContentBlock] = []
+    for i, raw in enumerate(content):
+        p = (*path, i)
+        part = require_obj(raw, p, "a content part object")
+        kind = get_str(part, "type", p)
+        if kind in ("input_text", "output_text", "text"):
+            out.append(TextBlock(text=get_str(part, "text", p)))
+        elif kind == "refusal":
+            out.append(TextBlock(text=get_str(part, "refusal", p)))
+        elif kind == "input_image":
+            url = opt_str(part, "image_url", p)
+            fid = opt_str(part, "file_id", p)
+            out.append(media_block("image", p, url=url or (f"openai-file://{fid}" if fid else None),
+                                   detail=opt_str(part, "detail", p)))
+        elif kind == "input_file":
+            data = opt_str(part, "file_data", p)
+            url = opt_str(part, "file_url", p)
+            fid = opt_str(part, "file_id", p)
+            title = opt_str(part, "filename", p)
+            if data is not None and not data.startswith("data:"):
+                out.append(media_block("document", p, data=data, title=title))
+            else:
+                out.append(media_block("document", p, title=title, url=data or url or (
+                    f"openai-file://{fid}" if fid else None)))
+        else:
+            raise Bad(p, f"unsupported content part type {kind!r}")
+    return tuple(out)
+
+
+def _text(content: Any, path: JsonPath) -> str:
+    blocks = _parts(content, path)
+    for i, b in enumerate(blocks):
+        if not isinstance(b, TextBlock):
+            raise Bad((*path, i), "only text parts are allowed here")
+    return "".join(b.text for b in blocks if isinstance(b, TextBlock))
+
+
+def _output_text(item: dict[str, Any], path: JsonPath) -> str:
+    for key in ("output", "tools", "content"):
+        if key in item:
+            out = item[key]
+            if isinstance(out, str):
+                return out
+            if key == "output" and isinstance(out, list) and all(
+                    isinstance(p, dict) and p.get("type") in ("input_text", "output_text")
+                    for p in out):
+                return _text(out, (*path, key))
+            return compact_json(out)
+    return ""
+
+
+class _Turn:
+    """The assistant output items being gathered into one ModelResponse."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.path: JsonPath | None = None
+
+    def flush(self, run: RunBuilder) -> None:
+        if self.path is not None:
+            run.add(build(ModelResponse, self.path, text="".join(self.texts),
+                          tool_calls=tuple(self.calls)), self.path)
+        self.texts, self.calls, self.path = [], [], None
+
+
+def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
+                model: str | None = None) -> list[AnyEvent]:
+    run = RunBuilder(model=model)
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            raise Bad(("instructions",), "expected 'instructions' to be a string")
+        run.add(PolicySet(text=instructions), ("instructions",))
+    turn = _Turn()
+    server_searches: list[str] = []
+    for i, raw in enumerate(items):
+        p = (*path, i)
+        item = require_obj(raw, p, "an input item object")
+        kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise Bad((*p, "type"), "expected 'type' to be a string")
+        if kind == "message":
+            role = get_str(item, "role", p)
+            if "content" not in item:
+                raise Bad(p, "missing field 'content'")
+            if role == "assistant":
+                if turn.calls or turn.texts:
+                    turn.flush(run)
+                turn.path = turn.path or p
+                turn.texts.append(_text(item["content"], (*p, "content")))
+                continue
+            turn.flush(run)
+            if role in ("system", "developer"):
+                run.add(build(PolicySet, p, text=_text(item["content"], (*p, "content"))), p)
+            elif role == "user":
+                run.add(build(UserInput, p, content=_parts(item["content"], (*p, "content"))), p)
+            else:
+                raise Bad((*p, "role"), f"unknown role {role!r}")
+        elif kind in _CALLS:
+            cid = item.get("call_id")
+            if cid is None and kind == "tool_search_call":
+                cid = get_str(item, "id", p)
+                server_searches.append(cid)
+            elif not isinstance(cid, str):
+                raise Bad(p, "missing field 'call_id'")
+            name = item.get("name") or kind.removesuffix("_call")
+            args = item.get("arguments", item.get("input", item.get("action", {})))
+            turn.path = turn.path or p
+            turn.calls.append(build(ToolCall, p, call_id=cid, name=name,
+                                    arguments=args if isinstance(args, str) else compact_json(args)))
+        elif kind in _OUTPUTS:
+            turn.flush(run)
+            cid = item.get("call_id")
+            if cid is None and kind == "tool_search_output":
+                cid = next((c for c in server_searches if run.is_open(c)), None)
+                if cid is None:
+                    raise Bad(p, "tool_search_output without call_id answers no open search")
+            elif not isinstance(cid, str):
+                raise Bad(p, "missing field 'call_id'")
+            status = item.get("status")
+            run.add(build(ToolResult, p, call_id=cid, content=_output_text(item, p),
+                          is_error=status in ("failed", "incomplete")), p)
+        elif kind == "additional_tools":
+            turn.flush(run)
+            tools = item.get("tools")
+            if not isinstance(tools, list):
+                raise Bad((*p, "tools"), "expected 'tools' to be an array")
+            specs = []
+            for j, t in enumerate(tools):
+                tp = (*p, "tools", j)
+                tool = require_obj(t, tp, "a tool object")
+                params = tool.get("parameters")
+                specs.append(build(ToolSpec, tp, name=get_str(tool, "name", tp),
+                                   description=opt_str(tool, "description", tp) or "",
+                                   **({"parameters": params} if isinstance(params, dict) else {})))
+            run.add(build(ToolsRegistered, p, tools=tuple(specs)), p)
+        elif kind == "reasoning":
+            continue
+        elif kind == "item_reference":
+            raise Bad(p, "item_reference needs server-side state; export the full items")
+        else:
+            raise Bad((*p, "type"), f"unsupported input item type {kind!r}")
+    turn.flush(run)
+    return run.events
+
+
+def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
+    value = doc.value
+    if isinstance(value, dict) and not doc.jsonl and "input" in value:
+        model = value.get("model") if isinstance(value.get("model"), str) else None
+        inp = value["input"]
+        instructions = value.get("instructions")
+        if isinstance(inp, str):
+            inp = [{"role": "user", "content": inp}]
+        if not isinstance(inp, list):
+            raise Bad(("input",), "expected 'input' to be a string or an array of items")
+        return [("", parse_items(inp, ("input",), instructions=instructions, model=model))]
+    if isinstance(value, dict) and not doc.jsonl:
+        return [("", parse_items([value], ()))]
+    if not isinstance(value, list):
+        raise Bad((), "expected an array of input items or an object with 'input'")
+    return [("", parse_items(value, ()))]

@@ -1,0 +1,270 @@
+"""OpenHands event streams -> events.
+
+Accepted shapes: a JSON array of OpenHands events (one run); an object with
+``history`` (one run); JSONL with one run record (``history``) per line, as
+OpenHands evaluation outputs are written (run suffix: ``instance_id``, else
+``line-<N>``).
+
+Mapping of an event stream (actions and observations linked by ``cause``):
+
+- ``system`` action -> :class:`PolicySet`; user ``message`` -> :class:`UserInput`
+  (with ``image_urls``); agent ``message`` and ``finish`` -> :class:`ModelResponse`
+  text (``finish`` is how the agent ends; it never gets an observation, so it
+  is not recorded as a tool call).
+- other agent actions (run, read, edit, think, browse, ...) -> tool calls.
+  With ``tool_call_metadata`` the call keeps its ``tool_call_id`` and
+  ``function_name`` and, when the raw ``model_response`` holds the call, its
+  verbatim arguments. Actions from one model response (same response id,
+  ``total_calls_in_response`` > 1) form ONE :class:`ModelResponse` with all
+  their calls, emitted at the first of them: a parallel batch stays a batch
+  even though OpenHands interleaves each action with its observation.
+- Older streams have no tool ids: the call id is ``oh-<event id>`` (the
+  action's ``id``, or its index in the history when events carry no ids),
+  stable across imports; its name is the action type.
+- observations -> :class:`ToolResult` for the call they answer: by
+  ``tool_call_id``, else by ``cause``, else (oldest streams, strictly
+  alternating) the last open call. ``exit_code`` from ``extras.metadata.exit_code``
+  (or a top-level ``exit_code``); a non-zero exit code or an ``error``
+  observation sets ``is_error``. ``read``/``edit``/``write`` observations are
+  workspace content (``origin="workspace"``), the rest external.
+- an ``error`` observation that answers no call (the agent's malformed call
+  was refused) -> :class:`UserInput`, which is how OpenHands shows it to the model.
+- a ``recall`` observation -> :class:`InstructionSet` for repository
+  instructions and :class:`MemoryRecalled` for each microagent knowledge item.
+- runtime bookkeeping (agent state changes, null observations, the recall
+  action itself) carries no context and is skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextfold.domain.events import (
+    AnyEvent,
+    ContentBlock,
+    InstructionSet,
+    MemoryRecalled,
+    ModelResponse,
+    PolicySet,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.importers._common import RunBuilder, build, compact_json, media_block, require_obj
+from contextfold.importers._json import Bad, Doc, JsonPath
+
+__all__ = ["parse_doc", "parse_history"]
+
+_SKIP_ACTIONS = frozenset({"recall", "change_agent_state", "null", "condensation",
+                           "condensation_request", "pause", "resume"})
+_SKIP_OBSERVATIONS = frozenset({"agent_state_changed", "null", "condensation"})
+_TEXT_ACTIONS = frozenset({"system", "message", "finish"})
+_WORKSPACE_OBS = frozenset({"read", "edit", "write"})
+_META = frozenset({"id", "timestamp", "source", "message", "action", "observation", "cause",
+                   "tool_call_metadata", "llm_metrics", "timeout", "args", "extras", "content"})
+_RUNTIME_ARGS = frozenset({"thought", "keep_prompt", "is_confirmed", "action_risk",
+                           "confirmation_state", "security_risk", "blocking", "hidden",
+                           "is_input", "impl_source", "translated_ipython_code",
+                           "kernel_init_code", "wait_for_response"})
+
+
+def _args(e: dict[str, Any]) -> dict[str, Any]:
+    """Action arguments: ``args`` in current streams; the flat event in the oldest ones."""
+    args = e.get("args")
+    if isinstance(args, dict):
+        return args
+    return {k: v for k, v in e.items() if k not in _META}
+
+
+def _str(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def _tcm(e: dict[str, Any], path: JsonPath) -> dict[str, Any] | None:
+    t = e.get("tool_call_metadata")
+    return None if t is None else require_obj(t, (*path, "tool_call_metadata"))
+
+
+def _response_message(tcm: dict[str, Any]) -> dict[str, Any]:
+    resp = tcm.get("model_response")
+    if isinstance(resp, dict):
+        choices = resp.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            msg = choices[0].get("message")
+            if isinstance(msg, dict):
+                return msg
+    return {}
+
+
+def _call(e: dict[str, Any], i: int, path: JsonPath) -> ToolCall:
+    tcm = _tcm(e, path)
+    args = _args(e)
+    if tcm is not None:
+        cid = tcm.get("tool_call_id")
+        name = tcm.get("function_name")
+        arguments = None
+        for tc in _response_message(tcm).get("tool_calls") or []:
+            if isinstance(tc, dict) and tc.get("id") == cid:
+                fn = tc.get("function")
+                if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                    arguments = fn["arguments"]
+        if arguments is None:
+            arguments = compact_json({k: v for k, v in args.items() if k not in _RUNTIME_ARGS})
+        return build(ToolCall, path, call_id=cid, name=name, arguments=arguments)
+    eid = e.get("id", i)
+    return build(ToolCall, path, call_id=f"oh-{eid}", name=e.get("action"),
+                 arguments=compact_json({k: v for k, v in args.items() if k not in _RUNTIME_ARGS}))
+
+
+def _batches(history: list[dict[str, Any]]) -> dict[int, list[int]]:
+    """First action index of each parallel batch -> indices of all its actions.
+    Actions that are a batch of one map to themselves."""
+    groups: dict[int, list[int]] = {}
+    open_batch: dict[str, int] = {}
+    for i, e in enumerate(history):
+        action = e.get("action")
+        if not isinstance(action, str) or action in _SKIP_ACTIONS | _TEXT_ACTIONS:
+            continue
+        tcm = e.get("tool_call_metadata")
+        total = tcm.get("total_calls_in_response") if isinstance(tcm, dict) else None
+        resp = tcm.get("model_response") if isinstance(tcm, dict) else None
+        rid = resp.get("id") if isinstance(resp, dict) else None
+        if isinstance(total, int) and total > 1 and isinstance(rid, str) and rid:
+            first = open_batch.get(rid)
+            if first is not None and len(groups[first]) < total:
+                groups[first].append(i)
+                continue
+            open_batch[rid] = i
+        groups[i] = [i]
+    return groups
+
+
+def _recall(e: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
+    extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
+    assert isinstance(extras, dict)
+    instr = extras.get("repo_instructions")
+    if isinstance(instr, str) and instr.strip():
+        repo = _str(extras.get("repo_name")) or "repository"
+        run.add(build(InstructionSet, path, text=instr,
+                      source_ref=f"openhands://{repo}/repo_instructions"), path)
+    for k, item in enumerate(extras.get("microagent_knowledge") or []):
+        if isinstance(item, dict) and isinstance(item.get("content"), str):
+            name = _str(item.get("name")) or str(k)
+            run.add(build(MemoryRecalled, path, memory_id=name, content=item["content"],
+                          source_ref=f"openhands://microagent/{name}"), path)
+
+
+def parse_history(history: list[Any], path: JsonPath, *, model: str | None = None,
+                  agent: str | None = None) -> list[AnyEvent]:
+    events = [require_obj(e, (*path, i), "an OpenHands event object")
+              for i, e in enumerate(history)]
+    if model is None:
+        for e in events:
+            tcm = e.get("tool_call_metadata")
+            resp = tcm.get("model_response") if isinstance(tcm, dict) else None
+            if isinstance(resp, dict) and isinstance(resp.get("model"), str):
+                model = resp["model"]
+                break
+    run = RunBuilder(model=model, agent=agent)
+    batches = _batches(events)
+    call_of_action: dict[Any, str] = {}
+    in_batch = {j for first, members in batches.items() for j in members if j != first}
+    for i, e in enumerate(events):
+        p = (*path, i)
+        action, observation = e.get("action"), e.get("observation")
+        if isinstance(action, str):
+            args = _args(e)
+            source = e.get("source")
+            if action in _SKIP_ACTIONS:
+                continue
+            if action == "system":
+                run.add(build(PolicySet, p, text=_str(args.get("content")) or _str(e.get("message"))),
+                        p)
+            elif action == "message" and source in ("user", None):
+                blocks: list[ContentBlock] = [TextBlock(
+                    text=_str(args.get("content")) or _str(e.get("message")))]
+                urls = args.get("image_urls") or args.get("images_urls") or []
+                blocks += [media_block("image", p, url=u) for u in urls if isinstance(u, str)]
+                run.add(build(UserInput, p, content=tuple(blocks)), p)
+            elif action in ("message", "finish"):
+                text = (_str(args.get("final_thought")) or _str(args.get("content"))
+                        or _str(e.get("message")) or _str(args.get("thought")))
+                run.add(build(ModelResponse, p, text=text), p)
+            elif i in batches:
+                calls = [_call(events[j], j, (*path, j)) for j in batches[i]]
+                for j, c in zip(batches[i], calls, strict=True):
+                    call_of_action[events[j].get("id", j)] = c.call_id
+                tcm = _tcm(e, p)
+                text = _str(_response_message(tcm).get("content")) if tcm else ""
+                text = text or _str(args.get("thought"))
+                run.add(build(ModelResponse, p, text=text, tool_calls=tuple(calls)), p)
+            elif i not in in_batch:  # pragma: no cover - every action is in a batch
+                raise Bad(p, f"action {action!r} not assigned to a response")
+        elif isinstance(observation, str):
+            if observation in _SKIP_OBSERVATIONS:
+                continue
+            if observation == "recall":
+                _recall(e, p, run)
+                continue
+            tcm = _tcm(e, p)
+            cid: str | None = None
+            if tcm is not None and isinstance(tcm.get("tool_call_id"), str):
+                cid = tcm["tool_call_id"]
+            elif "cause" in e:
+                cid = call_of_action.get(e["cause"])
+            elif "id" not in e:  # oldest streams: strictly action, observation, ...
+                cid = run.last_open()
+            content = _str(e.get("content")) or _str(e.get("message"))
+            if cid is None:
+                if observation == "error":
+                    run.add(build(UserInput, p, content=(TextBlock(text=content),)), p)
+                continue  # answers a skipped runtime action
+            extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
+            assert isinstance(extras, dict)
+            meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            assert isinstance(meta, dict)
+            code = meta.get("exit_code", extras.get("exit_code", e.get("exit_code")))
+            exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+            run.add(build(ToolResult, p, call_id=cid, content=content,
+                          exit_code=exit_code,
+                          is_error=observation == "error" or (exit_code not in (None, 0)),
+                          origin="workspace" if observation in _WORKSPACE_OBS else "external"),
+                    p)
+        else:
+            raise Bad(p, "event has neither 'action' nor 'observation'")
+    return run.events
+
+
+def _record(rec: dict[str, Any], path: JsonPath) -> list[AnyEvent]:
+    history = rec.get("history")
+    if not isinstance(history, list):
+        raise Bad(path, "missing field 'history' (an array of events)")
+    meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    llm = meta.get("llm_config") if isinstance(meta.get("llm_config"), dict) else {}
+    assert isinstance(llm, dict)
+    model = llm.get("model") if isinstance(llm.get("model"), str) else None
+    agent = meta.get("agent_class") if isinstance(meta.get("agent_class"), str) else None
+    return parse_history(history, (*path, "history"), model=model, agent=agent)
+
+
+def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
+    value = doc.value
+    if doc.jsonl:
+        out: list[tuple[str, list[AnyEvent]]] = []
+        seen: set[str] = set()
+        for n, raw in enumerate(value):
+            rec = require_obj(raw, (n,), "a run record with 'history'")
+            iid = rec.get("instance_id")
+            suffix = str(iid) if isinstance(iid, str | int) else f"line-{doc.lines[n]}"
+            if suffix in seen:
+                suffix = f"{suffix}-line-{doc.lines[n]}"
+            seen.add(suffix)
+            out.append((suffix, _record(rec, (n,))))
+        return out
+    if isinstance(value, dict):
+        return [("", _record(value, ()))]
+    if not isinstance(value, list):
+        raise Bad((), "expected an array of OpenHands events or objects with 'history'")
+    return [("", parse_history(value, ()))]
