@@ -1,0 +1,552 @@
+"""The pure fold: a run's recorded events -> its :class:`RunState`.
+
+``fold_event`` dispatches on the event type with ``functools.singledispatch``
+and updates the state in place in O(that event) (plus the tokenization of its
+new content); ``fold`` folds many. Events at positions the state already
+holds are skipped, so a process holding a state catches up by folding the
+events after its ``version``; a gap or a foreign run id is an
+``IntegrityError``.
+
+Trust never comes from content: runtime for policy, goal, plan, tool specs,
+model responses (the protocol), recovery answers, summaries and hand-off
+notes; user for user input; workspace for instructions and file reads;
+tool results, evidence and memory carry the ``origin`` the runtime declared.
+
+Protocol: a model response with tool calls opens a :class:`ToolGroup`; each
+call is answered exactly once, by its result (``ok``/``error``) or by a
+runtime ``ToolResultLost``/``ToolCallCancelled`` (``lost``/``cancelled``,
+never a success). Pairing uses the same :class:`PairingState` as the write
+side, scoped to open calls, so re-used call ids start a fresh call.
+
+Late results: a result arriving after its call was declared lost or cancelled
+is *not* an answer (the call keeps its single lost/cancelled answer). It
+becomes a separate ``note`` item in the timeline at its own position: a
+``history`` fragment with the result's own trust (workspace or external, so a
+data block, never an instruction), reading "late result for call X (name),
+issued at position P and declared lost/cancelled, arrived at position Q; it
+is not an answer to that call", followed by the content. The model thus
+learns that the side effect may have happened, without a second answer for
+the id (which providers reject).
+
+Compaction: a ``HistoryCompacted`` event adds a summary (history, runtime)
+that stands in for the timeline items lying wholly inside its cover. Legal
+cuts are enforced by :func:`contextfold.projections.repair.check_compaction_cover`
+before appending; the fold itself never splits a group: a group that is not
+wholly inside the cover (or still open) stays visible in full, i.e. the cover
+shrinks to the legal cut. User inputs flagged ``required`` are never hidden.
+Evidence, files, memory, plan and goal are state, not history: a cover does
+not hide them. Raw fragments stay retrievable via ``fragments_at(position)``.
+
+Token counts: text through the shared :class:`TokenCounter`. Artifact-backed
+content (the event keeps a preview) is counted by ``state.artifact_tokens``
+when given, else estimated as ``ceil(size / 4)`` (about 4 bytes per token for
+English and code). Images: OpenAI's tile formula when the size is known, else
+765 (a 1024x1024 high-detail image); ``detail="low"`` is 85. Documents
+without an artifact: 1500 per page (or 1500).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, assert_never
+
+import blake3
+
+from contextfold.domain.errors import IntegrityError, TurnNotFoundError
+from contextfold.domain.events import (
+    ArtifactRef,
+    ContentBlock,
+    ContextBuilt,
+    DocumentBlock,
+    EvidenceRetrieved,
+    FileRead,
+    GoalSet,
+    HandOff,
+    HistoryCompacted,
+    ImageBlock,
+    InstructionSet,
+    MemoryRecalled,
+    ModelResponse,
+    PlanUpdated,
+    PolicySet,
+    RunStarted,
+    TextBlock,
+    ToolCallCancelled,
+    ToolResult,
+    ToolResultLost,
+    ToolsRegistered,
+    UsageObserved,
+    UserInput,
+)
+from contextfold.domain.fragments import (
+    ContextFragment,
+    FragmentKind,
+    MessageBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Trust,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.projections.fold_summary import render_summary
+from contextfold.projections.state import (
+    DEFAULT_PRIORITY,
+    NOTE_PRIORITY,
+    SUMMARY_PRIORITY,
+    CallSlot,
+    CallStatus,
+    FragmentEntry,
+    MessageItem,
+    RunState,
+    SummaryItem,
+    ToolGroup,
+)
+from contextfold.projections.tokens import encoding_available, encoding_for_model, get_counter
+
+__all__ = [
+    "BYTES_PER_TOKEN",
+    "fold",
+    "fold_event",
+    "folded_event_types",
+    "new_state",
+    "state_at_turn",
+]
+
+BYTES_PER_TOKEN = 4
+IMAGE_TOKENS_DEFAULT = 765
+IMAGE_TOKENS_LOW = 85
+DOCUMENT_PAGE_TOKENS = 1500
+
+
+def new_state(run_id: str, *, encoding: str | None = None, model: str | None = None,
+              artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+    """An empty state. The encoding is ``encoding`` when loadable offline, else the model's."""
+    name = encoding if encoding and encoding_available(encoding) else encoding_for_model(model)
+    return RunState(run_id=run_id, encoding=name, model=model, artifact_tokens=artifact_tokens,
+                    counter=get_counter(name))
+
+
+# ---------------------------------------------------------------- content helpers
+
+
+def _content_hash(blocks: tuple[MessageBlock, ...]) -> str:
+    dumped = [b.model_dump(mode="json") for b in blocks]
+    return blake3.blake3(json.dumps(dumped, sort_keys=True, separators=(",", ":"),
+                                    ensure_ascii=False).encode()).hexdigest()
+
+
+def _artifact_tokens(state: RunState, ref: ArtifactRef) -> int:
+    if state.artifact_tokens is not None:
+        return state.artifact_tokens(ref)
+    return math.ceil(ref.size / BYTES_PER_TOKEN)
+
+
+def _image_tokens(block: ImageBlock) -> int:
+    if block.detail == "low":
+        return IMAGE_TOKENS_LOW
+    if not block.width or not block.height:
+        return IMAGE_TOKENS_DEFAULT
+    w, h = float(block.width), float(block.height)
+    scale = min(1.0, 2048 / max(w, h))
+    w, h = w * scale, h * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    return IMAGE_TOKENS_LOW + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def _block_tokens(state: RunState, block: MessageBlock) -> int:
+    count = state.counter.count
+    match block:
+        case TextBlock():
+            return count(block.text)
+        case ToolCallBlock():
+            return count(block.name) + count(block.arguments)
+        case ToolResultBlock():
+            body = (_artifact_tokens(state, block.artifact) if block.artifact is not None
+                    else count(block.text))
+            return body + sum(_block_tokens(state, b) for b in block.blocks)
+        case ImageBlock():
+            return _image_tokens(block)
+        case DocumentBlock():
+            if block.artifact is not None and block.pages is None:
+                return _artifact_tokens(state, block.artifact)
+            return DOCUMENT_PAGE_TOKENS * (block.pages or 1)
+        case _:
+            assert_never(block)
+
+
+def _payload(content: str, artifact: ArtifactRef | None, title: str,
+             blocks: tuple[ContentBlock, ...] = ()) -> tuple[MessageBlock, ...]:
+    """Text payload blocks: the inline text, or (artifact-backed) a document ref
+    standing for the full content (the event's text is only a preview)."""
+    head: tuple[MessageBlock, ...]
+    if artifact is not None:
+        head = (DocumentBlock(artifact=artifact, media_type=artifact.media_type, title=title),)
+    elif content:
+        head = (TextBlock(text=content),)
+    else:
+        head = ()
+    return head + tuple(blocks)
+
+
+def _add(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
+         content: tuple[MessageBlock, ...], *, sub: int = 0, source_ref: str | None = None,
+         required: bool = False, priority: int | None = None) -> str:
+    fid = f"e{rec.position}" if sub == 0 else f"e{rec.position}.c{sub}"
+    fragment = ContextFragment(
+        id=fid, kind=kind,
+        source_ref=source_ref or f"event://{state.run_id}/{rec.position}",
+        trust=trust,
+        priority=DEFAULT_PRIORITY[kind] if priority is None else priority,
+        required=required, freshness=1.0,
+        token_count=sum(_block_tokens(state, b) for b in content),
+        content_hash=_content_hash(content), content=content,
+    )
+    state.entries[fid] = FragmentEntry(fragment, rec.position)
+    state.by_position[rec.position] = (*state.by_position.get(rec.position, ()), fid)
+    state.horizon = rec.position
+    return fid
+
+
+def _supersede(state: RunState, old: str | None, new: str) -> None:
+    if old is not None and old != new:
+        state.active.pop(old, None)
+        state.superseded_by[old] = new
+
+
+def _call_ref(state: RunState, call_id: str, call_position: int) -> str:
+    return f"call://{state.run_id}/{call_id}@{call_position}"
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+@functools.singledispatch
+def _apply(event: Any, state: RunState, rec: RecordedEvent) -> None:
+    raise TypeError(f"no fold rule for {type(event).__name__}")
+
+
+@_apply.register
+def _(event: RunStarted, state: RunState, rec: RecordedEvent) -> None:
+    state.agent = event.agent or state.agent
+    state.model = event.model or state.model
+    if not state.entries:  # the encoding is fixed once fragments have been counted
+        name = (event.encoding if event.encoding and encoding_available(event.encoding)
+                else encoding_for_model(event.model))
+        state.counter = get_counter(name)
+        state.encoding = state.counter.encoding_name
+
+
+@_apply.register
+def _(event: PolicySet, state: RunState, rec: RecordedEvent) -> None:
+    fid = _add(state, rec, "policy", "runtime", (TextBlock(text=event.text),),
+               source_ref=event.source_ref, required=True)
+    old = state.policies.get(event.source_ref)
+    _supersede(state, old[0] if old else None, fid)
+    state.policies[event.source_ref] = (fid, event)
+    state.active[fid] = None
+
+
+@_apply.register
+def _(event: InstructionSet, state: RunState, rec: RecordedEvent) -> None:
+    fid = _add(state, rec, "instruction", "workspace", (TextBlock(text=event.text),),
+               source_ref=event.source_ref)
+    _supersede(state, state.instructions.get(event.source_ref), fid)
+    state.instructions[event.source_ref] = fid
+    state.active[fid] = None
+
+
+@_apply.register
+def _(event: GoalSet, state: RunState, rec: RecordedEvent) -> None:
+    ids = [_add(state, rec, "goal", "runtime", (TextBlock(text=event.goal),), required=True)]
+    if event.success_contract:
+        text = "\n".join(f"- {c}" for c in event.success_contract)
+        ids.append(_add(state, rec, "success_contract", "runtime", (TextBlock(text=text),),
+                        sub=1, required=True))
+    for i, old in enumerate(state.goal_ids):
+        _supersede(state, old, ids[min(i, len(ids) - 1)])
+    state.goal, state.goal_ids = event, tuple(ids)
+    state.active.update(dict.fromkeys(ids))
+
+
+def _plan_text(event: PlanUpdated) -> str:
+    lines = []
+    for step in event.steps:
+        deps = f" (depends on: {', '.join(step.depends_on)})" if step.depends_on else ""
+        lines.append(f"[{step.status}] {step.id}: {step.title}{deps}")
+    if event.budget:
+        lines.append(f"budget: {event.budget}")
+    lines.extend(f"stop when: {c}" for c in event.stop_conditions)
+    return "\n".join(lines)
+
+
+@_apply.register
+def _(event: PlanUpdated, state: RunState, rec: RecordedEvent) -> None:
+    fid = _add(state, rec, "plan", "runtime", (TextBlock(text=_plan_text(event)),),
+               required=True)
+    _supersede(state, state.plan_id, fid)
+    state.plan, state.plan_id = event, fid
+    state.active[fid] = None
+
+
+@_apply.register
+def _(event: ToolsRegistered, state: RunState, rec: RecordedEvent) -> None:
+    for i, spec in enumerate(event.tools, start=1):
+        text = json.dumps(spec.model_dump(mode="json"), sort_keys=True,
+                          separators=(",", ":"), ensure_ascii=False)
+        fid = _add(state, rec, "tool_spec", "runtime", (TextBlock(text=text),), sub=i,
+                   source_ref=f"event://{state.run_id}/{rec.position}#tool={spec.name}")
+        _supersede(state, state.tool_ids.get(spec.name), fid)
+        state.tools[spec.name], state.tool_ids[spec.name] = spec, fid
+        state.active[fid] = None
+
+
+@_apply.register
+def _(event: UserInput, state: RunState, rec: RecordedEvent) -> None:
+    fid = _add(state, rec, "user_input", "user", tuple(event.content), required=event.required)
+    state.items[rec.position] = MessageItem(rec.position, fid, "user")
+    state.last_progress = rec.position
+
+
+@_apply.register
+def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
+    state.pairing.apply(event, rec.position)
+    head: tuple[MessageBlock, ...] = (TextBlock(text=event.text),) if event.text else ()
+    calls = tuple(ToolCallBlock(call_id=c.call_id, name=c.name, arguments=c.arguments)
+                  for c in event.tool_calls)
+    fid = _add(state, rec, "history", "runtime", head + calls)
+    if event.tool_calls:
+        state.items[rec.position] = ToolGroup(
+            rec.position, fid, tuple(CallSlot(c.call_id, c.name) for c in event.tool_calls))
+        for c in event.tool_calls:
+            state.open_groups[c.call_id] = rec.position
+            state.recovered_groups.pop(c.call_id, None)
+    else:
+        state.items[rec.position] = MessageItem(rec.position, fid, "assistant")
+    state.turn += 1
+    state.last_progress = rec.position
+
+
+def _answer(state: RunState, rec: RecordedEvent, call_id: str, status: CallStatus,
+            trust: Trust, make: Callable[[str], ToolResultBlock]) -> int:
+    """Attach the single answer for ``call_id`` to its group; returns the group position."""
+    gpos = state.open_groups.pop(call_id)
+    group = state.items[gpos]
+    assert isinstance(group, ToolGroup)
+    slot = next(c for c in group.calls if c.call_id == call_id)
+    fid = _add(state, rec, "tool_result", trust, (make(slot.name),),
+               source_ref=_call_ref(state, call_id, gpos))
+    calls = tuple(CallSlot(c.call_id, c.name, status, fid, rec.position) if c is slot else c
+                  for c in group.calls)
+    state.items[gpos] = ToolGroup(gpos, group.fragment_id, calls)
+    state.answer_group[rec.position] = gpos
+    return gpos
+
+
+@_apply.register
+def _(event: ToolResult, state: RunState, rec: RecordedEvent) -> None:
+    verdict = state.pairing.apply(event, rec.position)
+    status: CallStatus = "error" if event.is_error else "ok"
+    if verdict == "answer":
+        _answer(state, rec, event.call_id, status, event.origin,
+                lambda name: ToolResultBlock(
+                    call_id=event.call_id, name=name, status=status, text=event.content,
+                    artifact=event.artifact, blocks=event.blocks, exit_code=event.exit_code))
+        return
+    # late: the call already has its lost/cancelled answer; show a data note instead.
+    gpos = state.recovered_groups[event.call_id]
+    group = state.items[gpos]
+    assert isinstance(group, ToolGroup)
+    slot = next(c for c in group.calls if c.call_id == event.call_id)
+    header = (f"late result for call {event.call_id} ({slot.name}), issued at position {gpos} "
+              f"and declared {slot.status} at position {slot.answer_position}, arrived at "
+              f"position {rec.position}; it is not an answer to that call"
+              + (f"; exit code {event.exit_code}" if event.exit_code is not None else "")
+              + ("; reported as an error" if event.is_error else ""))
+    content = (TextBlock(text=header),
+               *_payload(event.content, event.artifact, f"result of {event.call_id}",
+                         event.blocks))
+    fid = _add(state, rec, "history", event.origin, content, priority=NOTE_PRIORITY)
+    state.items[rec.position] = MessageItem(rec.position, fid, "note")
+
+
+def _recovery(state: RunState, rec: RecordedEvent, event: ToolCallCancelled | ToolResultLost,
+              status: CallStatus, label: str) -> None:
+    state.pairing.apply(event, rec.position)
+    gpos = _answer(state, rec, event.call_id, status, "runtime",
+                   lambda name: ToolResultBlock(call_id=event.call_id, name=name, status=status,
+                                                text=f"{label}: {event.reason}"))
+    state.recovered_groups[event.call_id] = gpos
+
+
+@_apply.register
+def _(event: ToolCallCancelled, state: RunState, rec: RecordedEvent) -> None:
+    _recovery(state, rec, event, "cancelled", "TOOL_CALL_CANCELLED")
+
+
+@_apply.register
+def _(event: ToolResultLost, state: RunState, rec: RecordedEvent) -> None:
+    _recovery(state, rec, event, "lost", "TOOL_RESULT_LOST")
+
+
+def _file_ref(event: FileRead) -> str:
+    ref = f"file://{event.path}"
+    if event.revision:
+        ref += f"@{event.revision}"
+    if event.start_line is not None or event.end_line is not None:
+        ref += f"#L{event.start_line or 1}"
+        if event.end_line is not None:
+            ref += f"-L{event.end_line}"
+    return ref
+
+
+def _overlaps(a: tuple[int | None, int | None], b: tuple[int | None, int | None]) -> bool:
+    lo_a, hi_a = a[0] or 1, a[1] if a[1] is not None else math.inf
+    lo_b, hi_b = b[0] or 1, b[1] if b[1] is not None else math.inf
+    return lo_a <= hi_b and lo_b <= hi_a
+
+
+@_apply.register
+def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
+    """A newer read of a path supersedes older reads of it at another revision or of an
+    overlapping range; disjoint ranges of the same revision stay side by side."""
+    fid = _add(state, rec, "evidence", "workspace",
+               _payload(event.content, event.artifact, event.path), source_ref=_file_ref(event))
+    rng = (event.start_line, event.end_line)
+    kept = []
+    for old in state.files.get(event.path, ()):
+        if old[1] != event.revision or _overlaps((old[2], old[3]), rng):
+            _supersede(state, old[0], fid)
+        else:
+            kept.append(old)
+    kept.append((fid, event.revision, event.start_line, event.end_line))
+    state.files[event.path] = tuple(kept)
+    state.active[fid] = None
+
+
+@_apply.register
+def _(event: EvidenceRetrieved, state: RunState, rec: RecordedEvent) -> None:
+    fid = _add(state, rec, "evidence", event.origin,
+               _payload(event.content, event.artifact, event.source_ref, event.blocks),
+               source_ref=event.source_ref)
+    state.active[fid] = None
+
+
+@_apply.register
+def _(event: MemoryRecalled, state: RunState, rec: RecordedEvent) -> None:
+    fid = _add(state, rec, "memory", event.origin, (TextBlock(text=event.content),),
+               source_ref=event.source_ref)
+    _supersede(state, state.memories.get(event.memory_id), fid)
+    state.memories[event.memory_id] = fid
+    state.active[fid] = None
+
+
+def _coverable(state: RunState, pos: int, lo: int, hi: int) -> bool:
+    item = state.items[pos]
+    if isinstance(item, ToolGroup):
+        return item.closed and all(lo <= p <= hi for p in item.positions)
+    if isinstance(item, MessageItem) and item.role == "user":
+        return not state.entries[item.fragment_id].fragment.required
+    return True
+
+
+@_apply.register
+def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
+    lo, hi = event.covers_from, min(event.covers_to, rec.position - 1)
+    covered = tuple(p for p in range(lo, hi + 1)
+                    if p in state.items and p not in state.hidden
+                    and _coverable(state, p, lo, hi))
+    text = render_summary(event)
+    fid = _add(state, rec, "history", "runtime", (TextBlock(text=text),),
+               priority=SUMMARY_PRIORITY)
+    for p in covered:
+        state.hidden[p] = rec.position
+    state.items[rec.position] = SummaryItem(rec.position, fid, lo, hi, covered)
+
+
+@_apply.register
+def _(event: HandOff, state: RunState, rec: RecordedEvent) -> None:
+    state.agent = event.to_agent or state.agent
+    if event.note:
+        who = f"{event.from_agent or '?'} -> {event.to_agent or '?'}"
+        fid = _add(state, rec, "history", "runtime",
+                   (TextBlock(text=f"{event.mode} ({who}): {event.note}"),),
+                   priority=NOTE_PRIORITY)
+        state.items[rec.position] = MessageItem(rec.position, fid, "note")
+
+
+@_apply.register
+def _(event: ContextBuilt, state: RunState, rec: RecordedEvent) -> None:
+    state.builds[event.turn] = rec.position
+
+
+@_apply.register
+def _(event: UsageObserved, state: RunState, rec: RecordedEvent) -> None:
+    state.usage[event.turn] = event
+
+
+# ---------------------------------------------------------------- public API
+
+
+def fold_event(state: RunState, recorded: RecordedEvent) -> RunState:
+    """Fold one recorded event into ``state`` (in place) and return it.
+
+    Already-folded positions are ignored (catch-up is idempotent). Protocol
+    errors from the pairing rules propagate and leave the state unchanged.
+    """
+    if recorded.run_id != state.run_id:
+        raise IntegrityError(f"event of run {recorded.run_id!r} folded into {state.run_id!r}",
+                             position=recorded.position)
+    if recorded.position <= state.version:
+        return state
+    if recorded.position != state.version + 1:
+        raise IntegrityError(f"run {state.run_id!r}: expected position {state.version + 1}, "
+                             f"got {recorded.position}", position=recorded.position)
+    _apply(recorded.event, state, recorded)
+    state.version = recorded.position
+    return state
+
+
+def fold(events: Iterable[RecordedEvent], state: RunState | None = None, *,
+         artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+    """Fold ``events`` into ``state`` (a new one from the first event's run id when None).
+
+    ``state`` is updated in place; take :meth:`RunState.snapshot` to keep a view.
+    """
+    for rec in events:
+        if state is None:
+            state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
+        fold_event(state, rec)
+    if state is None:
+        raise ValueError("fold() of no events needs a state (use new_state(run_id))")
+    return state
+
+
+def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | None = None,
+                  artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+    """The state just before the ``turn``-th model response (turn = responses + 1: now).
+
+    Deterministic: the same events give a byte-identical state (``fingerprint``).
+    """
+    rid = run_id or (events[0].run_id if events else None)
+    if rid is None:
+        raise ValueError("state_at_turn() of no events needs run_id")
+    responses = sum(1 for r in events if isinstance(r.event, ModelResponse))
+    if not 1 <= turn <= responses + 1:
+        raise TurnNotFoundError(rid, turn, responses + 1)
+    state = new_state(rid, artifact_tokens=artifact_tokens)
+    seen = 0
+    for rec in events:
+        if isinstance(rec.event, ModelResponse):
+            seen += 1
+            if seen == turn:
+                break
+        fold_event(state, rec)
+    return state
+
+
+def folded_event_types() -> frozenset[type]:
+    """Every event class the fold has a rule for (a test checks it covers ``AnyEvent``)."""
+    return frozenset(t for t in _apply.registry if t is not object)

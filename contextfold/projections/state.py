@@ -1,0 +1,377 @@
+"""RunState: what the fold of one run's log knows, and the views the builder reads.
+
+Why a mutable accumulator: folding one appended event must cost O(that event),
+so :func:`contextfold.projections.fold.fold_event` updates dicts in place
+instead of rebuilding every fragment. Everything *stored* in the state is
+immutable (fragment entries, timeline items, typed events), so
+:meth:`RunState.snapshot` is a shallow copy of the containers, taken only when
+a caller wants to keep a point-in-time view (replay, tests).
+
+Views are computed on demand, never stored:
+
+- ``freshness`` = ``0.5 ** ((horizon - position) / FRESHNESS_HALF_LIFE)``,
+  rounded to 6 digits, where ``horizon`` is the position of the last event
+  that produced a fragment. Bookkeeping events (ContextBuilt, UsageObserved,
+  a RunStarted, a note-less resume) do not move it, so recording what a build
+  contained does not change what a replay of that build sees. Never the clock.
+- ``required``: current policies, the current goal and success contract, the
+  current plan, the latest visible user input, every visible user input
+  flagged ``required=True``, and the most recent visible protocol group
+  (the assistant call fragment and all its answers).
+
+Fragment ids are deterministic: ``e{position}`` for the fragment an event
+produces, ``e{position}.c{i}`` (1-based) for the i-th extra fragment of one
+event (tool specs, a goal's success contract). Every fragment ever produced
+stays retrievable by id and by position, also after supersession or
+compaction (``fragment``, ``fragments_at``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+import blake3
+
+from contextfold.domain.events import (
+    ArtifactRef,
+    GoalSet,
+    PlanUpdated,
+    PolicySet,
+    ToolSpec,
+    UsageObserved,
+)
+from contextfold.domain.fragments import ContextFragment, FragmentKind
+from contextfold.domain.log import PairingState
+from contextfold.projections.tokens import DEFAULT_ENCODING, TokenCounter, get_counter
+
+__all__ = [
+    "DEFAULT_PRIORITY",
+    "FRESHNESS_HALF_LIFE",
+    "CallSlot",
+    "CallStatus",
+    "FragmentEntry",
+    "MessageItem",
+    "RunState",
+    "SummaryItem",
+    "TimelineItem",
+    "ToolGroup",
+    "ToolPolicy",
+]
+
+FRESHNESS_HALF_LIFE = 64
+"""Log positions after which a fragment's freshness halves."""
+
+DEFAULT_PRIORITY: dict[FragmentKind, int] = {
+    "policy": 100,
+    "goal": 95,
+    "success_contract": 95,
+    "instruction": 90,
+    "plan": 85,
+    "user_input": 80,
+    "tool_result": 60,
+    "history": 50,
+    "evidence": 40,
+    "memory": 35,
+    "tool_spec": 30,
+}
+"""Default priority by kind: rules and intent first, then the live exchange,
+then reference material; tool specs compete under their own reserve."""
+
+SUMMARY_PRIORITY = 75
+"""A compaction summary stands in for many turns: above ordinary history."""
+NOTE_PRIORITY = 20
+"""Late-result and hand-off notes: useful, first to go."""
+
+CallStatus: TypeAlias = Literal["open", "ok", "error", "lost", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentEntry:
+    """A fragment as folded, plus the log position its freshness derives from.
+
+    ``fragment`` carries ``freshness=1.0`` and the fragment's own ``required``
+    flag; the views replace both with the values as of the current log.
+    """
+
+    fragment: ContextFragment
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallSlot:
+    """One call of a parallel batch and how it was answered (exactly once, or still open)."""
+
+    call_id: str
+    name: str
+    status: CallStatus = "open"
+    answer_id: str | None = None
+    answer_position: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGroup:
+    """An assistant response with tool calls and their answers: one atomic unit.
+
+    ``fragment_id`` is the assistant (history) fragment; each slot's
+    ``answer_id`` the tool_result fragment that answers it. Renderers lay it
+    out as the assistant message followed by the answers in call order.
+    """
+
+    position: int
+    fragment_id: str
+    calls: tuple[CallSlot, ...]
+    kind: Literal["group"] = "group"
+
+    @property
+    def group_id(self) -> str:
+        return f"g{self.position}"
+
+    @property
+    def closed(self) -> bool:
+        return all(c.status != "open" for c in self.calls)
+
+    @property
+    def fragment_ids(self) -> tuple[str, ...]:
+        return (self.fragment_id, *(c.answer_id for c in self.calls if c.answer_id))
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        return (self.position, *(c.answer_position for c in self.calls
+                                 if c.answer_position is not None))
+
+
+@dataclass(frozen=True, slots=True)
+class MessageItem:
+    """A single-fragment timeline entry.
+
+    ``role``: ``user`` (user input), ``assistant`` (a response without tool
+    calls), ``note`` (a data note: a late tool result, a hand-off note).
+    """
+
+    position: int
+    fragment_id: str
+    role: Literal["user", "assistant", "note"]
+    kind: Literal["message"] = "message"
+
+    @property
+    def fragment_ids(self) -> tuple[str, ...]:
+        return (self.fragment_id,)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryItem:
+    """A compaction summary standing in for the items it ``covered`` (their start positions)."""
+
+    position: int
+    fragment_id: str
+    covers_from: int
+    covers_to: int
+    covered: tuple[int, ...]
+    kind: Literal["summary"] = "summary"
+
+    @property
+    def fragment_ids(self) -> tuple[str, ...]:
+        return (self.fragment_id,)
+
+
+TimelineItem: TypeAlias = ToolGroup | MessageItem | SummaryItem
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    """Tool permissions of the current policies: allowed = intersection, denied/pinned = union."""
+
+    allowed: frozenset[str] | None
+    denied: frozenset[str]
+    pinned: frozenset[str]
+
+
+def _canonical(obj: object) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass(slots=True, eq=False)
+class RunState:
+    """The fold of one run's events up to ``version``. See the module docstring."""
+
+    run_id: str
+    encoding: str = DEFAULT_ENCODING
+    artifact_tokens: Callable[[ArtifactRef], int] | None = None
+    """Token count of an artifact's full content; None = size-based estimate."""
+    model: str | None = None
+    agent: str | None = None
+    version: int = 0
+    turn: int = 0
+    """Number of ModelResponse events folded."""
+    horizon: int = 0
+    """Position of the last event that produced a fragment (freshness reference)."""
+    last_progress: int = 0
+    """Position of the last ModelResponse or UserInput (when the run 'moved on')."""
+    counter: TokenCounter = field(default_factory=get_counter)
+    pairing: PairingState = field(default_factory=PairingState)
+    entries: dict[str, FragmentEntry] = field(default_factory=dict)
+    by_position: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    active: dict[str, None] = field(default_factory=dict)
+    """Ordered set of current non-timeline fragment ids (policy ... memory)."""
+    superseded_by: dict[str, str] = field(default_factory=dict)
+    policies: dict[str, tuple[str, PolicySet]] = field(default_factory=dict)
+    instructions: dict[str, str] = field(default_factory=dict)
+    goal: GoalSet | None = None
+    goal_ids: tuple[str, ...] = ()
+    plan: PlanUpdated | None = None
+    plan_id: str | None = None
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
+    tool_ids: dict[str, str] = field(default_factory=dict)
+    files: dict[str, tuple[tuple[str, str | None, int | None, int | None], ...]] = field(
+        default_factory=dict)
+    """path -> current reads as (fragment id, revision, start_line, end_line)."""
+    memories: dict[str, str] = field(default_factory=dict)
+    items: dict[int, TimelineItem] = field(default_factory=dict)
+    """Every timeline item ever, keyed by its start position."""
+    hidden: dict[int, int] = field(default_factory=dict)
+    """Item start position -> position of the compaction that covers it."""
+    open_groups: dict[str, int] = field(default_factory=dict)
+    """Open call id -> position of its group."""
+    recovered_groups: dict[str, int] = field(default_factory=dict)
+    """Call id closed by lost/cancelled -> its group (to place a late result)."""
+    answer_group: dict[int, int] = field(default_factory=dict)
+    """Answer position -> group position (compaction cover checks)."""
+    builds: dict[int, int] = field(default_factory=dict)
+    """Turn -> position of its latest ContextBuilt event."""
+    usage: dict[int, UsageObserved] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The counter and the recorded encoding always agree: an encoding that
+        # cannot be loaded offline falls back, and the state records the fallback.
+        if self.counter.encoding_name != self.encoding:
+            self.counter = get_counter(self.encoding)
+        self.encoding = self.counter.encoding_name
+
+    # ------------------------------------------------------------ copies
+
+    def snapshot(self) -> RunState:
+        """A point-in-time copy: O(state), taken on demand. Stored values are immutable."""
+        return RunState(
+            run_id=self.run_id, encoding=self.encoding, artifact_tokens=self.artifact_tokens,
+            model=self.model, agent=self.agent, version=self.version, turn=self.turn,
+            horizon=self.horizon, last_progress=self.last_progress, counter=self.counter,
+            pairing=self.pairing.copy(), entries=dict(self.entries),
+            by_position=dict(self.by_position), active=dict(self.active),
+            superseded_by=dict(self.superseded_by), policies=dict(self.policies),
+            instructions=dict(self.instructions), goal=self.goal, goal_ids=self.goal_ids,
+            plan=self.plan, plan_id=self.plan_id, tools=dict(self.tools),
+            tool_ids=dict(self.tool_ids), files=dict(self.files), memories=dict(self.memories),
+            items=dict(self.items), hidden=dict(self.hidden), open_groups=dict(self.open_groups),
+            recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
+            builds=dict(self.builds), usage=dict(self.usage),
+        )
+
+    # ------------------------------------------------------------ views
+
+    def freshness(self, position: int) -> float:
+        distance = max(0, self.horizon - position)
+        return round(math.pow(0.5, distance / FRESHNESS_HALF_LIFE), 6)
+
+    def timeline(self) -> tuple[TimelineItem, ...]:
+        """Visible conversation items in layout order (summaries at the start of their cover)."""
+        visible = [it for pos, it in self.items.items() if pos not in self.hidden]
+        visible.sort(key=lambda it: (it.covers_from, 0, it.position)
+                     if isinstance(it, SummaryItem) else (it.position, 1, it.position))
+        return tuple(visible)
+
+    def groups(self) -> tuple[ToolGroup, ...]:
+        return tuple(it for it in self.timeline() if isinstance(it, ToolGroup))
+
+    def open_calls(self) -> dict[str, int]:
+        """Calls still waiting for an answer: call id -> position of the issuing response."""
+        return dict(self.pairing.open)
+
+    def required_ids(self) -> frozenset[str]:
+        req: set[str] = {fid for fid in self.active if self.entries[fid].fragment.required}
+        latest_user: str | None = None
+        latest_group: ToolGroup | None = None
+        for pos, item in self.items.items():
+            if pos in self.hidden:
+                continue
+            if isinstance(item, MessageItem) and item.role == "user":
+                latest_user = item.fragment_id
+                if self.entries[item.fragment_id].fragment.required:
+                    req.add(item.fragment_id)
+            elif isinstance(item, ToolGroup):
+                latest_group = item
+        if latest_user is not None:
+            req.add(latest_user)
+        if latest_group is not None:
+            req.update(latest_group.fragment_ids)
+        return frozenset(req)
+
+    def _view(self, fid: str, required: frozenset[str]) -> ContextFragment:
+        entry = self.entries[fid]
+        return entry.fragment.model_copy(update={
+            "freshness": self.freshness(entry.position),
+            "required": fid in required,
+        })
+
+    def current_ids(self) -> tuple[str, ...]:
+        """Ids of the current fragments: state fragments, then the visible timeline's."""
+        ids = list(self.active)
+        for item in self.timeline():
+            ids.extend(item.fragment_ids)
+        return tuple(ids)
+
+    def fragments(self) -> tuple[ContextFragment, ...]:
+        """The current fragments with freshness and required as of this version."""
+        required = self.required_ids()
+        return tuple(self._view(fid, required) for fid in self.current_ids())
+
+    def fragment(self, fid: str) -> ContextFragment:
+        """Any fragment ever folded (also superseded or compacted), by id. KeyError if none."""
+        return self._view(fid, self.required_ids())
+
+    def fragments_at(self, position: int) -> tuple[ContextFragment, ...]:
+        """The raw fragments the event at ``position`` produced (read-back after compaction)."""
+        required = self.required_ids()
+        return tuple(self._view(fid, required) for fid in self.by_position.get(position, ()))
+
+    def tool_policy(self) -> ToolPolicy:
+        allowed: frozenset[str] | None = None
+        denied: set[str] = set()
+        pinned: set[str] = set()
+        for _, policy in self.policies.values():
+            if policy.allowed_tools is not None:
+                names = frozenset(policy.allowed_tools)
+                allowed = names if allowed is None else allowed & names
+            denied.update(policy.denied_tools)
+            pinned.update(policy.pinned_tools)
+        return ToolPolicy(allowed, frozenset(denied), frozenset(pinned))
+
+    # ------------------------------------------------------------ identity
+
+    def canonical(self) -> bytes:
+        """Canonical JSON of what the builder reads: fragments, timeline, supersession."""
+        timeline: list[dict[str, object]] = []
+        for item in self.timeline():
+            if isinstance(item, ToolGroup):
+                timeline.append({"group": item.group_id, "fragment": item.fragment_id,
+                                 "calls": [[c.call_id, c.name, c.status, c.answer_id]
+                                           for c in item.calls]})
+            elif isinstance(item, SummaryItem):
+                timeline.append({"summary": item.fragment_id, "covered": list(item.covered)})
+            else:
+                timeline.append({item.role: item.fragment_id})
+        return _canonical({
+            "run_id": self.run_id, "encoding": self.counter.encoding_name,
+            "version": self.version, "turn": self.turn, "horizon": self.horizon,
+            "fragments": [f.model_dump(mode="json") for f in self.fragments()],
+            "timeline": timeline,
+            "superseded_by": self.superseded_by,
+            "open_calls": self.pairing.open,
+        })
+
+    def fingerprint(self) -> str:
+        """blake3 of :meth:`canonical`: equal fingerprints = byte-identical projections."""
+        return blake3.blake3(self.canonical()).hexdigest()
