@@ -15,7 +15,8 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   members plus a marker member ``"…": "N members omitted"``; long strings are
   shortened at a code-point boundary with a ``… [N chars omitted]`` suffix.
   One size knob applies recursively to every nested value, and the largest
-  knob that fits is found by search. Output is compact JSON. Input that does
+  knob that fits is found by search (the whole value, compacted, is tried
+  first). Output is compact JSON. Input that does
   not parse falls back to line truncation.
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
@@ -71,9 +72,11 @@ Unit: TypeAlias = Literal["line", "chunk", "json_member"]
 MINIMAL_MARKER = "…"
 """Returned alone when the budget cannot hold even a real marker."""
 
-_JSON_CHARS_PER_LEVEL = 64
-"""String length allowed per step of the JSON size knob (knob L keeps L items
-per container and ``64 * L`` characters per string)."""
+_JSON_CHARS_PER_STEP = 4
+_JSON_STEPS_PER_ITEM = 16
+"""The JSON size knob ``x`` keeps ``4 * x`` characters per string and
+``ceil(x / 16)`` items per container: strings shrink in fine steps (a few
+tokens each) while containers keep one item per 64 characters of string."""
 
 
 class _Frozen(BaseModel):
@@ -292,10 +295,11 @@ def _marker_key(kept: dict[str, Any]) -> str:
     return key
 
 
-def _shrink(value: Any, level: int, stats: _Stats, top: bool = False) -> Any:
-    """``value`` with at most ``level`` items per container and ``64*level`` chars per string."""
+def _shrink(value: Any, knob: int, stats: _Stats, top: bool = False) -> Any:
+    """``value`` with at most ``ceil(knob/16)`` items per container, ``4*knob`` chars a string."""
+    level = -(-knob // _JSON_STEPS_PER_ITEM)
     if isinstance(value, str):
-        cap = level * _JSON_CHARS_PER_LEVEL
+        cap = knob * _JSON_CHARS_PER_STEP
         if len(value) <= cap:
             return value
         stats.omitted_chars += len(value) - cap
@@ -305,21 +309,21 @@ def _shrink(value: Any, level: int, stats: _Stats, top: bool = False) -> Any:
         if n <= level:
             if top:
                 stats.kept.append((1, n))
-            return [_shrink(v, level, stats) for v in value]
+            return [_shrink(v, knob, stats) for v in value]
         head, tail = (level + 1) // 2, level // 2
         stats.omitted += n - level
         if top:
             stats.kept += [(1, head), (n - tail + 1, n)]
-        items = [_shrink(v, level, stats) for v in value[:head]]
+        items = [_shrink(v, knob, stats) for v in value[:head]]
         items.append(f"… {n - level} items omitted")
-        items += [_shrink(v, level, stats) for v in value[n - tail:]]
+        items += [_shrink(v, knob, stats) for v in value[n - tail:]]
         return items
     if isinstance(value, dict):
         members = list(value.items())
         keep = members[:level]
         if top:
             stats.kept.append((1, len(keep)))
-        out = {k: _shrink(v, level, stats) for k, v in keep}
+        out = {k: _shrink(v, knob, stats) for k, v in keep}
         if len(members) > level:
             stats.omitted += len(members) - level
             out[_marker_key(out)] = f"{len(members) - level} members omitted"
@@ -348,12 +352,12 @@ def _size_knob_max(value: Any) -> int:
     while stack:
         v = stack.pop()
         if isinstance(v, str):
-            best = max(best, -(-len(v) // _JSON_CHARS_PER_LEVEL))
+            best = max(best, -(-len(v) // _JSON_CHARS_PER_STEP))
         elif isinstance(v, list):
-            best = max(best, len(v))
+            best = max(best, len(v) * _JSON_STEPS_PER_ITEM)
             stack.extend(v)
         elif isinstance(v, dict):
-            best = max(best, len(v))
+            best = max(best, len(v) * _JSON_STEPS_PER_ITEM)
             stack.extend(v.values())
     return best
 
@@ -371,7 +375,12 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int,
             renders[level] = (out, stats)
             return out
 
-        found = fit_line_windows(top_max, render, count, max_tokens)
+        whole = render(top_max)
+        whole_tokens = count(whole)
+        if whole_tokens <= max_tokens:  # compact form fits where the original did not
+            found: tuple[int, str, int] | None = (top_max, whole, whole_tokens)
+        else:
+            found = fit_line_windows(top_max - 1, render, count, max_tokens)
     except (ValueError, RecursionError):
         return _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
                                fences=False)
