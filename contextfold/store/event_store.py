@@ -28,7 +28,9 @@ once (in Rust, via pydantic) and ``verify`` re-hashes the exact stored bytes.
 from __future__ import annotations
 
 import os
+import random
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -78,7 +80,7 @@ DEFAULT_ARTIFACT_THRESHOLD = 64 * 1024
 PREVIEW_CHARS = 2048
 MAX_BATCH = 10_000
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$")
-_APPEND_RETRIES = 20
+_APPEND_RETRIES = 100
 
 
 def store_url_from_env(url: str | None = None) -> str:
@@ -166,7 +168,7 @@ class EventStore:
             raise InputLimitError(f"{len(events)} events in one append; the limit is {MAX_BATCH}")
         prepared = [self._offload(e) for e in events]
         fresh = run_id not in self._heads
-        for _ in range(_APPEND_RETRIES):
+        for attempt in range(_APPEND_RETRIES):
             head = self._head(run_id)
             if expected_version is not None and expected_version != head.version:
                 head = self._catch_up(run_id)
@@ -183,10 +185,14 @@ class EventStore:
                 self._catch_up(run_id)
                 fresh = True
             except es.IntegrityError as exc:
+                if expected_version is not None:
+                    self._catch_up(run_id)
+                    raise ConcurrencyConflictError(run_id, expected_version) from exc
+                # Lost a race for the end of the run: back off with jitter so hot
+                # writers spread out, then catch up and go again.
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
                 self._catch_up(run_id)
                 fresh = True
-                if expected_version is not None:
-                    raise ConcurrencyConflictError(run_id, expected_version) from exc
         raise ConcurrencyConflictError(run_id, self._head(run_id).version)
 
     def _try_append(self, run_id: str, head: _Head,

@@ -1,0 +1,113 @@
+"""The `contextfold` command end to end, as a user runs it (subprocess, real SQLite file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TRACES
+
+
+def cf(*args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None,
+       ) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "CONTEXTFOLD_STORE"}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "contextfold.cli", *args], cwd=cwd,
+                          input=stdin.decode() if stdin else None,
+                          capture_output=True, text=True, env=full_env, timeout=300)
+
+
+def test_help_on_every_command(tmp_path: Path) -> None:
+    top = cf("--help", cwd=tmp_path)
+    assert top.returncode == 0
+    for name in ("import", "runs", "events", "verify", "schema", "demo"):
+        assert name in top.stdout
+        sub = cf(name, "--help", cwd=tmp_path)
+        assert sub.returncode == 0, sub.stderr
+        assert "--store" in sub.stdout
+
+
+def test_demo_records_into_default_sqlite_and_verifies(tmp_path: Path) -> None:
+    out = cf("demo", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "contextfold.db").exists()
+    assert "integrity: ok" in out.stdout
+    assert "call_01" in out.stdout and "tool_result" in out.stdout
+    runs = cf("runs", "--json", cwd=tmp_path)
+    assert json.loads(runs.stdout) == [{"run_id": "demo-fix-invoice", "events": 24}]
+    again = cf("demo", cwd=tmp_path)  # a second demo never clobbers the first
+    assert "demo-fix-invoice-2" in again.stdout
+
+
+def test_events_json_round_trips_through_import(tmp_path: Path) -> None:
+    cf("demo", cwd=tmp_path)
+    dump = cf("events", "demo-fix-invoice", "--json", cwd=tmp_path)
+    assert dump.returncode == 0
+    (tmp_path / "dump.jsonl").write_text(dump.stdout)
+    imp = cf("import", "dump.jsonl", "--run", "copy", "--format", "events", cwd=tmp_path)
+    assert imp.returncode == 0, imp.stderr
+    again = cf("events", "copy", "--json", cwd=tmp_path)
+    assert again.stdout == dump.stdout
+
+
+def test_verify_names_the_tampered_event(tmp_path: Path) -> None:
+    cf("demo", cwd=tmp_path)
+    db = sqlite3.connect(tmp_path / "contextfold.db")
+    state = db.execute("SELECT state FROM contextfold_events WHERE originator_version = 9").fetchone()[0]
+    db.execute("UPDATE contextfold_events SET state = ? WHERE originator_version = 9",
+               (state.replace(b"exit", b"EXIT", 1) if b"exit" in state else state + b" ",))
+    db.commit()
+    db.close()
+    out = cf("verify", "demo-fix-invoice", cwd=tmp_path)
+    assert out.returncode == 3
+    assert "position 9" in out.stderr
+
+
+def test_import_is_atomic_and_names_the_line(tmp_path: Path) -> None:
+    bad = (b'{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "ok"}\n'
+           b'{"role": "tool", "tool_call_id": "nope", "content": "x"}\n')
+    out = cf("import", "-", "--run", "r1", "--format", "openai-chat", cwd=tmp_path, stdin=bad)
+    assert out.returncode == 2
+    assert "<stdin>:3" in out.stderr
+    runs = cf("runs", "--json", cwd=tmp_path)
+    assert json.loads(runs.stdout) == []
+
+
+def test_bad_run_id_and_missing_run_are_typed_errors(tmp_path: Path) -> None:
+    out = cf("import", "-", "--run", "x';drop table", "--format", "openai-chat", cwd=tmp_path,
+             stdin=b'[{"role": "user", "content": "hi"}]')
+    assert out.returncode == 2 and "InputLimitError" in out.stderr
+    out = cf("events", "ghost", cwd=tmp_path)
+    assert out.returncode == 2 and "RunNotFoundError" in out.stderr
+
+
+def test_store_url_from_environment(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    out = cf("demo", cwd=tmp_path, env={"CONTEXTFOLD_STORE": url})
+    assert out.returncode == 0
+    assert not (tmp_path / "contextfold.db").exists()
+    out = cf("--store", url, "runs", cwd=tmp_path)
+    assert "demo-fix-invoice" in out.stdout
+
+
+def test_schema_events_is_json_schema(tmp_path: Path) -> None:
+    out = cf("schema", "events", cwd=tmp_path)
+    schema = json.loads(out.stdout)
+    assert "oneOf" in schema or "anyOf" in schema or "discriminator" in schema
+    assert "ToolResult" in schema["$defs"]
+
+
+@pytest.mark.skipif(not TRACES.exists(), reason="../shared/traces not present")
+def test_import_tau_bench_file_as_200_runs(tmp_path: Path) -> None:
+    out = cf("import", str(TRACES / "tau-bench-gpt4o-airline" / "gpt-4o-airline.json"), "--run", "tau",
+             cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    runs = json.loads(cf("runs", "--json", cwd=tmp_path).stdout)
+    assert len(runs) == 200
+    assert all(r["run_id"].startswith("tau/") for r in runs)
