@@ -86,6 +86,9 @@ _EVENT_TYPES = frozenset({"run_started", "policy_set", "instruction_set", "goal_
                           "tool_result", "tool_call_cancelled", "tool_result_lost", "file_read",
                           "evidence_retrieved", "memory_recalled", "history_compacted",
                           "context_built", "hand_off", "usage_observed"})
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
+                               "server_tool_use", "container_upload", "search_result",
+                               "tool_reference", "compaction"})
 _RESPONSES_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning",
                               "custom_tool_call", "additional_tools", "tool_search_call"})
 
@@ -114,15 +117,13 @@ def _guess_messages(msgs: list[Any]) -> str | None:
         if isinstance(content, list):
             for b in content:
                 bt = b.get("type") if isinstance(b, dict) else None
-                if bt in ("tool_use", "tool_result", "thinking") or (
-                        bt in ("image", "document") and "source" in b):
+                if bt in _ANTHROPIC_BLOCKS or (bt in ("image", "document") and "source" in b):
                     return "anthropic"
                 if bt in ("input_text", "output_text", "input_image"):
                     return "openai-responses"
                 if bt in ("image_url", "input_audio"):
                     return "openai-chat"
-    return "openai-chat" if msgs and all(isinstance(m, dict) and "role" in m for m in msgs) \
-        else None
+    return None
 
 
 def detect_format(data: bytes, *, source: str = "<stdin>") -> str:
@@ -142,12 +143,16 @@ def detect_format(data: bytes, *, source: str = "<stdin>") -> str:
         elif "history" in value:
             guess = "openhands"
         elif isinstance(value.get("messages"), list):
-            guess = "anthropic" if "system" in value else (
-                _guess_messages(value["messages"]) or "openai-chat")
+            # Plain text turns read the same in both APIs; a body-level ``system``
+            # or ``max_tokens`` (required by Anthropic) tips the balance.
+            guess = _guess_messages(value["messages"]) or (
+                "anthropic" if "system" in value or "max_tokens" in value else "openai-chat")
         else:
-            guess = _guess_messages([value])
+            guess = _guess_messages([value]) or ("openai-chat" if "role" in value else None)
     elif isinstance(value, list):
-        guess = _guess_messages(value)
+        guess = _guess_messages(value) or (
+            "openai-chat" if value and all(isinstance(m, dict) and "role" in m for m in value)
+            else None)
     if guess is None:
         raise ImportFormatError(f"{source}:1", "cannot detect the format; pass --format")
     return guess

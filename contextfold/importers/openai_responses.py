@@ -57,7 +57,9 @@ __all__ = ["parse_doc", "parse_items"]
 
 _CALLS = ("function_call", "custom_tool_call", "tool_search_call", "local_shell_call",
           "shell_call", "computer_call", "apply_patch_call")
-_OUTPUTS = tuple(f"{c}_output" for c in _CALLS)
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output",
+            "local_shell_call_output", "shell_call_output", "computer_call_output",
+            "apply_patch_call_output")
 
 
 def _parts(content: Any, path: JsonPath) -> tuple[ContentBlock, ...]:
@@ -221,7 +223,15 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
             inp = [{"role": "user", "content": inp}]
         if not isinstance(inp, list):
             raise Bad(("input",), "expected 'input' to be a string or an array of items")
-        return [("", parse_items(inp, ("input",), instructions=instructions, model=model))]
+        try:
+            return [("", parse_items(inp, ("input",), instructions=instructions, model=model))]
+        except Bad as e:
+            server_state = [k for k in ("previous_response_id", "conversation") if value.get(k)]
+            if server_state and e.reason.startswith("tool call pairing"):
+                raise Bad(e.path, f"{e.reason} (the body continues server-side state through "
+                          f"{' and '.join(server_state)}; import the full item list instead)"
+                          ) from None
+            raise
     if isinstance(value, dict) and not doc.jsonl:
         return [("", parse_items([value], ()))]
     if not isinstance(value, list):

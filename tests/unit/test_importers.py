@@ -1,0 +1,461 @@
+"""Importers: every format's mapping, parallel batches, and hostile inputs with their locations."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from contextfold.domain.errors import ImportFormatError
+from contextfold.domain.events import (
+    DocumentBlock,
+    ImageBlock,
+    InstructionSet,
+    MemoryRecalled,
+    ModelResponse,
+    PolicySet,
+    RunStarted,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    ToolsRegistered,
+    UserInput,
+    event_to_json,
+)
+from contextfold.importers import FORMATS, detect_format, iter_runs, parse
+
+
+def _b(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+def _lines(*values: Any) -> bytes:
+    return "\n".join(json.dumps(v) for v in values).encode() + b"\n"
+
+
+def _types(events: list[Any]) -> list[str]:
+    return [type(e).__name__ for e in events]
+
+
+# ---------------------------------------------------------------- openai chat
+
+CHAT = [
+    {"role": "system", "content": "Be careful."},
+    {"role": "developer", "content": [{"type": "text", "text": "Use tools."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Look"},
+                                 {"type": "image_url", "image_url": {"url": "https://x/a.png",
+                                                                     "detail": "low"}}]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{\"p\":1}"}},
+        {"id": "c2", "type": "function", "function": {"name": "cat", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c2", "content": "file body"},
+    {"role": "tool", "tool_call_id": "c1", "content": "a b"},
+    {"role": "assistant", "content": "done"},
+]
+
+
+def test_openai_chat_maps_one_message_to_one_event() -> None:
+    events = parse(_b(CHAT), format="openai-chat")
+    assert _types(events) == ["RunStarted", "PolicySet", "PolicySet", "UserInput",
+                              "ModelResponse", "ToolResult", "ToolResult", "ModelResponse"]
+    assert len(events) == len(CHAT) + 1
+    assert isinstance(events[1], PolicySet) and events[1].text == "Be careful."
+    user = events[3]
+    assert isinstance(user, UserInput)
+    assert user.content[0] == TextBlock(text="Look")
+    img = user.content[1]
+    assert isinstance(img, ImageBlock) and img.url == "https://x/a.png" and img.detail == "low"
+    batch = events[4]
+    assert isinstance(batch, ModelResponse)
+    assert batch.tool_calls == (ToolCall(call_id="c1", name="ls", arguments="{\"p\":1}"),
+                                ToolCall(call_id="c2", name="cat", arguments="{}"))
+    assert [e.call_id for e in events[5:7] if isinstance(e, ToolResult)] == ["c2", "c1"]
+
+
+def test_openai_chat_object_with_messages_and_jsonl_agree() -> None:
+    as_obj = parse(_b({"model": "gpt-4o", "messages": CHAT}), format="openai-chat")
+    as_jsonl = parse(_lines(*CHAT), format="openai-chat")
+    assert isinstance(as_obj[0], RunStarted) and as_obj[0].model == "gpt-4o"
+    assert as_obj[1:] == as_jsonl[1:]
+
+
+def test_openai_chat_legacy_function_call_gets_stable_synthesized_id() -> None:
+    msgs = [{"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": None,
+             "function_call": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}},
+            {"role": "function", "name": "weather", "content": "rain"},
+            {"role": "assistant", "content": "It rains."}]
+    events = parse(_b(msgs), format="openai-chat")
+    call = events[2]
+    assert isinstance(call, ModelResponse)
+    assert call.tool_calls == (ToolCall(call_id="fc-1", name="weather",
+                                        arguments="{\"city\":\"Oslo\"}"),)
+    result = events[3]
+    assert isinstance(result, ToolResult) and result.call_id == "fc-1" and result.content == "rain"
+    assert parse(_b(msgs), format="openai-chat") == events
+
+
+def test_openai_chat_reused_call_id_after_answer_is_accepted() -> None:
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    msgs = [call, {"role": "tool", "tool_call_id": "call_1", "content": "x"},
+            call, {"role": "tool", "tool_call_id": "call_1", "content": "y"}]
+    assert len(parse(_b(msgs), format="openai-chat")) == 5
+
+
+def test_multi_run_file_yields_one_run_per_record() -> None:
+    data = _b([{"task_id": 3, "trial": 0, "traj": CHAT}, {"task_id": 3, "trial": 1, "traj": CHAT}])
+    runs = list(iter_runs(data, format="openai-chat", source="tau.json"))
+    assert [s for s, _ in runs] == ["task-3-trial-0", "task-3-trial-1"]
+    assert all(len(ev) == len(CHAT) + 1 for _, ev in runs)
+    with pytest.raises(ImportFormatError, match="2 runs"):
+        parse(data, format="openai-chat")
+    single = list(iter_runs(_b(CHAT), format="openai-chat"))
+    assert [s for s, _ in single] == [""]
+
+
+# ---------------------------------------------------------------- errors and locations
+
+def _located(data: bytes, fmt: str, match: str) -> ImportFormatError:
+    with pytest.raises(ImportFormatError, match=match) as info:
+        parse(data, format=fmt, source="in.json")
+    return info.value
+
+
+def test_unknown_role_names_the_message_line() -> None:
+    text = json.dumps([*CHAT[:3], {"role": "wizard", "content": "x"}], indent=1).encode()
+    err = _located(text, "openai-chat", "unknown role 'wizard'")
+    line = text.decode().splitlines()[int(err.location.split(":")[1]) - 1]
+    assert '"role": "wizard"' in line
+
+
+def test_jsonl_errors_name_the_line() -> None:
+    data = _lines(*CHAT[:3]) + b'{"role": "user"}\n'
+    err = _located(data, "openai-chat", "missing field 'content'")
+    assert err.location == "in.json:4"
+    data = _lines(*CHAT[:3]) + b'{"role": "user", "content": 5}\n'
+    assert _located(data, "openai-chat", "content").location == "in.json:4"
+
+
+def test_result_for_unknown_call_is_a_located_pairing_error() -> None:
+    data = _lines(CHAT[2], {"role": "tool", "tool_call_id": "nope", "content": ""})
+    err = _located(data, "openai-chat", "no open tool call with id 'nope'")
+    assert err.location == "in.json:2"
+
+
+def test_second_result_for_one_call_is_refused() -> None:
+    data = _lines(*CHAT[3:6], {"role": "tool", "tool_call_id": "c1", "content": "again"})
+    assert _located(data, "openai-chat", "already has a result").location == "in.json:4"
+
+
+def test_truncated_json_reports_the_line() -> None:
+    text = json.dumps(CHAT, indent=1).encode()
+    cut = text[: len(text) // 2]
+    err = _located(cut, "openai-chat", "invalid JSON")
+    newlines = cut.count(b"\n")
+    assert err.location == f"in.json:{newlines + 1}"
+
+
+def test_truncated_jsonl_line() -> None:
+    data = _lines(*CHAT[:3]) + b'{"role": "user", "cont'
+    assert _located(data, "openai-chat", "invalid JSON").location == "in.json:4"
+
+
+def test_invalid_utf8_reports_line_of_bad_byte() -> None:
+    data = _lines(*CHAT[:2]) + b'{"role": "user", "content": "caf\xe9"}\n'
+    err = _located(data, "openai-chat", "invalid UTF-8 byte 0xe9")
+    assert err.location == "in.json:3"
+
+
+@pytest.mark.parametrize("depth", [250, 100_000])
+def test_deep_nesting_is_refused_with_its_line(depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    data = ('[{"role": "user", "content": "hi"},\n {"role": "tool", "x": ' + nested + "}]").encode()
+    err = _located(data, "openai-chat", "nested deeper than 200")
+    assert err.location == "in.json:2"
+
+
+def test_empty_and_unknown_format() -> None:
+    _located(b"  \n", "openai-chat", "empty input")
+    _located(_b(CHAT), "yaml", "unknown format")
+
+
+def test_fifty_megabyte_tool_output_parses() -> None:
+    big = "x" * (50 * 1024 * 1024)
+    data = _lines(CHAT[3], {"role": "tool", "tool_call_id": "c1", "content": big},
+                  {"role": "tool", "tool_call_id": "c2", "content": "ok"})
+    events = parse(data, format="openai-chat")
+    assert isinstance(events[2], ToolResult) and len(events[2].content) == len(big)
+
+
+# ---------------------------------------------------------------- anthropic
+
+ANTHROPIC = {
+    "model": "claude-sonnet-4-5",
+    "system": [{"type": "text", "text": "Rules."}],
+    "messages": [
+        {"role": "user", "content": "Check both."},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "hmm", "signature": "s"},
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "a"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "run", "input": {"cmd": "pytest"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                {"type": "text", "text": "A"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": "iVBO"}}]},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "1 failed",
+             "is_error": True},
+            {"type": "text", "text": "and hurry"}]},
+        {"role": "assistant", "content": "Fixed."},
+    ],
+}
+
+
+def test_anthropic_mapping_and_parallel_results() -> None:
+    events = parse(_b(ANTHROPIC), format="anthropic")
+    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "ModelResponse",
+                              "ToolResult", "ToolResult", "UserInput", "ModelResponse"]
+    assert isinstance(events[0], RunStarted) and events[0].model == "claude-sonnet-4-5"
+    resp = events[3]
+    assert isinstance(resp, ModelResponse) and resp.text == "Checking."  # thinking dropped
+    assert [c.call_id for c in resp.tool_calls] == ["toolu_1", "toolu_2"]
+    assert resp.tool_calls[0].arguments == '{"path":"a"}'
+    r1, r2 = events[4], events[5]
+    assert isinstance(r1, ToolResult) and isinstance(r2, ToolResult)
+    assert r1.content == "A" and not r1.is_error
+    assert r1.blocks == (ImageBlock(url="data:image/png;base64,iVBO", media_type="image/png"),)
+    assert r2.is_error and r2.content == "1 failed"
+
+
+def test_anthropic_server_tool_is_paired_in_place() -> None:
+    body = {"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "sum it"},
+                                     {"type": "container_upload", "file_id": "file_9"}]},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srv_1", "name": "bash_code_execution",
+             "input": {"command": "false"}},
+            {"type": "bash_code_execution_tool_result", "tool_use_id": "srv_1",
+             "content": {"type": "bash_code_execution_result", "return_code": 1,
+                         "stdout": "", "stderr": "boom"}},
+            {"type": "text", "text": "It failed."}]}]}
+    events = parse(_b(body), format="anthropic")
+    assert _types(events) == ["RunStarted", "UserInput", "ModelResponse", "ToolResult"]
+    user = events[1]
+    assert isinstance(user, UserInput) and "file_9" in user.text
+    result = events[3]
+    assert isinstance(result, ToolResult)
+    assert result.call_id == "srv_1" and result.exit_code == 1 and result.is_error
+
+
+def test_anthropic_document_url_and_bad_role() -> None:
+    body = [{"role": "user", "content": [
+        {"type": "document", "source": {"type": "url", "url": "https://x/d.pdf"}}]}]
+    (doc,) = parse(_b(body), format="anthropic")[1].content  # type: ignore[union-attr]
+    assert isinstance(doc, DocumentBlock) and doc.url == "https://x/d.pdf"
+    bad = json.dumps([{"role": "user", "content": "x"}, {"role": "system", "content": "y"}],
+                     indent=1).encode()
+    assert _located(bad, "anthropic", "unknown role 'system'").location == "in.json:7"
+
+
+# ---------------------------------------------------------------- openai responses
+
+def test_openai_responses_items_group_into_turns() -> None:
+    body = {"model": "gpt-5", "instructions": "Be brief.", "input": [
+        {"role": "user", "content": "refund?"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "zz"},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Looking.", "annotations": []}]},
+        {"type": "function_call", "call_id": "call_a", "name": "lookup", "arguments": "{}"},
+        {"type": "function_call", "call_id": "call_b", "name": "lookup", "arguments": "{\"o\":2}"},
+        {"type": "function_call_output", "call_id": "call_b", "output": "ok b"},
+        {"type": "function_call_output", "call_id": "call_a", "output": "ok a"},
+        {"type": "additional_tools", "role": "developer", "tools": [
+            {"type": "function", "name": "refund", "description": "Refund.",
+             "parameters": {"type": "object", "properties": {}}}]},
+        {"role": "assistant", "content": "Done."}]}
+    events = parse(_b(body), format="openai-responses")
+    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "ModelResponse",
+                              "ToolResult", "ToolResult", "ToolsRegistered", "ModelResponse"]
+    turn = events[3]
+    assert isinstance(turn, ModelResponse) and turn.text == "Looking."
+    assert [c.call_id for c in turn.tool_calls] == ["call_a", "call_b"]
+    tools = events[6]
+    assert isinstance(tools, ToolsRegistered) and tools.tools[0].name == "refund"
+
+
+def test_openai_responses_continuation_needs_full_items() -> None:
+    body = {"previous_response_id": "resp_1",
+            "input": [{"type": "function_call_output", "call_id": "c9", "output": "x"}]}
+    _located(_b(body), "openai-responses", "previous_response_id")
+
+
+# ---------------------------------------------------------------- gemini
+
+def test_gemini_without_ids_synthesizes_and_pairs_by_name() -> None:
+    body = {"systemInstruction": {"parts": [{"text": "Sys."}]}, "contents": [
+        {"role": "user", "parts": [{"text": "weather in A and B"}]},
+        {"role": "model", "parts": [
+            {"functionCall": {"name": "weather", "args": {"city": "A"}}},
+            {"functionCall": {"name": "weather", "args": {"city": "B"}}},
+            {"functionCall": {"name": "time", "args": {}}}]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"name": "time", "response": {"result": "noon"}}},
+            {"functionResponse": {"name": "weather", "response": {"result": "sun"}}},
+            {"functionResponse": {"name": "weather", "response": {"error": "down"}}}]},
+        {"role": "model", "parts": [{"text": "Sun in A.", "thoughtSignature": "x"}]}]}
+    events = parse(_b(body), format="gemini")
+    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "ModelResponse",
+                              "ToolResult", "ToolResult", "ToolResult", "ModelResponse"]
+    resp = events[3]
+    assert isinstance(resp, ModelResponse)
+    assert [c.call_id for c in resp.tool_calls] == ["gemini-1-0", "gemini-1-1", "gemini-1-2"]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [(r.call_id, r.is_error) for r in results] == [
+        ("gemini-1-2", False), ("gemini-1-0", False), ("gemini-1-1", True)]
+    assert parse(_b(body), format="gemini") == events
+
+
+def test_gemini_keeps_ids_and_inline_data() -> None:
+    body = {"contents": [
+        {"role": "user", "parts": [{"inline_data": {"mime_type": "image/jpeg", "data": "AA"}}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "g1", "name": "f", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"id": "g1", "name": "f",
+                                                          "response": {"r": 1}}}]}]}
+    events = parse(_b(body), format="gemini")
+    img = events[1].content[0]  # type: ignore[union-attr]
+    assert isinstance(img, ImageBlock) and img.url == "data:image/jpeg;base64,AA"
+    assert isinstance(events[3], ToolResult) and events[3].call_id == "g1"
+    bad = {"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "f",
+                                                                          "response": {}}}]}]}
+    _located(_b(bad), "gemini", "answers no open functionCall")
+
+
+# ---------------------------------------------------------------- openhands
+
+def _oh_action(eid: int, call_id: str, resp_id: str, total: int, cmd: str) -> dict[str, Any]:
+    return {"id": eid, "source": "agent", "action": "run", "message": f"Running {cmd}",
+            "args": {"command": cmd, "thought": "run both"},
+            "tool_call_metadata": {
+                "function_name": "execute_bash", "tool_call_id": call_id,
+                "total_calls_in_response": total,
+                "model_response": {"id": resp_id, "model": "m1", "choices": [{"message": {
+                    "content": "Running both.", "tool_calls": [
+                        {"id": "t1", "function": {"name": "execute_bash",
+                                                  "arguments": "{\"command\": \"ls\"}"}},
+                        {"id": "t2", "function": {"name": "execute_bash",
+                                                  "arguments": "{\"command\": \"make\"}"}}]}}]}}}
+
+
+def _oh_obs(eid: int, cause: int, call_id: str, kind: str, content: str,
+            code: int | None) -> dict[str, Any]:
+    extras: dict[str, Any] = {"metadata": {"exit_code": code}} if code is not None else {}
+    return {"id": eid, "source": "agent", "observation": kind, "cause": cause,
+            "content": content, "extras": extras,
+            "tool_call_metadata": {"function_name": "x", "tool_call_id": call_id,
+                                   "total_calls_in_response": 2}}
+
+
+OPENHANDS = [
+    {"id": 0, "source": "agent", "action": "system", "args": {"content": "You are OpenHands."}},
+    {"id": 1, "source": "user", "action": "message", "args": {"content": "Fix it",
+                                                              "image_urls": ["https://x/i.png"]}},
+    {"id": 2, "source": "user", "action": "recall", "args": {}},
+    {"id": 3, "source": "environment", "observation": "recall", "cause": 2, "content": "",
+     "extras": {"repo_instructions": "Use make.", "repo_name": "r",
+                "microagent_knowledge": [{"name": "gh", "content": "Use gh."}]}},
+    _oh_action(4, "t1", "resp-1", 2, "ls"),
+    _oh_obs(5, 4, "t1", "run", "a b", 0),
+    _oh_action(6, "t2", "resp-1", 2, "make"),
+    _oh_obs(7, 6, "t2", "run", "error: x", 2),
+    {"id": 8, "source": "environment", "observation": "agent_state_changed", "content": "",
+     "extras": {}},
+    {"id": 9, "source": "agent", "action": "finish", "args": {"final_thought": "Gave up."}},
+]
+
+
+def test_openhands_parallel_batch_is_one_response() -> None:
+    events = parse(_b(OPENHANDS), format="openhands")
+    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "InstructionSet",
+                              "MemoryRecalled", "ModelResponse", "ToolResult", "ToolResult",
+                              "ModelResponse"]
+    assert isinstance(events[0], RunStarted) and events[0].model == "m1"
+    assert isinstance(events[3], InstructionSet) and events[3].text == "Use make."
+    assert isinstance(events[4], MemoryRecalled) and events[4].memory_id == "gh"
+    batch = events[5]
+    assert isinstance(batch, ModelResponse) and batch.text == "Running both."
+    assert batch.tool_calls == (
+        ToolCall(call_id="t1", name="execute_bash", arguments="{\"command\": \"ls\"}"),
+        ToolCall(call_id="t2", name="execute_bash", arguments="{\"command\": \"make\"}"))
+    ok, failed = events[6], events[7]
+    assert isinstance(ok, ToolResult) and ok.exit_code == 0 and not ok.is_error
+    assert isinstance(failed, ToolResult) and failed.exit_code == 2 and failed.is_error
+    assert isinstance(events[8], ModelResponse) and events[8].text == "Gave up."
+
+
+def test_openhands_old_stream_without_ids() -> None:
+    record = {"history": [
+        {"content": "Add a licence", "action": "message"},
+        {"command": "touch LICENSE", "thought": "create it", "action": "run"},
+        {"content": "", "command": "touch LICENSE", "exit_code": 0, "observation": "run"},
+        {"path": "LICENSE", "thought": "check", "action": "read"},
+        {"content": "MIT", "observation": "read"},
+        {"outputs": {}, "thought": "Done.", "action": "finish"}]}
+    runs = list(iter_runs(_lines(record, record), format="openhands", source="r.jsonl"))
+    assert [s for s, _ in runs] == ["line-1", "line-2"]
+    events = runs[0][1]
+    assert _types(events) == ["RunStarted", "UserInput", "ModelResponse", "ToolResult",
+                              "ModelResponse", "ToolResult", "ModelResponse"]
+    first = events[2]
+    assert isinstance(first, ModelResponse)
+    assert first.tool_calls == (ToolCall(call_id="oh-1", name="run",
+                                         arguments="{\"command\":\"touch LICENSE\"}"),)
+    read = events[5]
+    assert isinstance(read, ToolResult) and read.call_id == "oh-3" and read.origin == "workspace"
+
+
+def test_openhands_bad_line_fails_whole_import() -> None:
+    good = {"history": OPENHANDS}
+    data = _lines(good, {"nohistory": 1}, good)
+    with pytest.raises(ImportFormatError, match="history") as info:
+        list(iter_runs(data, format="openhands", source="o.jsonl"))
+    assert info.value.location == "o.jsonl:2"
+
+
+# ---------------------------------------------------------------- canonical events
+
+def test_events_jsonl_round_trip_and_errors() -> None:
+    original = parse(_b(CHAT), format="openai-chat")
+    data = b"\n".join(event_to_json(e) for e in original) + b"\n"
+    assert parse(data, format="events") == original
+    without_start = b"\n".join(event_to_json(e) for e in original[1:])
+    assert parse(without_start, format="events") == original
+    broken = data + b'{"type": "user_input", "content": 3}\n'
+    err = _located(broken, "events", "invalid event")
+    assert err.location == f"in.json:{len(original) + 1}"
+
+
+# ---------------------------------------------------------------- detection
+
+@pytest.mark.parametrize(("data", "fmt"), [
+    (_b(CHAT), "openai-chat"),
+    (_lines(*CHAT), "openai-chat"),
+    (_b([{"task_id": 1, "traj": CHAT}]), "openai-chat"),
+    (_b(ANTHROPIC), "anthropic"),
+    (_b(ANTHROPIC["messages"]), "anthropic"),
+    (_b(OPENHANDS), "openhands"),
+    (_lines({"history": OPENHANDS}, {"history": OPENHANDS}), "openhands"),
+    (_b({"input": "hi"}), "openai-responses"),
+    (_b({"contents": []}), "gemini"),
+    (b"\n".join(event_to_json(e) for e in parse(_b(CHAT), format="openai-chat")), "events"),
+])
+def test_detect_format(data: bytes, fmt: str) -> None:
+    assert fmt in FORMATS
+    assert detect_format(data) == fmt
+
+
+def test_detect_format_gives_up_with_a_typed_error() -> None:
+    with pytest.raises(ImportFormatError, match="cannot detect"):
+        detect_format(b"[1, 2]")
