@@ -165,14 +165,21 @@ def _clip(line: str) -> str:
     return f"{line[:_HEADER_LINE_CHARS]}… [{len(line) - _HEADER_LINE_CHARS} chars omitted]"
 
 
-def _header_variants(d: LogDiagnosis) -> list[str]:
-    """Header texts from richest to barest; the first that fits the budget is used."""
+def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
+    """(header, framed) from richest to barest; the first that fits the budget is used.
+
+    A framed header is followed by an ``[log excerpt]`` line and closed by a
+    ``[full log: REF]`` line; the barest variants fold the ref into the
+    header and drop the frame, for budgets of a few dozen tokens.
+    """
     code = "unknown" if d.exit_code is None else str(d.exit_code)
     summary = (f"[log diagnosis] exit code: {code} | lines: {d.total_lines} | "
                f"error lines: {d.error_lines} | warning lines: {d.warning_lines} | "
                f"failed lines: {d.failed_lines}")
     if d.first_error is None:
-        return [summary + "\n[first key error] none found", f"[log] exit code: {code}"]
+        return [(summary + "\n[first key error] none found", True),
+                (f"[log] exit code: {code} | full log: {where}", False),
+                (f"[log] exit code: {code}", False)]
     fe = d.first_error
     span = f"line {fe.line}" if fe.line == fe.end_line else f"lines {fe.line}–{fe.end_line}"
     title = f"[first key error] {span} ({fe.pattern}):"
@@ -183,13 +190,16 @@ def _header_variants(d: LogDiagnosis) -> list[str]:
         block = [block[0], f"  … [{skipped} lines of this error omitted] …", *block[-keep_tail:]]
     ends = [block[0]] if len(block) == 1 else [block[0], block[-1]]
     return [
-        "\n".join([summary, title, *block]),
-        "\n".join([summary, title, *(_clip(b) for b in block)]),
-        "\n".join([summary, title, *(_clip(b) for b in ends)]),
-        "\n".join([summary, f"[first key error] line {fe.line}: {_clip(block[-1])}"]),
-        "\n".join([f"[log] exit code: {code}",
-                   f"[first key error] line {fe.line}: {block[-1][:80]}"]),
-        f"[log] exit code: {code} | first key error at line {fe.line}",
+        ("\n".join([summary, title, *block]), True),
+        ("\n".join([summary, title, *(_clip(b) for b in block)]), True),
+        ("\n".join([summary, title, *(_clip(b) for b in ends)]), True),
+        ("\n".join([summary, f"[first key error] line {fe.line}: {_clip(block[-1])}"]), True),
+        ("\n".join([f"[log] exit code: {code} | full log: {where}",
+                    f"[first key error] line {fe.line}: {block[-1][:80]}"]), False),
+        (f"[log] exit code: {code} | first key error at line {fe.line} | full log: {where}",
+         False),
+        (f"[log] exit code: {code} | first key error at line {fe.line}", False),
+        (f"[log] exit code: {code}", False),
     ]
 
 
@@ -220,16 +230,13 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
         head = k // 3
         return head, k - head
 
-    for header in _header_variants(diagnosis):
-        def render(k: int, header: str = header) -> str:
+    for header, framed in _header_variants(diagnosis, where):
+        def render(k: int, header: str = header, framed: bool = framed) -> str:
             head, tail = split(k)
-            omitted = (head + 1, n - tail)
-            return "\n".join([
-                header, "[log excerpt]", *lines[:head],
-                line_marker(n - k, *omitted),
-                *lines[n - tail:],
-                f"[full log: {where}; lines {omitted[0]}–{omitted[1]} not shown]",
-            ]) + end
+            body = [*lines[:head], line_marker(n - k, head + 1, n - tail), *lines[n - tail:]]
+            if framed:
+                return "\n".join([header, "[log excerpt]", *body, f"[full log: {where}]"]) + end
+            return "\n".join([header, *body]) + end
 
         found = fit_line_windows(n - 1, render, count, max_tokens)
         if found is not None:

