@@ -1,0 +1,89 @@
+"""Render a provider-neutral :class:`Conversation` as one provider's request body.
+
+``render(conversation, "anthropic")`` returns the JSON-ready body to send with
+the official client (``client.messages.create(**body)``). Each provider has its
+own module with an exhaustive ``match`` over message and part kinds; the trust
+boundary (data blocks, runtime labels) is shared in :mod:`.data_blocks`.
+
+Every body is checked before it is returned (``validate=True``, the default):
+the protocol rules the provider enforces and, when the SDK is installed, the
+official SDK request types (:mod:`.validate`). A violation raises
+:class:`~contextfold.domain.errors.RenderError` naming the message - a request
+that would fail at the provider is never handed out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_never, get_args
+
+from contextfold.domain.conversation import Conversation
+from contextfold.domain.errors import RenderError
+from contextfold.projections.render.anthropic import render_anthropic
+from contextfold.projections.render.data_blocks import neutralise, render_data
+from contextfold.projections.render.gemini import render_gemini
+from contextfold.projections.render.openai_chat import render_openai_chat
+from contextfold.projections.render.openai_responses import render_openai_responses
+from contextfold.projections.render.validate import (
+    Provider,
+    check_protocol,
+    sdk_available,
+    validate_request,
+    validate_sdk_types,
+)
+
+__all__ = [
+    "PROVIDERS",
+    "Provider",
+    "check_protocol",
+    "neutralise",
+    "parse_provider",
+    "render",
+    "render_data",
+    "sdk_available",
+    "validate_request",
+    "validate_sdk_types",
+]
+
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
+assert PROVIDERS == ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+
+def parse_provider(provider: str) -> Provider:
+    """``provider`` as a :data:`Provider`, or a RenderError listing the known ones."""
+    for known in PROVIDERS:
+        if provider == known:
+            return known
+    raise RenderError(provider, f"unknown provider; expected one of {', '.join(PROVIDERS)}")
+
+
+def render(
+    conversation: Conversation,
+    provider: str,
+    *,
+    max_tokens: int | None = None,
+    validate: bool = True,
+) -> dict[str, Any]:
+    """The request body for ``provider``, validated unless ``validate=False``.
+
+    ``max_tokens`` is the output limit under the provider's own name
+    (``max_completion_tokens``, ``max_output_tokens``, ``max_tokens``,
+    ``generationConfig.maxOutputTokens``); Anthropic requires one and gets a
+    documented default. ``model`` is included when the conversation has one
+    (except for Gemini, where the model is part of the URL).
+    """
+    name = parse_provider(provider)
+    body: dict[str, Any]
+    match name:
+        case "openai-chat":
+            body = render_openai_chat(conversation, max_tokens=max_tokens)
+        case "openai-responses":
+            body = render_openai_responses(conversation, max_tokens=max_tokens)
+        case "anthropic":
+            body = render_anthropic(conversation, max_tokens=max_tokens)
+        case "gemini":
+            body = render_gemini(conversation, max_tokens=max_tokens)
+        case _:
+            assert_never(name)
+    if validate:
+        validate_request(name, body)
+    return body

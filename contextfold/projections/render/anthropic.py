@@ -1,0 +1,202 @@
+"""Anthropic Messages request body from a :class:`Conversation`.
+
+Shape (``POST /v1/messages``)::
+
+    {"model": ..., "max_tokens": N, "system": [text blocks],
+     "messages": [{"role": "user"|"assistant", "content": [blocks]}...],
+     "tools": [{"name", "description", "input_schema"}]}
+
+Rules this renderer keeps (the API rejects requests that break them):
+
+- Roles strictly alternate, starting with ``user``. Consecutive messages of
+  the same role are merged into one. An assistant message with neither text
+  nor calls has no legal rendering (empty content is rejected) and is left out;
+  its neighbours then merge.
+- The results of one parallel batch are ``tool_result`` blocks in ONE user
+  message, first in it, one per ``tool_use`` id, in call order. A user message
+  that follows the results is merged into that same message *after* them.
+- ``tool_use.input`` is the parsed arguments object; arguments that are not a
+  JSON object raise :class:`RenderError` rather than being guessed at.
+- ``is_error: true`` on results with status error, lost or cancelled; the
+  runtime header in the content says which.
+- Empty text blocks are rejected by the API, so none are emitted.
+
+Prompt caching: ``cache_control: {"type": "ephemeral"}`` breakpoints end the
+stable prefix - on the last tool, the last system block and the last block of
+the ``stable_prefix_messages`` leading messages - three at most, under the
+API's limit of four. Anthropic caches tools, then system, then messages, so
+each breakpoint caches everything before it.
+
+``max_tokens`` is required by this API: the caller's value, else
+:data:`DEFAULT_ANTHROPIC_MAX_TOKENS`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+from contextfold.domain.conversation import (
+    AssistantMessage,
+    Conversation,
+    DataPart,
+    InstructionPart,
+    MediaPart,
+    ToolResultPart,
+    ToolResults,
+    UserMessage,
+    UserPart,
+)
+from contextfold.domain.errors import RenderError
+from contextfold.projections.render._shared import (
+    DEFAULT_ANTHROPIC_MAX_TOKENS,
+    canonical_schema,
+    parse_arguments,
+    system_texts,
+)
+from contextfold.projections.render.data_blocks import (
+    media_caption,
+    render_data,
+    runtime_header,
+)
+
+__all__ = ["CACHE_CONTROL", "MAX_CACHE_BREAKPOINTS", "PROVIDER", "render_anthropic"]
+
+PROVIDER = "anthropic"
+CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+MAX_CACHE_BREAKPOINTS = 4
+
+
+def _text(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}] if text else []
+
+
+def _source(part: MediaPart) -> dict[str, Any]:
+    if part.data_base64 is not None:
+        return {"type": "base64", "media_type": part.media_type, "data": part.data_base64}
+    if part.url is not None:
+        return {"type": "url", "url": part.url}
+    raise RenderError(
+        PROVIDER,
+        f"media part {part.fragment_id!r} has neither inline data nor a URL "
+        "(load the artifact bytes before rendering)",
+    )
+
+
+def _media_blocks(part: MediaPart) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if part.trust in ("workspace", "external"):
+        blocks.extend(_text(media_caption(part)))
+    match part.kind:
+        case "image":
+            blocks.append({"type": "image", "source": _source(part)})
+        case "document":
+            if part.media_type != "application/pdf":
+                note = f"document ({part.media_type}) {part.url or part.fragment_id}: " \
+                    "not attached, this API takes PDF documents only"
+                return _text(media_caption(part, note))
+            blocks.append({"type": "document", "source": _source(part)})
+        case _:
+            assert_never(part.kind)
+    return blocks
+
+
+def _user_blocks(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        match part:
+            case InstructionPart():
+                blocks.extend(_text(part.text))
+            case DataPart():
+                blocks.extend(_text(render_data(part)))
+            case MediaPart():
+                blocks.extend(_media_blocks(part))
+            case _:
+                assert_never(part)
+    return blocks
+
+
+def _assistant_blocks(message: AssistantMessage, index: int) -> list[dict[str, Any]]:
+    blocks = _text(message.text)
+    for call in message.tool_calls:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.call_id,
+                "name": call.name,
+                "input": parse_arguments(PROVIDER, call, index),
+            }
+        )
+    return blocks
+
+
+def _tool_result_block(result: ToolResultPart) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    header = runtime_header(result)
+    if header is not None:
+        content.extend(_text(header))
+    for part in result.content:
+        match part:
+            case DataPart():
+                content.extend(_text(render_data(part)))
+            case MediaPart():
+                content.extend(_media_blocks(part))
+            case _:
+                assert_never(part)
+    if not content:
+        content = _text("[runtime] the tool returned no output.")
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id,
+                             "content": content}
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+def render_anthropic(conversation: Conversation, *, max_tokens: int | None = None
+                     ) -> dict[str, Any]:
+    """The Messages body for ``conversation`` (not validated; see ``render``)."""
+    messages: list[dict[str, Any]] = []
+    prefix_end: tuple[int, int] | None = None
+    for index, message in enumerate(conversation.messages):
+        role: str
+        match message:
+            case UserMessage():
+                role, blocks = "user", _user_blocks(message.parts)
+            case AssistantMessage():
+                role, blocks = "assistant", _assistant_blocks(message, index)
+            case ToolResults():
+                role, blocks = "user", [_tool_result_block(r) for r in message.results]
+            case _:
+                assert_never(message)
+        if blocks:
+            if messages and messages[-1]["role"] == role:
+                messages[-1]["content"].extend(blocks)
+            else:
+                messages.append({"role": role, "content": blocks})
+        if index + 1 == conversation.stable_prefix_messages and messages:
+            prefix_end = (len(messages) - 1, len(messages[-1]["content"]) - 1)
+
+    body: dict[str, Any] = {}
+    if conversation.model is not None:
+        body["model"] = conversation.model
+    body["max_tokens"] = max_tokens if max_tokens is not None else DEFAULT_ANTHROPIC_MAX_TOKENS
+    system: list[dict[str, Any]] = [
+        {"type": "text", "text": text} for text in system_texts(conversation, PROVIDER) if text
+    ]
+    if system:
+        system[-1]["cache_control"] = dict(CACHE_CONTROL)
+        body["system"] = system
+    if prefix_end is not None:
+        msg, block = prefix_end
+        messages[msg]["content"][block]["cache_control"] = dict(CACHE_CONTROL)
+    body["messages"] = messages
+    if conversation.tools:
+        tools: list[dict[str, Any]] = []
+        for spec in conversation.tools:
+            tool: dict[str, Any] = {"name": spec.name}
+            if spec.description:
+                tool["description"] = spec.description
+            tool["input_schema"] = canonical_schema(spec.parameters)
+            tools.append(tool)
+        tools[-1]["cache_control"] = dict(CACHE_CONTROL)
+        body["tools"] = tools
+    return body

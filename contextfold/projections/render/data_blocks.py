@@ -1,0 +1,265 @@
+"""The trust boundary, rendered: data blocks and runtime labels shared by every provider.
+
+Only runtime and user content may carry instruction authority (DESIGN.md
+section 8). Everything else - repository files, web pages, e-mails, retrieved
+chunks, memory, tool output - is wrapped in a delimited block that names its
+source and trust::
+
+    <data source="src/app.py" trust="workspace" kind="file">
+    ...text...
+    </data>
+
+Delimiters only help if the text inside cannot forge them, so the inner text is
+*neutralised* before it is wrapped. The rules (applied in this order):
+
+1. **Block tags.** Any ``<data`` or ``</data`` (case-insensitive, whitespace
+   allowed after ``<`` and ``/``) has its angle brackets replaced by ``‹``
+   and ``›`` (the ``>`` that closes the same tag on the same line, too), so
+   it can no longer open or close a block. The same is done for role tags:
+   ``<system>``, ``</assistant>``, ``<user>``, ``<developer>``, ``<human>``,
+   ``<instructions>``, ``<tool>``, ``<function>`` and chat-template tokens
+   ``<|...|>`` (``<|im_start|>``, ``<|eot_id|>``...). Detection runs on a
+   *skeleton* of the text in which zero-width characters (U+200B-U+200D,
+   U+2060, U+FEFF, U+00AD, U+180E) are dropped, every character is NFKC
+   folded (fullwidth ``＜ ／ ＞``, small-form ``﹤ ﹥``, fullwidth and
+   mathematical letters) and look-alikes are mapped to ASCII (angle
+   brackets ``‹ › 〈 〉 ⟨ ⟩ ᐸ ᐳ``, slashes ``⁄ ∕ ⧸``, Cyrillic and Greek letters
+   that imitate ``d a t s y e m``). A match in the skeleton is neutralised
+   at the matching *original* characters, so the rest of the text (code with
+   ``<`` comparisons, generics, emoji with ZWJ) is left byte-for-byte intact.
+2. **Role headers.** A line whose skeleton starts (after indentation, quote
+   ``>`` and emphasis ``* _ -`` markers) with a role word and a colon
+   (``system:``, ``assistant:``, ``user:``, ``developer:``, ``human:``,
+   ``ai:``, ``tool:``, ``function:``, ``instruction(s):``, ``model:``), a
+   markdown heading of a role word (``### System``, ``# Instructions``), a
+   bracketed marker (``[INST]``, ``[/INST]``, ``[SYSTEM]``, ``[runtime]``,
+   ``<<SYS>>``), a role tag or template token as in rule 1, or that holds
+   role JSON (``"role": "system"``) is prefixed with a visible ``[data] ``
+   marker, so it reads as quoted data, never as a new turn or as a label the
+   runtime writes (``[runtime]`` is what *we* prefix runtime notices with).
+
+Why prefix rather than delete: the text stays auditable and the model still
+sees what the source said - it just cannot mistake it for authority.
+
+Runtime recovery answers (``lost``/``cancelled`` results) and error headers
+are runtime-authored lines starting with ``[runtime]`` and sit *outside* any
+data block, because the runtime wrote them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import assert_never
+
+from contextfold.domain.conversation import DataPart, MediaPart, ToolResultPart
+
+__all__ = [
+    "DATA_CLOSE",
+    "DATA_MARKER",
+    "escape_attr",
+    "media_caption",
+    "neutralise",
+    "render_data",
+    "runtime_header",
+    "skeleton",
+    "tool_result_text",
+]
+
+DATA_CLOSE = "</data>"
+DATA_MARKER = "[data] "
+
+_ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e")
+
+# Look-alikes NFKC leaves alone. Letters cover 'data', 'system' and the role words.
+_HOMOGLYPHS: dict[str, str] = {
+    # angle brackets and slashes
+    "‹": "<", "›": ">", "\u2329": "<", "\u232a": ">", "\u3008": "<", "\u3009": ">",
+    "⟨": "<", "⟩": ">", "\u276c": "<", "\u276d": ">", "\u29fc": "<", "\u29fd": ">",
+    "ᐸ": "<", "ᐳ": ">", "❮": "<", "❯": ">", "˂": "<", "˃": ">", "⁄": "/", "∕": "/",
+    "⧸": "/", "╱": "/",
+    # Cyrillic
+    "а": "a", "А": "a", "ԁ": "d", "т": "t", "Т": "t", "е": "e", "Е": "e", "ѕ": "s",
+    "Ѕ": "s", "у": "y", "У": "y", "м": "m", "М": "m", "о": "o", "О": "o", "р": "p",
+    "Р": "p", "с": "c", "С": "c", "х": "x", "Х": "x", "і": "i", "І": "i", "ј": "j",
+    "Ј": "j", "к": "k", "К": "k", "н": "h", "Н": "h", "в": "b", "В": "b", "ո": "n",
+    "ԝ": "w", "ɡ": "g", "ӏ": "l",
+    # Greek
+    "α": "a", "Α": "a", "τ": "t", "Τ": "t", "ε": "e", "Ε": "e", "υ": "y", "Υ": "y",
+    "Μ": "m", "ο": "o", "Ο": "o", "ρ": "p", "Ρ": "p", "ν": "v", "ι": "i", "Ι": "i",
+    "κ": "k", "Κ": "k", "Η": "h", "Ν": "n", "Β": "b", "Χ": "x", "Ζ": "z", "δ": "d",
+}
+
+_ROLE_WORDS = (
+    "system|assistant|user|developer|human|ai|tool|function|instructions?|model|sys"
+)
+_TAG_WORDS = "data|system|assistant|user|developer|human|instructions?|tool|function"
+
+# Rule 1, on the skeleton: an opening bracket that starts a data/role tag or a template token.
+_TAG_RE = re.compile(rf"<\s*/?\s*(?:{_TAG_WORDS})|<\s*\|", re.IGNORECASE)
+
+# Rule 2, on a line's skeleton.
+_LINE_PREFIX = r"^[\s>*_\-`]*"
+_HEADER_RES = (
+    re.compile(rf"{_LINE_PREFIX}(?:{_ROLE_WORDS})\s*[*_`]*\s*:", re.IGNORECASE),
+    re.compile(rf"{_LINE_PREFIX}#+\s*[*_`]*\s*(?:{_ROLE_WORDS}|prompt)\b", re.IGNORECASE),
+    re.compile(
+        r"^[\s>*_\-`]*(?:\[\s*/?\s*(?:inst|sys|system|runtime|data|assistant|user|developer)"
+        r"\s*\]|<<\s*/?\s*sys\s*>>)",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"{_LINE_PREFIX}<\s*/?\s*(?:{_TAG_WORDS})|{_LINE_PREFIX}<\s*\|", re.IGNORECASE),
+    re.compile(r"[\"']role[\"']\s*:\s*[\"']", re.IGNORECASE),
+)
+
+
+def _fold_char(ch: str) -> str:
+    if ch in _ZERO_WIDTH:
+        return ""
+    mapped = _HOMOGLYPHS.get(ch)
+    if mapped is not None:
+        return mapped
+    if ch.isascii():
+        return ch.lower()
+    folded = unicodedata.normalize("NFKC", ch)
+    folded = "".join(_HOMOGLYPHS.get(c, c) for c in folded)
+    return folded.lower()
+
+
+def _skeleton_with_map(text: str) -> tuple[str, list[int]]:
+    """The detection view of ``text`` and, per skeleton char, its index in ``text``."""
+    out: list[str] = []
+    index: list[int] = []
+    for i, ch in enumerate(text):
+        for c in _fold_char(ch):
+            out.append(c)
+            index.append(i)
+    return "".join(out), index
+
+
+def skeleton(text: str) -> str:
+    """Lower-case, zero-width-free, homoglyph-folded view used for detection (and tests)."""
+    return _skeleton_with_map(text)[0]
+
+
+def _neutralise_tags(text: str) -> str:
+    skel, index = _skeleton_with_map(text)
+    chars = list(text)
+    for match in _TAG_RE.finditer(skel):
+        start = index[match.start()]
+        chars[start] = "‹"
+        # Close the same tag: the next '>' on this line in the skeleton.
+        for j in range(match.end(), len(skel)):
+            c = skel[j]
+            if c == "\n" or (c == "<" and j > match.end()):
+                break
+            if c == ">":
+                chars[index[j]] = "›"
+                break
+    return "".join(chars)
+
+
+def _is_role_line(line: str) -> bool:
+    skel = skeleton(line)
+    return any(rx.search(skel) for rx in _HEADER_RES)
+
+
+def neutralise(text: str) -> str:
+    """Make ``text`` unable to close a data block or pose as a role (rules in the module doc)."""
+    text = _neutralise_tags(text)
+    lines = text.split("\n")
+    return "\n".join(DATA_MARKER + line if _is_role_line(line) else line for line in lines)
+
+
+def escape_attr(value: str) -> str:
+    """Escape an attribute value: XML entities plus line breaks, so it stays on the tag line."""
+    return (
+        value.replace("&", "&amp;")
+        .replace('"', "&quot;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\r", "&#13;")
+        .replace("\n", "&#10;")
+    )
+
+
+def _open_tag(source: str, trust: str, kind: str, truncated: bool) -> str:
+    attrs = f'source="{escape_attr(source)}" trust="{escape_attr(trust)}" kind="{escape_attr(kind)}"'
+    if truncated:
+        attrs += ' truncated="true"'
+    return f"<data {attrs}>"
+
+
+def render_data(part: DataPart) -> str:
+    """One data block: the source, trust and kind on the tag, neutralised text inside."""
+    return (
+        f"{_open_tag(part.source, part.trust, part.label or 'text', part.truncated)}\n"
+        f"{neutralise(part.text)}\n{DATA_CLOSE}"
+    )
+
+
+def media_caption(part: MediaPart, note: str = "") -> str:
+    """A data block naming a media part's source and trust (it sits next to the media).
+
+    Images and documents can carry text too; the caption makes their origin and
+    trust visible to the model the same way as for text data.
+    """
+    body = note or f"{part.kind} ({part.media_type}) follows"
+    return f"{_open_tag(part.source or part.fragment_id, part.trust, part.kind, False)}\n" \
+        f"{neutralise(body)}\n{DATA_CLOSE}"
+
+
+def _inline(value: str) -> str:
+    """Ids and names on a runtime line: no line breaks, so they cannot start a new line."""
+    return " ".join(value.split())
+
+
+def runtime_header(result: ToolResultPart) -> str | None:
+    """The runtime-authored line for a result, or None for a plain success.
+
+    ``lost``/``cancelled`` are recovery answers the runtime wrote: they say so and
+    warn against assuming success. An error names its exit code when there is one.
+    """
+    call = f"call {_inline(result.call_id)} ({_inline(result.name)})"
+    match result.status:
+        case "lost":
+            return (
+                f"[runtime] TOOL_RESULT_LOST: the result of {call} never arrived. "
+                "Do not assume it succeeded."
+            )
+        case "cancelled":
+            return (
+                f"[runtime] TOOL_CALL_CANCELLED: {call} was cancelled before it returned a "
+                "result. Do not assume it succeeded."
+            )
+        case "error":
+            code = f" with exit code {result.exit_code}" if result.exit_code is not None else ""
+            return f"[runtime] TOOL_ERROR: {call} failed{code}."
+        case "ok":
+            if result.exit_code is not None:
+                return f"[runtime] exit code {result.exit_code}"
+            return None
+
+
+def tool_result_text(result: ToolResultPart, *, media_note: str = "") -> str:
+    """A result as one string, for providers whose tool results are text only.
+
+    The runtime header (if any) comes first, then each data part as a data block.
+    Media parts are replaced by ``media_note`` captions; the caller decides where
+    the media itself goes.
+    """
+    pieces: list[str] = []
+    header = runtime_header(result)
+    if header is not None:
+        pieces.append(header)
+    for part in result.content:
+        match part:
+            case DataPart():
+                pieces.append(render_data(part))
+            case MediaPart():
+                pieces.append(media_caption(part, media_note))
+            case _:
+                assert_never(part)
+    if not pieces:
+        pieces.append("[runtime] the tool returned no output.")
+    return "\n".join(pieces)

@@ -1,0 +1,200 @@
+"""Google Gemini ``generateContent`` request body from a :class:`Conversation`.
+
+Shape (``POST /v1beta/models/{model}:generateContent``, REST JSON, camelCase)::
+
+    {"systemInstruction": {"parts": [{"text": ...}]},
+     "contents": [{"role": "user"|"model", "parts": [...]}...],
+     "tools": [{"functionDeclarations": [...]}],
+     "generationConfig": {"maxOutputTokens": N}}
+
+Decisions:
+
+- The model is part of the URL, not of the body, so ``model`` is not emitted
+  (the caller passes ``conversation.model`` to the client).
+- Consecutive contents of the same role are merged: Gemini expects a
+  function-call turn to be followed by exactly one function-response turn.
+- Calls are ``functionCall {name, args, id}`` parts; ``args`` is the parsed
+  arguments object (text that is not a JSON object raises
+  :class:`RenderError`). Results are ``functionResponse {name, response, id}``
+  parts in one user content, in call order; ``response`` is
+  ``{"output": text}`` on success and ``{"error": text}`` otherwise, the keys
+  Google documents. Media a tool returned follows the function responses as
+  ``inlineData``/``fileData`` parts of the same content.
+- Gemini 3 rejects a function call without a ``thoughtSignature``. Our log does
+  not keep provider signatures (history may come from any provider), so the
+  first call of each model turn carries Google's documented bypass value
+  :data:`SKIP_THOUGHT_SIGNATURE` (see ai.google.dev/gemini-api/docs/thought-signatures).
+- Tool schemas go in ``parametersJsonSchema`` (JSON Schema, as recorded in
+  accepted requests), canonicalised. Stripped keywords: ``$schema``, ``$id``
+  and ``$comment`` (metadata Gemini does not accept); every other keyword
+  is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+from contextfold.domain.conversation import (
+    AssistantMessage,
+    Conversation,
+    DataPart,
+    InstructionPart,
+    MediaPart,
+    ToolResultPart,
+    ToolResults,
+    UserMessage,
+    UserPart,
+)
+from contextfold.domain.errors import RenderError
+from contextfold.projections.render._shared import (
+    canonical_schema,
+    parse_arguments,
+    system_texts,
+)
+from contextfold.projections.render.data_blocks import (
+    media_caption,
+    render_data,
+    runtime_header,
+)
+
+__all__ = ["PROVIDER", "SKIP_THOUGHT_SIGNATURE", "STRIPPED_SCHEMA_KEYWORDS", "render_gemini"]
+
+PROVIDER = "gemini"
+SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
+STRIPPED_SCHEMA_KEYWORDS = frozenset({"$schema", "$id", "$comment"})
+
+
+def _strip_schema(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_schema(v) for k, v in value.items()
+                if k not in STRIPPED_SCHEMA_KEYWORDS}
+    if isinstance(value, list):
+        return [_strip_schema(item) for item in value]
+    return value
+
+
+def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if part.trust in ("workspace", "external"):
+        parts.append({"text": media_caption(part)})
+    if part.data_base64 is not None:
+        parts.append({"inlineData": {"mimeType": part.media_type, "data": part.data_base64}})
+    elif part.url is not None:
+        parts.append({"fileData": {"mimeType": part.media_type, "fileUri": part.url}})
+    else:
+        raise RenderError(
+            PROVIDER,
+            f"media part {part.fragment_id!r} has neither inline data nor a URL "
+            "(load the artifact bytes before rendering)",
+        )
+    return parts
+
+
+def _user_parts(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        match part:
+            case InstructionPart():
+                if part.text:
+                    out.append({"text": part.text})
+            case DataPart():
+                out.append({"text": render_data(part)})
+            case MediaPart():
+                out.extend(_media_parts(part))
+            case _:
+                assert_never(part)
+    return out
+
+
+def _model_parts(message: AssistantMessage, index: int) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+    for n, call in enumerate(message.tool_calls):
+        part: dict[str, Any] = {
+            "functionCall": {
+                "name": call.name,
+                "args": parse_arguments(PROVIDER, call, index),
+                "id": call.call_id,
+            }
+        }
+        if n == 0:
+            part["thoughtSignature"] = SKIP_THOUGHT_SIGNATURE
+        parts.append(part)
+    return parts
+
+
+def _result_parts(message: ToolResults) -> list[dict[str, Any]]:
+    responses: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
+    for result in message.results:
+        responses.append(
+            {
+                "functionResponse": {
+                    "name": result.name,
+                    "response": _response(result),
+                    "id": result.call_id,
+                }
+            }
+        )
+        for part in result.content:
+            if isinstance(part, MediaPart):
+                media.extend(_media_parts(part))
+    return responses + media
+
+
+def _response(result: ToolResultPart) -> dict[str, Any]:
+    pieces: list[str] = []
+    header = runtime_header(result)
+    if header is not None:
+        pieces.append(header)
+    for part in result.content:
+        match part:
+            case DataPart():
+                pieces.append(render_data(part))
+            case MediaPart():
+                pieces.append(media_caption(part, f"{part.kind} ({part.media_type}) "
+                                                  "returned by this call follows"))
+            case _:
+                assert_never(part)
+    text = "\n".join(pieces) if pieces else "[runtime] the tool returned no output."
+    return {"error": text} if result.is_error else {"output": text}
+
+
+def render_gemini(conversation: Conversation, *, max_tokens: int | None = None
+                  ) -> dict[str, Any]:
+    """The generateContent body for ``conversation`` (not validated; see ``render``)."""
+    contents: list[dict[str, Any]] = []
+    for index, message in enumerate(conversation.messages):
+        role: str
+        match message:
+            case UserMessage():
+                role, parts = "user", _user_parts(message.parts)
+            case AssistantMessage():
+                role, parts = "model", _model_parts(message, index)
+            case ToolResults():
+                role, parts = "user", _result_parts(message)
+            case _:
+                assert_never(message)
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+
+    body: dict[str, Any] = {}
+    texts = [t for t in system_texts(conversation, PROVIDER) if t]
+    if texts:
+        body["systemInstruction"] = {"parts": [{"text": t} for t in texts]}
+    body["contents"] = contents
+    if conversation.tools:
+        declarations: list[dict[str, Any]] = []
+        for spec in conversation.tools:
+            decl: dict[str, Any] = {"name": spec.name}
+            if spec.description:
+                decl["description"] = spec.description
+            decl["parametersJsonSchema"] = canonical_schema(_strip_schema(spec.parameters))
+            declarations.append(decl)
+        body["tools"] = [{"functionDeclarations": declarations}]
+    if max_tokens is not None:
+        body["generationConfig"] = {"maxOutputTokens": max_tokens}
+    return body

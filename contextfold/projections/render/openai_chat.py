@@ -1,0 +1,181 @@
+"""OpenAI Chat Completions request body from a :class:`Conversation`.
+
+Shape (``POST /v1/chat/completions``)::
+
+    {"model": ..., "messages": [system, user, assistant{tool_calls}, tool...],
+     "tools": [{"type": "function", "function": {...}}], "max_completion_tokens": N}
+
+Decisions:
+
+- One ``system`` message joins the runtime instruction segments with blank
+  lines. A plain string (not content parts) because every OpenAI-compatible
+  server accepts it; user-authority text never goes there.
+- User text is a plain string when the message is a single text part, content
+  parts otherwise. Data parts become text parts holding a data block.
+- Tool results are text-only in this API, so each result is one ``tool``
+  message by ``tool_call_id`` whose content is the runtime header plus data
+  blocks. Media a tool returned cannot go in a ``tool`` message: it follows
+  the batch's tool messages in one user message, labelled by the runtime.
+- ``max_completion_tokens`` rather than the deprecated ``max_tokens``, which
+  reasoning models reject.
+- Tools keep the conversation's sorted order; schemas are canonical JSON so the
+  stable prefix is byte-identical across turns. OpenAI caches prefixes
+  automatically; there are no breakpoints to place.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+from contextfold.domain.conversation import (
+    AssistantMessage,
+    Conversation,
+    DataPart,
+    InstructionPart,
+    MediaPart,
+    ToolResults,
+    UserMessage,
+    UserPart,
+)
+from contextfold.projections.render._shared import canonical_schema, data_url, system_texts
+from contextfold.projections.render.data_blocks import (
+    media_caption,
+    render_data,
+    tool_result_text,
+)
+
+__all__ = ["PROVIDER", "render_openai_chat"]
+
+PROVIDER = "openai-chat"
+
+_TOOL_MEDIA_NOTE = "media returned by this call is attached in the next user message"
+
+
+def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if part.trust in ("workspace", "external"):
+        parts.append({"type": "text", "text": media_caption(part)})
+    match part.kind:
+        case "image":
+            parts.append(
+                {
+                    "type": "image_url",
+                    "image_url": {"url": data_url(part, PROVIDER), "detail": part.detail},
+                }
+            )
+        case "document":
+            if part.data_base64 is None:
+                # Chat Completions takes files inline only: name the URL, never drop silently.
+                note = f"document ({part.media_type}) at {part.url or part.fragment_id}: " \
+                    "not attached, this API takes documents inline only"
+                return [{"type": "text", "text": media_caption(part, note)}]
+            filename = part.source.rsplit("/", 1)[-1] or part.fragment_id
+            parts.append(
+                {"type": "file", "file": {"file_data": data_url(part, PROVIDER),
+                                          "filename": filename}}
+            )
+        case _:
+            assert_never(part.kind)
+    return parts
+
+
+def _user_parts(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        match part:
+            case InstructionPart():
+                content.append({"type": "text", "text": part.text})
+            case DataPart():
+                content.append({"type": "text", "text": render_data(part)})
+            case MediaPart():
+                content.extend(_media_parts(part))
+            case _:
+                assert_never(part)
+    return content
+
+
+def _user_message(parts: tuple[UserPart, ...]) -> dict[str, Any]:
+    content = _user_parts(parts)
+    if len(content) == 1 and content[0]["type"] == "text":
+        return {"role": "user", "content": content[0]["text"]}
+    return {"role": "user", "content": content}
+
+
+def _assistant_message(message: AssistantMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "assistant"}
+    if message.tool_calls:
+        out["content"] = message.text or None
+        out["tool_calls"] = [
+            {
+                "id": call.call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ]
+    else:
+        out["content"] = message.text
+    return out
+
+
+def _tool_messages(message: ToolResults) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
+    for result in message.results:
+        out.append(
+            {
+                "role": "tool",
+                "tool_call_id": result.call_id,
+                "content": tool_result_text(result, media_note=_TOOL_MEDIA_NOTE),
+            }
+        )
+        attached = [p for p in result.content if isinstance(p, MediaPart)]
+        if attached:
+            media.append(
+                {
+                    "type": "text",
+                    "text": f"[runtime] media returned by call {result.call_id} "
+                    f"({result.name}) follows.",
+                }
+            )
+            for part in attached:
+                media.extend(_media_parts(part))
+    if media:
+        out.append({"role": "user", "content": media})
+    return out
+
+
+def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = None
+                       ) -> dict[str, Any]:
+    """The Chat Completions body for ``conversation`` (not validated; see ``render``)."""
+    messages: list[dict[str, Any]] = []
+    texts = system_texts(conversation, PROVIDER)
+    if texts:
+        messages.append({"role": "system", "content": "\n\n".join(texts)})
+    for message in conversation.messages:
+        match message:
+            case UserMessage():
+                messages.append(_user_message(message.parts))
+            case AssistantMessage():
+                messages.append(_assistant_message(message))
+            case ToolResults():
+                messages.extend(_tool_messages(message))
+            case _:
+                assert_never(message)
+
+    body: dict[str, Any] = {}
+    if conversation.model is not None:
+        body["model"] = conversation.model
+    body["messages"] = messages
+    if conversation.tools:
+        tools: list[dict[str, Any]] = []
+        for spec in conversation.tools:
+            function: dict[str, Any] = {"name": spec.name}
+            if spec.description:
+                function["description"] = spec.description
+            function["parameters"] = canonical_schema(spec.parameters)
+            tools.append({"type": "function", "function": function})
+        body["tools"] = tools
+    if max_tokens is not None:
+        body["max_completion_tokens"] = max_tokens
+    return body

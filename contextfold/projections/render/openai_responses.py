@@ -1,0 +1,159 @@
+"""OpenAI Responses request body from a :class:`Conversation`.
+
+Shape (``POST /v1/responses``)::
+
+    {"model": ..., "instructions": "...", "input": [message | function_call |
+     function_call_output ...], "tools": [{"type": "function", ...}],
+     "max_output_tokens": N}
+
+Decisions:
+
+- ``instructions`` carries the runtime segments (joined by blank lines); it is
+  the Responses equivalent of the system role, so user text never goes there.
+- Every input item is explicit (``"type": "message"`` included) so the body is
+  self-describing and stateless: no ``previous_response_id``, the whole
+  context is in ``input``.
+- An assistant turn is an assistant message (when it has text) followed by one
+  ``function_call`` item per call; the results are ``function_call_output``
+  items by ``call_id`` in call order. Unlike Chat Completions, outputs may
+  carry images and files, so media a tool returned stays in its own output.
+- ``strict: false`` on tools: strict mode requires schemas we cannot promise
+  (every property required, ``additionalProperties: false``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+from contextfold.domain.conversation import (
+    AssistantMessage,
+    Conversation,
+    DataPart,
+    InstructionPart,
+    MediaPart,
+    ToolResultPart,
+    ToolResults,
+    UserMessage,
+    UserPart,
+)
+from contextfold.projections.render._shared import canonical_schema, data_url, system_texts
+from contextfold.projections.render.data_blocks import (
+    media_caption,
+    render_data,
+    runtime_header,
+)
+
+__all__ = ["PROVIDER", "render_openai_responses"]
+
+PROVIDER = "openai-responses"
+
+
+def _media_items(part: MediaPart) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if part.trust in ("workspace", "external"):
+        items.append({"type": "input_text", "text": media_caption(part)})
+    match part.kind:
+        case "image":
+            items.append(
+                {"type": "input_image", "image_url": data_url(part, PROVIDER),
+                 "detail": part.detail}
+            )
+        case "document":
+            if part.data_base64 is not None:
+                filename = part.source.rsplit("/", 1)[-1] or part.fragment_id
+                items.append(
+                    {"type": "input_file", "file_data": data_url(part, PROVIDER),
+                     "filename": filename}
+                )
+            else:
+                items.append({"type": "input_file", "file_url": data_url(part, PROVIDER)})
+        case _:
+            assert_never(part.kind)
+    return items
+
+
+def _user_content(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        match part:
+            case InstructionPart():
+                content.append({"type": "input_text", "text": part.text})
+            case DataPart():
+                content.append({"type": "input_text", "text": render_data(part)})
+            case MediaPart():
+                content.extend(_media_items(part))
+            case _:
+                assert_never(part)
+    return content
+
+
+def _output(result: ToolResultPart) -> str | list[dict[str, Any]]:
+    """A function_call_output's ``output``: a string unless the tool returned media."""
+    pieces: list[dict[str, Any]] = []
+    header = runtime_header(result)
+    if header is not None:
+        pieces.append({"type": "input_text", "text": header})
+    for part in result.content:
+        match part:
+            case DataPart():
+                pieces.append({"type": "input_text", "text": render_data(part)})
+            case MediaPart():
+                pieces.extend(_media_items(part))
+            case _:
+                assert_never(part)
+    if not pieces:
+        return "[runtime] the tool returned no output."
+    if all(piece["type"] == "input_text" for piece in pieces):
+        return "\n".join(piece["text"] for piece in pieces)
+    return pieces
+
+
+def render_openai_responses(conversation: Conversation, *, max_tokens: int | None = None
+                            ) -> dict[str, Any]:
+    """The Responses body for ``conversation`` (not validated; see ``render``)."""
+    items: list[dict[str, Any]] = []
+    for message in conversation.messages:
+        match message:
+            case UserMessage():
+                items.append(
+                    {"type": "message", "role": "user",
+                     "content": _user_content(message.parts)}
+                )
+            case AssistantMessage():
+                if message.text or not message.tool_calls:
+                    items.append({"type": "message", "role": "assistant",
+                                  "content": message.text})
+                items.extend(
+                    {"type": "function_call", "call_id": call.call_id, "name": call.name,
+                     "arguments": call.arguments}
+                    for call in message.tool_calls
+                )
+            case ToolResults():
+                items.extend(
+                    {"type": "function_call_output", "call_id": result.call_id,
+                     "output": _output(result)}
+                    for result in message.results
+                )
+            case _:
+                assert_never(message)
+
+    body: dict[str, Any] = {}
+    if conversation.model is not None:
+        body["model"] = conversation.model
+    texts = system_texts(conversation, PROVIDER)
+    if texts:
+        body["instructions"] = "\n\n".join(texts)
+    body["input"] = items
+    if conversation.tools:
+        tools: list[dict[str, Any]] = []
+        for spec in conversation.tools:
+            tool: dict[str, Any] = {"type": "function", "name": spec.name}
+            if spec.description:
+                tool["description"] = spec.description
+            tool["parameters"] = canonical_schema(spec.parameters)
+            tool["strict"] = False
+            tools.append(tool)
+        body["tools"] = tools
+    if max_tokens is not None:
+        body["max_output_tokens"] = max_tokens
+    return body
