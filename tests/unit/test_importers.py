@@ -253,7 +253,9 @@ def test_anthropic_server_tool_is_paired_in_place() -> None:
 def test_anthropic_document_url_and_bad_role() -> None:
     body = [{"role": "user", "content": [
         {"type": "document", "source": {"type": "url", "url": "https://x/d.pdf"}}]}]
-    (doc,) = parse(_b(body), format="anthropic")[1].content  # type: ignore[union-attr]
+    user = parse(_b(body), format="anthropic")[1]
+    assert isinstance(user, UserInput)
+    (doc,) = user.content
     assert isinstance(doc, DocumentBlock) and doc.url == "https://x/d.pdf"
     bad = json.dumps([{"role": "user", "content": "x"}, {"role": "system", "content": "y"}],
                      indent=1).encode()
@@ -325,7 +327,9 @@ def test_gemini_keeps_ids_and_inline_data() -> None:
         {"role": "user", "parts": [{"functionResponse": {"id": "g1", "name": "f",
                                                           "response": {"r": 1}}}]}]}
     events = parse(_b(body), format="gemini")
-    img = events[1].content[0]  # type: ignore[union-attr]
+    user = events[1]
+    assert isinstance(user, UserInput)
+    img = user.content[0]
     assert isinstance(img, ImageBlock) and img.url == "data:image/jpeg;base64,AA"
     assert isinstance(events[3], ToolResult) and events[3].call_id == "g1"
     bad = {"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "f",
