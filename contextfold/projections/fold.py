@@ -37,36 +37,25 @@ shrinks to the legal cut. User inputs flagged ``required`` are never hidden.
 Evidence, files, memory, plan and goal are state, not history: a cover does
 not hide them. Raw fragments stay retrievable via ``fragments_at(position)``.
 
-Token counts: text through the shared :class:`TokenCounter`. Artifact-backed
-content (the event keeps a preview) is counted by ``state.artifact_tokens``
-when given, else estimated as ``ceil(size / 4)`` (about 4 bytes per token for
-English and code). Images: OpenAI's tile formula when the size is known, else
-765 (a 1024x1024 high-detail image); ``detail="low"`` is 85. Documents
-without an artifact: 1500 per page (or 1500).
+Content encoding, hashes and token counts: :mod:`contextfold.projections.fold_content`.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, assert_never
-
-import blake3
+from typing import Any
 
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
 from contextfold.domain.events import (
     ArtifactRef,
-    ContentBlock,
     ContextBuilt,
-    DocumentBlock,
     EvidenceRetrieved,
     FileRead,
     GoalSet,
     HandOff,
     HistoryCompacted,
-    ImageBlock,
     InstructionSet,
     MemoryRecalled,
     ModelResponse,
@@ -82,22 +71,27 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.fragments import (
-    ContextFragment,
-    FragmentKind,
     MessageBlock,
     ToolCallBlock,
     ToolResultBlock,
     Trust,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.fold_content import (
+    add_fragment,
+    call_ref,
+    file_ref,
+    payload,
+    plan_text,
+    ranges_overlap,
+    supersede,
+)
 from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.state import (
-    DEFAULT_PRIORITY,
     NOTE_PRIORITY,
     SUMMARY_PRIORITY,
     CallSlot,
     CallStatus,
-    FragmentEntry,
     MessageItem,
     RunState,
     SummaryItem,
@@ -106,18 +100,12 @@ from contextfold.projections.state import (
 from contextfold.projections.tokens import encoding_available, encoding_for_model, get_counter
 
 __all__ = [
-    "BYTES_PER_TOKEN",
     "fold",
     "fold_event",
     "folded_event_types",
     "new_state",
     "state_at_turn",
 ]
-
-BYTES_PER_TOKEN = 4
-IMAGE_TOKENS_DEFAULT = 765
-IMAGE_TOKENS_LOW = 85
-DOCUMENT_PAGE_TOKENS = 1500
 
 
 def new_state(run_id: str, *, encoding: str | None = None, model: str | None = None,
@@ -126,98 +114,6 @@ def new_state(run_id: str, *, encoding: str | None = None, model: str | None = N
     name = encoding if encoding and encoding_available(encoding) else encoding_for_model(model)
     return RunState(run_id=run_id, encoding=name, model=model, artifact_tokens=artifact_tokens,
                     counter=get_counter(name))
-
-
-# ---------------------------------------------------------------- content helpers
-
-
-def _content_hash(blocks: tuple[MessageBlock, ...]) -> str:
-    dumped = [b.model_dump(mode="json") for b in blocks]
-    return blake3.blake3(json.dumps(dumped, sort_keys=True, separators=(",", ":"),
-                                    ensure_ascii=False).encode()).hexdigest()
-
-
-def _artifact_tokens(state: RunState, ref: ArtifactRef) -> int:
-    if state.artifact_tokens is not None:
-        return state.artifact_tokens(ref)
-    return math.ceil(ref.size / BYTES_PER_TOKEN)
-
-
-def _image_tokens(block: ImageBlock) -> int:
-    if block.detail == "low":
-        return IMAGE_TOKENS_LOW
-    if not block.width or not block.height:
-        return IMAGE_TOKENS_DEFAULT
-    w, h = float(block.width), float(block.height)
-    scale = min(1.0, 2048 / max(w, h))
-    w, h = w * scale, h * scale
-    scale = min(1.0, 768 / min(w, h))
-    w, h = w * scale, h * scale
-    return IMAGE_TOKENS_LOW + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-
-
-def _block_tokens(state: RunState, block: MessageBlock) -> int:
-    count = state.counter.count
-    match block:
-        case TextBlock():
-            return count(block.text)
-        case ToolCallBlock():
-            return count(block.name) + count(block.arguments)
-        case ToolResultBlock():
-            body = (_artifact_tokens(state, block.artifact) if block.artifact is not None
-                    else count(block.text))
-            return body + sum(_block_tokens(state, b) for b in block.blocks)
-        case ImageBlock():
-            return _image_tokens(block)
-        case DocumentBlock():
-            if block.artifact is not None and block.pages is None:
-                return _artifact_tokens(state, block.artifact)
-            return DOCUMENT_PAGE_TOKENS * (block.pages or 1)
-        case _:
-            assert_never(block)
-
-
-def _payload(content: str, artifact: ArtifactRef | None, title: str,
-             blocks: tuple[ContentBlock, ...] = ()) -> tuple[MessageBlock, ...]:
-    """Text payload blocks: the inline text, or (artifact-backed) a document ref
-    standing for the full content (the event's text is only a preview)."""
-    head: tuple[MessageBlock, ...]
-    if artifact is not None:
-        head = (DocumentBlock(artifact=artifact, media_type=artifact.media_type, title=title),)
-    elif content:
-        head = (TextBlock(text=content),)
-    else:
-        head = ()
-    return head + tuple(blocks)
-
-
-def _add(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
-         content: tuple[MessageBlock, ...], *, sub: int = 0, source_ref: str | None = None,
-         required: bool = False, priority: int | None = None) -> str:
-    fid = f"e{rec.position}" if sub == 0 else f"e{rec.position}.c{sub}"
-    fragment = ContextFragment(
-        id=fid, kind=kind,
-        source_ref=source_ref or f"event://{state.run_id}/{rec.position}",
-        trust=trust,
-        priority=DEFAULT_PRIORITY[kind] if priority is None else priority,
-        required=required, freshness=1.0,
-        token_count=sum(_block_tokens(state, b) for b in content),
-        content_hash=_content_hash(content), content=content,
-    )
-    state.entries[fid] = FragmentEntry(fragment, rec.position)
-    state.by_position[rec.position] = (*state.by_position.get(rec.position, ()), fid)
-    state.horizon = rec.position
-    return fid
-
-
-def _supersede(state: RunState, old: str | None, new: str) -> None:
-    if old is not None and old != new:
-        state.active.pop(old, None)
-        state.superseded_by[old] = new
-
-
-def _call_ref(state: RunState, call_id: str, call_position: int) -> str:
-    return f"call://{state.run_id}/{call_id}@{call_position}"
 
 
 # ---------------------------------------------------------------- dispatch
@@ -241,52 +137,41 @@ def _(event: RunStarted, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: PolicySet, state: RunState, rec: RecordedEvent) -> None:
-    fid = _add(state, rec, "policy", "runtime", (TextBlock(text=event.text),),
+    fid = add_fragment(state, rec, "policy", "runtime", (TextBlock(text=event.text),),
                source_ref=event.source_ref, required=True)
     old = state.policies.get(event.source_ref)
-    _supersede(state, old[0] if old else None, fid)
+    supersede(state, old[0] if old else None, fid)
     state.policies[event.source_ref] = (fid, event)
     state.active[fid] = None
 
 
 @_apply.register
 def _(event: InstructionSet, state: RunState, rec: RecordedEvent) -> None:
-    fid = _add(state, rec, "instruction", "workspace", (TextBlock(text=event.text),),
+    fid = add_fragment(state, rec, "instruction", "workspace", (TextBlock(text=event.text),),
                source_ref=event.source_ref)
-    _supersede(state, state.instructions.get(event.source_ref), fid)
+    supersede(state, state.instructions.get(event.source_ref), fid)
     state.instructions[event.source_ref] = fid
     state.active[fid] = None
 
 
 @_apply.register
 def _(event: GoalSet, state: RunState, rec: RecordedEvent) -> None:
-    ids = [_add(state, rec, "goal", "runtime", (TextBlock(text=event.goal),), required=True)]
+    ids = [add_fragment(state, rec, "goal", "runtime", (TextBlock(text=event.goal),), required=True)]
     if event.success_contract:
         text = "\n".join(f"- {c}" for c in event.success_contract)
-        ids.append(_add(state, rec, "success_contract", "runtime", (TextBlock(text=text),),
+        ids.append(add_fragment(state, rec, "success_contract", "runtime", (TextBlock(text=text),),
                         sub=1, required=True))
     for i, old in enumerate(state.goal_ids):
-        _supersede(state, old, ids[min(i, len(ids) - 1)])
+        supersede(state, old, ids[min(i, len(ids) - 1)])
     state.goal, state.goal_ids = event, tuple(ids)
     state.active.update(dict.fromkeys(ids))
 
 
-def _plan_text(event: PlanUpdated) -> str:
-    lines = []
-    for step in event.steps:
-        deps = f" (depends on: {', '.join(step.depends_on)})" if step.depends_on else ""
-        lines.append(f"[{step.status}] {step.id}: {step.title}{deps}")
-    if event.budget:
-        lines.append(f"budget: {event.budget}")
-    lines.extend(f"stop when: {c}" for c in event.stop_conditions)
-    return "\n".join(lines)
-
-
 @_apply.register
 def _(event: PlanUpdated, state: RunState, rec: RecordedEvent) -> None:
-    fid = _add(state, rec, "plan", "runtime", (TextBlock(text=_plan_text(event)),),
+    fid = add_fragment(state, rec, "plan", "runtime", (TextBlock(text=plan_text(event)),),
                required=True)
-    _supersede(state, state.plan_id, fid)
+    supersede(state, state.plan_id, fid)
     state.plan, state.plan_id = event, fid
     state.active[fid] = None
 
@@ -296,16 +181,16 @@ def _(event: ToolsRegistered, state: RunState, rec: RecordedEvent) -> None:
     for i, spec in enumerate(event.tools, start=1):
         text = json.dumps(spec.model_dump(mode="json"), sort_keys=True,
                           separators=(",", ":"), ensure_ascii=False)
-        fid = _add(state, rec, "tool_spec", "runtime", (TextBlock(text=text),), sub=i,
+        fid = add_fragment(state, rec, "tool_spec", "runtime", (TextBlock(text=text),), sub=i,
                    source_ref=f"event://{state.run_id}/{rec.position}#tool={spec.name}")
-        _supersede(state, state.tool_ids.get(spec.name), fid)
+        supersede(state, state.tool_ids.get(spec.name), fid)
         state.tools[spec.name], state.tool_ids[spec.name] = spec, fid
         state.active[fid] = None
 
 
 @_apply.register
 def _(event: UserInput, state: RunState, rec: RecordedEvent) -> None:
-    fid = _add(state, rec, "user_input", "user", tuple(event.content), required=event.required)
+    fid = add_fragment(state, rec, "user_input", "user", tuple(event.content), required=event.required)
     state.items[rec.position] = MessageItem(rec.position, fid, "user")
     state.last_progress = rec.position
 
@@ -316,7 +201,7 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
     head: tuple[MessageBlock, ...] = (TextBlock(text=event.text),) if event.text else ()
     calls = tuple(ToolCallBlock(call_id=c.call_id, name=c.name, arguments=c.arguments)
                   for c in event.tool_calls)
-    fid = _add(state, rec, "history", "runtime", head + calls)
+    fid = add_fragment(state, rec, "history", "runtime", head + calls)
     if event.tool_calls:
         state.items[rec.position] = ToolGroup(
             rec.position, fid, tuple(CallSlot(c.call_id, c.name) for c in event.tool_calls))
@@ -336,8 +221,8 @@ def _answer(state: RunState, rec: RecordedEvent, call_id: str, status: CallStatu
     group = state.items[gpos]
     assert isinstance(group, ToolGroup)
     slot = next(c for c in group.calls if c.call_id == call_id)
-    fid = _add(state, rec, "tool_result", trust, (make(slot.name),),
-               source_ref=_call_ref(state, call_id, gpos))
+    fid = add_fragment(state, rec, "tool_result", trust, (make(slot.name),),
+               source_ref=call_ref(state, call_id, gpos))
     calls = tuple(CallSlot(c.call_id, c.name, status, fid, rec.position) if c is slot else c
                   for c in group.calls)
     state.items[gpos] = ToolGroup(gpos, group.fragment_id, calls)
@@ -366,9 +251,9 @@ def _(event: ToolResult, state: RunState, rec: RecordedEvent) -> None:
               + (f"; exit code {event.exit_code}" if event.exit_code is not None else "")
               + ("; reported as an error" if event.is_error else ""))
     content = (TextBlock(text=header),
-               *_payload(event.content, event.artifact, f"result of {event.call_id}",
+               *payload(event.content, event.artifact, f"result of {event.call_id}",
                          event.blocks))
-    fid = _add(state, rec, "history", event.origin, content, priority=NOTE_PRIORITY)
+    fid = add_fragment(state, rec, "history", event.origin, content, priority=NOTE_PRIORITY)
     state.items[rec.position] = MessageItem(rec.position, fid, "note")
 
 
@@ -391,34 +276,17 @@ def _(event: ToolResultLost, state: RunState, rec: RecordedEvent) -> None:
     _recovery(state, rec, event, "lost", "TOOL_RESULT_LOST")
 
 
-def _file_ref(event: FileRead) -> str:
-    ref = f"file://{event.path}"
-    if event.revision:
-        ref += f"@{event.revision}"
-    if event.start_line is not None or event.end_line is not None:
-        ref += f"#L{event.start_line or 1}"
-        if event.end_line is not None:
-            ref += f"-L{event.end_line}"
-    return ref
-
-
-def _overlaps(a: tuple[int | None, int | None], b: tuple[int | None, int | None]) -> bool:
-    lo_a, hi_a = a[0] or 1, a[1] if a[1] is not None else math.inf
-    lo_b, hi_b = b[0] or 1, b[1] if b[1] is not None else math.inf
-    return lo_a <= hi_b and lo_b <= hi_a
-
-
 @_apply.register
 def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
     """A newer read of a path supersedes older reads of it at another revision or of an
     overlapping range; disjoint ranges of the same revision stay side by side."""
-    fid = _add(state, rec, "evidence", "workspace",
-               _payload(event.content, event.artifact, event.path), source_ref=_file_ref(event))
+    fid = add_fragment(state, rec, "evidence", "workspace",
+               payload(event.content, event.artifact, event.path), source_ref=file_ref(event))
     rng = (event.start_line, event.end_line)
     kept = []
     for old in state.files.get(event.path, ()):
-        if old[1] != event.revision or _overlaps((old[2], old[3]), rng):
-            _supersede(state, old[0], fid)
+        if old[1] != event.revision or ranges_overlap((old[2], old[3]), rng):
+            supersede(state, old[0], fid)
         else:
             kept.append(old)
     kept.append((fid, event.revision, event.start_line, event.end_line))
@@ -428,17 +296,17 @@ def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: EvidenceRetrieved, state: RunState, rec: RecordedEvent) -> None:
-    fid = _add(state, rec, "evidence", event.origin,
-               _payload(event.content, event.artifact, event.source_ref, event.blocks),
+    fid = add_fragment(state, rec, "evidence", event.origin,
+               payload(event.content, event.artifact, event.source_ref, event.blocks),
                source_ref=event.source_ref)
     state.active[fid] = None
 
 
 @_apply.register
 def _(event: MemoryRecalled, state: RunState, rec: RecordedEvent) -> None:
-    fid = _add(state, rec, "memory", event.origin, (TextBlock(text=event.content),),
+    fid = add_fragment(state, rec, "memory", event.origin, (TextBlock(text=event.content),),
                source_ref=event.source_ref)
-    _supersede(state, state.memories.get(event.memory_id), fid)
+    supersede(state, state.memories.get(event.memory_id), fid)
     state.memories[event.memory_id] = fid
     state.active[fid] = None
 
@@ -459,7 +327,7 @@ def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
                     if p in state.items and p not in state.hidden
                     and _coverable(state, p, lo, hi))
     text = render_summary(event)
-    fid = _add(state, rec, "history", "runtime", (TextBlock(text=text),),
+    fid = add_fragment(state, rec, "history", "runtime", (TextBlock(text=text),),
                priority=SUMMARY_PRIORITY)
     for p in covered:
         state.hidden[p] = rec.position
@@ -471,7 +339,7 @@ def _(event: HandOff, state: RunState, rec: RecordedEvent) -> None:
     state.agent = event.to_agent or state.agent
     if event.note:
         who = f"{event.from_agent or '?'} -> {event.to_agent or '?'}"
-        fid = _add(state, rec, "history", "runtime",
+        fid = add_fragment(state, rec, "history", "runtime",
                    (TextBlock(text=f"{event.mode} ({who}): {event.note}"),),
                    priority=NOTE_PRIORITY)
         state.items[rec.position] = MessageItem(rec.position, fid, "note")

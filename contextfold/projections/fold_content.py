@@ -1,0 +1,186 @@
+"""Fragment content for the fold: blocks, hashes, token counts, source refs.
+
+Why separate: the fold's dispatch rules decide *what* becomes a fragment;
+this module decides how its content is encoded and measured, one place for
+the conventions every rule shares:
+
+- ``content_hash`` = blake3 of the canonical JSON (sorted keys) of the blocks;
+- token counts go through the shared, content-hash-cached
+  :class:`~contextfold.projections.tokens.TokenCounter`. Artifact-backed
+  content (the event keeps only a preview) is counted by
+  ``state.artifact_tokens`` when given, else estimated as ``ceil(size / 4)``
+  (about 4 bytes per token for English and code). Images: OpenAI's tile
+  formula when the size is known, else 765 (a 1024x1024 high-detail image);
+  ``detail="low"`` is 85. Documents without an artifact: 1500 per page;
+- an artifact-backed text payload is carried as a ``DocumentBlock`` holding
+  the ref (the full content is loaded when rendered), not the preview.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import assert_never
+
+import blake3
+
+from contextfold.domain.events import (
+    ArtifactRef,
+    ContentBlock,
+    DocumentBlock,
+    FileRead,
+    ImageBlock,
+    PlanUpdated,
+    TextBlock,
+)
+from contextfold.domain.fragments import (
+    ContextFragment,
+    FragmentKind,
+    MessageBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Trust,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.projections.state import DEFAULT_PRIORITY, FragmentEntry, RunState
+
+__all__ = [
+    "BYTES_PER_TOKEN",
+    "DOCUMENT_PAGE_TOKENS",
+    "IMAGE_TOKENS_DEFAULT",
+    "IMAGE_TOKENS_LOW",
+    "add_fragment",
+    "block_tokens",
+    "blocks_hash",
+    "call_ref",
+    "file_ref",
+    "payload",
+    "plan_text",
+    "ranges_overlap",
+    "supersede",
+]
+
+BYTES_PER_TOKEN = 4
+IMAGE_TOKENS_DEFAULT = 765
+IMAGE_TOKENS_LOW = 85
+DOCUMENT_PAGE_TOKENS = 1500
+
+
+def blocks_hash(blocks: tuple[MessageBlock, ...]) -> str:
+    dumped = [b.model_dump(mode="json") for b in blocks]
+    return blake3.blake3(json.dumps(dumped, sort_keys=True, separators=(",", ":"),
+                                    ensure_ascii=False).encode()).hexdigest()
+
+
+def _artifact_tokens(state: RunState, ref: ArtifactRef) -> int:
+    if state.artifact_tokens is not None:
+        return state.artifact_tokens(ref)
+    return math.ceil(ref.size / BYTES_PER_TOKEN)
+
+
+def _image_tokens(block: ImageBlock) -> int:
+    if block.detail == "low":
+        return IMAGE_TOKENS_LOW
+    if not block.width or not block.height:
+        return IMAGE_TOKENS_DEFAULT
+    w, h = float(block.width), float(block.height)
+    scale = min(1.0, 2048 / max(w, h))
+    w, h = w * scale, h * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    return IMAGE_TOKENS_LOW + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def block_tokens(state: RunState, block: MessageBlock) -> int:
+    count = state.counter.count
+    match block:
+        case TextBlock():
+            return count(block.text)
+        case ToolCallBlock():
+            return count(block.name) + count(block.arguments)
+        case ToolResultBlock():
+            body = (_artifact_tokens(state, block.artifact) if block.artifact is not None
+                    else count(block.text))
+            return body + sum(block_tokens(state, b) for b in block.blocks)
+        case ImageBlock():
+            return _image_tokens(block)
+        case DocumentBlock():
+            if block.artifact is not None and block.pages is None:
+                return _artifact_tokens(state, block.artifact)
+            return DOCUMENT_PAGE_TOKENS * (block.pages or 1)
+        case _:
+            assert_never(block)
+
+
+def payload(content: str, artifact: ArtifactRef | None, title: str,
+             blocks: tuple[ContentBlock, ...] = ()) -> tuple[MessageBlock, ...]:
+    """Text payload blocks: the inline text, or (artifact-backed) a document ref
+    standing for the full content (the event's text is only a preview)."""
+    head: tuple[MessageBlock, ...]
+    if artifact is not None:
+        head = (DocumentBlock(artifact=artifact, media_type=artifact.media_type, title=title),)
+    elif content:
+        head = (TextBlock(text=content),)
+    else:
+        head = ()
+    return head + tuple(blocks)
+
+
+def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
+         content: tuple[MessageBlock, ...], *, sub: int = 0, source_ref: str | None = None,
+         required: bool = False, priority: int | None = None) -> str:
+    fid = f"e{rec.position}" if sub == 0 else f"e{rec.position}.c{sub}"
+    fragment = ContextFragment(
+        id=fid, kind=kind,
+        source_ref=source_ref or f"event://{state.run_id}/{rec.position}",
+        trust=trust,
+        priority=DEFAULT_PRIORITY[kind] if priority is None else priority,
+        required=required, freshness=1.0,
+        token_count=sum(block_tokens(state, b) for b in content),
+        content_hash=blocks_hash(content), content=content,
+    )
+    state.entries[fid] = FragmentEntry(fragment, rec.position)
+    state.by_position[rec.position] = (*state.by_position.get(rec.position, ()), fid)
+    state.horizon = rec.position
+    return fid
+
+
+def supersede(state: RunState, old: str | None, new: str) -> None:
+    if old is not None and old != new:
+        state.active.pop(old, None)
+        state.superseded_by[old] = new
+
+
+def call_ref(state: RunState, call_id: str, call_position: int) -> str:
+    return f"call://{state.run_id}/{call_id}@{call_position}"
+
+
+def plan_text(event: PlanUpdated) -> str:
+    lines = []
+    for step in event.steps:
+        deps = f" (depends on: {', '.join(step.depends_on)})" if step.depends_on else ""
+        lines.append(f"[{step.status}] {step.id}: {step.title}{deps}")
+    if event.budget:
+        lines.append(f"budget: {event.budget}")
+    lines.extend(f"stop when: {c}" for c in event.stop_conditions)
+    return "\n".join(lines)
+
+
+
+def file_ref(event: FileRead) -> str:
+    ref = f"file://{event.path}"
+    if event.revision:
+        ref += f"@{event.revision}"
+    if event.start_line is not None or event.end_line is not None:
+        ref += f"#L{event.start_line or 1}"
+        if event.end_line is not None:
+            ref += f"-L{event.end_line}"
+    return ref
+
+
+def ranges_overlap(a: tuple[int | None, int | None], b: tuple[int | None, int | None]) -> bool:
+    lo_a, hi_a = a[0] or 1, a[1] if a[1] is not None else math.inf
+    lo_b, hi_b = b[0] or 1, b[1] if b[1] is not None else math.inf
+    return lo_a <= hi_b and lo_b <= hi_a
+
+
