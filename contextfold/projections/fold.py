@@ -105,6 +105,7 @@ __all__ = [
     "folded_event_types",
     "new_state",
     "state_at_turn",
+    "state_at_version",
 ]
 
 
@@ -412,6 +413,28 @@ def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | N
             if seen == turn:
                 break
         fold_event(state, rec)
+    return state
+
+
+def state_at_version(events: Iterable[RecordedEvent], version: int, *,
+                     run_id: str | None = None,
+                     artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+    """The state after folding positions ``1..version`` (e.g. a ContextBuilt's ``log_version``).
+
+    Raises ``IntegrityError`` when the events end before ``version``.
+    """
+    state: RunState | None = new_state(run_id, artifact_tokens=artifact_tokens) if run_id else None
+    for rec in events:
+        if rec.position > version:
+            break
+        if state is None:
+            state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
+        fold_event(state, rec)
+    if state is None:
+        raise ValueError("state_at_version() of no events needs run_id")
+    if state.version != version:
+        raise IntegrityError(f"run {state.run_id!r} ends at position {state.version}, "
+                             f"before version {version}", position=version)
     return state
 
 

@@ -43,7 +43,14 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.fragments import FRAGMENT_KINDS, ToolResultBlock
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
-from contextfold.projections.fold import fold, fold_event, folded_event_types, new_state, state_at_turn
+from contextfold.projections.fold import (
+    fold,
+    fold_event,
+    folded_event_types,
+    new_state,
+    state_at_turn,
+    state_at_version,
+)
 from contextfold.projections.repair import check_compaction_cover, recovery_events
 from contextfold.projections.state import MessageItem, SummaryItem, ToolGroup
 from contextfold.projections.tokens import content_hash, get_counter
@@ -495,3 +502,11 @@ def test_run_started_encoding_hint() -> None:
     fallback = fold(Log().add(RunStarted(encoding="r50k_base")).records)
     assert fallback.encoding == "cl100k_base"
     assert fallback.counter.encoding_name == fallback.encoding
+
+
+def test_state_at_version_folds_exactly_up_to_a_position() -> None:
+    records = full_log().records
+    assert state_at_version(records, 8).fingerprint() == fold(records[:8]).fingerprint()
+    assert state_at_version(records, 0, run_id="run-1").version == 0
+    with pytest.raises(IntegrityError):
+        state_at_version(records, 99)
