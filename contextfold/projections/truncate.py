@@ -5,7 +5,8 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
 * ``log`` / ``file`` lines: a head window and a tail window of whole lines,
   joined by one marker line ``… [N lines omitted: lines A–B] …``. Logs keep a
   bigger tail (a third head, two thirds tail) because that is where a failing
-  command says why; files keep equal halves.
+  command says why; files keep equal halves. A line is an atom: one longer
+  than the budget is omitted whole (the marker names it), never cut.
 * ``markdown`` / ``text``: the same line windows, but a cut that lands inside
   a code fence closes the fence before the marker and re-opens it (with the
   original opener line, info string included) after it, so a truncated

@@ -49,7 +49,7 @@ SETTINGS = settings(max_examples=60, deadline=None,
 
 # Lines drawn from all of Unicode (no surrogates: a str from UTF-8 has none), multi-byte heavy.
 line_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"),
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\n"),
     max_size=40,
 ) | st.sampled_from(["", "ok", "é😀漢字", "e\u0301", "🇫🇷🇩🇪", "\r", "```", "~~~~ py"])
 
