@@ -383,6 +383,7 @@ def fold(events: Iterable[RecordedEvent], state: RunState | None = None, *,
     """Fold ``events`` into ``state`` (a new one from the first event's run id when None).
 
     ``state`` is updated in place; take :meth:`RunState.snapshot` to keep a view.
+    ``artifact_tokens`` applies to a new state only (a given state keeps its own).
     """
     for rec in events:
         if state is None:
