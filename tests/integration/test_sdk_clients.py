@@ -92,7 +92,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[tuple[st
                 "all_proxy"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    received: ClassVar[list[tuple[str, Any]]] = []
+    received: list[tuple[str, Any]] = []
     handler = type("Recorder", (_Recorder,), {"received": received})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

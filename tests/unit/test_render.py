@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -22,6 +22,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.errors import RenderError
 from contextfold.domain.events import ToolSpec
+from contextfold.domain.fragments import Trust
 from contextfold.projections.render import (
     PROVIDERS,
     check_protocol,
@@ -33,6 +34,7 @@ from contextfold.projections.render import (
 from contextfold.projections.render.data_blocks import render_data
 from contextfold.projections.render.gemini import SKIP_THOUGHT_SIGNATURE
 
+Status = Literal["ok", "error", "lost", "cancelled"]
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 # ---------------------------------------------------------------- builders
@@ -47,9 +49,9 @@ def user(text: str, *extra: DataPart | MediaPart, fid: str = "u") -> UserMessage
                               *extra))
 
 
-def data(text: str, source: str = "web://page", trust: str = "external",
+def data(text: str, source: str = "web://page", trust: Trust = "external",
          label: str = "web") -> DataPart:
-    return DataPart(text=text, source=source, trust=trust, label=label,  # type: ignore[arg-type]
+    return DataPart(text=text, source=source, trust=trust, label=label,
                     fragment_id=f"d-{source}")
 
 
@@ -61,12 +63,12 @@ def assistant(text: str = "", *calls: ToolCallPart) -> AssistantMessage:
     return AssistantMessage(text=text, tool_calls=calls, fragment_id="a")
 
 
-def result(call_id: str, name: str, text: str = "", status: str = "ok",
+def result(call_id: str, name: str, text: str = "", status: Status = "ok",
            exit_code: int | None = None, *media: MediaPart) -> ToolResultPart:
     content: tuple[DataPart | MediaPart, ...] = ()
     if text:
         content = (data(text, source=f"tool://{name}", label="tool_output"),)
-    return ToolResultPart(call_id=call_id, name=name, status=status,  # type: ignore[arg-type]
+    return ToolResultPart(call_id=call_id, name=name, status=status,
                           content=content + media, exit_code=exit_code, fragment_id=f"r-{call_id}")
 
 
@@ -479,7 +481,7 @@ def chat_body() -> dict[str, Any]:
 
 def expect_error(provider: str, body: dict[str, Any], index: int | None, match: str) -> None:
     with pytest.raises(RenderError, match=match) as info:
-        check_protocol(provider, body)  # type: ignore[arg-type]
+        check_protocol(provider, body)
     assert info.value.index == index
     assert info.value.provider == provider
 
@@ -566,7 +568,7 @@ def test_gemini_rules() -> None:
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_rendered_bodies_pass_protocol_and_sdk_validation(provider: str) -> None:
     for c in (PARALLEL, RECOVERY):
-        validate_request(provider, render(c, provider, validate=False))  # type: ignore[arg-type]
+        validate_request(provider, render(c, provider, validate=False))
 
 
 # ---------------------------------------------------------------- SDK validation
@@ -575,8 +577,8 @@ def test_rendered_bodies_pass_protocol_and_sdk_validation(provider: str) -> None
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_sdk_validation_really_runs(provider: str) -> None:
     # The validate extra is part of the dev install: the SDKs must be here.
-    assert sdk_available(provider)  # type: ignore[arg-type]
-    assert validate_sdk_types(provider, render(PARALLEL, provider)) is True  # type: ignore[arg-type]
+    assert sdk_available(provider)
+    assert validate_sdk_types(provider, render(PARALLEL, provider)) is True
 
 
 @pytest.mark.parametrize(
@@ -601,7 +603,7 @@ def test_sdk_validation_catches_what_the_types_forbid(provider: str, path: list[
         target = target[key]
     target[path[-1]] = value
     with pytest.raises(RenderError, match="SDK request type") as info:
-        validate_sdk_types(provider, body)  # type: ignore[arg-type]
+        validate_sdk_types(provider, body)
     assert info.value.index == index
 
 
@@ -610,7 +612,7 @@ def test_sdk_validation_rejects_an_unknown_top_level_key() -> None:
         body = render(PARALLEL, provider)
         body["temprature"] = 0.2
         with pytest.raises(RenderError, match="temprature"):
-            validate_sdk_types(provider, body)  # type: ignore[arg-type]
+            validate_sdk_types(provider, body)
 
 
 def test_data_blocks_reach_every_provider_verbatim() -> None:

@@ -14,18 +14,19 @@ that would fail at the provider is never handed out.
 
 from __future__ import annotations
 
-from typing import Any, assert_never, get_args
+from typing import Any, assert_never
 
 from contextfold.domain.conversation import Conversation
-from contextfold.domain.errors import RenderError
 from contextfold.projections.render.anthropic import render_anthropic
 from contextfold.projections.render.data_blocks import neutralise, render_data
 from contextfold.projections.render.gemini import render_gemini
 from contextfold.projections.render.openai_chat import render_openai_chat
 from contextfold.projections.render.openai_responses import render_openai_responses
 from contextfold.projections.render.validate import (
+    PROVIDERS,
     Provider,
     check_protocol,
+    parse_provider,
     sdk_available,
     validate_request,
     validate_sdk_types,
@@ -44,16 +45,8 @@ __all__ = [
     "validate_sdk_types",
 ]
 
-PROVIDERS: tuple[Provider, ...] = get_args(Provider)
-assert PROVIDERS == ("openai-chat", "openai-responses", "anthropic", "gemini")
-
-
-def parse_provider(provider: str) -> Provider:
-    """``provider`` as a :data:`Provider`, or a RenderError listing the known ones."""
-    for known in PROVIDERS:
-        if provider == known:
-            return known
-    raise RenderError(provider, f"unknown provider; expected one of {', '.join(PROVIDERS)}")
+if PROVIDERS != ("openai-chat", "openai-responses", "anthropic", "gemini"):
+    raise AssertionError("Provider and the documented provider list disagree")
 
 
 def render(

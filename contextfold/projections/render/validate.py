@@ -30,20 +30,33 @@ from __future__ import annotations
 import functools
 import importlib.util
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
 
 __all__ = [
+    "PROVIDERS",
     "SDK_PACKAGES",
     "Provider",
     "check_protocol",
+    "parse_provider",
     "sdk_available",
     "validate_request",
     "validate_sdk_types",
 ]
 
 Provider: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
+
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
+
+
+def parse_provider(provider: str) -> Provider:
+    """``provider`` as a :data:`Provider`, or a RenderError listing the known ones."""
+    for known in PROVIDERS:
+        if provider == known:
+            return known
+    raise RenderError(provider, f"unknown provider; expected one of {', '.join(PROVIDERS)}")
+
 
 SDK_PACKAGES: dict[str, str] = {
     "openai-chat": "openai",
@@ -248,26 +261,29 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
               "them", asked_at)
 
 
-def check_protocol(provider: Provider, body: Mapping[str, Any]) -> None:
+def check_protocol(provider: str, body: Mapping[str, Any]) -> None:
     """Raise :class:`RenderError` if ``body`` breaks a rule the provider enforces."""
-    match provider:
+    name = parse_provider(provider)
+    match name:
         case "openai-chat":
-            _check_openai_chat(provider, body)
+            _check_openai_chat(name, body)
         case "openai-responses":
-            _check_openai_responses(provider, body)
+            _check_openai_responses(name, body)
         case "anthropic":
-            _check_anthropic(provider, body)
+            _check_anthropic(name, body)
         case "gemini":
-            _check_gemini(provider, body)
+            _check_gemini(name, body)
+        case _:
+            assert_never(name)
 
 
 # ------------------------------------------------------------------ SDK types
 
 
-def sdk_available(provider: Provider) -> bool:
+def sdk_available(provider: str) -> bool:
     """Whether the official SDK for ``provider`` is importable here."""
     try:
-        return importlib.util.find_spec(SDK_PACKAGES[provider]) is not None
+        return importlib.util.find_spec(SDK_PACKAGES[parse_provider(provider)]) is not None
     except ModuleNotFoundError:
         return False
 
@@ -374,7 +390,7 @@ def _validate_gemini(body: Mapping[str, Any]) -> None:
                 raise _SdkMismatch(path, _summary(exc), exc.errors()) from exc
 
 
-def validate_sdk_types(provider: Provider, body: Mapping[str, Any]) -> bool:
+def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
     """Validate ``body`` against the official SDK's request type.
 
     Returns True when the validation ran and passed, False when the SDK package
@@ -383,18 +399,19 @@ def validate_sdk_types(provider: Provider, body: Mapping[str, Any]) -> bool:
     ``model`` is checked as if the caller supplied one (the SDKs require it, and
     callers may pass it to the client separately).
     """
-    if not sdk_available(provider):
+    name = parse_provider(provider)
+    if not sdk_available(name):
         return False
     from pydantic import ValidationError
 
     try:
-        if provider == "gemini":
+        if name == "gemini":
             _validate_gemini(body)
         else:
             candidate = dict(body)
             candidate.setdefault("model", "model-set-by-caller")
             try:
-                validated = _typed_dict_adapter(provider).validate_python(candidate)
+                validated = _typed_dict_adapter(name).validate_python(candidate)
             except ValidationError as exc:
                 raise _SdkMismatch((), _summary(exc), exc.errors()) from exc
             _unknown_key(candidate, _drain(validated, ()), ())
@@ -407,7 +424,7 @@ def validate_sdk_types(provider: Provider, body: Mapping[str, Any]) -> bool:
     return True
 
 
-def validate_request(provider: Provider, body: Mapping[str, Any]) -> None:
+def validate_request(provider: str, body: Mapping[str, Any]) -> None:
     """Protocol rules, then SDK types when the SDK is installed. Raises RenderError."""
     check_protocol(provider, body)
     validate_sdk_types(provider, body)
