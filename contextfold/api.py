@@ -14,19 +14,25 @@ version, so repeated ``state()`` calls in a loop cost only the new events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from contextfold.domain.events import AnyEvent
+from contextfold.domain.conversation import Conversation
+from contextfold.domain.errors import IntegrityError, TurnNotFoundError
+from contextfold.domain.events import AnyEvent, ArtifactRef, ContextBuilt, ModelResponse
 from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.fold import fold, new_state, state_at_turn, state_at_version
+from contextfold.projections.repair import recovery_events
+from contextfold.projections.state import RunState
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
 
-if TYPE_CHECKING:
-    from contextfold.projections.fold import RunState
-
-__all__ = ["Run", "Store", "open_store"]
+__all__ = ["ReplayReport", "Run", "Store", "open_store", "render_request"]
 
 
 class Store:
@@ -45,8 +51,12 @@ class Store:
     def runs(self) -> list[RunInfo]:
         return self.events.runs()
 
-    def artifact(self, ref: str) -> bytes:
+    def artifact(self, ref: str | ArtifactRef) -> bytes:
         return self.events.artifact(ref)
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one cache per store; artifacts are immutable
+    def artifact_text(self, ref: ArtifactRef) -> str:
+        return self.events.artifact(ref).decode("utf-8", "replace")
 
     def close(self) -> None:
         self.events.close()
@@ -74,6 +84,106 @@ class Run:
         self.run_id = run_id
         self._state: RunState | None = None
 
+    # ------------------------------------------------------------ projection
+
+    def _artifact_tokens(self) -> Callable[[ArtifactRef], int]:
+        def count(ref: ArtifactRef) -> int:
+            state = self._state
+            counter = state.counter if state is not None else new_state(self.run_id).counter
+            return counter.count(self.store.artifact_text(ref))
+        return count
+
+    def state(self, *, turn: int | None = None) -> RunState:
+        """The projection now (caught up incrementally), or as of ``turn`` (rebuilt from the log)."""
+        if turn is not None:
+            return state_at_turn(self.events(), turn, run_id=self.run_id,
+                                 artifact_tokens=self._artifact_tokens())
+        if self._state is None:
+            self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens())
+        return fold(self.store.events.iter_events(self.run_id, after=self._state.version), self._state)
+
+    def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
+              model: str | None = None, turn: int | None = None, record: bool = True,
+              in_flight: Literal["wait", "cancel"] = "cancel",
+              config: BuildConfig | None = None) -> BuildResult:
+        """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
+
+        Live builds first append the recovery events the protocol needs
+        (``tool_result_lost`` for calls the run moved past; cancellations of
+        calls still in flight, or PendingToolCallsError with ``in_flight="wait"``).
+        A rebuild of a past turn records one marked ``rebuild`` only when the
+        turn has no record yet.
+        """
+        cfg = config or BuildConfig(provider=provider, window=window, reserve=reserve, model=model,
+                                    in_flight=in_flight)
+        if turn is not None:
+            return self._rebuild(turn, cfg, record=record)
+        state = self.state()
+        repairs: list[str] = []
+        recovery = recovery_events(state, in_flight=cfg.in_flight)
+        if recovery:
+            self.append(recovery, expected_version=state.version)
+            state = self.state()
+            repairs = [f"{e.type}:{e.call_id}" for e in recovery]  # type: ignore[union-attr]
+        result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
+                               repairs=repairs)
+        if record:
+            self._record(result, rebuild=False)
+        return result
+
+    def _record(self, result: BuildResult, *, rebuild: bool) -> None:
+        m = result.manifest
+        self.append(ContextBuilt(turn=m.turn, provider=m.provider, request_hash=m.request_hash,
+                                 prefix_hash=m.cache_key, config_hash=m.config_hash,
+                                 manifest=m.model_dump(mode="json"), rebuild=rebuild,
+                                 log_version=m.log_version))
+
+    def records(self, turn: int) -> list[ContextBuilt]:
+        """The ``context_built`` records of ``turn``, oldest first."""
+        return [r.event for r in self.events()
+                if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
+
+    def _rebuild(self, turn: int, cfg: BuildConfig, *, record: bool) -> BuildResult:
+        events = self.events()
+        last = sum(1 for r in events if isinstance(r.event, ModelResponse)) + 1
+        if not 1 <= turn <= last:
+            raise TurnNotFoundError(self.run_id, turn, last)
+        records = [r.event for r in events if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
+        if records:
+            first = records[0]
+            cfg = BuildConfig.model_validate(first.manifest["config"])
+            state = state_at_version(events, first.log_version, run_id=self.run_id,
+                                     artifact_tokens=self._artifact_tokens())
+            repairs = list(first.manifest.get("repairs", ()))
+        else:
+            state = state_at_turn(events, turn, run_id=self.run_id, artifact_tokens=self._artifact_tokens())
+            repairs = []
+        result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
+                               repairs=repairs)
+        if record and not records:
+            self._record(result, rebuild=True)
+        return result
+
+    def replay(self, turn: int) -> ReplayReport:
+        """Rebuild ``turn`` from the log and compare it with the turn's first record."""
+        records = self.records(turn)
+        if not records:
+            last = self.state().turn + 1
+            if not 1 <= turn <= last:
+                raise TurnNotFoundError(self.run_id, turn, last)
+            raise IntegrityError(f"run {self.run_id!r} turn {turn} has no context_built record to verify")
+        first = records[0]
+        result = self._rebuild(turn, BuildConfig(), record=False)
+        recorded = first.manifest
+        rebuilt = result.manifest.model_dump(mode="json")
+        diffs = [f"{key}: recorded {recorded.get(key)!r} != rebuilt {rebuilt.get(key)!r}"
+                 for key in ("request_hash", "cache_key", "config_hash", "selected_tokens")
+                 if recorded.get(key) != rebuilt.get(key)]
+        if not diffs and recorded != rebuilt:
+            diffs = [_first_difference(recorded, rebuilt)]
+        return ReplayReport(turn=turn, ok=not diffs, differences=tuple(diffs), recorded=first,
+                            rebuilt=result.manifest)
+
     def append(self, *events: AnyEvent | Iterable[AnyEvent],
                expected_version: int | None = None) -> list[RecordedEvent]:
         """Append one or more events in one transaction (typed errors, nothing written on error)."""
@@ -94,3 +204,35 @@ class Run:
 
     def verify(self) -> VerifyReport:
         return self.store.events.verify(self.run_id)
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    turn: int
+    ok: bool
+    differences: tuple[str, ...]
+    recorded: ContextBuilt
+    rebuilt: ContextManifest
+
+
+def _first_difference(a: Any, b: Any, path: str = "manifest") -> str:
+    if type(a) is not type(b):
+        return f"{path}: recorded {a!r} != rebuilt {b!r}"
+    if isinstance(a, dict):
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                return _first_difference(a.get(key), b.get(key), f"{path}.{key}")
+    if isinstance(a, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            if x != y:
+                return _first_difference(x, y, f"{path}[{i}]")
+        if len(a) != len(b):
+            return f"{path}: recorded {len(a)} items != rebuilt {len(b)} items"
+    return f"{path}: recorded {a!r} != rebuilt {b!r}"
+
+
+def render_request(conversation: Conversation, provider: str, max_output_tokens: int) -> dict[str, Any]:
+    """Render and validate ``conversation`` for ``provider`` (the renderers are pure)."""
+    from contextfold.projections.render import render
+
+    return render(conversation, provider, max_tokens=max_output_tokens)

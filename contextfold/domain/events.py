@@ -326,6 +326,8 @@ class ContextBuilt(_Event):
     config_hash: str
     manifest: dict[str, Any]
     rebuild: bool = False
+    log_version: int = Field(default=0, ge=0)
+    """The last log position the build folded: a replay folds exactly up to here."""
 
 
 class HandOff(_Event):

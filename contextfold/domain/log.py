@@ -15,7 +15,9 @@ answered. A re-issued id starts a fresh call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import blake3
 
@@ -57,6 +59,16 @@ class RecordedEvent:
         return chain_hash(self.run_id, self.position, prev_hash, canonical_json(self.event))
 
 
+_Undo = list[tuple[str, int | None, bool, str | None, bool]]
+
+
+def _restore(d: dict[str, Any], key: str, value: Any) -> None:
+    if value is None:
+        d.pop(key, None)
+    else:
+        d[key] = value
+
+
 @dataclass(slots=True)
 class PairingState:
     """Which tool calls are open, answered, or closed by recovery, as of some position.
@@ -72,6 +84,37 @@ class PairingState:
     answered: set[str] = field(default_factory=set)
     recovered: dict[str, str] = field(default_factory=dict)
     late: set[str] = field(default_factory=set)
+
+    def apply_batch(self, items: Sequence[tuple[AnyEvent, int]]) -> list[_Undo]:
+        """Apply (event, position) pairs all-or-nothing, in O(batch) (no copy of the state).
+
+        Returns an undo log for :meth:`undo` (e.g. when the write that follows fails).
+        On a rule violation the state is restored and the error propagates.
+        """
+        undo: list[_Undo] = []
+        try:
+            for event, position in items:
+                if isinstance(event, ModelResponse | ToolResult | ToolCallCancelled | ToolResultLost):
+                    ids = ([c.call_id for c in event.tool_calls] if isinstance(event, ModelResponse)
+                           else [event.call_id])
+                    undo.append(self._save(ids))
+                    self.apply(event, position)
+        except Exception:
+            self.undo(undo)
+            raise
+        return undo
+
+    def _save(self, ids: list[str]) -> _Undo:
+        return [(cid, self.open.get(cid), cid in self.answered, self.recovered.get(cid),
+                 cid in self.late) for cid in ids]
+
+    def undo(self, log: list[_Undo]) -> None:
+        for saved in reversed(log):
+            for cid, opened, answered, recovered, late in saved:
+                _restore(self.open, cid, opened)
+                _restore(self.recovered, cid, recovered)
+                (self.answered.add if answered else self.answered.discard)(cid)
+                (self.late.add if late else self.late.discard)(cid)
 
     def copy(self) -> PairingState:
         return PairingState(dict(self.open), set(self.answered), dict(self.recovered),

@@ -1,0 +1,140 @@
+"""ContextManifest: what one request contained, what was left out, and why.
+
+Hashes, refs, sizes and reasons, never content: a manifest can be stored in
+the log (``ContextBuilt``), diffed, and shown in audits without carrying the
+data it describes. ``BuildConfig`` is everything a build depends on besides
+the log, so a replay with the recorded config is byte-identical.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextfold.domain.fragments import FragmentKind, Trust
+
+__all__ = [
+    "DEFAULT_LAYER_SHARES",
+    "LAYER_NAMES",
+    "BuildConfig",
+    "ContextManifest",
+    "ExcludedFragment",
+    "ExclusionReason",
+    "ManifestFragment",
+    "ManifestTool",
+    "TruncationRecord",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+LAYER_NAMES: dict[int, str] = {
+    1: "policy", 2: "tools", 3: "goal", 4: "plan", 5: "history",
+    6: "retrieval", 7: "observations", 8: "input",
+}
+"""The seed's eight semantic layers by number."""
+
+DEFAULT_LAYER_SHARES: dict[str, float] = {
+    "policy": 0.10,
+    "tools": 0.10,
+    "goal": 0.05,
+    "plan": 0.05,
+    "recent": 0.25,
+    "retrieval": 0.15,
+    "history": 0.25,
+    "input": 0.05,
+}
+"""Reserve shares of the budget: policy+protocol, tool schemas, goal+contract,
+plan, recent tool pairs (and the latest observations), retrieval+memory, older
+history, current input. A share a layer does not use flows to the others."""
+
+ExclusionReason: TypeAlias = Literal["duplicate", "superseded", "low_priority", "over_budget", "stale"]
+
+
+class BuildConfig(_Frozen):
+    """Inputs of a build besides the log. Its canonical hash goes in the manifest."""
+
+    provider: str = "neutral"
+    model: str | None = None
+    window: int = Field(default=128_000, gt=0)
+    reserve: int = Field(default=8_000, ge=0)
+    """Output, tool-call and safety reserve: budget = window - reserve."""
+    layer_shares: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_LAYER_SHARES))
+    recent_groups: int = Field(default=3, ge=1)
+    """The newest N tool groups compete in the 'recent' layer, older ones in 'history'."""
+    max_tools: int = Field(default=12, ge=0)
+    in_flight: Literal["wait", "cancel"] = "cancel"
+    """Calls still open at build time: 'wait' fails with PendingToolCallsError,
+    'cancel' appends cancellation events."""
+
+
+class ManifestFragment(_Frozen):
+    id: str
+    kind: FragmentKind
+    layer: int
+    source_ref: str
+    trust: Trust
+    tokens: int
+    required: bool
+    truncated: bool
+    selection_reason: str
+    content_hash: str
+    original_tokens: int | None = None
+
+
+class ExcludedFragment(_Frozen):
+    id: str
+    kind: FragmentKind
+    source_ref: str
+    tokens: int
+    reason: ExclusionReason
+    replaced_by: str | None = None
+    detail: str = ""
+
+
+class ManifestTool(_Frozen):
+    name: str
+    tokens: int
+    reason: str
+
+
+class TruncationRecord(_Frozen):
+    id: str
+    strategy: str
+    original_tokens: int
+    tokens: int
+    original_chars: int
+    kept: str
+    """Human summary of the kept ranges, e.g. ``lines 1-40, 1980-2000``."""
+
+
+class ContextManifest(_Frozen):
+    request_id: str
+    run_id: str
+    turn: int
+    log_version: int
+    provider: str
+    model: str | None
+    encoding: str
+    window_tokens: int
+    reserved_output_tokens: int
+    budget_tokens: int
+    selected_tokens: int
+    overhead_tokens: int
+    """Per-message and per-tool framing counted on top of fragment contents."""
+    layer_tokens: dict[str, int]
+    fragments: tuple[ManifestFragment, ...]
+    excluded: dict[str, int]
+    excluded_items: tuple[ExcludedFragment, ...]
+    tools: tuple[ManifestTool, ...]
+    tool_tokens: int
+    truncations: tuple[TruncationRecord, ...] = ()
+    repairs: tuple[str, ...] = ()
+    """Recovery events this build appended (e.g. ``tool_result_lost:call_7``)."""
+    cache_key: str
+    request_hash: str
+    config_hash: str
+    config: BuildConfig

@@ -1,0 +1,209 @@
+"""Lay selected fragments out as the provider-neutral :class:`Conversation`.
+
+Where each semantic layer goes (the seed's order, within the protocol):
+
+1. policy (runtime)                 -> ``system`` (instruction authority)
+2. tools                            -> ``tools`` (sorted, canonical JSON)
+   workspace instructions (AGENTS.md) -> the first user message, as a data block;
+   with layers 1-2 this is the stable prefix the cache key covers
+3. goal + success contract          -> a task-state user message (runtime-authored)
+4. plan
+5. history                          -> the timeline in log order: user turns, assistant
+                                       turns, tool groups (assistant calls + their answers),
+                                       compaction summaries and notes as data blocks
+7. latest tool observations         -> the newest groups' results, where the protocol puts them
+6. evidence + memory                -> one user message of data blocks, placed just before
+                                       the current input (or at the end when the model
+                                       continues after tool results): the protocol does not
+                                       allow a message between a call and its results, so
+                                       layer 6 follows layer 7 when both are present
+8. current user input               -> last
+
+Only runtime and user text becomes an :class:`InstructionPart`; everything
+else is a :class:`DataPart` that renderers wrap in a delimited data block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import assert_never
+
+from contextfold.domain.conversation import (
+    AssistantMessage,
+    Conversation,
+    DataPart,
+    InstructionPart,
+    MediaPart,
+    Message,
+    ToolCallPart,
+    ToolResultPart,
+    ToolResults,
+    UserMessage,
+    UserPart,
+)
+from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, ToolSpec
+from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
+from contextfold.projections.state import MessageItem, RunState, SummaryItem, TimelineItem, ToolGroup
+
+__all__ = ["LayoutInput", "lay_out"]
+
+_DATA_LABEL = {
+    "instruction": "instructions", "evidence": "evidence", "memory": "memory",
+    "tool_result": "tool_result", "history": "note", "user_input": "user_data",
+}
+
+
+@dataclass(frozen=True)
+class LayoutInput:
+    state: RunState
+    kept: frozenset[str]
+    """Fragment ids selected (every fragment of a kept group)."""
+    texts: Mapping[str, str]
+    """Fragment id -> the text to render (truncated or artifact-loaded where that applied)."""
+    truncated: frozenset[str]
+    tools: tuple[ToolSpec, ...]
+    model: str | None
+    current_input: str | None
+    """Fragment id of the user input that is the current turn's input, if any."""
+    render_media: Callable[[ContextFragment], tuple[MediaPart, ...]] | None = None
+
+
+def _text_of(frag: ContextFragment) -> str:
+    parts: list[str] = []
+    for block in frag.content:
+        if isinstance(block, TextBlock | ToolResultBlock):
+            parts.append(block.text)
+    return "\n".join(parts)
+
+
+def _media(frag: ContextFragment, trust_source: str) -> tuple[MediaPart, ...]:
+    out: list[MediaPart] = []
+    for block in frag.content:
+        if isinstance(block, ImageBlock) and (block.url or block.artifact):
+            out.append(MediaPart(kind="image", media_type=block.media_type, url=block.url,
+                                 artifact=block.artifact, detail=block.detail, source=trust_source,
+                                 trust=frag.trust, fragment_id=frag.id))
+        elif isinstance(block, DocumentBlock) and not block.media_type.startswith("text/") and (
+                block.url or block.artifact):
+            out.append(MediaPart(kind="document", media_type=block.media_type, url=block.url,
+                                 artifact=block.artifact, source=trust_source, trust=frag.trust,
+                                 fragment_id=frag.id))
+    return tuple(out)
+
+
+def _data(frag: ContextFragment, text: str, truncated: bool, label: str | None = None) -> DataPart:
+    return DataPart(text=text, source=frag.source_ref, trust=frag.trust,
+                    label=label or _DATA_LABEL.get(frag.kind, frag.kind), truncated=truncated,
+                    fragment_id=frag.id)
+
+
+def _authority_part(frag: ContextFragment, text: str, truncated: bool) -> UserPart:
+    if frag.trust in ("runtime", "user"):
+        return InstructionPart(text=text, authority=frag.trust, fragment_id=frag.id)
+    return _data(frag, text, truncated)
+
+
+def lay_out(inp: LayoutInput) -> Conversation:
+    state = inp.state
+    def frag(fid: str) -> ContextFragment:
+        return state.entries[fid].fragment
+
+
+    def text(fid: str) -> str:
+        return inp.texts.get(fid, "") if fid in inp.texts else _text_of(frag(fid))
+
+    system: list[InstructionPart] = []
+    stable: list[UserPart] = []
+    task: list[UserPart] = []
+    retrieval: list[UserPart] = []
+    for fid in state.active:
+        if fid not in inp.kept:
+            continue
+        f = frag(fid)
+        match f.kind:
+            case "policy":
+                system.append(InstructionPart(text=text(fid), authority="runtime", fragment_id=fid))
+            case "instruction":
+                stable.append(_data(f, text(fid), fid in inp.truncated))
+            case "goal" | "success_contract" | "plan":
+                task.append(_authority_part(f, text(fid), fid in inp.truncated))
+            case "evidence" | "memory":
+                retrieval.append(_data(f, text(fid), fid in inp.truncated))
+                retrieval.extend(_media(f, f.source_ref))
+            case "tool_spec":
+                pass  # exposed through ``tools``
+            case _:
+                retrieval.append(_data(f, text(fid), fid in inp.truncated))
+
+    messages: list[Message] = []
+    if stable:
+        messages.append(UserMessage(parts=tuple(stable)))
+    if task:
+        messages.append(UserMessage(parts=tuple(task)))
+    timeline = [it for it in state.timeline() if it.fragment_ids[0] in inp.kept]
+    current: UserMessage | None = None
+    for item in timeline:
+        msg = _item_messages(item, inp, text)
+        if isinstance(item, MessageItem) and item.fragment_id == inp.current_input:
+            current = msg[0]  # type: ignore[assignment]
+            continue
+        messages.extend(msg)
+    if retrieval:
+        messages.append(UserMessage(parts=tuple(retrieval)))
+    if current is not None:
+        messages.append(current)
+    if messages and isinstance(messages[0], AssistantMessage | ToolResults):
+        messages.insert(0, UserMessage(parts=(InstructionPart(
+            text="[runtime] Earlier conversation is not shown.", authority="runtime",
+            fragment_id="runtime:history-start"),)))
+    return Conversation(model=inp.model, system=tuple(system), tools=inp.tools,
+                        messages=tuple(messages), stable_prefix_messages=1 if stable else 0)
+
+
+def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], str]) -> list[Message]:
+    state = inp.state
+    match item:
+        case ToolGroup():
+            head = state.entries[item.fragment_id].fragment
+            calls = tuple(ToolCallPart(call_id=b.call_id, name=b.name, arguments=b.arguments)
+                          for b in head.content if isinstance(b, ToolCallBlock))
+            said = "\n".join(b.text for b in head.content if isinstance(b, TextBlock))
+            results: list[ToolResultPart] = []
+            for slot in item.calls:
+                if slot.answer_id is None:
+                    raise AssertionError(f"open call {slot.call_id} reached layout")
+                answer = state.entries[slot.answer_id].fragment
+                block = next(b for b in answer.content if isinstance(b, ToolResultBlock))
+                status = block.status
+                if status in ("lost", "cancelled"):
+                    content: tuple[DataPart | MediaPart, ...] = (DataPart(
+                        text=text(slot.answer_id), source=answer.source_ref, trust="runtime",
+                        label=f"tool_result_{status}", fragment_id=answer.id),)
+                else:
+                    content = (_data(answer, text(slot.answer_id), slot.answer_id in inp.truncated),
+                               *_media(answer, answer.source_ref))
+                results.append(ToolResultPart(call_id=slot.call_id, name=slot.name, status=status,
+                                              content=content, exit_code=block.exit_code,
+                                              fragment_id=answer.id))
+            return [AssistantMessage(text=said, tool_calls=calls, fragment_id=head.id),
+                    ToolResults(results=tuple(results))]
+        case MessageItem():
+            f = state.entries[item.fragment_id].fragment
+            if item.role == "assistant":
+                return [AssistantMessage(text=text(f.id), fragment_id=f.id)]
+            if item.role == "user":
+                parts: list[UserPart] = []
+                body = text(f.id)
+                if body:
+                    parts.append(InstructionPart(text=body, authority="user", fragment_id=f.id))
+                parts.extend(_media(f, f.source_ref))
+                if not parts:
+                    parts.append(InstructionPart(text="(empty message)", authority="user", fragment_id=f.id))
+                return [UserMessage(parts=tuple(parts))]
+            return [UserMessage(parts=(_data(f, text(f.id), f.id in inp.truncated, "note"),))]
+        case SummaryItem():
+            f = state.entries[item.fragment_id].fragment
+            return [UserMessage(parts=(_data(f, text(f.id), False, "compaction_summary"),))]
+        case _:
+            assert_never(item)

@@ -1,0 +1,156 @@
+"""Budgeted selection: required first, then fair-share reserves, then a monotone greedy.
+
+The promises (each a property test in ``tests/unit/test_selection.py``):
+
+1. never over budget;
+2. deterministic (a pure function of its inputs, ties broken by position);
+3. monotone: a larger budget never drops a unit a smaller budget kept;
+4. order within a layer is preserved (selection returns ids; the layout keeps log order).
+
+How reserves and monotonicity live together. Per-layer reserves are shares
+of the budget (``DEFAULT_LAYER_SHARES``). Instead of filling each reserve and
+then pooling the rest — which is *not* monotone: a bigger budget can let one
+layer's large item fit its reserve and starve another layer of pool space it
+used to get — every optional unit gets a *virtual finish time*, as in
+weighted fair queueing::
+
+    vtime(u) = (tokens of u and of the better-scored units of its layer) / share(layer)
+
+and the units are taken in ascending ``vtime`` order (ties: higher score,
+then newer). That single order does not depend on the budget, so the kept
+set is always a prefix of it: monotone by construction. At any budget each
+layer has received about its share, and a layer that runs out of candidates
+leaves its share to the others ("unused reserve flows on").
+
+The walk stops at the first unit that does not fit. If that unit can be
+shortened (a long tool result, document or file), it is truncated to the
+space left and kept; then the walk stops. Skipping a misfit and continuing
+with smaller units would fill better but break promise 3.
+
+Score of a unit (documented; higher = earlier within its layer)::
+
+    score = priority + 40 * freshness - 2 * log2(1 + tokens)
+
+priority by kind (``state.DEFAULT_PRIORITY``), freshness in [0, 1] from log
+position (half-life 64 positions), cost in tokens: newer, more important,
+cheaper first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from contextfold.domain.errors import RequiredContextExceedsBudgetError
+
+__all__ = [
+    "COST_WEIGHT",
+    "FRESHNESS_WEIGHT",
+    "MIN_TRUNCATED_TOKENS",
+    "Selection",
+    "Unit",
+    "score",
+    "select_units",
+]
+
+FRESHNESS_WEIGHT = 40.0
+COST_WEIGHT = 2.0
+MIN_TRUNCATED_TOKENS = 48
+"""Below this many tokens of space, a truncated unit is not worth its marker lines."""
+
+
+def score(priority: int, freshness: float, tokens: int) -> float:
+    return priority + FRESHNESS_WEIGHT * freshness - COST_WEIGHT * math.log2(1 + tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """What selection keeps or drops as a whole: one fragment, or an atomic tool group.
+
+    ``tokens`` includes framing overhead. ``min_tokens`` is the smallest size
+    the unit can be truncated to (== tokens when it cannot be truncated).
+    """
+
+    id: str
+    layer: str
+    tokens: int
+    score: float
+    position: int
+    required: bool = False
+    min_tokens: int | None = None
+
+    @property
+    def shrinkable(self) -> bool:
+        return self.min_tokens is not None and self.min_tokens < self.tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    kept: dict[str, int]
+    """Unit id -> tokens granted (less than the unit's tokens when it must be truncated)."""
+    dropped: dict[str, str]
+    """Unit id -> ``over_budget`` (did not fit where its turn came) or ``low_priority`` (after the stop)."""
+    used: int
+
+
+def _order(units: Sequence[Unit], shares: Mapping[str, float], budget: int) -> list[Unit]:
+    by_layer: dict[str, list[Unit]] = {}
+    for u in units:
+        by_layer.setdefault(u.layer, []).append(u)
+    keyed: list[tuple[float, float, int, str, Unit]] = []
+    for layer, members in by_layer.items():
+        members.sort(key=lambda u: (-u.score, -u.position, u.id))
+        share = shares.get(layer, 0.0)
+        cumulative = 0
+        for u in members:
+            cumulative += u.tokens
+            vtime = cumulative / share if share > 0 else math.inf
+            keyed.append((vtime, -u.score, -u.position, u.id, u))
+    keyed.sort(key=lambda k: k[:4])
+    return [k[4] for k in keyed]
+
+
+def select_units(
+    units: Sequence[Unit],
+    budget: int,
+    *,
+    shares: Mapping[str, float],
+    shrink_required: Callable[[Sequence[Unit], int], dict[str, int]] | None = None,
+) -> Selection:
+    """Select units within ``budget`` tokens. See the module docstring for the rules.
+
+    ``shrink_required(required_units, budget)`` may return smaller token grants
+    for shrinkable required units when they alone exceed the budget; if the
+    grants still do not fit, :class:`RequiredContextExceedsBudgetError` carries
+    every required unit and its size.
+    """
+    required = [u for u in units if u.required]
+    optional = [u for u in units if not u.required]
+    kept: dict[str, int] = {u.id: u.tokens for u in required}
+    used = sum(kept.values())
+    if used > budget:
+        grants = shrink_required(required, budget) if shrink_required else {}
+        kept.update(grants)
+        used = sum(kept.values())
+        if used > budget:
+            raise RequiredContextExceedsBudgetError(budget, [(u.id, u.tokens) for u in required])
+    dropped: dict[str, str] = {}
+    stopped = False
+    for u in _order(optional, shares, budget):
+        if stopped:
+            dropped[u.id] = "low_priority"
+            continue
+        room = budget - used
+        if u.tokens <= room:
+            kept[u.id] = u.tokens
+            used += u.tokens
+            continue
+        stopped = True
+        floor = max(u.min_tokens or u.tokens, MIN_TRUNCATED_TOKENS)
+        if u.shrinkable and floor <= room:
+            kept[u.id] = room
+            used += room
+        else:
+            dropped[u.id] = "over_budget"
+    return Selection(kept, dropped, used)
