@@ -563,6 +563,8 @@ def test_gemini_rules() -> None:
     body = render(PARALLEL, "gemini")
     body["contents"][1]["role"] = "assistant"
     expect_error("gemini", body, 1, "role must be")
+    with pytest.raises(RenderError, match="at least one content"):
+        render(conv(UserMessage(parts=())), "gemini")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -126,8 +126,14 @@ def _fold_char(ch: str) -> str:
     return folded.lower()
 
 
-def _skeleton_with_map(text: str) -> tuple[str, list[int]]:
-    """The detection view of ``text`` and, per skeleton char, its index in ``text``."""
+def _skeleton_with_map(text: str) -> tuple[str, list[int] | None]:
+    """The detection view of ``text`` and, per skeleton char, its index in ``text``.
+
+    ASCII text (most logs and code) folds to its lower-case self, index for
+    index; the map is then ``None`` (identity) and the per-character pass is skipped.
+    """
+    if text.isascii():
+        return text.lower(), None
     out: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):
@@ -144,9 +150,12 @@ def skeleton(text: str) -> str:
 
 def _neutralise_tags(text: str) -> str:
     skel, index = _skeleton_with_map(text)
+    matches = list(_TAG_RE.finditer(skel))
+    if not matches:
+        return text
     chars = list(text)
-    for match in _TAG_RE.finditer(skel):
-        start = index[match.start()]
+    for match in matches:
+        start = match.start() if index is None else index[match.start()]
         chars[start] = "‹"
         # Close the same tag: the next '>' on this line in the skeleton.
         for j in range(match.end(), len(skel)):
@@ -154,7 +163,7 @@ def _neutralise_tags(text: str) -> str:
             if c == "\n" or (c == "<" and j > match.end()):
                 break
             if c == ">":
-                chars[index[j]] = "›"
+                chars[j if index is None else index[j]] = "›"
                 break
     return "".join(chars)
 

@@ -233,7 +233,10 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
         declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
     expected: list[tuple[Any, Any]] = []
     asked_at = -1
-    for i, content in enumerate(_list(p, body, "contents")):
+    contents = _list(p, body, "contents")
+    if not contents:
+        _fail(p, "at least one content is required")
+    for i, content in enumerate(contents):
         role = content.get("role")
         parts = content.get("parts")
         if role not in ("user", "model"):
