@@ -1,0 +1,249 @@
+"""CLI commands over builds: ``build``, ``manifest``, ``replay``, ``diff``.
+
+Registered into :data:`contextfold.cli.COMMANDS` on import. Output for people
+is a table (rich when on a terminal, plain otherwise); ``--json`` gives data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from contextfold.api import Store
+from contextfold.cli import DEMO_HOOKS, SCHEMAS, register
+from contextfold.domain.errors import IntegrityError
+from contextfold.domain.manifest import ContextManifest
+from contextfold.projections.builder import BuildResult
+
+__all__ = ["diff_manifests", "manifest_table"]
+
+PROVIDER_CHOICES = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
+
+SCHEMAS["manifest"] = ContextManifest.model_json_schema
+
+
+def _store(args: argparse.Namespace) -> Store:
+    from contextfold.api import open_store
+
+    return open_store(args.store)
+
+
+def _build_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("--turn", type=int, default=None,
+                   help="rebuild turn N (the request that produced the N-th model response); "
+                        "default: the next request")
+    p.add_argument("--provider", choices=PROVIDER_CHOICES, default="neutral",
+                   help="request format (default: neutral message list)")
+    p.add_argument("--model", default=None, help="model name (default: the run's)")
+    p.add_argument("--window", type=int, default=128_000, help="context window in tokens")
+    p.add_argument("--reserve", type=int, default=8_000,
+                   help="tokens reserved for output, tool calls and safety")
+
+
+def _do_build(args: argparse.Namespace, store: Store, *, record: bool = True) -> BuildResult:
+    return store.run(args.run).build(args.provider, window=args.window, reserve=args.reserve,
+                                     model=args.model, turn=args.turn, record=record)
+
+
+def manifest_table(m: ContextManifest) -> str:
+    """A readable table: budget, layers, selected fragments, what was excluded and why."""
+    lines = [
+        f"run {m.run_id}  turn {m.turn}  provider {m.provider}  model {m.model}  encoding {m.encoding}",
+        f"window {m.window_tokens}  reserved {m.reserved_output_tokens}  budget {m.budget_tokens}  "
+        f"selected {m.selected_tokens} ({100 * m.selected_tokens / max(1, m.budget_tokens):.0f}%)  "
+        f"overhead {m.overhead_tokens}",
+        f"cache key {m.cache_key[:16]}  request {m.request_hash[:16]}  config {m.config_hash[:16]}",
+        "",
+        "layer          tokens",
+    ]
+    for layer, tokens in m.layer_tokens.items():
+        lines.append(f"  {layer:<12} {tokens:>6}")
+    lines += ["", f"{'fragment':<10} {'kind':<16} {'L':>1} {'trust':<9} {'tokens':>6}  reason"]
+    for f in m.fragments:
+        flag = " [truncated]" if f.truncated else ""
+        lines.append(f"{f.id:<10} {f.kind:<16} {f.layer:>1} {f.trust:<9} {f.tokens:>6}  "
+                     f"{f.selection_reason}{flag}")
+    lines += ["", f"tools ({m.tool_tokens} tokens): " + ", ".join(f"{t.name} [{t.reason}]" for t in m.tools)]
+    lines += ["", "excluded: " + ", ".join(f"{k}={v}" for k, v in m.excluded.items())]
+    for e in m.excluded_items:
+        by = f" -> replaced by {e.replaced_by}" if e.replaced_by else ""
+        detail = f" ({e.detail})" if e.detail else ""
+        lines.append(f"  {e.reason:<12} {e.id:<10} {e.kind:<14} {e.tokens:>6}  {e.source_ref}{by}{detail}")
+    if m.repairs:
+        lines += ["", "protocol repairs: " + ", ".join(m.repairs)]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- build
+
+
+def _configure_build(p: argparse.ArgumentParser) -> None:
+    _build_args(p)
+    p.add_argument("--json", action="store_true", help='print {"request": ..., "manifest": ...}')
+    p.add_argument("--out", default=None, help="write the request body (JSON) to this file")
+
+
+def _handle_build(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        result = _do_build(args, store)
+    body = json.dumps(result.request, indent=2, ensure_ascii=False)
+    if args.out:
+        Path(args.out).write_text(body + "\n", encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps({"request": result.request,
+                                     "manifest": result.manifest.model_dump(mode="json")},
+                                    ensure_ascii=False) + "\n")
+    elif not args.out:
+        sys.stdout.write(body + "\n")
+    else:
+        m = result.manifest
+        sys.stdout.write(f"wrote {args.out}: turn {m.turn}, {m.selected_tokens}/{m.budget_tokens} tokens, "
+                         f"{len(m.fragments)} fragments, request {m.request_hash[:16]}\n")
+    return 0
+
+
+register("build", "build the next request of a run (or rebuild --turn N) under a token budget",
+         _configure_build, _handle_build)
+
+
+# ---------------------------------------------------------------- manifest
+
+
+def _configure_manifest(p: argparse.ArgumentParser) -> None:
+    _build_args(p)
+    p.add_argument("--json", action="store_true", help="print the manifest JSON")
+
+
+def _handle_manifest(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        result = _do_build(args, store)
+    if args.json:
+        sys.stdout.write(result.manifest.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(manifest_table(result.manifest) + "\n")
+    return 0
+
+
+register("manifest", "show what a request contains, layer by layer, and what was left out and why",
+         _configure_manifest, _handle_manifest)
+
+
+# ---------------------------------------------------------------- replay
+
+
+def _configure_replay(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("--turn", type=int, required=True, help="turn to rebuild")
+    p.add_argument("--verify", action="store_true",
+                   help="compare with the turn's first context_built record; exit 1 on a difference")
+
+
+def _handle_replay(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        run = store.run(args.run)
+        if not args.verify:
+            result = run.build(turn=args.turn)
+            sys.stdout.write(json.dumps(result.request, indent=2, ensure_ascii=False) + "\n")
+            return 0
+        try:
+            report = run.replay(args.turn)
+        except IntegrityError as exc:
+            sys.stderr.write(f"cannot verify: {exc}\n")
+            return 1
+    if report.ok:
+        m = report.rebuilt
+        sys.stdout.write(f"ok: turn {args.turn} rebuilt from the log matches its record "
+                         f"(request {m.request_hash[:16]}, cache key {m.cache_key[:16]})\n")
+        return 0
+    sys.stderr.write(f"MISMATCH at turn {args.turn}: first difference: {report.differences[0]}\n")
+    return 1
+
+
+register("replay", "rebuild exactly what the model saw at turn N; --verify checks the recorded hashes",
+         _configure_replay, _handle_replay)
+
+
+# ---------------------------------------------------------------- diff
+
+
+def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
+    """What entered, left, was truncated or replaced between two builds, with reasons."""
+    fa = {f.id: f for f in a.fragments}
+    fb = {f.id: f for f in b.fragments}
+    excluded_b = {e.id: e for e in b.excluded_items}
+    left = []
+    for fid in sorted(set(fa) - set(fb)):
+        why = excluded_b.get(fid)
+        left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens,
+                     "reason": why.reason if why else "no longer in the projection",
+                     "replaced_by": why.replaced_by if why else None,
+                     "detail": why.detail if why else ""})
+    entered = [{"id": fid, "kind": fb[fid].kind, "tokens": fb[fid].tokens,
+                "reason": fb[fid].selection_reason} for fid in sorted(set(fb) - set(fa))]
+    truncated = [{"id": fid, "before": fa[fid].tokens, "after": fb[fid].tokens}
+                 for fid in sorted(set(fa) & set(fb))
+                 if fb[fid].truncated and (not fa[fid].truncated or fa[fid].tokens != fb[fid].tokens)]
+    return {
+        "from_turn": a.turn, "to_turn": b.turn,
+        "tokens": {"from": a.selected_tokens, "to": b.selected_tokens},
+        "cache_key_changed": a.cache_key != b.cache_key,
+        "entered": entered, "left": left, "truncated": truncated,
+        "tools_entered": sorted({t.name for t in b.tools} - {t.name for t in a.tools}),
+        "tools_left": sorted({t.name for t in a.tools} - {t.name for t in b.tools}),
+    }
+
+
+def _configure_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("a", type=int, help="first turn")
+    p.add_argument("b", type=int, help="second turn")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _manifest_for(store: Store, run_id: str, turn: int) -> ContextManifest:
+    run = store.run(run_id)
+    records = run.records(turn)
+    if records:
+        return ContextManifest.model_validate(records[0].manifest)
+    return run.build(turn=turn).manifest
+
+
+def _handle_diff(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        d = diff_manifests(_manifest_for(store, args.run, args.a), _manifest_for(store, args.run, args.b))
+    if args.json:
+        sys.stdout.write(json.dumps(d, indent=2) + "\n")
+        return 0
+    out = [f"turn {d['from_turn']} -> {d['to_turn']}: tokens {d['tokens']['from']} -> {d['tokens']['to']}, "
+           f"cache key {'CHANGED' if d['cache_key_changed'] else 'unchanged'}"]
+    out += [f"  + {e['id']:<10} {e['kind']:<14} {e['tokens']:>6}  {e['reason']}" for e in d["entered"]]
+    for e in d["left"]:
+        by = f" -> {e['replaced_by']}" if e["replaced_by"] else ""
+        line = f"  - {e['id']:<10} {e['kind']:<14} {e['tokens']:>6}  {e['reason']}{by} {e['detail']}"
+        out.append(line.rstrip())
+    out += [f"  ~ {t['id']:<10} truncated {t['before']} -> {t['after']} tokens" for t in d["truncated"]]
+    if d["tools_entered"] or d["tools_left"]:
+        out.append(f"  tools +{d['tools_entered']} -{d['tools_left']}")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+register("diff", "what entered, left, was truncated or replaced between two turns, with reasons",
+         _configure_diff, _handle_diff)
+
+
+# ---------------------------------------------------------------- demo step
+
+
+def _demo_build(store: Store, run_id: str) -> None:
+    result = store.run(run_id).build("anthropic", window=16_000, reserve=2_000)
+    sys.stdout.write("\nnext request (anthropic, window 16000, reserve 2000), recorded as a "
+                     "context_built event:\n\n")
+    sys.stdout.write(manifest_table(result.manifest) + "\n")
+
+
+DEMO_HOOKS.append(_demo_build)
