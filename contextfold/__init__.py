@@ -1,1 +1,139 @@
-"""contextfold: an event-sourced context builder for LLM agents."""
+"""contextfold: an event-sourced context builder for LLM agents.
+
+An agent's activity is an append-only event log per run; the context for the
+next model request is a projection of that log: typed fragments with trust,
+budgets and provenance, rendered as one provider request plus a manifest of
+what the model saw and why.
+
+    import contextfold
+    from contextfold import UserInput, ModelResponse, ToolCall, ToolResult
+
+    store = contextfold.open_store("sqlite:///runs.db")
+    run = store.run("run-42")
+    run.append(UserInput("Fix the failing test"))
+    built = run.build("anthropic", window=200_000, reserve=8_000)
+    built.request      # ready to send: client.messages.create(**built.request)
+    built.manifest     # what was selected, left out, and why
+"""
+
+from contextfold.api import ReplayReport, Run, Store, open_store
+from contextfold.domain.errors import (
+    ArtifactNotFoundError,
+    BudgetError,
+    CompactionError,
+    ConcurrencyConflictError,
+    ContextfoldError,
+    CryptoError,
+    DuplicateToolCallError,
+    DuplicateToolResultError,
+    ImportFormatError,
+    InputLimitError,
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    PendingToolCallsError,
+    ProtocolError,
+    RenderError,
+    RequiredContextExceedsBudgetError,
+    RunNotFoundError,
+    StoreConfigError,
+    StoreError,
+    StoreUnavailableError,
+    TurnNotFoundError,
+    UnknownToolCallError,
+    UnsupportedMediaError,
+)
+from contextfold.domain.events import (
+    AnyEvent,
+    ArtifactRef,
+    CompactionSummary,
+    ContextBuilt,
+    DocumentBlock,
+    EvidenceRetrieved,
+    FileRead,
+    GoalSet,
+    HandOff,
+    HistoryCompacted,
+    ImageBlock,
+    InstructionSet,
+    MemoryRecalled,
+    ModelResponse,
+    PlanStep,
+    PlanUpdated,
+    PolicySet,
+    RunStarted,
+    TextBlock,
+    ToolCall,
+    ToolCallCancelled,
+    ToolResult,
+    ToolResultLost,
+    ToolSpec,
+    ToolsRegistered,
+    UsageObserved,
+    UserInput,
+)
+from contextfold.domain.fragments import ContextFragment
+from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.projections.builder import BuildResult
+
+__all__ = [
+    "AnyEvent",
+    "ArtifactNotFoundError",
+    "ArtifactRef",
+    "BudgetError",
+    "BuildConfig",
+    "BuildResult",
+    "CompactionError",
+    "CompactionSummary",
+    "ConcurrencyConflictError",
+    "ContextBuilt",
+    "ContextFragment",
+    "ContextManifest",
+    "ContextfoldError",
+    "CryptoError",
+    "DocumentBlock",
+    "DuplicateToolCallError",
+    "DuplicateToolResultError",
+    "EvidenceRetrieved",
+    "FileRead",
+    "GoalSet",
+    "HandOff",
+    "HistoryCompacted",
+    "ImageBlock",
+    "ImportFormatError",
+    "InputLimitError",
+    "InstructionSet",
+    "IntegrityError",
+    "InvalidInputError",
+    "MemoryRecalled",
+    "ModelResponse",
+    "NotFoundError",
+    "PendingToolCallsError",
+    "PlanStep",
+    "PlanUpdated",
+    "PolicySet",
+    "ProtocolError",
+    "RenderError",
+    "ReplayReport",
+    "RequiredContextExceedsBudgetError",
+    "Run",
+    "RunNotFoundError",
+    "RunStarted",
+    "Store",
+    "StoreConfigError",
+    "StoreError",
+    "StoreUnavailableError",
+    "TextBlock",
+    "ToolCall",
+    "ToolCallCancelled",
+    "ToolResult",
+    "ToolResultLost",
+    "ToolSpec",
+    "ToolsRegistered",
+    "TurnNotFoundError",
+    "UnknownToolCallError",
+    "UnsupportedMediaError",
+    "UsageObserved",
+    "UserInput",
+    "open_store",
+]

@@ -23,10 +23,11 @@ from pydantic import BaseModel
 
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
-from contextfold.domain.events import AnyEvent, ArtifactRef, ContextBuilt, ModelResponse
+from contextfold.domain.events import AnyEvent, ArtifactRef, ContextBuilt, ModelResponse, UsageObserved
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifest
 from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.calibration import calibrate_state
 from contextfold.projections.fold import fold, new_state, state_at_turn, state_at_version
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
@@ -83,6 +84,7 @@ class Run:
         self.store = store
         self.run_id = run_id
         self._state: RunState | None = None
+        self._estimates: dict[int, tuple[int, str | None] | None] = {}
 
     # ------------------------------------------------------------ projection
 
@@ -126,10 +128,39 @@ class Run:
             state = self.state()
             repairs = [f"{e.type}:{e.call_id}" for e in recovery]  # type: ignore[union-attr]
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
-                               repairs=repairs)
+                               repairs=repairs, calibration=self._calibration(state, cfg))
         if record:
             self._record(result, rebuild=False)
         return result
+
+    def _calibration(self, state: RunState, cfg: BuildConfig) -> Calibration | None:
+        """The usage calibration as of ``state`` (its own usage and build records only: replay-stable)."""
+        return calibrate_state(state, cfg, self._estimate_at)
+
+    def _estimate_at(self, position: int) -> tuple[int, str | None] | None:
+        """(selected_tokens, model) of the ContextBuilt at ``position``; cached (events are immutable)."""
+        if position not in self._estimates:
+            found = self.store.events.read(self.run_id, after=position - 1, upto=position)
+            event = found[0].event if found else None
+            self._estimates[position] = (
+                (int(event.manifest.get("selected_tokens", 0)), event.manifest.get("model"))
+                if isinstance(event, ContextBuilt) else None)
+        return self._estimates[position]
+
+    def observe_usage(self, turn: int, input_tokens: int, *, cached_tokens: int = 0,
+                      output_tokens: int = 0, model: str | None = None) -> RecordedEvent:
+        """Record the provider-reported usage of ``turn``'s request (``usage_observed``).
+
+        ``input_tokens`` is the whole prompt as the provider counted it, cached
+        tokens included (OpenAI ``prompt_tokens``; Anthropic ``input_tokens +
+        cache_read_input_tokens + cache_creation_input_tokens``). Later builds
+        for the same model learn their budget correction from it.
+        """
+        last = self.state().turn + 1
+        if not 1 <= turn <= last:
+            raise TurnNotFoundError(self.run_id, turn, last)
+        return self.append(UsageObserved(turn=turn, input_tokens=input_tokens, cached_tokens=cached_tokens,
+                                         output_tokens=output_tokens, model=model))[0]
 
     def _record(self, result: BuildResult, *, rebuild: bool) -> None:
         m = result.manifest
@@ -154,12 +185,14 @@ class Run:
             cfg = BuildConfig.model_validate(first.manifest["config"])
             state = state_at_version(events, first.log_version, run_id=self.run_id,
                                      artifact_tokens=self._artifact_tokens())
-            repairs = list(first.manifest.get("repairs", ()))
+            # the recovery events that build appended (the builder re-derives its own repairs)
+            repairs = [r for r in first.manifest.get("repairs", ())
+                       if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
         else:
             state = state_at_turn(events, turn, run_id=self.run_id, artifact_tokens=self._artifact_tokens())
             repairs = []
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
-                               repairs=repairs)
+                               repairs=repairs, calibration=self._calibration(state, cfg))
         if record and not records:
             self._record(result, rebuild=True)
         return result

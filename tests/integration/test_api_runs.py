@@ -1,0 +1,145 @@
+"""The Python API over a real store (SQLite and PostgreSQL): protocol repair, replay, resume, hand-off."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from contextfold.api import open_store
+from contextfold.cli import sample_events
+from contextfold.domain.errors import PendingToolCallsError
+from contextfold.domain.events import (
+    HandOff,
+    ModelResponse,
+    ToolCall,
+    ToolCallCancelled,
+    ToolResult,
+    ToolResultLost,
+    UserInput,
+)
+
+
+def _call(cid: str, name: str = "search") -> ModelResponse:
+    return ModelResponse(tool_calls=(ToolCall(call_id=cid, name=name, arguments='{"q": "x"}'),))
+
+
+def test_lost_result_is_appended_once_and_rendered_as_an_error(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("lost")
+        run.append(UserInput("look it up"), _call("c1"), UserInput("hello? anything?"))
+        first = run.build("anthropic")
+        second = run.build("anthropic")
+        lost = [r.event for r in run.events() if isinstance(r.event, ToolResultLost)]
+        assert [e.call_id for e in lost] == ["c1"]
+        assert lost[0].call_position == 2
+        assert "tool_result_lost:c1" in first.manifest.repairs
+        assert not any(r.startswith("tool_result_lost") for r in second.manifest.repairs)
+        assert "declared_unregistered_tool:search" in second.manifest.repairs
+        results = [b for m in second.request["messages"] if m["role"] == "user"
+                   for b in (m["content"] if isinstance(m["content"], list) else [])
+                   if b.get("type") == "tool_result"]
+        assert len(results) == 1 and results[0]["is_error"] is True
+        assert "TOOL_RESULT_LOST" in json.dumps(results[0])
+
+
+def test_in_flight_calls_wait_or_cancel_by_policy(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("inflight")
+        run.append(UserInput("go"), _call("c1"))
+        with pytest.raises(PendingToolCallsError):
+            run.build("openai-chat", in_flight="wait")
+        assert run.version == 2  # nothing appended
+        built = run.build("openai-chat", in_flight="cancel")
+        assert any(isinstance(r.event, ToolCallCancelled) for r in run.events())
+        tool_msgs = [m for m in built.request["messages"] if m["role"] == "tool"]
+        assert len(tool_msgs) == 1 and "CANCELLED" in tool_msgs[0]["content"]
+
+
+def test_late_result_never_becomes_a_second_answer(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("late")
+        run.append(UserInput("go"), _call("c1"), UserInput("moving on"))
+        run.build("openai-chat")  # declares c1 lost
+        run.append(ToolResult(call_id="c1", content="finally: 42 rows"))
+        built = run.build("openai-chat")
+        tool_msgs = [m for m in built.request["messages"] if m["role"] == "tool"]
+        assert [m["tool_call_id"] for m in tool_msgs] == ["c1"]
+        assert "TOOL_RESULT_LOST" in tool_msgs[0]["content"]
+        assert "42 rows" in json.dumps(built.request)  # the model still learns it arrived, as data
+
+
+def test_every_live_turn_replays_byte_for_byte(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("live")
+        turns = []
+        for event in sample_events():
+            if isinstance(event, ModelResponse):
+                turns.append(run.build("anthropic", window=6000, reserve=1000).manifest)
+            run.append(event)
+        turns.append(run.build("anthropic", window=6000, reserve=1000).manifest)
+        assert [m.turn for m in turns] == list(range(1, 7))
+        for m in turns:
+            report = run.replay(m.turn)
+            assert report.ok, report.differences
+            assert report.rebuilt.request_hash == m.request_hash
+
+
+def test_rebuild_of_an_unrecorded_turn_records_once_marked_rebuild(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("rebuild")
+        run.append(sample_events())
+        a = run.build("openai-chat", turn=2)
+        b = run.build("openai-chat", turn=2)
+        records = run.records(2)
+        assert len(records) == 1 and records[0].rebuild
+        assert a.manifest.request_hash == b.manifest.request_hash == records[0].request_hash
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from contextfold.api import open_store
+    from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+    store = open_store(sys.argv[1])
+    run = store.run("crash")
+    run.append(UserInput("start"))
+    i = 0
+    while True:
+        cid = f"c{i}"
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id=cid, name="step"),)))
+        print(i, flush=True)
+        run.append(ToolResult(call_id=cid, content=f"step {i} done"))
+        i += 1
+""")
+
+
+def test_resume_after_a_killed_writer_from_another_process(store_url: str) -> None:
+    open_store(store_url).close()
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, store_url], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ})
+    assert proc.stdout is not None
+    for _ in range(20):  # let it get well into the run, then kill it mid-flight
+        proc.stdout.readline()
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    with open_store(store_url) as store:  # a fresh process-like handle: the store alone
+        run = store.run("crash")
+        assert run.verify().ok
+        state = run.state()
+        assert state.turn >= 20
+        run.append(HandOff(from_agent="worker-1", to_agent="worker-2", note="resumed after crash"))
+        built = run.build("anthropic")  # an open call from the killed writer is repaired, not invented
+        events = [r.event for r in run.events()]
+        open_ids = {c.call_id for e in events if isinstance(e, ModelResponse) for c in e.tool_calls}
+        answered = {e.call_id for e in events
+                    if isinstance(e, ToolResult | ToolResultLost | ToolCallCancelled)}
+        assert open_ids == answered
+        assert built.manifest.selected_tokens <= built.manifest.budget_tokens
+        assert "resumed after crash" in json.dumps(built.request)

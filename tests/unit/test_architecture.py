@@ -1,0 +1,98 @@
+"""Rules of the codebase that a reader relies on: the public API and the import direction."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import contextfold
+import contextfold.domain.errors as errors
+
+PACKAGE = Path(contextfold.__file__).resolve().parent
+
+PUBLIC = {
+    # the Python API of DESIGN.md section 10
+    "open_store", "Store", "Run", "ReplayReport", "BuildResult", "BuildConfig", "ContextManifest",
+    "ContextFragment",
+    # the event vocabulary (DESIGN.md section 2)
+    "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock", "EvidenceRetrieved",
+    "FileRead", "GoalSet", "HandOff", "HistoryCompacted", "ImageBlock", "InstructionSet", "MemoryRecalled",
+    "ModelResponse", "PlanStep", "PlanUpdated", "PolicySet", "RunStarted", "TextBlock", "ToolCall",
+    "ToolCallCancelled", "ToolResult", "ToolResultLost", "ToolSpec", "ToolsRegistered", "UsageObserved",
+    "UserInput",
+}
+
+
+def test_public_api_is_exactly_the_documented_names_and_every_error() -> None:
+    error_names = {name for name, obj in vars(errors).items()
+                   if inspect.isclass(obj) and issubclass(obj, errors.ContextfoldError)}
+    assert set(contextfold.__all__) == PUBLIC | error_names
+    assert len(contextfold.__all__) == len(set(contextfold.__all__))
+    for name in contextfold.__all__:
+        assert getattr(contextfold, name) is not None
+
+
+def test_every_error_hangs_under_the_single_root_and_is_in_the_tree() -> None:
+    doc = errors.__doc__ or ""
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        assert issubclass(cls, errors.ContextfoldError)
+        assert name in doc, f"{name} missing from the tree in errors.py's docstring"
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return out
+
+
+def _layer_imports(layer: str) -> dict[str, set[str]]:
+    return {str(p.relative_to(PACKAGE)): {m for m in _imports(p) if m.startswith("contextfold")}
+            for p in (PACKAGE / layer).rglob("*.py")}
+
+
+def test_domain_imports_only_the_domain() -> None:
+    for module, imports in _layer_imports("domain").items():
+        bad = {m for m in imports if not m.startswith("contextfold.domain")}
+        assert not bad, f"{module} imports {bad}"
+
+
+def test_projections_import_only_domain_and_projections() -> None:
+    for module, imports in _layer_imports("projections").items():
+        bad = {m for m in imports if not m.startswith(("contextfold.domain", "contextfold.projections"))}
+        assert not bad, f"{module} imports {bad}"
+
+
+def test_store_imports_only_the_domain_and_itself() -> None:
+    for module, imports in _layer_imports("store").items():
+        bad = {m for m in imports if not m.startswith(("contextfold.domain", "contextfold.store"))}
+        assert not bad, f"{module} imports {bad}"
+
+
+def test_pure_layers_do_no_io() -> None:
+    forbidden = {"sqlite3", "psycopg", "socket", "urllib.request", "http.client", "requests", "httpx",
+                 "subprocess", "eventsourcing.sqlite", "eventsourcing.postgres"}
+    for layer in ("domain", "projections"):
+        for p in (PACKAGE / layer).rglob("*.py"):
+            bad = _imports(p) & forbidden
+            assert not bad, f"{p.relative_to(PACKAGE)} imports {bad}"
+            assert "open(" not in p.read_text().replace("_open(", ""), f"{p} opens files"
+
+
+def test_every_package_module_declares_all() -> None:
+    for p in PACKAGE.rglob("*.py"):
+        if p.name == "__main__.py":
+            continue
+        tree = ast.parse(p.read_text())
+        names = {t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(t, ast.Name)}
+        if p.name == "__init__.py" and "__all__" not in names and len(tree.body) <= 1:
+            continue  # a package marker holding only its docstring
+        assert "__all__" in names, f"{p.relative_to(PACKAGE)} has no __all__"

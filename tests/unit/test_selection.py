@@ -1,0 +1,102 @@
+"""The selection promises, each a property: never over budget, deterministic, monotone, required first."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextfold.domain.errors import RequiredContextExceedsBudgetError
+from contextfold.domain.manifest import DEFAULT_LAYER_SHARES
+from contextfold.projections.selection import Unit, select_units
+
+LAYERS = ["policy", "goal", "plan", "recent", "retrieval", "history", "input"]
+SHARES = {k: v for k, v in DEFAULT_LAYER_SHARES.items() if k != "tools"}
+
+
+@st.composite
+def unit_sets(draw: st.DrawFn) -> list[Unit]:
+    n = draw(st.integers(0, 40))
+    units = []
+    for i in range(n):
+        tokens = draw(st.integers(1, 2000))
+        shrink = draw(st.booleans())
+        units.append(Unit(
+            id=f"u{i}", layer=draw(st.sampled_from(LAYERS)), tokens=tokens,
+            score=draw(st.floats(0, 200, allow_nan=False)), position=i,
+            required=draw(st.integers(0, 9)) == 0,
+            min_tokens=draw(st.integers(1, tokens)) if shrink else None))
+    return units
+
+
+def _select(units: list[Unit], budget: int) -> dict[str, int] | None:
+    try:
+        return select_units(units, budget, shares=SHARES).kept
+    except RequiredContextExceedsBudgetError:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(unit_sets(), st.integers(1, 20_000))
+def test_never_over_budget_and_required_always_kept(units: list[Unit], budget: int) -> None:
+    kept = _select(units, budget)
+    required = sum(u.tokens for u in units if u.required)
+    if kept is None:
+        assert required > budget
+        return
+    assert sum(kept.values()) <= budget
+    assert all(u.id in kept for u in units if u.required)
+    for u in units:
+        if u.id in kept and kept[u.id] < u.tokens:
+            assert u.shrinkable and kept[u.id] >= (u.min_tokens or 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(unit_sets(), st.integers(1, 20_000))
+def test_deterministic_whatever_the_input_order(units: list[Unit], budget: int) -> None:
+    assert _select(units, budget) == _select(list(reversed(units)), budget)
+
+
+@settings(max_examples=300, deadline=None)
+@given(unit_sets(), st.integers(1, 20_000), st.integers(0, 20_000))
+def test_larger_budget_never_drops_what_a_smaller_kept(units: list[Unit], small: int, extra: int) -> None:
+    a = _select(units, small)
+    b = _select(units, small + extra)
+    if a is None:
+        return
+    assert b is not None
+    assert set(a) <= set(b)
+    for uid, grant in a.items():
+        assert b[uid] >= grant  # kept at least as whole
+
+
+def test_unused_reserve_flows_to_other_layers() -> None:
+    # only history has candidates: it may use the whole budget, not just its 25% share
+    units = [Unit(f"h{i}", "history", 100, 50.0 - i, i) for i in range(10)]
+    kept = select_units(units, 1000, shares=SHARES).kept
+    assert len(kept) == 10
+
+
+def test_reserves_share_the_budget_between_layers() -> None:
+    history = [Unit(f"h{i}", "history", 100, 90.0, i) for i in range(50)]
+    retrieval = [Unit(f"r{i}", "retrieval", 100, 10.0, 100 + i) for i in range(50)]
+    kept = select_units(history + retrieval, 2000, shares=SHARES).kept
+    n_retrieval = sum(1 for k in kept if k.startswith("r"))
+    # retrieval's share (0.15) against history's (0.25): both layers get budget, ~3:5
+    assert 5 <= n_retrieval <= 10
+    assert sum(kept.values()) == 2000
+
+
+def test_required_over_budget_carries_the_fragments_and_sizes() -> None:
+    units = [Unit("policy", "policy", 700, 100, 1, required=True),
+             Unit("input", "input", 500, 80, 2, required=True)]
+    with pytest.raises(RequiredContextExceedsBudgetError) as info:
+        select_units(units, 1000, shares=SHARES)
+    assert info.value.required == [("policy", 700), ("input", 500)]
+    assert info.value.required_tokens == 1200
+
+
+def test_first_misfit_is_truncated_before_it_is_dropped() -> None:
+    units = [Unit("small", "history", 100, 90, 2), Unit("big", "history", 5000, 80, 1, min_tokens=60)]
+    sel = select_units(units, 1000, shares=SHARES)
+    assert sel.kept == {"small": 100, "big": 900}
