@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_LAYER_SHARES",
     "LAYER_NAMES",
     "BuildConfig",
+    "Calibration",
     "ContextManifest",
     "ExcludedFragment",
     "ExclusionReason",
@@ -111,6 +112,27 @@ class TruncationRecord(_Frozen):
     """Human summary of the kept ranges, e.g. ``lines 1-40, 1980-2000``."""
 
 
+class Calibration(_Frozen):
+    """The per-model token correction a build applied (``projections.calibration``).
+
+    ``correction`` is a high quantile of observed/estimated input tokens over
+    earlier turns of this run that have both a build record and a provider
+    usage report; the build's budget is ``floor((window - reserve) / correction)``
+    when it is above 1, so ``selected_tokens * correction`` stays within the
+    window. ``last_*`` is the newest observation it learned from, for audits.
+    """
+
+    model: str | None
+    quantile: float
+    samples: int = Field(ge=1)
+    correction: float = Field(gt=0)
+    base_budget: int
+    """``window - reserve`` before the correction."""
+    last_turn: int
+    last_estimated: int
+    last_observed: int
+
+
 class ContextManifest(_Frozen):
     request_id: str
     run_id: str
@@ -138,3 +160,5 @@ class ContextManifest(_Frozen):
     request_hash: str
     config_hash: str
     config: BuildConfig
+    calibration: Calibration | None = None
+    """None when the run has no usage observations for this model yet: nothing was corrected."""

@@ -41,12 +41,14 @@ from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResult
 from contextfold.domain.manifest import (
     LAYER_NAMES,
     BuildConfig,
+    Calibration,
     ContextManifest,
     ExcludedFragment,
     ManifestFragment,
     ManifestTool,
     TruncationRecord,
 )
+from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.selection import Unit, score, select_units
@@ -190,14 +192,18 @@ def _required_reason(f: ContextFragment, ctx: _Ctx, current_input: str | None) -
 def build_context(state: RunState, config: BuildConfig, *,
                   load_text: Callable[[ArtifactRef], str] | None = None,
                   render: Callable[[Conversation, str, int], dict[str, Any]] | None = None,
-                  repairs: Sequence[str] = ()) -> BuildResult:
+                  repairs: Sequence[str] = (),
+                  calibration: Calibration | None = None) -> BuildResult:
     """Select, truncate and lay out ``state`` under ``config``; render with ``render``.
+
+    ``calibration`` (from ``projections.calibration``, learned from the log's
+    usage observations) shrinks the budget so estimate x correction fits.
 
     ``render(conversation, provider, max_output_tokens)`` returns the provider
     body; without it (or for provider ``neutral``) the request is the
     conversation's JSON.
     """
-    budget = config.window - config.reserve
+    budget = calibrated_budget(config.window - config.reserve, calibration)
     if budget <= REPLY_PRIMING:
         raise BudgetError(f"window {config.window} minus reserve {config.reserve} leaves no budget")
     ctx = _Ctx(state, config, load_text, state.required_ids(), state.counter.count)
@@ -364,7 +370,7 @@ def build_context(state: RunState, config: BuildConfig, *,
         request = render(conversation, config.provider, config.reserve)
     return _finish(ctx, config, budget, conversation, request, selection.kept, members, unit_layer_no,
                    texts, truncated, original_tokens, truncations, excluded, exposure, repair_notes,
-                   current_input)
+                   current_input, calibration)
 
 
 def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversation,
@@ -372,7 +378,7 @@ def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversat
             unit_layer_no: dict[str, int], texts: dict[str, str], truncated: set[str],
             original_tokens: dict[str, int], truncations: list[TruncationRecord],
             excluded: list[ExcludedFragment], exposure: Any, repairs: list[str],
-            current_input: str | None) -> BuildResult:
+            current_input: str | None, calibration: Calibration | None = None) -> BuildResult:
     state = ctx.state
     selected: list[tuple[int, int, ContextFragment, int]] = []
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
@@ -427,6 +433,6 @@ def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversat
         excluded=counts, excluded_items=tuple(sorted(excluded, key=lambda e: (e.reason, e.id))),
         tools=tuple(tool_fragments), tool_tokens=exposure.tokens, truncations=tuple(truncations),
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
-        config_hash=config_hash, config=config)
+        config_hash=config_hash, config=config, calibration=calibration)
     return BuildResult(conversation, request, manifest, tuple(v for _, _, v, _ in selected))
 

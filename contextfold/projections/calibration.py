@@ -1,0 +1,127 @@
+"""Usage calibration: learn how far our token estimate is from the provider's count.
+
+tiktoken's count is an estimate for models whose tokenizer differs (Claude,
+Gemini, a newer OpenAI encoding): a request we think fits can overflow the
+window. Providers report the real input size (``usage_observed`` events), so
+the builder can learn a per-model correction from the run's own log:
+
+- a *sample* is a turn that has both a ``context_built`` record (estimate =
+  the manifest's ``selected_tokens``) and a ``usage_observed`` event
+  (observed = ``input_tokens``, which must count cached prompt tokens too —
+  OpenAI's ``prompt_tokens``; for Anthropic pass input + cache read + cache
+  creation tokens);
+- only samples of the model being built for count (the recorded manifest's
+  model, else the usage event's), and only the newest :data:`MAX_SAMPLES`, so
+  a provider-side tokenizer change is learned within a bounded number of turns;
+- the correction is the :data:`QUANTILE` (p90, nearest-rank: an actual
+  observed ratio, no interpolation) of observed/estimated. A high quantile,
+  not the mean: the point is to stop overflows, and a mean would let every
+  other request overflow when the ratio varies. Nearest-rank on a small sample
+  is the maximum, which is the safe side;
+- it is applied only when above 1 (budget = floor((window - reserve) /
+  correction)); a ratio below 1 means we over-count, which is harmless, so
+  the budget never grows beyond what the configuration says.
+
+Replay stability: everything comes from the folded state (``usage`` and
+``builds`` as of the state's version), so a rebuild of turn N sees exactly
+the observations that were in the log when turn N was built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from contextfold.domain.manifest import BuildConfig, Calibration
+from contextfold.projections.state import RunState
+
+__all__ = [
+    "MAX_SAMPLES",
+    "QUANTILE",
+    "CalibrationSample",
+    "EstimateLookup",
+    "calibrate",
+    "calibrate_state",
+    "calibrated_budget",
+    "nearest_rank",
+    "samples_from_state",
+]
+
+QUANTILE = 0.9
+"""p90 of observed/estimated ratios (nearest-rank)."""
+MAX_SAMPLES = 50
+"""Only the newest samples count: a provider can change its tokenizer."""
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationSample:
+    turn: int
+    estimated: int
+    observed: int
+    model: str | None
+
+    @property
+    def ratio(self) -> float:
+        return self.observed / self.estimated
+
+
+EstimateLookup = Callable[[int], tuple[int, str | None] | None]
+"""Log position of a ``context_built`` event -> (selected_tokens, model) of its manifest."""
+
+
+def nearest_rank(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile: the smallest value with at least ``q`` of the data at or below."""
+    if not values:
+        raise ValueError("quantile of no values")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+def samples_from_state(state: RunState, estimate_at: EstimateLookup) -> list[CalibrationSample]:
+    """Turns of ``state`` with both a build record and a usage report, oldest first."""
+    out: list[CalibrationSample] = []
+    for turn in sorted(state.usage):
+        position = state.builds.get(turn)
+        if position is None:
+            continue
+        found = estimate_at(position)
+        if found is None:
+            continue
+        estimated, manifest_model = found
+        usage = state.usage[turn]
+        if estimated <= 0:
+            continue
+        out.append(CalibrationSample(turn, estimated, usage.input_tokens,
+                                     manifest_model if manifest_model is not None else usage.model))
+    return out
+
+
+def calibrate(samples: Sequence[CalibrationSample], model: str | None,
+              base_budget: int) -> Calibration | None:
+    """The correction for ``model`` from ``samples``; None when there is no sample for it."""
+    mine = [s for s in samples if s.model == model][-MAX_SAMPLES:]
+    if not mine:
+        return None
+    correction = round(nearest_rank([s.ratio for s in mine], QUANTILE), 4)
+    last = mine[-1]
+    return Calibration(model=model, quantile=QUANTILE, samples=len(mine), correction=correction,
+                       base_budget=base_budget, last_turn=last.turn, last_estimated=last.estimated,
+                       last_observed=last.observed)
+
+
+def calibrate_state(state: RunState, config: BuildConfig,
+                    estimate_at: EstimateLookup) -> Calibration | None:
+    """The calibration a build of ``state`` under ``config`` applies (None: no observations)."""
+    if not state.usage:
+        return None
+    return calibrate(samples_from_state(state, estimate_at), config.model or state.model,
+                     config.window - config.reserve)
+
+
+def calibrated_budget(budget: int, calibration: Calibration | None) -> int:
+    """``budget`` shrunk so that ``estimate * correction <= budget`` (never grown)."""
+    if calibration is None or calibration.correction <= 1:
+        return budget
+    return math.floor(budget / calibration.correction)
