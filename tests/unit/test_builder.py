@@ -121,8 +121,8 @@ def test_cache_key_changes_with_the_stable_prefix_only() -> None:
     more_input = build([*base, UserInput("and one more thing")], "anthropic")
     assert more_input.manifest.cache_key == a.manifest.cache_key
     assert more_input.manifest.request_hash != a.manifest.request_hash
-    new_policy = build([*base, PolicySet(text="You are fixit-agent v2.", source_ref="runtime://policy/fixit-agent@3")],
-                       "anthropic")
+    v2 = PolicySet(text="You are fixit-agent v2.", source_ref="runtime://policy/fixit-agent@3")
+    new_policy = build([*base, v2], "anthropic")
     assert new_policy.manifest.cache_key != a.manifest.cache_key
 
 
@@ -133,10 +133,11 @@ def _registry() -> list[ToolSpec]:
     tools = [ToolSpec(name=f"{d}_{v}_item", description=f"{v.title()} an item in {d}.",
                       parameters={"type": "object", "properties": {"id": {"type": "string"}}})
              for d in domains for v in verbs]
-    tools.append(ToolSpec(name="run_pytest", description="Run the Python test suite with pytest and return the log.",
-                          parameters={"type": "object", "properties": {"path": {"type": "string"}}}))
-    tools.append(ToolSpec(name="read_source_file", description="Read a source file from the repository.",
-                          parameters={"type": "object", "properties": {"path": {"type": "string"}}}))
+    path_schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    tools.append(ToolSpec(name="run_pytest", parameters=path_schema,
+                          description="Run the Python test suite with pytest and return the log."))
+    tools.append(ToolSpec(name="read_source_file", parameters=path_schema,
+                          description="Read a source file from the repository."))
     return tools
 
 
