@@ -128,7 +128,8 @@ def test_cache_key_changes_with_the_stable_prefix_only() -> None:
 
 def _registry() -> list[ToolSpec]:
     domains = ["github", "gitlab", "slack", "gmail", "calendar", "jira", "s3", "ec2", "k8s", "postgres",
-               "redis", "stripe", "twilio", "notion", "drive", "figma", "sentry", "datadog", "pagerduty", "zoom"]
+               "redis", "stripe", "twilio", "notion", "drive", "figma", "sentry", "datadog", "pagerduty",
+               "zoom"]
     verbs = ["list", "get", "create", "update", "delete", "search", "archive", "export", "share", "watch"]
     tools = [ToolSpec(name=f"{d}_{v}_item", description=f"{v.title()} an item in {d}.",
                       parameters={"type": "object", "properties": {"id": {"type": "string"}}})
