@@ -1,0 +1,128 @@
+"""Usage calibration: a high quantile of observed/estimated shrinks later budgets; replay-stable."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from contextfold.api import Run, open_store
+from contextfold.domain.events import ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
+from contextfold.projections.calibration import (
+    MAX_SAMPLES,
+    QUANTILE,
+    CalibrationSample,
+    calibrate,
+    calibrated_budget,
+    nearest_rank,
+)
+
+WINDOW, RESERVE = 3_000, 500
+
+
+def _turn_events(i: int) -> list[object]:
+    words = " ".join(f"word{i}_{k}" for k in range(120))
+    return [ModelResponse(text=f"step {i}", tool_calls=(ToolCall(call_id=f"c{i}", name="grep"),)),
+            ToolResult(call_id=f"c{i}", content=f"result {i}: {words}", exit_code=0),
+            UserInput(f"continue with part {i}: {words}")]
+
+
+def _run(tmp_path: Path, name: str = "r") -> Run:
+    store = open_store(f"sqlite:///{tmp_path / 'cal.db'}")
+    run = store.run(name)
+    run.append(RunStarted(model="claude-x", encoding="cl100k_base"), UserInput("start " + "x " * 50))
+    return run
+
+
+def _drive(run: Run, turns: int, ratio: float | None, *, model: str | None = None) -> list[object]:
+    manifests = []
+    for i in range(1, turns + 1):
+        m = run.build(window=WINDOW, reserve=RESERVE).manifest
+        manifests.append(m)
+        if ratio is not None:
+            run.observe_usage(m.turn, math.ceil(m.selected_tokens * ratio), cached_tokens=10,
+                              output_tokens=20, model=model)
+        run.append(*_turn_events(i))  # type: ignore[arg-type]
+    return manifests
+
+
+def test_nearest_rank_is_an_observed_value() -> None:
+    assert nearest_rank([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9], 0.9) == 1.8
+    assert nearest_rank([1.2], QUANTILE) == 1.2
+    assert nearest_rank([1.3, 1.1, 1.2], 0.9) == 1.3  # small samples: the max (the safe side)
+    with pytest.raises(ValueError):
+        nearest_rank([], 0.9)
+
+
+def test_calibrate_filters_model_and_keeps_newest_samples() -> None:
+    old = [CalibrationSample(t, 100, 200, "m") for t in range(1, 11)]
+    new = [CalibrationSample(t, 100, 110, "m") for t in range(11, 11 + MAX_SAMPLES)]
+    other = [CalibrationSample(999, 100, 500, "other")]
+    cal = calibrate([*old, *new, *other], "m", 1000)
+    assert cal is not None
+    assert cal.correction == 1.1 and cal.samples == MAX_SAMPLES
+    assert (cal.last_turn, cal.last_estimated, cal.last_observed) == (10 + MAX_SAMPLES, 100, 110)
+    assert calibrate(other, "m", 1000) is None
+    assert calibrated_budget(1000, cal) == 909
+    under = calibrate([CalibrationSample(1, 100, 80, "m")], "m", 1000)
+    assert calibrated_budget(1000, under) == 1000  # over-counting never grows the budget
+    assert calibrated_budget(1000, None) == 1000
+
+
+def test_no_observations_change_nothing(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    manifests = _drive(run, 4, None)
+    for m in manifests:
+        assert m.calibration is None  # type: ignore[attr-defined]
+        assert m.budget_tokens == WINDOW - RESERVE  # type: ignore[attr-defined]
+    again = run.build(window=WINDOW, reserve=RESERVE, record=False).manifest
+    assert again.calibration is None and again.budget_tokens == WINDOW - RESERVE
+
+
+def test_usage_15_percent_above_shrinks_later_budgets(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    manifests = _drive(run, 6, 1.15)
+    first = manifests[0]
+    assert first.calibration is None and first.budget_tokens == WINDOW - RESERVE  # type: ignore[attr-defined]
+    uncorrected = run.build(window=WINDOW, reserve=RESERVE, record=False, model="unobserved").manifest
+    assert uncorrected.calibration is None and uncorrected.budget_tokens == WINDOW - RESERVE
+    later = run.build(window=WINDOW, reserve=RESERVE).manifest
+    cal = later.calibration
+    assert cal is not None and cal.model == "claude-x"
+    assert cal.samples == 6 and 1.14 <= cal.correction <= 1.16
+    assert cal.base_budget == WINDOW - RESERVE
+    assert later.budget_tokens == math.floor((WINDOW - RESERVE) / cal.correction)
+    assert later.budget_tokens < uncorrected.budget_tokens
+    assert later.selected_tokens * cal.correction <= WINDOW - RESERVE
+    assert later.selected_tokens <= uncorrected.selected_tokens
+    assert (cal.last_turn, cal.last_estimated) == (6, manifests[5].selected_tokens)  # type: ignore[attr-defined]
+    assert cal.last_observed == math.ceil(manifests[5].selected_tokens * 1.15)  # type: ignore[attr-defined]
+
+
+def test_correction_is_replay_stable(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    manifests = _drive(run, 5, 1.15)
+    # turn 3 was built after usage of turns 1 and 2 only; the rebuild sees the same
+    assert manifests[2].calibration.samples == 2  # type: ignore[attr-defined]
+    for turn in (1, 3, 5):
+        report = run.replay(turn)
+        assert report.ok, report.differences
+        assert report.rebuilt.calibration == manifests[turn - 1].calibration  # type: ignore[attr-defined]
+
+
+def test_usage_of_another_model_does_not_correct(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    _drive(run, 3, 1.5, model="some-other-model")
+    # the manifests recorded model claude-x, so the samples belong to it (the manifest's model wins)
+    assert run.build(window=WINDOW, reserve=RESERVE, record=False).manifest.calibration is not None
+    other = run.build(window=WINDOW, reserve=RESERVE, record=False, model="gpt-4o").manifest
+    assert other.calibration is None and other.budget_tokens == WINDOW - RESERVE
+
+
+def test_observe_usage_rejects_unknown_turn(tmp_path: Path) -> None:
+    from contextfold.domain.errors import TurnNotFoundError
+
+    run = _run(tmp_path)
+    with pytest.raises(TurnNotFoundError):
+        run.observe_usage(7, 100)
