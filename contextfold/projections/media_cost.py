@@ -1,0 +1,219 @@
+"""What an image or a PDF costs in input tokens, per provider, by the provider's published rule.
+
+Why per provider: the same 1000x1000 screenshot is 765 tokens at OpenAI, about
+1334 at Anthropic and 1032 at Gemini. A builder that prices media one way for
+every provider overflows one window and wastes another. The fold keeps one
+provider-neutral estimate (``fold_content.block_tokens``); the builder re-prices
+every media block with :func:`media_cost` for the provider it builds for, and
+the manifest records each price and the rule that produced it (``rule``).
+
+Rules (each a pure function of what the log knows: type, dimensions, detail, pages):
+
+OpenAI - ``openai-tiles`` / ``openai-low`` (platform.openai.com/docs/guides/images-vision,
+"Calculating costs", GPT-4o / GPT-4.1 / o-series tile models):
+    detail ``low``: 85 tokens, whatever the size.
+    detail ``high``: scale to fit in 2048x2048 (never up), then scale so the
+    shortest side is 768 px (never up); count 512-px tiles; 170 per tile + 85.
+    Worked examples in the guide: 1024x1024 high -> 765; 2048x4096 high -> 1105;
+    4096x8192 low -> 85.
+    detail ``auto`` is priced as ``high``: the model may choose high, and a
+    budget must hold for the dearer choice.
+
+Anthropic - ``anthropic-pixels`` (docs.anthropic.com/en/docs/build-with-claude/vision,
+"Evaluate image size"): tokens = width * height / 750, after the API's own
+downscale of images whose long edge exceeds 1568 px or that exceed about 1.15
+megapixels (the guide's largest no-resize sizes: 1092x1092, 951x1268,
+896x1344, 819x1456, 784x1568, i.e. <= 1,229,312 px). Example in the guide:
+1000x1000 -> ~1334 tokens; 1092x1092 -> ~1590.
+
+Gemini - ``gemini-tiles`` (ai.google.dev/gemini-api/docs/tokens, "Multimodal
+tokens", Gemini 2.x): an image with both sides <= 384 px is 258 tokens;
+larger images are cropped and scaled into 768x768 tiles, 258 tokens each.
+
+PDFs, by page count:
+
+- ``gemini-pdf-pages``: 258 tokens per page (ai.google.dev/gemini-api/docs/document-processing:
+  "each document page is equivalent to 258 tokens").
+- ``anthropic-pdf-pages``: Anthropic sends each page as extracted text *and* a page
+  image (docs.anthropic.com/en/docs/build-with-claude/pdf-support: "text token
+  costs typically 1,500-3,000 tokens per page depending on content density" plus
+  the image cost of each page). Estimate: 2,250 (the middle of that range) +
+  the page image (a US-letter page at 200 dpi after Anthropic's downscale, 1,638) = 3,888.
+- ``openai-pdf-pages``: OpenAI file inputs likewise put "both the extracted text
+  and an image of each page" in context (platform.openai.com/docs/guides/pdf-files).
+  Estimate: 2,250 text + a high-detail US-letter page image (765) = 3,015.
+- A document whose page count is unknown (a remote URL) is priced as one page.
+
+Unknown image dimensions (a remote URL never fetched) get the provider's
+largest price: OpenAI high 1445 (2048x768 after resizing: 8 tiles), Anthropic
+1639 (the largest image it does not downscale further), Gemini 1032 (4 tiles).
+
+``neutral`` (a build for no provider yet) prices every block at the highest of
+the three providers (``max-of-providers``), so the neutral selection fits
+whichever provider it is finally rendered for.
+
+Reduction (the safe step before dropping, see the builder): only OpenAI
+offers a cheaper rendition of the same image, ``detail: low`` (85 tokens).
+Anthropic has no detail parameter, Gemini 2.x none per image (Gemini 3's
+per-part ``mediaResolution`` uses other token figures and is not modelled),
+and no provider offers one for PDFs; there the next step is dropping.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from contextfold.domain.events import DocumentBlock, ImageBlock
+
+__all__ = [
+    "ANTHROPIC_MAX_PIXELS",
+    "ANTHROPIC_MAX_SIDE",
+    "ANTHROPIC_PDF_PAGE_TOKENS",
+    "GEMINI_TOKENS_PER_IMAGE",
+    "MEDIA_PROVIDERS",
+    "OPENAI_LOW_TOKENS",
+    "OPENAI_PDF_PAGE_TOKENS",
+    "MediaCost",
+    "MediaProvider",
+    "anthropic_image_tokens",
+    "document_cost",
+    "gemini_image_tokens",
+    "image_cost",
+    "is_priced_media",
+    "media_cost",
+    "media_family",
+    "openai_image_tokens",
+    "reduced_block",
+]
+
+MediaProvider: TypeAlias = Literal["openai", "anthropic", "gemini", "neutral"]
+MEDIA_PROVIDERS: tuple[MediaProvider, ...] = ("openai", "anthropic", "gemini")
+
+OPENAI_LOW_TOKENS = 85
+OPENAI_TILE_TOKENS = 170
+OPENAI_UNKNOWN_TOKENS = 1445
+ANTHROPIC_MAX_SIDE = 1568
+ANTHROPIC_MAX_PIXELS = 1_229_312
+"""784 x 1568, the largest size in Anthropic's no-resize table."""
+ANTHROPIC_UNKNOWN_TOKENS = math.ceil(ANTHROPIC_MAX_PIXELS / 750)
+GEMINI_TOKENS_PER_IMAGE = 258
+GEMINI_SMALL_SIDE = 384
+GEMINI_TILE_SIDE = 768
+GEMINI_UNKNOWN_TOKENS = 4 * GEMINI_TOKENS_PER_IMAGE
+PDF_PAGE_TEXT_TOKENS = 2250
+LETTER_PAGE_PX = (1700, 2200)
+"""A US-letter page rasterised at 200 dpi: the page image the PDF rules price."""
+
+
+@dataclass(frozen=True, slots=True)
+class MediaCost:
+    """The price of one media block and the rule that produced it (shown in the manifest)."""
+
+    tokens: int
+    rule: str
+
+
+def media_family(provider: str) -> MediaProvider:
+    """Which pricing family a build provider belongs to (``openai-chat`` -> ``openai``)."""
+    if provider.startswith("openai"):
+        return "openai"
+    if provider == "anthropic":
+        return "anthropic"
+    if provider == "gemini":
+        return "gemini"
+    return "neutral"
+
+
+def openai_image_tokens(width: int, height: int, detail: str = "high") -> int:
+    """OpenAI's tile arithmetic (see the module docstring for the source)."""
+    if detail == "low":
+        return OPENAI_LOW_TOKENS
+    w, h = float(width), float(height)
+    scale = min(1.0, 2048 / max(w, h))
+    w, h = w * scale, h * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    return OPENAI_LOW_TOKENS + OPENAI_TILE_TOKENS * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def anthropic_image_tokens(width: int, height: int) -> int:
+    """``w * h / 750`` after Anthropic's downscale (long edge <= 1568, <= ~1.2 MP)."""
+    scale = min(1.0, ANTHROPIC_MAX_SIDE / max(width, height),
+                math.sqrt(ANTHROPIC_MAX_PIXELS / (width * height)))
+    w, h = math.floor(width * scale), math.floor(height * scale)
+    return math.ceil(max(1, w) * max(1, h) / 750)
+
+
+def gemini_image_tokens(width: int, height: int) -> int:
+    """258 for an image with both sides <= 384 px, else 258 per 768x768 tile."""
+    if width <= GEMINI_SMALL_SIDE and height <= GEMINI_SMALL_SIDE:
+        return GEMINI_TOKENS_PER_IMAGE
+    tiles = math.ceil(width / GEMINI_TILE_SIDE) * math.ceil(height / GEMINI_TILE_SIDE)
+    return GEMINI_TOKENS_PER_IMAGE * tiles
+
+
+OPENAI_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + openai_image_tokens(*LETTER_PAGE_PX)
+ANTHROPIC_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + anthropic_image_tokens(*LETTER_PAGE_PX)
+
+
+def image_cost(family: MediaProvider, width: int | None, height: int | None,
+               detail: str = "auto") -> MediaCost:
+    known = bool(width and height and width > 0 and height > 0)
+    match family:
+        case "openai":
+            if detail == "low":
+                return MediaCost(OPENAI_LOW_TOKENS, "openai-low")
+            if not known:
+                return MediaCost(OPENAI_UNKNOWN_TOKENS, "openai-unknown-size-max")
+            return MediaCost(openai_image_tokens(width or 0, height or 0), "openai-tiles")
+        case "anthropic":
+            if not known:
+                return MediaCost(ANTHROPIC_UNKNOWN_TOKENS, "anthropic-unknown-size-max")
+            return MediaCost(anthropic_image_tokens(width or 0, height or 0), "anthropic-pixels")
+        case "gemini":
+            if not known:
+                return MediaCost(GEMINI_UNKNOWN_TOKENS, "gemini-unknown-size")
+            return MediaCost(gemini_image_tokens(width or 0, height or 0), "gemini-tiles")
+        case "neutral":
+            worst = max((image_cost(f, width, height, detail) for f in MEDIA_PROVIDERS),
+                        key=lambda c: c.tokens)
+            return MediaCost(worst.tokens, f"max-of-providers:{worst.rule}")
+
+
+def document_cost(family: MediaProvider, pages: int | None) -> MediaCost:
+    n = pages if pages and pages > 0 else 1
+    match family:
+        case "openai":
+            return MediaCost(OPENAI_PDF_PAGE_TOKENS * n, "openai-pdf-pages")
+        case "anthropic":
+            return MediaCost(ANTHROPIC_PDF_PAGE_TOKENS * n, "anthropic-pdf-pages")
+        case "gemini":
+            return MediaCost(GEMINI_TOKENS_PER_IMAGE * n, "gemini-pdf-pages")
+        case "neutral":
+            worst = max((document_cost(f, pages) for f in MEDIA_PROVIDERS), key=lambda c: c.tokens)
+            return MediaCost(worst.tokens, f"max-of-providers:{worst.rule}")
+
+
+def is_priced_media(block: object) -> bool:
+    """Images, and documents that are not text payloads (artifact-backed text is counted as text)."""
+    if isinstance(block, ImageBlock):
+        return True
+    return isinstance(block, DocumentBlock) and not block.media_type.startswith("text/")
+
+
+def media_cost(provider: str, block: ImageBlock | DocumentBlock) -> MediaCost:
+    """The price of ``block`` for ``provider`` (a build provider name or a family)."""
+    family = media_family(provider)
+    if isinstance(block, ImageBlock):
+        return image_cost(family, block.width, block.height, block.detail)
+    return document_cost(family, block.pages)
+
+
+def reduced_block(provider: str, block: ImageBlock | DocumentBlock) -> ImageBlock | None:
+    """The cheaper rendition ``provider`` offers for ``block``, or None (then: drop)."""
+    if (media_family(provider) == "openai" and isinstance(block, ImageBlock)
+            and block.detail != "low"):
+        return block.model_copy(update={"detail": "low"})
+    return None

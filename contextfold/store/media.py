@@ -1,0 +1,269 @@
+"""Media intake: check image and PDF bytes, read their dimensions, keep them as artifacts.
+
+Why here (the store layer): reading a file's header and decoding it is I/O the
+pure projections must not do. What is recorded is only what the bytes prove:
+
+- the type is sniffed from magic bytes (PNG, JPEG, GIF, WebP, PDF). A declared
+  media type that disagrees with the bytes is replaced by the sniffed one:
+  providers reject a request whose declared type does not match the data
+  (Anthropic does), and a ``data:`` URL's label is often wrong (``image/*``);
+- image pixel dimensions come from Pillow, which also decodes the image once so
+  a truncated or corrupt file fails here, at append time, instead of at the
+  provider. Pillow, not a hand-written header parser: a header parser would
+  read the size of a PNG whose IDAT is garbage and accept it; the limits on
+  width/height are checked *before* decoding, so a decompression bomb is never
+  expanded;
+- PDF page counts come from pypdf. A scan for ``/Type /Page`` would miss every
+  page of a PDF 1.5+ file whose page objects sit in compressed object streams
+  (the default of most current writers), so it would price them at zero;
+- limits (:class:`MediaLimits`): bytes per image and per PDF, pixels per side,
+  pages. A breach raises :class:`InputLimitError`; an unknown type or corrupt
+  bytes raise :class:`UnsupportedMediaError`. Both are raised before anything is
+  stored, and :func:`materialize` checks every media block of an append before
+  the store writes any artifact, so an append either stores all or nothing.
+
+Inline base64 media that importers keep as RFC 2397 ``data:`` URLs become
+artifacts when the event is appended (:func:`materialize`, called by the event
+store): the block then holds an :class:`ArtifactRef` (blake3 hash, size, media
+type) plus dimensions or page count, and the log stays small.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import blake3
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextfold.domain.errors import InputLimitError, UnsupportedMediaError
+from contextfold.domain.events import (
+    AnyEvent,
+    ArtifactRef,
+    ContentBlock,
+    DocumentBlock,
+    EvidenceRetrieved,
+    ImageBlock,
+    ToolResult,
+    UserInput,
+)
+
+if TYPE_CHECKING:
+    from contextfold.store.event_store import EventStore
+
+__all__ = [
+    "IMAGE_TYPES",
+    "MediaInfo",
+    "MediaLimits",
+    "attach_document",
+    "attach_image",
+    "decode_data_url",
+    "inspect_document",
+    "inspect_image",
+    "materialize",
+    "sniff_media_type",
+]
+
+IMAGE_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/webp")
+"""The image types every supported provider accepts."""
+
+Blob = tuple[str, int, str, bytes]
+
+
+class MediaLimits(BaseModel):
+    """Intake limits. Defaults follow the strictest common provider limits.
+
+    20 MB per image (OpenAI's and Gemini's inline request limit), 32 MB per PDF
+    (Anthropic's request limit for PDFs), 8000 px per side (Anthropic rejects
+    larger images), 1000 pages as a sanity bound (providers cap pages per
+    request lower; that is a build-time concern, not a property of the file).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_image_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    max_document_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    max_image_side: int = Field(default=8000, gt=0)
+    max_document_pages: int = Field(default=1000, gt=0)
+
+
+DEFAULT_LIMITS = MediaLimits()
+
+
+@dataclass(frozen=True, slots=True)
+class MediaInfo:
+    """What the bytes proved: type, size and (image) dimensions or (PDF) pages."""
+
+    kind: Literal["image", "document"]
+    media_type: str
+    size: int
+    width: int | None = None
+    height: int | None = None
+    pages: int | None = None
+
+
+def sniff_media_type(data: bytes) -> str | None:
+    """The media type the magic bytes announce, or None for anything else."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:1024].lstrip(b"\x00\t\n\r\x0c ").startswith(b"%PDF-"):
+        return "application/pdf"
+    return None
+
+
+def _label(media_type: str | None) -> str:
+    return f" (declared {media_type})" if media_type else ""
+
+
+def inspect_image(data: bytes, *, media_type: str | None = None,
+                  limits: MediaLimits = DEFAULT_LIMITS) -> MediaInfo:
+    """Check image bytes and read their dimensions; raises before anything is stored."""
+    if len(data) > limits.max_image_bytes:
+        raise InputLimitError(f"image of {len(data)} bytes{_label(media_type)} exceeds the "
+                              f"limit of {limits.max_image_bytes} bytes")
+    sniffed = sniff_media_type(data)
+    if sniffed is None or sniffed not in IMAGE_TYPES:
+        raise UnsupportedMediaError(
+            f"not a supported image{_label(media_type)}: the bytes are "
+            f"{sniffed or 'of no known type'}; supported: {', '.join(IMAGE_TYPES)}")
+    from PIL import Image  # lazy: only media intake needs Pillow
+
+    try:
+        with Image.open(io.BytesIO(data)) as probe:
+            width, height = probe.size
+            if max(width, height) > limits.max_image_side:
+                raise InputLimitError(f"image of {width}x{height} px exceeds the limit of "
+                                      f"{limits.max_image_side} px per side")
+            probe.verify()  # structure and checksums (PNG chunk CRCs), no pixels
+        with Image.open(io.BytesIO(data)) as full:
+            full.load()  # decode once: truncated or garbled pixel data fails here
+    except InputLimitError:
+        raise
+    except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError... for bad data
+        raise UnsupportedMediaError(f"corrupt {sniffed} image{_label(media_type)}: {exc}") from exc
+    if width <= 0 or height <= 0:
+        raise UnsupportedMediaError(f"{sniffed} image has no pixels ({width}x{height})")
+    return MediaInfo("image", sniffed, len(data), width=width, height=height)
+
+
+def inspect_document(data: bytes, *, media_type: str | None = None,
+                     limits: MediaLimits = DEFAULT_LIMITS) -> MediaInfo:
+    """Check PDF bytes and count their pages; raises before anything is stored."""
+    if len(data) > limits.max_document_bytes:
+        raise InputLimitError(f"document of {len(data)} bytes{_label(media_type)} exceeds the "
+                              f"limit of {limits.max_document_bytes} bytes")
+    if sniff_media_type(data) != "application/pdf":
+        raise UnsupportedMediaError(f"not a PDF document{_label(media_type)}: only application/pdf "
+                                    "documents are carried as media")
+    from pypdf import PdfReader  # lazy: only document intake needs pypdf
+
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted:
+            raise UnsupportedMediaError("encrypted PDF: providers reject password-protected documents")
+        pages = len(reader.pages)
+    except UnsupportedMediaError:
+        raise
+    except Exception as exc:  # pypdf raises PdfReadError, ValueError, KeyError... for bad data
+        raise UnsupportedMediaError(f"corrupt PDF document: {exc}") from exc
+    if pages < 1:
+        raise UnsupportedMediaError("PDF document has no pages")
+    if pages > limits.max_document_pages:
+        raise InputLimitError(f"PDF of {pages} pages exceeds the limit of {limits.max_document_pages}")
+    return MediaInfo("document", "application/pdf", len(data), pages=pages)
+
+
+def _ref(data: bytes, media_type: str) -> ArtifactRef:
+    return ArtifactRef(hash=blake3.blake3(data).hexdigest(), size=len(data), media_type=media_type)
+
+
+def attach_image(store: EventStore, data: bytes, *, media_type: str | None = None,
+                 detail: Literal["auto", "low", "high"] = "auto",
+                 limits: MediaLimits = DEFAULT_LIMITS) -> ImageBlock:
+    """Check ``data``, store it as a blake3 artifact, return the block to put in an event."""
+    info = inspect_image(data, media_type=media_type, limits=limits)
+    ref = store.put_artifact(data, info.media_type)
+    return ImageBlock(artifact=ref, media_type=info.media_type, width=info.width,
+                      height=info.height, detail=detail)
+
+
+def attach_document(store: EventStore, data: bytes, *, media_type: str | None = None,
+                    title: str | None = None, limits: MediaLimits = DEFAULT_LIMITS) -> DocumentBlock:
+    """Check PDF ``data``, store it as a blake3 artifact, return the block to put in an event."""
+    info = inspect_document(data, media_type=media_type, limits=limits)
+    ref = store.put_artifact(data, info.media_type)
+    return DocumentBlock(artifact=ref, media_type=info.media_type, pages=info.pages, title=title)
+
+
+def decode_data_url(url: str, *, max_bytes: int) -> tuple[str | None, bytes]:
+    """``(declared media type, bytes)`` of a base64 RFC 2397 URL; size checked before decoding."""
+    header, sep, payload = url.partition(",")
+    if not sep or not header.startswith("data:") or not header.endswith(";base64"):
+        raise UnsupportedMediaError("only base64 data: URLs can be stored as media")
+    if len(payload) * 3 // 4 > max_bytes + 3:
+        raise InputLimitError(f"inline media of about {len(payload) * 3 // 4} bytes exceeds the "
+                              f"limit of {max_bytes} bytes")
+    declared = header[5:].split(";", 1)[0] or None
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UnsupportedMediaError(f"invalid base64 in a data: URL: {exc}") from exc
+    return declared, data
+
+
+def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blob]) -> ContentBlock:
+    if not isinstance(block, ImageBlock | DocumentBlock) or block.artifact is not None:
+        return block
+    if block.url is None or not block.url.startswith("data:"):
+        return block
+    if isinstance(block, ImageBlock):
+        declared, data = decode_data_url(block.url, max_bytes=limits.max_image_bytes)
+        info = inspect_image(data, media_type=declared, limits=limits)
+        ref = _ref(data, info.media_type)
+        blobs.append((ref.hash, ref.size, ref.media_type, data))
+        return block.model_copy(update={"artifact": ref, "url": None, "media_type": info.media_type,
+                                        "width": info.width, "height": info.height})
+    declared, data = decode_data_url(block.url, max_bytes=limits.max_document_bytes)
+    if sniff_media_type(data) != "application/pdf":
+        # A text or office file sent inline: kept as it came (renderers name it, never drop it).
+        return block
+    info = inspect_document(data, media_type=declared, limits=limits)
+    ref = _ref(data, info.media_type)
+    blobs.append((ref.hash, ref.size, ref.media_type, data))
+    return block.model_copy(update={"artifact": ref, "url": None, "media_type": info.media_type,
+                                    "pages": info.pages})
+
+
+def _blocks(blocks: Iterable[ContentBlock], limits: MediaLimits,
+            blobs: list[Blob]) -> tuple[ContentBlock, ...]:
+    return tuple(_materialize_block(b, limits, blobs) for b in blocks)
+
+
+def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS) -> tuple[AnyEvent, list[Blob]]:
+    """Move inline ``data:`` media of ``event`` into artifacts: ``(event, blobs to store)``.
+
+    Pure with respect to the store: it returns the blobs and the caller writes
+    them (before the event, in the same append). Any invalid medium raises, so
+    a batch with one bad image stores nothing.
+    """
+    blobs: list[Blob] = []
+    match event:
+        case UserInput():
+            if any(isinstance(b, ImageBlock | DocumentBlock) for b in event.content):
+                event = event.model_copy(update={"content": _blocks(event.content, limits, blobs)})
+        case ToolResult() | EvidenceRetrieved():
+            if event.blocks:
+                event = event.model_copy(update={"blocks": _blocks(event.blocks, limits, blobs)})
+        case _:
+            pass
+    return event, blobs
