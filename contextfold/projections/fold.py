@@ -28,8 +28,12 @@ is not an answer to that call", followed by the content. The model thus
 learns that the side effect may have happened, without a second answer for
 the id (which providers reject).
 
-Compaction: a ``HistoryCompacted`` event adds a summary (history, runtime)
-that stands in for the timeline items lying wholly inside its cover. Legal
+Compaction: a ``HistoryCompacted`` event with ``strategy="mask"`` keeps every
+group visible and swaps the ok/error answers of the closed groups wholly
+inside its cover for one-line runtime stubs (call id, status, exit code, the
+raw result's ``event://`` ref); see :func:`_mask`. With ``strategy="summary"``
+it adds a summary (history, runtime, source_ref ``events://RUN/A-B``) that
+stands in for the timeline items lying wholly inside its cover. Legal
 cuts are enforced by :func:`contextfold.projections.repair.check_compaction_cover`
 before appending; the fold itself never splits a group: a group that is not
 wholly inside the cover (or still open) stays visible in full, i.e. the cover
@@ -45,7 +49,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
 from contextfold.domain.events import (
@@ -77,6 +81,7 @@ from contextfold.domain.fragments import (
     Trust,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.compaction import mask_stub
 from contextfold.projections.fold_content import (
     add_fragment,
     call_ref,
@@ -92,6 +97,7 @@ from contextfold.projections.state import (
     SUMMARY_PRIORITY,
     CallSlot,
     CallStatus,
+    FragmentEntry,
     MessageItem,
     RunState,
     SummaryItem,
@@ -324,15 +330,58 @@ def _coverable(state: RunState, pos: int, lo: int, hi: int) -> bool:
 @_apply.register
 def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
     lo, hi = event.covers_from, min(event.covers_to, rec.position - 1)
-    covered = tuple(p for p in range(lo, hi + 1)
-                    if p in state.items and p not in state.hidden
-                    and _coverable(state, p, lo, hi))
-    text = render_summary(event)
-    fid = add_fragment(state, rec, "history", "runtime", (TextBlock(text=text),),
-               priority=SUMMARY_PRIORITY)
-    for p in covered:
-        state.hidden[p] = rec.position
-    state.items[rec.position] = SummaryItem(rec.position, fid, lo, hi, covered)
+    match event.strategy:
+        case "mask":
+            _mask(state, rec, lo, hi)
+        case "summary":
+            covered = tuple(p for p in range(lo, hi + 1)
+                            if p in state.items and p not in state.hidden
+                            and _coverable(state, p, lo, hi))
+            text = (f"{render_summary(event)}\nraw events: events://{state.run_id}/{lo}-{hi} "
+                    "(read back with `contextfold show`)")
+            fid = add_fragment(state, rec, "history", "runtime", (TextBlock(text=text),),
+                       priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}")
+            for p in covered:
+                state.hidden[p] = rec.position
+            state.items[rec.position] = SummaryItem(rec.position, fid, lo, hi, covered)
+        case _:
+            assert_never(event.strategy)
+
+
+def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
+    """Replace the ok/error answers of closed groups wholly inside the cover by stubs.
+
+    The group stays (same calls, same statuses and exit codes), so the protocol
+    holds; only the answer fragment changes to a runtime stub whose source_ref
+    is the raw result's ``event://`` ref. The stub keeps the raw answer's log
+    position for freshness, and the horizon does not move: masking changes
+    nothing else a build sees.
+    """
+    horizon, sub = state.horizon, 0
+    for pos in range(lo, hi + 1):
+        group = state.items.get(pos)
+        if (not isinstance(group, ToolGroup) or pos in state.hidden
+                or not _coverable(state, pos, lo, hi)):
+            continue
+        calls = []
+        for slot in group.calls:
+            if (slot.answer_id is not None and slot.answer_position is not None
+                    and slot.status in ("ok", "error") and slot.answer_position not in state.masked):
+                raw = state.entries[slot.answer_id].fragment
+                block = next(b for b in raw.content if isinstance(b, ToolResultBlock))
+                stub = ToolResultBlock(call_id=block.call_id, name=block.name, status=block.status,
+                                       exit_code=block.exit_code,
+                                       text=mask_stub(state.run_id, block, slot.answer_position,
+                                                      raw.token_count))
+                sub += 1
+                fid = add_fragment(state, rec, "tool_result", "runtime", (stub,), sub=sub,
+                                   source_ref=f"event://{state.run_id}/{slot.answer_position}")
+                state.entries[fid] = FragmentEntry(state.entries[fid].fragment, slot.answer_position)
+                state.masked[slot.answer_position] = rec.position
+                slot = CallSlot(slot.call_id, slot.name, slot.status, fid, slot.answer_position)
+            calls.append(slot)
+        state.items[pos] = ToolGroup(pos, group.fragment_id, tuple(calls))
+    state.horizon = horizon
 
 
 @_apply.register

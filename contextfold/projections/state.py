@@ -16,8 +16,10 @@ Views are computed on demand, never stored:
   contained does not change what a replay of that build sees. Never the clock.
 - ``required``: current policies, the current goal and success contract, the
   current plan, the latest visible user input, every visible user input
-  flagged ``required=True``, and the most recent visible protocol group
-  (the assistant call fragment and all its answers).
+  flagged ``required=True``, the most recent visible protocol group
+  (the assistant call fragment and all its answers), and the latest visible
+  compaction summary (it stands in for everything it hides: constraints,
+  failures and ids the model must not lose).
 
 Fragment ids are deterministic: ``e{position}`` for the fragment an event
 produces, ``e{position}.c{i}`` (1-based) for the i-th extra fragment of one
@@ -234,6 +236,8 @@ class RunState:
     """Every timeline item ever, keyed by its start position."""
     hidden: dict[int, int] = field(default_factory=dict)
     """Item start position -> position of the compaction that covers it."""
+    masked: dict[int, int] = field(default_factory=dict)
+    """Answer position of a masked tool result -> position of the ``mask`` compaction."""
     open_groups: dict[str, int] = field(default_factory=dict)
     """Open call id -> position of its group."""
     recovered_groups: dict[str, int] = field(default_factory=dict)
@@ -265,7 +269,8 @@ class RunState:
             instructions=dict(self.instructions), goal=self.goal, goal_ids=self.goal_ids,
             plan=self.plan, plan_id=self.plan_id, tools=dict(self.tools),
             tool_ids=dict(self.tool_ids), files=dict(self.files), memories=dict(self.memories),
-            items=dict(self.items), hidden=dict(self.hidden), open_groups=dict(self.open_groups),
+            items=dict(self.items), hidden=dict(self.hidden), masked=dict(self.masked),
+            open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
             builds=dict(self.builds), usage=dict(self.usage),
         )
@@ -294,6 +299,7 @@ class RunState:
         req: set[str] = {fid for fid in self.active if self.entries[fid].fragment.required}
         latest_user: str | None = None
         latest_group: ToolGroup | None = None
+        latest_summary: str | None = None
         for pos, item in self.items.items():
             if pos in self.hidden:
                 continue
@@ -303,8 +309,12 @@ class RunState:
                     req.add(item.fragment_id)
             elif isinstance(item, ToolGroup):
                 latest_group = item
+            elif isinstance(item, SummaryItem):
+                latest_summary = item.fragment_id
         if latest_user is not None:
             req.add(latest_user)
+        if latest_summary is not None:
+            req.add(latest_summary)
         if latest_group is not None:
             req.update(latest_group.fragment_ids)
         return frozenset(req)

@@ -1,0 +1,487 @@
+"""Compaction planning (pure): legal cuts, observation masking, the structured summary.
+
+Why a plan and not an action: compaction must be *in the log* (a
+``HistoryCompacted`` event; the raw events stay), so replays, hand-offs and
+resumes see exactly what the live build saw. This module only decides which
+event to append; the API appends it and the fold applies it.
+
+Cheap before expensive:
+
+- ``mask``: old tool results are replaced (in the fold, not in the log) by a
+  one-line runtime stub naming the call id, the tool, the status, the exit code
+  and a read-back ref (``event://RUN/POS``, plus ``artifact:HASH`` when the
+  payload is an artifact). The groups stay, so every call keeps exactly one
+  answer and the provider protocol holds. The event's summary lists the stubs.
+- ``summary``: a structured :class:`CompactionSummary` stands in for the
+  covered timeline items (required user inputs and state -- policy, goal,
+  plan, evidence -- are never hidden). Built by :func:`deterministic_summary`
+  from the typed events; a plug-in :class:`Summarizer` may rewrite it, and its
+  output is validated (:func:`validate_summary`) before it can be recorded.
+
+Legal cuts (:func:`choose_cover`): the cover always starts at position 1 and
+ends before the newest ``keep_recent`` visible tool groups and the current
+user input; its end is pulled back until no tool group (a call, its answers,
+its parallel batch) straddles it or is still open, then checked with
+:func:`~contextfold.projections.repair.check_compaction_cover`.
+
+Honesty rules of the summary (the seed's section 5.3): call ids, exit codes,
+error flags, file revisions, artifact hashes and ids inside arguments stay
+verbatim; assistant statements are *inferences* (never listed as facts);
+a failed, lost or cancelled side effect is marked ``unverified``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias, assert_never
+
+from pydantic import ValidationError
+
+from contextfold.domain.errors import CompactionError
+from contextfold.domain.events import (
+    CompactionSummary,
+    EvidenceRetrieved,
+    FileRead,
+    GoalSet,
+    HandOff,
+    HistoryCompacted,
+    MemoryRecalled,
+    ModelResponse,
+    PlanUpdated,
+    PolicySet,
+    ToolCallCancelled,
+    ToolResult,
+    ToolResultLost,
+    UserInput,
+)
+from contextfold.domain.fragments import ToolResultBlock
+from contextfold.domain.log import RecordedEvent
+from contextfold.projections.repair import check_compaction_cover
+from contextfold.projections.state import MessageItem, RunState, ToolGroup
+
+__all__ = [
+    "SIDE_EFFECT_PATTERN",
+    "CompactionPlan",
+    "Strategy",
+    "Summarizer",
+    "choose_cover",
+    "deterministic_summary",
+    "mask_stub",
+    "plan_compaction",
+    "plan_mask",
+    "plan_summary",
+    "summary_refs",
+    "validate_summary",
+]
+
+Strategy: TypeAlias = Literal["mask", "summary"]
+
+SIDE_EFFECT_PATTERN = re.compile(
+    r"apply_patch|patch|deploy|release|publish|write|edit|create|delete|remove|rm\b|move|"
+    r"rename|send|post|email|push|commit|merge|install|migrate|update|insert|upload|book|"
+    r"cancel|refund|pay|transfer|str_replace|replace", re.IGNORECASE)
+"""Tool names that change the world: their calls are listed as side effects."""
+
+_CONSTRAINT_LINE = re.compile(
+    r"\b(must|never|always|do not|don't|only|forbidden|not allowed|should not|required|"
+    r"make sure|ensure)\b", re.IGNORECASE)
+_ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied|not found",
+                         re.IGNORECASE)
+_REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
+_CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
+_ARGS_CHARS = 160
+_STATEMENT_CHARS = 300
+_GOAL_CHARS = 4000
+
+
+class Summarizer(Protocol):
+    """A plug-in summarizer (e.g. an LLM): given the covered events and the
+    deterministic skeleton, return the summary fields (a :class:`CompactionSummary`
+    or a mapping of its fields).
+
+    Citation format the validator checks: cite a call as ``call <id>``
+    (every entry of ``tool_calls_and_results``, ``side_effects`` and
+    ``known_failures`` must cite at least one), refs as ``event://RUN/POS``,
+    ``events://RUN/A-B``, ``file://...``, ``call://...`` or ``artifact:HASH``;
+    each cited id or ref must exist in the covered events. The skeleton's goal,
+    constraints (verbatim), failed call ids and next action must be kept.
+    An optional ``name`` attribute is recorded as the event's ``summarizer``.
+    """
+
+    def __call__(self, events: Sequence[RecordedEvent],
+                 skeleton: CompactionSummary) -> CompactionSummary | Mapping[str, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """The event to append and what it is expected to save (token counts of the fold)."""
+
+    event: HistoryCompacted
+    tokens_before: int
+    """Tokens of the timeline fragments the event replaces."""
+    tokens_after: int
+    """Tokens of what stands in for them (stubs or the summary)."""
+
+
+# ---------------------------------------------------------------- cuts
+
+
+def choose_cover(state: RunState, *, keep_recent: int = 3,
+                 keep_input: bool = True) -> tuple[int, int] | None:
+    """The widest legal cover ``(1, hi)`` that leaves the newest ``keep_recent`` visible
+    tool groups (and, with ``keep_input``, the latest user input) raw; None when
+    nothing can be covered."""
+    timeline = state.timeline()
+    groups = [it for it in timeline if isinstance(it, ToolGroup)]
+    tail = [g.position for g in groups[-keep_recent:]] if keep_recent > 0 else []
+    users = [it.position for it in timeline if isinstance(it, MessageItem) and it.role == "user"]
+    if keep_input and users:
+        tail.append(users[-1])
+    hi = (min(tail) if tail else state.version + 1) - 1
+    changed = True
+    while changed and hi >= 1:
+        changed = False
+        for gpos in sorted(set(state.answer_group.values()) | set(state.open_groups.values())):
+            group = state.items[gpos]
+            assert isinstance(group, ToolGroup)
+            if gpos <= hi and (not group.closed or max(group.positions) > hi):
+                hi, changed = gpos - 1, True
+                break
+    if hi < 1:
+        return None
+    check_compaction_cover(state, 1, hi)
+    return 1, hi
+
+
+def _wholly_inside(group: ToolGroup, lo: int, hi: int) -> bool:
+    return group.closed and all(lo <= p <= hi for p in group.positions)
+
+
+# ---------------------------------------------------------------- masking
+
+
+def mask_stub(run_id: str, block: ToolResultBlock, position: int, tokens: int) -> str:
+    """The one-line runtime stub that replaces a masked result (also used by the fold)."""
+    code = f", exit code {block.exit_code}" if block.exit_code is not None else ""
+    art = f", artifact:{block.artifact.hash}" if block.artifact is not None else ""
+    return (f"[masked] result of call {block.call_id} ({block.name}): {block.status}{code}; "
+            f"{tokens} tokens hidden; raw: event://{run_id}/{position}{art}")
+
+
+def plan_mask(state: RunState, lo: int, hi: int) -> CompactionPlan | None:
+    """Mask every unmasked ok/error result of the closed groups wholly inside ``[lo, hi]``;
+    None when that would save nothing."""
+    stubs: list[str] = []
+    before = after = 0
+    for pos in range(lo, hi + 1):
+        group = state.items.get(pos)
+        if not isinstance(group, ToolGroup) or pos in state.hidden or not _wholly_inside(group, lo, hi):
+            continue
+        for slot in group.calls:
+            if (slot.answer_id is None or slot.answer_position is None
+                    or slot.status not in ("ok", "error") or slot.answer_position in state.masked):
+                continue
+            frag = state.entries[slot.answer_id].fragment
+            block = next(b for b in frag.content if isinstance(b, ToolResultBlock))
+            stub = mask_stub(state.run_id, block, slot.answer_position, frag.token_count)
+            stubs.append(stub)
+            before += frag.token_count
+            after += state.counter.count(stub)
+    if not stubs or after >= before:
+        return None
+    event = HistoryCompacted(summary=CompactionSummary(tool_calls_and_results=tuple(stubs)),
+                             covers_from=lo, covers_to=hi, strategy="mask", summarizer="mask")
+    return CompactionPlan(event, before, after)
+
+
+# ---------------------------------------------------------------- the summary
+
+
+def _cap(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _key_line(text: str) -> str:
+    """The first line that names an error, else the first non-empty line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    hit = next((ln for ln in lines if _ERROR_LINE.search(ln)), lines[0] if lines else "")
+    return _cap(hit, 200)
+
+
+def _dedupe(values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for v in values if v))
+
+
+@dataclass
+class _Call:
+    call_id: str
+    name: str
+    arguments: str
+    position: int
+    outcome: str = "open"
+    line: str = ""
+
+
+def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> CompactionSummary:
+    """The structured summary of ``events`` (the covered range), offline and deterministic.
+
+    ``state`` is the run as of the compaction: it gives the current goal and
+    plan. Earlier summaries inside the range are merged (their constraints,
+    failures and side effects carry over), so a second compaction loses nothing
+    the first one kept.
+    """
+    run = state.run_id
+    f: dict[str, list[str]] = {k: [] for k in (
+        "completed_steps", "pending_steps", "decisions", "constraints", "tool_calls_and_results",
+        "evidence_refs", "side_effects", "known_failures", "inferences")}
+    goal = state.goal.goal if state.goal is not None else ""
+    contract = tuple(state.goal.success_contract) if state.goal is not None else ()
+    next_action = ""
+    open_calls: dict[str, _Call] = {}
+    calls: list[_Call] = []
+    for rec in events:
+        ev, pos = rec.event, rec.position
+        match ev:
+            case HistoryCompacted() if ev.strategy == "summary":
+                s = ev.summary
+                goal = goal or s.goal
+                contract = contract or s.success_contract
+                for key in f:
+                    f[key].extend(getattr(s, key))
+                next_action = s.next_action or next_action
+            case PolicySet():
+                f["constraints"].extend(f"policy {ev.source_ref}: {ln.strip()}"
+                                        for ln in ev.text.splitlines() if ln.strip())
+            case UserInput():
+                if ev.required:
+                    f["constraints"].append(f"required user input at event {pos}: {ev.text}")
+                else:
+                    f["constraints"].extend(f"user at event {pos}: {ln.strip()}"
+                                            for ln in ev.text.splitlines()
+                                            if _CONSTRAINT_LINE.search(ln))
+                if not goal and ev.text.strip():
+                    goal = (ev.text if len(ev.text) <= _GOAL_CHARS else
+                            ev.text[:_GOAL_CHARS] + f"… (full text: event://{run}/{pos})")
+            case GoalSet():
+                f["decisions"].append(f"goal set at event {pos}: {_cap(ev.goal, _STATEMENT_CHARS)}")
+            case PlanUpdated():
+                steps = "; ".join(f"{s.id} {s.status}" for s in ev.steps)
+                f["decisions"].append(f"plan updated at event {pos}: {steps}")
+            case HandOff():
+                f["decisions"].append(f"{ev.mode} at event {pos}: {ev.from_agent or '?'} -> "
+                                      f"{ev.to_agent or '?'}" + (f": {ev.note}" if ev.note else ""))
+            case ModelResponse():
+                if ev.text.strip():
+                    f["inferences"].append(f"the assistant stated at event {pos} (not verified): "
+                                           f"{_cap(ev.text, _STATEMENT_CHARS)}")
+                for c in ev.tool_calls:
+                    call = _Call(c.call_id, c.name, c.arguments, pos)
+                    open_calls[c.call_id] = call
+                    calls.append(call)
+            case ToolResult():
+                answered = open_calls.pop(ev.call_id, None)
+                if answered is None:  # a late result (its call was closed by recovery)
+                    f["known_failures"].append(
+                        f"late result for call {ev.call_id} at event {pos}: "
+                        f"{_key_line(ev.content)} (after it was declared lost/cancelled; unverified)")
+                    continue
+                call = answered
+                code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
+                ref = f"event://{run}/{pos}" + (f" artifact:{ev.artifact.hash}" if ev.artifact else "")
+                call.outcome = "error" if ev.is_error else "ok"
+                call.line = f"{call.outcome}{code} is_error={str(ev.is_error).lower()} [{ref}]"
+                if ev.is_error:
+                    f["known_failures"].append(
+                        f"call {call.call_id} ({call.name}) failed at event {pos}:{code} "
+                        f"is_error=true: {_key_line(ev.content)} [{ref}]")
+                if ev.artifact is not None:
+                    f["evidence_refs"].append(f"artifact:{ev.artifact.hash}")
+            case ToolResultLost() | ToolCallCancelled():
+                closed = open_calls.pop(ev.call_id, None)
+                status = "TOOL_RESULT_LOST" if isinstance(ev, ToolResultLost) else "TOOL_CALL_CANCELLED"
+                name = closed.name if closed is not None else "?"
+                if closed is not None:
+                    closed.outcome = "lost" if isinstance(ev, ToolResultLost) else "cancelled"
+                    closed.line = f"{status} [event://{run}/{pos}]"
+                f["known_failures"].append(f"call {ev.call_id} ({name}) {status} at event {pos}: "
+                                           f"outcome unknown, unverified")
+            case FileRead():
+                ref = f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else "")
+                f["evidence_refs"].append(ref + (f" artifact:{ev.artifact.hash}" if ev.artifact else ""))
+            case EvidenceRetrieved():
+                f["evidence_refs"].append(ev.source_ref)
+            case MemoryRecalled():
+                f["evidence_refs"].append(f"memory {ev.memory_id}: {ev.source_ref}")
+            case _:
+                pass
+    for call in calls:
+        args = _cap(call.arguments, _ARGS_CHARS)
+        f["tool_calls_and_results"].append(
+            f"call {call.call_id} ({call.name}) {args} at event {call.position} -> {call.line or 'open'}")
+        if SIDE_EFFECT_PATTERN.search(call.name):
+            verdict = ("reported success by the tool" if call.outcome == "ok"
+                       else f"{call.outcome}: unverified")
+            f["side_effects"].append(f"call {call.call_id} ({call.name}) {args}: {verdict}")
+    if state.plan is not None:
+        for step in state.plan.steps:
+            line = f"{step.id}: {step.title}"
+            (f["completed_steps"] if step.status == "done" else f["pending_steps"]).append(
+                line if step.status == "done" else f"[{step.status}] {line}")
+        ready = next((s for s in state.plan.steps if s.status in ("in_progress", "ready")), None)
+        if ready is not None:
+            next_action = f"plan step {ready.id}: {ready.title}"
+    last = events[-1].position if events else 0
+    next_action = next_action or f"continue from event {last + 1} (raw history after this summary)"
+    return CompactionSummary(goal=goal, success_contract=contract, next_action=next_action,
+                             **{k: _dedupe(v) for k, v in f.items()})
+
+
+# ---------------------------------------------------------------- validation
+
+
+def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(refs, call ids) that exist in ``events``: what a summary may cite."""
+    refs: set[str] = set()
+    ids: set[str] = set()
+    if events:
+        refs.add(f"events://{run_id}/{events[0].position}-{events[-1].position}")
+    for rec in events:
+        ev = rec.event
+        refs.add(f"event://{run_id}/{rec.position}")
+        match ev:
+            case ModelResponse():
+                for c in ev.tool_calls:
+                    ids.add(c.call_id)
+                    refs.add(f"call://{run_id}/{c.call_id}@{rec.position}")
+            case ToolResult() | FileRead() | EvidenceRetrieved() if ev.artifact is not None:
+                refs.add(f"artifact:{ev.artifact.hash}")
+            case _:
+                pass
+        if isinstance(ev, FileRead):
+            refs.add(f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else ""))
+        elif isinstance(ev, EvidenceRetrieved):
+            refs.add(ev.source_ref)
+        elif isinstance(ev, HistoryCompacted):
+            refs.update(_REF.findall(" ".join(_all_lines(ev.summary))))
+    return frozenset(refs), frozenset(ids)
+
+
+def _all_lines(s: CompactionSummary) -> list[str]:
+    out = [s.goal, s.next_action]
+    for key in ("success_contract", "completed_steps", "pending_steps", "decisions", "constraints",
+                "tool_calls_and_results", "evidence_refs", "side_effects", "known_failures",
+                "inferences"):
+        out.extend(getattr(s, key))
+    return out
+
+
+def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleton: CompactionSummary,
+                     run_id: str) -> CompactionSummary:
+    """Accept a plug-in summary only if it is complete and cites nothing that does not exist.
+
+    Raises :class:`CompactionError` naming the first problem; nothing is recorded then.
+    """
+    if candidate is None:
+        raise CompactionError("the summarizer returned nothing; a failed summary is never recorded")
+    try:
+        summary = (candidate if isinstance(candidate, CompactionSummary)
+                   else CompactionSummary.model_validate(candidate))
+    except ValidationError as exc:
+        raise CompactionError(f"the summarizer returned malformed fields: {exc}") from exc
+    lines = _all_lines(summary)
+    if not any(v.strip() for v in lines):
+        raise CompactionError("the summarizer returned an empty summary")
+    refs, ids = summary_refs(events, run_id)
+    for text in lines:
+        for ref in _REF.findall(text):
+            if ref.startswith("file://"):
+                if not any(ref == r or ref.startswith(r + "#") for r in refs):
+                    raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
+            elif ref not in refs:
+                raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
+    for key in ("tool_calls_and_results", "side_effects", "known_failures"):
+        for entry in getattr(summary, key):
+            cited = _CALL_CITE.findall(entry)
+            if not cited:
+                raise CompactionError(f"{key} entry cites no call (`call <id>`): {entry!r}")
+            unknown = [c for c in cited if c not in ids]
+            if unknown:
+                raise CompactionError(f"{key} entry cites unknown call ids {unknown}: {entry!r}")
+    missing = [c for c in skeleton.constraints if c not in summary.constraints]
+    if missing:
+        raise CompactionError(f"summary drops constraints (they must stay verbatim): {missing[:3]}")
+    if skeleton.goal and not summary.goal.strip():
+        raise CompactionError("summary has no goal")
+    if skeleton.next_action and not summary.next_action.strip():
+        raise CompactionError("summary has no next_action")
+    failed = {c for entry in skeleton.known_failures for c in _CALL_CITE.findall(entry)}
+    kept = {c for entry in summary.known_failures for c in _CALL_CITE.findall(entry)}
+    if failed - kept:
+        raise CompactionError(f"summary drops known failures of calls {sorted(failed - kept)}")
+    return summary
+
+
+# ---------------------------------------------------------------- plans
+
+
+def _summarizer_name(summarizer: Callable[..., object]) -> str:
+    name = getattr(summarizer, "name", None) or getattr(summarizer, "__name__", None)
+    return str(name or type(summarizer).__name__)
+
+
+def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: int, *,
+                 summarizer: Summarizer | None = None) -> CompactionPlan | None:
+    """Summarize ``[lo, hi]``; None when the range holds no visible, coverable history."""
+    covered = [rec for rec in events if lo <= rec.position <= hi]
+    hidden_ids = [it.fragment_ids for pos, it in state.items.items()
+                  if lo <= pos <= hi and pos not in state.hidden
+                  and not (isinstance(it, MessageItem) and it.role == "user"
+                           and state.entries[it.fragment_id].fragment.required)
+                  and (not isinstance(it, ToolGroup) or _wholly_inside(it, lo, hi))]
+    if not hidden_ids:
+        return None
+    skeleton = deterministic_summary(covered, state)
+    summary, name = skeleton, "deterministic"
+    if summarizer is not None:
+        name = _summarizer_name(summarizer)
+        try:
+            candidate = summarizer(covered, skeleton)
+        except CompactionError:
+            raise
+        except Exception as exc:  # a failing plug-in must never leave a record
+            raise CompactionError(f"summarizer {name!r} failed: {exc}") from exc
+        summary = validate_summary(candidate, covered, skeleton, state.run_id)
+    event = HistoryCompacted(summary=summary, covers_from=lo, covers_to=hi, strategy="summary",
+                             summarizer=name)
+    before = sum(state.entries[fid].fragment.token_count for ids in hidden_ids for fid in ids)
+    after = state.counter.count("\n".join(_all_lines(summary)))
+    return CompactionPlan(event, before, after)
+
+
+def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: Strategy, *,
+                    keep_recent: int = 3, summarizer: Summarizer | None = None
+                    ) -> CompactionPlan | None:
+    """The compaction event for ``strategy`` at the widest legal cut, or None (nothing to gain).
+
+    Masking hides nothing, so it may reach past the latest user input. A summary
+    first tries to leave the latest user input raw; when that leaves nothing to
+    cover (an agent run whose task is its only user message), it covers the input
+    too: the input's text (or the goal) is then carried verbatim as the summary's goal.
+    """
+    match strategy:
+        case "mask":
+            cover = choose_cover(state, keep_recent=keep_recent, keep_input=False)
+            return None if cover is None else plan_mask(state, *cover)
+        case "summary":
+            for keep_input in (True, False):
+                cover = choose_cover(state, keep_recent=keep_recent, keep_input=keep_input)
+                plan = (None if cover is None else
+                        plan_summary(state, events, *cover, summarizer=summarizer))
+                if plan is not None:
+                    return plan
+            return None
+        case _:
+            assert_never(strategy)
