@@ -15,7 +15,8 @@ version, so repeated ``state()`` calls in a loop cost only the new events.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,7 +32,9 @@ from contextfold.projections.calibration import calibrate_state
 from contextfold.projections.fold import fold, new_state, state_at_turn, state_at_version
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
+from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
+from contextfold.store.limits import StoreLimits
 
 __all__ = ["ReplayReport", "Run", "Store", "open_store", "render_request"]
 
@@ -69,12 +72,22 @@ class Store:
         self.close()
 
 
-def open_store(url: str | None = None, *, create_schema: bool = True) -> Store:
+def open_store(url: str | None = None, *, create_schema: bool = True,
+               cipher_key: str | bytes | None = None, old_cipher_keys: Sequence[str | bytes] = (),
+               tenant: str | None = None, limits: StoreLimits | None = None) -> Store:
     """Open (and by default create) a store: ``sqlite:///file.db`` or ``postgresql://...``.
 
     Without a URL: ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``.
+    ``cipher_key`` (base64 AES key; else ``$CONTEXTFOLD_CIPHER_KEY``) turns on
+    encryption at rest, ``old_cipher_keys`` (else ``$CONTEXTFOLD_CIPHER_KEYS_OLD``)
+    keep rotated-out keys readable (:mod:`contextfold.store.crypto`). ``tenant``
+    (else ``$CONTEXTFOLD_TENANT``) scopes every read and build to one tenant
+    (:mod:`contextfold.store.tenants`).
     """
-    return Store(EventStore(url, create_schema=create_schema))
+    keyring = keyring_from(cipher_key, old_cipher_keys)
+    tenant = tenant if tenant is not None else (os.environ.get("CONTEXTFOLD_TENANT") or None)
+    return Store(EventStore(url, create_schema=create_schema, keyring=keyring, tenant=tenant,
+                            limits=limits))
 
 
 class Run:

@@ -24,6 +24,7 @@ so the original stays on ``__cause__``.
     ├── StoreError                        the database failed us
     │   ├── StoreUnavailableError         cannot connect
     │   └── StoreConfigError              bad store URL / options
+    │       └── TenantMismatchError       a store file opened as the wrong tenant
     ├── CryptoError                       missing or wrong encryption key
     ├── BudgetError
     │   └── RequiredContextExceedsBudgetError
@@ -58,6 +59,7 @@ __all__ = [
     "StoreConfigError",
     "StoreError",
     "StoreUnavailableError",
+    "TenantMismatchError",
     "TurnNotFoundError",
     "UnknownToolCallError",
     "UnsupportedMediaError",
@@ -171,6 +173,18 @@ class StoreUnavailableError(StoreError):
 
 class StoreConfigError(StoreError):
     """The store URL or options are invalid."""
+
+
+class TenantMismatchError(StoreConfigError):
+    """A one-tenant store (a SQLite file) was opened as another tenant, or without its tenant.
+
+    The message does not name the tenant the store belongs to."""
+
+    def __init__(self, url: str, *, expected: str | None, found: str | None) -> None:
+        want = f"tenant {expected!r}" if expected is not None else "no tenant"
+        super().__init__(f"store {url!r} does not belong to {want}")
+        self.expected = expected
+        self._found = found
 
 
 class CryptoError(ContextfoldError):

@@ -176,16 +176,18 @@ class PostgresBackend:
 
     placeholder = "%s"
 
-    def __init__(self, url: StoreURL, raw_url: str) -> None:
+    def __init__(self, url: StoreURL, raw_url: str, *, role: str | None = None) -> None:
         try:
-            from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+            from eventsourcing.postgres import PostgresApplicationRecorder
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise StoreConfigError(
                 "PostgreSQL support needs the postgres extra: pip install 'contextfold[postgres]'"
             ) from exc
         self.url = raw_url
+        self.parsed = url
         self.schema = url.schema
-        self.datastore = PostgresDatastore(
+        self.role = role
+        self.datastore = _datastore_class(role)(
             dbname=url.dbname, host=url.host, port=url.port, user=url.user,
             password=url.password, schema=url.schema, originator_id_type="text",
             pool_size=2, max_overflow=8, connect_timeout=5.0, pool_open_timeout=10.0,
@@ -202,7 +204,11 @@ class PostgresBackend:
             try:
                 with self.datastore.transaction(commit=True) as c:
                     c.execute(lock, (lock_key,))
-                    c.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                    # Checked first: CREATE SCHEMA IF NOT EXISTS needs CREATE on the
+                    # database even when the schema exists (a tenant role has not).
+                    c.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,))
+                    if c.fetchone() is None:
+                        c.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
                 # Composite types have no IF NOT EXISTS: check under the lock.
                 for statement in statements:
                     if "CREATE TYPE" in statement.as_string():
@@ -280,8 +286,45 @@ class PostgresBackend:
         self.datastore.close()
 
 
-def open_backend(url: str) -> SQLiteBackend | PostgresBackend:
+def _datastore_class(role: str | None) -> type[Any]:
+    """eventsourcing's PostgresDatastore, plus ``SET ROLE`` on every new pooled connection.
+
+    The role is a tenant's (see :mod:`contextfold.store.tenants`): from the first
+    statement on, the connection has that role's privileges and no others.
+    """
+    from eventsourcing.postgres import PostgresDatastore
+
+    if role is None:
+        return PostgresDatastore
+    from psycopg import sql
+
+    set_role = sql.SQL("SET ROLE {}").format(sql.Identifier(role))
+
+    class TenantDatastore(PostgresDatastore):
+        def after_connect_func(self) -> Any:
+            base = super().after_connect_func()
+
+            def after_connect(conn: Any) -> None:
+                base(conn)
+                conn.execute(set_role)
+
+            return after_connect
+
+    return TenantDatastore
+
+
+def open_backend(url: str, *, tenant: str | None = None,
+                 provision: bool = False) -> SQLiteBackend | PostgresBackend:
+    """The backend for ``url``; with ``tenant`` on PostgreSQL, the tenant's schema and role
+    (provisioned first when ``provision``)."""
     parsed = parse_store_url(url)
     if parsed.scheme == "sqlite":
         return SQLiteBackend(parsed, url)
-    return PostgresBackend(parsed, url)
+    if tenant is None:
+        return PostgresBackend(parsed, url)
+    from dataclasses import replace
+
+    from contextfold.store.tenants import provision_postgres_tenant, tenant_schema
+
+    name = provision_postgres_tenant(parsed, tenant) if provision else tenant_schema(tenant, parsed.schema)
+    return PostgresBackend(replace(parsed, schema=name), url, role=name)

@@ -23,6 +23,13 @@ whose event lost a race is harmless and re-used on retry.
 Stored record: ``topic`` = ``"{type}@{v}"``, ``state`` = 64 hex chars of the
 chain hash followed by the event's canonical JSON, so a reload parses the JSON
 once (in Rust, via pydantic) and ``verify`` re-hashes the exact stored bytes.
+With a cipher key, ``state`` and artifact data are AES-GCM envelopes of those
+same bytes (:mod:`contextfold.store.crypto`); run ids and topics stay clear.
+
+Input limits (:class:`StoreLimits`, typed :class:`InputLimitError`, checked
+for the whole batch before anything is written): canonical JSON size of one
+event after artifact offload, artifact size, JSON nesting depth, run id
+charset and length, events per append.
 """
 
 from __future__ import annotations
@@ -69,11 +76,16 @@ from contextfold.store.backends import (
     open_backend,
     translate_errors,
 )
+from contextfold.store.crypto import Keyring, open_envelope
+from contextfold.store.limits import StoreLimits, json_depth
+from contextfold.store.media import materialize
+from contextfold.store.tenants import bind_sqlite_tenant
 
 __all__ = [
     "DEFAULT_ARTIFACT_THRESHOLD",
     "EventStore",
     "RunInfo",
+    "StoreLimits",
     "VerifyReport",
     "bulk_allocation",
     "store_url_from_env",
@@ -148,14 +160,27 @@ class EventStore:
     """One store (a SQLite file or a PostgreSQL database/schema) holding many runs."""
 
     def __init__(self, url: str | None = None, *, create_schema: bool = True,
-                 artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD) -> None:
+                 artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD,
+                 keyring: Keyring | None = None, tenant: str | None = None,
+                 limits: StoreLimits | None = None) -> None:
+        """``keyring``: encrypt new writes and decrypt envelopes (None: plain store).
+        ``tenant``: scope every read and write to one tenant (:mod:`.tenants`)."""
         self.url = store_url_from_env(url)
-        self.backend = open_backend(self.url)
+        self.tenant = tenant
+        self.keyring = keyring
+        self.limits = limits or StoreLimits()
+        self.backend = open_backend(self.url, tenant=tenant, provision=create_schema)
         self.artifact_threshold = artifact_threshold
         self._heads: dict[str, _Head] = {}
         self._order_column = "rowid" if isinstance(self.backend, SQLiteBackend) else "notification_id"
         if create_schema:
             self.create_schema()
+        if isinstance(self.backend, SQLiteBackend):
+            try:
+                bind_sqlite_tenant(self.backend, tenant, create=create_schema)
+            except BaseException:
+                self.backend.close()
+                raise
 
     # ------------------------------------------------------------ lifecycle
 
@@ -185,9 +210,10 @@ class EventStore:
         check_run_id(run_id)
         if not events:
             return []
-        if len(events) > MAX_BATCH:
-            raise InputLimitError(f"{len(events)} events in one append; the limit is {MAX_BATCH}")
-        prepared = [self._offload(e) for e in events]
+        if len(events) > self.limits.max_batch:
+            raise InputLimitError(
+                f"{len(events)} events in one append; the limit is {self.limits.max_batch}")
+        prepared = [self._prepare(i, e) for i, e in enumerate(events)]
         fresh = run_id not in self._heads
         for attempt in range(_APPEND_RETRIES):
             head = self._head(run_id)
@@ -217,21 +243,22 @@ class EventStore:
         raise ConcurrencyConflictError(run_id, self._head(run_id).version)
 
     def _try_append(self, run_id: str, head: _Head,
-                    prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]]]],
+                    prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
                     ) -> list[RecordedEvent]:
         pairing = head.pairing
-        undo = pairing.apply_batch([(event, head.version + i) for i, (event, _) in
+        undo = pairing.apply_batch([(event, head.version + i) for i, (event, _, _) in
                                     enumerate(prepared, start=1)])
         stored: list[es.StoredEvent] = []
         recorded: list[RecordedEvent] = []
         artifacts: list[tuple[str, int, str, bytes]] = []
         prev = head.last_hash
-        for offset, (event, blobs) in enumerate(prepared, start=1):
+        for offset, (event, blobs, body) in enumerate(prepared, start=1):
             position = head.version + offset
-            body = canonical_json(event)
             digest = chain_hash(run_id, position, prev, body)
-            stored.append(es.StoredEvent(run_id, position, f"{event.type}@{event.v}",
-                                         digest.encode("ascii") + body))
+            state = digest.encode("ascii") + body
+            if self.keyring is not None:
+                state = self.keyring.encrypt(state)
+            stored.append(es.StoredEvent(run_id, position, f"{event.type}@{event.v}", state))
             recorded.append(RecordedEvent(run_id, position, event, digest))
             artifacts.extend(blobs)
             prev = digest
@@ -252,21 +279,54 @@ class EventStore:
         self._heads[run_id] = _Head(head.version + len(prepared), prev, pairing)
         return recorded
 
+    def _prepare(self, index: int, event: AnyEvent,
+                 ) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]:
+        """Offload, check the limits, encrypt the blobs; returns (event as stored, blob rows,
+        canonical JSON). Runs for the whole batch before anything is written."""
+        event, blobs = self._offload(event)
+        body = canonical_json(event)
+        limits = self.limits
+        if len(body) > limits.max_event_bytes:
+            raise InputLimitError(
+                f"event {index} ({event.type}) is {len(body)} bytes of JSON after artifact offload; "
+                f"the limit is {limits.max_event_bytes}: carry large payloads as artifacts")
+        if body.count(b"[") + body.count(b"{") > limits.max_depth:  # cheap pre-check
+            depth = json_depth(body)
+            if depth > limits.max_depth:
+                raise InputLimitError(
+                    f"event {index} ({event.type}) nests JSON {depth} levels deep; "
+                    f"the limit is {limits.max_depth}")
+        return event, [self._artifact_row(*row) for row in blobs], body
+
+    def _artifact_row(self, digest: str, size: int, media_type: str,
+                      raw: bytes) -> tuple[str, int, str, bytes]:
+        """Check the artifact limit; encrypt the blob when a key is configured."""
+        if size > self.limits.max_artifact_bytes:
+            raise InputLimitError(
+                f"artifact of {size} bytes exceeds the limit of {self.limits.max_artifact_bytes}")
+        return (digest, size, media_type, raw if self.keyring is None else self.keyring.encrypt(raw))
+
     def _offload(self, event: AnyEvent) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]]]:
-        """Move a payload above the threshold into an artifact; keep ref, size and a preview."""
+        """Move a payload above the threshold into an artifact; keep ref, size and a preview.
+
+        Inline ``data:`` media (images, PDFs) become artifacts too, checked and
+        measured by :func:`contextfold.store.media.materialize`; a bad medium
+        raises here, before anything of the batch is written.
+        """
+        event, blobs = materialize(event)
         if isinstance(event, ToolResult | FileRead | EvidenceRetrieved) and event.artifact is None:
             raw = event.content.encode("utf-8")
             if len(raw) > self.artifact_threshold:
                 digest = blake3.blake3(raw).hexdigest()
                 ref = ArtifactRef(hash=digest, size=len(raw), media_type="text/plain; charset=utf-8")
                 slim = event.model_copy(update={"content": _preview(event.content), "artifact": ref})
-                return slim, [(digest, len(raw), ref.media_type, raw)]
-        return event, []
+                return slim, [*blobs, (digest, len(raw), ref.media_type, raw)]
+        return event, blobs
 
     def put_artifact(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactRef:
         """Store a blob (idempotent) and return its ref."""
         digest = blake3.blake3(data).hexdigest()
-        self.backend.put_artifacts([(digest, len(data), media_type, data)])
+        self.backend.put_artifacts([self._artifact_row(digest, len(data), media_type, data)])
         return ArtifactRef(hash=digest, size=len(data), media_type=media_type)
 
     # ------------------------------------------------------------ heads
@@ -307,8 +367,8 @@ class EventStore:
                 return
             cursor = upper
 
-    @staticmethod
-    def _decode(run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
+    def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
+        state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
         digest = state[:64].decode("ascii")
         body = state[64:]
         etype, _, version = topic.partition("@")
@@ -371,7 +431,7 @@ class EventStore:
             f"SELECT data FROM {self.backend.table(ARTIFACTS_TABLE)} WHERE hash = {p}", (digest,))
         if not rows:
             raise ArtifactNotFoundError(digest)
-        data = bytes(rows[0][0])
+        data = open_envelope(bytes(rows[0][0]), self.keyring, f"artifact {digest}")
         if blake3.blake3(data).hexdigest() != digest:
             raise IntegrityError(f"artifact {digest} does not match its hash")
         return data
@@ -398,12 +458,13 @@ class EventStore:
                 if pos != expected_position:
                     return VerifyReport(run_id, count, False, expected_position,
                                         f"position {expected_position} is missing")
-                stored_hash = row.state[:64].decode("ascii", "replace")
-                if chain_hash(run_id, pos, prev, row.state[64:]) != stored_hash:
+                state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
+                stored_hash = state[:64].decode("ascii", "replace")
+                if chain_hash(run_id, pos, prev, state[64:]) != stored_hash:
                     return VerifyReport(run_id, count, False, pos,
                                         "event content does not match its chain hash")
                 try:
-                    self._decode(run_id, pos, row.topic, row.state)
+                    self._decode(run_id, pos, row.topic, state)
                 except IntegrityError as exc:
                     return VerifyReport(run_id, count, False, pos, str(exc))
                 prev = stored_hash
