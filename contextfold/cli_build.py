@@ -10,9 +10,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from contextfold.api import Store
+from contextfold.audit.diff import diff_manifests
 from contextfold.cli import DEMO_HOOKS, SCHEMAS, register
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.manifest import ContextManifest
@@ -168,33 +168,6 @@ register("replay", "rebuild exactly what the model saw at turn N; --verify check
 
 
 # ---------------------------------------------------------------- diff
-
-
-def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
-    """What entered, left, was truncated or replaced between two builds, with reasons."""
-    fa = {f.id: f for f in a.fragments}
-    fb = {f.id: f for f in b.fragments}
-    excluded_b = {e.id: e for e in b.excluded_items}
-    left = []
-    for fid in sorted(set(fa) - set(fb)):
-        why = excluded_b.get(fid)
-        left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens,
-                     "reason": why.reason if why else "no longer in the projection",
-                     "replaced_by": why.replaced_by if why else None,
-                     "detail": why.detail if why else ""})
-    entered = [{"id": fid, "kind": fb[fid].kind, "tokens": fb[fid].tokens,
-                "reason": fb[fid].selection_reason} for fid in sorted(set(fb) - set(fa))]
-    truncated = [{"id": fid, "before": fa[fid].tokens, "after": fb[fid].tokens}
-                 for fid in sorted(set(fa) & set(fb))
-                 if fb[fid].truncated and (not fa[fid].truncated or fa[fid].tokens != fb[fid].tokens)]
-    return {
-        "from_turn": a.turn, "to_turn": b.turn,
-        "tokens": {"from": a.selected_tokens, "to": b.selected_tokens},
-        "cache_key_changed": a.cache_key != b.cache_key,
-        "entered": entered, "left": left, "truncated": truncated,
-        "tools_entered": sorted({t.name for t in b.tools} - {t.name for t in a.tools}),
-        "tools_left": sorted({t.name for t in a.tools} - {t.name for t in b.tools}),
-    }
 
 
 def _configure_diff(p: argparse.ArgumentParser) -> None:
