@@ -24,6 +24,7 @@ __all__ = [
     "ExclusionReason",
     "ManifestFragment",
     "ManifestTool",
+    "MediaCostRecord",
     "TruncationRecord",
 ]
 
@@ -72,6 +73,29 @@ class BuildConfig(_Frozen):
     'cancel' appends cancellation events."""
 
 
+class MediaCostRecord(_Frozen):
+    """One image or document of a fragment: the price the build used and the rule behind it.
+
+    ``rule`` names the provider formula (``projections.media_cost``: e.g.
+    ``openai-tiles``, ``anthropic-pixels``, ``gemini-tiles``, ``*-pdf-pages``);
+    ``reduced_from`` is the full price when the build sent a cheaper rendition
+    (``detail: low``); ``shown_in`` names the fragment that carries the same
+    bytes when this occurrence was replaced by a reference (dedupe).
+    """
+
+    kind: Literal["image", "document"]
+    media_type: str
+    ref: str
+    """``sha:<blake3>`` of the artifact, or the (shortened) URL."""
+    width: int | None = None
+    height: int | None = None
+    pages: int | None = None
+    tokens: int
+    rule: str
+    reduced_from: int | None = None
+    shown_in: str | None = None
+
+
 class ManifestFragment(_Frozen):
     id: str
     kind: FragmentKind
@@ -84,6 +108,8 @@ class ManifestFragment(_Frozen):
     selection_reason: str
     content_hash: str
     original_tokens: int | None = None
+    media: tuple[MediaCostRecord, ...] = ()
+    """Per image/document: estimated cost for the target provider and the rule that priced it."""
 
 
 class ExcludedFragment(_Frozen):
