@@ -338,6 +338,3 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # pragma: no cover - `contextfold events X | head`
         return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

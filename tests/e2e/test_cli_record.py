@@ -18,7 +18,7 @@ def cf(*args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | 
        ) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "CONTEXTFOLD_STORE"}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "contextfold.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "contextfold", *args], cwd=cwd,
                           input=stdin.decode() if stdin else None,
                           capture_output=True, text=True, env=full_env, timeout=300)
 
@@ -40,7 +40,8 @@ def test_demo_records_into_default_sqlite_and_verifies(tmp_path: Path) -> None:
     assert "integrity: ok" in out.stdout
     assert "call_01" in out.stdout and "tool_result" in out.stdout
     runs = cf("runs", "--json", cwd=tmp_path)
-    assert json.loads(runs.stdout) == [{"run_id": "demo-fix-invoice", "events": 24}]
+    # 24 sample events + the context_built record of the demo's build
+    assert json.loads(runs.stdout) == [{"run_id": "demo-fix-invoice", "events": 25}]
     again = cf("demo", cwd=tmp_path)  # a second demo never clobbers the first
     assert "demo-fix-invoice-2" in again.stdout
 

@@ -1,0 +1,71 @@
+"""build / manifest / replay / diff through the real command."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.e2e.test_cli_record import cf
+
+
+def test_build_json_manifest_replay_and_diff(tmp_path: Path) -> None:
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    out = cf("build", "demo-fix-invoice", "--provider", "openai-chat", "--window", "4000", "--reserve", "500",
+             "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["request"]["messages"][0]["role"] == "system"
+    assert data["manifest"]["selected_tokens"] <= data["manifest"]["budget_tokens"] == 3500
+    table = cf("manifest", "demo-fix-invoice", "--window", "1500", "--reserve", "500", cwd=tmp_path)
+    assert table.returncode == 0
+    assert "excluded:" in table.stdout and "low_priority" in table.stdout
+    ok = cf("replay", "demo-fix-invoice", "--turn", "6", "--verify", cwd=tmp_path)
+    assert ok.returncode == 0 and ok.stdout.startswith("ok:")
+    diff = cf("diff", "demo-fix-invoice", "2", "6", cwd=tmp_path)
+    assert diff.returncode == 0 and "turn 2 -> 6" in diff.stdout and "superseded" in diff.stdout
+
+
+def test_build_out_writes_the_request_body(tmp_path: Path) -> None:
+    cf("demo", cwd=tmp_path)
+    out = cf("build", "demo-fix-invoice", "--provider", "anthropic", "--out", "req.json", cwd=tmp_path)
+    assert out.returncode == 0
+    body = json.loads((tmp_path / "req.json").read_text())
+    assert body["messages"][0]["role"] == "user" and "system" in body
+
+
+def test_replay_verify_without_a_record_exits_non_zero(tmp_path: Path) -> None:
+    cf("demo", cwd=tmp_path)
+    out = cf("replay", "demo-fix-invoice", "--turn", "2", "--verify", cwd=tmp_path)
+    assert out.returncode == 1
+    assert "no context_built record" in out.stderr
+
+
+def test_replay_verify_shows_the_first_difference(tmp_path: Path) -> None:
+    cf("demo", cwd=tmp_path)
+    db = sqlite3.connect(tmp_path / "contextfold.db")
+    row = db.execute("SELECT originator_version, state FROM contextfold_events "
+                     "WHERE topic LIKE 'context_built@%'").fetchone()
+    position, state = row
+    body = json.loads(state[64:])
+    body["request_hash"] = "0" * 64
+    body["manifest"]["request_hash"] = "0" * 64
+    from contextfold.domain.log import chain_hash
+
+    prev = db.execute("SELECT state FROM contextfold_events WHERE originator_version = ?",
+                      (position - 1,)).fetchone()[0][:64].decode()
+    raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    db.execute("UPDATE contextfold_events SET state = ? WHERE originator_version = ?",
+               (chain_hash("demo-fix-invoice", position, prev, raw).encode() + raw, position))
+    db.commit()
+    db.close()
+    out = cf("replay", "demo-fix-invoice", "--turn", "6", "--verify", cwd=tmp_path)
+    assert out.returncode == 1
+    assert "request_hash" in out.stderr
+
+
+def test_schema_manifest(tmp_path: Path) -> None:
+    out = cf("schema", "manifest", cwd=tmp_path)
+    schema = json.loads(out.stdout)
+    assert schema["title"] == "ContextManifest"
+    assert "selected_tokens" in schema["properties"]
