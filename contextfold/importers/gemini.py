@@ -13,7 +13,8 @@ Mapping:
   dropped) and ``functionCall`` parts as tool calls. ``executableCode`` /
   ``codeExecutionResult`` are kept as fenced text.
 - ``user`` (or ``function``/``tool``) content: ``functionResponse`` parts ->
-  :class:`ToolResult` (the ``response`` object as compact JSON; ``is_error``
+  :class:`ToolResult` (the ``response`` object as compact JSON, except a lone
+  ``output`` or ``error`` string, which is the text itself; ``is_error``
   when it holds only an ``error`` key); other parts -> :class:`UserInput`
   per run of consecutive non-response parts.
 
@@ -149,8 +150,13 @@ def _user(content: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
                     raise Bad(pp, f"functionResponse for {name!r} answers no open functionCall")
             body = resp.get("response", {})
             is_error = isinstance(body, dict) and set(body) == {"error"}
-            run.add(build(ToolResult, pp, call_id=cid, content=compact_json(body),
-                          is_error=is_error), pp)
+            # {"output": text} / {"error": text} are Google's documented keys (and what
+            # the renderer emits): keep the text itself, or a re-render would nest
+            # JSON in JSON with every newline escaped.
+            single = next(iter(body.values())) if isinstance(body, dict) and len(body) == 1 else None
+            text = (single if isinstance(single, str) and set(body) <= {"output", "error"}
+                    else compact_json(body))
+            run.add(build(ToolResult, pp, call_id=cid, content=text, is_error=is_error), pp)
             continue
         if not pending:
             pending_path = pp
