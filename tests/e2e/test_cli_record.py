@@ -112,3 +112,23 @@ def test_import_tau_bench_file_as_200_runs(tmp_path: Path) -> None:
     runs = json.loads(cf("runs", "--json", cwd=tmp_path).stdout)
     assert len(runs) == 200
     assert all(r["run_id"].startswith("tau/") for r in runs)
+
+
+def test_import_of_a_50_mb_tool_output_stores_it_once_as_an_artifact(tmp_path: Path) -> None:
+    big = "x" * (50 * 1024 * 1024)
+    history = [
+        {"role": "user", "content": "dump the table"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "dump", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": big},
+    ]
+    (tmp_path / "big.json").write_text(json.dumps(history))
+    out = cf("import", "big.json", "--run", "big", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    db = sqlite3.connect(tmp_path / "contextfold.db")
+    (size,) = db.execute("SELECT size FROM contextfold_artifacts").fetchone()
+    (largest_event,) = db.execute("SELECT MAX(LENGTH(state)) FROM contextfold_events").fetchone()
+    db.close()
+    assert size == len(big)
+    assert largest_event < 10_000  # the event keeps the ref, the size and a preview
+    assert cf("verify", "big", cwd=tmp_path).returncode == 0
