@@ -156,15 +156,30 @@ def call_ref(state: RunState, call_id: str, call_position: int) -> str:
 
 
 def plan_text(event: PlanUpdated) -> str:
-    lines = []
-    for step in event.steps:
-        deps = f" (depends on: {', '.join(step.depends_on)})" if step.depends_on else ""
-        lines.append(f"[{step.status}] {step.id}: {step.title}{deps}")
+    """The plan, lean: what to do now and what it waits on, not the plan's whole history.
+
+    Ready and in-progress steps come first with their dependencies (and those
+    dependencies' status), then the failed/blocked ones (they need attention),
+    then the pending ones by title; finished steps collapse into one line of
+    ids. Budget and stop conditions close it. The global success conditions
+    live in the goal's success contract fragment.
+    """
+    status = {step.id: step.status for step in event.steps}
+    lines: list[str] = []
+    for wanted in (("ready", "in_progress"), ("failed", "blocked"), ("pending",)):
+        for step in event.steps:
+            if step.status not in wanted:
+                continue
+            deps = ", ".join(f"{d} [{status.get(d, '?')}]" for d in step.depends_on)
+            after = f" (depends on: {deps})" if deps else ""
+            lines.append(f"[{step.status}] {step.id}: {step.title}{after}")
+    finished = [s.id for s in event.steps if s.status in ("done", "skipped")]
+    if finished:
+        lines.append(f"[done] {', '.join(finished)} ({len(finished)} of {len(event.steps)} steps)")
     if event.budget:
         lines.append(f"budget: {event.budget}")
     lines.extend(f"stop when: {c}" for c in event.stop_conditions)
     return "\n".join(lines)
-
 
 
 def file_ref(event: FileRead) -> str:
