@@ -1,0 +1,335 @@
+"""Per-turn audit data of one run: what each request contained, what changed, what was repaired.
+
+The source of truth is the log. A turn's manifest is its first
+``context_built`` record (what the runtime actually built and sent); a turn
+without a record is rebuilt from the log, the same way ``Run.build(turn=N,
+record=False)`` does, but in ONE incremental pass over the events (state
+before the N-th model response), so a 1,000-turn imported run costs one fold
+plus one build per turn, not one fold per turn.
+
+:func:`collect` is pure (events, the integrity report and a ``rebuild`` port
+in; data out). :func:`audit_run` wires it to a :class:`~contextfold.api.Run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from contextfold.audit.diff import diff_manifests
+from contextfold.domain.events import (
+    ArtifactRef,
+    ContextBuilt,
+    HistoryCompacted,
+    ModelResponse,
+    ToolCallCancelled,
+    ToolResultLost,
+    UsageObserved,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.projections.fold import fold_event, new_state
+from contextfold.projections.state import RunState
+
+if TYPE_CHECKING:
+    from contextfold.api import Run
+
+__all__ = [
+    "HISTORY_KINDS",
+    "AuditSummary",
+    "CompactionNote",
+    "Integrity",
+    "ProtocolRepair",
+    "RebuildPort",
+    "RunAudit",
+    "TurnAudit",
+    "Usage",
+    "audit_run",
+    "collect",
+    "config_for_turn",
+]
+
+HISTORY_KINDS = frozenset({"history", "tool_result", "user_input"})
+"""Fragment kinds that make up the conversation history (for the crowding question)."""
+_BUDGET_REASONS = frozenset({"over_budget", "low_priority"})
+
+RebuildPort = Callable[[RunState, BuildConfig], ContextManifest]
+"""Build a manifest from a folded state (the state before the turn's model response)."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Integrity(_Frozen):
+    ok: bool
+    events: int
+    first_bad_position: int | None = None
+    reason: str = ""
+
+
+class ProtocolRepair(_Frozen):
+    position: int
+    kind: Literal["lost", "cancelled"]
+    call_id: str
+    reason: str
+
+
+class CompactionNote(_Frozen):
+    position: int
+    covers_from: int
+    covers_to: int
+    strategy: str
+    summarizer: str
+
+
+class Usage(_Frozen):
+    input_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    model: str | None
+
+
+class TurnAudit(_Frozen):
+    turn: int
+    source: Literal["recorded", "rebuilt"]
+    """recorded: the turn's first context_built record; rebuilt: derived from the log now."""
+    records: int
+    manifest: ContextManifest
+    prefix_changed: bool | None
+    """The cache key differs from the previous turn's (None for the first turn)."""
+    config_changed: bool | None
+    diff: dict[str, Any] | None
+    repairs: tuple[ProtocolRepair, ...]
+    """Lost/cancelled recovery events logged since the previous turn's build."""
+    compactions: tuple[CompactionNote, ...]
+    usage: Usage | None
+
+
+class AuditSummary(_Frozen):
+    turns: int
+    recorded_turns: int
+    rebuilt_turns: int
+    prefix_reused: int
+    """Turns whose stable-prefix cache key equals the previous turn's."""
+    prefix_changed_turns: tuple[int, ...]
+    config_changed_turns: tuple[int, ...]
+    tool_schema_tokens: dict[str, float]
+    """latest, max, mean and the share of the selected tokens (latest turn)."""
+    tool_schema_answer: str
+    retrieval_crowded_turns: tuple[int, ...]
+    retrieval_answer: str
+    largest_fragments: tuple[dict[str, Any], ...]
+    repairs: int
+    compactions: int
+    usage_turns: int
+    latest_correction: float | None
+
+
+class RunAudit(_Frozen):
+    run_id: str
+    events: int
+    integrity: Integrity
+    turns: tuple[TurnAudit, ...]
+    summary: AuditSummary
+
+
+# ---------------------------------------------------------------- collect
+
+
+def _config_for(turn: int, recorded: dict[int, ContextManifest], given: BuildConfig | None) -> BuildConfig:
+    """Rebuild config: the caller's, else the nearest earlier record's, else the first record's, else
+    the default (a run usually keeps one config; its records say which)."""
+    if given is not None:
+        return given
+    earlier = [t for t in recorded if t < turn]
+    if earlier:
+        return recorded[max(earlier)].config
+    if recorded:
+        return recorded[min(recorded)].config
+    return BuildConfig()
+
+
+def config_for_turn(events: Sequence[RecordedEvent], turn: int,
+                    given: BuildConfig | None = None) -> BuildConfig:
+    """The config to rebuild a turn that has no record with (see ``_config_for``)."""
+    recorded: dict[int, ContextManifest] = {}
+    for rec in events:
+        if isinstance(rec.event, ContextBuilt) and rec.event.turn not in recorded:
+            recorded[rec.event.turn] = ContextManifest.model_validate(rec.event.manifest)
+    return _config_for(turn, recorded, given)
+
+
+def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrity,
+            rebuild: RebuildPort | None, config: BuildConfig | None = None,
+            artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunAudit:
+    """Fold ``events`` once; one :class:`TurnAudit` per turn (1..responses, plus a recorded next turn).
+
+    Without ``rebuild``, turns that have no record are left out.
+    """
+    recorded: dict[int, ContextManifest] = {}
+    record_counts: dict[int, int] = {}
+    usage: dict[int, Usage] = {}
+    responses = 0
+    for rec in events:
+        ev = rec.event
+        if isinstance(ev, ContextBuilt):
+            record_counts[ev.turn] = record_counts.get(ev.turn, 0) + 1
+            if ev.turn not in recorded:
+                recorded[ev.turn] = ContextManifest.model_validate(ev.manifest)
+        elif isinstance(ev, UsageObserved):
+            usage[ev.turn] = Usage(input_tokens=ev.input_tokens, cached_tokens=ev.cached_tokens,
+                                   output_tokens=ev.output_tokens, model=ev.model)
+        elif isinstance(ev, ModelResponse):
+            responses += 1
+
+    manifests: dict[int, tuple[ContextManifest, Literal["recorded", "rebuilt"]]] = {
+        t: (m, "recorded") for t, m in recorded.items()}
+    if rebuild is not None and len(recorded) < responses:
+        state = new_state(run_id, artifact_tokens=artifact_tokens)
+        turn = 1
+        for rec in events:
+            if isinstance(rec.event, ModelResponse):
+                if turn not in recorded:
+                    manifests[turn] = (rebuild(state, _config_for(turn, recorded, config)), "rebuilt")
+                turn += 1
+            fold_event(state, rec)
+
+    turns: list[TurnAudit] = []
+    previous: ContextManifest | None = None
+    for turn in sorted(t for t in manifests if t <= responses + 1):
+        manifest, source = manifests[turn]
+        low = previous.log_version if previous is not None else 0
+        between = events[low:manifest.log_version]  # positions are 1..n, contiguous
+        turns.append(TurnAudit(
+            turn=turn, source=source, records=record_counts.get(turn, 0), manifest=manifest,
+            prefix_changed=None if previous is None else previous.cache_key != manifest.cache_key,
+            config_changed=None if previous is None else previous.config_hash != manifest.config_hash,
+            diff=None if previous is None else diff_manifests(previous, manifest),
+            repairs=tuple(_repairs(between)), compactions=tuple(_compactions(between)),
+            usage=usage.get(turn)))
+        previous = manifest
+    return RunAudit(run_id=run_id, events=len(events), integrity=integrity, turns=tuple(turns),
+                    summary=summarize(turns))
+
+
+def _repairs(events: Sequence[RecordedEvent]) -> list[ProtocolRepair]:
+    out: list[ProtocolRepair] = []
+    for rec in events:
+        ev = rec.event
+        if isinstance(ev, ToolResultLost):
+            out.append(ProtocolRepair(position=rec.position, kind="lost", call_id=ev.call_id,
+                                      reason=ev.reason))
+        elif isinstance(ev, ToolCallCancelled):
+            out.append(ProtocolRepair(position=rec.position, kind="cancelled", call_id=ev.call_id,
+                                      reason=ev.reason))
+    return out
+
+
+def _compactions(events: Sequence[RecordedEvent]) -> list[CompactionNote]:
+    return [CompactionNote(position=r.position, covers_from=r.event.covers_from, covers_to=r.event.covers_to,
+                           strategy=r.event.strategy, summarizer=r.event.summarizer)
+            for r in events if isinstance(r.event, HistoryCompacted)]
+
+
+# ---------------------------------------------------------------- summary
+
+
+def history_dropped_tokens(m: ContextManifest) -> int:
+    """Tokens of history fragments this build left out for lack of budget."""
+    return sum(e.tokens for e in m.excluded_items if e.reason in _BUDGET_REASONS and e.kind in HISTORY_KINDS)
+
+
+def retrieval_crowded(m: ContextManifest) -> bool:
+    """Retrieval+memory took more than its own reserve share while history was dropped for budget.
+
+    Below its share, retrieval only used what was reserved for it; above it,
+    it competed for (and won) room that history needed.
+    """
+    share = m.config.layer_shares.get("retrieval", 0.0) * m.budget_tokens
+    return history_dropped_tokens(m) > 0 and m.layer_tokens.get("retrieval", 0) > share
+
+
+def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
+    manifests = [t.manifest for t in turns]
+    tool_tokens = [m.tool_tokens for m in manifests]
+    latest = manifests[-1] if manifests else None
+    tool_stats: dict[str, float] = {
+        "latest": float(latest.tool_tokens) if latest else 0.0,
+        "max": float(max(tool_tokens, default=0)),
+        "mean": round(sum(tool_tokens) / len(tool_tokens), 1) if tool_tokens else 0.0,
+        "share_latest": round(latest.tool_tokens / max(1, latest.selected_tokens), 4) if latest else 0.0,
+    }
+    if latest is None:
+        tool_answer = "no turns to audit"
+    else:
+        tool_answer = (f"tool schemas took {latest.tool_tokens} tokens at turn {latest.turn} "
+                       f"({100 * tool_stats['share_latest']:.1f}% of {latest.selected_tokens} selected, "
+                       f"{len(latest.tools)} tools exposed); max {int(tool_stats['max'])}, "
+                       f"mean {tool_stats['mean']} over {len(manifests)} turns")
+    crowded = tuple(t.turn for t in turns if retrieval_crowded(t.manifest))
+    competed = [t for t in turns if history_dropped_tokens(t.manifest) > 0]
+    if crowded:
+        first = next(t.manifest for t in turns if t.turn == crowded[0])
+        retrieval_answer = (
+            f"yes, at {len(crowded)} of {len(turns)} turns retrieval+memory took more than its reserve "
+            f"share while history was dropped for budget (first: turn {first.turn}, retrieval "
+            f"{first.layer_tokens.get('retrieval', 0)} tokens, history dropped "
+            f"{history_dropped_tokens(first)} tokens)")
+    elif competed:
+        retrieval_answer = (f"no: history was dropped for budget at {len(competed)} turns, but retrieval "
+                            f"stayed within its own reserve share each time")
+    else:
+        retrieval_answer = "no: no history was dropped for budget"
+    best: dict[str, dict[str, Any]] = {}
+    for t in turns:
+        for f in t.manifest.fragments:
+            if f.id not in best or f.tokens > best[f.id]["tokens"]:
+                best[f.id] = {"id": f.id, "kind": f.kind, "source_ref": f.source_ref, "tokens": f.tokens,
+                              "turn": t.turn, "truncated": f.truncated}
+    largest = tuple(sorted(best.values(), key=lambda d: (-d["tokens"], d["id"]))[:12])
+    calibrations = [m.calibration for m in manifests if m.calibration is not None]
+    return AuditSummary(
+        turns=len(turns), recorded_turns=sum(1 for t in turns if t.source == "recorded"),
+        rebuilt_turns=sum(1 for t in turns if t.source == "rebuilt"),
+        prefix_reused=sum(1 for t in turns if t.prefix_changed is False),
+        prefix_changed_turns=tuple(t.turn for t in turns if t.prefix_changed),
+        config_changed_turns=tuple(t.turn for t in turns if t.config_changed),
+        tool_schema_tokens=tool_stats, tool_schema_answer=tool_answer,
+        retrieval_crowded_turns=crowded, retrieval_answer=retrieval_answer, largest_fragments=largest,
+        repairs=sum(len(t.repairs) + len(t.manifest.repairs) for t in turns),
+        compactions=sum(len(t.compactions) for t in turns),
+        usage_turns=sum(1 for t in turns if t.usage is not None),
+        latest_correction=calibrations[-1].correction if calibrations else None)
+
+
+# ---------------------------------------------------------------- wiring
+
+
+def audit_run(run: Run, *, config: BuildConfig | None = None, rebuild_missing: bool = True) -> RunAudit:
+    """Collect the audit of ``run`` from its store: verify the chain, read the events once, fold once."""
+    from contextfold.api import render_request
+    from contextfold.projections.builder import build_context
+    from contextfold.projections.calibration import calibrate_state
+
+    report = run.verify()
+    integrity = Integrity(ok=report.ok, events=report.events, first_bad_position=report.first_bad_position,
+                          reason=report.reason)
+    events = run.events()
+    by_position = {r.position: r.event for r in events}
+
+    def estimate_at(position: int) -> tuple[int, str | None] | None:
+        ev = by_position.get(position)
+        if not isinstance(ev, ContextBuilt):
+            return None
+        return int(ev.manifest.get("selected_tokens", 0)), ev.manifest.get("model")
+
+    def rebuild(state: RunState, cfg: BuildConfig) -> ContextManifest:
+        return build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
+                             calibration=calibrate_state(state, cfg, estimate_at)).manifest
+
+    return collect(events, run_id=run.run_id, integrity=integrity,
+                   rebuild=rebuild if rebuild_missing else None, config=config,
+                   artifact_tokens=run._artifact_tokens())

@@ -1,0 +1,340 @@
+"""CLI commands that audit what the model saw: ``audit``, ``why``, ``usage``.
+
+- ``audit RUN --html report.html``: the self-contained HTML report;
+- ``audit RUN [--json]``: the run summary (integrity, prefix stability, tool
+  schema tokens, whether retrieval crowded out history, ...);
+- ``audit RUN --turn N [--json]``: exactly what the model saw at turn N, the
+  request re-derived from the log and checked against the recorded hashes,
+  the log's integrity and whether the builder configuration changed;
+- ``why RUN --turn N FRAGMENT_OR_SOURCE``: the reason the manifest records for
+  keeping or dropping a fragment (by id, source substring or file path);
+- ``usage RUN --turn N --input-tokens X``: record provider-reported usage,
+  which later builds calibrate their budget with.
+
+Exit codes: 0 ok; 1 a check failed (hash mismatch, changed config, nothing
+matched); 3 the log's integrity is broken; 2 our typed errors (cli.main).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from contextfold.api import Run, Store, open_store
+from contextfold.audit.data import RunAudit, audit_run, config_for_turn
+from contextfold.audit.report import render_report
+from contextfold.cli import register
+from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
+from contextfold.domain.errors import IntegrityError
+from contextfold.domain.events import ContextBuilt, HistoryCompacted
+from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.projections.builder import BuildResult, canonical_hash
+
+__all__ = ["audit_turn", "explain"]
+
+
+def _store(args: argparse.Namespace) -> Store:
+    return open_store(args.store)
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--provider", choices=PROVIDER_CHOICES, default=None,
+                   help="for turns without a record: request format (default: the nearest record's)")
+    p.add_argument("--window", type=int, default=None, help="for turns without a record: window")
+    p.add_argument("--reserve", type=int, default=None, help="for turns without a record: reserve")
+
+
+def _given_config(args: argparse.Namespace) -> BuildConfig | None:
+    if args.provider is None and args.window is None and args.reserve is None:
+        return None
+    defaults = BuildConfig()
+    return BuildConfig(provider=args.provider or defaults.provider, window=args.window or defaults.window,
+                       reserve=defaults.reserve if args.reserve is None else args.reserve)
+
+
+# ---------------------------------------------------------------- audit --turn
+
+
+def audit_turn(run: Run, turn: int, given: BuildConfig | None = None) -> tuple[dict[str, Any], BuildResult]:
+    """Re-derive turn ``turn`` from the log and check it against its record and the log's chain."""
+    report = run.verify()
+    integrity = {"ok": report.ok, "events": report.events, "first_bad_position": report.first_bad_position,
+                 "reason": report.reason}
+    events = run.events()
+    records = [r.event for r in events if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
+    problems: list[str] = []
+    if not report.ok:
+        problems.append(f"integrity: the stored event at position {report.first_bad_position} was altered "
+                        f"or damaged ({report.reason}); what follows is derived from a log that does not "
+                        "match its hash chain")
+    if not records:
+        cfg = config_for_turn(events, turn, given)
+        result = run.build(turn=turn, record=False, config=cfg)
+        check: dict[str, Any] = {"recorded": False, "note": f"turn {turn} has no context_built record: this "
+                                 "is the request re-derived from the log, with nothing recorded to check it "
+                                 "against"}
+        return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
+                "ok": not problems}, result
+    first = records[0]
+    result = run.build(turn=turn, record=False)  # a recorded turn rebuilds with its recorded config
+    m = result.manifest
+    recorded_cfg: dict[str, Any] = dict(first.manifest.get("config", {}))
+    current_cfg = m.config.model_dump(mode="json")
+    check = {"recorded": True, "records": len(records), "rebuild_of_record": first.rebuild,
+             "request_hash": {"recorded": first.request_hash, "rebuilt": m.request_hash},
+             "cache_key": {"recorded": first.prefix_hash, "rebuilt": m.cache_key},
+             "config_hash": {"recorded": first.config_hash, "rebuilt": m.config_hash}}
+    if first.config_hash != m.config_hash:
+        fields = sorted(k for k in set(recorded_cfg) | set(current_cfg)
+                        if recorded_cfg.get(k, "<absent>") != current_cfg.get(k, "<absent>"))
+        detail = ", ".join(f"{k}: recorded {recorded_cfg.get(k, '<absent>')!r} -> now "
+                           f"{current_cfg.get(k, '<absent>')!r}" for k in fields)
+        if first.config_hash != canonical_hash(recorded_cfg):
+            detail = (detail + "; " if detail else "") + (
+                "the recorded config hash does not even match the recorded config "
+                "(written by another builder version?)")
+        problems.append(f"builder configuration changed: config hash recorded {first.config_hash[:16]} "
+                        f"!= now {m.config_hash[:16]} ({detail or 'same fields, different hashing'}); "
+                        "the rebuild cannot be byte-identical to what was sent")
+    if first.request_hash != m.request_hash:
+        problems.append(f"request hash mismatch: recorded {first.request_hash[:16]} != re-derived "
+                        f"{m.request_hash[:16]}: the request rebuilt from the log is not what the model saw")
+    if first.prefix_hash != m.cache_key:
+        problems.append(f"cache key mismatch: recorded {first.prefix_hash[:16]} != re-derived "
+                        f"{m.cache_key[:16]}")
+    return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
+            "ok": not problems}, result
+
+
+def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
+    try:
+        verdict, result = audit_turn(run, args.turn, _given_config(args))
+    except IntegrityError as exc:
+        report = run.verify()
+        where = f" (first bad position {report.first_bad_position}: {report.reason})" if not report.ok else ""
+        sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be re-derived: {exc}{where}\n")
+        return 3
+    if args.json:
+        _out(json.dumps({**verdict, "manifest": result.manifest.model_dump(mode="json"),
+                         "request": result.request}, ensure_ascii=False))
+    else:
+        i = verdict["integrity"]
+        _out(f"integrity: ok ({i['events']} events, hash chain intact)" if i["ok"] else
+             f"integrity: FAILED at position {i['first_bad_position']}: {i['reason']}")
+        c = verdict["check"]
+        if c["recorded"]:
+            req, conf = c["request_hash"], c["config_hash"]
+            same = req["recorded"] == req["rebuilt"]
+            _out(f"request: re-derived {req['rebuilt'][:16]} "
+                 f"{'matches' if same else 'DOES NOT MATCH'} the recorded {req['recorded'][:16]}")
+            _out(f"builder config: {'unchanged' if conf['recorded'] == conf['rebuilt'] else 'CHANGED'}"
+                 f" ({conf['rebuilt'][:16]})")
+        else:
+            _out(c["note"])
+        for p in verdict["problems"]:
+            sys.stderr.write(f"PROBLEM: {p}\n")
+        _out("")
+        _out(manifest_table(result.manifest))
+        _out(f"\nrequest body ({result.manifest.provider}) as the model saw it:")
+        _out(json.dumps(result.request, indent=2, ensure_ascii=False))
+    if not verdict["integrity"]["ok"]:
+        return 3
+    return 0 if verdict["ok"] else 1
+
+
+# ---------------------------------------------------------------- audit
+
+
+def _configure_audit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("--turn", type=int, default=None,
+                   help="what exactly the model saw at turn N, re-derived and checked against the record")
+    p.add_argument("--html", default=None, metavar="PATH", help="write the self-contained HTML report here")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _config_args(p)
+
+
+def _summary_text(a: RunAudit) -> str:
+    s = a.summary
+    i = a.integrity
+    lines = [
+        f"run {a.run_id}: {a.events} events, {s.turns} turns ({s.recorded_turns} recorded, "
+        f"{s.rebuilt_turns} rebuilt from the log)",
+        "integrity: " + (f"ok ({i.events} events, hash chain intact)" if i.ok else
+                         f"FAILED at position {i.first_bad_position}: {i.reason}"),
+        f"prefix stability: {s.prefix_reused} of {max(0, s.turns - 1)} turns re-used the previous prefix"
+        + (f" (changed at {', '.join(map(str, s.prefix_changed_turns[:20]))})"
+           if s.prefix_changed_turns else ""),
+        f"tool schemas: {s.tool_schema_answer}",
+        f"retrieval vs history: {s.retrieval_answer}",
+        f"protocol repairs: {s.repairs}; compactions: {s.compactions}",
+        "builder config: " + ("unchanged" if not s.config_changed_turns else
+                              f"changed at turns {', '.join(map(str, s.config_changed_turns))}"),
+        f"usage: {s.usage_turns} turns observed; latest correction {s.latest_correction}",
+        "largest fragments: " + ", ".join(f"{f['id']} ({f['kind']}, {f['tokens']})"
+                                          for f in s.largest_fragments[:5]),
+    ]
+    return "\n".join(lines)
+
+
+def _handle_audit(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        run = store.run(args.run)
+        if args.turn is not None:
+            return _handle_audit_turn(args, run)
+        try:
+            audit = audit_run(run, config=_given_config(args))
+        except IntegrityError as exc:
+            sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be read back: {exc}\n")
+            return 3
+    if args.html:
+        Path(args.html).write_text(render_report(audit), encoding="utf-8")
+        _out(f"wrote {args.html}: {audit.summary.turns} turns, integrity "
+             f"{'ok' if audit.integrity.ok else 'BROKEN'}")
+    if args.json:
+        _out(json.dumps({"run_id": audit.run_id, "events": audit.events,
+                         "integrity": audit.integrity.model_dump(mode="json"),
+                         "summary": audit.summary.model_dump(mode="json"),
+                         "turns": [{"turn": t.turn, "source": t.source,
+                                    "selected": t.manifest.selected_tokens,
+                                    "budget": t.manifest.budget_tokens, "cache_key": t.manifest.cache_key,
+                                    "prefix_changed": t.prefix_changed, "config_changed": t.config_changed,
+                                    "repairs": [r.model_dump(mode="json") for r in t.repairs]
+                                    + list(t.manifest.repairs),
+                                    "usage": t.usage.model_dump(mode="json") if t.usage else None}
+                                   for t in audit.turns]}, ensure_ascii=False))
+    elif not args.html:
+        _out(_summary_text(audit))
+    return 0 if audit.integrity.ok else 3
+
+
+register("audit", "what the model saw: run summary, --turn N checked against the log, or --html report",
+         _configure_audit, _handle_audit)
+
+
+# ---------------------------------------------------------------- why
+
+
+def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
+    """Fragments/tools of ``manifest`` matching ``query`` (id, tool name, or source_ref/path substring)."""
+    found: list[dict[str, Any]] = []
+    exact = [f for f in manifest.fragments if f.id == query]
+    exact_x = [e for e in manifest.excluded_items if e.id == query]
+    tools = [t for t in manifest.tools if t.name == query]
+    sel = exact or ([] if exact_x or tools else [f for f in manifest.fragments if query in f.source_ref])
+    exc = exact_x or ([] if exact or tools else [e for e in manifest.excluded_items if query in e.source_ref])
+    for f in sel:
+        found.append({"id": f.id, "verdict": "kept", "kind": f.kind, "trust": f.trust, "layer": f.layer,
+                      "source_ref": f.source_ref, "tokens": f.tokens, "truncated": f.truncated,
+                      "reason": f.selection_reason})
+    for e in exc:
+        found.append({"id": e.id, "verdict": "dropped", "kind": e.kind, "source_ref": e.source_ref,
+                      "tokens": e.tokens, "reason": e.reason, "replaced_by": e.replaced_by,
+                      "detail": e.detail})
+    for t in tools:
+        found.append({"id": t.name, "verdict": "kept", "kind": "tool_spec", "tokens": t.tokens,
+                      "reason": f"tool exposed: {t.reason}"})
+    return found
+
+
+def _configure_why(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("--turn", type=int, required=True, help="the turn to explain")
+    p.add_argument("query", metavar="FRAGMENT_OR_SOURCE",
+                   help="fragment id (e12), tool name, or a source_ref / file path substring")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _config_args(p)
+
+
+def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
+    m = re.fullmatch(r"e(\d+)(?:\.c\d+)?", query)
+    if m:
+        pos = int(m.group(1))
+        if pos > manifest.log_version:
+            return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
+                    f"(log position {manifest.log_version}): it did not exist yet")
+        for rec in run.events(upto=manifest.log_version):
+            ev = rec.event
+            if isinstance(ev, HistoryCompacted) and ev.covers_from <= pos <= ev.covers_to:
+                return (f"{query} is covered by the compaction at position {rec.position} (covers "
+                        f"{ev.covers_from}-{ev.covers_to}); its summary e{rec.position} stands in for it")
+    return (f"nothing in turn {manifest.turn}'s manifest matches {query!r} (by id, tool name or source); "
+            "it was not part of the projection at that turn")
+
+
+def _handle_why(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        run = store.run(args.run)
+        records = run.records(args.turn)
+        if records:
+            manifest = ContextManifest.model_validate(records[0].manifest)
+            source = "recorded"
+        else:
+            cfg = config_for_turn(run.events(), args.turn, _given_config(args))
+            manifest = run.build(turn=args.turn, record=False, config=cfg).manifest
+            source = "rebuilt from the log (no record)"
+        found = explain(manifest, args.query)
+        missing = "" if found else _not_found(run, manifest, args.query)
+    if args.json:
+        _out(json.dumps({"turn": args.turn, "manifest": source, "query": args.query, "matches": found,
+                         "note": missing}, ensure_ascii=False))
+        return 0 if found else 1
+    _out(f"turn {args.turn} ({source} manifest, request {manifest.request_hash[:16]}):")
+    for f in found:
+        what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens, {f.get('source_ref', '')})"
+        if f["verdict"] == "kept":
+            flag = ", truncated" if f.get("truncated") else ""
+            _out(f"  KEPT    {what}{flag}: {f['reason']}")
+        else:
+            by = f" -> replaced by {f['replaced_by']}" if f["replaced_by"] else ""
+            detail = f" ({f['detail']})" if f["detail"] else ""
+            _out(f"  DROPPED {what}: {f['reason']}{by}{detail}")
+    if missing:
+        _out(f"  {missing}")
+        return 1
+    return 0
+
+
+register("why", "why a fragment, file or source was kept or dropped at turn N (the manifest's reason)",
+         _configure_why, _handle_why)
+
+
+# ---------------------------------------------------------------- usage
+
+
+def _configure_usage(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("--turn", type=int, required=True, help="the turn whose request the provider counted")
+    p.add_argument("--input-tokens", type=int, required=True,
+                   help="prompt tokens as the provider counted them, cached ones included")
+    p.add_argument("--cached-tokens", type=int, default=0, help="of which served from the provider's cache")
+    p.add_argument("--output-tokens", type=int, default=0, help="completion tokens")
+    p.add_argument("--model", default=None, help="model the provider reported")
+
+
+def _handle_usage(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        run = store.run(args.run)
+        rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
+                                output_tokens=args.output_tokens, model=args.model)
+        records = run.records(args.turn)
+    line = f"recorded usage_observed at position {rec.position}: turn {args.turn} input {args.input_tokens}"
+    if records:
+        est = int(records[-1].manifest.get("selected_tokens", 0))
+        line += f" (estimate {est}, observed/estimated {args.input_tokens / max(1, est):.3f})"
+    else:
+        line += " (turn has no build record: it will not calibrate later builds)"
+    _out(line)
+    return 0
+
+
+register("usage", "record provider-reported token usage of a turn (calibrates later budgets)",
+         _configure_usage, _handle_usage)
