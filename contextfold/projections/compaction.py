@@ -94,6 +94,10 @@ _CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
 _ARGS_CHARS = 160
 _STATEMENT_CHARS = 300
 _GOAL_CHARS = 4000
+_RECENT_CALLS = 8
+"""Plain successful calls listed in full; older ones keep only their ids and outcome."""
+_RECENT_STATEMENTS = 12
+"""Assistant statements kept as inferences (older ones: read back by the events:// ref)."""
 
 
 class Summarizer(Protocol):
@@ -136,9 +140,10 @@ def choose_cover(state: RunState, *, keep_recent: int = 3,
     timeline = state.timeline()
     groups = [it for it in timeline if isinstance(it, ToolGroup)]
     tail = [g.position for g in groups[-keep_recent:]] if keep_recent > 0 else []
-    users = [it.position for it in timeline if isinstance(it, MessageItem) and it.role == "user"]
-    if keep_input and users:
-        tail.append(users[-1])
+    users = [it for it in timeline if isinstance(it, MessageItem) and it.role == "user"]
+    # a required input is never hidden by a cover, so it need not bound one
+    if keep_input and users and not state.entries[users[-1].fragment_id].fragment.required:
+        tail.append(users[-1].position)
     hi = (min(tail) if tail else state.version + 1) - 1
     changed = True
     while changed and hi >= 1:
@@ -317,14 +322,23 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                 f["evidence_refs"].append(f"memory {ev.memory_id}: {ev.source_ref}")
             case _:
                 pass
+    plain = [c for c in calls if c.outcome == "ok" and not SIDE_EFFECT_PATTERN.search(c.name)]
+    recent = {id(c) for c in plain[-_RECENT_CALLS:]}
+    older: dict[str, list[str]] = {}
     for call in calls:
         args = _cap(call.arguments, _ARGS_CHARS)
+        if call.outcome == "ok" and id(call) not in recent and call in plain:
+            # older plain successes: ids verbatim, one line per tool and outcome
+            older.setdefault(f"{call.name} {call.line.split(' [')[0]}", []).append(f"call {call.call_id}")
+            continue
         f["tool_calls_and_results"].append(
             f"call {call.call_id} ({call.name}) {args} at event {call.position} -> {call.line or 'open'}")
         if SIDE_EFFECT_PATTERN.search(call.name):
             verdict = ("reported success by the tool" if call.outcome == "ok"
                        else f"{call.outcome}: unverified")
             f["side_effects"].append(f"call {call.call_id} ({call.name}) {args}: {verdict}")
+    f["tool_calls_and_results"][:0] = [f"earlier {key}: {', '.join(ids)}" for key, ids in older.items()]
+    f["inferences"] = f["inferences"][-_RECENT_STATEMENTS:]
     if state.plan is not None:
         for step in state.plan.steps:
             line = f"{step.id}: {step.title}"

@@ -1,0 +1,85 @@
+"""CLI commands for compaction and read-back: ``compact`` and ``show``.
+
+Registered into :data:`contextfold.cli.COMMANDS` on import (``cli._load_extensions``).
+``compact`` appends ``history_compacted`` events (never removes anything from
+the log); ``--dry-run`` only prints what it would append. ``show`` prints the
+raw content behind a ref that a mask stub or a summary cites.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from contextfold.api import open_store
+from contextfold.cli import register
+from contextfold.compaction_api import CompactionReport, compact, show
+
+__all__ = ["report_lines"]
+
+
+def report_lines(report: CompactionReport) -> list[str]:
+    """Human lines for a report: one per event, then the token totals."""
+    verb = "would append" if report.dry_run else "appended"
+    lines = []
+    for i, event in enumerate(report.events):
+        at = f" at position {report.positions[i]}" if i < len(report.positions) else ""
+        what = (f"{len(event.summary.tool_calls_and_results)} results masked" if event.strategy == "mask"
+                else f"summary by {event.summarizer}")
+        lines.append(f"{verb} {event.strategy} covering events {event.covers_from}-"
+                     f"{event.covers_to}{at}: {what}")
+    if not report.events:
+        lines.append("nothing to compact: no legal cut saves tokens")
+    lines.append(f"tokens replaced {report.replaced_tokens} -> stand-ins {report.stand_in_tokens} "
+                 f"(saved {report.saved_tokens})")
+    if report.pressure_before is not None:
+        lines.append(f"budget pressure {report.pressure_before} -> {report.pressure_after}")
+    return lines
+
+
+def _configure_compact(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("--strategy", choices=("mask", "summary"), default="mask",
+                   help="mask old tool results (cheap) or summarize old history (default: mask)")
+    p.add_argument("--window", type=int, default=None,
+                   help="compact until a build at this window fits (mask first, then summary "
+                        "if --strategy summary); default: one compaction at the widest legal cut")
+    p.add_argument("--reserve", type=int, default=8_000, help="output reserve for --window")
+    p.add_argument("--keep-recent", type=int, default=3, help="newest tool groups kept raw")
+    p.add_argument("--dry-run", action="store_true", help="print what would be appended")
+    p.add_argument("--json", action="store_true", help="print the events as JSON")
+
+
+def _handle_compact(args: argparse.Namespace) -> int:
+    with open_store(args.store) as store:
+        report = compact(store.run(args.run), args.strategy, window=args.window,
+                         reserve=args.reserve, keep_recent=args.keep_recent, dry_run=args.dry_run)
+    if args.json:
+        sys.stdout.write(json.dumps({
+            "dry_run": report.dry_run, "positions": list(report.positions),
+            "replaced_tokens": report.replaced_tokens, "stand_in_tokens": report.stand_in_tokens,
+            "events": [e.model_dump(mode="json") for e in report.events]},
+            ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write("\n".join(report_lines(report)) + "\n")
+    return 0
+
+
+def _configure_show(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("ref", help="event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS, artifact:HASH, "
+                               "or a bare POS / A-B")
+
+
+def _handle_show(args: argparse.Namespace) -> int:
+    with open_store(args.store) as store:
+        text = show(store.run(args.run), args.ref)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+register("compact", "compact a run's history (mask old tool results, or summarize) by appending "
+         "a history_compacted event", _configure_compact, _handle_compact)
+register("show", "print the raw content behind a ref a mask stub or summary cites",
+         _configure_show, _handle_show)

@@ -1,0 +1,260 @@
+"""Compaction for a stored run (I/O): compact, automatic compaction before a build, read-back.
+
+    from contextfold.compaction_api import build, compact, show
+    report = compact(run, "mask")                      # one mask event at the widest legal cut
+    report = compact(run, "summary", window=16_000)    # mask, then summarize, until it fits
+    built = build(run, "anthropic", window=16_000)     # auto-compacts, then Run.build
+    show(run, "event://run-42/17")                     # the raw content a stub or summary replaced
+
+Why functions over a :class:`~contextfold.api.Run` and not methods: they only
+*append* events (``HistoryCompacted``) through ``Run.append`` and then fold
+and build through the ordinary path; the rules live in
+:mod:`contextfold.projections.compaction`. Raw events never leave the log, so
+``Run.replay(turn)`` of any later turn rebuilds the same request.
+
+Triggers (:func:`auto_compact`), cheap before expensive:
+
+- *soft*: a trial build (pure, not recorded) dropped timeline content for
+  budget or had to truncate: compact if a legal cut exists, else skip;
+- *hard*: the required fragments alone exceed the budget: compact, and if no
+  compaction makes them fit, raise the typed
+  :class:`~contextfold.domain.errors.RequiredContextExceedsBudgetError`.
+
+The ladder: mask (keeping ``recent_groups`` groups raw), mask (keeping one),
+then -- only when masking was not enough -- summary (same two steps).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from contextfold.api import Run
+from contextfold.domain.errors import InvalidInputError, NotFoundError, RequiredContextExceedsBudgetError
+from contextfold.domain.events import (
+    EvidenceRetrieved,
+    FileRead,
+    HistoryCompacted,
+    ModelResponse,
+    ToolResult,
+    UserInput,
+    canonical_json,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.compaction import CompactionPlan, Strategy, Summarizer, plan_compaction
+from contextfold.projections.fold import fold_event
+from contextfold.projections.fold_summary import render_summary
+from contextfold.projections.repair import recovery_events
+from contextfold.projections.state import RunState, ToolGroup
+
+__all__ = ["CompactionReport", "Pressure", "auto_compact", "build", "compact", "pressure", "show"]
+
+Pressure = Literal["none", "soft", "hard"]
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What a compaction appended (or, for a dry run, would append)."""
+
+    run_id: str
+    dry_run: bool
+    events: tuple[HistoryCompacted, ...]
+    positions: tuple[int, ...]
+    """Log positions of the appended events (empty for a dry run)."""
+    replaced_tokens: int
+    """Tokens of the timeline fragments the events replace."""
+    stand_in_tokens: int
+    """Tokens of the stubs / summaries standing in for them."""
+    pressure_before: Pressure | None = None
+    pressure_after: Pressure | None = None
+    """With a window: the budget pressure of a trial build before and after."""
+
+    @property
+    def saved_tokens(self) -> int:
+        return self.replaced_tokens - self.stand_in_tokens
+
+
+def pressure(run: Run, state: RunState, config: BuildConfig) -> Pressure:
+    """Budget pressure of a trial build of ``state`` (pure, nothing recorded)."""
+    try:
+        result = build_context(state, config, load_text=run.store.artifact_text)
+    except RequiredContextExceedsBudgetError:
+        return "hard"
+    m = result.manifest
+    if m.truncations or any(e.reason in ("low_priority", "over_budget") for e in m.excluded_items):
+        return "soft"
+    return "none"
+
+
+def _ladder(strategy: Strategy, keep_recent: int) -> list[tuple[Strategy, int]]:
+    steps: list[tuple[Strategy, int]] = [("mask", keep_recent), ("mask", 1)]
+    if strategy == "summary":
+        steps += [("summary", keep_recent), ("summary", 1)]
+    return list(dict.fromkeys(steps))
+
+
+class _Session:
+    """A state and event list that planned events are folded into (appended, or not for a dry run)."""
+
+    def __init__(self, run: Run, dry_run: bool) -> None:
+        self.run, self.dry_run = run, dry_run
+        self.state = run.state().snapshot() if dry_run else run.state()
+        self.events: list[RecordedEvent] = run.events()
+        self.plans: list[CompactionPlan] = []
+        self.positions: list[int] = []
+
+    def apply(self, plan: CompactionPlan) -> None:
+        if self.dry_run:
+            rec = RecordedEvent(self.run.run_id, self.state.version + 1, plan.event, "")
+            fold_event(self.state, rec)
+        else:
+            (rec,) = self.run.append(plan.event, expected_version=self.state.version)
+            self.positions.append(rec.position)
+            self.state = self.run.state()
+        self.events.append(rec)
+        self.plans.append(plan)
+
+    def report(self, before: Pressure | None, after: Pressure | None) -> CompactionReport:
+        return CompactionReport(
+            run_id=self.run.run_id, dry_run=self.dry_run,
+            events=tuple(p.event for p in self.plans), positions=tuple(self.positions),
+            replaced_tokens=sum(p.tokens_before for p in self.plans),
+            stand_in_tokens=sum(p.tokens_after for p in self.plans),
+            pressure_before=before, pressure_after=after)
+
+
+def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
+            reserve: int = 8_000, keep_recent: int = 3, dry_run: bool = False,
+            summarizer: Summarizer | None = None, config: BuildConfig | None = None
+            ) -> CompactionReport:
+    """Compact ``run``. Without a window: one ``strategy`` event at the widest legal cut
+    that keeps ``keep_recent`` tool groups raw. With a window (or ``config``): climb the
+    ladder (mask first; summary only for ``strategy="summary"``) until a build fits."""
+    session = _Session(run, dry_run)
+    if window is None and config is None:
+        plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,
+                               summarizer=summarizer)
+        if plan is not None:
+            session.apply(plan)
+        return session.report(None, None)
+    cfg = config or BuildConfig(window=window or 128_000, reserve=reserve)
+    before = now = pressure(run, session.state, cfg)
+    for step, keep in _ladder(strategy, keep_recent):
+        if now == "none":
+            break
+        plan = plan_compaction(session.state, session.events, step, keep_recent=keep,
+                               summarizer=summarizer)
+        if plan is not None:
+            session.apply(plan)
+            now = pressure(run, session.state, cfg)
+    return session.report(before, now)
+
+
+def auto_compact(run: Run, config: BuildConfig, *, strategy: Strategy = "summary",
+                 summarizer: Summarizer | None = None) -> CompactionReport:
+    """Soft/hard-triggered compaction before a build of ``config`` (see the module docstring).
+
+    Recovery events (lost / cancelled calls) are appended first, so the groups
+    they close can be compacted. Raises RequiredContextExceedsBudgetError when
+    the required content still does not fit after every step of the ladder.
+    """
+    state = run.state()
+    recovery = recovery_events(state, in_flight=config.in_flight)
+    if recovery:
+        run.append(recovery, expected_version=state.version)
+    report = compact(run, strategy, config=config, keep_recent=config.recent_groups,
+                     summarizer=summarizer)
+    if report.pressure_after == "hard":
+        build_context(run.state(), config, load_text=run.store.artifact_text)  # raises the typed error
+    return report
+
+
+def build(run: Run, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
+          model: str | None = None, auto: bool = True, strategy: Strategy = "summary",
+          summarizer: Summarizer | None = None, config: BuildConfig | None = None) -> BuildResult:
+    """``Run.build`` with automatic compaction first (``auto=False``: a plain build)."""
+    cfg = config or BuildConfig(provider=provider, window=window, reserve=reserve, model=model)
+    if auto:
+        auto_compact(run, cfg, strategy=strategy, summarizer=summarizer)
+    return run.build(config=cfg)
+
+
+# ---------------------------------------------------------------- read-back
+
+_EVENT = re.compile(r"^event://(?P<run>.+)/(?P<pos>\d+)(?:#.*)?$")
+_RANGE = re.compile(r"^events://(?P<run>.+)/(?P<lo>\d+)-(?P<hi>\d+)$")
+_CALL = re.compile(r"^call://(?P<run>.+)/(?P<cid>[^@]+)@(?P<pos>\d+)$")
+_ARTIFACT = re.compile(r"^artifact:(?://)?(?P<hash>[0-9a-f]{64})$")
+
+
+def _check_run(run: Run, named: str, ref: str) -> None:
+    if named != run.run_id:
+        raise InvalidInputError(f"ref {ref!r} names run {named!r}, not {run.run_id!r}")
+
+
+def _event_text(run: Run, rec: RecordedEvent) -> str:
+    ev = rec.event
+    match ev:
+        case ToolResult() | FileRead() | EvidenceRetrieved():
+            body = run.store.artifact_text(ev.artifact) if ev.artifact is not None else ev.content
+            if isinstance(ev, ToolResult):
+                code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
+                return f"result of call {ev.call_id}{code} is_error={str(ev.is_error).lower()}\n{body}"
+            return body
+        case UserInput():
+            return ev.text
+        case ModelResponse():
+            calls = [f"call {c.call_id} {c.name} {c.arguments}" for c in ev.tool_calls]
+            return "\n".join([ev.text, *calls]) if ev.text else "\n".join(calls)
+        case HistoryCompacted():
+            return render_summary(ev)
+        case _:
+            return canonical_json(ev).decode()
+
+
+def _range(run: Run, lo: int, hi: int) -> Sequence[RecordedEvent]:
+    found = run.store.events.read(run.run_id, after=lo - 1, upto=hi)
+    if not found or found[0].position != lo or found[-1].position != hi:
+        raise NotFoundError(f"run {run.run_id!r} has no events {lo}-{hi} (version {run.version})")
+    return found
+
+
+def show(run: Run, ref: str) -> str:
+    """The raw content behind a ref that a mask stub or summary cites.
+
+    ``event://RUN/POS`` (one event), ``events://RUN/A-B`` (a range, one header
+    per event), ``call://RUN/ID@POS`` (that call's result), ``artifact:HASH``;
+    a bare ``POS`` or ``A-B`` means this run.
+    """
+    ref = ref.strip()
+    if ref.isdigit():
+        ref = f"event://{run.run_id}/{ref}"
+    elif re.fullmatch(r"\d+-\d+", ref):
+        ref = f"events://{run.run_id}/{ref}"
+    if m := _ARTIFACT.match(ref):
+        return run.store.artifact(m["hash"]).decode("utf-8", "replace")
+    if m := _EVENT.match(ref):
+        _check_run(run, m["run"], ref)
+        pos = int(m["pos"])
+        return _event_text(run, _range(run, pos, pos)[0])
+    if m := _RANGE.match(ref):
+        _check_run(run, m["run"], ref)
+        lo, hi = int(m["lo"]), int(m["hi"])
+        if lo > hi:
+            raise InvalidInputError(f"empty range in {ref!r}")
+        return "\n".join(f"--- event {rec.position} {rec.event.type} ---\n{_event_text(run, rec)}"
+                         for rec in _range(run, lo, hi))
+    if m := _CALL.match(ref):
+        _check_run(run, m["run"], ref)
+        group = run.state().items.get(int(m["pos"]))
+        slot = (next((c for c in group.calls if c.call_id == m["cid"]), None)
+                if isinstance(group, ToolGroup) else None)
+        if slot is None or slot.answer_position is None:
+            raise NotFoundError(f"no answered call {m['cid']!r} issued at position {m['pos']}")
+        return _event_text(run, _range(run, slot.answer_position, slot.answer_position)[0])
+    raise InvalidInputError(
+        f"unknown ref {ref!r}: use event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS or artifact:HASH")

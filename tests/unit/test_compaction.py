@@ -1,0 +1,355 @@
+"""Compaction (pure): legal cuts, masking, the structured summary, plug-in validation.
+
+Semantic regressions of the seed's section 10: constraints from turns 1, 20 and
+50 survive compaction verbatim; pairing holds at every turn after compaction,
+hand-off and resume for every provider; a failed deployment keeps its failure,
+its id and "unverified"; an assistant statement never becomes a fact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from contextfold.domain.errors import CompactionError
+from contextfold.domain.events import (
+    AnyEvent,
+    CompactionSummary,
+    GoalSet,
+    HandOff,
+    HistoryCompacted,
+    ModelResponse,
+    PlanStep,
+    PlanUpdated,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.domain.fragments import ToolResultBlock
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import build_context
+from contextfold.projections.compaction import (
+    choose_cover,
+    deterministic_summary,
+    plan_compaction,
+    plan_mask,
+    validate_summary,
+)
+from contextfold.projections.fold import fold
+from contextfold.projections.fold_summary import render_summary
+from contextfold.projections.render import render
+from contextfold.projections.repair import check_compaction_cover, recovery_events
+from contextfold.projections.state import RunState, SummaryItem, ToolGroup
+from tests.unit.test_fold import Log
+
+PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+C1 = "Never push directly to the main branch."
+C20 = "All timestamps must stay in UTC."
+C50 = "Do not add new runtime dependencies."
+NOISE = "\n".join(f"line {i}: collected test item tests/test_mod_{i}.py::test_case PASSED" for i in range(40))
+
+
+def call(cid: str, name: str = "shell", args: str = '{"cmd": "pytest -q"}') -> ToolCall:
+    return ToolCall(call_id=cid, name=name, arguments=args)
+
+
+def turn_events(t: int) -> list[AnyEvent]:
+    """One agent turn: a call and its result (every 7th fails with exit code 1)."""
+    failed = t % 7 == 0
+    return [ModelResponse(text=f"step {t}", tool_calls=(call(f"c{t}"),)),
+            ToolResult(call_id=f"c{t}",
+                       content=f"run {t}\n{NOISE}" + ("\nE AssertionError: boom" if failed else ""),
+                       is_error=failed, exit_code=1 if failed else 0, origin="workspace")]
+
+
+def long_log(turns: int = 64, *, required_50: bool = True) -> Log:
+    """A 64-turn run; constraints arrive at turns 1 (policy), 20 (required input), 50
+    (required, or a plain input that a later input at turn 56 supersedes as the current one)."""
+    log = Log().add(GoalSet(goal="Make the test suite green", success_contract=("pytest exits 0",)))
+    for t in range(1, turns + 1):
+        if t == 1:
+            log.add(PolicySet(text=C1), UserInput("Fix the failing tests."))
+        if t == 20:
+            log.add(UserInput(C20, required=True))
+        if t == 50:
+            log.add(UserInput(C50, required=required_50))
+        if t == 56:
+            log.add(UserInput("Continue with the next failure."))
+        log.add(*turn_events(t))
+    return log
+
+
+def request_text(state: RunState, provider: str, window: int = 6_000) -> str:
+    cfg = BuildConfig(provider=provider, window=window, reserve=1_000)
+    result = build_context(state, cfg, render=lambda conv, p, m: render(conv, p, max_tokens=m))
+    return json.dumps(result.request, ensure_ascii=False)
+
+
+def apply(log: Log, state: RunState, event: AnyEvent) -> RunState:
+    log.add(event)
+    return fold(log.records, state)
+
+
+# ---------------------------------------------------------------- cuts
+
+
+def test_cover_never_splits_a_parallel_batch_or_an_open_call() -> None:
+    log = Log().add(
+        UserInput("go"),                                                              # 1
+        ModelResponse(tool_calls=(call("a"), call("b"))),                             # 2
+        ToolResult(call_id="a", content="A"),                                         # 3
+        UserInput("meanwhile"),                                                       # 4 (b still open)
+        ToolResult(call_id="b", content="B"),                                         # 5
+        ModelResponse(tool_calls=(call("c"),)),                                       # 6
+        ToolResult(call_id="c", content="C"),                                         # 7
+        ModelResponse(tool_calls=(call("d"),)),                                       # 8 open
+    )
+    state = fold(log.records)
+    for keep in range(0, 4):
+        for keep_input in (True, False):
+            cover = choose_cover(state, keep_recent=keep, keep_input=keep_input)
+            if cover is not None:
+                check_compaction_cover(state, *cover)  # raises on an illegal cut
+                _, hi = cover
+                assert not (2 <= hi < 5), "the batch at 2 (answers at 3 and 5) must not be split"
+                assert hi < 8
+    assert choose_cover(state, keep_recent=1, keep_input=False) == (1, 7)  # the open call stays
+    assert choose_cover(state, keep_recent=2, keep_input=False) == (1, 5)
+    # "meanwhile" (4) stays raw, and 3 would split the batch: back to 1
+    assert choose_cover(state, keep_recent=2, keep_input=True) == (1, 1)
+    assert choose_cover(state, keep_recent=0, keep_input=False) == (1, 7)
+
+
+# ---------------------------------------------------------------- masking
+
+
+def test_mask_keeps_every_group_with_stubs_and_the_raw_result_stays_readable() -> None:
+    log = long_log(12)
+    state = fold(log.records)
+    plan = plan_compaction(state, log.records, "mask", keep_recent=3)
+    assert plan is not None and plan.tokens_after < plan.tokens_before
+    before = [(g.position, [(c.call_id, c.status) for c in g.calls]) for g in state.groups()]
+    state = apply(log, state, plan.event)
+    after = [(g.position, [(c.call_id, c.status) for c in g.calls]) for g in state.groups()]
+    assert before == after  # the protocol is untouched
+    masked = [g for g in state.groups() if g.calls[0].answer_position in state.masked]
+    assert len(masked) == 9  # all but the newest three
+    slot = masked[6].calls[0]  # c7 failed
+    assert slot.call_id == "c7" and slot.status == "error"
+    stub = state.fragment(slot.answer_id or "")
+    block = stub.content[0]
+    assert isinstance(block, ToolResultBlock) and block.exit_code == 1 and block.status == "error"
+    assert block.text == (f"[masked] result of call c7 (shell): error, exit code 1; "
+                          f"{state.fragments_at(slot.answer_position or 0)[0].token_count} tokens hidden; "
+                          f"raw: event://run-1/{slot.answer_position}")
+    assert stub.source_ref == f"event://run-1/{slot.answer_position}"
+    raw = state.fragments_at(slot.answer_position or 0)[0].content[0]
+    assert isinstance(raw, ToolResultBlock) and "E AssertionError: boom" in raw.text
+    # a second mask over the same range has nothing left to gain
+    assert plan_mask(state, 1, state.version) is None or all(
+        "c7" not in line for line in plan_mask(state, 1, state.version).event.summary.tool_calls_and_results)  # type: ignore[union-attr]
+    for provider in PROVIDERS:
+        text = request_text(state, provider)
+        assert "call c7 (shell): error, exit code 1" in text
+
+
+# ---------------------------------------------------------------- constraints
+
+
+@pytest.mark.parametrize("required_50", [True, False])
+def test_constraints_from_turns_1_20_50_survive_summary_compaction_verbatim(required_50: bool) -> None:
+    log = long_log(64, required_50=required_50)
+    state = fold(log.records)
+    for strategy in ("mask", "summary"):
+        plan = plan_compaction(state, log.records, strategy, keep_recent=3)
+        assert plan is not None
+        state = apply(log, state, plan.event)
+    summary = next(it for it in state.timeline() if isinstance(it, SummaryItem))
+    assert summary.covers_from == 1 and len(summary.covered) >= 55
+    for provider in PROVIDERS:
+        text = request_text(state, provider, window=4_000)
+        for constraint in (C1, C20, C50):
+            assert constraint in text, (provider, constraint)
+    # the structured summary itself lists every constraint verbatim
+    event = log.records[-1].event
+    assert isinstance(event, HistoryCompacted)
+    assert any(C1 in c for c in event.summary.constraints)
+    assert any(C20 in c for c in event.summary.constraints)
+    assert any(C50 in c for c in event.summary.constraints)
+
+
+def test_a_second_summary_carries_the_first_ones_constraints_and_failures() -> None:
+    log = long_log(30, required_50=False)
+    state = fold(log.records)
+    first = plan_compaction(state, log.records, "summary", keep_recent=2)
+    assert first is not None
+    state = apply(log, state, first.event)
+    for t in range(31, 52):
+        extra: list[AnyEvent] = ([UserInput(C50)] if t == 40 else
+                                 [UserInput("Keep CHANGELOG.md updated.", required=True)]
+                                 if t == 45 else [])
+        for e in extra + turn_events(t):
+            state = apply(log, state, e)
+    second = plan_compaction(state, log.records, "summary", keep_recent=2)
+    assert second is not None
+    state = apply(log, state, second.event)
+    s = second.event.summary
+    assert any("call c7 (shell) failed" in f for f in s.known_failures)   # from the first summary
+    assert any("call c49 (shell) failed" in f for f in s.known_failures)  # newly covered
+    assert any(C1 in c for c in s.constraints) and any(C50 in c for c in s.constraints)
+    visible = [it for it in state.timeline() if isinstance(it, SummaryItem)]
+    assert [it.position for it in visible] == [len(log.records)]  # the first summary is covered
+
+
+# ---------------------------------------------------------------- pairing at every turn
+
+
+def test_pairing_holds_at_every_turn_after_compaction_hand_off_and_resume() -> None:
+    log = Log().add(PolicySet(text=C1), UserInput("Fix the failing tests."))
+    state = fold(log.records)
+    for t in range(1, 61):
+        events: list[AnyEvent] = []
+        if t == 25:
+            events.append(HandOff(from_agent="a", to_agent="b", note="take over"))
+        if t == 45:
+            events.append(HandOff(mode="resume", note="process restarted"))
+        if t % 9 == 0:  # a parallel batch, one call lost
+            events += [ModelResponse(tool_calls=(call(f"p{t}a"), call(f"p{t}b"))),
+                       ToolResult(call_id=f"p{t}a", content=NOISE)]
+        events += turn_events(t)
+        for e in events:
+            state = apply(log, state, e)
+        for e in recovery_events(state, in_flight="cancel"):
+            state = apply(log, state, e)
+        if t in (15, 30, 40, 55):
+            strategy = "mask" if t in (15, 40) else "summary"
+            plan = plan_compaction(state, log.records, strategy, keep_recent=2)  # type: ignore[arg-type]
+            if plan is not None:
+                check_compaction_cover(state, plan.event.covers_from, plan.event.covers_to)
+                state = apply(log, state, plan.event)
+        for provider in PROVIDERS:  # render validates the protocol for each provider
+            request_text(state, provider, window=8_000)
+        for group in state.groups():
+            assert group.closed and len({c.answer_id for c in group.calls}) == len(group.calls)
+    assert any(isinstance(it, SummaryItem) for it in state.timeline())
+
+
+# ---------------------------------------------------------------- failures and inferences
+
+
+def deploy_log() -> Log:
+    return Log().add(
+        GoalSet(goal="Ship release 2.4 to production"),
+        PlanUpdated(steps=(PlanStep(id="s1", title="build", status="done"),
+                           PlanStep(id="s2", title="deploy", status="in_progress"))),
+        UserInput("Deploy release 2.4."),
+        ModelResponse(tool_calls=(call("b1", "build", '{"tag": "v2.4"}'),)),
+        ToolResult(call_id="b1", content="built image sha256:9f1c", exit_code=0),
+        ModelResponse(tool_calls=(call("d1", "deploy", '{"deployment_id": "dep-7781", "env": "prod"}'),)),
+        ToolResult(call_id="d1", content="rolling out dep-7781\nERROR: health check timeout on dep-7781",
+                   is_error=True, exit_code=2),
+        ModelResponse(text="The deployment succeeded and production is healthy."),
+        UserInput("Status?"),
+        ModelResponse(tool_calls=(call("s1", "status"),)),
+        ToolResult(call_id="s1", content="dep-7781: unknown", exit_code=0),
+    )
+
+
+def test_failed_deployment_keeps_failure_id_and_unverified_and_inference_is_not_a_fact() -> None:
+    log = deploy_log()
+    state = fold(log.records)
+    plan = plan_compaction(state, log.records, "summary", keep_recent=1)
+    assert plan is not None
+    s = plan.event.summary
+    (failure,) = s.known_failures
+    assert "call d1 (deploy)" in failure and "exit_code=2" in failure and "is_error=true" in failure
+    assert "dep-7781" in failure
+    (effect,) = [e for e in s.side_effects if "d1" in e]
+    assert "dep-7781" in effect and "unverified" in effect
+    claim = "The deployment succeeded and production is healthy."
+    assert [i for i in s.inferences if claim in i]
+    for key in ("decisions", "constraints", "tool_calls_and_results", "side_effects",
+                "known_failures", "completed_steps", "evidence_refs"):
+        assert not any("succeeded" in v for v in getattr(s, key)), key
+    assert s.next_action == "plan step s2: deploy" and s.completed_steps == ("s1: build",)
+    text = render_summary(plan.event)
+    assert text.index("inferences (not recorded facts):") < text.index(claim)
+    state = apply(log, state, plan.event)
+    for provider in PROVIDERS:
+        body = request_text(state, provider)
+        assert "dep-7781" in body and "unverified" in body
+
+
+# ---------------------------------------------------------------- plug-in summarizers
+
+
+def _covered(log: Log, hi: int) -> list[RecordedEvent]:
+    return [r for r in log.records if r.position <= hi]
+
+
+@pytest.mark.parametrize("output, message", [
+    (None, "returned nothing"),
+    ({}, "empty summary"),
+    ({"goal": 3}, "malformed"),
+    ({"goal": "g", "known_failures": ["call zz9 (deploy) failed"]}, "unknown call ids"),
+    ({"goal": "g", "tool_calls_and_results": ["deploy failed"]}, "cites no call"),
+    ({"goal": "g", "evidence_refs": ["event://run-1/999"]}, "do not hold"),
+    ({"goal": "g", "evidence_refs": ["artifact:" + "a" * 64]}, "do not hold"),
+])
+def test_plugin_output_is_validated_before_it_can_be_recorded(output: Any, message: str) -> None:
+    log = deploy_log()
+    state = fold(log.records)
+
+    def bad(events: Sequence[RecordedEvent], skeleton: CompactionSummary) -> Any:
+        return output
+
+    with pytest.raises(CompactionError, match=message):
+        plan_compaction(state, log.records, "summary", keep_recent=1, summarizer=bad)
+
+
+def test_plugin_must_keep_constraints_goal_and_failures_and_a_crash_is_a_compaction_error() -> None:
+    log = long_log(10)
+    state = fold(log.records)
+    hi = 14
+    skeleton = deterministic_summary(_covered(log, hi), state)
+    dropped = skeleton.model_copy(update={"constraints": skeleton.constraints[1:]})
+    with pytest.raises(CompactionError, match="drops constraints"):
+        validate_summary(dropped, _covered(log, hi), skeleton, "run-1")
+    no_failures = skeleton.model_copy(update={"known_failures": ()})
+    if skeleton.known_failures:
+        with pytest.raises(CompactionError, match="drops known failures"):
+            validate_summary(no_failures, _covered(log, hi), skeleton, "run-1")
+    with pytest.raises(CompactionError, match="no goal"):
+        validate_summary(skeleton.model_copy(update={"goal": ""}), _covered(log, hi), skeleton, "run-1")
+
+    def crash(events: Sequence[RecordedEvent], skeleton: CompactionSummary) -> CompactionSummary:
+        raise RuntimeError("model timed out")
+
+    with pytest.raises(CompactionError, match="model timed out"):
+        plan_compaction(state, log.records, "summary", summarizer=crash)
+
+
+def test_a_valid_plugin_summary_is_recorded_under_its_name() -> None:
+    log = deploy_log()
+    state = fold(log.records)
+
+    class Llm:
+        name = "llm:test"
+
+        def __call__(self, events: Sequence[RecordedEvent], skeleton: CompactionSummary) -> dict[str, Any]:
+            fields = skeleton.model_dump()
+            fields["decisions"] = [*fields["decisions"], "retry call d1 after fixing the health check"]
+            fields["evidence_refs"] = ["event://run-1/7"]
+            return fields
+
+    plan = plan_compaction(state, log.records, "summary", keep_recent=1, summarizer=Llm())
+    assert plan is not None and plan.event.summarizer == "llm:test"
+    assert plan.event.summary.evidence_refs == ("event://run-1/7",)
+    state = apply(log, state, plan.event)
+    assert isinstance(state.items[len(log.records)], SummaryItem)
+    assert any(isinstance(it, ToolGroup) for it in state.timeline())  # the newest group stays raw
