@@ -46,9 +46,11 @@ Content encoding, hashes and token counts: :mod:`contextfold.projections.fold_co
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, assert_never
 
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
@@ -110,6 +112,7 @@ __all__ = [
     "fold_event",
     "folded_event_types",
     "new_state",
+    "paused_gc",
     "state_at_turn",
     "state_at_version",
 ]
@@ -427,6 +430,25 @@ def fold_event(state: RunState, recorded: RecordedEvent) -> RunState:
     return state
 
 
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic GC while folding many events (re-enabled after, if it was on).
+
+    Why: a fold allocates several acyclic objects per event and keeps most of
+    them, so the generational GC keeps promoting and re-scanning a growing
+    heap: on a 20k-event fold it cost ~40% of the time (the store's reads pause
+    it for the same reason). Nothing the fold allocates needs the cycle
+    collector; pausing changes no result.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def fold(events: Iterable[RecordedEvent], state: RunState | None = None, *,
          artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
     """Fold ``events`` into ``state`` (a new one from the first event's run id when None).
@@ -434,10 +456,11 @@ def fold(events: Iterable[RecordedEvent], state: RunState | None = None, *,
     ``state`` is updated in place; take :meth:`RunState.snapshot` to keep a view.
     ``artifact_tokens`` applies to a new state only (a given state keeps its own).
     """
-    for rec in events:
-        if state is None:
-            state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
-        fold_event(state, rec)
+    with paused_gc():
+        for rec in events:
+            if state is None:
+                state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
+            fold_event(state, rec)
     if state is None:
         raise ValueError("fold() of no events needs a state (use new_state(run_id))")
     return state
@@ -457,12 +480,13 @@ def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | N
         raise TurnNotFoundError(rid, turn, responses + 1)
     state = new_state(rid, artifact_tokens=artifact_tokens)
     seen = 0
-    for rec in events:
-        if isinstance(rec.event, ModelResponse):
-            seen += 1
-            if seen == turn:
-                break
-        fold_event(state, rec)
+    with paused_gc():
+        for rec in events:
+            if isinstance(rec.event, ModelResponse):
+                seen += 1
+                if seen == turn:
+                    break
+            fold_event(state, rec)
     return state
 
 
@@ -474,12 +498,13 @@ def state_at_version(events: Iterable[RecordedEvent], version: int, *,
     Raises ``IntegrityError`` when the events end before ``version``.
     """
     state: RunState | None = new_state(run_id, artifact_tokens=artifact_tokens) if run_id else None
-    for rec in events:
-        if rec.position > version:
-            break
-        if state is None:
-            state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
-        fold_event(state, rec)
+    with paused_gc():
+        for rec in events:
+            if rec.position > version:
+                break
+            if state is None:
+                state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
+            fold_event(state, rec)
     if state is None:
         raise ValueError("state_at_version() of no events needs run_id")
     if state.version != version:
