@@ -24,7 +24,15 @@ from pydantic import BaseModel
 
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
-from contextfold.domain.events import AnyEvent, ArtifactRef, ContextBuilt, ModelResponse, UsageObserved
+from contextfold.domain.events import (
+    AnyEvent,
+    ArtifactRef,
+    ContextBuilt,
+    DocumentBlock,
+    ImageBlock,
+    ModelResponse,
+    UsageObserved,
+)
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifest
 from contextfold.projections.builder import BuildResult, build_context
@@ -35,6 +43,7 @@ from contextfold.projections.state import RunState
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
 from contextfold.store.limits import StoreLimits
+from contextfold.store.media import attach_document, attach_image
 
 __all__ = ["ReplayReport", "Run", "Store", "open_store", "render_request"]
 
@@ -57,6 +66,15 @@ class Store:
 
     def artifact(self, ref: str | ArtifactRef) -> bytes:
         return self.events.artifact(ref)
+
+    def attach_image(self, data: bytes, *, media_type: str | None = None,
+                     detail: Literal["auto", "low", "high"] = "auto") -> ImageBlock:
+        """Check and store image bytes (PNG/JPEG/GIF/WebP); the block goes in an event's content."""
+        return attach_image(self.events, data, media_type=media_type, detail=detail)
+
+    def attach_document(self, data: bytes, *, title: str | None = None) -> DocumentBlock:
+        """Check and store a PDF (pages counted); the block goes in an event's content."""
+        return attach_document(self.events, data, title=title)
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - one cache per store; artifacts are immutable
     def artifact_text(self, ref: ArtifactRef) -> str:
@@ -141,7 +159,8 @@ class Run:
             state = self.state()
             repairs = [f"{e.type}:{e.call_id}" for e in recovery]  # type: ignore[union-attr]
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
-                               repairs=repairs, calibration=self._calibration(state, cfg))
+                               repairs=repairs, calibration=self._calibration(state, cfg),
+                               load_bytes=self.store.artifact)
         if record:
             self._record(result, rebuild=False)
         return result
@@ -205,7 +224,8 @@ class Run:
             state = state_at_turn(events, turn, run_id=self.run_id, artifact_tokens=self._artifact_tokens())
             repairs = []
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
-                               repairs=repairs, calibration=self._calibration(state, cfg))
+                               repairs=repairs, calibration=self._calibration(state, cfg),
+                               load_bytes=self.store.artifact)
         if record and not records:
             self._record(result, rebuild=True)
         return result

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import blake3
@@ -46,11 +46,14 @@ from contextfold.domain.manifest import (
     ExcludedFragment,
     ManifestFragment,
     ManifestTool,
+    RedactionRecord,
     TruncationRecord,
 )
 from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.layout import LayoutInput, lay_out
+from contextfold.projections.media_plan import FragmentMedia, finalize_media, plan_fragment
+from contextfold.projections.redact import Redacted, config_policy, redact_fragment
 from contextfold.projections.selection import Unit, score, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.tool_exposure import canonical_tool_json, select_tools
@@ -87,11 +90,31 @@ class _Ctx:
     load_text: Callable[[ArtifactRef], str] | None
     required: frozenset[str]
     count: Callable[[str], int]
+    media_plans: dict[str, FragmentMedia | None] = field(default_factory=dict)
+    redacted: dict[str, tuple[ContextFragment, Redacted]] = field(default_factory=dict)
+    """Fragments with secrets: the redacted view (token count adjusted) and the result."""
 
     def frag(self, fid: str) -> ContextFragment:
-        return self.state.entries[fid].fragment
+        hit = self.redacted.get(fid)
+        return hit[0] if hit is not None else self.state.entries[fid].fragment
+
+    def media(self, fid: str) -> FragmentMedia | None:
+        """The fragment's images/PDFs priced for the provider being built (``media_plan``)."""
+        if fid not in self.media_plans:
+            self.media_plans[fid] = plan_fragment(self.state, self.frag(fid), self.config.provider)
+        return self.media_plans[fid]
+
+    def text_tokens(self, fid: str) -> int:
+        m = self.media(fid)
+        return self.frag(fid).token_count - (m.fold_tokens if m is not None else 0)
+
+    def content_tokens(self, fid: str, *, reduced: bool = False) -> int:
+        m = self.media(fid)
+        return self.text_tokens(fid) + (0 if m is None else m.reduced_tokens if reduced else m.tokens)
 
     def full_text(self, fid: str) -> str:
+        if fid in self.redacted:
+            return self.redacted[fid][1].text
         parts: list[str] = []
         for block in self.frag(fid).content:
             if isinstance(block, TextBlock | ToolResultBlock):
@@ -117,16 +140,27 @@ class _Ctx:
         return MESSAGE_OVERHEAD + self.count(wrapper)
 
     def cost(self, fid: str) -> int:
-        return self.frag(fid).token_count + self.overhead(fid)
+        return self.content_tokens(fid) + self.overhead(fid)
 
-    def shrinkable(self, fid: str) -> bool:
+    def text_shrinkable(self, fid: str) -> bool:
         f = self.frag(fid)
+        text = self.text_tokens(fid)
         if f.kind in ("evidence", "memory", "instruction", "user_input"):
-            return f.token_count > _SHRINK_FLOOR
+            return text > _SHRINK_FLOOR
         if f.kind == "tool_result":
             block = next((b for b in f.content if isinstance(b, ToolResultBlock)), None)
-            return block is not None and block.status in ("ok", "error") and f.token_count > _SHRINK_FLOOR
+            return block is not None and block.status in ("ok", "error") and text > _SHRINK_FLOOR
         return False
+
+    def shrinkable(self, fid: str) -> bool:
+        """Text can be truncated, or media has a cheaper rendition (reduced before truncating)."""
+        m = self.media(fid)
+        return self.text_shrinkable(fid) or (m is not None and m.reducible)
+
+    def min_cost(self, fid: str) -> int:
+        text = _SHRINK_FLOOR if self.text_shrinkable(fid) else self.text_tokens(fid)
+        m = self.media(fid)
+        return self.overhead(fid) + text + (m.reduced_tokens if m is not None else 0)
 
 
 def _query(state: RunState) -> str:
@@ -193,7 +227,8 @@ def build_context(state: RunState, config: BuildConfig, *,
                   load_text: Callable[[ArtifactRef], str] | None = None,
                   render: Callable[[Conversation, str, int], dict[str, Any]] | None = None,
                   repairs: Sequence[str] = (),
-                  calibration: Calibration | None = None) -> BuildResult:
+                  calibration: Calibration | None = None,
+                  load_bytes: Callable[[ArtifactRef], bytes] | None = None) -> BuildResult:
     """Select, truncate and lay out ``state`` under ``config``; render with ``render``.
 
     ``calibration`` (from ``projections.calibration``, learned from the log's
@@ -202,12 +237,25 @@ def build_context(state: RunState, config: BuildConfig, *,
     ``render(conversation, provider, max_output_tokens)`` returns the provider
     body; without it (or for provider ``neutral``) the request is the
     conversation's JSON.
+
+    Media: images and PDFs are priced for ``config.provider`` (``media_cost``;
+    ``neutral`` takes the dearest provider), reduced (OpenAI ``detail: low``,
+    strategy ``media_detail_low``) before text is truncated or the unit is
+    dropped, deduped by hash, and their artifact bytes are inlined through
+    ``load_bytes`` when a provider request is rendered.
     """
     budget = calibrated_budget(config.window - config.reserve, calibration)
     if budget <= REPLY_PRIMING:
         raise BudgetError(f"window {config.window} minus reserve {config.reserve} leaves no budget")
     ctx = _Ctx(state, config, load_text, state.required_ids(), state.counter.count)
     timeline = state.timeline()
+    if config.redact:  # before selection: costs and truncation see the redacted text
+        policy = config_policy(config)
+        for fid in dict.fromkeys([*state.active, *(f for it in timeline for f in it.fragment_ids)]):
+            if ctx.frag(fid).kind in config.redact_kinds:
+                hit = redact_fragment(ctx.frag(fid), ctx.full_text(fid), policy, ctx.count)
+                if hit is not None:
+                    ctx.redacted[fid] = hit
     excluded: list[ExcludedFragment] = []
     repair_notes = list(repairs)
 
@@ -263,7 +311,7 @@ def build_context(state: RunState, config: BuildConfig, *,
         tokens = ctx.cost(fid)
         units.append(Unit(fid, _STATE_LAYER.get(f.kind, "retrieval"), tokens,
                           score(f.priority, state.freshness(pos), tokens), pos, fid in ctx.required,
-                          ctx.overhead(fid) + _SHRINK_FLOOR if ctx.shrinkable(fid) else None))
+                          ctx.min_cost(fid) if ctx.shrinkable(fid) else None))
         members[fid] = (fid,)
         unit_layer_no[fid] = {"policy": 1, "goal": 3, "plan": 4}.get(units[-1].layer, 6)
     recent = {it.position for it in [t for t in timeline if isinstance(t, ToolGroup)][-config.recent_groups:]}
@@ -291,8 +339,7 @@ def build_context(state: RunState, config: BuildConfig, *,
             unit_layer_no[uid] = 8 if is_input else 5
         tokens = sum(ctx.cost(fid) for fid in ids)
         shrink = [fid for fid in ids if ctx.shrinkable(fid)]
-        min_tokens = (tokens - sum(ctx.frag(fid).token_count - _SHRINK_FLOOR for fid in shrink)
-                      if shrink else None)
+        min_tokens = sum(ctx.min_cost(fid) for fid in ids) if shrink else None
         head = ctx.frag(ids[0])
         fresh = max(state.freshness(state.entries[fid].position) for fid in ids)
         units.append(Unit(uid, layer, tokens, score(head.priority, fresh, tokens), item.position,
@@ -323,6 +370,8 @@ def build_context(state: RunState, config: BuildConfig, *,
     texts: dict[str, str] = {}
     truncations: list[TruncationRecord] = []
     truncated: set[str] = set()
+    text_cut: set[str] = set()
+    reduced: set[str] = set()
     original_tokens: dict[str, int] = {}
     for uid, grant in sorted(selection.kept.items()):
         unit = unit_by_id[uid]
@@ -332,15 +381,31 @@ def build_context(state: RunState, config: BuildConfig, *,
                 texts[fid] = ctx.full_text(fid)
         if grant >= unit.tokens:
             continue
-        shrink = [fid for fid in ids if ctx.shrinkable(fid)]
-        fixed = unit.tokens - sum(ctx.frag(fid).token_count for fid in shrink)
-        room = grant - fixed
-        shares_of = _split(room, [ctx.frag(fid).token_count for fid in shrink])
+        deficit = unit.tokens - grant
+        for fid in ids:  # the safe media step first: a cheaper rendition of the same image
+            m = ctx.media(fid)
+            if deficit > 0 and m is not None and m.reducible:
+                deficit -= m.tokens - m.reduced_tokens
+                reduced.add(fid)
+                truncated.add(fid)
+                original_tokens[fid] = ctx.content_tokens(fid)
+                truncations.append(TruncationRecord(
+                    id=fid, strategy="media_detail_low", original_tokens=m.tokens, tokens=m.reduced_tokens,
+                    original_chars=0, kept=f"{len(m.blocks)} media at detail low ({m.tokens} -> "
+                    f"{m.reduced_tokens} tokens)"))
+        if deficit <= 0:
+            continue
+        shrink = [fid for fid in ids if ctx.text_shrinkable(fid)]
+        fixed = sum(ctx.cost(fid) - (ctx.text_tokens(fid) if fid in shrink else 0) for fid in ids)
+        room = grant - fixed + (unit.tokens - grant - deficit)  # media savings lower the fixed part
+        shares_of = _split(room, [ctx.text_tokens(fid) for fid in shrink])
         for fid, share in zip(shrink, shares_of, strict=True):
             result = _truncate_text(ctx, fid, max(share, 1))
             texts[fid] = result.text
             truncated.add(fid)
-            original_tokens[fid] = result.original_tokens
+            text_cut.add(fid)
+            original_tokens[fid] = (ctx.content_tokens(fid) if ctx.media(fid) is not None
+                                    else result.original_tokens)
             kept_ranges = ", ".join(f"{r.start}-{r.end}" for r in result.kept)
             truncations.append(TruncationRecord(
                 id=fid, strategy=result.strategy, original_tokens=result.original_tokens,
@@ -348,6 +413,8 @@ def build_context(state: RunState, config: BuildConfig, *,
                 kept=f"{result.unit}s {kept_ranges}" if kept_ranges else "marker only"))
 
     kept_ids = frozenset(fid for uid in selection.kept for fid in members[uid])
+    for fid in sorted(kept_ids & ctx.redacted.keys()):
+        texts.setdefault(fid, ctx.redacted[fid][1].text)
     for uid, reason in sorted(selection.dropped.items()):
         for fid in members[uid]:
             f = ctx.frag(fid)
@@ -364,13 +431,16 @@ def build_context(state: RunState, config: BuildConfig, *,
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))
+    media = finalize_media(conversation, reduced=frozenset(reduced),
+                           load_bytes=None if config.provider == "neutral" else load_bytes)
+    conversation = media.conversation
     if render is None or config.provider == "neutral":
         request = conversation.model_dump(mode="json")
     else:
         request = render(conversation, config.provider, config.reserve)
     return _finish(ctx, config, budget, conversation, request, selection.kept, members, unit_layer_no,
                    texts, truncated, original_tokens, truncations, excluded, exposure, repair_notes,
-                   current_input, calibration)
+                   current_input, calibration, (text_cut, reduced, media.shown_in))
 
 
 def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversation,
@@ -378,8 +448,11 @@ def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversat
             unit_layer_no: dict[str, int], texts: dict[str, str], truncated: set[str],
             original_tokens: dict[str, int], truncations: list[TruncationRecord],
             excluded: list[ExcludedFragment], exposure: Any, repairs: list[str],
-            current_input: str | None, calibration: Calibration | None = None) -> BuildResult:
+            current_input: str | None, calibration: Calibration | None = None,
+            cuts: tuple[set[str], set[str], dict[str, dict[str, str]]] = (set(), set(), {})
+            ) -> BuildResult:
     state = ctx.state
+    text_cut, reduced, shown_in = cuts
     selected: list[tuple[int, int, ContextFragment, int]] = []
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
     overhead_total = REPLY_PRIMING
@@ -387,7 +460,9 @@ def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversat
         layer_no = unit_layer_no[uid]
         for fid in members[uid]:
             f = ctx.frag(fid)
-            tokens = ctx.count(texts[fid]) if fid in truncated else f.token_count
+            m = ctx.media(fid)
+            text = ctx.count(texts[fid]) if fid in text_cut else ctx.text_tokens(fid)
+            tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
             overhead = ctx.overhead(fid)
             overhead_total += overhead
             layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
@@ -397,7 +472,9 @@ def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversat
             else:
                 value = score(f.priority, state.freshness(state.entries[fid].position), f.token_count)
                 reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
-            if fid in truncated:
+            if fid in reduced and m is not None:
+                reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
+            if fid in text_cut:
                 reason += f"; truncated {original_tokens[fid]} -> {tokens} tokens at safe boundaries"
             view = f.model_copy(update={
                 "freshness": state.freshness(state.entries[fid].position), "required": fid in ctx.required,
@@ -428,11 +505,16 @@ def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversat
         fragments=tuple(ManifestFragment(
             id=v.id, kind=v.kind, layer=layer, source_ref=v.source_ref, trust=v.trust, tokens=tokens,
             required=v.required, truncated=v.truncated, selection_reason=v.selection_reason or "",
-            content_hash=v.content_hash, original_tokens=original_tokens.get(v.id))
+            content_hash=v.content_hash, original_tokens=original_tokens.get(v.id),
+            media=() if (m := ctx.media(v.id)) is None else m.records(
+                reduced=v.id in reduced, shown_in=shown_in.get(v.id)))
             for layer, _, v, tokens in selected),
         excluded=counts, excluded_items=tuple(sorted(excluded, key=lambda e: (e.reason, e.id))),
         tools=tuple(tool_fragments), tool_tokens=exposure.tokens, truncations=tuple(truncations),
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
-        config_hash=config_hash, config=config, calibration=calibration)
+        config_hash=config_hash, config=config, calibration=calibration,
+        redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
+                         for _, _, v, _ in selected if v.id in ctx.redacted
+                         for f in ctx.redacted[v.id][1].findings))
     return BuildResult(conversation, request, manifest, tuple(v for _, _, v, _ in selected))
 

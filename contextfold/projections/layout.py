@@ -78,8 +78,11 @@ def _text_of(frag: ContextFragment) -> str:
 
 
 def _media(frag: ContextFragment, trust_source: str) -> tuple[MediaPart, ...]:
+    """Media parts of a fragment, including those a tool returned (``ToolResultBlock.blocks``)."""
     out: list[MediaPart] = []
-    for block in frag.content:
+    blocks = [b for block in frag.content
+              for b in (block.blocks if isinstance(block, ToolResultBlock) else (block,))]
+    for block in blocks:
         if isinstance(block, ImageBlock) and (block.url or block.artifact):
             out.append(MediaPart(kind="image", media_type=block.media_type, url=block.url,
                                  artifact=block.artifact, detail=block.detail, source=trust_source,

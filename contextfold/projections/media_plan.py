@@ -1,0 +1,202 @@
+"""Media in a build: provider prices per fragment, the detail reduction, dedupe and inline bytes.
+
+Why a module of its own: the builder selects fragments by token cost; for a
+fragment that carries images or PDFs that cost depends on the provider being
+built (:mod:`.media_cost`). This module gives the builder, per fragment:
+
+- ``FragmentMedia.fold_tokens``: what the fold counted for its media (one
+  provider-neutral estimate, fixed in the log's projection), to be replaced by
+- ``tokens``: the provider's price of the same blocks, and ``reduced_tokens``:
+  the price after the provider's cheaper rendition (OpenAI ``detail: low``).
+  Selection sees ``text + tokens``; a fragment it must shrink is reduced first
+  (``media_detail_low``) and only then truncated or dropped.
+
+After layout, :func:`finalize_media` turns the provider-neutral conversation
+into one that can be sent:
+
+- parts of reduced fragments get ``detail="low"``;
+- artifact bytes are loaded through the ``load_bytes`` port and carried as
+  base64, and ``data:`` URLs from imported histories are split into media type
+  + base64 (Anthropic and Gemini take base64 sources, not data URLs);
+- dedupe: the same medium (same artifact hash, else the same URL) is carried
+  once, at its first place in the request; every later occurrence becomes a
+  runtime note "image sha:… shown above". The budget priced every occurrence,
+  so dedupe only ever frees tokens, never overflows.
+
+Media a provider cannot carry inside a tool result is moved by the renderers
+(OpenAI Chat: the next user message, with a reference line). The fold's
+tool-result media sit inside ``ToolResultBlock.blocks``; :func:`media_blocks`
+looks there too.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import assert_never
+
+import blake3
+
+from contextfold.domain.conversation import (
+    AssistantMessage,
+    Conversation,
+    DataPart,
+    InstructionPart,
+    MediaPart,
+    Message,
+    ToolResultPart,
+    ToolResults,
+    UserMessage,
+    UserPart,
+)
+from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
+from contextfold.domain.fragments import ContextFragment, ToolResultBlock
+from contextfold.domain.manifest import MediaCostRecord
+from contextfold.projections.fold_content import block_tokens
+from contextfold.projections.media_cost import MediaCost, is_priced_media, media_cost, reduced_block
+from contextfold.projections.state import RunState
+
+__all__ = ["FragmentMedia", "MediaFinish", "finalize_media", "media_blocks", "plan_fragment"]
+
+
+def media_blocks(frag: ContextFragment) -> tuple[ImageBlock | DocumentBlock, ...]:
+    """The priced media of a fragment: its own blocks and those inside a tool result."""
+    out: list[ImageBlock | DocumentBlock] = []
+    for block in frag.content:
+        inner = block.blocks if isinstance(block, ToolResultBlock) else (block,)
+        out.extend(b for b in inner if isinstance(b, ImageBlock | DocumentBlock) and is_priced_media(b))
+    return tuple(out)
+
+
+def _key(block: ImageBlock | DocumentBlock | MediaPart) -> str:
+    if block.artifact is not None:
+        return block.artifact.hash
+    return blake3.blake3((block.url or "").encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentMedia:
+    blocks: tuple[ImageBlock | DocumentBlock, ...]
+    fold_tokens: int
+    costs: tuple[MediaCost, ...]
+    reduced_costs: tuple[MediaCost, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(c.tokens for c in self.costs)
+
+    @property
+    def reduced_tokens(self) -> int:
+        return sum(c.tokens for c in self.reduced_costs)
+
+    @property
+    def reducible(self) -> bool:
+        return self.reduced_tokens < self.tokens
+
+    def records(self, *, reduced: bool, shown_in: dict[str, str] | None = None
+                ) -> tuple[MediaCostRecord, ...]:
+        """Manifest lines: one per medium, the price used and the rule that set it."""
+        costs = self.reduced_costs if reduced else self.costs
+        out: list[MediaCostRecord] = []
+        for block, cost, full in zip(self.blocks, costs, self.costs, strict=True):
+            key = _key(block)
+            out.append(MediaCostRecord(
+                kind=block.type, media_type=block.media_type,
+                ref=f"sha:{key}" if block.artifact is not None else (block.url or "")[:80],
+                width=getattr(block, "width", None), height=getattr(block, "height", None),
+                pages=getattr(block, "pages", None), tokens=cost.tokens, rule=cost.rule,
+                reduced_from=full.tokens if cost.tokens < full.tokens else None,
+                shown_in=(shown_in or {}).get(key)))
+        return tuple(out)
+
+
+def plan_fragment(state: RunState, frag: ContextFragment, provider: str) -> FragmentMedia | None:
+    """Provider prices for ``frag``'s media, or None when it carries none."""
+    blocks = media_blocks(frag)
+    if not blocks:
+        return None
+    costs = tuple(media_cost(provider, b) for b in blocks)
+    reduced = tuple(media_cost(provider, r) if (r := reduced_block(provider, b)) is not None else c
+                    for b, c in zip(blocks, costs, strict=True))
+    fold = sum(block_tokens(state, b) for b in blocks)
+    return FragmentMedia(blocks, fold, costs, reduced)
+
+
+@dataclass
+class MediaFinish:
+    conversation: Conversation
+    shown_in: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Fragment id -> {media key -> fragment id that carries it} for deduped occurrences."""
+
+
+def _split_data_url(part: MediaPart) -> MediaPart:
+    url = part.url or ""
+    header, sep, payload = url.partition(",")
+    if sep and header.startswith("data:") and header.endswith(";base64"):
+        media_type = header[5:].split(";", 1)[0] or part.media_type
+        return part.model_copy(update={"data_base64": payload, "url": None, "media_type": media_type})
+    return part
+
+
+def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
+                   load_bytes: Callable[[ArtifactRef], bytes] | None) -> MediaFinish:
+    """Reduce, inline and dedupe the media parts of ``conversation`` (see the module docstring)."""
+    seen: dict[str, str] = {}
+    finish = MediaFinish(conversation)
+
+    def carry(part: MediaPart) -> MediaPart | str:
+        key = _key(part)
+        first = seen.get(key)
+        if first is not None:
+            finish.shown_in.setdefault(part.fragment_id, {})[key] = first
+            return (f"[runtime] {part.kind} sha:{key[:12]}… ({part.media_type}) is the same as the "
+                    f"one shown above (from {first}); not repeated.")
+        seen[key] = part.fragment_id
+        if part.fragment_id in reduced and part.kind == "image":
+            part = part.model_copy(update={"detail": "low"})
+        if part.data_base64 is None and part.url is not None:
+            part = _split_data_url(part)
+        if part.data_base64 is None and part.artifact is not None and load_bytes is not None:
+            data = base64.b64encode(load_bytes(part.artifact)).decode("ascii")
+            part = part.model_copy(update={"data_base64": data})
+        return part
+
+    def user_part(part: UserPart) -> UserPart:
+        match part:
+            case InstructionPart() | DataPart():
+                return part
+            case MediaPart():
+                out = carry(part)
+                if isinstance(out, str):
+                    return InstructionPart(text=out, authority="runtime", fragment_id=part.fragment_id)
+                return out
+            case _:
+                assert_never(part)
+
+    def result_part(part: DataPart | MediaPart) -> DataPart | MediaPart:
+        if isinstance(part, DataPart):
+            return part
+        out = carry(part)
+        if isinstance(out, str):
+            return DataPart(text=out, source=part.source or part.fragment_id, trust="runtime",
+                            label="media_ref", fragment_id=part.fragment_id)
+        return out
+
+    messages: list[Message] = []
+    for message in conversation.messages:
+        match message:
+            case UserMessage():
+                messages.append(UserMessage(parts=tuple(user_part(p) for p in message.parts)))
+            case AssistantMessage():
+                messages.append(message)
+            case ToolResults():
+                messages.append(ToolResults(results=tuple(
+                    ToolResultPart(call_id=r.call_id, name=r.name, status=r.status,
+                                   content=tuple(result_part(p) for p in r.content),
+                                   exit_code=r.exit_code, fragment_id=r.fragment_id)
+                    for r in message.results)))
+            case _:
+                assert_never(message)
+    finish.conversation = conversation.model_copy(update={"messages": tuple(messages)})
+    return finish
