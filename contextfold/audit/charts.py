@@ -45,7 +45,10 @@ def layers_chart(turns: Sequence[TurnAudit]) -> str:
         return '<p class="empty">no turns</p>'
     n = len(turns)
     layers = list(LAYER_COLORS)
-    top = max(max(t.manifest.budget_tokens, sum(t.manifest.layer_tokens.values())) for t in turns)
+    # scaled to what was selected (a 128k budget would flatten a 3k request); the budget line is
+    # drawn only where it falls inside the chart
+    peak = max(sum(t.manifest.layer_tokens.values()) for t in turns)
+    top = max(1, int(peak * 1.15))
     lower = [0.0] * n
     parts: list[str] = []
     totals: dict[str, int] = {}
@@ -63,8 +66,13 @@ def layers_chart(turns: Sequence[TurnAudit]) -> str:
                      f'fill="{LAYER_COLORS[layer]}" d="M{" L".join(pts)} Z"><title>{layer}: '
                      f'{totals[layer]} tokens over all turns</title></path>')
         lower = upper
-    budget = " ".join(f"{_x(i, n):.1f},{_y(t.manifest.budget_tokens, top):.1f}" for i, t in enumerate(turns))
-    parts.append(f'<polyline class="budget" points="{budget}"><title>budget</title></polyline>')
+    if min(t.manifest.budget_tokens for t in turns) <= top:
+        budget = " ".join(f"{_x(i, n):.1f},{_y(min(t.manifest.budget_tokens, top), top):.1f}"
+                          for i, t in enumerate(turns))
+        parts.append(f'<polyline class="budget" points="{budget}"><title>budget</title></polyline>')
+    else:
+        parts.append(f'<text x="{W - PAD}" y="{PAD - 8}" text-anchor="end">budget '
+                     f'{min(t.manifest.budget_tokens for t in turns)}+ tokens: above the chart</text>')
     return (f'<svg id="layers-chart" class="chart" viewBox="0 0 {W} {H}" role="img" '
             f'aria-label="tokens per layer across turns" data-turns="{n}" data-max="{top}">'
             f'{_axes(top, n, turns[0].turn, turns[-1].turn, "tokens per layer")}{"".join(parts)}</svg>')
@@ -101,6 +109,8 @@ def usage_chart(turns: Sequence[TurnAudit]) -> str:
     for i, t in enumerate(points):
         assert t.usage is not None
         ratio = t.usage.input_tokens / max(1, t.manifest.selected_tokens)
+        dots.append(f'<circle class="est" cx="{_x(i, n):.1f}" cy="{_y(t.manifest.selected_tokens, top):.1f}" '
+                    f'r="3"><title>turn {t.turn}: estimated {t.manifest.selected_tokens}</title></circle>')
         dots.append(f'<circle class="obs" data-turn="{t.turn}" data-estimated="{t.manifest.selected_tokens}" '
                     f'data-observed="{t.usage.input_tokens}" cx="{_x(i, n):.1f}" '
                     f'cy="{_y(t.usage.input_tokens, top):.1f}" r="3"><title>turn {t.turn}: estimated '

@@ -7,7 +7,8 @@ Long runs stay usable and the file stays linear in turns:
 - every turn is a collapsed ``<details>`` section; a small script pages them
   (``PAGE_SIZE`` per page, a jump-to-turn box, a filter for turns with
   changes or repairs); without JavaScript all sections are simply listed;
-- per-turn lists are capped (``MAX_ROWS`` selected fragments, ``MAX_EXCLUDED``
+- per-turn lists are capped (``MAX_ROWS`` selected fragments: the required
+  ones and the largest, in layer order; ``MAX_EXCLUDED``
   per exclusion reason, ``MAX_DIFF`` per change list) with the remainder
   counted, because the number of dropped history fragments grows with the
   run and would make the file quadratic otherwise (the full lists are in
@@ -28,7 +29,7 @@ from contextfold.domain.manifest import ContextManifest
 __all__ = ["MAX_DIFF", "MAX_EXCLUDED", "MAX_ROWS", "PAGE_SIZE", "render_report"]
 
 PAGE_SIZE = 50
-MAX_ROWS = 150
+MAX_ROWS = 60
 MAX_EXCLUDED = 20
 MAX_DIFF = 25
 
@@ -46,7 +47,7 @@ dl.summary dd{margin:0}
 .chart .budget{fill:none;stroke:#222;stroke-dasharray:4 3;stroke-width:1.5}
 .chart .estimated{fill:none;stroke:#4e79a7;stroke-width:2}
 .chart .observed{fill:none;stroke:#e15759;stroke-width:2}
-.chart circle.obs{fill:#e15759}
+.chart circle.obs{fill:#e15759}.chart circle.est{fill:#4e79a7}
 .strip .reused{fill:#59a14f}.strip .changed{fill:#f28e2b}.strip .first{fill:#bbb}
 .legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:.85em;margin:4px 0}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
@@ -143,7 +144,10 @@ def budget_bar(m: ContextManifest) -> str:
 
 
 def _selected_table(m: ContextManifest) -> str:
-    rows, hidden = _capped(list(m.fragments), MAX_ROWS)
+    frags = list(m.fragments)
+    keep = {f.id for f in sorted(frags, key=lambda f: (not f.required, -f.tokens, f.id))[:MAX_ROWS]}
+    rows = [f for f in frags if f.id in keep]
+    hidden = len(frags) - len(rows)
     body = "".join(
         f'<tr data-id="{_e(f.id)}"><td><code>{_e(f.id)}</code></td><td>{f.layer}</td><td>{_e(f.kind)}</td>'
         f'<td>{_e(f.trust)}</td><td><code>{_e(f.source_ref)}</code></td><td class="num">{f.tokens}</td>'
@@ -151,7 +155,12 @@ def _selected_table(m: ContextManifest) -> str:
     return (f'<h4>Selected ({len(m.fragments)} fragments, {m.selected_tokens} tokens)</h4>'
             '<table class="selected"><thead><tr><th>id</th><th>L</th><th>kind</th><th>trust</th>'
             '<th>source</th><th class="num">tokens</th><th>truncated</th><th>reason</th></tr></thead>'
-            f'<tbody>{body}</tbody></table>{_more(hidden, "fragments")}')
+            f'<tbody>{body}</tbody></table>'
+            f'{_more(hidden, "smaller selected fragments (" + str(_small_tokens(frags, keep)) + " tokens)")}')
+
+
+def _small_tokens(frags: list[Any], keep: set[str]) -> int:
+    return sum(f.tokens for f in frags if f.id not in keep)
 
 
 def _excluded(m: ContextManifest) -> str:

@@ -1,0 +1,225 @@
+"""The audit data and the HTML report: per-turn facts from the log, numbers in the DOM, linear size."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from contextfold.api import Run, open_store
+from contextfold.audit.data import audit_run, history_dropped_tokens, retrieval_crowded
+from contextfold.audit.report import MAX_EXCLUDED, render_report
+from contextfold.domain.events import (
+    EvidenceRetrieved,
+    GoalSet,
+    ModelResponse,
+    PolicySet,
+    RunStarted,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolsRegistered,
+    UserInput,
+)
+from contextfold.domain.manifest import BuildConfig
+
+SMALL = BuildConfig(window=4_000, reserve=500)
+
+
+def make_synthetic_run(run: Run, turns: int, *, record: bool = True, usage_ratio: float | None = None,
+                       config: BuildConfig = SMALL) -> None:
+    """``turns`` tool-using turns: retrieval every 7th, a lost result every 25th, policy change at 40.
+
+    With ``record`` every turn is built (and its ContextBuilt recorded) before the model responds, as an
+    agent loop would; with ``usage_ratio`` the provider reports that multiple of the estimate.
+    """
+    run.append(RunStarted(agent="synthetic", model="gpt-4o", encoding="cl100k_base"),
+               PolicySet(text="Be careful. Never delete files."),
+               ToolsRegistered(tools=tuple(ToolSpec(name=f"tool_{k}", description=f"does thing {k} </data>")
+                                           for k in range(6))),
+               GoalSet(goal="Finish the synthetic task", success_contract=("tests pass",)),
+               UserInput("please start; <script>alert(1)</script>"))
+    for i in range(1, turns + 1):
+        if record:
+            m = run.build(config=config).manifest
+            if usage_ratio is not None:
+                run.observe_usage(m.turn, math.ceil(m.selected_tokens * usage_ratio), cached_tokens=5)
+        if i == 40:
+            run.append(PolicySet(text="Be careful. Never delete files. Ask before deploying."))
+        run.append(ModelResponse(text=f"step {i}",
+                                 tool_calls=(ToolCall(call_id=f"c{i}", name=f"tool_{i % 6}"),)))
+        if i % 25 != 0:  # every 25th call never gets its result: the next build logs it as lost
+            run.append(ToolResult(call_id=f"c{i}", content=f"output {i}: " + " ".join(
+                f"line{i}_{k}" for k in range(40)), exit_code=0))
+        if i % 7 == 0:
+            run.append(EvidenceRetrieved(content=f"doc {i} " + "lorem ipsum " * 60,
+                                         source_ref=f"https://docs.example/{i}"))
+        run.append(UserInput(f"next {i}"))
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Run:
+    return open_store(f"sqlite:///{tmp_path / 'a.db'}").run("syn")
+
+
+class _Dom(HTMLParser):
+    """Collects start tags with attributes (enough to read the report's data-* numbers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.scripts = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+    def find(self, tag: str, **attrs: str) -> list[dict[str, str]]:
+        want = {k.replace("_", "-"): v for k, v in attrs.items()}
+        return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in want.items())]
+
+
+def _dom(html: str) -> _Dom:
+    d = _Dom()
+    d.feed(html)
+    return d
+
+
+def test_recorded_run_audit_facts(run: Run) -> None:
+    make_synthetic_run(run, 30, usage_ratio=1.12)
+    audit = audit_run(run)
+    assert audit.integrity.ok and audit.events == run.version
+    assert [t.turn for t in audit.turns] == list(range(1, 31))
+    assert all(t.source == "recorded" for t in audit.turns)
+    assert audit.turns[0].prefix_changed is None and audit.turns[0].diff is None
+    # lost results were logged by the builds of turns 26 (call c25): a protocol repair in that turn
+    t26 = audit.turns[25]
+    assert [(r.kind, r.call_id) for r in t26.repairs] == [("lost", "c25")]
+    assert "tool_result_lost:c25" in t26.manifest.repairs
+    assert audit.summary.usage_turns == 30
+    assert audit.turns[-1].manifest.calibration is not None
+    assert 1.11 <= audit.summary.latest_correction <= 1.13  # type: ignore[operator]
+    # every turn's diff is the diff against the previous manifest
+    t5 = audit.turns[4]
+    assert t5.diff is not None and t5.diff["from_turn"] == 4
+    assert {e["id"] for e in t5.diff["entered"]} == (
+        {f.id for f in t5.manifest.fragments} - {f.id for f in audit.turns[3].manifest.fragments})
+    reused = sum(1 for a, b in zip(audit.turns, audit.turns[1:], strict=False)
+                 if a.manifest.cache_key == b.manifest.cache_key)
+    assert audit.summary.prefix_reused == reused
+    assert audit.summary.tool_schema_tokens["latest"] == audit.turns[-1].manifest.tool_tokens
+    assert str(audit.turns[-1].manifest.tool_tokens) in audit.summary.tool_schema_answer
+
+
+def test_unrecorded_turns_are_rebuilt_like_run_build(run: Run) -> None:
+    make_synthetic_run(run, 12, record=False)
+    audit = audit_run(run, config=SMALL)
+    assert [t.source for t in audit.turns] == ["rebuilt"] * 12
+    for turn in (1, 6, 12):
+        assert audit.turns[turn - 1].manifest == run.build(turn=turn, record=False, config=SMALL).manifest
+
+
+def test_retrieval_crowding_answer() -> None:
+    from contextfold.audit.data import summarize
+
+    # a tiny budget with a lot of evidence: history is dropped while retrieval takes room
+    store = open_store("sqlite:///:memory:")
+    r = store.run("crowd")
+    r.append(RunStarted(model="gpt-4o", encoding="cl100k_base"), UserInput("go"))
+    for i in range(1, 15):
+        r.append(ModelResponse(text=f"thinking about step {i} " * 10))
+        r.append(EvidenceRetrieved(content=f"evidence {i} " + "alpha beta " * 80, source_ref=f"doc://{i}"))
+        r.append(UserInput(f"more {i} " * 10))
+    cfg = BuildConfig(window=2_000, reserve=200, layer_shares={
+        "policy": 0.05, "tools": 0.05, "goal": 0.05, "plan": 0.05, "recent": 0.1, "retrieval": 0.1,
+        "history": 0.1, "input": 0.05})
+    audit = audit_run(r, config=cfg)
+    turns = audit.turns
+    for t in turns:
+        m = t.manifest
+        share = m.config.layer_shares["retrieval"] * m.budget_tokens
+        assert retrieval_crowded(m) == (history_dropped_tokens(m) > 0 and m.layer_tokens["retrieval"] > share)
+    summary = summarize(turns)
+    if summary.retrieval_crowded_turns:
+        assert summary.retrieval_answer.startswith("yes")
+    else:
+        assert summary.retrieval_answer.startswith("no")
+
+
+def test_report_carries_the_numbers(run: Run) -> None:
+    make_synthetic_run(run, 30, usage_ratio=1.12)
+    audit = audit_run(run)
+    html = render_report(audit)
+    dom = _dom(html)
+    sections = dom.find("details", **{"class": "turn"})
+    assert [int(s["data-turn"]) for s in sections] == list(range(1, 31))
+    for s, t in zip(sections, audit.turns, strict=True):
+        assert int(s["data-selected"]) == t.manifest.selected_tokens
+        assert int(s["data-budget"]) == t.manifest.budget_tokens
+    # stacked bars: every non-empty layer of every turn, with its tokens
+    segs = [a for a in dom.find("span") if "seg" in a.get("class", "")]
+    layer_segs = [a for a in segs if a["class"].startswith("seg layer-")]
+    expected = sum(1 for t in audit.turns for v in t.manifest.layer_tokens.values() if v > 0)
+    assert len(layer_segs) == expected
+    last = audit.turns[-1].manifest
+    assert [int(a["data-tokens"]) for a in layer_segs[-sum(1 for v in last.layer_tokens.values() if v):]] == [
+        v for v in last.layer_tokens.values() if v > 0]
+    assert dom.find("svg", id="layers-chart")[0]["data-turns"] == "30"
+    assert len([a for a in dom.find("path") if a.get("class") == "layer"]) == 8
+    assert dom.find("svg", id="usage-chart")[0]["data-points"] == "30"
+    prefix = dom.find("svg", id="prefix-chart")[0]
+    assert int(prefix["data-reused"]) == audit.summary.prefix_reused
+    assert dom.find("p", id="integrity")[0]["data-ok"] == "true"
+    # hostile content never becomes markup; nothing is loaded from the network
+    assert "<script>alert(1)</script>" not in html
+    assert html.count("<script>") == 1
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    assert "@import" not in html and "url(" not in html
+
+
+def test_report_shows_integrity_failure() -> None:
+    from contextfold.audit.data import Integrity, RunAudit, summarize
+
+    audit = RunAudit(run_id="x", events=3, integrity=Integrity(ok=False, events=2, first_bad_position=3,
+                                                               reason="event content does not match"),
+                     turns=(), summary=summarize([]))
+    html = render_report(audit)
+    assert 'data-ok="false"' in html and "BROKEN at position 3" in html
+
+
+def test_report_size_is_linear_in_turns(tmp_path: Path) -> None:
+    sizes = {}
+    sections: dict[int, list[int]] = {}
+    for n in (50, 100):
+        r = open_store(f"sqlite:///{tmp_path / f's{n}.db'}").run("s")
+        make_synthetic_run(r, n, record=False)
+        html = render_report(audit_run(r, config=SMALL))
+        sizes[n] = len(html.encode())
+        starts = [m.start() for m in re.finditer(r'<details class="turn"', html)]
+        sections[n] = [b - a for a, b in itertools.pairwise(starts)]
+    # the run's history (and its dropped fragments) keeps growing, but a turn's section does not:
+    # the late sections of the long run are no bigger than the late sections of the short one
+    assert max(sections[100][-10:]) < 1.25 * max(sections[50][-10:]), (sections[50][-3:], sections[100][-3:])
+    # so each extra turn costs at most about one bounded section (plus its chart points)
+    assert (sizes[100] - sizes[50]) / 50 < 1.3 * max(sections[50][-10:]), sizes
+
+
+def test_excluded_lists_are_capped(tmp_path: Path) -> None:
+    r = open_store(f"sqlite:///{tmp_path / 'c.db'}").run("c")
+    make_synthetic_run(r, 80, record=False)
+    audit = audit_run(r, config=SMALL)
+    last = audit.turns[-1].manifest
+    by_reason: dict[str, int] = {}
+    for e in last.excluded_items:
+        by_reason[e.reason] = by_reason.get(e.reason, 0) + 1
+    biggest = max(by_reason, key=lambda k: by_reason[k])
+    assert by_reason[biggest] > MAX_EXCLUDED  # the run is long enough to need the cap
+    html = render_report(audit)
+    section = html[html.index('id="turn-80"'):]
+    block = section[section.index(f'data-reason="{biggest}"'):]
+    block = block[:block.index("</details>")]
+    assert block.count("<tr data-id=") == MAX_EXCLUDED
+    assert f"{by_reason[biggest] - MAX_EXCLUDED} more" in block
