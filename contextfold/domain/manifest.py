@@ -25,6 +25,7 @@ __all__ = [
     "ManifestFragment",
     "ManifestTool",
     "MediaCostRecord",
+    "RedactionRecord",
     "TruncationRecord",
 ]
 
@@ -71,6 +72,30 @@ class BuildConfig(_Frozen):
     in_flight: Literal["wait", "cancel"] = "cancel"
     """Calls still open at build time: 'wait' fails with PendingToolCallsError,
     'cancel' appends cancellation events."""
+    redact: bool = True
+    """Replace credentials with ``[REDACTED:rule]`` (``projections.redact``)."""
+    redact_kinds: tuple[FragmentKind, ...] = ("tool_result", "evidence", "memory", "instruction", "history")
+    """Fragment kinds redaction applies to (user input is the user's own words: add it here to
+    redact it too)."""
+    redact_disabled_rules: tuple[str, ...] = ()
+    redact_allow: tuple[str, ...] = ()
+    """Regexes; a detected value that fully matches one is kept."""
+    redact_deny: dict[str, str] = Field(default_factory=dict)
+    """Extra rules: name -> regex (the whole match, or group 1), reported as ``custom:<name>``."""
+    redact_examples: bool = False
+    """Also redact vendor-documented example keys (``AKIAIOSFODNN7EXAMPLE``)."""
+
+
+class RedactionRecord(_Frozen):
+    """One secret replaced in a fragment: where and by which rule, never the value.
+
+    ``start``/``end`` are character offsets in the fragment's full unredacted
+    text (the artifact text when the payload is one), before any truncation."""
+
+    fragment_id: str
+    rule: str
+    start: int
+    end: int
 
 
 class MediaCostRecord(_Frozen):
@@ -180,6 +205,7 @@ class ContextManifest(_Frozen):
     tools: tuple[ManifestTool, ...]
     tool_tokens: int
     truncations: tuple[TruncationRecord, ...] = ()
+    redactions: tuple[RedactionRecord, ...] = ()
     repairs: tuple[str, ...] = ()
     """Recovery events this build appended (e.g. ``tool_result_lost:call_7``)."""
     cache_key: str

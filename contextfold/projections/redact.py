@@ -1,0 +1,341 @@
+"""Secret redaction: credentials never enter a provider request.
+
+Pure. The builder runs :func:`redact` over every fragment of the configured
+kinds (tool results, files and evidence, memory, workspace instructions,
+history notes and summaries) *before* selection and truncation, so token
+counts are those of the redacted text and truncation can never cut a private
+key block in half and leave its first lines behind. The raw content stays in
+the log (encrypt the store to protect it at rest); the request carries
+``[REDACTED:<rule>]`` and the manifest records fragment id, rule and character
+offsets in the fragment's unredacted text — never the secret.
+
+**No hash in the placeholder.** A hash prefix would let the model tell two
+equal secrets apart, but it also lets anyone holding the request confirm a
+guessed low-entropy password offline (run ids are not secret, so a per-run
+salt does not help), and it would make a redacted prefix depend on data the
+reader must not see. ``[REDACTED:rule]`` is deterministic, so the stable
+prefix (and the cache key) stays byte-stable across turns.
+
+Rules (name: what, and why it is shaped the way it is):
+
+- ``private_key``: PEM ``-----BEGIN ... PRIVATE KEY-----`` through its END line
+  (or through the base64 body when the END line is missing).
+- ``aws_access_key_id``: ``AKIA``/``ASIA``/``ABIA``/``ACCA`` + 16 upper-case
+  alphanumerics.
+- ``aws_secret_access_key``: 40 base64 characters assigned to a name with
+  ``aws`` and ``secret`` in it (the value alone looks like any base64).
+- ``github_token``: ``ghp_ gho_ ghu_ ghs_ ghr_`` + 36+ alphanumerics,
+  ``github_pat_`` + 22+ characters.
+- ``gitlab_token``: ``glpat-`` (and ``gldt-``, ``glrt-``) + 20+ characters.
+- ``slack_token``: ``xoxb- xoxp- xoxa- xoxo- xoxr- xoxs-`` tokens;
+  ``slack_webhook``: ``hooks.slack.com/services/T.../B.../...``.
+- ``stripe_key``: ``sk_live_ sk_test_ rk_live_ rk_test_`` (publishable
+  ``pk_`` keys are public by design and kept).
+- ``anthropic_api_key``: ``sk-ant-api03-...`` / ``sk-ant-admin01-...``.
+- ``openai_api_key``: ``sk-`` / ``sk-proj-`` / ``sk-svcacct-`` + 20+ characters.
+- ``google_api_key``: ``AIza`` + 35; ``google_oauth_token``: ``ya29.`` tokens.
+- ``jwt``: three base64url segments, the first two starting ``eyJ``.
+- ``bearer_token``: the credential after ``Authorization: Bearer|Basic|Token``
+  (header or curl ``-H``) or a free-standing ``Bearer <16+ chars>``.
+- ``url_password``: the password in ``scheme://user:password@host``.
+- ``secret_assignment``: ``.env``/shell/YAML/JSON/Python assignments to a name
+  containing PASSWORD, PASSWD, SECRET, TOKEN, API_KEY/APIKEY,
+  ACCESS_KEY, PRIVATE_KEY, CREDENTIAL, AUTH_KEY — the value only.
+- ``high_entropy_assignment``: a value of 20+ characters from the base64/url
+  alphabet with letters *and* digits and Shannon entropy >= 3.5 bits/char,
+  assigned to a name containing KEY, SECRET, TOKEN, AUTH, CRED or SIGNATURE.
+  Pure hex and UUID values are exempt: in agent logs those are digests, commit
+  SHAs and ids far more often than secrets (hex-shaped secrets of a known
+  provider are caught by that provider's rule).
+
+Never redacted (documented look-alikes): values that are placeholders or
+references (``${VAR}``, ``$VAR``, ``<your-key>``, ``{{ secret }}``,
+``os.environ[...]``, ``process.env.X``, ``***``, ``xxxx``, ``changeme``,
+``example``, ``None``/``null``/``true``/``false``, pure digits, code references
+such as ``self.password``, ``get_token()``, ``Optional[str]``; ``PWD`` is the
+working directory, not a password) and the
+**documented example credentials** from vendor docs (AWS's
+``AKIAIOSFODNN7EXAMPLE`` and ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``):
+they are public, appear in tutorials and tests, and redacting them only
+destroys the example. ``redact_examples=True`` redacts them too.
+
+Overlaps merge into one redaction (the union of the spans, the first rule by
+position), so no fragment of a secret survives between two findings.
+``allow`` regexes (full match against the secret) exempt values; ``deny``
+adds named custom rules (the whole match, or group 1 when the pattern has one);
+``disabled`` switches rules off by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from contextfold.domain.events import TextBlock
+from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
+from contextfold.domain.manifest import BuildConfig
+
+__all__ = [
+    "DOCUMENTED_EXAMPLES",
+    "RULES",
+    "Finding",
+    "Redacted",
+    "RedactionPolicy",
+    "find_secrets",
+    "placeholder",
+    "redact",
+]
+
+
+def placeholder(rule: str) -> str:
+    return f"[REDACTED:{rule}]"
+
+
+DOCUMENTED_EXAMPLES: frozenset[str] = frozenset({
+    "AKIAIOSFODNN7EXAMPLE",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AKIAI44QH8DHBEXAMPLE",
+    "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+})
+"""Vendor-documented example credentials: public, kept unless ``redact_examples``."""
+
+_PLACEHOLDER = re.compile(
+    r"""^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|%\(.*\)s|\{[A-Za-z_]*\}
+        |os\.environ.*|os\.getenv.*|process\.env.*|env\(.*|getenv\(.*|secrets\..*|vault:.*
+        |\*+|x{3,}|X{3,}|\.{3,}|-+|_+|\[REDACTED[^\]]*\]|redacted|changeme|change_me|example|none
+        |null|nil|true|false|undefined|your[-_a-z]*|my[-_]?(?:password|secret|token|key)
+        |password|secret|token|\d+|[A-Za-z_][\w.]*[\[(].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _is_placeholder(value: str) -> bool:
+    return bool(_PLACEHOLDER.match(value.strip("\"'`,;")))
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+_HEX_OR_UUID = re.compile(r"^(?:[0-9a-fA-F]+|[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})$")
+
+
+def _high_entropy(value: str) -> bool:
+    return (len(value) >= 20 and not _HEX_OR_UUID.match(value)
+            and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            and _entropy(value) >= 3.5)
+
+
+def _real_value(value: str) -> bool:
+    return len(value) >= 4 and not _is_placeholder(value)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    pattern: re.Pattern[str]
+    hints: tuple[str, ...]
+    """Lower-case substrings one of which must occur (cheap pre-filter); empty = always run."""
+    group: int = 0
+    check: Callable[[str], bool] | None = None
+
+
+_B = r"(?<![A-Za-z0-9_])"  # a word start that also treats _ as part of a word
+_E = r"(?![A-Za-z0-9_])"
+_SECRET_NAME = (r"[A-Za-z0-9_.-]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API[_-]?KEY|ACCESS[_-]?KEY"
+                r"|PRIVATE[_-]?KEY|CREDENTIALS?|AUTH[_-]?KEY)[A-Za-z0-9_.-]*")
+_ENTROPY_NAME = r"[A-Za-z0-9_.-]*(?:KEY|SECRET|TOKEN|AUTH|CRED|SIGNATURE)[A-Za-z0-9_.-]*"
+_ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
+
+_AWS_SECRET = (r"(?i)aws[A-Za-z0-9_.-]*secret[A-Za-z0-9_.-]*" + _ASSIGN
+               + r"""["']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])""")
+_ASSIGNED_VALUE = r"""(?:"([^"\s]{4,})"|'([^'\s]{4,})'|([^\s"',;#)}\]]{4,}))"""
+_BEARER = (r"(?i)(?:authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+"
+           r"|\bbearer\s+(?=[A-Za-z0-9._~+/-]{16}))([A-Za-z0-9._~+/-]{8,}=*)")
+_PEM = (r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:(?:[ \t]*\r?\n|\\n)(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+:[^\n\\]*))*)")
+
+
+def _rule(name: str, pattern: str, hints: tuple[str, ...], group: int = 0,
+          check: Callable[[str], bool] | None = None) -> _Rule:
+    return _Rule(name, re.compile(pattern), hints, group, check)
+
+
+RULES: tuple[_Rule, ...] = (
+    _rule("private_key", _PEM, ("private key",)),
+    _rule("aws_access_key_id", _B + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _E,
+          ("akia", "asia", "abia", "acca")),
+    _rule("aws_secret_access_key", _AWS_SECRET, ("aws",), group=1),
+    _rule("github_token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E,
+          ("gh", "github_pat_")),
+    _rule("gitlab_token", _B + r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}", ("gl",)),
+    _rule("slack_token", _B + r"xox[abposr]-(?:[0-9A-Za-z]+-){1,4}[0-9A-Za-z]{6,}", ("xox",)),
+    _rule("slack_webhook", r"hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}",
+          ("hooks.slack.com",)),
+    _rule("stripe_key", _B + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}" + _E, ("k_live_", "k_test_")),
+    _rule("anthropic_api_key", _B + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
+    _rule("openai_api_key", _B + r"sk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}", ("sk-",),
+          check=lambda v: any(c.isdigit() for c in v) and any(c.isalpha() for c in v[3:])),
+    _rule("google_api_key", _B + r"AIza[0-9A-Za-z_-]{35}" + _E, ("aiza",)),
+    _rule("google_oauth_token", _B + r"ya29\.[0-9A-Za-z_-]{20,}", ("ya29.",)),
+    _rule("jwt", _B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}", ("eyj",)),
+    _rule("bearer_token", _BEARER, ("bearer", "authorization"), group=1, check=_real_value),
+    _rule("url_password", r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"
+          r"[A-Za-z0-9.\[-]", ("://",), group=1, check=lambda v: not _is_placeholder(v)),
+    _rule("secret_assignment", r"(?i)" + _B + _SECRET_NAME + _ASSIGN + _ASSIGNED_VALUE,
+          ("pass", "secret", "token", "key", "credential"), group=-1, check=_real_value),
+    _rule("high_entropy_assignment",
+          r"(?i)" + _B + _ENTROPY_NAME + _ASSIGN + r"""["']?([A-Za-z0-9+/_=.-]{20,})""",
+          ("key", "secret", "token", "auth", "cred", "signature"), group=1, check=_high_entropy),
+)
+"""The built-in rules, in priority order (the first rule wins a tie at one position)."""
+
+RULE_NAMES: frozenset[str] = frozenset(r.name for r in RULES)
+__all__ += ["RULE_NAMES"]
+
+
+@dataclass(frozen=True)
+class RedactionPolicy:
+    """Which rules run, what is exempt, and which custom rules are added."""
+
+    disabled: frozenset[str] = frozenset()
+    allow: tuple[str, ...] = ()
+    """Regexes; a secret that fully matches one is kept."""
+    deny: tuple[tuple[str, str], ...] = ()
+    """(name, regex) custom rules, reported as ``custom:<name>``."""
+    redact_examples: bool = False
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Redacted:
+    text: str
+    findings: tuple[Finding, ...]
+
+
+def _span(m: re.Match[str], group: int) -> tuple[int, int] | None:
+    if group == -1:  # the first group that participated
+        for g in range(1, (m.re.groups or 0) + 1):
+            if m.start(g) >= 0:
+                return m.start(g), m.end(g)
+        return m.span()
+    if m.start(group) < 0:
+        return None
+    return m.start(group), m.end(group)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(policy: RedactionPolicy) -> tuple[tuple[_Rule, ...], tuple[re.Pattern[str], ...]]:
+    rules = [r for r in RULES if r.name not in policy.disabled]
+    for name, pattern in policy.deny:
+        compiled = re.compile(pattern)
+        rules.append(_Rule(f"custom:{name}", compiled, (), group=1 if compiled.groups else 0))
+    return tuple(rules), tuple(re.compile(a) for a in policy.allow)
+
+
+def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list[Finding]:
+    """Non-overlapping findings in ``text``, sorted by position."""
+    rules, allow = _compiled(policy)
+    lowered = text.lower()
+    raw: list[tuple[int, int, int, str]] = []
+    for priority, rule in enumerate(rules):
+        if rule.hints and not any(h in lowered for h in rule.hints):
+            continue
+        for m in rule.pattern.finditer(text):
+            span = _span(m, rule.group)
+            if span is None or span[0] == span[1]:
+                continue
+            value = text[span[0]:span[1]]
+            if rule.check is not None and not rule.check(value):
+                continue
+            if not policy.redact_examples and value in DOCUMENTED_EXAMPLES:
+                continue
+            if any(a.fullmatch(value) for a in allow):
+                continue
+            raw.append((span[0], -span[1], priority, rule.name))
+    raw.sort()
+    merged: list[Finding] = []
+    for start, neg_end, _, name in raw:
+        end = -neg_end
+        if merged and start < merged[-1].end:
+            last = merged[-1]
+            if end > last.end:
+                merged[-1] = Finding(last.rule, last.start, end)
+            continue
+        merged.append(Finding(name, start, end))
+    return merged
+
+
+@functools.lru_cache(maxsize=2048)
+def redact(text: str, policy: RedactionPolicy = RedactionPolicy()) -> Redacted:
+    """``text`` with every finding replaced by its placeholder (cached: builds repeat)."""
+    findings = find_secrets(text, policy)
+    if not findings:
+        return Redacted(text, ())
+    parts: list[str] = []
+    cursor = 0
+    for f in findings:
+        parts.append(text[cursor:f.start])
+        parts.append(placeholder(f.rule))
+        cursor = f.end
+    parts.append(text[cursor:])
+    return Redacted("".join(parts), tuple(findings))
+
+
+def policy_from(disabled: Sequence[str] = (), allow: Sequence[str] = (),
+                deny: dict[str, str] | None = None, *, redact_examples: bool = False) -> RedactionPolicy:
+    return RedactionPolicy(frozenset(disabled), tuple(allow), tuple(sorted((deny or {}).items())),
+                           redact_examples)
+
+
+__all__ += ["policy_from"]
+
+
+def config_policy(config: BuildConfig) -> RedactionPolicy:
+    """The policy a :class:`BuildConfig` asks for."""
+    return policy_from(config.redact_disabled_rules, config.redact_allow, config.redact_deny,
+                       redact_examples=config.redact_examples)
+
+
+def redact_fragment(frag: ContextFragment, text: str, policy: RedactionPolicy,
+                    count: Callable[[str], int]) -> tuple[ContextFragment, Redacted] | None:
+    """``frag`` with its text (``text``: the full text the build would render) redacted, and
+    its token count adjusted; None when there is nothing to redact.
+
+    The returned fragment keeps its media blocks and ``content_hash`` (which names the
+    logged content); its text lives in one block, no longer behind an artifact ref.
+    """
+    result = redact(text, policy)
+    if not result.findings:
+        return None
+    content: list[MessageBlock] = []
+    placed = False
+    for block in frag.content:
+        if isinstance(block, TextBlock | ToolResultBlock):
+            if placed:
+                continue
+            placed = True
+            if isinstance(block, ToolResultBlock):
+                content.append(block.model_copy(update={"text": result.text, "artifact": None}))
+            else:
+                content.append(TextBlock(text=result.text))
+        else:
+            content.append(block)
+    tokens = max(0, frag.token_count - count(text) + count(result.text))
+    return frag.model_copy(update={"content": tuple(content), "token_count": tokens}), result
+
+
+__all__ += ["config_policy", "redact_fragment"]
