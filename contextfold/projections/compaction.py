@@ -91,7 +91,8 @@ _ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied
                          re.IGNORECASE)
 _REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
 _CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
-_ARGS_CHARS = 160
+_ARGS_CHARS = 100
+_POLICY_CHARS = 600
 _STATEMENT_CHARS = 300
 _GOAL_CHARS = 4000
 _RECENT_CALLS = 8
@@ -220,6 +221,18 @@ def _dedupe(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for v in values if v))
 
 
+def _merged_summaries(events: Sequence[RecordedEvent]) -> list[HistoryCompacted]:
+    """The summary events among ``events`` not covered by a later one among them: their
+    fields are merged and the raw events they cover are not summarized twice."""
+    out: list[tuple[int, HistoryCompacted]] = []
+    for rec in reversed(events):
+        ev = rec.event
+        if (isinstance(ev, HistoryCompacted) and ev.strategy == "summary"
+                and not any(s.covers_from <= rec.position <= s.covers_to for _, s in out)):
+            out.append((rec.position, ev))
+    return [ev for _, ev in out]
+
+
 @dataclass
 class _Call:
     call_id: str
@@ -247,8 +260,11 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
     next_action = ""
     open_calls: dict[str, _Call] = {}
     calls: list[_Call] = []
+    merged = _merged_summaries(events)
     for rec in events:
         ev, pos = rec.event, rec.position
+        if any(s.covers_from <= pos <= s.covers_to for s in merged) and rec.event not in merged:
+            continue  # already summarized by a merged summary
         match ev:
             case HistoryCompacted() if ev.strategy == "summary":
                 s = ev.summary
@@ -258,8 +274,13 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                     f[key].extend(getattr(s, key))
                 next_action = s.next_action or next_action
             case PolicySet():
-                f["constraints"].extend(f"policy {ev.source_ref}: {ln.strip()}"
-                                        for ln in ev.text.splitlines() if ln.strip())
+                # policies are never hidden (always required, in the system prompt): a long
+                # one is cited, a short one carried verbatim
+                f["constraints"].append(
+                    f"policy {ev.source_ref} at event {pos}: {' '.join(ev.text.split())}"
+                    if len(ev.text) <= _POLICY_CHARS else
+                    f"policy {ev.source_ref} at event {pos} stays in force (full text in the "
+                    f"system prompt; raw: event://{run}/{pos})")
             case UserInput():
                 if ev.required:
                     f["constraints"].append(f"required user input at event {pos}: {ev.text}")

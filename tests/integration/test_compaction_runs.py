@@ -1,0 +1,220 @@
+"""Compaction through the store (SQLite and PostgreSQL) and on real traces.
+
+- automatic compaction before each build keeps every turn replay-stable
+  (``run.replay(turn).ok``), appends only ``history_compacted`` events (the raw
+  events stay) and stubs / summaries read back to the raw content;
+- the hard trigger fails with the typed error when nothing can make the
+  required content fit;
+- on the SWE-agent and OpenHands traces, auto-compacting to a 16k window keeps,
+  at every later turn, the current goal, the latest error and the last exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextfold.api import Run, Store, open_store
+from contextfold.compaction_api import build, compact, show
+from contextfold.domain.errors import RequiredContextExceedsBudgetError
+from contextfold.domain.events import (
+    AnyEvent,
+    HistoryCompacted,
+    ModelResponse,
+    PolicySet,
+    RunStarted,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.importers import iter_runs
+from tests.conftest import TRACES
+
+NOISE = "\n".join(f"{i:04d} DEBUG worker heartbeat ok, queue depth {i % 7}" for i in range(120))
+
+
+@pytest.fixture
+def cf_store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+def _turn(t: int) -> list[AnyEvent]:
+    failed = t % 5 == 0
+    return [ModelResponse(text=f"checking step {t}", tool_calls=(ToolCall(call_id=f"c{t}", name="shell"),)),
+            ToolResult(call_id=f"c{t}",
+                       content=f"step {t}\n{NOISE}" + ("\nFAILED: step broke" if failed else ""),
+                       is_error=failed, exit_code=3 if failed else 0, origin="workspace")]
+
+
+def test_auto_compaction_is_replay_stable_and_keeps_raw_events(cf_store: Store) -> None:
+    run = cf_store.run("r-compact")
+    run.append(RunStarted(agent="a"), PolicySet(text="Never touch prod."), UserInput("Diagnose the worker."))
+    turns = 24
+    for t in range(1, turns + 1):
+        build(run, "anthropic", window=9_000, reserve=1_000)
+        run.append(_turn(t))
+    build(run, "anthropic", window=9_000, reserve=1_000)
+    events = run.events()
+    compactions = [r for r in events if isinstance(r.event, HistoryCompacted)]
+    assert {r.event.strategy for r in compactions} >= {"mask"}  # type: ignore[union-attr]
+    assert sum(isinstance(r.event, ToolResult) for r in events) == turns  # raw results stay
+    for turn in range(1, turns + 2):
+        report = run.replay(turn)
+        assert report.ok, (turn, report.differences)
+    # read-back: a masked stub cites event://RUN/POS and show returns the raw result
+    state = run.state()
+    pos = min(state.masked)
+    assert "FAILED: step broke" in show(run, f"event://r-compact/{pos}") or "heartbeat" in show(
+        run, f"event://r-compact/{pos}")
+    assert show(run, str(pos)) == show(run, f"event://r-compact/{pos}")
+    group_pos = state.answer_group[pos]
+    assert show(run, f"call://r-compact/c1@{group_pos}").startswith("result of call c1")
+
+
+def test_summary_compaction_reads_back_its_range_and_dry_run_appends_nothing(cf_store: Store) -> None:
+    run = cf_store.run("r-sum")
+    run.append(UserInput("Diagnose the worker."))
+    for t in range(1, 13):
+        run.append(_turn(t))
+    version = run.version
+    dry = compact(run, "summary", keep_recent=2, dry_run=True)
+    assert dry.events and not dry.positions and run.version == version
+    real = compact(run, "summary", keep_recent=2)
+    assert [e.model_dump() for e in real.events] == [e.model_dump() for e in dry.events]
+    (pos,) = real.positions
+    summary = real.events[0]
+    assert any("call c5 (shell) failed" in f and "exit_code=3" in f for f in summary.summary.known_failures)
+    text = show(run, f"events://r-sum/{summary.covers_from}-{summary.covers_to}")
+    assert text.count("--- event ") == summary.covers_to - summary.covers_from + 1
+    assert "FAILED: step broke" in text
+    built = run.build("openai-chat", window=8_000, reserve=1_000)
+    body = json.dumps(built.request)
+    assert f"events://r-sum/{summary.covers_from}-{summary.covers_to}" in body
+    assert run.replay(built.manifest.turn).ok
+    assert pos < run.version
+
+
+def test_hard_trigger_fails_with_the_typed_error_when_nothing_fits(cf_store: Store) -> None:
+    run = cf_store.run("r-hard")
+    run.append(UserInput("x " * 3000, required=True))
+    for t in range(1, 4):
+        run.append(_turn(t))
+    with pytest.raises(RequiredContextExceedsBudgetError):
+        build(run, "neutral", window=2_500, reserve=500)
+
+
+# ---------------------------------------------------------------- real traces
+
+SWE = TRACES / "swe-agent-demos"
+OPENHANDS = TRACES / "openhands-event-streams"
+_SWE_ERROR = re.compile(r"Traceback \(most recent call last\)|\w+Error:|command not found|"
+                        r"No such file or directory|syntax error", re.IGNORECASE)
+
+
+def swe_events(path: Path) -> list[AnyEvent]:
+    """A SWE-agent ``.traj`` as events: the system prompt as policy, the first non-demo
+    user message (the task) as input, each trajectory step as a call (``action``)
+    answered by its ``observation``. SWE-agent records no exit codes; an observation
+    showing a traceback or a shell error counts as an error result."""
+    data = json.loads(path.read_text())
+    history = [m for m in data["history"] if not m.get("is_demo")]
+    events: list[AnyEvent] = [RunStarted(agent="swe-agent")]
+    system = next((m for m in history if m["role"] == "system"), None)
+    if system:
+        events.append(PolicySet(text=_text(system["content"])))
+    task = next(m for m in history if m["role"] == "user")
+    events.append(UserInput(_text(task["content"])))
+    if not data.get("trajectory"):  # function-calling demo without a trajectory: use the history
+        for m in history[history.index(task) + 1:]:
+            if m["role"] == "assistant":
+                events.append(ModelResponse(text=_text(m["content"]), tool_calls=tuple(
+                    ToolCall(call_id=c["id"], name=c["function"]["name"],
+                             arguments=c["function"]["arguments"]) for c in m.get("tool_calls") or ())))
+            elif m["role"] == "tool":
+                obs = _text(m["content"])
+                events.append(ToolResult(call_id=m["tool_call_ids"][0], content=obs,
+                                         is_error=bool(_SWE_ERROR.search(obs))))
+        return events
+    for i, step in enumerate(data["trajectory"], start=1):
+        action = step.get("action") or ""
+        name = (action.split() or ["noop"])[0][:64]
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "noop"
+        obs = step.get("observation") or ""
+        events.append(ModelResponse(text=step.get("thought") or "", tool_calls=(
+            ToolCall(call_id=f"swe-{i}", name=name, arguments=json.dumps({"command": action})),)))
+        events.append(ToolResult(call_id=f"swe-{i}", content=obs, is_error=bool(_SWE_ERROR.search(obs))))
+    return events
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+
+
+def trace_runs() -> list[tuple[str, list[AnyEvent]]]:
+    runs: list[tuple[str, list[AnyEvent]]] = []
+    for i, path in enumerate(sorted(SWE.rglob("*.traj"))):
+        runs.append((f"swe/{i}/{path.stem[:40]}", swe_events(path)))
+    for path in sorted(OPENHANDS.glob("*.json*")):
+        found = iter_runs(path.read_bytes(), format="openhands", source=path.name)
+        for j, (_, events) in enumerate(found):
+            runs.append((f"oh/{path.stem[:40]}/{j}", events))
+    return runs
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def check_survivors(run: Run, events: list[AnyEvent], request: dict[str, Any]) -> None:
+    """The goal (the task's first 200 characters), the latest error and the last exit
+    code of the log so far are in the rendered request."""
+    text = "\n".join(_strings(request))
+    task = next((e.text for e in events if isinstance(e, UserInput) and e.text.strip()), "")
+    assert " ".join(task[:200].split()) in " ".join(text.split()), "goal lost"
+    results = [e for e in events if isinstance(e, ToolResult)]
+    errors = [e for e in results if e.is_error]
+    if errors:
+        assert errors[-1].call_id in text, f"latest error {errors[-1].call_id} lost"
+    coded = [e for e in results if e.exit_code is not None]
+    if coded:
+        last = coded[-1]
+        assert last.call_id in text, f"last exit code's call {last.call_id} lost"
+        assert (f"exit code {last.exit_code}" in text or f"exit_code={last.exit_code}" in text), \
+            f"last exit code {last.exit_code} of {last.call_id} lost"
+
+
+@pytest.mark.skipif(not (SWE.is_dir() and OPENHANDS.is_dir()),
+                    reason=f"traces not present under {TRACES} (set CONTEXTFOLD_TRACES)")
+def test_traces_auto_compacted_to_16k_keep_goal_latest_error_and_exit_code(sqlite_url: str) -> None:
+    runs = trace_runs()
+    assert len(runs) >= 25
+    compacted_runs = 0
+    with open_store(sqlite_url) as store:
+        for run_id, events in runs:
+            run = store.run(run_id)
+            starts = [i for i, e in enumerate(events) if isinstance(e, ModelResponse)] + [len(events)]
+            done = 0
+            for cut in starts[1:]:  # build before each later model response, and at the end
+                run.append(events[done:cut])
+                done = cut
+                built = build(run, "openai-chat", window=16_000, reserve=2_000)
+                check_survivors(run, events[:cut], built.request)
+            if any(isinstance(r.event, HistoryCompacted) for r in run.events()):
+                compacted_runs += 1
+    assert compacted_runs >= 3  # the window really forced compaction on real runs (4 at 16k)
