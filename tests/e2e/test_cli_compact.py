@@ -1,0 +1,86 @@
+"""`contextfold compact` and `contextfold show` end to end (subprocess, real SQLite file)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from contextfold.api import open_store
+from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
+from tests.e2e.test_cli_record import cf
+
+NOISE = "\n".join(f"{i:04d} INFO compiling module_{i}.rs" for i in range(150))
+
+
+def _record(db: Path) -> None:
+    with open_store(f"sqlite:///{db}") as store:
+        run = store.run("r1")
+        run.append(PolicySet(text="Never force-push."), UserInput("Make the build pass."))
+        for t in range(1, 9):
+            failed = t == 4
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{t}", name="cargo"),)),
+                       ToolResult(call_id=f"c{t}", content=NOISE + ("\nerror[E0308]: mismatched types"
+                                                                   if failed else ""),
+                                  is_error=failed, exit_code=101 if failed else 0))
+
+
+def test_compact_dry_run_then_mask_then_summary_and_show(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _record(db)
+    store = f"sqlite:///{db}"
+    version = len(json.loads("[" + ",".join(cf("--store", store, "events", "r1", "--json",
+                                                  cwd=tmp_path).stdout.split("\n")[:-1]) + "]"))
+    dry = cf("--store", store, "compact", "r1", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "would append mask covering events 1-" in dry.stdout and "saved" in dry.stdout
+    with open_store(store) as s:
+        assert s.run("r1").version == version  # nothing written
+
+    mask = cf("--store", store, "compact", "r1", "--strategy", "mask", "--json", cwd=tmp_path)
+    assert mask.returncode == 0, mask.stderr
+    data = json.loads(mask.stdout)
+    (pos,) = data["positions"]
+    stubs = data["events"][0]["summary"]["tool_calls_and_results"]
+    failed = next(line for line in stubs if "call c4 " in line)
+    assert "error, exit code 101" in failed
+    ref = failed.split("raw: ")[1]
+    shown = cf("--store", store, "show", "r1", ref, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "error[E0308]: mismatched types" in shown.stdout and "exit_code=101" in shown.stdout
+
+    summary = cf("--store", store, "compact", "r1", "--strategy", "summary", "--keep-recent", "1",
+                 cwd=tmp_path)
+    assert summary.returncode == 0, summary.stderr
+    assert "appended summary covering events 1-" in summary.stdout
+    with open_store(store) as s:
+        run = s.run("r1")
+        assert run.version == pos + 1
+        built = run.build("anthropic", window=4_000, reserve=500)
+    body = json.dumps(built.request)
+    assert "Never force-push." in body and "call c4 (cargo) failed" in body and "exit_code=101" in body
+    match = re.search(r"events://r1/\d+-\d+", body)
+    assert match is not None
+    events_ref = match.group(0)
+    shown = cf("--store", store, "show", "r1", events_ref, cwd=tmp_path)
+    assert shown.returncode == 0 and shown.stdout.count("--- event ") > 10
+
+
+def test_show_rejects_unknown_refs_with_a_clear_error(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _record(db)
+    out = cf("--store", f"sqlite:///{db}", "show", "r1", "http://nope", cwd=tmp_path)
+    assert out.returncode == 2 and "unknown ref" in out.stderr
+    out = cf("--store", f"sqlite:///{db}", "show", "r1", "event://other/1", cwd=tmp_path)
+    assert out.returncode == 2 and "names run 'other'" in out.stderr
+    out = cf("--store", f"sqlite:///{db}", "show", "r1", "999", cwd=tmp_path)
+    assert out.returncode == 2
+
+
+def test_compact_with_a_window_reports_pressure(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _record(db)
+    out = cf("--store", f"sqlite:///{db}", "compact", "r1", "--strategy", "summary", "--window", "3000",
+             "--reserve", "500", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "budget pressure soft -> none" in out.stdout or "budget pressure hard -> none" in out.stdout
