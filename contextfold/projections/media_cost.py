@@ -46,7 +46,7 @@ PDFs, by page count:
 
 Unknown image dimensions (a remote URL never fetched) get the provider's
 largest price: OpenAI high 1445 (2048x768 after resizing: 8 tiles), Anthropic
-1639 (the largest image it does not downscale further), Gemini 1032 (4 tiles).
+1640 (the largest image it does not downscale further), Gemini 1032 (4 tiles).
 
 ``neutral`` (a build for no provider yet) prices every block at the highest of
 the three providers (``max-of-providers``), so the neutral selection fits

@@ -233,6 +233,8 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
         blobs.append((ref.hash, ref.size, ref.media_type, data))
         return block.model_copy(update={"artifact": ref, "url": None, "media_type": info.media_type,
                                         "width": info.width, "height": info.height})
+    if ";base64," not in block.url[:200]:
+        return block  # a plain-text data: URL document is text, not media
     declared, data = decode_data_url(block.url, max_bytes=limits.max_document_bytes)
     if sniff_media_type(data) != "application/pdf":
         # A text or office file sent inline: kept as it came (renderers name it, never drop it).
