@@ -208,7 +208,7 @@ def _handle_audit(args: argparse.Namespace) -> int:
                                     "budget": t.manifest.budget_tokens, "cache_key": t.manifest.cache_key,
                                     "prefix_changed": t.prefix_changed, "config_changed": t.config_changed,
                                     "repairs": [r.model_dump(mode="json") for r in t.repairs]
-                                    + list(t.manifest.repairs),
+                                    + list(t.build_notes),
                                     "usage": t.usage.model_dump(mode="json") if t.usage else None}
                                    for t in audit.turns]}, ensure_ascii=False))
     elif not args.html:

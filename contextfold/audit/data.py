@@ -107,6 +107,13 @@ class TurnAudit(_Frozen):
     compactions: tuple[CompactionNote, ...]
     usage: Usage | None
 
+    @property
+    def build_notes(self) -> tuple[str, ...]:
+        """The manifest's repairs that are not logged recovery events (e.g. a declared tool)."""
+        logged = {f"tool_result_lost:{r.call_id}" if r.kind == "lost" else f"tool_call_cancelled:{r.call_id}"
+                  for r in self.repairs}
+        return tuple(r for r in self.manifest.repairs if r not in logged)
+
 
 class AuditSummary(_Frozen):
     turns: int
@@ -299,7 +306,7 @@ def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
         config_changed_turns=tuple(t.turn for t in turns if t.config_changed),
         tool_schema_tokens=tool_stats, tool_schema_answer=tool_answer,
         retrieval_crowded_turns=crowded, retrieval_answer=retrieval_answer, largest_fragments=largest,
-        repairs=sum(len(t.repairs) + len(t.manifest.repairs) for t in turns),
+        repairs=sum(len(t.repairs) + len(t.build_notes) for t in turns),
         compactions=sum(len(t.compactions) for t in turns),
         usage_turns=sum(1 for t in turns if t.usage is not None),
         latest_correction=calibrations[-1].correction if calibrations else None)

@@ -225,7 +225,7 @@ def _turn(t: TurnAudit) -> str:
         tags.append('<span class="tag warn">prefix changed</span>')
     if t.config_changed:
         tags.append('<span class="tag warn">config changed</span>')
-    repairs = len(t.repairs) + len(m.repairs)
+    repairs = len(t.repairs) + len(t.build_notes)
     if repairs:
         tags.append(f'<span class="tag bad">{repairs} repairs</span>')
     if t.compactions:
@@ -252,7 +252,7 @@ def _turn(t: TurnAudit) -> str:
                      f"{u.input_tokens} (cached {u.cached_tokens}), output {u.output_tokens}; estimate was "
                      f"{m.selected_tokens} (×{u.input_tokens / max(1, m.selected_tokens):.3f})</p>")
     repair_items = [f"<li>{r.kind} <code>{_e(r.call_id)}</code> at position {r.position}: {_e(r.reason)}</li>"
-                    for r in t.repairs] + [f"<li>build: <code>{_e(r)}</code></li>" for r in m.repairs]
+                    for r in t.repairs] + [f"<li>build: <code>{_e(r)}</code></li>" for r in t.build_notes]
     if repair_items:
         lines.append(f'<h4>Protocol repairs</h4><ul class="repairs">{"".join(repair_items)}</ul>')
     if t.compactions:

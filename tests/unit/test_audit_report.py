@@ -31,11 +31,12 @@ SMALL = BuildConfig(window=4_000, reserve=500)
 
 
 def make_synthetic_run(run: Run, turns: int, *, record: bool = True, usage_ratio: float | None = None,
-                       config: BuildConfig = SMALL) -> None:
+                       config: BuildConfig = SMALL, record_from: int = 1) -> None:
     """``turns`` tool-using turns: retrieval every 7th, a lost result every 25th, policy change at 40.
 
     With ``record`` every turn is built (and its ContextBuilt recorded) before the model responds, as an
-    agent loop would; with ``usage_ratio`` the provider reports that multiple of the estimate.
+    agent loop would (from turn ``record_from`` on: earlier turns have no record and are rebuilt by the
+    audit); with ``usage_ratio`` the provider reports that multiple of the estimate.
     """
     run.append(RunStarted(agent="synthetic", model="gpt-4o", encoding="cl100k_base"),
                PolicySet(text="Be careful. Never delete files."),
@@ -44,7 +45,7 @@ def make_synthetic_run(run: Run, turns: int, *, record: bool = True, usage_ratio
                GoalSet(goal="Finish the synthetic task", success_contract=("tests pass",)),
                UserInput("please start; <script>alert(1)</script>"))
     for i in range(1, turns + 1):
-        if record:
+        if record and i >= record_from:
             m = run.build(config=config).manifest
             if usage_ratio is not None:
                 run.observe_usage(m.turn, math.ceil(m.selected_tokens * usage_ratio), cached_tokens=5)
