@@ -250,10 +250,10 @@ def build_context(state: RunState, config: BuildConfig, *,
     ctx = _Ctx(state, config, load_text, state.required_ids(), state.counter.count)
     timeline = state.timeline()
     if config.redact:  # before selection: costs and truncation see the redacted text
-        policy = config_policy(config)
+        rules = config_policy(config)
         for fid in dict.fromkeys([*state.active, *(f for it in timeline for f in it.fragment_ids)]):
             if ctx.frag(fid).kind in config.redact_kinds:
-                hit = redact_fragment(ctx.frag(fid), ctx.full_text(fid), policy, ctx.count)
+                hit = redact_fragment(ctx.frag(fid), ctx.full_text(fid), rules, ctx.count)
                 if hit is not None:
                     ctx.redacted[fid] = hit
     excluded: list[ExcludedFragment] = []

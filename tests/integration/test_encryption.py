@@ -1,0 +1,134 @@
+"""Encryption at rest on SQLite and PostgreSQL: right key, wrong key, no key, raw rows, rotation."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfold.api import open_store
+from contextfold.domain.errors import CryptoError
+from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE
+from contextfold.store.crypto import ENVELOPE_MAGIC, Keyring, generate_key, keyring_from
+
+SECRET = "customer 4711 card 4242-4242-4242-4242 PLAINTEXT-MARKER"
+BIG = ("log line PLAINTEXT-MARKER\n" * 5000)
+
+
+def _fill(url: str, key: str, run: str = "r1") -> None:
+    with open_store(url, cipher_key=key) as store:
+        r = store.run(run)
+        r.append(UserInput(SECRET))
+        r.append(ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cat", arguments='{"f": "x"}'),)))
+        r.append(ToolResult(call_id="c1", content=BIG))
+
+
+def _raw(url: str) -> tuple[list[tuple[str, str, bytes]], list[bytes]]:
+    with open_store(url) as store:
+        b = store.events.backend
+        events = [(str(r[0]), str(r[1]), bytes(r[2])) for r in
+                  b.query(f"SELECT originator_id, topic, state FROM {b.table(EVENTS_TABLE)}")]
+        blobs = [bytes(r[0]) for r in b.query(f"SELECT data FROM {b.table(ARTIFACTS_TABLE)}")]
+    return events, blobs
+
+
+def test_right_key_reads_and_verifies(store_url: str) -> None:
+    key = generate_key()
+    _fill(store_url, key)
+    with open_store(store_url, cipher_key=key) as store:
+        run = store.run("r1")
+        events = run.events()
+        assert events[0].event.text == SECRET  # type: ignore[union-attr]
+        assert run.verify().ok
+        result = events[2].event
+        assert isinstance(result, ToolResult) and result.artifact is not None
+        assert store.artifact(result.artifact).decode() == BIG
+        assert [i.run_id for i in store.runs()] == ["r1"]
+        built = run.build(provider="anthropic", window=200_000, reserve=8_000)
+        assert "PLAINTEXT-MARKER" in str(built.request)
+
+
+def test_ciphertext_is_what_the_database_holds(store_url: str) -> None:
+    _fill(store_url, generate_key())
+    events, blobs = _raw(store_url)
+    assert [(run, topic) for run, topic, _ in events] == [
+        ("r1", "user_input@1"), ("r1", "model_response@1"), ("r1", "tool_result@1")]  # queryable
+    assert blobs
+    for state in [s for _, _, s in events] + blobs:
+        assert state.startswith(ENVELOPE_MAGIC)
+        assert b"PLAINTEXT-MARKER" not in state and b"4242" not in state and b'"type"' not in state
+
+
+@pytest.mark.parametrize("how", ["no key", "wrong key", "corrupted row"])
+def test_wrong_or_missing_key_is_a_crypto_error_never_garbage(store_url: str, how: str) -> None:
+    key = generate_key()
+    _fill(store_url, key)
+    if how == "corrupted row":
+        with open_store(store_url) as store:
+            b = store.events.backend
+            p = b.placeholder
+            [(state,)] = b.query(f"SELECT state FROM {b.table(EVENTS_TABLE)} WHERE originator_version = 2")
+            damaged = bytes(state)[:-1] + bytes([bytes(state)[-1] ^ 1])
+            b.execute(f"UPDATE {b.table(EVENTS_TABLE)} SET state = {p} WHERE originator_version = 2",
+                      (damaged,))  # type: ignore[union-attr]
+    opener = {"no key": lambda: open_store(store_url, cipher_key=None),
+              "wrong key": lambda: open_store(store_url, cipher_key=generate_key()),
+              "corrupted row": lambda: open_store(store_url, cipher_key=key)}[how]
+    with opener() as store:
+        run = store.run("r1")
+        with pytest.raises(CryptoError):
+            run.events()
+        with pytest.raises(CryptoError):
+            run.verify()
+        with pytest.raises(CryptoError):
+            run.build()
+        if how != "corrupted row":
+            with pytest.raises(CryptoError):
+                store.artifact(store.events.backend.query(
+                    f"SELECT hash FROM {store.events.backend.table(ARTIFACTS_TABLE)}")[0][0])
+        assert store.run("r1").version == 3  # positions and run ids stay readable without the key
+
+
+def test_rotation_old_rows_readable_new_rows_use_the_new_key(store_url: str) -> None:
+    old, new = generate_key(), generate_key()
+    _fill(store_url, old)
+    with open_store(store_url, cipher_key=new, old_cipher_keys=[old]) as store:
+        store.run("r1").append(UserInput("after rotation"))
+        texts = [e.event.text for e in store.run("r1").events() if isinstance(e.event, UserInput)]
+        assert texts == [SECRET, "after rotation"]
+        assert store.run("r1").verify().ok
+    events, _ = _raw(store_url)
+    ids = [state[len(ENVELOPE_MAGIC):len(ENVELOPE_MAGIC) + 16].decode() for _, _, state in events]
+    ring_old, ring_new = Keyring(old), Keyring(new)
+    assert ids == [ring_old.current_id] * 3 + [ring_new.current_id]
+    retired = open_store(store_url, cipher_key=new)  # old key dropped from the keyring
+    try:
+        with pytest.raises(CryptoError, match="not in the keyring"):
+            retired.run("r1").events()  # old rows unreadable, typed
+    finally:
+        retired.close()
+
+
+def test_plain_store_keeps_working_and_can_switch_encryption_on(store_url: str) -> None:
+    with open_store(store_url, cipher_key=None) as store:
+        store.run("r1").append(UserInput("plain"))
+    events, _ = _raw(store_url)
+    assert not events[0][2].startswith(ENVELOPE_MAGIC) and b"plain" in events[0][2]
+    key = generate_key()
+    with open_store(store_url, cipher_key=key) as store:
+        store.run("r1").append(UserInput("secret now"))
+        assert [e.event.text for e in store.run("r1").events()] == ["plain", "secret now"]  # type: ignore[union-attr]
+        assert store.run("r1").verify().ok
+
+
+def test_keyring_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = generate_key(), generate_key()
+    monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEY", a)
+    monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEYS_OLD", b)
+    ring = keyring_from()
+    assert ring is not None and ring.current_id == Keyring(a).current_id and len(ring.key_ids) == 2
+    monkeypatch.delenv("CONTEXTFOLD_CIPHER_KEY")
+    assert keyring_from() is None
+    with pytest.raises(CryptoError):
+        Keyring("not base64!")
+    with pytest.raises(CryptoError):
+        Keyring("c2hvcnQ=")  # 5 bytes

@@ -1,0 +1,150 @@
+"""Builds of a run whose tool output, files, evidence, memory and instructions carry the secrets
+corpus: zero leaks in every provider's request and in the recorded manifest; look-alikes survive."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contextfold.api import open_store
+from contextfold.domain.events import (
+    ContextBuilt,
+    EvidenceRetrieved,
+    FileRead,
+    GoalSet,
+    InstructionSet,
+    MemoryRecalled,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.render.validate import PROVIDERS
+from tests.unit.test_redact import LOOKALIKES, SECRETS, _line
+
+CORPUS = "\n".join(_line(t, s) for t, s, _ in SECRETS)
+LOOKS = "\n".join(LOOKALIKES)
+# every secret, and every 12-character window of it: no recognisable piece may survive
+NEEDLES = sorted({s for _, s, _ in SECRETS} | {s[i:i + 12] for _, s, _ in SECRETS
+                                                for i in range(0, max(1, len(s) - 11), 6)
+                                                if "\n" not in s[i:i + 12] and "-----" not in s[i:i + 12]
+                                                and "PRIVATE" not in s[i:i + 12]}
+                 - {w for w in (s[i:i + 12] for _, s, _ in SECRETS for i in range(len(s))) if w in LOOKS})
+"""Windows shared with a look-alike (a publishable key, a bare JWT header) are not evidence of a leak."""
+
+
+def _events() -> list[object]:
+    big = ("INFO step ok\n" * 8000) + CORPUS + "\n" + LOOKS  # > artifact threshold: comes from an artifact
+    return [
+        PolicySet(text="You are a careful coding agent."),
+        InstructionSet(text="AGENTS.md\n" + CORPUS + "\n" + LOOKS, source_ref="file://AGENTS.md@abc"),
+        GoalSet(goal="Rotate the leaked credentials"),
+        UserInput("Find every credential in the repo"),
+        ModelResponse(tool_calls=(ToolCall(call_id="c1", name="grep", arguments='{"q": "key"}'),
+                                  ToolCall(call_id="c2", name="cat", arguments='{"f": "app.log"}'))),
+        ToolResult(call_id="c1", content=CORPUS + "\n" + LOOKS),
+        ToolResult(call_id="c2", content=big, is_error=True, exit_code=1),
+        FileRead(path=".env", content=CORPUS, revision="abc"),
+        EvidenceRetrieved(content="wiki page\n" + CORPUS + "\n" + LOOKS, source_ref="https://wiki/creds"),
+        MemoryRecalled(memory_id="m1", content="remembered: " + CORPUS, source_ref="memory://m1"),
+        UserInput("Now list what you found"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('redact') / 'runs.db'}"
+    with open_store(url) as store:
+        store.run("leaky").append(*_events())  # type: ignore[arg-type]
+    return url
+
+
+def _assert_no_leak(blob: str, where: str) -> None:
+    leaked = [n for n in NEEDLES if n in blob]
+    assert not leaked, f"{where} leaks {leaked[:5]}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_no_secret_reaches_any_provider_request_or_manifest(store_url: str, provider: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("leaky")
+        built = run.build(provider=provider, window=400_000, reserve=8_000)
+        request = json.dumps(built.request, ensure_ascii=False)
+        _assert_no_leak(request, f"{provider} request")
+        _assert_no_leak(built.manifest.model_dump_json(), "manifest")
+        recorded = [r.event for r in run.events() if isinstance(r.event, ContextBuilt)][-1]
+        _assert_no_leak(json.dumps(recorded.model_dump(mode="json")), "context_built event")
+        for frag in built.fragments:
+            _assert_no_leak(frag.model_dump_json(), f"fragment {frag.id}")
+        # the raw stays in the log
+        assert any("AKIAZ7Q3B4N5K6L7M8P9" in json.dumps(r.event.model_dump(mode="json"))
+                   for r in run.events())
+        # look-alikes are not false positives: each survives in the request
+        false_positives = [x for x in LOOKALIKES
+                           if json.dumps(x, ensure_ascii=False)[1:-1] not in request]
+        assert false_positives == [], f"false positives: {false_positives}"
+        rules = {r.rule for r in built.manifest.redactions}
+        assert rules == {rule for _, _, rule in SECRETS}
+        ids = {r.fragment_id for r in built.manifest.redactions}
+        kinds = {f.kind for f in built.manifest.fragments if f.id in ids}
+        assert kinds == {"tool_result", "evidence", "memory", "instruction"}
+
+
+def test_manifest_records_where_and_why_but_never_content(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("leaky")
+        built = run.build(provider="anthropic", window=400_000, reserve=8_000, record=False)
+        manifest = built.manifest.model_dump_json()
+        for frag in built.fragments:  # no fragment text of any length > 40 appears in the manifest
+            for block in frag.content:
+                text = getattr(block, "text", "")
+                for line in text.splitlines():
+                    if len(line) > 40:
+                        assert line not in manifest, line
+        state = run.state()
+        by_id = {f.id: f for f in built.manifest.fragments}
+        for rec in built.manifest.redactions:
+            assert rec.fragment_id in by_id and rec.end > rec.start
+            frag = state.entries[rec.fragment_id].fragment
+            raw = "\n".join(getattr(b, "text", "") for b in frag.content)
+            if not any(getattr(b, "artifact", None) for b in frag.content):
+                original = raw[rec.start:rec.end]
+                assert original in {s for _, s, _ in SECRETS} or any(s in original for _, s, _ in SECRETS)
+
+
+def test_stable_prefix_with_redacted_instructions_is_stable(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("leaky")
+        a = run.build(provider="anthropic", window=400_000, reserve=8_000, record=False)
+        b = run.build(provider="anthropic", window=400_000, reserve=8_000, record=False)
+        assert a.manifest.cache_key == b.manifest.cache_key
+        assert a.manifest.request_hash == b.manifest.request_hash
+
+
+def test_redaction_is_configurable(store_url: str, tmp_path: Path) -> None:
+    with open_store(store_url) as store:
+        run = store.run("leaky")
+        off = run.build(config=BuildConfig(provider="anthropic", window=400_000, redact=False), record=False)
+        assert "AKIAZ7Q3B4N5K6L7M8P9" in json.dumps(off.request) and not off.manifest.redactions
+        cfg = BuildConfig(provider="anthropic", window=400_000,
+                          redact_disabled_rules=("aws_access_key_id", "secret_assignment",
+                                                 "high_entropy_assignment"),
+                          redact_allow=(r"Tr0ub4dor&3xyz",))
+        some = run.build(config=cfg, record=False)
+        request = json.dumps(some.request)
+        assert "AKIAZ7Q3B4N5K6L7M8P9" in request and "Tr0ub4dor&3xyz" in request
+        assert "hunter2hunter2" in request  # its rule is disabled
+        assert "ghp_4fT9kLm2Qx7Rv1Zp8Wb3Nc6Yd0Hs5Jg2Ka9E" not in request
+
+
+def test_tight_budget_never_leaves_half_a_private_key(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("leaky")
+        for window in (3_000, 6_000, 12_000):
+            built = run.build(provider="openai-chat", window=window, reserve=1_000, record=False)
+            _assert_no_leak(json.dumps(built.request), f"window {window}")
+            assert built.manifest.selected_tokens <= built.manifest.budget_tokens

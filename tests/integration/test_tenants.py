@@ -1,0 +1,134 @@
+"""Tenants: reads and builds scoped to one tenant; on PostgreSQL the database enforces it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from contextfold.api import open_store
+from contextfold.domain.errors import RunNotFoundError, StoreConfigError, StoreError, TenantMismatchError
+from contextfold.domain.events import UserInput
+from contextfold.store.backends import EVENTS_TABLE, parse_store_url
+from contextfold.store.tenants import drop_postgres_tenant, tenant_schema
+
+SECRET_A = "acme-only: merger plan PLAINTEXT-A"
+
+
+@pytest.fixture
+def tenants_url(pg_url: str) -> Iterator[str]:
+    yield pg_url
+    parsed = parse_store_url(pg_url)
+    for tenant in ("acme", "beta"):
+        drop_postgres_tenant(parsed, tenant)
+
+
+def _conn(url: str, **kw: str) -> psycopg.Connection:
+    p = parse_store_url(url)
+    return psycopg.connect(host=p.host, port=p.port, user=kw.get("user", p.user), dbname=p.dbname,
+                           password=kw.get("password", p.password), autocommit=True)
+
+
+@pytest.mark.postgres
+def test_tenant_b_cannot_see_tenant_a_runs(tenants_url: str) -> None:
+    with open_store(tenants_url, tenant="acme") as a:
+        a.run("shared-name").append(UserInput(SECRET_A))
+        a.run("only-acme").append(UserInput(SECRET_A))
+    with open_store(tenants_url, tenant="beta") as b:
+        with pytest.raises(RunNotFoundError):
+            b.run("only-acme").events()
+        with pytest.raises(RunNotFoundError):
+            b.run("only-acme").verify()
+        assert b.runs() == []
+        assert b.run("only-acme").version == 0
+        # the same run id in another tenant is a different run, not a collision
+        b.run("shared-name").append(UserInput("beta's own"))
+        assert [e.event.text for e in b.run("shared-name").events()] == ["beta's own"]  # type: ignore[union-attr]
+        built = b.run("shared-name").build(provider="openai-chat", window=10_000, reserve=1_000)
+        assert "PLAINTEXT-A" not in str(built.request)
+    with open_store(tenants_url, tenant="acme") as a:
+        assert {r.run_id for r in a.runs()} == {"shared-name", "only-acme"}
+
+
+@pytest.mark.postgres
+def test_raw_sql_as_tenant_b_is_refused_by_the_database(tenants_url: str) -> None:
+    base = parse_store_url(tenants_url).schema
+    with open_store(tenants_url, tenant="acme") as a:
+        a.run("r1").append(UserInput(SECRET_A))
+    open_store(tenants_url, tenant="beta").close()
+    schema_a, role_b = tenant_schema("acme", base), tenant_schema("beta", base)
+    table_a = sql.SQL("{}.{}").format(sql.Identifier(schema_a), sql.Identifier(EVENTS_TABLE))
+
+    # 1. the store's own connections run as the tenant role: raw SQL through them is refused
+    with open_store(tenants_url, tenant="beta") as b:
+        backend = b.events.backend
+        assert backend.query("SELECT current_user")[0][0] == role_b
+        with pytest.raises(StoreError, match="permission denied"):
+            backend.query(f'SELECT state FROM "{schema_a}".{EVENTS_TABLE}')
+
+    # 2. a login role that is only a member of tenant B's role (what a tenant-B worker uses)
+    worker = f"cf_worker_{uuid.uuid4().hex[:8]}"
+    pw = uuid.uuid4().hex
+    with _conn(tenants_url) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+            sql.Identifier(worker), sql.Literal(pw)))
+        admin.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(role_b), sql.Identifier(worker)))
+    try:
+        with _conn(tenants_url, user=worker, password=pw) as conn:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role_b)))
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql.SQL("SELECT state FROM {}").format(table_a))
+            conn.execute("RESET ROLE")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql.SQL("SELECT state FROM {}").format(table_a))
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # cannot become tenant A
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(tenant_schema("acme", base))))
+        # and the worker can use tenant B's store through the API (no provisioning rights needed)
+        p = parse_store_url(tenants_url)
+        worker_url = f"postgresql://{worker}:{pw}@{p.host}:{p.port}/{p.dbname}?schema={base}"
+        with open_store(worker_url, tenant="beta", create_schema=False) as b:
+            b.run("w1").append(UserInput("from the worker"))
+            with pytest.raises(RunNotFoundError):
+                b.run("r1").events()
+    finally:
+        with _conn(tenants_url) as admin:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(worker)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(worker)))
+
+
+@pytest.mark.postgres
+def test_row_level_reads_of_artifacts_are_scoped_too(tenants_url: str) -> None:
+    with open_store(tenants_url, tenant="acme") as a:
+        ref = a.events.put_artifact(b"acme blob PLAINTEXT-A")
+    with open_store(tenants_url, tenant="beta") as b:
+        from contextfold.domain.errors import ArtifactNotFoundError
+
+        with pytest.raises(ArtifactNotFoundError):
+            b.artifact(ref)
+
+
+def test_sqlite_is_one_tenant_per_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 't1.db'}"
+    with open_store(url, tenant="acme") as a:
+        a.run("r1").append(UserInput(SECRET_A))
+    with open_store(url, tenant="acme") as a:
+        assert a.run("r1").version == 1
+    for other in ("beta", None):
+        with pytest.raises(TenantMismatchError) as err:
+            open_store(url, tenant=other)
+        assert "acme" not in str(err.value)  # the error does not name the owner
+    plain = f"sqlite:///{tmp_path / 'plain.db'}"
+    with open_store(plain) as s:
+        s.run("r1").append(UserInput("untenanted"))
+    with pytest.raises(TenantMismatchError):
+        open_store(plain, tenant="acme")  # a used untenanted file is not claimed
+
+
+def test_bad_tenant_names_are_rejected(tmp_path: Path) -> None:
+    for bad in ("Acme", "a-b", "1abc", "", "x" * 41, 'a"; drop'):
+        with pytest.raises(StoreConfigError):
+            open_store(f"sqlite:///{tmp_path / 'x.db'}", tenant=bad)

@@ -1,0 +1,101 @@
+"""Input limits: oversized and over-deep inputs are rejected with a typed error and nothing is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contextfold.domain.errors import InputLimitError, InvalidInputError
+from contextfold.domain.events import (
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolsRegistered,
+    UserInput,
+)
+from contextfold.store.event_store import EventStore
+from contextfold.store.limits import StoreLimits, json_depth
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EventStore:
+    return EventStore(f"sqlite:///{tmp_path / 's.db'}", artifact_threshold=1024,
+                      limits=StoreLimits(max_event_bytes=16 * 1024, max_artifact_bytes=64 * 1024,
+                                         max_depth=16, max_batch=50))
+
+
+def _nested(depth: int) -> dict[str, object]:
+    node: dict[str, object] = {"type": "string"}
+    for _ in range(depth - 1):
+        node = {"type": "object", "properties": {"x": node}}
+    return node
+
+
+def _nothing_written(store: EventStore, run: str = "r") -> None:
+    assert store.version(run) == 0
+    assert store.artifact_count() == 0
+
+
+def test_json_depth_counts_structure_not_brackets_in_strings() -> None:
+    assert json_depth(b'{"a":[1,{"b":"[[[[{{{{"}]}') == 3
+    assert json_depth(b'"no structure"') == 0
+
+
+def test_limit_errors_are_invalid_input() -> None:
+    assert issubclass(InputLimitError, InvalidInputError)
+
+
+def test_oversized_inline_event_is_rejected(store: EventStore) -> None:
+    with pytest.raises(InputLimitError, match="bytes of JSON"):
+        store.append("r", [UserInput("ok"), UserInput("x" * 20_000)])
+    _nothing_written(store)
+
+
+def test_oversized_artifact_is_rejected_before_any_write(store: EventStore) -> None:
+    events = [ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cat"),)),
+              ToolResult(call_id="c1", content="y" * 100_000)]
+    with pytest.raises(InputLimitError, match="artifact"):
+        store.append("r", events)
+    _nothing_written(store)
+    with pytest.raises(InputLimitError):
+        store.put_artifact(b"z" * 100_000)
+    assert store.artifact_count() == 0
+
+
+def test_payload_under_the_artifact_limit_is_offloaded_not_rejected(store: EventStore) -> None:
+    events = [ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cat"),)),
+              ToolResult(call_id="c1", content="y" * 50_000)]
+    store.append("r", events)
+    assert store.version("r") == 2 and store.artifact_count() == 1
+
+
+def test_over_deep_json_is_rejected(store: EventStore) -> None:
+    deep = ToolsRegistered(tools=(ToolSpec(name="deep", parameters=_nested(20)),))
+    with pytest.raises(InputLimitError, match="levels deep"):
+        store.append("r", [UserInput("first"), deep])
+    _nothing_written(store)
+    store.append("r", [ToolsRegistered(tools=(ToolSpec(name="ok", parameters=_nested(5)),))])
+    assert store.version("r") == 1
+
+
+def test_deep_looking_text_is_not_depth(store: EventStore) -> None:
+    store.append("r", [UserInput("[" * 500 + "{" * 500)])
+    assert store.version("r") == 1
+
+
+def test_batch_and_run_id_limits(store: EventStore) -> None:
+    with pytest.raises(InputLimitError, match="events in one append"):
+        store.append("r", [UserInput(str(i)) for i in range(51)])
+    for bad in ("", "-starts-with-dash", "has space", "x" * 201, "semi;colon", "ünïcode"):
+        with pytest.raises(InputLimitError, match="invalid run id"):
+            store.append(bad, [UserInput("hi")])
+    _nothing_written(store)
+
+
+def test_default_limits() -> None:
+    limits = StoreLimits()
+    assert limits.max_event_bytes == 8 * 1024 * 1024
+    assert limits.max_artifact_bytes == 256 * 1024 * 1024
+    assert limits.max_depth == 64 and limits.max_batch == 10_000

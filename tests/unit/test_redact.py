@@ -1,0 +1,166 @@
+"""Secret redaction: a corpus of credential shapes that must go, and look-alikes that must stay.
+
+Every secret is synthetic (random characters in the provider's format). Each
+case is ``(context line with {s} where the secret sits, secret, rule)``; the
+look-alikes are whole lines that must come through byte-identical.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfold.projections.redact import (
+    RULE_NAMES,
+    find_secrets,
+    placeholder,
+    policy_from,
+    redact,
+)
+
+_PEM_BODY = ("MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+             "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"
+             "LxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo9z+\n")
+
+SECRETS: list[tuple[str, str, str]] = [
+    ("aws_access_key_id={s}", "AKIAZ7Q3B4N5K6L7M8P9", "aws_access_key_id"),
+    ("export AWS_ACCESS_KEY_ID={s}", "ASIAY34FZKBOKMUTVV7A", "aws_access_key_id"),
+    ("aws_secret_access_key = {s}", "Zk3q9vR2mXw8Lp4Tn7Yb1Hc6Fd5Gs0Ja2Ke9Uv3W", "aws_secret_access_key"),
+    ('"AWS_SECRET_ACCESS_KEY": "{s}"', "h7Gk2LmP9qRs4TvW8xYz1AbC3dEf5GhI6jKl0MnO", "aws_secret_access_key"),
+    ("git remote set-url origin https://{s}@github.com/acme/app", "ghp_4fT9kLm2Qx7Rv1Zp8Wb3Nc6Yd0Hs5Jg2Ka9E",
+     "github_token"),
+    ("GH_TOKEN={s}", "github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789"
+     "aBcDeFgHiJkLmNoPqRsTuVwXyZ01234", "github_token"),
+    ("token: {s}", "ghs_16C7e42F292c6912E7710c838347Ae178B4a", "github_token"),
+    ("CI_JOB={s}", "glpat-xY7z9KqL2mN4pR6sT8vW", "gitlab_token"),
+    ("slack: {s}", "xoxb-2648194657-5012348712345-Rk8fJq2LmZx9WvT4pN7bYc3D", "slack_token"),
+    ("webhook {s}", "https://hooks.slack.com/services/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",
+     "slack_webhook"),
+    ("stripe.api_key = {s}", "sk_live_51HqLyjWDarjtT1zdp7dcXk3m9Q2Rt8Vn", "stripe_key"),
+    ("key {s}", "rk_test_4eC39HqLyjWDarjtT1zdp7dc9Xk3m", "stripe_key"),
+    ("OPENAI_API_KEY={s}", "sk-proj-Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9fG1hJ3k", "openai_api_key"),
+    ("client = OpenAI(api_key={s})", "sk-4Kq8Vn2Lp6Rt0Xz3Bw7Ym1Cd5Fh9Jg2Ns6Qa0We8Ty", "openai_api_key"),
+    ("x-api-key: {s}", "sk-ant-api03-Rk8fJq2LmZx9WvT4pN7bYc3DhG5sK1aE6uI0oP_QwErTyU-AsDfGhJkL",
+     "anthropic_api_key"),
+    ("maps key {s}", "AIzaSyD4kL9mQ2xR7vT1nP8wB3cZ6yH0jF5gK2s", "google_api_key"),
+    ("oauth {s}", "ya29.a0AfH6SMBx7kL2mQ9vR4tN1pW8cZ3yH6jF0gK5sD2aE7uI", "google_oauth_token"),
+    ("cookie session={s}", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+     "eyJzdWIiOiIxMjM0NTY3ODkwIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "jwt"),
+    ("curl -H 'Authorization: Bearer {s}' https://api.acme.dev", "f8Kq2LmZx9WvT4pN7bYc3DhG5sK1aE6u",
+     "bearer_token"),
+    ("Authorization: Basic {s}", "YWxhZGRpbjpvcGVuc2VzYW1lMTIzNDU2", "bearer_token"),
+    ("{s}", "-----BEGIN RSA PRIVATE KEY-----\n" + _PEM_BODY + "-----END RSA PRIVATE KEY-----", "private_key"),
+    ("key.pem: {s}",
+     "-----BEGIN OPENSSH PRIVATE KEY-----\n" + _PEM_BODY + "-----END OPENSSH PRIVATE KEY-----",
+     "private_key"),
+    ("DATABASE_URL=postgres://app:{s}@db.internal:5432/prod", "Tr0ub4dor&3xyz", "url_password"),
+    ("redis://default:{s}@cache:6379/0", "n0tS0S3cr3t!", "url_password"),
+    ("DB_PASSWORD={s}", "hunter2hunter2", "secret_assignment"),
+    ('{{"password": "{s}"}}', "c0rrect-h0rse-battery", "secret_assignment"),
+    ("client_secret: {s}", "9f8e7d6c5b4aQwErTy", "secret_assignment"),
+    ("export SENTRY_AUTH_TOKEN={s}", "sntrys_eyJpYXQiOjE3MDAwMDAwMDB9_k3Lq9Vx2", "secret_assignment"),
+    ("signing_key = {s}", "Qm9vW2k3Lp7Rt1Xz5Bn8Cv4Df6Gh0Jk2", "high_entropy_assignment"),
+]
+
+LOOKALIKES: list[str] = [
+    "request id 3f2a1b9c-8d7e-4f5a-9b3c-2d1e0f9a8b7c completed",
+    "commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a (HEAD -> main)",
+    "cache_key=3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a9b8c7d6e5f4a3b2c1d0e9f8a",
+    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "![img](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==)",
+    "AWS docs example: AKIAIOSFODNN7EXAMPLE",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "DB_PASSWORD=${DB_PASSWORD}",
+    "password: <your-password-here>",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "token: ${{ secrets.GITHUB_TOKEN }}",
+    "max_tokens=4096",
+    "input_tokens: 15234, output_tokens: 812",
+    "PWD=/home/runner/work/app",
+    "api_key: Optional[str] = None",
+    "token = self.token",
+    "password = get_password()",
+    "postgres://app:${PGPASSWORD}@db:5432/prod",
+    "https://user@github.com/acme/app.git",
+    "stripe publishable pk_live_51HqLyjWDarjtT1zdp7dcXk3m",
+    "ghp_ prefix documented in the GitHub blog",
+    "sk-learn is not scikit-learn",
+    "Authorization: Bearer ${TOKEN}",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n"
+    "-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+    "TOKENIZERS_PARALLELISM=false",
+    "secret_santa_group = 12",
+    "password_min_length = 12",
+    "idempotency_key: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+    "eyJhbGciOiJIUzI1NiJ9 is a JWT header only",
+]
+
+
+def _line(template: str, secret: str) -> str:
+    return template.replace("{{", "{").replace("}}", "}").replace("{s}", secret) if "{{" in template \
+        else template.replace("{s}", secret)
+
+
+def test_corpus_sizes() -> None:
+    assert len(SECRETS) >= 25 and len(LOOKALIKES) >= 25
+    assert {rule for _, _, rule in SECRETS} <= RULE_NAMES
+
+
+@pytest.mark.parametrize(("template", "secret", "rule"), SECRETS, ids=[f"{r}-{i}" for i, (_, _, r) in
+                                                                       enumerate(SECRETS)])
+def test_secret_is_redacted(template: str, secret: str, rule: str) -> None:
+    text = _line(template, secret)
+    result = redact(text)
+    assert secret not in result.text
+    assert placeholder(rule) in result.text
+    [finding] = [f for f in result.findings if f.rule == rule]
+    # offsets point at the secret in the original text (or a span covering it)
+    assert finding.start <= text.index(secret) and finding.end >= text.index(secret) + len(secret)
+
+
+@pytest.mark.parametrize("text", LOOKALIKES)
+def test_lookalike_is_kept(text: str) -> None:
+    assert redact(text).text == text, find_secrets(text)
+
+
+def test_placeholder_has_no_hash_and_is_deterministic() -> None:
+    a = redact("DB_PASSWORD=hunter2hunter2").text
+    b = redact("DB_PASSWORD=another-one-99").text
+    assert a == b == "DB_PASSWORD=[REDACTED:secret_assignment]"
+
+
+def test_unterminated_private_key_block_is_redacted_to_the_end_of_its_body() -> None:
+    text = "before\n-----BEGIN EC PRIVATE KEY-----\n" + _PEM_BODY + "trailing words stay"
+    out = redact(text).text
+    assert "MIIEowIBAAKCAQEA" not in out and "LxoS2tFcz" not in out
+    assert out.startswith("before\n[REDACTED:private_key]") and out.endswith("trailing words stay")
+
+
+def test_json_escaped_private_key_is_redacted() -> None:
+    text = ('{"key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n'
+            '-----END PRIVATE KEY-----\\n"}')
+    assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in redact(text).text
+
+
+def test_overlapping_findings_merge_so_nothing_of_the_secret_survives() -> None:
+    jwt = SECRETS[17][1]
+    text = f"Authorization: Bearer {jwt}"
+    result = redact(text)
+    assert len(result.findings) == 1 and jwt not in result.text
+    assert not any(part in result.text for part in jwt.split("."))
+
+
+def test_policy_disable_allow_deny_and_examples() -> None:
+    text = "AKIAZ7Q3B4N5K6L7M8P9 and AKIAIOSFODNN7EXAMPLE and ticket INTERNAL-7731"
+    assert "AKIAZ7Q3B4N5K6L7M8P9" in redact(text, policy_from(disabled=["aws_access_key_id"])).text
+    assert "AKIAZ7Q3B4N5K6L7M8P9" in redact(text, policy_from(allow=[r"AKIAZ7.*"])).text
+    assert "AKIAIOSFODNN7EXAMPLE" not in redact(text, policy_from(redact_examples=True)).text
+    out = redact(text, policy_from(deny={"ticket": r"INTERNAL-\d+"})).text
+    assert "INTERNAL-7731" not in out and "[REDACTED:custom:ticket]" in out
+
+
+def test_secret_in_a_big_log_is_found() -> None:
+    log = "\n".join(f"2024-05-01T10:00:{i % 60:02d} INFO worker={i} processed batch in 12ms"
+                    for i in range(20_000))
+    result = redact(log + "\nDB_PASSWORD=hunter2hunter2\n" + log)
+    assert "hunter2hunter2" not in result.text and len(result.findings) == 1
