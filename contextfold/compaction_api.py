@@ -21,7 +21,10 @@ Triggers (:func:`auto_compact`), cheap before expensive:
   :class:`~contextfold.domain.errors.RequiredContextExceedsBudgetError`.
 
 The ladder: mask (keeping ``recent_groups`` groups raw), mask (keeping one),
-then -- only when masking was not enough -- summary (same two steps).
+then -- only when masking was not enough -- summary (same two steps). Each
+step is tried on a snapshot first and recorded only if it does not make the
+pressure worse (a summary is required content: too big a one could turn soft
+pressure into a hard failure).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from contextfold.projections.state import RunState, ToolGroup
 __all__ = ["CompactionReport", "Pressure", "auto_compact", "build", "compact", "pressure", "show"]
 
 Pressure = Literal["none", "soft", "hard"]
+_RANK: dict[Pressure, int] = {"none": 0, "soft": 1, "hard": 2}
 
 
 @dataclass(frozen=True)
@@ -148,9 +152,15 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
             break
         plan = plan_compaction(session.state, session.events, step, keep_recent=keep,
                                summarizer=summarizer)
-        if plan is not None:
+        if plan is None:
+            continue
+        # a summary is required content: never record one that makes the build worse
+        trial = session.state.snapshot()
+        fold_event(trial, RecordedEvent(run.run_id, trial.version + 1, plan.event, ""))
+        after = pressure(run, trial, cfg)
+        if _RANK[after] <= _RANK[now]:
             session.apply(plan)
-            now = pressure(run, session.state, cfg)
+            now = after
     return session.report(before, now)
 
 

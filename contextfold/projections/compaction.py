@@ -91,13 +91,13 @@ _ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied
                          re.IGNORECASE)
 _REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
 _CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
-_ARGS_CHARS = 100
+_ARGS_CHARS = 80
 _POLICY_CHARS = 600
-_STATEMENT_CHARS = 300
+_STATEMENT_CHARS = 200
 _GOAL_CHARS = 4000
-_RECENT_CALLS = 8
+_RECENT_CALLS = 4
 """Plain successful calls listed in full; older ones keep only their ids and outcome."""
-_RECENT_STATEMENTS = 12
+_RECENT_STATEMENTS = 6
 """Assistant statements kept as inferences (older ones: read back by the events:// ref)."""
 
 
@@ -219,6 +219,15 @@ def _key_line(text: str) -> str:
 
 def _dedupe(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for v in values if v))
+
+
+_READ_COMMAND = re.compile(r'"(?:command|action)"\s*:\s*"(?:view|cat|ls|find|grep|search|read|open|get)"')
+
+
+def _writes(call: _Call) -> bool:
+    """A call that changes the world: a writing tool name, unless its arguments ask an
+    editor-like tool only to read (``{"command": "view"}``)."""
+    return bool(SIDE_EFFECT_PATTERN.search(call.name)) and not _READ_COMMAND.search(call.arguments)
 
 
 def _merged_summaries(events: Sequence[RecordedEvent]) -> list[HistoryCompacted]:
@@ -343,18 +352,19 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                 f["evidence_refs"].append(f"memory {ev.memory_id}: {ev.source_ref}")
             case _:
                 pass
-    plain = [c for c in calls if c.outcome == "ok" and not SIDE_EFFECT_PATTERN.search(c.name)]
+    plain = [c for c in calls if c.outcome == "ok" and not _writes(c)]
     recent = {id(c) for c in plain[-_RECENT_CALLS:]}
+    plain_ids = {id(c) for c in plain}
     older: dict[str, list[str]] = {}
     for call in calls:
         args = _cap(call.arguments, _ARGS_CHARS)
-        if call.outcome == "ok" and id(call) not in recent and call in plain:
+        if call.outcome == "ok" and id(call) not in recent and id(call) in plain_ids:
             # older plain successes: ids verbatim, one line per tool and outcome
             older.setdefault(f"{call.name} {call.line.split(' [')[0]}", []).append(f"call {call.call_id}")
             continue
         f["tool_calls_and_results"].append(
             f"call {call.call_id} ({call.name}) {args} at event {call.position} -> {call.line or 'open'}")
-        if SIDE_EFFECT_PATTERN.search(call.name):
+        if _writes(call):
             verdict = ("reported success by the tool" if call.outcome == "ok"
                        else f"{call.outcome}: unverified")
             f["side_effects"].append(f"call {call.call_id} ({call.name}) {args}: {verdict}")

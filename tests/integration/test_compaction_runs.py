@@ -103,7 +103,7 @@ def test_summary_compaction_reads_back_its_range_and_dry_run_appends_nothing(cf_
 
 def test_hard_trigger_fails_with_the_typed_error_when_nothing_fits(cf_store: Store) -> None:
     run = cf_store.run("r-hard")
-    run.append(UserInput("x " * 3000, required=True))
+    run.append(PolicySet(text="rule " * 3000), UserInput("go"))  # a policy is never shrunk
     for t in range(1, 4):
         run.append(_turn(t))
     with pytest.raises(RequiredContextExceedsBudgetError):
