@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import Run, open_store
-from contextfold.domain.events import ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import AnyEvent, ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
+from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.calibration import (
     MAX_SAMPLES,
     QUANTILE,
@@ -21,7 +22,7 @@ from contextfold.projections.calibration import (
 WINDOW, RESERVE = 3_000, 500
 
 
-def _turn_events(i: int) -> list[object]:
+def _turn_events(i: int) -> list[AnyEvent]:
     words = " ".join(f"word{i}_{k}" for k in range(120))
     return [ModelResponse(text=f"step {i}", tool_calls=(ToolCall(call_id=f"c{i}", name="grep"),)),
             ToolResult(call_id=f"c{i}", content=f"result {i}: {words}", exit_code=0),
@@ -35,15 +36,16 @@ def _run(tmp_path: Path, name: str = "r") -> Run:
     return run
 
 
-def _drive(run: Run, turns: int, ratio: float | None, *, model: str | None = None) -> list[object]:
-    manifests = []
+def _drive(run: Run, turns: int, ratio: float | None, *,
+           model: str | None = None) -> list[ContextManifest]:
+    manifests: list[ContextManifest] = []
     for i in range(1, turns + 1):
         m = run.build(window=WINDOW, reserve=RESERVE).manifest
         manifests.append(m)
         if ratio is not None:
             run.observe_usage(m.turn, math.ceil(m.selected_tokens * ratio), cached_tokens=10,
                               output_tokens=20, model=model)
-        run.append(*_turn_events(i))  # type: ignore[arg-type]
+        run.append(_turn_events(i))
     return manifests
 
 
@@ -74,8 +76,8 @@ def test_no_observations_change_nothing(tmp_path: Path) -> None:
     run = _run(tmp_path)
     manifests = _drive(run, 4, None)
     for m in manifests:
-        assert m.calibration is None  # type: ignore[attr-defined]
-        assert m.budget_tokens == WINDOW - RESERVE  # type: ignore[attr-defined]
+        assert m.calibration is None
+        assert m.budget_tokens == WINDOW - RESERVE
     again = run.build(window=WINDOW, reserve=RESERVE, record=False).manifest
     assert again.calibration is None and again.budget_tokens == WINDOW - RESERVE
 
@@ -84,7 +86,7 @@ def test_usage_15_percent_above_shrinks_later_budgets(tmp_path: Path) -> None:
     run = _run(tmp_path)
     manifests = _drive(run, 6, 1.15)
     first = manifests[0]
-    assert first.calibration is None and first.budget_tokens == WINDOW - RESERVE  # type: ignore[attr-defined]
+    assert first.calibration is None and first.budget_tokens == WINDOW - RESERVE
     uncorrected = run.build(window=WINDOW, reserve=RESERVE, record=False, model="unobserved").manifest
     assert uncorrected.calibration is None and uncorrected.budget_tokens == WINDOW - RESERVE
     later = run.build(window=WINDOW, reserve=RESERVE).manifest
@@ -96,19 +98,20 @@ def test_usage_15_percent_above_shrinks_later_budgets(tmp_path: Path) -> None:
     assert later.budget_tokens < uncorrected.budget_tokens
     assert later.selected_tokens * cal.correction <= WINDOW - RESERVE
     assert later.selected_tokens <= uncorrected.selected_tokens
-    assert (cal.last_turn, cal.last_estimated) == (6, manifests[5].selected_tokens)  # type: ignore[attr-defined]
-    assert cal.last_observed == math.ceil(manifests[5].selected_tokens * 1.15)  # type: ignore[attr-defined]
+    assert (cal.last_turn, cal.last_estimated) == (6, manifests[5].selected_tokens)
+    assert cal.last_observed == math.ceil(manifests[5].selected_tokens * 1.15)
 
 
 def test_correction_is_replay_stable(tmp_path: Path) -> None:
     run = _run(tmp_path)
     manifests = _drive(run, 5, 1.15)
     # turn 3 was built after usage of turns 1 and 2 only; the rebuild sees the same
-    assert manifests[2].calibration.samples == 2  # type: ignore[attr-defined]
+    cal3 = manifests[2].calibration
+    assert cal3 is not None and cal3.samples == 2
     for turn in (1, 3, 5):
         report = run.replay(turn)
         assert report.ok, report.differences
-        assert report.rebuilt.calibration == manifests[turn - 1].calibration  # type: ignore[attr-defined]
+        assert report.rebuilt.calibration == manifests[turn - 1].calibration
 
 
 def test_usage_of_another_model_does_not_correct(tmp_path: Path) -> None:

@@ -1,0 +1,168 @@
+"""`contextfold audit / why / usage` end to end on a real SQLite file.
+
+The first test runs the installed command in a subprocess; the others call
+``contextfold.cli.main`` in-process (same parser, handlers and exit codes)
+to keep the suite fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from contextfold.api import open_store
+from contextfold.domain.events import ContextBuilt
+from contextfold.domain.manifest import ContextManifest
+from contextfold.projections.builder import canonical_hash
+from tests.e2e.test_cli_record import cf as cf_subprocess
+
+RUN = "demo-fix-invoice"
+CLI = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def cf(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+       capsys: pytest.CaptureFixture[str]) -> CLI:
+    """The command: in a subprocess for the first test, else ``cli.main`` in-process."""
+    if request.node.name == "test_audit_html_json_and_turn_check":
+        return cf_subprocess
+    monkeypatch.delenv("CONTEXTFOLD_STORE", raising=False)
+
+    def in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        from contextfold.cli import main
+
+        capsys.readouterr()
+        monkeypatch.chdir(cwd)
+        code = main(list(args))
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out.out, out.err)
+
+    return in_process
+
+
+def _recorded(tmp_path: Path, run_id: str, turn: int) -> ContextManifest:
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        return ContextManifest.model_validate(store.run(run_id).records(turn)[0].manifest)
+
+
+def test_audit_html_json_and_turn_check(tmp_path: Path, cf: CLI) -> None:
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    out = cf("audit", RUN, "--html", "report.html", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    html = (tmp_path / "report.html").read_text()
+    assert html.count('<details class="turn"') == 6 and 'data-ok="true"' in html
+    assert "http://" not in html and "https://" not in html.replace("https://wiki.internal", "")
+
+    summary = json.loads(cf("audit", RUN, "--json", cwd=tmp_path).stdout)
+    assert summary["integrity"]["ok"] is True
+    assert [t["turn"] for t in summary["turns"]] == [1, 2, 3, 4, 5, 6]
+    recorded = _recorded(tmp_path, RUN, 6)
+    assert summary["summary"]["tool_schema_tokens"]["latest"] == recorded.tool_tokens
+    assert summary["summary"]["retrieval_answer"].startswith(("yes", "no"))
+    text = cf("audit", RUN, cwd=tmp_path).stdout
+    assert "tool schemas:" in text and "retrieval vs history:" in text and "integrity: ok" in text
+
+    turn = cf("audit", RUN, "--turn", "6", cwd=tmp_path)
+    assert turn.returncode == 0, turn.stderr
+    assert f"matches the recorded {recorded.request_hash[:16]}" in turn.stdout
+    assert "builder config: unchanged" in turn.stdout
+    data = json.loads(cf("audit", RUN, "--turn", "6", "--json", cwd=tmp_path).stdout)
+    assert data["ok"] is True and data["manifest"]["request_hash"] == recorded.request_hash
+    assert canonical_hash(data["request"]) == recorded.request_hash  # exactly what the model saw
+
+
+def test_audit_turn_detects_a_tampered_event(tmp_path: Path, cf: CLI) -> None:
+    cf("demo", cwd=tmp_path)
+    db = sqlite3.connect(tmp_path / "contextfold.db")
+    state = db.execute("SELECT state FROM contextfold_events WHERE originator_version = 9").fetchone()[0]
+    assert b"FAILED" in state
+    db.execute("UPDATE contextfold_events SET state = ? WHERE originator_version = 9",
+               (state.replace(b"FAILED", b"PASSED"),))
+    db.commit()
+    db.close()
+    out = cf("audit", RUN, "--turn", "6", cwd=tmp_path)
+    assert out.returncode == 3
+    assert "integrity: FAILED at position 9" in out.stdout
+    assert "stored event at position 9 was altered" in out.stderr
+    assert "request hash mismatch" in out.stderr  # the altered content reached the re-derived request
+    report = cf("audit", RUN, "--html", "r.html", cwd=tmp_path)
+    assert report.returncode == 3 and 'data-ok="false"' in (tmp_path / "r.html").read_text()
+
+
+def test_audit_turn_reports_a_changed_builder_configuration(tmp_path: Path, cf: CLI) -> None:
+    """A record written by an older builder whose config had no ``max_tools`` field."""
+    cf("demo", cwd=tmp_path)
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        run = store.run("older")
+        run.append([r.event for r in store.run(RUN).events() if not isinstance(r.event, ContextBuilt)])
+        m = run.build("anthropic", window=16_000, reserve=2_000, record=False).manifest
+        manifest = m.model_dump(mode="json")
+        del manifest["config"]["max_tools"]
+        manifest["config_hash"] = canonical_hash(manifest["config"])
+        run.append(ContextBuilt(turn=m.turn, provider=m.provider, request_hash=m.request_hash,
+                                prefix_hash=m.cache_key, config_hash=manifest["config_hash"],
+                                manifest=manifest, log_version=m.log_version))
+    out = cf("audit", "older", "--turn", str(m.turn), cwd=tmp_path)
+    assert out.returncode == 1
+    assert "builder config: CHANGED" in out.stdout
+    assert "builder configuration changed" in out.stderr
+    assert "max_tools: recorded '<absent>' -> now 12" in out.stderr
+    assert "integrity: ok" in out.stdout
+
+
+def test_why_gives_the_manifest_reason(tmp_path: Path, cf: CLI) -> None:
+    cf("demo", cwd=tmp_path)
+    out = cf("why", RUN, "--turn", "6", "invoicing/invoice.py", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    recorded = _recorded(tmp_path, RUN, 6)
+    old = next(e for e in recorded.excluded_items if "invoice.py" in e.source_ref)
+    new = next(f for f in recorded.fragments if "invoice.py" in f.source_ref)
+    assert f"DROPPED {old.id} " in out.stdout
+    assert f": {old.reason} -> replaced by {old.replaced_by}" in out.stdout
+    assert f"KEPT    {new.id} " in out.stdout and new.selection_reason in out.stdout
+
+    # a build under a small budget drops fragments for budget; why repeats the manifest's reason and detail
+    dump = cf("events", RUN, "--json", cwd=tmp_path).stdout
+    lines = [ln for ln in dump.splitlines() if '"context_built"' not in ln]
+    (tmp_path / "ev.jsonl").write_text("\n".join(lines) + "\n")
+    assert cf("import", "ev.jsonl", "--run", "small", "--format", "events", cwd=tmp_path).returncode == 0
+    built = cf("build", "small", "--window", "1600", "--reserve", "200", "--json", cwd=tmp_path)
+    manifest = ContextManifest.model_validate(json.loads(built.stdout)["manifest"])
+    dropped = [e for e in manifest.excluded_items if e.reason in ("over_budget", "low_priority")]
+    assert dropped, manifest.excluded
+    target = dropped[0]
+    why = cf("why", "small", "--turn", str(manifest.turn), target.id, "--json", cwd=tmp_path)
+    match = json.loads(why.stdout)["matches"]
+    assert match == [{"id": target.id, "verdict": "dropped", "kind": target.kind,
+                      "source_ref": target.source_ref, "tokens": target.tokens, "reason": target.reason,
+                      "replaced_by": target.replaced_by, "detail": target.detail}]
+    text = cf("why", "small", "--turn", str(manifest.turn), target.id, cwd=tmp_path).stdout
+    assert f"DROPPED {target.id}" in text and f"{target.reason} ({target.detail})" in text
+
+    missing = cf("why", RUN, "--turn", "2", "e20", cwd=tmp_path)
+    assert missing.returncode == 1 and "did not exist yet" in missing.stdout
+
+
+def test_usage_is_recorded_and_calibrates_the_next_build(tmp_path: Path, cf: CLI) -> None:
+    cf("demo", cwd=tmp_path)
+    est = _recorded(tmp_path, RUN, 6).selected_tokens
+    observed = round(est * 1.15)
+    out = cf("usage", RUN, "--turn", "6", "--input-tokens", str(observed), "--cached-tokens", "100",
+             "--output-tokens", "50", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"estimate {est}" in out.stdout
+    events = cf("events", RUN, "--json", cwd=tmp_path).stdout.splitlines()
+    usage = json.loads(events[-1])
+    assert usage["type"] == "usage_observed" and usage["input_tokens"] == observed
+    assert (usage["cached_tokens"], usage["output_tokens"]) == (100, 50)
+    nxt = json.loads(cf("manifest", RUN, "--provider", "anthropic", "--window", "16000", "--reserve", "2000",
+                        "--json", cwd=tmp_path).stdout)
+    assert nxt["calibration"]["last_observed"] == observed
+    assert nxt["budget_tokens"] == int(14_000 / nxt["calibration"]["correction"])
+    bad = cf("usage", RUN, "--turn", "99", "--input-tokens", "1", cwd=tmp_path)
+    assert bad.returncode == 2 and "TurnNotFoundError" in bad.stderr
