@@ -138,8 +138,12 @@ class Run:
     def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
               model: str | None = None, turn: int | None = None, record: bool = True,
               in_flight: Literal["wait", "cancel"] = "cancel",
-              config: BuildConfig | None = None) -> BuildResult:
+              config: BuildConfig | None = None, auto_compact: bool = False) -> BuildResult:
         """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
+
+        ``auto_compact``: under budget pressure, first append compaction events
+        (observation masking, then a structured summary) at legal cuts; see
+        :mod:`contextfold.compaction_api`.
 
         Live builds first append the recovery events the protocol needs
         (``tool_result_lost`` for calls the run moved past; cancellations of
@@ -151,6 +155,10 @@ class Run:
                                     in_flight=in_flight)
         if turn is not None:
             return self._rebuild(turn, cfg, record=record)
+        if auto_compact:
+            from contextfold.compaction_api import auto_compact as compact_for
+
+            compact_for(self, cfg)
         state = self.state()
         repairs: list[str] = []
         recovery = recovery_events(state, in_flight=cfg.in_flight)
@@ -200,6 +208,23 @@ class Run:
                                  prefix_hash=m.cache_key, config_hash=m.config_hash,
                                  manifest=m.model_dump(mode="json"), rebuild=rebuild,
                                  log_version=m.log_version))
+
+    def compact(self, strategy: Literal["mask", "summary"] = "mask", *, window: int | None = None,
+                dry_run: bool = False, **options: Any) -> Any:
+        """Append a compaction event (raw events stay in the log).
+
+        See :func:`contextfold.compaction_api.compact` for the options."""
+        from contextfold.compaction_api import compact
+
+        return compact(self, strategy, window=window, dry_run=dry_run, **options)
+
+    def show(self, ref: str) -> str:
+        """The raw content behind a ref that a mask or summary left.
+
+        Refs: ``event://RUN/POS``, ``events://RUN/A-B``, ``call://RUN/ID@POS``, ``artifact:HASH``."""
+        from contextfold.compaction_api import show
+
+        return show(self, ref)
 
     def records(self, turn: int) -> list[ContextBuilt]:
         """The ``context_built`` records of ``turn``, oldest first."""
