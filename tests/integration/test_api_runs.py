@@ -143,3 +143,20 @@ def test_resume_after_a_killed_writer_from_another_process(store_url: str) -> No
         assert open_ids == answered
         assert built.manifest.selected_tokens <= built.manifest.budget_tokens
         assert "resumed after crash" in json.dumps(built.request)
+
+
+def test_build_with_auto_compact_masks_first_and_stays_replayable(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("auto")
+        run.append(UserInput("Constraint: never touch the billing schema.", required=True))
+        for i in range(40):
+            run.append(ModelResponse(text=f"step {i}", tool_calls=(ToolCall(call_id=f"c{i}", name="sh"),)),
+                       ToolResult(call_id=f"c{i}", content="line of output\n" * 300, exit_code=0))
+        plain = run.build("anthropic", window=8000, reserve=1000, record=False)
+        assert plain.manifest.excluded["low_priority"] + plain.manifest.excluded["over_budget"] > 0
+        built = run.build("anthropic", window=8000, reserve=1000, auto_compact=True)
+        strategies = [r.event.strategy for r in run.events() if r.event.type == "history_compacted"]
+        assert strategies and strategies[0] == "mask"
+        assert "never touch the billing schema" in json.dumps(built.request)
+        assert "line of output" in run.show(f"event://auto/{3}")  # read-back of a masked result
+        assert run.replay(built.manifest.turn).ok
