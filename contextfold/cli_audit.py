@@ -123,8 +123,10 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
         sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be re-derived: {exc}{where}\n")
         return 3
     if args.json:
-        _out(json.dumps({**verdict, "manifest": result.manifest.model_dump(mode="json"),
-                         "request": result.request}, ensure_ascii=False))
+        data = {**verdict, "manifest": result.manifest.model_dump(mode="json")}
+        if args.content:
+            data["request"] = result.request
+        _out(json.dumps(data, ensure_ascii=False))
     else:
         i = verdict["integrity"]
         _out(f"integrity: ok ({i['events']} events, hash chain intact)" if i["ok"] else
@@ -143,8 +145,12 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
             sys.stderr.write(f"PROBLEM: {p}\n")
         _out("")
         _out(manifest_table(result.manifest))
-        _out(f"\nrequest body ({result.manifest.provider}) as the model saw it:")
-        _out(json.dumps(result.request, indent=2, ensure_ascii=False))
+        if args.content:
+            _out(f"\nrequest body ({result.manifest.provider}) as the model saw it:")
+            _out(json.dumps(result.request, indent=2, ensure_ascii=False))
+        else:
+            _out("\n(content not shown: hashes, refs, sizes and reasons only; --content prints the "
+                 "request body)")
     if not verdict["integrity"]["ok"]:
         return 3
     return 0 if verdict["ok"] else 1
@@ -159,6 +165,9 @@ def _configure_audit(p: argparse.ArgumentParser) -> None:
                    help="what exactly the model saw at turn N, re-derived and checked against the record")
     p.add_argument("--html", default=None, metavar="PATH", help="write the self-contained HTML report here")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--content", action="store_true",
+                   help="with --turn: also print the request body (the content the model saw); "
+                        "by default an audit shows hashes, refs, sizes and reasons only")
     _config_args(p)
 
 

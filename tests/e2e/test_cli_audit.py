@@ -71,8 +71,11 @@ def test_audit_html_json_and_turn_check(tmp_path: Path, cf: CLI) -> None:
     assert turn.returncode == 0, turn.stderr
     assert f"matches the recorded {recorded.request_hash[:16]}" in turn.stdout
     assert "builder config: unchanged" in turn.stdout
+    assert "content not shown" in turn.stdout and "FIN-12" not in turn.stdout  # no content by default
     data = json.loads(cf("audit", RUN, "--turn", "6", "--json", cwd=tmp_path).stdout)
     assert data["ok"] is True and data["manifest"]["request_hash"] == recorded.request_hash
+    assert "request" not in data
+    data = json.loads(cf("audit", RUN, "--turn", "6", "--json", "--content", cwd=tmp_path).stdout)
     assert canonical_hash(data["request"]) == recorded.request_hash  # exactly what the model saw
 
 

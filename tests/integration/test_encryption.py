@@ -132,3 +132,29 @@ def test_keyring_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         Keyring("not base64!")
     with pytest.raises(CryptoError):
         Keyring("c2hvcnQ=")  # 5 bytes
+
+
+def test_audit_report_of_an_encrypted_run_shows_no_content_unless_asked(store_url: str) -> None:
+    from contextfold.audit.data import audit_run
+    from contextfold.audit.report import render_report
+    from contextfold.cli import sample_events
+
+    key = generate_key()
+    secret_line = "db password is hunter2-Zq9!x and the customer is ACME-4471"
+    with open_store(store_url, cipher_key=key) as store:
+        run = store.run("enc-audit")
+        run.append(sample_events()[:-1])
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id="q1", name="read_file", arguments="{}"),)),
+                   ToolResult(call_id="q1", content=secret_line, origin="workspace"),
+                   UserInput("wrap up"))
+        run.build("anthropic", window=16_000, reserve=2_000)
+        html = render_report(audit_run(run))
+        manifests = [r.event.manifest for r in run.events() if r.event.type == "context_built"]
+    contents = [secret_line, "Two rounding failures", "banker's rounding", "wrap up",
+                "The invoice totals are off by a cent"]
+    for text in contents:
+        assert text not in html
+        assert all(text not in str(m) for m in manifests)
+    assert "enc-audit" in html and "tool_result" in html  # refs, kinds and reasons are there
+    rows, _ = _raw(store_url)
+    assert all(b"hunter2" not in state for _, _, state in rows)

@@ -200,3 +200,20 @@ def test_sqlite_is_the_default(tmp_path, monkeypatch) -> None:  # type: ignore[n
     s.append("r", [UserInput("x")])
     assert (tmp_path / "contextfold.db").exists()
     s.close()
+
+
+def _create(url: str) -> None:
+    EventStore(url).close()
+
+
+def test_schema_creation_is_safe_when_many_workers_start_at_once(store_url: str) -> None:
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_create, args=(store_url,)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    with EventStore(store_url, create_schema=False) as s:
+        s.append("after", [UserInput("tables exist once")])
+        assert s.version("after") == 1
