@@ -86,7 +86,8 @@ def _load_text(ref: ArtifactRef) -> str:
 def synthetic_events(seed: int = 11, rounds: int = 60) -> list[AnyEvent]:
     """A run that exercises the builder's rarer paths (see the module docstring)."""
     rng = random.Random(seed)
-    words = "alpha beta gamma delta error ok file read write build test deploy queue cache".split()
+    words = ["alpha", "beta", "gamma", "delta", "error", "ok", "file", "read", "write", "build", "test",
+             "deploy", "queue", "cache"]
 
     def prose(n: int) -> str:
         return " ".join(rng.choice(words) for _ in range(n))
@@ -115,7 +116,7 @@ def synthetic_events(seed: int = 11, rounds: int = 60) -> list[AnyEvent]:
         ev.append(ModelResponse(text=prose(rng.randint(0, 12)), tool_calls=tuple(
             ToolCall(call_id=c, name=nm, arguments=json.dumps({"q": prose(3)})) for c, nm in
             zip(ids, names, strict=True))))
-        for c, nm in zip(ids, names, strict=True):
+        for c in ids:
             kind = rng.randrange(9)
             if kind == 0:
                 ev.append(ToolResultLost(call_id=c, reason="worker died"))
@@ -171,7 +172,8 @@ def runs(n_tau: int) -> Iterator[tuple[str, list[AnyEvent]]]:
     yield "sample", sample_events()
     yield "synthetic", synthetic_events()
     path = TRACES / "tau-bench-gpt4o-airline" / "gpt-4o-airline.json"
-    for i, (suffix, events) in enumerate(iter_runs(path.read_bytes(), format="openai-chat", source=str(path))):
+    tau = iter_runs(path.read_bytes(), format="openai-chat", source=str(path))
+    for i, (suffix, events) in enumerate(tau):
         if i >= n_tau:
             break
         yield f"tau-{suffix or i}", events
@@ -205,8 +207,9 @@ def build_all(n_tau: int, every_event: bool) -> tuple[dict[str, list[str]], floa
                     spent += time.perf_counter() - t0
                     builds += 1
                     m = res.manifest
-                    lines.append(f"{m.turn}/{m.log_version}/{cfg.provider}/{cfg.window} {m.request_hash[:24]} "
-                                 f"{m.cache_key[:24]} {_digest(m.model_dump(mode='json'))} "
+                    lines.append(f"{m.turn}/{m.log_version}/{cfg.provider}/{cfg.window} "
+                                 f"{m.request_hash[:24]} {m.cache_key[:24]} "
+                                 f"{_digest(m.model_dump(mode='json'))} "
                                  f"{blake3.blake3(m.model_dump_json().encode()).hexdigest()[:24]}")
             fold_event(state, RecordedEvent(run_id, pos, event, ""))
             pending = True

@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import blake3
 
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import BudgetError
-from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock, ToolSpec
-from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
+from contextfold.domain.events import ArtifactRef, TextBlock, ToolSpec
+from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import (
     LAYER_NAMES,
     BuildConfig,
@@ -46,6 +46,7 @@ from contextfold.domain.manifest import (
     ExcludedFragment,
     ManifestFragment,
     ManifestTool,
+    MediaCostRecord,
     RedactionRecord,
     TruncationRecord,
 )
@@ -53,24 +54,24 @@ from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
-from contextfold.projections.media_plan import FragmentMedia, finalize_media, plan_fragment
-from contextfold.projections.redact import Redacted, RedactionPolicy, config_policy, redact_fragment
+from contextfold.projections.media_plan import finalize_media
+from contextfold.projections.redact import config_policy
 from contextfold.projections.selection import Unit, score, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.tool_exposure import canonical_tool_json, select_tools
 from contextfold.projections.truncate import Truncation, truncate
+from contextfold.projections.units import (
+    MESSAGE_OVERHEAD,
+    SHRINK_FLOOR,
+    BuildCtx,
+    Facts,
+    current_input_of,
+    make_units,
+)
 
 __all__ = ["MESSAGE_OVERHEAD", "REPLY_PRIMING", "BuildResult", "build_context", "canonical_hash"]
 
-MESSAGE_OVERHEAD = 4
-_REDACTION_MEMO_LIMIT = 200_000
-_REDACTIONS: dict[tuple[str, str, str, str, RedactionPolicy], tuple[ContextFragment, Redacted] | None] = {}
-"""Redaction results by fragment identity and content: builds of a growing run repeat them."""
 REPLY_PRIMING = 3
-_SHRINK_FLOOR = 48
-_STATE_LAYER = {"policy": "policy", "instruction": "policy", "goal": "goal", "success_contract": "goal",
-                "plan": "plan", "evidence": "retrieval", "memory": "retrieval"}
-_DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
 
 
 def canonical_hash(obj: Any) -> str:
@@ -87,109 +88,6 @@ class BuildResult:
     """The selected fragments, with selection_reason and truncated set."""
 
 
-@dataclass
-class _Ctx:
-    state: RunState
-    config: BuildConfig
-    load_text: Callable[[ArtifactRef], str] | None
-    required: frozenset[str]
-    count: Callable[[str], int]
-    media_plans: dict[str, FragmentMedia | None] = field(default_factory=dict)
-    redacted: dict[str, tuple[ContextFragment, Redacted]] = field(default_factory=dict)
-    """Fragments with secrets: the redacted view (token count adjusted) and the result."""
-    policy: RedactionPolicy | None = None
-
-    def frag(self, fid: str) -> ContextFragment:
-        hit = self.redacted.get(fid)
-        return hit[0] if hit is not None else self.state.entries[fid].fragment
-
-    def media(self, fid: str) -> FragmentMedia | None:
-        """The fragment's images/PDFs priced for the provider being built (``media_plan``)."""
-        if fid not in self.media_plans:
-            self.media_plans[fid] = plan_fragment(self.state, self.frag(fid), self.config.provider)
-        return self.media_plans[fid]
-
-    def text_tokens(self, fid: str) -> int:
-        m = self.media(fid)
-        return self.frag(fid).token_count - (m.fold_tokens if m is not None else 0)
-
-    def content_tokens(self, fid: str, *, reduced: bool = False) -> int:
-        m = self.media(fid)
-        return self.text_tokens(fid) + (0 if m is None else m.reduced_tokens if reduced else m.tokens)
-
-    def raw_text(self, fid: str) -> str:
-        """The logged text of ``fid`` (artifact-backed payloads loaded through the port)."""
-        parts: list[str] = []
-        for block in self.state.entries[fid].fragment.content:
-            if isinstance(block, TextBlock | ToolResultBlock):
-                if isinstance(block, ToolResultBlock) and block.artifact and self.load_text:
-                    parts.append(self.load_text(block.artifact))
-                else:
-                    parts.append(block.text)
-            elif isinstance(block, DocumentBlock) and block.artifact and block.media_type.startswith("text/"):
-                parts.append(self.load_text(block.artifact) if self.load_text else "")
-        return "\n".join(parts)
-
-    def redact(self, fid: str) -> None:
-        """Apply the redaction policy to ``fid`` once per distinct content (memoised across builds)."""
-        if self.policy is None or fid in self.redacted:
-            return
-        frag = self.state.entries[fid].fragment
-        if frag.kind not in self.config.redact_kinds:
-            return
-        key = (frag.id, frag.content_hash, frag.source_ref, frag.trust, self.policy)
-        if key not in _REDACTIONS:
-            if len(_REDACTIONS) >= _REDACTION_MEMO_LIMIT:
-                _REDACTIONS.clear()
-            _REDACTIONS[key] = redact_fragment(frag, self.raw_text(fid), self.policy, self.count)
-        hit = _REDACTIONS[key]
-        if hit is not None:
-            self.redacted[fid] = hit
-
-    def full_text(self, fid: str) -> str:
-        """The text a build may render: redacted first, so truncation never cuts a secret in half."""
-        self.redact(fid)
-        if fid in self.redacted:
-            return self.redacted[fid][1].text
-        return self.raw_text(fid)
-
-    def has_artifact_text(self, fid: str) -> bool:
-        return any((isinstance(b, ToolResultBlock) and b.artifact is not None)
-                   or (isinstance(b, DocumentBlock) and b.artifact is not None
-                       and b.media_type.startswith("text/"))
-                   for b in self.frag(fid).content)
-
-    def overhead(self, fid: str) -> int:
-        f = self.frag(fid)
-        if f.kind not in _DATA_KINDS and f.trust in ("runtime", "user"):
-            return MESSAGE_OVERHEAD
-        wrapper = f'<data source="{f.source_ref}" trust="{f.trust}" kind="{f.kind}">\n\n</data>'
-        return MESSAGE_OVERHEAD + self.count(wrapper)
-
-    def cost(self, fid: str) -> int:
-        return self.content_tokens(fid) + self.overhead(fid)
-
-    def text_shrinkable(self, fid: str) -> bool:
-        f = self.frag(fid)
-        text = self.text_tokens(fid)
-        if f.kind in ("evidence", "memory", "instruction", "user_input"):
-            return text > _SHRINK_FLOOR
-        if f.kind == "tool_result":
-            block = next((b for b in f.content if isinstance(b, ToolResultBlock)), None)
-            return block is not None and block.status in ("ok", "error") and text > _SHRINK_FLOOR
-        return False
-
-    def shrinkable(self, fid: str) -> bool:
-        """Text can be truncated, or media has a cheaper rendition (reduced before truncating)."""
-        m = self.media(fid)
-        return self.text_shrinkable(fid) or (m is not None and m.reducible)
-
-    def min_cost(self, fid: str) -> int:
-        text = _SHRINK_FLOOR if self.text_shrinkable(fid) else self.text_tokens(fid)
-        m = self.media(fid)
-        return self.overhead(fid) + text + (m.reduced_tokens if m is not None else 0)
-
-
 def _query(state: RunState) -> str:
     parts: list[str] = []
     if state.goal is not None:
@@ -204,7 +102,7 @@ def _query(state: RunState) -> str:
     return "\n".join(parts)
 
 
-def _truncate_text(ctx: _Ctx, fid: str, max_tokens: int) -> Truncation:
+def _truncate_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     f = ctx.frag(fid)
     text = ctx.full_text(fid)
     if f.kind == "tool_result":
@@ -227,7 +125,7 @@ def _truncate_text(ctx: _Ctx, fid: str, max_tokens: int) -> Truncation:
 def _split(room: int, sizes: list[int]) -> list[int]:
     """Share ``room`` tokens among truncatable parts: each gets the floor, the rest
     goes by size (so a short result is not starved by a long sibling)."""
-    floors = [min(size, _SHRINK_FLOOR) for size in sizes]
+    floors = [min(size, SHRINK_FLOOR) for size in sizes]
     rest = max(0, room - sum(floors))
     extra = [size - floor for size, floor in zip(sizes, floors, strict=True)]
     total = sum(extra) or 1
@@ -235,7 +133,7 @@ def _split(room: int, sizes: list[int]) -> list[int]:
     return grants
 
 
-def _required_reason(f: ContextFragment, ctx: _Ctx, current_input: str | None) -> str:
+def _required_reason(f: ContextFragment, ctx: BuildCtx, current_input: str | None) -> str:
     match f.kind:
         case "policy":
             return "required: runtime policy"
@@ -291,18 +189,13 @@ def _build(state: RunState, config: BuildConfig, *,
     budget = calibrated_budget(config.window - config.reserve, calibration)
     if budget <= REPLY_PRIMING:
         raise BudgetError(f"window {config.window} minus reserve {config.reserve} leaves no budget")
-    ctx = _Ctx(state, config, load_text, state.required_ids(), state.counter.count)
+    ctx = BuildCtx(state, config, load_text, state.required_ids(), state.counter.count,
+                   policy=config_policy(config) if config.redact else None)
     timeline = state.timeline()
-    if config.redact:
-        # Inline texts are redacted before selection, so costs see the redacted text.
-        # Artifact-backed payloads (the big ones) are redacted when their text is
-        # first needed (kept or truncated): loading every artifact on every build
-        # would cost the whole log's payloads.
-        ctx.policy = config_policy(config)
-        for fid in dict.fromkeys([*state.active, *(f for it in timeline for f in it.fragment_ids)]):
-            if not ctx.has_artifact_text(fid):
-                ctx.redact(fid)
-    excluded: list[ExcludedFragment] = []
+    # Inline texts are redacted before selection, so costs see the redacted text (Facts).
+    # Artifact-backed payloads (the big ones) are redacted when their text is first
+    # needed (kept or truncated): loading every artifact on every build would cost
+    # the whole log's payloads.
     repair_notes = list(repairs)
 
     # ---- tools
@@ -325,72 +218,10 @@ def _build(state: RunState, config: BuildConfig, *,
     tools = tuple(registry[n] for n in sorted(exposed))
 
     # ---- candidates: state fragments (deduped) and timeline units
-    current_input: str | None = None
-    for item in reversed(timeline):
-        if isinstance(item, MessageItem) and item.role == "user":
-            current_input = item.fragment_id
-        if not (isinstance(item, MessageItem) and item.role == "note"):
-            break
-    units: list[Unit] = []
-    members: dict[str, tuple[str, ...]] = {}
-    unit_layer_no: dict[str, int] = {}
-    seen_keys: dict[str, str] = {}
-    state_ids = [fid for fid in state.active if ctx.frag(fid).kind != "tool_spec"]
-    ranked = sorted(state_ids, key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust],
-                                                -state.entries[fid].position, fid))
-    for fid in ranked:
-        f = ctx.frag(fid)
-        keys = [f"hash:{f.content_hash}"]
-        if f.kind == "evidence" and not f.source_ref.startswith("file://"):
-            keys.append(f"source:{f.source_ref}")
-        winner = next((seen_keys[k] for k in keys if k in seen_keys), None)
-        if winner is not None and fid not in ctx.required:
-            excluded.append(ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref,
-                                             tokens=f.token_count, reason="duplicate", replaced_by=winner))
-            continue
-        for k in keys:
-            seen_keys.setdefault(k, fid)
-    kept_state = [fid for fid in state_ids if fid not in {e.id for e in excluded}]
-    for fid in kept_state:
-        f = ctx.frag(fid)
-        pos = state.entries[fid].position
-        tokens = ctx.cost(fid)
-        units.append(Unit(fid, _STATE_LAYER.get(f.kind, "retrieval"), tokens,
-                          score(f.priority, state.freshness(pos), tokens), pos, fid in ctx.required,
-                          ctx.min_cost(fid) if ctx.shrinkable(fid) else None))
-        members[fid] = (fid,)
-        unit_layer_no[fid] = {"policy": 1, "goal": 3, "plan": 4}.get(units[-1].layer, 6)
-    recent = {it.position for it in [t for t in timeline if isinstance(t, ToolGroup)][-config.recent_groups:]}
-    for item in timeline:
-        ids = item.fragment_ids
-        if isinstance(item, ToolGroup):
-            uid = item.group_id
-            missing = sorted({c.name for c in item.calls} - exposed)
-            detail = (f"uses tools the policy does not expose: {', '.join(missing)}" if missing
-                      else "" if item.closed else
-                      "a call of this group is still unanswered at this point of the log")
-            if detail:
-                for fid in ids:
-                    f = ctx.frag(fid)
-                    excluded.append(ExcludedFragment(
-                        id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="stale",
-                        detail=detail))
-                continue
-            layer = "recent" if item.position in recent else "history"
-            unit_layer_no[uid] = 7 if layer == "recent" else 5
-        else:
-            uid = ids[0]
-            is_input = uid == current_input
-            layer = "input" if is_input else "history"
-            unit_layer_no[uid] = 8 if is_input else 5
-        tokens = sum(ctx.cost(fid) for fid in ids)
-        shrink = [fid for fid in ids if ctx.shrinkable(fid)]
-        min_tokens = sum(ctx.min_cost(fid) for fid in ids) if shrink else None
-        head = ctx.frag(ids[0])
-        fresh = max(state.freshness(state.entries[fid].position) for fid in ids)
-        units.append(Unit(uid, layer, tokens, score(head.priority, fresh, tokens), item.position,
-                          any(fid in ctx.required for fid in ids), min_tokens))
-        members[uid] = ids
+    current_input = current_input_of(timeline)
+    candidates = make_units(ctx, timeline, exposed, current_input)
+    units, members, unit_layer_no = candidates.units, candidates.members, candidates.layer_no
+    excluded = candidates.excluded
 
     # ---- selection
     available = budget - REPLY_PRIMING - exposure.tokens
@@ -470,13 +301,16 @@ def _build(state: RunState, config: BuildConfig, *,
     for uid, reason in sorted(selection.dropped.items()):
         for fid in members[uid]:
             f = ctx.frag(fid)
-            excluded.append(ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref,
-                                             tokens=f.token_count, reason=reason,
-                                             detail=f"unit {uid} needs {unit_by_id[uid].tokens} tokens"))
+            detail = f"unit {uid} needs {unit_by_id[uid].tokens} tokens"
+            key = (f, reason, detail)
+            line = ctx.cached("excluded", fid, key) or ctx.keep("excluded", fid, key, ExcludedFragment(
+                id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
+                detail=detail))
+            excluded.append(line)
     active_ids = set(state.active)
     for old, new in sorted(state.superseded_by.items()):
-        if new in active_ids and ctx.frag(old).kind != "tool_spec":
-            f = ctx.frag(old)
+        if new in active_ids and state.entries[old].fragment.kind != "tool_spec":
+            f = ctx.seen_frag(old)
             excluded.append(ExcludedFragment(id=old, kind=f.kind, source_ref=f.source_ref,
                                              tokens=f.token_count, reason="superseded", replaced_by=new))
 
@@ -495,7 +329,41 @@ def _build(state: RunState, config: BuildConfig, *,
                    current_input, calibration, (text_cut, reduced, media.shown_in))
 
 
-def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversation,
+def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None,
+              texts: dict[str, str], text_cut: set[str], reduced: set[str], truncated: set[str],
+              original_tokens: dict[str, int], shown_in: dict[str, dict[str, str]]
+              ) -> tuple[int, int, int, ContextFragment, ManifestFragment]:
+    """One selected fragment: its layer, tokens, overhead, view and manifest line."""
+    f, m = facts.frag, facts.media
+    fid = f.id
+    text = ctx.count(texts[fid]) if fid in text_cut else facts.text_tokens
+    tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
+    layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
+    if fid in ctx.required:
+        reason = _required_reason(f, ctx, current_input)
+    else:
+        value = score(f.priority, fresh, f.token_count)
+        reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
+    if fid in reduced and m is not None:
+        reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
+    if fid in text_cut:
+        reason += f"; truncated {original_tokens[fid]} -> {tokens} tokens at safe boundaries"
+    view = f.model_copy(update={"freshness": fresh, "required": fid in ctx.required, "token_count": tokens,
+                                "selection_reason": reason, "truncated": fid in truncated})
+    media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))
+    return layer, tokens, facts.overhead, view, _manifest_line(view, layer, tokens, original_tokens, media)
+
+
+def _manifest_line(view: ContextFragment, layer: int, tokens: int, original_tokens: dict[str, int],
+                   media: tuple[MediaCostRecord, ...] | None) -> ManifestFragment:
+    return ManifestFragment(
+        id=view.id, kind=view.kind, layer=layer, source_ref=view.source_ref, trust=view.trust,
+        tokens=tokens, required=view.required, truncated=view.truncated,
+        selection_reason=view.selection_reason or "", content_hash=view.content_hash,
+        original_tokens=original_tokens.get(view.id), media=media or ())
+
+
+def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
             request: dict[str, Any], kept: dict[str, int], members: dict[str, tuple[str, ...]],
             unit_layer_no: dict[str, int], texts: dict[str, str], truncated: set[str],
             original_tokens: dict[str, int], truncations: list[TruncationRecord],
@@ -505,33 +373,28 @@ def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversat
             ) -> BuildResult:
     state = ctx.state
     text_cut, reduced, shown_in = cuts
-    selected: list[tuple[int, int, ContextFragment, int]] = []
+    selected: list[tuple[int, int, ContextFragment, ManifestFragment]] = []
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
     overhead_total = REPLY_PRIMING
+    entries = state.entries
     for uid, _grant in kept.items():
         layer_no = unit_layer_no[uid]
         for fid in members[uid]:
-            f = ctx.frag(fid)
-            m = ctx.media(fid)
-            text = ctx.count(texts[fid]) if fid in text_cut else ctx.text_tokens(fid)
-            tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
-            overhead = ctx.overhead(fid)
-            overhead_total += overhead
-            layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
-            layer_tokens[LAYER_NAMES[layer]] += tokens + overhead
-            if fid in ctx.required:
-                reason = _required_reason(f, ctx, current_input)
+            facts = ctx.facts(fid)
+            fresh = state.freshness(entries[fid].position)
+            if facts.media is None and fid not in text_cut and fid not in truncated:
+                # the common case, identical from build to build once a fragment is old
+                key = (facts, layer_no, fid in ctx.required, fresh, fid == current_input)
+                line = ctx.cached("selected", fid, key) or ctx.keep("selected", fid, key, _selected(
+                    ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced, truncated,
+                    original_tokens, shown_in))
             else:
-                value = score(f.priority, state.freshness(state.entries[fid].position), f.token_count)
-                reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
-            if fid in reduced and m is not None:
-                reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
-            if fid in text_cut:
-                reason += f"; truncated {original_tokens[fid]} -> {tokens} tokens at safe boundaries"
-            view = f.model_copy(update={
-                "freshness": state.freshness(state.entries[fid].position), "required": fid in ctx.required,
-                "token_count": tokens, "selection_reason": reason, "truncated": fid in truncated})
-            selected.append((layer, state.entries[fid].position, view, tokens))
+                line = _selected(ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced,
+                                 truncated, original_tokens, shown_in)
+            layer, tokens, overhead, view, mline = line
+            overhead_total += overhead
+            layer_tokens[LAYER_NAMES[layer]] += tokens + overhead
+            selected.append((layer, entries[fid].position, view, mline))
     selected.sort(key=lambda s: (s[0], s[1], s[2].id))
     layer_tokens["tools"] = exposure.tokens
     tool_fragments = [ManifestTool(name=t.name, tokens=t.tokens, reason=t.reason if t.reason != "relevant"
@@ -554,13 +417,7 @@ def _finish(ctx: _Ctx, config: BuildConfig, budget: int, conversation: Conversat
         window_tokens=config.window, reserved_output_tokens=config.reserve, budget_tokens=budget,
         selected_tokens=sum(layer_tokens.values()) + REPLY_PRIMING, overhead_tokens=overhead_total,
         layer_tokens=layer_tokens,
-        fragments=tuple(ManifestFragment(
-            id=v.id, kind=v.kind, layer=layer, source_ref=v.source_ref, trust=v.trust, tokens=tokens,
-            required=v.required, truncated=v.truncated, selection_reason=v.selection_reason or "",
-            content_hash=v.content_hash, original_tokens=original_tokens.get(v.id),
-            media=() if (m := ctx.media(v.id)) is None else m.records(
-                reduced=v.id in reduced, shown_in=shown_in.get(v.id)))
-            for layer, _, v, tokens in selected),
+        fragments=tuple(line for _, _, _, line in selected),
         excluded=counts, excluded_items=tuple(sorted(excluded, key=lambda e: (e.reason, e.id))),
         tools=tuple(tool_fragments), tool_tokens=exposure.tokens, truncations=tuple(truncations),
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,

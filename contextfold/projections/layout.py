@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import assert_never
+from typing import assert_never, cast
 
 from contextfold.domain.conversation import (
     AssistantMessage,
@@ -146,8 +146,17 @@ def lay_out(inp: LayoutInput) -> Conversation:
         messages.append(UserMessage(parts=tuple(task)))
     timeline = [it for it in state.timeline() if it.fragment_ids[0] in inp.kept]
     current: UserMessage | None = None
+    memo = cast(dict[int, tuple[TimelineItem, list[Message]]], state.memo.setdefault("layout", {}))
     for item in timeline:
-        msg = _item_messages(item, inp, text)
+        # An item whose texts are the logged ones lays out the same in every build: reuse it.
+        plain = not any(fid in inp.texts or fid in inp.truncated for fid in item.fragment_ids)
+        hit = memo.get(item.position) if plain else None
+        if hit is not None and hit[0] is item:
+            msg = hit[1]
+        else:
+            msg = _item_messages(item, inp, text)
+            if plain:
+                memo[item.position] = (item, msg)
         if isinstance(item, MessageItem) and item.fragment_id == inp.current_input:
             current = msg[0]  # type: ignore[assignment]
             continue

@@ -30,6 +30,7 @@ compaction (``fragment``, ``fragments_at``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Callable
@@ -192,6 +193,104 @@ class ToolPolicy:
     pinned: frozenset[str]
 
 
+class _TimelineIndex:
+    """Layout order of the visible timeline, kept up to date incrementally.
+
+    Why: a build reads the timeline several times, and a long run has thousands
+    of items; sorting them all per call was a visible part of a build. The fold
+    only ever (a) appends an item at a position above every existing one, which
+    sorts last unless it is a summary, (b) replaces an item in place (a call
+    answered, a result masked), which does not move it, and (c) hides items,
+    only when it appends a summary. So: new non-summary items are appended to
+    the order; anything else (a summary, a hidden count that changed, fewer
+    items: a different state) rebuilds the index with the full sort.
+
+    Also tracked for ``required_ids``: the newest visible user input, tool group
+    and summary *by position*, and the visible user inputs flagged required.
+    """
+
+    __slots__ = (
+        "_items",
+        "last_group",
+        "last_summary",
+        "last_user",
+        "n_hidden",
+        "n_items",
+        "order",
+        "required_users",
+        "version",
+    )
+
+    def __init__(self) -> None:
+        self.order: list[int] = []
+        self.required_users: list[int] = []
+        self.last_user: int | None = None
+        self.last_group: int | None = None
+        self.last_summary: int | None = None
+        self.n_items = 0
+        self.n_hidden = 0
+        self.version: tuple[int, int, int] = (-1, 0, 0)
+        self._items: tuple[TimelineItem, ...] | None = None
+
+    @classmethod
+    def of(cls, state: RunState) -> _TimelineIndex:
+        index = cls()
+        visible = [it for pos, it in state.items.items() if pos not in state.hidden]
+        for it in visible:
+            index._note(state, it)
+        visible.sort(key=lambda it: (it.covers_from, 0, it.position)
+                     if isinstance(it, SummaryItem) else (it.position, 1, it.position))
+        index.order = [it.position for it in visible]
+        index.n_items, index.n_hidden = len(state.items), len(state.hidden)
+        return index
+
+    def _note(self, state: RunState, item: TimelineItem) -> None:
+        if isinstance(item, MessageItem) and item.role == "user":
+            self.last_user = item.position
+            if state.entries[item.fragment_id].fragment.required:
+                self.required_users.append(item.position)
+        elif isinstance(item, ToolGroup):
+            self.last_group = item.position
+        elif isinstance(item, SummaryItem):
+            self.last_summary = item.position
+
+    def key(self, state: RunState) -> tuple[int, int, int, int]:
+        return (state.version, self.n_items, self.n_hidden, len(state.answer_group) + len(state.masked))
+
+    def extend(self, state: RunState) -> bool:
+        """Catch up with items appended since; False when only a rebuild can."""
+        if len(state.hidden) != self.n_hidden or len(state.items) < self.n_items:
+            return False
+        if len(state.items) == self.n_items:
+            return True
+        new = list(itertools.islice(reversed(state.items), len(state.items) - self.n_items))
+        new.reverse()
+        last = self.order[-1] if self.order else -1
+        for pos in new:
+            item = state.items[pos]
+            if isinstance(item, SummaryItem) or pos <= last or pos in state.hidden:
+                return False
+            last = pos
+        for pos in new:
+            self._note(state, state.items[pos])
+            self.order.append(pos)
+        self.n_items = len(state.items)
+        self._items = None
+        return True
+
+    def items(self, state: RunState) -> tuple[TimelineItem, ...]:
+        """The visible items, materialised once per state version (items are replaced in place)."""
+        version = (state.version, len(state.answer_group), len(state.masked))
+        if self._items is None or self.version != version:
+            self._items = tuple(state.items[p] for p in self.order)
+            self.version = version
+        return self._items
+
+
+_FRESHNESS: tuple[float, ...] = tuple(round(math.pow(0.5, d / FRESHNESS_HALF_LIFE), 6) for d in range(4096))
+"""Freshness by distance, precomputed: builds look up thousands per call (same formula)."""
+
+
 def _canonical(obj: object) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -247,6 +346,10 @@ class RunState:
     builds: dict[int, int] = field(default_factory=dict)
     """Turn -> position of its latest ContextBuilt event."""
     usage: dict[int, UsageObserved] = field(default_factory=dict)
+    memo: dict[object, object] = field(default_factory=dict, repr=False)
+    """Derived facts the builder may reuse across builds (per-fragment costs, the timeline
+    index). Not part of the projection: ``snapshot`` starts a fresh one, ``canonical``
+    ignores it. Every entry is keyed so that a change of the state it derives from misses."""
 
     def __post_init__(self) -> None:
         # The counter and the recorded encoding always agree: an encoding that
@@ -279,14 +382,21 @@ class RunState:
 
     def freshness(self, position: int) -> float:
         distance = max(0, self.horizon - position)
+        if distance < len(_FRESHNESS):
+            return _FRESHNESS[distance]
         return round(math.pow(0.5, distance / FRESHNESS_HALF_LIFE), 6)
+
+    def _index(self) -> _TimelineIndex:
+        """The timeline index, brought up to date in O(new items) (see :class:`_TimelineIndex`)."""
+        index = self.memo.get("timeline")
+        if not isinstance(index, _TimelineIndex) or not index.extend(self):
+            index = _TimelineIndex.of(self)
+            self.memo["timeline"] = index
+        return index
 
     def timeline(self) -> tuple[TimelineItem, ...]:
         """Visible conversation items in layout order (summaries at the start of their cover)."""
-        visible = [it for pos, it in self.items.items() if pos not in self.hidden]
-        visible.sort(key=lambda it: (it.covers_from, 0, it.position)
-                     if isinstance(it, SummaryItem) else (it.position, 1, it.position))
-        return tuple(visible)
+        return self._index().items(self)
 
     def groups(self) -> tuple[ToolGroup, ...]:
         return tuple(it for it in self.timeline() if isinstance(it, ToolGroup))
@@ -296,28 +406,22 @@ class RunState:
         return dict(self.pairing.open)
 
     def required_ids(self) -> frozenset[str]:
+        index = self._index()
+        key = (index.key(self), len(self.active))
+        hit = self.memo.get("required")
+        if isinstance(hit, tuple) and hit[0] == key:
+            cached: frozenset[str] = hit[1]
+            return cached
         req: set[str] = {fid for fid in self.active if self.entries[fid].fragment.required}
-        latest_user: str | None = None
-        latest_group: ToolGroup | None = None
-        latest_summary: str | None = None
-        for pos, item in self.items.items():
-            if pos in self.hidden:
-                continue
-            if isinstance(item, MessageItem) and item.role == "user":
-                latest_user = item.fragment_id
-                if self.entries[item.fragment_id].fragment.required:
-                    req.add(item.fragment_id)
-            elif isinstance(item, ToolGroup):
-                latest_group = item
-            elif isinstance(item, SummaryItem):
-                latest_summary = item.fragment_id
-        if latest_user is not None:
-            req.add(latest_user)
-        if latest_summary is not None:
-            req.add(latest_summary)
-        if latest_group is not None:
-            req.update(latest_group.fragment_ids)
-        return frozenset(req)
+        req.update(self.items[p].fragment_ids[0] for p in index.required_users)
+        for pos in (index.last_user, index.last_summary):
+            if pos is not None:
+                req.add(self.items[pos].fragment_ids[0])
+        if index.last_group is not None:
+            req.update(self.items[index.last_group].fragment_ids)
+        out = frozenset(req)
+        self.memo["required"] = (key, out)
+        return out
 
     def _view(self, fid: str, required: frozenset[str]) -> ContextFragment:
         entry = self.entries[fid]

@@ -1,0 +1,409 @@
+"""Per-fragment costs and the selection units of one build.
+
+Why a module of its own, and why the facts are cached on the state: a build
+of a long run looks at every visible fragment (thousands), and most of what it
+needs per fragment never changes once the fragment is folded: its redacted
+view, its media prices for a provider, its text tokens, its framing overhead
+(a tokenizer call on a ``<data ...>`` wrapper), whether it can be shrunk and
+to what. :class:`Facts` holds them; one table per (encoding, provider,
+redaction policy) lives in ``RunState.memo``, so a fragment is costed once per
+configuration for the life of the state, not once (or several times) per
+build. A fragment's content never changes after the fold (fragment ids are
+log positions), so the cache cannot go stale; what does change per build
+(freshness, the required set, layers) is computed per build.
+
+Artifact-backed payloads are the exception the builder already made: they are
+redacted only when their text is needed (kept or truncated), so their cached
+facts describe the unredacted view, and a build that redacts one uses facts of
+the redacted view for the rest of that build (``BuildCtx.late``), exactly as
+before caching.
+
+Costs counted: every fragment pays ``MESSAGE_OVERHEAD`` tokens of message
+framing, a data fragment (instruction, evidence, memory, tool result, or any
+text not authored by the runtime or the user) also pays its ``<data ...>``
+wrapper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
+from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
+from contextfold.domain.manifest import BuildConfig, ExcludedFragment
+from contextfold.projections.media_plan import FragmentMedia, plan_fragment
+from contextfold.projections.redact import Redacted, RedactionPolicy, redact_fragment
+from contextfold.projections.selection import Unit, score
+from contextfold.projections.state import MessageItem, RunState, TimelineItem, ToolGroup
+
+__all__ = ["MESSAGE_OVERHEAD", "SHRINK_FLOOR", "BuildCtx", "Facts", "Units", "make_units"]
+
+MESSAGE_OVERHEAD = 4
+SHRINK_FLOOR = 48
+"""Smallest text a truncated fragment keeps (tokens)."""
+_REDACTION_MEMO_LIMIT = 200_000
+_REDACTIONS: dict[tuple[str, str, str, str, RedactionPolicy], tuple[ContextFragment, Redacted] | None] = {}
+"""Redaction results by fragment identity and content: builds of a growing run repeat them."""
+_STATE_LAYER = {"policy": "policy", "instruction": "policy", "goal": "goal", "success_contract": "goal",
+                "plan": "plan", "evidence": "retrieval", "memory": "retrieval"}
+_DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
+
+Hit = tuple[ContextFragment, Redacted]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What a build needs to know about one fragment view, computed once (module docstring)."""
+
+    frag: ContextFragment
+    """The view costs are based on: redacted when it holds secrets (inline text), else as logged."""
+    hit: Hit | None
+    """The redaction applied to build ``frag``, if any."""
+    media: FragmentMedia | None
+    has_artifact_text: bool
+    text_tokens: int
+    overhead: int
+    text_shrinkable: bool
+
+    @property
+    def cost(self) -> int:
+        return self.text_tokens + (0 if self.media is None else self.media.tokens) + self.overhead
+
+    @property
+    def shrinkable(self) -> bool:
+        """Text can be truncated, or media has a cheaper rendition (reduced before truncating)."""
+        return self.text_shrinkable or (self.media is not None and self.media.reducible)
+
+    @property
+    def min_cost(self) -> int:
+        text = SHRINK_FLOOR if self.text_shrinkable else self.text_tokens
+        return self.overhead + text + (self.media.reduced_tokens if self.media is not None else 0)
+
+
+def _has_artifact_text(frag: ContextFragment) -> bool:
+    return any((isinstance(b, ToolResultBlock) and b.artifact is not None)
+               or (isinstance(b, DocumentBlock) and b.artifact is not None
+                   and b.media_type.startswith("text/"))
+               for b in frag.content)
+
+
+def _facts(state: RunState, frag: ContextFragment, hit: Hit | None, provider: str,
+           count: Callable[[str], int]) -> Facts:
+    media = plan_fragment(state, frag, provider)
+    text_tokens = frag.token_count - (media.fold_tokens if media is not None else 0)
+    if frag.kind not in _DATA_KINDS and frag.trust in ("runtime", "user"):
+        overhead = MESSAGE_OVERHEAD
+    else:
+        wrapper = f'<data source="{frag.source_ref}" trust="{frag.trust}" kind="{frag.kind}">\n\n</data>'
+        overhead = MESSAGE_OVERHEAD + count(wrapper)
+    if frag.kind in ("evidence", "memory", "instruction", "user_input"):
+        shrink = text_tokens > SHRINK_FLOOR
+    elif frag.kind == "tool_result":
+        block = next((b for b in frag.content if isinstance(b, ToolResultBlock)), None)
+        shrink = block is not None and block.status in ("ok", "error") and text_tokens > SHRINK_FLOOR
+    else:
+        shrink = False
+    return Facts(frag, hit, media, _has_artifact_text(frag), text_tokens, overhead, shrink)
+
+
+@dataclass
+class BuildCtx:
+    """One build's view of the state: fragment facts (cached across builds) and redactions."""
+
+    state: RunState
+    config: BuildConfig
+    load_text: Callable[[ArtifactRef], str] | None
+    required: frozenset[str]
+    count: Callable[[str], int]
+    policy: RedactionPolicy | None = None
+    redacted: dict[str, Hit] = field(default_factory=dict)
+    """Fragments with secrets seen by this build: the redacted view (token count adjusted)
+    and the result."""
+    late: dict[str, Facts] = field(default_factory=dict)
+    """Facts of artifact-backed fragments this build redacted when it needed their text."""
+    table: dict[str, Facts] = field(default_factory=dict)
+    objects: dict[tuple[str, str], tuple[object, Any]] = field(default_factory=dict)
+    table_key: tuple[object, ...] = ()
+
+    def __post_init__(self) -> None:
+        kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
+        key = (self.state.counter.encoding_name, self.config.provider, self.policy, kinds)
+        self.table_key = key
+        self.table = self._memo(("facts", *key))
+        self.objects = self._memo(("objects", *key))
+
+    def _memo(self, key: tuple[object, ...]) -> dict[Any, Any]:
+        table = self.state.memo.get(key)
+        if not isinstance(table, dict):
+            table = self.state.memo[key] = {}
+        return table
+
+    def objects_for(self, slot: str) -> dict[Any, Any]:
+        """A per-config table that lives as long as the state (see ``cached``)."""
+        return self._memo(("objects", slot, self.table_key))
+
+    def cached(self, slot: str, fid: str, key: object) -> Any:
+        """The object kept for ``(slot, fid)`` by an earlier build under the same ``key``
+        (every input that built it), else None. For immutable output objects (manifest
+        lines, fragment views) that a long run would otherwise rebuild unchanged every turn."""
+        hit = self.objects.get((slot, fid))
+        return hit[1] if hit is not None and hit[0] == key else None
+
+    def keep(self, slot: str, fid: str, key: object, obj: T) -> T:
+        self.objects[(slot, fid)] = (key, obj)
+        return obj
+
+    def facts(self, fid: str) -> Facts:
+        hit = self.late.get(fid)
+        if hit is not None:
+            return hit
+        facts = self.table.get(fid)
+        if facts is None:
+            facts = self.table[fid] = self._compute(fid)
+        return facts
+
+    def _compute(self, fid: str) -> Facts:
+        frag = self.state.entries[fid].fragment
+        hit = None
+        if not _has_artifact_text(frag):  # inline text: redacted before selection
+            hit = self._redaction(fid)
+        return _facts(self.state, hit[0] if hit else frag, hit, self.config.provider, self.count)
+
+    def _redaction(self, fid: str) -> Hit | None:
+        """The policy applied to ``fid``, memoised across builds and states by content."""
+        frag = self.state.entries[fid].fragment
+        if self.policy is None or frag.kind not in self.config.redact_kinds:
+            return None
+        key = (frag.id, frag.content_hash, frag.source_ref, frag.trust, self.policy)
+        if key not in _REDACTIONS:
+            if len(_REDACTIONS) >= _REDACTION_MEMO_LIMIT:
+                _REDACTIONS.clear()
+            _REDACTIONS[key] = redact_fragment(frag, self.raw_text(fid), self.policy, self.count)
+        return _REDACTIONS[key]
+
+    def frag(self, fid: str) -> ContextFragment:
+        return self.facts(fid).frag
+
+    def seen_frag(self, fid: str) -> ContextFragment:
+        """The fragment as this build has seen it: redacted if it redacted it, else as logged."""
+        hit = self.redacted.get(fid)
+        return hit[0] if hit is not None else self.state.entries[fid].fragment
+
+    def media(self, fid: str) -> FragmentMedia | None:
+        """The fragment's images/PDFs priced for the provider being built (``media_plan``)."""
+        return self.facts(fid).media
+
+    def text_tokens(self, fid: str) -> int:
+        return self.facts(fid).text_tokens
+
+    def content_tokens(self, fid: str, *, reduced: bool = False) -> int:
+        f = self.facts(fid)
+        m = f.media
+        return f.text_tokens + (0 if m is None else m.reduced_tokens if reduced else m.tokens)
+
+    def overhead(self, fid: str) -> int:
+        return self.facts(fid).overhead
+
+    def cost(self, fid: str) -> int:
+        return self.facts(fid).cost
+
+    def text_shrinkable(self, fid: str) -> bool:
+        return self.facts(fid).text_shrinkable
+
+    def has_artifact_text(self, fid: str) -> bool:
+        return self.facts(fid).has_artifact_text
+
+    def raw_text(self, fid: str) -> str:
+        """The logged text of ``fid`` (artifact-backed payloads loaded through the port)."""
+        parts: list[str] = []
+        for block in self.state.entries[fid].fragment.content:
+            if isinstance(block, TextBlock | ToolResultBlock):
+                if isinstance(block, ToolResultBlock) and block.artifact and self.load_text:
+                    parts.append(self.load_text(block.artifact))
+                else:
+                    parts.append(block.text)
+            elif isinstance(block, DocumentBlock) and block.artifact and block.media_type.startswith("text/"):
+                parts.append(self.load_text(block.artifact) if self.load_text else "")
+        return "\n".join(parts)
+
+    def note(self, fid: str) -> Facts:
+        """Facts of a fragment this build considers; records its redaction, if any."""
+        facts = self.facts(fid)
+        if facts.hit is not None:
+            self.redacted[fid] = facts.hit
+        return facts
+
+    def redact(self, fid: str) -> None:
+        """Redact an artifact-backed ``fid`` now that its text is needed (inline ones already are)."""
+        if self.policy is None or fid in self.redacted:
+            return
+        hit = self._redaction(fid)
+        if hit is not None:
+            self.redacted[fid] = hit
+            self.late[fid] = _facts(self.state, hit[0], hit, self.config.provider, self.count)
+
+    def full_text(self, fid: str) -> str:
+        """The text a build may render: redacted first, so truncation never cuts a secret in half."""
+        self.redact(fid)
+        if fid in self.redacted:
+            return self.redacted[fid][1].text
+        return self.raw_text(fid)
+
+
+@dataclass
+class Units:
+    """The candidates of one build: units, their fragments, layers, and early exclusions."""
+
+    units: list[Unit] = field(default_factory=list)
+    members: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    layer_no: dict[str, int] = field(default_factory=dict)
+    excluded: list[ExcludedFragment] = field(default_factory=list)
+
+
+def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[str],
+               current_input: str | None) -> Units:
+    """State fragments (deduped) and timeline units (a tool group is one atomic unit).
+
+    Dedupe: optional state fragments that share a content hash or a semantic key
+    (evidence ``source_ref``) keep one copy: the more authoritative, then the newer.
+    A group that uses a tool the policy does not expose, or with a call still
+    open, is excluded as ``stale``.
+    """
+    state, out = ctx.state, Units()
+    entries = state.entries
+    state_ids = [fid for fid in state.active if entries[fid].fragment.kind != "tool_spec"]
+    for fid in state_ids:
+        ctx.note(fid)
+    ranked = sorted(state_ids, key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust],
+                                                -entries[fid].position, fid))
+    seen_keys: dict[str, str] = {}
+    duplicates: set[str] = set()
+    for fid in ranked:
+        f = ctx.frag(fid)
+        keys = [f"hash:{f.content_hash}"]
+        if f.kind == "evidence" and not f.source_ref.startswith("file://"):
+            keys.append(f"source:{f.source_ref}")
+        winner = next((seen_keys[k] for k in keys if k in seen_keys), None)
+        if winner is not None and fid not in ctx.required:
+            out.excluded.append(ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref,
+                                                 tokens=f.token_count, reason="duplicate",
+                                                 replaced_by=winner))
+            duplicates.add(fid)
+            continue
+        for k in keys:
+            seen_keys.setdefault(k, fid)
+    for fid in state_ids:
+        if fid in duplicates:
+            continue
+        facts = ctx.facts(fid)
+        f = facts.frag
+        pos = entries[fid].position
+        tokens = facts.cost
+        layer = _STATE_LAYER.get(f.kind, "retrieval")
+        out.units.append(Unit(fid, layer, tokens, score(f.priority, state.freshness(pos), tokens), pos,
+                              fid in ctx.required, facts.min_cost if facts.shrinkable else None))
+        out.members[fid] = (fid,)
+        out.layer_no[fid] = {"policy": 1, "goal": 3, "plan": 4}.get(layer, 6)
+
+    recent: set[int] = set()
+    for item in reversed(timeline):  # the newest N groups
+        if len(recent) >= ctx.config.recent_groups:
+            break
+        if isinstance(item, ToolGroup):
+            recent.add(item.position)
+    required = ctx.required
+    statics: dict[int, _ItemFacts] = ctx.objects_for("items")
+    units: dict[int, tuple[tuple[object, ...], Unit]] = ctx.objects_for("units")
+    for item in timeline:
+        st = statics.get(item.position)
+        if st is None or st.item is not item:
+            st = statics[item.position] = _item_facts(ctx, item)
+        ids = st.ids
+        if st.hits:
+            ctx.redacted.update(st.hits)
+        if isinstance(item, ToolGroup):
+            uid = item.group_id
+            missing = sorted(st.names - exposed)
+            detail = (f"uses tools the policy does not expose: {', '.join(missing)}" if missing
+                      else "" if st.closed else
+                      "a call of this group is still unanswered at this point of the log")
+            if detail:
+                for fid in ids:
+                    f = ctx.frag(fid)
+                    out.excluded.append(ExcludedFragment(
+                        id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
+                        reason="stale", detail=detail))
+                continue
+            layer = "recent" if item.position in recent else "history"
+            out.layer_no[uid] = 7 if layer == "recent" else 5
+        else:
+            uid = ids[0]
+            is_input = uid == current_input
+            layer = "input" if is_input else "history"
+            out.layer_no[uid] = 8 if is_input else 5
+        fresh = state.freshness(st.last)  # freshness grows with position: the newest member's
+        is_required = any(fid in required for fid in ids)
+        key = (st, layer, fresh, is_required)
+        hit = units.get(item.position)
+        if hit is not None and hit[0] == key:
+            unit = hit[1]
+        else:
+            unit = Unit(uid, layer, st.tokens, score(st.priority, fresh, st.tokens), item.position,
+                        is_required, st.min_tokens)
+            units[item.position] = (key, unit)
+        out.units.append(unit)
+        out.members[uid] = ids
+    return out
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _ItemFacts:
+    """What a timeline item contributes to every build, whatever the horizon (per config)."""
+
+    item: TimelineItem
+    ids: tuple[str, ...]
+    tokens: int
+    min_tokens: int | None
+    priority: int
+    last: int
+    """The newest log position among its fragments (freshness)."""
+    hits: tuple[tuple[str, Hit], ...]
+    names: frozenset[str]
+    closed: bool
+
+
+def _item_facts(ctx: BuildCtx, item: TimelineItem) -> _ItemFacts:
+    ids = item.fragment_ids
+    tokens, min_tokens, shrinks, last = 0, 0, False, 0
+    hits: list[tuple[str, Hit]] = []
+    for fid in ids:
+        facts = ctx.facts(fid)
+        tokens += facts.cost
+        min_tokens += facts.min_cost
+        shrinks = shrinks or facts.shrinkable
+        last = max(last, ctx.state.entries[fid].position)
+        if facts.hit is not None:
+            hits.append((fid, facts.hit))
+    names: frozenset[str] = frozenset()
+    closed = True
+    if isinstance(item, ToolGroup):
+        names, closed = frozenset(c.name for c in item.calls), item.closed
+    return _ItemFacts(item, ids, tokens, min_tokens if shrinks else None, ctx.frag(ids[0]).priority, last,
+                      tuple(hits), names, closed)
+
+
+def current_input_of(timeline: tuple[TimelineItem, ...]) -> str | None:
+    """The user input this request answers: the newest item, past trailing notes."""
+    current: str | None = None
+    for item in reversed(timeline):
+        if isinstance(item, MessageItem) and item.role == "user":
+            current = item.fragment_id
+        if not (isinstance(item, MessageItem) and item.role == "note"):
+            break
+    return current
+
+
+__all__ += ["current_input_of"]
