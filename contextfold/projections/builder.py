@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import blake3
 
@@ -202,11 +202,14 @@ def _build(state: RunState, config: BuildConfig, *,
     policy = state.tool_policy()
     used_names = sorted({c.name for it in timeline if isinstance(it, ToolGroup) for c in it.calls})
     registry: dict[str, ToolSpec] = dict(state.tools)
+    declared = cast(dict[str, ToolSpec], state.memo.setdefault("declared_tools", {}))
     for name in used_names:
         if name not in registry:
-            registry[name] = ToolSpec(
-                name=name, description="Declared by contextfold: the run's history uses this tool "
-                "but its log never registered a schema.", parameters={"type": "object"})
+            if name not in declared:  # one object per name: later builds reuse its pricing and ranking
+                declared[name] = ToolSpec(
+                    name=name, description="Declared by contextfold: the run's history uses this tool "
+                    "but its log never registered a schema.", parameters={"type": "object"})
+            registry[name] = declared[name]
             repair_notes.append(f"declared_unregistered_tool:{name}")
     shares = config.layer_shares
     exposure = select_tools(
@@ -303,16 +306,18 @@ def _build(state: RunState, config: BuildConfig, *,
             f = ctx.frag(fid)
             detail = f"unit {uid} needs {unit_by_id[uid].tokens} tokens"
             key = (f, reason, detail)
-            line = ctx.cached("excluded", fid, key) or ctx.keep("excluded", fid, key, ExcludedFragment(
-                id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
-                detail=detail))
+            line = ctx.cached("excluded", fid, key) or ctx.keep(
+                "excluded", fid, key, ExcludedFragment(
+                    id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
+                    reason=reason, detail=detail))
             excluded.append(line)
     active_ids = set(state.active)
     for old, new in sorted(state.superseded_by.items()):
         if new in active_ids and state.entries[old].fragment.kind != "tool_spec":
             f = ctx.seen_frag(old)
-            excluded.append(ExcludedFragment(id=old, kind=f.kind, source_ref=f.source_ref,
-                                             tokens=f.token_count, reason="superseded", replaced_by=new))
+            excluded.append(ExcludedFragment(
+                id=old, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
+                replaced_by=new))
 
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,
                                        truncated=frozenset(truncated), tools=tools,
@@ -327,6 +332,19 @@ def _build(state: RunState, config: BuildConfig, *,
     return _finish(ctx, config, budget, conversation, request, selection.kept, members, unit_layer_no,
                    texts, truncated, original_tokens, truncations, excluded, exposure, repair_notes,
                    current_input, calibration, (text_cut, reduced, media.shown_in))
+
+
+_CONFIG_HASHES: dict[int, tuple[BuildConfig, str]] = {}
+
+
+def _config_hash(config: BuildConfig) -> str:
+    """The config's canonical hash, once per config object (an agent loop reuses its config)."""
+    hit = _CONFIG_HASHES.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_CONFIG_HASHES) >= 1024:
+            _CONFIG_HASHES.clear()
+        hit = _CONFIG_HASHES[id(config)] = (config, canonical_hash(config.model_dump(mode="json")))
+    return hit[1]
 
 
 def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None,
@@ -403,9 +421,17 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
               "tools": [canonical_tool_json(t) for t in conversation.tools],
               "prefix": [m.model_dump(mode="json")
                          for m in conversation.messages[:conversation.stable_prefix_messages]]}
-    cache_key = canonical_hash(stable)
+    # The stable prefix rarely changes: hash it once. (Equality of the dumps implies equal
+    # JSON here: tools are already JSON strings and the parts' fields have fixed types,
+    # so no 1 == True == 1.0 ambiguity can reach the comparison.)
+    memo = state.memo.get("cache_key")
+    if isinstance(memo, tuple) and memo[0] == stable:
+        cache_key: str = memo[1]
+    else:
+        cache_key = canonical_hash(stable)
+        state.memo["cache_key"] = (stable, cache_key)
     request_hash = canonical_hash(request)
-    config_hash = canonical_hash(config.model_dump(mode="json"))
+    config_hash = _config_hash(config)
     turn = state.turn + 1
     counts = {r: 0 for r in ("duplicate", "superseded", "low_priority", "over_budget", "stale")}
     for e in excluded:

@@ -117,10 +117,26 @@ class ToolExposure(_Frozen):
         return tuple(t.name for t in self.exposed)
 
 
+_SPEC_MEMO: dict[int, tuple[ToolSpec, str, Counter[str]]] = {}
+"""Per spec object: its canonical JSON and BM25 document. A run's specs are the same
+objects build after build, and every build ranks and prices all of them."""
+_SPEC_MEMO_LIMIT = 20_000
+
+
+def _spec_facts(spec: ToolSpec) -> tuple[ToolSpec, str, Counter[str]]:
+    hit = _SPEC_MEMO.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_SPEC_MEMO) >= _SPEC_MEMO_LIMIT:
+            _SPEC_MEMO.clear()
+        text = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)
+        hit = _SPEC_MEMO[id(spec)] = (spec, text, Counter(_document(spec)))
+    return hit
+
+
 def canonical_tool_json(spec: ToolSpec) -> str:
     """The byte-stable JSON of a spec: sorted keys, compact, UTF-8 kept as is."""
-    return json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
+    return _spec_facts(spec)[1]
 
 
 def tool_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
@@ -175,7 +191,7 @@ def _registry(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
 
 
 def _bm25(specs: Sequence[ToolSpec], query: str) -> dict[str, float]:
-    docs = {spec.name: Counter(_document(spec)) for spec in specs}
+    docs = {spec.name: _spec_facts(spec)[2] for spec in specs}
     n = len(docs)
     if n == 0:
         return {}

@@ -288,9 +288,9 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
             keys.append(f"source:{f.source_ref}")
         winner = next((seen_keys[k] for k in keys if k in seen_keys), None)
         if winner is not None and fid not in ctx.required:
-            out.excluded.append(ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref,
-                                                 tokens=f.token_count, reason="duplicate",
-                                                 replaced_by=winner))
+            out.excluded.append(ExcludedFragment(
+                id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="duplicate",
+                replaced_by=winner))
             duplicates.add(fid)
             continue
         for k in keys:

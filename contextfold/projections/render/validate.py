@@ -32,6 +32,8 @@ import importlib.util
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
+from pydantic import ValidationError
+
 from contextfold.domain.errors import RenderError
 
 __all__ = [
@@ -328,8 +330,6 @@ class _SdkMismatch(Exception):
 
 def _drain(value: Any, path: _Path) -> Any:
     """Materialise lazy ``ValidatorIterator``s (running their validation), recursively."""
-    from pydantic import ValidationError
-
     if isinstance(value, dict):
         return {k: _drain(v, (*path, k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
