@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, cast
 
 import blake3
@@ -57,7 +58,7 @@ from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import finalize_media
 from contextfold.projections.redact import config_policy
 from contextfold.projections.selection import Unit, score, select_units
-from contextfold.projections.state import MessageItem, RunState, ToolGroup
+from contextfold.projections.state import MessageItem, RunState
 from contextfold.projections.tool_exposure import canonical_tool_json, select_tools
 from contextfold.projections.truncate import Truncation, truncate
 from contextfold.projections.units import (
@@ -200,7 +201,7 @@ def _build(state: RunState, config: BuildConfig, *,
 
     # ---- tools
     policy = state.tool_policy()
-    used_names = sorted({c.name for it in timeline if isinstance(it, ToolGroup) for c in it.calls})
+    used_names = sorted(state.used_tool_names())
     registry: dict[str, ToolSpec] = dict(state.tools)
     declared = cast(dict[str, ToolSpec], state.memo.setdefault("declared_tools", {}))
     for name in used_names:
@@ -301,16 +302,21 @@ def _build(state: RunState, config: BuildConfig, *,
     kept_ids = frozenset(fid for uid in selection.kept for fid in members[uid])
     for fid in sorted(kept_ids & ctx.redacted.keys()):
         texts.setdefault(fid, ctx.redacted[fid][1].text)
+    dropped_lines = ctx.objects_for("dropped")
     for uid, reason in sorted(selection.dropped.items()):
-        for fid in members[uid]:
-            f = ctx.frag(fid)
-            detail = f"unit {uid} needs {unit_by_id[uid].tokens} tokens"
-            key = (f, reason, detail)
-            line = ctx.cached("excluded", fid, key) or ctx.keep(
-                "excluded", fid, key, ExcludedFragment(
-                    id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
-                    reason=reason, detail=detail))
-            excluded.append(line)
+        # Per config, a unit's fragment views are fixed (late redaction only touches kept
+        # units), so an equal unit dropped for the same reason gives the same lines.
+        key = (unit_by_id[uid], reason)
+        hit = dropped_lines.get(uid)
+        if hit is None or hit[0] != key:
+            lines = []
+            for fid in members[uid]:
+                f = ctx.frag(fid)
+                lines.append(ExcludedFragment(
+                    id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
+                    detail=f"unit {uid} needs {unit_by_id[uid].tokens} tokens"))
+            hit = dropped_lines[uid] = (key, lines)
+        excluded.extend(hit[1])
     active_ids = set(state.active)
     for old, new in sorted(state.superseded_by.items()):
         if new in active_ids and state.entries[old].fragment.kind != "tool_spec":
@@ -402,7 +408,9 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
             fresh = state.freshness(entries[fid].position)
             if facts.media is None and fid not in text_cut and fid not in truncated:
                 # the common case, identical from build to build once a fragment is old
-                key = (facts, layer_no, fid in ctx.required, fresh, fid == current_input)
+                # every input of _selected here: the view (its overhead and text tokens follow
+                # from it), the layer, required, freshness and whether it is the current input
+                key = (facts.frag, layer_no, fid in ctx.required, fresh, fid == current_input)
                 line = ctx.cached("selected", fid, key) or ctx.keep("selected", fid, key, _selected(
                     ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced, truncated,
                     original_tokens, shown_in))
@@ -444,7 +452,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         selected_tokens=sum(layer_tokens.values()) + REPLY_PRIMING, overhead_tokens=overhead_total,
         layer_tokens=layer_tokens,
         fragments=tuple(line for _, _, _, line in selected),
-        excluded=counts, excluded_items=tuple(sorted(excluded, key=lambda e: (e.reason, e.id))),
+        excluded=counts, excluded_items=tuple(sorted(excluded, key=attrgetter("reason", "id"))),
         tools=tuple(tool_fragments), tool_tokens=exposure.tokens, truncations=tuple(truncations),
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
         config_hash=config_hash, config=config, calibration=calibration,

@@ -218,6 +218,7 @@ class _TimelineIndex:
         "n_items",
         "order",
         "required_users",
+        "tool_names",
         "version",
     )
 
@@ -227,6 +228,7 @@ class _TimelineIndex:
         self.last_user: int | None = None
         self.last_group: int | None = None
         self.last_summary: int | None = None
+        self.tool_names: set[str] = set()
         self.n_items = 0
         self.n_hidden = 0
         self.version: tuple[int, int, int] = (-1, 0, 0)
@@ -251,6 +253,7 @@ class _TimelineIndex:
                 self.required_users.append(item.position)
         elif isinstance(item, ToolGroup):
             self.last_group = item.position
+            self.tool_names.update(c.name for c in item.calls)
         elif isinstance(item, SummaryItem):
             self.last_summary = item.position
 
@@ -397,6 +400,10 @@ class RunState:
     def timeline(self) -> tuple[TimelineItem, ...]:
         """Visible conversation items in layout order (summaries at the start of their cover)."""
         return self._index().items(self)
+
+    def used_tool_names(self) -> frozenset[str]:
+        """Names of the tools called by the visible timeline's groups."""
+        return frozenset(self._index().tool_names)
 
     def groups(self) -> tuple[ToolGroup, ...]:
         return tuple(it for it in self.timeline() if isinstance(it, ToolGroup))

@@ -133,7 +133,9 @@ class BuildCtx:
         key = (self.state.counter.encoding_name, self.config.provider, self.policy, kinds)
         self.table_key = key
         self.table = self._memo(("facts", *key))
-        self.objects = self._memo(("objects", *key))
+        # Output objects depend on the fragment view, not on the provider: one table per
+        # encoding, so the builds of one turn for several providers share them.
+        self.objects = self._memo(("objects", self.state.counter.encoding_name))
 
     def _memo(self, key: tuple[object, ...]) -> dict[Any, Any]:
         table = self.state.memo.get(key)

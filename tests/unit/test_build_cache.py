@@ -1,0 +1,83 @@
+"""The build's caches (``RunState.memo``) never change what a build produces.
+
+A state folded incrementally and built after every event carries every cache
+(per-fragment facts, the timeline index, reused units, manifest lines and
+layout); ``snapshot()`` starts with none. Both must give the same request,
+manifest and hashes, for several configs built on the same state in turn.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextfold.domain.events import (
+    AnyEvent,
+    CompactionSummary,
+    EvidenceRetrieved,
+    FileRead,
+    HistoryCompacted,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    ToolResultLost,
+    UserInput,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold_event, new_state
+
+CONFIGS = (
+    BuildConfig(provider="neutral", window=1_500, reserve=200),
+    BuildConfig(provider="neutral", window=64_000, reserve=1_000),
+    BuildConfig(provider="neutral", window=2_000, reserve=200, redact=False),
+)
+
+
+def _events() -> list[AnyEvent]:
+    ev: list[AnyEvent] = [PolicySet(text="Be careful.")]
+    for r in range(14):
+        ev.append(UserInput(f"step {r}: " + "please check the queue " * (r % 4 + 1), required=r == 2))
+        calls = (ToolCall(call_id=f"a{r}", name="run"), ToolCall(call_id=f"b{r}", name="read"))
+        ev.append(ModelResponse(text="", tool_calls=calls))
+        if r % 5 == 3:
+            ev.append(ToolResultLost(call_id=f"a{r}", reason="worker died"))
+            ev.append(ToolResult(call_id=f"a{r}", content="late output"))
+        else:
+            ev.append(ToolResult(call_id=f"a{r}", content="line\n" * (20 + 30 * r), exit_code=r % 2))
+        ev.append(ToolResult(call_id=f"b{r}", content=f"token ghp_{'a1B2' * 9} " + "data " * 40))
+        if r % 4 == 1:
+            ev.append(FileRead(path="src/a.py", content="x = 1\n" * (10 + r), revision=f"r{r}"))
+            ev.append(EvidenceRetrieved(content="same text", source_ref=f"https://docs/{r}"))
+        ev.append(ModelResponse(text=f"done {r}"))
+        if r == 6:
+            ev.append(HistoryCompacted(summary=CompactionSummary(goal="g"), covers_from=2,
+                                       covers_to=len(ev) // 2, strategy="mask"))
+        if r == 10:
+            ev.append(HistoryCompacted(summary=CompactionSummary(goal="g", decisions=("go on",)),
+                                       covers_from=2, covers_to=len(ev) // 2, strategy="summary"))
+    return ev
+
+
+def _outcome(state: object, config: BuildConfig) -> tuple[str, str] | str:
+    try:
+        result = build_context(state, config)  # type: ignore[arg-type]
+    except Exception as exc:  # an error is an outcome too
+        return f"{type(exc).__name__}: {exc}"
+    return result.manifest.request_hash, json.dumps(result.manifest.model_dump(mode="json"), sort_keys=True)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.window}-{c.redact}")
+def test_cached_builds_equal_fresh_builds_after_every_event(config: BuildConfig) -> None:
+    state = new_state("cache")
+    for pos, event in enumerate(_events(), start=1):
+        fold_event(state, RecordedEvent("cache", pos, event, ""))
+        for other in CONFIGS:  # interleave configs: caches keyed per config must not leak
+            cached = _outcome(state, other) if other is not config else None
+            assert cached is None or cached == _outcome(state.snapshot(), other), (pos, other)
+        assert _outcome(state, config) == _outcome(state.snapshot(), config), pos
+        assert state.timeline() == state.snapshot().timeline()
+        assert state.required_ids() == state.snapshot().required_ids()
