@@ -352,7 +352,9 @@ class RunState:
     memo: dict[object, object] = field(default_factory=dict, repr=False)
     """Derived facts the builder may reuse across builds (per-fragment costs, the timeline
     index). Not part of the projection: ``snapshot`` starts a fresh one, ``canonical``
-    ignores it. Every entry is keyed so that a change of the state it derives from misses."""
+    ignores it. Every entry is keyed so that a change of the state it derives from misses.
+    Builds write to it, so like folding, building one state is for one thread at a time
+    (give another thread a ``snapshot``)."""
 
     def __post_init__(self) -> None:
         # The counter and the recorded encoding always agree: an encoding that
