@@ -10,6 +10,7 @@ import that the store would refuse fails here, naming the message.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -36,6 +37,7 @@ __all__ = [
     "get_obj",
     "get_str",
     "media_block",
+    "openai_parts",
     "opt_str",
     "require_obj",
     "text_of_blocks",
@@ -172,6 +174,32 @@ class RunBuilder:
         if not self._pairing.open:
             return None
         return max(self._pairing.open.items(), key=lambda kv: kv[1])[0]
+
+
+def openai_parts(content: Any, path: JsonPath,
+                 media: Callable[[str, dict[str, Any], JsonPath], ContentBlock]) -> tuple[ContentBlock, ...]:
+    """OpenAI-style content: a string, or a list of typed parts.
+
+    Chat Completions and Responses share the string form and the text and
+    refusal parts; ``media(kind, part, path)`` maps the format's own media
+    parts and raises :class:`Bad` for a kind it does not know.
+    """
+    if isinstance(content, str):
+        return (TextBlock(text=content),)
+    if not isinstance(content, list):
+        raise Bad(path, "expected 'content' to be a string or an array of parts")
+    blocks: list[ContentBlock] = []
+    for i, raw in enumerate(content):
+        p = (*path, i)
+        part = require_obj(raw, p, "a content part object")
+        kind = get_str(part, "type", p)
+        if kind in ("text", "input_text", "output_text"):
+            blocks.append(TextBlock(text=get_str(part, "text", p)))
+        elif kind == "refusal":
+            blocks.append(TextBlock(text=get_str(part, "refusal", p)))
+        else:
+            blocks.append(media(kind, part, p))
+    return tuple(blocks)
 
 
 def text_of_blocks(blocks: tuple[ContentBlock, ...]) -> str:

@@ -43,6 +43,7 @@ from contextfold.importers._common import (
     get_obj,
     get_str,
     media_block,
+    openai_parts,
     opt_str,
     require_obj,
 )
@@ -53,51 +54,38 @@ __all__ = ["parse_doc", "parse_messages"]
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
+def _media_part(kind: str, part: dict[str, Any], p: JsonPath) -> ContentBlock:
+    """Chat Completions media parts: image_url, input_audio, file."""
+    if kind == "image_url":
+        img = part.get("image_url")
+        if isinstance(img, str):
+            img = {"url": img}
+        img = require_obj(img, (*p, "image_url"), "'image_url' to be an object")
+        return media_block("image", p, url=get_str(img, "url", (*p, "image_url")),
+                           detail=opt_str(img, "detail", (*p, "image_url")))
+    if kind == "input_audio":
+        audio = get_obj(part, "input_audio", p)
+        fmt = opt_str(audio, "format", (*p, "input_audio")) or "wav"
+        return media_block("document", p, data=get_str(audio, "data", (*p, "input_audio")),
+                           media_type=f"audio/{fmt}")
+    if kind == "file":
+        f = get_obj(part, "file", p)
+        fp = (*p, "file")
+        data = opt_str(f, "file_data", fp)
+        file_id = opt_str(f, "file_id", fp)
+        title = opt_str(f, "filename", fp)
+        if data is not None:
+            return media_block("document", fp, url=data if data.startswith("data:") else None,
+                               data=None if data.startswith("data:") else data, title=title)
+        if file_id is not None:
+            return media_block("document", fp, url=f"openai-file://{file_id}", title=title)
+        raise Bad(fp, "file part without 'file_data' or 'file_id'")
+    raise Bad(p, f"unsupported content part type {kind!r}")
+
+
 def _parts(content: Any, path: JsonPath) -> tuple[ContentBlock, ...]:
     """User/system content: a string or a list of content parts."""
-    if isinstance(content, str):
-        return (TextBlock(text=content),)
-    if not isinstance(content, list):
-        raise Bad(path, "expected 'content' to be a string or an array of parts")
-    blocks: list[ContentBlock] = []
-    for i, raw in enumerate(content):
-        p = (*path, i)
-        part = require_obj(raw, p, "a content part object")
-        kind = get_str(part, "type", p)
-        if kind in ("text", "input_text", "output_text"):
-            blocks.append(TextBlock(text=get_str(part, "text", p)))
-        elif kind == "refusal":
-            blocks.append(TextBlock(text=get_str(part, "refusal", p)))
-        elif kind == "image_url":
-            img = part.get("image_url")
-            if isinstance(img, str):
-                img = {"url": img}
-            img = require_obj(img, (*p, "image_url"), "'image_url' to be an object")
-            blocks.append(media_block("image", p, url=get_str(img, "url", (*p, "image_url")),
-                                      detail=opt_str(img, "detail", (*p, "image_url"))))
-        elif kind == "input_audio":
-            audio = get_obj(part, "input_audio", p)
-            fmt = opt_str(audio, "format", (*p, "input_audio")) or "wav"
-            blocks.append(media_block("document", p, data=get_str(audio, "data", (*p, "input_audio")),
-                                      media_type=f"audio/{fmt}"))
-        elif kind == "file":
-            f = get_obj(part, "file", p)
-            fp = (*p, "file")
-            data = opt_str(f, "file_data", fp)
-            file_id = opt_str(f, "file_id", fp)
-            title = opt_str(f, "filename", fp)
-            if data is not None:
-                blocks.append(media_block("document", fp, url=data if data.startswith("data:")
-                                          else None, data=None if data.startswith("data:")
-                                          else data, title=title))
-            elif file_id is not None:
-                blocks.append(media_block("document", fp, url=f"openai-file://{file_id}",
-                                          title=title))
-            else:
-                raise Bad(fp, "file part without 'file_data' or 'file_id'")
-        else:
-            raise Bad(p, f"unsupported content part type {kind!r}")
-    return tuple(blocks)
+    return openai_parts(content, path, _media_part)
 
 
 def _text(content: Any, path: JsonPath) -> str:

@@ -48,6 +48,7 @@ from contextfold.importers._common import (
     compact_json,
     get_str,
     media_block,
+    openai_parts,
     opt_str,
     require_obj,
 )
@@ -62,38 +63,27 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_outp
             "apply_patch_call_output")
 
 
+def _media_part(kind: str, part: dict[str, Any], p: JsonPath) -> ContentBlock:
+    """Responses media parts: input_image, input_file."""
+    if kind == "input_image":
+        url = opt_str(part, "image_url", p)
+        fid = opt_str(part, "file_id", p)
+        return media_block("image", p, url=url or (f"openai-file://{fid}" if fid else None),
+                           detail=opt_str(part, "detail", p))
+    if kind == "input_file":
+        data = opt_str(part, "file_data", p)
+        url = opt_str(part, "file_url", p)
+        fid = opt_str(part, "file_id", p)
+        title = opt_str(part, "filename", p)
+        if data is not None and not data.startswith("data:"):
+            return media_block("document", p, data=data, title=title)
+        return media_block("document", p, title=title,
+                           url=data or url or (f"openai-file://{fid}" if fid else None))
+    raise Bad(p, f"unsupported content part type {kind!r}")
+
+
 def _parts(content: Any, path: JsonPath) -> tuple[ContentBlock, ...]:
-    if isinstance(content, str):
-        return (TextBlock(text=content),)
-    if not isinstance(content, list):
-        raise Bad(path, "expected 'content' to be a string or an array of parts")
-    out: list[ContentBlock] = []
-    for i, raw in enumerate(content):
-        p = (*path, i)
-        part = require_obj(raw, p, "a content part object")
-        kind = get_str(part, "type", p)
-        if kind in ("input_text", "output_text", "text"):
-            out.append(TextBlock(text=get_str(part, "text", p)))
-        elif kind == "refusal":
-            out.append(TextBlock(text=get_str(part, "refusal", p)))
-        elif kind == "input_image":
-            url = opt_str(part, "image_url", p)
-            fid = opt_str(part, "file_id", p)
-            out.append(media_block("image", p, url=url or (f"openai-file://{fid}" if fid else None),
-                                   detail=opt_str(part, "detail", p)))
-        elif kind == "input_file":
-            data = opt_str(part, "file_data", p)
-            url = opt_str(part, "file_url", p)
-            fid = opt_str(part, "file_id", p)
-            title = opt_str(part, "filename", p)
-            if data is not None and not data.startswith("data:"):
-                out.append(media_block("document", p, data=data, title=title))
-            else:
-                out.append(media_block("document", p, title=title, url=data or url or (
-                    f"openai-file://{fid}" if fid else None)))
-        else:
-            raise Bad(p, f"unsupported content part type {kind!r}")
-    return tuple(out)
+    return openai_parts(content, path, _media_part)
 
 
 def _text(content: Any, path: JsonPath) -> str:
