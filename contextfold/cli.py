@@ -294,19 +294,21 @@ register("demo", "record the bundled sample agent run and show what was recorded
 # ---------------------------------------------------------------- main
 
 
+STORE_HELP = ("store URL: sqlite:///path.db or postgresql://user@host:port/db[?schema=name] "
+              "(default: $CONTEXTFOLD_STORE, else sqlite:///contextfold.db here)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="contextfold",
         description="Event-sourced context builder for LLM agents: record runs, rebuild and audit "
                     "what the model saw.",
     )
-    parser.add_argument("--store", default=None,
-                        help="store URL: sqlite:///path.db or postgresql://user@host:port/db "
-                             "(default: $CONTEXTFOLD_STORE or sqlite:///contextfold.db)")
+    parser.add_argument("--store", default=None, help=STORE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (configure, _, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--store", default=argparse.SUPPRESS, help="store URL (as above)")
+        p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
         configure(p)
     return parser
 
