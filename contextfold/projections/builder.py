@@ -57,7 +57,7 @@ from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import finalize_media
 from contextfold.projections.redact import config_policy
-from contextfold.projections.selection import Unit, score, select_units
+from contextfold.projections.selection import Selection, Unit, score, select_units
 from contextfold.projections.state import MessageItem, RunState
 from contextfold.projections.tool_exposure import canonical_tool_json, select_tools
 from contextfold.projections.truncate import Truncation, truncate
@@ -71,6 +71,10 @@ from contextfold.projections.units import (
 )
 
 __all__ = ["MESSAGE_OVERHEAD", "REPLY_PRIMING", "BuildResult", "build_context", "canonical_hash"]
+
+_UNBOUNDED = 1 << 40
+_TOOL_SCORE = 100.0
+"""Optional tool units rank by BM25 above this base: within the tools layer only their order matters."""
 
 REPLY_PRIMING = 3
 
@@ -213,24 +217,27 @@ def _build(state: RunState, config: BuildConfig, *,
             registry[name] = declared[name]
             repair_notes.append(f"declared_unregistered_tool:{name}")
     shares = config.layer_shares
-    exposure = select_tools(
+    # Tool schemas compete in the same selection as fragments (layer "tools", its
+    # share of the budget): pinned and history-referenced tools are required units,
+    # the most relevant others optional ones ranked by BM25. Selecting them apart,
+    # before the fragments, made the fragment budget jump down when a larger budget
+    # let one more relevant tool in, so a larger budget could keep less.
+    candidates_tools = select_tools(
         [registry[n] for n in sorted(registry)], query=_query(state), pinned=policy.pinned,
         referenced=used_names, allowed=policy.allowed, denied=policy.denied,
-        budget_tokens=int(shares.get("tools", 0.0) * budget), count=ctx.count,
-        max_relevant=config.max_tools)
-    exposed = {t.name for t in exposure.exposed}
-    tools = tuple(registry[n] for n in sorted(exposed))
+        budget_tokens=_UNBOUNDED, count=ctx.count, max_relevant=config.max_tools)
+    tool_units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
+                       required=t.reason != "relevant") for t in candidates_tools.exposed]
+    offered = {t.name for t in candidates_tools.exposed}
 
     # ---- candidates: state fragments (deduped) and timeline units
     current_input = current_input_of(timeline)
-    candidates = make_units(ctx, timeline, exposed, current_input)
+    candidates = make_units(ctx, timeline, offered, current_input)
     units, members, unit_layer_no = candidates.units, candidates.members, candidates.layer_no
     excluded = candidates.excluded
 
     # ---- selection
-    available = budget - REPLY_PRIMING - exposure.tokens
-    if available <= 0:
-        raise BudgetError(f"tool schemas alone ({exposure.tokens} tokens) exhaust the budget {budget}")
+    available = budget - REPLY_PRIMING
 
     def shrink_required(required: Sequence[Unit], room: int) -> dict[str, int]:
         grants = {u.id: u.tokens for u in required}
@@ -243,8 +250,16 @@ def _build(state: RunState, config: BuildConfig, *,
             deficit -= cut
         return grants
 
-    fragment_shares = {k: v for k, v in shares.items() if k != "tools"}
-    selection = select_units(units, available, shares=fragment_shares, shrink_required=shrink_required)
+    selection = select_units([*tool_units, *units], available, shares=shares,
+                             shrink_required=shrink_required)
+    kept_tools = tuple(t for t in candidates_tools.exposed if f"tool:{t.name}" in selection.kept)
+    exposure = candidates_tools.model_copy(update={
+        "exposed": kept_tools, "tokens": sum(t.tokens for t in kept_tools),
+        "budget_tokens": int(shares.get("tools", 0.0) * budget)})
+    tools = tuple(registry[t.name] for t in kept_tools)
+    selection = Selection({k: v for k, v in selection.kept.items() if not k.startswith("tool:")},
+                          {k: v for k, v in selection.dropped.items() if not k.startswith("tool:")},
+                          selection.used)
     unit_by_id = {u.id: u for u in units}
 
     # ---- truncation and texts

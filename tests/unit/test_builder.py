@@ -221,3 +221,49 @@ def test_constraints_from_turn_one_survive_to_turn_fifty_when_required() -> None
     text = request_text(result)
     assert "never touch the billing schema" in text
     assert result.manifest.excluded["low_priority"] + result.manifest.excluded["over_budget"] > 0
+
+
+def _tool_heavy_run() -> list[AnyEvent]:
+    events: list[AnyEvent] = [ToolsRegistered(tools=tuple(_registry())),
+                              GoalSet(goal="open a github pull request and post it to slack"),
+                              UserInput("please create the github pull request, then share it in slack")]
+    for i in range(12):
+        call = ToolCall(call_id=f"t{i}", name="run_pytest")
+        events += [ModelResponse(text=f"step {i}", tool_calls=(call,)),
+                   ToolResult(call_id=f"t{i}", content=f"run {i}\n" + "ok line\n" * (20 * (i % 4 + 1)))]
+    events.append(UserInput("and now?"))
+    return events
+
+
+def _one_big_relevant_tool_run() -> list[AnyEvent]:
+    """Old failure: tools picked apart under 10% of the budget made the fragment budget
+    drop by a whole schema once the budget crossed that tool's size."""
+    big = ToolSpec(name="search_flights", description="Search flights between airports for a date. " * 30,
+                   parameters={"type": "object", "properties": {
+                       f"p{i}": {"type": "string", "description": "x" * 40} for i in range(12)}})
+    events: list[AnyEvent] = [ToolsRegistered(tools=(big,)),
+                              GoalSet(goal="search flights from SFO to JFK"), UserInput("go")]
+    for i in range(150):
+        events += [ModelResponse(text=f"thinking about step {i} " * 5), UserInput(f"more detail {i} " * 8)]
+    return events
+
+
+@pytest.mark.parametrize("events", [sample_events(), _tool_heavy_run(), _one_big_relevant_tool_run()],
+                         ids=["sample", "tool-heavy", "big-relevant-tool"])
+def test_a_larger_budget_never_drops_what_a_smaller_one_kept(events: list[AnyEvent]) -> None:
+    """The promise at the level of the whole build (tools included), not only select_units."""
+    state = fold(recorded(events))
+    previous: tuple[set[str], set[str]] | None = None
+    for window in range(1400, 9000, 37):
+        try:
+            m = build_context(state, BuildConfig(window=window, reserve=500)).manifest
+        except RequiredContextExceedsBudgetError:
+            assert previous is None  # once it fits, a larger budget fits too
+            continue
+        kept = {f.id for f in m.fragments}
+        tools = {t.name for t in m.tools}
+        if previous is not None:
+            assert previous[0] <= kept, (window, previous[0] - kept)
+            assert previous[1] <= tools, (window, previous[1] - tools)
+        previous = (kept, tools)
+    assert previous is not None
