@@ -86,15 +86,11 @@ from contextfold.domain import conversation as cv
 from contextfold.domain.events import (
     AnyEvent,
     ContextBuilt,
-    ModelResponse,
-    PolicySet,
     RunStarted,
-    ToolCall,
-    ToolResult,
-    UserInput,
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
+from contextfold.importers.openai_chat import parse_messages
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.state import RunState
@@ -454,25 +450,10 @@ def ag_plain_estimate(memo: Series, ag: list[Any], first_bound: int, budget: int
 
 
 def to_events(traj: list[Msg]) -> list[AnyEvent]:
-    """One event per message (system -> policy, user -> input, assistant -> response, tool ->
-    result); the history at turn t = events for traj[:t]."""
-    out: list[AnyEvent] = []
-    for m in traj:
-        role, content = m["role"], m.get("content") or ""
-        if role == "system":
-            out.append(PolicySet(text=content, source_ref="bench://system"))
-        elif role == "user":
-            out.append(UserInput(content))
-        elif role == "assistant":
-            calls = tuple(ToolCall(call_id=c["id"], name=c["function"]["name"],
-                                   arguments=c["function"]["arguments"])
-                          for c in m.get("tool_calls") or ())
-            out.append(ModelResponse(text=content, tool_calls=calls))
-        elif role == "tool":
-            out.append(ToolResult(call_id=m["tool_call_id"], content=content))
-        else:
-            raise ValueError(role)
-    return out
+    """One event per message, through the project's own OpenAI-chat importer (system -> policy,
+    user -> input, assistant -> response, tool -> result); the history at turn t = events for
+    traj[:t]. The importer's leading RunStarted is dropped: the agent loop below appends its own."""
+    return parse_messages(traj, ())[1:]
 
 
 def conversation_events(c: cv.Conversation) -> list[tuple[str, Any]]:
