@@ -32,7 +32,6 @@ from contextfold.domain.events import (
     ToolCallCancelled,
     ToolResult,
     ToolResultLost,
-    canonical_json,
 )
 
 __all__ = ["GENESIS_HASH", "PairingState", "RecordedEvent", "chain_hash"]
@@ -54,9 +53,6 @@ class RecordedEvent:
     position: int
     event: AnyEvent
     hash: str
-
-    def expected_hash(self, prev_hash: str) -> str:
-        return chain_hash(self.run_id, self.position, prev_hash, canonical_json(self.event))
 
 
 _Undo = list[tuple[str, int | None, bool, str | None, bool]]

@@ -52,7 +52,6 @@ from contextfold.domain.errors import (
     ConcurrencyConflictError,
     InputLimitError,
     IntegrityError,
-    InvalidInputError,
     ProtocolError,
     RunNotFoundError,
 )
@@ -474,14 +473,3 @@ class EventStore:
         if count == 0:
             raise RunNotFoundError(run_id)
         return VerifyReport(run_id, count, True)
-
-
-def validate_events(raw: Sequence[object]) -> list[AnyEvent]:
-    """Validate user-supplied dicts as events (typed error on the first bad one)."""
-    out: list[AnyEvent] = []
-    for index, item in enumerate(raw):
-        try:
-            out.append(EVENT_ADAPTER.validate_python(item))
-        except ValidationError as exc:
-            raise InvalidInputError(f"event {index}: {exc}") from exc
-    return out
