@@ -54,6 +54,7 @@ from contextfold.projections.tokens import DEFAULT_ENCODING, TokenCounter, get_c
 __all__ = [
     "DEFAULT_PRIORITY",
     "FRESHNESS_HALF_LIFE",
+    "FRESHNESS_ZERO_DISTANCE",
     "CallSlot",
     "CallStatus",
     "FragmentEntry",
@@ -292,6 +293,9 @@ class _TimelineIndex:
 
 _FRESHNESS: tuple[float, ...] = tuple(round(math.pow(0.5, d / FRESHNESS_HALF_LIFE), 6) for d in range(4096))
 """Freshness by distance, precomputed: builds look up thousands per call (same formula)."""
+FRESHNESS_ZERO_DISTANCE = _FRESHNESS.index(0.0)
+"""From this distance on, freshness is exactly 0 (rounded to 6 places; it only decreases):
+a fragment that old scores the same in every later build, which lets builds reuse its unit."""
 
 
 def _canonical(obj: object) -> bytes:

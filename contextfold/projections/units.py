@@ -36,7 +36,8 @@ from contextfold.domain.manifest import BuildConfig, ExcludedFragment
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact_fragment
 from contextfold.projections.selection import Unit, score
-from contextfold.projections.state import MessageItem, RunState, TimelineItem, ToolGroup
+from contextfold.projections.state import MessageItem, RunState, TimelineItem
+from contextfold.projections.timeline_units import timeline_units
 
 __all__ = ["MESSAGE_OVERHEAD", "SHRINK_FLOOR", "BuildCtx", "Facts", "Units", "make_units"]
 
@@ -310,91 +311,13 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
         out.members[fid] = (fid,)
         out.layer_no[fid] = {"policy": 1, "goal": 3, "plan": 4}.get(layer, 6)
 
-    recent: set[int] = set()
-    for item in reversed(timeline):  # the newest N groups
-        if len(recent) >= ctx.config.recent_groups:
-            break
-        if isinstance(item, ToolGroup):
-            recent.add(item.position)
-    required = ctx.required
-    statics: dict[int, _ItemFacts] = ctx.objects_for("items")
-    units: dict[int, tuple[tuple[object, ...], Unit]] = ctx.objects_for("units")
-    for item in timeline:
-        st = statics.get(item.position)
-        if st is None or st.item is not item:
-            st = statics[item.position] = _item_facts(ctx, item)
-        ids = st.ids
-        if st.hits:
-            ctx.redacted.update(st.hits)
-        if isinstance(item, ToolGroup):
-            uid = item.group_id
-            missing = sorted(st.names - exposed)
-            detail = (f"uses tools the policy does not expose: {', '.join(missing)}" if missing
-                      else "" if st.closed else
-                      "a call of this group is still unanswered at this point of the log")
-            if detail:
-                for fid in ids:
-                    f = ctx.frag(fid)
-                    out.excluded.append(ExcludedFragment(
-                        id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
-                        reason="stale", detail=detail))
-                continue
-            layer = "recent" if item.position in recent else "history"
-            out.layer_no[uid] = 7 if layer == "recent" else 5
-        else:
-            uid = ids[0]
-            is_input = uid == current_input
-            layer = "input" if is_input else "history"
-            out.layer_no[uid] = 8 if is_input else 5
-        fresh = state.freshness(st.last)  # freshness grows with position: the newest member's
-        is_required = any(fid in required for fid in ids)
-        key = (st, layer, fresh, is_required)
-        hit = units.get(item.position)
-        if hit is not None and hit[0] == key:
-            unit = hit[1]
-        else:
-            unit = Unit(uid, layer, st.tokens, score(st.priority, fresh, st.tokens), item.position,
-                        is_required, st.min_tokens)
-            units[item.position] = (key, unit)
-        out.units.append(unit)
-        out.members[uid] = ids
+    tu = timeline_units(ctx, timeline, exposed, current_input)
+    ctx.redacted.update(tu.hits)
+    out.units.extend(filter(None, tu.units))
+    out.members.update(tu.members)
+    out.layer_no.update(tu.layer_no)
+    out.excluded.extend(tu.stale_lines())
     return out
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _ItemFacts:
-    """What a timeline item contributes to every build, whatever the horizon (per config)."""
-
-    item: TimelineItem
-    ids: tuple[str, ...]
-    tokens: int
-    min_tokens: int | None
-    priority: int
-    last: int
-    """The newest log position among its fragments (freshness)."""
-    hits: tuple[tuple[str, Hit], ...]
-    names: frozenset[str]
-    closed: bool
-
-
-def _item_facts(ctx: BuildCtx, item: TimelineItem) -> _ItemFacts:
-    ids = item.fragment_ids
-    tokens, min_tokens, shrinks, last = 0, 0, False, 0
-    hits: list[tuple[str, Hit]] = []
-    for fid in ids:
-        facts = ctx.facts(fid)
-        tokens += facts.cost
-        min_tokens += facts.min_cost
-        shrinks = shrinks or facts.shrinkable
-        last = max(last, ctx.state.entries[fid].position)
-        if facts.hit is not None:
-            hits.append((fid, facts.hit))
-    names: frozenset[str] = frozenset()
-    closed = True
-    if isinstance(item, ToolGroup):
-        names, closed = frozenset(c.name for c in item.calls), item.closed
-    return _ItemFacts(item, ids, tokens, min_tokens if shrinks else None, ctx.frag(ids[0]).priority, last,
-                      tuple(hits), names, closed)
 
 
 def current_input_of(timeline: tuple[TimelineItem, ...]) -> str | None:

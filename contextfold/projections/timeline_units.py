@@ -1,0 +1,257 @@
+"""The timeline's selection units, kept across builds: a build re-derives only what changed.
+
+Why: an agent loop builds after every step, and a long run's timeline has
+thousands of items. What a timeline item contributes to selection (one
+:class:`~contextfold.projections.selection.Unit`, or ``stale`` lines) is a
+function of
+
+- the item and its fragments' facts (fixed per build configuration: fragment
+  content never changes once folded),
+- its layer: ``recent`` (one of the newest ``recent_groups`` groups), ``input``
+  (the current user input) or ``history``,
+- its freshness, from the distance to the state's horizon,
+- whether one of its fragments is required,
+- whether it uses a tool the build does not expose (then it is ``stale``).
+
+Freshness only decreases as the log grows, and from
+``FRESHNESS_ZERO_DISTANCE`` on it is exactly 0: an item that old scores the same
+in every later build. So a build recomputes the rows of new items, of items
+replaced in place (a call answered, a result masked, a compaction), of items
+that were not yet cold, of items whose layer or required flag changed, and
+nothing else. The result is the same as deriving every row afresh (the build
+identity check and the incremental-vs-fresh tests hold it to that), at
+O(changes) per build instead of O(timeline).
+
+One :class:`TimelineUnits` per (facts table, ``recent_groups``) lives in
+``RunState.memo``; like every memo entry it is for one thread at a time.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import TYPE_CHECKING
+
+from contextfold.domain.manifest import ExcludedFragment
+from contextfold.projections.selection import Unit, score
+from contextfold.projections.state import (
+    FRESHNESS_ZERO_DISTANCE,
+    MessageItem,
+    TimelineItem,
+    ToolGroup,
+)
+
+if TYPE_CHECKING:  # units imports this module to build its units
+    from contextfold.projections.units import BuildCtx, Hit
+
+__all__ = ["TimelineUnits", "timeline_units"]
+
+_MISMATCH_LIMIT = 256
+"""More items replaced than this (a compaction re-laid the timeline out): rebuild every row."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ItemFacts:
+    """What a timeline item contributes to every build, whatever the horizon (per config)."""
+
+    item: TimelineItem
+    ids: tuple[str, ...]
+    tokens: int
+    min_tokens: int | None
+    priority: int
+    last: int
+    """The newest log position among its fragments (freshness)."""
+    hits: tuple[tuple[str, Hit], ...]
+    names: frozenset[str]
+    closed: bool
+
+
+def item_facts(ctx: BuildCtx, item: TimelineItem) -> ItemFacts:
+    ids = item.fragment_ids
+    tokens, min_tokens, shrinks, last = 0, 0, False, 0
+    hits: list[tuple[str, Hit]] = []
+    for fid in ids:
+        facts = ctx.facts(fid)
+        tokens += facts.cost
+        min_tokens += facts.min_cost
+        shrinks = shrinks or facts.shrinkable
+        last = max(last, ctx.state.entries[fid].position)
+        if facts.hit is not None:
+            hits.append((fid, facts.hit))
+    names: frozenset[str] = frozenset()
+    closed = True
+    if isinstance(item, ToolGroup):
+        names, closed = frozenset(c.name for c in item.calls), item.closed
+    return ItemFacts(item, ids, tokens, min_tokens if shrinks else None, ctx.frag(ids[0]).priority, last,
+                     tuple(hits), names, closed)
+
+
+@dataclass(slots=True)
+class _Row:
+    facts: ItemFacts
+    unit: Unit | None
+    """None when the item is stale (then ``stale`` lists its fragments)."""
+    layer_no: int
+    fresh: float
+    stale: tuple[ExcludedFragment, ...] = ()
+
+
+@dataclass(slots=True)
+class TimelineUnits:
+    """The rows of the last build, aligned with its timeline (module docstring)."""
+
+    timeline: tuple[TimelineItem, ...] = ()
+    rows: list[_Row] = field(default_factory=list)
+    units: list[Unit | None] = field(default_factory=list)
+    members: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    layer_no: dict[str, int] = field(default_factory=dict)
+    row_of: dict[str, int] = field(default_factory=dict)
+    """Fragment id -> index of the row it belongs to."""
+    stale_rows: dict[int, None] = field(default_factory=dict)
+    hits: dict[str, Hit] = field(default_factory=dict)
+    hit_rows: dict[int, None] = field(default_factory=dict)
+    horizon: int = -1
+    blocked: frozenset[str] | None = None
+    recent: frozenset[int] = frozenset()
+    current: int | None = None
+    required: frozenset[str] = frozenset()
+    hot: set[int] = field(default_factory=set)
+    """Rows whose freshness was above 0 at the last build."""
+
+    def _drop(self, i: int) -> None:
+        row = self.rows[i]
+        for fid in row.facts.ids:
+            if self.row_of.get(fid) == i:
+                del self.row_of[fid]
+        if row.unit is not None and self.members.get(row.unit.id) is row.facts.ids:
+            del self.members[row.unit.id]
+            del self.layer_no[row.unit.id]
+        for fid, _ in row.facts.hits:
+            self.hits.pop(fid, None)
+        self.hit_rows.pop(i, None)
+        self.stale_rows.pop(i, None)
+
+    def _set(self, i: int, row: _Row) -> None:
+        if i == len(self.rows):
+            self.rows.append(row)
+            self.units.append(row.unit)
+        else:
+            self.rows[i] = row
+            self.units[i] = row.unit
+        for fid in row.facts.ids:
+            self.row_of[fid] = i
+        if row.unit is not None:
+            self.members[row.unit.id] = row.facts.ids
+            self.layer_no[row.unit.id] = row.layer_no
+        else:
+            self.stale_rows[i] = None
+        if row.facts.hits:
+            self.hits.update(row.facts.hits)
+            self.hit_rows[i] = None
+
+    def stale_lines(self) -> list[ExcludedFragment]:
+        return list(chain.from_iterable(self.rows[i].stale for i in sorted(self.stale_rows)))
+
+
+def _recent(timeline: tuple[TimelineItem, ...], n: int) -> frozenset[int]:
+    """Row indices of the newest ``n`` groups."""
+    out: list[int] = []
+    for i in range(len(timeline) - 1, -1, -1):
+        if len(out) >= n:
+            break
+        if isinstance(timeline[i], ToolGroup):
+            out.append(i)
+    return frozenset(out)
+
+
+def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[str],
+                   current_input: str | None) -> TimelineUnits:
+    """Bring the memoised rows up to date with ``timeline`` for this build (module docstring)."""
+    state = ctx.state
+    key = ("timeline-units", ctx.table_key, ctx.config.recent_groups)
+    tu = state.memo.get(key)
+    blocked = frozenset(state.used_tool_names()) - exposed
+    if (not isinstance(tu, TimelineUnits) or tu.blocked != blocked or state.horizon < tu.horizon
+            or len(timeline) < len(tu.timeline)):
+        tu = TimelineUnits()
+        state.memo[key] = tu
+    required = ctx.required
+    recent = _recent(timeline, ctx.config.recent_groups)
+    current = None
+    if current_input is not None:  # it is near the end: only trailing notes follow it
+        for i in range(len(timeline) - 1, -1, -1):
+            if timeline[i].fragment_id == current_input:
+                current = i
+                break
+    old = tu.timeline
+    n_old = len(old) if tu.rows else 0
+    dirty: set[int] = set(range(n_old, len(timeline)))
+    if n_old and timeline[:n_old] != old:
+        changed = [i for i, same in enumerate(map(operator.is_, old, timeline[:n_old])) if not same]
+        if len(changed) > _MISMATCH_LIMIT:
+            tu = TimelineUnits()
+            state.memo[key] = tu
+            n_old = 0
+            dirty = set(range(len(timeline)))
+        else:
+            dirty.update(changed)
+    if n_old:
+        if state.horizon != tu.horizon:
+            dirty.update(tu.hot)
+        dirty.update(recent ^ tu.recent)
+        if current != tu.current:
+            dirty.update(i for i in (current, tu.current) if i is not None and i < len(timeline))
+        if required != tu.required:
+            dirty.update(tu.row_of[fid] for fid in required ^ tu.required if fid in tu.row_of)
+    statics: dict[int, ItemFacts] = ctx.objects_for("items")
+    cold_from = state.horizon - FRESHNESS_ZERO_DISTANCE
+    order = sorted(dirty)
+    for i in order:  # every old row first: a shifted item may reappear in another row
+        if i < len(tu.rows):
+            tu._drop(i)
+    for i in order:
+        item = timeline[i]
+        st = statics.get(item.position)
+        if st is None or st.item is not item:
+            st = statics[item.position] = item_facts(ctx, item)
+        tu._set(i, _row(ctx, st, i in recent, i == current, required, blocked))
+        if st.last > cold_from:
+            tu.hot.add(i)
+        else:
+            tu.hot.discard(i)
+    tu.timeline, tu.horizon, tu.blocked = timeline, state.horizon, blocked
+    tu.recent, tu.current, tu.required = recent, current, required
+    return tu
+
+
+def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, required: frozenset[str],
+         blocked: frozenset[str]) -> _Row:
+    item = st.item
+    ids = st.ids
+    fresh = ctx.state.freshness(st.last)  # freshness grows with position: the newest member's
+    if isinstance(item, ToolGroup):
+        uid = item.group_id
+        missing = sorted(st.names & blocked)
+        detail = (f"uses tools the policy does not expose: {', '.join(missing)}" if missing
+                  else "" if st.closed else
+                  "a call of this group is still unanswered at this point of the log")
+        if detail:
+            lines = []
+            for fid in ids:
+                f = ctx.frag(fid)
+                lines.append(ExcludedFragment(
+                    id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
+                    reason="stale", detail=detail))
+            return _Row(st, None, 0, fresh, tuple(lines))
+        layer = "recent" if is_recent else "history"
+        layer_no = 7 if is_recent else 5
+    else:
+        uid = ids[0]
+        is_input = is_current and isinstance(item, MessageItem)
+        layer = "input" if is_input else "history"
+        layer_no = 8 if is_input else 5
+    is_required = any(fid in required for fid in ids)
+    unit = Unit(uid, layer, st.tokens, score(st.priority, fresh, st.tokens), item.position,
+                is_required, st.min_tokens)
+    return _Row(st, unit, layer_no, fresh)
