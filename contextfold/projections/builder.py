@@ -57,7 +57,7 @@ from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import finalize_media
 from contextfold.projections.redact import config_policy
-from contextfold.projections.selection import Selection, Unit, score, select_units
+from contextfold.projections.selection import Unit, score, select_units
 from contextfold.projections.state import MessageItem, RunState
 from contextfold.projections.tool_exposure import canonical_tool_json, select_tools
 from contextfold.projections.truncate import Truncation, truncate
@@ -251,16 +251,16 @@ def _build(state: RunState, config: BuildConfig, *,
         return grants
 
     selection = select_units([*tool_units, *units], available, shares=shares,
-                             shrink_required=shrink_required)
+                             shrink_required=shrink_required, presorted=candidates.presorted)
     kept_tools = tuple(t for t in candidates_tools.exposed if f"tool:{t.name}" in selection.kept)
     exposure = candidates_tools.model_copy(update={
         "exposed": kept_tools, "tokens": sum(t.tokens for t in kept_tools),
         "budget_tokens": int(shares.get("tools", 0.0) * budget)})
     tools = tuple(registry[t.name] for t in kept_tools)
-    selection = Selection({k: v for k, v in selection.kept.items() if not k.startswith("tool:")},
-                          {k: v for k, v in selection.dropped.items() if not k.startswith("tool:")},
-                          selection.used)
-    unit_by_id = {u.id: u for u in units}
+    for t in candidates_tools.exposed:  # tools are reported apart from fragments
+        selection.kept.pop(f"tool:{t.name}", None)
+        selection.dropped.pop(f"tool:{t.name}", None)
+    unit_by_id = candidates.unit_of
 
     # ---- truncation and texts
     texts: dict[str, str] = {}
@@ -320,8 +320,10 @@ def _build(state: RunState, config: BuildConfig, *,
     dropped_lines = ctx.objects_for("dropped")
     for uid, reason in sorted(selection.dropped.items()):
         # Per config, a unit's fragment views are fixed (late redaction only touches kept
-        # units), so an equal unit dropped for the same reason gives the same lines.
-        key = (unit_by_id[uid], reason)
+        # units), so the same members at the same size dropped for the same reason give the
+        # same lines (a re-scored unit is a new object with the same lines).
+        unit = unit_by_id[uid]
+        key = (members[uid], unit.tokens, reason)
         hit = dropped_lines.get(uid)
         if hit is None or hit[0] != key:
             lines = []
@@ -329,7 +331,7 @@ def _build(state: RunState, config: BuildConfig, *,
                 f = ctx.frag(fid)
                 lines.append(ExcludedFragment(
                     id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
-                    detail=f"unit {uid} needs {unit_by_id[uid].tokens} tokens"))
+                    detail=f"unit {uid} needs {unit.tokens} tokens"))
             hit = dropped_lines[uid] = (key, lines)
         excluded.extend(hit[1])
     active_ids = set(state.active)

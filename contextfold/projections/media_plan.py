@@ -184,7 +184,12 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
         return out
 
     messages: list[Message] = []
+    changed = False
     for message in conversation.messages:
+        if not _has_media(message):  # most messages: kept as they are (no copy per build)
+            messages.append(message)
+            continue
+        changed = True
         match message:
             case UserMessage():
                 messages.append(UserMessage(parts=tuple(user_part(p) for p in message.parts)))
@@ -198,5 +203,18 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
                     for r in message.results)))
             case _:
                 assert_never(message)
-    finish.conversation = conversation.model_copy(update={"messages": tuple(messages)})
+    if changed:
+        finish.conversation = conversation.model_copy(update={"messages": tuple(messages)})
     return finish
+
+
+def _has_media(message: Message) -> bool:
+    match message:
+        case UserMessage():
+            return any(p.type == "media" for p in message.parts)
+        case AssistantMessage():
+            return False
+        case ToolResults():
+            return any(p.type == "media" for r in message.results for p in r.content)
+        case _:
+            assert_never(message)

@@ -39,8 +39,11 @@ cheaper first.
 from __future__ import annotations
 
 import math
+from bisect import insort
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import attrgetter, itemgetter, truediv
 
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
 
@@ -79,6 +82,11 @@ class Unit:
     position: int
     required: bool = False
     min_tokens: int | None = None
+    rank: tuple[float, int, str] = field(init=False, repr=False, compare=False)
+    """Order within a layer: higher score, then newer, then id (unique: ids are)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rank", (-self.score, -self.position, self.id))
 
     @property
     def shrinkable(self) -> bool:
@@ -94,21 +102,49 @@ class Selection:
     used: int
 
 
-def _order(units: Sequence[Unit], shares: Mapping[str, float], budget: int) -> list[Unit]:
-    by_layer: dict[str, list[Unit]] = {}
-    for u in units:
-        by_layer.setdefault(u.layer, []).append(u)
-    keyed: list[tuple[float, float, int, str, Unit]] = []
-    for layer, members in by_layer.items():
-        members.sort(key=lambda u: (-u.score, -u.position, u.id))
+RANK = attrgetter("rank")
+_TOKENS = attrgetter("tokens")
+_ID = itemgetter(2)
+_RANK_OF = itemgetter(1)
+
+
+def _order(layers: Mapping[str, Sequence[Unit]], shares: Mapping[str, float]
+           ) -> list[tuple[float, tuple[float, int, str], Unit]]:
+    """Every optional unit as (virtual finish time, rank, unit), in the walk's order.
+
+    ``layers``: each layer's units sorted by ``rank``. Built from C-level passes
+    (accumulate, map, zip, one sort of already-sorted runs) because a long
+    run's builds order thousands of units.
+    """
+    keyed: list[tuple[float, tuple[float, int, str], Unit]] = []
+    for layer, members in layers.items():
         share = shares.get(layer, 0.0)
-        cumulative = 0
-        for u in members:
-            cumulative += u.tokens
-            vtime = cumulative / share if share > 0 else math.inf
-            keyed.append((vtime, -u.score, -u.position, u.id, u))
-    keyed.sort(key=lambda k: k[:4])
-    return [k[4] for k in keyed]
+        cumulative = accumulate(map(_TOKENS, members))
+        vtimes = map(truediv, cumulative, repeat(share)) if share > 0 else repeat(math.inf)
+        keyed.extend(zip(vtimes, map(RANK, members), members, strict=False))  # vtimes may repeat
+    keyed.sort(key=_KEY)
+    return keyed
+
+
+_KEY = itemgetter(0, 1)
+
+
+def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | None
+            ) -> dict[str, list[Unit]]:
+    """Optional units by layer, sorted by rank: ``presorted`` with ``units`` merged in."""
+    extra: dict[str, list[Unit]] = {}
+    for u in units:
+        if not u.required:
+            extra.setdefault(u.layer, []).append(u)
+    layers = {layer: list(members) for layer, members in (presorted or {}).items()}
+    for layer, members in extra.items():
+        into = layers.get(layer)
+        if into is None or len(members) * 8 > len(into):
+            layers[layer] = sorted([*(into or ()), *members], key=RANK)
+        else:
+            for u in members:
+                insort(into, u, key=RANK)
+    return layers
 
 
 def select_units(
@@ -117,6 +153,7 @@ def select_units(
     *,
     shares: Mapping[str, float],
     shrink_required: Callable[[Sequence[Unit], int], dict[str, int]] | None = None,
+    presorted: Mapping[str, Sequence[Unit]] | None = None,
 ) -> Selection:
     """Select units within ``budget`` tokens. See the module docstring for the rules.
 
@@ -124,9 +161,12 @@ def select_units(
     for shrinkable required units when they alone exceed the budget; if the
     grants still do not fit, :class:`RequiredContextExceedsBudgetError` carries
     every required unit and its size.
+
+    ``presorted``: more optional units, by layer, each list sorted by ``rank``
+    (a caller that keeps them sorted across builds saves the sort); the result
+    is the same as passing them in ``units``.
     """
     required = [u for u in units if u.required]
-    optional = [u for u in units if not u.required]
     kept: dict[str, int] = {u.id: u.tokens for u in required}
     used = sum(kept.values())
     if used > budget:
@@ -136,21 +176,19 @@ def select_units(
         if used > budget:
             raise RequiredContextExceedsBudgetError(budget, [(u.id, u.tokens) for u in required])
     dropped: dict[str, str] = {}
-    stopped = False
-    for u in _order(optional, shares, budget):
-        if stopped:
-            dropped[u.id] = "low_priority"
-            continue
+    keyed = _order(_layers(units, presorted), shares)
+    for i, (_, _, u) in enumerate(keyed):
         room = budget - used
         if u.tokens <= room:
             kept[u.id] = u.tokens
             used += u.tokens
             continue
-        stopped = True
         floor = max(u.min_tokens or u.tokens, MIN_TRUNCATED_TOKENS)
         if u.shrinkable and floor <= room:
             kept[u.id] = room
             used += room
         else:
             dropped[u.id] = "over_budget"
+        dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
+        break
     return Selection(kept, dropped, used)

@@ -29,12 +29,13 @@ One :class:`TimelineUnits` per (facts table, ``recent_groups``) lives in
 from __future__ import annotations
 
 import operator
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING
 
 from contextfold.domain.manifest import ExcludedFragment
-from contextfold.projections.selection import Unit, score
+from contextfold.projections.selection import RANK, Unit, score
 from contextfold.projections.state import (
     FRESHNESS_ZERO_DISTANCE,
     MessageItem,
@@ -103,9 +104,16 @@ class TimelineUnits:
 
     timeline: tuple[TimelineItem, ...] = ()
     rows: list[_Row] = field(default_factory=list)
-    units: list[Unit | None] = field(default_factory=list)
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)
     layer_no: dict[str, int] = field(default_factory=dict)
+    unit_of: dict[str, Unit] = field(default_factory=dict)
+    required_units: dict[str, Unit] = field(default_factory=dict)
+    sorted_layers: dict[str, list[Unit]] = field(default_factory=dict)
+    """Cold optional units (freshness 0: their rank is final) by layer, sorted by rank,
+    for ``select_units(presorted=...)``."""
+    hot_units: dict[str, Unit] = field(default_factory=dict)
+    """Optional units whose freshness is above 0: re-scored when the horizon moves, and merged
+    into their layers by selection."""
     row_of: dict[str, int] = field(default_factory=dict)
     """Fragment id -> index of the row it belongs to."""
     stale_rows: dict[int, None] = field(default_factory=dict)
@@ -124,31 +132,67 @@ class TimelineUnits:
         for fid in row.facts.ids:
             if self.row_of.get(fid) == i:
                 del self.row_of[fid]
-        if row.unit is not None and self.members.get(row.unit.id) is row.facts.ids:
-            del self.members[row.unit.id]
-            del self.layer_no[row.unit.id]
+        unit = row.unit
+        if unit is not None and self.unit_of.get(unit.id) is unit:
+            del self.members[unit.id]
+            del self.layer_no[unit.id]
+            del self.unit_of[unit.id]
+            if unit.required:
+                del self.required_units[unit.id]
+            elif self.hot_units.get(unit.id) is unit:
+                del self.hot_units[unit.id]
+            else:
+                layer = self.sorted_layers[unit.layer]
+                at = bisect_left(layer, unit.rank, key=RANK)
+                if layer[at] is not unit:
+                    raise AssertionError(f"unit {unit.id} missing from its sorted layer")
+                del layer[at]
         for fid, _ in row.facts.hits:
             self.hits.pop(fid, None)
         self.hit_rows.pop(i, None)
         self.stale_rows.pop(i, None)
 
-    def _set(self, i: int, row: _Row) -> None:
+    def _set(self, i: int, row: _Row, hot: bool) -> None:
         if i == len(self.rows):
             self.rows.append(row)
-            self.units.append(row.unit)
         else:
             self.rows[i] = row
-            self.units[i] = row.unit
         for fid in row.facts.ids:
             self.row_of[fid] = i
-        if row.unit is not None:
-            self.members[row.unit.id] = row.facts.ids
-            self.layer_no[row.unit.id] = row.layer_no
+        unit = row.unit
+        if unit is not None:
+            self.members[unit.id] = row.facts.ids
+            self.layer_no[unit.id] = row.layer_no
+            self.unit_of[unit.id] = unit
+            if unit.required:
+                self.required_units[unit.id] = unit
+            elif hot:
+                self.hot_units[unit.id] = unit
+            else:
+                insort(self.sorted_layers.setdefault(unit.layer, []), unit, key=RANK)
         else:
             self.stale_rows[i] = None
         if row.facts.hits:
             self.hits.update(row.facts.hits)
             self.hit_rows[i] = None
+
+    def _rescore(self, i: int, fresh: float, hot: bool) -> None:
+        """Row ``i`` as before but for its freshness (the horizon moved, nothing else did)."""
+        row = self.rows[i]
+        row.fresh = fresh
+        old = row.unit
+        if old is None:
+            return
+        unit = row.unit = Unit(old.id, old.layer, old.tokens, score(row.facts.priority, fresh, old.tokens),
+                               old.position, old.required, old.min_tokens)
+        self.unit_of[unit.id] = unit
+        if unit.required:
+            self.required_units[unit.id] = unit
+        elif hot:
+            self.hot_units[unit.id] = unit
+        else:
+            del self.hot_units[unit.id]
+            insort(self.sorted_layers.setdefault(unit.layer, []), unit, key=RANK)
 
     def stale_lines(self) -> list[ExcludedFragment]:
         return list(chain.from_iterable(self.rows[i].stale for i in sorted(self.stale_rows)))
@@ -196,16 +240,24 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
             dirty = set(range(len(timeline)))
         else:
             dirty.update(changed)
+    rescore: set[int] = set()
     if n_old:
         if state.horizon != tu.horizon:
-            dirty.update(tu.hot)
+            rescore = tu.hot - dirty
         dirty.update(recent ^ tu.recent)
         if current != tu.current:
             dirty.update(i for i in (current, tu.current) if i is not None and i < len(timeline))
         if required != tu.required:
             dirty.update(tu.row_of[fid] for fid in required ^ tu.required if fid in tu.row_of)
+        rescore -= dirty
     statics: dict[int, ItemFacts] = ctx.objects_for("items")
     cold_from = state.horizon - FRESHNESS_ZERO_DISTANCE
+    for i in rescore:
+        last = tu.rows[i].facts.last
+        hot = last > cold_from
+        tu._rescore(i, state.freshness(last), hot)
+        if not hot:
+            tu.hot.discard(i)
     order = sorted(dirty)
     for i in order:  # every old row first: a shifted item may reappear in another row
         if i < len(tu.rows):
@@ -215,8 +267,9 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
         st = statics.get(item.position)
         if st is None or st.item is not item:
             st = statics[item.position] = item_facts(ctx, item)
-        tu._set(i, _row(ctx, st, i in recent, i == current, required, blocked))
-        if st.last > cold_from:
+        hot = st.last > cold_from
+        tu._set(i, _row(ctx, st, i in recent, i == current, required, blocked), hot)
+        if hot:
             tu.hot.add(i)
         else:
             tu.hot.discard(i)

@@ -261,6 +261,11 @@ class Units:
     """The candidates of one build: units, their fragments, layers, and early exclusions."""
 
     units: list[Unit] = field(default_factory=list)
+    """State fragments' units and the timeline's required ones."""
+    presorted: dict[str, list[Unit]] = field(default_factory=dict)
+    """The timeline's optional units by layer, sorted by rank (``select_units(presorted=)``)."""
+    unit_of: dict[str, Unit] = field(default_factory=dict)
+    """Every unit by id."""
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)
     layer_no: dict[str, int] = field(default_factory=dict)
     excluded: list[ExcludedFragment] = field(default_factory=list)
@@ -313,7 +318,11 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
 
     tu = timeline_units(ctx, timeline, exposed, current_input)
     ctx.redacted.update(tu.hits)
-    out.units.extend(filter(None, tu.units))
+    out.unit_of = dict(tu.unit_of)
+    out.unit_of.update((u.id, u) for u in out.units)
+    out.units.extend(tu.required_units.values())
+    out.units.extend(tu.hot_units.values())
+    out.presorted = tu.sorted_layers
     out.members.update(tu.members)
     out.layer_no.update(tu.layer_no)
     out.excluded.extend(tu.stale_lines())
