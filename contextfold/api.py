@@ -323,7 +323,12 @@ def _first_difference(a: Any, b: Any, path: str = "manifest") -> str:
 
 
 def render_request(conversation: Conversation, provider: str, max_output_tokens: int) -> dict[str, Any]:
-    """Render and validate ``conversation`` for ``provider`` (the renderers are pure)."""
-    from contextfold.projections.render import render
+    """Render and validate ``conversation`` for ``provider``: the ``render`` port of ``build_context``.
 
-    return render(conversation, provider, max_tokens=max_output_tokens)
+    The renderers are pure. The body's message dicts are kept and reused by later renders of
+    the same messages (read-only; ``build_context`` hands out copies); for a body of your own
+    to edit, call ``contextfold.projections.render.render``.
+    """
+    from contextfold.projections.render import render_shared
+
+    return render_shared(conversation, provider, max_tokens=max_output_tokens)

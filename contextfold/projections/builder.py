@@ -27,13 +27,11 @@ tool specs) and recorded as a repair.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from operator import attrgetter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from operator import attrgetter, itemgetter
 from typing import Any, cast
-
-import blake3
 
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import BudgetError
@@ -53,10 +51,12 @@ from contextfold.domain.manifest import (
 )
 from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.diagnose import lean_log
+from contextfold.projections.exclusions import dropped_lines
 from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import finalize_media
 from contextfold.projections.redact import config_policy
+from contextfold.projections.request_json import canonical_hash, conversation_json, hand_out
 from contextfold.projections.selection import Unit, score, select_units
 from contextfold.projections.state import MessageItem, RunState
 from contextfold.projections.tool_exposure import canonical_tool_json, select_tools
@@ -79,18 +79,20 @@ _TOOL_SCORE = 100.0
 REPLY_PRIMING = 3
 
 
-def canonical_hash(obj: Any) -> str:
-    return blake3.blake3(json.dumps(obj, sort_keys=True, separators=(",", ":"),
-                                    ensure_ascii=False).encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class BuildResult:
     conversation: Conversation
-    request: dict[str, Any]
+    shared_request: dict[str, Any] = field(repr=False)
+    """The request body as the builder keeps it: its message dicts are reused by later builds
+    of the same state (``request_json``). Read-only; :attr:`request` is the caller's copy."""
     manifest: ContextManifest
     fragments: tuple[ContextFragment, ...]
     """The selected fragments, with selection_reason and truncated set."""
+
+    @cached_property
+    def request(self) -> dict[str, Any]:
+        """The request body to send or edit: a deep copy, made on first access."""
+        return hand_out(self.shared_request)
 
 
 def _query(state: RunState) -> str:
@@ -125,6 +127,16 @@ def _truncate_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     else:
         kind = "log" if f.kind == "tool_result" else "text"
     return truncate(text, max_tokens, kind=kind, count=ctx.count)  # type: ignore[arg-type]
+
+
+def _has_artifact_member(ctx: BuildCtx, uid: str, ids: tuple[str, ...]) -> bool:
+    """Whether a member's text lives in an artifact (loaded when kept), once per unit and members."""
+    memo = ctx.objects_for("artifact-units")
+    hit = memo.get(uid)
+    if hit is None or hit[0] is not ids:
+        hit = memo[uid] = (ids, any(ctx.has_artifact_text(fid) for fid in ids))
+    out: bool = hit[1]
+    return out
 
 
 def _split(room: int, sizes: list[int]) -> list[int]:
@@ -182,7 +194,8 @@ def _build(state: RunState, config: BuildConfig, *,
     usage observations) shrinks the budget so estimate x correction fits.
 
     ``render(conversation, provider, max_output_tokens)`` returns the provider
-    body; without it (or for provider ``neutral``) the request is the
+    body (its message dicts may be shared with later builds, as ``render_shared``'s are:
+    the result holds fresh copies); without it (or for provider ``neutral``) the request is the
     conversation's JSON.
 
     Media: images and PDFs are priced for ``config.provider`` (``media_cost``;
@@ -269,7 +282,10 @@ def _build(state: RunState, config: BuildConfig, *,
     text_cut: set[str] = set()
     reduced: set[str] = set()
     original_tokens: dict[str, int] = {}
-    for uid, grant in sorted(selection.kept.items()):
+    worked = sorted(uid for uid, grant in selection.kept.items()
+                    if grant < unit_by_id[uid].tokens or _has_artifact_member(ctx, uid, members[uid]))
+    for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
+        grant = selection.kept[uid]
         unit = unit_by_id[uid]
         ids = members[uid]
         for fid in ids:
@@ -317,23 +333,10 @@ def _build(state: RunState, config: BuildConfig, *,
     kept_ids = frozenset(fid for uid in selection.kept for fid in members[uid])
     for fid in sorted(kept_ids & ctx.redacted.keys()):
         texts.setdefault(fid, ctx.redacted[fid][1].text)
-    dropped_lines = ctx.objects_for("dropped")
-    for uid, reason in sorted(selection.dropped.items()):
-        # Per config, a unit's fragment views are fixed (late redaction only touches kept
-        # units), so the same members at the same size dropped for the same reason give the
-        # same lines (a re-scored unit is a new object with the same lines).
-        unit = unit_by_id[uid]
-        key = (members[uid], unit.tokens, reason)
-        hit = dropped_lines.get(uid)
-        if hit is None or hit[0] != key:
-            lines = []
-            for fid in members[uid]:
-                f = ctx.frag(fid)
-                lines.append(ExcludedFragment(
-                    id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
-                    detail=f"unit {uid} needs {unit.tokens} tokens"))
-            hit = dropped_lines[uid] = (key, lines)
-        excluded.extend(hit[1])
+    assert candidates.timeline is not None
+    others, low_priority = dropped_lines(ctx, _config_hash(config), selection, unit_by_id, members,
+                                         candidates.timeline, [u.id for u in units])
+    excluded.extend(others)
     active_ids = set(state.active)
     for old, new in sorted(state.superseded_by.items()):
         if new in active_ids and state.entries[old].fragment.kind != "tool_spec":
@@ -349,14 +352,17 @@ def _build(state: RunState, config: BuildConfig, *,
                            load_bytes=None if config.provider == "neutral" else load_bytes)
     conversation = media.conversation
     if render is None or config.provider == "neutral":
-        request = conversation.model_dump(mode="json")
+        request = conversation_json(conversation)
     else:
         request = render(conversation, config.provider, config.reserve)
-    return _finish(ctx, config, budget, conversation, request, selection.kept, members, unit_layer_no,
-                   texts, truncated, original_tokens, truncations, excluded, exposure, repair_notes,
-                   current_input, calibration, (text_cut, reduced, media.shown_in))
+    return _finish(ctx, config, budget, conversation, request, selection.kept, (members, unit_by_id, worked),
+                   unit_layer_no,
+                   texts, truncated, original_tokens, truncations, (excluded, low_priority), exposure,
+                   repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
 
 
+_ORDER = itemgetter(0, 1, 2)
+"""Selected fragments in layer order, then log position, then id."""
 _CONFIG_HASHES: dict[int, tuple[BuildConfig, str]] = {}
 
 
@@ -405,21 +411,33 @@ def _manifest_line(view: ContextFragment, layer: int, tokens: int, original_toke
 
 
 def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
-            request: dict[str, Any], kept: dict[str, int], members: dict[str, tuple[str, ...]],
+            request: dict[str, Any], kept: dict[str, int],
+            units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
             unit_layer_no: dict[str, int], texts: dict[str, str], truncated: set[str],
             original_tokens: dict[str, int], truncations: list[TruncationRecord],
-            excluded: list[ExcludedFragment], exposure: Any, repairs: list[str],
+            exclusions: tuple[list[ExcludedFragment], list[ExcludedFragment]], exposure: Any,
+            repairs: list[str],
             current_input: str | None, calibration: Calibration | None = None,
             cuts: tuple[set[str], set[str], dict[str, dict[str, str]]] = (set(), set(), {})
             ) -> BuildResult:
     state = ctx.state
     text_cut, reduced, shown_in = cuts
-    selected: list[tuple[int, int, ContextFragment, ManifestFragment]] = []
-    layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
-    overhead_total = REPLY_PRIMING
+    members, unit_of, worked_units = units
+    worked = frozenset(worked_units)
+    selected: list[tuple[int, int, str, ContextFragment, ManifestFragment, int, int]] = []
     entries = state.entries
-    for uid, _grant in kept.items():
+    unit_rows = ctx.objects_for("selected-units")
+    for uid in kept:
+        # A unit's lines are the same as long as its Unit object is (a re-scored, re-layered,
+        # newly required or changed item gets a new one) and nothing was cut or loaded for it.
         layer_no = unit_layer_no[uid]
+        unit = unit_of[uid]
+        hit = unit_rows.get(uid)
+        if hit is not None and hit[0] is unit and hit[1] == layer_no and uid not in worked:
+            selected.extend(hit[2])
+            continue
+        rows = []
+        plain = uid not in worked
         for fid in members[uid]:
             facts = ctx.facts(fid)
             fresh = state.freshness(entries[fid].position)
@@ -432,13 +450,20 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
                     ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced, truncated,
                     original_tokens, shown_in))
             else:
+                plain = False
                 line = _selected(ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced,
                                  truncated, original_tokens, shown_in)
             layer, tokens, overhead, view, mline = line
-            overhead_total += overhead
-            layer_tokens[LAYER_NAMES[layer]] += tokens + overhead
-            selected.append((layer, entries[fid].position, view, mline))
-    selected.sort(key=lambda s: (s[0], s[1], s[2].id))
+            rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
+        if plain:
+            unit_rows[uid] = (unit, layer_no, rows)
+        selected.extend(rows)
+    selected.sort(key=_ORDER)
+    layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
+    overhead_total = REPLY_PRIMING
+    for layer, _, _, _, _, tokens, overhead in selected:
+        overhead_total += overhead
+        layer_tokens[LAYER_NAMES[layer]] += tokens + overhead
     layer_tokens["tools"] = exposure.tokens
     tool_fragments = [ManifestTool(name=t.name, tokens=t.tokens, reason=t.reason if t.reason != "relevant"
                                    else f"relevant (bm25 {t.score:.2f})") for t in exposure.exposed]
@@ -458,9 +483,15 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     request_hash = canonical_hash(request)
     config_hash = _config_hash(config)
     turn = state.turn + 1
+    # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.
+    excluded, low_priority = exclusions
     counts = {r: 0 for r in ("duplicate", "superseded", "low_priority", "over_budget", "stale")}
     for e in excluded:
         counts[e.reason] += 1
+    counts["low_priority"] += len(low_priority)
+    others = sorted(excluded, key=attrgetter("reason", "id"))
+    split = next((i for i, e in enumerate(others) if e.reason > "low_priority"), len(others))
+    excluded_items = (*others[:split], *low_priority, *others[split:])
     manifest = ContextManifest(
         request_id="req_" + canonical_hash([state.run_id, turn, state.version, config_hash])[:16],
         run_id=state.run_id, turn=turn, log_version=state.version, provider=config.provider,
@@ -468,13 +499,12 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         window_tokens=config.window, reserved_output_tokens=config.reserve, budget_tokens=budget,
         selected_tokens=sum(layer_tokens.values()) + REPLY_PRIMING, overhead_tokens=overhead_total,
         layer_tokens=layer_tokens,
-        fragments=tuple(line for _, _, _, line in selected),
-        excluded=counts, excluded_items=tuple(sorted(excluded, key=attrgetter("reason", "id"))),
+        fragments=tuple(map(itemgetter(4), selected)),
+        excluded=counts, excluded_items=excluded_items,
         tools=tuple(tool_fragments), tool_tokens=exposure.tokens, truncations=tuple(truncations),
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
         config_hash=config_hash, config=config, calibration=calibration,
         redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
-                         for _, _, v, _ in selected if v.id in ctx.redacted
+                         for _, _, _, v, _, _, _ in selected if v.id in ctx.redacted
                          for f in ctx.redacted[v.id][1].findings))
-    return BuildResult(conversation, request, manifest, tuple(v for _, _, v, _ in selected))
-
+    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)))

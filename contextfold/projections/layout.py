@@ -144,7 +144,8 @@ def lay_out(inp: LayoutInput) -> Conversation:
         messages.append(UserMessage(parts=tuple(stable)))
     if task:
         messages.append(UserMessage(parts=tuple(task)))
-    timeline = [it for it in state.timeline() if it.fragment_ids[0] in inp.kept]
+    kept = inp.kept
+    timeline = [it for it in state.timeline() if it.fragment_id in kept]
     current: UserMessage | None = None
     memo = cast(dict[int, tuple[TimelineItem, list[Message]]], state.memo.setdefault("layout", {}))
     for item in timeline:

@@ -100,6 +100,8 @@ class Selection:
     dropped: dict[str, str]
     """Unit id -> ``over_budget`` (did not fit where its turn came) or ``low_priority`` (after the stop)."""
     used: int
+    over_budget: tuple[str, ...] = ()
+    """The ids in ``dropped`` as ``over_budget`` (the rest are ``low_priority``)."""
 
 
 RANK = attrgetter("rank")
@@ -176,6 +178,7 @@ def select_units(
         if used > budget:
             raise RequiredContextExceedsBudgetError(budget, [(u.id, u.tokens) for u in required])
     dropped: dict[str, str] = {}
+    over: tuple[str, ...] = ()
     keyed = _order(_layers(units, presorted), shares)
     for i, (_, _, u) in enumerate(keyed):
         room = budget - used
@@ -189,6 +192,7 @@ def select_units(
             used += room
         else:
             dropped[u.id] = "over_budget"
+            over = (u.id,)
         dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
         break
-    return Selection(kept, dropped, used)
+    return Selection(kept, dropped, used, over)

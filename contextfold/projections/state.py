@@ -286,7 +286,7 @@ class _TimelineIndex:
         """The visible items, materialised once per state version (items are replaced in place)."""
         version = (state.version, len(state.answer_group), len(state.masked))
         if self._items is None or self.version != version:
-            self._items = tuple(state.items[p] for p in self.order)
+            self._items = tuple(map(state.items.__getitem__, self.order))
             self.version = version
         return self._items
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_left, insort
+from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # units imports this module to build its units
 
 __all__ = ["TimelineUnits", "timeline_units"]
 
+_LOG_LENGTH = 64
 _MISMATCH_LIMIT = 256
 """More items replaced than this (a compaction re-laid the timeline out): rebuild every row."""
 
@@ -126,6 +128,20 @@ class TimelineUnits:
     required: frozenset[str] = frozenset()
     hot: set[int] = field(default_factory=set)
     """Rows whose freshness was above 0 at the last build."""
+    touched: set[str] = field(default_factory=set)
+    """Ids of the units the last update derived afresh (their members or size may have changed)."""
+    generation: int = 0
+    """Counts the updates that derived units afresh; ``log`` keeps the recent ones' ids."""
+    log: deque[tuple[int, frozenset[str]]] = field(default_factory=lambda: deque(maxlen=_LOG_LENGTH))
+
+    def touched_since(self, generation: int) -> set[str] | None:
+        """Ids of the units derived afresh after ``generation``; None when the log no longer
+        reaches back that far (the caller starts over)."""
+        if generation == self.generation:
+            return set()
+        if not self.log or self.log[0][0] > generation + 1:
+            return None
+        return {uid for gen, ids in self.log if gen > generation for uid in ids}
 
     def _drop(self, i: int) -> None:
         row = self.rows[i]
@@ -161,6 +177,7 @@ class TimelineUnits:
             self.row_of[fid] = i
         unit = row.unit
         if unit is not None:
+            self.touched.add(unit.id)
             self.members[unit.id] = row.facts.ids
             self.layer_no[unit.id] = row.layer_no
             self.unit_of[unit.id] = unit
@@ -220,6 +237,7 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
             or len(timeline) < len(tu.timeline)):
         tu = TimelineUnits()
         state.memo[key] = tu
+    tu.touched = set()
     required = ctx.required
     recent = _recent(timeline, ctx.config.recent_groups)
     current = None
@@ -273,6 +291,9 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
             tu.hot.add(i)
         else:
             tu.hot.discard(i)
+    if tu.touched:
+        tu.generation += 1
+        tu.log.append((tu.generation, frozenset(tu.touched)))
     tu.timeline, tu.horizon, tu.blocked = timeline, state.horizon, blocked
     tu.recent, tu.current, tu.required = recent, current, required
     return tu

@@ -37,7 +37,7 @@ from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact_fragment
 from contextfold.projections.selection import Unit, score
 from contextfold.projections.state import MessageItem, RunState, TimelineItem
-from contextfold.projections.timeline_units import timeline_units
+from contextfold.projections.timeline_units import TimelineUnits, timeline_units
 
 __all__ = ["MESSAGE_OVERHEAD", "SHRINK_FLOOR", "BuildCtx", "Facts", "Units", "make_units"]
 
@@ -266,6 +266,8 @@ class Units:
     """The timeline's optional units by layer, sorted by rank (``select_units(presorted=)``)."""
     unit_of: dict[str, Unit] = field(default_factory=dict)
     """Every unit by id."""
+    timeline: TimelineUnits | None = None
+    """The timeline's memoised units (what changed since when: ``touched_since``)."""
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)
     layer_no: dict[str, int] = field(default_factory=dict)
     excluded: list[ExcludedFragment] = field(default_factory=list)
@@ -320,6 +322,7 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
     ctx.redacted.update(tu.hits)
     out.unit_of = dict(tu.unit_of)
     out.unit_of.update((u.id, u) for u in out.units)
+    out.timeline = tu
     out.units.extend(tu.required_units.values())
     out.units.extend(tu.hot_units.values())
     out.presorted = tu.sorted_layers

@@ -81,3 +81,38 @@ def test_cached_builds_equal_fresh_builds_after_every_event(config: BuildConfig)
         assert _outcome(state, config) == _outcome(state.snapshot(), config), pos
         assert state.timeline() == state.snapshot().timeline()
         assert state.required_ids() == state.snapshot().required_ids()
+
+
+@pytest.mark.parametrize("provider", ["neutral", "openai-chat", "anthropic", "openai-responses", "gemini"])
+def test_editing_a_handed_out_request_never_reaches_a_later_build(provider: str) -> None:
+    """Message dicts are kept and reused across builds; the caller's copy is its own."""
+    from contextfold.api import render_request
+
+    state = new_state("edit")
+    for pos, event in enumerate(_events()[:12], start=1):
+        fold_event(state, RecordedEvent("edit", pos, event, ""))
+    config = BuildConfig(provider=provider, window=64_000, reserve=1_000)  # type: ignore[arg-type]
+    first = build_context(state, config, render=render_request)
+    body = first.request
+    history = next(v for k, v in body.items() if k in ("messages", "input", "contents"))
+    for message in history:  # in place, nested: what a caller adding cache markers does
+        for value in list(message.values()):
+            if isinstance(value, list):
+                value.append({"edited": True})
+        message["edited"] = True
+    again = build_context(state, config, render=render_request)
+    assert "edited" not in json.dumps(again.request)
+    assert again.manifest.request_hash == first.manifest.request_hash
+    fresh = build_context(state.snapshot(), config, render=render_request)
+    assert fresh.request == again.request
+
+
+def test_canonical_text_equals_json_dumps_with_remembered_messages() -> None:
+    from contextfold.projections.request_json import canonical_text, remember
+
+    messages = [remember({"role": "user", "content": [{"type": "text", "text": "héllo \u2028 \"q\""}]}),
+                {"role": "assistant", "content": None, "n": 1.5, "ok": True},
+                remember({"b": [1, 2, {"z": None, "a": "x"}], "a": {"k": "v"}})]
+    body = {"model": "m", "messages": messages, "tools": [{"type": "function"}], "max": 3}
+    expected = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_text(body) == expected

@@ -31,6 +31,7 @@ from contextfold.projections.render.validate import (
     validate_request,
     validate_sdk_types,
 )
+from contextfold.projections.request_json import hand_out
 
 __all__ = [
     "PROVIDERS",
@@ -40,6 +41,7 @@ __all__ = [
     "parse_provider",
     "render",
     "render_data",
+    "render_shared",
     "sdk_available",
     "validate_request",
     "validate_sdk_types",
@@ -64,6 +66,19 @@ def render(
     documented default. ``model`` is included when the conversation has one
     (except for Gemini, where the model is part of the URL).
     """
+    return hand_out(render_shared(conversation, provider, max_tokens=max_tokens, validate=validate))
+
+
+def render_shared(
+    conversation: Conversation,
+    provider: str,
+    *,
+    max_tokens: int | None = None,
+    validate: bool = True,
+) -> dict[str, Any]:
+    """:func:`render`, but the message dicts are the renderers' own, kept and reused for the same
+    message objects by later calls (``request_json``): read-only. For ``build_context``, which
+    hashes them from their kept texts and hands out copies."""
     name = parse_provider(provider)
     body: dict[str, Any]
     match name:

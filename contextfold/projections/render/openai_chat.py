@@ -33,6 +33,7 @@ from contextfold.domain.conversation import (
     DataPart,
     InstructionPart,
     MediaPart,
+    Message,
     ToolResults,
     UserMessage,
     UserPart,
@@ -43,6 +44,7 @@ from contextfold.projections.render.data_blocks import (
     render_data,
     tool_result_text,
 )
+from contextfold.projections.request_json import rendered
 
 __all__ = ["PROVIDER", "render_openai_chat"]
 
@@ -145,6 +147,18 @@ def _tool_messages(message: ToolResults) -> list[dict[str, Any]]:
     return out
 
 
+def _message(message: Message) -> list[dict[str, Any]]:
+    match message:
+        case UserMessage():
+            return [_user_message(message.parts)]
+        case AssistantMessage():
+            return [_assistant_message(message)]
+        case ToolResults():
+            return _tool_messages(message)
+        case _:
+            assert_never(message)
+
+
 def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = None
                        ) -> dict[str, Any]:
     """The Chat Completions body for ``conversation`` (not validated; see ``render``)."""
@@ -152,16 +166,8 @@ def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = N
     texts = system_texts(conversation, PROVIDER)
     if texts:
         messages.append({"role": "system", "content": "\n\n".join(texts)})
-    for message in conversation.messages:
-        match message:
-            case UserMessage():
-                messages.append(_user_message(message.parts))
-            case AssistantMessage():
-                messages.append(_assistant_message(message))
-            case ToolResults():
-                messages.extend(_tool_messages(message))
-            case _:
-                assert_never(message)
+    for message in conversation.messages:  # each message's dicts once per message object
+        messages.extend(rendered(PROVIDER, message, _message))
 
     body: dict[str, Any] = {}
     if conversation.model is not None:

@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeAlias, assert_never, get_args
 from pydantic import ValidationError
 
 from contextfold.domain.errors import RenderError
+from contextfold.projections.request_json import is_remembered
 
 __all__ = [
     "PROVIDERS",
@@ -407,6 +408,7 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
         return False
     from pydantic import ValidationError
 
+    body, kept_index = _unvalidated(name, body)
     try:
         if name == "gemini":
             _validate_gemini(body)
@@ -419,12 +421,41 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
                 raise _SdkMismatch((), _summary(exc), exc.errors()) from exc
             _unknown_key(candidate, _drain(validated, ()), ())
     except _SdkMismatch as bad:
+        if kept_index is not None and len(bad.path) > 1 and isinstance(bad.path[1], int):
+            bad.path = (bad.path[0], kept_index[bad.path[1]], *bad.path[2:])
         where = ".".join(str(x) for x in bad.path)
         in_history = len(bad.path) > 1 and bad.path[0] in ("messages", "input", "contents")
         index = bad.path[1] if in_history and isinstance(bad.path[1], int) else None
         raise RenderError(provider, f"does not match the SDK request type at {where or '<root>'}: "
                           f"{bad.message}", index=index, detail=bad.detail) from bad
+    items = body.get(_HISTORY_KEY[name])
+    if isinstance(items, list):
+        if len(_VALIDATED) >= 200_000:
+            _VALIDATED.clear()
+        for item in items:
+            if is_remembered(item):
+                _VALIDATED[(name, id(item))] = item
     return True
+
+
+_HISTORY_KEY: dict[Provider, str] = {"openai-chat": "messages", "openai-responses": "input",
+                                     "anthropic": "messages", "gemini": "contents"}
+_VALIDATED: dict[tuple[str, int], object] = {}
+"""(provider, id) -> history item that passed SDK validation. Only items ``request_json``
+handed out as immutable are noted, so a later body that reuses one skips re-checking it."""
+
+
+def _unvalidated(name: Provider, body: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[int] | None]:
+    """``body`` without the history items already validated, and the original index of each
+    item left (None: nothing was left out). The SDK types check each item on its own."""
+    key = _HISTORY_KEY[name]
+    items = body.get(key)
+    if not isinstance(items, list):
+        return body, None
+    left = [i for i, item in enumerate(items) if _VALIDATED.get((name, id(item))) is not item]
+    if len(left) == len(items):
+        return body, None
+    return {**body, key: [items[i] for i in left]}, left
 
 
 def validate_request(provider: str, body: Mapping[str, Any]) -> None:

@@ -1,0 +1,115 @@
+"""The manifest lines of dropped units, kept sorted across builds.
+
+Why: a long run drops most of its history at every build (a 10k-message run
+at a 128k window lists about 9,000 excluded fragments), and the manifest lists
+them sorted by (reason, id). Rebuilding and sorting that list per build was a
+large part of a build. Nearly all of it is ``low_priority`` lines, and from one
+build to the next only a few units enter or leave that set, so the sorted
+``low_priority`` lines are kept per build configuration and patched with the
+difference (units that left, units that came, units whose lines changed).
+
+A unit's lines are a function of its members, its size and the reason (the
+fragment views are fixed per facts table), cached per unit id.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
+
+from contextfold.domain.manifest import ExcludedFragment
+from contextfold.projections.selection import Selection, Unit
+from contextfold.projections.timeline_units import TimelineUnits
+from contextfold.projections.units import BuildCtx
+
+__all__ = ["LowPriorityLines", "dropped_lines"]
+
+_REBUILD_FRACTION = 4
+"""Patch while the difference is under 1/this of the set; else sort afresh."""
+
+
+@dataclass(slots=True)
+class LowPriorityLines:
+    """The ``low_priority`` lines of the last build of one configuration, sorted by id."""
+
+    lines: list[ExcludedFragment] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    """``lines``' ids, for bisection."""
+    of_unit: dict[str, tuple[ExcludedFragment, ...]] = field(default_factory=dict)
+    timeline: TimelineUnits | None = None
+    generation: int = -1
+    """The timeline units' generation these lines are up to date with."""
+
+
+def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
+                reason: str) -> tuple[ExcludedFragment, ...]:
+    cache = ctx.objects_for("dropped")
+    key = (members, unit.tokens, reason)
+    hit = cache.get(uid)
+    if hit is None or hit[0] != key:
+        lines = []
+        for fid in members:
+            f = ctx.frag(fid)
+            lines.append(ExcludedFragment(
+                id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
+                detail=f"unit {uid} needs {unit.tokens} tokens"))
+        hit = cache[uid] = (key, tuple(lines))
+    out: tuple[ExcludedFragment, ...] = hit[1]
+    return out
+
+
+def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of: Mapping[str, Unit],
+                  members: Mapping[str, tuple[str, ...]], timeline: TimelineUnits,
+                  others_ids: Collection[str]) -> tuple[list[ExcludedFragment], list[ExcludedFragment]]:
+    """(lines of the units dropped for another reason, ``low_priority`` lines sorted by id).
+
+    Units whose members or size may differ from this configuration's previous build
+    (timeline units derived afresh since, and ``others_ids``: the units not from the
+    timeline, derived every build) have their lines compared; any other unit kept its lines.
+    """
+    dropped = selection.dropped
+    over = frozenset(uid for uid in selection.over_budget if uid in dropped)
+    others = [line for uid in sorted(over) for line in
+              _unit_lines(ctx, uid, unit_of[uid], members[uid], dropped[uid])]
+    memo = ctx.state.memo
+    key = ("low-priority", ctx.table_key, config_key)
+    low = memo.get(key)
+    if not isinstance(low, LowPriorityLines):
+        low = memo[key] = LowPriorityLines()
+    touched = timeline.touched_since(low.generation) if low.timeline is timeline else None
+    if touched is None:
+        low.of_unit = {}
+    else:
+        touched.update(others_ids)
+    low.timeline, low.generation = timeline, timeline.generation
+    prev = low.of_unit
+    removed = (prev.keys() - dropped.keys()) | (over & prev.keys())
+    added = (dropped.keys() - prev.keys()) - over
+    for uid in (prev.keys() & (touched or set())) - removed:
+        lines = _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
+        if lines is not prev[uid]:
+            removed.add(uid)
+            added.add(uid)
+    if touched is None or (len(removed) + len(added)) * _REBUILD_FRACTION > len(prev):
+        low.of_unit = {uid: _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
+                       for uid in dropped if uid not in over}
+        low.lines = sorted(chain.from_iterable(low.of_unit.values()), key=attrgetter("id"))
+        low.ids = [line.id for line in low.lines]
+        return others, low.lines
+    for uid in removed:
+        for line in prev.pop(uid):
+            at = bisect_left(low.ids, line.id)
+            if low.lines[at] is not line:
+                raise AssertionError(f"excluded line {line.id} missing from the sorted lines")
+            del low.lines[at]
+            del low.ids[at]
+    for uid in added:
+        lines = prev[uid] = _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
+        for line in lines:
+            at = bisect_left(low.ids, line.id)
+            low.lines.insert(at, line)
+            low.ids.insert(at, line.id)
+    return others, low.lines

@@ -1,0 +1,130 @@
+"""Request JSON and its canonical hash, assembled from per-message pieces kept across builds.
+
+Why: a long run's request holds thousands of messages, and an agent loop
+builds one after every step. Dumping every message model to JSON and
+re-serialising the whole body to hash it cost more than the selection itself.
+A message model is immutable, and the layout reuses the same message objects
+from build to build for unchanged items, so its JSON form and its canonical
+JSON text are computed once and reused while the object lives.
+
+The canonical JSON (``json.dumps(obj, sort_keys=True, separators=(",", ":"),
+ensure_ascii=False)``) is compositional: a list is ``[`` + its items' texts
+joined by ``,`` + ``]``, an object its sorted ``"key":value`` pairs. So
+:func:`canonical_text` of a body whose message dicts are remembered equals the
+text ``json.dumps`` gives, byte for byte (tested), at the cost of the new
+messages only.
+
+Memo entries hold the object they describe (so an ``id`` is never reused
+while its entry lives); a memo is emptied when it grows past its bound.
+
+Callers never hold the remembered dicts: ``render`` and ``BuildResult.request``
+hand out deep copies (:func:`hand_out`), so editing a request in place (adding a
+``cache_control`` to a content part, say) cannot leak into later builds.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import blake3
+from pydantic import BaseModel
+
+from contextfold.domain.conversation import Conversation
+
+__all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered", "remember",
+           "rendered"]
+
+_LIMIT = 200_000
+_TEXTS: dict[int, tuple[object, str]] = {}
+"""id(dict) -> (the dict, its canonical JSON text), for dicts handed out by this module."""
+_DUMPS: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
+_RENDERED: dict[tuple[str, int], tuple[object, list[dict[str, Any]]]] = {}
+_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def remember(obj: dict[str, Any]) -> dict[str, Any]:
+    """Register ``obj`` (never to be mutated again) so :func:`canonical_text` reuses its text."""
+    if len(_TEXTS) >= _LIMIT:
+        _TEXTS.clear()
+    _TEXTS[id(obj)] = (obj, _dumps(obj))
+    return obj
+
+
+def is_remembered(obj: object) -> bool:
+    """Whether ``obj`` is a dict this module handed out as immutable (its text is kept)."""
+    hit = _TEXTS.get(id(obj))
+    return hit is not None and hit[0] is obj
+
+
+def _item(obj: Any) -> str:
+    hit = _TEXTS.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    return _dumps(obj)
+
+
+def _text(obj: Any) -> str:
+    if isinstance(obj, dict):
+        return "{" + ",".join(f"{_dumps(k)}:{_text(obj[k])}" for k in sorted(obj)) + "}"
+    if isinstance(obj, list | tuple):
+        return "[" + ",".join(map(_item, obj)) + "]"
+    return _dumps(obj)
+
+
+def canonical_text(obj: Any) -> str:
+    """``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``.
+
+    Remembered dicts are reused where a body keeps them: as items of a list held by a
+    top-level key (``messages``, ``input``, ``contents``); anything else is dumped in C.
+    Keys must be strings (JSON bodies)."""
+    return _text(obj)
+
+
+def canonical_hash(obj: Any) -> str:
+    """blake3 of :func:`canonical_text`."""
+    return blake3.blake3(_text(obj).encode()).hexdigest()
+
+
+def _message_json(message: BaseModel) -> dict[str, Any]:
+    hit = _DUMPS.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    if len(_DUMPS) >= _LIMIT:
+        _DUMPS.clear()
+    out = remember(message.model_dump(mode="json"))
+    _DUMPS[id(message)] = (message, out)
+    return out
+
+
+def conversation_json(conversation: Conversation) -> dict[str, Any]:
+    """``conversation.model_dump(mode="json")``, each message's JSON computed once per message object."""
+    body = conversation.model_dump(mode="json", exclude={"messages"})
+    messages = [_message_json(m) for m in conversation.messages]
+    return {name: (messages if name == "messages" else body[name]) for name in Conversation.model_fields}
+
+
+def rendered(provider: str, message: BaseModel,
+             render: Callable[[Any], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``render(message)`` for ``provider``, computed once per message object; the dicts are
+    remembered (see :func:`remember`). ``render`` must depend on the message alone."""
+    key = (provider, id(message))
+    hit = _RENDERED.get(key)
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    if len(_RENDERED) >= _LIMIT:
+        _RENDERED.clear()
+    out = [remember(d) for d in render(message)]
+    _RENDERED[key] = (message, out)
+    return out
+
+
+def hand_out(body: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``body`` for a caller to keep or edit: the remembered dicts (and what they
+    hold) are reused by later builds, so no edit of the caller's may reach them. A pickle round
+    trip: the body is plain JSON data of our own, and this is the fastest deep copy of it in
+    the standard library (~1.4 ms for a 600 KB body here, against ~9 ms through json)."""
+    out: dict[str, Any] = pickle.loads(pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL))
+    return out
