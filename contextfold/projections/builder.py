@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any, cast
 
@@ -110,6 +111,20 @@ def _query(state: RunState) -> str:
 
 
 def _truncate_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
+    """``_cut_text``, memoised per facts table: the unit cut at the end of a long run's walk is
+    often cut to the same size again (the next build of the same turn, another provider)."""
+    memo = ctx.objects_for("truncations")
+    key = (fid, max_tokens)
+    hit = memo.get(key)
+    if hit is None:
+        if len(memo) >= 4096:
+            memo.clear()
+        hit = memo[key] = _cut_text(ctx, fid, max_tokens)
+    out: Truncation = hit
+    return out
+
+
+def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     f = ctx.frag(fid)
     text = ctx.full_text(fid)
     if f.kind == "tool_result":
@@ -129,9 +144,9 @@ def _truncate_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     return truncate(text, max_tokens, kind=kind, count=ctx.count)  # type: ignore[arg-type]
 
 
-def _has_artifact_member(ctx: BuildCtx, uid: str, ids: tuple[str, ...]) -> bool:
+def _has_artifact_member(ctx: BuildCtx, memo: dict[str, tuple[tuple[str, ...], bool]], uid: str,
+                         ids: tuple[str, ...]) -> bool:
     """Whether a member's text lives in an artifact (loaded when kept), once per unit and members."""
-    memo = ctx.objects_for("artifact-units")
     hit = memo.get(uid)
     if hit is None or hit[0] is not ids:
         hit = memo[uid] = (ids, any(ctx.has_artifact_text(fid) for fid in ids))
@@ -282,8 +297,9 @@ def _build(state: RunState, config: BuildConfig, *,
     text_cut: set[str] = set()
     reduced: set[str] = set()
     original_tokens: dict[str, int] = {}
+    art = ctx.objects_for("artifact-units")
     worked = sorted(uid for uid, grant in selection.kept.items()
-                    if grant < unit_by_id[uid].tokens or _has_artifact_member(ctx, uid, members[uid]))
+                    if grant < unit_by_id[uid].tokens or _has_artifact_member(ctx, art, uid, members[uid]))
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]
         unit = unit_by_id[uid]
@@ -330,12 +346,12 @@ def _build(state: RunState, config: BuildConfig, *,
                 tokens=result.tokens, original_chars=result.original_chars,
                 kept=f"{result.unit}s {kept_ranges}" if kept_ranges else "marker only"))
 
-    kept_ids = frozenset(fid for uid in selection.kept for fid in members[uid])
+    kept_ids = frozenset(chain.from_iterable(map(members.__getitem__, selection.kept)))
     for fid in sorted(kept_ids & ctx.redacted.keys()):
         texts.setdefault(fid, ctx.redacted[fid][1].text)
     assert candidates.timeline is not None
     others, low_priority = dropped_lines(ctx, _config_hash(config), selection, unit_by_id, members,
-                                         candidates.timeline, [u.id for u in units])
+                                         candidates.timeline, candidates.state_ids)
     excluded.extend(others)
     active_ids = set(state.active)
     for old, new in sorted(state.superseded_by.items()):
@@ -346,6 +362,7 @@ def _build(state: RunState, config: BuildConfig, *,
                 replaced_by=new))
 
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,
+                                       kept_items=candidates.timeline.kept_items(selection.kept.keys()),
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))
     media = finalize_media(conversation, reduced=frozenset(reduced),
@@ -403,7 +420,8 @@ def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_
 
 def _manifest_line(view: ContextFragment, layer: int, tokens: int, original_tokens: dict[str, int],
                    media: tuple[MediaCostRecord, ...] | None) -> ManifestFragment:
-    return ManifestFragment(
+    # Built from a validated view and computed ints: construct without re-validating (hot path).
+    return ManifestFragment.model_construct(
         id=view.id, kind=view.kind, layer=layer, source_ref=view.source_ref, trust=view.trust,
         tokens=tokens, required=view.required, truncated=view.truncated,
         selection_reason=view.selection_reason or "", content_hash=view.content_hash,

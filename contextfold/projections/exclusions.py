@@ -46,7 +46,7 @@ class LowPriorityLines:
 
 def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
                 reason: str) -> tuple[ExcludedFragment, ...]:
-    cache = ctx.objects_for("dropped")
+    cache = ctx.dropped_lines
     key = (members, unit.tokens, reason)
     hit = cache.get(uid)
     if hit is None or hit[0] != key:

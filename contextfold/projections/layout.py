@@ -25,7 +25,7 @@ else is a :class:`DataPart` that renderers wrap in a delimited data block.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never, cast
 
@@ -67,6 +67,8 @@ class LayoutInput:
     current_input: str | None
     """Fragment id of the user input that is the current turn's input, if any."""
     render_media: Callable[[ContextFragment], tuple[MediaPart, ...]] | None = None
+    kept_items: Sequence[TimelineItem] | None = None
+    """The kept timeline items in timeline order, when the caller knows them (else derived)."""
 
 
 def _text_of(frag: ContextFragment) -> str:
@@ -145,12 +147,15 @@ def lay_out(inp: LayoutInput) -> Conversation:
     if task:
         messages.append(UserMessage(parts=tuple(task)))
     kept = inp.kept
-    timeline = [it for it in state.timeline() if it.fragment_id in kept]
+    timeline = (inp.kept_items if inp.kept_items is not None
+                else [it for it in state.timeline() if it.fragment_id in kept])
+    special = inp.texts.keys() | inp.truncated
     current: UserMessage | None = None
     memo = cast(dict[int, tuple[TimelineItem, list[Message]]], state.memo.setdefault("layout", {}))
     for item in timeline:
         # An item whose texts are the logged ones lays out the same in every build: reuse it.
-        plain = not any(fid in inp.texts or fid in inp.truncated for fid in item.fragment_ids)
+        plain = not special or (item.fragment_id not in special and (
+            not isinstance(item, ToolGroup) or special.isdisjoint(item.fragment_ids)))
         hit = memo.get(item.position) if plain else None
         if hit is not None and hit[0] is item:
             msg = hit[1]
@@ -170,8 +175,9 @@ def lay_out(inp: LayoutInput) -> Conversation:
         messages.insert(0, UserMessage(parts=(InstructionPart(
             text="[runtime] Earlier conversation is not shown.", authority="runtime",
             fragment_id="runtime:history-start"),)))
-    return Conversation(model=inp.model, system=tuple(system), tools=inp.tools,
-                        messages=tuple(messages), stable_prefix_messages=1 if stable else 0)
+    # Every part is a validated model already: construct without re-validating thousands.
+    return Conversation.model_construct(model=inp.model, system=tuple(system), tools=inp.tools,
+                                        messages=tuple(messages), stable_prefix_messages=1 if stable else 0)
 
 
 def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], str]) -> list[Message]:

@@ -39,7 +39,7 @@ cheaper first.
 from __future__ import annotations
 
 import math
-from bisect import insort
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
@@ -106,6 +106,7 @@ class Selection:
 
 RANK = attrgetter("rank")
 _TOKENS = attrgetter("tokens")
+_UNIT_ID = attrgetter("id")
 _ID = itemgetter(2)
 _RANK_OF = itemgetter(1)
 
@@ -131,22 +132,40 @@ def _order(layers: Mapping[str, Sequence[Unit]], shares: Mapping[str, float]
 _KEY = itemgetter(0, 1)
 
 
-def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | None
-            ) -> dict[str, list[Unit]]:
-    """Optional units by layer, sorted by rank: ``presorted`` with ``units`` merged in."""
+def _reach(members: Sequence[Unit], room: int) -> int:
+    """How many of a layer's ``members`` (sorted by rank) the walk can reach within ``room``.
+
+    The walk keeps a layer's units in rank order, so it cannot get past the first
+    unit whose layer-cumulative size exceeds ``room``: that one may be the misfit
+    where the walk stops, everything after it is ``low_priority``. Ordering only
+    the reachable heads is what keeps a long run's build from ordering its whole
+    history.
+    """
+    return min(bisect_right(list(accumulate(map(_TOKENS, members))), room) + 1, len(members))
+
+
+def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | None, room: int
+            ) -> tuple[dict[str, list[Unit]], list[Sequence[Unit]]]:
+    """The reachable head of each layer (optional units sorted by rank: ``presorted`` with
+    ``units`` merged in), and the unreachable tails."""
     extra: dict[str, list[Unit]] = {}
     for u in units:
         if not u.required:
             extra.setdefault(u.layer, []).append(u)
-    layers = {layer: list(members) for layer, members in (presorted or {}).items()}
-    for layer, members in extra.items():
-        into = layers.get(layer)
-        if into is None or len(members) * 8 > len(into):
-            layers[layer] = sorted([*(into or ()), *members], key=RANK)
-        else:
-            for u in members:
-                insort(into, u, key=RANK)
-    return layers
+    heads: dict[str, list[Unit]] = {}
+    tails: list[Sequence[Unit]] = []
+    for layer in {**dict.fromkeys(presorted or ()), **dict.fromkeys(extra)}:
+        base: Sequence[Unit] = (presorted or {}).get(layer, ())
+        n = _reach(base, room)
+        head = list(base[:n])
+        tails.append(base[n:])
+        if layer in extra:  # a unit past the base's reach is past the merged list's reach too
+            head = sorted([*head, *extra[layer]], key=RANK)
+            n = _reach(head, room)
+            tails.append(head[n:])
+            head = head[:n]
+        heads[layer] = head
+    return heads, tails
 
 
 def select_units(
@@ -179,7 +198,8 @@ def select_units(
             raise RequiredContextExceedsBudgetError(budget, [(u.id, u.tokens) for u in required])
     dropped: dict[str, str] = {}
     over: tuple[str, ...] = ()
-    keyed = _order(_layers(units, presorted), shares)
+    heads, tails = _layers(units, presorted, budget - used)
+    keyed = _order(heads, shares)
     for i, (_, _, u) in enumerate(keyed):
         room = budget - used
         if u.tokens <= room:
@@ -194,5 +214,10 @@ def select_units(
             dropped[u.id] = "over_budget"
             over = (u.id,)
         dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
+        for tail in tails:  # non-empty only where the walk stopped within a head (see _reach)
+            dropped.update(dict.fromkeys(map(_UNIT_ID, tail), "low_priority"))
         break
+    else:
+        if any(tails):
+            raise AssertionError("the walk ended without a stop while units were out of reach")
     return Selection(kept, dropped, used, over)

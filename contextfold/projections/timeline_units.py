@@ -31,6 +31,8 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left, insort
 from collections import deque
+from collections.abc import KeysView
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -118,6 +120,8 @@ class TimelineUnits:
     into their layers by selection."""
     row_of: dict[str, int] = field(default_factory=dict)
     """Fragment id -> index of the row it belongs to."""
+    row_of_unit: dict[str, int] = field(default_factory=dict)
+    """Unit id -> index of its row."""
     stale_rows: dict[int, None] = field(default_factory=dict)
     hits: dict[str, Hit] = field(default_factory=dict)
     hit_rows: dict[int, None] = field(default_factory=dict)
@@ -150,6 +154,7 @@ class TimelineUnits:
                 del self.row_of[fid]
         unit = row.unit
         if unit is not None and self.unit_of.get(unit.id) is unit:
+            del self.row_of_unit[unit.id]
             del self.members[unit.id]
             del self.layer_no[unit.id]
             del self.unit_of[unit.id]
@@ -178,6 +183,7 @@ class TimelineUnits:
         unit = row.unit
         if unit is not None:
             self.touched.add(unit.id)
+            self.row_of_unit[unit.id] = i
             self.members[unit.id] = row.facts.ids
             self.layer_no[unit.id] = row.layer_no
             self.unit_of[unit.id] = unit
@@ -210,6 +216,12 @@ class TimelineUnits:
         else:
             del self.hot_units[unit.id]
             insort(self.sorted_layers.setdefault(unit.layer, []), unit, key=RANK)
+
+    def kept_items(self, kept: KeysView[str] | AbstractSet[str]) -> list[TimelineItem]:
+        """The items of the kept unit ids (others ignored), in timeline order."""
+        at = sorted(map(self.row_of_unit.__getitem__, kept & self.row_of_unit.keys()))
+        rows = self.rows
+        return [rows[i].facts.item for i in at]
 
     def stale_lines(self) -> list[ExcludedFragment]:
         return list(chain.from_iterable(self.rows[i].stale for i in sorted(self.stale_rows)))
@@ -270,10 +282,14 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
         rescore -= dirty
     statics: dict[int, ItemFacts] = ctx.objects_for("items")
     cold_from = state.horizon - FRESHNESS_ZERO_DISTANCE
+    rows = tu.rows
     for i in rescore:
-        last = tu.rows[i].facts.last
+        last = rows[i].facts.last
+        fresh = state.freshness(last)
+        if fresh == rows[i].fresh:  # rounded to 6 places, far rows keep theirs for a while
+            continue
         hot = last > cold_from
-        tu._rescore(i, state.freshness(last), hot)
+        tu._rescore(i, fresh, hot)
         if not hot:
             tu.hot.discard(i)
     order = sorted(dirty)

@@ -128,6 +128,8 @@ class BuildCtx:
     table: dict[str, Facts] = field(default_factory=dict)
     objects: dict[tuple[str, str], tuple[object, Any]] = field(default_factory=dict)
     table_key: tuple[object, ...] = ()
+    dropped_lines: dict[str, Any] = field(default_factory=dict)
+    """Manifest lines of dropped units, per unit id (``exclusions``)."""
 
     def __post_init__(self) -> None:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
@@ -137,6 +139,7 @@ class BuildCtx:
         # Output objects depend on the fragment view, not on the provider: one table per
         # encoding, so the builds of one turn for several providers share them.
         self.objects = self._memo(("objects", self.state.counter.encoding_name))
+        self.dropped_lines = self.objects_for("dropped")
 
     def _memo(self, key: tuple[object, ...]) -> dict[Any, Any]:
         table = self.state.memo.get(key)
@@ -266,6 +269,8 @@ class Units:
     """The timeline's optional units by layer, sorted by rank (``select_units(presorted=)``)."""
     unit_of: dict[str, Unit] = field(default_factory=dict)
     """Every unit by id."""
+    state_ids: list[str] = field(default_factory=list)
+    """Units of state fragments (policy ... memory): derived every build."""
     timeline: TimelineUnits | None = None
     """The timeline's memoised units (what changed since when: ``touched_since``)."""
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -323,6 +328,7 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
     out.unit_of = dict(tu.unit_of)
     out.unit_of.update((u.id, u) for u in out.units)
     out.timeline = tu
+    out.state_ids = [u.id for u in out.units]
     out.units.extend(tu.required_units.values())
     out.units.extend(tu.hot_units.values())
     out.presorted = tu.sorted_layers
