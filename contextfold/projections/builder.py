@@ -298,8 +298,10 @@ def _build(state: RunState, config: BuildConfig, *,
     reduced: set[str] = set()
     original_tokens: dict[str, int] = {}
     art = ctx.objects_for("artifact-units")
-    worked = sorted(uid for uid, grant in selection.kept.items()
-                    if grant < unit_by_id[uid].tokens or _has_artifact_member(ctx, art, uid, members[uid]))
+    loads = (selection.kept.keys() & candidates.timeline.artifact_units
+             | {uid for uid in candidates.state_ids
+                if uid in selection.kept and _has_artifact_member(ctx, art, uid, members[uid])})
+    worked = sorted(loads.union(selection.cut))
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]
         unit = unit_by_id[uid]
@@ -349,7 +351,6 @@ def _build(state: RunState, config: BuildConfig, *,
     kept_ids = frozenset(chain.from_iterable(map(members.__getitem__, selection.kept)))
     for fid in sorted(kept_ids & ctx.redacted.keys()):
         texts.setdefault(fid, ctx.redacted[fid][1].text)
-    assert candidates.timeline is not None
     others, low_priority = dropped_lines(ctx, _config_hash(config), selection, unit_by_id, members,
                                          candidates.timeline, candidates.state_ids)
     excluded.extend(others)
@@ -420,8 +421,7 @@ def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_
 
 def _manifest_line(view: ContextFragment, layer: int, tokens: int, original_tokens: dict[str, int],
                    media: tuple[MediaCostRecord, ...] | None) -> ManifestFragment:
-    # Built from a validated view and computed ints: construct without re-validating (hot path).
-    return ManifestFragment.model_construct(
+    return ManifestFragment(
         id=view.id, kind=view.kind, layer=layer, source_ref=view.source_ref, trust=view.trust,
         tokens=tokens, required=view.required, truncated=view.truncated,
         selection_reason=view.selection_reason or "", content_hash=view.content_hash,
@@ -477,6 +477,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
             unit_rows[uid] = (unit, layer_no, rows)
         selected.extend(rows)
     selected.sort(key=_ORDER)
+    kept_fids = set(map(itemgetter(2), selected))
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
     overhead_total = REPLY_PRIMING
     for layer, _, _, _, _, tokens, overhead in selected:
@@ -523,6 +524,6 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
         config_hash=config_hash, config=config, calibration=calibration,
         redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
-                         for _, _, _, v, _, _, _ in selected if v.id in ctx.redacted
-                         for f in ctx.redacted[v.id][1].findings))
+                         for _, _, _, v, _, _, _ in (selected if ctx.redacted.keys() & kept_fids else ())
+                         if v.id in ctx.redacted for f in ctx.redacted[v.id][1].findings))
     return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)))

@@ -208,7 +208,22 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
     return finish
 
 
+_MEDIA_FREE: dict[int, Message] = {}
+"""Messages known to carry no media, by identity (the layout reuses message objects)."""
+
+
 def _has_media(message: Message) -> bool:
+    if _MEDIA_FREE.get(id(message)) is message:
+        return False
+    if not _scan_media(message):
+        if len(_MEDIA_FREE) >= 200_000:
+            _MEDIA_FREE.clear()
+        _MEDIA_FREE[id(message)] = message
+        return False
+    return True
+
+
+def _scan_media(message: Message) -> bool:
     match message:
         case UserMessage():
             return any(p.type == "media" for p in message.parts)

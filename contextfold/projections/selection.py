@@ -102,6 +102,8 @@ class Selection:
     used: int
     over_budget: tuple[str, ...] = ()
     """The ids in ``dropped`` as ``over_budget`` (the rest are ``low_priority``)."""
+    cut: tuple[str, ...] = ()
+    """The ids in ``kept`` granted fewer tokens than they need (to be truncated)."""
 
 
 RANK = attrgetter("rank")
@@ -198,6 +200,7 @@ def select_units(
             raise RequiredContextExceedsBudgetError(budget, [(u.id, u.tokens) for u in required])
     dropped: dict[str, str] = {}
     over: tuple[str, ...] = ()
+    cut = [u.id for u in required if kept[u.id] < u.tokens]
     heads, tails = _layers(units, presorted, budget - used)
     keyed = _order(heads, shares)
     for i, (_, _, u) in enumerate(keyed):
@@ -210,6 +213,7 @@ def select_units(
         if u.shrinkable and floor <= room:
             kept[u.id] = room
             used += room
+            cut.append(u.id)
         else:
             dropped[u.id] = "over_budget"
             over = (u.id,)
@@ -220,4 +224,4 @@ def select_units(
     else:
         if any(tails):
             raise AssertionError("the walk ended without a stop while units were out of reach")
-    return Selection(kept, dropped, used, over)
+    return Selection(kept, dropped, used, over, tuple(cut))

@@ -70,17 +70,20 @@ class ItemFacts:
     hits: tuple[tuple[str, Hit], ...]
     names: frozenset[str]
     closed: bool
+    artifact: bool
+    """A member's text lives in an artifact."""
 
 
 def item_facts(ctx: BuildCtx, item: TimelineItem) -> ItemFacts:
     ids = item.fragment_ids
-    tokens, min_tokens, shrinks, last = 0, 0, False, 0
+    tokens, min_tokens, shrinks, last, artifact = 0, 0, False, 0, False
     hits: list[tuple[str, Hit]] = []
     for fid in ids:
         facts = ctx.facts(fid)
         tokens += facts.cost
         min_tokens += facts.min_cost
         shrinks = shrinks or facts.shrinkable
+        artifact = artifact or facts.has_artifact_text
         last = max(last, ctx.state.entries[fid].position)
         if facts.hit is not None:
             hits.append((fid, facts.hit))
@@ -89,7 +92,7 @@ def item_facts(ctx: BuildCtx, item: TimelineItem) -> ItemFacts:
     if isinstance(item, ToolGroup):
         names, closed = frozenset(c.name for c in item.calls), item.closed
     return ItemFacts(item, ids, tokens, min_tokens if shrinks else None, ctx.frag(ids[0]).priority, last,
-                     tuple(hits), names, closed)
+                     tuple(hits), names, closed, artifact)
 
 
 @dataclass(slots=True)
@@ -122,6 +125,8 @@ class TimelineUnits:
     """Fragment id -> index of the row it belongs to."""
     row_of_unit: dict[str, int] = field(default_factory=dict)
     """Unit id -> index of its row."""
+    artifact_units: set[str] = field(default_factory=set)
+    """Units with a member whose text lives in an artifact (loaded when kept)."""
     stale_rows: dict[int, None] = field(default_factory=dict)
     hits: dict[str, Hit] = field(default_factory=dict)
     hit_rows: dict[int, None] = field(default_factory=dict)
@@ -155,6 +160,7 @@ class TimelineUnits:
         unit = row.unit
         if unit is not None and self.unit_of.get(unit.id) is unit:
             del self.row_of_unit[unit.id]
+            self.artifact_units.discard(unit.id)
             del self.members[unit.id]
             del self.layer_no[unit.id]
             del self.unit_of[unit.id]
@@ -184,6 +190,8 @@ class TimelineUnits:
         if unit is not None:
             self.touched.add(unit.id)
             self.row_of_unit[unit.id] = i
+            if row.facts.artifact:
+                self.artifact_units.add(unit.id)
             self.members[unit.id] = row.facts.ids
             self.layer_no[unit.id] = row.layer_no
             self.unit_of[unit.id] = unit

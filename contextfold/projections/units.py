@@ -271,7 +271,7 @@ class Units:
     """Every unit by id."""
     state_ids: list[str] = field(default_factory=list)
     """Units of state fragments (policy ... memory): derived every build."""
-    timeline: TimelineUnits | None = None
+    timeline: TimelineUnits = field(default_factory=TimelineUnits)
     """The timeline's memoised units (what changed since when: ``touched_since``)."""
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)
     layer_no: dict[str, int] = field(default_factory=dict)
