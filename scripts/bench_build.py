@@ -21,7 +21,9 @@ contextfold: each run is recorded in a SQLite store as an agent loop would
 (append the new messages, fold the returned records incrementally, build,
 record the build). Timed separately:
 
-- ``build``: ``build_context(state, config)`` on the already folded state,
+- ``build``: ``build_context(state, config)`` on the already folded state, and
+  the caller's copy of the request body (``result.request``, a deep copy made on
+  first access: the builder keeps and reuses its own message dicts),
   renderer ``neutral`` (the provider-neutral conversation) and
   ``openai-chat`` (rendered and validated OpenAI Chat Completions body);
   the config's ``window - reserve`` equals the peers' budget;
@@ -539,6 +541,7 @@ def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budge
                 t0 = pc()
                 try:
                     result = build_context(state, cfg, render=render_request)
+                    result.request  # noqa: B018 -- the caller's copy of the body is part of a build
                 except Exception as exc:  # counted and shown; the series goes on
                     s.times.append(pc() - t0)
                     s.errors += 1

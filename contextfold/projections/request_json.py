@@ -89,6 +89,7 @@ def canonical_hash(obj: Any) -> str:
 
 
 def _message_json(message: BaseModel) -> dict[str, Any]:
+    """``message.model_dump(mode="json")`` (a message or a tool spec), once per object."""
     hit = _DUMPS.get(id(message))
     if hit is not None and hit[0] is message:
         return hit[1]
@@ -101,9 +102,10 @@ def _message_json(message: BaseModel) -> dict[str, Any]:
 
 def conversation_json(conversation: Conversation) -> dict[str, Any]:
     """``conversation.model_dump(mode="json")``, each message's JSON computed once per message object."""
-    body = conversation.model_dump(mode="json", exclude={"messages"})
-    messages = [_message_json(m) for m in conversation.messages]
-    return {name: (messages if name == "messages" else body[name]) for name in Conversation.model_fields}
+    body = conversation.model_dump(mode="json", exclude={"messages", "tools"})
+    body["messages"] = [_message_json(m) for m in conversation.messages]
+    body["tools"] = [_message_json(t) for t in conversation.tools]
+    return {name: body[name] for name in Conversation.model_fields}
 
 
 def rendered(provider: str, message: BaseModel,

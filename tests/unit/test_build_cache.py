@@ -116,3 +116,16 @@ def test_canonical_text_equals_json_dumps_with_remembered_messages() -> None:
     body = {"model": "m", "messages": messages, "tools": [{"type": "function"}], "max": 3}
     expected = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical_text(body) == expected
+
+
+def test_a_config_left_unbuilt_for_many_updates_catches_up() -> None:
+    """The timeline units log what changed for 64 updates; a configuration built less often
+    than that starts its kept lines over, and still equals a fresh build."""
+    state = new_state("lag")
+    events = _events()
+    rare, often = CONFIGS[0], CONFIGS[1]  # same facts table: they share the timeline units
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("lag", pos, event, ""))
+        _outcome(state, often)
+        if pos in (5, len(events)):
+            assert _outcome(state, rare) == _outcome(state.snapshot(), rare), pos

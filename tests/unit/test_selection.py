@@ -100,3 +100,63 @@ def test_first_misfit_is_truncated_before_it_is_dropped() -> None:
     units = [Unit("small", "history", 100, 90, 2), Unit("big", "history", 5000, 80, 1, min_tokens=60)]
     sel = select_units(units, 1000, shares=SHARES)
     assert sel.kept == {"small": 100, "big": 900}
+
+
+def _reference(units: list[Unit], budget: int) -> tuple[dict[str, int], dict[str, str]] | None:
+    """The documented walk, written plainly: every optional unit in virtual-finish-time order."""
+    import math
+
+    required = [u for u in units if u.required]
+    kept = {u.id: u.tokens for u in required}
+    used = sum(kept.values())
+    if used > budget:
+        return None
+    keyed = []
+    for layer in {u.layer for u in units}:
+        members = sorted((u for u in units if u.layer == layer and not u.required),
+                         key=lambda u: (-u.score, -u.position, u.id))
+        share, cumulative = SHARES.get(layer, 0.0), 0
+        for u in members:
+            cumulative += u.tokens
+            keyed.append((cumulative / share if share > 0 else math.inf, -u.score, -u.position, u.id, u))
+    keyed.sort(key=lambda k: k[:4])
+    dropped: dict[str, str] = {}
+    stopped = False
+    for *_, u in keyed:
+        if stopped:
+            dropped[u.id] = "low_priority"
+        elif u.tokens <= budget - used:
+            kept[u.id] = u.tokens
+            used += u.tokens
+        else:
+            stopped = True
+            room = budget - used
+            if u.shrinkable and max(u.min_tokens or u.tokens, 48) <= room:
+                kept[u.id] = room
+                used += room
+            else:
+                dropped[u.id] = "over_budget"
+    return kept, dropped
+
+
+@settings(max_examples=400, deadline=None)
+@given(unit_sets(), st.integers(1, 20_000), st.sampled_from(LAYERS))
+def test_reachable_heads_and_presorted_layers_select_what_the_plain_walk_selects(
+        units: list[Unit], budget: int, sorted_layer: str) -> None:
+    """Ordering only the reachable head of each layer, and taking a layer presorted by rank
+    (as the timeline's cold units are), changes nothing."""
+    expected = _reference(units, budget)
+    presorted = {sorted_layer: sorted((u for u in units if u.layer == sorted_layer and not u.required),
+                                      key=lambda u: u.rank)}
+    rest = [u for u in units if u.required or u.layer != sorted_layer]
+    for args, kwargs in (((units, budget), {}), ((rest, budget), {"presorted": presorted})):
+        try:
+            sel = select_units(*args, shares=SHARES, **kwargs)  # type: ignore[arg-type]
+        except RequiredContextExceedsBudgetError:
+            assert expected is None
+            continue
+        assert expected is not None
+        assert (sel.kept, sel.dropped) == expected
+        assert set(sel.over_budget) == {k for k, v in sel.dropped.items() if v == "over_budget"}
+        by_id = {u.id: u for u in units}
+        assert set(sel.cut) == {k for k, v in sel.kept.items() if v < by_id[k].tokens}

@@ -38,6 +38,7 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
+from contextfold.domain.events import ToolSpec
 from contextfold.projections.render._shared import canonical_schema, data_url, system_texts
 from contextfold.projections.render.data_blocks import (
     media_caption,
@@ -159,6 +160,14 @@ def _message(message: Message) -> list[dict[str, Any]]:
             assert_never(message)
 
 
+def _tool(spec: ToolSpec) -> list[dict[str, Any]]:
+    function: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        function["description"] = spec.description
+    function["parameters"] = canonical_schema(spec.parameters)
+    return [{"type": "function", "function": function}]
+
+
 def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = None
                        ) -> dict[str, Any]:
     """The Chat Completions body for ``conversation`` (not validated; see ``render``)."""
@@ -174,14 +183,7 @@ def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = N
         body["model"] = conversation.model
     body["messages"] = messages
     if conversation.tools:
-        tools: list[dict[str, Any]] = []
-        for spec in conversation.tools:
-            function: dict[str, Any] = {"name": spec.name}
-            if spec.description:
-                function["description"] = spec.description
-            function["parameters"] = canonical_schema(spec.parameters)
-            tools.append({"type": "function", "function": function})
-        body["tools"] = tools
+        body["tools"] = [d for spec in conversation.tools for d in rendered(PROVIDER, spec, _tool)]
     if max_tokens is not None:
         body["max_completion_tokens"] = max_tokens
     return body
