@@ -421,18 +421,18 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
                 raise _SdkMismatch((), _summary(exc), exc.errors()) from exc
             _unknown_key(candidate, _drain(validated, ()), ())
     except _SdkMismatch as bad:
-        if kept_index is not None and len(bad.path) > 1 and isinstance(bad.path[1], int):
-            bad.path = (bad.path[0], kept_index[bad.path[1]], *bad.path[2:])
+        if len(bad.path) > 1 and isinstance(bad.path[1], int) and bad.path[0] in kept_index:
+            bad.path = (bad.path[0], kept_index[str(bad.path[0])][bad.path[1]], *bad.path[2:])
         where = ".".join(str(x) for x in bad.path)
         in_history = len(bad.path) > 1 and bad.path[0] in ("messages", "input", "contents")
         index = bad.path[1] if in_history and isinstance(bad.path[1], int) else None
         raise RenderError(provider, f"does not match the SDK request type at {where or '<root>'}: "
                           f"{bad.message}", index=index, detail=bad.detail) from bad
-    items = body.get(_HISTORY_KEY[name])
-    if isinstance(items, list):
-        if len(_VALIDATED) >= 200_000:
-            _VALIDATED.clear()
-        for item in items:
+    if len(_VALIDATED) >= 200_000:
+        _VALIDATED.clear()
+    for key in (_HISTORY_KEY[name], "tools"):
+        items = body.get(key)
+        for item in items if isinstance(items, list) else ():
             if is_remembered(item):
                 _VALIDATED[(name, id(item))] = item
     return True
@@ -441,21 +441,26 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
 _HISTORY_KEY: dict[Provider, str] = {"openai-chat": "messages", "openai-responses": "input",
                                      "anthropic": "messages", "gemini": "contents"}
 _VALIDATED: dict[tuple[str, int], object] = {}
-"""(provider, id) -> history item that passed SDK validation. Only items ``request_json``
+"""(provider, id) -> history item or tool that passed SDK validation. Only items ``request_json``
 handed out as immutable are noted, so a later body that reuses one skips re-checking it."""
 
 
-def _unvalidated(name: Provider, body: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[int] | None]:
-    """``body`` without the history items already validated, and the original index of each
-    item left (None: nothing was left out). The SDK types check each item on its own."""
-    key = _HISTORY_KEY[name]
-    items = body.get(key)
-    if not isinstance(items, list):
-        return body, None
-    left = [i for i, item in enumerate(items) if _VALIDATED.get((name, id(item))) is not item]
-    if len(left) == len(items):
-        return body, None
-    return {**body, key: [items[i] for i in left]}, left
+def _unvalidated(name: Provider, body: Mapping[str, Any]
+                 ) -> tuple[Mapping[str, Any], dict[str, list[int]]]:
+    """``body`` without the history items and tools already validated, and per list left
+    short, the original index of each item kept. The SDK types check each item on its own."""
+    out: dict[str, Any] | None = None
+    kept: dict[str, list[int]] = {}
+    for key in (_HISTORY_KEY[name], "tools"):
+        items = body.get(key)
+        if not isinstance(items, list):
+            continue
+        left = [i for i, item in enumerate(items) if _VALIDATED.get((name, id(item))) is not item]
+        if len(left) < len(items):
+            out = dict(body) if out is None else out
+            out[key] = [items[i] for i in left]
+            kept[key] = left
+    return (body if out is None else out), kept
 
 
 def validate_request(provider: str, body: Mapping[str, Any]) -> None:
