@@ -55,6 +55,7 @@ from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import MediaCostRecord
 from contextfold.projections.fold_content import block_tokens
 from contextfold.projections.media_cost import MediaCost, is_priced_media, media_cost, reduced_block
+from contextfold.projections.request_json import on_clear
 from contextfold.projections.state import RunState
 
 __all__ = ["FragmentMedia", "MediaFinish", "finalize_media", "media_blocks", "plan_fragment"]
@@ -209,14 +210,16 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
 
 
 _MEDIA_FREE: dict[int, Message] = {}
-"""Messages known to carry no media, by identity (the layout reuses message objects)."""
+"""Messages known to carry no media, by identity (the layout reuses message objects).
+Emptied with ``request_json``'s memos, which hold the same messages."""
+on_clear(_MEDIA_FREE.clear)
 
 
 def _has_media(message: Message) -> bool:
     if _MEDIA_FREE.get(id(message)) is message:
         return False
     if not _scan_media(message):
-        if len(_MEDIA_FREE) >= 200_000:
+        if len(_MEDIA_FREE) >= 100_000:
             _MEDIA_FREE.clear()
         _MEDIA_FREE[id(message)] = message
         return False

@@ -34,22 +34,46 @@ from pydantic import BaseModel
 
 from contextfold.domain.conversation import Conversation
 
-__all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered", "remember",
-           "rendered"]
+__all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered", "on_clear",
+           "remember", "rendered"]
 
-_LIMIT = 200_000
+_LIMIT = 100_000
+_TEXT_CHARS_LIMIT = 64 * 1024 * 1024
+"""Past this much kept JSON text (or ``_LIMIT`` entries) every memo here starts over: a
+long-lived process serving many runs must not grow without bound."""
 _TEXTS: dict[int, tuple[object, str]] = {}
 """id(dict) -> (the dict, its canonical JSON text), for dicts handed out by this module."""
 _DUMPS: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
 _RENDERED: dict[tuple[str, int], tuple[object, list[dict[str, Any]]]] = {}
+_text_chars = 0
+_ON_CLEAR: list[Callable[[], None]] = []
+"""Other modules' memos of remembered dicts, emptied with these (``on_clear``)."""
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def on_clear(hook: Callable[[], None]) -> None:
+    """Call ``hook`` whenever the memos here start over (a memo holding remembered dicts)."""
+    _ON_CLEAR.append(hook)
+
+
+def _clear() -> None:
+    global _text_chars
+    _TEXTS.clear()
+    _DUMPS.clear()
+    _RENDERED.clear()
+    _text_chars = 0
+    for hook in _ON_CLEAR:
+        hook()
 
 
 def remember(obj: dict[str, Any]) -> dict[str, Any]:
     """Register ``obj`` (never to be mutated again) so :func:`canonical_text` reuses its text."""
-    if len(_TEXTS) >= _LIMIT:
-        _TEXTS.clear()
-    _TEXTS[id(obj)] = (obj, _dumps(obj))
+    global _text_chars
+    if len(_TEXTS) >= _LIMIT or _text_chars >= _TEXT_CHARS_LIMIT:
+        _clear()
+    text = _dumps(obj)
+    _TEXTS[id(obj)] = (obj, text)
+    _text_chars += len(text)
     return obj
 
 
@@ -93,8 +117,6 @@ def _message_json(message: BaseModel) -> dict[str, Any]:
     hit = _DUMPS.get(id(message))
     if hit is not None and hit[0] is message:
         return hit[1]
-    if len(_DUMPS) >= _LIMIT:
-        _DUMPS.clear()
     out = remember(message.model_dump(mode="json"))
     _DUMPS[id(message)] = (message, out)
     return out
@@ -116,8 +138,6 @@ def rendered(provider: str, message: BaseModel,
     hit = _RENDERED.get(key)
     if hit is not None and hit[0] is message:
         return hit[1]
-    if len(_RENDERED) >= _LIMIT:
-        _RENDERED.clear()
     out = [remember(d) for d in render(message)]
     _RENDERED[key] = (message, out)
     return out

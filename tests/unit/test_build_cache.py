@@ -129,3 +129,19 @@ def test_a_config_left_unbuilt_for_many_updates_catches_up() -> None:
         _outcome(state, often)
         if pos in (5, len(events)):
             assert _outcome(state, rare) == _outcome(state.snapshot(), rare), pos
+
+
+def test_builds_stay_right_when_the_request_memos_start_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process-wide memos of message JSON are bounded; starting over changes no result."""
+    from contextfold.api import render_request
+    from contextfold.projections import request_json
+
+    monkeypatch.setattr(request_json, "_LIMIT", 7)
+    state = new_state("bound")
+    config = BuildConfig(provider="openai-chat", window=64_000, reserve=1_000)
+    for pos, event in enumerate(_events()[:30], start=1):
+        fold_event(state, RecordedEvent("bound", pos, event, ""))
+        built = build_context(state, config, render=render_request)
+        fresh = build_context(state.snapshot(), config, render=render_request)
+        assert built.manifest.request_hash == fresh.manifest.request_hash, pos
+        assert built.request == fresh.request, pos

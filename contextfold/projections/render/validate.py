@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeAlias, assert_never, get_args
 from pydantic import ValidationError
 
 from contextfold.domain.errors import RenderError
-from contextfold.projections.request_json import is_remembered
+from contextfold.projections.request_json import is_remembered, on_clear
 
 __all__ = [
     "PROVIDERS",
@@ -428,8 +428,6 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
         index = bad.path[1] if in_history and isinstance(bad.path[1], int) else None
         raise RenderError(provider, f"does not match the SDK request type at {where or '<root>'}: "
                           f"{bad.message}", index=index, detail=bad.detail) from bad
-    if len(_VALIDATED) >= 200_000:
-        _VALIDATED.clear()
     for key in (_HISTORY_KEY[name], "tools"):
         items = body.get(key)
         for item in items if isinstance(items, list) else ():
@@ -442,7 +440,9 @@ _HISTORY_KEY: dict[Provider, str] = {"openai-chat": "messages", "openai-response
                                      "anthropic": "messages", "gemini": "contents"}
 _VALIDATED: dict[tuple[str, int], object] = {}
 """(provider, id) -> history item or tool that passed SDK validation. Only items ``request_json``
-handed out as immutable are noted, so a later body that reuses one skips re-checking it."""
+handed out as immutable are noted, so a later body that reuses one skips re-checking it.
+Emptied whenever ``request_json``'s memos start over."""
+on_clear(_VALIDATED.clear)
 
 
 def _unvalidated(name: Provider, body: Mapping[str, Any]
