@@ -34,7 +34,6 @@ from contextfold.domain.events import (
     TextBlock,
 )
 from contextfold.domain.fragments import (
-    ContextFragment,
     FragmentKind,
     MessageBlock,
     ToolCallBlock,
@@ -42,7 +41,8 @@ from contextfold.domain.fragments import (
     Trust,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.projections.state import DEFAULT_PRIORITY, FragmentEntry, RunState
+from contextfold.projections.entries import Content, FragmentEntry, Response, ToolAnswer
+from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -53,6 +53,8 @@ __all__ = [
     "block_tokens",
     "blocks_hash",
     "call_ref",
+    "content_digest",
+    "content_tokens",
     "file_ref",
     "payload",
     "plan_text",
@@ -126,22 +128,38 @@ def payload(content: str, artifact: ArtifactRef | None, title: str,
     return head + tuple(blocks)
 
 
+def content_tokens(state: RunState, content: Content) -> int:
+    """Token count of an entry's content (recipes counted from their plain values)."""
+    if isinstance(content, ToolAnswer):
+        body = (_artifact_tokens(state, content.artifact) if content.artifact is not None
+                else state.counter.count(content.text))
+        return body + sum(block_tokens(state, b) for b in content.blocks)
+    if isinstance(content, Response):
+        count = state.counter.count
+        return count(content.text) + sum(count(n) + count(a) for _, n, a in content.calls)
+    return sum(block_tokens(state, b) for b in content)
+
+
+def content_digest(content: Content) -> str:
+    """``blocks_hash`` of the content's blocks, without building them for a recipe."""
+    if isinstance(content, ToolAnswer | Response):
+        raw = content.canonical()
+        if raw is not None:
+            return blake3.blake3(raw).hexdigest()
+        return blocks_hash(content.to_blocks())
+    return blocks_hash(content)
+
+
 def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
-         content: tuple[MessageBlock, ...], *, sub: int = 0, source_ref: str | None = None,
+         content: Content, *, sub: int = 0, source_ref: str | None = None,
          required: bool = False, priority: int | None = None) -> str:
-    fid = f"e{rec.position}" if sub == 0 else f"e{rec.position}.c{sub}"
-    fragment = ContextFragment(
-        id=fid, kind=kind,
-        source_ref=source_ref or f"event://{state.run_id}/{rec.position}",
-        trust=trust,
-        priority=DEFAULT_PRIORITY[kind] if priority is None else priority,
-        required=required, freshness=1.0,
-        token_count=sum(block_tokens(state, b) for b in content),
-        content_hash=blocks_hash(content), content=content,
-    )
-    state.entries[fid] = FragmentEntry(fragment, rec.position)
-    state.by_position[rec.position] = (*state.by_position.get(rec.position, ()), fid)
-    state.horizon = rec.position
+    position = rec.position
+    fid = f"e{position}" if sub == 0 else f"e{position}.c{sub}"
+    state.entries[fid] = FragmentEntry.folded(
+        fid, kind, source_ref or f"event://{state.run_id}/{position}", trust,
+        DEFAULT_PRIORITY[kind] if priority is None else priority, required,
+        content_tokens(state, content), content_digest(content), content, position)
+    state.horizon = position
     return fid
 
 
