@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -45,7 +47,10 @@ from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
 from contextfold.store.limits import StoreLimits
 from contextfold.store.media import attach_document, attach_image
 
-__all__ = ["ReplayReport", "Run", "Store", "open_store", "render_request"]
+__all__ = ["EVENT_TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
+
+EVENT_TEXT_CACHE_CHARS = 8 * 1024 * 1024
+"""Characters of long event texts a store keeps cached for rendering (the state keeps none)."""
 
 
 class Store:
@@ -53,6 +58,9 @@ class Store:
 
     def __init__(self, events: EventStore) -> None:
         self.events = events
+        self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._text_chars = 0
+        self._texts_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -79,6 +87,25 @@ class Store:
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - one cache per store; artifacts are immutable
     def artifact_text(self, ref: ArtifactRef) -> str:
         return self.events.artifact(ref).decode("utf-8", "replace")
+
+    def event_text(self, run_id: str, position: int) -> str:
+        """The text content of the event at ``position``, through a small cache (LRU, at most
+        ``EVENT_TEXT_CACHE_CHARS``): a build reads a rendered long text a few times."""
+        key = (run_id, position)
+        with self._texts_lock:
+            hit = self._texts.get(key)
+            if hit is not None:
+                self._texts.move_to_end(key)
+                return hit
+        text = self.events.event_text(run_id, position)
+        with self._texts_lock:
+            if key not in self._texts and len(text) <= EVENT_TEXT_CACHE_CHARS:
+                self._texts[key] = text
+                self._text_chars += len(text)
+                while self._text_chars > EVENT_TEXT_CACHE_CHARS:
+                    _, old = self._texts.popitem(last=False)
+                    self._text_chars -= len(old)
+        return text
 
     def close(self) -> None:
         self.events.close()
@@ -132,7 +159,9 @@ class Run:
             return state_at_turn(self.events(), turn, run_id=self.run_id,
                                  artifact_tokens=self._artifact_tokens())
         if self._state is None:
-            self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens())
+            # long texts stay in the log and are read back when rendered (projections.entries)
+            self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
+                                    event_text=functools.partial(self.store.event_text, self.run_id))
         return fold(self.store.events.iter_events(self.run_id, after=self._state.version), self._state)
 
     def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,

@@ -17,6 +17,16 @@ blocks, written directly from the plain values (:meth:`ToolAnswer.canonical`)
 rather than through ``model_dump`` + ``json.dumps``; the bytes are the same
 (tested against :func:`contextfold.projections.fold_content.blocks_hash`).
 
+Long texts are loaded when rendered. With a text source (``RunState.event_text``,
+a port to the store, wired by the API), a tool result whose text is longer than
+:data:`LAZY_TEXT_CHARS` keeps only a :class:`LazyText` (its log position): the
+text is read back from the event when the full fragment is asked for, and
+checked against the content hash taken at fold time (``IntegrityError`` if the
+log does not give back the bytes the fold saw). Such an entry is not cached
+whole, so a state never holds every byte its log carried; ``entry.head`` is the
+same fragment with the text left out, for everything that only costs, ranks or
+places a fragment (builds cost from the stored token count and hash).
+
 Entries are immutable by convention: the fold creates them, nothing assigns
 to their slots afterwards except the one-time fragment cache, which is
 idempotent (two threads materialising at once build equal fragments).
@@ -24,9 +34,14 @@ idempotent (two threads materialising at once build equal fragments).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import Literal, NamedTuple
 
+import blake3
+
+from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import ArtifactRef, ContentBlock, TextBlock
 from contextfold.domain.fragments import (
     ContextFragment,
@@ -37,14 +52,37 @@ from contextfold.domain.fragments import (
     Trust,
 )
 
-__all__ = ["AnswerStatus", "Content", "FragmentEntry", "Response", "ToolAnswer"]
+__all__ = ["LAZY_TEXT_CHARS", "AnswerStatus", "Content", "FragmentEntry", "LazyText", "Response",
+           "ToolAnswer", "blocks_hash"]
+
+LAZY_TEXT_CHARS = 1024
+"""A tool result text longer than this is a large payload: held as a ref when the state has a
+text source, and (whether held or not) redacted when a build first needs its text, like an
+artifact-backed payload (``projections.units``)."""
 
 _enc = encode_basestring
 """json's own string encoder for ``ensure_ascii=False``: the exact escapes json.dumps writes."""
 
 
+def blocks_hash(blocks: tuple[MessageBlock, ...]) -> str:
+    """``content_hash``: blake3 of the canonical JSON (sorted keys) of the blocks."""
+    dumped = [b.model_dump(mode="json") for b in blocks]
+    return blake3.blake3(json.dumps(dumped, sort_keys=True, separators=(",", ":"),
+                                    ensure_ascii=False).encode()).hexdigest()
+
+
 def _opt_str(value: str | None) -> str:
     return "null" if value is None else str(_enc(value))
+
+
+class LazyText(NamedTuple):
+    """The ``content`` text of the event at ``position``, read through ``load`` when needed."""
+
+    position: int
+    load: Callable[[int], str]
+
+    def placeholder(self) -> str:
+        return f"[text of log position {self.position}, loaded when rendered]"
 
 
 AnswerStatus = Literal["ok", "error", "lost", "cancelled"]
@@ -56,19 +94,24 @@ class ToolAnswer(NamedTuple):
     call_id: str
     name: str | None
     status: AnswerStatus
-    text: str
+    text: str | LazyText
     artifact: ArtifactRef | None
     blocks: tuple[ContentBlock, ...]
     exit_code: int | None
 
-    def to_blocks(self) -> tuple[MessageBlock, ...]:
+    def to_blocks(self, *, head: bool = False) -> tuple[MessageBlock, ...]:
+        """The blocks; ``head``: a lazy text left out (a placeholder, never rendered)."""
+        text = self.text
+        if isinstance(text, LazyText):
+            text = text.placeholder() if head else text.load(text.position)
         return (ToolResultBlock(call_id=self.call_id, name=self.name, status=self.status,
-                                text=self.text, artifact=self.artifact, blocks=self.blocks,
+                                text=text, artifact=self.artifact, blocks=self.blocks,
                                 exit_code=self.exit_code),)
 
     def canonical(self) -> bytes | None:
-        """Canonical JSON of :meth:`to_blocks`; None when nested blocks need the generic path."""
-        if self.blocks:
+        """Canonical JSON of :meth:`to_blocks`; None when nested blocks need the generic path
+        (and for a lazy text, which is hashed when folded, from the text itself)."""
+        if self.blocks or isinstance(self.text, LazyText):
             return None
         a = self.artifact
         art = ("null" if a is None else
@@ -147,20 +190,52 @@ class FragmentEntry:
                                     self.required, self.token_count, self.content_hash, self.content,
                                     position)
 
-    def blocks(self) -> tuple[MessageBlock, ...]:
+    @property
+    def lazy(self) -> bool:
+        """Whether the text lives in the log only (loaded when the full fragment is asked for)."""
         content = self.content
-        if isinstance(content, ToolAnswer | Response):
+        return isinstance(content, ToolAnswer) and isinstance(content.text, LazyText)
+
+    def blocks(self, *, head: bool = False) -> tuple[MessageBlock, ...]:
+        content = self.content
+        if isinstance(content, ToolAnswer):
+            return content.to_blocks(head=head)
+        if isinstance(content, Response):
             return content.to_blocks()
         return content
 
+    def _build(self, content: tuple[MessageBlock, ...]) -> ContextFragment:
+        return ContextFragment(
+            id=self.id, kind=self.kind, source_ref=self.source_ref, trust=self.trust,
+            priority=self.priority, required=self.required, freshness=1.0,
+            token_count=self.token_count, content_hash=self.content_hash, content=content)
+
     @property
     def fragment(self) -> ContextFragment:
+        """The full fragment: built once and kept, or for a lazy entry loaded (and verified)
+        every time, so the state never keeps the text."""
+        frag = self._fragment
+        if frag is not None and not self.lazy:
+            return frag
+        content = self.blocks()
+        if not self.lazy:
+            frag = self._fragment = self._build(content)
+            return frag
+        if blocks_hash(content) != self.content_hash:
+            raise IntegrityError(f"fragment {self.id}: the text read back from log position "
+                                 f"{self.position} does not match the content hash it was folded with",
+                                 position=self.position)
+        return self._build(content)
+
+    @property
+    def head(self) -> ContextFragment:
+        """The fragment as far as a build costs it: for a lazy entry, without its text (built
+        once and kept); otherwise the full fragment."""
+        if not self.lazy:
+            return self.fragment
         frag = self._fragment
         if frag is None:
-            frag = self._fragment = ContextFragment(
-                id=self.id, kind=self.kind, source_ref=self.source_ref, trust=self.trust,
-                priority=self.priority, required=self.required, freshness=1.0,
-                token_count=self.token_count, content_hash=self.content_hash, content=self.blocks())
+            frag = self._fragment = self._build(self.blocks(head=True))
         return frag
 
     def __repr__(self) -> str:

@@ -116,11 +116,15 @@ __all__ = [
 
 
 def new_state(run_id: str, *, encoding: str | None = None, model: str | None = None,
-              artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
-    """An empty state. The encoding is ``encoding`` when loadable offline, else the model's."""
+              artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+              event_text: Callable[[int], str] | None = None) -> RunState:
+    """An empty state. The encoding is ``encoding`` when loadable offline, else the model's.
+
+    ``event_text``: the log's text port (see ``RunState.event_text``); long texts are then
+    read back when rendered instead of kept."""
     name = encoding if encoding and encoding_available(encoding) else encoding_for_model(model)
     return RunState(run_id=run_id, encoding=name, model=model, artifact_tokens=artifact_tokens,
-                    counter=get_counter(name))
+                    event_text=event_text, counter=get_counter(name))
 
 
 # ---------------------------------------------------------------- dispatch
@@ -365,7 +369,7 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
         for slot in group.calls:
             if (slot.answer_id is not None and slot.answer_position is not None
                     and slot.status in ("ok", "error") and slot.answer_position not in state.masked):
-                raw = state.entries[slot.answer_id].fragment
+                raw = state.entries[slot.answer_id].head  # the stub needs no text
                 block = next(b for b in raw.content if isinstance(b, ToolResultBlock))
                 stub = ToolResultBlock(call_id=block.call_id, name=block.name, status=block.status,
                                        exit_code=block.exit_code,

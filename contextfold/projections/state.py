@@ -295,6 +295,10 @@ class RunState:
     encoding: str = DEFAULT_ENCODING
     artifact_tokens: Callable[[ArtifactRef], int] | None = None
     """Token count of an artifact's full content; None = size-based estimate."""
+    event_text: Callable[[int], str] | None = None
+    """Port to the log: the ``content`` text of the event at a position. When set, the fold
+    keeps long tool result texts as refs and they are read back when rendered
+    (:mod:`contextfold.projections.entries`); None = keep every text."""
     model: str | None = None
     agent: str | None = None
     version: int = 0
@@ -357,6 +361,7 @@ class RunState:
         """A point-in-time copy: O(state), taken on demand. Stored values are immutable."""
         return RunState(
             run_id=self.run_id, encoding=self.encoding, artifact_tokens=self.artifact_tokens,
+            event_text=self.event_text,
             model=self.model, agent=self.agent, version=self.version, turn=self.turn,
             horizon=self.horizon, last_progress=self.last_progress, counter=self.counter,
             pairing=self.pairing.copy(), entries=dict(self.entries),
