@@ -47,10 +47,11 @@ from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
 from contextfold.store.limits import StoreLimits
 from contextfold.store.media import attach_document, attach_image
 
-__all__ = ["EVENT_TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
+__all__ = ["TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
 
-EVENT_TEXT_CACHE_CHARS = 8 * 1024 * 1024
-"""Characters of long event texts a store keeps cached for rendering (the state keeps none)."""
+TEXT_CACHE_CHARS = 8 * 1024 * 1024
+"""Characters of loaded texts (long event texts, artifacts) a store keeps cached for rendering
+and counting; the state keeps none."""
 
 
 class Store:
@@ -58,7 +59,7 @@ class Store:
 
     def __init__(self, events: EventStore) -> None:
         self.events = events
-        self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._texts: OrderedDict[tuple[str, str | int], str] = OrderedDict()
         self._text_chars = 0
         self._texts_lock = threading.Lock()
 
@@ -84,25 +85,30 @@ class Store:
         """Check and store a PDF (pages counted); the block goes in an event's content."""
         return attach_document(self.events, data, title=title)
 
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one cache per store; artifacts are immutable
     def artifact_text(self, ref: ArtifactRef) -> str:
-        return self.events.artifact(ref).decode("utf-8", "replace")
+        """An artifact's bytes as text, through the store's text cache (artifacts are immutable)."""
+        return self._cached(("artifact", ref.hash),
+                            lambda: self.events.artifact(ref).decode("utf-8", "replace"))
 
     def event_text(self, run_id: str, position: int) -> str:
-        """The text content of the event at ``position``, through a small cache (LRU, at most
-        ``EVENT_TEXT_CACHE_CHARS``): a build reads a rendered long text a few times."""
-        key = (run_id, position)
+        """The text content of the event at ``position``, through the store's text cache: a
+        build reads a rendered long text a few times."""
+        return self._cached((run_id, position), lambda: self.events.event_text(run_id, position))
+
+    def _cached(self, key: tuple[str, str | int], load: Callable[[], str]) -> str:
+        """LRU of loaded texts, bounded by ``TEXT_CACHE_CHARS`` characters (not by count:
+        4,096 artifacts of a few MB each would be gigabytes)."""
         with self._texts_lock:
             hit = self._texts.get(key)
             if hit is not None:
                 self._texts.move_to_end(key)
                 return hit
-        text = self.events.event_text(run_id, position)
+        text = load()
         with self._texts_lock:
-            if key not in self._texts and len(text) <= EVENT_TEXT_CACHE_CHARS:
+            if key not in self._texts and len(text) <= TEXT_CACHE_CHARS:
                 self._texts[key] = text
                 self._text_chars += len(text)
-                while self._text_chars > EVENT_TEXT_CACHE_CHARS:
+                while self._text_chars > TEXT_CACHE_CHARS:
                     _, old = self._texts.popitem(last=False)
                     self._text_chars -= len(old)
         return text

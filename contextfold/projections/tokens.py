@@ -176,7 +176,7 @@ class TokenCounter:
         with _ENCODING_LOCK:
             self._encoding = _load_encoding(encoding)
         self.encoding_name: str = encoding
-        self._cache: dict[str, int] = {}
+        self._cache: dict[bytes, int] = {}
         self._lock = threading.Lock()
         self.calls = 0
         self.hits = 0
@@ -184,7 +184,7 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        key = content_hash(text)
+        key = blake3.blake3(text.encode("utf-8")).digest()  # raw 32 bytes: half a hex key's memory
         cached = self._cache.get(key)
         if cached is not None:
             self.hits += 1
