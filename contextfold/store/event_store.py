@@ -75,7 +75,7 @@ from contextfold.store.backends import (
     open_backend,
     translate_errors,
 )
-from contextfold.store.crypto import Keyring, open_envelope
+from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
 from contextfold.store.tenants import bind_sqlite_tenant
@@ -95,6 +95,8 @@ PREVIEW_CHARS = 2048
 MAX_BATCH = 10_000
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$")
 _APPEND_RETRIES = 100
+_UPCAST_TOPICS: dict[str, bool] = {}
+"""Stored topic (``type@version``) -> whether it needs upcasting: parsed once per topic."""
 _PAGE_ROWS = 5000
 _FIRST_PAGE_ROWS = 500
 _PAGE_BYTES = 8 * 1024 * 1024
@@ -378,15 +380,16 @@ class EventStore:
             page = max(1, min(_PAGE_ROWS, page * _PAGE_BYTES // max(nbytes, 1)))
 
     def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
-        state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
+        if is_encrypted(state):  # checked first: the label below is built only when needed
+            state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
         digest = state[:64].decode("ascii")
         body = state[64:]
-        etype, _, version = topic.partition("@")
         try:
-            if (etype, int(version)) in UPCASTERS:
-                event = event_from_json(body)
-            else:
-                event = EVENT_ADAPTER.validate_json(body)
+            upcast = _UPCAST_TOPICS.get(topic)
+            if upcast is None:
+                etype, _, version = topic.partition("@")
+                upcast = _UPCAST_TOPICS[topic] = (etype, int(version)) in UPCASTERS
+            event = event_from_json(body) if upcast else EVENT_ADAPTER.validate_json(body)
         except (ValidationError, ValueError) as exc:
             raise IntegrityError(
                 f"run {run_id!r} position {position}: stored event does not parse: {exc}",
