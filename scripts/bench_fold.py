@@ -23,10 +23,14 @@ Measures (SQLite store in a temp dir):
 4. peak RSS of folding (through ``Run.state()``) a 100k-event run whose tool
    outputs total 1 GB (50k results of 20,000 bytes), in a child process per
    store configuration: the default artifact threshold (64 KiB: the outputs stay
-   inline in the events) and a lower one (outputs become artifacts; the fold
-   keeps a ref, hash and count). Goal: < 300 MB. The outputs come from a pool
-   of 1,000 distinct texts so tokenizing 1 GB does not dominate the run; every
-   event still carries (and reads back) its own copy.
+   inline in the events) and a lower one (outputs become artifacts and the
+   events keep a 2,048-character preview). Either way the state keeps, for a
+   text longer than ``LAZY_TEXT_CHARS``, its count, hash and log position only
+   (``projections.entries``); then one 128k build, which reads back the texts
+   it renders (its time and peak are printed beside, not part of the goal).
+   Goal: < 300 MB. The outputs come from a pool of 1,000 distinct texts so
+   tokenizing 1 GB does not dominate the run; every event still carries (and
+   reads back) its own copy.
 
 Usage: .venv/bin/python scripts/bench_fold.py [--sizes 10000,100000] [--rss-events 100000]
                                       [--rss-output-bytes 20000] [--alt-threshold 4096] [--no-rss]

@@ -1,10 +1,13 @@
 """Token counting with tiktoken, offline, cached by content hash.
 
-Why a cache keyed by ``(blake3(text), encoding)``: the builder counts the same
-fragment text on every build of every turn; tokenizing it once per process
-turns a per-build cost into a per-new-content cost. ``TokenCounter.calls``
-counts real tokenizer invocations so a benchmark can check that the number of
-calls per build equals the number of distinct new contents.
+Why a cache keyed by content, per encoding (one counter per encoding): the
+builder counts the same fragment text on every build of every turn; tokenizing
+it once per process turns a per-build cost into a per-new-content cost. The key
+is the 32-byte blake3 digest of the text, or for a short text (tool names,
+call arguments: up to ``_SHORT_TEXT`` characters) the text itself, which is
+exact and saves hashing it on every count. ``TokenCounter.calls`` counts real
+tokenizer invocations so a benchmark can check that the number of calls per
+build equals the number of distinct new contents.
 
 Which encoding (never the network):
 
