@@ -160,7 +160,10 @@ class Run:
         return count
 
     def state(self, *, turn: int | None = None) -> RunState:
-        """The projection now (caught up incrementally), or as of ``turn`` (rebuilt from the log)."""
+        """The projection now (caught up incrementally), or as of ``turn`` (rebuilt from the log).
+
+        The state now keeps long tool outputs as refs into the log and reads them back when
+        a fragment is rendered or asked for whole, so use it while the store is open."""
         if turn is not None:
             return state_at_turn(self.events(), turn, run_id=self.run_id,
                                  artifact_tokens=self._artifact_tokens())
