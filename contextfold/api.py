@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -45,7 +47,11 @@ from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
 from contextfold.store.limits import StoreLimits
 from contextfold.store.media import attach_document, attach_image
 
-__all__ = ["ReplayReport", "Run", "Store", "open_store", "render_request"]
+__all__ = ["TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
+
+TEXT_CACHE_CHARS = 8 * 1024 * 1024
+"""Characters of loaded texts (long event texts, artifacts) a store keeps cached for rendering
+and counting; the state keeps none."""
 
 
 class Store:
@@ -53,6 +59,9 @@ class Store:
 
     def __init__(self, events: EventStore) -> None:
         self.events = events
+        self._texts: OrderedDict[tuple[str, str | int], str] = OrderedDict()
+        self._text_chars = 0
+        self._texts_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -76,9 +85,33 @@ class Store:
         """Check and store a PDF (pages counted); the block goes in an event's content."""
         return attach_document(self.events, data, title=title)
 
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one cache per store; artifacts are immutable
     def artifact_text(self, ref: ArtifactRef) -> str:
-        return self.events.artifact(ref).decode("utf-8", "replace")
+        """An artifact's bytes as text, through the store's text cache (artifacts are immutable)."""
+        return self._cached(("artifact", ref.hash),
+                            lambda: self.events.artifact(ref).decode("utf-8", "replace"))
+
+    def event_text(self, run_id: str, position: int) -> str:
+        """The text content of the event at ``position``, through the store's text cache: a
+        build reads a rendered long text a few times."""
+        return self._cached((run_id, position), lambda: self.events.event_text(run_id, position))
+
+    def _cached(self, key: tuple[str, str | int], load: Callable[[], str]) -> str:
+        """LRU of loaded texts, bounded by ``TEXT_CACHE_CHARS`` characters (not by count:
+        4,096 artifacts of a few MB each would be gigabytes)."""
+        with self._texts_lock:
+            hit = self._texts.get(key)
+            if hit is not None:
+                self._texts.move_to_end(key)
+                return hit
+        text = load()
+        with self._texts_lock:
+            if key not in self._texts and len(text) <= TEXT_CACHE_CHARS:
+                self._texts[key] = text
+                self._text_chars += len(text)
+                while self._text_chars > TEXT_CACHE_CHARS:
+                    _, old = self._texts.popitem(last=False)
+                    self._text_chars -= len(old)
+        return text
 
     def close(self) -> None:
         self.events.close()
@@ -127,12 +160,17 @@ class Run:
         return count
 
     def state(self, *, turn: int | None = None) -> RunState:
-        """The projection now (caught up incrementally), or as of ``turn`` (rebuilt from the log)."""
+        """The projection now (caught up incrementally), or as of ``turn`` (rebuilt from the log).
+
+        The state now keeps long tool outputs as refs into the log and reads them back when
+        a fragment is rendered or asked for whole, so use it while the store is open."""
         if turn is not None:
             return state_at_turn(self.events(), turn, run_id=self.run_id,
                                  artifact_tokens=self._artifact_tokens())
         if self._state is None:
-            self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens())
+            # long texts stay in the log and are read back when rendered (projections.entries)
+            self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
+                                    event_text=functools.partial(self.store.event_text, self.run_id))
         return fold(self.store.events.iter_events(self.run_id, after=self._state.version), self._state)
 
     def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,

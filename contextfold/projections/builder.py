@@ -399,7 +399,7 @@ def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_
               original_tokens: dict[str, int], shown_in: dict[str, dict[str, str]]
               ) -> tuple[int, int, int, ContextFragment, ManifestFragment]:
     """One selected fragment: its layer, tokens, overhead, view and manifest line."""
-    f, m = facts.frag, facts.media
+    f, m = ctx.shown(facts.frag), facts.media  # a lazy text is loaded here: this fragment is rendered
     fid = f.id
     text = ctx.count(texts[fid]) if fid in text_cut else facts.text_tokens
     tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)

@@ -143,7 +143,7 @@ def choose_cover(state: RunState, *, keep_recent: int = 3,
     tail = [g.position for g in groups[-keep_recent:]] if keep_recent > 0 else []
     users = [it for it in timeline if isinstance(it, MessageItem) and it.role == "user"]
     # a required input is never hidden by a cover, so it need not bound one
-    if keep_input and users and not state.entries[users[-1].fragment_id].fragment.required:
+    if keep_input and users and not state.entries[users[-1].fragment_id].required:
         tail.append(users[-1].position)
     hi = (min(tail) if tail else state.version + 1) - 1
     changed = True
@@ -189,7 +189,7 @@ def plan_mask(state: RunState, lo: int, hi: int) -> CompactionPlan | None:
             if (slot.answer_id is None or slot.answer_position is None
                     or slot.status not in ("ok", "error") or slot.answer_position in state.masked):
                 continue
-            frag = state.entries[slot.answer_id].fragment
+            frag = state.entries[slot.answer_id].head  # the stub needs no text
             block = next(b for b in frag.content if isinstance(b, ToolResultBlock))
             stub = mask_stub(state.run_id, block, slot.answer_position, frag.token_count)
             stubs.append(stub)
@@ -484,7 +484,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
     hidden_ids = [it.fragment_ids for pos, it in state.items.items()
                   if lo <= pos <= hi and pos not in state.hidden
                   and not (isinstance(it, MessageItem) and it.role == "user"
-                           and state.entries[it.fragment_id].fragment.required)
+                           and state.entries[it.fragment_id].required)
                   and (not isinstance(it, ToolGroup) or _wholly_inside(it, lo, hi))]
     if not hidden_ids:
         return None
@@ -501,7 +501,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
         summary = validate_summary(candidate, covered, skeleton, state.run_id)
     event = HistoryCompacted(summary=summary, covers_from=lo, covers_to=hi, strategy="summary",
                              summarizer=name)
-    before = sum(state.entries[fid].fragment.token_count for ids in hidden_ids for fid in ids)
+    before = sum(state.entries[fid].token_count for ids in hidden_ids for fid in ids)
     after = state.counter.count("\n".join(_all_lines(summary)))
     return CompactionPlan(event, before, after)
 

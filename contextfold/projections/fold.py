@@ -77,13 +77,12 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.fragments import (
-    MessageBlock,
-    ToolCallBlock,
     ToolResultBlock,
     Trust,
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.compaction import mask_stub
+from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
 from contextfold.projections.fold_content import (
     add_fragment,
     call_ref,
@@ -98,8 +97,6 @@ from contextfold.projections.state import (
     NOTE_PRIORITY,
     SUMMARY_PRIORITY,
     CallSlot,
-    CallStatus,
-    FragmentEntry,
     MessageItem,
     RunState,
     SummaryItem,
@@ -119,11 +116,15 @@ __all__ = [
 
 
 def new_state(run_id: str, *, encoding: str | None = None, model: str | None = None,
-              artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
-    """An empty state. The encoding is ``encoding`` when loadable offline, else the model's."""
+              artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+              event_text: Callable[[int], str] | None = None) -> RunState:
+    """An empty state. The encoding is ``encoding`` when loadable offline, else the model's.
+
+    ``event_text``: the log's text port (see ``RunState.event_text``); long texts are then
+    read back when rendered instead of kept."""
     name = encoding if encoding and encoding_available(encoding) else encoding_for_model(model)
     return RunState(run_id=run_id, encoding=name, model=model, artifact_tokens=artifact_tokens,
-                    counter=get_counter(name))
+                    event_text=event_text, counter=get_counter(name))
 
 
 # ---------------------------------------------------------------- dispatch
@@ -208,32 +209,31 @@ def _(event: UserInput, state: RunState, rec: RecordedEvent) -> None:
 @_apply.register
 def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
     state.pairing.apply(event, rec.position)
-    head: tuple[MessageBlock, ...] = (TextBlock(text=event.text),) if event.text else ()
-    calls = tuple(ToolCallBlock(call_id=c.call_id, name=c.name, arguments=c.arguments)
-                  for c in event.tool_calls)
-    fid = add_fragment(state, rec, "history", "runtime", head + calls)
-    if event.tool_calls:
+    calls = tuple((c.call_id, c.name, c.arguments) for c in event.tool_calls)
+    fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls))
+    if calls:
         state.items[rec.position] = ToolGroup(
-            rec.position, fid, tuple(CallSlot(c.call_id, c.name) for c in event.tool_calls))
-        for c in event.tool_calls:
-            state.open_groups[c.call_id] = rec.position
-            state.recovered_groups.pop(c.call_id, None)
+            rec.position, fid, tuple(CallSlot(c, n) for c, n, _ in calls))
+        for c, _, _ in calls:
+            state.open_groups[c] = rec.position
+            state.recovered_groups.pop(c, None)
     else:
         state.items[rec.position] = MessageItem(rec.position, fid, "assistant")
     state.turn += 1
     state.last_progress = rec.position
 
 
-def _answer(state: RunState, rec: RecordedEvent, call_id: str, status: CallStatus,
-            trust: Trust, make: Callable[[str], ToolResultBlock]) -> int:
+def _answer(state: RunState, rec: RecordedEvent, call_id: str, trust: Trust,
+            make: Callable[[str | None], ToolAnswer]) -> int:
     """Attach the single answer for ``call_id`` to its group; returns the group position."""
     gpos = state.open_groups.pop(call_id)
     group = state.items[gpos]
     assert isinstance(group, ToolGroup)
     slot = next(c for c in group.calls if c.call_id == call_id)
-    fid = add_fragment(state, rec, "tool_result", trust, (make(slot.name),),
+    answer = make(slot.name)
+    fid = add_fragment(state, rec, "tool_result", trust, answer,
                source_ref=call_ref(state, call_id, gpos))
-    calls = tuple(CallSlot(c.call_id, c.name, status, fid, rec.position) if c is slot else c
+    calls = tuple(CallSlot(c.call_id, c.name, answer.status, fid, rec.position) if c is slot else c
                   for c in group.calls)
     state.items[gpos] = ToolGroup(gpos, group.fragment_id, calls)
     state.answer_group[rec.position] = gpos
@@ -243,12 +243,11 @@ def _answer(state: RunState, rec: RecordedEvent, call_id: str, status: CallStatu
 @_apply.register
 def _(event: ToolResult, state: RunState, rec: RecordedEvent) -> None:
     verdict = state.pairing.apply(event, rec.position)
-    status: CallStatus = "error" if event.is_error else "ok"
+    status: AnswerStatus = "error" if event.is_error else "ok"
     if verdict == "answer":
-        _answer(state, rec, event.call_id, status, event.origin,
-                lambda name: ToolResultBlock(
-                    call_id=event.call_id, name=name, status=status, text=event.content,
-                    artifact=event.artifact, blocks=event.blocks, exit_code=event.exit_code))
+        _answer(state, rec, event.call_id, event.origin,
+                lambda name: ToolAnswer(event.call_id, name, status, event.content, event.artifact,
+                                        event.blocks, event.exit_code))
         return
     # late: the call already has its lost/cancelled answer; show a data note instead.
     gpos = state.recovered_groups[event.call_id]
@@ -268,11 +267,11 @@ def _(event: ToolResult, state: RunState, rec: RecordedEvent) -> None:
 
 
 def _recovery(state: RunState, rec: RecordedEvent, event: ToolCallCancelled | ToolResultLost,
-              status: CallStatus, label: str) -> None:
+              status: AnswerStatus, label: str) -> None:
     state.pairing.apply(event, rec.position)
-    gpos = _answer(state, rec, event.call_id, status, "runtime",
-                   lambda name: ToolResultBlock(call_id=event.call_id, name=name, status=status,
-                                                text=f"{label}: {event.reason}"))
+    gpos = _answer(state, rec, event.call_id, "runtime",
+                   lambda name: ToolAnswer(event.call_id, name, status, f"{label}: {event.reason}",
+                                           None, (), None))
     state.recovered_groups[event.call_id] = gpos
 
 
@@ -326,7 +325,7 @@ def _coverable(state: RunState, pos: int, lo: int, hi: int) -> bool:
     if isinstance(item, ToolGroup):
         return item.closed and all(lo <= p <= hi for p in item.positions)
     if isinstance(item, MessageItem) and item.role == "user":
-        return not state.entries[item.fragment_id].fragment.required
+        return not state.entries[item.fragment_id].required
     return True
 
 
@@ -370,7 +369,7 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
         for slot in group.calls:
             if (slot.answer_id is not None and slot.answer_position is not None
                     and slot.status in ("ok", "error") and slot.answer_position not in state.masked):
-                raw = state.entries[slot.answer_id].fragment
+                raw = state.entries[slot.answer_id].head  # the stub needs no text
                 block = next(b for b in raw.content if isinstance(b, ToolResultBlock))
                 stub = ToolResultBlock(call_id=block.call_id, name=block.name, status=block.status,
                                        exit_code=block.exit_code,
@@ -379,7 +378,7 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
                 sub += 1
                 fid = add_fragment(state, rec, "tool_result", "runtime", (stub,), sub=sub,
                                    source_ref=f"event://{state.run_id}/{slot.answer_position}")
-                state.entries[fid] = FragmentEntry(state.entries[fid].fragment, slot.answer_position)
+                state.entries[fid] = state.entries[fid].moved(slot.answer_position)
                 state.masked[slot.answer_position] = rec.position
                 slot = CallSlot(slot.call_id, slot.name, slot.status, fid, slot.answer_position)
             calls.append(slot)
@@ -425,9 +424,18 @@ def fold_event(state: RunState, recorded: RecordedEvent) -> RunState:
     if recorded.position != state.version + 1:
         raise IntegrityError(f"run {state.run_id!r}: expected position {state.version + 1}, "
                              f"got {recorded.position}", position=recorded.position)
-    _apply(recorded.event, state, recorded)
+    event = recorded.event
+    rule = _RULES.get(type(event))
+    if rule is None:  # first event of its class: resolve through singledispatch, then remember
+        rule = _RULES[type(event)] = _apply.dispatch(type(event))
+    rule(event, state, recorded)
     state.version = recorded.position
     return state
+
+
+_RULES: dict[type, Callable[[Any, RunState, RecordedEvent], None]] = {}
+"""Event class -> its rule: a plain dict lookup per event instead of singledispatch's
+weakref-keyed cache (a measurable part of folding small events)."""
 
 
 @contextlib.contextmanager

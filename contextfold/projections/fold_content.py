@@ -12,13 +12,15 @@ the conventions every rule shares:
   (about 4 bytes per token for English and code). Images: OpenAI's tile
   formula when the size is known, else 765 (a 1024x1024 high-detail image);
   ``detail="low"`` is 85. Documents without an artifact: 1500 per page;
+- a tool result text longer than ``LAZY_TEXT_CHARS`` is not kept when the state
+  has a text source (``state.event_text``): the entry holds its log position
+  and the text is read back when rendered (:mod:`contextfold.projections.entries`);
 - an artifact-backed text payload is carried as a ``DocumentBlock`` holding
   the ref (the full content is loaded when rendered), not the preview.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from typing import assert_never
 
@@ -32,9 +34,9 @@ from contextfold.domain.events import (
     ImageBlock,
     PlanUpdated,
     TextBlock,
+    ToolResult,
 )
 from contextfold.domain.fragments import (
-    ContextFragment,
     FragmentKind,
     MessageBlock,
     ToolCallBlock,
@@ -42,7 +44,16 @@ from contextfold.domain.fragments import (
     Trust,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.projections.state import DEFAULT_PRIORITY, FragmentEntry, RunState
+from contextfold.projections.entries import (
+    LAZY_TEXT_CHARS,
+    Content,
+    FragmentEntry,
+    LazyText,
+    Response,
+    ToolAnswer,
+    blocks_hash,
+)
+from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -53,6 +64,8 @@ __all__ = [
     "block_tokens",
     "blocks_hash",
     "call_ref",
+    "content_digest",
+    "content_tokens",
     "file_ref",
     "payload",
     "plan_text",
@@ -64,12 +77,6 @@ BYTES_PER_TOKEN = 4
 IMAGE_TOKENS_DEFAULT = 765
 IMAGE_TOKENS_LOW = 85
 DOCUMENT_PAGE_TOKENS = 1500
-
-
-def blocks_hash(blocks: tuple[MessageBlock, ...]) -> str:
-    dumped = [b.model_dump(mode="json") for b in blocks]
-    return blake3.blake3(json.dumps(dumped, sort_keys=True, separators=(",", ":"),
-                                    ensure_ascii=False).encode()).hexdigest()
 
 
 def _artifact_tokens(state: RunState, ref: ArtifactRef) -> int:
@@ -126,22 +133,46 @@ def payload(content: str, artifact: ArtifactRef | None, title: str,
     return head + tuple(blocks)
 
 
+def content_tokens(state: RunState, content: Content) -> int:
+    """Token count of an entry's content (recipes counted from their plain values)."""
+    if isinstance(content, ToolAnswer):
+        if isinstance(content.text, LazyText):
+            raise TypeError("a lazy text is counted when folded, from the text itself")
+        body = (_artifact_tokens(state, content.artifact) if content.artifact is not None
+                else state.counter.count(content.text))
+        return body + sum(block_tokens(state, b) for b in content.blocks)
+    if isinstance(content, Response):
+        count = state.counter.count
+        return count(content.text) + sum(count(n) + count(a) for _, n, a in content.calls)
+    return sum(block_tokens(state, b) for b in content)
+
+
+def content_digest(content: Content) -> str:
+    """``blocks_hash`` of the content's blocks, without building them for a recipe."""
+    if isinstance(content, ToolAnswer | Response):
+        raw = content.canonical()
+        if raw is not None:
+            return blake3.blake3(raw).hexdigest()
+        return blocks_hash(content.to_blocks())
+    return blocks_hash(content)
+
+
 def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
-         content: tuple[MessageBlock, ...], *, sub: int = 0, source_ref: str | None = None,
+         content: Content, *, sub: int = 0, source_ref: str | None = None,
          required: bool = False, priority: int | None = None) -> str:
-    fid = f"e{rec.position}" if sub == 0 else f"e{rec.position}.c{sub}"
-    fragment = ContextFragment(
-        id=fid, kind=kind,
-        source_ref=source_ref or f"event://{state.run_id}/{rec.position}",
-        trust=trust,
-        priority=DEFAULT_PRIORITY[kind] if priority is None else priority,
-        required=required, freshness=1.0,
-        token_count=sum(block_tokens(state, b) for b in content),
-        content_hash=blocks_hash(content), content=content,
-    )
-    state.entries[fid] = FragmentEntry(fragment, rec.position)
-    state.by_position[rec.position] = (*state.by_position.get(rec.position, ()), fid)
-    state.horizon = rec.position
+    position = rec.position
+    fid = f"e{position}" if sub == 0 else f"e{position}.c{sub}"
+    tokens, digest = content_tokens(state, content), content_digest(content)
+    if (state.event_text is not None and isinstance(content, ToolAnswer)
+            and isinstance(content.text, str) and len(content.text) > LAZY_TEXT_CHARS
+            and isinstance(rec.event, ToolResult) and rec.event.content is content.text):
+        # counted and hashed from the text above; from now on only the log holds it
+        content = content._replace(text=LazyText(position, state.event_text))
+    state.entries[fid] = FragmentEntry.folded(
+        fid, kind, source_ref or f"event://{state.run_id}/{position}", trust,
+        DEFAULT_PRIORITY[kind] if priority is None else priority, required,
+        tokens, digest, content, position)
+    state.horizon = position
     return fid
 
 

@@ -23,7 +23,7 @@ Views are computed on demand, never stored:
 
 Fragment ids are deterministic: ``e{position}`` for the fragment an event
 produces, ``e{position}.c{i}`` (1-based) for the i-th extra fragment of one
-event (tool specs, a goal's success contract). Every fragment ever produced
+event (tool specs, a goal's success contract, a mask's stubs). Every fragment ever produced
 stays retrievable by id and by position, also after supersession or
 compaction (``fragment``, ``fragments_at``).
 """
@@ -49,6 +49,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.fragments import ContextFragment, FragmentKind
 from contextfold.domain.log import PairingState
+from contextfold.projections.entries import FragmentEntry
 from contextfold.projections.tokens import DEFAULT_ENCODING, TokenCounter, get_counter
 
 __all__ = [
@@ -91,18 +92,6 @@ NOTE_PRIORITY = 20
 """Late-result and hand-off notes: useful, first to go."""
 
 CallStatus: TypeAlias = Literal["open", "ok", "error", "lost", "cancelled"]
-
-
-@dataclass(frozen=True, slots=True)
-class FragmentEntry:
-    """A fragment as folded, plus the log position its freshness derives from.
-
-    ``fragment`` carries ``freshness=1.0`` and the fragment's own ``required``
-    flag; the views replace both with the values as of the current log.
-    """
-
-    fragment: ContextFragment
-    position: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +239,7 @@ class _TimelineIndex:
     def _note(self, state: RunState, item: TimelineItem) -> None:
         if isinstance(item, MessageItem) and item.role == "user":
             self.last_user = item.position
-            if state.entries[item.fragment_id].fragment.required:
+            if state.entries[item.fragment_id].required:
                 self.required_users.append(item.position)
         elif isinstance(item, ToolGroup):
             self.last_group = item.position
@@ -310,6 +299,10 @@ class RunState:
     encoding: str = DEFAULT_ENCODING
     artifact_tokens: Callable[[ArtifactRef], int] | None = None
     """Token count of an artifact's full content; None = size-based estimate."""
+    event_text: Callable[[int], str] | None = None
+    """Port to the log: the ``content`` text of the event at a position. When set, the fold
+    keeps long tool result texts as refs and they are read back when rendered
+    (:mod:`contextfold.projections.entries`); None = keep every text."""
     model: str | None = None
     agent: str | None = None
     version: int = 0
@@ -322,7 +315,6 @@ class RunState:
     counter: TokenCounter = field(default_factory=get_counter)
     pairing: PairingState = field(default_factory=PairingState)
     entries: dict[str, FragmentEntry] = field(default_factory=dict)
-    by_position: dict[int, tuple[str, ...]] = field(default_factory=dict)
     active: dict[str, None] = field(default_factory=dict)
     """Ordered set of current non-timeline fragment ids (policy ... memory)."""
     superseded_by: dict[str, str] = field(default_factory=dict)
@@ -373,10 +365,11 @@ class RunState:
         """A point-in-time copy: O(state), taken on demand. Stored values are immutable."""
         return RunState(
             run_id=self.run_id, encoding=self.encoding, artifact_tokens=self.artifact_tokens,
+            event_text=self.event_text,
             model=self.model, agent=self.agent, version=self.version, turn=self.turn,
             horizon=self.horizon, last_progress=self.last_progress, counter=self.counter,
             pairing=self.pairing.copy(), entries=dict(self.entries),
-            by_position=dict(self.by_position), active=dict(self.active),
+            active=dict(self.active),
             superseded_by=dict(self.superseded_by), policies=dict(self.policies),
             instructions=dict(self.instructions), goal=self.goal, goal_ids=self.goal_ids,
             plan=self.plan, plan_id=self.plan_id, tools=dict(self.tools),
@@ -425,7 +418,7 @@ class RunState:
         if isinstance(hit, tuple) and hit[0] == key:
             cached: frozenset[str] = hit[1]
             return cached
-        req: set[str] = {fid for fid in self.active if self.entries[fid].fragment.required}
+        req: set[str] = {fid for fid in self.active if self.entries[fid].required}
         req.update(self.items[p].fragment_ids[0] for p in index.required_users)
         for pos in (index.last_user, index.last_summary):
             if pos is not None:
@@ -462,7 +455,19 @@ class RunState:
     def fragments_at(self, position: int) -> tuple[ContextFragment, ...]:
         """The raw fragments the event at ``position`` produced (read-back after compaction)."""
         required = self.required_ids()
-        return tuple(self._view(fid, required) for fid in self.by_position.get(position, ()))
+        return tuple(self._view(fid, required) for fid in self.ids_at(position))
+
+    def ids_at(self, position: int) -> tuple[str, ...]:
+        """Ids of the fragments the event at ``position`` produced, in the order it produced them.
+
+        Derived from the id scheme (``e{p}``, then ``e{p}.c1``, ``e{p}.c2``... without gaps)
+        instead of kept per position: an index per event cost ~130 bytes a position."""
+        ids = [f"e{position}"] if f"e{position}" in self.entries else []
+        sub = 1
+        while (fid := f"e{position}.c{sub}") in self.entries:
+            ids.append(fid)
+            sub += 1
+        return tuple(ids)
 
     def tool_policy(self) -> ToolPolicy:
         allowed: frozenset[str] | None = None

@@ -1,10 +1,13 @@
 """Token counting with tiktoken, offline, cached by content hash.
 
-Why a cache keyed by ``(blake3(text), encoding)``: the builder counts the same
-fragment text on every build of every turn; tokenizing it once per process
-turns a per-build cost into a per-new-content cost. ``TokenCounter.calls``
-counts real tokenizer invocations so a benchmark can check that the number of
-calls per build equals the number of distinct new contents.
+Why a cache keyed by content, per encoding (one counter per encoding): the
+builder counts the same fragment text on every build of every turn; tokenizing
+it once per process turns a per-build cost into a per-new-content cost. The key
+is the 32-byte blake3 digest of the text, or for a short text (tool names,
+call arguments: up to ``_SHORT_TEXT`` characters) the text itself, which is
+exact and saves hashing it on every count. ``TokenCounter.calls`` counts real
+tokenizer invocations so a benchmark can check that the number of calls per
+build equals the number of distinct new contents.
 
 Which encoding (never the network):
 
@@ -168,7 +171,7 @@ class TokenCounter:
     ``calls``.
     """
 
-    __slots__ = ("_cache", "_encoding", "_lock", "calls", "encoding_name", "hits")
+    __slots__ = ("_cache", "_encoding", "_lock", "_short", "calls", "encoding_name", "hits")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if not encoding_available(encoding):
@@ -176,7 +179,8 @@ class TokenCounter:
         with _ENCODING_LOCK:
             self._encoding = _load_encoding(encoding)
         self.encoding_name: str = encoding
-        self._cache: dict[str, int] = {}
+        self._cache: dict[bytes, int] = {}
+        self._short: dict[str, int] = {}
         self._lock = threading.Lock()
         self.calls = 0
         self.hits = 0
@@ -184,27 +188,40 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        key = content_hash(text)
-        cached = self._cache.get(key)
+        short = len(text) <= _SHORT_TEXT
+        if short:
+            # short texts (tool names, call arguments) are their own key: no hashing per count
+            cached = self._short.get(text)
+            key = b""
+        else:
+            key = blake3.blake3(text.encode("utf-8")).digest()  # 32 bytes: half a hex key's memory
+            cached = self._cache.get(key)
         if cached is not None:
             self.hits += 1
             return cached
         n = len(self._encoding.encode_ordinary(text))
         with self._lock:
-            self._cache[key] = n
+            if short:
+                self._short[text] = n
+            else:
+                self._cache[key] = n
             self.calls += 1
         return n
 
     def stats(self) -> CacheStats:
-        return CacheStats(calls=self.calls, hits=self.hits, size=len(self._cache))
+        return CacheStats(calls=self.calls, hits=self.hits, size=len(self._cache) + len(self._short))
 
     def clear(self) -> None:
         """Drop the cache and reset the counters (benchmarks start from cold)."""
         with self._lock:
             self._cache.clear()
+            self._short.clear()
             self.calls = 0
             self.hits = 0
 
+
+_SHORT_TEXT = 256
+"""Texts up to this many characters are cached by the text itself, longer ones by blake3."""
 
 _COUNTERS: dict[str, TokenCounter] = {}
 _COUNTERS_LOCK = threading.Lock()

@@ -12,11 +12,17 @@ build. A fragment's content never changes after the fold (fragment ids are
 log positions), so the cache cannot go stale; what does change per build
 (freshness, the required set, layers) is computed per build.
 
-Artifact-backed payloads are the exception the builder already made: they are
-redacted only when their text is needed (kept or truncated), so their cached
-facts describe the unredacted view, and a build that redacts one uses facts of
-the redacted view for the rest of that build (``BuildCtx.late``), exactly as
-before caching.
+Large payloads are the exception: artifact-backed ones, and tool result texts
+longer than ``LAZY_TEXT_CHARS`` (which a state with a text source does not
+even hold: ``projections.entries``). They are redacted only when their text is
+needed (kept or truncated), so their cached facts describe the unredacted view,
+costed from the stored token count without reading the text (a lazy entry is
+costed from its ``head``), and a build that redacts one uses facts of the
+redacted view for the rest of that build (``BuildCtx.late``). Why long inline
+texts too: scanning a 20 KB log for secrets takes ~6 ms, so redacting every
+long tool output before selection cost minutes on the first build of a run
+with tens of thousands of them, and would have meant reading every text back
+from the log.
 
 Costs counted: every fragment pays ``MESSAGE_OVERHEAD`` tokens of message
 framing, a data fragment (instruction, evidence, memory, tool result, or any
@@ -33,6 +39,7 @@ from typing import Any, TypeVar
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig, ExcludedFragment
+from contextfold.projections.entries import LAZY_TEXT_CHARS, FragmentEntry, LazyText, ToolAnswer
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact_fragment
 from contextfold.projections.selection import Unit, score
@@ -91,8 +98,15 @@ def _has_artifact_text(frag: ContextFragment) -> bool:
                for b in frag.content)
 
 
+def _large_text(entry: FragmentEntry) -> bool:
+    """A tool result text held lazily, or long enough to be (see the module docstring)."""
+    content = entry.content
+    return isinstance(content, ToolAnswer) and (
+        isinstance(content.text, LazyText) or len(content.text) > LAZY_TEXT_CHARS)
+
+
 def _facts(state: RunState, frag: ContextFragment, hit: Hit | None, provider: str,
-           count: Callable[[str], int]) -> Facts:
+           count: Callable[[str], int], large: bool) -> Facts:
     media = plan_fragment(state, frag, provider)
     text_tokens = frag.token_count - (media.fold_tokens if media is not None else 0)
     if frag.kind not in _DATA_KINDS and frag.trust in ("runtime", "user"):
@@ -107,7 +121,7 @@ def _facts(state: RunState, frag: ContextFragment, hit: Hit | None, provider: st
         shrink = block is not None and block.status in ("ok", "error") and text_tokens > SHRINK_FLOOR
     else:
         shrink = False
-    return Facts(frag, hit, media, _has_artifact_text(frag), text_tokens, overhead, shrink)
+    return Facts(frag, hit, media, large, text_tokens, overhead, shrink)
 
 
 @dataclass
@@ -172,26 +186,34 @@ class BuildCtx:
         return facts
 
     def _compute(self, fid: str) -> Facts:
-        frag = self.state.entries[fid].fragment
+        entry = self.state.entries[fid]
+        frag = entry.head  # a lazy entry is costed without its text
+        large = _has_artifact_text(frag) or _large_text(entry)
         hit = None
-        if not _has_artifact_text(frag):  # inline text: redacted before selection
+        if not large:  # inline text: redacted before selection
             hit = self._redaction(fid)
-        return _facts(self.state, hit[0] if hit else frag, hit, self.config.provider, self.count)
+        return _facts(self.state, hit[0] if hit else frag, hit, self.config.provider, self.count, large)
 
     def _redaction(self, fid: str) -> Hit | None:
         """The policy applied to ``fid``, memoised across builds and states by content."""
-        frag = self.state.entries[fid].fragment
-        if self.policy is None or frag.kind not in self.config.redact_kinds:
+        entry = self.state.entries[fid]
+        if self.policy is None or entry.kind not in self.config.redact_kinds:
             return None
-        key = (frag.id, frag.content_hash, frag.source_ref, frag.trust, self.policy)
+        key = (entry.id, entry.content_hash, entry.source_ref, entry.trust, self.policy)
         if key not in _REDACTIONS:
             if len(_REDACTIONS) >= _REDACTION_MEMO_LIMIT:
                 _REDACTIONS.clear()
-            _REDACTIONS[key] = redact_fragment(frag, self.raw_text(fid), self.policy, self.count)
+            _REDACTIONS[key] = redact_fragment(entry.fragment, self.raw_text(fid), self.policy, self.count)
         return _REDACTIONS[key]
 
     def frag(self, fid: str) -> ContextFragment:
         return self.facts(fid).frag
+
+    def shown(self, frag: ContextFragment) -> ContextFragment:
+        """The fragment a request shows for ``frag`` (a facts view): a lazy entry's head is
+        swapped for the full fragment, its text read back from the log."""
+        entry = self.state.entries[frag.id]
+        return entry.fragment if entry.lazy and frag is entry.head else frag
 
     def seen_frag(self, fid: str) -> ContextFragment:
         """The fragment as this build has seen it: redacted if it redacted it, else as logged."""
@@ -249,7 +271,8 @@ class BuildCtx:
         hit = self._redaction(fid)
         if hit is not None:
             self.redacted[fid] = hit
-            self.late[fid] = _facts(self.state, hit[0], hit, self.config.provider, self.count)
+            self.late[fid] = _facts(self.state, hit[0], hit, self.config.provider, self.count,
+                                    _has_artifact_text(hit[0]))
 
     def full_text(self, fid: str) -> str:
         """The text a build may render: redacted first, so truncation never cuts a secret in half."""

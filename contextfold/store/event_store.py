@@ -75,7 +75,7 @@ from contextfold.store.backends import (
     open_backend,
     translate_errors,
 )
-from contextfold.store.crypto import Keyring, open_envelope
+from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
 from contextfold.store.tenants import bind_sqlite_tenant
@@ -95,6 +95,12 @@ PREVIEW_CHARS = 2048
 MAX_BATCH = 10_000
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$")
 _APPEND_RETRIES = 100
+_UPCAST_TOPICS: dict[str, bool] = {}
+"""Stored topic (``type@version``) -> whether it needs upcasting: parsed once per topic."""
+_PAGE_ROWS = 5000
+_FIRST_PAGE_ROWS = 500
+_PAGE_BYTES = 8 * 1024 * 1024
+"""Read pages: at most this many rows, and about this many bytes of stored rows."""
 
 
 def store_url_from_env(url: str | None = None) -> str:
@@ -352,7 +358,12 @@ class EventStore:
     # ------------------------------------------------------------ read
 
     def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None) -> Iterator[RecordedEvent]:
-        page = 5000
+        """The events after ``gt`` (up to ``lte``), read in pages of at most ``_PAGE_ROWS`` rows.
+
+        Pages are sized by bytes too (about ``_PAGE_BYTES`` of stored rows): a page of 5,000
+        events of 20 KB each held 100 MB of rows at once, more than a folded state of
+        100k events holds."""
+        page = _FIRST_PAGE_ROWS
         cursor = gt
         while True:
             upper = cursor + page if lte is None else min(cursor + page, lte)
@@ -360,22 +371,25 @@ class EventStore:
                 return
             with translate_errors(f"read {run_id!r}"):
                 rows = self.backend.recorder.select_events(run_id, gt=cursor, lte=upper)
+            nbytes = sum(len(row.state) for row in rows)
             for row in rows:
                 yield self._decode(run_id, row.originator_version, row.topic, row.state)
             if len(rows) < upper - cursor:
                 return
             cursor = upper
+            page = max(1, min(_PAGE_ROWS, page * _PAGE_BYTES // max(nbytes, 1)))
 
     def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
-        state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
+        if is_encrypted(state):  # checked first: the label below is built only when needed
+            state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
         digest = state[:64].decode("ascii")
         body = state[64:]
-        etype, _, version = topic.partition("@")
         try:
-            if (etype, int(version)) in UPCASTERS:
-                event = event_from_json(body)
-            else:
-                event = EVENT_ADAPTER.validate_json(body)
+            upcast = _UPCAST_TOPICS.get(topic)
+            if upcast is None:
+                etype, _, version = topic.partition("@")
+                upcast = _UPCAST_TOPICS[topic] = (etype, int(version)) in UPCASTERS
+            event = event_from_json(body) if upcast else EVENT_ADAPTER.validate_json(body)
         except (ValidationError, ValueError) as exc:
             raise IntegrityError(
                 f"run {run_id!r} position {position}: stored event does not parse: {exc}",
@@ -391,6 +405,22 @@ class EventStore:
         if not events and after == 0 and not self.exists(run_id):
             raise RunNotFoundError(run_id)
         return events
+
+    def event_text(self, run_id: str, position: int) -> str:
+        """The ``content`` text of the event at ``position`` (a tool result, file read or
+        evidence, as stored: the preview when the payload is an artifact).
+
+        What a state folded with a text source reads back to render a long text it did not keep
+        (``RunState.event_text``)."""
+        check_run_id(run_id)
+        found = list(self._select(run_id, gt=position - 1, lte=position))
+        if not found:
+            raise IntegrityError(f"run {run_id!r} has no event at position {position}", position=position)
+        content = getattr(found[0].event, "content", None)
+        if not isinstance(content, str):
+            raise IntegrityError(f"run {run_id!r} position {position} ({found[0].event.type}) has no text "
+                                 "content", position=position)
+        return content
 
     def iter_events(self, run_id: str, *, after: int = 0) -> Iterator[RecordedEvent]:
         check_run_id(run_id)

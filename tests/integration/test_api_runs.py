@@ -160,3 +160,26 @@ def test_build_with_auto_compact_masks_first_and_stays_replayable(store_url: str
         assert "never touch the billing schema" in json.dumps(built.request)
         assert "line of output" in run.show(f"event://auto/{3}")  # read-back of a masked result
         assert run.replay(built.manifest.turn).ok
+
+
+def test_long_outputs_stay_in_the_log_and_are_rendered_in_full(store_url: str) -> None:
+    """The state keeps a long tool output as a ref (inline in the event or an artifact's
+    preview); the request still carries the whole text, and the run replays byte for byte."""
+    inline = "".join(f"{i:05d} ERROR orders: timeout talking to db-{i % 7}\n" for i in range(400))
+    huge = "".join(f"{i:06d} INFO worker heartbeat\n" for i in range(4000))  # > 64 KiB: an artifact
+    with open_store(store_url) as store:
+        run = store.run("lazy-text")
+        run.append(UserInput("why do orders fail?"), _call("c1", "logs"),
+                   ToolResult(call_id="c1", content=inline, exit_code=1, is_error=True),
+                   _call("c2", "logs"), ToolResult(call_id="c2", content=huge, exit_code=0))
+        state = run.state()
+        lazy = {fid for fid, e in state.entries.items() if e.lazy}
+        assert lazy == {"e3", "e5"}  # the inline output and the artifact's 2,048-char preview
+        result = run.build("openai-chat", window=200_000, reserve=1_000)
+        body = json.dumps(result.request)
+        assert json.dumps(inline)[1:-1] in body and json.dumps(huge)[1:-1] in body
+        again = store.run("lazy-text").state()  # another reader's view, folded from the store
+        eager = run.state(turn=3)  # a replay fold: every text held, as before
+        assert not any(e.lazy for e in eager.entries.values())
+        assert again.fingerprint() == run.state().fingerprint() == eager.fingerprint()
+        assert run.replay(3).ok

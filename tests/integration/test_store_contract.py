@@ -12,6 +12,7 @@ from contextfold.domain.errors import (
     DuplicateToolCallError,
     DuplicateToolResultError,
     InputLimitError,
+    IntegrityError,
     RunNotFoundError,
     UnknownToolCallError,
 )
@@ -217,3 +218,31 @@ def test_schema_creation_is_safe_when_many_workers_start_at_once(store_url: str)
     with EventStore(store_url, create_schema=False) as s:
         s.append("after", [UserInput("tables exist once")])
         assert s.version("after") == 1
+
+
+def test_reads_page_by_bytes_and_miss_nothing(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages shrink when events are big (a page of 5,000 20 KB events held 100 MB) and grow
+    again when they are small; every event comes back once, in order."""
+    import contextfold.store.event_store as es
+
+    monkeypatch.setattr(es, "_FIRST_PAGE_ROWS", 7)
+    monkeypatch.setattr(es, "_PAGE_BYTES", 20_000)
+    events: list[UserInput] = []
+    for i in range(150):
+        size = 3_000 if (i // 40) % 2 == 0 else 10  # runs of big and of small events
+        events.append(UserInput(f"{i}:" + "x" * size))
+    store.append("paged", events)
+    read = store.read("paged")
+    assert [r.position for r in read] == list(range(1, 151))
+    assert [r.event for r in read] == events
+    assert [r.position for r in store.read("paged", after=33, upto=121)] == list(range(34, 122))
+    assert [r.position for r in store.iter_events("paged", after=140)] == list(range(141, 151))
+
+
+def test_event_text_reads_back_one_events_content(store: EventStore) -> None:
+    store.append("texts", [UserInput("hi"), call("c1"), ToolResult(call_id="c1", content="out put")])
+    assert store.event_text("texts", 3) == "out put"
+    with pytest.raises(IntegrityError):
+        store.event_text("texts", 1)  # a user input has blocks, not a text content
+    with pytest.raises(IntegrityError):
+        store.event_text("texts", 9)

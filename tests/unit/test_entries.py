@@ -1,0 +1,109 @@
+"""Folded fragment entries: recipes hash like their blocks, long texts live in the log only."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextfold.domain.errors import IntegrityError
+from contextfold.domain.events import ArtifactRef, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.fragments import ToolResultBlock
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import build_context
+from contextfold.projections.entries import LAZY_TEXT_CHARS, Response, ToolAnswer, blocks_hash
+from contextfold.projections.fold import fold, new_state
+from contextfold.projections.fold_content import content_digest
+from contextfold.projections.state import RunState
+from tests.unit.test_fold import Log
+
+TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(call_id=TEXT.filter(bool), name=st.none() | TEXT, status=st.sampled_from(("ok", "error", "lost")),
+       text=TEXT, media=st.none() | TEXT, size=st.integers(0, 10**12),
+       exit_code=st.none() | st.integers(-(2**40), 2**40))
+def test_tool_answer_hashes_exactly_like_its_blocks(call_id: str, name: str | None, status: str, text: str,
+                                                    media: str | None, size: int,
+                                                    exit_code: int | None) -> None:
+    art = None if media is None else ArtifactRef(hash="ab" * 32, size=size, media_type=media)
+    answer = ToolAnswer(call_id, name, status, text, art, (), exit_code)  # type: ignore[arg-type]
+    assert content_digest(answer) == blocks_hash(answer.to_blocks())
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT, calls=st.lists(st.tuples(TEXT, TEXT, TEXT), max_size=4))
+def test_response_hashes_exactly_like_its_blocks(text: str, calls: list[tuple[str, str, str]]) -> None:
+    response = Response(text, tuple(calls))
+    assert content_digest(response) == blocks_hash(response.to_blocks())
+
+
+def _long(i: int) -> str:
+    return "".join(f"line {k} of output {i}: GET /api/orders/{k} 200\n" for k in range(60))
+
+
+def _log() -> Log:
+    log = Log("lazy").add(UserInput("check the orders service"))
+    for i in range(6):
+        log.add(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="sh", arguments=f'{{"n": {i}}}'),)),
+                ToolResult(call_id=f"c{i}", content=_long(i) if i % 2 == 0 else f"short {i}",
+                           exit_code=0))
+    return log.add(UserInput("summarise"))
+
+
+def _lazy_state(log: Log, reads: list[int] | None = None) -> RunState:
+    by_pos = {r.position: r.event for r in log.records}
+
+    def event_text(position: int) -> str:
+        if reads is not None:
+            reads.append(position)
+        event = by_pos[position]
+        assert isinstance(event, ToolResult)
+        return event.content
+
+    return fold(log.records, new_state(log.run_id, event_text=event_text))
+
+
+def test_long_texts_are_held_as_refs_and_read_back_identical() -> None:
+    log = _log()
+    eager, lazy = fold(log.records), _lazy_state(log)
+    long_ids = [fid for fid, e in eager.entries.items() if e.kind == "tool_result"
+                and len(next(b for b in e.fragment.content if isinstance(b, ToolResultBlock)).text)
+                > LAZY_TEXT_CHARS]
+    assert len(long_ids) == 3
+    assert all(lazy.entries[fid].lazy for fid in long_ids)
+    assert not any(e.lazy for fid, e in lazy.entries.items() if fid not in long_ids)
+    for fid in eager.entries:
+        assert lazy.entries[fid].fragment == eager.entries[fid].fragment
+    assert lazy.fingerprint() == eager.fingerprint()
+
+
+def test_a_lazy_text_is_read_only_for_the_fragments_a_build_renders() -> None:
+    log = _log()
+    reads: list[int] = []
+    lazy = _lazy_state(log, reads)
+    cfg = BuildConfig(window=2_200, reserve=1_000)
+    eager_result = build_context(fold(log.records), cfg)
+    assert reads == []  # folding reads nothing back
+    result = build_context(lazy, cfg)
+    assert result.request == eager_result.request
+    assert result.manifest == eager_result.manifest
+    assert result.fragments == eager_result.fragments
+    rendered = {lazy.entries[f.id].position for f in result.fragments if lazy.entries[f.id].lazy}
+    assert rendered and set(reads) == rendered  # only the rendered long texts were read
+    kept = {f.id for f in result.fragments}
+    dropped_long = [fid for fid, e in lazy.entries.items() if e.lazy and fid not in kept]
+    assert dropped_long  # the tight window left some long output out, and it was never read
+    assert all(lazy.entries[fid].position not in reads for fid in dropped_long)
+    text = str(result.request)
+    assert _long(4).splitlines()[-1] in text  # the newest long output, rendered in full
+
+
+def test_a_log_that_gives_back_other_text_is_an_integrity_error() -> None:
+    log = _log()
+    state = fold(log.records, new_state(log.run_id, event_text=lambda position: "tampered"))
+    fid = next(fid for fid, e in state.entries.items() if e.lazy)
+    assert state.entries[fid].head.token_count == state.entries[fid].token_count  # costing needs no text
+    with pytest.raises(IntegrityError, match="content hash"):
+        _ = state.entries[fid].fragment
