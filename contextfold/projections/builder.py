@@ -362,7 +362,9 @@ def _build(state: RunState, config: BuildConfig, *,
                 id=old, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
                 replaced_by=new))
 
-    conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,
+    # Loaded payloads shown as logged (not redacted, not cut) lay out as every other build did.
+    verbatim = frozenset(fid for fid in texts if fid not in truncated and fid not in ctx.redacted)
+    conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts, verbatim=verbatim,
                                        kept_items=candidates.timeline.kept_items(selection.kept.keys()),
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))
@@ -373,8 +375,10 @@ def _build(state: RunState, config: BuildConfig, *,
         request = conversation_json(conversation)
     else:
         request = render(conversation, config.provider, config.reserve)
-    return _finish(ctx, config, budget, conversation, request, selection.kept, (members, unit_by_id, worked),
-                   unit_layer_no,
+    changed = text_cut | truncated | reduced
+    cut_units = [uid for uid in worked if not changed.isdisjoint(members[uid])]
+    return _finish(ctx, config, budget, conversation, request, selection.kept,
+                   (members, unit_by_id, cut_units), unit_layer_no,
                    texts, truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                    repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
 

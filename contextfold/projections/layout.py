@@ -67,6 +67,8 @@ class LayoutInput:
     current_input: str | None
     """Fragment id of the user input that is the current turn's input, if any."""
     render_media: Callable[[ContextFragment], tuple[MediaPart, ...]] | None = None
+    verbatim: frozenset[str] = frozenset()
+    """Ids in ``texts`` whose text is the logged one (a payload loaded, not redacted or cut)."""
     kept_items: Sequence[TimelineItem] | None = None
     """The kept timeline items in timeline order, when the caller knows them (else derived)."""
 
@@ -149,7 +151,7 @@ def lay_out(inp: LayoutInput) -> Conversation:
     kept = inp.kept
     timeline = (inp.kept_items if inp.kept_items is not None
                 else [it for it in state.timeline() if it.fragment_id in kept])
-    special = inp.texts.keys() | inp.truncated
+    special = (inp.texts.keys() - inp.verbatim) | inp.truncated
     current: UserMessage | None = None
     memo = cast(dict[int, tuple[TimelineItem, list[Message]]], state.memo.setdefault("layout", {}))
     for item in timeline:
