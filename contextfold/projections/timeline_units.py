@@ -195,12 +195,7 @@ class TimelineUnits:
             self.members[unit.id] = row.facts.ids
             self.layer_no[unit.id] = row.layer_no
             self.unit_of[unit.id] = unit
-            if unit.required:
-                self.required_units[unit.id] = unit
-            elif hot:
-                self.hot_units[unit.id] = unit
-            else:
-                insort(self.sorted_layers.setdefault(unit.layer, []), unit, key=RANK)
+            self._place(unit, hot)
         else:
             self.stale_rows[i] = None
         if row.facts.hits:
@@ -217,12 +212,18 @@ class TimelineUnits:
         unit = row.unit = Unit(old.id, old.layer, old.tokens, score(row.facts.priority, fresh, old.tokens),
                                old.position, old.required, old.min_tokens)
         self.unit_of[unit.id] = unit
+        if not unit.required and not hot:  # it turned cold: from the re-scored to the sorted ones
+            del self.hot_units[unit.id]
+        self._place(unit, hot)
+
+    def _place(self, unit: Unit, hot: bool) -> None:
+        """File ``unit`` where selection takes it from: required, hot (re-scored each build),
+        or among the cold units sorted by rank."""
         if unit.required:
             self.required_units[unit.id] = unit
         elif hot:
             self.hot_units[unit.id] = unit
         else:
-            del self.hot_units[unit.id]
             insort(self.sorted_layers.setdefault(unit.layer, []), unit, key=RANK)
 
     def kept_items(self, kept: KeysView[str] | AbstractSet[str]) -> list[TimelineItem]:
