@@ -37,7 +37,7 @@ from typing import Any, cast
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import BudgetError
 from contextfold.domain.events import ArtifactRef, TextBlock, ToolSpec
-from contextfold.domain.fragments import ContextFragment, ToolResultBlock
+from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import (
     LAYER_NAMES,
     BuildConfig,
@@ -51,7 +51,7 @@ from contextfold.domain.manifest import (
     TruncationRecord,
 )
 from contextfold.projections.calibration import calibrated_budget
-from contextfold.projections.diagnose import lean_log
+from contextfold.projections.cut_text import split_room, truncate_fragment
 from contextfold.projections.exclusions import dropped_lines
 from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
@@ -61,10 +61,8 @@ from contextfold.projections.request_json import canonical_hash, conversation_js
 from contextfold.projections.selection import Unit, score, select_units
 from contextfold.projections.state import MessageItem, RunState
 from contextfold.projections.tool_exposure import canonical_tool_json, select_tools
-from contextfold.projections.truncate import Truncation, truncate
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
-    SHRINK_FLOOR,
     BuildCtx,
     Facts,
     current_input_of,
@@ -110,40 +108,6 @@ def _query(state: RunState) -> str:
     return "\n".join(parts)
 
 
-def _truncate_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
-    """``_cut_text``, memoised per facts table: the unit cut at the end of a long run's walk is
-    often cut to the same size again (the next build of the same turn, another provider)."""
-    memo = ctx.objects_for("truncations")
-    key = (fid, max_tokens)
-    hit = memo.get(key)
-    if hit is None:
-        if len(memo) >= 4096:
-            memo.clear()
-        hit = memo[key] = _cut_text(ctx, fid, max_tokens)
-    out: Truncation = hit
-    return out
-
-
-def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
-    f = ctx.frag(fid)
-    text = ctx.full_text(fid)
-    if f.kind == "tool_result":
-        block = next(b for b in f.content if isinstance(b, ToolResultBlock))
-        ref = f"artifact:{block.artifact.hash}" if block.artifact else f.source_ref
-        if block.exit_code is not None or block.status == "error":
-            return lean_log(text, block.exit_code, max_tokens, ctx.count, artifact_ref=ref)
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        kind = "json"
-    elif f.source_ref.startswith("file://"):
-        kind = "file"
-    elif "```" in text or "~~~" in text:
-        kind = "markdown"
-    else:
-        kind = "log" if f.kind == "tool_result" else "text"
-    return truncate(text, max_tokens, kind=kind, count=ctx.count)  # type: ignore[arg-type]
-
-
 def _has_artifact_member(ctx: BuildCtx, memo: dict[str, tuple[tuple[str, ...], bool]], uid: str,
                          ids: tuple[str, ...]) -> bool:
     """Whether a member's text lives in an artifact (loaded when kept), once per unit and members."""
@@ -152,17 +116,6 @@ def _has_artifact_member(ctx: BuildCtx, memo: dict[str, tuple[tuple[str, ...], b
         hit = memo[uid] = (ids, any(ctx.has_artifact_text(fid) for fid in ids))
     out: bool = hit[1]
     return out
-
-
-def _split(room: int, sizes: list[int]) -> list[int]:
-    """Share ``room`` tokens among truncatable parts: each gets the floor, the rest
-    goes by size (so a short result is not starved by a long sibling)."""
-    floors = [min(size, SHRINK_FLOOR) for size in sizes]
-    rest = max(0, room - sum(floors))
-    extra = [size - floor for size, floor in zip(sizes, floors, strict=True)]
-    total = sum(extra) or 1
-    grants = [floor + rest * e // total for floor, e in zip(floors, extra, strict=True)]
-    return grants
 
 
 def _required_reason(f: ContextFragment, ctx: BuildCtx, current_input: str | None) -> str:
@@ -311,7 +264,7 @@ def _build(state: RunState, config: BuildConfig, *,
                 logged = ctx.state.entries[fid].fragment.token_count
                 texts[fid] = ctx.full_text(fid)  # redacted now, if it holds secrets
                 if ctx.frag(fid).token_count > logged:  # a placeholder longer than its secret
-                    texts[fid] = _truncate_text(ctx, fid, logged).text
+                    texts[fid] = truncate_fragment(ctx, fid, logged).text
                     truncated.add(fid)
                     text_cut.add(fid)
                     original_tokens[fid] = ctx.frag(fid).token_count
@@ -334,9 +287,9 @@ def _build(state: RunState, config: BuildConfig, *,
         shrink = [fid for fid in ids if ctx.text_shrinkable(fid)]
         fixed = sum(ctx.cost(fid) - (ctx.text_tokens(fid) if fid in shrink else 0) for fid in ids)
         room = grant - fixed + (unit.tokens - grant - deficit)  # media savings lower the fixed part
-        shares_of = _split(room, [ctx.text_tokens(fid) for fid in shrink])
+        shares_of = split_room(room, [ctx.text_tokens(fid) for fid in shrink])
         for fid, share in zip(shrink, shares_of, strict=True):
-            result = _truncate_text(ctx, fid, max(share, 1))
+            result = truncate_fragment(ctx, fid, max(share, 1))
             texts[fid] = result.text
             truncated.add(fid)
             text_cut.add(fid)

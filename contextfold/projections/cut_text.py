@@ -1,0 +1,61 @@
+"""Cut one selected fragment's text to a token grant, at safe boundaries.
+
+Why a module of its own: the builder decides *how much* of a unit to keep; how a
+fragment's text is cut (a failing log keeps its diagnosis, JSON stays valid,
+files keep line ranges) and how a grant is shared among a group's results is a
+separate concern, and the builder module stays readable without it.
+"""
+
+from __future__ import annotations
+
+from contextfold.domain.fragments import ToolResultBlock
+from contextfold.projections.diagnose import lean_log
+from contextfold.projections.truncate import Truncation, truncate
+from contextfold.projections.units import SHRINK_FLOOR, BuildCtx
+
+__all__ = ["split_room", "truncate_fragment"]
+
+
+def truncate_fragment(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
+    """``_cut_text``, memoised per facts table: the unit cut at the end of a long run's walk is
+    often cut to the same size again (the next build of the same turn, another provider)."""
+    memo = ctx.objects_for("truncations")
+    key = (fid, max_tokens)
+    hit = memo.get(key)
+    if hit is None:
+        if len(memo) >= 4096:
+            memo.clear()
+        hit = memo[key] = _cut_text(ctx, fid, max_tokens)
+    out: Truncation = hit
+    return out
+
+
+def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
+    f = ctx.frag(fid)
+    text = ctx.full_text(fid)
+    if f.kind == "tool_result":
+        block = next(b for b in f.content if isinstance(b, ToolResultBlock))
+        ref = f"artifact:{block.artifact.hash}" if block.artifact else f.source_ref
+        if block.exit_code is not None or block.status == "error":
+            return lean_log(text, block.exit_code, max_tokens, ctx.count, artifact_ref=ref)
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        kind = "json"
+    elif f.source_ref.startswith("file://"):
+        kind = "file"
+    elif "```" in text or "~~~" in text:
+        kind = "markdown"
+    else:
+        kind = "log" if f.kind == "tool_result" else "text"
+    return truncate(text, max_tokens, kind=kind, count=ctx.count)  # type: ignore[arg-type]
+
+
+def split_room(room: int, sizes: list[int]) -> list[int]:
+    """Share ``room`` tokens among truncatable parts: each gets the floor, the rest
+    goes by size (so a short result is not starved by a long sibling)."""
+    floors = [min(size, SHRINK_FLOOR) for size in sizes]
+    rest = max(0, room - sum(floors))
+    extra = [size - floor for size, floor in zip(sizes, floors, strict=True)]
+    total = sum(extra) or 1
+    grants = [floor + rest * e // total for floor, e in zip(floors, extra, strict=True)]
+    return grants
