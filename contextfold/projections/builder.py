@@ -108,16 +108,6 @@ def _query(state: RunState) -> str:
     return "\n".join(parts)
 
 
-def _has_artifact_member(ctx: BuildCtx, memo: dict[str, tuple[tuple[str, ...], bool]], uid: str,
-                         ids: tuple[str, ...]) -> bool:
-    """Whether a member's text lives in an artifact (loaded when kept), once per unit and members."""
-    hit = memo.get(uid)
-    if hit is None or hit[0] is not ids:
-        hit = memo[uid] = (ids, any(ctx.has_artifact_text(fid) for fid in ids))
-    out: bool = hit[1]
-    return out
-
-
 def _required_reason(f: ContextFragment, ctx: BuildCtx, current_input: str | None) -> str:
     match f.kind:
         case "policy":
@@ -250,10 +240,9 @@ def _build(state: RunState, config: BuildConfig, *,
     text_cut: set[str] = set()
     reduced: set[str] = set()
     original_tokens: dict[str, int] = {}
-    art = ctx.objects_for("artifact-units")
+    # a state unit is one fragment, its id the fragment's; the timeline keeps its own set
     loads = (selection.kept.keys() & candidates.timeline.artifact_units
-             | {uid for uid in candidates.state_ids
-                if uid in selection.kept and _has_artifact_member(ctx, art, uid, members[uid])})
+             | {uid for uid in candidates.state_ids if uid in selection.kept and ctx.has_artifact_text(uid)})
     worked = sorted(loads.union(selection.cut))
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]

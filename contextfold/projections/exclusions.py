@@ -14,7 +14,7 @@ fragment views are fixed per facts table), cached per unit id.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
@@ -27,6 +27,7 @@ from contextfold.projections.units import BuildCtx
 
 __all__ = ["LowPriorityLines", "dropped_lines"]
 
+_ID = attrgetter("id")
 _REBUILD_FRACTION = 4
 """Patch while the difference is under 1/this of the set; else sort afresh."""
 
@@ -36,8 +37,6 @@ class LowPriorityLines:
     """The ``low_priority`` lines of the last build of one configuration, sorted by id."""
 
     lines: list[ExcludedFragment] = field(default_factory=list)
-    ids: list[str] = field(default_factory=list)
-    """``lines``' ids, for bisection."""
     of_unit: dict[str, tuple[ExcludedFragment, ...]] = field(default_factory=dict)
     timeline: TimelineUnits | None = None
     generation: int = -1
@@ -96,20 +95,16 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
     if touched is None or (len(removed) + len(added)) * _REBUILD_FRACTION > len(prev):
         low.of_unit = {uid: _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
                        for uid in dropped if uid not in over}
-        low.lines = sorted(chain.from_iterable(low.of_unit.values()), key=attrgetter("id"))
-        low.ids = [line.id for line in low.lines]
+        low.lines = sorted(chain.from_iterable(low.of_unit.values()), key=_ID)
         return others, low.lines
     for uid in removed:
         for line in prev.pop(uid):
-            at = bisect_left(low.ids, line.id)
+            at = bisect_left(low.lines, line.id, key=_ID)
             if low.lines[at] is not line:
                 raise AssertionError(f"excluded line {line.id} missing from the sorted lines")
             del low.lines[at]
-            del low.ids[at]
     for uid in added:
         lines = prev[uid] = _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
         for line in lines:
-            at = bisect_left(low.ids, line.id)
-            low.lines.insert(at, line)
-            low.ids.insert(at, line.id)
+            insort(low.lines, line, key=_ID)
     return others, low.lines

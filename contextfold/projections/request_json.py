@@ -43,7 +43,6 @@ _TEXT_CHARS_LIMIT = 64 * 1024 * 1024
 long-lived process serving many runs must not grow without bound."""
 _TEXTS: dict[int, tuple[object, str]] = {}
 """id(dict) -> (the dict, its canonical JSON text), for dicts handed out by this module."""
-_DUMPS: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
 _RENDERED: dict[tuple[str, int], tuple[object, list[dict[str, Any]]]] = {}
 _text_chars = 0
 _ON_CLEAR: list[Callable[[], None]] = []
@@ -59,7 +58,6 @@ def on_clear(hook: Callable[[], None]) -> None:
 def _clear() -> None:
     global _text_chars
     _TEXTS.clear()
-    _DUMPS.clear()
     _RENDERED.clear()
     _text_chars = 0
     for hook in _ON_CLEAR:
@@ -114,12 +112,11 @@ def canonical_hash(obj: Any) -> str:
 
 def _message_json(message: BaseModel) -> dict[str, Any]:
     """``message.model_dump(mode="json")`` (a message or a tool spec), once per object."""
-    hit = _DUMPS.get(id(message))
-    if hit is not None and hit[0] is message:
-        return hit[1]
-    out = remember(message.model_dump(mode="json"))
-    _DUMPS[id(message)] = (message, out)
-    return out
+    return rendered("json", message, _dump)[0]
+
+
+def _dump(message: BaseModel) -> list[dict[str, Any]]:
+    return [message.model_dump(mode="json")]
 
 
 def conversation_json(conversation: Conversation) -> dict[str, Any]:

@@ -129,7 +129,6 @@ class TimelineUnits:
     """Units with a member whose text lives in an artifact (loaded when kept)."""
     stale_rows: dict[int, None] = field(default_factory=dict)
     hits: dict[str, Hit] = field(default_factory=dict)
-    hit_rows: dict[int, None] = field(default_factory=dict)
     horizon: int = -1
     blocked: frozenset[str] | None = None
     recent: frozenset[int] = frozenset()
@@ -176,7 +175,6 @@ class TimelineUnits:
                 del layer[at]
         for fid, _ in row.facts.hits:
             self.hits.pop(fid, None)
-        self.hit_rows.pop(i, None)
         self.stale_rows.pop(i, None)
 
     def _set(self, i: int, row: _Row, hot: bool) -> None:
@@ -200,7 +198,6 @@ class TimelineUnits:
             self.stale_rows[i] = None
         if row.facts.hits:
             self.hits.update(row.facts.hits)
-            self.hit_rows[i] = None
 
     def _rescore(self, i: int, fresh: float, hot: bool) -> None:
         """Row ``i`` as before but for its freshness (the horizon moved, nothing else did)."""

@@ -287,7 +287,8 @@ class Units:
     """The candidates of one build: units, their fragments, layers, and early exclusions."""
 
     units: list[Unit] = field(default_factory=list)
-    """State fragments' units and the timeline's required ones."""
+    """State fragments' units and the timeline's required and hot ones (the cold ones are
+    in ``presorted``)."""
     presorted: dict[str, list[Unit]] = field(default_factory=dict)
     """The timeline's optional units by layer, sorted by rank (``select_units(presorted=)``)."""
     unit_of: dict[str, Unit] = field(default_factory=dict)
