@@ -53,8 +53,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench_store import RunLog  # the same raw-eventsourcing twin as the store benchmark
 from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate, event
 
 from contextfold.domain.events import AnyEvent, ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import RecordedEvent
@@ -67,18 +67,6 @@ from contextfold.store.event_store import DEFAULT_ARTIFACT_THRESHOLD, EventStore
 
 LEVELS = ("INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR")
 MODULES = ("api.server", "db.pool", "worker.queue", "auth.jwt", "cache.redis", "billing.invoice")
-
-
-class RunLog(Aggregate):
-    """The raw-eventsourcing twin of a run: one aggregate, one event per appended item."""
-
-    @event("Created")
-    def __init__(self) -> None:
-        self.count = 0
-
-    @event("Appended")
-    def append(self, item: dict[str, Any]) -> None:
-        self.count += 1
 
 
 def log_text(rng: random.Random, nbytes: int, tag: str) -> str:
