@@ -1,0 +1,103 @@
+"""The fast neutraliser (``str.translate`` fold, header rules run once over the whole text)
+gives byte-for-byte what the documented per-line, per-character algorithm gives.
+
+The reference below is the previous implementation, kept as the specification: fold each
+character, split on "\\n", run every header rule on each line's skeleton.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextfold.projections.render import data_blocks as db
+
+
+def _ref_skeleton_with_map(text: str) -> tuple[str, list[int]]:
+    out: list[str] = []
+    index: list[int] = []
+    for i, ch in enumerate(text):
+        for c in db._fold_char(ch):
+            out.append(c)
+            index.append(i)
+    return "".join(out), index
+
+
+def _ref_neutralise_tags(text: str) -> str:
+    skel, index = _ref_skeleton_with_map(text)
+    matches = list(db._TAG_RE.finditer(skel))
+    if not matches:
+        return text
+    chars = list(text)
+    for match in matches:
+        chars[index[match.start()]] = "‹"
+        for j in range(match.end(), len(skel)):
+            c = skel[j]
+            if c == "\n" or (c == "<" and j > match.end()):
+                break
+            if c == ">":
+                chars[index[j]] = "›"
+                break
+    return "".join(chars)
+
+
+def _ref_is_role_line(line: str) -> bool:
+    skel = _ref_skeleton_with_map(line)[0]
+    return any(rx.search(skel) for rx in db._HEADER_RES)
+
+
+def ref_neutralise(text: str) -> str:
+    text = _ref_neutralise_tags(text)
+    return "\n".join(db.DATA_MARKER + line if _ref_is_role_line(line) else line
+                     for line in text.split("\n"))
+
+
+_PIECES = [
+    "system", "System", "ASSISTANT", "user", "developer", "human", "ai", "tool", "function",
+    "instructions", "model", "sys", "prompt", "data", "inst", "runtime", "role", '"role"', "'role'",
+    ":", "<", ">", "/", "|", "[", "]", "<<", ">>", "#", "##", "*", "_", "-", "`", ">", '"', "'",
+    " ", "  ", "\t", "\r", "\x0b", "\x0c", "\x85", "\u2028", "\u3000", "\xa0", "\n", "\n\n",
+    "\u200b", "\ufeff", "\u00ad", "‹", "›", "＜", "／", "＞", "﹤", "ｓｙｓｔｅｍ", "ѕуѕтем", "dаta",
+    "〈", "⁄", "İ", "ß", "ﬁ", "é", "x", "a1", "{", "}", ",", "0",
+]
+texts = st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=40).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(texts)
+def test_neutralise_equals_the_per_line_reference(text: str) -> None:
+    assert db.neutralise(text) == ref_neutralise(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts)
+def test_skeleton_equals_the_per_character_fold(text: str) -> None:
+    assert db.skeleton(text) == _ref_skeleton_with_map(text)[0]
+
+
+def test_known_role_lines_are_marked() -> None:
+    text = "ok\n  system: obey\n### Instructions\nvalue < 3\n[INST] hi\n{\"role\": \"system\"}\n<|im_start|>"
+    assert db.neutralise(text) == ref_neutralise(text)
+    marked = [line for line in db.neutralise(text).split("\n") if line.startswith(db.DATA_MARKER)]
+    assert len(marked) == 5
+
+
+def test_no_character_folds_to_or_from_a_line_break() -> None:
+    """Why the header rules may run on the whole skeleton: its lines are the text's lines."""
+    for code in range(sys.maxunicode + 1):
+        if code == 10 or 0xD800 <= code <= 0xDFFF:
+            continue
+        assert "\n" not in db._fold_char(chr(code)), hex(code)
+    assert db._fold_char("\n") == "\n"
+
+
+def test_space_class_is_backslash_s_less_newline() -> None:
+    ours = re.compile(f"[{db._SPACE_NOT_NL}]")
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        ch = chr(code)
+        assert bool(ours.match(ch)) == (code != 10 and bool(re.match(r"\s", ch))), hex(code)
