@@ -27,6 +27,7 @@ tool specs) and recorded as a repair.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -59,8 +60,8 @@ from contextfold.projections.media_plan import finalize_media
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import canonical_hash, conversation_json, hand_out
 from contextfold.projections.selection import Unit, score, select_units
-from contextfold.projections.state import MessageItem, RunState
-from contextfold.projections.tool_exposure import canonical_tool_json, select_tools
+from contextfold.projections.state import MessageItem, RunState, ToolPolicy
+from contextfold.projections.tool_exposure import ToolExposure, canonical_tool_json, select_tools
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
@@ -193,12 +194,8 @@ def _build(state: RunState, config: BuildConfig, *,
     # the most relevant others optional ones ranked by BM25. Selecting them apart,
     # before the fragments, made the fragment budget jump down when a larger budget
     # let one more relevant tool in, so a larger budget could keep less.
-    candidates_tools = select_tools(
-        [registry[n] for n in sorted(registry)], query=_query(state), pinned=policy.pinned,
-        referenced=used_names, allowed=policy.allowed, denied=policy.denied,
-        budget_tokens=_UNBOUNDED, count=ctx.count, max_relevant=config.max_tools)
-    tool_units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
-                       required=t.reason != "relevant") for t in candidates_tools.exposed]
+    candidates_tools, tool_units = _tool_candidates(
+        ctx, [registry[n] for n in sorted(registry)], _query(state), policy, used_names)
     offered = {t.name for t in candidates_tools.exposed}
 
     # ---- candidates: state fragments (deduped) and timeline units
@@ -325,6 +322,25 @@ def _build(state: RunState, config: BuildConfig, *,
                    repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
 
 
+def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], query: str, policy: ToolPolicy,
+                     used_names: list[str]) -> tuple[ToolExposure, list[Unit]]:
+    """The tools that may be exposed, ranked, and their selection units. Pure in its inputs,
+    which rarely change between builds (the query moves with the goal, the ready plan step and
+    the latest user input): the last answer is kept and reused while they are equal."""
+    key = (query, tuple(specs), policy, tuple(used_names), ctx.config.max_tools,
+           ctx.state.counter.encoding_name)
+    hit = ctx.state.memo.get("tool-candidates")
+    if isinstance(hit, tuple) and hit[0] == key:
+        return hit[1], hit[2]
+    exposure = select_tools(specs, query=query, pinned=policy.pinned, referenced=used_names,
+                            allowed=policy.allowed, denied=policy.denied, budget_tokens=_UNBOUNDED,
+                            count=ctx.count, max_relevant=ctx.config.max_tools)
+    units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
+                  required=t.reason != "relevant") for t in exposure.exposed]
+    ctx.state.memo["tool-candidates"] = (key, exposure, units)
+    return exposure, units
+
+
 _ORDER = itemgetter(0, 1, 2)
 """Selected fragments in layer order, then log position, then id."""
 _CONFIG_HASHES: dict[int, tuple[BuildConfig, str]] = {}
@@ -432,19 +448,23 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     layer_tokens["tools"] = exposure.tokens
     tool_fragments = [ManifestTool(name=t.name, tokens=t.tokens, reason=t.reason if t.reason != "relevant"
                                    else f"relevant (bm25 {t.score:.2f})") for t in exposure.exposed]
-    stable = {"system": [p.model_dump(mode="json") for p in conversation.system],
-              "tools": [canonical_tool_json(t) for t in conversation.tools],
-              "prefix": [m.model_dump(mode="json")
-                         for m in conversation.messages[:conversation.stable_prefix_messages]]}
-    # The stable prefix rarely changes: hash it once. (Equality of the dumps implies equal
-    # JSON here: tools are already JSON strings and the parts' fields have fixed types,
-    # so no 1 == True == 1.0 ambiguity can reach the comparison.)
+    # The stable prefix rarely changes: hash it once. The layout keeps its objects while they
+    # are unchanged, so the same objects mean the same key; otherwise compare the dumps.
+    # (Equality of the dumps implies equal JSON here: tools are already JSON strings and the
+    # parts' fields have fixed types, so no 1 == True == 1.0 ambiguity can reach the comparison.)
+    prefix_objects = (conversation.system, *conversation.tools,
+                      *conversation.messages[:conversation.stable_prefix_messages])
     memo = state.memo.get("cache_key")
-    if isinstance(memo, tuple) and memo[0] == stable:
+    if isinstance(memo, tuple) and len(memo[2]) == len(prefix_objects) and all(
+            map(operator.is_, memo[2], prefix_objects)):
         cache_key: str = memo[1]
     else:
-        cache_key = canonical_hash(stable)
-        state.memo["cache_key"] = (stable, cache_key)
+        stable = {"system": [p.model_dump(mode="json") for p in conversation.system],
+                  "tools": [canonical_tool_json(t) for t in conversation.tools],
+                  "prefix": [m.model_dump(mode="json")
+                             for m in conversation.messages[:conversation.stable_prefix_messages]]}
+        cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
+        state.memo["cache_key"] = (stable, cache_key, prefix_objects)
     request_hash = canonical_hash(request)
     config_hash = _config_hash(config)
     turn = state.turn + 1

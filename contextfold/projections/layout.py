@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import assert_never, cast
+from typing import Any, assert_never, cast
 
 from contextfold.domain.conversation import (
     AssistantMessage,
@@ -120,34 +120,39 @@ def lay_out(inp: LayoutInput) -> Conversation:
     def text(fid: str) -> str:
         return inp.texts.get(fid, "") if fid in inp.texts else _text_of(frag(fid))
 
-    system: list[InstructionPart] = []
-    stable: list[UserPart] = []
-    task: list[UserPart] = []
-    retrieval: list[UserPart] = []
+    # The state sections (policy, instructions, task, retrieval) usually hold the same
+    # fragments with the same texts from build to build: their parts and messages are kept
+    # per section and reused while every input is the same (identical fragment objects
+    # compare in O(1)), so renderers and hashes find the same objects as last time.
+    sections: dict[str, list[tuple[ContextFragment, str, bool]]] = {
+        "system": [], "stable": [], "task": [], "retrieval": []}
     for fid in state.active:
         if fid not in inp.kept:
             continue
         f = frag(fid)
         match f.kind:
             case "policy":
-                system.append(InstructionPart(text=text(fid), authority="runtime", fragment_id=fid))
+                sections["system"].append((f, text(fid), False))
             case "instruction":
-                stable.append(_data(f, text(fid), fid in inp.truncated))
+                sections["stable"].append((f, text(fid), fid in inp.truncated))
             case "goal" | "success_contract" | "plan":
-                task.append(_authority_part(f, text(fid), fid in inp.truncated))
-            case "evidence" | "memory":
-                retrieval.append(_data(f, text(fid), fid in inp.truncated))
-                retrieval.extend(_media(f, f.source_ref))
+                sections["task"].append((f, text(fid), fid in inp.truncated))
             case "tool_spec":
                 pass  # exposed through ``tools``
-            case _:
-                retrieval.append(_data(f, text(fid), fid in inp.truncated))
+            case _:  # evidence, memory and other retrieved data
+                sections["retrieval"].append((f, text(fid), fid in inp.truncated))
+    kept_sections = cast(dict[str, tuple[object, tuple[Any, ...]]],
+                         state.memo.setdefault("layout-sections", {}))
+    system = cast(tuple[InstructionPart, ...], _section(kept_sections, "system", sections, lambda rows: tuple(
+        InstructionPart(text=t, authority="runtime", fragment_id=f.id) for f, t, _ in rows)))
+    stable = _section(kept_sections, "stable", sections, _message_of(lambda f, t, cut: (_data(f, t, cut),)))
+    task = _section(kept_sections, "task", sections,
+                    _message_of(lambda f, t, cut: (_authority_part(f, t, cut),)))
+    retrieval = _section(kept_sections, "retrieval", sections, _message_of(
+        lambda f, t, cut: (_data(f, t, cut), *(_media(f, f.source_ref) if f.kind in ("evidence", "memory")
+                                               else ()))))
 
-    messages: list[Message] = []
-    if stable:
-        messages.append(UserMessage(parts=tuple(stable)))
-    if task:
-        messages.append(UserMessage(parts=tuple(task)))
+    messages: list[Message] = [*stable, *task]
     kept = inp.kept
     timeline = (inp.kept_items if inp.kept_items is not None
                 else [it for it in state.timeline() if it.fragment_id in kept])
@@ -169,8 +174,7 @@ def lay_out(inp: LayoutInput) -> Conversation:
             current = msg[0]  # type: ignore[assignment]
             continue
         messages.extend(msg)
-    if retrieval:
-        messages.append(UserMessage(parts=tuple(retrieval)))
+    messages.extend(retrieval)
     if current is not None:
         messages.append(current)
     if messages and isinstance(messages[0], AssistantMessage | ToolResults):
@@ -178,8 +182,34 @@ def lay_out(inp: LayoutInput) -> Conversation:
             text="[runtime] Earlier conversation is not shown.", authority="runtime",
             fragment_id="runtime:history-start"),)))
     # Every part is a validated model already: construct without re-validating thousands.
-    return Conversation.model_construct(model=inp.model, system=tuple(system), tools=inp.tools,
+    return Conversation.model_construct(model=inp.model, system=system, tools=inp.tools,
                                         messages=tuple(messages), stable_prefix_messages=1 if stable else 0)
+
+
+_Row = tuple[ContextFragment, str, bool]
+
+
+def _section(memo: dict[str, tuple[object, tuple[Any, ...]]], name: str, sections: dict[str, list[_Row]],
+             make: Callable[[list[_Row]], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """``make(rows)`` for one state section, reused while its rows are equal to the last build's."""
+    rows = sections[name]
+    key = tuple(rows)
+    hit = memo.get(name)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    value = make(rows)
+    memo[name] = (key, value)
+    return value
+
+
+def _message_of(parts: Callable[[ContextFragment, str, bool], tuple[UserPart, ...]]
+                ) -> Callable[[list[_Row]], tuple[UserMessage, ...]]:
+    """A section's one user message of the rows' parts (none for no rows)."""
+    def make(rows: list[_Row]) -> tuple[UserMessage, ...]:
+        if not rows:
+            return ()
+        return (UserMessage(parts=tuple(p for f, t, cut in rows for p in parts(f, t, cut))),)
+    return make
 
 
 def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], str]) -> list[Message]:

@@ -121,16 +121,17 @@ def _dump(message: BaseModel) -> list[dict[str, Any]]:
 
 def conversation_json(conversation: Conversation) -> dict[str, Any]:
     """``conversation.model_dump(mode="json")``, each message's JSON computed once per message object."""
-    body = conversation.model_dump(mode="json", exclude={"messages", "tools"})
-    body["messages"] = [_message_json(m) for m in conversation.messages]
-    body["tools"] = [_message_json(t) for t in conversation.tools]
-    return {name: body[name] for name in Conversation.model_fields}
+    return {"model": conversation.model, "system": [_message_json(p) for p in conversation.system],
+            "tools": [_message_json(t) for t in conversation.tools],
+            "messages": [_message_json(m) for m in conversation.messages],
+            "stable_prefix_messages": conversation.stable_prefix_messages}
 
 
-def rendered(provider: str, message: BaseModel,
+def rendered(provider: str, message: object,
              render: Callable[[Any], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """``render(message)`` for ``provider``, computed once per message object; the dicts are
-    remembered (see :func:`remember`). ``render`` must depend on the message alone."""
+    """``render(message)`` for ``provider``, computed once per message object (a model, or a
+    tuple of models); the dicts are remembered (see :func:`remember`). ``render`` must depend
+    on the message alone."""
     key = (provider, id(message))
     hit = _RENDERED.get(key)
     if hit is not None and hit[0] is message:

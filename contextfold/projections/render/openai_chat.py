@@ -173,8 +173,9 @@ def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = N
     """The Chat Completions body for ``conversation`` (not validated; see ``render``)."""
     messages: list[dict[str, Any]] = []
     texts = system_texts(conversation, PROVIDER)
-    if texts:
-        messages.append({"role": "system", "content": "\n\n".join(texts)})
+    if texts:  # once per system tuple: the layout keeps it while the policy is unchanged
+        messages.extend(rendered(f"{PROVIDER}:system", conversation.system,
+                                 lambda _: [{"role": "system", "content": "\n\n".join(texts)}]))
     for message in conversation.messages:  # each message's dicts once per message object
         messages.extend(rendered(PROVIDER, message, _message))
 
