@@ -47,7 +47,6 @@ from contextfold.domain.manifest import (
     ExcludedFragment,
     ManifestFragment,
     ManifestTool,
-    MediaCostRecord,
     RedactionRecord,
     TruncationRecord,
 )
@@ -86,8 +85,12 @@ class BuildResult:
     """The request body as the builder keeps it: its message dicts are reused by later builds
     of the same state (``request_json``). Read-only; :attr:`request` is the caller's copy."""
     manifest: ContextManifest
-    fragments: tuple[ContextFragment, ...]
-    """The selected fragments, with selection_reason and truncated set."""
+    views: tuple[_View, ...] = field(repr=False)
+
+    @cached_property
+    def fragments(self) -> tuple[ContextFragment, ...]:
+        """The selected fragments, with selection_reason and truncated set (made on first access)."""
+        return tuple(v.made() for v in self.views)
 
     @cached_property
     def request(self) -> dict[str, Any]:
@@ -359,7 +362,7 @@ def _config_hash(config: BuildConfig) -> str:
 def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None,
               texts: dict[str, str], text_cut: set[str], reduced: set[str], truncated: set[str],
               original_tokens: dict[str, int], shown_in: dict[str, dict[str, str]]
-              ) -> tuple[int, int, int, ContextFragment, ManifestFragment]:
+              ) -> tuple[int, int, int, _View, ManifestFragment]:
     """One selected fragment: its layer, tokens, overhead, view and manifest line."""
     f, m = ctx.shown(facts.frag), facts.media  # a lazy text is loaded here: this fragment is rendered
     fid = f.id
@@ -375,19 +378,31 @@ def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_
         reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
     if fid in text_cut:
         reason += f"; truncated {original_tokens[fid]} -> {tokens} tokens at safe boundaries"
-    view = f.model_copy(update={"freshness": fresh, "required": fid in ctx.required, "token_count": tokens,
-                                "selection_reason": reason, "truncated": fid in truncated})
+    view = _View(f, {"freshness": fresh, "required": fid in ctx.required, "token_count": tokens,
+                     "selection_reason": reason, "truncated": fid in truncated})
     media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))
-    return layer, tokens, facts.overhead, view, _manifest_line(view, layer, tokens, original_tokens, media)
+    line = ManifestFragment(
+        id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
+        required=fid in ctx.required, truncated=fid in truncated, selection_reason=reason,
+        content_hash=f.content_hash, original_tokens=original_tokens.get(fid), media=media or ())
+    return layer, tokens, facts.overhead, view, line
 
 
-def _manifest_line(view: ContextFragment, layer: int, tokens: int, original_tokens: dict[str, int],
-                   media: tuple[MediaCostRecord, ...] | None) -> ManifestFragment:
-    return ManifestFragment(
-        id=view.id, kind=view.kind, layer=layer, source_ref=view.source_ref, trust=view.trust,
-        tokens=tokens, required=view.required, truncated=view.truncated,
-        selection_reason=view.selection_reason or "", content_hash=view.content_hash,
-        original_tokens=original_tokens.get(view.id), media=media or ())
+@dataclass(frozen=True, slots=True)
+class _View:
+    """A selected fragment as the build saw it: ``fragment`` with ``update`` applied. Made into a
+    ``ContextFragment`` only when a caller reads :attr:`BuildResult.fragments` (a copy per
+    fragment per turn was a tenth of a short run's build)."""
+
+    fragment: ContextFragment
+    update: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.fragment.id
+
+    def made(self) -> ContextFragment:
+        return self.fragment.model_copy(update=self.update)
 
 
 def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
@@ -404,7 +419,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     text_cut, reduced, shown_in = cuts
     members, unit_of, worked_units = units
     worked = frozenset(worked_units)
-    selected: list[tuple[int, int, str, ContextFragment, ManifestFragment, int, int]] = []
+    selected: list[tuple[int, int, str, _View, ManifestFragment, int, int]] = []
     entries = state.entries
     unit_rows = ctx.objects_for("selected-units")
     for uid in kept:
