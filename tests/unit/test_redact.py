@@ -8,9 +8,12 @@ look-alikes are whole lines that must come through byte-identical.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextfold.projections.redact import (
     RULE_NAMES,
+    RULES,
     find_secrets,
     placeholder,
     policy_from,
@@ -164,3 +167,26 @@ def test_secret_in_a_big_log_is_found() -> None:
                     for i in range(20_000))
     result = redact(log + "\nDB_PASSWORD=hunter2hunter2\n" + log)
     assert "hunter2hunter2" not in result.text and len(result.findings) == 1
+
+
+_HINT_PIECES = ["pass", "passw", "PASSWORD", "passwd", "passenger", "secret", "token", "TOKEN", "key",
+                "api_key", "API-KEY", "credential", "auth", "gh", "ghp_", "GHS_", "github_pat_", "gl",
+                "glpat-", "gldt-", "=", ":", ": ", '"', "'", " ", "\n", "_", "-", ".",
+                "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0", "xY7z9KqL2mN4pR6sT8vW", "hunter2hunter2", "abc",
+                "0123456789"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_HINT_PIECES), max_size=30).map("".join))
+def test_rule_hints_are_necessary_for_a_match(text: str) -> None:
+    """The hints only skip rules that cannot match: skipping never loses a finding."""
+    for rule in RULES:
+        if rule.hints and rule.pattern.search(text):
+            assert any(h in text.lower() for h in rule.hints), (rule.name, text)
+
+
+def test_rule_hints_hold_on_the_corpora() -> None:
+    for text in [_line(t, s) for t, s, _ in SECRETS] + LOOKALIKES:
+        for rule in RULES:
+            if rule.hints and rule.pattern.search(text):
+                assert any(h in text.lower() for h in rule.hints), (rule.name, text)
