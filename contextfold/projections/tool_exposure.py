@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
@@ -190,25 +192,56 @@ def _registry(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
     return {spec.name: spec for spec in tools}
 
 
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """BM25 statistics of one registry: documents, lengths and postings (term -> tool names)."""
+
+    specs: tuple[ToolSpec, ...]
+    docs: dict[str, Counter[str]]
+    lengths: dict[str, int]
+    avgdl: float
+    postings: dict[str, list[str]]
+
+
+_INDEX: list[_Index] = []
+"""The last registry's index: a run ranks the same registry build after build, for a new query
+whenever its goal, ready step or latest input changes."""
+
+
+def _index(specs: Sequence[ToolSpec]) -> _Index:
+    key = tuple(specs)
+    if _INDEX and len(_INDEX[0].specs) == len(key) and all(map(operator.is_, _INDEX[0].specs, key)):
+        return _INDEX[0]
+    docs = {spec.name: _spec_facts(spec)[2] for spec in key}
+    lengths = {name: sum(tf.values()) for name, tf in docs.items()}
+    postings: dict[str, list[str]] = {}
+    for name, tf in docs.items():  # in registry order, as the per-document loop visited them
+        for term in tf:
+            postings.setdefault(term, []).append(name)
+    index = _Index(key, docs, lengths, sum(lengths.values()) / len(docs) if docs else 0.0, postings)
+    _INDEX[:] = [index]
+    return index
+
+
 def _bm25(specs: Sequence[ToolSpec], query: str) -> dict[str, float]:
-    docs = {spec.name: _spec_facts(spec)[2] for spec in specs}
+    """Okapi BM25 of each spec for ``query``. Walks the postings of the query's terms only; each
+    tool's score adds its terms in sorted order, as a loop over every (tool, term) pair would."""
+    index = _index(specs)
+    docs = index.docs
     n = len(docs)
     if n == 0:
         return {}
-    lengths = {name: sum(tf.values()) for name, tf in docs.items()}
-    avgdl = sum(lengths.values()) / n or 1.0
+    avgdl = index.avgdl or 1.0
     terms = sorted(set(tokenize(query)))
-    df = {t: sum(1 for tf in docs.values() if t in tf) for t in terms}
-    idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-    scores: dict[str, float] = {}
-    for name, tf in docs.items():
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[name] / avgdl)
-        score = 0.0
-        for t in terms:
-            f = tf.get(t, 0)
-            if f:
-                score += idf[t] * f * (BM25_K1 + 1.0) / (f + norm)
-        scores[name] = score
+    scores = dict.fromkeys(docs, 0.0)
+    for t in terms:
+        holders = index.postings.get(t, ())
+        df = len(holders)
+        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        for name in holders:
+            f = docs[name][t]
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * index.lengths[name] / avgdl)
+            scores[name] += idf * f * (BM25_K1 + 1.0) / (f + norm)
     return scores
 
 

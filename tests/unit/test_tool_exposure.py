@@ -359,3 +359,50 @@ def test_policy_is_never_overridden(denied: set[str], pinned: set[str], referenc
         assert exposure.tokens <= budget
     assert {t.name for t in exposure.excluded} | exposed == set(NAMES)
     assert select_tools(TOOLS, **args) == exposure  # deterministic
+
+
+def _reference_bm25(specs: list[ToolSpec], query: str) -> dict[str, float]:
+    """Okapi BM25 as documented: every (tool, sorted query term) pair, no index."""
+    from collections import Counter
+
+    from contextfold.projections.tool_exposure import BM25_B, BM25_K1, _document, tokenize
+
+    docs = {spec.name: Counter(_document(spec)) for spec in specs}
+    n = len(docs)
+    lengths = {name: sum(tf.values()) for name, tf in docs.items()}
+    avgdl = sum(lengths.values()) / n or 1.0
+    terms = sorted(set(tokenize(query)))
+    df = {t: sum(1 for tf in docs.values() if t in tf) for t in terms}
+    idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    out: dict[str, float] = {}
+    for name, tf in docs.items():
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[name] / avgdl)
+        score = 0.0
+        for t in terms:
+            f = tf.get(t, 0)
+            if f:
+                score += idf[t] * f * (BM25_K1 + 1.0) / (f + norm)
+        out[name] = score
+    return out
+
+
+_WORDS = ["get", "user", "details", "flight", "book", "reservation", "cancel", "update", "search", "direct",
+          "baggage", "payment", "list", "airports", "calculate", "think", "transfer", "agent", "id", "date"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3),
+                          st.lists(st.sampled_from(_WORDS), max_size=12)), min_size=1, max_size=12),
+       st.lists(st.lists(st.sampled_from(_WORDS), max_size=8), min_size=1, max_size=4))
+def test_indexed_bm25_equals_the_pairwise_reference(tools: list[tuple[list[str], list[str]]],
+                                                     queries: list[list[str]]) -> None:
+    """Bit-for-bit: the same floats added in the same order (a build's hash depends on them)."""
+    from contextfold.projections.tool_exposure import rank_tools
+
+    specs = [ToolSpec(name="_".join(name) + f"_{i}", description=" ".join(desc)) for i, (name, desc)
+             in enumerate(tools)]
+    for words in queries:  # one registry, several queries: the cached index is reused
+        query = " ".join(words)
+        ref = _reference_bm25(specs, query)
+        assert dict(rank_tools(specs, query)) == ref
+        assert [n for n, _ in rank_tools(specs, query)] == sorted(ref, key=lambda k: (-ref[k], k))
