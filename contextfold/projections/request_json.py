@@ -25,7 +25,7 @@ hand out deep copies (:func:`hand_out`), so editing a request in place (adding a
 from __future__ import annotations
 
 import json
-import pickle
+import marshal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -143,8 +143,9 @@ def rendered(provider: str, message: object,
 
 def hand_out(body: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of ``body`` for a caller to keep or edit: the remembered dicts (and what they
-    hold) are reused by later builds, so no edit of the caller's may reach them. A pickle round
-    trip: the body is plain JSON data of our own, and this is the fastest deep copy of it in
-    the standard library (~1.4 ms for a 600 KB body here, against ~9 ms through json)."""
-    out: dict[str, Any] = pickle.loads(pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL))
+    hold) are reused by later builds, so no edit of the caller's may reach them. A marshal round
+    trip: the body is plain JSON data of our own (dicts, lists, str, int, float, bool, None),
+    copied in-process only, and marshal is the fastest deep copy of it in the standard library
+    (0.53 ms for a 380 KB body here, pickle 0.79 ms, json 3.1 ms)."""
+    out: dict[str, Any] = marshal.loads(marshal.dumps(body))
     return out
