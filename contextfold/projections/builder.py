@@ -359,6 +359,31 @@ def _config_hash(config: BuildConfig) -> str:
     return hit[1]
 
 
+def _plain_selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None
+                    ) -> tuple[int, int, int, _View, ManifestFragment]:
+    """:func:`_selected` for the common case: no media, nothing cut or loaded (its text tokens are
+    the view's). The manifest line holds the score only to one decimal, so it is kept per
+    (view, layer, required, reason): a fragment far enough back keeps its line for several
+    turns although its freshness moves every turn."""
+    f = ctx.shown(facts.frag)  # a lazy text is loaded here: this fragment is rendered
+    fid = f.id
+    layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
+    required = fid in ctx.required
+    if required:
+        reason = _required_reason(f, ctx, current_input)
+    else:
+        value = score(f.priority, fresh, f.token_count)
+        reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
+    tokens = facts.text_tokens
+    view = _View(f, {"freshness": fresh, "required": required, "token_count": tokens,
+                     "selection_reason": reason, "truncated": False})
+    key = (facts.frag, layer, required, reason)
+    line = ctx.cached("line", fid, key) or ctx.keep("line", fid, key, ManifestFragment(
+        id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
+        required=required, truncated=False, selection_reason=reason, content_hash=f.content_hash))
+    return layer, tokens, facts.overhead, view, line
+
+
 def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None,
               texts: dict[str, str], text_cut: set[str], reduced: set[str], truncated: set[str],
               original_tokens: dict[str, int], shown_in: dict[str, dict[str, str]]
@@ -437,13 +462,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
             facts = ctx.facts(fid)
             fresh = state.freshness(entries[fid].position)
             if facts.media is None and fid not in text_cut and fid not in truncated:
-                # the common case, identical from build to build once a fragment is old
-                # every input of _selected here: the view (its overhead and text tokens follow
-                # from it), the layer, required, freshness and whether it is the current input
-                key = (facts.frag, layer_no, fid in ctx.required, fresh, fid == current_input)
-                line = ctx.cached("selected", fid, key) or ctx.keep("selected", fid, key, _selected(
-                    ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced, truncated,
-                    original_tokens, shown_in))
+                line = _plain_selected(ctx, facts, layer_no, fresh, current_input)
             else:
                 plain = False
                 line = _selected(ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced,
