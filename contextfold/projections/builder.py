@@ -31,7 +31,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
+from itertools import chain, groupby
 from operator import attrgetter, itemgetter
 from typing import Any, cast
 
@@ -444,18 +444,17 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     text_cut, reduced, shown_in = cuts
     members, unit_of, worked_units = units
     worked = frozenset(worked_units)
-    selected: list[tuple[int, int, str, _View, ManifestFragment, int, int]] = []
     entries = state.entries
     unit_rows = ctx.objects_for("selected-units")
-    for uid in kept:
-        # A unit's lines are the same as long as its Unit object is (a re-scored, re-layered,
-        # newly required or changed item gets a new one) and nothing was cut or loaded for it.
+    # A unit's lines are the same as long as its Unit object is (a re-scored, re-layered,
+    # newly required or changed item gets a new one) and nothing was cut or loaded for it:
+    # find the others in one pass, so the ~1,000 unchanged units of a long run cost C-level work.
+    stale = [uid for uid, unit, layer_no, hit in zip(kept, map(unit_of.__getitem__, kept),
+                                                     map(unit_layer_no.__getitem__, kept),
+                                                     map(unit_rows.get, kept), strict=True)
+             if hit is None or hit[0] is not unit or hit[1] != layer_no or not hit[3] or uid in worked]
+    for uid in stale:
         layer_no = unit_layer_no[uid]
-        unit = unit_of[uid]
-        hit = unit_rows.get(uid)
-        if hit is not None and hit[0] is unit and hit[1] == layer_no and uid not in worked:
-            selected.extend(hit[2])
-            continue
         rows = []
         plain = uid not in worked
         for fid in members[uid]:
@@ -469,16 +468,17 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
                                  truncated, original_tokens, shown_in)
             layer, tokens, overhead, view, mline = line
             rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
-        if plain:
-            unit_rows[uid] = (unit, layer_no, rows)
-        selected.extend(rows)
+        unit_rows[uid] = (unit_of[uid], layer_no, rows, plain)  # not plain: remade next build
+    selected: list[tuple[int, int, str, _View, ManifestFragment, int, int]] = list(
+        chain.from_iterable(map(itemgetter(2), map(unit_rows.__getitem__, kept))))
     selected.sort(key=_ORDER)
     kept_fids = set(map(itemgetter(2), selected))
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
-    overhead_total = REPLY_PRIMING
-    for layer, _, _, _, _, tokens, overhead in selected:
-        overhead_total += overhead
-        layer_tokens[LAYER_NAMES[layer]] += tokens + overhead
+    overhead_total = REPLY_PRIMING + sum(map(itemgetter(6), selected))
+    for layer, group in groupby(selected, key=itemgetter(0)):  # sorted by layer first
+        rows_of_layer = list(group)
+        layer_tokens[LAYER_NAMES[layer]] += sum(map(itemgetter(5), rows_of_layer)) + sum(
+            map(itemgetter(6), rows_of_layer))
     layer_tokens["tools"] = exposure.tokens
     tool_fragments = [ManifestTool(name=t.name, tokens=t.tokens, reason=t.reason if t.reason != "relevant"
                                    else f"relevant (bm25 {t.score:.2f})") for t in exposure.exposed]
