@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import json
 import marshal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import blake3
@@ -35,7 +37,7 @@ from pydantic import BaseModel
 from contextfold.domain.conversation import Conversation
 
 __all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered", "on_clear",
-           "remember", "rendered"]
+           "remember", "rendered", "rendered_all"]
 
 _LIMIT = 100_000
 _TEXT_CHARS_LIMIT = 64 * 1024 * 1024
@@ -43,7 +45,8 @@ _TEXT_CHARS_LIMIT = 64 * 1024 * 1024
 long-lived process serving many runs must not grow without bound."""
 _TEXTS: dict[int, tuple[object, str]] = {}
 """id(dict) -> (the dict, its canonical JSON text), for dicts handed out by this module."""
-_RENDERED: dict[tuple[str, int], tuple[object, list[dict[str, Any]]]] = {}
+_RENDERED: dict[str, dict[int, tuple[object, list[dict[str, Any]]]]] = {}
+"""provider -> id(message) -> (the message, its rendered dicts)."""
 _text_chars = 0
 _ON_CLEAR: list[Callable[[], None]] = []
 """Other modules' memos of remembered dicts, emptied with these (``on_clear``)."""
@@ -81,18 +84,27 @@ def is_remembered(obj: object) -> bool:
     return hit is not None and hit[0] is obj
 
 
-def _item(obj: Any) -> str:
-    hit = _TEXTS.get(id(obj))
-    if hit is not None and hit[0] is obj:
-        return hit[1]
-    return _dumps(obj)
+def _misses(got: list[Any]) -> Iterator[int]:
+    """Indices of the ``None`` entries of ``got``: C-level scans between them."""
+    i = -1
+    while True:
+        try:
+            i = got.index(None, i + 1)
+        except ValueError:
+            return
+        yield i
 
 
 def _text(obj: Any) -> str:
     if isinstance(obj, dict):
         return "{" + ",".join(f"{_dumps(k)}:{_text(obj[k])}" for k in sorted(obj)) + "}"
     if isinstance(obj, list | tuple):
-        return "[" + ",".join(map(_item, obj)) + "]"
+        # Memo entries hold their object, so a hit by id is that very object. A long run's
+        # body has ~1,000 remembered messages: look them all up in C, dump only the others.
+        got: list[Any] = list(map(_TEXTS.get, map(id, obj)))
+        for i in _misses(got):
+            got[i] = (obj[i], _dumps(obj[i]))
+        return "[" + ",".join(map(itemgetter(1), got)) + "]"
     return _dumps(obj)
 
 
@@ -110,20 +122,15 @@ def canonical_hash(obj: Any) -> str:
     return blake3.blake3(_text(obj).encode()).hexdigest()
 
 
-def _message_json(message: BaseModel) -> dict[str, Any]:
-    """``message.model_dump(mode="json")`` (a message or a tool spec), once per object."""
-    return rendered("json", message, _dump)[0]
-
-
 def _dump(message: BaseModel) -> list[dict[str, Any]]:
     return [message.model_dump(mode="json")]
 
 
 def conversation_json(conversation: Conversation) -> dict[str, Any]:
     """``conversation.model_dump(mode="json")``, each message's JSON computed once per message object."""
-    return {"model": conversation.model, "system": [_message_json(p) for p in conversation.system],
-            "tools": [_message_json(t) for t in conversation.tools],
-            "messages": [_message_json(m) for m in conversation.messages],
+    return {"model": conversation.model, "system": rendered_all("json", conversation.system, _dump),
+            "tools": rendered_all("json", conversation.tools, _dump),
+            "messages": rendered_all("json", conversation.messages, _dump),
             "stable_prefix_messages": conversation.stable_prefix_messages}
 
 
@@ -132,13 +139,22 @@ def rendered(provider: str, message: object,
     """``render(message)`` for ``provider``, computed once per message object (a model, or a
     tuple of models); the dicts are remembered (see :func:`remember`). ``render`` must depend
     on the message alone."""
-    key = (provider, id(message))
-    hit = _RENDERED.get(key)
-    if hit is not None and hit[0] is message:
+    memo = _RENDERED.setdefault(provider, {})
+    hit = memo.get(id(message))
+    if hit is not None:  # the entry holds its message: a hit by id is that very object
         return hit[1]
     out = [remember(d) for d in render(message)]
-    _RENDERED[key] = (message, out)
+    _RENDERED.setdefault(provider, {})[id(message)] = (message, out)  # remember() may have cleared
     return out
+
+
+def rendered_all(provider: str, messages: Sequence[object],
+                 render: Callable[[Any], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The concatenated :func:`rendered` dicts of ``messages``: the kept ones gathered in C."""
+    got: list[Any] = list(map(_RENDERED.setdefault(provider, {}).get, map(id, messages)))
+    for i in _misses(got):
+        got[i] = (None, rendered(provider, messages[i], render))
+    return list(chain.from_iterable(map(itemgetter(1), got)))
 
 
 def hand_out(body: dict[str, Any]) -> dict[str, Any]:

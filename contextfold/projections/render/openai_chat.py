@@ -45,7 +45,7 @@ from contextfold.projections.render.data_blocks import (
     render_data,
     tool_result_text,
 )
-from contextfold.projections.request_json import rendered
+from contextfold.projections.request_json import rendered, rendered_all
 
 __all__ = ["PROVIDER", "render_openai_chat"]
 
@@ -176,15 +176,14 @@ def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = N
     if texts:  # once per system tuple: the layout keeps it while the policy is unchanged
         messages.extend(rendered(f"{PROVIDER}:system", conversation.system,
                                  lambda _: [{"role": "system", "content": "\n\n".join(texts)}]))
-    for message in conversation.messages:  # each message's dicts once per message object
-        messages.extend(rendered(PROVIDER, message, _message))
+    messages.extend(rendered_all(PROVIDER, conversation.messages, _message))  # once per message object
 
     body: dict[str, Any] = {}
     if conversation.model is not None:
         body["model"] = conversation.model
     body["messages"] = messages
     if conversation.tools:
-        body["tools"] = [d for spec in conversation.tools for d in rendered(PROVIDER, spec, _tool)]
+        body["tools"] = rendered_all(PROVIDER, conversation.tools, _tool)
     if max_tokens is not None:
         body["max_completion_tokens"] = max_tokens
     return body
