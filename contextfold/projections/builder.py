@@ -60,7 +60,7 @@ from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import canonical_hash, conversation_json, hand_out
 from contextfold.projections.selection import Unit, score, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
-from contextfold.projections.tool_exposure import ToolExposure, canonical_tool_json, select_tools
+from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json, choose_tools
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
@@ -199,7 +199,7 @@ def _build(state: RunState, config: BuildConfig, *,
     # let one more relevant tool in, so a larger budget could keep less.
     candidates_tools, tool_units = _tool_candidates(
         ctx, [registry[n] for n in sorted(registry)], _query(state), policy, used_names)
-    offered = {t.name for t in candidates_tools.exposed}
+    offered = {t.name for t in candidates_tools}
 
     # ---- candidates: state fragments (deduped) and timeline units
     current_input = current_input_of(timeline)
@@ -223,12 +223,10 @@ def _build(state: RunState, config: BuildConfig, *,
 
     selection = select_units([*tool_units, *units], available, shares=shares,
                              shrink_required=shrink_required, presorted=candidates.presorted)
-    kept_tools = tuple(t for t in candidates_tools.exposed if f"tool:{t.name}" in selection.kept)
-    exposure = candidates_tools.model_copy(update={
-        "exposed": kept_tools, "tokens": sum(t.tokens for t in kept_tools),
-        "budget_tokens": int(shares.get("tools", 0.0) * budget)})
+    kept_tools = tuple(t for t in candidates_tools if f"tool:{t.name}" in selection.kept)
+    exposure = (kept_tools, sum(t.tokens for t in kept_tools))
     tools = tuple(registry[t.name] for t in kept_tools)
-    for t in candidates_tools.exposed:  # tools are reported apart from fragments
+    for t in candidates_tools:  # tools are reported apart from fragments
         selection.kept.pop(f"tool:{t.name}", None)
         selection.dropped.pop(f"tool:{t.name}", None)
     unit_by_id = candidates.unit_of
@@ -326,7 +324,7 @@ def _build(state: RunState, config: BuildConfig, *,
 
 
 def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], query: str, policy: ToolPolicy,
-                     used_names: list[str]) -> tuple[ToolExposure, list[Unit]]:
+                     used_names: list[str]) -> tuple[list[ToolChoice], list[Unit]]:
     """The tools that may be exposed, ranked, and their selection units. Pure in its inputs,
     which rarely change between builds (the query moves with the goal, the ready plan step and
     the latest user input): the last answer is kept and reused while they are equal."""
@@ -335,13 +333,13 @@ def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], query: str, policy: T
     hit = ctx.state.memo.get("tool-candidates")
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1], hit[2]
-    exposure = select_tools(specs, query=query, pinned=policy.pinned, referenced=used_names,
+    exposed, _, _, _ = choose_tools(specs, query=query, pinned=policy.pinned, referenced=used_names,
                             allowed=policy.allowed, denied=policy.denied, budget_tokens=_UNBOUNDED,
                             count=ctx.count, max_relevant=ctx.config.max_tools)
     units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
-                  required=t.reason != "relevant") for t in exposure.exposed]
-    ctx.state.memo["tool-candidates"] = (key, exposure, units)
-    return exposure, units
+                  required=t.reason != "relevant") for t in exposed]
+    ctx.state.memo["tool-candidates"] = (key, exposed, units)
+    return exposed, units
 
 
 _ORDER = itemgetter(0, 1, 2)
@@ -435,7 +433,8 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
             units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
             unit_layer_no: dict[str, int], texts: dict[str, str], truncated: set[str],
             original_tokens: dict[str, int], truncations: list[TruncationRecord],
-            exclusions: tuple[list[ExcludedFragment], list[ExcludedFragment]], exposure: Any,
+            exclusions: tuple[list[ExcludedFragment], list[ExcludedFragment]],
+            exposure: tuple[tuple[ToolChoice, ...], int],
             repairs: list[str],
             current_input: str | None, calibration: Calibration | None = None,
             cuts: tuple[set[str], set[str], dict[str, dict[str, str]]] = (set(), set(), {})
@@ -479,9 +478,19 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         rows_of_layer = list(group)
         layer_tokens[LAYER_NAMES[layer]] += sum(map(itemgetter(5), rows_of_layer)) + sum(
             map(itemgetter(6), rows_of_layer))
-    layer_tokens["tools"] = exposure.tokens
-    tool_fragments = [ManifestTool(name=t.name, tokens=t.tokens, reason=t.reason if t.reason != "relevant"
-                                   else f"relevant (bm25 {t.score:.2f})") for t in exposure.exposed]
+    exposed_tools, tool_tokens = exposure
+    layer_tokens["tools"] = tool_tokens
+    tool_lines = cast(dict[tuple[str, int, str], ManifestTool], state.memo.setdefault("tool-lines", {}))
+    tool_fragments = []
+    for t in exposed_tools:  # the same few lines build after build
+        reason = t.reason if t.reason != "relevant" else f"relevant (bm25 {t.score:.2f})"
+        tool_line = tool_lines.get((t.name, t.tokens, reason))
+        if tool_line is None:
+            if len(tool_lines) >= 4096:
+                tool_lines.clear()
+            tool_line = tool_lines[(t.name, t.tokens, reason)] = ManifestTool(
+                name=t.name, tokens=t.tokens, reason=reason)
+        tool_fragments.append(tool_line)
     # The stable prefix rarely changes: hash it once. The layout keeps its objects while they
     # are unchanged, so the same objects mean the same key; otherwise compare the dumps.
     # (Equality of the dumps implies equal JSON here: tools are already JSON strings and the
@@ -520,7 +529,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         layer_tokens=layer_tokens,
         fragments=tuple(map(itemgetter(4), selected)),
         excluded=counts, excluded_items=excluded_items,
-        tools=tuple(tool_fragments), tool_tokens=exposure.tokens, truncations=tuple(truncations),
+        tools=tuple(tool_fragments), tool_tokens=tool_tokens, truncations=tuple(truncations),
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
         config_hash=config_hash, config=config, calibration=calibration,
         redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)

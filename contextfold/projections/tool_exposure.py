@@ -37,7 +37,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -52,8 +52,10 @@ __all__ = [
     "ExclusionReason",
     "ExposedTool",
     "ExposureReason",
+    "ToolChoice",
     "ToolExposure",
     "canonical_tool_json",
+    "choose_tools",
     "rank_tools",
     "select_tools",
     "tokenize",
@@ -251,7 +253,16 @@ def rank_tools(tools: Sequence[ToolSpec], query: str) -> list[tuple[str, float]]
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def select_tools(
+class ToolChoice(NamedTuple):
+    """One tool's decision as plain data: ``reason`` is an exposure or an exclusion reason."""
+
+    name: str
+    reason: str
+    score: float
+    tokens: int
+
+
+def choose_tools(
     tools: Sequence[ToolSpec],
     *,
     query: str,
@@ -262,8 +273,11 @@ def select_tools(
     budget_tokens: int,
     count: Callable[[str], int],
     max_relevant: int = 8,
-) -> ToolExposure:
-    """The tools to declare in one request (rules in the module doc)."""
+) -> tuple[list[ToolChoice], list[ToolChoice], int, bool]:
+    """:func:`select_tools` as plain data: (exposed by name, excluded by name, tokens, over budget).
+
+    Why apart: a build needs only the exposed tools, and ranks again whenever its query
+    changes; making a model per excluded tool was most of that."""
     if budget_tokens < 0 or max_relevant < 0:
         raise InvalidInputError("budget_tokens and max_relevant must be >= 0")
     registry = _registry(tools)
@@ -275,12 +289,11 @@ def select_tools(
 
     scores = _bm25(list(registry.values()), query)
     cost = {name: tool_tokens(spec, count) for name, spec in registry.items()}
-    exposed: dict[str, ExposedTool] = {}
-    excluded: dict[str, ExcludedTool] = {}
+    exposed: dict[str, ToolChoice] = {}
+    excluded: dict[str, ToolChoice] = {}
 
     def exclude(name: str, reason: ExclusionReason) -> None:
-        excluded[name] = ExcludedTool(name=name, reason=reason, score=scores.get(name, 0.0),
-                                      tokens=cost.get(name, 0))
+        excluded[name] = ToolChoice(name, reason, scores.get(name, 0.0), cost.get(name, 0))
 
     for name in registry:
         if not permitted(name):
@@ -294,8 +307,7 @@ def select_tools(
         elif name not in registry:
             exclude(name, "not_registered")
         else:
-            exposed[name] = ExposedTool(name=name, reason=reason, score=scores[name],
-                                        tokens=cost[name])
+            exposed[name] = ToolChoice(name, reason, scores[name], cost[name])
             used += cost[name]
     over_budget = used > budget_tokens
     relevant = 0
@@ -309,12 +321,33 @@ def select_tools(
         elif used + cost[name] > budget_tokens:
             exclude(name, "over_budget")
         else:
-            exposed[name] = ExposedTool(name=name, reason="relevant", score=score,
-                                        tokens=cost[name])
+            exposed[name] = ToolChoice(name, "relevant", score, cost[name])
             used += cost[name]
             relevant += 1
+    return ([exposed[n] for n in sorted(exposed)], [excluded[n] for n in sorted(excluded)], used,
+            over_budget)
+
+
+def select_tools(
+    tools: Sequence[ToolSpec],
+    *,
+    query: str,
+    pinned: Collection[str] = (),
+    referenced: Collection[str] = (),
+    allowed: Collection[str] | None = None,
+    denied: Collection[str] = (),
+    budget_tokens: int,
+    count: Callable[[str], int],
+    max_relevant: int = 8,
+) -> ToolExposure:
+    """The tools to declare in one request (rules in the module doc)."""
+    exposed, excluded, used, over_budget = choose_tools(
+        tools, query=query, pinned=pinned, referenced=referenced, allowed=allowed, denied=denied,
+        budget_tokens=budget_tokens, count=count, max_relevant=max_relevant)
     return ToolExposure(
-        exposed=tuple(exposed[n] for n in sorted(exposed)),
-        excluded=tuple(excluded[n] for n in sorted(excluded)),
+        exposed=tuple(ExposedTool(name=t.name, reason=cast(ExposureReason, t.reason), score=t.score,
+                                  tokens=t.tokens) for t in exposed),
+        excluded=tuple(ExcludedTool(name=t.name, reason=cast(ExclusionReason, t.reason), score=t.score,
+                                    tokens=t.tokens) for t in excluded),
         tokens=used, budget_tokens=budget_tokens, over_budget=over_budget,
     )
