@@ -136,11 +136,37 @@ def line_marker(omitted: int, first: int, last: int) -> str:
     return f"… [{omitted} {noun} omitted: {span}] …"
 
 
+_PROBES: dict[tuple[Any, ...], dict[str, Any]] = {}
+"""Per input (text, strategy, counter): its parse and the probes already counted. A run's misfit
+is cut again and again to slightly different sizes as the run grows; the searches share most
+probes. Emptied past 256 inputs or 16M characters of probe text."""
+_probe_chars = [0]
+
+
+def _probe_entry(key: tuple[Any, ...]) -> dict[str, Any]:
+    try:
+        entry = _PROBES.get(key)
+    except TypeError:  # an unhashable counter: nothing shared
+        return {"probes": {}}
+    if entry is None:
+        if len(_PROBES) >= 256 or _probe_chars[0] >= 16 * 1024 * 1024:
+            _PROBES.clear()
+            _probe_chars[0] = 0
+        entry = _PROBES[key] = {"probes": {}}
+    return entry
+
+
+def _kept_probe(text: str) -> str:
+    _probe_chars[0] += len(text)
+    return text
+
+
 def fit_line_windows(
     n: int,
     render: Callable[[int], str],
     count: TokenCounter,
     max_tokens: int,
+    probes: dict[int, tuple[str, int]] | None = None,
 ) -> tuple[int, str, int] | None:
     """The largest ``k`` in ``[0, n]`` whose ``render(k)`` fits, with its text and tokens.
 
@@ -150,7 +176,7 @@ def fit_line_windows(
     make the result shorter, never over budget: only probes that passed are
     returned.
     """
-    memo: dict[int, tuple[str, int]] = {}
+    memo: dict[int, tuple[str, int]] = {} if probes is None else probes  # ``render`` is pure
 
     def fits(k: int) -> bool:
         if k not in memo:
@@ -245,9 +271,12 @@ def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
 
 def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
                     *, head_share: float, fences: bool) -> Truncation:
-    lines, trailing = split_lines(text)
+    entry = _probe_entry(("lines", text, head_share, fences, count))
+    if "lines" not in entry:
+        lines, trailing = split_lines(text)
+        entry["lines"] = (lines, trailing, _fence_states(lines) if fences else [None] * (len(lines) + 1))
+    lines, trailing, states = entry["lines"]
     n = len(lines)
-    states = _fence_states(lines) if fences else [None] * (n + 1)
     end = "\n" if trailing else ""
 
     def split(k: int) -> tuple[int, int]:
@@ -265,9 +294,9 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         if after_marker is not None:
             out.append(after_marker)
         out.extend(lines[n - tail:])
-        return "\n".join(out) + end
+        return _kept_probe("\n".join(out) + end)
 
-    found = fit_line_windows(n - 1, render, count, max_tokens)
+    found = fit_line_windows(n - 1, render, count, max_tokens, entry["probes"])
     if found is None:
         return marker_only(text, original_tokens, "line", n, count)
     k, out_text, tokens = found
@@ -365,15 +394,18 @@ def _size_knob_max(value: Any) -> int:
 
 def _truncate_json(text: str, original_tokens: int, max_tokens: int,
                    count: TokenCounter) -> Truncation:
+    entry = _probe_entry(("json", text, count))
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
-        top_max = _size_knob_max(value)
-        renders: dict[int, tuple[str, _Stats]] = {}
+        if "json" not in entry:
+            value = json.loads(text, parse_constant=_reject_constant)
+            entry["json"] = (value, _size_knob_max(value), {})
+        value, top_max, renders = entry["json"]
 
         def render(level: int) -> str:
-            stats = _Stats()
-            out = _dump(_shrink(value, level, stats, top=True))
-            renders[level] = (out, stats)
+            if level not in renders:
+                stats = _Stats()
+                renders[level] = (_kept_probe(_dump(_shrink(value, level, stats, top=True))), stats)
+            out: str = renders[level][0]
             return out
 
         whole = render(top_max)
@@ -381,7 +413,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int,
         if whole_tokens <= max_tokens:  # compact form fits where the original did not
             found: tuple[int, str, int] | None = (top_max, whole, whole_tokens)
         else:
-            found = fit_line_windows(top_max - 1, render, count, max_tokens)
+            found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"])
     except (ValueError, RecursionError):
         return _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
                                fences=False)

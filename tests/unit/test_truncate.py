@@ -276,3 +276,28 @@ def test_chunk_truncation_never_splits_a_chunk(chunks: list[str], budget: int,
         kept = [chunks[i - 1] for r in result.kept for i in range(r.start, r.end + 1)]
         assert result.text == "\n\n".join([*kept, f"… [{len(chunks) - len(kept)} of "
                                                    f"{len(chunks)} chunks omitted] …"])
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=60),
+    lambda inner: st.lists(inner, max_size=12) | st.dictionaries(st.text(max_size=8), inner, max_size=12),
+    max_leaves=80)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_json_values.map(lambda v: json.dumps(v, indent=1)),
+                 st.lists(st.text(max_size=50), max_size=80).map("\n".join)),
+       st.sampled_from(["json", "log", "markdown", "text"]),
+       st.lists(st.integers(1, 400), min_size=1, max_size=6))
+def test_truncation_probes_shared_across_calls_change_no_result(text: str, kind: str,
+                                                                 budgets: list[int]) -> None:
+    """A text cut to several sizes in a row (a run's misfit, turn after turn) reuses the probes
+    counted before; each result equals the one a cold cache gives."""
+    from contextfold.projections import truncate as tr
+
+    warm = [truncate(text, b, kind=kind, count=cl100k) for b in budgets]  # type: ignore[arg-type]
+    cold = []
+    for b in budgets:
+        tr._PROBES.clear()
+        cold.append(truncate(text, b, kind=kind, count=cl100k))  # type: ignore[arg-type]
+    assert warm == cold
