@@ -53,6 +53,7 @@ from contextfold.projections.entries import (
     ToolAnswer,
     blocks_hash,
 )
+from contextfold.projections.media_cost import is_priced_media
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 
 __all__ = [
@@ -157,6 +158,16 @@ def content_digest(content: Content) -> str:
     return blocks_hash(content)
 
 
+def _has_media(content: Content) -> bool:
+    """Whether ``content`` holds media a provider prices (its own, or a tool's): an image, or a
+    document that is not an artifact-backed text payload (``media_plan.media_blocks``)."""
+    if isinstance(content, Response):
+        return False
+    blocks = content.blocks if isinstance(content, ToolAnswer) else content
+    return any(is_priced_media(b) or (isinstance(b, ToolResultBlock) and _has_media(b.blocks))
+               for b in blocks)
+
+
 def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
          content: Content, *, sub: int = 0, source_ref: str | None = None,
          required: bool = False, priority: int | None = None) -> str:
@@ -168,6 +179,8 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
             and isinstance(rec.event, ToolResult) and rec.event.content is content.text):
         # counted and hashed from the text above; from now on only the log holds it
         content = content._replace(text=LazyText(position, state.event_text))
+    if not state.media_seen and _has_media(content):
+        state.media_seen = True
     state.entries[fid] = FragmentEntry.folded(
         fid, kind, source_ref or f"event://{state.run_id}/{position}", trust,
         DEFAULT_PRIORITY[kind] if priority is None else priority, required,

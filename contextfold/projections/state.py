@@ -345,6 +345,9 @@ class RunState:
     builds: dict[int, int] = field(default_factory=dict)
     """Turn -> position of its latest ContextBuilt event."""
     usage: dict[int, UsageObserved] = field(default_factory=dict)
+    media_seen: bool = False
+    """Some fragment carried an image or a document block. Until then every provider prices a
+    fragment alike, so builds for several providers share their per-fragment tables."""
     memo: dict[object, object] = field(default_factory=dict, repr=False)
     """Derived facts the builder may reuse across builds (per-fragment costs, the timeline
     index). Not part of the projection: ``snapshot`` starts a fresh one, ``canonical``
@@ -377,7 +380,7 @@ class RunState:
             items=dict(self.items), hidden=dict(self.hidden), masked=dict(self.masked),
             open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
-            builds=dict(self.builds), usage=dict(self.usage),
+            builds=dict(self.builds), usage=dict(self.usage), media_seen=self.media_seen,
         )
 
     # ------------------------------------------------------------ views

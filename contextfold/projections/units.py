@@ -147,7 +147,10 @@ class BuildCtx:
 
     def __post_init__(self) -> None:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
-        key = (self.state.counter.encoding_name, self.config.provider, self.policy, kinds)
+        # A provider changes a fragment's facts only through media prices: until the run has
+        # media, builds for every provider share one table (and everything derived from it).
+        pricing = self.config.provider if self.state.media_seen else "*"
+        key = (self.state.counter.encoding_name, pricing, self.policy, kinds)
         self.table_key = key
         self.table = self._memo(("facts", *key))
         # Output objects depend on the fragment view, not on the provider: one table per

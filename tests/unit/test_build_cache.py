@@ -12,14 +12,17 @@ import json
 
 import pytest
 
+from contextfold.api import render_request
 from contextfold.domain.events import (
     AnyEvent,
     CompactionSummary,
     EvidenceRetrieved,
     FileRead,
     HistoryCompacted,
+    ImageBlock,
     ModelResponse,
     PolicySet,
+    TextBlock,
     ToolCall,
     ToolResult,
     ToolResultLost,
@@ -34,6 +37,9 @@ CONFIGS = (
     BuildConfig(provider="neutral", window=1_500, reserve=200),
     BuildConfig(provider="neutral", window=64_000, reserve=1_000),
     BuildConfig(provider="neutral", window=2_000, reserve=200, redact=False),
+    # other providers share the per-fragment tables until the run has media (step 9 adds an image)
+    BuildConfig(provider="openai-chat", window=1_500, reserve=200),
+    BuildConfig(provider="anthropic", window=64_000, reserve=1_000),
 )
 
 
@@ -53,6 +59,9 @@ def _events() -> list[AnyEvent]:
             ev.append(FileRead(path="src/a.py", content="x = 1\n" * (10 + r), revision=f"r{r}"))
             ev.append(EvidenceRetrieved(content="same text", source_ref=f"https://docs/{r}"))
         ev.append(ModelResponse(text=f"done {r}"))
+        if r == 9:
+            chart = ImageBlock(url="https://example.com/chart.png", media_type="image/png")
+            ev.append(UserInput(content=(TextBlock(text="and this chart"), chart)))
         if r == 6:
             ev.append(HistoryCompacted(summary=CompactionSummary(goal="g"), covers_from=2,
                                        covers_to=len(ev) // 2, strategy="mask"))
@@ -64,7 +73,7 @@ def _events() -> list[AnyEvent]:
 
 def _outcome(state: object, config: BuildConfig) -> tuple[str, str] | str:
     try:
-        result = build_context(state, config)  # type: ignore[arg-type]
+        result = build_context(state, config, render=render_request)  # type: ignore[arg-type]
     except Exception as exc:  # an error is an outcome too
         return f"{type(exc).__name__}: {exc}"
     return result.manifest.request_hash, json.dumps(result.manifest.model_dump(mode="json"), sort_keys=True)
