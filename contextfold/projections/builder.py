@@ -35,6 +35,8 @@ from itertools import chain, groupby
 from operator import attrgetter, itemgetter
 from typing import Any, cast
 
+import blake3
+
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import BudgetError
 from contextfold.domain.events import ArtifactRef, TextBlock, ToolSpec
@@ -57,7 +59,7 @@ from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import finalize_media
 from contextfold.projections.redact import config_policy
-from contextfold.projections.request_json import canonical_hash, conversation_json, hand_out
+from contextfold.projections.request_json import canonical_hash, canonical_text, conversation_json, hand_out
 from contextfold.projections.selection import Unit, score, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json, choose_tools
@@ -86,6 +88,10 @@ class BuildResult:
     of the same state (``request_json``). Read-only; :attr:`request` is the caller's copy."""
     manifest: ContextManifest
     views: tuple[_View, ...] = field(repr=False)
+    body: str = field(default="", repr=False)
+    """The request as JSON text (sorted keys, compact, UTF-8 kept): exactly what
+    ``manifest.request_hash`` is the blake3 of. Immutable, so it is handed out as is: send
+    ``body.encode()`` as the HTTP body and the provider receives the audited bytes."""
 
     @cached_property
     def fragments(self) -> tuple[ContextFragment, ...]:
@@ -508,7 +514,8 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
                              for m in conversation.messages[:conversation.stable_prefix_messages]]}
         cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
         state.memo["cache_key"] = (stable, cache_key, prefix_objects)
-    request_hash = canonical_hash(request)
+    body = canonical_text(request)
+    request_hash = blake3.blake3(body.encode()).hexdigest()  # canonical_hash(request), from the text kept
     config_hash = _config_hash(config)
     turn = state.turn + 1
     # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.
@@ -535,4 +542,4 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
                          for _, _, _, v, _, _, _ in (selected if ctx.redacted.keys() & kept_fids else ())
                          if v.id in ctx.redacted for f in ctx.redacted[v.id][1].findings))
-    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)))
+    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)), body)

@@ -154,3 +154,19 @@ def test_builds_stay_right_when_the_request_memos_start_over(monkeypatch: pytest
         fresh = build_context(state.snapshot(), config, render=render_request)
         assert built.manifest.request_hash == fresh.manifest.request_hash, pos
         assert built.request == fresh.request, pos
+
+
+@pytest.mark.parametrize("provider", ["neutral", "openai-chat", "anthropic", "openai-responses", "gemini"])
+def test_body_is_the_hashed_request_text(provider: str) -> None:
+    """``body`` is the request as sent and audited: its blake3 is the manifest's request_hash."""
+    import blake3
+
+    state = new_state("body")
+    for pos, event in enumerate(_events()[:30], start=1):
+        fold_event(state, RecordedEvent("body", pos, event, ""))
+    result = build_context(state, BuildConfig(provider=provider, window=4_000, reserve=500),
+                           render=render_request)
+    assert blake3.blake3(result.body.encode()).hexdigest() == result.manifest.request_hash
+    assert json.loads(result.body) == result.request
+    assert result.body == json.dumps(result.request, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=False)
