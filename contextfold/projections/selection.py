@@ -143,7 +143,18 @@ def _reach(members: Sequence[Unit], room: int) -> int:
     the reachable heads is what keeps a long run's build from ordering its whole
     history.
     """
-    return min(bisect_right(list(accumulate(map(_TOKENS, members))), room) + 1, len(members))
+    n = len(members)
+    start, total = 0, 0
+    while start < n:  # in chunks: the reach of a long run's history is a small part of it
+        cumulative = list(accumulate(map(_TOKENS, members[start:start + _REACH_CHUNK]), initial=total))
+        if cumulative[-1] > room:  # sizes are >= 0: every earlier chunk fitted whole
+            # cumulative[1..j-1] fit: start + j - 1 units in all, and the misfit after them
+            return min(start + bisect_right(cumulative, room, 1), n)
+        start, total = start + _REACH_CHUNK, cumulative[-1]
+    return n
+
+
+_REACH_CHUNK = 512
 
 
 def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | None, room: int

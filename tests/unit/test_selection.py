@@ -160,3 +160,16 @@ def test_reachable_heads_and_presorted_layers_select_what_the_plain_walk_selects
         assert set(sel.over_budget) == {k for k, v in sel.dropped.items() if v == "over_budget"}
         by_id = {u.id: u for u in units}
         assert set(sel.cut) == {k for k, v in sel.kept.items() if v < by_id[k].tokens}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 900), max_size=1300), st.integers(0, 200_000))
+def test_reach_in_chunks_equals_the_whole_prefix_sum(sizes: list[int], room: int) -> None:
+    """The walk's reach: the units whose layer-cumulative size fits, plus the misfit."""
+    from itertools import accumulate
+
+    from contextfold.projections.selection import _reach
+
+    members = [Unit(f"u{i}", "history", t, 0.0, i) for i, t in enumerate(sizes)]
+    want = min(sum(1 for c in accumulate(sizes) if c <= room) + 1, len(sizes))
+    assert _reach(members, room) == want
