@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, groupby
 from operator import attrgetter, itemgetter
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import blake3
 
@@ -54,6 +54,7 @@ from contextfold.domain.manifest import (
 )
 from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.cut_text import split_room, truncate_fragment
+from contextfold.projections.entries import FragmentEntry
 from contextfold.projections.exclusions import dropped_lines
 from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
@@ -369,8 +370,10 @@ def _plain_selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, cu
     the view's). The manifest line holds the score only to one decimal, so it is kept per
     (view, layer, required, reason): a fragment far enough back keeps its line for several
     turns although its freshness moves every turn."""
-    f = ctx.shown(facts.frag)  # a lazy text is loaded here: this fragment is rendered
+    f = facts.frag  # for a lazy entry its head: the line needs no text, the view loads it if made
     fid = f.id
+    entry = ctx.state.entries[fid]
+    lazy = entry if entry.lazy and f is entry.head else None
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     required = fid in ctx.required
     if required:
@@ -380,7 +383,7 @@ def _plain_selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, cu
         reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
     tokens = facts.text_tokens
     view = _View(f, {"freshness": fresh, "required": required, "token_count": tokens,
-                     "selection_reason": reason, "truncated": False})
+                     "selection_reason": reason, "truncated": False}, lazy)
     key = (facts.frag, layer, required, reason)
     line = ctx.cached("line", fid, key) or ctx.keep("line", fid, key, ManifestFragment(
         id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
@@ -417,21 +420,24 @@ def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_
     return layer, tokens, facts.overhead, view, line
 
 
-@dataclass(frozen=True, slots=True)
-class _View:
+class _View(NamedTuple):
     """A selected fragment as the build saw it: ``fragment`` with ``update`` applied. Made into a
     ``ContextFragment`` only when a caller reads :attr:`BuildResult.fragments` (a copy per
     fragment per turn was a tenth of a short run's build)."""
 
     fragment: ContextFragment
     update: dict[str, Any]
+    lazy: FragmentEntry | None = None
+    """The entry of a fragment costed from its head: its text is read back from the log only
+    when the view is made (the manifest line needs no text)."""
 
     @property
     def id(self) -> str:
         return self.fragment.id
 
     def made(self) -> ContextFragment:
-        return self.fragment.model_copy(update=self.update)
+        base = self.fragment if self.lazy is None else self.lazy.fragment
+        return base.model_copy(update=self.update)
 
 
 def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
