@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, groupby
 from operator import attrgetter, itemgetter
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import blake3
 
@@ -54,20 +54,19 @@ from contextfold.domain.manifest import (
 )
 from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.cut_text import split_room, truncate_fragment
-from contextfold.projections.entries import FragmentEntry
 from contextfold.projections.exclusions import dropped_lines
 from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import finalize_media
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import canonical_hash, canonical_text, conversation_json, hand_out
-from contextfold.projections.selection import Unit, score, select_units
+from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
+from contextfold.projections.selection import Unit, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json, choose_tools
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
-    Facts,
     current_input_of,
     make_units,
 )
@@ -88,7 +87,7 @@ class BuildResult:
     """The request body as the builder keeps it: its message dicts are reused by later builds
     of the same state (``request_json``). Read-only; :attr:`request` is the caller's copy."""
     manifest: ContextManifest
-    views: tuple[_View, ...] = field(repr=False)
+    views: tuple[SelectedView, ...] = field(repr=False)
     body: str = field(default="", repr=False)
     """The request as JSON text (sorted keys, compact, UTF-8 kept): exactly what
     ``manifest.request_hash`` is the blake3 of. Immutable, so it is handed out as is: send
@@ -117,21 +116,6 @@ def _query(state: RunState) -> str:
             parts += [b.text for b in f.content if isinstance(b, TextBlock)]
             break
     return "\n".join(parts)
-
-
-def _required_reason(f: ContextFragment, ctx: BuildCtx, current_input: str | None) -> str:
-    match f.kind:
-        case "policy":
-            return "required: runtime policy"
-        case "goal" | "success_contract":
-            return "required: current goal and success contract"
-        case "plan":
-            return "required: current plan"
-        case "user_input":
-            return ("required: current user input" if f.id == current_input
-                    else "required: user input marked required")
-        case _:
-            return "required: latest protocol group (a call and its answers)"
 
 
 def build_context(state: RunState, config: BuildConfig, *,
@@ -364,82 +348,6 @@ def _config_hash(config: BuildConfig) -> str:
     return hit[1]
 
 
-def _plain_selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None
-                    ) -> tuple[int, int, int, _View, ManifestFragment]:
-    """:func:`_selected` for the common case: no media, nothing cut or loaded (its text tokens are
-    the view's). The manifest line holds the score only to one decimal, so it is kept per
-    (view, layer, required, reason): a fragment far enough back keeps its line for several
-    turns although its freshness moves every turn."""
-    f = facts.frag  # for a lazy entry its head: the line needs no text, the view loads it if made
-    fid = f.id
-    entry = ctx.state.entries[fid]
-    lazy = entry if entry.lazy and f is entry.head else None
-    layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
-    required = fid in ctx.required
-    if required:
-        reason = _required_reason(f, ctx, current_input)
-    else:
-        value = score(f.priority, fresh, f.token_count)
-        reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
-    tokens = facts.text_tokens
-    view = _View(f, {"freshness": fresh, "required": required, "token_count": tokens,
-                     "selection_reason": reason, "truncated": False}, lazy)
-    key = (facts.frag, layer, required, reason)
-    line = ctx.cached("line", fid, key) or ctx.keep("line", fid, key, ManifestFragment(
-        id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
-        required=required, truncated=False, selection_reason=reason, content_hash=f.content_hash))
-    return layer, tokens, facts.overhead, view, line
-
-
-def _selected(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None,
-              texts: dict[str, str], text_cut: set[str], reduced: set[str], truncated: set[str],
-              original_tokens: dict[str, int], shown_in: dict[str, dict[str, str]]
-              ) -> tuple[int, int, int, _View, ManifestFragment]:
-    """One selected fragment: its layer, tokens, overhead, view and manifest line."""
-    f, m = ctx.shown(facts.frag), facts.media  # a lazy text is loaded here: this fragment is rendered
-    fid = f.id
-    text = ctx.count(texts[fid]) if fid in text_cut else facts.text_tokens
-    tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
-    layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
-    if fid in ctx.required:
-        reason = _required_reason(f, ctx, current_input)
-    else:
-        value = score(f.priority, fresh, f.token_count)
-        reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
-    if fid in reduced and m is not None:
-        reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
-    if fid in text_cut:
-        reason += f"; truncated {original_tokens[fid]} -> {tokens} tokens at safe boundaries"
-    view = _View(f, {"freshness": fresh, "required": fid in ctx.required, "token_count": tokens,
-                     "selection_reason": reason, "truncated": fid in truncated})
-    media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))
-    line = ManifestFragment(
-        id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
-        required=fid in ctx.required, truncated=fid in truncated, selection_reason=reason,
-        content_hash=f.content_hash, original_tokens=original_tokens.get(fid), media=media or ())
-    return layer, tokens, facts.overhead, view, line
-
-
-class _View(NamedTuple):
-    """A selected fragment as the build saw it: ``fragment`` with ``update`` applied. Made into a
-    ``ContextFragment`` only when a caller reads :attr:`BuildResult.fragments` (a copy per
-    fragment per turn was a tenth of a short run's build)."""
-
-    fragment: ContextFragment
-    update: dict[str, Any]
-    lazy: FragmentEntry | None = None
-    """The entry of a fragment costed from its head: its text is read back from the log only
-    when the view is made (the manifest line needs no text)."""
-
-    @property
-    def id(self) -> str:
-        return self.fragment.id
-
-    def made(self) -> ContextFragment:
-        base = self.fragment if self.lazy is None else self.lazy.fragment
-        return base.model_copy(update=self.update)
-
-
 def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
             request: dict[str, Any], kept: dict[str, int],
             units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
@@ -472,15 +380,15 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
             facts = ctx.facts(fid)
             fresh = state.freshness(entries[fid].position)
             if facts.media is None and fid not in text_cut and fid not in truncated:
-                line = _plain_selected(ctx, facts, layer_no, fresh, current_input)
+                line = plain_line(ctx, facts, layer_no, fresh, current_input)
             else:
                 plain = False
-                line = _selected(ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced,
+                line = selected_line(ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced,
                                  truncated, original_tokens, shown_in)
             layer, tokens, overhead, view, mline = line
             rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
         unit_rows[uid] = (unit_of[uid], layer_no, rows, plain)  # not plain: remade next build
-    selected: list[tuple[int, int, str, _View, ManifestFragment, int, int]] = list(
+    selected: list[tuple[int, int, str, SelectedView, ManifestFragment, int, int]] = list(
         chain.from_iterable(map(itemgetter(2), map(unit_rows.__getitem__, kept))))
     selected.sort(key=_ORDER)
     kept_fids = set(map(itemgetter(2), selected))
