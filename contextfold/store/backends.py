@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,10 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+_CREATE_PATIENCE = 30.0
+"""Seconds a new SQLite store keeps retrying a schema creation that lost a WAL-switch race."""
+
+
 class SQLiteBackend:
     """The embedded default. One file; WAL mode (set by eventsourcing) for readers beside a writer."""
 
@@ -137,14 +142,28 @@ class SQLiteBackend:
         self.recorder = SQLiteApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
 
     def create_schema(self) -> None:
-        with translate_errors("create schema"):
-            self.recorder.create_table()
-            with self.datastore.transaction(commit=True) as c:
-                c.execute(
-                    f"CREATE TABLE IF NOT EXISTS {ARTIFACTS_TABLE} ("
-                    "hash TEXT PRIMARY KEY, size INTEGER NOT NULL, "
-                    "media_type TEXT NOT NULL, data BLOB NOT NULL)"
-                )
+        """Create the tables if missing. Several processes opening one new file at once race to
+        switch it to WAL, and SQLite answers the losers "database is locked" at once, without
+        waiting on its busy timeout: retry that, with backoff, for up to ``_CREATE_PATIENCE`` s."""
+        deadline = time.monotonic() + _CREATE_PATIENCE
+        delay = 0.005
+        while True:
+            try:
+                with translate_errors("create schema"):
+                    self.recorder.create_table()
+                    with self.datastore.transaction(commit=True) as c:
+                        c.execute(
+                            f"CREATE TABLE IF NOT EXISTS {ARTIFACTS_TABLE} ("
+                            "hash TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+                            "media_type TEXT NOT NULL, data BLOB NOT NULL)"
+                        )
+                return
+            except StoreError as exc:
+                locked = "database is locked" in str(exc.__cause__ or "")
+                if not locked or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
     def table(self, name: str) -> str:
         return name

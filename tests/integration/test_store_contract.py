@@ -14,6 +14,7 @@ from contextfold.domain.errors import (
     InputLimitError,
     IntegrityError,
     RunNotFoundError,
+    StoreError,
     UnknownToolCallError,
 )
 from contextfold.domain.events import (
@@ -246,3 +247,34 @@ def test_event_text_reads_back_one_events_content(store: EventStore) -> None:
         store.event_text("texts", 1)  # a user input has blocks, not a text content
     with pytest.raises(IntegrityError):
         store.event_text("texts", 9)
+
+
+def test_sqlite_schema_creation_retries_a_lost_wal_switch(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Seen under load: six processes opening one new file, a loser of the switch to WAL got
+    "database is locked" at once (no busy wait). Creation retries that; other errors surface."""
+    import sqlite3
+
+    store = EventStore(f"sqlite:///{tmp_path}/s.db", create_schema=False)
+    backend = store.backend
+    assert isinstance(backend, SQLiteBackend)
+    real = backend.recorder.create_table
+    failures = [sqlite3.OperationalError("database is locked")] * 2
+
+    def flaky() -> None:
+        if failures:
+            raise failures.pop()
+        real()
+
+    monkeypatch.setattr(backend.recorder, "create_table", flaky)
+    backend.create_schema()
+    assert not failures
+    store.append("r", [UserInput("tables exist")])
+    assert store.version("r") == 1
+
+    def broken() -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(backend.recorder, "create_table", broken)
+    with pytest.raises(StoreError):
+        backend.create_schema()
+    store.close()
