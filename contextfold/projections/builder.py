@@ -57,7 +57,7 @@ from contextfold.projections.cut_text import split_room, truncate_fragment
 from contextfold.projections.exclusions import dropped_lines
 from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
-from contextfold.projections.media_plan import finalize_media
+from contextfold.projections.media_plan import MediaFinish, finalize_media
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import canonical_hash, canonical_text, conversation_json, hand_out
 from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
@@ -299,8 +299,11 @@ def _build(state: RunState, config: BuildConfig, *,
                                        kept_items=candidates.timeline.kept_items(selection.kept.keys()),
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))
-    media = finalize_media(conversation, reduced=frozenset(reduced),
-                           load_bytes=None if config.provider == "neutral" else load_bytes)
+    # Without priced media in the run the layout made no media part: nothing to reduce, inline
+    # or dedupe (a pass over every message of a long run's request saved).
+    media = (finalize_media(conversation, reduced=frozenset(reduced),
+                            load_bytes=None if config.provider == "neutral" else load_bytes)
+             if state.media_seen else MediaFinish(conversation))
     conversation = media.conversation
     if render is None or config.provider == "neutral":
         request = conversation_json(conversation)

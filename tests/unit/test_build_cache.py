@@ -170,3 +170,24 @@ def test_body_is_the_hashed_request_text(provider: str) -> None:
     assert json.loads(result.body) == result.request
     assert result.body == json.dumps(result.request, sort_keys=True, separators=(",", ":"),
                                      ensure_ascii=False)
+
+
+def test_media_seen_is_set_exactly_when_a_fragment_carries_priced_media() -> None:
+    """Provider tables are shared and the media pass is skipped while it is False: that is only
+    right if no fragment, and so no laid-out part, has media a provider prices."""
+    from contextfold.domain.conversation import MediaPart, ToolResults, UserMessage
+    from contextfold.projections.media_plan import media_blocks
+
+    state = new_state("media")
+    for pos, event in enumerate(_events(), start=1):
+        fold_event(state, RecordedEvent("media", pos, event, ""))
+        priced = any(media_blocks(e.fragment) for e in state.entries.values())
+        assert state.media_seen == priced, pos
+        if not priced:
+            conversation = build_context(state, BuildConfig(provider="anthropic", window=64_000,
+                                                            reserve=1_000)).conversation
+            parts = [p for m in conversation.messages if isinstance(m, UserMessage) for p in m.parts]
+            parts += [p for m in conversation.messages if isinstance(m, ToolResults)
+                      for r in m.results for p in r.content]
+            assert not any(isinstance(p, MediaPart) for p in parts), pos
+    assert state.media_seen
