@@ -35,8 +35,6 @@ from itertools import chain, groupby
 from operator import attrgetter, itemgetter
 from typing import Any, cast
 
-import blake3
-
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import BudgetError
 from contextfold.domain.events import ArtifactRef, TextBlock, ToolSpec
@@ -59,7 +57,13 @@ from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import MediaFinish, finalize_media
 from contextfold.projections.redact import config_policy
-from contextfold.projections.request_json import canonical_hash, canonical_text, conversation_json, hand_out
+from contextfold.projections.request_json import (
+    canonical_hash,
+    canonical_text,
+    conversation_json,
+    hand_out,
+    text_hash,
+)
 from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
 from contextfold.projections.selection import Unit, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
@@ -432,7 +436,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
         state.memo["cache_key"] = (stable, cache_key, prefix_objects)
     body = canonical_text(request)
-    request_hash = blake3.blake3(body.encode()).hexdigest()  # canonical_hash(request), from the text kept
+    request_hash = text_hash(body)  # canonical_hash(request), from the text kept as the body
     config_hash = _config_hash(config)
     turn = state.turn + 1
     # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.

@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from contextfold.domain.conversation import Conversation
 
 __all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered", "on_clear",
-           "remember", "rendered", "rendered_all"]
+           "remember", "rendered", "rendered_all", "text_hash"]
 
 _LIMIT = 100_000
 _TEXT_CHARS_LIMIT = 64 * 1024 * 1024
@@ -119,7 +119,12 @@ def canonical_text(obj: Any) -> str:
 
 def canonical_hash(obj: Any) -> str:
     """blake3 of :func:`canonical_text`."""
-    return blake3.blake3(_text(obj).encode()).hexdigest()
+    return text_hash(_text(obj))
+
+
+def text_hash(text: str) -> str:
+    """The hash of a canonical text: for a caller that keeps the text too (a request body)."""
+    return blake3.blake3(text.encode()).hexdigest()
 
 
 def _dump(message: BaseModel) -> list[dict[str, Any]]:
