@@ -177,10 +177,10 @@ def skeleton(text: str) -> str:
 
 
 def _neutralise_tags(text: str) -> str:
-    if _TAG_RE.search(skeleton(text)) is None:  # the common case: no index map needed
-        return text
     skel, index = _skeleton_with_map(text)
     matches = list(_TAG_RE.finditer(skel))
+    if not matches:
+        return text
     chars = list(text)
     for match in matches:
         start = match.start() if index is None else index[match.start()]
@@ -196,9 +196,8 @@ def _neutralise_tags(text: str) -> str:
     return "".join(chars)
 
 
-def _role_lines(text: str) -> list[int]:
-    """Numbers (0-based, by "\\n") of the lines of ``text`` that rule 2 marks, ascending."""
-    skel = skeleton(text)
+def _role_lines(skel: str) -> list[int]:
+    """Numbers (0-based, by "\\n") of the lines rule 2 marks, ascending, from the text's skeleton."""
     starts = sorted({m.start() for rx in _HEADER_LINES_RES for m in rx.finditer(skel)})
     if not starts:
         return []
@@ -214,8 +213,11 @@ def _role_lines(text: str) -> list[int]:
 
 def neutralise(text: str) -> str:
     """Make ``text`` unable to close a data block or pose as a role (rules in the module doc)."""
-    text = _neutralise_tags(text)
-    marked = _role_lines(text)
+    skel = skeleton(text)
+    if _TAG_RE.search(skel) is not None:  # rare: the tags are neutralised through the index map
+        text = _neutralise_tags(text)
+        skel = skeleton(text)
+    marked = _role_lines(skel)
     if not marked:
         return text
     lines = text.split("\n")
