@@ -332,8 +332,8 @@ def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], query: str, policy: T
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1], hit[2]
     exposed, _, _, _ = choose_tools(specs, query=query, pinned=policy.pinned, referenced=used_names,
-                            allowed=policy.allowed, denied=policy.denied, budget_tokens=_UNBOUNDED,
-                            count=ctx.count, max_relevant=ctx.config.max_tools)
+                                    allowed=policy.allowed, denied=policy.denied, budget_tokens=_UNBOUNDED,
+                                    count=ctx.count, max_relevant=ctx.config.max_tools)
     units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
                   required=t.reason != "relevant") for t in exposed]
     ctx.state.memo["tool-candidates"] = (key, exposed, units)
@@ -400,24 +400,19 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     selected.sort(key=_ORDER)
     kept_fids = set(map(itemgetter(2), selected))
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
-    overhead_total = REPLY_PRIMING + sum(map(itemgetter(6), selected))
+    overhead_total = REPLY_PRIMING
     for layer, group in groupby(selected, key=itemgetter(0)):  # sorted by layer first
         rows_of_layer = list(group)
-        layer_tokens[LAYER_NAMES[layer]] += sum(map(itemgetter(5), rows_of_layer)) + sum(
-            map(itemgetter(6), rows_of_layer))
+        overhead = sum(map(itemgetter(6), rows_of_layer))
+        overhead_total += overhead
+        layer_tokens[LAYER_NAMES[layer]] += sum(map(itemgetter(5), rows_of_layer)) + overhead
     exposed_tools, tool_tokens = exposure
     layer_tokens["tools"] = tool_tokens
-    tool_lines = cast(dict[tuple[str, int, str], ManifestTool], state.memo.setdefault("tool-lines", {}))
     tool_fragments = []
     for t in exposed_tools:  # the same few lines build after build
         reason = t.reason if t.reason != "relevant" else f"relevant (bm25 {t.score:.2f})"
-        tool_line = tool_lines.get((t.name, t.tokens, reason))
-        if tool_line is None:
-            if len(tool_lines) >= 4096:
-                tool_lines.clear()
-            tool_line = tool_lines[(t.name, t.tokens, reason)] = ManifestTool(
-                name=t.name, tokens=t.tokens, reason=reason)
-        tool_fragments.append(tool_line)
+        tool_fragments.append(ctx.cached("tool", t.name, (t.tokens, reason)) or ctx.keep(
+            "tool", t.name, (t.tokens, reason), ManifestTool(name=t.name, tokens=t.tokens, reason=reason)))
     # The stable prefix rarely changes: hash it once. The layout keeps its objects while they
     # are unchanged, so the same objects mean the same key; otherwise compare the dumps.
     # (Equality of the dumps implies equal JSON here: tools are already JSON strings and the
