@@ -53,7 +53,7 @@ from contextfold.projections.entries import (
     ToolAnswer,
     blocks_hash,
 )
-from contextfold.projections.media_cost import is_priced_media
+from contextfold.projections.media_cost import priced_media
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 
 __all__ = [
@@ -159,13 +159,11 @@ def content_digest(content: Content) -> str:
 
 
 def _has_media(content: Content) -> bool:
-    """Whether ``content`` holds media a provider prices (its own, or a tool's): an image, or a
-    document that is not an artifact-backed text payload (``media_plan.media_blocks``)."""
+    """Whether ``content`` holds media a provider prices: what ``media_plan.media_blocks``
+    finds in the fragment, read off the content before the fragment is built."""
     if isinstance(content, Response):
         return False
-    blocks = content.blocks if isinstance(content, ToolAnswer) else content
-    return any(is_priced_media(b) or (isinstance(b, ToolResultBlock) and _has_media(b.blocks))
-               for b in blocks)
+    return bool(priced_media(content.blocks if isinstance(content, ToolAnswer) else content))
 
 
 def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,

@@ -62,10 +62,12 @@ and no provider offers one for PDFs; there the next step is dropping.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypeGuard
 
 from contextfold.domain.events import DocumentBlock, ImageBlock
+from contextfold.domain.fragments import ToolResultBlock
 
 __all__ = [
     "ANTHROPIC_MAX_PIXELS",
@@ -85,6 +87,7 @@ __all__ = [
     "media_cost",
     "media_family",
     "openai_image_tokens",
+    "priced_media",
     "reduced_block",
 ]
 
@@ -196,11 +199,20 @@ def document_cost(family: MediaProvider, pages: int | None) -> MediaCost:
             return MediaCost(worst.tokens, f"max-of-providers:{worst.rule}")
 
 
-def is_priced_media(block: object) -> bool:
+def is_priced_media(block: object) -> TypeGuard[ImageBlock | DocumentBlock]:
     """Images, and documents that are not text payloads (artifact-backed text is counted as text)."""
     if isinstance(block, ImageBlock):
         return True
     return isinstance(block, DocumentBlock) and not block.media_type.startswith("text/")
+
+
+def priced_media(blocks: Iterable[object]) -> tuple[ImageBlock | DocumentBlock, ...]:
+    """The priced media among ``blocks``, and inside any tool result among them, in order."""
+    out: list[ImageBlock | DocumentBlock] = []
+    for block in blocks:
+        inner = block.blocks if isinstance(block, ToolResultBlock) else (block,)
+        out.extend(b for b in inner if is_priced_media(b))
+    return tuple(out)
 
 
 def media_cost(provider: str, block: ImageBlock | DocumentBlock) -> MediaCost:

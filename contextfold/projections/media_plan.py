@@ -51,10 +51,10 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
-from contextfold.domain.fragments import ContextFragment, ToolResultBlock
+from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import MediaCostRecord
 from contextfold.projections.fold_content import block_tokens
-from contextfold.projections.media_cost import MediaCost, is_priced_media, media_cost, reduced_block
+from contextfold.projections.media_cost import MediaCost, media_cost, priced_media, reduced_block
 from contextfold.projections.request_json import on_clear
 from contextfold.projections.state import RunState
 
@@ -63,11 +63,7 @@ __all__ = ["FragmentMedia", "MediaFinish", "finalize_media", "media_blocks", "pl
 
 def media_blocks(frag: ContextFragment) -> tuple[ImageBlock | DocumentBlock, ...]:
     """The priced media of a fragment: its own blocks and those inside a tool result."""
-    out: list[ImageBlock | DocumentBlock] = []
-    for block in frag.content:
-        inner = block.blocks if isinstance(block, ToolResultBlock) else (block,)
-        out.extend(b for b in inner if isinstance(b, ImageBlock | DocumentBlock) and is_priced_media(b))
-    return tuple(out)
+    return priced_media(frag.content)
 
 
 def _key(block: ImageBlock | DocumentBlock | MediaPart) -> str:
