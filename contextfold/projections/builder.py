@@ -223,7 +223,6 @@ def _build(state: RunState, config: BuildConfig, *,
     tools = tuple(registry[t.name] for t in kept_tools)
     for t in candidates_tools:  # tools are reported apart from fragments
         selection.kept.pop(f"tool:{t.name}", None)
-        selection.dropped.pop(f"tool:{t.name}", None)
     unit_by_id = candidates.unit_of
 
     # ---- truncation and texts
@@ -340,8 +339,6 @@ def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], query: str, policy: T
     return exposed, units
 
 
-_ORDER = itemgetter(0, 1, 2)
-"""Selected fragments in layer order, then log position, then id."""
 _CONFIG_HASHES: dict[int, tuple[BuildConfig, str]] = {}
 
 
@@ -397,7 +394,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         unit_rows[uid] = (unit_of[uid], layer_no, rows, plain)  # not plain: remade next build
     selected: list[tuple[int, int, str, SelectedView, ManifestFragment, int, int]] = list(
         chain.from_iterable(map(itemgetter(2), map(unit_rows.__getitem__, kept))))
-    selected.sort(key=_ORDER)
+    selected.sort()  # by (layer, position, id): ids are unique, so no comparison reaches the view
     kept_fids = set(map(itemgetter(2), selected))
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
     overhead_total = REPLY_PRIMING

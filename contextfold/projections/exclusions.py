@@ -41,6 +41,10 @@ class LowPriorityLines:
     timeline: TimelineUnits | None = None
     generation: int = -1
     """The timeline units' generation these lines are up to date with."""
+    kept: Collection[str] = ()
+    over: frozenset[str] = frozenset()
+    others: Collection[str] = ()
+    """The last build's kept units, ``over_budget`` units and units not from the timeline."""
 
 
 def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
@@ -65,38 +69,64 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
                   others_ids: Collection[str]) -> tuple[list[ExcludedFragment], list[ExcludedFragment]]:
     """(lines of the units dropped for another reason, ``low_priority`` lines sorted by id).
 
-    Units whose members or size may differ from this configuration's previous build
-    (timeline units derived afresh since, and ``others_ids``: the units not from the
-    timeline, derived every build) have their lines compared; any other unit kept its lines.
+    ``unit_of`` holds every unit selection saw but the tools; each optional one was kept or
+    dropped, so a unit is ``low_priority`` exactly when it is in ``unit_of``, optional, not kept
+    and not ``over_budget``. That is what lets a build find the difference from this
+    configuration's previous build without listing every dropped unit: a unit can only have
+    entered or left the set, or changed its lines, if it was kept or over budget in one of the
+    two builds, was derived afresh or removed since (``touched_since``), or is not from the
+    timeline (``others_ids``, derived every build). Looking at those is O(kept + changes), not
+    O(history).
     """
-    dropped = selection.dropped
-    over = frozenset(uid for uid in selection.over_budget if uid in dropped)
+    kept = selection.kept
+    over = frozenset(uid for uid in selection.over_budget if uid in unit_of)
     others = [line for uid in sorted(over) for line in
-              _unit_lines(ctx, uid, unit_of[uid], members[uid], dropped[uid])]
+              _unit_lines(ctx, uid, unit_of[uid], members[uid], "over_budget")]
     memo = ctx.state.memo
     key = ("low-priority", ctx.table_key, config_key)
     low = memo.get(key)
     if not isinstance(low, LowPriorityLines):
         low = memo[key] = LowPriorityLines()
     touched = timeline.touched_since(low.generation) if low.timeline is timeline else None
-    if touched is None:
-        low.of_unit = {}
-    else:
-        touched.update(others_ids)
-    low.timeline, low.generation = timeline, timeline.generation
     prev = low.of_unit
-    removed = (prev.keys() - dropped.keys()) | (over & prev.keys())
-    added = (dropped.keys() - prev.keys()) - over
-    for uid in (prev.keys() & (touched or set())) - removed:
-        lines = _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
-        if lines is not prev[uid]:
-            removed.add(uid)
-            added.add(uid)
-    if touched is None or (len(removed) + len(added)) * _REBUILD_FRACTION > len(prev):
-        low.of_unit = {uid: _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
-                       for uid in dropped if uid not in over}
-        low.lines = sorted(chain.from_iterable(low.of_unit.values()), key=_ID)
-        return others, low.lines
+
+    def is_low(uid: str) -> bool:
+        unit = unit_of.get(uid)
+        return unit is not None and not unit.required and uid not in kept and uid not in over
+
+    low.timeline, low.generation = timeline, timeline.generation
+    previous = (low.kept, low.over, low.others)
+    low.kept, low.over, low.others = list(kept), over, list(others_ids)
+    if touched is not None:
+        touched.update(others_ids)
+        touched.update(previous[2])
+        removed: set[str] = set()
+        added: set[str] = set()
+        # in the set before: left it if kept or over now, or gone; new lines if derived afresh
+        for uid in chain(kept.keys() & prev.keys(), over & prev.keys(), touched & prev.keys()):
+            if not is_low(uid):
+                removed.add(uid)
+            elif uid in touched and _unit_lines(ctx, uid, unit_of[uid], members[uid],
+                                                "low_priority") is not prev[uid]:
+                removed.add(uid)
+                added.add(uid)
+        # not in it before: entered it if kept or over before, or derived afresh, and low now
+        added.update(uid for uid in chain(previous[0], previous[1], touched)
+                     if uid not in prev and is_low(uid))
+        if (len(removed) + len(added)) * _REBUILD_FRACTION <= len(prev):
+            _patch(low, removed, added, ctx, unit_of, members)
+            return others, low.lines
+    low.of_unit = {uid: _unit_lines(ctx, uid, unit, members[uid], "low_priority")
+                   for uid, unit in unit_of.items()
+                   if not unit.required and uid not in kept and uid not in over}
+    low.lines = sorted(chain.from_iterable(low.of_unit.values()), key=_ID)
+    return others, low.lines
+
+
+def _patch(low: LowPriorityLines, removed: set[str], added: set[str], ctx: BuildCtx,
+           unit_of: Mapping[str, Unit], members: Mapping[str, tuple[str, ...]]) -> None:
+    """Bring the sorted lines from the previous build's set to this one's."""
+    prev = low.of_unit
     for uid in removed:
         for line in prev.pop(uid):
             at = bisect_left(low.lines, line.id, key=_ID)
@@ -107,4 +137,3 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
         lines = prev[uid] = _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
         for line in lines:
             insort(low.lines, line, key=_ID)
-    return others, low.lines

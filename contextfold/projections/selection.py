@@ -97,13 +97,26 @@ class Unit:
 class Selection:
     kept: dict[str, int]
     """Unit id -> tokens granted (less than the unit's tokens when it must be truncated)."""
-    dropped: dict[str, str]
-    """Unit id -> ``over_budget`` (did not fit where its turn came) or ``low_priority`` (after the stop)."""
+    walked: dict[str, str]
+    """The units the walk dropped: id -> ``over_budget`` (did not fit where its turn came) or
+    ``low_priority`` (ordered after the stop). See :attr:`dropped` for every dropped unit."""
     used: int
     over_budget: tuple[str, ...] = ()
     """The ids in ``dropped`` as ``over_budget`` (the rest are ``low_priority``)."""
     cut: tuple[str, ...] = ()
     """The ids in ``kept`` granted fewer tokens than they need (to be truncated)."""
+    unreached: tuple[Sequence[Unit], ...] = ()
+    """Units out of the walk's reach, all ``low_priority``: most of a long run's history. Kept as
+    the slices they are, not copied into a dict, since a caller that knows what it kept (or what
+    it had) rarely needs them one by one."""
+
+    @property
+    def dropped(self) -> dict[str, str]:
+        """Every optional unit not kept: id -> ``over_budget`` or ``low_priority``."""
+        out = dict(self.walked)
+        for tail in self.unreached:
+            out.update(dict.fromkeys(map(_UNIT_ID, tail), "low_priority"))
+        return out
 
 
 RANK = attrgetter("rank")
@@ -229,10 +242,8 @@ def select_units(
             dropped[u.id] = "over_budget"
             over = (u.id,)
         dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
-        for tail in tails:  # non-empty only where the walk stopped within a head (see _reach)
-            dropped.update(dict.fromkeys(map(_UNIT_ID, tail), "low_priority"))
-        break
-    else:
-        if any(tails):
-            raise AssertionError("the walk ended without a stop while units were out of reach")
+        # tails are non-empty only where the walk stopped within a head (see _reach)
+        return Selection(kept, dropped, used, over, tuple(cut), tuple(t for t in tails if t))
+    if any(tails):
+        raise AssertionError("the walk ended without a stop while units were out of reach")
     return Selection(kept, dropped, used, over, tuple(cut))

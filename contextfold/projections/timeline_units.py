@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # units imports this module to build its units
 __all__ = ["TimelineUnits", "timeline_units"]
 
 _LOG_LENGTH = 64
+_ITEM = operator.attrgetter("facts.item")
 _MISMATCH_LIMIT = 256
 """More items replaced than this (a compaction re-laid the timeline out): rebuild every row."""
 
@@ -137,7 +138,8 @@ class TimelineUnits:
     hot: set[int] = field(default_factory=set)
     """Rows whose freshness was above 0 at the last build."""
     touched: set[str] = field(default_factory=set)
-    """Ids of the units the last update derived afresh (their members or size may have changed)."""
+    """Ids of the units the last update derived afresh or removed (their members or size may
+    have changed, or they are gone)."""
     generation: int = 0
     """Counts the updates that derived units afresh; ``log`` keeps the recent ones' ids."""
     log: deque[tuple[int, frozenset[str]]] = field(default_factory=lambda: deque(maxlen=_LOG_LENGTH))
@@ -158,6 +160,7 @@ class TimelineUnits:
                 del self.row_of[fid]
         unit = row.unit
         if unit is not None and self.unit_of.get(unit.id) is unit:
+            self.touched.add(unit.id)  # it may not come back (then it is gone, not changed)
             del self.row_of_unit[unit.id]
             self.artifact_units.discard(unit.id)
             del self.members[unit.id]
@@ -226,8 +229,7 @@ class TimelineUnits:
     def kept_items(self, kept: KeysView[str] | AbstractSet[str]) -> list[TimelineItem]:
         """The items of the kept unit ids (others ignored), in timeline order."""
         at = sorted(map(self.row_of_unit.__getitem__, kept & self.row_of_unit.keys()))
-        rows = self.rows
-        return [rows[i].facts.item for i in at]
+        return list(map(_ITEM, map(self.rows.__getitem__, at)))
 
     def stale_lines(self) -> list[ExcludedFragment]:
         return list(chain.from_iterable(self.rows[i].stale for i in sorted(self.stale_rows)))

@@ -127,6 +127,41 @@ def test_canonical_text_equals_json_dumps_with_remembered_messages() -> None:
     assert canonical_text(body) == expected
 
 
+@pytest.mark.parametrize("config", CONFIGS[:3], ids=lambda c: f"{c.window}-{c.redact}")
+def test_patched_low_priority_lines_equal_fresh_ones(config: BuildConfig,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The excluded lines are patched from the previous build's (``exclusions``) whenever the
+    difference is small; forced to patch every time, through compactions, required inputs, lost
+    results and supersession, they still equal a build from scratch."""
+    from contextfold.projections import exclusions
+
+    monkeypatch.setattr(exclusions, "_REBUILD_FRACTION", 0)
+    state = new_state("patch")
+    for pos, event in enumerate(_events(), start=1):
+        fold_event(state, RecordedEvent("patch", pos, event, ""))
+        assert _outcome(state, config) == _outcome(state.snapshot(), config), pos
+
+
+def test_a_unit_that_leaves_the_timeline_leaves_the_excluded_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary of one old input hides it and appends the summary: the timeline keeps its
+    length, the hidden input's unit is gone, and the patched lines must drop it."""
+    from contextfold.projections import exclusions
+
+    monkeypatch.setattr(exclusions, "_REBUILD_FRACTION", 0)
+    config = BuildConfig(provider="neutral", window=600, reserve=100)
+    state = new_state("gone")
+    events: list[AnyEvent] = [PolicySet(text="Be careful.")]
+    events += [UserInput(f"note {i}: " + "the queue is long " * 6) for i in range(40)]
+    events.append(HistoryCompacted(summary=CompactionSummary(goal="g"), covers_from=3, covers_to=3,
+                                   strategy="summary"))
+    events += [UserInput(f"later {i}") for i in range(3)]
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("gone", pos, event, ""))
+        built = _outcome(state, config)
+        assert built == _outcome(state.snapshot(), config), pos
+    assert "e3" not in {e["id"] for e in json.loads(built[1])["excluded_items"]}
+
+
 def test_a_config_left_unbuilt_for_many_updates_catches_up() -> None:
     """The timeline units log what changed for 64 updates; a configuration built less often
     than that starts its kept lines over, and still equals a fresh build."""
