@@ -41,7 +41,7 @@ class LowPriorityLines:
     timeline: TimelineUnits | None = None
     generation: int = -1
     """The timeline units' generation these lines are up to date with."""
-    kept: Collection[str] = ()
+    kept: frozenset[str] = frozenset()
     over: frozenset[str] = frozenset()
     others: Collection[str] = ()
     """The last build's kept units, ``over_budget`` units and units not from the timeline."""
@@ -96,7 +96,7 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
 
     low.timeline, low.generation = timeline, timeline.generation
     previous = (low.kept, low.over, low.others)
-    low.kept, low.over, low.others = list(kept), over, list(others_ids)
+    low.kept, low.over, low.others = frozenset(kept), over, list(others_ids)
     if touched is not None:
         touched.update(others_ids)
         touched.update(previous[2])
@@ -110,9 +110,10 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
                                                 "low_priority") is not prev[uid]:
                 removed.add(uid)
                 added.add(uid)
-        # not in it before: entered it if kept or over before, or derived afresh, and low now
-        added.update(uid for uid in chain(previous[0], previous[1], touched)
-                     if uid not in prev and is_low(uid))
+        # not in it before: entered it if kept or over before (and not kept now), or derived
+        # afresh, and low now
+        left = (previous[0] - kept.keys()) | previous[1] | touched
+        added.update(uid for uid in left - prev.keys() if is_low(uid))
         if (len(removed) + len(added)) * _REBUILD_FRACTION <= len(prev):
             _patch(low, removed, added, ctx, unit_of, members)
             return others, low.lines
