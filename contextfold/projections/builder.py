@@ -31,7 +31,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain, groupby
+from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter
 from typing import Any, cast
 
@@ -62,6 +62,7 @@ from contextfold.projections.request_json import (
     canonical_text,
     conversation_json,
     hand_out,
+    misses,
     text_hash,
 )
 from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
@@ -298,8 +299,10 @@ def _build(state: RunState, config: BuildConfig, *,
 
     # Loaded payloads shown as logged (not redacted, not cut) lay out as every other build did.
     verbatim = frozenset(fid for fid in texts if fid not in truncated and fid not in ctx.redacted)
+    special = (texts.keys() - verbatim) | truncated  # laid out afresh: not as logged
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts, verbatim=verbatim,
                                        kept_items=candidates.timeline.kept_items(selection.kept.keys()),
+                                       special_items=candidates.timeline.items_of(special),
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))
     # Without priced media in the run the layout made no media part: nothing to reduce, inline
@@ -340,6 +343,7 @@ def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], query: str, policy: T
 
 
 _CONFIG_HASHES: dict[int, tuple[BuildConfig, str]] = {}
+_NO_ROWS = (None, ())
 
 
 def _config_hash(config: BuildConfig) -> str:
@@ -368,15 +372,22 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     members, unit_of, worked_units = units
     worked = frozenset(worked_units)
     entries = state.entries
-    unit_rows = ctx.objects_for("selected-units")
     # A unit's lines are the same as long as its Unit object is (a re-scored, re-layered,
-    # newly required or changed item gets a new one) and nothing was cut or loaded for it:
-    # find the others in one pass, so the ~1,000 unchanged units of a long run cost C-level work.
-    stale = [uid for uid, unit, layer_no, hit in zip(kept, map(unit_of.__getitem__, kept),
-                                                     map(unit_layer_no.__getitem__, kept),
-                                                     map(unit_rows.get, kept), strict=True)
-             if hit is None or hit[0] is not unit or hit[1] != layer_no or not hit[3] or uid in worked]
-    for uid in stale:
+    # newly required or changed item gets a new one) and nothing was cut, reduced or loaded
+    # for it. Plain rows are kept per unit id with the Unit they were made for: the ~1,000
+    # unchanged units of a long run are matched in C.
+    unit_rows = ctx.objects_for("selected-units")
+    kept_ids = list(kept)
+    kept_units = list(map(unit_of.__getitem__, kept_ids))
+    got: list[Any] = list(map(unit_rows.get, kept_ids, repeat(_NO_ROWS)))
+    same = list(map(operator.is_, map(itemgetter(0), got), kept_units))
+    for uid in worked:  # cut, reduced or loaded now: never a kept plain row
+        if uid in kept:
+            same[kept_ids.index(uid)] = False
+    for i in misses(same, False):
+        got[i] = None
+    for i in misses(got):
+        uid = kept_ids[i]
         layer_no = unit_layer_no[uid]
         rows = []
         plain = uid not in worked
@@ -391,9 +402,9 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
                                  truncated, original_tokens, shown_in)
             layer, tokens, overhead, view, mline = line
             rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
-        unit_rows[uid] = (unit_of[uid], layer_no, rows, plain)  # not plain: remade next build
+        got[i] = unit_rows[uid] = (kept_units[i] if plain else None, rows)  # None: remade next build
     selected: list[tuple[int, int, str, SelectedView, ManifestFragment, int, int]] = list(
-        chain.from_iterable(map(itemgetter(2), map(unit_rows.__getitem__, kept))))
+        chain.from_iterable(map(itemgetter(1), got)))
     selected.sort()  # by (layer, position, id): ids are unique, so no comparison reaches the view
     kept_fids = set(map(itemgetter(2), selected))
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}

@@ -25,8 +25,11 @@ else is a :class:`DataPart` that renderers wrap in a delimited data block.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any, assert_never, cast
 
 from contextfold.domain.conversation import (
@@ -44,6 +47,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, ToolSpec
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
+from contextfold.projections.request_json import misses
 from contextfold.projections.state import MessageItem, RunState, SummaryItem, TimelineItem, ToolGroup
 
 __all__ = ["LayoutInput", "lay_out"]
@@ -71,6 +75,13 @@ class LayoutInput:
     """Ids in ``texts`` whose text is the logged one (a payload loaded, not redacted or cut)."""
     kept_items: Sequence[TimelineItem] | None = None
     """The kept timeline items in timeline order, when the caller knows them (else derived)."""
+    special_items: Sequence[TimelineItem] | None = None
+    """Items of ``kept_items`` that may hold a fragment whose text is special (cut, redacted,
+    reduced), when the caller knows them (else every item is checked)."""
+
+
+_POSITION = operator.attrgetter("position")
+_NOTHING: tuple[None, list[Message]] = (None, [])
 
 
 def _text_of(frag: ContextFragment) -> str:
@@ -157,23 +168,33 @@ def lay_out(inp: LayoutInput) -> Conversation:
     timeline = (inp.kept_items if inp.kept_items is not None
                 else [it for it in state.timeline() if it.fragment_id in kept])
     special = (inp.texts.keys() - inp.verbatim) | inp.truncated
-    current: UserMessage | None = None
+    # An item whose texts are the logged ones lays out the same in every build: its messages
+    # are kept per position with the item they were made for, and a long run's ~1,000
+    # unchanged items are matched in C. Items holding a cut, redacted or otherwise special
+    # text are laid out afresh and not kept.
     memo = cast(dict[int, tuple[TimelineItem, list[Message]]], state.memo.setdefault("layout", {}))
-    for item in timeline:
-        # An item whose texts are the logged ones lays out the same in every build: reuse it.
-        plain = not special or (item.fragment_id not in special and (
-            not isinstance(item, ToolGroup) or special.isdisjoint(item.fragment_ids)))
-        hit = memo.get(item.position) if plain else None
-        if hit is not None and hit[0] is item:
-            msg = hit[1]
-        else:
-            msg = _item_messages(item, inp, text)
-            if plain:
-                memo[item.position] = (item, msg)
-        if isinstance(item, MessageItem) and item.fragment_id == inp.current_input:
-            current = msg[0]  # type: ignore[assignment]
-            continue
-        messages.extend(msg)
+    positions = list(map(_POSITION, timeline))
+    got: list[Any] = list(map(memo.get, positions, repeat(_NOTHING)))
+    same = list(map(operator.is_, map(itemgetter(0), got), timeline))
+    if special:
+        for at, item in enumerate(timeline) if inp.special_items is None else (
+                (positions.index(it.position), it) for it in inp.special_items):
+            if item.fragment_id in special or (
+                    isinstance(item, ToolGroup) and not special.isdisjoint(item.fragment_ids)):
+                got[at] = (item, _item_messages(item, inp, text))
+                same[at] = True
+    for at in misses(same, False):
+        item = timeline[at]
+        got[at] = memo[positions[at]] = (item, _item_messages(item, inp, text))
+    current: UserMessage | None = None
+    entry = state.entries.get(inp.current_input) if inp.current_input is not None else None
+    input_item = state.items.get(entry.position) if entry is not None else None
+    if isinstance(input_item, MessageItem) and input_item.fragment_id == inp.current_input and (
+            input_item.position in positions):  # the current input goes last, after the retrieved data
+        at = positions.index(input_item.position)
+        current = got[at][1][0]
+        got[at] = (input_item, ())
+    messages.extend(chain.from_iterable(map(itemgetter(1), got)))
     messages.extend(retrieval)
     if current is not None:
         messages.append(current)

@@ -36,8 +36,8 @@ from pydantic import BaseModel
 
 from contextfold.domain.conversation import Conversation
 
-__all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered", "on_clear",
-           "remember", "rendered", "rendered_all", "text_hash"]
+__all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered", "misses",
+           "on_clear", "remember", "rendered", "rendered_all", "text_hash"]
 
 _LIMIT = 100_000
 _TEXT_CHARS_LIMIT = 64 * 1024 * 1024
@@ -84,12 +84,12 @@ def is_remembered(obj: object) -> bool:
     return hit is not None and hit[0] is obj
 
 
-def _misses(got: list[Any]) -> Iterator[int]:
-    """Indices of the ``None`` entries of ``got``: C-level scans between them."""
+def misses(got: list[Any], missing: object = None) -> Iterator[int]:
+    """Indices of the ``missing`` (``None``) entries of ``got``: C-level scans between them."""
     i = -1
     while True:
         try:
-            i = got.index(None, i + 1)
+            i = got.index(missing, i + 1)
         except ValueError:
             return
         yield i
@@ -102,7 +102,7 @@ def _text(obj: Any) -> str:
         # Memo entries hold their object, so a hit by id is that very object. A long run's
         # body has ~1,000 remembered messages: look them all up in C, dump only the others.
         got: list[Any] = list(map(_TEXTS.get, map(id, obj)))
-        for i in _misses(got):
+        for i in misses(got):
             got[i] = (obj[i], _dumps(obj[i]))
         return "[" + ",".join(map(itemgetter(1), got)) + "]"
     return _dumps(obj)
@@ -157,7 +157,7 @@ def rendered_all(provider: str, messages: Sequence[object],
                  render: Callable[[Any], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The concatenated :func:`rendered` dicts of ``messages``: the kept ones gathered in C."""
     got: list[Any] = list(map(_RENDERED.setdefault(provider, {}).get, map(id, messages)))
-    for i in _misses(got):
+    for i in misses(got):
         got[i] = (None, rendered(provider, messages[i], render))
     return list(chain.from_iterable(map(itemgetter(1), got)))
 
