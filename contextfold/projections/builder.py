@@ -66,12 +66,13 @@ from contextfold.projections.request_json import (
     text_hash,
 )
 from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
-from contextfold.projections.selection import Unit, select_units
+from contextfold.projections.selection import Selection, Unit, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json, choose_tools
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
+    Units,
     current_input_of,
     make_units,
 )
@@ -217,8 +218,7 @@ def _build(state: RunState, config: BuildConfig, *,
             deficit -= cut
         return grants
 
-    selection = select_units([*tool_units, *units], available, shares=shares,
-                             shrink_required=shrink_required, presorted=candidates.presorted)
+    selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates)
     kept_tools = tuple(t for t in candidates_tools if f"tool:{t.name}" in selection.kept)
     exposure = (kept_tools, sum(t.tokens for t in kept_tools))
     tools = tuple(registry[t.name] for t in kept_tools)
@@ -321,6 +321,27 @@ def _build(state: RunState, config: BuildConfig, *,
                    (members, unit_by_id, cut_units), unit_layer_no,
                    texts, truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                    repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
+
+
+def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[str, float],
+            shrink_required: Callable[[Sequence[Unit], int], dict[str, int]], candidates: Units
+            ) -> Selection:
+    """``select_units`` over the candidates, reused while its inputs are equal.
+
+    Builds of one turn for several providers (and a rebuild with nothing new) select from the
+    same units: the timeline's are the same objects (its sorted layers unchanged while their
+    version is), the few state units equal ones. Selection is pure in those inputs, so the last
+    answer of this facts table is handed out again (as a copy: the builder edits its dicts)."""
+    tu = candidates.timeline
+    key = (available, tuple(shares.items()), tu.sorted_version, units)
+    memo_key = ("selection", ctx.table_key)
+    hit = ctx.state.memo.get(memo_key)
+    if not (isinstance(hit, tuple) and hit[0] is tu and hit[1] == key):
+        hit = (tu, key, select_units(units, available, shares=shares, shrink_required=shrink_required,
+                                     presorted=candidates.presorted))
+        ctx.state.memo[memo_key] = hit
+    s: Selection = hit[2]
+    return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached)
 
 
 def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], query: str, policy: ToolPolicy,

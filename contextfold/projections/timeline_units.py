@@ -119,6 +119,8 @@ class TimelineUnits:
     sorted_layers: dict[str, list[Unit]] = field(default_factory=dict)
     """Cold optional units (freshness 0: their rank is final) by layer, sorted by rank,
     for ``select_units(presorted=...)``."""
+    sorted_version: int = 0
+    """Counts the changes to ``sorted_layers`` (equal versions: the same lists)."""
     hot_units: dict[str, Unit] = field(default_factory=dict)
     """Optional units whose freshness is above 0: re-scored when the horizon moves, and merged
     into their layers by selection."""
@@ -172,6 +174,7 @@ class TimelineUnits:
                 del self.hot_units[unit.id]
             else:
                 layer = self.sorted_layers[unit.layer]
+                self.sorted_version += 1
                 at = bisect_left(layer, unit.rank, key=RANK)
                 if layer[at] is not unit:
                     raise AssertionError(f"unit {unit.id} missing from its sorted layer")
@@ -225,6 +228,7 @@ class TimelineUnits:
             self.hot_units[unit.id] = unit
         else:
             insort(self.sorted_layers.setdefault(unit.layer, []), unit, key=RANK)
+            self.sorted_version += 1
 
     def kept_items(self, kept: KeysView[str] | AbstractSet[str]) -> list[TimelineItem]:
         """The items of the kept unit ids (others ignored), in timeline order."""

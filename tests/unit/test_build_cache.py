@@ -92,6 +92,59 @@ def test_cached_builds_equal_fresh_builds_after_every_event(config: BuildConfig)
         assert state.required_ids() == state.snapshot().required_ids()
 
 
+@pytest.fixture
+def short_half_life(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Freshness halves every 2 positions, so it reaches exactly 0 about 42 positions back.
+
+    With the real half-life (64) an item turns cold (freshness 0, its unit final and kept
+    sorted across builds) only ~1,340 positions back: these short histories never reach it.
+    Shortened consistently in the state and the timeline units, the cold path runs here:
+    units moving from hot to sorted, masks and summaries over cold groups, the low_priority
+    lines and the reused selection over sorted units."""
+    import math
+
+    from contextfold.projections import state as state_module
+    from contextfold.projections import timeline_units
+
+    table = tuple(round(math.pow(0.5, d / 2), 6) for d in range(4096))
+    monkeypatch.setattr(state_module, "FRESHNESS_HALF_LIFE", 2)
+    monkeypatch.setattr(state_module, "_FRESHNESS", table)
+    monkeypatch.setattr(timeline_units, "FRESHNESS_ZERO_DISTANCE", table.index(0.0))
+
+
+@pytest.mark.usefixtures("short_half_life")
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.window}-{c.redact}")
+def test_cached_builds_equal_fresh_builds_when_items_turn_cold(config: BuildConfig) -> None:
+    test_cached_builds_equal_fresh_builds_after_every_event(config)
+
+
+@pytest.mark.usefixtures("short_half_life")
+@pytest.mark.parametrize("config", CONFIGS[:3], ids=lambda c: f"{c.window}-{c.redact}")
+def test_patched_low_priority_lines_equal_fresh_ones_when_items_turn_cold(
+        config: BuildConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    test_patched_low_priority_lines_equal_fresh_ones(config, monkeypatch)
+
+
+@pytest.mark.usefixtures("short_half_life")
+@pytest.mark.parametrize("window", [900, 1_600, 64_000])
+def test_a_mask_over_cold_groups_reaches_the_next_build(window: int) -> None:
+    """Masking moves no horizon and re-scores no hot unit: only the cold (sorted) units change.
+    A build that reused the last selection because every other input was equal would keep
+    the unmasked sizes; the next build must equal a fresh one."""
+    state = new_state("mask")
+    events: list[AnyEvent] = [PolicySet(text="Be careful.")]
+    for r in range(30):
+        events.append(UserInput(f"step {r}"))
+        events.append(ModelResponse(text="", tool_calls=(ToolCall(call_id=f"c{r}", name="run"),)))
+        events.append(ToolResult(call_id=f"c{r}", content=f"output {r}\n" + "line of log\n" * 40))
+    events.append(HistoryCompacted(summary=CompactionSummary(goal="g"), covers_from=2, covers_to=45,
+                                   strategy="mask"))
+    config = BuildConfig(provider="neutral", window=window, reserve=100)
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("mask", pos, event, ""))
+        assert _outcome(state, config) == _outcome(state.snapshot(), config), pos
+
+
 @pytest.mark.parametrize("provider", ["neutral", "openai-chat", "anthropic", "openai-responses", "gemini"])
 def test_editing_a_handed_out_request_never_reaches_a_later_build(provider: str) -> None:
     """Message dicts are kept and reused across builds; the caller's copy is its own."""
