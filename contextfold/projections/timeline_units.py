@@ -119,6 +119,8 @@ class TimelineUnits:
     sorted_layers: dict[str, list[Unit]] = field(default_factory=dict)
     """Cold optional units (freshness 0: their rank is final) by layer, sorted by rank,
     for ``select_units(presorted=...)``."""
+    overlaid: list[str] = field(default_factory=list)
+    """Ids of the units ``overlay`` added (not from the timeline)."""
     sorted_version: int = 0
     """Counts the changes to ``sorted_layers`` (equal versions: the same lists)."""
     hot_units: dict[str, Unit] = field(default_factory=dict)
@@ -234,6 +236,22 @@ class TimelineUnits:
         """The items of the kept unit ids (others ignored), in timeline order."""
         at = sorted(map(self.row_of_unit.__getitem__, kept & self.row_of_unit.keys()))
         return list(map(_ITEM, map(self.rows.__getitem__, at)))
+
+    def overlay(self, units: list[Unit], members: dict[str, tuple[str, ...]], layer_no: dict[str, int]
+                ) -> None:
+        """Put a build's units that are not from the timeline (the state fragments') into
+        ``unit_of``, ``members`` and ``layer_no``, replacing the last build's: the builder
+        looks every unit up in these tables, and copying them per build cost more than the
+        lookups. Their ids are fragment ids of state fragments, never a timeline unit's."""
+        for uid in self.overlaid:
+            del self.unit_of[uid], self.members[uid], self.layer_no[uid]
+        for unit in units:
+            if unit.id in self.row_of_unit:
+                raise AssertionError(f"state unit {unit.id} collides with a timeline unit")
+            self.unit_of[unit.id] = unit
+        self.members.update(members)
+        self.layer_no.update(layer_no)
+        self.overlaid = [u.id for u in units]
 
     def items_of(self, fids: AbstractSet[str]) -> list[TimelineItem]:
         """The items holding any of ``fids`` (ids not from the timeline ignored), each once."""
