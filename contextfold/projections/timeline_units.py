@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import KeysView
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, islice, repeat
 from typing import TYPE_CHECKING
 
 from contextfold.domain.manifest import ExcludedFragment
@@ -234,8 +234,8 @@ class TimelineUnits:
 
     def kept_items(self, kept: KeysView[str] | AbstractSet[str]) -> list[TimelineItem]:
         """The items of the kept unit ids (others ignored), in timeline order."""
-        at = sorted(map(self.row_of_unit.__getitem__, kept & self.row_of_unit.keys()))
-        return list(map(_ITEM, map(self.rows.__getitem__, at)))
+        at = sorted(map(self.row_of_unit.get, kept, repeat(-1)))  # -1: not a timeline unit
+        return list(map(_ITEM, map(self.rows.__getitem__, islice(at, bisect_left(at, 0), None))))
 
     def overlay(self, units: list[Unit], members: dict[str, tuple[str, ...]], layer_no: dict[str, int]
                 ) -> None:

@@ -211,8 +211,29 @@ def _role_lines(skel: str) -> list[int]:
     return lines
 
 
+_MEMO_MIN_CHARS = 2048
+_MEMO_MAX_CHARS = 16 * 1024 * 1024
+_NEUTRALISED: dict[str, str] = {}
+"""Long texts neutralised, by text: a text cut to fit (the unit where a long run's selection
+stops) is laid out afresh, so rendered afresh, in every build that keeps the same cut."""
+_memo_chars = [0]
+
+
 def neutralise(text: str) -> str:
     """Make ``text`` unable to close a data block or pose as a role (rules in the module doc)."""
+    if len(text) < _MEMO_MIN_CHARS:
+        return _neutralise(text)
+    hit = _NEUTRALISED.get(text)
+    if hit is None:
+        if _memo_chars[0] + len(text) > _MEMO_MAX_CHARS:
+            _NEUTRALISED.clear()
+            _memo_chars[0] = 0
+        hit = _NEUTRALISED[text] = _neutralise(text)
+        _memo_chars[0] += len(text)
+    return hit
+
+
+def _neutralise(text: str) -> str:
     skel = skeleton(text)
     if _TAG_RE.search(skel) is not None:  # rare: the tags are neutralised through the index map
         text = _neutralise_tags(text)
