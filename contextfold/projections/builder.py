@@ -233,6 +233,7 @@ def _build(state: RunState, config: BuildConfig, *,
     text_cut: set[str] = set()
     reduced: set[str] = set()
     original_tokens: dict[str, int] = {}
+    deferred: set[str] = set()
     # a state unit is one fragment, its id the fragment's; the timeline keeps its own set
     loads = (selection.kept.keys() & candidates.timeline.artifact_units
              | {uid for uid in candidates.state_ids if uid in selection.kept and ctx.has_artifact_text(uid)})
@@ -243,8 +244,12 @@ def _build(state: RunState, config: BuildConfig, *,
         ids = members[uid]
         for fid in ids:
             if ctx.has_artifact_text(fid) and grant >= unit.tokens:
-                logged = ctx.state.entries[fid].fragment.token_count
-                texts[fid] = ctx.full_text(fid)  # redacted now, if it holds secrets
+                ctx.redact(fid)  # memoised by content: reads the text back only the first time
+                if fid not in ctx.redacted:  # shown as logged: read back if the layout needs it
+                    deferred.add(fid)
+                    continue
+                logged = ctx.state.entries[fid].token_count
+                texts[fid] = ctx.full_text(fid)  # redacted
                 if ctx.frag(fid).token_count > logged:  # a placeholder longer than its secret
                     texts[fid] = truncate_fragment(ctx, fid, logged).text
                     truncated.add(fid)
@@ -299,10 +304,12 @@ def _build(state: RunState, config: BuildConfig, *,
 
     # Loaded payloads shown as logged (not redacted, not cut) lay out as every other build did.
     verbatim = frozenset(fid for fid in texts if fid not in truncated and fid not in ctx.redacted)
+    verbatim |= deferred
     special = (texts.keys() - verbatim) | truncated  # laid out afresh: not as logged
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts, verbatim=verbatim,
                                        kept_items=candidates.timeline.kept_items(selection.kept.keys()),
                                        special_items=candidates.timeline.items_of(special),
+                                       deferred=frozenset(deferred), read_text=ctx.full_text,
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))
     # Without priced media in the run the layout made no media part: nothing to reduce, inline

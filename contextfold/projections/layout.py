@@ -75,6 +75,11 @@ class LayoutInput:
     """Ids in ``texts`` whose text is the logged one (a payload loaded, not redacted or cut)."""
     kept_items: Sequence[TimelineItem] | None = None
     """The kept timeline items in timeline order, when the caller knows them (else derived)."""
+    deferred: frozenset[str] = frozenset()
+    """Ids of logged payloads shown as logged whose text is not in ``texts``: read with
+    ``read_text`` only if an item holding one is laid out afresh (a long output is read back
+    from the log when it enters the request, not in every build that keeps it)."""
+    read_text: Callable[[str], str] | None = None
     special_items: Sequence[TimelineItem] | None = None
     """Items of ``kept_items`` that may hold a fragment whose text is special (cut, redacted,
     reduced), when the caller knows them (else every item is checked)."""
@@ -129,7 +134,11 @@ def lay_out(inp: LayoutInput) -> Conversation:
 
 
     def text(fid: str) -> str:
-        return inp.texts.get(fid, "") if fid in inp.texts else _text_of(frag(fid))
+        if fid in inp.texts:
+            return inp.texts[fid]
+        if fid in inp.deferred and inp.read_text is not None:
+            return inp.read_text(fid)
+        return _text_of(frag(fid))
 
     # The state sections (policy, instructions, task, retrieval) usually hold the same
     # fragments with the same texts from build to build: their parts and messages are kept

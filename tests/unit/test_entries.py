@@ -107,3 +107,21 @@ def test_a_log_that_gives_back_other_text_is_an_integrity_error() -> None:
     assert state.entries[fid].head.token_count == state.entries[fid].token_count  # costing needs no text
     with pytest.raises(IntegrityError, match="content hash"):
         _ = state.entries[fid].fragment
+
+
+@pytest.mark.parametrize("redact", [True, False])
+def test_long_texts_kept_whole_are_read_back_when_laid_out(redact: bool) -> None:
+    """A long output kept whole is shown as logged: its text is read back when its item is laid
+    out, and later builds that keep it reuse that layout without reading it again."""
+    log = _log()
+    reads: list[int] = []
+    lazy = _lazy_state(log, reads)
+    cfg = BuildConfig(window=64_000, reserve=1_000, redact=redact)
+    first = build_context(lazy, cfg)
+    assert first.request == build_context(fold(log.records), cfg).request
+    for i in (0, 2, 4):
+        assert _long(i).splitlines()[-1] in first.body
+    reads.clear()
+    again = build_context(lazy, cfg)
+    assert again.body == first.body
+    assert reads == []  # nothing new to lay out: no text read back
