@@ -29,7 +29,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig
+from contextfold.domain.manifest import BuildConfig, ContextManifest
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold_event, new_state
 
@@ -76,6 +76,9 @@ def _outcome(state: object, config: BuildConfig) -> tuple[str, str] | str:
         result = build_context(state, config, render=render_request)  # type: ignore[arg-type]
     except Exception as exc:  # an error is an outcome too
         return f"{type(exc).__name__}: {exc}"
+    # the builder constructs the manifest without validation: it must be what validation gives
+    assert ContextManifest.model_validate(dict(result.manifest)) == result.manifest
+    assert ContextManifest.model_validate_json(result.manifest.model_dump_json()) == result.manifest
     return result.manifest.request_hash, json.dumps(result.manifest.model_dump(mode="json"), sort_keys=True)
 
 
