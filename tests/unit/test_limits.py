@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextfold.domain.errors import InputLimitError, InvalidInputError
 from contextfold.domain.events import (
@@ -36,6 +39,37 @@ def _nested(depth: int) -> dict[str, object]:
 def _nothing_written(store: EventStore, run: str = "r") -> None:
     assert store.version(run) == 0
     assert store.artifact_count() == 0
+
+
+def _reference_json_depth(body: bytes) -> int:
+    """The per-bracket loop json_depth replaced, kept as its specification."""
+    import re
+
+    depth = deepest = 0
+    stripped = re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", body)
+    for m in re.finditer(rb"[\[\]{}]", stripped):
+        if m.group() in (b"{", b"["):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+_TRICKY = st.text(alphabet='"\\[]{}a/\n\u2028é', max_size=8)
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TRICKY,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TRICKY, inner, max_size=4),
+    max_leaves=40)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_JSON_VALUES, st.booleans())
+def test_json_depth_equals_the_per_bracket_reference(value: object, ascii_only: bool) -> None:
+    """Valid JSON (what the store checks: canonical event JSON), strings full of quotes,
+    backslashes and brackets."""
+    body = json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":")).encode()
+    assert json_depth(body) == _reference_json_depth(body)
 
 
 def test_json_depth_counts_structure_not_brackets_in_strings() -> None:
