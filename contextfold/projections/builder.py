@@ -302,13 +302,10 @@ def _build(state: RunState, config: BuildConfig, *,
                 id=old, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
                 replaced_by=new))
 
-    # Loaded payloads shown as logged (not redacted, not cut) lay out as every other build did.
-    verbatim = frozenset(fid for fid in texts if fid not in truncated and fid not in ctx.redacted)
-    verbatim |= deferred
-    special = (texts.keys() - verbatim) | truncated  # laid out afresh: not as logged
-    conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts, verbatim=verbatim,
+    # ``texts`` holds only cut or redacted texts; payloads shown as logged are ``deferred``.
+    conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,
                                        kept_items=candidates.timeline.kept_items(selection.kept.keys()),
-                                       special_items=candidates.timeline.items_of(special),
+                                       items_of=candidates.timeline.items_of,
                                        deferred=frozenset(deferred), read_text=ctx.full_text,
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))
@@ -405,17 +402,16 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     # for it. Plain rows are kept per unit id with the Unit they were made for: the ~1,000
     # unchanged units of a long run are matched in C.
     unit_rows = ctx.objects_for("selected-units")
-    kept_ids = list(kept)
-    kept_units = list(map(unit_of.__getitem__, kept_ids))
-    got: list[Any] = list(map(unit_rows.get, kept_ids, repeat(_NO_ROWS)))
-    same = list(map(operator.is_, map(itemgetter(0), got), kept_units))
+    kept_uids = list(kept)
+    kept_units = list(map(unit_of.__getitem__, kept_uids))
+    got: list[Any] = list(map(unit_rows.get, kept_uids, repeat(_NO_ROWS)))
+    for i in misses(list(map(operator.is_, map(itemgetter(0), got), kept_units)), False):
+        got[i] = None
     for uid in worked:  # cut, reduced or loaded now: never a kept plain row
         if uid in kept:
-            same[kept_ids.index(uid)] = False
-    for i in misses(same, False):
-        got[i] = None
+            got[kept_uids.index(uid)] = None
     for i in misses(got):
-        uid = kept_ids[i]
+        uid = kept_uids[i]
         layer_no = unit_layer_no[uid]
         rows = []
         plain = uid not in worked

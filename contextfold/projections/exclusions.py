@@ -95,11 +95,11 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
         return unit is not None and not unit.required and uid not in kept and uid not in over
 
     low.timeline, low.generation = timeline, timeline.generation
-    previous = (low.kept, low.over, low.others)
+    kept_before, over_before, others_before = low.kept, low.over, low.others
     low.kept, low.over, low.others = frozenset(kept), over, list(others_ids)
     if touched is not None:
         touched.update(others_ids)
-        touched.update(previous[2])
+        touched.update(others_before)
         removed: set[str] = set()
         added: set[str] = set()
         # in the set before: left it if kept or over now, or gone; new lines if derived afresh
@@ -112,7 +112,7 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
                 added.add(uid)
         # not in it before: entered it if kept or over before (and not kept now), or derived
         # afresh, and low now
-        left = (previous[0] - kept.keys()) | previous[1] | touched
+        left = (kept_before - kept.keys()) | over_before | touched
         added.update(uid for uid in left - prev.keys() if is_low(uid))
         if (len(removed) + len(added)) * _REBUILD_FRACTION <= len(prev):
             _patch(low, removed, added, ctx, unit_of, members)

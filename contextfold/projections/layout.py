@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
@@ -64,15 +66,14 @@ class LayoutInput:
     kept: frozenset[str]
     """Fragment ids selected (every fragment of a kept group)."""
     texts: Mapping[str, str]
-    """Fragment id -> the text to render (truncated or artifact-loaded where that applied)."""
+    """Fragment id -> the text to render where it is not the logged one (cut, or redacted):
+    with ``truncated``, what makes an item special (laid out afresh, never reused)."""
     truncated: frozenset[str]
     tools: tuple[ToolSpec, ...]
     model: str | None
     current_input: str | None
     """Fragment id of the user input that is the current turn's input, if any."""
     render_media: Callable[[ContextFragment], tuple[MediaPart, ...]] | None = None
-    verbatim: frozenset[str] = frozenset()
-    """Ids in ``texts`` whose text is the logged one (a payload loaded, not redacted or cut)."""
     kept_items: Sequence[TimelineItem] | None = None
     """The kept timeline items in timeline order, when the caller knows them (else derived)."""
     deferred: frozenset[str] = frozenset()
@@ -80,9 +81,9 @@ class LayoutInput:
     ``read_text`` only if an item holding one is laid out afresh (a long output is read back
     from the log when it enters the request, not in every build that keeps it)."""
     read_text: Callable[[str], str] | None = None
-    special_items: Sequence[TimelineItem] | None = None
-    """Items of ``kept_items`` that may hold a fragment whose text is special (cut, redacted,
-    reduced), when the caller knows them (else every item is checked)."""
+    items_of: Callable[[AbstractSet[str]], Sequence[TimelineItem]] | None = None
+    """The kept items holding any of some fragment ids, when the caller can find them (else
+    every item is checked for special fragments)."""
 
 
 _POSITION = operator.attrgetter("position")
@@ -176,7 +177,7 @@ def lay_out(inp: LayoutInput) -> Conversation:
     kept = inp.kept
     timeline = (inp.kept_items if inp.kept_items is not None
                 else [it for it in state.timeline() if it.fragment_id in kept])
-    special = (inp.texts.keys() - inp.verbatim) | inp.truncated
+    special = inp.texts.keys() | inp.truncated
     # An item whose texts are the logged ones lays out the same in every build: its messages
     # are kept per position with the item they were made for, and a long run's ~1,000
     # unchanged items are matched in C. Items holding a cut, redacted or otherwise special
@@ -186,8 +187,8 @@ def lay_out(inp: LayoutInput) -> Conversation:
     got: list[Any] = list(map(memo.get, positions, repeat(_NOTHING)))
     same = list(map(operator.is_, map(itemgetter(0), got), timeline))
     if special:
-        for at, item in enumerate(timeline) if inp.special_items is None else (
-                (positions.index(it.position), it) for it in inp.special_items):
+        for at, item in enumerate(timeline) if inp.items_of is None else (
+                (positions.index(it.position), it) for it in inp.items_of(special)):
             if item.fragment_id in special or (
                     isinstance(item, ToolGroup) and not special.isdisjoint(item.fragment_ids)):
                 got[at] = (item, _item_messages(item, inp, text))
@@ -198,11 +199,11 @@ def lay_out(inp: LayoutInput) -> Conversation:
     current: UserMessage | None = None
     entry = state.entries.get(inp.current_input) if inp.current_input is not None else None
     input_item = state.items.get(entry.position) if entry is not None else None
-    if isinstance(input_item, MessageItem) and input_item.fragment_id == inp.current_input and (
-            input_item.position in positions):  # the current input goes last, after the retrieved data
-        at = positions.index(input_item.position)
-        current = got[at][1][0]
-        got[at] = (input_item, ())
+    if isinstance(input_item, MessageItem) and input_item.fragment_id == inp.current_input:
+        with suppress(ValueError):  # kept: it goes last, after the retrieved data
+            input_at = positions.index(input_item.position)
+            current = got[input_at][1][0]
+            got[input_at] = (input_item, ())
     messages.extend(chain.from_iterable(map(itemgetter(1), got)))
     messages.extend(retrieval)
     if current is not None:

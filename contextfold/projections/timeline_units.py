@@ -256,7 +256,7 @@ class TimelineUnits:
     def items_of(self, fids: AbstractSet[str]) -> list[TimelineItem]:
         """The items holding any of ``fids`` (ids not from the timeline ignored), each once."""
         rows = sorted({self.row_of[fid] for fid in fids if fid in self.row_of})
-        return [self.rows[i].facts.item for i in rows]
+        return list(map(_ITEM, map(self.rows.__getitem__, rows)))
 
     def stale_lines(self) -> list[ExcludedFragment]:
         return list(chain.from_iterable(self.rows[i].stale for i in sorted(self.stale_rows)))
