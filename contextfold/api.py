@@ -241,11 +241,7 @@ class Run:
                                          output_tokens=output_tokens, model=model))[0]
 
     def _record(self, result: BuildResult, *, rebuild: bool) -> None:
-        m = result.manifest
-        self.append(ContextBuilt(turn=m.turn, provider=m.provider, request_hash=m.request_hash,
-                                 prefix_hash=m.cache_key, config_hash=m.config_hash,
-                                 manifest=m.model_dump(mode="json"), rebuild=rebuild,
-                                 log_version=m.log_version))
+        self.append(result.record(rebuild=rebuild))
 
     def compact(self, strategy: Literal["mask", "summary"] = "mask", *, window: int | None = None,
                 dry_run: bool = False, **options: Any) -> Any:

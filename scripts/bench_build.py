@@ -500,10 +500,7 @@ class CfSeries:
 
 
 def _record_event(result: BuildResult) -> ContextBuilt:
-    m = result.manifest
-    return ContextBuilt(turn=m.turn, provider=m.provider, request_hash=m.request_hash,
-                        prefix_hash=m.cache_key, config_hash=m.config_hash,
-                        manifest=m.model_dump(mode="json"), log_version=m.log_version)
+    return result.record()
 
 
 def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budget: int,

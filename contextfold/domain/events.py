@@ -19,6 +19,7 @@ workspace) or from an ``origin`` the runtime declares when it appends
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -58,6 +59,7 @@ __all__ = [
     "canonical_json",
     "event_from_json",
     "event_to_json",
+    "known_json_depth",
 ]
 
 
@@ -329,6 +331,50 @@ class ContextBuilt(_Event):
     log_version: int = Field(default=0, ge=0)
     """The last log position the build folded: a replay folds exactly up to here."""
 
+    @classmethod
+    def with_manifest_text(cls, manifest_text: str, manifest_depth: int | None = None,
+                           **fields: Any) -> ContextBuilt:
+        """The event of ``fields``, its manifest's canonical JSON already known.
+
+        ``manifest_text`` must be exactly the canonical JSON text of ``fields["manifest"]``
+        as the event dumps it, and ``manifest_depth`` (if given) at least its nesting depth
+        (``BuildResult.record`` makes all three from the same manifest, each line's text kept
+        from build to build). Why: a long run's manifest is ~2 MB of JSON, and dumping it
+        again to store its record, then reading that for its depth, cost more than the build;
+        with them known, :func:`canonical_json` dumps only the few other fields and the store
+        skips the read (:func:`known_json_depth`). They are kept beside the event (not in it:
+        events compare by their fields) for as long as this very event object lives; a copy
+        of the event is dumped and checked in full.
+        """
+        event = cls(**fields)
+        key = id(event)
+
+        def forget(ref: weakref.ref[ContextBuilt]) -> None:
+            hit = _MANIFEST_TEXTS.get(key)
+            if hit is not None and hit[0] is ref:
+                del _MANIFEST_TEXTS[key]
+
+        _MANIFEST_TEXTS[key] = (weakref.ref(event, forget), manifest_text, manifest_depth)
+        return event
+
+
+_MANIFEST_TEXTS: dict[int, tuple[weakref.ref[ContextBuilt], str, int | None]] = {}
+"""id(event) -> (the event, its manifest's canonical JSON text and depth bound), see
+``ContextBuilt.with_manifest_text``."""
+
+
+def _known_manifest(event: BaseModel) -> tuple[weakref.ref[ContextBuilt], str, int | None] | None:
+    hit = _MANIFEST_TEXTS.get(id(event)) if type(event) is ContextBuilt else None
+    return hit if hit is not None and hit[0]() is event else None
+
+
+def known_json_depth(event: BaseModel) -> int | None:
+    """A bound on the nesting depth of ``canonical_json(event)`` known without reading it, or
+    None: the record of a build whose manifest depth the builder vouched for."""
+    hit = _known_manifest(event)
+    # The event is an object of scalars but its manifest, an object: one level above it.
+    return None if hit is None or hit[2] is None else 1 + hit[2]
+
 
 class HandOff(_Event):
     """Another agent (or a resumed process) takes over the run."""
@@ -398,11 +444,18 @@ def _upcast(data: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- canonical JSON
 
 
+_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+"""``json.dumps`` with the canonical options."""
+
+
 def canonical_json(event: BaseModel) -> bytes:
     """Sorted keys, compact separators, UTF-8: the bytes the store hashes."""
-    return json.dumps(
-        event.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode("utf-8")
+    hit = _known_manifest(event)
+    if hit is not None:  # the manifest's text is known: splice it in
+        pieces = {k: _dumps(v) for k, v in event.model_dump(mode="json", exclude={"manifest"}).items()}
+        pieces["manifest"] = hit[1]
+        return ("{" + ",".join(f"{_dumps(k)}:{pieces[k]}" for k in sorted(pieces)) + "}").encode("utf-8")
+    return _dumps(event.model_dump(mode="json")).encode("utf-8")
 
 
 def event_to_json(event: AnyEvent) -> bytes:

@@ -8,7 +8,8 @@ the log, so a replay with the recorded config is byte-identical.
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+import functools
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +28,7 @@ __all__ = [
     "MediaCostRecord",
     "RedactionRecord",
     "TruncationRecord",
+    "manifest_json_depth",
 ]
 
 
@@ -214,3 +216,44 @@ class ContextManifest(_Frozen):
     config: BuildConfig
     calibration: Calibration | None = None
     """None when the run has no usage observations for this model yet: nothing was corrected."""
+
+
+@functools.cache
+def manifest_json_depth() -> int | None:
+    """The deepest nesting any manifest's JSON can have (``{}``/``[]`` count one level), read
+    off its serialization schema; None if the schema does not bound it.
+
+    Why: the store checks the depth of every event it appends by reading its JSON, and a long
+    run's record is ~2 MB of it; a record whose manifest text the builder vouches for
+    (``ContextBuilt.with_manifest_text``) is checked against this bound instead."""
+    schema = ContextManifest.model_json_schema(mode="serialization")
+    return _schema_depth(schema, schema.get("$defs", {}), frozenset())
+
+
+def _schema_depth(node: Any, defs: dict[str, Any], seen: frozenset[str]) -> int | None:
+    if not isinstance(node, dict):
+        return None
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        return None if name in seen or name not in defs else _schema_depth(defs[name], defs, seen | {name})
+    depths: list[int | None] = []
+    for key in ("anyOf", "oneOf", "allOf"):
+        depths += [_schema_depth(member, defs, seen) for member in node.get(key, ())]
+    kind = node.get("type")
+    if kind == "object":
+        extra = node.get("additionalProperties", True)
+        inner = [_schema_depth(v, defs, seen) for v in node.get("properties", {}).values()]
+        if extra is not False:
+            inner.append(_schema_depth(extra, defs, seen))  # True or absent: anything, no bound
+        depths.append(None if None in inner else 1 + max((d for d in inner if d is not None), default=0))
+    elif kind == "array":
+        inner = [_schema_depth(v, defs, seen) for v in node.get("prefixItems", ())]
+        if "items" in node or not inner:
+            inner.append(_schema_depth(node.get("items"), defs, seen))
+        depths.append(None if None in inner else 1 + max((d for d in inner if d is not None), default=0))
+    elif kind in ("string", "number", "integer", "boolean", "null") or "enum" in node or "const" in node:
+        depths.append(0)
+    if not depths or None in depths:
+        return None  # no type said (``Any``), or a member without a bound
+    return max(d for d in depths if d is not None)

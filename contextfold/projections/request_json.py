@@ -35,9 +35,10 @@ import blake3
 from pydantic import BaseModel
 
 from contextfold.domain.conversation import Conversation
+from contextfold.domain.manifest import ContextManifest
 
-__all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered", "misses",
-           "on_clear", "remember", "rendered", "rendered_all", "text_hash"]
+__all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered",
+           "manifest_json", "misses", "on_clear", "remember", "rendered", "rendered_all", "text_hash"]
 
 _LIMIT = 100_000
 _TEXT_CHARS_LIMIT = 64 * 1024 * 1024
@@ -137,6 +138,24 @@ def conversation_json(conversation: Conversation) -> dict[str, Any]:
             "tools": rendered_all("json", conversation.tools, _dump),
             "messages": rendered_all("json", conversation.messages, _dump),
             "stable_prefix_messages": conversation.stable_prefix_messages}
+
+
+_LINE_LISTS = ("fragments", "excluded_items")
+
+
+def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], str]:
+    """``manifest.model_dump(mode="json")`` and its canonical JSON text, each line's dict and
+    text made once per line object.
+
+    Why: the builder keeps a manifest line object while the line is unchanged, and a long
+    run's manifest has ~10,000 lines (most of them excluded ones), so its record dumped ~2 MB
+    of JSON per turn, mostly the same. The line dicts are remembered (read-only, shared by the
+    records of later turns), so the text is their kept texts joined."""
+    top = manifest.model_dump(mode="json", exclude=set(_LINE_LISTS))
+    for key in _LINE_LISTS:
+        top[key] = rendered_all("manifest", getattr(manifest, key), _dump)
+    out = {key: top[key] for key in type(manifest).model_fields}  # the model's field order
+    return out, _text(out)
 
 
 def rendered(provider: str, message: object,

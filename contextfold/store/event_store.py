@@ -65,6 +65,7 @@ from contextfold.domain.events import (
     ToolResult,
     canonical_json,
     event_from_json,
+    known_json_depth,
 )
 from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent, chain_hash
 from contextfold.store.backends import (
@@ -295,7 +296,9 @@ class EventStore:
             raise InputLimitError(
                 f"event {index} ({event.type}) is {len(body)} bytes of JSON after artifact offload; "
                 f"the limit is {limits.max_event_bytes}: carry large payloads as artifacts")
-        if body.count(b"[") + body.count(b"{") > limits.max_depth:  # cheap pre-check
+        known = known_json_depth(event)  # a build's record: bounded by the manifest's schema
+        if (known is None or known > limits.max_depth) and (
+                body.count(b"[") + body.count(b"{") > limits.max_depth):  # cheap pre-check
             depth = json_depth(body)
             if depth > limits.max_depth:
                 raise InputLimitError(

@@ -16,6 +16,7 @@ from contextfold.api import render_request
 from contextfold.domain.events import (
     AnyEvent,
     CompactionSummary,
+    ContextBuilt,
     EvidenceRetrieved,
     FileRead,
     HistoryCompacted,
@@ -27,11 +28,14 @@ from contextfold.domain.events import (
     ToolResult,
     ToolResultLost,
     UserInput,
+    canonical_json,
+    known_json_depth,
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, ContextManifest
-from contextfold.projections.builder import build_context
+from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold_event, new_state
+from contextfold.store.limits import json_depth
 
 CONFIGS = (
     BuildConfig(provider="neutral", window=1_500, reserve=200),
@@ -71,6 +75,23 @@ def _events() -> list[AnyEvent]:
     return ev
 
 
+def _check_record(result: BuildResult) -> None:
+    """The build's record (manifest lines dumped once per line object, the text joined from
+    their kept texts) is the event, and the bytes, that a full dump gives; its vouched depth
+    bounds the real one. Run after every build here, so lines kept across builds are covered."""
+    m = result.manifest
+    record = result.record(rebuild=True)
+    dumped = ContextBuilt(turn=m.turn, provider=m.provider, request_hash=m.request_hash,
+                          prefix_hash=m.cache_key, config_hash=m.config_hash,
+                          manifest=m.model_dump(mode="json"), rebuild=True, log_version=m.log_version)
+    assert record == dumped
+    body = canonical_json(record)
+    assert body == canonical_json(dumped) == canonical_json(record.model_copy())
+    depth = known_json_depth(record)
+    assert depth is not None and json_depth(body) <= depth
+    assert known_json_depth(dumped) is None and known_json_depth(record.model_copy()) is None
+
+
 def _outcome(state: object, config: BuildConfig) -> tuple[str, str] | str:
     try:
         result = build_context(state, config, render=render_request)  # type: ignore[arg-type]
@@ -79,6 +100,7 @@ def _outcome(state: object, config: BuildConfig) -> tuple[str, str] | str:
     # the builder constructs the manifest without validation: it must be what validation gives
     assert ContextManifest.model_validate(dict(result.manifest)) == result.manifest
     assert ContextManifest.model_validate_json(result.manifest.model_dump_json()) == result.manifest
+    _check_record(result)
     return result.manifest.request_hash, json.dumps(result.manifest.model_dump(mode="json"), sort_keys=True)
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InputLimitError, InvalidInputError
 from contextfold.domain.events import (
@@ -17,7 +19,13 @@ from contextfold.domain.events import (
     ToolSpec,
     ToolsRegistered,
     UserInput,
+    canonical_json,
+    known_json_depth,
 )
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig, _schema_depth, manifest_json_depth
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold_event, new_state
 from contextfold.store.event_store import EventStore
 from contextfold.store.limits import StoreLimits, json_depth
 
@@ -133,3 +141,48 @@ def test_default_limits() -> None:
     assert limits.max_event_bytes == 8 * 1024 * 1024
     assert limits.max_artifact_bytes == 256 * 1024 * 1024
     assert limits.max_depth == 64 and limits.max_batch == 10_000
+
+
+def test_schema_depth_bounds_only_what_the_schema_fixes() -> None:
+    class Leaf(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        tags: tuple[str, ...] = ()
+
+    class Node(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        leaves: list[Leaf] = []
+        counts: dict[str, int] = {}
+        maybe: Leaf | None = None
+
+    class Loose(BaseModel):
+        payload: dict[str, Any]
+
+    class Tree(BaseModel):
+        children: list[Tree] = []
+
+    def depth(model: type[BaseModel]) -> int | None:
+        schema = model.model_json_schema(mode="serialization")
+        return _schema_depth(schema, schema.get("$defs", {}), frozenset())
+
+    assert depth(Leaf) == 2 and depth(Node) == 4  # {"leaves": [{"tags": [..]}]}
+    assert json_depth(json.dumps(Node(leaves=[Leaf(tags=("a",))]).model_dump(mode="json")).encode()) == 4
+    assert depth(Loose) is None  # Any: no bound
+    assert depth(Tree) is None  # recursive: no bound
+    assert manifest_json_depth() == 5
+
+
+def test_a_vouched_depth_over_the_limit_is_still_checked(tmp_path: Path) -> None:
+    """A build's record skips the depth read only while its bound is within the limit; past
+    it, the real depth decides (here below the bound: no media lines)."""
+    state = new_state("r")
+    fold_event(state, RecordedEvent("r", 1, UserInput("hello"), ""))
+    record = build_context(state, BuildConfig(window=4000, reserve=500)).record()
+    real = json_depth(canonical_json(record))
+    assert known_json_depth(record) == 6 and real < 6
+    strict = EventStore(f"sqlite:///{tmp_path / 'strict.db'}", limits=StoreLimits(max_depth=real - 1))
+    with pytest.raises(InputLimitError, match="levels deep"):
+        strict.append("r", [record])
+    assert strict.version("r") == 0
+    exact = EventStore(f"sqlite:///{tmp_path / 'exact.db'}", limits=StoreLimits(max_depth=real))
+    stored = exact.append("r", [record])
+    assert exact.read("r")[0].event == record and stored[0].hash == exact.read("r")[0].hash
