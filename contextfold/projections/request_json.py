@@ -52,6 +52,8 @@ _text_chars = 0
 _ON_CLEAR: list[Callable[[], None]] = []
 """Other modules' memos of remembered dicts, emptied with these (``on_clear``)."""
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_quote: Callable[[str], str] = json.encoder.encode_basestring
+"""What ``_dumps`` gives for a str (``ensure_ascii=False``), without its per-call dispatch."""
 
 
 def on_clear(hook: Callable[[], None]) -> None:
@@ -98,11 +100,13 @@ def misses(got: list[Any], missing: object = None) -> Iterator[int]:
 
 def _text(obj: Any) -> str:
     if isinstance(obj, dict):
-        return "{" + ",".join(f"{_dumps(k)}:{_text(obj[k])}" for k in sorted(obj)) + "}"
+        return "{" + ",".join(f"{_quote(k)}:{_text(obj[k])}" for k in sorted(obj)) + "}"
     if isinstance(obj, list | tuple):
         # Memo entries hold their object, so a hit by id is that very object. A long run's
         # body has ~1,000 remembered messages: look them all up in C, dump only the others.
         got: list[Any] = list(map(_TEXTS.get, map(id, obj)))
+        if got.count(None) == len(got):  # nothing remembered (a short list of scalars, say)
+            return _dumps(obj)
         for i in misses(got):
             got[i] = (obj[i], _dumps(obj[i]))
         return "[" + ",".join(map(itemgetter(1), got)) + "]"

@@ -27,6 +27,7 @@ from contextfold.projections.render import (
     PROVIDERS,
     check_protocol,
     render,
+    render_shared,
     sdk_available,
     validate_request,
     validate_sdk_types,
@@ -607,6 +608,26 @@ def test_sdk_validation_catches_what_the_types_forbid(provider: str, path: list[
     with pytest.raises(RenderError, match="SDK request type") as info:
         validate_sdk_types(provider, body)
     assert info.value.index == index
+
+
+_OUTPUT_LIMIT = {"openai-chat": "max_completion_tokens", "openai-responses": "max_output_tokens",
+                 "anthropic": "max_tokens", "gemini": "generationConfig"}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_body_with_nothing_new_still_has_its_options_checked(provider: str) -> None:
+    """A rebuild's body holds only items validated before, so only its options are left to
+    check, and an equal options text is skipped: a changed option must still be checked."""
+    body = render_shared(PARALLEL, provider, max_tokens=10)  # validated, its items noted
+    assert validate_sdk_types(provider, body) is True  # nothing new: the same options pass
+    key = _OUTPUT_LIMIT[provider]
+    bad = {**body, key: {"maxOutputTokens": "many"} if provider == "gemini" else "many"}
+    with pytest.raises(RenderError, match="SDK request type"):
+        validate_sdk_types(provider, bad)
+    assert validate_sdk_types(provider, {**body, key: body[key]}) is True
+    unknown = {**body, "temprature": 0.2}
+    with pytest.raises(RenderError, match="temprature"):
+        validate_sdk_types(provider, unknown)
 
 
 def test_sdk_validation_rejects_an_unknown_top_level_key() -> None:

@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeAlias, assert_never, get_args
 from pydantic import ValidationError
 
 from contextfold.domain.errors import RenderError
-from contextfold.projections.request_json import is_remembered, on_clear
+from contextfold.projections.request_json import canonical_text, is_remembered, on_clear
 
 __all__ = [
     "PROVIDERS",
@@ -409,6 +409,11 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
     from pydantic import ValidationError
 
     body, kept_index = _unvalidated(name, body)
+    header = None
+    if all(not body.get(key) for key in (_HISTORY_KEY[name], "tools")):  # nothing new but the rest
+        header = canonical_text(body)
+        if header in _VALID_HEADERS.setdefault(name, {}):
+            return True
     try:
         if name == "gemini":
             _validate_gemini(body)
@@ -433,6 +438,11 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
         for item in items if isinstance(items, list) else ():
             if is_remembered(item):
                 _VALIDATED.setdefault(name, {})[id(item)] = item
+    if header is not None:
+        headers = _VALID_HEADERS[name]
+        if len(headers) >= 64:
+            headers.clear()
+        headers[header] = None
     return True
 
 
@@ -444,6 +454,10 @@ handed out as immutable are noted, so a later body that reuses one skips re-chec
 An entry holds its item, so a hit by id is that very item. Emptied whenever
 ``request_json``'s memos start over."""
 on_clear(_VALIDATED.clear)
+_VALID_HEADERS: dict[str, dict[str, None]] = {}
+"""provider -> canonical JSON of bodies that passed with every history item and tool already
+validated (what is left: model, output limit, options): a rebuild re-checks nothing. The text
+tells ``1`` from ``true`` and ``1.0``, so an equal text is an equal value to the validator."""
 
 
 def _unvalidated(name: Provider, body: Mapping[str, Any]
