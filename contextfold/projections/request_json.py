@@ -75,13 +75,19 @@ def _clear() -> None:
 
 def remember(obj: dict[str, Any]) -> dict[str, Any]:
     """Register ``obj`` (never to be mutated again) so :func:`canonical_text` reuses its text."""
+    _remember(obj)
+    return obj
+
+
+def _remember(obj: dict[str, Any]) -> str:
+    """:func:`remember`, returning the text (another thread may empty the memo at any time)."""
     global _text_chars
     if len(_TEXTS) >= _LIMIT or _text_chars >= _TEXT_CHARS_LIMIT:
         _clear()
     text = _dumps(obj)
     _TEXTS[id(obj)] = (obj, text)
     _text_chars += len(text)
-    return obj
+    return text
 
 
 def is_remembered(obj: object) -> bool:
@@ -164,8 +170,8 @@ def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], str]:
         lines = getattr(manifest, key)
         got: list[Any] = list(map(_LINES.get, map(id, lines)))  # in C: ~10,000 per record
         for i in misses(got):
-            line = remember(lines[i].model_dump(mode="json"))
-            got[i] = _LINES[id(lines[i])] = (lines[i], line, _TEXTS[id(line)][1])
+            line = lines[i].model_dump(mode="json")
+            got[i] = _LINES[id(lines[i])] = (lines[i], line, _remember(line))
         top[key] = list(map(itemgetter(1), got))
         pieces[key] = "[" + ",".join(map(itemgetter(2), got)) + "]"
     out = {key: top[key] for key in type(manifest).model_fields}  # the model's field order

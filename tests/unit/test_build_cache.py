@@ -120,6 +120,20 @@ def test_cached_builds_equal_fresh_builds_after_every_event(config: BuildConfig)
         assert state.required_ids() == state.snapshot().required_ids()
 
 
+def test_records_stay_exact_when_the_json_memos_start_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept line texts are emptied with the other JSON memos whenever those pass their bound
+    (here every few dicts, so it happens inside a record): records are exact throughout."""
+    import contextfold.projections.request_json as request_json
+
+    monkeypatch.setattr(request_json, "_LIMIT", 7)
+    state = new_state("memo-bound")
+    for pos, event in enumerate(_events(), start=1):
+        fold_event(state, RecordedEvent("memo-bound", pos, event, ""))
+        for config in CONFIGS:
+            _outcome(state, config)  # checks the record of every build that succeeds
+            assert len(request_json._LINES) <= 7  # emptied with the texts: bounded as they are
+
+
 @pytest.fixture
 def short_half_life(monkeypatch: pytest.MonkeyPatch) -> None:
     """Freshness halves every 2 positions, so it reaches exactly 0 about 42 positions back.
