@@ -17,7 +17,9 @@ Series (p50 per side, and the paired ratio):
 
 - ``neutral``: the first build of a turn (pays the turn's new events);
 - ``openai``: openai-chat built next (the second provider of the turn);
-- ``rebuild``: openai-chat again with nothing new (B only; ``--reps`` per turn).
+- ``rebuild``: openai-chat again with nothing new (B only; ``--reps`` per turn);
+- ``write`` (with ``--write``): the durable write of the turn's context-built record, made as
+  each version makes it (``BuildResult.record`` where it exists) and appended to its store.
 
 Workloads: ``B`` (default), the last ``--turns`` turns of the synthetic 10,000-message run at
 128k, as in ``bench_build.py``; ``A``, every turn of the tau-bench runs at ``--budget`` (3,000).
@@ -87,6 +89,7 @@ class Side:
         self.neutral = manifest.BuildConfig(provider="neutral", window=window, reserve=bb.RESERVE)
         self.openai = manifest.BuildConfig(provider="openai-chat", window=window, reserve=bb.RESERVE)
         self.state: Any = None
+        self.last: Any = None
         self.events: list[Any] = []
         self.run = ""
         self.fed = 0
@@ -108,14 +111,31 @@ class Side:
 
     def build(self, config: Any) -> tuple[float, str]:
         t0 = time.perf_counter()
-        result = self.builder.build_context(self.state, config, render=self.render)
+        result = self.last = self.builder.build_context(self.state, config, render=self.render)
         return time.perf_counter() - t0, result.manifest.request_hash
+
+    def write(self) -> float:
+        """Append the record of the last build (as that version makes it) and fold it back."""
+        result = self.last
+        t0 = time.perf_counter()
+        if hasattr(result, "record"):
+            event = result.record()
+        else:  # before BuildResult.record: the event as the agent loop made it then
+            m = result.manifest
+            event = self.events_mod.ContextBuilt(
+                turn=m.turn, provider=m.provider, request_hash=m.request_hash, prefix_hash=m.cache_key,
+                config_hash=m.config_hash, manifest=m.model_dump(mode="json"), log_version=m.log_version)
+        recs = self.store.append(self.run, [event])
+        took = time.perf_counter() - t0
+        for rec in recs:
+            self.fold_mod.fold_event(self.state, rec)
+        return took
 
 
 def run_turns(sides: dict[str, Side], runs: list[tuple[str, list[dict[str, Any]], list[int]]],
-              reps: int, same_output: bool) -> dict[str, dict[str, list[float]]]:
+              reps: int, same_output: bool, write: bool = False) -> dict[str, dict[str, list[float]]]:
     times: dict[str, dict[str, list[float]]] = {
-        k: {"neutral": [], "openai": [], "rebuild": []} for k in sides}
+        k: {"neutral": [], "openai": [], "rebuild": [], "write": []} for k in sides}
     pairs = 0
     for run, traj, turns in runs:
         for side in sides.values():
@@ -138,6 +158,9 @@ def run_turns(sides: dict[str, Side], runs: list[tuple[str, list[dict[str, Any]]
                 for name in order:
                     side = sides[name]
                     times[name]["rebuild"].append(side.build(side.openai)[0])
+            if write:  # the record of the turn's last openai-chat build
+                for name in order:
+                    times[name]["write"].append(sides[name].write())
             pairs += 1
     return times
 
@@ -145,7 +168,7 @@ def run_turns(sides: dict[str, Side], runs: list[tuple[str, list[dict[str, Any]]
 def report(times: dict[str, dict[str, list[float]]], base: str) -> None:
     print(f"{'series':8s} {'base p50':>10s} {'new p50':>10s} {'new/base (paired median)':>26s} "
           f"{'IQR':>12s} {'n':>6s}")
-    for series in ("neutral", "openai", "rebuild"):
+    for series in ("neutral", "openai", "rebuild", "write"):
         old, new = times["base"][series], times["new"][series]
         if not old:
             continue
@@ -164,6 +187,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=200, help="A: how many tau-bench runs (default all 200)")
     ap.add_argument("--budget", type=int, default=None, help="A: 3,000 by default; B: 128,000")
     ap.add_argument("--reps", type=int, default=None, help="rebuilds per turn (default 3 on B, 0 on A)")
+    ap.add_argument("--write", action="store_true",
+                    help="also time the durable write of each turn's context-built record (then folded: "
+                         "later turns see it, as in bench_build.py)")
     ap.add_argument("--changes-output", action="store_true",
                     help="the change alters requests: time it without requiring equal hashes")
     args = ap.parse_args()
@@ -188,12 +214,13 @@ def main() -> int:
             reps = 0 if args.reps is None else args.reps
         sides = {"base": Side("contextfold_base", budget, folder), "new": Side("contextfold", budget, folder)}
         gc.collect()
-        times = run_turns(sides, runs, reps, not args.changes_output)
+        times = run_turns(sides, runs, reps, not args.changes_output, args.write)
         if args.workload == "B":  # the first turn only warmed both sides up
             drop: Callable[[list[float]], list[float]] = lambda xs: xs[1:]  # noqa: E731
             for side in times.values():
                 side["neutral"], side["openai"] = drop(side["neutral"]), drop(side["openai"])
                 side["rebuild"] = side["rebuild"][reps:]
+                side["write"] = drop(side["write"])
         report(times, f"{args.base} ({commit[:10]})")
     return 0
 
