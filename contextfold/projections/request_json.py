@@ -32,10 +32,10 @@ from operator import itemgetter
 from typing import Any
 
 import blake3
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from contextfold.domain.conversation import Conversation
-from contextfold.domain.manifest import ContextManifest
+from contextfold.domain.manifest import ContextManifest, ExcludedFragment, ManifestFragment
 
 __all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered",
            "manifest_json", "misses", "on_clear", "remember", "rendered", "rendered_all", "text_hash"]
@@ -53,9 +53,29 @@ _LINES: dict[int, tuple[object, dict[str, Any], str]] = {}
 _text_chars = 0
 _ON_CLEAR: list[Callable[[], None]] = []
 """Other modules' memos of remembered dicts, emptied with these (``on_clear``)."""
-_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 _quote: Callable[[str], str] = json.encoder.encode_basestring
 """What ``_dumps`` gives for a str (``ensure_ascii=False``), without its per-call dispatch."""
+
+
+def _not_json(obj: object) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def _make_dumps() -> Callable[[Any], str]:
+    """``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, with one C
+    encoder made once and reused. Why: ``JSONEncoder.encode`` makes a new C encoder (and its
+    circular-reference table) per call, half of the 8 us it took per small dict here, and a
+    build dumps every new message and manifest line on its own. Without that table a circular
+    structure recurses until RecursionError instead of raising ValueError: everything dumped
+    here is JSON data made by ``model_dump``, which cannot be circular."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the standard encoder
+        return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+    encode = make(None, _not_json, _quote, None, ":", ",", True, False, True)
+    return lambda obj: "".join(encode(obj, 0))
+
+
+_dumps = _make_dumps()
 
 
 def on_clear(hook: Callable[[], None]) -> None:
@@ -108,6 +128,8 @@ def misses(got: list[Any], missing: object = None) -> Iterator[int]:
 
 
 def _text(obj: Any) -> str:
+    if isinstance(obj, str):
+        return _quote(obj)
     if isinstance(obj, dict):
         return "{" + ",".join(f"{_quote(k)}:{_text(obj[k])}" for k in sorted(obj)) + "}"
     if isinstance(obj, list | tuple):
@@ -153,7 +175,9 @@ def conversation_json(conversation: Conversation) -> dict[str, Any]:
             "stable_prefix_messages": conversation.stable_prefix_messages}
 
 
-_LINE_LISTS = ("fragments", "excluded_items")
+_LINE_ADAPTERS: dict[str, TypeAdapter[list[Any]]] = {
+    "fragments": TypeAdapter(list[ManifestFragment]), "excluded_items": TypeAdapter(list[ExcludedFragment])}
+"""The manifest's line lists, each with the serializer of its lines."""
 
 
 def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], str]:
@@ -164,13 +188,14 @@ def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], str]:
     run's manifest has ~10,000 lines (most of them excluded ones), so its record dumped ~2 MB
     of JSON per turn, mostly the same. The line dicts are remembered (read-only, shared by the
     records of later turns), so the text is their kept texts joined."""
-    top = manifest.model_dump(mode="json", exclude=set(_LINE_LISTS))
-    pieces = {key: _text(value) for key, value in top.items()}
-    for key in _LINE_LISTS:
+    top = manifest.model_dump(mode="json", exclude=set(_LINE_ADAPTERS))
+    pieces = {key: _dumps(value) for key, value in top.items()}  # fresh dicts: nothing remembered
+    for key, adapter in _LINE_ADAPTERS.items():
         lines = getattr(manifest, key)
         got: list[Any] = list(map(_LINES.get, map(id, lines)))  # in C: ~10,000 per record
-        for i in misses(got):
-            line = lines[i].model_dump(mode="json")
+        new = list(misses(got))
+        # the new lines in one serializer call (a short run's lines are mostly new each turn)
+        for i, line in zip(new, adapter.dump_python([lines[i] for i in new], mode="json"), strict=True):
             got[i] = _LINES[id(lines[i])] = (lines[i], line, _remember(line))
         top[key] = list(map(itemgetter(1), got))
         pieces[key] = "[" + ",".join(map(itemgetter(2), got)) + "]"

@@ -9,8 +9,11 @@ manifest and hashes, for several configs built on the same state in turn.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextfold.api import render_request
 from contextfold.domain.events import (
@@ -220,6 +223,29 @@ def test_canonical_text_equals_json_dumps_with_remembered_messages() -> None:
     body = {"model": "m", "messages": messages, "tools": [{"type": "function"}], "max": 3}
     expected = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical_text(body) == expected
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.dictionaries(st.text(max_size=6), _JSON, max_size=5),
+       items=st.lists(st.dictionaries(st.text(max_size=6), _JSON, max_size=4), max_size=5),
+       kept=st.lists(st.booleans(), min_size=5, max_size=5))
+def test_canonical_text_equals_json_dumps_for_any_json(body: dict[str, Any], items: list[dict[str, Any]],
+                                                       kept: list[bool]) -> None:
+    """The reused C encoder and the pieces joined around remembered dicts give json.dumps's
+    text for any JSON value: unicode, escapes, NaN and infinities, nesting, empty containers."""
+    from contextfold.projections.request_json import _dumps, canonical_text, remember
+
+    messages = [remember(item) if keep else item for item, keep in zip(items, kept, strict=False)]
+    whole = {**body, "messages": messages}
+    expected = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_text(whole) == expected
+    assert _dumps(whole) == expected
 
 
 @pytest.mark.parametrize("config", CONFIGS[:3], ids=lambda c: f"{c.window}-{c.redact}")
