@@ -35,6 +35,7 @@ import blake3
 from pydantic import BaseModel, TypeAdapter
 
 from contextfold.domain.conversation import Conversation
+from contextfold.domain.events import canonical_dumps
 from contextfold.domain.manifest import ContextManifest, ExcludedFragment, ManifestFragment
 
 __all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered",
@@ -57,25 +58,7 @@ _quote: Callable[[str], str] = json.encoder.encode_basestring
 """What ``_dumps`` gives for a str (``ensure_ascii=False``), without its per-call dispatch."""
 
 
-def _not_json(obj: object) -> Any:
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
-
-
-def _make_dumps() -> Callable[[Any], str]:
-    """``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, with one C
-    encoder made once and reused. Why: ``JSONEncoder.encode`` makes a new C encoder (and its
-    circular-reference table) per call, half of the 8 us it took per small dict here, and a
-    build dumps every new message and manifest line on its own. Without that table a circular
-    structure recurses until RecursionError instead of raising ValueError: everything dumped
-    here is JSON data made by ``model_dump``, which cannot be circular."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # no C accelerator: the standard encoder
-        return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-    encode = make(None, _not_json, _quote, None, ":", ",", True, False, True)
-    return lambda obj: "".join(encode(obj, 0))
-
-
-_dumps = _make_dumps()
+_dumps = canonical_dumps  # one reused C encoder (see its docstring)
 
 
 def on_clear(hook: Callable[[], None]) -> None:

@@ -246,6 +246,10 @@ def test_canonical_text_equals_json_dumps_for_any_json(body: dict[str, Any], ite
     expected = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical_text(whole) == expected
     assert _dumps(whole) == expected
+    event = ContextBuilt(turn=1, provider="p", request_hash="r", prefix_hash="c", config_hash="h",
+                         manifest=whole)
+    assert canonical_json(event).decode() == json.dumps(
+        event.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @pytest.mark.parametrize("config", CONFIGS[:3], ids=lambda c: f"{c.window}-{c.redact}")
