@@ -58,6 +58,7 @@ __all__ = [
     "UserInput",
     "canonical_dumps",
     "canonical_json",
+    "canonical_object",
     "event_from_json",
     "event_to_json",
     "known_json_depth",
@@ -466,17 +467,26 @@ new one (and its circular-reference table) per call, half of the 8 us it took pe
 here, and a build dumps each new message and manifest line on its own. Without that table a
 circular value recurses until RecursionError instead of raising ValueError; ``model_dump``
 output cannot be circular."""
-_dumps = canonical_dumps
+
+_quote: Callable[[str], str] = json.encoder.encode_basestring
+"""What ``canonical_dumps`` gives for a str, without its per-call dispatch."""
+
+
+def canonical_object(members: dict[str, str]) -> str:
+    """The canonical JSON of an object whose members' canonical texts are known (key -> text):
+    for callers that keep the texts of large members instead of dumping them again."""
+    return "{" + ",".join(f"{_quote(key)}:{members[key]}" for key in sorted(members)) + "}"
 
 
 def canonical_json(event: BaseModel) -> bytes:
     """Sorted keys, compact separators, UTF-8: the bytes the store hashes."""
     hit = _known_manifest(event)
     if hit is not None:  # the manifest's text is known: splice it in
-        pieces = {k: _dumps(v) for k, v in event.model_dump(mode="json", exclude={"manifest"}).items()}
-        pieces["manifest"] = hit[1]
-        return ("{" + ",".join(f"{_dumps(k)}:{pieces[k]}" for k in sorted(pieces)) + "}").encode("utf-8")
-    return _dumps(event.model_dump(mode="json")).encode("utf-8")
+        rest = event.model_dump(mode="json", exclude={"manifest"})
+        members = {key: canonical_dumps(value) for key, value in rest.items()}
+        members["manifest"] = hit[1]
+        return canonical_object(members).encode("utf-8")
+    return canonical_dumps(event.model_dump(mode="json")).encode("utf-8")
 
 
 def event_to_json(event: AnyEvent) -> bytes:

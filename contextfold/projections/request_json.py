@@ -35,7 +35,7 @@ import blake3
 from pydantic import BaseModel, TypeAdapter
 
 from contextfold.domain.conversation import Conversation
-from contextfold.domain.events import canonical_dumps
+from contextfold.domain.events import canonical_dumps, canonical_object
 from contextfold.domain.manifest import ContextManifest, ExcludedFragment, ManifestFragment
 
 __all__ = ["canonical_hash", "canonical_text", "conversation_json", "hand_out", "is_remembered",
@@ -56,8 +56,6 @@ _ON_CLEAR: list[Callable[[], None]] = []
 """Other modules' memos of remembered dicts, emptied with these (``on_clear``)."""
 _quote: Callable[[str], str] = json.encoder.encode_basestring
 """What ``_dumps`` gives for a str (``ensure_ascii=False``), without its per-call dispatch."""
-
-
 _dumps = canonical_dumps  # one reused C encoder (see its docstring)
 
 
@@ -114,7 +112,7 @@ def _text(obj: Any) -> str:
     if isinstance(obj, str):
         return _quote(obj)
     if isinstance(obj, dict):
-        return "{" + ",".join(f"{_quote(k)}:{_text(obj[k])}" for k in sorted(obj)) + "}"
+        return canonical_object({k: _text(v) for k, v in obj.items()})
     if isinstance(obj, list | tuple):
         # Memo entries hold their object, so a hit by id is that very object. A long run's
         # body has ~1,000 remembered messages: look them all up in C, dump only the others.
@@ -172,7 +170,7 @@ def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], str]:
     of JSON per turn, mostly the same. The line dicts are remembered (read-only, shared by the
     records of later turns), so the text is their kept texts joined."""
     top = manifest.model_dump(mode="json", exclude=set(_LINE_ADAPTERS))
-    pieces = {key: _dumps(value) for key, value in top.items()}  # fresh dicts: nothing remembered
+    members = {key: _dumps(value) for key, value in top.items()}  # fresh dicts: nothing remembered
     for key, adapter in _LINE_ADAPTERS.items():
         lines = getattr(manifest, key)
         got: list[Any] = list(map(_LINES.get, map(id, lines)))  # in C: ~10,000 per record
@@ -181,9 +179,9 @@ def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], str]:
         for i, line in zip(new, adapter.dump_python([lines[i] for i in new], mode="json"), strict=True):
             got[i] = _LINES[id(lines[i])] = (lines[i], line, _remember(line))
         top[key] = list(map(itemgetter(1), got))
-        pieces[key] = "[" + ",".join(map(itemgetter(2), got)) + "]"
+        members[key] = "[" + ",".join(map(itemgetter(2), got)) + "]"
     out = {key: top[key] for key in type(manifest).model_fields}  # the model's field order
-    return out, "{" + ",".join(f"{_quote(key)}:{pieces[key]}" for key in sorted(pieces)) + "}"
+    return out, canonical_object(members)
 
 
 def rendered(provider: str, message: object,
