@@ -29,6 +29,7 @@ __all__ = [
     "RedactionRecord",
     "TruncationRecord",
     "manifest_json_depth",
+    "schema_json_depth",
 ]
 
 
@@ -226,7 +227,13 @@ def manifest_json_depth() -> int | None:
     Why: the store checks the depth of every event it appends by reading its JSON, and a long
     run's record is ~2 MB of it; a record whose manifest text the builder vouches for
     (``ContextBuilt.with_manifest_text``) is checked against this bound instead."""
-    schema = ContextManifest.model_json_schema(mode="serialization")
+    return schema_json_depth(ContextManifest)
+
+
+def schema_json_depth(model: type[BaseModel]) -> int | None:
+    """The deepest nesting the JSON of ``model``'s dumps can have, read off its serialization
+    schema; None where the schema does not bound it (``Any``, a recursive model)."""
+    schema = model.model_json_schema(mode="serialization")
     return _schema_depth(schema, schema.get("$defs", {}), frozenset())
 
 
@@ -241,16 +248,17 @@ def _schema_depth(node: Any, defs: dict[str, Any], seen: frozenset[str]) -> int 
     for key in ("anyOf", "oneOf", "allOf"):
         depths += [_schema_depth(member, defs, seen) for member in node.get(key, ())]
     kind = node.get("type")
-    if kind == "object":
-        extra = node.get("additionalProperties", True)
-        inner = [_schema_depth(v, defs, seen) for v in node.get("properties", {}).values()]
-        if extra is not False:
-            inner.append(_schema_depth(extra, defs, seen))  # True or absent: anything, no bound
-        depths.append(None if None in inner else 1 + max((d for d in inner if d is not None), default=0))
-    elif kind == "array":
-        inner = [_schema_depth(v, defs, seen) for v in node.get("prefixItems", ())]
-        if "items" in node or not inner:
-            inner.append(_schema_depth(node.get("items"), defs, seen))
+    if kind in ("object", "array"):  # one level above the deepest member or item
+        if kind == "object":
+            members = list(node.get("properties", {}).values())
+            extra = node.get("additionalProperties", True)
+            if extra is not False:
+                members.append(extra)  # True or absent: anything, no bound
+        else:
+            members = list(node.get("prefixItems", ()))
+            if "items" in node or not members:
+                members.append(node.get("items"))
+        inner = [_schema_depth(member, defs, seen) for member in members]
         depths.append(None if None in inner else 1 + max((d for d in inner if d is not None), default=0))
     elif kind in ("string", "number", "integer", "boolean", "null") or "enum" in node or "const" in node:
         depths.append(0)

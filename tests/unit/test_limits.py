@@ -23,7 +23,7 @@ from contextfold.domain.events import (
     known_json_depth,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, _schema_depth, manifest_json_depth
+from contextfold.domain.manifest import BuildConfig, manifest_json_depth, schema_json_depth
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.store.event_store import EventStore
@@ -160,14 +160,10 @@ def test_schema_depth_bounds_only_what_the_schema_fixes() -> None:
     class Tree(BaseModel):
         children: list[Tree] = []
 
-    def depth(model: type[BaseModel]) -> int | None:
-        schema = model.model_json_schema(mode="serialization")
-        return _schema_depth(schema, schema.get("$defs", {}), frozenset())
-
-    assert depth(Leaf) == 2 and depth(Node) == 4  # {"leaves": [{"tags": [..]}]}
+    assert schema_json_depth(Leaf) == 2 and schema_json_depth(Node) == 4  # {"leaves": [{"tags": [..]}]}
     assert json_depth(json.dumps(Node(leaves=[Leaf(tags=("a",))]).model_dump(mode="json")).encode()) == 4
-    assert depth(Loose) is None  # Any: no bound
-    assert depth(Tree) is None  # recursive: no bound
+    assert schema_json_depth(Loose) is None  # Any: no bound
+    assert schema_json_depth(Tree) is None  # recursive: no bound
     assert manifest_json_depth() == 5
 
 
