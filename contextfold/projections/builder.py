@@ -246,7 +246,7 @@ def _build(state: RunState, config: BuildConfig, *,
     texts: dict[str, str] = {}
     truncations: list[TruncationRecord] = []
     truncated: set[str] = set()
-    text_cut: set[str] = set()
+    text_cut: dict[str, int] = {}  # the fragments whose text was cut, with its tokens now
     reduced: set[str] = set()
     original_tokens: dict[str, int] = {}
     deferred: set[str] = set()
@@ -267,9 +267,10 @@ def _build(state: RunState, config: BuildConfig, *,
                 logged = ctx.state.entries[fid].token_count
                 texts[fid] = ctx.full_text(fid)  # redacted
                 if ctx.frag(fid).token_count > logged:  # a placeholder longer than its secret
-                    texts[fid] = truncate_fragment(ctx, fid, logged).text
+                    cut = truncate_fragment(ctx, fid, logged)
+                    texts[fid] = cut.text
                     truncated.add(fid)
-                    text_cut.add(fid)
+                    text_cut[fid] = cut.tokens
                     original_tokens[fid] = ctx.frag(fid).token_count
         if grant >= unit.tokens:
             continue
@@ -295,7 +296,7 @@ def _build(state: RunState, config: BuildConfig, *,
             result = truncate_fragment(ctx, fid, max(share, 1))
             texts[fid] = result.text
             truncated.add(fid)
-            text_cut.add(fid)
+            text_cut[fid] = result.tokens
             original_tokens[fid] = (ctx.content_tokens(fid) if ctx.media(fid) is not None
                                     else result.original_tokens)
             kept_ranges = ", ".join(f"{r.start}-{r.end}" for r in result.kept)
@@ -335,11 +336,11 @@ def _build(state: RunState, config: BuildConfig, *,
         request = conversation_json(conversation)
     else:
         request = render(conversation, config.provider, config.reserve)
-    changed = text_cut | truncated | reduced
+    changed = text_cut.keys() | truncated | reduced
     cut_units = [uid for uid in worked if not changed.isdisjoint(members[uid])]
     return _finish(ctx, config, budget, conversation, request, selection.kept,
                    (members, unit_by_id, cut_units), unit_layer_no,
-                   texts, truncated, original_tokens, truncations, (excluded, low_priority), exposure,
+                   truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                    repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
 
 
@@ -400,13 +401,13 @@ def _config_hash(config: BuildConfig) -> str:
 def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
             request: dict[str, Any], kept: dict[str, int],
             units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
-            unit_layer_no: dict[str, int], texts: dict[str, str], truncated: set[str],
+            unit_layer_no: dict[str, int], truncated: set[str],
             original_tokens: dict[str, int], truncations: list[TruncationRecord],
             exclusions: tuple[list[ExcludedFragment], list[ExcludedFragment]],
             exposure: tuple[tuple[ToolChoice, ...], int],
             repairs: list[str],
             current_input: str | None, calibration: Calibration | None = None,
-            cuts: tuple[set[str], set[str], dict[str, dict[str, str]]] = (set(), set(), {})
+            cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]] = ({}, set(), {})
             ) -> BuildResult:
     state = ctx.state
     text_cut, reduced, shown_in = cuts
@@ -438,7 +439,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
                 line = plain_line(ctx, facts, layer_no, fresh, current_input)
             else:
                 plain = False
-                line = selected_line(ctx, facts, layer_no, fresh, current_input, texts, text_cut, reduced,
+                line = selected_line(ctx, facts, layer_no, fresh, current_input, text_cut, reduced,
                                  truncated, original_tokens, shown_in)
             layer, tokens, overhead, view, mline = line
             rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))

@@ -37,7 +37,8 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
         block = next(b for b in f.content if isinstance(b, ToolResultBlock))
         ref = f"artifact:{block.artifact.hash}" if block.artifact else f.source_ref
         if block.exit_code is not None or block.status == "error":
-            return lean_log(text, block.exit_code, max_tokens, ctx.count, artifact_ref=ref)
+            return lean_log(text, block.exit_code, max_tokens, ctx.count, artifact_ref=ref,
+                            line_splitting=ctx.state.counter.line_splitting)
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         kind = "json"
@@ -47,7 +48,8 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
         kind = "markdown"
     else:
         kind = "log" if f.kind == "tool_result" else "text"
-    return truncate(text, max_tokens, kind=kind, count=ctx.count)  # type: ignore[arg-type]
+    return truncate(text, max_tokens, kind=kind, count=ctx.count,  # type: ignore[arg-type]
+                    line_splitting=ctx.state.counter.line_splitting)
 
 
 def split_room(room: int, sizes: list[int]) -> list[int]:

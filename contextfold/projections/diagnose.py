@@ -20,11 +20,14 @@ takes its line plus the indented continuation lines right after it (a cargo
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from itertools import chain
 from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
+from contextfold.projections.line_counts import LineCounts, LineSplitting
 from contextfold.projections.truncate import (
     KeptRange,
     TokenCounter,
@@ -204,14 +207,16 @@ def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
 
 
 def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCounter, *,
-             artifact_ref: str | None = None) -> Truncation:
+             artifact_ref: str | None = None,
+             line_splitting: LineSplitting | None = None) -> Truncation:
     """A long log as diagnosis header + head window + tail window + where the rest is.
 
     A log that fits is returned unchanged: the caller still has the exit code.
     Otherwise the richest header that leaves room for the marker is chosen
     (exit code first, then the first key error, condensed if need be), then as
     many whole lines as fit, a third from the head and two thirds from the
-    tail. ``kept`` lists the head and tail line ranges.
+    tail. ``kept`` lists the head and tail line ranges. ``line_splitting``: as for
+    :func:`~contextfold.projections.truncate.truncate` (same result, fewer tokenizations).
     """
     if max_tokens < 0:
         raise InvalidInputError(f"max_tokens must be >= 0, got {max_tokens}")
@@ -230,15 +235,21 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
         head = k // 3
         return head, k - head
 
+    counts = None if line_splitting is None else LineCounts(lines, line_splitting)
     for header, framed in _header_variants(diagnosis, where):
-        def render(k: int, header: str = header, framed: bool = framed) -> str:
+        def parts(k: int, header: str = header, framed: bool = framed) -> list[str | range]:
             head, tail = split(k)
-            body = [*lines[:head], line_marker(n - k, head + 1, n - tail), *lines[n - tail:]]
-            if framed:
-                return "\n".join([header, "[log excerpt]", *body, f"[full log: {where}]"]) + end
-            return "\n".join([header, *body]) + end
+            marker = line_marker(n - k, head + 1, n - tail)
+            body: list[str | range] = [range(0, head), marker, range(n - tail, n)]
+            return [header, "[log excerpt]", *body, f"[full log: {where}]"] if framed else [header, *body]
 
-        found = fit_line_windows(n - 1, render, count, max_tokens)
+        def render(k: int, parts: Callable[[int], list[str | range]] = parts) -> str:
+            pieces = [lines[p.start:p.stop] if isinstance(p, range) else [p] for p in parts(k)]
+            return "\n".join(chain.from_iterable(pieces)) + end
+
+        measure = None if counts is None else (
+            lambda k, parts=parts, counts=counts: counts.count(parts(k), end))
+        found = fit_line_windows(n - 1, render, count, max_tokens, measure=measure)
         if found is not None:
             k, out, tokens = found
             head, tail = split(k)

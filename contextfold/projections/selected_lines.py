@@ -63,13 +63,17 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current
 
 
 def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None,
-                  texts: dict[str, str], text_cut: set[str], reduced: set[str], truncated: set[str],
+                  text_cut: dict[str, int], reduced: set[str], truncated: set[str],
                   original_tokens: dict[str, int], shown_in: dict[str, dict[str, str]]
                   ) -> tuple[int, int, int, SelectedView, ManifestFragment]:
-    """One selected fragment: its layer, tokens, overhead, view and manifest line."""
+    """One selected fragment: its layer, tokens, overhead, view and manifest line.
+
+    ``text_cut`` maps a fragment whose text was cut to that text's tokens (the truncation
+    counted them: counting the text again cost a whole tokenization when its probes were
+    counted from line blocks)."""
     f, m = ctx.shown(facts.frag), facts.media  # a lazy text is loaded here: this fragment is rendered
     fid = f.id
-    text = ctx.count(texts[fid]) if fid in text_cut else facts.text_tokens
+    text = text_cut.get(fid, facts.text_tokens)
     tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     if fid in ctx.required:

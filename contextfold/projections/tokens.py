@@ -44,6 +44,7 @@ import blake3
 import tiktoken
 
 from contextfold.domain.errors import IntegrityError
+from contextfold.projections.line_counts import LineSplitting
 
 __all__ = [
     "CL100K_OFFLINE_SHA256",
@@ -171,7 +172,7 @@ class TokenCounter:
     ``calls``.
     """
 
-    __slots__ = ("_cache", "_encoding", "_lock", "_short", "calls", "encoding_name", "hits")
+    __slots__ = ("_cache", "_encoding", "_lock", "_short", "calls", "encoding_name", "hits", "line_splitting")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if not encoding_available(encoding):
@@ -184,6 +185,12 @@ class TokenCounter:
         self._lock = threading.Lock()
         self.calls = 0
         self.hits = 0
+        self.line_splitting: LineSplitting | None = (
+            LineSplitting(_splits_before, self.count_uncached)
+            if self._encoding._pat_str == _CL100K_PATTERN else None)
+        """How this encoding lets a text of whole lines be counted by line blocks
+        (:mod:`~contextfold.projections.line_counts`); None for a pre-tokenizer we have not
+        derived a rule for (then truncation counts each candidate whole)."""
 
     def count(self, text: str) -> int:
         if not text:
@@ -208,6 +215,14 @@ class TokenCounter:
             self.calls += 1
         return n
 
+    def count_uncached(self, text: str) -> int:
+        """Tokens of ``text``, tokenized now and not kept: for texts whose owner keeps the count
+        (a truncation's line blocks), which would only grow the cache."""
+        n = len(self._encoding.encode_ordinary(text))
+        with self._lock:
+            self.calls += 1
+        return n
+
     def stats(self) -> CacheStats:
         return CacheStats(calls=self.calls, hits=self.hits, size=len(self._cache) + len(self._short))
 
@@ -218,6 +233,29 @@ class TokenCounter:
             self._short.clear()
             self.calls = 0
             self.hits = 0
+
+
+_CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
+                   r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+"""cl100k_base's pre-tokenizer as tiktoken ships it; :func:`_splits_before` is derived from it."""
+
+
+def _splits_before(line: str) -> bool:
+    """For cl100k_base: no regex piece spans the newline before ``line``.
+
+    The pieces that can hold a newline are whitespace runs (``\\s*[\\r\\n]``, ``\\s++$``) and a
+    punctuation run's trailing ``[\\r\\n]*+``. After ``"\\n"`` they stop at the first character
+    that is neither a newline nor (through ``\\s*``) whitespace leading to one; the pattern has
+    no look-behind, so ``line``'s own pieces are the same wherever it starts. So the newline
+    ends its piece when ``line``'s leading whitespace holds no ``\\r`` or ``\\n`` and something
+    other than whitespace follows it. (``str.isspace`` covers the regex's ``\\s`` and more,
+    which only makes this stricter.)
+    """
+    body = line.lstrip()
+    if not body:
+        return False
+    lead = len(line) - len(body)
+    return lead == 0 or ("\r" not in line[:lead] and "\n" not in line[:lead])
 
 
 _SHORT_TEXT = 256

@@ -43,11 +43,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
+from contextfold.projections.line_counts import LineCounts, LineSplitting
 
 __all__ = [
     "MINIMAL_MARKER",
@@ -166,7 +168,8 @@ def fit_line_windows(
     render: Callable[[int], str],
     count: TokenCounter,
     max_tokens: int,
-    probes: dict[int, tuple[str, int]] | None = None,
+    probes: dict[int, tuple[str | None, int]] | None = None,
+    measure: Callable[[int], int] | None = None,
 ) -> tuple[int, str, int] | None:
     """The largest ``k`` in ``[0, n]`` whose ``render(k)`` fits, with its text and tokens.
 
@@ -174,14 +177,18 @@ def fit_line_windows(
     search: each probe counts one assembled candidate, so a 2 MB input costs
     O(log n) counts of budget-sized texts. A non-monotone counter can only
     make the result shorter, never over budget: only probes that passed are
-    returned.
+    returned. ``measure(k)``, when given, is ``count(render(k))`` found without
+    the text (``line_counts``): then only the answer is rendered.
     """
-    memo: dict[int, tuple[str, int]] = {} if probes is None else probes  # ``render`` is pure
+    memo: dict[int, tuple[str | None, int]] = {} if probes is None else probes  # ``render`` is pure
 
     def fits(k: int) -> bool:
         if k not in memo:
-            text = render(k)
-            memo[k] = (text, count(text))
+            if measure is not None:
+                memo[k] = (None, measure(k))
+            else:
+                text = render(k)
+                memo[k] = (text, count(text))
         return memo[k][1] <= max_tokens
 
     if not fits(0):
@@ -206,8 +213,11 @@ def fit_line_windows(
             lo = mid
         else:
             hi = mid
-    text, tokens = memo[lo]
-    return lo, text, tokens
+    found, tokens = memo[lo]
+    if found is None:
+        found = render(lo)
+        memo[lo] = (found, tokens)
+    return lo, found, tokens
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -270,11 +280,14 @@ def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
 
 
 def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
-                    *, head_share: float, fences: bool) -> Truncation:
-    entry = _probe_entry(("lines", text, head_share, fences, count))
+                    *, head_share: float, fences: bool,
+                    rule: LineSplitting | None = None) -> Truncation:
+    entry = _probe_entry(("lines", text, head_share, fences, count, rule))
     if "lines" not in entry:
         lines, trailing = split_lines(text)
         entry["lines"] = (lines, trailing, _fence_states(lines) if fences else [None] * (len(lines) + 1))
+        if rule is not None:
+            entry["counts"] = LineCounts(entry["lines"][0], rule)
     lines, trailing, states = entry["lines"]
     n = len(lines)
     end = "\n" if trailing else ""
@@ -283,9 +296,9 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         head = int(k * head_share)
         return head, k - head
 
-    def render(k: int) -> str:
+    def parts(k: int) -> list[str | range]:
         head, tail = split(k)
-        out = lines[:head]
+        out: list[str | range] = [range(0, head)]
         before_marker = states[head]
         if before_marker is not None:
             out.append(_closing_fence(before_marker))
@@ -293,10 +306,16 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         after_marker = states[n - tail]
         if after_marker is not None:
             out.append(after_marker)
-        out.extend(lines[n - tail:])
-        return _kept_probe("\n".join(out) + end)
+        out.append(range(n - tail, n))
+        return out
 
-    found = fit_line_windows(n - 1, render, count, max_tokens, entry["probes"])
+    def render(k: int) -> str:
+        pieces = [lines[p.start:p.stop] if isinstance(p, range) else [p] for p in parts(k)]
+        return _kept_probe("\n".join(chain.from_iterable(pieces)) + end)
+
+    counts: LineCounts | None = entry.get("counts")
+    measure = None if counts is None else (lambda k: counts.count(parts(k), end))
+    found = fit_line_windows(n - 1, render, count, max_tokens, entry["probes"], measure)
     if found is None:
         return marker_only(text, original_tokens, "line", n, count)
     k, out_text, tokens = found
@@ -392,8 +411,8 @@ def _size_knob_max(value: Any) -> int:
     return best
 
 
-def _truncate_json(text: str, original_tokens: int, max_tokens: int,
-                   count: TokenCounter) -> Truncation:
+def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
+                   rule: LineSplitting | None = None) -> Truncation:
     entry = _probe_entry(("json", text, count))
     try:
         if "json" not in entry:
@@ -416,7 +435,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int,
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"])
     except (ValueError, RecursionError):
         return _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
-                               fences=False)
+                               fences=False, rule=rule)
     if found is None:
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
@@ -438,10 +457,12 @@ def _check_budget(max_tokens: int) -> None:
 
 
 def truncate(text: str, max_tokens: int, *, kind: ContentKind,
-             count: TokenCounter) -> Truncation:
+             count: TokenCounter, line_splitting: LineSplitting | None = None) -> Truncation:
     """``text`` cut to ``max_tokens`` at the boundaries of its ``kind`` (see module doc).
 
-    Text that already fits is returned unchanged (``truncated=False``).
+    Text that already fits is returned unchanged (``truncated=False``). ``line_splitting`` (the
+    ``TokenCounter.line_splitting`` of the encoding ``count`` counts) lets line windows be
+    counted from kept line blocks (:mod:`~contextfold.projections.line_counts`): same result.
     """
     _check_budget(max_tokens)
     original_tokens = count(text)
@@ -454,15 +475,15 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
     match kind:
         case "log":
             return _truncate_lines(text, original_tokens, max_tokens, count,
-                                   head_share=1 / 3, fences=False)
+                                   head_share=1 / 3, fences=False, rule=line_splitting)
         case "file":
             return _truncate_lines(text, original_tokens, max_tokens, count,
-                                   head_share=0.5, fences=False)
+                                   head_share=0.5, fences=False, rule=line_splitting)
         case "markdown" | "text":
             return _truncate_lines(text, original_tokens, max_tokens, count,
-                                   head_share=0.5, fences=True)
+                                   head_share=0.5, fences=True, rule=line_splitting)
         case "json":
-            return _truncate_json(text, original_tokens, max_tokens, count)
+            return _truncate_json(text, original_tokens, max_tokens, count, line_splitting)
         case _:
             assert_never(kind)
 

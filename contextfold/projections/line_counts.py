@@ -1,0 +1,151 @@
+"""Exact token counts of texts made of whole lines of one text, without tokenizing them whole.
+
+Why: safe truncation searches for the largest head and tail windows of lines that fit
+(``truncate.fit_line_windows``), and each probe counted its whole candidate text. A long run's
+first build of a turn cuts the unit at the edge of the budget to a new size, and its probes,
+each budget-sized, were a fifth of that build (~7 tokenizations of ~20k tokens on the 10k-message
+run).
+
+Why exact: a tiktoken encoding splits text into pieces with a regex and encodes each piece
+apart, so a count is the sum over pieces. For the encodings we know
+(``TokenCounter.line_splitting``), a piece never spans the
+newline before a line that starts "plainly": ``count(a + "\\n" + b) == count(a + "\\n") +
+count(b)`` for any ``a``. So a candidate is cut into *segments* at such lines, and a segment
+made of original lines only is an original *block* (lines from one plain start to the next),
+counted once per input and summed by prefix; only the segments at the edges of the windows
+(and the marker) are tokenized per probe. The counts are exactly the whole text's:
+``tests/unit/test_line_counts.py`` checks them against the tokenizer, and truncation results
+are identical with and without this.
+
+Blocks are found lazily from each end: a probe touches about as many lines as it keeps, so a
+2 MB log cut to a small budget is not tokenized whole.
+"""
+
+from __future__ import annotations
+
+import operator
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["LineCounts", "LineSplitting"]
+
+
+@dataclass(frozen=True, slots=True)
+class LineSplitting:
+    """What an encoding lends to count texts by line blocks (``TokenCounter.line_splitting``).
+
+    ``splits_before(line)`` holds only when the encoding never joins a piece across the
+    newline before ``line``; ``count`` is that encoding's count, uncached (a :class:`LineCounts`
+    keeps its blocks' counts itself)."""
+
+    splits_before: Callable[[str], bool]
+    count: Callable[[str], int]
+
+
+class LineCounts:
+    """Token counts of ``"\\n".join(items) + end``, where each item is one extra line (a str) or
+    a run of the original ``lines``: a head ``range(0, h)`` or a tail ``range(a, len(lines))``.
+    """
+
+    __slots__ = ("_count", "_head_next", "_head_starts", "_head_sums", "_lines", "_splits",
+                 "_tail_next", "_tail_starts", "_tail_sums")
+
+    def __init__(self, lines: Sequence[str], rule: LineSplitting) -> None:
+        self._lines = lines
+        self._count = rule.count
+        self._splits = rule.splits_before
+        # Block starts: line 0 and every line the encoding splits before. From the head:
+        # ascending starts with the tokens of lines[0:start]; from the tail: descending starts
+        # with the tokens of lines[start:last start], the last block left out (it ends the text).
+        self._head_starts = [0]
+        self._head_sums = [0]
+        self._head_next = 1
+        self._tail_starts: list[int] = []
+        self._tail_sums: list[int] = []
+        self._tail_next = len(lines) - 1
+
+    def _starts_block(self, i: int) -> bool:
+        return i == 0 or self._splits(self._lines[i])
+
+    def _block_tokens(self, start: int, stop: int) -> int:
+        return self._count("\n".join(self._lines[start:stop]) + "\n")
+
+    def _scan_head(self, upto: int) -> None:
+        """Know every block start up to line ``upto`` (inclusive) from the head."""
+        starts, sums = self._head_starts, self._head_sums
+        for i in range(self._head_next, upto + 1):
+            if self._starts_block(i):
+                sums.append(sums[-1] + self._block_tokens(starts[-1], i))
+                starts.append(i)
+        self._head_next = max(self._head_next, upto + 1)
+
+    def _scan_tail(self, downto: int) -> None:
+        """Know every block start down to line ``downto`` (inclusive) from the tail."""
+        starts, sums = self._tail_starts, self._tail_sums
+        for i in range(self._tail_next, downto - 1, -1):
+            if self._starts_block(i):
+                if starts:
+                    sums.append(sums[-1] + self._block_tokens(i, starts[-1]))
+                else:
+                    sums.append(0)
+                starts.append(i)
+        self._tail_next = min(self._tail_next, downto - 1)
+
+    def _run(self, a: int, b: int, from_a: bool) -> tuple[int, int, int] | None:
+        """For the run ``lines[a:b]``: the first block start at or past ``a`` (past it unless
+        ``from_a``), the last block start, and the tokens of the whole blocks between those two.
+        None when there is no such first start inside the run."""
+        first = a if from_a else a + 1
+        if a == 0 and b < len(self._lines):
+            self._scan_head(b - 1)
+            starts, sums = self._head_starts, self._head_sums
+            lo = bisect_left(starts, first)
+            hi = bisect_right(starts, b - 1) - 1
+            if lo > hi:
+                return None
+            return starts[lo], starts[hi], sums[hi] - sums[lo]
+        self._scan_tail(a)  # b == len(lines): starts descending, so searched by their negation
+        starts, sums = self._tail_starts, self._tail_sums
+        hi = bisect_right(starts, -first, key=operator.neg) - 1
+        if hi < 0:
+            return None
+        return starts[hi], starts[0], sums[hi]
+
+    def count(self, items: Sequence[str | range], end: str) -> int:
+        """Tokens of ``"\\n".join(lines of items) + end``, exactly as ``count`` of that text."""
+        lines = self._lines
+        n = len(lines)
+        total = 0
+        segment: list[str] = []  # lines of the open segment, each to be followed by "\n"
+        for item in items:
+            if isinstance(item, str):
+                if segment and self._splits(item):
+                    total += self._count("\n".join(segment) + "\n")
+                    segment = []
+                segment.append(item)
+                continue
+            a, b = item.start, item.stop
+            if a >= b:
+                continue
+            if a != 0 and b != n:
+                raise ValueError(f"a run must be a head or a tail of the lines, got {a}:{b} of {n}")
+            joins = bool(segment) and not self._splits(lines[a])  # line a continues the open segment
+            if segment and not joins:
+                total += self._count("\n".join(segment) + "\n")
+                segment = []
+            run = self._run(a, b, not joins and self._starts_block(a))
+            if run is None:  # no block starts inside: the whole run is in the open segment
+                segment.extend(lines[a:b])
+                continue
+            first, last, between = run
+            segment.extend(lines[a:first])
+            if segment:
+                total += self._count("\n".join(segment) + "\n")
+            total += between
+            segment = list(lines[last:b])  # the last block stays open: what follows may join it
+        if segment:
+            total += self._count("\n".join(segment) + end)
+        elif end:
+            total += self._count(end)
+        return total

