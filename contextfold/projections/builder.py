@@ -29,16 +29,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter
 from typing import Any, cast
 
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import BudgetError
-from contextfold.domain.events import ArtifactRef, ContextBuilt, TextBlock, ToolSpec
-from contextfold.domain.fragments import ContextFragment
+from contextfold.domain.events import ArtifactRef, TextBlock, ToolSpec
 from contextfold.domain.manifest import (
     LAYER_NAMES,
     BuildConfig,
@@ -49,8 +46,8 @@ from contextfold.domain.manifest import (
     ManifestTool,
     RedactionRecord,
     TruncationRecord,
-    manifest_json_depth,
 )
+from contextfold.projections.build_result import BuildResult
 from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.cut_text import split_room, truncate_fragment
 from contextfold.projections.exclusions import dropped_lines
@@ -62,8 +59,6 @@ from contextfold.projections.request_json import (
     canonical_hash,
     canonical_text,
     conversation_json,
-    hand_out,
-    manifest_json,
     misses,
     text_hash,
 )
@@ -86,44 +81,6 @@ _TOOL_SCORE = 100.0
 """Optional tool units rank by BM25 above this base: within the tools layer only their order matters."""
 
 REPLY_PRIMING = 3
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    conversation: Conversation
-    shared_request: dict[str, Any] = field(repr=False)
-    """The request body as the builder keeps it: its message dicts are reused by later builds
-    of the same state (``request_json``). Read-only; :attr:`request` is the caller's copy."""
-    manifest: ContextManifest
-    views: tuple[SelectedView, ...] = field(repr=False)
-    body: str = field(default="", repr=False)
-    """The request as JSON text (sorted keys, compact, UTF-8 kept): exactly what
-    ``manifest.request_hash`` is the blake3 of. Immutable, so it is handed out as is: send
-    ``body.encode()`` as the HTTP body and the provider receives the audited bytes."""
-
-    @cached_property
-    def fragments(self) -> tuple[ContextFragment, ...]:
-        """The selected fragments, with selection_reason and truncated set (made on first access)."""
-        return tuple(v.made() for v in self.views)
-
-    @cached_property
-    def request(self) -> dict[str, Any]:
-        """The request body to send or edit: a deep copy, made on first access."""
-        return hand_out(self.shared_request)
-
-    def record(self, *, rebuild: bool = False) -> ContextBuilt:
-        """The ``context_built`` event that records this build in the log.
-
-        Its manifest dict shares the line dicts that unchanged lines had in earlier records
-        (read-only), and its canonical JSON is joined from their kept texts: on a long run
-        this made the record's append several times faster (``request_json.manifest_json``).
-        Its depth is vouched for by the manifest's schema (``manifest_json_depth``)."""
-        m = self.manifest
-        manifest, text = manifest_json(m)
-        return ContextBuilt.with_manifest_text(
-            text, manifest_json_depth(), turn=m.turn, provider=m.provider, request_hash=m.request_hash,
-            prefix_hash=m.cache_key, config_hash=m.config_hash, manifest=manifest, rebuild=rebuild,
-            log_version=m.log_version)
 
 
 def _query(state: RunState) -> str:
