@@ -24,6 +24,7 @@ Blocks are found lazily from each end: a probe touches about as many lines as it
 from __future__ import annotations
 
 import operator
+import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ class LineCounts:
     a run of the original ``lines``: a head ``range(0, h)`` or a tail ``range(a, len(lines))``.
     """
 
-    __slots__ = ("_count", "_head_next", "_head_starts", "_head_sums", "_lines", "_splits",
+    __slots__ = ("_count", "_head_next", "_head_starts", "_head_sums", "_lines", "_lock", "_splits",
                  "_tail_next", "_tail_starts", "_tail_sums")
 
     def __init__(self, lines: Sequence[str], rule: LineSplitting) -> None:
@@ -64,6 +65,9 @@ class LineCounts:
         self._tail_starts: list[int] = []
         self._tail_sums: list[int] = []
         self._tail_next = len(lines) - 1
+        self._lock = threading.Lock()
+        """Truncation keeps one object per input text for the whole process (``truncate._PROBES``),
+        so two threads may count with it at once; its block lists grow as it goes."""
 
     def _starts_block(self, i: int) -> bool:
         return i == 0 or self._splits(self._lines[i])
@@ -114,6 +118,10 @@ class LineCounts:
 
     def count(self, items: Sequence[str | range], end: str) -> int:
         """Tokens of ``"\\n".join(lines of items) + end``, exactly as ``count`` of that text."""
+        with self._lock:
+            return self._count_items(items, end)
+
+    def _count_items(self, items: Sequence[str | range], end: str) -> int:
         lines = self._lines
         n = len(lines)
         total = 0

@@ -6,6 +6,9 @@ relies on them to pick the same windows it would pick by counting each candidate
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 import tiktoken
 from hypothesis import given, settings
@@ -129,3 +132,27 @@ def test_a_lean_log_is_the_same_with_counted_line_blocks(lines: list[str], trail
                       line_splitting=counter.line_splitting)
     assert blocks == whole
     assert _real(blocks.text) == blocks.tokens
+
+
+def test_threads_counting_with_one_object_get_exact_counts() -> None:
+    """Truncation shares one LineCounts per input text across the process: threads that count
+    with it at once (each switch forced inside the tokenizer) must not corrupt its blocks."""
+    lines = [f"step {i}: ok" if i % 3 else f"    detail {i}" for i in range(400)]
+    rule = LineSplitting(_splits_before, lambda text: (time.sleep(0), _real(text))[1])
+    counts = LineCounts(lines, rule)
+    expected = {k: _real("\n".join([*lines[:k], "…", *lines[400 - k:]]) + "\n") for k in range(0, 200, 7)}
+    errors: list[tuple[int, int, int]] = []
+
+    def worker(order: list[int]) -> None:
+        for k in order:
+            got = counts.count([range(0, k), "…", range(400 - k, 400)], "\n")
+            if got != expected[k]:
+                errors.append((k, got, expected[k]))
+
+    keys = list(expected)
+    threads = [threading.Thread(target=worker, args=(keys[i:] + keys[:i],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
