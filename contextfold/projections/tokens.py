@@ -7,7 +7,8 @@ is the 32-byte blake3 digest of the text, or for a short text (tool names,
 call arguments: up to ``_SHORT_TEXT`` characters) the text itself, which is
 exact and saves hashing it on every count. ``TokenCounter.calls`` counts real
 tokenizer invocations so a benchmark can check that the number of calls per
-build equals the number of distinct new contents.
+build equals the number of distinct new contents (plus, when a build cuts a text
+by lines, the line blocks it tokenizes once through ``count_uncached``).
 
 Which encoding (never the network):
 
@@ -185,9 +186,11 @@ class TokenCounter:
         self._lock = threading.Lock()
         self.calls = 0
         self.hits = 0
+        # ``_pat_str`` is private to tiktoken (its own code reads it); a version without it, or
+        # with another pattern, lends no rule and truncation counts each candidate whole.
         self.line_splitting: LineSplitting | None = (
             LineSplitting(_splits_before, self.count_uncached)
-            if self._encoding._pat_str == _CL100K_PATTERN else None)
+            if getattr(self._encoding, "_pat_str", None) == _CL100K_PATTERN else None)
         """How this encoding lets a text of whole lines be counted by line blocks
         (:mod:`~contextfold.projections.line_counts`); None for a pre-tokenizer we have not
         derived a rule for (then truncation counts each candidate whole)."""

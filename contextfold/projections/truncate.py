@@ -29,7 +29,10 @@ for tool output, files, documents and logs only.
 The promise: ``count(result.text) <= max_tokens``, measured by the caller's
 ``count``. Token counts are not additive across concatenation, so every
 candidate text is assembled and counted as a whole (the number of count calls
-is logarithmic in the input). The only exception is a budget too small for
+is logarithmic in the input), unless the caller lends its encoding's
+``line_splitting``: then a line-window candidate's count is summed from line
+blocks where that encoding provably splits (:mod:`~contextfold.projections.line_counts`),
+which is the whole text's count. The only exception is a budget too small for
 even the bare marker: then the result is :data:`MINIMAL_MARKER` with
 ``over_budget=True``.
 
