@@ -140,8 +140,8 @@ def run_turns(sides: dict[str, Side], runs: list[tuple[str, list[dict[str, Any]]
     for run, traj, turns in runs:
         for side in sides.values():
             side.start(run, traj)
-        for n, t in enumerate(turns):
-            order = list(sides) if (n + pairs) % 2 else list(reversed(list(sides)))
+        for t in turns:
+            order = list(sides) if pairs % 2 else list(reversed(list(sides)))  # alternate every turn
             hashes: dict[str, tuple[str, str]] = {}
             for name in order:
                 side = sides[name]
