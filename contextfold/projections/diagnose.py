@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from itertools import chain
 from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
-from contextfold.projections.line_counts import LineCounts, LineSplitting
+from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 from contextfold.projections.truncate import (
     KeptRange,
     TokenCounter,
@@ -244,8 +243,7 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
             return [header, "[log excerpt]", *body, f"[full log: {where}]"] if framed else [header, *body]
 
         def render(k: int, parts: Callable[[int], list[str | range]] = parts) -> str:
-            pieces = [lines[p.start:p.stop] if isinstance(p, range) else [p] for p in parts(k)]
-            return "\n".join(chain.from_iterable(pieces)) + end
+            return joined(lines, parts(k), end)
 
         measure = None if counts is None else (
             lambda k, parts=parts, counts=counts: counts.count(parts(k), end))

@@ -28,8 +28,9 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
-__all__ = ["LineCounts", "LineSplitting"]
+__all__ = ["LineCounts", "LineSplitting", "joined"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,13 @@ class LineSplitting:
 
     splits_before: Callable[[str], bool]
     count: Callable[[str], int]
+
+
+def joined(lines: Sequence[str], items: Sequence[str | range], end: str) -> str:
+    """The text :meth:`LineCounts.count` counts: ``"\\n".join`` of the items' lines, then ``end``
+    (an item is one extra line, or a run ``range(a, b)`` of ``lines``)."""
+    pieces = [lines[item.start:item.stop] if isinstance(item, range) else (item,) for item in items]
+    return "\n".join(chain.from_iterable(pieces)) + end
 
 
 class LineCounts:

@@ -46,13 +46,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from itertools import chain
 from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
-from contextfold.projections.line_counts import LineCounts, LineSplitting
+from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 
 __all__ = [
     "MINIMAL_MARKER",
@@ -313,8 +312,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         return out
 
     def render(k: int) -> str:
-        pieces = [lines[p.start:p.stop] if isinstance(p, range) else [p] for p in parts(k)]
-        return _kept_probe("\n".join(chain.from_iterable(pieces)) + end)
+        return _kept_probe(joined(lines, parts(k), end))
 
     counts: LineCounts | None = entry.get("counts")
     measure = None if counts is None else (lambda k: counts.count(parts(k), end))
