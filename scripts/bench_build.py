@@ -91,7 +91,6 @@ from contextfold.api import render_request
 from contextfold.domain import conversation as cv
 from contextfold.domain.events import (
     AnyEvent,
-    ContextBuilt,
     RunStarted,
 )
 from contextfold.domain.log import RecordedEvent
@@ -499,10 +498,6 @@ class CfSeries:
     folded: int = 0
 
 
-def _record_event(result: BuildResult) -> ContextBuilt:
-    return result.record()
-
-
 def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budget: int,
              workload: str, store: EventStore) -> CfSeries:
     """convs: (run id, messages, turn indices, OpenAI input tokens per turn).
@@ -573,7 +568,7 @@ def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budge
             res.rebuild.times.append(pc() - t0)
             if openai_result is not None:
                 t0 = pc()
-                recs = store.append(run_id, [_record_event(openai_result)])
+                recs = store.append(run_id, [openai_result.record()])
                 res.write.times.append(pc() - t0)
                 fold_all(recs)
     return res
