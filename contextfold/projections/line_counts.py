@@ -137,7 +137,7 @@ class LineCounts:
         for item in items:
             if isinstance(item, str):
                 if segment and self._splits(item):
-                    total += self._count("\n".join(segment) + "\n")
+                    total += self._segment(segment)
                     segment = []
                 segment.append(item)
                 continue
@@ -148,7 +148,7 @@ class LineCounts:
                 raise ValueError(f"a run must be a head or a tail of the lines, got {a}:{b} of {n}")
             joins = bool(segment) and not self._splits(lines[a])  # line a continues the open segment
             if segment and not joins:
-                total += self._count("\n".join(segment) + "\n")
+                total += self._segment(segment)
                 segment = []
             run = self._run(a, b, not joins and self._starts_block(a))
             if run is None:  # no block starts inside: the whole run is in the open segment
@@ -157,11 +157,15 @@ class LineCounts:
             first, last, between = run
             segment.extend(lines[a:first])
             if segment:
-                total += self._count("\n".join(segment) + "\n")
+                total += self._segment(segment)
             total += between
             segment = list(lines[last:b])  # the last block stays open: what follows may join it
         if segment:
-            total += self._count("\n".join(segment) + end)
+            total += self._segment(segment, end)
         elif end:
             total += self._count(end)
         return total
+
+    def _segment(self, lines: list[str], end: str = "\n") -> int:
+        """Tokens of a closed segment: its lines, each followed by a newline (the last by ``end``)."""
+        return self._count("\n".join(lines) + end)
