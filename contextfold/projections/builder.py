@@ -392,7 +392,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         for fid in members[uid]:
             facts = ctx.facts(fid)
             fresh = state.freshness(entries[fid].position)
-            if facts.media is None and fid not in text_cut and fid not in truncated:
+            if facts.media is None and fid not in truncated:  # text_cut is a subset of truncated
                 line = plain_line(ctx, facts, layer_no, fresh, current_input)
             else:
                 plain = False
