@@ -32,11 +32,13 @@ class BuildResult:
     """The request as JSON text (sorted keys, compact, UTF-8 kept): exactly what
     ``manifest.request_hash`` is the blake3 of. Immutable, so it is handed out as is: send
     ``body.encode()`` as the HTTP body and the provider receives the audited bytes."""
+    horizon: int = field(default=0, repr=False)
+    """The log horizon the build saw: the fragments' freshness is computed from it."""
 
     @cached_property
     def fragments(self) -> tuple[ContextFragment, ...]:
         """The selected fragments, with selection_reason and truncated set (made on first access)."""
-        return tuple(v.made() for v in self.views)
+        return tuple(v.made(self.horizon) for v in self.views)
 
     @cached_property
     def request(self) -> dict[str, Any]:

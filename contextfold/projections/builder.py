@@ -371,7 +371,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     members, unit_of, worked_units = units
     worked = frozenset(worked_units)
     entries = state.entries
-    # A unit's lines are the same as long as its Unit object is (a re-scored, re-layered,
+    # A unit's lines are the same as long as its Unit object is (a re-layered,
     # newly required or changed item gets a new one) and nothing was cut, reduced or loaded
     # for it. Plain rows are kept per unit id with the Unit they were made for: the ~1,000
     # unchanged units of a long run are matched in C.
@@ -391,13 +391,12 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         plain = uid not in worked
         for fid in members[uid]:
             facts = ctx.facts(fid)
-            fresh = state.freshness(entries[fid].position)
             if facts.media is None and fid not in truncated:  # text_cut is a subset of truncated
-                line = plain_line(ctx, facts, layer_no, fresh, current_input)
+                line = plain_line(ctx, facts, layer_no, current_input)
             else:
                 plain = False
-                line = selected_line(ctx, facts, layer_no, fresh, current_input, text_cut, reduced,
-                                 truncated, original_tokens, shown_in)
+                line = selected_line(ctx, facts, layer_no, current_input, text_cut, reduced,
+                                     truncated, original_tokens, shown_in)
             layer, tokens, overhead, view, mline = line
             rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
         got[i] = unit_rows[uid] = (kept_units[i] if plain else None, rows)  # None: remade next build
@@ -467,4 +466,5 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
                          for _, _, _, v, _, _, _ in (selected if ctx.redacted.keys() & kept_fids else ())
                          if v.id in ctx.redacted for f in ctx.redacted[v.id][1].findings))
-    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)), body)
+    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)), body,
+                       state.horizon)

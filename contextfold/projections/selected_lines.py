@@ -1,9 +1,13 @@
 """The manifest line and the view of each selected fragment.
 
 Why a module of its own: these are the per-fragment outputs of a build (the line the
-manifest lists, the fragment view ``BuildResult.fragments`` makes on demand), and the
-part of a long run's build that runs for every fragment whose freshness moved. The
+manifest lists, the fragment view ``BuildResult.fragments`` makes on demand). The
 builder decides what is kept; this says how each kept fragment is reported.
+
+Nothing here depends on the log's horizon, so a line or view is made once per fragment
+and reused build after build while its unit is: the reason names the score's inputs
+(priority, position, tokens), not the age, and a view's freshness is computed from the
+horizon of the build that made the fragment (``SelectedView.made``).
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from typing import Any, NamedTuple
 from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import LAYER_NAMES, ManifestFragment
 from contextfold.projections.entries import FragmentEntry
-from contextfold.projections.selection import score
+from contextfold.projections.state import freshness_at
 from contextfold.projections.units import BuildCtx, Facts
 
-__all__ = ["SelectedView", "plain_line", "required_reason", "selected_line"]
+__all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line"]
 
 
 def required_reason(f: ContextFragment, ctx: BuildCtx, current_input: str | None) -> str:
@@ -35,26 +39,27 @@ def required_reason(f: ContextFragment, ctx: BuildCtx, current_input: str | None
             return "required: latest protocol group (a call and its answers)"
 
 
-def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None
+def optional_reason(f: ContextFragment, position: int, layer: int) -> str:
+    """Why an optional fragment was kept: the inputs of its score, which never change."""
+    return (f"selected: priority {f.priority}, position {position}, {f.token_count} tokens, "
+            f"in layer {LAYER_NAMES[layer]}")
+
+
+def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None
                ) -> tuple[int, int, int, SelectedView, ManifestFragment]:
     """:func:`selected_line` for the common case: no media, nothing cut or loaded (its text tokens are
-    the view's). The manifest line holds the score only to one decimal, so it is kept per
-    (view, layer, required, reason): a fragment far enough back keeps its line for several
-    turns although its freshness moves every turn."""
+    the view's). The manifest line is kept per (fragment, layer, required, reason)."""
     f = facts.frag  # for a lazy entry its head: the line needs no text, the view loads it if made
     fid = f.id
     entry = ctx.state.entries[fid]
     lazy = entry if entry.lazy and f is entry.head else None
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     required = fid in ctx.required
-    if required:
-        reason = required_reason(f, ctx, current_input)
-    else:
-        value = score(f.priority, fresh, f.token_count)
-        reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
+    reason = (required_reason(f, ctx, current_input) if required
+              else optional_reason(f, entry.position, layer))
     tokens = facts.text_tokens
-    view = SelectedView(f, {"freshness": fresh, "required": required, "token_count": tokens,
-                     "selection_reason": reason, "truncated": False}, lazy)
+    view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
+                            "truncated": False}, entry.position, lazy)
     key = (facts.frag, layer, required, reason)
     line = ctx.cached("line", fid, key) or ctx.keep("line", fid, key, ManifestFragment(
         id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
@@ -62,7 +67,7 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current
     return layer, tokens, facts.overhead, view, line
 
 
-def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, current_input: str | None,
+def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None,
                   text_cut: dict[str, int], reduced: set[str], truncated: set[str],
                   original_tokens: dict[str, int], shown_in: dict[str, dict[str, str]]
                   ) -> tuple[int, int, int, SelectedView, ManifestFragment]:
@@ -76,17 +81,15 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, curr
     text = text_cut.get(fid, facts.text_tokens)
     tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
-    if fid in ctx.required:
-        reason = required_reason(f, ctx, current_input)
-    else:
-        value = score(f.priority, fresh, f.token_count)
-        reason = f"selected: score {value:.1f} in layer {LAYER_NAMES[layer]}"
+    position = ctx.state.entries[fid].position
+    reason = (required_reason(f, ctx, current_input) if fid in ctx.required
+              else optional_reason(f, position, layer))
     if fid in reduced and m is not None:
         reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
     if fid in text_cut:
         reason += f"; truncated {original_tokens[fid]} -> {tokens} tokens at safe boundaries"
-    view = SelectedView(f, {"freshness": fresh, "required": fid in ctx.required, "token_count": tokens,
-                     "selection_reason": reason, "truncated": fid in truncated})
+    view = SelectedView(f, {"required": fid in ctx.required, "token_count": tokens,
+                            "selection_reason": reason, "truncated": fid in truncated}, position)
     media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))
     line = ManifestFragment(
         id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
@@ -96,12 +99,15 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, fresh: float, curr
 
 
 class SelectedView(NamedTuple):
-    """A selected fragment as the build saw it: ``fragment`` with ``update`` applied. Made into a
-    ``ContextFragment`` only when a caller reads :attr:`BuildResult.fragments` (a copy per
-    fragment per turn was a tenth of a short run's build)."""
+    """A selected fragment as the build saw it: ``fragment`` with ``update`` applied and its
+    freshness at the build's horizon. Made into a ``ContextFragment`` only when a caller reads
+    :attr:`BuildResult.fragments` (a copy per fragment per turn was a tenth of a short run's
+    build). Independent of the horizon, so a later build reuses it while nothing else moved."""
 
     fragment: ContextFragment
     update: dict[str, Any]
+    position: int
+    """The fragment's log position: its freshness is computed from it when made."""
     lazy: FragmentEntry | None = None
     """The entry of a fragment costed from its head: its text is read back from the log only
     when the view is made (the manifest line needs no text)."""
@@ -110,6 +116,7 @@ class SelectedView(NamedTuple):
     def id(self) -> str:
         return self.fragment.id
 
-    def made(self) -> ContextFragment:
+    def made(self, horizon: int) -> ContextFragment:
+        """The fragment as shown by a build whose log horizon was ``horizon``."""
         base = self.fragment if self.lazy is None else self.lazy.fragment
-        return base.model_copy(update=self.update)
+        return base.model_copy(update={**self.update, "freshness": freshness_at(horizon, self.position)})

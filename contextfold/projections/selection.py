@@ -29,11 +29,24 @@ with smaller units would fill better but break promise 3.
 
 Score of a unit (documented; higher = earlier within its layer)::
 
-    score = priority + 40 * freshness - 2 * log2(1 + tokens)
+    score = priority - 0.4 * age - 2 * log2(1 + tokens)
 
-priority by kind (``state.DEFAULT_PRIORITY``), freshness in [0, 1] from log
-position (half-life 64 positions), cost in tokens: newer, more important,
-cheaper first.
+priority by kind (``state.DEFAULT_PRIORITY``), age = log positions between the
+unit's newest fragment and the log's horizon, cost in tokens: newer, more
+important, cheaper first. 100 positions of age weigh as much as 40 points of
+priority; doubling a unit's tokens costs as much as 5 positions of age.
+
+Why age is linear and not a decaying freshness: the log grows by the same
+number of positions for every unit, so ``score + 0.4 * horizon = priority +
+0.4 * position - 2 * log2(1 + tokens)`` does not depend on the horizon, and
+neither does any order between two units. A unit is scored once, when its
+item appears, and stays sorted; a build re-ranks only new or changed items.
+(A freshness term like ``40 * 0.5 ** (age / 64)`` stops weighing after a few
+half-lives: on a long run old items then competed on cost alone, so the
+request kept ~1,000 short messages scattered over 10,000 instead of the
+recent window, and every build re-scored every unit still decaying.)
+:func:`score` returns that horizon-free form; only differences between scores
+mean anything. ``ContextFragment.freshness`` is still reported (state).
 """
 
 from __future__ import annotations
@@ -48,8 +61,8 @@ from operator import attrgetter, itemgetter, truediv
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
 
 __all__ = [
+    "AGE_WEIGHT",
     "COST_WEIGHT",
-    "FRESHNESS_WEIGHT",
     "MIN_TRUNCATED_TOKENS",
     "Selection",
     "Unit",
@@ -57,14 +70,16 @@ __all__ = [
     "select_units",
 ]
 
-FRESHNESS_WEIGHT = 40.0
+AGE_WEIGHT = 0.4
+"""Score points per log position of age (see the module docstring)."""
 COST_WEIGHT = 2.0
 MIN_TRUNCATED_TOKENS = 48
 """Below this many tokens of space, a truncated unit is not worth its marker lines."""
 
 
-def score(priority: int, freshness: float, tokens: int) -> float:
-    return priority + FRESHNESS_WEIGHT * freshness - COST_WEIGHT * math.log2(1 + tokens)
+def score(priority: int, position: int, tokens: int) -> float:
+    """The documented score plus ``AGE_WEIGHT * horizon``: the same for every build of the run."""
+    return priority + AGE_WEIGHT * position - COST_WEIGHT * math.log2(1 + tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,6 @@ from contextfold.projections.tokens import DEFAULT_ENCODING, TokenCounter, get_c
 __all__ = [
     "DEFAULT_PRIORITY",
     "FRESHNESS_HALF_LIFE",
-    "FRESHNESS_ZERO_DISTANCE",
     "CallSlot",
     "CallStatus",
     "FragmentEntry",
@@ -65,6 +64,7 @@ __all__ = [
     "TimelineItem",
     "ToolGroup",
     "ToolPolicy",
+    "freshness_at",
 ]
 
 FRESHNESS_HALF_LIFE = 64
@@ -281,10 +281,17 @@ class _TimelineIndex:
 
 
 _FRESHNESS: tuple[float, ...] = tuple(round(math.pow(0.5, d / FRESHNESS_HALF_LIFE), 6) for d in range(4096))
-"""Freshness by distance, precomputed: builds look up thousands per call (same formula)."""
-FRESHNESS_ZERO_DISTANCE = _FRESHNESS.index(0.0)
-"""From this distance on, freshness is exactly 0 (rounded to 6 places; it only decreases):
-a fragment that old scores the same in every later build, which lets builds reuse its unit."""
+"""Freshness by distance, precomputed: views look up many per build (same formula)."""
+
+
+def freshness_at(horizon: int, position: int) -> float:
+    """The freshness of a fragment from log ``position`` when the log's horizon is ``horizon``
+    (rounded to 6 places). Reported on fragments; selection ranks by position itself
+    (``selection.score``), so a rank never moves as the log grows."""
+    distance = max(0, horizon - position)
+    if distance < len(_FRESHNESS):
+        return _FRESHNESS[distance]
+    return round(math.pow(0.5, distance / FRESHNESS_HALF_LIFE), 6)
 
 
 def _canonical(obj: object) -> bytes:
@@ -386,10 +393,7 @@ class RunState:
     # ------------------------------------------------------------ views
 
     def freshness(self, position: int) -> float:
-        distance = max(0, self.horizon - position)
-        if distance < len(_FRESHNESS):
-            return _FRESHNESS[distance]
-        return round(math.pow(0.5, distance / FRESHNESS_HALF_LIFE), 6)
+        return freshness_at(self.horizon, position)
 
     def _index(self) -> _TimelineIndex:
         """The timeline index, brought up to date in O(new items) (see :class:`_TimelineIndex`)."""

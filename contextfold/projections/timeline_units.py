@@ -9,17 +9,17 @@ function of
   content never changes once folded),
 - its layer: ``recent`` (one of the newest ``recent_groups`` groups), ``input``
   (the current user input) or ``history``,
-- its freshness, from the distance to the state's horizon,
 - whether one of its fragments is required,
 - whether it uses a tool the build does not expose (then it is ``stale``).
 
-Freshness only decreases as the log grows, and from
-``FRESHNESS_ZERO_DISTANCE`` on it is exactly 0: an item that old scores the same
-in every later build. So a build recomputes the rows of new items, of items
+Not of the log's horizon: a unit's score depends on its position, not on its
+age (``selection.score``), so as the log grows no unit is re-scored and no
+order between units moves. A build recomputes the rows of new items, of items
 replaced in place (a call answered, a result masked, a compaction), of items
-that were not yet cold, of items whose layer or required flag changed, and
-nothing else. The result is the same as deriving every row afresh (the build
-identity check and the incremental-vs-fresh tests hold it to that), at
+whose layer or required flag changed, and nothing else; every optional unit
+stays in its layer's sorted list across builds. The result is the same as
+deriving every row afresh (the build identity check and the incremental-vs-fresh
+tests hold it to that), at
 O(changes) per build instead of O(timeline).
 
 One :class:`TimelineUnits` per (facts table, ``recent_groups``) lives in
@@ -39,12 +39,7 @@ from typing import TYPE_CHECKING
 
 from contextfold.domain.manifest import ExcludedFragment
 from contextfold.projections.selection import RANK, Unit, score
-from contextfold.projections.state import (
-    FRESHNESS_ZERO_DISTANCE,
-    MessageItem,
-    TimelineItem,
-    ToolGroup,
-)
+from contextfold.projections.state import MessageItem, TimelineItem, ToolGroup
 
 if TYPE_CHECKING:  # units imports this module to build its units
     from contextfold.projections.units import BuildCtx, Hit
@@ -67,7 +62,7 @@ class ItemFacts:
     min_tokens: int | None
     priority: int
     last: int
-    """The newest log position among its fragments (freshness)."""
+    """The newest log position among its fragments (the unit's position in its score)."""
     hits: tuple[tuple[str, Hit], ...]
     names: frozenset[str]
     closed: bool
@@ -102,7 +97,6 @@ class _Row:
     unit: Unit | None
     """None when the item is stale (then ``stale`` lists its fragments)."""
     layer_no: int
-    fresh: float
     stale: tuple[ExcludedFragment, ...] = ()
 
 
@@ -117,15 +111,12 @@ class TimelineUnits:
     unit_of: dict[str, Unit] = field(default_factory=dict)
     required_units: dict[str, Unit] = field(default_factory=dict)
     sorted_layers: dict[str, list[Unit]] = field(default_factory=dict)
-    """Cold optional units (freshness 0: their rank is final) by layer, sorted by rank,
-    for ``select_units(presorted=...)``."""
+    """Optional units by layer, sorted by rank (final: see the module docstring), for
+    ``select_units(presorted=...)``."""
     overlaid: list[str] = field(default_factory=list)
     """Ids of the units ``overlay`` added (not from the timeline)."""
     sorted_version: int = 0
     """Counts the changes to ``sorted_layers`` (equal versions: the same lists)."""
-    hot_units: dict[str, Unit] = field(default_factory=dict)
-    """Optional units whose freshness is above 0: re-scored when the horizon moves, and merged
-    into their layers by selection."""
     row_of: dict[str, int] = field(default_factory=dict)
     """Fragment id -> index of the row it belongs to."""
     row_of_unit: dict[str, int] = field(default_factory=dict)
@@ -139,8 +130,6 @@ class TimelineUnits:
     recent: frozenset[int] = frozenset()
     current: int | None = None
     required: frozenset[str] = frozenset()
-    hot: set[int] = field(default_factory=set)
-    """Rows whose freshness was above 0 at the last build."""
     touched: set[str] = field(default_factory=set)
     """Ids of the units the last update derived afresh or removed (their members or size may
     have changed, or they are gone)."""
@@ -172,8 +161,6 @@ class TimelineUnits:
             del self.unit_of[unit.id]
             if unit.required:
                 del self.required_units[unit.id]
-            elif self.hot_units.get(unit.id) is unit:
-                del self.hot_units[unit.id]
             else:
                 layer = self.sorted_layers[unit.layer]
                 self.sorted_version += 1
@@ -185,7 +172,7 @@ class TimelineUnits:
             self.hits.pop(fid, None)
         self.stale_rows.pop(i, None)
 
-    def _set(self, i: int, row: _Row, hot: bool) -> None:
+    def _set(self, i: int, row: _Row) -> None:
         if i == len(self.rows):
             self.rows.append(row)
         else:
@@ -201,36 +188,15 @@ class TimelineUnits:
             self.members[unit.id] = row.facts.ids
             self.layer_no[unit.id] = row.layer_no
             self.unit_of[unit.id] = unit
-            self._place(unit, hot)
+            if unit.required:
+                self.required_units[unit.id] = unit
+            else:
+                insort(self.sorted_layers.setdefault(unit.layer, []), unit, key=RANK)
+                self.sorted_version += 1
         else:
             self.stale_rows[i] = None
         if row.facts.hits:
             self.hits.update(row.facts.hits)
-
-    def _rescore(self, i: int, fresh: float, hot: bool) -> None:
-        """Row ``i`` as before but for its freshness (the horizon moved, nothing else did)."""
-        row = self.rows[i]
-        row.fresh = fresh
-        old = row.unit
-        if old is None:
-            return
-        unit = row.unit = Unit(old.id, old.layer, old.tokens, score(row.facts.priority, fresh, old.tokens),
-                               old.position, old.required, old.min_tokens)
-        self.unit_of[unit.id] = unit
-        if not unit.required and not hot:  # it turned cold: from the re-scored to the sorted ones
-            del self.hot_units[unit.id]
-        self._place(unit, hot)
-
-    def _place(self, unit: Unit, hot: bool) -> None:
-        """File ``unit`` where selection takes it from: required, hot (re-scored each build),
-        or among the cold units sorted by rank."""
-        if unit.required:
-            self.required_units[unit.id] = unit
-        elif hot:
-            self.hot_units[unit.id] = unit
-        else:
-            insort(self.sorted_layers.setdefault(unit.layer, []), unit, key=RANK)
-            self.sorted_version += 1
 
     def kept_items(self, kept: KeysView[str] | AbstractSet[str]) -> list[TimelineItem]:
         """The items of the kept unit ids (others ignored), in timeline order."""
@@ -305,28 +271,13 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
             dirty = set(range(len(timeline)))
         else:
             dirty.update(changed)
-    rescore: set[int] = set()
     if n_old:
-        if state.horizon != tu.horizon:
-            rescore = tu.hot - dirty
         dirty.update(recent ^ tu.recent)
         if current != tu.current:
             dirty.update(i for i in (current, tu.current) if i is not None and i < len(timeline))
         if required != tu.required:
             dirty.update(tu.row_of[fid] for fid in required ^ tu.required if fid in tu.row_of)
-        rescore -= dirty
     statics: dict[int, ItemFacts] = ctx.objects_for("items")
-    cold_from = state.horizon - FRESHNESS_ZERO_DISTANCE
-    rows = tu.rows
-    for i in rescore:
-        last = rows[i].facts.last
-        fresh = state.freshness(last)
-        if fresh == rows[i].fresh:  # rounded to 6 places, far rows keep theirs for a while
-            continue
-        hot = last > cold_from
-        tu._rescore(i, fresh, hot)
-        if not hot:
-            tu.hot.discard(i)
     order = sorted(dirty)
     for i in order:  # every old row first: a shifted item may reappear in another row
         if i < len(tu.rows):
@@ -336,12 +287,7 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
         st = statics.get(item.position)
         if st is None or st.item is not item:
             st = statics[item.position] = item_facts(ctx, item)
-        hot = st.last > cold_from
-        tu._set(i, _row(ctx, st, i in recent, i == current, required, blocked), hot)
-        if hot:
-            tu.hot.add(i)
-        else:
-            tu.hot.discard(i)
+        tu._set(i, _row(ctx, st, i in recent, i == current, required, blocked))
     if tu.touched:
         tu.generation += 1
         tu.log.append((tu.generation, frozenset(tu.touched)))
@@ -354,7 +300,6 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
          blocked: frozenset[str]) -> _Row:
     item = st.item
     ids = st.ids
-    fresh = ctx.state.freshness(st.last)  # freshness grows with position: the newest member's
     if isinstance(item, ToolGroup):
         uid = item.group_id
         missing = sorted(st.names & blocked)
@@ -368,7 +313,7 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
                 lines.append(ExcludedFragment(
                     id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
                     reason="stale", detail=detail))
-            return _Row(st, None, 0, fresh, tuple(lines))
+            return _Row(st, None, 0, tuple(lines))
         layer = "recent" if is_recent else "history"
         layer_no = 7 if is_recent else 5
     else:
@@ -377,6 +322,7 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
         layer = "input" if is_input else "history"
         layer_no = 8 if is_input else 5
     is_required = any(fid in required for fid in ids)
-    unit = Unit(uid, layer, st.tokens, score(st.priority, fresh, st.tokens), item.position,
+    # scored from its newest member's position (an answered call ranks as new as its answer)
+    unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
                 is_required, st.min_tokens)
-    return _Row(st, unit, layer_no, fresh)
+    return _Row(st, unit, layer_no)

@@ -290,8 +290,8 @@ class Units:
     """The candidates of one build: units, their fragments, layers, and early exclusions."""
 
     units: list[Unit] = field(default_factory=list)
-    """State fragments' units and the timeline's required and hot ones (the cold ones are
-    in ``presorted``)."""
+    """State fragments' units and the timeline's required ones (its optional ones are in
+    ``presorted``)."""
     presorted: dict[str, list[Unit]] = field(default_factory=dict)
     """The timeline's optional units by layer, sorted by rank (``select_units(presorted=)``)."""
     unit_of: dict[str, Unit] = field(default_factory=dict)
@@ -345,7 +345,7 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
         pos = entries[fid].position
         tokens = facts.cost
         layer = _STATE_LAYER.get(f.kind, "retrieval")
-        out.units.append(Unit(fid, layer, tokens, score(f.priority, state.freshness(pos), tokens), pos,
+        out.units.append(Unit(fid, layer, tokens, score(f.priority, pos, tokens), pos,
                               fid in ctx.required, facts.min_cost if facts.shrinkable else None))
         out.members[fid] = (fid,)
         out.layer_no[fid] = {"policy": 1, "goal": 3, "plan": 4}.get(layer, 6)
@@ -360,7 +360,6 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
     out.timeline = tu
     out.state_ids = [u.id for u in out.units]
     out.units.extend(tu.required_units.values())
-    out.units.extend(tu.hot_units.values())
     out.presorted = tu.sorted_layers
     out.excluded.extend(tu.stale_lines())
     return out

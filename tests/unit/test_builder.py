@@ -267,3 +267,28 @@ def test_a_larger_budget_never_drops_what_a_smaller_one_kept(events: list[AnyEve
             assert previous[1] <= tools, (window, previous[1] - tools)
         previous = (kept, tools)
     assert previous is not None
+
+
+def test_old_short_messages_do_not_crowd_out_recent_history() -> None:
+    """Age keeps weighing at every distance (``selection.score``): under a budget, the history
+    kept is the newest part, not short messages from far back picked for being cheap. Here 600
+    short notes are followed by 60 long replies and the budget holds about half the replies:
+    the newest replies are kept as one run, and no note is kept from further back than the
+    cost trade allows (5 positions per doubling of tokens: ~25 positions for 25x the tokens)."""
+    long_text = " ".join(f"step{i} result value" for i in range(100))  # ~300 tokens
+    events: list[AnyEvent] = [PolicySet(text="Be careful."), UserInput("start")]
+    events += [ModelResponse(text=f"note {i}") for i in range(600)]
+    events += [ModelResponse(text=f"{i}: {long_text}") for i in range(60)]
+    events.append(UserInput("what now?"))
+    result = build(events, window=10_000, reserve=500)
+    m = result.manifest
+    position = {f"e{i}": i for i in range(1, len(events) + 1)}
+    history = [f for f in m.fragments if f.kind == "history" and not f.required]
+    long_kept = sorted(position[f.id] for f in history if f.tokens > 100)
+    short_kept = sorted(position[f.id] for f in history if f.tokens <= 100)
+    first_long = 603
+    assert 20 <= len(long_kept) < 60
+    # the newest replies, in one run
+    assert long_kept == list(range(first_long + 60 - len(long_kept), first_long + 60))
+    assert all(p > long_kept[0] - 30 for p in short_kept), short_kept[:5]
+    assert m.selected_tokens >= 0.9 * m.budget_tokens
