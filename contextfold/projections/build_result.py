@@ -28,12 +28,12 @@ class BuildResult:
     of the same state (``request_json``). Read-only; :attr:`request` is the caller's copy."""
     manifest: ContextManifest
     views: tuple[SelectedView, ...] = field(repr=False)
+    horizon: int = field(repr=False)
+    """The log horizon the build saw: the fragments' freshness is computed from it."""
     body: str = field(default="", repr=False)
     """The request as JSON text (sorted keys, compact, UTF-8 kept): exactly what
     ``manifest.request_hash`` is the blake3 of. Immutable, so it is handed out as is: send
     ``body.encode()`` as the HTTP body and the provider receives the audited bytes."""
-    horizon: int = field(default=0, repr=False)
-    """The log horizon the build saw: the fragments' freshness is computed from it."""
 
     @cached_property
     def fragments(self) -> tuple[ContextFragment, ...]:

@@ -466,5 +466,5 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
         redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
                          for _, _, _, v, _, _, _ in (selected if ctx.redacted.keys() & kept_fids else ())
                          if v.id in ctx.redacted for f in ctx.redacted[v.id][1].findings))
-    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)), body,
-                       state.horizon)
+    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)),
+                       horizon=state.horizon, body=body)
