@@ -13,7 +13,7 @@ what the model saw and why.
     run.append(UserInput("Fix the failing test"))
     built = run.build("anthropic", window=200_000, reserve=8_000)
     built.request      # ready to send: client.messages.create(**built.request)
-    built.body         # the same request as JSON text, the bytes the manifest's hash covers
+    built.body_bytes   # the same request as canonical JSON: the bytes the manifest's hash covers
     built.manifest     # what was selected, left out, and why
 """
 

@@ -22,8 +22,8 @@ contextfold: each run is recorded in a SQLite store as an agent loop would
 record the build). Timed separately:
 
 - ``build``: ``build_context(state, config)`` on the already folded state, up to a
-  sendable request: ``result.body``, the request's JSON text (the bytes whose blake3
-  is the manifest's request_hash), renderer ``neutral`` (the provider-neutral
+  sendable request: ``result.body_bytes``, the request's canonical JSON (the bytes whose
+  blake3 is the manifest's request_hash), renderer ``neutral`` (the provider-neutral
   conversation) and ``openai-chat`` (rendered and validated OpenAI Chat Completions
   body); the config's ``window - reserve`` equals the peers' budget. The neutral
   build comes first in each turn and pays the per-event work;
@@ -541,7 +541,7 @@ def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budge
                 if warm:  # one untimed build warms imports and caches
                     build_context(state, cfg, render=render_request)
                 t0 = pc()
-                try:  # the sendable body (result.body, the hashed JSON text) is made by the build
+                try:  # the sendable body (result.body_bytes, the hashed JSON) is made by the build
                     result = build_context(state, cfg, render=render_request)
                 except Exception as exc:  # counted and shown; the series goes on
                     s.times.append(pc() - t0)
@@ -766,7 +766,7 @@ def report(series: list[Series], cf: dict[str, CfSeries]) -> None:
               f"durable write of the context-built record p50 {c.write.p(0.5) * 1e3:.2f} ms, "
               f"p95 {c.write.p(0.95) * 1e3:.2f} ms; openai rebuilt with no new events (the per-build "
               f"floor) p50 {c.rebuild.p(0.5) * 1e3:.3f} ms, p95 {c.rebuild.p(0.95) * 1e3:.3f} ms; "
-              f"result.request (a dict deep copy of the openai body, beyond result.body) p50 "
+              f"result.request (a dict deep copy of the openai body, beyond result.body_bytes) p50 "
               f"{c.copy.p(0.5) * 1e3:.3f} ms, p95 {c.copy.p(0.95) * 1e3:.3f} ms")
     print("contextfold's neutral build is the first of each turn: it pays the per-event work (new "
           "fragments' facts, redaction, rendering) that the openai build then finds done.")

@@ -226,7 +226,7 @@ def manifest_json_depth() -> int | None:
 
     Why: the store checks the depth of every event it appends by reading its JSON, and a long
     run's record is ~2 MB of it; a record whose manifest text the builder vouches for
-    (``ContextBuilt.with_manifest_text``) is checked against this bound instead."""
+    (``ContextBuilt.with_manifest_json``) is checked against this bound instead."""
     return schema_json_depth(ContextManifest)
 
 

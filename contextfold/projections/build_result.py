@@ -1,4 +1,4 @@
-"""What one build returns: the conversation, the request body and its text, the manifest.
+"""What one build returns: the conversation, the request body and its bytes, the manifest.
 
 Apart from the builder because it is the build's output contract, read by the API, the CLI
 and the audit, and because it knows how to record itself in the log (:meth:`BuildResult.record`).
@@ -30,10 +30,15 @@ class BuildResult:
     views: tuple[SelectedView, ...] = field(repr=False)
     horizon: int = field(repr=False)
     """The log horizon the build saw: the fragments' freshness is computed from it."""
-    body: str = field(default="", repr=False)
-    """The request as JSON text (sorted keys, compact, UTF-8 kept): exactly what
-    ``manifest.request_hash`` is the blake3 of. Immutable, so it is handed out as is: send
-    ``body.encode()`` as the HTTP body and the provider receives the audited bytes."""
+    body_bytes: bytes = field(repr=False)
+    """The request as canonical JSON (sorted keys, compact, UTF-8): exactly the bytes
+    ``manifest.request_hash`` is the blake3 of. Immutable, so it is handed out as is: send it
+    as the HTTP body and the provider receives the audited bytes."""
+
+    @cached_property
+    def body(self) -> str:
+        """:attr:`body_bytes` as text (decoded on first access: the build itself never needs it)."""
+        return self.body_bytes.decode()
 
     @cached_property
     def fragments(self) -> tuple[ContextFragment, ...]:
@@ -53,8 +58,8 @@ class BuildResult:
         this made the record's append several times faster (``request_json.manifest_json``).
         Its depth is vouched for by the manifest's schema (``manifest_json_depth``)."""
         m = self.manifest
-        manifest, text = manifest_json(m)
-        return ContextBuilt.with_manifest_text(
-            text, manifest_json_depth(), turn=m.turn, provider=m.provider, request_hash=m.request_hash,
+        manifest, data = manifest_json(m)
+        return ContextBuilt.with_manifest_json(
+            data, manifest_json_depth(), turn=m.turn, provider=m.provider, request_hash=m.request_hash,
             prefix_hash=m.cache_key, config_hash=m.config_hash, manifest=manifest, rebuild=rebuild,
             log_version=m.log_version)

@@ -56,11 +56,11 @@ from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import MediaFinish, finalize_media
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import (
+    bytes_hash,
+    canonical_bytes,
     canonical_hash,
-    canonical_text,
     conversation_json,
     misses,
-    text_hash,
 )
 from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
 from contextfold.projections.selection import Selection, Unit, select_units
@@ -435,8 +435,8 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
                              for m in conversation.messages[:conversation.stable_prefix_messages]]}
         cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
         state.memo["cache_key"] = (stable, cache_key, prefix_objects)
-    body = canonical_text(request)
-    request_hash = text_hash(body)  # canonical_hash(request), from the text kept as the body
+    body = canonical_bytes(request)
+    request_hash = bytes_hash(body)  # canonical_hash(request), from the bytes kept as the body
     config_hash = _config_hash(config)
     turn = state.turn + 1
     # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.
@@ -467,4 +467,4 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
                          for _, _, _, v, _, _, _ in (selected if ctx.redacted.keys() & kept_fids else ())
                          if v.id in ctx.redacted for f in ctx.redacted[v.id][1].findings))
     return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)),
-                       horizon=state.horizon, body=body)
+                       horizon=state.horizon, body_bytes=body)

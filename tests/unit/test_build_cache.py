@@ -205,12 +205,13 @@ def test_canonical_text_equals_json_dumps_for_any_json(body: dict[str, Any], ite
                                                        kept: list[bool]) -> None:
     """The reused C encoder and the pieces joined around remembered dicts give json.dumps's
     text for any JSON value: unicode, escapes, NaN and infinities, nesting, empty containers."""
-    from contextfold.projections.request_json import _dumps, canonical_text, remember
+    from contextfold.projections.request_json import _dumps, canonical_bytes, canonical_text, remember
 
     messages = [remember(item) if keep else item for item, keep in zip(items, kept, strict=False)]
     whole = {**body, "messages": messages}
     expected = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical_text(whole) == expected
+    assert canonical_bytes(whole) == expected.encode()
     assert _dumps(whole) == expected
     event = ContextBuilt(turn=1, provider="p", request_hash="r", prefix_hash="c", config_hash="h",
                          manifest=whole)
@@ -284,7 +285,8 @@ def test_builds_stay_right_when_the_request_memos_start_over(monkeypatch: pytest
 
 @pytest.mark.parametrize("provider", ["neutral", "openai-chat", "anthropic", "openai-responses", "gemini"])
 def test_body_is_the_hashed_request_text(provider: str) -> None:
-    """``body`` is the request as sent and audited: its blake3 is the manifest's request_hash."""
+    """``body_bytes`` is the request as sent and audited: its blake3 is the manifest's
+    request_hash, and ``body`` is its text."""
     import blake3
 
     state = new_state("body")
@@ -292,8 +294,9 @@ def test_body_is_the_hashed_request_text(provider: str) -> None:
         fold_event(state, RecordedEvent("body", pos, event, ""))
     result = build_context(state, BuildConfig(provider=provider, window=4_000, reserve=500),
                            render=render_request)
-    assert blake3.blake3(result.body.encode()).hexdigest() == result.manifest.request_hash
-    assert json.loads(result.body) == result.request
+    assert blake3.blake3(result.body_bytes).hexdigest() == result.manifest.request_hash
+    assert result.body_bytes == result.body.encode()
+    assert json.loads(result.body_bytes) == result.request
     assert result.body == json.dumps(result.request, sort_keys=True, separators=(",", ":"),
                                      ensure_ascii=False)
 
