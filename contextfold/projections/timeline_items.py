@@ -1,0 +1,204 @@
+"""The visible conversation timeline: its items and the index that keeps them in layout order.
+
+Apart from :mod:`contextfold.projections.state` because the fold writes these items and
+every build reads them, and because keeping the index incremental (O(new events) per
+step on a long run) is a concern of its own. ``RunState`` re-exports the item types.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from contextfold.projections.state import RunState
+
+__all__ = [
+    "CallSlot",
+    "CallStatus",
+    "MessageItem",
+    "SummaryItem",
+    "TimelineIndex",
+    "TimelineItem",
+    "ToolGroup",
+]
+
+CallStatus: TypeAlias = Literal["open", "ok", "error", "lost", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallSlot:
+    """One call of a parallel batch and how it was answered (exactly once, or still open)."""
+
+    call_id: str
+    name: str
+    status: CallStatus = "open"
+    answer_id: str | None = None
+    answer_position: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGroup:
+    """An assistant response with tool calls and their answers: one atomic unit.
+
+    ``fragment_id`` is the assistant (history) fragment; each slot's
+    ``answer_id`` the tool_result fragment that answers it. Renderers lay it
+    out as the assistant message followed by the answers in call order.
+    """
+
+    position: int
+    fragment_id: str
+    calls: tuple[CallSlot, ...]
+    kind: Literal["group"] = "group"
+
+    @property
+    def group_id(self) -> str:
+        return f"g{self.position}"
+
+    @property
+    def closed(self) -> bool:
+        return all(c.status != "open" for c in self.calls)
+
+    @property
+    def fragment_ids(self) -> tuple[str, ...]:
+        return (self.fragment_id, *(c.answer_id for c in self.calls if c.answer_id))
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        return (self.position, *(c.answer_position for c in self.calls
+                                 if c.answer_position is not None))
+
+
+@dataclass(frozen=True, slots=True)
+class MessageItem:
+    """A single-fragment timeline entry.
+
+    ``role``: ``user`` (user input), ``assistant`` (a response without tool
+    calls), ``note`` (a data note: a late tool result, a hand-off note).
+    """
+
+    position: int
+    fragment_id: str
+    role: Literal["user", "assistant", "note"]
+    kind: Literal["message"] = "message"
+
+    @property
+    def fragment_ids(self) -> tuple[str, ...]:
+        return (self.fragment_id,)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryItem:
+    """A compaction summary standing in for the items it ``covered`` (their start positions)."""
+
+    position: int
+    fragment_id: str
+    covers_from: int
+    covers_to: int
+    covered: tuple[int, ...]
+    kind: Literal["summary"] = "summary"
+
+    @property
+    def fragment_ids(self) -> tuple[str, ...]:
+        return (self.fragment_id,)
+
+
+TimelineItem: TypeAlias = ToolGroup | MessageItem | SummaryItem
+
+
+class TimelineIndex:
+    """Layout order of the visible timeline, kept up to date incrementally.
+
+    Why: a build reads the timeline several times, and a long run has thousands
+    of items; sorting them all per call was a visible part of a build. The fold
+    only ever (a) appends an item at a position above every existing one, which
+    sorts last unless it is a summary, (b) replaces an item in place (a call
+    answered, a result masked), which does not move it, and (c) hides items,
+    only when it appends a summary. So: new non-summary items are appended to
+    the order; anything else (a summary, a hidden count that changed, fewer
+    items: a different state) rebuilds the index with the full sort.
+
+    Also tracked for ``required_ids``: the newest visible user input, tool group
+    and summary *by position*, and the visible user inputs flagged required.
+    """
+
+    __slots__ = (
+        "_items",
+        "last_group",
+        "last_summary",
+        "last_user",
+        "n_hidden",
+        "n_items",
+        "order",
+        "required_users",
+        "tool_names",
+        "version",
+    )
+
+    def __init__(self) -> None:
+        self.order: list[int] = []
+        self.required_users: list[int] = []
+        self.last_user: int | None = None
+        self.last_group: int | None = None
+        self.last_summary: int | None = None
+        self.tool_names: set[str] = set()
+        self.n_items = 0
+        self.n_hidden = 0
+        self.version: tuple[int, int, int] = (-1, 0, 0)
+        self._items: tuple[TimelineItem, ...] | None = None
+
+    @classmethod
+    def of(cls, state: RunState) -> TimelineIndex:
+        index = cls()
+        visible = [it for pos, it in state.items.items() if pos not in state.hidden]
+        for it in visible:
+            index._note(state, it)
+        visible.sort(key=lambda it: (it.covers_from, 0, it.position)
+                     if isinstance(it, SummaryItem) else (it.position, 1, it.position))
+        index.order = [it.position for it in visible]
+        index.n_items, index.n_hidden = len(state.items), len(state.hidden)
+        return index
+
+    def _note(self, state: RunState, item: TimelineItem) -> None:
+        if isinstance(item, MessageItem) and item.role == "user":
+            self.last_user = item.position
+            if state.entries[item.fragment_id].required:
+                self.required_users.append(item.position)
+        elif isinstance(item, ToolGroup):
+            self.last_group = item.position
+            self.tool_names.update(c.name for c in item.calls)
+        elif isinstance(item, SummaryItem):
+            self.last_summary = item.position
+
+    def key(self, state: RunState) -> tuple[int, int, int, int]:
+        return (state.version, self.n_items, self.n_hidden, len(state.answer_group) + len(state.masked))
+
+    def extend(self, state: RunState) -> bool:
+        """Catch up with items appended since; False when only a rebuild can."""
+        if len(state.hidden) != self.n_hidden or len(state.items) < self.n_items:
+            return False
+        if len(state.items) == self.n_items:
+            return True
+        new = list(itertools.islice(reversed(state.items), len(state.items) - self.n_items))
+        new.reverse()
+        last = self.order[-1] if self.order else -1
+        for pos in new:
+            item = state.items[pos]
+            if isinstance(item, SummaryItem) or pos <= last or pos in state.hidden:
+                return False
+            last = pos
+        for pos in new:
+            self._note(state, state.items[pos])
+            self.order.append(pos)
+        self.n_items = len(state.items)
+        self._items = None
+        return True
+
+    def items(self, state: RunState) -> tuple[TimelineItem, ...]:
+        """The visible items, materialised once per state version (items are replaced in place)."""
+        version = (state.version, len(state.answer_group), len(state.masked))
+        if self._items is None or self.version != version:
+            self._items = tuple(map(state.items.__getitem__, self.order))
+            self.version = version
+        return self._items
