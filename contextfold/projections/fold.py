@@ -365,7 +365,7 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
         if (not isinstance(group, ToolGroup) or pos in state.hidden
                 or not _coverable(state, pos, lo, hi)):
             continue
-        calls = []
+        calls, stubbed = [], False
         for slot in group.calls:
             if (slot.answer_id is not None and slot.answer_position is not None
                     and slot.status in ("ok", "error") and slot.answer_position not in state.masked):
@@ -381,8 +381,10 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
                 state.entries[fid] = state.entries[fid].moved(slot.answer_position)
                 state.masked[slot.answer_position] = rec.position
                 slot = CallSlot(slot.call_id, slot.name, slot.status, fid, slot.answer_position)
+                stubbed = True
             calls.append(slot)
-        state.items[pos] = ToolGroup(pos, group.fragment_id, tuple(calls))
+        if stubbed:  # an item is replaced only when it changes (the timeline index relies on it)
+            state.items[pos] = ToolGroup(pos, group.fragment_id, tuple(calls))
     state.horizon = horizon
 
 

@@ -107,6 +107,7 @@ class ToolPolicy:
     pinned: frozenset[str]
 
 
+
 _FRESHNESS: tuple[float, ...] = tuple(round(math.pow(0.5, d / FRESHNESS_HALF_LIFE), 6) for d in range(4096))
 """Freshness by distance, precomputed: views look up many per build (same formula)."""
 
@@ -233,6 +234,12 @@ class RunState:
     def timeline(self) -> tuple[TimelineItem, ...]:
         """Visible conversation items in layout order (summaries at the start of their cover)."""
         return self._index().items(self)
+
+    def timeline_changes(self, old: tuple[TimelineItem, ...],
+                         new: tuple[TimelineItem, ...]) -> list[int] | None:
+        """Indices below ``len(old)`` at which ``new`` (a later :meth:`timeline`) holds another
+        item than ``old`` (an earlier one), if known without comparing them; else None."""
+        return self._index().changes(old, new)
 
     def used_tool_names(self) -> frozenset[str]:
         """Names of the tools called by the visible timeline's groups."""

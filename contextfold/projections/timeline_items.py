@@ -121,10 +121,24 @@ class TimelineIndex:
 
     Also tracked for ``required_ids``: the newest visible user input, tool group
     and summary *by position*, and the visible user inputs flagged required.
+
+    The items themselves are kept as a list patched per step, not looked up again: an
+    answered call replaces its group (``answer_group`` grows by one per answer), a mask
+    replaces the groups it stubs (``masked`` grows), nothing else replaces an item.
+    Looking up every position of a 10k-message run again cost ~0.6 ms per turn; the
+    patched list is copied into the returned tuple, and the indices it patched are kept
+    so that a caller holding the previous tuple learns what changed (``changes``)
+    without comparing the two.
     """
 
     __slots__ = (
+        "_answers",
+        "_at",
         "_items",
+        "_list",
+        "_masked",
+        "_patched",
+        "_prev",
         "last_group",
         "last_summary",
         "last_user",
@@ -147,6 +161,12 @@ class TimelineIndex:
         self.n_hidden = 0
         self.version: tuple[int, int, int] = (-1, 0, 0)
         self._items: tuple[TimelineItem, ...] | None = None
+        self._prev: tuple[TimelineItem, ...] | None = None
+        self._patched: list[int] | None = None
+        self._list: list[TimelineItem] | None = None
+        self._at: dict[int, int] | None = None
+        self._answers = 0
+        self._masked = 0
 
     @classmethod
     def of(cls, state: RunState) -> TimelineIndex:
@@ -190,15 +210,44 @@ class TimelineIndex:
             last = pos
         for pos in new:
             self._note(state, state.items[pos])
+            if self._at is not None:
+                self._at[pos] = len(self.order)
             self.order.append(pos)
         self.n_items = len(state.items)
-        self._items = None
         return True
 
     def items(self, state: RunState) -> tuple[TimelineItem, ...]:
         """The visible items, materialised once per state version (items are replaced in place)."""
         version = (state.version, len(state.answer_group), len(state.masked))
-        if self._items is None or self.version != version:
-            self._items = tuple(map(state.items.__getitem__, self.order))
-            self.version = version
+        if self._items is not None and self.version == version:
+            return self._items
+        items, lst = state.items, self._list
+        patched: list[int] = []
+        known = lst is not None and len(state.masked) == self._masked and len(
+            state.answer_group) >= self._answers
+        if lst is None or not known:
+            lst = self._list = list(map(items.__getitem__, self.order))
+        else:
+            lst.extend(map(items.__getitem__, itertools.islice(self.order, len(lst), None)))
+            answered = len(state.answer_group) - self._answers
+            if answered:
+                if self._at is None:
+                    self._at = {pos: i for i, pos in enumerate(self.order)}
+                for gpos in itertools.islice(reversed(state.answer_group.values()), answered):
+                    i = self._at.get(gpos)  # None: a hidden group
+                    if i is not None and lst[i] is not items[gpos]:
+                        lst[i] = items[gpos]
+                        patched.append(i)
+        self._answers, self._masked = len(state.answer_group), len(state.masked)
+        self._prev, self._items, self._patched = self._items, tuple(lst), patched if known else None
+        self.version = version
         return self._items
+
+    def changes(self, old: tuple[TimelineItem, ...], new: tuple[TimelineItem, ...]) -> list[int] | None:
+        """Indices below ``len(old)`` whose item differs in ``new``, when this index made ``new``
+        right after ``old`` (or they are the same tuple); None when it does not know."""
+        if old is new:
+            return []
+        if new is self._items and old is self._prev and self._patched is not None:
+            return [i for i in self._patched if i < len(old)]
+        return None

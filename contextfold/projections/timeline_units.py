@@ -262,8 +262,10 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
     old = tu.timeline
     n_old = len(old) if tu.rows else 0
     dirty: set[int] = set(range(n_old, len(timeline)))
-    if n_old and timeline[:n_old] != old:
+    changed = state.timeline_changes(old, timeline) if n_old else []
+    if changed is None and timeline[:n_old] != old:  # not the timeline's last step: compare
         changed = [i for i, same in enumerate(map(operator.is_, old, timeline[:n_old])) if not same]
+    if changed:
         if len(changed) > _MISMATCH_LIMIT:
             tu = TimelineUnits()
             state.memo[key] = tu

@@ -11,6 +11,7 @@ equal the live snapshot.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, given, settings
@@ -36,7 +37,7 @@ from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.projections.fold import fold, fold_event, new_state, state_at_turn
 from contextfold.projections.repair import check_compaction_cover, recovery_events
-from contextfold.projections.state import RunState, ToolGroup
+from contextfold.projections.state import RunState, TimelineItem, ToolGroup
 
 RUN = "prop-run"
 CALL_IDS = ("c0", "c1", "c2", "c3")  # a small pool forces re-use across turns
@@ -47,6 +48,7 @@ class Sim:
     state: RunState = field(default_factory=lambda: new_state(RUN))
     records: list[RecordedEvent] = field(default_factory=list)
     turn_snapshots: list[RunState] = field(default_factory=list)
+    last_timeline: tuple[TimelineItem, ...] = ()
 
     def append(self, event: AnyEvent) -> None:
         if isinstance(event, ModelResponse):
@@ -56,6 +58,21 @@ class Sim:
         rec = RecordedEvent(RUN, pos, event, chain_hash(RUN, pos, prev, canonical_json(event)))
         self.records.append(rec)
         fold_event(self.state, rec)
+        if pos % 3 == 0:  # now and then, so the timeline catches up over one step or several
+            self.check_timeline()
+
+    def check_timeline(self) -> None:
+        """The incrementally kept timeline holds exactly the items a fresh index lists, and
+        the changes it reports since the last one it made are exactly the replaced items."""
+        before = self.last_timeline
+        after = self.state.timeline()
+        fresh = self.state.snapshot().timeline()  # a snapshot starts without memo: a new index
+        assert len(after) == len(fresh) and all(map(operator.is_, after, fresh))
+        changes = self.state.timeline_changes(before, after)
+        if changes is not None:
+            assert sorted(changes) == [i for i in range(min(len(before), len(after)))
+                                       if before[i] is not after[i]]
+        self.last_timeline = after
 
     def repair(self) -> None:
         events = recovery_events(self.state, in_flight="cancel")
