@@ -190,3 +190,24 @@ def test_rule_hints_hold_on_the_corpora() -> None:
         for rule in RULES:
             if rule.hints and rule.pattern.search(text):
                 assert any(h in text.lower() for h in rule.hints), (rule.name, text)
+
+
+_NAME_PIECES = [*_HINT_PIECES, "Secret", "access_key", "PRIVATE-KEY", "auth-key", "CREDENTIALS", "cred",
+                "signature", "KEY", "x.", "-token", "a_b", ":=", "=>", "$", "{", "}", "#", ",", "(",
+                "\u017f", "\u212a", "\u0130", "\u00e9", "\t", "\u017fecret", "TO\u212aEN", "\u212aey"]
+"""Name characters, keywords that overlap or share prefixes, separators, assignments, values,
+and the non-ASCII letters a case-insensitive ``[A-Za-z]`` also matches (long s, Kelvin sign)."""
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_NAME_PIECES), max_size=40).map("".join))
+def test_keyword_rules_find_exactly_what_their_regex_finds(text: str) -> None:
+    """The assignment rules are tried only at the name starts around a keyword: that yields
+    the same matches, in the same order, as scanning every position with the regex."""
+    from contextfold.projections.redact import _matches
+
+    for rule in RULES:
+        if rule.keyword is not None:
+            expected = [(m.span(), m.groups()) for m in rule.pattern.finditer(text)]
+            assert [(m.span(), m.groups()) for m in _matches(rule, text, text.lower())] == expected, (
+                rule.name, text)
