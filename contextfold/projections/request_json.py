@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -110,19 +110,54 @@ def misses(got: list[Any], missing: object = None) -> Iterator[int]:
         yield i
 
 
-def _bytes(obj: Any) -> bytes:
+def _pieces(obj: Any, out: list[bytes]) -> None:
+    """Append the canonical JSON of ``obj`` to ``out`` as pieces (joined once by the caller:
+    a long run's body is ~440 KB, and each nested join or concatenation copied all of it)."""
     if isinstance(obj, dict):
-        return canonical_object({k: _bytes(v) for k, v in obj.items()})
-    if isinstance(obj, list | tuple):
+        if not obj:
+            out.append(b"{}")
+            return
+        out.append(b"{")
+        for key in sorted(obj):
+            out += (_dumps(key).encode(), b":")
+            _pieces(obj[key], out)
+            out.append(b",")
+        out[-1] = b"}"
+        return
+    if isinstance(obj, list | tuple) and obj:
         # Memo entries hold their object, so a hit by id is that very object. A long run's
         # body has ~1,000 remembered messages: look them all up in C, dump only the others.
         got: list[Any] = list(map(_TEXTS.get, map(id, obj)))
         if got.count(None) == len(got):  # nothing remembered (a short list of scalars, say)
-            return _dumps(obj).encode()
+            out.append(_dumps(obj).encode())
+            return
         for i in misses(got):
             got[i] = (obj[i], _dumps(obj[i]).encode())
-        return b"[" + b",".join(map(itemgetter(1), got)) + b"]"
-    return _dumps(obj).encode()
+        _items(list(map(itemgetter(1), got)), out)
+        return
+    out.append(_dumps(obj).encode())
+
+
+def _items(texts: list[bytes], out: list[bytes]) -> None:
+    """Append the JSON array of the items' canonical ``texts`` (non-empty) to ``out``."""
+    out.append(b"[")
+    out += chain.from_iterable(zip(texts, repeat(b",")))
+    out[-1] = b"]"
+
+
+def _array(texts: list[bytes]) -> bytes:
+    """The JSON array of the items' canonical ``texts``, in one join (no copy of a copy)."""
+    if not texts:
+        return b"[]"
+    out: list[bytes] = []
+    _items(texts, out)
+    return b"".join(out)
+
+
+def _bytes(obj: Any) -> bytes:
+    out: list[bytes] = []
+    _pieces(obj, out)
+    return b"".join(out)
 
 
 def canonical_bytes(obj: Any) -> bytes:
@@ -184,7 +219,7 @@ def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], bytes]:
         for i, line in zip(new, adapter.dump_python([lines[i] for i in new], mode="json"), strict=True):
             got[i] = _LINES[id(lines[i])] = (lines[i], line, _remember(line))
         top[key] = list(map(itemgetter(1), got))
-        members[key] = b"[" + b",".join(map(itemgetter(2), got)) + b"]"
+        members[key] = _array(list(map(itemgetter(2), got)))
     out = {key: top[key] for key in type(manifest).model_fields}  # the model's field order
     return out, canonical_object(members)
 
