@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
@@ -54,6 +54,7 @@ SHRINK_FLOOR = 48
 _REDACTION_MEMO_LIMIT = 200_000
 _REDACTIONS: dict[tuple[str, str, str, str, RedactionPolicy], tuple[ContextFragment, Redacted] | None] = {}
 """Redaction results by fragment identity and content: builds of a growing run repeat them."""
+_NOT_YET = object()
 _STATE_LAYER = {"policy": "policy", "instruction": "policy", "goal": "goal", "success_contract": "goal",
                 "plan": "plan", "evidence": "retrieval", "memory": "retrieval"}
 _DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
@@ -144,6 +145,8 @@ class BuildCtx:
     table_key: tuple[object, ...] = ()
     dropped_lines: dict[str, Any] = field(default_factory=dict)
     """Manifest lines of dropped units, per unit id (``exclusions``)."""
+    redactions: dict[str, tuple[FragmentEntry, Hit | None]] = field(default_factory=dict)
+    """The policy's result per fragment id, with the entry it was for (``_redaction``)."""
 
     def __post_init__(self) -> None:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
@@ -157,6 +160,7 @@ class BuildCtx:
         # encoding, so the builds of one turn for several providers share them.
         self.objects = self._memo(("objects", self.state.counter.encoding_name))
         self.dropped_lines = self.objects_for("dropped")
+        self.redactions = self._memo(("redactions", *key))
 
     def _memo(self, key: tuple[object, ...]) -> dict[Any, Any]:
         table = self.state.memo.get(key)
@@ -202,12 +206,22 @@ class BuildCtx:
         entry = self.state.entries[fid]
         if self.policy is None or entry.kind not in self.config.redact_kinds:
             return None
+        # First this table's answer for this very entry: a long run's build asks again for
+        # each of the ~60 artifact-backed results it keeps, and the content key below hashes
+        # the policy (a dataclass: a Python-level __hash__) twice per lookup.
+        mine = self.redactions.get(fid)
+        if mine is not None and mine[0] is entry:
+            return mine[1]
         key = (entry.id, entry.content_hash, entry.source_ref, entry.trust, self.policy)
-        if key not in _REDACTIONS:
+        got = _REDACTIONS.get(key, _NOT_YET)
+        if got is _NOT_YET:
             if len(_REDACTIONS) >= _REDACTION_MEMO_LIMIT:
                 _REDACTIONS.clear()
-            _REDACTIONS[key] = redact_fragment(entry.fragment, self.raw_text(fid), self.policy, self.count)
-        return _REDACTIONS[key]
+            got = _REDACTIONS[key] = redact_fragment(entry.fragment, self.raw_text(fid), self.policy,
+                                                     self.count)
+        hit = cast("Hit | None", got)
+        self.redactions[fid] = (entry, hit)
+        return hit
 
     def frag(self, fid: str) -> ContextFragment:
         return self.facts(fid).frag
