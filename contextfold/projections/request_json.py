@@ -83,7 +83,7 @@ def remember(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _remember(obj: dict[str, Any]) -> bytes:
-    """:func:`remember`, returning the text (another thread may empty the memo at any time)."""
+    """:func:`remember`, returning its JSON (another thread may empty the memo at any time)."""
     global _text_bytes
     if len(_TEXTS) >= _LIMIT or _text_bytes >= _TEXT_BYTES_LIMIT:
         _clear()
@@ -110,54 +110,30 @@ def misses(got: list[Any], missing: object = None) -> Iterator[int]:
         yield i
 
 
-def _pieces(obj: Any, out: list[bytes]) -> None:
-    """Append the canonical JSON of ``obj`` to ``out`` as pieces (joined once by the caller:
-    a long run's body is ~440 KB, and each nested join or concatenation copied all of it)."""
+def _bytes(obj: Any) -> bytes:
     if isinstance(obj, dict):
-        if not obj:
-            out.append(b"{}")
-            return
-        out.append(b"{")
-        for key in sorted(obj):
-            out += (_dumps(key).encode(), b":")
-            _pieces(obj[key], out)
-            out.append(b",")
-        out[-1] = b"}"
-        return
-    if isinstance(obj, list | tuple) and obj:
+        return canonical_object({k: _bytes(v) for k, v in obj.items()})
+    if isinstance(obj, list | tuple):
         # Memo entries hold their object, so a hit by id is that very object. A long run's
         # body has ~1,000 remembered messages: look them all up in C, dump only the others.
         got: list[Any] = list(map(_TEXTS.get, map(id, obj)))
         if got.count(None) == len(got):  # nothing remembered (a short list of scalars, say)
-            out.append(_dumps(obj).encode())
-            return
+            return _dumps(obj).encode()
         for i in misses(got):
             got[i] = (obj[i], _dumps(obj[i]).encode())
-        _items(list(map(itemgetter(1), got)), out)
-        return
-    out.append(_dumps(obj).encode())
-
-
-def _items(texts: list[bytes], out: list[bytes]) -> None:
-    """Append the JSON array of the items' canonical ``texts`` (non-empty) to ``out``."""
-    out.append(b"[")
-    out += chain.from_iterable(zip(texts, repeat(b",")))
-    out[-1] = b"]"
+        return _array(list(map(itemgetter(1), got)))
+    return _dumps(obj).encode()
 
 
 def _array(texts: list[bytes]) -> bytes:
-    """The JSON array of the items' canonical ``texts``, in one join (no copy of a copy)."""
+    """The JSON array of the items' canonical ``texts``, in one join: a long run's body is
+    ~440 KB, and a join then a concatenation of the brackets copied it twice."""
     if not texts:
         return b"[]"
-    out: list[bytes] = []
-    _items(texts, out)
-    return b"".join(out)
-
-
-def _bytes(obj: Any) -> bytes:
-    out: list[bytes] = []
-    _pieces(obj, out)
-    return b"".join(out)
+    parts = [b"["]
+    parts += chain.from_iterable(zip(texts, repeat(b",")))
+    parts[-1] = b"]"
+    return b"".join(parts)
 
 
 def canonical_bytes(obj: Any) -> bytes:
