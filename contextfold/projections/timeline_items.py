@@ -132,11 +132,9 @@ class TimelineIndex:
     """
 
     __slots__ = (
-        "_answers",
         "_at",
         "_items",
         "_list",
-        "_masked",
         "_patched",
         "_prev",
         "last_group",
@@ -160,13 +158,12 @@ class TimelineIndex:
         self.n_items = 0
         self.n_hidden = 0
         self.version: tuple[int, int, int] = (-1, 0, 0)
+        """(state version, answers, masks) when ``_items`` was made."""
         self._items: tuple[TimelineItem, ...] | None = None
         self._prev: tuple[TimelineItem, ...] | None = None
         self._patched: list[int] | None = None
         self._list: list[TimelineItem] | None = None
         self._at: dict[int, int] | None = None
-        self._answers = 0
-        self._masked = 0
 
     @classmethod
     def of(cls, state: RunState) -> TimelineIndex:
@@ -222,14 +219,14 @@ class TimelineIndex:
         if self._items is not None and self.version == version:
             return self._items
         items, lst = state.items, self._list
+        _, answers_before, masks_before = self.version
         patched: list[int] = []
-        known = lst is not None and len(state.masked) == self._masked and len(
-            state.answer_group) >= self._answers
+        known = lst is not None and version[2] == masks_before and version[1] >= answers_before
         if lst is None or not known:
             lst = self._list = list(map(items.__getitem__, self.order))
         else:
             lst.extend(map(items.__getitem__, itertools.islice(self.order, len(lst), None)))
-            answered = len(state.answer_group) - self._answers
+            answered = version[1] - answers_before
             if answered:
                 if self._at is None:
                     self._at = {pos: i for i, pos in enumerate(self.order)}
@@ -238,7 +235,6 @@ class TimelineIndex:
                     if i is not None and lst[i] is not items[gpos]:
                         lst[i] = items[gpos]
                         patched.append(i)
-        self._answers, self._masked = len(state.answer_group), len(state.masked)
         self._prev, self._items, self._patched = self._items, tuple(lst), patched if known else None
         self.version = version
         return self._items
