@@ -291,6 +291,10 @@ class BuildCtx:
             self.late[fid] = _facts(self.state, hit[0], hit, self.config.provider, self.count,
                                     _has_artifact_text(hit[0]))
 
+    def redacts(self, fid: str) -> bool:
+        """Whether :meth:`redact` redacts ``fid`` (or has): asked without recording it."""
+        return fid in self.redacted or (self.policy is not None and self._redaction(fid) is not None)
+
     def full_text(self, fid: str) -> str:
         """The text a build may render: redacted first, so truncation never cuts a secret in half."""
         self.redact(fid)
