@@ -37,6 +37,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifest
+from contextfold.domain.version import BUILDER
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state
 from contextfold.projections.fold import fold, new_state, state_at_turn, state_at_version
@@ -333,11 +334,26 @@ class Run:
 
 @dataclass(frozen=True)
 class ReplayReport:
+    """A turn rebuilt from the log beside its first ``context_built`` record."""
+
     turn: int
     ok: bool
     differences: tuple[str, ...]
     recorded: ContextBuilt
     rebuilt: ContextManifest
+    rebuilt_by: str = BUILDER
+    """The contextfold that rebuilt the turn (``recorded.builder`` names the one that built it)."""
+
+    @property
+    def builder_note(self) -> str | None:
+        """Why a difference may not come from the log: the record was made by another builder
+        (or does not say which). None when the same builder made both."""
+        if self.recorded.builder == self.rebuilt_by:
+            return None
+        made = (f"recorded by {self.recorded.builder}" if self.recorded.builder is not None
+                else "the record does not name its builder")
+        return (f"{made}, rebuilt by {self.rebuilt_by}: a builder upgrade can change a request "
+                "without the log changing")
 
 
 def _first_difference(a: Any, b: Any, path: str = "manifest") -> str:

@@ -160,6 +160,8 @@ def _handle_replay(args: argparse.Namespace) -> int:
                          f"(request {m.request_hash[:16]}, cache key {m.cache_key[:16]})\n")
         return 0
     sys.stderr.write(f"MISMATCH at turn {args.turn}: first difference: {report.differences[0]}\n")
+    if report.builder_note is not None:
+        sys.stderr.write(f"note: {report.builder_note}\n")
     return 1
 
 

@@ -14,6 +14,7 @@ from contextfold.domain.conversation import Conversation
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import ContextManifest, manifest_json_depth
+from contextfold.domain.version import BUILDER
 from contextfold.projections.request_json import hand_out, manifest_json
 from contextfold.projections.selected_lines import SelectedView
 
@@ -62,4 +63,4 @@ class BuildResult:
         return ContextBuilt.with_manifest_json(
             data, manifest_json_depth(), turn=m.turn, provider=m.provider, request_hash=m.request_hash,
             prefix_hash=m.cache_key, config_hash=m.config_hash, manifest=manifest, rebuild=rebuild,
-            log_version=m.log_version)
+            log_version=m.log_version, builder=BUILDER)

@@ -48,8 +48,10 @@ def test_replay_verify_shows_the_first_difference(tmp_path: Path) -> None:
                      "WHERE topic LIKE 'context_built@%'").fetchone()
     position, state = row
     body = json.loads(state[64:])
+    assert body["builder"].startswith("contextfold ")
     body["request_hash"] = "0" * 64
     body["manifest"]["request_hash"] = "0" * 64
+    body["builder"] = "contextfold 0.0.1"  # as if an older release had recorded it
     from contextfold.domain.log import chain_hash
 
     prev = db.execute("SELECT state FROM contextfold_events WHERE originator_version = ?",
@@ -62,6 +64,7 @@ def test_replay_verify_shows_the_first_difference(tmp_path: Path) -> None:
     out = cf("replay", "demo-fix-invoice", "--turn", "6", "--verify", cwd=tmp_path)
     assert out.returncode == 1
     assert "request_hash" in out.stderr
+    assert "note: recorded by contextfold 0.0.1, rebuilt by contextfold " in out.stderr
 
 
 def test_schema_manifest(tmp_path: Path) -> None:

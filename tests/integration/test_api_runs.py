@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from importlib.metadata import version
 
 import pytest
 
@@ -89,6 +90,9 @@ def test_every_live_turn_replays_byte_for_byte(store_url: str) -> None:
             report = run.replay(m.turn)
             assert report.ok, report.differences
             assert report.rebuilt.request_hash == m.request_hash
+            # each record names the contextfold that built it: the installed one, same as replays
+            assert report.recorded.builder == report.rebuilt_by == f"contextfold {version('contextfold')}"
+            assert report.builder_note is None
 
 
 def test_rebuild_of_an_unrecorded_turn_records_once_marked_rebuild(store_url: str) -> None:

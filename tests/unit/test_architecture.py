@@ -96,3 +96,13 @@ def test_every_package_module_declares_all() -> None:
         if p.name == "__init__.py" and "__all__" not in names and len(tree.body) <= 1:
             continue  # a package marker holding only its docstring
         assert "__all__" in names, f"{p.relative_to(PACKAGE)} has no __all__"
+
+
+def test_the_version_is_written_once_and_the_installed_metadata_agrees() -> None:
+    from importlib.metadata import version
+
+    from contextfold.domain.version import BUILDER, __version__
+
+    assert version("contextfold") == __version__
+    assert BUILDER.split() == ["contextfold", __version__]
+    assert 'dynamic = ["version"]' in (PACKAGE.parent / "pyproject.toml").read_text()

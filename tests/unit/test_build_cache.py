@@ -36,6 +36,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.domain.version import BUILDER
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.state import RunState
@@ -87,7 +88,8 @@ def _check_record(result: BuildResult) -> None:
     record = result.record(rebuild=True)
     dumped = ContextBuilt(turn=m.turn, provider=m.provider, request_hash=m.request_hash,
                           prefix_hash=m.cache_key, config_hash=m.config_hash,
-                          manifest=m.model_dump(mode="json"), rebuild=True, log_version=m.log_version)
+                          manifest=m.model_dump(mode="json"), rebuild=True, log_version=m.log_version,
+                          builder=BUILDER)
     assert record == dumped
     body = canonical_json(record)
     assert body == canonical_json(dumped) == canonical_json(record.model_copy())
