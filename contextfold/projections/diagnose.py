@@ -234,7 +234,7 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
         head = k // 3
         return head, k - head
 
-    counts = None if line_splitting is None else LineCounts(lines, line_splitting)
+    counts = None if line_splitting is None else LineCounts(lines, line_splitting, line_splitting.known(text))
     for header, framed in _header_variants(diagnosis, where):
         def parts(k: int, header: str = header, framed: bool = framed) -> list[str | range]:
             head, tail = split(k)

@@ -30,7 +30,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
-__all__ = ["LineCounts", "LineSplitting", "joined"]
+__all__ = ["KnownBlocks", "LineCounts", "LineSplitting", "joined", "split_lines"]
+
+KnownBlocks = tuple[Sequence[int], Sequence[int]]
+"""Block starts of a text's lines, ascending from 0, and the tokens of ``lines[0:start]`` for
+each: where the counter that counted the text whole cut it (``TokenCounter.count``). Every
+start is a line the encoding splits before, but not every such line is a start."""
+
+
+def _nothing_known(text: str) -> KnownBlocks | None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +48,25 @@ class LineSplitting:
 
     ``splits_before(line)`` holds only when the encoding never joins a piece across the
     newline before ``line``; ``count`` is that encoding's count, uncached (a :class:`LineCounts`
-    keeps its blocks' counts itself)."""
+    keeps its blocks' counts itself); ``known(text)`` the blocks a counter already counted
+    ``text`` by, if it did."""
 
     splits_before: Callable[[str], bool]
     count: Callable[[str], int]
+    known: Callable[[str], KnownBlocks | None] = _nothing_known
+
+
+def split_lines(text: str) -> tuple[list[str], bool]:
+    """Split on ``\\n`` only (``\\r`` stays on its line); report a final newline.
+
+    ``str.splitlines`` would also split on form feeds and U+2028, which are
+    not line boundaries of a log or a source file.
+    """
+    lines = text.split("\n")
+    trailing = len(lines) > 1 and lines[-1] == ""
+    if trailing:
+        lines.pop()
+    return lines, trailing
 
 
 def joined(lines: Sequence[str], items: Sequence[str | range], end: str) -> str:
@@ -60,7 +84,7 @@ class LineCounts:
     __slots__ = ("_count", "_head_next", "_head_starts", "_head_sums", "_lines", "_lock", "_splits",
                  "_tail_next", "_tail_starts", "_tail_sums")
 
-    def __init__(self, lines: Sequence[str], rule: LineSplitting) -> None:
+    def __init__(self, lines: Sequence[str], rule: LineSplitting, known: KnownBlocks | None = None) -> None:
         self._lines = lines
         self._count = rule.count
         self._splits = rule.splits_before
@@ -73,6 +97,12 @@ class LineCounts:
         self._tail_starts: list[int] = []
         self._tail_sums: list[int] = []
         self._tail_next = len(lines) - 1
+        if known is not None:  # the whole text's blocks, counted already: nothing left to scan
+            starts, sums = known
+            self._head_starts, self._head_sums = list(starts), list(sums)
+            self._tail_starts = self._head_starts[::-1]
+            self._tail_sums = [sums[-1] - s for s in reversed(sums)]
+            self._head_next, self._tail_next = len(lines), -1
         self._lock = threading.Lock()
         """Truncation keeps one object per input text for the whole process (``truncate._PROBES``),
         so two threads may count with it at once; its block lists grow as it goes."""

@@ -51,7 +51,7 @@ from typing import Any, Literal, TypeAlias, assert_never
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
-from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
+from contextfold.projections.line_counts import LineCounts, LineSplitting, joined, split_lines
 
 __all__ = [
     "MINIMAL_MARKER",
@@ -118,19 +118,6 @@ class Truncation(_Frozen):
 
 
 # ------------------------------------------------------------------ lines
-
-
-def split_lines(text: str) -> tuple[list[str], bool]:
-    """Split on ``\\n`` only (``\\r`` stays on its line); report a final newline.
-
-    ``str.splitlines`` would also split on form feeds and U+2028, which are
-    not line boundaries of a log or a source file.
-    """
-    lines = text.split("\n")
-    trailing = len(lines) > 1 and lines[-1] == ""
-    if trailing:
-        lines.pop()
-    return lines, trailing
 
 
 def line_marker(omitted: int, first: int, last: int) -> str:
@@ -289,7 +276,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         lines, trailing = split_lines(text)
         entry["lines"] = (lines, trailing, _fence_states(lines) if fences else [None] * (len(lines) + 1))
         if rule is not None:
-            entry["counts"] = LineCounts(entry["lines"][0], rule)
+            entry["counts"] = LineCounts(entry["lines"][0], rule, rule.known(text))
     lines, trailing, states = entry["lines"]
     n = len(lines)
     end = "\n" if trailing else ""

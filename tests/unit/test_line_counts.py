@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from contextfold.projections import tokens
 from contextfold.projections.diagnose import lean_log
-from contextfold.projections.line_counts import LineCounts, LineSplitting
+from contextfold.projections.line_counts import LineCounts, LineSplitting, split_lines
 from contextfold.projections.tokens import TokenCounter, _splits_before, get_counter
 from contextfold.projections.truncate import truncate
 
@@ -156,3 +156,64 @@ def test_threads_counting_with_one_object_get_exact_counts() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+def _long_text(lines: list[str], trailing: bool) -> str:
+    """``lines`` repeated until the text is long enough to be counted by chunks."""
+    body = "\n".join(lines)
+    reps = -(-tokens._LINE_COUNTED_TEXT // (len(body) + 1)) + 1
+    return "\n".join([body] * reps) + ("\n" if trailing else "")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_TEXT_LINE, min_size=2, max_size=60), st.booleans(), st.data())
+def test_a_long_text_is_counted_by_chunks_exactly_and_its_chunks_are_known(
+        lines: list[str], trailing: bool, data: st.DataObject) -> None:
+    """A counter counts a long multi-line text in chunks of lines: the total is the tokenizer's,
+    each kept start is a line the encoding splits before, each kept sum the real count of the
+    lines above it, and a LineCounts seeded with them counts every window exactly."""
+    counter = TokenCounter()
+    text = _long_text(lines, trailing)
+    assert "\n" in text and len(text) >= tokens._LINE_COUNTED_TEXT
+    assert counter.count(text) == _real(text)
+    known = counter.known_blocks(text)
+    assert known is not None
+    starts, sums = known
+    all_lines, _ = split_lines(text)
+    assert starts[0] == 0 and sums[0] == 0 and list(starts) == sorted(set(starts))
+    for start, total in zip(starts[1:], sums[1:], strict=True):
+        assert _splits_before(all_lines[start])
+        assert total == _real("\n".join(all_lines[:start]) + "\n")
+    rule = counter.line_splitting
+    assert rule is not None
+    counts = LineCounts(all_lines, rule, known)
+    n = len(all_lines)
+    for _ in range(4):
+        head = data.draw(st.integers(0, n - 1), label="head")
+        tail = data.draw(st.integers(0, n - head - 1), label="tail")
+        end = data.draw(st.sampled_from(["", "\n"]), label="end")
+        items = [range(0, head), "[marker]", range(n - tail, n)]
+        assert counts.count(items, end) == _real(
+            "\n".join([*all_lines[:head], "[marker]", *all_lines[n - tail:]]) + end)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_TEXT_LINE, min_size=2, max_size=60), st.booleans(),
+       st.sampled_from(["log", "file", "markdown", "text"]), st.integers(0, 600), st.sampled_from([None, 1]))
+def test_cuts_are_the_same_when_the_counter_knows_the_chunks(lines: list[str], trailing: bool, kind: str,
+                                                             budget: int, exit_code: int | None) -> None:
+    """A text the fold counted (so its chunks are known) is cut, as a log or by lines, exactly
+    as when each candidate is counted whole."""
+    counter = TokenCounter()
+    text = _long_text(lines, trailing)
+    counter.count(text)  # as the fold does
+    assert counter.known_blocks(text) is not None
+    rule = counter.line_splitting
+    whole = truncate(text, budget, kind=kind, count=_real)  # type: ignore[arg-type]
+    known = truncate(text, budget, kind=kind, count=counter.count,  # type: ignore[arg-type]
+                     line_splitting=rule)
+    assert known == whole and _real(known.text) == known.tokens
+    whole_log = lean_log(text, exit_code, budget, _real, artifact_ref="artifact:x")
+    known_log = lean_log(text, exit_code, budget, counter.count, artifact_ref="artifact:x",
+                         line_splitting=rule)
+    assert known_log == whole_log and _real(known_log.text) == known_log.tokens
