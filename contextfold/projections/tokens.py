@@ -5,10 +5,11 @@ builder counts the same fragment text on every build of every turn; tokenizing
 it once per process turns a per-build cost into a per-new-content cost. The key
 is the 32-byte blake3 digest of the text, or for a short text (tool names,
 call arguments: up to ``_SHORT_TEXT`` characters) the text itself, which is
-exact and saves hashing it on every count. ``TokenCounter.calls`` counts real
-tokenizer invocations so a benchmark can check that the number of calls per
-build equals the number of distinct new contents (plus, when a build cuts a text
-by lines, the line blocks it tokenizes once through ``count_uncached``).
+exact and saves hashing it on every count. ``TokenCounter.calls`` counts the
+texts tokenized (a long multi-line text, tokenized in chunks of lines, is one) so a
+benchmark can check that the number of calls per build equals the number of
+distinct new contents (plus, when a build cuts a text by lines, the line blocks it
+tokenizes once through ``count_uncached``).
 
 Which encoding (never the network):
 
