@@ -170,6 +170,8 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=100, help="B: how many of the last turns")
     ap.add_argument("--cprofile", choices=KINDS, help="also profile that kind of build (cProfile)")
     ap.add_argument("--top", type=int, default=30, help="cProfile rows to print")
+    ap.add_argument("--sort", choices=("tottime", "cumulative"), default="tottime",
+                    help="cProfile order: own time, or time including callees (which subtree pays)")
     args = ap.parse_args()
     if args.workload == "A" and not bb.TAU.exists():
         print(f"traces not found: {bb.TAU} (set CONTEXTFOLD_TRACES)", file=sys.stderr)
@@ -189,8 +191,8 @@ def main() -> int:
     print(f"workload {args.workload}, budget {budget}: {len(probe.builds['first'])} turns")
     report(probe)
     if prof is not None:
-        print(f"\ncProfile of the {args.cprofile} builds (tottime; cProfile slows Python calls):")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+        print(f"\ncProfile of the {args.cprofile} builds ({args.sort}; cProfile slows Python calls):")
+        pstats.Stats(prof).sort_stats(args.sort).print_stats(args.top)
     return 0
 
 
