@@ -315,12 +315,12 @@ def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[st
     answer of this facts table is handed out again (as a copy: the builder edits its dicts)."""
     tu = candidates.timeline
     key = (available, tuple(shares.items()), tu.sorted_version, units)
-    memo_key = ("selection", ctx.table_key)
-    hit = ctx.state.memo.get(memo_key)
+    memo = ctx.objects_for("selection")
+    hit = memo.get("last")
     if not (isinstance(hit, tuple) and hit[0] is tu and hit[1] == key):
-        hit = (tu, key, select_units(units, available, shares=shares, shrink_required=shrink_required,
-                                     presorted=candidates.presorted))
-        ctx.state.memo[memo_key] = hit
+        hit = memo["last"] = (tu, key, select_units(units, available, shares=shares,
+                                                    shrink_required=shrink_required,
+                                                    presorted=candidates.presorted))
     s: Selection = hit[2]
     return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached)
 

@@ -82,11 +82,10 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
     over = frozenset(uid for uid in selection.over_budget if uid in unit_of)
     others = [line for uid in sorted(over) for line in
               _unit_lines(ctx, uid, unit_of[uid], members[uid], "over_budget")]
-    memo = ctx.state.memo
-    key = ("low-priority", ctx.table_key, config_key)
-    low = memo.get(key)
+    memo = ctx.objects_for("low-priority")
+    low = memo.get(config_key)
     if not isinstance(low, LowPriorityLines):
-        low = memo[key] = LowPriorityLines()
+        low = memo[config_key] = LowPriorityLines()
     touched = timeline.touched_since(low.generation) if low.timeline is timeline else None
     prev = low.of_unit
 

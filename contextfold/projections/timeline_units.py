@@ -243,13 +243,14 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
                    current_input: str | None) -> TimelineUnits:
     """Bring the memoised rows up to date with ``timeline`` for this build (module docstring)."""
     state = ctx.state
-    key = ("timeline-units", ctx.table_key, ctx.config.recent_groups)
-    tu = state.memo.get(key)
+    memo = ctx.objects_for("timeline-units")
+    key = ctx.config.recent_groups
+    tu = memo.get(key)
     blocked = frozenset(state.used_tool_names()) - exposed
     if (not isinstance(tu, TimelineUnits) or tu.blocked != blocked or state.horizon < tu.horizon
             or len(timeline) < len(tu.timeline)):
         tu = TimelineUnits()
-        state.memo[key] = tu
+        memo[key] = tu
     tu.touched = set()
     required = ctx.required
     recent = _recent(timeline, ctx.config.recent_groups)
@@ -268,7 +269,7 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
     if changed:
         if len(changed) > _MISMATCH_LIMIT:
             tu = TimelineUnits()
-            state.memo[key] = tu
+            memo[key] = tu
             n_old = 0
             dirty = set(range(len(timeline)))
         else:

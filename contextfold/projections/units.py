@@ -57,6 +57,8 @@ _REDACTIONS: dict[tuple[str, str, str, str, RedactionPolicy], tuple[ContextFragm
 _NOT_YET = object()
 _STATE_LAYER = {"policy": "policy", "instruction": "policy", "goal": "goal", "success_contract": "goal",
                 "plan": "plan", "evidence": "retrieval", "memory": "retrieval"}
+_STATE_LAYER_NO = {"policy": 1, "goal": 3, "plan": 4}
+"""A state layer's number (retrieval and memory: 6)."""
 _DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
 
 Hit = tuple[ContextFragment, Redacted]
@@ -142,6 +144,8 @@ class BuildCtx:
     """Facts of artifact-backed fragments this build redacted when it needed their text."""
     table: dict[str, Facts] = field(default_factory=dict)
     objects: dict[tuple[str, str], tuple[object, Any]] = field(default_factory=dict)
+    _tables: dict[str, dict[Any, Any]] = field(default_factory=dict, init=False, repr=False)
+    """This config's tables by slot (``objects_for``)."""
     table_key: tuple[object, ...] = ()
     dropped_lines: dict[str, Any] = field(default_factory=dict)
     """Manifest lines of dropped units, per unit id (``exclusions``)."""
@@ -155,12 +159,15 @@ class BuildCtx:
         pricing = self.config.provider if self.state.media_seen else "*"
         key = (self.state.counter.encoding_name, pricing, self.policy, kinds)
         self.table_key = key
-        self.table = self._memo(("facts", *key))
+        # Every per-config table in one memo entry, found by slot name: a key holding the
+        # policy hashes it in Python, and a build asks for ~8 tables.
+        self._tables = self._memo(("tables", *key))
+        self.table = self.objects_for("facts")
         # Output objects depend on the fragment view, not on the provider: one table per
         # encoding, so the builds of one turn for several providers share them.
         self.objects = self._memo(("objects", self.state.counter.encoding_name))
         self.dropped_lines = self.objects_for("dropped")
-        self.redactions = self._memo(("redactions", *key))
+        self.redactions = self.objects_for("redactions")
 
     def _memo(self, key: tuple[object, ...]) -> dict[Any, Any]:
         table = self.state.memo.get(key)
@@ -170,7 +177,11 @@ class BuildCtx:
 
     def objects_for(self, slot: str) -> dict[Any, Any]:
         """A per-config table that lives as long as the state (see ``cached``)."""
-        return self._memo(("objects", slot, self.table_key))
+        table = self._tables.get(slot)
+        if table is None:
+            table = self._tables[slot] = {}
+        out: dict[Any, Any] = table
+        return out
 
     def cached(self, slot: str, fid: str, key: object) -> Any:
         """The object kept for ``(slot, fid)`` by an earlier build under the same ``key``
@@ -332,7 +343,11 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
     A group that uses a tool the policy does not expose, or with a call still
     open, is excluded as ``stale``.
     """
-    state, out = ctx.state, Units()
+    state = ctx.state
+    units: list[Unit] = []
+    members: dict[str, tuple[str, ...]] = {}
+    layer_no: dict[str, int] = {}
+    excluded: list[ExcludedFragment] = []
     entries = state.entries
     state_ids = [fid for fid in state.active if entries[fid].fragment.kind != "tool_spec"]
     for fid in state_ids:
@@ -348,7 +363,7 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
             keys.append(f"source:{f.source_ref}")
         winner = next((seen_keys[k] for k in keys if k in seen_keys), None)
         if winner is not None and fid not in ctx.required:
-            out.excluded.append(ExcludedFragment(
+            excluded.append(ExcludedFragment(
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="duplicate",
                 replaced_by=winner))
             duplicates.add(fid)
@@ -363,24 +378,24 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
         pos = entries[fid].position
         tokens = facts.cost
         layer = _STATE_LAYER.get(f.kind, "retrieval")
-        out.units.append(Unit(fid, layer, tokens, score(f.priority, pos, tokens), pos,
-                              fid in ctx.required, facts.min_cost if facts.shrinkable else None))
-        out.members[fid] = (fid,)
-        out.layer_no[fid] = {"policy": 1, "goal": 3, "plan": 4}.get(layer, 6)
+        units.append(Unit(fid, layer, tokens, score(f.priority, pos, tokens), pos,
+                          fid in ctx.required, facts.min_cost if facts.shrinkable else None))
+        members[fid] = (fid,)
+        layer_no[fid] = _STATE_LAYER_NO.get(layer, 6)
 
     tu = timeline_units(ctx, timeline, exposed, current_input)
     ctx.redacted.update(tu.hits)
     # The timeline's tables hold ~10,000 entries on a long run, with holes from rows
     # replaced: copying them to add the few state units cost ~1 ms a table per build. The
     # state units are written into them instead (this build's replace the last one's).
-    tu.overlay(out.units, out.members, out.layer_no)
-    out.unit_of, out.members, out.layer_no = tu.unit_of, tu.members, tu.layer_no
-    out.timeline = tu
-    out.state_ids = [u.id for u in out.units]
-    out.units.extend(tu.required_units.values())
-    out.presorted = tu.sorted_layers
-    out.excluded.extend(tu.stale_lines())
-    return out
+    tu.overlay(units, members, layer_no)
+    state_units = [u.id for u in units]
+    units.extend(tu.required_units.values())
+    excluded.extend(tu.stale_lines())
+    # Made here, whole: a default Units() would make a TimelineUnits (~15 empty tables) only
+    # to drop it.
+    return Units(units=units, presorted=tu.sorted_layers, unit_of=tu.unit_of, state_ids=state_units,
+                 timeline=tu, members=tu.members, layer_no=tu.layer_no, excluded=excluded)
 
 
 def current_input_of(timeline: tuple[TimelineItem, ...]) -> str | None:
