@@ -365,10 +365,21 @@ def policy_from(disabled: Sequence[str] = (), allow: Sequence[str] = (),
 __all__ += ["policy_from"]
 
 
+_CONFIG_POLICIES: dict[int, tuple[BuildConfig, RedactionPolicy]] = {}
+
+
 def config_policy(config: BuildConfig) -> RedactionPolicy:
-    """The policy a :class:`BuildConfig` asks for."""
-    return policy_from(config.redact_disabled_rules, config.redact_allow, config.redact_deny,
-                       redact_examples=config.redact_examples)
+    """The policy a :class:`BuildConfig` asks for: one object per config object. Why: the builder's
+    memo keys hold the policy, and a key found again with the very same policy object compares
+    by identity instead of field by field (an agent loop reuses its config)."""
+    hit = _CONFIG_POLICIES.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_CONFIG_POLICIES) >= 1024:
+            _CONFIG_POLICIES.clear()
+        hit = _CONFIG_POLICIES[id(config)] = (config, policy_from(
+            config.redact_disabled_rules, config.redact_allow, config.redact_deny,
+            redact_examples=config.redact_examples))
+    return hit[1]
 
 
 def redact_fragment(frag: ContextFragment, text: str, policy: RedactionPolicy,
