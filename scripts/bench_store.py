@@ -67,7 +67,7 @@ def raw_items(n: int) -> list[dict[str, Any]]:
     return out
 
 
-def raw_app(url: str) -> Application:
+def raw_app(url: str) -> Application[Any]:
     if url.startswith("sqlite"):
         env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": url.split("///", 1)[1]}
     else:
@@ -120,7 +120,7 @@ def bench_raw(url: str, n: int, batch: int) -> tuple[float, float]:
     t_append = timed(append)
     fresh = raw_app(url)
     t_reload = timed(lambda: fresh.repository.get(agg.id))
-    got = fresh.repository.get(agg.id)
+    got: Any = fresh.repository.get(agg.id)
     assert got.count == len(items)
     return t_append, t_reload
 

@@ -154,12 +154,12 @@ def report(probe: Probe) -> None:
           "mean ms")
     for k in KINDS:
         n_builds = len(probe.builds[k]) or 1
-        cells = []
+        row = []
         for g in (0, 1, 2):
             xs = probe.gc.get((k, g), [])
-            cells.append(f"gen{g} {len(xs):5d} {sum(xs) * 1e3:9.1f} {sum(xs) / max(len(xs), 1) * 1e3:7.3f}")
+            row.append(f"gen{g} {len(xs):5d} {sum(xs) * 1e3:9.1f} {sum(xs) / max(len(xs), 1) * 1e3:7.3f}")
         share = sum(sum(v) for (kk, _), v in probe.gc.items() if kk == k) / n_builds
-        print(f"  {k:8s} " + " | ".join(cells) + f" | {share * 1e3:.3f} ms per build on average")
+        print(f"  {k:8s} " + " | ".join(row) + f" | {share * 1e3:.3f} ms per build on average")
 
 
 def main() -> int:

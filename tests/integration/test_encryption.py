@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from contextfold.api import open_store
+from contextfold.api import Store, open_store
 from contextfold.domain.errors import CryptoError
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE
@@ -69,8 +71,8 @@ def test_wrong_or_missing_key_is_a_crypto_error_never_garbage(store_url: str, ho
             [(state,)] = b.query(f"SELECT state FROM {b.table(EVENTS_TABLE)} WHERE originator_version = 2")
             damaged = bytes(state)[:-1] + bytes([bytes(state)[-1] ^ 1])
             b.execute(f"UPDATE {b.table(EVENTS_TABLE)} SET state = {p} WHERE originator_version = 2",
-                      (damaged,))  # type: ignore[union-attr]
-    opener = {"no key": lambda: open_store(store_url, cipher_key=None),
+                      (damaged,))
+    opener: Callable[[], Store] = {"no key": lambda: open_store(store_url, cipher_key=None),
               "wrong key": lambda: open_store(store_url, cipher_key=generate_key()),
               "corrupted row": lambda: open_store(store_url, cipher_key=key)}[how]
     with opener() as store:

@@ -157,7 +157,7 @@ def test_hash_chain_detects_an_edited_stored_payload(store: EventStore) -> None:
     rows = b.query(f"SELECT state FROM {b.table(EVENTS_TABLE)} WHERE originator_id = {p} "
                    f"AND originator_version = 2", ("r",))
     tampered = bytes(rows[0][0]).replace(b'"b"', b'"B"')
-    b.execute(f"UPDATE {b.table(EVENTS_TABLE)} SET state = {p} WHERE originator_id = {p} "  # type: ignore[attr-defined]
+    b.execute(f"UPDATE {b.table(EVENTS_TABLE)} SET state = {p} WHERE originator_id = {p} "
               f"AND originator_version = 2", (tampered, "r"))
     report = store.verify("r")
     assert not report.ok

@@ -166,7 +166,7 @@ def test_editing_a_handed_out_request_never_reaches_a_later_build(provider: str)
     state = new_state("edit")
     for pos, event in enumerate(_events()[:12], start=1):
         fold_event(state, RecordedEvent("edit", pos, event, ""))
-    config = BuildConfig(provider=provider, window=64_000, reserve=1_000)  # type: ignore[arg-type]
+    config = BuildConfig(provider=provider, window=64_000, reserve=1_000)
     first = build_context(state, config, render=render_request)
     body = first.request
     history = next(v for k, v in body.items() if k in ("messages", "input", "contents"))

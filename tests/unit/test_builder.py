@@ -34,7 +34,7 @@ def recorded(events: list[AnyEvent], run_id: str = "r") -> list[RecordedEvent]:
 
 
 def build(events: list[AnyEvent], provider: str = "neutral", **config: object) -> BuildResult:
-    cfg = BuildConfig(provider=provider, **config)  # type: ignore[arg-type]
+    cfg = BuildConfig(provider=provider, **config)
     return build_context(fold(recorded(events)), cfg, render=render_request)
 
 

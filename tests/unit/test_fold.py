@@ -339,9 +339,9 @@ def test_late_result_is_a_note_not_a_second_answer() -> None:
     assert isinstance(items[-1], MessageItem) and items[-1].role == "note"
     note = frag(state, "e4")
     assert note.kind == "history" and note.trust == "external" and not note.required
-    text = note.content[0].text  # type: ignore[union-attr]
+    text = note.content[0].text
     assert "late result for call a (deploy)" in text and "not an answer" in text
-    assert note.content[1].text == "deployed v2"  # type: ignore[union-attr]
+    assert note.content[1].text == "deployed v2"
     # no tool_result fragment answers "a" twice
     answers = [f for f in state.fragments() if f.kind == "tool_result"]
     assert [f.id for f in answers] == ["e3"]
@@ -393,7 +393,7 @@ def test_tool_policy_combines_current_policies() -> None:
                   denied_tools=("z",)),
     )
     policy = fold(log.records).tool_policy()
-    assert policy.allowed == {"y"} and policy.denied == {"z"} and policy.pinned == {"x"}
+    assert policy.allowed == frozenset({"y"}) and policy.denied == {"z"} and policy.pinned == {"x"}
 
 
 def _compaction_log() -> Log:
@@ -423,7 +423,7 @@ def test_compaction_summary_stands_in_for_covered_items() -> None:
     assert [it.position for it in items] == [9, 1, 6, 7]
     summary = frag(state, "e9")
     assert summary.kind == "history" and summary.trust == "runtime"
-    assert "inferences (not recorded facts):\n- probably fine" in summary.content[0].text  # type: ignore[union-attr]
+    assert "inferences (not recorded facts):\n- probably fine" in summary.content[0].text
     assert "e3" not in state.current_ids() and "e4" not in state.current_ids()
     # raw fragments are retrievable by position
     assert [f.id for f in state.fragments_at(4)] == ["e4"]

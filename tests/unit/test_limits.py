@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InputLimitError, InvalidInputError
 from contextfold.domain.events import (
+    AnyEvent,
     ModelResponse,
     ToolCall,
     ToolResult,
@@ -96,7 +97,7 @@ def test_oversized_inline_event_is_rejected(store: EventStore) -> None:
 
 
 def test_oversized_artifact_is_rejected_before_any_write(store: EventStore) -> None:
-    events = [ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cat"),)),
+    events: list[AnyEvent] = [ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cat"),)),
               ToolResult(call_id="c1", content="y" * 100_000)]
     with pytest.raises(InputLimitError, match="artifact"):
         store.append("r", events)
@@ -107,7 +108,7 @@ def test_oversized_artifact_is_rejected_before_any_write(store: EventStore) -> N
 
 
 def test_payload_under_the_artifact_limit_is_offloaded_not_rejected(store: EventStore) -> None:
-    events = [ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cat"),)),
+    events: list[AnyEvent] = [ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cat"),)),
               ToolResult(call_id="c1", content="y" * 50_000)]
     store.append("r", events)
     assert store.version("r") == 2 and store.artifact_count() == 1

@@ -60,7 +60,7 @@ def test_counts_equal_the_assembled_texts(lines: list[str], data: st.DataObject)
         middle = data.draw(st.lists(_LINE, max_size=2), label="middle")
         after = data.draw(st.lists(_LINE, max_size=1), label="after")
         end = data.draw(st.sampled_from(["", "\n"]), label="end")
-        items = [*before, range(0, head), *middle, range(n - tail, n), *after]
+        items: list[str | range] = [*before, range(0, head), *middle, range(n - tail, n), *after]
         text = "\n".join([*before, *lines[:head], *middle, *lines[n - tail:], *after]) + end
         assert counts.count(items, end) == _real(text), (items, end)
 
@@ -138,7 +138,11 @@ def test_threads_counting_with_one_object_get_exact_counts() -> None:
     """Truncation shares one LineCounts per input text across the process: threads that count
     with it at once (each switch forced inside the tokenizer) must not corrupt its blocks."""
     lines = [f"step {i}: ok" if i % 3 else f"    detail {i}" for i in range(400)]
-    rule = LineSplitting(_splits_before, lambda text: (time.sleep(0), _real(text))[1])
+    def switching_count(text: str) -> int:
+        time.sleep(0)  # lets another thread run inside the count
+        return _real(text)
+
+    rule = LineSplitting(_splits_before, switching_count)
     counts = LineCounts(lines, rule)
     expected = {k: _real("\n".join([*lines[:k], "…", *lines[400 - k:]]) + "\n") for k in range(0, 200, 7)}
     errors: list[tuple[int, int, int]] = []
@@ -192,7 +196,7 @@ def test_a_long_text_is_counted_by_chunks_exactly_and_its_chunks_are_known(
         head = data.draw(st.integers(0, n - 1), label="head")
         tail = data.draw(st.integers(0, n - head - 1), label="tail")
         end = data.draw(st.sampled_from(["", "\n"]), label="end")
-        items = [range(0, head), "[marker]", range(n - tail, n)]
+        items: list[str | range] = [range(0, head), "[marker]", range(n - tail, n)]
         assert counts.count(items, end) == _real(
             "\n".join([*all_lines[:head], "[marker]", *all_lines[n - tail:]]) + end)
 
