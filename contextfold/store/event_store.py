@@ -23,8 +23,10 @@ whose event lost a race is harmless and re-used on retry.
 Stored record: ``topic`` = ``"{type}@{v}"``, ``state`` = 64 hex chars of the
 chain hash followed by the event's canonical JSON, so a reload parses the JSON
 once (in Rust, via pydantic) and ``verify`` re-hashes the exact stored bytes.
-With a cipher key, ``state`` and artifact data are AES-GCM envelopes of those
-same bytes (:mod:`contextfold.store.crypto`); run ids and topics stay clear.
+A state of 32 KiB or more (a long run's context-built record) is stored as a zstd frame of
+those bytes (:mod:`contextfold.store.compression`). With a cipher key, ``state`` and artifact
+data are AES-GCM envelopes of what would otherwise be stored (:mod:`contextfold.store.crypto`);
+run ids and topics stay clear.
 
 Input limits (:class:`StoreLimits`, typed :class:`InputLimitError`, checked
 for the whole batch before anything is written): canonical JSON size of one
@@ -76,6 +78,7 @@ from contextfold.store.backends import (
     open_backend,
     translate_errors,
 )
+from contextfold.store.compression import is_compressed, pack_state, unpack_state
 from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
@@ -261,7 +264,7 @@ class EventStore:
         for offset, (event, blobs, body) in enumerate(prepared, start=1):
             position = head.version + offset
             digest = chain_hash(run_id, position, prev, body)
-            state = digest.encode("ascii") + body
+            state = pack_state(digest.encode("ascii") + body)
             if self.keyring is not None:
                 state = self.keyring.encrypt(state)
             stored.append(es.StoredEvent(run_id, position, f"{event.type}@{event.v}", state))
@@ -385,6 +388,8 @@ class EventStore:
     def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
         if is_encrypted(state):  # checked first: the label below is built only when needed
             state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
+        if is_compressed(state):
+            state = self._unpack(state, run_id, position)
         digest = state[:64].decode("ascii")
         body = state[64:]
         try:
@@ -399,6 +404,11 @@ class EventStore:
                 position=position,
             ) from exc
         return RecordedEvent(run_id, position, event, digest)
+
+    def _unpack(self, state: bytes, run_id: str, position: int) -> bytes:
+        """A compressed state's bytes, no longer than this store's event limit allows."""
+        return unpack_state(state, self.limits.max_event_bytes + 64, f"run {run_id!r} position {position}",
+                            position=position)
 
     def read(self, run_id: str, *, upto: int | None = None, after: int = 0) -> list[RecordedEvent]:
         """The run's events in order; ``upto`` = last position included."""
@@ -491,6 +501,10 @@ class EventStore:
                     return VerifyReport(run_id, count, False, expected_position,
                                         f"position {expected_position} is missing")
                 state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
+                try:
+                    state = self._unpack(state, run_id, pos)
+                except IntegrityError as exc:
+                    return VerifyReport(run_id, count, False, pos, str(exc))
                 stored_hash = state[:64].decode("ascii", "replace")
                 if chain_hash(run_id, pos, prev, state[64:]) != stored_hash:
                     return VerifyReport(run_id, count, False, pos,

@@ -160,3 +160,23 @@ def test_audit_report_of_an_encrypted_run_shows_no_content_unless_asked(store_ur
     assert "enc-audit" in html and "tool_result" in html  # refs, kinds and reasons are there
     rows, _ = _raw(store_url)
     assert all(b"hunter2" not in state for _, _, state in rows)
+
+
+def test_large_events_are_compressed_inside_the_envelope(store_url: str) -> None:
+    """Compression comes before encryption (ciphertext does not compress); the marker stays hidden."""
+    from contextfold.store.compression import COMPRESSED_MAGIC
+    from contextfold.store.crypto import open_envelope
+
+    key = generate_key()
+    long_input = "".join(f"PLAINTEXT-MARKER note {i}: the same words again\n" for i in range(3000))
+    with open_store(store_url, cipher_key=key) as store:
+        store.run("r1").append(UserInput(long_input))
+    events, _ = _raw(store_url)
+    [(_, _, state)] = events
+    assert state.startswith(ENVELOPE_MAGIC) and b"PLAINTEXT-MARKER" not in state
+    assert len(state) * 5 < len(long_input)
+    assert open_envelope(state, keyring_from(key), "test").startswith(COMPRESSED_MAGIC)
+    with open_store(store_url, cipher_key=key) as store:
+        run = store.run("r1")
+        assert [e.event for e in run.events()] == [UserInput(long_input)]
+        assert run.verify().ok

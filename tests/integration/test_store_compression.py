@@ -1,0 +1,73 @@
+"""Large events are stored as zstd frames: same events, same chain, damage is an error (every backend)."""
+
+from __future__ import annotations
+
+import pytest
+import zstandard
+
+from contextfold.domain.errors import IntegrityError
+from contextfold.domain.events import UserInput
+from contextfold.domain.log import chain_hash
+from contextfold.store.backends import EVENTS_TABLE
+from contextfold.store.compression import COMPRESS_MIN_BYTES, COMPRESSED_MAGIC, unpack_state
+from contextfold.store.event_store import EventStore
+
+LONG = "".join(f"step {i}: ran the suite again, 3 failed, 120 passed\n" for i in range(2000))  # ~110 KB
+
+
+def _row(store: EventStore, run: str, position: int) -> bytes:
+    b = store.backend
+    p = b.placeholder
+    rows = b.query(f"SELECT state FROM {b.table(EVENTS_TABLE)} WHERE originator_id = {p} "
+                   f"AND originator_version = {p}", (run, position))
+    return bytes(rows[0][0])
+
+
+def _put_row(store: EventStore, run: str, position: int, state: bytes) -> None:
+    b = store.backend
+    p = b.placeholder
+    b.execute(f"UPDATE {b.table(EVENTS_TABLE)} SET state = {p} WHERE originator_id = {p} "
+              f"AND originator_version = {p}", (state, run, position))
+
+
+def test_large_events_are_compressed_small_ones_stay_plain(store: EventStore) -> None:
+    recorded = store.append("r", [UserInput("small"), UserInput(LONG)])
+    small, large = _row(store, "r", 1), _row(store, "r", 2)
+    assert small[:64] == recorded[0].hash.encode()  # hash + JSON, readable by any SQL client
+    assert large.startswith(COMPRESSED_MAGIC)
+    assert len(large) * 5 < len(LONG) < COMPRESS_MIN_BYTES * 4
+    events = store.read("r")
+    assert [e.event for e in events] == [UserInput("small"), UserInput(LONG)]
+    assert [e.hash for e in events] == [r.hash for r in recorded]
+    assert store.verify("r").ok
+
+
+def test_the_chain_covers_the_json_not_the_frame(store: EventStore) -> None:
+    recorded = store.append("r", [UserInput("a"), UserInput(LONG)])
+    state = unpack_state(_row(store, "r", 2), 1 << 30, "test")
+    assert state[:64].decode() == recorded[1].hash
+    assert chain_hash("r", 2, recorded[0].hash, state[64:]) == recorded[1].hash
+    assert b"ran the suite again" in state  # the canonical JSON itself
+
+
+def test_a_damaged_frame_is_an_integrity_error_never_other_bytes(store: EventStore) -> None:
+    store.append("r", [UserInput("a"), UserInput(LONG), UserInput("c")])
+    row = _row(store, "r", 2)
+    middle = len(row) // 2
+    _put_row(store, "r", 2, row[:middle] + bytes([row[middle] ^ 0x55]) + row[middle + 1:])
+    with pytest.raises(IntegrityError) as info:
+        store.read("r")
+    assert info.value.position == 2
+    report = store.verify("r")
+    assert not report.ok and report.first_bad_position == 2
+
+
+def test_a_frame_declaring_more_than_the_limit_is_refused_before_it_is_inflated(store: EventStore) -> None:
+    """A hostile row: a few hundred bytes that would inflate to 9 MiB, over the 8 MiB event limit."""
+    store.append("r", [UserInput("a"), UserInput("b")])
+    bomb = COMPRESSED_MAGIC + zstandard.ZstdCompressor(level=1).compress(b"0" * (9 * 1024 * 1024))
+    assert len(bomb) < 2048
+    _put_row(store, "r", 2, bomb)
+    with pytest.raises(IntegrityError, match="declares"):
+        store.read("r")
+    assert store.verify("r").first_bad_position == 2
