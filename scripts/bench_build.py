@@ -32,7 +32,8 @@ record the build). Timed separately:
   message dicts), for callers who pass keyword arguments to an SDK or edit the body;
 - ``rebuild``: openai-chat built again at once with nothing new (the per-build floor);
 - ``write``: the durable write of the context-built record (a ``ContextBuilt``
-  event with the manifest, appended to the SQLite store, one transaction).
+  event with the manifest, appended to the SQLite store, one transaction); the report
+  also gives the record's size as JSON and as stored (a large one as a zstd frame).
 
 Workloads:
 
@@ -92,6 +93,7 @@ from contextfold.domain import conversation as cv
 from contextfold.domain.events import (
     AnyEvent,
     RunStarted,
+    canonical_json,
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
@@ -99,6 +101,7 @@ from contextfold.importers.openai_chat import parse_messages
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.state import RunState
+from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.event_store import EventStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -496,6 +499,19 @@ class CfSeries:
     """``result.request`` of the openai-chat build: the caller's deep copy of the body as a dict."""
     fold_s: float = 0.0
     folded: int = 0
+    record_json: list[int] = field(default_factory=list)
+    """Bytes of each context-built record's canonical JSON (hash chained and verified)."""
+    record_stored: list[int] = field(default_factory=list)
+    """Bytes of each record's row as stored (large ones as zstd frames: ``store.compression``)."""
+
+
+def _stored_bytes(store: EventStore, run_id: str, position: int) -> int:
+    """The size of one event's row as the database holds it."""
+    b = store.backend
+    p = b.placeholder
+    rows = b.query(f"SELECT state FROM {b.table(EVENTS_TABLE)} WHERE originator_id = {p} "
+                   f"AND originator_version = {p}", (run_id, position))
+    return len(bytes(rows[0][0]))
 
 
 def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budget: int,
@@ -567,9 +583,12 @@ def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budge
             build_context(state, configs[1][1], render=render_request)
             res.rebuild.times.append(pc() - t0)
             if openai_result is not None:
+                record = openai_result.record()
                 t0 = pc()
-                recs = store.append(run_id, [openai_result.record()])
+                recs = store.append(run_id, [record])
                 res.write.times.append(pc() - t0)
+                res.record_json.append(len(canonical_json(record)))
+                res.record_stored.append(_stored_bytes(store, run_id, recs[0].position))
                 fold_all(recs)
     return res
 
@@ -764,8 +783,11 @@ def report(series: list[Series], cf: dict[str, CfSeries]) -> None:
         print(f"{wl}: contextfold incremental fold {c.folded} events in {c.fold_s:.2f}s "
               f"({c.fold_s / max(1, c.folded) * 1e6:.0f} us/event, incl. tokenization of new content); "
               f"durable write of the context-built record p50 {c.write.p(0.5) * 1e3:.2f} ms, "
-              f"p95 {c.write.p(0.95) * 1e3:.2f} ms; openai rebuilt with no new events (the per-build "
-              f"floor) p50 {c.rebuild.p(0.5) * 1e3:.3f} ms, p95 {c.rebuild.p(0.95) * 1e3:.3f} ms; "
+              f"p95 {c.write.p(0.95) * 1e3:.2f} ms, the record p50 "
+              f"{statistics.median(c.record_json or [0]) / 1e3:.1f} KB of JSON stored in "
+              f"{statistics.median(c.record_stored or [0]) / 1e3:.1f} KB; openai rebuilt with no new "
+              f"events (the per-build floor) p50 {c.rebuild.p(0.5) * 1e3:.3f} ms, "
+              f"p95 {c.rebuild.p(0.95) * 1e3:.3f} ms; "
               f"result.request (a dict deep copy of the openai body, beyond result.body_bytes) p50 "
               f"{c.copy.p(0.5) * 1e3:.3f} ms, p95 {c.copy.p(0.95) * 1e3:.3f} ms")
     print("contextfold's neutral build is the first of each turn: it pays the per-event work (new "
