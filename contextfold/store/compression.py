@@ -1,4 +1,4 @@
-"""Compression of large stored events: a zstd frame instead of the plain state.
+"""Compression of large stored events and text artifacts: a zstd frame instead of the bytes.
 
 Why: a long run's context-built records are large and mostly alike. The manifest lists
 every excluded fragment, so on the 10,000-message benchmark run (``scripts/bench_build.py``,
@@ -25,6 +25,13 @@ would otherwise write (64 hex chars of chain hash + canonical JSON). Why these c
   allows (``StoreLimits.max_event_bytes``), or does not decompress, is an
   :class:`~contextfold.domain.errors.IntegrityError` before anything is allocated for it:
   a damaged or hostile row never becomes a huge allocation or half an event.
+
+Artifacts (tool outputs, files and evidence over the offload threshold: build logs, test
+output) of a text media type are stored the same way (:func:`pack_artifact`); media and
+unknown binary are not (compressed already, or not worth the time). An artifact's raw bytes
+may begin with anything, ``cfz1:`` included, so a row is a frame only when it is also shorter
+than the artifact's recorded size: a raw artifact is exactly its size, so old rows, and new
+ones left raw because compressing did not pay, are never mistaken for frames.
 """
 
 from __future__ import annotations
@@ -33,7 +40,15 @@ import zstandard
 
 from contextfold.domain.errors import IntegrityError
 
-__all__ = ["COMPRESSED_MAGIC", "COMPRESS_MIN_BYTES", "is_compressed", "pack_state", "unpack_state"]
+__all__ = [
+    "COMPRESSED_MAGIC",
+    "COMPRESS_MIN_BYTES",
+    "is_compressed",
+    "pack_artifact",
+    "pack_state",
+    "unpack_artifact",
+    "unpack_state",
+]
 
 COMPRESSED_MAGIC = b"cfz1:"
 COMPRESS_MIN_BYTES = 32 * 1024
@@ -55,28 +70,48 @@ def pack_state(state: bytes) -> bytes:
     return packed if len(packed) < len(state) else state
 
 
-def unpack_state(stored: bytes, max_bytes: int, where: str, *, position: int | None = None) -> bytes:
+def unpack_state(stored: bytes, max_bytes: int, where: str, *, position: int | None = None,
+                 limit: str = "StoreLimits.max_event_bytes") -> bytes:
     """The state a stored row holds (decompressed if it is a frame), at most ``max_bytes`` long.
 
-    ``where`` names the row in errors (run and position)."""
+    ``where`` names the row in errors (run and position); ``limit``, what sets ``max_bytes``."""
     if not stored.startswith(COMPRESSED_MAGIC):
         return stored
     frame = stored[len(COMPRESSED_MAGIC):]
     try:
         size = zstandard.frame_content_size(frame)
     except zstandard.ZstdError as exc:
-        raise IntegrityError(f"{where}: compressed event is damaged ({exc})", position=position) from exc
+        raise IntegrityError(f"{where}: compressed row is damaged ({exc})", position=position) from exc
     if size < 0:
-        raise IntegrityError(f"{where}: compressed event does not declare its size", position=position)
+        raise IntegrityError(f"{where}: compressed row does not declare its size", position=position)
     if size > max_bytes:
-        raise IntegrityError(f"{where}: compressed event declares {size} bytes, over this store's "
-                             f"limit of {max_bytes} (raise StoreLimits.max_event_bytes to read it)",
-                             position=position)
+        raise IntegrityError(f"{where}: compressed row declares {size} bytes, over this store's "
+                             f"limit of {max_bytes} (raise {limit} to read it)", position=position)
     try:
         state: bytes = zstandard.ZstdDecompressor().decompress(frame)
     except zstandard.ZstdError as exc:
-        raise IntegrityError(f"{where}: compressed event is damaged ({exc})", position=position) from exc
+        raise IntegrityError(f"{where}: compressed row is damaged ({exc})", position=position) from exc
     if len(state) != size:
-        raise IntegrityError(f"{where}: compressed event decompressed to {len(state)} bytes, "
+        raise IntegrityError(f"{where}: compressed row decompressed to {len(state)} bytes, "
                              f"not the {size} it declares", position=position)
     return state
+
+
+_TEXT_TYPES = frozenset({"application/json", "application/xml", "application/x-ndjson", "application/yaml"})
+
+
+def _is_text(media_type: str) -> bool:
+    base = media_type.split(";", 1)[0].strip().lower()
+    return base.startswith("text/") or base in _TEXT_TYPES or base.endswith(("+json", "+xml"))
+
+
+def pack_artifact(raw: bytes, media_type: str) -> bytes:
+    """An artifact's bytes as stored: a frame for large text that compresses, else ``raw``."""
+    return pack_state(raw) if _is_text(media_type) else raw
+
+
+def unpack_artifact(stored: bytes, size: int, where: str) -> bytes:
+    """An artifact's raw bytes from its stored ones and its recorded ``size`` (module docstring)."""
+    if len(stored) >= size or not stored.startswith(COMPRESSED_MAGIC):
+        return stored
+    return unpack_state(stored, size, where, limit="the artifact's recorded size")

@@ -23,10 +23,10 @@ whose event lost a race is harmless and re-used on retry.
 Stored record: ``topic`` = ``"{type}@{v}"``, ``state`` = 64 hex chars of the
 chain hash followed by the event's canonical JSON, so a reload parses the JSON
 once (in Rust, via pydantic) and ``verify`` re-hashes the exact stored bytes.
-A state of 32 KiB or more (a long run's context-built record) is stored as a zstd frame of
-those bytes (:mod:`contextfold.store.compression`). With a cipher key, ``state`` and artifact
-data are AES-GCM envelopes of what would otherwise be stored (:mod:`contextfold.store.crypto`);
-run ids and topics stay clear.
+A state of 32 KiB or more (a long run's context-built record), and a text artifact, is
+stored as a zstd frame of those bytes (:mod:`contextfold.store.compression`). With a cipher
+key, ``state`` and artifact data are AES-GCM envelopes of what would otherwise be stored
+(:mod:`contextfold.store.crypto`); run ids and topics stay clear.
 
 Input limits (:class:`StoreLimits`, typed :class:`InputLimitError`, checked
 for the whole batch before anything is written): canonical JSON size of one
@@ -78,7 +78,13 @@ from contextfold.store.backends import (
     open_backend,
     translate_errors,
 )
-from contextfold.store.compression import is_compressed, pack_state, unpack_state
+from contextfold.store.compression import (
+    is_compressed,
+    pack_artifact,
+    pack_state,
+    unpack_artifact,
+    unpack_state,
+)
 from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
@@ -311,11 +317,12 @@ class EventStore:
 
     def _artifact_row(self, digest: str, size: int, media_type: str,
                       raw: bytes) -> tuple[str, int, str, bytes]:
-        """Check the artifact limit; encrypt the blob when a key is configured."""
+        """Check the artifact limit; compress text, then encrypt the blob when a key is configured."""
         if size > self.limits.max_artifact_bytes:
             raise InputLimitError(
                 f"artifact of {size} bytes exceeds the limit of {self.limits.max_artifact_bytes}")
-        return (digest, size, media_type, raw if self.keyring is None else self.keyring.encrypt(raw))
+        data = pack_artifact(raw, media_type)
+        return (digest, size, media_type, data if self.keyring is None else self.keyring.encrypt(data))
 
     def _offload(self, event: AnyEvent) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]]]:
         """Move a payload above the threshold into an artifact; keep ref, size and a preview.
@@ -470,10 +477,11 @@ class EventStore:
         digest = ref.hash if isinstance(ref, ArtifactRef) else ref
         p = self.backend.placeholder
         rows = self.backend.query(
-            f"SELECT data FROM {self.backend.table(ARTIFACTS_TABLE)} WHERE hash = {p}", (digest,))
+            f"SELECT data, size FROM {self.backend.table(ARTIFACTS_TABLE)} WHERE hash = {p}", (digest,))
         if not rows:
             raise ArtifactNotFoundError(digest)
         data = open_envelope(bytes(rows[0][0]), self.keyring, f"artifact {digest}")
+        data = unpack_artifact(data, int(rows[0][1]), f"artifact {digest}")
         if blake3.blake3(data).hexdigest() != digest:
             raise IntegrityError(f"artifact {digest} does not match its hash")
         return data

@@ -1,4 +1,5 @@
-"""Large events are stored as zstd frames: same events, same chain, damage is an error (every backend)."""
+"""Large events and text artifacts are stored as zstd frames: same bytes back, damage is an error
+(every backend)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import pytest
 import zstandard
 
 from contextfold.domain.errors import IntegrityError
-from contextfold.domain.events import UserInput
+from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import chain_hash
-from contextfold.store.backends import EVENTS_TABLE
+from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE
 from contextfold.store.compression import COMPRESS_MIN_BYTES, COMPRESSED_MAGIC, unpack_state
 from contextfold.store.event_store import EventStore
 
@@ -71,3 +72,46 @@ def test_a_frame_declaring_more_than_the_limit_is_refused_before_it_is_inflated(
     with pytest.raises(IntegrityError, match="declares"):
         store.read("r")
     assert store.verify("r").first_bad_position == 2
+
+
+def _artifact_row(store: EventStore, digest: str) -> tuple[bytes, int]:
+    b = store.backend
+    rows = b.query(f"SELECT data, size FROM {b.table(ARTIFACTS_TABLE)} WHERE hash = {b.placeholder}",
+                   (digest,))
+    return bytes(rows[0][0]), int(rows[0][1])
+
+
+def test_a_long_tool_output_is_stored_as_a_frame_and_read_back_exactly(store: EventStore) -> None:
+    log = "".join(f"tests/test_{i % 40}.py::test_case_{i} PASSED [{i % 100:3d}%]\n" for i in range(6000))
+    store.append("r", [ModelResponse(tool_calls=(ToolCall(call_id="c1", name="pytest"),)),
+                       ToolResult(call_id="c1", content=log, exit_code=0)])
+    result = store.read("r")[1].event
+    assert isinstance(result, ToolResult) and result.artifact is not None
+    data, size = _artifact_row(store, result.artifact.hash)
+    assert data.startswith(COMPRESSED_MAGIC) and size == len(log.encode())
+    assert len(data) * 5 < size
+    assert store.artifact(result.artifact).decode() == log
+
+
+def test_raw_artifacts_that_begin_like_a_frame_are_read_as_they_are(store: EventStore) -> None:
+    """A raw artifact is exactly its recorded size, so its first bytes never make it a frame."""
+    odd = COMPRESSED_MAGIC + bytes(range(256)) * 300  # binary: stored raw
+    ref = store.put_artifact(odd)
+    assert _artifact_row(store, ref.hash) == (odd, len(odd))
+    assert store.artifact(ref) == odd
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 100_000  # media is never compressed, even when it would be
+    ref = store.put_artifact(png, "image/png")
+    assert _artifact_row(store, ref.hash)[0] == png
+
+
+def test_a_damaged_compressed_artifact_is_an_integrity_error(store: EventStore) -> None:
+    text = ("same line of a build log\n" * 20_000).encode()
+    ref = store.put_artifact(text, "text/plain; charset=utf-8")
+    data, _ = _artifact_row(store, ref.hash)
+    assert data.startswith(COMPRESSED_MAGIC)
+    b = store.backend
+    middle = len(data) // 2
+    b.execute(f"UPDATE {b.table(ARTIFACTS_TABLE)} SET data = {b.placeholder} WHERE hash = {b.placeholder}",
+              (data[:middle] + bytes([data[middle] ^ 0x55]) + data[middle + 1:], ref.hash))
+    with pytest.raises(IntegrityError):
+        store.artifact(ref)

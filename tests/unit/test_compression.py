@@ -12,7 +12,9 @@ from contextfold.store.compression import (
     COMPRESS_MIN_BYTES,
     COMPRESSED_MAGIC,
     is_compressed,
+    pack_artifact,
     pack_state,
+    unpack_artifact,
     unpack_state,
 )
 
@@ -54,3 +56,20 @@ def test_limit_and_damage_are_integrity_errors() -> None:
     unsized = COMPRESSED_MAGIC + zstandard.ZstdCompressor(write_content_size=False).compress(state)
     with pytest.raises(IntegrityError, match="does not declare"):
         unpack_state(unsized, len(state), "test")
+
+
+@pytest.mark.parametrize(("media_type", "compressed"), [
+    ("text/plain; charset=utf-8", True), ("application/json", True), ("application/vnd.api+json", True),
+    ("image/png", False), ("application/pdf", False), ("application/octet-stream", False)])
+def test_only_text_artifacts_are_compressed(media_type: str, compressed: bool) -> None:
+    raw = b'{"line": "the same again"}\n' * 5000
+    stored = pack_artifact(raw, media_type)
+    assert is_compressed(stored) is compressed
+    assert unpack_artifact(stored, len(raw), "artifact x") == raw
+
+
+def test_an_artifact_is_a_frame_only_when_shorter_than_its_size() -> None:
+    raw = COMPRESSED_MAGIC + b"not a frame, just text that starts like one"
+    assert unpack_artifact(raw, len(raw), "artifact x") == raw
+    with pytest.raises(IntegrityError, match="damaged"):
+        unpack_artifact(raw, len(raw) + 1, "artifact x")  # claimed compressed by its size: it is not
