@@ -146,7 +146,6 @@ class BuildCtx:
     objects: dict[tuple[str, str], tuple[object, Any]] = field(default_factory=dict)
     _tables: dict[str, dict[Any, Any]] = field(default_factory=dict, init=False, repr=False)
     """This config's tables by slot (``objects_for``)."""
-    table_key: tuple[object, ...] = ()
     dropped_lines: dict[str, Any] = field(default_factory=dict)
     """Manifest lines of dropped units, per unit id (``exclusions``)."""
     redactions: dict[str, tuple[FragmentEntry, Hit | None]] = field(default_factory=dict)
@@ -158,7 +157,6 @@ class BuildCtx:
         # media, builds for every provider share one table (and everything derived from it).
         pricing = self.config.provider if self.state.media_seen else "*"
         key = (self.state.counter.encoding_name, pricing, self.policy, kinds)
-        self.table_key = key
         # Every per-config table in one memo entry, found by slot name: a key holding the
         # policy hashes it in Python, and a build asks for ~8 tables.
         self._tables = self._memo(("tables", *key))
@@ -180,8 +178,7 @@ class BuildCtx:
         table = self._tables.get(slot)
         if table is None:
             table = self._tables[slot] = {}
-        out: dict[Any, Any] = table
-        return out
+        return table
 
     def cached(self, slot: str, fid: str, key: object) -> Any:
         """The object kept for ``(slot, fid)`` by an earlier build under the same ``key``
