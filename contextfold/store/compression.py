@@ -75,7 +75,7 @@ def unpack_state(stored: bytes, max_bytes: int, where: str, *, position: int | N
     """The state a stored row holds (decompressed if it is a frame), at most ``max_bytes`` long.
 
     ``where`` names the row in errors (run and position); ``limit``, what sets ``max_bytes``."""
-    if not stored.startswith(COMPRESSED_MAGIC):
+    if not is_compressed(stored):
         return stored
     frame = stored[len(COMPRESSED_MAGIC):]
     try:
@@ -112,6 +112,6 @@ def pack_artifact(raw: bytes, media_type: str) -> bytes:
 
 def unpack_artifact(stored: bytes, size: int, where: str) -> bytes:
     """An artifact's raw bytes from its stored ones and its recorded ``size`` (module docstring)."""
-    if len(stored) >= size or not stored.startswith(COMPRESSED_MAGIC):
+    if len(stored) >= size or not is_compressed(stored):
         return stored
     return unpack_state(stored, size, where, limit="the artifact's recorded size")

@@ -509,10 +509,11 @@ class EventStore:
                     return VerifyReport(run_id, count, False, expected_position,
                                         f"position {expected_position} is missing")
                 state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
-                try:
-                    state = self._unpack(state, run_id, pos)
-                except IntegrityError as exc:
-                    return VerifyReport(run_id, count, False, pos, str(exc))
+                if is_compressed(state):
+                    try:
+                        state = self._unpack(state, run_id, pos)
+                    except IntegrityError as exc:
+                        return VerifyReport(run_id, count, False, pos, str(exc))
                 stored_hash = state[:64].decode("ascii", "replace")
                 if chain_hash(run_id, pos, prev, state[64:]) != stored_hash:
                     return VerifyReport(run_id, count, False, pos,
