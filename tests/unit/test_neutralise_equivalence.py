@@ -62,6 +62,8 @@ _PIECES = [
     " ", "  ", "\t", "\r", "\x0b", "\x0c", "\x85", "\u2028", "\u3000", "\xa0", "\n", "\n\n",
     "\u200b", "\ufeff", "\u00ad", "‹", "›", "＜", "／", "＞", "﹤", "ｓｙｓｔｅｍ", "ѕуѕтем", "dаta",
     "〈", "⁄", "İ", "ß", "ﬁ", "é", "x", "a1", "{", "}", ",", "0",
+    # case twins of ASCII letters, folds that fold again, a truncation marker, a lone surrogate
+    "ı", "ſ", "\u212a", "Δ", "δ", "…", "–", "\ud800",
 ]
 texts = st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=40).map("".join)
 
@@ -76,6 +78,32 @@ def test_neutralise_equals_the_per_line_reference(text: str) -> None:
 @given(texts)
 def test_skeleton_equals_the_per_character_fold(text: str) -> None:
     assert db.skeleton(text) == _ref_skeleton_with_map(text)[0]
+
+
+def test_skeleton_with_many_folds_or_chained_folds_equals_the_fold() -> None:
+    """The two cases the skeleton folds with one ``str.translate`` pass: more distinct
+    characters to fold than a few, and a character folding to another one that folds."""
+    many = "log line\n" * 50 + "ｓｙｓｔｅｍ：ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲ" + "ok\n" * 50
+    chained = "x" * 500 + "Δ then δ" + "…" * 3
+    for text in (many, chained, "Δ" * 40 + "\n" + "δata: x"):
+        assert db.skeleton(text) == _ref_skeleton_with_map(text)[0]
+        assert db.neutralise(text) == ref_neutralise(text)
+
+
+def test_skeletons_need_no_ignorecase() -> None:
+    """Why the whole-text passes match without IGNORECASE: no character a skeleton can hold is
+    an upper-case ASCII letter or matches a letter of the rules ignoring case, except that
+    letter itself."""
+    letters = {c for c in db._LINE_STARTS_RE.pattern + db._ROLE_JSON_RE.pattern
+               if c.isascii() and c.isalpha()}
+    twin = re.compile("[" + "".join(sorted(letters)) + "]", re.IGNORECASE)
+    held: set[str] = set()
+    for code in range(sys.maxunicode + 1):
+        if not 0xD800 <= code <= 0xDFFF:
+            held.update(db._fold_char(chr(code)))
+    assert not [c for c in held if c.isascii() and c.isupper()]
+    assert not [c for c in held if not c.isascii() and twin.match(c)]
+    assert db._ROLE_WORD in db._ROLE_JSON  # the prefilter's word is in the rule, as is
 
 
 def test_known_role_lines_are_marked() -> None:

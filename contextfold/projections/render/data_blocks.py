@@ -84,6 +84,9 @@ _HOMOGLYPHS: dict[str, str] = {
     "Р": "p", "с": "c", "С": "c", "х": "x", "Х": "x", "і": "i", "І": "i", "ј": "j",
     "Ј": "j", "к": "k", "К": "k", "н": "h", "Н": "h", "в": "b", "В": "b", "ո": "n",
     "ԝ": "w", "ɡ": "g", "ӏ": "l",
+    # Latin: the dotless i (the one letter besides ASCII that matches an ASCII letter of the
+    # rules ignoring case and can stay in a skeleton: the rules need no IGNORECASE)
+    "ı": "i",
     # Greek
     "α": "a", "Α": "a", "τ": "t", "Τ": "t", "ε": "e", "Ε": "e", "υ": "y", "Υ": "y",
     "Μ": "m", "ο": "o", "Ο": "o", "ρ": "p", "Ρ": "p", "ν": "v", "ι": "i", "Ι": "i",
@@ -98,18 +101,22 @@ _TAG_WORDS = "data|system|assistant|user|developer|human|instructions?|tool|func
 # Rule 1, on the skeleton: an opening bracket that starts a data/role tag or a template token.
 _TAG_RE = re.compile(rf"<\s*/?\s*(?:{_TAG_WORDS})|<\s*\|", re.IGNORECASE)
 
-# Rule 2, on a line's skeleton.
-_LINE_PREFIX = r"^[\s>*_\-`]*"
+# Rule 2, on a line's skeleton: the per-line specification (the tests' reference runs it).
+_PREFIX_BODY = r"[\s>*_\-`]*"
+_LINE_PREFIX = "^" + _PREFIX_BODY
+_HEADER_BODIES = (
+    rf"(?:{_ROLE_WORDS})\s*[*_`]*\s*:",
+    rf"#+\s*[*_`]*\s*(?:{_ROLE_WORDS}|prompt)\b",
+    r"(?:\[\s*/?\s*(?:inst|sys|system|runtime|data|assistant|user|developer)\s*\]|<<\s*/?\s*sys\s*>>)",
+    rf"<\s*/?\s*(?:{_TAG_WORDS})",
+    r"<\s*\|",
+)
+"""What may follow a line's prefix (indentation, quote and emphasis markers) on a role line."""
+_ROLE_JSON = r"[\"']role[\"']\s*:\s*[\"']"
+"""Role JSON: anywhere on a line."""
 _HEADER_RES = (
-    re.compile(rf"{_LINE_PREFIX}(?:{_ROLE_WORDS})\s*[*_`]*\s*:", re.IGNORECASE),
-    re.compile(rf"{_LINE_PREFIX}#+\s*[*_`]*\s*(?:{_ROLE_WORDS}|prompt)\b", re.IGNORECASE),
-    re.compile(
-        r"^[\s>*_\-`]*(?:\[\s*/?\s*(?:inst|sys|system|runtime|data|assistant|user|developer)"
-        r"\s*\]|<<\s*/?\s*sys\s*>>)",
-        re.IGNORECASE,
-    ),
-    re.compile(rf"{_LINE_PREFIX}<\s*/?\s*(?:{_TAG_WORDS})|{_LINE_PREFIX}<\s*\|", re.IGNORECASE),
-    re.compile(r"[\"']role[\"']\s*:\s*[\"']", re.IGNORECASE),
+    *(re.compile(_LINE_PREFIX + body, re.IGNORECASE) for body in _HEADER_BODIES),
+    re.compile(_ROLE_JSON, re.IGNORECASE),
 )
 
 
@@ -141,17 +148,36 @@ class _FoldTable(dict[int, str]):
 
 _FOLD = _FoldTable({c: chr(c).lower() for c in range(128)})
 
-# Rule 2 over a whole skeleton at once: each rule matches at a line start (MULTILINE)
-# and its whitespace never crosses a line break, so a match is exactly a per-line match.
-# Line numbers agree between text and skeleton: no character folds to or from "\n"
-# (checked over every code point by the tests).
+# Rule 2 over a whole skeleton at once, in two passes: one for the rules anchored at a line
+# start, one for role JSON. Line numbers agree between text and skeleton: no character folds
+# to or from "\n" (checked over every code point by the tests).
 _SPACE_NOT_NL = (r"\t\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a"
                  r"\u2028\u2029\u202f\u205f\u3000")
 """What ``\\s`` matches in a str pattern, less "\\n" (a class body; the tests check it)."""
-_HEADER_LINES_RES = tuple(
-    re.compile(rx.pattern.replace(r"[\s>*_\-`]", rf"[{_SPACE_NOT_NL}>*_\-`]")
-               .replace(r"\s", f"[{_SPACE_NOT_NL}]"), re.IGNORECASE | re.MULTILINE)
-    for rx in _HEADER_RES)
+
+
+def _within_line(pattern: str) -> str:
+    """``pattern`` with its whitespace unable to cross a line break."""
+    return pattern.replace(r"[\s>*_\-`]", rf"[{_SPACE_NOT_NL}>*_\-`]").replace(r"\s", f"[{_SPACE_NOT_NL}]")
+
+
+_LINE_STARTS_RE = re.compile(
+    "\n" + _within_line(_PREFIX_BODY) + "(?:" + "|".join(map(_within_line, _HEADER_BODIES)) + ")")
+"""The anchored rules as one pattern that starts with a literal "\\n", run over "\\n" + skeleton.
+
+Why: with ``^`` and MULTILINE the regex engine tries every character of the text (four times,
+one per rule: ~75 ns a character, 1.3 ms for a 17 KB tool output rendered afresh); a pattern
+with a literal first character is tried only where that character is. No alternative can
+match a line break after its first character, so each line is tried once and the matches are
+exactly the per-line matches.
+
+Without IGNORECASE, unlike the per-line rules, and the same: a skeleton holds no upper-case
+ASCII letter and no other character that matches a letter of the rules ignoring case (the
+tests check every code point), and IGNORECASE cost this pass more than half its time."""
+_ROLE_JSON_RE = re.compile(_within_line(_ROLE_JSON))
+_ROLE_WORD = "role"
+"""Role JSON holds this, as is, in a skeleton (see ``_LINE_STARTS_RE``): a skeleton without it
+has no role JSON to look for."""
 
 
 def _skeleton_with_map(text: str) -> tuple[str, list[int] | None]:
@@ -173,7 +199,26 @@ def _skeleton_with_map(text: str) -> tuple[str, list[int] | None]:
 
 def skeleton(text: str) -> str:
     """Lower-case, zero-width-free, homoglyph-folded view used for detection (and tests)."""
-    return text.lower() if text.isascii() else text.translate(_FOLD)
+    if text.isascii():
+        return text.lower()
+    # ``str.translate`` with a Python mapping costs ~70 ns a character, ASCII included, and a
+    # log with one "…" is no longer ASCII. So: lower the ASCII letters in C (``bytes.lower``
+    # leaves the bytes of multi-byte sequences alone), then replace each other character that
+    # folds to something else, found by deleting the ASCII bytes.
+    data = text.encode("utf-8", "surrogatepass")
+    others = set(data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
+    changed = {ch: folded for ch in others if (folded := _FOLD[ord(ch)]) != ch}
+    if len(changed) > _FEW_FOLDS or any(not changed.keys().isdisjoint(f) for f in changed.values()):
+        return text.translate(_FOLD)  # many, or one folds to another: all at once
+    out = data.lower().decode("utf-8", "surrogatepass")
+    for ch, folded in changed.items():
+        out = out.replace(ch, folded)
+    return out
+
+
+_ASCII_BYTES = bytes(range(128))
+_FEW_FOLDS = 16
+"""More distinct characters to fold than this: one ``str.translate`` pass is cheaper."""
 
 
 def _neutralise_tags(text: str) -> str:
@@ -198,7 +243,10 @@ def _neutralise_tags(text: str) -> str:
 
 def _role_lines(skel: str) -> list[int]:
     """Numbers (0-based, by "\\n") of the lines rule 2 marks, ascending, from the text's skeleton."""
-    starts = sorted({m.start() for rx in _HEADER_LINES_RES for m in rx.finditer(skel)})
+    # a match at i of "\n" + skel is the line starting at i of skel
+    starts = [m.start() for m in _LINE_STARTS_RE.finditer("\n" + skel)]
+    if _ROLE_WORD in skel:
+        starts = sorted({*starts, *(m.start() for m in _ROLE_JSON_RE.finditer(skel))})
     if not starts:
         return []
     lines: list[int] = []
