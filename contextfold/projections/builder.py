@@ -268,7 +268,7 @@ def _build(state: RunState, config: BuildConfig, *,
     kept_ids = frozenset(chain.from_iterable(map(members.__getitem__, selection.kept)))
     for fid in sorted(kept_ids & ctx.redacted.keys()):
         texts.setdefault(fid, ctx.redacted[fid][1].text)
-    others, low_priority = dropped_lines(ctx, _config_hash(config), selection, unit_by_id, members,
+    others, low_priority = dropped_lines(ctx, _selection_key(config), selection, unit_by_id, members,
                                          candidates.timeline, candidates.state_ids)
     excluded.extend(others)
     active_ids = set(state.active)
@@ -363,18 +363,32 @@ def _shown_as_logged(ctx: BuildCtx, memo: dict[str, Any], uid: str, unit: Unit, 
     return True
 
 
-_CONFIG_HASHES: dict[int, tuple[BuildConfig, str]] = {}
+_CONFIG_HASHES: dict[int, tuple[BuildConfig, str, str]] = {}
 _NO_ROWS = (None, ())
 
 
-def _config_hash(config: BuildConfig) -> str:
-    """The config's canonical hash, once per config object (an agent loop reuses its config)."""
+def _hashes(config: BuildConfig) -> tuple[BuildConfig, str, str]:
+    """(config, its canonical hash, the hash without provider and model), once per config
+    object (an agent loop reuses its config)."""
     hit = _CONFIG_HASHES.get(id(config))
     if hit is None or hit[0] is not config:
         if len(_CONFIG_HASHES) >= 1024:
             _CONFIG_HASHES.clear()
-        hit = _CONFIG_HASHES[id(config)] = (config, canonical_hash(config.model_dump(mode="json")))
-    return hit[1]
+        data = config.model_dump(mode="json")
+        hit = _CONFIG_HASHES[id(config)] = (config, canonical_hash(data), canonical_hash(
+            {k: v for k, v in data.items() if k not in ("provider", "model")}))
+    return hit
+
+
+def _config_hash(config: BuildConfig) -> str:
+    """The config's canonical hash (the manifest's ``config_hash``)."""
+    return _hashes(config)[1]
+
+
+def _selection_key(config: BuildConfig) -> str:
+    """What names the memos of configurations that select alike: the config's hash without the
+    provider and model, which change how a request is written, not (much) what it keeps."""
+    return _hashes(config)[2]
 
 
 def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
@@ -382,7 +396,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
             units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
             unit_layer_no: dict[str, int], truncated: set[str],
             original_tokens: dict[str, int], truncations: list[TruncationRecord],
-            exclusions: tuple[list[ExcludedFragment], list[ExcludedFragment]],
+            exclusions: tuple[list[ExcludedFragment], tuple[ExcludedFragment, ...]],
             exposure: tuple[tuple[ToolChoice, ...], int],
             repairs: list[str],
             current_input: str | None, calibration: Calibration | None = None,
@@ -469,7 +483,7 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
     counts["low_priority"] += len(low_priority)
     others = sorted(excluded, key=attrgetter("reason", "id"))
     split = next((i for i, e in enumerate(others) if e.reason > "low_priority"), len(others))
-    excluded_items = (*others[:split], *low_priority, *others[split:])
+    excluded_items = (*others[:split], *low_priority, *others[split:]) if others else low_priority
     # Every field is made above from typed objects (tuples of validated lines, the validated
     # config): re-validating them per build cost 0.35 ms on a long run's ~10,000 lines.
     # tests/unit/test_build_cache.py validates built manifests against the model.

@@ -45,6 +45,10 @@ class LowPriorityLines:
     over: frozenset[str] = frozenset()
     others: Collection[str] = ()
     """The last build's kept units, ``over_budget`` units and units not from the timeline."""
+    frozen: tuple[ExcludedFragment, ...] | None = None
+    """``lines`` as a tuple, made again only after they change: the manifests of the builds
+    that drop the same units share it. A new ~10,000-line tuple per build took time to make
+    and, being young, to traverse in every cyclic-GC pass that followed."""
 
 
 def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
@@ -66,8 +70,14 @@ def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
 
 def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of: Mapping[str, Unit],
                   members: Mapping[str, tuple[str, ...]], timeline: TimelineUnits,
-                  others_ids: Collection[str]) -> tuple[list[ExcludedFragment], list[ExcludedFragment]]:
+                  others_ids: Collection[str]
+                  ) -> tuple[list[ExcludedFragment], tuple[ExcludedFragment, ...]]:
     """(lines of the units dropped for another reason, ``low_priority`` lines sorted by id).
+
+    ``config_key`` names the memo of the lines: builds that select alike (a loop's builds for
+    two providers, a rebuild) share one, so the second finds nothing to patch and returns the
+    same tuple. Any key is correct: the difference is taken from whatever build used the memo
+    last.
 
     ``unit_of`` holds every unit selection saw but the tools; each optional one was kept or
     dropped, so a unit is ``low_priority`` exactly when it is in ``unit_of``, optional, not kept
@@ -116,13 +126,22 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
         left = (kept_before - kept.keys()) | over_before | touched
         added.update(uid for uid in left if uid not in prev and is_low(uid))
         if (len(removed) + len(added)) * _REBUILD_FRACTION <= len(prev):
-            _patch(low, removed, added, ctx, unit_of, members)
-            return others, low.lines
+            if removed or added:
+                _patch(low, removed, added, ctx, unit_of, members)
+                low.frozen = None
+            return others, _frozen(low)
     low.of_unit = {uid: _unit_lines(ctx, uid, unit, members[uid], "low_priority")
                    for uid, unit in unit_of.items()
                    if not unit.required and uid not in kept and uid not in over}
     low.lines = sorted(chain.from_iterable(low.of_unit.values()), key=_ID)
-    return others, low.lines
+    low.frozen = None
+    return others, _frozen(low)
+
+
+def _frozen(low: LowPriorityLines) -> tuple[ExcludedFragment, ...]:
+    if low.frozen is None:
+        low.frozen = tuple(low.lines)
+    return low.frozen
 
 
 def _patch(low: LowPriorityLines, removed: set[str], added: set[str], ctx: BuildCtx,

@@ -236,6 +236,37 @@ def test_patched_low_priority_lines_equal_fresh_ones(config: BuildConfig,
         assert _outcome(state, config) == _outcome(state.snapshot(), config), pos
 
 
+def test_builds_that_select_alike_share_their_excluded_lines() -> None:
+    """Two providers at one budget, and a rebuild, share one memo of low-priority lines: the
+    later builds find nothing to patch and their manifests hold the very same tuple (no new
+    ~10,000-line tuple per build on a long run), each still equal to a build from scratch."""
+    neutral = BuildConfig(provider="neutral", window=1_500, reserve=200)
+    openai = BuildConfig(provider="openai-chat", window=1_500, reserve=200)
+    events: list[AnyEvent] = [PolicySet(text="Be careful.")]
+    for r in range(30):
+        events += [UserInput(f"step {r}: check the queue"),
+                   ModelResponse(text="", tool_calls=(ToolCall(call_id=f"c{r}", name="run"),)),
+                   ToolResult(call_id=f"c{r}", content=f"run {r}\n" + "line\n" * 80),
+                   ModelResponse(text=f"done {r}")]
+    state = new_state("share")
+    shared = 0
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("share", pos, event, ""))
+        first = build_context(state, neutral, render=render_request).manifest
+        second = build_context(state, openai, render=render_request).manifest
+        again = build_context(state, openai, render=render_request).manifest
+        only_low = all(e.reason == "low_priority" for e in first.excluded_items + second.excluded_items)
+        if only_low and first.excluded_items:  # (other lines are merged into a tuple per build)
+            assert again.excluded_items is second.excluded_items, pos
+            if first.excluded_items == second.excluded_items:
+                assert second.excluded_items is first.excluded_items, pos
+                shared += 1
+        for config, built in ((neutral, first), (openai, second)):
+            fresh = build_context(state.snapshot(), config, render=render_request).manifest
+            assert built.excluded_items == fresh.excluded_items, (pos, config.provider)
+    assert shared >= 30, shared
+
+
 def test_a_unit_that_leaves_the_timeline_leaves_the_excluded_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     """A summary of one old input hides it and appends the summary: the timeline keeps its
     length, the hidden input's unit is gone, and the patched lines must drop it."""
