@@ -83,6 +83,34 @@ def test_blocks_are_tokenized_once_and_only_as_far_as_probed() -> None:
     assert all("line 5 " not in text for text in seen)  # whole blocks were counted once
 
 
+def test_edge_segments_are_counted_once_and_kept_within_bounds() -> None:
+    """A search probes the same edges again (and a later build cuts the same text again): each
+    edge segment is tokenized once, and what is kept for it stays bounded."""
+    from contextfold.projections import line_counts
+
+    lines = [f"2026-11-30 line {i} value={i * 7}" for i in range(2000)]
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return _real(text)
+
+    counts = LineCounts(lines, LineSplitting(_splits_before, count))
+    probe: list[str | range] = [range(0, 10), "… [1,980 lines omitted] …", range(1990, 2000)]
+    first = counts.count(probe, "\n")
+    tokenized = len(seen)
+    assert counts.count(probe, "\n") == first == _real(
+        "\n".join([*lines[:10], "… [1,980 lines omitted] …", *lines[1990:]]) + "\n")
+    assert len(seen) == tokenized  # nothing tokenized again
+    long_line = "x " * line_counts._SEGMENT_CHARS_KEPT
+    wide = LineCounts([*lines[:5], long_line], LineSplitting(_splits_before, count))
+    for i in range(3):  # a segment too long to keep is counted every time, and right
+        assert wide.count([range(0, 5), f"marker {i}", range(5, 6)], "") == _real(
+            "\n".join([*lines[:5], f"marker {i}", long_line]))
+    assert sum(map(len, counts._segments)) <= line_counts._SEGMENT_CHARS_KEPT
+    assert all(len(text) <= line_counts._SEGMENT_CHARS_KEPT // 16 for text in wide._segments)
+
+
 def test_a_run_must_be_a_head_or_a_tail() -> None:
     counts = LineCounts(["a", "b", "c"], LineSplitting(_splits_before, _real))
     with pytest.raises(ValueError, match="head or a tail"):
