@@ -187,12 +187,15 @@ def lay_out(inp: LayoutInput) -> Conversation:
     got: list[Any] = list(map(memo.get, positions, repeat(_NOTHING)))
     same = list(map(operator.is_, map(itemgetter(0), got), timeline))
     if special:
+        kept_special = cast(dict[int, _Special], state.memo.get("layout-special") or {})
+        made: dict[int, _Special] = {}
         for at, item in enumerate(timeline) if inp.items_of is None else (
                 (positions.index(it.position), it) for it in inp.items_of(special)):
             if item.fragment_id in special or (
                     isinstance(item, ToolGroup) and not special.isdisjoint(item.fragment_ids)):
-                got[at] = (item, _item_messages(item, inp, text))
+                got[at] = (item, _special_messages(kept_special, made, item, inp, text))
                 same[at] = True
+        state.memo["layout-special"] = made  # this build's: the next build's cut is compared with it
     for at in misses(same, False):
         item = timeline[at]
         got[at] = memo[positions[at]] = (item, _item_messages(item, inp, text))
@@ -218,6 +221,26 @@ def lay_out(inp: LayoutInput) -> Conversation:
 
 
 _Row = tuple[ContextFragment, str, bool]
+_Special = tuple[TimelineItem, tuple[tuple[object, str, bool], ...], list[Message]]
+
+
+def _special_messages(kept: dict[int, _Special], made: dict[int, _Special], item: TimelineItem,
+                      inp: LayoutInput, text: Callable[[str], str]) -> list[Message]:
+    """The messages of an item holding a cut, redacted or read-back text: laid out again only
+    when one of its texts differs from the last build's. A rebuild with nothing new, or the
+    next provider's build of the turn, keeps the cut, and the same message objects let the
+    renderers, the SDK check and the JSON memos find their work done (on a long run the cut
+    unit's messages were rendered, checked and dumped afresh in every build)."""
+    entries = inp.state.entries
+    key = tuple((entries[fid], text(fid), fid in inp.truncated) for fid in item.fragment_ids)
+    hit = kept.get(item.position)
+    if hit is not None and hit[0] is item and hit[1] == key:
+        messages = hit[2]
+    else:
+        texts = {fid: t for fid, (_, t, _) in zip(item.fragment_ids, key, strict=True)}
+        messages = _item_messages(item, inp, lambda fid: texts[fid] if fid in texts else text(fid))
+    made[item.position] = (item, key, messages)
+    return messages
 
 
 def _section(memo: dict[str, tuple[object, tuple[Any, ...]]], name: str, sections: dict[str, list[_Row]],

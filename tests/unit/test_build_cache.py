@@ -9,6 +9,7 @@ manifest and hashes, for several configs built on the same state in turn.
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any
 
 import pytest
@@ -265,6 +266,38 @@ def test_builds_that_select_alike_share_their_excluded_lines() -> None:
             fresh = build_context(state.snapshot(), config, render=render_request).manifest
             assert built.excluded_items == fresh.excluded_items, (pos, config.provider)
     assert shared >= 30, shared
+
+
+def test_a_rebuild_keeps_the_cut_units_messages() -> None:
+    """The item cut to fit is laid out again only when its text changes: a rebuild with nothing
+    new hands the renderers the very same message objects (their memos then hold its dicts),
+    and a build after a new event that moves the cut lays it out afresh, as a fresh state does."""
+    config = BuildConfig(provider="openai-chat", window=1_200, reserve=200)
+    events: list[AnyEvent] = [PolicySet(text="Be careful.")]
+    for r in range(8):
+        events += [UserInput(f"step {r}"),
+                   ModelResponse(text="", tool_calls=(ToolCall(call_id=f"c{r}", name="run"),)),
+                   ToolResult(call_id=f"c{r}", content="\n".join(f"row {r}.{i} ok" for i in range(90))),
+                   ModelResponse(text=f"done {r}")]
+    state = new_state("cut")
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("cut", pos, event, ""))
+    first = build_context(state, config, render=render_request)
+    assert first.manifest.truncations, "the history must be cut for this test"
+    cut = {t.id for t in first.manifest.truncations}
+
+    def cut_messages(result: BuildResult) -> list[object]:
+        return [m for m in result.conversation.messages
+                if any(getattr(p, "fragment_id", None) in cut for r in getattr(m, "results", ())
+                       for p in r.content)]
+
+    again = build_context(state, config, render=render_request)
+    assert cut_messages(first) and all(map(operator.is_, cut_messages(again), cut_messages(first)))
+    assert again.body_bytes == first.body_bytes
+    fold_event(state, RecordedEvent("cut", len(events) + 1, UserInput("one more step, please"), ""))
+    moved = build_context(state, config, render=render_request)
+    fresh = build_context(state.snapshot(), config, render=render_request)
+    assert moved.body_bytes == fresh.body_bytes and moved.manifest == fresh.manifest
 
 
 def test_a_unit_that_leaves_the_timeline_leaves_the_excluded_lines(monkeypatch: pytest.MonkeyPatch) -> None:
