@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 import tiktoken
@@ -65,14 +66,23 @@ def test_counts_equal_the_assembled_texts(lines: list[str], data: st.DataObject)
         assert counts.count(items, end) == _real(text), (items, end)
 
 
-def test_blocks_are_tokenized_once_and_only_as_far_as_probed() -> None:
-    lines = [f"2026-11-30 line {i} value={i * 7}" for i in range(2000)]
+_LOG_LINES = [f"2026-11-30 line {i} value={i * 7}" for i in range(2000)]
+
+
+def _recording_count() -> tuple[list[str], Callable[[str], int]]:
+    """A count that records each text it tokenizes."""
     seen: list[str] = []
 
     def count(text: str) -> int:
         seen.append(text)
         return _real(text)
 
+    return seen, count
+
+
+def test_blocks_are_tokenized_once_and_only_as_far_as_probed() -> None:
+    lines = _LOG_LINES
+    seen, count = _recording_count()
     counts = LineCounts(lines, LineSplitting(_splits_before, count))
     assert counts.count([range(0, 10), "marker", range(1990, 2000)], "\n") == _real(
         "\n".join([*lines[:10], "marker", *lines[1990:]]) + "\n")
@@ -88,13 +98,8 @@ def test_edge_segments_are_counted_once_and_kept_within_bounds() -> None:
     edge segment is tokenized once, and what is kept for it stays bounded."""
     from contextfold.projections import line_counts
 
-    lines = [f"2026-11-30 line {i} value={i * 7}" for i in range(2000)]
-    seen: list[str] = []
-
-    def count(text: str) -> int:
-        seen.append(text)
-        return _real(text)
-
+    lines = _LOG_LINES
+    seen, count = _recording_count()
     counts = LineCounts(lines, LineSplitting(_splits_before, count))
     probe: list[str | range] = [range(0, 10), "… [1,980 lines omitted] …", range(1990, 2000)]
     first = counts.count(probe, "\n")
