@@ -29,6 +29,7 @@ hand out deep copies (:func:`hand_out`), so editing a request in place (adding a
 from __future__ import annotations
 
 import marshal
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
 from operator import itemgetter
@@ -41,9 +42,22 @@ from contextfold.domain.conversation import Conversation
 from contextfold.domain.events import canonical_dumps, canonical_object
 from contextfold.domain.manifest import ContextManifest, ExcludedFragment, ManifestFragment
 
-__all__ = ["bytes_hash", "canonical_bytes", "canonical_hash", "canonical_text", "conversation_json",
-           "hand_out", "is_remembered", "manifest_json", "misses", "on_clear", "remember", "rendered",
-           "rendered_all"]
+__all__ = [
+    "all_remembered",
+    "bytes_hash",
+    "canonical_bytes",
+    "canonical_hash",
+    "canonical_text",
+    "conversation_json",
+    "hand_out",
+    "is_remembered",
+    "manifest_json",
+    "misses",
+    "on_clear",
+    "remember",
+    "rendered",
+    "rendered_all",
+]
 
 _LIMIT = 100_000
 _TEXT_BYTES_LIMIT = 64 * 1024 * 1024
@@ -97,6 +111,12 @@ def is_remembered(obj: object) -> bool:
     """Whether ``obj`` is a dict this module handed out as immutable (its text is kept)."""
     hit = _TEXTS.get(id(obj))
     return hit is not None and hit[0] is obj
+
+
+def all_remembered(items: Sequence[object]) -> bool:
+    """Whether every item of ``items`` is a dict handed out as immutable (looked up in C)."""
+    got: list[Any] = list(map(_TEXTS.get, map(id, items)))
+    return None not in got and all(map(operator.is_, map(itemgetter(0), got), items))
 
 
 def misses(got: list[Any], missing: object = None) -> Iterator[int]:

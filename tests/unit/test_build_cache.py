@@ -300,6 +300,47 @@ def test_a_rebuild_keeps_the_cut_units_messages() -> None:
     assert moved.body_bytes == fresh.body_bytes and moved.manifest == fresh.manifest
 
 
+def test_the_protocol_walk_is_skipped_only_for_the_same_remembered_dicts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild with nothing new hands the check the very dicts it passed last time: the walk
+    is skipped. A new message, another output limit, or a body of the caller's own (not
+    remembered dicts) is walked, and a broken one is still refused."""
+    from contextfold.domain.errors import RenderError
+    from contextfold.projections.render import render_shared, validate
+
+    walked: list[int] = []
+    real = validate.check_protocol
+
+    def counted(provider: str, body: dict[str, Any]) -> None:
+        walked.append(len(body["messages"]))
+        real(provider, body)
+
+    monkeypatch.setattr(validate, "check_protocol", counted)
+    config = BuildConfig(provider="openai-chat", window=4_000, reserve=200)
+    state = new_state("walk")
+    for pos, event in enumerate(_events()[:12], start=1):
+        fold_event(state, RecordedEvent("walk", pos, event, ""))
+    result = build_context(state, config, render=render_request)
+    assert len(walked) == 1
+    build_context(state, config, render=render_request)
+    assert len(walked) == 1  # the same dicts: known to pass
+    build_context(state, config.model_copy(update={"reserve": 300}), render=render_request)
+    assert len(walked) == 2  # another output limit: walked
+    fold_event(state, RecordedEvent("walk", 13, UserInput("and one more thing"), ""))
+    build_context(state, config, render=render_request)
+    assert len(walked) == 3  # a new message: walked
+    own = result.request  # a copy: not remembered, so always walked
+    validate.validate_request("openai-chat", own)
+    validate.validate_request("openai-chat", own)
+    assert len(walked) == 5
+    shared = render_shared(result.conversation, "openai-chat", max_tokens=200)
+    broken = {**shared, "messages": [m for m in shared["messages"] if m.get("role") != "tool"]}
+    with pytest.raises(RenderError):
+        validate.validate_request("openai-chat", broken)
+    with pytest.raises(RenderError):
+        validate.validate_request("openai-chat", broken)
+
+
 def test_a_unit_that_leaves_the_timeline_leaves_the_excluded_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     """A summary of one old input hides it and appends the summary: the timeline keeps its
     length, the hidden input's unit is gone, and the patched lines must drop it."""
