@@ -44,9 +44,17 @@ def _ref_neutralise_tags(text: str) -> str:
     return "".join(chars)
 
 
+_REF_HEADER_RES = (
+    *(re.compile("^" + db._PREFIX_BODY + body, re.IGNORECASE) for body in db._HEADER_BODIES),
+    re.compile(db._ROLE_JSON, re.IGNORECASE),
+)
+"""Rule 2 as specified: each rule on one line's skeleton, anchored at its start (role JSON
+anywhere), ignoring case."""
+
+
 def _ref_is_role_line(line: str) -> bool:
     skel = _ref_skeleton_with_map(line)[0]
-    return any(rx.search(skel) for rx in db._HEADER_RES)
+    return any(rx.search(skel) for rx in _REF_HEADER_RES)
 
 
 def ref_neutralise(text: str) -> str:

@@ -101,9 +101,9 @@ _TAG_WORDS = "data|system|assistant|user|developer|human|instructions?|tool|func
 # Rule 1, on the skeleton: an opening bracket that starts a data/role tag or a template token.
 _TAG_RE = re.compile(rf"<\s*/?\s*(?:{_TAG_WORDS})|<\s*\|", re.IGNORECASE)
 
-# Rule 2, on a line's skeleton: the per-line specification (the tests' reference runs it).
+# Rule 2, on a line's skeleton: a line matching any rule is marked (the tests' per-line
+# reference runs each rule as ``^`` + prefix + body, ignoring case, on each line).
 _PREFIX_BODY = r"[\s>*_\-`]*"
-_LINE_PREFIX = "^" + _PREFIX_BODY
 _HEADER_BODIES = (
     rf"(?:{_ROLE_WORDS})\s*[*_`]*\s*:",
     rf"#+\s*[*_`]*\s*(?:{_ROLE_WORDS}|prompt)\b",
@@ -114,10 +114,6 @@ _HEADER_BODIES = (
 """What may follow a line's prefix (indentation, quote and emphasis markers) on a role line."""
 _ROLE_JSON = r"[\"']role[\"']\s*:\s*[\"']"
 """Role JSON: anywhere on a line."""
-_HEADER_RES = (
-    *(re.compile(_LINE_PREFIX + body, re.IGNORECASE) for body in _HEADER_BODIES),
-    re.compile(_ROLE_JSON, re.IGNORECASE),
-)
 
 
 def _fold_char(ch: str) -> str:
