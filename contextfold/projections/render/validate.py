@@ -483,9 +483,10 @@ def _unvalidated(name: Provider, body: Mapping[str, Any]
 def validate_request(provider: str, body: Mapping[str, Any]) -> None:
     """Protocol rules, then SDK types when the SDK is installed. Raises RenderError."""
     name = parse_provider(provider)
-    if not _checked_before(name, body):
+    split = _lists_and_rest(name, body)
+    if not _checked_before(name, split):
         check_protocol(name, body)
-        _note_checked(name, body)
+        _note_checked(name, split)
     validate_sdk_types(name, body)
 
 
@@ -497,8 +498,11 @@ dicts: its verdict is known (the walk over every message was ~8% of a long run's
 on_clear(_LAST_CHECKED.clear)
 
 
-def _lists_and_rest(name: Provider, body: Mapping[str, Any]
-                    ) -> tuple[tuple[list[Any], ...], dict[str, Any]] | None:
+_Split = tuple[tuple[list[Any], ...], dict[str, Any]]
+
+
+def _lists_and_rest(name: Provider, body: Mapping[str, Any]) -> _Split | None:
+    """The body's history and tools lists, and its other keys (None if a list is malformed)."""
     lists = tuple(body.get(key) for key in (_HISTORY_KEY[name], "tools"))
     if not all(isinstance(items, list | None) for items in lists):
         return None
@@ -506,9 +510,8 @@ def _lists_and_rest(name: Provider, body: Mapping[str, Any]
             {k: v for k, v in body.items() if k not in (_HISTORY_KEY[name], "tools")})
 
 
-def _checked_before(name: Provider, body: Mapping[str, Any]) -> bool:
+def _checked_before(name: Provider, split: _Split | None) -> bool:
     last = _LAST_CHECKED.get(name)
-    split = _lists_and_rest(name, body) if last is not None else None
     if last is None or split is None:
         return False
     lists, rest = split
@@ -516,8 +519,7 @@ def _checked_before(name: Provider, body: Mapping[str, Any]) -> bool:
                for new, old in zip(lists, last[0], strict=True)) and canonical_text(rest) == last[1]
 
 
-def _note_checked(name: Provider, body: Mapping[str, Any]) -> None:
-    split = _lists_and_rest(name, body)
+def _note_checked(name: Provider, split: _Split | None) -> None:
     if split is not None and all(map(all_remembered, split[0])):
         _LAST_CHECKED[name] = (tuple(map(tuple, split[0])), canonical_text(split[1]))
     else:
