@@ -68,13 +68,13 @@ def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
     return out
 
 
-def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of: Mapping[str, Unit],
+def dropped_lines(ctx: BuildCtx, selection_key: str, selection: Selection, unit_of: Mapping[str, Unit],
                   members: Mapping[str, tuple[str, ...]], timeline: TimelineUnits,
                   others_ids: Collection[str]
                   ) -> tuple[list[ExcludedFragment], tuple[ExcludedFragment, ...]]:
     """(lines of the units dropped for another reason, ``low_priority`` lines sorted by id).
 
-    ``config_key`` names the memo of the lines: builds that select alike (a loop's builds for
+    ``selection_key`` names the memo of the lines: builds that select alike (a loop's builds for
     two providers, a rebuild) share one, so the second finds nothing to patch and returns the
     same tuple. Any key is correct: the difference is taken from whatever build used the memo
     last.
@@ -93,9 +93,9 @@ def dropped_lines(ctx: BuildCtx, config_key: str, selection: Selection, unit_of:
     others = [line for uid in sorted(over) for line in
               _unit_lines(ctx, uid, unit_of[uid], members[uid], "over_budget")]
     memo = ctx.objects_for("low-priority")
-    low = memo.get(config_key)
+    low = memo.get(selection_key)
     if not isinstance(low, LowPriorityLines):
-        low = memo[config_key] = LowPriorityLines()
+        low = memo[selection_key] = LowPriorityLines()
     touched = timeline.touched_since(low.generation) if low.timeline is timeline else None
     prev = low.of_unit
 

@@ -104,12 +104,13 @@ class LineCounts:
             self._tail_sums = [sums[-1] - s for s in reversed(sums)]
             self._head_next, self._tail_next = len(lines), -1
         self._segments: dict[str, int] = {}
-        self._segment_chars = 0
         """Edge segments counted, by text. The probes of one search, and the searches of the
         builds that cut this text again to a slightly different size (a long run's unit at
         the budget's edge, every turn), count many of the same edge lines and markers: a
         third of the segments of the 10k-message run's builds were counted before, at
         ~12 us a short line."""
+        self._segment_chars = 0
+        """Characters of the texts in ``_segments`` (bounded by ``_SEGMENT_CHARS_KEPT``)."""
         self._lock = threading.Lock()
         """Truncation keeps one object per input text for the whole process (``truncate._PROBES``),
         so two threads may count with it at once; its block lists grow as it goes."""
