@@ -168,7 +168,7 @@ def _build(state: RunState, config: BuildConfig, *,
     # before the fragments, made the fragment budget jump down when a larger budget
     # let one more relevant tool in, so a larger budget could keep less.
     candidates_tools, tool_units = _tool_candidates(
-        ctx, [registry[n] for n in sorted(registry)], _query(state), policy, used_names)
+        ctx, [registry[n] for n in sorted(registry)], policy, used_names)
     offered = {t.name for t in candidates_tools}
 
     # ---- candidates: state fragments (deduped) and timeline units
@@ -325,11 +325,20 @@ def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[st
     return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached)
 
 
-def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], query: str, policy: ToolPolicy,
+def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], policy: ToolPolicy,
                      used_names: list[str]) -> tuple[list[ToolChoice], list[Unit]]:
     """The tools that may be exposed, ranked, and their selection units. Pure in its inputs,
     which rarely change between builds (the query moves with the goal, the ready plan step and
-    the latest user input): the last answer is kept and reused while they are equal."""
+    the latest user input): the last answer is kept and reused while they are equal.
+
+    When every permitted tool is pinned or used by the history (a runtime that registers no
+    schemas of its own declares just those), there is nothing to rank: every candidate is a
+    required unit, whose score orders nothing. Then the query is neither made nor ranked, and
+    a new user input does not invalidate the answer."""
+    used = set(used_names)
+    rankable = any(s.name not in used and s.name not in policy.pinned and s.name not in policy.denied
+                   and (policy.allowed is None or s.name in policy.allowed) for s in specs)
+    query = _query(ctx.state) if rankable and ctx.config.max_tools > 0 else ""
     key = (query, tuple(specs), policy, tuple(used_names), ctx.config.max_tools,
            ctx.state.counter.encoding_name)
     hit = ctx.state.memo.get("tool-candidates")

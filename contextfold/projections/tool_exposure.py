@@ -228,13 +228,15 @@ def _index(specs: Sequence[ToolSpec]) -> _Index:
 def _bm25(specs: Sequence[ToolSpec], query: str) -> dict[str, float]:
     """Okapi BM25 of each spec for ``query``. Walks the postings of the query's terms only; each
     tool's score adds its terms in sorted order, as a loop over every (tool, term) pair would."""
+    terms = sorted(set(tokenize(query)))
+    if not terms:  # every score is 0: no index needed (a build with nothing to rank asks this)
+        return {spec.name: 0.0 for spec in specs}
     index = _index(specs)
     docs = index.docs
     n = len(docs)
     if n == 0:
         return {}
     avgdl = index.avgdl or 1.0
-    terms = sorted(set(tokenize(query)))
     scores = dict.fromkeys(docs, 0.0)
     for t in terms:
         holders = index.postings.get(t, ())

@@ -427,3 +427,44 @@ def test_media_seen_is_set_exactly_when_a_fragment_carries_priced_media() -> Non
                       for r in m.results for p in r.content]
             assert not any(isinstance(p, MediaPart) for p in parts), pos
     assert state.media_seen
+
+
+def test_tools_are_ranked_only_when_one_could_be_exposed_for_relevance(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every tool of the registry used by the history (all required), a new user input
+    neither makes the query nor ranks: the scores would order nothing. The builds equal a fresh
+    state's. Once a tool the history never used is registered, the input is ranked again and
+    picks it."""
+    from contextfold.domain.events import ToolSpec, ToolsRegistered
+    from contextfold.projections import builder
+
+    queries: list[str] = []
+    real = builder._query
+
+    def counted(state: RunState) -> str:
+        queries.append(real(state))
+        return queries[-1]
+
+    monkeypatch.setattr(builder, "_query", counted)
+    config = BuildConfig(provider="openai-chat", window=8_000, reserve=200)
+    state = new_state("rank")
+    for pos, event in enumerate(_events()[:12], start=1):
+        fold_event(state, RecordedEvent("rank", pos, event, ""))
+
+    def build(text: str) -> BuildResult:
+        fold_event(state, RecordedEvent("rank", state.version + 1, UserInput(text), ""))
+        result = build_context(state, config, render=render_request)
+        fresh = build_context(state.snapshot(), config, render=render_request)
+        assert result.body_bytes == fresh.body_bytes and result.manifest == fresh.manifest
+        return result
+
+    first = build("please check the queue")
+    assert build("now refund the invoice").manifest.tools == first.manifest.tools
+    assert queries == []
+    assert {t.name for t in first.manifest.tools} == {"run", "read"}
+    fold_event(state, RecordedEvent("rank", state.version + 1, ToolsRegistered(tools=(
+        ToolSpec(name="refund_invoice", description="Refund an invoice to the customer."),)), ""))
+    ranked = build("now refund the invoice")
+    assert queries and "refund" in queries[-1]
+    assert {t.name: t.reason.split(" ")[0] for t in ranked.manifest.tools} == {
+        "read": "referenced", "run": "referenced", "refund_invoice": "relevant"}
