@@ -271,9 +271,8 @@ def _build(state: RunState, config: BuildConfig, *,
     others, low_priority = dropped_lines(ctx, _selection_key(config), selection, unit_by_id, members,
                                          candidates.timeline, candidates.state_ids)
     excluded.extend(others)
-    active_ids = set(state.active)
     for old, new in sorted(state.superseded_by.items()):
-        if new in active_ids and state.entries[old].fragment.kind != "tool_spec":
+        if new in state.active and state.entries[old].fragment.kind != "tool_spec":
             f = ctx.seen_frag(old)
             excluded.append(ExcludedFragment(
                 id=old, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",

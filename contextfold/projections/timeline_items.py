@@ -225,7 +225,7 @@ class TimelineIndex:
         if lst is None or not known:
             lst = self._list = list(map(items.__getitem__, self.order))
         else:
-            lst.extend(map(items.__getitem__, itertools.islice(self.order, len(lst), None)))
+            lst.extend(map(items.__getitem__, self.order[len(lst):]))  # a slice: islice walks the head
             answered = version[1] - answers_before
             if answered:
                 if self._at is None:
