@@ -3,11 +3,11 @@
 Two layers, both raising :class:`RenderError` that names the offending message:
 
 1. **Protocol rules** the providers enforce at request time but no type
-   expresses: every tool call answered exactly once and right after it, role
-   alternation, ``tool_result`` placement, tools declared for every tool name
-   used in history, at most four Anthropic cache breakpoints. These run on the
-   rendered *body* (not on the Conversation), so they also hold for a body that
-   was edited or imported.
+   expresses (:mod:`.protocol`, re-exported here): every tool call answered
+   exactly once and right after it, role alternation, ``tool_result`` placement,
+   tools declared for every tool name used in history, at most four Anthropic
+   cache breakpoints. These run on the rendered *body* (not on the Conversation),
+   so they also hold for a body that was edited or imported.
 2. **SDK request types** from the official packages (``openai``,
    ``anthropic``, ``google-genai``; the ``validate`` extra). The SDKs are
    imported lazily here, never at module import, and never needed at run time:
@@ -31,11 +31,12 @@ import functools
 import importlib.util
 import operator
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias, assert_never, get_args
+from typing import Any, TypeAlias
 
 from pydantic import ValidationError
 
 from contextfold.domain.errors import RenderError
+from contextfold.projections.render.protocol import PROVIDERS, Provider, check_protocol, parse_provider
 from contextfold.projections.request_json import all_remembered, canonical_text, is_remembered, on_clear
 
 __all__ = [
@@ -49,19 +50,6 @@ __all__ = [
     "validate_sdk_types",
 ]
 
-Provider: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
-
-PROVIDERS: tuple[Provider, ...] = get_args(Provider)
-
-
-def parse_provider(provider: str) -> Provider:
-    """``provider`` as a :data:`Provider`, or a RenderError listing the known ones."""
-    for known in PROVIDERS:
-        if provider == known:
-            return known
-    raise RenderError(provider, f"unknown provider; expected one of {', '.join(PROVIDERS)}")
-
-
 SDK_PACKAGES: dict[str, str] = {
     "openai-chat": "openai",
     "openai-responses": "openai",
@@ -70,219 +58,6 @@ SDK_PACKAGES: dict[str, str] = {
 }
 
 _Path: TypeAlias = tuple[str | int, ...]
-
-# ------------------------------------------------------------------ protocol
-
-
-def _fail(provider: str, message: str, index: int | None = None, detail: Any = None) -> None:
-    raise RenderError(provider, message, index=index, detail=detail)
-
-
-def _list(provider: str, body: Mapping[str, Any], key: str) -> list[Any]:
-    value = body.get(key)
-    if not isinstance(value, list):
-        raise RenderError(provider, f"'{key}' must be a list")
-    for i, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise RenderError(provider, f"{key}[{i}] must be an object", index=i)
-    return value
-
-
-def _declared(provider: str, names: set[str], name: Any, index: int) -> None:
-    if name not in names:
-        _fail(provider, f"tool {name!r} is used in history but not declared in 'tools'", index)
-
-
-def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
-    declared = {t.get("function", {}).get("name") for t in body.get("tools") or []}
-    pending: list[str] = []
-    asked_at = -1
-    for i, msg in enumerate(_list(p, body, "messages")):
-        role = msg.get("role")
-        if pending:
-            if role == "tool":
-                call_id = msg.get("tool_call_id")
-                if call_id not in pending:
-                    _fail(p, f"tool message answers {call_id!r}, which is not an open call of "
-                          f"assistant message {asked_at} (duplicate or unknown id)", i)
-                pending.remove(call_id)
-                continue
-            _fail(p, f"assistant message {asked_at} has unanswered tool calls "
-                  f"{pending}: its tool messages must follow it immediately, but "
-                  f"message {i} is a {role!r} message", asked_at)
-        if role == "tool":
-            _fail(p, f"tool message for {msg.get('tool_call_id')!r} does not follow an "
-                  "assistant message that called it", i)
-        elif role == "assistant":
-            ids = [c.get("id") for c in msg.get("tool_calls") or []]
-            if len(set(ids)) != len(ids):
-                _fail(p, f"assistant message repeats a tool call id: {ids}", i)
-            for call in msg.get("tool_calls") or []:
-                _declared(p, declared, call.get("function", {}).get("name"), i)
-            pending, asked_at = list(ids), i
-        elif role not in ("system", "developer", "user"):
-            _fail(p, f"unknown role {role!r}", i)
-    if pending:
-        _fail(p, f"assistant message {asked_at} has unanswered tool calls {pending}", asked_at)
-
-
-def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
-    declared = {t.get("name") for t in body.get("tools") or [] if t.get("type") == "function"}
-    open_calls: dict[str, int] = {}
-    for i, item in enumerate(_list(p, body, "input")):
-        kind = item.get("type", "message")
-        if kind == "function_call":
-            call_id = item.get("call_id")
-            if call_id in open_calls:
-                _fail(p, f"function_call {call_id!r} repeats an id that is still unanswered", i)
-            _declared(p, declared, item.get("name"), i)
-            open_calls[call_id] = i
-        elif kind == "function_call_output":
-            call_id = item.get("call_id")
-            if call_id not in open_calls:
-                _fail(p, f"function_call_output for {call_id!r} has no open function_call "
-                      "before it (orphan or duplicate)", i)
-            del open_calls[call_id]
-        elif open_calls:
-            first = min(open_calls.values())
-            _fail(p, f"function_call(s) {sorted(open_calls)} are not answered before item {i} "
-                  f"({kind})", first)
-    if open_calls:
-        _fail(p, f"function_call(s) {sorted(open_calls)} have no function_call_output",
-              min(open_calls.values()))
-
-
-def _blocks(p: str, msg: dict[str, Any], i: int) -> list[dict[str, Any]]:
-    content = msg.get("content")
-    if isinstance(content, str):
-        if not content:
-            _fail(p, "message content is empty", i)
-        return [{"type": "text", "text": content}]
-    if not isinstance(content, list) or not content:
-        _fail(p, "message content must be a non-empty list of blocks", i)
-    assert isinstance(content, list)
-    return content
-
-
-def _count_cache_control(body: Mapping[str, Any]) -> int:
-    count = sum(1 for t in body.get("tools") or [] if "cache_control" in t)
-    system = body.get("system")
-    if isinstance(system, list):
-        count += sum(1 for b in system if isinstance(b, dict) and "cache_control" in b)
-    for msg in body.get("messages") or []:
-        content = msg.get("content") if isinstance(msg, dict) else None
-        if isinstance(content, list):
-            count += sum(1 for b in content if isinstance(b, dict) and "cache_control" in b)
-    return count
-
-
-def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
-    declared = {t.get("name") for t in body.get("tools") or []}
-    messages = _list(p, body, "messages")
-    if not messages:
-        _fail(p, "at least one message is required")
-    expected: list[Any] = []
-    asked_at = -1
-    previous = None
-    for i, msg in enumerate(messages):
-        role = msg.get("role")
-        if role not in ("user", "assistant"):
-            _fail(p, f"role must be 'user' or 'assistant', not {role!r}", i)
-        if i == 0 and role != "user":
-            _fail(p, "the first message must be a user message", i)
-        if role == previous:
-            _fail(p, f"two {role} messages in a row: roles must alternate", i)
-        previous = role
-        blocks = _blocks(p, msg, i)
-        if role == "assistant":
-            ids = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
-            if len(set(ids)) != len(ids):
-                _fail(p, f"assistant message repeats a tool_use id: {ids}", i)
-            for b in blocks:
-                if b.get("type") == "tool_use":
-                    _declared(p, declared, b.get("name"), i)
-                    if not isinstance(b.get("input"), dict):
-                        _fail(p, f"tool_use {b.get('id')!r} input must be an object", i)
-            expected, asked_at = ids, i
-            continue
-        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
-        leading = 0
-        while leading < len(blocks) and blocks[leading].get("type") == "tool_result":
-            leading += 1
-        if leading != len(results):
-            _fail(p, "tool_result blocks must come first in the user message, before any "
-                  "other content", i)
-        if len(set(results)) != len(results):
-            _fail(p, f"user message answers a tool_use id twice: {results}", i)
-        if set(results) != set(expected):
-            missing = [x for x in expected if x not in results]
-            extra = [x for x in results if x not in expected]
-            if missing:
-                _fail(p, f"tool_use ids {missing} of assistant message {asked_at} are not "
-                      "answered by tool_result blocks in the next user message", i)
-            _fail(p, f"tool_result blocks {extra} answer no tool_use of the previous "
-                  "assistant message", i)
-        expected = []
-    if expected:
-        _fail(p, f"tool_use ids {expected} have no tool_result: the request ends with them",
-              asked_at)
-    breakpoints = _count_cache_control(body)
-    if breakpoints > 4:
-        _fail(p, f"{breakpoints} cache_control breakpoints; the API allows at most 4")
-
-
-def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
-    declared: set[Any] = set()
-    for tool in body.get("tools") or []:
-        declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
-    expected: list[tuple[Any, Any]] = []
-    asked_at = -1
-    contents = _list(p, body, "contents")
-    if not contents:
-        _fail(p, "at least one content is required")
-    for i, content in enumerate(contents):
-        role = content.get("role")
-        parts = content.get("parts")
-        if role not in ("user", "model"):
-            _fail(p, f"role must be 'user' or 'model', not {role!r}", i)
-        if not isinstance(parts, list) or not parts:
-            _fail(p, "content parts must be a non-empty list", i)
-        assert isinstance(parts, list)
-        calls = [pt["functionCall"] for pt in parts if "functionCall" in pt]
-        answers = [pt["functionResponse"] for pt in parts if "functionResponse" in pt]
-        if expected:
-            got = [(a.get("id"), a.get("name")) for a in answers]
-            if role != "user" or sorted(map(str, got)) != sorted(map(str, expected)):
-                _fail(p, f"functionCall(s) {expected} of content {asked_at} must be answered "
-                      f"by functionResponse parts in the next content; content {i} has {got}", i)
-        elif answers:
-            _fail(p, "functionResponse parts answer no functionCall of the previous content", i)
-        if calls and role != "model":
-            _fail(p, "functionCall parts must be in a model content", i)
-        for call in calls:
-            _declared(p, declared, call.get("name"), i)
-        expected = [(c.get("id"), c.get("name")) for c in calls]
-        asked_at = i
-    if expected:
-        _fail(p, f"functionCall(s) {expected} have no functionResponse: the request ends with "
-              "them", asked_at)
-
-
-def check_protocol(provider: str, body: Mapping[str, Any]) -> None:
-    """Raise :class:`RenderError` if ``body`` breaks a rule the provider enforces."""
-    name = parse_provider(provider)
-    match name:
-        case "openai-chat":
-            _check_openai_chat(name, body)
-        case "openai-responses":
-            _check_openai_responses(name, body)
-        case "anthropic":
-            _check_anthropic(name, body)
-        case "gemini":
-            _check_gemini(name, body)
-        case _:
-            assert_never(name)
-
 
 # ------------------------------------------------------------------ SDK types
 
