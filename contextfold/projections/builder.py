@@ -345,7 +345,8 @@ def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], policy: ToolPolicy,
         return hit[1], hit[2]
     exposed, _, _, _ = choose_tools(specs, query=query, pinned=policy.pinned, referenced=used_names,
                                     allowed=policy.allowed, denied=policy.denied, budget_tokens=_UNBOUNDED,
-                                    count=ctx.count, max_relevant=ctx.config.max_tools)
+                                    count=ctx.count, max_relevant=ctx.config.max_tools,
+                                    report_excluded=False)
     units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
                   required=t.reason != "relevant") for t in exposed]
     ctx.state.memo["tool-candidates"] = (key, exposed, units)

@@ -275,11 +275,14 @@ def choose_tools(
     budget_tokens: int,
     count: Callable[[str], int],
     max_relevant: int = 8,
+    report_excluded: bool = True,
 ) -> tuple[list[ToolChoice], list[ToolChoice], int, bool]:
     """:func:`select_tools` as plain data: (exposed by name, excluded by name, tokens, over budget).
 
     Why apart: a build needs only the exposed tools, and ranks again whenever its query
-    changes; making a model per excluded tool was most of that."""
+    changes; making a model per excluded tool was most of that. With ``report_excluded=False``
+    the excluded list is empty and only the tools that could be exposed are priced: on a
+    200-tool registry, pricing and reporting the ~190 others was most of a ranking."""
     if budget_tokens < 0 or max_relevant < 0:
         raise InvalidInputError("budget_tokens and max_relevant must be >= 0")
     registry = _registry(tools)
@@ -290,12 +293,19 @@ def choose_tools(
         return name not in denied_set and (allowed_set is None or name in allowed_set)
 
     scores = _bm25(list(registry.values()), query)
-    cost = {name: tool_tokens(spec, count) for name, spec in registry.items()}
+    costs: dict[str, int] = {}
+
+    def cost(name: str) -> int:
+        if name not in costs:
+            costs[name] = tool_tokens(registry[name], count) if name in registry else 0
+        return costs[name]
+
     exposed: dict[str, ToolChoice] = {}
-    excluded: dict[str, ToolChoice] = {}
+    excluded: dict[str, ToolChoice | None] = {}
 
     def exclude(name: str, reason: ExclusionReason) -> None:
-        excluded[name] = ToolChoice(name, reason, scores.get(name, 0.0), cost.get(name, 0))
+        excluded[name] = (ToolChoice(name, reason, scores.get(name, 0.0), cost(name)) if report_excluded
+                          else None)
 
     for name in registry:
         if not permitted(name):
@@ -309,25 +319,25 @@ def choose_tools(
         elif name not in registry:
             exclude(name, "not_registered")
         else:
-            exposed[name] = ToolChoice(name, reason, scores[name], cost[name])
-            used += cost[name]
+            exposed[name] = ToolChoice(name, reason, scores[name], cost(name))
+            used += cost(name)
     over_budget = used > budget_tokens
     relevant = 0
     for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
         if name in exposed or name in excluded:
             continue
-        if score <= 0.0:
-            exclude(name, "irrelevant")
-        elif relevant >= max_relevant:
-            exclude(name, "over_cap")
-        elif used + cost[name] > budget_tokens:
+        if score <= 0.0 or relevant >= max_relevant:
+            if not report_excluded:  # by score, best first: nothing after this is exposed
+                break
+            exclude(name, "irrelevant" if score <= 0.0 else "over_cap")
+        elif used + cost(name) > budget_tokens:
             exclude(name, "over_budget")
         else:
-            exposed[name] = ToolChoice(name, "relevant", score, cost[name])
-            used += cost[name]
+            exposed[name] = ToolChoice(name, "relevant", score, cost(name))
+            used += cost(name)
             relevant += 1
-    return ([exposed[n] for n in sorted(exposed)], [excluded[n] for n in sorted(excluded)], used,
-            over_budget)
+    return ([exposed[n] for n in sorted(exposed)],
+            [c for n in sorted(excluded) if (c := excluded[n]) is not None], used, over_budget)
 
 
 def select_tools(

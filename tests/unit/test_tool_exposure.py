@@ -406,3 +406,24 @@ def test_indexed_bm25_equals_the_pairwise_reference(tools: list[tuple[list[str],
         ref = _reference_bm25(specs, query)
         assert dict(rank_tools(specs, query)) == ref
         assert [n for n, _ in rank_tools(specs, query)] == sorted(ref, key=lambda k: (-ref[k], k))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([*_WORDS, "pull", "request", "slack", "message", "file", "pod", "logs"]),
+                max_size=10),
+       st.sets(st.sampled_from(NAMES[:60]), max_size=3), st.sets(st.sampled_from(NAMES[:60]), max_size=3),
+       st.one_of(st.none(), st.sets(st.sampled_from(NAMES[:60]), max_size=40)),
+       st.sets(st.sampled_from(NAMES[:60]), max_size=5), st.integers(0, 3000), st.integers(0, 12))
+def test_exposure_without_the_excluded_report_is_the_same(
+        words: list[str], pinned: set[str], referenced: set[str], allowed: set[str] | None,
+        denied: set[str], budget: int, cap: int) -> None:
+    """A build asks only for the exposed tools (``report_excluded=False``: the others are neither
+    priced nor reported); what it gets equals the full answer's exposed part."""
+    from contextfold.projections.tool_exposure import choose_tools
+
+    args: dict[str, Any] = dict(query=" ".join(words), pinned=pinned, referenced=referenced, allowed=allowed,
+                                denied=denied, budget_tokens=budget, count=quarter, max_relevant=cap)
+    full = choose_tools(TOOLS[:60], **args)
+    lean = choose_tools(TOOLS[:60], report_excluded=False, **args)
+    assert lean[0] == full[0] and lean[2:] == full[2:] and lean[1] == []
+    assert {t.name for t in full[0]} | {t.name for t in full[1]} == set(NAMES[:60]) | pinned | referenced
