@@ -10,10 +10,12 @@ Anthropic cache breakpoints. Each failure is a :class:`RenderError` naming the m
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
+from contextfold.projections.request_json import all_remembered, on_clear
 
 __all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider"]
 
@@ -47,6 +49,86 @@ def _list(provider: str, body: Mapping[str, Any], key: str) -> list[Any]:
 def _declared(provider: str, names: set[str], name: Any, index: int) -> None:
     if name not in names:
         _fail(provider, f"tool {name!r} is used in history but not declared in 'tools'", index)
+
+
+_PASSED_GROUPS: dict[int, tuple[dict[str, Any], tuple[dict[str, Any], ...], frozenset[Any]]] = {}
+"""id of an openai-chat assistant message with tool calls -> (that message, the tool messages
+that answered it, the tool names it used), for groups of remembered (immutable) dicts that
+passed :func:`_check_openai_chat`. A long run's bodies hold the same ~100 groups build after
+build; walking them again was most of an openai-chat second build's protocol check."""
+_GROUPS_LIMIT = 50_000
+on_clear(_PASSED_GROUPS.clear)
+
+
+def _passes_known_openai_chat(body: Mapping[str, Any]) -> bool:
+    """True only if ``body`` passes :func:`_check_openai_chat`: the same walk, with a group that
+    passed before (the same dicts, its tool names still declared) taken whole. False means
+    "not known": the full check then runs and says why.
+
+    Why this holds: at a group's start and end the walk has no open call, and what it checks
+    inside a group (unique ids, declared names, each call answered once, right after) depends
+    only on the group's dicts and the declared names; remembered dicts never change."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return False
+    declared = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    i, n = 0, len(messages)
+    while i < n:
+        msg = messages[i]
+        if not isinstance(msg, dict):
+            return False
+        known = _PASSED_GROUPS.get(id(msg))
+        if known is not None and known[0] is msg:
+            answers = known[1]
+            after = messages[i + 1:i + 1 + len(answers)]
+            if known[2] <= declared and len(after) == len(answers) and all(map(operator.is_, after, answers)):
+                i += 1 + len(answers)
+                continue  # otherwise walked below (and kept again if it passes)
+        role = msg.get("role")
+        if role in ("system", "developer", "user") or (role == "assistant" and not msg.get("tool_calls")):
+            i += 1
+            continue
+        if role != "assistant":
+            return False
+        end = _known_group(messages, i, declared)
+        if end is None:
+            return False
+        i = end
+    return True
+
+
+def _known_group(messages: list[Any], i: int, declared: set[Any]) -> int | None:
+    """Check the group at ``i`` as :func:`_check_openai_chat` would (None: it may fail) and,
+    when it passes and all its dicts are remembered, keep it; returns where the next one starts."""
+    calls = messages[i].get("tool_calls")
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        return None
+    ids = [c.get("id") for c in calls]
+    if len(set(ids)) != len(ids):
+        return None
+    functions = [c.get("function", {}) for c in calls]
+    if not all(isinstance(f, dict) for f in functions):
+        return None
+    names = frozenset(f.get("name") for f in functions)
+    if not names <= declared:
+        return None
+    pending = list(ids)
+    j = i + 1
+    while pending:
+        answer = messages[j] if j < len(messages) else None
+        if not isinstance(answer, dict) or answer.get("role") != "tool":
+            return None
+        call_id = answer.get("tool_call_id")
+        if call_id not in pending:
+            return None
+        pending.remove(call_id)
+        j += 1
+    group = messages[i:j]
+    if all_remembered(group):
+        if len(_PASSED_GROUPS) >= _GROUPS_LIMIT:
+            _PASSED_GROUPS.clear()
+        _PASSED_GROUPS[id(group[0])] = (group[0], tuple(group[1:]), names)
+    return j
 
 
 def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
@@ -229,7 +311,8 @@ def check_protocol(provider: str, body: Mapping[str, Any]) -> None:
     name = parse_provider(provider)
     match name:
         case "openai-chat":
-            _check_openai_chat(name, body)
+            if not _passes_known_openai_chat(body):
+                _check_openai_chat(name, body)
         case "openai-responses":
             _check_openai_responses(name, body)
         case "anthropic":
