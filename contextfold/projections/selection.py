@@ -172,17 +172,19 @@ def _reach(members: Sequence[Unit], room: int) -> int:
     history.
     """
     n = len(members)
-    start, total = 0, 0
-    while start < n:  # in chunks: the reach of a long run's history is a small part of it
-        cumulative = list(accumulate(map(_TOKENS, members[start:start + _REACH_CHUNK]), initial=total))
+    start, total, chunk = 0, 0, _FIRST_REACH_CHUNK
+    while start < n:  # in growing chunks: the reach of a long run's history is a small part of it
+        cumulative = list(accumulate(map(_TOKENS, members[start:start + chunk]), initial=total))
         if cumulative[-1] > room:  # sizes are >= 0: every earlier chunk fitted whole
             # cumulative[1..j-1] fit: start + j - 1 units in all, and the misfit after them
             return min(start + bisect_right(cumulative, room, 1), n)
-        start, total = start + _REACH_CHUNK, cumulative[-1]
+        start, total, chunk = start + chunk, cumulative[-1], chunk * 2
     return n
 
 
-_REACH_CHUNK = 512
+_FIRST_REACH_CHUNK = 64
+"""The first chunk's size; each next one doubles. A 128k budget reaches ~100-200 units of a long
+run's history: summing a first chunk of 512 read ~400 sizes of units out of reach."""
 
 
 def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | None, room: int
