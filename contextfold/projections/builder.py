@@ -319,7 +319,8 @@ def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[st
     if not (isinstance(hit, tuple) and hit[0] is tu and hit[1] == key):
         hit = memo["last"] = (tu, key, select_units(units, available, shares=shares,
                                                     shrink_required=shrink_required,
-                                                    presorted=candidates.presorted))
+                                                    presorted=candidates.presorted,
+                                                    list_unreached=False))  # see dropped_lines
     s: Selection = hit[2]
     return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached)
 

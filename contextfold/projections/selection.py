@@ -123,7 +123,7 @@ class Selection:
     unreached: tuple[Sequence[Unit], ...] = ()
     """Units out of the walk's reach, all ``low_priority``: most of a long run's history. Kept as
     the slices they are, not copied into a dict, since a caller that knows what it kept (or what
-    it had) rarely needs them one by one."""
+    it had) rarely needs them one by one; empty when ``select_units(list_unreached=False)``."""
 
     @property
     def dropped(self) -> dict[str, str]:
@@ -187,10 +187,11 @@ _FIRST_REACH_CHUNK = 64
 run's history: summing a first chunk of 512 read ~400 sizes of units out of reach."""
 
 
-def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | None, room: int
-            ) -> tuple[dict[str, list[Unit]], list[Sequence[Unit]]]:
+def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | None, room: int,
+            list_unreached: bool = True) -> tuple[dict[str, list[Unit]], list[Sequence[Unit]]]:
     """The reachable head of each layer (optional units sorted by rank: ``presorted`` with
-    ``units`` merged in), and the unreachable tails."""
+    ``units`` merged in), and the unreachable tails (without ``list_unreached``, a tail's first
+    unit only: whether there is one)."""
     extra: dict[str, list[Unit]] = {}
     for u in units:
         if not u.required:
@@ -201,7 +202,7 @@ def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | Non
         base: Sequence[Unit] = (presorted or {}).get(layer, ())
         n = _reach(base, room)
         head = list(base[:n])
-        tails.append(base[n:])
+        tails.append(base[n:] if list_unreached else base[n:n + 1])
         if layer in extra:  # a unit past the base's reach is past the merged list's reach too
             head = sorted([*head, *extra[layer]], key=RANK)
             n = _reach(head, room)
@@ -218,6 +219,7 @@ def select_units(
     shares: Mapping[str, float],
     shrink_required: Callable[[Sequence[Unit], int], dict[str, int]] | None = None,
     presorted: Mapping[str, Sequence[Unit]] | None = None,
+    list_unreached: bool = True,
 ) -> Selection:
     """Select units within ``budget`` tokens. See the module docstring for the rules.
 
@@ -229,6 +231,11 @@ def select_units(
     ``presorted``: more optional units, by layer, each list sorted by ``rank``
     (a caller that keeps them sorted across builds saves the sort); the result
     is the same as passing them in ``units``.
+
+    ``list_unreached=False``: :attr:`Selection.unreached` is left empty (and ``dropped`` lists
+    the walked units only), for a caller that derives its low-priority units on its own, as the
+    builder does: copying a long run's ~4,600 out-of-reach units per build was a third of its
+    selection, for a list nobody read.
     """
     required = [u for u in units if u.required]
     kept: dict[str, int] = {u.id: u.tokens for u in required}
@@ -242,7 +249,7 @@ def select_units(
     dropped: dict[str, str] = {}
     over: tuple[str, ...] = ()
     cut = [u.id for u in required if kept[u.id] < u.tokens]
-    heads, tails = _layers(units, presorted, budget - used)
+    heads, tails = _layers(units, presorted, budget - used, list_unreached)
     keyed = _order(heads, shares)
     for i, (_, _, u) in enumerate(keyed):
         room = budget - used
@@ -260,7 +267,8 @@ def select_units(
             over = (u.id,)
         dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
         # tails are non-empty only where the walk stopped within a head (see _reach)
-        return Selection(kept, dropped, used, over, tuple(cut), tuple(t for t in tails if t))
+        return Selection(kept, dropped, used, over, tuple(cut),
+                         tuple(t for t in tails if t) if list_unreached else ())
     if any(tails):
         raise AssertionError("the walk ended without a stop while units were out of reach")
     return Selection(kept, dropped, used, over, tuple(cut))

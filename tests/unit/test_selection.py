@@ -160,6 +160,10 @@ def test_reachable_heads_and_presorted_layers_select_what_the_plain_walk_selects
         assert set(sel.over_budget) == {k for k, v in sel.dropped.items() if v == "over_budget"}
         by_id = {u.id: u for u in units}
         assert set(sel.cut) == {k for k, v in sel.kept.items() if v < by_id[k].tokens}
+        unlisted = select_units(*args, shares=SHARES, list_unreached=False, **kwargs)  # type: ignore[arg-type]
+        assert unlisted.unreached == () and unlisted.dropped == unlisted.walked == sel.walked
+        assert (unlisted.kept, unlisted.used, unlisted.over_budget, unlisted.cut) == (
+            sel.kept, sel.used, sel.over_budget, sel.cut)
 
 
 @settings(max_examples=300, deadline=None)
