@@ -1,10 +1,11 @@
 """The openai-chat protocol check that takes groups it passed before whole gives, for any body,
 the verdict and the error of the full walk.
 
-Why a property test: the shortcut (``protocol._passes_known_openai_chat``) must never pass a
-body the walk refuses. Bodies here are drawn from one pool of remembered (immutable) dicts, so
-the groups the shortcut keeps from one body meet the next one in new company: answers missing,
-out of order or duplicated, groups cut short, tool names no longer declared.
+Why a property test: skipping a known group (``protocol._PASSED_GROUPS``) must never pass a
+body the plain walk refuses, nor change its error. The reference below is that walk as it was
+before groups were kept. Bodies are drawn from one pool of remembered (immutable) dicts, so the
+groups kept from one body meet the next one in new company: answers missing, out of order or
+duplicated, groups cut short, tool names no longer declared.
 """
 
 from __future__ import annotations
@@ -54,6 +55,40 @@ def _remember_pool() -> None:
 GROUPED = [[0], [1], [2], [3, 4], [5, 6, 7], [5, 7, 6], [8, 9], [10, 11], [12], [13], [14], [3], [5, 6]]
 
 
+def _reference_walk(p: str, body: dict[str, Any]) -> None:
+    """The openai-chat rules, walked message by message with nothing remembered."""
+    declared = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    pending: list[str] = []
+    asked_at = -1
+    for i, msg in enumerate(protocol._list(p, body, "messages")):
+        role = msg.get("role")
+        if pending:
+            if role == "tool":
+                call_id = msg.get("tool_call_id")
+                if call_id not in pending:
+                    protocol._fail(p, f"tool message answers {call_id!r}, which is not an open call of "
+                                   f"assistant message {asked_at} (duplicate or unknown id)", i)
+                pending.remove(call_id)
+                continue
+            protocol._fail(p, f"assistant message {asked_at} has unanswered tool calls "
+                           f"{pending}: its tool messages must follow it immediately, but "
+                           f"message {i} is a {role!r} message", asked_at)
+        if role == "tool":
+            protocol._fail(p, f"tool message for {msg.get('tool_call_id')!r} does not follow an "
+                           "assistant message that called it", i)
+        elif role == "assistant":
+            ids = [c.get("id") for c in msg.get("tool_calls") or []]
+            if len(set(ids)) != len(ids):
+                protocol._fail(p, f"assistant message repeats a tool call id: {ids}", i)
+            for call in msg.get("tool_calls") or []:
+                protocol._declared(p, declared, call.get("function", {}).get("name"), i)
+            pending, asked_at = list(ids), i
+        elif role not in ("system", "developer", "user"):
+            protocol._fail(p, f"unknown role {role!r}", i)
+    if pending:
+        protocol._fail(p, f"assistant message {asked_at} has unanswered tool calls {pending}", asked_at)
+
+
 def _outcome(check: Any, body: dict[str, Any]) -> str | None:
     try:
         check("openai-chat", body)
@@ -65,7 +100,7 @@ def _outcome(check: Any, body: dict[str, Any]) -> str | None:
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(range(len(GROUPED))), max_size=12), min_size=1, max_size=4),
        st.lists(st.sets(st.sampled_from(["read", "run", "deploy"])), min_size=1, max_size=4))
-def test_the_shortcut_gives_the_full_walks_verdict(bodies: list[list[int]],
+def test_skipping_known_groups_gives_the_plain_walks_verdict(bodies: list[list[int]],
                                                    tool_sets: list[set[str]]) -> None:
     _remember_pool()
     for picks in bodies:
@@ -73,26 +108,35 @@ def test_the_shortcut_gives_the_full_walks_verdict(bodies: list[list[int]],
             messages = [POOL[i] for g in picks for i in GROUPED[g]]
             body = {"model": "m", "messages": messages,
                     "tools": [{"type": "function", "function": {"name": n}} for n in sorted(names)]}
-            expected = _outcome(protocol._check_openai_chat, body)
+            expected = _outcome(_reference_walk, body)
             assert _outcome(protocol.check_protocol, body) == expected
             assert _outcome(protocol.check_protocol, body) == expected  # its groups now known
 
 
-def test_a_known_group_is_taken_whole_and_a_changed_one_walked() -> None:
+def test_a_known_group_is_taken_whole_and_a_changed_one_walked(monkeypatch: Any) -> None:
     _remember_pool()
     tools = [{"type": "function", "function": {"name": n}} for n in ("read", "run")]
     body = {"messages": [POOL[1], POOL[5], POOL[6], POOL[7], POOL[2]], "tools": tools}
     protocol.check_protocol("openai-chat", body)
     assert protocol._PASSED_GROUPS[id(POOL[5])] == (POOL[5], (POOL[6], POOL[7]), frozenset({"read", "run"}))
-    assert protocol._passes_known_openai_chat(body)
+    asked: list[object] = []
+    real = protocol._declared
+
+    def declared(p: str, names: set[str], name: Any, index: int) -> None:
+        asked.append(name)
+        real(p, names, name, index)
+
+    monkeypatch.setattr(protocol, "_declared", declared)
+    protocol.check_protocol("openai-chat", body)
+    assert asked == []  # the group was taken whole
     cut = {"messages": [POOL[1], POOL[5], POOL[6], POOL[2]], "tools": tools}
-    assert not protocol._passes_known_openai_chat(cut)
     try:
         protocol.check_protocol("openai-chat", cut)
     except RenderError as exc:
         assert "unanswered tool calls ['b2']" in str(exc)
     else:
         raise AssertionError("a group missing an answer passed")
+    assert asked == ["read", "run"]  # walked
     own = {"role": "user", "content": "a dict of the caller's"}
     mixed = {"messages": [own, POOL[3], POOL[4]],
              "tools": [{"type": "function", "function": {"name": "read"}}]}

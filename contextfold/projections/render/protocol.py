@@ -60,82 +60,25 @@ _GROUPS_LIMIT = 50_000
 on_clear(_PASSED_GROUPS.clear)
 
 
-def _passes_known_openai_chat(body: Mapping[str, Any]) -> bool:
-    """True only if ``body`` passes :func:`_check_openai_chat`: the same walk, with a group that
-    passed before (the same dicts, its tool names still declared) taken whole. False means
-    "not known": the full check then runs and says why.
-
-    Why this holds: at a group's start and end the walk has no open call, and what it checks
-    inside a group (unique ids, declared names, each call answered once, right after) depends
-    only on the group's dicts and the declared names; remembered dicts never change."""
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return False
+def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
+    """The walk over the messages. A group (an assistant message with tool calls and the tool
+    messages answering it) that passed before is taken whole when it is the same remembered
+    dicts and its tool names are still declared: at a group's start and end no call is open,
+    and what the walk checks inside it depends only on its dicts and the declared names."""
     declared = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    messages = _list(p, body, "messages")
+    pending: list[str] = []
+    asked_at = -1
+    names: set[Any] = set()
     i, n = 0, len(messages)
     while i < n:
         msg = messages[i]
-        if not isinstance(msg, dict):
-            return False
-        known = _PASSED_GROUPS.get(id(msg))
-        if known is not None and known[0] is msg:
+        if not pending and (known := _PASSED_GROUPS.get(id(msg))) is not None and known[0] is msg:
             answers = known[1]
             after = messages[i + 1:i + 1 + len(answers)]
             if known[2] <= declared and len(after) == len(answers) and all(map(operator.is_, after, answers)):
                 i += 1 + len(answers)
-                continue  # otherwise walked below (and kept again if it passes)
-        role = msg.get("role")
-        if role in ("system", "developer", "user") or (role == "assistant" and not msg.get("tool_calls")):
-            i += 1
-            continue
-        if role != "assistant":
-            return False
-        end = _known_group(messages, i, declared)
-        if end is None:
-            return False
-        i = end
-    return True
-
-
-def _known_group(messages: list[Any], i: int, declared: set[Any]) -> int | None:
-    """Check the group at ``i`` as :func:`_check_openai_chat` would (None: it may fail) and,
-    when it passes and all its dicts are remembered, keep it; returns where the next one starts."""
-    calls = messages[i].get("tool_calls")
-    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
-        return None
-    ids = [c.get("id") for c in calls]
-    if len(set(ids)) != len(ids):
-        return None
-    functions = [c.get("function", {}) for c in calls]
-    if not all(isinstance(f, dict) for f in functions):
-        return None
-    names = frozenset(f.get("name") for f in functions)
-    if not names <= declared:
-        return None
-    pending = list(ids)
-    j = i + 1
-    while pending:
-        answer = messages[j] if j < len(messages) else None
-        if not isinstance(answer, dict) or answer.get("role") != "tool":
-            return None
-        call_id = answer.get("tool_call_id")
-        if call_id not in pending:
-            return None
-        pending.remove(call_id)
-        j += 1
-    group = messages[i:j]
-    if all_remembered(group):
-        if len(_PASSED_GROUPS) >= _GROUPS_LIMIT:
-            _PASSED_GROUPS.clear()
-        _PASSED_GROUPS[id(group[0])] = (group[0], tuple(group[1:]), names)
-    return j
-
-
-def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
-    declared = {t.get("function", {}).get("name") for t in body.get("tools") or []}
-    pending: list[str] = []
-    asked_at = -1
-    for i, msg in enumerate(_list(p, body, "messages")):
+                continue
         role = msg.get("role")
         if pending:
             if role == "tool":
@@ -144,6 +87,9 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
                     _fail(p, f"tool message answers {call_id!r}, which is not an open call of "
                           f"assistant message {asked_at} (duplicate or unknown id)", i)
                 pending.remove(call_id)
+                if not pending:
+                    _keep_group(messages[asked_at:i + 1], frozenset(names))
+                i += 1
                 continue
             _fail(p, f"assistant message {asked_at} has unanswered tool calls "
                   f"{pending}: its tool messages must follow it immediately, but "
@@ -155,13 +101,24 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
             ids = [c.get("id") for c in msg.get("tool_calls") or []]
             if len(set(ids)) != len(ids):
                 _fail(p, f"assistant message repeats a tool call id: {ids}", i)
+            names = set()
             for call in msg.get("tool_calls") or []:
-                _declared(p, declared, call.get("function", {}).get("name"), i)
+                names.add(name := call.get("function", {}).get("name"))
+                _declared(p, declared, name, i)
             pending, asked_at = list(ids), i
         elif role not in ("system", "developer", "user"):
             _fail(p, f"unknown role {role!r}", i)
+        i += 1
     if pending:
         _fail(p, f"assistant message {asked_at} has unanswered tool calls {pending}", asked_at)
+
+
+def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
+    """Remember a group that passed, if all its dicts are remembered (immutable)."""
+    if all_remembered(group):
+        if len(_PASSED_GROUPS) >= _GROUPS_LIMIT:
+            _PASSED_GROUPS.clear()
+        _PASSED_GROUPS[id(group[0])] = (group[0], tuple(group[1:]), names)
 
 
 def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
@@ -311,8 +268,7 @@ def check_protocol(provider: str, body: Mapping[str, Any]) -> None:
     name = parse_provider(provider)
     match name:
         case "openai-chat":
-            if not _passes_known_openai_chat(body):
-                _check_openai_chat(name, body)
+            _check_openai_chat(name, body)
         case "openai-responses":
             _check_openai_responses(name, body)
         case "anthropic":
