@@ -65,7 +65,7 @@ from contextfold.projections.request_json import (
 from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
 from contextfold.projections.selection import Selection, Unit, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
-from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json, choose_tools
+from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json, choose_tools, rankable
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
@@ -335,10 +335,10 @@ def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], policy: ToolPolicy,
     schemas of its own declares just those), there is nothing to rank: every candidate is a
     required unit, whose score orders nothing. Then the query is neither made nor ranked, and
     a new user input does not invalidate the answer."""
-    used = set(used_names)
-    rankable = any(s.name not in used and s.name not in policy.pinned and s.name not in policy.denied
-                   and (policy.allowed is None or s.name in policy.allowed) for s in specs)
-    query = _query(ctx.state) if rankable and ctx.config.max_tools > 0 else ""
+    ranked = ctx.config.max_tools > 0 and rankable(
+        (s.name for s in specs), pinned=policy.pinned, referenced=set(used_names), allowed=policy.allowed,
+        denied=policy.denied)
+    query = _query(ctx.state) if ranked else ""
     key = (query, tuple(specs), policy, tuple(used_names), ctx.config.max_tools,
            ctx.state.counter.encoding_name)
     hit = ctx.state.memo.get("tool-candidates")

@@ -35,7 +35,7 @@ import math
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeAlias, cast
 
@@ -56,7 +56,9 @@ __all__ = [
     "ToolExposure",
     "canonical_tool_json",
     "choose_tools",
+    "permitted",
     "rank_tools",
+    "rankable",
     "select_tools",
     "tokenize",
     "tool_tokens",
@@ -255,6 +257,19 @@ def rank_tools(tools: Sequence[ToolSpec], query: str) -> list[tuple[str, float]]
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
+def permitted(name: str, allowed: Collection[str] | None, denied: Collection[str]) -> bool:
+    """Whether the run's policy lets the tool ``name`` be exposed: not denied, and on the allow
+    list when there is one."""
+    return name not in denied and (allowed is None or name in allowed)
+
+
+def rankable(names: Iterable[str], *, pinned: Collection[str], referenced: Collection[str],
+             allowed: Collection[str] | None, denied: Collection[str]) -> bool:
+    """Whether any of ``names`` could be exposed only for its relevance (permitted, neither pinned
+    nor referenced): when none can, :func:`choose_tools` exposes the same tools for every query."""
+    return any(n not in pinned and n not in referenced and permitted(n, allowed, denied) for n in names)
+
+
 class ToolChoice(NamedTuple):
     """One tool's decision as plain data: ``reason`` is an exposure or an exclusion reason."""
 
@@ -288,10 +303,6 @@ def choose_tools(
     registry = _registry(tools)
     allowed_set = None if allowed is None else set(allowed)
     denied_set = set(denied)
-
-    def permitted(name: str) -> bool:
-        return name not in denied_set and (allowed_set is None or name in allowed_set)
-
     scores = _bm25(list(registry.values()), query)
     costs: dict[str, int] = {}
 
@@ -308,13 +319,13 @@ def choose_tools(
                           else None)
 
     for name in registry:
-        if not permitted(name):
+        if not permitted(name, allowed_set, denied_set):
             exclude(name, "not_allowed")
     used = 0
     mandatory: list[tuple[str, ExposureReason]] = [(n, "pinned") for n in sorted(set(pinned))]
     mandatory += [(n, "referenced") for n in sorted(set(referenced) - set(pinned))]
     for name, reason in mandatory:
-        if not permitted(name):
+        if not permitted(name, allowed_set, denied_set):
             exclude(name, "not_allowed")
         elif name not in registry:
             exclude(name, "not_registered")

@@ -419,7 +419,7 @@ def test_exposure_without_the_excluded_report_is_the_same(
         denied: set[str], budget: int, cap: int) -> None:
     """A build asks only for the exposed tools (``report_excluded=False``: the others are neither
     priced nor reported); what it gets equals the full answer's exposed part."""
-    from contextfold.projections.tool_exposure import choose_tools
+    from contextfold.projections.tool_exposure import choose_tools, rankable
 
     args: dict[str, Any] = dict(query=" ".join(words), pinned=pinned, referenced=referenced, allowed=allowed,
                                 denied=denied, budget_tokens=budget, count=quarter, max_relevant=cap)
@@ -427,3 +427,6 @@ def test_exposure_without_the_excluded_report_is_the_same(
     lean = choose_tools(TOOLS[:60], report_excluded=False, **args)
     assert lean[0] == full[0] and lean[2:] == full[2:] and lean[1] == []
     assert {t.name for t in full[0]} | {t.name for t in full[1]} == set(NAMES[:60]) | pinned | referenced
+    if not rankable(NAMES[:60], pinned=pinned, referenced=referenced, allowed=allowed, denied=denied):
+        unranked = choose_tools(TOOLS[:60], report_excluded=False, **{**args, "query": ""})
+        assert [(t.name, t.reason) for t in unranked[0]] == [(t.name, t.reason) for t in full[0]]
