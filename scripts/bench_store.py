@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from eventsourcing.application import Application
@@ -58,14 +59,30 @@ class RunLog(Aggregate):
         self.count += 1
 
 
-def our_events(n: int) -> list[Any]:
-    out: list[Any] = []
+def calls_and_results(n: int, tool: str, exit_code: int, payload: Callable[[int], str]
+                      ) -> tuple[list[Any], list[dict[str, Any]]]:
+    """``n`` events, a call then its result, as ours and as the raw side's items: the same
+    payload strings on both sides (``payload(i)`` for the i-th result)."""
+    ours: list[Any] = []
+    raw: list[dict[str, Any]] = []
     for i in range(n // 2):
-        cid = f"call_{i}"
-        call = ToolCall(call_id=cid, name="run_tests", arguments="{}")
-        out.append(ModelResponse(text="", tool_calls=(call,)))
-        out.append(ToolResult(call_id=cid, content=PAYLOAD, exit_code=0))
-    return out
+        cid, content = f"call_{i}", payload(i)
+        ours += [ModelResponse(text="", tool_calls=(ToolCall(call_id=cid, name=tool, arguments="{}"),)),
+                 ToolResult(call_id=cid, content=content, exit_code=exit_code)]
+        raw += [{"type": "model_response", "text": "", "tool_calls": [
+                    {"call_id": cid, "name": tool, "arguments": "{}"}]},
+                {"type": "tool_result", "call_id": cid, "content": content, "exit_code": exit_code}]
+    return ours, raw
+
+
+def small_events(n: int) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Test runs with a ~460-byte output each."""
+    return calls_and_results(n, "run_tests", 0, lambda i: PAYLOAD)
+
+
+def large_events(n: int, size: int) -> tuple[list[Any], list[dict[str, Any]]]:
+    """CI runs failing with a log of ``size`` bytes each."""
+    return calls_and_results(n, "run_ci", 1, lambda i: build_log(size, i))
 
 
 def build_log(size: int, seed: int) -> str:
@@ -88,35 +105,6 @@ def build_log(size: int, seed: int) -> str:
 
 
 _MODULES = ("totals", "invoice", "parser", "auth", "queue", "cache", "export", "billing", "search")
-
-
-def our_large_events(n: int, size: int) -> list[Any]:
-    out: list[Any] = []
-    for i in range(n // 2):
-        cid = f"call_{i}"
-        out.append(ModelResponse(text="", tool_calls=(ToolCall(call_id=cid, name="run_ci", arguments="{}"),)))
-        out.append(ToolResult(call_id=cid, content=build_log(size, i), exit_code=1))
-    return out
-
-
-def raw_large_items(n: int, size: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for i in range(n // 2):
-        cid = f"call_{i}"
-        out.append({"type": "model_response", "text": "", "tool_calls": [
-            {"call_id": cid, "name": "run_ci", "arguments": "{}"}]})
-        out.append({"type": "tool_result", "call_id": cid, "content": build_log(size, i), "exit_code": 1})
-    return out
-
-
-def raw_items(n: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for i in range(n // 2):
-        cid = f"call_{i}"
-        out.append({"type": "model_response", "text": "", "tool_calls": [
-            {"call_id": cid, "name": "run_tests", "arguments": "{}"}]})
-        out.append({"type": "tool_result", "call_id": cid, "content": PAYLOAD, "exit_code": 0})
-    return out
 
 
 def raw_app(url: str) -> Application[Any]:
@@ -234,13 +222,12 @@ def main() -> int:
           f"(large-<size>: {args.large_events} events, half of them results of that size)")
     print(f"{'backend':<9} {'case':<12} {'events':>7} {'ours ev/s':>11} {'raw ev/s':>11} {'overhead':>9} "
           f"{'ours stored':>12} {'raw stored':>12}")
+    cases: list[tuple[str, tuple[list[Any], list[dict[str, Any]]], int]] = [
+        ("append-1", small_events(args.single), 1)]
+    cases += [("append-100", small_events(n), 100) for n in sizes]
+    cases += [(f"large-{size // 1024}K", large_events(args.large_events, size), 2) for size in large]
     for name, ours_url, raw_url in backends:
-        cases: list[tuple[str, list[Any], list[dict[str, Any]], int]] = [
-            ("append-1", our_events(args.single), raw_items(args.single), 1)]
-        cases += [("append-100", our_events(n), raw_items(n), 100) for n in sizes]
-        cases += [(f"large-{size // 1024}K", our_large_events(args.large_events, size),
-                   raw_large_items(args.large_events, size), 2) for size in large]
-        for case, events, items, batch in cases:
+        for case, (events, items), batch in cases:
             n = len(events)
             a_ours, r_ours, s_ours = bench_ours(ours_url, events, batch)
             a_raw, r_raw, s_raw = bench_raw(raw_url, items, batch)
