@@ -31,7 +31,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter
-from typing import Any, cast
+from typing import Any
 
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import BudgetError
@@ -97,6 +97,24 @@ def _query(state: RunState) -> str:
     return "\n".join(parts)
 
 
+_DECLARED: dict[str, ToolSpec] = {}
+_DECLARED_LIMIT = 4096
+
+
+def _declared_spec(name: str) -> ToolSpec:
+    """The minimal schema declared for a tool the history used but the log never registered: one
+    object per name for the process (it depends on the name alone), so every run and build that
+    declares it reuses its pricing (a new spec's JSON was ~40 us of the build that first used it)."""
+    spec = _DECLARED.get(name)
+    if spec is None:
+        if len(_DECLARED) >= _DECLARED_LIMIT:
+            _DECLARED.clear()
+        spec = _DECLARED[name] = ToolSpec(
+            name=name, description="Declared by contextfold: the run's history uses this tool "
+            "but its log never registered a schema.", parameters={"type": "object"})
+    return spec
+
+
 def build_context(state: RunState, config: BuildConfig, *,
                   load_text: Callable[[ArtifactRef], str] | None = None,
                   render: Callable[[Conversation, str, int], dict[str, Any]] | None = None,
@@ -152,14 +170,9 @@ def _build(state: RunState, config: BuildConfig, *,
     policy = state.tool_policy()
     used_names = sorted(state.used_tool_names())
     registry: dict[str, ToolSpec] = dict(state.tools)
-    declared = cast(dict[str, ToolSpec], state.memo.setdefault("declared_tools", {}))
     for name in used_names:
         if name not in registry:
-            if name not in declared:  # one object per name: later builds reuse its pricing and ranking
-                declared[name] = ToolSpec(
-                    name=name, description="Declared by contextfold: the run's history uses this tool "
-                    "but its log never registered a schema.", parameters={"type": "object"})
-            registry[name] = declared[name]
+            registry[name] = _declared_spec(name)
             repair_notes.append(f"declared_unregistered_tool:{name}")
     shares = config.layer_shares
     # Tool schemas compete in the same selection as fragments (layer "tools", its

@@ -123,26 +123,38 @@ class ToolExposure(_Frozen):
         return tuple(t.name for t in self.exposed)
 
 
-_SPEC_MEMO: dict[int, tuple[ToolSpec, str, Counter[str]]] = {}
-"""Per spec object: its canonical JSON and BM25 document. A run's specs are the same
-objects build after build, and every build ranks and prices all of them."""
+_SPEC_MEMO: dict[int, tuple[ToolSpec, str]] = {}
+"""Per spec object: its canonical JSON. A run's specs are the same objects build after build,
+and every build prices the tools it may expose."""
+_DOC_MEMO: dict[int, tuple[ToolSpec, Counter[str]]] = {}
+"""Per spec object: its BM25 document, made only when a build ranks (a run whose tools are all
+pinned or used never does: tokenizing a description was most of pricing a new spec)."""
 _SPEC_MEMO_LIMIT = 20_000
 
 
-def _spec_facts(spec: ToolSpec) -> tuple[ToolSpec, str, Counter[str]]:
+def _spec_json(spec: ToolSpec) -> str:
     hit = _SPEC_MEMO.get(id(spec))
     if hit is None or hit[0] is not spec:
         if len(_SPEC_MEMO) >= _SPEC_MEMO_LIMIT:
             _SPEC_MEMO.clear()
         text = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"),
                           ensure_ascii=False)
-        hit = _SPEC_MEMO[id(spec)] = (spec, text, Counter(_document(spec)))
-    return hit
+        hit = _SPEC_MEMO[id(spec)] = (spec, text)
+    return hit[1]
+
+
+def _spec_document(spec: ToolSpec) -> Counter[str]:
+    hit = _DOC_MEMO.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_DOC_MEMO) >= _SPEC_MEMO_LIMIT:
+            _DOC_MEMO.clear()
+        hit = _DOC_MEMO[id(spec)] = (spec, Counter(_document(spec)))
+    return hit[1]
 
 
 def canonical_tool_json(spec: ToolSpec) -> str:
     """The byte-stable JSON of a spec: sorted keys, compact, UTF-8 kept as is."""
-    return _spec_facts(spec)[1]
+    return _spec_json(spec)
 
 
 def tool_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
@@ -216,7 +228,7 @@ def _index(specs: Sequence[ToolSpec]) -> _Index:
     key = tuple(specs)
     if _INDEX and len(_INDEX[0].specs) == len(key) and all(map(operator.is_, _INDEX[0].specs, key)):
         return _INDEX[0]
-    docs = {spec.name: _spec_facts(spec)[2] for spec in key}
+    docs = {spec.name: _spec_document(spec) for spec in key}
     lengths = {name: sum(tf.values()) for name, tf in docs.items()}
     postings: dict[str, list[str]] = {}
     for name, tf in docs.items():  # in registry order, as the per-document loop visited them
