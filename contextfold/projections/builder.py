@@ -61,6 +61,7 @@ from contextfold.projections.request_json import (
     canonical_hash,
     conversation_json,
     misses,
+    model_json_all,
 )
 from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
 from contextfold.projections.selection import Selection, Unit, select_units
@@ -488,10 +489,11 @@ def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conve
             map(operator.is_, memo[2], prefix_objects)):
         cache_key: str = memo[1]
     else:
-        stable = {"system": [p.model_dump(mode="json") for p in conversation.system],
+        # The parts' dicts are the remembered ones (made once per object): a new tool in the
+        # prefix re-hashes it without dumping the system prompt again.
+        stable = {"system": model_json_all(conversation.system),
                   "tools": [canonical_tool_json(t) for t in conversation.tools],
-                  "prefix": [m.model_dump(mode="json")
-                             for m in conversation.messages[:conversation.stable_prefix_messages]]}
+                  "prefix": model_json_all(conversation.messages[:conversation.stable_prefix_messages])}
         cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
         state.memo["cache_key"] = (stable, cache_key, prefix_objects)
     body = canonical_bytes(request)

@@ -53,6 +53,7 @@ __all__ = [
     "is_remembered",
     "manifest_json",
     "misses",
+    "model_json_all",
     "on_clear",
     "remember",
     "rendered",
@@ -184,11 +185,17 @@ def _dump(message: BaseModel) -> list[dict[str, Any]]:
     return [message.model_dump(mode="json")]
 
 
+def model_json_all(models: Sequence[BaseModel]) -> list[dict[str, Any]]:
+    """``[m.model_dump(mode="json") for m in models]``, each dict made once per model object and
+    remembered (read-only: :func:`canonical_bytes` reuses its text)."""
+    return rendered_all("json", models, _dump)
+
+
 def conversation_json(conversation: Conversation) -> dict[str, Any]:
     """``conversation.model_dump(mode="json")``, each message's JSON computed once per message object."""
-    return {"model": conversation.model, "system": rendered_all("json", conversation.system, _dump),
-            "tools": rendered_all("json", conversation.tools, _dump),
-            "messages": rendered_all("json", conversation.messages, _dump),
+    return {"model": conversation.model, "system": model_json_all(conversation.system),
+            "tools": model_json_all(conversation.tools),
+            "messages": model_json_all(conversation.messages),
             "stable_prefix_messages": conversation.stable_prefix_messages}
 
 
