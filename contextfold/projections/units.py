@@ -110,7 +110,7 @@ def _large_text(entry: FragmentEntry) -> bool:
 
 def _facts(state: RunState, frag: ContextFragment, hit: Hit | None, provider: str,
            count: Callable[[str], int], large: bool) -> Facts:
-    media = plan_fragment(state, frag, provider)
+    media = plan_fragment(state, frag, provider) if state.media_seen else None  # no media folded yet
     text_tokens = frag.token_count - (media.fold_tokens if media is not None else 0)
     if frag.kind not in _DATA_KINDS and frag.trust in ("runtime", "user"):
         overhead = MESSAGE_OVERHEAD
