@@ -468,3 +468,25 @@ def test_tools_are_ranked_only_when_one_could_be_exposed_for_relevance(
     assert queries and "refund" in queries[-1]
     assert {t.name: t.reason.split(" ")[0] for t in ranked.manifest.tools} == {
         "read": "referenced", "run": "referenced", "refund_invoice": "relevant"}
+
+
+def test_an_unregistered_tool_is_declared_alike_in_every_run() -> None:
+    """A tool the history uses but no log registered gets the same minimal schema in every run
+    (one declaration per name, shared: its price is made once), and each build still records
+    the repair."""
+    def built(run_id: str) -> BuildResult:
+        state = new_state(run_id)
+        call = ToolCall(call_id=f"c-{run_id}", name="lookup")
+        events: list[AnyEvent] = [UserInput("look it up"), ModelResponse(text="", tool_calls=(call,)),
+                                  ToolResult(call_id=call.call_id, content="found")]
+        for i, event in enumerate(events):
+            fold_event(state, RecordedEvent(run_id, i + 1, event, ""))
+        return build_context(state, BuildConfig(provider="openai-chat", window=4_000, reserve=500),
+                             render=render_request)
+
+    first, second = built("run-a"), built("run-b")
+    assert first.request["tools"] == second.request["tools"]
+    assert [t["function"]["name"] for t in first.request["tools"]] == ["lookup"]
+    assert first.manifest.tools == second.manifest.tools
+    for result in (first, second):
+        assert "declared_unregistered_tool:lookup" in result.manifest.repairs
