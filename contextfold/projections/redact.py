@@ -74,6 +74,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
@@ -295,26 +296,41 @@ def _span(m: re.Match[str], group: int) -> tuple[int, int] | None:
     return m.start(group), m.end(group)
 
 
+class _Compiled(NamedTuple):
+    rules: tuple[_Rule, ...]
+    allow: tuple[re.Pattern[str], ...]
+    hints: tuple[str, ...]
+    hinted: dict[str, tuple[int, ...]]
+    """Hint -> the indices of the rules it lets run."""
+    always: tuple[int, ...]
+    """Indices of the rules with no hint (custom ones): they run on every text."""
+
+
 @functools.lru_cache(maxsize=64)
-def _compiled(policy: RedactionPolicy
-              ) -> tuple[tuple[_Rule, ...], tuple[re.Pattern[str], ...], tuple[str, ...]]:
+def _compiled(policy: RedactionPolicy) -> _Compiled:
     rules = [r for r in RULES if r.name not in policy.disabled]
     for name, pattern in policy.deny:
         compiled = re.compile(pattern)
         rules.append(_Rule(f"custom:{name}", compiled, (), group=1 if compiled.groups else 0))
     hints = tuple(sorted({h for r in rules for h in r.hints}))
-    return tuple(rules), tuple(re.compile(a) for a in policy.allow), hints
+    hinted = {h: tuple(i for i, r in enumerate(rules) if h in r.hints) for h in hints}
+    return _Compiled(tuple(rules), tuple(re.compile(a) for a in policy.allow), hints, hinted,
+                     tuple(i for i, r in enumerate(rules) if not r.hints))
 
 
 def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list[Finding]:
-    """Non-overlapping findings in ``text``, sorted by position."""
-    rules, allow, hints = _compiled(policy)
+    """Non-overlapping findings in ``text``, sorted by position.
+
+    Only the rules whose hints occur in the text run (and those without hints): on most texts
+    no hint occurs and no rule runs. The findings are sorted before they are merged, so which
+    rules ran first does not matter."""
+    rules, allow, hints, hinted, always = _compiled(policy)
     lowered = text.lower()
-    present = {h for h in hints if h in lowered}  # each hint searched once, not once per rule
+    # each hint searched once, not once per rule
+    run = set(always).union(*[hinted[h] for h in hints if h in lowered])
     raw: list[tuple[int, int, int, str]] = []
-    for priority, rule in enumerate(rules):
-        if rule.hints and present.isdisjoint(rule.hints):
-            continue
+    for priority in sorted(run):
+        rule = rules[priority]
         for m in rule.pattern.finditer(text) if rule.keyword is None else _matches(rule, text, lowered):
             span = _span(m, rule.group)
             if span is None or span[0] == span[1]:
