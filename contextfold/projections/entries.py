@@ -151,7 +151,7 @@ class FragmentEntry:
     flag; the state's views replace both with the values as of the current log.
     """
 
-    __slots__ = ("_fragment", "content", "content_hash", "id", "kind", "position", "priority",
+    __slots__ = ("_fragment", "content", "content_hash", "framing", "id", "kind", "position", "priority",
                  "required", "source_ref", "token_count", "trust")
 
     id: str
@@ -164,6 +164,9 @@ class FragmentEntry:
     content_hash: str
     content: Content
     position: int
+    framing: int | None
+    """Tokens of the fragment's framing (``projections.framing``), counted when folded; None
+    when the entry was made from a fragment (a build counts it then)."""
     _fragment: ContextFragment | None
 
     def __init__(self, fragment: ContextFragment, position: int) -> None:
@@ -171,24 +174,26 @@ class FragmentEntry:
         self.trust, self.priority, self.required = fragment.trust, fragment.priority, fragment.required
         self.token_count, self.content_hash = fragment.token_count, fragment.content_hash
         self.content, self.position, self._fragment = fragment.content, position, fragment
+        self.framing = None
 
     @classmethod
     def folded(cls, fid: str, kind: FragmentKind, source_ref: str, trust: Trust, priority: int,
                required: bool, token_count: int, content_hash: str, content: Content,
-               position: int) -> FragmentEntry:
+               position: int, framing: int | None = None) -> FragmentEntry:
         """An entry whose ContextFragment is built when first asked for."""
         self = cls.__new__(cls)
         self.id, self.kind, self.source_ref = fid, kind, source_ref
         self.trust, self.priority, self.required = trust, priority, required
         self.token_count, self.content_hash = token_count, content_hash
         self.content, self.position, self._fragment = content, position, None
+        self.framing = framing
         return self
 
     def moved(self, position: int) -> FragmentEntry:
         """The same fragment, its freshness taken from another log position."""
         return FragmentEntry.folded(self.id, self.kind, self.source_ref, self.trust, self.priority,
                                     self.required, self.token_count, self.content_hash, self.content,
-                                    position)
+                                    position, self.framing)
 
     @property
     def lazy(self) -> bool:

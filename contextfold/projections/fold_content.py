@@ -53,6 +53,7 @@ from contextfold.projections.entries import (
     ToolAnswer,
     blocks_hash,
 )
+from contextfold.projections.framing import framing_tokens
 from contextfold.projections.media_cost import priced_media
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 
@@ -179,10 +180,11 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
         content = content._replace(text=LazyText(position, state.event_text))
     if not state.media_seen and _has_media(content):
         state.media_seen = True
+    source = source_ref or f"event://{state.run_id}/{position}"
     state.entries[fid] = FragmentEntry.folded(
-        fid, kind, source_ref or f"event://{state.run_id}/{position}", trust,
-        DEFAULT_PRIORITY[kind] if priority is None else priority, required,
-        tokens, digest, content, position)
+        fid, kind, source, trust, DEFAULT_PRIORITY[kind] if priority is None else priority, required,
+        tokens, digest, content, position,
+        framing_tokens(kind, trust, source, state.counter.count))  # the counter's tables warm now
     state.horizon = position
     return fid
 

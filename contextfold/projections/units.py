@@ -40,6 +40,7 @@ from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig, ExcludedFragment
 from contextfold.projections.entries import LAZY_TEXT_CHARS, FragmentEntry, LazyText, ToolAnswer
+from contextfold.projections.framing import MESSAGE_OVERHEAD, framing_tokens
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact_fragment
 from contextfold.projections.selection import Unit, score
@@ -48,7 +49,6 @@ from contextfold.projections.timeline_units import TimelineUnits, timeline_units
 
 __all__ = ["MESSAGE_OVERHEAD", "SHRINK_FLOOR", "BuildCtx", "Facts", "Units", "make_units"]
 
-MESSAGE_OVERHEAD = 4
 SHRINK_FLOOR = 48
 """Smallest text a truncated fragment keeps (tokens)."""
 _REDACTION_MEMO_LIMIT = 200_000
@@ -59,7 +59,6 @@ _STATE_LAYER = {"policy": "policy", "instruction": "policy", "goal": "goal", "su
                 "plan": "plan", "evidence": "retrieval", "memory": "retrieval"}
 _STATE_LAYER_NO = {"policy": 1, "goal": 3, "plan": 4}
 """A state layer's number (retrieval and memory: 6)."""
-_DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
 
 Hit = tuple[ContextFragment, Redacted]
 T = TypeVar("T")
@@ -112,11 +111,8 @@ def _facts(state: RunState, frag: ContextFragment, hit: Hit | None, provider: st
            count: Callable[[str], int], large: bool) -> Facts:
     media = plan_fragment(state, frag, provider) if state.media_seen else None  # no media folded yet
     text_tokens = frag.token_count - (media.fold_tokens if media is not None else 0)
-    if frag.kind not in _DATA_KINDS and frag.trust in ("runtime", "user"):
-        overhead = MESSAGE_OVERHEAD
-    else:
-        wrapper = f'<data source="{frag.source_ref}" trust="{frag.trust}" kind="{frag.kind}">\n\n</data>'
-        overhead = MESSAGE_OVERHEAD + count(wrapper)
+    folded = state.entries[frag.id].framing  # a view keeps its fragment's kind, trust and source
+    overhead = folded if folded is not None else framing_tokens(frag.kind, frag.trust, frag.source_ref, count)
     if frag.kind in ("evidence", "memory", "instruction", "user_input"):
         shrink = text_tokens > SHRINK_FLOOR
     elif frag.kind == "tool_result":

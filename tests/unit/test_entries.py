@@ -11,9 +11,10 @@ from contextfold.domain.events import ArtifactRef, ModelResponse, ToolCall, Tool
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
-from contextfold.projections.entries import LAZY_TEXT_CHARS, Response, ToolAnswer, blocks_hash
+from contextfold.projections.entries import LAZY_TEXT_CHARS, FragmentEntry, Response, ToolAnswer, blocks_hash
 from contextfold.projections.fold import fold, new_state
 from contextfold.projections.fold_content import content_digest
+from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.state import RunState
 from tests.unit.test_fold import Log
 
@@ -125,3 +126,21 @@ def test_long_texts_kept_whole_are_read_back_when_laid_out(redact: bool) -> None
     again = build_context(lazy, cfg)
     assert again.body == first.body
     assert reads == []  # nothing new to lay out: no text read back
+
+
+def test_framing_counted_at_fold_is_what_a_build_would_count() -> None:
+    """The fold counts each fragment's framing (its ``<data ...>`` wrapper for data) with the
+    counter that counted its content; an entry made from a fragment has none, and a build
+    counts it then. Both give the same request and manifest."""
+    log = _log()
+    folded = fold(log.records)
+    counted = folded.snapshot()
+    counted.entries = {fid: FragmentEntry(e.fragment, e.position) for fid, e in folded.entries.items()}
+    assert all(e.framing is not None for e in folded.entries.values())
+    assert all(e.framing is None for e in counted.entries.values())
+    data = [e for e in folded.entries.values() if e.kind == "tool_result"]
+    assert data and all(e.framing is not None and e.framing > MESSAGE_OVERHEAD for e in data)
+    for window in (1_500, 64_000):
+        cfg = BuildConfig(window=window, reserve=1_000)
+        a, b = build_context(folded, cfg), build_context(counted, cfg)
+        assert a.body_bytes == b.body_bytes and a.manifest == b.manifest
