@@ -37,12 +37,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from json.encoder import encode_basestring
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, Protocol
 
 import blake3
 
 from contextfold.domain.errors import IntegrityError
-from contextfold.domain.events import ArtifactRef, ContentBlock, TextBlock
+from contextfold.domain.events import ArtifactRef, ContentBlock, DocumentBlock, TextBlock
 from contextfold.domain.fragments import (
     ContextFragment,
     FragmentKind,
@@ -52,8 +52,8 @@ from contextfold.domain.fragments import (
     Trust,
 )
 
-__all__ = ["LAZY_TEXT_CHARS", "AnswerStatus", "Content", "FragmentEntry", "LazyText", "Response",
-           "ToolAnswer", "blocks_hash"]
+__all__ = ["LAZY_TEXT_CHARS", "AnswerStatus", "Content", "FragmentEntry", "FragmentFields", "LazyText",
+           "Response", "ToolAnswer", "blocks_hash"]
 
 LAZY_TEXT_CHARS = 1024
 """A tool result text longer than this is a large payload: held as a ref when the state has a
@@ -142,6 +142,26 @@ class Response(NamedTuple):
 
 Content = tuple[MessageBlock, ...] | ToolAnswer | Response
 """What an entry holds: the blocks themselves, or a recipe of plain values."""
+
+
+class FragmentFields(Protocol):
+    """What a fragment and its folded entry both answer: a build reads these from the entry, and
+    makes the ``ContextFragment`` (its blocks validated) only where it needs the blocks."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> FragmentKind: ...
+    @property
+    def source_ref(self) -> str: ...
+    @property
+    def trust(self) -> Trust: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def content_hash(self) -> str: ...
 
 
 class FragmentEntry:
@@ -242,6 +262,27 @@ class FragmentEntry:
         if frag is None:
             frag = self._fragment = self._build(self.blocks(head=True))
         return frag
+
+    def plain_text(self) -> str | None:
+        """The text a build renders for this entry, joined as its blocks' texts would be, when that
+        needs no block built and nothing loaded (a model reply's text, an inline tool result's);
+        None otherwise (then ask the fragment)."""
+        content = self.content
+        if isinstance(content, Response):
+            return content.text
+        if isinstance(content, ToolAnswer):
+            return content.text if content.artifact is None and isinstance(content.text, str) else None
+        if isinstance(content, tuple):  # blocks already: their texts, unless one lives in an artifact
+            if any(isinstance(b, ToolResultBlock | DocumentBlock) and b.artifact is not None
+                   and (isinstance(b, ToolResultBlock) or b.media_type.startswith("text/")) for b in content):
+                return None
+            return "\n".join(b.text for b in content if isinstance(b, TextBlock | ToolResultBlock))
+        return None
+
+    def answer(self) -> ToolAnswer | None:
+        """The tool result this entry holds as plain values, if it is one."""
+        content = self.content
+        return content if isinstance(content, ToolAnswer) else None
 
     def __repr__(self) -> str:
         return (f"FragmentEntry(id={self.id!r}, kind={self.kind!r}, position={self.position}, "

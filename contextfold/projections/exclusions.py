@@ -59,7 +59,7 @@ def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
     if hit is None or hit[0] != key:
         lines = []
         for fid in members:
-            f = ctx.frag(fid)
+            f = ctx.facts(fid).view  # the entry (or redacted view): no fragment made for a line
             lines.append(ExcludedFragment(
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
                 detail=f"unit {uid} needs {unit.tokens} tokens"))

@@ -49,6 +49,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, ToolSpec
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
+from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
 from contextfold.projections.request_json import misses
 from contextfold.projections.state import MessageItem, RunState, SummaryItem, TimelineItem, ToolGroup
 
@@ -116,7 +117,13 @@ def _media(frag: ContextFragment, trust_source: str) -> tuple[MediaPart, ...]:
     return tuple(out)
 
 
-def _data(frag: ContextFragment, text: str, truncated: bool, label: str | None = None) -> DataPart:
+def _entry_media(state: RunState, entry: FragmentEntry) -> tuple[MediaPart, ...]:
+    """:func:`_media` of an entry's fragment (its own source as the media's), made only when the
+    run has folded media: a fragment's media parts are priced media, so none before."""
+    return _media(entry.fragment, entry.source_ref) if state.media_seen else ()
+
+
+def _data(frag: FragmentFields, text: str, truncated: bool, label: str | None = None) -> DataPart:
     return DataPart(text=text, source=frag.source_ref, trust=frag.trust,
                     label=label or _DATA_LABEL.get(frag.kind, frag.kind), truncated=truncated,
                     fragment_id=frag.id)
@@ -139,7 +146,8 @@ def lay_out(inp: LayoutInput) -> Conversation:
             return inp.texts[fid]
         if fid in inp.deferred and inp.read_text is not None:
             return inp.read_text(fid)
-        return _text_of(frag(fid))
+        plain = state.entries[fid].plain_text()  # the same text, without making the fragment
+        return plain if plain is not None else _text_of(frag(fid))
 
     # The state sections (policy, instructions, task, retrieval) usually hold the same
     # fragments with the same texts from build to build: their parts and messages are kept
@@ -270,45 +278,57 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
     state = inp.state
     match item:
         case ToolGroup():
-            head = state.entries[item.fragment_id].fragment
-            calls = tuple(ToolCallPart(call_id=b.call_id, name=b.name, arguments=b.arguments)
-                          for b in head.content if isinstance(b, ToolCallBlock))
-            said = "\n".join(b.text for b in head.content if isinstance(b, TextBlock))
+            # Read from the folded entries: their fragments (blocks validated) are made only for
+            # media, which a run without any never has (``state.media_seen``).
+            head = state.entries[item.fragment_id]
+            reply = head.content
+            if isinstance(reply, Response):
+                calls = tuple(ToolCallPart(call_id=c, name=n, arguments=a) for c, n, a in reply.calls)
+                said = reply.text
+            else:
+                blocks = head.fragment.content
+                calls = tuple(ToolCallPart(call_id=b.call_id, name=b.name, arguments=b.arguments)
+                              for b in blocks if isinstance(b, ToolCallBlock))
+                said = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
             results: list[ToolResultPart] = []
             for slot in item.calls:
                 if slot.answer_id is None:
                     raise AssertionError(f"open call {slot.call_id} reached layout")
-                answer = state.entries[slot.answer_id].fragment
-                block = next(b for b in answer.content if isinstance(b, ToolResultBlock))
-                status = block.status
+                answer = state.entries[slot.answer_id]
+                plain = answer.answer()
+                if plain is not None:
+                    status, exit_code = plain.status, plain.exit_code
+                else:
+                    block = next(b for b in answer.fragment.content if isinstance(b, ToolResultBlock))
+                    status, exit_code = block.status, block.exit_code
                 if status in ("lost", "cancelled"):
                     content: tuple[DataPart | MediaPart, ...] = (DataPart(
                         text=text(slot.answer_id), source=answer.source_ref, trust="runtime",
                         label=f"tool_result_{status}", fragment_id=answer.id),)
                 else:
                     content = (_data(answer, text(slot.answer_id), slot.answer_id in inp.truncated),
-                               *_media(answer, answer.source_ref))
+                               *_entry_media(state, answer))
                 results.append(ToolResultPart(call_id=slot.call_id, name=slot.name, status=status,
-                                              content=content, exit_code=block.exit_code,
+                                              content=content, exit_code=exit_code,
                                               fragment_id=answer.id))
             return [AssistantMessage(text=said, tool_calls=calls, fragment_id=head.id),
                     ToolResults(results=tuple(results))]
         case MessageItem():
-            f = state.entries[item.fragment_id].fragment
+            e = state.entries[item.fragment_id]
             if item.role == "assistant":
-                return [AssistantMessage(text=text(f.id), fragment_id=f.id)]
+                return [AssistantMessage(text=text(e.id), fragment_id=e.id)]
             if item.role == "user":
                 parts: list[UserPart] = []
-                body = text(f.id)
+                body = text(e.id)
                 if body:
-                    parts.append(InstructionPart(text=body, authority="user", fragment_id=f.id))
-                parts.extend(_media(f, f.source_ref))
+                    parts.append(InstructionPart(text=body, authority="user", fragment_id=e.id))
+                parts.extend(_entry_media(state, e))
                 if not parts:
-                    parts.append(InstructionPart(text="(empty message)", authority="user", fragment_id=f.id))
+                    parts.append(InstructionPart(text="(empty message)", authority="user", fragment_id=e.id))
                 return [UserMessage(parts=tuple(parts))]
-            return [UserMessage(parts=(_data(f, text(f.id), f.id in inp.truncated, "note"),))]
+            return [UserMessage(parts=(_data(e, text(e.id), e.id in inp.truncated, "note"),))]
         case SummaryItem():
-            f = state.entries[item.fragment_id].fragment
-            return [UserMessage(parts=(_data(f, text(f.id), False, "compaction_summary"),))]
+            e = state.entries[item.fragment_id]
+            return [UserMessage(parts=(_data(e, text(e.id), False, "compaction_summary"),))]
         case _:
             assert_never(item)

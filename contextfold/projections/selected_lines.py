@@ -16,14 +16,14 @@ from typing import Any, NamedTuple
 
 from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import LAYER_NAMES, ManifestFragment
-from contextfold.projections.entries import FragmentEntry
+from contextfold.projections.entries import FragmentEntry, FragmentFields
 from contextfold.projections.state import freshness_at
 from contextfold.projections.units import BuildCtx, Facts
 
 __all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line"]
 
 
-def required_reason(f: ContextFragment, ctx: BuildCtx, current_input: str | None) -> str:
+def required_reason(f: FragmentFields, ctx: BuildCtx, current_input: str | None) -> str:
     """Why a required fragment is in the request, as the manifest says it."""
     match f.kind:
         case "policy":
@@ -39,7 +39,7 @@ def required_reason(f: ContextFragment, ctx: BuildCtx, current_input: str | None
             return "required: latest protocol group (a call and its answers)"
 
 
-def optional_reason(f: ContextFragment, position: int, layer: int) -> str:
+def optional_reason(f: FragmentFields, position: int, layer: int) -> str:
     """Why an optional fragment was kept: the inputs of its score, which never change."""
     return (f"selected: priority {f.priority}, position {position}, {f.token_count} tokens, "
             f"in layer {LAYER_NAMES[layer]}")
@@ -49,18 +49,17 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
                ) -> tuple[int, int, int, SelectedView, ManifestFragment]:
     """:func:`selected_line` for the common case: no media, nothing cut or loaded (its text tokens are
     the view's). The manifest line is kept per (fragment, layer, required, reason)."""
-    f = facts.frag  # for a lazy entry its head: the line needs no text, the view loads it if made
+    f = facts.view  # the entry, or the redacted fragment: the line needs no blocks and no text
     fid = f.id
-    entry = ctx.state.entries[fid]
-    lazy = entry if entry.lazy and f is entry.head else None
+    position = ctx.state.entries[fid].position
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     required = fid in ctx.required
     reason = (required_reason(f, ctx, current_input) if required
-              else optional_reason(f, entry.position, layer))
+              else optional_reason(f, position, layer))
     tokens = facts.text_tokens
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
-                            "truncated": False}, entry.position, lazy)
-    key = (facts.frag, layer, required, reason)
+                            "truncated": False}, position)
+    key = (f, layer, required, reason)
     line = ctx.cached("line", fid, key) or ctx.keep("line", fid, key, ManifestFragment(
         id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
         required=required, truncated=False, selection_reason=reason, content_hash=f.content_hash))
@@ -104,13 +103,12 @@ class SelectedView(NamedTuple):
     :attr:`BuildResult.fragments` (a copy per fragment per turn was a tenth of a short run's
     build). Independent of the horizon, so a later build reuses it while nothing else moved."""
 
-    fragment: ContextFragment
+    fragment: ContextFragment | FragmentEntry
+    """The fragment shown, or its folded entry: made (a lazy text read back from the log) only
+    when the view is."""
     update: dict[str, Any]
     position: int
     """The fragment's log position: its freshness is computed from it when made."""
-    lazy: FragmentEntry | None = None
-    """The entry of a fragment costed from its head: its text is read back from the log only
-    when the view is made (the manifest line needs no text)."""
 
     @property
     def id(self) -> str:
@@ -118,5 +116,5 @@ class SelectedView(NamedTuple):
 
     def made(self, horizon: int) -> ContextFragment:
         """The fragment as shown by a build whose log horizon was ``horizon``."""
-        base = self.fragment if self.lazy is None else self.lazy.fragment
+        base = self.fragment.fragment if isinstance(self.fragment, FragmentEntry) else self.fragment
         return base.model_copy(update={**self.update, "freshness": freshness_at(horizon, self.position)})

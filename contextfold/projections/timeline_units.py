@@ -87,7 +87,8 @@ def item_facts(ctx: BuildCtx, item: TimelineItem) -> ItemFacts:
     closed = True
     if isinstance(item, ToolGroup):
         names, closed = frozenset(c.name for c in item.calls), item.closed
-    return ItemFacts(item, ids, tokens, min_tokens if shrinks else None, ctx.frag(ids[0]).priority, last,
+    priority = ctx.facts(ids[0]).view.priority
+    return ItemFacts(item, ids, tokens, min_tokens if shrinks else None, priority, last,
                      tuple(hits), names, closed, artifact)
 
 

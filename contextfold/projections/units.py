@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
-from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
+from contextfold.domain.fragments import TRUST_RANK, ContextFragment, MessageBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig, ExcludedFragment
-from contextfold.projections.entries import LAZY_TEXT_CHARS, FragmentEntry, LazyText, ToolAnswer
+from contextfold.projections.entries import LAZY_TEXT_CHARS, FragmentEntry, LazyText, Response, ToolAnswer
 from contextfold.projections.framing import MESSAGE_OVERHEAD, framing_tokens
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
-from contextfold.projections.redact import Redacted, RedactionPolicy, redact_fragment
+from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.selection import Unit, score
 from contextfold.projections.state import MessageItem, RunState, TimelineItem
 from contextfold.projections.timeline_units import TimelineUnits, timeline_units
@@ -68,15 +68,23 @@ T = TypeVar("T")
 class Facts:
     """What a build needs to know about one fragment view, computed once (module docstring)."""
 
-    frag: ContextFragment
-    """The view costs are based on: redacted when it holds secrets (inline text), else as logged."""
+    view: ContextFragment | FragmentEntry
+    """The view costs are based on: the redacted fragment when it holds secrets (inline text),
+    else the folded entry (its ``ContextFragment`` made only when :attr:`frag` is asked for:
+    making it, blocks validated, was a model reply's dearest fact in the agent loop)."""
     hit: Hit | None
-    """The redaction applied to build ``frag``, if any."""
+    """The redaction applied to build the view, if any."""
     media: FragmentMedia | None
     has_artifact_text: bool
     text_tokens: int
     overhead: int
     text_shrinkable: bool
+
+    @property
+    def frag(self) -> ContextFragment:
+        """The view as a fragment (for a lazy entry its head: costed without its text)."""
+        view = self.view
+        return view if isinstance(view, ContextFragment) else view.head
 
     @property
     def cost(self) -> int:
@@ -94,10 +102,34 @@ class Facts:
 
 
 def _has_artifact_text(frag: ContextFragment) -> bool:
+    return _artifact_text_in(frag.content)
+
+
+def _artifact_text_in(blocks: tuple[MessageBlock, ...]) -> bool:
     return any((isinstance(b, ToolResultBlock) and b.artifact is not None)
                or (isinstance(b, DocumentBlock) and b.artifact is not None
                    and b.media_type.startswith("text/"))
-               for b in frag.content)
+               for b in blocks)
+
+
+def _entry_artifact_text(entry: FragmentEntry) -> bool:
+    """:func:`_has_artifact_text` of the entry's fragment, without making it."""
+    content = entry.content
+    if isinstance(content, ToolAnswer):
+        return content.artifact is not None
+    if isinstance(content, Response):
+        return False
+    return _artifact_text_in(content)  # the blocks themselves
+
+
+def _result_status(view: ContextFragment | FragmentEntry) -> str | None:
+    """The status of the view's tool result block, if it has one."""
+    answer = view.answer() if isinstance(view, FragmentEntry) else None
+    if answer is not None:
+        return answer.status
+    frag = view if isinstance(view, ContextFragment) else view.head
+    block = next((b for b in frag.content if isinstance(b, ToolResultBlock)), None)
+    return None if block is None else block.status
 
 
 def _large_text(entry: FragmentEntry) -> bool:
@@ -107,20 +139,21 @@ def _large_text(entry: FragmentEntry) -> bool:
         isinstance(content.text, LazyText) or len(content.text) > LAZY_TEXT_CHARS)
 
 
-def _facts(state: RunState, frag: ContextFragment, hit: Hit | None, provider: str,
+def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | None, provider: str,
            count: Callable[[str], int], large: bool) -> Facts:
-    media = plan_fragment(state, frag, provider) if state.media_seen else None  # no media folded yet
-    text_tokens = frag.token_count - (media.fold_tokens if media is not None else 0)
-    folded = state.entries[frag.id].framing  # a view keeps its fragment's kind, trust and source
-    overhead = folded if folded is not None else framing_tokens(frag.kind, frag.trust, frag.source_ref, count)
-    if frag.kind in ("evidence", "memory", "instruction", "user_input"):
+    media = None  # no media folded yet: nothing to price
+    if state.media_seen:
+        media = plan_fragment(state, view if isinstance(view, ContextFragment) else view.head, provider)
+    text_tokens = view.token_count - (media.fold_tokens if media is not None else 0)
+    folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
+    overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count)
+    if view.kind in ("evidence", "memory", "instruction", "user_input"):
         shrink = text_tokens > SHRINK_FLOOR
-    elif frag.kind == "tool_result":
-        block = next((b for b in frag.content if isinstance(b, ToolResultBlock)), None)
-        shrink = block is not None and block.status in ("ok", "error") and text_tokens > SHRINK_FLOOR
+    elif view.kind == "tool_result":
+        shrink = _result_status(view) in ("ok", "error") and text_tokens > SHRINK_FLOOR
     else:
         shrink = False
-    return Facts(frag, hit, media, large, text_tokens, overhead, shrink)
+    return Facts(view, hit, media, large, text_tokens, overhead, shrink)
 
 
 @dataclass
@@ -197,13 +230,12 @@ class BuildCtx:
         return facts
 
     def _compute(self, fid: str) -> Facts:
-        entry = self.state.entries[fid]
-        frag = entry.head  # a lazy entry is costed without its text
-        large = _has_artifact_text(frag) or _large_text(entry)
+        entry = self.state.entries[fid]  # a lazy entry is costed without its text
+        large = _entry_artifact_text(entry) or _large_text(entry)
         hit = None
         if not large:  # inline text: redacted before selection
             hit = self._redaction(fid)
-        return _facts(self.state, hit[0] if hit else frag, hit, self.config.provider, self.count, large)
+        return _facts(self.state, hit[0] if hit else entry, hit, self.config.provider, self.count, large)
 
     def _redaction(self, fid: str) -> Hit | None:
         """The policy applied to ``fid``, memoised across builds and states by content."""
@@ -221,8 +253,9 @@ class BuildCtx:
         if got is _NOT_YET:
             if len(_REDACTIONS) >= _REDACTION_MEMO_LIMIT:
                 _REDACTIONS.clear()
-            got = _REDACTIONS[key] = redact_fragment(entry.fragment, self.raw_text(fid), self.policy,
-                                                     self.count)
+            text = self.raw_text(fid)  # the fragment is made only when the text holds a secret
+            got = _REDACTIONS[key] = (redact_fragment(entry.fragment, text, self.policy, self.count)
+                                      if redact(text, self.policy).findings else None)
         hit = cast("Hit | None", got)
         self.redactions[fid] = (entry, hit)
         return hit
@@ -267,8 +300,12 @@ class BuildCtx:
 
     def raw_text(self, fid: str) -> str:
         """The logged text of ``fid`` (artifact-backed payloads loaded through the port)."""
+        entry = self.state.entries[fid]
+        plain = entry.plain_text()
+        if plain is not None:
+            return plain
         parts: list[str] = []
-        for block in self.state.entries[fid].fragment.content:
+        for block in entry.fragment.content:
             if isinstance(block, TextBlock | ToolResultBlock):
                 if isinstance(block, ToolResultBlock) and block.artifact and self.load_text:
                     parts.append(self.load_text(block.artifact))
@@ -342,7 +379,7 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
     layer_no: dict[str, int] = {}
     excluded: list[ExcludedFragment] = []
     entries = state.entries
-    state_ids = [fid for fid in state.active if entries[fid].fragment.kind != "tool_spec"]
+    state_ids = [fid for fid in state.active if entries[fid].kind != "tool_spec"]
     for fid in state_ids:
         ctx.note(fid)
     ranked = sorted(state_ids, key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust],

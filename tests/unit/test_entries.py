@@ -7,11 +7,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold.domain.errors import IntegrityError
-from contextfold.domain.events import ArtifactRef, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import ArtifactRef, ModelResponse, TextBlock, ToolCall, ToolResult, UserInput
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
-from contextfold.projections.entries import LAZY_TEXT_CHARS, FragmentEntry, Response, ToolAnswer, blocks_hash
+from contextfold.projections.entries import (
+    LAZY_TEXT_CHARS,
+    Content,
+    FragmentEntry,
+    Response,
+    ToolAnswer,
+    blocks_hash,
+)
 from contextfold.projections.fold import fold, new_state
 from contextfold.projections.fold_content import content_digest
 from contextfold.projections.framing import MESSAGE_OVERHEAD
@@ -144,3 +151,27 @@ def test_framing_counted_at_fold_is_what_a_build_would_count() -> None:
         cfg = BuildConfig(window=window, reserve=1_000)
         a, b = build_context(folded, cfg), build_context(counted, cfg)
         assert a.body_bytes == b.body_bytes and a.manifest == b.manifest
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=TEXT, calls=st.lists(st.tuples(TEXT, TEXT, TEXT), max_size=3), answer=TEXT,
+       status=st.sampled_from(("ok", "error", "lost", "cancelled")), extra=st.lists(TEXT, max_size=3))
+def test_plain_text_is_the_text_of_the_entrys_blocks(text: str, calls: list[tuple[str, str, str]],
+                                                     answer: str, status: str, extra: list[str]) -> None:
+    """A build reads an entry's text without making its fragment: the same text the fragment's
+    blocks join to, for a reply, an inline tool result and a user's blocks; none (ask the
+    fragment) when a text lives in an artifact."""
+    contents: list[Content] = [
+        Response(text, tuple(calls)),
+        ToolAnswer("c1", "run", status, answer, None, (), None),  # type: ignore[arg-type]
+        tuple(TextBlock(text=t) for t in [text, *extra]),
+    ]
+    for content in contents:
+        entry = FragmentEntry.folded("e1", "history", "event://r/1", "runtime", 50, False, 1, "h", content, 1)
+        blocks = entry.fragment.content
+        assert entry.plain_text() == "\n".join(
+            b.text for b in blocks if isinstance(b, TextBlock | ToolResultBlock))
+    art = ArtifactRef(hash="ab" * 32, size=10, media_type="text/plain")
+    stored = FragmentEntry.folded("e2", "tool_result", "call://r/c1@1", "external", 50, False, 1, "h",
+                                  ToolAnswer("c1", "run", "ok", "preview", art, (), 0), 2)
+    assert stored.plain_text() is None
