@@ -53,7 +53,7 @@ from contextfold.domain.fragments import (
 )
 
 __all__ = ["LAZY_TEXT_CHARS", "AnswerStatus", "Content", "FragmentEntry", "FragmentFields", "LazyText",
-           "Response", "ToolAnswer", "blocks_hash"]
+           "Response", "ToolAnswer", "artifact_text_in", "blocks_hash"]
 
 LAZY_TEXT_CHARS = 1024
 """A tool result text longer than this is a large payload: held as a ref when the state has a
@@ -69,6 +69,15 @@ def blocks_hash(blocks: tuple[MessageBlock, ...]) -> str:
     dumped = [b.model_dump(mode="json") for b in blocks]
     return blake3.blake3(json.dumps(dumped, sort_keys=True, separators=(",", ":"),
                                     ensure_ascii=False).encode()).hexdigest()
+
+
+def artifact_text_in(blocks: tuple[MessageBlock, ...]) -> bool:
+    """Whether a text among ``blocks`` lives in an artifact (a tool result's, or a text document's):
+    it is loaded, not read from the block, when rendered."""
+    return any((isinstance(b, ToolResultBlock) and b.artifact is not None)
+               or (isinstance(b, DocumentBlock) and b.artifact is not None
+                   and b.media_type.startswith("text/"))
+               for b in blocks)
 
 
 def _opt_str(value: str | None) -> str:
@@ -272,12 +281,9 @@ class FragmentEntry:
             return content.text
         if isinstance(content, ToolAnswer):
             return content.text if content.artifact is None and isinstance(content.text, str) else None
-        if isinstance(content, tuple):  # blocks already: their texts, unless one lives in an artifact
-            if any(isinstance(b, ToolResultBlock | DocumentBlock) and b.artifact is not None
-                   and (isinstance(b, ToolResultBlock) or b.media_type.startswith("text/")) for b in content):
-                return None
-            return "\n".join(b.text for b in content if isinstance(b, TextBlock | ToolResultBlock))
-        return None
+        if artifact_text_in(content):  # blocks already: their texts, unless one lives in an artifact
+            return None
+        return "\n".join(b.text for b in content if isinstance(b, TextBlock | ToolResultBlock))
 
     def answer(self) -> ToolAnswer | None:
         """The tool result this entry holds as plain values, if it is one."""

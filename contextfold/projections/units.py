@@ -37,9 +37,16 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
-from contextfold.domain.fragments import TRUST_RANK, ContextFragment, MessageBlock, ToolResultBlock
+from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig, ExcludedFragment
-from contextfold.projections.entries import LAZY_TEXT_CHARS, FragmentEntry, LazyText, Response, ToolAnswer
+from contextfold.projections.entries import (
+    LAZY_TEXT_CHARS,
+    FragmentEntry,
+    LazyText,
+    Response,
+    ToolAnswer,
+    artifact_text_in,
+)
 from contextfold.projections.framing import MESSAGE_OVERHEAD, framing_tokens
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
@@ -102,14 +109,7 @@ class Facts:
 
 
 def _has_artifact_text(frag: ContextFragment) -> bool:
-    return _artifact_text_in(frag.content)
-
-
-def _artifact_text_in(blocks: tuple[MessageBlock, ...]) -> bool:
-    return any((isinstance(b, ToolResultBlock) and b.artifact is not None)
-               or (isinstance(b, DocumentBlock) and b.artifact is not None
-                   and b.media_type.startswith("text/"))
-               for b in blocks)
+    return artifact_text_in(frag.content)
 
 
 def _entry_artifact_text(entry: FragmentEntry) -> bool:
@@ -119,7 +119,7 @@ def _entry_artifact_text(entry: FragmentEntry) -> bool:
         return content.artifact is not None
     if isinstance(content, Response):
         return False
-    return _artifact_text_in(content)  # the blocks themselves
+    return artifact_text_in(content)  # the blocks themselves
 
 
 def _result_status(view: ContextFragment | FragmentEntry) -> str | None:
