@@ -76,6 +76,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import ahocorasick_rs
+
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
@@ -296,12 +298,23 @@ def _span(m: re.Match[str], group: int) -> tuple[int, int] | None:
     return m.start(group), m.end(group)
 
 
+ASCII_FOLDS: dict[int, str] = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
+"""The non-ASCII characters a case-insensitive regex matches to an ASCII letter (dotted and
+dotless I, long s, Kelvin sign), each to that letter: the hints are searched in the text with
+these folded, so ``ſecret=...`` (which ``(?i)SECRET`` matches) still lets its rule run."""
+
+
 class _Compiled(NamedTuple):
     rules: tuple[_Rule, ...]
     allow: tuple[re.Pattern[str], ...]
-    hints: tuple[str, ...]
-    hinted: dict[str, tuple[int, ...]]
-    """Hint -> the indices of the rules it lets run."""
+    hinted: tuple[tuple[int, ...], ...]
+    """For each hint (in ``finder``'s pattern order): the indices of the rules it lets run."""
+    finder: ahocorasick_rs.BytesAhoCorasick | None
+    """Every hint at once, over the UTF-8 of the lowered text (None: no rule has a hint).
+    The hints are ASCII, and no byte of a multi-byte UTF-8 sequence is, so a hint occurs in
+    the bytes exactly when it occurs in the text. Why an automaton: searching each of the ~36
+    hints apart scanned a text 36 times (0.16 ms for a 9 KB tool output, the larger part of
+    its secret scan); one pass is ~0.015 ms."""
     always: tuple[int, ...]
     """Indices of the rules with no hint (custom ones): they run on every text."""
 
@@ -312,9 +325,10 @@ def _compiled(policy: RedactionPolicy) -> _Compiled:
     for name, pattern in policy.deny:
         compiled = re.compile(pattern)
         rules.append(_Rule(f"custom:{name}", compiled, (), group=1 if compiled.groups else 0))
-    hints = tuple(sorted({h for r in rules for h in r.hints}))
-    hinted = {h: tuple(i for i, r in enumerate(rules) if h in r.hints) for h in hints}
-    return _Compiled(tuple(rules), tuple(re.compile(a) for a in policy.allow), hints, hinted,
+    hints = sorted({h for r in rules for h in r.hints})
+    hinted = tuple(tuple(i for i, r in enumerate(rules) if h in r.hints) for h in hints)
+    finder = ahocorasick_rs.BytesAhoCorasick([h.encode() for h in hints]) if hints else None
+    return _Compiled(tuple(rules), tuple(re.compile(a) for a in policy.allow), hinted, finder,
                      tuple(i for i, r in enumerate(rules) if not r.hints))
 
 
@@ -324,10 +338,13 @@ def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list
     Only the rules whose hints occur in the text run (and those without hints): on most texts
     no hint occurs and no rule runs. The findings are sorted before they are merged, so which
     rules ran first does not matter."""
-    rules, allow, hints, hinted, always = _compiled(policy)
+    rules, allow, hinted, finder, always = _compiled(policy)
     lowered = text.lower()
-    # each hint searched once, not once per rule
-    run = set(always).union(*[hinted[h] for h in hints if h in lowered])
+    run = set(always)
+    if finder is not None:  # every occurrence of every hint, in one pass
+        folded = lowered if text.isascii() else text.translate(ASCII_FOLDS).lower()
+        found = {i for i, _, _ in finder.find_matches_as_indexes(folded.encode(), overlapping=True)}
+        run = run.union(*map(hinted.__getitem__, found))
     raw: list[tuple[int, int, int, str]] = []
     for priority in sorted(run):
         rule = rules[priority]

@@ -7,11 +7,16 @@ look-alikes are whole lines that must come through byte-identical.
 
 from __future__ import annotations
 
+import re
+import string
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections.redact import (
+    ASCII_FOLDS,
+    DOCUMENTED_EXAMPLES,
     RULE_NAMES,
     RULES,
     find_secrets,
@@ -19,6 +24,7 @@ from contextfold.projections.redact import (
     policy_from,
     redact,
 )
+from contextfold.projections.redact import _span as _span
 
 _PEM_BODY = ("MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
              "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"
@@ -211,3 +217,49 @@ def test_keyword_rules_find_exactly_what_their_regex_finds(text: str) -> None:
             expected = [(m.span(), m.groups()) for m in rule.pattern.finditer(text)]
             assert [(m.span(), m.groups()) for m in _matches(rule, text, text.lower())] == expected, (
                 rule.name, text)
+
+
+def _every_rule_everywhere(text: str) -> list[tuple[str, int, int]]:
+    """``find_secrets`` without its pre-filters: every rule's regex over the whole text, with the
+    same checks and the same merge of overlaps."""
+    raw = []
+    for priority, rule in enumerate(RULES):
+        for m in rule.pattern.finditer(text):
+            span = _span(m, rule.group)
+            if span is None or span[0] == span[1]:
+                continue
+            value = text[span[0]:span[1]]
+            if (rule.check is not None and not rule.check(value)) or value in DOCUMENTED_EXAMPLES:
+                continue
+            raw.append((span[0], -span[1], priority, rule.name))
+    merged: list[tuple[str, int, int]] = []
+    for start, neg_end, _, name in sorted(raw):
+        if merged and start < merged[-1][2]:
+            merged[-1] = (merged[-1][0], merged[-1][1], max(merged[-1][2], -neg_end))
+            continue
+        merged.append((name, start, -neg_end))
+    return merged
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from([*_NAME_PIECES, "AKIA", "eyJ", "sk-", "sk-ant-api03-", "xoxb-", "://u:",
+                                 "@h", "Bearer ", "Authorization: ", "hooks.slack.com/services/"]),
+                max_size=40).map("".join))
+def test_pre_filters_never_change_the_findings(text: str) -> None:
+    """The hint automaton and the keyword starts only skip work: the findings are those of every
+    rule tried at every position."""
+    assert [(f.rule, f.start, f.end) for f in find_secrets(text)] == _every_rule_everywhere(text)
+
+
+def test_pre_filters_never_change_the_findings_on_the_corpora() -> None:
+    for text in [_line(t, s) for t, s, _ in SECRETS] + LOOKALIKES:
+        assert [(f.rule, f.start, f.end) for f in find_secrets(text)] == _every_rule_everywhere(text)
+
+
+def test_ascii_folds_are_every_character_a_case_insensitive_regex_takes_for_an_ascii_letter() -> None:
+    letters = re.compile("(?i)[a-z]")
+    found = {}
+    for cp in range(128, 0x110000):
+        if letters.fullmatch(chr(cp)):
+            found[cp] = next(a for a in string.ascii_lowercase if re.fullmatch("(?i)" + a, chr(cp)))
+    assert found == ASCII_FOLDS
