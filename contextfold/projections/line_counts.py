@@ -42,6 +42,10 @@ def _nothing_known(text: str) -> KnownBlocks | None:
     return None
 
 
+def _utf8(text: str) -> bytes:
+    return text.encode()
+
+
 @dataclass(frozen=True, slots=True)
 class LineSplitting:
     """What an encoding lends to count texts by line blocks (``TokenCounter.line_splitting``).
@@ -49,11 +53,14 @@ class LineSplitting:
     ``splits_before(line)`` holds only when the encoding never joins a piece across the
     newline before ``line``; ``count`` is that encoding's count, uncached (a :class:`LineCounts`
     keeps its blocks' counts itself); ``known(text)`` the blocks a counter already counted
-    ``text`` by, if it did."""
+    ``text`` by, if it did; ``alike(text)`` the UTF-8 of a text the encoding counts as many
+    tokens as ``text`` (the key a segment's count is kept by, so texts that differ only where
+    the count cannot, such as the numbers of a truncation marker, share it)."""
 
     splits_before: Callable[[str], bool]
     count: Callable[[str], int]
     known: Callable[[str], KnownBlocks | None] = _nothing_known
+    alike: Callable[[str], bytes] = _utf8
 
 
 def split_lines(text: str) -> tuple[list[str], bool]:
@@ -81,13 +88,14 @@ class LineCounts:
     a run of the original ``lines``: a head ``range(0, h)`` or a tail ``range(a, len(lines))``.
     """
 
-    __slots__ = ("_count", "_head_next", "_head_starts", "_head_sums", "_lines", "_lock", "_segment_chars",
-                 "_segments", "_splits", "_tail_next", "_tail_starts", "_tail_sums")
+    __slots__ = ("_alike", "_count", "_head_next", "_head_starts", "_head_sums", "_lines", "_lock",
+                 "_segment_chars", "_segments", "_splits", "_tail_next", "_tail_starts", "_tail_sums")
 
     def __init__(self, lines: Sequence[str], rule: LineSplitting, known: KnownBlocks | None = None) -> None:
         self._lines = lines
         self._count = rule.count
         self._splits = rule.splits_before
+        self._alike = rule.alike
         # Block starts: line 0 and every line the encoding splits before. From the head:
         # ascending starts with the tokens of lines[0:start]; from the tail: descending starts
         # with the tokens of lines[start:last start], the last block left out (it ends the text).
@@ -103,12 +111,13 @@ class LineCounts:
             self._tail_starts = self._head_starts[::-1]
             self._tail_sums = [sums[-1] - s for s in reversed(sums)]
             self._head_next, self._tail_next = len(lines), -1
-        self._segments: dict[str, int] = {}
-        """Edge segments counted, by text. The probes of one search, and the searches of the
-        builds that cut this text again to a slightly different size (a long run's unit at
-        the budget's edge, every turn), count many of the same edge lines and markers: a
-        third of the segments of the 10k-message run's builds were counted before, at
-        ~12 us a short line."""
+        self._segments: dict[bytes, int] = {}
+        """Edge segments counted, by ``rule.alike`` of their text. The probes of one search, and
+        the searches of the builds that cut this text again to a slightly different size (a
+        long run's unit at the budget's edge, every turn), count many of the same edge lines:
+        a third of the segments of the 10k-message run's builds were counted before, at ~12 us
+        a short line. Each probe's marker is new text (its line numbers), but not new to
+        ``alike``."""
         self._segment_chars = 0
         """Characters of the texts in ``_segments`` (bounded by ``_SEGMENT_CHARS_KEPT``)."""
         self._lock = threading.Lock()
@@ -207,14 +216,15 @@ class LineCounts:
     def _segment(self, lines: list[str], end: str = "\n") -> int:
         """Tokens of a closed segment: its lines, each followed by a newline (the last by ``end``)."""
         text = "\n".join(lines) + end
-        known = self._segments.get(text)
+        key = self._alike(text)
+        known = self._segments.get(key)
         if known is None:
             known = self._count(text)
             if self._segment_chars + len(text) > _SEGMENT_CHARS_KEPT:
                 self._segments.clear()
                 self._segment_chars = 0
             if len(text) <= _SEGMENT_CHARS_KEPT // 16:
-                self._segments[text] = known
+                self._segments[key] = known
                 self._segment_chars += len(text)
         return known
 

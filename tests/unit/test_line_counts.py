@@ -254,3 +254,32 @@ def test_cuts_are_the_same_when_the_counter_knows_the_chunks(lines: list[str], t
     known_log = lean_log(text, exit_code, budget, counter.count, artifact_ref="artifact:x",
                          line_splitting=rule)
     assert known_log == whole_log and _real(known_log.text) == known_log.tokens
+
+
+_DIGITS = st.sampled_from([str(i) for i in range(10)] + ["12", "305", "4567", "0", "٣", "Ⅻ", "²"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(_CHARS, _DIGITS), max_size=24).map("".join))
+def test_texts_alike_count_alike(text: str) -> None:
+    """``alike`` keys a segment's count: the texts it makes alike must count alike."""
+    rule = TokenCounter().line_splitting
+    assert rule is not None
+    alike = rule.alike(text).decode()
+    assert (alike == text) == (not any(c in "123456789" for c in text))
+    assert _real(alike) == _real(text)
+
+
+def test_markers_of_one_shape_are_tokenized_once() -> None:
+    """Each probe of a search has its own marker (its line numbers); the markers that differ only
+    in their digits are counted once."""
+    seen, count = _recording_count()
+    rule = TokenCounter().line_splitting
+    assert rule is not None
+    counts = LineCounts(_LOG_LINES, LineSplitting(_splits_before, count, alike=rule.alike))
+    for omitted in (1500, 1700, 1900):
+        marker = f"… [{omitted} lines omitted: lines 51–{50 + omitted}] …"
+        items: list[str | range] = [range(0, 50), marker, range(50 + omitted, 2000)]
+        text = "\n".join([*_LOG_LINES[:50], marker, *_LOG_LINES[50 + omitted:]]) + "\n"
+        assert counts.count(items, "\n") == _real(text)
+    assert sum(text.startswith("…") for text in seen) == 1
