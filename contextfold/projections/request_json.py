@@ -28,6 +28,7 @@ hand out deep copies (:func:`hand_out`), so editing a request in place (adding a
 
 from __future__ import annotations
 
+import json
 import marshal
 import operator
 from collections.abc import Callable, Iterator, Sequence
@@ -74,6 +75,7 @@ _text_bytes = 0
 _ON_CLEAR: list[Callable[[], None]] = []
 """Other modules' memos of remembered dicts, emptied with these (``on_clear``)."""
 _dumps = canonical_dumps  # one reused C encoder (see its docstring)
+_quote: Callable[[str], str] = json.encoder.encode_basestring  # a key, as ensure_ascii=False writes it
 
 
 def on_clear(hook: Callable[[], None]) -> None:
@@ -132,23 +134,44 @@ def misses(got: list[Any], missing: object = None) -> Iterator[int]:
 
 
 def _bytes(obj: Any) -> bytes:
+    out: list[bytes] = []
+    _parts(obj, out)
+    return out[0] if len(out) == 1 else b"".join(out)
+
+
+def _parts(obj: Any, out: list[bytes]) -> None:
+    """Append the canonical JSON of ``obj`` to ``out``, in pieces joined once by the caller: a
+    long run's body is ~440 KB, and joining its messages array first, then the object around it,
+    copied it twice."""
     if isinstance(obj, dict):
-        return canonical_object({k: _bytes(v) for k, v in obj.items()})
+        if not obj:
+            out.append(b"{}")
+            return
+        sep = b"{"
+        for key in sorted(obj):
+            out += (sep, _quote(key).encode(), b":")
+            _parts(obj[key], out)
+            sep = b","
+        out.append(b"}")
+        return
     if isinstance(obj, list | tuple):
         # Memo entries hold their object, so a hit by id is that very object. A long run's
         # body has ~1,000 remembered messages: look them all up in C, dump only the others.
         got: list[Any] = list(map(_TEXTS.get, map(id, obj)))
         if got.count(None) == len(got):  # nothing remembered (a short list of scalars, say)
-            return _dumps(obj).encode()
+            out.append(_dumps(obj).encode())
+            return
         for i in misses(got):
             got[i] = (obj[i], _dumps(obj[i]).encode())
-        return _array(list(map(itemgetter(1), got)))
-    return _dumps(obj).encode()
+        out.append(b"[")
+        out += chain.from_iterable(zip(map(itemgetter(1), got), repeat(b",")))
+        out[-1] = b"]"
+        return
+    out.append(_dumps(obj).encode())
 
 
 def _array(texts: list[bytes]) -> bytes:
-    """The JSON array of the items' canonical ``texts``, in one join: a long run's body is
-    ~440 KB, and a join then a concatenation of the brackets copied it twice."""
+    """The JSON array of the items' canonical ``texts``, in one join."""
     if not texts:
         return b"[]"
     parts = [b"["]
