@@ -72,7 +72,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -151,9 +151,14 @@ class _Rule:
     """For a rule whose match starts with a name (``_B`` then name characters, one of them
     starting a keyword): the keywords, case-insensitive. The rule is then tried only at the
     name starts around each keyword (:func:`_matches`), not at every position of the text."""
-    keyword_lower: re.Pattern[str] | None = None
-    """The keywords in lower case, searched in the lowered text of an ASCII text (the same
-    positions and hits; ten times faster than the case-insensitive search)."""
+    keyword_lower: ahocorasick_rs.BytesAhoCorasick | None = None
+    """The keywords' spellings in lower case (``api_key api-key apikey ...``, in the regex's order
+    of preference), searched leftmost-first in the lowered bytes of an ASCII text: the same
+    hits as the case-insensitive regex, found in one automaton pass (a regex alternation is
+    tried at every position: ~70 us for a 9 KB tool output, against ~15)."""
+    then: re.Pattern[str] | None = None
+    """For a keyword rule: what must follow a keyword for a match to hold it (the rest of its
+    name, then the assignment), tried at the keyword's end before any start is tried."""
 
 
 _B = r"(?<![A-Za-z0-9_])"  # a word start that also treats _ as part of a word
@@ -176,11 +181,39 @@ _PEM = (r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:(?:[ \t]*\r?\n|\\n)(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+:[^\n\\]*))*)")
 
 
+_REST_OF_NAME_THEN_ASSIGN = re.compile("(?i)" + _NAME_CHARS + "*+" + _ASSIGN)
+"""After a keyword, the rest of its name and an assignment: the name of a keyword rule's match
+runs to the end of its run of name characters (the assignment starts with a quote, a space,
+``:`` or ``=``, none a name character), so no match holds a keyword this does not follow."""
+
+
+def _spellings(keyword: str) -> list[str]:
+    """Every string a keyword alternation (``(?:A|B[_-]?C|Ds?)``: literals, ``[_-]?`` and a
+    final ``s?``) matches, lower-cased, in the order a regex prefers them at one position."""
+    out: list[str] = []
+    for alternative in keyword.removeprefix("(?:").removesuffix(")").split("|"):
+        forms = [alternative.lower()]
+        if "[_-]?" in forms[0]:
+            forms = [forms[0].replace("[_-]?", sep) for sep in ("_", "-", "")]
+        if forms[0].endswith("s?"):
+            forms = [forms[0][:-2] + "s", forms[0][:-2]]  # greedy: the longer first
+        if not all(re.fullmatch(r"[a-z0-9_-]+", form) for form in forms):
+            raise ValueError(f"not a keyword alternation of literals: {keyword!r}")
+        out += forms
+    return out
+
+
+def _keyword_finder(keyword: str) -> ahocorasick_rs.BytesAhoCorasick:
+    return ahocorasick_rs.BytesAhoCorasick([w.encode() for w in _spellings(keyword)],
+                                           matchkind=ahocorasick_rs.MatchKind.LeftmostFirst)
+
+
 def _rule(name: str, pattern: str, hints: tuple[str, ...], group: int = 0,
           check: Callable[[str], bool] | None = None, keyword: str | None = None) -> _Rule:
     return _Rule(name, re.compile(pattern), hints, group, check,
                  None if keyword is None else re.compile("(?i)" + keyword),
-                 None if keyword is None else re.compile(keyword.lower()))
+                 None if keyword is None else _keyword_finder(keyword),
+                 None if keyword is None else _REST_OF_NAME_THEN_ASSIGN)
 
 
 _NAME_CHAR_I = re.compile("(?i)" + _NAME_CHARS)
@@ -205,16 +238,21 @@ def _matches(rule: _Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
     in order with ``pattern.match`` (the attempt a search makes at that position, its
     lookbehind seeing the text before it), resuming after each match as ``finditer`` does.
     """
-    assert rule.keyword is not None and rule.keyword_lower is not None
+    assert rule.keyword is not None and rule.keyword_lower is not None and rule.then is not None
     # ASCII: lower() keeps every position, and ignoring case is comparing lower cases
-    hits = rule.keyword_lower.finditer(lowered) if text.isascii() else rule.keyword.finditer(text)
+    hits: Iterable[tuple[int, int]] = (
+        ((a, b) for _, a, b in rule.keyword_lower.find_matches_as_indexes(lowered.encode()))
+        if text.isascii() else (m.span() for m in rule.keyword.finditer(text)))
     resume = 0  # finditer's next start: the end of the last match
     tried = 0  # positions below this were tried
-    for hit in hits:
-        start = hit.start()
+    then = rule.then.match
+    for start, end in hits:
+        if then(text, end) is None:  # no assignment after this name: no start can match
+            tried = max(tried, end)
+            continue
         while start > 0 and _NAME_CHAR_I.match(text, start - 1):
             start -= 1
-        for x in range(max(start, resume, tried), hit.end()):
+        for x in range(max(start, resume, tried), end):
             if x and _WORD_CHAR_I.match(text, x - 1):  # _B does not hold
                 continue
             m = rule.pattern.match(text, x)
@@ -222,7 +260,7 @@ def _matches(rule: _Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
                 yield m
                 resume = m.end()  # never empty: a match holds a keyword
                 break
-        tried = max(tried, hit.end())
+        tried = max(tried, end)
 
 
 RULES: tuple[_Rule, ...] = (

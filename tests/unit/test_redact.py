@@ -263,3 +263,17 @@ def test_ascii_folds_are_every_character_a_case_insensitive_regex_takes_for_an_a
         if letters.fullmatch(chr(cp)):
             found[cp] = next(a for a in string.ascii_lowercase if re.fullmatch("(?i)" + a, chr(cp)))
     assert found == ASCII_FOLDS
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from([*_NAME_PIECES, "apikey", "api_key", "api-key", "accesskey", "credentials",
+                                 "privatekey", "authkey", "passwd", "password"]), max_size=30).map("".join))
+def test_keyword_automata_find_what_the_keyword_regexes_find(text: str) -> None:
+    """An ASCII text's keywords are found by an automaton of their spellings: the same hits
+    (leftmost-first, non-overlapping) as the case-insensitive keyword regex."""
+    if not text.isascii():
+        return
+    for rule in RULES:
+        if rule.keyword is not None and rule.keyword_lower is not None:
+            found = [(a, b) for _, a, b in rule.keyword_lower.find_matches_as_indexes(text.lower().encode())]
+            assert found == [m.span() for m in rule.keyword.finditer(text)], (rule.name, text)
