@@ -283,3 +283,21 @@ def test_markers_of_one_shape_are_tokenized_once() -> None:
         text = "\n".join([*_LOG_LINES[:50], marker, *_LOG_LINES[50 + omitted:]]) + "\n"
         assert counts.count(items, "\n") == _real(text)
     assert sum(text.startswith("…") for text in seen) == 1
+
+
+def test_a_head_window_ending_at_a_known_block_is_not_tokenized() -> None:
+    """The fold counted the text by blocks: a head window that ends where a block ends counts
+    as the sum of its blocks; only the marker and the tail's edge are tokenized."""
+    counter = TokenCounter()
+    text = "\n".join(_LOG_LINES) + "\n"
+    counter.count(text)
+    known = counter.known_blocks(text)
+    assert known is not None
+    starts = list(known[0])
+    h = starts[len(starts) // 2]
+    seen, count = _recording_count()
+    counts = LineCounts(_LOG_LINES, LineSplitting(_splits_before, count), known)
+    items: list[str | range] = [range(0, h), "… [n lines omitted] …", range(1990, 2000)]
+    assert counts.count(items, "\n") == _real(
+        "\n".join([*_LOG_LINES[:h], "… [n lines omitted] …", *_LOG_LINES[1990:]]) + "\n")
+    assert all(_LOG_LINES[h - 1] not in t for t in seen), seen
