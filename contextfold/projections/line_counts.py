@@ -164,8 +164,7 @@ class LineCounts:
             hi = bisect_right(starts, b - 1) - 1
             if lo > hi:
                 return None
-            whole = (sums[hi + 1] - sums[hi] if hi + 1 < len(starts) and starts[hi + 1] == b
-                     and self._head_next > b else None)
+            whole = sums[hi + 1] - sums[hi] if hi + 1 < len(starts) and starts[hi + 1] == b else None
             return starts[lo], starts[hi], sums[hi] - sums[lo], whole
         self._scan_tail(a)  # b == len(lines): starts descending, so searched by their negation
         starts, sums = self._tail_starts, self._tail_sums
