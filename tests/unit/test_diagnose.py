@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextfold.projections.diagnose import diagnose_log, lean_log
+from contextfold.projections import diagnose as diagnose_module
+from contextfold.projections.diagnose import FirstError, LogDiagnosis, diagnose_log, lean_log
 from contextfold.projections.truncate import MINIMAL_MARKER, split_lines
 from tests.counters import Counter, cl100k, quarter
 
@@ -237,3 +238,46 @@ def test_lean_log_never_exceeds_and_keeps_whole_lines(lines: list[str], budget: 
     for r in result.kept:
         window = "\n".join(originals[r.start - 1:r.end])
         assert window in result.text
+
+
+# ------------------------------------------------------------------ the candidate-line scan
+
+
+def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
+    """The diagnosis as first written: every pattern tried on every line (the reference)."""
+    lines, _ = split_lines(text)
+    clean = [diagnose_module._ANSI.sub("", line).rstrip("\r") for line in lines]
+    first: FirstError | None = None
+    errors = warnings = failed = 0
+    for i, line in enumerate(clean):
+        name = diagnose_module._match(line)
+        if name is not None:
+            errors += 1
+            if first is None:
+                end = diagnose_module._block_end(clean, i, name)
+                first = FirstError(line=i + 1, end_line=end + 1, pattern=name,
+                                   text="\n".join(clean[i:end + 1]))
+        warnings += bool(diagnose_module._WARNING.search(line))
+        failed += bool(diagnose_module._FAILED.search(line))
+    return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,
+                        warning_lines=warnings, failed_lines=failed, total_lines=len(lines))
+
+
+_PIECES = ["ERROR", "error:", "Error", "TypeError:", "error[E0308]:", "eRRor:", "warn", "WARNING",
+           "DeprecationWarning", "fail", "FAILED", "Failures", "faıl", "faİl", "ſ", "K", "fatal:",
+           "FATAL", "panic: ", "panicked at", "Segmentation fault", "SIGSEGV", "npm ERR! ",
+           "npm error ", "make: ***", "gmake[2]: ***", "E   x", "E  ", "Traceback (most recent call last):",
+           "java.lang.NullPointerException", "Exception", "\x1b[31m", "\x1b[0m", "er\x1b[1mror:", "\r",
+           "\r\r", " ", "  ", "\t", "\n", "\n", "\n", "ok", "step 12", "é", "😀", "-", ":", "_", "x"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=60),
+       exit_code=st.none() | st.integers(-1, 3))
+def test_the_candidate_scan_diagnoses_as_every_pattern_on_every_line(pieces: list[str],
+                                                                      exit_code: int | None) -> None:
+    """Only lines holding a pattern's word are searched: the diagnosis is the one every pattern
+    tried on every line gives (colour codes, carriage returns, case folds, line starts)."""
+    text = "".join(pieces)
+    assert diagnose_log(text, exit_code) == _diagnosis_line_by_line(text, exit_code)
+
