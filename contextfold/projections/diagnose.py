@@ -33,8 +33,10 @@ from contextfold.projections.truncate import (
     TokenCounter,
     Truncation,
     fit_line_windows,
+    kept_probe,
     line_marker,
     marker_only,
+    probe_entry,
     split_lines,
 )
 
@@ -270,23 +272,32 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
     """
     if max_tokens < 0:
         raise InvalidInputError(f"max_tokens must be >= 0, got {max_tokens}")
-    original_tokens = count(text)
-    lines, trailing = split_lines(text)
+    where = artifact_ref if artifact_ref is not None else "not stored"
+    # A failing log at the budget's edge is cut again at every build, each time to a slightly
+    # different size: its lines, diagnosis, line blocks and probes are kept across the cuts.
+    entry = probe_entry(("lean_log", text, exit_code, where, count, line_splitting), len(text))
+    if "log" not in entry:
+        lines, trailing = split_lines(text)
+        entry["log"] = (count(text), lines, trailing)
+    original_tokens, lines, trailing = entry["log"]
     n = len(lines)
     if original_tokens <= max_tokens:
         return Truncation(text=text, truncated=False, strategy="none", unit="line",
                           original_chars=len(text), original_tokens=original_tokens,
                           tokens=original_tokens, kept=(KeptRange(start=1, end=n),))
-    diagnosis = diagnose_log(text, exit_code)
-    where = artifact_ref if artifact_ref is not None else "not stored"
+    if "variants" not in entry:
+        entry["variants"] = _header_variants(diagnose_log(text, exit_code), where)
+        entry["counts"] = (None if line_splitting is None
+                           else LineCounts(lines, line_splitting, line_splitting.known(text)))
+    variants: list[tuple[str, bool]] = entry["variants"]
+    counts: LineCounts | None = entry["counts"]
     end = "\n" if trailing else ""
 
     def split(k: int) -> tuple[int, int]:
         head = k // 3
         return head, k - head
 
-    counts = None if line_splitting is None else LineCounts(lines, line_splitting, line_splitting.known(text))
-    for header, framed in _header_variants(diagnosis, where):
+    for header, framed in variants:
         def parts(k: int, header: str = header, framed: bool = framed) -> list[str | range]:
             head, tail = split(k)
             marker = line_marker(n - k, head + 1, n - tail)
@@ -294,11 +305,12 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
             return [header, "[log excerpt]", *body, f"[full log: {where}]"] if framed else [header, *body]
 
         def render(k: int, parts: Callable[[int], list[str | range]] = parts) -> str:
-            return joined(lines, parts(k), end)
+            return kept_probe(joined(lines, parts(k), end))
 
         measure = None if counts is None else (
             lambda k, parts=parts, counts=counts: counts.count(parts(k), end))
-        found = fit_line_windows(n - 1, render, count, max_tokens, measure=measure)
+        probes = entry["probes"].setdefault(header, {})
+        found = fit_line_windows(n - 1, render, count, max_tokens, probes, measure)
         if found is not None:
             k, out, tokens = found
             head, tail = split(k)

@@ -60,9 +60,11 @@ __all__ = [
     "TokenCounter",
     "Truncation",
     "fit_line_windows",
+    "kept_probe",
     "line_marker",
     "marker_only",
     "open_fence",
+    "probe_entry",
     "split_lines",
     "truncate",
     "truncate_chunks",
@@ -130,11 +132,15 @@ def line_marker(omitted: int, first: int, last: int) -> str:
 _PROBES: dict[tuple[Any, ...], dict[str, Any]] = {}
 """Per input (text, strategy, counter): its parse and the probes already counted. A run's misfit
 is cut again and again to slightly different sizes as the run grows; the searches share most
-probes. Emptied past 256 inputs or 16M characters of probe text."""
+probes. Emptied past 256 inputs or 16M characters of input and probe text."""
 _probe_chars = [0]
 
 
-def _probe_entry(key: tuple[Any, ...]) -> dict[str, Any]:
+def probe_entry(key: tuple[Any, ...], size: int) -> dict[str, Any]:
+    """The process-wide memo of one input's cuts: ``key`` names the input (its text first, then
+    everything else the cut depends on, counter included), ``size`` is its text's length. Holds
+    ``"probes"`` (for :func:`fit_line_windows`) and whatever the caller keeps (its parse). An
+    unhashable key (a counter that is not) gets a fresh entry, shared with nobody."""
     try:
         entry = _PROBES.get(key)
     except TypeError:  # an unhashable counter: nothing shared
@@ -144,10 +150,12 @@ def _probe_entry(key: tuple[Any, ...]) -> dict[str, Any]:
             _PROBES.clear()
             _probe_chars[0] = 0
         entry = _PROBES[key] = {"probes": {}}
+        _probe_chars[0] += size
     return entry
 
 
-def _kept_probe(text: str) -> str:
+def kept_probe(text: str) -> str:
+    """``text``, counted against the memo's bound: for a probe text kept in a ``probe_entry``."""
     _probe_chars[0] += len(text)
     return text
 
@@ -271,7 +279,7 @@ def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
 def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
                     *, head_share: float, fences: bool,
                     rule: LineSplitting | None = None) -> Truncation:
-    entry = _probe_entry(("lines", text, head_share, fences, count, rule))
+    entry = probe_entry(("lines", text, head_share, fences, count, rule), len(text))
     if "lines" not in entry:
         lines, trailing = split_lines(text)
         entry["lines"] = (lines, trailing, _fence_states(lines) if fences else [None] * (len(lines) + 1))
@@ -299,7 +307,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         return out
 
     def render(k: int) -> str:
-        return _kept_probe(joined(lines, parts(k), end))
+        return kept_probe(joined(lines, parts(k), end))
 
     counts: LineCounts | None = entry.get("counts")
     measure = None if counts is None else (lambda k: counts.count(parts(k), end))
@@ -401,17 +409,23 @@ def _size_knob_max(value: Any) -> int:
 
 def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
                    rule: LineSplitting | None = None) -> Truncation:
-    entry = _probe_entry(("json", text, count))
+    entry = probe_entry(("json", text, count), len(text))
     try:
         if "json" not in entry:
-            value = json.loads(text, parse_constant=_reject_constant)
+            try:
+                value = json.loads(text, parse_constant=_reject_constant)
+            except (ValueError, RecursionError):
+                entry["json"] = None  # not JSON: not parsed again at the next cut
+                raise
             entry["json"] = (value, _size_knob_max(value), {})
+        if entry["json"] is None:
+            raise ValueError("not JSON")
         value, top_max, renders = entry["json"]
 
         def render(level: int) -> str:
             if level not in renders:
                 stats = _Stats()
-                renders[level] = (_kept_probe(_dump(_shrink(value, level, stats, top=True))), stats)
+                renders[level] = (kept_probe(_dump(_shrink(value, level, stats, top=True))), stats)
             out: str = renders[level][0]
             return out
 

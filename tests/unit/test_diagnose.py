@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from contextfold.projections import diagnose as diagnose_module
 from contextfold.projections.diagnose import FirstError, LogDiagnosis, diagnose_log, lean_log
-from contextfold.projections.truncate import MINIMAL_MARKER, split_lines
+from contextfold.projections.truncate import MINIMAL_MARKER, Truncation, split_lines
 from tests.counters import Counter, cl100k, quarter
 
 TWO_MB = 2 * 1024 * 1024
@@ -281,3 +281,27 @@ def test_the_candidate_scan_diagnoses_as_every_pattern_on_every_line(pieces: lis
     text = "".join(pieces)
     assert diagnose_log(text, exit_code) == _diagnosis_line_by_line(text, exit_code)
 
+
+
+@pytest.mark.parametrize("line_blocks", [False, True], ids=["whole-candidates", "line-blocks"])
+def test_a_log_cut_again_gives_what_a_first_cut_gives(line_blocks: bool) -> None:
+    """The memo kept across cuts of one log (its lines, diagnosis, line blocks, probes) changes
+    no result: cuts in any order equal cuts made with nothing remembered."""
+    from contextfold.projections import truncate as truncate_module
+    from contextfold.projections.tokens import get_counter
+
+    log, _, _ = pytest_log(random.Random(11))
+    counter = get_counter()
+    rule = counter.line_splitting if line_blocks else None
+    budgets = [4000, 3990, 2500, 4000, 600, 3000]
+
+    def cut(budget: int) -> Truncation:
+        return lean_log(log, 1, budget, counter.count, artifact_ref="artifact://x", line_splitting=rule)
+
+    remembered = [cut(b) for b in budgets]
+    fresh = []
+    for b in budgets:
+        truncate_module._PROBES.clear()
+        fresh.append(cut(b))
+    assert remembered == fresh
+    assert all(r.tokens == counter.count(r.text) <= b for r, b in zip(remembered, budgets, strict=True))
