@@ -15,9 +15,15 @@ context-built record and fold it.
 Workloads: ``A``, every turn of the first ``--runs`` tau-bench runs at ``--budget``; ``B``, the
 last ``--turns`` turns of the synthetic 10,000-message run at 128k (as in ``bench_build.py``).
 
+``--evict`` writes a 64 MB buffer before every timed build, so the build starts with the CPU's
+caches holding none of its data or code, as after an agent's wait for the model (other work
+runs meanwhile). The loop itself leaves them partly warm (the fold and the record write touch
+less); the difference says how much of a stage is memory traffic rather than work.
+
 Usage:
   .venv/bin/python scripts/profile_build.py --workload A [--runs 200] [--budget 3000]
   .venv/bin/python scripts/profile_build.py --workload B [--turns 100] [--cprofile first]
+  .venv/bin/python scripts/profile_build.py --workload B --evict
 Needs the benchmark extras (``pip install -e '.[bench]'``) and, for A, the traces.
 """
 
@@ -62,6 +68,8 @@ class Probe:
         self.builds: dict[str, list[float]] = defaultdict(list)
         self.gc: dict[tuple[str, int], list[float]] = defaultdict(list)
         self._gc_start = 0.0
+        self.evict: bytearray | None = None
+        """A buffer larger than the last-level cache, written before each timed build."""
 
     def wrap(self, name: str) -> None:
         inner = getattr(builder, name)
@@ -82,6 +90,8 @@ class Probe:
             self.gc[(self.kind, info["generation"])].append(time.perf_counter() - self._gc_start)
 
     def build(self, kind: str, state: Any, config: BuildConfig, prof: cProfile.Profile | None) -> Any:
+        if self.evict is not None:
+            self.evict[::64] = b"\x01" * (len(self.evict) // 64)  # one write per cache line
         self.kind = kind
         if prof is not None:
             prof.enable()
@@ -172,11 +182,15 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=30, help="cProfile rows to print")
     ap.add_argument("--sort", choices=("tottime", "cumulative"), default="tottime",
                     help="cProfile order: own time, or time including callees (which subtree pays)")
+    ap.add_argument("--evict", action="store_true",
+                    help="write 64 MB before each timed build: every build starts with cold caches")
     args = ap.parse_args()
     if args.workload == "A" and not bb.TAU.exists():
         print(f"traces not found: {bb.TAU} (set CONTEXTFOLD_TRACES)", file=sys.stderr)
         return 2
     probe = Probe()
+    if args.evict:
+        probe.evict = bytearray(64 * 1024 * 1024)
     for name in STAGES:
         probe.wrap(name)
     gc.callbacks.append(probe.on_gc)
@@ -188,7 +202,8 @@ def main() -> int:
             print(f"  .. {msg}", file=sys.stderr, flush=True)
 
     prof = drive(probe, runs, budget, args.cprofile, progress)
-    print(f"workload {args.workload}, budget {budget}: {len(probe.builds['first'])} turns")
+    print(f"workload {args.workload}, budget {budget}: {len(probe.builds['first'])} turns"
+          + (", caches evicted before each build" if args.evict else ""))
     report(probe)
     if prof is not None:
         print(f"\ncProfile of the {args.cprofile} builds ({args.sort}; cProfile slows Python calls):")
