@@ -267,6 +267,10 @@ def _build(state: RunState, config: BuildConfig, *,
         room = grant - fixed + (unit.tokens - grant - deficit)  # media savings lower the fixed part
         shares_of = split_room(room, [ctx.text_tokens(fid) for fid in shrink])
         for fid, share in zip(shrink, shares_of, strict=True):
+            # Redacted (and recorded as this build's) here, not as a side effect of cutting it:
+            # a cut remembered from an earlier build reads no text, and the manifest's
+            # redaction records and the fragment's facts must not depend on that.
+            ctx.redact(fid)
             result = truncate_fragment(ctx, fid, max(share, 1))
             texts[fid] = result.text
             truncated.add(fid)

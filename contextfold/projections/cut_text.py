@@ -31,7 +31,9 @@ def truncate_fragment(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
 
 
 def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
-    f = ctx.frag(fid)
+    # The fragment as logged decides how it is cut and where its full text lives (a redacted
+    # view has no artifact block): the same whether or not this build has redacted it yet.
+    f = ctx.state.entries[fid].head
     text = ctx.full_text(fid)
     if f.kind == "tool_result":
         block = next(b for b in f.content if isinstance(b, ToolResultBlock))

@@ -23,6 +23,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import build_context
 from contextfold.projections.render.validate import PROVIDERS
 from tests.unit.test_redact import LOOKALIKES, SECRETS, _line
 
@@ -148,3 +149,18 @@ def test_tight_budget_never_leaves_half_a_private_key(store_url: str) -> None:
             built = run.build(provider="openai-chat", window=window, reserve=1_000, record=False)
             _assert_no_leak(json.dumps(built.request), f"window {window}")
             assert built.manifest.selected_tokens <= built.manifest.budget_tokens
+
+
+@pytest.mark.parametrize("window", [20_000, 30_000])
+def test_a_cut_fragment_keeps_its_redaction_records_build_after_build(store_url: str, window: int) -> None:
+    """A build remembers its cuts for the next one; the next build of the same state must still
+    redact the cut fragment and record it: the same manifest, not one without its redactions."""
+    with open_store(store_url) as store:
+        state = store.run("leaky").state()
+        config = BuildConfig(provider="neutral", window=window, reserve=1_000)
+        first = build_context(state, config)
+        again = build_context(state, config)
+        assert first.manifest.truncations, "the window is meant to cut a tool result"
+        cut = {t.id for t in first.manifest.truncations}
+        assert cut & {r.fragment_id for r in first.manifest.redactions}
+        assert again.manifest == first.manifest
