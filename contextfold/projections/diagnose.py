@@ -130,10 +130,11 @@ for ``FAILED`` and the failed count, and so on, pattern by pattern. The ``(?i)``
 take four non-ASCII letters for ASCII ones (``re``'s case folding: ``İ ı`` for ``i``, ``ſ`` for
 ``s``, ``K`` for ``k``): of the three such words only ``fail`` has one of those letters, hence
 ``faıl``; ``İ`` lower-cases to two characters, and a text holding it is matched line by line."""
-_CR_AT_LINE_END = re.compile(r"\r+(?=\n)|\r+\Z")
-
-
 _HINTS = BytesAhoCorasick([w.encode() for w in _ANYWHERE] + [b"\n" + w.encode() for w in _AT_LINE_START])
+_FIRST_LINE_START = len(_ANYWHERE)
+"""Index of the first line-start word in ``_HINTS`` (each found with the newline before it)."""
+_LINE_START_BYTES = tuple(w.encode() for w in _AT_LINE_START)
+_CR_AT_LINE_END = re.compile(r"\r+(?=\n)|\r+\Z")
 
 
 def _candidate_lines(low: str) -> list[int]:
@@ -142,10 +143,10 @@ def _candidate_lines(low: str) -> list[int]:
     instead of twelve regex searches on every line, which took a quarter of a second on a
     1.2 MB log, at every cut of it. (A match never spans lines but for the newline that starts
     a line-start word, so skipping overlapping matches loses no line.)"""
-    data = low.encode()
+    data = low.encode("utf-8", "surrogatepass")  # a lone surrogate is a character like any other
     starts = [start + 1 if index >= _FIRST_LINE_START else start
               for index, start, _ in _HINTS.find_matches_as_indexes(data)]
-    if data.startswith(tuple(w.encode() for w in _AT_LINE_START)):
+    if data.startswith(_LINE_START_BYTES):
         starts.insert(0, 0)
     out: list[int] = []
     line = pos = 0
@@ -155,9 +156,6 @@ def _candidate_lines(low: str) -> list[int]:
         if not out or out[-1] != line:
             out.append(line)
     return out
-
-
-_FIRST_LINE_START = len(_ANYWHERE)
 
 
 def _block_end(clean: list[str], start: int, pattern: PatternName) -> int:
@@ -285,12 +283,13 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
         return Truncation(text=text, truncated=False, strategy="none", unit="line",
                           original_chars=len(text), original_tokens=original_tokens,
                           tokens=original_tokens, kept=(KeptRange(start=1, end=n),))
-    if "variants" not in entry:
-        entry["variants"] = _header_variants(diagnose_log(text, exit_code), where)
-        entry["counts"] = (None if line_splitting is None
-                           else LineCounts(lines, line_splitting, line_splitting.known(text)))
-    variants: list[tuple[str, bool]] = entry["variants"]
-    counts: LineCounts | None = entry["counts"]
+    if "parse" not in entry:  # one assignment: another thread never sees half of it
+        entry["parse"] = (_header_variants(diagnose_log(text, exit_code), where),
+                          None if line_splitting is None
+                          else LineCounts(lines, line_splitting, line_splitting.known(text)))
+    variants: list[tuple[str, bool]]
+    counts: LineCounts | None
+    variants, counts = entry["parse"]
     end = "\n" if trailing else ""
 
     def split(k: int) -> tuple[int, int]:

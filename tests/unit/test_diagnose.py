@@ -268,7 +268,8 @@ _PIECES = ["ERROR", "error:", "Error", "TypeError:", "error[E0308]:", "eRRor:", 
            "FATAL", "panic: ", "panicked at", "Segmentation fault", "SIGSEGV", "npm ERR! ",
            "npm error ", "make: ***", "gmake[2]: ***", "E   x", "E  ", "Traceback (most recent call last):",
            "java.lang.NullPointerException", "Exception", "\x1b[31m", "\x1b[0m", "er\x1b[1mror:", "\r",
-           "\r\r", " ", "  ", "\t", "\n", "\n", "\n", "ok", "step 12", "é", "😀", "-", ":", "_", "x"]
+           "\r\r", " ", "  ", "\t", "\n", "\n", "\n", "ok", "step 12", "é", "😀", "\ud800", "-", ":", "_",
+           "x"]
 
 
 @settings(max_examples=400, deadline=None)
