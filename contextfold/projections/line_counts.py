@@ -55,12 +55,16 @@ class LineSplitting:
     keeps its blocks' counts itself); ``known(text)`` the blocks a counter already counted
     ``text`` by, if it did; ``alike(text)`` the UTF-8 of a text the encoding counts as many
     tokens as ``text`` (the key a segment's count is kept by, so texts that differ only where
-    the count cannot, such as the numbers of a truncation marker, share it)."""
+    the count cannot, such as the numbers of a truncation marker, share it). ``word_ends``: the
+    encoding ends a piece after every ASCII letter or digit that an ASCII character of neither
+    kind follows, so a text's count is the sum of its parts' counts when cut there (JSON
+    truncation counts its renders that way: ``json_shrink``)."""
 
     splits_before: Callable[[str], bool]
     count: Callable[[str], int]
     known: Callable[[str], KnownBlocks | None] = _nothing_known
     alike: Callable[[str], bytes] = _utf8
+    word_ends: bool = False
 
 
 def split_lines(text: str) -> tuple[list[str], bool]:
