@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any
 
 __all__ = [
@@ -160,6 +161,71 @@ def pieces_apply(text: str) -> bool:
     return _SURROGATE.search(text) is None
 
 
+class _Run:
+    """A run of whole items of a long array, laid out as one piece: its first item's head (up to
+    its split), the tokens of the chunks inside the run (each from one item's split to the
+    next's), its last item's tail (from its split on), and its text when the answer asks."""
+
+    __slots__ = ("_records", "a", "b", "head", "inner", "tail")
+
+    def __init__(self, records: _Records, a: int, b: int, inner: int) -> None:
+        self._records, self.a, self.b, self.inner = records, a, b, inner
+        first, last = records.items[a], records.items[b - 1]
+        self.head = first[0][:first[1]]
+        self.tail = last[0][last[1]:]
+
+    def text(self) -> str:
+        return ",".join(text for text, _ in self._records.items[self.a:self.b])
+
+
+class _Records:
+    """A long array whose items are each laid out whole at a knob at least their saturation
+    (records, typically): the items' texts, and the tokens of the chunks between consecutive
+    items summed from the array's head and from its tail (a cut keeps a head and a tail of it),
+    so a run of whole items is counted in O(1) once its joints were counted."""
+
+    def __init__(self, items: list[tuple[str, int]], saturation: list[int],
+                 joint: Callable[[str], int]) -> None:
+        self.items = items
+        self._joint = joint
+        n = len(items)
+        self._head_max = list(accumulate(saturation, max, initial=0))
+        """The largest saturation among the first i items."""
+        self._tail_max = list(accumulate(reversed(saturation), max, initial=0))
+        """The largest saturation among the last i items."""
+        self._head_sums = [0]
+        """Tokens of the joints between the first i + 1 items."""
+        self._tail_sums = [0]
+        """Tokens of the joints between the last i + 1 items."""
+        self._n = n
+
+    def _pair(self, i: int) -> int:
+        (left, s), (right, t) = self.items[i], self.items[i + 1]
+        return self._joint(left[s:] + "," + right[:t])
+
+    def head(self, count: int, knob: int) -> _Run | None:
+        """The first ``count`` items as one run, if the knob leaves each whole."""
+        if count < 1 or self._head_max[count] > knob:
+            return None
+        sums = self._head_sums
+        while len(sums) < count:
+            sums.append(sums[-1] + self._pair(len(sums) - 1))
+        return _Run(self, 0, count, sums[count - 1])
+
+    def tail(self, count: int, knob: int) -> _Run | None:
+        """The last ``count`` items as one run, if the knob leaves each whole."""
+        if count < 1 or self._tail_max[count] > knob:
+            return None
+        sums, n = self._tail_sums, self._n
+        while len(sums) < count:
+            sums.append(sums[-1] + self._pair(n - 1 - len(sums)))
+        return _Run(self, n - count, n, sums[count - 1])
+
+
+_RECORDS_FROM = 64
+"""Arrays of at least this many items are laid out in runs where they can be."""
+
+
 class JsonPieces:
     """One parsed JSON value's renders in atoms, and their token counts by chunks.
 
@@ -175,6 +241,7 @@ class JsonPieces:
         self._saturation: dict[int, int] = {}
         self._whole: dict[int, Atom] = {}
         self._chunks: dict[str, int] = {}
+        self._records: dict[int, _Records | None] = {}
 
     def _saturated(self, value: list[Any] | dict[str, Any], knob: int) -> bool:
         sat = self._saturation.get(id(value))
@@ -189,14 +256,48 @@ class JsonPieces:
             atom = self._whole[id(value)] = (self._keep(text), _split_of(text, True))
         return atom
 
-    def atoms(self, knob: int, stats: ShrinkStats) -> list[Atom]:
+    def _records_of(self, value: list[Any]) -> _Records | None:
+        """The array as records, or None when it is short or an item has no whole form with a
+        split (a big container, or a text with no ASCII word end: then it is laid out item by item)."""
+        key = id(value)
+        if key in self._records:
+            return self._records[key]
+        records = None
+        if len(value) >= _RECORDS_FROM:
+            items: list[tuple[str, int]] = []
+            saturation: list[int] = []
+            for v in value:
+                if isinstance(v, list | dict):
+                    if len(v) > _WHOLE_ATOM_CHILDREN:
+                        break
+                    sat = self._saturation.get(id(v))
+                    if sat is None:
+                        sat = self._saturation[id(v)] = size_knob_max(v)
+                    text, split = self._whole_atom(v)
+                elif isinstance(v, str):
+                    sat = -(-len(v) // CHARS_PER_STEP)
+                    text = json.dumps(v, ensure_ascii=False)
+                    split = _split_of(text, True)
+                else:
+                    sat, text = 0, json.dumps(v)
+                    split = _split_of(text, True)
+                if split is None:
+                    break
+                items.append((text, split))
+                saturation.append(sat)
+            else:
+                records = _Records(items, saturation, lambda chunk: self._chunk(chunk, self._chunks))
+        self._records[key] = records
+        return records
+
+    def atoms(self, knob: int, stats: ShrinkStats) -> list[Atom | _Run]:
         """The render of the knob as atoms: ``"".join`` of their texts is
         ``dump(shrink(value, knob, stats, top=True))``, and ``stats`` is what that shrink counts."""
-        out: list[Atom] = []
+        out: list[Atom | _Run] = []
         self._emit(self.value, knob, stats, True, out)
         return out
 
-    def _emit(self, value: Any, knob: int, stats: ShrinkStats, top: bool, out: list[Atom]) -> None:
+    def _emit(self, value: Any, knob: int, stats: ShrinkStats, top: bool, out: list[Atom | _Run]) -> None:
         if isinstance(value, str):
             text = json.dumps(_shrunk_string(value, knob, stats), ensure_ascii=False)
             out.append((text, _split_of(text, True)))
@@ -211,24 +312,37 @@ class JsonPieces:
         level = -(-knob // STEPS_PER_ITEM)
         if isinstance(value, list):
             n = len(value)
+            records = self._records_of(value)
             out.append(("[", None))
             if n <= level:
                 if top:
                     stats.kept.append((1, n))
-                self._items(value, knob, stats, out)
+                run = records.head(n, knob) if records is not None else None
+                if run is not None:
+                    out.append(run)
+                else:
+                    self._items(value, knob, stats, out)
             else:
                 head, tail = (level + 1) // 2, level // 2
                 stats.omitted += n - level
                 if top:
                     stats.kept += [(1, head), (n - tail + 1, n)]
-                self._items(value[:head], knob, stats, out)
+                run = records.head(head, knob) if records is not None else None
+                if run is not None:
+                    out.append(run)
+                else:
+                    self._items(value[:head], knob, stats, out)
                 if head:
                     out.append((",", None))
                 marker = json.dumps(f"… {n - level} items omitted", ensure_ascii=False)
                 out.append((marker, _split_of(marker, True)))
                 if tail:
                     out.append((",", None))
-                self._items(value[n - tail:], knob, stats, out)
+                run = records.tail(tail, knob) if records is not None else None
+                if run is not None:
+                    out.append(run)
+                else:
+                    self._items(value[n - tail:], knob, stats, out)
             out.append(("]", None))
             return
         members = list(value.items())
@@ -247,21 +361,27 @@ class JsonPieces:
             out.append((marker, _split_of(marker, True)))
         out.append(("}", None))
 
-    def _items(self, values: list[Any], knob: int, stats: ShrinkStats, out: list[Atom]) -> None:
+    def _items(self, values: list[Any], knob: int, stats: ShrinkStats, out: list[Atom | _Run]) -> None:
         for i, v in enumerate(values):
             if i:
                 out.append((",", None))
             self._emit(v, knob, stats, False, out)
 
-    def text(self, atoms: list[Atom]) -> str:
-        return "".join(text for text, _ in atoms)
+    def text(self, atoms: list[Atom | _Run]) -> str:
+        return "".join(atom.text() if isinstance(atom, _Run) else atom[0] for atom in atoms)
 
-    def tokens(self, atoms: list[Atom]) -> int:
+    def tokens(self, atoms: list[Atom | _Run]) -> int:
         """The count of the atoms' text, summed over chunks cut at their splits."""
         total = 0
         current: list[str] = []
         chunks = self._chunks
-        for text, split in atoms:
+        for atom in atoms:
+            if isinstance(atom, _Run):  # its inner chunks are summed already
+                current.append(atom.head)
+                total += self._chunk("".join(current), chunks) + atom.inner
+                current = [atom.tail]
+                continue
+            text, split = atom
             if split is None:
                 current.append(text)
                 continue

@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextfold.projections import json_shrink
 from contextfold.projections import truncate as truncate_module
 from contextfold.projections.json_shrink import _WORD_END as WORD_END
 from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, pieces_apply, shrink
@@ -70,15 +71,21 @@ def test_pieces_lay_out_the_shrunk_value_and_count_it(value: Any, knobs: list[in
     if not pieces_apply(text):
         return
     parsed = json.loads(text)
-    pieces = JsonPieces(parsed, COUNTER.count, lambda t: t)
-    for knob in knobs:
-        want_stats, got_stats = ShrinkStats(), ShrinkStats()
-        want = dump(shrink(parsed, knob, want_stats, top=True))
-        atoms = pieces.atoms(knob, got_stats)
-        assert pieces.text(atoms) == want
-        assert (got_stats.omitted, got_stats.omitted_chars, got_stats.kept) == (
-            want_stats.omitted, want_stats.omitted_chars, want_stats.kept)
-        assert pieces.tokens(atoms) == COUNTER.count(want)
+    records_from = json_shrink._RECORDS_FROM
+    for shortest_run in (records_from, 2):  # arrays laid out item by item, and in runs
+        json_shrink._RECORDS_FROM = shortest_run
+        try:
+            pieces = JsonPieces(parsed, COUNTER.count, lambda t: t)
+            for knob in knobs:
+                want_stats, got_stats = ShrinkStats(), ShrinkStats()
+                want = dump(shrink(parsed, knob, want_stats, top=True))
+                atoms = pieces.atoms(knob, got_stats)
+                assert pieces.text(atoms) == want
+                assert (got_stats.omitted, got_stats.omitted_chars, got_stats.kept) == (
+                    want_stats.omitted, want_stats.omitted_chars, want_stats.kept)
+                assert pieces.tokens(atoms) == COUNTER.count(want)
+        finally:
+            json_shrink._RECORDS_FROM = records_from
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
