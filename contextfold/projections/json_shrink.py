@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
@@ -242,6 +243,9 @@ class JsonPieces:
         self._whole: dict[int, Atom] = {}
         self._chunks: dict[str, int] = {}
         self._records: dict[int, _Records | None] = {}
+        self._lock = threading.Lock()
+        """Truncation keeps one object per input for the whole process, so two threads may cut
+        with it at once; its tables (and the joints' sums) grow as it goes."""
 
     def _saturated(self, value: list[Any] | dict[str, Any], knob: int) -> bool:
         sat = self._saturation.get(id(value))
@@ -294,7 +298,8 @@ class JsonPieces:
         """The render of the knob as atoms: ``"".join`` of their texts is
         ``dump(shrink(value, knob, stats, top=True))``, and ``stats`` is what that shrink counts."""
         out: list[Atom | _Run] = []
-        self._emit(self.value, knob, stats, True, out)
+        with self._lock:
+            self._emit(self.value, knob, stats, True, out)
         return out
 
     def _emit(self, value: Any, knob: int, stats: ShrinkStats, top: bool, out: list[Atom | _Run]) -> None:
@@ -372,6 +377,10 @@ class JsonPieces:
 
     def tokens(self, atoms: list[Atom | _Run]) -> int:
         """The count of the atoms' text, summed over chunks cut at their splits."""
+        with self._lock:
+            return self._tokens(atoms)
+
+    def _tokens(self, atoms: list[Atom | _Run]) -> int:
         total = 0
         current: list[str] = []
         chunks = self._chunks

@@ -124,3 +124,24 @@ def test_a_big_array_cut_again_and_again_is_the_same_as_cut_fresh() -> None:
         truncate_module._PROBES.clear()
         assert got == truncate(text, b, kind="json", count=COUNTER.count, line_splitting=None)
         assert got.strategy == "json" and got.tokens <= b
+
+
+def test_threads_cutting_one_big_array_at_once_get_the_cuts_made_alone() -> None:
+    """The pieces of one input are shared by the whole process: threads cutting it at once (a
+    server building several runs' requests) must each get the cut a lone caller gets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = random.Random(8)
+    rows = [{"id": i, "name": f"row {i}", "v": rng.random()} for i in range(2000)]
+    text = json.dumps(rows)
+    budgets = [9_000, 8_800, 8_600, 3_000, 2_900, 7_777, 8_000, 1_000]
+    alone = {}
+    for b in budgets:
+        truncate_module._PROBES.clear()
+        alone[b] = truncate(text, b, kind="json", count=COUNTER.count, line_splitting=None)
+    for _ in range(3):
+        truncate_module._PROBES.clear()
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            got = list(pool.map(lambda b: truncate(text, b, kind="json", count=COUNTER.count,
+                                                   line_splitting=COUNTER.line_splitting), budgets))
+        assert got == [alone[b] for b in budgets]
