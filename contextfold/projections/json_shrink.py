@@ -278,12 +278,9 @@ class JsonPieces:
                     if sat is None:
                         sat = self._saturation[id(v)] = size_knob_max(v)
                     text, split = self._whole_atom(v)
-                elif isinstance(v, str):
-                    sat = -(-len(v) // CHARS_PER_STEP)
-                    text = json.dumps(v, ensure_ascii=False)
-                    split = _split_of(text, True)
-                else:
-                    sat, text = 0, json.dumps(v)
+                else:  # a string (whole up to its saturation) or a scalar (always whole)
+                    sat = -(-len(v) // CHARS_PER_STEP) if isinstance(v, str) else 0
+                    text = self._keep(json.dumps(v, ensure_ascii=False))
                     split = _split_of(text, True)
                 if split is None:
                     break
