@@ -163,20 +163,25 @@ def _parts(obj: Any, out: list[bytes]) -> None:
             return
         for i in misses(got):
             got[i] = (obj[i], _dumps(obj[i]).encode())
-        out.append(b"[")
-        out += chain.from_iterable(zip(map(itemgetter(1), got), repeat(b",")))
-        out[-1] = b"]"
+        _array_parts(list(map(itemgetter(1), got)), out)
         return
     out.append(_dumps(obj).encode())
 
 
+def _array_parts(texts: list[bytes], out: list[bytes]) -> None:
+    """Append the JSON array of the items' canonical ``texts`` to ``out``, in pieces."""
+    if not texts:
+        out.append(b"[]")
+        return
+    out.append(b"[")
+    out += chain.from_iterable(zip(texts, repeat(b",")))
+    out[-1] = b"]"
+
+
 def _array(texts: list[bytes]) -> bytes:
     """The JSON array of the items' canonical ``texts``, in one join."""
-    if not texts:
-        return b"[]"
-    parts = [b"["]
-    parts += chain.from_iterable(zip(texts, repeat(b",")))
-    parts[-1] = b"]"
+    parts: list[bytes] = []
+    _array_parts(texts, parts)
     return b"".join(parts)
 
 
