@@ -156,9 +156,6 @@ class _Rule:
     of preference), searched leftmost-first in the lowered bytes of an ASCII text: the same
     hits as the case-insensitive regex, found in one automaton pass (a regex alternation is
     tried at every position: ~70 us for a 9 KB tool output, against ~15)."""
-    then: re.Pattern[str] | None = None
-    """For a keyword rule: what must follow a keyword for a match to hold it (the rest of its
-    name, then the assignment), tried at the keyword's end before any start is tried."""
 
 
 _B = r"(?<![A-Za-z0-9_])"  # a word start that also treats _ as part of a word
@@ -184,7 +181,8 @@ _PEM = (r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _REST_OF_NAME_THEN_ASSIGN = re.compile("(?i)" + _NAME_CHARS + "*+" + _ASSIGN)
 """After a keyword, the rest of its name and an assignment: the name of a keyword rule's match
 runs to the end of its run of name characters (the assignment starts with a quote, a space,
-``:`` or ``=``, none a name character), so no match holds a keyword this does not follow."""
+``:`` or ``=``, none a name character), so no match holds a keyword this does not follow.
+Tried at each keyword's end before any start is (:func:`_matches`)."""
 
 
 def _spellings(keyword: str) -> list[str]:
@@ -212,8 +210,7 @@ def _rule(name: str, pattern: str, hints: tuple[str, ...], group: int = 0,
           check: Callable[[str], bool] | None = None, keyword: str | None = None) -> _Rule:
     return _Rule(name, re.compile(pattern), hints, group, check,
                  None if keyword is None else re.compile("(?i)" + keyword),
-                 None if keyword is None else _keyword_finder(keyword),
-                 None if keyword is None else _REST_OF_NAME_THEN_ASSIGN)
+                 None if keyword is None else _keyword_finder(keyword))
 
 
 _NAME_CHAR_I = re.compile("(?i)" + _NAME_CHARS)
@@ -222,9 +219,9 @@ _WORD_CHAR_I = re.compile(r"(?i)[A-Za-z0-9_]")
 includes four non-ASCII letters, such as the Kelvin sign)."""
 
 
-def _matches(rule: _Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+def _matches(rule: _Rule, text: str, ascii_lowered: bytes | None) -> Iterator[re.Match[str]]:
     """What ``rule.pattern.finditer(text)`` yields, for a rule with a ``keyword``
-    (``lowered``: ``text.lower()``).
+    (``ascii_lowered``: ``text.lower().encode()`` for an ASCII text, else None).
 
     Why: the two assignment rules start with ``_B`` and a name of ``_NAME_CHARS``, so the
     regex engine tried them at every word of a text and backtracked through each name
@@ -238,14 +235,14 @@ def _matches(rule: _Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
     in order with ``pattern.match`` (the attempt a search makes at that position, its
     lookbehind seeing the text before it), resuming after each match as ``finditer`` does.
     """
-    assert rule.keyword is not None and rule.keyword_lower is not None and rule.then is not None
+    assert rule.keyword is not None and rule.keyword_lower is not None
     # ASCII: lower() keeps every position, and ignoring case is comparing lower cases
     hits: Iterable[tuple[int, int]] = (
-        ((a, b) for _, a, b in rule.keyword_lower.find_matches_as_indexes(lowered.encode()))
-        if text.isascii() else (m.span() for m in rule.keyword.finditer(text)))
+        ((a, b) for _, a, b in rule.keyword_lower.find_matches_as_indexes(ascii_lowered))
+        if ascii_lowered is not None else (m.span() for m in rule.keyword.finditer(text)))
     resume = 0  # finditer's next start: the end of the last match
     tried = 0  # positions below this were tried
-    then = rule.then.match
+    then = _REST_OF_NAME_THEN_ASSIGN.match
     for start, end in hits:
         if then(text, end) is None:  # no assignment after this name: no start can match
             tried = max(tried, end)
@@ -377,16 +374,19 @@ def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list
     no hint occurs and no rule runs. The findings are sorted before they are merged, so which
     rules ran first does not matter."""
     rules, allow, hinted, finder, always = _compiled(policy)
-    lowered = text.lower()
+    # an ASCII text lower-cased once, for the hints and every keyword rule's automaton
+    ascii_lowered = text.lower().encode() if text.isascii() else None
     run = set(always)
     if finder is not None:  # every occurrence of every hint, in one pass
-        folded = lowered if text.isascii() else text.translate(ASCII_FOLDS).lower()
-        found = {i for i, _, _ in finder.find_matches_as_indexes(folded.encode(), overlapping=True)}
+        folded = (ascii_lowered if ascii_lowered is not None
+                  else text.translate(ASCII_FOLDS).lower().encode())
+        found = {i for i, _, _ in finder.find_matches_as_indexes(folded, overlapping=True)}
         run = run.union(*map(hinted.__getitem__, found))
     raw: list[tuple[int, int, int, str]] = []
     for priority in sorted(run):
         rule = rules[priority]
-        for m in rule.pattern.finditer(text) if rule.keyword is None else _matches(rule, text, lowered):
+        for m in (rule.pattern.finditer(text) if rule.keyword is None
+                  else _matches(rule, text, ascii_lowered)):
             span = _span(m, rule.group)
             if span is None or span[0] == span[1]:
                 continue
