@@ -247,11 +247,14 @@ class JsonPieces:
         """Truncation keeps one object per input for the whole process, so two threads may cut
         with it at once; its tables (and the joints' sums) grow as it goes."""
 
-    def _saturated(self, value: list[Any] | dict[str, Any], knob: int) -> bool:
+    def _saturation_of(self, value: Any) -> int:
+        """:func:`size_knob_max` of ``value``, kept per container (a string's or scalar's is cheap)."""
+        if not isinstance(value, list | dict):
+            return size_knob_max(value)
         sat = self._saturation.get(id(value))
         if sat is None:
             sat = self._saturation[id(value)] = size_knob_max(value)
-        return knob >= sat
+        return sat
 
     def _whole_atom(self, value: Any) -> Atom:
         atom = self._whole.get(id(value))
@@ -271,21 +274,13 @@ class JsonPieces:
             items: list[tuple[str, int]] = []
             saturation: list[int] = []
             for v in value:
-                if isinstance(v, list | dict):
-                    if len(v) > _WHOLE_ATOM_CHILDREN:
-                        break
-                    sat = self._saturation.get(id(v))
-                    if sat is None:
-                        sat = self._saturation[id(v)] = size_knob_max(v)
-                    text, split = self._whole_atom(v)
-                else:  # a string (whole up to its saturation) or a scalar (always whole)
-                    sat = -(-len(v) // CHARS_PER_STEP) if isinstance(v, str) else 0
-                    text = self._keep(json.dumps(v, ensure_ascii=False))
-                    split = _split_of(text, True)
+                if isinstance(v, list | dict) and len(v) > _WHOLE_ATOM_CHILDREN:
+                    break
+                text, split = self._whole_atom(v)
                 if split is None:
                     break
                 items.append((text, split))
-                saturation.append(sat)
+                saturation.append(self._saturation_of(v))
             else:
                 records = _Records(items, saturation, lambda chunk: self._chunk(chunk, self._chunks))
         self._records[key] = records
@@ -308,7 +303,7 @@ class JsonPieces:
             text = json.dumps(value)
             out.append((text, _split_of(text, True)))
             return
-        if not top and len(value) <= _WHOLE_ATOM_CHILDREN and self._saturated(value, knob):
+        if not top and len(value) <= _WHOLE_ATOM_CHILDREN and knob >= self._saturation_of(value):
             out.append(self._whole_atom(value))
             return
         level = -(-knob // STEPS_PER_ITEM)
