@@ -378,8 +378,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
     if found is None:
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
-    render(level)  # its stats
-    stats = renders[level][1]
+    stats = renders[level][1]  # every answer was rendered (``fit_line_windows`` renders it last)
     if level == top_max:  # nothing dropped: the compact form fits where the original did not
         return _result(out_text, strategy="none", unit="json_member", original=text,
                        original_tokens=original_tokens, tokens=tokens, kept=stats.kept)
