@@ -54,7 +54,7 @@ from contextfold.projections.fold import fold_event, new_state
 from contextfold.store.event_store import EventStore
 
 STAGES = ("make_units", "_tool_candidates", "_select", "truncate_fragment", "dropped_lines", "lay_out",
-          "finalize_media", "conversation_json", "_finish")
+          "finalize_media", "conversation_json", "finish_build")
 """The builder's stages, in the order a build runs them (module-level names in ``builder``)."""
 KINDS = ("first", "second", "rebuild")
 

@@ -29,44 +29,34 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain, groupby, repeat
-from operator import attrgetter, itemgetter
+from itertools import chain
 from typing import Any
 
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import BudgetError
 from contextfold.domain.events import ArtifactRef, TextBlock, ToolSpec
 from contextfold.domain.manifest import (
-    LAYER_NAMES,
     BuildConfig,
     Calibration,
-    ContextManifest,
     ExcludedFragment,
-    ManifestFragment,
-    ManifestTool,
-    RedactionRecord,
     TruncationRecord,
 )
 from contextfold.projections.build_result import BuildResult
 from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.cut_text import split_room, truncate_fragment
 from contextfold.projections.exclusions import dropped_lines
+from contextfold.projections.finish_build import REPLY_PRIMING, finish_build, selection_key
 from contextfold.projections.fold import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import MediaFinish, finalize_media
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import (
-    bytes_hash,
-    canonical_bytes,
     canonical_hash,
     conversation_json,
-    misses,
-    model_json_all,
 )
-from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
 from contextfold.projections.selection import Selection, Unit, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
-from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json, choose_tools, rankable
+from contextfold.projections.tool_exposure import ToolChoice, choose_tools, rankable
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
@@ -81,7 +71,6 @@ _UNBOUNDED = 1 << 40
 _TOOL_SCORE = 100.0
 """Optional tool units rank by BM25 above this base: within the tools layer only their order matters."""
 
-REPLY_PRIMING = 3
 
 
 def _query(state: RunState) -> str:
@@ -286,7 +275,7 @@ def _build(state: RunState, config: BuildConfig, *,
     kept_ids = frozenset(chain.from_iterable(map(members.__getitem__, selection.kept)))
     for fid in sorted(kept_ids & ctx.redacted.keys()):
         texts.setdefault(fid, ctx.redacted[fid][1].text)
-    others, low_priority = dropped_lines(ctx, _selection_key(config), selection, unit_by_id, members,
+    others, low_priority = dropped_lines(ctx, selection_key(config), selection, unit_by_id, members,
                                          candidates.timeline, candidates.state_ids)
     excluded.extend(others)
     for old, new in sorted(state.superseded_by.items()):
@@ -315,10 +304,10 @@ def _build(state: RunState, config: BuildConfig, *,
         request = render(conversation, config.provider, config.reserve)
     changed = text_cut.keys() | truncated | reduced
     cut_units = [uid for uid in worked if not changed.isdisjoint(members[uid])]
-    return _finish(ctx, config, budget, conversation, request, selection.kept,
-                   (members, unit_by_id, cut_units), unit_layer_no,
-                   truncated, original_tokens, truncations, (excluded, low_priority), exposure,
-                   repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
+    return finish_build(ctx, config, budget, conversation, request, selection.kept,
+                        (members, unit_by_id, cut_units), unit_layer_no,
+                        truncated, original_tokens, truncations, (excluded, low_priority), exposure,
+                        repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
 
 
 def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[str, float],
@@ -389,147 +378,3 @@ def _shown_as_logged(ctx: BuildCtx, memo: dict[str, Any], uid: str, unit: Unit, 
     memo[uid] = (unit, tuple(map(entries.__getitem__, ids)), loads)
     deferred.update(loads)
     return True
-
-
-_CONFIG_HASHES: dict[int, tuple[BuildConfig, str, str]] = {}
-_NO_ROWS = (None, ())
-
-
-def _hashes(config: BuildConfig) -> tuple[BuildConfig, str, str]:
-    """(config, its canonical hash, the hash without provider and model), once per config
-    object (an agent loop reuses its config)."""
-    hit = _CONFIG_HASHES.get(id(config))
-    if hit is None or hit[0] is not config:
-        if len(_CONFIG_HASHES) >= 1024:
-            _CONFIG_HASHES.clear()
-        data = config.model_dump(mode="json")
-        hit = _CONFIG_HASHES[id(config)] = (config, canonical_hash(data), canonical_hash(
-            {k: v for k, v in data.items() if k not in ("provider", "model")}))
-    return hit
-
-
-def _config_hash(config: BuildConfig) -> str:
-    """The config's canonical hash (the manifest's ``config_hash``)."""
-    return _hashes(config)[1]
-
-
-def _selection_key(config: BuildConfig) -> str:
-    """What names the memos of configurations that select alike: the config's hash without the
-    provider and model, which change how a request is written, not (much) what it keeps."""
-    return _hashes(config)[2]
-
-
-def _finish(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
-            request: dict[str, Any], kept: dict[str, int],
-            units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
-            unit_layer_no: dict[str, int], truncated: set[str],
-            original_tokens: dict[str, int], truncations: list[TruncationRecord],
-            exclusions: tuple[list[ExcludedFragment], tuple[ExcludedFragment, ...]],
-            exposure: tuple[tuple[ToolChoice, ...], int],
-            repairs: list[str],
-            current_input: str | None, calibration: Calibration | None = None,
-            cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]] = ({}, set(), {})
-            ) -> BuildResult:
-    state = ctx.state
-    text_cut, reduced, shown_in = cuts
-    members, unit_of, worked_units = units
-    worked = frozenset(worked_units)
-    entries = state.entries
-    # A unit's lines are the same as long as its Unit object is (a re-layered,
-    # newly required or changed item gets a new one) and nothing was cut, reduced or loaded
-    # for it. Plain rows are kept per unit id with the Unit they were made for: the ~1,000
-    # unchanged units of a long run are matched in C.
-    unit_rows = ctx.objects_for("selected-units")
-    kept_uids = list(kept)
-    kept_units = list(map(unit_of.__getitem__, kept_uids))
-    got: list[Any] = list(map(unit_rows.get, kept_uids, repeat(_NO_ROWS)))
-    for i in misses(list(map(operator.is_, map(itemgetter(0), got), kept_units)), False):
-        got[i] = None
-    for uid in worked:  # cut, reduced or loaded now: never a kept plain row
-        if uid in kept:
-            got[kept_uids.index(uid)] = None
-    for i in misses(got):
-        uid = kept_uids[i]
-        layer_no = unit_layer_no[uid]
-        rows = []
-        plain = uid not in worked
-        for fid in members[uid]:
-            facts = ctx.facts(fid)
-            if facts.media is None and fid not in truncated:  # text_cut is a subset of truncated
-                line = plain_line(ctx, facts, layer_no, current_input)
-            else:
-                plain = False
-                line = selected_line(ctx, facts, layer_no, current_input, text_cut, reduced,
-                                     truncated, original_tokens, shown_in)
-            layer, tokens, overhead, view, mline = line
-            rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
-        got[i] = unit_rows[uid] = (kept_units[i] if plain else None, rows)  # None: remade next build
-    selected: list[tuple[int, int, str, SelectedView, ManifestFragment, int, int]] = list(
-        chain.from_iterable(map(itemgetter(1), got)))
-    selected.sort()  # by (layer, position, id): ids are unique, so no comparison reaches the view
-    kept_fids = set(map(itemgetter(2), selected))
-    layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
-    overhead_total = REPLY_PRIMING
-    for layer, group in groupby(selected, key=itemgetter(0)):  # sorted by layer first
-        rows_of_layer = list(group)
-        overhead = sum(map(itemgetter(6), rows_of_layer))
-        overhead_total += overhead
-        layer_tokens[LAYER_NAMES[layer]] += sum(map(itemgetter(5), rows_of_layer)) + overhead
-    exposed_tools, tool_tokens = exposure
-    layer_tokens["tools"] = tool_tokens
-    tool_fragments = []
-    for t in exposed_tools:  # the same few lines build after build
-        reason = t.reason if t.reason != "relevant" else f"relevant (bm25 {t.score:.2f})"
-        tool_fragments.append(ctx.cached("tool", t.name, (t.tokens, reason)) or ctx.keep(
-            "tool", t.name, (t.tokens, reason), ManifestTool(name=t.name, tokens=t.tokens, reason=reason)))
-    # The stable prefix rarely changes: hash it once. The layout keeps its objects while they
-    # are unchanged, so the same objects mean the same key; otherwise compare the dumps.
-    # (Equality of the dumps implies equal JSON here: tools are already JSON strings and the
-    # parts' fields have fixed types, so no 1 == True == 1.0 ambiguity can reach the comparison.)
-    prefix_objects = (conversation.system, *conversation.tools,
-                      *conversation.messages[:conversation.stable_prefix_messages])
-    memo = state.memo.get("cache_key")
-    if isinstance(memo, tuple) and len(memo[2]) == len(prefix_objects) and all(
-            map(operator.is_, memo[2], prefix_objects)):
-        cache_key: str = memo[1]
-    else:
-        # The parts' dicts are the remembered ones (made once per object): a new tool in the
-        # prefix re-hashes it without dumping the system prompt again.
-        stable = {"system": model_json_all(conversation.system),
-                  "tools": [canonical_tool_json(t) for t in conversation.tools],
-                  "prefix": model_json_all(conversation.messages[:conversation.stable_prefix_messages])}
-        cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
-        state.memo["cache_key"] = (stable, cache_key, prefix_objects)
-    body = canonical_bytes(request)
-    request_hash = bytes_hash(body)  # canonical_hash(request), from the bytes kept as the body
-    config_hash = _config_hash(config)
-    turn = state.turn + 1
-    # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.
-    excluded, low_priority = exclusions
-    counts = {r: 0 for r in ("duplicate", "superseded", "low_priority", "over_budget", "stale")}
-    for e in excluded:
-        counts[e.reason] += 1
-    counts["low_priority"] += len(low_priority)
-    others = sorted(excluded, key=attrgetter("reason", "id"))
-    split = next((i for i, e in enumerate(others) if e.reason > "low_priority"), len(others))
-    excluded_items = (*others[:split], *low_priority, *others[split:]) if others else low_priority
-    # Every field is made above from typed objects (tuples of validated lines, the validated
-    # config): re-validating them per build cost 0.35 ms on a long run's ~10,000 lines.
-    # tests/unit/test_build_cache.py validates built manifests against the model.
-    manifest = ContextManifest.model_construct(
-        request_id="req_" + canonical_hash([state.run_id, turn, state.version, config_hash])[:16],
-        run_id=state.run_id, turn=turn, log_version=state.version, provider=config.provider,
-        model=config.model or state.model, encoding=state.counter.encoding_name,
-        window_tokens=config.window, reserved_output_tokens=config.reserve, budget_tokens=budget,
-        selected_tokens=sum(layer_tokens.values()) + REPLY_PRIMING, overhead_tokens=overhead_total,
-        layer_tokens=layer_tokens,
-        fragments=tuple(map(itemgetter(4), selected)),
-        excluded=counts, excluded_items=excluded_items,
-        tools=tuple(tool_fragments), tool_tokens=tool_tokens, truncations=tuple(truncations),
-        repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
-        config_hash=config_hash, config=config, calibration=calibration,
-        redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
-                         for _, _, _, v, _, _, _ in (selected if ctx.redacted.keys() & kept_fids else ())
-                         if v.id in ctx.redacted for f in ctx.redacted[v.id][1].findings))
-    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)),
-                       horizon=state.horizon, body_bytes=body)

@@ -1,0 +1,194 @@
+"""The last stage of a build: the manifest's lines, the layer totals, the cache key, the body and
+its hashes.
+
+Why a module of its own: the builder decides what is kept, cut and laid out; this turns that
+outcome into the audited record of what the model saw (``ContextManifest``) and the sendable
+bytes. It is also where a long run's builds reuse the most (a kept unit's lines while its Unit
+object lives, the stable prefix's key while its objects do), so its memo rules sit together.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from itertools import chain, groupby, repeat
+from operator import attrgetter, itemgetter
+from typing import Any
+
+from contextfold.domain.conversation import Conversation
+from contextfold.domain.manifest import (
+    LAYER_NAMES,
+    BuildConfig,
+    Calibration,
+    ContextManifest,
+    ExcludedFragment,
+    ManifestFragment,
+    ManifestTool,
+    RedactionRecord,
+    TruncationRecord,
+)
+from contextfold.projections.build_result import BuildResult
+from contextfold.projections.request_json import (
+    bytes_hash,
+    canonical_bytes,
+    canonical_hash,
+    misses,
+    model_json_all,
+)
+from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
+from contextfold.projections.selection import Unit
+from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json
+from contextfold.projections.units import BuildCtx
+
+__all__ = ["REPLY_PRIMING", "config_hash_of", "finish_build", "selection_key"]
+
+REPLY_PRIMING = 3
+"""Tokens a request pays for the reply's priming, whatever it holds."""
+
+_CONFIG_HASHES: dict[int, tuple[BuildConfig, str, str]] = {}
+_NO_ROWS = (None, ())
+
+
+def _hashes(config: BuildConfig) -> tuple[BuildConfig, str, str]:
+    """(config, its canonical hash, the hash without provider and model), once per config
+    object (an agent loop reuses its config)."""
+    hit = _CONFIG_HASHES.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_CONFIG_HASHES) >= 1024:
+            _CONFIG_HASHES.clear()
+        data = config.model_dump(mode="json")
+        hit = _CONFIG_HASHES[id(config)] = (config, canonical_hash(data), canonical_hash(
+            {k: v for k, v in data.items() if k not in ("provider", "model")}))
+    return hit
+
+
+def config_hash_of(config: BuildConfig) -> str:
+    """The config's canonical hash (the manifest's ``config_hash``)."""
+    return _hashes(config)[1]
+
+
+def selection_key(config: BuildConfig) -> str:
+    """What names the memos of configurations that select alike: the config's hash without the
+    provider and model, which change how a request is written, not (much) what it keeps."""
+    return _hashes(config)[2]
+
+
+def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
+                 request: dict[str, Any], kept: dict[str, int],
+                 units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
+                 unit_layer_no: dict[str, int], truncated: set[str],
+                 original_tokens: dict[str, int], truncations: list[TruncationRecord],
+                 exclusions: tuple[list[ExcludedFragment], tuple[ExcludedFragment, ...]],
+                 exposure: tuple[tuple[ToolChoice, ...], int],
+                 repairs: list[str],
+                 current_input: str | None, calibration: Calibration | None = None,
+                 cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]] = ({}, set(), {})
+                 ) -> BuildResult:
+    """The build's result for what was kept (``kept``: unit id -> granted tokens), cut and laid
+    out: each kept fragment's manifest line and view in (layer, position) order, the layer
+    totals, the exclusions in (reason, id) order, the stable prefix's cache key, the request's
+    canonical bytes and hashes, and the manifest itself (unvalidated: every field is made here
+    from validated parts)."""
+    state = ctx.state
+    text_cut, reduced, shown_in = cuts
+    members, unit_of, worked_units = units
+    worked = frozenset(worked_units)
+    entries = state.entries
+    # A unit's lines are the same as long as its Unit object is (a re-layered,
+    # newly required or changed item gets a new one) and nothing was cut, reduced or loaded
+    # for it. Plain rows are kept per unit id with the Unit they were made for: the ~1,000
+    # unchanged units of a long run are matched in C.
+    unit_rows = ctx.objects_for("selected-units")
+    kept_uids = list(kept)
+    kept_units = list(map(unit_of.__getitem__, kept_uids))
+    got: list[Any] = list(map(unit_rows.get, kept_uids, repeat(_NO_ROWS)))
+    for i in misses(list(map(operator.is_, map(itemgetter(0), got), kept_units)), False):
+        got[i] = None
+    for uid in worked:  # cut, reduced or loaded now: never a kept plain row
+        if uid in kept:
+            got[kept_uids.index(uid)] = None
+    for i in misses(got):
+        uid = kept_uids[i]
+        layer_no = unit_layer_no[uid]
+        rows = []
+        plain = uid not in worked
+        for fid in members[uid]:
+            facts = ctx.facts(fid)
+            if facts.media is None and fid not in truncated:  # text_cut is a subset of truncated
+                line = plain_line(ctx, facts, layer_no, current_input)
+            else:
+                plain = False
+                line = selected_line(ctx, facts, layer_no, current_input, text_cut, reduced,
+                                     truncated, original_tokens, shown_in)
+            layer, tokens, overhead, view, mline = line
+            rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
+        got[i] = unit_rows[uid] = (kept_units[i] if plain else None, rows)  # None: remade next build
+    selected: list[tuple[int, int, str, SelectedView, ManifestFragment, int, int]] = list(
+        chain.from_iterable(map(itemgetter(1), got)))
+    selected.sort()  # by (layer, position, id): ids are unique, so no comparison reaches the view
+    kept_fids = set(map(itemgetter(2), selected))
+    layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
+    overhead_total = REPLY_PRIMING
+    for layer, group in groupby(selected, key=itemgetter(0)):  # sorted by layer first
+        rows_of_layer = list(group)
+        overhead = sum(map(itemgetter(6), rows_of_layer))
+        overhead_total += overhead
+        layer_tokens[LAYER_NAMES[layer]] += sum(map(itemgetter(5), rows_of_layer)) + overhead
+    exposed_tools, tool_tokens = exposure
+    layer_tokens["tools"] = tool_tokens
+    tool_fragments = []
+    for t in exposed_tools:  # the same few lines build after build
+        reason = t.reason if t.reason != "relevant" else f"relevant (bm25 {t.score:.2f})"
+        tool_fragments.append(ctx.cached("tool", t.name, (t.tokens, reason)) or ctx.keep(
+            "tool", t.name, (t.tokens, reason), ManifestTool(name=t.name, tokens=t.tokens, reason=reason)))
+    # The stable prefix rarely changes: hash it once. The layout keeps its objects while they
+    # are unchanged, so the same objects mean the same key; otherwise compare the dumps.
+    # (Equality of the dumps implies equal JSON here: tools are already JSON strings and the
+    # parts' fields have fixed types, so no 1 == True == 1.0 ambiguity can reach the comparison.)
+    prefix_objects = (conversation.system, *conversation.tools,
+                      *conversation.messages[:conversation.stable_prefix_messages])
+    memo = state.memo.get("cache_key")
+    if isinstance(memo, tuple) and len(memo[2]) == len(prefix_objects) and all(
+            map(operator.is_, memo[2], prefix_objects)):
+        cache_key: str = memo[1]
+    else:
+        # The parts' dicts are the remembered ones (made once per object): a new tool in the
+        # prefix re-hashes it without dumping the system prompt again.
+        stable = {"system": model_json_all(conversation.system),
+                  "tools": [canonical_tool_json(t) for t in conversation.tools],
+                  "prefix": model_json_all(conversation.messages[:conversation.stable_prefix_messages])}
+        cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
+        state.memo["cache_key"] = (stable, cache_key, prefix_objects)
+    body = canonical_bytes(request)
+    request_hash = bytes_hash(body)  # canonical_hash(request), from the bytes kept as the body
+    config_hash = config_hash_of(config)
+    turn = state.turn + 1
+    # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.
+    excluded, low_priority = exclusions
+    counts = {r: 0 for r in ("duplicate", "superseded", "low_priority", "over_budget", "stale")}
+    for e in excluded:
+        counts[e.reason] += 1
+    counts["low_priority"] += len(low_priority)
+    others = sorted(excluded, key=attrgetter("reason", "id"))
+    split = next((i for i, e in enumerate(others) if e.reason > "low_priority"), len(others))
+    excluded_items = (*others[:split], *low_priority, *others[split:]) if others else low_priority
+    # Every field is made above from typed objects (tuples of validated lines, the validated
+    # config): re-validating them per build cost 0.35 ms on a long run's ~10,000 lines.
+    # tests/unit/test_build_cache.py validates built manifests against the model.
+    manifest = ContextManifest.model_construct(
+        request_id="req_" + canonical_hash([state.run_id, turn, state.version, config_hash])[:16],
+        run_id=state.run_id, turn=turn, log_version=state.version, provider=config.provider,
+        model=config.model or state.model, encoding=state.counter.encoding_name,
+        window_tokens=config.window, reserved_output_tokens=config.reserve, budget_tokens=budget,
+        selected_tokens=sum(layer_tokens.values()) + REPLY_PRIMING, overhead_tokens=overhead_total,
+        layer_tokens=layer_tokens,
+        fragments=tuple(map(itemgetter(4), selected)),
+        excluded=counts, excluded_items=excluded_items,
+        tools=tuple(tool_fragments), tool_tokens=tool_tokens, truncations=tuple(truncations),
+        repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
+        config_hash=config_hash, config=config, calibration=calibration,
+        redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
+                         for _, _, _, v, _, _, _ in (selected if ctx.redacted.keys() & kept_fids else ())
+                         if v.id in ctx.redacted for f in ctx.redacted[v.id][1].findings))
+    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)),
+                       horizon=state.horizon, body_bytes=body)
