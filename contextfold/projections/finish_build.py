@@ -40,7 +40,7 @@ from contextfold.projections.selection import Unit
 from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json
 from contextfold.projections.units import BuildCtx
 
-__all__ = ["REPLY_PRIMING", "config_hash_of", "finish_build", "selection_key"]
+__all__ = ["REPLY_PRIMING", "finish_build", "selection_key"]
 
 REPLY_PRIMING = 3
 """Tokens a request pays for the reply's priming, whatever it holds."""
@@ -62,7 +62,7 @@ def _hashes(config: BuildConfig) -> tuple[BuildConfig, str, str]:
     return hit
 
 
-def config_hash_of(config: BuildConfig) -> str:
+def _config_hash(config: BuildConfig) -> str:
     """The config's canonical hash (the manifest's ``config_hash``)."""
     return _hashes(config)[1]
 
@@ -161,7 +161,7 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
         state.memo["cache_key"] = (stable, cache_key, prefix_objects)
     body = canonical_bytes(request)
     request_hash = bytes_hash(body)  # canonical_hash(request), from the bytes kept as the body
-    config_hash = config_hash_of(config)
+    config_hash = _config_hash(config)
     turn = state.turn + 1
     # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.
     excluded, low_priority = exclusions
