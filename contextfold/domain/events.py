@@ -25,6 +25,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from contextfold.domain.canonical import canonical_dumps, canonical_object, canonical_utf8
+
 __all__ = [
     "EVENT_ADAPTER",
     "UPCASTERS",
@@ -450,55 +452,15 @@ def _upcast(data: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- canonical JSON
 
 
-def _not_json(obj: object) -> Any:
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
-
-
-def _make_canonical_dumps() -> Callable[[Any], str]:
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # no C accelerator: the standard encoder
-        return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-    encode = make(None, _not_json, json.encoder.encode_basestring, None, ":", ",", True, False, True)
-    return lambda obj: "".join(encode(obj, 0))
-
-
-canonical_dumps: Callable[[Any], str] = _make_canonical_dumps()
-"""``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` for JSON data
-made by ``model_dump``: the text of :func:`canonical_json`.
-
-One C encoder with those options is made once and reused. Why: ``JSONEncoder.encode`` makes a
-new one (and its circular-reference table) per call, half of the 8 us it took per small dict
-here, and a build dumps each new message and manifest line on its own. Without that table a
-circular value recurses until RecursionError instead of raising ValueError; ``model_dump``
-output cannot be circular."""
-
-_quote: Callable[[str], str] = json.encoder.encode_basestring
-"""What ``canonical_dumps`` gives for a str, without its per-call dispatch."""
-
-
-def canonical_object(members: dict[str, bytes]) -> bytes:
-    """The canonical JSON (UTF-8) of an object whose members' canonical JSON is known (key ->
-    bytes): for callers that keep the JSON of large members instead of dumping them again.
-
-    One join of the pieces: a record's manifest member is ~2 MB on a long run, and a member
-    formatted first and joined after was copied twice. Bytes, not str: encoding a large str
-    with one non-ASCII character in it is ~30x slower than copying its bytes."""
-    parts = [b"{"]
-    for key in sorted(members):
-        parts += (_quote(key).encode(), b":", members[key], b",")
-    parts[-1] = b"}" if len(parts) > 1 else b"{}"
-    return b"".join(parts)
-
-
 def canonical_json(event: BaseModel) -> bytes:
     """Sorted keys, compact separators, UTF-8: the bytes the store hashes."""
     hit = _known_manifest(event)
     if hit is not None:  # the manifest's text is known: splice it in
         rest = event.model_dump(mode="json", exclude={"manifest"})
-        members = {key: canonical_dumps(value).encode() for key, value in rest.items()}
+        members = {key: canonical_utf8(value) for key, value in rest.items()}
         members["manifest"] = hit[1]
         return canonical_object(members)
-    return canonical_dumps(event.model_dump(mode="json")).encode("utf-8")
+    return canonical_utf8(event.model_dump(mode="json"))
 
 
 def event_to_json(event: AnyEvent) -> bytes:

@@ -34,13 +34,13 @@ idempotent (two threads materialising at once build equal fragments).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import Literal, NamedTuple, Protocol
 
 import blake3
 
+from contextfold.domain.canonical import canonical_utf8, quote_utf8
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import ArtifactRef, ContentBlock, DocumentBlock, TextBlock
 from contextfold.domain.fragments import (
@@ -67,8 +67,7 @@ _enc = encode_basestring
 def blocks_hash(blocks: tuple[MessageBlock, ...]) -> str:
     """``content_hash``: blake3 of the canonical JSON (sorted keys) of the blocks."""
     dumped = [b.model_dump(mode="json") for b in blocks]
-    return blake3.blake3(json.dumps(dumped, sort_keys=True, separators=(",", ":"),
-                                    ensure_ascii=False).encode()).hexdigest()
+    return blake3.blake3(canonical_utf8(dumped)).hexdigest()
 
 
 def artifact_text_in(blocks: tuple[MessageBlock, ...]) -> bool:
@@ -126,9 +125,10 @@ class ToolAnswer(NamedTuple):
         art = ("null" if a is None else
                f'{{"hash":{_enc(a.hash)},"media_type":{_enc(a.media_type)},"size":{int(a.size)}}}')
         code = "null" if self.exit_code is None else str(int(self.exit_code))
-        return (f'[{{"artifact":{art},"blocks":[],"call_id":{_enc(self.call_id)},"exit_code":{code},'
-                f'"name":{_opt_str(self.name)},"status":{_enc(self.status)},"text":{_enc(self.text)},'
-                f'"type":"tool_result"}}]').encode()
+        return b"".join((
+            (f'[{{"artifact":{art},"blocks":[],"call_id":{_enc(self.call_id)},"exit_code":{code},'
+             f'"name":{_opt_str(self.name)},"status":{_enc(self.status)},"text":').encode(),
+            quote_utf8(self.text), b',"type":"tool_result"}]'))
 
 
 class Response(NamedTuple):
@@ -143,10 +143,10 @@ class Response(NamedTuple):
         return head + tuple(ToolCallBlock(call_id=c, name=n, arguments=a) for c, n, a in self.calls)
 
     def canonical(self) -> bytes | None:
-        parts = [f'{{"text":{_enc(self.text)},"type":"text"}}'] if self.text else []
-        parts.extend(f'{{"arguments":{_enc(a)},"call_id":{_enc(c)},"name":{_enc(n)},"type":"tool_call"}}'
-                     for c, n, a in self.calls)
-        return f"[{','.join(parts)}]".encode()
+        parts = [b'{"text":' + quote_utf8(self.text) + b',"type":"text"}'] if self.text else []
+        parts.extend(b'{"arguments":' + quote_utf8(a) + f',"call_id":{_enc(c)},"name":{_enc(n)},'
+                     f'"type":"tool_call"}}'.encode() for c, n, a in self.calls)
+        return b"[" + b",".join(parts) + b"]"
 
 
 Content = tuple[MessageBlock, ...] | ToolAnswer | Response

@@ -49,10 +49,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, assert_never
 
+from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
 from contextfold.domain.events import (
     ArtifactRef,
@@ -190,8 +190,7 @@ def _(event: PlanUpdated, state: RunState, rec: RecordedEvent) -> None:
 @_apply.register
 def _(event: ToolsRegistered, state: RunState, rec: RecordedEvent) -> None:
     for i, spec in enumerate(event.tools, start=1):
-        text = json.dumps(spec.model_dump(mode="json"), sort_keys=True,
-                          separators=(",", ":"), ensure_ascii=False)
+        text = canonical_utf8(spec.model_dump(mode="json")).decode()
         fid = add_fragment(state, rec, "tool_spec", "runtime", (TextBlock(text=text),), sub=i,
                    source_ref=f"event://{state.run_id}/{rec.position}#tool={spec.name}")
         supersede(state, state.tool_ids.get(spec.name), fid)

@@ -28,7 +28,6 @@ hand out deep copies (:func:`hand_out`), so editing a request in place (adding a
 
 from __future__ import annotations
 
-import json
 import marshal
 import operator
 from collections.abc import Callable, Iterator, Sequence
@@ -39,8 +38,8 @@ from typing import Any
 import blake3
 from pydantic import BaseModel, TypeAdapter
 
+from contextfold.domain.canonical import canonical_object, canonical_utf8, quote
 from contextfold.domain.conversation import Conversation
-from contextfold.domain.events import canonical_dumps, canonical_object
 from contextfold.domain.manifest import ContextManifest, ExcludedFragment, ManifestFragment
 
 __all__ = [
@@ -74,8 +73,8 @@ _LINES: dict[int, tuple[object, dict[str, Any], bytes]] = {}
 _text_bytes = 0
 _ON_CLEAR: list[Callable[[], None]] = []
 """Other modules' memos of remembered dicts, emptied with these (``on_clear``)."""
-_dumps = canonical_dumps  # one reused C encoder (see its docstring)
-_quote: Callable[[str], str] = json.encoder.encode_basestring  # a key, as ensure_ascii=False writes it
+_utf8 = canonical_utf8
+_quote: Callable[[str], str] = quote  # a key, as ensure_ascii=False writes it
 
 
 def on_clear(hook: Callable[[], None]) -> None:
@@ -104,7 +103,7 @@ def _remember(obj: dict[str, Any]) -> bytes:
     global _text_bytes
     if len(_TEXTS) >= _LIMIT or _text_bytes >= _TEXT_BYTES_LIMIT:
         _clear()
-    data = _dumps(obj).encode()
+    data = _utf8(obj)
     _TEXTS[id(obj)] = (obj, data)
     _text_bytes += len(data)
     return data
@@ -159,13 +158,13 @@ def _parts(obj: Any, out: list[bytes]) -> None:
         # body has ~1,000 remembered messages: look them all up in C, dump only the others.
         got: list[Any] = list(map(_TEXTS.get, map(id, obj)))
         if got.count(None) == len(got):  # nothing remembered (a short list of scalars, say)
-            out.append(_dumps(obj).encode())
+            out.append(_utf8(obj))
             return
         for i in misses(got):
-            got[i] = (obj[i], _dumps(obj[i]).encode())
+            got[i] = (obj[i], _utf8(obj[i]))
         _array_parts(list(map(itemgetter(1), got)), out)
         return
-    out.append(_dumps(obj).encode())
+    out.append(_utf8(obj))
 
 
 def _array_parts(texts: list[bytes], out: list[bytes]) -> None:
@@ -241,7 +240,7 @@ def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], bytes]:
     of JSON per turn, mostly the same. The line dicts are remembered (read-only, shared by the
     records of later turns), so the text is their kept texts joined."""
     top = manifest.model_dump(mode="json", exclude=set(_LINE_ADAPTERS))
-    members = {key: _dumps(value).encode() for key, value in top.items()}  # fresh: nothing remembered
+    members = {key: _utf8(value) for key, value in top.items()}  # fresh: nothing remembered
     for key, adapter in _LINE_ADAPTERS.items():
         lines = getattr(manifest, key)
         got: list[Any] = list(map(_LINES.get, map(id, lines)))  # in C: ~10,000 per record

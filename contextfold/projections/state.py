@@ -30,13 +30,13 @@ compaction (``fragment``, ``fragments_at``).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import blake3
 
+from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.events import (
     ArtifactRef,
     GoalSet,
@@ -123,7 +123,7 @@ def freshness_at(horizon: int, position: int) -> float:
 
 
 def _canonical(obj: object) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return canonical_utf8(obj)
 
 
 @dataclass(slots=True, eq=False)

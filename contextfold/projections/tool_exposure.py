@@ -30,7 +30,6 @@ declaration. When a name is registered twice, the last registration wins.
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import re
@@ -41,6 +40,7 @@ from typing import Any, Literal, NamedTuple, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict
 
+from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ToolSpec
 
@@ -137,8 +137,7 @@ def _spec_json(spec: ToolSpec) -> str:
     if hit is None or hit[0] is not spec:
         if len(_SPEC_MEMO) >= _SPEC_MEMO_LIMIT:
             _SPEC_MEMO.clear()
-        text = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False)
+        text = canonical_utf8(spec.model_dump(mode="json")).decode()
         hit = _SPEC_MEMO[id(spec)] = (spec, text)
     return hit[1]
 

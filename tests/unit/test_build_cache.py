@@ -211,14 +211,15 @@ def test_canonical_text_equals_json_dumps_for_any_json(body: dict[str, Any], ite
                                                        kept: list[bool]) -> None:
     """The reused C encoder and the pieces joined around remembered dicts give json.dumps's
     text for any JSON value: unicode, escapes, NaN and infinities, nesting, empty containers."""
-    from contextfold.projections.request_json import _dumps, canonical_bytes, canonical_text, remember
+    from contextfold.domain.canonical import canonical_dumps
+    from contextfold.projections.request_json import canonical_bytes, canonical_text, remember
 
     messages = [remember(item) if keep else item for item, keep in zip(items, kept, strict=False)]
     whole = {**body, "messages": messages}
     expected = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical_text(whole) == expected
     assert canonical_bytes(whole) == expected.encode()
-    assert _dumps(whole) == expected
+    assert canonical_dumps(whole) == expected
     event = ContextBuilt(turn=1, provider="p", request_hash="r", prefix_hash="c", config_hash="h",
                          manifest=whole)
     assert canonical_json(event).decode() == json.dumps(

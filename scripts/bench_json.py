@@ -1,0 +1,115 @@
+"""Canonical JSON on real data: ``canonical_utf8`` beside ``json.dumps`` and the reused C encoder.
+
+    .venv/bin/python scripts/bench_json.py [--runs 200] [--repeat 5]
+
+Why: the canonical JSON of a value (sorted keys, compact, UTF-8) is written for every event the
+store appends (its hash chain), every fragment's content hash, every new message of a request
+and every new manifest line of a context-built record. ``contextfold.domain.canonical``
+writes it with orjson where orjson's bytes are provably json.dumps's, after a walk over the
+value; this measures that walk plus orjson against what a user would write (``json.dumps(obj,
+sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()``) and against the reused
+C encoder the project used before (``canonical_dumps(obj).encode()``).
+
+Data (``$CONTEXTFOLD_TRACES``, as in ``bench_build.py``): ``events``, the ``model_dump`` of every
+event of the first ``--runs`` tau-bench runs and of the synthetic 10,000-message run;
+``messages``, the neutral and OpenAI message dicts of that run's request at its last turn (128k
+budget); ``lines``, that request's manifest lines (selected and excluded). Every value is
+checked byte for byte against json.dumps first. Reported: total time per data set (best of
+``--repeat``), per item, and the ratio to each alternative.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+import bench_build as bb  # noqa: E402  (the workloads: tau-bench runs, the synthetic 10k run)
+
+from contextfold.api import render_request  # noqa: E402
+from contextfold.domain.canonical import canonical_dumps, canonical_utf8  # noqa: E402
+from contextfold.domain.events import RunStarted  # noqa: E402
+from contextfold.domain.log import RecordedEvent  # noqa: E402
+from contextfold.domain.manifest import BuildConfig  # noqa: E402
+from contextfold.projections.builder import build_context  # noqa: E402
+from contextfold.projections.fold import fold  # noqa: E402
+from contextfold.projections.request_json import conversation_json  # noqa: E402
+
+
+def plain_dumps(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def c_encoder(obj: Any) -> bytes:
+    return canonical_dumps(obj).encode()
+
+
+METHODS: dict[str, Callable[[Any], bytes]] = {
+    "json.dumps": plain_dumps, "C encoder (before)": c_encoder, "canonical_utf8": canonical_utf8}
+
+
+def data_sets(runs: int) -> dict[str, list[Any]]:
+    with bb.TAU.open() as fh:
+        tau = json.load(fh)[:runs]
+    syn = bb.synth_history()
+    events: list[Any] = []
+    for traj in [run["traj"] for run in tau] + [syn]:
+        events += [e.model_dump(mode="json") for e in bb.to_events(traj)]
+    recorded = [RecordedEvent("synthetic-10k", i, e, "")
+                for i, e in enumerate([RunStarted(agent="bench", model="gpt-4o"), *bb.to_events(syn)], 1)]
+    state = fold(recorded)
+    window = bb.BUDGET_B + bb.RESERVE
+    neutral = build_context(state, BuildConfig(provider="neutral", window=window, reserve=bb.RESERVE))
+    openai = build_context(state, BuildConfig(provider="openai-chat", window=window, reserve=bb.RESERVE),
+                           render=render_request)
+    messages = list(conversation_json(neutral.conversation)["messages"]) + list(openai.request["messages"])
+    manifest = neutral.manifest
+    lines = [line.model_dump(mode="json") for line in (*manifest.fragments, *manifest.excluded_items)]
+    return {"events": events, "messages": messages, "lines": lines}
+
+
+def best(fn: Callable[[Any], bytes], items: list[Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for item in items:
+            fn(item)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--runs", type=int, default=200, help="tau-bench runs whose events are dumped")
+    ap.add_argument("--repeat", type=int, default=5, help="timed passes per method (best reported)")
+    args = ap.parse_args()
+    print("preparing the data (folding and building the synthetic run) ...", file=sys.stderr)
+    sets = data_sets(args.runs)
+    print("| data | items | KB/item | json.dumps | C encoder (before) | canonical_utf8 | ratio to "
+          "json.dumps | ratio to before |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, items in sets.items():
+        for item in items:
+            if canonical_utf8(item) != plain_dumps(item):
+                raise SystemExit(f"{name}: canonical_utf8 differs from json.dumps")
+        size = sum(len(plain_dumps(i)) for i in items) / len(items) / 1024
+        t = {m: best(fn, items, args.repeat) for m, fn in METHODS.items()}
+        per = {m: v / len(items) * 1e6 for m, v in t.items()}
+        print(f"| {name} | {len(items):,} | {size:.2f} | {per['json.dumps']:.2f} us | "
+              f"{per['C encoder (before)']:.2f} us | {per['canonical_utf8']:.2f} us | "
+              f"{t['json.dumps'] / t['canonical_utf8']:.2f}x | "
+              f"{t['C encoder (before)'] / t['canonical_utf8']:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
