@@ -40,7 +40,8 @@ from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifes
 from contextfold.domain.version import BUILDER
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state
-from contextfold.projections.fold import fold, new_state, state_at_turn, state_at_version
+from contextfold.projections.fold import fold, new_state
+from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
 from contextfold.store.crypto import keyring_from

@@ -46,7 +46,7 @@ from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.cut_text import split_room, truncate_fragment
 from contextfold.projections.exclusions import dropped_lines
 from contextfold.projections.finish_build import REPLY_PRIMING, finish_build, selection_key
-from contextfold.projections.fold import paused_gc
+from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import MediaFinish, finalize_media
 from contextfold.projections.redact import config_policy

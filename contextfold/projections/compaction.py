@@ -16,7 +16,8 @@ Cheap before expensive:
   covered timeline items (required user inputs and state -- policy, goal,
   plan, evidence -- are never hidden). Built by :func:`deterministic_summary`
   from the typed events; a plug-in :class:`Summarizer` may rewrite it, and its
-  output is validated (:func:`validate_summary`) before it can be recorded.
+  output is validated (:func:`contextfold.projections.summary_check.validate_summary`) before
+  it can be recorded.
 
 Legal cuts (:func:`choose_cover`): the cover always starts at position 1 and
 ends before the newest ``keep_recent`` visible tool groups and the current
@@ -36,8 +37,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, assert_never
-
-from pydantic import ValidationError
 
 from contextfold.domain.errors import CompactionError
 from contextfold.domain.events import (
@@ -60,6 +59,7 @@ from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
+from contextfold.projections.summary_check import summary_lines, validate_summary
 
 __all__ = [
     "SIDE_EFFECT_PATTERN",
@@ -72,8 +72,6 @@ __all__ = [
     "plan_compaction",
     "plan_mask",
     "plan_summary",
-    "summary_refs",
-    "validate_summary",
 ]
 
 Strategy: TypeAlias = Literal["mask", "summary"]
@@ -89,8 +87,6 @@ _CONSTRAINT_LINE = re.compile(
     r"make sure|ensure)\b", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied|not found",
                          re.IGNORECASE)
-_REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
-_CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
 _ARGS_CHARS = 80
 _POLICY_CHARS = 600
 _STATEMENT_CHARS = 200
@@ -384,91 +380,6 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                              **{k: _dedupe(v) for k, v in f.items()})
 
 
-# ---------------------------------------------------------------- validation
-
-
-def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(refs, call ids) that exist in ``events``: what a summary may cite."""
-    refs: set[str] = set()
-    ids: set[str] = set()
-    if events:
-        refs.add(f"events://{run_id}/{events[0].position}-{events[-1].position}")
-    for rec in events:
-        ev = rec.event
-        refs.add(f"event://{run_id}/{rec.position}")
-        match ev:
-            case ModelResponse():
-                for c in ev.tool_calls:
-                    ids.add(c.call_id)
-                    refs.add(f"call://{run_id}/{c.call_id}@{rec.position}")
-            case ToolResult() | FileRead() | EvidenceRetrieved() if ev.artifact is not None:
-                refs.add(f"artifact:{ev.artifact.hash}")
-            case _:
-                pass
-        if isinstance(ev, FileRead):
-            refs.add(f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else ""))
-        elif isinstance(ev, EvidenceRetrieved):
-            refs.add(ev.source_ref)
-        elif isinstance(ev, HistoryCompacted):
-            refs.update(_REF.findall(" ".join(_all_lines(ev.summary))))
-    return frozenset(refs), frozenset(ids)
-
-
-def _all_lines(s: CompactionSummary) -> list[str]:
-    out = [s.goal, s.next_action]
-    for key in ("success_contract", "completed_steps", "pending_steps", "decisions", "constraints",
-                "tool_calls_and_results", "evidence_refs", "side_effects", "known_failures",
-                "inferences"):
-        out.extend(getattr(s, key))
-    return out
-
-
-def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleton: CompactionSummary,
-                     run_id: str) -> CompactionSummary:
-    """Accept a plug-in summary only if it is complete and cites nothing that does not exist.
-
-    Raises :class:`CompactionError` naming the first problem; nothing is recorded then.
-    """
-    if candidate is None:
-        raise CompactionError("the summarizer returned nothing; a failed summary is never recorded")
-    try:
-        summary = (candidate if isinstance(candidate, CompactionSummary)
-                   else CompactionSummary.model_validate(candidate))
-    except ValidationError as exc:
-        raise CompactionError(f"the summarizer returned malformed fields: {exc}") from exc
-    lines = _all_lines(summary)
-    if not any(v.strip() for v in lines):
-        raise CompactionError("the summarizer returned an empty summary")
-    refs, ids = summary_refs(events, run_id)
-    for text in lines:
-        for ref in _REF.findall(text):
-            if ref.startswith("file://"):
-                if not any(ref == r or ref.startswith(r + "#") for r in refs):
-                    raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
-            elif ref not in refs:
-                raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
-    for key in ("tool_calls_and_results", "side_effects", "known_failures"):
-        for entry in getattr(summary, key):
-            cited = _CALL_CITE.findall(entry)
-            if not cited:
-                raise CompactionError(f"{key} entry cites no call (`call <id>`): {entry!r}")
-            unknown = [c for c in cited if c not in ids]
-            if unknown:
-                raise CompactionError(f"{key} entry cites unknown call ids {unknown}: {entry!r}")
-    missing = [c for c in skeleton.constraints if c not in summary.constraints]
-    if missing:
-        raise CompactionError(f"summary drops constraints (they must stay verbatim): {missing[:3]}")
-    if skeleton.goal and not summary.goal.strip():
-        raise CompactionError("summary has no goal")
-    if skeleton.next_action and not summary.next_action.strip():
-        raise CompactionError("summary has no next_action")
-    failed = {c for entry in skeleton.known_failures for c in _CALL_CITE.findall(entry)}
-    kept = {c for entry in summary.known_failures for c in _CALL_CITE.findall(entry)}
-    if failed - kept:
-        raise CompactionError(f"summary drops known failures of calls {sorted(failed - kept)}")
-    return summary
-
-
 # ---------------------------------------------------------------- plans
 
 
@@ -502,7 +413,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
     event = HistoryCompacted(summary=summary, covers_from=lo, covers_to=hi, strategy="summary",
                              summarizer=name)
     before = sum(state.entries[fid].token_count for ids in hidden_ids for fid in ids)
-    after = state.counter.count("\n".join(_all_lines(summary)))
+    after = state.counter.count("\n".join(summary_lines(summary)))
     return CompactionPlan(event, before, after)
 
 

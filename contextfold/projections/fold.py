@@ -41,19 +41,18 @@ shrinks to the legal cut. User inputs flagged ``required`` are never hidden.
 Evidence, files, memory, plan and goal are state, not history: a cover does
 not hide them. Raw fragments stay retrievable via ``fragments_at(position)``.
 
-Content encoding, hashes and token counts: :mod:`contextfold.projections.fold_content`.
+Content encoding, hashes and token counts: :mod:`contextfold.projections.fold_content`; the
+state as of a past turn or log version: :mod:`contextfold.projections.past_states`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, assert_never
 
 from contextfold.domain.canonical import canonical_utf8
-from contextfold.domain.errors import IntegrityError, TurnNotFoundError
+from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import (
     ArtifactRef,
     ContextBuilt,
@@ -93,6 +92,7 @@ from contextfold.projections.fold_content import (
     supersede,
 )
 from contextfold.projections.fold_summary import render_summary
+from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.state import (
     NOTE_PRIORITY,
     SUMMARY_PRIORITY,
@@ -109,9 +109,6 @@ __all__ = [
     "fold_event",
     "folded_event_types",
     "new_state",
-    "paused_gc",
-    "state_at_turn",
-    "state_at_version",
 ]
 
 
@@ -439,25 +436,6 @@ _RULES: dict[type, Callable[[Any, RunState, RecordedEvent], None]] = {}
 weakref-keyed cache (a measurable part of folding small events)."""
 
 
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic GC while folding many events (re-enabled after, if it was on).
-
-    Why: a fold allocates several acyclic objects per event and keeps most of
-    them, so the generational GC keeps promoting and re-scanning a growing
-    heap: on a 20k-event fold it cost ~40% of the time (the store's reads pause
-    it for the same reason). Nothing the fold allocates needs the cycle
-    collector; pausing changes no result.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def fold(events: Iterable[RecordedEvent], state: RunState | None = None, *,
          artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
     """Fold ``events`` into ``state`` (a new one from the first event's run id when None).
@@ -472,53 +450,6 @@ def fold(events: Iterable[RecordedEvent], state: RunState | None = None, *,
             fold_event(state, rec)
     if state is None:
         raise ValueError("fold() of no events needs a state (use new_state(run_id))")
-    return state
-
-
-def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | None = None,
-                  artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
-    """The state just before the ``turn``-th model response (turn = responses + 1: now).
-
-    Deterministic: the same events give a byte-identical state (``fingerprint``).
-    """
-    rid = run_id or (events[0].run_id if events else None)
-    if rid is None:
-        raise ValueError("state_at_turn() of no events needs run_id")
-    responses = sum(1 for r in events if isinstance(r.event, ModelResponse))
-    if not 1 <= turn <= responses + 1:
-        raise TurnNotFoundError(rid, turn, responses + 1)
-    state = new_state(rid, artifact_tokens=artifact_tokens)
-    seen = 0
-    with paused_gc():
-        for rec in events:
-            if isinstance(rec.event, ModelResponse):
-                seen += 1
-                if seen == turn:
-                    break
-            fold_event(state, rec)
-    return state
-
-
-def state_at_version(events: Iterable[RecordedEvent], version: int, *,
-                     run_id: str | None = None,
-                     artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
-    """The state after folding positions ``1..version`` (e.g. a ContextBuilt's ``log_version``).
-
-    Raises ``IntegrityError`` when the events end before ``version``.
-    """
-    state: RunState | None = new_state(run_id, artifact_tokens=artifact_tokens) if run_id else None
-    with paused_gc():
-        for rec in events:
-            if rec.position > version:
-                break
-            if state is None:
-                state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
-            fold_event(state, rec)
-    if state is None:
-        raise ValueError("state_at_version() of no events needs run_id")
-    if state.version != version:
-        raise IntegrityError(f"run {state.run_id!r} ends at position {state.version}, "
-                             f"before version {version}", position=version)
     return state
 
 

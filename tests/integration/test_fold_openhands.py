@@ -8,7 +8,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.importers import iter_runs
 from contextfold.projections.builder import build_context
-from contextfold.projections.fold import state_at_turn
+from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.render import check_protocol, render
 from contextfold.projections.state import ToolGroup
 from tests.conftest import TRACES

@@ -45,7 +45,7 @@ from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.domain.manifest import BuildConfig
 from contextfold.importers import iter_runs
 from contextfold.projections.builder import build_context
-from contextfold.projections.fold import state_at_turn
+from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.render import (
     PROVIDERS,
     check_protocol,

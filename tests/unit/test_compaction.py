@@ -33,18 +33,13 @@ from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
-from contextfold.projections.compaction import (
-    choose_cover,
-    deterministic_summary,
-    plan_compaction,
-    plan_mask,
-    validate_summary,
-)
+from contextfold.projections.compaction import choose_cover, deterministic_summary, plan_compaction, plan_mask
 from contextfold.projections.fold import fold
 from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.render import render
 from contextfold.projections.repair import check_compaction_cover, recovery_events
 from contextfold.projections.state import RunState, SummaryItem, ToolGroup
+from contextfold.projections.summary_check import validate_summary
 from tests.unit.test_fold import Log
 
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")

@@ -43,14 +43,8 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.fragments import FRAGMENT_KINDS, ToolResultBlock
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
-from contextfold.projections.fold import (
-    fold,
-    fold_event,
-    folded_event_types,
-    new_state,
-    state_at_turn,
-    state_at_version,
-)
+from contextfold.projections.fold import fold, fold_event, folded_event_types, new_state
+from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.projections.repair import check_compaction_cover, recovery_events
 from contextfold.projections.state import MessageItem, SummaryItem, ToolGroup
 from contextfold.projections.tokens import content_hash, get_counter

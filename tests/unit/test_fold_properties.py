@@ -35,7 +35,8 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
-from contextfold.projections.fold import fold, fold_event, new_state, state_at_turn
+from contextfold.projections.fold import fold, fold_event, new_state
+from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.repair import check_compaction_cover, recovery_events
 from contextfold.projections.state import RunState, TimelineItem, ToolGroup
 

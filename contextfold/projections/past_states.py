@@ -1,0 +1,65 @@
+"""A run's state as of a past turn or log version: the fold replayed up to that point.
+
+Apart from the fold because replay, ``--turn N`` builds and the audit ask for past states, and
+each is a fresh fold of a prefix of the log, not an update of a live state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from contextfold.domain.errors import IntegrityError, TurnNotFoundError
+from contextfold.domain.events import ArtifactRef, ModelResponse
+from contextfold.domain.log import RecordedEvent
+from contextfold.projections.fold import fold_event, new_state
+from contextfold.projections.gc_pause import paused_gc
+from contextfold.projections.state import RunState
+
+__all__ = ["state_at_turn", "state_at_version"]
+
+
+def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | None = None,
+                  artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+    """The state just before the ``turn``-th model response (turn = responses + 1: now).
+
+    Deterministic: the same events give a byte-identical state (``fingerprint``).
+    """
+    rid = run_id or (events[0].run_id if events else None)
+    if rid is None:
+        raise ValueError("state_at_turn() of no events needs run_id")
+    responses = sum(1 for r in events if isinstance(r.event, ModelResponse))
+    if not 1 <= turn <= responses + 1:
+        raise TurnNotFoundError(rid, turn, responses + 1)
+    state = new_state(rid, artifact_tokens=artifact_tokens)
+    seen = 0
+    with paused_gc():
+        for rec in events:
+            if isinstance(rec.event, ModelResponse):
+                seen += 1
+                if seen == turn:
+                    break
+            fold_event(state, rec)
+    return state
+
+
+def state_at_version(events: Iterable[RecordedEvent], version: int, *,
+                     run_id: str | None = None,
+                     artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+    """The state after folding positions ``1..version`` (e.g. a ContextBuilt's ``log_version``).
+
+    Raises ``IntegrityError`` when the events end before ``version``.
+    """
+    state: RunState | None = new_state(run_id, artifact_tokens=artifact_tokens) if run_id else None
+    with paused_gc():
+        for rec in events:
+            if rec.position > version:
+                break
+            if state is None:
+                state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
+            fold_event(state, rec)
+    if state is None:
+        raise ValueError("state_at_version() of no events needs run_id")
+    if state.version != version:
+        raise IntegrityError(f"run {state.run_id!r} ends at position {state.version}, "
+                             f"before version {version}", position=version)
+    return state

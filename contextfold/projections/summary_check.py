@@ -1,0 +1,113 @@
+"""A plug-in summary is checked before it is recorded: complete, and citing only what exists.
+
+Apart from the compaction planner because it is the trust boundary for summaries a model (or any
+plug-in) wrote: every ref and call id it cites must be in the covered events, the skeleton's
+constraints stay verbatim, and known failures are not dropped. A failed check raises
+:class:`CompactionError` and nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from contextfold.domain.errors import CompactionError
+from contextfold.domain.events import (
+    CompactionSummary,
+    EvidenceRetrieved,
+    FileRead,
+    HistoryCompacted,
+    ModelResponse,
+    ToolResult,
+)
+from contextfold.domain.log import RecordedEvent
+
+__all__ = ["summary_lines", "summary_refs", "validate_summary"]
+
+_REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
+_CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
+
+
+def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(refs, call ids) that exist in ``events``: what a summary may cite."""
+    refs: set[str] = set()
+    ids: set[str] = set()
+    if events:
+        refs.add(f"events://{run_id}/{events[0].position}-{events[-1].position}")
+    for rec in events:
+        ev = rec.event
+        refs.add(f"event://{run_id}/{rec.position}")
+        match ev:
+            case ModelResponse():
+                for c in ev.tool_calls:
+                    ids.add(c.call_id)
+                    refs.add(f"call://{run_id}/{c.call_id}@{rec.position}")
+            case ToolResult() | FileRead() | EvidenceRetrieved() if ev.artifact is not None:
+                refs.add(f"artifact:{ev.artifact.hash}")
+            case _:
+                pass
+        if isinstance(ev, FileRead):
+            refs.add(f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else ""))
+        elif isinstance(ev, EvidenceRetrieved):
+            refs.add(ev.source_ref)
+        elif isinstance(ev, HistoryCompacted):
+            refs.update(_REF.findall(" ".join(summary_lines(ev.summary))))
+    return frozenset(refs), frozenset(ids)
+
+
+def summary_lines(s: CompactionSummary) -> list[str]:
+    """Every line of a summary: its goal and next action, then each list's entries."""
+    out = [s.goal, s.next_action]
+    for key in ("success_contract", "completed_steps", "pending_steps", "decisions", "constraints",
+                "tool_calls_and_results", "evidence_refs", "side_effects", "known_failures",
+                "inferences"):
+        out.extend(getattr(s, key))
+    return out
+
+
+def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleton: CompactionSummary,
+                     run_id: str) -> CompactionSummary:
+    """Accept a plug-in summary only if it is complete and cites nothing that does not exist.
+
+    Raises :class:`CompactionError` naming the first problem; nothing is recorded then.
+    """
+    if candidate is None:
+        raise CompactionError("the summarizer returned nothing; a failed summary is never recorded")
+    try:
+        summary = (candidate if isinstance(candidate, CompactionSummary)
+                   else CompactionSummary.model_validate(candidate))
+    except ValidationError as exc:
+        raise CompactionError(f"the summarizer returned malformed fields: {exc}") from exc
+    lines = summary_lines(summary)
+    if not any(v.strip() for v in lines):
+        raise CompactionError("the summarizer returned an empty summary")
+    refs, ids = summary_refs(events, run_id)
+    for text in lines:
+        for ref in _REF.findall(text):
+            if ref.startswith("file://"):
+                if not any(ref == r or ref.startswith(r + "#") for r in refs):
+                    raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
+            elif ref not in refs:
+                raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
+    for key in ("tool_calls_and_results", "side_effects", "known_failures"):
+        for entry in getattr(summary, key):
+            cited = _CALL_CITE.findall(entry)
+            if not cited:
+                raise CompactionError(f"{key} entry cites no call (`call <id>`): {entry!r}")
+            unknown = [c for c in cited if c not in ids]
+            if unknown:
+                raise CompactionError(f"{key} entry cites unknown call ids {unknown}: {entry!r}")
+    missing = [c for c in skeleton.constraints if c not in summary.constraints]
+    if missing:
+        raise CompactionError(f"summary drops constraints (they must stay verbatim): {missing[:3]}")
+    if skeleton.goal and not summary.goal.strip():
+        raise CompactionError("summary has no goal")
+    if skeleton.next_action and not summary.next_action.strip():
+        raise CompactionError("summary has no next_action")
+    failed = {c for entry in skeleton.known_failures for c in _CALL_CITE.findall(entry)}
+    kept = {c for entry in summary.known_failures for c in _CALL_CITE.findall(entry)}
+    if failed - kept:
+        raise CompactionError(f"summary drops known failures of calls {sorted(failed - kept)}")
+    return summary
