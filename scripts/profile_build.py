@@ -20,10 +20,16 @@ caches holding none of its data or code, as after an agent's wait for the model 
 runs meanwhile). The loop itself leaves them partly warm (the fold and the record write touch
 less); the difference says how much of a stage is memory traffic rather than work.
 
+Each kind of build runs under a function of its own (``build_first``, ``build_second``,
+``build_rebuild``), so a sampling profiler, which slows nothing, can split its samples by kind:
+``py-spy record -r 1000 -f raw -o spy.txt -- .venv/bin/python scripts/profile_build.py --workload
+B``, then ``--spy-report spy.txt`` gives each stage's share of the first builds' samples.
+
 Usage:
   .venv/bin/python scripts/profile_build.py --workload A [--runs 200] [--budget 3000]
   .venv/bin/python scripts/profile_build.py --workload B [--turns 100] [--cprofile first]
   .venv/bin/python scripts/profile_build.py --workload B --evict
+  .venv/bin/python scripts/profile_build.py --spy-report spy.txt [--spy-kind first]
 Needs the benchmark extras (``pip install -e '.[bench]'``) and, for A, the traces.
 """
 
@@ -37,7 +43,7 @@ import pstats
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -57,6 +63,22 @@ STAGES = ("make_units", "_tool_candidates", "_select", "truncate_fragment", "dro
           "finalize_media", "conversation_json", "finish_build")
 """The builder's stages, in the order a build runs them (module-level names in ``builder``)."""
 KINDS = ("first", "second", "rebuild")
+
+
+def build_first(state: Any, config: BuildConfig) -> Any:
+    return builder.build_context(state, config, render=render_request)
+
+
+def build_second(state: Any, config: BuildConfig) -> Any:
+    return builder.build_context(state, config, render=render_request)
+
+
+def build_rebuild(state: Any, config: BuildConfig) -> Any:
+    return builder.build_context(state, config, render=render_request)
+
+
+_BY_KIND = {"first": build_first, "second": build_second, "rebuild": build_rebuild}
+"""One function per kind of build, so a sampling profiler's stacks say which kind a sample is in."""
 
 
 class Probe:
@@ -97,7 +119,7 @@ class Probe:
             prof.enable()
         t0 = time.perf_counter()
         try:
-            return builder.build_context(state, config, render=render_request)
+            return _BY_KIND[kind](state, config)
         finally:
             self.builds[kind].append(time.perf_counter() - t0)
             if prof is not None:
@@ -172,6 +194,37 @@ def report(probe: Probe) -> None:
         print(f"  {k:8s} " + " | ".join(row) + f" | {share * 1e3:.3f} ms per build on average")
 
 
+def spy_report(paths: list[str], kind: str) -> None:
+    """Per-stage share of a py-spy raw profile's samples in builds of ``kind``: each sample is
+    given to the frame under ``_build`` (this script's stage timers skipped), the GC collection
+    at ``paused_gc``'s exit to the GC, and a sample under ``finish_build`` is split once more."""
+    marker = _BY_KIND[kind].__name__
+    total, stages, finish = 0, Counter[str](), Counter[str]()
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            stack, _, samples = line.rpartition(" ")
+            names = [f.split(" (")[0] for f in stack.split(";") if "wrap.<locals>.timed" not in f]
+            if marker not in names:
+                continue
+            total += int(samples)
+            if "_build" not in names:
+                gc_exit = "_GeneratorContextManager.__exit__" in names
+                where = "GC (at paused_gc's exit)" if gc_exit else f"outside _build: {names[-1]}"
+                stages[where] += int(samples)
+                continue
+            at = names.index("_build") + 1
+            stages[names[at] if at < len(names) else "_build (own lines)"] += int(samples)
+            if "finish_build" in names:
+                at = names.index("finish_build") + 1
+                finish[names[at] if at < len(names) else "finish_build (own lines)"] += int(samples)
+    print(f"{total} samples in {kind} builds")
+    for name, n in stages.most_common(16):
+        print(f"  {n / max(total, 1):6.1%}  {name}")
+    print("  of which in finish_build:")
+    for name, n in finish.most_common(6):
+        print(f"  {n / max(total, 1):6.1%}    {name}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", choices=("A", "B"), default="A")
@@ -184,7 +237,14 @@ def main() -> int:
                     help="cProfile order: own time, or time including callees (which subtree pays)")
     ap.add_argument("--evict", action="store_true",
                     help="write 64 MB before each timed build: every build starts with cold caches")
+    ap.add_argument("--spy-report", nargs="+", metavar="RAW",
+                    help="only report: the per-stage share of the samples in py-spy raw profiles "
+                         "(py-spy record -f raw) of this script, for the --spy-kind builds")
+    ap.add_argument("--spy-kind", choices=KINDS, default="first")
     args = ap.parse_args()
+    if args.spy_report:
+        spy_report(args.spy_report, args.spy_kind)
+        return 0
     if args.workload == "A" and not bb.TAU.exists():
         print(f"traces not found: {bb.TAU} (set CONTEXTFOLD_TRACES)", file=sys.stderr)
         return 2
