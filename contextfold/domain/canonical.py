@@ -118,15 +118,27 @@ def canonical_utf8(obj: Any) -> bytes:
     t = type(obj)
     if t is str or t is bool or obj is None or (t is int and _INT_MIN <= obj < _INT_END):
         try:
-            return orjson.dumps(obj)
+            return _packed(orjson.dumps(obj))
         except TypeError:  # a lone surrogate: fails in encode() as json.dumps's text does
             return canonical_dumps(obj).encode()
     if _orjson_writes_the_same(obj):
         try:
-            return orjson.dumps(obj, option=_SORT_KEYS)
+            return _packed(orjson.dumps(obj, option=_SORT_KEYS))
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, nesting past its limit
             pass
     return canonical_dumps(obj).encode()
+
+
+_PACK_BELOW = 4096
+
+
+def _packed(data: bytes) -> bytes:
+    """``data`` in a bytes object of its own size. Why: orjson writes into a ~4 KB buffer and
+    shrinks it in place, so each short output it returns sits alone in its 4 KB; the memos keep
+    ~10,000 manifest lines per long run, and joining them into a record read one page per line
+    (a 10,000-line join 0.6 ms against 0.4 ms for lines laid out densely, ``bench_ab --write`` B
+    1.07 before this copy). The copy costs ~0.2 us."""
+    return bytes(memoryview(data)) if len(data) < _PACK_BELOW else data
 
 
 def canonical_object(members: dict[str, bytes]) -> bytes:
