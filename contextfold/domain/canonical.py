@@ -8,7 +8,7 @@ change for the same data, whichever encoder wrote them.
 and with the standard library's C encoder otherwise. Why: a long run's build dumps each new
 message (a tool output of ~10 KB with many escaped quotes took ~70 us with the C encoder, 7 ns a
 character), every event is dumped once to be hashed, and every new manifest line once for the
-record; with the walk below, this writes them 3.4x (events), 4.2x (request messages) and 1.5x
+record; with the walk below, this writes them 2.9x (events), 3.5x (request messages) and 1.4x
 (manifest lines) faster than the C encoder did (``scripts/bench_json.py``). When the two are the
 same (``tests/unit/test_canonical.py`` checks each case against ``json.dumps``):
 
