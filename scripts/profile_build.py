@@ -21,7 +21,8 @@ runs meanwhile). The loop itself leaves them partly warm (the fold and the recor
 less); the difference says how much of a stage is memory traffic rather than work.
 
 Each kind of build runs under a function of its own (``build_first``, ``build_second``,
-``build_rebuild``), so a sampling profiler, which slows nothing, can split its samples by kind:
+``build_rebuild``), so a sampling profiler (``pip install py-spy``), which slows nothing, can split
+its samples by kind:
 ``py-spy record -r 1000 -f raw -o spy.txt -- .venv/bin/python scripts/profile_build.py --workload
 B``, then ``--spy-report spy.txt`` gives each stage's share of the first builds' samples.
 
