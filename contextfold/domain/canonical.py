@@ -62,7 +62,6 @@ quote: Callable[[str], str] = json.encoder.encode_basestring
 """What ``canonical_dumps`` gives for a str (a key, say), without its per-call dispatch."""
 
 
-
 def quote_utf8(text: str) -> bytes:
     """``quote(text).encode()``: a str's JSON literal as UTF-8, from orjson (its escapes are
     json's, see the module docstring); a lone surrogate fails in ``encode`` as before. For the
@@ -116,11 +115,10 @@ def canonical_utf8(obj: Any) -> bytes:
     A str, a bool, None or an int goes straight to orjson (no walk: a record dumps ~25 such
     members one by one)."""
     t = type(obj)
-    if t is str or t is bool or obj is None or (t is int and _INT_MIN <= obj < _INT_END):
-        try:
-            return _packed(orjson.dumps(obj))
-        except TypeError:  # a lone surrogate: fails in encode() as json.dumps's text does
-            return canonical_dumps(obj).encode()
+    if t is str:
+        return _packed(quote_utf8(obj))
+    if t is bool or obj is None or (t is int and _INT_MIN <= obj < _INT_END):
+        return _packed(orjson.dumps(obj))
     if _orjson_writes_the_same(obj):
         try:
             return _packed(orjson.dumps(obj, option=_SORT_KEYS))

@@ -35,12 +35,11 @@ idempotent (two threads materialising at once build equal fragments).
 from __future__ import annotations
 
 from collections.abc import Callable
-from json.encoder import encode_basestring
 from typing import Literal, NamedTuple, Protocol
 
 import blake3
 
-from contextfold.domain.canonical import canonical_utf8, quote_utf8
+from contextfold.domain.canonical import canonical_utf8, quote, quote_utf8
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import ArtifactRef, ContentBlock, DocumentBlock, TextBlock
 from contextfold.domain.fragments import (
@@ -60,10 +59,6 @@ LAZY_TEXT_CHARS = 1024
 text source, and (whether held or not) redacted when a build first needs its text, like an
 artifact-backed payload (``projections.units``)."""
 
-_enc = encode_basestring
-"""json's own string encoder for ``ensure_ascii=False``: the exact escapes json.dumps writes."""
-
-
 def blocks_hash(blocks: tuple[MessageBlock, ...]) -> str:
     """``content_hash``: blake3 of the canonical JSON (sorted keys) of the blocks."""
     dumped = [b.model_dump(mode="json") for b in blocks]
@@ -80,7 +75,7 @@ def artifact_text_in(blocks: tuple[MessageBlock, ...]) -> bool:
 
 
 def _opt_str(value: str | None) -> str:
-    return "null" if value is None else str(_enc(value))
+    return "null" if value is None else str(quote(value))
 
 
 class LazyText(NamedTuple):
@@ -123,11 +118,11 @@ class ToolAnswer(NamedTuple):
             return None
         a = self.artifact
         art = ("null" if a is None else
-               f'{{"hash":{_enc(a.hash)},"media_type":{_enc(a.media_type)},"size":{int(a.size)}}}')
+               f'{{"hash":{quote(a.hash)},"media_type":{quote(a.media_type)},"size":{int(a.size)}}}')
         code = "null" if self.exit_code is None else str(int(self.exit_code))
         return b"".join((
-            (f'[{{"artifact":{art},"blocks":[],"call_id":{_enc(self.call_id)},"exit_code":{code},'
-             f'"name":{_opt_str(self.name)},"status":{_enc(self.status)},"text":').encode(),
+            (f'[{{"artifact":{art},"blocks":[],"call_id":{quote(self.call_id)},"exit_code":{code},'
+             f'"name":{_opt_str(self.name)},"status":{quote(self.status)},"text":').encode(),
             quote_utf8(self.text), b',"type":"tool_result"}]'))
 
 
@@ -144,7 +139,7 @@ class Response(NamedTuple):
 
     def canonical(self) -> bytes | None:
         parts = [b'{"text":' + quote_utf8(self.text) + b',"type":"text"}'] if self.text else []
-        parts.extend(b'{"arguments":' + quote_utf8(a) + f',"call_id":{_enc(c)},"name":{_enc(n)},'
+        parts.extend(b'{"arguments":' + quote_utf8(a) + f',"call_id":{quote(c)},"name":{quote(n)},'
                      f'"type":"tool_call"}}'.encode() for c, n, a in self.calls)
         return b"[" + b",".join(parts) + b"]"
 

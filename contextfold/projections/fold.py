@@ -51,7 +51,6 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any, assert_never
 
-from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import (
     ArtifactRef,
@@ -103,6 +102,7 @@ from contextfold.projections.state import (
     ToolGroup,
 )
 from contextfold.projections.tokens import encoding_available, encoding_for_model, get_counter
+from contextfold.projections.tool_exposure import canonical_tool_json
 
 __all__ = [
     "fold",
@@ -187,7 +187,8 @@ def _(event: PlanUpdated, state: RunState, rec: RecordedEvent) -> None:
 @_apply.register
 def _(event: ToolsRegistered, state: RunState, rec: RecordedEvent) -> None:
     for i, spec in enumerate(event.tools, start=1):
-        text = canonical_utf8(spec.model_dump(mode="json")).decode()
+        # the spec's canonical JSON, memoised per spec object: the builder prices the same object
+        text = canonical_tool_json(spec)
         fid = add_fragment(state, rec, "tool_spec", "runtime", (TextBlock(text=text),), sub=i,
                    source_ref=f"event://{state.run_id}/{rec.position}#tool={spec.name}")
         supersede(state, state.tool_ids.get(spec.name), fid)

@@ -73,8 +73,6 @@ _LINES: dict[int, tuple[object, dict[str, Any], bytes]] = {}
 _text_bytes = 0
 _ON_CLEAR: list[Callable[[], None]] = []
 """Other modules' memos of remembered dicts, emptied with these (``on_clear``)."""
-_utf8 = canonical_utf8
-_quote: Callable[[str], str] = quote  # a key, as ensure_ascii=False writes it
 
 
 def on_clear(hook: Callable[[], None]) -> None:
@@ -103,7 +101,7 @@ def _remember(obj: dict[str, Any]) -> bytes:
     global _text_bytes
     if len(_TEXTS) >= _LIMIT or _text_bytes >= _TEXT_BYTES_LIMIT:
         _clear()
-    data = _utf8(obj)
+    data = canonical_utf8(obj)
     _TEXTS[id(obj)] = (obj, data)
     _text_bytes += len(data)
     return data
@@ -148,7 +146,7 @@ def _parts(obj: Any, out: list[bytes]) -> None:
             return
         sep = b"{"
         for key in sorted(obj):
-            out += (sep, _quote(key).encode(), b":")
+            out += (sep, quote(key).encode(), b":")
             _parts(obj[key], out)
             sep = b","
         out.append(b"}")
@@ -158,13 +156,13 @@ def _parts(obj: Any, out: list[bytes]) -> None:
         # body has ~1,000 remembered messages: look them all up in C, dump only the others.
         got: list[Any] = list(map(_TEXTS.get, map(id, obj)))
         if got.count(None) == len(got):  # nothing remembered (a short list of scalars, say)
-            out.append(_utf8(obj))
+            out.append(canonical_utf8(obj))
             return
         for i in misses(got):
-            got[i] = (obj[i], _utf8(obj[i]))
+            got[i] = (obj[i], canonical_utf8(obj[i]))
         _array_parts(list(map(itemgetter(1), got)), out)
         return
-    out.append(_utf8(obj))
+    out.append(canonical_utf8(obj))
 
 
 def _array_parts(texts: list[bytes], out: list[bytes]) -> None:
@@ -240,7 +238,7 @@ def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], bytes]:
     of JSON per turn, mostly the same. The line dicts are remembered (read-only, shared by the
     records of later turns), so the text is their kept texts joined."""
     top = manifest.model_dump(mode="json", exclude=set(_LINE_ADAPTERS))
-    members = {key: _utf8(value) for key, value in top.items()}  # fresh: nothing remembered
+    members = {key: canonical_utf8(value) for key, value in top.items()}  # fresh: nothing remembered
     for key, adapter in _LINE_ADAPTERS.items():
         lines = getattr(manifest, key)
         got: list[Any] = list(map(_LINES.get, map(id, lines)))  # in C: ~10,000 per record

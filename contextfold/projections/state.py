@@ -122,10 +122,6 @@ def freshness_at(horizon: int, position: int) -> float:
     return round(math.pow(0.5, distance / FRESHNESS_HALF_LIFE), 6)
 
 
-def _canonical(obj: object) -> bytes:
-    return canonical_utf8(obj)
-
-
 @dataclass(slots=True, eq=False)
 class RunState:
     """The fold of one run's events up to ``version``. See the module docstring."""
@@ -336,7 +332,7 @@ class RunState:
                 timeline.append({"summary": item.fragment_id, "covered": list(item.covered)})
             else:
                 timeline.append({item.role: item.fragment_id})
-        return _canonical({
+        return canonical_utf8({
             "run_id": self.run_id, "encoding": self.counter.encoding_name,
             "version": self.version, "turn": self.turn, "horizon": self.horizon,
             "fragments": [f.model_dump(mode="json") for f in self.fragments()],
