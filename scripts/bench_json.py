@@ -59,12 +59,12 @@ METHODS: dict[str, Callable[[Any], bytes]] = {
 def data_sets(runs: int) -> dict[str, list[Any]]:
     with bb.TAU.open() as fh:
         tau = json.load(fh)[:runs]
-    syn = bb.synth_history()
+    syn_events = bb.to_events(bb.synth_history())
     events: list[Any] = []
-    for traj in [run["traj"] for run in tau] + [syn]:
-        events += [e.model_dump(mode="json") for e in bb.to_events(traj)]
+    for run_events in [bb.to_events(run["traj"]) for run in tau] + [syn_events]:
+        events += [e.model_dump(mode="json") for e in run_events]
     recorded = [RecordedEvent("synthetic-10k", i, e, "")
-                for i, e in enumerate([RunStarted(agent="bench", model="gpt-4o"), *bb.to_events(syn)], 1)]
+                for i, e in enumerate([RunStarted(agent="bench", model="gpt-4o"), *syn_events], 1)]
     state = fold(recorded)
     window = bb.BUDGET_B + bb.RESERVE
     neutral = build_context(state, BuildConfig(provider="neutral", window=window, reserve=bb.RESERVE))

@@ -195,6 +195,12 @@ def report(probe: Probe) -> None:
         print(f"  {k:8s} " + " | ".join(row) + f" | {share * 1e3:.3f} ms per build on average")
 
 
+def _called_from(names: list[str], frame: str) -> str:
+    """The frame ``frame`` called in a stack (outermost first), or its own lines when it is the last."""
+    at = names.index(frame) + 1
+    return names[at] if at < len(names) else f"{frame} (own lines)"
+
+
 def spy_report(paths: list[str], kind: str) -> None:
     """Per-stage share of a py-spy raw profile's samples in builds of ``kind``: each sample is
     given to the frame under ``_build`` (this script's stage timers skipped), the GC collection
@@ -207,17 +213,15 @@ def spy_report(paths: list[str], kind: str) -> None:
             names = [f.split(" (")[0] for f in stack.split(";") if "wrap.<locals>.timed" not in f]
             if marker not in names:
                 continue
-            total += int(samples)
+            n = int(samples)
+            total += n
             if "_build" not in names:
                 gc_exit = "_GeneratorContextManager.__exit__" in names
-                where = "GC (at paused_gc's exit)" if gc_exit else f"outside _build: {names[-1]}"
-                stages[where] += int(samples)
+                stages["GC (at paused_gc's exit)" if gc_exit else f"outside _build: {names[-1]}"] += n
                 continue
-            at = names.index("_build") + 1
-            stages[names[at] if at < len(names) else "_build (own lines)"] += int(samples)
+            stages[_called_from(names, "_build")] += n
             if "finish_build" in names:
-                at = names.index("finish_build") + 1
-                finish[names[at] if at < len(names) else "finish_build (own lines)"] += int(samples)
+                finish[_called_from(names, "finish_build")] += n
     print(f"{total} samples in {kind} builds")
     for name, n in stages.most_common(16):
         print(f"  {n / max(total, 1):6.1%}  {name}")
