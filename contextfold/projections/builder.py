@@ -79,7 +79,7 @@ def _query(state: RunState) -> str:
         parts.append(state.goal.goal)
     if state.plan is not None:
         parts += [s.title for s in state.plan.steps if s.status in ("ready", "in_progress")]
-    for item in reversed(state.timeline()):
+    for item in reversed(state.live_timeline()[0]):
         if isinstance(item, MessageItem) and item.role == "user":
             f = state.entries[item.fragment_id].fragment
             parts += [b.text for b in f.content if isinstance(b, TextBlock)]
@@ -149,7 +149,7 @@ def _build(state: RunState, config: BuildConfig, *,
         raise BudgetError(f"window {config.window} minus reserve {config.reserve} leaves no budget")
     ctx = BuildCtx(state, config, load_text, state.required_ids(), state.counter.count,
                    policy=config_policy(config) if config.redact else None)
-    timeline = state.timeline()
+    timeline, timeline_mark = state.live_timeline()  # read here, before anything folds
     # Inline texts are redacted before selection, so costs see the redacted text (Facts).
     # Artifact-backed payloads (the big ones) are redacted when their text is first
     # needed (kept or truncated): loading every artifact on every build would cost
@@ -176,7 +176,7 @@ def _build(state: RunState, config: BuildConfig, *,
 
     # ---- candidates: state fragments (deduped) and timeline units
     current_input = current_input_of(timeline)
-    candidates = make_units(ctx, timeline, offered, current_input)
+    candidates = make_units(ctx, timeline, timeline_mark, offered, current_input)
     units, members, unit_layer_no = candidates.units, candidates.members, candidates.layer_no
     excluded = candidates.excluded
 

@@ -31,7 +31,7 @@ compaction (``fragment``, ``fragments_at``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import blake3
@@ -55,6 +55,7 @@ from contextfold.projections.timeline_items import (
     SummaryItem,
     TimelineIndex,
     TimelineItem,
+    TimelineMark,
     ToolGroup,
 )
 from contextfold.projections.tokens import DEFAULT_ENCODING, TokenCounter, get_counter
@@ -69,6 +70,7 @@ __all__ = [
     "RunState",
     "SummaryItem",
     "TimelineItem",
+    "TimelineMark",
     "ToolGroup",
     "ToolPolicy",
     "freshness_at",
@@ -236,6 +238,19 @@ class RunState:
         """Indices below ``len(old)`` at which ``new`` (a later :meth:`timeline`) holds another
         item than ``old`` (an earlier one), if known without comparing them; else None."""
         return self._index().changes(old, new)
+
+    def live_timeline(self) -> tuple[Sequence[TimelineItem], TimelineMark]:
+        """:meth:`timeline` without its copy: the index's own list, which later fold steps patch
+        in place (read it now, do not keep it), and a mark to ask :meth:`timeline_changes_since`
+        what they replaced. The builder reads this: see :class:`TimelineIndex` for why."""
+        index = self._index()
+        return index.live(self), TimelineMark(index, index.serial)
+
+    def timeline_changes_since(self, mark: TimelineMark) -> list[int] | None:
+        """Indices (ascending) of the items replaced in place since ``mark`` was taken (appended
+        ones excluded), if known without comparing; else None."""
+        index = self._index()
+        return index.changes_since(mark.serial) if mark.source is index else None
 
     def used_tool_names(self) -> frozenset[str]:
         """Names of the tools called by the visible timeline's groups."""

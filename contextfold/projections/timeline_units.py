@@ -31,7 +31,7 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import KeysView
+from collections.abc import KeysView, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from contextfold.domain.manifest import ExcludedFragment
 from contextfold.projections.selection import RANK, Unit, score
-from contextfold.projections.state import MessageItem, TimelineItem, ToolGroup
+from contextfold.projections.state import MessageItem, TimelineItem, TimelineMark, ToolGroup
 
 if TYPE_CHECKING:  # units imports this module to build its units
     from contextfold.projections.units import BuildCtx, Hit
@@ -105,7 +105,8 @@ class _Row:
 class TimelineUnits:
     """The rows of the last build, aligned with its timeline (module docstring)."""
 
-    timeline: tuple[TimelineItem, ...] = ()
+    mark: TimelineMark | None = None
+    """Where the timeline was when ``rows`` were brought up to date with it."""
     rows: list[_Row] = field(default_factory=list)
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)
     layer_no: dict[str, int] = field(default_factory=dict)
@@ -229,7 +230,7 @@ class TimelineUnits:
         return list(chain.from_iterable(self.rows[i].stale for i in sorted(self.stale_rows)))
 
 
-def _recent(timeline: tuple[TimelineItem, ...], n: int) -> frozenset[int]:
+def _recent(timeline: Sequence[TimelineItem], n: int) -> frozenset[int]:
     """Row indices of the newest ``n`` groups."""
     out: list[int] = []
     for i in range(len(timeline) - 1, -1, -1):
@@ -240,16 +241,17 @@ def _recent(timeline: tuple[TimelineItem, ...], n: int) -> frozenset[int]:
     return frozenset(out)
 
 
-def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[str],
-                   current_input: str | None) -> TimelineUnits:
-    """Bring the memoised rows up to date with ``timeline`` for this build (module docstring)."""
+def timeline_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMark,
+                   exposed: set[str], current_input: str | None) -> TimelineUnits:
+    """Bring the memoised rows up to date with ``timeline`` (``RunState.live_timeline``, taken
+    at ``mark``) for this build (module docstring)."""
     state = ctx.state
     memo = ctx.objects_for("timeline-units")
     key = ctx.config.recent_groups
     tu = memo.get(key)
     blocked = frozenset(state.used_tool_names()) - exposed
     if (not isinstance(tu, TimelineUnits) or tu.blocked != blocked or state.horizon < tu.horizon
-            or len(timeline) < len(tu.timeline)):
+            or len(timeline) < len(tu.rows)):
         tu = TimelineUnits()
         memo[key] = tu
     tu.touched = set()
@@ -261,12 +263,11 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
             if timeline[i].fragment_id == current_input:
                 current = i
                 break
-    old = tu.timeline
-    n_old = len(old) if tu.rows else 0
+    n_old = len(tu.rows)
     dirty: set[int] = set(range(n_old, len(timeline)))
-    changed = state.timeline_changes(old, timeline) if n_old else []
-    if changed is None and timeline[:n_old] != old:  # not the timeline's last step: compare
-        changed = [i for i, same in enumerate(map(operator.is_, old, timeline[:n_old])) if not same]
+    changed = state.timeline_changes_since(tu.mark) if n_old and tu.mark is not None else []
+    if changed is None:  # the index was made afresh or its log is too short: compare the items
+        changed = [i for i, same in enumerate(map(operator.is_, map(_ITEM, tu.rows), timeline)) if not same]
     if changed:
         if len(changed) > _MISMATCH_LIMIT:
             tu = TimelineUnits()
@@ -295,7 +296,7 @@ def timeline_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: s
     if tu.touched:
         tu.generation += 1
         tu.log.append((tu.generation, frozenset(tu.touched)))
-    tu.timeline, tu.horizon, tu.blocked = timeline, state.horizon, blocked
+    tu.mark, tu.horizon, tu.blocked = mark, state.horizon, blocked
     tu.recent, tu.current, tu.required = recent, current, required
     return tu
 

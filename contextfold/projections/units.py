@@ -32,7 +32,7 @@ wrapper.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -51,7 +51,7 @@ from contextfold.projections.framing import MESSAGE_OVERHEAD, framing_tokens
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.selection import Unit, score
-from contextfold.projections.state import MessageItem, RunState, TimelineItem
+from contextfold.projections.state import MessageItem, RunState, TimelineItem, TimelineMark
 from contextfold.projections.timeline_units import TimelineUnits, timeline_units
 
 __all__ = ["MESSAGE_OVERHEAD", "SHRINK_FLOOR", "BuildCtx", "Facts", "Units", "make_units"]
@@ -364,7 +364,7 @@ class Units:
     excluded: list[ExcludedFragment] = field(default_factory=list)
 
 
-def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[str],
+def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMark, exposed: set[str],
                current_input: str | None) -> Units:
     """State fragments (deduped) and timeline units (a tool group is one atomic unit).
 
@@ -413,7 +413,7 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
         members[fid] = (fid,)
         layer_no[fid] = _STATE_LAYER_NO.get(layer, 6)
 
-    tu = timeline_units(ctx, timeline, exposed, current_input)
+    tu = timeline_units(ctx, timeline, mark, exposed, current_input)
     ctx.redacted.update(tu.hits)
     # The timeline's tables hold ~10,000 entries on a long run, with holes from rows
     # replaced: copying them to add the few state units cost ~1 ms a table per build. The
@@ -428,7 +428,7 @@ def make_units(ctx: BuildCtx, timeline: tuple[TimelineItem, ...], exposed: set[s
                  timeline=tu, members=tu.members, layer_no=tu.layer_no, excluded=excluded)
 
 
-def current_input_of(timeline: tuple[TimelineItem, ...]) -> str | None:
+def current_input_of(timeline: Sequence[TimelineItem]) -> str | None:
     """The user input this request answers: the newest item, past trailing notes."""
     current: str | None = None
     for item in reversed(timeline):

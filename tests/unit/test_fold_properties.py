@@ -38,7 +38,7 @@ from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.projections.fold import fold, fold_event, new_state
 from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.repair import check_compaction_cover, recovery_events
-from contextfold.projections.state import RunState, TimelineItem, ToolGroup
+from contextfold.projections.state import RunState, TimelineItem, TimelineMark, ToolGroup
 
 RUN = "prop-run"
 CALL_IDS = ("c0", "c1", "c2", "c3")  # a small pool forces re-use across turns
@@ -50,6 +50,7 @@ class Sim:
     records: list[RecordedEvent] = field(default_factory=list)
     turn_snapshots: list[RunState] = field(default_factory=list)
     last_timeline: tuple[TimelineItem, ...] = ()
+    last_mark: TimelineMark | None = None
 
     def append(self, event: AnyEvent) -> None:
         if isinstance(event, ModelResponse):
@@ -73,7 +74,15 @@ class Sim:
         if changes is not None:
             assert sorted(changes) == [i for i in range(min(len(before), len(after)))
                                        if before[i] is not after[i]]
-        self.last_timeline = after
+        # The builder's view: the live list, and what was replaced since its last mark.
+        live, mark = self.state.live_timeline()
+        assert len(live) == len(after) and all(map(operator.is_, live, after))
+        if self.last_mark is not None:
+            since = self.state.timeline_changes_since(self.last_mark)
+            if since is not None:
+                replaced = [i for i in range(min(len(before), len(after))) if before[i] is not after[i]]
+                assert [i for i in since if i < len(before)] == replaced
+        self.last_timeline, self.last_mark = after, mark
 
     def repair(self) -> None:
         events = recovery_events(self.state, in_flight="cancel")
