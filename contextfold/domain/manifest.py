@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.fragments import FragmentKind, Trust
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "Calibration",
     "ContextManifest",
     "ExcludedFragment",
+    "ExcludedLines",
     "ExclusionReason",
     "ManifestFragment",
     "ManifestTool",
@@ -204,7 +206,9 @@ class ContextManifest(_Frozen):
     layer_tokens: dict[str, int]
     fragments: tuple[ManifestFragment, ...]
     excluded: dict[str, int]
-    excluded_items: tuple[ExcludedFragment, ...]
+    excluded_items: ExcludedLines
+    """A tuple of :class:`ExcludedFragment` to read, validate and serialize; held in chunks that
+    the manifests of a run's builds share (see :mod:`~contextfold.domain.excluded_lines`)."""
     tools: tuple[ManifestTool, ...]
     tool_tokens: int
     truncations: tuple[TruncationRecord, ...] = ()

@@ -8,19 +8,23 @@ build to the next only a few units enter or leave that set, so the sorted
 ``low_priority`` lines are kept per build configuration and patched with the
 difference (units that left, units that came, units whose lines changed).
 
+The sorted lines are held in chunks of about ``_CHUNK`` lines, and a patch makes again only the
+chunks it touched: the manifest's :class:`~contextfold.domain.excluded_lines.ExcludedLines`
+shares the rest with the last build's (why: that module's docstring).
+
 A unit's lines are a function of its members, its size and the reason (the
 fragment views are fixed per facts table), cached per unit id.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_right
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
 
-from contextfold.domain.manifest import ExcludedFragment
+from contextfold.domain.manifest import ExcludedFragment, ExcludedLines
 from contextfold.projections.selection import Selection, Unit
 from contextfold.projections.timeline_units import TimelineUnits
 from contextfold.projections.units import BuildCtx
@@ -30,13 +34,17 @@ __all__ = ["LowPriorityLines", "dropped_lines"]
 _ID = attrgetter("id")
 _REBUILD_FRACTION = 4
 """Patch while the difference is under 1/this of the set; else sort afresh."""
+_CHUNK = 256
+"""Lines per chunk when the chunks are made afresh; a patched chunk is split past twice this."""
 
 
 @dataclass(slots=True)
 class LowPriorityLines:
-    """The ``low_priority`` lines of the last build of one configuration, sorted by id."""
+    """The ``low_priority`` lines of the last build of one configuration, sorted by id, in
+    chunks: ``firsts`` holds each chunk's first id."""
 
-    lines: list[ExcludedFragment] = field(default_factory=list)
+    chunks: list[tuple[ExcludedFragment, ...]] = field(default_factory=list)
+    firsts: list[str] = field(default_factory=list)
     of_unit: dict[str, tuple[ExcludedFragment, ...]] = field(default_factory=dict)
     timeline: TimelineUnits | None = None
     generation: int = -1
@@ -45,10 +53,9 @@ class LowPriorityLines:
     over: frozenset[str] = frozenset()
     others: Collection[str] = ()
     """The last build's kept units, ``over_budget`` units and units not from the timeline."""
-    frozen: tuple[ExcludedFragment, ...] | None = None
-    """``lines`` as a tuple, made again only after they change: the manifests of the builds
-    that drop the same units share it. A new ~10,000-line tuple per build took time to make
-    and, being young, to traverse in every cyclic-GC pass that followed."""
+    frozen: ExcludedLines | None = None
+    """The chunks as the manifest's sequence, made again only after they change: the manifests
+    of the builds that drop the same units share it (and those of later builds, its chunks)."""
 
 
 def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
@@ -71,7 +78,7 @@ def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
 def dropped_lines(ctx: BuildCtx, selection_key: str, selection: Selection, unit_of: Mapping[str, Unit],
                   members: Mapping[str, tuple[str, ...]], timeline: TimelineUnits,
                   others_ids: Collection[str]
-                  ) -> tuple[list[ExcludedFragment], tuple[ExcludedFragment, ...]]:
+                  ) -> tuple[list[ExcludedFragment], ExcludedLines]:
     """(lines of the units dropped for another reason, ``low_priority`` lines sorted by id).
 
     ``selection_key`` names the memo of the lines: builds that select alike (a loop's builds for
@@ -133,28 +140,48 @@ def dropped_lines(ctx: BuildCtx, selection_key: str, selection: Selection, unit_
     low.of_unit = {uid: _unit_lines(ctx, uid, unit, members[uid], "low_priority")
                    for uid, unit in unit_of.items()
                    if not unit.required and uid not in kept and uid not in over}
-    low.lines = sorted(chain.from_iterable(low.of_unit.values()), key=_ID)
+    lines = sorted(chain.from_iterable(low.of_unit.values()), key=_ID)
+    low.chunks = [tuple(lines[i:i + _CHUNK]) for i in range(0, len(lines), _CHUNK)]
+    low.firsts = [chunk[0].id for chunk in low.chunks]
     low.frozen = None
     return others, _frozen(low)
 
 
-def _frozen(low: LowPriorityLines) -> tuple[ExcludedFragment, ...]:
+def _frozen(low: LowPriorityLines) -> ExcludedLines:
     if low.frozen is None:
-        low.frozen = tuple(low.lines)
+        low.frozen = ExcludedLines.from_chunks(low.chunks)
     return low.frozen
 
 
 def _patch(low: LowPriorityLines, removed: set[str], added: set[str], ctx: BuildCtx,
            unit_of: Mapping[str, Unit], members: Mapping[str, tuple[str, ...]]) -> None:
-    """Bring the sorted lines from the previous build's set to this one's."""
+    """Bring the sorted chunks from the previous build's set to this one's: each chunk that
+    loses or gains lines is made again once (split past ``2 * _CHUNK`` lines), the rest kept."""
     prev = low.of_unit
+    gone: dict[int, list[ExcludedFragment]] = {}
+    came: dict[int, list[ExcludedFragment]] = {}
     for uid in removed:
         for line in prev.pop(uid):
-            at = bisect_left(low.lines, line.id, key=_ID)
-            if low.lines[at] is not line:
-                raise AssertionError(f"excluded line {line.id} missing from the sorted lines")
-            del low.lines[at]
+            gone.setdefault(_chunk_of(low, line.id), []).append(line)
     for uid in added:
         lines = prev[uid] = _unit_lines(ctx, uid, unit_of[uid], members[uid], "low_priority")
         for line in lines:
-            insort(low.lines, line, key=_ID)
+            came.setdefault(_chunk_of(low, line.id), []).append(line)
+    if not low.chunks:
+        low.chunks, low.firsts = [()], [""]
+    for c in sorted(gone.keys() | came.keys(), reverse=True):  # from the end: indices stay valid
+        chunk = low.chunks[c]
+        drop = set(map(id, gone.get(c, ())))
+        left = [line for line in chunk if id(line) not in drop]
+        if len(left) != len(chunk) - len(drop):
+            raise AssertionError(f"an excluded line of chunk {c} is missing from the sorted lines")
+        merged = sorted(left + came.get(c, []), key=_ID)  # two sorted runs: one merge
+        pieces = ([tuple(merged[i:i + _CHUNK]) for i in range(0, len(merged), _CHUNK)]
+                  if len(merged) > 2 * _CHUNK else [tuple(merged)] if merged else [])
+        low.chunks[c:c + 1] = pieces
+        low.firsts[c:c + 1] = [p[0].id for p in pieces]
+
+
+def _chunk_of(low: LowPriorityLines, line_id: str) -> int:
+    """The chunk a line with ``line_id`` is in, or would be inserted into."""
+    return max(bisect_right(low.firsts, line_id) - 1, 0)

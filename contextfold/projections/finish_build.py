@@ -22,6 +22,7 @@ from contextfold.domain.manifest import (
     Calibration,
     ContextManifest,
     ExcludedFragment,
+    ExcludedLines,
     ManifestFragment,
     ManifestTool,
     RedactionRecord,
@@ -78,7 +79,7 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                  units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
                  unit_layer_no: dict[str, int], truncated: set[str],
                  original_tokens: dict[str, int], truncations: list[TruncationRecord],
-                 exclusions: tuple[list[ExcludedFragment], tuple[ExcludedFragment, ...]],
+                 exclusions: tuple[list[ExcludedFragment], ExcludedLines],
                  exposure: tuple[tuple[ToolChoice, ...], int],
                  repairs: list[str],
                  current_input: str | None, calibration: Calibration | None = None,
@@ -171,7 +172,8 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     counts["low_priority"] += len(low_priority)
     others = sorted(excluded, key=attrgetter("reason", "id"))
     split = next((i for i, e in enumerate(others) if e.reason > "low_priority"), len(others))
-    excluded_items = (*others[:split], *low_priority, *others[split:]) if others else low_priority
+    excluded_items = (ExcludedLines.from_chunks((tuple(others[:split]), *low_priority.chunks,
+                                                 tuple(others[split:]))) if others else low_priority)
     # Every field is made above from typed objects (tuples of validated lines, the validated
     # config): re-validating them per build cost 0.35 ms on a long run's ~10,000 lines.
     # tests/unit/test_build_cache.py validates built manifests against the model.

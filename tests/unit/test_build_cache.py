@@ -226,15 +226,18 @@ def test_canonical_text_equals_json_dumps_for_any_json(body: dict[str, Any], ite
         event.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+@pytest.mark.parametrize("chunk", [256, 2], ids=lambda n: f"chunk{n}")
 @pytest.mark.parametrize("config", CONFIGS[:3], ids=lambda c: f"{c.window}-{c.redact}")
-def test_patched_low_priority_lines_equal_fresh_ones(config: BuildConfig,
+def test_patched_low_priority_lines_equal_fresh_ones(config: BuildConfig, chunk: int,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The excluded lines are patched from the previous build's (``exclusions``) whenever the
     difference is small; forced to patch every time, through compactions, required inputs, lost
-    results and supersession, they still equal a build from scratch."""
+    results and supersession, they still equal a build from scratch. With chunks of two lines,
+    patches split, empty and merge chunks on every build."""
     from contextfold.projections import exclusions
 
     monkeypatch.setattr(exclusions, "_REBUILD_FRACTION", 0)
+    monkeypatch.setattr(exclusions, "_CHUNK", chunk)
     state = new_state("patch")
     for pos, event in enumerate(_events(), start=1):
         fold_event(state, RecordedEvent("patch", pos, event, ""))
