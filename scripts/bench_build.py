@@ -551,7 +551,7 @@ def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budge
     The agent loop per turn: append the new messages (one transaction), fold the records
     the store returns, build neutral and openai-chat (timed), build openai-chat once more
     with nothing new (timed apart: the per-build floor), append the ContextBuilt record of
-    the openai-chat build (timed as the durable write) and fold it.
+    the openai-chat build (timed as the durable write), fold it and drop it.
     """
     res = CfSeries(Series("contextfold", "neutral", workload), Series("contextfold", "openai", workload),
                    Series("contextfold", "write", workload), Series("contextfold", "rebuild", workload),
@@ -635,6 +635,10 @@ def _drive_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budg
                 res.record_json.append(len(canonical_json(record)))
                 res.record_stored.append(_stored_bytes(store, run_id, recs[0].position))
                 fold_all(recs)
+                # Dropped once stored and folded, as Run.build(record=True) drops it. Held into
+                # the next turn, its manifest's ~9,800-line list is young at that turn's first
+                # cyclic-GC pass, which lands in the neutral build (docs/performance.md).
+                del record, recs
 
 
 # ---------------------------------------------------------------- synthetic workload B

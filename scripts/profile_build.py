@@ -169,6 +169,7 @@ def drive(probe: Probe, runs: Iterator[tuple[str, list[dict[str, Any]], list[int
             probe.build("rebuild", state, second, prof if profile == "rebuild" else None)
             for rec in store.append(run_id, [result.record()]):
                 fold_event(state, rec)
+            del rec, result  # dropped once stored, as Run.build(record=True) does (bench_build)
         progress(f"{n} run(s), {len(probe.builds['first'])} turns")
     store.close()
     return prof
