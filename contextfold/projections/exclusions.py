@@ -172,7 +172,7 @@ def _patch(low: LowPriorityLines, removed: set[str], added: set[str], ctx: Build
     for c in sorted(gone.keys() | came.keys(), reverse=True):  # from the end: indices stay valid
         chunk = low.chunks[c]
         drop = set(map(id, gone.get(c, ())))
-        left = [line for line in chunk if id(line) not in drop]
+        left = [line for line in chunk if id(line) not in drop] if drop else list(chunk)
         if len(left) != len(chunk) - len(drop):
             raise AssertionError(f"an excluded line of chunk {c} is missing from the sorted lines")
         merged = sorted(left + came.get(c, []), key=_ID)  # two sorted runs: one merge

@@ -277,16 +277,14 @@ class TimelineIndex:
     def changes_since(self, serial: int) -> list[int] | None:
         """Indices the steps after ``serial`` replaced (appended ones excluded), ascending; None
         when the log does not reach back that far or a step made the list afresh."""
-        if serial == self.serial:
-            return []
-        if not self._log or self._log[0][0] > serial + 1:
+        steps = self.serial - serial  # the log's serials are consecutive: the last ``steps``
+        if not 0 <= steps <= len(self._log):
             return None
         out: set[int] = set()
-        for at, patched in self._log:
-            if at > serial:
-                if patched is None:
-                    return None
-                out.update(patched)
+        for _, patched in itertools.islice(reversed(self._log), steps):
+            if patched is None:
+                return None
+            out.update(patched)
         return sorted(out)
 
     def items(self, state: RunState) -> tuple[TimelineItem, ...]:
