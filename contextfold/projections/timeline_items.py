@@ -109,7 +109,6 @@ class SummaryItem:
 TimelineItem: TypeAlias = ToolGroup | MessageItem | SummaryItem
 
 
-
 class TimelineMark(NamedTuple):
     """Where a reader of the live timeline was (``RunState.live_timeline``): the index and its
     serial then. A new index (a summary re-laid the timeline out) invalidates every mark."""
@@ -180,7 +179,7 @@ class TimelineIndex:
         self.n_items = 0
         self.n_hidden = 0
         self.version: tuple[int, int, int] = (-1, 0, 0)
-        """(state version, answers, masks) when ``_items`` was made."""
+        """(state version, answers, masks) when ``_list`` was last brought up to date."""
         self._list: list[TimelineItem] | None = None
         self._at: dict[int, int] | None = None
         self.serial = 0
@@ -274,14 +273,17 @@ class TimelineIndex:
         assert self._list is not None
         return self._list
 
-    def changes_since(self, serial: int) -> list[int] | None:
-        """Indices the steps after ``serial`` replaced (appended ones excluded), ascending; None
-        when the log does not reach back that far or a step made the list afresh."""
-        steps = self.serial - serial  # the log's serials are consecutive: the last ``steps``
-        if not 0 <= steps <= len(self._log):
+    def changes_since(self, serial: int, upto: int | None = None) -> list[int] | None:
+        """Indices the steps after ``serial`` (up to ``upto``, by default the last) replaced,
+        appended ones excluded, ascending; None when the log does not reach back that far or a
+        step made the list afresh."""
+        upto = self.serial if upto is None else upto
+        # The log holds the last len(_log) serials, consecutive: those after ``serial`` up to
+        # ``upto`` are the ones from (self.serial - upto) to (self.serial - serial) back.
+        if not serial <= upto <= self.serial or self.serial - serial > len(self._log):
             return None
         out: set[int] = set()
-        for _, patched in itertools.islice(reversed(self._log), steps):
+        for _, patched in itertools.islice(reversed(self._log), self.serial - upto, self.serial - serial):
             if patched is None:
                 return None
             out.update(patched)
@@ -303,6 +305,6 @@ class TimelineIndex:
         if old is new:
             return []
         if new is self._items and old is self._prev:
-            changed = self.changes_since(self._prev_serial)
+            changed = self.changes_since(self._prev_serial, self._items_serial)
             return None if changed is None else [i for i in changed if i < len(old)]
         return None

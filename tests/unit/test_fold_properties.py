@@ -51,6 +51,7 @@ class Sim:
     turn_snapshots: list[RunState] = field(default_factory=list)
     last_timeline: tuple[TimelineItem, ...] = ()
     last_mark: TimelineMark | None = None
+    older_timeline: tuple[TimelineItem, ...] | None = None
 
     def append(self, event: AnyEvent) -> None:
         if isinstance(event, ModelResponse):
@@ -60,6 +61,8 @@ class Sim:
         rec = RecordedEvent(RUN, pos, event, chain_hash(RUN, pos, prev, canonical_json(event)))
         self.records.append(rec)
         fold_event(self.state, rec)
+        if pos % 2 == 0:  # a build's read of the live list between snapshots brings it up to date
+            self.state.live_timeline()
         if pos % 3 == 0:  # now and then, so the timeline catches up over one step or several
             self.check_timeline()
 
@@ -67,6 +70,12 @@ class Sim:
         """The incrementally kept timeline holds exactly the items a fresh index lists, and
         the changes it reports since the last one it made are exactly the replaced items."""
         before = self.last_timeline
+        if self.older_timeline is not None:  # what changed between the last two snapshots, asked
+            older = self.older_timeline       # again after later steps brought the list further
+            changes = self.state.timeline_changes(older, before)
+            if changes is not None:
+                assert changes == [i for i in range(min(len(older), len(before)))
+                                   if older[i] is not before[i]]
         after = self.state.timeline()
         fresh = self.state.snapshot().timeline()  # a snapshot starts without memo: a new index
         assert len(after) == len(fresh) and all(map(operator.is_, after, fresh))
@@ -82,7 +91,7 @@ class Sim:
             if since is not None:
                 replaced = [i for i in range(min(len(before), len(after))) if before[i] is not after[i]]
                 assert [i for i in since if i < len(before)] == replaced
-        self.last_timeline, self.last_mark = after, mark
+        self.older_timeline, self.last_timeline, self.last_mark = before, after, mark
 
     def repair(self) -> None:
         events = recovery_events(self.state, in_flight="cancel")
