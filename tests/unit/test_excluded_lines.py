@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -52,6 +54,7 @@ def test_chunks_are_held_not_copied() -> None:
     lines = ExcludedLines.from_chunks([head, (), tail])
     assert lines.chunks[0] is head and lines.chunks[1] is tail
     assert ExcludedLines.of(lines) is lines
+    assert copy.deepcopy(lines) == lines == pickle.loads(pickle.dumps(lines))
 
 
 def test_a_manifest_validates_and_serializes_it_as_a_tuple() -> None:
