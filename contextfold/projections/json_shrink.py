@@ -24,6 +24,8 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
+from contextfold.domain.canonical import compact_json
+
 __all__ = [
     "CHARS_PER_STEP",
     "STEPS_PER_ITEM",
@@ -102,7 +104,7 @@ def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False) -> Any:
 
 def dump(value: Any) -> str:
     """Compact JSON, non-ASCII kept (escaped only when a lone surrogate makes the text unencodable)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = compact_json(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates from \\ud800-style escapes

@@ -17,6 +17,7 @@ from contextfold.domain.canonical import (
     _orjson_writes_the_same,
     canonical_dumps,
     canonical_utf8,
+    compact_json,
     quote,
     quote_utf8,
 )
@@ -118,3 +119,22 @@ _JSON = st.recursive(
 def test_any_json_value_gives_json_dumps_bytes(obj: Any) -> None:
     assert canonical_utf8(obj) == _expected(obj)
     assert canonical_dumps(obj).encode() == _expected(obj)
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(obj=_JSON)
+def test_compact_json_is_json_dumps_text_with_keys_in_their_order(obj: Any) -> None:
+    assert compact_json(obj) == _compact(obj)
+
+
+@pytest.mark.parametrize("obj", [
+    {"z": 1, "a": [5e-05, 1e16, math.nan, -math.inf, 2**64, {"k": "é\u2028\x00"}]}, {"e": _Color.RED},
+    {1: "int key"}, {"t": "\ud800"}, {"b": 1, "a": 2},
+])
+def test_compact_json_falls_back_where_orjson_differs(obj: Any) -> None:
+    assert compact_json(obj) == _compact(obj)
+
