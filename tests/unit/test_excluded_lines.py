@@ -76,6 +76,7 @@ def test_a_manifest_validates_and_serializes_it_as_a_tuple() -> None:
     assert built.model_dump_json() == validated.model_dump_json()
     assert ContextManifest.model_validate_json(built.model_dump_json()) == built
     dumped = built.model_dump()
+    assert type(dumped["excluded_items"]) is tuple  # as a tuple field dumps, not the sequence itself
     assert dumped["excluded_items"] == tuple(line.model_dump() for line in _LINES[:7])
     assert json.loads(built.model_dump_json())["excluded_items"][6]["id"] == "e6"
     schema = ContextManifest.model_json_schema()
