@@ -130,9 +130,10 @@ def canonical_utf8(obj: Any) -> bytes:
 def compact_json(obj: Any) -> str:
     """``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))``: compact, keys in their
     order; through orjson where that is the same text (the cases above do not depend on key
-    order). Why: safe truncation renders a JSON tool result at several sizes per cut, and the
-    standard encoder was ~2% of a tau-bench first build. A lone surrogate is written as the
-    standard encoder writes it (the caller decides what to do with such text)."""
+    order). For structured values carried as text: the importers' tool arguments and outputs
+    (key order as the model produced it), and safe truncation's renders of a JSON tool result,
+    several per cut (the standard encoder was ~2% of a tau-bench first build). A lone surrogate
+    is written as the standard encoder writes it (the caller decides what to do with such text)."""
     if _orjson_writes_the_same(obj):
         try:
             return orjson.dumps(obj).decode()

@@ -9,12 +9,12 @@ import that the store would refuse fails here, naming the message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from contextfold.domain.canonical import compact_json
 from contextfold.domain.errors import ProtocolError
 from contextfold.domain.events import (
     AnyEvent,
@@ -56,13 +56,6 @@ def build(cls: type[M], path: JsonPath, **fields: Any) -> M:
             for err in e.errors()
         )
         raise Bad(path, f"invalid {cls.__name__}: {detail}") from None
-
-
-def compact_json(value: Any) -> str:
-    """JSON text for a structured value we must carry as a string (tool arguments,
-    structured tool output). Key order is kept (it is what the model produced);
-    separators are compact; non-ASCII stays readable."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _type_name(value: Any) -> str:

@@ -261,7 +261,7 @@ class JsonPieces:
     def _whole_atom(self, value: Any) -> Atom:
         atom = self._whole.get(id(value))
         if atom is None:
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            text = compact_json(value)  # dump's text: the pieces must add up to its renders
             atom = self._whole[id(value)] = (self._keep(text), _split_of(text, True))
         return atom
 
