@@ -36,7 +36,7 @@ class ExcludedLines(Sequence["ExcludedFragment"]):
 
     __slots__ = ("_chunks", "_ends")
 
-    def __init__(self, chunks: tuple[tuple[ExcludedFragment, ...], ...]) -> None:
+    def __init__(self, chunks: Iterable[tuple[ExcludedFragment, ...]]) -> None:
         self._chunks = tuple(c for c in chunks if c)
         self._ends = list(accumulate(map(len, self._chunks)))
 
@@ -50,7 +50,7 @@ class ExcludedLines(Sequence["ExcludedFragment"]):
     @classmethod
     def from_chunks(cls, chunks: Iterable[tuple[ExcludedFragment, ...]]) -> ExcludedLines:
         """The concatenation of ``chunks``, each held (not copied): empty ones are dropped."""
-        return cls(tuple(chunks))
+        return cls(chunks)
 
     @property
     def chunks(self) -> tuple[tuple[ExcludedFragment, ...], ...]:

@@ -247,11 +247,10 @@ class TimelineIndex:
             return
         items, lst = state.items, self._list
         _, answers_before, masks_before = self.version
-        patched: list[int] | None = []
+        patched: list[int] = []
         known = lst is not None and version[2] == masks_before and version[1] >= answers_before
         if lst is None or not known:
             lst = self._list = list(map(items.__getitem__, self.order))
-            patched = None
         else:
             lst.extend(map(items.__getitem__, self.order[len(lst):]))  # a slice: islice walks the head
             answered = version[1] - answers_before
@@ -262,9 +261,9 @@ class TimelineIndex:
                     i = self._at.get(gpos)  # None: a hidden group
                     if i is not None and lst[i] is not items[gpos]:
                         lst[i] = items[gpos]
-                        patched.append(i)  # type: ignore[union-attr]
+                        patched.append(i)
         self.serial += 1
-        self._log.append((self.serial, patched))
+        self._log.append((self.serial, patched if known else None))
         self.version = version
 
     def live(self, state: RunState) -> list[TimelineItem]:
