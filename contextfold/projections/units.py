@@ -364,24 +364,14 @@ class Units:
     excluded: list[ExcludedFragment] = field(default_factory=list)
 
 
-def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMark, exposed: set[str],
-               current_input: str | None) -> Units:
-    """State fragments (deduped) and timeline units (a tool group is one atomic unit).
-
-    Dedupe: optional state fragments that share a content hash or a semantic key
-    (evidence ``source_ref``) keep one copy: the more authoritative, then the newer.
-    A group that uses a tool the policy does not expose, or with a call still
-    open, is excluded as ``stale``.
-    """
-    state = ctx.state
+def _state_units(ctx: BuildCtx, state_ids: list[str]
+                 ) -> tuple[list[Unit], dict[str, tuple[str, ...]], dict[str, int], list[ExcludedFragment]]:
+    """The state fragments' units, member tables and ``duplicate`` lines (``make_units``)."""
+    entries = ctx.state.entries
     units: list[Unit] = []
     members: dict[str, tuple[str, ...]] = {}
     layer_no: dict[str, int] = {}
     excluded: list[ExcludedFragment] = []
-    entries = state.entries
-    state_ids = [fid for fid in state.active if entries[fid].kind != "tool_spec"]
-    for fid in state_ids:
-        ctx.note(fid)
     ranked = sorted(state_ids, key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust],
                                                 -entries[fid].position, fid))
     seen_keys: dict[str, str] = {}
@@ -412,6 +402,35 @@ def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMa
                           fid in ctx.required, facts.min_cost if facts.shrinkable else None))
         members[fid] = (fid,)
         layer_no[fid] = _STATE_LAYER_NO.get(layer, 6)
+    return units, members, layer_no, excluded
+
+
+def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMark, exposed: set[str],
+               current_input: str | None) -> Units:
+    """State fragments (deduped) and timeline units (a tool group is one atomic unit).
+
+    Dedupe: optional state fragments that share a content hash or a semantic key
+    (evidence ``source_ref``) keep one copy: the more authoritative, then the newer.
+    A group that uses a tool the policy does not expose, or with a call still
+    open, is excluded as ``stale``.
+    """
+    state = ctx.state
+    entries = state.entries
+    state_ids = [fid for fid in state.active if entries[fid].kind != "tool_spec"]
+    facts = list(map(ctx.note, state_ids))
+    # The state fragments (policy, goal, plan, instructions, evidence) rarely change between
+    # builds: their units are the same while the fragments' facts and entries are the same
+    # objects and the same ones are required (a short run's build ranked and scored them anew
+    # every time, ~4% of it).
+    key = (state_ids, facts, list(map(entries.__getitem__, state_ids)),
+           [fid in ctx.required for fid in state_ids])
+    memo = ctx.objects_for("state-units")
+    hit = memo.get("last")
+    if hit is None or hit[0] != key:
+        hit = memo["last"] = (key, *_state_units(ctx, state_ids))
+    _, kept_units, members, layer_no, duplicates = hit
+    units = list(kept_units)  # the timeline's required units are added below
+    excluded = list(duplicates)
 
     tu = timeline_units(ctx, timeline, mark, exposed, current_input)
     ctx.redacted.update(tu.hits)
