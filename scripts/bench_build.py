@@ -42,7 +42,9 @@ its first allocation); a last line says in how many builds one landed and the p5
 Workloads:
 
 - A: every turn of the 200 tau-bench gpt-4o airline runs (turn t = the
-  history just before the t-th assistant message), budgets 3,000 and 128,000;
+  history just before the t-th assistant message), budgets 3,000 and 128,000; the tools
+  take turns run by run (each run's turns by all five, then the next run), so a drift of the
+  machine's speed reaches them alike (``bench_a_interleaved``);
 - B: a seeded synthetic 10,000-message tool-calling history (same generator
   and seed as the peer benchmark), built at each of its last 100 turns at 128,000.
 
@@ -370,6 +372,15 @@ class Series:
     def p(self, q: float) -> float:
         return percentile(self.times, q)
 
+    def absorb(self, other: Series) -> None:
+        """Add ``other``'s builds (the same tool and variant, on more runs) to this series."""
+        for name in ("times", "fill", "scanned", "calls", "gc"):
+            getattr(self, name).extend(getattr(other, name))
+        for name in ("pair_breaks", "over_budget", "emptied", "newest_dropped", "errors"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.note = self.note or other.note
+        self.estimated = self.estimated or other.estimated
+
 
 def percentile(xs: list[float], q: float) -> float:
     """The nearest-rank ``q`` quantile of ``xs`` (NaN when empty): every figure of the report."""
@@ -386,13 +397,15 @@ def check_peer(s: Series, out: list[Any], inp: list[Any], events: Callable[[list
 
 
 def bench_lc(convs: list[tuple[list[BaseMessage], list[int], list[int]]], budget: int, variant: str,
-             workload: str) -> Series:
-    """convs: (messages, turn indices, OpenAI input tokens per turn)."""
+             workload: str, warm_up: bool = True) -> Series:
+    """convs: (messages, turn indices, OpenAI input tokens per turn). ``warm_up``: one untimed
+    build and a full collection first (a series continued by :meth:`Series.absorb` warms once)."""
     s = Series("langchain", variant, workload)
     new_counter = (lambda: lc_counter_plain) if variant == "plain" else make_lc_counter_memo
     lc0, turns0, _ = convs[0]
-    lc_build(lc0[:turns0[0]], budget, new_counter())  # warm-up, untimed
-    gc.collect()
+    if warm_up:
+        lc_build(lc0[:turns0[0]], budget, new_counter())  # untimed
+        gc.collect()
     pc = time.perf_counter
     for lc, turns, in_tokens in convs:
         counter = new_counter()
@@ -407,15 +420,17 @@ def bench_lc(convs: list[tuple[list[BaseMessage], list[int], list[int]]], budget
 
 
 def bench_ag(convs: list[tuple[list[Any], list[int], list[int]]], budget: int, variant: str,
-             workload: str) -> Series:
-    """convs: (AutoGen messages, boundaries per turn, OpenAI input tokens per turn)."""
+             workload: str, warm_up: bool = True) -> Series:
+    """convs: (AutoGen messages, boundaries per turn, OpenAI input tokens per turn); ``warm_up``
+    as in :func:`bench_lc`."""
     s = Series("autogen", variant, workload)
     memo = variant == "memo"
     ag0, b0, _ = convs[0]
-    ctx = TokenLimitedChatCompletionContext(CountingClient(memo), token_limit=budget,  # type: ignore[arg-type]
-                                            initial_messages=ag0[:b0[0]])
-    drive(ctx.get_messages())  # warm-up, untimed
-    gc.collect()
+    if warm_up:
+        ctx = TokenLimitedChatCompletionContext(CountingClient(memo), token_limit=budget,  # type: ignore[arg-type]
+                                                initial_messages=ag0[:b0[0]])
+        drive(ctx.get_messages())  # untimed
+        gc.collect()
     pc = time.perf_counter
     for ag, bounds, in_tokens in convs:
         client = CountingClient(memo)
@@ -515,6 +530,15 @@ class CfSeries:
     record_stored: list[int] = field(default_factory=list)
     """Bytes of each record's row as stored (large ones as zstd frames: ``store.compression``)."""
 
+    def absorb(self, other: CfSeries) -> None:
+        """Add ``other``'s builds (more runs of the same workload) to these series."""
+        for name in ("neutral", "openai", "write", "rebuild", "copy"):
+            getattr(self, name).absorb(getattr(other, name))
+        self.fold_s += other.fold_s
+        self.folded += other.folded
+        self.record_json.extend(other.record_json)
+        self.record_stored.extend(other.record_stored)
+
 
 class GcClock:
     """Seconds spent in cyclic-GC collections so far (``gc.callbacks``).
@@ -545,24 +569,27 @@ def _stored_bytes(store: EventStore, run_id: str, position: int) -> int:
 
 
 def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budget: int,
-             workload: str, store: EventStore) -> CfSeries:
+             workload: str, store: EventStore, warm_up: bool = True) -> CfSeries:
     """convs: (run id, messages, turn indices, OpenAI input tokens per turn).
 
     The agent loop per turn: append the new messages (one transaction), fold the records
     the store returns, build neutral and openai-chat (timed), build openai-chat once more
     with nothing new (timed apart: the per-build floor), append the ContextBuilt record of
-    the openai-chat build (timed as the durable write), fold it and drop it.
+    the openai-chat build (timed as the durable write), fold it and drop it. ``warm_up``: a
+    full collection first and one untimed build of each config at the first turn (a series
+    continued by :meth:`CfSeries.absorb` warms once).
     """
     res = CfSeries(Series("contextfold", "neutral", workload), Series("contextfold", "openai", workload),
                    Series("contextfold", "write", workload), Series("contextfold", "rebuild", workload),
                    Series("contextfold", "copy", workload))
     configs = ((res.neutral, BuildConfig(provider="neutral", window=budget + RESERVE, reserve=RESERVE)),
                (res.openai, BuildConfig(provider="openai-chat", window=budget + RESERVE, reserve=RESERVE)))
-    gc.collect()
+    if warm_up:
+        gc.collect()
     clock = GcClock()
     gc.callbacks.append(clock)
     try:
-        _drive_cf(convs, budget, store, res, configs, clock)
+        _drive_cf(convs, budget, store, res, configs, clock, warm_up)
     finally:
         gc.callbacks.remove(clock)
     return res
@@ -570,10 +597,9 @@ def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budge
 
 def _drive_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budget: int,
               store: EventStore, res: CfSeries, configs: tuple[tuple[Series, BuildConfig], ...],
-              clock: GcClock) -> None:
+              clock: GcClock, warm: bool) -> None:
     """:func:`bench_cf`'s agent loop."""
     pc = time.perf_counter
-    warm = True
     for run_id, traj, turns, in_tokens in convs:
         events = to_events(traj)
         state = new_state(run_id)
@@ -853,6 +879,48 @@ def _gc_share(s: Series) -> str:
             f"ms each, p50 without it {rest * 1e3:.3f} ms")
 
 
+def bench_a_interleaved(trajs: list[list[Msg]], turns: list[list[int]], in_tokens: list[list[int]],
+                        lc: list[list[BaseMessage]], ag: list[tuple[list[Any], dict[int, int]]],
+                        budget: int, workload: str, store: EventStore) -> tuple[CfSeries, list[Series]]:
+    """Workload A at ``budget``: each tau-bench run's turns built by every tool in turn, then the
+    next run (the tools' order rotating per run).
+
+    Why interleaved: this machine's speed drifts by up to 2x over minutes (shared cores). Run
+    one tool over all 200 runs, then the next, and a slow phase lands on one tool alone: two
+    runs of the same code gave LangChain-plain/contextfold ratios of 1.7x and 1.2x. A run's
+    builds by all five take ~0.1 s, so a drift reaches every tool alike and the ratios hold.
+    Each series warms up once (its first run), as the tools did when run one after another."""
+    tools: list[tuple[str, str]] = [("contextfold", ""), ("langchain", "plain"), ("autogen", "plain"),
+                                    ("langchain", "memo"), ("autogen", "memo")]
+    cf: CfSeries | None = None
+    peers: dict[tuple[str, str], Series] = {}
+    for i, (traj, ts, n_in) in enumerate(zip(trajs, turns, in_tokens, strict=True)):
+        first = i == 0
+        for tool, variant in tools[i % len(tools):] + tools[:i % len(tools)]:
+            if tool == "contextfold":
+                c = bench_cf([(f"tau-{i}-{workload[2:]}", traj, ts, n_in)], budget, workload, store,
+                             warm_up=first)
+                if cf is None:
+                    cf = c
+                else:
+                    cf.absorb(c)
+                continue
+            if tool == "langchain":
+                s = bench_lc([(lc[i], ts, n_in)], budget, variant, workload, warm_up=first)
+            else:
+                ag_msgs, bounds = ag[i]
+                s = bench_ag([(ag_msgs, [bounds[t] for t in ts], n_in)], budget, variant, workload,
+                             warm_up=first)
+            if (tool, variant) in peers:
+                peers[(tool, variant)].absorb(s)
+            else:
+                peers[(tool, variant)] = s
+        if (i + 1) % 50 == 0:
+            print(f"  .. {workload}: {i + 1} of {len(trajs)} runs", file=sys.stderr, flush=True)
+    assert cf is not None
+    return cf, [peers[t] for t in tools[1:]]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke test: 15 tau runs, last 5 synthetic turns")
@@ -891,16 +959,10 @@ def main() -> int:
         ag_a = [to_ag(t) for t in trajs]
         for budget in BUDGETS_A:
             wl = f"A {budget // 1000}k"
-            c = bench_cf(((f"tau-{i}-{wl[2:]}", t, ts, n) for i, (t, ts, n)
-                          in enumerate(zip(trajs, a_turns, a_in, strict=True))), budget, wl, store)
+            c, peers = bench_a_interleaved(trajs, a_turns, a_in, lc_a, ag_a, budget, wl, store)
             cf[wl] = c
-            log(c.neutral)
-            log(c.openai)
-            for variant in ("plain", "memo"):
-                log(bench_lc([(lc, ts, n) for lc, ts, n in zip(lc_a, a_turns, a_in, strict=True)],
-                             budget, variant, wl))
-                log(bench_ag([(ag, [bd[i] for i in ts], n) for (ag, bd), ts, n
-                              in zip(ag_a, a_turns, a_in, strict=True)], budget, variant, wl))
+            for s in (c.neutral, c.openai, *peers):
+                log(s)
     if args.only != "A":
         t0 = time.perf_counter()
         syn = synth_history()
