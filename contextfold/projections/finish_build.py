@@ -29,7 +29,6 @@ from contextfold.domain.manifest import (
     TruncationRecord,
 )
 from contextfold.projections.build_result import BuildResult
-from contextfold.projections.construct import construct
 from contextfold.projections.request_json import (
     bytes_hash,
     canonical_bytes,
@@ -178,8 +177,7 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     # Every field is made above from typed objects (tuples of validated lines, the validated
     # config): re-validating them per build cost 0.35 ms on a long run's ~10,000 lines.
     # tests/unit/test_build_cache.py validates built manifests against the model.
-    manifest = construct(
-        ContextManifest,
+    manifest = ContextManifest.model_construct(
         request_id="req_" + canonical_hash([state.run_id, turn, state.version, config_hash])[:16],
         run_id=state.run_id, turn=turn, log_version=state.version, provider=config.provider,
         model=config.model or state.model, encoding=state.counter.encoding_name,

@@ -49,7 +49,6 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, ToolSpec
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
-from contextfold.projections.construct import construct
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
 from contextfold.projections.request_json import misses
 from contextfold.projections.state import MessageItem, RunState, SummaryItem, TimelineItem, ToolGroup
@@ -225,8 +224,8 @@ def lay_out(inp: LayoutInput) -> Conversation:
             text="[runtime] Earlier conversation is not shown.", authority="runtime",
             fragment_id="runtime:history-start"),)))
     # Every part is a validated model already: construct without re-validating thousands.
-    return construct(Conversation, model=inp.model, system=system, tools=inp.tools,
-                     messages=tuple(messages), stable_prefix_messages=1 if stable else 0)
+    return Conversation.model_construct(model=inp.model, system=system, tools=inp.tools,
+                                        messages=tuple(messages), stable_prefix_messages=1 if stable else 0)
 
 
 _Row = tuple[ContextFragment, str, bool]
