@@ -183,8 +183,9 @@ class TimelineIndex:
         self._list: list[TimelineItem] | None = None
         self._at: dict[int, int] | None = None
         self.serial = 0
-        """Counts the steps that touched ``_list``; ``_log`` keeps the recent ones' replaced indices."""
-        self._log: deque[tuple[int, list[int] | None]] = deque(maxlen=_LOG_LENGTH)
+        """Counts the steps that touched ``_list``; ``_log`` keeps the recent ones' replaced indices,
+        one entry per serial, the newest (``serial``'s) last."""
+        self._log: deque[list[int] | None] = deque(maxlen=_LOG_LENGTH)
         self._items: tuple[TimelineItem, ...] | None = None
         self._items_serial = 0
         self._prev: tuple[TimelineItem, ...] | None = None
@@ -263,7 +264,7 @@ class TimelineIndex:
                         lst[i] = items[gpos]
                         patched.append(i)
         self.serial += 1
-        self._log.append((self.serial, patched if known else None))
+        self._log.append(patched if known else None)
         self.version = version
 
     def live(self, state: RunState) -> list[TimelineItem]:
@@ -282,7 +283,7 @@ class TimelineIndex:
         if not serial <= upto <= self.serial or self.serial - serial > len(self._log):
             return None
         out: set[int] = set()
-        for _, patched in itertools.islice(reversed(self._log), self.serial - upto, self.serial - serial):
+        for patched in itertools.islice(reversed(self._log), self.serial - upto, self.serial - serial):
             if patched is None:
                 return None
             out.update(patched)
