@@ -10,7 +10,8 @@ pauses it and the collection that follows (timed by ``gc.callbacks``) lands at t
 The agent loop is ``bench_build``'s: per turn, append the new messages to a SQLite store and
 fold them, build ``neutral`` (the ``first`` build: it pays the turn's new events), build
 ``openai-chat`` (``second``), build it again with nothing new (``rebuild``), append the
-context-built record and fold it.
+context-built record and fold it. ``--first-provider openai-chat`` makes the first build an
+``openai-chat`` one: what a runtime that builds for one provider pays per turn.
 
 Workloads: ``A``, every turn of the first ``--runs`` tau-bench runs at ``--budget``; ``B``, the
 last ``--turns`` turns of the synthetic 10,000-message run at 128k (as in ``bench_build.py``).
@@ -145,9 +146,10 @@ def turns_b(turns: int) -> Iterator[tuple[str, list[dict[str, Any]], list[int]]]
 
 
 def drive(probe: Probe, runs: Iterator[tuple[str, list[dict[str, Any]], list[int]]], budget: int,
-          profile: str | None, progress: Callable[[str], None]) -> cProfile.Profile | None:
+          profile: str | None, progress: Callable[[str], None],
+          first_provider: str = "neutral") -> cProfile.Profile | None:
     store = EventStore(f"sqlite:///{tempfile.mkdtemp(prefix='cf-profile-')}/runs.db")
-    first = BuildConfig(provider="neutral", window=budget + bb.RESERVE, reserve=bb.RESERVE)
+    first = BuildConfig(provider=first_provider, window=budget + bb.RESERVE, reserve=bb.RESERVE)
     second = BuildConfig(provider="openai-chat", window=budget + bb.RESERVE, reserve=bb.RESERVE)
     prof = cProfile.Profile() if profile else None
     for n, (run_id, traj, turns) in enumerate(runs, 1):
@@ -247,6 +249,9 @@ def main() -> int:
                     help="only report: the per-stage share of the samples in py-spy raw profiles "
                          "(py-spy record -f raw) of this script, for the --spy-kind builds")
     ap.add_argument("--spy-kind", choices=KINDS, default="first")
+    ap.add_argument("--first-provider", choices=("neutral", "openai-chat"), default="neutral",
+                    help="the provider of each turn's first build: openai-chat is a runtime that "
+                         "builds for one provider (its second build is then the first one again)")
     args = ap.parse_args()
     if args.spy_report:
         spy_report(args.spy_report, args.spy_kind)
@@ -267,9 +272,10 @@ def main() -> int:
         if int(msg.split()[0]) % 20 == 0 or args.workload == "B":
             print(f"  .. {msg}", file=sys.stderr, flush=True)
 
-    prof = drive(probe, runs, budget, args.cprofile, progress)
+    prof = drive(probe, runs, budget, args.cprofile, progress, args.first_provider)
     print(f"workload {args.workload}, budget {budget}: {len(probe.builds['first'])} turns"
-          + (", caches evicted before each build" if args.evict else ""))
+          + (", caches evicted before each build" if args.evict else "")
+          + f", first builds for {args.first_provider}")
     report(probe)
     if prof is not None:
         print(f"\ncProfile of the {args.cprofile} builds ({args.sort}; cProfile slows Python calls):")
