@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from contextfold.domain.conversation import Conversation
-from contextfold.domain.errors import IntegrityError, TurnNotFoundError
+from contextfold.domain.errors import IntegrityError, RunNotFoundError, TurnNotFoundError
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -36,7 +36,7 @@ from contextfold.domain.events import (
     UsageObserved,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifest
+from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifest, checked_config
 from contextfold.domain.version import BUILDER
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state
@@ -175,6 +175,15 @@ class Run:
                                     event_text=functools.partial(self.store.event_text, self.run_id))
         return fold(self.store.events.iter_events(self.run_id, after=self._state.version), self._state)
 
+    def _existing_state(self) -> RunState:
+        """:meth:`state`, or :class:`RunNotFoundError` when the log holds no event of this run: an
+        operation that appends to a run (a build's record, a usage observation) must not create
+        one by its first append (a mistyped run id would start a run holding only that)."""
+        state = self.state()
+        if state.version == 0:
+            raise RunNotFoundError(self.run_id)
+        return state
+
     def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
               model: str | None = None, turn: int | None = None, record: bool = True,
               in_flight: Literal["wait", "cancel"] = "cancel",
@@ -191,10 +200,11 @@ class Run:
         A rebuild of a past turn records one marked ``rebuild`` only when the
         turn has no record yet.
         """
-        cfg = config or BuildConfig(provider=provider, window=window, reserve=reserve, model=model,
-                                    in_flight=in_flight)
+        cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
+                                       in_flight=in_flight)
         if turn is not None:
             return self._rebuild(turn, cfg, record=record)
+        self._existing_state()  # a live build records its result: never into a run that does not exist
         if auto_compact:
             from contextfold.compaction_api import auto_compact as compact_for
 
@@ -236,7 +246,7 @@ class Run:
         cache_read_input_tokens + cache_creation_input_tokens``). Later builds
         for the same model learn their budget correction from it.
         """
-        last = self.state().turn + 1
+        last = self._existing_state().turn + 1
         if not 1 <= turn <= last:
             raise TurnNotFoundError(self.run_id, turn, last)
         return self.append(UsageObserved(turn=turn, input_tokens=input_tokens, cached_tokens=cached_tokens,

@@ -31,7 +31,7 @@ from contextfold.cli import register
 from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
-from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
 
 __all__ = ["audit_turn", "explain"]
@@ -56,8 +56,9 @@ def _given_config(args: argparse.Namespace) -> BuildConfig | None:
     if args.provider is None and args.window is None and args.reserve is None:
         return None
     defaults = BuildConfig()
-    return BuildConfig(provider=args.provider or defaults.provider, window=args.window or defaults.window,
-                       reserve=defaults.reserve if args.reserve is None else args.reserve)
+    return checked_config(provider=args.provider or defaults.provider,
+                          window=defaults.window if args.window is None else args.window,
+                          reserve=defaults.reserve if args.reserve is None else args.reserve)
 
 
 # ---------------------------------------------------------------- audit --turn

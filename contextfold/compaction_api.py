@@ -46,7 +46,7 @@ from contextfold.domain.events import (
     canonical_json,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig
+from contextfold.domain.manifest import BuildConfig, checked_config
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.compaction import CompactionPlan, Strategy, Summarizer, plan_compaction
 from contextfold.projections.fold import fold_event
@@ -145,7 +145,7 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         if plan is not None:
             session.apply(plan)
         return session.report(None, None)
-    cfg = config or BuildConfig(window=window or 128_000, reserve=reserve)
+    cfg = config or checked_config(window=window or 128_000, reserve=reserve)
     before = now = pressure(run, session.state, cfg)
     for step, keep in _ladder(strategy, keep_recent):
         if now == "none":
@@ -187,7 +187,7 @@ def build(run: Run, provider: str = "neutral", *, window: int = 128_000, reserve
           model: str | None = None, auto: bool = True, strategy: Strategy = "summary",
           summarizer: Summarizer | None = None, config: BuildConfig | None = None) -> BuildResult:
     """``Run.build`` with automatic compaction first (``auto=False``: a plain build)."""
-    cfg = config or BuildConfig(provider=provider, window=window, reserve=reserve, model=model)
+    cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model)
     if auto:
         auto_compact(run, cfg, strategy=strategy, summarizer=summarizer)
     return run.build(config=cfg)

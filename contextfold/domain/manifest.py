@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.fragments import FragmentKind, Trust
 
@@ -30,6 +31,7 @@ __all__ = [
     "MediaCostRecord",
     "RedactionRecord",
     "TruncationRecord",
+    "checked_config",
     "manifest_json_depth",
     "schema_json_depth",
 ]
@@ -89,6 +91,19 @@ class BuildConfig(_Frozen):
     """Extra rules: name -> regex (the whole match, or group 1), reported as ``custom:<name>``."""
     redact_examples: bool = False
     """Also redact vendor-documented example keys (``AKIAIOSFODNN7EXAMPLE``)."""
+
+
+def checked_config(**fields: Any) -> BuildConfig:
+    """``BuildConfig(**fields)`` for values a caller passed in (a CLI flag, an API keyword): an
+    invalid one (a window of 0, a negative reserve, an unknown field) is an
+    :class:`~contextfold.domain.errors.InvalidInputError` naming each field and what is wrong,
+    not a pydantic traceback."""
+    try:
+        return BuildConfig(**fields)
+    except ValidationError as exc:
+        detail = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'config'}: {err['msg']}"
+                           for err in exc.errors())
+        raise InvalidInputError(f"invalid build config: {detail}") from exc
 
 
 class RedactionRecord(_Frozen):

@@ -26,6 +26,22 @@ def test_build_json_manifest_replay_and_diff(tmp_path: Path) -> None:
     assert diff.returncode == 0 and "turn 2 -> 6" in diff.stdout and "superseded" in diff.stdout
 
 
+def test_bad_run_or_settings_exit_2_with_one_line_and_write_nothing(tmp_path: Path) -> None:
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    for args, message in ((("build", "no-such-run"), "RunNotFoundError: run 'no-such-run' not found"),
+                          (("manifest", "no-such-run"), "RunNotFoundError"),
+                          (("usage", "no-such-run", "--turn", "1", "--input", "5"), "RunNotFoundError"),
+                          (("build", "demo-fix-invoice", "--window", "-5"),
+                           "InvalidInputError: invalid build config: window: Input should be greater than 0"),
+                          (("audit", "demo-fix-invoice", "--turn", "1", "--window", "0"),
+                           "invalid build config: window")):
+        out = cf(*args, cwd=tmp_path)
+        assert out.returncode == 2, (args, out.stderr)
+        assert message in out.stderr and "Traceback" not in out.stderr
+    runs = cf("runs", cwd=tmp_path)
+    assert runs.stdout.split() == ["demo-fix-invoice", "25", "events"]
+
+
 def test_build_out_writes_the_request_body(tmp_path: Path) -> None:
     cf("demo", cwd=tmp_path)
     out = cf("build", "demo-fix-invoice", "--provider", "anthropic", "--out", "req.json", cwd=tmp_path)

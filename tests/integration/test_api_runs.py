@@ -15,7 +15,7 @@ import pytest
 
 from contextfold.api import open_store
 from contextfold.cli import sample_events
-from contextfold.domain.errors import PendingToolCallsError
+from contextfold.domain.errors import InvalidInputError, PendingToolCallsError, RunNotFoundError
 from contextfold.domain.events import (
     HandOff,
     ModelResponse,
@@ -48,6 +48,29 @@ def test_lost_result_is_appended_once_and_rendered_as_an_error(store_url: str) -
                    if b.get("type") == "tool_result"]
         assert len(results) == 1 and results[0]["is_error"] is True
         assert "TOOL_RESULT_LOST" in json.dumps(results[0])
+
+
+def test_build_and_usage_of_a_missing_run_fail_and_create_nothing(store_url: str) -> None:
+    """A mistyped run id must not start a run holding only a build record or a usage observation."""
+    with open_store(store_url) as store:
+        run = store.run("no-such-run")
+        for attempt in (run.build, lambda: run.build("anthropic", auto_compact=True),
+                        lambda: run.observe_usage(1, 100)):
+            with pytest.raises(RunNotFoundError) as info:
+                attempt()
+            assert info.value.run_id == "no-such-run"
+        assert not store.events.exists("no-such-run")
+        assert "no-such-run" not in [r.run_id for r in store.runs()]
+
+
+def test_invalid_build_settings_are_a_typed_error_and_append_nothing(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("settings")
+        run.append(UserInput("hi"))
+        for window, reserve, field in ((0, 10, "window"), (-5, 10, "window"), (4000, -1, "reserve")):
+            with pytest.raises(InvalidInputError, match=f"invalid build config: {field}: "):
+                run.build("openai-chat", window=window, reserve=reserve)
+        assert run.version == 1
 
 
 def test_in_flight_calls_wait_or_cancel_by_policy(store_url: str) -> None:
