@@ -211,7 +211,11 @@ class PostgresBackend:
             password=url.password, schema=url.schema, originator_id_type="text",
             pool_size=2, max_overflow=8, connect_timeout=5.0, pool_open_timeout=10.0,
         )
-        self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
+        try:  # the recorder connects as it is made (it registers the row type's adapters)
+            self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
+        except (es.InterfaceError, es.OperationalError) as exc:
+            self.datastore.close()  # the pool would go on retrying in its threads
+            raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
 
     def create_schema(self) -> None:
         import psycopg
@@ -256,8 +260,15 @@ class PostgresBackend:
             self.datastore.register_type_adapters()
 
     def _safe_url(self) -> str:
+        """The URL for a message: user, host and port kept (they say what was tried), never
+        the password."""
         parsed = urlparse(self.url)
-        return parsed._replace(netloc=parsed.hostname or "").geturl()
+        netloc = parsed.hostname or ""
+        if parsed.port is not None:
+            netloc += f":{parsed.port}"
+        if parsed.username:
+            netloc = f"{parsed.username}@{netloc}"
+        return parsed._replace(netloc=netloc).geturl()
 
     def table(self, name: str) -> str:
         return f'"{self.schema}".{name}'

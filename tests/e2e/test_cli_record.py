@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -95,6 +96,21 @@ def test_store_url_from_environment(tmp_path: Path) -> None:
     assert not (tmp_path / "contextfold.db").exists()
     out = cf("--store", url, "runs", cwd=tmp_path)
     assert "demo-fix-invoice" in out.stdout
+
+
+def test_unreachable_or_bad_store_is_one_line_exit_2(tmp_path: Path) -> None:
+    """No traceback, the password never shown, and what was tried named (user, host, port)."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for url, message in ((f"postgresql://someone:hunter2@127.0.0.1:{port}/test",
+                          f"StoreUnavailableError: cannot reach postgresql://someone@127.0.0.1:{port}/test"),
+                         ("foo://x", "StoreConfigError: unsupported store URL"),
+                         (f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}", "StoreConfigError: directory")):
+        out = cf("--store", url, "runs", cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert message in out.stderr
+        assert "Traceback" not in out.stderr and "hunter2" not in out.stderr
 
 
 def test_schema_events_is_json_schema(tmp_path: Path) -> None:
