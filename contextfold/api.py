@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from contextfold.domain.checked import checked
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import IntegrityError, RunNotFoundError, TurnNotFoundError
 from contextfold.domain.events import (
@@ -249,8 +250,8 @@ class Run:
         last = self._existing_state().turn + 1
         if not 1 <= turn <= last:
             raise TurnNotFoundError(self.run_id, turn, last)
-        return self.append(UsageObserved(turn=turn, input_tokens=input_tokens, cached_tokens=cached_tokens,
-                                         output_tokens=output_tokens, model=model))[0]
+        return self.append(checked(UsageObserved, "usage", turn=turn, input_tokens=input_tokens,
+                                   cached_tokens=cached_tokens, output_tokens=output_tokens, model=model))[0]
 
     def _record(self, result: BuildResult, *, rebuild: bool) -> None:
         self.append(result.record(rebuild=rebuild))

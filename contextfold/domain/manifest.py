@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from contextfold.domain.errors import InvalidInputError
+from contextfold.domain.checked import checked
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.fragments import FragmentKind, Trust
 
@@ -96,14 +96,8 @@ class BuildConfig(_Frozen):
 def checked_config(**fields: Any) -> BuildConfig:
     """``BuildConfig(**fields)`` for values a caller passed in (a CLI flag, an API keyword): an
     invalid one (a window of 0, a negative reserve, an unknown field) is an
-    :class:`~contextfold.domain.errors.InvalidInputError` naming each field and what is wrong,
-    not a pydantic traceback."""
-    try:
-        return BuildConfig(**fields)
-    except ValidationError as exc:
-        detail = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'config'}: {err['msg']}"
-                           for err in exc.errors())
-        raise InvalidInputError(f"invalid build config: {detail}") from exc
+    :class:`~contextfold.domain.errors.InvalidInputError`, not a pydantic traceback."""
+    return checked(BuildConfig, "build config", **fields)
 
 
 class RedactionRecord(_Frozen):

@@ -34,7 +34,9 @@ def test_bad_run_or_settings_exit_2_with_one_line_and_write_nothing(tmp_path: Pa
                           (("build", "demo-fix-invoice", "--window", "-5"),
                            "InvalidInputError: invalid build config: window: Input should be greater than 0"),
                           (("audit", "demo-fix-invoice", "--turn", "1", "--window", "0"),
-                           "invalid build config: window")):
+                           "invalid build config: window"),
+                          (("usage", "demo-fix-invoice", "--turn", "1", "--input", "-5"),
+                           "InvalidInputError: invalid usage: input_tokens")):
         out = cf(*args, cwd=tmp_path)
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr

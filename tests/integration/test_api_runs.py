@@ -70,6 +70,8 @@ def test_invalid_build_settings_are_a_typed_error_and_append_nothing(store_url: 
         for window, reserve, field in ((0, 10, "window"), (-5, 10, "window"), (4000, -1, "reserve")):
             with pytest.raises(InvalidInputError, match=f"invalid build config: {field}: "):
                 run.build("openai-chat", window=window, reserve=reserve)
+        with pytest.raises(InvalidInputError, match="invalid usage: input_tokens: "):
+            run.observe_usage(1, -5)
         assert run.version == 1
 
 

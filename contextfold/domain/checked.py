@@ -1,0 +1,30 @@
+"""Models made from values a caller passed in, with a typed error instead of pydantic's.
+
+Why: the API's keyword arguments and the CLI's flags (a window, a token count) become pydantic
+models; a bad value surfaced as pydantic's ``ValidationError`` (a traceback in the CLI), outside
+the project's error tree. Here it becomes :class:`~contextfold.domain.errors.InvalidInputError`
+naming each field and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from contextfold.domain.errors import InvalidInputError
+
+__all__ = ["checked"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def checked(cls: type[M], what: str, /, **fields: Any) -> M:
+    """``cls(**fields)``, or :class:`InvalidInputError` ("invalid ``what``: field: problem; ...").
+    Positional-only: a model's fields may be called ``cls`` or ``what`` (or ``model``)."""
+    try:
+        return cls(**fields)
+    except ValidationError as exc:
+        detail = "; ".join(f"{'.'.join(map(str, err['loc'])) or cls.__name__}: {err['msg']}"
+                           for err in exc.errors())
+        raise InvalidInputError(f"invalid {what}: {detail}") from exc
