@@ -105,9 +105,14 @@ def _read_source(path: str) -> tuple[bytes, str]:
     if path == "-":
         return sys.stdin.buffer.read(), "<stdin>"
     p = Path(path)
-    if not p.is_file():
-        raise ImportFormatError(f"{path}:0", "no such file")
-    return p.read_bytes(), str(p)
+    if p.is_dir():
+        raise ImportFormatError(f"{path}:0", "a directory, not a file")
+    try:
+        return p.read_bytes(), str(p)
+    except FileNotFoundError:
+        raise ImportFormatError(f"{path}:0", "no such file") from None
+    except OSError as exc:  # unreadable: permissions, a device, ...
+        raise ImportFormatError(f"{path}:0", f"cannot read: {exc.strerror or exc}") from exc
 
 
 def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
@@ -136,7 +141,7 @@ def _handle_import(args: argparse.Namespace) -> int:
     from contextfold.importers import detect_format, iter_runs
 
     data, source = _read_source(args.path)
-    fmt = args.format or detect_format(data)
+    fmt = args.format or detect_format(data, source=source)
     runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
     named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events)
              for suffix, events in runs]

@@ -81,6 +81,15 @@ def test_import_is_atomic_and_names_the_line(tmp_path: Path) -> None:
     assert json.loads(runs.stdout) == []
 
 
+def test_import_errors_name_the_file_given(tmp_path: Path) -> None:
+    (tmp_path / "odd.json").write_text('{"not": "a history"}')
+    for path, message in (("odd.json", "odd.json:1: cannot detect the format; pass --format"),
+                          ("missing.json", "missing.json:0: no such file"),
+                          (".", ".:0: a directory, not a file")):
+        out = cf("import", path, "--run", "r", cwd=tmp_path)
+        assert out.returncode == 2 and f"ImportFormatError: {message}" in out.stderr, out.stderr
+
+
 def test_bad_run_id_and_missing_run_are_typed_errors(tmp_path: Path) -> None:
     out = cf("import", "-", "--run", "x';drop table", "--format", "openai-chat", cwd=tmp_path,
              stdin=b'[{"role": "user", "content": "hi"}]')
