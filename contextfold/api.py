@@ -325,10 +325,10 @@ class Run:
     def append(self, *events: AnyEvent | Iterable[AnyEvent],
                expected_version: int | None = None) -> list[RecordedEvent]:
         """Append one or more events in one transaction (typed errors, nothing written on error)."""
-        flat: list[AnyEvent] = []
+        flat: list[Any] = []
         for item in events:
-            if isinstance(item, BaseModel):
-                flat.append(item)
+            if isinstance(item, BaseModel | str | bytes | dict) or not isinstance(item, Iterable):
+                flat.append(item)  # the store refuses what is not an event, by its index
             else:
                 flat.extend(item)
         return self.store.events.append(self.run_id, flat, expected_version=expected_version)

@@ -42,6 +42,7 @@ import os
 import random
 import re
 import time
+import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -54,6 +55,7 @@ from contextfold.domain.errors import (
     ConcurrencyConflictError,
     InputLimitError,
     IntegrityError,
+    InvalidInputError,
     ProtocolError,
     RunNotFoundError,
 )
@@ -105,6 +107,8 @@ PREVIEW_CHARS = 2048
 MAX_BATCH = 10_000
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$")
 _APPEND_RETRIES = 100
+_EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
+"""The members of the event union: what ``append`` accepts."""
 _UPCAST_TOPICS: dict[str, bool] = {}
 """Stored topic (``type@version``) -> whether it needs upcasting: parsed once per topic."""
 _PAGE_ROWS = 5000
@@ -228,6 +232,11 @@ class EventStore:
         if len(events) > self.limits.max_batch:
             raise InputLimitError(
                 f"{len(events)} events in one append; the limit is {self.limits.max_batch}")
+        for i, e in enumerate(events):
+            if not isinstance(e, _EVENT_CLASSES):
+                raise InvalidInputError(
+                    f"event {i}: expected an event object (UserInput, ModelResponse, ToolResult, ...), "
+                    f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
         prepared = [self._prepare(i, e) for i, e in enumerate(events)]
         fresh = run_id not in self._heads
         for attempt in range(_APPEND_RETRIES):
@@ -298,8 +307,16 @@ class EventStore:
                  ) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]:
         """Offload, check the limits, encrypt the blobs; returns (event as stored, blob rows,
         canonical JSON). Runs for the whole batch before anything is written."""
-        event, blobs = self._offload(event)
-        body = canonical_json(event)
+        try:
+            event, blobs = self._offload(event)
+            body = canonical_json(event)
+        except UnicodeEncodeError as exc:  # a lone surrogate: text that no UTF-8 can store
+            bad = exc.object[exc.start:exc.end]
+            raise InvalidInputError(
+                f"event {index} ({event.type}) holds text that is not valid Unicode: "
+                f"{', '.join(f'U+{ord(c):04X}' for c in bad)} (a lone surrogate, as decoding with "
+                "errors='surrogateescape' leaves); decode tool output with errors='replace' or "
+                "'backslashreplace'") from exc
         limits = self.limits
         if len(body) > limits.max_event_bytes:
             raise InputLimitError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import re
 
 import blake3
 import pytest
@@ -13,6 +14,7 @@ from contextfold.domain.errors import (
     DuplicateToolResultError,
     InputLimitError,
     IntegrityError,
+    InvalidInputError,
     RunNotFoundError,
     StoreError,
     UnknownToolCallError,
@@ -61,6 +63,23 @@ def test_batch_is_atomic_and_protocol_errors_write_nothing(store: EventStore) ->
     with pytest.raises(DuplicateToolCallError):
         store.append("r", [call("c2"), call("c2")])
     assert store.version("r") == 5
+
+
+def test_what_is_not_an_event_or_not_unicode_is_refused_and_nothing_written(store: EventStore) -> None:
+    store.append("r", [UserInput("go")])
+    not_unicode = "holds text that is not valid Unicode"
+    batches: list[tuple[list[object], str]] = [
+        ([UserInput("ok"), {"type": "user_input"}], "event 1: expected an event object"),
+        ([None], "event 0: expected an event object"),
+        ([UserInput("ok"), UserInput("bad \udcff byte")], f"event 1 (user_input) {not_unicode}: U+DCFF"),
+        ([call("c9"), ToolResult(call_id="c9", content="x" * 70_000 + "\ud800")],  # offloaded size
+         f"event 1 (tool_result) {not_unicode}: U+D800"),
+    ]
+    for batch, message in batches:
+        with pytest.raises(InvalidInputError, match=re.escape(message)):
+            store.append("r", batch)  # type: ignore[arg-type]
+    assert store.version("r") == 1
+    assert [r.position for r in store.read("r")] == [1]
 
 
 def test_late_result_after_cancellation_is_recorded_once(store: EventStore) -> None:
