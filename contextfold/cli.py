@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from contextfold.api import Store, open_store
-from contextfold.domain.errors import ContextfoldError, ImportFormatError, IntegrityError
+from contextfold.domain.errors import ContextfoldError, ImportFormatError, IntegrityError, InvalidInputError
 from contextfold.domain.events import (
     EVENT_ADAPTER,
     AnyEvent,
@@ -43,7 +43,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 
-__all__ = ["COMMANDS", "main", "register", "summarize_event"]
+__all__ = ["COMMANDS", "main", "output_file", "register", "summarize_event", "write_output"]
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
@@ -61,6 +61,27 @@ def _store(args: argparse.Namespace) -> Store:
 
 def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def output_file(path: str) -> Path:
+    """The file an ``--out``/``--html`` flag names, checked before any work (a build records its
+    result: a path that cannot be written must fail before, not after): its directory must
+    exist and it must not be one."""
+    p = Path(path)
+    if p.is_dir():
+        raise InvalidInputError(f"cannot write {path}: it is a directory")
+    if not p.parent.is_dir():
+        raise InvalidInputError(f"cannot write {path}: no directory {str(p.parent)!r}")
+    return p
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (checked by :func:`output_file`); what the OS refuses is an
+    InvalidInputError naming it."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def summarize_event(event: AnyEvent, width: int = 90) -> str:

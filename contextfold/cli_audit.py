@@ -21,13 +21,12 @@ import argparse
 import json
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 from contextfold.api import Run, Store, open_store
 from contextfold.audit.data import RunAudit, audit_run, config_for_turn
 from contextfold.audit.report import render_report
-from contextfold.cli import register
+from contextfold.cli import output_file, register, write_output
 from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
@@ -196,6 +195,7 @@ def _summary_text(a: RunAudit) -> str:
 
 
 def _handle_audit(args: argparse.Namespace) -> int:
+    html = output_file(args.html) if args.html else None
     with _store(args) as store:
         run = store.run(args.run)
         if args.turn is not None:
@@ -205,8 +205,8 @@ def _handle_audit(args: argparse.Namespace) -> int:
         except IntegrityError as exc:
             sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be read back: {exc}\n")
             return 3
-    if args.html:
-        Path(args.html).write_text(render_report(audit), encoding="utf-8")
+    if html is not None:
+        write_output(html, render_report(audit))
         _out(f"wrote {args.html}: {audit.summary.turns} turns, integrity "
              f"{'ok' if audit.integrity.ok else 'BROKEN'}")
     if args.json:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from contextfold.api import Store
 from contextfold.audit.diff import diff_manifests
-from contextfold.cli import DEMO_HOOKS, SCHEMAS, register
+from contextfold.cli import DEMO_HOOKS, SCHEMAS, output_file, register, write_output
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.builder import BuildResult
@@ -88,11 +87,12 @@ def _configure_build(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_build(args: argparse.Namespace) -> int:
+    out = output_file(args.out) if args.out else None
     with _store(args) as store:
         result = _do_build(args, store)
     body = json.dumps(result.request, indent=2, ensure_ascii=False)
-    if args.out:
-        Path(args.out).write_text(body + "\n", encoding="utf-8")
+    if out is not None:
+        write_output(out, body + "\n")
     if args.json:
         sys.stdout.write(json.dumps({"request": result.request,
                                      "manifest": result.manifest.model_dump(mode="json")},

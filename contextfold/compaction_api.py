@@ -138,6 +138,8 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     """Compact ``run``. Without a window: one ``strategy`` event at the widest legal cut
     that keeps ``keep_recent`` tool groups raw. With a window (or ``config``): climb the
     ladder (mask first; summary only for ``strategy="summary"``) until a build fits."""
+    if keep_recent < 0:  # checked before anything, as plan_compaction does: a window may plan nothing
+        raise InvalidInputError(f"keep_recent must be >= 0 (tool groups kept raw), got {keep_recent}")
     session = _Session(run, dry_run)
     if window is None and config is None:
         plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,

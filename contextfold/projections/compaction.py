@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, assert_never
 
-from contextfold.domain.errors import CompactionError
+from contextfold.domain.errors import CompactionError, InvalidInputError
 from contextfold.domain.events import (
     CompactionSummary,
     EvidenceRetrieved,
@@ -427,6 +427,8 @@ def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: 
     cover (an agent run whose task is its only user message), it covers the input
     too: the input's text (or the goal) is then carried verbatim as the summary's goal.
     """
+    if keep_recent < 0:  # a negative count would slice from the other end: mask the newest
+        raise InvalidInputError(f"keep_recent must be >= 0 (tool groups kept raw), got {keep_recent}")
     match strategy:
         case "mask":
             cover = choose_cover(state, keep_recent=keep_recent, keep_input=False)

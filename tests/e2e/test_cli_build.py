@@ -26,7 +26,7 @@ def test_build_json_manifest_replay_and_diff(tmp_path: Path) -> None:
     assert diff.returncode == 0 and "turn 2 -> 6" in diff.stdout and "superseded" in diff.stdout
 
 
-def test_bad_run_or_settings_exit_2_with_one_line_and_write_nothing(tmp_path: Path) -> None:
+def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_path: Path) -> None:
     assert cf("demo", cwd=tmp_path).returncode == 0
     for args, message in ((("build", "no-such-run"), "RunNotFoundError: run 'no-such-run' not found"),
                           (("manifest", "no-such-run"), "RunNotFoundError"),
@@ -36,7 +36,16 @@ def test_bad_run_or_settings_exit_2_with_one_line_and_write_nothing(tmp_path: Pa
                           (("audit", "demo-fix-invoice", "--turn", "1", "--window", "0"),
                            "invalid build config: window"),
                           (("usage", "demo-fix-invoice", "--turn", "1", "--input", "-5"),
-                           "InvalidInputError: invalid usage: input_tokens")):
+                           "InvalidInputError: invalid usage: input_tokens"),
+                          (("build", "demo-fix-invoice", "--out", "no/such/dir/req.json"),
+                           "cannot write no/such/dir/req.json: no directory 'no/such/dir'"),
+                          (("build", "demo-fix-invoice", "--out", "."), "cannot write .: it is a directory"),
+                          (("audit", "demo-fix-invoice", "--html", "no/such/dir/r.html"),
+                           "cannot write no/such/dir/r.html: no directory"),
+                          (("compact", "demo-fix-invoice", "--keep-recent", "-1"),
+                           "InvalidInputError: keep_recent must be >= 0"),
+                          (("compact", "demo-fix-invoice", "--keep-recent", "-1", "--window", "20000"),
+                           "keep_recent must be >= 0")):
         out = cf(*args, cwd=tmp_path)
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr
