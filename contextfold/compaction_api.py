@@ -147,7 +147,7 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         if plan is not None:
             session.apply(plan)
         return session.report(None, None)
-    cfg = config or checked_config(window=window or 128_000, reserve=reserve)
+    cfg = config or checked_config(window=128_000 if window is None else window, reserve=reserve)
     before = now = pressure(run, session.state, cfg)
     for step, keep in _ladder(strategy, keep_recent):
         if now == "none":

@@ -45,7 +45,8 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
                           (("compact", "demo-fix-invoice", "--keep-recent", "-1"),
                            "InvalidInputError: keep_recent must be >= 0"),
                           (("compact", "demo-fix-invoice", "--keep-recent", "-1", "--window", "20000"),
-                           "keep_recent must be >= 0")):
+                           "keep_recent must be >= 0"),
+                          (("compact", "demo-fix-invoice", "--window", "0"), "invalid build config: window")):
         out = cf(*args, cwd=tmp_path)
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr
