@@ -42,6 +42,7 @@ from contextfold.domain.events import (
     event_from_json,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.store.backends import display_url
 
 __all__ = ["COMMANDS", "main", "output_file", "register", "summarize_event", "write_output"]
 
@@ -205,7 +206,7 @@ def _handle_runs(args: argparse.Namespace) -> int:
             for r in runs:
                 _out(f"{r.run_id}\t{r.events} events")
             if not runs:
-                _out(f"no runs in {store.url}")
+                _out(f"no runs in {display_url(store.url)}")
     return 0
 
 

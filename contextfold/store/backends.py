@@ -18,6 +18,7 @@ on the catalog, so creation runs under a transaction-level advisory lock.
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -41,6 +42,7 @@ __all__ = [
     "PostgresBackend",
     "SQLiteBackend",
     "StoreURL",
+    "display_url",
     "open_backend",
     "parse_store_url",
     "translate_errors",
@@ -63,6 +65,17 @@ class StoreURL:
     schema: str = "public"
 
 
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def display_url(url: str) -> str:
+    """``url`` with its password, if any, shown as ``***`` (for messages and listings)."""
+    parsed = urlparse(url)
+    if parsed.password is None:
+        return url
+    return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
+
+
 def parse_store_url(url: str) -> StoreURL:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``,
     ``postgresql://user[:pw]@host[:port]/dbname[?schema=name]``."""
@@ -70,24 +83,34 @@ def parse_store_url(url: str) -> StoreURL:
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path[1:] if parsed.path.startswith("/") else parsed.path)
         if not path:
-            raise StoreConfigError(f"sqlite URL needs a file path: {url!r}")
+            raise StoreConfigError(f"sqlite URL needs a file path: {display_url(url)!r}")
         return StoreURL(scheme="sqlite", path=path)
     if parsed.scheme in ("postgresql", "postgres"):
         dbname = parsed.path.lstrip("/")
         if not dbname:
-            raise StoreConfigError(f"postgresql URL needs a database name: {url!r}")
+            raise StoreConfigError(f"postgresql URL needs a database name: {display_url(url)!r}")
         schema = parse_qs(parsed.query).get("schema", ["public"])[0]
+        if not _SCHEMA_NAME.fullmatch(schema):  # it is spliced into DDL as a quoted identifier
+            raise StoreConfigError(
+                f"invalid schema {schema!r} in the store URL: 1-63 characters a-z, A-Z, 0-9 and _, "
+                "not starting with a digit")
+        try:
+            port = parsed.port or 5432
+        except ValueError as exc:
+            raise StoreConfigError(
+                f"invalid port in the store URL {display_url(url)!r}: {exc}") from exc
         return StoreURL(
             scheme="postgresql",
             host=parsed.hostname or "127.0.0.1",
-            port=parsed.port or 5432,
+            port=port,
             user=unquote(parsed.username or "postgres"),
             password=unquote(parsed.password or ""),
             dbname=dbname,
             schema=schema,
         )
     raise StoreConfigError(
-        f"unsupported store URL {url!r}: use sqlite:///path.db or postgresql://user@host:port/db"
+        f"unsupported store URL {display_url(url)!r}: use sqlite:///path.db or "
+        "postgresql://user@host:port/db"
     )
 
 
@@ -206,6 +229,7 @@ class PostgresBackend:
         self.parsed = url
         self.schema = url.schema
         self.role = role
+        self._probe(url)
         self.datastore = _datastore_class(role)(
             dbname=url.dbname, host=url.host, port=url.port, user=url.user,
             password=url.password, schema=url.schema, originator_id_type="text",
@@ -216,6 +240,19 @@ class PostgresBackend:
         except (es.InterfaceError, es.OperationalError) as exc:
             self.datastore.close()  # the pool would go on retrying in its threads
             raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
+
+    def _probe(self, url: StoreURL) -> None:
+        """Connect once, plainly, before the pool does: a missing database or role, a wrong
+        password or a closed port then fails at once with the server's reason, where the
+        pool retried for its 10 s open timeout and said only that it timed out."""
+        import psycopg
+
+        try:
+            psycopg.connect(host=url.host, port=url.port, user=url.user, password=url.password,
+                            dbname=url.dbname, connect_timeout=5).close()
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split())  # the server's message spans lines
+            raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {reason}") from exc
 
     def create_schema(self) -> None:
         import psycopg

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -113,13 +114,29 @@ def test_unreachable_or_bad_store_is_one_line_exit_2(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     for url, message in ((f"postgresql://someone:hunter2@127.0.0.1:{port}/test",
-                          f"StoreUnavailableError: cannot reach postgresql://someone@127.0.0.1:{port}/test"),
-                         ("foo://x", "StoreConfigError: unsupported store URL"),
+                          f"StoreUnavailableError: cannot reach postgresql://someone@127.0.0.1:{port}/test: "
+                          "connection failed"),
+                         ("foo://u:hunter2@x", "StoreConfigError: unsupported store URL 'foo://u:***@x'"),
+                         ("postgresql://u:hunter2@127.0.0.1:notaport/test", "StoreConfigError: invalid port"),
+                         ('postgresql://u@127.0.0.1/test?schema=x";drop table t;--',
+                          "StoreConfigError: invalid schema 'x\";drop table t;--'"),
                          (f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}", "StoreConfigError: directory")):
         out = cf("--store", url, "runs", cwd=tmp_path)
         assert out.returncode == 2, out.stderr
         assert message in out.stderr
         assert "Traceback" not in out.stderr and "hunter2" not in out.stderr
+
+
+@pytest.mark.postgres
+def test_a_missing_database_or_role_says_so_at_once(tmp_path: Path, pg_url: str) -> None:
+    """The server's reason, not the pool's timeout after 10 s of retrying a connection that cannot succeed."""
+    base = urlparse(pg_url)
+    for netloc, path, reason in ((base.netloc, "/no_such_db_cf", 'database "no_such_db_cf" does not exist'),
+                                 (f"no_such_role_cf@{base.hostname}:{base.port or 5432}", base.path,
+                                  'role "no_such_role_cf" does not exist')):
+        out = cf("--store", base._replace(netloc=netloc, path=path, query="").geturl(), "runs", cwd=tmp_path)
+        assert out.returncode == 2 and "StoreUnavailableError" in out.stderr, out.stderr
+        assert reason in out.stderr and "pool initialization" not in out.stderr, out.stderr
 
 
 def test_schema_events_is_json_schema(tmp_path: Path) -> None:
