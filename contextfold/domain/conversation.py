@@ -20,7 +20,8 @@ breakpoints there where the provider has them.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeAlias
+import json
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +29,7 @@ from contextfold.domain.events import ArtifactRef, ToolSpec
 from contextfold.domain.fragments import Trust
 
 __all__ = [
+    "UNPARSED_ARGUMENTS_KEY",
     "AssistantMessage",
     "Conversation",
     "DataPart",
@@ -39,6 +41,7 @@ __all__ = [
     "ToolResults",
     "UserMessage",
     "UserPart",
+    "arguments_object",
 ]
 
 
@@ -96,6 +99,26 @@ class ToolCallPart(_Frozen):
     name: str
     arguments: str
     """Verbatim JSON text as the model produced it."""
+
+
+UNPARSED_ARGUMENTS_KEY = "unparsed_arguments"
+"""The one member of the object a renderer that needs an arguments object sends for a call
+whose arguments are not one (see :func:`arguments_object`): the model's text, verbatim."""
+
+
+def arguments_object(arguments: str) -> dict[str, Any] | None:
+    """A tool call's arguments as the JSON object they encode, or None when they are not one.
+
+    Empty text means ``{}`` (OpenAI-compatible models send it for a parameterless call).
+    Anything else that is not a JSON object (text cut off by the model's output limit, an
+    array, a bare string) is None: the caller decides how to show it, never by guessing."""
+    if not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 class AssistantMessage(_Frozen):

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
-from contextfold.domain.conversation import Conversation
+from contextfold.domain.conversation import AssistantMessage, Conversation, arguments_object
 from contextfold.domain.errors import BudgetError
 from contextfold.domain.events import ArtifactRef, TextBlock, ToolSpec
 from contextfold.domain.manifest import (
@@ -298,6 +298,10 @@ def _build(state: RunState, config: BuildConfig, *,
                             load_bytes=None if config.provider == "neutral" else load_bytes)
              if state.media_seen else MediaFinish(conversation))
     conversation = media.conversation
+    if state.unparsed_arguments_seen:  # rare: only runs whose model once sent such arguments look
+        repair_notes += [f"tool_arguments_not_an_object:{call.call_id}" for m in conversation.messages
+                         if isinstance(m, AssistantMessage) for call in m.tool_calls
+                         if arguments_object(call.arguments) is None]
     if render is None or config.provider == "neutral":
         request = conversation_json(conversation)
     else:

@@ -51,6 +51,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any, assert_never
 
+from contextfold.domain.conversation import arguments_object
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import (
     ArtifactRef,
@@ -207,6 +208,8 @@ def _(event: UserInput, state: RunState, rec: RecordedEvent) -> None:
 def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
     state.pairing.apply(event, rec.position)
     calls = tuple((c.call_id, c.name, c.arguments) for c in event.tool_calls)
+    if not state.unparsed_arguments_seen and any(arguments_object(a) is None for _, _, a in calls):
+        state.unparsed_arguments_seen = True
     fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls))
     if calls:
         state.items[rec.position] = ToolGroup(

@@ -181,6 +181,9 @@ class RunState:
     media_seen: bool = False
     """Some fragment carried an image or a document block. Until then every provider prices a
     fragment alike, so builds for several providers share their per-fragment tables."""
+    unparsed_arguments_seen: bool = False
+    """Some tool call's arguments were not a JSON object (``arguments_object``): until then a
+    build need not look for them to report them (``tool_arguments_not_an_object`` repairs)."""
     memo: dict[object, object] = field(default_factory=dict, repr=False)
     """Derived facts the builder may reuse across builds (per-fragment costs, the timeline
     index). Not part of the projection: ``snapshot`` starts a fresh one, ``canonical``
@@ -214,6 +217,7 @@ class RunState:
             open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
             builds=dict(self.builds), usage=dict(self.usage), media_seen=self.media_seen,
+            unparsed_arguments_seen=self.unparsed_arguments_seen,
         )
 
     # ------------------------------------------------------------ views

@@ -75,6 +75,30 @@ def test_invalid_build_settings_are_a_typed_error_and_append_nothing(store_url: 
         assert run.version == 1
 
 
+def test_a_call_whose_arguments_were_cut_off_keeps_the_run_buildable(store_url: str) -> None:
+    """A model that hit its output limit mid-arguments: every provider still gets a valid
+    request (checked against its SDK types by the renderer), the manifest says so, replay holds."""
+    with open_store(store_url) as store:
+        run = store.run("cut-args")
+        run.append(UserInput("read it"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="read", arguments='{"path": "a'),)),
+                   ToolResult(call_id="c1", content="error: arguments are not JSON", is_error=True),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c2", name="read",
+                                                      arguments='{"path": "a.py"}'),)),
+                   ToolResult(call_id="c2", content="print(1)"), UserInput("and now?"))
+        assert run.state().unparsed_arguments_seen
+        for provider in ("openai-chat", "openai-responses", "anthropic", "gemini"):
+            built = run.build(provider)
+            assert [r for r in built.manifest.repairs if r.startswith("tool_arguments")] == [
+                "tool_arguments_not_an_object:c1"], provider
+            assert '"unparsed_arguments"' in json.dumps(built.request) or provider.startswith("openai")
+            assert run.replay(turn=built.manifest.turn).ok
+        clean = store.run("clean-args")
+        clean.append(UserInput("go"), _call("c1"), ToolResult(call_id="c1", content="ok"), UserInput("next"))
+        assert not clean.state().unparsed_arguments_seen
+        assert not any(r.startswith("tool_arguments") for r in clean.build("anthropic").manifest.repairs)
+
+
 def test_in_flight_calls_wait_or_cancel_by_policy(store_url: str) -> None:
     with open_store(store_url) as store:
         run = store.run("inflight")

@@ -6,10 +6,15 @@ about one thing.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from contextfold.domain.conversation import Conversation, MediaPart, ToolCallPart
+from contextfold.domain.conversation import (
+    UNPARSED_ARGUMENTS_KEY,
+    Conversation,
+    MediaPart,
+    ToolCallPart,
+    arguments_object,
+)
 from contextfold.domain.errors import RenderError
 
 __all__ = [
@@ -41,33 +46,20 @@ def canonical_schema(value: Any) -> Any:
     return value
 
 
-def parse_arguments(provider: str, call: ToolCallPart, index: int) -> dict[str, Any]:
+def parse_arguments(call: ToolCallPart) -> dict[str, Any]:
     """Tool-call arguments as the JSON object Anthropic and Gemini require.
 
     The arguments are kept verbatim as the model produced them; these providers
-    want a parsed object. Text that is not a JSON object is an error, never a
-    guess. The one exception is empty text, which OpenAI-compatible models emit
-    for a parameterless call and which means exactly ``{}``.
+    want a parsed object. Empty text means ``{}`` (OpenAI-compatible models send it
+    for a parameterless call). Text that is not a JSON object (a model's output cut
+    off mid-arguments, an array) is sent as ``{"unparsed_arguments": text}``: the
+    model sees exactly what it wrote, nothing is guessed, and the run stays
+    buildable. (Refusing to render it made every later request of the run fail for
+    these providers while the call stayed in the window.) The manifest lists such
+    calls as ``tool_arguments_not_an_object:<call id>`` repairs.
     """
-    if not call.arguments.strip():
-        return {}
-    try:
-        value = json.loads(call.arguments)
-    except json.JSONDecodeError as exc:
-        raise RenderError(
-            provider,
-            f"arguments of tool call {call.call_id!r} ({call.name}) are not valid JSON: {exc}",
-            index=index,
-            detail=call.arguments,
-        ) from exc
-    if not isinstance(value, dict):
-        raise RenderError(
-            provider,
-            f"arguments of tool call {call.call_id!r} ({call.name}) are not a JSON object",
-            index=index,
-            detail=call.arguments,
-        )
-    return value
+    value = arguments_object(call.arguments)
+    return {UNPARSED_ARGUMENTS_KEY: call.arguments} if value is None else value
 
 
 def data_url(part: MediaPart, provider: str) -> str:

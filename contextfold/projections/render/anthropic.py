@@ -16,7 +16,8 @@ Rules this renderer keeps (the API rejects requests that break them):
   message, first in it, one per ``tool_use`` id, in call order. A user message
   that follows the results is merged into that same message *after* them.
 - ``tool_use.input`` is the parsed arguments object; arguments that are not a
-  JSON object raise :class:`RenderError` rather than being guessed at.
+  JSON object are sent verbatim as ``{"unparsed_arguments": text}``, never guessed at
+  (``render._shared.parse_arguments``).
 - ``is_error: true`` on results with status error, lost or cancelled; the
   runtime header in the content says which.
 - Empty text blocks are rejected by the API, so none are emitted.
@@ -115,7 +116,7 @@ def _user_blocks(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
     return blocks
 
 
-def _assistant_blocks(message: AssistantMessage, index: int) -> list[dict[str, Any]]:
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     blocks = _text(message.text)
     for call in message.tool_calls:
         blocks.append(
@@ -123,7 +124,7 @@ def _assistant_blocks(message: AssistantMessage, index: int) -> list[dict[str, A
                 "type": "tool_use",
                 "id": call.call_id,
                 "name": call.name,
-                "input": parse_arguments(PROVIDER, call, index),
+                "input": parse_arguments(call),
             }
         )
     return blocks
@@ -162,7 +163,7 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
             case UserMessage():
                 role, blocks = "user", _user_blocks(message.parts)
             case AssistantMessage():
-                role, blocks = "assistant", _assistant_blocks(message, index)
+                role, blocks = "assistant", _assistant_blocks(message)
             case ToolResults():
                 role, blocks = "user", [_tool_result_block(r) for r in message.results]
             case _:

@@ -14,8 +14,8 @@ Decisions:
 - Consecutive contents of the same role are merged: Gemini expects a
   function-call turn to be followed by exactly one function-response turn.
 - Calls are ``functionCall {name, args, id}`` parts; ``args`` is the parsed
-  arguments object (text that is not a JSON object raises
-  :class:`RenderError`). Results are ``functionResponse {name, response, id}``
+  arguments object (text that is not a JSON object is sent verbatim as
+  ``{"unparsed_arguments": text}``). Results are ``functionResponse {name, response, id}``
   parts in one user content, in call order; ``response`` is
   ``{"output": text}`` on success and ``{"error": text}`` otherwise, the keys
   Google documents. Media a tool returned follows the function responses as
@@ -106,13 +106,13 @@ def _user_parts(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
     return out
 
 
-def _model_parts(message: AssistantMessage, index: int) -> list[dict[str, Any]]:
+def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
     for n, call in enumerate(message.tool_calls):
         part: dict[str, Any] = {
             "functionCall": {
                 "name": call.name,
-                "args": parse_arguments(PROVIDER, call, index),
+                "args": parse_arguments(call),
                 "id": call.call_id,
             }
         }
@@ -163,13 +163,13 @@ def render_gemini(conversation: Conversation, *, max_tokens: int | None = None
                   ) -> dict[str, Any]:
     """The generateContent body for ``conversation`` (not validated; see ``render``)."""
     contents: list[dict[str, Any]] = []
-    for index, message in enumerate(conversation.messages):
+    for message in conversation.messages:
         role: str
         match message:
             case UserMessage():
                 role, parts = "user", _user_parts(message.parts)
             case AssistantMessage():
-                role, parts = "model", _model_parts(message, index)
+                role, parts = "model", _model_parts(message)
             case ToolResults():
                 role, parts = "user", _result_parts(message)
             case _:
