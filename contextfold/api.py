@@ -205,12 +205,12 @@ class Run:
                                        in_flight=in_flight)
         if turn is not None:
             return self._rebuild(turn, cfg, record=record)
-        self._existing_state()  # a live build records its result: never into a run that does not exist
+        state = self._existing_state()  # a live build records its result: never into a new run
         if auto_compact:
             from contextfold.compaction_api import auto_compact as compact_for
 
             compact_for(self, cfg)
-        state = self.state()
+            state = self.state()
         repairs: list[str] = []
         recovery = recovery_events(state, in_flight=cfg.in_flight)
         if recovery:
