@@ -58,6 +58,7 @@ from contextfold.domain.errors import (
     InvalidInputError,
     ProtocolError,
     RunNotFoundError,
+    StoreError,
 )
 from contextfold.domain.events import (
     EVENT_ADAPTER,
@@ -77,6 +78,7 @@ from contextfold.store.backends import (
     DEFAULT_STORE_URL,
     EVENTS_TABLE,
     SQLiteBackend,
+    display_url,
     open_backend,
     translate_errors,
 )
@@ -120,6 +122,20 @@ _PAGE_BYTES = 8 * 1024 * 1024
 def store_url_from_env(url: str | None = None) -> str:
     """``url`` if given, else ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``."""
     return url or os.environ.get("CONTEXTFOLD_STORE") or DEFAULT_STORE_URL
+
+
+class _ClosedBackend:
+    """What a closed store's backend becomes: every use is a ``StoreError`` naming the store,
+    where the driver's pool raised its own bare error (``ConnectionPoolClosedError``)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+
+    def close(self) -> None:  # closing twice is harmless
+        pass
+
+    def __getattr__(self, name: str) -> typing.Any:
+        raise StoreError(f"the store {display_url(self._url)} is closed: open it again to use it")
 
 
 @dataclass(frozen=True)
@@ -208,7 +224,9 @@ class EventStore:
         self.backend.create_schema()
 
     def close(self) -> None:
-        self.backend.close()
+        """Close the connections; the store is not usable after (a clear ``StoreError`` says so)."""
+        backend, self.backend = self.backend, _ClosedBackend(self.url)  # type: ignore[assignment]
+        backend.close()
 
     def __enter__(self) -> EventStore:
         return self

@@ -82,6 +82,20 @@ def test_what_is_not_an_event_or_not_unicode_is_refused_and_nothing_written(stor
     assert [r.position for r in store.read("r")] == [1]
 
 
+def test_a_closed_store_says_so_on_every_use(store_url: str) -> None:
+    closed = EventStore(store_url)
+    closed.append("r", [UserInput("go")])
+    closed.close()
+    uses = (lambda: closed.append("r", [UserInput("again")]), lambda: closed.read("r"), closed.runs,
+            lambda: closed.verify("r"), lambda: closed.put_artifact(b"x"))
+    for use in uses:
+        with pytest.raises(StoreError, match="is closed: open it again"):
+            use()
+    closed.close()  # closing twice is harmless
+    with EventStore(store_url) as reopened:
+        assert [r.position for r in reopened.read("r")] == [1]
+
+
 def test_late_result_after_cancellation_is_recorded_once(store: EventStore) -> None:
     store.append("r", [call("c1"), ToolCallCancelled(call_id="c1", reason="timeout")])
     store.append("r", [ToolResult(call_id="c1", content="late")])
