@@ -48,7 +48,13 @@ from contextfold.domain.events import (
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, checked_config
 from contextfold.projections.builder import BuildResult, build_context
-from contextfold.projections.compaction import CompactionPlan, Strategy, Summarizer, plan_compaction
+from contextfold.projections.compaction import (
+    CompactionPlan,
+    Strategy,
+    Summarizer,
+    check_keep_recent,
+    plan_compaction,
+)
 from contextfold.projections.fold import fold_event
 from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.repair import recovery_events
@@ -138,8 +144,7 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     """Compact ``run``. Without a window: one ``strategy`` event at the widest legal cut
     that keeps ``keep_recent`` tool groups raw. With a window (or ``config``): climb the
     ladder (mask first; summary only for ``strategy="summary"``) until a build fits."""
-    if keep_recent < 0:  # checked before anything, as plan_compaction does: a window may plan nothing
-        raise InvalidInputError(f"keep_recent must be >= 0 (tool groups kept raw), got {keep_recent}")
+    check_keep_recent(keep_recent)  # before anything: with a window, nothing may be planned
     session = _Session(run, dry_run)
     if window is None and config is None:
         plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,

@@ -66,6 +66,7 @@ __all__ = [
     "CompactionPlan",
     "Strategy",
     "Summarizer",
+    "check_keep_recent",
     "choose_cover",
     "deterministic_summary",
     "mask_stub",
@@ -417,6 +418,13 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
     return CompactionPlan(event, before, after)
 
 
+def check_keep_recent(keep_recent: int) -> None:
+    """Refuse a negative ``keep_recent``: it would slice from the other end and mask the newest
+    groups. Callers that may plan nothing (a window under no pressure) check it first too."""
+    if keep_recent < 0:
+        raise InvalidInputError(f"keep_recent must be >= 0 (tool groups kept raw), got {keep_recent}")
+
+
 def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: Strategy, *,
                     keep_recent: int = 3, summarizer: Summarizer | None = None
                     ) -> CompactionPlan | None:
@@ -427,8 +435,7 @@ def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: 
     cover (an agent run whose task is its only user message), it covers the input
     too: the input's text (or the goal) is then carried verbatim as the summary's goal.
     """
-    if keep_recent < 0:  # a negative count would slice from the other end: mask the newest
-        raise InvalidInputError(f"keep_recent must be >= 0 (tool groups kept raw), got {keep_recent}")
+    check_keep_recent(keep_recent)
     match strategy:
         case "mask":
             cover = choose_cover(state, keep_recent=keep_recent, keep_input=False)
