@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from contextfold.domain.errors import InvalidInputError
 
-__all__ = ["checked"]
+__all__ = ["checked", "validation_detail"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -25,6 +25,11 @@ def checked(cls: type[M], what: str, /, **fields: Any) -> M:
     try:
         return cls(**fields)
     except ValidationError as exc:
-        detail = "; ".join(f"{'.'.join(map(str, err['loc'])) or cls.__name__}: {err['msg']}"
-                           for err in exc.errors())
-        raise InvalidInputError(f"invalid {what}: {detail}") from exc
+        raise InvalidInputError(f"invalid {what}: {validation_detail(cls, exc)}") from exc
+
+
+def validation_detail(cls: type[BaseModel], exc: ValidationError) -> str:
+    """Each of ``exc``'s errors as ``field.path: message``, joined by ``; `` (the model's name
+    for an error of the whole input): how a validation failure is told to a user."""
+    return "; ".join(f"{'.'.join(map(str, err['loc'])) or cls.__name__}: {err['msg']}"
+                     for err in exc.errors())

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from contextfold.domain.canonical import compact_json
+from contextfold.domain.checked import validation_detail
 from contextfold.domain.errors import ProtocolError
 from contextfold.domain.events import (
     AnyEvent,
@@ -51,11 +52,7 @@ def build(cls: type[M], path: JsonPath, **fields: Any) -> M:
     try:
         return cls(**fields)
     except ValidationError as e:
-        detail = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or cls.__name__}: {err['msg']}"
-            for err in e.errors()
-        )
-        raise Bad(path, f"invalid {cls.__name__}: {detail}") from None
+        raise Bad(path, f"invalid {cls.__name__}: {validation_detail(cls, e)}") from None
 
 
 def _type_name(value: Any) -> str:
