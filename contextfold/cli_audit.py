@@ -52,12 +52,10 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _given_config(args: argparse.Namespace) -> BuildConfig | None:
-    if args.provider is None and args.window is None and args.reserve is None:
-        return None
-    defaults = BuildConfig()
-    return checked_config(provider=args.provider or defaults.provider,
-                          window=defaults.window if args.window is None else args.window,
-                          reserve=defaults.reserve if args.reserve is None else args.reserve)
+    """The flags given, over BuildConfig's defaults; None when none is."""
+    given = {name: value for name in ("provider", "window", "reserve")
+             if (value := getattr(args, name)) is not None}
+    return checked_config(**given) if given else None
 
 
 # ---------------------------------------------------------------- audit --turn
