@@ -311,3 +311,30 @@ def test_sqlite_schema_creation_retries_a_lost_wal_switch(tmp_path, monkeypatch)
     with pytest.raises(StoreError):
         backend.create_schema()
     store.close()
+
+
+def _noise(i: int, size: int) -> str:
+    """Text that compresses poorly (a large batch stays large as stored)."""
+    return blake3.blake3(str(i).encode()).hexdigest(length=size // 2)
+
+
+def test_a_batch_of_many_megabytes_is_written_and_read_back(store_url: str) -> None:
+    """12 MB in one append: psycopg's pipeline mode hung for good on such an insert
+    (``store.backends._recorder_class``), so the append runs in a thread that must finish."""
+    import threading
+
+    batch = [UserInput(_noise(i, 4000)) for i in range(3000)]
+    a, b = EventStore(store_url), EventStore(store_url)
+    a.append("r", [UserInput("first")])
+    b.append("r", [UserInput("second")])  # a's cached head is now stale: its insert conflicts once
+    done: list[int] = []
+    writer = threading.Thread(target=lambda: done.append(len(a.append("r", batch))), daemon=True)
+    writer.start()
+    writer.join(timeout=120)
+    assert not writer.is_alive(), "a large append did not return"
+    assert done == [3000]
+    events = b.read("r")
+    assert [e.position for e in events] == list(range(1, 3003))
+    assert [e.event for e in events[2:]] == batch
+    a.close()
+    b.close()
