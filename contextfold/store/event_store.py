@@ -24,7 +24,8 @@ Stored record: ``topic`` = ``"{type}@{v}"``, ``state`` = 64 hex chars of the
 chain hash followed by the event's canonical JSON, so a reload parses the JSON
 once (in Rust, via pydantic) and ``verify`` re-hashes the exact stored bytes.
 A state of 32 KiB or more (a long run's context-built record), and a text artifact, is
-stored as a zstd frame of those bytes (:mod:`contextfold.store.compression`). With a cipher
+stored as a zstd frame of those bytes (:mod:`contextfold.store.compression`); a run's later
+large states as deltas of its last such frame (:mod:`contextfold.store.deltas`). With a cipher
 key, ``state`` and artifact data are AES-GCM envelopes of what would otherwise be stored
 (:mod:`contextfold.store.crypto`); run ids and topics stay clear.
 
@@ -85,11 +86,11 @@ from contextfold.store.backends import (
 from contextfold.store.compression import (
     is_compressed,
     pack_artifact,
-    pack_state,
     unpack_artifact,
     unpack_state,
 )
 from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
+from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter, delta_base, is_delta, unpack_delta
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
 from contextfold.store.tenants import bind_sqlite_tenant
@@ -197,9 +198,11 @@ class EventStore:
     def __init__(self, url: str | None = None, *, create_schema: bool = True,
                  artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD,
                  keyring: Keyring | None = None, tenant: str | None = None,
-                 limits: StoreLimits | None = None) -> None:
+                 limits: StoreLimits | None = None, delta_frames: bool = True) -> None:
         """``keyring``: encrypt new writes and decrypt envelopes (None: plain store).
-        ``tenant``: scope every read and write to one tenant (:mod:`.tenants`)."""
+        ``tenant``: scope every read and write to one tenant (:mod:`.tenants`).
+        ``delta_frames``: write a run's large states as deltas of its last keyframe
+        (:mod:`.deltas`); off, each is a frame of its own, readable by older versions."""
         self.url = store_url_from_env(url)
         self.tenant = tenant
         self.keyring = keyring
@@ -207,6 +210,8 @@ class EventStore:
         self.backend = open_backend(self.url, tenant=tenant, provision=create_schema)
         self.artifact_threshold = artifact_threshold
         self._heads: dict[str, _Head] = {}
+        self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)
+        self._keyframes_read: dict[tuple[str, int], bytes] = {}
         self._order_column = "rowid" if isinstance(self.backend, SQLiteBackend) else "notification_id"
         if create_schema:
             self.create_schema()
@@ -293,14 +298,18 @@ class EventStore:
         stored: list[es.StoredEvent] = []
         recorded: list[RecordedEvent] = []
         artifacts: list[tuple[str, int, str, bytes]] = []
+        learned: list[typing.Callable[[], None]] = []
         prev = head.last_hash
         for offset, (event, blobs, body) in enumerate(prepared, start=1):
             position = head.version + offset
             digest = chain_hash(run_id, position, prev, body)
-            state = pack_state(digest.encode("ascii") + body)
+            topic = f"{event.type}@{event.v}"
+            state, commit = self._deltas.pack(run_id, topic, position, digest.encode("ascii") + body)
+            if commit is not None:
+                learned.append(commit)
             if self.keyring is not None:
                 state = self.keyring.encrypt(state)
-            stored.append(es.StoredEvent(run_id, position, f"{event.type}@{event.v}", state))
+            stored.append(es.StoredEvent(run_id, position, topic, state))
             recorded.append(RecordedEvent(run_id, position, event, digest))
             artifacts.extend(blobs)
             prev = digest
@@ -319,6 +328,8 @@ class EventStore:
             pairing.undo(undo)
             raise
         self._heads[run_id] = _Head(head.version + len(prepared), prev, pairing)
+        for commit in learned:  # keyframes and deltas the log now holds
+            commit()
         return recorded
 
     def _prepare(self, index: int, event: AnyEvent,
@@ -430,7 +441,7 @@ class EventStore:
     def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
         if is_encrypted(state):  # checked first: the label below is built only when needed
             state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
-        if is_compressed(state):
+        if is_compressed(state) or is_delta(state):
             state = self._unpack(state, run_id, position)
         digest = state[:64].decode("ascii")
         body = state[64:]
@@ -448,9 +459,32 @@ class EventStore:
         return RecordedEvent(run_id, position, event, digest)
 
     def _unpack(self, state: bytes, run_id: str, position: int) -> bytes:
-        """A compressed state's bytes, no longer than this store's event limit allows."""
-        return unpack_state(state, self.limits.max_event_bytes + 64, f"run {run_id!r} position {position}",
-                            position=position)
+        """A compressed or delta state's bytes, no longer than this store's event limit allows.
+
+        A keyframe read is remembered (the last few), so the deltas after it in a read of the
+        run do not fetch it again; a delta read alone fetches its keyframe's row."""
+        where = f"run {run_id!r} position {position}"
+        if is_delta(state):
+            base = delta_base(state, where, position)
+            base_state = self._keyframes_read.get((run_id, base))
+            if base_state is None:
+                base_state = self._keyframe(run_id, base, where, position)
+            return unpack_delta(state, base_state, self.limits.max_event_bytes + 64, where, position=position)
+        plain = unpack_state(state, self.limits.max_event_bytes + 64, where, position=position)
+        if len(self._keyframes_read) >= 4:
+            self._keyframes_read.pop(next(iter(self._keyframes_read)), None)
+        self._keyframes_read[(run_id, position)] = plain
+        return plain
+
+    def _keyframe(self, run_id: str, base: int, where: str, position: int) -> bytes:
+        """The state of the keyframe at ``base`` that the delta at ``position`` names."""
+        with translate_errors(f"read {run_id!r}"):
+            rows = self.backend.recorder.select_events(run_id, gt=base - 1, lte=base)
+        state = open_envelope(rows[0].state, self.keyring, f"run {run_id!r} position {base}") if rows else b""
+        if not is_compressed(state):
+            raise IntegrityError(f"{where}: its keyframe at position {base} is missing or not a "
+                                 "compressed frame", position=position)
+        return self._unpack(state, run_id, base)
 
     def read(self, run_id: str, *, upto: int | None = None, after: int = 0) -> list[RecordedEvent]:
         """The run's events in order; ``upto`` = last position included."""
@@ -544,7 +578,7 @@ class EventStore:
                     return VerifyReport(run_id, count, False, expected_position,
                                         f"position {expected_position} is missing")
                 state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
-                if is_compressed(state):
+                if is_compressed(state) or is_delta(state):
                     try:
                         state = self._unpack(state, run_id, pos)
                     except IntegrityError as exc:

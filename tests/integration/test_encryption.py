@@ -180,3 +180,26 @@ def test_large_events_are_compressed_inside_the_envelope(store_url: str) -> None
         run = store.run("r1")
         assert [e.event for e in run.events()] == [UserInput(long_input)]
         assert run.verify().ok
+
+
+def test_delta_frames_are_inside_the_envelope_too(store_url: str) -> None:
+    """A run's later large events are deltas of its keyframe (``store.deltas``), encrypted as
+    any row: the reader opens the keyframe's envelope to read the delta's."""
+    from contextfold.store.crypto import open_envelope
+    from contextfold.store.deltas import DELTA_MAGIC
+
+    key = generate_key()
+    texts = ["".join(f"PLAINTEXT-MARKER note {i}: the same words again\n" for i in range(3000)) + end
+             for end in ("first", "second", "third")]
+    with open_store(store_url, cipher_key=key) as store:
+        for text in texts:
+            store.run("r1").append(UserInput(text))
+    events, _ = _raw(store_url)
+    assert all(state.startswith(ENVELOPE_MAGIC) and b"PLAINTEXT-MARKER" not in state
+               for _, _, state in events)
+    assert [open_envelope(state, keyring_from(key), "test")[:7] for _, _, state in events[1:]] == [
+        DELTA_MAGIC + b"1:"] * 2
+    with open_store(store_url, cipher_key=key) as store:
+        run = store.run("r1")
+        assert [e.event for e in run.events()] == [UserInput(t) for t in texts]
+        assert run.verify().ok

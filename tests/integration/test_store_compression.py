@@ -11,6 +11,7 @@ from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserI
 from contextfold.domain.log import chain_hash
 from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE
 from contextfold.store.compression import COMPRESS_MIN_BYTES, COMPRESSED_MAGIC, unpack_state
+from contextfold.store.deltas import DELTA_MAGIC
 from contextfold.store.event_store import EventStore
 
 LONG = "".join(f"step {i}: ran the suite again, 3 failed, 120 passed\n" for i in range(2000))  # ~110 KB
@@ -115,3 +116,106 @@ def test_a_damaged_compressed_artifact_is_an_integrity_error(store: EventStore) 
               (data[:middle] + bytes([data[middle] ^ 0x55]) + data[middle + 1:], ref.hash))
     with pytest.raises(IntegrityError):
         store.artifact(ref)
+
+
+# ---------------------------------------------------------------- delta frames
+
+
+def _similar(i: int) -> UserInput:
+    """A large input nearly the same as the others: what consecutive context-built records are."""
+    return UserInput(LONG + f"turn {i}: one more line at the end\n")
+
+
+def test_a_run_s_similar_large_events_are_stored_as_deltas_of_its_keyframe(store: EventStore) -> None:
+    recorded = store.append("r", [UserInput("a"), _similar(0)])
+    for i in range(1, 5):
+        recorded += store.append("r", [_similar(i)])
+    keyframe = _row(store, "r", 2)
+    assert keyframe.startswith(COMPRESSED_MAGIC)
+    for position in range(3, 7):
+        row = _row(store, "r", position)
+        assert row.startswith(DELTA_MAGIC + b"2:")
+        assert len(row) * 20 < len(keyframe)  # a few hundred bytes against a frame of kilobytes
+    events = store.read("r")
+    assert [e.event for e in events] == [UserInput("a"), *map(_similar, range(5))]
+    assert [e.hash for e in events] == [r.hash for r in recorded]
+    assert store.verify("r").ok
+
+
+def test_a_delta_read_alone_fetches_its_keyframe(store_url: str) -> None:
+    with EventStore(store_url) as writer:
+        writer.append("r", [_similar(0)])
+        writer.append("r", [_similar(1)])
+        assert _row(writer, "r", 2).startswith(DELTA_MAGIC)
+    with EventStore(store_url) as reader:  # a new process: nothing of the keyframe in memory
+        [only] = reader.read("r", after=1)
+        assert only.event == _similar(1)
+
+
+def test_a_damaged_keyframe_fails_its_deltas_too(store_url: str) -> None:
+    with EventStore(store_url) as store:
+        store.append("r", [_similar(0)])
+        store.append("r", [_similar(1)])
+        row = _row(store, "r", 1)
+        middle = len(row) // 2
+        _put_row(store, "r", 1, row[:middle] + bytes([row[middle] ^ 0x55]) + row[middle + 1:])
+        assert store.verify("r").first_bad_position == 1
+    with EventStore(store_url) as reader:
+        with pytest.raises(IntegrityError) as info:
+            reader.read("r", after=1)
+        assert info.value.position == 1  # the damaged row is named, though only the delta was read
+
+
+@pytest.mark.parametrize("base", [b"3", b"9", b"1", b"x", b""])
+def test_a_delta_must_name_an_earlier_keyframe(store: EventStore, base: bytes) -> None:
+    """The delta at 3 names 2; 1 is a small plain event, 3 the delta itself, 9 past it."""
+    store.append("r", [UserInput("a"), _similar(0)])
+    store.append("r", [_similar(1)])
+    frame = _row(store, "r", 3).split(b":", 2)[2]
+    _put_row(store, "r", 3, DELTA_MAGIC + base + b":" + frame)
+    with EventStore(store.url) as reader, pytest.raises(IntegrityError) as info:
+        reader.read("r")
+    assert info.value.position == 3
+    assert store.verify("r").first_bad_position == 3
+
+
+def test_a_delta_against_another_keyframe_is_an_integrity_error(store: EventStore) -> None:
+    store.append("r", [_similar(0)])
+    store.append("r", [_similar(1)])
+    store.append("s", [UserInput(LONG.replace("suite", "tests"))])  # another run's keyframe at 1
+    delta = _row(store, "r", 2)
+    store.append("s", [UserInput("b")])
+    _put_row(store, "s", 2, delta)  # names position 1 of run s, not the keyframe it was made with
+    with EventStore(store.url) as reader, pytest.raises(IntegrityError, match="keyframe"):
+        reader.read("s")
+
+
+def test_a_keyframe_serves_a_bounded_number_of_deltas(store: EventStore,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("contextfold.store.deltas.MAX_DELTAS", 2)
+    for i in range(6):
+        store.append("r", [_similar(i)])
+    kinds = [_row(store, "r", p)[:5] for p in range(1, 7)]
+    assert kinds == [COMPRESSED_MAGIC, DELTA_MAGIC, DELTA_MAGIC] * 2
+    assert [e.event for e in store.read("r")] == list(map(_similar, range(6)))
+
+
+def test_an_unlike_large_event_is_a_keyframe_of_its_own(store: EventStore) -> None:
+    other = "".join(f"{i * 7919 % 100_003:06d} unrelated words, {i} of them\n" for i in range(3000))
+    store.append("r", [_similar(0)])
+    store.append("r", [UserInput(other)])
+    store.append("r", [_similar(1)])
+    store.append("r", [_similar(2)])
+    assert _row(store, "r", 2).startswith(COMPRESSED_MAGIC)  # a delta would not have paid
+    assert _row(store, "r", 3).startswith(COMPRESSED_MAGIC)  # nor against it: a keyframe again
+    assert _row(store, "r", 4).startswith(DELTA_MAGIC + b"3:")  # the newest keyframe is the base
+    assert [e.event for e in store.read("r")] == [_similar(0), UserInput(other), _similar(1), _similar(2)]
+
+
+def test_delta_frames_can_be_turned_off(store_url: str) -> None:
+    """For a log that older versions, which know only whole frames, must read."""
+    with EventStore(store_url, delta_frames=False) as store:
+        for i in range(3):
+            store.append("r", [_similar(i)])
+        assert all(_row(store, "r", p).startswith(COMPRESSED_MAGIC) for p in (1, 2, 3))
+        assert [e.event for e in store.read("r")] == list(map(_similar, range(3)))

@@ -1,0 +1,179 @@
+"""Delta frames: a large state stored as a zstd frame against an earlier state of its run.
+
+Why: a context-built record lists every fragment the build left out, so on a long run each
+record is nearly all of the one before it and grows with the history. On the 10,000-message
+benchmark run (``scripts/bench_build.py``, workload B) each record is ~1.8 MB of JSON, ~240 KB
+as a zstd frame of its own: the log grew by ~240 KB per turn, quadratically over a run. Two
+consecutive records there differ in a few dozen of their ~9,700 excluded lines; compressed with
+the run's last full frame (its *keyframe*) as a zstd raw-content dictionary, a record takes
+0.5-5 KB (``scripts/bench_records.py`` measures it).
+
+Format: ``b"cfd1:"`` + the keyframe's position (ASCII digits) + ``b":"`` + one zstd frame, its
+content size in the header, whose dictionary is the keyframe's state (the bytes a ``cfz1:`` row
+at that position of the same run decompresses to). Why these choices:
+
+- **One hop:** a delta's base is always a keyframe (a ``cfz1:`` row), never another delta, so
+  reading any row costs at most one more row; a reader that meets a delta whose base is not
+  an earlier keyframe of the run raises :class:`~contextfold.domain.errors.IntegrityError`.
+- **Same place as ``cfz1:``:** compressed before encryption, inside the envelope; the chain
+  hash is over the canonical JSON, so ``verify`` re-hashes the same bytes either way.
+- **Bounded:** a frame must declare its size, at most the reader's limit, before it is
+  inflated (as :func:`~contextfold.store.compression.unpack_state`).
+- **Writer's memory, not the log's:** the writer remembers the last keyframe of each (run,
+  topic) it wrote, within :data:`BASE_CACHE_BYTES`; a writer that has none (a new process, an
+  evicted run) writes a keyframe. A keyframe serves at most :data:`MAX_DELTAS` deltas, and a
+  delta over an eighth of its keyframe's frame ends its series: the next state is a keyframe,
+  so the log stays within a small factor of one frame per :data:`MAX_DELTAS` records.
+
+Stores written with delta frames are read by contextfold from the version that added them on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import zstandard
+
+from contextfold.domain.errors import IntegrityError
+from contextfold.store.compression import COMPRESS_MIN_BYTES, is_compressed, pack_state
+
+__all__ = [
+    "BASE_CACHE_BYTES",
+    "DELTA_MAGIC",
+    "MAX_DELTAS",
+    "DeltaWriter",
+    "delta_base",
+    "is_delta",
+    "unpack_delta",
+]
+
+DELTA_MAGIC = b"cfd1:"
+MAX_DELTAS = 63
+"""Deltas per keyframe: a keyframe then at most this many deltas against it."""
+BASE_CACHE_BYTES = 96 * 1024 * 1024
+"""What a writer keeps of keyframes (each counted as three times its state: the state and
+zstd's prepared tables), least recently used dropped first."""
+_MAX_WINDOW_LOG = 27
+
+
+def is_delta(state: bytes) -> bool:
+    return state.startswith(DELTA_MAGIC)
+
+
+def _params(base_size: int) -> zstandard.ZstdCompressionParameters:
+    """zstd's fastest strategy with a window over the keyframe and a state of its size, and a
+    hash table large enough to index the keyframe (level 1's own, 2^16 slots, finds almost none
+    of a 1.8 MB dictionary's matches: 240 KB instead of 1-5 KB per record)."""
+    window_log = min(_MAX_WINDOW_LOG, max(20, (2 * base_size).bit_length()))
+    hash_log = min(22, max(17, base_size.bit_length() - 3))
+    return zstandard.ZstdCompressionParameters(
+        compression_level=1, window_log=window_log, hash_log=hash_log, write_checksum=True)
+
+
+@dataclass
+class _Keyframe:
+    position: int
+    state: bytes
+    frame_bytes: int
+    dictionary: zstandard.ZstdCompressionDict | None = None
+    deltas: int = 0
+
+
+class DeltaWriter:
+    """Packs a store's large states: a keyframe (``cfz1:``), or a delta against the last one.
+
+    ``pack`` returns the stored bytes and a commit callback: the writer learns a new keyframe,
+    or counts a delta, only once the row is committed (a batch that lost a race leaves no
+    keyframe behind that the log does not hold). Thread-safe: a lock around the table and the
+    one-time preparation of a keyframe's dictionary; compressing runs outside it."""
+
+    def __init__(self, cache_bytes: int = BASE_CACHE_BYTES) -> None:
+        self._keyframes: OrderedDict[tuple[str, str], _Keyframe] = OrderedDict()
+        self._bytes = 0
+        self._cache_bytes = cache_bytes
+        self._lock = threading.Lock()
+
+    def pack(self, run_id: str, topic: str, position: int, state: bytes
+             ) -> tuple[bytes, Callable[[], None] | None]:
+        if len(state) < COMPRESS_MIN_BYTES:
+            return state, None
+        key = (run_id, topic)
+        with self._lock:  # the prepared dictionary is made once; using it is read-only
+            frame = self._keyframes.get(key)
+            if frame is not None and frame.deltas < MAX_DELTAS and frame.position < position:
+                self._keyframes.move_to_end(key)
+                if frame.dictionary is None:
+                    dictionary = zstandard.ZstdCompressionDict(
+                        frame.state, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+                    dictionary.precompute_compress(compression_params=_params(len(frame.state)))
+                    frame.dictionary = dictionary
+            else:
+                frame = None
+        if frame is not None:
+            delta = zstandard.ZstdCompressor(
+                compression_params=_params(len(frame.state)), dict_data=frame.dictionary).compress(state)
+            if len(delta) * 8 <= frame.frame_bytes:
+                return (DELTA_MAGIC + str(frame.position).encode("ascii") + b":" + delta,
+                        lambda: self._counted(frame))
+        packed = pack_state(state)
+        if not is_compressed(packed):
+            return packed, None
+        return packed, lambda: self._learn(key, _Keyframe(position, state, len(packed)))
+
+    def _counted(self, frame: _Keyframe) -> None:
+        with self._lock:
+            frame.deltas += 1
+
+    def _learn(self, key: tuple[str, str], frame: _Keyframe) -> None:
+        with self._lock:
+            old = self._keyframes.pop(key, None)
+            if old is not None:
+                self._bytes -= 3 * len(old.state)
+            if 3 * len(frame.state) > self._cache_bytes:
+                return
+            self._keyframes[key] = frame
+            self._bytes += 3 * len(frame.state)
+            while self._bytes > self._cache_bytes:
+                _, dropped = self._keyframes.popitem(last=False)
+                self._bytes -= 3 * len(dropped.state)
+
+
+def delta_base(stored: bytes, where: str, position: int) -> int:
+    """The keyframe position a delta row names (checked: an earlier position of the run)."""
+    head, sep, _ = stored[len(DELTA_MAGIC):len(DELTA_MAGIC) + 21].partition(b":")
+    if not sep or not head.isdigit():
+        raise IntegrityError(f"{where}: delta row does not name its keyframe", position=position)
+    base = int(head)
+    if not 0 < base < position:
+        raise IntegrityError(f"{where}: delta row names position {base} as its keyframe, "
+                             "not an earlier one", position=position)
+    return base
+
+
+def unpack_delta(stored: bytes, base_state: bytes, max_bytes: int, where: str, *, position: int,
+                 limit: str = "StoreLimits.max_event_bytes") -> bytes:
+    """The state a delta row holds, given its keyframe's state, at most ``max_bytes`` long."""
+    frame = stored[stored.index(b":", len(DELTA_MAGIC)) + 1:]
+    try:
+        size = zstandard.frame_content_size(frame)
+    except zstandard.ZstdError as exc:
+        raise IntegrityError(f"{where}: delta row is damaged ({exc})", position=position) from exc
+    if size < 0:
+        raise IntegrityError(f"{where}: delta row does not declare its size", position=position)
+    if size > max_bytes:
+        raise IntegrityError(f"{where}: delta row declares {size} bytes, over this store's "
+                             f"limit of {max_bytes} (raise {limit} to read it)", position=position)
+    dictionary = zstandard.ZstdCompressionDict(base_state, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    try:
+        state: bytes = zstandard.ZstdDecompressor(
+            dict_data=dictionary, max_window_size=1 << _MAX_WINDOW_LOG).decompress(frame)
+    except zstandard.ZstdError as exc:
+        raise IntegrityError(f"{where}: delta row is damaged or its keyframe is not the one it was "
+                             f"written against ({exc})", position=position) from exc
+    if len(state) != size:
+        raise IntegrityError(f"{where}: delta row decompressed to {len(state)} bytes, "
+                             f"not the {size} it declares", position=position)
+    return state
