@@ -15,6 +15,7 @@ version, so repeated ``state()`` calls in a loop cost only the new events.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import threading
 from collections import OrderedDict
@@ -26,7 +27,7 @@ from pydantic import BaseModel
 
 from contextfold.domain.checked import checked
 from contextfold.domain.conversation import Conversation
-from contextfold.domain.errors import IntegrityError, RunNotFoundError, TurnNotFoundError
+from contextfold.domain.errors import IntegrityError, InvalidInputError, RunNotFoundError, TurnNotFoundError
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -168,7 +169,7 @@ class Run:
         The state now keeps long tool outputs as refs into the log and reads them back when
         a fragment is rendered or asked for whole, so use it while the store is open."""
         if turn is not None:
-            return state_at_turn(self.events(), turn, run_id=self.run_id,
+            return state_at_turn(self.events(), _checked_turn(turn), run_id=self.run_id,
                                  artifact_tokens=self._artifact_tokens())
         if self._state is None:
             # long texts stay in the log and are read back when rendered (projections.entries)
@@ -204,7 +205,7 @@ class Run:
         cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
                                        in_flight=in_flight)
         if turn is not None:
-            return self._rebuild(turn, cfg, record=record)
+            return self._rebuild(_checked_turn(turn), cfg, record=record)
         state = self._existing_state()  # a live build records its result: never into a new run
         if auto_compact:
             from contextfold.compaction_api import auto_compact as compact_for
@@ -247,6 +248,7 @@ class Run:
         cache_read_input_tokens + cache_creation_input_tokens``). Later builds
         for the same model learn their budget correction from it.
         """
+        turn = _checked_turn(turn)
         last = self._existing_state().turn + 1
         if not 1 <= turn <= last:
             raise TurnNotFoundError(self.run_id, turn, last)
@@ -304,6 +306,7 @@ class Run:
 
     def replay(self, turn: int) -> ReplayReport:
         """Rebuild ``turn`` from the log and compare it with the turn's first record."""
+        turn = _checked_turn(turn)
         records = self.records(turn)
         if not records:
             last = self.state().turn + 1
@@ -366,6 +369,19 @@ class ReplayReport:
                 else "the record does not name its builder")
         return (f"{made}, rebuilt by {self.rebuilt_by}: a builder upgrade can change a request "
                 "without the log changing")
+
+
+def _checked_turn(turn: object) -> int:
+    """``turn`` when it is a turn number, else InvalidInputError: a float or a string compared
+    with the turn range raised TypeError, and 1.5 matched no turn, so the state and the rebuild
+    were silently the run's current ones (recorded as a rebuild of the next turn)."""
+    try:
+        if isinstance(turn, bool):
+            raise TypeError
+        return operator.index(turn)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidInputError(f"turn must be an integer (1 is before the first model response), "
+                                f"got {turn!r}") from None
 
 
 def _first_difference(a: Any, b: Any, path: str = "manifest") -> str:

@@ -75,6 +75,24 @@ def test_invalid_build_settings_are_a_typed_error_and_append_nothing(store_url: 
         assert run.version == 1
 
 
+def test_a_turn_that_is_not_an_integer_is_a_typed_error_and_records_nothing(store_url: str) -> None:
+    """A turn read from JSON or a form ("1", 1.5) raised TypeError, and 1.5 matched no turn: the
+    state and the rebuild were the current ones, recorded as a rebuild of the next turn."""
+    with open_store(store_url) as store:
+        run = store.run("turns")
+        run.append(UserInput("go"), _call("c1"), ToolResult(call_id="c1", content="ok"))
+        run.build("openai-chat")
+        version = run.version
+        attempts = [lambda t: run.replay(t), lambda t: run.observe_usage(t, 10)]
+        for turn in (1.5, "1", True, None):
+            now = [lambda t: run.state(turn=t), lambda t: run.build("openai-chat", turn=t)]
+            for attempt in attempts + (now if turn is not None else []):  # None: "now" for these
+                with pytest.raises(InvalidInputError, match="turn must be an integer"):
+                    attempt(turn)
+        assert run.version == version
+        assert run.replay(2).ok
+
+
 def test_a_call_whose_arguments_were_cut_off_keeps_the_run_buildable(store_url: str) -> None:
     """A model that hit its output limit mid-arguments: every provider still gets a valid
     request (checked against its SDK types by the renderer), the manifest says so, replay holds."""
