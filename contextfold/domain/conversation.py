@@ -111,12 +111,16 @@ def arguments_object(arguments: str) -> dict[str, Any] | None:
 
     Empty text means ``{}`` (OpenAI-compatible models send it for a parameterless call).
     Anything else that is not a JSON object (text cut off by the model's output limit, an
-    array, a bare string) is None: the caller decides how to show it, never by guessing."""
+    array, a bare string) is None: the caller decides how to show it, never by guessing.
+    So is an object holding an escaped lone surrogate (``"\\ud83d"``, half an emoji cut off):
+    it parses to text that no UTF-8 request body can carry."""
     if not arguments.strip():
         return {}
     try:
         value = json.loads(arguments)
-    except (ValueError, RecursionError):
+        if "\\u" in arguments and isinstance(value, dict):
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
 

@@ -117,6 +117,23 @@ def test_a_call_whose_arguments_were_cut_off_keeps_the_run_buildable(store_url: 
         assert not any(r.startswith("tool_arguments") for r in clean.build("anthropic").manifest.repairs)
 
 
+def test_arguments_with_an_escaped_lone_surrogate_keep_the_run_buildable(store_url: str) -> None:
+    """Arguments cut off inside an escaped emoji ("\\ud83d" without its pair) are valid JSON text
+    but parse to a string no UTF-8 body can carry: Anthropic and Gemini builds raised a bare
+    UnicodeEncodeError on every later build. They get the text verbatim, like other non-objects."""
+    with open_store(store_url) as store:
+        run = store.run("half-emoji")
+        arguments = '{"text": "\U0001F600\\ud83d"}'
+        run.append(UserInput("say it"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="say", arguments=arguments),)),
+                   ToolResult(call_id="c1", content="said"), UserInput("again"))
+        for provider in ("anthropic", "gemini", "openai-chat", "openai-responses"):
+            built = run.build(provider)
+            assert "tool_arguments_not_an_object:c1" in built.manifest.repairs, provider
+            assert json.dumps(arguments, ensure_ascii=False)[1:-1] in built.body_bytes.decode("utf-8")
+            assert run.replay(turn=built.manifest.turn).ok
+
+
 def test_in_flight_calls_wait_or_cancel_by_policy(store_url: str) -> None:
     with open_store(store_url) as store:
         run = store.run("inflight")
