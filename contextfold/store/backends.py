@@ -230,10 +230,14 @@ class PostgresBackend:
         self.schema = url.schema
         self.role = role
         self._probe(url)
+        # No pool_open_timeout: with one, eventsourcing calls the pool's wait() on every
+        # connection it takes, and two threads doing so while a connection is out trip
+        # psycopg_pool's `assert not self._pool_full_event` (a bare AssertionError from a store
+        # shared by threads). _probe above already fails fast when the server is unreachable.
         self.datastore = _datastore_class(role)(
             dbname=url.dbname, host=url.host, port=url.port, user=url.user,
             password=url.password, schema=url.schema, originator_id_type="text",
-            pool_size=2, max_overflow=8, connect_timeout=5.0, pool_open_timeout=10.0,
+            pool_size=2, max_overflow=8, connect_timeout=5.0,
         )
         try:  # the recorder connects as it is made (it registers the row type's adapters)
             self.recorder = _recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)

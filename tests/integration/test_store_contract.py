@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import re
+import threading
 
 import blake3
 import pytest
@@ -166,6 +167,33 @@ def test_concurrent_writers_in_processes(store_url: str, shared_run: bool) -> No
             mine = [t for t in order if t.startswith(f"w{w}-")]
             assert mine == [f"w{w}-e{i}" for i in range(per_worker)]
     s.close()
+
+
+def test_one_store_shared_by_threads_appends_every_event(store_url: str) -> None:
+    """An agent server keeps one store and runs agents in threads. On PostgreSQL, threads taking
+    connections at once hit psycopg_pool's bare AssertionError (the pool was waited on per use)."""
+    store = EventStore(store_url)
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(15):
+                store.append(f"thread-{worker}", [UserInput(f"t{worker}-e{i}")])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    try:
+        assert errors == []
+        for w in range(4):
+            texts = [e.event.text for e in store.read(f"thread-{w}") if isinstance(e.event, UserInput)]
+            assert texts == [f"t{w}-e{i}" for i in range(15)]
+    finally:
+        store.close()
 
 
 def test_artifacts_are_content_addressed_and_stored_once(store: EventStore) -> None:
