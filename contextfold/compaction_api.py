@@ -137,6 +137,13 @@ class _Session:
             pressure_before=before, pressure_after=after)
 
 
+def _check_strategy(strategy: object) -> None:
+    """An unknown strategy raised a bare AssertionError (the planner's ``assert_never``), or with
+    a window was taken for masking alone."""
+    if strategy not in ("mask", "summary"):
+        raise InvalidInputError(f"unknown compaction strategy {strategy!r}: use 'mask' or 'summary'")
+
+
 def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
             reserve: int = 8_000, keep_recent: int = 3, dry_run: bool = False,
             summarizer: Summarizer | None = None, config: BuildConfig | None = None
@@ -144,6 +151,7 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     """Compact ``run``. Without a window: one ``strategy`` event at the widest legal cut
     that keeps ``keep_recent`` tool groups raw. With a window (or ``config``): climb the
     ladder (mask first; summary only for ``strategy="summary"``) until a build fits."""
+    _check_strategy(strategy)
     check_keep_recent(keep_recent)  # before anything: with a window, nothing may be planned
     session = _Session(run, dry_run)
     if window is None and config is None:
@@ -179,6 +187,7 @@ def auto_compact(run: Run, config: BuildConfig, *, strategy: Strategy = "summary
     they close can be compacted. Raises RequiredContextExceedsBudgetError when
     the required content still does not fit after every step of the ladder.
     """
+    _check_strategy(strategy)  # before the recovery events are appended
     state = run.state()
     recovery = recovery_events(state, in_flight=config.in_flight)
     if recovery:

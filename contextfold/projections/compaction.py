@@ -421,6 +421,9 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
 def check_keep_recent(keep_recent: int) -> None:
     """Refuse a negative ``keep_recent``: it would slice from the other end and mask the newest
     groups. Callers that may plan nothing (a window under no pressure) check it first too."""
+    if isinstance(keep_recent, bool) or not isinstance(keep_recent, int):  # "3" raised TypeError
+        raise InvalidInputError(f"keep_recent must be an integer >= 0 (tool groups kept raw), "
+                                f"got {keep_recent!r}")
     if keep_recent < 0:
         raise InvalidInputError(f"keep_recent must be >= 0 (tool groups kept raw), got {keep_recent}")
 

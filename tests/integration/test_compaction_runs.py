@@ -21,7 +21,7 @@ import pytest
 
 from contextfold.api import Run, Store, open_store
 from contextfold.compaction_api import build, compact, show
-from contextfold.domain.errors import RequiredContextExceedsBudgetError
+from contextfold.domain.errors import InvalidInputError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     AnyEvent,
     HistoryCompacted,
@@ -99,6 +99,26 @@ def test_summary_compaction_reads_back_its_range_and_dry_run_appends_nothing(cf_
     assert f"events://r-sum/{summary.covers_from}-{summary.covers_to}" in body
     assert run.replay(built.manifest.turn).ok
     assert pos < run.version
+
+
+def test_an_unknown_strategy_or_a_keep_recent_that_is_no_count_is_a_typed_error(cf_store: Store) -> None:
+    """compact(run, "sumary") raised a bare AssertionError (assert_never); with a window it
+    silently only masked; keep_recent="3" raised TypeError. Nothing may be appended."""
+    run = cf_store.run("r-args")
+    run.append(UserInput("Diagnose the worker."))
+    for t in range(1, 8):
+        run.append(_turn(t))
+    run.append(ModelResponse(tool_calls=(ToolCall(call_id="open", name="shell"),)))  # in flight
+    version = run.version
+    for attempt in (lambda: compact(run, "sumary"),  # type: ignore[arg-type]
+                    lambda: compact(run, "sumary", window=4_000, reserve=500),  # type: ignore[arg-type]
+                    lambda: build(run, "anthropic", window=4_000, reserve=500, strategy="sumary")):  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="unknown compaction strategy 'sumary'"):
+            attempt()
+    for keep in ("3", 1.5, None):
+        with pytest.raises(InvalidInputError, match="keep_recent must be an integer"):
+            compact(run, "mask", keep_recent=keep)  # type: ignore[arg-type]
+    assert run.version == version
 
 
 def test_hard_trigger_fails_with_the_typed_error_when_nothing_fits(cf_store: Store) -> None:
