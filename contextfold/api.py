@@ -175,7 +175,13 @@ class Run:
             # long texts stay in the log and are read back when rendered (projections.entries)
             self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
                                     event_text=functools.partial(self.store.event_text, self.run_id))
-        return fold(self.store.events.iter_events(self.run_id, after=self._state.version), self._state)
+        try:
+            return fold(self.store.events.iter_events(self.run_id, after=self._state.version), self._state)
+        except BaseException:
+            # An event can fail half-folded (its pairing applied, its artifact unreadable): the
+            # next call would fold it again into that state and call it a duplicate. Start over.
+            self._state = None
+            raise
 
     def _existing_state(self) -> RunState:
         """:meth:`state`, or :class:`RunNotFoundError` when the log holds no event of this run: an

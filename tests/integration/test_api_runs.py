@@ -11,12 +11,19 @@ import textwrap
 import time
 from importlib.metadata import version
 
+import blake3
 import pytest
 
 from contextfold.api import open_store
 from contextfold.cli import sample_events
-from contextfold.domain.errors import InvalidInputError, PendingToolCallsError, RunNotFoundError
+from contextfold.domain.errors import (
+    ArtifactNotFoundError,
+    InvalidInputError,
+    PendingToolCallsError,
+    RunNotFoundError,
+)
 from contextfold.domain.events import (
+    ArtifactRef,
     HandOff,
     ModelResponse,
     ToolCall,
@@ -132,6 +139,26 @@ def test_arguments_with_an_escaped_lone_surrogate_keep_the_run_buildable(store_u
             assert "tool_arguments_not_an_object:c1" in built.manifest.repairs, provider
             assert json.dumps(arguments, ensure_ascii=False)[1:-1] in built.body_bytes.decode("utf-8")
             assert run.replay(turn=built.manifest.turn).ok
+
+
+def test_a_fold_that_failed_midway_does_not_poison_the_runs_state(store_url: str) -> None:
+    """A result whose artifact could not be read (missing here; a dropped connection or a key
+    not yet loaded alike) failed the fold after its pairing was applied; every later state() or
+    build() of that Run folded it again and raised DuplicateToolResultError, even once the
+    artifact was readable."""
+    with open_store(store_url) as store:
+        run = store.run("half-folded")
+        data = b"line of output\n" * 10_000
+        ref = ArtifactRef(hash=blake3.blake3(data).hexdigest(), size=len(data))
+        run.append(UserInput("go"), _call("c1"),
+                   ToolResult(call_id="c1", content="line of output", artifact=ref))
+        for _ in range(2):
+            with pytest.raises(ArtifactNotFoundError):
+                run.build("anthropic")
+        store.events.put_artifact(data)
+        built = run.build("anthropic")
+        assert "line of output" in json.dumps(built.request)
+        assert run.state().version == run.version
 
 
 def test_in_flight_calls_wait_or_cancel_by_policy(store_url: str) -> None:
