@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Literal
 import blake3
 from pydantic import BaseModel, ConfigDict, Field
 
+from contextfold.domain.checked import checked
 from contextfold.domain.errors import InputLimitError, UnsupportedMediaError
 from contextfold.domain.events import (
     AnyEvent,
@@ -192,17 +193,18 @@ def attach_image(store: EventStore, data: bytes, *, media_type: str | None = Non
                  limits: MediaLimits = DEFAULT_LIMITS) -> ImageBlock:
     """Check ``data``, store it as a blake3 artifact, return the block to put in an event."""
     info = inspect_image(data, media_type=media_type, limits=limits)
-    ref = store.put_artifact(data, info.media_type)
-    return ImageBlock(artifact=ref, media_type=info.media_type, width=info.width,
-                      height=info.height, detail=detail)
+    # checked before the bytes are stored: a bad ``detail`` is a typed error and stores nothing
+    block = checked(ImageBlock, "image", media_type=info.media_type, width=info.width,
+                    height=info.height, detail=detail)
+    return block.model_copy(update={"artifact": store.put_artifact(data, info.media_type)})
 
 
 def attach_document(store: EventStore, data: bytes, *, media_type: str | None = None,
                     title: str | None = None, limits: MediaLimits = DEFAULT_LIMITS) -> DocumentBlock:
     """Check PDF ``data``, store it as a blake3 artifact, return the block to put in an event."""
     info = inspect_document(data, media_type=media_type, limits=limits)
-    ref = store.put_artifact(data, info.media_type)
-    return DocumentBlock(artifact=ref, media_type=info.media_type, pages=info.pages, title=title)
+    block = checked(DocumentBlock, "document", media_type=info.media_type, pages=info.pages, title=title)
+    return block.model_copy(update={"artifact": store.put_artifact(data, info.media_type)})
 
 
 def decode_data_url(url: str, *, max_bytes: int) -> tuple[str | None, bytes]:

@@ -91,6 +91,18 @@ def test_corrupt_png_is_a_typed_error_and_writes_nothing(store: EventStore) -> N
     assert store.artifact_count() == 0
 
 
+def test_a_bad_detail_or_title_is_a_typed_error_and_stores_nothing(store: EventStore) -> None:
+    """attach_image(detail="ultra") raised pydantic's ValidationError, after storing the bytes."""
+    with pytest.raises(InvalidInputError, match="invalid image: detail: "):
+        attach_image(store, image_bytes("PNG"), detail="ultra")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="invalid document: title: "):
+        attach_document(store, minimal_pdf(1), title=["not", "text"])  # type: ignore[arg-type]
+    assert store.artifact_count() == 0
+    block = attach_image(store, image_bytes("PNG"), detail="low")
+    assert block.detail == "low" and block.artifact is not None
+    assert store.artifact(block.artifact) == image_bytes("PNG")
+
+
 def test_unknown_type_is_a_typed_error(store: EventStore) -> None:
     with pytest.raises(UnsupportedMediaError, match="not a supported image"):
         attach_image(store, b"BM\x00\x00 a bitmap header, not carried")
