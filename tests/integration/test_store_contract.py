@@ -7,6 +7,7 @@ import re
 import threading
 
 import blake3
+import psycopg
 import pytest
 
 from contextfold.domain.errors import (
@@ -17,6 +18,7 @@ from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
     RunNotFoundError,
+    StoreConfigError,
     StoreError,
     UnknownToolCallError,
 )
@@ -194,6 +196,20 @@ def test_one_store_shared_by_threads_appends_every_event(store_url: str) -> None
             assert texts == [f"t{w}-e{i}" for i in range(15)]
     finally:
         store.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("schema", ["MixedCase", "user", "select"])
+def test_a_schema_postgresql_cannot_take_unquoted_is_refused_before_anything_is_made(
+        pg_url: str, schema: str) -> None:
+    """eventsourcing names the schema unquoted when it looks up its row type: ``MixedCase`` was
+    created (quoted), then not found on the first append (the store unusable); a reserved word
+    raised eventsourcing's bare ProgrammingError. Both are StoreConfigError, nothing created."""
+    url = pg_url.split("?")[0] + f"?schema={schema}"
+    with pytest.raises(StoreConfigError, match=f"invalid schema '{schema}'"):
+        EventStore(url)
+    with psycopg.connect(pg_url.split("?")[0]) as conn:
+        assert conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None
 
 
 def test_artifacts_are_content_addressed_and_stored_once(store: EventStore) -> None:
