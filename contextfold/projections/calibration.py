@@ -104,7 +104,10 @@ def calibrate(samples: Sequence[CalibrationSample], model: str | None,
     mine = [s for s in samples if s.model == model][-MAX_SAMPLES:]
     if not mine:
         return None
-    correction = round(nearest_rank([s.ratio for s in mine], QUANTILE), 4)
+    # Never 0: a usage report of 0 input tokens (or a few, e.g. Anthropic's uncached input_tokens
+    # alone against a 100k prompt) rounded the ratio to 0.0, which no Calibration may hold, and
+    # every later build of the run raised pydantic's ValidationError. Below 1 it changes nothing.
+    correction = max(round(nearest_rank([s.ratio for s in mine], QUANTILE), 4), 0.0001)
     last = mine[-1]
     return Calibration(model=model, quantile=QUANTILE, samples=len(mine), correction=correction,
                        base_budget=base_budget, last_turn=last.turn, last_estimated=last.estimated,

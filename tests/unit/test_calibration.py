@@ -129,3 +129,19 @@ def test_observe_usage_rejects_unknown_turn(tmp_path: Path) -> None:
     run = _run(tmp_path)
     with pytest.raises(TurnNotFoundError):
         run.observe_usage(7, 100)
+
+
+@pytest.mark.parametrize("observed", [0, 1])
+def test_a_usage_report_of_almost_no_tokens_keeps_the_run_buildable(tmp_path: Path, observed: int) -> None:
+    """0 input tokens (a runtime's default for a missing usage), or a few against a large prompt
+    (Anthropic's uncached ``input_tokens`` alone), rounded the correction to 0.0: every later
+    build of the run raised pydantic's ValidationError, for good (the log is append-only)."""
+    run = _run(tmp_path)
+    run.append(UserInput("more " * 20_000))
+    first = run.build(window=40_000, reserve=RESERVE).manifest
+    assert first.selected_tokens > 20_000
+    run.observe_usage(first.turn, observed)
+    later = run.build(window=40_000, reserve=RESERVE).manifest
+    assert later.calibration is not None and later.calibration.last_observed == observed
+    assert later.budget_tokens == 40_000 - RESERVE  # below 1 a correction changes nothing
+    assert run.replay(later.turn).ok
