@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from contextfold.domain.checked import checked
 from contextfold.domain.conversation import Conversation
@@ -240,9 +240,15 @@ class Run:
         if position not in self._estimates:
             found = self.store.events.read(self.run_id, after=position - 1, upto=position)
             event = found[0].event if found else None
-            self._estimates[position] = (
-                (int(event.manifest.get("selected_tokens", 0)), event.manifest.get("model"))
-                if isinstance(event, ContextBuilt) else None)
+            estimate = None
+            if isinstance(event, ContextBuilt):
+                model = event.manifest.get("model")
+                try:  # a record appended or imported by hand may not be a builder's: no sample
+                    tokens = int(event.manifest.get("selected_tokens", 0))
+                except (TypeError, ValueError):
+                    tokens = 0
+                estimate = (tokens, model) if model is None or isinstance(model, str) else None
+            self._estimates[position] = estimate
         return self._estimates[position]
 
     def observe_usage(self, turn: int, input_tokens: int, *, cached_tokens: int = 0,
@@ -294,7 +300,11 @@ class Run:
         records = [r.event for r in events if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
         if records:
             first = records[0]
-            cfg = BuildConfig.model_validate(first.manifest["config"])
+            try:
+                cfg = BuildConfig.model_validate(first.manifest["config"])
+            except (KeyError, ValidationError) as exc:  # a record not made by a builder
+                raise IntegrityError(f"run {self.run_id!r} turn {turn}: its first context_built record "
+                                     "holds no valid build config to rebuild it with") from exc
             state = state_at_version(events, first.log_version, run_id=self.run_id,
                                      artifact_tokens=self._artifact_tokens())
             # the recovery events that build appended (the builder re-derives its own repairs)

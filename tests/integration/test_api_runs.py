@@ -18,12 +18,14 @@ from contextfold.api import open_store
 from contextfold.cli import sample_events
 from contextfold.domain.errors import (
     ArtifactNotFoundError,
+    IntegrityError,
     InvalidInputError,
     PendingToolCallsError,
     RunNotFoundError,
 )
 from contextfold.domain.events import (
     ArtifactRef,
+    ContextBuilt,
     HandOff,
     ModelResponse,
     ToolCall,
@@ -159,6 +161,26 @@ def test_a_fold_that_failed_midway_does_not_poison_the_runs_state(store_url: str
         built = run.build("anthropic")
         assert "line of output" in json.dumps(built.request)
         assert run.state().version == run.version
+
+
+def test_a_context_built_record_not_made_by_a_builder_is_a_typed_error_not_a_dead_run(
+        store_url: str) -> None:
+    """context_built events can be appended or imported (events JSONL) by hand. One without a
+    build config made replay raise KeyError; one whose selected_tokens is not a number made
+    every later build of the run raise ValueError once the turn had a usage report."""
+    with open_store(store_url) as store:
+        run = store.run("hand-made-record")
+        run.append(UserInput("go"),
+                   ContextBuilt(turn=1, provider="anthropic", request_hash="r", prefix_hash="p",
+                                config_hash="c", manifest={"selected_tokens": "many"}))
+        run.observe_usage(1, 120)
+        run.append(ModelResponse(text="on it"), UserInput("and?"))
+        with pytest.raises(IntegrityError, match="turn 1: its first context_built record"):
+            run.replay(1)
+        built = run.build("anthropic")
+        assert built.manifest.turn == 2
+        assert built.manifest.calibration is None  # no estimate to learn from
+        assert run.replay(built.manifest.turn).ok
 
 
 def test_in_flight_calls_wait_or_cancel_by_policy(store_url: str) -> None:
