@@ -250,6 +250,13 @@ class EventStore:
         nothing. Without it, the batch goes at the current end (re-checked).
         """
         check_run_id(run_id)
+        if expected_version is not None and (isinstance(expected_version, bool)
+                                             or not isinstance(expected_version, int)
+                                             or expected_version < 0):
+            # "4" or -1 never equals a version: a ConcurrencyConflictError saying another writer
+            # moved past it sent the caller into a retry loop that could never succeed
+            raise InvalidInputError(
+                f"expected_version must be a version (an integer >= 0), got {expected_version!r}")
         if not events:
             return []
         if len(events) > self.limits.max_batch:

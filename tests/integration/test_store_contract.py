@@ -120,6 +120,18 @@ def test_stale_version_conflicts_and_nothing_is_written(store_url: str) -> None:
     b.close()
 
 
+def test_an_expected_version_that_is_no_version_is_invalid_input(store: EventStore) -> None:
+    """expected_version="2" (read from JSON) or -1 raised ConcurrencyConflictError ("another
+    writer appended first; reload and retry"): a retry loop that could never succeed."""
+    store.append("r", [UserInput("a"), UserInput("b")])
+    for bad in ("2", -1, 2.0, True):
+        with pytest.raises(InvalidInputError, match="expected_version must be a version"):
+            store.append("r", [UserInput("c")], expected_version=bad)  # type: ignore[arg-type]
+    assert store.version("r") == 2
+    store.append("r", [UserInput("c")], expected_version=2)
+    assert store.version("r") == 3
+
+
 def test_stale_cached_head_rejudges_pairing(store_url: str) -> None:
     a, b = EventStore(store_url), EventStore(store_url)
     a.append("r", [UserInput("go")])
