@@ -78,6 +78,7 @@ from typing import NamedTuple
 
 import ahocorasick_rs
 
+from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
@@ -358,13 +359,22 @@ class _Compiled(NamedTuple):
 def _compiled(policy: RedactionPolicy) -> _Compiled:
     rules = [r for r in RULES if r.name not in policy.disabled]
     for name, pattern in policy.deny:
-        compiled = re.compile(pattern)
+        compiled = _user_regex(pattern, f"redact_deny[{name!r}]")
         rules.append(_Rule(f"custom:{name}", compiled, (), group=1 if compiled.groups else 0))
     hints = sorted({h for r in rules for h in r.hints})
     hinted = tuple(tuple(i for i, r in enumerate(rules) if h in r.hints) for h in hints)
     finder = ahocorasick_rs.BytesAhoCorasick([h.encode() for h in hints]) if hints else None
-    return _Compiled(tuple(rules), tuple(re.compile(a) for a in policy.allow), hinted, finder,
+    allow = tuple(_user_regex(a, f"redact_allow[{i}]") for i, a in enumerate(policy.allow))
+    return _Compiled(tuple(rules), allow, hinted, finder,
                      tuple(i for i, r in enumerate(rules) if not r.hints))
+
+
+def _user_regex(pattern: str, where: str) -> re.Pattern[str]:
+    """A caller's redaction regex, or InvalidInputError (the build raised a bare ``re.error``)."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise InvalidInputError(f"invalid build config: {where}: {pattern!r} is not a regex: {exc}") from exc
 
 
 def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list[Finding]:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.redact import (
     ASCII_FOLDS,
     DOCUMENTED_EXAMPLES,
@@ -166,6 +167,15 @@ def test_policy_disable_allow_deny_and_examples() -> None:
     assert "AKIAIOSFODNN7EXAMPLE" not in redact(text, policy_from(redact_examples=True)).text
     out = redact(text, policy_from(deny={"ticket": r"INTERNAL-\d+"})).text
     assert "INTERNAL-7731" not in out and "[REDACTED:custom:ticket]" in out
+
+
+def test_a_redaction_option_that_is_not_a_regex_is_invalid_input() -> None:
+    """BuildConfig(redact_deny={"x": "("}) or redact_allow=("[",) made every build raise a bare
+    re.error from the regex compiler."""
+    for policy, where in ((policy_from(deny={"ticket": "INTERNAL-("}), "redact_deny['ticket']"),
+                          (policy_from(allow=["ok", "[abc"]), "redact_allow[1]")):
+        with pytest.raises(InvalidInputError, match=re.escape(f"invalid build config: {where}: ")):
+            redact("AKIAZ7Q3B4N5K6L7M8P9", policy)
 
 
 def test_secret_in_a_big_log_is_found() -> None:
