@@ -11,6 +11,11 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   a code fence closes the fence before the marker and re-opens it (with the
   original opener line, info string included) after it, so a truncated
   fragment never leaves a fence open that the original had closed.
+* ``text`` (prose, no fence) whose line windows would keep no line at all (a
+  message that is one long paragraph): a head and a tail of its characters,
+  each ending at whitespace, around ``… [N characters omitted] …`` (strategy
+  ``words``), so a long request keeps its opening and its closing words instead
+  of becoming a bare marker.
 * ``json``: the result stays valid JSON. Arrays keep their first and last
   items around a marker item ``"… N items omitted"``; objects keep their first
   members plus a marker member ``"…": "N members omitted"``; long strings are
@@ -80,9 +85,9 @@ __all__ = [
 
 TokenCounter: TypeAlias = Callable[[str], int]
 ContentKind: TypeAlias = Literal["log", "file", "json", "markdown", "text"]
-Strategy: TypeAlias = Literal["none", "lines", "fenced_lines", "json", "chunks", "lean_log",
+Strategy: TypeAlias = Literal["none", "lines", "fenced_lines", "words", "json", "chunks", "lean_log",
                               "marker_only"]
-Unit: TypeAlias = Literal["line", "chunk", "json_member"]
+Unit: TypeAlias = Literal["line", "chunk", "json_member", "char"]
 
 MINIMAL_MARKER = "…"
 """Returned alone when the budget cannot hold even a real marker."""
@@ -322,6 +327,37 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
                    kept=[(1, head), (n - tail + 1, n)], omitted=n - k)
 
 
+def _truncate_words(text: str, original_tokens: int, max_tokens: int,
+                    count: TokenCounter) -> Truncation | None:
+    """A head and a tail of ``text``'s characters (half each of the kept count), the head ending
+    and the tail starting at whitespace where there is any, around a marker; None when not even
+    one character fits beside the marker. For prose whose lines are too long to keep whole."""
+    n = len(text)
+
+    def ends(k: int) -> tuple[int, int]:
+        head, tail_start = k - k // 2, n - k // 2
+        space = max(text.rfind(" ", 0, head + 1), text.rfind("\n", 0, head + 1))
+        if space > 0:
+            head = space
+        after = [i for i in (text.find(" ", tail_start), text.find("\n", tail_start)) if i >= 0]
+        tail_start = min(after) + 1 if after and min(after) < n else tail_start
+        return head, max(tail_start, head)
+
+    def render(k: int) -> str:
+        head, tail_start = ends(k)
+        return kept_probe(f"{text[:head]}\n… [{tail_start - head} characters omitted] …\n{text[tail_start:]}")
+
+    probes = probe_entry(("words", text, count), n)["probes"]
+    found = fit_line_windows(n - 1, render, count, max_tokens, probes)
+    if found is None or found[0] == 0:
+        return None
+    k, out_text, tokens = found
+    head, tail_start = ends(k)
+    return _result(out_text, strategy="words", unit="char", original=text, original_tokens=original_tokens,
+                   tokens=tokens, kept=[(1, head), (tail_start + 1, n)], omitted=tail_start - head,
+                   omitted_chars=tail_start - head)
+
+
 # ------------------------------------------------------------------ JSON
 
 
@@ -418,9 +454,15 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
         case "file":
             return _truncate_lines(text, original_tokens, max_tokens, count,
                                    head_share=0.5, fences=False, rule=line_splitting)
-        case "markdown" | "text":
+        case "markdown":
             return _truncate_lines(text, original_tokens, max_tokens, count,
                                    head_share=0.5, fences=True, rule=line_splitting)
+        case "text":
+            by_lines = _truncate_lines(text, original_tokens, max_tokens, count,
+                                       head_share=0.5, fences=True, rule=line_splitting)
+            if by_lines.kept or by_lines.over_budget:
+                return by_lines
+            return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
         case "json":
             return _truncate_json(text, original_tokens, max_tokens, count, line_splitting)
         case _:

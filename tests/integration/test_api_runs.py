@@ -9,7 +9,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from importlib.metadata import version
+from typing import Any
 
 import blake3
 import pytest
@@ -92,9 +94,11 @@ def test_a_turn_that_is_not_an_integer_is_a_typed_error_and_records_nothing(stor
         run.append(UserInput("go"), _call("c1"), ToolResult(call_id="c1", content="ok"))
         run.build("openai-chat")
         version = run.version
-        attempts = [lambda t: run.replay(t), lambda t: run.observe_usage(t, 10)]
+        attempts: list[Callable[[Any], object]] = [lambda t: run.replay(t),
+                                                   lambda t: run.observe_usage(t, 10)]
         for turn in (1.5, "1", True, None):
-            now = [lambda t: run.state(turn=t), lambda t: run.build("openai-chat", turn=t)]
+            now: list[Callable[[Any], object]] = [lambda t: run.state(turn=t),
+                                                  lambda t: run.build("openai-chat", turn=t)]
             for attempt in attempts + (now if turn is not None else []):  # None: "now" for these
                 with pytest.raises(InvalidInputError, match="turn must be an integer"):
                     attempt(turn)
@@ -320,3 +324,19 @@ def test_long_outputs_stay_in_the_log_and_are_rendered_in_full(store_url: str) -
         assert not any(e.lazy for e in eager.entries.values())
         assert again.fingerprint() == run.state().fingerprint() == eager.fingerprint()
         assert run.replay(3).ok
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "gemini"])
+def test_a_long_one_paragraph_request_is_cut_not_reduced_to_a_marker(sqlite_url: str, provider: str) -> None:
+    """The newest input is required and is truncated before anything is dropped: when it is one
+    long paragraph, whole-line windows kept none of it and the model saw only a marker."""
+    request = "Please summarise this:\n" + "word " * 20_000 + "and tell me what to fix first."
+    with open_store(sqlite_url) as store:
+        run = store.run("r")
+        run.append(UserInput("q"), ModelResponse(text="a"), UserInput(request))
+        built = run.build(provider, window=5_000, reserve=500)
+    body = json.dumps(built.request)
+    assert "Please summarise this:" in body and "what to fix first." in body
+    [cut] = built.manifest.truncations
+    assert cut.id == "e3" and cut.strategy == "words" and cut.kept.startswith("chars 1-")
+    assert built.manifest.selected_tokens <= built.manifest.budget_tokens

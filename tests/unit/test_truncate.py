@@ -131,6 +131,51 @@ def test_multibyte_lines_are_never_split() -> None:
             assert line in originals or MARKER.match(line) or line == MINIMAL_MARKER
 
 
+WORDS_MARKER = re.compile(r"\n… \[(\d+) characters omitted\] …\n")
+
+
+def _words_parts(text: str, result: Truncation) -> tuple[str, str]:
+    """The kept head and tail of a ``words`` cut: a prefix and a suffix of the original."""
+    head, tail = WORDS_MARKER.split(result.text, maxsplit=1)[::2]
+    assert text.startswith(head) and text.endswith(tail)
+    assert [(r.start, r.end) for r in result.kept] == [(1, len(head)), (len(text) - len(tail) + 1, len(text))]
+    assert result.omitted == result.omitted_chars == len(text) - len(head) - len(tail)
+    return head, tail
+
+
+def test_one_long_paragraph_keeps_its_opening_and_closing_words() -> None:
+    """A request that is one line longer than the budget: whole lines would keep nothing but
+    the marker (the model would not see the request at all), so words are kept instead."""
+    text = "Please summarise the report below. " + " ".join(f"w{i}" for i in range(5000)) + " What next?"
+    for budget in (40, 200, 1000):
+        result = truncate(text, budget, kind="text", count=cl100k)
+        assert_promise(result, budget, cl100k)
+        assert result.strategy == "words" and result.unit == "char"
+        head, tail = _words_parts(text, result)
+        assert head.startswith("Please summarise") and tail.endswith("What next?")
+        assert text[len(head)] == " " and text[-len(tail) - 1] == " "  # cut at whitespace
+        assert budget - 12 <= result.tokens <= budget
+
+
+def test_a_paragraph_among_lines_keeps_whole_lines_when_it_can() -> None:
+    text = "Please summarise:\n" + "word " * 3000 + "\nThanks."
+    result = truncate(text, 50, kind="text", count=cl100k)
+    assert result.strategy == "fenced_lines"
+    assert result.text.startswith("Please summarise:\n… [1 line omitted")
+
+
+@SETTINGS
+@given(words=st.lists(line_text.filter(lambda w: "\n" not in w), min_size=1, max_size=300),
+       budget=st.integers(0, 200), count=counters)
+def test_words_cuts_keep_a_prefix_and_a_suffix_and_never_exceed(words: list[str], budget: int,
+                                                                count: Counter) -> None:
+    text = " ".join(words)
+    result = truncate(text, budget, kind="text", count=count)
+    assert_promise(result, budget, count)
+    if result.strategy == "words":
+        _words_parts(text, result)
+
+
 # ------------------------------------------------------------------ fences
 
 
