@@ -602,7 +602,7 @@ def test_sdk_validation_really_runs(provider: str) -> None:
 )
 def test_sdk_validation_catches_what_the_types_forbid(provider: str, path: list[Any],
                                                        value: Any, index: int | None) -> None:
-    body = render(PARALLEL, provider, max_tokens=10)
+    body = render(PARALLEL, provider, max_tokens=100)
     target: Any = body
     for key in path[:-1]:
         target = target[key]
@@ -620,7 +620,7 @@ _OUTPUT_LIMIT = {"openai-chat": "max_completion_tokens", "openai-responses": "ma
 def test_a_body_with_nothing_new_still_has_its_options_checked(provider: str) -> None:
     """A rebuild's body holds only items validated before, so only its options are left to
     check, and an equal options text is skipped: a changed option must still be checked."""
-    body = render_shared(PARALLEL, provider, max_tokens=10)  # validated, its items noted
+    body = render_shared(PARALLEL, provider, max_tokens=100)  # validated, its items noted
     assert validate_sdk_types(provider, body) is True  # nothing new: the same options pass
     key = _OUTPUT_LIMIT[provider]
     bad = {**body, key: {"maxOutputTokens": "many"} if provider == "gemini" else "many"}
@@ -648,3 +648,14 @@ def test_data_blocks_reach_every_provider_verbatim() -> None:
     for provider in PROVIDERS:
         assert expected in all_strings(render(c, provider)) or any(
             expected in s for s in all_strings(render(c, provider)))
+
+
+@pytest.mark.parametrize(("provider", "least"), [("anthropic", 1), ("openai-responses", 16)])
+def test_an_output_limit_the_api_refuses_is_a_render_error(provider: str, least: int) -> None:
+    """Anthropic answers 400 to ``max_tokens: 0`` and OpenAI Responses to ``max_output_tokens``
+    under 16; a build with a reserve that small learns it here, not from the provider."""
+    c = conv(user("hi"))
+    with pytest.raises(RenderError, match=f"below {least} token"):
+        render(c, provider, max_tokens=least - 1)
+    assert render(c, provider, max_tokens=least)
+    assert render(c, "openai-chat", max_tokens=0)  # no documented floor: sent as asked

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from contextfold.domain.conversation import Conversation
+from contextfold.domain.errors import RenderError
 from contextfold.projections.render.anthropic import render_anthropic
 from contextfold.projections.render.data_blocks import neutralise, render_data
 from contextfold.projections.render.gemini import render_gemini
@@ -51,6 +52,11 @@ if PROVIDERS != ("openai-chat", "openai-responses", "anthropic", "gemini"):
     raise AssertionError("Provider and the documented provider list disagree")
 
 
+_LEAST_OUTPUT_TOKENS = {"anthropic": 1, "openai-responses": 16}
+"""Output limits the APIs reject below (Anthropic: ``max_tokens`` >= 1; OpenAI Responses:
+"Expected a value >= 16" for ``max_output_tokens``): no SDK type says so."""
+
+
 def render(
     conversation: Conversation,
     provider: str,
@@ -80,6 +86,11 @@ def render_shared(
     message objects by later calls (``request_json``): read-only. For ``build_context``, which
     hashes them from their kept texts and hands out copies."""
     name = parse_provider(provider)
+    least = _LEAST_OUTPUT_TOKENS.get(name, 0)
+    if max_tokens is not None and max_tokens < least:
+        raise RenderError(name, f"the API refuses an output limit below {least} token"
+                          f"{'s' if least > 1 else ''}, got {max_tokens} (a build sends its reserve: "
+                          "reserve room for the reply)")
     body: dict[str, Any]
     match name:
         case "openai-chat":
