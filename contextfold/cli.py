@@ -168,9 +168,13 @@ def _handle_import(args: argparse.Namespace) -> int:
     named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events)
              for suffix, events in runs]
     with _store(args) as store:
-        for run_id, _ in named:
+        for run_id, events in named:
             if store.events.exists(run_id):
                 raise ImportFormatError(f"{source}:0", f"run {run_id!r} already exists; pick another --run")
+            try:  # what the store refuses, refused before the first of several appends
+                store.events.check(events)
+            except InvalidInputError as exc:
+                raise ImportFormatError(f"{source}:0", f"run {run_id!r}: {exc}") from exc
         total = sum(len(events) for _, events in named)
         for advance in _progress(total, f"importing {source}"):
             for run_id, events in named:

@@ -262,12 +262,7 @@ class EventStore:
         if len(events) > self.limits.max_batch:
             raise InputLimitError(
                 f"{len(events)} events in one append; the limit is {self.limits.max_batch}")
-        for i, e in enumerate(events):
-            if not isinstance(e, _EVENT_CLASSES):
-                raise InvalidInputError(
-                    f"event {i}: expected an event object (UserInput, ModelResponse, ToolResult, ...), "
-                    f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
-        prepared = [self._prepare(i, e) for i, e in enumerate(events)]
+        prepared = self._prepare_all(events)
         fresh = run_id not in self._heads
         for attempt in range(_APPEND_RETRIES):
             head = self._head(run_id)
@@ -295,6 +290,23 @@ class EventStore:
                 self._catch_up(run_id)
                 fresh = True
         raise ConcurrencyConflictError(run_id, self._head(run_id).version)
+
+    def check(self, events: Sequence[AnyEvent]) -> None:
+        """Raise what :meth:`append` would for the contents of ``events`` (not an event, text
+        that is not Unicode, an event or artifact over the limits), writing nothing. A writer
+        that appends in several batches (the CLI's import of many runs, or of a long one)
+        checks them all first, so that a refusal leaves nothing half-written. Pairing is
+        checked by append."""
+        self._prepare_all(events)
+
+    def _prepare_all(self, events: Sequence[AnyEvent],
+                     ) -> list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]]:
+        for i, e in enumerate(events):
+            if not isinstance(e, _EVENT_CLASSES):
+                raise InvalidInputError(
+                    f"event {i}: expected an event object (UserInput, ModelResponse, ToolResult, ...), "
+                    f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
+        return [self._prepare(i, e) for i, e in enumerate(events)]
 
     def _try_append(self, run_id: str, head: _Head,
                     prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],

@@ -82,6 +82,25 @@ def test_import_is_atomic_and_names_the_line(tmp_path: Path) -> None:
     assert json.loads(runs.stdout) == []
 
 
+def test_import_refused_by_the_store_writes_no_run(tmp_path: Path) -> None:
+    # the second run (or the events past the first 5,000-event append of a long run) holds a
+    # lone surrogate the store refuses: nothing of the import may stay in the store
+    two_runs = (b'{"messages": [{"role": "user", "content": "hi"}]}\n'
+                b'{"messages": [{"role": "user", "content": "a\\ud800b"}]}\n')
+
+    def user(text: str) -> bytes:
+        block = {"type": "text", "text": text}
+        return json.dumps({"type": "user_input", "v": 1, "content": [block]}).encode()
+
+    long_run = b"\n".join([b'{"type": "run_started", "v": 2}', *(user(f"m{i}") for i in range(5001)),
+                           user("\ud800")])
+    for data, fmt, where in ((two_runs, "openai-chat", "run 'r/run-1'"), (long_run, "events", "run 'r'")):
+        out = cf("import", "-", "--run", "r", "--format", fmt, cwd=tmp_path, stdin=data)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert f"<stdin>:0: {where}: event " in out.stderr and "U+D800" in out.stderr, out.stderr
+        assert json.loads(cf("runs", "--json", cwd=tmp_path).stdout) == []
+
+
 def test_import_errors_name_the_file_given(tmp_path: Path) -> None:
     (tmp_path / "odd.json").write_text('{"not": "a history"}')
     for path, message in (("odd.json", "odd.json:1: cannot detect the format; pass --format"),
