@@ -13,7 +13,7 @@ import sys
 from contextfold.api import Store
 from contextfold.audit.diff import diff_manifests
 from contextfold.cli import DEMO_HOOKS, SCHEMAS, output_file, register, write_output
-from contextfold.domain.errors import IntegrityError
+from contextfold.domain.errors import IntegrityError, RunNotFoundError, TurnNotFoundError
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.builder import BuildResult
 
@@ -187,8 +187,20 @@ def _manifest_for(store: Store, run_id: str, turn: int) -> ContextManifest:
     return run.build(turn=turn).manifest
 
 
+def _check_turns(store: Store, run_id: str, *turns: int) -> None:
+    """Both turns exist, checked before either is rebuilt: a rebuild records itself, and a diff
+    that fails on its second turn must not leave the first one's record behind."""
+    state = store.run(run_id).state()
+    if state.version == 0:
+        raise RunNotFoundError(run_id)
+    for turn in turns:
+        if not 1 <= turn <= state.turn + 1:
+            raise TurnNotFoundError(run_id, turn, state.turn + 1)
+
+
 def _handle_diff(args: argparse.Namespace) -> int:
     with _store(args) as store:
+        _check_turns(store, args.run, args.a, args.b)
         d = diff_manifests(_manifest_for(store, args.run, args.a), _manifest_for(store, args.run, args.b))
     if args.json:
         sys.stdout.write(json.dumps(d, indent=2) + "\n")

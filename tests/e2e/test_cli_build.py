@@ -46,7 +46,10 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
                            "InvalidInputError: keep_recent must be >= 0"),
                           (("compact", "demo-fix-invoice", "--keep-recent", "-1", "--window", "20000"),
                            "keep_recent must be >= 0"),
-                          (("compact", "demo-fix-invoice", "--window", "0"), "invalid build config: window")):
+                          (("compact", "demo-fix-invoice", "--window", "0"), "invalid build config: window"),
+                          # turn 2 has no record: a diff failing on turn 99 must not record its rebuild
+                          (("diff", "demo-fix-invoice", "2", "99"),
+                           "TurnNotFoundError: run 'demo-fix-invoice' has no turn 99 (turns 1..6)")):
         out = cf(*args, cwd=tmp_path)
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr
