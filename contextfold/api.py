@@ -42,7 +42,7 @@ from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifes
 from contextfold.domain.version import BUILDER
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state
-from contextfold.projections.fold import fold, new_state
+from contextfold.projections.fold import fold, fold_event, new_state
 from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
@@ -220,14 +220,21 @@ class Run:
             state = self.state()
         repairs: list[str] = []
         recovery = recovery_events(state, in_flight=cfg.in_flight)
+        version = state.version
         if recovery:
-            self.append(recovery, expected_version=state.version)
-            state = self.state()
+            # folded into a copy and appended once the build succeeds: a build that fails (a
+            # budget error) must not leave cancellations of calls still in flight in the log
+            state = state.snapshot()
+            for offset, event in enumerate(recovery, start=1):
+                fold_event(state, RecordedEvent(self.run_id, version + offset, event, ""))
             repairs = [f"{e.type}:{e.call_id}" for e in recovery]  # type: ignore[union-attr]
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
                                repairs=repairs, calibration=self._calibration(state, cfg),
                                load_bytes=self.store.artifact)
-        if record:
+        if recovery:
+            self.append(recovery, [result.record(rebuild=False)] if record else [],
+                        expected_version=version)
+        elif record:
             self._record(result, rebuild=False)
         return result
 

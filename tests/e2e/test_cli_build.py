@@ -57,6 +57,21 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
     assert runs.stdout.split() == ["demo-fix-invoice", "25", "events"]
 
 
+def test_a_build_that_fails_leaves_calls_in_flight_open(tmp_path: Path) -> None:
+    # the run ends on a call still in flight: a build cancels it, but only a build that succeeds
+    history = json.dumps([
+        {"role": "user", "content": "run ls"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}])
+    assert cf("import", "-", "--run", "r", cwd=tmp_path, stdin=history.encode()).returncode == 0
+    out = cf("build", "r", "--window", "10", "--reserve", "1", cwd=tmp_path)
+    assert out.returncode == 2 and "RequiredContextExceedsBudgetError" in out.stderr, out.stderr
+    assert cf("runs", cwd=tmp_path).stdout.split() == ["r", "3", "events"]
+    assert cf("build", "r", cwd=tmp_path).returncode == 0
+    events = cf("events", "r", cwd=tmp_path).stdout
+    assert "tool_call_cancelled" in events and "context_built" in events
+
+
 def test_build_out_writes_the_request_body(tmp_path: Path) -> None:
     cf("demo", cwd=tmp_path)
     out = cf("build", "demo-fix-invoice", "--provider", "anthropic", "--out", "req.json", cwd=tmp_path)
