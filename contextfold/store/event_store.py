@@ -118,6 +118,9 @@ _PAGE_ROWS = 5000
 _FIRST_PAGE_ROWS = 500
 _PAGE_BYTES = 8 * 1024 * 1024
 """Read pages: at most this many rows, and about this many bytes of stored rows."""
+_MAX_POSITION = 2**63 - 1
+"""The last position a run can hold (SQLite INTEGER and PostgreSQL bigint): the drivers refuse
+larger numbers, so a read past it (a user's ``show RUN 99999999999999999999``) finds nothing."""
 
 
 def store_url_from_env(url: str | None = None) -> str:
@@ -443,9 +446,10 @@ class EventStore:
         100k events holds."""
         page = _FIRST_PAGE_ROWS
         cursor = gt
+        lte = _MAX_POSITION if lte is None else min(lte, _MAX_POSITION)
         while True:
-            upper = cursor + page if lte is None else min(cursor + page, lte)
-            if lte is not None and cursor >= lte:
+            upper = min(cursor + page, lte)
+            if cursor >= lte:
                 return
             with translate_errors(f"read {run_id!r}"):
                 rows = self.backend.recorder.select_events(run_id, gt=cursor, lte=upper)

@@ -75,6 +75,9 @@ def test_show_rejects_unknown_refs_with_a_clear_error(tmp_path: Path) -> None:
     assert out.returncode == 2 and "names run 'other'" in out.stderr
     out = cf("--store", f"sqlite:///{db}", "show", "r1", "999", cwd=tmp_path)
     assert out.returncode == 2
+    # past SQLite's 64-bit integers: not found, not the driver's OverflowError
+    out = cf("--store", f"sqlite:///{db}", "show", "r1", "99999999999999999999", cwd=tmp_path)
+    assert out.returncode == 2 and "NotFoundError: run 'r1' has no events" in out.stderr, out.stderr
 
 
 def test_compact_with_a_window_reports_pressure(tmp_path: Path) -> None:
