@@ -271,8 +271,14 @@ class Run:
         last = self._existing_state().turn + 1
         if not 1 <= turn <= last:
             raise TurnNotFoundError(self.run_id, turn, last)
-        return self.append(checked(UsageObserved, "usage", turn=turn, input_tokens=input_tokens,
-                                   cached_tokens=cached_tokens, output_tokens=output_tokens, model=model))[0]
+        usage = checked(UsageObserved, "usage", turn=turn, input_tokens=input_tokens,
+                        cached_tokens=cached_tokens, output_tokens=output_tokens, model=model)
+        if cached_tokens > input_tokens:  # Anthropic's input_tokens alone: it excludes the cache
+            raise InvalidInputError(
+                f"invalid usage: cached_tokens {cached_tokens} > input_tokens {input_tokens}; "
+                "input_tokens is the whole prompt, cached tokens included (Anthropic: input_tokens "
+                "+ cache_read_input_tokens + cache_creation_input_tokens)")
+        return self.append(usage)[0]
 
     def _record(self, result: BuildResult, *, rebuild: bool) -> None:
         self.append(result.record(rebuild=rebuild))

@@ -37,6 +37,8 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
                            "invalid build config: window"),
                           (("usage", "demo-fix-invoice", "--turn", "1", "--input", "-5"),
                            "InvalidInputError: invalid usage: input_tokens"),
+                          (("usage", "demo-fix-invoice", "--turn", "1", "--input", "50", "--cached", "3000"),
+                           "InvalidInputError: invalid usage: cached_tokens 3000 > input_tokens 50"),
                           (("build", "demo-fix-invoice", "--out", "no/such/dir/req.json"),
                            "cannot write no/such/dir/req.json: no directory 'no/such/dir'"),
                           (("build", "demo-fix-invoice", "--out", "."), "cannot write .: it is a directory"),
