@@ -28,7 +28,7 @@ from contextfold.audit.data import RunAudit, audit_run, config_for_turn
 from contextfold.audit.report import render_report
 from contextfold.cli import output_file, register, write_output
 from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
-from contextfold.domain.errors import IntegrityError
+from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
 from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
@@ -193,6 +193,9 @@ def _summary_text(a: RunAudit) -> str:
 
 
 def _handle_audit(args: argparse.Namespace) -> int:
+    if args.html and args.turn is not None:  # the report covers every turn: --turn would drop it
+        raise InvalidInputError("--html writes the report of the whole run; it does not combine "
+                                "with --turn (each turn is a section of the report)")
     html = output_file(args.html) if args.html else None
     with _store(args) as store:
         run = store.run(args.run)

@@ -44,6 +44,8 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
                           (("build", "demo-fix-invoice", "--out", "."), "cannot write .: it is a directory"),
                           (("audit", "demo-fix-invoice", "--html", "no/such/dir/r.html"),
                            "cannot write no/such/dir/r.html: no directory"),
+                          (("audit", "demo-fix-invoice", "--turn", "2", "--html", "r.html"),
+                           "InvalidInputError: --html writes the report of the whole run"),
                           (("compact", "demo-fix-invoice", "--keep-recent", "-1"),
                            "InvalidInputError: keep_recent must be >= 0"),
                           (("compact", "demo-fix-invoice", "--keep-recent", "-1", "--window", "20000"),
