@@ -74,7 +74,10 @@ not found on the first append. Reserved words (``user``) are refused by the serv
 
 def display_url(url: str) -> str:
     """``url`` with its password, if any, shown as ``***`` (for messages and listings)."""
-    parsed = urlparse(url)
+    try:
+        parsed = urlparse(url)
+    except ValueError:  # a URL urlparse refuses: mask what sits where a password would
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
     if parsed.password is None:
         return url
     return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
@@ -83,7 +86,10 @@ def display_url(url: str) -> str:
 def parse_store_url(url: str) -> StoreURL:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``,
     ``postgresql://user[:pw]@host[:port]/dbname[?schema=name]``."""
-    parsed = urlparse(url)
+    try:
+        parsed = urlparse(url)
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket: postgresql://u@[::1/db
+        raise StoreConfigError(f"invalid store URL {display_url(url)!r}: {exc}") from exc
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path[1:] if parsed.path.startswith("/") else parsed.path)
         if not path:

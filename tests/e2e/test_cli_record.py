@@ -137,6 +137,8 @@ def test_unreachable_or_bad_store_is_one_line_exit_2(tmp_path: Path) -> None:
                           "connection failed"),
                          ("foo://u:hunter2@x", "StoreConfigError: unsupported store URL 'foo://u:***@x'"),
                          ("postgresql://u:hunter2@127.0.0.1:notaport/test", "StoreConfigError: invalid port"),
+                         ("postgresql://u:hunter2@[::1/test",
+                          "invalid store URL 'postgresql://u:***@[::1/test': Invalid IPv6 URL"),
                          ('postgresql://u@127.0.0.1/test?schema=x";drop table t;--',
                           "StoreConfigError: invalid schema 'x\";drop table t;--'"),
                          (f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}", "StoreConfigError: directory")):
