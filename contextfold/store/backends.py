@@ -90,6 +90,14 @@ def parse_store_url(url: str) -> StoreURL:
         parsed = urlparse(url)
     except ValueError as exc:  # e.g. an unclosed IPv6 bracket: postgresql://u@[::1/db
         raise StoreConfigError(f"invalid store URL {display_url(url)!r}: {exc}") from exc
+    # an option we would not apply (?mode=ro, ?sslmode=require) must not be dropped in silence
+    unknown = sorted(set(parse_qs(parsed.query, keep_blank_values=True))
+                     - ({"schema"} if parsed.scheme in ("postgresql", "postgres") else set()))
+    if unknown and parsed.scheme in ("sqlite", "postgresql", "postgres"):
+        raise StoreConfigError(
+            f"unsupported option {', '.join(map(repr, unknown))} in the store URL {display_url(url)!r}: "
+            "a postgresql URL takes ?schema=name only (TLS and the like: libpq's environment, "
+            "e.g. PGSSLMODE), a sqlite URL none")
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path[1:] if parsed.path.startswith("/") else parsed.path)
         if not path:

@@ -141,7 +141,12 @@ def test_unreachable_or_bad_store_is_one_line_exit_2(tmp_path: Path) -> None:
                           "invalid store URL 'postgresql://u:***@[::1/test': Invalid IPv6 URL"),
                          ('postgresql://u@127.0.0.1/test?schema=x";drop table t;--',
                           "StoreConfigError: invalid schema 'x\";drop table t;--'"),
-                         (f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}", "StoreConfigError: directory")):
+                         (f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}", "StoreConfigError: directory"),
+                         # options we do not apply are refused, not dropped (TLS not required, a write)
+                         (f"postgresql://u:hunter2@127.0.0.1:{port}/test?sslmode=require",
+                          "StoreConfigError: unsupported option 'sslmode'"),
+                         (f"sqlite:///{tmp_path / 'ro.db'}?mode=ro",
+                          "StoreConfigError: unsupported option 'mode'")):
         out = cf("--store", url, "runs", cwd=tmp_path)
         assert out.returncode == 2, out.stderr
         assert message in out.stderr
