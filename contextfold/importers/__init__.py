@@ -105,7 +105,7 @@ def _guess_messages(msgs: list[Any]) -> str | None:
             return "openhands"
         if "traj" in m:
             return "openai-chat"
-        t = m.get("type")
+        t = m.get("type") if isinstance(m.get("type"), str) else None  # a list is no set member
         if t in _EVENT_TYPES and "v" in m:
             return "events"
         if t in _RESPONSES_ITEMS and t != "message":
@@ -116,7 +116,7 @@ def _guess_messages(msgs: list[Any]) -> str | None:
         content = m.get("content")
         if isinstance(content, list):
             for b in content:
-                bt = b.get("type") if isinstance(b, dict) else None
+                bt = b.get("type") if isinstance(b, dict) and isinstance(b.get("type"), str) else None
                 if bt in _ANTHROPIC_BLOCKS or (bt in ("image", "document") and "source" in b):
                     return "anthropic"
                 if bt in ("input_text", "output_text", "input_image"):

@@ -463,3 +463,7 @@ def test_detect_format(data: bytes, fmt: str) -> None:
 def test_detect_format_gives_up_with_a_typed_error() -> None:
     with pytest.raises(ImportFormatError, match="cannot detect"):
         detect_format(b"[1, 2]")
+    # a "type" that is an array or an object is not a known type (not a TypeError: unhashable)
+    with pytest.raises(ImportFormatError, match="cannot detect"):
+        detect_format(_b([{"type": {"a": 1}, "v": 1}]))
+    assert detect_format(_b({"messages": [{"role": "user", "content": [{"type": [1]}]}]})) == "openai-chat"
