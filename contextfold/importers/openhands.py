@@ -81,6 +81,17 @@ def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _id(v: Any, path: JsonPath) -> Any:
+    """An event id or ``cause``: a key into the ids seen, so a number or a string."""
+    if isinstance(v, dict | list):
+        raise Bad(path, "expected an event id (a number or a string)")
+    return v
+
+
 def _tcm(e: dict[str, Any], path: JsonPath) -> dict[str, Any] | None:
     t = e.get("tool_call_metadata")
     return None if t is None else require_obj(t, (*path, "tool_call_metadata"))
@@ -104,7 +115,7 @@ def _call(e: dict[str, Any], i: int, path: JsonPath) -> ToolCall:
         cid = tcm.get("tool_call_id")
         name = tcm.get("function_name")
         arguments = None
-        for tc in _response_message(tcm).get("tool_calls") or []:
+        for tc in _list(_response_message(tcm).get("tool_calls")):
             if isinstance(tc, dict) and tc.get("id") == cid:
                 fn = tc.get("function")
                 if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
@@ -148,7 +159,7 @@ def _recall(e: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
         repo = _str(extras.get("repo_name")) or "repository"
         run.add(build(InstructionSet, path, text=instr,
                       source_ref=f"openhands://{repo}/repo_instructions"), path)
-    for k, item in enumerate(extras.get("microagent_knowledge") or []):
+    for k, item in enumerate(_list(extras.get("microagent_knowledge"))):
         if isinstance(item, dict) and isinstance(item.get("content"), str):
             name = _str(item.get("name")) or str(k)
             run.add(build(MemoryRecalled, path, memory_id=name, content=item["content"],
@@ -184,7 +195,7 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
             elif action == "message" and source in ("user", None):
                 blocks: list[ContentBlock] = [TextBlock(
                     text=_str(args.get("content")) or _str(e.get("message")))]
-                urls = args.get("image_urls") or args.get("images_urls") or []
+                urls = _list(args.get("image_urls") or args.get("images_urls"))
                 blocks += [media_block("image", p, url=u) for u in urls if isinstance(u, str)]
                 run.add(build(UserInput, p, content=tuple(blocks)), p)
             elif action in ("message", "finish"):
@@ -194,7 +205,7 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
             elif i in batches:
                 calls = [_call(events[j], j, (*path, j)) for j in batches[i]]
                 for j, c in zip(batches[i], calls, strict=True):
-                    call_of_action[events[j].get("id", j)] = c.call_id
+                    call_of_action[_id(events[j].get("id", j), (*path, j, "id"))] = c.call_id
                 tcm = _tcm(e, p)
                 text = _str(_response_message(tcm).get("content")) if tcm else ""
                 text = text or _str(args.get("thought"))
@@ -212,7 +223,7 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
             if tcm is not None and isinstance(tcm.get("tool_call_id"), str):
                 cid = tcm["tool_call_id"]
             elif "cause" in e:
-                cid = call_of_action.get(e["cause"])
+                cid = call_of_action.get(_id(e["cause"], (*p, "cause")))
             elif "id" not in e:  # oldest streams: strictly action, observation, ...
                 cid = run.last_open()
             content = _str(e.get("content")) or _str(e.get("message"))

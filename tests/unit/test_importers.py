@@ -428,6 +428,27 @@ def test_openhands_bad_line_fails_whole_import() -> None:
     assert info.value.location == "o.jsonl:2"
 
 
+def test_openhands_fields_of_the_wrong_type_are_typed_errors_or_ignored() -> None:
+    """Not TypeErrors: a list where the importer iterates or an object where it keys by id."""
+    def edited(index: int, edit: Any) -> list[dict[str, Any]]:
+        events = json.loads(json.dumps(OPENHANDS))
+        edit(events[index])
+        return events
+
+    for events in (edited(1, lambda e: e["args"].update(image_urls=5)),
+                   edited(3, lambda e: e["extras"].update(microagent_knowledge=5)),
+                   edited(4, lambda e: e["tool_call_metadata"]["model_response"]["choices"][0][
+                       "message"].update(tool_calls=5))):
+        assert _types(parse(_b(events), format="openhands"))[:3] == ["RunStarted", "PolicySet", "UserInput"]
+    old = [{"id": 1, "source": "agent", "action": "run", "args": {"command": "ls"}},
+           {"id": 2, "source": "agent", "observation": "run", "cause": 1, "content": "x"}]
+    for key, at in (("id", 0), ("cause", 1)):
+        bad = json.loads(json.dumps(old))
+        bad[at][key] = {"n": 1}
+        with pytest.raises(ImportFormatError, match="expected an event id"):
+            parse(_b(bad), format="openhands")
+
+
 # ---------------------------------------------------------------- canonical events
 
 def test_events_jsonl_round_trip_and_errors() -> None:
