@@ -444,7 +444,9 @@ UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
 
 
 def _upcast(data: dict[str, Any]) -> dict[str, Any]:
-    while (step := UPCASTERS.get((data.get("type", ""), data.get("v", 1)))) is not None:
+    # a type or version that is an object or array is no key (validation then says what is wrong)
+    while (isinstance(kind := data.get("type", ""), str) and isinstance(v := data.get("v", 1), int)
+           and (step := UPCASTERS.get((kind, v))) is not None):
         data = step(data)
     return data
 

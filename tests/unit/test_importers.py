@@ -457,6 +457,8 @@ def test_events_jsonl_round_trip_and_errors() -> None:
     assert parse(data, format="events") == original
     without_start = b"\n".join(event_to_json(e) for e in original[1:])
     assert parse(without_start, format="events") == original
+    for odd in (b'{"type": "run_started", "v": {}}', b'{"type": ["run_started"], "v": 1}'):
+        _located(odd, "events", "invalid event")  # not a TypeError from the upcaster's lookup
     broken = data + b'{"type": "user_input", "content": 3}\n'
     err = _located(broken, "events", "invalid event")
     assert err.location == f"in.json:{len(original) + 1}"
