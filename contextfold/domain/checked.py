@@ -23,9 +23,27 @@ def checked(cls: type[M], what: str, /, **fields: Any) -> M:
     """``cls(**fields)``, or :class:`InvalidInputError` ("invalid ``what``: field: problem; ...").
     Positional-only: a model's fields may be called ``cls`` or ``what`` (or ``model``)."""
     try:
-        return cls(**fields)
+        model = cls(**fields)
     except ValidationError as exc:
         raise InvalidInputError(f"invalid {what}: {validation_detail(cls, exc)}") from exc
+    for name, value in fields.items():  # what no UTF-8 can carry (a non-UTF-8 argv byte) hashes nowhere
+        if (bad := _surrogates(value)) is not None:
+            raise InvalidInputError(f"invalid {what}: {name}: text that is not valid Unicode "
+                                    f"(U+{ord(bad):04X}, a byte that was not UTF-8)")
+    return model
+
+
+def _surrogates(value: Any) -> str | None:
+    """The first lone surrogate in ``value``'s strings (nested in lists, tuples and dicts), if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return value[exc.start]
+        return None
+    items = (list(value) + list(value.values()) if isinstance(value, dict)
+             else value if isinstance(value, list | tuple) else ())
+    return next((bad for item in items if (bad := _surrogates(item)) is not None), None)
 
 
 def validation_detail(cls: type[BaseModel], exc: ValidationError) -> str:

@@ -31,6 +31,8 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
     for args, message in ((("build", "no-such-run"), "RunNotFoundError: run 'no-such-run' not found"),
                           (("manifest", "no-such-run"), "RunNotFoundError"),
                           (("usage", "no-such-run", "--turn", "1", "--input", "5"), "RunNotFoundError"),
+                          (("build", "demo-fix-invoice", "--model", "gpt-\udcff"),  # argv byte 0xff
+                           "InvalidInputError: invalid build config: model: text that is not valid Unicode"),
                           (("build", "demo-fix-invoice", "--window", "-5"),
                            "InvalidInputError: invalid build config: window: Input should be greater than 0"),
                           (("audit", "demo-fix-invoice", "--turn", "1", "--window", "0"),
