@@ -181,8 +181,9 @@ class TenantMismatchError(StoreConfigError):
     The message does not name the tenant the store belongs to."""
 
     def __init__(self, url: str, *, expected: str | None, found: str | None) -> None:
-        want = f"tenant {expected!r}" if expected is not None else "no tenant"
-        super().__init__(f"store {url!r} does not belong to {want}")
+        super().__init__(f"store {url!r} does not belong to tenant {expected!r}" if expected is not None
+                         else f"store {url!r} belongs to a tenant: open it as that tenant "
+                              "(CONTEXTFOLD_TENANT, or open_store(tenant=...))")
         self.expected = expected
         self._found = found
 

@@ -121,6 +121,8 @@ def test_sqlite_is_one_tenant_per_file(tmp_path: Path) -> None:
         with pytest.raises(TenantMismatchError) as err:
             open_store(url, tenant=other)
         assert "acme" not in str(err.value)  # the error does not name the owner
+        assert ("does not belong to tenant 'beta'" if other else "belongs to a tenant: open it as that tenant"
+                ) in str(err.value)  # not "does not belong to no tenant"
     plain = f"sqlite:///{tmp_path / 'plain.db'}"
     with open_store(plain) as s:
         s.run("r1").append(UserInput("untenanted"))
