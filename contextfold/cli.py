@@ -19,11 +19,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from contextfold.api import Store, open_store
 from contextfold.domain.errors import ContextfoldError, ImportFormatError, IntegrityError, InvalidInputError
 from contextfold.domain.events import (
     EVENT_ADAPTER,
     AnyEvent,
+    ArtifactRef,
     ContextBuilt,
     EvidenceRetrieved,
     FileRead,
@@ -149,6 +152,23 @@ def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
         yield lambda n: progress.advance(task, n)
 
 
+def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
+    """(index, ref) of every artifact ref the events carry (payloads and media blocks)."""
+    def walk(value: Any) -> Iterator[ArtifactRef]:
+        if isinstance(value, ArtifactRef):
+            yield value
+        elif isinstance(value, BaseModel):
+            for name in type(value).model_fields:
+                yield from walk(getattr(value, name))
+        elif isinstance(value, tuple | list):
+            for item in value:
+                yield from walk(item)
+
+    for index, event in enumerate(events):
+        for ref in walk(event):
+            yield index, ref
+
+
 IMPORT_FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini")
 
 
@@ -175,6 +195,12 @@ def _handle_import(args: argparse.Namespace) -> int:
                 store.events.check(events)
             except InvalidInputError as exc:
                 raise ImportFormatError(f"{source}:0", f"run {run_id!r}: {exc}") from exc
+            for index, ref in _artifact_refs(events):  # an export's refs into the store it came from
+                if not store.events.has_artifact(ref.hash):
+                    raise ImportFormatError(
+                        f"{source}:0", f"run {run_id!r}: position {index + 1} refers to artifact "
+                        f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
+                        "keeps large payloads as refs into its own store): the run would not build")
         total = sum(len(events) for _, events in named)
         for advance in _progress(total, f"importing {source}"):
             for run_id, events in named:

@@ -578,6 +578,12 @@ class EventStore:
             raise IntegrityError(f"artifact {digest} does not match its hash")
         return data
 
+    def has_artifact(self, digest: str) -> bool:
+        """Whether this store holds the artifact ``digest`` (without loading it)."""
+        p = self.backend.placeholder
+        return bool(self.backend.query(
+            f"SELECT 1 FROM {self.backend.table(ARTIFACTS_TABLE)} WHERE hash = {p}", (digest,)))
+
     def artifact_count(self) -> int:
         return int(self.backend.query(f"SELECT COUNT(*) FROM {self.backend.table(ARTIFACTS_TABLE)}")[0][0])
 

@@ -59,6 +59,23 @@ def test_events_json_round_trips_through_import(tmp_path: Path) -> None:
     assert again.stdout == dump.stdout
 
 
+def test_events_json_into_another_store_refuses_refs_to_artifacts_it_lacks(tmp_path: Path) -> None:
+    history = json.dumps([
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a line of output\n" * 10_000},  # an artifact
+        {"role": "assistant", "content": "done"}])
+    assert cf("import", "-", "--run", "r", cwd=tmp_path, stdin=history.encode()).returncode == 0
+    (tmp_path / "dump.jsonl").write_text(cf("events", "r", "--json", cwd=tmp_path).stdout)
+    assert cf("import", "dump.jsonl", "--run", "copy", cwd=tmp_path).returncode == 0  # same store: fine
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    out = cf("--store", other, "import", "dump.jsonl", "--run", "r", cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert "run 'r': position 4 refers to artifact" in out.stderr and "does not hold" in out.stderr
+    assert json.loads(cf("--store", other, "runs", "--json", cwd=tmp_path).stdout) == []
+
+
 def test_verify_names_the_tampered_event(tmp_path: Path) -> None:
     cf("demo", cwd=tmp_path)
     db = sqlite3.connect(tmp_path / "contextfold.db")
