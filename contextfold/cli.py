@@ -76,6 +76,14 @@ def output_file(path: str) -> Path:
         raise InvalidInputError(f"cannot write {path}: it is a directory")
     if not p.parent.is_dir():
         raise InvalidInputError(f"cannot write {path}: no directory {str(p.parent)!r}")
+    existed = p.exists()
+    try:  # what the OS refuses (permissions, a read-only or virtual file system), refused now
+        with p.open("ab"):
+            pass
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    if not existed:  # the probe leaves no empty file behind if the work then fails
+        p.unlink(missing_ok=True)
     return p
 
 

@@ -44,6 +44,10 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
                           (("build", "demo-fix-invoice", "--out", "no/such/dir/req.json"),
                            "cannot write no/such/dir/req.json: no directory 'no/such/dir'"),
                           (("build", "demo-fix-invoice", "--out", "."), "cannot write .: it is a directory"),
+                          # a directory the OS will not create files in (even as root): refused before
+                          # the build records itself
+                          (("build", "demo-fix-invoice", "--out", "/proc/req.json"),
+                           "InvalidInputError: cannot write /proc/req.json"),
                           (("audit", "demo-fix-invoice", "--html", "no/such/dir/r.html"),
                            "cannot write no/such/dir/r.html: no directory"),
                           (("audit", "demo-fix-invoice", "--turn", "2", "--html", "r.html"),
