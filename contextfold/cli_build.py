@@ -152,6 +152,9 @@ def _handle_replay(args: argparse.Namespace) -> int:
         try:
             report = run.replay(args.turn)
         except IntegrityError as exc:
+            if not run.verify().ok:  # the log itself is broken, not just a turn without a record
+                sys.stderr.write(f"contextfold: integrity error: {exc}\n")
+                return 3
             sys.stderr.write(f"cannot verify: {exc}\n")
             return 1
     if report.ok:

@@ -67,6 +67,17 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
     assert runs.stdout.split() == ["demo-fix-invoice", "25", "events"]
 
 
+def test_replay_verify_of_a_log_with_a_missing_event_exits_3(tmp_path: Path) -> None:
+    cf("demo", cwd=tmp_path)
+    db = sqlite3.connect(tmp_path / "contextfold.db")
+    db.execute("DELETE FROM contextfold_events WHERE originator_version = 9")
+    db.commit()
+    db.close()
+    out = cf("replay", "demo-fix-invoice", "--turn", "6", "--verify", cwd=tmp_path)
+    assert out.returncode == 3, out.stderr  # an integrity failure, not a plain mismatch (1)
+    assert "integrity error" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_a_build_that_fails_leaves_calls_in_flight_open(tmp_path: Path) -> None:
     # the run ends on a call still in flight: a build cancels it, but only a build that succeeds
     history = json.dumps([
