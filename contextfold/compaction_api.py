@@ -35,7 +35,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contextfold.api import Run
-from contextfold.domain.errors import InvalidInputError, NotFoundError, RequiredContextExceedsBudgetError
+from contextfold.domain.errors import (
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    RequiredContextExceedsBudgetError,
+)
 from contextfold.domain.events import (
     EvidenceRetrieved,
     FileRead,
@@ -246,6 +251,10 @@ def _range(run: Run, lo: int, hi: int) -> Sequence[RecordedEvent]:
     found = run.store.events.read(run.run_id, after=lo - 1, upto=hi)
     if not found or found[0].position != lo or found[-1].position != hi:
         raise NotFoundError(f"run {run.run_id!r} has no events {lo}-{hi} (version {run.version})")
+    if len(found) != hi - lo + 1:  # a hole inside the range: the log is damaged, not the ref
+        missing = next(p for p, rec in enumerate(found, start=lo) if rec.position != p)
+        raise IntegrityError(f"run {run.run_id!r} position {missing} is missing from the log",
+                             position=missing)
     return found
 
 

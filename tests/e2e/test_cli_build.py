@@ -67,7 +67,7 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
     assert runs.stdout.split() == ["demo-fix-invoice", "25", "events"]
 
 
-def test_replay_verify_of_a_log_with_a_missing_event_exits_3(tmp_path: Path) -> None:
+def test_a_log_with_a_missing_event_is_an_integrity_failure_exit_3(tmp_path: Path) -> None:
     cf("demo", cwd=tmp_path)
     db = sqlite3.connect(tmp_path / "contextfold.db")
     db.execute("DELETE FROM contextfold_events WHERE originator_version = 9")
@@ -76,6 +76,8 @@ def test_replay_verify_of_a_log_with_a_missing_event_exits_3(tmp_path: Path) -> 
     out = cf("replay", "demo-fix-invoice", "--turn", "6", "--verify", cwd=tmp_path)
     assert out.returncode == 3, out.stderr  # an integrity failure, not a plain mismatch (1)
     assert "integrity error" in out.stderr and "Traceback" not in out.stderr
+    out = cf("show", "demo-fix-invoice", "8-10", cwd=tmp_path)  # not events 8 and 10 as if whole
+    assert out.returncode == 3 and "position 9 is missing" in out.stderr, (out.stdout, out.stderr)
 
 
 def test_a_build_that_fails_leaves_calls_in_flight_open(tmp_path: Path) -> None:
