@@ -431,7 +431,7 @@ def test_openhands_bad_line_fails_whole_import() -> None:
 def test_openhands_fields_of_the_wrong_type_are_typed_errors_or_ignored() -> None:
     """Not TypeErrors: a list where the importer iterates or an object where it keys by id."""
     def edited(index: int, edit: Any) -> list[dict[str, Any]]:
-        events = json.loads(json.dumps(OPENHANDS))
+        events: list[dict[str, Any]] = json.loads(json.dumps(OPENHANDS))
         edit(events[index])
         return events
 
