@@ -43,6 +43,7 @@ from contextfold.domain.errors import IntegrityError
 __all__ = [
     "COMPRESSED_MAGIC",
     "COMPRESS_MIN_BYTES",
+    "inflate",
     "is_compressed",
     "pack_artifact",
     "pack_state",
@@ -77,22 +78,30 @@ def unpack_state(stored: bytes, max_bytes: int, where: str, *, position: int | N
     ``where`` names the row in errors (run and position); ``limit``, what sets ``max_bytes``."""
     if not is_compressed(stored):
         return stored
-    frame = stored[len(COMPRESSED_MAGIC):]
+    return inflate(stored[len(COMPRESSED_MAGIC):], max_bytes, where, position=position, limit=limit)
+
+
+def inflate(frame: bytes, max_bytes: int, where: str, *, position: int | None, limit: str,
+            row: str = "compressed row", decompressor: zstandard.ZstdDecompressor | None = None,
+            damaged: str = "is damaged") -> bytes:
+    """One zstd frame's bytes, checked: it must declare its size, at most ``max_bytes``, before
+    anything is allocated for it, and inflate to exactly that (``row`` and ``damaged`` word the
+    errors; ``decompressor`` is one with the frame's dictionary, if it has one)."""
     try:
         size = zstandard.frame_content_size(frame)
     except zstandard.ZstdError as exc:
-        raise IntegrityError(f"{where}: compressed row is damaged ({exc})", position=position) from exc
+        raise IntegrityError(f"{where}: {row} is damaged ({exc})", position=position) from exc
     if size < 0:
-        raise IntegrityError(f"{where}: compressed row does not declare its size", position=position)
+        raise IntegrityError(f"{where}: {row} does not declare its size", position=position)
     if size > max_bytes:
-        raise IntegrityError(f"{where}: compressed row declares {size} bytes, over this store's "
+        raise IntegrityError(f"{where}: {row} declares {size} bytes, over this store's "
                              f"limit of {max_bytes} (raise {limit} to read it)", position=position)
     try:
-        state: bytes = zstandard.ZstdDecompressor().decompress(frame)
+        state: bytes = (decompressor or zstandard.ZstdDecompressor()).decompress(frame)
     except zstandard.ZstdError as exc:
-        raise IntegrityError(f"{where}: compressed row is damaged ({exc})", position=position) from exc
+        raise IntegrityError(f"{where}: {row} {damaged} ({exc})", position=position) from exc
     if len(state) != size:
-        raise IntegrityError(f"{where}: compressed row decompressed to {len(state)} bytes, "
+        raise IntegrityError(f"{where}: {row} decompressed to {len(state)} bytes, "
                              f"not the {size} it declares", position=position)
     return state
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import zstandard
 
 from contextfold.domain.errors import IntegrityError
-from contextfold.store.compression import COMPRESS_MIN_BYTES, is_compressed, pack_state
+from contextfold.store.compression import COMPRESS_MIN_BYTES, inflate, is_compressed, pack_state
 
 __all__ = [
     "BASE_CACHE_BYTES",
@@ -156,24 +156,8 @@ def delta_base(stored: bytes, where: str, position: int) -> int:
 def unpack_delta(stored: bytes, base_state: bytes, max_bytes: int, where: str, *, position: int,
                  limit: str = "StoreLimits.max_event_bytes") -> bytes:
     """The state a delta row holds, given its keyframe's state, at most ``max_bytes`` long."""
-    frame = stored[stored.index(b":", len(DELTA_MAGIC)) + 1:]
-    try:
-        size = zstandard.frame_content_size(frame)
-    except zstandard.ZstdError as exc:
-        raise IntegrityError(f"{where}: delta row is damaged ({exc})", position=position) from exc
-    if size < 0:
-        raise IntegrityError(f"{where}: delta row does not declare its size", position=position)
-    if size > max_bytes:
-        raise IntegrityError(f"{where}: delta row declares {size} bytes, over this store's "
-                             f"limit of {max_bytes} (raise {limit} to read it)", position=position)
     dictionary = zstandard.ZstdCompressionDict(base_state, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-    try:
-        state: bytes = zstandard.ZstdDecompressor(
-            dict_data=dictionary, max_window_size=1 << _MAX_WINDOW_LOG).decompress(frame)
-    except zstandard.ZstdError as exc:
-        raise IntegrityError(f"{where}: delta row is damaged or its keyframe is not the one it was "
-                             f"written against ({exc})", position=position) from exc
-    if len(state) != size:
-        raise IntegrityError(f"{where}: delta row decompressed to {len(state)} bytes, "
-                             f"not the {size} it declares", position=position)
-    return state
+    return inflate(stored[stored.index(b":", len(DELTA_MAGIC)) + 1:], max_bytes, where, position=position,
+                   limit=limit, row="delta row", damaged="is damaged or its keyframe is not the one it was "
+                   "written against", decompressor=zstandard.ZstdDecompressor(
+                       dict_data=dictionary, max_window_size=1 << _MAX_WINDOW_LOG))
