@@ -24,13 +24,13 @@ import sys
 from typing import Any
 
 from contextfold.api import Run, Store, open_store
-from contextfold.audit.data import RunAudit, audit_run, config_for_turn
+from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn
 from contextfold.audit.report import render_report
 from contextfold.cli import output_file, register, write_output
 from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
-from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config
+from contextfold.domain.manifest import ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
 
 __all__ = ["audit_turn", "explain"]
@@ -47,21 +47,26 @@ def _out(text: str) -> None:
 def _config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", choices=PROVIDER_CHOICES, default=None,
                    help="for turns without a record: request format (default: the nearest record's)")
-    p.add_argument("--window", type=int, default=None, help="for turns without a record: window")
-    p.add_argument("--reserve", type=int, default=None, help="for turns without a record: reserve")
+    p.add_argument("--window", type=int, default=None,
+                   help="for turns without a record: window (default: the nearest record's)")
+    p.add_argument("--reserve", type=int, default=None,
+                   help="for turns without a record: reserve (default: the nearest record's)")
 
 
-def _given_config(args: argparse.Namespace) -> BuildConfig | None:
-    """The flags given, over BuildConfig's defaults; None when none is."""
+def _given_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The flags given (checked here, before any work), to replace just those fields of the
+    nearest record's config; None when none is."""
     given = {name: value for name in ("provider", "window", "reserve")
              if (value := getattr(args, name)) is not None}
-    return checked_config(**given) if given else None
+    if given:
+        checked_config(**given)
+    return given or None
 
 
 # ---------------------------------------------------------------- audit --turn
 
 
-def audit_turn(run: Run, turn: int, given: BuildConfig | None = None) -> tuple[dict[str, Any], BuildResult]:
+def audit_turn(run: Run, turn: int, given: ConfigChoice = None) -> tuple[dict[str, Any], BuildResult]:
     """Re-derive turn ``turn`` from the log and check it against its record and the log's chain."""
     report = run.verify()
     integrity = {"ok": report.ok, "events": report.events, "first_bad_position": report.first_bad_position,

@@ -13,8 +13,8 @@ in; data out). :func:`audit_run` wires it to a :class:`~contextfold.api.Run`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,7 +29,7 @@ from contextfold.domain.events import (
     UsageObserved,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.state import RunState
 
@@ -40,6 +40,7 @@ __all__ = [
     "HISTORY_KINDS",
     "AuditSummary",
     "CompactionNote",
+    "ConfigChoice",
     "Integrity",
     "ProtocolRepair",
     "RebuildPort",
@@ -146,21 +147,25 @@ class RunAudit(_Frozen):
 # ---------------------------------------------------------------- collect
 
 
-def _config_for(turn: int, recorded: dict[int, ContextManifest], given: BuildConfig | None) -> BuildConfig:
+ConfigChoice: TypeAlias = BuildConfig | Mapping[str, Any] | None
+"""How a caller picks the config of turns without a record: a whole :class:`BuildConfig`, or
+only the fields it sets (``{"window": 20_000}``) over the nearest record's config, or nothing."""
+
+
+def _config_for(turn: int, recorded: dict[int, ContextManifest], given: ConfigChoice) -> BuildConfig:
     """Rebuild config: the caller's, else the nearest earlier record's, else the first record's, else
-    the default (a run usually keeps one config; its records say which)."""
-    if given is not None:
+    the default (a run usually keeps one config; its records say which); fields the caller gives
+    alone replace just those of that config (``--window`` keeps the recorded provider)."""
+    if isinstance(given, BuildConfig):
         return given
     earlier = [t for t in recorded if t < turn]
-    if earlier:
-        return recorded[max(earlier)].config
-    if recorded:
-        return recorded[min(recorded)].config
-    return BuildConfig()
+    base = (recorded[max(earlier)].config if earlier else recorded[min(recorded)].config if recorded
+            else BuildConfig())
+    return checked_config(**{**base.model_dump(), **given}) if given else base
 
 
 def config_for_turn(events: Sequence[RecordedEvent], turn: int,
-                    given: BuildConfig | None = None) -> BuildConfig:
+                    given: ConfigChoice = None) -> BuildConfig:
     """The config to rebuild a turn that has no record with (see ``_config_for``)."""
     recorded: dict[int, ContextManifest] = {}
     for rec in events:
@@ -170,7 +175,7 @@ def config_for_turn(events: Sequence[RecordedEvent], turn: int,
 
 
 def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrity,
-            rebuild: RebuildPort | None, config: BuildConfig | None = None,
+            rebuild: RebuildPort | None, config: ConfigChoice = None,
             artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunAudit:
     """Fold ``events`` once; one :class:`TurnAudit` per turn (1..responses, plus a recorded next turn).
 
@@ -315,7 +320,7 @@ def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
 # ---------------------------------------------------------------- wiring
 
 
-def audit_run(run: Run, *, config: BuildConfig | None = None, rebuild_missing: bool = True) -> RunAudit:
+def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = True) -> RunAudit:
     """Collect the audit of ``run`` from its store: verify the chain, read the events once, fold once."""
     from contextfold.api import render_request
     from contextfold.projections.builder import build_context

@@ -169,3 +169,20 @@ def test_usage_is_recorded_and_calibrates_the_next_build(tmp_path: Path, cf: CLI
     assert nxt["budget_tokens"] == int(14_000 / nxt["calibration"]["correction"])
     bad = cf("usage", RUN, "--turn", "99", "--input-tokens", "1", cwd=tmp_path)
     assert bad.returncode == 2 and "TurnNotFoundError" in bad.stderr
+
+
+def test_a_flag_given_alone_replaces_only_that_field_of_the_recorded_config(tmp_path: Path, cf: CLI) -> None:
+    """``audit --turn 3 --window 20000`` on the demo (turn 3 has no record): the recorded config is
+    anthropic with a reserve of 2000; giving the window alone used to rebuild as neutral with 8000."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+
+    def audited(*flags: str) -> tuple[str, int, int]:
+        out = cf("audit", RUN, "--turn", "3", "--json", *flags, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        m = json.loads(out.stdout)["manifest"]
+        return m["provider"], m["window_tokens"], m["reserved_output_tokens"]
+
+    provider, window, reserve = audited()
+    assert (provider, reserve) == ("anthropic", 2000)
+    assert audited("--window", "20000") == ("anthropic", 20000, 2000)
+    assert audited("--provider", "gemini") == ("gemini", window, 2000)
