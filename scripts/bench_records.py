@@ -124,8 +124,16 @@ def main() -> None:
     if args.pg and not args.no_pg:
         print("PostgreSQL (one database, two schemas):")
         tag = uuid.uuid4().hex[:8]
-        bench({"delta frames": f"{args.pg}?schema=bench_delta_{tag}",
-               "frame per record": f"{args.pg}?schema=bench_frame_{tag}"}, args.turns)
+        schemas = (f"bench_delta_{tag}", f"bench_frame_{tag}")
+        try:
+            bench({"delta frames": f"{args.pg}?schema={schemas[0]}",
+                   "frame per record": f"{args.pg}?schema={schemas[1]}"}, args.turns)
+        finally:  # the benchmark's schemas are its own: leave the database as it was
+            import psycopg
+
+            with psycopg.connect(args.pg, autocommit=True) as conn:
+                for schema in schemas:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 if __name__ == "__main__":
