@@ -100,11 +100,9 @@ def bench(url_of: dict[str, str], turns: int) -> None:
             fresh.read(run_id, after=last - 1)
             read_one = time.perf_counter() - t0
         kb = statistics.mean(sizes[name]) / 1024
+        ratio = f"   ({base_kb / kb:.1f}x smaller)" if name == "delta frames" else ""
         print(f"{name:<18}{_pct(writes[name], 0.5) * 1e3:>9.2f}m{_pct(writes[name], 0.95) * 1e3:>7.2f}m"
-              f"{kb:>10.1f}K{read_all:>9.2f}s{read_one * 1e3:>8.1f}ms   ({base_kb / kb:.1f}x smaller)"
-              if name == "delta frames" else
-              f"{name:<18}{_pct(writes[name], 0.5) * 1e3:>9.2f}m{_pct(writes[name], 0.95) * 1e3:>7.2f}m"
-              f"{kb:>10.1f}K{read_all:>9.2f}s{read_one * 1e3:>8.1f}ms")
+              f"{kb:>10.1f}K{read_all:>9.2f}s{read_one * 1e3:>8.1f}ms{ratio}")
         s.close()
 
 
