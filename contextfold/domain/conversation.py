@@ -94,8 +94,28 @@ class UserMessage(_Frozen):
     parts: tuple[UserPart, ...]
 
 
-class ToolCallPart(_Frozen):
+def _absent(value: object) -> bool:
+    return value is None or value == ()
+
+
+class _CallId(_Frozen):
+    """A call's logged id, and the id shown instead to the providers that refuse it.
+
+    ``alias`` and ``alias_for`` are set together by the fold (``projections.call_ids``): a
+    reused id, or one outside Anthropic's ``[a-zA-Z0-9_-]`` or over OpenAI Chat's 40
+    characters, is shown as ``alias`` to the providers in ``alias_for`` and as ``call_id`` to
+    the others. Left out of the JSON when absent, so most calls dump as before."""
+
     call_id: str
+    alias: str | None = Field(default=None, exclude_if=_absent)
+    alias_for: tuple[str, ...] = Field(default=(), exclude_if=_absent)
+
+    def shown_id(self, provider: str) -> str:
+        """The id ``provider``'s request shows for this call or its answer."""
+        return self.alias if self.alias is not None and provider in self.alias_for else self.call_id
+
+
+class ToolCallPart(_CallId):
     name: str
     arguments: str
     """Verbatim JSON text as the model produced it."""
@@ -132,10 +152,9 @@ class AssistantMessage(_Frozen):
     fragment_id: str
 
 
-class ToolResultPart(_Frozen):
+class ToolResultPart(_CallId):
     """One answer. ``status`` lost/cancelled are runtime recovery answers (is_error)."""
 
-    call_id: str
     name: str
     status: Literal["ok", "error", "lost", "cancelled"]
     content: tuple[DataPart | MediaPart, ...]

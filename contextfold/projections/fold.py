@@ -80,6 +80,7 @@ from contextfold.domain.fragments import (
     Trust,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.call_ids import call_alias
 from contextfold.projections.compaction import mask_stub
 from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
 from contextfold.projections.fold_content import (
@@ -212,8 +213,9 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
         state.unparsed_arguments_seen = True
     fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls))
     if calls:
-        state.items[rec.position] = ToolGroup(
-            rec.position, fid, tuple(CallSlot(c, n) for c, n, _ in calls))
+        shown = state.request_call_ids
+        state.items[rec.position] = ToolGroup(rec.position, fid, tuple(
+            CallSlot(c, n, "open", None, None, *call_alias(c, rec.position, shown)) for c, n, _ in calls))
         for c, _, _ in calls:
             state.open_groups[c] = rec.position
             state.recovered_groups.pop(c, None)
@@ -233,8 +235,8 @@ def _answer(state: RunState, rec: RecordedEvent, call_id: str, trust: Trust,
     answer = make(slot.name)
     fid = add_fragment(state, rec, "tool_result", trust, answer,
                source_ref=call_ref(state, call_id, gpos))
-    calls = tuple(CallSlot(c.call_id, c.name, answer.status, fid, rec.position) if c is slot else c
-                  for c in group.calls)
+    calls = tuple(CallSlot(c.call_id, c.name, answer.status, fid, rec.position, c.alias, c.alias_for)
+                  if c is slot else c for c in group.calls)
     state.items[gpos] = ToolGroup(gpos, group.fragment_id, calls)
     state.answer_group[rec.position] = gpos
     return gpos
@@ -380,7 +382,8 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
                                    source_ref=f"event://{state.run_id}/{slot.answer_position}")
                 state.entries[fid] = state.entries[fid].moved(slot.answer_position)
                 state.masked[slot.answer_position] = rec.position
-                slot = CallSlot(slot.call_id, slot.name, slot.status, fid, slot.answer_position)
+                slot = CallSlot(slot.call_id, slot.name, slot.status, fid, slot.answer_position,
+                                slot.alias, slot.alias_for)
                 stubbed = True
             calls.append(slot)
         if stubbed:  # an item is replaced only when it changes (the timeline index relies on it)

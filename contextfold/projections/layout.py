@@ -51,7 +51,14 @@ from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, Tool
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
 from contextfold.projections.request_json import misses
-from contextfold.projections.state import MessageItem, RunState, SummaryItem, TimelineItem, ToolGroup
+from contextfold.projections.state import (
+    CallSlot,
+    MessageItem,
+    RunState,
+    SummaryItem,
+    TimelineItem,
+    ToolGroup,
+)
 
 __all__ = ["LayoutInput", "lay_out"]
 
@@ -274,6 +281,13 @@ def _message_of(parts: Callable[[ContextFragment, str, bool], tuple[UserPart, ..
     return make
 
 
+def _call_part(slot: CallSlot, name: str, arguments: str) -> ToolCallPart:
+    if slot.alias is None:
+        return ToolCallPart(call_id=slot.call_id, name=name, arguments=arguments)
+    return ToolCallPart(call_id=slot.call_id, alias=slot.alias, alias_for=slot.alias_for,
+                        name=name, arguments=arguments)
+
+
 def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], str]) -> list[Message]:
     state = inp.state
     match item:
@@ -282,13 +296,15 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
             # media, which a run without any never has (``state.media_seen``).
             head = state.entries[item.fragment_id]
             reply = head.content
+            # A call's alias (``call_ids``) is its slot's: the slots are the calls, in order.
             if isinstance(reply, Response):
-                calls = tuple(ToolCallPart(call_id=c, name=n, arguments=a) for c, n, a in reply.calls)
+                calls = tuple(_call_part(s, n, a)
+                              for s, (_, n, a) in zip(item.calls, reply.calls, strict=True))
                 said = reply.text
             else:
                 blocks = head.fragment.content
-                calls = tuple(ToolCallPart(call_id=b.call_id, name=b.name, arguments=b.arguments)
-                              for b in blocks if isinstance(b, ToolCallBlock))
+                calls = tuple(_call_part(s, b.name, b.arguments) for s, b in zip(
+                    item.calls, (b for b in blocks if isinstance(b, ToolCallBlock)), strict=True))
                 said = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
             results: list[ToolResultPart] = []
             for slot in item.calls:
@@ -308,7 +324,8 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                 else:
                     content = (_data(answer, text(slot.answer_id), slot.answer_id in inp.truncated),
                                *_entry_media(state, answer))
-                results.append(ToolResultPart(call_id=slot.call_id, name=slot.name, status=status,
+                results.append(ToolResultPart(call_id=slot.call_id, alias=slot.alias,
+                                              alias_for=slot.alias_for, name=slot.name, status=status,
                                               content=content, exit_code=exit_code,
                                               fragment_id=answer.id))
             return [AssistantMessage(text=said, tool_calls=calls, fragment_id=head.id),

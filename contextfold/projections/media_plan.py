@@ -194,7 +194,8 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
                 messages.append(message)
             case ToolResults():
                 messages.append(ToolResults(results=tuple(
-                    ToolResultPart(call_id=r.call_id, name=r.name, status=r.status,
+                    ToolResultPart(call_id=r.call_id, alias=r.alias, alias_for=r.alias_for,
+                                   name=r.name, status=r.status,
                                    content=tuple(result_part(p) for p in r.content),
                                    exit_code=r.exit_code, fragment_id=r.fragment_id)
                     for r in message.results)))

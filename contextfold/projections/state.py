@@ -175,6 +175,8 @@ class RunState:
     """Call id closed by lost/cancelled -> its group (to place a late result)."""
     answer_group: dict[int, int] = field(default_factory=dict)
     """Answer position -> group position (compaction cover checks)."""
+    request_call_ids: set[str] = field(default_factory=set)
+    """Every id a request of this run may show for a call, logged or alias (``call_ids``)."""
     builds: dict[int, int] = field(default_factory=dict)
     """Turn -> position of its latest ContextBuilt event."""
     usage: dict[int, UsageObserved] = field(default_factory=dict)
@@ -216,7 +218,8 @@ class RunState:
             items=dict(self.items), hidden=dict(self.hidden), masked=dict(self.masked),
             open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
-            builds=dict(self.builds), usage=dict(self.usage), media_seen=self.media_seen,
+            request_call_ids=set(self.request_call_ids), builds=dict(self.builds),
+            usage=dict(self.usage), media_seen=self.media_seen,
             unparsed_arguments_seen=self.unparsed_arguments_seen,
         )
 
@@ -346,6 +349,7 @@ class RunState:
             if isinstance(item, ToolGroup):
                 timeline.append({"group": item.group_id, "fragment": item.fragment_id,
                                  "calls": [[c.call_id, c.name, c.status, c.answer_id]
+                                           + ([c.alias, list(c.alias_for)] if c.alias else [])
                                            for c in item.calls]})
             elif isinstance(item, SummaryItem):
                 timeline.append({"summary": item.fragment_id, "covered": list(item.covered)})

@@ -38,6 +38,9 @@ class CallSlot:
     status: CallStatus = "open"
     answer_id: str | None = None
     answer_position: int | None = None
+    alias: str | None = None
+    """The id shown instead of ``call_id`` to the providers in ``alias_for`` (``call_ids``)."""
+    alias_for: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

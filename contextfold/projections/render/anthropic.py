@@ -122,7 +122,7 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
         blocks.append(
             {
                 "type": "tool_use",
-                "id": call.call_id,
+                "id": call.shown_id(PROVIDER),
                 "name": call.name,
                 "input": parse_arguments(call),
             }
@@ -145,7 +145,7 @@ def _tool_result_block(result: ToolResultPart) -> dict[str, Any]:
                 assert_never(part)
     if not content:
         content = _text("[runtime] the tool returned no output.")
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id,
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.shown_id(PROVIDER),
                              "content": content}
     if result.is_error:
         block["is_error"] = True

@@ -110,7 +110,7 @@ def _assistant_message(message: AssistantMessage) -> dict[str, Any]:
         out["content"] = message.text or None
         out["tool_calls"] = [
             {
-                "id": call.call_id,
+                "id": call.shown_id(PROVIDER),
                 "type": "function",
                 "function": {"name": call.name, "arguments": call.arguments},
             }
@@ -128,7 +128,7 @@ def _tool_messages(message: ToolResults) -> list[dict[str, Any]]:
         out.append(
             {
                 "role": "tool",
-                "tool_call_id": result.call_id,
+                "tool_call_id": result.shown_id(PROVIDER),
                 "content": tool_result_text(result, media_note=_TOOL_MEDIA_NOTE),
             }
         )

@@ -3,7 +3,9 @@
 Why a module of its own: these rules walk a rendered *body* (not the Conversation), so they
 hold for a body that was edited or imported as well; :mod:`.validate` runs them before the
 official SDK request types, and the render modules name the providers from here. Rules:
-every tool call answered exactly once and right after it, role alternation,
+every tool call answered exactly once and right after it, call ids the provider takes
+(Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI chat: at most 40 characters),
+role alternation,
 ``tool_result`` placement, tools declared for every tool name used in history, at most four
 Anthropic cache breakpoints. Each failure is a :class:`RenderError` naming the message.
 """
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
+from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
 from contextfold.projections.request_json import all_remembered, on_clear
 
 __all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider"]
@@ -101,6 +104,10 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
             ids = [c.get("id") for c in msg.get("tool_calls") or []]
             if len(set(ids)) != len(ids):
                 _fail(p, f"assistant message repeats a tool call id: {ids}", i)
+            for call_id in ids:
+                if not isinstance(call_id, str) or len(call_id) > MAX_CHAT_ID_LENGTH:
+                    _fail(p, f"tool call id {call_id!r} is not a string of at most "
+                          f"{MAX_CHAT_ID_LENGTH} characters", i)
             names = set()
             for call in msg.get("tool_calls") or []:
                 names.add(name := call.get("function", {}).get("name"))
@@ -179,6 +186,7 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
     expected: list[Any] = []
     asked_at = -1
     previous = None
+    used_ids: set[Any] = set()
     for i, msg in enumerate(messages):
         role = msg.get("role")
         if role not in ("user", "assistant"):
@@ -191,8 +199,12 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
         blocks = _blocks(p, msg, i)
         if role == "assistant":
             ids = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
-            if len(set(ids)) != len(ids):
-                _fail(p, f"assistant message repeats a tool_use id: {ids}", i)
+            if len(set(ids)) != len(ids) or not used_ids.isdisjoint(ids):
+                _fail(p, f"tool_use ids must be unique in the request: {ids}", i)
+            used_ids.update(ids)
+            for call_id in ids:
+                if not isinstance(call_id, str) or not ANTHROPIC_ID.fullmatch(call_id):
+                    _fail(p, f"tool_use id {call_id!r} does not match ^[a-zA-Z0-9_-]+$", i)
             for b in blocks:
                 if b.get("type") == "tool_use":
                     _declared(p, declared, b.get("name"), i)
