@@ -659,3 +659,29 @@ def test_an_output_limit_the_api_refuses_is_a_render_error(provider: str, least:
         render(c, provider, max_tokens=least - 1)
     assert render(c, provider, max_tokens=least)
     assert render(c, "openai-chat", max_tokens=0)  # no documented floor: sent as asked
+
+
+NAME_CASES = {  # name -> the providers whose API refuses it
+    "github_create-issue": set(),
+    "github.create_issue": {"openai-chat", "openai-responses", "anthropic"},
+    "mcp:files/read": {"openai-chat", "openai-responses", "anthropic", "gemini"},
+    "3d_render": {"gemini"},  # Gemini: a letter or _ first
+    "a" * 64: set(),
+    "a" * 65: {"openai-chat", "openai-responses"},
+    "a" * 128: {"openai-chat", "openai-responses"},
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("name", sorted(NAME_CASES))
+def test_a_tool_name_the_api_refuses_is_a_render_error_naming_it(provider: str, name: str) -> None:
+    spec = ToolSpec(name=name, description="a tool")
+    conversation = conv(user("go"), assistant("", call("c1", name)), results(result("c1", name, "ok")),
+                        tools=(spec,))
+    if provider in NAME_CASES[name]:
+        with pytest.raises(RenderError, match="is refused by this API") as info:
+            render(conversation, provider)
+        assert repr(name) in str(info.value)
+    else:
+        body = render(conversation, provider)
+        assert name in json.dumps(body)

@@ -5,14 +5,15 @@ hold for a body that was edited or imported as well; :mod:`.validate` runs them 
 official SDK request types, and the render modules name the providers from here. Rules:
 every tool call answered exactly once and right after it, call ids the provider takes
 (Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI chat: at most 40 characters),
-role alternation,
-``tool_result`` placement, tools declared for every tool name used in history, at most four
-Anthropic cache breakpoints. Each failure is a :class:`RenderError` naming the message.
+tool names it takes, role alternation, ``tool_result`` placement, tools declared for every tool
+name used in history, at most four Anthropic cache breakpoints. Each failure is a
+:class:`RenderError` naming the message.
 """
 
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
@@ -49,6 +50,30 @@ def _list(provider: str, body: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
+_TOOL_NAME: dict[str, tuple[re.Pattern[str], str]] = {
+    "openai-chat": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, at most 64"),
+    "openai-responses": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, at most 64"),
+    "anthropic": (re.compile(r"[a-zA-Z0-9_-]{1,128}"), "letters, digits, _ and -, at most 128"),
+    "gemini": (re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}"),
+               "a letter or _ first, then letters, digits, _ . : and -, at most 128"),
+}
+"""The tool names each API takes (OpenAI: the SDK's ``FunctionDefinition.name``; Anthropic: its
+400 "tools.N.custom.name: String should match pattern"; Gemini: the SDK's
+``FunctionDeclaration.name``). A runtime names MCP tools ``server.tool`` or ``server/tool``; the
+request would be refused whole, so the build says which name and what the provider takes."""
+
+
+def _names(provider: str, names: set[Any]) -> set[Any]:
+    pattern, rule = _TOOL_NAME[provider]
+    if all(isinstance(name, str) and pattern.fullmatch(name) for name in names):
+        return names
+    for name in sorted(names, key=str):
+        if not isinstance(name, str) or not pattern.fullmatch(name):
+            _fail(provider, f"tool name {name!r} is refused by this API: it takes {rule} "
+                  "(rename the tool where it is registered)")
+    return names
+
+
 def _declared(provider: str, names: set[str], name: Any, index: int) -> None:
     if name not in names:
         _fail(provider, f"tool {name!r} is used in history but not declared in 'tools'", index)
@@ -68,7 +93,7 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
     messages answering it) that passed before is taken whole when it is the same remembered
     dicts and its tool names are still declared: at a group's start and end no call is open,
     and what the walk checks inside it depends only on its dicts and the declared names."""
-    declared = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    declared = _names(p, {t.get("function", {}).get("name") for t in body.get("tools") or []})
     messages = _list(p, body, "messages")
     pending: list[str] = []
     asked_at = -1
@@ -129,7 +154,7 @@ def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
 
 
 def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
-    declared = {t.get("name") for t in body.get("tools") or [] if t.get("type") == "function"}
+    declared = _names(p, {t.get("name") for t in body.get("tools") or [] if t.get("type") == "function"})
     open_calls: dict[str, int] = {}
     for i, item in enumerate(_list(p, body, "input")):
         kind = item.get("type", "message")
@@ -179,7 +204,7 @@ def _count_cache_control(body: Mapping[str, Any]) -> int:
 
 
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
-    declared = {t.get("name") for t in body.get("tools") or []}
+    declared = _names(p, {t.get("name") for t in body.get("tools") or []})
     messages = _list(p, body, "messages")
     if not messages:
         _fail(p, "at least one message is required")
@@ -242,6 +267,7 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
     declared: set[Any] = set()
     for tool in body.get("tools") or []:
         declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
+    _names(p, declared)
     expected: list[tuple[Any, Any]] = []
     asked_at = -1
     contents = _list(p, body, "contents")
