@@ -49,13 +49,13 @@ container for JSON.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
+from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
 from contextfold.projections.json_shrink import (
     JsonPieces,
     ShrinkStats,
@@ -223,44 +223,6 @@ def fit_line_windows(
     return lo, found, tokens
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-
-
-def _fence_states(lines: Sequence[str]) -> list[str | None]:
-    """``states[i]`` = opener line of the fence open *before* line ``i`` (None if closed).
-
-    CommonMark rules, simplified: an opener is 3+ backticks or tildes indented
-    at most 3 spaces (a backtick opener's info string has no backtick); a
-    closer uses the same character, at least as many, and nothing else.
-    """
-    states: list[str | None] = [None]
-    opener: str | None = None
-    char, length = "", 0
-    for line in lines:
-        m = _FENCE.match(line.rstrip("\r"))
-        if m:
-            run, rest = m.group(1), m.group(2)
-            if opener is None:
-                if not (run[0] == "`" and "`" in rest):
-                    opener, char, length = line, run[0], len(run)
-            elif run[0] == char and len(run) >= length and not rest.strip():
-                opener = None
-        states.append(opener)
-    return states
-
-
-def open_fence(text: str) -> str | None:
-    """The opener line of a code fence left open at the end of ``text``, if any."""
-    lines, _ = split_lines(text)
-    return _fence_states(lines)[-1]
-
-
-def _closing_fence(opener: str) -> str:
-    m = _FENCE.match(opener.rstrip("\r"))
-    assert m is not None
-    return m.group(1)
-
-
 def _result(text: str, *, strategy: Strategy, unit: Unit, original: str, original_tokens: int,
             tokens: int, kept: Sequence[tuple[int, int]], omitted: int = 0,
             omitted_chars: int = 0) -> Truncation:
@@ -288,7 +250,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
     entry = probe_entry(("lines", text, head_share, fences, count, rule), len(text))
     if "lines" not in entry:
         lines, trailing = split_lines(text)
-        entry["lines"] = (lines, trailing, _fence_states(lines) if fences else [None] * (len(lines) + 1))
+        entry["lines"] = (lines, trailing, fence_states(lines) if fences else [None] * (len(lines) + 1))
         if rule is not None:
             entry["counts"] = LineCounts(entry["lines"][0], rule, rule.known(text))
     lines, trailing, states = entry["lines"]
@@ -304,7 +266,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         out: list[str | range] = [range(0, head)]
         before_marker = states[head]
         if before_marker is not None:
-            out.append(_closing_fence(before_marker))
+            out.append(closing_fence(before_marker))
         out.append(line_marker(n - k, head + 1, n - tail))
         after_marker = states[n - tail]
         if after_marker is not None:
