@@ -18,6 +18,7 @@ on the catalog, so creation runs under a transaction-level advisory lock.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sqlite3
 import time
@@ -384,6 +385,7 @@ PIPELINE_MAX_BYTES = 1024 * 1024
 """Batches with more stored bytes than this are inserted without psycopg's pipeline mode."""
 
 
+@functools.cache
 def _recorder_class() -> type[Any]:
     """eventsourcing's PostgresApplicationRecorder, with large batches inserted without the pipeline.
 
@@ -393,7 +395,8 @@ def _recorder_class() -> type[Any]:
     the server; 6 MB went through (psycopg issue #685 describes the same hang). A run's batch of
     5,000 events of tool output is that large. Above :data:`PIPELINE_MAX_BYTES` the same
     statements (table lock, notify, insert) run in a plain transaction: a few more round trips
-    on a batch whose transfer takes far longer anyway.
+    on a batch whose transfer takes far longer anyway. Made once per process, on the first
+    PostgreSQL store (eventsourcing's postgres module imports psycopg).
     """
     from eventsourcing.postgres import PostgresApplicationRecorder
     from eventsourcing.utils import retry

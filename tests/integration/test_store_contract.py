@@ -394,3 +394,12 @@ def test_a_batch_of_many_megabytes_is_written_and_read_back(store_url: str) -> N
     assert [e.event for e in events[2:]] == batch
     a.close()
     b.close()
+
+
+def test_stores_of_one_process_share_their_recorder_class(store_url: str) -> None:
+    """A service opening a store per request must not make a class per open (a PostgreSQL
+    store's recorder is a subclass made on first use, ``store.backends._recorder_class``)."""
+    a, b = EventStore(store_url), EventStore(store_url)
+    assert type(a.backend.recorder) is type(b.backend.recorder)
+    a.close()
+    b.close()
