@@ -198,8 +198,8 @@ class Run:
               config: BuildConfig | None = None, auto_compact: bool = False) -> BuildResult:
         """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
 
-        ``auto_compact``: under budget pressure, first append compaction events
-        (observation masking, then a structured summary) at legal cuts; see
+        ``auto_compact``: under budget pressure, compaction events (observation masking,
+        then a structured summary) at legal cuts, appended with the build's record; see
         :mod:`contextfold.compaction_api`.
 
         Live builds first append the recovery events the protocol needs
@@ -213,26 +213,34 @@ class Run:
         if turn is not None:
             return self._rebuild(_checked_turn(turn), cfg, record=record)
         state = self._existing_state()  # a live build records its result: never into a new run
-        if auto_compact:
-            from contextfold.compaction_api import auto_compact as compact_for
+        if not auto_compact:
+            return self._build_live(state, [], cfg, record=record)
+        from contextfold.compaction_api import plan_auto_compaction
 
-            compact_for(self, cfg)
-            state = self.state()
+        state, planned, _ = plan_auto_compaction(self, state, cfg)
+        return self._build_live(state, planned, cfg, record=record)
+
+    def _build_live(self, state: RunState, planned: Sequence[AnyEvent], cfg: BuildConfig, *,
+                    record: bool = True) -> BuildResult:
+        """The live build of ``state``: the run's state now with ``planned`` (events not yet in
+        the log, e.g. a compaction's) folded in. ``planned``, the recovery events and the record
+        are appended in one transaction once the build succeeds: a build that fails (a budget
+        error, a refused request) leaves the log unchanged."""
         repairs: list[str] = []
         recovery = recovery_events(state, in_flight=cfg.in_flight)
-        version = state.version
+        version = state.version - len(planned)
         if recovery:
             # folded into a copy and appended once the build succeeds: a build that fails (a
             # budget error) must not leave cancellations of calls still in flight in the log
-            state = state.snapshot()
+            state, base = state.snapshot(), state.version
             for offset, event in enumerate(recovery, start=1):
-                fold_event(state, RecordedEvent(self.run_id, version + offset, event, ""))
+                fold_event(state, RecordedEvent(self.run_id, base + offset, event, ""))
             repairs = [f"{e.type}:{e.call_id}" for e in recovery]  # type: ignore[union-attr]
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
                                repairs=repairs, calibration=self._calibration(state, cfg),
                                load_bytes=self.store.artifact)
-        if recovery:
-            self.append(recovery, [result.record(rebuild=False)] if record else [],
+        if planned or recovery:
+            self.append(planned, recovery, [result.record(rebuild=False)] if record else [],
                         expected_version=version)
         elif record:
             self._record(result, rebuild=False)

@@ -8,7 +8,9 @@
 
 Why functions over a :class:`~contextfold.api.Run` and not methods: they only
 *append* events (``HistoryCompacted``) through ``Run.append`` and then fold
-and build through the ordinary path; the rules live in
+and build through the ordinary path. Every step is planned on a snapshot and the
+events go in one transaction at the end; before a build, with the build's record,
+so a build that fails (the required content still over budget) writes nothing; the rules live in
 :mod:`contextfold.projections.compaction`. Raw events never leave the log, so
 ``Run.replay(turn)`` of any later turn rebuilds the same request.
 
@@ -29,6 +31,7 @@ pressure into a hard failure).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from contextfold.domain.errors import (
     RequiredContextExceedsBudgetError,
 )
 from contextfold.domain.events import (
+    AnyEvent,
     EvidenceRetrieved,
     FileRead,
     HistoryCompacted,
@@ -65,7 +69,8 @@ from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState, ToolGroup
 
-__all__ = ["CompactionReport", "Pressure", "auto_compact", "build", "compact", "pressure", "show"]
+__all__ = ["CompactionReport", "Pressure", "auto_compact", "build", "compact", "plan_auto_compaction",
+           "pressure", "show"]
 
 Pressure = Literal["none", "soft", "hard"]
 _RANK: dict[Pressure, int] = {"none": 0, "soft": 1, "hard": 2}
@@ -113,25 +118,38 @@ def _ladder(strategy: Strategy, keep_recent: int) -> list[tuple[Strategy, int]]:
 
 
 class _Session:
-    """A state and event list that planned events are folded into (appended, or not for a dry run)."""
+    """A snapshot of the state and the event list that planned events are folded into. Nothing
+    is written until :meth:`commit` appends them all in one transaction: a compaction that
+    fails half-way (the required content still over budget) leaves the log as it was."""
 
-    def __init__(self, run: Run, dry_run: bool) -> None:
+    def __init__(self, run: Run, *, dry_run: bool, state: RunState | None = None) -> None:
         self.run, self.dry_run = run, dry_run
-        self.state = run.state().snapshot() if dry_run else run.state()
-        self.events: list[RecordedEvent] = run.events()
+        self.state = (run.state() if state is None else state).snapshot()
+        self.base_version = self.state.version
+        self.events: list[RecordedEvent] = run.events(upto=self.base_version)
+        self.pending: list[AnyEvent] = []
         self.plans: list[CompactionPlan] = []
         self.positions: list[int] = []
 
-    def apply(self, plan: CompactionPlan) -> None:
-        if self.dry_run:
-            rec = RecordedEvent(self.run.run_id, self.state.version + 1, plan.event, "")
-            fold_event(self.state, rec)
-        else:
-            (rec,) = self.run.append(plan.event, expected_version=self.state.version)
-            self.positions.append(rec.position)
-            self.state = self.run.state()
+    def fold(self, event: AnyEvent) -> None:
+        rec = RecordedEvent(self.run.run_id, self.state.version + 1, event, "")
+        fold_event(self.state, rec)
         self.events.append(rec)
+        self.pending.append(event)
+
+    def apply(self, plan: CompactionPlan) -> None:
+        self.fold(plan.event)
         self.plans.append(plan)
+
+    def commit(self) -> None:
+        """Append every planned event at once, against the version the plan was made on
+        (nothing for a dry run)."""
+        if self.dry_run or not self.pending:
+            return
+        recorded = self.run.append(self.pending, expected_version=self.base_version)
+        planned = {id(p.event) for p in self.plans}
+        self.positions = [rec.position for rec, ev in zip(recorded, self.pending, strict=True)
+                          if id(ev) in planned]
 
     def report(self, before: Pressure | None, after: Pressure | None) -> CompactionReport:
         return CompactionReport(
@@ -155,18 +173,29 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
             ) -> CompactionReport:
     """Compact ``run``. Without a window: one ``strategy`` event at the widest legal cut
     that keeps ``keep_recent`` tool groups raw. With a window (or ``config``): climb the
-    ladder (mask first; summary only for ``strategy="summary"``) until a build fits."""
+    ladder (mask first; summary only for ``strategy="summary"``) until a build fits.
+    The events are appended in one transaction once all are planned."""
     _check_strategy(strategy)
     check_keep_recent(keep_recent)  # before anything: with a window, nothing may be planned
-    session = _Session(run, dry_run)
+    session = _Session(run, dry_run=dry_run)
     if window is None and config is None:
         plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,
                                summarizer=summarizer)
         if plan is not None:
             session.apply(plan)
+        session.commit()
         return session.report(None, None)
     cfg = config or checked_config(window=128_000 if window is None else window, reserve=reserve)
-    before = now = pressure(run, session.state, cfg)
+    before, after = _climb(session, strategy, cfg, keep_recent, summarizer)
+    session.commit()
+    return session.report(before, after)
+
+
+def _climb(session: _Session, strategy: Strategy, cfg: BuildConfig, keep_recent: int,
+           summarizer: Summarizer | None) -> tuple[Pressure, Pressure]:
+    """Fold the ladder's steps into ``session`` until a trial build of ``cfg`` fits; the
+    pressure before and after."""
+    before = now = pressure(session.run, session.state, cfg)
     for step, keep in _ladder(strategy, keep_recent):
         if now == "none":
             break
@@ -176,42 +205,63 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
             continue
         # a summary is required content: never record one that makes the build worse
         trial = session.state.snapshot()
-        fold_event(trial, RecordedEvent(run.run_id, trial.version + 1, plan.event, ""))
-        after = pressure(run, trial, cfg)
+        fold_event(trial, RecordedEvent(session.run.run_id, trial.version + 1, plan.event, ""))
+        after = pressure(session.run, trial, cfg)
         if _RANK[after] <= _RANK[now]:
             session.apply(plan)
             now = after
-    return session.report(before, now)
+    return before, now
+
+
+def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,
+                         strategy: Strategy = "summary", summarizer: Summarizer | None = None
+                         ) -> tuple[RunState, list[AnyEvent], CompactionReport]:
+    """Plan (append nothing) what :func:`auto_compact` appends before a build of ``config``:
+    the state with the events folded in, the events (recovery first), the dry report.
+
+    Raises RequiredContextExceedsBudgetError when the required content still does not fit
+    after every step of the ladder -- with nothing written, so a caller that appends the
+    events only with its build's record never leaves half a compaction in the log.
+    """
+    _check_strategy(strategy)
+    session = _Session(run, dry_run=True, state=state)
+    for event in recovery_events(session.state, in_flight=config.in_flight):
+        session.fold(event)  # first, so the groups they close can be compacted
+    before, after = _climb(session, strategy, config, config.recent_groups, summarizer)
+    if after == "hard":
+        build_context(session.state, config, load_text=run.store.artifact_text)  # raises the typed error
+    return session.state, session.pending, session.report(before, after)
 
 
 def auto_compact(run: Run, config: BuildConfig, *, strategy: Strategy = "summary",
                  summarizer: Summarizer | None = None) -> CompactionReport:
     """Soft/hard-triggered compaction before a build of ``config`` (see the module docstring).
 
-    Recovery events (lost / cancelled calls) are appended first, so the groups
-    they close can be compacted. Raises RequiredContextExceedsBudgetError when
-    the required content still does not fit after every step of the ladder.
+    Recovery events (lost / cancelled calls) come first, so the groups they close can be
+    compacted; all events are appended in one transaction. Raises
+    RequiredContextExceedsBudgetError, appending nothing, when the required content still
+    does not fit after every step of the ladder.
     """
-    _check_strategy(strategy)  # before the recovery events are appended
     state = run.state()
-    recovery = recovery_events(state, in_flight=config.in_flight)
-    if recovery:
-        run.append(recovery, expected_version=state.version)
-    report = compact(run, strategy, config=config, keep_recent=config.recent_groups,
-                     summarizer=summarizer)
-    if report.pressure_after == "hard":
-        build_context(run.state(), config, load_text=run.store.artifact_text)  # raises the typed error
-    return report
+    _, events, planned = plan_auto_compaction(run, state, config, strategy=strategy,
+                                              summarizer=summarizer)
+    recorded = run.append(events, expected_version=state.version) if events else []
+    positions = tuple(rec.position for rec in recorded[len(events) - len(planned.events):])
+    return dataclasses.replace(planned, dry_run=False, positions=positions)
 
 
 def build(run: Run, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
           model: str | None = None, auto: bool = True, strategy: Strategy = "summary",
           summarizer: Summarizer | None = None, config: BuildConfig | None = None) -> BuildResult:
-    """``Run.build`` with automatic compaction first (``auto=False``: a plain build)."""
+    """``Run.build`` with automatic compaction first (``auto=False``: a plain build). The
+    compaction events are appended with the build's record: a build that fails (over
+    budget, a refused request) appends nothing."""
     cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model)
-    if auto:
-        auto_compact(run, cfg, strategy=strategy, summarizer=summarizer)
-    return run.build(config=cfg)
+    if not auto:
+        return run.build(config=cfg)
+    state, events, _ = plan_auto_compaction(run, run._existing_state(), cfg, strategy=strategy,
+                                            summarizer=summarizer)
+    return run._build_live(state, events, cfg)
 
 
 # ---------------------------------------------------------------- read-back

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import Run, Store, open_store
-from contextfold.compaction_api import build, compact, show
+from contextfold.compaction_api import auto_compact, build, compact, show
 from contextfold.domain.errors import InvalidInputError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     AnyEvent,
@@ -32,6 +32,7 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.domain.manifest import checked_config
 from contextfold.importers import iter_runs
 from tests.conftest import TRACES
 
@@ -128,6 +129,32 @@ def test_hard_trigger_fails_with_the_typed_error_when_nothing_fits(cf_store: Sto
         run.append(_turn(t))
     with pytest.raises(RequiredContextExceedsBudgetError):
         build(run, "neutral", window=2_500, reserve=500)
+
+
+def test_a_build_that_fails_after_auto_compaction_appends_nothing(cf_store: Store) -> None:
+    """The recovery events (a cancellation of the call in flight) and the mask / summary events
+    of the ladder were appended one by one before the build raised: a failed build left four
+    compactions and a cancellation in the log. Nothing may be written; a build that fits
+    appends them with its record, in one transaction."""
+    run = cf_store.run("r-hard-clean")
+    run.append(PolicySet(text="rule " * 3000), UserInput("go"))
+    for t in range(1, 5):
+        run.append(_turn(t))
+    run.append(ModelResponse(tool_calls=(ToolCall(call_id="open", name="shell"),)))  # in flight
+    version = run.version
+    for attempt in (lambda: build(run, "neutral", window=2_500, reserve=500),
+                    lambda: run.build("neutral", window=2_500, reserve=500, auto_compact=True),
+                    lambda: run.build("neutral", window=2_500, reserve=500, auto_compact=True,
+                                      record=False),
+                    lambda: auto_compact(run, checked_config(window=2_500, reserve=500))):
+        with pytest.raises(RequiredContextExceedsBudgetError):
+            attempt()
+        assert run.version == version and run.state().version == version
+    built = build(run, "neutral", window=5_500, reserve=500)
+    added = [r.event.type for r in run.events()[version:]]
+    assert added[0] == "tool_call_cancelled" and added[-1] == "context_built"
+    assert "history_compacted" in added and built.manifest.log_version == run.version - 1
+    assert run.replay(built.manifest.turn).ok
 
 
 # ---------------------------------------------------------------- real traces
