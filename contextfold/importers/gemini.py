@@ -63,6 +63,17 @@ def _get(d: dict[str, Any], camel: str) -> tuple[str, Any] | None:
     return None
 
 
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
+def _standard_base64(data: str) -> str:
+    """Gemini's ``inlineData.data`` as standard, padded base64. It is protobuf ``bytes``,
+    whose JSON form may be URL-safe and unpadded (the google-genai SDK sends
+    ``urlsafe_b64encode``): kept as is, the store refused the run's data: URL."""
+    data = data.translate(_URL_SAFE)
+    return data if "=" in data else data + "=" * (-len(data) % 4)
+
+
 def _media(part: dict[str, Any], path: JsonPath) -> ContentBlock | None:
     found = _get(part, "inlineData")
     if found is not None:
@@ -71,7 +82,7 @@ def _media(part: dict[str, Any], path: JsonPath) -> ContentBlock | None:
         mt = _get(blob, "mimeType")
         mime = mt[1] if mt and isinstance(mt[1], str) else "application/octet-stream"
         kind = "image" if mime.startswith("image/") else "document"
-        return media_block(kind, (*path, key), data=get_str(blob, "data", (*path, key)),
+        return media_block(kind, (*path, key), data=_standard_base64(get_str(blob, "data", (*path, key))),
                            media_type=mime)
     found = _get(part, "fileData")
     if found is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -330,11 +331,29 @@ def test_gemini_keeps_ids_and_inline_data() -> None:
     user = events[1]
     assert isinstance(user, UserInput)
     img = user.content[0]
-    assert isinstance(img, ImageBlock) and img.url == "data:image/jpeg;base64,AA"
+    assert isinstance(img, ImageBlock) and img.url == "data:image/jpeg;base64,AA=="
     assert isinstance(events[3], ToolResult) and events[3].call_id == "g1"
     bad = {"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "f",
                                                                           "response": {}}}]}]}
     _located(_b(bad), "gemini", "answers no open functionCall")
+
+
+def test_gemini_inline_data_in_url_safe_unpadded_base64_is_stored_standard() -> None:
+    """protobuf JSON ``bytes`` may be URL-safe and unpadded (pydantic-ai's recorded Gemini
+    requests are): the data: URL kept them, and the store refused to decode it."""
+    raw = bytes([0xFB, 0xEF, 0xFF, 0x00, 0x3E])
+    body = {"contents": [{"role": "user", "parts": [
+        {"text": "the file:"},
+        {"inlineData": {"mimeType": "audio/mpeg", "data": base64.urlsafe_b64encode(raw).decode()}},
+        {"inlineData": {"mimeType": "image/png",
+                        "data": base64.urlsafe_b64encode(raw).decode().rstrip("=")}}]}]}
+    user = parse(_b(body), format="gemini")[1]
+    assert isinstance(user, UserInput)
+    urls = [b.url for b in user.content if isinstance(b, DocumentBlock | ImageBlock)]
+    assert len(urls) == 2
+    for url in urls:
+        assert url is not None
+        assert base64.b64decode(url.split(",", 1)[1], validate=True) == raw
 
 
 # ---------------------------------------------------------------- openhands
