@@ -10,6 +10,11 @@ paid for:
   gpt-4o reused ids across turns in 49 of the 200 tau-bench runs.
 - OpenAI Chat Completions: ``tool_calls[].id`` of at most 40 characters ("string too long.
   Expected a string with maximum length 40"); Responses-API and Gemini ids are longer.
+- OpenAI Responses: its ``input`` is one flat list of items in which a
+  ``function_call_output`` finds its ``function_call`` by ``call_id`` alone, so a reused id is
+  refused ("Duplicate function_call_output for call_id ... Each function_call must have exactly
+  one matching function_call_output"). Chat Completions answers by position and took the
+  reused gpt-4o ids of the tau-bench traces.
 
 The other providers took every logged id in the recorded traffic (an OpenAI Responses id of 54
 characters went to Anthropic and back unchanged), and a request changes no id a provider takes.
@@ -33,7 +38,7 @@ __all__ = ["ALIASED_PROVIDERS", "ANTHROPIC_ID", "MAX_CHAT_ID_LENGTH", "call_alia
 MAX_CHAT_ID_LENGTH = 40
 """OpenAI Chat Completions' limit on a tool call id."""
 
-ALIASED_PROVIDERS = ("anthropic", "openai-chat")
+ALIASED_PROVIDERS = ("anthropic", "openai-responses", "openai-chat")
 """The providers that refuse some logged ids (see the module docstring)."""
 
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -45,7 +50,9 @@ def call_alias(call_id: str, position: int, shown: set[str]) -> tuple[str | None
     shown the alias instead of the logged id, or ``(None, ())``. ``shown`` holds every id the
     run's requests show for a call so far (logged or alias) and is updated."""
     providers: tuple[str, ...] = ()
-    if call_id in shown or not ANTHROPIC_ID.fullmatch(call_id):
+    if call_id in shown:
+        providers += ("anthropic", "openai-responses")
+    elif not ANTHROPIC_ID.fullmatch(call_id):
         providers += ("anthropic",)
     if len(call_id) > MAX_CHAT_ID_LENGTH:
         providers += ("openai-chat",)

@@ -104,10 +104,10 @@ def test_a_valid_first_use_keeps_its_logged_id_everywhere() -> None:
     assert shown == {"call_abc-1"}
 
 
-def test_a_reused_id_is_aliased_for_anthropic_with_the_position_of_its_response() -> None:
+def test_a_reused_id_is_aliased_for_anthropic_and_responses_with_the_position_of_its_response() -> None:
     shown = {"call_0"}
-    assert call_alias("call_0", 12, shown) == ("call_0_12", ("anthropic",))
-    assert call_alias("call_0", 15, shown) == ("call_0_15", ("anthropic",))
+    assert call_alias("call_0", 12, shown) == ("call_0_12", ("anthropic", "openai-responses"))
+    assert call_alias("call_0", 15, shown) == ("call_0_15", ("anthropic", "openai-responses"))
 
 
 def test_other_characters_are_aliased_for_anthropic_and_long_ids_for_openai_chat() -> None:
@@ -116,14 +116,15 @@ def test_other_characters_are_aliased_for_anthropic_and_long_ids_for_openai_chat
     alias, providers = call_alias(LONG, 123, shown)
     assert alias == LONG[:MAX_CHAT_ID_LENGTH - 4] + "_123" and providers == ("openai-chat",)
     assert call_alias("::", 9, shown) == ("call_9", ("anthropic",))
-    assert call_alias(LONG, 130, shown)[1] == ("anthropic", "openai-chat")  # reused and long
+    assert call_alias(LONG, 130, shown)[1] == ("anthropic", "openai-responses", "openai-chat")  # reused, long
 
 
 def test_an_alias_never_collides_with_an_id_shown_before_or_after() -> None:
     shown = {"a_b_5"}  # a real id that happens to look like the alias of "a.b" at position 5
     assert call_alias("a.b", 5, shown)[0] == "a_b_5_2"
     assert call_alias("a:b", 5, shown)[0] == "a_b_5_3"
-    assert call_alias("a_b_5_2", 8, shown) == ("a_b_5_2_8", ("anthropic",))  # a later real id
+    # a later real id
+    assert call_alias("a_b_5_2", 8, shown) == ("a_b_5_2_8", ("anthropic", "openai-responses"))
 
 
 # ------------------------------------------------------------------ requests
@@ -136,6 +137,9 @@ def assert_taken(provider: str, calls: list[str], logged: tuple[str, ...]) -> No
         assert all(c.replace("_", "").replace("-", "").isalnum() for c in calls)
     elif provider == "openai-chat":
         assert all(len(c) <= MAX_CHAT_ID_LENGTH for c in calls)
+    elif provider == "openai-responses":
+        assert len(set(calls)) == len(calls)
+        assert all(c == log or log in calls[:i] for i, (c, log) in enumerate(zip(calls, logged, strict=True)))
     else:
         assert tuple(calls) == logged
     assert all(c == log or c.endswith(f"_{2 * i + 4}")
@@ -160,10 +164,29 @@ def test_ids_every_provider_takes_are_never_changed() -> None:
         assert request_ids(provider, build(run_events(*ids), provider).request)[0] == list(ids)
 
 
+def test_a_reused_id_is_aliased_for_responses_whose_outputs_find_their_call_by_id_alone() -> None:
+    """gpt-4o reused call ids across turns (49 of the 200 tau-bench runs); Chat Completions
+    took them, but a Responses input is one flat list where an output finds its call by id:
+    the request showed the same call_id twice and OpenAI refuses it ("Duplicate
+    function_call_output for call_id ...")."""
+    result = build(run_events("call_0", "call_0", "call_0"), "openai-responses")
+    calls, answers = request_ids("openai-responses", result.request)
+    assert calls == answers == ["call_0", "call_0_6", "call_0_8"]
+    body = copy.deepcopy(result.request)
+    for item in body["input"]:
+        if item.get("call_id") == "call_0_6":
+            item["call_id"] = "call_0"
+    with pytest.raises(RenderError, match="repeats an id: call_id must be unique"):
+        check_protocol("openai-responses", body)
+    # Chat Completions answers by position: the ids it took stay as logged
+    assert request_ids("openai-chat", build(run_events("call_0", "call_0"), "openai-chat").request)[0] == [
+        "call_0", "call_0"]
+
+
 def test_the_neutral_request_carries_the_alias_and_whom_it_is_for() -> None:
     body = build(run_events("call_0", "call_0"), "neutral").request
     text = json.dumps(body)
-    assert '"alias": "call_0_6"' in text and '"alias_for": ["anthropic"]' in text
+    assert '"alias": "call_0_6"' in text and '"alias_for": ["anthropic", "openai-responses"]' in text
     assert text.count('"alias"') == 2  # the second call and its answer; nothing for the first
 
 

@@ -124,13 +124,13 @@ def render_openai_responses(conversation: Conversation, *, max_tokens: int | Non
                     items.append({"type": "message", "role": "assistant",
                                   "content": message.text})
                 items.extend(
-                    {"type": "function_call", "call_id": call.call_id, "name": call.name,
+                    {"type": "function_call", "call_id": call.shown_id(PROVIDER), "name": call.name,
                      "arguments": call.arguments}
                     for call in message.tool_calls
                 )
             case ToolResults():
                 items.extend(
-                    {"type": "function_call_output", "call_id": result.call_id,
+                    {"type": "function_call_output", "call_id": result.shown_id(PROVIDER),
                      "output": _output(result)}
                     for result in message.results
                 )

@@ -4,7 +4,8 @@ Why a module of its own: these rules walk a rendered *body* (not the Conversatio
 hold for a body that was edited or imported as well; :mod:`.validate` runs them before the
 official SDK request types, and the render modules name the providers from here. Rules:
 every tool call answered exactly once and right after it, call ids the provider takes
-(Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI chat: at most 40 characters),
+(Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses: unique in the
+request; OpenAI chat: at most 40 characters),
 tool names it takes, role alternation, ``tool_result`` placement, tools declared for every tool
 name used in history, at most four Anthropic cache breakpoints. Each failure is a
 :class:`RenderError` naming the message.
@@ -156,14 +157,17 @@ def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
 def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
     declared = _names(p, {t.get("name") for t in body.get("tools") or [] if t.get("type") == "function"})
     open_calls: dict[str, int] = {}
+    seen: set[Any] = set()
     for i, item in enumerate(_list(p, body, "input")):
         kind = item.get("type", "message")
         if kind == "function_call":
             call_id = item.get("call_id")
-            if call_id in open_calls:
-                _fail(p, f"function_call {call_id!r} repeats an id that is still unanswered", i)
+            if call_id in seen:
+                _fail(p, f"function_call {call_id!r} repeats an id: call_id must be unique in "
+                      "the input (an output finds its call by id alone)", i)
             _declared(p, declared, item.get("name"), i)
             open_calls[call_id] = i
+            seen.add(call_id)
         elif kind == "function_call_output":
             call_id = item.get("call_id")
             if call_id not in open_calls:
