@@ -13,16 +13,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
 from contextfold.api import Store, open_store
-from contextfold.domain.errors import ContextfoldError, ImportFormatError, IntegrityError, InvalidInputError
+from contextfold.domain.errors import (
+    ContextfoldError,
+    ImportFormatError,
+    InputLimitError,
+    IntegrityError,
+    InvalidInputError,
+)
 from contextfold.domain.events import (
     EVENT_ADAPTER,
     AnyEvent,
@@ -46,6 +54,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.store.backends import display_url
+from contextfold.store.limits import StoreLimits
 
 __all__ = ["COMMANDS", "main", "output_file", "register", "summarize_event", "write_output"]
 
@@ -134,14 +143,41 @@ def summarize_event(event: AnyEvent, width: int = 90) -> str:
 # ---------------------------------------------------------------- import
 
 
-def _read_source(path: str) -> tuple[bytes, str]:
+def _too_big(source: str, limit: int) -> InputLimitError:
+    return InputLimitError(f"{source}: more than {limit} bytes, the import limit "
+                           f"(StoreLimits.max_import_bytes); pass --max-bytes to raise it")
+
+
+def _read_capped(stream: BinaryIO, limit: int, source: str) -> bytes:
+    """At most ``limit`` bytes of ``stream``, read in chunks: a stream with no end (``/dev/zero``,
+    a pipe) is refused once it passes the limit, not read into memory whole first."""
+    buf = bytearray()
+    while chunk := stream.read(min(1 << 20, limit + 1 - len(buf))):
+        buf += chunk
+        if len(buf) > limit:
+            raise _too_big(source, limit)
+    return bytes(buf)
+
+
+def _read_source(path: str, limit: int) -> tuple[bytes, str]:
     if path == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
+        return _read_capped(sys.stdin.buffer, limit, "<stdin>"), "<stdin>"
     p = Path(path)
     if p.is_dir():
         raise ImportFormatError(f"{path}:0", "a directory, not a file")
     try:
-        return p.read_bytes(), str(p)
+        with p.open("rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):  # a device, a FIFO: no size to trust
+                return _read_capped(f, limit, str(p)), str(p)
+            if info.st_size > limit:  # refused before a byte is read
+                raise _too_big(str(p), limit)
+            data = f.read(info.st_size + 1)
+            if len(data) > limit:  # it grew while we read it
+                raise _too_big(str(p), limit)
+            if len(data) > info.st_size:  # still growing (or a /proc file, size 0): the rest, capped
+                data += _read_capped(f, limit - len(data), str(p))
+            return data, str(p)
     except FileNotFoundError:
         raise ImportFormatError(f"{path}:0", "no such file") from None
     except OSError as exc:  # unreadable: permissions, a device, ...
@@ -185,12 +221,25 @@ def _configure_import(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", required=True, help="run id; a multi-run file imports as RUN/<n>")
     p.add_argument("--format", choices=IMPORT_FORMATS, default=None,
                    help="input format (default: detected from the content)")
+    p.add_argument("--max-bytes", type=_byte_count, default=StoreLimits().max_import_bytes, metavar="N",
+                   help="refuse a source longer than N bytes before parsing it (default: "
+                        f"{StoreLimits().max_import_bytes} = 256 MiB, StoreLimits.max_import_bytes)")
+
+
+def _byte_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of bytes: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _handle_import(args: argparse.Namespace) -> int:
     from contextfold.importers import detect_format, iter_runs
 
-    data, source = _read_source(args.path)
+    data, source = _read_source(args.path, args.max_bytes)
     fmt = args.format or detect_format(data, source=source)
     runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
     named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events)

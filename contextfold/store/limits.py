@@ -22,12 +22,19 @@ class StoreLimits:
     """What one append may carry. Defaults: 8 MiB of canonical JSON per event (after
     payloads above the artifact threshold moved out), 256 MiB per artifact, JSON
     nesting depth 64 (tool schemas and manifests are the only free-form trees),
-    10 000 events per append."""
+    10 000 events per append.
+
+    ``max_import_bytes`` (default 256 MiB, the largest artifact) bounds one import
+    source: ``contextfold import`` reads at most that many bytes of a file or a stream
+    (``/dev/zero``, a pipe that never ends) and refuses anything longer with an
+    :class:`~contextfold.domain.errors.InputLimitError` before it parses or writes
+    anything (the importers parse in memory; ``import --max-bytes N`` raises it)."""
 
     max_event_bytes: int = 8 * 1024 * 1024
     max_artifact_bytes: int = 256 * 1024 * 1024
     max_depth: int = 64
     max_batch: int = 10_000
+    max_import_bytes: int = 256 * 1024 * 1024
 
 
 _SKELETON = bytes(b for b in range(256) if b not in b'"[]{}')

@@ -1,0 +1,58 @@
+"""The command line given bad or unusual input: a typed one-line error, a non-zero exit, nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_cli_record import cf
+
+
+def _no_runs(tmp_path: Path) -> None:
+    if (tmp_path / "contextfold.db").exists():
+        assert json.loads(cf("runs", "--json", cwd=tmp_path).stdout) == []
+
+
+def _one_line_error(out: subprocess.CompletedProcess[str], error: str) -> None:
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert f"contextfold: {error}: " in out.stderr, out.stderr
+
+
+def _address_space_4g() -> None:  # pragma: no cover - runs in the child
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_import_of_an_endless_stream_stops_at_the_default_limit(tmp_path: Path) -> None:
+    """/dev/zero was read whole (until memory ran out); it stops past 256 MiB, before any parse or write.
+    The child's address space is capped, so a reader without a limit fails instead of eating the machine."""
+    env = {k: v for k, v in os.environ.items() if k != "CONTEXTFOLD_STORE"}
+    out = subprocess.run([sys.executable, "-m", "contextfold", "import", "/dev/zero", "--run", "z"],
+                         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
+                         preexec_fn=_address_space_4g)
+    _one_line_error(out, "InputLimitError")
+    assert "/dev/zero: more than 268435456 bytes, the import limit" in out.stderr
+    assert "--max-bytes" in out.stderr
+    _no_runs(tmp_path)
+
+
+def test_import_limit_covers_files_and_pipes(tmp_path: Path) -> None:
+    history = json.dumps([{"role": "user", "content": "hi " * 100}]).encode()
+    (tmp_path / "h.json").write_bytes(history)
+    for path, stdin, source in (("h.json", None, "h.json"), ("-", history, "<stdin>")):
+        out = cf("import", path, "--run", "r", "--max-bytes", "100", cwd=tmp_path, stdin=stdin)
+        _one_line_error(out, "InputLimitError")
+        assert f"{source}: more than 100 bytes" in out.stderr
+        _no_runs(tmp_path)
+    exact = cf("import", "h.json", "--run", "r", "--max-bytes", str(len(history)), cwd=tmp_path)
+    assert exact.returncode == 0, exact.stderr
+    for bad in ("0", "-5", "lots"):
+        out = cf("import", "h.json", "--run", "r2", "--max-bytes", bad, cwd=tmp_path)
+        assert out.returncode == 2 and "--max-bytes" in out.stderr and "Traceback" not in out.stderr
