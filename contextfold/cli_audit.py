@@ -239,8 +239,18 @@ register("audit", "what the model saw: run summary, --turn N checked against the
 # ---------------------------------------------------------------- why
 
 
+def _checked_query(query: str) -> str:
+    """``query`` unless it is empty or blank: as a substring it matched every fragment's source, so
+    ``why RUN --turn N ""`` listed the whole manifest as if each fragment were the one asked about."""
+    if not query.strip():
+        raise InvalidInputError(f"why needs a fragment id (e12), tool name or source/path substring to "
+                                f"look for, got {query!r}")
+    return query
+
+
 def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
     """Fragments/tools of ``manifest`` matching ``query`` (id, tool name, or source_ref/path substring)."""
+    _checked_query(query)
     found: list[dict[str, Any]] = []
     exact = [f for f in manifest.fragments if f.id == query]
     exact_x = [e for e in manifest.excluded_items if e.id == query]
@@ -287,6 +297,7 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
 
 
 def _handle_why(args: argparse.Namespace) -> int:
+    _checked_query(args.query)  # before the store is opened or a turn rebuilt
     with _store(args) as store:
         run = store.run(args.run)
         records = run.records(args.turn)

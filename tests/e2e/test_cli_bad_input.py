@@ -7,11 +7,34 @@ import os
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_cli_record import cf
+
+CLI = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> CLI:
+    """``contextfold.cli.main`` in-process in ``tmp_path`` (same parser, handlers and exit codes)."""
+    from contextfold.cli import main
+
+    monkeypatch.delenv("CONTEXTFOLD_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse refusing the arguments
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out.out, out.err)
+
+    return run
 
 
 def _no_runs(tmp_path: Path) -> None:
@@ -56,3 +79,14 @@ def test_import_limit_covers_files_and_pipes(tmp_path: Path) -> None:
     for bad in ("0", "-5", "lots"):
         out = cf("import", "h.json", "--run", "r2", "--max-bytes", bad, cwd=tmp_path)
         assert out.returncode == 2 and "--max-bytes" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_why_with_an_empty_query_is_a_usage_error(tmp_path: Path, cli: CLI) -> None:
+    """An empty query is a substring of every source: it listed the whole manifest as matches."""
+    assert cli("demo").returncode == 0
+    for query in ("", "   ", "\t"):
+        for extra in ((), ("--json",)):
+            out = cli("why", "demo-fix-invoice", "--turn", "6", query, *extra)
+            _one_line_error(out, "InvalidInputError")
+            assert "why needs a fragment id" in out.stderr and out.stdout == ""
+    assert cli("why", "demo-fix-invoice", "--turn", "6", "e9").returncode == 0
