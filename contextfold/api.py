@@ -14,6 +14,7 @@ version, so repeated ``state()`` calls in a loop cost only the new events.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import os
@@ -326,7 +327,10 @@ class Run:
             except (KeyError, ValidationError) as exc:  # a record not made by a builder
                 raise IntegrityError(f"run {self.run_id!r} turn {turn}: its first context_built record "
                                      "holds no valid build config to rebuild it with") from exc
-            state = state_at_version(events, first.log_version, run_id=self.run_id,
+            name = _recorded_run_id(first, self.run_id)
+            if name != self.run_id:  # imported under a new name: its refs name the run it was built in
+                events = [dataclasses.replace(r, run_id=name) for r in events[:first.log_version]]
+            state = state_at_version(events, first.log_version, run_id=name,
                                      artifact_tokens=self._artifact_tokens())
             # the recovery events that build appended (the builder re-derives its own repairs)
             repairs = [r for r in first.manifest.get("repairs", ())
@@ -406,6 +410,18 @@ class ReplayReport:
                 else "the record does not name its builder")
         return (f"{made}, rebuilt by {self.rebuilt_by}: a builder upgrade can change a request "
                 "without the log changing")
+
+
+def _recorded_run_id(record: ContextBuilt, run_id: str) -> str:
+    """The run ``record`` was built in (its manifest's ``run_id``), else ``run_id``.
+
+    A run exported with ``events --json`` and imported under another name keeps its
+    ``context_built`` records as they were: the request they hash names the old run in its
+    refs (``event://OLD/5``) and its request id. A rebuild of a recorded turn reproduces what
+    the model saw, so it folds the log under that name; without it ``replay --verify`` of every
+    recorded turn of the copy was a MISMATCH though nothing in the log differed."""
+    name = record.manifest.get("run_id")
+    return name if isinstance(name, str) and name else run_id
 
 
 def _checked_turn(turn: object) -> int:

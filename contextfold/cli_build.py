@@ -159,8 +159,10 @@ def _handle_replay(args: argparse.Namespace) -> int:
             return 1
     if report.ok:
         m = report.rebuilt
+        named = (f"; recorded in run {m.run_id!r}, the name its refs carry, before the run was "
+                 f"imported as {args.run!r}" if m.run_id != args.run else "")
         sys.stdout.write(f"ok: turn {args.turn} rebuilt from the log matches its record "
-                         f"(request {m.request_hash[:16]}, cache key {m.cache_key[:16]})\n")
+                         f"(request {m.request_hash[:16]}, cache key {m.cache_key[:16]}{named})\n")
         return 0
     sys.stderr.write(f"MISMATCH at turn {args.turn}: first difference: {report.differences[0]}\n")
     if report.builder_note is not None:

@@ -90,3 +90,30 @@ def test_why_with_an_empty_query_is_a_usage_error(tmp_path: Path, cli: CLI) -> N
             _one_line_error(out, "InvalidInputError")
             assert "why needs a fragment id" in out.stderr and out.stdout == ""
     assert cli("why", "demo-fix-invoice", "--turn", "6", "e9").returncode == 0
+
+
+def test_a_run_imported_under_a_new_name_replays_its_recorded_turns(tmp_path: Path, cli: CLI) -> None:
+    """Its context_built records were made under the old name (refs event://OLD/5, the request id):
+    replay --verify of each recorded turn was a MISMATCH though the log was intact."""
+    from contextfold import ModelResponse, UserInput
+    from contextfold.api import open_store
+
+    assert cli("demo", "--run", "orig").returncode == 0
+    assert cli("compact", "orig", "--keep-recent", "1").returncode == 0
+    assert cli("build", "orig", "--provider", "anthropic").returncode == 0
+    (tmp_path / "orig.jsonl").write_text(cli("events", "orig", "--json").stdout)
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    for url in (f"sqlite:///{tmp_path / 'contextfold.db'}", other):  # the same store, and another one
+        assert cli("--store", url, "import", "orig.jsonl", "--run", "copy").returncode == 0
+        with open_store(url) as store:
+            copy = store.run("copy")
+            assert copy.replay(6).ok
+            copy.append(ModelResponse(text="done"), UserInput("and the docs?"))
+            copy.build("gemini")  # a turn of its own, recorded under its own name
+            assert copy.replay(7).ok
+        out = cli("--store", url, "replay", "copy", "--turn", "6", "--verify")
+        assert out.returncode == 0, out.stderr
+        assert "recorded in run 'orig'" in out.stdout and "imported as 'copy'" in out.stdout
+        assert cli("--store", url, "audit", "copy", "--turn", "6").returncode == 0
+        own = cli("--store", url, "replay", "copy", "--turn", "7", "--verify")
+        assert own.returncode == 0 and "recorded in run" not in own.stdout, own.stderr
