@@ -122,6 +122,22 @@ def build_context(state: RunState, config: BuildConfig, *,
                       calibration=calibration, load_bytes=load_bytes)
 
 
+def _no_budget(config: BuildConfig, budget: int, calibration: Calibration | None) -> str:
+    """Why a build has no budget. When the usage calibration shrank it, that is named with the
+    observation behind it: a mistyped ``usage --input-tokens`` (a few zeros too many) left every
+    later build of the model failing with "window 128000 minus reserve 8000 leaves no budget",
+    which blamed a configuration that was fine."""
+    plain = f"window {config.window} minus reserve {config.reserve}"
+    if calibration is None or budget == config.window - config.reserve:
+        return f"{plain} leaves no budget"
+    c = calibration
+    return (f"{plain} is {config.window - config.reserve} tokens, shrunk to {budget} by the usage "
+            f"calibration for model {c.model!r} (correction {c.correction:g}, the p{round(c.quantile * 100)} "
+            f"of observed/estimated input tokens over {c.samples} turn(s); latest: turn {c.last_turn} "
+            f"observed {c.last_observed} vs estimated {c.last_estimated}): leaves no budget; check the "
+            "run's usage_observed events")
+
+
 def _build(state: RunState, config: BuildConfig, *,
                   load_text: Callable[[ArtifactRef], str] | None = None,
                   render: Callable[[Conversation, str, int], dict[str, Any]] | None = None,
@@ -146,7 +162,7 @@ def _build(state: RunState, config: BuildConfig, *,
     """
     budget = calibrated_budget(config.window - config.reserve, calibration)
     if budget <= REPLY_PRIMING:
-        raise BudgetError(f"window {config.window} minus reserve {config.reserve} leaves no budget")
+        raise BudgetError(_no_budget(config, budget, calibration))
     ctx = BuildCtx(state, config, load_text, state.required_ids(), state.counter.count,
                    policy=config_policy(config) if config.redact else None)
     timeline, timeline_mark = state.live_timeline()  # read here, before anything folds

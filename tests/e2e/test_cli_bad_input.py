@@ -117,3 +117,17 @@ def test_a_run_imported_under_a_new_name_replays_its_recorded_turns(tmp_path: Pa
         assert cli("--store", url, "audit", "copy", "--turn", "6").returncode == 0
         own = cli("--store", url, "replay", "copy", "--turn", "7", "--verify")
         assert own.returncode == 0 and "recorded in run" not in own.stdout, own.stderr
+
+
+def test_a_build_left_no_budget_by_the_usage_calibration_says_so(tmp_path: Path, cli: CLI) -> None:
+    """A mistyped usage (zeros too many) left every later build failing with "window 128000 minus
+    reserve 8000 leaves no budget", blaming a configuration that was fine."""
+    assert cli("demo").returncode == 0
+    assert cli("usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", "9" * 12).returncode == 0
+    out = cli("build", "demo-fix-invoice")
+    _one_line_error(out, "BudgetError")
+    assert "shrunk to 0 by the usage calibration for model 'gpt-4o'" in out.stderr
+    assert f"turn 6 observed {'9' * 12} vs estimated" in out.stderr
+    plain = cli("build", "demo-fix-invoice", "--window", "100", "--reserve", "100", "--model", "other")
+    _one_line_error(plain, "BudgetError")
+    assert "window 100 minus reserve 100 leaves no budget" in plain.stderr
