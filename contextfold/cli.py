@@ -184,18 +184,6 @@ def _read_source(path: str, limit: int) -> tuple[bytes, str]:
         raise ImportFormatError(f"{path}:0", f"cannot read: {exc.strerror or exc}") from exc
 
 
-def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """Yield an ``advance(n)`` callable; draws a bar only on a terminal."""
-    if not sys.stderr.isatty() or total < 2:
-        yield lambda n: None
-        return
-    from rich.progress import Progress
-
-    with Progress(transient=True) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda n: progress.advance(task, n)
-
-
 def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
     """(index, ref) of every artifact ref the events carry (payloads and media blocks)."""
     def walk(value: Any) -> Iterator[ArtifactRef]:
@@ -258,13 +246,8 @@ def _handle_import(args: argparse.Namespace) -> int:
                         f"{source}:0", f"run {run_id!r}: position {index + 1} refers to artifact "
                         f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
                         "keeps large payloads as refs into its own store): the run would not build")
-        total = sum(len(events) for _, events in named)
-        for advance in _progress(total, f"importing {source}"):
-            for run_id, events in named:
-                for start in range(0, len(events), 5000):
-                    chunk = events[start:start + 5000]
-                    store.events.append(run_id, chunk, expected_version=start)
-                    advance(len(chunk))
+        # ONE transaction: every run of the file, or none (a refusal, a lost server, Ctrl-C)
+        total = store.events.append_new_runs(named)
         _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
         for run_id, events in named[:20]:
             _out(f"  {run_id}: {len(events)} events")
@@ -440,6 +423,14 @@ def _load_extensions() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: each write is one transaction, so none is left half-done
+        sys.stderr.write("contextfold: interrupted\n")
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     _load_extensions()
     args = build_parser().parse_args(argv)
     _, handler, _ = COMMANDS[args.command]
@@ -453,4 +444,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # pragma: no cover - `contextfold events X | head`
         return 0
-

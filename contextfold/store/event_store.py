@@ -9,7 +9,8 @@ Write path (``append``):
    (content-addressed by blake3, so the same payload is stored once); the
    event keeps the ref, the size and a preview;
 4. each event gets its chain hash; the batch is inserted in ONE transaction
-   at positions head+1..head+n.
+   at positions head+1..head+n (``append_new_runs``: several new runs in one,
+   as an import writes a file).
 
 Optimistic concurrency comes from eventsourcing's unique
 ``(originator_id, originator_version)``: two writers that both think the head
@@ -164,6 +165,19 @@ class _Head:
     pairing: PairingState = field(default_factory=PairingState)
 
 
+@dataclass
+class _Staged:
+    """One run's batch, staged for :meth:`EventStore._write`."""
+
+    run_id: str
+    head: _Head
+    undo: typing.Any
+    stored: list[es.StoredEvent] = field(default_factory=list)
+    recorded: list[RecordedEvent] = field(default_factory=list)
+    artifacts: list[tuple[str, int, str, bytes]] = field(default_factory=list)
+    learned: list[typing.Callable[[], None]] = field(default_factory=list)
+
+
 @contextlib.contextmanager
 def bulk_allocation() -> Iterator[None]:
     """Pause the cyclic GC while materialising many acyclic objects.
@@ -314,13 +328,17 @@ class EventStore:
     def _try_append(self, run_id: str, head: _Head,
                     prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
                     ) -> list[RecordedEvent]:
+        staged = self._stage(run_id, head, prepared)
+        self._write([staged])
+        return staged.recorded
+
+    def _stage(self, run_id: str, head: _Head,
+               prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]]) -> _Staged:
+        """Pairing applied (undoable), chain hashes and stored rows of a batch; nothing written."""
         pairing = head.pairing
         undo = pairing.apply_batch([(event, head.version + i) for i, (event, _, _) in
                                     enumerate(prepared, start=1)])
-        stored: list[es.StoredEvent] = []
-        recorded: list[RecordedEvent] = []
-        artifacts: list[tuple[str, int, str, bytes]] = []
-        learned: list[typing.Callable[[], None]] = []
+        staged = _Staged(run_id, head, undo)
         prev = head.last_hash
         for offset, (event, blobs, body) in enumerate(prepared, start=1):
             position = head.version + offset
@@ -328,31 +346,73 @@ class EventStore:
             topic = f"{event.type}@{event.v}"
             state, commit = self._deltas.pack(run_id, topic, position, digest.encode("ascii") + body)
             if commit is not None:
-                learned.append(commit)
+                staged.learned.append(commit)
             if self.keyring is not None:
                 state = self.keyring.encrypt(state)
-            stored.append(es.StoredEvent(run_id, position, topic, state))
-            recorded.append(RecordedEvent(run_id, position, event, digest))
-            artifacts.extend(blobs)
+            staged.stored.append(es.StoredEvent(run_id, position, topic, state))
+            staged.recorded.append(RecordedEvent(run_id, position, event, digest))
+            staged.artifacts.extend(blobs)
             prev = digest
+        return staged
+
+    def _write(self, batches: list[_Staged]) -> None:
+        """Insert staged batches in ONE transaction (artifacts first); then advance their heads."""
+        def undo() -> None:
+            for b in batches:
+                b.head.pairing.undo(b.undo)
+
         try:
+            artifacts = [row for b in batches for row in b.artifacts]
             if artifacts:
                 self.backend.put_artifacts(artifacts)
-            self.backend.recorder.insert_events(stored)
+            self.backend.recorder.insert_events([e for b in batches for e in b.stored])
         except es.IntegrityError:
-            pairing.undo(undo)
-            raise  # a concurrent writer took these positions: handled by append()
+            undo()
+            raise  # a concurrent writer took these positions: handled by the caller
         except es.PersistenceError as exc:
-            pairing.undo(undo)
-            with translate_errors(f"append to {run_id!r}"):
+            undo()
+            with translate_errors(f"append to {batches[0].run_id!r}"):
                 raise exc
         except BaseException:
-            pairing.undo(undo)
+            undo()
             raise
-        self._heads[run_id] = _Head(head.version + len(prepared), prev, pairing)
-        for commit in learned:  # keyframes and deltas the log now holds
-            commit()
-        return recorded
+        for b in batches:
+            self._heads[b.run_id] = _Head(b.head.version + len(b.stored), b.recorded[-1].hash,
+                                          b.head.pairing)
+            for commit in b.learned:  # keyframes and deltas the log now holds
+                commit()
+
+    def append_new_runs(self, runs: Sequence[tuple[str, Sequence[AnyEvent]]]) -> int:
+        """Record several new runs in ONE transaction: all of them or, on any error (a refused
+        event, a run that exists, a lost connection, Ctrl-C), none. For an import of a
+        multi-run file or of a run longer than one append: written batch by batch, an
+        interrupted import left the runs before it (or the first part of a long run) behind.
+        Not bounded by ``max_batch``: the caller holds the whole batch in memory already.
+        Returns the number of events written."""
+        staged: list[_Staged] = []
+        try:
+            for run_id, events in runs:
+                check_run_id(run_id)
+                if not events:
+                    continue
+                prepared = self._prepare_all(events)
+                head = self._catch_up(run_id)
+                if head.version != 0 or any(b.run_id == run_id for b in staged):
+                    raise ConcurrencyConflictError(run_id, 0)
+                staged.append(self._stage(run_id, head, prepared))
+        except BaseException:
+            for b in staged:
+                b.head.pairing.undo(b.undo)
+            raise
+        if not staged:
+            return 0
+        try:
+            self._write(staged)
+        except es.IntegrityError as exc:  # another writer created one of the runs meanwhile
+            for b in staged:
+                self._heads.pop(b.run_id, None)
+            raise ConcurrencyConflictError(staged[0].run_id, 0) from exc
+        return sum(len(b.stored) for b in staged)
 
     def _prepare(self, index: int, event: AnyEvent,
                  ) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from contextfold.store.event_store import EventStore
 from tests.e2e.test_cli_record import cf
 
 CLI = Callable[..., "subprocess.CompletedProcess[str]"]
@@ -131,3 +132,50 @@ def test_a_build_left_no_budget_by_the_usage_calibration_says_so(tmp_path: Path,
     plain = cli("build", "demo-fix-invoice", "--window", "100", "--reserve", "100", "--model", "other")
     _one_line_error(plain, "BudgetError")
     assert "window 100 minus reserve 100 leaves no budget" in plain.stderr
+
+
+def test_an_import_interrupted_or_failing_mid_write_leaves_no_run(tmp_path: Path, cli: CLI,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-run file was written run by run (a long run in 5,000-event chunks): Ctrl-C or a
+    lost server once the first run was written left it (and a traceback) behind. Now one transaction."""
+    from eventsourcing.persistence import OperationalError, StoredEvent
+    from eventsourcing.sqlite import SQLiteApplicationRecorder
+
+    two_runs = (b'{"messages": [{"role": "user", "content": "hi"}]}\n'
+                b'{"messages": [{"role": "user", "content": "again"}]}\n')
+    (tmp_path / "two.jsonl").write_bytes(two_runs)
+    real = SQLiteApplicationRecorder.insert_events
+    for failure, code, message in ((OperationalError("disk I/O error"), 2, "StoreUnavailableError"),
+                                   (KeyboardInterrupt(), 130, "contextfold: interrupted")):
+        def failing(self: SQLiteApplicationRecorder, stored: list[StoredEvent], *args: object,
+                    failure: BaseException = failure, **kwargs: object) -> object:
+            if any(e.originator_id == "r/run-1" for e in stored):  # the write of the second run
+                raise failure
+            return real(self, stored, *args, **kwargs)
+
+        monkeypatch.setattr(SQLiteApplicationRecorder, "insert_events", failing)
+        out = cli("import", "two.jsonl", "--run", "r", "--format", "openai-chat")
+        assert out.returncode == code and message in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
+        monkeypatch.setattr(SQLiteApplicationRecorder, "insert_events", real)
+        assert json.loads(cli("runs", "--json").stdout) == []
+    assert cli("import", "two.jsonl", "--run", "r", "--format", "openai-chat").returncode == 0
+    assert [r["run_id"] for r in json.loads(cli("runs", "--json").stdout)] == ["r/run-0", "r/run-1"]
+
+
+def test_append_new_runs_is_all_or_nothing(store: EventStore) -> None:
+    from contextfold import ConcurrencyConflictError, UnknownToolCallError, UserInput
+    from contextfold.domain.events import ToolResult
+
+    store.append("old", [UserInput("hi")])
+    with pytest.raises(ConcurrencyConflictError):  # a run that exists
+        store.append_new_runs([("a", [UserInput("x")]), ("old", [UserInput("y")])])
+    with pytest.raises(ConcurrencyConflictError):  # the same run twice
+        store.append_new_runs([("a", [UserInput("x")]), ("a", [UserInput("y")])])
+    with pytest.raises(UnknownToolCallError):  # what append refuses
+        store.append_new_runs([("a", [UserInput("x")]), ("b", [ToolResult(call_id="c", content="?")])])
+    assert [r.run_id for r in store.runs()] == ["old"]
+    assert store.append_new_runs([("a", [UserInput("x")]), ("b", [UserInput("y"), UserInput("z")])]) == 3
+    assert store.verify("b").ok and store.version("a") == 1
+    store.append("a", [UserInput("more")], expected_version=1)  # the heads moved on
+    assert store.verify("a").ok
