@@ -30,6 +30,7 @@ from contextfold.domain.errors import (
     InputLimitError,
     IntegrityError,
     InvalidInputError,
+    StoreConfigError,
 )
 from contextfold.domain.events import (
     EVENT_ADAPTER,
@@ -53,10 +54,11 @@ from contextfold.domain.events import (
     event_from_json,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.store.backends import display_url
+from contextfold.store.backends import display_url, parse_store_url
+from contextfold.store.event_store import store_url_from_env
 from contextfold.store.limits import StoreLimits
 
-__all__ = ["COMMANDS", "main", "output_file", "register", "summarize_event", "write_output"]
+__all__ = ["COMMANDS", "main", "output_file", "register", "store_for", "summarize_event", "write_output"]
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
@@ -68,8 +70,20 @@ def register(name: str, help_text: str, configure: Callable[[argparse.ArgumentPa
     COMMANDS[name] = (configure, handler, help_text)
 
 
-def _store(args: argparse.Namespace) -> Store:
-    return open_store(args.store)
+def store_for(args: argparse.Namespace) -> Store:
+    """The store a command works on (``--store``, else ``$CONTEXTFOLD_STORE``, else the default).
+
+    ``sqlite:///:memory:`` is refused: the store lives as long as the one command, so
+    ``import`` reported its events imported and ``build`` recorded its request into a
+    database that was gone when the command returned."""
+    url = store_url_from_env(args.store)
+    if parse_store_url(url).path == ":memory:":
+        raise StoreConfigError(f"{display_url(url)!r} is an in-memory store: it would be gone when this "
+                               "command ends; use a file (sqlite:///runs.db) or postgresql://...")
+    return open_store(url)
+
+
+_store = store_for
 
 
 def _out(text: str) -> None:

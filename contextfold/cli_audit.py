@@ -23,10 +23,10 @@ import re
 import sys
 from typing import Any
 
-from contextfold.api import Run, Store, open_store
+from contextfold.api import Run, Store
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn
 from contextfold.audit.report import render_report
-from contextfold.cli import output_file, register, write_output
+from contextfold.cli import output_file, register, store_for, write_output
 from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
@@ -37,7 +37,7 @@ __all__ = ["audit_turn", "explain"]
 
 
 def _store(args: argparse.Namespace) -> Store:
-    return open_store(args.store)
+    return store_for(args)
 
 
 def _out(text: str) -> None:

@@ -12,7 +12,7 @@ import sys
 
 from contextfold.api import Store
 from contextfold.audit.diff import diff_manifests
-from contextfold.cli import DEMO_HOOKS, SCHEMAS, output_file, register, write_output
+from contextfold.cli import DEMO_HOOKS, SCHEMAS, output_file, register, store_for, write_output
 from contextfold.domain.errors import IntegrityError, RunNotFoundError, TurnNotFoundError
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.builder import BuildResult
@@ -25,9 +25,7 @@ SCHEMAS["manifest"] = ContextManifest.model_json_schema
 
 
 def _store(args: argparse.Namespace) -> Store:
-    from contextfold.api import open_store
-
-    return open_store(args.store)
+    return store_for(args)
 
 
 def _build_args(p: argparse.ArgumentParser) -> None:

@@ -12,8 +12,7 @@ import argparse
 import json
 import sys
 
-from contextfold.api import open_store
-from contextfold.cli import register
+from contextfold.cli import register, store_for
 from contextfold.compaction_api import CompactionReport, compact, show
 
 __all__ = ["report_lines"]
@@ -52,7 +51,7 @@ def _configure_compact(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_compact(args: argparse.Namespace) -> int:
-    with open_store(args.store) as store:
+    with store_for(args) as store:
         report = compact(store.run(args.run), args.strategy, window=args.window,
                          reserve=args.reserve, keep_recent=args.keep_recent, dry_run=args.dry_run)
     if args.json:
@@ -73,7 +72,7 @@ def _configure_show(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_show(args: argparse.Namespace) -> int:
-    with open_store(args.store) as store:
+    with store_for(args) as store:
         text = show(store.run(args.run), args.ref)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

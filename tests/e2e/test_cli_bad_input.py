@@ -179,3 +179,20 @@ def test_append_new_runs_is_all_or_nothing(store: EventStore) -> None:
     assert store.verify("b").ok and store.version("a") == 1
     store.append("a", [UserInput("more")], expected_version=1)  # the heads moved on
     assert store.verify("a").ok
+
+
+def test_an_in_memory_store_is_refused_by_every_command(tmp_path: Path, cli: CLI,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each command is its own process: ``import`` said "imported 1 events" into a store that was
+    gone when it returned."""
+    (tmp_path / "h.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    memory = "sqlite:///:memory:"
+    for args in (("import", "h.json", "--run", "r"), ("demo",), ("runs",), ("build", "r"), ("compact", "r"),
+                 ("audit", "r"), ("show", "r", "1"), ("why", "r", "--turn", "1", "e1")):
+        out = cli("--store", memory, *args)
+        _one_line_error(out, "StoreConfigError")
+        assert "in-memory store" in out.stderr and out.stdout == ""
+    monkeypatch.setenv("CONTEXTFOLD_STORE", memory)
+    _one_line_error(cli("import", "h.json", "--run", "r"), "StoreConfigError")
+    monkeypatch.delenv("CONTEXTFOLD_STORE")
+    assert cli("import", "h.json", "--run", "r").returncode == 0
