@@ -38,60 +38,52 @@ charset and length, events per append.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import random
-import re
 import time
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import blake3
 from eventsourcing import persistence as es
-from pydantic import ValidationError
 
 from contextfold.domain.errors import (
-    ArtifactNotFoundError,
     ConcurrencyConflictError,
     InputLimitError,
-    IntegrityError,
     InvalidInputError,
     ProtocolError,
-    RunNotFoundError,
     StoreError,
 )
 from contextfold.domain.events import (
-    EVENT_ADAPTER,
-    UPCASTERS,
     AnyEvent,
     ArtifactRef,
     EvidenceRetrieved,
     FileRead,
     ToolResult,
     canonical_json,
-    event_from_json,
     known_json_depth,
 )
 from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent, chain_hash
 from contextfold.store.backends import (
-    ARTIFACTS_TABLE,
     DEFAULT_STORE_URL,
-    EVENTS_TABLE,
     SQLiteBackend,
     display_url,
     open_backend,
     translate_errors,
 )
 from contextfold.store.compression import (
-    is_compressed,
     pack_artifact,
-    unpack_artifact,
-    unpack_state,
 )
-from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
-from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter, delta_base, is_delta, unpack_delta
+from contextfold.store.crypto import Keyring
+from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter
+from contextfold.store.event_reads import (
+    EventReads,
+    RunInfo,
+    VerifyReport,
+    bulk_allocation,
+    check_run_id,
+)
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
 from contextfold.store.tenants import bind_sqlite_tenant
@@ -109,21 +101,9 @@ __all__ = [
 DEFAULT_ARTIFACT_THRESHOLD = 64 * 1024
 PREVIEW_CHARS = 2048
 MAX_BATCH = 10_000
-RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$")
 _APPEND_RETRIES = 100
 _EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
 """The members of the event union: what ``append`` accepts."""
-_UPCAST_TOPICS: dict[str, bool] = {}
-"""Stored topic (``type@version``) -> whether it needs upcasting: parsed once per topic."""
-_PAGE_ROWS = 5000
-_FIRST_PAGE_ROWS = 500
-_PAGE_BYTES = 8 * 1024 * 1024
-"""Read pages: at most this many rows, and about this many bytes of stored rows."""
-_MAX_POSITION = 2**63 - 1
-"""The last position a run can hold (SQLite INTEGER and PostgreSQL bigint): the drivers refuse
-larger numbers, so a read past it (a user's ``show RUN 99999999999999999999``) finds nothing."""
-
-
 def store_url_from_env(url: str | None = None) -> str:
     """``url`` if given, else ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``."""
     return url or os.environ.get("CONTEXTFOLD_STORE") or DEFAULT_STORE_URL
@@ -141,21 +121,6 @@ class _ClosedBackend:
 
     def __getattr__(self, name: str) -> typing.Any:
         raise StoreError(f"the store {display_url(self._url)} is closed: open it again to use it")
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    run_id: str
-    events: int
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    run_id: str
-    events: int
-    ok: bool
-    first_bad_position: int | None = None
-    reason: str = ""
 
 
 @dataclass
@@ -178,38 +143,11 @@ class _Staged:
     learned: list[typing.Callable[[], None]] = field(default_factory=list)
 
 
-@contextlib.contextmanager
-def bulk_allocation() -> Iterator[None]:
-    """Pause the cyclic GC while materialising many acyclic objects.
-
-    Reading a 100k-event run allocates ~1M small objects; the generational
-    collector re-scans the growing heap and triples the time (1.76 s vs
-    0.49 s measured on SQLite). The events hold no reference cycles, so
-    nothing is leaked; the collector resumes afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def check_run_id(run_id: str) -> str:
-    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
-        raise InputLimitError(
-            f"invalid run id {run_id!r}: 1-200 characters, letters, digits and ._:@/+=- "
-            "(starting with a letter or digit)"
-        )
-    return run_id
-
-
 def _preview(text: str) -> str:
     return text[:PREVIEW_CHARS]
 
 
-class EventStore:
+class EventStore(EventReads):
     """One store (a SQLite file or a PostgreSQL database/schema) holding many runs."""
 
     def __init__(self, url: str | None = None, *, create_schema: bool = True,
@@ -495,195 +433,3 @@ class EventStore:
         new = _Head(version, last_hash, pairing)
         self._heads[run_id] = new
         return new
-
-    # ------------------------------------------------------------ read
-
-    def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None) -> Iterator[RecordedEvent]:
-        """The events after ``gt`` (up to ``lte``), read in pages of at most ``_PAGE_ROWS`` rows.
-
-        Pages are sized by bytes too (about ``_PAGE_BYTES`` of stored rows): a page of 5,000
-        events of 20 KB each held 100 MB of rows at once, more than a folded state of
-        100k events holds."""
-        page = _FIRST_PAGE_ROWS
-        cursor = gt
-        lte = _MAX_POSITION if lte is None else min(lte, _MAX_POSITION)
-        while True:
-            upper = min(cursor + page, lte)
-            if cursor >= lte:
-                return
-            with translate_errors(f"read {run_id!r}"):
-                rows = self.backend.recorder.select_events(run_id, gt=cursor, lte=upper)
-            nbytes = sum(len(row.state) for row in rows)
-            for row in rows:
-                yield self._decode(run_id, row.originator_version, row.topic, row.state)
-            if len(rows) < upper - cursor:
-                return
-            cursor = upper
-            page = max(1, min(_PAGE_ROWS, page * _PAGE_BYTES // max(nbytes, 1)))
-
-    def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
-        if is_encrypted(state):  # checked first: the label below is built only when needed
-            state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
-        if is_compressed(state) or is_delta(state):
-            state = self._unpack(state, run_id, position)
-        digest = state[:64].decode("ascii")
-        body = state[64:]
-        try:
-            upcast = _UPCAST_TOPICS.get(topic)
-            if upcast is None:
-                etype, _, version = topic.partition("@")
-                upcast = _UPCAST_TOPICS[topic] = (etype, int(version)) in UPCASTERS
-            event = event_from_json(body) if upcast else EVENT_ADAPTER.validate_json(body)
-        except (ValidationError, ValueError) as exc:
-            raise IntegrityError(
-                f"run {run_id!r} position {position}: stored event does not parse: {exc}",
-                position=position,
-            ) from exc
-        return RecordedEvent(run_id, position, event, digest)
-
-    def _unpack(self, state: bytes, run_id: str, position: int) -> bytes:
-        """A compressed or delta state's bytes, no longer than this store's event limit allows.
-
-        A keyframe read is remembered (the last few), so the deltas after it in a read of the
-        run do not fetch it again; a delta read alone fetches its keyframe's row."""
-        where = f"run {run_id!r} position {position}"
-        if is_delta(state):
-            base = delta_base(state, where, position)
-            base_state = self._keyframes_read.get((run_id, base))
-            if base_state is None:
-                base_state = self._keyframe(run_id, base, where, position)
-            return unpack_delta(state, base_state, self.limits.max_event_bytes + 64, where, position=position)
-        plain = unpack_state(state, self.limits.max_event_bytes + 64, where, position=position)
-        if len(self._keyframes_read) >= 4:
-            self._keyframes_read.pop(next(iter(self._keyframes_read)), None)
-        self._keyframes_read[(run_id, position)] = plain
-        return plain
-
-    def _keyframe(self, run_id: str, base: int, where: str, position: int) -> bytes:
-        """The state of the keyframe at ``base`` that the delta at ``position`` names."""
-        with translate_errors(f"read {run_id!r}"):
-            rows = self.backend.recorder.select_events(run_id, gt=base - 1, lte=base)
-        state = open_envelope(rows[0].state, self.keyring, f"run {run_id!r} position {base}") if rows else b""
-        if not is_compressed(state):
-            raise IntegrityError(f"{where}: its keyframe at position {base} is missing or not a "
-                                 "compressed frame", position=position)
-        return self._unpack(state, run_id, base)
-
-    def read(self, run_id: str, *, upto: int | None = None, after: int = 0) -> list[RecordedEvent]:
-        """The run's events in order; ``upto`` = last position included."""
-        check_run_id(run_id)
-        with bulk_allocation():
-            events = list(self._select(run_id, gt=after, lte=upto))
-        if not events and after == 0 and not self.exists(run_id):
-            raise RunNotFoundError(run_id)
-        return events
-
-    def event_text(self, run_id: str, position: int) -> str:
-        """The ``content`` text of the event at ``position`` (a tool result, file read or
-        evidence, as stored: the preview when the payload is an artifact).
-
-        What a state folded with a text source reads back to render a long text it did not keep
-        (``RunState.event_text``)."""
-        check_run_id(run_id)
-        found = list(self._select(run_id, gt=position - 1, lte=position))
-        if not found:
-            raise IntegrityError(f"run {run_id!r} has no event at position {position}", position=position)
-        content = getattr(found[0].event, "content", None)
-        if not isinstance(content, str):
-            raise IntegrityError(f"run {run_id!r} position {position} ({found[0].event.type}) has no text "
-                                 "content", position=position)
-        return content
-
-    def iter_events(self, run_id: str, *, after: int = 0) -> Iterator[RecordedEvent]:
-        check_run_id(run_id)
-        return self._select(run_id, gt=after)
-
-    def version(self, run_id: str) -> int:
-        """The run's last position (0 when it has no events)."""
-        check_run_id(run_id)
-        rows = self.backend.recorder.select_events(run_id, desc=True, limit=1)
-        return rows[0].originator_version if rows else 0
-
-    def exists(self, run_id: str) -> bool:
-        return self.version(run_id) > 0
-
-    def runs(self) -> list[RunInfo]:
-        """Every run with its event count, in the order runs were first written."""
-        table = self.backend.table(EVENTS_TABLE)
-        rows = self.backend.query(
-            f"SELECT originator_id, MAX(originator_version), MIN({self._order_column}) "
-            f"FROM {table} GROUP BY originator_id ORDER BY 3"
-        )
-        return [RunInfo(str(r[0]), int(r[1])) for r in rows]
-
-    def read_all(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, RecordedEvent]]:
-        """Events across all runs in commit order: (notification id, event), ids > ``after``."""
-        with translate_errors("read notifications"):
-            rows = self.backend.recorder.select_notifications(after + 1, limit)
-        return [(n.id, self._decode(str(n.originator_id), n.originator_version, n.topic, n.state))
-                for n in rows]
-
-    # ------------------------------------------------------------ artifacts
-
-    def artifact(self, ref: str | ArtifactRef) -> bytes:
-        digest = ref.hash if isinstance(ref, ArtifactRef) else ref
-        p = self.backend.placeholder
-        rows = self.backend.query(
-            f"SELECT data, size FROM {self.backend.table(ARTIFACTS_TABLE)} WHERE hash = {p}", (digest,))
-        if not rows:
-            raise ArtifactNotFoundError(digest)
-        data = open_envelope(bytes(rows[0][0]), self.keyring, f"artifact {digest}")
-        data = unpack_artifact(data, int(rows[0][1]), f"artifact {digest}")
-        if blake3.blake3(data).hexdigest() != digest:
-            raise IntegrityError(f"artifact {digest} does not match its hash")
-        return data
-
-    def has_artifact(self, digest: str) -> bool:
-        """Whether this store holds the artifact ``digest`` (without loading it)."""
-        p = self.backend.placeholder
-        return bool(self.backend.query(
-            f"SELECT 1 FROM {self.backend.table(ARTIFACTS_TABLE)} WHERE hash = {p}", (digest,)))
-
-    def artifact_count(self) -> int:
-        return int(self.backend.query(f"SELECT COUNT(*) FROM {self.backend.table(ARTIFACTS_TABLE)}")[0][0])
-
-    # ------------------------------------------------------------ integrity
-
-    def verify(self, run_id: str) -> VerifyReport:
-        """Recompute the hash chain over the exact stored bytes; name the first mismatch."""
-        check_run_id(run_id)
-        prev = GENESIS_HASH
-        count = 0
-        expected_position = 1
-        cursor = 0
-        while True:
-            with translate_errors(f"verify {run_id!r}"):
-                rows = self.backend.recorder.select_events(run_id, gt=cursor, limit=5000)
-            if not rows:
-                break
-            for row in rows:
-                pos = row.originator_version
-                if pos != expected_position:
-                    return VerifyReport(run_id, count, False, expected_position,
-                                        f"position {expected_position} is missing")
-                state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
-                if is_compressed(state) or is_delta(state):
-                    try:
-                        state = self._unpack(state, run_id, pos)
-                    except IntegrityError as exc:
-                        return VerifyReport(run_id, count, False, pos, str(exc))
-                stored_hash = state[:64].decode("ascii", "replace")
-                if chain_hash(run_id, pos, prev, state[64:]) != stored_hash:
-                    return VerifyReport(run_id, count, False, pos,
-                                        "event content does not match its chain hash")
-                try:
-                    self._decode(run_id, pos, row.topic, state)
-                except IntegrityError as exc:
-                    return VerifyReport(run_id, count, False, pos, str(exc))
-                prev = stored_hash
-                count += 1
-                expected_position += 1
-            cursor = rows[-1].originator_version
-        if count == 0:
-            raise RunNotFoundError(run_id)
-        return VerifyReport(run_id, count, True)

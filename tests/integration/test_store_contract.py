@@ -313,7 +313,7 @@ def test_schema_creation_is_safe_when_many_workers_start_at_once(store_url: str)
 def test_reads_page_by_bytes_and_miss_nothing(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pages shrink when events are big (a page of 5,000 20 KB events held 100 MB) and grow
     again when they are small; every event comes back once, in order."""
-    import contextfold.store.event_store as es
+    import contextfold.store.event_reads as es
 
     monkeypatch.setattr(es, "_FIRST_PAGE_ROWS", 7)
     monkeypatch.setattr(es, "_PAGE_BYTES", 20_000)
