@@ -35,7 +35,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NoReturn
 
 from contextfold.api import Run
 from contextfold.domain.errors import (
@@ -221,7 +221,9 @@ def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,
 
     Raises RequiredContextExceedsBudgetError when the required content still does not fit
     after every step of the ladder -- with nothing written, so a caller that appends the
-    events only with its build's record never leaves half a compaction in the log.
+    events only with its build's record never leaves half a compaction in the log. The error
+    lists the required fragments of the state as it is (never of planned, unwritten events);
+    its ``note`` names the steps that were planned.
     """
     _check_strategy(strategy)
     session = _Session(run, dry_run=True, state=state)
@@ -229,8 +231,41 @@ def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,
         session.fold(event)  # first, so the groups they close can be compacted
     before, after = _climb(session, strategy, config, config.recent_groups, summarizer)
     if after == "hard":
-        build_context(session.state, config, load_text=run.store.artifact_text)  # raises the typed error
+        _raise_unfit(session, state, config)
     return session.state, session.pending, session.report(before, after)
+
+
+def _raise_unfit(session: _Session, state: RunState, config: BuildConfig) -> NoReturn:
+    """The typed error of a build of ``state`` as it is, naming the compaction steps that were
+    planned and not written.
+
+    The error of the compacted snapshot named fragments of events that were never appended (a
+    summary ``e19`` at a position past the log's end) and sizes after steps that could make
+    the required content larger (a summary is required, and may outgrow the input it covers):
+    a user reading it saw neither the log nor why it does not fit."""
+    try:
+        build_context(session.state, config, load_text=session.run.store.artifact_text)
+    except RequiredContextExceedsBudgetError as exc:
+        compacted: RequiredContextExceedsBudgetError = exc
+    else:  # pragma: no cover - the ladder reported hard pressure for this very state
+        raise AssertionError("auto-compaction reported hard pressure for a state that fits")
+    plain = state.snapshot()
+    for event in recovery_events(plain, in_flight=config.in_flight):  # a plain build folds them too
+        fold_event(plain, RecordedEvent(session.run.run_id, plain.version + 1, event, ""))
+    if session.plans:
+        steps = ", ".join(f"{p.event.strategy} of events {p.event.covers_from}-{p.event.covers_to}"
+                          for p in session.plans)
+        note = (f"auto-compaction planned {steps}: the required fragments would still need "
+                f"{compacted.required_tokens} tokens; nothing was written, the fragments listed "
+                "are the log's as it is")
+    else:
+        note = "auto-compaction found no legal cut to compact; nothing was written"
+    try:
+        build_context(plain, config, load_text=session.run.store.artifact_text)
+    except RequiredContextExceedsBudgetError as exc:
+        raise RequiredContextExceedsBudgetError(exc.budget, exc.required, note=note) from None
+    # the ladder never raises the pressure: the state before it was under hard pressure too
+    raise AssertionError("auto-compaction: the uncompacted state fits")  # pragma: no cover
 
 
 def auto_compact(run: Run, config: BuildConfig, *, strategy: Strategy = "summary",

@@ -197,18 +197,24 @@ class BudgetError(ContextfoldError):
 
 
 class RequiredContextExceedsBudgetError(BudgetError):
-    """Required fragments alone exceed the budget. No request is produced."""
+    """Required fragments alone exceed the budget. No request is produced.
 
-    def __init__(self, budget: int, required: Sequence[tuple[str, int]]) -> None:
+    ``note``: what else was tried, e.g. the compaction steps an automatic compaction planned
+    (and did not write) before giving up; ``required`` always lists fragments of the log as it
+    is."""
+
+    def __init__(self, budget: int, required: Sequence[tuple[str, int]], *,
+                 note: str | None = None) -> None:
         total = sum(tokens for _, tokens in required)
         listing = ", ".join(f"{fid}={tokens}" for fid, tokens in required)
         super().__init__(
             f"REQUIRED_CONTEXT_EXCEEDS_BUDGET: required fragments need {total} tokens, "
-            f"budget is {budget} ({listing})"
+            f"budget is {budget} ({listing})" + (f"; {note}" if note else "")
         )
         self.budget = budget
         self.required = list(required)
         self.required_tokens = total
+        self.note = note
 
 
 class CompactionError(ContextfoldError):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,37 @@ def test_a_build_that_fails_after_auto_compaction_appends_nothing(cf_store: Stor
     assert added[0] == "tool_call_cancelled" and added[-1] == "context_built"
     assert "history_compacted" in added and built.manifest.log_version == run.version - 1
     assert run.replay(built.manifest.turn).ok
+
+
+def test_the_error_after_a_failed_auto_compaction_describes_the_log_as_it_is(cf_store: Store) -> None:
+    """Every step of the ladder was folded into the snapshot under hard pressure (hard -> hard),
+    and the error was that of the compacted snapshot: a summary ``e17`` that was never written,
+    and a required total larger than the log's (the summary outgrew the input it covered). The
+    error now lists the fragments of the log as it is and names the steps it planned."""
+    run = cf_store.run("r-hard-error")
+    run.append(UserInput("go"))
+    for i in range(6):
+        log = "\n".join(f"line {j} of call {i}: something happened here" for j in range(80))
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="shell"),)),
+                   ToolResult(call_id=f"c{i}", content=log))
+    version = run.version
+    with pytest.raises(RequiredContextExceedsBudgetError) as plain:
+        run.build("openai-chat", window=50, reserve=10)
+    written = {f"e{r.position}" for r in run.events()} | {f"g{r.position}" for r in run.events()}
+    attempts: list[Callable[[], object]] = [
+        lambda: build(run, "openai-chat", window=50, reserve=10),
+        lambda: run.build("openai-chat", window=50, reserve=10, auto_compact=True)]
+    for attempt in attempts:
+        with pytest.raises(RequiredContextExceedsBudgetError) as auto:
+            attempt()
+        assert auto.value.required == plain.value.required
+        assert auto.value.required_tokens == plain.value.required_tokens
+        ids = {fid for fid, _ in auto.value.required if fid[0] in "eg" and fid[1:].isdigit()}
+        assert ids and ids <= written
+        assert auto.value.note is not None and "nothing was written" in auto.value.note
+        assert "summary of events" in str(auto.value) and "mask of events" in str(auto.value)
+        assert run.version == version
+    assert plain.value.note is None
 
 
 # ---------------------------------------------------------------- real traces
