@@ -73,6 +73,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -536,3 +537,27 @@ def test_comparison_has_teeth(outcomes: list[Outcome]) -> None:
             if block.get("type") == "tool_result":
                 block["content"] = [{"type": "text", "text": "ok"}]
     assert "is not in the rendered result" in (compare(case.provider, case.body, emptied) or "")
+
+
+def test_a_gemini_audio_document_is_named_not_sent_as_a_file_to_openai() -> None:
+    """The ``direct-url-audio`` Gemini cassette hands the model an MP3 inline (Gemini takes
+    audio). Rebuilt for OpenAI, it was a file part named "9" (an event position) carrying
+    ``audio/mpeg``: Chat Completions takes PDF files only and Responses no audio file. Both now
+    carry a note naming the document, its media type and ref; Gemini still gets the audio."""
+    yaml = pytest.importorskip("yaml")
+    path = next(CASSETTES.rglob("*direct-url-audio-google_gemini3*.yaml"))
+    posts = _posts(yaml.safe_load(path.read_text(encoding="utf-8")))
+    events = parse(json.dumps(posts[-1].body).encode(), format="gemini", source=path.name)
+    state = fold(_record("cassette", events))
+    for provider in ("openai-chat", "openai-responses", "gemini"):
+        result = build_context(state, BuildConfig(provider=provider, window=GENEROUS_WINDOW, reserve=8_000),
+                               render=lambda c, p, m: render(c, p, max_tokens=m, validate=True))
+        assert validate_sdk_types(provider, result.request)
+        last = result.request[HISTORY_KEY[provider]][-1]
+        text = json.dumps(last)
+        if provider == "gemini":
+            assert '"mimeType": "audio/mpeg"' in text
+            continue
+        assert '"file"' not in text and "input_file" not in text and "data:audio" not in text
+        assert "document (audio/mpeg)" in text and "not attached" in text
+        assert re.search(r'source=\\"event://cassette/\d+\\"', text)

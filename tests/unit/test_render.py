@@ -385,6 +385,45 @@ def test_media_in_user_messages() -> None:
     assert gem[2] == {"fileData": {"mimeType": "image/jpeg", "fileUri": "https://x.test/a.jpg"}}
 
 
+AUDIO = MediaPart(kind="document", media_type="audio/mpeg", data_base64="SUQzBAAAAAAAI1RTU0U=",
+                  source="event://run-a/9", fragment_id="e9")
+
+
+def test_openai_renderers_name_a_document_they_cannot_send_and_give_files_an_extension() -> None:
+    """An audio document (imported from a Gemini history, where audio goes inline) was sent to
+    both OpenAI APIs as a file named "9" (its event position): Chat Completions takes PDF files
+    only, and Responses takes no audio file input. It is now a note naming the document, its
+    media type and ref, like Anthropic's; a file that is sent has a filename with its type's
+    extension."""
+    url_audio = AUDIO.model_copy(update={"data_base64": None, "url": "https://x.test/a.mp3"})
+    for part in (AUDIO, url_audio):
+        c = conv(UserMessage(parts=(InstructionPart(text="listen", authority="user", fragment_id="u"),
+                                    part)))
+        chat = render(c, "openai-chat")["messages"][1]["content"]
+        resp = render(c, "openai-responses")["input"][0]["content"]
+        anth = render(c, "anthropic")["messages"][0]["content"]
+        for blocks, text_type in ((chat, "text"), (resp, "input_text"), (anth, "text")):
+            assert [b["type"] for b in blocks] == [text_type, text_type]
+            note = blocks[1]["text"]
+            assert "audio/mpeg" in note and 'source="event://run-a/9"' in note and "not attached" in note
+            assert (part.url or "e9") in note
+        assert "SUQzBAAAAAAAI1RTU0U" not in json.dumps([chat, resp])
+    gem = render(conv(UserMessage(parts=(AUDIO,))), "gemini")["contents"][0]["parts"]
+    assert gem == [{"inlineData": {"mimeType": "audio/mpeg", "data": "SUQzBAAAAAAAI1RTU0U="}}]
+
+    event_pdf = PDF.model_copy(update={"source": "event://run-a/9", "fragment_id": "e9"})
+    c = conv(UserMessage(parts=(event_pdf,)))
+    chat_file = render(c, "openai-chat")["messages"][1]["content"][-1]
+    assert chat_file["file"]["filename"] == "e9.pdf"
+    assert render(c, "openai-responses")["input"][0]["content"][-1]["filename"] == "e9.pdf"
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    report = PDF.model_copy(update={"media_type": docx, "source": "docs/report.docx"})
+    c = conv(UserMessage(parts=(report,)))
+    assert render(c, "openai-responses")["input"][0]["content"][-1]["filename"] == "report.docx"
+    only_note = render(c, "openai-chat")["messages"][1]["content"]  # one text part: a plain string
+    assert "this API takes PDF documents only" in only_note and docx in only_note
+
+
 def test_media_returned_by_a_tool() -> None:
     shot = MediaPart(kind="image", media_type="image/png", data_base64=PNG,
                      source="browser://shot", trust="external", fragment_id="shot")

@@ -19,10 +19,14 @@ from contextfold.domain.errors import RenderError
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MAX_TOKENS",
+    "OPENAI_CHAT_FILE_TYPES",
+    "OPENAI_RESPONSES_FILE_TYPES",
     "canonical_schema",
     "data_url",
+    "document_filename",
     "parse_arguments",
     "system_texts",
+    "unsent_document_note",
 ]
 
 DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
@@ -30,6 +34,45 @@ DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
 
 4096 is the largest value every current Claude model accepts, so the default
 never makes a request invalid for an older model."""
+
+
+OPENAI_CHAT_FILE_TYPES: dict[str, str] = {"application/pdf": ".pdf"}
+"""Media types a Chat Completions ``file`` part carries, with the filename extension.
+
+The SDK's ``File`` part (``file_data``/``file_id``/``filename``) links OpenAI's file-inputs
+guide, which says Chat Completions accepts PDF files only (and no ``file_url``)."""
+
+OPENAI_RESPONSES_FILE_TYPES: dict[str, str] = {
+    "application/pdf": ".pdf",
+    "application/json": ".json",
+    "application/xml": ".xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+    "application/vnd.ms-excel": ".xls",
+}
+"""Non-text media types a Responses ``input_file`` carries (``text/*`` documents are rendered
+as text before they reach a renderer), with the filename extension: the document, text and
+spreadsheet files OpenAI's file-inputs guide lists. Audio, video and ``octet-stream`` are not
+file inputs."""
+
+
+def document_filename(part: MediaPart, extension: str) -> str:
+    """The ``filename`` of a document sent as a file: the last segment of its source when that
+    already names such a file (``docs/spec.pdf`` -> ``spec.pdf``), else its fragment id with
+    the extension (``event://run/9`` -> ``e9.pdf``). The extension is how OpenAI tells the
+    file's type; a bare event position ("9") named none."""
+    base = part.source.split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    if base.lower().endswith(extension) and len(base) > len(extension):
+        return base
+    return f"{part.fragment_id}{extension}"
+
+
+def unsent_document_note(part: MediaPart, why: str) -> str:
+    """The text standing in for a document a provider cannot take: what it is (media type,
+    URL or fragment id) and why it is not attached. Never dropped in silence, never a made-up
+    rendition of its content."""
+    return f"document ({part.media_type}) {part.url or part.fragment_id}: not attached, {why}"
 
 
 def canonical_schema(value: Any) -> Any:

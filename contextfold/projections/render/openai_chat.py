@@ -39,7 +39,14 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import ToolSpec
-from contextfold.projections.render._shared import canonical_schema, data_url, system_texts
+from contextfold.projections.render._shared import (
+    OPENAI_CHAT_FILE_TYPES,
+    canonical_schema,
+    data_url,
+    document_filename,
+    system_texts,
+    unsent_document_note,
+)
 from contextfold.projections.render.data_blocks import (
     media_caption,
     render_data,
@@ -67,15 +74,18 @@ def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
                 }
             )
         case "document":
-            if part.data_base64 is None:
-                # Chat Completions takes files inline only: name the URL, never drop silently.
-                note = f"document ({part.media_type}) at {part.url or part.fragment_id}: " \
-                    "not attached, this API takes documents inline only"
+            # Chat Completions takes PDF files, inline only: anything else is named, never
+            # dropped in silence (an audio file sent as a file part is refused by the API).
+            extension = OPENAI_CHAT_FILE_TYPES.get(part.media_type)
+            if extension is None:
+                note = unsent_document_note(part, "this API takes PDF documents only")
                 return [{"type": "text", "text": media_caption(part, note)}]
-            filename = part.source.rsplit("/", 1)[-1] or part.fragment_id
+            if part.data_base64 is None:
+                note = unsent_document_note(part, "this API takes documents inline only")
+                return [{"type": "text", "text": media_caption(part, note)}]
             parts.append(
                 {"type": "file", "file": {"file_data": data_url(part, PROVIDER),
-                                          "filename": filename}}
+                                          "filename": document_filename(part, extension)}}
             )
         case _:
             assert_never(part.kind)

@@ -36,7 +36,14 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
-from contextfold.projections.render._shared import canonical_schema, data_url, system_texts
+from contextfold.projections.render._shared import (
+    OPENAI_RESPONSES_FILE_TYPES,
+    canonical_schema,
+    data_url,
+    document_filename,
+    system_texts,
+    unsent_document_note,
+)
 from contextfold.projections.render.data_blocks import (
     media_caption,
     render_data,
@@ -59,11 +66,14 @@ def _media_items(part: MediaPart) -> list[dict[str, Any]]:
                  "detail": part.detail}
             )
         case "document":
+            extension = OPENAI_RESPONSES_FILE_TYPES.get(part.media_type)
+            if extension is None:  # audio, video, octet-stream: not a file input; named instead
+                note = unsent_document_note(part, "this API takes PDF, office, JSON and XML files only")
+                return [{"type": "input_text", "text": media_caption(part, note)}]
             if part.data_base64 is not None:
-                filename = part.source.rsplit("/", 1)[-1] or part.fragment_id
                 items.append(
                     {"type": "input_file", "file_data": data_url(part, PROVIDER),
-                     "filename": filename}
+                     "filename": document_filename(part, extension)}
                 )
             else:
                 items.append({"type": "input_file", "file_url": data_url(part, PROVIDER)})
