@@ -10,7 +10,7 @@ exposed tool pays its canonical JSON plus ``TOOL_OVERHEAD_TOKENS``, and the
 request pays ``REPLY_PRIMING``.
 
 Dedupe: optional state fragments (instructions, evidence, memory) that share a
-content hash or a semantic key (evidence ``source_ref``) keep one copy: the
+content hash or a semantic key (evidence ``source_ref`` or ``semantic_key``) keep one copy: the
 more authoritative (runtime > user > workspace > external), then the newer.
 The loser is excluded as ``duplicate`` with ``replaced_by``. Supersession
 (a newer read of a file, a new plan or goal) comes from the fold and is

@@ -163,6 +163,8 @@ class RunState:
         default_factory=dict)
     """path -> current reads as (fragment id, revision, start_line, end_line)."""
     memories: dict[str, str] = field(default_factory=dict)
+    semantic_keys: dict[str, str] = field(default_factory=dict)
+    """Evidence fragment id -> the ``semantic_key`` it was retrieved under (builder dedupe)."""
     items: dict[int, TimelineItem] = field(default_factory=dict)
     """Every timeline item ever, keyed by its start position."""
     hidden: dict[int, int] = field(default_factory=dict)
@@ -215,6 +217,7 @@ class RunState:
             instructions=dict(self.instructions), goal=self.goal, goal_ids=self.goal_ids,
             plan=self.plan, plan_id=self.plan_id, tools=dict(self.tools),
             tool_ids=dict(self.tool_ids), files=dict(self.files), memories=dict(self.memories),
+            semantic_keys=dict(self.semantic_keys),
             items=dict(self.items), hidden=dict(self.hidden), masked=dict(self.masked),
             open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
@@ -361,6 +364,7 @@ class RunState:
             "fragments": [f.model_dump(mode="json") for f in self.fragments()],
             "timeline": timeline,
             "superseded_by": self.superseded_by,
+            **({"semantic_keys": self.semantic_keys} if self.semantic_keys else {}),
             "open_calls": self.pairing.open,
         })
 

@@ -381,6 +381,9 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
         keys = [f"hash:{f.content_hash}"]
         if f.kind == "evidence" and not f.source_ref.startswith("file://"):
             keys.append(f"source:{f.source_ref}")
+        semantic = ctx.state.semantic_keys.get(fid)
+        if semantic is not None:  # the same fact under two sources: one copy, as for a source
+            keys.append(f"semantic:{semantic}")
         winner = next((seen_keys[k] for k in keys if k in seen_keys), None)
         if winner is not None and fid not in ctx.required:
             excluded.append(ExcludedFragment(
@@ -410,7 +413,8 @@ def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMa
     """State fragments (deduped) and timeline units (a tool group is one atomic unit).
 
     Dedupe: optional state fragments that share a content hash or a semantic key
-    (evidence ``source_ref``) keep one copy: the more authoritative, then the newer.
+    (evidence ``source_ref``, or the ``semantic_key`` it was retrieved under) keep one
+    copy: the more authoritative, then the newer.
     A group that uses a tool the policy does not expose, or with a call still
     open, is excluded as ``stale``.
     """

@@ -95,6 +95,30 @@ def test_duplicate_evidence_keeps_the_more_authoritative_copy() -> None:
     assert [(e.id, e.replaced_by) for e in dup] == [("e2", "e3")]
 
 
+def test_evidence_under_one_semantic_key_keeps_one_copy_authoritative_then_newer() -> None:
+    """``EvidenceRetrieved.semantic_key`` names the fact a chunk is about (DESIGN 7: dedupe by
+    content hash + source_ref + a semantic key). It was ignored: two versions of rule FIN-12
+    from a wiki and from a mirror were both sent, contradicting each other."""
+    events: list[AnyEvent] = [
+        UserInput("how are invoices rounded?"),
+        EvidenceRetrieved(content="FIN-12: round half-up", source_ref="https://mirror.test/fin12",
+                          semantic_key="FIN-12", origin="external"),
+        EvidenceRetrieved(content="FIN-12: round half-to-even", source_ref="https://wiki.test/FIN-12",
+                          semantic_key="FIN-12", origin="external"),
+        EvidenceRetrieved(content="FIN-12: round half-up, per the repo", source_ref="kb://fin/12",
+                          semantic_key="FIN-12", origin="workspace"),
+        EvidenceRetrieved(content="FIN-13: tax after rounding", source_ref="https://wiki.test/FIN-13",
+                          semantic_key="FIN-13", origin="external"),
+    ]
+    text = request_text(build(events[:3]))
+    assert "half-to-even" in text and "FIN-12: round half-up" not in text  # same trust: the newer
+    result = build(events)
+    text = request_text(result)
+    assert "per the repo" in text and "half-to-even" not in text and "FIN-13" in text  # trust first
+    dup = sorted((e.id, e.replaced_by) for e in result.manifest.excluded_items if e.reason == "duplicate")
+    assert dup == [("e2", "e4"), ("e3", "e4")]
+
+
 def test_external_text_stays_in_the_data_layer() -> None:
     events: list[AnyEvent] = [
         PolicySet(text="Be careful."),
