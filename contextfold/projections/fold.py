@@ -86,9 +86,11 @@ from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
 from contextfold.projections.fold_content import (
     add_fragment,
     call_ref,
+    file_key,
     file_ref,
     payload,
     plan_text,
+    range_within,
     ranges_overlap,
     supersede,
 )
@@ -290,18 +292,26 @@ def _(event: ToolResultLost, state: RunState, rec: RecordedEvent) -> None:
 @_apply.register
 def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
     """A newer read of a path supersedes older reads of it at another revision or of an
-    overlapping range; disjoint ranges of the same revision stay side by side."""
+    overlapping range; disjoint ranges of the same revision stay side by side, and so does
+    a read of a known revision inside a wider read of the same revision (viewing lines 40-60
+    of a file read whole must not hide the rest of it: nothing there contradicts).
+
+    The path is compared normalised (``./app/x.py`` and ``app/x.py`` are one file); the
+    source ref keeps it as it was read."""
     fid = add_fragment(state, rec, "evidence", "workspace",
                payload(event.content, event.artifact, event.path), source_ref=file_ref(event))
     rng = (event.start_line, event.end_line)
+    path = file_key(event.path)
     kept = []
-    for old in state.files.get(event.path, ()):
-        if old[1] != event.revision or ranges_overlap((old[2], old[3]), rng):
+    for old in state.files.get(path, ()):
+        same = old[1] == event.revision
+        if not same or (ranges_overlap((old[2], old[3]), rng)
+                        and not (event.revision is not None and range_within(rng, (old[2], old[3])))):
             supersede(state, old[0], fid)
         else:
             kept.append(old)
     kept.append((fid, event.revision, event.start_line, event.end_line))
-    state.files[event.path] = tuple(kept)
+    state.files[path] = tuple(kept)
     state.active[fid] = None
 
 

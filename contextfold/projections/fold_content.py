@@ -22,6 +22,7 @@ the conventions every rule shares:
 from __future__ import annotations
 
 import math
+import posixpath
 from typing import assert_never
 
 import blake3
@@ -68,9 +69,11 @@ __all__ = [
     "call_ref",
     "content_digest",
     "content_tokens",
+    "file_key",
     "file_ref",
     "payload",
     "plan_text",
+    "range_within",
     "ranges_overlap",
     "supersede",
 ]
@@ -242,4 +245,16 @@ def ranges_overlap(a: tuple[int | None, int | None], b: tuple[int | None, int | 
     lo_b, hi_b = b[0] or 1, b[1] if b[1] is not None else math.inf
     return lo_a <= hi_b and lo_b <= hi_a
 
+
+def range_within(inner: tuple[int | None, int | None], outer: tuple[int | None, int | None]) -> bool:
+    """``inner`` lies inside ``outer`` (line ranges, None = from the start / to the end)."""
+    lo_i, hi_i = inner[0] or 1, inner[1] if inner[1] is not None else math.inf
+    lo_o, hi_o = outer[0] or 1, outer[1] if outer[1] is not None else math.inf
+    return lo_o <= lo_i and hi_i <= hi_o
+
+
+def file_key(path: str) -> str:
+    """A read path as a supersession key: ``./a/../b.py`` and ``b.py`` name one file.
+    Lexical only (no file system: the fold is pure)."""
+    return posixpath.normpath(path)
 

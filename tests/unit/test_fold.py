@@ -380,6 +380,24 @@ def test_supersession_file_plan_goal_policy_tools_memory() -> None:
     assert state.tools["t1"].description == "new"
 
 
+def test_file_reads_one_path_two_spellings_and_a_range_inside_a_whole_read() -> None:
+    """``./app/x.py`` and ``app/x.py`` were two files: contradicting revisions of one file were
+    both current. And a read of lines 2-2 of the revision already read whole superseded the
+    whole read, hiding the rest of the file though nothing contradicted it."""
+    log = Log().add(
+        FileRead(path="./app/x.py", content="MAX = 1", revision="r1"),              # 1
+        FileRead(path="app/x.py", content="MAX = 2\nMIN = 0", revision="r2"),       # 2
+        FileRead(path="app/x.py", content="MIN = 0", revision="r2", start_line=2, end_line=2),  # 3
+        FileRead(path="app/lib/../x.py", content="MIN = 0", revision="r2", start_line=2),      # 4
+        FileRead(path="y.py", content="a\nb"),                                      # 5
+        FileRead(path="y.py", content="b2", start_line=2, end_line=2),               # 6 no revision: fresher
+    )
+    state = fold(log.records)
+    assert state.superseded_by == {"e1": "e2", "e3": "e4", "e5": "e6"}
+    assert set(state.current_ids()) == {"e2", "e4", "e6"}
+    assert state.fragment("e1").source_ref == "file://./app/x.py@r1"  # the ref keeps the path as read
+
+
 def test_tool_policy_combines_current_policies() -> None:
     log = Log().add(
         PolicySet(text="a", allowed_tools=("x", "y"), pinned_tools=("x",)),
