@@ -11,11 +11,12 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   a code fence closes the fence before the marker and re-opens it (with the
   original opener line, info string included) after it, so a truncated
   fragment never leaves a fence open that the original had closed.
-* ``text`` (prose, no fence) whose line windows would keep no line at all (a
-  message that is one long paragraph): a head and a tail of its characters,
-  each ending at whitespace, around ``… [N characters omitted] …`` (strategy
-  ``words``), so a long request keeps its opening and its closing words instead
-  of becoming a bare marker.
+* ``text`` (prose, no fence) and ``log`` whose line windows would keep no line
+  at all (a message that is one long paragraph, a progress bar's one line): a
+  head and a tail of its characters, each ending at whitespace, around
+  ``… [N characters omitted] …`` (strategy ``words``), so the grant keeps the
+  opening and the closing words instead of a bare marker. A file keeps whole
+  lines (its manifest entry names line ranges).
 * ``json``: the result stays valid JSON. Arrays keep their first and last
   items around a marker item ``"… N items omitted"``; objects keep their first
   members plus a marker member ``"…": "N members omitted"``; long strings are
@@ -411,8 +412,13 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
                        kept=[(1, len(lines))] if unit == "line" else [])
     match kind:
         case "log":
-            return _truncate_lines(text, original_tokens, max_tokens, count,
-                                   head_share=1 / 3, fences=False, rule=line_splitting)
+            # A log whose lines are all too long to keep whole (a progress bar's one line) is
+            # cut at whitespace rather than shown as a marker alone: the grant is used, not lost.
+            by_lines = _truncate_lines(text, original_tokens, max_tokens, count,
+                                       head_share=1 / 3, fences=False, rule=line_splitting)
+            if by_lines.kept or by_lines.over_budget:
+                return by_lines
+            return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
         case "file":
             return _truncate_lines(text, original_tokens, max_tokens, count,
                                    head_share=0.5, fences=False, rule=line_splitting)

@@ -17,6 +17,7 @@ from contextfold.domain.events import (
     GoalSet,
     ModelResponse,
     PolicySet,
+    RunStarted,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -316,3 +317,19 @@ def test_old_short_messages_do_not_crowd_out_recent_history() -> None:
     assert long_kept == list(range(first_long + 60 - len(long_kept), first_long + 60))
     assert all(p > long_kept[0] - 30 for p in short_kept), short_kept[:5]
     assert m.selected_tokens >= 0.9 * m.budget_tokens
+
+
+def test_a_required_one_line_result_uses_its_grant_instead_of_a_bare_marker() -> None:
+    """The latest call's output, one line of 3,000 tokens, in 2,800: it is cut at whitespace to
+    fill the budget (it was cut to an 11-token marker, and 2,700 tokens went unused)."""
+    events: list[AnyEvent] = [
+        RunStarted(), UserInput("go"),
+        ModelResponse(tool_calls=[ToolCall(call_id="c2", name="sh")]),
+        ToolResult(call_id="c2", content="x " * 3000), UserInput("next"),
+    ]
+    result = build(events, "openai-chat", window=3000, reserve=200)
+    m = result.manifest
+    (cut,) = m.truncations
+    assert cut.id == "e4" and cut.strategy == "words"
+    assert m.selected_tokens >= 0.9 * m.budget_tokens
+    assert "x x x" in request_text(result)

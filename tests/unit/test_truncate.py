@@ -138,7 +138,8 @@ def _words_parts(text: str, result: Truncation) -> tuple[str, str]:
     """The kept head and tail of a ``words`` cut: a prefix and a suffix of the original."""
     head, tail = WORDS_MARKER.split(result.text, maxsplit=1)[::2]
     assert text.startswith(head) and text.endswith(tail)
-    assert [(r.start, r.end) for r in result.kept] == [(1, len(head)), (len(text) - len(tail) + 1, len(text))]
+    ranges = [(1, len(head)), (len(text) - len(tail) + 1, len(text))]
+    assert [(r.start, r.end) for r in result.kept] == [(a, b) for a, b in ranges if a <= b]  # none empty
     assert result.omitted == result.omitted_chars == len(text) - len(head) - len(tail)
     return head, tail
 
@@ -155,6 +156,27 @@ def test_one_long_paragraph_keeps_its_opening_and_closing_words() -> None:
         assert head.startswith("Please summarise") and tail.endswith("What next?")
         assert text[len(head)] == " " and text[-len(tail) - 1] == " "  # cut at whitespace
         assert budget - 12 <= result.tokens <= budget
+
+
+def test_a_log_of_one_long_line_keeps_its_opening_and_closing_words() -> None:
+    """A tool's output on one line (a progress bar, ``x x x ...``) longer than its grant: whole
+    lines kept only the marker, so a required result granted 2,800 tokens showed 11 and the
+    grant was lost to everything else. The words cut uses it."""
+    text = "progress: " + " ".join(f"{i}%" for i in range(3000)) + " done, exit 0"
+    for budget in (40, 300, 2800):
+        result = truncate(text, budget, kind="log", count=cl100k)
+        assert_promise(result, budget, cl100k)
+        assert result.strategy == "words"
+        head, tail = _words_parts(text, result)
+        assert head.startswith("progress:") and tail.endswith("done, exit 0")
+        assert budget - 12 <= result.tokens <= budget
+
+
+def test_a_file_keeps_whole_lines_even_when_none_fits() -> None:
+    """A file's cut names line ranges in the manifest: its lines stay atoms."""
+    text = "const a=" + "1+" * 3000 + "1;"  # a minified one-line file
+    result = truncate(text, 200, kind="file", count=cl100k)
+    assert result.strategy == "lines" and result.kept == () and result.tokens <= 200
 
 
 def test_a_paragraph_among_lines_keeps_whole_lines_when_it_can() -> None:
