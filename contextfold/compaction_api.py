@@ -98,10 +98,18 @@ class CompactionReport:
         return self.replaced_tokens - self.stand_in_tokens
 
 
+def _trial(run: Run, state: RunState, config: BuildConfig) -> BuildResult:
+    """A build of ``state`` as ``Run.build`` would make it: with the run's usage calibration,
+    which shrinks the budget when the provider counts more tokens than tiktoken. Without it the
+    ladder judged a state to fit that the real build then had to cut or could not build."""
+    return build_context(state, config, load_text=run.store.artifact_text,
+                         calibration=run._calibration(state, config))
+
+
 def pressure(run: Run, state: RunState, config: BuildConfig) -> Pressure:
     """Budget pressure of a trial build of ``state`` (pure, nothing recorded)."""
     try:
-        result = build_context(state, config, load_text=run.store.artifact_text)
+        result = _trial(run, state, config)
     except RequiredContextExceedsBudgetError:
         return "hard"
     m = result.manifest
@@ -244,7 +252,7 @@ def _raise_unfit(session: _Session, state: RunState, config: BuildConfig) -> NoR
     the required content larger (a summary is required, and may outgrow the input it covers):
     a user reading it saw neither the log nor why it does not fit."""
     try:
-        build_context(session.state, config, load_text=session.run.store.artifact_text)
+        _trial(session.run, session.state, config)
     except RequiredContextExceedsBudgetError as exc:
         compacted: RequiredContextExceedsBudgetError = exc
     else:  # pragma: no cover - the ladder reported hard pressure for this very state
@@ -261,7 +269,7 @@ def _raise_unfit(session: _Session, state: RunState, config: BuildConfig) -> NoR
     else:
         note = "auto-compaction found no legal cut to compact; nothing was written"
     try:
-        build_context(plain, config, load_text=session.run.store.artifact_text)
+        _trial(session.run, plain, config)
     except RequiredContextExceedsBudgetError as exc:
         raise RequiredContextExceedsBudgetError(exc.budget, exc.required, note=note) from None
     # the ladder never raises the pressure: the state before it was under hard pressure too

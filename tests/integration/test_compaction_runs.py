@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import Run, Store, open_store
-from contextfold.compaction_api import auto_compact, build, compact, show
+from contextfold.compaction_api import auto_compact, build, compact, pressure, show
 from contextfold.domain.errors import InvalidInputError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     AnyEvent,
@@ -77,6 +77,27 @@ def test_auto_compaction_is_replay_stable_and_keeps_raw_events(cf_store: Store) 
     assert show(run, str(pos)) == show(run, f"event://r-compact/{pos}")
     group_pos = state.answer_group[pos]
     assert show(run, f"call://r-compact/c1@{group_pos}").startswith("result of call c1")
+
+
+def test_auto_compaction_judges_pressure_with_the_usage_calibration(cf_store: Store) -> None:
+    """The provider counted more tokens than tiktoken: the build's calibrated budget is below
+    what the history needs, so auto-compaction must compact (it judged with the uncalibrated
+    budget, found no pressure, and the build then dropped history it could have masked)."""
+    run = cf_store.run("r-calibrated")
+    run.append(RunStarted(agent="a"), PolicySet(text="Never touch prod."), UserInput("Diagnose the worker."))
+    for t in range(1, 6):
+        run.append(_turn(t))
+    window, reserve = 12_000, 1_000
+    first = run.build("anthropic", window=window, reserve=reserve)
+    estimated = first.manifest.selected_tokens
+    assert estimated < window - reserve and not first.manifest.truncations  # fits as tiktoken counts
+    run.observe_usage(first.manifest.turn, input_tokens=window - 500)  # the provider counted more
+    cfg = checked_config(provider="anthropic", window=window, reserve=reserve)
+    assert pressure(run, run.state(), cfg) != "none"
+    before = run.version
+    build(run, "anthropic", window=window, reserve=reserve)
+    written = [r.event for r in run.events()[before:]]
+    assert any(isinstance(e, HistoryCompacted) for e in written)
 
 
 def test_summary_compaction_reads_back_its_range_and_dry_run_appends_nothing(cf_store: Store) -> None:
