@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import ParseResult, parse_qs, unquote, urlparse
 
 from eventsourcing import persistence as es
 
@@ -79,8 +79,8 @@ def display_url(url: str) -> str:
         parsed = urlparse(url)
     except ValueError:  # a URL urlparse refuses: mask what sits where a password would
         return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
-    if parsed.password is None:
-        return url
+    if parsed.password is None:  # none, or one urlparse did not see: u:pa#ss@host cut at the '#'
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
     return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
 
 
@@ -92,13 +92,15 @@ def parse_store_url(url: str) -> StoreURL:
     except ValueError as exc:  # e.g. an unclosed IPv6 bracket: postgresql://u@[::1/db
         raise StoreConfigError(f"invalid store URL {display_url(url)!r}: {exc}") from exc
     # an option we would not apply (?mode=ro, ?sslmode=require) must not be dropped in silence
-    unknown = sorted(set(parse_qs(parsed.query, keep_blank_values=True))
-                     - ({"schema"} if parsed.scheme in ("postgresql", "postgres") else set()))
+    options = parse_qs(parsed.query, keep_blank_values=True)
+    unknown = sorted(set(options) - ({"schema"} if parsed.scheme in ("postgresql", "postgres") else set()))
     if unknown and parsed.scheme in ("sqlite", "postgresql", "postgres"):
         raise StoreConfigError(
             f"unsupported option {', '.join(map(repr, unknown))} in the store URL {display_url(url)!r}: "
             "a postgresql URL takes ?schema=name only (TLS and the like: libpq's environment, "
             "e.g. PGSSLMODE), a sqlite URL none")
+    if parsed.scheme in ("sqlite", "postgresql", "postgres"):
+        _refuse_ignored_parts(parsed, url, options)
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path[1:] if parsed.path.startswith("/") else parsed.path)
         if not path:
@@ -108,7 +110,11 @@ def parse_store_url(url: str) -> StoreURL:
         dbname = parsed.path.lstrip("/")
         if not dbname:
             raise StoreConfigError(f"postgresql URL needs a database name: {display_url(url)!r}")
-        schema = parse_qs(parsed.query).get("schema", ["public"])[0]
+        schema = options.get("schema", ["public"])[0]
+        if not schema:  # ?schema= is not ?schema=public: someone meant a name and lost it
+            raise StoreConfigError(
+                f"empty schema in the store URL {display_url(url)!r}: give ?schema=name, or leave "
+                "the option out for 'public'")
         if not _SCHEMA_NAME.fullmatch(schema):  # it is spliced into DDL as a quoted identifier
             raise StoreConfigError(
                 f"invalid schema {schema!r} in the store URL: 1-63 characters a-z, 0-9 and _, "
@@ -131,6 +137,24 @@ def parse_store_url(url: str) -> StoreURL:
         f"unsupported store URL {display_url(url)!r}: use sqlite:///path.db or "
         "postgresql://user@host:port/db"
     )
+
+
+def _refuse_ignored_parts(parsed: ParseResult, url: str, options: dict[str, list[str]]) -> None:
+    """Refuse what a store URL holds that would be ignored: an option given twice (which one
+    wins?), a ``#fragment`` (``sqlite:///runs#2.db`` opened ``runs``), a host in a sqlite URL."""
+    repeated = sorted(name for name, values in options.items() if len(values) > 1)
+    if repeated:
+        raise StoreConfigError(
+            f"option {', '.join(map(repr, repeated))} given more than once in the store URL "
+            f"{display_url(url)!r}: give it once")
+    if parsed.fragment or url.endswith("#"):
+        raise StoreConfigError(
+            f"a '#' fragment in the store URL {display_url(url)!r} would be ignored: write a '#' "
+            "in a name as %23")
+    if parsed.scheme == "sqlite" and parsed.netloc:
+        raise StoreConfigError(
+            f"a sqlite URL takes no host ({parsed.netloc!r} in {display_url(url)!r}): "
+            "sqlite:///relative/path.db or sqlite:////absolute/path.db")
 
 
 @contextlib.contextmanager

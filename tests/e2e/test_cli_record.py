@@ -163,7 +163,12 @@ def test_unreachable_or_bad_store_is_one_line_exit_2(tmp_path: Path) -> None:
                          (f"postgresql://u:hunter2@127.0.0.1:{port}/test?sslmode=require",
                           "StoreConfigError: unsupported option 'sslmode'"),
                          (f"sqlite:///{tmp_path / 'ro.db'}?mode=ro",
-                          "StoreConfigError: unsupported option 'mode'")):
+                          "StoreConfigError: unsupported option 'mode'"),
+                         # an empty or repeated schema is not 'public' or the first one
+                         (f"postgresql://u:hunter2@127.0.0.1:{port}/test?schema=",
+                          "StoreConfigError: empty schema in the store URL"),
+                         (f"postgresql://u:hunter2@127.0.0.1:{port}/test?schema=a&schema=b",
+                          "StoreConfigError: option 'schema' given more than once")):
         out = cf("--store", url, "runs", cwd=tmp_path)
         assert out.returncode == 2, out.stderr
         assert message in out.stderr

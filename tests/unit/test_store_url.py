@@ -1,0 +1,43 @@
+"""Store URLs: every part we would not apply is refused with a StoreConfigError naming it."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfold.domain.errors import StoreConfigError
+from contextfold.store.backends import display_url, parse_store_url
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    # ?schema= used 'public', a store nobody asked for
+    ("postgresql://u@h/db?schema=", "empty schema in the store URL"),
+    ("postgresql://u@h/db?schema", "empty schema in the store URL"),
+    # ?schema=a&schema=b used 'a'
+    ("postgresql://u@h/db?schema=a&schema=b", "option 'schema' given more than once"),
+    ("postgresql://u@h/db?schema=a&schema=a", "option 'schema' given more than once"),
+    # sqlite:///runs#2.db opened 'runs'
+    ("sqlite:///runs#2.db", "a '#' fragment in the store URL"),
+    ("sqlite:///runs.db#", "a '#' fragment in the store URL"),
+    ("postgresql://u@h/db?schema=a#b", "a '#' fragment in the store URL"),
+    # sqlite://host/x.db opened x.db
+    ("sqlite://host/x.db", "a sqlite URL takes no host ('host'"),
+    ("sqlite:///x.db?mode", "unsupported option 'mode'"),
+    ("sqlite:///x.db?=1", "unsupported option ''"),
+])
+def test_a_store_url_part_that_would_be_ignored_is_refused(url: str, message: str) -> None:
+    with pytest.raises(StoreConfigError, match="^" + message.replace("(", r"\(")):
+        parse_store_url(url)
+
+
+def test_well_formed_store_urls_still_parse() -> None:
+    assert parse_store_url("postgresql://u@h/db").schema == "public"
+    assert parse_store_url("postgresql://u@h/db?schema=s1").schema == "s1"
+    assert parse_store_url("sqlite:///runs%232.db").path == "runs#2.db"
+    assert parse_store_url("sqlite:////abs/x.db").path == "/abs/x.db"
+
+
+def test_a_password_cut_by_a_hash_is_never_shown() -> None:
+    with pytest.raises(StoreConfigError) as info:
+        parse_store_url("postgresql://u:pa#ss@h/db")
+    assert "pa#ss" not in str(info.value) and "ss@h" not in str(info.value)
+    assert display_url("postgresql://u:pa#ss@h/db") == "postgresql://u:***@h/db"
