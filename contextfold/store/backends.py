@@ -24,7 +24,6 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import ParseResult, parse_qs, unquote, urlparse
 
@@ -35,6 +34,7 @@ from contextfold.domain.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from contextfold.store.sqlite_path import check_sqlite_path
 
 __all__ = [
     "ARTIFACTS_TABLE",
@@ -197,10 +197,7 @@ class SQLiteBackend:
         from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
         self.url = raw_url
-        if url.path != ":memory:":
-            parent = Path(url.path).expanduser().resolve().parent
-            if not parent.is_dir():
-                raise StoreConfigError(f"directory {parent} does not exist for {raw_url!r}")
+        check_sqlite_path(url.path, raw_url)
         self.datastore = SQLiteDatastore(
             url.path, lock_timeout=30, originator_id_type="text", pool_size=2, max_overflow=8,
             pool_timeout=30.0,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -196,3 +197,32 @@ def test_an_in_memory_store_is_refused_by_every_command(tmp_path: Path, cli: CLI
     _one_line_error(cli("import", "h.json", "--run", "r"), "StoreConfigError")
     monkeypatch.delenv("CONTEXTFOLD_STORE")
     assert cli("import", "h.json", "--run", "r").returncode == 0
+
+
+def test_a_sqlite_store_path_that_cannot_be_a_store_says_what_is_wrong(tmp_path: Path, cli: CLI) -> None:
+    """A directory was "StoreUnavailableError: create schema: unable to open database file" (as if a
+    retry could help), a text file "StoreError: ... file is not a database": neither named the path."""
+    from contextfold.api import open_store
+    from contextfold.domain.errors import StoreConfigError
+
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "h.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for path, message in (("adir", "adir is a directory, not a contextfold SQLite store file"),
+                          ("adir/", "adir/ is a directory"),
+                          ("notes.txt", "notes.txt is not a contextfold SQLite store (not a database)"),
+                          ("fifo", "fifo is not a regular file"),
+                          ("notes.txt/x.db", "notes.txt is not a directory, so it cannot hold the store")):
+        for args in (("runs",), ("demo",), ("import", "h.json", "--run", "r")):
+            out = cli("--store", f"sqlite:///{path}", *args)
+            _one_line_error(out, "StoreConfigError")
+            assert message in out.stderr and out.stdout == ""
+        with pytest.raises(StoreConfigError, match=re.escape(message)):
+            open_store(f"sqlite:///{tmp_path}/{path}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "notes.txt").read_text() == "not a database\n"
+    assert not any((tmp_path / "adir").iterdir())
+    (tmp_path / "empty.db").touch()  # an empty file is an empty database: a new store
+    assert cli("--store", "sqlite:///empty.db", "demo").returncode == 0
