@@ -58,7 +58,8 @@ from contextfold.store.backends import display_url, parse_store_url
 from contextfold.store.event_store import store_url_from_env
 from contextfold.store.limits import StoreLimits
 
-__all__ = ["COMMANDS", "main", "output_file", "register", "store_for", "summarize_event", "write_output"]
+__all__ = ["COMMANDS", "main", "nonempty", "output_file", "register", "store_for", "summarize_event",
+           "write_output"]
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
@@ -88,6 +89,19 @@ _store = store_for
 
 def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def nonempty(what: str) -> Callable[[str], str]:
+    """An argparse ``type`` refusing an empty (or blank) value as a usage error: ``--out "$UNSET"``
+    printed the request to stdout and ``--store ""`` opened the default store, each as if the
+    option had been left out."""
+    def check(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"an empty {what} ({text!r}) is not one")
+        return text
+
+    check.__name__ = what  # argparse names the type in "invalid <name> value"
+    return check
 
 
 def output_file(path: str) -> Path:
@@ -219,7 +233,7 @@ IMPORT_FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-res
 
 
 def _configure_import(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="file to import, or - for standard input")
+    p.add_argument("path", type=nonempty("path"), help="file to import, or - for standard input")
     p.add_argument("--run", required=True, help="run id; a multi-run file imports as RUN/<n>")
     p.add_argument("--format", choices=IMPORT_FORMATS, default=None,
                    help="input format (default: detected from the content)")
@@ -415,11 +429,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Event-sourced context builder for LLM agents: record runs, rebuild and audit "
                     "what the model saw.",
     )
-    parser.add_argument("--store", default=None, help=STORE_HELP)
+    parser.add_argument("--store", default=None, type=nonempty("store URL"), help=STORE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (configure, _, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
+        p.add_argument("--store", default=argparse.SUPPRESS, type=nonempty("store URL"), help=STORE_HELP)
         configure(p)
     return parser
 

@@ -26,7 +26,7 @@ from typing import Any
 from contextfold.api import Run, Store
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn
 from contextfold.audit.report import render_report
-from contextfold.cli import output_file, register, store_for, write_output
+from contextfold.cli import nonempty, output_file, register, store_for, write_output
 from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
@@ -166,7 +166,8 @@ def _configure_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
     p.add_argument("--turn", type=int, default=None,
                    help="what exactly the model saw at turn N, re-derived and checked against the record")
-    p.add_argument("--html", default=None, metavar="PATH", help="write the self-contained HTML report here")
+    p.add_argument("--html", default=None, metavar="PATH", type=nonempty("path"),
+                   help="write the self-contained HTML report here")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--content", action="store_true",
                    help="with --turn: also print the request body (the content the model saw); "
@@ -344,7 +345,7 @@ def _configure_usage(p: argparse.ArgumentParser) -> None:
                    help="prompt tokens as the provider counted them, cached ones included")
     p.add_argument("--cached-tokens", type=int, default=0, help="of which served from the provider's cache")
     p.add_argument("--output-tokens", type=int, default=0, help="completion tokens")
-    p.add_argument("--model", default=None, help="model the provider reported")
+    p.add_argument("--model", default=None, type=nonempty("model name"), help="model the provider reported")
 
 
 def _handle_usage(args: argparse.Namespace) -> int:

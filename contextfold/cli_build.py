@@ -12,7 +12,7 @@ import sys
 
 from contextfold.api import Store
 from contextfold.audit.diff import diff_manifests
-from contextfold.cli import DEMO_HOOKS, SCHEMAS, output_file, register, store_for, write_output
+from contextfold.cli import DEMO_HOOKS, SCHEMAS, nonempty, output_file, register, store_for, write_output
 from contextfold.domain.errors import IntegrityError, RunNotFoundError, TurnNotFoundError
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.builder import BuildResult
@@ -35,7 +35,8 @@ def _build_args(p: argparse.ArgumentParser) -> None:
                         "default: the next request")
     p.add_argument("--provider", choices=PROVIDER_CHOICES, default="neutral",
                    help="request format (default: neutral message list)")
-    p.add_argument("--model", default=None, help="model name (default: the run's)")
+    p.add_argument("--model", default=None, type=nonempty("model name"),
+                   help="model name (default: the run's)")
     p.add_argument("--window", type=int, default=128_000, help="context window in tokens")
     p.add_argument("--reserve", type=int, default=8_000,
                    help="tokens reserved for output, tool calls and safety")
@@ -81,7 +82,8 @@ def manifest_table(m: ContextManifest) -> str:
 def _configure_build(p: argparse.ArgumentParser) -> None:
     _build_args(p)
     p.add_argument("--json", action="store_true", help='print {"request": ..., "manifest": ...}')
-    p.add_argument("--out", default=None, help="write the request body (JSON) to this file")
+    p.add_argument("--out", default=None, type=nonempty("path"),
+                   help="write the request body (JSON) to this file")
 
 
 def _handle_build(args: argparse.Namespace) -> int:

@@ -87,6 +87,9 @@ def display_url(url: str) -> str:
 def parse_store_url(url: str) -> StoreURL:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``,
     ``postgresql://user[:pw]@host[:port]/dbname[?schema=name]``."""
+    if not url.strip():
+        raise StoreConfigError(f"an empty store URL ({url!r}): use sqlite:///path.db or "
+                               "postgresql://user@host:port/db")
     try:
         parsed = urlparse(url)
     except ValueError as exc:  # e.g. an unclosed IPv6 bracket: postgresql://u@[::1/db

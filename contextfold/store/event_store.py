@@ -105,8 +105,11 @@ _APPEND_RETRIES = 100
 _EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
 """The members of the event union: what ``append`` accepts."""
 def store_url_from_env(url: str | None = None) -> str:
-    """``url`` if given, else ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``."""
-    return url or os.environ.get("CONTEXTFOLD_STORE") or DEFAULT_STORE_URL
+    """``url`` if given, else ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``. An empty
+    ``url`` is given (and refused by :func:`parse_store_url`), never the default store."""
+    if url is not None:
+        return url
+    return os.environ.get("CONTEXTFOLD_STORE") or DEFAULT_STORE_URL
 
 
 class _ClosedBackend:

@@ -226,3 +226,33 @@ def test_a_sqlite_store_path_that_cannot_be_a_store_says_what_is_wrong(tmp_path:
     assert not any((tmp_path / "adir").iterdir())
     (tmp_path / "empty.db").touch()  # an empty file is an empty database: a new store
     assert cli("--store", "sqlite:///empty.db", "demo").returncode == 0
+
+
+def test_an_empty_path_or_store_url_is_a_usage_error(tmp_path: Path, cli: CLI) -> None:
+    """``build --out ""`` printed the request to stdout (and recorded the build), ``audit --html ""``
+    printed the summary, ``--store ""`` opened ./contextfold.db: each as if the option was left out,
+    which is what ``--out "$UNSET_VARIABLE"`` does not mean."""
+    from contextfold.api import open_store
+    from contextfold.domain.errors import StoreConfigError
+
+    assert cli("demo").returncode == 0
+    (tmp_path / "h.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    events = json.loads(cli("runs", "--json").stdout)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for blank in ("", " "):
+        for args, argument in ((("build", "demo-fix-invoice", "--out", blank), "--out: an empty path"),
+                               (("audit", "demo-fix-invoice", "--html", blank), "--html: an empty path"),
+                               (("import", blank, "--run", "r"), "path: an empty path"),
+                               (("--store", blank, "runs"), "--store: an empty store URL"),
+                               (("runs", "--store", blank), "--store: an empty store URL"),
+                               (("--store", blank, "import", "h.json", "--run", "r"), "--store: an empty"),
+                               (("build", "demo-fix-invoice", "--model", blank), "--model: an empty model"),
+                               (("usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", "2000",
+                                 "--model", blank), "--model: an empty model")):
+            out = cli(*args)
+            assert out.returncode == 2 and f"error: argument {argument}" in out.stderr, out.stderr
+            assert out.stdout == "" and "Traceback" not in out.stderr
+    assert json.loads(cli("runs", "--json").stdout) == events  # no build, usage or import recorded
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    with pytest.raises(StoreConfigError, match="an empty store URL"):
+        open_store("")
