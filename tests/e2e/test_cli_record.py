@@ -59,6 +59,31 @@ def test_events_json_round_trips_through_import(tmp_path: Path) -> None:
     assert again.stdout == dump.stdout
 
 
+def test_events_json_of_a_run_without_run_started_round_trips_positions_and_all(tmp_path: Path) -> None:
+    """A run recorded through the API has no run_started; its import got one prepended, so every
+    position moved by one: the copy's compaction covered (and its stubs cited) the wrong events
+    and replay --verify of its recorded turn was a MISMATCH."""
+    from contextfold.api import open_store
+    from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(store) as s:
+        run = s.run("r1")
+        run.append(UserInput("run the tests"))
+        for t in range(1, 4):
+            run.append(ModelResponse(tool_calls=[ToolCall(call_id=f"c{t}", name="pytest")]),
+                       ToolResult(call_id=f"c{t}", content=f"output {t}\n" * 200, is_error=t == 2))
+        run.compact("mask", keep_recent=1)
+        run.build("anthropic")
+    dump = cf("--store", store, "events", "r1", "--json", cwd=tmp_path).stdout
+    assert '"type":"run_started"' not in dump and '"type":"history_compacted"' in dump
+    (tmp_path / "dump.jsonl").write_text(dump)
+    assert cf("--store", store, "import", "dump.jsonl", "--run", "copy", cwd=tmp_path).returncode == 0
+    assert cf("--store", store, "events", "copy", "--json", cwd=tmp_path).stdout == dump
+    replay = cf("--store", store, "replay", "copy", "--turn", "4", "--verify", cwd=tmp_path)
+    assert replay.returncode == 0 and "MISMATCH" not in replay.stdout, replay.stdout + replay.stderr
+
+
 def test_events_json_into_another_store_refuses_refs_to_artifacts_it_lacks(tmp_path: Path) -> None:
     history = json.dumps([
         {"role": "user", "content": "run it"},
