@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
-from contextfold.api import Run
+from contextfold.api import Run, _recorded_run_id
 from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
@@ -46,6 +46,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import (
     AnyEvent,
+    ContextBuilt,
     EvidenceRetrieved,
     FileRead,
     HistoryCompacted,
@@ -68,6 +69,7 @@ from contextfold.projections.fold import fold_event
 from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState, ToolGroup
+from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
 
 __all__ = ["CompactionReport", "Pressure", "auto_compact", "build", "compact", "plan_auto_compaction",
            "pressure", "show"]
@@ -316,8 +318,32 @@ _ARTIFACT = re.compile(r"^artifact:(?://)?(?P<hash>[0-9a-f]{64})$")
 
 
 def _check_run(run: Run, named: str, ref: str) -> None:
-    if named != run.run_id:
-        raise InvalidInputError(f"ref {ref!r} names run {named!r}, not {run.run_id!r}")
+    """A ref may name ``run`` or a name its log was written under (:func:`_recorded_names`)."""
+    if named != run.run_id and named not in _recorded_names(run):
+        raise InvalidInputError(f"ref {ref!r} names run {named!r}, not {run.run_id!r} "
+                                "(nor a name its log was recorded under)")
+
+
+def _recorded_names(run: Run) -> set[str]:
+    """The names ``run``'s own log was written under, besides its own.
+
+    A run exported (``events --json``) and imported under another name keeps its events
+    verbatim, positions included: its ``context_built`` records carry the old name in their
+    manifests and its compactions' summaries and mask stubs cite ``event://OLD/N``; a request
+    built from the copy shows those refs. They name this log's events, so ``show COPY
+    event://OLD/9`` reads the copy's position 9. A name only counts if the run's own records
+    or compactions use it: a ref to some other run is still refused."""
+    names: set[str] = set()
+    for rec in run.store.events.iter_events(run.run_id):
+        ev = rec.event
+        if isinstance(ev, ContextBuilt):
+            names.add(_recorded_run_id(ev, run.run_id))
+        elif isinstance(ev, HistoryCompacted):
+            for cited in SUMMARY_REF.findall(" ".join(summary_lines(ev.summary))):
+                if m := _EVENT.match(cited) or _RANGE.match(cited) or _CALL.match(cited):
+                    names.add(m["run"])
+    names.discard(run.run_id)
+    return names
 
 
 def _event_text(run: Run, rec: RecordedEvent) -> str:
@@ -356,7 +382,8 @@ def show(run: Run, ref: str) -> str:
 
     ``event://RUN/POS`` (one event), ``events://RUN/A-B`` (a range, one header
     per event), ``call://RUN/ID@POS`` (that call's result), ``artifact:HASH``;
-    a bare ``POS`` or ``A-B`` means this run.
+    a bare ``POS`` or ``A-B`` means this run. ``RUN`` is this run's name, or one its log
+    was recorded under before an import renamed it (:func:`_recorded_names`).
     """
     ref = ref.strip()
     if ref.isdigit():

@@ -24,9 +24,9 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 
-__all__ = ["summary_lines", "summary_refs", "validate_summary"]
+__all__ = ["SUMMARY_REF", "summary_lines", "summary_refs", "validate_summary"]
 
-_REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
+SUMMARY_REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
 _CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
 
 
@@ -53,7 +53,7 @@ def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozense
         elif isinstance(ev, EvidenceRetrieved):
             refs.add(ev.source_ref)
         elif isinstance(ev, HistoryCompacted):
-            refs.update(_REF.findall(" ".join(summary_lines(ev.summary))))
+            refs.update(SUMMARY_REF.findall(" ".join(summary_lines(ev.summary))))
     return frozenset(refs), frozenset(ids)
 
 
@@ -85,7 +85,7 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
         raise CompactionError("the summarizer returned an empty summary")
     refs, ids = summary_refs(events, run_id)
     for text in lines:
-        for ref in _REF.findall(text):
+        for ref in SUMMARY_REF.findall(text):
             if ref.startswith("file://"):
                 if not any(ref == r or ref.startswith(r + "#") for r in refs):
                     raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")

@@ -87,3 +87,40 @@ def test_compact_with_a_window_reports_pressure(tmp_path: Path) -> None:
              "--reserve", "500", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "budget pressure soft -> none" in out.stdout or "budget pressure hard -> none" in out.stdout
+
+
+def test_show_in_an_imported_copy_resolves_the_refs_its_log_cites_under_the_old_name(tmp_path: Path) -> None:
+    """A run exported with ``events --json`` and imported under a new name keeps its records and
+    compactions verbatim: its mask stubs and summaries (and so its requests) cite ``event://OLD/N``,
+    and ``show COPY event://OLD/9`` was refused: "names run 'OLD', not 'COPY'"."""
+    store = f"sqlite:///{tmp_path / 's.db'}"
+
+    def run_cf(*args: str) -> str:
+        out = cf("--store", store, *args, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    # the reproduction: a demo run (it records a build), masked, exported, imported as 'copy'
+    run_cf("demo", "--run", "orig")
+    run_cf("compact", "orig", "--keep-recent", "1")
+    (tmp_path / "o.jsonl").write_text(run_cf("events", "orig", "--json"))
+    run_cf("import", "o.jsonl", "--run", "copy")
+    assert run_cf("show", "copy", "event://orig/9") == run_cf("show", "orig", "event://orig/9")
+    assert "exit_code=1" in run_cf("show", "copy", "event://orig/9")
+    # a run compacted with a summary and never built: only its compaction names the old name
+    _record(tmp_path / "s.db")
+    run_cf("compact", "r1", "--strategy", "summary", "--keep-recent", "1")
+    (tmp_path / "r1.jsonl").write_text(run_cf("events", "r1", "--json"))
+    run_cf("import", "r1.jsonl", "--run", "r1-copy")
+    with open_store(store) as s:
+        body = json.dumps(s.run("r1-copy").build("anthropic", window=4_000, reserve=500).request)
+    cited = set(re.findall(r"(?:events?|call)://r1/[^\s\"\\,;)\]]+", body))
+    assert any(ref.startswith("event://r1/") for ref in cited), body  # the summary's lines
+    for ref in sorted(cited):
+        assert run_cf("show", "r1-copy", ref) == run_cf("show", "r1", ref), ref
+    # a name the run's log does not use is still another run's
+    for run, ref in (("copy", "event://r1/9"), ("r1-copy", "event://orig/9"), ("orig", "event://copy/9"),
+                     ("copy", "event://other/9")):
+        out = cf("--store", store, "show", run, ref, cwd=tmp_path)
+        named = ref.split("/")[2]
+        assert out.returncode == 2 and f"names run '{named}', not '{run}'" in out.stderr, out.stderr
