@@ -42,7 +42,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifest, checked_config
 from contextfold.domain.version import BUILDER
 from contextfold.projections.builder import BuildResult, build_context
-from contextfold.projections.calibration import calibrate_state
+from contextfold.projections.calibration import calibrate_state, check_observation
 from contextfold.projections.fold import fold, fold_event, new_state
 from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.projections.repair import recovery_events
@@ -274,7 +274,10 @@ class Run:
         ``input_tokens`` is the whole prompt as the provider counted it, cached
         tokens included (OpenAI ``prompt_tokens``; Anthropic ``input_tokens +
         cache_read_input_tokens + cache_creation_input_tokens``). Later builds
-        for the same model learn their budget correction from it.
+        for the same model learn their budget correction from it. A report no request of
+        the turn could produce -- over ``MAX_RATIO`` (4) times the window of the turn's
+        largest recorded build -- is an InvalidInputError and nothing is recorded
+        (:mod:`contextfold.projections.calibration`); record the turn again to correct one.
         """
         turn = _checked_turn(turn)
         last = self._existing_state().turn + 1
@@ -287,6 +290,8 @@ class Run:
                 f"invalid usage: cached_tokens {cached_tokens} > input_tokens {input_tokens}; "
                 "input_tokens is the whole prompt, cached tokens included (Anthropic: input_tokens "
                 "+ cache_read_input_tokens + cache_creation_input_tokens)")
+        windows = [w for r in self.records(turn) if isinstance(w := r.manifest.get("window_tokens"), int)]
+        check_observation(turn, input_tokens, windows)
         return self.append(usage)[0]
 
     def _record(self, result: BuildResult, *, rebuild: bool) -> None:

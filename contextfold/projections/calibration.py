@@ -20,7 +20,19 @@ the builder can learn a per-model correction from the run's own log:
   is the maximum, which is the safe side;
 - it is applied only when above 1 (budget = floor((window - reserve) /
   correction)); a ratio below 1 means we over-count, which is harmless, so
-  the budget never grows beyond what the configuration says.
+  the budget never grows beyond what the configuration says;
+- an implausible observation is refused when it is recorded
+  (:func:`check_observation`, called by ``Run.observe_usage``): input tokens over
+  :data:`MAX_RATIO` times the window of the turn's largest recorded build. A build
+  never selects more than its window by our estimate, and no tokenizer counts
+  :data:`MAX_RATIO` times more than ours, so such a number is a typo (zeros too
+  many), another request's usage or a run's total. One of them, recorded, made every
+  later build of the model fail ("shrunk to 0 by the usage calibration") until
+  enough newer samples outranked it;
+- the correction is capped at :data:`MAX_RATIO`, for what the check cannot see: an
+  observation recorded before its turn's build, or by an older contextfold. The
+  budget then never shrinks below ``(window - reserve) / MAX_RATIO``. A wrong
+  observation is corrected by recording the turn's usage again: the newest counts.
 
 Replay stability: everything comes from the folded state (``usage`` and
 ``builds`` as of the state's version), so a rebuild of turn N sees exactly
@@ -33,10 +45,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.manifest import BuildConfig, Calibration
 from contextfold.projections.state import RunState
 
 __all__ = [
+    "MAX_RATIO",
     "MAX_SAMPLES",
     "QUANTILE",
     "CalibrationSample",
@@ -44,6 +58,7 @@ __all__ = [
     "calibrate",
     "calibrate_state",
     "calibrated_budget",
+    "check_observation",
     "nearest_rank",
     "samples_from_state",
 ]
@@ -52,6 +67,9 @@ QUANTILE = 0.9
 """p90 of observed/estimated ratios (nearest-rank)."""
 MAX_SAMPLES = 50
 """Only the newest samples count: a provider can change its tokenizer."""
+MAX_RATIO = 4.0
+"""No provider counts a request at more than 4x our estimate of it (tokenizers differ by tens of
+percent): the bound on an observation (x the window) and the cap on the correction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +126,7 @@ def calibrate(samples: Sequence[CalibrationSample], model: str | None,
     # alone against a 100k prompt) rounded the ratio to 0.0, which no Calibration may hold, and
     # every later build of the run raised pydantic's ValidationError. Below 1 it changes nothing.
     correction = max(round(nearest_rank([s.ratio for s in mine], QUANTILE), 4), 0.0001)
+    correction = min(correction, MAX_RATIO)  # an implausible sample cannot starve the budget
     last = mine[-1]
     return Calibration(model=model, quantile=QUANTILE, samples=len(mine), correction=correction,
                        base_budget=base_budget, last_turn=last.turn, last_estimated=last.estimated,
@@ -128,3 +147,18 @@ def calibrated_budget(budget: int, calibration: Calibration | None) -> int:
     if calibration is None or calibration.correction <= 1:
         return budget
     return math.floor(budget / calibration.correction)
+
+
+def check_observation(turn: int, input_tokens: int, windows: Sequence[int]) -> None:
+    """Refuse (:class:`InvalidInputError`) a usage report of ``turn`` that no request of the turn
+    could have produced: more than :data:`MAX_RATIO` times the largest of ``windows`` (the
+    ``window_tokens`` of the turn's build records). A turn with no record is not checked here
+    (its correction is capped in :func:`calibrate`)."""
+    if not windows:
+        return
+    window = max(windows)
+    if input_tokens > MAX_RATIO * window:
+        raise InvalidInputError(
+            f"implausible usage for turn {turn}: {input_tokens} input tokens, over {MAX_RATIO:g}x the "
+            f"{window}-token window its request was built for (a typo, another request's usage or a "
+            "run's total?); nothing recorded: pass the provider's input tokens for this turn's request")

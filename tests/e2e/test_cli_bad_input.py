@@ -121,15 +121,29 @@ def test_a_run_imported_under_a_new_name_replays_its_recorded_turns(tmp_path: Pa
         assert own.returncode == 0 and "recorded in run" not in own.stdout, own.stderr
 
 
-def test_a_build_left_no_budget_by_the_usage_calibration_says_so(tmp_path: Path, cli: CLI) -> None:
-    """A mistyped usage (zeros too many) left every later build failing with "window 128000 minus
-    reserve 8000 leaves no budget", blaming a configuration that was fine."""
+def test_an_implausible_usage_is_refused_and_the_calibration_never_starves_the_budget(
+        tmp_path: Path, cli: CLI) -> None:
+    """A mistyped usage (zeros too many) was recorded, and every later build of the model failed
+    ("shrunk to 0 by the usage calibration") until 10 newer observations outranked it."""
     assert cli("demo").returncode == 0
-    assert cli("usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", "9" * 12).returncode == 0
-    out = cli("build", "demo-fix-invoice")
+    runs = json.loads(cli("runs", "--json").stdout)
+    for typo in ("9" * 12, str(4 * 16_000 + 1)):  # the demo built turn 6 for a 16,000-token window
+        out = cli("usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", typo)
+        _one_line_error(out, "InvalidInputError")
+        assert (f"implausible usage for turn 6: {typo} input tokens, over 4x the 16000-token window "
+                "its request was built for") in out.stderr and "nothing recorded" in out.stderr
+    assert json.loads(cli("runs", "--json").stdout) == runs  # nothing appended
+    assert cli("build", "demo-fix-invoice").returncode == 0
+    # within the bound but far off (ratio ~42 on a 2,354-token request): the correction is capped at 4
+    assert cli("usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", "99999").returncode == 0
+    built = json.loads(cli("build", "demo-fix-invoice", "--json").stdout)["manifest"]
+    assert built["calibration"]["correction"] == 4.0 and built["calibration"]["last_observed"] == 99999
+    assert built["budget_tokens"] == (128_000 - 8_000) // 4
+    # a budget the capped calibration still shrinks to nothing names it, not the config
+    out = cli("build", "demo-fix-invoice", "--window", "103", "--reserve", "100")
     _one_line_error(out, "BudgetError")
     assert "shrunk to 0 by the usage calibration for model 'gpt-4o'" in out.stderr
-    assert f"turn 6 observed {'9' * 12} vs estimated" in out.stderr
+    assert "turn 6 observed 99999 vs estimated" in out.stderr
     plain = cli("build", "demo-fix-invoice", "--window", "100", "--reserve", "100", "--model", "other")
     _one_line_error(plain, "BudgetError")
     assert "window 100 minus reserve 100 leaves no budget" in plain.stderr

@@ -11,6 +11,7 @@ from contextfold.api import Run, open_store
 from contextfold.domain.events import AnyEvent, ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.calibration import (
+    MAX_RATIO,
     MAX_SAMPLES,
     QUANTILE,
     CalibrationSample,
@@ -145,3 +146,30 @@ def test_a_usage_report_of_almost_no_tokens_keeps_the_run_buildable(tmp_path: Pa
     assert later.calibration is not None and later.calibration.last_observed == observed
     assert later.budget_tokens == 40_000 - RESERVE  # below 1 a correction changes nothing
     assert run.replay(later.turn).ok
+
+
+def test_an_implausible_observation_is_refused_when_recorded(tmp_path: Path) -> None:
+    """One observation over what the turn's request could hold (a typo) was recorded and made
+    every later build of the model fail until newer samples outranked it."""
+    from contextfold.domain.errors import InvalidInputError
+
+    run = _run(tmp_path)
+    first = run.build(window=WINDOW, reserve=RESERVE).manifest
+    run.build(window=2 * WINDOW, reserve=RESERVE, record=True)  # the turn's largest window counts
+    version = run.version
+    for typo in (999_999_999_999, int(MAX_RATIO * 2 * WINDOW) + 1):
+        with pytest.raises(InvalidInputError, match=f"implausible usage for turn {first.turn}: {typo} "):
+            run.observe_usage(first.turn, typo)
+    assert run.version == version
+    run.observe_usage(first.turn, int(MAX_RATIO * 2 * WINDOW))  # the bound itself is plausible
+    later = run.build(window=WINDOW, reserve=RESERVE).manifest
+    assert later.calibration is not None and later.calibration.correction == MAX_RATIO
+    assert later.budget_tokens == math.floor((WINDOW - RESERVE) / MAX_RATIO)
+    assert run.replay(later.turn).ok
+
+
+def test_the_correction_is_capped_for_what_the_write_check_cannot_see() -> None:
+    """An observation recorded before its turn's build (or by an older version) is not checked."""
+    cal = calibrate([CalibrationSample(1, 100, 10**12, "m")], "m", 1000)
+    assert cal is not None and cal.correction == MAX_RATIO and cal.last_observed == 10**12
+    assert calibrated_budget(1000, cal) == 250
