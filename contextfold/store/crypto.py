@@ -81,15 +81,18 @@ def is_encrypted(data: bytes) -> bool:
     return data[:len(ENVELOPE_MAGIC)] == ENVELOPE_MAGIC
 
 
-def _key_bytes(key: str | bytes) -> bytes:
+def _key_bytes(key: str | bytes, what: str = "cipher key") -> bytes:
+    """The AES key ``key`` (raw bytes, or base64 around which whitespace is ignored: a key read
+    from a file ends in a newline). ``what`` names it in errors (never its value): which of
+    several keys, or which variable, is wrong."""
     if isinstance(key, bytes) and len(key) in (16, 24, 32):
         return key
     try:
-        raw = base64.b64decode(key, validate=True)
+        raw = base64.b64decode(key.strip(), validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise CryptoError("cipher key is not valid base64") from exc
+        raise CryptoError(f"{what} is not valid base64") from exc
     if len(raw) not in (16, 24, 32):
-        raise CryptoError(f"cipher key decodes to {len(raw)} bytes; AES needs 16, 24 or 32")
+        raise CryptoError(f"{what} decodes to {len(raw)} bytes; AES needs 16, 24 or 32")
     return raw
 
 
@@ -100,7 +103,9 @@ def _key_id(key: bytes) -> str:
 class Keyring:
     """The current key (encrypts) and old keys (decrypt only), each behind eventsourcing's AESCipher."""
 
-    def __init__(self, current: str | bytes, old: Sequence[str | bytes] = ()) -> None:
+    def __init__(self, current: str | bytes, old: Sequence[str | bytes] = (), *,
+                 labels: tuple[str, str] = ("cipher key", "old cipher key")) -> None:
+        """``labels``: what errors call the current key and the old ones (e.g. the variables)."""
         try:
             from eventsourcing.cryptography import AESCipher
             from eventsourcing.utils import Environment
@@ -109,7 +114,9 @@ class Keyring:
                 "encryption needs the 'cryptography' package: pip install 'contextfold[encryption]'"
             ) from exc
         self._ciphers: dict[str, AESCipher] = {}
-        keys = [_key_bytes(current), *(_key_bytes(k) for k in old)]
+        keys = [_key_bytes(current, labels[0]),
+                *(_key_bytes(k, f"{labels[1]} {i}" if len(old) > 1 else labels[1])
+                  for i, k in enumerate(old, start=1))]
         for key in keys:
             env = Environment(env={AESCipher.CIPHER_KEY: base64.b64encode(key).decode("ascii")})
             self._ciphers.setdefault(_key_id(key), AESCipher(env))
@@ -149,7 +156,9 @@ def keyring_from(cipher_key: str | bytes | None = None, old_keys: Sequence[str |
             raise CryptoError("old keys given without a current key")
         return None
     old = list(old_keys) or [k.strip() for k in environ.get(ENV_OLD_KEYS, "").split(",") if k.strip()]
-    return Keyring(current, old)
+    labels = ("cipher_key" if cipher_key is not None else ENV_KEY,
+              "old_cipher_keys entry" if old_keys else f"{ENV_OLD_KEYS} entry")
+    return Keyring(current, old, labels=labels)
 
 
 def open_envelope(data: bytes, keyring: Keyring | None, what: str) -> bytes:

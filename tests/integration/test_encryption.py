@@ -136,6 +136,28 @@ def test_keyring_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         Keyring("c2hvcnQ=")  # 5 bytes
 
 
+def test_a_bad_key_names_which_key_and_a_key_file_newline_is_fine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a good current key and a bad old one, "cipher key is not valid base64" sent the user to
+    the wrong variable; a key read from a file (its trailing newline) was refused the same way."""
+    a, b = generate_key(), generate_key()
+    monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEY", a + "\n")
+    monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEYS_OLD", f" {b}\n")
+    ring = keyring_from()
+    assert ring is not None and ring.current_id == Keyring(a).current_id and len(ring.key_ids) == 2
+    for current, old, message in (("garbage!", b, "CONTEXTFOLD_CIPHER_KEY is not valid base64"),
+                                  (a, f"{b},garbage!",
+                                   "CONTEXTFOLD_CIPHER_KEYS_OLD entry 2 is not valid base64"),
+                                  (a, "c2hvcnQ=", "CONTEXTFOLD_CIPHER_KEYS_OLD entry decodes to 5 bytes")):
+        monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEY", current)
+        monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEYS_OLD", old)
+        with pytest.raises(CryptoError, match=f"^{message}"):
+            keyring_from()
+    with pytest.raises(CryptoError, match=r"^old_cipher_keys entry 2 is not valid base64"):
+        keyring_from(a, [b, "garbage!"])
+    with pytest.raises(CryptoError, match=r"^cipher_key decodes to 5 bytes"):
+        keyring_from("c2hvcnQ=")
+
+
 def test_audit_report_of_an_encrypted_run_shows_no_content_unless_asked(store_url: str) -> None:
     from contextfold.audit.data import audit_run
     from contextfold.audit.report import render_report
