@@ -38,6 +38,7 @@ from contextfold.projections.truncate import (
     marker_only,
     probe_entry,
     split_lines,
+    truncate,
 )
 
 __all__ = [
@@ -312,6 +313,9 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
         found = fit_line_windows(n - 1, render, count, max_tokens, probes, measure)
         if found is not None:
             k, out, tokens = found
+            if k == 0 and (excerpt := _char_excerpt(text, header, framed, where, max_tokens, count,
+                                                     original_tokens)) is not None:
+                return excerpt
             head, tail = split(k)
             return Truncation(
                 text=out, truncated=True, strategy="lean_log", unit="line",
@@ -321,3 +325,36 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
                 omitted=n - k,
             )
     return marker_only(text, original_tokens, "line", n, count)
+
+
+_LEAST_EXCERPT_TOKENS = 8
+"""Below this many tokens of room a character excerpt says less than the marker it replaces."""
+
+
+def _char_excerpt(text: str, header: str, framed: bool, where: str, max_tokens: int,
+                  count: TokenCounter, original_tokens: int) -> Truncation | None:
+    """Head and tail characters of the log, cut at whitespace, in place of a marker that kept no
+    line: a failing call whose output is one long line (an API's JSON error body) showed its
+    diagnosis and nothing of the output, however large its grant. None when no such excerpt
+    fits beside the header."""
+    def framed_text(excerpt: str) -> str:
+        parts = [header, "[log excerpt]", excerpt, f"[full log: {where}]"] if framed else [header, excerpt]
+        return "\n".join(parts)
+
+    room = max_tokens - count(framed_text("")) - 1
+    for _ in range(3):  # the joins may tokenize a token or two differently: shrink and retry
+        if room < _LEAST_EXCERPT_TOKENS:
+            return None
+        cut = truncate(text, room, kind="log", count=count)
+        if cut.strategy != "words":
+            return None
+        out = framed_text(cut.text)
+        tokens = count(out)
+        if tokens <= max_tokens:
+            return Truncation(text=out, truncated=True, strategy="lean_log", unit="char",
+                              original_chars=len(text), original_tokens=original_tokens,
+                              tokens=tokens, kept=cut.kept, omitted=cut.omitted,
+                              omitted_chars=cut.omitted_chars)
+        room -= tokens - max_tokens
+    return None
+

@@ -306,3 +306,22 @@ def test_a_log_cut_again_gives_what_a_first_cut_gives(line_blocks: bool) -> None
         fresh.append(cut(b))
     assert remembered == fresh
     assert all(r.tokens == counter.count(r.text) <= b for r, b in zip(remembered, budgets, strict=True))
+
+
+def test_a_failing_one_line_output_shows_its_head_and_tail_not_only_the_diagnosis() -> None:
+    """A failing API call answers with a JSON error body on one line: no whole line fits, and
+    the grant showed the diagnosis and a marker only (64 of 800 tokens)."""
+    import json
+
+    body = json.dumps({"error": {"message": "rate limited, retry after 30s", "details": [
+        {"i": i, "msg": f"item {i} failed validation"} for i in range(400)]}, "request": "req_77"})
+    for budget in (120, 400, 800, 3000):
+        result = lean_log(body, 1, budget, cl100k, artifact_ref="artifact:abc")
+        assert result.truncated and result.tokens <= budget
+        assert cl100k(result.text) == result.tokens
+        assert result.text.startswith("[log diagnosis] exit code: 1")
+        assert result.text.rstrip().endswith("[full log: artifact:abc]")
+        assert result.unit == "char" and len(result.kept) == 2
+        assert '{"error": {"message": "rate limited' in result.text  # the head
+        assert '"request": "req_77"}' in result.text  # the tail
+        assert result.tokens >= 0.9 * budget
