@@ -65,8 +65,10 @@ KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
     ("make", re.compile(r"^g?make(?:\[\d+\])?: \*\*\*")),
     ("pytest_e", re.compile(r"^E {2,}\S")),
     ("failed", re.compile(r"\bFAILED\b")),
-    # "error:" in any case, cargo's "error[E0308]:", an ERROR level, "TypeError:"-style names.
-    ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\bERROR\b|\b[A-Z]\w*Error\b:")),
+    # "error:" in any case, cargo's "error[E0308]:", an ERROR level, "TypeError:"-style names,
+    # and a JSON error member that holds something (an API's error body: ``"error": {...``).
+    ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\bERROR\b|\b[A-Z]\w*Error\b:"
+                         r'|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))')),
     ("exception", re.compile(r"\b[A-Z][\w.]*Exception\b")),
 )
 """The documented key-error patterns, in precedence order."""
@@ -313,8 +315,8 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
         found = fit_line_windows(n - 1, render, count, max_tokens, probes, measure)
         if found is not None:
             k, out, tokens = found
-            if k == 0 and (excerpt := _char_excerpt(text, header, framed, where, max_tokens, count,
-                                                     original_tokens)) is not None:
+            if k == 0 and (excerpt := _char_excerpt(text, lines, header, framed, where, max_tokens,
+                                                     count, original_tokens)) is not None:
                 return excerpt
             head, tail = split(k)
             return Truncation(
@@ -331,17 +333,20 @@ _LEAST_EXCERPT_TOKENS = 8
 """Below this many tokens of room a character excerpt says less than the marker it replaces."""
 
 
-def _char_excerpt(text: str, header: str, framed: bool, where: str, max_tokens: int,
-                  count: TokenCounter, original_tokens: int) -> Truncation | None:
+def _char_excerpt(text: str, lines: list[str], header: str, framed: bool, where: str,
+                  max_tokens: int, count: TokenCounter, original_tokens: int) -> Truncation | None:
     """Head and tail characters of the log, cut at whitespace, in place of a marker that kept no
-    line: a failing call whose output is one long line (an API's JSON error body) showed its
-    diagnosis and nothing of the output, however large its grant. None when no such excerpt
-    fits beside the header."""
+    line because a line is longer than the whole room: a failing call whose output is one long
+    line (an API's JSON error body) showed its diagnosis and nothing of the output, however large
+    its grant. None when the log's lines are short (they stay atoms: the room was too small for
+    any) or no excerpt fits beside the header."""
     def framed_text(excerpt: str) -> str:
         parts = [header, "[log excerpt]", excerpt, f"[full log: {where}]"] if framed else [header, excerpt]
         return "\n".join(parts)
 
     room = max_tokens - count(framed_text("")) - 1
+    if room < _LEAST_EXCERPT_TOKENS or count(max(lines, key=len)) <= room:
+        return None
     for _ in range(3):  # the joins may tokenize a token or two differently: shrink and retry
         if room < _LEAST_EXCERPT_TOKENS:
             return None

@@ -319,9 +319,25 @@ def test_a_failing_one_line_output_shows_its_head_and_tail_not_only_the_diagnosi
         result = lean_log(body, 1, budget, cl100k, artifact_ref="artifact:abc")
         assert result.truncated and result.tokens <= budget
         assert cl100k(result.text) == result.tokens
-        assert result.text.startswith("[log diagnosis] exit code: 1")
-        assert result.text.rstrip().endswith("[full log: artifact:abc]")
+        assert "exit code: 1" in result.text.split("\n", 1)[0]  # the diagnosis comes first
+        assert "artifact:abc" in result.text  # where the rest is
+        assert "[first key error] line 1" in result.text  # the JSON error member is one
         assert result.unit == "char" and len(result.kept) == 2
         assert '{"error": {"message": "rate limited' in result.text  # the head
         assert '"request": "req_77"}' in result.text  # the tail
         assert result.tokens >= 0.9 * budget
+
+
+@pytest.mark.parametrize(("line", "is_error"), [
+    ('{"error": {"code": 429, "message": "rate limited"}}', True),
+    ('{"errors": [{"field": "email"}]}', True),
+    ('{"error": "invalid token"}', True),
+    ('{"error": null, "result": [1, 2]}', False),
+    ('{"errors": [], "ok": true}', False),
+    ('{"error": false}', False),
+])
+def test_a_json_error_member_that_holds_something_is_a_key_error(line: str, is_error: bool) -> None:
+    diagnosis = diagnose_log(f"GET /v1/items\n{line}\n", 1)
+    assert (diagnosis.first_error is not None) == is_error
+    if is_error:
+        assert diagnosis.first_error is not None and diagnosis.first_error.line == 2
