@@ -26,6 +26,7 @@ from typing import Any
 from contextfold.api import Run, Store
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn
 from contextfold.audit.report import render_report
+from contextfold.audit.text import visible
 from contextfold.cli import nonempty, output_file, register, store_for, write_output
 from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
 from contextfold.domain.errors import IntegrityError, InvalidInputError
@@ -145,7 +146,7 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
         else:
             _out(c["note"])
         for p in verdict["problems"]:
-            sys.stderr.write(f"PROBLEM: {p}\n")
+            sys.stderr.write(f"PROBLEM: {visible(p)}\n")
         _out("")
         _out(manifest_table(result.manifest))
         if args.content:
@@ -195,7 +196,7 @@ def _summary_text(a: RunAudit) -> str:
         "largest fragments: " + ", ".join(f"{f['id']} ({f['kind']}, {f['tokens']})"
                                           for f in s.largest_fragments[:5]),
     ]
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 def _handle_audit(args: argparse.Namespace) -> int:
@@ -316,7 +317,8 @@ def _handle_why(args: argparse.Namespace) -> int:
                          "note": missing}, ensure_ascii=False))
         return 0 if found else 1
     _out(f"turn {args.turn} ({source} manifest, request {manifest.request_hash[:16]}):")
-    for f in found:
+    for f in found:  # sources, reasons and details are untrusted text: made visible, one line each
+        f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
         what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens, {f.get('source_ref', '')})"
         if f["verdict"] == "kept":
             flag = ", truncated" if f.get("truncated") else ""
@@ -326,7 +328,7 @@ def _handle_why(args: argparse.Namespace) -> int:
             detail = f" ({f['detail']})" if f["detail"] else ""
             _out(f"  DROPPED {what}: {f['reason']}{by}{detail}")
     if missing:
-        _out(f"  {missing}")
+        _out(f"  {visible(missing)}")
         return 1
     return 0
 

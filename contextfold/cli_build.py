@@ -12,6 +12,7 @@ import sys
 
 from contextfold.api import Store
 from contextfold.audit.diff import diff_manifests
+from contextfold.audit.text import visible
 from contextfold.cli import DEMO_HOOKS, SCHEMAS, nonempty, output_file, register, store_for, write_output
 from contextfold.domain.errors import IntegrityError, RunNotFoundError, TurnNotFoundError
 from contextfold.domain.manifest import ContextManifest
@@ -73,7 +74,9 @@ def manifest_table(m: ContextManifest) -> str:
         lines.append(f"  {e.reason:<12} {e.id:<10} {e.kind:<14} {e.tokens:>6}  {e.source_ref}{by}{detail}")
     if m.repairs:
         lines += ["", "protocol repairs: " + ", ".join(m.repairs)]
-    return "\n".join(lines)
+    # sources, tool and model names are untrusted text: an escape or newline in one must not
+    # reach the terminal raw (each line is one row; nothing of ours contains a control character)
+    return "\n".join(visible(line) for line in lines)
 
 
 # ---------------------------------------------------------------- build
@@ -220,7 +223,7 @@ def _handle_diff(args: argparse.Namespace) -> int:
     out += [f"  ~ {t['id']:<10} truncated {t['before']} -> {t['after']} tokens" for t in d["truncated"]]
     if d["tools_entered"] or d["tools_left"]:
         out.append(f"  tools +{d['tools_entered']} -{d['tools_left']}")
-    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.write("\n".join(visible(line) for line in out) + "\n")
     return 0
 
 

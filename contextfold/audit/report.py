@@ -24,6 +24,7 @@ from typing import Any
 
 from contextfold.audit.charts import LAYER_COLORS, layers_chart, prefix_chart, usage_chart
 from contextfold.audit.data import RunAudit, TurnAudit
+from contextfold.audit.text import visible
 from contextfold.domain.manifest import ContextManifest
 
 __all__ = ["MAX_DIFF", "MAX_EXCLUDED", "MAX_ROWS", "PAGE_SIZE", "render_report"]
@@ -102,7 +103,9 @@ _JS = """
 
 
 def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+    """Markup escaped, and control/format characters shown as escapes: a bidi override in a tool
+    name or source would otherwise reorder the rest of its line on screen."""
+    return escape(visible(value), quote=True)
 
 
 def _capped(items: list[Any], cap: int) -> tuple[list[Any], int]:

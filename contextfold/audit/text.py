@@ -1,0 +1,38 @@
+"""Untrusted text made safe to show: control and format characters made visible.
+
+Fragment sources, tool names, model names and details come from tool output,
+files and imported histories. Printed raw, an ANSI escape (``\\x1b[2J``) clears
+or recolours the reader's terminal, a newline or tab breaks a table row, and a
+bidi override (U+202E) reorders what follows it on screen, in a terminal as in
+the HTML report. :func:`visible` replaces each such character by its escape
+(``\\x1b``, ``\\n``, ``\\u202e``), so what the reader sees is what is there.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = ["visible"]
+
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+"""Control, format (bidi overrides and isolates, zero-width characters), surrogate, private-use
+and line/paragraph separator characters."""
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if ch == "\n":
+        return "\\n"
+    if ch == "\t":
+        return "\\t"
+    if ch == "\r":
+        return "\\r"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def visible(value: object) -> str:
+    """``str(value)`` with every control/format character replaced by its backslash escape."""
+    text = str(value)
+    if text.isprintable():  # the common case: nothing to replace (isprintable is False for all of _HIDDEN)
+        return text
+    return "".join(_escape(ch) if unicodedata.category(ch) in _HIDDEN else ch for ch in text)

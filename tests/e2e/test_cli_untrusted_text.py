@@ -1,0 +1,88 @@
+"""Untrusted text (tool names, sources, model names) in the audit outputs people read.
+
+An ANSI escape, newline or bidi override in a source ref or tool name must not reach
+the terminal (or the HTML report) raw: it would recolour or clear the reader's
+terminal, break a table row, or reorder what the reader sees.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from contextfold.cli import main
+
+ESC = "\x1b"
+BAD = (f'<script>alert(1)</script></textarea>"><img src=x onerror=alert(2)>{ESC}[31mRED{ESC}[0m'
+       "\n\tT\u202eevil 全角")
+EVIL_REF = f'javascript:alert(1)"><script>alert(5)</script>{ESC}[1mB\u202e'
+EVENTS = [
+    {"type": "run_started", "v": 2, "model": f"gpt{ESC}[2J\nX"},
+    {"type": "policy_set", "text": "be nice " + BAD},
+    {"type": "tools_registered", "tools": [{"name": f"t{ESC}[31m\u202ex", "description": BAD}]},
+    {"type": "user_input", "content": [{"type": "text", "text": BAD}]},
+    {"type": "evidence_retrieved", "content": BAD, "source_ref": EVIL_REF},
+    {"type": "memory_recalled", "memory_id": "m1", "content": BAD, "source_ref": f"mem\n{ESC}[31mX\r\x07"},
+    {"type": "evidence_retrieved", "content": "other " + BAD, "source_ref": f"doc{ESC}[2Jtwo\u2066"},
+    {"type": "user_input", "content": [{"type": "text", "text": "next " + BAD}]},
+]
+
+
+def _hidden(text: str) -> list[str]:
+    """Control/format characters other than the newlines that separate lines."""
+    return [c for c in text if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    monkeypatch.delenv("CONTEXTFOLD_STORE", raising=False)
+    path = tmp_path / "evil.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in EVENTS) + "\n")
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    assert main(["--store", url, "import", str(path), "--run", "evil", "--format", "events"]) == 0
+    capsys.readouterr()
+    return url
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    main(list(args))
+    out = capsys.readouterr()
+    return out.out + out.err
+
+
+def test_terminal_outputs_show_escapes_not_control_characters(
+        store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    table = _run(capsys, "--store", store, "manifest", "evil", "--window", "600", "--reserve", "100")
+    assert "duplicate" in table or "over_budget" in table or "low_priority" in table
+    wide = _run(capsys, "--store", store, "manifest", "evil", "--window", "4000", "--reserve", "100")
+    outputs = {
+        "manifest": table + wide,
+        "diff": _run(capsys, "--store", store, "diff", "evil", "1", "1"),
+        "why": _run(capsys, "--store", store, "why", "evil", "--turn", "1", "e")
+        + _run(capsys, "--store", store, "why", "evil", "--turn", "1", "mem"),
+        "audit": _run(capsys, "--store", store, "audit", "evil")
+        + _run(capsys, "--store", store, "audit", "evil", "--turn", "1"),
+    }
+    for name, text in outputs.items():
+        assert _hidden(text) == [], name
+    manifest = outputs["manifest"]
+    assert "model gpt\\x1b[2J\\nX  encoding" in manifest  # one header line, the escape shown
+    assert "t\\x1b[31m\\u202ex" in manifest
+    assert "mem\\n\\x1b[31mX\\r\\x07" in outputs["why"]
+    # every row of the table is one line: no field's newline started a line of its own
+    assert not any(line.startswith(("X ", "\x1b")) for line in manifest.splitlines())
+
+
+def test_html_report_shows_escapes_and_no_markup(store: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    _run(capsys, "--store", store, "manifest", "evil", "--window", "600", "--reserve", "100")
+    report = tmp_path / "r.html"
+    assert main(["--store", store, "audit", "evil", "--html", str(report)]) == 0
+    html = report.read_text()
+    assert _hidden(html) == []
+    assert "\u202e" not in html and "\\u202e" in html and "\\x1b[1mB" in html
+    assert html.count("<script") == 1 and "<img" not in html and "</textarea" not in html
+    assert "javascript:alert(1)&quot;&gt;&lt;script&gt;" in html
