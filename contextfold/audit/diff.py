@@ -7,6 +7,7 @@ the reason the later manifest records for it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from contextfold.domain.manifest import ContextManifest
@@ -18,18 +19,25 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
     """What entered, left, was truncated or replaced between two builds, with reasons.
 
     ``replaced`` lists the fragments that left because a newer or more
-    authoritative one took their place (superseded or duplicate), with its id.
+    authoritative one took their place (superseded or duplicate, or compacted:
+    masked to a stub or folded into a summary that ``b`` selected), with its id.
     """
     fa = {f.id: f for f in a.fragments}
     fb = {f.id: f for f in b.fragments}
     excluded_b = {e.id: e for e in b.excluded_items}
+    stand_ins = _stand_ins([(f.id, f.source_ref, "") for f in b.fragments]
+                           + [(e.id, e.source_ref, e.reason) for e in b.excluded_items])
     left = []
     for fid in sorted(set(fa) - set(fb)):
         why = excluded_b.get(fid)
+        if why is not None:
+            left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens, "reason": why.reason,
+                         "replaced_by": why.replaced_by, "detail": why.detail})
+            continue
+        by = _compacted_into(fid, stand_ins)
         left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens,
-                     "reason": why.reason if why else "no longer in the projection",
-                     "replaced_by": why.replaced_by if why else None,
-                     "detail": why.detail if why else ""})
+                     "reason": "compacted" if by else "no longer in the projection",
+                     "replaced_by": by[0] if by else None, "detail": by[1] if by else ""})
     entered = [{"id": fid, "kind": fb[fid].kind, "tokens": fb[fid].tokens,
                 "reason": fb[fid].selection_reason} for fid in sorted(set(fb) - set(fa))]
     truncated = [{"id": fid, "before": fa[fid].tokens, "after": fb[fid].tokens}
@@ -45,3 +53,36 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
         "tools_entered": sorted({t.name for t in b.tools} - {t.name for t in a.tools}),
         "tools_left": sorted({t.name for t in a.tools} - {t.name for t in b.tools}),
     }
+
+
+_REF = re.compile(r"events?://.+/(\d+)(?:-(\d+))?")
+_FID = re.compile(r"e(\d+)(?:\.c\d+)?")
+
+
+def _stand_ins(items: list[tuple[str, str, str]]) -> list[tuple[int, int, str, bool, str]]:
+    """(from, to, id, is_summary, exclusion reason or "") of each fragment (id, source_ref, reason)
+    of a compaction that stands in for logged events: a mask stub cites ``event://RUN/N`` under
+    the compaction's id (``e35.c1``), a summary ``events://RUN/A-B`` (both logged at the
+    compaction's position, after what they cover)."""
+    out = []
+    for item_id, source_ref, reason in items:
+        ref, fid = _REF.fullmatch(source_ref), _FID.fullmatch(item_id)
+        if ref and fid:
+            lo, hi = int(ref.group(1)), int(ref.group(2) or ref.group(1))
+            if int(fid.group(1)) > hi:
+                out.append((lo, hi, item_id, ref.group(2) is not None, reason))
+    return out
+
+
+def _compacted_into(fid: str, stand_ins: list[tuple[int, int, str, bool, str]]) -> tuple[str, str] | None:
+    """The fragment standing in for ``fid``'s event, and how, when a compaction replaced it."""
+    m = _FID.fullmatch(fid)
+    if m is None:
+        return None
+    pos = int(m.group(1))
+    for lo, hi, by, summary, dropped in stand_ins:
+        if lo <= pos <= hi:
+            how = (f"summarized: {by} covers events {lo}-{hi}" if summary
+                   else f"masked: the stub {by} stands in for event {pos}")
+            return by, how + (f" ({by} itself excluded: {dropped})" if dropped else "")
+    return None

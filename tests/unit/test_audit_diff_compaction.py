@@ -1,0 +1,47 @@
+"""``diff`` across a compaction: what the compaction took out is reported as replaced by its stand-in.
+
+A masked tool result or a summarized stretch of history leaves the projection (the later
+manifest has no exclusion record for it: it is no longer a candidate); the diff said "no
+longer in the projection" with no replacement, so a reader could not tell a compaction
+from a loss.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contextfold.api import Run, open_store
+from contextfold.audit.diff import diff_manifests
+from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
+
+NOISE = "\n".join(f"{i:04d} INFO compiling module_{i}.rs" for i in range(80))
+
+
+def _record(run: Run) -> None:
+    run.append(PolicySet(text="Never force-push."), UserInput("Make the build pass."))
+    for t in range(1, 6):
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{t}", name="cargo"),)),
+                   ToolResult(call_id=f"c{t}", content=NOISE, exit_code=0))
+
+
+@pytest.mark.parametrize("strategy", ["mask", "summary"])
+def test_compacted_fragments_are_replaced_by_their_stand_in(tmp_path: Path, strategy: str) -> None:
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        run = store.run("r1")
+        _record(run)
+        before = run.build(window=64_000, reserve=1_000).manifest
+        run.compact(strategy, keep_recent=1)  # type: ignore[arg-type]
+        run.append(ModelResponse(text="Built."), UserInput("Now run the tests."))
+        after = run.build(window=64_000, reserve=1_000).manifest
+    d = diff_manifests(before, after)
+    stand_in_ids = {f.id for f in after.fragments} - {f.id for f in before.fragments}
+    compacted = [x for x in d["left"] if x["reason"] == "compacted"]
+    assert compacted, d["left"]
+    assert all(x["reason"] == "compacted" for x in d["left"]), d["left"]  # nothing left unexplained
+    for x in compacted:
+        assert x["replaced_by"] in stand_in_ids
+        assert x["detail"].startswith("masked:" if strategy == "mask" else "summarized:")
+    assert {r["id"] for r in d["replaced"]} == {x["id"] for x in compacted}
+    assert {r["by"] for r in d["replaced"]} <= stand_in_ids
