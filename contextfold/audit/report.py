@@ -18,6 +18,8 @@ Long runs stay usable and the file stays linear in turns:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable
 from html import escape
 from typing import Any
@@ -100,6 +102,13 @@ _JS = """
   var m=/^#turn-(\\d+)$/.exec(location.hash);if(m){go(m[1]);}
 })();
 """.replace("@PAGE@", str(PAGE_SIZE))
+
+
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; "
+        f"script-src 'sha256-{base64.b64encode(hashlib.sha256(_JS.encode()).digest()).decode()}'")
+"""The report runs its own pager script and nothing else: content is escaped, and should an
+escape ever be missed, a script it smuggled in (inline, ``on*=`` handler, ``javascript:`` URL) or
+a fetch it starts is refused by the browser."""
 
 
 def _e(value: object) -> str:
@@ -324,6 +333,7 @@ def render_report(audit: RunAudit) -> str:
                    if usage else "")
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(_CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>contextfold audit · {_e(audit.run_id)}</title><style>{_CSS}</style></head><body>"
         f"<header><h1>What the model saw: run <code>{_e(audit.run_id)}</code></h1>"

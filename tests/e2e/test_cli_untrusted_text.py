@@ -7,8 +7,12 @@ terminal, break a table row, or reorder what the reader sees.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 import unicodedata
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -86,3 +90,19 @@ def test_html_report_shows_escapes_and_no_markup(store: str, tmp_path: Path,
     assert "\u202e" not in html and "\\u202e" in html and "\\x1b[1mB" in html
     assert html.count("<script") == 1 and "<img" not in html and "</textarea" not in html
     assert "javascript:alert(1)&quot;&gt;&lt;script&gt;" in html
+
+
+def test_html_report_allows_only_its_own_script(store: str, tmp_path: Path) -> None:
+    """A Content-Security-Policy lets the browser run the report's pager and nothing else: an
+    escape missed somewhere could not run an injected script, handler or javascript: URL."""
+    report = tmp_path / "r.html"
+    assert main(["--store", store, "audit", "evil", "--html", str(report)]) == 0
+    html = report.read_text()
+    meta = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', html)
+    assert meta is not None and html.index(meta.group(0)) < html.index("<script>")
+    policy = {d.split()[0]: d.split()[1:] for d in unescape(meta.group(1)).split("; ")}
+    assert policy["default-src"] == ["'none'"]
+    scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    assert len(scripts) == 1
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    assert policy["script-src"] == [f"'sha256-{digest}'"]
