@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 from pydantic import BaseModel
 
 from contextfold.api import Store, open_store
+from contextfold.audit.text import visible
 from contextfold.domain.errors import (
     ContextfoldError,
     ImportFormatError,
@@ -323,7 +324,8 @@ def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
         if as_json:
             _out(canonical_json(rec.event).decode())
         else:
-            _out(f"{rec.position:>6}  {rec.event.type:<20} {rec.hash[:12]}  {summarize_event(rec.event)}")
+            _out(f"{rec.position:>6}  {rec.event.type:<20} {rec.hash[:12]}  "
+                 f"{visible(summarize_event(rec.event))}")
 
 
 def _handle_events(args: argparse.Namespace) -> int:

@@ -69,6 +69,7 @@ def test_terminal_outputs_show_escapes_not_control_characters(
         + _run(capsys, "--store", store, "why", "evil", "--turn", "1", "mem"),
         "audit": _run(capsys, "--store", store, "audit", "evil")
         + _run(capsys, "--store", store, "audit", "evil", "--turn", "1"),
+        "events": _run(capsys, "--store", store, "events", "evil"),
     }
     for name, text in outputs.items():
         assert _hidden(text) == [], name
