@@ -28,7 +28,7 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
     stand_ins = _stand_ins([(f.id, f.source_ref, "") for f in b.fragments]
                            + [(e.id, e.source_ref, e.reason) for e in b.excluded_items])
     left = []
-    for fid in sorted(set(fa) - set(fb)):
+    for fid in sorted(set(fa) - set(fb), key=_in_log_order):
         why = excluded_b.get(fid)
         if why is not None:
             left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens, "reason": why.reason,
@@ -39,9 +39,9 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
                      "reason": "compacted" if by else "no longer in the projection",
                      "replaced_by": by[0] if by else None, "detail": by[1] if by else ""})
     entered = [{"id": fid, "kind": fb[fid].kind, "tokens": fb[fid].tokens,
-                "reason": fb[fid].selection_reason} for fid in sorted(set(fb) - set(fa))]
+                "reason": fb[fid].selection_reason} for fid in sorted(set(fb) - set(fa), key=_in_log_order)]
     truncated = [{"id": fid, "before": fa[fid].tokens, "after": fb[fid].tokens}
-                 for fid in sorted(set(fa) & set(fb))
+                 for fid in sorted(set(fa) & set(fb), key=_in_log_order)
                  if fb[fid].truncated and (not fa[fid].truncated or fa[fid].tokens != fb[fid].tokens)]
     replaced = [{"id": e["id"], "by": e["replaced_by"], "reason": e["reason"]}
                 for e in left if e["replaced_by"]]
@@ -53,6 +53,16 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
         "tools_entered": sorted({t.name for t in b.tools} - {t.name for t in a.tools}),
         "tools_left": sorted({t.name for t in a.tools} - {t.name for t in b.tools}),
     }
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _in_log_order(fid: str) -> tuple[tuple[int, str, int], ...]:
+    """A sort key that reads the numbers in an id as numbers: ``e3`` before ``e10``, ``e12.c2``
+    before ``e12.c10`` (ids name log positions; as text, ``e10`` sorted before ``e3``)."""
+    return tuple((1, "", int(part)) if part.isdigit() else (0, part, 0)
+                 for part in _DIGITS.split(fid) if part)
 
 
 _REF = re.compile(r"events?://.+/(\d+)(?:-(\d+))?")

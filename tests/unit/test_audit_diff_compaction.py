@@ -45,3 +45,16 @@ def test_compacted_fragments_are_replaced_by_their_stand_in(tmp_path: Path, stra
         assert x["detail"].startswith("masked:" if strategy == "mask" else "summarized:")
     assert {r["id"] for r in d["replaced"]} == {x["id"] for x in compacted}
     assert {r["by"] for r in d["replaced"]} <= stand_in_ids
+
+
+def test_fragments_are_listed_in_log_order(tmp_path: Path) -> None:
+    """Ids name log positions: ``e3`` comes before ``e10`` (as text it sorted after)."""
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        run = store.run("r1")
+        run.append(UserInput("start"))
+        first = run.build(window=64_000, reserve=1_000).manifest
+        _record(run)
+        later = run.build(window=64_000, reserve=1_000).manifest
+    entered = [x["id"] for x in diff_manifests(first, later)["entered"]]
+    positions = [int(fid[1:].split(".")[0]) for fid in entered if fid.startswith("e")]
+    assert len(positions) >= 10 and positions == sorted(positions)
