@@ -38,8 +38,10 @@ charset and length, events per append.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import threading
 import time
 import typing
 from collections.abc import Sequence
@@ -168,6 +170,8 @@ class EventStore(EventReads):
         self.backend = open_backend(self.url, tenant=tenant, provision=create_schema)
         self.artifact_threshold = artifact_threshold
         self._heads: dict[str, _Head] = {}
+        self._run_locks: dict[str, threading.Lock] = {}
+        self._run_locks_guard = threading.Lock()
         self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)
         self._keyframes_read: dict[tuple[str, int], bytes] = {}
         self._order_column = "rowid" if isinstance(self.backend, SQLiteBackend) else "notification_id"
@@ -221,6 +225,28 @@ class EventStore(EventReads):
             raise InputLimitError(
                 f"{len(events)} events in one append; the limit is {self.limits.max_batch}")
         prepared = self._prepare_all(events)
+        with self._writing([run_id]):
+            return self._append_prepared(run_id, prepared, expected_version)
+
+    @contextlib.contextmanager
+    def _writing(self, run_ids: Sequence[str]) -> typing.Iterator[None]:
+        """Hold the write locks of ``run_ids`` (in sorted order: no deadlock between batches).
+
+        A run's cached head (its version, last hash and pairing state) is updated in place by a
+        write: two threads appending to one run through one store judged their batches against
+        each other's half-staged pairing (a fresh call id refused as "already has a result",
+        or a head moved back by the slower thread). One writer per run per store at a time;
+        other runs, and other processes, still append in parallel."""
+        with self._run_locks_guard:
+            locks = [self._run_locks.setdefault(r, threading.Lock()) for r in sorted(set(run_ids))]
+        with contextlib.ExitStack() as stack:
+            for lock in locks:
+                stack.enter_context(lock)
+            yield
+
+    def _append_prepared(self, run_id: str,
+                         prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
+                         expected_version: int | None) -> list[RecordedEvent]:
         fresh = run_id not in self._heads
         for attempt in range(_APPEND_RETRIES):
             head = self._head(run_id)
@@ -330,30 +356,33 @@ class EventStore(EventReads):
         interrupted import left the runs before it (or the first part of a long run) behind.
         Not bounded by ``max_batch``: the caller holds the whole batch in memory already.
         Returns the number of events written."""
-        staged: list[_Staged] = []
-        try:
-            for run_id, events in runs:
-                check_run_id(run_id)
-                if not events:
-                    continue
-                prepared = self._prepare_all(events)
-                head = self._catch_up(run_id)
-                if head.version != 0 or any(b.run_id == run_id for b in staged):
-                    raise ConcurrencyConflictError(run_id, 0)
-                staged.append(self._stage(run_id, head, prepared))
-        except BaseException:
-            for b in staged:
-                b.head.pairing.undo(b.undo)
-            raise
-        if not staged:
-            return 0
-        try:
-            self._write(staged)
-        except es.IntegrityError as exc:  # another writer created one of the runs meanwhile
-            for b in staged:
-                self._heads.pop(b.run_id, None)
-            raise ConcurrencyConflictError(staged[0].run_id, 0) from exc
-        return sum(len(b.stored) for b in staged)
+        runs = list(runs)
+        for run_id, _ in runs:
+            check_run_id(run_id)
+        with self._writing([run_id for run_id, _ in runs]):
+            staged: list[_Staged] = []
+            try:
+                for run_id, events in runs:
+                    if not events:
+                        continue
+                    prepared = self._prepare_all(events)
+                    head = self._catch_up(run_id)
+                    if head.version != 0 or any(b.run_id == run_id for b in staged):
+                        raise ConcurrencyConflictError(run_id, 0)
+                    staged.append(self._stage(run_id, head, prepared))
+            except BaseException:
+                for b in staged:
+                    b.head.pairing.undo(b.undo)
+                raise
+            if not staged:
+                return 0
+            try:
+                self._write(staged)
+            except es.IntegrityError as exc:  # another writer created one of the runs meanwhile
+                for b in staged:
+                    self._heads.pop(b.run_id, None)
+                raise ConcurrencyConflictError(staged[0].run_id, 0) from exc
+            return sum(len(b.stored) for b in staged)
 
     def _prepare(self, index: int, event: AnyEvent,
                  ) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]:
