@@ -154,6 +154,9 @@ class Run:
         self.run_id = run_id
         self._state: RunState | None = None
         self._estimates: dict[int, tuple[int, str | None] | None] = {}
+        self._lock = threading.RLock()
+        """Held while the folded state is caught up or built from: threads sharing a Run
+        folded the same new events into it twice (a false DuplicateToolResultError)."""
 
     # ------------------------------------------------------------ projection
 
@@ -172,17 +175,19 @@ class Run:
         if turn is not None:
             return state_at_turn(self.events(), _checked_turn(turn), run_id=self.run_id,
                                  artifact_tokens=self._artifact_tokens())
-        if self._state is None:
-            # long texts stay in the log and are read back when rendered (projections.entries)
-            self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
-                                    event_text=functools.partial(self.store.event_text, self.run_id))
-        try:
-            return fold(self.store.events.iter_events(self.run_id, after=self._state.version), self._state)
-        except BaseException:
-            # An event can fail half-folded (its pairing applied, its artifact unreadable): the
-            # next call would fold it again into that state and call it a duplicate. Start over.
-            self._state = None
-            raise
+        with self._lock:
+            if self._state is None:
+                # long texts stay in the log and are read back when rendered (projections.entries)
+                self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
+                                        event_text=functools.partial(self.store.event_text, self.run_id))
+            try:
+                return fold(self.store.events.iter_events(self.run_id, after=self._state.version),
+                            self._state)
+            except BaseException:
+                # An event can fail half-folded (its pairing applied, its artifact unreadable): the
+                # next call would fold it again into that state and call it a duplicate. Start over.
+                self._state = None
+                raise
 
     def _existing_state(self) -> RunState:
         """:meth:`state`, or :class:`RunNotFoundError` when the log holds no event of this run: an
@@ -213,13 +218,14 @@ class Run:
                                        in_flight=in_flight)
         if turn is not None:
             return self._rebuild(_checked_turn(turn), cfg, record=record)
-        state = self._existing_state()  # a live build records its result: never into a new run
-        if not auto_compact:
-            return self._build_live(state, [], cfg, record=record)
-        from contextfold.compaction_api import plan_auto_compaction
+        with self._lock:  # the build writes to the state's memo: one thread at a time
+            state = self._existing_state()  # a live build records its result: never into a new run
+            if not auto_compact:
+                return self._build_live(state, [], cfg, record=record)
+            from contextfold.compaction_api import plan_auto_compaction
 
-        state, planned, _ = plan_auto_compaction(self, state, cfg)
-        return self._build_live(state, planned, cfg, record=record)
+            state, planned, _ = plan_auto_compaction(self, state, cfg)
+            return self._build_live(state, planned, cfg, record=record)
 
     def _build_live(self, state: RunState, planned: Sequence[AnyEvent], cfg: BuildConfig, *,
                     record: bool = True) -> BuildResult:

@@ -304,9 +304,10 @@ def build(run: Run, provider: str = "neutral", *, window: int = 128_000, reserve
     cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model)
     if not auto:
         return run.build(config=cfg)
-    state, events, _ = plan_auto_compaction(run, run._existing_state(), cfg, strategy=strategy,
-                                            summarizer=summarizer)
-    return run._build_live(state, events, cfg)
+    with run._lock:  # as Run.build: the build writes to the state's memo
+        state, events, _ = plan_auto_compaction(run, run._existing_state(), cfg, strategy=strategy,
+                                                summarizer=summarizer)
+        return run._build_live(state, events, cfg)
 
 
 # ---------------------------------------------------------------- read-back

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
-from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+import pytest
+
+from contextfold.api import open_store
+from contextfold.domain.errors import ConcurrencyConflictError
+from contextfold.domain.events import ContextBuilt, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.log import RecordedEvent
 from contextfold.store.event_store import EventStore
 
 
@@ -42,5 +49,88 @@ def test_threads_sharing_a_store_append_calls_and_results_to_one_run(store_url: 
         assert store.verify("r").ok
         results = [e.event.call_id for e in events if isinstance(e.event, ToolResult)]
         assert sorted(results) == sorted(f"c{w}-{i}" for w in range(workers) for i in range(rounds))
+    finally:
+        store.close()
+
+
+def test_threads_sharing_a_run_handle_build_and_append_without_false_errors(store_url: str) -> None:
+    """Threads sharing one ``Run`` folded the same new events into its cached state twice (each
+    caught up from the version it read), so a build or state() raised a false
+    DuplicateToolResultError. What remains is the documented race: a build that cancels another
+    thread's call in flight, or loses to another build, is a ConcurrencyConflictError."""
+    store = open_store(store_url)
+    run = store.run("r")
+    run.append(UserInput("go"))
+    workers, rounds = 4, 8
+    start = threading.Barrier(workers)
+    errors: list[BaseException] = []
+
+    def work(w: int) -> None:
+        start.wait()
+        for i in range(rounds):
+            try:
+                call = ToolCall(call_id=f"c{w}-{i}", name="t", arguments="{}")
+                run.append(ModelResponse(tool_calls=[call]))
+                run.append(ToolResult(call_id=f"c{w}-{i}", content="ok"))
+                run.build(window=50_000, reserve=1_000)
+            except ConcurrencyConflictError:
+                pass
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    try:
+        assert errors == []
+        assert run.verify().ok
+        turns = {r.event.turn for r in run.events() if isinstance(r.event, ContextBuilt)}
+        assert turns and all(run.replay(t).ok for t in turns)
+        fresh = store.run("r").state()  # the shared handle's state is the log's
+        assert run.state().version == fresh.version
+        assert run.state().pairing.open == fresh.pairing.open
+    finally:
+        store.close()
+
+
+def test_two_threads_catching_up_one_run_handle_fold_each_event_once(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interleaving forced: both threads have read the run's version and wait at a barrier
+    before folding (bounded: with the fix, the second thread never reaches it while the first
+    waits). Unguarded, both folded events 1-3 into the one state: a DuplicateToolCallError, or
+    (interleaved otherwise, as on PostgreSQL where one thread folds all three while the other
+    waits on the server) the same events folded twice without an error."""
+    store = open_store(store_url)
+    run = store.run("r")
+    run.append(UserInput("go"), ModelResponse(tool_calls=[ToolCall(call_id="c1", name="t", arguments="{}")]))
+    run.append(ToolResult(call_id="c1", content="ok"))
+    both = threading.Barrier(2)
+    reads = store.events.iter_events
+
+    def iter_events(run_id: str, *, after: int = 0) -> Iterator[RecordedEvent]:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both.wait(timeout=3)
+        return reads(run_id, after=after)
+
+    monkeypatch.setattr(store.events, "iter_events", iter_events)
+    errors: list[BaseException] = []
+
+    def catch_up() -> None:
+        try:
+            run.state()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=catch_up) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        assert errors == []
+        fresh = store.run("r").state()
+        assert (run.state().version, run.state().turn) == (fresh.version, fresh.turn) == (3, 1)
     finally:
         store.close()
