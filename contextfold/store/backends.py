@@ -18,7 +18,6 @@ on the catalog, so creation runs under a transaction-level advisory lock.
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 import sqlite3
 import time
@@ -34,6 +33,7 @@ from contextfold.domain.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from contextfold.store.pg_recorder import recorder_class
 from contextfold.store.sqlite_path import check_sqlite_path
 
 __all__ = [
@@ -283,7 +283,7 @@ class PostgresBackend:
             pool_size=2, max_overflow=8, connect_timeout=5.0,
         )
         try:  # the recorder connects as it is made (it registers the row type's adapters)
-            self.recorder = _recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
+            self.recorder = recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
         except (es.InterfaceError, es.OperationalError) as exc:
             self.datastore.close()  # the pool would go on retrying in its threads
             raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
@@ -403,41 +403,6 @@ class PostgresBackend:
 
     def close(self) -> None:
         self.datastore.close()
-
-
-PIPELINE_MAX_BYTES = 1024 * 1024
-"""Batches with more stored bytes than this are inserted without psycopg's pipeline mode."""
-
-
-@functools.cache
-def _recorder_class() -> type[Any]:
-    """eventsourcing's PostgresApplicationRecorder, with large batches inserted without the pipeline.
-
-    Why: psycopg's pipeline mode (which eventsourcing uses for every insert) hangs for good when
-    one query's message is large: seen here with psycopg 3.3.9 and libpq 18, an insert of 8 MB
-    of rows never returned, the server waiting on the client (``ClientRead``) and the client on
-    the server; 6 MB went through (psycopg issue #685 describes the same hang). A run's batch of
-    5,000 events of tool output is that large. Above :data:`PIPELINE_MAX_BYTES` the same
-    statements (table lock, notify, insert) run in a plain transaction: a few more round trips
-    on a batch whose transfer takes far longer anyway. Made once per process, on the first
-    PostgreSQL store (eventsourcing's postgres module imports psycopg).
-    """
-    from eventsourcing.postgres import PostgresApplicationRecorder
-    from eventsourcing.utils import retry
-
-    class Recorder(PostgresApplicationRecorder):
-        def insert_events(self, stored_events: Sequence[es.StoredEvent], **kwargs: Any) -> Any:
-            if sum(len(e.state) for e in stored_events) <= PIPELINE_MAX_BYTES:
-                return super().insert_events(stored_events, **kwargs)
-            return self._insert_without_pipeline(stored_events, **kwargs)
-
-        @retry((es.InterfaceError, es.OperationalError), max_attempts=10, wait=0.2)
-        def _insert_without_pipeline(self, stored_events: Sequence[es.StoredEvent], **kwargs: Any) -> Any:
-            with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
-                self._insert_stored_events(curs, stored_events, **kwargs)
-                return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
-
-    return Recorder
 
 
 def _datastore_class(role: str | None) -> type[Any]:

@@ -376,7 +376,7 @@ def _noise(i: int, size: int) -> str:
 
 def test_a_batch_of_many_megabytes_is_written_and_read_back(store_url: str) -> None:
     """12 MB in one append: psycopg's pipeline mode hung for good on such an insert
-    (``store.backends._recorder_class``), so the append runs in a thread that must finish."""
+    (``store.pg_recorder.recorder_class``), so the append runs in a thread that must finish."""
     import threading
 
     batch = [UserInput(_noise(i, 4000)) for i in range(3000)]
@@ -398,7 +398,7 @@ def test_a_batch_of_many_megabytes_is_written_and_read_back(store_url: str) -> N
 
 def test_stores_of_one_process_share_their_recorder_class(store_url: str) -> None:
     """A service opening a store per request must not make a class per open (a PostgreSQL
-    store's recorder is a subclass made on first use, ``store.backends._recorder_class``)."""
+    store's recorder is a subclass made on first use, ``store.pg_recorder.recorder_class``)."""
     a, b = EventStore(store_url), EventStore(store_url)
     assert type(a.backend.recorder) is type(b.backend.recorder)
     a.close()
