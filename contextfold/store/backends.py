@@ -165,6 +165,11 @@ def translate_errors(what: str) -> Iterator[None]:
     """Translate driver / eventsourcing errors into StoreError subclasses."""
     try:
         yield
+    except (es.ConnectionPoolClosedError, es.ConnectionNotFromPoolError) as exc:
+        # a store closed (by another thread) while this operation held a connection: eventsourcing's
+        # SQLite pool refuses the connection back with an error outside its PersistenceError tree
+        raise StoreError(f"{what}: the store was closed during the operation ({exc}); "
+                         "open it again (an append may have been written: reload the run)") from exc
     except (es.InterfaceError, es.OperationalError) as exc:
         raise StoreUnavailableError(f"{what}: {exc}") from exc
     except es.PersistenceError as exc:

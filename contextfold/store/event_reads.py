@@ -211,7 +211,8 @@ class EventReads:
     def version(self, run_id: str) -> int:
         """The run's last position (0 when it has no events)."""
         check_run_id(run_id)
-        rows = self.backend.recorder.select_events(run_id, desc=True, limit=1)
+        with translate_errors(f"read {run_id!r}"):
+            rows = self.backend.recorder.select_events(run_id, desc=True, limit=1)
         return rows[0].originator_version if rows else 0
 
     def exists(self, run_id: str) -> bool:

@@ -336,7 +336,7 @@ class EventStore(EventReads):
         except es.IntegrityError:
             undo()
             raise  # a concurrent writer took these positions: handled by the caller
-        except es.PersistenceError as exc:
+        except (es.PersistenceError, es.ConnectionPoolClosedError, es.ConnectionNotFromPoolError) as exc:
             undo()
             with translate_errors(f"append to {batches[0].run_id!r}"):
                 raise exc

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from contextfold.api import open_store
-from contextfold.domain.errors import ConcurrencyConflictError
+from contextfold.domain.errors import ConcurrencyConflictError, StoreError
 from contextfold.domain.events import ContextBuilt, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import RecordedEvent
 from contextfold.store.event_store import EventStore
@@ -134,3 +135,40 @@ def test_two_threads_catching_up_one_run_handle_fold_each_event_once(
         assert (run.state().version, run.state().turn) == (fresh.version, fresh.turn) == (3, 1)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("operation", ["read", "version", "append"])
+def test_a_store_closed_by_another_thread_mid_operation_is_a_store_error(
+        store_url: str, operation: str) -> None:
+    """Closing a Store while another thread uses it is misuse, and says so: on SQLite the pool
+    refused the connection back with eventsourcing's ConnectionPoolClosedError (outside its
+    PersistenceError tree, so untranslated), a bare traceback. The close is made to happen while
+    the operation holds its connection."""
+    store = open_store(store_url)
+    run = store.run("r")
+    run.append(UserInput("go"))
+    datastore = store.events.backend.datastore
+    get_connection = datastore.get_connection
+    armed = [True]
+
+    @contextlib.contextmanager
+    def closed_midway(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        with get_connection(*args, **kwargs) as conn:
+            yield conn
+            if armed:
+                armed.clear()
+                store.close()
+
+    datastore.get_connection = closed_midway  # type: ignore[method-assign]
+    calls: dict[str, Callable[[], object]] = {
+        "read": run.events, "version": lambda: run.version, "append": lambda: run.append(UserInput("x"))}
+    try:
+        calls[operation]()
+    except StoreError as exc:
+        assert "closed" in str(exc)
+    finally:
+        store.close()
+    assert not armed
+    with open_store(store_url) as again:
+        assert again.run("r").verify().ok
+        assert again.run("r").events()[0].event == UserInput("go")
