@@ -3,7 +3,8 @@
 PostgreSQL — **a schema and a role per tenant; the database enforces it.**
 ``open_store(url, tenant="acme")`` stores the tenant's runs and artifacts in
 its own schema (``cf_tenant_acme``, or ``<schema>_t_acme`` under a URL's
-``?schema=``) owned by a ``NOLOGIN`` role of the same name, with every
+``?schema=``, which then must hold no ``_t_`` and not start with ``cf_tenant_``, so that no
+two tenants share a name) owned by a ``NOLOGIN`` role of the same name, with every
 privilege on the schema revoked from ``PUBLIC``. Each pooled connection runs
 ``SET ROLE <tenant role>`` as soon as it is opened, so every statement the
 store issues — and any raw SQL on that connection — runs with the tenant's
@@ -66,6 +67,15 @@ def check_tenant(tenant: str) -> str:
 def tenant_schema(tenant: str, base_schema: str = "public") -> str:
     """The schema (and role) name of ``tenant``; also the role name (roles are cluster-wide)."""
     check_tenant(tenant)
+    if base_schema != "public" and ("_t_" in base_schema or base_schema.startswith("cf_tenant_")):
+        # Names must not collide across bases: tenant 'y_t_z' under ?schema=x and tenant 'z'
+        # under ?schema=x_t_y were both x_t_y_t_z (one schema, one role: each read the other's
+        # runs), and tenant 'a_t_b' of public (cf_tenant_a_t_b) was tenant 'b' under
+        # ?schema=cf_tenant_a. Every such pair needs a base holding '_t_' or starting 'cf_tenant_'.
+        raise StoreConfigError(
+            f"schema {base_schema!r} cannot hold tenants: a tenant's schema is '<schema>_t_<tenant>', "
+            "so a schema containing '_t_' (or starting with 'cf_tenant_', public's tenant prefix) "
+            "could name another schema's tenant; choose a schema without them")
     name = f"cf_tenant_{tenant}" if base_schema == "public" else f"{base_schema}_t_{tenant}"
     if len(name) > 63:
         raise StoreConfigError(f"tenant schema name {name!r} is longer than PostgreSQL's 63 bytes")

@@ -134,3 +134,30 @@ def test_bad_tenant_names_are_rejected(tmp_path: Path) -> None:
     for bad in ("Acme", "a-b", "1abc", "", "x" * 41, 'a"; drop'):
         with pytest.raises(StoreConfigError):
             open_store(f"sqlite:///{tmp_path / 'x.db'}", tenant=bad)
+
+
+@pytest.mark.postgres
+def test_tenants_of_two_schemas_can_never_share_one(pg_url: str) -> None:
+    """A tenant's schema and role are '<schema>_t_<tenant>': tenant 'z' under ?schema=B_t_y and
+    tenant 'y_t_z' under ?schema=B were both 'B_t_y_t_z', so each read the other's runs (one
+    schema, one role); likewise tenant 'a_t_b' of public and tenant 'b' under
+    ?schema=cf_tenant_a. A schema that could name another's tenant holds none."""
+    p = parse_store_url(pg_url)
+    base = p.schema
+    url = pg_url.split("?")[0]
+    made = [f"{base}_t_y_t_z", "cf_tenant_a_t_b"]
+    try:
+        with (pytest.raises(StoreConfigError, match="cannot hold tenants"),
+              open_store(f"{url}?schema={base}_t_y", tenant="z") as other):
+            other.run("secret").append(UserInput(SECRET_A))
+        with open_store(f"{url}?schema={base}", tenant="y_t_z") as mine:
+            assert mine.runs() == []
+        with pytest.raises(StoreConfigError, match="cannot hold tenants"):
+            open_store(f"{url}?schema=cf_tenant_a", tenant="b").close()
+    finally:
+        with _conn(pg_url) as admin:
+            for name in made:
+                admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+                if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
+                    admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+                    admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
