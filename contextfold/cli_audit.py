@@ -23,7 +23,7 @@ import re
 import sys
 from typing import Any
 
-from contextfold.api import Run, Store
+from contextfold.api import Run
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
@@ -36,9 +36,6 @@ from contextfold.projections.builder import BuildResult, canonical_hash
 
 __all__ = ["audit_turn", "explain"]
 
-
-def _store(args: argparse.Namespace) -> Store:
-    return store_for(args)
 
 
 def _out(text: str) -> None:
@@ -204,7 +201,7 @@ def _handle_audit(args: argparse.Namespace) -> int:
         raise InvalidInputError("--html writes the report of the whole run; it does not combine "
                                 "with --turn (each turn is a section of the report)")
     html = output_file(args.html) if args.html else None
-    with _store(args) as store:
+    with store_for(args) as store:
         run = store.run(args.run)
         if args.turn is not None:
             return _handle_audit_turn(args, run)
@@ -300,7 +297,7 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
 
 def _handle_why(args: argparse.Namespace) -> int:
     _checked_query(args.query)  # before the store is opened or a turn rebuilt
-    with _store(args) as store:
+    with store_for(args) as store:
         run = store.run(args.run)
         records = run.records(args.turn)
         if records:
@@ -351,7 +348,7 @@ def _configure_usage(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_usage(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with store_for(args) as store:
         run = store.run(args.run)
         rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
                                 output_tokens=args.output_tokens, model=args.model)

@@ -25,9 +25,6 @@ PROVIDER_CHOICES = ("neutral", "openai-chat", "openai-responses", "anthropic", "
 SCHEMAS["manifest"] = ContextManifest.model_json_schema
 
 
-def _store(args: argparse.Namespace) -> Store:
-    return store_for(args)
-
 
 def _build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
@@ -91,7 +88,7 @@ def _configure_build(p: argparse.ArgumentParser) -> None:
 
 def _handle_build(args: argparse.Namespace) -> int:
     out = output_file(args.out) if args.out else None
-    with _store(args) as store:
+    with store_for(args) as store:
         result = _do_build(args, store)
     body = json.dumps(result.request, indent=2, ensure_ascii=False)
     if out is not None:
@@ -122,7 +119,7 @@ def _configure_manifest(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_manifest(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with store_for(args) as store:
         result = _do_build(args, store)
     if args.json:
         sys.stdout.write(result.manifest.model_dump_json(indent=2) + "\n")
@@ -146,7 +143,7 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_replay(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with store_for(args) as store:
         run = store.run(args.run)
         if not args.verify:
             result = run.build(turn=args.turn)
@@ -207,7 +204,7 @@ def _check_turns(store: Store, run_id: str, *turns: int) -> None:
 
 
 def _handle_diff(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with store_for(args) as store:
         _check_turns(store, args.run, args.a, args.b)
         d = diff_manifests(_manifest_for(store, args.run, args.a), _manifest_for(store, args.run, args.b))
     if args.json:
