@@ -85,9 +85,6 @@ def store_for(args: argparse.Namespace) -> Store:
     return open_store(url)
 
 
-_store = store_for
-
-
 def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -213,6 +210,18 @@ def _read_source(path: str, limit: int) -> tuple[bytes, str]:
         raise ImportFormatError(f"{path}:0", f"cannot read: {exc.strerror or exc}") from exc
 
 
+def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """Yield an ``advance(n)`` callable; draws a bar only on a terminal."""
+    if not sys.stderr.isatty() or total < 2:
+        yield lambda n: None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda n: progress.advance(task, n)
+
+
 def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
     """(index, ref) of every artifact ref the events carry (payloads and media blocks)."""
     def walk(value: Any) -> Iterator[ArtifactRef]:
@@ -261,7 +270,7 @@ def _handle_import(args: argparse.Namespace) -> int:
     runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
     named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events)
              for suffix, events in runs]
-    with _store(args) as store:
+    with store_for(args) as store:
         for run_id, events in named:
             if store.events.exists(run_id):
                 raise ImportFormatError(f"{source}:0", f"run {run_id!r} already exists; pick another --run")
@@ -276,7 +285,8 @@ def _handle_import(args: argparse.Namespace) -> int:
                         f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
                         "keeps large payloads as refs into its own store): the run would not build")
         # ONE transaction: every run of the file, or none (a refusal, a lost server, Ctrl-C)
-        total = store.events.append_new_runs(named)
+        for advance in _progress(sum(len(events) for _, events in named), f"importing {source}"):
+            total = store.events.append_new_runs(named, progress=advance)
         _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
         for run_id, events in named[:20]:
             _out(f"  {run_id}: {len(events)} events")
@@ -297,7 +307,7 @@ def _configure_runs(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_runs(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with store_for(args) as store:
         runs = store.runs()
         if args.json:
             _out(json.dumps([{"run_id": r.run_id, "events": r.events} for r in runs]))
@@ -329,7 +339,7 @@ def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
 
 
 def _handle_events(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with store_for(args) as store:
         _print_events(store.run(args.run).events(upto=args.upto), args.json)
     return 0
 
@@ -343,7 +353,7 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_verify(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with store_for(args) as store:
         report = store.run(args.run).verify()
     if report.ok:
         _out(f"ok: {report.events} events of {args.run!r}, hash chain intact")
@@ -393,7 +403,7 @@ def _configure_demo(p: argparse.ArgumentParser) -> None:
 
 def _handle_demo(args: argparse.Namespace) -> int:
     events = sample_events()
-    with _store(args) as store:
+    with store_for(args) as store:
         run_id = args.run
         if store.events.exists(run_id):
             n = 2

@@ -349,13 +349,15 @@ class EventStore(EventReads):
             for commit in b.learned:  # keyframes and deltas the log now holds
                 commit()
 
-    def append_new_runs(self, runs: Sequence[tuple[str, Sequence[AnyEvent]]]) -> int:
+    def append_new_runs(self, runs: Sequence[tuple[str, Sequence[AnyEvent]]], *,
+                        progress: typing.Callable[[int], None] | None = None) -> int:
         """Record several new runs in ONE transaction: all of them or, on any error (a refused
         event, a run that exists, a lost connection, Ctrl-C), none. For an import of a
         multi-run file or of a run longer than one append: written batch by batch, an
         interrupted import left the runs before it (or the first part of a long run) behind.
         Not bounded by ``max_batch``: the caller holds the whole batch in memory already.
-        Returns the number of events written."""
+        ``progress(n)`` is called as each run's ``n`` events are prepared (the long part: JSON,
+        hashes, compression), for a progress bar. Returns the number of events written."""
         runs = list(runs)
         for run_id, _ in runs:
             check_run_id(run_id)
@@ -370,6 +372,8 @@ class EventStore(EventReads):
                     if head.version != 0 or any(b.run_id == run_id for b in staged):
                         raise ConcurrencyConflictError(run_id, 0)
                     staged.append(self._stage(run_id, head, prepared))
+                    if progress is not None:
+                        progress(len(events))
             except BaseException:
                 for b in staged:
                     b.head.pairing.undo(b.undo)

@@ -270,3 +270,13 @@ def test_an_empty_path_or_store_url_is_a_usage_error(tmp_path: Path, cli: CLI) -
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     with pytest.raises(StoreConfigError, match="an empty store URL"):
         open_store("")
+
+
+def test_append_new_runs_reports_progress_run_by_run(store: EventStore) -> None:
+    """The import's progress bar advances as each run is prepared (the transaction's long part)."""
+    from contextfold import UserInput
+
+    seen: list[int] = []
+    runs = [("a", [UserInput("x")]), ("b", [UserInput("y"), UserInput("z")]), ("c", [])]
+    assert store.append_new_runs(runs, progress=seen.append) == 3
+    assert seen == [1, 2]
