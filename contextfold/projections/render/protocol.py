@@ -65,13 +65,12 @@ request would be refused whole, so the build says which name and what the provid
 
 
 def _names(provider: str, names: set[Any]) -> set[Any]:
+    """``names``, or a RenderError naming the first (sorted) one the provider refuses."""
     pattern, rule = _TOOL_NAME[provider]
-    if all(isinstance(name, str) and pattern.fullmatch(name) for name in names):
-        return names
-    for name in sorted(names, key=str):
-        if not isinstance(name, str) or not pattern.fullmatch(name):
-            _fail(provider, f"tool name {name!r} is refused by this API: it takes {rule} "
-                  "(rename the tool where it is registered)")
+    refused = [name for name in names if not (isinstance(name, str) and pattern.fullmatch(name))]
+    if refused:
+        _fail(provider, f"tool name {min(refused, key=str)!r} is refused by this API: it takes {rule} "
+              "(rename the tool where it is registered)")
     return names
 
 
