@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any, assert_never
 
 from contextfold.domain.conversation import arguments_object
@@ -215,9 +216,11 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
         state.unparsed_arguments_seen = True
     fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls))
     if calls:
-        shown = state.request_call_ids
-        state.items[rec.position] = ToolGroup(rec.position, fid, tuple(
-            CallSlot(c, n, "open", None, None, *call_alias(c, rec.position, shown)) for c, n, _ in calls))
+        slots = []
+        for c, n, _ in calls:
+            alias, alias_for = call_alias(c, rec.position, state.request_call_ids)
+            slots.append(CallSlot(c, n, alias=alias, alias_for=alias_for))
+        state.items[rec.position] = ToolGroup(rec.position, fid, tuple(slots))
         for c, _, _ in calls:
             state.open_groups[c] = rec.position
             state.recovered_groups.pop(c, None)
@@ -237,7 +240,7 @@ def _answer(state: RunState, rec: RecordedEvent, call_id: str, trust: Trust,
     answer = make(slot.name)
     fid = add_fragment(state, rec, "tool_result", trust, answer,
                source_ref=call_ref(state, call_id, gpos))
-    calls = tuple(CallSlot(c.call_id, c.name, answer.status, fid, rec.position, c.alias, c.alias_for)
+    calls = tuple(replace(c, status=answer.status, answer_id=fid, answer_position=rec.position)
                   if c is slot else c for c in group.calls)
     state.items[gpos] = ToolGroup(gpos, group.fragment_id, calls)
     state.answer_group[rec.position] = gpos
@@ -394,8 +397,7 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
                                    source_ref=f"event://{state.run_id}/{slot.answer_position}")
                 state.entries[fid] = state.entries[fid].moved(slot.answer_position)
                 state.masked[slot.answer_position] = rec.position
-                slot = CallSlot(slot.call_id, slot.name, slot.status, fid, slot.answer_position,
-                                slot.alias, slot.alias_for)
+                slot = replace(slot, answer_id=fid)
                 stubbed = True
             calls.append(slot)
         if stubbed:  # an item is replaced only when it changes (the timeline index relies on it)
