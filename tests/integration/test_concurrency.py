@@ -14,6 +14,7 @@ from contextfold.domain.errors import ConcurrencyConflictError, StoreError
 from contextfold.domain.events import ContextBuilt, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import RecordedEvent
 from contextfold.store.event_store import EventStore
+from tests.threads import errors_in_threads
 
 
 def test_threads_sharing_a_store_append_calls_and_results_to_one_run(store_url: str) -> None:
@@ -25,24 +26,16 @@ def test_threads_sharing_a_store_append_calls_and_results_to_one_run(store_url: 
     store.append("r", [UserInput("go")])
     workers, rounds = 6, 10
     start = threading.Barrier(workers)
-    errors: list[BaseException] = []
 
     def work(w: int) -> None:
         start.wait()
-        try:
-            for i in range(rounds):
-                store.append("r", [ModelResponse(tool_calls=[ToolCall(call_id=f"c{w}-{i}", name="t",
-                                                                      arguments="{}")])])
-                store.append("r", [ToolResult(call_id=f"c{w}-{i}", content=f"ok {w}-{i}")])
-                store.append("r", [UserInput(f"w{w}-{i}")])
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        for i in range(rounds):
+            store.append("r", [ModelResponse(tool_calls=[ToolCall(call_id=f"c{w}-{i}", name="t",
+                                                                  arguments="{}")])])
+            store.append("r", [ToolResult(call_id=f"c{w}-{i}", content=f"ok {w}-{i}")])
+            store.append("r", [UserInput(f"w{w}-{i}")])
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = errors_in_threads(workers, work)
     try:
         assert errors == []
         events = store.read("r")
@@ -64,26 +57,17 @@ def test_threads_sharing_a_run_handle_build_and_append_without_false_errors(stor
     run.append(UserInput("go"))
     workers, rounds = 4, 8
     start = threading.Barrier(workers)
-    errors: list[BaseException] = []
 
     def work(w: int) -> None:
         start.wait()
         for i in range(rounds):
-            try:
+            with contextlib.suppress(ConcurrencyConflictError):  # the documented race
                 call = ToolCall(call_id=f"c{w}-{i}", name="t", arguments="{}")
                 run.append(ModelResponse(tool_calls=[call]))
                 run.append(ToolResult(call_id=f"c{w}-{i}", content="ok"))
                 run.build(window=50_000, reserve=1_000)
-            except ConcurrencyConflictError:
-                pass
-            except BaseException as exc:  # reported below
-                errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = errors_in_threads(workers, work)
     try:
         assert errors == []
         assert run.verify().ok
@@ -116,19 +100,7 @@ def test_two_threads_catching_up_one_run_handle_fold_each_event_once(
         return reads(run_id, after=after)
 
     monkeypatch.setattr(store.events, "iter_events", iter_events)
-    errors: list[BaseException] = []
-
-    def catch_up() -> None:
-        try:
-            run.state()
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=catch_up) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    errors = errors_in_threads(2, lambda _: run.state(), timeout=60)
     try:
         assert errors == []
         fresh = store.run("r").state()

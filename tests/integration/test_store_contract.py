@@ -33,6 +33,7 @@ from contextfold.domain.events import (
 from contextfold.domain.log import GENESIS_HASH, chain_hash
 from contextfold.store.backends import EVENTS_TABLE, SQLiteBackend
 from contextfold.store.event_store import EventStore
+from tests.threads import errors_in_threads
 
 
 def call(cid: str, name: str = "pytest") -> ModelResponse:
@@ -187,20 +188,12 @@ def test_one_store_shared_by_threads_appends_every_event(store_url: str) -> None
     """An agent server keeps one store and runs agents in threads. On PostgreSQL, threads taking
     connections at once hit psycopg_pool's bare AssertionError (the pool was waited on per use)."""
     store = EventStore(store_url)
-    errors: list[BaseException] = []
 
     def work(worker: int) -> None:
-        try:
-            for i in range(15):
-                store.append(f"thread-{worker}", [UserInput(f"t{worker}-e{i}")])
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        for i in range(15):
+            store.append(f"thread-{worker}", [UserInput(f"t{worker}-e{i}")])
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = errors_in_threads(4, work)
     try:
         assert errors == []
         for w in range(4):
@@ -377,7 +370,6 @@ def _noise(i: int, size: int) -> str:
 def test_a_batch_of_many_megabytes_is_written_and_read_back(store_url: str) -> None:
     """12 MB in one append: psycopg's pipeline mode hung for good on such an insert
     (``store.pg_recorder.recorder_class``), so the append runs in a thread that must finish."""
-    import threading
 
     batch = [UserInput(_noise(i, 4000)) for i in range(3000)]
     a, b = EventStore(store_url), EventStore(store_url)
