@@ -217,7 +217,11 @@ def _handle_diff(args: argparse.Namespace) -> int:
         by = f" -> {e['replaced_by']}" if e["replaced_by"] else ""
         line = f"  - {e['id']:<10} {e['kind']:<14} {e['tokens']:>6}  {e['reason']}{by} {e['detail']}"
         out.append(line.rstrip())
-    out += [f"  ~ {t['id']:<10} truncated {t['before']} -> {t['after']} tokens" for t in d["truncated"]]
+    out += [f"  ~ {t['id']:<10} truncated {t['before']} -> {t['after']} tokens"
+            + (f" (already truncated at turn {d['from_turn']})" if t["was_truncated"] else "")
+            for t in d["truncated"]]
+    out += [f"  ~ {t['id']:<10} whole again {t['before']} -> {t['after']} tokens "
+            f"(truncated at turn {d['from_turn']})" for t in d["restored"]]
     if d["tools_entered"] or d["tools_left"]:
         out.append(f"  tools +{d['tools_entered']} -{d['tools_left']}")
     sys.stdout.write("\n".join(visible(line) for line in out) + "\n")

@@ -21,6 +21,11 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
     ``replaced`` lists the fragments that left because a newer or more
     authoritative one took their place (superseded or duplicate, or compacted:
     masked to a stub or folded into a summary that ``b`` selected), with its id.
+
+    A cut is a change in either direction: ``truncated`` lists what ``b`` cut that ``a``
+    sent whole or cut to another size (``was_truncated`` tells which), ``restored`` what
+    ``a`` cut and ``b`` sends whole again (a larger window, a smaller history). Listing
+    only ``b``'s cuts hid the second: the model saw more of a fragment and the diff was silent.
     """
     fa = {f.id: f for f in a.fragments}
     fb = {f.id: f for f in b.fragments}
@@ -40,16 +45,20 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
                      "replaced_by": by[0] if by else None, "detail": by[1] if by else ""})
     entered = [{"id": fid, "kind": fb[fid].kind, "tokens": fb[fid].tokens,
                 "reason": fb[fid].selection_reason} for fid in sorted(set(fb) - set(fa), key=_in_log_order)]
-    truncated = [{"id": fid, "before": fa[fid].tokens, "after": fb[fid].tokens}
-                 for fid in sorted(set(fa) & set(fb), key=_in_log_order)
+    kept = sorted(set(fa) & set(fb), key=_in_log_order)
+    truncated = [{"id": fid, "kind": fb[fid].kind, "before": fa[fid].tokens, "after": fb[fid].tokens,
+                  "was_truncated": fa[fid].truncated}
+                 for fid in kept
                  if fb[fid].truncated and (not fa[fid].truncated or fa[fid].tokens != fb[fid].tokens)]
+    restored = [{"id": fid, "kind": fb[fid].kind, "before": fa[fid].tokens, "after": fb[fid].tokens}
+                for fid in kept if fa[fid].truncated and not fb[fid].truncated]
     replaced = [{"id": e["id"], "by": e["replaced_by"], "reason": e["reason"]}
                 for e in left if e["replaced_by"]]
     return {
         "from_turn": a.turn, "to_turn": b.turn,
         "tokens": {"from": a.selected_tokens, "to": b.selected_tokens},
         "cache_key_changed": a.cache_key != b.cache_key,
-        "entered": entered, "left": left, "truncated": truncated, "replaced": replaced,
+        "entered": entered, "left": left, "truncated": truncated, "restored": restored, "replaced": replaced,
         "tools_entered": sorted({t.name for t in b.tools} - {t.name for t in a.tools}),
         "tools_left": sorted({t.name for t in a.tools} - {t.name for t in b.tools}),
     }

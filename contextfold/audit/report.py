@@ -218,7 +218,10 @@ def _diff(t: TurnAudit) -> str:
         lst("left", lambda x: head(x)
             + (f" → <code>{_e(x['replaced_by'])}</code>" if x["replaced_by"] else "")
             + (f" ({_e(x['detail'])})" if x["detail"] else "")),
-        lst("truncated", lambda x: f"<code>{_e(x['id'])}</code> {x['before']} → {x['after']} tokens"),
+        lst("truncated", lambda x: f"<code>{_e(x['id'])}</code> {x['before']} → {x['after']} tokens"
+            + (" (already truncated before)" if x["was_truncated"] else "")),
+        lst("restored", lambda x: f"<code>{_e(x['id'])}</code> {x['before']} → {x['after']} tokens, "
+            "whole again (truncated before)"),
         lst("replaced",
             lambda x: f"<code>{_e(x['id'])}</code> → <code>{_e(x['by'])}</code> ({_e(x['reason'])})"),
     ]
@@ -242,7 +245,8 @@ def _turn(t: TurnAudit) -> str:
         tags.append(f'<span class="tag bad">{repairs} repairs</span>')
     if t.compactions:
         tags.append(f'<span class="tag">{len(t.compactions)} compaction</span>')
-    changed = bool(t.diff and (t.diff["entered"] or t.diff["left"] or t.diff["truncated"]))
+    changed = bool(t.diff and (t.diff["entered"] or t.diff["left"] or t.diff["truncated"]
+                               or t.diff["restored"]))
     prefix = ("first turn" if t.prefix_changed is None else "CHANGED" if t.prefix_changed else "re-used")
     lines = [
         f"<p>{_e(m.provider)} · model {_e(m.model)} · encoding {_e(m.encoding)} · window {m.window_tokens} · "
