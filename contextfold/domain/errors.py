@@ -19,6 +19,7 @@ so the original stays on ``__cause__``.
     ├── NotFoundError
     │   ├── RunNotFoundError
     │   ├── ArtifactNotFoundError
+    │   ├── RecordNotFoundError           a turn's context_built record asked for by index
     │   └── TurnNotFoundError
     ├── IntegrityError                    hash chain / recorded hash mismatch
     ├── StoreError                        the database failed us
@@ -53,6 +54,7 @@ __all__ = [
     "NotFoundError",
     "PendingToolCallsError",
     "ProtocolError",
+    "RecordNotFoundError",
     "RenderError",
     "RequiredContextExceedsBudgetError",
     "RunNotFoundError",
@@ -153,6 +155,22 @@ class TurnNotFoundError(NotFoundError):
         super().__init__(f"run {run_id!r} has no turn {turn} (turns 1..{last_turn})")
         self.run_id = run_id
         self.turn = turn
+
+
+class RecordNotFoundError(NotFoundError):
+    """The turn exists but holds no ``context_built`` record at the index asked for.
+
+    A turn can hold several (a live build, then another after a compaction); an audit that
+    picks one by index must not fall back to another record, or to a rebuild, silently."""
+
+    def __init__(self, run_id: str, turn: int, record: str, count: int) -> None:
+        have = (f"it has {count} context_built record{'s' if count != 1 else ''}: first, last or 1..{count}"
+                if count else "it has none: a build of the turn, or a recorded rebuild, makes one")
+        super().__init__(f"run {run_id!r} turn {turn} has no record {record} ({have})")
+        self.run_id = run_id
+        self.turn = turn
+        self.record = record
+        self.count = count
 
 
 class IntegrityError(ContextfoldError):
