@@ -6,8 +6,9 @@
 - ``audit RUN --turn N [--json]``: exactly what the model saw at turn N, the
   request re-derived from the log and checked against the recorded hashes,
   the log's integrity and whether the builder configuration changed;
-- ``why RUN --turn N FRAGMENT_OR_SOURCE``: the reason the manifest records for
-  keeping or dropping a fragment (by id, source substring or file path);
+- ``why RUN --turn N FRAGMENT_OR_SOURCE [--record first|last|K]``: the reason the
+  manifest records for keeping or dropping a fragment (by id, source substring or file
+  path), in the turn's first record or the one picked;
 - ``usage RUN --turn N --input-tokens X``: record provider-reported usage,
   which later builds calibrate their budget with.
 
@@ -28,7 +29,7 @@ from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
 from contextfold.cli import nonempty, output_file, register, store_for, write_output
-from contextfold.cli_build import PROVIDER_CHOICES, manifest_table
+from contextfold.cli_build import PROVIDER_CHOICES, RECORD_HELP, manifest_table, pick_record, record_choice
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
 from contextfold.domain.manifest import ContextManifest, checked_config
@@ -275,6 +276,7 @@ def _configure_why(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turn", type=int, required=True, help="the turn to explain")
     p.add_argument("query", metavar="FRAGMENT_OR_SOURCE",
                    help="fragment id (e12), tool name, or a source_ref / file path substring")
+    p.add_argument("--record", type=record_choice, default=None, metavar="WHICH", help=RECORD_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
     _config_args(p)
 
@@ -299,10 +301,12 @@ def _handle_why(args: argparse.Namespace) -> int:
     _checked_query(args.query)  # before the store is opened or a turn rebuilt
     with store_for(args) as store:
         run = store.run(args.run)
+        # an explicit --record is that record or RecordNotFoundError, never a rebuild in its place
         records = run.records(args.turn)
-        if records:
-            manifest = ContextManifest.model_validate(records[0].manifest)
-            source = "recorded"
+        picked = (pick_record(run, args.turn, args.record, records) if args.record is not None
+                  else pick_record(run, args.turn, "first", records) if records else None)
+        if picked is not None:
+            manifest, source = picked.manifest, "recorded"
         else:
             cfg = config_for_turn(run.events(), args.turn, _given_config(args))
             manifest = run.build(turn=args.turn, record=False, config=cfg).manifest
@@ -310,10 +314,12 @@ def _handle_why(args: argparse.Namespace) -> int:
         found = explain(manifest, args.query)
         missing = "" if found else _not_found(run, manifest, args.query)
     if args.json:
-        _out(json.dumps({"turn": args.turn, "manifest": source, "query": args.query, "matches": found,
-                         "note": missing}, ensure_ascii=False))
+        which = picked.as_json() if picked is not None else {"record": None, "records": 0, "rebuild": None}
+        _out(json.dumps({"turn": args.turn, "manifest": source, **which, "query": args.query,
+                         "matches": found, "note": missing}, ensure_ascii=False))
         return 0 if found else 1
-    _out(f"turn {args.turn} ({source} manifest, request {manifest.request_hash[:16]}):")
+    which_text = f", {picked.label()}" if picked is not None and picked.count > 1 else ""
+    _out(f"turn {args.turn} ({source} manifest{which_text}, request {manifest.request_hash[:16]}):")
     for f in found:  # sources, reasons and details are untrusted text: made visible, one line each
         f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
         what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens, {f.get('source_ref', '')})"

@@ -9,16 +9,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any, Literal
 
-from contextfold.api import Store
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
 from contextfold.cli import DEMO_HOOKS, SCHEMAS, nonempty, output_file, register, store_for, write_output
-from contextfold.domain.errors import IntegrityError, RunNotFoundError, TurnNotFoundError
+from contextfold.domain.errors import (
+    IntegrityError,
+    InvalidInputError,
+    RecordNotFoundError,
+    RunNotFoundError,
+    TurnNotFoundError,
+)
+from contextfold.domain.events import ContextBuilt
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.builder import BuildResult
 
-__all__ = ["diff_manifests", "manifest_table"]
+__all__ = ["RECORD_HELP", "PickedRecord", "diff_manifests", "manifest_table", "pick_record", "record_choice"]
 
 PROVIDER_CHOICES = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
 
@@ -43,6 +54,74 @@ def _build_args(p: argparse.ArgumentParser) -> None:
 def _do_build(args: argparse.Namespace, store: Store, *, record: bool = True) -> BuildResult:
     return store.run(args.run).build(args.provider, window=args.window, reserve=args.reserve,
                                      model=args.model, turn=args.turn, record=record)
+
+
+# ---------------------------------------------------------------- which record of a turn
+
+RecordChoice = Literal["first", "last"] | int
+
+RECORD_HELP = ("which of the turn's context_built records to read: first, last, or K (1-based, in log "
+               "order). A turn holds several when it was built again (e.g. after a compaction); "
+               "default: the first, the one replay --verify checks, or for a turn without a record "
+               "the request rebuilt from the log. A record the turn does not have is "
+               "RecordNotFoundError (exit 2)")
+
+
+def record_choice(text: str) -> RecordChoice:
+    """An argparse ``type``: ``first``, ``last`` or a 1-based index (a usage error otherwise)."""
+    word = text.strip().lower()
+    if word in ("first", "last"):
+        return "first" if word == "first" else "last"
+    if word.isdigit() and int(word) >= 1:
+        return int(word)
+    raise argparse.ArgumentTypeError(f"{text!r} is not one: give first, last or a number from 1")
+
+
+record_choice.__name__ = "record"  # argparse names the type in "invalid record value"
+
+
+class PickedRecord(BaseModel):
+    """One record of a turn, where it stands among the turn's records, and its manifest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    record: ContextBuilt
+    index: int
+    count: int
+    manifest: ContextManifest
+
+    def label(self) -> str:
+        """``record 2 of 3, a rebuild``: which build of the turn a reader is looking at."""
+        return f"record {self.index} of {self.count}" + (", a rebuild" if self.record.rebuild else "")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"record": self.index, "records": self.count, "rebuild": self.record.rebuild}
+
+
+def pick_record(run: Run, turn: int, which: RecordChoice,
+                records: Sequence[ContextBuilt] | None = None) -> PickedRecord:
+    """The record ``which`` of ``turn`` (of ``records``, its records when already read); never
+    another one, nor a rebuild, in its place.
+
+    Reads only: callers pick every record they need before anything rebuilds (and records)
+    a turn, so a choice that does not exist leaves the log as it was."""
+    records = run.records(turn) if records is None else records
+    index = 1 if which == "first" else len(records) if which == "last" else which
+    if not 1 <= index <= len(records):
+        if not records:  # say the turn does not exist, rather than that it has no record
+            state = run.state()
+            if state.version == 0:
+                raise RunNotFoundError(run.run_id)
+            if not 1 <= turn <= state.turn + 1:
+                raise TurnNotFoundError(run.run_id, turn, state.turn + 1)
+        raise RecordNotFoundError(run.run_id, turn, str(which), len(records))
+    record = records[index - 1]
+    try:
+        manifest = ContextManifest.model_validate(record.manifest)
+    except ValidationError as exc:  # a record appended by hand, not a builder's
+        raise IntegrityError(f"run {run.run_id!r} turn {turn}: its context_built record {index} holds "
+                             "no valid manifest") from exc
+    return PickedRecord(record=record, index=index, count=len(records), manifest=manifest)
 
 
 def manifest_table(m: ContextManifest) -> str:
@@ -115,16 +194,38 @@ register("build", "build the next request of a run (or rebuild --turn N) under a
 
 def _configure_manifest(p: argparse.ArgumentParser) -> None:
     _build_args(p)
+    p.add_argument("--record", type=record_choice, default=None, metavar="WHICH",
+                   help="with --turn N: show that context_built record's manifest as it was recorded "
+                        "(first, last, or K: 1-based, in log order) instead of turn N rebuilt from the "
+                        "log, which reproduces the first; the build flags are then ignored. A turn "
+                        "holds several records when it was built again (e.g. after a compaction): "
+                        "without --record the output says how many. A record the turn does not "
+                        "have is RecordNotFoundError (exit 2)")
     p.add_argument("--json", action="store_true", help="print the manifest JSON")
 
 
 def _handle_manifest(args: argparse.Namespace) -> int:
+    if args.record is not None and args.turn is None:
+        raise InvalidInputError("--record picks one of a past turn's records: give --turn N with it")
+    note = ""
     with store_for(args) as store:
-        result = _do_build(args, store)
+        if args.record is not None:
+            picked = pick_record(store.run(args.run), args.turn, args.record)
+            manifest = picked.manifest
+            note = f"turn {args.turn}: {picked.label()}, as recorded"
+        else:
+            manifest = _do_build(args, store).manifest
+            count = len(store.run(args.run).records(args.turn)) if args.turn is not None else 0
+            if count > 1:  # the rebuild reproduces the first: say that the others exist
+                note = (f"turn {args.turn} has {count} context_built records; this is the first, rebuilt "
+                        f"from the log (the one replay --verify checks): --record last|1..{count} "
+                        "shows another as recorded")
     if args.json:
-        sys.stdout.write(result.manifest.model_dump_json(indent=2) + "\n")
+        if note and args.record is None:  # stdout stays the manifest JSON alone
+            sys.stderr.write(f"note: {note}\n")
+        sys.stdout.write(manifest.model_dump_json(indent=2) + "\n")
     else:
-        sys.stdout.write(manifest_table(result.manifest) + "\n")
+        sys.stdout.write((f"{note}\n\n" if note else "") + manifest_table(manifest) + "\n")
     return 0
 
 
@@ -180,16 +281,27 @@ register("replay", "rebuild exactly what the model saw at turn N; --verify check
 def _configure_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
     p.add_argument("a", type=int, help="first turn")
-    p.add_argument("b", type=int, help="second turn")
+    p.add_argument("b", type=int, help="second turn (may be A again, to diff two records of one turn)")
+    p.add_argument("--record-a", type=record_choice, default=None, metavar="WHICH",
+                   help="turn A's record: " + RECORD_HELP)
+    p.add_argument("--record-b", type=record_choice, default=None, metavar="WHICH",
+                   help="turn B's record, as --record-a (e.g. diff RUN 6 6 --record-b last: what a "
+                        "later build of turn 6 changed)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _manifest_for(store: Store, run_id: str, turn: int) -> ContextManifest:
-    run = store.run(run_id)
-    records = run.records(turn)
-    if records:
-        return ContextManifest.model_validate(records[0].manifest)
-    return run.build(turn=turn).manifest
+def _manifest_for(run: Run, turn: int,
+                  picked: PickedRecord | None) -> tuple[ContextManifest, PickedRecord | None]:
+    """The manifest of one side of a diff and the record it is (None: the turn had no record and
+    was rebuilt from the log, which records the rebuild)."""
+    if picked is None and (records := run.records(turn)):
+        picked = pick_record(run, turn, "first", records)
+    return (picked.manifest, picked) if picked is not None else (run.build(turn=turn).manifest, None)
+
+
+def _label(picked: PickedRecord | None) -> str:
+    """`` (record 2 of 3)`` when the turn has several records (which one matters), else ``""``."""
+    return f" ({picked.label()})" if picked is not None and picked.count > 1 else ""
 
 
 def _check_turns(store: Store, run_id: str, *turns: int) -> None:
@@ -206,11 +318,19 @@ def _check_turns(store: Store, run_id: str, *turns: int) -> None:
 def _handle_diff(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         _check_turns(store, args.run, args.a, args.b)
-        d = diff_manifests(_manifest_for(store, args.run, args.a), _manifest_for(store, args.run, args.b))
-    if args.json:
+        run = store.run(args.run)
+        # the records asked for, before a turn without one is rebuilt (and records itself)
+        pa = None if args.record_a is None else pick_record(run, args.a, args.record_a)
+        pb = None if args.record_b is None else pick_record(run, args.b, args.record_b)
+        (ma, pa), (mb, pb) = _manifest_for(run, args.a, pa), _manifest_for(run, args.b, pb)
+        d = diff_manifests(ma, mb)
+    if args.json:  # which record each side is; None: rebuilt from the log (the turn had none)
+        d |= {"from_record": None if pa is None else pa.as_json(),
+              "to_record": None if pb is None else pb.as_json()}
         sys.stdout.write(json.dumps(d, indent=2) + "\n")
         return 0
-    out = [f"turn {d['from_turn']} -> {d['to_turn']}: tokens {d['tokens']['from']} -> {d['tokens']['to']}, "
+    out = [f"turn {d['from_turn']}{_label(pa)} -> {d['to_turn']}{_label(pb)}: "
+           f"tokens {d['tokens']['from']} -> {d['tokens']['to']}, "
            f"cache key {'CHANGED' if d['cache_key_changed'] else 'unchanged'}"]
     out += [f"  + {e['id']:<10} {e['kind']:<14} {e['tokens']:>6}  {e['reason']}" for e in d["entered"]]
     for e in d["left"]:

@@ -10,7 +10,7 @@ import pytest
 
 from contextfold.api import open_store
 from contextfold.cli import main
-from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
 
 LOG = "\n".join(f"{i:04d} INFO compiling module_{i}.rs with a long line of build noise" for i in range(400))
 
@@ -43,3 +43,110 @@ def test_diff_shows_a_fragment_whole_again(tmp_path: Path, capsys: pytest.Captur
     d = json.loads(out)
     assert [x["id"] for x in d["restored"]] == ["e3"] and d["truncated"] == []
     assert d["restored"][0]["before"] < d["restored"][0]["after"]
+
+
+NOISE = "\n".join(f"{i:04d} INFO compiling module_{i}.rs" for i in range(80))
+
+
+def _two_records(tmp_path: Path) -> tuple[str, list[str]]:
+    """Turn 6 built live, then built again after a compaction: two records, two requests."""
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(store) as s:
+        run = s.run("r1")
+        run.append(PolicySet(text="Never force-push."), UserInput("Make the build pass."))
+        for t in range(1, 6):
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{t}", name="cargo"),)),
+                       ToolResult(call_id=f"c{t}", content=NOISE, exit_code=0))
+        run.build(window=64_000, reserve=1_000)
+        run.compact("mask", keep_recent=1)
+        run.build(window=64_000, reserve=1_000)
+        hashes = [r.request_hash for r in run.records(6)]
+    assert len(hashes) == 2 and hashes[0] != hashes[1]
+    return store, hashes
+
+
+def _version(store: str) -> int:
+    with open_store(store) as s:
+        return s.run("r1").version
+
+
+def test_diff_two_records_of_one_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, _ = _two_records(tmp_path)
+    code, out, _ = _cf(capsys, store, "diff", "r1", "6", "6")  # the default is still the first record
+    assert code == 0 and out.splitlines()[1:] == []
+    assert out.startswith("turn 6 (record 1 of 2) -> 6 (record 1 of 2):")
+    code, out, _ = _cf(capsys, store, "diff", "r1", "6", "6", "--record-b", "last")
+    assert code == 0 and out.startswith("turn 6 (record 1 of 2) -> 6 (record 2 of 2):")
+    assert "compacted -> e" in out  # the masked tool results, each replaced by its stub
+    code, out, _ = _cf(capsys, store, "diff", "r1", "6", "6", "--record-a", "2", "--record-b", "1", "--json")
+    d = json.loads(out)
+    assert d["from_record"] == {"record": 2, "records": 2, "rebuild": False}
+    assert d["to_record"] == {"record": 1, "records": 2, "rebuild": False}
+    assert {x["id"] for x in d["entered"]} == {"e4", "e6", "e8", "e10"}  # back whole from the stubs
+    code, out, _ = _cf(capsys, store, "diff", "r1", "5", "6", "--json")
+    d = json.loads(out)  # turn 5 had no record: rebuilt (and recorded as a rebuild), as before
+    assert d["from_record"] is None and d["to_record"] == {"record": 1, "records": 2, "rebuild": False}
+
+
+def test_why_and_manifest_read_the_record_asked_for(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    store, hashes = _two_records(tmp_path)
+    code, out, _ = _cf(capsys, store, "why", "r1", "--turn", "6", "e4")
+    assert code == 0 and "record 1 of 2" in out and "KEPT    e4 " in out
+    code, out, _ = _cf(capsys, store, "why", "r1", "--turn", "6", "e4", "--record", "last")
+    assert code == 1 and "record 2 of 2" in out and "covered by the compaction" in out
+    code, out, _ = _cf(capsys, store, "why", "r1", "--turn", "6", "e14.c1", "--record", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and (data["record"], data["records"]) == (2, 2)
+    assert [(m["id"], m["verdict"]) for m in data["matches"]] == [("e14.c1", "kept")]
+
+    code, out, err = _cf(capsys, store, "manifest", "r1", "--turn", "6")
+    assert code == 0 and out.startswith("turn 6 has 2 context_built records")
+    assert f"request {hashes[0][:16]}" in out  # the rebuild reproduces the first
+    code, out, _ = _cf(capsys, store, "manifest", "r1", "--turn", "6", "--json")
+    assert json.loads(out)["request_hash"] == hashes[0]
+    code, out, err = _cf(capsys, store, "manifest", "r1", "--turn", "6", "--record", "last", "--json")
+    assert code == 0 and json.loads(out)["request_hash"] == hashes[1] and err == ""
+    code, out, _ = _cf(capsys, store, "manifest", "r1", "--turn", "6", "--record", "2")
+    assert code == 0 and out.startswith("turn 6: record 2 of 2") and f"request {hashes[1][:16]}" in out
+    code, out, _ = _cf(capsys, store, "replay", "r1", "--turn", "6", "--verify")
+    assert code == 0 and hashes[0][:16] in out  # replay --verify still checks the first
+
+
+def test_a_record_that_does_not_exist_is_one_typed_line_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, _ = _two_records(tmp_path)
+    version = _version(store)
+    for args, message in (
+            (("diff", "r1", "6", "6", "--record-b", "3"),
+             "RecordNotFoundError: run 'r1' turn 6 has no record 3 (it has 2 context_built records"),
+            # turn 5 has no record: nor is it rebuilt (a rebuild records itself) before B fails
+            (("diff", "r1", "5", "6", "--record-b", "3"),
+             "RecordNotFoundError: run 'r1' turn 6 has no record 3"),
+            (("diff", "r1", "5", "6", "--record-a", "first"),
+             "RecordNotFoundError: run 'r1' turn 5 has no record first (it has none"),
+            (("why", "r1", "--turn", "5", "e4", "--record", "last"), "RecordNotFoundError: run 'r1' turn 5"),
+            (("why", "r1", "--turn", "9", "e4", "--record", "last"),
+             "TurnNotFoundError: run 'r1' has no turn 9"),
+            (("why", "nope", "--turn", "1", "e4", "--record", "1"), "RunNotFoundError: run 'nope' not found"),
+            (("manifest", "r1", "--turn", "6", "--record", "5"), "RecordNotFoundError: run 'r1' turn 6"),
+            (("manifest", "r1", "--record", "2"), "InvalidInputError: --record picks one of a past turn's")):
+        code, out, err = _cf(capsys, store, *args)
+        assert code == 2 and out == "", (args, out)
+        assert message in err and len(err.strip().splitlines()) == 1, (args, err)
+    assert _version(store) == version  # no rebuild recorded on the way to an error
+    for args in (("diff", "r1", "6", "6", "--record-b", "0"),
+                 ("why", "r1", "--turn", "6", "e4", "--record", "x")):
+        with pytest.raises(SystemExit) as exc:  # not a choice at all: a usage error
+            main(["--store", store, *args])
+        assert exc.value.code == 2 and "give first, last or a number from 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, flag", [("diff", "--record-a"), ("diff", "--record-b"),
+                                           ("why", "--record"), ("manifest", "--record")])
+def test_help_explains_the_record_choice(capsys: pytest.CaptureFixture[str], command: str, flag: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert exc.value.code == 0 and flag in text
+    assert "first, last, or K" in text and "RecordNotFoundError" in text
