@@ -236,6 +236,9 @@ def _diff(t: TurnAudit) -> str:
 def _turn(t: TurnAudit) -> str:
     m = t.manifest
     tags = [f'<span class="tag">{t.source}</span>']
+    if t.records > 1:  # built again (e.g. after a compaction): `diff/why --record` show the others
+        tags.append(f'<span class="tag records" data-records="{t.records}">{t.records} records, '
+                    "the first shown</span>")
     if t.prefix_changed:
         tags.append('<span class="tag warn">prefix changed</span>')
     if t.config_changed:

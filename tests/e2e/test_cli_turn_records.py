@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import open_store
+from contextfold.audit.data import audit_run
+from contextfold.audit.report import render_report
 from contextfold.cli import main
 from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
 
@@ -150,3 +152,13 @@ def test_help_explains_the_record_choice(capsys: pytest.CaptureFixture[str], com
     text = " ".join(capsys.readouterr().out.split())
     assert exc.value.code == 0 and flag in text
     assert "first, last, or K" in text and "RecordNotFoundError" in text
+
+
+def test_the_audit_report_says_a_turn_has_several_records(tmp_path: Path) -> None:
+    store, _ = _two_records(tmp_path)
+    with open_store(store) as s:
+        html = render_report(audit_run(s.run("r1"), rebuild_missing=False))
+    start = html.index('<details class="turn" id="turn-6"')
+    summary = html[start:html.index("</summary>", start)]
+    assert 'data-records="2">2 records, the first shown' in summary
+    assert "data-records=" not in html[:start]  # turns with one record carry no tag
