@@ -319,7 +319,9 @@ def _handle_why(args: argparse.Namespace) -> int:
                          "matches": found, "note": missing}, ensure_ascii=False))
         return 0 if found else 1
     which_text = f", {picked.label()}" if picked is not None and picked.count > 1 else ""
-    _out(f"turn {args.turn} ({source} manifest{which_text}, request {manifest.request_hash[:16]}):")
+    origin = ("recorded manifest" if picked is not None
+              else "manifest rebuilt from the log: the turn has no record")
+    _out(f"turn {args.turn} ({origin}{which_text}, request {manifest.request_hash[:16]}):")
     for f in found:  # sources, reasons and details are untrusted text: made visible, one line each
         f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
         what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens, {f.get('source_ref', '')})"

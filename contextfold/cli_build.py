@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -26,7 +26,7 @@ from contextfold.domain.errors import (
     TurnNotFoundError,
 )
 from contextfold.domain.events import ContextBuilt
-from contextfold.domain.manifest import ContextManifest
+from contextfold.domain.manifest import LAYER_NAMES, ContextManifest, ExclusionReason
 from contextfold.projections.builder import BuildResult
 
 __all__ = ["RECORD_HELP", "PickedRecord", "diff_manifests", "manifest_table", "pick_record", "record_choice"]
@@ -124,6 +124,14 @@ def pick_record(run: Run, turn: int, which: RecordChoice,
     return PickedRecord(record=record, index=index, count=len(records), manifest=manifest)
 
 
+def _in_order(counts: dict[str, int], order: Iterable[str]) -> list[tuple[str, int]]:
+    """``counts`` in the order the builder writes them (layers by number, reasons as listed), then
+    any other key: a manifest read back from its record has them in JSON's sorted order, and the
+    table of a recorded turn listed its layers alphabetically beside a rebuilt one's."""
+    rank = {key: i for i, key in enumerate(order)}
+    return sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
+
+
 def manifest_table(m: ContextManifest) -> str:
     """A readable table: budget, layers, selected fragments, what was excluded and why."""
     lines = [
@@ -135,7 +143,7 @@ def manifest_table(m: ContextManifest) -> str:
         "",
         "layer          tokens",
     ]
-    for layer, tokens in m.layer_tokens.items():
+    for layer, tokens in _in_order(m.layer_tokens, LAYER_NAMES.values()):
         lines.append(f"  {layer:<12} {tokens:>6}")
     lines += ["", f"{'fragment':<10} {'kind':<16} {'L':>1} {'trust':<9} {'tokens':>6}  reason"]
     for f in m.fragments:
@@ -143,7 +151,8 @@ def manifest_table(m: ContextManifest) -> str:
         lines.append(f"{f.id:<10} {f.kind:<16} {f.layer:>1} {f.trust:<9} {f.tokens:>6}  "
                      f"{f.selection_reason}{flag}")
     lines += ["", f"tools ({m.tool_tokens} tokens): " + ", ".join(f"{t.name} [{t.reason}]" for t in m.tools)]
-    lines += ["", "excluded: " + ", ".join(f"{k}={v}" for k, v in m.excluded.items())]
+    excluded = _in_order(m.excluded, get_args(ExclusionReason))
+    lines += ["", "excluded: " + ", ".join(f"{k}={v}" for k, v in excluded)]
     for e in m.excluded_items:
         by = f" -> replaced by {e.replaced_by}" if e.replaced_by else ""
         detail = f" ({e.detail})" if e.detail else ""

@@ -125,6 +125,7 @@ def test_why_gives_the_manifest_reason(tmp_path: Path, cf: CLI) -> None:
     recorded = _recorded(tmp_path, RUN, 6)
     old = next(e for e in recorded.excluded_items if "invoice.py" in e.source_ref)
     new = next(f for f in recorded.fragments if "invoice.py" in f.source_ref)
+    assert out.stdout.startswith("turn 6 (recorded manifest, request ")
     assert f"DROPPED {old.id} " in out.stdout
     assert f": {old.reason} -> replaced by {old.replaced_by}" in out.stdout
     assert f"KEPT    {new.id} " in out.stdout and new.selection_reason in out.stdout

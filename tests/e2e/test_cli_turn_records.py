@@ -162,3 +162,27 @@ def test_the_audit_report_says_a_turn_has_several_records(tmp_path: Path) -> Non
     summary = html[start:html.index("</summary>", start)]
     assert 'data-records="2">2 records, the first shown' in summary
     assert "data-records=" not in html[:start]  # turns with one record carry no tag
+
+
+def _table_section(out: str, header: str) -> list[str]:
+    lines = out.splitlines()
+    start = lines.index(header) + 1
+    return [x.split()[0] for x in lines[start:lines.index("", start)]]
+
+
+def test_a_recorded_manifest_table_lists_layers_and_reasons_as_a_rebuilt_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A record's manifest comes back from JSON with sorted keys: its table must not list the
+    layers alphabetically where the rebuilt turn's lists them by layer number."""
+    store, _ = _two_records(tmp_path)
+    code, rebuilt, _ = _cf(capsys, store, "manifest", "r1", "--turn", "6")
+    assert code == 0
+    code, recorded, _ = _cf(capsys, store, "manifest", "r1", "--turn", "6", "--record", "first")
+    assert code == 0
+    layers = _table_section(recorded, "layer          tokens")
+    assert layers == _table_section(rebuilt, "layer          tokens")
+    assert layers == ["policy", "tools", "goal", "plan", "history", "retrieval", "observations", "input"]
+    reasons = [line for line in recorded.splitlines() if line.startswith("excluded: ")]
+    assert reasons == [line for line in rebuilt.splitlines() if line.startswith("excluded: ")]
+    assert [kv.split("=")[0] for kv in reasons[0].removeprefix("excluded: ").split(", ")] == [
+        "duplicate", "superseded", "low_priority", "over_budget", "stale"]
