@@ -138,7 +138,9 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
             req, conf = c["request_hash"], c["config_hash"]
             same = req["recorded"] == req["rebuilt"]
             _out(f"request: re-derived {req['rebuilt'][:16]} "
-                 f"{'matches' if same else 'DOES NOT MATCH'} the recorded {req['recorded'][:16]}")
+                 f"{'matches' if same else 'DOES NOT MATCH'} the recorded {req['recorded'][:16]}"
+                 + (f" (the first of the turn's {c['records']} records: diff/why --record pick "
+                    "another)" if c["records"] > 1 else ""))
             _out(f"builder config: {'unchanged' if conf['recorded'] == conf['rebuilt'] else 'CHANGED'}"
                  f" ({conf['rebuilt'][:16]})")
         else:

@@ -186,3 +186,11 @@ def test_a_recorded_manifest_table_lists_layers_and_reasons_as_a_rebuilt_one(
     assert reasons == [line for line in rebuilt.splitlines() if line.startswith("excluded: ")]
     assert [kv.split("=")[0] for kv in reasons[0].removeprefix("excluded: ").split(", ")] == [
         "duplicate", "superseded", "low_priority", "over_budget", "stale"]
+
+
+def test_audit_of_a_turn_says_which_record_it_checked(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    store, _ = _two_records(tmp_path)
+    code, out, err = _cf(capsys, store, "audit", "r1", "--turn", "6")
+    line = next(x for x in out.splitlines() if x.startswith("request: "))
+    assert "the first of the turn's 2 records" in line, (code, out, err)
