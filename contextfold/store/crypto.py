@@ -148,14 +148,21 @@ class Keyring:
 
 def keyring_from(cipher_key: str | bytes | None = None, old_keys: Sequence[str | bytes] = (),
                  env: Mapping[str, str] | None = None) -> Keyring | None:
-    """The keyring from explicit keys, else from the environment, else None (no encryption)."""
+    """The keyring from explicit keys, else from the environment, else None (no encryption).
+
+    Old keys without a current key are refused, whether passed or set in ``$CONTEXTFOLD_CIPHER_KEYS_OLD``:
+    the variable alone was ignored, so a rotation that dropped the new key by mistake opened the store
+    unencrypted (new rows written in plain text, old encrypted rows unreadable) and said nothing."""
     environ = os.environ if env is None else env
     current = cipher_key if cipher_key is not None else environ.get(ENV_KEY) or None
+    old = list(old_keys) or [k.strip() for k in environ.get(ENV_OLD_KEYS, "").split(",") if k.strip()]
     if current is None:
         if old_keys:
             raise CryptoError("old keys given without a current key")
+        if old:
+            raise CryptoError(f"{ENV_OLD_KEYS} is set without {ENV_KEY}: old keys only decrypt; set "
+                              f"{ENV_KEY} to the current key (or unset {ENV_OLD_KEYS})")
         return None
-    old = list(old_keys) or [k.strip() for k in environ.get(ENV_OLD_KEYS, "").split(",") if k.strip()]
     labels = ("cipher_key" if cipher_key is not None else ENV_KEY,
               "old_cipher_keys entry" if old_keys else f"{ENV_OLD_KEYS} entry")
     return Keyring(current, old, labels=labels)

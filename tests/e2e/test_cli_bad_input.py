@@ -242,6 +242,25 @@ def test_a_sqlite_store_path_that_cannot_be_a_store_says_what_is_wrong(tmp_path:
     assert cli("--store", "sqlite:///empty.db", "demo").returncode == 0
 
 
+def test_old_cipher_keys_without_a_current_key_are_refused_by_the_cli(
+        tmp_path: Path, cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CONTEXTFOLD_CIPHER_KEYS_OLD`` alone was ignored: the command opened the store without a key, so
+    a rotation that lost the new key wrote plain rows, while ``open_store(old_cipher_keys=...)`` refused."""
+    from contextfold.store.crypto import generate_key
+
+    (tmp_path / "h.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    monkeypatch.delenv("CONTEXTFOLD_CIPHER_KEY", raising=False)
+    monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEYS_OLD", generate_key())
+    for args in (("runs",), ("demo",), ("import", "h.json", "--run", "r")):
+        out = cli(*args)
+        _one_line_error(out, "CryptoError")
+        assert "CONTEXTFOLD_CIPHER_KEYS_OLD is set without CONTEXTFOLD_CIPHER_KEY" in out.stderr
+        assert out.stdout == ""
+    assert not (tmp_path / "contextfold.db").exists()  # refused before the store is opened
+    monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEY", generate_key())
+    assert cli("import", "h.json", "--run", "r").returncode == 0
+
+
 def test_an_empty_path_or_store_url_is_a_usage_error(tmp_path: Path, cli: CLI) -> None:
     """``build --out ""`` printed the request to stdout (and recorded the build), ``audit --html ""``
     printed the summary, ``--store ""`` opened ./contextfold.db: each as if the option was left out,

@@ -129,6 +129,13 @@ def test_keyring_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     ring = keyring_from()
     assert ring is not None and ring.current_id == Keyring(a).current_id and len(ring.key_ids) == 2
     monkeypatch.delenv("CONTEXTFOLD_CIPHER_KEY")
+    with pytest.raises(CryptoError, match=r"^CONTEXTFOLD_CIPHER_KEYS_OLD is set without CONTEXTFOLD_CIPHER_"):
+        keyring_from()  # as open_store(old_cipher_keys=...) without cipher_key: never silently plain
+    with pytest.raises(CryptoError, match=r"^old keys given without a current key"):
+        keyring_from(None, [b])
+    monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEYS_OLD", " , ")  # no key in it: as if unset
+    assert keyring_from() is None
+    monkeypatch.delenv("CONTEXTFOLD_CIPHER_KEYS_OLD")
     assert keyring_from() is None
     with pytest.raises(CryptoError):
         Keyring("not base64!")
