@@ -35,6 +35,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.store.pg_recorder import recorder_class
 from contextfold.store.sqlite_path import check_sqlite_path
+from contextfold.store.tenants import META_TABLE
 
 __all__ = [
     "ARTIFACTS_TABLE",
@@ -205,7 +206,7 @@ class SQLiteBackend:
         from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
         self.url = raw_url
-        check_sqlite_path(url.path, raw_url)
+        check_sqlite_path(url.path, raw_url, ours=(EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE))
         self.datastore = SQLiteDatastore(
             url.path, lock_timeout=30, originator_id_type="text", pool_size=2, max_overflow=8,
             pool_timeout=30.0,

@@ -4,25 +4,37 @@ SQLite's own answers name neither the path nor the problem: a directory is "unab
 database file" (a :class:`StoreUnavailableError`, as if a retry could help), a text file is
 "file is not a database", a FIFO blocks or is a "disk I/O error". Each is a
 :class:`StoreConfigError` here: the URL names something that cannot be a store.
+
+Another application's database (tables, none of ours) is refused too: SQLite would open it
+happily and we would switch it to WAL and add our tables to it. The check reads the schema
+without writing a byte to the file (see :func:`_tables`), so a mistyped URL pointing at an
+app's data leaves it exactly as it was.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import stat
+from collections.abc import Collection
 from pathlib import Path
 
-from contextfold.domain.errors import StoreConfigError
+from contextfold.domain.errors import StoreConfigError, StoreUnavailableError
 
 __all__ = ["SQLITE_HEADER", "check_sqlite_path"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file (an empty file is an empty database)."""
+_WAL_VERSION = 2
+"""Header bytes 18 and 19 (write and read format version) of a database in WAL mode."""
+_SHOWN_TABLES = 5
 
 
-def check_sqlite_path(path: str, url: str) -> None:
+def check_sqlite_path(path: str, url: str, *, ours: Collection[str]) -> None:
     """Raise :class:`StoreConfigError` if ``path`` (of the store URL ``url``) cannot be a store:
-    its directory is missing or not a directory, or it is a directory, not a regular file, or a
-    file that is not a SQLite database. A path that does not exist yet is a new store."""
+    its directory is missing or not a directory, or it is a directory, not a regular file, a
+    file that is not a SQLite database, or a database with tables none of which is in ``ours``
+    (another application's). A path that does not exist yet, an empty file or a database
+    without tables is a new store."""
     if path == ":memory:":
         return
     target = Path(path)
@@ -43,8 +55,51 @@ def check_sqlite_path(path: str, url: str) -> None:
         raise StoreConfigError(f"{path} is not a regular file, so not a contextfold SQLite store ({url!r})")
     try:
         with target.open("rb") as f:
-            header = f.read(len(SQLITE_HEADER))
+            header = f.read(100)
     except OSError as exc:
         raise StoreConfigError(f"cannot read {path}, the store {url!r}: {exc.strerror}") from exc
-    if header and header != SQLITE_HEADER:
+    if header and not header.startswith(SQLITE_HEADER):
         raise StoreConfigError(f"{path} is not a contextfold SQLite store (not a database): {url!r}")
+    if not header:
+        return
+    tables = _tables(target, path, url, wal=header[18:19] == bytes([_WAL_VERSION]))
+    if tables and not set(tables) & set(ours):
+        shown = ", ".join(tables[:_SHOWN_TABLES]) + (
+            f" and {len(tables) - _SHOWN_TABLES} more" if len(tables) > _SHOWN_TABLES else "")
+        raise StoreConfigError(
+            f"{path} is not a contextfold SQLite store: it is another application's database "
+            f"(tables {shown}; none of contextfold's), left unchanged: {url!r}")
+
+
+def _tables(target: Path, path: str, url: str, *, wal: bool) -> list[str]:
+    """The names of the tables in the database at ``target`` (sorted), read without writing.
+
+    ``mode=ro`` never writes the database file, but on a WAL database whose ``-wal`` and
+    ``-shm`` files are gone (nobody has it open) it creates them and leaves them behind; then
+    the main file holds every committed page, so it is read ``immutable`` (no sidecar files, no
+    locks). If a writer opened it meanwhile and the immutable read fails, it is read again
+    ``mode=ro`` beside that writer."""
+    sidecars = any(Path(f"{target}{suffix}").exists() for suffix in ("-wal", "-shm"))
+    uri = target.resolve().as_uri()
+    if wal and not sidecars:
+        try:
+            return _read_tables(f"{uri}?mode=ro&immutable=1")
+        except sqlite3.DatabaseError:
+            pass  # a writer changed the file under the read: read it beside that writer
+    try:
+        return _read_tables(f"{uri}?mode=ro")
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise StoreUnavailableError(f"cannot read the schema of {path} ({url!r}): {exc}") from exc
+        raise StoreConfigError(
+            f"{path} is not a contextfold SQLite store (not a readable database: {exc}): {url!r}") from exc
+
+
+def _read_tables(uri: str) -> list[str]:
+    conn = sqlite3.connect(uri, uri=True, timeout=30)
+    try:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").fetchall()
+    finally:
+        conn.close()
+    return [str(name) for (name,) in rows]

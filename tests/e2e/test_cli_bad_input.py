@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -240,6 +241,66 @@ def test_a_sqlite_store_path_that_cannot_be_a_store_says_what_is_wrong(tmp_path:
     assert not any((tmp_path / "adir").iterdir())
     (tmp_path / "empty.db").touch()  # an empty file is an empty database: a new store
     assert cli("--store", "sqlite:///empty.db", "demo").returncode == 0
+
+
+def _snapshot(path: Path) -> tuple[bytes, int, list[str]]:
+    return path.read_bytes(), path.stat().st_mtime_ns, sorted(p.name for p in path.parent.iterdir())
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_another_applications_sqlite_database_is_refused_and_left_unchanged(
+        tmp_path: Path, cli: CLI, journal: str) -> None:
+    """A database with tables, none of ours, was opened as a store: switched to WAL and given our tables.
+    Refused now, before SQLite opens it for writing: its bytes, mtime and directory stay as they were."""
+    import sqlite3
+
+    from contextfold.api import open_store
+    from contextfold.domain.errors import StoreConfigError
+
+    app = tmp_path / "app.db"
+    with contextlib.closing(sqlite3.connect(app)) as conn:
+        conn.execute(f"PRAGMA journal_mode={journal}")
+        for name in ("users", "orders", "invoices", "payments", "audit_log", "settings", "tags"):
+            conn.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, note TEXT)")
+        conn.execute("INSERT INTO users (note) VALUES ('alice')")
+        conn.commit()
+    message = ("app.db is not a contextfold SQLite store: it is another application's database (tables "
+               "audit_log, invoices, orders, payments, settings and 2 more; none of contextfold's)")
+    (tmp_path / "h.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    before = _snapshot(app)
+    for args in (("runs",), ("demo",), ("import", "h.json", "--run", "r")):
+        out = cli("--store", "sqlite:///app.db", *args)
+        _one_line_error(out, "StoreConfigError")
+        assert message in out.stderr and out.stdout == ""
+    for create_schema in (True, False):
+        with pytest.raises(StoreConfigError, match=re.escape(message.replace("app.db", str(app), 1))):
+            open_store(f"sqlite:///{app}", create_schema=create_schema)
+    assert _snapshot(app) == before
+
+
+def test_an_empty_database_or_one_holding_our_tables_still_opens(tmp_path: Path, cli: CLI) -> None:
+    """The refusal of other applications' databases keeps every database that is (or may become) ours."""
+    import sqlite3
+
+    from contextfold.api import open_store
+    from contextfold.domain.events import UserInput
+
+    with contextlib.closing(sqlite3.connect(tmp_path / "blank.db")) as conn:  # a database, no tables
+        conn.execute("PRAGMA user_version = 7")
+        conn.commit()
+    (tmp_path / "empty.db").touch()
+    open_store(f"sqlite:///{tmp_path / 'half.db'}").close()
+    with contextlib.closing(sqlite3.connect(tmp_path / "half.db")) as conn:  # a creation cut short
+        conn.execute("DROP TABLE contextfold_artifacts")
+        conn.commit()
+    with open_store(f"sqlite:///{tmp_path / 'tenant.db'}", tenant="acme") as store:
+        store.run("r").append(UserInput("hi"))
+    with open_store(f"sqlite:///{tmp_path / 'tenant.db'}", tenant="acme") as store:  # + contextfold_meta
+        assert len(store.run("r").events()) == 1
+    for name in ("blank.db", "empty.db", "half.db"):
+        assert cli("--store", f"sqlite:///{name}", "runs").returncode == 0
+    assert cli("--store", "sqlite:///blank.db", "demo").returncode == 0
+    assert cli("--store", "sqlite:///blank.db", "demo").returncode == 0  # our tables now: opens again
 
 
 def test_old_cipher_keys_without_a_current_key_are_refused_by_the_cli(
