@@ -21,7 +21,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -39,14 +38,14 @@ from contextfold.domain.events import (
     UsageObserved,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, Calibration, ContextManifest, checked_config
-from contextfold.domain.version import BUILDER
+from contextfold.domain.manifest import BuildConfig, Calibration, checked_config
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state, check_observation
 from contextfold.projections.fold import fold, fold_event, new_state
 from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
+from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
 from contextfold.store.limits import StoreLimits
@@ -338,7 +337,7 @@ class Run:
             except (KeyError, ValidationError) as exc:  # a record not made by a builder
                 raise IntegrityError(f"run {self.run_id!r} turn {turn}: its first context_built record "
                                      "holds no valid build config to rebuild it with") from exc
-            name = _recorded_run_id(first, self.run_id)
+            name = recorded_run_id(first, self.run_id)
             if name != self.run_id:  # imported under a new name: its refs name the run it was built in
                 events = [dataclasses.replace(r, run_id=name) for r in events[:first.log_version]]
             state = state_at_version(events, first.log_version, run_id=name,
@@ -373,7 +372,7 @@ class Run:
                  for key in ("request_hash", "cache_key", "config_hash", "selected_tokens")
                  if recorded.get(key) != rebuilt.get(key)]
         if not diffs and recorded != rebuilt:
-            diffs = [_first_difference(recorded, rebuilt)]
+            diffs = [first_difference(recorded, rebuilt)]
         return ReplayReport(turn=turn, ok=not diffs, differences=tuple(diffs), recorded=first,
                             rebuilt=result.manifest)
 
@@ -399,42 +398,6 @@ class Run:
         return self.store.events.verify(self.run_id)
 
 
-@dataclass(frozen=True)
-class ReplayReport:
-    """A turn rebuilt from the log beside its first ``context_built`` record."""
-
-    turn: int
-    ok: bool
-    differences: tuple[str, ...]
-    recorded: ContextBuilt
-    rebuilt: ContextManifest
-    rebuilt_by: str = BUILDER
-    """The contextfold that rebuilt the turn (``recorded.builder`` names the one that built it)."""
-
-    @property
-    def builder_note(self) -> str | None:
-        """Why a difference may not come from the log: the record was made by another builder
-        (or does not say which). None when the same builder made both."""
-        if self.recorded.builder == self.rebuilt_by:
-            return None
-        made = (f"recorded by {self.recorded.builder}" if self.recorded.builder is not None
-                else "the record does not name its builder")
-        return (f"{made}, rebuilt by {self.rebuilt_by}: a builder upgrade can change a request "
-                "without the log changing")
-
-
-def _recorded_run_id(record: ContextBuilt, run_id: str) -> str:
-    """The run ``record`` was built in (its manifest's ``run_id``), else ``run_id``.
-
-    A run exported with ``events --json`` and imported under another name keeps its
-    ``context_built`` records as they were: the request they hash names the old run in its
-    refs (``event://OLD/5``) and its request id. A rebuild of a recorded turn reproduces what
-    the model saw, so it folds the log under that name; without it ``replay --verify`` of every
-    recorded turn of the copy was a MISMATCH though nothing in the log differed."""
-    name = record.manifest.get("run_id")
-    return name if isinstance(name, str) and name else run_id
-
-
 def _checked_turn(turn: object) -> int:
     """``turn`` when it is a turn number, else InvalidInputError: a float or a string compared
     with the turn range raised TypeError, and 1.5 matched no turn, so the state and the rebuild
@@ -446,22 +409,6 @@ def _checked_turn(turn: object) -> int:
     except TypeError:
         raise InvalidInputError(f"turn must be an integer (1 is before the first model response), "
                                 f"got {turn!r}") from None
-
-
-def _first_difference(a: Any, b: Any, path: str = "manifest") -> str:
-    if type(a) is not type(b):
-        return f"{path}: recorded {a!r} != rebuilt {b!r}"
-    if isinstance(a, dict):
-        for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key):
-                return _first_difference(a.get(key), b.get(key), f"{path}.{key}")
-    if isinstance(a, list):
-        for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            if x != y:
-                return _first_difference(x, y, f"{path}[{i}]")
-        if len(a) != len(b):
-            return f"{path}: recorded {len(a)} items != rebuilt {len(b)} items"
-    return f"{path}: recorded {a!r} != rebuilt {b!r}"
 
 
 def render_request(conversation: Conversation, provider: str, max_output_tokens: int) -> dict[str, Any]:

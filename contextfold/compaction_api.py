@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
-from contextfold.api import Run, _recorded_run_id
+from contextfold.api import Run
 from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
@@ -70,6 +70,7 @@ from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState, ToolGroup
 from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
+from contextfold.replay_report import recorded_run_id
 
 __all__ = ["CompactionReport", "Pressure", "auto_compact", "build", "compact", "plan_auto_compaction",
            "pressure", "show"]
@@ -338,7 +339,7 @@ def _recorded_names(run: Run) -> set[str]:
     for rec in run.store.events.iter_events(run.run_id):
         ev = rec.event
         if isinstance(ev, ContextBuilt):
-            names.add(_recorded_run_id(ev, run.run_id))
+            names.add(recorded_run_id(ev, run.run_id))
         elif isinstance(ev, HistoryCompacted):
             for cited in SUMMARY_REF.findall(" ".join(summary_lines(ev.summary))):
                 if m := _EVENT.match(cited) or _RANGE.match(cited) or _CALL.match(cited):

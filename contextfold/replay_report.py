@@ -1,0 +1,68 @@
+"""What a replay reports: a turn rebuilt from the log beside its first ``context_built`` record.
+
+Kept apart from :mod:`contextfold.api` (which runs the rebuild) so that module stays about
+wiring the store to the projections; the comparison and its wording live here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contextfold.domain.events import ContextBuilt
+from contextfold.domain.manifest import ContextManifest
+from contextfold.domain.version import BUILDER
+
+__all__ = ["ReplayReport", "first_difference", "recorded_run_id"]
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """A turn rebuilt from the log beside its first ``context_built`` record."""
+
+    turn: int
+    ok: bool
+    differences: tuple[str, ...]
+    recorded: ContextBuilt
+    rebuilt: ContextManifest
+    rebuilt_by: str = BUILDER
+    """The contextfold that rebuilt the turn (``recorded.builder`` names the one that built it)."""
+
+    @property
+    def builder_note(self) -> str | None:
+        """Why a difference may not come from the log: the record was made by another builder
+        (or does not say which). None when the same builder made both."""
+        if self.recorded.builder == self.rebuilt_by:
+            return None
+        made = (f"recorded by {self.recorded.builder}" if self.recorded.builder is not None
+                else "the record does not name its builder")
+        return (f"{made}, rebuilt by {self.rebuilt_by}: a builder upgrade can change a request "
+                "without the log changing")
+
+
+def recorded_run_id(record: ContextBuilt, run_id: str) -> str:
+    """The run ``record`` was built in (its manifest's ``run_id``), else ``run_id``.
+
+    A run exported with ``events --json`` and imported under another name keeps its
+    ``context_built`` records as they were: the request they hash names the old run in its
+    refs (``event://OLD/5``) and its request id. A rebuild of a recorded turn reproduces what
+    the model saw, so it folds the log under that name; without it ``replay --verify`` of every
+    recorded turn of the copy was a MISMATCH though nothing in the log differed."""
+    name = record.manifest.get("run_id")
+    return name if isinstance(name, str) and name else run_id
+
+
+def first_difference(a: Any, b: Any, path: str = "manifest") -> str:
+    if type(a) is not type(b):
+        return f"{path}: recorded {a!r} != rebuilt {b!r}"
+    if isinstance(a, dict):
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                return first_difference(a.get(key), b.get(key), f"{path}.{key}")
+    if isinstance(a, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            if x != y:
+                return first_difference(x, y, f"{path}[{i}]")
+        if len(a) != len(b):
+            return f"{path}: recorded {len(a)} items != rebuilt {len(b)} items"
+    return f"{path}: recorded {a!r} != rebuilt {b!r}"
