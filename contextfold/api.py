@@ -27,7 +27,13 @@ from pydantic import BaseModel, ValidationError
 
 from contextfold.domain.checked import checked
 from contextfold.domain.conversation import Conversation
-from contextfold.domain.errors import IntegrityError, InvalidInputError, RunNotFoundError, TurnNotFoundError
+from contextfold.domain.errors import (
+    ConcurrencyConflictError,
+    IntegrityError,
+    InvalidInputError,
+    RunNotFoundError,
+    TurnNotFoundError,
+)
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -200,7 +206,7 @@ class Run:
     def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
               model: str | None = None, turn: int | None = None, record: bool = True,
               in_flight: Literal["wait", "cancel"] = "cancel",
-              config: BuildConfig | None = None, auto_compact: bool = False) -> BuildResult:
+              config: BuildConfig | None = None, auto_compact: bool = False, retries: int = 0) -> BuildResult:
         """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
 
         ``auto_compact``: under budget pressure, compaction events (observation masking,
@@ -210,13 +216,37 @@ class Run:
         Live builds first append the recovery events the protocol needs
         (``tool_result_lost`` for calls the run moved past; cancellations of
         calls still in flight, or PendingToolCallsError with ``in_flight="wait"``).
+        They are appended with the record against the version the build folded: if
+        another writer appended meanwhile, the build raises ConcurrencyConflictError
+        and writes nothing. ``retries=N`` (default 0: the error reaches the caller)
+        catches up on the new events and builds again, up to N more times, then
+        re-raises the last conflict. Why a retry is safe: a failed attempt wrote
+        nothing, each attempt records its own result (the request returned is the one
+        the logged manifest describes), and recovery another writer recorded is folded,
+        not planned again. Under contention (threads appending and building one run)
+        most first attempts can lose, since the tool result they would cancel arrives
+        while they build; the retry then finds it answered. Not the default, because
+        a caller may want to see the conflict (the README documents it as raised).
         A rebuild of a past turn records one marked ``rebuild`` only when the
-        turn has no record yet.
+        turn has no record yet (``retries`` does not apply: it never conflicts).
         """
         cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
                                        in_flight=in_flight)
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise InvalidInputError(f"retries must be an integer >= 0, got {retries!r}")
         if turn is not None:
             return self._rebuild(_checked_turn(turn), cfg, record=record)
+        attempt = 0
+        while True:
+            try:
+                return self._build_now(cfg, record=record, auto_compact=auto_compact)
+            except ConcurrencyConflictError:
+                if attempt >= retries:
+                    raise
+                attempt += 1
+
+    def _build_now(self, cfg: BuildConfig, *, record: bool, auto_compact: bool) -> BuildResult:
+        """One attempt of a live build, from the log as it is now (the state catches up first)."""
         with self._lock:  # the build writes to the state's memo: one thread at a time
             state = self._existing_state()  # a live build records its result: never into a new run
             if not auto_compact:
