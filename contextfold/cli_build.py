@@ -49,11 +49,17 @@ def _build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=int, default=128_000, help="context window in tokens")
     p.add_argument("--reserve", type=int, default=8_000,
                    help="tokens reserved for output, tool calls and safety")
+    p.add_argument("--retries", type=int, default=0, metavar="N",
+                   help="a live build that another writer beat to the run's end (it appended while "
+                        "this one built) catches up and builds again, up to N more times, before "
+                        "the ConcurrencyConflictError reaches you (default 0); nothing is written "
+                        "by an attempt that lost")
 
 
 def _do_build(args: argparse.Namespace, store: Store, *, record: bool = True) -> BuildResult:
     return store.run(args.run).build(args.provider, window=args.window, reserve=args.reserve,
-                                     model=args.model, turn=args.turn, record=record)
+                                     model=args.model, turn=args.turn, record=record,
+                                     retries=args.retries)
 
 
 # ---------------------------------------------------------------- which record of a turn

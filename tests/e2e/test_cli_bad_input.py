@@ -360,3 +360,18 @@ def test_append_new_runs_reports_progress_run_by_run(store: EventStore) -> None:
     runs = [("a", [UserInput("x")]), ("b", [UserInput("y"), UserInput("z")]), ("c", [])]
     assert store.append_new_runs(runs, progress=seen.append) == 3
     assert seen == [1, 2]
+
+
+def test_build_takes_retries_and_refuses_a_negative_count(tmp_path: Path, cli: CLI) -> None:
+    """``--retries N`` reaches ``Run.build``: a bad count is its typed error and writes nothing."""
+    assert cli("demo").returncode == 0
+    with EventStore(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        before = store.version("demo-fix-invoice")
+    out = cli("build", "demo-fix-invoice", "--retries", "-1")
+    _one_line_error(out, "InvalidInputError")
+    assert "retries must be an integer >= 0" in out.stderr
+    with EventStore(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        assert store.version("demo-fix-invoice") == before
+    built = cli("build", "demo-fix-invoice", "--retries", "3", "--json")
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout)["manifest"]["log_version"] == before
