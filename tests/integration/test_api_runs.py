@@ -340,3 +340,19 @@ def test_a_long_one_paragraph_request_is_cut_not_reduced_to_a_marker(sqlite_url:
     [cut] = built.manifest.truncations
     assert cut.id == "e3" and cut.strategy == "words" and cut.kept.startswith("chars 1-")
     assert built.manifest.selected_tokens <= built.manifest.budget_tokens
+
+
+def test_whitespace_a_user_or_model_sent_builds_a_request_anthropic_accepts(store_url: str) -> None:
+    """A user pressing Enter on an empty line, a model's "\\n\\n" before its call and its final
+    "Done.\\n": Anthropic refuses whitespace-only text blocks and a final assistant text that
+    ends in whitespace, so the request must hold neither (and the rebuild must match)."""
+    with open_store(store_url) as store:
+        run = store.run("blank")
+        run.append(UserInput("\n"), ModelResponse(text="\n\n", tool_calls=_call("c1").tool_calls),
+                   ToolResult(call_id="c1", content="found it"), ModelResponse(text="Done.\n"))
+        built = run.build("anthropic", window=16_000, reserve=1_000)
+        blocks = [b for m in built.request["messages"] for b in m["content"]]
+        assert all(b["text"].strip() for b in blocks if b["type"] == "text")
+        assert built.request["messages"][0]["content"][0]["text"] == "(empty message)"
+        assert built.request["messages"][-1]["content"][-1]["text"] == "Done."
+        assert run.replay(built.manifest.turn).ok

@@ -20,7 +20,12 @@ Rules this renderer keeps (the API rejects requests that break them):
   (``render._shared.parse_arguments``).
 - ``is_error: true`` on results with status error, lost or cancelled; the
   runtime header in the content says which.
-- Empty text blocks are rejected by the API, so none are emitted.
+- Text blocks that are empty or only whitespace are rejected by the API ("text content
+  blocks must contain non-whitespace text"), so none are emitted: a user turn left with
+  nothing says :data:`EMPTY_USER_TEXT`, an assistant one is left out as if empty.
+- A request that ends with an assistant message is a prefill, and the API rejects one whose
+  text ends in whitespace: the last text block of a final assistant message is sent
+  right-stripped (a run whose last event is the model's ``"Done.\\n"``).
 
 Prompt caching: ``cache_control: {"type": "ephemeral"}`` breakpoints end the
 stable prefix - on the last tool, the last system block and the last block of
@@ -60,15 +65,18 @@ from contextfold.projections.render.data_blocks import (
     runtime_header,
 )
 
-__all__ = ["CACHE_CONTROL", "MAX_CACHE_BREAKPOINTS", "PROVIDER", "render_anthropic"]
+__all__ = ["CACHE_CONTROL", "EMPTY_USER_TEXT", "MAX_CACHE_BREAKPOINTS", "PROVIDER", "render_anthropic"]
 
 PROVIDER = "anthropic"
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 MAX_CACHE_BREAKPOINTS = 4
+EMPTY_USER_TEXT = "(empty message)"
+"""What a user turn of only whitespace says (the layout's words for an empty one): dropping the
+turn would merge its neighbours or end the request with the model's own message."""
 
 
 def _text(text: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": text}] if text else []
+    return [{"type": "text", "text": text}] if text.strip() else []
 
 
 def _source(part: MediaPart) -> dict[str, Any]:
@@ -161,7 +169,7 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
         role: str
         match message:
             case UserMessage():
-                role, blocks = "user", _user_blocks(message.parts)
+                role, blocks = "user", _user_blocks(message.parts) or _text(EMPTY_USER_TEXT)
             case AssistantMessage():
                 role, blocks = "assistant", _assistant_blocks(message)
             case ToolResults():
@@ -175,13 +183,16 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
                 messages.append({"role": role, "content": blocks})
         if index + 1 == conversation.stable_prefix_messages and messages:
             prefix_end = (len(messages) - 1, len(messages[-1]["content"]) - 1)
+    if messages and messages[-1]["role"] == "assistant" and messages[-1]["content"][-1]["type"] == "text":
+        last = messages[-1]["content"][-1]
+        last["text"] = last["text"].rstrip()  # not empty: _text kept only non-whitespace text
 
     body: dict[str, Any] = {}
     if conversation.model is not None:
         body["model"] = conversation.model
     body["max_tokens"] = max_tokens if max_tokens is not None else DEFAULT_ANTHROPIC_MAX_TOKENS
     system: list[dict[str, Any]] = [
-        {"type": "text", "text": text} for text in system_texts(conversation, PROVIDER) if text
+        {"type": "text", "text": text} for text in system_texts(conversation, PROVIDER) if text.strip()
     ]
     if system:
         system[-1]["cache_control"] = dict(CACHE_CONTROL)

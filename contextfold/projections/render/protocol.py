@@ -206,11 +206,30 @@ def _count_cache_control(body: Mapping[str, Any]) -> int:
     return count
 
 
+def _blank_text(blocks: list[Any]) -> bool:
+    """Whether a text block of ``blocks`` (or of a tool_result's content in them) holds only
+    whitespace: the Messages API refuses it ("text content blocks must contain non-whitespace
+    text"), wherever it is."""
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "text" and not str(b.get("text", "")).strip():
+            return True
+        inner = b.get("content") if b.get("type") == "tool_result" else None
+        if isinstance(inner, list) and _blank_text(inner):
+            return True
+    return False
+
+
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
     declared = _names(p, {t.get("name") for t in body.get("tools") or []})
     messages = _list(p, body, "messages")
     if not messages:
         _fail(p, "at least one message is required")
+    system = body.get("system")
+    if (isinstance(system, list) and _blank_text(system)) or (isinstance(system, str) and system
+                                                               and not system.strip()):
+        _fail(p, "system: text content blocks must contain non-whitespace text")
     expected: list[Any] = []
     asked_at = -1
     previous = None
@@ -225,6 +244,8 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
             _fail(p, f"two {role} messages in a row: roles must alternate", i)
         previous = role
         blocks = _blocks(p, msg, i)
+        if _blank_text(blocks):
+            _fail(p, "text content blocks must contain non-whitespace text", i)
         if role == "assistant":
             ids = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
             if len(set(ids)) != len(ids) or not used_ids.isdisjoint(ids):
@@ -261,6 +282,11 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
     if expected:
         _fail(p, f"tool_use ids {expected} have no tool_result: the request ends with them",
               asked_at)
+    final = _blocks(p, messages[-1], len(messages) - 1)[-1]
+    if messages[-1].get("role") == "assistant" and final.get("type") == "text" \
+            and str(final.get("text", "")) != str(final.get("text", "")).rstrip():
+        _fail(p, "final assistant content cannot end with trailing whitespace (a request that "
+              "ends with an assistant message is a prefill)", len(messages) - 1)
     breakpoints = _count_cache_control(body)
     if breakpoints > 4:
         _fail(p, f"{breakpoints} cache_control breakpoints; the API allows at most 4")
