@@ -74,6 +74,18 @@ def _names(provider: str, names: set[Any]) -> set[Any]:
     return names
 
 
+def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, type_required: bool) -> None:
+    """A RenderError naming the first tool whose parameters schema the provider refuses: OpenAI
+    takes only ``"type": "object"`` when a type is given ("schema must be a JSON Schema of 'type:
+    \"object\"'"), Anthropic requires it ("input_schema.type: Field required"). The whole
+    request would be refused, turn after turn, for one tool registered with another schema."""
+    for name, schema in schemas:
+        kind = schema.get("type", None if type_required else "object") if isinstance(schema, dict) else None
+        if kind != "object":
+            _fail(provider, f"tool {name!r}: its parameters must be a JSON Schema of type 'object', "
+                  f"not {kind!r} (fix the schema where the tool is registered)")
+
+
 def _declared(provider: str, names: set[str], name: Any, index: int) -> None:
     if name not in names:
         _fail(provider, f"tool {name!r} is used in history but not declared in 'tools'", index)
@@ -94,6 +106,8 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
     dicts and its tool names are still declared: at a group's start and end no call is open,
     and what the walk checks inside it depends only on its dicts and the declared names."""
     declared = _names(p, {t.get("function", {}).get("name") for t in body.get("tools") or []})
+    _object_schemas(p, [(t.get("function", {}).get("name"), t.get("function", {}).get("parameters", {}))
+                        for t in body.get("tools") or []], type_required=False)
     messages = _list(p, body, "messages")
     pending: list[str] = []
     asked_at = -1
@@ -155,6 +169,8 @@ def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
 
 def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
     declared = _names(p, {t.get("name") for t in body.get("tools") or [] if t.get("type") == "function"})
+    _object_schemas(p, [(t.get("name"), t.get("parameters", {})) for t in body.get("tools") or []
+                        if t.get("type") == "function"], type_required=False)
     open_calls: dict[str, int] = {}
     seen: set[Any] = set()
     for i, item in enumerate(_list(p, body, "input")):
@@ -223,6 +239,8 @@ def _blank_text(blocks: list[Any]) -> bool:
 
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
     declared = _names(p, {t.get("name") for t in body.get("tools") or []})
+    _object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in body.get("tools") or []],
+                    type_required=True)
     messages = _list(p, body, "messages")
     if not messages:
         _fail(p, "at least one message is required")
