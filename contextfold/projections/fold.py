@@ -408,6 +408,11 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
 @_apply.register
 def _(event: HandOff, state: RunState, rec: RecordedEvent) -> None:
     state.agent = event.to_agent or state.agent
+    if event.mode == "resume":
+        # A resume says the process that ran the open calls is gone: their results will not
+        # come, so they are lost (projections.repair), not in flight -- waiting for them could
+        # never end. A hand-off to another agent keeps them open: their results may still arrive.
+        state.last_progress = rec.position
     if event.note:
         who = f"{event.from_agent or '?'} -> {event.to_agent or '?'}"
         fid = add_fragment(state, rec, "history", "runtime",

@@ -6,9 +6,10 @@ I/O. The API layer calls :func:`recovery_events` before a build, appends what
 it returns, and folds it; once folded the calls are closed, so a second call
 returns nothing and rebuilding twice never appends twice.
 
-- A call whose response was followed by a later model response or user input
-  without its result is *lost*: ``ToolResultLost`` with the issuing
-  response's position in ``call_position``.
+- A call whose response was followed by a later model response, user input or
+  resume (``HandOff(mode="resume")``: the process that ran it is gone) without its
+  result is *lost*: ``ToolResultLost`` with the issuing response's position in
+  ``call_position``.
 - A call still in flight (its response is the latest progress event) is
   *pending*: ``in_flight="wait"`` raises :class:`PendingToolCallsError`
   (before anything is returned; the caller waits and retries), ``"cancel"``

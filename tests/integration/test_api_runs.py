@@ -356,3 +356,22 @@ def test_whitespace_a_user_or_model_sent_builds_a_request_anthropic_accepts(stor
         assert built.request["messages"][0]["content"][0]["text"] == "(empty message)"
         assert built.request["messages"][-1]["content"][-1]["text"] == "Done."
         assert run.replay(built.manifest.turn).ok
+
+
+def test_a_resume_after_a_crash_declares_the_dead_writers_open_call_lost(store_url: str) -> None:
+    """The process that ran c1 died; the one that resumes says so with HandOff(mode="resume").
+    c1's result can no longer come: it is lost (TOOL_RESULT_LOST, in the log), not "still in
+    flight" -- which cancelled it with a false reason, and under in_flight="wait" refused every
+    build of the resumed run with PendingToolCallsError for a result nobody would deliver."""
+    with open_store(store_url) as store:
+        store.run("resumed").append(UserInput("migrate the table"), _call("c1"))
+    with open_store(store_url) as store:  # the new process
+        run = store.run("resumed")
+        run.append(HandOff(mode="resume", from_agent="worker-1", to_agent="worker-2"))
+        built = run.build("openai-chat", in_flight="wait")
+        recovered = [r.event for r in run.events() if isinstance(r.event, ToolResultLost | ToolCallCancelled)]
+        assert [(type(e), e.call_id) for e in recovered] == [(ToolResultLost, "c1")]
+        assert built.manifest.repairs[0] == "tool_result_lost:c1"
+        tool_msgs = [m for m in built.request["messages"] if m["role"] == "tool"]
+        assert len(tool_msgs) == 1 and "TOOL_RESULT_LOST" in tool_msgs[0]["content"]
+        assert run.replay(built.manifest.turn).ok
