@@ -44,6 +44,7 @@ import random
 import threading
 import time
 import typing
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -104,6 +105,11 @@ DEFAULT_ARTIFACT_THRESHOLD = 64 * 1024
 PREVIEW_CHARS = 2048
 MAX_BATCH = 10_000
 _APPEND_RETRIES = 100
+HEADS_KEPT = 4096
+"""Runs whose head (version, last hash, pairing state) a store object keeps in memory, the most
+recently written first. Past it the least recent is dropped and read again from the log at its
+run's next append: a server writing millions of runs through one store kept every head (and its
+pairing state, which grows with the run's calls) for as long as the store lived."""
 _EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
 """The members of the event union: what ``append`` accepts."""
 def store_url_from_env(url: str | None = None) -> str:
@@ -169,8 +175,10 @@ class EventStore(EventReads):
         self.limits = limits or StoreLimits()
         self.backend = open_backend(self.url, tenant=tenant, provision=create_schema)
         self.artifact_threshold = artifact_threshold
-        self._heads: dict[str, _Head] = {}
-        self._run_locks: dict[str, threading.Lock] = {}
+        self._heads: OrderedDict[str, _Head] = OrderedDict()
+        self._run_locks: dict[str, tuple[threading.Lock, list[int]]] = {}
+        """A write lock per run being written now, with how many writers hold or wait for it:
+        dropped when the last one leaves, so the table holds only the runs in flight."""
         self._run_locks_guard = threading.Lock()
         self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)
         self._keyframes_read: dict[tuple[str, int], bytes] = {}
@@ -237,12 +245,22 @@ class EventStore(EventReads):
         each other's half-staged pairing (a fresh call id refused as "already has a result",
         or a head moved back by the slower thread). One writer per run per store at a time;
         other runs, and other processes, still append in parallel."""
+        ids = sorted(set(run_ids))
         with self._run_locks_guard:
-            locks = [self._run_locks.setdefault(r, threading.Lock()) for r in sorted(set(run_ids))]
-        with contextlib.ExitStack() as stack:
-            for lock in locks:
-                stack.enter_context(lock)
-            yield
+            entries = [self._run_locks.setdefault(r, (threading.Lock(), [0])) for r in ids]
+            for _, users in entries:
+                users[0] += 1
+        try:
+            with contextlib.ExitStack() as stack:
+                for lock, _ in entries:
+                    stack.enter_context(lock)
+                yield
+        finally:
+            with self._run_locks_guard:
+                for run_id, entry in zip(ids, entries, strict=True):
+                    entry[1][0] -= 1
+                    if not entry[1][0] and self._run_locks.get(run_id) is entry:
+                        del self._run_locks[run_id]
 
     def _append_prepared(self, run_id: str,
                          prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
@@ -344,8 +362,8 @@ class EventStore(EventReads):
             undo()
             raise
         for b in batches:
-            self._heads[b.run_id] = _Head(b.head.version + len(b.stored), b.recorded[-1].hash,
-                                          b.head.pairing)
+            self._keep_head(b.run_id, _Head(b.head.version + len(b.stored), b.recorded[-1].hash,
+                                            b.head.pairing))
             for commit in b.learned:  # keyframes and deltas the log now holds
                 commit()
 
@@ -467,5 +485,18 @@ class EventStore(EventReads):
             self._heads.pop(run_id, None)  # half-applied: rebuild from scratch next time
             raise
         new = _Head(version, last_hash, pairing)
-        self._heads[run_id] = new
+        self._keep_head(run_id, new)
         return new
+
+    def _keep_head(self, run_id: str, head: _Head) -> None:
+        """Remember ``head`` as the most recently written, dropping the least recent past
+        :data:`HEADS_KEPT`. Safe while another thread writes the dropped run: it holds that
+        run's head itself and stores it again when its write lands."""
+        heads = self._heads
+        heads.pop(run_id, None)  # then set: at the end (each step atomic, as other threads drop)
+        heads[run_id] = head
+        while len(heads) > HEADS_KEPT:
+            try:
+                heads.popitem(last=False)
+            except KeyError:  # another thread emptied it meanwhile
+                break

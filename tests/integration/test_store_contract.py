@@ -199,8 +199,29 @@ def test_one_store_shared_by_threads_appends_every_event(store_url: str) -> None
         for w in range(4):
             texts = [e.event.text for e in store.read(f"thread-{w}") if isinstance(e.event, UserInput)]
             assert texts == [f"t{w}-e{i}" for i in range(15)]
+        assert store._run_locks == {}  # a lock per run only while it is written: none grows per run
     finally:
         store.close()
+
+
+def test_a_store_keeps_a_bounded_number_of_run_heads_and_reads_a_dropped_one_again(
+        store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server writing many runs through one store kept every run's head (its pairing state
+    grows with the run's calls) for the store's life. Past ``HEADS_KEPT`` the least recently
+    written is dropped; the next append to that run reads it from the log again, pairing
+    included, so nothing it refuses or accepts changes."""
+    monkeypatch.setattr("contextfold.store.event_store.HEADS_KEPT", 2)
+    store.append("a", [UserInput("go"), call("c1"), call("c2")])
+    store.append("a", [ToolResult(call_id="c1", content="one")])
+    store.append("b", [UserInput("b")])
+    store.append("c", [UserInput("c")])
+    assert list(store._heads) == ["b", "c"]  # "a" dropped: the least recently written
+    with pytest.raises(DuplicateToolResultError):  # c1's result is known after the re-read
+        store.append("a", [ToolResult(call_id="c1", content="again")])
+    assert [r.position for r in store.append("a", [ToolResult(call_id="c2", content="two")])] == [5]
+    with pytest.raises(UnknownToolCallError):
+        store.append("a", [ToolResult(call_id="c9", content="?")])
+    assert store.version("a") == 5 and len(store._heads) == 2
 
 
 @pytest.mark.postgres
