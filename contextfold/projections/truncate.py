@@ -13,8 +13,8 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   fragment never leaves a fence open that the original had closed.
 * ``text`` (prose, no fence) and ``log`` whose line windows would keep no line
   at all (a message that is one long paragraph, a progress bar's one line): a
-  head and a tail of its characters, each ending at whitespace, around
-  ``… [N characters omitted] …`` (strategy ``words``), so the grant keeps the
+  head and a tail of its characters, each ending at whitespace (else at a grapheme cluster
+  boundary), around ``… [N characters omitted] …`` (strategy ``words``), so the grant keeps the
   opening and the closing words instead of a bare marker. A file keeps whole
   lines (its manifest entry names line ranges).
 * ``json``: the result stays valid JSON. Arrays keep their first and last
@@ -28,9 +28,10 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:
-no UTF-8 sequence is ever split. Tool-call *arguments* are never passed here —
-they are replayed verbatim or the whole call group is dropped; this module is
-for tool output, files, documents and logs only.
+no UTF-8 sequence is ever split. A cut by characters also moves to a grapheme cluster boundary
+(:mod:`~contextfold.projections.graphemes`): no accent, ZWJ sequence or flag is split either.
+Tool-call *arguments* are never passed here — they are replayed verbatim or the whole call
+group is dropped; this module is for tool output, files, documents and logs only.
 
 The promise: ``count(result.text) <= max_tokens``, measured by the caller's
 ``count``. Token counts are not additive across concatenation, so every
@@ -57,6 +58,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
+from contextfold.projections.graphemes import ceil_boundary, floor_boundary
 from contextfold.projections.json_shrink import (
     JsonPieces,
     ShrinkStats,
@@ -294,7 +296,10 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
                     count: TokenCounter) -> Truncation | None:
     """A head and a tail of ``text``'s characters (half each of the kept count), the head ending
     and the tail starting at whitespace where there is any, around a marker; None when not even
-    one character fits beside the marker. For prose whose lines are too long to keep whole."""
+    one character fits beside the marker. For prose whose lines are too long to keep whole.
+    Both ends then move to a grapheme cluster boundary, toward keeping less (:mod:`graphemes`):
+    a line with no whitespace (a progress bar, an emoji run) is cut by characters, and a kept
+    end must not be an orphan accent or half a flag."""
     n = len(text)
 
     def ends(k: int) -> tuple[int, int]:
@@ -304,6 +309,7 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
             head = space
         after = [i for i in (text.find(" ", tail_start), text.find("\n", tail_start)) if i >= 0]
         tail_start = min(after) + 1 if after and min(after) < n else tail_start
+        head, tail_start = floor_boundary(text, head), ceil_boundary(text, tail_start)
         return head, max(tail_start, head)
 
     def render(k: int) -> str:
@@ -316,6 +322,8 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
         return None
     k, out_text, tokens = found
     head, tail_start = ends(k)
+    if head == 0 and tail_start == n:  # the room held only part of a cluster
+        return None
     return _result(out_text, strategy="words", unit="char", original=text, original_tokens=original_tokens,
                    tokens=tokens, kept=[(1, head), (tail_start + 1, n)], omitted=tail_start - head,
                    omitted_chars=tail_start - head)

@@ -1,0 +1,108 @@
+"""Cuts by characters never split a user-perceived character, never exceed, never keep less.
+
+Why: a one-line output with no whitespace is cut by characters (the words strategy), and so are
+long JSON strings and quoted log lines; a code-point cut there left an orphan accent, half a
+ZWJ sequence or half a flag at a kept end. Texts here are dense in multi-code-point clusters;
+every kept end must be a cluster boundary of the original (checked against the whole text's
+segmentation and against hand-written rules independent of the ``regex`` module).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextfold.projections import truncate as truncate_module
+from contextfold.projections.truncate import Truncation, truncate
+from tests.counters import Counter, cl100k, quarter
+from tests.unit.test_graphemes import CLUSTER_PIECES, boundaries, orphan_at
+
+__all__: list[str] = []
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+counters = st.sampled_from([quarter, cl100k])
+
+one_line = st.lists(st.sampled_from([p for p in CLUSTER_PIECES if "\n" not in p and "\r" not in p]),
+                    min_size=1, max_size=120).map("".join)
+"""One line, mostly without whitespace: line windows keep nothing, so it is cut by characters."""
+
+
+def clean_cut(text: str, at: int) -> bool:
+    return at in boundaries(text) and not orphan_at(text, at)
+
+
+def words_ends(text: str, result: Truncation) -> tuple[int, int]:
+    """Where the words strategy's head ends and its tail starts in ``text``, checked against the
+    result's text."""
+    n = len(text)
+    head = next((r.end for r in result.kept if r.start == 1), 0)
+    tail = next((r.start - 1 for r in result.kept if r.end == n and r.start > 1), n)
+    assert result.text == (f"{text[:head]}\n… [{tail - head} characters omitted] …\n{text[tail:]}")
+    return head, tail
+
+
+def kept_chars(text: str, result: Truncation) -> int:
+    """Characters of ``text`` that ``result`` shows (a marker alone shows none)."""
+    if result.strategy == "none":
+        return len(text)
+    if result.strategy != "words":
+        return 0
+    head, tail = words_ends(text, result)
+    return head + len(text) - tail
+
+
+def test_a_line_of_accents_and_emoji_is_cut_between_clusters() -> None:
+    for unit in ["e\u0301", "\U0001F469\u200D\U0001F4BB", "\U0001F1EB\U0001F1F7", "\u2764\uFE0F",
+                 "\U0001F44D\U0001F3FD"]:
+        text = "x" + unit * 400
+        cuts = [truncate(text, budget, kind="text", count=cl100k) for budget in range(5, 120)]
+        words = [c for c in cuts if c.strategy == "words"]
+        assert words, unit
+        for cut in words:
+            head, tail = words_ends(text, cut)
+            assert clean_cut(text, head) and clean_cut(text, tail), (unit, cut.tokens, head, tail)
+
+
+@SETTINGS
+@given(text=one_line, budgets=st.lists(st.integers(0, 120), min_size=1, max_size=6), count=counters,
+       kind=st.sampled_from(["text", "log"]))
+def test_words_cuts_keep_whole_clusters_within_budget_and_more_for_more(
+        text: str, budgets: list[int], count: Counter, kind: str) -> None:
+    kept = []
+    for budget in sorted(budgets):
+        result = truncate(text, budget, kind="text" if kind == "text" else "log", count=count)
+        assert result.tokens == count(result.text)
+        assert result.over_budget or result.tokens <= budget
+        if result.strategy == "words":
+            head, tail = words_ends(text, result)
+            assert clean_cut(text, head) and clean_cut(text, tail), (head, tail)
+            assert head > 0 or tail < len(text)  # a words cut keeps something
+        kept.append(kept_chars(text, result))
+    assert kept == sorted(kept)
+
+
+@pytest.mark.parametrize("count", [quarter, cl100k])
+def test_every_budget_of_one_emoji_line_is_clean_and_monotone(count: Counter) -> None:
+    text = "ok " + "".join(CLUSTER_PIECES[7:]).replace("\n", "").replace("\r", "") * 3
+    truncate_module._PROBES.clear()
+    previous = -1
+    for budget in range(0, count(text) + 2):
+        result = truncate(text, budget, kind="text", count=count)
+        assert result.over_budget or result.tokens <= budget
+        if result.strategy == "words":
+            head, tail = words_ends(text, result)
+            assert clean_cut(text, head) and clean_cut(text, tail), (budget, head, tail)
+        chars = kept_chars(text, result)
+        assert chars >= previous, budget
+        previous = chars
+
+
+def test_a_crlf_is_kept_or_dropped_whole() -> None:
+    text = "a" * 30 + "\r\n" + "b" * 400
+    words = [r for r in (truncate(text, budget, kind="log", count=quarter) for budget in range(5, 60))
+             if r.strategy == "words"]
+    assert words
+    for result in words:
+        head, tail = words_ends(text, result)
+        assert not text[:head].endswith("\r") and clean_cut(text, tail)
