@@ -1,8 +1,9 @@
 """JSON truncation's size knob: the shrink of a parsed value, and its compact text in pieces.
 
-What the knob does (``truncate``'s JSON strategy): knob ``x`` keeps ``4 * x`` characters per
-string and ``ceil(x / 16)`` items per container, recursively; the largest knob whose compact
-render fits is searched for. :func:`shrink` and :func:`dump` are that render.
+What the knob does (``truncate``'s JSON strategy): knob ``x`` keeps up to ``4 * x`` characters per
+string (fewer when that would split a grapheme cluster) and ``ceil(x / 16)`` items per container,
+recursively; the largest knob whose compact render fits is searched for. :func:`shrink` and
+:func:`dump` are that render.
 
 Why pieces: a big JSON tool result at the edge of a large window is cut again at every turn, and
 every probe of the knob search dumped and counted a render of the budget's size whole: ~0.3 s per
@@ -25,6 +26,7 @@ from itertools import accumulate
 from typing import Any
 
 from contextfold.domain.canonical import compact_json
+from contextfold.projections.graphemes import floor_boundary
 
 __all__ = [
     "CHARS_PER_STEP",
@@ -40,7 +42,7 @@ __all__ = [
 
 CHARS_PER_STEP = 4
 STEPS_PER_ITEM = 16
-"""The JSON size knob ``x`` keeps ``4 * x`` characters per string and
+"""The JSON size knob ``x`` keeps up to ``4 * x`` characters per string and
 ``ceil(x / 16)`` items per container: strings shrink in fine steps (a few
 tokens each) while containers keep one item per 64 characters of string."""
 
@@ -63,11 +65,14 @@ def marker_key(kept: dict[str, Any] | list[str]) -> str:
 
 
 def _shrunk_string(value: str, knob: int, stats: ShrinkStats) -> str:
+    """``value`` cut to at most ``4 * knob`` characters, at a grapheme cluster boundary (no orphan
+    accent or half flag before the suffix); the one cut of :func:`shrink` and of the pieces."""
     cap = knob * CHARS_PER_STEP
     if len(value) <= cap:
         return value
-    stats.omitted_chars += len(value) - cap
-    return f"{value[:cap]}… [{len(value) - cap} chars omitted]"
+    cut = floor_boundary(value, cap)
+    stats.omitted_chars += len(value) - cut
+    return f"{value[:cut]}… [{len(value) - cut} chars omitted]"
 
 
 def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False) -> Any:

@@ -20,7 +20,7 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
 * ``json``: the result stays valid JSON. Arrays keep their first and last
   items around a marker item ``"… N items omitted"``; objects keep their first
   members plus a marker member ``"…": "N members omitted"``; long strings are
-  shortened at a code-point boundary with a ``… [N chars omitted]`` suffix.
+  shortened at a grapheme cluster boundary with a ``… [N chars omitted]`` suffix.
   One size knob applies recursively to every nested value, and the largest
   knob that fits is found by search (the whole value, compacted, is tried
   first). Output is compact JSON. Input that does

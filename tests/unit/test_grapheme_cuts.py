@@ -9,11 +9,17 @@ segmentation and against hand-written rules independent of the ``regex`` module)
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import truncate as truncate_module
+from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, shrink
+from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import Truncation, truncate
 from tests.counters import Counter, cl100k, quarter
 from tests.unit.test_graphemes import CLUSTER_PIECES, boundaries, orphan_at
@@ -22,6 +28,7 @@ __all__: list[str] = []
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 counters = st.sampled_from([quarter, cl100k])
+COUNTER = get_counter("cl100k_base")
 
 one_line = st.lists(st.sampled_from([p for p in CLUSTER_PIECES if "\n" not in p and "\r" not in p]),
                     min_size=1, max_size=120).map("".join)
@@ -65,10 +72,10 @@ def test_a_line_of_accents_and_emoji_is_cut_between_clusters() -> None:
 
 
 @SETTINGS
-@given(text=one_line, budgets=st.lists(st.integers(0, 120), min_size=1, max_size=6), count=counters,
-       kind=st.sampled_from(["text", "log"]))
+@given(text=one_line, count=counters, kind=st.sampled_from(["text", "log"]), data=st.data())
 def test_words_cuts_keep_whole_clusters_within_budget_and_more_for_more(
-        text: str, budgets: list[int], count: Counter, kind: str) -> None:
+        text: str, count: Counter, kind: str, data: st.DataObject) -> None:
+    budgets = data.draw(st.lists(st.integers(0, count(text) + 1), min_size=1, max_size=6))
     kept = []
     for budget in sorted(budgets):
         result = truncate(text, budget, kind="text" if kind == "text" else "log", count=count)
@@ -106,3 +113,74 @@ def test_a_crlf_is_kept_or_dropped_whole() -> None:
     for result in words:
         head, tail = words_ends(text, result)
         assert not text[:head].endswith("\r") and clean_cut(text, tail)
+
+
+# ------------------------------------------------------------------ JSON strings
+
+_OMITTED = re.compile(r"… \[(\d+) chars omitted\]\Z")
+
+
+def json_kept(original: str, shown: str) -> int:
+    """How many characters of ``original`` the shortened JSON string ``shown`` keeps."""
+    m = _OMITTED.search(shown)
+    if m is None:
+        assert shown == original
+        return len(original)
+    kept = shown[:m.start()]
+    assert original.startswith(kept) and int(m.group(1)) == len(original) - len(kept)
+    return len(kept)
+
+
+json_text = st.lists(st.sampled_from(CLUSTER_PIECES), min_size=8, max_size=200).map("".join)
+
+
+@SETTINGS
+@given(value=json_text, count=counters, data=st.data())
+def test_a_shortened_json_string_keeps_whole_clusters_within_budget_and_more_for_more(
+        value: str, count: Counter, data: st.DataObject) -> None:
+    text = json.dumps(value, ensure_ascii=False)
+    budgets = data.draw(st.lists(st.integers(0, count(text)), min_size=1, max_size=6))
+    kept = []
+    for budget in sorted(budgets):
+        result = truncate(text, budget, kind="json", count=count)
+        assert result.over_budget or result.tokens == count(result.text) <= budget
+        if result.over_budget:
+            kept.append(0)
+            continue
+        at = json_kept(value, json.loads(result.text))
+        assert clean_cut(value, at), (budget, at)
+        kept.append(at)
+    assert kept == sorted(kept)
+
+
+def test_each_emoji_json_string_cut_is_clean() -> None:
+    for unit in ["e\u0301", "\U0001F469\u200D\U0001F4BB", "\U0001F1EB\U0001F1F7", "\u2764\uFE0F",
+                 "\U0001F44D\U0001F3FD"]:
+        value = "x" + unit * 300
+        text = json.dumps({"k": value}, ensure_ascii=False)
+        shown = [json.loads(truncate(text, b, kind="json", count=cl100k).text).get("k")
+                 for b in range(10, 300, 3)]
+        cuts = [json_kept(value, s) for s in shown if isinstance(s, str) and s != value]
+        assert cuts, unit
+        assert all(clean_cut(value, at) for at in cuts), (unit, cuts)
+
+
+json_values = st.recursive(
+    json_text | st.integers(),
+    lambda inner: st.lists(inner, max_size=12) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+    max_leaves=40,
+)
+
+
+@SETTINGS
+@given(value=json_values, knobs=st.lists(st.integers(0, 80), min_size=1, max_size=6))
+def test_pieces_cut_cluster_strings_byte_for_byte_as_the_shrink(value: Any, knobs: list[int]) -> None:
+    parsed = json.loads(json.dumps(value, ensure_ascii=False))
+    pieces = JsonPieces(parsed, COUNTER.count, lambda t: t)
+    for knob in knobs:
+        want_stats, got_stats = ShrinkStats(), ShrinkStats()
+        want = dump(shrink(parsed, knob, want_stats, top=True))
+        atoms = pieces.atoms(knob, got_stats)
+        assert pieces.text(atoms) == want
+        assert (got_stats.omitted_chars, got_stats.kept) == (want_stats.omitted_chars, want_stats.kept)
+        assert pieces.tokens(atoms) == COUNTER.count(want)
