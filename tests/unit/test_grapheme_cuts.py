@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import truncate as truncate_module
+from contextfold.projections.diagnose import lean_log
 from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, shrink
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import Truncation, truncate
@@ -184,3 +185,48 @@ def test_pieces_cut_cluster_strings_byte_for_byte_as_the_shrink(value: Any, knob
         assert pieces.text(atoms) == want
         assert (got_stats.omitted_chars, got_stats.kept) == (want_stats.omitted_chars, want_stats.kept)
         assert pieces.tokens(atoms) == COUNTER.count(want)
+
+
+# ------------------------------------------------------------------ a lean log's quoted error line
+
+_QUOTED = re.compile(r"^(?:\[first key error\] line \d+: )?(ERROR: .*?)(?:… \[(\d+) chars omitted\])?$")
+
+
+def quoted_error_cuts(error: str, shown: str) -> list[int]:
+    """Where each quote of the line ``error`` in the lean log ``shown`` ends in ``error``."""
+    cuts = []
+    for line in shown.split("\n"):
+        m = _QUOTED.match(line)
+        if m is None:
+            continue
+        kept = m.group(1)
+        assert error.startswith(kept)
+        assert m.group(2) is None or int(m.group(2)) == len(error) - len(kept)
+        cuts.append(len(kept))
+    return cuts
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=st.lists(st.sampled_from([p for p in CLUSTER_PIECES if "\n" not in p and "\r" not in p]),
+                     min_size=200, max_size=300).map("".join),
+       pad=st.integers(0, 3), budgets=st.lists(st.integers(60, 600), min_size=1, max_size=4))
+def test_a_lean_logs_quoted_error_line_ends_between_clusters(body: str, pad: int, budgets: list[int]) -> None:
+    error = "ERROR: " + "y" * pad + body
+    log = "\n".join([f"step {i}" for i in range(40)] + [error] + [f"done {i}" for i in range(40)])
+    for budget in budgets:
+        result = lean_log(log, 1, budget, cl100k)
+        assert result.over_budget or result.tokens == cl100k(result.text) <= budget
+        for at in quoted_error_cuts(error, result.text):
+            assert clean_cut(error, at), (budget, at)
+
+
+def test_each_emoji_error_line_is_quoted_whole_clusters() -> None:
+    for unit in ["e\u0301", "\U0001F469\u200D\U0001F4BB", "\U0001F1EB\U0001F1F7", "\u2764\uFE0F",
+                 "\U0001F44D\U0001F3FD"]:
+        for pad in range(len(unit)):
+            error = "ERROR: " + "y" * pad + unit * 300
+            log = "\n".join(["start"] * 50 + [error] + ["ok"] * 50)
+            cuts = [at for budget in (100, 150, 200, 250, 300, 400, 600, 800, 1000)
+                    for at in quoted_error_cuts(error, lean_log(log, 1, budget, cl100k).text)]
+            assert cuts, unit
+            assert all(clean_cut(error, at) for at in cuts), (unit, pad, cuts)
