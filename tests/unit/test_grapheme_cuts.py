@@ -17,12 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextfold.domain.events import GoalSet, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.projections import truncate as truncate_module
+from contextfold.projections.compaction import deterministic_summary
 from contextfold.projections.diagnose import lean_log
+from contextfold.projections.fold import fold
 from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, shrink
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import Truncation, truncate
 from tests.counters import Counter, cl100k, quarter
+from tests.unit.test_fold import Log
 from tests.unit.test_graphemes import CLUSTER_PIECES, boundaries, orphan_at
 
 __all__: list[str] = []
@@ -230,3 +234,26 @@ def test_each_emoji_error_line_is_quoted_whole_clusters() -> None:
                     for at in quoted_error_cuts(error, lean_log(log, 1, budget, cl100k).text)]
             assert cuts, unit
             assert all(clean_cut(error, at) for at in cuts), (unit, pad, cuts)
+
+
+# ------------------------------------------------------------------ a compaction summary's quotes
+
+
+def test_a_summary_quotes_long_untrusted_text_up_to_a_cluster_boundary() -> None:
+    for unit in ["e\u0301", "\U0001F469\u200D\U0001F4BB", "\U0001F1EB\U0001F1F7", "\u2764\uFE0F",
+                 "\U0001F44D\U0001F3FD"]:
+        for pad in range(len(unit)):
+            texts = {tag: f"{tag}:" + "y" * pad + unit * 2100 for tag in ("USER", "GOAL", "SAID", "FAIL")}
+            said = ModelResponse(text=texts["SAID"],
+                                 tool_calls=(ToolCall(call_id="c1", name="sh", arguments="{}"),))
+            failed = ToolResult(call_id="c1", content=texts["FAIL"], is_error=True, exit_code=1)
+            lines: list[str] = []
+            goal_set = GoalSet(goal=texts["GOAL"])
+            for log in (Log().add(UserInput(texts["USER"]), said, failed), Log().add(goal_set)):
+                summary = deterministic_summary(log.records, fold(log.records))
+                lines += [summary.goal, *summary.decisions, *summary.inferences, *summary.known_failures]
+            quotes = [m for line in lines for m in re.finditer(r"(USER|GOAL|SAID|FAIL):[^…]*", line)]
+            assert {m.group(1) for m in quotes} == set(texts), (unit, lines)
+            for m in quotes:
+                original = texts[m.group(1)]
+                assert original.startswith(m.group(0)) and clean_cut(original, len(m.group(0))), (unit, pad)
