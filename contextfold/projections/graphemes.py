@@ -31,19 +31,16 @@ __all__ = ["ceil_boundary", "floor_boundary"]
 _CLUSTER = regex.compile(r"\X")
 
 
-def _plain(text: str, i: int) -> bool:
-    """Whether ``0 < i < len(text)`` is a boundary because both its neighbours are ASCII (not CR LF)."""
-    before, after = text[i - 1], text[i]
-    return before < "\x80" and after < "\x80" and not (before == "\r" and after == "\n")
-
-
 def ceil_boundary(text: str, i: int) -> int:
     """The least cluster boundary of ``text`` at or after ``i`` (clamped to ``[0, len(text)]``):
     where a kept *tail* may start."""
     if i <= 0:
         return 0
-    if i >= len(text) or _plain(text, i):
-        return min(i, len(text))
+    if i >= len(text):
+        return len(text)
+    before, after = text[i - 1], text[i]
+    if before < "\x80" and after < "\x80" and (before != "\r" or after != "\n"):
+        return i  # two ASCII characters are two clusters, but CR LF
     match = _CLUSTER.match(text, i - 1)  # the cluster holding text[i - 1] ends at or after i
     return i if match is None else match.end()
 
@@ -56,7 +53,7 @@ def floor_boundary(text: str, i: int) -> int:
     until the first boundary after the step is at or before ``i``, then walking forward by
     clusters: O(length of the clusters around ``i``)."""
     n = len(text)
-    if i <= 0 or i >= n or _plain(text, i):
+    if i <= 0 or i >= n:
         return min(max(i, 0), n)
     if ceil_boundary(text, i) == i:
         return i
