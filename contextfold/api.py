@@ -49,6 +49,7 @@ from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state, check_observation
 from contextfold.projections.fold import fold, fold_event, new_state
 from contextfold.projections.past_states import state_at_turn, state_at_version
+from contextfold.projections.progress import Progress
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
 from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id
@@ -172,14 +173,15 @@ class Run:
             return counter.count(self.store.artifact_text(ref))
         return count
 
-    def state(self, *, turn: int | None = None) -> RunState:
+    def state(self, *, turn: int | None = None, progress: Progress | None = None) -> RunState:
         """The projection now (caught up incrementally), or as of ``turn`` (rebuilt from the log).
 
         The state now keeps long tool outputs as refs into the log and reads them back when
-        a fragment is rendered or asked for whole, so use it while the store is open."""
+        a fragment is rendered or asked for whole, so use it while the store is open.
+        ``progress(n)`` is told of the events folded: a 10,000-event run folds for seconds."""
         if turn is not None:
             return state_at_turn(self.events(), _checked_turn(turn), run_id=self.run_id,
-                                 artifact_tokens=self._artifact_tokens())
+                                 artifact_tokens=self._artifact_tokens(), progress=progress)
         with self._lock:
             if self._state is None:
                 # long texts stay in the log and are read back when rendered (projections.entries)
@@ -187,18 +189,18 @@ class Run:
                                         event_text=functools.partial(self.store.event_text, self.run_id))
             try:
                 return fold(self.store.events.iter_events(self.run_id, after=self._state.version),
-                            self._state)
+                            self._state, progress=progress)
             except BaseException:
                 # An event can fail half-folded (its pairing applied, its artifact unreadable): the
                 # next call would fold it again into that state and call it a duplicate. Start over.
                 self._state = None
                 raise
 
-    def _existing_state(self) -> RunState:
+    def _existing_state(self, progress: Progress | None = None) -> RunState:
         """:meth:`state`, or :class:`RunNotFoundError` when the log holds no event of this run: an
         operation that appends to a run (a build's record, a usage observation) must not create
         one by its first append (a mistyped run id would start a run holding only that)."""
-        state = self.state()
+        state = self.state(progress=progress)
         if state.version == 0:
             raise RunNotFoundError(self.run_id)
         return state
@@ -206,7 +208,8 @@ class Run:
     def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
               model: str | None = None, turn: int | None = None, record: bool = True,
               in_flight: Literal["wait", "cancel"] = "cancel",
-              config: BuildConfig | None = None, auto_compact: bool = False, retries: int = 0) -> BuildResult:
+              config: BuildConfig | None = None, auto_compact: bool = False, retries: int = 0,
+              progress: Progress | None = None) -> BuildResult:
         """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
 
         ``auto_compact``: under budget pressure, compaction events (observation masking,
@@ -229,26 +232,28 @@ class Run:
         a caller may want to see the conflict (the README documents it as raised).
         A rebuild of a past turn records one marked ``rebuild`` only when the
         turn has no record yet (``retries`` does not apply: it never conflicts).
+        ``progress(n)`` is told of the events folded before the build (see :meth:`state`).
         """
         cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
                                        in_flight=in_flight)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidInputError(f"retries must be an integer >= 0, got {retries!r}")
         if turn is not None:
-            return self._rebuild(_checked_turn(turn), cfg, record=record)
+            return self._rebuild(_checked_turn(turn), cfg, record=record, progress=progress)
         attempt = 0
         while True:
             try:
-                return self._build_now(cfg, record=record, auto_compact=auto_compact)
+                return self._build_now(cfg, record=record, auto_compact=auto_compact, progress=progress)
             except ConcurrencyConflictError:
                 if attempt >= retries:
                     raise
                 attempt += 1
 
-    def _build_now(self, cfg: BuildConfig, *, record: bool, auto_compact: bool) -> BuildResult:
+    def _build_now(self, cfg: BuildConfig, *, record: bool, auto_compact: bool,
+                   progress: Progress | None = None) -> BuildResult:
         """One attempt of a live build, from the log as it is now (the state catches up first)."""
         with self._lock:  # the build writes to the state's memo: one thread at a time
-            state = self._existing_state()  # a live build records its result: never into a new run
+            state = self._existing_state(progress)  # a live build records its result: never into a new run
             if not auto_compact:
                 return self._build_live(state, [], cfg, record=record)
             from contextfold.compaction_api import plan_auto_compaction
@@ -303,7 +308,8 @@ class Run:
         return self._estimates[position]
 
     def observe_usage(self, turn: int, input_tokens: int, *, cached_tokens: int = 0,
-                      output_tokens: int = 0, model: str | None = None) -> RecordedEvent:
+                      output_tokens: int = 0, model: str | None = None,
+                      progress: Progress | None = None) -> RecordedEvent:
         """Record the provider-reported usage of ``turn``'s request (``usage_observed``).
 
         ``input_tokens`` is the whole prompt as the provider counted it, cached
@@ -313,9 +319,10 @@ class Run:
         the turn could produce -- over ``MAX_RATIO`` (4) times the window of the turn's
         largest recorded build -- is an InvalidInputError and nothing is recorded
         (:mod:`contextfold.projections.calibration`); record the turn again to correct one.
+        ``progress(n)``: told of the events folded to check the turn (see :meth:`state`).
         """
         turn = _checked_turn(turn)
-        last = self._existing_state().turn + 1
+        last = self._existing_state(progress).turn + 1
         if not 1 <= turn <= last:
             raise TurnNotFoundError(self.run_id, turn, last)
         usage = checked(UsageObserved, "usage", turn=turn, input_tokens=input_tokens,
@@ -354,7 +361,8 @@ class Run:
         return [r.event for r in self.events()
                 if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
 
-    def _rebuild(self, turn: int, cfg: BuildConfig, *, record: bool) -> BuildResult:
+    def _rebuild(self, turn: int, cfg: BuildConfig, *, record: bool,
+                 progress: Progress | None = None) -> BuildResult:
         events = self.events()
         last = sum(1 for r in events if isinstance(r.event, ModelResponse)) + 1
         if not 1 <= turn <= last:
@@ -371,12 +379,13 @@ class Run:
             if name != self.run_id:  # imported under a new name: its refs name the run it was built in
                 events = [dataclasses.replace(r, run_id=name) for r in events[:first.log_version]]
             state = state_at_version(events, first.log_version, run_id=name,
-                                     artifact_tokens=self._artifact_tokens())
+                                     artifact_tokens=self._artifact_tokens(), progress=progress)
             # the recovery events that build appended (the builder re-derives its own repairs)
             repairs = [r for r in first.manifest.get("repairs", ())
                        if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
         else:
-            state = state_at_turn(events, turn, run_id=self.run_id, artifact_tokens=self._artifact_tokens())
+            state = state_at_turn(events, turn, run_id=self.run_id, artifact_tokens=self._artifact_tokens(),
+                                  progress=progress)
             repairs = []
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
                                repairs=repairs, calibration=self._calibration(state, cfg),
@@ -385,8 +394,10 @@ class Run:
             self._record(result, rebuild=True)
         return result
 
-    def replay(self, turn: int) -> ReplayReport:
-        """Rebuild ``turn`` from the log and compare it with the turn's first record."""
+    def replay(self, turn: int, *, progress: Progress | None = None) -> ReplayReport:
+        """Rebuild ``turn`` from the log and compare it with the turn's first record.
+
+        ``progress(n)``: told of the events folded for the rebuild (see :meth:`state`)."""
         turn = _checked_turn(turn)
         records = self.records(turn)
         if not records:
@@ -395,7 +406,7 @@ class Run:
                 raise TurnNotFoundError(self.run_id, turn, last)
             raise IntegrityError(f"run {self.run_id!r} turn {turn} has no context_built record to verify")
         first = records[0]
-        result = self._rebuild(turn, BuildConfig(), record=False)
+        result = self._rebuild(turn, BuildConfig(), record=False, progress=progress)
         recorded = first.manifest
         rebuilt = result.manifest.model_dump(mode="json")
         diffs = [f"{key}: recorded {recorded.get(key)!r} != rebuilt {rebuilt.get(key)!r}"

@@ -67,6 +67,7 @@ from contextfold.projections.compaction import (
 )
 from contextfold.projections.fold import fold_event
 from contextfold.projections.fold_summary import render_summary
+from contextfold.projections.progress import Progress
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState, ToolGroup
 from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
@@ -180,15 +181,16 @@ def _check_strategy(strategy: object) -> None:
 
 def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
             reserve: int = 8_000, keep_recent: int = 3, dry_run: bool = False,
-            summarizer: Summarizer | None = None, config: BuildConfig | None = None
-            ) -> CompactionReport:
+            summarizer: Summarizer | None = None, config: BuildConfig | None = None,
+            progress: Progress | None = None) -> CompactionReport:
     """Compact ``run``. Without a window: one ``strategy`` event at the widest legal cut
     that keeps ``keep_recent`` tool groups raw. With a window (or ``config``): climb the
     ladder (mask first; summary only for ``strategy="summary"``) until a build fits.
-    The events are appended in one transaction once all are planned."""
+    The events are appended in one transaction once all are planned. ``progress(n)`` is
+    told of the events folded first (see :meth:`Run.state`)."""
     _check_strategy(strategy)
     check_keep_recent(keep_recent)  # before anything: with a window, nothing may be planned
-    session = _Session(run, dry_run=dry_run)
+    session = _Session(run, dry_run=dry_run, state=run.state(progress=progress))
     if window is None and config is None:
         plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,
                                summarizer=summarizer)

@@ -31,6 +31,7 @@ from contextfold.domain.events import (
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config
 from contextfold.projections.fold import fold_event, new_state
+from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import RunState
 
 if TYPE_CHECKING:
@@ -176,10 +177,12 @@ def config_for_turn(events: Sequence[RecordedEvent], turn: int,
 
 def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrity,
             rebuild: RebuildPort | None, config: ConfigChoice = None,
-            artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunAudit:
+            artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+            progress: Progress | None = None) -> RunAudit:
     """Fold ``events`` once; one :class:`TurnAudit` per turn (1..responses, plus a recorded next turn).
 
-    Without ``rebuild``, turns that have no record are left out.
+    Without ``rebuild``, turns that have no record are left out. ``progress(n)`` is told of the
+    events folded while turns without a record are rebuilt (minutes on a long imported run).
     """
     recorded: dict[int, ContextManifest] = {}
     record_counts: dict[int, int] = {}
@@ -202,7 +205,7 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
     if rebuild is not None and len(recorded) < responses:
         state = new_state(run_id, artifact_tokens=artifact_tokens)
         turn = 1
-        for rec in events:
+        for rec in reported(events, progress):
             if isinstance(rec.event, ModelResponse):
                 if turn not in recorded:
                     manifests[turn] = (rebuild(state, _config_for(turn, recorded, config)), "rebuilt")
@@ -320,8 +323,11 @@ def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
 # ---------------------------------------------------------------- wiring
 
 
-def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = True) -> RunAudit:
-    """Collect the audit of ``run`` from its store: verify the chain, read the events once, fold once."""
+def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = True,
+              progress: Progress | None = None) -> RunAudit:
+    """Collect the audit of ``run`` from its store: verify the chain, read the events once, fold once.
+
+    ``progress(n)``: told of the events folded (see :func:`collect`)."""
     from contextfold.api import render_request
     from contextfold.projections.builder import build_context
     from contextfold.projections.calibration import calibrate_state
@@ -344,4 +350,4 @@ def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = 
 
     return collect(events, run_id=run.run_id, integrity=integrity,
                    rebuild=rebuild if rebuild_missing else None, config=config,
-                   artifact_tokens=run._artifact_tokens())
+                   artifact_tokens=run._artifact_tokens(), progress=progress)

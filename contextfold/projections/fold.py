@@ -97,6 +97,7 @@ from contextfold.projections.fold_content import (
 )
 from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.gc_pause import paused_gc
+from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import (
     NOTE_PRIORITY,
     SUMMARY_PRIORITY,
@@ -463,14 +464,16 @@ weakref-keyed cache (a measurable part of folding small events)."""
 
 
 def fold(events: Iterable[RecordedEvent], state: RunState | None = None, *,
-         artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+         artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+         progress: Progress | None = None) -> RunState:
     """Fold ``events`` into ``state`` (a new one from the first event's run id when None).
 
     ``state`` is updated in place; take :meth:`RunState.snapshot` to keep a view.
     ``artifact_tokens`` applies to a new state only (a given state keeps its own).
+    ``progress(n)`` is told of the events folded (a long run takes seconds: a caller shows it).
     """
     with paused_gc():
-        for rec in events:
+        for rec in reported(events, progress):
             if state is None:
                 state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
             fold_event(state, rec)

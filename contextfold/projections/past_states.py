@@ -13,16 +13,19 @@ from contextfold.domain.events import ArtifactRef, ModelResponse
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.gc_pause import paused_gc
+from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import RunState
 
 __all__ = ["state_at_turn", "state_at_version"]
 
 
 def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | None = None,
-                  artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+                  artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+                  progress: Progress | None = None) -> RunState:
     """The state just before the ``turn``-th model response (turn = responses + 1: now).
 
     Deterministic: the same events give a byte-identical state (``fingerprint``).
+    ``progress(n)``: told of the events folded, as :func:`~contextfold.projections.fold.fold`.
     """
     rid = run_id or (events[0].run_id if events else None)
     if rid is None:
@@ -33,7 +36,7 @@ def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | N
     state = new_state(rid, artifact_tokens=artifact_tokens)
     seen = 0
     with paused_gc():
-        for rec in events:
+        for rec in reported(events, progress):
             if isinstance(rec.event, ModelResponse):
                 seen += 1
                 if seen == turn:
@@ -44,14 +47,17 @@ def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | N
 
 def state_at_version(events: Iterable[RecordedEvent], version: int, *,
                      run_id: str | None = None,
-                     artifact_tokens: Callable[[ArtifactRef], int] | None = None) -> RunState:
+                     artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+                     progress: Progress | None = None) -> RunState:
     """The state after folding positions ``1..version`` (e.g. a ContextBuilt's ``log_version``).
+
+    ``progress(n)``: told of the events folded, as :func:`~contextfold.projections.fold.fold`.
 
     Raises ``IntegrityError`` when the events end before ``version``.
     """
     state: RunState | None = new_state(run_id, artifact_tokens=artifact_tokens) if run_id else None
     with paused_gc():
-        for rec in events:
+        for rec in reported(events, progress):
             if rec.position > version:
                 break
             if state is None:
