@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from contextfold.api import Store, open_store
 from contextfold.audit.text import visible
+from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import (
     ContextfoldError,
     ImportFormatError,
@@ -210,18 +211,6 @@ def _read_source(path: str, limit: int) -> tuple[bytes, str]:
         raise ImportFormatError(f"{path}:0", f"cannot read: {exc.strerror or exc}") from exc
 
 
-def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """Yield an ``advance(n)`` callable; draws a bar only on a terminal."""
-    if not sys.stderr.isatty() or total < 2:
-        yield lambda n: None
-        return
-    from rich.progress import Progress
-
-    with Progress(transient=True) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda n: progress.advance(task, n)
-
-
 def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
     """(index, ref) of every artifact ref the events carry (payloads and media blocks)."""
     def walk(value: Any) -> Iterator[ArtifactRef]:
@@ -285,7 +274,7 @@ def _handle_import(args: argparse.Namespace) -> int:
                         f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
                         "keeps large payloads as refs into its own store): the run would not build")
         # ONE transaction: every run of the file, or none (a refusal, a lost server, Ctrl-C)
-        for advance in _progress(sum(len(events) for _, events in named), f"importing {source}"):
+        with progress_bar(sum(len(events) for _, events in named), f"importing {source}") as advance:
             total = store.events.append_new_runs(named, progress=advance)
         _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
         for run_id, events in named[:20]:

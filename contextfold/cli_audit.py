@@ -30,10 +30,12 @@ from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
 from contextfold.cli import nonempty, output_file, register, store_for, write_output
 from contextfold.cli_build import PROVIDER_CHOICES, RECORD_HELP, manifest_table, pick_record, record_choice
+from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
 from contextfold.domain.manifest import ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
+from contextfold.projections.progress import Progress
 
 __all__ = ["audit_turn", "explain"]
 
@@ -65,8 +67,10 @@ def _given_config(args: argparse.Namespace) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- audit --turn
 
 
-def audit_turn(run: Run, turn: int, given: ConfigChoice = None) -> tuple[dict[str, Any], BuildResult]:
-    """Re-derive turn ``turn`` from the log and check it against its record and the log's chain."""
+def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
+               progress: Progress | None = None) -> tuple[dict[str, Any], BuildResult]:
+    """Re-derive turn ``turn`` from the log and check it against its record and the log's chain
+    (``progress(n)``: told of the events folded for the rebuild)."""
     report = run.verify()
     integrity = {"ok": report.ok, "events": report.events, "first_bad_position": report.first_bad_position,
                  "reason": report.reason}
@@ -79,14 +83,14 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None) -> tuple[dict[st
                         "match its hash chain")
     if not records:
         cfg = config_for_turn(events, turn, given)
-        result = run.build(turn=turn, record=False, config=cfg)
+        result = run.build(turn=turn, record=False, config=cfg, progress=progress)
         check: dict[str, Any] = {"recorded": False, "note": f"turn {turn} has no context_built record: this "
                                  "is the request re-derived from the log, with nothing recorded to check it "
                                  "against"}
         return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
                 "ok": not problems}, result
     first = records[0]
-    result = run.build(turn=turn, record=False)  # a recorded turn rebuilds with its recorded config
+    result = run.build(turn=turn, record=False, progress=progress)  # with its recorded config
     m = result.manifest
     recorded_cfg: dict[str, Any] = dict(first.manifest.get("config", {}))
     current_cfg = m.config.model_dump(mode="json")
@@ -118,7 +122,8 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None) -> tuple[dict[st
 
 def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
     try:
-        verdict, result = audit_turn(run, args.turn, _given_config(args))
+        with fold_bar(run.store, args, f"auditing {args.run} turn {args.turn}") as advance:
+            verdict, result = audit_turn(run, args.turn, _given_config(args), progress=advance)
     except IntegrityError as exc:
         report = run.verify()
         where = f" (first bad position {report.first_bad_position}: {report.reason})" if not report.ok else ""
@@ -209,7 +214,8 @@ def _handle_audit(args: argparse.Namespace) -> int:
         if args.turn is not None:
             return _handle_audit_turn(args, run)
         try:
-            audit = audit_run(run, config=_given_config(args))
+            with fold_bar(store, args, f"auditing {args.run}") as advance:
+                audit = audit_run(run, config=_given_config(args), progress=advance)
         except IntegrityError as exc:
             sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be read back: {exc}\n")
             return 3
@@ -311,7 +317,8 @@ def _handle_why(args: argparse.Namespace) -> int:
             manifest, source = picked.manifest, "recorded"
         else:
             cfg = config_for_turn(run.events(), args.turn, _given_config(args))
-            manifest = run.build(turn=args.turn, record=False, config=cfg).manifest
+            with fold_bar(store, args, f"rebuilding {args.run} turn {args.turn}") as advance:
+                manifest = run.build(turn=args.turn, record=False, config=cfg, progress=advance).manifest
             source = "rebuilt from the log (no record)"
         found = explain(manifest, args.query)
         missing = "" if found else _not_found(run, manifest, args.query)
@@ -360,8 +367,9 @@ def _configure_usage(p: argparse.ArgumentParser) -> None:
 def _handle_usage(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         run = store.run(args.run)
-        rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
-                                output_tokens=args.output_tokens, model=args.model)
+        with fold_bar(store, args, f"reading {args.run}") as advance:
+            rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
+                                    output_tokens=args.output_tokens, model=args.model, progress=advance)
         records = run.records(args.turn)
     line = f"recorded usage_observed at position {rec.position}: turn {args.turn} input {args.input_tokens}"
     if records:

@@ -18,6 +18,7 @@ from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
 from contextfold.cli import DEMO_HOOKS, SCHEMAS, nonempty, output_file, register, store_for, write_output
+from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
@@ -28,6 +29,7 @@ from contextfold.domain.errors import (
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.manifest import LAYER_NAMES, ContextManifest, ExclusionReason
 from contextfold.projections.builder import BuildResult
+from contextfold.projections.progress import Progress
 
 __all__ = ["RECORD_HELP", "PickedRecord", "diff_manifests", "manifest_table", "pick_record", "record_choice"]
 
@@ -57,9 +59,11 @@ def _build_args(p: argparse.ArgumentParser) -> None:
 
 
 def _do_build(args: argparse.Namespace, store: Store, *, record: bool = True) -> BuildResult:
-    return store.run(args.run).build(args.provider, window=args.window, reserve=args.reserve,
-                                     model=args.model, turn=args.turn, record=record,
-                                     retries=args.retries)
+    """The build the flags ask for, with a bar while a long run folds (seconds at 10,000 events)."""
+    with fold_bar(store, args, f"building {args.run}") as advance:
+        return store.run(args.run).build(args.provider, window=args.window, reserve=args.reserve,
+                                         model=args.model, turn=args.turn, record=record,
+                                         retries=args.retries, progress=advance)
 
 
 # ---------------------------------------------------------------- which record of a turn
@@ -262,11 +266,13 @@ def _handle_replay(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         run = store.run(args.run)
         if not args.verify:
-            result = run.build(turn=args.turn)
+            with fold_bar(store, args, f"replaying {args.run} turn {args.turn}") as advance:
+                result = run.build(turn=args.turn, progress=advance)
             sys.stdout.write(json.dumps(result.request, indent=2, ensure_ascii=False) + "\n")
             return 0
         try:
-            report = run.replay(args.turn)
+            with fold_bar(store, args, f"replaying {args.run} turn {args.turn}") as advance:
+                report = run.replay(args.turn, progress=advance)
         except IntegrityError as exc:
             if not run.verify().ok:  # the log itself is broken, not just a turn without a record
                 sys.stderr.write(f"contextfold: integrity error: {exc}\n")
@@ -305,13 +311,15 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _manifest_for(run: Run, turn: int,
-                  picked: PickedRecord | None) -> tuple[ContextManifest, PickedRecord | None]:
+def _manifest_for(run: Run, turn: int, picked: PickedRecord | None,
+                  progress: Progress) -> tuple[ContextManifest, PickedRecord | None]:
     """The manifest of one side of a diff and the record it is (None: the turn had no record and
     was rebuilt from the log, which records the rebuild)."""
     if picked is None and (records := run.records(turn)):
         picked = pick_record(run, turn, "first", records)
-    return (picked.manifest, picked) if picked is not None else (run.build(turn=turn).manifest, None)
+    if picked is not None:
+        return picked.manifest, picked
+    return run.build(turn=turn, progress=progress).manifest, None
 
 
 def _label(picked: PickedRecord | None) -> str:
@@ -319,10 +327,10 @@ def _label(picked: PickedRecord | None) -> str:
     return f" ({picked.label()})" if picked is not None and picked.count > 1 else ""
 
 
-def _check_turns(store: Store, run_id: str, *turns: int) -> None:
+def _check_turns(store: Store, run_id: str, *turns: int, progress: Progress) -> None:
     """Both turns exist, checked before either is rebuilt: a rebuild records itself, and a diff
     that fails on its second turn must not leave the first one's record behind."""
-    state = store.run(run_id).state()
+    state = store.run(run_id).state(progress=progress)
     if state.version == 0:
         raise RunNotFoundError(run_id)
     for turn in turns:
@@ -331,13 +339,13 @@ def _check_turns(store: Store, run_id: str, *turns: int) -> None:
 
 
 def _handle_diff(args: argparse.Namespace) -> int:
-    with store_for(args) as store:
-        _check_turns(store, args.run, args.a, args.b)
+    with store_for(args) as store, fold_bar(store, args, f"diffing {args.run}", folds=3) as advance:
+        _check_turns(store, args.run, args.a, args.b, progress=advance)  # one fold, then one per rebuilt turn
         run = store.run(args.run)
         # the records asked for, before a turn without one is rebuilt (and records itself)
         pa = None if args.record_a is None else pick_record(run, args.a, args.record_a)
         pb = None if args.record_b is None else pick_record(run, args.b, args.record_b)
-        (ma, pa), (mb, pb) = _manifest_for(run, args.a, pa), _manifest_for(run, args.b, pb)
+        (ma, pa), (mb, pb) = _manifest_for(run, args.a, pa, advance), _manifest_for(run, args.b, pb, advance)
         d = diff_manifests(ma, mb)
     if args.json:  # which record each side is; None: rebuilt from the log (the turn had none)
         d |= {"from_record": None if pa is None else pa.as_json(),

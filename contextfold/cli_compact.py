@@ -13,6 +13,7 @@ import json
 import sys
 
 from contextfold.cli import register, store_for
+from contextfold.cli_progress import fold_bar
 from contextfold.compaction_api import CompactionReport, compact, show
 
 __all__ = ["report_lines"]
@@ -51,9 +52,9 @@ def _configure_compact(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_compact(args: argparse.Namespace) -> int:
-    with store_for(args) as store:
-        report = compact(store.run(args.run), args.strategy, window=args.window,
-                         reserve=args.reserve, keep_recent=args.keep_recent, dry_run=args.dry_run)
+    with store_for(args) as store, fold_bar(store, args, f"compacting {args.run}") as advance:
+        report = compact(store.run(args.run), args.strategy, window=args.window, reserve=args.reserve,
+                         keep_recent=args.keep_recent, dry_run=args.dry_run, progress=advance)
     if args.json:
         sys.stdout.write(json.dumps({
             "dry_run": report.dry_run, "positions": list(report.positions),
