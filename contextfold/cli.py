@@ -315,7 +315,8 @@ register("runs", "list the runs in the store",
 def _configure_events(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
     p.add_argument("--json", action="store_true", help="print canonical events JSONL (re-importable)")
-    p.add_argument("--upto", type=int, default=None, help="last position to print")
+    p.add_argument("--upto", type=int, default=None, metavar="POS",
+                   help="last position to print (default: the run's last event)")
 
 
 def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
@@ -387,7 +388,9 @@ def sample_events() -> list[AnyEvent]:
 
 
 def _configure_demo(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", default="demo-fix-invoice", help="run id to record the sample under")
+    p.add_argument("--run", default="demo-fix-invoice",
+                   help="run id to record the sample under (default: demo-fix-invoice; -2, -3, ... "
+                        "when taken)")
 
 
 def _handle_demo(args: argparse.Namespace) -> int:

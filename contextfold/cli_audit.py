@@ -48,9 +48,9 @@ def _out(text: str) -> None:
 def _config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", choices=PROVIDER_CHOICES, default=None,
                    help="for turns without a record: request format (default: the nearest record's)")
-    p.add_argument("--window", type=int, default=None,
+    p.add_argument("--window", type=int, default=None, metavar="TOKENS",
                    help="for turns without a record: window (default: the nearest record's)")
-    p.add_argument("--reserve", type=int, default=None,
+    p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
                    help="for turns without a record: reserve (default: the nearest record's)")
 
 
@@ -170,8 +170,9 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
 
 def _configure_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, default=None,
-                   help="what exactly the model saw at turn N, re-derived and checked against the record")
+    p.add_argument("--turn", type=int, default=None, metavar="N",
+                   help="what exactly the model saw at turn N, re-derived and checked against the record "
+                        "(default: a summary of every turn)")
     p.add_argument("--html", default=None, metavar="PATH", type=nonempty("path"),
                    help="write the self-contained HTML report here")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -281,7 +282,7 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
 
 def _configure_why(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, required=True, help="the turn to explain")
+    p.add_argument("--turn", type=int, required=True, metavar="N", help="the turn to explain")
     p.add_argument("query", metavar="FRAGMENT_OR_SOURCE",
                    help="fragment id (e12), tool name, or a source_ref / file path substring")
     p.add_argument("--record", type=record_choice, default=None, metavar="WHICH", help=RECORD_HELP)
@@ -356,11 +357,14 @@ register("why", "why a fragment, file or source was kept or dropped at turn N (t
 
 def _configure_usage(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, required=True, help="the turn whose request the provider counted")
-    p.add_argument("--input-tokens", type=int, required=True,
+    p.add_argument("--turn", type=int, required=True, metavar="N",
+                   help="the turn whose request the provider counted")
+    p.add_argument("--input-tokens", type=int, required=True, metavar="TOKENS",
                    help="prompt tokens as the provider counted them, cached ones included")
-    p.add_argument("--cached-tokens", type=int, default=0, help="of which served from the provider's cache")
-    p.add_argument("--output-tokens", type=int, default=0, help="completion tokens")
+    p.add_argument("--cached-tokens", type=int, default=0, metavar="TOKENS",
+                   help="of which served from the provider's cache (default: 0)")
+    p.add_argument("--output-tokens", type=int, default=0, metavar="TOKENS",
+                   help="completion tokens (default: 0)")
     p.add_argument("--model", default=None, type=nonempty("model name"), help="model the provider reported")
 
 

@@ -41,16 +41,18 @@ SCHEMAS["manifest"] = ContextManifest.model_json_schema
 
 def _build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, default=None,
+    p.add_argument("--turn", type=int, default=None, metavar="N",
                    help="rebuild turn N (the request that produced the N-th model response); "
                         "default: the next request")
     p.add_argument("--provider", choices=PROVIDER_CHOICES, default="neutral",
                    help="request format (default: neutral message list)")
     p.add_argument("--model", default=None, type=nonempty("model name"),
                    help="model name (default: the run's)")
-    p.add_argument("--window", type=int, default=128_000, help="context window in tokens")
-    p.add_argument("--reserve", type=int, default=8_000,
-                   help="tokens reserved for output, tool calls and safety")
+    p.add_argument("--window", type=int, default=128_000, metavar="TOKENS",
+                   help="the model's context window in tokens (default: 128000)")
+    p.add_argument("--reserve", type=int, default=8_000, metavar="TOKENS",
+                   help="tokens of the window kept free for the model's output, tool calls and a "
+                        "safety margin; the request gets window - reserve (default: 8000)")
     p.add_argument("--retries", type=int, default=0, metavar="N",
                    help="a live build that another writer beat to the run's end (it appended while "
                         "this one built) catches up and builds again, up to N more times, before "
@@ -180,8 +182,8 @@ def manifest_table(m: ContextManifest) -> str:
 def _configure_build(p: argparse.ArgumentParser) -> None:
     _build_args(p)
     p.add_argument("--json", action="store_true", help='print {"request": ..., "manifest": ...}')
-    p.add_argument("--out", default=None, type=nonempty("path"),
-                   help="write the request body (JSON) to this file")
+    p.add_argument("--out", default=None, type=nonempty("path"), metavar="PATH",
+                   help="write the request body (JSON) to this file instead of printing it")
 
 
 def _handle_build(args: argparse.Namespace) -> int:
@@ -257,9 +259,11 @@ register("manifest", "show what a request contains, layer by layer, and what was
 
 def _configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, required=True, help="turn to rebuild")
+    p.add_argument("--turn", type=int, required=True, metavar="N",
+                   help="the turn to rebuild: the request that produced the N-th model response")
     p.add_argument("--verify", action="store_true",
-                   help="compare with the turn's first context_built record; exit 1 on a difference")
+                   help="compare with the turn's first context_built record instead of printing the "
+                        "request; exit 1 on a difference (e.g. replay RUN --turn 3 --verify)")
 
 
 def _handle_replay(args: argparse.Namespace) -> int:

@@ -42,12 +42,15 @@ def _configure_compact(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
     p.add_argument("--strategy", choices=("mask", "summary"), default="mask",
                    help="mask old tool results (cheap) or summarize old history (default: mask)")
-    p.add_argument("--window", type=int, default=None,
+    p.add_argument("--window", type=int, default=None, metavar="TOKENS",
                    help="compact until a build at this window fits (mask first, then summary "
                         "if --strategy summary); default: one compaction at the widest legal cut")
-    p.add_argument("--reserve", type=int, default=8_000, help="output reserve for --window")
-    p.add_argument("--keep-recent", type=int, default=3, help="newest tool groups kept raw")
-    p.add_argument("--dry-run", action="store_true", help="print what would be appended")
+    p.add_argument("--reserve", type=int, default=8_000, metavar="TOKENS",
+                   help="with --window: tokens kept free for the output (default: 8000)")
+    p.add_argument("--keep-recent", type=int, default=3, metavar="N",
+                   help="the newest N tool call groups stay raw (default: 3)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what would be appended and append nothing")
     p.add_argument("--json", action="store_true", help="print the events as JSON")
 
 
