@@ -21,9 +21,9 @@ import contextlib
 import re
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import ParseResult, parse_qs, unquote, urlparse
 
 from eventsourcing import persistence as es
@@ -53,6 +53,7 @@ __all__ = [
 EVENTS_TABLE = "contextfold_events"
 ARTIFACTS_TABLE = "contextfold_artifacts"
 DEFAULT_STORE_URL = "sqlite:///contextfold.db"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -368,34 +369,54 @@ class PostgresBackend:
     def table(self, name: str) -> str:
         return f'"{self.schema}".{name}'
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        import psycopg
+    def _idempotent(self, what: str, work: Callable[[], _T]) -> _T:
+        """Run ``work`` (a read, or an insert that may run twice), again on a fresh connection when
+        the one it took was closed by the server (a restart, ``pg_terminate_backend``).
 
-        with translate_errors("query"):
+        Why: the pool hands out idle connections unchecked, and after a restart it holds only
+        dead ones; eventsourcing retries its own reads and inserts, but our queries failed once
+        per pooled connection, on a server that was back. The pool drops each dead connection as
+        it comes back, so at most ``max_size`` of them are met. A connection the pool cannot get
+        at all (``PoolTimeout``: the server is down) is not retried: that is the outage to report."""
+        import psycopg
+        import psycopg_pool
+
+        attempts = self.datastore.pool.max_size + 1
+        for attempt in range(1, attempts + 1):
             try:
-                with self.datastore.transaction(commit=False) as c:
-                    c.execute(sql, tuple(params))
-                    return [tuple(row.values()) for row in c.fetchall()]
-            except psycopg.OperationalError as exc:
-                raise StoreUnavailableError(str(exc)) from exc
-            except psycopg.Error as exc:
-                raise StoreError(str(exc)) from exc
+                with translate_errors(what):
+                    try:
+                        return work()
+                    except psycopg.OperationalError as exc:
+                        raise StoreUnavailableError(f"{what}: {exc}") from exc
+                    except psycopg.Error as exc:
+                        raise StoreError(f"{what}: {exc}") from exc
+            except StoreUnavailableError as exc:
+                causes = _causes(exc)
+                if attempt == attempts or any(isinstance(c, psycopg_pool.PoolTimeout) for c in causes):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        def work() -> list[tuple[Any, ...]]:
+            with self.datastore.transaction(commit=False) as c:
+                c.execute(sql, tuple(params))
+                return [tuple(row.values()) for row in c.fetchall()]
+
+        return self._idempotent("query", work)
 
     def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None:
-        import psycopg
+        def work() -> None:  # content-addressed, ON CONFLICT DO NOTHING: a second run is harmless
+            with self.datastore.transaction(commit=True) as c:
+                for row in rows:
+                    c.execute(
+                        f'INSERT INTO "{self.schema}".{ARTIFACTS_TABLE} '
+                        "(hash, size, media_type, data) VALUES (%s, %s, %s, %s) "
+                        "ON CONFLICT (hash) DO NOTHING",
+                        row,
+                    )
 
-        with translate_errors("store artifact"):
-            try:
-                with self.datastore.transaction(commit=True) as c:
-                    for row in rows:
-                        c.execute(
-                            f'INSERT INTO "{self.schema}".{ARTIFACTS_TABLE} '
-                            "(hash, size, media_type, data) VALUES (%s, %s, %s, %s) "
-                            "ON CONFLICT (hash) DO NOTHING",
-                            row,
-                        )
-            except psycopg.Error as exc:
-                raise StoreError(str(exc)) from exc
+        self._idempotent("store artifact", work)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         import psycopg
@@ -409,6 +430,16 @@ class PostgresBackend:
 
     def close(self) -> None:
         self.datastore.close()
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its ``__cause__`` chain."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__
+    return chain
 
 
 def _datastore_class(role: str | None) -> type[Any]:

@@ -12,7 +12,7 @@ import pytest
 from eventsourcing import persistence as es
 
 from contextfold.api import open_store
-from contextfold.domain.events import UserInput
+from contextfold.domain.events import FileRead, UserInput
 from contextfold.store.backends import EVENTS_TABLE, PostgresBackend, parse_store_url
 
 
@@ -99,5 +99,48 @@ def test_an_append_whose_backend_is_terminated_is_written_once_and_the_next_appe
         assert run.verify().ok
         run.append(UserInput("next"))
         assert run.version == 4
+    finally:
+        store.close()
+
+
+def _terminate_pooled_connections(pg_url: str, backend: PostgresBackend) -> int:
+    """Terminate, from another session, every connection the store's pool holds (as a server restart
+    does): all of them are taken at once so that each pid is seen, then handed back idle."""
+    pool = backend.datastore.pool
+    with contextlib.ExitStack() as stack:
+        pids = {stack.enter_context(backend.datastore.get_connection()).info.backend_pid
+                for _ in range(pool.max_size)}
+    with _admin(pg_url) as admin:
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)",
+                            (list(pids),)).fetchone() != (0,):
+            pass  # termination is asynchronous
+    return len(pids)
+
+
+@pytest.mark.postgres
+def test_reads_and_artifacts_work_at_once_when_the_pooled_connections_were_closed_by_the_server(
+        pg_url: str) -> None:
+    """After a server restart (here: every pooled connection terminated), the server is back but
+    the pool still holds the dead connections. Event reads and inserts retried on a fresh one;
+    the store's own queries (runs, artifacts) and artifact inserts did not: each call took one
+    dead connection and raised StoreUnavailableError ("terminating connection due to
+    administrator command"), up to one failure per pooled connection, on a healthy server."""
+    store = open_store(pg_url)
+    run = store.run("r")
+    run.append(UserInput("go"))
+    backend = store.events.backend
+    assert isinstance(backend, PostgresBackend)
+    try:
+        assert _terminate_pooled_connections(pg_url, backend) == backend.datastore.pool.max_size
+        assert [r.run_id for r in store.runs()] == ["r"]
+        _terminate_pooled_connections(pg_url, backend)
+        big = "x" * (store.events.artifact_threshold + 1)  # an artifact: inserted before the event
+        event = run.append(FileRead(path="big.txt", content=big))[0].event
+        assert isinstance(event, FileRead) and event.artifact is not None
+        _terminate_pooled_connections(pg_url, backend)
+        assert store.artifact(event.artifact) == big.encode()
+        assert run.verify().ok and run.version == 2
     finally:
         store.close()
