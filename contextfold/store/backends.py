@@ -40,6 +40,7 @@ from contextfold.store.tenants import META_TABLE
 __all__ = [
     "ARTIFACTS_TABLE",
     "EVENTS_TABLE",
+    "SQLITE_LOCK_TIMEOUT",
     "Backend",
     "PostgresBackend",
     "SQLiteBackend",
@@ -163,8 +164,11 @@ def _refuse_ignored_parts(parsed: ParseResult, url: str, options: dict[str, list
 
 
 @contextlib.contextmanager
-def translate_errors(what: str) -> Iterator[None]:
-    """Translate driver / eventsourcing errors into StoreError subclasses."""
+def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
+    """Translate driver / eventsourcing errors into StoreError subclasses. ``url``: the store, named
+    in the message (password masked): "database is locked" alone did not say which file."""
+    if url is not None:
+        what = f"{what} ({display_url(url)})"
     try:
         yield
     except (es.ConnectionPoolClosedError, es.ConnectionNotFromPoolError) as exc:
@@ -194,6 +198,8 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+SQLITE_LOCK_TIMEOUT: float = 30
+"""Seconds a SQLite write waits for another writer's transaction before "database is locked"."""
 _CREATE_PATIENCE = 30.0
 """Seconds a new SQLite store keeps retrying a schema creation that lost a WAL-switch race."""
 
@@ -208,9 +214,9 @@ class SQLiteBackend:
 
         self.url = raw_url
         check_sqlite_path(url.path, raw_url, ours=(EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE))
-        self.datastore = SQLiteDatastore(
-            url.path, lock_timeout=30, originator_id_type="text", pool_size=2, max_overflow=8,
-            pool_timeout=30.0,
+        self.datastore = SQLiteDatastore(  # lock_timeout: annotated int, passed to sqlite3's float timeout
+            url.path, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
+            pool_size=2, max_overflow=8, pool_timeout=30.0,
         )
         self.recorder = SQLiteApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
 
@@ -222,7 +228,7 @@ class SQLiteBackend:
         delay = 0.005
         while True:
             try:
-                with translate_errors("create schema"):
+                with translate_errors("create schema", self.url):
                     self.recorder.create_table()
                     with self.datastore.transaction(commit=True) as c:
                         c.execute(
@@ -242,12 +248,12 @@ class SQLiteBackend:
         return name
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with translate_errors("query"), self.datastore.transaction(commit=False) as c:
+        with translate_errors("query", self.url), self.datastore.transaction(commit=False) as c:
             c.execute(sql, tuple(params))
             return [tuple(row) for row in c.fetchall()]
 
     def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None:
-        with translate_errors("store artifact"), self.datastore.transaction(commit=True) as c:
+        with translate_errors("store artifact", self.url), self.datastore.transaction(commit=True) as c:
             for row in rows:
                 c.execute(
                     f"INSERT OR IGNORE INTO {ARTIFACTS_TABLE} (hash, size, media_type, data) "
@@ -256,7 +262,7 @@ class SQLiteBackend:
                 )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        with translate_errors("execute"), self.datastore.transaction(commit=True) as c:
+        with translate_errors("execute", self.url), self.datastore.transaction(commit=True) as c:
             c.execute(sql, tuple(params))
 
     def close(self) -> None:
@@ -319,7 +325,7 @@ class PostgresBackend:
         lock_key = "contextfold.create_schema"
         lock = "SELECT pg_advisory_xact_lock(hashtext(%s))"
         statements = self.recorder.sql_create_statements
-        with translate_errors("create schema"):
+        with translate_errors("create schema", self.url):
             try:
                 with self.datastore.transaction(commit=True) as c:
                     c.execute(lock, (lock_key,))
@@ -384,13 +390,13 @@ class PostgresBackend:
         attempts = self.datastore.pool.max_size + 1
         for attempt in range(1, attempts + 1):
             try:
-                with translate_errors(what):
+                with translate_errors(what, self.url):
                     try:
                         return work()
                     except psycopg.OperationalError as exc:
-                        raise StoreUnavailableError(f"{what}: {exc}") from exc
+                        raise StoreUnavailableError(f"{what} ({self._safe_url()}): {exc}") from exc
                     except psycopg.Error as exc:
-                        raise StoreError(f"{what}: {exc}") from exc
+                        raise StoreError(f"{what} ({self._safe_url()}): {exc}") from exc
             except StoreUnavailableError as exc:
                 causes = _causes(exc)
                 if attempt == attempts or any(isinstance(c, psycopg_pool.PoolTimeout) for c in causes):
@@ -421,7 +427,7 @@ class PostgresBackend:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         import psycopg
 
-        with translate_errors("execute"):
+        with translate_errors("execute", self.url):
             try:
                 with self.datastore.transaction(commit=True) as c:
                     c.execute(sql, tuple(params))

@@ -121,7 +121,7 @@ class EventReads:
             upper = min(cursor + page, lte)
             if cursor >= lte:
                 return
-            with translate_errors(f"read {run_id!r}"):
+            with translate_errors(f"read {run_id!r}", self.url):
                 rows = self.backend.recorder.select_events(run_id, gt=cursor, lte=upper)
             nbytes = sum(len(row.state) for row in rows)
             for row in rows:
@@ -171,7 +171,7 @@ class EventReads:
 
     def _keyframe(self, run_id: str, base: int, where: str, position: int) -> bytes:
         """The state of the keyframe at ``base`` that the delta at ``position`` names."""
-        with translate_errors(f"read {run_id!r}"):
+        with translate_errors(f"read {run_id!r}", self.url):
             rows = self.backend.recorder.select_events(run_id, gt=base - 1, lte=base)
         state = open_envelope(rows[0].state, self.keyring, f"run {run_id!r} position {base}") if rows else b""
         if not is_compressed(state):
@@ -211,7 +211,7 @@ class EventReads:
     def version(self, run_id: str) -> int:
         """The run's last position (0 when it has no events)."""
         check_run_id(run_id)
-        with translate_errors(f"read {run_id!r}"):
+        with translate_errors(f"read {run_id!r}", self.url):
             rows = self.backend.recorder.select_events(run_id, desc=True, limit=1)
         return rows[0].originator_version if rows else 0
 
@@ -229,7 +229,7 @@ class EventReads:
 
     def read_all(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, RecordedEvent]]:
         """Events across all runs in commit order: (notification id, event), ids > ``after``."""
-        with translate_errors("read notifications"):
+        with translate_errors("read notifications", self.url):
             rows = self.backend.recorder.select_notifications(after + 1, limit)
         return [(n.id, self._decode(str(n.originator_id), n.originator_version, n.topic, n.state))
                 for n in rows]
@@ -268,7 +268,7 @@ class EventReads:
         expected_position = 1
         cursor = 0
         while True:
-            with translate_errors(f"verify {run_id!r}"):
+            with translate_errors(f"verify {run_id!r}", self.url):
                 rows = self.backend.recorder.select_events(run_id, gt=cursor, limit=5000)
             if not rows:
                 break

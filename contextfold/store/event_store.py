@@ -356,7 +356,7 @@ class EventStore(EventReads):
             raise  # a concurrent writer took these positions: handled by the caller
         except (es.PersistenceError, es.ConnectionPoolClosedError, es.ConnectionNotFromPoolError) as exc:
             undo()
-            with translate_errors(f"append to {batches[0].run_id!r}"):
+            with translate_errors(f"append to {batches[0].run_id!r}", self.url):
                 raise exc
         except BaseException:
             undo()
