@@ -22,12 +22,12 @@ from contextfold.projections import truncate as truncate_module
 from contextfold.projections.compaction import deterministic_summary
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.fold import fold
-from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, shrink
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import Truncation, truncate
 from tests.counters import Counter, cl100k, quarter
 from tests.unit.test_fold import Log
 from tests.unit.test_graphemes import CLUSTER_PIECES, boundaries, orphan_at
+from tests.unit.test_json_shrink import assert_pieces_are_the_shrink
 
 __all__: list[str] = []
 
@@ -180,15 +180,7 @@ json_values = st.recursive(
 @SETTINGS
 @given(value=json_values, knobs=st.lists(st.integers(0, 80), min_size=1, max_size=6))
 def test_pieces_cut_cluster_strings_byte_for_byte_as_the_shrink(value: Any, knobs: list[int]) -> None:
-    parsed = json.loads(json.dumps(value, ensure_ascii=False))
-    pieces = JsonPieces(parsed, COUNTER.count, lambda t: t)
-    for knob in knobs:
-        want_stats, got_stats = ShrinkStats(), ShrinkStats()
-        want = dump(shrink(parsed, knob, want_stats, top=True))
-        atoms = pieces.atoms(knob, got_stats)
-        assert pieces.text(atoms) == want
-        assert (got_stats.omitted_chars, got_stats.kept) == (want_stats.omitted_chars, want_stats.kept)
-        assert pieces.tokens(atoms) == COUNTER.count(want)
+    assert_pieces_are_the_shrink(json.loads(json.dumps(value, ensure_ascii=False)), knobs)
 
 
 # ------------------------------------------------------------------ a lean log's quoted error line

@@ -64,6 +64,19 @@ json_values = st.recursive(
 )
 
 
+def assert_pieces_are_the_shrink(parsed: Any, knobs: list[int]) -> None:
+    """At each knob, the pieces lay out :func:`shrink`'s dump exactly (text, stats, tokens)."""
+    pieces = JsonPieces(parsed, COUNTER.count, lambda t: t)
+    for knob in knobs:
+        want_stats, got_stats = ShrinkStats(), ShrinkStats()
+        want = dump(shrink(parsed, knob, want_stats, top=True))
+        atoms = pieces.atoms(knob, got_stats)
+        assert pieces.text(atoms) == want
+        assert (got_stats.omitted, got_stats.omitted_chars, got_stats.kept) == (
+            want_stats.omitted, want_stats.omitted_chars, want_stats.kept)
+        assert pieces.tokens(atoms) == COUNTER.count(want)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=json_values, knobs=st.lists(st.integers(0, 400), min_size=1, max_size=6))
 def test_pieces_lay_out_the_shrunk_value_and_count_it(value: Any, knobs: list[int]) -> None:
@@ -75,15 +88,7 @@ def test_pieces_lay_out_the_shrunk_value_and_count_it(value: Any, knobs: list[in
     for shortest_run in (records_from, 2):  # arrays laid out item by item, and in runs
         json_shrink._RECORDS_FROM = shortest_run
         try:
-            pieces = JsonPieces(parsed, COUNTER.count, lambda t: t)
-            for knob in knobs:
-                want_stats, got_stats = ShrinkStats(), ShrinkStats()
-                want = dump(shrink(parsed, knob, want_stats, top=True))
-                atoms = pieces.atoms(knob, got_stats)
-                assert pieces.text(atoms) == want
-                assert (got_stats.omitted, got_stats.omitted_chars, got_stats.kept) == (
-                    want_stats.omitted, want_stats.omitted_chars, want_stats.kept)
-                assert pieces.tokens(atoms) == COUNTER.count(want)
+            assert_pieces_are_the_shrink(parsed, knobs)
         finally:
             json_shrink._RECORDS_FROM = records_from
 
