@@ -29,7 +29,7 @@ from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
 from contextfold.cli import nonempty, output_file, register, store_for, write_output
-from contextfold.cli_build import PROVIDER_CHOICES, RECORD_HELP, manifest_table, pick_record, record_choice
+from contextfold.cli_build import PROVIDER_CHOICES, RECORD_HELP, manifest_table, record_choice, turn_record
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
@@ -311,9 +311,7 @@ def _handle_why(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         run = store.run(args.run)
         # an explicit --record is that record or RecordNotFoundError, never a rebuild in its place
-        records = run.records(args.turn)
-        picked = (pick_record(run, args.turn, args.record, records) if args.record is not None
-                  else pick_record(run, args.turn, "first", records) if records else None)
+        picked = turn_record(run, args.turn, args.record)
         if picked is not None:
             manifest, source = picked.manifest, "recorded"
         else:

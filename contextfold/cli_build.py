@@ -31,7 +31,8 @@ from contextfold.domain.manifest import LAYER_NAMES, ContextManifest, ExclusionR
 from contextfold.projections.builder import BuildResult
 from contextfold.projections.progress import Progress
 
-__all__ = ["RECORD_HELP", "PickedRecord", "diff_manifests", "manifest_table", "pick_record", "record_choice"]
+__all__ = ["RECORD_HELP", "PickedRecord", "diff_manifests", "manifest_table", "pick_record", "record_choice",
+           "turn_record"]
 
 PROVIDER_CHOICES = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
 
@@ -134,6 +135,15 @@ def pick_record(run: Run, turn: int, which: RecordChoice,
         raise IntegrityError(f"run {run.run_id!r} turn {turn}: its context_built record {index} holds "
                              "no valid manifest") from exc
     return PickedRecord(record=record, index=index, count=len(records), manifest=manifest)
+
+
+def turn_record(run: Run, turn: int, which: RecordChoice | None) -> PickedRecord | None:
+    """The record ``which`` of ``turn``; without a choice, the turn's first record, or None when
+    it has none (the caller rebuilds the turn from the log instead)."""
+    records = run.records(turn)
+    if which is None and not records:
+        return None
+    return pick_record(run, turn, "first" if which is None else which, records)
 
 
 def _in_order(counts: dict[str, int], order: Iterable[str]) -> list[tuple[str, int]]:
@@ -319,8 +329,8 @@ def _manifest_for(run: Run, turn: int, picked: PickedRecord | None,
                   progress: Progress) -> tuple[ContextManifest, PickedRecord | None]:
     """The manifest of one side of a diff and the record it is (None: the turn had no record and
     was rebuilt from the log, which records the rebuild)."""
-    if picked is None and (records := run.records(turn)):
-        picked = pick_record(run, turn, "first", records)
+    if picked is None:
+        picked = turn_record(run, turn, None)
     if picked is not None:
         return picked.manifest, picked
     return run.build(turn=turn, progress=progress).manifest, None
