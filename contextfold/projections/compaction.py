@@ -57,7 +57,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.log import RecordedEvent
-from contextfold.projections.graphemes import floor_boundary
+from contextfold.projections.graphemes import head_chars
 from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.summary_check import summary_lines, validate_summary
@@ -207,7 +207,7 @@ def _cap(text: str, limit: int) -> str:
     """``text`` on one line, at most ``limit`` characters; a longer one ends in ``…`` after a whole
     grapheme cluster (a summary quotes untrusted text: no orphan accent or half an emoji)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:floor_boundary(flat, limit - 1)] + "…"
+    return flat if len(flat) <= limit else head_chars(flat, limit - 1) + "…"
 
 
 def _key_line(text: str) -> str:
@@ -299,7 +299,7 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                                             if _CONSTRAINT_LINE.search(ln))
                 if not goal and ev.text.strip():
                     goal = (ev.text if len(ev.text) <= _GOAL_CHARS else
-                            ev.text[:floor_boundary(ev.text, _GOAL_CHARS)] + f"… (full text: event://{run}/{pos})")
+                            head_chars(ev.text, _GOAL_CHARS) + f"… (full text: event://{run}/{pos})")
             case GoalSet():
                 f["decisions"].append(f"goal set at event {pos}: {_cap(ev.goal, _STATEMENT_CHARS)}")
             case PlanUpdated():

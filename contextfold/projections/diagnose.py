@@ -27,7 +27,7 @@ from ahocorasick_rs import BytesAhoCorasick
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
-from contextfold.projections.graphemes import floor_boundary
+from contextfold.projections.graphemes import head_chars
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 from contextfold.projections.truncate import (
     KeptRange,
@@ -221,13 +221,8 @@ def _clip(line: str) -> str:
     error line must not end in an orphan accent or half an emoji."""
     if len(line) <= _HEADER_LINE_CHARS:
         return line
-    cut = floor_boundary(line, _HEADER_LINE_CHARS)
-    return f"{line[:cut]}… [{len(line) - cut} chars omitted]"
-
-
-def _head(line: str, limit: int) -> str:
-    """The first ``limit`` characters of ``line`` or fewer, ending at a grapheme cluster boundary."""
-    return line[:floor_boundary(line, limit)]
+    kept = head_chars(line, _HEADER_LINE_CHARS)
+    return f"{kept}… [{len(line) - len(kept)} chars omitted]"
 
 
 def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
@@ -260,7 +255,7 @@ def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
         ("\n".join([summary, title, *(_clip(b) for b in ends)]), True),
         ("\n".join([summary, f"[first key error] line {fe.line}: {_clip(block[-1])}"]), True),
         ("\n".join([f"[log] exit code: {code} | full log: {where}",
-                    f"[first key error] line {fe.line}: {_head(block[-1], 80)}"]), False),
+                    f"[first key error] line {fe.line}: {head_chars(block[-1], 80)}"]), False),
         (f"[log] exit code: {code} | first key error at line {fe.line} | full log: {where}",
          False),
         (f"[log] exit code: {code} | first key error at line {fe.line}", False),

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import regex
 
-__all__ = ["ceil_boundary", "floor_boundary"]
+__all__ = ["ceil_boundary", "floor_boundary", "head_chars"]
 
 _CLUSTER = regex.compile(r"\X")
 
@@ -69,3 +69,9 @@ def floor_boundary(text: str, i: int) -> int:
             break
         start = match.end()
     return start
+
+
+def head_chars(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, or fewer so as to end at a cluster boundary:
+    the kept part of every cut that keeps a text's start."""
+    return text[:floor_boundary(text, limit)]

@@ -26,7 +26,7 @@ from itertools import accumulate
 from typing import Any
 
 from contextfold.domain.canonical import compact_json
-from contextfold.projections.graphemes import floor_boundary
+from contextfold.projections.graphemes import head_chars
 
 __all__ = [
     "CHARS_PER_STEP",
@@ -70,9 +70,9 @@ def _shrunk_string(value: str, knob: int, stats: ShrinkStats) -> str:
     cap = knob * CHARS_PER_STEP
     if len(value) <= cap:
         return value
-    cut = floor_boundary(value, cap)
-    stats.omitted_chars += len(value) - cut
-    return f"{value[:cut]}… [{len(value) - cut} chars omitted]"
+    kept = head_chars(value, cap)
+    stats.omitted_chars += len(value) - len(kept)
+    return f"{kept}… [{len(value) - len(kept)} chars omitted]"
 
 
 def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False) -> Any:
