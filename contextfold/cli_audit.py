@@ -369,9 +369,8 @@ def _configure_usage(p: argparse.ArgumentParser) -> None:
 def _handle_usage(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         run = store.run(args.run)
-        with fold_bar(store, args, f"reading {args.run}") as advance:
-            rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
-                                    output_tokens=args.output_tokens, model=args.model, progress=advance)
+        rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
+                                output_tokens=args.output_tokens, model=args.model)
         records = run.records(args.turn)
     line = f"recorded usage_observed at position {rec.position}: turn {args.turn} input {args.input_tokens}"
     if records:

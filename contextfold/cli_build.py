@@ -23,7 +23,6 @@ from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
     RecordNotFoundError,
-    RunNotFoundError,
     TurnNotFoundError,
 )
 from contextfold.domain.events import ContextBuilt
@@ -121,12 +120,8 @@ def pick_record(run: Run, turn: int, which: RecordChoice,
     records = run.records(turn) if records is None else records
     index = 1 if which == "first" else len(records) if which == "last" else which
     if not 1 <= index <= len(records):
-        if not records:  # say the turn does not exist, rather than that it has no record
-            state = run.state()
-            if state.version == 0:
-                raise RunNotFoundError(run.run_id)
-            if not 1 <= turn <= state.turn + 1:
-                raise TurnNotFoundError(run.run_id, turn, state.turn + 1)
+        if not records and not 1 <= turn <= (last := run.next_turn()):  # say the turn does not
+            raise TurnNotFoundError(run.run_id, turn, last)  # exist, rather than that it has no record
         raise RecordNotFoundError(run.run_id, turn, str(which), len(records))
     record = records[index - 1]
     try:
@@ -341,20 +336,18 @@ def _label(picked: PickedRecord | None) -> str:
     return f" ({picked.label()})" if picked is not None and picked.count > 1 else ""
 
 
-def _check_turns(store: Store, run_id: str, *turns: int, progress: Progress) -> None:
+def _check_turns(store: Store, run_id: str, *turns: int) -> None:
     """Both turns exist, checked before either is rebuilt: a rebuild records itself, and a diff
     that fails on its second turn must not leave the first one's record behind."""
-    state = store.run(run_id).state(progress=progress)
-    if state.version == 0:
-        raise RunNotFoundError(run_id)
+    last = store.run(run_id).next_turn()
     for turn in turns:
-        if not 1 <= turn <= state.turn + 1:
-            raise TurnNotFoundError(run_id, turn, state.turn + 1)
+        if not 1 <= turn <= last:
+            raise TurnNotFoundError(run_id, turn, last)
 
 
 def _handle_diff(args: argparse.Namespace) -> int:
-    with store_for(args) as store, fold_bar(store, args, f"diffing {args.run}", folds=3) as advance:
-        _check_turns(store, args.run, args.a, args.b, progress=advance)  # one fold, then one per rebuilt turn
+    with store_for(args) as store, fold_bar(store, args, f"diffing {args.run}", folds=2) as advance:
+        _check_turns(store, args.run, args.a, args.b)  # then one fold per rebuilt turn
         run = store.run(args.run)
         # the records asked for, before a turn without one is rebuilt (and records itself)
         pa = None if args.record_a is None else pick_record(run, args.a, args.record_a)

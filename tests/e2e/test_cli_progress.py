@@ -38,7 +38,6 @@ LONG_COMMANDS = [  # (arguments, the bar's label, whether the command takes --js
     (("audit", RUN), f"auditing {RUN}", True),
     (("audit", RUN, "--turn", "2"), f"auditing {RUN} turn 2", True),
     (("why", RUN, "--turn", "1", "e1"), f"rebuilding {RUN} turn 1", True),
-    (("usage", RUN, "--turn", "1", "--input-tokens", "900"), f"reading {RUN}", False),
 ]
 
 

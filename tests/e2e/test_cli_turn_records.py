@@ -194,3 +194,33 @@ def test_audit_of_a_turn_says_which_record_it_checked(tmp_path: Path,
     code, out, err = _cf(capsys, store, "audit", "r1", "--turn", "6")
     line = next(x for x in out.splitlines() if x.startswith("request: "))
     assert "the first of the turn's 2 records" in line, (code, out, err)
+
+
+def test_usage_and_diff_check_turns_without_folding_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn check counts the run's model responses in the store: ``usage`` and ``diff`` folded
+    the whole log for it (~5 s on a 10,000-event run, its tokenization) before doing their work."""
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(store) as s:
+        run = s.run("r1")
+        run.append(UserInput("Make the build pass."),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cargo"),)),
+                   ToolResult(call_id="c1", content=LOG, exit_code=1))
+        run.build(window=3_000, reserve=500)  # turn 2
+        run.append(ModelResponse(text="Reading the log."), UserInput("Go on."))
+        run.build(window=64_000, reserve=1_000)  # turn 3
+
+    def no_fold(*_: object, **__: object) -> None:
+        raise AssertionError("the whole run was folded")
+
+    monkeypatch.setattr("contextfold.api.fold", no_fold)
+    code, out, _ = _cf(capsys, store, "usage", "r1", "--turn", "2", "--input-tokens", "900")
+    assert code == 0 and "turn 2 input 900 (estimate" in out
+    code, out, _ = _cf(capsys, store, "diff", "r1", "2", "3")
+    assert code == 0 and out.startswith("turn 2 -> 3:")
+    code, _, err = _cf(capsys, store, "diff", "r1", "2", "4")
+    assert code == 2 and "turn 4" in err and "1..3" in err
+    code, _, err = _cf(capsys, store, "usage", "r1", "--turn", "9", "--input-tokens", "900")
+    assert code == 2 and "turn 9" in err
+    code, _, err = _cf(capsys, store, "usage", "nope", "--turn", "1", "--input-tokens", "900")
+    assert code == 2 and "nope" in err

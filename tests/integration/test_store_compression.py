@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import zstandard
 
-from contextfold.domain.errors import IntegrityError
+from contextfold.domain.errors import IntegrityError, RunNotFoundError
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import chain_hash
 from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE
@@ -140,6 +140,26 @@ def test_a_run_s_similar_large_events_are_stored_as_deltas_of_its_keyframe(store
     assert [e.event for e in events] == [UserInput("a"), *map(_similar, range(5))]
     assert [e.hash for e in events] == [r.hash for r in recorded]
     assert store.verify("r").ok
+
+
+def test_reading_one_type_gives_its_events_as_a_full_read_does_deltas_included(store: EventStore) -> None:
+    """``read_type`` skips the other events' rows (a turn's records without decoding a long
+    log): what it returns is exactly the full read's events of that type, keyframes and deltas
+    decoded alike."""
+    store.append("r", [UserInput("a"), _similar(0), response := ModelResponse(
+        tool_calls=(ToolCall(call_id="c1", name="t", arguments="{}"),))])
+    store.append("r", [ToolResult(call_id="c1", content=LONG), *map(_similar, range(1, 4))])
+    assert _row(store, "r", 6).startswith(DELTA_MAGIC)
+    full = store.read("r")
+    inputs = store.read_type("r", "user_input")
+    assert [(e.position, e.event, e.hash) for e in inputs] == [
+        (e.position, e.event, e.hash) for e in full if isinstance(e.event, UserInput)]
+    assert [e.event for e in store.read_type("r", "model_response")] == [response]
+    assert store.read_type("r", "context_built") == []
+    assert store.count_events("r", "user_input") == 5
+    assert store.count_events("r", "tool_result") == 1
+    with pytest.raises(RunNotFoundError):
+        store.read_type("no-such-run", "user_input")
 
 
 def test_a_delta_read_alone_fetches_its_keyframe(store_url: str) -> None:

@@ -278,6 +278,26 @@ def test_upcasts_a_v1_event(store: EventStore) -> None:
     assert store.verify("old").ok  # the chain covers the stored (v1) bytes
 
 
+def test_events_are_counted_by_type_old_versions_included_and_names_compared_exactly(
+        store: EventStore) -> None:
+    """``count_events`` reads topics, not states: a v1 event counts under its type, and a
+    type name is matched whole (``_`` is a wildcard in SQL's LIKE)."""
+    from eventsourcing.persistence import StoredEvent
+
+    body = b'{"agent":"a","model":"gpt-4o","tokenizer":"cl100k_base","type":"run_started","v":1}'
+    digest = chain_hash("counted", 1, GENESIS_HASH, body)
+    store.backend.recorder.insert_events([StoredEvent("counted", 1, "run_started@1", digest.encode() + body)])
+    store.append("counted", [RunStarted(model="gpt-4o"), UserInput("go"), call("c1"),
+                             ToolResult(call_id="c1", content="ok"), call("c2")])
+    assert store.count_events("counted", "run_started") == 2
+    assert store.count_events("counted", "model_response") == 2
+    assert store.count_events("counted", "model_responses") == 0
+    assert store.count_events("counted", "model%response") == 0
+    assert store.count_events("counted", "context_built") == 0
+    with pytest.raises(RunNotFoundError):
+        store.count_events("no-such-run", "user_input")
+
+
 def test_runs_and_commit_order_across_runs(store: EventStore) -> None:
     store.append("b", [UserInput("1")])
     store.append("a", [UserInput("2")])
