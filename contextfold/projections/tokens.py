@@ -40,6 +40,8 @@ import os
 import tempfile
 import threading
 from array import array
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,10 +54,13 @@ from contextfold.projections.line_counts import KnownBlocks, LineSplitting, spli
 
 __all__ = [
     "CL100K_OFFLINE_SHA256",
+    "COUNTS_VERSION",
     "DEFAULT_ENCODING",
     "CacheStats",
+    "CountedText",
     "TokenCounter",
     "content_hash",
+    "counted_texts",
     "encoding_available",
     "encoding_for_model",
     "get_counter",
@@ -227,6 +232,9 @@ class TokenCounter:
             if short:
                 self._short[text] = n
             else:
+                journal = getattr(_JOURNAL, "rows", None)
+                if journal is not None:
+                    journal.append((self.encoding_name, key, n, blocks))
                 self._cache[key] = n
                 if blocks is not None:
                     if self._block_count >= _KNOWN_BLOCKS_LIMIT:
@@ -260,6 +268,28 @@ class TokenCounter:
             chars += len(line) + 1
         total += len(encode("\n".join(lines[start:]) + ("\n" if trailing else "")))
         return total, (starts, sums)
+
+    def preload(self, rows: Iterable[CountedText]) -> int:
+        """Take counts made earlier (by another process: ``store.token_counts``) as if this
+        counter had made them; returns how many were new to it. Rows of another encoding are
+        the caller's error. Why: a 10,000-event run's fold spent ~4 of its ~5 s tokenizing
+        texts that an earlier process had counted already, on every resume and CLI command."""
+        added = 0
+        with self._lock:
+            for encoding, key, n, blocks in rows:
+                if encoding != self.encoding_name:
+                    raise ValueError(f"counts of {encoding!r} offered to the {self.encoding_name!r} counter")
+                if key in self._cache:
+                    continue
+                self._cache[key] = n
+                added += 1
+                if blocks is not None:
+                    if self._block_count >= _KNOWN_BLOCKS_LIMIT:
+                        self._blocks.clear()
+                        self._block_count = 0
+                    self._blocks[key] = blocks
+                    self._block_count += len(blocks[0])
+        return added
 
     def known_blocks(self, text: str) -> KnownBlocks | None:
         """Where :meth:`count` cut ``text`` to count it, if it did (``LineSplitting.known``)."""
@@ -354,6 +384,34 @@ _CHUNK_CHARS = 128
 _KNOWN_BLOCKS_LIMIT = 1_000_000
 """Chunk starts kept across all texts (16 bytes each, 16 MB in all) before the table starts
 over (a 10,000-message run's long outputs keep ~400,000)."""
+
+CountedText = tuple[str, bytes, int, "KnownBlocks | None"]
+"""One text a counter tokenized: (encoding, blake3 digest of its UTF-8, tokens, where it was cut
+into line blocks to be counted or None). What ``counted_texts`` collects and ``preload`` takes."""
+
+COUNTS_VERSION = 1
+"""How a kept count's line blocks were cut (``_CHUNK_CHARS``, the split rule): counts kept by a
+store under another version are not read back. Bump it when either changes."""
+
+_JOURNAL = threading.local()
+
+
+@contextmanager
+def counted_texts() -> Iterator[list[CountedText]]:
+    """Collect the long texts this thread tokenizes inside the block (any counter), to be kept
+    by the store for the next process (``TokenCounter.preload``). Short texts (keyed by
+    themselves) are not collected: they cost little to count again. What a nested block
+    collects, the block around it collects too."""
+    outer = getattr(_JOURNAL, "rows", None)
+    rows: list[CountedText] = []
+    _JOURNAL.rows = rows
+    try:
+        yield rows
+    finally:
+        _JOURNAL.rows = outer
+        if outer is not None:
+            outer.extend(rows)
+
 
 _COUNTERS: dict[str, TokenCounter] = {}
 _COUNTERS_LOCK = threading.Lock()
