@@ -45,6 +45,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, Calibration, checked_config
+from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state, check_observation
 from contextfold.projections.fold import fold, fold_event, new_state
@@ -180,9 +181,11 @@ class Run:
         a fragment is rendered or asked for whole, so use it while the store is open.
         ``progress(n)`` is told of the events folded: a 10,000-event run folds for seconds."""
         if turn is not None:
-            return state_at_turn(self.events(), _checked_turn(turn), run_id=self.run_id,
-                                 artifact_tokens=self._artifact_tokens(), progress=progress)
-        with self._lock:
+            turn = _checked_turn(turn)
+            with counts_kept(self.store.events, self.run_id):
+                return state_at_turn(self.events(), turn, run_id=self.run_id,
+                                     artifact_tokens=self._artifact_tokens(), progress=progress)
+        with self._lock, counts_kept(self.store.events, self.run_id):
             if self._state is None:
                 # long texts stay in the log and are read back when rendered (projections.entries)
                 self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
@@ -386,14 +389,16 @@ class Run:
             name = recorded_run_id(first, self.run_id)
             if name != self.run_id:  # imported under a new name: its refs name the run it was built in
                 events = [dataclasses.replace(r, run_id=name) for r in events[:first.log_version]]
-            state = state_at_version(events, first.log_version, run_id=name,
-                                     artifact_tokens=self._artifact_tokens(), progress=progress)
+            with counts_kept(self.store.events, self.run_id):
+                state = state_at_version(events, first.log_version, run_id=name,
+                                         artifact_tokens=self._artifact_tokens(), progress=progress)
             # the recovery events that build appended (the builder re-derives its own repairs)
             repairs = [r for r in first.manifest.get("repairs", ())
                        if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
         else:
-            state = state_at_turn(events, turn, run_id=self.run_id, artifact_tokens=self._artifact_tokens(),
-                                  progress=progress)
+            with counts_kept(self.store.events, self.run_id):
+                state = state_at_turn(events, turn, run_id=self.run_id,
+                                      artifact_tokens=self._artifact_tokens(), progress=progress)
             repairs = []
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
                                repairs=repairs, calibration=self._calibration(state, cfg),

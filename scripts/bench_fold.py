@@ -14,6 +14,9 @@ Measures (SQLite store in a temp dir):
    cache cold and warm), read + fold from a fresh store, and beside it the raw
    ``eventsourcing`` reload of the same events (an ``Application`` with one
    aggregate, as in ``bench_store.py``). Goal: read + fold >= 80% of raw reload.
+   Then ``Run.state()`` in a new process (a cleared counter, a new ``Store``): tokenizing
+   every text (and keeping the counts, as the first such fold does) against reading the
+   counts the store kept (``store/token_counts.py``).
 2. incremental fold per appended event (us), on top of the 100k state: with
    content already tokenized (the fold's own cost) and with new content (plus
    its tokenization). Goal: < 100 us plus its own tokenization.
@@ -170,8 +173,35 @@ def bench_from_zero(tmp: str, n: int) -> tuple[RunState, EventStore, str, list[R
     print(f"{n:>7} {n / t_raw:>12,.0f} {n / t_read:>12,.0f} {n / t_store_warm:>12,.0f} "
           f"{n / t_store_cold:>12,.0f} {n / t_warm:>12,.0f} {n / t_cold:>12,.0f} "
           f"{t_raw / t_store_warm * 100:>7.0f}% {t_raw / t_store_cold * 100:>7.0f}%", flush=True)
+    bench_kept_counts(url, run, n)
     state = fold(records, new_state(run))
     return state, store, run, records
+
+
+def bench_kept_counts(url: str, run: str, n: int) -> None:
+    """A new process folding the run through ``Run.state()``: tokenizing its texts (and keeping
+    their counts, as the first such fold does) against reading the counts the store kept
+    (``store/token_counts.py``). A new process is a cleared counter and a new ``Store``."""
+    from contextfold.api import open_store
+    from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
+
+    counter = get_counter()
+
+    def new_process_fold(drop_kept: bool) -> float:
+        with open_store(url) as s:
+            if drop_kept:
+                s.events.backend.execute(f"DELETE FROM {TOKEN_COUNTS_TABLE}")
+        counter.clear()
+        gc.collect()
+        with open_store(url, create_schema=False) as s:
+            t0 = time.perf_counter()
+            s.run(run).state()
+            return time.perf_counter() - t0
+
+    tokenizing = min(new_process_fold(drop_kept=True) for _ in range(2))
+    kept = min(new_process_fold(drop_kept=False) for _ in range(3))
+    print(f"{n:>7} Run.state() in a new process: tokenizing (and keeping) {tokenizing:.2f} s, "
+          f"counts kept {kept:.2f} s: {tokenizing / kept:.1f}x", flush=True)
 
 
 # ---------------------------------------------------------------- 2. incremental

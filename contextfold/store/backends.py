@@ -36,6 +36,7 @@ from contextfold.domain.errors import (
 from contextfold.store.pg_recorder import recorder_class
 from contextfold.store.sqlite_path import check_sqlite_path
 from contextfold.store.tenants import META_TABLE
+from contextfold.store.token_counts import TOKEN_COUNTS_TABLE, create_table_sql
 
 __all__ = [
     "ARTIFACTS_TABLE",
@@ -195,6 +196,7 @@ class Backend(Protocol):
     def table(self, name: str) -> str: ...
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
     def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None: ...
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -213,7 +215,8 @@ class SQLiteBackend:
         from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
         self.url = raw_url
-        check_sqlite_path(url.path, raw_url, ours=(EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE))
+        check_sqlite_path(url.path, raw_url, ours=(EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE,
+                                                         TOKEN_COUNTS_TABLE))
         self.datastore = SQLiteDatastore(  # lock_timeout: annotated int, passed to sqlite3's float timeout
             url.path, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
             pool_size=2, max_overflow=8, pool_timeout=30.0,
@@ -236,6 +239,7 @@ class SQLiteBackend:
                             "hash TEXT PRIMARY KEY, size INTEGER NOT NULL, "
                             "media_type TEXT NOT NULL, data BLOB NOT NULL)"
                         )
+                        c.execute(create_table_sql(TOKEN_COUNTS_TABLE, blob="BLOB", integer="INTEGER"))
                 return
             except StoreError as exc:
                 locked = "database is locked" in str(exc.__cause__ or "")
@@ -264,6 +268,11 @@ class SQLiteBackend:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         with translate_errors("execute", self.url), self.datastore.transaction(commit=True) as c:
             c.execute(sql, tuple(params))
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """``sql`` once per row, in one transaction."""
+        with translate_errors("execute", self.url), self.datastore.transaction(commit=True) as c:
+            c.executemany(sql, [tuple(r) for r in rows])
 
     def close(self) -> None:
         self.datastore.close()
@@ -357,6 +366,8 @@ class PostgresBackend:
                         "hash TEXT PRIMARY KEY, size BIGINT NOT NULL, "
                         "media_type TEXT NOT NULL, data BYTEA NOT NULL)"
                     )
+                    c.execute(create_table_sql(f'"{self.schema}".{TOKEN_COUNTS_TABLE}', blob="BYTEA",
+                                               integer="BIGINT"))
             except psycopg.OperationalError as exc:
                 raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
             self.datastore.register_type_adapters()
@@ -433,6 +444,11 @@ class PostgresBackend:
                     c.execute(sql, tuple(params))
             except psycopg.Error as exc:
                 raise StoreError(str(exc)) from exc
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """``sql`` once per row, in one transaction."""
+        with translate_errors("execute", self.url), self.datastore.transaction(commit=True) as c:
+            c.executemany(sql, [tuple(r) for r in rows])
 
     def close(self) -> None:
         self.datastore.close()

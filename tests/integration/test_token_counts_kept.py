@@ -1,0 +1,137 @@
+"""Token counts kept by the store: the next process folds a run without tokenizing its long texts
+again, and gets the same state and the same requests (every backend).
+
+A "next process" is the same process with its counters emptied (``TokenCounter.clear``) and a new
+``Store``: the counters are process-wide, the kept rows are the store's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from contextfold.api import Store, open_store
+from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.kept_counts import KEEP_AFTER
+from contextfold.projections.tokens import TokenCounter, counted_texts, get_counter
+from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
+
+LONG_RUN = 40  # tool results, over KEEP_AFTER
+
+
+def _log(i: int) -> str:
+    """A long multi-line output (counted in line blocks, which truncation reads back)."""
+    return "\n".join(f"[{i:03d}:{n:04d}] cargo test: module_{n} compiled, 3 warnings" for n in range(300))
+
+
+def _events(first: int, count: int) -> list[AnyEvent]:
+    events: list[AnyEvent] = []
+    for i in range(first, first + count):
+        events += [UserInput(f"step {i}: run the tests again and tell me what failed this time"),
+                   ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="cargo"),)),
+                   ToolResult(call_id=f"c{i}", content=_log(i), exit_code=1)]
+    return events
+
+
+@pytest.fixture
+def counter() -> Iterator[TokenCounter]:
+    counter = get_counter("cl100k_base")
+    counter.clear()
+    yield counter
+    counter.clear()
+
+
+def _next_process(store_url: str, counter: TokenCounter) -> Store:
+    counter.clear()
+    return open_store(store_url)
+
+
+def test_a_run_folded_again_elsewhere_tokenizes_no_long_text_and_builds_the_same(
+        store_url: str, counter: TokenCounter) -> None:
+    with open_store(store_url) as store:
+        run = store.run("kept")
+        run.append(*_events(0, LONG_RUN))
+        run.state()
+        assert counter.calls >= LONG_RUN
+        built = run.build("openai-chat", window=8_000, reserve=1_000)  # cuts logs by line blocks
+        assert built.manifest.truncations
+        first = run.state().fingerprint()  # with the build's record
+    with _next_process(store_url, counter) as store:
+        run = store.run("kept")
+        with counted_texts() as tokenized:
+            again = run.state()
+        assert tokenized == []  # every long text's count was read back
+        assert again.fingerprint() == first
+        rebuilt = run.build("openai-chat", window=8_000, reserve=1_000)
+        assert rebuilt.manifest.request_hash == built.manifest.request_hash
+        assert rebuilt.manifest.truncations == built.manifest.truncations
+        assert run.replay(built.manifest.turn).ok
+
+
+def test_a_per_turn_fold_keeps_nothing_and_a_cold_fold_keeps_its_counts(
+        store_url: str, counter: TokenCounter) -> None:
+    """An agent loop's fold of a few new events writes no rows (a write per turn to save
+    microseconds); the next cold fold keeps what it had to tokenize."""
+    table = TOKEN_COUNTS_TABLE
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        for i in range(KEEP_AFTER + 4):
+            run.append(*_events(i, 1))
+            run.state()  # one new tool result per fold
+        backend = store.events.backend
+        rows = backend.query(f"SELECT COUNT(*) FROM {backend.table(table)} WHERE run_id = "
+                             f"{backend.placeholder}", ("loop",))
+        assert rows[0][0] == 0
+    with _next_process(store_url, counter) as store:
+        store.run("loop").state()
+        backend = store.events.backend
+        rows = backend.query(f"SELECT COUNT(*) FROM {backend.table(table)} WHERE run_id = "
+                             f"{backend.placeholder}", ("loop",))
+        assert rows[0][0] >= KEEP_AFTER
+    with _next_process(store_url, counter) as store, counted_texts() as tokenized:
+        store.run("loop").state()
+        assert tokenized == []
+
+
+def test_rows_that_are_not_counts_are_not_read_back(store_url: str, counter: TokenCounter) -> None:
+    """The rows are a cache, never the truth: damaged line blocks or a negative count make the
+    fold tokenize that text again, and the state is the one the log gives."""
+    with open_store(store_url) as store:
+        run = store.run("damaged")
+        run.append(*_events(0, LONG_RUN))
+        expected = run.state().fingerprint()
+        backend = store.events.backend
+        p = backend.placeholder
+        table = backend.table(TOKEN_COUNTS_TABLE)
+        digests = [bytes(r[0]) for r in backend.query(
+            f"SELECT digest FROM {table} WHERE run_id = {p} AND blocks IS NOT NULL ORDER BY digest",
+            ("damaged",))]
+        assert len(digests) >= 3
+        backend.execute(f"UPDATE {table} SET blocks = {p} WHERE digest = {p}", (b"\x01" * 32, digests[0]))
+        backend.execute(f"UPDATE {table} SET blocks = {p} WHERE digest = {p}", (b"\x00" * 7, digests[1]))
+        backend.execute(f"UPDATE {table} SET tokens = -5 WHERE digest = {p}", (digests[2],))
+        backend.execute(f"UPDATE {table} SET encoding = {p} WHERE run_id = {p} AND digest <> {p} AND "
+                        f"digest <> {p} AND digest <> {p}",
+                        ("cl100k_base/0", "damaged", *digests[:3]))  # an older scheme: not read
+    with _next_process(store_url, counter) as store, counted_texts() as tokenized:
+        assert store.run("damaged").state().fingerprint() == expected
+        assert len(tokenized) == LONG_RUN  # all of them again: three damaged, the rest of another scheme
+
+
+def test_a_store_without_the_table_folds_as_before(store_url: str, counter: TokenCounter) -> None:
+    """A store made by an older contextfold and opened without creating its schema has no table:
+    nothing is kept, nothing fails."""
+    with open_store(store_url) as store:
+        backend = store.events.backend
+        backend.execute(f"DROP TABLE {backend.table(TOKEN_COUNTS_TABLE)}")
+    with open_store(store_url, create_schema=False) as store:
+        run = store.run("old")
+        run.append(*_events(0, LONG_RUN))
+        expected = run.state().fingerprint()
+    with _next_process(store_url, counter) as store:
+        pass  # create_schema (the default) makes the table again for later folds
+    counter.clear()
+    with open_store(store_url, create_schema=False) as store, counted_texts() as tokenized:
+        assert store.run("old").state().fingerprint() == expected
+        assert len(tokenized) == LONG_RUN
