@@ -23,7 +23,10 @@ so the original stays on ``__cause__``.
     │   └── TurnNotFoundError
     ├── IntegrityError                    hash chain / recorded hash mismatch
     ├── StoreError                        the database failed us
-    │   ├── StoreUnavailableError         cannot connect
+    │   ├── StoreUnavailableError         cannot connect, connection lost (retry later)
+    │   ├── StoreNotWritableError         the storage refuses writes (fix it, then retry)
+    │   │   ├── StoreFullError            disk full, quota, database size limit
+    │   │   └── StoreReadOnlyError        read-only file, directory, mount or transaction
     │   └── StoreConfigError              bad store URL / options
     │       └── TenantMismatchError       a store file opened as the wrong tenant
     ├── CryptoError                       missing or wrong encryption key
@@ -60,6 +63,9 @@ __all__ = [
     "RunNotFoundError",
     "StoreConfigError",
     "StoreError",
+    "StoreFullError",
+    "StoreNotWritableError",
+    "StoreReadOnlyError",
     "StoreUnavailableError",
     "TenantMismatchError",
     "TurnNotFoundError",
@@ -186,7 +192,23 @@ class StoreError(ContextfoldError):
 
 
 class StoreUnavailableError(StoreError):
-    """The store cannot be reached."""
+    """The store cannot be reached, or the connection was lost: retrying later may succeed."""
+
+
+class StoreNotWritableError(StoreError):
+    """The store is reachable but its storage refuses the write; retrying will not help until
+    someone fixes the storage (the message says what to do). The write was rolled back."""
+
+
+class StoreFullError(StoreNotWritableError):
+    """No room for the write: the disk (or the server's disk) is full, a quota or a database size
+    limit was reached."""
+
+
+class StoreReadOnlyError(StoreNotWritableError):
+    """The store is read-only: the file or its directory is not writable (permissions, an
+    immutable attribute, a read-only mount), or PostgreSQL runs the session read-only (a standby,
+    ``default_transaction_read_only``)."""
 
 
 class StoreConfigError(StoreError):

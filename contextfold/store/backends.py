@@ -6,9 +6,15 @@ position, a notification id giving the commit order across runs). Next to it
 we keep one table of our own, ``contextfold_artifacts``, for content-addressed
 blobs.
 
-Driver and eventsourcing errors are translated here into our error tree with
-``raise ... from`` so nothing else sees sqlite3, psycopg or eventsourcing
-exceptions.
+Driver and eventsourcing errors are translated into our error tree with
+``raise ... from`` (:mod:`contextfold.store.driver_errors`) so nothing else
+sees sqlite3, psycopg or eventsourcing exceptions. Store URLs are parsed by
+:mod:`contextfold.store.store_url`; both modules' names are re-exported here.
+
+During a PostgreSQL outage an operation fails within about the URL's
+``connect_timeout`` (5 s by default): a connection the pool cannot get is not
+retried, and the pool gives up reconnecting in the background after as long,
+so that the first operation after the server is back connects at once.
 
 Schema creation is explicit (``create_schema``) and safe when many workers
 start at once: on PostgreSQL concurrent ``CREATE TABLE IF NOT EXISTS`` races
@@ -17,14 +23,11 @@ on the catalog, so creation runs under a transaction-level advisory lock.
 
 from __future__ import annotations
 
-import contextlib
-import re
-import sqlite3
+import math
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
-from urllib.parse import ParseResult, parse_qs, unquote, urlparse
+from urllib.parse import urlparse
 
 from eventsourcing import persistence as es
 
@@ -33,13 +36,16 @@ from contextfold.domain.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from contextfold.store.driver_errors import causes, not_writable, translate_errors
 from contextfold.store.pg_recorder import recorder_class
 from contextfold.store.sqlite_path import check_sqlite_path
+from contextfold.store.store_url import DEFAULT_STORE_URL, StoreURL, display_url, parse_store_url
 from contextfold.store.tenants import META_TABLE
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE, create_table_sql
 
 __all__ = [
     "ARTIFACTS_TABLE",
+    "DEFAULT_STORE_URL",
     "EVENTS_TABLE",
     "SQLITE_LOCK_TIMEOUT",
     "Backend",
@@ -54,135 +60,7 @@ __all__ = [
 
 EVENTS_TABLE = "contextfold_events"
 ARTIFACTS_TABLE = "contextfold_artifacts"
-DEFAULT_STORE_URL = "sqlite:///contextfold.db"
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class StoreURL:
-    scheme: str
-    path: str = ""
-    host: str = ""
-    port: int = 5432
-    user: str = ""
-    password: str = ""
-    dbname: str = ""
-    schema: str = "public"
-
-
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-"""Lower case only: eventsourcing names the schema unquoted in one query (its row type's lookup),
-where PostgreSQL folds it to lower case, so a schema ``MixedCase`` was created (quoted) and then
-not found on the first append. Reserved words (``user``) are refused by the server's list in
-``PostgresBackend._probe``, for the same reason."""
-
-
-def display_url(url: str) -> str:
-    """``url`` with its password, if any, shown as ``***`` (for messages and listings)."""
-    try:
-        parsed = urlparse(url)
-    except ValueError:  # a URL urlparse refuses: mask what sits where a password would
-        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
-    if parsed.password is None:  # none, or one urlparse did not see: u:pa#ss@host cut at the '#'
-        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
-    return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
-
-
-def parse_store_url(url: str) -> StoreURL:
-    """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``,
-    ``postgresql://user[:pw]@host[:port]/dbname[?schema=name]``."""
-    if not url.strip():
-        raise StoreConfigError(f"an empty store URL ({url!r}): use sqlite:///path.db or "
-                               "postgresql://user@host:port/db")
-    try:
-        parsed = urlparse(url)
-    except ValueError as exc:  # e.g. an unclosed IPv6 bracket: postgresql://u@[::1/db
-        raise StoreConfigError(f"invalid store URL {display_url(url)!r}: {exc}") from exc
-    # an option we would not apply (?mode=ro, ?sslmode=require) must not be dropped in silence
-    options = parse_qs(parsed.query, keep_blank_values=True)
-    unknown = sorted(set(options) - ({"schema"} if parsed.scheme in ("postgresql", "postgres") else set()))
-    if unknown and parsed.scheme in ("sqlite", "postgresql", "postgres"):
-        raise StoreConfigError(
-            f"unsupported option {', '.join(map(repr, unknown))} in the store URL {display_url(url)!r}: "
-            "a postgresql URL takes ?schema=name only (TLS and the like: libpq's environment, "
-            "e.g. PGSSLMODE), a sqlite URL none")
-    if parsed.scheme in ("sqlite", "postgresql", "postgres"):
-        _refuse_ignored_parts(parsed, url, options)
-    if parsed.scheme == "sqlite":
-        path = unquote(parsed.path[1:] if parsed.path.startswith("/") else parsed.path)
-        if not path:
-            raise StoreConfigError(f"sqlite URL needs a file path: {display_url(url)!r}")
-        return StoreURL(scheme="sqlite", path=path)
-    if parsed.scheme in ("postgresql", "postgres"):
-        dbname = parsed.path.lstrip("/")
-        if not dbname:
-            raise StoreConfigError(f"postgresql URL needs a database name: {display_url(url)!r}")
-        schema = options.get("schema", ["public"])[0]
-        if not schema:  # ?schema= is not ?schema=public: someone meant a name and lost it
-            raise StoreConfigError(
-                f"empty schema in the store URL {display_url(url)!r}: give ?schema=name, or leave "
-                "the option out for 'public'")
-        if not _SCHEMA_NAME.fullmatch(schema):  # it is spliced into DDL as a quoted identifier
-            raise StoreConfigError(
-                f"invalid schema {schema!r} in the store URL: 1-63 characters a-z, 0-9 and _, "
-                "not starting with a digit")
-        try:
-            port = parsed.port or 5432
-        except ValueError as exc:
-            raise StoreConfigError(
-                f"invalid port in the store URL {display_url(url)!r}: {exc}") from exc
-        return StoreURL(
-            scheme="postgresql",
-            host=parsed.hostname or "127.0.0.1",
-            port=port,
-            user=unquote(parsed.username or "postgres"),
-            password=unquote(parsed.password or ""),
-            dbname=dbname,
-            schema=schema,
-        )
-    raise StoreConfigError(
-        f"unsupported store URL {display_url(url)!r}: use sqlite:///path.db or "
-        "postgresql://user@host:port/db"
-    )
-
-
-def _refuse_ignored_parts(parsed: ParseResult, url: str, options: dict[str, list[str]]) -> None:
-    """Refuse what a store URL holds that would be ignored: an option given twice (which one
-    wins?), a ``#fragment`` (``sqlite:///runs#2.db`` opened ``runs``), a host in a sqlite URL."""
-    repeated = sorted(name for name, values in options.items() if len(values) > 1)
-    if repeated:
-        raise StoreConfigError(
-            f"option {', '.join(map(repr, repeated))} given more than once in the store URL "
-            f"{display_url(url)!r}: give it once")
-    if parsed.fragment or url.endswith("#"):
-        raise StoreConfigError(
-            f"a '#' fragment in the store URL {display_url(url)!r} would be ignored: write a '#' "
-            "in a name as %23")
-    if parsed.scheme == "sqlite" and parsed.netloc:
-        raise StoreConfigError(
-            f"a sqlite URL takes no host ({parsed.netloc!r} in {display_url(url)!r}): "
-            "sqlite:///relative/path.db or sqlite:////absolute/path.db")
-
-
-@contextlib.contextmanager
-def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
-    """Translate driver / eventsourcing errors into StoreError subclasses. ``url``: the store, named
-    in the message (password masked): "database is locked" alone did not say which file."""
-    if url is not None:
-        what = f"{what} ({display_url(url)})"
-    try:
-        yield
-    except (es.ConnectionPoolClosedError, es.ConnectionNotFromPoolError) as exc:
-        # a store closed (by another thread) while this operation held a connection: eventsourcing's
-        # SQLite pool refuses the connection back with an error outside its PersistenceError tree
-        raise StoreError(f"{what}: the store was closed during the operation ({exc}); "
-                         "open it again (an append may have been written: reload the run)") from exc
-    except (es.InterfaceError, es.OperationalError) as exc:
-        raise StoreUnavailableError(f"{what}: {exc}") from exc
-    except es.PersistenceError as exc:
-        raise StoreError(f"{what}: {exc}") from exc
-    except sqlite3.Error as exc:
-        raise StoreError(f"{what}: {exc}") from exc
 
 
 class Backend(Protocol):
@@ -299,10 +177,10 @@ class PostgresBackend:
         # connection it takes, and two threads doing so while a connection is out trip
         # psycopg_pool's `assert not self._pool_full_event` (a bare AssertionError from a store
         # shared by threads). _probe above already fails fast when the server is unreachable.
-        self.datastore = _datastore_class(role)(
+        self.datastore = _datastore_class(role)(  # connect_timeout: the pool's wait for a connection
             dbname=url.dbname, host=url.host, port=url.port, user=url.user,
             password=url.password, schema=url.schema, originator_id_type="text",
-            pool_size=2, max_overflow=8, connect_timeout=5.0,
+            pool_size=2, max_overflow=8, connect_timeout=url.connect_timeout,
         )
         try:  # the recorder connects as it is made (it registers the row type's adapters)
             self.recorder = recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
@@ -318,7 +196,8 @@ class PostgresBackend:
 
         try:
             with psycopg.connect(host=url.host, port=url.port, user=url.user, password=url.password,
-                                 dbname=url.dbname, connect_timeout=5) as conn:
+                                 dbname=url.dbname, connect_timeout=_libpq_timeout(url.connect_timeout),
+                                 ) as conn:
                 row = conn.execute("SELECT quote_ident(%s)", (url.schema,)).fetchone()
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split())  # the server's message spans lines
@@ -368,7 +247,12 @@ class PostgresBackend:
                     )
                     c.execute(create_table_sql(f'"{self.schema}".{TOKEN_COUNTS_TABLE}', blob="BYTEA",
                                                integer="BIGINT"))
-            except psycopg.OperationalError as exc:
+            except psycopg.Error as exc:
+                refusal = not_writable(exc, f"create schema ({self._safe_url()})", None)
+                if refusal is not None:  # a read-only role, database or standby
+                    raise refusal from exc
+                if not isinstance(exc, psycopg.OperationalError):
+                    raise
                 raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
             self.datastore.register_type_adapters()
 
@@ -394,7 +278,8 @@ class PostgresBackend:
         dead ones; eventsourcing retries its own reads and inserts, but our queries failed once
         per pooled connection, on a server that was back. The pool drops each dead connection as
         it comes back, so at most ``max_size`` of them are met. A connection the pool cannot get
-        at all (``PoolTimeout``: the server is down) is not retried: that is the outage to report."""
+        at all (``PoolTimeout``: the server is down) is not retried: that is the outage to report,
+        after the URL's ``connect_timeout``. Nor is a refusal (disk full, read-only)."""
         import psycopg
         import psycopg_pool
 
@@ -404,13 +289,15 @@ class PostgresBackend:
                 with translate_errors(what, self.url):
                     try:
                         return work()
-                    except psycopg.OperationalError as exc:
-                        raise StoreUnavailableError(f"{what} ({self._safe_url()}): {exc}") from exc
                     except psycopg.Error as exc:
+                        refusal = not_writable(exc, f"{what} ({self._safe_url()})", None)
+                        if refusal is not None:
+                            raise refusal from exc
+                        if isinstance(exc, psycopg.OperationalError):
+                            raise StoreUnavailableError(f"{what} ({self._safe_url()}): {exc}") from exc
                         raise StoreError(f"{what} ({self._safe_url()}): {exc}") from exc
             except StoreUnavailableError as exc:
-                causes = _causes(exc)
-                if attempt == attempts or any(isinstance(c, psycopg_pool.PoolTimeout) for c in causes):
+                if attempt == attempts or any(isinstance(c, psycopg_pool.PoolTimeout) for c in causes(exc)):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
@@ -443,52 +330,69 @@ class PostgresBackend:
                 with self.datastore.transaction(commit=True) as c:
                     c.execute(sql, tuple(params))
             except psycopg.Error as exc:
-                raise StoreError(str(exc)) from exc
+                refusal = not_writable(exc, f"execute ({self._safe_url()})", None)
+                raise refusal or StoreError(str(exc)) from exc
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """``sql`` once per row, in one transaction."""
-        with translate_errors("execute", self.url), self.datastore.transaction(commit=True) as c:
-            c.executemany(sql, [tuple(r) for r in rows])
+        import psycopg
+
+        with translate_errors("execute", self.url):
+            try:
+                with self.datastore.transaction(commit=True) as c:
+                    c.executemany(sql, [tuple(r) for r in rows])
+            except psycopg.Error as exc:
+                refusal = not_writable(exc, f"execute ({self._safe_url()})", None)
+                raise refusal or StoreError(str(exc)) from exc
 
     def close(self) -> None:
         self.datastore.close()
 
 
-def _causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and its ``__cause__`` chain."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__
-    return chain
+def _libpq_timeout(seconds: float) -> int:
+    """libpq's ``connect_timeout``: whole seconds, at least 2 (libpq's own minimum)."""
+    return max(2, math.ceil(seconds))
 
 
 def _datastore_class(role: str | None) -> type[Any]:
-    """eventsourcing's PostgresDatastore, plus ``SET ROLE`` on every new pooled connection.
+    """eventsourcing's PostgresDatastore, with a pool that stops reconnecting after the connect
+    timeout, and ``SET ROLE`` on every new pooled connection when ``role`` is given.
+
+    Why the reconnection is bounded: psycopg_pool retries a failed connection in the background
+    with a doubling delay for up to 5 minutes, so after an outage of a minute the server was back
+    for up to another minute before the pool tried again, and every operation meanwhile waited out
+    the connect timeout and failed. Given up after ``connect_timeout``, a connection is made again
+    when an operation asks for one (the pool grows on demand), at once. libpq's own
+    ``connect_timeout`` bounds each attempt (the pool's connections had none: a server that drops
+    packets held a pool worker for the system's TCP timeout).
 
     The role is a tenant's (see :mod:`contextfold.store.tenants`): from the first
     statement on, the connection has that role's privileges and no others.
     """
     from eventsourcing.postgres import PostgresDatastore
-
-    if role is None:
-        return PostgresDatastore
     from psycopg import sql
 
-    set_role = sql.SQL("SET ROLE {}").format(sql.Identifier(role))
+    set_role = None if role is None else sql.SQL("SET ROLE {}").format(sql.Identifier(role))
 
-    class TenantDatastore(PostgresDatastore):
+    class Datastore(PostgresDatastore):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            pool = self.pool  # not opened yet: opened by the first get_connection
+            pool.reconnect_timeout = pool.timeout
+            assert isinstance(pool.kwargs, dict)
+            pool.kwargs["connect_timeout"] = _libpq_timeout(pool.timeout)
+
         def after_connect_func(self) -> Any:
             base = super().after_connect_func()
 
             def after_connect(conn: Any) -> None:
                 base(conn)
-                conn.execute(set_role)
+                if set_role is not None:
+                    conn.execute(set_role)
 
             return after_connect
 
-    return TenantDatastore
+    return Datastore
 
 
 def open_backend(url: str, *, tenant: str | None = None,

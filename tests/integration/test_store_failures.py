@@ -1,18 +1,25 @@
-"""A SQLite store the database refuses to write (locked by another writer, read-only, disk full):
-a typed error that names the store file, and nothing half-written."""
+"""A store the database refuses to write (a SQLite file locked by another writer, read-only or
+full; a read-only PostgreSQL session): a typed error that names the store, and nothing half-written."""
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import uuid
 from pathlib import Path
+from urllib.parse import urlparse
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from contextfold.api import open_store
-from contextfold.domain.errors import StoreUnavailableError
+from contextfold.domain.errors import StoreFullError, StoreReadOnlyError, StoreUnavailableError
 from contextfold.domain.events import FileRead, UserInput
 from contextfold.store import backends
+from contextfold.store.backends import parse_store_url
+from tests.storage import page_limit, read_only
 
 
 def test_a_write_to_a_sqlite_store_locked_by_another_writer_names_the_file(
@@ -20,8 +27,8 @@ def test_a_write_to_a_sqlite_store_locked_by_another_writer_names_the_file(
     """Another connection holds a write transaction past the busy timeout (shortened here). The
     error said "append to 'r': database is locked" and "store artifact: database is locked", no
     file: with several stores (CONTEXTFOLD_STORE, --store, a default in the working directory)
-    the user could not tell which one to look at. Read-only files and a full disk take the same
-    path (SQLite's "attempt to write a readonly database", "database or disk is full")."""
+    the user could not tell which one to look at. (Read-only files and a full disk: typed errors
+    of their own, below.)"""
     monkeypatch.setattr(backends, "SQLITE_LOCK_TIMEOUT", 0.05)
     path = tmp_path / "store.db"
     store = open_store(f"sqlite:///{path}")
@@ -42,3 +49,90 @@ def test_a_write_to_a_sqlite_store_locked_by_another_writer_names_the_file(
     finally:
         locker.close()
         store.close()
+
+
+def test_a_full_sqlite_store_is_a_store_full_error_that_names_the_file_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's "database or disk is full" came out as StoreUnavailableError ("retry later"): the
+    write fails the same way until space is freed. Now StoreFullError (a StoreNotWritableError,
+    not a StoreUnavailableError), naming the file and saying what to do; the event and the
+    artifact writes both; nothing half-written, and the same append goes through once there is room."""
+    path = tmp_path / "store.db"
+    with open_store(f"sqlite:///{path}") as store:
+        store.run("r").append(UserInput("go"))
+    big = os.urandom(100_000).hex()  # an artifact, written before its event; random: zstd keeps its size
+    with page_limit(monkeypatch, 1), open_store(f"sqlite:///{path}") as store:
+        run = store.run("r")
+        for event in (UserInput(os.urandom(20_000).hex()), FileRead(path="big.txt", content=big)):
+            with pytest.raises(StoreFullError, match=re.escape(str(path))) as caught:
+                run.append(event)
+            assert not isinstance(caught.value, StoreUnavailableError)
+            assert "free space" in str(caught.value)
+            assert isinstance(caught.value.__cause__, Exception)  # the driver's error, kept
+        assert [e.event.text for e in run.events()] == ["go"]  # type: ignore[union-attr]
+    with open_store(f"sqlite:///{path}") as store:  # room again: the caller's retry
+        run = store.run("r")
+        run.append(FileRead(path="big.txt", content=big))
+        assert run.version == 2 and run.verify().ok
+
+
+def test_a_read_only_sqlite_store_is_a_store_read_only_error_that_names_the_file(tmp_path: Path) -> None:
+    """A read-only store file ("attempt to write a readonly database") and a read-only directory,
+    where SQLite cannot create the WAL's -shm file ("unable to open database file"), were
+    StoreUnavailableError and StoreError: now StoreReadOnlyError naming the file, saying to make it
+    writable. The file's reads still work; once writable, the same append goes through."""
+    path = tmp_path / "store.db"
+    with open_store(f"sqlite:///{path}") as store:
+        store.run("r").append(UserInput("go"))
+    assert not Path(f"{path}-wal").exists()  # closed: the directory holds the file alone
+    with read_only(tmp_path), pytest.raises(StoreReadOnlyError, match=re.escape(str(path))):
+        open_store(f"sqlite:///{path}")
+    big = "x" * 200_000
+    with read_only(path), open_store(f"sqlite:///{path}") as store:
+        run = store.run("r")
+        for event in (UserInput("blocked"), FileRead(path="big.txt", content=big)):
+            with pytest.raises(StoreReadOnlyError, match=re.escape(str(path))) as caught:
+                run.append(event)
+            assert "writable" in str(caught.value)
+        assert [e.event.text for e in run.events()] == ["go"]  # type: ignore[union-attr]
+    with open_store(f"sqlite:///{path}") as store:
+        run = store.run("r")
+        run.append(UserInput("blocked"))
+        assert [e.event.text for e in run.events()] == ["go", "blocked"]  # type: ignore[union-attr]
+        assert run.verify().ok
+
+
+@pytest.mark.postgres
+def test_a_read_only_postgresql_session_is_the_same_store_read_only_error(pg_url: str) -> None:
+    """PostgreSQL's read-only transaction (a standby, or default_transaction_read_only on the role
+    or database; here on a role made for the test, with the privileges to write) was a bare
+    StoreError that did not say why or what to do: now StoreReadOnlyError, the class a read-only
+    SQLite file raises, saying what to do. Reads work; nothing is written."""
+    with open_store(pg_url) as store:
+        store.run("r").append(UserInput("go"))
+    parsed = urlparse(pg_url)
+    schema = parse_store_url(pg_url).schema
+    role = f"cf_ro_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(parsed._replace(query="").geturl(), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        try:
+            for grant in ("GRANT USAGE ON SCHEMA {s} TO {r}",
+                          "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {s} TO {r}",
+                          "GRANT USAGE ON ALL SEQUENCES IN SCHEMA {s} TO {r}"):
+                admin.execute(sql.SQL(grant).format(s=sql.Identifier(schema), r=sql.Identifier(role)))
+            url = parsed._replace(netloc=f"{role}@{parsed.hostname}:{parsed.port or 5432}").geturl()
+            with open_store(url, create_schema=False) as store:  # writable: the grants suffice
+                store.run("w").append(UserInput("may write"))
+            admin.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(
+                sql.Identifier(role)))
+            with open_store(url, create_schema=False) as store:
+                run = store.run("r")
+                for event in (UserInput("blocked"), FileRead(path="big.txt", content="x" * 100_000)):
+                    with pytest.raises(StoreReadOnlyError, match="read-only transaction") as caught:
+                        run.append(event)
+                    assert "connect to the primary" in str(caught.value)
+                    assert f"{role}@" in str(caught.value)  # the store, as the URL names it
+                assert [e.event.text for e in run.events()] == ["go"]  # type: ignore[union-attr]
+        finally:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

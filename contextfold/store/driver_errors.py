@@ -1,0 +1,137 @@
+"""Driver and eventsourcing errors, translated into the store's branch of the error tree.
+
+Nothing outside :mod:`contextfold.store` sees a sqlite3, psycopg or eventsourcing exception: each
+becomes a :class:`StoreError` subclass with ``raise ... from`` (the driver's error stays on
+``__cause__``) and a message naming the store.
+
+Why the storage refusals are told apart: SQLite reports a full disk and a read-only file as
+``OperationalError``, as it reports a locked database, and PostgreSQL's disk-full error is an
+``OperationalError`` too; all of them came out as :class:`StoreUnavailableError`, which tells a
+user to retry later, while the write will fail the same way until someone frees space or makes
+the store writable. They are :class:`StoreFullError` and :class:`StoreReadOnlyError` here, told
+apart by the driver's error code (SQLite's result code, PostgreSQL's SQLSTATE), never its text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from eventsourcing import persistence as es
+
+from contextfold.domain.errors import (
+    StoreError,
+    StoreFullError,
+    StoreNotWritableError,
+    StoreReadOnlyError,
+    StoreUnavailableError,
+)
+from contextfold.store.store_url import display_url, parse_store_url
+
+__all__ = ["causes", "not_writable", "translate_errors"]
+
+_SQLITE_READONLY = 8
+_SQLITE_FULL = 13
+_SQLITE_CANTOPEN = 14
+_PG_READ_ONLY_TRANSACTION = "25006"
+_PG_DISK_FULL = "53100"
+
+
+def causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its ``__cause__`` chain (eventsourcing wraps the driver's error)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__
+    return chain
+
+
+def not_writable(exc: BaseException, what: str, url: str | None) -> StoreNotWritableError | None:
+    """The typed refusal that ``exc`` (or an error on its cause chain) stands for, else None.
+
+    ``what``: the operation, as the message starts; ``url``: the store (a SQLite store's file is
+    named, and looked at when SQLite could not open it)."""
+    for cause in causes(exc):
+        if isinstance(cause, sqlite3.Error):
+            code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF  # the primary result code
+            path = _sqlite_path(url)
+            if code == _SQLITE_FULL:
+                return StoreFullError(
+                    f"{what}: the store file {path} is full ({cause}): its disk has no space left, "
+                    "or a quota or the database's size limit was reached; free space there (or move "
+                    "the store to a larger disk), then retry. This write was rolled back")
+            if code == _SQLITE_READONLY or (code == _SQLITE_CANTOPEN and _read_only_place(path)):
+                return StoreReadOnlyError(
+                    f"{what}: the store file {path} is read-only ({cause}): make the file and its "
+                    "directory writable for this user (SQLite writes -wal and -shm files beside it): "
+                    "its mode or owner, an immutable attribute (lsattr), a read-only mount; then retry")
+        sqlstate = getattr(cause, "sqlstate", None)  # psycopg's errors, without importing psycopg
+        if sqlstate == _PG_DISK_FULL:
+            return StoreFullError(
+                f"{what}: the PostgreSQL server is out of disk space ({_one_line(cause)}): free space "
+                "on the server, then retry. This write was rolled back")
+        if sqlstate == _PG_READ_ONLY_TRANSACTION:
+            return StoreReadOnlyError(
+                f"{what}: the PostgreSQL server runs this session read-only ({_one_line(cause)}): "
+                "a standby, or default_transaction_read_only set for the role or the database; "
+                "connect to the primary, or as a role that may write")
+    return None
+
+
+@contextlib.contextmanager
+def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
+    """Translate driver / eventsourcing errors into StoreError subclasses. ``url``: the store, named
+    in the message (password masked): "database is locked" alone did not say which file."""
+    if url is not None:
+        what = f"{what} ({display_url(url)})"
+    try:
+        yield
+    except (es.ConnectionPoolClosedError, es.ConnectionNotFromPoolError) as exc:
+        # a store closed (by another thread) while this operation held a connection: eventsourcing's
+        # SQLite pool refuses the connection back with an error outside its PersistenceError tree
+        raise StoreError(f"{what}: the store was closed during the operation ({exc}); "
+                         "open it again (an append may have been written: reload the run)") from exc
+    except (es.PersistenceError, sqlite3.Error) as exc:
+        refusal = not_writable(exc, what, url)
+        if refusal is not None:
+            raise refusal from exc
+        if isinstance(exc, es.InterfaceError | es.OperationalError):
+            raise StoreUnavailableError(f"{what}: {exc}{_outage_hint(exc)}") from exc
+        raise StoreError(f"{what}: {exc}") from exc
+
+
+def _sqlite_path(url: str | None) -> str:
+    """The file a SQLite store URL names (the URL itself if it is not one)."""
+    if url is None:
+        return "(unknown)"
+    try:
+        return str(Path(parse_store_url(url).path).resolve())
+    except (StoreError, OSError, ValueError):
+        return display_url(url)
+
+
+def _read_only_place(path: str) -> bool:
+    """Whether ``path`` or its directory cannot be written (``access`` honours modes, immutable
+    attributes and read-only mounts, for root too): SQLite says only "unable to open database
+    file" when a WAL store's directory is read-only and it cannot create the ``-shm`` file."""
+    target = Path(path)
+    return target.exists() and not (os.access(target, os.W_OK) and os.access(target.parent, os.W_OK))
+
+
+def _outage_hint(exc: BaseException) -> str:
+    """What to do when the PostgreSQL pool could not get a connection in time (the server is
+    down or unreachable): the bare "couldn't get a connection after 5.00 sec" said neither."""
+    pool = sys.modules.get("psycopg_pool")  # loaded by a PostgreSQL store only
+    if pool is None or not any(isinstance(c, pool.PoolTimeout) for c in causes(exc)):
+        return ""
+    return ("; the server did not answer: retry once it is back (the wait is the store URL's "
+            "?connect_timeout=, in seconds)")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

@@ -1,0 +1,158 @@
+"""Store URLs: ``sqlite:///path.db`` and ``postgresql://user@host:port/db?schema=...``, parsed
+and checked before anything is opened, and shown with the password masked.
+
+Split from :mod:`contextfold.store.backends` (which re-exports these names) so that the error
+translation (:mod:`contextfold.store.driver_errors`) can name a SQLite store's file.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from urllib.parse import ParseResult, parse_qs, unquote, urlparse
+
+from contextfold.domain.errors import StoreConfigError
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_STORE_URL",
+    "MAX_CONNECT_TIMEOUT",
+    "StoreURL",
+    "display_url",
+    "parse_store_url",
+]
+
+DEFAULT_CONNECT_TIMEOUT = 5.0
+"""Seconds a PostgreSQL operation waits for a connection (``?connect_timeout=``): to connect, or
+for a pooled one. During an outage an operation fails with :class:`StoreUnavailableError` after
+about this long (a lost connection is retried at once first; waiting is not retried)."""
+MAX_CONNECT_TIMEOUT = 3600.0
+
+DEFAULT_STORE_URL = "sqlite:///contextfold.db"
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    scheme: str
+    path: str = ""
+    host: str = ""
+    port: int = 5432
+    user: str = ""
+    password: str = ""
+    dbname: str = ""
+    schema: str = "public"
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+
+
+_PG_OPTIONS = frozenset({"schema", "connect_timeout"})
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+"""Lower case only: eventsourcing names the schema unquoted in one query (its row type's lookup),
+where PostgreSQL folds it to lower case, so a schema ``MixedCase`` was created (quoted) and then
+not found on the first append. Reserved words (``user``) are refused by the server's list in
+``PostgresBackend._probe``, for the same reason."""
+
+
+def display_url(url: str) -> str:
+    """``url`` with its password, if any, shown as ``***`` (for messages and listings)."""
+    try:
+        parsed = urlparse(url)
+    except ValueError:  # a URL urlparse refuses: mask what sits where a password would
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+    if parsed.password is None:  # none, or one urlparse did not see: u:pa#ss@host cut at the '#'
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+    return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
+
+
+def parse_store_url(url: str) -> StoreURL:
+    """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``,
+    ``postgresql://user[:pw]@host[:port]/dbname[?schema=name][&connect_timeout=seconds]``."""
+    if not url.strip():
+        raise StoreConfigError(f"an empty store URL ({url!r}): use sqlite:///path.db or "
+                               "postgresql://user@host:port/db")
+    try:
+        parsed = urlparse(url)
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket: postgresql://u@[::1/db
+        raise StoreConfigError(f"invalid store URL {display_url(url)!r}: {exc}") from exc
+    # an option we would not apply (?mode=ro, ?sslmode=require) must not be dropped in silence
+    options = parse_qs(parsed.query, keep_blank_values=True)
+    unknown = sorted(set(options) - (_PG_OPTIONS if parsed.scheme in ("postgresql", "postgres") else set()))
+    if unknown and parsed.scheme in ("sqlite", "postgresql", "postgres"):
+        raise StoreConfigError(
+            f"unsupported option {', '.join(map(repr, unknown))} in the store URL {display_url(url)!r}: "
+            "a postgresql URL takes ?schema=name and ?connect_timeout=seconds only (TLS and the "
+            "like: libpq's environment, e.g. PGSSLMODE), a sqlite URL none")
+    if parsed.scheme in ("sqlite", "postgresql", "postgres"):
+        _refuse_ignored_parts(parsed, url, options)
+    if parsed.scheme == "sqlite":
+        path = unquote(parsed.path[1:] if parsed.path.startswith("/") else parsed.path)
+        if not path:
+            raise StoreConfigError(f"sqlite URL needs a file path: {display_url(url)!r}")
+        return StoreURL(scheme="sqlite", path=path)
+    if parsed.scheme in ("postgresql", "postgres"):
+        dbname = parsed.path.lstrip("/")
+        if not dbname:
+            raise StoreConfigError(f"postgresql URL needs a database name: {display_url(url)!r}")
+        schema = options.get("schema", ["public"])[0]
+        if not schema:  # ?schema= is not ?schema=public: someone meant a name and lost it
+            raise StoreConfigError(
+                f"empty schema in the store URL {display_url(url)!r}: give ?schema=name, or leave "
+                "the option out for 'public'")
+        if not _SCHEMA_NAME.fullmatch(schema):  # it is spliced into DDL as a quoted identifier
+            raise StoreConfigError(
+                f"invalid schema {schema!r} in the store URL: 1-63 characters a-z, 0-9 and _, "
+                "not starting with a digit")
+        try:
+            port = parsed.port or 5432
+        except ValueError as exc:
+            raise StoreConfigError(
+                f"invalid port in the store URL {display_url(url)!r}: {exc}") from exc
+        return StoreURL(
+            scheme="postgresql",
+            host=parsed.hostname or "127.0.0.1",
+            port=port,
+            user=unquote(parsed.username or "postgres"),
+            password=unquote(parsed.password or ""),
+            dbname=dbname,
+            schema=schema,
+            connect_timeout=_connect_timeout(options, url),
+        )
+    raise StoreConfigError(
+        f"unsupported store URL {display_url(url)!r}: use sqlite:///path.db or "
+        "postgresql://user@host:port/db"
+    )
+
+
+def _connect_timeout(options: dict[str, list[str]], url: str) -> float:
+    """``?connect_timeout=`` in seconds: how long an operation waits for a connection before it
+    reports the server unavailable (:data:`DEFAULT_CONNECT_TIMEOUT` when absent)."""
+    if "connect_timeout" not in options:
+        return DEFAULT_CONNECT_TIMEOUT
+    text = options["connect_timeout"][0]
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_CONNECT_TIMEOUT:  # also refuses nan and inf
+        raise StoreConfigError(
+            f"invalid connect_timeout {text!r} in the store URL {display_url(url)!r}: a number of "
+            f"seconds above 0 and at most {MAX_CONNECT_TIMEOUT:g}")
+    return value
+
+
+def _refuse_ignored_parts(parsed: ParseResult, url: str, options: dict[str, list[str]]) -> None:
+    """Refuse what a store URL holds that would be ignored: an option given twice (which one
+    wins?), a ``#fragment`` (``sqlite:///runs#2.db`` opened ``runs``), a host in a sqlite URL."""
+    repeated = sorted(name for name, values in options.items() if len(values) > 1)
+    if repeated:
+        raise StoreConfigError(
+            f"option {', '.join(map(repr, repeated))} given more than once in the store URL "
+            f"{display_url(url)!r}: give it once")
+    if parsed.fragment or url.endswith("#"):
+        raise StoreConfigError(
+            f"a '#' fragment in the store URL {display_url(url)!r} would be ignored: write a '#' "
+            "in a name as %23")
+    if parsed.scheme == "sqlite" and parsed.netloc:
+        raise StoreConfigError(
+            f"a sqlite URL takes no host ({parsed.netloc!r} in {display_url(url)!r}): "
+            "sqlite:///relative/path.db or sqlite:////absolute/path.db")
