@@ -1,8 +1,8 @@
 """eventsourcing's PostgreSQL application recorder, as the store inserts with it.
 
-Two changes: a large batch is inserted without psycopg's pipeline mode, and a retried insert
+Three changes: a large batch is inserted without psycopg's pipeline mode, a retried insert
 recognises its own batch when the connection was lost after the COMMIT (see
-:func:`recorder_class`).
+:func:`recorder_class`), and only a lost connection is retried (:func:`worth_retrying`).
 """
 
 from __future__ import annotations
@@ -10,18 +10,50 @@ from __future__ import annotations
 import functools
 import random
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from eventsourcing import persistence as es
 
-__all__ = ["INSERT_ATTEMPTS", "PIPELINE_MAX_BYTES", "recorder_class"]
+from contextfold.store.driver_errors import causes, not_writable
+
+__all__ = ["INSERT_ATTEMPTS", "PIPELINE_MAX_BYTES", "recorder_class", "worth_retrying"]
+
+_T = TypeVar("_T")
 
 
 PIPELINE_MAX_BYTES = 1024 * 1024
 """Batches with more stored bytes than this are inserted without psycopg's pipeline mode."""
 INSERT_ATTEMPTS = 10
-"""Attempts of an insert whose connection failed (eventsourcing's own count)."""
+"""Attempts of an insert or a read whose connection failed (eventsourcing's own count)."""
+
+
+def worth_retrying(exc: BaseException) -> bool:
+    """Whether an operation that raised ``exc`` (an eventsourcing Interface/OperationalError) may
+    succeed on another connection: it lost its connection (a restart, a terminated backend).
+
+    Not when the pool could not hand out a connection within the connect timeout (``PoolTimeout``:
+    the server is down, and the pool was already trying to reach it all that time): eventsourcing
+    retried that 10 times, so an append during an outage blocked for 10 connect timeouts (37 s
+    measured, 52 s for a run's first append, which reads first) before it failed. Nor a refusal
+    (a full disk, a read-only session): it fails the same way on any connection."""
+    import psycopg_pool
+
+    return not (any(isinstance(c, psycopg_pool.PoolTimeout) for c in causes(exc))
+                or not_writable(exc, "", None) is not None)
+
+
+def _retrying(call: Callable[[], _T]) -> _T:
+    """``call()``, again (after 0.2 s) while it fails in a way :func:`worth_retrying`."""
+    attempts = 0
+    while True:
+        try:
+            return call()
+        except (es.InterfaceError, es.OperationalError) as exc:
+            attempts += 1
+            if attempts >= INSERT_ATTEMPTS or not worth_retrying(exc):
+                raise
+            time.sleep(0.2 * random.uniform(0.9, 1.1))
 
 
 @functools.cache
@@ -40,6 +72,8 @@ def recorder_class() -> type[Any]:
     from eventsourcing.postgres import PostgresApplicationRecorder
 
     insert_once = PostgresApplicationRecorder.insert_events.__wrapped__  # without its retry
+    select_once = PostgresApplicationRecorder.select_events.__wrapped__
+    notifications_once = PostgresApplicationRecorder.select_notifications.__wrapped__
 
     class Recorder(PostgresApplicationRecorder):
         def insert_events(self, stored_events: Sequence[es.StoredEvent], **kwargs: Any) -> Any:
@@ -56,15 +90,21 @@ def recorder_class() -> type[Any]:
                     if large:
                         return self._insert_without_pipeline(stored_events, **kwargs)
                     return insert_once(self, stored_events, **kwargs)
-                except (es.InterfaceError, es.OperationalError):
+                except (es.InterfaceError, es.OperationalError) as exc:
                     attempts += 1
-                    if attempts >= INSERT_ATTEMPTS:
+                    if attempts >= INSERT_ATTEMPTS or not worth_retrying(exc):
                         raise
                     time.sleep(0.2 * random.uniform(0.9, 1.1))
                 except es.IntegrityError:
                     if attempts and self._already_stored(stored_events):
                         return None
                     raise
+
+        def select_events(self, *args: Any, **kwargs: Any) -> Any:
+            return _retrying(lambda: select_once(self, *args, **kwargs))
+
+        def select_notifications(self, *args: Any, **kwargs: Any) -> Any:
+            return _retrying(lambda: notifications_once(self, *args, **kwargs))
 
         def _already_stored(self, stored_events: Sequence[es.StoredEvent]) -> bool:
             """Whether the log holds exactly ``stored_events`` at their positions."""
