@@ -2,8 +2,10 @@
 
 Every command takes ``--store URL`` (or ``$CONTEXTFOLD_STORE``; default
 ``sqlite:///contextfold.db`` in the working directory). Errors of ours print
-one clear line and exit 2 (bad input / not found / conflict) or 3 (integrity);
-nothing else is caught, so a bug shows its traceback.
+one clear line and exit with one of ``EXIT_CODES`` (2 bad input / not found /
+conflict, 3 integrity, 4 store unavailable: retry later, 5 store not writable:
+disk full or read-only, fix it first); nothing else is caught, so a bug shows
+its traceback.
 
 Commands are registered in ``COMMANDS``; later capabilities (build, replay,
 manifest, diff, compact, audit...) add a module that registers its own.
@@ -33,6 +35,8 @@ from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
     StoreConfigError,
+    StoreNotWritableError,
+    StoreUnavailableError,
 )
 from contextfold.domain.events import (
     EVENT_ADAPTER,
@@ -60,8 +64,8 @@ from contextfold.store.backends import display_url, parse_store_url
 from contextfold.store.event_store import store_url_from_env
 from contextfold.store.limits import StoreLimits
 
-__all__ = ["COMMANDS", "main", "nonempty", "output_file", "register", "store_for", "summarize_event",
-           "write_output"]
+__all__ = ["COMMANDS", "EXIT_CODES", "main", "nonempty", "output_file", "register", "store_for",
+           "summarize_event", "write_output"]
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
@@ -423,13 +427,24 @@ register("demo", "record the bundled sample agent run and show what was recorded
 # ---------------------------------------------------------------- main
 
 
-STORE_HELP = ("store URL: sqlite:///path.db or postgresql://user@host:port/db[?schema=name] "
+EXIT_CODES = """exit codes:
+  0  success
+  2  bad input, not found, a concurrent writer first (reload and retry), bad store URL
+  3  integrity: stored data does not match its recorded hash
+  4  store unavailable: unreachable, or locked by another writer (retry later)
+  5  store not writable: its disk is full or it is read-only (fix that, then retry)
+  130  interrupted (nothing half-written)"""
+"""What a script driving the command can tell apart: retry (4) from fix the storage (5) from
+fix the input (2). Shown by ``--help``."""
+
+STORE_HELP = ("store URL: sqlite:///path.db or postgresql://user@host:port/db[?schema=name]"
+              "[&connect_timeout=seconds, default 5] "
               "(default: $CONTEXTFOLD_STORE, else sqlite:///contextfold.db here)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="contextfold",
+        prog="contextfold", epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Event-sourced context builder for LLM agents: record runs, rebuild and audit "
                     "what the model saw.",
     )
@@ -471,6 +486,9 @@ def _main(argv: list[str] | None) -> int:
     except IntegrityError as exc:
         sys.stderr.write(f"contextfold: integrity error: {exc}\n")
         return 3
+    except (StoreUnavailableError, StoreNotWritableError) as exc:
+        sys.stderr.write(f"contextfold: {type(exc).__name__}: {exc}\n")
+        return 4 if isinstance(exc, StoreUnavailableError) else 5
     except ContextfoldError as exc:
         sys.stderr.write(f"contextfold: {type(exc).__name__}: {exc}\n")
         return 2

@@ -161,7 +161,7 @@ def test_an_import_interrupted_or_failing_mid_write_leaves_no_run(tmp_path: Path
                 b'{"messages": [{"role": "user", "content": "again"}]}\n')
     (tmp_path / "two.jsonl").write_bytes(two_runs)
     real = SQLiteApplicationRecorder.insert_events
-    for failure, code, message in ((OperationalError("disk I/O error"), 2, "StoreUnavailableError"),
+    for failure, code, message in ((OperationalError("disk I/O error"), 4, "StoreUnavailableError"),
                                    (KeyboardInterrupt(), 130, "contextfold: interrupted")):
         def failing(self: SQLiteApplicationRecorder, stored: list[StoredEvent], *args: object,
                     failure: BaseException = failure, **kwargs: object) -> object:
@@ -375,3 +375,36 @@ def test_build_takes_retries_and_refuses_a_negative_count(tmp_path: Path, cli: C
     built = cli("build", "demo-fix-invoice", "--retries", "3", "--json")
     assert built.returncode == 0, built.stderr
     assert json.loads(built.stdout)["manifest"]["log_version"] == before
+
+
+def test_a_store_that_refuses_writes_exits_5_and_an_unavailable_one_4(
+        tmp_path: Path, cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only or full store exited 2 as StoreUnavailableError, like bad input and like a
+    store locked by another writer: a script could not tell "fix the input" from "retry later"
+    from "fix the disk". Now 5 for a store that refuses writes (read-only, full), 4 for one that
+    is unavailable (locked past the busy timeout), each one line naming the store file."""
+    import sqlite3
+
+    from contextfold.store import backends
+    from tests.storage import page_limit, read_only
+
+    (tmp_path / "h.json").write_text(json.dumps([{"role": "user", "content": os.urandom(30_000).hex()}]))
+    assert cli("demo").returncode == 0  # the default store, contextfold.db, with a run
+    store = tmp_path / "contextfold.db"
+    with read_only(store):
+        out = cli("import", "h.json", "--run", "r")
+    assert out.returncode == 5 and "contextfold: StoreReadOnlyError: " in out.stderr, out.stderr
+    assert str(store) in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    with page_limit(monkeypatch, 1):
+        out = cli("import", "h.json", "--run", "r")
+    assert out.returncode == 5 and "contextfold: StoreFullError: " in out.stderr, out.stderr
+    monkeypatch.setattr(backends, "SQLITE_LOCK_TIMEOUT", 0.05)
+    locker = sqlite3.connect(store, isolation_level=None)
+    try:
+        locker.execute("BEGIN IMMEDIATE")
+        out = cli("import", "h.json", "--run", "r")
+    finally:
+        locker.close()
+    assert out.returncode == 4 and "contextfold: StoreUnavailableError: " in out.stderr, out.stderr
+    assert cli("import", "h.json", "--run", "r").returncode == 0
+    assert "demo-fix-invoice" in cli("runs").stdout

@@ -23,6 +23,12 @@ from contextfold.store.backends import display_url, parse_store_url
     ("sqlite://host/x.db", "a sqlite URL takes no host ('host'"),
     ("sqlite:///x.db?mode", "unsupported option 'mode'"),
     ("sqlite:///x.db?=1", "unsupported option ''"),
+    # the outage bound: a number of seconds, never one that disables it or a typo read as 0
+    ("sqlite:///x.db?connect_timeout=2", "unsupported option 'connect_timeout'"),
+    *((f"postgresql://u@h/db?connect_timeout={bad}", "invalid connect_timeout")
+      for bad in ("", "0", "-1", "abc", "nan", "inf", "3601")),
+    ("postgresql://u@h/db?connect_timeout=1&connect_timeout=2",
+     "option 'connect_timeout' given more than once"),
 ])
 def test_a_store_url_part_that_would_be_ignored_is_refused(url: str, message: str) -> None:
     with pytest.raises(StoreConfigError, match="^" + message.replace("(", r"\(")):
@@ -32,6 +38,8 @@ def test_a_store_url_part_that_would_be_ignored_is_refused(url: str, message: st
 def test_well_formed_store_urls_still_parse() -> None:
     assert parse_store_url("postgresql://u@h/db").schema == "public"
     assert parse_store_url("postgresql://u@h/db?schema=s1").schema == "s1"
+    assert parse_store_url("postgresql://u@h/db").connect_timeout == 5.0
+    assert parse_store_url("postgresql://u@h/db?schema=s1&connect_timeout=0.5").connect_timeout == 0.5
     assert parse_store_url("sqlite:///runs%232.db").path == "runs#2.db"
     assert parse_store_url("sqlite:////abs/x.db").path == "/abs/x.db"
 
