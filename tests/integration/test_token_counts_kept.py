@@ -8,6 +8,7 @@ A "next process" is the same process with its counters emptied (``TokenCounter.c
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolRes
 from contextfold.kept_counts import KEEP_AFTER
 from contextfold.projections.tokens import TokenCounter, counted_texts, get_counter
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
+from tests.storage import read_only
 
 LONG_RUN = 40  # tool results, over KEEP_AFTER
 
@@ -135,3 +137,24 @@ def test_a_store_without_the_table_folds_as_before(store_url: str, counter: Toke
     with open_store(store_url, create_schema=False) as store, counted_texts() as tokenized:
         assert store.run("old").state().fingerprint() == expected
         assert len(tokenized) == LONG_RUN
+
+
+def test_a_read_only_store_folds_and_keeps_nothing(tmp_path: Path, counter: TokenCounter) -> None:
+    """Keeping the counts is best-effort: auditing a read-only store file works as before."""
+    path = tmp_path / "store.db"
+    url = f"sqlite:///{path}"
+    with open_store(url) as store:
+        store.run("ro").append(*_events(0, LONG_RUN))
+    with read_only(path), open_store(url) as store:
+        run = store.run("ro")
+        with counted_texts() as tokenized:
+            expected = run.state().fingerprint()
+        assert len(tokenized) == LONG_RUN
+        backend = store.events.backend
+        assert backend.query(f"SELECT COUNT(*) FROM {TOKEN_COUNTS_TABLE}")[0][0] == 0
+    with _next_process(url, counter) as store, counted_texts() as tokenized:
+        assert store.run("ro").state().fingerprint() == expected
+        assert len(tokenized) == LONG_RUN  # nothing was kept: counted again, and kept now
+    with _next_process(url, counter) as store, counted_texts() as tokenized:
+        store.run("ro").state()
+        assert tokenized == []
