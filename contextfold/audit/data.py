@@ -329,6 +329,7 @@ def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = 
 
     ``progress(n)``: told of the events folded (see :func:`collect`)."""
     from contextfold.api import render_request
+    from contextfold.kept_counts import counts_kept
     from contextfold.projections.builder import build_context
     from contextfold.projections.calibration import calibrate_state
 
@@ -348,6 +349,7 @@ def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = 
         return build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
                              calibration=calibrate_state(state, cfg, estimate_at)).manifest
 
-    return collect(events, run_id=run.run_id, integrity=integrity,
-                   rebuild=rebuild if rebuild_missing else None, config=config,
-                   artifact_tokens=run._artifact_tokens(), progress=progress)
+    with counts_kept(run.store.events, run.run_id):  # the counts an earlier fold kept, if any
+        return collect(events, run_id=run.run_id, integrity=integrity,
+                       rebuild=rebuild if rebuild_missing else None, config=config,
+                       artifact_tokens=run._artifact_tokens(), progress=progress)

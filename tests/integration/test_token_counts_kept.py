@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import Store, open_store
+from contextfold.audit.data import audit_run
 from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.kept_counts import KEEP_AFTER
 from contextfold.projections.tokens import TokenCounter, counted_texts, get_counter
@@ -158,3 +159,14 @@ def test_a_read_only_store_folds_and_keeps_nothing(tmp_path: Path, counter: Toke
     with _next_process(url, counter) as store, counted_texts() as tokenized:
         store.run("ro").state()
         assert tokenized == []
+
+
+def test_an_audit_in_a_new_process_reads_the_kept_counts(store_url: str, counter: TokenCounter) -> None:
+    with open_store(store_url) as store:
+        run = store.run("audited")
+        run.append(*_events(0, LONG_RUN))
+        expected = audit_run(run)  # rebuilds every turn: the turns have no records
+    with _next_process(store_url, counter) as store, counted_texts() as tokenized:
+        audit = audit_run(store.run("audited"))
+        assert tokenized == []
+        assert audit == expected
