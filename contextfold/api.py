@@ -40,7 +40,6 @@ from contextfold.domain.events import (
     ContextBuilt,
     DocumentBlock,
     ImageBlock,
-    ModelResponse,
     UsageObserved,
 )
 from contextfold.domain.log import RecordedEvent
@@ -374,13 +373,15 @@ class Run:
 
     def _rebuild(self, turn: int, cfg: BuildConfig, *, record: bool,
                  progress: Progress | None = None) -> BuildResult:
-        events = self.events()
-        last = sum(1 for r in events if isinstance(r.event, ModelResponse)) + 1
+        last = self.next_turn()
         if not 1 <= turn <= last:
             raise TurnNotFoundError(self.run_id, turn, last)
-        records = [r.event for r in events if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
+        records = self.records(turn)
         if records:
             first = records[0]
+            # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
+            # run read and decoded every event)
+            events = self.events(upto=first.log_version)
             try:
                 cfg = BuildConfig.model_validate(first.manifest["config"])
             except (KeyError, ValidationError) as exc:  # a record not made by a builder
@@ -388,7 +389,7 @@ class Run:
                                      "holds no valid build config to rebuild it with") from exc
             name = recorded_run_id(first, self.run_id)
             if name != self.run_id:  # imported under a new name: its refs name the run it was built in
-                events = [dataclasses.replace(r, run_id=name) for r in events[:first.log_version]]
+                events = [dataclasses.replace(r, run_id=name) for r in events]
             with counts_kept(self.store.events, self.run_id):
                 state = state_at_version(events, first.log_version, run_id=name,
                                          artifact_tokens=self._artifact_tokens(), progress=progress)
@@ -396,6 +397,7 @@ class Run:
             repairs = [r for r in first.manifest.get("repairs", ())
                        if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
         else:
+            events = self.events()
             with counts_kept(self.store.events, self.run_id):
                 state = state_at_turn(events, turn, run_id=self.run_id,
                                       artifact_tokens=self._artifact_tokens(), progress=progress)
