@@ -303,8 +303,7 @@ def _build(state: RunState, config: BuildConfig, *,
 
     # ``texts`` holds only cut or redacted texts; payloads shown as logged are ``deferred``.
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,
-                                       kept_items=candidates.timeline.kept_items(selection.kept.keys()),
-                                       items_of=candidates.timeline.items_of,
+                                       units=candidates.timeline, kept_units=selection.kept.keys(),
                                        deferred=frozenset(deferred), read_text=ctx.full_text,
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))

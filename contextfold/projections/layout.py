@@ -26,11 +26,11 @@ else is a :class:`DataPart` that renderers wrap in a delimited data block.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
-from contextlib import suppress
-from dataclasses import dataclass
-from itertools import chain, repeat
+from dataclasses import dataclass, field
+from itertools import islice
 from operator import itemgetter
 from typing import Any, assert_never, cast
 
@@ -50,7 +50,6 @@ from contextfold.domain.conversation import (
 from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, ToolSpec
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
-from contextfold.projections.request_json import misses
 from contextfold.projections.state import (
     CallSlot,
     MessageItem,
@@ -59,6 +58,7 @@ from contextfold.projections.state import (
     TimelineItem,
     ToolGroup,
 )
+from contextfold.projections.timeline_units import TimelineUnits
 
 __all__ = ["LayoutInput", "lay_out"]
 
@@ -81,21 +81,18 @@ class LayoutInput:
     model: str | None
     current_input: str | None
     """Fragment id of the user input that is the current turn's input, if any."""
+    units: TimelineUnits
+    """The timeline's units as selection saw them (rows in timeline order): where the kept
+    units' items are, what changed since the last build laid them out (``touched_since``), and
+    that build's messages (``laid``)."""
+    kept_units: AbstractSet[str]
+    """Ids of the kept units (those not from the timeline ignored)."""
     render_media: Callable[[ContextFragment], tuple[MediaPart, ...]] | None = None
-    kept_items: Sequence[TimelineItem] | None = None
-    """The kept timeline items in timeline order, when the caller knows them (else derived)."""
     deferred: frozenset[str] = frozenset()
     """Ids of logged payloads shown as logged whose text is not in ``texts``: read with
     ``read_text`` only if an item holding one is laid out afresh (a long output is read back
     from the log when it enters the request, not in every build that keeps it)."""
     read_text: Callable[[str], str] | None = None
-    items_of: Callable[[AbstractSet[str]], Sequence[TimelineItem]] | None = None
-    """The kept items holding any of some fragment ids, when the caller can find them (else
-    every item is checked for special fragments)."""
-
-
-_POSITION = operator.attrgetter("position")
-_NOTHING: tuple[None, list[Message]] = (None, [])
 
 
 def _text_of(frag: ContextFragment) -> str:
@@ -188,51 +185,147 @@ def lay_out(inp: LayoutInput) -> Conversation:
         lambda f, t, cut: (_data(f, t, cut), *(_media(f, f.source_ref) if f.kind in ("evidence", "memory")
                                                else ()))))
 
-    messages: list[Message] = [*stable, *task]
-    kept = inp.kept
-    timeline = (inp.kept_items if inp.kept_items is not None
-                else [it for it in state.timeline() if it.fragment_id in kept])
-    special = inp.texts.keys() | inp.truncated
-    # An item whose texts are the logged ones lays out the same in every build: its messages
-    # are kept per position with the item they were made for, and a long run's ~1,000
-    # unchanged items are matched in C. Items holding a cut, redacted or otherwise special
-    # text are laid out afresh and not kept.
-    memo = cast(dict[int, tuple[TimelineItem, list[Message]]], state.memo.setdefault("layout", {}))
-    positions = list(map(_POSITION, timeline))
-    got: list[Any] = list(map(memo.get, positions, repeat(_NOTHING)))
-    same = list(map(operator.is_, map(itemgetter(0), got), timeline))
-    if special:
-        kept_special = cast(dict[int, _Special], state.memo.get("layout-special") or {})
-        made: dict[int, _Special] = {}
-        for at, item in enumerate(timeline) if inp.items_of is None else (
-                (positions.index(it.position), it) for it in inp.items_of(special)):
-            if item.fragment_id in special or (
-                    isinstance(item, ToolGroup) and not special.isdisjoint(item.fragment_ids)):
-                got[at] = (item, _special_messages(kept_special, made, item, inp, text))
-                same[at] = True
-        state.memo["layout-special"] = made  # this build's: the next build's cut is compared with it
-    for at in misses(same, False):
-        item = timeline[at]
-        got[at] = memo[positions[at]] = (item, _item_messages(item, inp, text))
-    current: UserMessage | None = None
+    laid, current = _timeline(inp, text)
+    pieces = (stable, task, laid.version, retrieval, current)
+    if laid.last is not None and all(map(operator.is_, laid.last[0], pieces)):
+        messages: tuple[Message, ...] = laid.last[1]  # nothing moved: the same tuple (no copy)
+    else:
+        out: list[Message] = [*stable, *task, *laid.flat, *retrieval]
+        if current is not None:
+            out.append(current)
+        if out and isinstance(out[0], AssistantMessage | ToolResults):
+            out.insert(0, UserMessage(parts=(InstructionPart(
+                text="[runtime] Earlier conversation is not shown.", authority="runtime",
+                fragment_id="runtime:history-start"),)))
+        messages = tuple(out)
+        laid.last = (pieces, messages)
+    # Every part is a validated model already: construct without re-validating thousands.
+    return Conversation.model_construct(model=inp.model, system=system, tools=inp.tools,
+                                        messages=messages, stable_prefix_messages=1 if stable else 0)
+
+
+@dataclass(slots=True, eq=False)
+class _Laid:
+    """The kept timeline items' messages as the last build that used these units laid them
+    out, patched by the next build (:func:`_timeline`)."""
+
+    generation: int
+    """``TimelineUnits.generation`` when they were laid out (what was derived afresh since)."""
+    rows: dict[str, int] = field(default_factory=dict)
+    """Kept timeline unit id -> its row (the current input's too, though ``flat`` lacks it)."""
+    flat: list[Message] = field(default_factory=list)
+    """The kept items' messages in timeline order, but the current input's."""
+    at: list[int] = field(default_factory=list)
+    """The row of each message of ``flat`` (ascending): where a unit's messages are."""
+    special: frozenset[str] = frozenset()
+    """Units laid out with special texts (looked at again by the next build)."""
+    current: tuple[str, UserMessage] | None = None
+    """The current input's unit and message (it goes last)."""
+    version: object = field(default_factory=object)
+    """A new object whenever ``flat`` changes."""
+    last: tuple[tuple[object, ...], tuple[Message, ...]] | None = None
+    """The pieces of the last messages tuple and the tuple (reused while they are the same)."""
+
+
+def _timeline(inp: LayoutInput, text: Callable[[str], str]) -> tuple[_Laid, UserMessage | None]:
+    """The kept timeline items' messages (in ``_Laid.flat``) and the current input's message.
+
+    Why patched: a long run keeps hundreds of items, and between two builds they change at the
+    edges (new items at the end, old ones leaving as the window slides, the unit cut at the
+    walk's stop). Looking each up again (its position, its memo entry, whether it is the
+    same object) and chaining their messages was most of a rebuild's layout. Only the units
+    that entered or left the kept set, were derived afresh since the last build (an answered
+    call, a masked result, a compaction: ``touched_since``), hold or held a cut, redacted or
+    read-back text, or are or were the current input are laid out again: the others keep
+    their messages and place. Any build may follow any other (another config's, another
+    budget's): the difference is taken from whatever the last one laid out."""
+    state, units, kept = inp.state, inp.units, inp.kept_units
+    row_of_unit = units.row_of_unit
+    laid = units.laid if isinstance(units.laid, _Laid) else None
+    touched = units.touched_since(laid.generation) if laid is not None else None
+    if laid is None or touched is None:  # start over: every kept unit enters
+        laid = units.laid = _Laid(units.generation)
+        redo = {uid for uid in kept if uid in row_of_unit}
+    else:
+        old = laid.rows
+        redo = {uid for uid in touched if uid in old or uid in kept}
+        redo.update(old.keys() - kept)
+        redo.update(uid for uid in kept - old.keys() if uid in row_of_unit)
+        redo.update(laid.special)
+        if laid.current is not None:  # (its layer changed too, so it is touched: belt and braces)
+            redo.add(laid.current[0])
+    special_ids = inp.texts.keys() | inp.truncated
+    special: set[str] = set()
+    row_of, rows = units.row_of, units.rows
+    for at_row in {row_of[fid] for fid in special_ids if fid in row_of}:
+        unit = rows[at_row].unit
+        if unit is not None and unit.id in kept:
+            special.add(unit.id)
+    redo.update(special)
+    current: str | None = None
     entry = state.entries.get(inp.current_input) if inp.current_input is not None else None
     input_item = state.items.get(entry.position) if entry is not None else None
     if isinstance(input_item, MessageItem) and input_item.fragment_id == inp.current_input:
-        with suppress(ValueError):  # kept: it goes last, after the retrieved data
-            input_at = positions.index(input_item.position)
-            current = got[input_at][1][0]
-            got[input_at] = (input_item, ())
-    messages.extend(chain.from_iterable(map(itemgetter(1), got)))
-    messages.extend(retrieval)
-    if current is not None:
-        messages.append(current)
-    if messages and isinstance(messages[0], AssistantMessage | ToolResults):
-        messages.insert(0, UserMessage(parts=(InstructionPart(
-            text="[runtime] Earlier conversation is not shown.", authority="runtime",
-            fragment_id="runtime:history-start"),)))
-    # Every part is a validated model already: construct without re-validating thousands.
-    return Conversation.model_construct(model=inp.model, system=system, tools=inp.tools,
-                                        messages=tuple(messages), stable_prefix_messages=1 if stable else 0)
+        input_row = row_of_unit.get(input_item.fragment_id)  # a message's unit is its fragment's id
+        if input_row is not None and input_item.fragment_id in kept and (
+                rows[input_row].facts.item.position == input_item.position):
+            current = input_item.fragment_id  # kept: it goes last, after the retrieved data
+            redo.add(current)
+    kept_special = cast(dict[int, _Special], state.memo.get("layout-special") or {})
+    made: dict[int, _Special] = {}
+    memo = cast(dict[int, tuple[TimelineItem, list[Message]]], state.memo.setdefault("layout", {}))
+    old, flat, at = laid.rows, laid.flat, laid.at
+    message: UserMessage | None = None
+    gone: list[int] = []
+    new: list[tuple[int, list[Message]]] = []
+    for uid in redo:
+        row = row_of_unit.get(uid) if uid in kept else None
+        msgs: list[Message] = []
+        if row is not None:
+            item = rows[row].facts.item
+            if uid in special:
+                msgs = _special_messages(kept_special, made, item, inp, text)
+            else:
+                # An item whose texts are the logged ones lays out the same in every build: its
+                # messages are kept per position with the item they were made for (shared by
+                # every config's build).
+                hit = memo.get(item.position)
+                if hit is not None and hit[0] is item:
+                    msgs = hit[1]
+                else:
+                    msgs = _item_messages(item, inp, text)
+                    memo[item.position] = (item, msgs)
+            if uid == current:
+                message = cast(UserMessage, msgs[0])
+                msgs = []
+            old_row = old.get(uid)
+            old[uid] = row
+        else:
+            old_row = old.pop(uid, None)
+        if old_row is not None:
+            if old_row == row:
+                i = bisect_left(at, row)
+                j = bisect_right(at, row, i)
+                if j - i == len(msgs) and all(map(operator.is_, islice(flat, i, j), msgs)):
+                    continue  # the same messages in the same place
+            gone.append(old_row)
+        if row is not None and msgs:
+            new.append((row, msgs))
+    for row in gone:
+        i = bisect_left(at, row)
+        j = bisect_right(at, row, i)
+        del flat[i:j], at[i:j]
+    for row, msgs in sorted(new, key=itemgetter(0)):
+        i = bisect_left(at, row)
+        flat[i:i] = msgs
+        at[i:i] = [row] * len(msgs)
+    if gone or new:
+        laid.version = object()
+    if special_ids:
+        state.memo["layout-special"] = made  # this build's: the next build's cut is compared with it
+    laid.generation, laid.special = units.generation, frozenset(special)
+    laid.current = (current, message) if current is not None and message is not None else None
+    return laid, message
 
 
 _Row = tuple[ContextFragment, str, bool]

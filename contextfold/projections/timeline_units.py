@@ -31,10 +31,9 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import KeysView, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain, islice, repeat
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from contextfold.domain.manifest import ExcludedFragment
@@ -138,6 +137,9 @@ class TimelineUnits:
     generation: int = 0
     """Counts the updates that derived units afresh; ``log`` keeps the recent ones' ids."""
     log: deque[tuple[int, frozenset[str]]] = field(default_factory=lambda: deque(maxlen=_LOG_LENGTH))
+    laid: object = None
+    """The layout's messages of the kept items as the last build that used these rows laid them
+    out (``layout._Laid``): patched by the next one, and dropped with the rows."""
 
     def touched_since(self, generation: int) -> set[str] | None:
         """Ids of the units derived afresh after ``generation``; None when the log no longer
@@ -200,11 +202,6 @@ class TimelineUnits:
         if row.facts.hits:
             self.hits.update(row.facts.hits)
 
-    def kept_items(self, kept: KeysView[str] | AbstractSet[str]) -> list[TimelineItem]:
-        """The items of the kept unit ids (others ignored), in timeline order."""
-        at = sorted(map(self.row_of_unit.get, kept, repeat(-1)))  # -1: not a timeline unit
-        return list(map(_ITEM, map(self.rows.__getitem__, islice(at, bisect_left(at, 0), None))))
-
     def overlay(self, units: list[Unit], members: dict[str, tuple[str, ...]], layer_no: dict[str, int]
                 ) -> None:
         """Put a build's units that are not from the timeline (the state fragments') into
@@ -220,11 +217,6 @@ class TimelineUnits:
         self.members.update(members)
         self.layer_no.update(layer_no)
         self.overlaid = [u.id for u in units]
-
-    def items_of(self, fids: AbstractSet[str]) -> list[TimelineItem]:
-        """The items holding any of ``fids`` (ids not from the timeline ignored), each once."""
-        rows = sorted({self.row_of[fid] for fid in fids if fid in self.row_of})
-        return list(map(_ITEM, map(self.rows.__getitem__, rows)))
 
     def stale_lines(self) -> list[ExcludedFragment]:
         return list(chain.from_iterable(self.rows[i].stale for i in sorted(self.stale_rows)))
