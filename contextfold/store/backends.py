@@ -34,6 +34,7 @@ from eventsourcing import persistence as es
 from contextfold.domain.errors import (
     StoreConfigError,
     StoreError,
+    StoreNotWritableError,
     StoreUnavailableError,
 )
 from contextfold.store.driver_errors import causes, not_writable, translate_errors
@@ -117,7 +118,12 @@ class SQLiteBackend:
                             "hash TEXT PRIMARY KEY, size INTEGER NOT NULL, "
                             "media_type TEXT NOT NULL, data BLOB NOT NULL)"
                         )
+                try:
+                    with translate_errors("create schema", self.url), \
+                            self.datastore.transaction(commit=True) as c:
                         c.execute(create_table_sql(TOKEN_COUNTS_TABLE, blob="BLOB", integer="INTEGER"))
+                except StoreNotWritableError:
+                    pass  # a read-only store made before the table: it keeps no counts (token_counts)
                 return
             except StoreError as exc:
                 locked = "database is locked" in str(exc.__cause__ or "")
@@ -207,7 +213,27 @@ class PostgresBackend:
                 f"invalid schema {url.schema!r} in the store URL: a PostgreSQL keyword, which "
                 "eventsourcing cannot use unquoted; choose another name")
 
+    def _tables_present(self, *names: str) -> bool:
+        """Whether the schema holds every table of ``names`` (one read, no lock)."""
+        checks = " AND ".join(["to_regclass(%s) IS NOT NULL"] * len(names))
+        return bool(self.query(f"SELECT {checks}", [self.table(n) for n in names])[0][0])
+
     def create_schema(self) -> None:
+        """Create what is missing. A schema that holds every table is only read: a read-only
+        session (a standby, ``default_transaction_read_only``) refuses even ``CREATE TABLE IF NOT
+        EXISTS``, so opening a complete store there failed. One made before the token-count table
+        is opened there without it (it keeps no counts: ``token_counts``)."""
+        if self._tables_present(EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE):
+            self.datastore.register_type_adapters()
+            return
+        try:
+            self._create_schema()
+        except StoreNotWritableError:
+            if not self._tables_present(EVENTS_TABLE, ARTIFACTS_TABLE):
+                raise
+            self.datastore.register_type_adapters()
+
+    def _create_schema(self) -> None:
         import psycopg
 
         lock_key = "contextfold.create_schema"

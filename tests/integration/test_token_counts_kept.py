@@ -7,16 +7,21 @@ A "next process" is the same process with its counters emptied (``TokenCounter.c
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from contextfold.api import Store, open_store
 from contextfold.audit.data import audit_run
 from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.kept_counts import KEEP_AFTER
 from contextfold.projections.tokens import TokenCounter, counted_texts, get_counter
+from contextfold.store.store_url import parse_store_url
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
 from tests.storage import read_only
 
@@ -170,3 +175,49 @@ def test_an_audit_in_a_new_process_reads_the_kept_counts(store_url: str, counter
         audit = audit_run(store.run("audited"))
         assert tokenized == []
         assert audit == expected
+
+
+def test_a_read_only_store_made_before_the_table_opens_and_folds(
+        tmp_path: Path, counter: TokenCounter) -> None:
+    """Opening a store creates what is missing; a read-only store file made by an older
+    contextfold has no token-count table and cannot take one: it opens without it."""
+    path = tmp_path / "store.db"
+    url = f"sqlite:///{path}"
+    with open_store(url) as store:
+        store.run("old").append(*_events(0, 3))
+        store.events.backend.execute(f"DROP TABLE {TOKEN_COUNTS_TABLE}")
+    with read_only(path), open_store(url) as store:
+        assert store.run("old").state().version == 9
+
+
+@pytest.mark.postgres
+def test_a_read_only_postgresql_session_opens_a_store_with_or_without_the_table(
+        pg_url: str, counter: TokenCounter) -> None:
+    """A standby or a read-only role refuses even CREATE TABLE IF NOT EXISTS: opening a complete
+    store there only reads its catalogue, and one made before the token-count table opens
+    without it (and keeps no counts)."""
+    with open_store(pg_url) as store:
+        store.run("r").append(*_events(0, LONG_RUN))
+    parsed = urlparse(pg_url)
+    schema = parse_store_url(pg_url).schema
+    role = f"cf_ro_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(parsed._replace(query="").geturl(), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        try:
+            for grant in ("GRANT USAGE ON SCHEMA {s} TO {r}",
+                          "GRANT SELECT ON ALL TABLES IN SCHEMA {s} TO {r}"):
+                admin.execute(sql.SQL(grant).format(s=sql.Identifier(schema), r=sql.Identifier(role)))
+            admin.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(
+                sql.Identifier(role)))
+            url = parsed._replace(netloc=f"{role}@{parsed.hostname}:{parsed.port or 5432}").geturl()
+            with open_store(url) as store:
+                expected = store.run("r").state().fingerprint()
+            admin.execute(sql.SQL("DROP TABLE {}.{}").format(sql.Identifier(schema),
+                                                             sql.Identifier(TOKEN_COUNTS_TABLE)))
+            counter.clear()
+            with open_store(url) as store, counted_texts() as tokenized:
+                assert store.run("r").state().fingerprint() == expected
+                assert len(tokenized) == LONG_RUN
+        finally:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
