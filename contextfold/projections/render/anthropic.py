@@ -25,7 +25,9 @@ Rules this renderer keeps (the API rejects requests that break them):
   nothing says :data:`EMPTY_USER_TEXT`, an assistant one is left out as if empty.
 - A request that ends with an assistant message is a prefill, and the API rejects one whose
   text ends in whitespace: the last text block of a final assistant message is sent
-  right-stripped (a run whose last event is the model's ``"Done.\\n"``).
+  right-stripped (a run whose last event is the model's ``"Done.\\n"``). The 4.6 generation
+  and later (``claude-opus-4-6``, ``claude-sonnet-4-6``, ...) refuse any prefill: for them such
+  a request is a ``RenderError`` before it is sent or recorded (``protocol.refuses_prefill``).
 
 Prompt caching: ``cache_control: {"type": "ephemeral"}`` breakpoints end the
 stable prefix - on the last tool, the last system block and the last block of

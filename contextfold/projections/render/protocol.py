@@ -22,7 +22,7 @@ from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
 from contextfold.projections.request_json import all_remembered, on_clear
 
-__all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider"]
+__all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider", "refuses_prefill"]
 
 Provider: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 
@@ -237,6 +237,23 @@ def _blank_text(blocks: list[Any]) -> bool:
     return False
 
 
+_CLAUDE_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d)(?!\d))?")
+"""A Claude model id's family version: ``claude-sonnet-4-6`` 4.6, ``claude-haiku-4-5-20251001`` 4.5,
+``claude-opus-4-20250514`` 4 (the date is not a minor version); Bedrock's
+``anthropic.claude-opus-4-6-v1:0`` and Vertex's ``claude-opus-4-6@...`` alike."""
+
+
+def refuses_prefill(model: object) -> bool:
+    """Whether Anthropic refuses a request ending with an assistant message for ``model``: the
+    4.6 generation and later answer 400 "This model does not support assistant message prefill.
+    The conversation must end with a user message." Older ids (``claude-3-5-sonnet-...``,
+    ``claude-sonnet-4-5``) and names we cannot read keep the prefill they accept."""
+    found = _CLAUDE_VERSION.search(model) if isinstance(model, str) else None
+    if found is None:
+        return False
+    return (int(found[1]), int(found[2] or 0)) >= (4, 6)
+
+
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
     declared = _names(p, {t.get("name") for t in body.get("tools") or []})
     _object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in body.get("tools") or []],
@@ -305,6 +322,11 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
             and str(final.get("text", "")) != str(final.get("text", "")).rstrip():
         _fail(p, "final assistant content cannot end with trailing whitespace (a request that "
               "ends with an assistant message is a prefill)", len(messages) - 1)
+    if messages[-1].get("role") == "assistant" and refuses_prefill(body.get("model")):
+        _fail(p, f"model {body.get('model')!r} does not support assistant message prefill: the "
+              "conversation must end with a user message (Claude Opus and Sonnet 4.6 and later). "
+              "The run's last event is the model's own message: append the next user input (or a "
+              "runtime instruction) before building", len(messages) - 1)
     breakpoints = _count_cache_control(body)
     if breakpoints > 4:
         _fail(p, f"{breakpoints} cache_control breakpoints; the API allows at most 4")
