@@ -10,8 +10,8 @@ object lives, the stable prefix's key while its objects do), so its memo rules s
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
-from itertools import chain, groupby, repeat
+from collections.abc import Iterable, Mapping
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -23,12 +23,12 @@ from contextfold.domain.manifest import (
     ContextManifest,
     ExcludedFragment,
     ExcludedLines,
-    ManifestFragment,
     ManifestTool,
     RedactionRecord,
     TruncationRecord,
 )
 from contextfold.projections.build_result import BuildResult
+from contextfold.projections.kept_rows import KeptRows, Row
 from contextfold.projections.request_json import (
     bytes_hash,
     canonical_bytes,
@@ -36,7 +36,7 @@ from contextfold.projections.request_json import (
     misses,
     model_json_all,
 )
-from contextfold.projections.selected_lines import SelectedView, plain_line, selected_line
+from contextfold.projections.selected_lines import plain_line, selected_line
 from contextfold.projections.selection import Unit
 from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json
 from contextfold.projections.units import BuildCtx
@@ -91,50 +91,45 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     canonical bytes and hashes, and the manifest itself (unvalidated: every field is made here
     from validated parts)."""
     state = ctx.state
-    text_cut, reduced, shown_in = cuts
     members, unit_of, worked_units = units
     worked = frozenset(worked_units)
-    entries = state.entries
     # A unit's lines are the same as long as its Unit object is (a re-layered,
     # newly required or changed item gets a new one) and nothing was cut, reduced or loaded
     # for it. Plain rows are kept per unit id with the Unit they were made for: the ~1,000
-    # unchanged units of a long run are matched in C.
+    # unchanged units of a long run are matched in C, against the last build's rows first.
     unit_rows = ctx.objects_for("selected-units")
+    last_rows = ctx.objects_for("kept-rows")
+    kept_rows: KeptRows | None = last_rows.pop("last", None)  # put back when this build is done
+    base = unit_rows if kept_rows is None else kept_rows.entries
     kept_uids = list(kept)
     kept_units = list(map(unit_of.__getitem__, kept_uids))
-    got: list[Any] = list(map(unit_rows.get, kept_uids, repeat(_NO_ROWS)))
-    for i in misses(list(map(operator.is_, map(itemgetter(0), got), kept_units)), False):
-        got[i] = None
+    got: list[Any] = list(map(base.get, kept_uids, repeat(_NO_ROWS)))
+    same = list(map(operator.is_, map(itemgetter(0), got), kept_units))
     for uid in worked:  # cut, reduced or loaded now: never a kept plain row
         if uid in kept:
-            got[kept_uids.index(uid)] = None
-    for i in misses(got):
+            same[kept_uids.index(uid)] = False
+    changed: dict[str, Any] = {}
+    for i in misses(same, False):
         uid = kept_uids[i]
-        layer_no = unit_layer_no[uid]
-        rows = []
-        plain = uid not in worked
-        for fid in members[uid]:
-            facts = ctx.facts(fid)
-            if facts.media is None and fid not in truncated:  # text_cut is a subset of truncated
-                line = plain_line(ctx, facts, layer_no, current_input)
-            else:
-                plain = False
-                line = selected_line(ctx, facts, layer_no, current_input, text_cut, reduced,
-                                     truncated, original_tokens, shown_in)
-            layer, tokens, overhead, view, mline = line
-            rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
-        got[i] = unit_rows[uid] = (kept_units[i] if plain else None, rows)  # None: remade next build
-    selected: list[tuple[int, int, str, SelectedView, ManifestFragment, int, int]] = list(
-        chain.from_iterable(map(itemgetter(1), got)))
-    selected.sort()  # by (layer, position, id): ids are unique, so no comparison reaches the view
-    kept_fids = set(map(itemgetter(2), selected))
+        entry = unit_rows.get(uid)
+        if entry is None or entry[0] is not kept_units[i] or uid in worked:
+            plain, rows = _unit_rows(ctx, members[uid], unit_layer_no[uid], uid not in worked,
+                                     current_input, truncated, original_tokens, cuts)
+            entry = unit_rows[uid] = (kept_units[i] if plain else None, rows)  # None: remade next build
+        changed[uid] = entry
+    if kept_rows is None or len(changed) > 64 + len(kept_uids) // 4:  # start over: a full sort
+        entries = dict(zip(kept_uids, got, strict=True))
+        entries.update(changed)
+        kept_rows = KeptRows(entries)
+    else:
+        # Units the last build kept and this one does not: none when every one it kept was found.
+        found = len(kept_uids) - len(changed) + sum(uid in kept_rows.entries for uid in changed)
+        gone = kept_rows.entries.keys() - kept.keys() if found < len(kept_rows.entries) else ()
+        kept_rows.patch(gone, changed)
     layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
-    overhead_total = REPLY_PRIMING
-    for layer, group in groupby(selected, key=itemgetter(0)):  # sorted by layer first
-        rows_of_layer = list(group)
-        overhead = sum(map(itemgetter(6), rows_of_layer))
-        overhead_total += overhead
-        layer_tokens[LAYER_NAMES[layer]] += sum(map(itemgetter(5), rows_of_layer)) + overhead
+    for layer, tokens in kept_rows.tokens.items():
+        layer_tokens[LAYER_NAMES[layer]] += tokens + kept_rows.overhead[layer]
+    overhead_total = REPLY_PRIMING + sum(kept_rows.overhead.values())
     exposed_tools, tool_tokens = exposure
     layer_tokens["tools"] = tool_tokens
     tool_fragments = []
@@ -184,13 +179,42 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
         window_tokens=config.window, reserved_output_tokens=config.reserve, budget_tokens=budget,
         selected_tokens=sum(layer_tokens.values()) + REPLY_PRIMING, overhead_tokens=overhead_total,
         layer_tokens=layer_tokens,
-        fragments=tuple(map(itemgetter(4), selected)),
+        fragments=kept_rows.fragments(),
         excluded=counts, excluded_items=excluded_items,
         tools=tuple(tool_fragments), tool_tokens=tool_tokens, truncations=tuple(truncations),
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
         config_hash=config_hash, config=config, calibration=calibration,
-        redactions=tuple(RedactionRecord(fragment_id=v.id, rule=f.rule, start=f.start, end=f.end)
-                         for _, _, _, v, _, _, _ in (selected if ctx.redacted.keys() & kept_fids else ())
-                         if v.id in ctx.redacted for f in ctx.redacted[v.id][1].findings))
-    return BuildResult(conversation, request, manifest, tuple(map(itemgetter(3), selected)),
-                       horizon=state.horizon, body_bytes=body)
+        redactions=tuple(RedactionRecord(fragment_id=fid, rule=f.rule, start=f.start, end=f.end)
+                         for fid in _kept_in_order(kept_rows, ctx.redacted.keys())
+                         for f in ctx.redacted[fid][1].findings))
+    result = BuildResult(conversation, request, manifest, kept_rows.view_tuple(), horizon=state.horizon,
+                         body_bytes=body)
+    last_rows["last"] = kept_rows
+    return result
+
+
+def _kept_in_order(kept_rows: KeptRows, fids: Iterable[str]) -> list[str]:
+    """The kept ones of ``fids``, in the manifest's (layer, position, id) order."""
+    row_of = kept_rows.row_of
+    return [r[2] for r in sorted(row_of[fid] for fid in fids if fid in row_of)]
+
+
+def _unit_rows(ctx: BuildCtx, fids: tuple[str, ...], layer_no: int, plain: bool, current_input: str | None,
+               truncated: set[str], original_tokens: dict[str, int],
+               cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]]) -> tuple[bool, list[Row]]:
+    """The manifest rows of a kept unit's fragments, and whether they are plain (no media,
+    nothing cut, reduced or loaded: the same while the unit object is)."""
+    text_cut, reduced, shown_in = cuts
+    entries = ctx.state.entries
+    rows: list[Row] = []
+    for fid in fids:
+        facts = ctx.facts(fid)
+        if facts.media is None and fid not in truncated:  # text_cut is a subset of truncated
+            line = plain_line(ctx, facts, layer_no, current_input)
+        else:
+            plain = False
+            line = selected_line(ctx, facts, layer_no, current_input, text_cut, reduced,
+                                 truncated, original_tokens, shown_in)
+        layer, tokens, overhead, view, mline = line
+        rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
+    return plain, rows
