@@ -48,6 +48,9 @@ REPLY_PRIMING = 3
 
 _CONFIG_HASHES: dict[int, tuple[BuildConfig, str, str]] = {}
 _NO_ROWS = (None, ())
+_PATCH_LIMIT = 64
+"""The last build's kept rows are patched while fewer than this many units (plus a quarter of
+those kept) changed; past it (another budget's builds, say) they are gathered and sorted anew."""
 
 
 def _hashes(config: BuildConfig) -> tuple[BuildConfig, str, str]:
@@ -117,7 +120,7 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                                      current_input, truncated, original_tokens, cuts)
             entry = unit_rows[uid] = (kept_units[i] if plain else None, rows)  # None: remade next build
         changed[uid] = entry
-    if kept_rows is None or len(changed) > 64 + len(kept_uids) // 4:  # start over: a full sort
+    if kept_rows is None or len(changed) > _PATCH_LIMIT + len(kept_uids) // 4:  # start over: a full sort
         entries = dict(zip(kept_uids, got, strict=True))
         entries.update(changed)
         kept_rows = KeptRows(entries)
