@@ -30,8 +30,7 @@ from contextfold.domain.manifest import (
 from contextfold.projections.build_result import BuildResult
 from contextfold.projections.kept_rows import KeptRows, Row
 from contextfold.projections.request_json import (
-    bytes_hash,
-    canonical_bytes,
+    canonical_body,
     canonical_hash,
     misses,
     model_json_all,
@@ -158,8 +157,11 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                   "prefix": model_json_all(conversation.messages[:conversation.stable_prefix_messages])}
         cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
         state.memo["cache_key"] = (stable, cache_key, prefix_objects)
-    body = canonical_bytes(request)
-    request_hash = bytes_hash(body)  # canonical_hash(request), from the bytes kept as the body
+    # canonical_hash(request), from the bytes kept as the body; the last body of this provider
+    # again when the request is made of the same members (a rebuild with nothing new)
+    last_body = state.memo.get(("body", config.provider))
+    body, request_hash, state.memo[("body", config.provider)] = canonical_body(
+        request, last_body if isinstance(last_body, tuple) else None)
     config_hash = _config_hash(config)
     turn = state.turn + 1
     # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.

@@ -17,7 +17,24 @@ from contextfold.projections import finish_build, kept_rows
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
+from contextfold.projections.state import RunState
 from tests.unit.test_build_cache import CONFIGS, _events, _outcome
+
+
+def _state_of(cut: bool) -> tuple[RunState, list[AnyEvent]]:
+    """A run of tool steps folded: with ``cut``, results long enough that a 1,000-token budget
+    cuts one; else short ones."""
+    events: list[AnyEvent] = [PolicySet(text="Be careful.")]
+    for r in range(8 if cut else 20):
+        output = ("\n".join(f"row {r}.{i} ok" for i in range(90)) if cut
+                  else f"run {r}\n" + "line\n" * 20)
+        events += [UserInput(f"step {r}: check the queue"),
+                   ModelResponse(text="", tool_calls=(ToolCall(call_id=f"c{r}", name="run"),)),
+                   ToolResult(call_id=f"c{r}", content=output), ModelResponse(text=f"done {r}")]
+    state = new_state("run")
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("run", pos, event, ""))
+    return state, events
 
 
 def _entry(uid: int, fids: list[int], layer_of: dict[int, int], version: int) -> RowsEntry:
@@ -91,21 +108,13 @@ def test_a_build_with_nothing_new_hands_out_the_same_lines_and_views() -> None:
     same fragments tuple (and the result the same views) as the build before it; a new event
     patches them, and the result equals a build from scratch."""
     config = BuildConfig(provider="openai-chat", window=64_000, reserve=1_000)
-    events: list[AnyEvent] = [PolicySet(text="Be careful.")]
-    for r in range(20):
-        events += [UserInput(f"step {r}: check the queue"),
-                   ModelResponse(text="", tool_calls=(ToolCall(call_id=f"c{r}", name="run"),)),
-                   ToolResult(call_id=f"c{r}", content=f"run {r}\n" + "line\n" * 20),
-                   ModelResponse(text=f"done {r}")]
-    state = new_state("same")
-    for pos, event in enumerate(events, start=1):
-        fold_event(state, RecordedEvent("same", pos, event, ""))
+    state, events = _state_of(cut=False)
     first = build_context(state, config, render=render_request)
     assert not first.manifest.truncations and len(first.manifest.fragments) > 60
     again = build_context(state, config, render=render_request)
     assert again.manifest.fragments is first.manifest.fragments
     assert again.views is first.views
-    fold_event(state, RecordedEvent("same", len(events) + 1, UserInput("one more step"), ""))
+    fold_event(state, RecordedEvent("run", len(events) + 1, UserInput("one more step"), ""))
     moved = build_context(state, config, render=render_request)
     assert moved.manifest.fragments is not first.manifest.fragments
     assert moved.manifest == build_context(state.snapshot(), config, render=render_request).manifest
