@@ -28,7 +28,7 @@ from contextfold.domain.manifest import (
     TruncationRecord,
 )
 from contextfold.projections.build_result import BuildResult
-from contextfold.projections.kept_rows import KeptRows, Row
+from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
 from contextfold.projections.request_json import (
     canonical_body,
     canonical_hash,
@@ -111,14 +111,15 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
         if uid in kept:
             same[kept_uids.index(uid)] = False
     changed: dict[str, Any] = {}
+    last_entries = kept_rows.entries if kept_rows is not None else {}
     for i in misses(same, False):
         uid = kept_uids[i]
         entry = unit_rows.get(uid)
         if entry is None or entry[0] is not kept_units[i] or uid in worked:
-            plain, rows = _unit_rows(ctx, members[uid], unit_layer_no[uid], uid not in worked,
-                                     current_input, truncated, original_tokens, cuts)
-            entry = unit_rows[uid] = (kept_units[i] if plain else None, rows)  # None: remade next build
-        changed[uid] = entry
+            entry = unit_rows[uid] = _remade(ctx, uid, kept_units[i], members[uid], unit_layer_no[uid],
+                                             uid in worked, current_input, truncated, original_tokens, cuts)
+        if last_entries.get(uid) is not entry:  # (the unit cut as in the last build: its entry)
+            changed[uid] = entry
     if kept_rows is None or len(changed) > _PATCH_LIMIT + len(kept_uids) // 4:  # start over: a full sort
         entries = dict(zip(kept_uids, got, strict=True))
         entries.update(changed)
@@ -202,6 +203,36 @@ def _kept_in_order(kept_rows: KeptRows, fids: Iterable[str]) -> list[str]:
     """The kept ones of ``fids``, in the manifest's (layer, position, id) order."""
     row_of = kept_rows.row_of
     return [r[2] for r in sorted(row_of[fid] for fid in fids if fid in row_of)]
+
+
+def _remade(ctx: BuildCtx, uid: str, unit: Unit, fids: tuple[str, ...], layer_no: int, worked: bool,
+            current_input: str | None, truncated: set[str], original_tokens: dict[str, int],
+            cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]]) -> RowsEntry:
+    """A kept unit's entry ``(unit, rows)`` made afresh, or ``(None, rows)`` when its rows are
+    not plain (something cut, reduced, loaded or priced as media).
+
+    Rows that are not plain are kept per unit with every input they were made from (the unit,
+    each fragment's entry and facts, what was cut, reduced or shown of it), so the unit cut at
+    the budget's edge is not remade by the next builds that cut it alike (the second provider
+    of a turn, a rebuild): its entry is then the last build's, and nothing is patched."""
+    text_cut, reduced, shown_in = cuts
+    entries, required = ctx.state.entries, ctx.required
+    key = (unit, layer_no, worked, current_input, [
+        (entries[fid], ctx.facts(fid), fid in required, text_cut.get(fid), fid in reduced, fid in truncated,
+         original_tokens.get(fid), shown_in.get(fid)) for fid in fids])
+    memo = ctx.objects_for("remade-rows")
+    hit = memo.get(uid)
+    if hit is not None and hit[0] == key:
+        entry: RowsEntry = hit[1]
+        return entry
+    plain, rows = _unit_rows(ctx, fids, layer_no, not worked, current_input, truncated, original_tokens, cuts)
+    if plain:
+        return (unit, rows)
+    if len(memo) >= 4096:
+        memo.clear()
+    entry = (None, rows)
+    memo[uid] = (key, entry)
+    return entry
 
 
 def _unit_rows(ctx: BuildCtx, fids: tuple[str, ...], layer_no: int, plain: bool, current_input: str | None,

@@ -118,3 +118,23 @@ def test_a_build_with_nothing_new_hands_out_the_same_lines_and_views() -> None:
     moved = build_context(state, config, render=render_request)
     assert moved.manifest.fragments is not first.manifest.fragments
     assert moved.manifest == build_context(state.snapshot(), config, render=render_request).manifest
+
+
+def test_the_unit_cut_alike_is_not_remade() -> None:
+    """The unit cut at the budget's edge, cut the same way again (a rebuild, another provider at
+    the same budget), keeps its lines and views: nothing is patched, and the manifest holds the
+    same fragments tuple. Cut otherwise after a new event, its lines are made anew and equal a
+    fresh state's."""
+    state, events = _state_of(cut=True)
+    config = BuildConfig(provider="openai-chat", window=1_200, reserve=200)
+    first = build_context(state, config, render=render_request)
+    assert first.manifest.truncations
+    neutral = build_context(state, BuildConfig(provider="neutral", window=1_200, reserve=200))
+    again = build_context(state, config, render=render_request)
+    assert neutral.manifest.truncations == first.manifest.truncations
+    assert again.manifest.fragments is first.manifest.fragments and again.views is first.views
+    assert neutral.manifest.fragments is first.manifest.fragments
+    fold_event(state, RecordedEvent("run", len(events) + 1, UserInput("one more step, please"), ""))
+    moved = build_context(state, config, render=render_request)
+    assert moved.manifest.truncations != first.manifest.truncations
+    assert moved.manifest == build_context(state.snapshot(), config, render=render_request).manifest
