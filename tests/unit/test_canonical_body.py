@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from contextfold.api import render_request
 from contextfold.domain.events import UserInput
 from contextfold.domain.log import RecordedEvent
@@ -59,3 +62,20 @@ def test_a_rebuild_with_nothing_new_hands_out_the_same_body() -> None:
     moved = build_context(state, config, render=render_request)
     assert moved.body_bytes != first.body_bytes
     assert moved.body_bytes == build_context(state.snapshot(), config, render=render_request).body_bytes
+
+
+_POOL = [remember({"role": "user", "content": f"message {i} " + "é" * (i % 3), "n": i}) for i in range(12)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.fixed_dictionaries({
+    "messages": st.lists(st.one_of(st.sampled_from(_POOL), st.builds(
+        lambda i: {"role": "tool", "content": str(i)}, st.integers(0, 3))), max_size=14),
+    "tools": st.lists(st.sampled_from(_POOL[:4]), max_size=3),
+    "model": st.sampled_from(["m", "n"])}), min_size=1, max_size=6))
+def test_bodies_taken_again_or_made_equal_canonical_bytes(requests: list[dict[str, Any]]) -> None:
+    """Whatever the sequence of bodies (items kept, moved, repeated, dropped, new, or dicts that
+    are not remembered, never taken as the same), each is ``canonical_bytes``'s."""
+    memo: tuple[Any, ...] | None = None
+    for request in requests:
+        _, memo = _check(request, memo)
