@@ -215,11 +215,15 @@ def _remade(ctx: BuildCtx, uid: str, unit: Unit, fids: tuple[str, ...], layer_no
     each fragment's entry and facts, what was cut, reduced or shown of it), so the unit cut at
     the budget's edge is not remade by the next builds that cut it alike (the second provider
     of a turn, a rebuild): its entry is then the last build's, and nothing is patched."""
+    facts = list(map(ctx.facts, fids))
+    if not worked and truncated.isdisjoint(fids) and all(f.media is None for f in facts):  # plain
+        return (unit, _unit_rows(ctx, fids, layer_no, True, current_input, truncated, original_tokens,
+                                 cuts)[1])
     text_cut, reduced, shown_in = cuts
     entries, required = ctx.state.entries, ctx.required
     key = (unit, layer_no, worked, current_input, [
-        (entries[fid], ctx.facts(fid), fid in required, text_cut.get(fid), fid in reduced, fid in truncated,
-         original_tokens.get(fid), shown_in.get(fid)) for fid in fids])
+        (entries[fid], f, fid in required, text_cut.get(fid), fid in reduced, fid in truncated,
+         original_tokens.get(fid), shown_in.get(fid)) for fid, f in zip(fids, facts, strict=True)])
     memo = ctx.objects_for("remade-rows")
     hit = memo.get(uid)
     if hit is not None and hit[0] == key:
