@@ -49,7 +49,7 @@ class LowPriorityLines:
     timeline: TimelineUnits | None = None
     generation: int = -1
     """The timeline units' generation these lines are up to date with."""
-    kept: frozenset[str] = frozenset()
+    kept: Collection[str] = frozenset()
     over: frozenset[str] = frozenset()
     others: Collection[str] = ()
     """The last build's kept units, ``over_budget`` units and units not from the timeline."""
@@ -112,14 +112,20 @@ def dropped_lines(ctx: BuildCtx, selection_key: str, selection: Selection, unit_
 
     low.timeline, low.generation = timeline, timeline.generation
     kept_before, over_before, others_before = low.kept, low.over, low.others
-    low.kept, low.over, low.others = frozenset(kept), over, list(others_ids)
+    # The build's own dict (selection hands out a copy, read and never changed after it): no
+    # copy of ~1,000 ids per build.
+    low.kept, low.over, low.others = kept, over, list(others_ids)
     if touched is not None:
         touched.update(others_ids)
         touched.update(others_before)
         removed: set[str] = set()
         added: set[str] = set()
-        # in the set before: left it if kept or over now, or gone; new lines if derived afresh
-        for uid in chain(kept.keys() & prev.keys(), over & prev.keys(), touched & prev.keys()):
+        # The units kept now or before, not both, in one pass: the few that entered or left.
+        moved = kept.keys() ^ kept_before
+        entered = [uid for uid in moved if uid in kept]
+        # in the set before: left it if kept (the set held no unit kept before) or over now, or
+        # gone; new lines if derived afresh
+        for uid in chain((uid for uid in entered if uid in prev), over & prev.keys(), touched & prev.keys()):
             if not is_low(uid):
                 removed.add(uid)
             elif uid in touched and _unit_lines(ctx, uid, unit_of[uid], members[uid],
@@ -130,7 +136,7 @@ def dropped_lines(ctx: BuildCtx, selection_key: str, selection: Selection, unit_
         # afresh, and low now
         # (membership tests, not ``left - prev.keys()``: a set minus a keys view copies the set
         # and walks every key of the view, ~9,800 on a long run)
-        left = (kept_before - kept.keys()) | over_before | touched
+        left = moved.difference(entered) | over_before | touched
         added.update(uid for uid in left if uid not in prev and is_low(uid))
         if (len(removed) + len(added)) * _REBUILD_FRACTION <= len(prev):
             if removed or added:
