@@ -38,13 +38,10 @@ charset and length, events per append.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
-import threading
 import time
 import typing
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -67,7 +64,7 @@ from contextfold.domain.events import (
     canonical_json,
     known_json_depth,
 )
-from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent, chain_hash
+from contextfold.domain.log import RecordedEvent, chain_hash
 from contextfold.store.backends import (
     DEFAULT_STORE_URL,
     SQLiteBackend,
@@ -81,7 +78,6 @@ from contextfold.store.compression import (
 from contextfold.store.crypto import Keyring
 from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter
 from contextfold.store.event_reads import (
-    EventReads,
     RunInfo,
     VerifyReport,
     bulk_allocation,
@@ -89,6 +85,7 @@ from contextfold.store.event_reads import (
 )
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
+from contextfold.store.run_heads import RunHead, RunHeads
 from contextfold.store.tenants import bind_sqlite_tenant
 
 __all__ = [
@@ -105,11 +102,6 @@ DEFAULT_ARTIFACT_THRESHOLD = 64 * 1024
 PREVIEW_CHARS = 2048
 MAX_BATCH = 10_000
 _APPEND_RETRIES = 100
-HEADS_KEPT = 4096
-"""Runs whose head (version, last hash, pairing state) a store object keeps in memory, the most
-recently written first. Past it the least recent is dropped and read again from the log at its
-run's next append: a server writing millions of runs through one store kept every head (and its
-pairing state, which grows with the run's calls) for as long as the store lived."""
 _EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
 """The members of the event union: what ``append`` accepts."""
 def store_url_from_env(url: str | None = None) -> str:
@@ -135,18 +127,11 @@ class _ClosedBackend:
 
 
 @dataclass
-class _Head:
-    version: int = 0
-    last_hash: str = GENESIS_HASH
-    pairing: PairingState = field(default_factory=PairingState)
-
-
-@dataclass
 class _Staged:
     """One run's batch, staged for :meth:`EventStore._write`."""
 
     run_id: str
-    head: _Head
+    head: RunHead
     undo: typing.Any
     stored: list[es.StoredEvent] = field(default_factory=list)
     recorded: list[RecordedEvent] = field(default_factory=list)
@@ -158,7 +143,7 @@ def _preview(text: str) -> str:
     return text[:PREVIEW_CHARS]
 
 
-class EventStore(EventReads):
+class EventStore(RunHeads):
     """One store (a SQLite file or a PostgreSQL database/schema) holding many runs."""
 
     def __init__(self, url: str | None = None, *, create_schema: bool = True,
@@ -175,11 +160,7 @@ class EventStore(EventReads):
         self.limits = limits or StoreLimits()
         self.backend = open_backend(self.url, tenant=tenant, provision=create_schema)
         self.artifact_threshold = artifact_threshold
-        self._heads: OrderedDict[str, _Head] = OrderedDict()
-        self._run_locks: dict[str, tuple[threading.Lock, list[int]]] = {}
-        """A write lock per run being written now, with how many writers hold or wait for it:
-        dropped when the last one leaves, so the table holds only the runs in flight."""
-        self._run_locks_guard = threading.Lock()
+        self._init_heads()
         self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)
         self._keyframes_read: dict[tuple[str, int], bytes] = {}
         self._order_column = "rowid" if isinstance(self.backend, SQLiteBackend) else "notification_id"
@@ -236,32 +217,6 @@ class EventStore(EventReads):
         with self._writing([run_id]):
             return self._append_prepared(run_id, prepared, expected_version)
 
-    @contextlib.contextmanager
-    def _writing(self, run_ids: Sequence[str]) -> typing.Iterator[None]:
-        """Hold the write locks of ``run_ids`` (in sorted order: no deadlock between batches).
-
-        A run's cached head (its version, last hash and pairing state) is updated in place by a
-        write: two threads appending to one run through one store judged their batches against
-        each other's half-staged pairing (a fresh call id refused as "already has a result",
-        or a head moved back by the slower thread). One writer per run per store at a time;
-        other runs, and other processes, still append in parallel."""
-        ids = sorted(set(run_ids))
-        with self._run_locks_guard:
-            entries = [self._run_locks.setdefault(r, (threading.Lock(), [0])) for r in ids]
-            for _, users in entries:
-                users[0] += 1
-        try:
-            with contextlib.ExitStack() as stack:
-                for lock, _ in entries:
-                    stack.enter_context(lock)
-                yield
-        finally:
-            with self._run_locks_guard:
-                for run_id, entry in zip(ids, entries, strict=True):
-                    entry[1][0] -= 1
-                    if not entry[1][0] and self._run_locks.get(run_id) is entry:
-                        del self._run_locks[run_id]
-
     def _append_prepared(self, run_id: str,
                          prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
                          expected_version: int | None) -> list[RecordedEvent]:
@@ -310,14 +265,14 @@ class EventStore(EventReads):
                     f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
         return [self._prepare(i, e) for i, e in enumerate(events)]
 
-    def _try_append(self, run_id: str, head: _Head,
+    def _try_append(self, run_id: str, head: RunHead,
                     prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
                     ) -> list[RecordedEvent]:
         staged = self._stage(run_id, head, prepared)
         self._write([staged])
         return staged.recorded
 
-    def _stage(self, run_id: str, head: _Head,
+    def _stage(self, run_id: str, head: RunHead,
                prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]]) -> _Staged:
         """Pairing applied (undoable), chain hashes and stored rows of a batch; nothing written."""
         pairing = head.pairing
@@ -362,7 +317,7 @@ class EventStore(EventReads):
             undo()
             raise
         for b in batches:
-            self._keep_head(b.run_id, _Head(b.head.version + len(b.stored), b.recorded[-1].hash,
+            self._keep_head(b.run_id, RunHead(b.head.version + len(b.stored), b.recorded[-1].hash,
                                             b.head.pairing))
             for commit in b.learned:  # keyframes and deltas the log now holds
                 commit()
@@ -466,37 +421,3 @@ class EventStore(EventReads):
         digest = blake3.blake3(data).hexdigest()
         self.backend.put_artifacts([self._artifact_row(digest, len(data), media_type, data)])
         return ArtifactRef(hash=digest, size=len(data), media_type=media_type)
-
-    # ------------------------------------------------------------ heads
-
-    def _head(self, run_id: str) -> _Head:
-        head = self._heads.get(run_id)
-        return head if head is not None else self._catch_up(run_id)
-
-    def _catch_up(self, run_id: str) -> _Head:
-        head = self._heads.get(run_id) or _Head()
-        pairing = head.pairing
-        version, last_hash = head.version, head.last_hash
-        try:
-            for rec in self._select(run_id, gt=version):
-                pairing.apply(rec.event, rec.position)
-                version, last_hash = rec.position, rec.hash
-        except BaseException:
-            self._heads.pop(run_id, None)  # half-applied: rebuild from scratch next time
-            raise
-        new = _Head(version, last_hash, pairing)
-        self._keep_head(run_id, new)
-        return new
-
-    def _keep_head(self, run_id: str, head: _Head) -> None:
-        """Remember ``head`` as the most recently written, dropping the least recent past
-        :data:`HEADS_KEPT`. Safe while another thread writes the dropped run: it holds that
-        run's head itself and stores it again when its write lands."""
-        heads = self._heads
-        heads.pop(run_id, None)  # then set: at the end (each step atomic, as other threads drop)
-        heads[run_id] = head
-        while len(heads) > HEADS_KEPT:
-            try:
-                heads.popitem(last=False)
-            except KeyError:  # another thread emptied it meanwhile
-                break

@@ -210,7 +210,7 @@ def test_a_store_keeps_a_bounded_number_of_run_heads_and_reads_a_dropped_one_aga
     grows with the run's calls) for the store's life. Past ``HEADS_KEPT`` the least recently
     written is dropped; the next append to that run reads it from the log again, pairing
     included, so nothing it refuses or accepts changes."""
-    monkeypatch.setattr("contextfold.store.event_store.HEADS_KEPT", 2)
+    monkeypatch.setattr("contextfold.store.run_heads.HEADS_KEPT", 2)
     store.append("a", [UserInput("go"), call("c1"), call("c2")])
     store.append("a", [ToolResult(call_id="c1", content="one")])
     store.append("b", [UserInput("b")])
@@ -222,6 +222,38 @@ def test_a_store_keeps_a_bounded_number_of_run_heads_and_reads_a_dropped_one_aga
     with pytest.raises(UnknownToolCallError):
         store.append("a", [ToolResult(call_id="c9", content="?")])
     assert store.version("a") == 5 and len(store._heads) == 2
+
+
+def test_a_whole_read_of_a_run_makes_the_head_its_next_append_needs(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new process folds the run (one read of its whole log), then appends: the append read
+    the whole log again to learn which calls are open. The read now makes that head, the same
+    one the log gives, and a partial read or a read after it changes nothing."""
+    with EventStore(store_url) as writer:
+        writer.append("h", [UserInput("go"), call("c1"), call("c2"), ToolResult(call_id="c1", content="one"),
+                            ToolCallCancelled(call_id="c2", reason="timeout"), call("c3")])
+    with EventStore(store_url) as store:
+        events = store.iter_events("h")
+        next(events)
+        del events  # a partial read makes no head
+        assert "h" not in store._heads
+        assert [r.position for r in store.iter_events("h")] == [1, 2, 3, 4, 5, 6]
+        made = store._heads["h"]
+        store._heads.pop("h")
+        read = store._catch_up("h")
+        assert (made.version, made.last_hash, made.pairing) == (read.version, read.last_hash, read.pairing)
+    with EventStore(store_url) as store:
+        list(store.iter_events("h"))
+
+        def no_reread(*_: object) -> None:
+            raise AssertionError("the log was read again")
+
+        with monkeypatch.context() as m:
+            m.setattr(store, "_catch_up", no_reread)
+            assert store.append("h", [ToolResult(call_id="c2", content="late")])[0].position == 7
+            assert store.append("h", [ToolResult(call_id="c3", content="three")])[0].position == 8
+        with pytest.raises(DuplicateToolResultError):  # a refusal is judged against the log again
+            store.append("h", [ToolResult(call_id="c1", content="again")])
 
 
 @pytest.mark.postgres

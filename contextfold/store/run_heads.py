@@ -1,0 +1,137 @@
+"""A store's run heads: what an append needs of a run (version, last hash, pairing state).
+
+Apart from :mod:`.event_store` because the heads have their own life: made by an append, or
+by a whole read of the run (a fold in a new process), kept for the most recently written runs,
+read again from the log when dropped; and each run's writes take turns under its lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import typing
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from contextfold.domain.errors import ProtocolError
+from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent
+from contextfold.store.event_reads import EventReads
+
+__all__ = ["HEADS_KEPT", "RunHead", "RunHeads"]
+
+HEADS_KEPT = 4096
+"""Runs whose head (version, last hash, pairing state) a store object keeps in memory, the most
+recently written first. Past it the least recent is dropped and read again from the log at its
+run's next append: a server writing millions of runs through one store kept every head (and its
+pairing state, which grows with the run's calls) for as long as the store lived."""
+
+
+@dataclass
+class RunHead:
+    """What an append needs of a run: its version, last hash and pairing state."""
+
+    version: int = 0
+    last_hash: str = GENESIS_HASH
+    pairing: PairingState = field(default_factory=PairingState)
+
+
+class RunHeads(EventReads):
+    """The heads and write locks of an :class:`~contextfold.store.event_store.EventStore`."""
+
+    _heads: OrderedDict[str, RunHead]
+    _run_locks: dict[str, tuple[threading.Lock, list[int]]]
+    _run_locks_guard: threading.Lock
+
+    def _init_heads(self) -> None:
+        self._heads = OrderedDict()
+        self._run_locks = {}
+        """A write lock per run being written now, with how many writers hold or wait for it:
+        dropped when the last one leaves, so the table holds only the runs in flight."""
+        self._run_locks_guard = threading.Lock()
+
+    @contextlib.contextmanager
+    def _writing(self, run_ids: Sequence[str]) -> typing.Iterator[None]:
+        """Hold the write locks of ``run_ids`` (in sorted order: no deadlock between batches).
+
+        A run's cached head (its version, last hash and pairing state) is updated in place by a
+        write: two threads appending to one run through one store judged their batches against
+        each other's half-staged pairing (a fresh call id refused as "already has a result",
+        or a head moved back by the slower thread). One writer per run per store at a time;
+        other runs, and other processes, still append in parallel."""
+        ids = sorted(set(run_ids))
+        with self._run_locks_guard:
+            entries = [self._run_locks.setdefault(r, (threading.Lock(), [0])) for r in ids]
+            for _, users in entries:
+                users[0] += 1
+        try:
+            with contextlib.ExitStack() as stack:
+                for lock, _ in entries:
+                    stack.enter_context(lock)
+                yield
+        finally:
+            with self._run_locks_guard:
+                for run_id, entry in zip(ids, entries, strict=True):
+                    entry[1][0] -= 1
+                    if not entry[1][0] and self._run_locks.get(run_id) is entry:
+                        del self._run_locks[run_id]
+
+    def _head(self, run_id: str) -> RunHead:
+        head = self._heads.get(run_id)
+        return head if head is not None else self._catch_up(run_id)
+
+    def _catch_up(self, run_id: str) -> RunHead:
+        head = self._heads.get(run_id) or RunHead()
+        pairing = head.pairing
+        version, last_hash = head.version, head.last_hash
+        try:
+            for rec in self._select(run_id, gt=version):
+                pairing.apply(rec.event, rec.position)
+                version, last_hash = rec.position, rec.hash
+        except BaseException:
+            self._heads.pop(run_id, None)  # half-applied: rebuild from scratch next time
+            raise
+        new = RunHead(version, last_hash, pairing)
+        self._keep_head(run_id, new)
+        return new
+
+    def iter_events(self, run_id: str, *, after: int = 0) -> typing.Iterator[RecordedEvent]:
+        """The run's events after ``after``, in order. A read of the whole run while this store
+        holds no head for it (a new process folding the run) also makes the head an append
+        needs: the first append after a fold read the whole log again to learn which calls are
+        open (~0.5 s of a CLI build on a 10,000-event run)."""
+        events = super().iter_events(run_id, after=after)
+        if after != 0 or run_id in self._heads:
+            return events
+        return self._heading(run_id, events)
+
+    def _heading(self, run_id: str, events: typing.Iterator[RecordedEvent]) -> typing.Iterator[RecordedEvent]:
+        """``events``, and once they are all read, the run's head made from them, kept unless a
+        write made one meanwhile. A log that breaks the pairing rules makes none (an append
+        then reads the log and says why)."""
+        pairing, version, last_hash, ok = PairingState(), 0, GENESIS_HASH, True
+        for rec in events:
+            if ok:
+                try:
+                    pairing.apply(rec.event, rec.position)
+                    version, last_hash = rec.position, rec.hash
+                except ProtocolError:
+                    ok = False
+            yield rec
+        if ok and version:
+            with self._writing([run_id]):
+                if run_id not in self._heads:
+                    self._keep_head(run_id, RunHead(version, last_hash, pairing))
+
+    def _keep_head(self, run_id: str, head: RunHead) -> None:
+        """Remember ``head`` as the most recently written, dropping the least recent past
+        :data:`HEADS_KEPT`. Safe while another thread writes the dropped run: it holds that
+        run's head itself and stores it again when its write lands."""
+        heads = self._heads
+        heads.pop(run_id, None)  # then set: at the end (each step atomic, as other threads drop)
+        heads[run_id] = head
+        while len(heads) > HEADS_KEPT:
+            try:
+                heads.popitem(last=False)
+            except KeyError:  # another thread emptied it meanwhile
+                break
