@@ -56,6 +56,7 @@ from contextfold.projections.request_json import (
 )
 from contextfold.projections.selection import Selection, Unit, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
+from contextfold.projections.timeline_units import TimelineUnits
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, rankable
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
@@ -227,15 +228,20 @@ def _build(state: RunState, config: BuildConfig, *,
     original_tokens: dict[str, int] = {}
     deferred: set[str] = set()
     # a state unit is one fragment, its id the fragment's; the timeline keeps its own set
-    loads = (selection.kept.keys() & candidates.timeline.artifact_units
-             | {uid for uid in candidates.state_ids if uid in selection.kept and ctx.has_artifact_text(uid)})
-    worked = sorted(loads.union(selection.cut))
-    plain_loads = ctx.objects_for("plain-loads")
+    timeline_loads = selection.kept.keys() & candidates.timeline.artifact_units
+    loads = timeline_loads | {uid for uid in candidates.state_ids
+                              if uid in selection.kept and ctx.has_artifact_text(uid)}
+    plain_loads = ctx.objects_for(f"plain-loads:{config.recent_groups}")  # one per ``TimelineUnits``
+    plain, plain_fids = _plain_timeline_loads(ctx, plain_loads, candidates.timeline,
+                                              timeline_loads.difference(selection.cut))
+    worked = sorted(loads.union(selection.cut) - plain)
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]
         unit = unit_by_id[uid]
         ids = members[uid]
-        if grant >= unit.tokens and _shown_as_logged(ctx, plain_loads, uid, unit, ids, deferred):
+        # an uncut timeline unit not in ``plain`` was just found to hold a secret
+        if (grant >= unit.tokens and uid not in timeline_loads
+                and _shown_as_logged(ctx, plain_loads, uid, unit, ids, deferred)):
             continue
         for fid in ids:
             if ctx.has_artifact_text(fid) and grant >= unit.tokens:
@@ -304,7 +310,8 @@ def _build(state: RunState, config: BuildConfig, *,
     # ``texts`` holds only cut or redacted texts; payloads shown as logged are ``deferred``.
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,
                                        units=candidates.timeline, kept_units=selection.kept.keys(),
-                                       deferred=frozenset(deferred), read_text=ctx.full_text,
+                                       deferred=plain_fids.union(deferred) if deferred else plain_fids,
+                                       read_text=ctx.full_text,
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input))
     # Without priced media in the run the layout made no media part: nothing to reduce, inline
@@ -378,6 +385,46 @@ def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], policy: ToolPolicy,
                   required=t.reason != "relevant") for t in exposed]
     ctx.state.memo["tool-candidates"] = (key, exposed, units)
     return exposed, units
+
+
+def _plain_timeline_loads(ctx: BuildCtx, memo: dict[Any, Any], tu: TimelineUnits, uncut: set[str]
+                          ) -> tuple[set[str], frozenset[str]]:
+    """Which of the kept, uncut timeline units with a payload to load (``uncut``) render as
+    logged (none of their payloads has a secret), and those payloads (``deferred``).
+
+    Taken from the last build on these units and patched by what changed: a long run keeps
+    ~40 such units and between two builds a few enter or leave, so asking each one again
+    (``_shown_as_logged``) was ~0.1-0.15 ms of every build, cold. A unit's answer depends on
+    its unit object (new whenever its row is derived afresh: ``touched_since`` lists it), its
+    fragments' entries (set once, when the fold step that creates the fragment ends: the fold
+    never replaces the entry of an existing id afterwards) and the redaction policy. ``memo``
+    is this config's and ``recent_groups``' table, as ``tu`` is, so the last build it records
+    is the last on ``tu``; any build may follow any other (another budget keeps other units):
+    the difference is taken from whatever that one kept, and a new ``tu`` starts over. Units
+    found to hold a secret are remembered alike (the builder redacts them)."""
+    last = memo.get("last")
+    memo["last"] = None  # a build that fails half-way leaves nothing to patch from
+    mine: tuple[Any, ...] | None = last if isinstance(last, tuple) and last[0] is tu else None
+    touched = tu.touched_since(mine[1]) if mine is not None else None
+    fids: set[str] = set()
+    stay: set[str] = set()
+    secret: set[str] = set()
+    if mine is not None and touched is not None:
+        _, _, prev, prev_secret, prev_fids = mine
+        stay = (uncut & prev) - touched
+        secret = (uncut & prev_secret) - touched
+        if len(stay) == len(prev) and len(stay) + len(secret) == len(uncut):  # none entered or changed
+            memo["last"] = (tu, tu.generation, prev, secret, prev_fids)
+            return prev, prev_fids
+        fids.update(prev_fids)
+        for uid in prev - stay:  # before a re-derived unit's new answer below replaces its memo
+            fids.difference_update(memo[uid][2])
+    for uid in sorted(uncut - stay - secret):
+        plain = _shown_as_logged(ctx, memo, uid, tu.unit_of[uid], tu.members[uid], fids)
+        (stay if plain else secret).add(uid)
+    deferred = frozenset(fids)
+    memo["last"] = (tu, tu.generation, stay, secret, deferred)
+    return stay, deferred
 
 
 def _shown_as_logged(ctx: BuildCtx, memo: dict[str, Any], uid: str, unit: Unit, ids: tuple[str, ...],
