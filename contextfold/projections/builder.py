@@ -231,9 +231,10 @@ def _build(state: RunState, config: BuildConfig, *,
     timeline_loads = selection.kept.keys() & candidates.timeline.artifact_units
     loads = timeline_loads | {uid for uid in candidates.state_ids
                               if uid in selection.kept and ctx.has_artifact_text(uid)}
-    plain_loads = ctx.objects_for(f"plain-loads:{config.recent_groups}")  # one per ``TimelineUnits``
-    plain, plain_fids = _plain_timeline_loads(ctx, plain_loads, candidates.timeline,
-                                              timeline_loads.difference(selection.cut))
+    uncut = timeline_loads.difference(selection.cut)
+    # none (a short run's outputs): the last record stays one to patch from, nothing changed it
+    plain, plain_fids = (_plain_timeline_loads(ctx, _plain_memo(ctx), candidates.timeline, uncut) if uncut
+                         else (uncut, frozenset()))
     worked = sorted(loads.union(selection.cut) - plain)
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]
@@ -241,7 +242,7 @@ def _build(state: RunState, config: BuildConfig, *,
         ids = members[uid]
         # an uncut timeline unit not in ``plain`` was just found to hold a secret
         if (grant >= unit.tokens and uid not in timeline_loads
-                and _shown_as_logged(ctx, plain_loads, uid, unit, ids, deferred)):
+                and _shown_as_logged(ctx, _plain_memo(ctx), uid, unit, ids, deferred)):
             continue
         for fid in ids:
             if ctx.has_artifact_text(fid) and grant >= unit.tokens:
@@ -385,6 +386,11 @@ def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], policy: ToolPolicy,
                   required=t.reason != "relevant") for t in exposed]
     ctx.state.memo["tool-candidates"] = (key, exposed, units)
     return exposed, units
+
+
+def _plain_memo(ctx: BuildCtx) -> dict[Any, Any]:
+    """The "shown as logged" answers of this config's ``TimelineUnits`` (one per ``recent_groups``)."""
+    return ctx.objects_for(f"plain-loads:{ctx.config.recent_groups}")
 
 
 def _plain_timeline_loads(ctx: BuildCtx, memo: dict[Any, Any], tu: TimelineUnits, uncut: set[str]
