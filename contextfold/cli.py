@@ -267,19 +267,30 @@ def _handle_import(args: argparse.Namespace) -> int:
         for run_id, events in named:
             if store.events.exists(run_id):
                 raise ImportFormatError(f"{source}:0", f"run {run_id!r} already exists; pick another --run")
-            try:  # what the store refuses, refused before the first of several appends
-                store.events.check(events)
-            except InvalidInputError as exc:
-                raise ImportFormatError(f"{source}:0", f"run {run_id!r}: {exc}") from exc
             for index, ref in _artifact_refs(events):  # an export's refs into the store it came from
                 if not store.events.has_artifact(ref.hash):
                     raise ImportFormatError(
                         f"{source}:0", f"run {run_id!r}: position {index + 1} refers to artifact "
                         f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
                         "keeps large payloads as refs into its own store): the run would not build")
-        # ONE transaction: every run of the file, or none (a refusal, a lost server, Ctrl-C)
+        # ONE transaction: every run of the file, or none (a refusal, a lost server, Ctrl-C). What
+        # the store refuses is named by its run: the one being prepared, after the runs reported
+        # done (each event is prepared once; a separate check first prepared them all twice).
+        done: list[str] = []
+        pending = iter([run_id for run_id, events in named if events])
+
+        def prepared(n: int) -> None:
+            done.append(next(pending))
+            advance(n)
+
         with progress_bar(sum(len(events) for _, events in named), f"importing {source}") as advance:
-            total = store.events.append_new_runs(named, progress=advance)
+            try:
+                total = store.events.append_new_runs(named, progress=prepared)
+            except InvalidInputError as exc:
+                failed = next(pending, None)
+                if failed is None:
+                    raise
+                raise ImportFormatError(f"{source}:0", f"run {failed!r}: {exc}") from exc
         _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
         for run_id, events in named[:20]:
             _out(f"  {run_id}: {len(events)} events")
