@@ -237,11 +237,7 @@ class TokenCounter:
                     journal.append((self.encoding_name, key, n, blocks))
                 self._cache[key] = n
                 if blocks is not None:
-                    if self._block_count >= _KNOWN_BLOCKS_LIMIT:
-                        self._blocks.clear()
-                        self._block_count = 0
-                    self._blocks[key] = blocks
-                    self._block_count += len(blocks[0])
+                    self._keep_blocks(key, blocks)
             self.calls += 1
         return n
 
@@ -284,12 +280,17 @@ class TokenCounter:
                 self._cache[key] = n
                 added += 1
                 if blocks is not None:
-                    if self._block_count >= _KNOWN_BLOCKS_LIMIT:
-                        self._blocks.clear()
-                        self._block_count = 0
-                    self._blocks[key] = blocks
-                    self._block_count += len(blocks[0])
+                    self._keep_blocks(key, blocks)
         return added
+
+    def _keep_blocks(self, key: bytes, blocks: KnownBlocks) -> None:
+        """Remember where the text of ``key`` was cut into line blocks, the table starting over
+        past ``_KNOWN_BLOCKS_LIMIT`` chunk starts. Called with ``_lock`` held."""
+        if self._block_count >= _KNOWN_BLOCKS_LIMIT:
+            self._blocks.clear()
+            self._block_count = 0
+        self._blocks[key] = blocks
+        self._block_count += len(blocks[0])
 
     def known_blocks(self, text: str) -> KnownBlocks | None:
         """Where :meth:`count` cut ``text`` to count it, if it did (``LineSplitting.known``)."""
