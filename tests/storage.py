@@ -11,14 +11,21 @@ import contextlib
 import os
 import sqlite3
 import subprocess
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
+import psycopg
 import pytest
 from eventsourcing.sqlite import SQLiteConnectionPool
+from psycopg import sql
 
-__all__ = ["page_limit", "read_only"]
+from contextfold.store.store_url import parse_store_url
+
+__all__ = ["PgRole", "page_limit", "pg_role", "read_only"]
 
 
 @contextlib.contextmanager
@@ -54,3 +61,39 @@ def page_limit(monkeypatch: pytest.MonkeyPatch, pages: int) -> Iterator[None]:
     with monkeypatch.context() as m:
         m.setattr(SQLiteConnectionPool, "_create_connection", limited)
         yield
+
+
+@dataclass(frozen=True)
+class PgRole:
+    """A login role made for a test: its name, a store URL that connects as it, the schema of the
+    store it was granted on, and an admin connection (autocommit) to change it with."""
+
+    name: str
+    url: str
+    schema: str
+    admin: psycopg.Connection[Any]
+
+    def read_only(self) -> None:
+        """Every later session of the role is read-only (``default_transaction_read_only``), as
+        on a standby."""
+        self.admin.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(
+            sql.Identifier(self.name)))
+
+
+@contextlib.contextmanager
+def pg_role(pg_url: str, *grants: str) -> Iterator[PgRole]:
+    """A new login role on the store ``pg_url`` names, given ``grants`` (SQL with ``{s}`` for the
+    schema and ``{r}`` for the role), dropped with what it owns on exit."""
+    parsed = urlparse(pg_url)
+    schema = parse_store_url(pg_url).schema
+    name = f"cf_ro_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(parsed._replace(query="").geturl(), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+        try:
+            for grant in grants:
+                admin.execute(sql.SQL(grant).format(s=sql.Identifier(schema), r=sql.Identifier(name)))
+            url = parsed._replace(netloc=f"{name}@{parsed.hostname}:{parsed.port or 5432}").geturl()
+            yield PgRole(name, url, schema, admin)
+        finally:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))

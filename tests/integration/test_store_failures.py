@@ -6,20 +6,15 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import uuid
 from pathlib import Path
-from urllib.parse import urlparse
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from contextfold.api import open_store
 from contextfold.domain.errors import StoreFullError, StoreReadOnlyError, StoreUnavailableError
 from contextfold.domain.events import FileRead, UserInput
 from contextfold.store import backends
-from contextfold.store.backends import parse_store_url
-from tests.storage import page_limit, read_only
+from tests.storage import page_limit, pg_role, read_only
 
 
 def test_a_write_to_a_sqlite_store_locked_by_another_writer_names_the_file(
@@ -110,29 +105,17 @@ def test_a_read_only_postgresql_session_is_the_same_store_read_only_error(pg_url
     SQLite file raises, saying what to do. Reads work; nothing is written."""
     with open_store(pg_url) as store:
         store.run("r").append(UserInput("go"))
-    parsed = urlparse(pg_url)
-    schema = parse_store_url(pg_url).schema
-    role = f"cf_ro_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(parsed._replace(query="").geturl(), autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-        try:
-            for grant in ("GRANT USAGE ON SCHEMA {s} TO {r}",
-                          "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {s} TO {r}",
-                          "GRANT USAGE ON ALL SEQUENCES IN SCHEMA {s} TO {r}"):
-                admin.execute(sql.SQL(grant).format(s=sql.Identifier(schema), r=sql.Identifier(role)))
-            url = parsed._replace(netloc=f"{role}@{parsed.hostname}:{parsed.port or 5432}").geturl()
-            with open_store(url, create_schema=False) as store:  # writable: the grants suffice
-                store.run("w").append(UserInput("may write"))
-            admin.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(
-                sql.Identifier(role)))
-            with open_store(url, create_schema=False) as store:
-                run = store.run("r")
-                for event in (UserInput("blocked"), FileRead(path="big.txt", content="x" * 100_000)):
-                    with pytest.raises(StoreReadOnlyError, match="read-only transaction") as caught:
-                        run.append(event)
-                    assert "connect to the primary" in str(caught.value)
-                    assert f"{role}@" in str(caught.value)  # the store, as the URL names it
-                assert [e.event.text for e in run.events()] == ["go"]  # type: ignore[union-attr]
-        finally:
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    with pg_role(pg_url, "GRANT USAGE ON SCHEMA {s} TO {r}",
+                 "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {s} TO {r}",
+                 "GRANT USAGE ON ALL SEQUENCES IN SCHEMA {s} TO {r}") as role:
+        with open_store(role.url, create_schema=False) as store:  # writable: the grants suffice
+            store.run("w").append(UserInput("may write"))
+        role.read_only()
+        with open_store(role.url, create_schema=False) as store:
+            run = store.run("r")
+            for event in (UserInput("blocked"), FileRead(path="big.txt", content="x" * 100_000)):
+                with pytest.raises(StoreReadOnlyError, match="read-only transaction") as caught:
+                    run.append(event)
+                assert "connect to the primary" in str(caught.value)
+                assert f"{role.name}@" in str(caught.value)  # the store, as the URL names it
+            assert [e.event.text for e in run.events()] == ["go"]  # type: ignore[union-attr]

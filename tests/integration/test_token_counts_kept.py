@@ -7,12 +7,9 @@ A "next process" is the same process with its counters emptied (``TokenCounter.c
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlparse
 
-import psycopg
 import pytest
 from psycopg import sql
 
@@ -21,9 +18,8 @@ from contextfold.audit.data import audit_run
 from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.kept_counts import KEEP_AFTER
 from contextfold.projections.tokens import TokenCounter, counted_texts, get_counter
-from contextfold.store.store_url import parse_store_url
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
-from tests.storage import read_only
+from tests.storage import pg_role, read_only
 
 LONG_RUN = 40  # tool results, over KEEP_AFTER
 
@@ -198,26 +194,14 @@ def test_a_read_only_postgresql_session_opens_a_store_with_or_without_the_table(
     without it (and keeps no counts)."""
     with open_store(pg_url) as store:
         store.run("r").append(*_events(0, LONG_RUN))
-    parsed = urlparse(pg_url)
-    schema = parse_store_url(pg_url).schema
-    role = f"cf_ro_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(parsed._replace(query="").geturl(), autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-        try:
-            for grant in ("GRANT USAGE ON SCHEMA {s} TO {r}",
-                          "GRANT SELECT ON ALL TABLES IN SCHEMA {s} TO {r}"):
-                admin.execute(sql.SQL(grant).format(s=sql.Identifier(schema), r=sql.Identifier(role)))
-            admin.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(
-                sql.Identifier(role)))
-            url = parsed._replace(netloc=f"{role}@{parsed.hostname}:{parsed.port or 5432}").geturl()
-            with open_store(url) as store:
-                expected = store.run("r").state().fingerprint()
-            admin.execute(sql.SQL("DROP TABLE {}.{}").format(sql.Identifier(schema),
-                                                             sql.Identifier(TOKEN_COUNTS_TABLE)))
-            counter.clear()
-            with open_store(url) as store, counted_texts() as tokenized:
-                assert store.run("r").state().fingerprint() == expected
-                assert len(tokenized) == LONG_RUN
-        finally:
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    with pg_role(pg_url, "GRANT USAGE ON SCHEMA {s} TO {r}",
+                 "GRANT SELECT ON ALL TABLES IN SCHEMA {s} TO {r}") as role:
+        role.read_only()
+        with open_store(role.url) as store:
+            expected = store.run("r").state().fingerprint()
+        role.admin.execute(sql.SQL("DROP TABLE {}.{}").format(sql.Identifier(role.schema),
+                                                              sql.Identifier(TOKEN_COUNTS_TABLE)))
+        counter.clear()
+        with open_store(role.url) as store, counted_texts() as tokenized:
+            assert store.run("r").state().fingerprint() == expected
+            assert len(tokenized) == LONG_RUN
