@@ -24,7 +24,9 @@ def _cf(capsys: pytest.CaptureFixture[str], store: str, *args: str) -> tuple[int
     return code, out.out, out.err
 
 
-def test_diff_shows_a_fragment_whole_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _log_cut_then_whole(tmp_path: Path) -> str:
+    """A SQLite store holding run ``r1``: a failing build log, cut at turn 2 (window 3,000) and
+    whole at turn 3 (window 64,000), each turn with its record; the store's URL."""
     store = f"sqlite:///{tmp_path / 's.db'}"
     with open_store(store) as s:
         run = s.run("r1")
@@ -34,6 +36,11 @@ def test_diff_shows_a_fragment_whole_again(tmp_path: Path, capsys: pytest.Captur
         run.build(window=3_000, reserve=500)  # turn 2: the log is cut
         run.append(ModelResponse(text="Reading the log."), UserInput("Go on."))
         run.build(window=64_000, reserve=1_000)  # turn 3: the log is whole
+    return store
+
+
+def test_diff_shows_a_fragment_whole_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _log_cut_then_whole(tmp_path)
     code, out, _ = _cf(capsys, store, "diff", "r1", "2", "3")
     assert code == 0
     line = next(x for x in out.splitlines() if x.strip().startswith("~ e3"))
@@ -200,15 +207,7 @@ def test_usage_and_diff_check_turns_without_folding_the_run(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A turn check counts the run's model responses in the store: ``usage`` and ``diff`` folded
     the whole log for it (~5 s on a 10,000-event run, its tokenization) before doing their work."""
-    store = f"sqlite:///{tmp_path / 's.db'}"
-    with open_store(store) as s:
-        run = s.run("r1")
-        run.append(UserInput("Make the build pass."),
-                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cargo"),)),
-                   ToolResult(call_id="c1", content=LOG, exit_code=1))
-        run.build(window=3_000, reserve=500)  # turn 2
-        run.append(ModelResponse(text="Reading the log."), UserInput("Go on."))
-        run.build(window=64_000, reserve=1_000)  # turn 3
+    store = _log_cut_then_whole(tmp_path)
 
     def no_fold(*_: object, **__: object) -> None:
         raise AssertionError("the whole run was folded")
