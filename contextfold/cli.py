@@ -276,11 +276,10 @@ def _handle_import(args: argparse.Namespace) -> int:
         # ONE transaction: every run of the file, or none (a refusal, a lost server, Ctrl-C). What
         # the store refuses is named by its run: the one being prepared, after the runs reported
         # done (each event is prepared once; a separate check first prepared them all twice).
-        done: list[str] = []
         pending = iter([run_id for run_id, events in named if events])
 
         def prepared(n: int) -> None:
-            done.append(next(pending))
+            next(pending)  # that run is prepared: a refusal from here on is the next one's
             advance(n)
 
         with progress_bar(sum(len(events) for _, events in named), f"importing {source}") as advance:

@@ -248,14 +248,6 @@ class EventStore(RunHeads):
                 fresh = True
         raise ConcurrencyConflictError(run_id, self._head(run_id).version)
 
-    def check(self, events: Sequence[AnyEvent]) -> None:
-        """Raise what :meth:`append` would for the contents of ``events`` (not an event, text
-        that is not Unicode, an event or artifact over the limits), writing nothing. A writer
-        that appends in several batches (the CLI's import of many runs, or of a long one)
-        checks them all first, so that a refusal leaves nothing half-written. Pairing is
-        checked by append."""
-        self._prepare_all(events)
-
     def _prepare_all(self, events: Sequence[AnyEvent],
                      ) -> list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]]:
         for i, e in enumerate(events):
