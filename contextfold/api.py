@@ -372,11 +372,14 @@ class Run:
                 if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
 
     def _rebuild(self, turn: int, cfg: BuildConfig, *, record: bool,
-                 progress: Progress | None = None) -> BuildResult:
+                 progress: Progress | None = None,
+                 records: list[ContextBuilt] | None = None) -> BuildResult:
+        """Rebuild ``turn`` (``records``: its records, when the caller has read them already: a
+        long run's records are megabytes of JSON each)."""
         last = self.next_turn()
         if not 1 <= turn <= last:
             raise TurnNotFoundError(self.run_id, turn, last)
-        records = self.records(turn)
+        records = self.records(turn) if records is None else records
         if records:
             first = records[0]
             # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
@@ -421,7 +424,7 @@ class Run:
                 raise TurnNotFoundError(self.run_id, turn, last)
             raise IntegrityError(f"run {self.run_id!r} turn {turn} has no context_built record to verify")
         first = records[0]
-        result = self._rebuild(turn, BuildConfig(), record=False, progress=progress)
+        result = self._rebuild(turn, BuildConfig(), record=False, progress=progress, records=records)
         recorded = first.manifest
         rebuilt = result.manifest.model_dump(mode="json")
         diffs = [f"{key}: recorded {recorded.get(key)!r} != rebuilt {rebuilt.get(key)!r}"
