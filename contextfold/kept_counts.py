@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from weakref import WeakKeyDictionary
 
 from contextfold.projections.tokens import COUNTS_VERSION, counted_texts, get_counter
 from contextfold.store.event_store import EventStore
@@ -23,6 +24,9 @@ __all__ = ["KEEP_AFTER", "counts_kept"]
 KEEP_AFTER = 32
 """A fold that tokenized fewer texts than this keeps none."""
 
+_LOADED: WeakKeyDictionary[EventStore, set[str]] = WeakKeyDictionary()
+"""Per store, the runs whose kept counts it has given the counters."""
+
 _LOADED_RUNS = 4096
 """Runs whose kept counts a store remembers having read (then it starts over: a server folding
 many runs reads a run's counts again at worst)."""
@@ -32,7 +36,7 @@ many runs reads a run's counts again at worst)."""
 def counts_kept(store: EventStore, run_id: str) -> Iterator[None]:
     """Around a fold of ``run_id``: the run's kept counts given to the process's counters (the
     first time this store folds the run), and what the fold tokenized kept after it succeeds."""
-    loaded: set[str] = store.__dict__.setdefault("_token_counts_loaded", set())
+    loaded = _LOADED.setdefault(store, set())
     if run_id not in loaded:
         for encoding, rows in kept_counts(store, run_id, COUNTS_VERSION).items():
             counter = get_counter(encoding)

@@ -73,6 +73,7 @@ class Backend(Protocol):
 
     def create_schema(self) -> None: ...
     def table(self, name: str) -> str: ...
+    def tables_present(self, *names: str) -> bool: ...
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
     def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None: ...
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
@@ -134,6 +135,13 @@ class SQLiteBackend:
 
     def table(self, name: str) -> str:
         return name
+
+    def tables_present(self, *names: str) -> bool:
+        """Whether the file holds every table of ``names`` (one read)."""
+        marks = ", ".join("?" * len(names))
+        rows = self.query(f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
+                          names)
+        return int(rows[0][0]) == len(set(names))
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translate_errors("query", self.url), self.datastore.transaction(commit=False) as c:
@@ -213,7 +221,7 @@ class PostgresBackend:
                 f"invalid schema {url.schema!r} in the store URL: a PostgreSQL keyword, which "
                 "eventsourcing cannot use unquoted; choose another name")
 
-    def _tables_present(self, *names: str) -> bool:
+    def tables_present(self, *names: str) -> bool:
         """Whether the schema holds every table of ``names`` (one read, no lock)."""
         checks = " AND ".join(["to_regclass(%s) IS NOT NULL"] * len(names))
         return bool(self.query(f"SELECT {checks}", [self.table(n) for n in names])[0][0])
@@ -223,13 +231,13 @@ class PostgresBackend:
         session (a standby, ``default_transaction_read_only``) refuses even ``CREATE TABLE IF NOT
         EXISTS``, so opening a complete store there failed. One made before the token-count table
         is opened there without it (it keeps no counts: ``token_counts``)."""
-        if self._tables_present(EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE):
+        if self.tables_present(EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE):
             self.datastore.register_type_adapters()
             return
         try:
             self._create_schema()
         except StoreNotWritableError:
-            if not self._tables_present(EVENTS_TABLE, ARTIFACTS_TABLE):
+            if not self.tables_present(EVENTS_TABLE, ARTIFACTS_TABLE):
                 raise
             self.datastore.register_type_adapters()
 

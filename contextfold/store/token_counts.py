@@ -25,6 +25,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from contextfold.domain.errors import StoreError
 
@@ -54,22 +55,16 @@ def create_table_sql(table: str, *, blob: str, integer: str) -> str:
             "PRIMARY KEY (run_id, encoding, digest))")
 
 
+_HAS_TABLE: WeakKeyDictionary[EventStore, bool] = WeakKeyDictionary()
+
+
 def _has_table(store: EventStore) -> bool:
     """Whether the store has the table (one made by an older contextfold and opened without
     creating its schema has not); asked once per store."""
-    known = getattr(store, "_token_counts_table", None)
+    known = _HAS_TABLE.get(store)
     if known is None:
-        backend = store.backend
-        if backend.placeholder == "?":
-            rows = backend.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                 (TOKEN_COUNTS_TABLE,))
-        else:
-            rows = backend.query("SELECT to_regclass(%s) IS NOT NULL",
-                                 (backend.table(TOKEN_COUNTS_TABLE),))
-            rows = [r for r in rows if r[0]]
-        known = bool(rows)
-        store._token_counts_table = known  # type: ignore[attr-defined]
-    return bool(known)
+        known = _HAS_TABLE[store] = store.backend.tables_present(TOKEN_COUNTS_TABLE)
+    return known
 
 
 def _blocks_bytes(blocks: Blocks | None) -> bytes | None:
