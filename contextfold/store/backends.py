@@ -23,9 +23,10 @@ on the catalog, so creation runs under a transaction-level advisory lock.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
@@ -357,24 +358,24 @@ class PostgresBackend:
         self._idempotent("store artifact", work)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        import psycopg
-
-        with translate_errors("execute", self.url):
-            try:
-                with self.datastore.transaction(commit=True) as c:
-                    c.execute(sql, tuple(params))
-            except psycopg.Error as exc:
-                refusal = not_writable(exc, f"execute ({self._safe_url()})", None)
-                raise refusal or StoreError(str(exc)) from exc
+        with self._writing_transaction() as c:
+            c.execute(sql, tuple(params))
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """``sql`` once per row, in one transaction."""
+        with self._writing_transaction() as c:
+            c.executemany(sql, [tuple(r) for r in rows])
+
+    @contextlib.contextmanager
+    def _writing_transaction(self) -> Iterator[Any]:
+        """A committed transaction's cursor; a driver error is a StoreError, a refusal (disk
+        full, read-only) its StoreNotWritableError."""
         import psycopg
 
         with translate_errors("execute", self.url):
             try:
                 with self.datastore.transaction(commit=True) as c:
-                    c.executemany(sql, [tuple(r) for r in rows])
+                    yield c
             except psycopg.Error as exc:
                 refusal = not_writable(exc, f"execute ({self._safe_url()})", None)
                 raise refusal or StoreError(str(exc)) from exc
