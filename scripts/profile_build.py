@@ -243,6 +243,8 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=30, help="cProfile rows to print")
     ap.add_argument("--sort", choices=("tottime", "cumulative"), default="tottime",
                     help="cProfile order: own time, or time including callees (which subtree pays)")
+    ap.add_argument("--callers", metavar="PATTERN",
+                    help="with --cprofile: also print who calls the functions matching PATTERN")
     ap.add_argument("--evict", action="store_true",
                     help="write 64 MB before each timed build: every build starts with cold caches")
     ap.add_argument("--spy-report", nargs="+", metavar="RAW",
@@ -279,7 +281,11 @@ def main() -> int:
     report(probe)
     if prof is not None:
         print(f"\ncProfile of the {args.cprofile} builds ({args.sort}; cProfile slows Python calls):")
-        pstats.Stats(prof).sort_stats(args.sort).print_stats(args.top)
+        stats = pstats.Stats(prof).sort_stats(args.sort)
+        stats.print_stats(args.top)
+        if args.callers:
+            stats.print_callers(args.callers)
+            stats.print_callees(args.callers)
     return 0
 
 
