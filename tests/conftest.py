@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from contextfold.domain import trusted
 from contextfold.store.event_store import EventStore
+
+trusted.CHECKED = True  # every model the builder makes unvalidated is checked against validation
 
 PG_URL = os.environ.get("CONTEXTFOLD_TEST_PG", "")
 REPO = Path(__file__).resolve().parents[1]

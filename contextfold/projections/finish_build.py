@@ -27,6 +27,7 @@ from contextfold.domain.manifest import (
     RedactionRecord,
     TruncationRecord,
 )
+from contextfold.domain.trusted import trusted
 from contextfold.projections.build_result import BuildResult
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
 from contextfold.projections.request_json import (
@@ -177,8 +178,10 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                                                  tuple(others[split:]))) if others else low_priority)
     # Every field is made above from typed objects (tuples of validated lines, the validated
     # config): re-validating them per build cost 0.35 ms on a long run's ~10,000 lines.
-    # tests/unit/test_build_cache.py validates built manifests against the model.
-    manifest = ContextManifest.model_construct(
+    # tests/unit/test_build_cache.py validates built manifests against the model, and the tests
+    # run with ``trusted.CHECKED``.
+    manifest = trusted(
+        ContextManifest,
         request_id="req_" + canonical_hash([state.run_id, turn, state.version, config_hash])[:16],
         run_id=state.run_id, turn=turn, log_version=state.version, provider=config.provider,
         model=config.model or state.model, encoding=state.counter.encoding_name,

@@ -49,6 +49,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, ToolSpec
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
+from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
 from contextfold.projections.state import (
     CallSlot,
@@ -128,9 +129,9 @@ def _entry_media(state: RunState, entry: FragmentEntry) -> tuple[MediaPart, ...]
 
 
 def _data(frag: FragmentFields, text: str, truncated: bool, label: str | None = None) -> DataPart:
-    return DataPart(text=text, source=frag.source_ref, trust=frag.trust,
-                    label=label or _DATA_LABEL.get(frag.kind, frag.kind), truncated=truncated,
-                    fragment_id=frag.id)
+    return trusted(DataPart, text=text, source=frag.source_ref, trust=frag.trust,
+                   label=label or _DATA_LABEL.get(frag.kind, frag.kind), truncated=truncated,
+                   fragment_id=frag.id)
 
 
 def _authority_part(frag: ContextFragment, text: str, truncated: bool) -> UserPart:
@@ -200,8 +201,8 @@ def lay_out(inp: LayoutInput) -> Conversation:
         messages = tuple(out)
         laid.last = (pieces, messages)
     # Every part is a validated model already: construct without re-validating thousands.
-    return Conversation.model_construct(model=inp.model, system=system, tools=inp.tools,
-                                        messages=messages, stable_prefix_messages=1 if stable else 0)
+    return trusted(Conversation, model=inp.model, system=system, tools=inp.tools,
+                   messages=messages, stable_prefix_messages=1 if stable else 0)
 
 
 @dataclass(slots=True, eq=False)
@@ -376,9 +377,9 @@ def _message_of(parts: Callable[[ContextFragment, str, bool], tuple[UserPart, ..
 
 def _call_part(slot: CallSlot, name: str, arguments: str) -> ToolCallPart:
     if slot.alias is None:
-        return ToolCallPart(call_id=slot.call_id, name=name, arguments=arguments)
-    return ToolCallPart(call_id=slot.call_id, alias=slot.alias, alias_for=slot.alias_for,
-                        name=name, arguments=arguments)
+        return trusted(ToolCallPart, call_id=slot.call_id, name=name, arguments=arguments)
+    return trusted(ToolCallPart, call_id=slot.call_id, alias=slot.alias, alias_for=slot.alias_for,
+                   name=name, arguments=arguments)
 
 
 def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], str]) -> list[Message]:
@@ -417,28 +418,27 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                 else:
                     content = (_data(answer, text(slot.answer_id), slot.answer_id in inp.truncated),
                                *_entry_media(state, answer))
-                results.append(ToolResultPart(call_id=slot.call_id, alias=slot.alias,
-                                              alias_for=slot.alias_for, name=slot.name, status=status,
-                                              content=content, exit_code=exit_code,
-                                              fragment_id=answer.id))
-            return [AssistantMessage(text=said, tool_calls=calls, fragment_id=head.id),
-                    ToolResults(results=tuple(results))]
+                results.append(trusted(ToolResultPart, call_id=slot.call_id, alias=slot.alias,
+                                       alias_for=slot.alias_for, name=slot.name, status=status,
+                                       content=content, exit_code=exit_code, fragment_id=answer.id))
+            return [trusted(AssistantMessage, text=said, tool_calls=calls, fragment_id=head.id),
+                    trusted(ToolResults, results=tuple(results))]
         case MessageItem():
             e = state.entries[item.fragment_id]
             if item.role == "assistant":
-                return [AssistantMessage(text=text(e.id), fragment_id=e.id)]
+                return [trusted(AssistantMessage, text=text(e.id), fragment_id=e.id)]
             if item.role == "user":
                 parts: list[UserPart] = []
                 body = text(e.id)
                 if body:
-                    parts.append(InstructionPart(text=body, authority="user", fragment_id=e.id))
+                    parts.append(trusted(InstructionPart, text=body, authority="user", fragment_id=e.id))
                 parts.extend(_entry_media(state, e))
                 if not parts:
                     parts.append(InstructionPart(text="(empty message)", authority="user", fragment_id=e.id))
-                return [UserMessage(parts=tuple(parts))]
-            return [UserMessage(parts=(_data(e, text(e.id), e.id in inp.truncated, "note"),))]
+                return [trusted(UserMessage, parts=tuple(parts))]
+            return [trusted(UserMessage, parts=(_data(e, text(e.id), e.id in inp.truncated, "note"),))]
         case SummaryItem():
             e = state.entries[item.fragment_id]
-            return [UserMessage(parts=(_data(e, text(e.id), False, "compaction_summary"),))]
+            return [trusted(UserMessage, parts=(_data(e, text(e.id), False, "compaction_summary"),))]
         case _:
             assert_never(item)

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import LAYER_NAMES, ManifestFragment
+from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields
 from contextfold.projections.state import freshness_at
 from contextfold.projections.units import BuildCtx, Facts
@@ -60,9 +61,10 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
                             "truncated": False}, position)
     key = (f, layer, required, reason)
-    line = ctx.cached("line", fid, key) or ctx.keep("line", fid, key, ManifestFragment(
-        id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
-        required=required, truncated=False, selection_reason=reason, content_hash=f.content_hash))
+    line = ctx.cached("line", fid, key) or ctx.keep("line", fid, key, trusted(
+        ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,
+        tokens=tokens, required=required, truncated=False, selection_reason=reason,
+        content_hash=f.content_hash))
     return layer, tokens, facts.overhead, view, line
 
 
@@ -90,9 +92,9 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     view = SelectedView(f, {"required": fid in ctx.required, "token_count": tokens,
                             "selection_reason": reason, "truncated": fid in truncated}, position)
     media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))
-    line = ManifestFragment(
-        id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust, tokens=tokens,
-        required=fid in ctx.required, truncated=fid in truncated, selection_reason=reason,
+    line = trusted(
+        ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,
+        tokens=tokens, required=fid in ctx.required, truncated=fid in truncated, selection_reason=reason,
         content_hash=f.content_hash, original_tokens=original_tokens.get(fid), media=media or ())
     return layer, tokens, facts.overhead, view, line
 
