@@ -448,7 +448,7 @@ EXIT_CODES = """exit codes:
 fix the input (2). Shown by ``--help``."""
 
 STORE_HELP = ("store URL: sqlite:///path.db or postgresql://user@host:port/db[?schema=name]"
-              "[&connect_timeout=seconds, default 5] "
+              "[&connect_timeout=seconds, default 5][&network_timeout=seconds, default 30] "
               "(default: $CONTEXTFOLD_STORE, else sqlite:///contextfold.db here)")
 
 

@@ -15,10 +15,11 @@ __all__ = ["TcpProxy"]
 
 
 class TcpProxy:
-    """Forward ``127.0.0.1:<port>`` to ``target``; ``port`` is chosen when first started."""
+    """Forward ``<host>:<port>`` to ``target``; ``port`` is chosen when first started."""
 
-    def __init__(self, target: tuple[str, int]) -> None:
+    def __init__(self, target: tuple[str, int], host: str = "127.0.0.1") -> None:
         self.target = target
+        self.host = host
         self.port = 0
         self.accepted = 0
         """Connections accepted (and forwarded) so far: what a client tried while the proxy was up."""
@@ -29,7 +30,7 @@ class TcpProxy:
     def up(self) -> TcpProxy:
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        listener.bind((self.host, self.port))
         listener.listen(64)
         self.port = listener.getsockname()[1]
         self._listener = listener

@@ -55,6 +55,7 @@ __all__ = [
     "SQLiteBackend",
     "StoreURL",
     "display_url",
+    "libpq_dead_peer",
     "open_backend",
     "parse_store_url",
     "translate_errors",
@@ -192,7 +193,7 @@ class PostgresBackend:
         # connection it takes, and two threads doing so while a connection is out trip
         # psycopg_pool's `assert not self._pool_full_event` (a bare AssertionError from a store
         # shared by threads). _probe above already fails fast when the server is unreachable.
-        self.datastore = _datastore_class(role)(  # connect_timeout: the pool's wait for a connection
+        self.datastore = _datastore_class(role, url.network_timeout)(  # connect_timeout: the pool's wait
             dbname=url.dbname, host=url.host, port=url.port, user=url.user,
             password=url.password, schema=url.schema, originator_id_type="text",
             pool_size=2, max_overflow=8, connect_timeout=url.connect_timeout,
@@ -212,7 +213,7 @@ class PostgresBackend:
         try:
             with psycopg.connect(host=url.host, port=url.port, user=url.user, password=url.password,
                                  dbname=url.dbname, connect_timeout=_libpq_timeout(url.connect_timeout),
-                                 ) as conn:
+                                 **libpq_dead_peer(url.network_timeout)) as conn:
                 row = conn.execute("SELECT quote_ident(%s)", (url.schema,)).fetchone()
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split())  # the server's message spans lines
@@ -389,7 +390,20 @@ def _libpq_timeout(seconds: float) -> int:
     return max(2, math.ceil(seconds))
 
 
-def _datastore_class(role: str | None) -> type[Any]:
+def libpq_dead_peer(seconds: float) -> dict[str, Any]:
+    """libpq's parameters that drop a connection whose server stopped answering after about
+    ``seconds`` (``?network_timeout=``): keepalives from a third of it on, four unanswered ones
+    (a statement waiting for its answer), and ``tcp_user_timeout`` (data sent and never
+    acknowledged). Through a partition staged in ``tests/integration/test_store_outage.py``, an
+    append with ``?network_timeout=3`` fails typed in ~7 s; without these it was still waiting
+    after 60 s, for the system's TCP retransmissions (``tcp_retries2`` 15: ~15 minutes)."""
+    idle = max(1, math.ceil(seconds / 3))
+    return {"keepalives": 1, "keepalives_idle": idle, "keepalives_count": 4,
+            "keepalives_interval": max(1, math.ceil((seconds - idle) / 4)),
+            "tcp_user_timeout": max(1000, math.ceil(seconds * 1000))}
+
+
+def _datastore_class(role: str | None, network_timeout: float) -> type[Any]:
     """eventsourcing's PostgresDatastore, with a pool that stops reconnecting after the connect
     timeout, and ``SET ROLE`` on every new pooled connection when ``role`` is given.
 
@@ -399,7 +413,8 @@ def _datastore_class(role: str | None) -> type[Any]:
     the connect timeout and failed. Given up after ``connect_timeout``, a connection is made again
     when an operation asks for one (the pool grows on demand), at once. libpq's own
     ``connect_timeout`` bounds each attempt (the pool's connections had none: a server that drops
-    packets held a pool worker for the system's TCP timeout).
+    packets held a pool worker for the system's TCP timeout), and :func:`libpq_dead_peer` bounds
+    the wait on a connection whose server stopped answering.
 
     The role is a tenant's (see :mod:`contextfold.store.tenants`): from the first
     statement on, the connection has that role's privileges and no others.
@@ -416,6 +431,7 @@ def _datastore_class(role: str | None) -> type[Any]:
             pool.reconnect_timeout = pool.timeout
             assert isinstance(pool.kwargs, dict)
             pool.kwargs["connect_timeout"] = _libpq_timeout(pool.timeout)
+            pool.kwargs.update(libpq_dead_peer(network_timeout))
 
         def after_connect_func(self) -> Any:
             base = super().after_connect_func()

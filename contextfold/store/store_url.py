@@ -16,6 +16,7 @@ from contextfold.domain.errors import StoreConfigError
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_NETWORK_TIMEOUT",
     "DEFAULT_STORE_URL",
     "MAX_CONNECT_TIMEOUT",
     "StoreURL",
@@ -28,6 +29,13 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 for a pooled one. During an outage an operation fails with :class:`StoreUnavailableError` after
 about this long (a lost connection is retried at once first; waiting is not retried)."""
 MAX_CONNECT_TIMEOUT = 3600.0
+DEFAULT_NETWORK_TIMEOUT = 30.0
+"""Seconds a PostgreSQL connection whose server stopped answering (a network partition, a host
+that died without closing its connections) is kept before the operation on it fails with
+:class:`StoreUnavailableError` (``?network_timeout=``). Without it, a statement sent into a
+partition waited for the system's TCP retransmissions to give up: ~15 minutes on Linux. Applied
+as TCP keepalives and ``TCP_USER_TIMEOUT``: a live server's host answers both at once, however
+long its statement runs, so a slow query is not cut."""
 
 DEFAULT_STORE_URL = "sqlite:///contextfold.db"
 
@@ -43,9 +51,10 @@ class StoreURL:
     dbname: str = ""
     schema: str = "public"
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    network_timeout: float = DEFAULT_NETWORK_TIMEOUT
 
 
-_PG_OPTIONS = frozenset({"schema", "connect_timeout"})
+_PG_OPTIONS = frozenset({"schema", "connect_timeout", "network_timeout"})
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """Lower case only: eventsourcing names the schema unquoted in one query (its row type's lookup),
 where PostgreSQL folds it to lower case, so a schema ``MixedCase`` was created (quoted) and then
@@ -66,7 +75,8 @@ def display_url(url: str) -> str:
 
 def parse_store_url(url: str) -> StoreURL:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``,
-    ``postgresql://user[:pw]@host[:port]/dbname[?schema=name][&connect_timeout=seconds]``."""
+    ``postgresql://user[:pw]@host[:port]/dbname[?schema=name][&connect_timeout=seconds]
+    [&network_timeout=seconds]``."""
     if not url.strip():
         raise StoreConfigError(f"an empty store URL ({url!r}): use sqlite:///path.db or "
                                "postgresql://user@host:port/db")
@@ -80,7 +90,8 @@ def parse_store_url(url: str) -> StoreURL:
     if unknown and parsed.scheme in ("sqlite", "postgresql", "postgres"):
         raise StoreConfigError(
             f"unsupported option {', '.join(map(repr, unknown))} in the store URL {display_url(url)!r}: "
-            "a postgresql URL takes ?schema=name and ?connect_timeout=seconds only (TLS and the "
+            "a postgresql URL takes ?schema=name, ?connect_timeout=seconds and "
+            "?network_timeout=seconds only (TLS and the "
             "like: libpq's environment, e.g. PGSSLMODE), a sqlite URL none")
     if parsed.scheme in ("sqlite", "postgresql", "postgres"):
         _refuse_ignored_parts(parsed, url, options)
@@ -115,7 +126,8 @@ def parse_store_url(url: str) -> StoreURL:
             password=unquote(parsed.password or ""),
             dbname=dbname,
             schema=schema,
-            connect_timeout=_connect_timeout(options, url),
+            connect_timeout=_seconds(options, url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+            network_timeout=_seconds(options, url, "network_timeout", DEFAULT_NETWORK_TIMEOUT),
         )
     raise StoreConfigError(
         f"unsupported store URL {display_url(url)!r}: use sqlite:///path.db or "
@@ -123,19 +135,20 @@ def parse_store_url(url: str) -> StoreURL:
     )
 
 
-def _connect_timeout(options: dict[str, list[str]], url: str) -> float:
-    """``?connect_timeout=`` in seconds: how long an operation waits for a connection before it
-    reports the server unavailable (:data:`DEFAULT_CONNECT_TIMEOUT` when absent)."""
-    if "connect_timeout" not in options:
-        return DEFAULT_CONNECT_TIMEOUT
-    text = options["connect_timeout"][0]
+def _seconds(options: dict[str, list[str]], url: str, name: str, default: float) -> float:
+    """The option ``name`` in seconds (``default`` when absent): ``connect_timeout``, how long an
+    operation waits for a connection before it reports the server unavailable;
+    ``network_timeout``, how long a connection is given once its server stops answering."""
+    if name not in options:
+        return default
+    text = options[name][0]
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not 0 < value <= MAX_CONNECT_TIMEOUT:  # also refuses nan and inf
         raise StoreConfigError(
-            f"invalid connect_timeout {text!r} in the store URL {display_url(url)!r}: a number of "
+            f"invalid {name} {text!r} in the store URL {display_url(url)!r}: a number of "
             f"seconds above 0 and at most {MAX_CONNECT_TIMEOUT:g}")
     return value
 

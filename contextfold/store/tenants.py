@@ -85,9 +85,12 @@ def tenant_schema(tenant: str, base_schema: str = "public") -> str:
 def _admin_connect(url: StoreURL):  # type: ignore[no-untyped-def]
     import psycopg
 
+    from contextfold.store.backends import libpq_dead_peer
+
     try:
         return psycopg.connect(host=url.host, port=url.port, user=url.user, password=url.password,
-                               dbname=url.dbname, autocommit=True, connect_timeout=5)
+                               dbname=url.dbname, autocommit=True, connect_timeout=5,
+                               **libpq_dead_peer(url.network_timeout))
     except psycopg.OperationalError as exc:
         from contextfold.domain.errors import StoreUnavailableError
 

@@ -2,10 +2,16 @@
 with nothing half-written, and the same append goes through as soon as the server is back.
 
 The outage is staged with a TCP proxy in front of the shared test server (which is never stopped):
-taking the proxy down refuses new connections and cuts the pooled ones, as a stopped server does."""
+taking the proxy down refuses new connections and cuts the pooled ones, as a stopped server does.
+A network partition (packets dropped, nothing refused or closed) is staged by listening on an
+address of a virtual interface of this machine's own and then removing that address: it needs
+root (``ip link``, as ``.ci/run`` runs), and fails, not skips, without it."""
 
 from __future__ import annotations
 
+import random
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
@@ -79,5 +85,89 @@ def test_an_append_during_an_outage_fails_within_the_connect_timeout_and_goes_th
         assert [e.event.text for e in run.events()] == ["go", "during"]  # type: ignore[union-attr]
         assert run.verify().ok
         assert [r.run_id for r in store.runs()] == ["r"]  # the failed new run left nothing
+    finally:
+        store.close()
+
+
+class Partition:
+    """An address on a veth interface made for the test; :meth:`cut` removes the address, so every
+    packet to it is dropped in silence (no refusal, no reset: a partition), :meth:`heal` puts
+    it back."""
+
+    def __init__(self) -> None:
+        tag = random.randrange(1 << 16)
+        self.link = f"cfp{tag:04x}"
+        self.address = f"10.251.{tag >> 8}.{max(1, tag & 0xFF)}"
+        self._ip(f"link add {self.link} type veth peer name {self.link}p")
+        self._ip(f"link set {self.link} up")
+        self.heal()
+
+    @staticmethod
+    def _ip(args: str) -> None:
+        done = subprocess.run(["ip", *args.split()], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.fail(f"staging a network partition needs root and ip(8): ip {args}: {done.stderr.strip()}")
+
+    def heal(self) -> None:
+        self._ip(f"addr add {self.address}/32 dev {self.link}")
+
+    def cut(self) -> None:
+        self._ip(f"addr del {self.address}/32 dev {self.link}")
+
+    def remove(self) -> None:
+        subprocess.run(["ip", "link", "del", self.link], capture_output=True)
+
+
+NETWORK_TIMEOUT = 3.0
+
+
+@pytest.fixture
+def partitioned(pg_url: str) -> Iterator[tuple[Partition, str]]:
+    """The test store's URL through a proxy on a partitionable address, with both timeouts set."""
+    parsed = urlparse(pg_url)
+    partition = Partition()
+    try:
+        with TcpProxy((parsed.hostname or "127.0.0.1", parsed.port or 5432), host=partition.address) as proxy:
+            netloc = f"{parsed.username}@{partition.address}:{proxy.port}"
+            query = f"{parsed.query}&connect_timeout={CONNECT_TIMEOUT:g}&network_timeout={NETWORK_TIMEOUT:g}"
+            yield partition, parsed._replace(netloc=netloc, query=query).geturl()
+    finally:
+        partition.remove()
+
+
+@pytest.mark.postgres
+def test_an_append_into_a_network_partition_fails_after_the_network_timeout_and_goes_through_healed(
+        partitioned: tuple[Partition, str]) -> None:
+    """A statement sent on a pooled connection whose packets are dropped waited for the system's
+    TCP retransmissions to give up (~15 minutes here, measured with psycopg before the fix): the
+    agent's append hung. Now the connection is dropped after about ``?network_timeout=`` and the
+    append fails typed, with nothing written; once the network is back the retry goes through."""
+    partition, url = partitioned
+    store = open_store(url)
+    try:
+        run = store.run("r")
+        run.append(UserInput("go"))
+        partition.cut()
+        outcome: list[BaseException | None] = []
+
+        def append() -> None:
+            try:
+                run.append(UserInput("during"))
+                outcome.append(None)
+            except BaseException as exc:  # reported by the test thread below
+                outcome.append(exc)
+
+        started = time.monotonic()
+        waiter = threading.Thread(target=append, daemon=True)
+        waiter.start()
+        waiter.join(20 * NETWORK_TIMEOUT)
+        elapsed = time.monotonic() - started
+        assert not waiter.is_alive(), f"the append still waits after {elapsed:.0f} s: it hangs"
+        assert isinstance(outcome[0], StoreUnavailableError), outcome
+        partition.heal()
+        recorded = run.append(UserInput("during"))  # the caller's retry
+        assert [r.position for r in recorded] == [2]
+        assert [e.event.text for e in run.events()] == ["go", "during"]  # type: ignore[union-attr]
+        assert run.verify().ok
     finally:
         store.close()

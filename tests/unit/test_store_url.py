@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contextfold.domain.errors import StoreConfigError
-from contextfold.store.backends import display_url, parse_store_url
+from contextfold.store.backends import display_url, libpq_dead_peer, parse_store_url
 
 
 @pytest.mark.parametrize(("url", "message"), [
@@ -29,6 +29,9 @@ from contextfold.store.backends import display_url, parse_store_url
       for bad in ("", "0", "-1", "abc", "nan", "inf", "3601")),
     ("postgresql://u@h/db?connect_timeout=1&connect_timeout=2",
      "option 'connect_timeout' given more than once"),
+    ("sqlite:///x.db?network_timeout=2", "unsupported option 'network_timeout'"),
+    *((f"postgresql://u@h/db?network_timeout={bad}", "invalid network_timeout")
+      for bad in ("", "0", "-1", "abc", "nan", "inf", "3601")),
 ])
 def test_a_store_url_part_that_would_be_ignored_is_refused(url: str, message: str) -> None:
     with pytest.raises(StoreConfigError, match="^" + message.replace("(", r"\(")):
@@ -40,6 +43,22 @@ def test_well_formed_store_urls_still_parse() -> None:
     assert parse_store_url("postgresql://u@h/db?schema=s1").schema == "s1"
     assert parse_store_url("postgresql://u@h/db").connect_timeout == 5.0
     assert parse_store_url("postgresql://u@h/db?schema=s1&connect_timeout=0.5").connect_timeout == 0.5
+    assert parse_store_url("postgresql://u@h/db").network_timeout == 30.0
+    assert parse_store_url("postgresql://u@h/db?network_timeout=2.5&connect_timeout=1").network_timeout == 2.5
+
+
+@pytest.mark.parametrize("seconds", [0.5, 3.0, 30.0, 3600.0])
+def test_the_network_timeout_becomes_keepalives_and_a_tcp_user_timeout_that_add_up_to_it(
+        seconds: float) -> None:
+    """A dead connection is dropped after about ``network_timeout``: keepalives first sent after
+    the idle time, four unanswered ones apart by the interval, or sent data unacknowledged for
+    the user timeout (libpq takes whole seconds for the first three, milliseconds for the last)."""
+    params = libpq_dead_peer(seconds)
+    assert params["keepalives"] == 1 and params["keepalives_count"] == 4
+    assert all(type(v) is int and v >= 1 for v in params.values())
+    dead_after = params["keepalives_idle"] + params["keepalives_count"] * params["keepalives_interval"]
+    assert seconds <= dead_after <= max(seconds + 4, 5)
+    assert params["tcp_user_timeout"] == max(1000, round(seconds * 1000))
     assert parse_store_url("sqlite:///runs%232.db").path == "runs#2.db"
     assert parse_store_url("sqlite:////abs/x.db").path == "/abs/x.db"
 
