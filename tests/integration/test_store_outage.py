@@ -140,8 +140,9 @@ def test_an_append_into_a_network_partition_fails_after_the_network_timeout_and_
         partitioned: tuple[Partition, str]) -> None:
     """A statement sent on a pooled connection whose packets are dropped waited for the system's
     TCP retransmissions to give up (``tcp_retries2`` 15: ~15 minutes; before the fix this test
-    found the append still waiting after 60 s): the agent's append hung. Now the connection is dropped after about ``?network_timeout=`` and the
-    append fails typed, with nothing written; once the network is back the retry goes through."""
+    found the append still waiting after 60 s): the agent's append hung. Now the connection is
+    dropped after about ``?network_timeout=`` and the append fails typed, with nothing written;
+    once the network is back the retry goes through."""
     partition, url = partitioned
     store = open_store(url)
     try:
