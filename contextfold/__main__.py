@@ -2,6 +2,6 @@
 
 import sys
 
-from contextfold.cli import main
+from contextfold.console import main
 
 sys.exit(main())
