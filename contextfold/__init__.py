@@ -92,73 +92,32 @@ if TYPE_CHECKING:
     from contextfold.domain.manifest import BuildConfig, ContextManifest
     from contextfold.projections.builder import BuildResult
 
-_EXPORTS: dict[str, str] = {
-    "AnyEvent": "contextfold.domain.events",
-    "ArtifactNotFoundError": "contextfold.domain.errors",
-    "ArtifactRef": "contextfold.domain.events",
-    "BudgetError": "contextfold.domain.errors",
-    "BuildConfig": "contextfold.domain.manifest",
-    "BuildResult": "contextfold.projections.builder",
-    "CompactionError": "contextfold.domain.errors",
-    "CompactionSummary": "contextfold.domain.events",
-    "ConcurrencyConflictError": "contextfold.domain.errors",
-    "ContextBuilt": "contextfold.domain.events",
-    "ContextFragment": "contextfold.domain.fragments",
-    "ContextManifest": "contextfold.domain.manifest",
-    "ContextfoldError": "contextfold.domain.errors",
-    "CryptoError": "contextfold.domain.errors",
-    "DocumentBlock": "contextfold.domain.events",
-    "DuplicateToolCallError": "contextfold.domain.errors",
-    "DuplicateToolResultError": "contextfold.domain.errors",
-    "EvidenceRetrieved": "contextfold.domain.events",
-    "FileRead": "contextfold.domain.events",
-    "GoalSet": "contextfold.domain.events",
-    "HandOff": "contextfold.domain.events",
-    "HistoryCompacted": "contextfold.domain.events",
-    "ImageBlock": "contextfold.domain.events",
-    "ImportFormatError": "contextfold.domain.errors",
-    "InputLimitError": "contextfold.domain.errors",
-    "InstructionSet": "contextfold.domain.events",
-    "IntegrityError": "contextfold.domain.errors",
-    "InvalidInputError": "contextfold.domain.errors",
-    "MemoryRecalled": "contextfold.domain.events",
-    "ModelResponse": "contextfold.domain.events",
-    "NotFoundError": "contextfold.domain.errors",
-    "PendingToolCallsError": "contextfold.domain.errors",
-    "PlanStep": "contextfold.domain.events",
-    "PlanUpdated": "contextfold.domain.events",
-    "PolicySet": "contextfold.domain.events",
-    "ProtocolError": "contextfold.domain.errors",
-    "RecordNotFoundError": "contextfold.domain.errors",
-    "RenderError": "contextfold.domain.errors",
-    "ReplayReport": "contextfold.api",
-    "RequiredContextExceedsBudgetError": "contextfold.domain.errors",
-    "Run": "contextfold.api",
-    "RunNotFoundError": "contextfold.domain.errors",
-    "RunStarted": "contextfold.domain.events",
-    "Store": "contextfold.api",
-    "StoreConfigError": "contextfold.domain.errors",
-    "StoreError": "contextfold.domain.errors",
-    "StoreFullError": "contextfold.domain.errors",
-    "StoreNotWritableError": "contextfold.domain.errors",
-    "StoreReadOnlyError": "contextfold.domain.errors",
-    "StoreUnavailableError": "contextfold.domain.errors",
-    "TenantMismatchError": "contextfold.domain.errors",
-    "TextBlock": "contextfold.domain.events",
-    "ToolCall": "contextfold.domain.events",
-    "ToolCallCancelled": "contextfold.domain.events",
-    "ToolResult": "contextfold.domain.events",
-    "ToolResultLost": "contextfold.domain.events",
-    "ToolSpec": "contextfold.domain.events",
-    "ToolsRegistered": "contextfold.domain.events",
-    "TurnNotFoundError": "contextfold.domain.errors",
-    "UnknownToolCallError": "contextfold.domain.errors",
-    "UnsupportedMediaError": "contextfold.domain.errors",
-    "UsageObserved": "contextfold.domain.events",
-    "UserInput": "contextfold.domain.events",
-    "open_store": "contextfold.api",
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "contextfold.api": ("ReplayReport", "Run", "Store", "open_store"),
+    "contextfold.domain.errors": (
+        "ArtifactNotFoundError", "BudgetError", "CompactionError", "ConcurrencyConflictError",
+        "ContextfoldError", "CryptoError", "DuplicateToolCallError", "DuplicateToolResultError",
+        "ImportFormatError", "InputLimitError", "IntegrityError", "InvalidInputError",
+        "NotFoundError", "PendingToolCallsError", "ProtocolError", "RecordNotFoundError",
+        "RenderError", "RequiredContextExceedsBudgetError", "RunNotFoundError", "StoreConfigError",
+        "StoreError", "StoreFullError", "StoreNotWritableError", "StoreReadOnlyError",
+        "StoreUnavailableError", "TenantMismatchError", "TurnNotFoundError", "UnknownToolCallError",
+        "UnsupportedMediaError",
+    ),
+    "contextfold.domain.events": (
+        "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock",
+        "EvidenceRetrieved", "FileRead", "GoalSet", "HandOff", "HistoryCompacted", "ImageBlock",
+        "InstructionSet", "MemoryRecalled", "ModelResponse", "PlanStep", "PlanUpdated", "PolicySet",
+        "RunStarted", "TextBlock", "ToolCall", "ToolCallCancelled", "ToolResult", "ToolResultLost",
+        "ToolSpec", "ToolsRegistered", "UsageObserved", "UserInput",
+    ),
+    "contextfold.domain.fragments": ("ContextFragment",),
+    "contextfold.domain.manifest": ("BuildConfig", "ContextManifest"),
+    "contextfold.projections.builder": ("BuildResult",),
 }
-"""Each public name -> the module that defines it."""
+"""Each module and the public names it defines: the imports above, for the first use of a name."""
+
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "AnyEvent",
@@ -229,7 +188,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'contextfold' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -33,6 +33,17 @@ def test_public_api_is_exactly_the_documented_names_and_every_error() -> None:
         assert getattr(contextfold, name) is not None
 
 
+def test_the_lazy_exports_are_the_names_imported_for_type_checkers() -> None:
+    """``contextfold/__init__.py`` imports its public names under ``TYPE_CHECKING`` (for mypy and
+    editors) and resolves them at run time from ``_EXPORTS``: the two must name the same modules."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    imported = {node.module: tuple(a.name for a in node.names)
+                for node in guarded.body if isinstance(node, ast.ImportFrom)}
+    assert imported == contextfold._EXPORTS
+    assert sorted(contextfold._MODULE_OF) == sorted(contextfold.__all__)
+
+
 def test_every_error_hangs_under_the_single_root_and_is_in_the_tree() -> None:
     doc = errors.__doc__ or ""
     for name in errors.__all__:
