@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from contextfold.api import Store, open_store
 from contextfold.audit.text import visible
 from contextfold.cli_progress import progress_bar
+from contextfold.console import interrupted
 from contextfold.domain.errors import (
     ContextfoldError,
     ImportFormatError,
@@ -483,8 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C: each write is one transaction, so none is left half-done
-        sys.stderr.write("contextfold: interrupted\n")
-        return 130
+        return interrupted()
 
 
 def _main(argv: list[str] | None) -> int:

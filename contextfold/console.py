@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["main"]
+__all__ = ["INTERRUPTED", "interrupted", "main"]
 
 INTERRUPTED = 130
-"""The exit code of a command stopped by Ctrl-C (128 + SIGINT), as ``contextfold.cli`` returns."""
+"""The exit code of a command stopped by Ctrl-C (128 + SIGINT)."""
+
+
+def interrupted() -> int:
+    """Say a command was interrupted, and its exit code: while loading (here) or running
+    (``contextfold.cli``; each write is one transaction, so nothing is left half-done)."""
+    sys.stderr.write("contextfold: interrupted\n")
+    return INTERRUPTED
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,6 +28,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from contextfold.cli import main as run_command
     except KeyboardInterrupt:  # nothing was read or written yet
-        sys.stderr.write("contextfold: interrupted\n")
-        return INTERRUPTED
+        return interrupted()
     return run_command(argv)
