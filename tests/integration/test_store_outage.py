@@ -9,6 +9,7 @@ root (``ip link``, as ``.ci/run`` runs), and fails, not skips, without it."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import subprocess
 import threading
@@ -31,14 +32,21 @@ first failure, then leave it alone from 8 to 13.5 s, longer than the append afte
 for a connection (``CONNECT_TIMEOUT``)."""
 
 
+@contextlib.contextmanager
+def _through_proxy(pg_url: str, host: str = "127.0.0.1", **options: float) -> Iterator[tuple[TcpProxy, str]]:
+    """A proxy listening on ``host`` in front of the test server, and the test store's URL through
+    it with ``options`` (seconds) added to its query."""
+    parsed = urlparse(pg_url)
+    with TcpProxy((parsed.hostname or "127.0.0.1", parsed.port or 5432), host=host) as proxy:
+        query = parsed.query + "".join(f"&{name}={value:g}" for name, value in options.items())
+        yield proxy, parsed._replace(netloc=f"{parsed.username}@{host}:{proxy.port}", query=query).geturl()
+
+
 @pytest.fixture
 def proxied(pg_url: str) -> Iterator[tuple[TcpProxy, str]]:
     """The test store's URL through a proxy, with ``connect_timeout`` set."""
-    parsed = urlparse(pg_url)
-    with TcpProxy((parsed.hostname or "127.0.0.1", parsed.port or 5432)) as proxy:
-        netloc = f"{parsed.username}@127.0.0.1:{proxy.port}"
-        query = f"{parsed.query}&connect_timeout={CONNECT_TIMEOUT:g}"
-        yield proxy, parsed._replace(netloc=netloc, query=query).geturl()
+    with _through_proxy(pg_url, connect_timeout=CONNECT_TIMEOUT) as proxy_and_url:
+        yield proxy_and_url
 
 
 def _pool_stats(store: Store) -> tuple[int, int]:
@@ -124,13 +132,11 @@ NETWORK_TIMEOUT = 3.0
 @pytest.fixture
 def partitioned(pg_url: str) -> Iterator[tuple[Partition, str]]:
     """The test store's URL through a proxy on a partitionable address, with both timeouts set."""
-    parsed = urlparse(pg_url)
     partition = Partition()
     try:
-        with TcpProxy((parsed.hostname or "127.0.0.1", parsed.port or 5432), host=partition.address) as proxy:
-            netloc = f"{parsed.username}@{partition.address}:{proxy.port}"
-            query = f"{parsed.query}&connect_timeout={CONNECT_TIMEOUT:g}&network_timeout={NETWORK_TIMEOUT:g}"
-            yield partition, parsed._replace(netloc=netloc, query=query).geturl()
+        with _through_proxy(pg_url, partition.address, connect_timeout=CONNECT_TIMEOUT,
+                            network_timeout=NETWORK_TIMEOUT) as (_, url):
+            yield partition, url
     finally:
         partition.remove()
 
