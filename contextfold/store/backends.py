@@ -403,6 +403,21 @@ def libpq_dead_peer(seconds: float) -> dict[str, Any]:
             "tcp_user_timeout": max(1000, math.ceil(seconds * 1000))}
 
 
+def _reconnect_for_waiting_clients(pool: Any) -> None:
+    """Start another reconnection when one gave up while operations still wait for a connection.
+
+    Why: psycopg_pool grows for a waiting operation only when no reconnection attempt of its own
+    is pending; an operation that came while one was waited on it, and when it gave up nothing
+    tried again for it. The server came back within the operation's wait (the caller's retry
+    right after a network heals) and the operation failed anyway. The wait bounds this: once no
+    operation waits, a reconnection that gives up is not followed by another (psycopg_pool leaves
+    the clients that timed out in its queue; they are not counted). psycopg_pool has no public
+    hook for this; ``test_store_outage.py`` fails if its internals change under it."""
+    with pool._lock:
+        if any(client.conn is None and client.error is None for client in pool._waiting):
+            pool._maybe_grow_pool()
+
+
 def _datastore_class(role: str | None, network_timeout: float) -> type[Any]:
     """eventsourcing's PostgresDatastore, with a pool that stops reconnecting after the connect
     timeout, and ``SET ROLE`` on every new pooled connection when ``role`` is given.
@@ -429,6 +444,7 @@ def _datastore_class(role: str | None, network_timeout: float) -> type[Any]:
             super().__init__(*args, **kwargs)
             pool = self.pool  # not opened yet: opened by the first get_connection
             pool.reconnect_timeout = pool.timeout
+            pool._reconnect_failed = _reconnect_for_waiting_clients  # its reconnect_failed= callback
             assert isinstance(pool.kwargs, dict)
             pool.kwargs["connect_timeout"] = _libpq_timeout(pool.timeout)
             pool.kwargs.update(libpq_dead_peer(network_timeout))

@@ -97,6 +97,53 @@ def test_an_append_during_an_outage_fails_within_the_connect_timeout_and_goes_th
         store.close()
 
 
+@pytest.mark.postgres
+def test_an_append_that_waits_while_the_pool_gives_up_reconnecting_is_served_once_the_server_is_back(
+        pg_url: str) -> None:
+    """psycopg_pool grows for a waiting append only when none of its reconnection attempts is
+    pending: an append that came while one was pending (another append's) waited on it, and
+    when that attempt gave up nothing tried again for it; the server came back within the
+    append's wait and the append failed anyway (CI hit it on the partition test's retry). Now a
+    reconnection that gives up while an append still waits starts another one for it."""
+    wait = 4.0  # the URL's connect timeout: each append's wait, and the pool's reconnection's
+    with _through_proxy(pg_url, connect_timeout=wait) as (proxy, url):
+        store = open_store(url)
+        try:
+            backend = store.events.backend
+            assert isinstance(backend, PostgresBackend)
+            pool = backend.datastore.pool
+            proxy.down()  # every pooled connection is cut, every attempt refused
+            outcomes: dict[str, BaseException | None] = {}
+
+            def append(run_id: str) -> None:
+                try:
+                    store.run(run_id).append(UserInput(run_id))  # another run: no lock between them
+                    outcomes[run_id] = None
+                except BaseException as exc:  # reported by the test thread below
+                    outcomes[run_id] = exc
+
+            first = threading.Thread(target=append, args=("first",), daemon=True)
+            first.start()
+            while not pool.get_stats().get("requests_waiting"):  # the dead connections are met
+                assert first.is_alive(), outcomes
+                time.sleep(0.01)
+            queued = time.monotonic()  # the pool's attempt for it starts; it gives up after `wait`
+            time.sleep(wait * 3 / 4)
+            second = threading.Thread(target=append, args=("second",), daemon=True)
+            second.start()  # while that attempt is pending; waits until `wait * 1.75`
+            time.sleep(max(0.0, queued + wait + 0.4 - time.monotonic()))
+            proxy.up()  # after the attempt gave up, 2.6 s before the second append's wait ends
+            for thread in (first, second):
+                thread.join(10 * wait)
+                assert not thread.is_alive(), "an append still waits: it hangs"
+            assert isinstance(outcomes["first"], StoreUnavailableError), outcomes
+            assert outcomes["second"] is None, outcomes
+            assert [e.event.text for e in store.run("second").events()] == ["second"]  # type: ignore[union-attr]
+            assert [r.run_id for r in store.runs()] == ["second"]
+        finally:
+            store.close()
+
+
 class Partition:
     """An address on a veth interface made for the test; :meth:`cut` removes the address, so every
     packet to it is dropped in silence (no refusal, no reset: a partition), :meth:`heal` puts
