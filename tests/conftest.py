@@ -13,11 +13,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from contextfold.domain import trusted
 from contextfold.store.event_store import EventStore
 
 trusted.CHECKED = True  # every model the builder makes unvalidated is checked against validation
+
+# No per-example time limit (hypothesis's default is 200 ms): a property test asserts behaviour,
+# never speed, and a loaded CI machine (two xdist workers on two cores) must not fail one.
+settings.register_profile("contextfold", deadline=None)
+settings.load_profile("contextfold")
 
 PG_URL = os.environ.get("CONTEXTFOLD_TEST_PG", "")
 REPO = Path(__file__).resolve().parents[1]
