@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, get_args
@@ -26,12 +27,12 @@ from contextfold.domain.errors import (
     TurnNotFoundError,
 )
 from contextfold.domain.events import ContextBuilt
-from contextfold.domain.manifest import LAYER_NAMES, ContextManifest, ExclusionReason
+from contextfold.domain.manifest import LAYER_NAMES, ContextManifest, ExcludedFragment, ExclusionReason
 from contextfold.projections.builder import BuildResult
 from contextfold.projections.progress import Progress
 
-__all__ = ["RECORD_HELP", "PickedRecord", "diff_manifests", "manifest_table", "pick_record", "record_choice",
-           "turn_record"]
+__all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
+           "manifest_table", "pick_record", "record_choice", "turn_record"]
 
 PROVIDER_CHOICES = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
 
@@ -149,8 +150,60 @@ def _in_order(counts: dict[str, int], order: Iterable[str]) -> list[tuple[str, i
     return sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
 
 
-def manifest_table(m: ContextManifest) -> str:
-    """A readable table: budget, layers, selected fragments, what was excluded and why."""
+EXCLUDED_SHOWN = 20
+"""Excluded fragments the table lists per reason unless asked for all (``--excluded all``)."""
+
+
+def excluded_count(text: str) -> int | None:
+    """``--excluded``: a number of fragments per reason, or ``all`` (None)."""
+    if text == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'all', got {text!r}")
+    return value
+
+
+def _newest_first(item: ExcludedFragment) -> tuple[tuple[int, int | str], ...]:
+    """Ids in natural order, reversed by the caller: an event's fragment is named after its log
+    position (``e9702``, ``g999``), so the highest come first: what left the request last."""
+    return tuple((1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(item.id))
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _excluded_lines(m: ContextManifest, shown: int | None) -> list[str]:
+    """Per reason, the newest ``shown`` excluded fragments (all when None) and how many more.
+
+    Why: a long run's request leaves out nearly all of its history; the table of a 10,000-event
+    run listed 9,783 low-priority lines in the order of their ids (``e10, e100, e1000``), which
+    no one reads. The counts and token sums stay whole; ``--json`` has every line."""
+    by_reason: dict[str, list[ExcludedFragment]] = {}
+    for e in m.excluded_items:
+        by_reason.setdefault(e.reason, []).append(e)
+    lines: list[str] = []
+    for reason, items in _in_order({r: len(v) for r, v in by_reason.items()}, get_args(ExclusionReason)):
+        group = sorted(by_reason[reason], key=_newest_first, reverse=True)
+        listed = group if shown is None else group[:shown]
+        lines.append(f"  {reason}: {items} fragment{'s' if items != 1 else ''}, "
+                     f"{sum(e.tokens for e in group)} tokens" + (", newest first" if items > 1 else ""))
+        for e in listed:
+            by = f" -> replaced by {e.replaced_by}" if e.replaced_by else ""
+            detail = f" ({e.detail})" if e.detail else ""
+            lines.append(f"  {e.reason:<12} {e.id:<10} {e.kind:<14} {e.tokens:>6}  "
+                         f"{e.source_ref}{by}{detail}")
+        if len(listed) < items:
+            lines.append(f"  ... {items - len(listed)} more {reason} (--excluded all lists every one)")
+    return lines
+
+
+def manifest_table(m: ContextManifest, excluded_shown: int | None = EXCLUDED_SHOWN) -> str:
+    """A readable table: budget, layers, selected fragments, what was excluded and why (the
+    newest ``excluded_shown`` fragments per reason; None: all)."""
     lines = [
         f"run {m.run_id}  turn {m.turn}  provider {m.provider}  model {m.model}  encoding {m.encoding}",
         f"window {m.window_tokens}  reserved {m.reserved_output_tokens}  budget {m.budget_tokens}  "
@@ -170,10 +223,7 @@ def manifest_table(m: ContextManifest) -> str:
     lines += ["", f"tools ({m.tool_tokens} tokens): " + ", ".join(f"{t.name} [{t.reason}]" for t in m.tools)]
     excluded = _in_order(m.excluded, get_args(ExclusionReason))
     lines += ["", "excluded: " + ", ".join(f"{k}={v}" for k, v in excluded)]
-    for e in m.excluded_items:
-        by = f" -> replaced by {e.replaced_by}" if e.replaced_by else ""
-        detail = f" ({e.detail})" if e.detail else ""
-        lines.append(f"  {e.reason:<12} {e.id:<10} {e.kind:<14} {e.tokens:>6}  {e.source_ref}{by}{detail}")
+    lines += _excluded_lines(m, excluded_shown)
     if m.repairs:
         lines += ["", "protocol repairs: " + ", ".join(m.repairs)]
     # sources, tool and model names are untrusted text: an escape or newline in one must not
@@ -228,6 +278,10 @@ def _configure_manifest(p: argparse.ArgumentParser) -> None:
                         "without --record the output says how many. A record the turn does not "
                         "have is RecordNotFoundError (exit 2)")
     p.add_argument("--json", action="store_true", help="print the manifest JSON")
+    p.add_argument("--excluded", type=excluded_count, default=EXCLUDED_SHOWN, metavar="N|all",
+                   help=f"list the newest N excluded fragments of each reason (default "
+                        f"{EXCLUDED_SHOWN}; 'all' lists every one); the counts and token sums are "
+                        "always whole, and --json has every line")
 
 
 def _handle_manifest(args: argparse.Namespace) -> int:
@@ -251,7 +305,7 @@ def _handle_manifest(args: argparse.Namespace) -> int:
             sys.stderr.write(f"note: {note}\n")
         sys.stdout.write(manifest.model_dump_json(indent=2) + "\n")
     else:
-        sys.stdout.write((f"{note}\n\n" if note else "") + manifest_table(manifest) + "\n")
+        sys.stdout.write((f"{note}\n\n" if note else "") + manifest_table(manifest, args.excluded) + "\n")
     return 0
 
 

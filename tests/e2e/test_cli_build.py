@@ -6,6 +6,10 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from contextfold.cli import main
+from contextfold.cli_build import EXCLUDED_SHOWN
 from tests.e2e.test_cli_record import cf
 
 
@@ -141,3 +145,59 @@ def test_schema_manifest(tmp_path: Path) -> None:
     schema = json.loads(out.stdout)
     assert schema["title"] == "ContextManifest"
     assert "selected_tokens" in schema["properties"]
+
+
+def _long_run(tmp_path: Path) -> str:
+    """A run whose request at a 2,000-token window leaves out ~40 old messages (low_priority)
+    and one file version (superseded); the store's URL."""
+    from contextfold.api import open_store
+    from contextfold.domain.events import FileRead, UserInput
+
+    store = f"sqlite:///{tmp_path / 'long.db'}"
+    with open_store(store) as s:
+        run = s.run("long")
+        run.append(FileRead(path="a.py", content="x = 1\n", revision="r1"))
+        run.append(FileRead(path="a.py", content="x = 2\n", revision="r2"))
+        for i in range(60):
+            run.append(UserInput(f"message {i}: " + "word " * 60))
+    return store
+
+
+def test_manifest_table_lists_the_newest_excluded_of_each_reason_and_counts_the_rest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The table of a 10,000-event run listed its 9,783 low-priority lines in id order
+    (e10, e100, e1000, ...). Now each reason says how many and how many tokens, lists its
+    newest ``--excluded`` (default 20) and says how many more; ``all`` lists every one."""
+    store = _long_run(tmp_path)
+
+    def table(*extra: str) -> str:
+        capsys.readouterr()
+        assert main(["--store", store, "manifest", "long", "--window", "2000", "--reserve", "500",
+                     *extra]) == 0
+        return capsys.readouterr().out
+
+    manifest = json.loads(table("--json"))
+    dropped = sorted((e for e in manifest["excluded_items"] if e["reason"] == "low_priority"),
+                     key=lambda e: int(e["id"][1:]), reverse=True)
+    assert len(dropped) > EXCLUDED_SHOWN + 5
+    assert [e["reason"] for e in manifest["excluded_items"]].count("superseded") == 1
+
+    def listed(text: str, reason: str) -> list[str]:
+        return [line.split()[1] for line in text.splitlines() if line.startswith(f"  {reason} ")]
+
+    default = table()
+    assert listed(default, "low_priority") == [e["id"] for e in dropped[:EXCLUDED_SHOWN]]
+    assert (f"  low_priority: {len(dropped)} fragments, {sum(e['tokens'] for e in dropped)} tokens, "
+            "newest first") in default
+    assert f"  ... {len(dropped) - EXCLUDED_SHOWN} more low_priority (--excluded all" in default
+    assert len(listed(default, "superseded")) == 1 and "more superseded" not in default
+    assert listed(table("--excluded", "all"), "low_priority") == [e["id"] for e in dropped]
+    few = table("--excluded", "3")
+    assert listed(few, "low_priority") == [e["id"] for e in dropped[:3]]
+    assert len(listed(few, "superseded")) == 1
+    assert listed(table("--excluded", "0"), "low_priority") == []
+    for bad in ("-1", "some", ""):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--store", store, "manifest", "long", "--excluded", bad])
+        assert exit_.value.code == 2
+        assert "--excluded: expected a number >= 0 or 'all'" in capsys.readouterr().err
