@@ -170,10 +170,11 @@ def excluded_count(text: str) -> int | None:
 def _newest_first(item: ExcludedFragment) -> tuple[tuple[int, int | str], ...]:
     """Ids in natural order, reversed by the caller: an event's fragment is named after its log
     position (``e9702``, ``g999``), so the highest come first: what left the request last."""
-    return tuple((1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(item.id))
+    parts = _DIGITS.split(item.id)  # text, digits, text, ...: the captured runs at odd indices
+    return tuple((1, int(part)) if i % 2 else (0, part) for i, part in enumerate(parts))
 
 
-_DIGITS = re.compile(r"(\d+)")
+_DIGITS = re.compile(r"([0-9]+)")
 
 
 def _excluded_lines(m: ContextManifest, shown: int | None) -> list[str]:

@@ -201,3 +201,21 @@ def test_manifest_table_lists_the_newest_excluded_of_each_reason_and_counts_the_
             main(["--store", store, "manifest", "long", "--excluded", bad])
         assert exit_.value.code == 2
         assert "--excluded: expected a number >= 0 or 'all'" in capsys.readouterr().err
+
+
+def test_manifest_table_orders_any_excluded_ids_newest_first_without_failing(tmp_path: Path) -> None:
+    """Ids are natural-ordered by their runs of ASCII digits; other characters (a superscript
+    digit, another script's digits) are text, not numbers: ``int('²')`` raised in a first cut."""
+    from contextfold.api import open_store
+    from contextfold.cli_build import manifest_table
+    from contextfold.domain.manifest import ExcludedFragment
+
+    with open_store(_long_run(tmp_path)) as s:
+        manifest = s.run("long").build(window=2000, reserve=500, record=False).manifest
+    ids = ["e9", "e10", "g100", "a1²", "mem", "e2x3", "\u0663"]
+    odd = manifest.model_copy(update={"excluded_items": tuple(
+        ExcludedFragment(id=i, kind="history", source_ref=f"x:{i}", tokens=1, reason="low_priority")
+        for i in ids)})
+    listed = [line.split()[1] for line in manifest_table(odd).splitlines()
+              if line.startswith("  low_priority ")]
+    assert listed == ["\u0663", "mem", "g100", "e10", "e9", "e2x3", "a1²"]
