@@ -29,7 +29,15 @@ from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
 from contextfold.cli import nonempty, output_file, register, store_for, write_output
-from contextfold.cli_build import PROVIDER_CHOICES, RECORD_HELP, manifest_table, record_choice, turn_record
+from contextfold.cli_build import (
+    EXCLUDED_SHOWN,
+    PROVIDER_CHOICES,
+    RECORD_HELP,
+    excluded_count,
+    manifest_table,
+    record_choice,
+    turn_record,
+)
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
@@ -153,7 +161,7 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
         for p in verdict["problems"]:
             sys.stderr.write(f"PROBLEM: {visible(p)}\n")
         _out("")
-        _out(manifest_table(result.manifest))
+        _out(manifest_table(result.manifest, args.excluded))
         if args.content:
             _out(f"\nrequest body ({result.manifest.provider}) as the model saw it:")
             _out(json.dumps(result.request, indent=2, ensure_ascii=False))
@@ -179,6 +187,9 @@ def _configure_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--content", action="store_true",
                    help="with --turn: also print the request body (the content the model saw); "
                         "by default an audit shows hashes, refs, sizes and reasons only")
+    p.add_argument("--excluded", type=excluded_count, default=EXCLUDED_SHOWN, metavar="N|all",
+                   help=f"with --turn: list the newest N excluded fragments of each reason (default "
+                        f"{EXCLUDED_SHOWN}; 'all' lists every one), as manifest does")
     _config_args(p)
 
 

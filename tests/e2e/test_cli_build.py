@@ -219,3 +219,19 @@ def test_manifest_table_orders_any_excluded_ids_newest_first_without_failing(tmp
     listed = [line.split()[1] for line in manifest_table(odd).splitlines()
               if line.startswith("  low_priority ")]
     assert listed == ["\u0663", "mem", "g100", "e10", "e9", "e2x3", "a1²"]
+
+
+def test_audit_of_a_turn_lists_excluded_fragments_as_manifest_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _long_run(tmp_path)
+    budget = ["--window", "2000", "--reserve", "500"]
+    assert main(["--store", store, "build", "long", *budget, "--out", str(tmp_path / "r.json")]) == 0
+
+    def audit(*extra: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["--store", store, "audit", "long", "--turn", "1", *budget, *extra]) == 0
+        return [line for line in capsys.readouterr().out.splitlines() if line.startswith("  low_priority ")]
+
+    assert len(audit()) == EXCLUDED_SHOWN
+    assert len(audit("--excluded", "1")) == 1
+    assert len(audit("--excluded", "all")) > EXCLUDED_SHOWN
