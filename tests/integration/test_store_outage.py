@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import random
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
@@ -24,6 +23,7 @@ from contextfold.domain.errors import StoreUnavailableError
 from contextfold.domain.events import UserInput
 from contextfold.store.backends import PostgresBackend
 from tests.tcp_proxy import TcpProxy
+from tests.threads import InThread
 
 CONNECT_TIMEOUT = 2.0
 OUTAGE = 10.0
@@ -113,31 +113,22 @@ def test_an_append_that_waits_while_the_pool_gives_up_reconnecting_is_served_onc
             assert isinstance(backend, PostgresBackend)
             pool = backend.datastore.pool
             proxy.down()  # every pooled connection is cut, every attempt refused
-            outcomes: dict[str, BaseException | None] = {}
 
-            def append(run_id: str) -> None:
-                try:
-                    store.run(run_id).append(UserInput(run_id))  # another run: no lock between them
-                    outcomes[run_id] = None
-                except BaseException as exc:  # reported by the test thread below
-                    outcomes[run_id] = exc
+            def append(run_id: str) -> InThread:  # each its own run: no lock between them
+                return InThread(lambda: store.run(run_id).append(UserInput(run_id)))
 
-            first = threading.Thread(target=append, args=("first",), daemon=True)
-            first.start()
+            first = append("first")
             while not pool.get_stats().get("requests_waiting"):  # the dead connections are met
-                assert first.is_alive(), outcomes
+                assert first.running, first.raised(0)
                 time.sleep(0.01)
             queued = time.monotonic()  # the pool's attempt for it starts; it gives up after `wait`
             time.sleep(wait * 3 / 4)
-            second = threading.Thread(target=append, args=("second",), daemon=True)
-            second.start()  # while that attempt is pending; waits until `wait * 1.75`
+            second = append("second")  # while that attempt is pending; waits until `wait * 1.75`
             time.sleep(max(0.0, queued + wait + 0.4 - time.monotonic()))
             proxy.up()  # after the attempt gave up, 2.6 s before the second append's wait ends
-            for thread in (first, second):
-                thread.join(10 * wait)
-                assert not thread.is_alive(), "an append still waits: it hangs"
-            assert isinstance(outcomes["first"], StoreUnavailableError), outcomes
-            assert outcomes["second"] is None, outcomes
+            first_raised, second_raised = first.raised(10 * wait), second.raised(10 * wait)
+            assert isinstance(first_raised, StoreUnavailableError), first_raised
+            assert second_raised is None, second_raised
             assert [e.event.text for e in store.run("second").events()] == ["second"]  # type: ignore[union-attr]
             assert [r.run_id for r in store.runs()] == ["second"]
         finally:
@@ -202,22 +193,8 @@ def test_an_append_into_a_network_partition_fails_after_the_network_timeout_and_
         run = store.run("r")
         run.append(UserInput("go"))
         partition.cut()
-        outcome: list[BaseException | None] = []
-
-        def append() -> None:
-            try:
-                run.append(UserInput("during"))
-                outcome.append(None)
-            except BaseException as exc:  # reported by the test thread below
-                outcome.append(exc)
-
-        started = time.monotonic()
-        waiter = threading.Thread(target=append, daemon=True)
-        waiter.start()
-        waiter.join(20 * NETWORK_TIMEOUT)
-        elapsed = time.monotonic() - started
-        assert not waiter.is_alive(), f"the append still waits after {elapsed:.0f} s: it hangs"
-        assert isinstance(outcome[0], StoreUnavailableError), outcome
+        raised = InThread(lambda: run.append(UserInput("during"))).raised(20 * NETWORK_TIMEOUT)
+        assert isinstance(raised, StoreUnavailableError), raised
         partition.heal()
         recorded = run.append(UserInput("during"))  # the caller's retry
         assert [r.position for r in recorded] == [2]
