@@ -187,18 +187,18 @@ def _excluded_lines(m: ContextManifest, shown: int | None) -> list[str]:
     for e in m.excluded_items:
         by_reason.setdefault(e.reason, []).append(e)
     lines: list[str] = []
-    for reason, items in _in_order({r: len(v) for r, v in by_reason.items()}, get_args(ExclusionReason)):
+    for reason, count in _in_order({r: len(v) for r, v in by_reason.items()}, get_args(ExclusionReason)):
         group = sorted(by_reason[reason], key=_newest_first, reverse=True)
         listed = group if shown is None else group[:shown]
-        lines.append(f"  {reason}: {items} fragment{'s' if items != 1 else ''}, "
-                     f"{sum(e.tokens for e in group)} tokens" + (", newest first" if items > 1 else ""))
+        lines.append(f"  {reason}: {count} fragment{'s' if count != 1 else ''}, "
+                     f"{sum(e.tokens for e in group)} tokens" + (", newest first" if count > 1 else ""))
         for e in listed:
             by = f" -> replaced by {e.replaced_by}" if e.replaced_by else ""
             detail = f" ({e.detail})" if e.detail else ""
             lines.append(f"  {e.reason:<12} {e.id:<10} {e.kind:<14} {e.tokens:>6}  "
                          f"{e.source_ref}{by}{detail}")
-        if len(listed) < items:
-            lines.append(f"  ... {items - len(listed)} more {reason} (--excluded all lists every one)")
+        if len(listed) < count:
+            lines.append(f"  ... {count - len(listed)} more {reason} (--excluded all lists every one)")
     return lines
 
 

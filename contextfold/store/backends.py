@@ -430,7 +430,8 @@ def _datastore_class(role: str | None, network_timeout: float) -> type[Any]:
     with a doubling delay for up to 5 minutes, so after an outage of a minute the server was back
     for up to another minute before the pool tried again, and every operation meanwhile waited out
     the connect timeout and failed. Given up after ``connect_timeout``, a connection is made again
-    when an operation asks for one (the pool grows on demand), at once. libpq's own
+    when an operation asks for one (the pool grows on demand), at once, or, for an operation that
+    was already waiting, when the attempt gives up (:func:`_reconnect_for_waiting_clients`). libpq's own
     ``connect_timeout`` bounds each attempt (the pool's connections had none: a server that drops
     packets held a pool worker for the system's TCP timeout), and :func:`libpq_dead_peer` bounds
     the wait on a connection whose server stopped answering.
