@@ -233,7 +233,10 @@ def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
             yield index, ref
 
 
-IMPORT_FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini")
+IMPORT_FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini",
+                  "swe-agent")
+"""``contextfold.importers.FORMATS``, restated: importing the parsers costs every command ~20 ms
+(a test keeps the two equal)."""
 
 
 def _configure_import(p: argparse.ArgumentParser) -> None:
@@ -299,7 +302,8 @@ def _handle_import(args: argparse.Namespace) -> int:
     return 0
 
 
-register("import", "record an existing history (OpenAI, Anthropic, OpenHands, Gemini, events JSONL)",
+register("import", "record an existing history (OpenAI, Anthropic, OpenHands, SWE-agent .traj, Gemini, "
+                   "events JSONL)",
          _configure_import, _handle_import)
 
 

@@ -36,12 +36,13 @@ from contextfold.importers import (
     openai_chat,
     openai_responses,
     openhands,
+    swe_agent,
 )
 from contextfold.importers._json import Bad, Doc, load
 
 __all__ = ["FORMATS", "detect_format", "iter_runs", "parse"]
 
-FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini")
+FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini", "swe-agent")
 
 _PARSERS: dict[str, Callable[[Doc], list[tuple[str, list[AnyEvent]]]]] = {
     "openai-chat": openai_chat.parse_doc,
@@ -50,6 +51,7 @@ _PARSERS: dict[str, Callable[[Doc], list[tuple[str, list[AnyEvent]]]]] = {
     "events": events_jsonl.parse_doc,
     "openai-responses": openai_responses.parse_doc,
     "gemini": gemini.parse_doc,
+    "swe-agent": swe_agent.parse_doc,
 }
 
 
@@ -140,6 +142,8 @@ def detect_format(data: bytes, *, source: str = "<stdin>") -> str:
             guess = "gemini"
         elif "input" in value:
             guess = "openai-responses"
+        elif swe_agent.is_trajectory(value):
+            guess = "swe-agent"
         elif "history" in value:
             guess = "openhands"
         elif isinstance(value.get("messages"), list):

@@ -151,6 +151,10 @@ class RunBuilder:
     def is_open(self, call_id: str) -> bool:
         return call_id in self._pairing.open
 
+    def open_name(self, call_id: str) -> str | None:
+        """The tool name of the open call ``call_id`` (None when no such call is open)."""
+        return self._names.get(call_id)
+
     def oldest_open(self, name: str | None = None) -> str | None:
         """The open call issued first (optionally: with this tool name)."""
         candidates = sorted(self._pairing.open.items(), key=lambda kv: kv[1])

@@ -230,6 +230,28 @@ def test_import_tau_bench_file_as_200_runs(tmp_path: Path) -> None:
     assert all(r["run_id"].startswith("tau/") for r in runs)
 
 
+def test_a_swe_agent_trajectory_is_detected_imported_built_and_replayed(tmp_path: Path) -> None:
+    traj = {"history": [{"role": "system", "content": "You work in a shell."},
+                        {"role": "user", "content": "Fix the failing test in calc.py"}],
+            "trajectory": [{"thought": "Look first.", "action": "open calc.py\n",
+                            "observation": "[File: calc.py (1 lines total)]\n1:def add(a, b): return a - b"},
+                           {"thought": "Run the tests.", "action": "pytest -q\n",
+                            "observation": "F\nFAILED test_calc.py::test_add"}]}
+    (tmp_path / "run.traj").write_text(json.dumps(traj, indent=2))
+    out = cf("import", "run.traj", "--run", "swe", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "(swe-agent)" in out.stdout and "swe: 7 events" in out.stdout
+    built = cf("build", "swe", "--provider", "anthropic", "--json", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    messages = json.loads(built.stdout)["request"]["messages"]
+    uses = [b for m in messages if isinstance(m["content"], list) for b in m["content"]
+            if b["type"] == "tool_use"]
+    assert [(u["id"], u["name"], u["input"]) for u in uses] == [
+        ("swe-1", "open", {"command": "open calc.py\n"}), ("swe-2", "pytest", {"command": "pytest -q\n"})]
+    replay = cf("replay", "swe", "--turn", "3", "--verify", cwd=tmp_path)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+
+
 def test_import_of_a_50_mb_tool_output_stores_it_once_as_an_artifact(tmp_path: Path) -> None:
     big = "x" * (50 * 1024 * 1024)
     history = [

@@ -43,3 +43,11 @@ def test_integer_options_name_their_unit() -> None:
     bad = [f"{name} {'/'.join(a.option_strings)}" for name, p in _subparsers().items() for a in p._actions
            if a.type is int and a.option_strings and (a.metavar is None or a.metavar == a.dest.upper())]
     assert not bad, bad
+
+
+def test_import_offers_every_format_the_importers_read() -> None:
+    from contextfold.cli import IMPORT_FORMATS
+    from contextfold.importers import FORMATS
+
+    assert IMPORT_FORMATS == FORMATS
+    assert set(_subparsers()["import"]._option_string_actions["--format"].choices or ()) == set(FORMATS)

@@ -1,0 +1,245 @@
+"""SWE-agent trajectories (``.traj``) -> events.
+
+A ``.traj`` is one JSON object: ``history`` (the chat messages the model was sent:
+``system``, ``user``, ``assistant``, ``tool``, some marked ``is_demo``), ``trajectory``
+(one record per step: ``thought``, ``action``, ``observation``, ``response``) and
+``info``, ``environment``, ``replay_config``. Both SWE-agent modes are read: classic,
+where the model writes its command in its reply text and SWE-agent runs it, and
+function calling, where the reply carries ``tool_calls`` and the observation comes
+back as a ``tool`` message (``tool_call_ids``).
+
+Mapping:
+
+- ``system`` -> :class:`PolicySet` (runtime trust), as for OpenAI chat.
+- a demonstration (``is_demo`` user message: a worked example from the agent's
+  configuration, not from the user) -> :class:`InstructionSet` with source
+  ``swe-agent://demonstration/<n>``: it is prompt configuration, stable across steps.
+- the other user messages before the first step (the task) -> :class:`UserInput`.
+- each ``trajectory`` step -> :class:`ModelResponse` (the step's ``thought``, one tool
+  call) and the :class:`ToolResult` of its ``observation``. The steps come from
+  ``trajectory`` because it records every step that ran, with its observation: the
+  history can lack the last one (a final ``submit``) or show a re-queried step in
+  another's place. In function-calling runs the call keeps its logged id, name and
+  arguments from the history's matching message (same ``action``); otherwise it is
+  ``swe-<step>`` (1-based), named after the command's first word (``open``, ``edit``,
+  ``python``: SWE-agent runs every action in its shell) with arguments
+  ``{"command": action}``.
+- without a ``trajectory`` (some function-calling demonstrations) the history after the
+  task is read instead: ``assistant`` -> :class:`ModelResponse`, ``tool`` ->
+  :class:`ToolResult` by ``tool_call_ids``, a ``user`` message answering an
+  ``assistant`` action -> the :class:`ToolResult` of that action's call.
+- results from SWE-agent's file tools (``open``, ``edit``, ``search_dir``, ...) are
+  workspace content; every other result is external.
+
+SWE-agent records no exit status, so results carry neither ``exit_code`` nor
+``is_error``: reading an error out of the text would mislabel a file that merely shows
+``except ValueError:``. The run's model is ``replay_config.agent.model.name`` when the
+file has it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from contextfold.domain.events import (
+    AnyEvent,
+    ContentBlock,
+    InstructionSet,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolOrigin,
+    ToolResult,
+    UserInput,
+)
+from contextfold.importers._common import (
+    RunBuilder,
+    build,
+    compact_json,
+    get_list,
+    get_str,
+    openai_parts,
+    require_obj,
+    text_of_blocks,
+)
+from contextfold.importers._json import Bad, Doc, JsonPath
+
+__all__ = ["is_trajectory", "parse_doc"]
+
+_FILE_TOOLS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert",
+                         "str_replace_editor", "search_file", "search_dir", "find_file"})
+"""SWE-agent's own commands whose output is the repository's content (files, matches, paths)."""
+_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def is_trajectory(value: Any) -> bool:
+    """Whether a JSON document has the shape of a ``.traj``: a ``history`` of chat messages
+    (an OpenHands ``history`` holds actions and observations instead)."""
+    if not isinstance(value, dict) or not isinstance(value.get("history"), list):
+        return False
+    history = value["history"]
+    return ("trajectory" in value and not history) or any(
+        isinstance(m, dict) and "role" in m for m in history[:1])
+
+
+def _no_media(kind: str, part: dict[str, Any], path: JsonPath) -> ContentBlock:
+    raise Bad(path, f"unsupported content part type {kind!r} (a .traj holds text)")
+
+
+def _text(msg: dict[str, Any], key: str, path: JsonPath) -> str:
+    """A message field as text: a string, a list of text parts, or absent/null (empty)."""
+    content = msg.get(key)
+    if content is None:
+        return ""
+    return text_of_blocks(openai_parts(content, (*path, key), _no_media))
+
+
+def _opt_text(record: dict[str, Any], key: str, path: JsonPath) -> str:
+    value = record.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Bad((*path, key), f"expected {key!r} to be a string")
+    return value
+
+
+def command_name(action: str) -> str:
+    """The tool name of a classic step: its command's first word, in the characters every
+    provider accepts in a tool name; ``bash`` for an action without one."""
+    words = action.split(maxsplit=1)
+    name = _NAME.sub("_", words[0])[:64] if words else ""
+    return name or "bash"
+
+
+def _origin(name: str) -> ToolOrigin:
+    return "workspace" if name in _FILE_TOOLS else "external"
+
+
+def _model(doc: dict[str, Any]) -> str | None:
+    config = doc.get("replay_config")
+    agent = config.get("agent") if isinstance(config, dict) else None
+    model = agent.get("model") if isinstance(agent, dict) else None
+    name = model.get("name") if isinstance(model, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _logged_call(msg: dict[str, Any] | None, path: JsonPath) -> ToolCall | None:
+    """The one tool call of a function-calling history message, as logged."""
+    if msg is None:
+        return None
+    calls = msg.get("tool_calls")
+    if not isinstance(calls, list) or len(calls) != 1:
+        return None
+    p = (*path, "tool_calls", 0)
+    call = require_obj(calls[0], p, "a tool call object")
+    fn = require_obj(call.get("function"), (*p, "function"), "'function' to be an object")
+    arguments = fn.get("arguments", "{}")
+    if isinstance(arguments, dict):
+        arguments = compact_json(arguments)
+    elif not isinstance(arguments, str):
+        raise Bad((*p, "function", "arguments"), "expected 'arguments' to be a JSON string")
+    return build(ToolCall, p, call_id=get_str(call, "id", p), name=get_str(fn, "name", (*p, "function")),
+                 arguments=arguments)
+
+
+def _command_call(action: str, step: int, path: JsonPath) -> ToolCall:
+    return build(ToolCall, path, call_id=f"swe-{step}", name=command_name(action),
+                 arguments=compact_json({"command": action}))
+
+
+def _preamble(run: RunBuilder, history: list[Any]) -> int:
+    """Record the system prompt, demonstrations and task; the index of the first step's message."""
+    demos = 0
+    for i, raw in enumerate(history):
+        p: JsonPath = ("history", i)
+        msg = require_obj(raw, p, "a message object")
+        role = get_str(msg, "role", p)
+        if role == "system":
+            run.add(build(PolicySet, p, text=_text(msg, "content", p)), p)
+        elif role == "user" and msg.get("is_demo") is True:
+            demos += 1
+            run.add(build(InstructionSet, p, text=_text(msg, "content", p),
+                          source_ref=f"swe-agent://demonstration/{demos}"), p)
+        elif role == "user":
+            run.add(build(UserInput, p, content=openai_parts(msg.get("content", ""), (*p, "content"),
+                                                              _no_media)), p)
+        elif role in ("assistant", "tool"):
+            return i
+        else:
+            raise Bad((*p, "role"), f"unknown role {role!r} (expected system, user, assistant or tool)")
+    return len(history)
+
+
+def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, steps: list[Any]) -> None:
+    replies = [(i, m) for i, m in enumerate(history[start:], start)
+               if isinstance(m, dict) and m.get("role") == "assistant"]
+    for n, raw in enumerate(steps, start=1):
+        p: JsonPath = ("trajectory", n - 1)
+        step = require_obj(raw, p, "a trajectory step object")
+        action = get_str(step, "action", p)
+        reply = replies[n - 1] if n - 1 < len(replies) else None
+        logged = None
+        if reply is not None and reply[1].get("action") == action:
+            logged = _logged_call(reply[1], ("history", reply[0]))
+        call = logged or _command_call(action, n, p)
+        run.add(build(ModelResponse, p, text=_opt_text(step, "thought", p), tool_calls=(call,)), p)
+        run.add(build(ToolResult, p, call_id=call.call_id, content=_opt_text(step, "observation", p),
+                      origin=_origin(call.name)), p)
+
+
+def _steps_from_history(run: RunBuilder, history: list[Any], start: int) -> None:
+    step = 0
+    waiting: ToolCall | None = None  # a classic action's call, answered by the next user message
+    for i, raw in enumerate(history[start:], start):
+        p: JsonPath = ("history", i)
+        msg = require_obj(raw, p, "a message object")
+        role = get_str(msg, "role", p)
+        if role == "assistant":
+            step += 1
+            logged = _logged_call(msg, p)
+            action = _opt_text(msg, "action", p)
+            if logged is not None:
+                run.add(build(ModelResponse, p, text=_text(msg, "content", p), tool_calls=(logged,)), p)
+                waiting = None
+            elif action.strip():
+                waiting = _command_call(action, step, p)
+                thought = _opt_text(msg, "thought", p) or _text(msg, "content", p)
+                run.add(build(ModelResponse, p, text=thought, tool_calls=(waiting,)), p)
+            else:
+                run.add(build(ModelResponse, p, text=_text(msg, "content", p)), p)
+                waiting = None
+        elif role == "tool":
+            ids = msg.get("tool_call_ids")
+            call_id = ids[0] if isinstance(ids, list) and len(ids) == 1 else msg.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise Bad(p, "a tool message without one 'tool_call_ids' entry or a 'tool_call_id'")
+            run.add(build(ToolResult, p, call_id=call_id, content=_text(msg, "content", p),
+                          origin=_origin(run.open_name(call_id) or "")), p)
+        elif role == "user" and waiting is not None:
+            run.add(build(ToolResult, p, call_id=waiting.call_id, content=_text(msg, "content", p),
+                          origin=_origin(waiting.name)), p)
+            waiting = None
+        elif role == "user":
+            run.add(build(UserInput, p, content=openai_parts(msg.get("content", ""), (*p, "content"),
+                                                              _no_media)), p)
+        else:
+            raise Bad((*p, "role"), f"unexpected role {role!r} after the first step")
+
+
+def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
+    """The one run of a ``.traj`` document (suffix ``""``)."""
+    value = doc.value
+    if doc.jsonl or not isinstance(value, dict):
+        raise Bad((), "expected a SWE-agent trajectory: one JSON object with 'history'")
+    history = get_list(value, "history", ())
+    steps = value.get("trajectory")
+    if steps is not None and not isinstance(steps, list):
+        raise Bad(("trajectory",), "expected 'trajectory' to be an array")
+    run = RunBuilder(model=_model(value), agent="swe-agent")
+    start = _preamble(run, history)
+    if steps:
+        _steps_from_trajectory(run, history, start, steps)
+    else:
+        _steps_from_history(run, history, start)
+    return [("", run.events)]

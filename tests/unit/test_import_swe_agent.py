@@ -1,0 +1,184 @@
+"""The SWE-agent ``.traj`` importer: both modes, the history fallback, detection, and bad input.
+
+The shapes follow the SWE-agent files in ``../shared/traces/swe-agent-demos`` (the trace
+tests import all 22 of them); here each case is small enough to read whole.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from contextfold.domain.errors import ImportFormatError
+from contextfold.domain.events import (
+    InstructionSet,
+    ModelResponse,
+    PolicySet,
+    RunStarted,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.importers import detect_format, parse
+from contextfold.importers.swe_agent import command_name
+
+SYSTEM = {"role": "system", "content": "SETTING: you work in a shell.", "agent": "primary"}
+DEMO = {"role": "user", "content": "Here is a demonstration ...", "is_demo": True, "agent": "primary"}
+TASK = {"role": "user", "content": "We're currently solving the following issue: ...", "agent": "primary"}
+
+
+def _b(value: Any) -> bytes:
+    return json.dumps(value, indent=2).encode()
+
+
+def _classic() -> dict[str, Any]:
+    """A classic run: commands in the reply text, observations as user messages."""
+    return {
+        "environment": "swe_main",
+        "history": [dict(SYSTEM), dict(DEMO), dict(TASK),
+                    {"role": "assistant", "content": "Let's look.\n```\nopen a.py\n```",
+                     "thought": "Let's look.", "action": "open a.py\n"},
+                    {"role": "user", "content": "[File: a.py (2 lines total)]\n1:x = 1"},
+                    {"role": "assistant", "content": "Run it.\n```\npython a.py\n```",
+                     "thought": "Run it.", "action": "python a.py\n"}],
+        "trajectory": [
+            {"thought": "Let's look.", "action": "open a.py\n", "response": "...",
+             "observation": "[File: a.py (2 lines total)]\n1:x = 1", "state": "{}"},
+            {"thought": "Run it.", "action": "python a.py\n", "response": "...",
+             "observation": "Traceback (most recent call last):\nValueError: x", "state": "{}"},
+        ],
+        "info": {"exit_status": "submitted"},
+    }
+
+
+def _function_calling(*, trajectory: bool) -> dict[str, Any]:
+    """A function-calling run; its trajectory has a final submit the history does not show."""
+    def call(cid: str, name: str, args: str) -> dict[str, Any]:
+        return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+    doc: dict[str, Any] = {
+        "history": [
+            {**SYSTEM, "message_type": "system_prompt"}, {**TASK, "message_type": "observation"},
+            {"role": "assistant", "content": "Find it.", "thought": "Find it.", "action": "find_file a.py",
+             "message_type": "action", "tool_calls": [call("call_1", "find_file", '{"file_name":"a.py"}')]},
+            {"role": "tool", "content": "Found 1 matches", "tool_call_ids": ["call_1"],
+             "message_type": "observation"},
+            {"role": "assistant", "content": "Run it.", "thought": "Run it.", "action": "python a.py",
+             "message_type": "action", "tool_calls": [call("call_2", "bash", '{"command":"python a.py"}')]},
+            {"role": "tool", "content": "8.2", "tool_call_ids": ["call_2"], "message_type": "observation"},
+        ],
+        "replay_config": {"agent": {"model": {"name": "gpt-4o"}}},
+    }
+    if trajectory:
+        doc["trajectory"] = [
+            {"thought": "Find it.", "action": "find_file a.py", "observation": "Found 1 matches"},
+            {"thought": "Run it.", "action": "python a.py", "observation": "8.2"},
+            {"thought": "Done.", "action": "submit", "observation": "diff --git a/a.py b/a.py"},
+        ]
+    return doc
+
+
+def test_classic_steps_become_command_calls_answered_by_their_observations() -> None:
+    events = parse(_b(_classic()), format="swe-agent", source="run.traj")
+    assert [type(e) for e in events] == [RunStarted, PolicySet, InstructionSet, UserInput,
+                                         ModelResponse, ToolResult, ModelResponse, ToolResult]
+    started, policy, demo, task, first, seen, second, ran = events
+    assert isinstance(started, RunStarted) and started.agent == "swe-agent" and started.model is None
+    assert isinstance(policy, PolicySet) and policy.text == SYSTEM["content"]
+    assert isinstance(demo, InstructionSet) and demo.text == DEMO["content"]
+    assert demo.source_ref == "swe-agent://demonstration/1"
+    assert isinstance(task, UserInput) and task.text == TASK["content"]
+    assert first == ModelResponse(text="Let's look.", tool_calls=(
+        ToolCall(call_id="swe-1", name="open", arguments='{"command":"open a.py\\n"}'),))
+    assert isinstance(seen, ToolResult) and seen.call_id == "swe-1" and seen.origin == "workspace"
+    assert seen.content == "[File: a.py (2 lines total)]\n1:x = 1"
+    assert isinstance(second, ModelResponse) and second.tool_calls[0].name == "python"
+    assert isinstance(ran, ToolResult) and ran.call_id == "swe-2" and ran.origin == "external"
+    # no exit status in a .traj: a traceback in the text does not make it an error result
+    assert not ran.is_error and ran.exit_code is None
+
+
+def test_function_calling_keeps_logged_calls_and_adds_the_steps_the_history_lacks() -> None:
+    events = parse(_b(_function_calling(trajectory=True)), format="swe-agent")
+    started = events[0]
+    assert isinstance(started, RunStarted) and started.model == "gpt-4o"
+    calls = [c for e in events if isinstance(e, ModelResponse) for c in e.tool_calls]
+    assert calls == [ToolCall(call_id="call_1", name="find_file", arguments='{"file_name":"a.py"}'),
+                     ToolCall(call_id="call_2", name="bash", arguments='{"command":"python a.py"}'),
+                     ToolCall(call_id="swe-3", name="submit", arguments='{"command":"submit"}')]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [(r.call_id, r.content, r.origin) for r in results] == [
+        ("call_1", "Found 1 matches", "workspace"), ("call_2", "8.2", "external"),
+        ("swe-3", "diff --git a/a.py b/a.py", "external")]
+
+
+def test_without_a_trajectory_the_history_is_read() -> None:
+    fc = parse(_b(_function_calling(trajectory=False)), format="swe-agent")
+    assert [e.call_id for e in fc if isinstance(e, ToolResult)] == ["call_1", "call_2"]
+    responses = [e for e in fc if isinstance(e, ModelResponse)]
+    assert [r.text for r in responses] == ["Find it.", "Run it."]
+    classic = _classic()
+    del classic["trajectory"]
+    events = parse(_b(classic), format="swe-agent")
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [(r.call_id, r.content) for r in results] == [("swe-1", "[File: a.py (2 lines total)]\n1:x = 1")]
+    last = events[-1]  # the last action has no observation in the history: its call stays open
+    assert isinstance(last, ModelResponse) and last.tool_calls[0].call_id == "swe-2"
+    assert [e.text for e in events if isinstance(e, ModelResponse)] == ["Let's look.", "Run it."]
+
+
+def test_a_step_the_history_shows_differently_gets_a_command_call() -> None:
+    """A re-queried step: the history's reply at that place has another action."""
+    doc = _function_calling(trajectory=True)
+    doc["trajectory"][1]["action"] = "python3 a.py"
+    calls = [c for e in parse(_b(doc), format="swe-agent") if isinstance(e, ModelResponse)
+             for c in e.tool_calls]
+    assert [c.call_id for c in calls] == ["call_1", "swe-2", "swe-3"]
+    assert calls[1].name == "python3"
+
+
+@pytest.mark.parametrize(("action", "name"), [
+    ("open a.py", "open"), ("./run.sh --fast", "__run_sh"), ("", "bash"), ("  \n", "bash"),
+    ("edit 2:2\nx\nend_of_edit", "edit"), ("x" * 80, "x" * 64)])
+def test_command_names_fit_every_provider(action: str, name: str) -> None:
+    assert command_name(action) == name
+
+
+def test_detection_tells_a_traj_from_an_openhands_history() -> None:
+    assert detect_format(_b(_classic())) == "swe-agent"
+    assert detect_format(_b(_function_calling(trajectory=False))) == "swe-agent"
+    openhands = {"history": [{"id": 1, "source": "user", "action": "message", "args": {"content": "hi"}}]}
+    assert detect_format(_b(openhands)) == "openhands"
+
+
+@pytest.mark.parametrize(("mutate", "match", "line_of"), [
+    (lambda d: d.pop("history"), "missing field 'history'", None),
+    (lambda d: d["trajectory"][1].pop("action"), "missing field 'action'", '"Run it."'),
+    (lambda d: d["trajectory"][0].update(observation=3), "'observation' to be a string", '"observation": 3'),
+    (lambda d: d["history"][0].update(role="critic"), "unknown role 'critic'", '"critic"'),
+    (lambda d: d["history"][2].update(content=[{"type": "image_url", "image_url": {"url": "x"}}]),
+     "unsupported content part type 'image_url'", '"image_url"'),
+    (lambda d: d.update(trajectory={"0": {}}), "'trajectory' to be an array", None),
+])
+def test_bad_input_is_a_located_typed_error(mutate: Any, match: str, line_of: str | None) -> None:
+    doc = _classic()
+    mutate(doc)
+    data = _b(doc)
+    with pytest.raises(ImportFormatError, match=match) as err:
+        parse(data, format="swe-agent", source="run.traj")
+    if line_of is not None:  # the error names the offending record's line (it opens above the text)
+        line = int(err.value.location.rsplit(":", 1)[1])
+        hit = max(i for i, text in enumerate(data.decode().splitlines(), 1) if line_of in text)
+        assert hit - 6 <= line <= hit
+
+
+def test_a_results_pairing_is_checked_while_parsing() -> None:
+    doc = _function_calling(trajectory=False)
+    doc["history"][3]["tool_call_ids"] = ["call_9"]
+    with pytest.raises(ImportFormatError, match="tool call pairing"):
+        parse(_b(doc), format="swe-agent")
+    doc["history"][3]["tool_call_ids"] = ["call_1", "call_2"]
+    with pytest.raises(ImportFormatError, match="one 'tool_call_ids' entry"):
+        parse(_b(doc), format="swe-agent")
