@@ -33,7 +33,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.manifest import checked_config
-from contextfold.importers import iter_runs
+from contextfold.importers import iter_runs, parse
 from tests.conftest import TRACES
 
 NOISE = "\n".join(f"{i:04d} DEBUG worker heartbeat ok, queue depth {i % 7}" for i in range(120))
@@ -218,44 +218,13 @@ _SWE_ERROR = re.compile(r"Traceback \(most recent call last\)|\w+Error:|command 
 
 
 def swe_events(path: Path) -> list[AnyEvent]:
-    """A SWE-agent ``.traj`` as events: the system prompt as policy, the first non-demo
-    user message (the task) as input, each trajectory step as a call (``action``)
-    answered by its ``observation``. SWE-agent records no exit codes; an observation
-    showing a traceback or a shell error counts as an error result."""
-    data = json.loads(path.read_text())
-    history = [m for m in data["history"] if not m.get("is_demo")]
-    events: list[AnyEvent] = [RunStarted(agent="swe-agent")]
-    system = next((m for m in history if m["role"] == "system"), None)
-    if system:
-        events.append(PolicySet(text=_text(system["content"])))
-    task = next(m for m in history if m["role"] == "user")
-    events.append(UserInput(_text(task["content"])))
-    if not data.get("trajectory"):  # function-calling demo without a trajectory: use the history
-        for m in history[history.index(task) + 1:]:
-            if m["role"] == "assistant":
-                events.append(ModelResponse(text=_text(m["content"]), tool_calls=tuple(
-                    ToolCall(call_id=c["id"], name=c["function"]["name"],
-                             arguments=c["function"]["arguments"]) for c in m.get("tool_calls") or ())))
-            elif m["role"] == "tool":
-                obs = _text(m["content"])
-                events.append(ToolResult(call_id=m["tool_call_ids"][0], content=obs,
-                                         is_error=bool(_SWE_ERROR.search(obs))))
-        return events
-    for i, step in enumerate(data["trajectory"], start=1):
-        action = step.get("action") or ""
-        name = (action.split() or ["noop"])[0][:64]
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "noop"
-        obs = step.get("observation") or ""
-        events.append(ModelResponse(text=step.get("thought") or "", tool_calls=(
-            ToolCall(call_id=f"swe-{i}", name=name, arguments=json.dumps({"command": action})),)))
-        events.append(ToolResult(call_id=f"swe-{i}", content=obs, is_error=bool(_SWE_ERROR.search(obs))))
-    return events
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    """A SWE-agent ``.traj`` as the importer records it, with a test's guess at which results
+    failed: SWE-agent records no exit status (so the importer sets none), and this test checks
+    that the latest failure survives compaction, so an observation showing a traceback or a
+    shell error is taken for one here."""
+    events = parse(path.read_bytes(), format="swe-agent", source=path.name)
+    return [e.model_copy(update={"is_error": True})
+            if isinstance(e, ToolResult) and _SWE_ERROR.search(e.content) else e for e in events]
 
 
 def trace_runs() -> list[tuple[str, list[AnyEvent]]]:

@@ -1,4 +1,4 @@
-"""Importers on real traces (../shared/traces): tau-bench, OpenHands, pydantic-ai cassettes.
+"""Importers on real traces (../shared/traces): tau-bench, OpenHands, SWE-agent, pydantic-ai cassettes.
 
 Skips, with the reason, when the traces folder is absent (set CONTEXTFOLD_TRACES
 to point elsewhere).
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from contextfold.domain.errors import ImportFormatError
-from contextfold.domain.events import AnyEvent, ModelResponse, RunStarted, ToolResult
+from contextfold.domain.events import AnyEvent, InstructionSet, ModelResponse, RunStarted, ToolResult
 from contextfold.domain.log import PairingState
 from contextfold.importers import detect_format, iter_runs, parse
 
@@ -113,6 +113,40 @@ def test_openhands_streams_import(path: Path) -> None:
         assert len(_results(events)) == len(answered)
         _replay_pairing(events)
         assert sum(isinstance(e, ModelResponse) for e in events) >= 1
+
+
+# ---------------------------------------------------------------- SWE-agent
+
+SWE_FILES = sorted((TRACES / "swe-agent-demos").rglob("*.traj"))
+
+
+def test_every_swe_agent_trajectory_is_found() -> None:
+    assert len(SWE_FILES) == 22
+
+
+@pytest.mark.parametrize("path", SWE_FILES, ids=lambda p: p.parent.name[:40] + "/" + p.name)
+def test_swe_agent_trajectories_import_every_step_with_its_observation(path: Path) -> None:
+    data = path.read_bytes()
+    assert detect_format(data) == "swe-agent"
+    events = parse(data, format="swe-agent", source=path.name)
+    doc = json.loads(data)
+    history = doc["history"]
+    responses = [e for e in events if isinstance(e, ModelResponse)]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    if doc.get("trajectory"):
+        steps = doc["trajectory"]
+        assert [r.text for r in responses] == [s.get("thought") or "" for s in steps]
+        assert [r.content for r in results] == [s.get("observation") or "" for s in steps]
+    else:  # read from the history
+        assert len(responses) == sum(m["role"] == "assistant" for m in history)
+        assert [r.content for r in results] == [m["content"] for m in history if m["role"] == "tool"]
+    # a function-calling run keeps the ids it logged; every call is answered once, in order
+    logged = [c["id"] for m in history for c in m.get("tool_calls") or ()]
+    assert logged == [c for c in _calls(events) if not c.startswith("swe-")]
+    assert _calls(events) == _results(events)
+    assert not _replay_pairing(events).open
+    demos = [m["content"] for m in history if m.get("is_demo")]
+    assert [e.text for e in events if isinstance(e, InstructionSet)] == demos
 
 
 # ---------------------------------------------------------------- pydantic-ai cassettes

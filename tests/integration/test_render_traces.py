@@ -1,5 +1,5 @@
-"""Every turn of every real tau-bench run, and of the bundled sample run, renders to an
-accepted request for all four providers, under a generous and a tight budget.
+"""Every turn of every real tau-bench run, of the SWE-agent trajectories and of the bundled sample
+run, renders to an accepted request for all four providers, under a generous and a tight budget.
 
 Data: the 200 tau-bench gpt-4o airline runs (``../shared/traces``, imported with
 ``contextfold.importers``; 2,654 turns) and the sample run of ``contextfold demo``
@@ -47,7 +47,7 @@ from contextfold.domain.conversation import Conversation
 from contextfold.domain.events import AnyEvent, ModelResponse, canonical_json
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.domain.manifest import BuildConfig
-from contextfold.importers import iter_runs
+from contextfold.importers import iter_runs, parse
 from contextfold.projections.builder import build_context
 from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.render import (
@@ -281,6 +281,35 @@ def test_every_turn_renders_under_a_tight_budget(runs: list[Run]) -> None:
     assert totals["runs"] == 201 and totals["turns"] > 2_600
     # the tight budget really bites: history is dropped and long output truncated
     assert totals["dropped"] > 1_000 and totals["truncated"] > 0
+
+
+SWE = TRACES / "swe-agent-demos"
+
+
+@pytest.fixture(scope="module")
+def swe_runs() -> list[Run]:
+    """The 22 SWE-agent trajectories, imported (classic and function-calling runs)."""
+    paths = sorted(SWE.rglob("*.traj"))
+    if not paths:
+        pytest.skip(f"SWE-agent traces not present at {SWE} (set CONTEXTFOLD_TRACES)")
+    return [_states(f"swe/{n}/{path.stem}", parse(path.read_bytes(), format="swe-agent", source=path.name))
+            for n, path in enumerate(paths)]
+
+
+SWE_BUDGETS = {"generous": (128_000, 8_000), "tight": (8_000, 1_000)}
+"""The tight one is wider than tau-bench's: a SWE-agent system prompt and task, required in
+every request, take up to 2.7k tokens, and the latest call with its result comes on top (a 3k
+window is the typed error there, rightly)."""
+
+
+@pytest.mark.parametrize("budget", sorted(SWE_BUDGETS))
+def test_every_turn_of_the_swe_agent_trajectories_renders(swe_runs: list[Run], budget: str) -> None:
+    """Their tool calls were commands in text (classic runs) or calls with logged ids; the
+    demonstrations and file views are long, so the tight budget truncates and drops."""
+    totals = _check_all(swe_runs, *SWE_BUDGETS[budget])
+    assert totals["runs"] == 22 and totals["turns"] > 250 and totals["calls"] > 0
+    if budget == "tight":
+        assert totals["dropped"] > 0 and totals["truncated"] > 0
 
 
 def test_pairing_reader_has_teeth() -> None:
