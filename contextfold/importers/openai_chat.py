@@ -49,13 +49,13 @@ from contextfold.importers._common import (
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
 
-__all__ = ["parse_doc", "parse_messages"]
+__all__ = ["media_part", "parse_doc", "parse_messages"]
 
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
-def _media_part(kind: str, part: dict[str, Any], p: JsonPath) -> ContentBlock:
-    """Chat Completions media parts: image_url, input_audio, file."""
+def media_part(kind: str, part: dict[str, Any], p: JsonPath) -> ContentBlock:
+    """Chat Completions media parts: image_url, input_audio, file (SWE-agent's history uses them too)."""
     if kind == "image_url":
         img = part.get("image_url")
         if isinstance(img, str):
@@ -85,7 +85,7 @@ def _media_part(kind: str, part: dict[str, Any], p: JsonPath) -> ContentBlock:
 
 def _parts(content: Any, path: JsonPath) -> tuple[ContentBlock, ...]:
     """User/system content: a string or a list of content parts."""
-    return openai_parts(content, path, _media_part)
+    return openai_parts(content, path, media_part)
 
 
 def _text(content: Any, path: JsonPath) -> str:

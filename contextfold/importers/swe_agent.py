@@ -30,6 +30,9 @@ Mapping:
   ``assistant`` action -> the :class:`ToolResult` of that action's call.
 - results from SWE-agent's file tools (``open``, ``edit``, ``search_dir``, ...) are
   workspace content; every other result is external.
+- content is a string or OpenAI chat parts: images (a multimodal task's screenshots, a
+  browser tool's) are kept, in the task's :class:`UserInput` and, from the history
+  message that carried an observation, in its result's ``blocks``.
 
 SWE-agent records no exit status, so results carry neither ``exit_code`` nor
 ``is_error``: reading an error out of the text would mislabel a file that merely shows
@@ -39,6 +42,7 @@ file has it.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -48,6 +52,7 @@ from contextfold.domain.events import (
     InstructionSet,
     ModelResponse,
     PolicySet,
+    TextBlock,
     ToolCall,
     ToolOrigin,
     ToolResult,
@@ -64,8 +69,9 @@ from contextfold.importers._common import (
     text_of_blocks,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
+from contextfold.importers.openai_chat import media_part
 
-__all__ = ["is_trajectory", "parse_doc"]
+__all__ = ["command_name", "is_trajectory", "parse_doc"]
 
 _FILE_TOOLS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert",
                          "str_replace_editor", "search_file", "search_dir", "find_file"})
@@ -83,19 +89,30 @@ def is_trajectory(value: Any) -> bool:
         isinstance(m, dict) and "role" in m for m in history[:1])
 
 
-def _no_media(kind: str, part: dict[str, Any], path: JsonPath) -> ContentBlock:
-    raise Bad(path, f"unsupported content part type {kind!r} (a .traj holds text)")
+def _parts(msg: dict[str, Any], path: JsonPath) -> tuple[ContentBlock, ...]:
+    """A message's ``content``: a string or OpenAI chat parts (text, ``image_url``, ...)."""
+    content = msg.get("content")
+    return () if content is None else openai_parts(content, (*path, "content"), media_part)
 
 
-def _text(msg: dict[str, Any], key: str, path: JsonPath) -> str:
-    """A message field as text: a string, a list of text parts, or absent/null (empty)."""
-    content = msg.get(key)
-    if content is None:
-        return ""
-    return text_of_blocks(openai_parts(content, (*path, key), _no_media))
+def _text(msg: dict[str, Any], path: JsonPath) -> str:
+    """A text-only message's content (system prompt, demonstration, reply)."""
+    blocks = _parts(msg, path)
+    for i, block in enumerate(blocks):
+        if not isinstance(block, TextBlock):
+            raise Bad((*path, "content", i), "only text parts are allowed here")
+    return text_of_blocks(blocks)
 
 
-def _opt_text(record: dict[str, Any], key: str, path: JsonPath) -> str:
+def _answer(call_id: str, name: str, text: str, msg: dict[str, Any] | None, path: JsonPath) -> ToolResult:
+    """The result of call ``call_id`` to tool ``name``: ``text``, with the media parts (a
+    screenshot) of the history message that carried the observation, when there is one."""
+    blocks = () if msg is None else _parts(msg, path)
+    media = tuple(b for b in blocks if not isinstance(b, TextBlock))
+    return build(ToolResult, path, call_id=call_id, content=text, blocks=media, origin=_origin(name))
+
+
+def _optional_str(record: dict[str, Any], key: str, path: JsonPath) -> str:
     value = record.get(key)
     if value is None:
         return ""
@@ -117,7 +134,13 @@ def _origin(name: str) -> ToolOrigin:
 
 
 def _model(doc: dict[str, Any]) -> str | None:
+    """``replay_config.agent.model.name``; some SWE-agent versions store the config as JSON text."""
     config = doc.get("replay_config")
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            return None
     agent = config.get("agent") if isinstance(config, dict) else None
     model = agent.get("model") if isinstance(agent, dict) else None
     name = model.get("name") if isinstance(model, dict) else None
@@ -156,14 +179,13 @@ def _preamble(run: RunBuilder, history: list[Any]) -> int:
         msg = require_obj(raw, p, "a message object")
         role = get_str(msg, "role", p)
         if role == "system":
-            run.add(build(PolicySet, p, text=_text(msg, "content", p)), p)
+            run.add(build(PolicySet, p, text=_text(msg, p)), p)
         elif role == "user" and msg.get("is_demo") is True:
             demos += 1
-            run.add(build(InstructionSet, p, text=_text(msg, "content", p),
+            run.add(build(InstructionSet, p, text=_text(msg, p),
                           source_ref=f"swe-agent://demonstration/{demos}"), p)
-        elif role == "user":
-            run.add(build(UserInput, p, content=openai_parts(msg.get("content", ""), (*p, "content"),
-                                                              _no_media)), p)
+        elif role == "user":  # the task; a multimodal one shows its images
+            run.add(build(UserInput, p, content=_parts(msg, p) or (TextBlock(text=""),)), p)
         elif role in ("assistant", "tool"):
             return i
         else:
@@ -171,21 +193,41 @@ def _preamble(run: RunBuilder, history: list[Any]) -> int:
     return len(history)
 
 
+def _observation_message(history: list[Any], reply: int, call_id: str | None) -> int | None:
+    """The index of the history message that answered the reply at ``reply``: the ``tool``
+    message naming ``call_id``, or, for a classic reply (``call_id`` None), the user message
+    after it."""
+    i = reply + 1
+    msg = history[i] if i < len(history) else None
+    if not isinstance(msg, dict):
+        return None
+    if call_id is None:
+        return i if msg.get("role") == "user" else None
+    ids = msg.get("tool_call_ids")
+    return i if msg.get("role") == "tool" and isinstance(ids, list) and call_id in ids else None
+
+
 def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, steps: list[Any]) -> None:
-    replies = [(i, m) for i, m in enumerate(history[start:], start)
-               if isinstance(m, dict) and m.get("role") == "assistant"]
+    replies = [i for i in range(start, len(history))
+               if isinstance(history[i], dict) and history[i].get("role") == "assistant"]
     for n, raw in enumerate(steps, start=1):
         p: JsonPath = ("trajectory", n - 1)
         step = require_obj(raw, p, "a trajectory step object")
         action = get_str(step, "action", p)
+        # the history's reply for this step, when it shows the same action (not a re-query)
         reply = replies[n - 1] if n - 1 < len(replies) else None
-        logged = None
-        if reply is not None and reply[1].get("action") == action:
-            logged = _logged_call(reply[1], ("history", reply[0]))
+        if reply is not None and history[reply].get("action") != action:
+            reply = None
+        logged = None if reply is None else _logged_call(history[reply], ("history", reply))
         call = logged or _command_call(action, n, p)
-        run.add(build(ModelResponse, p, text=_opt_text(step, "thought", p), tool_calls=(call,)), p)
-        run.add(build(ToolResult, p, call_id=call.call_id, content=_opt_text(step, "observation", p),
-                      origin=_origin(call.name)), p)
+        run.add(build(ModelResponse, p, text=_optional_str(step, "thought", p), tool_calls=(call,)), p)
+        seen = None if reply is None else _observation_message(
+            history, reply, None if logged is None else logged.call_id)
+        observation = _optional_str(step, "observation", p)
+        if seen is None:
+            run.add(_answer(call.call_id, call.name, observation, None, p), p)
+        else:
+            run.add(_answer(call.call_id, call.name, observation, history[seen], ("history", seen)), p)
 
 
 def _steps_from_history(run: RunBuilder, history: list[Any], start: int) -> None:
@@ -198,31 +240,28 @@ def _steps_from_history(run: RunBuilder, history: list[Any], start: int) -> None
         if role == "assistant":
             step += 1
             logged = _logged_call(msg, p)
-            action = _opt_text(msg, "action", p)
+            action = _optional_str(msg, "action", p)
+            waiting = None
             if logged is not None:
-                run.add(build(ModelResponse, p, text=_text(msg, "content", p), tool_calls=(logged,)), p)
-                waiting = None
+                run.add(build(ModelResponse, p, text=_text(msg, p), tool_calls=(logged,)), p)
             elif action.strip():
                 waiting = _command_call(action, step, p)
-                thought = _opt_text(msg, "thought", p) or _text(msg, "content", p)
+                thought = _optional_str(msg, "thought", p) or _text(msg, p)
                 run.add(build(ModelResponse, p, text=thought, tool_calls=(waiting,)), p)
             else:
-                run.add(build(ModelResponse, p, text=_text(msg, "content", p)), p)
-                waiting = None
+                run.add(build(ModelResponse, p, text=_text(msg, p)), p)
         elif role == "tool":
             ids = msg.get("tool_call_ids")
             call_id = ids[0] if isinstance(ids, list) and len(ids) == 1 else msg.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise Bad(p, "a tool message without one 'tool_call_ids' entry or a 'tool_call_id'")
-            run.add(build(ToolResult, p, call_id=call_id, content=_text(msg, "content", p),
-                          origin=_origin(run.open_name(call_id) or "")), p)
+            name = run.open_name(call_id) or ""
+            run.add(_answer(call_id, name, text_of_blocks(_parts(msg, p)), msg, p), p)
         elif role == "user" and waiting is not None:
-            run.add(build(ToolResult, p, call_id=waiting.call_id, content=_text(msg, "content", p),
-                          origin=_origin(waiting.name)), p)
+            run.add(_answer(waiting.call_id, waiting.name, text_of_blocks(_parts(msg, p)), msg, p), p)
             waiting = None
         elif role == "user":
-            run.add(build(UserInput, p, content=openai_parts(msg.get("content", ""), (*p, "content"),
-                                                              _no_media)), p)
+            run.add(build(UserInput, p, content=_parts(msg, p) or (TextBlock(text=""),)), p)
         else:
             raise Bad((*p, "role"), f"unexpected role {role!r} after the first step")
 

@@ -13,10 +13,12 @@ import pytest
 
 from contextfold.domain.errors import ImportFormatError
 from contextfold.domain.events import (
+    ImageBlock,
     InstructionSet,
     ModelResponse,
     PolicySet,
     RunStarted,
+    TextBlock,
     ToolCall,
     ToolResult,
     UserInput,
@@ -114,6 +116,16 @@ def test_function_calling_keeps_logged_calls_and_adds_the_steps_the_history_lack
         ("swe-3", "diff --git a/a.py b/a.py", "external")]
 
 
+def test_the_model_is_read_from_a_replay_config_object_or_json_text() -> None:
+    doc = _function_calling(trajectory=True)
+    doc["replay_config"] = json.dumps(doc["replay_config"])
+    started = parse(_b(doc), format="swe-agent")[0]
+    assert isinstance(started, RunStarted) and started.model == "gpt-4o"
+    doc["replay_config"] = "{not json"
+    started = parse(_b(doc), format="swe-agent")[0]
+    assert isinstance(started, RunStarted) and started.model is None
+
+
 def test_without_a_trajectory_the_history_is_read() -> None:
     fc = parse(_b(_function_calling(trajectory=False)), format="swe-agent")
     assert [e.call_id for e in fc if isinstance(e, ToolResult)] == ["call_1", "call_2"]
@@ -158,8 +170,10 @@ def test_detection_tells_a_traj_from_an_openhands_history() -> None:
     (lambda d: d["trajectory"][1].pop("action"), "missing field 'action'", '"Run it."'),
     (lambda d: d["trajectory"][0].update(observation=3), "'observation' to be a string", '"observation": 3'),
     (lambda d: d["history"][0].update(role="critic"), "unknown role 'critic'", '"critic"'),
-    (lambda d: d["history"][2].update(content=[{"type": "image_url", "image_url": {"url": "x"}}]),
-     "unsupported content part type 'image_url'", '"image_url"'),
+    (lambda d: d["history"][2].update(content=[{"type": "video", "url": "x"}]),
+     "unsupported content part type 'video'", '"video"'),
+    (lambda d: d["history"][0].update(content=[{"type": "image_url", "image_url": {"url": "x"}}]),
+     "only text parts are allowed here", '"image_url"'),
     (lambda d: d.update(trajectory={"0": {}}), "'trajectory' to be an array", None),
 ])
 def test_bad_input_is_a_located_typed_error(mutate: Any, match: str, line_of: str | None) -> None:
@@ -172,6 +186,30 @@ def test_bad_input_is_a_located_typed_error(mutate: Any, match: str, line_of: st
         line = int(err.value.location.rsplit(":", 1)[1])
         hit = max(i for i, text in enumerate(data.decode().splitlines(), 1) if line_of in text)
         assert hit - 6 <= line <= hit
+
+
+PNG = "data:image/png;base64,iVBORw0KGgo="
+
+
+def test_images_of_a_multimodal_task_and_of_observations_are_kept() -> None:
+    """SWE-bench multimodal: the issue shows screenshots, and a browser tool returns one."""
+    def shot(text: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": PNG}}]
+
+    doc = _classic()
+    doc["history"][2]["content"] = shot("The button is misaligned:")
+    doc["history"][4]["content"] = shot("[File: a.py (2 lines total)]")
+    events = parse(_b(doc), format="swe-agent")
+    task = events[3]
+    assert isinstance(task, UserInput) and task.text == "The button is misaligned:"
+    assert [type(b) for b in task.content] == [TextBlock, ImageBlock]
+    first, second = (e for e in events if isinstance(e, ToolResult))
+    assert [b.url for b in first.blocks if isinstance(b, ImageBlock)] == [PNG]  # text from the trajectory
+    assert first.content == "[File: a.py (2 lines total)]\n1:x = 1" and second.blocks == ()
+    fc = _function_calling(trajectory=False)
+    fc["history"][3]["content"] = shot("Found 1 matches")
+    result = next(e for e in parse(_b(fc), format="swe-agent") if isinstance(e, ToolResult))
+    assert result.content == "Found 1 matches" and len(result.blocks) == 1
 
 
 def test_a_results_pairing_is_checked_while_parsing() -> None:
