@@ -147,10 +147,8 @@ def _model(doc: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _logged_call(msg: dict[str, Any] | None, path: JsonPath) -> ToolCall | None:
+def _logged_call(msg: dict[str, Any], path: JsonPath) -> ToolCall | None:
     """The one tool call of a function-calling history message, as logged."""
-    if msg is None:
-        return None
     calls = msg.get("tool_calls")
     if not isinstance(calls, list) or len(calls) != 1:
         return None
@@ -207,17 +205,24 @@ def _observation_message(history: list[Any], reply: int, call_id: str | None) ->
     return i if msg.get("role") == "tool" and isinstance(ids, list) and call_id in ids else None
 
 
+_LOOKAHEAD = 3
+"""How many of the history's next replies a step is looked for in (same ``action``): a step
+the history lacks, or a reply it holds twice, shifts the two by one or two."""
+
+
 def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, steps: list[Any]) -> None:
     replies = [i for i in range(start, len(history))
                if isinstance(history[i], dict) and history[i].get("role") == "assistant"]
+    ahead = 0  # the first reply no step has been matched to (they match in order)
     for n, raw in enumerate(steps, start=1):
         p: JsonPath = ("trajectory", n - 1)
         step = require_obj(raw, p, "a trajectory step object")
         action = get_str(step, "action", p)
-        # the history's reply for this step, when it shows the same action (not a re-query)
-        reply = replies[n - 1] if n - 1 < len(replies) else None
-        if reply is not None and history[reply].get("action") != action:
-            reply = None
+        # the history's reply for this step: the next one showing the same action
+        reply = next((i for i in replies[ahead:ahead + _LOOKAHEAD] if history[i].get("action") == action),
+                     None)
+        if reply is not None:
+            ahead = replies.index(reply) + 1
         logged = None if reply is None else _logged_call(history[reply], ("history", reply))
         call = logged or _command_call(action, n, p)
         run.add(build(ModelResponse, p, text=_optional_str(step, "thought", p), tool_calls=(call,)), p)

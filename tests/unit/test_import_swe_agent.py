@@ -151,6 +151,16 @@ def test_a_step_the_history_shows_differently_gets_a_command_call() -> None:
     assert calls[1].name == "python3"
 
 
+def test_a_step_the_history_lacks_does_not_shift_the_later_steps_off_their_replies() -> None:
+    """A failed step SWE-agent re-queried: the trajectory has it, the history does not."""
+    doc = _function_calling(trajectory=True)
+    failed = {"thought": "Try.", "action": "python a.py --bad", "observation": "usage: ..."}
+    doc["trajectory"].insert(1, failed)
+    calls = [c.call_id for e in parse(_b(doc), format="swe-agent") if isinstance(e, ModelResponse)
+             for c in e.tool_calls]
+    assert calls == ["call_1", "swe-2", "call_2", "swe-4"]
+
+
 @pytest.mark.parametrize(("action", "name"), [
     ("open a.py", "open"), ("./run.sh --fast", "__run_sh"), ("", "bash"), ("  \n", "bash"),
     ("edit 2:2\nx\nend_of_edit", "edit"), ("x" * 80, "x" * 64)])
