@@ -16,11 +16,13 @@ Mapping:
   ``swe-agent://demonstration/<n>``: it is prompt configuration, stable across steps.
 - the other user messages before the first step (the task) -> :class:`UserInput`.
 - each ``trajectory`` step -> :class:`ModelResponse` (the step's ``thought``, one tool
-  call) and the :class:`ToolResult` of its ``observation``. The steps come from
-  ``trajectory`` because it records every step that ran, with its observation: the
-  history can lack the last one (a final ``submit``) or show a re-queried step in
-  another's place. In function-calling runs the call keeps its logged id, name and
-  arguments from the history's matching message (same ``action``); otherwise it is
+  call) and its :class:`ToolResult`. The steps come from ``trajectory`` because it
+  records every step that ran: the history can lack the last one (a final ``submit``)
+  or a re-queried one. A step is matched to the next history replies showing its
+  ``action``; its result is the history message that answered that reply, as the model
+  was shown it (SWE-agent's template around the command's output: the open file, the
+  directory), else the step's raw ``observation``. In function-calling runs the call
+  keeps its logged id, name and arguments from the matching reply; otherwise it is
   ``swe-<step>`` (1-based), named after the command's first word (``open``, ``edit``,
   ``python``: SWE-agent runs every action in its shell) with arguments
   ``{"command": action}``.
@@ -231,8 +233,10 @@ def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, step
         observation = _optional_str(step, "observation", p)
         if seen is None:
             run.add(_answer(call.call_id, call.name, observation, None, p), p)
-        else:
-            run.add(_answer(call.call_id, call.name, observation, history[seen], ("history", seen)), p)
+        else:  # as the model was shown it: the command's output inside SWE-agent's template
+            at: JsonPath = ("history", seen)
+            shown = text_of_blocks(_parts(history[seen], at))
+            run.add(_answer(call.call_id, call.name, shown, history[seen], at), p)
 
 
 def _steps_from_history(run: RunBuilder, history: list[Any], start: int) -> None:

@@ -141,6 +141,16 @@ def test_without_a_trajectory_the_history_is_read() -> None:
     assert [e.text for e in events if isinstance(e, ModelResponse)] == ["Let's look.", "Run it."]
 
 
+def test_a_result_is_the_observation_as_the_model_was_shown_it() -> None:
+    """SWE-agent's template adds state to the command's output (open file, directory); the last
+    step, which the history does not show, keeps the trajectory's raw observation."""
+    doc = _classic()
+    doc["history"][4]["content"] = "[File: a.py (2 lines total)]\n1:x = 1\n(Open file: a.py)\nbash-$"
+    seen, ran = (e for e in parse(_b(doc), format="swe-agent") if isinstance(e, ToolResult))
+    assert seen.content == "[File: a.py (2 lines total)]\n1:x = 1\n(Open file: a.py)\nbash-$"
+    assert ran.content == "Traceback (most recent call last):\nValueError: x"
+
+
 def test_a_step_the_history_shows_differently_gets_a_command_call() -> None:
     """A re-queried step: the history's reply at that place has another action."""
     doc = _function_calling(trajectory=True)
@@ -214,8 +224,8 @@ def test_images_of_a_multimodal_task_and_of_observations_are_kept() -> None:
     assert isinstance(task, UserInput) and task.text == "The button is misaligned:"
     assert [type(b) for b in task.content] == [TextBlock, ImageBlock]
     first, second = (e for e in events if isinstance(e, ToolResult))
-    assert [b.url for b in first.blocks if isinstance(b, ImageBlock)] == [PNG]  # text from the trajectory
-    assert first.content == "[File: a.py (2 lines total)]\n1:x = 1" and second.blocks == ()
+    assert [b.url for b in first.blocks if isinstance(b, ImageBlock)] == [PNG]
+    assert first.content == "[File: a.py (2 lines total)]" and second.blocks == ()
     fc = _function_calling(trajectory=False)
     fc["history"][3]["content"] = shot("Found 1 matches")
     result = next(e for e in parse(_b(fc), format="swe-agent") if isinstance(e, ToolResult))
