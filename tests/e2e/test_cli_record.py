@@ -143,6 +143,24 @@ def test_import_refused_by_the_store_writes_no_run(tmp_path: Path) -> None:
         assert json.loads(cf("runs", "--json", cwd=tmp_path).stdout) == []
 
 
+def test_an_import_into_a_run_id_already_taken_writes_nothing(tmp_path: Path) -> None:
+    one = b'[{"role": "user", "content": "hi"}]'
+    assert cf("import", "-", "--run", "r", "--format", "openai-chat", cwd=tmp_path, stdin=one).returncode == 0
+    assert cf("import", "-", "--run", "r/run-1", "--format", "openai-chat", cwd=tmp_path,
+              stdin=one).returncode == 0
+    before = cf("events", "r", "--json", cwd=tmp_path).stdout
+    again = cf("import", "-", "--run", "r", "--format", "openai-chat", cwd=tmp_path, stdin=one)
+    assert again.returncode == 2 and "run 'r' already exists; pick another --run" in again.stderr
+    # a two-run file whose second run id is taken: the first is not written either
+    two_runs = (b'{"messages": [{"role": "user", "content": "a"}]}\n'
+                b'{"messages": [{"role": "user", "content": "b"}]}\n')
+    out = cf("import", "-", "--run", "r", "--format", "openai-chat", cwd=tmp_path, stdin=two_runs)
+    assert out.returncode == 2 and "run 'r/run-1' already exists" in out.stderr, out.stderr
+    runs = json.loads(cf("runs", "--json", cwd=tmp_path).stdout)
+    assert sorted(r["run_id"] for r in runs) == ["r", "r/run-1"]
+    assert cf("events", "r", "--json", cwd=tmp_path).stdout == before
+
+
 def test_import_errors_name_the_file_given(tmp_path: Path) -> None:
     (tmp_path / "odd.json").write_text('{"not": "a history"}')
     for path, message in (("odd.json", "odd.json:1: cannot detect the format; pass --format"),
