@@ -23,9 +23,9 @@ Mapping:
   was shown it (SWE-agent's template around the command's output: the open file, the
   directory), else the step's raw ``observation``. In function-calling runs the call
   keeps its logged id, name and arguments from the matching reply; otherwise it is
-  ``swe-<step>`` (1-based), named after the command's first word (``open``, ``edit``,
-  ``python``: SWE-agent runs every action in its shell) with arguments
-  ``{"command": action}``.
+  ``swe-<step>`` (1-based) with arguments ``{"command": action}``, named after the
+  SWE-agent tool its command starts with (``open``, ``edit``, ``submit``, or one the system
+  prompt documents), else ``bash``: a shell command, as function-calling mode names it.
 - without a ``trajectory`` (some function-calling demonstrations) the history after the
   task is read instead: ``assistant`` -> :class:`ModelResponse`, ``tool`` ->
   :class:`ToolResult` by ``tool_call_ids``, a ``user`` message answering an
@@ -73,12 +73,26 @@ from contextfold.importers._common import (
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers.openai_chat import media_part
 
-__all__ = ["command_name", "is_trajectory", "parse_doc"]
+__all__ = ["command_name", "documented_tools", "is_trajectory", "parse_doc"]
 
 _FILE_TOOLS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert",
-                         "str_replace_editor", "search_file", "search_dir", "find_file"})
+                         "str_replace_editor", "search_file", "search_dir", "find_file", "filemap"})
 """SWE-agent's own commands whose output is the repository's content (files, matches, paths)."""
-_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_SWE_AGENT_TOOLS = _FILE_TOOLS | frozenset({
+    "submit", "exit_forfeit", "set_cursors", "view_image",
+    # EnIGMA's (capture-the-flag) tools
+    "connect_start", "connect_sendline", "connect_exec", "connect_stop", "debug_start",
+    "debug_add_breakpoint", "debug_continue", "debug_step", "debug_exec", "debug_stop",
+    "decompile", "disassemble",
+    # the web browser bundle
+    "open_site", "close_site", "screenshot_site", "click_mouse", "double_click_mouse",
+    "move_mouse", "drag_mouse", "type_text", "scroll_on_page", "execute_script_on_page",
+    "navigate_back", "navigate_forward", "reload_page", "wait_time", "set_browser_window_size",
+    "get_console_output", "press_keys_on_page"})
+"""Commands of SWE-agent's tool bundles: a classic step that starts with one is a call to that
+tool; any other command is a shell command (``bash``, as SWE-agent's function-calling mode names
+its shell). A bundle of the run's own is read from its system prompt's ``signature:`` lines."""
+_SIGNATURE = re.compile(r"^\s*signature:\s*([A-Za-z0-9_-]+)", re.MULTILINE)
 
 
 def is_trajectory(value: Any) -> bool:
@@ -123,12 +137,18 @@ def _optional_str(record: dict[str, Any], key: str, path: JsonPath) -> str:
     return value
 
 
-def command_name(action: str) -> str:
-    """The tool name of a classic step: its command's first word, in the characters every
-    provider accepts in a tool name; ``bash`` for an action without one."""
+def command_name(action: str, documented: frozenset[str] = frozenset()) -> str:
+    """The tool name of a classic step: the SWE-agent tool its command starts with (one of
+    :data:`_SWE_AGENT_TOOLS` or of ``documented``), else ``bash``: one declared shell tool,
+    not one per shell command (each declared tool costs every request its schema)."""
     words = action.split(maxsplit=1)
-    name = _NAME.sub("_", words[0])[:64] if words else ""
-    return name or "bash"
+    first = words[0] if words else ""
+    return first if first in _SWE_AGENT_TOOLS or first in documented else "bash"
+
+
+def documented_tools(system_prompt: str) -> frozenset[str]:
+    """The commands a classic SWE-agent system prompt documents (``signature: <name> ...``)."""
+    return frozenset(_SIGNATURE.findall(system_prompt))
 
 
 def _origin(name: str) -> ToolOrigin:
@@ -166,20 +186,24 @@ def _logged_call(msg: dict[str, Any], path: JsonPath) -> ToolCall | None:
                  arguments=arguments)
 
 
-def _command_call(action: str, step: int, path: JsonPath) -> ToolCall:
-    return build(ToolCall, path, call_id=f"swe-{step}", name=command_name(action),
+def _command_call(action: str, step: int, path: JsonPath, documented: frozenset[str]) -> ToolCall:
+    return build(ToolCall, path, call_id=f"swe-{step}", name=command_name(action, documented),
                  arguments=compact_json({"command": action}))
 
 
-def _preamble(run: RunBuilder, history: list[Any]) -> int:
-    """Record the system prompt, demonstrations and task; the index of the first step's message."""
+def _preamble(run: RunBuilder, history: list[Any]) -> tuple[int, frozenset[str]]:
+    """Record the system prompt, demonstrations and task; the index of the first step's message
+    and the commands the system prompt documents."""
     demos = 0
+    documented: frozenset[str] = frozenset()
     for i, raw in enumerate(history):
         p: JsonPath = ("history", i)
         msg = require_obj(raw, p, "a message object")
         role = get_str(msg, "role", p)
         if role == "system":
-            run.add(build(PolicySet, p, text=_text(msg, p)), p)
+            text = _text(msg, p)
+            documented |= documented_tools(text)
+            run.add(build(PolicySet, p, text=text), p)
         elif role == "user" and msg.get("is_demo") is True:
             demos += 1
             run.add(build(InstructionSet, p, text=_text(msg, p),
@@ -187,10 +211,10 @@ def _preamble(run: RunBuilder, history: list[Any]) -> int:
         elif role == "user":  # the task; a multimodal one shows its images
             run.add(build(UserInput, p, content=_parts(msg, p) or (TextBlock(text=""),)), p)
         elif role in ("assistant", "tool"):
-            return i
+            return i, documented
         else:
             raise Bad((*p, "role"), f"unknown role {role!r} (expected system, user, assistant or tool)")
-    return len(history)
+    return len(history), documented
 
 
 def _observation_message(history: list[Any], reply: int, call_id: str | None) -> int | None:
@@ -212,7 +236,8 @@ _LOOKAHEAD = 3
 the history lacks, or a reply it holds twice, shifts the two by one or two."""
 
 
-def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, steps: list[Any]) -> None:
+def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, steps: list[Any],
+                           documented: frozenset[str]) -> None:
     replies = [i for i in range(start, len(history))
                if isinstance(history[i], dict) and history[i].get("role") == "assistant"]
     ahead = 0  # the first reply no step has been matched to (they match in order)
@@ -226,7 +251,7 @@ def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, step
         if reply is not None:
             ahead = replies.index(reply) + 1
         logged = None if reply is None else _logged_call(history[reply], ("history", reply))
-        call = logged or _command_call(action, n, p)
+        call = logged or _command_call(action, n, p, documented)
         run.add(build(ModelResponse, p, text=_optional_str(step, "thought", p), tool_calls=(call,)), p)
         seen = None if reply is None else _observation_message(
             history, reply, None if logged is None else logged.call_id)
@@ -239,7 +264,7 @@ def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, step
             run.add(_answer(call.call_id, call.name, shown, history[seen], at), p)
 
 
-def _steps_from_history(run: RunBuilder, history: list[Any], start: int) -> None:
+def _steps_from_history(run: RunBuilder, history: list[Any], start: int, documented: frozenset[str]) -> None:
     step = 0
     waiting: ToolCall | None = None  # a classic action's call, answered by the next user message
     for i, raw in enumerate(history[start:], start):
@@ -254,7 +279,7 @@ def _steps_from_history(run: RunBuilder, history: list[Any], start: int) -> None
             if logged is not None:
                 run.add(build(ModelResponse, p, text=_text(msg, p), tool_calls=(logged,)), p)
             elif action.strip():
-                waiting = _command_call(action, step, p)
+                waiting = _command_call(action, step, p, documented)
                 thought = _optional_str(msg, "thought", p) or _text(msg, p)
                 run.add(build(ModelResponse, p, text=thought, tool_calls=(waiting,)), p)
             else:
@@ -285,9 +310,9 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
     if steps is not None and not isinstance(steps, list):
         raise Bad(("trajectory",), "expected 'trajectory' to be an array")
     run = RunBuilder(model=_model(value), agent="swe-agent")
-    start = _preamble(run, history)
+    start, documented = _preamble(run, history)
     if steps:
-        _steps_from_trajectory(run, history, start, steps)
+        _steps_from_trajectory(run, history, start, steps, documented)
     else:
-        _steps_from_history(run, history, start)
+        _steps_from_history(run, history, start, documented)
     return [("", run.events)]

@@ -265,7 +265,7 @@ def test_a_swe_agent_trajectory_is_detected_imported_built_and_replayed(tmp_path
     uses = [b for m in messages if isinstance(m["content"], list) for b in m["content"]
             if b["type"] == "tool_use"]
     assert [(u["id"], u["name"], u["input"]) for u in uses] == [
-        ("swe-1", "open", {"command": "open calc.py\n"}), ("swe-2", "pytest", {"command": "pytest -q\n"})]
+        ("swe-1", "open", {"command": "open calc.py\n"}), ("swe-2", "bash", {"command": "pytest -q\n"})]
     replay = cf("replay", "swe", "--turn", "3", "--verify", cwd=tmp_path)
     assert replay.returncode == 0, replay.stdout + replay.stderr
 

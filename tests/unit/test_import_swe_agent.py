@@ -24,7 +24,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.importers import detect_format, parse
-from contextfold.importers.swe_agent import command_name
+from contextfold.importers.swe_agent import command_name, documented_tools
 
 SYSTEM = {"role": "system", "content": "SETTING: you work in a shell.", "agent": "primary"}
 DEMO = {"role": "user", "content": "Here is a demonstration ...", "is_demo": True, "agent": "primary"}
@@ -96,7 +96,7 @@ def test_classic_steps_become_command_calls_answered_by_their_observations() -> 
         ToolCall(call_id="swe-1", name="open", arguments='{"command":"open a.py\\n"}'),))
     assert isinstance(seen, ToolResult) and seen.call_id == "swe-1" and seen.origin == "workspace"
     assert seen.content == "[File: a.py (2 lines total)]\n1:x = 1"
-    assert isinstance(second, ModelResponse) and second.tool_calls[0].name == "python"
+    assert isinstance(second, ModelResponse) and second.tool_calls[0].name == "bash"  # a shell command
     assert isinstance(ran, ToolResult) and ran.call_id == "swe-2" and ran.origin == "external"
     # no exit status in a .traj: a traceback in the text does not make it an error result
     assert not ran.is_error and ran.exit_code is None
@@ -158,7 +158,7 @@ def test_a_step_the_history_shows_differently_gets_a_command_call() -> None:
     calls = [c for e in parse(_b(doc), format="swe-agent") if isinstance(e, ModelResponse)
              for c in e.tool_calls]
     assert [c.call_id for c in calls] == ["call_1", "swe-2", "swe-3"]
-    assert calls[1].name == "python3"
+    assert calls[1].name == "bash"
 
 
 def test_a_step_the_history_lacks_does_not_shift_the_later_steps_off_their_replies() -> None:
@@ -172,10 +172,22 @@ def test_a_step_the_history_lacks_does_not_shift_the_later_steps_off_their_repli
 
 
 @pytest.mark.parametrize(("action", "name"), [
-    ("open a.py", "open"), ("./run.sh --fast", "__run_sh"), ("", "bash"), ("  \n", "bash"),
-    ("edit 2:2\nx\nend_of_edit", "edit"), ("x" * 80, "x" * 64)])
-def test_command_names_fit_every_provider(action: str, name: str) -> None:
-    assert command_name(action) == name
+    ("open a.py", "open"), ("edit 2:2\nx\nend_of_edit", "edit"), ("submit", "submit"),
+    ("connect_start server 31337", "connect_start"), ("python a.py", "bash"), ("./run.sh --fast", "bash"),
+    ("", "bash"), ("  \n", "bash"), ("cd src && open a.py", "bash"), ("my_tool --x", "my_tool")])
+def test_a_command_is_its_swe_agent_tool_or_bash(action: str, name: str) -> None:
+    """One ``bash`` tool for every shell command: a tool per command word would declare (and
+    cost every request) a schema for ``ls``, ``cat``, ``grep``..."""
+    assert command_name(action, documented_tools("COMMANDS:\nmy_tool:\n  signature: my_tool <x>\n")) == name
+
+
+def test_a_classic_run_declares_its_tools_and_one_shell() -> None:
+    doc = _classic()
+    doc["history"][0]["content"] = "COMMANDS:\nopen:\n  signature: open <path> [<line_number>]\n"
+    doc["trajectory"].append({"thought": "Again.", "action": "python3 a.py", "observation": "1"})
+    names = [c.name for e in parse(_b(doc), format="swe-agent") if isinstance(e, ModelResponse)
+             for c in e.tool_calls]
+    assert names == ["open", "bash", "bash"]
 
 
 def test_detection_tells_a_traj_from_an_openhands_history() -> None:
