@@ -42,6 +42,7 @@ __all__ = [
     "opt_str",
     "require_obj",
     "text_of_blocks",
+    "text_only",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -198,4 +199,13 @@ def openai_parts(content: Any, path: JsonPath,
 
 def text_of_blocks(blocks: tuple[ContentBlock, ...]) -> str:
     return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+
+
+def text_only(blocks: tuple[ContentBlock, ...], path: JsonPath, sep: str = "") -> str:
+    """The text of content that may hold text parts only (a system prompt, a reply), joined by
+    ``sep``; a media part is :class:`Bad` at its index under ``path``."""
+    for i, block in enumerate(blocks):
+        if not isinstance(block, TextBlock):
+            raise Bad((*path, i), "only text parts are allowed here")
+    return sep.join(b.text for b in blocks if isinstance(b, TextBlock))
 

@@ -30,7 +30,6 @@ from contextfold.domain.events import (
     ContentBlock,
     ModelResponse,
     PolicySet,
-    TextBlock,
     ToolCall,
     ToolResult,
     UserInput,
@@ -46,10 +45,11 @@ from contextfold.importers._common import (
     openai_parts,
     opt_str,
     require_obj,
+    text_only,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
 
-__all__ = ["media_part", "parse_doc", "parse_messages"]
+__all__ = ["media_part", "parse_doc", "parse_messages", "tool_calls"]
 
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
@@ -90,16 +90,11 @@ def _parts(content: Any, path: JsonPath) -> tuple[ContentBlock, ...]:
 
 def _text(content: Any, path: JsonPath) -> str:
     """Assistant/tool/system content flattened to text (text and refusal parts only)."""
-    if content is None:
-        return ""
-    blocks = _parts(content, path)
-    for i, b in enumerate(blocks):
-        if not isinstance(b, TextBlock):
-            raise Bad((*path, i), "only text parts are allowed here")
-    return "".join(b.text for b in blocks if isinstance(b, TextBlock))
+    return "" if content is None else text_only(_parts(content, path), path)
 
 
-def _tool_calls(msg: dict[str, Any], path: JsonPath, index: int) -> list[ToolCall]:
+def tool_calls(msg: dict[str, Any], path: JsonPath, index: int) -> list[ToolCall]:
+    """An assistant message's ``tool_calls`` (and legacy ``function_call``, id ``fc-<index>``)."""
     calls: list[ToolCall] = []
     raw_calls = msg.get("tool_calls")
     if raw_calls is not None:
@@ -153,7 +148,7 @@ def parse_messages(messages: list[Any], path: JsonPath, *, model: str | None = N
                 event = build(UserInput, p, content=_parts(msg["content"], (*p, "content")))
             case "assistant":
                 event = build(ModelResponse, p, text=_text(msg.get("content"), (*p, "content")),
-                              tool_calls=tuple(_tool_calls(msg, p, i)))
+                              tool_calls=tuple(tool_calls(msg, p, i)))
             case "tool":
                 event = build(ToolResult, p, call_id=get_str(msg, "tool_call_id", p),
                               content=_text(msg.get("content"), (*p, "content")),

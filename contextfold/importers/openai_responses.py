@@ -35,7 +35,6 @@ from contextfold.domain.events import (
     ContentBlock,
     ModelResponse,
     PolicySet,
-    TextBlock,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -51,6 +50,7 @@ from contextfold.importers._common import (
     openai_parts,
     opt_str,
     require_obj,
+    text_only,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
 
@@ -87,11 +87,7 @@ def _parts(content: Any, path: JsonPath) -> tuple[ContentBlock, ...]:
 
 
 def _text(content: Any, path: JsonPath) -> str:
-    blocks = _parts(content, path)
-    for i, b in enumerate(blocks):
-        if not isinstance(b, TextBlock):
-            raise Bad((*path, i), "only text parts are allowed here")
-    return "".join(b.text for b in blocks if isinstance(b, TextBlock))
+    return text_only(_parts(content, path), path)
 
 
 def _output_text(item: dict[str, Any], path: JsonPath) -> str:

@@ -69,9 +69,10 @@ from contextfold.importers._common import (
     openai_parts,
     require_obj,
     text_of_blocks,
+    text_only,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
-from contextfold.importers.openai_chat import media_part
+from contextfold.importers.openai_chat import media_part, tool_calls
 
 __all__ = ["command_name", "documented_tools", "is_trajectory", "parse_doc"]
 
@@ -101,8 +102,9 @@ def is_trajectory(value: Any) -> bool:
     if not isinstance(value, dict) or not isinstance(value.get("history"), list):
         return False
     history = value["history"]
-    return ("trajectory" in value and not history) or any(
-        isinstance(m, dict) and "role" in m for m in history[:1])
+    if not history:
+        return "trajectory" in value
+    return isinstance(history[0], dict) and "role" in history[0]
 
 
 def _parts(msg: dict[str, Any], path: JsonPath) -> tuple[ContentBlock, ...]:
@@ -113,18 +115,14 @@ def _parts(msg: dict[str, Any], path: JsonPath) -> tuple[ContentBlock, ...]:
 
 def _text(msg: dict[str, Any], path: JsonPath) -> str:
     """A text-only message's content (system prompt, demonstration, reply)."""
-    blocks = _parts(msg, path)
-    for i, block in enumerate(blocks):
-        if not isinstance(block, TextBlock):
-            raise Bad((*path, "content", i), "only text parts are allowed here")
-    return text_of_blocks(blocks)
+    return text_only(_parts(msg, path), (*path, "content"), "\n")
 
 
-def _answer(call_id: str, name: str, text: str, msg: dict[str, Any] | None, path: JsonPath) -> ToolResult:
-    """The result of call ``call_id`` to tool ``name``: ``text``, with the media parts (a
-    screenshot) of the history message that carried the observation, when there is one."""
-    blocks = () if msg is None else _parts(msg, path)
-    media = tuple(b for b in blocks if not isinstance(b, TextBlock))
+def _answer(call_id: str, name: str, text: str, parts: tuple[ContentBlock, ...],
+            path: JsonPath) -> ToolResult:
+    """The result of call ``call_id`` to tool ``name``: ``text``, with the media ``parts`` (a
+    screenshot) of the history message that carried the observation, if any."""
+    media = tuple(b for b in parts if not isinstance(b, TextBlock))
     return build(ToolResult, path, call_id=call_id, content=text, blocks=media, origin=_origin(name))
 
 
@@ -170,20 +168,11 @@ def _model(doc: dict[str, Any]) -> str | None:
 
 
 def _logged_call(msg: dict[str, Any], path: JsonPath) -> ToolCall | None:
-    """The one tool call of a function-calling history message, as logged."""
+    """The one tool call of a function-calling history message, as logged (OpenAI chat's)."""
     calls = msg.get("tool_calls")
     if not isinstance(calls, list) or len(calls) != 1:
         return None
-    p = (*path, "tool_calls", 0)
-    call = require_obj(calls[0], p, "a tool call object")
-    fn = require_obj(call.get("function"), (*p, "function"), "'function' to be an object")
-    arguments = fn.get("arguments", "{}")
-    if isinstance(arguments, dict):
-        arguments = compact_json(arguments)
-    elif not isinstance(arguments, str):
-        raise Bad((*p, "function", "arguments"), "expected 'arguments' to be a JSON string")
-    return build(ToolCall, p, call_id=get_str(call, "id", p), name=get_str(fn, "name", (*p, "function")),
-                 arguments=arguments)
+    return tool_calls(msg, path, 0)[0]
 
 
 def _command_call(action: str, step: int, path: JsonPath, documented: frozenset[str]) -> ToolCall:
@@ -246,10 +235,10 @@ def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, step
         step = require_obj(raw, p, "a trajectory step object")
         action = get_str(step, "action", p)
         # the history's reply for this step: the next one showing the same action
-        reply = next((i for i in replies[ahead:ahead + _LOOKAHEAD] if history[i].get("action") == action),
-                     None)
-        if reply is not None:
-            ahead = replies.index(reply) + 1
+        match = next((j for j in range(ahead, min(ahead + _LOOKAHEAD, len(replies)))
+                      if history[replies[j]].get("action") == action), None)
+        reply = None if match is None else replies[match]
+        ahead = ahead if match is None else match + 1
         logged = None if reply is None else _logged_call(history[reply], ("history", reply))
         call = logged or _command_call(action, n, p, documented)
         run.add(build(ModelResponse, p, text=_optional_str(step, "thought", p), tool_calls=(call,)), p)
@@ -257,11 +246,10 @@ def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, step
             history, reply, None if logged is None else logged.call_id)
         observation = _optional_str(step, "observation", p)
         if seen is None:
-            run.add(_answer(call.call_id, call.name, observation, None, p), p)
+            run.add(_answer(call.call_id, call.name, observation, (), p), p)
         else:  # as the model was shown it: the command's output inside SWE-agent's template
-            at: JsonPath = ("history", seen)
-            shown = text_of_blocks(_parts(history[seen], at))
-            run.add(_answer(call.call_id, call.name, shown, history[seen], at), p)
+            parts = _parts(history[seen], ("history", seen))
+            run.add(_answer(call.call_id, call.name, text_of_blocks(parts), parts, ("history", seen)), p)
 
 
 def _steps_from_history(run: RunBuilder, history: list[Any], start: int, documented: frozenset[str]) -> None:
@@ -289,10 +277,11 @@ def _steps_from_history(run: RunBuilder, history: list[Any], start: int, documen
             call_id = ids[0] if isinstance(ids, list) and len(ids) == 1 else msg.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise Bad(p, "a tool message without one 'tool_call_ids' entry or a 'tool_call_id'")
-            name = run.open_name(call_id) or ""
-            run.add(_answer(call_id, name, text_of_blocks(_parts(msg, p)), msg, p), p)
+            parts = _parts(msg, p)
+            run.add(_answer(call_id, run.open_name(call_id) or "", text_of_blocks(parts), parts, p), p)
         elif role == "user" and waiting is not None:
-            run.add(_answer(waiting.call_id, waiting.name, text_of_blocks(_parts(msg, p)), msg, p), p)
+            parts = _parts(msg, p)
+            run.add(_answer(waiting.call_id, waiting.name, text_of_blocks(parts), parts, p), p)
             waiting = None
         elif role == "user":
             run.add(build(UserInput, p, content=_parts(msg, p) or (TextBlock(text=""),)), p)
