@@ -15,24 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any, BinaryIO
-
-from pydantic import BaseModel
+from typing import Any
 
 from contextfold.api import Store, open_store
 from contextfold.audit.text import visible
-from contextfold.cli_progress import progress_bar
 from contextfold.console import interrupted
 from contextfold.domain.errors import (
     ContextfoldError,
-    ImportFormatError,
-    InputLimitError,
     IntegrityError,
     InvalidInputError,
     StoreConfigError,
@@ -42,7 +35,6 @@ from contextfold.domain.errors import (
 from contextfold.domain.events import (
     EVENT_ADAPTER,
     AnyEvent,
-    ArtifactRef,
     ContextBuilt,
     EvidenceRetrieved,
     FileRead,
@@ -175,64 +167,6 @@ def summarize_event(event: AnyEvent, width: int = 90) -> str:
 # ---------------------------------------------------------------- import
 
 
-def _too_big(source: str, limit: int) -> InputLimitError:
-    return InputLimitError(f"{source}: more than {limit} bytes, the import limit "
-                           f"(StoreLimits.max_import_bytes); pass --max-bytes to raise it")
-
-
-def _read_capped(stream: BinaryIO, limit: int, source: str) -> bytes:
-    """At most ``limit`` bytes of ``stream``, read in chunks: a stream with no end (``/dev/zero``,
-    a pipe) is refused once it passes the limit, not read into memory whole first."""
-    buf = bytearray()
-    while chunk := stream.read(min(1 << 20, limit + 1 - len(buf))):
-        buf += chunk
-        if len(buf) > limit:
-            raise _too_big(source, limit)
-    return bytes(buf)
-
-
-def _read_source(path: str, limit: int) -> tuple[bytes, str]:
-    if path == "-":
-        return _read_capped(sys.stdin.buffer, limit, "<stdin>"), "<stdin>"
-    p = Path(path)
-    if p.is_dir():
-        raise ImportFormatError(f"{path}:0", "a directory, not a file")
-    try:
-        with p.open("rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):  # a device, a FIFO: no size to trust
-                return _read_capped(f, limit, str(p)), str(p)
-            if info.st_size > limit:  # refused before a byte is read
-                raise _too_big(str(p), limit)
-            data = f.read(info.st_size + 1)
-            if len(data) > limit:  # it grew while we read it
-                raise _too_big(str(p), limit)
-            if len(data) > info.st_size:  # still growing (or a /proc file, size 0): the rest, capped
-                data += _read_capped(f, limit - len(data), str(p))
-            return data, str(p)
-    except FileNotFoundError:
-        raise ImportFormatError(f"{path}:0", "no such file") from None
-    except OSError as exc:  # unreadable: permissions, a device, ...
-        raise ImportFormatError(f"{path}:0", f"cannot read: {exc.strerror or exc}") from exc
-
-
-def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
-    """(index, ref) of every artifact ref the events carry (payloads and media blocks)."""
-    def walk(value: Any) -> Iterator[ArtifactRef]:
-        if isinstance(value, ArtifactRef):
-            yield value
-        elif isinstance(value, BaseModel):
-            for name in type(value).model_fields:
-                yield from walk(getattr(value, name))
-        elif isinstance(value, tuple | list):
-            for item in value:
-                yield from walk(item)
-
-    for index, event in enumerate(events):
-        for ref in walk(event):
-            yield index, ref
-
-
 IMPORT_FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini",
                   "swe-agent")
 """``contextfold.importers.FORMATS``, restated: importing the parsers costs every command ~20 ms
@@ -240,13 +174,20 @@ IMPORT_FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-res
 
 
 def _configure_import(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", type=nonempty("path"), help="file to import, or - for standard input")
+    p.add_argument("path", type=nonempty("path"),
+                   help="file to import, - for standard input, or a folder: every trace under it "
+                        "(each file a run RUN/<path without extension>, all in one transaction; "
+                        "JSON of no known format, such as SWE-agent's preds.json, is skipped)")
     p.add_argument("--run", required=True, help="run id; a multi-run file imports as RUN/<n>")
     p.add_argument("--format", choices=IMPORT_FORMATS, default=None,
                    help="input format (default: detected from the content)")
     p.add_argument("--max-bytes", type=_byte_count, default=StoreLimits().max_import_bytes, metavar="N",
                    help="refuse a source longer than N bytes before parsing it (default: "
-                        f"{StoreLimits().max_import_bytes} = 256 MiB, StoreLimits.max_import_bytes)")
+                        f"{StoreLimits().max_import_bytes} = 256 MiB, StoreLimits.max_import_bytes); "
+                        "a folder's files count together")
+    p.add_argument("--glob", action="append", metavar="PATTERN",
+                   help="in a folder, import the files whose name matches PATTERN (repeatable; "
+                        "default: *.traj, *.json and *.jsonl)")
 
 
 def _byte_count(text: str) -> int:
@@ -260,46 +201,9 @@ def _byte_count(text: str) -> int:
 
 
 def _handle_import(args: argparse.Namespace) -> int:
-    from contextfold.importers import detect_format, iter_runs
+    from contextfold.cli_import import handle_import
 
-    data, source = _read_source(args.path, args.max_bytes)
-    fmt = args.format or detect_format(data, source=source)
-    runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
-    named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events)
-             for suffix, events in runs]
-    with store_for(args) as store:
-        for run_id, events in named:
-            if store.events.exists(run_id):
-                raise ImportFormatError(f"{source}:0", f"run {run_id!r} already exists; pick another --run")
-            for index, ref in _artifact_refs(events):  # an export's refs into the store it came from
-                if not store.events.has_artifact(ref.hash):
-                    raise ImportFormatError(
-                        f"{source}:0", f"run {run_id!r}: position {index + 1} refers to artifact "
-                        f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
-                        "keeps large payloads as refs into its own store): the run would not build")
-        # ONE transaction: every run of the file, or none (a refusal, a lost server, Ctrl-C). What
-        # the store refuses is named by its run: the one being prepared, after the runs reported
-        # done (each event is prepared once; a separate check first prepared them all twice).
-        pending = iter([run_id for run_id, events in named if events])
-
-        def prepared(n: int) -> None:
-            next(pending)  # that run is prepared: a refusal from here on is the next one's
-            advance(n)
-
-        with progress_bar(sum(len(events) for _, events in named), f"importing {source}") as advance:
-            try:
-                total = store.events.append_new_runs(named, progress=prepared)
-            except InvalidInputError as exc:
-                failed = next(pending, None)
-                if failed is None:
-                    raise
-                raise ImportFormatError(f"{source}:0", f"run {failed!r}: {exc}") from exc
-        _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
-        for run_id, events in named[:20]:
-            _out(f"  {run_id}: {len(events)} events")
-        if len(named) > 20:
-            _out(f"  ... {len(named) - 20} more")
-    return 0
+    return handle_import(args)
 
 
 register("import", "record an existing history (OpenAI, Anthropic, OpenHands, SWE-agent .traj, Gemini, "

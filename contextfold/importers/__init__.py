@@ -20,6 +20,8 @@ Entry points:
   atomic check the CLI makes before it writes anything.
 - :func:`parse` -- the events of a single-run source.
 - :func:`detect_format` -- a best-effort guess from the content.
+- :func:`guess_format` -- the same guess, or None for JSON of no known shape (what a
+  directory import skips: a folder of trajectories also holds predictions and configs).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from contextfold.importers import (
 )
 from contextfold.importers._json import Bad, Doc, load
 
-__all__ = ["FORMATS", "detect_format", "iter_runs", "parse"]
+__all__ = ["FORMATS", "detect_format", "guess_format", "iter_runs", "parse"]
 
 FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini", "swe-agent")
 
@@ -134,29 +136,35 @@ def detect_format(data: bytes, *, source: str = "<stdin>") -> str:
     Raises :class:`ImportFormatError` when the input does not parse or matches
     no known shape; pass ``format`` explicitly in that case.
     """
-    doc = load(data, source)
-    value = doc.value
-    guess: str | None = None
-    if isinstance(value, dict) and not doc.jsonl:
-        if "contents" in value:
-            guess = "gemini"
-        elif "input" in value:
-            guess = "openai-responses"
-        elif swe_agent.is_trajectory(value):
-            guess = "swe-agent"
-        elif "history" in value:
-            guess = "openhands"
-        elif isinstance(value.get("messages"), list):
-            # Plain text turns read the same in both APIs; a body-level ``system``
-            # or ``max_tokens`` (required by Anthropic) tips the balance.
-            guess = _guess_messages(value["messages"]) or (
-                "anthropic" if "system" in value or "max_tokens" in value else "openai-chat")
-        else:
-            guess = _guess_messages([value]) or ("openai-chat" if "role" in value else None)
-    elif isinstance(value, list):
-        guess = _guess_messages(value) or (
-            "openai-chat" if value and all(isinstance(m, dict) and "role" in m for m in value)
-            else None)
+    guess = guess_format(data, source=source)
     if guess is None:
         raise ImportFormatError(f"{source}:1", "cannot detect the format; pass --format")
     return guess
+
+
+def guess_format(data: bytes, *, source: str = "<stdin>") -> str | None:
+    """:func:`detect_format`'s guess, or None when ``data`` is JSON (or JSONL) of no known
+    shape. Input that is not JSON at all is still an :class:`ImportFormatError`: a truncated
+    trajectory is a broken trace, not some other file."""
+    doc = load(data, source)
+    value = doc.value
+    if isinstance(value, dict) and not doc.jsonl:
+        if "contents" in value:
+            return "gemini"
+        if "input" in value:
+            return "openai-responses"
+        if swe_agent.is_trajectory(value):
+            return "swe-agent"
+        if "history" in value:
+            return "openhands"
+        if isinstance(value.get("messages"), list):
+            # Plain text turns read the same in both APIs; a body-level ``system``
+            # or ``max_tokens`` (required by Anthropic) tips the balance.
+            return _guess_messages(value["messages"]) or (
+                "anthropic" if "system" in value or "max_tokens" in value else "openai-chat")
+        return _guess_messages([value]) or ("openai-chat" if "role" in value else None)
+    if isinstance(value, list):
+        return _guess_messages(value) or (
+            "openai-chat" if value and all(isinstance(m, dict) and "role" in m for m in value)
+            else None)
+    return None

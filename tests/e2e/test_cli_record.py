@@ -165,7 +165,7 @@ def test_import_errors_name_the_file_given(tmp_path: Path) -> None:
     (tmp_path / "odd.json").write_text('{"not": "a history"}')
     for path, message in (("odd.json", "odd.json:1: cannot detect the format; pass --format"),
                           ("missing.json", "missing.json:0: no such file"),
-                          (".", ".:0: a directory, not a file")):
+                          (".", ".:0: none of its 1 matching files is a trace in a known format")):
         out = cf("import", path, "--run", "r", cwd=tmp_path)
         assert out.returncode == 2 and f"ImportFormatError: {message}" in out.stderr, out.stderr
 

@@ -24,7 +24,7 @@ from contextfold.domain.events import (
     UserInput,
     event_to_json,
 )
-from contextfold.importers import FORMATS, detect_format, iter_runs, parse
+from contextfold.importers import FORMATS, detect_format, guess_format, iter_runs, parse
 
 
 def _b(value: Any) -> bytes:
@@ -500,6 +500,14 @@ def test_events_jsonl_round_trip_and_errors() -> None:
 def test_detect_format(data: bytes, fmt: str) -> None:
     assert fmt in FORMATS
     assert detect_format(data) == fmt
+
+
+def test_guess_format_is_none_for_json_of_no_known_shape_and_refuses_what_is_not_json() -> None:
+    assert guess_format(b"[1, 2]") is None
+    assert guess_format(_b({"django-1": {"model_patch": ""}})) is None  # SWE-agent's preds.json
+    assert guess_format(_b(CHAT)) == "openai-chat"
+    with pytest.raises(ImportFormatError, match="^x.traj:"):  # a trace cut off mid-write
+        guess_format(_b({"history": []})[:-3], source="x.traj")
 
 
 def test_detect_format_gives_up_with_a_typed_error() -> None:

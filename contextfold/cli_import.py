@@ -1,0 +1,253 @@
+"""``contextfold import``: a file, standard input, or a folder of traces, recorded atomically.
+
+Apart from :mod:`contextfold.cli` because a folder import (one transaction for every trace
+under a folder, as SWE-agent writes one ``.traj`` per task instance) is its own work: walking
+the folder, naming each run after its file, skipping what is not a trace. The command is
+registered in ``cli`` (its place in ``--help``); this module runs it.
+
+Every source is read and parsed before anything is written, and every run is then written in
+ONE transaction: an import either records all its runs or none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import stat
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pydantic import BaseModel
+
+from contextfold.cli import store_for
+from contextfold.cli_progress import progress_bar
+from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError
+from contextfold.domain.events import AnyEvent, ArtifactRef
+from contextfold.store.event_reads import check_run_id
+
+__all__ = ["TRACE_PATTERNS", "handle_import"]
+
+TRACE_PATTERNS = ("*.traj", "*.json", "*.jsonl")
+"""The file names a folder import reads unless ``--glob`` says otherwise: SWE-agent
+trajectories, JSON documents and JSONL logs."""
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _too_big(source: str, limit: int) -> InputLimitError:
+    return InputLimitError(f"{source}: more than {limit} bytes, the import limit "
+                           f"(StoreLimits.max_import_bytes); pass --max-bytes to raise it")
+
+
+def _read_capped(stream: BinaryIO, limit: int, source: str) -> bytes:
+    """At most ``limit`` bytes of ``stream``, read in chunks: a stream with no end (``/dev/zero``,
+    a pipe) is refused once it passes the limit, not read into memory whole first."""
+    buf = bytearray()
+    while chunk := stream.read(min(1 << 20, limit + 1 - len(buf))):
+        buf += chunk
+        if len(buf) > limit:
+            raise _too_big(source, limit)
+    return bytes(buf)
+
+
+def _read_file(p: Path, limit: int, *, label: str | None = None, used: int = 0) -> bytes:
+    """The bytes of file ``p``, refused once ``used`` plus its length passes ``limit``. A
+    folder's limit holds for its files together (all of them are held at once), so there
+    ``used`` is what its files before this one hold and the refusal names the folder (``label``)."""
+    label = label or str(p)
+
+    def too_big() -> InputLimitError:
+        return _too_big(label, limit)
+
+    cap = limit - used
+    try:
+        with p.open("rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):  # a device, a FIFO: no size to trust
+                data = _read_capped(f, cap, label)
+            elif info.st_size > cap:  # refused before a byte is read
+                raise too_big()
+            else:
+                data = f.read(info.st_size + 1)
+                if len(data) > cap:  # it grew while we read it
+                    raise too_big()
+                if len(data) > info.st_size:  # still growing (or a /proc file, size 0): the rest
+                    data += _read_capped(f, cap - len(data), label)
+    except FileNotFoundError:
+        raise ImportFormatError(f"{p}:0", "no such file") from None
+    except InputLimitError:
+        raise too_big() from None
+    except OSError as exc:  # unreadable: permissions, a device, ...
+        raise ImportFormatError(f"{p}:0", f"cannot read: {exc.strerror or exc}") from exc
+    return data
+
+
+def trace_files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
+    """The files under ``root`` whose name matches one of ``patterns``, in path order.
+
+    Hidden files and folders (``.git``, editor swap files) are passed over, and so are
+    symlinked folders (a link back up the tree would never end); a symlinked file is read."""
+    found: list[Path] = []
+
+    def refuse(exc: OSError) -> None:
+        raise ImportFormatError(f"{exc.filename or root}:0", f"cannot read: {exc.strerror or exc}")
+
+    for folder, dirs, files in os.walk(root, onerror=refuse):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if not name.startswith(".") and any(fnmatch.fnmatchcase(name, p) for p in patterns):
+                path = Path(folder, name)
+                if path.is_file():  # not a socket, FIFO or dangling link
+                    found.append(path)
+    return sorted(found, key=lambda p: p.relative_to(root).parts)
+
+
+def run_id_for(prefix: str, relative: Path) -> str:
+    """The run id of the trace at ``relative`` (a path under the imported folder):
+    ``PREFIX/<folders>/<file name without its extension>``. A file named after its own folder
+    (SWE-agent's ``<instance>/<instance>.traj``) is named once: ``PREFIX/<instance>``."""
+    *folders, name = relative.parts
+    stem = Path(name).stem
+    parts = folders if folders and folders[-1] == stem else [*folders, stem]
+    return "/".join([prefix, *parts])
+
+
+def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
+    """(index, ref) of every artifact ref the events carry (payloads and media blocks)."""
+    def walk(value: Any) -> Iterator[ArtifactRef]:
+        if isinstance(value, ArtifactRef):
+            yield value
+        elif isinstance(value, BaseModel):
+            for name in type(value).model_fields:
+                yield from walk(getattr(value, name))
+        elif isinstance(value, tuple | list):
+            for item in value:
+                yield from walk(item)
+
+    for index, event in enumerate(events):
+        for ref in walk(event):
+            yield index, ref
+
+
+Named = list[tuple[str, list[AnyEvent], str]]
+"""(run id, events, source) of each run an import records."""
+
+
+def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str]:
+    """The runs of one file (or standard input): (runs, source, format)."""
+    from contextfold.importers import detect_format, iter_runs
+
+    if args.path == "-":
+        source = "<stdin>"
+        data = _read_capped(sys.stdin.buffer, args.max_bytes, source)
+    else:
+        source = args.path
+        data = _read_file(Path(args.path), args.max_bytes)
+    fmt = args.format or detect_format(data, source=source)
+    runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
+    named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events, source)
+             for suffix, events in runs]
+    return named, source, fmt
+
+
+def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, str]:
+    """The runs of every trace under ``root``: (runs, source, a summary of the formats).
+
+    Without ``--format`` each file's format is detected, and JSON of no known shape (SWE-agent's
+    ``preds.json``, a config) is skipped and listed; a file that is not JSON at all, or does not
+    parse as its format, fails the import. With ``--format`` every matched file must be one."""
+    from contextfold.importers import guess_format, iter_runs
+
+    source = str(root)
+    files = trace_files(root, tuple(args.glob or TRACE_PATTERNS))
+    if not files:
+        raise ImportFormatError(f"{source}:0", "no file in this folder matches "
+                                f"{' or '.join(args.glob or TRACE_PATTERNS)}")
+    names = [run_id_for(args.run, f.relative_to(root)) for f in files]
+    for name, f in zip(names, files, strict=True):  # before a byte is read
+        try:
+            check_run_id(name)
+        except InputLimitError as exc:
+            raise ImportFormatError(f"{f}:0", f"its run id would be invalid: {exc}") from None
+    used = 0
+    named: Named = []
+    formats: Counter[str] = Counter()
+    skipped: list[Path] = []
+    with progress_bar(len(files), f"reading {source}") as advance:
+        for name, f in zip(names, files, strict=True):
+            data = _read_file(f, args.max_bytes, label=f"{source} (its {len(files)} trace files)",
+                              used=used)
+            used += len(data)
+            fmt = args.format or guess_format(data, source=str(f))
+            if fmt is None:
+                skipped.append(f)
+            else:
+                formats[fmt] += 1
+                runs = list(iter_runs(data, format=fmt, source=str(f)))
+                named += [(name if len(runs) == 1 else f"{name}/{suffix}", events, str(f))
+                          for suffix, events in runs]
+            advance(1)
+    first: dict[str, str] = {}
+    for run_id, _, where in named:
+        if run_id in first:
+            raise ImportFormatError(f"{where}:0", f"its run id {run_id!r} is also {first[run_id]}'s")
+        first[run_id] = where
+    if skipped:
+        shown = ", ".join(str(p.relative_to(root)) for p in skipped[:10])
+        more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+        _out(f"skipped {len(skipped)} file(s) of no known trace format: {shown}{more}")
+    if not named:
+        raise ImportFormatError(f"{source}:0", f"none of its {len(files)} matching files is a trace "
+                                "in a known format; pass --format to read them as one")
+    summary = ", ".join(f"{count} {fmt}" for fmt, count in sorted(formats.items()))
+    return named, source, summary
+
+
+def handle_import(args: argparse.Namespace) -> int:
+    """Read and check every run of ``args.path``, then record them all in one transaction."""
+    root = Path(args.path) if args.path != "-" else None
+    if root is not None and root.is_dir():
+        named, source, fmt = _runs_of_folder(args, root)
+    else:
+        if args.glob:
+            raise ImportFormatError(f"{args.path}:0", "--glob selects files in a folder; this is not one")
+        named, source, fmt = _runs_of_file(args)
+    with store_for(args) as store:
+        for run_id, events, where in named:
+            if store.events.exists(run_id):
+                raise ImportFormatError(f"{where}:0", f"run {run_id!r} already exists; pick another --run")
+            for index, ref in _artifact_refs(events):  # an export's refs into the store it came from
+                if not store.events.has_artifact(ref.hash):
+                    raise ImportFormatError(
+                        f"{where}:0", f"run {run_id!r}: position {index + 1} refers to artifact "
+                        f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
+                        "keeps large payloads as refs into its own store): the run would not build")
+        # ONE transaction: every run, or none (a refusal, a lost server, Ctrl-C). What the
+        # store refuses is named by its run: the one being prepared, after the runs reported
+        # done (each event is prepared once; a separate check first prepared them all twice).
+        pending = iter([(run_id, where) for run_id, events, where in named if events])
+
+        def prepared(n: int) -> None:
+            next(pending)  # that run is prepared: a refusal from here on is the next one's
+            advance(n)
+
+        with progress_bar(sum(len(events) for _, events, _ in named), f"importing {source}") as advance:
+            try:
+                total = store.events.append_new_runs([(r, e) for r, e, _ in named], progress=prepared)
+            except InvalidInputError as exc:
+                failed = next(pending, None)
+                if failed is None:
+                    raise
+                raise ImportFormatError(f"{failed[1]}:0", f"run {failed[0]!r}: {exc}") from exc
+        _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
+        for run_id, events, _ in named[:20]:
+            _out(f"  {run_id}: {len(events)} events")
+        if len(named) > 20:
+            _out(f"  ... {len(named) - 20} more")
+    return 0

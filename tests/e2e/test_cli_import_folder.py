@@ -1,0 +1,157 @@
+"""``contextfold import FOLDER``: every trace under a folder, one run per file, in one transaction."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from contextfold.cli import main
+from contextfold.cli_import import run_id_for
+from tests.conftest import TRACES
+
+TRAJ = {"history": [{"role": "system", "content": "You work in a shell."},
+                    {"role": "user", "content": "Fix the failing test in calc.py"}],
+        "trajectory": [{"thought": "Look first.", "action": "open calc.py\n",
+                        "observation": "[File: calc.py (1 lines total)]\n1:def add(a, b): return a - b"}]}
+CHAT = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+
+
+def cf(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["--store", f"sqlite:///{tmp_path / 'cf.db'}", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, int]:
+    code, out, _ = cf(tmp_path, capsys, "runs", "--json")
+    assert code == 0
+    return {r["run_id"]: r["events"] for r in json.loads(out)}
+
+
+def events_json(tmp_path: Path, capsys: pytest.CaptureFixture[str], run: str) -> list[dict[str, object]]:
+    code, out, err = cf(tmp_path, capsys, "events", run, "--json")
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def write(path: Path, value: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+    return path
+
+
+def sweep_folder(root: Path) -> Path:
+    """SWE-agent's layout (<instance>/<instance>.traj beside preds.json and logs), a chat
+    export in a subfolder, and files an import must not read (hidden, not matched)."""
+    write(root / "django-1" / "django-1.traj", TRAJ)
+    write(root / "flask-2" / "flask-2.traj", TRAJ)
+    write(root / "chats" / "greeting.json", CHAT)
+    write(root / "preds.json", {"django-1": {"model_patch": "diff --git ..."}})
+    (root / "django-1" / "django-1.debug.log").write_text("not a trace")
+    write(root / ".cache" / "old.json", CHAT)
+    write(root / "chats" / ".draft.json", CHAT)
+    return root
+
+
+def test_a_folder_imports_each_trace_as_a_run_named_by_its_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = sweep_folder(tmp_path / "sweep")
+    code, out, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp")
+    assert code == 0, err
+    assert "skipped 1 file(s) of no known trace format: preds.json" in out
+    assert f"into 3 run(s) from {root} (1 openai-chat, 2 swe-agent)" in out
+    assert runs(tmp_path, capsys) == {"exp/chats/greeting": 3, "exp/django-1": 5, "exp/flask-2": 5}
+    # each run is what importing its file alone records
+    code, _, err = cf(tmp_path, capsys, "import", str(root / "django-1" / "django-1.traj"), "--run", "one")
+    assert code == 0, err
+    assert events_json(tmp_path, capsys, "exp/django-1") == events_json(tmp_path, capsys, "one")
+
+
+def test_glob_picks_the_files_and_format_reads_them_all(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    root = sweep_folder(tmp_path / "sweep")
+    code, out, err = cf(tmp_path, capsys, "import", str(root), "--run", "t", "--glob", "*.traj")
+    assert code == 0, err
+    assert "skipped" not in out and set(runs(tmp_path, capsys)) == {"t/django-1", "t/flask-2"}
+    # --format is a promise about every matched file: preds.json is not OpenAI chat
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "f", "--format", "openai-chat",
+                      "--glob", "*.json")
+    assert code == 2 and f"ImportFormatError: {root / 'preds.json'}:1" in err, err
+    assert set(runs(tmp_path, capsys)) == {"t/django-1", "t/flask-2"}
+    code, _, err = cf(tmp_path, capsys, "import", str(root / "preds.json"), "--run", "g", "--glob", "*.traj")
+    assert code == 2 and "--glob selects files in a folder; this is not one" in err
+
+
+def test_a_broken_trace_fails_the_whole_folder_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = sweep_folder(tmp_path / "sweep")
+    (root / "zeta" / "zeta.traj").parent.mkdir()
+    (root / "zeta" / "zeta.traj").write_text(json.dumps(TRAJ)[:-20])  # cut off mid-write
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp")
+    assert code == 2 and f"ImportFormatError: {root / 'zeta' / 'zeta.traj'}:" in err, err
+    assert runs(tmp_path, capsys) == {}
+
+
+def test_a_taken_run_id_writes_none_of_the_folder(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    root = sweep_folder(tmp_path / "sweep")
+    one = str(root / "flask-2" / "flask-2.traj")
+    assert cf(tmp_path, capsys, "import", one, "--run", "exp/flask-2")[0] == 0
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp")
+    assert code == 2 and "run 'exp/flask-2' already exists; pick another --run" in err, err
+    assert err.count(one) == 1
+    assert set(runs(tmp_path, capsys)) == {"exp/flask-2"}
+
+
+def test_two_files_named_as_one_run_are_refused_before_writing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "sweep"
+    write(root / "a" / "a.traj", TRAJ)
+    write(root / "a.traj", TRAJ)
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp")
+    assert code == 2 and "its run id 'exp/a' is also" in err, err
+    assert runs(tmp_path, capsys) == {}
+
+
+def test_limits_and_empty_folders_are_typed_errors(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    root = sweep_folder(tmp_path / "sweep")
+    total = sum(p.stat().st_size for p in [*root.rglob("*.traj"), root / "chats" / "greeting.json",
+                                           root / "preds.json"])
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp", "--max-bytes", str(total - 1))
+    assert code == 2, err
+    assert f"InputLimitError: {root} (its 4 trace files): more than {total - 1} bytes" in err, err
+    assert cf(tmp_path, capsys, "import", str(root), "--run", "exp", "--max-bytes", str(total))[0] == 0
+    (tmp_path / "empty").mkdir()
+    code, _, err = cf(tmp_path, capsys, "import", str(tmp_path / "empty"), "--run", "e")
+    assert code == 2 and "no file in this folder matches *.traj or *.json or *.jsonl" in err, err
+    only_preds = tmp_path / "preds"
+    write(only_preds / "preds.json", {"x": {"model_patch": ""}})
+    code, _, err = cf(tmp_path, capsys, "import", str(only_preds), "--run", "p")
+    assert code == 2 and "none of its 1 matching files is a trace in a known format" in err, err
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "bad id")
+    assert code == 2 and "its run id would be invalid" in err, err
+
+
+def test_run_ids_follow_the_path_and_name_an_instance_once() -> None:
+    assert run_id_for("x", Path("inst/inst.traj")) == "x/inst"
+    assert run_id_for("x", Path("a/inst/inst.traj")) == "x/a/inst"
+    assert run_id_for("x", Path("a/b.json")) == "x/a/b"
+    assert run_id_for("x", Path("b.jsonl")) == "x/b"
+    assert run_id_for("x", Path("b/b/c.traj")) == "x/b/b/c"
+
+
+@pytest.mark.skipif(not (TRACES / "swe-agent-demos").is_dir(), reason=f"{TRACES} has no swe-agent-demos")
+def test_the_swe_agent_demonstrations_folder_imports_as_22_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = shutil.copytree(TRACES / "swe-agent-demos", tmp_path / "demos")
+    code, out, err = cf(tmp_path, capsys, "import", str(root), "--run", "demos")
+    assert code == 0, err
+    assert "(22 swe-agent)" in out and "... 2 more" in out
+    found = runs(tmp_path, capsys)
+    expected = {run_id_for("demos", p.relative_to(root)) for p in root.rglob("*.traj")}
+    assert set(found) == expected and len(expected) == 22
+    assert "demos/trajectories/demonstrations/ctf/crypto/katy" in found
