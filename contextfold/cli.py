@@ -215,19 +215,22 @@ register("import", "record an existing history (OpenAI, Anthropic, OpenHands, SW
 
 
 def _configure_runs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("prefix", nargs="?", default="", metavar="PREFIX",
+                   help="only the runs whose id starts with PREFIX (a folder import's RUN/, say)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _handle_runs(args: argparse.Namespace) -> int:
     with store_for(args) as store:
-        runs = store.runs()
+        runs = [r for r in store.runs() if r.run_id.startswith(args.prefix)]
         if args.json:
             _out(json.dumps([{"run_id": r.run_id, "events": r.events} for r in runs]))
         else:
             for r in runs:
                 _out(f"{r.run_id}\t{r.events} events")
             if not runs:
-                _out(f"no runs in {display_url(store.url)}")
+                matching = f" starting with {args.prefix!r}" if args.prefix else ""
+                _out(f"no runs{matching} in {display_url(store.url)}")
     return 0
 
 
