@@ -26,6 +26,12 @@ Mapping:
   ``swe-<step>`` (1-based) with arguments ``{"command": action}``, named after the
   SWE-agent tool its command starts with (``open``, ``edit``, ``submit``, or one the system
   prompt documents), else ``bash``: a shell command, as function-calling mode names it.
+- the tools a classic run calls are registered (:class:`ToolsRegistered`, before the first
+  step) with the one parameter the calls carry, ``command``, and the description the system
+  prompt gives the command (``docstring`` and ``signature``), else a plain one: a request
+  rebuilt for any provider declares them as tools with their documentation, not as stubs
+  the builder has to repair. A function-calling run's tools are not registered: their
+  schemas are SWE-agent's configuration, which the file does not hold.
 - without a ``trajectory`` (some function-calling demonstrations) the history after the
   task is read instead: ``assistant`` -> :class:`ModelResponse`, ``tool`` ->
   :class:`ToolResult` by ``tool_call_ids``, a ``user`` message answering an
@@ -58,6 +64,8 @@ from contextfold.domain.events import (
     ToolCall,
     ToolOrigin,
     ToolResult,
+    ToolSpec,
+    ToolsRegistered,
     UserInput,
 )
 from contextfold.importers._common import (
@@ -74,7 +82,7 @@ from contextfold.importers._common import (
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers.openai_chat import media_part, tool_calls
 
-__all__ = ["command_name", "documented_tools", "is_trajectory", "parse_doc"]
+__all__ = ["command_docs", "command_name", "documented_tools", "is_trajectory", "parse_doc"]
 
 _FILE_TOOLS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert",
                          "str_replace_editor", "search_file", "search_dir", "find_file", "filemap"})
@@ -94,6 +102,16 @@ _SWE_AGENT_TOOLS = _FILE_TOOLS | frozenset({
 tool; any other command is a shell command (``bash``, as SWE-agent's function-calling mode names
 its shell). A bundle of the run's own is read from its system prompt's ``signature:`` lines."""
 _SIGNATURE = re.compile(r"^\s*signature:\s*([A-Za-z0-9_-]+)", re.MULTILINE)
+_DOC_BLOCK = re.compile(r"^([A-Za-z0-9_-]+):[ \t]*\n[ \t]+docstring:[ \t]*(.*)\n[ \t]+signature:[ \t]*(.*)$",
+                        re.MULTILINE)
+"""A command's documentation in a classic system prompt: ``name:``, then indented ``docstring:``
+and ``signature:`` lines (the signature's first line; ``edit``'s goes on)."""
+_COMMAND_PARAMETERS = {"type": "object", "properties": {"command": {
+    "type": "string", "description": "the command line as the model wrote it in its reply"}},
+    "required": ["command"]}
+"""The schema of a classic call's arguments, as this importer writes them: ``{"command": ...}``."""
+_BASH = ("Run a shell command. (SWE-agent classic mode: the model wrote the command in its reply "
+         "and SWE-agent ran it.)")
 
 
 def is_trajectory(value: Any) -> bool:
@@ -149,6 +167,47 @@ def documented_tools(system_prompt: str) -> frozenset[str]:
     return frozenset(_SIGNATURE.findall(system_prompt))
 
 
+def command_docs(system_prompt: str) -> dict[str, str]:
+    """The description of each command a classic system prompt documents: its ``docstring``
+    and, after it, its ``signature`` (``{"open": "opens the file ... Usage: open <path> ..."}``)."""
+    return {name: f"{doc.strip()} Usage: {signature.strip()}"
+            for name, doc, signature in _DOC_BLOCK.findall(system_prompt)}
+
+
+class _Commands:
+    """A classic run's commands: those its system prompt documents, and those its steps call."""
+
+    def __init__(self) -> None:
+        self.documented: frozenset[str] = frozenset()
+        self.docs: dict[str, str] = {}
+        self.called: dict[str, None] = {}  # in the order first called
+        self.logged: set[str] = set()  # the names of logged (function-calling) calls
+
+    def read(self, system_prompt: str) -> None:
+        self.documented |= documented_tools(system_prompt)
+        self.docs.update(command_docs(system_prompt))
+
+    def call(self, action: str, step: int, path: JsonPath) -> ToolCall:
+        """The call of a classic step (``swe-<step>``, arguments ``{"command": action}``)."""
+        name = command_name(action, self.documented)
+        self.called[name] = None
+        return build(ToolCall, path, call_id=f"swe-{step}", name=name,
+                     arguments=compact_json({"command": action}))
+
+    def registration(self) -> ToolsRegistered | None:
+        """The tools the classic calls used; None in a function-calling run (its tools take
+        arguments of their own shapes, and a step the history lacks is only written as a
+        classic call)."""
+        names = list(self.called)
+        if not names or self.logged:
+            return None
+        return ToolsRegistered(tools=tuple(ToolSpec(
+            name=n, parameters=_COMMAND_PARAMETERS,
+            description=self.docs.get(n) or (_BASH if n == "bash" else f"SWE-agent's {n} command. "
+                                             "(Classic mode: the model wrote it in its reply.)"))
+            for n in names))
+
+
 def _origin(name: str) -> ToolOrigin:
     return "workspace" if name in _FILE_TOOLS else "external"
 
@@ -175,23 +234,17 @@ def _logged_call(msg: dict[str, Any], path: JsonPath) -> ToolCall | None:
     return tool_calls(msg, path, 0)[0]
 
 
-def _command_call(action: str, step: int, path: JsonPath, documented: frozenset[str]) -> ToolCall:
-    return build(ToolCall, path, call_id=f"swe-{step}", name=command_name(action, documented),
-                 arguments=compact_json({"command": action}))
-
-
-def _preamble(run: RunBuilder, history: list[Any]) -> tuple[int, frozenset[str]]:
-    """Record the system prompt, demonstrations and task; the index of the first step's message
-    and the commands the system prompt documents."""
+def _preamble(run: RunBuilder, history: list[Any], commands: _Commands) -> int:
+    """Record the system prompt, demonstrations and task (reading the commands the system
+    prompt documents); the index of the first step's message."""
     demos = 0
-    documented: frozenset[str] = frozenset()
     for i, raw in enumerate(history):
         p: JsonPath = ("history", i)
         msg = require_obj(raw, p, "a message object")
         role = get_str(msg, "role", p)
         if role == "system":
             text = _text(msg, p)
-            documented |= documented_tools(text)
+            commands.read(text)
             run.add(build(PolicySet, p, text=text), p)
         elif role == "user" and msg.get("is_demo") is True:
             demos += 1
@@ -200,10 +253,10 @@ def _preamble(run: RunBuilder, history: list[Any]) -> tuple[int, frozenset[str]]
         elif role == "user":  # the task; a multimodal one shows its images
             run.add(build(UserInput, p, content=_parts(msg, p) or (TextBlock(text=""),)), p)
         elif role in ("assistant", "tool"):
-            return i, documented
+            return i
         else:
             raise Bad((*p, "role"), f"unknown role {role!r} (expected system, user, assistant or tool)")
-    return len(history), documented
+    return len(history)
 
 
 def _observation_message(history: list[Any], reply: int, call_id: str | None) -> int | None:
@@ -226,7 +279,7 @@ the history lacks, or a reply it holds twice, shifts the two by one or two."""
 
 
 def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, steps: list[Any],
-                           documented: frozenset[str]) -> None:
+                           commands: _Commands) -> None:
     replies = [i for i in range(start, len(history))
                if isinstance(history[i], dict) and history[i].get("role") == "assistant"]
     ahead = 0  # the first reply no step has been matched to (they match in order)
@@ -240,7 +293,9 @@ def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, step
         reply = None if match is None else replies[match]
         ahead = ahead if match is None else match + 1
         logged = None if reply is None else _logged_call(history[reply], ("history", reply))
-        call = logged or _command_call(action, n, p, documented)
+        if logged is not None:
+            commands.logged.add(logged.name)
+        call = logged or commands.call(action, n, p)
         run.add(build(ModelResponse, p, text=_optional_str(step, "thought", p), tool_calls=(call,)), p)
         seen = None if reply is None else _observation_message(
             history, reply, None if logged is None else logged.call_id)
@@ -252,7 +307,7 @@ def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, step
             run.add(_answer(call.call_id, call.name, text_of_blocks(parts), parts, ("history", seen)), p)
 
 
-def _steps_from_history(run: RunBuilder, history: list[Any], start: int, documented: frozenset[str]) -> None:
+def _steps_from_history(run: RunBuilder, history: list[Any], start: int, commands: _Commands) -> None:
     step = 0
     waiting: ToolCall | None = None  # a classic action's call, answered by the next user message
     for i, raw in enumerate(history[start:], start):
@@ -265,9 +320,10 @@ def _steps_from_history(run: RunBuilder, history: list[Any], start: int, documen
             action = _optional_str(msg, "action", p)
             waiting = None
             if logged is not None:
+                commands.logged.add(logged.name)
                 run.add(build(ModelResponse, p, text=_text(msg, p), tool_calls=(logged,)), p)
             elif action.strip():
-                waiting = _command_call(action, step, p, documented)
+                waiting = commands.call(action, step, p)
                 thought = _optional_str(msg, "thought", p) or _text(msg, p)
                 run.add(build(ModelResponse, p, text=thought, tool_calls=(waiting,)), p)
             else:
@@ -299,9 +355,14 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
     if steps is not None and not isinstance(steps, list):
         raise Bad(("trajectory",), "expected 'trajectory' to be an array")
     run = RunBuilder(model=_model(value), agent="swe-agent")
-    start, documented = _preamble(run, history)
+    commands = _Commands()
+    start = _preamble(run, history, commands)
+    first_step = len(run.events)
     if steps:
-        _steps_from_trajectory(run, history, start, steps, documented)
+        _steps_from_trajectory(run, history, start, steps, commands)
     else:
-        _steps_from_history(run, history, start, documented)
+        _steps_from_history(run, history, start, commands)
+    registration = commands.registration()
+    if registration is not None:  # the tools existed from the start: registered before the first step
+        run.events.insert(first_step, registration)
     return [("", run.events)]

@@ -258,7 +258,7 @@ def test_a_swe_agent_trajectory_is_detected_imported_built_and_replayed(tmp_path
     (tmp_path / "run.traj").write_text(json.dumps(traj, indent=2))
     out = cf("import", "run.traj", "--run", "swe", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "(swe-agent)" in out.stdout and "swe: 7 events" in out.stdout
+    assert "(swe-agent)" in out.stdout and "swe: 8 events" in out.stdout
     built = cf("build", "swe", "--provider", "anthropic", "--json", cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     messages = json.loads(built.stdout)["request"]["messages"]

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from contextfold.domain.errors import ImportFormatError
-from contextfold.domain.events import AnyEvent, InstructionSet, ModelResponse, RunStarted, ToolResult
+from contextfold.domain.events import (
+    AnyEvent,
+    InstructionSet,
+    ModelResponse,
+    RunStarted,
+    ToolResult,
+    ToolsRegistered,
+)
 from contextfold.domain.log import PairingState
 from contextfold.importers import detect_format, iter_runs, parse
 
@@ -149,6 +156,19 @@ def test_swe_agent_trajectories_import_every_step_with_its_observation(path: Pat
     assert not _replay_pairing(events).open
     demos = [m["content"] for m in history if m.get("is_demo")]
     assert [e.text for e in events if isinstance(e, InstructionSet)] == demos
+    # a classic run's commands are tools from its start (documented where its prompt documents them)
+    registered = [t for e in events if isinstance(e, ToolsRegistered) for t in e.tools]
+    called = {c.name for e in responses for c in e.tool_calls}
+    if logged:
+        assert registered == []
+    else:
+        assert {t.name for t in registered} == called
+        first_call = min(i for i, e in enumerate(events) if isinstance(e, ModelResponse) and e.tool_calls)
+        assert all(i < first_call for i, e in enumerate(events) if isinstance(e, ToolsRegistered))
+        prompt = "\n".join(m["content"] for m in history if m["role"] == "system")
+        for tool in registered:
+            if f"\n{tool.name}:\n  docstring:" in prompt:
+                assert tool.description.split(" Usage: ")[0] in prompt
 
 
 # ---------------------------------------------------------------- pydantic-ai cassettes

@@ -21,10 +21,11 @@ from contextfold.domain.events import (
     TextBlock,
     ToolCall,
     ToolResult,
+    ToolsRegistered,
     UserInput,
 )
 from contextfold.importers import detect_format, parse
-from contextfold.importers.swe_agent import command_name, documented_tools
+from contextfold.importers.swe_agent import command_docs, command_name, documented_tools
 
 SYSTEM = {"role": "system", "content": "SETTING: you work in a shell.", "agent": "primary"}
 DEMO = {"role": "user", "content": "Here is a demonstration ...", "is_demo": True, "agent": "primary"}
@@ -84,9 +85,9 @@ def _function_calling(*, trajectory: bool) -> dict[str, Any]:
 
 def test_classic_steps_become_command_calls_answered_by_their_observations() -> None:
     events = parse(_b(_classic()), format="swe-agent", source="run.traj")
-    assert [type(e) for e in events] == [RunStarted, PolicySet, InstructionSet, UserInput,
+    assert [type(e) for e in events] == [RunStarted, PolicySet, InstructionSet, UserInput, ToolsRegistered,
                                          ModelResponse, ToolResult, ModelResponse, ToolResult]
-    started, policy, demo, task, first, seen, second, ran = events
+    started, policy, demo, task, tools, first, seen, second, ran = events
     assert isinstance(started, RunStarted) and started.agent == "swe-agent" and started.model is None
     assert isinstance(policy, PolicySet) and policy.text == SYSTEM["content"]
     assert isinstance(demo, InstructionSet) and demo.text == DEMO["content"]
@@ -100,6 +101,29 @@ def test_classic_steps_become_command_calls_answered_by_their_observations() -> 
     assert isinstance(ran, ToolResult) and ran.call_id == "swe-2" and ran.origin == "external"
     # no exit status in a .traj: a traceback in the text does not make it an error result
     assert not ran.is_error and ran.exit_code is None
+    # the commands the steps call are tools from the start, taking the 'command' they are given
+    assert isinstance(tools, ToolsRegistered) and [t.name for t in tools.tools] == ["open", "bash"]
+    assert all(t.parameters["required"] == ["command"] for t in tools.tools)
+    assert tools.tools[1].description.startswith("Run a shell command.")
+
+
+def test_a_classic_run_registers_its_commands_as_the_system_prompt_documents_them() -> None:
+    prompt = ("COMMANDS:\nopen:\n  docstring: opens the file at the given path\n"
+              "  signature: open <path> [<line_number>]\n  arguments:\n    - path (string)\n\n"
+              "edit:\n  docstring: replaces lines\n  signature: edit <start_line>:<end_line>\n"
+              "<replacement_text>\nend_of_edit\n")
+    assert command_docs(prompt) == {
+        "open": "opens the file at the given path Usage: open <path> [<line_number>]",
+        "edit": "replaces lines Usage: edit <start_line>:<end_line>"}
+    doc = _classic()
+    doc["history"][0] = {**SYSTEM, "content": prompt}
+    events = parse(_b(doc), format="swe-agent")
+    tools = next(e for e in events if isinstance(e, ToolsRegistered))
+    assert events.index(tools) < min(i for i, e in enumerate(events) if isinstance(e, ModelResponse))
+    assert {t.name: t.description for t in tools.tools}["open"] == command_docs(prompt)["open"]
+    # a function-calling run's tools take arguments of their own: none is registered
+    fc = parse(_b(_function_calling(trajectory=True)), format="swe-agent")
+    assert not any(isinstance(e, ToolsRegistered) for e in fc)
 
 
 def test_function_calling_keeps_logged_calls_and_adds_the_steps_the_history_lacks() -> None:

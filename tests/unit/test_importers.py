@@ -506,7 +506,7 @@ def test_guess_format_is_none_for_json_of_no_known_shape_and_refuses_what_is_not
     assert guess_format(b"[1, 2]") is None
     assert guess_format(_b({"django-1": {"model_patch": ""}})) is None  # SWE-agent's preds.json
     assert guess_format(_b(CHAT)) == "openai-chat"
-    with pytest.raises(ImportFormatError, match="^x.traj:"):  # a trace cut off mid-write
+    with pytest.raises(ImportFormatError, match=r"^x\.traj:"):  # a trace cut off mid-write
         guess_format(_b({"history": []})[:-3], source="x.traj")
 
 
