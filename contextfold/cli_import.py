@@ -139,8 +139,16 @@ Named = list[tuple[str, list[AnyEvent], str]]
 """(run id, events, source) of each run an import records."""
 
 
-def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str]:
-    """The runs of one file (or standard input): (runs, source, format)."""
+def _check_run_id(run_id: str, where: str) -> None:
+    """:func:`check_run_id`, naming the source the id came from (a folder's file, say)."""
+    try:
+        check_run_id(run_id)
+    except InputLimitError as exc:
+        raise InputLimitError(f"{where}: {exc}") from None
+
+
+def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str]]:
+    """The runs of one file (or standard input): (runs, source, format, notes)."""
     from contextfold.importers import detect_format, iter_runs
 
     if args.path == "-":
@@ -153,11 +161,11 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str]:
     runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
     named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events, source)
              for suffix, events in runs]
-    return named, source, fmt
+    return named, source, fmt, []
 
 
-def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, str]:
-    """The runs of every trace under ``root``: (runs, source, a summary of the formats).
+def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, str, list[str]]:
+    """The runs of every trace under ``root``: (runs, source, a summary of the formats, notes).
 
     Without ``--format`` each file's format is detected, and JSON of no known shape (SWE-agent's
     ``preds.json``, a config) is skipped and listed; a file that is not JSON at all, or does not
@@ -171,10 +179,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
                                 f"{' or '.join(args.glob or TRACE_PATTERNS)}")
     names = [run_id_for(args.run, f.relative_to(root)) for f in files]
     for name, f in zip(names, files, strict=True):  # before a byte is read
-        try:
-            check_run_id(name)
-        except InputLimitError as exc:
-            raise ImportFormatError(f"{f}:0", f"its run id would be invalid: {exc}") from None
+        _check_run_id(name, str(f))
     used = 0
     named: Named = []
     formats: Counter[str] = Counter()
@@ -198,26 +203,29 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
         if run_id in first:
             raise ImportFormatError(f"{where}:0", f"its run id {run_id!r} is also {first[run_id]}'s")
         first[run_id] = where
-    if skipped:
-        shown = ", ".join(str(p.relative_to(root)) for p in skipped[:10])
-        more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
-        _out(f"skipped {len(skipped)} file(s) of no known trace format: {shown}{more}")
     if not named:
         raise ImportFormatError(f"{source}:0", f"none of its {len(files)} matching files is a trace "
                                 "in a known format; pass --format to read them as one")
+    notes = []
+    if skipped:
+        shown = ", ".join(str(p.relative_to(root)) for p in skipped[:10])
+        more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+        notes.append(f"skipped {len(skipped)} file(s) of no known trace format: {shown}{more}")
     summary = ", ".join(f"{count} {fmt}" for fmt, count in sorted(formats.items()))
-    return named, source, summary
+    return named, source, summary, notes
 
 
 def handle_import(args: argparse.Namespace) -> int:
     """Read and check every run of ``args.path``, then record them all in one transaction."""
     root = Path(args.path) if args.path != "-" else None
     if root is not None and root.is_dir():
-        named, source, fmt = _runs_of_folder(args, root)
+        named, source, fmt, notes = _runs_of_folder(args, root)
     else:
         if args.glob:
             raise ImportFormatError(f"{args.path}:0", "--glob selects files in a folder; this is not one")
-        named, source, fmt = _runs_of_file(args)
+        named, source, fmt, notes = _runs_of_file(args)
+    for run_id, _, where in named:  # a multi-run file's ids too, before the store is opened
+        _check_run_id(run_id, where)
     with store_for(args) as store:
         for run_id, events, where in named:
             if store.events.exists(run_id):
@@ -246,6 +254,8 @@ def handle_import(args: argparse.Namespace) -> int:
                     raise
                 raise ImportFormatError(f"{failed[1]}:0", f"run {failed[0]!r}: {exc}") from exc
         _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
+        for note in notes:
+            _out(note)
         for run_id, events, _ in named[:20]:
             _out(f"  {run_id}: {len(events)} events")
         if len(named) > 20:

@@ -137,7 +137,16 @@ def test_limits_and_empty_folders_are_typed_errors(tmp_path: Path,
     code, _, err = cf(tmp_path, capsys, "import", str(only_preds), "--run", "p")
     assert code == 2 and "none of its 1 matching files is a trace in a known format" in err, err
     code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "bad id")
-    assert code == 2 and "its run id would be invalid" in err, err
+    assert code == 2, err
+    assert f"InputLimitError: {root / 'chats' / 'greeting.json'}: invalid run id 'bad id/" in err, err
+    # a multi-run file's ids are checked too, before the store is opened: the file is named
+    two_runs = tmp_path / "two.jsonl"
+    two_runs.write_text('{"messages": [{"role": "user", "content": "a"}]}\n'
+                        '{"messages": [{"role": "user", "content": "b"}]}\n')
+    code, _, err = cf(tmp_path, capsys, "import", str(two_runs), "--run", "x" * 198,
+                      "--format", "openai-chat")
+    assert code == 2 and f"InputLimitError: {two_runs}: invalid run id 'xxx" in err, err
+    assert not [r for r in runs(tmp_path, capsys) if r.startswith("x")]
 
 
 def test_run_ids_follow_the_path_and_name_an_instance_once() -> None:
