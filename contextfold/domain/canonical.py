@@ -34,7 +34,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical_dumps", "canonical_object", "canonical_utf8", "compact_json", "quote", "quote_utf8"]
+__all__ = ["canonical_dumps", "canonical_object", "canonical_utf8", "compact_json", "orjson_writes_the_same",
+           "quote", "quote_utf8"]
 
 
 def _not_json(obj: object) -> Any:
@@ -78,7 +79,7 @@ _INT_MIN, _INT_END = -(1 << 63), 1 << 64
 _FLOAT_MIN, _FLOAT_END = 1e-4, 1e16
 
 
-def _orjson_writes_the_same(obj: Any, str_: type = str, int_: type = int, float_: type = float,
+def orjson_writes_the_same(obj: Any, str_: type = str, int_: type = int, float_: type = float,
                             bool_: type = bool, dict_: type = dict, list_: type = list,
                             tuple_: type = tuple) -> bool:
     """Whether orjson's canonical bytes of ``obj`` are ``json.dumps``'s (module docstring), short
@@ -119,7 +120,7 @@ def canonical_utf8(obj: Any) -> bytes:
         return _packed(quote_utf8(obj))
     if t is bool or obj is None or (t is int and _INT_MIN <= obj < _INT_END):
         return _packed(orjson.dumps(obj))
-    if _orjson_writes_the_same(obj):
+    if orjson_writes_the_same(obj):
         try:
             return _packed(orjson.dumps(obj, option=_SORT_KEYS))
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, nesting past its limit
@@ -134,7 +135,7 @@ def compact_json(obj: Any) -> str:
     (key order as the model produced it), and safe truncation's renders of a JSON tool result,
     several per cut (the standard encoder was ~2% of a tau-bench first build). A lone surrogate
     is written as the standard encoder writes it (the caller decides what to do with such text)."""
-    if _orjson_writes_the_same(obj):
+    if orjson_writes_the_same(obj):
         try:
             return orjson.dumps(obj).decode()
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, nesting past its limit

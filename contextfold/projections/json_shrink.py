@@ -25,6 +25,8 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
+import orjson
+
 from contextfold.domain.canonical import compact_json
 from contextfold.projections.graphemes import head_chars
 
@@ -36,6 +38,7 @@ __all__ = [
     "dump",
     "marker_key",
     "pieces_apply",
+    "saturations",
     "shrink",
     "size_knob_max",
 ]
@@ -75,8 +78,21 @@ def _shrunk_string(value: str, knob: int, stats: ShrinkStats) -> str:
     return f"{kept}… [{len(value) - len(kept)} chars omitted]"
 
 
-def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False) -> Any:
-    """``value`` with at most ``ceil(knob/16)`` items per container, ``4*knob`` chars a string."""
+def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False,
+           saturated: dict[int, int] | None = None) -> Any:
+    """``value`` with at most ``ceil(knob/16)`` items per container, ``4*knob`` chars a string.
+
+    ``saturated`` (:func:`saturations` of ``value``) lets a subtree the knob keeps whole be
+    returned as it is, unwalked: the same render and stats, since shrinking drops nothing there.
+    A cut's probes at knobs near the answer keep most subtrees whole, and walking them was most
+    of a tau-bench JSON cut's time."""
+    if saturated is None:
+        saturated = {}
+    return _shrink(value, knob, stats, top, saturated.get)
+
+
+def _shrink(value: Any, knob: int, stats: ShrinkStats, top: bool,
+            saturation: Callable[[int, int], int]) -> Any:
     level = -(-knob // STEPS_PER_ITEM)
     if isinstance(value, str):
         return _shrunk_string(value, knob, stats)
@@ -85,21 +101,25 @@ def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False) -> Any:
         if n <= level:
             if top:
                 stats.kept.append((1, n))
-            return [shrink(v, knob, stats) for v in value]
+            return [v if saturation(id(v), _UNKNOWN) <= knob else _shrink(v, knob, stats, False, saturation)
+                    for v in value]
         head, tail = (level + 1) // 2, level // 2
         stats.omitted += n - level
         if top:
             stats.kept += [(1, head), (n - tail + 1, n)]
-        items = [shrink(v, knob, stats) for v in value[:head]]
+        items = [v if saturation(id(v), _UNKNOWN) <= knob else _shrink(v, knob, stats, False, saturation)
+                 for v in value[:head]]
         items.append(f"… {n - level} items omitted")
-        items += [shrink(v, knob, stats) for v in value[n - tail:]]
+        items += [v if saturation(id(v), _UNKNOWN) <= knob else _shrink(v, knob, stats, False, saturation)
+                  for v in value[n - tail:]]
         return items
     if isinstance(value, dict):
         members = list(value.items())
         keep = members[:level]
         if top:
             stats.kept.append((1, len(keep)))
-        out = {k: shrink(v, knob, stats) for k, v in keep}
+        out = {k: v if saturation(id(v), _UNKNOWN) <= knob else _shrink(v, knob, stats, False, saturation)
+               for k, v in keep}
         if len(members) > level:
             stats.omitted += len(members) - level
             out[marker_key(out)] = f"{len(members) - level} members omitted"
@@ -107,8 +127,45 @@ def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False) -> Any:
     return value
 
 
-def dump(value: Any) -> str:
-    """Compact JSON, non-ASCII kept (escaped only when a lone surrogate makes the text unencodable)."""
+_UNKNOWN = 1 << 62
+"""The saturation of a subtree :func:`saturations` did not record: never taken as kept whole."""
+
+
+def saturations(value: Any) -> dict[int, int]:
+    """``id(subtree) -> ``:func:`size_knob_max` of it, for every string, list and dict in
+    ``value`` and for ``value`` itself; a scalar's is 0 (kept as it is at any knob). Valid while
+    ``value`` lives unchanged (ids): keep the two together."""
+    out: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        v, done = stack.pop()
+        if isinstance(v, str):
+            out[id(v)] = -(-len(v) // CHARS_PER_STEP)
+        elif isinstance(v, list | dict):
+            children = v if isinstance(v, list) else list(v.values())
+            if done:
+                own = len(v) * STEPS_PER_ITEM
+                out[id(v)] = max([own, *(out.get(id(c), 0) for c in children)])
+            else:
+                stack.append((v, True))
+                stack.extend((c, False) for c in children)
+        else:
+            out[id(v)] = 0
+    return out
+
+
+def dump(value: Any, orjson_safe: bool = False) -> str:
+    """Compact JSON, non-ASCII kept (escaped only when a lone surrogate makes the text unencodable).
+
+    ``orjson_safe``: the caller knows that orjson writes ``value`` as the standard encoder does
+    (:func:`~contextfold.domain.canonical.orjson_writes_the_same` held for the value it was
+    shrunk from: a render only drops parts of it and cuts or adds strings), so the check is not
+    walked again for each of a cut's renders. orjson refuses a lone surrogate: then as below."""
+    if orjson_safe:
+        try:
+            return orjson.dumps(value).decode()
+        except TypeError:  # orjson.JSONEncodeError
+            pass
     text = compact_json(value)
     try:
         text.encode("utf-8")

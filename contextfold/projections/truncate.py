@@ -56,6 +56,7 @@ from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
+from contextfold.domain.canonical import orjson_writes_the_same
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
@@ -64,8 +65,8 @@ from contextfold.projections.json_shrink import (
     ShrinkStats,
     dump,
     pieces_apply,
+    saturations,
     shrink,
-    size_knob_max,
 )
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined, split_lines
 
@@ -357,16 +358,19 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
             by_pieces = (len(text) >= _JSON_PIECES_FROM and rule is not None and rule.word_ends
                          and pieces_apply(text))
             pieces = JsonPieces(value, count, kept_probe) if by_pieces else None
-            entry["json"] = (value, size_knob_max(value), {}, pieces)
+            saturated = saturations(value)  # the subtrees a probe's knob keeps whole: not walked
+            entry["json"] = (value, saturated[id(value)], {}, pieces, saturated,
+                             orjson_writes_the_same(value))
         if entry["json"] is None:
             raise ValueError("not JSON")
-        value, top_max, renders, pieces = entry["json"]
+        value, top_max, renders, pieces, saturated, orjson_safe = entry["json"]
 
         def render(level: int) -> str:
             if level not in renders:
                 stats = ShrinkStats()
                 if pieces is None:
-                    renders[level] = (kept_probe(dump(shrink(value, level, stats, top=True))), stats)
+                    shrunk = shrink(value, level, stats, top=True, saturated=saturated)
+                    renders[level] = (kept_probe(dump(shrunk, orjson_safe)), stats)
                 else:  # only the answer is rendered: the probes are counted from the pieces
                     renders[level] = (kept_probe(pieces.text(pieces.atoms(level, stats))), stats)
             out: str = renders[level][0]

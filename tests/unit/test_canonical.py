@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold.domain.canonical import (
-    _orjson_writes_the_same,
     canonical_dumps,
     canonical_utf8,
     compact_json,
+    orjson_writes_the_same,
     quote,
     quote_utf8,
 )
@@ -32,7 +32,7 @@ def test_every_character_is_escaped_alike() -> None:
     chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     text = "".join(chars)
     obj = {"text": text, "keys": {c: i for i, c in enumerate(chars[:5000])}, "astral": chars[-3000:]}
-    assert _orjson_writes_the_same(obj)
+    assert orjson_writes_the_same(obj)
     assert canonical_utf8(obj) == _expected(obj)
     assert quote_utf8(text) == quote(text).encode() == _expected(text)
 
@@ -66,7 +66,7 @@ def test_the_fast_path_is_taken_for_model_dumps() -> None:
     """A message dump (str, int, None, bool, nested lists and dicts) goes to orjson."""
     dump = {"role": "tool", "content": [{"type": "tool_result", "call_id": "c1", "text": 'a "b"\n' * 500,
                                          "exit_code": 0, "artifact": None, "ok": True, "score": 0.25}]}
-    assert _orjson_writes_the_same(dump)
+    assert orjson_writes_the_same(dump)
     assert canonical_utf8(dump) == _expected(dump)
 
 

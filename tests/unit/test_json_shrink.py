@@ -16,10 +16,19 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextfold.domain.canonical import orjson_writes_the_same
 from contextfold.projections import json_shrink
 from contextfold.projections import truncate as truncate_module
 from contextfold.projections.json_shrink import _WORD_END as WORD_END
-from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, pieces_apply, shrink
+from contextfold.projections.json_shrink import (
+    JsonPieces,
+    ShrinkStats,
+    dump,
+    pieces_apply,
+    saturations,
+    shrink,
+    size_knob_max,
+)
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import truncate
 
@@ -91,6 +100,29 @@ def test_pieces_lay_out_the_shrunk_value_and_count_it(value: Any, knobs: list[in
             assert_pieces_are_the_shrink(parsed, knobs)
         finally:
             json_shrink._RECORDS_FROM = records_from
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values, surrogate=st.booleans(),
+       knobs=st.lists(st.integers(0, 12) | st.integers(0, 400), min_size=1, max_size=8))
+def test_subtrees_kept_whole_are_not_walked_and_render_the_same(value: Any, knobs: list[int],
+                                                                surrogate: bool) -> None:
+    """``shrink`` with the value's saturations returns the subtrees a knob keeps whole as they
+    are, and ``dump`` trusts orjson when its source passed the check: the same text and stats
+    as the full walk, knob by knob (a lone surrogate included: orjson refuses it)."""
+    text = json.dumps([value, "\ud800 lone"] if surrogate else value)
+    parsed = json.loads(text)
+    saturated = saturations(parsed)
+    assert saturated[id(parsed)] == size_knob_max(parsed)
+    safe = orjson_writes_the_same(parsed)
+    edges = sorted({e for sat in saturated.values() for e in (sat - 1, sat) if e >= 0})  # whole from here
+    for knob in [*knobs, *edges[:30]]:
+        want_stats, got_stats = ShrinkStats(), ShrinkStats()
+        want = dump(shrink(parsed, knob, want_stats, top=True))
+        got = dump(shrink(parsed, knob, got_stats, top=True, saturated=saturated), safe)
+        assert got == want
+        assert (got_stats.omitted, got_stats.omitted_chars, got_stats.kept) == (
+            want_stats.omitted, want_stats.omitted_chars, want_stats.kept)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
