@@ -101,9 +101,11 @@ _SWE_AGENT_TOOLS = _FILE_TOOLS | frozenset({
 """Commands of SWE-agent's tool bundles: a classic step that starts with one is a call to that
 tool; any other command is a shell command (``bash``, as SWE-agent's function-calling mode names
 its shell). A bundle of the run's own is read from its system prompt's ``signature:`` lines."""
-_SIGNATURE = re.compile(r"^\s*signature:\s*([A-Za-z0-9_-]+)", re.MULTILINE)
-_DOC_BLOCK = re.compile(r"^([A-Za-z0-9_-]+):[ \t]*\n[ \t]+docstring:[ \t]*(.*)\n[ \t]+signature:[ \t]*(.*)$",
-                        re.MULTILINE)
+_SIGNATURE = re.compile(r"^\s*signature:\s*([A-Za-z0-9_-]{1,128})(?![A-Za-z0-9_-])", re.MULTILINE)
+"""A documented command's name: up to 128 characters, a tool name's limit (a longer one is not
+taken for a command, so its steps are shell commands)."""
+_DOC_BLOCK = re.compile(
+    r"^([A-Za-z0-9_-]{1,128}):[ \t]*\n[ \t]+docstring:[ \t]*(.*)\n[ \t]+signature:[ \t]*(.*)$", re.MULTILINE)
 """A command's documentation in a classic system prompt: ``name:``, then indented ``docstring:``
 and ``signature:`` lines (the signature's first line; ``edit``'s goes on)."""
 _COMMAND_PARAMETERS = {"type": "object", "properties": {"command": {
@@ -181,7 +183,7 @@ class _Commands:
         self.documented: frozenset[str] = frozenset()
         self.docs: dict[str, str] = {}
         self.called: dict[str, None] = {}  # in the order first called
-        self.logged: set[str] = set()  # the names of logged (function-calling) calls
+        self.function_calling = False  # a step's call was logged (with its own arguments)
 
     def read(self, system_prompt: str) -> None:
         self.documented |= documented_tools(system_prompt)
@@ -199,7 +201,7 @@ class _Commands:
         arguments of their own shapes, and a step the history lacks is only written as a
         classic call)."""
         names = list(self.called)
-        if not names or self.logged:
+        if not names or self.function_calling:
             return None
         return ToolsRegistered(tools=tuple(ToolSpec(
             name=n, parameters=_COMMAND_PARAMETERS,
@@ -294,7 +296,7 @@ def _steps_from_trajectory(run: RunBuilder, history: list[Any], start: int, step
         ahead = ahead if match is None else match + 1
         logged = None if reply is None else _logged_call(history[reply], ("history", reply))
         if logged is not None:
-            commands.logged.add(logged.name)
+            commands.function_calling = True
         call = logged or commands.call(action, n, p)
         run.add(build(ModelResponse, p, text=_optional_str(step, "thought", p), tool_calls=(call,)), p)
         seen = None if reply is None else _observation_message(
@@ -320,7 +322,7 @@ def _steps_from_history(run: RunBuilder, history: list[Any], start: int, command
             action = _optional_str(msg, "action", p)
             waiting = None
             if logged is not None:
-                commands.logged.add(logged.name)
+                commands.function_calling = True
                 run.add(build(ModelResponse, p, text=_text(msg, p), tool_calls=(logged,)), p)
             elif action.strip():
                 waiting = commands.call(action, step, p)

@@ -121,6 +121,14 @@ def test_a_classic_run_registers_its_commands_as_the_system_prompt_documents_the
     tools = next(e for e in events if isinstance(e, ToolsRegistered))
     assert events.index(tools) < min(i for i, e in enumerate(events) if isinstance(e, ModelResponse))
     assert {t.name: t.description for t in tools.tools}["open"] == command_docs(prompt)["open"]
+    # a name longer than a tool name may be is not taken for a command: its steps are shell ones
+    long = "x" * 129
+    prompt = f"COMMANDS:\n{long}:\n  docstring: d\n  signature: {long} <a>\n"
+    doc["history"][0] = {**SYSTEM, "content": prompt}
+    doc["trajectory"][0]["action"] = doc["history"][3]["action"] = f"{long} a.py\n"
+    events = parse(_b(doc), format="swe-agent")
+    tools = next(e for e in events if isinstance(e, ToolsRegistered))
+    assert [t.name for t in tools.tools] == ["bash"]
     # a function-calling run's tools take arguments of their own: none is registered
     fc = parse(_b(_function_calling(trajectory=True)), format="swe-agent")
     assert not any(isinstance(e, ToolsRegistered) for e in fc)
