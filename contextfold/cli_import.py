@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import re
 import stat
 import sys
 from collections import Counter
@@ -108,14 +109,20 @@ def trace_files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(root).parts)
 
 
+_NOT_IN_RUN_IDS = re.compile(r"[^A-Za-z0-9._:@+=-]")
+"""What a run id cannot hold, besides its ``/`` separators (``store.event_reads.RUN_ID_PATTERN``)."""
+
+
 def run_id_for(prefix: str, relative: Path) -> str:
     """The run id of the trace at ``relative`` (a path under the imported folder):
     ``PREFIX/<folders>/<file name without its extension>``. A file named after its own folder
-    (SWE-agent's ``<instance>/<instance>.traj``) is named once: ``PREFIX/<instance>``."""
+    (SWE-agent's ``<instance>/<instance>.traj``) is named once: ``PREFIX/<instance>``. A
+    character a run id cannot hold (a space, a bracket, a non-ASCII letter) becomes ``_``: two
+    files that then share an id are refused by the import, naming both."""
     *folders, name = relative.parts
     stem = Path(name).stem
     parts = folders if folders and folders[-1] == stem else [*folders, stem]
-    return "/".join([prefix, *parts])
+    return "/".join([prefix, *(_NOT_IN_RUN_IDS.sub("_", part) for part in parts)])
 
 
 def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:

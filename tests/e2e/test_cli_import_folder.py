@@ -155,6 +155,22 @@ def test_run_ids_follow_the_path_and_name_an_instance_once() -> None:
     assert run_id_for("x", Path("a/b.json")) == "x/a/b"
     assert run_id_for("x", Path("b.jsonl")) == "x/b"
     assert run_id_for("x", Path("b/b/c.traj")) == "x/b/b/c"
+    # what a run id cannot hold becomes "_": a folder of files named by people imports too
+    assert run_id_for("x", Path("run 1 (retry)/naïve.json")) == "x/run_1__retry_/na_ve"
+
+
+def test_paths_that_differ_only_in_what_a_run_id_cannot_hold_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "sweep"
+    write(root / "a b.json", CHAT)
+    write(root / "a_b.json", CHAT)
+    write(root / "my run (2).json", CHAT)
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp")
+    assert code == 2 and "its run id 'exp/a_b' is also" in err, err
+    (root / "a_b.json").unlink()
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp")
+    assert code == 0, err
+    assert set(runs(tmp_path, capsys)) == {"exp/a_b", "exp/my_run__2_"}
 
 
 @pytest.mark.skipif(not (TRACES / "swe-agent-demos").is_dir(), reason=f"{TRACES} has no swe-agent-demos")
