@@ -218,7 +218,8 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
         shown = ", ".join(str(p.relative_to(root)) for p in skipped[:10])
         more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
         notes.append(f"skipped {len(skipped)} file(s) of no known trace format: {shown}{more}")
-    summary = ", ".join(f"{count} {fmt}" for fmt, count in sorted(formats.items()))
+    summary = ", ".join(f"{count} {fmt} file{'s' if count > 1 else ''}"
+                        for fmt, count in sorted(formats.items()))
     return named, source, summary, notes
 
 

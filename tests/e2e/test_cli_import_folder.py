@@ -62,7 +62,7 @@ def test_a_folder_imports_each_trace_as_a_run_named_by_its_path(
     code, out, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp")
     assert code == 0, err
     assert "skipped 1 file(s) of no known trace format: preds.json" in out
-    assert f"into 3 run(s) from {root} (1 openai-chat, 2 swe-agent)" in out
+    assert f"into 3 run(s) from {root} (1 openai-chat file, 2 swe-agent files)" in out
     assert runs(tmp_path, capsys) == {"exp/chats/greeting": 3, "exp/django-1": 6, "exp/flask-2": 6}
     code, out, _ = cf(tmp_path, capsys, "runs", "exp/d")
     assert code == 0 and out == "exp/django-1\t6 events\n"
@@ -149,6 +149,28 @@ def test_limits_and_empty_folders_are_typed_errors(tmp_path: Path,
     assert not [r for r in runs(tmp_path, capsys) if r.startswith("x")]
 
 
+def test_exported_runs_move_to_another_store_as_one_folder(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A hand-off of several runs: each exported with 'events --json' into a file named after
+    it, the folder imported elsewhere under a prefix; every run's log comes back the same."""
+    root = sweep_folder(tmp_path / "sweep")
+    assert cf(tmp_path, capsys, "import", str(root), "--run", "team/exp")[0] == 0
+    exported = tmp_path / "handoff"
+    for run_id in runs(tmp_path, capsys):
+        code, out, err = cf(tmp_path, capsys, "events", run_id, "--json")
+        assert code == 0, err
+        (exported / f"{run_id}.jsonl").parent.mkdir(parents=True, exist_ok=True)
+        (exported / f"{run_id}.jsonl").write_text(out)
+    other = tmp_path / "other"
+    other.mkdir()
+    code, out, err = cf(other, capsys, "import", str(exported), "--run", "in")
+    assert code == 0 and "(3 events files)" in out, err
+    moved = runs(other, capsys)
+    assert sorted(moved) == ["in/team/exp/chats/greeting", "in/team/exp/django-1", "in/team/exp/flask-2"]
+    for run_id in moved:
+        assert events_json(other, capsys, run_id) == events_json(tmp_path, capsys, run_id.removeprefix("in/"))
+
+
 def test_run_ids_follow_the_path_and_name_an_instance_once() -> None:
     assert run_id_for("x", Path("inst/inst.traj")) == "x/inst"
     assert run_id_for("x", Path("a/inst/inst.traj")) == "x/a/inst"
@@ -179,7 +201,7 @@ def test_the_swe_agent_demonstrations_folder_imports_as_22_runs(
     root = shutil.copytree(TRACES / "swe-agent-demos", tmp_path / "demos")
     code, out, err = cf(tmp_path, capsys, "import", str(root), "--run", "demos")
     assert code == 0, err
-    assert "(22 swe-agent)" in out and "... 2 more" in out
+    assert "(22 swe-agent files)" in out and "... 2 more" in out
     found = runs(tmp_path, capsys)
     expected = {run_id_for("demos", p.relative_to(root)) for p in root.rglob("*.traj")}
     assert set(found) == expected and len(expected) == 22
