@@ -93,6 +93,8 @@ def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False,
 
 def _shrink(value: Any, knob: int, stats: ShrinkStats, top: bool,
             saturation: Callable[[int, int], int]) -> Any:
+    if not top and saturation(id(value), _UNKNOWN) <= knob:  # kept whole: nothing to walk
+        return value
     level = -(-knob // STEPS_PER_ITEM)
     if isinstance(value, str):
         return _shrunk_string(value, knob, stats)
@@ -101,25 +103,21 @@ def _shrink(value: Any, knob: int, stats: ShrinkStats, top: bool,
         if n <= level:
             if top:
                 stats.kept.append((1, n))
-            return [v if saturation(id(v), _UNKNOWN) <= knob else _shrink(v, knob, stats, False, saturation)
-                    for v in value]
+            return [_shrink(v, knob, stats, False, saturation) for v in value]
         head, tail = (level + 1) // 2, level // 2
         stats.omitted += n - level
         if top:
             stats.kept += [(1, head), (n - tail + 1, n)]
-        items = [v if saturation(id(v), _UNKNOWN) <= knob else _shrink(v, knob, stats, False, saturation)
-                 for v in value[:head]]
+        items = [_shrink(v, knob, stats, False, saturation) for v in value[:head]]
         items.append(f"… {n - level} items omitted")
-        items += [v if saturation(id(v), _UNKNOWN) <= knob else _shrink(v, knob, stats, False, saturation)
-                  for v in value[n - tail:]]
+        items += [_shrink(v, knob, stats, False, saturation) for v in value[n - tail:]]
         return items
     if isinstance(value, dict):
         members = list(value.items())
         keep = members[:level]
         if top:
             stats.kept.append((1, len(keep)))
-        out = {k: v if saturation(id(v), _UNKNOWN) <= knob else _shrink(v, knob, stats, False, saturation)
-               for k, v in keep}
+        out = {k: _shrink(v, knob, stats, False, saturation) for k, v in keep}
         if len(members) > level:
             stats.omitted += len(members) - level
             out[marker_key(out)] = f"{len(members) - level} members omitted"
@@ -175,20 +173,9 @@ def dump(value: Any, orjson_safe: bool = False) -> str:
 
 
 def size_knob_max(value: Any) -> int:
-    """The knob at which :func:`shrink` keeps everything."""
-    best = 0
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            best = max(best, -(-len(v) // CHARS_PER_STEP))
-        elif isinstance(v, list):
-            best = max(best, len(v) * STEPS_PER_ITEM)
-            stack.extend(v)
-        elif isinstance(v, dict):
-            best = max(best, len(v) * STEPS_PER_ITEM)
-            stack.extend(v.values())
-    return best
+    """The knob at which :func:`shrink` keeps everything: the largest of ``ceil(len / 4)`` over
+    its strings and ``16 * len`` over its containers (:func:`saturations` computes it per subtree)."""
+    return saturations(value)[id(value)]
 
 
 # ------------------------------------------------------------------ pieces
@@ -299,11 +286,13 @@ class JsonPieces:
     chunks' counts. A saturated subtree's text is kept by the subtree's identity (the parse is
     never changed, and this object holds it)."""
 
-    def __init__(self, value: Any, count: Callable[[str], int], keep: Callable[[str], str]) -> None:
+    def __init__(self, value: Any, count: Callable[[str], int], keep: Callable[[str], str],
+                 saturated: dict[int, int] | None = None) -> None:
         self.value = value
         self._count = count
         self._keep = keep
-        self._saturation: dict[int, int] = {}
+        self._saturated = saturations(value) if saturated is None else saturated
+        """:func:`saturations` of ``value`` (the caller's, when it made them for ``shrink`` too)."""
         self._whole: dict[int, Atom] = {}
         self._chunks: dict[str, int] = {}
         self._records: dict[int, _Records | None] = {}
@@ -312,13 +301,8 @@ class JsonPieces:
         with it at once; its tables (and the joints' sums) grow as it goes."""
 
     def _saturation_of(self, value: Any) -> int:
-        """:func:`size_knob_max` of ``value``, kept per container (a string's or scalar's is cheap)."""
-        if not isinstance(value, list | dict):
-            return size_knob_max(value)
-        sat = self._saturation.get(id(value))
-        if sat is None:
-            sat = self._saturation[id(value)] = size_knob_max(value)
-        return sat
+        """:func:`size_knob_max` of ``value``, a subtree of the parse."""
+        return self._saturated[id(value)]
 
     def _whole_atom(self, value: Any) -> Atom:
         atom = self._whole.get(id(value))

@@ -357,8 +357,8 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
                 raise
             by_pieces = (len(text) >= _JSON_PIECES_FROM and rule is not None and rule.word_ends
                          and pieces_apply(text))
-            pieces = JsonPieces(value, count, kept_probe) if by_pieces else None
             saturated = saturations(value)  # the subtrees a probe's knob keeps whole: not walked
+            pieces = JsonPieces(value, count, kept_probe, saturated) if by_pieces else None
             entry["json"] = (value, saturated[id(value)], {}, pieces, saturated,
                              orjson_writes_the_same(value))
         if entry["json"] is None:
