@@ -18,9 +18,9 @@ import re
 import stat
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from pydantic import BaseModel
 
@@ -89,24 +89,68 @@ def _read_file(p: Path, limit: int, *, label: str | None = None, used: int = 0) 
     return data
 
 
-def trace_files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
-    """The files under ``root`` whose name matches one of ``patterns``, in path order.
+class EventFolder(NamedTuple):
+    """An OpenHands conversation kept one JSON file per event, as OpenHands' file store keeps a
+    session (``sessions/<id>/events/<n>.json``): ONE run, named after ``conversation``."""
+
+    conversation: Path
+    """The folder holding ``events/`` (the run's name), or the ``events`` folder itself when
+    it was the folder imported."""
+    files: tuple[Path, ...]
+    """The event files, in event-id order."""
+
+
+_EVENT_FILE = re.compile(r"[0-9]+\.json")
+
+
+def _event_files(folder: Path) -> tuple[Path, ...] | None:
+    """The files of ``folder`` in event-id order when it is an OpenHands ``events`` folder (named
+    so, holding ``<id>.json`` files and nothing else but hidden entries), else None."""
+    if folder.name != "events":
+        return None
+    try:
+        entries = [e for e in os.scandir(folder) if not e.name.startswith(".")]
+    except OSError:
+        return None  # the walk reports what it cannot read
+    if not entries or not all(_EVENT_FILE.fullmatch(e.name) and e.is_file() for e in entries):
+        return None
+    return tuple(sorted((Path(e.path) for e in entries), key=lambda p: int(p.stem)))
+
+
+def trace_files(root: Path, patterns: tuple[str, ...], *, event_folders: bool = True
+                ) -> list[Path | EventFolder]:
+    """The files under ``root`` whose name matches one of ``patterns``, and (with
+    ``event_folders``) the OpenHands conversations kept one file per event, in path order.
 
     Hidden files and folders (``.git``, editor swap files) are passed over, and so are
-    symlinked folders (a link back up the tree would never end); a symlinked file is read."""
-    found: list[Path] = []
+    symlinked folders (a link back up the tree would never end); a symlinked file is read. A
+    conversation's ``event_cache`` folder is passed over too: its pages copy its events."""
+    # event folders only where their files would be read: ``--glob '*.traj'`` reads no event
+    event_folders = event_folders and any(fnmatch.fnmatchcase("0.json", p) for p in patterns)
+    own = _event_files(root) if event_folders else None
+    if own is not None:
+        return [EventFolder(root, own)]
+    found: list[Path | EventFolder] = []
 
     def refuse(exc: OSError) -> None:
         raise ImportFormatError(f"{exc.filename or root}:0", f"cannot read: {exc.strerror or exc}")
 
     for folder, dirs, files in os.walk(root, onerror=refuse):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
+        events = _event_files(Path(folder, "events")) if event_folders and "events" in dirs else None
+        if events is not None:
+            found.append(EventFolder(Path(folder), events))
+            dirs[:] = [d for d in dirs if d not in ("events", "event_cache")]
         for name in files:
             if not name.startswith(".") and any(fnmatch.fnmatchcase(name, p) for p in patterns):
                 path = Path(folder, name)
                 if path.is_file():  # not a socket, FIFO or dangling link
                     found.append(path)
-    return sorted(found, key=lambda p: p.relative_to(root).parts)
+
+    def order(item: Path | EventFolder) -> tuple[str, ...]:
+        return (item.conversation if isinstance(item, EventFolder) else item).relative_to(root).parts
+
+    return sorted(found, key=order)
 
 
 _NOT_IN_RUN_IDS = re.compile(r"[^A-Za-z0-9._:@+=-]")
@@ -121,8 +165,19 @@ def run_id_for(prefix: str, relative: Path) -> str:
     files that then share an id are refused by the import, naming both."""
     *folders, name = relative.parts
     stem = Path(name).stem
-    parts = folders if folders and folders[-1] == stem else [*folders, stem]
+    return _joined(prefix, folders if folders and folders[-1] == stem else [*folders, stem])
+
+
+def _joined(prefix: str, parts: Iterable[str]) -> str:
     return "/".join([prefix, *(_NOT_IN_RUN_IDS.sub("_", part) for part in parts)])
+
+
+def _run_id_of(prefix: str, root: Path, item: Path | EventFolder) -> str:
+    """:func:`run_id_for` a file; an event folder's conversation is ``PREFIX/<its folders>``
+    (``PREFIX`` itself when it is the folder imported)."""
+    if not isinstance(item, EventFolder):
+        return run_id_for(prefix, item.relative_to(root))
+    return _joined(prefix, item.conversation.relative_to(root).parts)
 
 
 def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
@@ -176,50 +231,63 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
 
     Without ``--format`` each file's format is detected, and JSON of no known shape (SWE-agent's
     ``preds.json``, a config) is skipped and listed; a file that is not JSON at all, or does not
-    parse as its format, fails the import. With ``--format`` every matched file must be one."""
-    from contextfold.importers import guess_format, iter_runs
+    parse as its format, fails the import. With ``--format`` every matched file must be one. An
+    OpenHands conversation kept one file per event is one run (see :class:`EventFolder`)."""
+    from contextfold.importers import guess_format, iter_runs, parse_event_files
 
     source = str(root)
-    files = trace_files(root, tuple(args.glob or TRACE_PATTERNS))
-    if not files:
-        raise ImportFormatError(f"{source}:0", "no file in this folder matches "
-                                f"{' or '.join(args.glob or TRACE_PATTERNS)}")
-    names = [run_id_for(args.run, f.relative_to(root)) for f in files]
-    for name, f in zip(names, files, strict=True):  # before a byte is read
-        _check_run_id(name, str(f))
+    patterns = tuple(args.glob or TRACE_PATTERNS)
+    items = trace_files(root, patterns, event_folders=args.format in (None, "openhands"))
+    if not items:
+        raise ImportFormatError(f"{source}:0", f"no file in this folder matches {' or '.join(patterns)}")
+    names = [_run_id_of(args.run, root, item) for item in items]
+    for name, item in zip(names, items, strict=True):  # before a byte is read
+        _check_run_id(name, str(item.conversation if isinstance(item, EventFolder) else item))
+    n_files = sum(len(item.files) if isinstance(item, EventFolder) else 1 for item in items)
+    label = f"{source} (its {n_files} trace files)"
     used = 0
+
+    def read(f: Path) -> bytes:
+        nonlocal used
+        data = _read_file(f, args.max_bytes, label=label, used=used)
+        used += len(data)
+        advance(1)
+        return data
+
     named: Named = []
     formats: Counter[str] = Counter()
     skipped: list[Path] = []
-    with progress_bar(len(files), f"reading {source}") as advance:
-        for name, f in zip(names, files, strict=True):
-            data = _read_file(f, args.max_bytes, label=f"{source} (its {len(files)} trace files)",
-                              used=used)
-            used += len(data)
-            fmt = args.format or guess_format(data, source=str(f))
+    with progress_bar(n_files, f"reading {source}") as advance:
+        for name, item in zip(names, items, strict=True):
+            if isinstance(item, EventFolder):
+                events = parse_event_files([(str(f), read(f)) for f in item.files])
+                formats["openhands event folder"] += 1
+                named.append((name, events, str(item.files[0].parent)))
+                continue
+            data = read(item)
+            fmt = args.format or guess_format(data, source=str(item))
             if fmt is None:
-                skipped.append(f)
-            else:
-                formats[fmt] += 1
-                runs = list(iter_runs(data, format=fmt, source=str(f)))
-                named += [(name if len(runs) == 1 else f"{name}/{suffix}", events, str(f))
-                          for suffix, events in runs]
-            advance(1)
+                skipped.append(item)
+                continue
+            formats[f"{fmt} file"] += 1
+            runs = list(iter_runs(data, format=fmt, source=str(item)))
+            named += [(name if len(runs) == 1 else f"{name}/{suffix}", events, str(item))
+                      for suffix, events in runs]
     first: dict[str, str] = {}
     for run_id, _, where in named:
         if run_id in first:
             raise ImportFormatError(f"{where}:0", f"its run id {run_id!r} is also {first[run_id]}'s")
         first[run_id] = where
     if not named:
-        raise ImportFormatError(f"{source}:0", f"none of its {len(files)} matching files is a trace "
+        raise ImportFormatError(f"{source}:0", f"none of its {len(items)} matching files is a trace "
                                 "in a known format; pass --format to read them as one")
     notes = []
     if skipped:
         shown = ", ".join(str(p.relative_to(root)) for p in skipped[:10])
         more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
         notes.append(f"skipped {len(skipped)} file(s) of no known trace format: {shown}{more}")
-    summary = ", ".join(f"{count} {fmt} file{'s' if count > 1 else ''}"
-                        for fmt, count in sorted(formats.items()))
+    summary = ", ".join(f"{count} {kind}{'s' if count > 1 else ''}"
+                        for kind, count in sorted(formats.items()))
     return named, source, summary, notes
 
 

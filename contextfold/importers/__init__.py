@@ -22,11 +22,13 @@ Entry points:
 - :func:`detect_format` -- a best-effort guess from the content.
 - :func:`guess_format` -- the same guess, or None for JSON of no known shape (what a
   directory import skips: a folder of trajectories also holds predictions and configs).
+- :func:`parse_event_files` -- ONE OpenHands conversation stored as one JSON file per
+  event (``sessions/<id>/events/<n>.json``), the files given in event-id order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from contextfold.domain.errors import ImportFormatError
@@ -42,7 +44,7 @@ from contextfold.importers import (
 )
 from contextfold.importers._json import Bad, Doc, load
 
-__all__ = ["FORMATS", "detect_format", "guess_format", "iter_runs", "parse"]
+__all__ = ["FORMATS", "detect_format", "guess_format", "iter_runs", "parse", "parse_event_files"]
 
 FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini", "swe-agent")
 
@@ -83,6 +85,25 @@ def parse(data: bytes, *, format: str, source: str = "<stdin>") -> list[AnyEvent
         raise ImportFormatError(
             f"{source}:1", f"the input holds {len(runs)} runs; import it with iter_runs")
     return runs[0][1]
+
+
+def parse_event_files(files: Sequence[tuple[str, bytes]]) -> list[AnyEvent]:
+    """The events of ONE OpenHands conversation stored as one JSON file per event, as
+    OpenHands' file store keeps a session (``sessions/<id>/events/<n>.json``); ``files`` are
+    ``(source, bytes)`` in event-id order. An error names the event's file and line.
+
+    Why apart from :func:`iter_runs`: the run is the files together (an action in one file is
+    answered by an observation in a later one), so no single file parses on its own."""
+    if not files:
+        raise ImportFormatError("<no files>:0", "an OpenHands event folder with no event file")
+    docs = [load(data, source) for source, data in files]
+    try:
+        return openhands.parse_history([doc.value for doc in docs], ())
+    except Bad as e:
+        at = e.path[0] if e.path and isinstance(e.path[0], int) and 0 <= e.path[0] < len(docs) else 0
+        raise ImportFormatError(f"{files[at][0]}:{docs[at].line_of(e.path[1:])}", e.reason) from None
+    except RecursionError:  # defensive: load() already bounds nesting
+        raise ImportFormatError(f"{files[0][0]}:1", "input nested too deeply") from None
 
 
 _EVENT_TYPES = frozenset({"run_started", "policy_set", "instruction_set", "goal_set",

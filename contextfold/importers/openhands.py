@@ -3,7 +3,8 @@
 Accepted shapes: a JSON array of OpenHands events (one run); an object with
 ``history`` (one run); JSONL with one run record (``history``) per line, as
 OpenHands evaluation outputs are written (run suffix: ``instance_id``, else
-``line-<N>``).
+``line-<N>``); and a session as OpenHands' file store keeps it, one JSON file
+per event (``sessions/<id>/events/<n>.json``: ``importers.parse_event_files``).
 
 Mapping of an event stream (actions and observations linked by ``cause``):
 

@@ -1,0 +1,162 @@
+"""``contextfold import`` of OpenHands conversations kept one JSON file per event.
+
+OpenHands' file store keeps a session as ``sessions/<id>/events/<n>.json`` (one event per
+file, named by its id) beside ``event_cache/<start>-<end>.json`` pages that copy 25 events
+each and a ``metadata.json``. Each conversation is one run, equal to the run its events make
+as one JSON array."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextfold.cli import main
+from tests.conftest import TRACES
+
+
+def cf(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["--store", f"sqlite:///{tmp_path / 'cf.db'}", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, int]:
+    code, out, _ = cf(tmp_path, capsys, "runs", "--json")
+    assert code == 0
+    return {r["run_id"]: r["events"] for r in json.loads(out)}
+
+
+def events_of(tmp_path: Path, capsys: pytest.CaptureFixture[str], run: str) -> list[dict[str, Any]]:
+    """The run's events as exported, without what names the run (its id, in every event)."""
+    code, out, err = cf(tmp_path, capsys, "events", run, "--json")
+    assert code == 0, err
+    return [{k: v for k, v in json.loads(line).items() if k != "run_id"} for line in out.splitlines()]
+
+
+def _call(eid: int, call_id: str, command: str) -> dict[str, Any]:
+    metadata = {"function_name": "execute_bash", "tool_call_id": call_id, "total_calls_in_response": 1,
+                "model_response": {"id": f"resp-{eid}", "model": "claude-sonnet-4", "choices": [{"message": {
+                    "role": "assistant", "content": "", "tool_calls": [{
+                        "id": call_id, "type": "function", "function": {
+                            "name": "execute_bash", "arguments": json.dumps({"command": command})}}]}}]}}
+    return {"id": eid, "source": "agent", "action": "run", "message": f"Running command: {command}",
+            "args": {"command": command, "thought": ""}, "tool_call_metadata": metadata}
+
+
+def _output(eid: int, cause: int, call_id: str, content: str, exit_code: int) -> dict[str, Any]:
+    return {"id": eid, "source": "environment", "cause": cause, "observation": "run", "content": content,
+            "extras": {"command": "", "metadata": {"exit_code": exit_code}},
+            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": call_id}}
+
+
+def conversation(task: str, steps: int) -> list[dict[str, Any]]:
+    """An OpenHands event stream: the system prompt, the task, ``steps`` commands with their
+    outputs (ids past 9, so a name order would put ``10.json`` before ``2.json``), the finish."""
+    events: list[dict[str, Any]] = [
+        {"id": 0, "source": "agent", "action": "system", "message": "You are OpenHands agent.",
+         "args": {"content": "You are OpenHands agent.", "tools": []}},
+        {"id": 1, "source": "user", "action": "message", "message": task,
+         "args": {"content": task, "image_urls": []}},
+        {"id": 2, "source": "environment", "observation": "agent_state_changed", "content": "",
+         "extras": {"agent_state": "running"}}]
+    for n in range(steps):
+        eid = len(events)
+        events += [_call(eid, f"toolu_{n:02d}", f"pytest -k case{n}"),
+                   _output(eid + 1, eid, f"toolu_{n:02d}", f"case{n}: 1 failed", 1)]
+    events.append({"id": len(events), "source": "agent", "action": "finish",
+                   "args": {"final_thought": "Fixed.", "outputs": {}}})
+    return events
+
+
+def session(root: Path, sid: str, events: list[dict[str, Any]]) -> Path:
+    """``root/<sid>`` as OpenHands' file store writes it."""
+    folder = root / sid
+    (folder / "events").mkdir(parents=True)
+    for e in events:
+        (folder / "events" / f"{e['id']}.json").write_text(json.dumps(e, indent=2))
+    (folder / "event_cache").mkdir()
+    (folder / "event_cache" / "0-25.json").write_text(json.dumps(events[:25]))
+    (folder / "metadata.json").write_text(json.dumps({"conversation_id": sid, "title": "Fix the tests"}))
+    return folder
+
+
+def test_each_conversation_is_one_run_equal_to_its_events_as_one_array(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = conversation("Fix the failing tests", 6), conversation("Make the build pass", 2)
+    root = tmp_path / "openhands" / "sessions"
+    session(root, "4f1c", first)
+    session(root, "9a2e", second)
+    code, out, err = cf(tmp_path, capsys, "import", str(tmp_path / "openhands"), "--run", "oh")
+    assert code == 0, err
+    assert "into 2 run(s) from" in out and "(2 openhands event folders)" in out
+    assert "skipped 2 file(s) of no known trace format: sessions/4f1c/metadata.json" in out
+    assert runs(tmp_path, capsys) == {"oh/sessions/4f1c": 16, "oh/sessions/9a2e": 8}
+    for name, events in (("4f1c", first), ("9a2e", second)):
+        whole = tmp_path / f"{name}.json"
+        whole.write_text(json.dumps(events))
+        code, _, err = cf(tmp_path, capsys, "import", str(whole), "--run", f"array-{name}")
+        assert code == 0, err
+        as_array = events_of(tmp_path, capsys, f"array-{name}")
+        assert events_of(tmp_path, capsys, f"oh/sessions/{name}") == as_array
+
+
+def test_a_conversation_folder_or_its_events_folder_imports_as_the_run_itself(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = session(tmp_path, "4f1c", conversation("Fix the failing tests", 5))
+    code, out, err = cf(tmp_path, capsys, "import", str(folder), "--run", "whole")
+    assert code == 0, err
+    assert "  whole: 14 events" in out
+    code, out, err = cf(tmp_path, capsys, "import", str(folder / "events"), "--run", "events-only")
+    assert code == 0, err
+    assert "skipped" not in out
+    assert events_of(tmp_path, capsys, "whole") == events_of(tmp_path, capsys, "events-only")
+
+
+def test_a_broken_event_file_is_named_and_nothing_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "sessions"
+    session(root, "good", conversation("Fix the failing tests", 2))
+    bad = session(root, "bad", conversation("Make the build pass", 2))
+    (bad / "events" / "4.json").write_text('{"id": 4,\n "source": "agent"\n')  # cut off mid-write
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "oh")
+    assert code == 2
+    assert f"{bad / 'events' / '4.json'}:" in err and "invalid JSON" in err
+    (bad / "events" / "4.json").write_text(json.dumps({"id": 4, "source": "agent"}))
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "oh")
+    assert code == 2
+    assert f"{bad / 'events' / '4.json'}:1: event has neither 'action' nor 'observation'" in err
+    assert runs(tmp_path, capsys) == {}
+
+
+def test_a_glob_without_json_files_reads_no_event_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session(tmp_path / "sessions", "4f1c", conversation("Fix the failing tests", 1))
+    code, _, err = cf(tmp_path, capsys, "import", str(tmp_path / "sessions"), "--run", "t",
+                      "--glob", "*.traj")
+    assert code == 2 and "no file in this folder matches *.traj" in err
+
+
+@pytest.mark.skipif(not (TRACES / "openhands-event-streams").is_dir(),
+                    reason=f"{TRACES} has no openhands-event-streams")
+def test_the_multi_swe_bench_runs_kept_as_event_files_import_as_their_jsonl_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = TRACES / "openhands-event-streams" / "multi_swe_bench_example_output.jsonl"
+    records = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+    for record in records:
+        session(tmp_path / "sessions", record["instance_id"], record["history"])
+    code, out, err = cf(tmp_path, capsys, "import", str(tmp_path / "sessions"), "--run", "files")
+    assert code == 0, err
+    assert "(3 openhands event folders)" in out
+    code, _, err = cf(tmp_path, capsys, "import", str(source), "--run", "jsonl")
+    assert code == 0, err
+    for record in records:
+        iid = record["instance_id"]
+        as_files = events_of(tmp_path, capsys, f"files/{iid}")
+        as_jsonl = events_of(tmp_path, capsys, f"jsonl/{iid}")
+        assert len(as_files) > 40
+        # the run's start names the model from the JSONL record's config; the rest is the same
+        assert as_files[0]["type"] == as_jsonl[0]["type"] == "run_started"
+        assert as_files[1:] == as_jsonl[1:]
