@@ -207,12 +207,16 @@ class Run:
             raise RunNotFoundError(self.run_id)
         return state
 
-    def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
+    def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int | None = None,
               model: str | None = None, turn: int | None = None, record: bool = True,
               in_flight: Literal["wait", "cancel"] = "cancel",
               config: BuildConfig | None = None, auto_compact: bool = False, retries: int = 0,
               progress: Progress | None = None) -> BuildResult:
         """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
+
+        ``reserve`` (output, tool calls and a safety margin; the request gets ``window -
+        reserve``) defaults to 8,000 tokens, or a quarter of a window under 32,000
+        (``domain.manifest.default_reserve``).
 
         ``auto_compact``: under budget pressure, compaction events (observation masking,
         then a structured summary) at legal cuts, appended with the build's record; see

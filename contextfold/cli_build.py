@@ -51,9 +51,10 @@ def _build_args(p: argparse.ArgumentParser) -> None:
                    help="model name (default: the run's)")
     p.add_argument("--window", type=int, default=128_000, metavar="TOKENS",
                    help="the model's context window in tokens (default: 128000)")
-    p.add_argument("--reserve", type=int, default=8_000, metavar="TOKENS",
+    p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
                    help="tokens of the window kept free for the model's output, tool calls and a "
-                        "safety margin; the request gets window - reserve (default: 8000)")
+                        "safety margin; the request gets window - reserve (default: 8000, or a "
+                        "quarter of a window under 32000)")
     p.add_argument("--retries", type=int, default=0, metavar="N",
                    help="a live build that another writer beat to the run's end (it appended while "
                         "this one built) catches up and builds again, up to N more times, before "

@@ -45,8 +45,9 @@ def _configure_compact(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=int, default=None, metavar="TOKENS",
                    help="compact until a build at this window fits (mask first, then summary "
                         "if --strategy summary); default: one compaction at the widest legal cut")
-    p.add_argument("--reserve", type=int, default=8_000, metavar="TOKENS",
-                   help="with --window: tokens kept free for the output (default: 8000)")
+    p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
+                   help="with --window: tokens kept free for the output (default: 8000, or a "
+                        "quarter of a window under 32000)")
     p.add_argument("--keep-recent", type=int, default=3, metavar="N",
                    help="the newest N tool call groups stay raw (default: 3)")
     p.add_argument("--dry-run", action="store_true",

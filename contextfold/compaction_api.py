@@ -180,7 +180,7 @@ def _check_strategy(strategy: object) -> None:
 
 
 def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
-            reserve: int = 8_000, keep_recent: int = 3, dry_run: bool = False,
+            reserve: int | None = None, keep_recent: int = 3, dry_run: bool = False,
             summarizer: Summarizer | None = None, config: BuildConfig | None = None,
             progress: Progress | None = None) -> CompactionReport:
     """Compact ``run``. Without a window: one ``strategy`` event at the widest legal cut
@@ -298,7 +298,7 @@ def auto_compact(run: Run, config: BuildConfig, *, strategy: Strategy = "summary
     return dataclasses.replace(planned, dry_run=False, positions=positions)
 
 
-def build(run: Run, provider: str = "neutral", *, window: int = 128_000, reserve: int = 8_000,
+def build(run: Run, provider: str = "neutral", *, window: int = 128_000, reserve: int | None = None,
           model: str | None = None, auto: bool = True, strategy: Strategy = "summary",
           summarizer: Summarizer | None = None, config: BuildConfig | None = None) -> BuildResult:
     """``Run.build`` with automatic compaction first (``auto=False``: a plain build). The

@@ -159,9 +159,10 @@ def _config_for(turn: int, recorded: dict[int, ContextManifest], given: ConfigCh
     alone replace just those of that config (``--window`` keeps the recorded provider)."""
     if isinstance(given, BuildConfig):
         return given
+    if not recorded:  # the default, for the window given (its reserve is the window's default)
+        return checked_config(**given) if given else BuildConfig()
     earlier = [t for t in recorded if t < turn]
-    base = (recorded[max(earlier)].config if earlier else recorded[min(recorded)].config if recorded
-            else BuildConfig())
+    base = recorded[max(earlier)].config if earlier else recorded[min(recorded)].config
     return checked_config(**{**base.model_dump(), **given}) if given else base
 
 

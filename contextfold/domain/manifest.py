@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contextfold.domain.checked import checked
 from contextfold.domain.excluded_lines import ExcludedLines
@@ -19,6 +19,7 @@ from contextfold.domain.fragments import FragmentKind, Trust
 
 __all__ = [
     "DEFAULT_LAYER_SHARES",
+    "DEFAULT_RESERVE",
     "LAYER_NAMES",
     "BuildConfig",
     "Calibration",
@@ -32,6 +33,7 @@ __all__ = [
     "RedactionRecord",
     "TruncationRecord",
     "checked_config",
+    "default_reserve",
     "manifest_json_depth",
     "schema_json_depth",
 ]
@@ -64,14 +66,30 @@ history, current input. A share a layer does not use flows to the others."""
 ExclusionReason: TypeAlias = Literal["duplicate", "superseded", "low_priority", "over_budget", "stale"]
 
 
+DEFAULT_RESERVE = 8_000
+"""The reserve of a build that names none, for a window of 32,000 tokens or more."""
+
+
+def default_reserve(window: int) -> int:
+    """The reserve of a build that names none: 8,000 tokens (a long reply with its tool calls),
+    or a quarter of a window under 32,000.
+
+    Why not 8,000 for every window: a small model's window (8k, 16k) then left the request
+    nothing, or half of it, and ``build --window 8000`` failed with "window 8000 minus reserve
+    8000 leaves no budget". A rendered request asks for at most the reserve as its output
+    (``max_tokens``), so the request and the reply still fit the window together."""
+    return min(DEFAULT_RESERVE, window // 4)
+
+
 class BuildConfig(_Frozen):
     """Inputs of a build besides the log. Its canonical hash goes in the manifest."""
 
     provider: str = "neutral"
     model: str | None = None
     window: int = Field(default=128_000, gt=0)
-    reserve: int = Field(default=8_000, ge=0)
-    """Output, tool-call and safety reserve: budget = window - reserve."""
+    reserve: int = Field(default=DEFAULT_RESERVE, ge=0)
+    """Output, tool-call and safety reserve: budget = window - reserve. Not given (or None):
+    :func:`default_reserve` of the window, 8,000 from a window of 32,000 up."""
     layer_shares: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_LAYER_SHARES))
     recent_groups: int = Field(default=3, ge=1)
     """The newest N tool groups compete in the 'recent' layer, older ones in 'history'."""
@@ -91,6 +109,18 @@ class BuildConfig(_Frozen):
     """Extra rules: name -> regex (the whole match, or group 1), reported as ``custom:<name>``."""
     redact_examples: bool = False
     """Also redact vendor-documented example keys (``AKIAIOSFODNN7EXAMPLE``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reserve_for_the_window(cls, data: Any) -> Any:
+        """A config that names no reserve gets :func:`default_reserve` of its window (an
+        invalid window is left for the field's own check to report)."""
+        if isinstance(data, dict) and data.get("reserve") is None:
+            window = data.get("window", 128_000)
+            if type(window) is int and window > 0:
+                return {**data, "reserve": default_reserve(window)}
+            return {k: v for k, v in data.items() if k != "reserve"}
+        return data
 
 
 def checked_config(**fields: Any) -> BuildConfig:

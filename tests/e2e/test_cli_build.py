@@ -30,6 +30,22 @@ def test_build_json_manifest_replay_and_diff(tmp_path: Path) -> None:
     assert diff.returncode == 0 and "turn 2 -> 6" in diff.stdout and "superseded" in diff.stdout
 
 
+def test_a_small_window_without_a_reserve_builds_with_a_quarter_of_it_reserved(tmp_path: Path) -> None:
+    """``build --window 8000`` failed: "window 8000 minus reserve 8000 leaves no budget"."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    out = cf("build", "demo-fix-invoice", "--provider", "anthropic", "--window", "8000", "--json",
+             cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    manifest = data["manifest"]
+    assert (manifest["reserved_output_tokens"], manifest["budget_tokens"]) == (2000, 6000)
+    assert data["request"]["max_tokens"] == 2000  # the reply is asked to fit what was reserved
+    out = cf("build", "demo-fix-invoice", "--window", "8000", "--reserve", "8000", cwd=tmp_path)
+    assert out.returncode == 2 and "window 8000 minus reserve 8000 leaves no budget" in out.stderr
+    out = cf("compact", "demo-fix-invoice", "--window", "8000", "--dry-run", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+
+
 def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_path: Path) -> None:
     assert cf("demo", cwd=tmp_path).returncode == 0
     for args, message in ((("build", "no-such-run"), "RunNotFoundError: run 'no-such-run' not found"),
