@@ -8,8 +8,9 @@ Long runs stay usable and the file stays linear in turns:
   (``PAGE_SIZE`` per page, a jump-to-turn box, a filter for turns with
   changes or repairs); without JavaScript all sections are simply listed;
 - per-turn lists are capped (``MAX_ROWS`` selected fragments: the required
-  ones and the largest, in layer order; ``MAX_EXCLUDED``
-  per exclusion reason, ``MAX_DIFF`` per change list) with the remainder
+  ones and the largest, in layer order; the largest ``MAX_EXCLUDED``
+  per exclusion reason, as their summary says: ``manifest`` lists the newest
+  first; ``MAX_DIFF`` per change list) with the remainder
   counted, because the number of dropped history fragments grows with the
   run and would make the file quadratic otherwise (the full lists are in
   ``contextfold manifest --json``);
@@ -190,7 +191,8 @@ def _excluded(m: ContextManifest) -> str:
             f'<td><code>{_e(e.source_ref)}</code></td><td class="num">{e.tokens}</td>'
             f'<td>{_e(e.replaced_by or "")}</td><td>{_e(e.detail)}</td></tr>' for e in rows)
         out.append(f'<details class="excluded" data-reason="{reason}" data-count="{len(items)}">'
-                   f'<summary>{reason}: {len(items)} ({sum(e.tokens for e in items)} tokens)</summary>'
+                   f'<summary>{reason}: {len(items)} ({sum(e.tokens for e in items)} tokens'
+                   f'{", largest first" if len(items) > 1 else ""})</summary>'
                    '<table><thead><tr><th>id</th><th>kind</th><th>source</th><th class="num">tokens</th>'
                    f'<th>replaced by</th><th>detail</th></tr></thead><tbody>{body}</tbody></table>'
                    f'{_more(hidden, reason)}</details>')

@@ -224,3 +224,9 @@ def test_excluded_lists_are_capped(tmp_path: Path) -> None:
     block = block[:block.index("</details>")]
     assert block.count("<tr data-id=") == MAX_EXCLUDED
     assert f"{by_reason[biggest] - MAX_EXCLUDED} more" in block
+    # the rows shown are the largest, and the summary says so (the CLI lists the newest first)
+    assert ", largest first)</summary>" in block
+    shown = [int(t) for t in re.findall(r'<td class="num">(\d+)</td>', block)]
+    assert shown == sorted(shown, reverse=True)
+    assert shown[-1] >= max(sorted((e.tokens for e in last.excluded_items if e.reason == biggest),
+                                   reverse=True)[MAX_EXCLUDED:], default=0)
