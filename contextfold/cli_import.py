@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import os
 import re
 import stat
@@ -105,7 +106,8 @@ _EVENT_FILE = re.compile(r"[0-9]+\.json")
 
 def _event_files(folder: Path) -> tuple[Path, ...] | None:
     """The files of ``folder`` in event-id order when it is an OpenHands ``events`` folder (named
-    so, holding ``<id>.json`` files and nothing else but hidden entries), else None."""
+    so, holding ``<id>.json`` files and nothing else but hidden entries, the first of them an
+    OpenHands event), else None: another tool's numbered files are read one by one, as before."""
     if folder.name != "events":
         return None
     try:
@@ -114,7 +116,25 @@ def _event_files(folder: Path) -> tuple[Path, ...] | None:
         return None  # the walk reports what it cannot read
     if not entries or not all(_EVENT_FILE.fullmatch(e.name) and e.is_file() for e in entries):
         return None
-    return tuple(sorted((Path(e.path) for e in entries), key=lambda p: int(p.stem)))
+    files = tuple(sorted((Path(e.path) for e in entries), key=lambda p: int(p.stem)))
+    return files if _is_openhands_event(files[0]) else None
+
+
+_PEEK_BYTES = 16 << 20
+"""An event file up to this size is read to tell an OpenHands event folder from another tool's
+numbered files; a bigger one is taken for an event (it is read in full by the import anyway)."""
+
+
+def _is_openhands_event(path: Path) -> bool:
+    """Whether ``path`` holds one OpenHands event: an object with ``action`` or ``observation``.
+    A file that cannot be read or parsed is left for the import to report, as an event's."""
+    try:
+        if path.stat().st_size > _PEEK_BYTES:
+            return True
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return True
+    return isinstance(value, dict) and ("action" in value or "observation" in value)
 
 
 def trace_files(root: Path, patterns: tuple[str, ...], *, event_folders: bool = True

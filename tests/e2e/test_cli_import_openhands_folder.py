@@ -160,3 +160,16 @@ def test_the_multi_swe_bench_runs_kept_as_event_files_import_as_their_jsonl_reco
         # the run's start names the model from the JSONL record's config; the rest is the same
         assert as_files[0]["type"] == as_jsonl[0]["type"] == "run_started"
         assert as_files[1:] == as_jsonl[1:]
+
+
+def test_another_tools_numbered_files_in_an_events_folder_are_read_one_by_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    for n in (1, 2):
+        path = tmp_path / "exports" / "events" / f"{n}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(chat))
+    code, out, err = cf(tmp_path, capsys, "import", str(tmp_path / "exports"), "--run", "x")
+    assert code == 0, err
+    assert "(2 openai-chat files)" in out
+    assert runs(tmp_path, capsys) == {"x/events/1": 3, "x/events/2": 3}
