@@ -13,20 +13,8 @@ from typing import Any
 
 import pytest
 
-from contextfold.cli import main
 from tests.conftest import TRACES
-
-
-def cf(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["--store", f"sqlite:///{tmp_path / 'cf.db'}", *args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, int]:
-    code, out, _ = cf(tmp_path, capsys, "runs", "--json")
-    assert code == 0
-    return {r["run_id"]: r["events"] for r in json.loads(out)}
+from tests.e2e.test_cli_import_folder import cf, runs
 
 
 def events_of(tmp_path: Path, capsys: pytest.CaptureFixture[str], run: str) -> list[dict[str, Any]]:
