@@ -178,8 +178,9 @@ def _configure_import(p: argparse.ArgumentParser) -> None:
                    help="file to import, - for standard input, or a folder: every trace under it "
                         "(each file a run RUN/<path without extension>, all in one transaction; "
                         "JSON of no known format, such as SWE-agent's preds.json, is skipped; an "
-                        "OpenHands session kept one file per event, sessions/<id>/events/<n>.json, "
-                        "is one run RUN/sessions/<id>)")
+                        "OpenHands session kept one file per event, sessions/<id>/events/<n>.json "
+                        "or the V1 SDK's <conversation>/events/event-NNNNN-<uuid>.json, is one run "
+                        "RUN/<its folders>)")
     p.add_argument("--run", required=True, help="run id; a multi-run file imports as RUN/<n>")
     p.add_argument("--format", choices=IMPORT_FORMATS, default=None,
                    help="input format (default: detected from the content)")

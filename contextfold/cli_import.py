@@ -101,7 +101,14 @@ class EventFolder(NamedTuple):
     """The event files, in event-id order."""
 
 
-_EVENT_FILE = re.compile(r"[0-9]+\.json")
+_EVENT_FILE = re.compile(r"(?:event-(?P<index>[0-9]{5,})-[0-9a-fA-F-]{8,}|(?P<id>[0-9]+))\.json")
+"""An OpenHands event file: ``<id>.json``, or the V1 SDK's ``event-<index>-<event uuid>.json``."""
+
+
+def _event_order(path: Path) -> int:
+    m = _EVENT_FILE.fullmatch(path.name)
+    assert m is not None  # only matching names are ordered
+    return int(m["index"] or m["id"])
 
 
 def _event_files(folder: Path) -> tuple[Path, ...] | None:
@@ -116,7 +123,7 @@ def _event_files(folder: Path) -> tuple[Path, ...] | None:
         return None  # the walk reports what it cannot read
     if not entries or not all(_EVENT_FILE.fullmatch(e.name) and e.is_file() for e in entries):
         return None
-    files = tuple(sorted((Path(e.path) for e in entries), key=lambda p: int(p.stem)))
+    files = tuple(sorted((Path(e.path) for e in entries), key=_event_order))
     return files if _is_openhands_event(files[0]) else None
 
 
@@ -126,15 +133,18 @@ numbered files; a bigger one is taken for an event (it is read in full by the im
 
 
 def _is_openhands_event(path: Path) -> bool:
-    """Whether ``path`` holds one OpenHands event: an object with ``action`` or ``observation``.
-    A file that cannot be read or parsed is left for the import to report, as an event's."""
+    """Whether ``path`` holds one OpenHands event: an object with ``action`` or ``observation``,
+    or a V1 event (its ``kind``). A file that cannot be read or parsed is left for the import to
+    report, as an event's."""
+    from contextfold.importers.openhands_v1 import is_event
+
     try:
         if path.stat().st_size > _PEEK_BYTES:
             return True
         value = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError):
         return True
-    return isinstance(value, dict) and ("action" in value or "observation" in value)
+    return isinstance(value, dict) and ("action" in value or "observation" in value or is_event(value))
 
 
 def trace_files(root: Path, patterns: tuple[str, ...], *, event_folders: bool = True

@@ -40,6 +40,7 @@ from contextfold.importers import (
     openai_chat,
     openai_responses,
     openhands,
+    openhands_v1,
     swe_agent,
 )
 from contextfold.importers._json import Bad, Doc, load
@@ -122,6 +123,8 @@ def _guess_messages(msgs: list[Any]) -> str | None:
     for m in msgs:
         if not isinstance(m, dict):
             return None
+        if openhands_v1.is_event(m):
+            return "openhands"
         if "parts" in m:
             return "gemini"
         if "action" in m or "observation" in m:
@@ -176,7 +179,8 @@ def guess_format(data: bytes, *, source: str = "<stdin>") -> str | None:
             return "openai-responses"
         if swe_agent.is_trajectory(value):
             return "swe-agent"
-        if "history" in value:
+        if "history" in value or (isinstance(value.get("items"), list) and value["items"]
+                                  and openhands_v1.is_event(value["items"][0])):
             return "openhands"
         if isinstance(value.get("messages"), list):
             # Plain text turns read the same in both APIs; a body-level ``system``

@@ -5,6 +5,9 @@ Accepted shapes: a JSON array of OpenHands events (one run); an object with
 OpenHands evaluation outputs are written (run suffix: ``instance_id``, else
 ``line-<N>``); and a session as OpenHands' file store keeps it, one JSON file
 per event (``sessions/<id>/events/<n>.json``: ``importers.parse_event_files``).
+Events of the V1 software-agent SDK (each with a ``kind``; in a list, an agent
+server's ``{"items": [...]}`` page, or one file per event) are read by
+:mod:`~contextfold.importers.openhands_v1`.
 
 Mapping of an event stream (actions and observations linked by ``cause``):
 
@@ -52,6 +55,7 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.importers import openhands_v1
 from contextfold.importers._common import RunBuilder, build, compact_json, media_block, require_obj
 from contextfold.importers._json import Bad, Doc, JsonPath
 
@@ -169,6 +173,8 @@ def _recall(e: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
 
 def parse_history(history: list[Any], path: JsonPath, *, model: str | None = None,
                   agent: str | None = None) -> list[AnyEvent]:
+    if any(map(openhands_v1.is_event, history)):  # the software-agent SDK's events (``kind``)
+        return openhands_v1.parse_events(history, path, model=model, agent=agent)
     events = [require_obj(e, (*path, i), "an OpenHands event object")
               for i, e in enumerate(history)]
     if model is None:
@@ -275,6 +281,8 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
             seen.add(suffix)
             out.append((suffix, _record(rec, (n,))))
         return out
+    if isinstance(value, dict) and isinstance(value.get("items"), list) and "history" not in value:
+        return [("", parse_history(value["items"], ("items",)))]  # a V1 agent server's event page
     if isinstance(value, dict):
         return [("", _record(value, ()))]
     if not isinstance(value, list):

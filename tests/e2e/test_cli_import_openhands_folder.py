@@ -8,6 +8,7 @@ as one JSON array."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from tests.conftest import TRACES
 from tests.e2e.test_cli_import_folder import cf, runs
+from tests.unit.test_import_openhands_v1 import conversation as v1_conversation
 
 
 def events_of(tmp_path: Path, capsys: pytest.CaptureFixture[str], run: str) -> list[dict[str, Any]]:
@@ -161,3 +163,29 @@ def test_another_tools_numbered_files_in_an_events_folder_are_read_one_by_one(
     assert code == 0, err
     assert "(2 openai-chat files)" in out
     assert runs(tmp_path, capsys) == {"x/events/1": 3, "x/events/2": 3}
+
+
+def test_a_v1_sdk_conversation_kept_one_file_per_event_is_one_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The V1 SDK names its files ``event-<index>-<event uuid>.json`` beside a lock and a count
+    marker (hidden) in ``<conversation>/events/``, with the conversation's ``base_state.json``."""
+    events = v1_conversation()
+    folder = tmp_path / "conversations" / "5e0c6f3ab2d14a4e"
+    (folder / "events").mkdir(parents=True)
+    for n, e in enumerate(events):
+        name = f"event-{n:05d}-{uuid.UUID(int=n + 1)}.json"
+        (folder / "events" / name).write_text(json.dumps(e))
+    (folder / "events" / ".eventlog.lock").write_text("")
+    (folder / "events" / f".eventlog-count-{len(events)}.marker").write_text("")
+    (folder / "base_state.json").write_text(json.dumps({"id": "5e0c6f3ab2d14a4e", "agent": {}}))
+    code, out, err = cf(tmp_path, capsys, "import", str(tmp_path / "conversations"), "--run", "v1")
+    assert code == 0, err
+    assert "(1 openhands event folder)" in out and "skipped 1 file(s)" in out
+    (tmp_path / "all.json").write_text(json.dumps(events))
+    code, _, err = cf(tmp_path, capsys, "import", str(tmp_path / "all.json"), "--run", "as-list")
+    assert code == 0, err
+    assert events_of(tmp_path, capsys, "v1/5e0c6f3ab2d14a4e") == events_of(tmp_path, capsys, "as-list")
+    code, out, err = cf(tmp_path, capsys, "build", "v1/5e0c6f3ab2d14a4e", "--provider", "anthropic",
+                        "--window", "16000", "--json")
+    assert code == 0, err
+    assert "Action rejected: too dangerous" in out
