@@ -99,6 +99,28 @@ class EventFolder(NamedTuple):
     it was the folder imported."""
     files: tuple[Path, ...]
     """The event files, in event-id order."""
+    state: Path | None = None
+    """The conversation's own state beside ``events/``, read for the model's name."""
+
+
+_STATE_FILES = ("base_state.json", "metadata.json")
+"""A conversation's state files (the V1 SDK's, the earlier file store's): not traces."""
+
+
+def _model_of(data: bytes) -> str | None:
+    """The model a conversation's state names: the V1 SDK's ``agent.llm.model``, the earlier
+    metadata's ``llm_model``. Best effort: state that does not parse names none (the events
+    are the run; this only fills in its model)."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    agent = value.get("agent")
+    llm = agent.get("llm") if isinstance(agent, dict) else None
+    model = llm.get("model") if isinstance(llm, dict) else value.get("llm_model")
+    return model if isinstance(model, str) and model else None
 
 
 _EVENT_FILE = re.compile(r"(?:event-(?P<index>[0-9]{5,})-[0-9a-fA-F-]{8,}|(?P<id>[0-9]+))\.json")
@@ -169,8 +191,10 @@ def trace_files(root: Path, patterns: tuple[str, ...], *, event_folders: bool = 
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         events = _event_files(Path(folder, "events")) if event_folders and "events" in dirs else None
         if events is not None:
-            found.append(EventFolder(Path(folder), events))
+            state = next((name for name in _STATE_FILES if name in files), None)
+            found.append(EventFolder(Path(folder), events, None if state is None else Path(folder, state)))
             dirs[:] = [d for d in dirs if d not in ("events", "event_cache")]
+            files = [name for name in files if name != state]
         for name in files:
             if not name.startswith(".") and any(fnmatch.fnmatchcase(name, p) for p in patterns):
                 path = Path(folder, name)
@@ -273,7 +297,8 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
     names = [_run_id_of(args.run, root, item) for item in items]
     for name, item in zip(names, items, strict=True):  # before a byte is read
         _check_run_id(name, str(item.conversation if isinstance(item, EventFolder) else item))
-    n_files = sum(len(item.files) if isinstance(item, EventFolder) else 1 for item in items)
+    n_files = sum(len(item.files) + (item.state is not None) if isinstance(item, EventFolder) else 1
+                  for item in items)
     label = f"{source} (its {n_files} trace files)"
     used = 0
 
@@ -290,7 +315,8 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
     with progress_bar(n_files, f"reading {source}") as advance:
         for name, item in zip(names, items, strict=True):
             if isinstance(item, EventFolder):
-                events = parse_event_files([(str(f), read(f)) for f in item.files])
+                model = None if item.state is None else _model_of(read(item.state))
+                events = parse_event_files([(str(f), read(f)) for f in item.files], model=model)
                 formats["openhands event folder"] += 1
                 named.append((name, events, str(item.files[0].parent)))
                 continue

@@ -88,10 +88,11 @@ def parse(data: bytes, *, format: str, source: str = "<stdin>") -> list[AnyEvent
     return runs[0][1]
 
 
-def parse_event_files(files: Sequence[tuple[str, bytes]]) -> list[AnyEvent]:
+def parse_event_files(files: Sequence[tuple[str, bytes]], *, model: str | None = None) -> list[AnyEvent]:
     """The events of ONE OpenHands conversation stored as one JSON file per event, as
     OpenHands' file store keeps a session (``sessions/<id>/events/<n>.json``); ``files`` are
-    ``(source, bytes)`` in event-id order. An error names the event's file and line.
+    ``(source, bytes)`` in event-id order, ``model`` the model the conversation's state names.
+    An error names the event's file and line.
 
     Why apart from :func:`iter_runs`: the run is the files together (an action in one file is
     answered by an observation in a later one), so no single file parses on its own."""
@@ -99,7 +100,7 @@ def parse_event_files(files: Sequence[tuple[str, bytes]]) -> list[AnyEvent]:
         raise ImportFormatError("<no files>:0", "an OpenHands event folder with no event file")
     docs = [load(data, source) for source, data in files]
     try:
-        return openhands.parse_history([doc.value for doc in docs], ())
+        return openhands.parse_history([doc.value for doc in docs], (), model=model)
     except Bad as e:
         at = e.path[0] if e.path and isinstance(e.path[0], int) and 0 <= e.path[0] < len(docs) else 0
         raise ImportFormatError(f"{files[at][0]}:{docs[at].line_of(e.path[1:])}", e.reason) from None

@@ -61,15 +61,16 @@ def conversation(task: str, steps: int) -> list[dict[str, Any]]:
     return events
 
 
-def session(root: Path, sid: str, events: list[dict[str, Any]]) -> Path:
-    """``root/<sid>`` as OpenHands' file store writes it."""
+def session(root: Path, sid: str, events: list[dict[str, Any]], model: str | None = None) -> Path:
+    """``root/<sid>`` as OpenHands' file store writes it (``model``: its metadata's ``llm_model``)."""
     folder = root / sid
     (folder / "events").mkdir(parents=True)
     for e in events:
         (folder / "events" / f"{e['id']}.json").write_text(json.dumps(e, indent=2))
     (folder / "event_cache").mkdir()
     (folder / "event_cache" / "0-25.json").write_text(json.dumps(events[:25]))
-    (folder / "metadata.json").write_text(json.dumps({"conversation_id": sid, "title": "Fix the tests"}))
+    metadata = {"conversation_id": sid, "title": "Fix the tests"} | ({"llm_model": model} if model else {})
+    (folder / "metadata.json").write_text(json.dumps(metadata))
     return folder
 
 
@@ -78,19 +79,23 @@ def test_each_conversation_is_one_run_equal_to_its_events_as_one_array(
     first, second = conversation("Fix the failing tests", 6), conversation("Make the build pass", 2)
     root = tmp_path / "openhands" / "sessions"
     session(root, "4f1c", first)
-    session(root, "9a2e", second)
+    session(root, "9a2e", second, model="openai/gpt-4o")
     code, out, err = cf(tmp_path, capsys, "import", str(tmp_path / "openhands"), "--run", "oh")
     assert code == 0, err
     assert "into 2 run(s) from" in out and "(2 openhands event folders)" in out
-    assert "skipped 2 file(s) of no known trace format: sessions/4f1c/metadata.json" in out
+    assert "skipped" not in out  # a session's metadata.json is its state, not a trace
     assert runs(tmp_path, capsys) == {"oh/sessions/4f1c": 16, "oh/sessions/9a2e": 8}
     for name, events in (("4f1c", first), ("9a2e", second)):
         whole = tmp_path / f"{name}.json"
         whole.write_text(json.dumps(events))
         code, _, err = cf(tmp_path, capsys, "import", str(whole), "--run", f"array-{name}")
         assert code == 0, err
-        as_array = events_of(tmp_path, capsys, f"array-{name}")
-        assert events_of(tmp_path, capsys, f"oh/sessions/{name}") == as_array
+        as_array, as_files = events_of(tmp_path, capsys, f"array-{name}"), events_of(
+            tmp_path, capsys, f"oh/sessions/{name}")
+        assert as_files[1:] == as_array[1:]
+        # the model: the session's metadata names it, else the events' model responses do
+        assert (as_files[0]["model"], as_array[0]["model"]) == (
+            "openai/gpt-4o" if name == "9a2e" else "claude-sonnet-4", "claude-sonnet-4")
 
 
 def test_a_conversation_folder_or_its_events_folder_imports_as_the_run_itself(
@@ -177,14 +182,20 @@ def test_a_v1_sdk_conversation_kept_one_file_per_event_is_one_run(
         (folder / "events" / name).write_text(json.dumps(e))
     (folder / "events" / ".eventlog.lock").write_text("")
     (folder / "events" / f".eventlog-count-{len(events)}.marker").write_text("")
-    (folder / "base_state.json").write_text(json.dumps({"id": "5e0c6f3ab2d14a4e", "agent": {}}))
+    (folder / "base_state.json").write_text(json.dumps({
+        "id": "5e0c6f3ab2d14a4e", "agent": {"kind": "Agent", "llm": {
+            "model": "litellm_proxy/claude-sonnet-4-5", "api_key": "**********"}}}))
     code, out, err = cf(tmp_path, capsys, "import", str(tmp_path / "conversations"), "--run", "v1")
     assert code == 0, err
-    assert "(1 openhands event folder)" in out and "skipped 1 file(s)" in out
+    assert "(1 openhands event folder)" in out and "skipped" not in out
     (tmp_path / "all.json").write_text(json.dumps(events))
     code, _, err = cf(tmp_path, capsys, "import", str(tmp_path / "all.json"), "--run", "as-list")
     assert code == 0, err
-    assert events_of(tmp_path, capsys, "v1/5e0c6f3ab2d14a4e") == events_of(tmp_path, capsys, "as-list")
+    as_files = events_of(tmp_path, capsys, "v1/5e0c6f3ab2d14a4e")
+    as_list = events_of(tmp_path, capsys, "as-list")
+    # the run's model is the one its state names (a list of events names none); the rest is the same
+    assert (as_files[0]["model"], as_list[0]["model"]) == ("litellm_proxy/claude-sonnet-4-5", None)
+    assert as_files[1:] == as_list[1:]
     code, out, err = cf(tmp_path, capsys, "build", "v1/5e0c6f3ab2d14a4e", "--provider", "anthropic",
                         "--window", "16000", "--json")
     assert code == 0, err
