@@ -107,22 +107,6 @@ _STATE_FILES = ("base_state.json", "metadata.json")
 """A conversation's state files (the V1 SDK's, the earlier file store's): not traces."""
 
 
-def _model_of(data: bytes) -> str | None:
-    """The model a conversation's state names: the V1 SDK's ``agent.llm.model``, the earlier
-    metadata's ``llm_model``. Best effort: state that does not parse names none (the events
-    are the run; this only fills in its model)."""
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict):
-        return None
-    agent = value.get("agent")
-    llm = agent.get("llm") if isinstance(agent, dict) else None
-    model = llm.get("model") if isinstance(llm, dict) else value.get("llm_model")
-    return model if isinstance(model, str) and model else None
-
-
 _EVENT_FILE = re.compile(r"(?:event-(?P<index>[0-9]{5,})-[0-9a-fA-F-]{8,}|(?P<id>[0-9]+))\.json")
 """An OpenHands event file: ``<id>.json``, or the V1 SDK's ``event-<index>-<event uuid>.json``."""
 
@@ -155,10 +139,9 @@ numbered files; a bigger one is taken for an event (it is read in full by the im
 
 
 def _is_openhands_event(path: Path) -> bool:
-    """Whether ``path`` holds one OpenHands event: an object with ``action`` or ``observation``,
-    or a V1 event (its ``kind``). A file that cannot be read or parsed is left for the import to
-    report, as an event's."""
-    from contextfold.importers.openhands_v1 import is_event
+    """Whether ``path`` holds one OpenHands event (``importers.openhands.is_event_object``). A
+    file that cannot be read or parsed is left for the import to report, as an event's."""
+    from contextfold.importers.openhands import is_event_object
 
     try:
         if path.stat().st_size > _PEEK_BYTES:
@@ -166,7 +149,7 @@ def _is_openhands_event(path: Path) -> bool:
         value = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError):
         return True
-    return isinstance(value, dict) and ("action" in value or "observation" in value or is_event(value))
+    return is_event_object(value)
 
 
 def trace_files(root: Path, patterns: tuple[str, ...], *, event_folders: bool = True
@@ -315,8 +298,8 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
     with progress_bar(n_files, f"reading {source}") as advance:
         for name, item in zip(names, items, strict=True):
             if isinstance(item, EventFolder):
-                model = None if item.state is None else _model_of(read(item.state))
-                events = parse_event_files([(str(f), read(f)) for f in item.files], model=model)
+                state = None if item.state is None else read(item.state)
+                events = parse_event_files([(str(f), read(f)) for f in item.files], state=state)
                 formats["openhands event folder"] += 1
                 named.append((name, events, str(item.files[0].parent)))
                 continue

@@ -28,6 +28,7 @@ Entry points:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -88,17 +89,19 @@ def parse(data: bytes, *, format: str, source: str = "<stdin>") -> list[AnyEvent
     return runs[0][1]
 
 
-def parse_event_files(files: Sequence[tuple[str, bytes]], *, model: str | None = None) -> list[AnyEvent]:
+def parse_event_files(files: Sequence[tuple[str, bytes]], *, state: bytes | None = None) -> list[AnyEvent]:
     """The events of ONE OpenHands conversation stored as one JSON file per event, as
     OpenHands' file store keeps a session (``sessions/<id>/events/<n>.json``); ``files`` are
-    ``(source, bytes)`` in event-id order, ``model`` the model the conversation's state names.
-    An error names the event's file and line.
+    ``(source, bytes)`` in event-id order, ``state`` the conversation's state file beside them,
+    read for the model's name (best effort: state that does not parse names none; the events are
+    the run). An error names the event's file and line.
 
     Why apart from :func:`iter_runs`: the run is the files together (an action in one file is
     answered by an observation in a later one), so no single file parses on its own."""
     if not files:
         raise ImportFormatError("<no files>:0", "an OpenHands event folder with no event file")
     docs = [load(data, source) for source, data in files]
+    model = None if state is None else openhands.state_model(_json_or_none(state))
     try:
         return openhands.parse_history([doc.value for doc in docs], (), model=model)
     except Bad as e:
@@ -106,6 +109,13 @@ def parse_event_files(files: Sequence[tuple[str, bytes]], *, model: str | None =
         raise ImportFormatError(f"{files[at][0]}:{docs[at].line_of(e.path[1:])}", e.reason) from None
     except RecursionError:  # defensive: load() already bounds nesting
         raise ImportFormatError(f"{files[0][0]}:1", "input nested too deeply") from None
+
+
+def _json_or_none(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
 
 
 _EVENT_TYPES = frozenset({"run_started", "policy_set", "instruction_set", "goal_set",

@@ -59,7 +59,7 @@ from contextfold.importers import openhands_v1
 from contextfold.importers._common import RunBuilder, build, compact_json, media_block, require_obj
 from contextfold.importers._json import Bad, Doc, JsonPath
 
-__all__ = ["parse_doc", "parse_history"]
+__all__ = ["is_event_object", "parse_doc", "parse_history", "state_model"]
 
 _SKIP_ACTIONS = frozenset({"recall", "change_agent_state", "null", "condensation",
                            "condensation_request", "pause", "resume"})
@@ -169,6 +169,24 @@ def _recall(e: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
             name = _str(item.get("name")) or str(k)
             run.add(build(MemoryRecalled, path, memory_id=name, content=item["content"],
                           source_ref=f"openhands://microagent/{name}"), path)
+
+
+def is_event_object(value: Any) -> bool:
+    """Whether ``value`` is one OpenHands event: an object with ``action`` or ``observation``,
+    or a V1 event (its ``kind``): what the first file of an event folder must hold."""
+    return isinstance(value, dict) and ("action" in value or "observation" in value
+                                        or openhands_v1.is_event(value))
+
+
+def state_model(value: Any) -> str | None:
+    """The model a conversation's state file names: the V1 SDK's ``base_state.json``
+    (``agent.llm.model``), the earlier file store's ``metadata.json`` (``llm_model``)."""
+    if not isinstance(value, dict):
+        return None
+    agent = value.get("agent")
+    llm = agent.get("llm") if isinstance(agent, dict) else None
+    model = llm.get("model") if isinstance(llm, dict) else value.get("llm_model")
+    return model if isinstance(model, str) and model else None
 
 
 def parse_history(history: list[Any], path: JsonPath, *, model: str | None = None,

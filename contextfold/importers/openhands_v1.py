@@ -41,7 +41,7 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
-from contextfold.importers._common import RunBuilder, build, media_block, require_obj
+from contextfold.importers._common import RunBuilder, build, media_block, require_obj, text_of_blocks
 from contextfold.importers._json import Bad, JsonPath
 
 __all__ = ["KINDS", "is_event", "parse_events"]
@@ -91,12 +91,6 @@ def _parts(items: Any, path: JsonPath) -> list[ContentBlock]:
     return blocks
 
 
-def _split(blocks: list[ContentBlock]) -> tuple[str, tuple[ContentBlock, ...]]:
-    """A result's text (its text parts, one per line) and its other blocks."""
-    text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
-    return text, tuple(b for b in blocks if not isinstance(b, TextBlock))
-
-
 def _call(e: dict[str, Any], path: JsonPath) -> ToolCall:
     call = e.get("tool_call")
     call = require_obj(call, (*path, "tool_call"), "a tool call object") if call is not None else {}
@@ -139,7 +133,7 @@ def _result(e: dict[str, Any], p: JsonPath, run: RunBuilder) -> None:
         observation = require_obj(e.get("observation"), (*p, "observation"), "an observation object")
         blocks = (_parts(observation.get("content"), (*p, "observation", "content"))
                   + _parts(e.get("extended_content"), (*p, "extended_content")))
-        text, media = _split(blocks)
+        text, media = text_of_blocks(tuple(blocks)), tuple(b for b in blocks if not isinstance(b, TextBlock))
         code = _exit_code(observation)
         error = observation.get("is_error") is True or code not in (None, 0)
         origin = "workspace" if tool in _WORKSPACE_TOOLS else "external"
@@ -179,10 +173,10 @@ def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,
             if e.get("source") == "user":
                 run.add(build(UserInput, p, content=tuple(blocks)), p)
             else:
-                run.add(build(ModelResponse, p, text=_split(blocks)[0]), p)
+                run.add(build(ModelResponse, p, text=text_of_blocks(tuple(blocks))), p)
         elif kind == "ActionEvent":
             calls = [_call(objs[j], (*path, j)) for j in batches[i]]
-            thought, _ = _split(_parts(e.get("thought"), (*p, "thought")))
+            thought = text_of_blocks(tuple(_parts(e.get("thought"), (*p, "thought"))))
             run.add(build(ModelResponse, p, text=thought, tool_calls=tuple(calls)), p)
         elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
             _result(e, p, run)
