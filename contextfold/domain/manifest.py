@@ -116,7 +116,7 @@ class BuildConfig(_Frozen):
         """A config that names no reserve gets :func:`default_reserve` of its window (an
         invalid window is left for the field's own check to report)."""
         if isinstance(data, dict) and data.get("reserve") is None:
-            window = data.get("window", 128_000)
+            window = data.get("window", cls.model_fields["window"].default)
             if type(window) is int and window > 0:
                 return {**data, "reserve": default_reserve(window)}
             return {k: v for k, v in data.items() if k != "reserve"}
