@@ -15,6 +15,10 @@ paid for:
   refused ("Duplicate function_call_output for call_id ... Each function_call must have exactly
   one matching function_call_output"). Chat Completions answers by position and took the
   reused gpt-4o ids of the tau-bench traces.
+- Gemini: ``functionCall.id`` is documented as "the unique id of the function call", and a
+  ``functionResponse`` is "for" the call whose id it carries. A reused id shows two calls (and
+  two responses) under one id, so which response answers which call is left to the model; no
+  refusal is recorded, but the request would break the API's documented contract.
 
 The other providers took every logged id in the recorded traffic (an OpenAI Responses id of 54
 characters went to Anthropic and back unchanged), and a request changes no id a provider takes.
@@ -38,7 +42,7 @@ __all__ = ["ALIASED_PROVIDERS", "ANTHROPIC_ID", "MAX_CHAT_ID_LENGTH", "call_alia
 MAX_CHAT_ID_LENGTH = 40
 """OpenAI Chat Completions' limit on a tool call id."""
 
-ALIASED_PROVIDERS = ("anthropic", "openai-responses", "openai-chat")
+ALIASED_PROVIDERS = ("anthropic", "openai-responses", "gemini", "openai-chat")
 """The providers that refuse some logged ids (see the module docstring)."""
 
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -51,7 +55,7 @@ def call_alias(call_id: str, position: int, shown: set[str]) -> tuple[str | None
     run's requests show for a call so far (logged or alias) and is updated."""
     providers: tuple[str, ...] = ()
     if call_id in shown:
-        providers += ("anthropic", "openai-responses")
+        providers += ("anthropic", "openai-responses", "gemini")
     elif not ANTHROPIC_ID.fullmatch(call_id):
         providers += ("anthropic",)
     if len(call_id) > MAX_CHAT_ID_LENGTH:

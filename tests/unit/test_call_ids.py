@@ -104,10 +104,11 @@ def test_a_valid_first_use_keeps_its_logged_id_everywhere() -> None:
     assert shown == {"call_abc-1"}
 
 
-def test_a_reused_id_is_aliased_for_anthropic_and_responses_with_the_position_of_its_response() -> None:
+def test_a_reused_id_is_aliased_for_the_providers_that_match_by_id_with_the_position_of_its_response(
+) -> None:
     shown = {"call_0"}
-    assert call_alias("call_0", 12, shown) == ("call_0_12", ("anthropic", "openai-responses"))
-    assert call_alias("call_0", 15, shown) == ("call_0_15", ("anthropic", "openai-responses"))
+    assert call_alias("call_0", 12, shown) == ("call_0_12", ("anthropic", "openai-responses", "gemini"))
+    assert call_alias("call_0", 15, shown) == ("call_0_15", ("anthropic", "openai-responses", "gemini"))
 
 
 def test_other_characters_are_aliased_for_anthropic_and_long_ids_for_openai_chat() -> None:
@@ -116,7 +117,8 @@ def test_other_characters_are_aliased_for_anthropic_and_long_ids_for_openai_chat
     alias, providers = call_alias(LONG, 123, shown)
     assert alias == LONG[:MAX_CHAT_ID_LENGTH - 4] + "_123" and providers == ("openai-chat",)
     assert call_alias("::", 9, shown) == ("call_9", ("anthropic",))
-    assert call_alias(LONG, 130, shown)[1] == ("anthropic", "openai-responses", "openai-chat")  # reused, long
+    assert call_alias(LONG, 130, shown)[1] == (  # reused, long
+        "anthropic", "openai-responses", "gemini", "openai-chat")
 
 
 def test_an_alias_never_collides_with_an_id_shown_before_or_after() -> None:
@@ -124,7 +126,7 @@ def test_an_alias_never_collides_with_an_id_shown_before_or_after() -> None:
     assert call_alias("a.b", 5, shown)[0] == "a_b_5_2"
     assert call_alias("a:b", 5, shown)[0] == "a_b_5_3"
     # a later real id
-    assert call_alias("a_b_5_2", 8, shown) == ("a_b_5_2_8", ("anthropic", "openai-responses"))
+    assert call_alias("a_b_5_2", 8, shown) == ("a_b_5_2_8", ("anthropic", "openai-responses", "gemini"))
 
 
 # ------------------------------------------------------------------ requests
@@ -137,7 +139,7 @@ def assert_taken(provider: str, calls: list[str], logged: tuple[str, ...]) -> No
         assert all(c.replace("_", "").replace("-", "").isalnum() for c in calls)
     elif provider == "openai-chat":
         assert all(len(c) <= MAX_CHAT_ID_LENGTH for c in calls)
-    elif provider == "openai-responses":
+    elif provider in ("openai-responses", "gemini"):
         assert len(set(calls)) == len(calls)
         assert all(c == log or log in calls[:i] for i, (c, log) in enumerate(zip(calls, logged, strict=True)))
     else:
@@ -183,10 +185,28 @@ def test_a_reused_id_is_aliased_for_responses_whose_outputs_find_their_call_by_i
         "call_0", "call_0"]
 
 
+def test_a_reused_id_is_aliased_for_gemini_whose_responses_name_their_call_by_id() -> None:
+    """Google documents ``functionCall.id`` as "the unique id of the function call", and a
+    ``functionResponse`` carries the id of the call it answers: a request that shows one id for
+    two calls leaves which answer is whose to the model. The protocol check refuses it."""
+    result = build(run_events("call_0", "call_0", "call_0"), "gemini")
+    calls, answers = request_ids("gemini", result.request)
+    assert calls == answers == ["call_0", "call_0_6", "call_0_8"]
+    body = copy.deepcopy(result.request)
+    for content in body["contents"]:
+        for part in content["parts"]:
+            for key in ("functionCall", "functionResponse"):
+                if part.get(key, {}).get("id") == "call_0_6":
+                    part[key]["id"] = "call_0"
+    with pytest.raises(RenderError, match="functionCall id 'call_0' repeats an id"):
+        check_protocol("gemini", body)
+
+
 def test_the_neutral_request_carries_the_alias_and_whom_it_is_for() -> None:
     body = build(run_events("call_0", "call_0"), "neutral").request
     text = json.dumps(body)
-    assert '"alias": "call_0_6"' in text and '"alias_for": ["anthropic", "openai-responses"]' in text
+    assert '"alias": "call_0_6"' in text
+    assert '"alias_for": ["anthropic", "openai-responses", "gemini"]' in text
     assert text.count('"alias"') == 2  # the second call and its answer; nothing for the first
 
 

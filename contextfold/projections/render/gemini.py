@@ -19,7 +19,9 @@ Decisions:
   parts in one user content, in call order; ``response`` is
   ``{"output": text}`` on success and ``{"error": text}`` otherwise, the keys
   Google documents. Media a tool returned follows the function responses as
-  ``inlineData``/``fileData`` parts of the same content.
+  ``inlineData``/``fileData`` parts of the same content. A call's ``id`` is its
+  logged id, or its alias when the run reused the id (``projections.call_ids``):
+  Google documents the id as unique.
 - Gemini 3 rejects a function call without a ``thoughtSignature``. Our log does
   not keep provider signatures (history may come from any provider), so the
   first call of each model turn carries Google's documented bypass value
@@ -113,7 +115,7 @@ def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
             "functionCall": {
                 "name": call.name,
                 "args": parse_arguments(call),
-                "id": call.call_id,
+                "id": call.shown_id(PROVIDER),
             }
         }
         if n == 0:
@@ -131,7 +133,7 @@ def _result_parts(message: ToolResults) -> list[dict[str, Any]]:
                 "functionResponse": {
                     "name": result.name,
                     "response": _response(result),
-                    "id": result.call_id,
+                    "id": result.shown_id(PROVIDER),
                 }
             }
         )

@@ -4,8 +4,8 @@ Why a module of its own: these rules walk a rendered *body* (not the Conversatio
 hold for a body that was edited or imported as well; :mod:`.validate` runs them before the
 official SDK request types, and the render modules name the providers from here. Rules:
 every tool call answered exactly once and right after it, call ids the provider takes
-(Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses: unique in the
-request; OpenAI chat: at most 40 characters),
+(Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses and Gemini:
+unique in the request; OpenAI chat: at most 40 characters),
 tool names it takes, role alternation, ``tool_result`` placement, tools declared for every tool
 name used in history, at most four Anthropic cache breakpoints. Each failure is a
 :class:`RenderError` naming the message.
@@ -338,6 +338,7 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
         declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
     _names(p, declared)
     expected: list[tuple[Any, Any]] = []
+    seen: set[Any] = set()
     asked_at = -1
     contents = _list(p, body, "contents")
     if not contents:
@@ -363,6 +364,12 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
             _fail(p, "functionCall parts must be in a model content", i)
         for call in calls:
             _declared(p, declared, call.get("name"), i)
+            call_id = call.get("id")
+            if isinstance(call_id, str):
+                if call_id in seen:
+                    _fail(p, f"functionCall id {call_id!r} repeats an id: Gemini documents a call's "
+                          "id as unique (a functionResponse is for the call with its id)", i)
+                seen.add(call_id)
         expected = [(c.get("id"), c.get("name")) for c in calls]
         asked_at = i
     if expected:
