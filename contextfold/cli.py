@@ -181,7 +181,9 @@ def _configure_import(p: argparse.ArgumentParser) -> None:
                         "OpenHands session kept one file per event, sessions/<id>/events/<n>.json "
                         "or the V1 SDK's <conversation>/events/event-NNNNN-<uuid>.json, is one run "
                         "RUN/<its folders>)")
-    p.add_argument("--run", required=True, help="run id; a multi-run file imports as RUN/<n>")
+    p.add_argument("--run", required=True,
+                   help="run id, new to the store (a taken id is RunExistsError: exit 2, nothing "
+                        "written); a multi-run file imports as RUN/<n>")
     p.add_argument("--format", choices=IMPORT_FORMATS, default=None,
                    help="input format (default: detected from the content)")
     p.add_argument("--max-bytes", type=_byte_count, default=StoreLimits().max_import_bytes, metavar="N",

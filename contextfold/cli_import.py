@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from contextfold.cli import store_for
 from contextfold.cli_progress import progress_bar
-from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError
+from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
 from contextfold.domain.events import AnyEvent, ArtifactRef
 from contextfold.store.event_reads import check_run_id
 
@@ -343,8 +343,10 @@ def handle_import(args: argparse.Namespace) -> int:
         _check_run_id(run_id, where)
     with store_for(args) as store:
         for run_id, events, where in named:
-            if store.events.exists(run_id):
-                raise ImportFormatError(f"{where}:0", f"run {run_id!r} already exists; pick another --run")
+            held = store.events.version(run_id)
+            if held:
+                raise RunExistsError(run_id, held, source=None if where == source else where,
+                                     hint="pick another --run")
             for index, ref in _artifact_refs(events):  # an export's refs into the store it came from
                 if not store.events.has_artifact(ref.hash):
                     raise ImportFormatError(

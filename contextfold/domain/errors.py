@@ -16,6 +16,7 @@ so the original stays on ``__cause__``.
     │   ├── DuplicateToolCallError        a call id issued while the same id is open
     │   └── PendingToolCallsError         build asked to wait while calls are in flight
     ├── ConcurrencyConflictError          append against a stale version (retry)
+    │   └── RunExistsError                a new run's id is taken (pick another; a retry fails too)
     ├── NotFoundError
     │   ├── RunNotFoundError
     │   ├── ArtifactNotFoundError
@@ -60,6 +61,7 @@ __all__ = [
     "RecordNotFoundError",
     "RenderError",
     "RequiredContextExceedsBudgetError",
+    "RunExistsError",
     "RunNotFoundError",
     "StoreConfigError",
     "StoreError",
@@ -138,6 +140,21 @@ class ConcurrencyConflictError(ContextfoldError):
         )
         self.run_id = run_id
         self.expected_version = expected_version
+
+
+class RunExistsError(ConcurrencyConflictError):
+    """A new run was asked for (an import, a batch of new runs) under an id the store already
+    holds. A conflict like a stale append, so a caller that catches those catches it too, but
+    not a stale read: a retry under the same id fails the same way. Pick another id."""
+
+    def __init__(self, run_id: str, events: int, *, source: str | None = None,
+                 hint: str = "pick another run id") -> None:
+        origin = f" (the run of {source})" if source else ""
+        Exception.__init__(self, f"run {run_id!r}{origin} already exists with {events} "
+                                 f"event{'' if events == 1 else 's'}; {hint}")
+        self.run_id = run_id
+        self.expected_version = 0
+        self.events = events
 
 
 class NotFoundError(ContextfoldError):

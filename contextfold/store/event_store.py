@@ -53,6 +53,7 @@ from contextfold.domain.errors import (
     InputLimitError,
     InvalidInputError,
     ProtocolError,
+    RunExistsError,
     StoreError,
 )
 from contextfold.domain.events import (
@@ -334,7 +335,9 @@ class EventStore(RunHeads):
                         continue
                     prepared = self._prepare_all(events)
                     head = self._catch_up(run_id)
-                    if head.version != 0 or any(b.run_id == run_id for b in staged):
+                    if head.version != 0:
+                        raise RunExistsError(run_id, head.version)
+                    if any(b.run_id == run_id for b in staged):  # named twice in the batch
                         raise ConcurrencyConflictError(run_id, 0)
                     staged.append(self._stage(run_id, head, prepared))
                     if progress is not None:

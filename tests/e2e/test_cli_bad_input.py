@@ -180,11 +180,11 @@ def test_an_import_interrupted_or_failing_mid_write_leaves_no_run(tmp_path: Path
 
 
 def test_append_new_runs_is_all_or_nothing(store: EventStore) -> None:
-    from contextfold import ConcurrencyConflictError, UnknownToolCallError, UserInput
+    from contextfold import ConcurrencyConflictError, RunExistsError, UnknownToolCallError, UserInput
     from contextfold.domain.events import ToolResult
 
     store.append("old", [UserInput("hi")])
-    with pytest.raises(ConcurrencyConflictError):  # a run that exists
+    with pytest.raises(RunExistsError, match="run 'old' already exists with 1 event; pick another run id"):
         store.append_new_runs([("a", [UserInput("x")]), ("old", [UserInput("y")])])
     with pytest.raises(ConcurrencyConflictError):  # the same run twice
         store.append_new_runs([("a", [UserInput("x")]), ("a", [UserInput("y")])])

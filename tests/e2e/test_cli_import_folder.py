@@ -105,7 +105,9 @@ def test_a_taken_run_id_writes_none_of_the_folder(tmp_path: Path,
     one = str(root / "flask-2" / "flask-2.traj")
     assert cf(tmp_path, capsys, "import", one, "--run", "exp/flask-2")[0] == 0
     code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "exp")
-    assert code == 2 and "run 'exp/flask-2' already exists; pick another --run" in err, err
+    assert code == 2, err
+    assert (f"RunExistsError: run 'exp/flask-2' (the run of {one}) already exists with "
+            in err and "; pick another --run" in err), err
     assert err.count(one) == 1
     assert set(runs(tmp_path, capsys)) == {"exp/flask-2"}
 

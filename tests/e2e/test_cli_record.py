@@ -150,12 +150,13 @@ def test_an_import_into_a_run_id_already_taken_writes_nothing(tmp_path: Path) ->
               stdin=one).returncode == 0
     before = cf("events", "r", "--json", cwd=tmp_path).stdout
     again = cf("import", "-", "--run", "r", "--format", "openai-chat", cwd=tmp_path, stdin=one)
-    assert again.returncode == 2 and "run 'r' already exists; pick another --run" in again.stderr
+    assert again.returncode == 2, again.stderr
+    assert "RunExistsError: run 'r' already exists with 2 events; pick another --run" in again.stderr
     # a two-run file whose second run id is taken: the first is not written either
     two_runs = (b'{"messages": [{"role": "user", "content": "a"}]}\n'
                 b'{"messages": [{"role": "user", "content": "b"}]}\n')
     out = cf("import", "-", "--run", "r", "--format", "openai-chat", cwd=tmp_path, stdin=two_runs)
-    assert out.returncode == 2 and "run 'r/run-1' already exists" in out.stderr, out.stderr
+    assert out.returncode == 2 and "RunExistsError: run 'r/run-1' already exists" in out.stderr, out.stderr
     runs = json.loads(cf("runs", "--json", cwd=tmp_path).stdout)
     assert sorted(r["run_id"] for r in runs) == ["r", "r/run-1"]
     assert cf("events", "r", "--json", cwd=tmp_path).stdout == before
