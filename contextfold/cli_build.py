@@ -27,7 +27,13 @@ from contextfold.domain.errors import (
     TurnNotFoundError,
 )
 from contextfold.domain.events import ContextBuilt
-from contextfold.domain.manifest import LAYER_NAMES, ContextManifest, ExcludedFragment, ExclusionReason
+from contextfold.domain.manifest import (
+    LAYER_NAMES,
+    BuildConfig,
+    ContextManifest,
+    ExcludedFragment,
+    ExclusionReason,
+)
 from contextfold.projections.builder import BuildResult
 from contextfold.projections.progress import Progress
 
@@ -366,7 +372,9 @@ register("replay", "rebuild exactly what the model saw at turn N; --verify check
 
 def _configure_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("a", type=int, help="first turn")
+    p.add_argument("a", type=int, help="first turn (a turn without a record is rebuilt from the log, and "
+                                         "recorded, under the other turn's recorded settings; the diff "
+                                         "lists settings that differ as 'built differently')")
     p.add_argument("b", type=int, help="second turn (may be A again, to diff two records of one turn)")
     p.add_argument("--record-a", type=record_choice, default=None, metavar="WHICH",
                    help="turn A's record: " + RECORD_HELP)
@@ -376,15 +384,15 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _manifest_for(run: Run, turn: int, picked: PickedRecord | None,
+def _manifest_for(run: Run, turn: int, picked: PickedRecord | None, config: BuildConfig | None,
                   progress: Progress) -> tuple[ContextManifest, PickedRecord | None]:
     """The manifest of one side of a diff and the record it is (None: the turn had no record and
-    was rebuilt from the log, which records the rebuild)."""
+    was rebuilt from the log under ``config``, which records the rebuild)."""
     if picked is None:
         picked = turn_record(run, turn, None)
     if picked is not None:
         return picked.manifest, picked
-    return run.build(turn=turn, progress=progress).manifest, None
+    return run.build(turn=turn, config=config, progress=progress).manifest, None
 
 
 def _label(picked: PickedRecord | None) -> str:
@@ -406,9 +414,14 @@ def _handle_diff(args: argparse.Namespace) -> int:
         _check_turns(store, args.run, args.a, args.b)  # then one fold per rebuilt turn
         run = store.run(args.run)
         # the records asked for, before a turn without one is rebuilt (and records itself)
-        pa = None if args.record_a is None else pick_record(run, args.a, args.record_a)
-        pb = None if args.record_b is None else pick_record(run, args.b, args.record_b)
-        (ma, pa), (mb, pb) = _manifest_for(run, args.a, pa, advance), _manifest_for(run, args.b, pb, advance)
+        pa = turn_record(run, args.a, args.record_a)
+        pb = turn_record(run, args.b, args.record_b)
+        # A turn without a record is rebuilt under the other turn's recorded settings, so the diff
+        # shows what the log changed, not a window or provider it was never built with.
+        recorded = pa or pb
+        config = recorded.manifest.config if recorded is not None else None
+        (ma, pa), (mb, pb) = (_manifest_for(run, args.a, pa, config, advance),
+                              _manifest_for(run, args.b, pb, config, advance))
         d = diff_manifests(ma, mb)
     if args.json:  # which record each side is; None: rebuilt from the log (the turn had none)
         d |= {"from_record": None if pa is None else pa.as_json(),
@@ -418,6 +431,10 @@ def _handle_diff(args: argparse.Namespace) -> int:
     out = [f"turn {d['from_turn']}{_label(pa)} -> {d['to_turn']}{_label(pb)}: "
            f"tokens {d['tokens']['from']} -> {d['tokens']['to']}, "
            f"cache key {'CHANGED' if d['cache_key_changed'] else 'unchanged'}"]
+    if d["config_changed"]:  # part of the difference is the settings, not the log
+        changes = [f"{name} {json.dumps(c['from'])} -> {json.dumps(c['to'])}"
+                   for name, c in d["config_changed"].items()]
+        out.append("  built differently: " + ", ".join(changes))
     out += [f"  + {e['id']:<10} {e['kind']:<14} {e['tokens']:>6}  {e['reason']}" for e in d["entered"]]
     for e in d["left"]:
         by = f" -> {e['replaced_by']}" if e["replaced_by"] else ""

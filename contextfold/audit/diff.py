@@ -12,7 +12,7 @@ from typing import Any
 
 from contextfold.domain.manifest import ContextManifest
 
-__all__ = ["diff_manifests"]
+__all__ = ["config_changes", "diff_manifests"]
 
 
 def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
@@ -56,12 +56,26 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
                 for e in left if e["replaced_by"]]
     return {
         "from_turn": a.turn, "to_turn": b.turn,
+        "config_changed": config_changes(a, b),
         "tokens": {"from": a.selected_tokens, "to": b.selected_tokens},
         "cache_key_changed": a.cache_key != b.cache_key,
         "entered": entered, "left": left, "truncated": truncated, "restored": restored, "replaced": replaced,
         "tools_entered": sorted({t.name for t in b.tools} - {t.name for t in a.tools}),
         "tools_left": sorted({t.name for t in a.tools} - {t.name for t in b.tools}),
     }
+
+
+def config_changes(a: ContextManifest, b: ContextManifest) -> dict[str, dict[str, Any]]:
+    """The build settings that differ between ``a`` and ``b`` (``{name: {"from", "to"}}``), and
+    ``budget_tokens`` when the budget differs (a usage calibration shrinks it with the settings
+    unchanged). Why: two turns built under another window or provider differ for that reason
+    too, and a diff that lists only what entered and left blames the log for it."""
+    da, db = a.config.model_dump(mode="json"), b.config.model_dump(mode="json")
+    changed = {k: {"from": da.get(k), "to": db.get(k)} for k in sorted(da.keys() | db.keys())
+               if da.get(k) != db.get(k)}
+    if a.budget_tokens != b.budget_tokens:
+        changed["budget_tokens"] = {"from": a.budget_tokens, "to": b.budget_tokens}
+    return changed
 
 
 _DIGITS = re.compile(r"(\d+)")

@@ -52,6 +52,36 @@ def test_diff_shows_a_fragment_whole_again(tmp_path: Path, capsys: pytest.Captur
     d = json.loads(out)
     assert [x["id"] for x in d["restored"]] == ["e3"] and d["truncated"] == []
     assert d["restored"][0]["before"] < d["restored"][0]["after"]
+    # the two records were built under other settings: the diff says so, not only the log's changes
+    assert d["config_changed"] == {"budget_tokens": {"from": 2_500, "to": 63_000},
+                                   "reserve": {"from": 500, "to": 1_000},
+                                   "window": {"from": 3_000, "to": 64_000}}
+    code, out, _ = _cf(capsys, store, "diff", "r1", "2", "3")
+    assert out.splitlines()[1] == ("  built differently: reserve 500 -> 1000, window 3000 -> 64000, "
+                                   "budget_tokens 2500 -> 63000")
+
+
+def test_a_turn_without_a_record_is_diffed_under_the_other_turns_settings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Turn 2 was built at a 3,000-token window (the log cut); turn 3 never was. Rebuilt at the
+    default 128k window, turn 3 showed the log "whole again": a change of settings the diff
+    blamed on the log. It is rebuilt under turn 2's recorded settings, and records them."""
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(store) as s:
+        run = s.run("r1")
+        run.append(UserInput("Make the build pass."),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cargo"),)),
+                   ToolResult(call_id="c1", content=LOG, exit_code=1))
+        run.build(window=3_000, reserve=500)  # turn 2: the log is cut
+        run.append(ModelResponse(text="Reading the log."), UserInput("Go on."))
+    for a, b in (("2", "3"), ("3", "2")):
+        code, out, _ = _cf(capsys, store, "diff", "r1", a, b, "--json")
+        d = json.loads(out)
+        assert code == 0 and d["config_changed"] == {} and d["restored"] == [], d
+        assert "e6" in {x["id"] for x in d["entered" if a == "2" else "left"]}  # the new input
+    with open_store(store) as s:
+        rebuilt = s.run("r1").records(3)
+    assert [(r.rebuild, r.manifest["config"]["window"]) for r in rebuilt] == [(True, 3_000)]
 
 
 NOISE = "\n".join(f"{i:04d} INFO compiling module_{i}.rs" for i in range(80))
