@@ -18,14 +18,17 @@ from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import LAYER_NAMES, ManifestFragment
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields
-from contextfold.projections.state import freshness_at
+from contextfold.projections.state import SummaryItem, freshness_at
 from contextfold.projections.units import BuildCtx, Facts
 
 __all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line"]
 
 
 def required_reason(f: FragmentFields, ctx: BuildCtx, current_input: str | None) -> str:
-    """Why a required fragment is in the request, as the manifest says it."""
+    """Why a required fragment is in the request, as the manifest says it: the rule that made it
+    required (``RunState.required_ids``), not a guess from its kind. The latest user input stays
+    required while tool calls answer it, and a compaction summary is the history kind too: both
+    were once reported as something they are not ("marked required", "protocol group")."""
     match f.kind:
         case "policy":
             return "required: runtime policy"
@@ -34,9 +37,14 @@ def required_reason(f: FragmentFields, ctx: BuildCtx, current_input: str | None)
         case "plan":
             return "required: current plan"
         case "user_input":
-            return ("required: current user input" if f.id == current_input
-                    else "required: user input marked required")
+            if f.id == current_input:
+                return "required: current user input"
+            if ctx.state.entries[f.id].required:
+                return "required: user input marked required"
+            return "required: latest user input (the turn still works on it)"
         case _:
+            if isinstance(ctx.state.items.get(ctx.state.entries[f.id].position), SummaryItem):
+                return "required: latest compaction summary (it stands in for the history it covers)"
             return "required: latest protocol group (a call and its answers)"
 
 

@@ -12,9 +12,11 @@ from contextfold.cli import sample_events
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     AnyEvent,
+    CompactionSummary,
     EvidenceRetrieved,
     FileRead,
     GoalSet,
+    HistoryCompacted,
     ModelResponse,
     PolicySet,
     RunStarted,
@@ -333,3 +335,37 @@ def test_a_required_one_line_result_uses_its_grant_instead_of_a_bare_marker() ->
     assert cut.id == "e4" and cut.strategy == "words"
     assert m.selected_tokens >= 0.9 * m.budget_tokens
     assert "x x x" in request_text(result)
+
+
+def test_each_required_fragment_names_the_rule_that_required_it() -> None:
+    """The latest user input stays required while tool calls answer it, and a compaction summary
+    is of the history kind: their manifest lines said "user input marked required" and "latest
+    protocol group", rules that did not apply to them."""
+    events: list[AnyEvent] = [
+        UserInput("Constraint: never touch the billing schema.", required=True),
+        UserInput("Fix the failing test."),
+        ModelResponse(tool_calls=(ToolCall(call_id="c1", name="pytest"),)),
+        ToolResult(call_id="c1", content="1 failed"),
+    ]
+    reasons = {f.id: f.selection_reason for f in build(events).manifest.fragments if f.required}
+    assert reasons == {"e1": "required: user input marked required",
+                       "e2": "required: latest user input (the turn still works on it)",
+                       "e3": "required: latest protocol group (a call and its answers)",
+                       "e4": "required: latest protocol group (a call and its answers)"}
+    reasons = {f.id: f.selection_reason for f in build([*events, UserInput("go on")]).manifest.fragments
+               if f.required}
+    assert reasons["e5"] == "required: current user input" and "e2" not in reasons
+
+    compacted: list[AnyEvent] = [
+        *events[1:],
+        ModelResponse(tool_calls=(ToolCall(call_id="c2", name="pytest"),)),
+        ToolResult(call_id="c2", content="1 failed"),
+        HistoryCompacted(summary=CompactionSummary(goal="Fix the failing test."), covers_from=1, covers_to=3),
+        ModelResponse(tool_calls=(ToolCall(call_id="c3", name="pytest"),)),
+        ToolResult(call_id="c3", content="passed"),
+    ]
+    manifest = build(compacted).manifest
+    reasons = {f.id: f.selection_reason for f in manifest.fragments if f.required}
+    assert reasons == {"e6": "required: latest compaction summary (it stands in for the history it covers)",
+                       "e7": "required: latest protocol group (a call and its answers)",
+                       "e8": "required: latest protocol group (a call and its answers)"}
