@@ -29,7 +29,10 @@ Mapping of an event stream (actions and observations linked by ``cause``):
   ``tool_call_id``, else by ``cause``, else (oldest streams, strictly
   alternating) the last open call. ``exit_code`` from ``extras.metadata.exit_code``
   (or a top-level ``exit_code``); a non-zero exit code or an ``error``
-  observation sets ``is_error``. ``read``/``edit``/``write`` observations are
+  observation sets ``is_error``, and so does a ``read``/``edit``/``write`` observation whose
+  content starts with ``ERROR:`` and a newline: OpenHands' file editor reports a refused
+  command (``old_str`` not found or not unique, a missing parameter) that way, in an
+  observation of the usual type and with no flag. ``read``/``edit``/``write`` observations are
   workspace content (``origin="workspace"``), the rest external.
 - an ``error`` observation that answers no call (the agent's malformed call
   was refused) -> :class:`UserInput`, which is how OpenHands shows it to the model.
@@ -66,6 +69,9 @@ _SKIP_ACTIONS = frozenset({"recall", "change_agent_state", "null", "condensation
 _SKIP_OBSERVATIONS = frozenset({"agent_state_changed", "null", "condensation"})
 _TEXT_ACTIONS = frozenset({"system", "message", "finish"})
 _WORKSPACE_OBS = frozenset({"read", "edit", "write"})
+_EDITOR_ERROR = "ERROR:\n"
+"""How OpenHands' runtime writes a file-editor error into a read/edit observation's content
+(``action_execution_server._execute_file_editor``: ``f'ERROR:\\n{result.error}'``)."""
 _META = frozenset({"id", "timestamp", "source", "message", "action", "observation", "cause",
                    "tool_call_metadata", "llm_metrics", "timeout", "args", "extras", "content"})
 _RUNTIME_ARGS = frozenset({"thought", "keep_prompt", "is_confirmed", "action_risk",
@@ -264,7 +270,8 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
             exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
             run.add(build(ToolResult, p, call_id=cid, content=content,
                           exit_code=exit_code,
-                          is_error=observation == "error" or (exit_code not in (None, 0)),
+                          is_error=observation == "error" or (exit_code not in (None, 0)) or (
+                              observation in _WORKSPACE_OBS and content.startswith(_EDITOR_ERROR)),
                           origin="workspace" if observation in _WORKSPACE_OBS else "external"),
                     p)
         else:

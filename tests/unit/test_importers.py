@@ -418,6 +418,26 @@ def test_openhands_parallel_batch_is_one_response() -> None:
     assert isinstance(events[8], ModelResponse) and events[8].text == "Gave up."
 
 
+def test_openhands_file_editor_errors_are_error_results() -> None:
+    """OpenHands' file editor reports a refused command as an ``edit`` (or ``read``) observation
+    whose content starts with "ERROR:" and a newline, and no flag (23 of the 32 edit observations
+    in the Multi-SWE-bench traces). They were imported as successes, so a summary listed them
+    under "reported success by the tool"."""
+    refused = [_oh_action(4, "t1", "resp-1", 1, "ls"),
+               _oh_obs(5, 4, "t1", "edit", "ERROR:\nNo replacement was performed. Multiple occurrences of "
+                       "old_str `return x;` in lines [3, 9]. Please ensure it is unique.", None)]
+    results = [e for e in parse(_b([*OPENHANDS[:2], *refused]), format="openhands")
+               if isinstance(e, ToolResult)]
+    assert [(r.is_error, r.origin) for r in results] == [(True, "workspace")]
+    for kind, content in (("edit", "The file x.c has been edited. ERROR:\n was the old text"),
+                          ("edit", "ERROR: not the editor's form (no newline)"),
+                          ("run", "ERROR:\nprinted by the program")):
+        obs = _oh_obs(5, 4, "t1", kind, content, 0 if kind == "run" else None)
+        result = next(e for e in parse(_b([*OPENHANDS[:2], refused[0], obs]), format="openhands")
+                      if isinstance(e, ToolResult))
+        assert not result.is_error, (kind, content)
+
+
 def test_openhands_old_stream_without_ids() -> None:
     record = {"history": [
         {"content": "Add a licence", "action": "message"},
