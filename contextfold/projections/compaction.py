@@ -211,9 +211,14 @@ def _cap(text: str, limit: int) -> str:
 
 
 def _key_line(text: str) -> str:
-    """The first line that names an error, else the first non-empty line."""
+    """The first line that names an error, else the first non-empty line; a bare one-word header
+    such as ``ERROR:`` (how OpenHands' file editor opens its errors) with the line after it, which
+    says what the error was."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    hit = next((ln for ln in lines if _ERROR_LINE.search(ln)), lines[0] if lines else "")
+    at = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
+    hit = lines[at] if lines else ""
+    if hit.endswith(":") and " " not in hit and at + 1 < len(lines):
+        hit = f"{hit} {lines[at + 1]}"
     return _cap(hit, 200)
 
 

@@ -348,3 +348,24 @@ def test_a_valid_plugin_summary_is_recorded_under_its_name() -> None:
     state = apply(log, state, plan.event)
     assert isinstance(state.items[len(log.records)], SummaryItem)
     assert any(isinstance(it, ToolGroup) for it in state.timeline())  # the newest group stays raw
+
+
+def test_a_failure_that_opens_with_a_bare_marker_is_listed_with_what_it_says() -> None:
+    """OpenHands' file editor opens an error with a line of its own, "ERROR:"; the summary's
+    failure line read just "ERROR:", and a model reading the summary could not tell one refused
+    edit from another."""
+    log = Log().add(
+        UserInput("Fix the aliasing bug."),
+        ModelResponse(tool_calls=(call("e1", "str_replace_editor", '{"command": "str_replace"}'),)),
+        ToolResult(call_id="e1", content="ERROR:\nNo replacement was performed. Multiple occurrences "
+                   "of old_str `return x;` in lines [3, 9]. Please ensure it is unique.", is_error=True),
+        ModelResponse(tool_calls=(call("e2", "str_replace_editor", '{"command": "view"}'),)),
+        ToolResult(call_id="e2", content="ok"),
+        UserInput("Go on."),
+        ModelResponse(tool_calls=(call("s1", "status"),)),
+        ToolResult(call_id="s1", content="clean", exit_code=0),
+    )
+    plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1)
+    assert plan is not None
+    (failure,) = plan.event.summary.known_failures
+    assert "is_error=true: ERROR: No replacement was performed. Multiple occurrences" in failure
