@@ -28,8 +28,9 @@ from contextfold.domain.events import (
     ToolResultLost,
     UsageObserved,
 )
+from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config
+from contextfold.domain.manifest import BuildConfig, ContextManifest, ExcludedFragment, checked_config
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import RunState
@@ -255,7 +256,27 @@ def _compactions(events: Sequence[RecordedEvent]) -> list[CompactionNote]:
 
 def history_dropped_tokens(m: ContextManifest) -> int:
     """Tokens of history fragments this build left out for lack of budget."""
-    return sum(e.tokens for e in m.excluded_items if e.reason in _BUDGET_REASONS and e.kind in HISTORY_KINDS)
+    return _history_dropped(m, {})
+
+
+def _history_dropped(m: ContextManifest, memo: dict[int, tuple[tuple[ExcludedFragment, ...], int]]) -> int:
+    """:func:`history_dropped_tokens`, summed per chunk of the excluded lines and remembered in
+    ``memo`` by chunk: the manifests of consecutive rebuilt turns share most of their chunks
+    (``ExcludedLines``), and a long run's ~10,000 lines were summed again for every turn."""
+    lines = m.excluded_items
+    total = 0
+    for chunk in lines.chunks if isinstance(lines, ExcludedLines) else (tuple(lines),):
+        hit = memo.get(id(chunk))
+        if hit is None or hit[0] is not chunk:  # (the chunk is held, so its id is not reused)
+            hit = memo[id(chunk)] = (chunk, sum(e.tokens for e in chunk
+                                                if e.reason in _BUDGET_REASONS and e.kind in HISTORY_KINDS))
+        total += hit[1]
+    return total
+
+
+def _over_share(m: ContextManifest) -> bool:
+    """Retrieval+memory took more than its own reserve share of the budget."""
+    return m.layer_tokens.get("retrieval", 0) > m.config.layer_shares.get("retrieval", 0.0) * m.budget_tokens
 
 
 def retrieval_crowded(m: ContextManifest) -> bool:
@@ -264,8 +285,7 @@ def retrieval_crowded(m: ContextManifest) -> bool:
     Below its share, retrieval only used what was reserved for it; above it,
     it competed for (and won) room that history needed.
     """
-    share = m.config.layer_shares.get("retrieval", 0.0) * m.budget_tokens
-    return history_dropped_tokens(m) > 0 and m.layer_tokens.get("retrieval", 0) > share
+    return history_dropped_tokens(m) > 0 and _over_share(m)
 
 
 def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
@@ -285,8 +305,11 @@ def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
                        f"({100 * tool_stats['share_latest']:.1f}% of {latest.selected_tokens} selected, "
                        f"{len(latest.tools)} tools exposed); max {int(tool_stats['max'])}, "
                        f"mean {tool_stats['mean']} over {len(manifests)} turns")
-    crowded = tuple(t.turn for t in turns if retrieval_crowded(t.manifest))
-    competed = [t for t in turns if history_dropped_tokens(t.manifest) > 0]
+    memo: dict[int, tuple[tuple[ExcludedFragment, ...], int]] = {}
+    dropped = [_history_dropped(t.manifest, memo) for t in turns]
+    crowded = tuple(t.turn for t, d in zip(turns, dropped, strict=True)
+                    if d > 0 and _over_share(t.manifest))
+    competed = [t for t, d in zip(turns, dropped, strict=True) if d > 0]
     if crowded:
         first = next(t.manifest for t in turns if t.turn == crowded[0])
         retrieval_answer = (

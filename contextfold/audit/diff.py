@@ -29,16 +29,23 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
     """
     fa = {f.id: f for f in a.fragments}
     fb = {f.id: f for f in b.fragments}
-    excluded_b = {e.id: e for e in b.excluded_items}
-    stand_ins = _stand_ins([(f.id, f.source_ref, "") for f in b.fragments]
-                           + [(e.id, e.source_ref, e.reason) for e in b.excluded_items])
+    # Only the few fragments that left are looked up among ``b``'s exclusions (a long run's
+    # manifest excludes ~10,000), and the compactions' stand-ins are read only for one that is
+    # not there: an audit diffs every pair of turns, and reading them all each time was most of
+    # a 5,000-turn audit's time.
+    gone = fa.keys() - fb.keys()
+    excluded_b = {e.id: e for e in b.excluded_items if e.id in gone} if gone else {}
+    stand_ins: list[tuple[int, int, str, bool, str]] | None = None
     left = []
-    for fid in sorted(set(fa) - set(fb), key=_in_log_order):
+    for fid in sorted(gone, key=_in_log_order):
         why = excluded_b.get(fid)
         if why is not None:
             left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens, "reason": why.reason,
                          "replaced_by": why.replaced_by, "detail": why.detail})
             continue
+        if stand_ins is None:
+            stand_ins = _stand_ins([(f.id, f.source_ref, "") for f in b.fragments]
+                                   + [(e.id, e.source_ref, e.reason) for e in b.excluded_items])
         by = _compacted_into(fid, stand_ins)
         left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens,
                      "reason": "compacted" if by else "no longer in the projection",
@@ -70,9 +77,11 @@ def config_changes(a: ContextManifest, b: ContextManifest) -> dict[str, dict[str
     ``budget_tokens`` when the budget differs (a usage calibration shrinks it with the settings
     unchanged). Why: two turns built under another window or provider differ for that reason
     too, and a diff that lists only what entered and left blames the log for it."""
-    da, db = a.config.model_dump(mode="json"), b.config.model_dump(mode="json")
-    changed = {k: {"from": da.get(k), "to": db.get(k)} for k in sorted(da.keys() | db.keys())
-               if da.get(k) != db.get(k)}
+    changed: dict[str, dict[str, Any]] = {}
+    if a.config_hash != b.config_hash:  # the canonical hash of the config: equal hash, equal config
+        da, db = a.config.model_dump(mode="json"), b.config.model_dump(mode="json")
+        changed = {k: {"from": da.get(k), "to": db.get(k)} for k in sorted(da.keys() | db.keys())
+                   if da.get(k) != db.get(k)}
     if a.budget_tokens != b.budget_tokens:
         changed["budget_tokens"] = {"from": a.budget_tokens, "to": b.budget_tokens}
     return changed
