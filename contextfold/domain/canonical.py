@@ -143,16 +143,17 @@ def compact_json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-_PACK_BELOW = 4096
-
-
 def _packed(data: bytes) -> bytes:
-    """``data`` in a bytes object of its own size. Why: orjson writes into a ~4 KB buffer and
-    shrinks it in place, so each short output it returns sits alone in its 4 KB; the memos keep
-    ~10,000 manifest lines per long run, and joining them into a record read one page per line
-    (a 10,000-line join 0.6 ms against 0.4 ms for lines laid out densely, ``bench_ab --write`` B
-    1.07 before this copy). The copy costs ~0.2 us."""
-    return bytes(memoryview(data)) if len(data) < _PACK_BELOW else data
+    """``data`` in a bytes object of its own size. Why: orjson returns its output in the buffer
+    it wrote it into, sized for the worst case and not shrunk. A short output sits alone in ~4
+    KB: the memos keep ~10,000 manifest lines per long run, and joining them into a record read
+    one page per line (a 10,000-line join 0.6 ms against 0.4 ms for lines laid out densely,
+    ``bench_ab --write`` B 1.07 before this copy). A long string holds ~13x its length (orjson
+    3.13: a 5 KB message 64 KB, a 100 KB one 1 MB, by ``tracemalloc``): the JSON memo of a
+    10,000-message run's messages, bounded at 64 MB of text, held ~375 MB, and ``contextfold
+    audit`` of that run peaked at 861 MB. The copy costs ~0.2 us for a short output, a
+    ``memcpy`` for a long one."""
+    return bytes(memoryview(data))
 
 
 def canonical_object(members: dict[str, bytes]) -> bytes:
