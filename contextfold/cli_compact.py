@@ -14,7 +14,7 @@ import sys
 
 from contextfold.cli import register, store_for
 from contextfold.cli_progress import fold_bar
-from contextfold.compaction_api import CompactionReport, compact, show
+from contextfold.compaction_api import CompactionReport, compact, ref_run, show, show_artifact
 
 __all__ = ["report_lines"]
 
@@ -71,14 +71,20 @@ def _handle_compact(args: argparse.Namespace) -> int:
 
 
 def _configure_show(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run id")
-    p.add_argument("ref", help="event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS, artifact:HASH, "
-                               "or a bare POS / A-B")
+    p.add_argument("run", nargs="?", metavar="RUN",
+                   help="run id; optional when the ref names its run (event://, events://, call://) or "
+                        "is an artifact:HASH")
+    p.add_argument("ref", metavar="REF",
+                   help="event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS (as a summary or mask stub "
+                        "cites them), artifact:HASH, or with RUN a bare POS / A-B; with RUN, a ref may "
+                        "name the run the log was recorded under before an import renamed it")
 
 
 def _handle_show(args: argparse.Namespace) -> int:
+    ref = args.ref
+    run_id = args.run if args.run is not None else ref_run(ref)
     with store_for(args) as store:
-        text = show(store.run(args.run), args.ref)
+        text = show_artifact(store, ref) if run_id is None else show(store.run(run_id), ref)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
-from contextfold.api import Run
+from contextfold.api import Run, Store
 from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
@@ -74,7 +74,7 @@ from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
 from contextfold.replay_report import recorded_run_id
 
 __all__ = ["CompactionReport", "Pressure", "auto_compact", "build", "compact", "plan_auto_compaction",
-           "pressure", "show"]
+           "pressure", "ref_run", "show", "show_artifact"]
 
 Pressure = Literal["none", "soft", "hard"]
 _RANK: dict[Pressure, int] = {"none": 0, "soft": 1, "hard": 2}
@@ -321,6 +321,23 @@ _CALL = re.compile(r"^call://(?P<run>.+)/(?P<cid>[^@]+)@(?P<pos>\d+)$")
 _ARTIFACT = re.compile(r"^artifact:(?://)?(?P<hash>[0-9a-f]{64})$")
 
 
+def ref_run(ref: str) -> str | None:
+    """The run a full ``event://``, ``events://`` or ``call://`` ref names (None for another
+    ref): what ``contextfold show REF`` reads it from, since a summary or stub cites full refs."""
+    ref = ref.strip()
+    m = _EVENT.match(ref) or _RANGE.match(ref) or _CALL.match(ref)
+    return m["run"] if m else None
+
+
+def show_artifact(store: Store, ref: str) -> str:
+    """The text behind an ``artifact:HASH`` ref: artifacts belong to the store (content-addressed),
+    so no run is needed; another ref names none here and is refused."""
+    m = _ARTIFACT.match(ref.strip())
+    if m is None:
+        raise InvalidInputError(f"{ref!r} names no run: give the run too (show RUN {ref})")
+    return store.artifact(m["hash"]).decode("utf-8", "replace")
+
+
 def _check_run(run: Run, named: str, ref: str) -> None:
     """A ref may name ``run`` or a name its log was written under (:func:`_recorded_names`)."""
     if named != run.run_id and named not in _recorded_names(run):
@@ -394,8 +411,8 @@ def show(run: Run, ref: str) -> str:
         ref = f"event://{run.run_id}/{ref}"
     elif re.fullmatch(r"\d+-\d+", ref):
         ref = f"events://{run.run_id}/{ref}"
-    if m := _ARTIFACT.match(ref):
-        return run.store.artifact(m["hash"]).decode("utf-8", "replace")
+    if _ARTIFACT.match(ref):
+        return show_artifact(run.store, ref)
     if m := _EVENT.match(ref):
         _check_run(run, m["run"], ref)
         pos = int(m["pos"])

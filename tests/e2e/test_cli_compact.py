@@ -64,6 +64,9 @@ def test_compact_dry_run_then_mask_then_summary_and_show(tmp_path: Path) -> None
     events_ref = match.group(0)
     shown = cf("--store", store, "show", "r1", events_ref, cwd=tmp_path)
     assert shown.returncode == 0 and shown.stdout.count("--- event ") > 10
+    # the ref names its run: as the summary says ("read back with `contextfold show`"), it is enough
+    alone = cf("--store", store, "show", events_ref, cwd=tmp_path)
+    assert alone.returncode == 0 and alone.stdout == shown.stdout, alone.stderr
 
 
 def test_show_rejects_unknown_refs_with_a_clear_error(tmp_path: Path) -> None:
@@ -73,6 +76,10 @@ def test_show_rejects_unknown_refs_with_a_clear_error(tmp_path: Path) -> None:
     assert out.returncode == 2 and "unknown ref" in out.stderr
     out = cf("--store", f"sqlite:///{db}", "show", "r1", "event://other/1", cwd=tmp_path)
     assert out.returncode == 2 and "names run 'other'" in out.stderr
+    out = cf("--store", f"sqlite:///{db}", "show", "7", cwd=tmp_path)  # a bare position names no run
+    assert out.returncode == 2 and "'7' names no run: give the run too (show RUN 7)" in out.stderr
+    out = cf("--store", f"sqlite:///{db}", "show", "event://other/1", cwd=tmp_path)
+    assert out.returncode == 2 and "RunNotFoundError: run 'other' not found" in out.stderr, out.stderr
     out = cf("--store", f"sqlite:///{db}", "show", "r1", "999", cwd=tmp_path)
     assert out.returncode == 2
     # past SQLite's 64-bit integers: not found, not the driver's OverflowError
@@ -124,3 +131,18 @@ def test_show_in_an_imported_copy_resolves_the_refs_its_log_cites_under_the_old_
         out = cf("--store", store, "show", run, ref, cwd=tmp_path)
         named = ref.split("/")[2]
         assert out.returncode == 2 and f"names run '{named}', not '{run}'" in out.stderr, out.stderr
+
+
+def test_show_an_artifact_ref_needs_no_run(tmp_path: Path) -> None:
+    """An artifact belongs to the store (content-addressed): ``show artifact:HASH`` reads it."""
+    db = tmp_path / "s.db"
+    big = "\n".join(f"line {i}: " + "payload " * 20 for i in range(3_000))
+    with open_store(f"sqlite:///{db}") as store:
+        run = store.run("r1")
+        run.append(UserInput("Read the log."),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cat"),)),
+                   ToolResult(call_id="c1", content=big))
+        (result,) = [r.event for r in store.events.iter_events("r1") if isinstance(r.event, ToolResult)]
+    assert result.artifact is not None  # stored as an artifact, the event keeps its ref
+    out = cf("--store", f"sqlite:///{db}", "show", f"artifact:{result.artifact.hash}", cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout == big + "\n", out.stderr
