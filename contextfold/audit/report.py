@@ -14,7 +14,11 @@ Long runs stay usable and the file stays linear in turns:
   counted, because the number of dropped history fragments grows with the
   run and would make the file quadratic otherwise (the full lists are in
   ``contextfold manifest --json``);
-- the run-level charts draw one path per series.
+- the run-level charts draw one path per series;
+- only the newest ``DETAILED_TURNS`` turns carry their tables (selected, excluded, changes):
+  an older turn's section keeps its headline, budget bar and change counts and names the
+  command that shows it in full. A 3,683-turn run's report was 90 MB with every turn in
+  full (headless Chromium took 29 s and 1.25 GB to load it).
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ from contextfold.audit.data import RunAudit, TurnAudit
 from contextfold.audit.text import visible
 from contextfold.domain.manifest import ContextManifest
 
-__all__ = ["MAX_DIFF", "MAX_EXCLUDED", "MAX_ROWS", "PAGE_SIZE", "render_report"]
+__all__ = ["DETAILED_TURNS", "MAX_DIFF", "MAX_EXCLUDED", "MAX_ROWS", "PAGE_SIZE", "render_report"]
 
 PAGE_SIZE = 50
 MAX_ROWS = 60
 MAX_EXCLUDED = 20
 MAX_DIFF = 25
+DETAILED_TURNS = 400
+"""The newest turns whose sections carry their tables (see the module docstring)."""
 
 _CSS = """
 :root{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#222;background:#fafafa}
@@ -235,7 +241,18 @@ def _diff(t: TurnAudit) -> str:
     return f"<h4>Changes since turn {d['from_turn']}</h4>" + (body or "<p>no fragment changes</p>")
 
 
-def _turn(t: TurnAudit) -> str:
+def _older(t: TurnAudit, run_id: str) -> str:
+    """An older turn's body: its change counts and where its tables are."""
+    d = t.diff
+    counts = "" if d is None else ", ".join(
+        f"{key} {len(d[key])}" for key in ("entered", "left", "truncated", "restored") if d[key])
+    since = ("first audited turn" if d is None
+             else f"since turn {d['from_turn']}: {counts or 'no fragment changes'}")
+    return (f'<p class="older">changes {since}. Tables of the newest {DETAILED_TURNS} turns only: '
+            f"<code>contextfold audit {_e(run_id)} --turn {t.turn}</code> shows this one in full.</p>")
+
+
+def _turn(t: TurnAudit, run_id: str = "", detailed: bool = True) -> str:
     m = t.manifest
     tags = [f'<span class="tag">{t.source}</span>']
     if t.records > 1:  # built again (e.g. after a compaction): `diff/why --record` show the others
@@ -291,7 +308,8 @@ def _turn(t: TurnAudit) -> str:
         f'data-changes="{str(changed).lower()}" data-repairs="{str(repairs > 0).lower()}">'
         f"<summary>Turn {t.turn} · {m.selected_tokens} / {m.budget_tokens} tokens · {len(m.fragments)} "
         f"fragments · {len(m.excluded_items)} excluded{''.join(tags)}</summary>"
-        f"{budget_bar(m)}{''.join(lines)}{_diff(t)}{_selected_table(m)}{_excluded(m)}</details>")
+        + (f"{budget_bar(m)}{''.join(lines)}{_diff(t)}{_selected_table(m)}{_excluded(m)}</details>"
+           if detailed else f"{budget_bar(m)}{_older(t, run_id)}</details>"))
 
 
 def _summary(a: RunAudit) -> str:
@@ -330,6 +348,15 @@ def _largest(a: RunAudit) -> str:
             f'</th><th class="num">turn</th><th>truncated</th></tr></thead><tbody>{rows}</tbody></table>')
 
 
+def _older_note(audit: RunAudit) -> str:
+    older = len(audit.turns) - DETAILED_TURNS
+    if older <= 0:
+        return ""
+    return (f'<p class="more" id="older-note">The newest {DETAILED_TURNS} of {len(audit.turns)} turns show '
+            f"their tables; the {older} older ones show their change counts (the charts above cover "
+            "every turn).</p>")
+
+
 def render_report(audit: RunAudit) -> str:
     """The whole report as one HTML document."""
     i = audit.integrity
@@ -359,5 +386,7 @@ def render_report(audit: RunAudit) -> str:
         '<option value="changes">turns with changes</option><option value="repairs">turns with repairs'
         '</option><option value="prefix-changed">prefix changed</option></select></label>'
         '<label>jump to turn <input id="jump" type="number" min="1"></label></nav>'
-        + "".join(_turn(t) for t in audit.turns)
+        + _older_note(audit)
+        + "".join(_turn(t, audit.run_id, i >= len(audit.turns) - DETAILED_TURNS)
+                  for i, t in enumerate(audit.turns))
         + f"</section><script>{_JS}</script></body></html>\n")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import Run, open_store
+from contextfold.audit import report
 from contextfold.audit.data import audit_run, history_dropped_tokens, retrieval_crowded
 from contextfold.audit.report import MAX_EXCLUDED, render_report
 from contextfold.domain.events import (
@@ -230,3 +231,30 @@ def test_excluded_lists_are_capped(tmp_path: Path) -> None:
     assert shown == sorted(shown, reverse=True)
     assert shown[-1] >= max(sorted((e.tokens for e in last.excluded_items if e.reason == biggest),
                                    reverse=True)[MAX_EXCLUDED:], default=0)
+
+
+def test_only_the_newest_turns_carry_their_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3,683-turn run's report was 90 MB with every turn in full; older turns keep their headline,
+    budget bar and change counts, and name the command that shows them in full."""
+    monkeypatch.setattr(report, "DETAILED_TURNS", 10)
+    r = open_store(f"sqlite:///{tmp_path / 'o.db'}").run("o")
+    make_synthetic_run(r, 30, record=False)
+    audit = audit_run(r, config=SMALL)
+    html = render_report(audit)
+    turn = r'<details class="turn" id="turn-(\d+)".*?</summary>.*?(?=<details class="turn"|</section>)'
+    sections = {int(m.group(1)): m.group(0) for m in re.finditer(turn, html, re.S)}
+    turns = [t.turn for t in audit.turns]
+    assert sorted(sections) == turns and len(turns) > 20
+    older, newest = turns[:-10], turns[-10:]
+    for t in older:
+        assert 'class="selected"' not in sections[t] and 'class="bar"' in sections[t]
+        assert f"contextfold audit o --turn {t}</code> shows this one in full" in sections[t]
+    for t in newest:
+        assert 'class="selected"' in sections[t] and "shows this one in full" not in sections[t]
+    assert f"changes since turn {older[-2]}: " in sections[older[-1]]
+    assert (f'id="older-note">The newest 10 of {len(turns)} turns show their tables; the {len(older)} older '
+            "ones") in html
+    assert max(len(sections[t]) for t in older) < min(len(sections[t]) for t in newest) / 2
+    monkeypatch.setattr(report, "DETAILED_TURNS", 40)  # a run within the budget: every turn in full
+    whole = render_report(audit)
+    assert 'id="older-note"' not in whole and "shows this one in full" not in whole
