@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.audit.diff import diff_manifests
+from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import (
     ArtifactRef,
     ContextBuilt,
@@ -30,7 +31,14 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, ContextManifest, ExcludedFragment, checked_config
+from contextfold.domain.manifest import (
+    BuildConfig,
+    ContextManifest,
+    ExcludedFragment,
+    checked_config,
+    default_reserve,
+)
+from contextfold.projections.finish_build import REPLY_PRIMING
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import RunState
@@ -164,7 +172,16 @@ def _config_for(turn: int, recorded: dict[int, ContextManifest], given: ConfigCh
         return checked_config(**given) if given else BuildConfig()
     earlier = [t for t in recorded if t < turn]
     base = recorded[max(earlier)].config if earlier else recorded[min(recorded)].config
-    return checked_config(**{**base.model_dump(), **given}) if given else base
+    if not given:
+        return base
+    if "window" in given and "reserve" not in given and given["window"] - base.reserve <= REPLY_PRIMING:
+        # Said here, not as the builder's "window W minus reserve R leaves no budget": the
+        # reserve was not given, so the message must say where it came from.
+        raise InvalidInputError(
+            f"--window {given['window']} leaves no budget with the nearest record's reserve "
+            f"{base.reserve}: pass --reserve too (the default for that window is "
+            f"{default_reserve(given['window'])})")
+    return checked_config(**{**base.model_dump(), **given})
 
 
 def config_for_turn(events: Sequence[RecordedEvent], turn: int,

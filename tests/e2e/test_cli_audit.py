@@ -187,3 +187,9 @@ def test_a_flag_given_alone_replaces_only_that_field_of_the_recorded_config(tmp_
     assert (provider, reserve) == ("anthropic", 2000)
     assert audited("--window", "20000") == ("anthropic", 20000, 2000)
     assert audited("--provider", "gemini") == ("gemini", window, 2000)
+    # a window the recorded reserve does not fit in: named as such, with the window's default reserve
+    out = cf("audit", RUN, "--turn", "3", "--window", "1500", cwd=tmp_path)
+    assert out.returncode == 2 and ("InvalidInputError: --window 1500 leaves no budget with the nearest "
+                                    "record's reserve 2000: pass --reserve too (the default for that "
+                                    "window is 375)") in out.stderr, out.stderr
+    assert audited("--window", "1500", "--reserve", "375")[1:] == (1500, 375)
