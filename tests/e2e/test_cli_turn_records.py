@@ -24,9 +24,10 @@ def _cf(capsys: pytest.CaptureFixture[str], store: str, *args: str) -> tuple[int
     return code, out.out, out.err
 
 
-def _log_cut_then_whole(tmp_path: Path) -> str:
+def _log_cut_then_whole(tmp_path: Path, *, build_turn_3: bool = True) -> str:
     """A SQLite store holding run ``r1``: a failing build log, cut at turn 2 (window 3,000) and
-    whole at turn 3 (window 64,000), each turn with its record; the store's URL."""
+    whole at turn 3 (window 64,000), each turn with its record (turn 3 without one unless
+    ``build_turn_3``); the store's URL."""
     store = f"sqlite:///{tmp_path / 's.db'}"
     with open_store(store) as s:
         run = s.run("r1")
@@ -35,7 +36,8 @@ def _log_cut_then_whole(tmp_path: Path) -> str:
                    ToolResult(call_id="c1", content=LOG, exit_code=1))
         run.build(window=3_000, reserve=500)  # turn 2: the log is cut
         run.append(ModelResponse(text="Reading the log."), UserInput("Go on."))
-        run.build(window=64_000, reserve=1_000)  # turn 3: the log is whole
+        if build_turn_3:
+            run.build(window=64_000, reserve=1_000)  # turn 3: the log is whole
     return store
 
 
@@ -66,14 +68,7 @@ def test_a_turn_without_a_record_is_diffed_under_the_other_turns_settings(
     """Turn 2 was built at a 3,000-token window (the log cut); turn 3 never was. Rebuilt at the
     default 128k window, turn 3 showed the log "whole again": a change of settings the diff
     blamed on the log. It is rebuilt under turn 2's recorded settings, and records them."""
-    store = f"sqlite:///{tmp_path / 's.db'}"
-    with open_store(store) as s:
-        run = s.run("r1")
-        run.append(UserInput("Make the build pass."),
-                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="cargo"),)),
-                   ToolResult(call_id="c1", content=LOG, exit_code=1))
-        run.build(window=3_000, reserve=500)  # turn 2: the log is cut
-        run.append(ModelResponse(text="Reading the log."), UserInput("Go on."))
+    store = _log_cut_then_whole(tmp_path, build_turn_3=False)
     for a, b in (("2", "3"), ("3", "2")):
         code, out, _ = _cf(capsys, store, "diff", "r1", a, b, "--json")
         d = json.loads(out)
