@@ -49,6 +49,8 @@ from contextfold.domain.events import (
     ToolResultLost,
     ToolsRegistered,
     UserInput,
+    artifact_refs,
+    canonical_dumps,
     canonical_json,
     event_from_json,
 )
@@ -246,6 +248,10 @@ register("runs", "list the runs in the store",
 def _configure_events(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
     p.add_argument("--json", action="store_true", help="print canonical events JSONL (re-importable)")
+    p.add_argument("--with-artifacts", action="store_true",
+                   help="with --json: first one line per artifact the events cite (large payloads, "
+                        "media; base64), so that another store can import the run; without it an "
+                        "export cites them by hash and imports only into this store")
     p.add_argument("--upto", type=int, default=None, metavar="POS",
                    help="last position to print (default: the run's last event)")
 
@@ -260,8 +266,20 @@ def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
 
 
 def _handle_events(args: argparse.Namespace) -> int:
+    if args.with_artifacts and not args.json:
+        raise InvalidInputError("--with-artifacts goes with --json (the artifacts are lines of the export)")
     with store_for(args) as store:
-        _print_events(store.run(args.run).events(upto=args.upto), args.json)
+        events = store.run(args.run).events(upto=args.upto)
+        if args.with_artifacts:
+            from contextfold.importers.events_jsonl import artifact_line
+
+            carried: set[str] = set()
+            for rec in events:
+                for ref in artifact_refs(rec.event):
+                    if ref.hash not in carried:
+                        carried.add(ref.hash)
+                        _out(canonical_dumps(artifact_line(ref, store.artifact(ref))))
+        _print_events(events, args.json)
     return 0
 
 

@@ -21,14 +21,12 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
-
-from pydantic import BaseModel
+from typing import BinaryIO, NamedTuple
 
 from contextfold.cli import store_for
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
-from contextfold.domain.events import AnyEvent, ArtifactRef
+from contextfold.domain.events import AnyEvent, ArtifactRef, artifact_refs
 from contextfold.store.event_reads import check_run_id
 
 __all__ = ["TRACE_PATTERNS", "handle_import"]
@@ -219,18 +217,8 @@ def _run_id_of(prefix: str, root: Path, item: Path | EventFolder) -> str:
 
 def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
     """(index, ref) of every artifact ref the events carry (payloads and media blocks)."""
-    def walk(value: Any) -> Iterator[ArtifactRef]:
-        if isinstance(value, ArtifactRef):
-            yield value
-        elif isinstance(value, BaseModel):
-            for name in type(value).model_fields:
-                yield from walk(getattr(value, name))
-        elif isinstance(value, tuple | list):
-            for item in value:
-                yield from walk(item)
-
     for index, event in enumerate(events):
-        for ref in walk(event):
+        for ref in artifact_refs(event):
             yield index, ref
 
 
@@ -246,8 +234,8 @@ def _check_run_id(run_id: str, where: str) -> None:
         raise InputLimitError(f"{where}: {exc}") from None
 
 
-def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str]]:
-    """The runs of one file (or standard input): (runs, source, format, notes)."""
+def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str], Bundled]:
+    """The runs of one file (or standard input): (runs, source, format, notes, artifacts)."""
     from contextfold.importers import detect_format, iter_runs
 
     if args.path == "-":
@@ -260,11 +248,24 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str]]
     runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
     named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events, source)
              for suffix, events in runs]
-    return named, source, fmt, []
+    return named, source, fmt, [], _bundled(data, fmt, source)
 
 
-def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, str, list[str]]:
-    """The runs of every trace under ``root``: (runs, source, a summary of the formats, notes).
+Bundled = dict[str, tuple[ArtifactRef, bytes]]
+"""The artifacts an import's exports carry (``events --json --with-artifacts``), by hash."""
+
+
+def _bundled(data: bytes, fmt: str, source: str) -> Bundled:
+    if fmt != "events":
+        return {}
+    from contextfold.importers import bundled_artifacts
+
+    return {ref.hash: (ref, blob) for ref, blob in bundled_artifacts(data, source=source)}
+
+
+def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, str, list[str], Bundled]:
+    """The runs of every trace under ``root``: (runs, source, a summary of the formats, notes,
+    the artifacts its exports carry).
 
     Without ``--format`` each file's format is detected, and JSON of no known shape (SWE-agent's
     ``preds.json``, a config) is skipped and listed; a file that is not JSON at all, or does not
@@ -293,6 +294,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
         return data
 
     named: Named = []
+    bundled: Bundled = {}
     formats: Counter[str] = Counter()
     skipped: list[Path] = []
     with progress_bar(n_files, f"reading {source}") as advance:
@@ -312,6 +314,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
             runs = list(iter_runs(data, format=fmt, source=str(item)))
             named += [(name if len(runs) == 1 else f"{name}/{suffix}", events, str(item))
                       for suffix, events in runs]
+            bundled.update(_bundled(data, fmt, str(item)))
     first: dict[str, str] = {}
     for run_id, _, where in named:
         if run_id in first:
@@ -327,20 +330,21 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
         notes.append(f"skipped {len(skipped)} file(s) of no known trace format: {shown}{more}")
     summary = ", ".join(f"{count} {kind}{'s' if count > 1 else ''}"
                         for kind, count in sorted(formats.items()))
-    return named, source, summary, notes
+    return named, source, summary, notes, bundled
 
 
 def handle_import(args: argparse.Namespace) -> int:
     """Read and check every run of ``args.path``, then record them all in one transaction."""
     root = Path(args.path) if args.path != "-" else None
     if root is not None and root.is_dir():
-        named, source, fmt, notes = _runs_of_folder(args, root)
+        named, source, fmt, notes, bundled = _runs_of_folder(args, root)
     else:
         if args.glob:
             raise ImportFormatError(f"{args.path}:0", "--glob selects files in a folder; this is not one")
-        named, source, fmt, notes = _runs_of_file(args)
+        named, source, fmt, notes, bundled = _runs_of_file(args)
     for run_id, _, where in named:  # a multi-run file's ids too, before the store is opened
         _check_run_id(run_id, where)
+    needed: Bundled = {}  # the carried artifacts the runs cite, written with them
     with store_for(args) as store:
         for run_id, events, where in named:
             held = store.events.version(run_id)
@@ -348,11 +352,14 @@ def handle_import(args: argparse.Namespace) -> int:
                 raise RunExistsError(run_id, held, source=None if where == source else where,
                                      hint="pick another --run")
             for index, ref in _artifact_refs(events):  # an export's refs into the store it came from
-                if not store.events.has_artifact(ref.hash):
+                if ref.hash in bundled:
+                    needed[ref.hash] = bundled[ref.hash]
+                elif not store.events.has_artifact(ref.hash):
                     raise ImportFormatError(
                         f"{where}:0", f"run {run_id!r}: position {index + 1} refers to artifact "
                         f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
-                        "keeps large payloads as refs into its own store): the run would not build")
+                        "keeps large payloads as refs into its own store; 'events --json "
+                        "--with-artifacts' carries them): the run would not build")
         # ONE transaction: every run, or none (a refusal, a lost server, Ctrl-C). What the
         # store refuses is named by its run: the one being prepared, after the runs reported
         # done (each event is prepared once; a separate check first prepared them all twice).
@@ -364,7 +371,9 @@ def handle_import(args: argparse.Namespace) -> int:
 
         with progress_bar(sum(len(events) for _, events, _ in named), f"importing {source}") as advance:
             try:
-                total = store.events.append_new_runs([(r, e) for r, e, _ in named], progress=prepared)
+                total = store.events.append_new_runs(
+                    [(r, e) for r, e, _ in named], progress=prepared,
+                    artifacts=[(blob, ref.media_type) for ref, blob in needed.values()])
             except InvalidInputError as exc:
                 failed = next(pending, None)
                 if failed is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
@@ -58,6 +58,7 @@ __all__ = [
     "ToolsRegistered",
     "UsageObserved",
     "UserInput",
+    "artifact_refs",
     "canonical_dumps",
     "canonical_json",
     "canonical_object",
@@ -467,6 +468,19 @@ def canonical_json(event: BaseModel) -> bytes:
 
 def event_to_json(event: AnyEvent) -> bytes:
     return canonical_json(event)
+
+
+def artifact_refs(value: object) -> Iterator[ArtifactRef]:
+    """Every :class:`ArtifactRef` in ``value`` (an event, a block, a tuple of them): the payloads
+    and media an event cites by hash, which a store must hold for the run to build."""
+    if isinstance(value, ArtifactRef):
+        yield value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from artifact_refs(getattr(value, name))
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from artifact_refs(item)
 
 
 def event_from_json(raw: bytes | str | dict[str, Any]) -> AnyEvent:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from contextfold.domain.errors import ImportFormatError
-from contextfold.domain.events import AnyEvent
+from contextfold.domain.events import AnyEvent, ArtifactRef
 from contextfold.importers import (
     anthropic,
     events_jsonl,
@@ -46,7 +46,8 @@ from contextfold.importers import (
 )
 from contextfold.importers._json import Bad, Doc, load
 
-__all__ = ["FORMATS", "detect_format", "guess_format", "iter_runs", "parse", "parse_event_files"]
+__all__ = ["FORMATS", "bundled_artifacts", "detect_format", "guess_format", "iter_runs", "parse",
+           "parse_event_files"]
 
 FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini", "swe-agent")
 
@@ -87,6 +88,16 @@ def parse(data: bytes, *, format: str, source: str = "<stdin>") -> list[AnyEvent
         raise ImportFormatError(
             f"{source}:1", f"the input holds {len(runs)} runs; import it with iter_runs")
     return runs[0][1]
+
+
+def bundled_artifacts(data: bytes, *, source: str = "<stdin>") -> list[tuple[ArtifactRef, bytes]]:
+    """The artifacts an events export made with ``--with-artifacts`` carries (none for any other
+    input), each checked against its hash; :class:`ImportFormatError` names a bad line."""
+    doc = load(data, source, jsonl=True)
+    try:
+        return events_jsonl.bundled_artifacts(doc)
+    except Bad as e:
+        raise ImportFormatError(f"{source}:{doc.line_of(e.path)}", e.reason) from None
 
 
 def parse_event_files(files: Sequence[tuple[str, bytes]], *, state: bytes | None = None) -> list[AnyEvent]:

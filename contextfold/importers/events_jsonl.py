@@ -10,15 +10,26 @@ position): the export of a run recorded without one (``open_store(...).run(...)`
 appends none) is then imported as it is, since a prepended event shifted every
 position by one and the copy's summaries and stubs covered and cited the wrong events.
 Pairing is checked as for the other formats.
+
+An export made with ``--with-artifacts`` also carries the run's artifacts (the large payloads
+and media its events cite by hash), one line each: ``{"artifact": {"data": BASE64, "hash": H,
+"media_type": M, "size": N}}``. :func:`parse_doc` passes over them; :func:`bundled_artifacts`
+reads them, each checked against its hash, so another store can hold the run.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+from typing import Any
+
+import blake3
 from pydantic import ValidationError
 
 from contextfold.domain.errors import ProtocolError
 from contextfold.domain.events import (
     AnyEvent,
+    ArtifactRef,
     ContextBuilt,
     HistoryCompacted,
     RunStarted,
@@ -28,7 +39,10 @@ from contextfold.domain.events import (
 from contextfold.domain.log import PairingState
 from contextfold.importers._json import Bad, Doc
 
-__all__ = ["parse_doc"]
+__all__ = ["ARTIFACT_LINE", "artifact_line", "bundled_artifacts", "parse_doc"]
+
+ARTIFACT_LINE = "artifact"
+"""The one key of an artifact line (see the module docstring)."""
 
 _NAMES_POSITIONS = (HistoryCompacted, ContextBuilt, ToolResultLost)
 """Events whose fields or refs name log positions: a file holding one is imported as it is."""
@@ -40,6 +54,8 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
     for i, raw in enumerate(values):
         if not isinstance(raw, dict):
             raise Bad((i,), "expected one event object per line")
+        if _is_artifact_line(raw):
+            continue
         try:
             parsed.append(event_from_json(raw))
         except ValidationError as e:
@@ -61,3 +77,39 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
             raise Bad((i,), f"tool call pairing: {e}") from None
         events.append(event)
     return [("", events)]
+
+
+def _is_artifact_line(raw: dict[str, Any]) -> bool:
+    return len(raw) == 1 and ARTIFACT_LINE in raw
+
+
+def artifact_line(ref: ArtifactRef, data: bytes) -> dict[str, Any]:
+    """The export line carrying one artifact (``events --json --with-artifacts``)."""
+    return {ARTIFACT_LINE: {"data": base64.b64encode(data).decode("ascii"), "hash": ref.hash,
+                            "media_type": ref.media_type, "size": ref.size}}
+
+
+def bundled_artifacts(doc: Doc) -> list[tuple[ArtifactRef, bytes]]:
+    """The artifacts an export carries, in file order, each checked: its data is its hash's."""
+    values = doc.value if doc.jsonl else [doc.value]
+    out: list[tuple[ArtifactRef, bytes]] = []
+    for i, raw in enumerate(values):
+        if not isinstance(raw, dict) or not _is_artifact_line(raw):
+            continue
+        body = raw[ARTIFACT_LINE]
+        if not isinstance(body, dict) or set(body) != {"data", "hash", "media_type", "size"}:
+            raise Bad((i,), "an artifact line holds exactly data, hash, media_type and size")
+        try:
+            ref = ArtifactRef(hash=body["hash"], size=body["size"], media_type=body["media_type"])
+        except ValidationError as e:
+            raise Bad((i,), f"invalid artifact: {e.errors()[0]['msg']}") from None
+        if not isinstance(body["data"], str):
+            raise Bad((i,), "an artifact's data is base64 text")
+        try:
+            data = base64.b64decode(body["data"], validate=True)
+        except (binascii.Error, ValueError):
+            raise Bad((i,), "an artifact's data is not valid base64") from None
+        if len(data) != ref.size or blake3.blake3(data).hexdigest() != ref.hash:
+            raise Bad((i,), f"artifact {ref.hash[:16]}: its data does not match its hash and size")
+        out.append((ref, data))
+    return out

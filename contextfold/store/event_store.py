@@ -316,17 +316,22 @@ class EventStore(RunHeads):
                 commit()
 
     def append_new_runs(self, runs: Sequence[tuple[str, Sequence[AnyEvent]]], *,
-                        progress: typing.Callable[[int], None] | None = None) -> int:
+                        progress: typing.Callable[[int], None] | None = None,
+                        artifacts: Sequence[tuple[bytes, str]] = ()) -> int:
         """Record several new runs in ONE transaction: all of them or, on any error (a refused
         event, a run that exists, a lost connection, Ctrl-C), none. For an import of a
         multi-run file or of a run longer than one append: written batch by batch, an
         interrupted import left the runs before it (or the first part of a long run) behind.
         Not bounded by ``max_batch``: the caller holds the whole batch in memory already.
+        ``artifacts`` (data, media type) are stored with the runs: the payloads an export carried
+        for events that cite them by hash (``events --json --with-artifacts``).
         ``progress(n)`` is called as each run's ``n`` events are prepared (the long part: JSON,
         hashes, compression), for a progress bar. Returns the number of events written."""
         runs = list(runs)
         for run_id, _ in runs:
             check_run_id(run_id)
+        carried = [self._artifact_row(blake3.blake3(data).hexdigest(), len(data), media_type, data)
+                   for data, media_type in artifacts]  # limits checked before anything is staged
         with self._writing([run_id for run_id, _ in runs]):
             staged: list[_Staged] = []
             try:
@@ -348,6 +353,7 @@ class EventStore(RunHeads):
                 raise
             if not staged:
                 return 0
+            staged[0].artifacts.extend(carried)
             try:
                 self._write(staged)
             except es.IntegrityError as exc:  # another writer created one of the runs meanwhile

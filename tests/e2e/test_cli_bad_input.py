@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import blake3
 import pytest
 
 from contextfold.store.event_store import EventStore
@@ -191,7 +192,9 @@ def test_append_new_runs_is_all_or_nothing(store: EventStore) -> None:
     with pytest.raises(UnknownToolCallError):  # what append refuses
         store.append_new_runs([("a", [UserInput("x")]), ("b", [ToolResult(call_id="c", content="?")])])
     assert [r.run_id for r in store.runs()] == ["old"]
-    assert store.append_new_runs([("a", [UserInput("x")]), ("b", [UserInput("y"), UserInput("z")])]) == 3
+    assert store.append_new_runs([("a", [UserInput("x")]), ("b", [UserInput("y"), UserInput("z")])],
+                                 artifacts=[(b"carried by an export", "text/plain")]) == 3
+    assert store.artifact(blake3.blake3(b"carried by an export").hexdigest()) == b"carried by an export"
     assert store.verify("b").ok and store.version("a") == 1
     store.append("a", [UserInput("more")], expected_version=1)  # the heads moved on
     assert store.verify("a").ok
