@@ -85,7 +85,8 @@ _JS = """
   pager.classList.remove('hidden');
   var filter=document.getElementById('turn-filter');
   var info=document.getElementById('page-info');
-  var page=0;
+  // a long run opens on the page of its first turn shown in full (the older ones are compact)
+  var page=Math.floor(Number(document.getElementById('turns').getAttribute('data-first-detailed')||0)/PAGE);
   function visible(){
     var f=filter.value;
     return all.filter(function(d){return f==='all'||d.getAttribute('data-'+f)==='true';});
@@ -379,7 +380,8 @@ def render_report(audit: RunAudit) -> str:
         f'<section id="run-view"><h2>Tokens per layer across turns</h2>{_legend()}{layers_chart(audit.turns)}'
         f"<h2>Prefix stability</h2>{prefix_chart(audit.turns)}{usage_block}"
         f"<h2>Largest fragments</h2>{_largest(audit)}</section>"
-        f'<section id="turns"><h2>Turns</h2>{_legend()}'
+        f'<section id="turns" data-first-detailed="{max(0, len(audit.turns) - DETAILED_TURNS)}">'
+        f"<h2>Turns</h2>{_legend()}"
         '<nav id="pager" class="hidden"><button id="prev" type="button">◀ previous</button>'
         '<span id="page-info"></span><button id="next" type="button">next ▶</button>'
         '<label>show <select id="turn-filter"><option value="all">all turns</option>'

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from contextfold.api import Run, open_store
+from contextfold.audit import report
 from contextfold.audit.data import RunAudit, audit_run
 from contextfold.audit.report import PAGE_SIZE, render_report
 from contextfold.cli import sample_events
@@ -218,6 +219,18 @@ def test_200_turn_report_in_chromium(browser: str, tmp_path: Path) -> None:
     path.write_text(render_report(audit), encoding="utf-8")
     with _open(browser, path) as cdp:
         _check_long(cdp, audit)
+    # a run longer than the turns shown in full opens on the page of the first of those
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report, "DETAILED_TURNS", 2 * PAGE_SIZE)
+        path.write_text(render_report(audit), encoding="utf-8")
+    with _open(browser, path) as cdp:
+        assert cdp.errors() == []
+        shown = cdp.eval("Array.from(document.querySelectorAll('details.turn')).filter(d => d.offsetParent)"
+                         ".map(d => Number(d.dataset.turn))")
+        assert shown == list(range(101, 101 + PAGE_SIZE))
+        assert cdp.eval("document.getElementById('page-info').textContent") == "page 3 of 4 (200 turns)"
+        assert cdp.eval("document.querySelectorAll('#turn-100 table.selected').length") == 0
+        assert cdp.eval("document.querySelectorAll('#turn-101 table.selected').length") == 1
 
 
 def _check_long(cdp: Cdp, audit: RunAudit) -> None:
