@@ -12,7 +12,7 @@ from html import escape
 
 from contextfold.audit.data import TurnAudit
 
-__all__ = ["LAYER_COLORS", "layers_chart", "prefix_chart", "usage_chart"]
+__all__ = ["LAYER_COLORS", "axis_label", "layers_chart", "prefix_chart", "usage_chart"]
 
 LAYER_COLORS: dict[str, str] = {
     "policy": "#4e79a7", "tools": "#9c755f", "goal": "#59a14f", "plan": "#8cd17d",
@@ -29,10 +29,20 @@ def _y(value: float, top: float) -> float:
     return H - PAD - (H - 2 * PAD) * (value / top if top else 0)
 
 
+def axis_label(value: float) -> str:
+    """A token count short enough for the left margin: ``137996`` ran past the chart's edge and
+    read as 37996 (the margin holds five digits); it is ``138k``."""
+    n = int(value)
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    return f"{n / 1000:.0f}k" if n >= 10_000 else str(n)
+
+
 def _axes(top: float, n_turns: int, first: int, last: int, unit: str) -> str:
     return (f'<line class="axis" x1="{PAD}" y1="{H - PAD}" x2="{W - PAD}" y2="{H - PAD}"/>'
             f'<line class="axis" x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}"/>'
-            f'<text x="{PAD - 4}" y="{PAD + 4}" text-anchor="end">{int(top)}</text>'
+            f'<text x="{PAD - 4}" y="{PAD + 4}" text-anchor="end"><title>{int(top)} tokens</title>'
+            f"{axis_label(top)}</text>"
             f'<text x="{PAD - 4}" y="{H - PAD}" text-anchor="end">0</text>'
             f'<text x="{PAD}" y="{H - PAD + 16}">turn {first}</text>'
             f'<text x="{W - PAD}" y="{H - PAD + 16}" text-anchor="end">turn {last}</text>'

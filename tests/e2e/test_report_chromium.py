@@ -177,6 +177,8 @@ def _check_common(cdp: Cdp, audit: RunAudit) -> None:
     assert f"{last.selected_tokens} / {last.budget_tokens} tokens" in summary
     reused = cdp.eval("document.getElementById('prefix-reused').dataset.reused")
     assert reused == str(audit.summary.prefix_reused)
+    # every label of the charts lies inside its chart (a six-digit axis label once ran off the left)
+    assert cdp.eval("Array.from(document.querySelectorAll('svg.chart text')).every(t => t.getBBox().x >= 0)")
 
 
 def _sample_run(tmp_path: Path) -> Run:

@@ -12,6 +12,7 @@ import pytest
 
 from contextfold.api import Run, open_store
 from contextfold.audit import report
+from contextfold.audit.charts import axis_label
 from contextfold.audit.data import audit_run, history_dropped_tokens, retrieval_crowded
 from contextfold.audit.report import MAX_EXCLUDED, render_report
 from contextfold.domain.events import (
@@ -258,3 +259,11 @@ def test_only_the_newest_turns_carry_their_tables(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(report, "DETAILED_TURNS", 40)  # a run within the budget: every turn in full
     whole = render_report(audit)
     assert 'id="older-note"' not in whole and "shows this one in full" not in whole
+
+
+@pytest.mark.parametrize(("tokens", "label"), [(0, "0"), (9_999, "9999"), (10_000, "10k"), (137_996, "138k"),
+                                               (1_250_000, "1.2M")])
+def test_a_chart_axis_label_fits_the_margin(tokens: int, label: str) -> None:
+    """137996 ran past the chart's left edge and read as 37996 (the 10,000-message run's report)."""
+    assert axis_label(tokens) == label
+    assert len(axis_label(tokens)) <= 5
