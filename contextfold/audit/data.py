@@ -141,6 +141,8 @@ class AuditSummary(_Frozen):
     retrieval_answer: str
     largest_fragments: tuple[dict[str, Any], ...]
     repairs: int
+    """The run's protocol repairs: each logged recovery event, and each build-time repair (a tool
+    declared because the log never registered it) once, however many turns' builds made it."""
     compactions: int
     usage_turns: int
     latest_correction: float | None
@@ -355,7 +357,7 @@ def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
         config_changed_turns=tuple(t.turn for t in turns if t.config_changed),
         tool_schema_tokens=tool_stats, tool_schema_answer=tool_answer,
         retrieval_crowded_turns=crowded, retrieval_answer=retrieval_answer, largest_fragments=largest,
-        repairs=sum(len(t.repairs) + len(t.build_notes) for t in turns),
+        repairs=sum(len(t.repairs) for t in turns) + len({note for t in turns for note in t.build_notes}),
         compactions=sum(len(t.compactions) for t in turns),
         usage_turns=sum(1 for t in turns if t.usage is not None),
         latest_correction=calibrations[-1].correction if calibrations else None)

@@ -267,3 +267,16 @@ def test_a_chart_axis_label_fits_the_margin(tokens: int, label: str) -> None:
     """137996 ran past the chart's left edge and read as 37996 (the 10,000-message run's report)."""
     assert axis_label(tokens) == label
     assert len(axis_label(tokens)) <= 5
+
+
+def test_a_repair_every_build_makes_again_counts_once_for_the_run(tmp_path: Path) -> None:
+    """A run whose log never registered its tool: every turn's build declares it (a repair each
+    time). The run-level count said 18,373 for a 3,683-turn run declaring 5 tools."""
+    r = open_store(f"sqlite:///{tmp_path / 'd.db'}").run("d")
+    r.append(UserInput("Go."))
+    for i in range(6):
+        r.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="grep"),)),
+                 ToolResult(call_id=f"c{i}", content="found"))
+    audit = audit_run(r, config=SMALL)
+    assert [t.build_notes for t in audit.turns] == [()] + [("declared_unregistered_tool:grep",)] * 5
+    assert audit.summary.repairs == 1
