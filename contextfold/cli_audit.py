@@ -209,7 +209,8 @@ def _summary_text(a: RunAudit) -> str:
         f"protocol repairs: {s.repairs}; compactions: {s.compactions}",
         "builder config: " + ("unchanged" if not s.config_changed_turns else
                               f"changed at turns {', '.join(map(str, s.config_changed_turns))}"),
-        f"usage: {s.usage_turns} turns observed; latest correction {s.latest_correction}",
+        f"usage: {s.usage_turns} turns observed; latest correction "
+        f"{s.latest_correction if s.latest_correction is not None else 'none yet'}",
         "largest fragments: " + ", ".join(f"{f['id']} ({f['kind']}, {f['tokens']})"
                                           for f in s.largest_fragments[:5]),
     ]
@@ -343,7 +344,8 @@ def _handle_why(args: argparse.Namespace) -> int:
     _out(f"turn {args.turn} ({origin}{which_text}, request {manifest.request_hash[:16]}):")
     for f in found:  # sources, reasons and details are untrusted text: made visible, one line each
         f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
-        what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens, {f.get('source_ref', '')})"
+        source = f", {f['source_ref']}" if f.get("source_ref") else ""  # an exposed tool has none
+        what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens{source})"
         if f["verdict"] == "kept":
             flag = ", truncated" if f.get("truncated") else ""
             _out(f"  KEPT    {what}{flag}: {f['reason']}")

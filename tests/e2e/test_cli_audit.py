@@ -128,6 +128,9 @@ def test_why_gives_the_manifest_reason(tmp_path: Path, cf: CLI) -> None:
     assert out.stdout.startswith("turn 6 (recorded manifest, request ")
     assert f"DROPPED {old.id} " in out.stdout
     assert f": {old.reason} -> replaced by {old.replaced_by}" in out.stdout
+    # an exposed tool has no source: no empty slot where it would be
+    tool = cf("why", RUN, "--turn", "6", "run_tests", cwd=tmp_path).stdout
+    assert "KEPT    run_tests (tool_spec, 70 tokens): tool exposed: pinned" in tool, tool
     assert f"KEPT    {new.id} " in out.stdout and new.selection_reason in out.stdout
 
     # a build under a small budget drops fragments for budget; why repeats the manifest's reason and detail
