@@ -38,6 +38,9 @@ Mapping of an event stream (actions and observations linked by ``cause``):
   was refused) -> :class:`UserInput`, which is how OpenHands shows it to the model.
 - a ``recall`` observation -> :class:`InstructionSet` for repository
   instructions and :class:`MemoryRecalled` for each microagent knowledge item.
+- a ``condensation`` action that shows a ``summary`` -> :class:`HistoryCompacted` over the
+  events it and the earlier ones forgot, when they are one legal cover (see
+  :mod:`contextfold.importers._condensation`); otherwise it is skipped, the events kept whole.
 - runtime bookkeeping (agent state changes, null observations, the recall
   action itself) carries no context and is skipped.
 """
@@ -60,12 +63,13 @@ from contextfold.domain.events import (
 )
 from contextfold.importers import openhands_v1
 from contextfold.importers._common import RunBuilder, build, compact_json, media_block, require_obj
+from contextfold.importers._condensation import Condensations
 from contextfold.importers._json import Bad, Doc, JsonPath
 
 __all__ = ["is_event_object", "parse_doc", "parse_history", "state_model"]
 
-_SKIP_ACTIONS = frozenset({"recall", "change_agent_state", "null", "condensation",
-                           "condensation_request", "pause", "resume"})
+_SKIP_ACTIONS = frozenset({"recall", "change_agent_state", "null", "condensation_request", "pause",
+                           "resume"})
 _SKIP_OBSERVATIONS = frozenset({"agent_state_changed", "null", "condensation"})
 _TEXT_ACTIONS = frozenset({"system", "message", "finish"})
 _WORKSPACE_OBS = frozenset({"read", "edit", "write"})
@@ -195,6 +199,24 @@ def state_model(value: Any) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+def _source_id(e: dict[str, Any], i: int) -> Any:
+    """An event's id as a condensation names it (its index when it has none)."""
+    eid = e.get("id", i)
+    return eid if isinstance(eid, int | str) else i
+
+
+def _forgotten(args: dict[str, Any], before: list[dict[str, Any]]) -> list[Any]:
+    """The ids a condensation action forgets: its ``forgotten_event_ids``, or every id of the
+    earlier events from ``forgotten_events_start_id`` to ``forgotten_events_end_id``."""
+    ids = args.get("forgotten_event_ids")
+    if isinstance(ids, list):
+        return [x for x in ids if isinstance(x, int | str)]
+    start, end = args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")
+    if not (isinstance(start, int) and isinstance(end, int)):
+        return []
+    return [eid for e in before if isinstance(eid := e.get("id"), int) and start <= eid <= end]
+
+
 def parse_history(history: list[Any], path: JsonPath, *, model: str | None = None,
                   agent: str | None = None) -> list[AnyEvent]:
     if any(map(openhands_v1.is_event, history)):  # the software-agent SDK's events (``kind``)
@@ -212,12 +234,20 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
     batches = _batches(events)
     call_of_action: dict[Any, str] = {}
     in_batch = {j for first, members in batches.items() for j in members if j != first}
+    condensations = Condensations()
+    made_by: Any = None
+    since = len(run.events)
     for i, e in enumerate(events):
+        condensations.made(made_by, since + 1, len(run.events))  # what the last event became
+        made_by, since = _source_id(e, i), len(run.events)
         p = (*path, i)
         action, observation = e.get("action"), e.get("observation")
         if isinstance(action, str):
             args = _args(e)
             source = e.get("source")
+            if action == "condensation":
+                condensations.condense(run, _forgotten(args, events[:i]), args.get("summary"), p)
+                continue
             if action in _SKIP_ACTIONS:
                 continue
             if action == "system":

@@ -18,9 +18,11 @@ and served by the agent server as lists of the same objects; every event names i
 - ``UserRejectObservation`` -> an error result "Action rejected: <reason>", as the model is told.
 - ``AgentErrorEvent`` -> an error result for its call (the model sees the error as the call's
   result), or a :class:`UserInput` when it answers no open call.
+- ``Condensation`` with a ``summary`` -> :class:`HistoryCompacted` over the events it and the
+  earlier ones forgot (``forgotten_event_ids``), when they are one legal cover (see
+  :mod:`contextfold.importers._condensation`); otherwise it is skipped, the events kept whole.
 - Bookkeeping (state updates, pauses, interrupts, streaming deltas, token ids, hook runs,
-  completion logs) is skipped, and so are condensations: their summary stood in, for the model,
-  for events this log keeps whole.
+  completion logs, condensation requests and the summary events a view derives) is skipped.
 
 An unknown ``kind`` is an error that names it: nothing is dropped unseen. The SDK's tool
 definitions are not registered (their dump holds the SDK's classes, not a schema), as for the
@@ -42,6 +44,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.importers._common import RunBuilder, build, media_block, require_obj, text_of_blocks
+from contextfold.importers._condensation import Condensations
 from contextfold.importers._json import Bad, JsonPath
 
 __all__ = ["KINDS", "is_event", "parse_events"]
@@ -49,10 +52,10 @@ __all__ = ["KINDS", "is_event", "parse_events"]
 _SKIPPED = frozenset({
     "ConversationStateUpdateEvent", "ConversationErrorEvent", "PauseEvent", "InterruptEvent",
     "StreamingDeltaEvent", "TokenEvent", "HookExecutionEvent", "LLMCompletionLogEvent",
-    "Condensation", "CondensationRequest", "CondensationSummaryEvent", "ACPToolCallEvent",
+    "CondensationRequest", "CondensationSummaryEvent", "ACPToolCallEvent",
 })
 KINDS = frozenset({"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent",
-                   "UserRejectObservation", "AgentErrorEvent"}) | _SKIPPED
+                   "UserRejectObservation", "AgentErrorEvent", "Condensation"}) | _SKIPPED
 """The event kinds this importer reads or skips on purpose."""
 _WORKSPACE_TOOLS = frozenset({"file_editor", "str_replace_editor", "planning_file_editor"})
 
@@ -154,11 +157,22 @@ def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,
     objs = [require_obj(e, (*path, i), "an OpenHands event object") for i, e in enumerate(events)]
     run = RunBuilder(model=model, agent=agent)
     batches = _batches(objs)
+    condensations = Condensations()
+    made_by: Any = None
+    since = len(run.events)
     for i, e in enumerate(objs):
+        condensations.made(made_by, since + 1, len(run.events))  # what the last event became
+        eid = e.get("id", i)
+        made_by, since = eid if isinstance(eid, str | int) else i, len(run.events)
         p = (*path, i)
         kind = e.get("kind")
         if kind in _SKIPPED or (kind == "ActionEvent" and i not in batches):
             continue  # bookkeeping, or an action its response's first action carries
+        if kind == "Condensation":
+            ids = e.get("forgotten_event_ids")
+            forgotten = [x for x in ids if isinstance(x, str | int)] if isinstance(ids, list) else []
+            condensations.condense(run, forgotten, e.get("summary"), p)
+            continue
         if kind == "SystemPromptEvent":
             prompt = [e.get("system_prompt"), *([e["dynamic_context"]] if e.get("dynamic_context") else [])]
             blocks = _parts(prompt, (*p, "system_prompt"))
