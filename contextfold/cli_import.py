@@ -236,7 +236,7 @@ def _check_run_id(run_id: str, where: str) -> None:
 
 def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str], Bundled]:
     """The runs of one file (or standard input): (runs, source, format, notes, artifacts)."""
-    from contextfold.importers import detect_format, iter_runs
+    from contextfold.importers import detect_format
 
     if args.path == "-":
         source = "<stdin>"
@@ -245,22 +245,22 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str],
         source = args.path
         data = _read_file(Path(args.path), args.max_bytes)
     fmt = args.format or detect_format(data, source=source)
-    runs = list(iter_runs(data, format=fmt, source=source))  # validate everything first: atomic
+    runs, bundled = _parsed(data, fmt, source)  # validate everything first: atomic
     named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events, source)
              for suffix, events in runs]
-    return named, source, fmt, [], _bundled(data, fmt, source)
+    return named, source, fmt, [], bundled
 
 
 Bundled = dict[str, tuple[ArtifactRef, bytes]]
 """The artifacts an import's exports carry (``events --json --with-artifacts``), by hash."""
 
 
-def _bundled(data: bytes, fmt: str, source: str) -> Bundled:
-    if fmt != "events":
-        return {}
-    from contextfold.importers import bundled_artifacts
+def _parsed(data: bytes, fmt: str, source: str) -> tuple[list[tuple[str, list[AnyEvent]]], Bundled]:
+    """The runs of one file and the artifacts it carries (an events export's), by hash."""
+    from contextfold.importers import runs_and_artifacts
 
-    return {ref.hash: (ref, blob) for ref, blob in bundled_artifacts(data, source=source)}
+    runs, carried = runs_and_artifacts(data, format=fmt, source=source)
+    return runs, {ref.hash: (ref, blob) for ref, blob in carried}
 
 
 def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, str, list[str], Bundled]:
@@ -271,7 +271,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
     ``preds.json``, a config) is skipped and listed; a file that is not JSON at all, or does not
     parse as its format, fails the import. With ``--format`` every matched file must be one. An
     OpenHands conversation kept one file per event is one run (see :class:`EventFolder`)."""
-    from contextfold.importers import guess_format, iter_runs, parse_event_files
+    from contextfold.importers import guess_format, parse_event_files
 
     source = str(root)
     patterns = tuple(args.glob or TRACE_PATTERNS)
@@ -311,10 +311,10 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
                 skipped.append(item)
                 continue
             formats[f"{fmt} file"] += 1
-            runs = list(iter_runs(data, format=fmt, source=str(item)))
+            runs, carried = _parsed(data, fmt, str(item))
             named += [(name if len(runs) == 1 else f"{name}/{suffix}", events, str(item))
                       for suffix, events in runs]
-            bundled.update(_bundled(data, fmt, str(item)))
+            bundled.update(carried)
     first: dict[str, str] = {}
     for run_id, _, where in named:
         if run_id in first:

@@ -46,8 +46,8 @@ from contextfold.importers import (
 )
 from contextfold.importers._json import Bad, Doc, load
 
-__all__ = ["FORMATS", "bundled_artifacts", "detect_format", "guess_format", "iter_runs", "parse",
-           "parse_event_files"]
+__all__ = ["FORMATS", "detect_format", "guess_format", "iter_runs", "parse", "parse_event_files",
+           "runs_and_artifacts"]
 
 FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini", "swe-agent")
 
@@ -62,13 +62,25 @@ _PARSERS: dict[str, Callable[[Doc], list[tuple[str, list[AnyEvent]]]]] = {
 }
 
 
-def _runs(data: bytes, format: str, source: str) -> list[tuple[str, list[AnyEvent]]]:
+Runs = list[tuple[str, list[AnyEvent]]]
+"""``(run-id suffix, events)`` of every run of a source."""
+
+
+def _runs(data: bytes, format: str, source: str) -> Runs:
+    return _runs_and_artifacts(data, format, source, carried=False)[0]
+
+
+def _runs_and_artifacts(data: bytes, format: str, source: str, *, carried: bool
+                        ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]]]:
+    """The runs of ``data`` and (with ``carried``) the artifacts an events export carries, from
+    one parse of it."""
     parser = _PARSERS.get(format)
     if parser is None:
         raise ImportFormatError(f"{source}:1", f"unknown format {format!r}; one of {FORMATS}")
     doc = load(data, source, jsonl=True if format == "events" else None)
     try:
-        return parser(doc)
+        runs = parser(doc)
+        return runs, events_jsonl.bundled_artifacts(doc) if carried and format == "events" else []
     except Bad as e:
         raise ImportFormatError(f"{source}:{doc.line_of(e.path)}", e.reason) from None
     except RecursionError:  # defensive: load() already bounds nesting
@@ -90,14 +102,12 @@ def parse(data: bytes, *, format: str, source: str = "<stdin>") -> list[AnyEvent
     return runs[0][1]
 
 
-def bundled_artifacts(data: bytes, *, source: str = "<stdin>") -> list[tuple[ArtifactRef, bytes]]:
-    """The artifacts an events export made with ``--with-artifacts`` carries (none for any other
-    input), each checked against its hash; :class:`ImportFormatError` names a bad line."""
-    doc = load(data, source, jsonl=True)
-    try:
-        return events_jsonl.bundled_artifacts(doc)
-    except Bad as e:
-        raise ImportFormatError(f"{source}:{doc.line_of(e.path)}", e.reason) from None
+def runs_and_artifacts(data: bytes, *, format: str, source: str = "<stdin>"
+                       ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]]]:
+    """:func:`iter_runs`' runs as a list, and the artifacts an events export made with
+    ``--with-artifacts`` carries (none for any other input), each checked against its hash:
+    one parse of ``data`` for both. :class:`ImportFormatError` names a bad line."""
+    return _runs_and_artifacts(data, format, source, carried=True)
 
 
 def parse_event_files(files: Sequence[tuple[str, bytes]], *, state: bytes | None = None) -> list[AnyEvent]:

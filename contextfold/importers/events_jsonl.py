@@ -14,7 +14,8 @@ Pairing is checked as for the other formats.
 An export made with ``--with-artifacts`` also carries the run's artifacts (the large payloads
 and media its events cite by hash), one line each: ``{"artifact": {"data": BASE64, "hash": H,
 "media_type": M, "size": N}}``. :func:`parse_doc` passes over them; :func:`bundled_artifacts`
-reads them, each checked against its hash, so another store can hold the run.
+reads them (``importers.runs_and_artifacts``: the same parse), each checked against its hash,
+so another store can hold the run.
 """
 
 from __future__ import annotations
