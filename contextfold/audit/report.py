@@ -349,9 +349,8 @@ def _largest(a: RunAudit) -> str:
             f'</th><th class="num">turn</th><th>truncated</th></tr></thead><tbody>{rows}</tbody></table>')
 
 
-def _older_note(audit: RunAudit) -> str:
-    older = len(audit.turns) - DETAILED_TURNS
-    if older <= 0:
+def _older_note(audit: RunAudit, older: int) -> str:
+    if older == 0:
         return ""
     return (f'<p class="more" id="older-note">The newest {DETAILED_TURNS} of {len(audit.turns)} turns show '
             f"their tables; the {older} older ones show their change counts (the charts above cover "
@@ -363,6 +362,7 @@ def render_report(audit: RunAudit) -> str:
     i = audit.integrity
     integrity = (f"log integrity: ok — {i.events} events, blake3 hash chain intact" if i.ok else
                  f"log integrity: BROKEN at position {i.first_bad_position}: {i.reason}")
+    older = max(0, len(audit.turns) - DETAILED_TURNS)  # the turns before the first shown in full
     usage = usage_chart(audit.turns)
     usage_block = ("<h2>Estimated vs observed input tokens</h2>"
                    '<div class="legend"><span><i style="background:#4e79a7"></i>estimated (tiktoken)</span>'
@@ -380,7 +380,7 @@ def render_report(audit: RunAudit) -> str:
         f'<section id="run-view"><h2>Tokens per layer across turns</h2>{_legend()}{layers_chart(audit.turns)}'
         f"<h2>Prefix stability</h2>{prefix_chart(audit.turns)}{usage_block}"
         f"<h2>Largest fragments</h2>{_largest(audit)}</section>"
-        f'<section id="turns" data-first-detailed="{max(0, len(audit.turns) - DETAILED_TURNS)}">'
+        f'<section id="turns" data-first-detailed="{older}">'
         f"<h2>Turns</h2>{_legend()}"
         '<nav id="pager" class="hidden"><button id="prev" type="button">◀ previous</button>'
         '<span id="page-info"></span><button id="next" type="button">next ▶</button>'
@@ -388,7 +388,6 @@ def render_report(audit: RunAudit) -> str:
         '<option value="changes">turns with changes</option><option value="repairs">turns with repairs'
         '</option><option value="prefix-changed">prefix changed</option></select></label>'
         '<label>jump to turn <input id="jump" type="number" min="1"></label></nav>'
-        + _older_note(audit)
-        + "".join(_turn(t, audit.run_id, i >= len(audit.turns) - DETAILED_TURNS)
-                  for i, t in enumerate(audit.turns))
+        + _older_note(audit, older)
+        + "".join(_turn(t, audit.run_id, i >= older) for i, t in enumerate(audit.turns))
         + f"</section><script>{_JS}</script></body></html>\n")
