@@ -21,6 +21,7 @@ before: the events stay whole and the builder compacts on its own.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
 
 from contextfold.domain.events import (
     AnyEvent,
@@ -43,18 +44,24 @@ SUMMARIZER = "openhands"
 class Condensations:
     """The log positions each source event became, and the condensations made of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, run: RunBuilder) -> None:
+        self._run = run
         self._positions: dict[Hashable, tuple[int, ...]] = {}
         self._forgotten: set[int] = set()
         self._summaries: set[int] = set()
+        self._current: Hashable = None
+        self._since = len(run.events)
 
-    def made(self, source_id: Hashable, first: int, last: int) -> None:
-        """Source event ``source_id`` became log positions ``first..last`` (none when last < first)."""
-        if last >= first:
-            self._positions[source_id] = tuple(range(first, last + 1))
+    def begin(self, event: dict[str, Any], index: int) -> None:
+        """Call before the source event at ``index`` is read: the log positions the previous one
+        became are noted under its id (its index when it has no id a condensation could name)."""
+        last = len(self._run.events)
+        if last > self._since:
+            self._positions[self._current] = tuple(range(self._since + 1, last + 1))
+        eid = event.get("id", index)
+        self._current, self._since = (eid if isinstance(eid, int | str) else index), last
 
-    def condense(self, run: RunBuilder, forgotten: Iterable[Hashable], summary: object,
-                 path: JsonPath) -> None:
+    def condense(self, forgotten: Iterable[Hashable], summary: object, path: JsonPath) -> None:
         """Record a condensation: it forgets ``forgotten`` (source ids) and shows ``summary``. Its
         own ``HistoryCompacted`` may lie inside a later one's cover (``_summaries``): a view of
         the later condensation no longer shows the earlier summary either."""
@@ -65,6 +72,7 @@ class Condensations:
         lo, hi = min(self._forgotten), max(self._forgotten)
         if set(range(lo, hi + 1)) - self._forgotten - self._summaries:
             return  # not one contiguous cover of this log
+        run = self._run
         if not _closed(run.events[lo - 1:hi]):
             return
         run.add(HistoryCompacted(summary=CompactionSummary(inferences=(summary.strip(),)), covers_from=lo,

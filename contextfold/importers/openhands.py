@@ -199,12 +199,6 @@ def state_model(value: Any) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
-def _source_id(e: dict[str, Any], i: int) -> Any:
-    """An event's id as a condensation names it (its index when it has none)."""
-    eid = e.get("id", i)
-    return eid if isinstance(eid, int | str) else i
-
-
 def _forgotten(args: dict[str, Any], before: list[dict[str, Any]]) -> list[Any]:
     """The ids a condensation action forgets: its ``forgotten_event_ids``, or every id of the
     earlier events from ``forgotten_events_start_id`` to ``forgotten_events_end_id``."""
@@ -234,19 +228,16 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
     batches = _batches(events)
     call_of_action: dict[Any, str] = {}
     in_batch = {j for first, members in batches.items() for j in members if j != first}
-    condensations = Condensations()
-    made_by: Any = None
-    since = len(run.events)
+    condensations = Condensations(run)
     for i, e in enumerate(events):
-        condensations.made(made_by, since + 1, len(run.events))  # what the last event became
-        made_by, since = _source_id(e, i), len(run.events)
+        condensations.begin(e, i)
         p = (*path, i)
         action, observation = e.get("action"), e.get("observation")
         if isinstance(action, str):
             args = _args(e)
             source = e.get("source")
             if action == "condensation":
-                condensations.condense(run, _forgotten(args, events[:i]), args.get("summary"), p)
+                condensations.condense(_forgotten(args, events[:i]), args.get("summary"), p)
                 continue
             if action in _SKIP_ACTIONS:
                 continue

@@ -157,13 +157,9 @@ def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,
     objs = [require_obj(e, (*path, i), "an OpenHands event object") for i, e in enumerate(events)]
     run = RunBuilder(model=model, agent=agent)
     batches = _batches(objs)
-    condensations = Condensations()
-    made_by: Any = None
-    since = len(run.events)
+    condensations = Condensations(run)
     for i, e in enumerate(objs):
-        condensations.made(made_by, since + 1, len(run.events))  # what the last event became
-        eid = e.get("id", i)
-        made_by, since = eid if isinstance(eid, str | int) else i, len(run.events)
+        condensations.begin(e, i)
         p = (*path, i)
         kind = e.get("kind")
         if kind in _SKIPPED or (kind == "ActionEvent" and i not in batches):
@@ -171,7 +167,7 @@ def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,
         if kind == "Condensation":
             ids = e.get("forgotten_event_ids")
             forgotten = [x for x in ids if isinstance(x, str | int)] if isinstance(ids, list) else []
-            condensations.condense(run, forgotten, e.get("summary"), p)
+            condensations.condense(forgotten, e.get("summary"), p)
             continue
         if kind == "SystemPromptEvent":
             prompt = [e.get("system_prompt"), *([e["dynamic_context"]] if e.get("dynamic_context") else [])]
