@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from contextfold.domain.canonical import compact_json
+from contextfold.domain.canonical import compact_json, quote
 from contextfold.projections.graphemes import head_chars
 
 __all__ = [
@@ -307,7 +307,8 @@ class JsonPieces:
     def _whole_atom(self, value: Any) -> Atom:
         atom = self._whole.get(id(value))
         if atom is None:
-            text = compact_json(value)  # dump's text: the pieces must add up to its renders
+            # dump's text: the pieces must add up to its renders (a string's is its quoted form)
+            text = quote(value) if type(value) is str else compact_json(value)
             atom = self._whole[id(value)] = (self._keep(text), _split_of(text, True))
         return atom
 
@@ -343,8 +344,13 @@ class JsonPieces:
         return out
 
     def _emit(self, value: Any, knob: int, stats: ShrinkStats, top: bool, out: list[Atom | _Run]) -> None:
+        if not top and not isinstance(value, list | dict) and knob >= self._saturation_of(value):
+            # a scalar, or a string the knob keeps whole: its text and split, made once (a
+            # cut's ~17 probes render most of a value's members alike)
+            out.append(self._whole_atom(value))
+            return
         if isinstance(value, str):
-            text = json.dumps(_shrunk_string(value, knob, stats), ensure_ascii=False)
+            text = quote(_shrunk_string(value, knob, stats))
             out.append((text, _split_of(text, True)))
             return
         if not isinstance(value, list | dict):
@@ -379,7 +385,7 @@ class JsonPieces:
                     self._items(value[:head], knob, stats, out)
                 if head:
                     out.append((",", None))
-                marker = json.dumps(f"… {n - level} items omitted", ensure_ascii=False)
+                marker = quote(f"… {n - level} items omitted")
                 out.append((marker, _split_of(marker, True)))
                 if tail:
                     out.append((",", None))
@@ -396,13 +402,13 @@ class JsonPieces:
             stats.kept.append((1, len(keep)))
         out.append(("{", None))
         for i, (key, member) in enumerate(keep):
-            name = ("," if i else "") + json.dumps(key, ensure_ascii=False) + ":"
+            name = ("," if i else "") + quote(key) + ":"
             out.append((name, _split_of(name, False)))
             self._emit(member, knob, stats, False, out)
         if len(members) > level:
             stats.omitted += len(members) - level
-            marker = (("," if keep else "") + json.dumps(marker_key([k for k, _ in keep]), ensure_ascii=False)
-                      + ":" + json.dumps(f"{len(members) - level} members omitted", ensure_ascii=False))
+            marker = (("," if keep else "") + quote(marker_key([k for k, _ in keep]))
+                      + ":" + quote(f"{len(members) - level} members omitted"))
             out.append((marker, _split_of(marker, True)))
         out.append(("}", None))
 
