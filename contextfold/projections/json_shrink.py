@@ -307,8 +307,7 @@ class JsonPieces:
     def _whole_atom(self, value: Any) -> Atom:
         atom = self._whole.get(id(value))
         if atom is None:
-            # dump's text: the pieces must add up to its renders (a string's is its quoted form)
-            text = quote(value) if type(value) is str else compact_json(value)
+            text = compact_json(value)  # dump's text: the pieces must add up to its renders
             atom = self._whole[id(value)] = (self._keep(text), _split_of(text, True))
         return atom
 
@@ -344,21 +343,20 @@ class JsonPieces:
         return out
 
     def _emit(self, value: Any, knob: int, stats: ShrinkStats, top: bool, out: list[Atom | _Run]) -> None:
-        if not top and not isinstance(value, list | dict) and knob >= self._saturation_of(value):
-            # a scalar, or a string the knob keeps whole: its text and split, made once (a
-            # cut's ~17 probes render most of a value's members alike)
+        container = isinstance(value, list | dict)
+        if not top and knob >= self._saturation_of(value) and (
+                not container or len(value) <= _WHOLE_ATOM_CHILDREN):
+            # kept whole (a scalar, a string, a small subtree): its text and split, made once per
+            # value (a cut's ~17 probes render most of a value's members alike)
             out.append(self._whole_atom(value))
             return
         if isinstance(value, str):
             text = quote(_shrunk_string(value, knob, stats))
             out.append((text, _split_of(text, True)))
             return
-        if not isinstance(value, list | dict):
+        if not container:  # a scalar at the top
             text = json.dumps(value)
             out.append((text, _split_of(text, True)))
-            return
-        if not top and len(value) <= _WHOLE_ATOM_CHILDREN and knob >= self._saturation_of(value):
-            out.append(self._whole_atom(value))
             return
         level = -(-knob // STEPS_PER_ITEM)
         if isinstance(value, list):
