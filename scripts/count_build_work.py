@@ -20,14 +20,15 @@ Modes:
   the interpreter, which ``cProfile`` (that slows every call) and sampling profilers (that
   miss short builds) blur.
 
-The loop is ``profile_build.py``'s: each turn's messages appended to a SQLite store and
-folded, one untimed warm-up pair, then per turn ``neutral`` (the ``first`` build) and
-``openai-chat`` (``second``), and the context-built record appended. The cyclic GC is off
+The loop is ``profile_build.py``'s (its ``drive``): each turn's messages appended to a SQLite
+store and folded, one untimed warm-up pair, then per turn ``neutral`` (the ``first`` build),
+``openai-chat`` (``second``) and ``openai-chat`` again (``rebuild``), and the context-built
+record appended. The cyclic GC is off
 (a collection lands in whichever build allocates when it is due: it would make the count
 depend on the heap's history).
 
 Usage:
-  .venv/bin/python scripts/count_build_work.py [--runs 10] [--budget 3000] [--kind first|second]
+  .venv/bin/python scripts/count_build_work.py [--runs 10] [--budget 3000] [--kind first|second|rebuild]
   .venv3.12/bin/python scripts/count_build_work.py --bytecodes [--split plain|cut|all]
 """
 
@@ -36,7 +37,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import json
 import os
 import re
 import shutil
@@ -51,52 +51,38 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_build as bb
+import profile_build as pb
 
-from contextfold.api import render_request
-from contextfold.domain.events import RunStarted
 from contextfold.domain.manifest import BuildConfig
-from contextfold.projections import builder
-from contextfold.projections.fold import fold_event, new_state
-from contextfold.store.event_store import EventStore
 
 _TOGGLE_C = "#include <valgrind/callgrind.h>\nvoid cg_toggle(void) { CALLGRIND_TOGGLE_COLLECT; }\n"
 _REPO = str(Path(__file__).resolve().parents[1]) + "/"
 
 
+class _Counted(pb.Probe):
+    """``profile_build``'s probe, with ``around(build)`` running the builds of one kind (the
+    others run plain, untimed); ``counted`` is how many it ran."""
+
+    def __init__(self, kind: str, around: Callable[[Callable[[], Any]], Any]) -> None:
+        super().__init__()
+        self._kind, self._around = kind, around
+        self.counted = 0
+
+    def build(self, kind: str, state: Any, config: BuildConfig, prof: Any) -> Any:
+        def run() -> Any:
+            return pb.build_first(state, config)  # every kind builds alike; only the loop differs
+        if kind != self._kind:
+            return run()
+        self.counted += 1
+        return self._around(run)
+
+
 def drive(runs: int, budget: int, kind: str, around: Callable[[Callable[[], Any]], Any]) -> int:
-    """The agent loop over the first ``runs`` tau-bench runs; ``around(build)`` runs each
-    build of ``kind`` (the others run plain). Returns the number of turns."""
-    with bb.TAU.open() as fh:
-        data = json.load(fh)[:runs]
-    store = EventStore(f"sqlite:///{tempfile.mkdtemp(prefix='cf-count-')}/runs.db")
-    first = BuildConfig(provider="neutral", window=budget + bb.RESERVE, reserve=bb.RESERVE)
-    second = BuildConfig(provider="openai-chat", window=budget + bb.RESERVE, reserve=bb.RESERVE)
-    turns_done = 0
-    for n, run in enumerate(data):
-        traj = run["traj"]
-        events = bb.to_events(traj)
-        run_id = f"tau-{n}"
-        state = new_state(run_id)
-        for rec in store.append(run_id, [RunStarted(agent="count", model="gpt-4o")]):
-            fold_event(state, rec)
-        fed = 0
-        for t in bb.assistant_turns(traj):
-            for rec in store.append(run_id, events[fed:t]):
-                fold_event(state, rec)
-            fed = t
-            if n == 0 and turns_done == 0:  # warms imports and the process-wide tables
-                builder.build_context(state, first, render=render_request)
-                builder.build_context(state, second, render=render_request)
-            for config, name in ((first, "first"), (second, "second")):
-                def build(config: BuildConfig = config, state: Any = state) -> Any:
-                    return builder.build_context(state, config, render=render_request)
-                result = around(build) if name == kind else build()
-            turns_done += 1
-            for rec in store.append(run_id, [result.record()]):
-                fold_event(state, rec)
-    store.close()
-    return turns_done
+    """``profile_build``'s agent loop over the first ``runs`` tau-bench runs, each build of
+    ``kind`` run by ``around(build)``. Returns how many builds that was."""
+    probe = _Counted(kind, around)
+    pb.drive(probe, pb.turns_a(runs), budget, None, lambda msg: None)
+    return probe.counted
 
 
 def instructions(args: argparse.Namespace) -> int:
@@ -191,7 +177,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="tau-bench runs (default 10: ~140 turns)")
     parser.add_argument("--budget", type=int, default=3000)
-    parser.add_argument("--kind", choices=("first", "second"), default="first",
+    parser.add_argument("--kind", choices=pb.KINDS, default="first",
                         help="which build of a turn to count")
     parser.add_argument("--bytecodes", action="store_true", help="bytecodes by function (Python 3.12+)")
     parser.add_argument("--split", choices=("all", "plain", "cut"), default="all",
