@@ -77,11 +77,12 @@ class _Counted(pb.Probe):
         return self._around(run)
 
 
-def drive(runs: int, budget: int, kind: str, around: Callable[[Callable[[], Any]], Any]) -> int:
-    """``profile_build``'s agent loop over the first ``runs`` tau-bench runs, each build of
-    ``kind`` run by ``around(build)``. Returns how many builds that was."""
-    probe = _Counted(kind, around)
-    pb.drive(probe, pb.turns_a(runs), budget, None, lambda msg: None)
+def drive(args: argparse.Namespace, around: Callable[[Callable[[], Any]], Any]) -> int:
+    """``profile_build``'s agent loop over the first ``args.runs`` tau-bench runs, each build of
+    ``args.kind`` run by ``around(build)``. Returns how many builds that was."""
+    probe = _Counted(args.kind, around)
+    pb.drive(probe, pb.turns_a(args.runs), args.budget, None, lambda msg: None,
+             first_provider=args.first_provider)
     return probe.counted
 
 
@@ -123,7 +124,7 @@ def instructions(args: argparse.Namespace) -> int:
         finally:
             helper.cg_toggle()
 
-    print(f"turns {drive(args.runs, args.budget, args.kind, around)}")
+    print(f"turns {drive(args, around)}")
     return 0
 
 
@@ -160,7 +161,7 @@ def bytecodes(args: argparse.Namespace) -> int:
             kept += 1
         return result
 
-    drive(args.runs, args.budget, args.kind, around)
+    drive(args, around)
     monitoring.free_tool_id(tool)
     total = sum(counts.values())
     n = max(kept, 1)
@@ -182,6 +183,8 @@ def main() -> int:
     parser.add_argument("--bytecodes", action="store_true", help="bytecodes by function (Python 3.12+)")
     parser.add_argument("--split", choices=("all", "plain", "cut"), default="all",
                         help="with --bytecodes: every build, or those that cut (or not) a text")
+    parser.add_argument("--first-provider", choices=("neutral", "openai-chat"), default="neutral",
+                        help="the provider of each turn's first build (as in profile_build.py)")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
     gc.disable()
