@@ -18,11 +18,12 @@ Two layers, both raising :class:`RenderError` that names the offending message:
 The OpenAI and Anthropic request types are TypedDicts. Pydantic validates their
 ``Iterable[...]`` fields lazily (a ``ValidatorIterator``), and TypedDicts ignore
 unknown keys, so a plain ``TypeAdapter.validate_python`` proves little. We
-therefore drain every lazy iterable (which runs the nested validation) and
-compare the validated value with the body: a key the SDK type dropped is a key
-it does not know, and is reported as an error. Gemini's types are pydantic
-models with ``extra="forbid"`` and camelCase aliases, so they validate the
-REST body directly, field by field (``model`` is in the URL, not the body).
+therefore validate with a strict, eager copy of the type's core schema
+(:mod:`.strict_schema`): unknown keys forbidden, iterables validated as lists,
+unions told apart by their ``type``/``role`` tag; one pass in pydantic-core.
+Gemini's types are pydantic models with ``extra="forbid"`` and camelCase
+aliases, so they validate the REST body directly, field by field (``model`` is
+in the URL, not the body).
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ import operator
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from pydantic import ValidationError
-
 from contextfold.domain.errors import RenderError
 from contextfold.projections.render.protocol import PROVIDERS, Provider, check_protocol, parse_provider
+from contextfold.projections.render.strict_schema import TAG_MARK, strict_core_schema
 from contextfold.projections.request_json import all_remembered, canonical_text, is_remembered, on_clear
 
 __all__ = [
@@ -97,6 +97,14 @@ def _typed_dict_adapter(provider: Provider) -> Any:
             raise AssertionError("gemini uses pydantic models, not a TypedDict")
 
 
+@functools.cache
+def _strict_validator(provider: Provider) -> Any:
+    """The SDK request type's validator made strict and eager (:mod:`.strict_schema`)."""
+    from pydantic_core import SchemaValidator
+
+    return SchemaValidator(strict_core_schema(_typed_dict_adapter(provider).core_schema))
+
+
 class _SdkMismatch(Exception):
     def __init__(self, path: _Path, message: str, detail: Any = None) -> None:
         super().__init__(message)
@@ -105,36 +113,37 @@ class _SdkMismatch(Exception):
         self.detail = detail
 
 
-def _drain(value: Any, path: _Path) -> Any:
-    """Materialise lazy ``ValidatorIterator``s (running their validation), recursively."""
-    if isinstance(value, dict):
-        return {k: _drain(v, (*path, k)) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_drain(v, (*path, i)) for i, v in enumerate(value)]
-    if type(value).__name__ == "ValidatorIterator":
-        out: list[Any] = []
-        iterator = iter(value)
-        while True:
-            try:
-                item = next(iterator)
-            except StopIteration:
-                return out
-            except ValidationError as exc:
-                raise _SdkMismatch((*path, len(out)), _summary(exc), exc.errors()) from exc
-            out.append(_drain(item, (*path, len(out))))
-    return value
+def _body_path(body: Any, loc: tuple[Any, ...]) -> _Path:
+    """The path in ``body`` of an error's ``loc``, without the union tags and member labels
+    pydantic puts in it: a tag starts with :data:`TAG_MARK`, and a label (``typed-dict[...]``)
+    is no key or index of the node it follows."""
+    path: list[str | int] = []
+    node = body
+    for step in loc:
+        if isinstance(step, str) and step.startswith(TAG_MARK):
+            continue
+        if isinstance(node, dict):
+            if step in node:
+                path.append(step)
+                node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            path.append(step)
+            node = node[step]
+    return tuple(path)
 
 
-def _unknown_key(body: Any, validated: Any, path: _Path) -> None:
-    """Raise for the first key of ``body`` that the validated value lacks."""
-    if isinstance(body, dict) and isinstance(validated, dict):
-        for key, value in body.items():
-            if key not in validated:
-                raise _SdkMismatch((*path, key), f"unknown key {key!r} for the SDK type")
-            _unknown_key(value, validated[key], (*path, key))
-    elif isinstance(body, list) and isinstance(validated, list):
-        for i, (a, b) in enumerate(zip(body, validated, strict=False)):
-            _unknown_key(a, b, (*path, i))
+def _mismatch(body: Mapping[str, Any], exc: Any) -> _SdkMismatch:
+    """The strict validator's ``exc`` as a mismatch at a path of ``body``. A union's errors come
+    one per member: the one that went deepest into the body names the offending node (``input:
+    str | list``'s string branch says little)."""
+    errors = exc.errors()
+    paths = [_body_path(body, tuple(e["loc"])) for e in errors]
+    deepest = max(range(len(paths)), key=lambda i: len(paths[i]), default=None)
+    path = () if deepest is None else paths[deepest]
+    error = {} if deepest is None else errors[deepest]
+    unknown = error.get("type") == "extra_forbidden" and path
+    message = f"unknown key {path[-1]!r} for the SDK type" if unknown else error.get("msg", "invalid")
+    return _SdkMismatch(path, f"{message} ({len(errors)} error(s))", errors)
 
 
 def _summary(exc: Any) -> str:
@@ -197,10 +206,9 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
             candidate = dict(body)
             candidate.setdefault("model", "model-set-by-caller")
             try:
-                validated = _typed_dict_adapter(name).validate_python(candidate)
+                _strict_validator(name).validate_python(candidate)
             except ValidationError as exc:
-                raise _SdkMismatch((), _summary(exc), exc.errors()) from exc
-            _unknown_key(candidate, _drain(validated, ()), ())
+                raise _mismatch(candidate, exc) from exc
     except _SdkMismatch as bad:
         if len(bad.path) > 1 and isinstance(bad.path[1], int) and bad.path[0] in kept_index:
             bad.path = (bad.path[0], kept_index[str(bad.path[0])][bad.path[1]], *bad.path[2:])
