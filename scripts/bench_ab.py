@@ -16,7 +16,9 @@ says the change is meant to alter the output.
 Series (p50 per side, and the paired ratio):
 
 - ``neutral``: the first build of a turn (pays the turn's new events);
-- ``openai``: openai-chat built next (the second provider of the turn);
+- ``openai``: openai-chat built next (the second provider of the turn); with ``--first-provider
+  openai-chat`` it is built first (what a runtime that builds for one provider pays) and
+  ``neutral`` second;
 - ``rebuild``: openai-chat again with nothing new (B only; ``--reps`` per turn);
 - ``write`` (with ``--write``): the durable write of the turn's context-built record, made as
   each version makes it (``BuildResult.record`` where it exists) and appended to its store.
@@ -133,7 +135,8 @@ class Side:
 
 
 def run_turns(sides: dict[str, Side], runs: list[tuple[str, list[dict[str, Any]], list[int]]],
-              reps: int, same_output: bool, write: bool = False) -> dict[str, dict[str, list[float]]]:
+              reps: int, same_output: bool, write: bool = False, openai_first: bool = False
+              ) -> dict[str, dict[str, list[float]]]:
     times: dict[str, dict[str, list[float]]] = {
         k: {"neutral": [], "openai": [], "rebuild": [], "write": []} for k in sides}
     pairs = 0
@@ -146,8 +149,12 @@ def run_turns(sides: dict[str, Side], runs: list[tuple[str, list[dict[str, Any]]
             for name in order:
                 side = sides[name]
                 side.feed(t)
-                dn, hn = side.build(side.neutral)
-                do, ho = side.build(side.openai)
+                if openai_first:  # a runtime that builds for one provider: its build pays the turn
+                    do, ho = side.build(side.openai)
+                    dn, hn = side.build(side.neutral)
+                else:
+                    dn, hn = side.build(side.neutral)
+                    do, ho = side.build(side.openai)
                 times[name]["neutral"].append(dn)
                 times[name]["openai"].append(do)
                 hashes[name] = (hn, ho)
@@ -190,6 +197,9 @@ def main() -> int:
     ap.add_argument("--write", action="store_true",
                     help="also time the durable write of each turn's context-built record (then folded: "
                          "later turns see it, as in bench_build.py)")
+    ap.add_argument("--first-provider", choices=("neutral", "openai-chat"), default="neutral",
+                    help="which build of a turn comes first and pays its new events (openai-chat: what "
+                         "a runtime that builds for one provider pays, as in profile_build.py)")
     ap.add_argument("--changes-output", action="store_true",
                     help="the change alters requests: time it without requiring equal hashes")
     args = ap.parse_args()
@@ -214,7 +224,8 @@ def main() -> int:
             reps = 0 if args.reps is None else args.reps
         sides = {"base": Side("contextfold_base", budget, folder), "new": Side("contextfold", budget, folder)}
         gc.collect()
-        times = run_turns(sides, runs, reps, not args.changes_output, args.write)
+        times = run_turns(sides, runs, reps, not args.changes_output, args.write,
+                          openai_first=args.first_provider == "openai-chat")
         if args.workload == "B":  # the first turn only warmed both sides up
             drop: Callable[[list[float]], list[float]] = lambda xs: xs[1:]  # noqa: E731
             for side in times.values():
@@ -222,6 +233,7 @@ def main() -> int:
                 side["rebuild"] = side["rebuild"][reps:]
                 side["write"] = drop(side["write"])
         report(times, f"{args.base} ({commit[:10]})")
+        print(f"first build of each turn: {args.first_provider}")
     return 0
 
 
