@@ -27,6 +27,8 @@ record the build). Timed separately:
   conversation) and ``openai-chat`` (rendered and validated OpenAI Chat Completions
   body); the config's ``window - reserve`` equals the peers' budget. The neutral
   build comes first in each turn and pays the per-event work;
+- ``1-prov``: openai-chat as the only build of each turn, in a recording of its own: what a
+  runtime that builds for one provider pays per turn (the per-event work and the render);
 - ``copy``: ``result.request`` of the openai-chat build, the caller's deep copy of
   the body as a dict (made on first access: the builder keeps and reuses its own
   message dicts), for callers who pass keyword arguments to an SDK or edit the body;
@@ -529,6 +531,8 @@ class CfSeries:
     """Bytes of each context-built record's canonical JSON (hash chained and verified)."""
     record_stored: list[int] = field(default_factory=list)
     """Bytes of each record's row as stored (large ones as zstd frames: ``store.compression``)."""
+    one_provider: Series | None = None
+    """openai-chat as the only build of each turn (``bench_cf(one_provider=True)``)."""
 
     def absorb(self, other: CfSeries) -> None:
         """Add ``other``'s builds (more runs of the same workload) to these series."""
@@ -569,7 +573,7 @@ def _stored_bytes(store: EventStore, run_id: str, position: int) -> int:
 
 
 def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budget: int,
-             workload: str, store: EventStore, warm_up: bool = True) -> CfSeries:
+             workload: str, store: EventStore, warm_up: bool = True, one_provider: bool = False) -> CfSeries:
     """convs: (run id, messages, turn indices, OpenAI input tokens per turn).
 
     The agent loop per turn: append the new messages (one transaction), fold the records
@@ -577,13 +581,18 @@ def bench_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budge
     with nothing new (timed apart: the per-build floor), append the ContextBuilt record of
     the openai-chat build (timed as the durable write), fold it and drop it. ``warm_up``: a
     full collection first and one untimed build of each config at the first turn (a series
-    continued by :meth:`CfSeries.absorb` warms once).
+    continued by :meth:`CfSeries.absorb` warms once). ``one_provider``: openai-chat is the only
+    build of a turn (its series is ``openai``, variant ``1-prov``; no neutral build).
     """
     res = CfSeries(Series("contextfold", "neutral", workload), Series("contextfold", "openai", workload),
                    Series("contextfold", "write", workload), Series("contextfold", "rebuild", workload),
                    Series("contextfold", "copy", workload))
-    configs = ((res.neutral, BuildConfig(provider="neutral", window=budget + RESERVE, reserve=RESERVE)),
-               (res.openai, BuildConfig(provider="openai-chat", window=budget + RESERVE, reserve=RESERVE)))
+    configs: tuple[tuple[Series, BuildConfig], ...] = (
+        (res.neutral, BuildConfig(provider="neutral", window=budget + RESERVE, reserve=RESERVE)),
+        (res.openai, BuildConfig(provider="openai-chat", window=budget + RESERVE, reserve=RESERVE)))
+    if one_provider:
+        res.openai.variant = "1-prov"
+        configs = configs[1:]
     if warm_up:
         gc.collect()
     clock = GcClock()
@@ -651,7 +660,7 @@ def _drive_cf(convs: Iterable[tuple[str, list[Msg], list[int], list[int]]], budg
                          newest=any(f.id == newest for f in m.fragments))
             warm = False
             t0 = pc()
-            build_context(state, configs[1][1], render=render_request)
+            build_context(state, configs[-1][1], render=render_request)
             res.rebuild.times.append(pc() - t0)
             if openai_result is not None:
                 record = openai_result.record()
@@ -845,13 +854,15 @@ def report(series: list[Series], cf: dict[str, CfSeries]) -> None:
             print(f"  note {s.workload} {s.tool} {s.variant}: {s.note}")
     print()
     print("ratio = peer p50 / contextfold p50 (>1: contextfold is faster)")
-    print(f"{'workload':7s} {'peer':21s} {'peer p50 ms':>11s} {'vs neutral':>11s} {'vs openai':>10s}")
+    print(f"{'workload':7s} {'peer':21s} {'peer p50 ms':>11s} {'vs neutral':>11s} {'vs openai':>10s} "
+          f"{'vs 1-prov':>10s}")
     for wl, c in cf.items():
         for s in series:
             if s.workload != wl or s.tool == "contextfold":
                 continue
+            one = f"{s.p(0.5) / c.one_provider.p(0.5):>9.1f}x" if c.one_provider else f"{'-':>10s}"
             print(f"{wl:7s} {s.tool + ' ' + s.variant:21s} {s.p(0.5) * 1e3:>11.3f} "
-                  f"{s.p(0.5) / c.neutral.p(0.5):>10.1f}x {s.p(0.5) / c.openai.p(0.5):>9.1f}x")
+                  f"{s.p(0.5) / c.neutral.p(0.5):>10.1f}x {s.p(0.5) / c.openai.p(0.5):>9.1f}x {one}")
     print()
     for wl, c in cf.items():
         print(f"{wl}: contextfold incremental fold {c.folded} events in {c.fold_s:.2f}s "
@@ -865,10 +876,12 @@ def report(series: list[Series], cf: dict[str, CfSeries]) -> None:
               f"result.request (a dict deep copy of the openai body, beyond result.body_bytes) p50 "
               f"{c.copy.p(0.5) * 1e3:.3f} ms, p95 {c.copy.p(0.95) * 1e3:.3f} ms")
     print("contextfold's neutral build is the first of each turn: it pays the per-event work (new "
-          "fragments' facts, redaction, rendering) that the openai build then finds done.")
+          "fragments' facts, redaction, rendering) that the openai build then finds done. 1-prov: "
+          "openai-chat as the only build of each turn (a runtime that builds for one provider pays it).")
     for wl, c in cf.items():
         print(f"{wl}: cyclic GC inside the timed builds (kept in the figures above): "
-              + "; ".join(_gc_share(s) for s in (c.neutral, c.openai)))
+              + "; ".join(_gc_share(s) for s in (c.neutral, c.openai, *([c.one_provider] if c.one_provider
+                                                                         else []))))
 
 
 def _gc_share(s: Series) -> str:
@@ -890,14 +903,17 @@ def bench_a_interleaved(trajs: list[list[Msg]], turns: list[list[int]], in_token
     runs of the same code gave LangChain-plain/contextfold ratios of 1.7x and 1.2x. A run's
     builds by all five take ~0.1 s, so a drift reaches every tool alike and the ratios hold.
     Each series warms up once (its first run), as the tools did when run one after another."""
-    tools: list[tuple[str, str]] = [("contextfold", ""), ("langchain", "plain"), ("autogen", "plain"),
-                                    ("langchain", "memo"), ("autogen", "memo")]
+    tools: list[tuple[str, str]] = [("contextfold", ""), ("contextfold", "1-prov"), ("langchain", "plain"),
+                                    ("autogen", "plain"), ("langchain", "memo"), ("autogen", "memo")]
     cf: CfSeries | None = None
     peers: dict[tuple[str, str], Series] = {}
     for i, (traj, ts, n_in) in enumerate(zip(trajs, turns, in_tokens, strict=True)):
         first = i == 0
         for tool, variant in tools[i % len(tools):] + tools[:i % len(tools)]:
-            if tool == "contextfold":
+            if tool == "contextfold" and variant:  # a recording of its own: its first build is openai's
+                s = bench_cf([(f"tau-{i}-{workload[2:]}-1p", traj, ts, n_in)], budget, workload, store,
+                             warm_up=first, one_provider=True).openai
+            elif tool == "contextfold":
                 c = bench_cf([(f"tau-{i}-{workload[2:]}", traj, ts, n_in)], budget, workload, store,
                              warm_up=first)
                 if cf is None:
@@ -905,7 +921,7 @@ def bench_a_interleaved(trajs: list[list[Msg]], turns: list[list[int]], in_token
                 else:
                     cf.absorb(c)
                 continue
-            if tool == "langchain":
+            elif tool == "langchain":
                 s = bench_lc([(lc[i], ts, n_in)], budget, variant, workload, warm_up=first)
             else:
                 ag_msgs, bounds = ag[i]
@@ -918,7 +934,8 @@ def bench_a_interleaved(trajs: list[list[Msg]], turns: list[list[int]], in_token
         if (i + 1) % 50 == 0:
             print(f"  .. {workload}: {i + 1} of {len(trajs)} runs", file=sys.stderr, flush=True)
     assert cf is not None
-    return cf, [peers[t] for t in tools[1:]]
+    cf.one_provider = peers.pop(("contextfold", "1-prov"))
+    return cf, [peers[t] for t in tools[2:]]
 
 
 def main() -> int:
@@ -961,7 +978,7 @@ def main() -> int:
             wl = f"A {budget // 1000}k"
             c, peers = bench_a_interleaved(trajs, a_turns, a_in, lc_a, ag_a, budget, wl, store)
             cf[wl] = c
-            for s in (c.neutral, c.openai, *peers):
+            for s in (c.neutral, c.openai, *([c.one_provider] if c.one_provider else []), *peers):
                 log(s)
     if args.only != "A":
         t0 = time.perf_counter()
@@ -974,9 +991,12 @@ def main() -> int:
               f"{b_turns[0]}..{b_turns[-1]} (generated in {gen_s:.1f}s)", flush=True)
         wl = "B 128k"
         c = bench_cf([("synthetic-10k", syn, b_turns, b_in)], BUDGET_B, wl, store)
+        c.one_provider = bench_cf([("synthetic-10k-1p", syn, b_turns, b_in)], BUDGET_B, wl, store,
+                                  one_provider=True).openai
         cf[wl] = c
         log(c.neutral)
         log(c.openai)
+        log(c.one_provider)
         lc_b = to_lc(syn)
         ag_b, bd_b = to_ag(syn)
         ag_bounds = [bd_b[i] for i in b_turns]
