@@ -1,11 +1,13 @@
 """The openai-chat protocol check that takes groups it passed before whole gives, for any body,
 the verdict and the error of the full walk.
 
-Why a property test: skipping a known group (``protocol._PASSED_GROUPS``) must never pass a
-body the plain walk refuses, nor change its error. The reference below is that walk as it was
-before groups were kept. Bodies are drawn from one pool of remembered (immutable) dicts, so the
-groups kept from one body meet the next one in new company: answers missing, out of order or
-duplicated, groups cut short, tool names no longer declared.
+Why a property test: skipping a known group (``protocol._PASSED_GROUPS``), a run of known plain
+messages (``_PASSED_PLAIN``) or the check of a known tools list (``_DECLARED_TOOLS``) must never
+pass a body the plain walk refuses, nor change its error. The reference below is that walk as it
+was before anything was kept. Bodies are drawn from one pool of remembered (immutable) dicts, so
+the groups and messages kept from one body meet the next one in new company: answers missing,
+out of order or duplicated, groups cut short, a plain message while a call is open, tool names no
+longer declared.
 """
 
 from __future__ import annotations
@@ -47,9 +49,15 @@ repeating its id, an answer to no call, a dict of the caller's (never remembered
 role. The first 13 are remembered by each test (another test may have emptied the memos)."""
 
 
+TOOLS = {n: {"type": "function", "function": {"name": n}} for n in ("read", "run", "deploy")}
+"""Tool dicts remembered by each test, as a build's body holds them."""
+
+
 def _remember_pool() -> None:
     for message in POOL[:13]:
         remember(message)
+    for tool in TOOLS.values():
+        remember(tool)
     assert all(map(is_remembered, POOL[:13])) and not any(map(is_remembered, POOL[13:]))
 
 GROUPED = [[0], [1], [2], [3, 4], [5, 6, 7], [5, 7, 6], [8, 9], [10, 11], [12], [13], [14], [3], [5, 6]]
@@ -106,11 +114,14 @@ def test_skipping_known_groups_gives_the_plain_walks_verdict(bodies: list[list[i
     for picks in bodies:
         for names in tool_sets:  # the same messages under other declared tools
             messages = [POOL[i] for g in picks for i in GROUPED[g]]
-            body = {"model": "m", "messages": messages,
-                    "tools": [{"type": "function", "function": {"name": n}} for n in sorted(names)]}
-            expected = _outcome(_reference_walk, body)
-            assert _outcome(protocol.check_protocol, body) == expected
-            assert _outcome(protocol.check_protocol, body) == expected  # its groups now known
+            # the caller's own tool dicts, then remembered ones (whose names the next body with
+            # the same tools takes from the last one)
+            for tools in ([{"type": "function", "function": {"name": n}} for n in sorted(names)],
+                          [TOOLS[n] for n in sorted(names)]):
+                body = {"model": "m", "messages": messages, "tools": tools}
+                expected = _outcome(_reference_walk, body)
+                assert _outcome(protocol.check_protocol, body) == expected
+                assert _outcome(protocol.check_protocol, body) == expected  # its groups now known
 
 
 def test_a_known_group_is_taken_whole_and_a_changed_one_walked(monkeypatch: Any) -> None:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from itertools import repeat
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
-from contextfold.projections.request_json import all_remembered, on_clear
+from contextfold.projections.request_json import all_remembered, is_remembered, on_clear
 
 __all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider", "refuses_prefill"]
 
@@ -45,9 +47,9 @@ def _list(provider: str, body: Mapping[str, Any], key: str) -> list[Any]:
     value = body.get(key)
     if not isinstance(value, list):
         raise RenderError(provider, f"'{key}' must be a list")
-    for i, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise RenderError(provider, f"{key}[{i}] must be an object", index=i)
+    if not all(map(isinstance, value, repeat(dict))):  # (in C: a build's body has every item checked)
+        i = next(i for i, item in enumerate(value) if not isinstance(item, dict))
+        raise RenderError(provider, f"{key}[{i}] must be an object", index=i)
     return value
 
 
@@ -86,7 +88,56 @@ def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, type_requi
                   f"not {kind!r} (fix the schema where the tool is registered)")
 
 
-def _declared(provider: str, names: set[str], name: Any, index: int) -> None:
+_DECLARED_TOOLS: dict[str, tuple[tuple[object, ...], frozenset[Any]]] = {}
+"""provider -> the last tools list whose names and parameter schemas passed (remembered dicts,
+held: the same objects are the same tools) and the names it declares. A run's bodies hold the
+same few tools build after build; their checks were a fifth of an openai-chat protocol check."""
+on_clear(_DECLARED_TOOLS.clear)
+
+
+def _tool_names(provider: str, tools: list[Any], declare: Callable[[list[Any]], set[Any]]) -> frozenset[Any]:
+    """``declare(tools)``: the names the tools declare, after checking their names and schemas
+    (a RenderError for the first refused); taken from the last body when it had these tools."""
+    last = _DECLARED_TOOLS.get(provider)
+    if last is not None and len(last[0]) == len(tools) and all(map(operator.is_, last[0], tools)):
+        return last[1]
+    names = frozenset(declare(tools))
+    if all_remembered(tools):
+        _DECLARED_TOOLS[provider] = (tuple(tools), names)
+    return names
+
+
+def _chat_tools(tools: list[Any]) -> set[Any]:
+    p = "openai-chat"
+    declared = _names(p, {t.get("function", {}).get("name") for t in tools})
+    _object_schemas(p, [(t.get("function", {}).get("name"), t.get("function", {}).get("parameters", {}))
+                        for t in tools], type_required=False)
+    return declared
+
+
+def _responses_tools(tools: list[Any]) -> set[Any]:
+    p = "openai-responses"
+    declared = _names(p, {t.get("name") for t in tools if t.get("type") == "function"})
+    _object_schemas(p, [(t.get("name"), t.get("parameters", {})) for t in tools
+                        if t.get("type") == "function"], type_required=False)
+    return declared
+
+
+def _anthropic_tools(tools: list[Any]) -> set[Any]:
+    p = "anthropic"
+    declared = _names(p, {t.get("name") for t in tools})
+    _object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in tools], type_required=True)
+    return declared
+
+
+def _gemini_tools(tools: list[Any]) -> set[Any]:
+    declared: set[Any] = set()
+    for tool in tools:
+        declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
+    return _names("gemini", declared)
+
+
+def _declared(provider: str, names: AbstractSet[Any], name: Any, index: int) -> None:
     if name not in names:
         _fail(provider, f"tool {name!r} is used in history but not declared in 'tools'", index)
 
@@ -98,22 +149,33 @@ passed :func:`_check_openai_chat`. A long run's bodies hold the same ~100 groups
 build; walking them again was most of an openai-chat second build's protocol check."""
 _GROUPS_LIMIT = 50_000
 on_clear(_PASSED_GROUPS.clear)
+_PASSED_PLAIN: dict[int, dict[str, Any]] = {}
+"""id -> a remembered openai-chat message that passed with no call open and opens none (system,
+developer or user, or assistant without tool calls): it changes nothing the walk carries, so a
+run of them is skipped in one C-level scan. Most of a tau-bench request's ~11 messages."""
+on_clear(_PASSED_PLAIN.clear)
 
 
 def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
     """The walk over the messages. A group (an assistant message with tool calls and the tool
     messages answering it) that passed before is taken whole when it is the same remembered
     dicts and its tool names are still declared: at a group's start and end no call is open,
-    and what the walk checks inside it depends only on its dicts and the declared names."""
-    declared = _names(p, {t.get("function", {}).get("name") for t in body.get("tools") or []})
-    _object_schemas(p, [(t.get("function", {}).get("name"), t.get("function", {}).get("parameters", {}))
-                        for t in body.get("tools") or []], type_required=False)
+    and what the walk checks inside it depends only on its dicts and the declared names. A
+    message that opens no call and passed before is skipped when no call is open."""
+    declared = _tool_names(p, body.get("tools") or [], _chat_tools)
     messages = _list(p, body, "messages")
+    plain = list(map(operator.is_, map(_PASSED_PLAIN.get, map(id, messages)), messages))
     pending: list[str] = []
     asked_at = -1
     names: set[Any] = set()
     i, n = 0, len(messages)
     while i < n:
+        if not pending and plain[i]:
+            try:
+                i = plain.index(False, i)
+            except ValueError:
+                break
+            continue
         msg = messages[i]
         if not pending and (known := _PASSED_GROUPS.get(id(msg))) is not None and known[0] is msg:
             answers = known[1]
@@ -152,11 +214,22 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
                 names.add(name := call.get("function", {}).get("name"))
                 _declared(p, declared, name, i)
             pending, asked_at = list(ids), i
+            if not ids:
+                _keep_plain(msg)
         elif role not in ("system", "developer", "user"):
             _fail(p, f"unknown role {role!r}", i)
+        else:
+            _keep_plain(msg)
         i += 1
     if pending:
         _fail(p, f"assistant message {asked_at} has unanswered tool calls {pending}", asked_at)
+
+
+def _keep_plain(message: dict[str, Any]) -> None:
+    if is_remembered(message):
+        if len(_PASSED_PLAIN) >= _GROUPS_LIMIT:
+            _PASSED_PLAIN.clear()
+        _PASSED_PLAIN[id(message)] = message
 
 
 def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
@@ -168,9 +241,7 @@ def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
 
 
 def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
-    declared = _names(p, {t.get("name") for t in body.get("tools") or [] if t.get("type") == "function"})
-    _object_schemas(p, [(t.get("name"), t.get("parameters", {})) for t in body.get("tools") or []
-                        if t.get("type") == "function"], type_required=False)
+    declared = _tool_names(p, body.get("tools") or [], _responses_tools)
     open_calls: dict[str, int] = {}
     seen: set[Any] = set()
     for i, item in enumerate(_list(p, body, "input")):
@@ -255,9 +326,7 @@ def refuses_prefill(model: object) -> bool:
 
 
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
-    declared = _names(p, {t.get("name") for t in body.get("tools") or []})
-    _object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in body.get("tools") or []],
-                    type_required=True)
+    declared = _tool_names(p, body.get("tools") or [], _anthropic_tools)
     messages = _list(p, body, "messages")
     if not messages:
         _fail(p, "at least one message is required")
@@ -333,10 +402,7 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
 
 
 def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
-    declared: set[Any] = set()
-    for tool in body.get("tools") or []:
-        declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
-    _names(p, declared)
+    declared = _tool_names(p, body.get("tools") or [], _gemini_tools)
     expected: list[tuple[Any, Any]] = []
     seen: set[Any] = set()
     asked_at = -1

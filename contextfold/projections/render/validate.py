@@ -34,10 +34,18 @@ import operator
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
+from pydantic import ValidationError
+
 from contextfold.domain.errors import RenderError
 from contextfold.projections.render.protocol import PROVIDERS, Provider, check_protocol, parse_provider
 from contextfold.projections.render.strict_schema import TAG_MARK, strict_core_schema
-from contextfold.projections.request_json import all_remembered, canonical_text, is_remembered, on_clear
+from contextfold.projections.request_json import (
+    all_remembered,
+    canonical_text,
+    is_remembered,
+    misses,
+    on_clear,
+)
 
 __all__ = [
     "PROVIDERS",
@@ -62,12 +70,22 @@ _Path: TypeAlias = tuple[str | int, ...]
 # ------------------------------------------------------------------ SDK types
 
 
+_SDK_FOUND: set[str] = set()
+"""Providers whose SDK was found: once imported it stays (``sys.modules``), and a build asks."""
+
+
 def sdk_available(provider: str) -> bool:
     """Whether the official SDK for ``provider`` is importable here."""
+    name = parse_provider(provider)
+    if name in _SDK_FOUND:
+        return True
     try:
-        return importlib.util.find_spec(SDK_PACKAGES[parse_provider(provider)]) is not None
+        found = importlib.util.find_spec(SDK_PACKAGES[name]) is not None
     except ModuleNotFoundError:
         return False
+    if found:
+        _SDK_FOUND.add(name)
+    return found
 
 
 @functools.cache
@@ -155,7 +173,7 @@ def _summary(exc: Any) -> str:
 
 def _validate_gemini(body: Mapping[str, Any]) -> None:
     from google.genai import types
-    from pydantic import BaseModel, ValidationError
+    from pydantic import BaseModel
 
     fields: dict[str, type[BaseModel]] = {
         "systemInstruction": types.Content,
@@ -191,8 +209,6 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
     name = parse_provider(provider)
     if not sdk_available(name):
         return False
-    from pydantic import ValidationError
-
     body, kept_index = _unvalidated(name, body)
     header = None
     if all(not body.get(key) for key in (_HISTORY_KEY[name], "tools")):  # nothing new but the rest
@@ -255,7 +271,7 @@ def _unvalidated(name: Provider, body: Mapping[str, Any]
         if not isinstance(items, list):
             continue
         seen = list(map(_VALIDATED.setdefault(name, {}).get, map(id, items)))  # in C: ~1,000 per build
-        left = [] if None not in seen else [i for i, hit in enumerate(seen) if hit is None]
+        left = list(misses(seen))
         if len(left) < len(items):
             out = dict(body) if out is None else out
             out[key] = [items[i] for i in left]
