@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
 
 import pytest
-from pydantic import ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from pydantic_core import SchemaValidator
+from typing_extensions import TypedDict
 
 from contextfold.domain.conversation import Conversation, InstructionPart, MediaPart, UserMessage
 from contextfold.domain.errors import RenderError
 from contextfold.projections.render import render, validate_sdk_types
+from contextfold.projections.render.strict_schema import strict_core_schema
 from contextfold.projections.render.validate import _strict_validator, _typed_dict_adapter
 from tests.unit.test_render import (
     IMAGE,
@@ -186,3 +189,47 @@ def test_items_without_a_tag_or_with_a_null_one_reach_the_members_that_take_them
     body["model"] = "m"
     body["input"].append(item)
     assert strict_verdict("openai-responses", body) and lenient_verdict("openai-responses", body)
+
+
+class _Closed(TypedDict):
+    type: Literal["closed"]
+    a: int
+
+
+@with_config(ConfigDict(extra="allow"))
+class _Open(TypedDict):
+    type: Literal["open"]
+    a: int
+
+
+class _Untagged(TypedDict, total=False):
+    type: Literal["untagged"] | None
+    b: str
+
+
+class _Body(TypedDict):
+    one: _Closed | _Open
+    many: Iterable[_Closed | _Open | _Untagged]
+
+
+def test_the_edits_on_a_schema_of_our_own() -> None:
+    """What each edit does, on TypedDicts whose choices the SDKs' types do not isolate: unknown
+    keys are refused where the TypedDict would drop them and kept where it allows them; items of
+    an Iterable are checked at once; a union goes to the choices its tag names (a missing or null
+    tag to the one whose literal is optional and nullable)."""
+    validator = SchemaValidator(strict_core_schema(TypeAdapter(_Body).core_schema))
+
+    def ok(body: dict[str, Any]) -> bool:
+        try:
+            validator.validate_python(body)
+        except ValidationError:
+            return False
+        return True
+
+    closed, open_, untagged = {"type": "closed", "a": 1}, {"type": "open", "a": 1}, {"b": "x"}
+    assert ok({"one": closed, "many": [closed, open_, untagged, {**untagged, "type": None}]})
+    assert ok({"one": {**open_, "extra": 1}, "many": []})  # allowed by the TypedDict
+    assert not ok({"one": {**closed, "extra": 1}, "many": []})
+    assert not ok({"one": closed, "many": [{"type": "closed", "a": "not an int"}]})  # eager
+    assert not ok({"one": closed, "many": [{"type": "other", "a": 1}]})
+    assert not ok({"one": {"a": 1}, "many": []})  # no tag, and every choice of 'one' needs one

@@ -7,8 +7,12 @@ for a dropped key: two Python walks per node, most of the check's time (~50 us f
 openai-chat messages, a tenth of a build). The same verdict comes from the type's own core
 schema with three edits, applied to a copy:
 
-- every ``typed-dict`` and model forbids extra keys: an unknown key is an ``extra_forbidden``
-  error at its path, as the walk reported it;
+- every ``typed-dict`` that would drop unknown keys forbids them: an unknown key is an
+  ``extra_forbidden`` error at its path, as the walk reported it (a TypedDict declared to allow
+  them, as a tool's JSON Schema is, still does). The SDK's response models, which a request may
+  hold as content blocks, forbid them too: they allow extra keys so that a newer API's response
+  still parses, not because a request may carry them (the walk refused such a block's unknown
+  key through the TypedDict it matched first);
 - every ``generator`` (a lazy ``Iterable``) is a ``list``: its items are validated in the same
   pass (the lax list schema takes the lists and tuples a JSON body holds);
 - a ``union`` whose choices all hold a literal ``type`` (or ``role``) field becomes a
@@ -20,9 +24,7 @@ schema with three edits, applied to a copy:
 ``tests/unit/test_strict_schema.py`` compares the verdicts with the walk's on rendered bodies
 and every single mutation of them (a key added or removed anywhere, any value replaced): they
 agree, but for an empty JSON object where the type takes an array, refused now (the lazy
-``Iterable`` iterated it as no items; the API refuses it). Stricter by design, though no
-mutation reaches it: a dict the walk let through because it matched one of the SDK's response
-models (which allow extra keys) rather than a TypedDict now has its unknown keys refused too.
+``Iterable`` iterated it as no items; the API refuses it).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _edit(node: Any, definitions: Mapping[str, Any]) -> None:
     for value in node.values():
         _edit(value, definitions)
     kind = node.get("type")
-    if kind in ("typed-dict", "model-fields"):
+    if (kind == "typed-dict" and _drops_extra_keys(node)) or kind == "model-fields":
         node["extra_behavior"] = "forbid"
     elif kind == "model":
         node.setdefault("config", {})["extra_fields_behavior"] = "forbid"
@@ -66,6 +68,13 @@ def _edit(node: Any, definitions: Mapping[str, Any]) -> None:
         node["type"] = "list"
     elif kind == "union":
         _tag(node, definitions)
+
+
+def _drops_extra_keys(typed_dict: Mapping[str, Any]) -> bool:
+    """Whether a TypedDict schema drops unknown keys (pydantic's default). One that allows them
+    (Anthropic's ``InputSchemaTyped``: a tool's JSON Schema, any keyword) keeps allowing them."""
+    config = typed_dict.get("config") or {}
+    return (typed_dict.get("extra_behavior") or config.get("extra_fields_behavior")) in (None, "ignore")
 
 
 def _tag(union: dict[str, Any], definitions: Mapping[str, Any]) -> None:
