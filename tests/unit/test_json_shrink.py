@@ -51,6 +51,20 @@ def test_a_text_cut_after_a_word_end_counts_as_its_two_parts(text: str) -> None:
         assert len(ENCODE(text[:at])) + len(ENCODE(text[at:])) == whole, (text, at)
 
 
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_ALPHABET) | st.text(max_size=4), max_size=120).map("".join), st.booleans())
+def test_a_chunk_ends_after_the_last_word_end_of_its_window(text: str, ends_value: bool) -> None:
+    """``_split_of`` finds the last word end with one backward-greedy search: the same position as
+    the last of every word end in the window, found one by one."""
+    if ends_value and text and text[-1].isascii() and text[-1].isalnum():
+        want: int | None = len(text)
+    else:
+        want = None
+        for m in WORD_END.finditer(text, max(0, len(text) - json_shrink._SPLIT_WINDOW)):
+            want = m.end()
+    assert json_shrink._split_of(text, ends_value) == want
+
+
 def test_word_ends_add_up_on_real_json() -> None:
     rng = random.Random(5)
     rows = [{"id": f"INV{i:05d}", "n": rng.randint(-10**6, 10**6),
