@@ -91,7 +91,7 @@ def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, type_requi
 _DECLARED_TOOLS: dict[str, tuple[tuple[object, ...], frozenset[Any]]] = {}
 """provider -> the last tools list whose names and parameter schemas passed (remembered dicts,
 held: the same objects are the same tools) and the names it declares. A run's bodies hold the
-same few tools build after build; their checks were a fifth of an openai-chat protocol check."""
+same few tools build after build; their checks were a quarter of an openai-chat protocol check."""
 on_clear(_DECLARED_TOOLS.clear)
 
 
