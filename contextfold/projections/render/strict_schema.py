@@ -44,11 +44,11 @@ def strict_core_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A strict, eager copy of ``schema`` (a ``TypeAdapter``'s ``core_schema``); see the module."""
     out: dict[str, Any] = copy.deepcopy(dict(schema))
     definitions = {d["ref"]: d for d in out.get("definitions", ()) if isinstance(d, dict) and "ref" in d}
-    # The definitions first, so a union whose choice refers to a union defined there sees it
-    # tagged; then everything. A second visit re-applies the same edits, or tags a union made by
-    # the first (a tag's several choices) by another key: each edit keeps every verdict.
-    _edit(out.get("definitions", []), definitions)
-    _edit(out, definitions)
+    if out.get("type") == "definitions":  # the definitions first, so a union whose choice refers
+        _edit(out["definitions"], definitions)  # to a union defined there sees it tagged
+        _edit(out["schema"], definitions)
+    else:
+        _edit(out, definitions)
     return out
 
 
