@@ -534,6 +534,10 @@ class CfSeries:
     one_provider: Series | None = None
     """openai-chat as the only build of each turn (``bench_cf(one_provider=True)``)."""
 
+    def builds(self) -> tuple[Series, ...]:
+        """The timed build series: neutral, openai and, when it ran, the one-provider build."""
+        return (self.neutral, self.openai, *([self.one_provider] if self.one_provider else []))
+
     def absorb(self, other: CfSeries) -> None:
         """Add ``other``'s builds (more runs of the same workload) to these series."""
         for name in ("neutral", "openai", "write", "rebuild", "copy"):
@@ -880,8 +884,7 @@ def report(series: list[Series], cf: dict[str, CfSeries]) -> None:
           "openai-chat as the only build of each turn (a runtime that builds for one provider pays it).")
     for wl, c in cf.items():
         print(f"{wl}: cyclic GC inside the timed builds (kept in the figures above): "
-              + "; ".join(_gc_share(s) for s in (c.neutral, c.openai, *([c.one_provider] if c.one_provider
-                                                                         else []))))
+              + "; ".join(_gc_share(s) for s in c.builds()))
 
 
 def _gc_share(s: Series) -> str:
@@ -978,7 +981,7 @@ def main() -> int:
             wl = f"A {budget // 1000}k"
             c, peers = bench_a_interleaved(trajs, a_turns, a_in, lc_a, ag_a, budget, wl, store)
             cf[wl] = c
-            for s in (c.neutral, c.openai, *([c.one_provider] if c.one_provider else []), *peers):
+            for s in (*c.builds(), *peers):
                 log(s)
     if args.only != "A":
         t0 = time.perf_counter()
@@ -994,9 +997,8 @@ def main() -> int:
         c.one_provider = bench_cf([("synthetic-10k-1p", syn, b_turns, b_in)], BUDGET_B, wl, store,
                                   one_provider=True).openai
         cf[wl] = c
-        log(c.neutral)
-        log(c.openai)
-        log(c.one_provider)
+        for s in c.builds():
+            log(s)
         lc_b = to_lc(syn)
         ag_b, bd_b = to_ag(syn)
         ag_bounds = [bd_b[i] for i in b_turns]

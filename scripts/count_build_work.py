@@ -110,9 +110,9 @@ def instructions(args: argparse.Namespace) -> int:
         if proc.returncode:
             print(proc.stdout + proc.stderr, file=sys.stderr)
             return proc.returncode
-        turns = int(re.search(r"^turns (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
+        builds = int(re.search(r"^builds (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
         total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
-        print(f"{args.kind} builds: {turns}, instructions {total:,} ({total / turns:,.0f} per build); "
+        print(f"{args.kind} builds: {builds}, instructions {total:,} ({total / builds:,.0f} per build); "
               f"callgrind output {out}")
         return 0
     helper = ctypes.CDLL(os.environ["CONTEXTFOLD_CALLGRIND_HELPER"])
@@ -124,7 +124,7 @@ def instructions(args: argparse.Namespace) -> int:
         finally:
             helper.cg_toggle()
 
-    print(f"turns {drive(args, around)}")
+    print(f"builds {drive(args, around)}")
     return 0
 
 
