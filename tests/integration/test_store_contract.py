@@ -155,7 +155,9 @@ def _writer(url: str, runs: list[str], worker: int, count: int) -> None:
 def test_concurrent_writers_in_processes(store_url: str, shared_run: bool) -> None:
     EventStore(store_url).close()  # schema created once up front, as a deployment would
     workers, per_worker = 4, 25
-    ctx = mp.get_context("fork")
+    # spawn, not fork: the test process has threads (pytest-xdist's, a store's pool), and a fork
+    # copies their locks held; each writer starts fresh, as a deployment's workers do
+    ctx = mp.get_context("spawn")
     procs = []
     for w in range(workers):
         runs = ["shared"] if shared_run else [f"own-{w}"]
@@ -364,7 +366,7 @@ def _create(url: str) -> None:
 
 
 def test_schema_creation_is_safe_when_many_workers_start_at_once(store_url: str) -> None:
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_create, args=(store_url,)) for _ in range(6)]
     for p in procs:
         p.start()
