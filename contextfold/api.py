@@ -255,6 +255,22 @@ class Run:
                     raise
                 attempt += 1
 
+    def preview(self, provider: str = "neutral", *, window: int = 128_000, reserve: int | None = None,
+                model: str | None = None, in_flight: Literal["wait", "cancel"] = "cancel",
+                config: BuildConfig | None = None, progress: Progress | None = None) -> BuildResult:
+        """The next request as :meth:`build` would make it now, with nothing written to the log.
+
+        Why: a look at the next request (``contextfold manifest RUN``) was a live build, which
+        appends what it needs: a call still in flight was logged as cancelled while the agent's
+        tool ran, and a ``context_built`` record of a request no model was sent became the turn's
+        first record, the one ``replay --verify`` and audits check. The recovery events a build
+        would append are folded into a copy of the state only (the manifest's ``repairs`` name
+        them); ``in_flight="wait"`` raises PendingToolCallsError as a build would."""
+        cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
+                                       in_flight=in_flight)
+        with self._lock:  # the build writes to the state's memo: one thread at a time
+            return self._build_live(self._existing_state(progress), [], cfg, write=False)
+
     def _build_now(self, cfg: BuildConfig, *, record: bool, auto_compact: bool,
                    progress: Progress | None = None) -> BuildResult:
         """One attempt of a live build, from the log as it is now (the state catches up first)."""
@@ -268,11 +284,11 @@ class Run:
             return self._build_live(state, planned, cfg, record=record)
 
     def _build_live(self, state: RunState, planned: Sequence[AnyEvent], cfg: BuildConfig, *,
-                    record: bool = True) -> BuildResult:
+                    record: bool = True, write: bool = True) -> BuildResult:
         """The live build of ``state``: the run's state now with ``planned`` (events not yet in
         the log, e.g. a compaction's) folded in. ``planned``, the recovery events and the record
         are appended in one transaction once the build succeeds: a build that fails (a budget
-        error, a refused request) leaves the log unchanged."""
+        error, a refused request) leaves the log unchanged. Without ``write``, nothing is."""
         repairs: list[str] = []
         recovery = recovery_events(state, in_flight=cfg.in_flight)
         version = state.version - len(planned)
@@ -286,6 +302,8 @@ class Run:
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
                                repairs=repairs, calibration=self._calibration(state, cfg),
                                load_bytes=self.store.artifact)
+        if not write:
+            return result
         if planned or recovery:
             self.append(planned, recovery, [result.record(rebuild=False)] if record else [],
                         expected_version=version)
@@ -412,7 +430,9 @@ class Run:
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
                                repairs=repairs, calibration=self._calibration(state, cfg),
                                load_bytes=self.store.artifact)
-        if record and not records:
+        if record and not records and turn < last:
+            # A turn the model has not answered yet is not past: its record would stand before the
+            # live build's as the turn's first, the one replay and audits check.
             self._record(result, rebuild=True)
         return result
 

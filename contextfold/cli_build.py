@@ -46,11 +46,14 @@ SCHEMAS["manifest"] = ContextManifest.model_json_schema
 
 
 
-def _build_args(p: argparse.ArgumentParser) -> None:
+def _build_args(p: argparse.ArgumentParser, *, live: bool = True) -> None:
+    """The flags of a build; without ``live`` (``manifest``), no ``--retries``: its look at the
+    next request writes nothing, so it never conflicts."""
     p.add_argument("run", help="run id")
     p.add_argument("--turn", type=int, default=None, metavar="N",
                    help="rebuild turn N (the request that produced the N-th model response); "
-                        "default: the next request")
+                        "default: the next request" + ("" if live else ", previewed: nothing is written "
+                                                       "(build records it)"))
     p.add_argument("--provider", choices=PROVIDER_CHOICES, default="neutral",
                    help="request format (default: neutral message list)")
     p.add_argument("--model", default=None, type=nonempty("model name"),
@@ -61,6 +64,9 @@ def _build_args(p: argparse.ArgumentParser) -> None:
                    help="tokens of the window kept free for the model's output, tool calls and a "
                         "safety margin; the request gets window - reserve (default: 8000, or a "
                         "quarter of a window under 32000)")
+    if not live:
+        p.set_defaults(retries=0)  # a rebuild of a past turn never conflicts
+        return
     p.add_argument("--retries", type=int, default=0, metavar="N",
                    help="a live build that another writer beat to the run's end (it appended while "
                         "this one built) catches up and builds again, up to N more times, before "
@@ -68,12 +74,16 @@ def _build_args(p: argparse.ArgumentParser) -> None:
                         "by an attempt that lost")
 
 
-def _do_build(args: argparse.Namespace, store: Store, *, record: bool = True) -> BuildResult:
-    """The build the flags ask for, with a bar while a long run folds (seconds at 10,000 events)."""
+def _do_build(args: argparse.Namespace, store: Store, *, preview: bool = False) -> BuildResult:
+    """The build the flags ask for, with a bar while a long run folds (seconds at 10,000 events);
+    with ``preview``, the next request with nothing written (:meth:`Run.preview`)."""
     with fold_bar(store, args, f"building {args.run}") as advance:
-        return store.run(args.run).build(args.provider, window=args.window, reserve=args.reserve,
-                                         model=args.model, turn=args.turn, record=record,
-                                         retries=args.retries, progress=advance)
+        run = store.run(args.run)
+        if preview:
+            return run.preview(args.provider, window=args.window, reserve=args.reserve, model=args.model,
+                               progress=advance)
+        return run.build(args.provider, window=args.window, reserve=args.reserve, model=args.model,
+                         turn=args.turn, retries=args.retries, progress=advance)
 
 
 # ---------------------------------------------------------------- which record of a turn
@@ -277,7 +287,7 @@ register("build", "build the next request of a run (or rebuild --turn N) under a
 
 
 def _configure_manifest(p: argparse.ArgumentParser) -> None:
-    _build_args(p)
+    _build_args(p, live=False)
     p.add_argument("--record", type=record_choice, default=None, metavar="WHICH",
                    help="with --turn N: show that context_built record's manifest as it was recorded "
                         "(first, last, or K: 1-based, in log order) instead of turn N rebuilt from the "
@@ -301,9 +311,13 @@ def _handle_manifest(args: argparse.Namespace) -> int:
             picked = pick_record(store.run(args.run), args.turn, args.record)
             manifest = picked.manifest
             note = f"turn {args.turn}: {picked.label()}, as recorded"
+        elif args.turn is None:  # a look at the next request: no recovery events, no record
+            manifest = _do_build(args, store, preview=True).manifest
+            note = (f"turn {manifest.turn}, the next request, previewed: nothing was written (build "
+                    "records it, with any recovery events listed under protocol repairs)")
         else:
             manifest = _do_build(args, store).manifest
-            count = len(store.run(args.run).records(args.turn)) if args.turn is not None else 0
+            count = len(store.run(args.run).records(args.turn))
             if count > 1:  # the rebuild reproduces the first: say that the others exist
                 note = (f"turn {args.turn} has {count} context_built records; this is the first, rebuilt "
                         f"from the log (the one replay --verify checks): --record last|1..{count} "

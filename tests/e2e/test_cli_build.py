@@ -251,3 +251,35 @@ def test_audit_of_a_turn_lists_excluded_fragments_as_manifest_does(
     assert len(audit()) == EXCLUDED_SHOWN
     assert len(audit("--excluded", "1")) == 1
     assert len(audit("--excluded", "all")) > EXCLUDED_SHOWN
+
+
+def test_manifest_of_the_next_request_is_a_preview_that_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``manifest RUN`` on a run whose tool still ran logged the call as cancelled and recorded
+    a request no model was sent (as the turn's first record). It previews now; ``build`` writes."""
+    from contextfold.api import open_store
+    from contextfold.domain.events import ModelResponse, ToolCall, UserInput
+
+    store = f"sqlite:///{tmp_path / 'live.db'}"
+    with open_store(store) as s:
+        s.run("live").append(UserInput("list the files"),
+                             ModelResponse(tool_calls=[ToolCall(call_id="c1", name="ls", arguments="{}")]))
+
+    def types() -> list[str]:
+        with open_store(store) as s:
+            return [r.event.type for r in s.run("live").events()]
+
+    capsys.readouterr()
+    assert main(["--store", store, "manifest", "live"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("turn 2, the next request, previewed: nothing was written")
+    assert "tool_call_cancelled:c1" in out  # what a build would append, named
+    assert main(["--store", store, "manifest", "live", "--json"]) == 0
+    previewed = json.loads(capsys.readouterr().out)
+    assert types() == ["user_input", "model_response"]
+    with pytest.raises(SystemExit) as exit_info:  # nothing to retry: it never writes
+        main(["--store", store, "manifest", "live", "--retries", "1"])
+    assert exit_info.value.code == 2
+    assert main(["--store", store, "build", "live", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["manifest"] == previewed
+    assert types() == ["user_input", "model_response", "tool_call_cancelled", "context_built"]

@@ -83,7 +83,8 @@ def test_terminal_outputs_show_escapes_not_control_characters(
 
 def test_html_report_shows_escapes_and_no_markup(store: str, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    _run(capsys, "--store", store, "manifest", "evil", "--window", "600", "--reserve", "100")
+    # a build records the turn the report shows (a manifest of the next request writes nothing)
+    _run(capsys, "--store", store, "build", "evil", "--window", "600", "--reserve", "100")
     report = tmp_path / "r.html"
     assert main(["--store", store, "audit", "evil", "--html", str(report)]) == 0
     html = report.read_text()

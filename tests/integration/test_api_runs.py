@@ -200,6 +200,26 @@ def test_in_flight_calls_wait_or_cancel_by_policy(store_url: str) -> None:
         assert len(tool_msgs) == 1 and "CANCELLED" in tool_msgs[0]["content"]
 
 
+def test_a_preview_writes_nothing_and_shows_the_request_the_build_then_makes(store_url: str) -> None:
+    """``contextfold manifest RUN`` was a live build: it logged an in-flight call as cancelled
+    while the tool still ran, and its record of a request no model was sent became the turn's
+    first, the one replay and audits check. A preview appends nothing; the build after it makes
+    the same request."""
+    with open_store(store_url) as store:
+        run = store.run("preview")
+        run.append(UserInput("go"), _call("c1"))
+        with pytest.raises(PendingToolCallsError):
+            run.preview("openai-chat", in_flight="wait")
+        seen = run.preview("openai-chat", window=8_000, reserve=1_000)
+        assert run.version == 2 and run.records(seen.manifest.turn) == []  # nothing appended
+        assert "tool_call_cancelled:c1" in seen.manifest.repairs  # what a build would append
+        built = run.build("openai-chat", window=8_000, reserve=1_000)
+        assert [type(r.event) for r in run.events()][2:] == [ToolCallCancelled, ContextBuilt]
+        assert built.body_bytes == seen.body_bytes
+        assert built.manifest == seen.manifest
+        assert run.replay(turn=built.manifest.turn).ok
+
+
 def test_late_result_never_becomes_a_second_answer(store_url: str) -> None:
     with open_store(store_url) as store:
         run = store.run("late")
@@ -241,6 +261,20 @@ def test_rebuild_of_an_unrecorded_turn_records_once_marked_rebuild(store_url: st
         records = run.records(2)
         assert len(records) == 1 and records[0].rebuild
         assert a.manifest.request_hash == b.manifest.request_hash == records[0].request_hash
+
+
+def test_a_rebuild_of_the_turn_not_yet_answered_records_nothing(store_url: str) -> None:
+    """``manifest RUN --turn N`` for the turn being worked on recorded a rebuild of it, which
+    then stood before the live build's record as the turn's first: replay checked that one."""
+    with open_store(store_url) as store:
+        run = store.run("unanswered")
+        run.append(sample_events())
+        turn = run.next_turn()
+        run.build("openai-chat", turn=turn)
+        assert run.records(turn) == []
+        live = run.build("openai-chat")
+        assert [r.rebuild for r in run.records(turn)] == [False]
+        assert run.replay(turn=turn).ok and live.manifest.turn == turn
 
 
 WRITER = textwrap.dedent("""
