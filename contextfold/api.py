@@ -257,7 +257,8 @@ class Run:
 
     def preview(self, provider: str = "neutral", *, window: int = 128_000, reserve: int | None = None,
                 model: str | None = None, in_flight: Literal["wait", "cancel"] = "cancel",
-                config: BuildConfig | None = None, progress: Progress | None = None) -> BuildResult:
+                config: BuildConfig | None = None, auto_compact: bool = False,
+                progress: Progress | None = None) -> BuildResult:
         """The next request as :meth:`build` would make it now, with nothing written to the log.
 
         Why: a look at the next request (``contextfold manifest RUN``) was a live build, which
@@ -265,23 +266,23 @@ class Run:
         tool ran, and a ``context_built`` record of a request no model was sent became the turn's
         first record, the one ``replay --verify`` and audits check. The recovery events a build
         would append are folded into a copy of the state only (the manifest's ``repairs`` name
-        them); ``in_flight="wait"`` raises PendingToolCallsError as a build would."""
+        them), and so are the compactions of ``auto_compact``; ``in_flight="wait"`` raises
+        PendingToolCallsError as a build would."""
         cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
                                        in_flight=in_flight)
-        with self._lock:  # the build writes to the state's memo: one thread at a time
-            return self._build_live(self._existing_state(progress), [], cfg, write=False)
+        return self._build_now(cfg, record=False, auto_compact=auto_compact, progress=progress, write=False)
 
     def _build_now(self, cfg: BuildConfig, *, record: bool, auto_compact: bool,
-                   progress: Progress | None = None) -> BuildResult:
+                   progress: Progress | None = None, write: bool = True) -> BuildResult:
         """One attempt of a live build, from the log as it is now (the state catches up first)."""
         with self._lock:  # the build writes to the state's memo: one thread at a time
             state = self._existing_state(progress)  # a live build records its result: never into a new run
             if not auto_compact:
-                return self._build_live(state, [], cfg, record=record)
+                return self._build_live(state, [], cfg, record=record, write=write)
             from contextfold.compaction_api import plan_auto_compaction
 
             state, planned, _ = plan_auto_compaction(self, state, cfg)
-            return self._build_live(state, planned, cfg, record=record)
+            return self._build_live(state, planned, cfg, record=record, write=write)
 
     def _build_live(self, state: RunState, planned: Sequence[AnyEvent], cfg: BuildConfig, *,
                     record: bool = True, write: bool = True) -> BuildResult:

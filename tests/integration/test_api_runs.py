@@ -329,7 +329,11 @@ def test_build_with_auto_compact_masks_first_and_stays_replayable(store_url: str
                        ToolResult(call_id=f"c{i}", content="line of output\n" * 300, exit_code=0))
         plain = run.build("anthropic", window=8000, reserve=1000, record=False)
         assert plain.manifest.excluded["low_priority"] + plain.manifest.excluded["over_budget"] > 0
+        version = run.version
+        seen = run.preview("anthropic", window=8000, reserve=1000, auto_compact=True)
+        assert run.version == version  # the compaction planned, not written
         built = run.build("anthropic", window=8000, reserve=1000, auto_compact=True)
+        assert built.body_bytes == seen.body_bytes and built.manifest == seen.manifest
         strategies = [r.event.strategy for r in run.events() if r.event.type == "history_compacted"]
         assert strategies and strategies[0] == "mask"
         assert "never touch the billing schema" in json.dumps(built.request)
