@@ -239,6 +239,7 @@ class Run:
         A rebuild of a past turn records one marked ``rebuild`` only when the
         turn has no record yet (``retries`` does not apply: it never conflicts).
         ``progress(n)`` is told of the events folded before the build (see :meth:`state`).
+        :meth:`preview` makes the same next request and writes nothing.
         """
         cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
                                        in_flight=in_flight)
