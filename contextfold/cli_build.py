@@ -331,7 +331,8 @@ def _handle_manifest(args: argparse.Namespace) -> int:
     return 0
 
 
-register("manifest", "show what a request contains, layer by layer, and what was left out and why",
+register("manifest", "show what a request contains, layer by layer, and what was left out and why "
+         "(the next request is previewed: nothing is written)",
          _configure_manifest, _handle_manifest)
 
 
