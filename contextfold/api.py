@@ -14,7 +14,6 @@ version, so repeated ``state()`` calls in a loop cost only the new events.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import operator
 import os
@@ -23,13 +22,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from contextfold.domain.checked import checked
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import (
     ConcurrencyConflictError,
-    IntegrityError,
     InvalidInputError,
     RunNotFoundError,
     TurnNotFoundError,
@@ -48,11 +46,12 @@ from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state, check_observation
 from contextfold.projections.fold import fold, fold_event, new_state
-from contextfold.projections.past_states import state_at_turn, state_at_version
+from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.progress import Progress
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
-from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id
+from contextfold.rebuild_api import rebuild, replay
+from contextfold.replay_report import ReplayReport
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
 from contextfold.store.limits import StoreLimits
@@ -246,7 +245,7 @@ class Run:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidInputError(f"retries must be an integer >= 0, got {retries!r}")
         if turn is not None:
-            return self._rebuild(_checked_turn(turn), cfg, record=record, progress=progress)
+            return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress)
         attempt = 0
         while True:
             try:
@@ -310,7 +309,7 @@ class Run:
             self.append(planned, recovery, [result.record(rebuild=False)] if record else [],
                         expected_version=version)
         elif record:
-            self._record(result, rebuild=False)
+            self.append(result.record(rebuild=False))
         return result
 
     def _calibration(self, state: RunState, cfg: BuildConfig) -> Calibration | None:
@@ -363,9 +362,6 @@ class Run:
         check_observation(turn, input_tokens, windows)
         return self.append(usage)[0]
 
-    def _record(self, result: BuildResult, *, rebuild: bool) -> None:
-        self.append(result.record(rebuild=rebuild))
-
     def compact(self, strategy: Literal["mask", "summary"] = "mask", *, window: int | None = None,
                 dry_run: bool = False, **options: Any) -> Any:
         """Append a compaction event (raw events stay in the log).
@@ -395,71 +391,11 @@ class Run:
         return [r.event for r in self.store.events.read_type(self.run_id, "context_built")
                 if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
 
-    def _rebuild(self, turn: int, cfg: BuildConfig, *, record: bool,
-                 progress: Progress | None = None,
-                 records: list[ContextBuilt] | None = None) -> BuildResult:
-        """Rebuild ``turn`` (``records``: its records, when the caller has read them already: a
-        long run's records are megabytes of JSON each)."""
-        last = self.next_turn()
-        if not 1 <= turn <= last:
-            raise TurnNotFoundError(self.run_id, turn, last)
-        records = self.records(turn) if records is None else records
-        if records:
-            first = records[0]
-            # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
-            # run read and decoded every event)
-            events = self.events(upto=first.log_version)
-            try:
-                cfg = BuildConfig.model_validate(first.manifest["config"])
-            except (KeyError, ValidationError) as exc:  # a record not made by a builder
-                raise IntegrityError(f"run {self.run_id!r} turn {turn}: its first context_built record "
-                                     "holds no valid build config to rebuild it with") from exc
-            name = recorded_run_id(first, self.run_id)
-            if name != self.run_id:  # imported under a new name: its refs name the run it was built in
-                events = [dataclasses.replace(r, run_id=name) for r in events]
-            with counts_kept(self.store.events, self.run_id):
-                state = state_at_version(events, first.log_version, run_id=name,
-                                         artifact_tokens=self._artifact_tokens(), progress=progress)
-            # the recovery events that build appended (the builder re-derives its own repairs)
-            repairs = [r for r in first.manifest.get("repairs", ())
-                       if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
-        else:
-            events = self.events()
-            with counts_kept(self.store.events, self.run_id):
-                state = state_at_turn(events, turn, run_id=self.run_id,
-                                      artifact_tokens=self._artifact_tokens(), progress=progress)
-            repairs = []
-        result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
-                               repairs=repairs, calibration=self._calibration(state, cfg),
-                               load_bytes=self.store.artifact)
-        if record and not records and turn < last:
-            # A turn the model has not answered yet is not past: its record would stand before the
-            # live build's as the turn's first, the one replay and audits check.
-            self._record(result, rebuild=True)
-        return result
-
     def replay(self, turn: int, *, progress: Progress | None = None) -> ReplayReport:
         """Rebuild ``turn`` from the log and compare it with the turn's first record.
 
         ``progress(n)``: told of the events folded for the rebuild (see :meth:`state`)."""
-        turn = _checked_turn(turn)
-        records = self.records(turn)
-        if not records:
-            last = self.next_turn()
-            if not 1 <= turn <= last:
-                raise TurnNotFoundError(self.run_id, turn, last)
-            raise IntegrityError(f"run {self.run_id!r} turn {turn} has no context_built record to verify")
-        first = records[0]
-        result = self._rebuild(turn, BuildConfig(), record=False, progress=progress, records=records)
-        recorded = first.manifest
-        rebuilt = result.manifest.model_dump(mode="json")
-        diffs = [f"{key}: recorded {recorded.get(key)!r} != rebuilt {rebuilt.get(key)!r}"
-                 for key in ("request_hash", "cache_key", "config_hash", "selected_tokens")
-                 if recorded.get(key) != rebuilt.get(key)]
-        if not diffs and recorded != rebuilt:
-            diffs = [first_difference(recorded, rebuilt)]
-        return ReplayReport(turn=turn, ok=not diffs, differences=tuple(diffs), recorded=first,
-                            rebuilt=result.manifest)
+        return replay(self, _checked_turn(turn), progress=progress)
 
     def append(self, *events: AnyEvent | Iterable[AnyEvent],
                expected_version: int | None = None) -> list[RecordedEvent]:

@@ -1,0 +1,97 @@
+"""Rebuilding a stored run's turns (I/O): what the model saw at turn N, and its check.
+
+    result = rebuild(run, 3, BuildConfig(), record=True)   # Run.build(turn=3)
+    report = replay(run, 3)                                # Run.replay(3)
+
+Why functions over a :class:`~contextfold.api.Run`, apart from it: a rebuild reads the turn's
+records and the log up to what its first build folded, and only appends (a rebuild record)
+through ``Run.append``; the live build's path (catch-up, recovery, retries) stays in
+:mod:`contextfold.api`. The comparison and its wording live in :mod:`contextfold.replay_report`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from contextfold.domain.errors import IntegrityError, TurnNotFoundError
+from contextfold.domain.events import ContextBuilt
+from contextfold.domain.manifest import BuildConfig
+from contextfold.kept_counts import counts_kept
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.past_states import state_at_turn, state_at_version
+from contextfold.projections.progress import Progress
+from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id
+
+if TYPE_CHECKING:
+    from contextfold.api import Run
+
+__all__ = ["rebuild", "replay"]
+
+
+def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
+            records: list[ContextBuilt] | None = None) -> BuildResult:
+    """Rebuild ``turn`` (``records``: its records, when the caller has read them already: a
+    long run's records are megabytes of JSON each)."""
+    from contextfold.api import render_request
+
+    last = run.next_turn()
+    if not 1 <= turn <= last:
+        raise TurnNotFoundError(run.run_id, turn, last)
+    records = run.records(turn) if records is None else records
+    if records:
+        first = records[0]
+        # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
+        # run read and decoded every event)
+        events = run.events(upto=first.log_version)
+        try:
+            cfg = BuildConfig.model_validate(first.manifest["config"])
+        except (KeyError, ValidationError) as exc:  # a record not made by a builder
+            raise IntegrityError(f"run {run.run_id!r} turn {turn}: its first context_built record "
+                                 "holds no valid build config to rebuild it with") from exc
+        name = recorded_run_id(first, run.run_id)
+        if name != run.run_id:  # imported under a new name: its refs name the run it was built in
+            events = [dataclasses.replace(r, run_id=name) for r in events]
+        with counts_kept(run.store.events, run.run_id):
+            state = state_at_version(events, first.log_version, run_id=name,
+                                     artifact_tokens=run._artifact_tokens(), progress=progress)
+        # the recovery events that build appended (the builder re-derives its own repairs)
+        repairs = [r for r in first.manifest.get("repairs", ())
+                   if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
+    else:
+        events = run.events()
+        with counts_kept(run.store.events, run.run_id):
+            state = state_at_turn(events, turn, run_id=run.run_id,
+                                  artifact_tokens=run._artifact_tokens(), progress=progress)
+        repairs = []
+    result = build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
+                           repairs=repairs, calibration=run._calibration(state, cfg),
+                           load_bytes=run.store.artifact)
+    if record and not records and turn < last:
+        # A turn the model has not answered yet is not past: its record would stand before the
+        # live build's as the turn's first, the one replay and audits check.
+        run.append(result.record(rebuild=True))
+    return result
+
+
+def replay(run: Run, turn: int, *, progress: Progress | None = None) -> ReplayReport:
+    """Rebuild ``turn`` from the log and compare it with the turn's first record."""
+    records = run.records(turn)
+    if not records:
+        last = run.next_turn()
+        if not 1 <= turn <= last:
+            raise TurnNotFoundError(run.run_id, turn, last)
+        raise IntegrityError(f"run {run.run_id!r} turn {turn} has no context_built record to verify")
+    first = records[0]
+    result = rebuild(run, turn, BuildConfig(), record=False, progress=progress, records=records)
+    recorded = first.manifest
+    rebuilt = result.manifest.model_dump(mode="json")
+    diffs = [f"{key}: recorded {recorded.get(key)!r} != rebuilt {rebuilt.get(key)!r}"
+             for key in ("request_hash", "cache_key", "config_hash", "selected_tokens")
+             if recorded.get(key) != rebuilt.get(key)]
+    if not diffs and recorded != rebuilt:
+        diffs = [first_difference(recorded, rebuilt)]
+    return ReplayReport(turn=turn, ok=not diffs, differences=tuple(diffs), recorded=first,
+                        rebuilt=result.manifest)
