@@ -92,9 +92,10 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
     if not records:
         cfg = config_for_turn(events, turn, given)
         result = run.build(turn=turn, record=False, config=cfg, progress=progress)
+        derived = ("the next request as a build would make it now, previewed (the model has not answered "
+                   "the turn)" if turn == run.next_turn() else "the request re-derived from the log")
         check: dict[str, Any] = {"recorded": False, "note": f"turn {turn} has no context_built record: this "
-                                 "is the request re-derived from the log, with nothing recorded to check it "
-                                 "against"}
+                                 f"is {derived}, with nothing recorded to check it against"}
         return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
                 "ok": not problems}, result
     first = records[0]
@@ -330,7 +331,8 @@ def _handle_why(args: argparse.Namespace) -> int:
             cfg = config_for_turn(run.events(), args.turn, _given_config(args))
             with fold_bar(store, args, f"rebuilding {args.run} turn {args.turn}") as advance:
                 manifest = run.build(turn=args.turn, record=False, config=cfg, progress=advance).manifest
-            source = "rebuilt from the log (no record)"
+            source = ("previewed (no record: the next request)" if args.turn == run.next_turn()
+                      else "rebuilt from the log (no record)")
         found = explain(manifest, args.query)
         missing = "" if found else _not_found(run, manifest, args.query)
     if args.json:
@@ -340,6 +342,7 @@ def _handle_why(args: argparse.Namespace) -> int:
         return 0 if found else 1
     which_text = f", {picked.label()}" if picked is not None and picked.count > 1 else ""
     origin = ("recorded manifest" if picked is not None
+              else "the next request, previewed: the turn has no record yet" if source.startswith("previewed")
               else "manifest rebuilt from the log: the turn has no record")
     _out(f"turn {args.turn} ({origin}{which_text}, request {manifest.request_hash[:16]}):")
     for f in found:  # sources, reasons and details are untrusted text: made visible, one line each

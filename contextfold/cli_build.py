@@ -51,7 +51,8 @@ def _build_args(p: argparse.ArgumentParser, *, live: bool = True) -> None:
     next request writes nothing, so it never conflicts."""
     p.add_argument("run", help="run id")
     p.add_argument("--turn", type=int, default=None, metavar="N",
-                   help="rebuild turn N (the request that produced the N-th model response); "
+                   help="rebuild turn N (the request that produced the N-th model response; the "
+                        "turn not answered yet, until it is built, is the next request, previewed); "
                         "default: the next request" + ("" if live else ", previewed: nothing is written "
                                                        "(build records it)"))
     p.add_argument("--provider", choices=PROVIDER_CHOICES, default="neutral",
@@ -302,6 +303,10 @@ def _configure_manifest(p: argparse.ArgumentParser) -> None:
                         "always whole, and --json has every line")
 
 
+_PREVIEWED = ("turn {turn}, the next request, previewed: nothing was written (build records it, with "
+              "any recovery events listed under protocol repairs)")
+
+
 def _handle_manifest(args: argparse.Namespace) -> int:
     if args.record is not None and args.turn is None:
         raise InvalidInputError("--record picks one of a past turn's records: give --turn N with it")
@@ -313,12 +318,14 @@ def _handle_manifest(args: argparse.Namespace) -> int:
             note = f"turn {args.turn}: {picked.label()}, as recorded"
         elif args.turn is None:  # a look at the next request: no recovery events, no record
             manifest = _do_build(args, store, preview=True).manifest
-            note = (f"turn {manifest.turn}, the next request, previewed: nothing was written (build "
-                    "records it, with any recovery events listed under protocol repairs)")
+            note = _PREVIEWED.format(turn=manifest.turn)
         else:
             manifest = _do_build(args, store).manifest
-            count = len(store.run(args.run).records(args.turn))
-            if count > 1:  # the rebuild reproduces the first: say that the others exist
+            run = store.run(args.run)
+            count = len(run.records(args.turn))
+            if count == 0 and args.turn == run.next_turn():  # the unanswered turn: the preview
+                note = _PREVIEWED.format(turn=args.turn)
+            elif count > 1:  # the rebuild reproduces the first: say that the others exist
                 note = (f"turn {args.turn} has {count} context_built records; this is the first, rebuilt "
                         f"from the log (the one replay --verify checks): --record last|1..{count} "
                         "shows another as recorded")
@@ -387,9 +394,10 @@ register("replay", "rebuild exactly what the model saw at turn N; --verify check
 
 def _configure_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("a", type=int, help="first turn (a turn without a record is rebuilt from the log, and "
-                                         "recorded, under the other turn's recorded settings; the diff "
-                                         "lists settings that differ as 'built differently')")
+    p.add_argument("a", type=int, help="first turn (a past turn without a record is rebuilt from the log, "
+                                         "and recorded, under the other turn's recorded settings; the turn "
+                                         "not answered yet is previewed; the diff lists settings that "
+                                         "differ as 'built differently')")
     p.add_argument("b", type=int, help="second turn (may be A again, to diff two records of one turn)")
     p.add_argument("--record-a", type=record_choice, default=None, metavar="WHICH",
                    help="turn A's record: " + RECORD_HELP)

@@ -34,13 +34,25 @@ __all__ = ["rebuild", "replay"]
 def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
             records: list[ContextBuilt] | None = None) -> BuildResult:
     """Rebuild ``turn`` (``records``: its records, when the caller has read them already: a
-    long run's records are megabytes of JSON each)."""
+    long run's records are megabytes of JSON each).
+
+    A turn with records is rebuilt from the log its first build folded, with that build's config.
+    A past turn with none is rebuilt from the log up to its model response and, with ``record``,
+    records one marked ``rebuild``. The turn not answered yet, with none, is the next request:
+    :meth:`~contextfold.api.Run.preview` (recovery folded into a copy, nothing written, and
+    ``in_flight="wait"`` raises PendingToolCallsError as a build would)."""
     from contextfold.api import render_request
 
     last = run.next_turn()
     if not 1 <= turn <= last:
         raise TurnNotFoundError(run.run_id, turn, last)
     records = run.records(turn) if records is None else records
+    if not records and turn == last:
+        # The turn not answered yet, with no build of it: the next request. Rebuilt from the log
+        # as it stands, a call still in flight had its group dropped as stale, where the build
+        # appends the call's cancellation: two requests for one turn (manifest with and without
+        # --turn). Nothing is recorded: the live build's record is to be the turn's first.
+        return run.preview(config=cfg, progress=progress)
     if records:
         first = records[0]
         # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
@@ -69,9 +81,7 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
     result = build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
                            repairs=repairs, calibration=run._calibration(state, cfg),
                            load_bytes=run.store.artifact)
-    if record and not records and turn < last:
-        # A turn the model has not answered yet is not past: its record would stand before the
-        # live build's as the turn's first, the one replay and audits check.
+    if record and not records:
         run.append(result.record(rebuild=True))
     return result
 

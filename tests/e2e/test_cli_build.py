@@ -276,6 +276,14 @@ def test_manifest_of_the_next_request_is_a_preview_that_writes_nothing(
     assert "tool_call_cancelled:c1" in out  # what a build would append, named
     assert main(["--store", store, "manifest", "live", "--json"]) == 0
     previewed = json.loads(capsys.readouterr().out)
+    # the turn not answered yet named by number is the same preview, not the log as it stands
+    # (which dropped the call's group as stale: two requests for one turn)
+    assert main(["--store", store, "manifest", "live", "--turn", "2"]) == 0
+    assert capsys.readouterr().out == out
+    assert main(["--store", store, "why", "live", "--turn", "2", "c1"]) == 0  # and say so
+    assert "turn 2 (the next request, previewed: the turn has no record yet" in capsys.readouterr().out
+    assert main(["--store", store, "audit", "live", "--turn", "2"]) == 0
+    assert "this is the next request as a build would make it now" in capsys.readouterr().out
     assert types() == ["user_input", "model_response"]
     with pytest.raises(SystemExit) as exit_info:  # nothing to retry: it never writes
         main(["--store", store, "manifest", "live", "--retries", "1"])

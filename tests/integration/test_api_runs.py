@@ -277,6 +277,26 @@ def test_a_rebuild_of_the_turn_not_yet_answered_records_nothing(store_url: str) 
         assert run.replay(turn=turn).ok and live.manifest.turn == turn
 
 
+
+def test_a_rebuild_of_the_turn_not_yet_answered_is_the_preview(store_url: str) -> None:
+    """With a call in flight, ``manifest RUN --turn N`` for the turn being worked on rebuilt it
+    from the log as it stands and dropped the call's group as stale, while ``manifest RUN`` showed
+    it answered by the cancellation the build will append: two requests for one turn. The
+    unanswered turn with no record is the next request, so its rebuild is the preview."""
+    with open_store(store_url) as store:
+        run = store.run("in-flight")
+        run.append(UserInput("go"), _call("c1"))
+        turn = run.next_turn()
+        rebuilt = run.build("openai-chat", turn=turn, window=8_000, reserve=1_000)
+        seen = run.preview("openai-chat", window=8_000, reserve=1_000)
+        assert run.version == 2  # neither wrote
+        assert rebuilt.body_bytes == seen.body_bytes and rebuilt.manifest == seen.manifest
+        assert "tool_call_cancelled:c1" in rebuilt.manifest.repairs
+        built = run.build("openai-chat", window=8_000, reserve=1_000)
+        assert built.body_bytes == rebuilt.body_bytes
+        # once recorded, the turn's rebuild is the record's, as for any past turn
+        assert run.build("openai-chat", turn=turn).body_bytes == built.body_bytes
+
 WRITER = textwrap.dedent("""
     import sys
     from contextfold.api import open_store
