@@ -23,6 +23,7 @@ from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
     PendingToolCallsError,
+    RenderError,
     RunNotFoundError,
 )
 from contextfold.domain.events import (
@@ -30,6 +31,7 @@ from contextfold.domain.events import (
     ContextBuilt,
     HandOff,
     ModelResponse,
+    PolicySet,
     ToolCall,
     ToolCallCancelled,
     ToolResult,
@@ -296,6 +298,19 @@ def test_a_rebuild_of_the_turn_not_yet_answered_is_the_preview(store_url: str) -
         assert built.body_bytes == rebuilt.body_bytes
         # once recorded, the turn's rebuild is the record's, as for any past turn
         assert run.build("openai-chat", turn=turn).body_bytes == built.body_bytes
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_run_with_nothing_to_send_says_why_it_cannot_be_built(store_url: str, provider: str) -> None:
+    """Found by a random-run search: a run of only a policy (or a response before any user input,
+    its calls still in flight) renders no message, which Anthropic and Gemini refuse. The typed
+    error said only that one is required; it now says why the build made none."""
+    with open_store(store_url) as store:
+        run = store.run(f"empty-{provider}")
+        run.append(PolicySet(text="be careful"))
+        with pytest.raises(RenderError, match="no user input, evidence or answered tool call"):
+            run.preview(provider)
+        assert run.preview("openai-chat").request["messages"] == [{"role": "system", "content": "be careful"}]
 
 WRITER = textwrap.dedent("""
     import sys

@@ -325,11 +325,16 @@ def refuses_prefill(model: object) -> bool:
     return (int(found[1]), int(found[2] or 0)) >= (4, 6)
 
 
+_NOTHING_TO_SEND = (": the request holds none. A build makes none while the run, up to this turn, holds "
+                    "nothing sent as a message: no user input, evidence or answered tool call (a call "
+                    "still in flight at a past turn's point is left out), only system content")
+
+
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
     declared = _tool_names(p, body.get("tools") or [], _anthropic_tools)
     messages = _list(p, body, "messages")
     if not messages:
-        _fail(p, "at least one message is required")
+        _fail(p, "at least one message is required" + _NOTHING_TO_SEND)
     system = body.get("system")
     if (isinstance(system, list) and _blank_text(system)) or (isinstance(system, str) and system
                                                                and not system.strip()):
@@ -408,7 +413,7 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
     asked_at = -1
     contents = _list(p, body, "contents")
     if not contents:
-        _fail(p, "at least one content is required")
+        _fail(p, "at least one content is required" + _NOTHING_TO_SEND)
     for i, content in enumerate(contents):
         role = content.get("role")
         parts = content.get("parts")
