@@ -4,7 +4,8 @@ recorded turn replayable and every preview equal to the build that follows it.
 Why beside the pure property tests (``tests/unit/test_fold_properties.py``): those fold generated
 logs; these go through a real store with what only the API does -- live builds that append
 recovery events, previews that must not, compactions and automatic compaction, rebuilds of turns
-with and without records, five providers and several windows. A search of this kind (60 seeds of
+with and without records, reported usage that later budgets calibrate to, hand-offs, five providers
+and several windows. A search of this kind (60 seeds of
 300 steps on SQLite and PostgreSQL) found the empty-request message; these seeds keep the
 promises checked in every run of the suite.
 """
@@ -23,6 +24,7 @@ from contextfold.domain.events import (
     EvidenceRetrieved,
     FileRead,
     GoalSet,
+    HandOff,
     MemoryRecalled,
     ModelResponse,
     PlanStep,
@@ -107,6 +109,10 @@ class Agent:
         elif r < 0.76:
             strategy: Literal["mask", "summary"] = rng.choice(("mask", "summary"))
             _allowed(lambda: run.compact(strategy, window=rng.choice((2_000, 8_000, 32_000))))
+        elif r < 0.78:
+            run.append(HandOff(mode=rng.choice(("hand_off", "resume")), from_agent="a", to_agent="b"))
+        elif r < 0.81:  # a past turn rebuilt, and recorded when it has no record
+            _allowed(lambda: run.build(rng.choice(PROVIDERS), turn=rng.randrange(1, run.next_turn() + 1)))
         else:
             self.build()
 
@@ -116,7 +122,11 @@ class Agent:
         provider, window = self.rng.choice(PROVIDERS), self.rng.choice(WINDOWS)
         kwargs: dict[str, Any] = {"window": window, "auto_compact": self.rng.random() < 0.3}
         if self.rng.random() >= 0.3:
-            _allowed(lambda: self.run.build(provider, **kwargs))
+            built = _allowed(lambda: self.run.build(provider, model=self.rng.choice((None, "m1")), **kwargs))
+            if built is not None and self.rng.random() < 0.5:  # later budgets calibrate to it
+                m = built.manifest
+                self.run.observe_usage(m.turn, int(m.selected_tokens * self.rng.uniform(0.7, 1.4)) + 1,
+                                       model=m.model)
             return
         version = self.run.version
         seen = _allowed(lambda: self.run.preview(provider, **kwargs))
