@@ -26,6 +26,7 @@ from typing import Any
 
 from contextfold.api import Run
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn
+from contextfold.audit.effects import WINDOW_TURNS, describe
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
 from contextfold.cli import nonempty, output_file, register, store_for, write_output
@@ -194,6 +195,31 @@ def _configure_audit(p: argparse.ArgumentParser) -> None:
     _config_args(p)
 
 
+EFFECTS_SHOWN = 5
+
+
+def _unbuilt_text(a: RunAudit) -> list[str]:
+    """The turns without a record that their config cannot build, with the first one's error."""
+    if not a.unbuilt:
+        return []
+    first = a.unbuilt[0]
+    turns = ", ".join(str(u.turn) for u in a.unbuilt[:20]) + (" …" if len(a.unbuilt) > 20 else "")
+    return [f"not rebuilt: {len(a.unbuilt)} turns without a record cannot be built under the config used "
+            f"(turns {turns}); turn {first.turn}: {first.error}: {first.message}"]
+
+
+def _effects_text(a: RunAudit) -> list[str]:
+    """The newest compactions' before/after lines (``--json`` lists every one)."""
+    effects = a.compaction_effects
+    if not effects:
+        return []
+    more = len(effects) - EFFECTS_SHOWN
+    return [f"around compactions ({WINDOW_TURNS} turns each side: tokens per request, calls repeated "
+            "from earlier in the run, failed results):"] + [
+        f"  {describe(e)}" for e in effects[-EFFECTS_SHOWN:]] + (
+        [f"  (+{more} older: audit --json lists every one)"] if more > 0 else [])
+
+
 def _summary_text(a: RunAudit) -> str:
     s = a.summary
     i = a.integrity
@@ -207,7 +233,9 @@ def _summary_text(a: RunAudit) -> str:
            if s.prefix_changed_turns else ""),
         f"tool schemas: {s.tool_schema_answer}",
         f"retrieval vs history: {s.retrieval_answer}",
+        *_unbuilt_text(a),
         f"protocol repairs: {s.repairs}; compactions: {s.compactions}",
+        *_effects_text(a),
         "builder config: " + ("unchanged" if not s.config_changed_turns else
                               f"changed at turns {', '.join(map(str, s.config_changed_turns))}"),
         f"usage: {s.usage_turns} turns observed; latest correction "
@@ -241,6 +269,8 @@ def _handle_audit(args: argparse.Namespace) -> int:
         _out(json.dumps({"run_id": audit.run_id, "events": audit.events,
                          "integrity": audit.integrity.model_dump(mode="json"),
                          "summary": audit.summary.model_dump(mode="json"),
+                         "compaction_effects": [e.model_dump(mode="json") for e in audit.compaction_effects],
+                         "unbuilt": [u.model_dump(mode="json") for u in audit.unbuilt],
                          "turns": [{"turn": t.turn, "source": t.source,
                                     "selected": t.manifest.selected_tokens,
                                     "budget": t.manifest.budget_tokens, "cache_key": t.manifest.cache_key,

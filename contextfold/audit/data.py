@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.audit.diff import diff_manifests
-from contextfold.domain.errors import InvalidInputError
+from contextfold.audit.effects import CompactionEffect, compaction_effects
+from contextfold.domain.errors import BudgetError, InvalidInputError, RenderError
 from contextfold.domain.events import (
     ArtifactRef,
     ContextBuilt,
@@ -56,6 +57,7 @@ __all__ = [
     "RebuildPort",
     "RunAudit",
     "TurnAudit",
+    "UnbuiltTurn",
     "Usage",
     "audit_run",
     "collect",
@@ -148,12 +150,26 @@ class AuditSummary(_Frozen):
     latest_correction: float | None
 
 
+class UnbuiltTurn(_Frozen):
+    """A turn without a record that its config cannot build (the runtime's own build of it failed
+    too, or never ran): the audit says so and goes on with the other turns."""
+
+    turn: int
+    error: str
+    """The error's type, e.g. ``RequiredContextExceedsBudgetError``."""
+    message: str
+
+
 class RunAudit(_Frozen):
     run_id: str
     events: int
     integrity: Integrity
     turns: tuple[TurnAudit, ...]
     summary: AuditSummary
+    unbuilt: tuple[UnbuiltTurn, ...] = ()
+    """Turns without a record that could not be rebuilt; ``turns`` holds the others."""
+    compaction_effects: tuple[CompactionEffect, ...] = ()
+    """Each compaction's turns before and after it: tokens, repeated calls, failed results."""
 
 
 # ---------------------------------------------------------------- collect
@@ -202,7 +218,9 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
             progress: Progress | None = None) -> RunAudit:
     """Fold ``events`` once; one :class:`TurnAudit` per turn (1..responses, plus a recorded next turn).
 
-    Without ``rebuild``, turns that have no record are left out. ``progress(n)`` is told of the
+    Without ``rebuild``, turns that have no record are left out; a turn the rebuild cannot build
+    (its required content over the budget, a request the provider refuses) is listed in
+    ``unbuilt`` with the error, and the others are audited. ``progress(n)`` is told of the
     events folded while turns without a record are rebuilt (minutes on a long imported run).
     """
     recorded: dict[int, ContextManifest] = {}
@@ -223,13 +241,21 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
 
     manifests: dict[int, tuple[ContextManifest, Literal["recorded", "rebuilt"]]] = {
         t: (m, "recorded") for t, m in recorded.items()}
-    if rebuild is not None and len(recorded) < responses:
+    unbuilt: list[UnbuiltTurn] = []
+    # (not ``len(recorded) < responses``: the recorded next turn made a run with one answered turn
+    # unrecorded look complete, and that turn was left out of the audit unsaid)
+    if rebuild is not None and any(t not in recorded for t in range(1, responses + 1)):
         state = new_state(run_id, artifact_tokens=artifact_tokens)
         turn = 1
         for rec in reported(events, progress):
             if isinstance(rec.event, ModelResponse):
                 if turn not in recorded:
-                    manifests[turn] = (rebuild(state, _config_for(turn, recorded, config)), "rebuilt")
+                    try:
+                        manifests[turn] = (rebuild(state, _config_for(turn, recorded, config)), "rebuilt")
+                    except (BudgetError, RenderError) as exc:  # this turn's content, not the log
+                        # One turn whose required content outgrew the budget (its live build failed
+                        # too) made the whole audit fail: no summary, no report, for any turn.
+                        unbuilt.append(UnbuiltTurn(turn=turn, error=type(exc).__name__, message=str(exc)))
                 turn += 1
             fold_event(state, rec)
 
@@ -248,7 +274,8 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
             usage=usage.get(turn)))
         previous = manifest
     return RunAudit(run_id=run_id, events=len(events), integrity=integrity, turns=tuple(turns),
-                    summary=summarize(turns))
+                    summary=summarize(turns), unbuilt=tuple(unbuilt),
+                    compaction_effects=compaction_effects(events, [(t.turn, t.manifest) for t in turns]))
 
 
 def _repairs(events: Sequence[RecordedEvent]) -> list[ProtocolRepair]:

@@ -31,6 +31,7 @@ from typing import Any
 
 from contextfold.audit.charts import LAYER_COLORS, layers_chart, prefix_chart, usage_chart
 from contextfold.audit.data import RunAudit, TurnAudit
+from contextfold.audit.effects import describe
 from contextfold.audit.text import visible
 from contextfold.domain.manifest import ContextManifest
 
@@ -323,8 +324,12 @@ def _summary(a: RunAudit) -> str:
                                 if s.prefix_changed_turns else "")),
         ("tool schemas", f'<span id="tool-answer">{_e(s.tool_schema_answer)}</span>'),
         ("retrieval vs history", f'<span id="retrieval-answer">{_e(s.retrieval_answer)}</span>'),
+        *([("turns not rebuilt", f'<span id="unbuilt" data-count="{len(a.unbuilt)}">{len(a.unbuilt)} turns '
+            f"without a record cannot be built under the config used (turns "
+            f"{_turn_list(u.turn for u in a.unbuilt)}); turn {a.unbuilt[0].turn}: "
+            f"{_e(a.unbuilt[0].error)}: {_e(a.unbuilt[0].message)}</span>")] if a.unbuilt else []),
         ("protocol repairs", str(s.repairs)),
-        ("compactions", str(s.compactions)),
+        ("compactions", str(s.compactions) + _effects(a)),
         ("builder config", "unchanged across turns" if not s.config_changed_turns else
          f"changed at turns {_turn_list(s.config_changed_turns)}"),
         ("usage calibration", "no provider usage observed" if not s.usage_turns else
@@ -332,6 +337,14 @@ def _summary(a: RunAudit) -> str:
          f"{s.latest_correction if s.latest_correction is not None else 'none yet'}"),
     ]
     return '<dl class="summary">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
+
+
+def _effects(a: RunAudit) -> str:
+    """Each compaction's turns before and after it (tokens, repeated calls, failed results)."""
+    if not a.compaction_effects:
+        return ""
+    return (f'<ul id="compaction-effects" data-count="{len(a.compaction_effects)}">'
+            + "".join(f"<li>{_e(describe(e))}</li>" for e in a.compaction_effects) + "</ul>")
 
 
 def _turn_list(turns: Iterable[int], cap: int = 20) -> str:

@@ -196,3 +196,20 @@ def test_a_flag_given_alone_replaces_only_that_field_of_the_recorded_config(tmp_
                                     "record's reserve 2000: pass --reserve too (the default for that "
                                     "window is 375)") in out.stderr, out.stderr
     assert audited("--window", "1500", "--reserve", "375")[1:] == (1500, 375)
+
+
+def test_audit_sets_the_turns_before_and_after_each_compaction_side_by_side(tmp_path: Path, cf: CLI) -> None:
+    """Text, JSON and the HTML report answer how cost, repeated calls and failures changed around
+    a compaction (the numbers: tests/unit/test_audit_compaction_effects.py)."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    assert cf("compact", RUN, "--window", "1500", cwd=tmp_path).returncode == 0
+    text = cf("audit", RUN, cwd=tmp_path).stdout
+    assert "around compactions (5 turns each side" in text
+    assert "(mask): turns 2-6 -> no turn: tokens per request" in text  # nothing built after it yet
+    data = json.loads(cf("audit", RUN, "--json", cwd=tmp_path).stdout)
+    [effect] = data["compaction_effects"]
+    assert effect["strategies"] == ["mask"] and effect["before"]["turns"] == [2, 3, 4, 5, 6]
+    assert effect["after"] == {"turns": [], "mean_selected_tokens": None, "calls": 0, "repeated_calls": 0,
+                               "results": 0, "failed_results": 0}
+    assert cf("audit", RUN, "--html", "r.html", cwd=tmp_path).returncode == 0
+    assert '<ul id="compaction-effects" data-count="1">' in (tmp_path / "r.html").read_text()

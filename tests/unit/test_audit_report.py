@@ -15,6 +15,7 @@ from contextfold.audit import report
 from contextfold.audit.charts import axis_label
 from contextfold.audit.data import audit_run, history_dropped_tokens, retrieval_crowded
 from contextfold.audit.report import MAX_EXCLUDED, render_report
+from contextfold.domain.errors import RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     EvidenceRetrieved,
     GoalSet,
@@ -280,3 +281,39 @@ def test_a_repair_every_build_makes_again_counts_once_for_the_run(tmp_path: Path
     audit = audit_run(r, config=SMALL)
     assert [t.build_notes for t in audit.turns] == [()] + [("declared_unregistered_tool:grep",)] * 5
     assert audit.summary.repairs == 1
+
+
+def test_an_unrecorded_answered_turn_is_rebuilt_when_the_next_turn_is_recorded(run: Run) -> None:
+    """The audit rebuilt unrecorded turns only while the records were fewer than the responses: a
+    recorded next turn made up for a missing answered one, which was left out of the audit unsaid."""
+    run.append(UserInput("first"), ModelResponse(text="done"), UserInput("second"))  # turn 1: no build
+    run.build(config=SMALL)  # turn 2, the next request, recorded
+    audit = audit_run(run)
+    assert [(t.turn, t.source) for t in audit.turns] == [(1, "rebuilt"), (2, "recorded")]
+
+
+def test_a_turn_its_config_cannot_build_is_listed_and_the_rest_audited(run: Run) -> None:
+    """A turn whose required content outgrew the budget (the runtime's own build of it failed) made
+    the whole audit fail with that turn's RequiredContextExceedsBudgetError: no summary and no
+    report for any turn. Found auditing a shared OpenHands trace compacted at an 8k window."""
+    small = BuildConfig(window=2_000, reserve=500)
+    run.append(PolicySet(text="Be brief."), UserInput("hi"))
+    run.build(config=small)
+    run.append(ModelResponse(text="hello"), PolicySet(text="rule " * 3_000), UserInput("next"))
+    with pytest.raises(RequiredContextExceedsBudgetError):  # turn 2: nothing recorded
+        run.build(config=small)
+    run.append(ModelResponse(text="ok"), PolicySet(text="Be brief again."), UserInput("third"))
+    run.build(config=small)
+    audit = audit_run(run)
+    assert [t.turn for t in audit.turns] == [1, 3]
+    [unbuilt] = audit.unbuilt
+    assert unbuilt.turn == 2 and unbuilt.error == "RequiredContextExceedsBudgetError"
+    assert "required fragments need" in unbuilt.message
+    html = render_report(audit)
+    assert _dom(html).find("span", id="unbuilt", data_count="1")
+    assert "(turns 2); turn 2: RequiredContextExceedsBudgetError: REQUIRED_CONTEXT_EXCEEDS_BUDGET" in html
+    from contextfold.cli_audit import _summary_text  # what `contextfold audit RUN` prints
+
+    text = _summary_text(audit)
+    assert ("not rebuilt: 1 turns without a record cannot be built under the config used (turns 2); "
+            "turn 2: RequiredContextExceedsBudgetError: REQUIRED_CONTEXT_EXCEEDS_BUDGET") in text

@@ -1,0 +1,165 @@
+"""Before and after each compaction: what the requests cost, how often the model repeated a call,
+how often its calls failed.
+
+Why: the manifest is to answer how success, cost and repeated calls change around a compaction
+(the seed's section 9). A compaction that dropped something the model still needed shows as
+calls it makes again (the same tool with the same arguments as a call earlier in the run) and
+as calls that fail; one that worked shows as cheaper requests with neither rising. The log holds
+all three: each turn's manifest (the tokens its request held), each response's calls, and each
+result's error flag and exit code. Turn N is the request behind the N-th model response and
+that response's calls, whose results are counted with it.
+
+Pure: events and the turns' audits in, one :class:`CompactionEffect` per compaction out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from contextfold.domain.canonical import canonical_dumps
+from contextfold.domain.events import HistoryCompacted, ModelResponse, ToolResult
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import ContextManifest
+
+__all__ = ["WINDOW_TURNS", "Around", "CompactionEffect", "compaction_effects", "describe"]
+
+WINDOW_TURNS = 5
+"""Turns compared on each side of a compaction: near enough to see its effect, enough to average."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Around(_Frozen):
+    """The turns on one side of a compaction."""
+
+    turns: tuple[int, ...]
+    mean_selected_tokens: float | None
+    """Mean tokens of those turns' requests (their manifests' ``selected_tokens``); None for no turn."""
+    calls: int
+    """Tool calls the model made in those turns' responses."""
+    repeated_calls: int
+    """Calls of the same tool with the same arguments (compared as canonical JSON) as a call earlier
+    in the run: work the model did again, often because what it learned was no longer shown."""
+    results: int
+    failed_results: int
+    """Results of those calls that failed: ``is_error``, or an exit code other than 0."""
+
+
+class CompactionEffect(_Frozen):
+    positions: tuple[int, ...]
+    """The compactions logged with no turn built between them (a ladder's mask then summary, say):
+    one change as far as the turns around them are concerned."""
+    strategies: tuple[str, ...]
+    before: Around
+    """Up to ``WINDOW_TURNS`` turns whose requests were built before the compaction was logged."""
+    after: Around
+    """Up to ``WINDOW_TURNS`` turns whose requests were built from a log holding it."""
+
+
+@dataclass
+class _TurnWork:
+    calls: int = 0
+    repeated: int = 0
+    results: int = 0
+    failed: int = 0
+
+
+def _call_key(name: str, arguments: str) -> tuple[str, str]:
+    """A call's identity for "the same call again": its tool and its arguments as canonical JSON
+    (key order and spacing aside), or verbatim when they are not JSON."""
+    try:
+        return name, canonical_dumps(json.loads(arguments))
+    except ValueError:
+        return name, arguments
+
+
+def _work_per_turn(events: Sequence[RecordedEvent]) -> dict[int, _TurnWork]:
+    """Turn N -> the calls of the N-th response, and the results that answered them."""
+    work: dict[int, _TurnWork] = {}
+    seen: set[tuple[str, str]] = set()
+    open_calls: dict[str, int] = {}  # call id -> its response's turn, until answered
+    turn = 0
+    for rec in events:
+        ev = rec.event
+        if isinstance(ev, ModelResponse):
+            turn += 1
+            w = work[turn] = _TurnWork()
+            for call in ev.tool_calls:
+                key = _call_key(call.name, call.arguments)
+                w.calls += 1
+                w.repeated += key in seen
+                seen.add(key)
+                open_calls[call.call_id] = turn
+        elif isinstance(ev, ToolResult) and ev.call_id in open_calls:
+            w = work[open_calls.pop(ev.call_id)]
+            w.results += 1
+            w.failed += ev.is_error or ev.exit_code not in (None, 0)
+    return work
+
+
+def _around(turns: Sequence[tuple[int, ContextManifest]], work: dict[int, _TurnWork]) -> Around:
+    done = [work.get(t, _TurnWork()) for t, _ in turns]
+    tokens = [m.selected_tokens for _, m in turns]
+    return Around(turns=tuple(t for t, _ in turns),
+                  mean_selected_tokens=round(sum(tokens) / len(tokens), 1) if tokens else None,
+                  calls=sum(w.calls for w in done), repeated_calls=sum(w.repeated for w in done),
+                  results=sum(w.results for w in done), failed_results=sum(w.failed for w in done))
+
+
+def compaction_effects(events: Sequence[RecordedEvent], manifests: Sequence[tuple[int, ContextManifest]],
+                       window: int = WINDOW_TURNS) -> tuple[CompactionEffect, ...]:
+    """One entry per compaction in ``events``: the ``window`` turns before it beside the ``window``
+    after it. ``manifests``: (turn, its manifest) in turn order, as the audit holds them; a turn's
+    side is where its request was built, by the log version its manifest folded."""
+    work = _work_per_turn(events)
+    effects: list[CompactionEffect] = []
+    for rec in events:
+        if not isinstance(rec.event, HistoryCompacted):
+            continue
+        before = [(t, m) for t, m in manifests if m.log_version < rec.position][-window:]
+        after = [(t, m) for t, m in manifests if m.log_version >= rec.position][:window]
+        last = effects[-1] if effects else None
+        if last is not None and last.after.turns == tuple(t for t, _ in after) and (
+                last.before.turns == tuple(t for t, _ in before)):  # no turn built in between
+            effects[-1] = last.model_copy(update={"positions": (*last.positions, rec.position),
+                                                  "strategies": (*last.strategies, rec.event.strategy)})
+            continue
+        effects.append(CompactionEffect(positions=(rec.position,), strategies=(rec.event.strategy,),
+                                        before=_around(before, work), after=_around(after, work)))
+    return tuple(effects)
+
+
+def _turns(a: Around) -> str:
+    """``turns 36-39, 41``: runs of consecutive turns as ranges (a turn the audit could not
+    rebuild is not among them)."""
+    if not a.turns:
+        return "no turn"
+    spans: list[list[int]] = []
+    for t in a.turns:
+        if spans and t == spans[-1][1] + 1:
+            spans[-1][1] = t
+        else:
+            spans.append([t, t])
+    text = ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in spans)
+    return f"turn {text}" if len(a.turns) == 1 else f"turns {text}"
+
+
+def _tokens(a: Around) -> str:
+    return "-" if a.mean_selected_tokens is None else f"{a.mean_selected_tokens:g}"
+
+
+def describe(effect: CompactionEffect) -> str:
+    """One line: ``at 28 (mask): turns 1-5 -> turns 6-10: tokens per request 1912.4 -> 1063;
+    repeated calls 0 of 4 -> 1 of 3; failed results 1 of 4 -> 0 of 3``."""
+    b, a = effect.before, effect.after
+    where = f"at {', '.join(map(str, effect.positions))} ({', '.join(effect.strategies)})"
+    return (f"{where}: {_turns(b)} -> {_turns(a)}: tokens per request "
+            f"{_tokens(b)} -> {_tokens(a)}; repeated calls {b.repeated_calls} of {b.calls} -> "
+            f"{a.repeated_calls} of {a.calls}; failed results {b.failed_results} of {b.results} -> "
+            f"{a.failed_results} of {a.results}")

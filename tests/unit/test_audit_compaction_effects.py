@@ -1,0 +1,81 @@
+"""The audit answers how cost, repeated calls and failures change around a compaction (the seed's
+section 9): the turns before and after each compaction side by side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from contextfold.api import Run, open_store
+from contextfold.audit.data import audit_run
+from contextfold.audit.effects import describe
+from contextfold.domain.events import (
+    HistoryCompacted,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+
+NOISE = "\n".join(f"{i:04d} INFO compiling module_{i}.rs" for i in range(80))
+
+
+def _turn(run: Run, call_id: str, name: str, arguments: str, *, exit_code: int = 0) -> None:
+    """A build of the next request, then the model's call and its result."""
+    run.build(window=64_000, reserve=1_000)
+    run.append(ModelResponse(tool_calls=(ToolCall(call_id=call_id, name=name, arguments=arguments),)),
+               ToolResult(call_id=call_id, content=NOISE, exit_code=exit_code))
+
+
+def test_turns_before_and_after_a_compaction_side_by_side(tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        run = store.run("r")
+        run.append(PolicySet(text="Never force-push."), UserInput("Make the build pass."))
+        _turn(run, "c1", "cargo", '{"cmd": "build", "jobs": 2}')
+        _turn(run, "c2", "cargo", '{"cmd": "test"}', exit_code=101)
+        _turn(run, "c3", "cat", '{"path": "Cargo.toml"}')
+        run.compact("mask", keep_recent=1)  # a ladder: two compactions, no turn built between
+        run.compact("summary", keep_recent=1)
+        # after it the model runs the build again: the same call, its keys in another order
+        _turn(run, "c4", "cargo", '{ "jobs": 2, "cmd": "build" }')
+        _turn(run, "c5", "cargo", '{"cmd": "test"}', exit_code=101)
+        _turn(run, "c6", "cargo", '{"cmd": "clippy"}')
+        audit = audit_run(run)
+        compactions = [r.position for r in run.events() if isinstance(r.event, HistoryCompacted)]
+    assert len(compactions) == 2
+    [effect] = audit.compaction_effects  # logged together: one change for the turns around it
+    assert effect.positions == tuple(compactions) and effect.strategies == ("mask", "summary")
+    before, after = effect.before, effect.after
+    assert before.turns == (1, 2, 3) and after.turns == (4, 5, 6)
+    assert (before.calls, before.repeated_calls, before.results, before.failed_results) == (3, 0, 3, 1)
+    assert (after.calls, after.repeated_calls, after.results, after.failed_results) == (3, 2, 3, 1)
+    by_turn = {t.turn: t.manifest.selected_tokens for t in audit.turns}
+    assert before.mean_selected_tokens == round(sum(by_turn[t] for t in (1, 2, 3)) / 3, 1)
+    assert after.mean_selected_tokens == round(sum(by_turn[t] for t in (4, 5, 6)) / 3, 1)
+    assert after.mean_selected_tokens is not None and before.mean_selected_tokens is not None
+    line = describe(effect)
+    assert line.startswith(f"at {compactions[0]}, {compactions[1]} (mask, summary): turns 1-3 -> turns 4-6:")
+    assert "repeated calls 0 of 3 -> 2 of 3; failed results 1 of 3 -> 1 of 3" in line
+
+
+def test_a_compaction_with_no_turn_after_it_yet(tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        run = store.run("r")
+        run.append(UserInput("go"))
+        for i in range(3):
+            _turn(run, f"c{i}", "cargo", "{bad")  # arguments that are not JSON compare verbatim
+        run.compact("mask", keep_recent=1)
+        effect = audit_run(run, rebuild_missing=False).compaction_effects[0]
+    assert effect.before.turns == (1, 2, 3) and effect.before.repeated_calls == 2
+    assert effect.after.turns == () and effect.after.mean_selected_tokens is None
+    assert "turns 1-3 -> no turn: tokens per request" in describe(effect)
+    assert json.loads(effect.model_dump_json())["after"]["calls"] == 0
+
+
+def test_no_compaction_no_effects(tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        run = store.run("r")
+        run.append(UserInput("go"))
+        _turn(run, "c1", "ls", "{}")
+        assert audit_run(run).compaction_effects == ()
