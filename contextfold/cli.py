@@ -435,6 +435,8 @@ def _main(argv: list[str] | None) -> int:
         return 4 if isinstance(exc, StoreUnavailableError) else 5
     except ContextfoldError as exc:
         sys.stderr.write(f"contextfold: {type(exc).__name__}: {exc}\n")
+        for note in getattr(exc, "__notes__", ()):  # context a caller added on the way out
+            sys.stderr.write(f"  {note}\n")
         return 2
     except BrokenPipeError:  # pragma: no cover - `contextfold events X | head`
         return 0

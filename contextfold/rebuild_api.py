@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from contextfold.domain.errors import IntegrityError, TurnNotFoundError
+from contextfold.domain.errors import BudgetError, IntegrityError, RenderError, TurnNotFoundError
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.manifest import BuildConfig
 from contextfold.kept_counts import counts_kept
@@ -78,9 +78,16 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
             state = state_at_turn(events, turn, run_id=run.run_id,
                                   artifact_tokens=run._artifact_tokens(), progress=progress)
         repairs = []
-    result = build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
-                           repairs=repairs, calibration=run._calibration(state, cfg),
-                           load_bytes=run.store.artifact)
+    try:
+        result = build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
+                               repairs=repairs, calibration=run._calibration(state, cfg),
+                               load_bytes=run.store.artifact)
+    except (BudgetError, RenderError) as exc:
+        if not records:  # say why there is nothing recorded to show instead (the CLI prints notes)
+            exc.add_note(f"turn {turn} has no context_built record (its live build failed, or never ran): "
+                         f"this is the turn rebuilt from the log for {cfg.provider} with window {cfg.window} "
+                         f"and reserve {cfg.reserve}")
+        raise
     if record and not records:
         run.append(result.record(rebuild=True))
     return result

@@ -213,3 +213,27 @@ def test_audit_sets_the_turns_before_and_after_each_compaction_side_by_side(tmp_
                                "results": 0, "failed_results": 0}
     assert cf("audit", RUN, "--html", "r.html", cwd=tmp_path).returncode == 0
     assert '<ul id="compaction-effects" data-count="1">' in (tmp_path / "r.html").read_text()
+
+
+def test_a_turn_without_a_record_that_cannot_be_built_says_so(tmp_path: Path, cf: CLI) -> None:
+    """``audit --turn N`` (and ``why``, ``manifest --turn``) of a turn whose live build failed printed
+    only the budget error, as if the audit itself had failed; it now adds that the turn has no
+    record and with which settings it was rebuilt."""
+    from contextfold.domain.errors import RequiredContextExceedsBudgetError
+    from contextfold.domain.events import ModelResponse, PolicySet, UserInput
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        run = store.run("r")
+        run.append(PolicySet(text="Be brief."), UserInput("hi"))
+        run.build(window=2_000, reserve=500)
+        run.append(ModelResponse(text="hello"), PolicySet(text="rule " * 3_000), UserInput("next"))
+        with pytest.raises(RequiredContextExceedsBudgetError):
+            run.build(window=2_000, reserve=500)
+        run.append(ModelResponse(text="ok"))
+    for command in (("audit", "r", "--turn", "2"), ("why", "r", "--turn", "2", "e5")):
+        out = cf(*command, cwd=tmp_path)
+        assert out.returncode == 2
+        assert "RequiredContextExceedsBudgetError" in out.stderr
+        assert ("  turn 2 has no context_built record (its live build failed, or never ran): this is the "
+                "turn rebuilt from the log for neutral with window 2000 and reserve 500") in out.stderr
+    assert cf("audit", "r", cwd=tmp_path).returncode == 0  # the run's audit lists it and goes on
