@@ -15,6 +15,7 @@ Pure: events and the turns' audits in, one :class:`CompactionEffect` per compact
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -119,11 +120,13 @@ def compaction_effects(events: Sequence[RecordedEvent], manifests: Sequence[tupl
     side is where its request was built, by the log version its manifest folded."""
     work = _work_per_turn(events)
     effects: list[CompactionEffect] = []
+    built = sorted(manifests, key=lambda tm: (tm[1].log_version, tm[0]))  # in the order they were built
+    versions = [m.log_version for _, m in built]
     for rec in events:
         if not isinstance(rec.event, HistoryCompacted):
             continue
-        before = [(t, m) for t, m in manifests if m.log_version < rec.position][-window:]
-        after = [(t, m) for t, m in manifests if m.log_version >= rec.position][:window]
+        cut = bisect_left(versions, rec.position)  # a long run compacts at many of its thousands of turns
+        before, after = built[max(0, cut - window):cut], built[cut:cut + window]
         last = effects[-1] if effects else None
         if last is not None and last.after.turns == tuple(t for t, _ in after) and (
                 last.before.turns == tuple(t for t, _ in before)):  # no turn built in between
