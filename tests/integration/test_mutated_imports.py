@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 from importlib.resources import files
 from typing import Any
@@ -41,7 +42,8 @@ SAMPLES: list[tuple[str, Any]] = [("openai-chat", {"messages": CHAT}), ("anthrop
                                   ("gemini", GEMINI), ("events", EVENTS)]
 ODD_VALUES: tuple[Any, ...] = (None, 0, -1, 1.5, "", "x", "é", [], {}, True, "{bad", [None], {"": None},
                                10**30)
-SEEDS = 120
+SEEDS = int(os.environ.get("CONTEXTFOLD_MUTATIONS", "120"))
+"""Mutations per format; ``CONTEXTFOLD_MUTATIONS=2000`` searches wider with the same code."""
 
 
 def _paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

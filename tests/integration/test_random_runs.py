@@ -5,13 +5,15 @@ Why beside the pure property tests (``tests/unit/test_fold_properties.py``): tho
 logs; these go through a real store with what only the API does -- live builds that append
 recovery events, previews that must not, compactions and automatic compaction, rebuilds of turns
 with and without records, reported usage that later budgets calibrate to, hand-offs, five providers
-and several windows. A search of this kind (60 seeds of
-300 steps on SQLite and PostgreSQL) found the empty-request message; these seeds keep the
-promises checked in every run of the suite.
+and several windows. A search of this kind (200 seeds of 250-300 steps on SQLite and PostgreSQL)
+found the empty-request message; these seeds keep the promises checked in every run of the suite.
+To search wider with the same runtime:
+``CONTEXTFOLD_RANDOM_SEEDS=200 CONTEXTFOLD_RANDOM_STEPS=300 pytest tests/integration/test_random_runs.py``.
 """
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
@@ -42,7 +44,8 @@ WINDOWS = (1_500, 4_000, 16_000, 128_000)
 WORDS = ('alpha', 'beta', 'error:', 'FAILED', 'Traceback', '```python', 'def', 'x():', '```',
          '{"a": [1, {"b": 3}]}', 'é', '日本', '😀', '\n')
 ARGUMENTS = ('{}', '{"q": "x"}', '{bad', '[1]', '{"big": "' + "y" * 500 + '"}')
-STEPS = 150
+STEPS = int(os.environ.get("CONTEXTFOLD_RANDOM_STEPS", "150"))
+SEEDS = int(os.environ.get("CONTEXTFOLD_RANDOM_SEEDS", "6"))
 T = TypeVar("T")
 
 
@@ -138,7 +141,7 @@ class Agent:
             assert built.manifest == seen.manifest
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(SEEDS))
 def test_random_runs_replay_every_recorded_turn_and_previews_match_builds(store_url: str, seed: int) -> None:
     with open_store(store_url) as store:
         run = store.run(f"random-{seed}")
