@@ -72,7 +72,7 @@ def _mutated(rng: random.Random, doc: Any) -> Any:
         elif op < 0.55 and isinstance(parent[key], str):
             parent[key] = parent[key][:rng.randrange(len(parent[key]) + 1)]
         else:
-            parent[key] = rng.choice(ODD_VALUES)
+            parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))  # never one list in two places
     return doc
 
 
