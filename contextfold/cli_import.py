@@ -26,7 +26,7 @@ from typing import BinaryIO, NamedTuple
 from contextfold.cli import store_for
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
-from contextfold.domain.events import AnyEvent, ArtifactRef, artifact_refs
+from contextfold.domain.events import AnyEvent, ArtifactRef, ModelResponse, ToolsRegistered, artifact_refs
 from contextfold.store.event_reads import check_run_id
 
 __all__ = ["TRACE_PATTERNS", "handle_import"]
@@ -380,10 +380,32 @@ def handle_import(args: argparse.Namespace) -> int:
                     raise
                 raise ImportFormatError(f"{failed[1]}:0", f"run {failed[0]!r}: {exc}") from exc
         _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
-        for note in notes:
+        for note in [*notes, *_tool_name_notes(named)]:
             _out(note)
         for run_id, events, _ in named[:20]:
             _out(f"  {run_id}: {len(events)} events")
         if len(named) > 20:
             _out(f"  ... {len(named) - 20} more")
     return 0
+
+
+def _tool_name_notes(named: Named) -> list[str]:
+    """What the imported tool names will meet: a runtime names MCP tools ``server.tool``, which
+    OpenAI and Anthropic refuse. A build for them fails on such a name (the whole request would be
+    refused), so the import says which names and which APIs now, not at the first build."""
+    from contextfold.projections.render.protocol import refused_tool_names
+
+    names = {spec.name for _, events, _ in named for e in events if isinstance(e, ToolsRegistered)
+             for spec in e.tools}
+    names |= {call.name for _, events, _ in named for e in events if isinstance(e, ModelResponse)
+              for call in e.tool_calls}
+    by_names: dict[tuple[str, ...], list[str]] = {}
+    for provider, (refused, rule) in refused_tool_names(names).items():
+        by_names.setdefault(tuple(refused), []).append(f"{provider} ({rule})")
+    notes = []
+    for names_refused, providers in by_names.items():
+        more = f" and {len(names_refused) - 5} more" if len(names_refused) > 5 else ""
+        notes.append(f"note: tool name(s) {', '.join(map(repr, names_refused[:5]))}{more} are refused by "
+                     f"{'; '.join(providers)}: builds of these runs for those fail on them (the log keeps "
+                     "names as recorded: rename the tool in the source before importing)")
+    return notes

@@ -208,3 +208,24 @@ def test_the_swe_agent_demonstrations_folder_imports_as_22_runs(
     expected = {run_id_for("demos", p.relative_to(root)) for p in root.rglob("*.traj")}
     assert set(found) == expected and len(expected) == 22
     assert "demos/trajectories/demonstrations/ctf/crypto/katy" in found
+
+
+def test_tool_names_an_api_refuses_are_named_at_import(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A runtime names MCP tools ``server.tool``; OpenAI and Anthropic refuse the name, so every build
+    of the run for them fails. The import says so, and for which APIs, before the first build does."""
+    call = {"id": "c1", "type": "function", "function": {"name": "github.create_issue", "arguments": "{}"}}
+    mcp = [{"role": "user", "content": "file it"},
+           {"role": "assistant", "content": None, "tool_calls": [call]},
+           {"role": "tool", "tool_call_id": "c1", "content": "#12"}]
+    code, out, _ = cf(tmp_path, capsys, "import", str(write(tmp_path / "mcp.json", mcp)), "--run", "mcp")
+    assert code == 0
+    [note] = [line for line in out.splitlines() if line.startswith("note:")]
+    assert note.startswith("note: tool name(s) 'github.create_issue' are refused by openai-chat (letters, "
+                           "digits, _ and -, at most 64); openai-responses (")
+    assert "; anthropic (letters, digits, _ and -, at most 128): builds of these runs" in note
+    assert "gemini" not in note  # Gemini takes dots
+    assert cf(tmp_path, capsys, "build", "mcp", "--provider", "anthropic")[0] == 2  # as announced
+    assert cf(tmp_path, capsys, "build", "mcp", "--provider", "gemini")[0] == 0
+    code, out, _ = cf(tmp_path, capsys, "import", str(write(tmp_path / "plain.json", CHAT)), "--run", "plain")
+    assert code == 0 and "note:" not in out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from itertools import repeat
 from typing import Any, Literal, TypeAlias, assert_never, get_args
@@ -24,7 +24,8 @@ from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
 from contextfold.projections.request_json import all_remembered, is_remembered, on_clear
 
-__all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider", "refuses_prefill"]
+__all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider", "refused_tool_names",
+           "refuses_prefill"]
 
 Provider: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 
@@ -64,6 +65,18 @@ _TOOL_NAME: dict[str, tuple[re.Pattern[str], str]] = {
 400 "tools.N.custom.name: String should match pattern"; Gemini: the SDK's
 ``FunctionDeclaration.name``). A runtime names MCP tools ``server.tool`` or ``server/tool``; the
 request would be refused whole, so the build says which name and what the provider takes."""
+
+
+def refused_tool_names(names: Iterable[str]) -> dict[str, tuple[list[str], str]]:
+    """provider -> (the ``names`` it refuses, sorted; the names it takes), for the providers that
+    refuse any: what an import can say before a build for that provider fails on them."""
+    wanted = sorted(set(names))
+    found = {}
+    for provider, (pattern, rule) in _TOOL_NAME.items():
+        refused = [name for name in wanted if not pattern.fullmatch(name)]
+        if refused:
+            found[provider] = (refused, rule)
+    return found
 
 
 def _names(provider: str, names: set[Any]) -> set[Any]:
