@@ -229,3 +229,24 @@ def test_tool_names_an_api_refuses_are_named_at_import(tmp_path: Path,
     assert cf(tmp_path, capsys, "build", "mcp", "--provider", "gemini")[0] == 0
     code, out, _ = cf(tmp_path, capsys, "import", str(write(tmp_path / "plain.json", CHAT)), "--run", "plain")
     assert code == 0 and "note:" not in out
+
+
+def test_tool_schemas_an_api_refuses_are_named_at_import(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Parameters whose schema is not an object (an array, say) are refused by OpenAI and Anthropic
+    as a whole request; the import names the tools."""
+    from importlib.resources import files
+
+    lines = files("contextfold.samples").joinpath("fix_invoice_rounding.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    registered = next(e for e in events if e["type"] == "tools_registered")
+    registered["tools"][0]["parameters"] = {"type": "array", "items": {"type": "string"}}
+    source = tmp_path / "run.jsonl"
+    source.write_text("\n".join(json.dumps(e) for e in events))
+    code, out, _ = cf(tmp_path, capsys, "import", str(source), "--run", "arr")
+    assert code == 0
+    [note] = [line for line in out.splitlines() if line.startswith("note:")]
+    assert note == ("note: tool(s) 'run_tests' take parameters whose schema is not of type object, which "
+                    "openai-chat, openai-responses, anthropic refuse: builds of these runs for those fail "
+                    "on them")
+    assert cf(tmp_path, capsys, "build", "arr", "--provider", "openai-chat")[0] == 2  # as announced

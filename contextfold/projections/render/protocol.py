@@ -25,7 +25,7 @@ from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
 from contextfold.projections.request_json import all_remembered, is_remembered, on_clear
 
 __all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider", "refused_tool_names",
-           "refuses_prefill"]
+           "refused_tool_schemas", "refuses_prefill"]
 
 Provider: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 
@@ -87,6 +87,19 @@ def _names(provider: str, names: set[Any]) -> set[Any]:
         _fail(provider, f"tool name {min(refused, key=str)!r} is refused by this API: it takes {rule} "
               "(rename the tool where it is registered)")
     return names
+
+
+OBJECT_SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
+"""The APIs that take only an object schema as a tool's parameters (their renderers give a schema
+without a type ``"type": "object"``, so what they refuse is a schema of another type)."""
+
+
+def refused_tool_schemas(specs: Iterable[tuple[str, Any]]) -> tuple[list[str], tuple[str, ...]]:
+    """(the names of the (name, parameters) ``specs`` whose schema is of a type other than object,
+    sorted; the providers that refuse them): what an import can say before a build fails on them."""
+    refused = sorted({name for name, schema in specs
+                      if not isinstance(schema, dict) or schema.get("type", "object") != "object"})
+    return refused, OBJECT_SCHEMA_PROVIDERS if refused else ()
 
 
 def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, type_required: bool) -> None:
