@@ -45,6 +45,7 @@ from contextfold.domain.events import ContextBuilt, HistoryCompacted
 from contextfold.domain.manifest import ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
+from contextfold.rebuild_api import previewed
 
 __all__ = ["audit_turn", "explain"]
 
@@ -94,7 +95,8 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
         cfg = config_for_turn(events, turn, given)
         result = run.build(turn=turn, record=False, config=cfg, progress=progress)
         derived = ("the next request as a build would make it now, previewed (the model has not answered "
-                   "the turn)" if turn == run.next_turn() else "the request re-derived from the log")
+                   "the turn)" if previewed(turn, records, run.next_turn()) else "the request re-derived "
+                   "from the log")
         check: dict[str, Any] = {"recorded": False, "note": f"turn {turn} has no context_built record: this "
                                  f"is {derived}, with nothing recorded to check it against"}
         return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
@@ -355,13 +357,15 @@ def _handle_why(args: argparse.Namespace) -> int:
         run = store.run(args.run)
         # an explicit --record is that record or RecordNotFoundError, never a rebuild in its place
         picked = turn_record(run, args.turn, args.record)
+        preview = False
         if picked is not None:
             manifest, source = picked.manifest, "recorded"
         else:
             cfg = config_for_turn(run.events(), args.turn, _given_config(args))
             with fold_bar(store, args, f"rebuilding {args.run} turn {args.turn}") as advance:
                 manifest = run.build(turn=args.turn, record=False, config=cfg, progress=advance).manifest
-            source = ("previewed (no record: the next request)" if args.turn == run.next_turn()
+            preview = previewed(args.turn, (), run.next_turn())  # (no record: turn_record found none)
+            source = ("previewed (no record: the next request)" if preview
                       else "rebuilt from the log (no record)")
         found = explain(manifest, args.query)
         missing = "" if found else _not_found(run, manifest, args.query)
@@ -372,7 +376,7 @@ def _handle_why(args: argparse.Namespace) -> int:
         return 0 if found else 1
     which_text = f", {picked.label()}" if picked is not None and picked.count > 1 else ""
     origin = ("recorded manifest" if picked is not None
-              else "the next request, previewed: the turn has no record yet" if source.startswith("previewed")
+              else "the next request, previewed: the turn has no record yet" if preview
               else "manifest rebuilt from the log: the turn has no record")
     _out(f"turn {args.turn} ({origin}{which_text}, request {manifest.request_hash[:16]}):")
     for f in found:  # sources, reasons and details are untrusted text: made visible, one line each

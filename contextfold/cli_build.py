@@ -36,6 +36,7 @@ from contextfold.domain.manifest import (
 )
 from contextfold.projections.builder import BuildResult
 from contextfold.projections.progress import Progress
+from contextfold.rebuild_api import previewed
 
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
            "manifest_table", "pick_record", "record_choice", "turn_record"]
@@ -322,8 +323,9 @@ def _handle_manifest(args: argparse.Namespace) -> int:
         else:
             manifest = _do_build(args, store).manifest
             run = store.run(args.run)
-            count = len(run.records(args.turn))
-            if count == 0 and args.turn == run.next_turn():  # the unanswered turn: the preview
+            records = run.records(args.turn)
+            count = len(records)
+            if previewed(args.turn, records, run.next_turn()):  # the unanswered turn, as rebuild made it
                 note = _PREVIEWED.format(turn=args.turn)
             elif count > 1:  # the rebuild reproduces the first: say that the others exist
                 note = (f"turn {args.turn} has {count} context_built records; this is the first, rebuilt "

@@ -12,6 +12,7 @@ through ``Run.append``; the live build's path (catch-up, recovery, retries) stay
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -28,7 +29,15 @@ from contextfold.replay_report import ReplayReport, first_difference, recorded_r
 if TYPE_CHECKING:
     from contextfold.api import Run
 
-__all__ = ["rebuild", "replay"]
+__all__ = ["previewed", "rebuild", "replay"]
+
+
+def previewed(turn: int, records: Sequence[ContextBuilt], next_turn: int) -> bool:
+    """Whether :func:`rebuild` makes ``turn`` (whose records are ``records``) as the preview of the
+    next request: the turn not answered yet (``next_turn``, :meth:`Run.next_turn`) while no build
+    of it is recorded. The commands that say which a shown request is ask this, so what they say
+    follows the rule."""
+    return not records and turn == next_turn
 
 
 def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
@@ -47,7 +56,7 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
     if not 1 <= turn <= last:
         raise TurnNotFoundError(run.run_id, turn, last)
     records = run.records(turn) if records is None else records
-    if not records and turn == last:
+    if previewed(turn, records, last):
         # The turn not answered yet, with no build of it: the next request. Rebuilt from the log
         # as it stands, a call still in flight had its group dropped as stale, where the build
         # appends the call's cancellation: two requests for one turn (manifest with and without
