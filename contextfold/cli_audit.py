@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 from contextfold.api import Run
-from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn
+from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn, unbuilt_answer
 from contextfold.audit.effects import WINDOW_TURNS, describe
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
@@ -202,12 +202,7 @@ EFFECTS_SHOWN = 5
 
 def _unbuilt_text(a: RunAudit) -> list[str]:
     """The turns without a record that their config cannot build, with the first one's error."""
-    if not a.unbuilt:
-        return []
-    first = a.unbuilt[0]
-    turns = ", ".join(str(u.turn) for u in a.unbuilt[:20]) + (" …" if len(a.unbuilt) > 20 else "")
-    return [f"not rebuilt: {len(a.unbuilt)} turns without a record cannot be built under the config used "
-            f"(turns {turns}); turn {first.turn}: {first.error}: {first.message}"]
+    return [f"not rebuilt: {unbuilt_answer(a.unbuilt)}"] if a.unbuilt else []
 
 
 def _effects_text(a: RunAudit) -> list[str]:

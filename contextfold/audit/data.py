@@ -62,6 +62,7 @@ __all__ = [
     "audit_run",
     "collect",
     "config_for_turn",
+    "unbuilt_answer",
 ]
 
 HISTORY_KINDS = frozenset({"history", "tool_result", "user_input"})
@@ -158,6 +159,16 @@ class UnbuiltTurn(_Frozen):
     error: str
     """The error's type, e.g. ``RequiredContextExceedsBudgetError``."""
     message: str
+
+
+def unbuilt_answer(unbuilt: Sequence[UnbuiltTurn]) -> str:
+    """The one line the text summary and the report give for ``unbuilt`` (non-empty): how many,
+    which (the first 20), and the first one's error."""
+    first = unbuilt[0]
+    more = f" … (+{len(unbuilt) - 20})" if len(unbuilt) > 20 else ""
+    turns = ", ".join(str(u.turn) for u in unbuilt[:20]) + more
+    return (f"{len(unbuilt)} turns without a record cannot be built under the config used (turns {turns}); "
+            f"turn {first.turn}: {first.error}: {first.message}")
 
 
 class RunAudit(_Frozen):

@@ -30,7 +30,7 @@ from html import escape
 from typing import Any
 
 from contextfold.audit.charts import LAYER_COLORS, layers_chart, prefix_chart, usage_chart
-from contextfold.audit.data import RunAudit, TurnAudit
+from contextfold.audit.data import RunAudit, TurnAudit, unbuilt_answer
 from contextfold.audit.effects import describe
 from contextfold.audit.text import visible
 from contextfold.domain.manifest import ContextManifest
@@ -324,10 +324,8 @@ def _summary(a: RunAudit) -> str:
                                 if s.prefix_changed_turns else "")),
         ("tool schemas", f'<span id="tool-answer">{_e(s.tool_schema_answer)}</span>'),
         ("retrieval vs history", f'<span id="retrieval-answer">{_e(s.retrieval_answer)}</span>'),
-        *([("turns not rebuilt", f'<span id="unbuilt" data-count="{len(a.unbuilt)}">{len(a.unbuilt)} turns '
-            f"without a record cannot be built under the config used (turns "
-            f"{_turn_list(u.turn for u in a.unbuilt)}); turn {a.unbuilt[0].turn}: "
-            f"{_e(a.unbuilt[0].error)}: {_e(a.unbuilt[0].message)}</span>")] if a.unbuilt else []),
+        *([("turns not rebuilt", f'<span id="unbuilt" data-count="{len(a.unbuilt)}">'
+            f"{_e(unbuilt_answer(a.unbuilt))}</span>")] if a.unbuilt else []),
         ("protocol repairs", str(s.repairs)),
         ("compactions", str(s.compactions) + _effects(a)),
         ("builder config", "unchanged across turns" if not s.config_changed_turns else
