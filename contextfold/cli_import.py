@@ -396,16 +396,14 @@ def _tool_name_notes(named: Named) -> list[str]:
     which APIs now, not at the first build."""
     from contextfold.projections.render.protocol import refused_tool_names, refused_tool_schemas
 
-    names = {spec.name for _, events, _ in named for e in events if isinstance(e, ToolsRegistered)
-             for spec in e.tools}
-    names |= {call.name for _, events, _ in named for e in events if isinstance(e, ModelResponse)
-              for call in e.tool_calls}
+    specs = [spec for _, events, _ in named for e in events if isinstance(e, ToolsRegistered)
+             for spec in e.tools]
+    names = {spec.name for spec in specs} | {call.name for _, events, _ in named for e in events
+                                             if isinstance(e, ModelResponse) for call in e.tool_calls}
     by_names: dict[tuple[str, ...], list[str]] = {}
     for provider, (refused, rule) in refused_tool_names(names).items():
         by_names.setdefault(tuple(refused), []).append(f"{provider} ({rule})")
-    refused_schemas, refusing = refused_tool_schemas(
-        (spec.name, spec.parameters) for _, events, _ in named for e in events
-        if isinstance(e, ToolsRegistered) for spec in e.tools)
+    refused_schemas, refusing = refused_tool_schemas((spec.name, spec.parameters) for spec in specs)
     notes = []
     if refused_schemas:
         notes.append(f"note: tool(s) {', '.join(map(repr, refused_schemas[:5]))}"

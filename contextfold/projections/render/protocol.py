@@ -67,13 +67,18 @@ _TOOL_NAME: dict[str, tuple[re.Pattern[str], str]] = {
 request would be refused whole, so the build says which name and what the provider takes."""
 
 
+def _refused_names(pattern: re.Pattern[str], names: Iterable[Any]) -> list[Any]:
+    """The ``names`` a provider whose tool names match ``pattern`` refuses (in their order)."""
+    return [name for name in names if not (isinstance(name, str) and pattern.fullmatch(name))]
+
+
 def refused_tool_names(names: Iterable[str]) -> dict[str, tuple[list[str], str]]:
     """provider -> (the ``names`` it refuses, sorted; the names it takes), for the providers that
     refuse any: what an import can say before a build for that provider fails on them."""
     wanted = sorted(set(names))
     found = {}
     for provider, (pattern, rule) in _TOOL_NAME.items():
-        refused = [name for name in wanted if not pattern.fullmatch(name)]
+        refused = _refused_names(pattern, wanted)
         if refused:
             found[provider] = (refused, rule)
     return found
@@ -82,7 +87,7 @@ def refused_tool_names(names: Iterable[str]) -> dict[str, tuple[list[str], str]]
 def _names(provider: str, names: set[Any]) -> set[Any]:
     """``names``, or a RenderError naming the first (sorted) one the provider refuses."""
     pattern, rule = _TOOL_NAME[provider]
-    refused = [name for name in names if not (isinstance(name, str) and pattern.fullmatch(name))]
+    refused = _refused_names(pattern, names)
     if refused:
         _fail(provider, f"tool name {min(refused, key=str)!r} is refused by this API: it takes {rule} "
               "(rename the tool where it is registered)")
@@ -97,9 +102,16 @@ without a type ``"type": "object"``, so what they refuse is a schema of another 
 def refused_tool_schemas(specs: Iterable[tuple[str, Any]]) -> tuple[list[str], tuple[str, ...]]:
     """(the names of the (name, parameters) ``specs`` whose schema is of a type other than object,
     sorted; the providers that refuse them): what an import can say before a build fails on them."""
+    # type_required=False: the renderers give a schema without a type "type": "object"
     refused = sorted({name for name, schema in specs
-                      if not isinstance(schema, dict) or schema.get("type", "object") != "object"})
+                      if _schema_kind(schema, type_required=False) != "object"})
     return refused, OBJECT_SCHEMA_PROVIDERS if refused else ()
+
+
+def _schema_kind(schema: Any, *, type_required: bool) -> Any:
+    """The type a tool's parameters schema declares (``"object"`` when it names none and the
+    provider does not require one; None for a schema that is not an object)."""
+    return schema.get("type", None if type_required else "object") if isinstance(schema, dict) else None
 
 
 def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, type_required: bool) -> None:
@@ -108,7 +120,7 @@ def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, type_requi
     \"object\"'"), Anthropic requires it ("input_schema.type: Field required"). The whole
     request would be refused, turn after turn, for one tool registered with another schema."""
     for name, schema in schemas:
-        kind = schema.get("type", None if type_required else "object") if isinstance(schema, dict) else None
+        kind = _schema_kind(schema, type_required=type_required)
         if kind != "object":
             _fail(provider, f"tool {name!r}: its parameters must be a JSON Schema of type 'object', "
                   f"not {kind!r} (fix the schema where the tool is registered)")
