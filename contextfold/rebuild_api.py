@@ -61,7 +61,13 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         # as it stands, a call still in flight had its group dropped as stale, where the build
         # appends the call's cancellation: two requests for one turn (manifest with and without
         # --turn). Nothing is recorded: the live build's record is to be the turn's first.
-        return run.preview(config=cfg, progress=progress)
+        try:
+            return run.preview(config=cfg, progress=progress)
+        except (BudgetError, RenderError) as exc:  # say what was tried: the settings may be another turn's
+            exc.add_note(f"turn {turn} is not answered yet and has no context_built record: this is the "
+                         f"next request previewed for {cfg.provider} with window {cfg.window} and "
+                         f"reserve {cfg.reserve}")
+            raise
     if records:
         first = records[0]
         # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event

@@ -237,3 +237,24 @@ def test_a_turn_without_a_record_that_cannot_be_built_says_so(tmp_path: Path, cf
         assert ("  turn 2 has no context_built record (its live build failed, or never ran): this is the "
                 "turn rebuilt from the log for neutral with window 2000 and reserve 500") in out.stderr
     assert cf("audit", "r", cwd=tmp_path).returncode == 0  # the run's audit lists it and goes on
+
+
+def test_a_turn_not_answered_yet_that_cannot_be_previewed_says_with_which_settings(
+        tmp_path: Path, cf: CLI) -> None:
+    """``diff RUN 1 N`` previews turn N (not answered yet) under turn 1's recorded settings, which
+    may be too small for it while ``manifest RUN`` (the nearest record's) fits: the budget error
+    alone did not say it was the preview nor with which window."""
+    from contextfold.domain.events import ModelResponse, PolicySet, UserInput
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        run = store.run("r")
+        run.append(UserInput("hi"))
+        run.build(window=2_000, reserve=500)
+        run.append(ModelResponse(text="hello"), PolicySet(text="rule " * 3_000), UserInput("next"))
+    for command in (("diff", "r", "1", "2"), ("manifest", "r", "--turn", "2", "--window", "2000"),
+                    ("why", "r", "--turn", "2", "e1")):
+        out = cf(*command, cwd=tmp_path)
+        assert out.returncode == 2, command
+        assert "RequiredContextExceedsBudgetError" in out.stderr
+        assert ("  turn 2 is not answered yet and has no context_built record: this is the next request "
+                "previewed for neutral with window 2000 and reserve 500") in out.stderr, out.stderr
