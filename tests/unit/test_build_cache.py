@@ -316,13 +316,13 @@ def test_the_protocol_walk_is_skipped_only_for_the_same_remembered_dicts(
     from contextfold.projections.render import render_shared, validate
 
     walked: list[int] = []
-    real = validate.check_protocol
+    real = validate.check_protocol_noting
 
-    def counted(provider: str, body: dict[str, Any]) -> None:
+    def counted(provider: str, body: dict[str, Any]) -> bool | None:
         walked.append(len(body["messages"]))
-        real(provider, body)
+        return real(provider, body)
 
-    monkeypatch.setattr(validate, "check_protocol", counted)
+    monkeypatch.setattr(validate, "check_protocol_noting", counted)
     config = BuildConfig(provider="openai-chat", window=4_000, reserve=200)
     state = new_state("walk")
     for pos, event in enumerate(_events()[:12], start=1):

@@ -1,5 +1,5 @@
 """The openai-chat protocol check that takes groups it passed before whole gives, for any body,
-the verdict and the error of the full walk.
+the verdict and the error of the full walk, and says whether every message is a remembered dict.
 
 Why a property test: skipping a known group (``protocol._PASSED_GROUPS``), a run of known plain
 messages (``_PASSED_PLAIN``) or the check of a known tools list (``_DECLARED_TOOLS``) must never
@@ -122,6 +122,9 @@ def test_skipping_known_groups_gives_the_plain_walks_verdict(bodies: list[list[i
                 expected = _outcome(_reference_walk, body)
                 assert _outcome(protocol.check_protocol, body) == expected
                 assert _outcome(protocol.check_protocol, body) == expected  # its groups now known
+                if expected is None:  # what the walk says of the messages, without a pass of its own
+                    assert protocol.check_protocol_noting("openai-chat", body) == all(
+                        map(is_remembered, messages))
 
 
 def test_a_known_group_is_taken_whole_and_a_changed_one_walked(monkeypatch: Any) -> None:

@@ -24,8 +24,8 @@ from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
 from contextfold.projections.request_json import all_remembered, is_remembered, on_clear
 
-__all__ = ["PROVIDERS", "Provider", "check_protocol", "parse_provider", "refused_tool_names",
-           "refused_tool_schemas", "refuses_prefill"]
+__all__ = ["PROVIDERS", "Provider", "check_protocol", "check_protocol_noting", "parse_provider",
+           "refused_tool_names", "refused_tool_schemas", "refuses_prefill"]
 
 Provider: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 
@@ -194,18 +194,22 @@ run of them is skipped in one C-level scan. Most of a tau-bench request's ~11 me
 on_clear(_PASSED_PLAIN.clear)
 
 
-def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
+def _check_openai_chat(p: str, body: Mapping[str, Any]) -> bool:
     """The walk over the messages. A group (an assistant message with tool calls and the tool
     messages answering it) that passed before is taken whole when it is the same remembered
     dicts and its tool names are still declared: at a group's start and end no call is open,
     and what the walk checks inside it depends only on its dicts and the declared names. A
-    message that opens no call and passed before is skipped when no call is open."""
+    message that opens no call and passed before is skipped when no call is open.
+
+    Returns whether every message is a remembered dict: what is skipped is (only such are
+    kept as passed), so only the messages walked are looked up."""
     declared = _tool_names(p, body.get("tools") or [], _chat_tools)
     messages = _list(p, body, "messages")
     plain = list(map(operator.is_, map(_PASSED_PLAIN.get, map(id, messages)), messages))
     pending: list[str] = []
     asked_at = -1
     names: set[Any] = set()
+    remembered = True
     i, n = 0, len(messages)
     while i < n:
         if not pending and plain[i]:
@@ -221,6 +225,7 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
             if known[2] <= declared and len(after) == len(answers) and all(map(operator.is_, after, answers)):
                 i += 1 + len(answers)
                 continue
+        remembered = remembered and is_remembered(msg)
         role = msg.get("role")
         if pending:
             if role == "tool":
@@ -261,6 +266,7 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> None:
         i += 1
     if pending:
         _fail(p, f"assistant message {asked_at} has unanswered tool calls {pending}", asked_at)
+    return remembered
 
 
 def _keep_plain(message: dict[str, Any]) -> None:
@@ -488,10 +494,17 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
 
 def check_protocol(provider: str, body: Mapping[str, Any]) -> None:
     """Raise :class:`RenderError` if ``body`` breaks a rule the provider enforces."""
+    check_protocol_noting(provider, body)
+
+
+def check_protocol_noting(provider: str, body: Mapping[str, Any]) -> bool | None:
+    """:func:`check_protocol`, returning whether the history list is remembered dicts only
+    (``request_json``) where the walk tells that without a pass of its own (openai-chat), else
+    None. For ``validate_request``, which keeps a verdict only for bodies of such dicts."""
     name = parse_provider(provider)
     match name:
         case "openai-chat":
-            _check_openai_chat(name, body)
+            return _check_openai_chat(name, body)
         case "openai-responses":
             _check_openai_responses(name, body)
         case "anthropic":
@@ -500,3 +513,4 @@ def check_protocol(provider: str, body: Mapping[str, Any]) -> None:
             _check_gemini(name, body)
         case _:
             assert_never(name)
+    return None

@@ -37,7 +37,13 @@ from typing import Any, TypeAlias
 from pydantic import ValidationError
 
 from contextfold.domain.errors import RenderError
-from contextfold.projections.render.protocol import PROVIDERS, Provider, check_protocol, parse_provider
+from contextfold.projections.render.protocol import (
+    PROVIDERS,
+    Provider,
+    check_protocol,
+    check_protocol_noting,
+    parse_provider,
+)
 from contextfold.projections.render.strict_schema import TAG_MARK, strict_core_schema
 from contextfold.projections.request_json import (
     all_remembered,
@@ -284,8 +290,7 @@ def validate_request(provider: str, body: Mapping[str, Any]) -> None:
     name = parse_provider(provider)
     split = _lists_and_rest(name, body)
     if not _checked_before(name, split):
-        check_protocol(name, body)
-        _note_checked(name, split)
+        _note_checked(name, split, check_protocol_noting(name, body))
     validate_sdk_types(name, body)
 
 
@@ -318,8 +323,11 @@ def _checked_before(name: Provider, split: _Split | None) -> bool:
                for new, old in zip(lists, last[0], strict=True)) and canonical_text(rest) == last[1]
 
 
-def _note_checked(name: Provider, split: _Split | None) -> None:
-    if split is not None and all(map(all_remembered, split[0])):
+def _note_checked(name: Provider, split: _Split | None, history_remembered: bool | None) -> None:
+    """Keep the verdict of a body that passed, if its lists are remembered dicts only
+    (``history_remembered``: the protocol walk's answer for the history list, if it had one)."""
+    if split is not None and (all_remembered(split[0][0]) if history_remembered is None
+                              else history_remembered) and all_remembered(split[0][1]):
         _LAST_CHECKED[name] = (tuple(map(tuple, split[0])), canonical_text(split[1]))
     else:
         _LAST_CHECKED.pop(name, None)
