@@ -22,10 +22,14 @@ runs meanwhile). The loop itself leaves them partly warm (the fold and the recor
 less); the difference says how much of a stage is memory traffic rather than work.
 
 Each kind of build runs under a function of its own (``build_first``, ``build_second``,
-``build_rebuild``), so a sampling profiler (``pip install py-spy``), which slows nothing, can split
-its samples by kind:
-``py-spy record -r 1000 -f raw -o spy.txt -- .venv/bin/python scripts/profile_build.py --workload
-B``, then ``--spy-report spy.txt`` gives each stage's share of the first builds' samples.
+``build_rebuild``), so a sampling profiler (``pip install py-spy``) can split its samples by kind:
+``py-spy record --nonblocking -r 1000 -f raw -o spy.txt -- .venv/bin/python scripts/profile_build.py
+--workload B``, then ``--spy-report spy.txt`` gives each stage's share of the first builds' samples
+(several raw files add up: one run holds ~250 samples of B's first builds). ``--nonblocking``
+matters: by default py-spy stops the process for each sample, and at 1 kHz on a 2-core machine it
+fell behind, stretched the first builds' samples ~40-fold and moved the shares (the cut of the
+edge unit: 34% of them blocking, 8% non-blocking over six runs; the stage timers above put it at
+~15%). Read a share as a rough size, and a stage's timer for its cost.
 
 Usage:
   .venv/bin/python scripts/profile_build.py --workload A [--runs 200] [--budget 3000]
