@@ -313,10 +313,10 @@ def test_the_protocol_walk_is_skipped_only_for_the_same_remembered_dicts(
     is skipped. A new message, another output limit, or a body of the caller's own (not
     remembered dicts) is walked, and a broken one is still refused."""
     from contextfold.domain.errors import RenderError
-    from contextfold.projections.render import render_shared, validate
+    from contextfold.projections.render import protocol, render_shared, validate
 
     walked: list[int] = []
-    real = validate.check_protocol_noting
+    real = protocol.check_protocol_noting
 
     def counted(provider: str, body: dict[str, Any]) -> bool | None:
         walked.append(len(body["messages"]))
