@@ -57,7 +57,13 @@ from contextfold.projections.request_json import (
 from contextfold.projections.selection import Selection, Unit, select_units
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.timeline_units import TimelineUnits
-from contextfold.projections.tool_exposure import ToolChoice, choose_tools, rankable
+from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable
+from contextfold.projections.tool_names import (
+    MAX_SPEC_NAME,
+    refuses_tool_name,
+    renamed_tools,
+    tool_name_alias,
+)
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
@@ -139,6 +145,12 @@ def _no_budget(config: BuildConfig, budget: int, calibration: Calibration | None
             "run's usage_observed events")
 
 
+def _clipped(name: str) -> str:
+    """A logged tool name in a repair note: the model may have made it up, thousands of
+    characters long."""
+    return name if len(name) <= 80 else f"{name[:60]}…({len(name)} chars)"
+
+
 def _build(state: RunState, config: BuildConfig, *,
                   load_text: Callable[[ArtifactRef], str] | None = None,
                   render: Callable[[Conversation, str, int], dict[str, Any]] | None = None,
@@ -177,10 +189,21 @@ def _build(state: RunState, config: BuildConfig, *,
     policy = state.tool_policy()
     used_names = sorted(state.used_tool_names())
     registry: dict[str, ToolSpec] = dict(state.tools)
+    renamed: dict[str, str] = {}  # unregistered tools shown under an alias (``tool_names``)
     for name in used_names:
-        if name not in registry:
-            registry[name] = _declared_spec(name)
-            repair_notes.append(f"declared_unregistered_tool:{name}")
+        if name in registry:
+            continue
+        if refuses_tool_name(config.provider, name) and permitted(name, policy.allowed, policy.denied):
+            alias = renamed[name] = tool_name_alias(name, registry.keys() | state.used_tool_names())
+            registry[alias] = _declared_spec(alias)
+            repair_notes.append(f"renamed_unregistered_tool:{_clipped(name)}->{alias}")
+            continue
+        if len(name) > MAX_SPEC_NAME:  # not permitted (never exposed: its calls drop), and too long
+            continue  # for any schema
+        registry[name] = _declared_spec(name)
+        repair_notes.append(f"declared_unregistered_tool:{name}")
+    if renamed:
+        used_names = sorted(renamed.get(name, name) for name in used_names)
     shares = config.layer_shares
     # Tool schemas compete in the same selection as fragments (layer "tools", its
     # share of the budget): pinned and history-referenced tools are required units,
@@ -190,6 +213,8 @@ def _build(state: RunState, config: BuildConfig, *,
     candidates_tools, tool_units = _tool_candidates(
         ctx, [registry[n] for n in sorted(registry)], policy, used_names)
     offered = {t.name for t in candidates_tools}
+    if renamed:  # the history's calls name the tool as logged
+        offered.update(name for name, alias in renamed.items() if alias in offered)
 
     # ---- candidates: state fragments (deduped) and timeline units
     current_input = current_input_of(timeline)
@@ -321,6 +346,8 @@ def _build(state: RunState, config: BuildConfig, *,
                             load_bytes=None if config.provider == "neutral" else load_bytes)
              if state.media_seen else MediaFinish(conversation))
     conversation = media.conversation
+    if renamed:
+        conversation = renamed_tools(conversation, renamed, ctx.objects_for("renamed-tools"))
     if state.unparsed_arguments_seen:  # rare: only runs whose model once sent such arguments look
         repair_notes += [f"tool_arguments_not_an_object:{call.call_id}" for m in conversation.messages
                          if isinstance(m, AssistantMessage) for call in m.tool_calls

@@ -44,6 +44,9 @@ WINDOWS = (1_500, 4_000, 16_000, 128_000)
 WORDS = ('alpha', 'beta', 'error:', 'FAILED', 'Traceback', '```python', 'def', 'x():', '```',
          '{"a": [1, {"b": 3}]}', 'é', '日本', '😀', '\n')
 ARGUMENTS = ('{}', '{"q": "x"}', '{bad', '[1]', '{"big": "' + "y" * 500 + '"}')
+MADE_UP_NAMES = ("unknown", "multi_tool_use.parallel", "x" * 200)
+"""Tools a model calls that no runtime registered: one every API takes, one OpenAI and Anthropic
+refuse, one too long for any (each shown under an alias where refused: ``tool_names``)."""
 STEPS = int(os.environ.get("CONTEXTFOLD_RANDOM_STEPS", "150"))
 SEEDS = int(os.environ.get("CONTEXTFOLD_RANDOM_SEEDS", "6"))
 T = TypeVar("T")
@@ -87,7 +90,8 @@ class Agent:
             calls = []
             for _ in range(rng.choice((0, 1, 1, 2, 3))):
                 self.calls += 1
-                calls.append(ToolCall(call_id=f"c{self.calls}", name=rng.choice([*self.tools, "unknown"]),
+                name = rng.choice([*self.tools, *MADE_UP_NAMES])
+                calls.append(ToolCall(call_id=f"c{self.calls}", name=name,
                                       arguments=rng.choice(ARGUMENTS)))
             run.append(ModelResponse(text=_text(rng, 10) if rng.random() < 0.5 else "", tool_calls=calls))
             self.open += [c.call_id for c in calls]

@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeAlias, assert_never, get_args
 from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
 from contextfold.projections.request_json import all_remembered, is_remembered, on_clear
+from contextfold.projections.tool_names import TOOL_NAME_RULES
 
 __all__ = ["PROVIDERS", "Provider", "check_protocol", "check_protocol_noting", "parse_provider",
            "refused_tool_names", "refused_tool_schemas", "refuses_prefill"]
@@ -54,17 +55,8 @@ def _list(provider: str, body: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-_TOOL_NAME: dict[str, tuple[re.Pattern[str], str]] = {
-    "openai-chat": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, at most 64"),
-    "openai-responses": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, at most 64"),
-    "anthropic": (re.compile(r"[a-zA-Z0-9_-]{1,128}"), "letters, digits, _ and -, at most 128"),
-    "gemini": (re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}"),
-               "a letter or _ first, then letters, digits, _ . : and -, at most 128"),
-}
-"""The tool names each API takes (OpenAI: the SDK's ``FunctionDefinition.name``; Anthropic: its
-400 "tools.N.custom.name: String should match pattern"; Gemini: the SDK's
-``FunctionDeclaration.name``). A runtime names MCP tools ``server.tool`` or ``server/tool``; the
-request would be refused whole, so the build says which name and what the provider takes."""
+_TOOL_NAME = TOOL_NAME_RULES
+"""The tool names each API takes (``tool_names``)."""
 
 
 def _refused_names(pattern: re.Pattern[str], names: Iterable[Any]) -> list[Any]:

@@ -1,0 +1,80 @@
+"""A tool the model called under a name no runtime registered, and that an API refuses, keeps
+the run buildable for every provider (``projections/tool_names.py``).
+
+Why: gpt-4o sometimes calls ``multi_tool_use.parallel``; a model may emit a name with a space or
+thousands of characters long. The runtime logs the call and answers it with an error. Before,
+every later request for OpenAI and Anthropic was refused by the request check (the name in the
+history), and a name over 128 characters failed every build with an untyped ValidationError.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from contextfold.api import open_store
+from contextfold.domain.errors import RenderError
+from contextfold.domain.events import (
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolsRegistered,
+    UserInput,
+)
+from contextfold.projections.tool_names import tool_name_alias
+
+PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini", "neutral")
+
+
+def _called(name: str) -> list[Any]:
+    return [UserInput("look it up"),
+            ModelResponse(tool_calls=(ToolCall(call_id="c1", name=name, arguments='{"q": "x"}'),)),
+            ToolResult(call_id="c1", content=f"error: no tool named {name[:20]}", is_error=True),
+            UserInput("try again")]
+
+
+@pytest.mark.parametrize("name", ["multi_tool_use.parallel", "search the web", "x" * 5_000])
+def test_a_made_up_name_is_shown_under_its_alias_where_the_provider_refuses_it(store_url: str,
+                                                                              name: str) -> None:
+    alias = tool_name_alias(name)
+    with open_store(store_url) as store:
+        run = store.run("made-up")
+        run.append(*_called(name))
+        for provider in PROVIDERS:
+            built = run.build(provider, window=16_000, reserve=1_000)  # the SDK types checked it
+            body = json.dumps(built.request)
+            refused = provider != "neutral" or len(name) > 128
+            refused = refused and not (provider == "gemini" and name == "multi_tool_use.parallel")
+            shown = alias if refused else name
+            assert json.dumps(shown) in body, provider  # declared, called and answered under it
+            if refused:
+                assert json.dumps(name) not in body, provider
+                [note] = [r for r in built.manifest.repairs if r.startswith("renamed_unregistered_tool:")]
+                assert note.endswith(f"->{alias}") and len(note) < 200, provider
+            else:
+                assert f"declared_unregistered_tool:{name}" in built.manifest.repairs, provider
+            assert [t.name for t in built.manifest.tools] == [shown], provider
+            assert run.replay(turn=built.manifest.turn).ok
+
+
+def test_a_name_the_policy_denies_is_never_declared_and_a_registered_one_is_never_renamed(
+        store_url: str) -> None:
+    with open_store(store_url) as store:
+        denied = store.run("denied")
+        denied.append(PolicySet(text="no", denied_tools=("functions.search",)), *_called("functions.search"))
+        denied.append(ModelResponse(tool_calls=(ToolCall(call_id="c2", name="x" * 500),)),
+                      ToolResult(call_id="c2", content="no such tool", is_error=True), UserInput("well?"))
+        denied.append(PolicySet(text="only these", allowed_tools=("read",)))
+        built = denied.build("openai-chat")  # neither made-up name may be shown, under any name
+        assert built.request.get("tools", []) == [] and "tool_calls" not in json.dumps(built.request)
+        assert not any(r.startswith("renamed_unregistered_tool") for r in built.manifest.repairs)
+        registered = store.run("registered")
+        registered.append(ToolsRegistered(tools=(ToolSpec(name="github.create_issue"),)),
+                          *_called("github.create_issue"))
+        with pytest.raises(RenderError, match="rename the tool where it is registered"):
+            registered.build("openai-chat")
+        assert registered.build("gemini").manifest.tools[0].name == "github.create_issue"
