@@ -26,7 +26,7 @@ from typing import BinaryIO, NamedTuple
 from contextfold.cli import store_for
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
-from contextfold.domain.events import AnyEvent, ArtifactRef, ModelResponse, ToolsRegistered, artifact_refs
+from contextfold.domain.events import AnyEvent, ArtifactRef, ToolsRegistered, artifact_refs
 from contextfold.store.event_reads import check_run_id
 
 __all__ = ["TRACE_PATTERNS", "handle_import"]
@@ -390,16 +390,17 @@ def handle_import(args: argparse.Namespace) -> int:
 
 
 def _tool_name_notes(named: Named) -> list[str]:
-    """What the imported tools will meet: a runtime names MCP tools ``server.tool``, which OpenAI
-    and Anthropic refuse, as they refuse parameters whose schema is not an object. A build for them
+    """What the imported registered tools will meet: a runtime names MCP tools ``server.tool``, which
+    OpenAI and Anthropic refuse, as they refuse parameters whose schema is not an object. A build for them
     fails on such a tool (the whole request would be refused), so the import says which tools and
     which APIs now, not at the first build."""
     from contextfold.projections.render.protocol import refused_tool_names, refused_tool_schemas
 
     specs = [spec for _, events, _ in named for e in events if isinstance(e, ToolsRegistered)
              for spec in e.tools]
-    names = {spec.name for spec in specs} | {call.name for _, events, _ in named for e in events
-                                             if isinstance(e, ModelResponse) for call in e.tool_calls}
+    # registered names only: a tool the history calls without registering it is shown under an
+    # alias where its name is refused (``projections/tool_names``), so no build fails on it
+    names = {spec.name for spec in specs}
     by_names: dict[tuple[str, ...], list[str]] = {}
     for provider, (refused, rule) in refused_tool_names(names).items():
         by_names.setdefault(tuple(refused), []).append(f"{provider} ({rule})")

@@ -213,12 +213,17 @@ def test_the_swe_agent_demonstrations_folder_imports_as_22_runs(
 def test_tool_names_an_api_refuses_are_named_at_import(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """A runtime names MCP tools ``server.tool``; OpenAI and Anthropic refuse the name, so every build
-    of the run for them fails. The import says so, and for which APIs, before the first build does."""
-    call = {"id": "c1", "type": "function", "function": {"name": "github.create_issue", "arguments": "{}"}}
-    mcp = [{"role": "user", "content": "file it"},
-           {"role": "assistant", "content": None, "tool_calls": [call]},
-           {"role": "tool", "tool_call_id": "c1", "content": "#12"}]
-    code, out, _ = cf(tmp_path, capsys, "import", str(write(tmp_path / "mcp.json", mcp)), "--run", "mcp")
+    of the run for them fails. The import says so, and for which APIs, before the first build does.
+    A name the history only calls (never registered) is shown under an alias instead: no note."""
+    from importlib.resources import files
+
+    lines = files("contextfold.samples").joinpath("fix_invoice_rounding.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    registered = next(e for e in events if e["type"] == "tools_registered")
+    registered["tools"][0]["name"] = "github.create_issue"
+    source = tmp_path / "run.jsonl"
+    source.write_text("\n".join(json.dumps(e) for e in events))
+    code, out, _ = cf(tmp_path, capsys, "import", str(source), "--run", "mcp")
     assert code == 0
     [note] = [line for line in out.splitlines() if line.startswith("note:")]
     assert note.startswith("note: tool name(s) 'github.create_issue' are refused by openai-chat (letters, "
@@ -227,6 +232,14 @@ def test_tool_names_an_api_refuses_are_named_at_import(tmp_path: Path,
     assert "gemini" not in note  # Gemini takes dots
     assert cf(tmp_path, capsys, "build", "mcp", "--provider", "anthropic")[0] == 2  # as announced
     assert cf(tmp_path, capsys, "build", "mcp", "--provider", "gemini")[0] == 0
+    call = {"id": "c1", "type": "function", "function": {"name": "github.create_issue", "arguments": "{}"}}
+    called = [{"role": "user", "content": "file it"},
+              {"role": "assistant", "content": None, "tool_calls": [call]},
+              {"role": "tool", "tool_call_id": "c1", "content": "#12"}]
+    path = write(tmp_path / "called.json", called)
+    code, out, _ = cf(tmp_path, capsys, "import", str(path), "--run", "called")
+    assert code == 0 and "note:" not in out
+    assert cf(tmp_path, capsys, "build", "called", "--provider", "anthropic")[0] == 0
     code, out, _ = cf(tmp_path, capsys, "import", str(write(tmp_path / "plain.json", CHAT)), "--run", "plain")
     assert code == 0 and "note:" not in out
 
