@@ -80,6 +80,15 @@ class ContextfoldError(Exception):
     """Root of every error raised by contextfold."""
 
 
+def quoted(value: str, limit: int = 100) -> str:
+    """``repr(value)`` for an error message, clipped past ``limit`` characters with the length
+    said: an id or a name comes from a caller or a model, and one of a megabyte would make the
+    message (and every log line and terminal that prints it) a megabyte too."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
 class InvalidInputError(ContextfoldError):
     """The input was rejected before anything was written."""
 

@@ -25,6 +25,7 @@ from contextfold.domain.errors import (
     DuplicateToolCallError,
     DuplicateToolResultError,
     UnknownToolCallError,
+    quoted,
 )
 from contextfold.domain.events import (
     AnyEvent,
@@ -125,7 +126,7 @@ class PairingState:
             for call in event.tool_calls:
                 if call.call_id in self.open:
                     raise DuplicateToolCallError(
-                        f"call id {call.call_id!r} re-issued while still open "
+                        f"call id {quoted(call.call_id)} re-issued while still open "
                         f"(issued at position {self.open[call.call_id]})",
                         call_id=call.call_id,
                     )
@@ -146,8 +147,8 @@ class PairingState:
                 return "late"
             if cid in self.answered or cid in self.late:
                 raise DuplicateToolResultError(
-                    f"call {cid!r} already has a result", call_id=cid)
-            raise UnknownToolCallError(f"no open tool call with id {cid!r}", call_id=cid)
+                    f"call {quoted(cid)} already has a result", call_id=cid)
+            raise UnknownToolCallError(f"no open tool call with id {quoted(cid)}", call_id=cid)
         if isinstance(event, ToolCallCancelled | ToolResultLost):
             cid = event.call_id
             if cid in self.open:
@@ -156,6 +157,6 @@ class PairingState:
                 return None
             if cid in self.answered or cid in self.recovered:
                 raise DuplicateToolResultError(
-                    f"call {cid!r} is already closed; cannot mark it {event.type}", call_id=cid)
-            raise UnknownToolCallError(f"no open tool call with id {cid!r}", call_id=cid)
+                    f"call {quoted(cid)} is already closed; cannot mark it {event.type}", call_id=cid)
+            raise UnknownToolCallError(f"no open tool call with id {quoted(cid)}", call_id=cid)
         return None

@@ -22,6 +22,7 @@ from contextfold.domain.errors import (
     InputLimitError,
     IntegrityError,
     RunNotFoundError,
+    quoted,
 )
 from contextfold.domain.events import EVENT_ADAPTER, UPCASTERS, ArtifactRef, event_from_json
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
@@ -88,8 +89,9 @@ def bulk_allocation() -> Iterator[None]:
 
 def check_run_id(run_id: str) -> str:
     if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+        shown = quoted(run_id) if isinstance(run_id, str) else repr(run_id)
         raise InputLimitError(
-            f"invalid run id {run_id!r}: 1-200 characters, letters, digits and ._:@/+=- "
+            f"invalid run id {shown}: 1-200 characters, letters, digits and ._:@/+=- "
             "(starting with a letter or digit)"
         )
     return run_id

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
-from contextfold.domain.errors import InputLimitError, InvalidInputError
+from contextfold.domain.errors import InputLimitError, InvalidInputError, UnknownToolCallError
 from contextfold.domain.events import (
     AnyEvent,
     ModelResponse,
@@ -121,6 +121,20 @@ def test_over_deep_json_is_rejected(store: EventStore) -> None:
     _nothing_written(store)
     store.append("r", [ToolsRegistered(tools=(ToolSpec(name="ok", parameters=_nested(5)),))])
     assert store.version("r") == 1
+
+
+def test_an_error_quotes_a_huge_id_clipped(store: EventStore) -> None:
+    """An id from a caller or a model may be long (a call id up to the event size limit): the error
+    says how long, it does not repeat it."""
+    huge = "x" * 10_000
+    with pytest.raises(InputLimitError) as bad_run:
+        store.append(huge, [UserInput("hi")])
+    with pytest.raises(UnknownToolCallError) as unknown:
+        store.append("r", [ToolResult(call_id=huge, content="ok")])
+    for exc in (bad_run.value, unknown.value):
+        assert len(str(exc)) < 300 and "… (10000 characters)" in str(exc), str(exc)[:300]
+    assert unknown.value.call_id == huge  # the error's field keeps the whole id
+    _nothing_written(store)
 
 
 def test_deep_looking_text_is_not_depth(store: EventStore) -> None:
