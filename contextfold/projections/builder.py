@@ -148,7 +148,7 @@ def _no_budget(config: BuildConfig, budget: int, calibration: Calibration | None
 def _clipped(name: str) -> str:
     """A logged tool name in a repair note: the model may have made it up, thousands of
     characters long."""
-    return name if len(name) <= 80 else f"{name[:60]}…({len(name)} chars)"
+    return name if len(name) <= 80 else f"{name[:60]}… ({len(name)} characters)"
 
 
 def _build(state: RunState, config: BuildConfig, *,
