@@ -102,6 +102,18 @@ def nonempty(what: str) -> Callable[[str], str]:
     return check
 
 
+def log_position(text: str) -> int:
+    """``--upto``: a log position, 0 or more (a negative one printed nothing, as if the log were
+    empty)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a log position >= 0, got {text!r}")
+    return value
+
+
 def output_file(path: str) -> Path:
     """The file an ``--out``/``--html`` flag names, checked before any work (a build records its
     result: a path that cannot be written must fail before, not after): its directory must
@@ -252,7 +264,7 @@ def _configure_events(p: argparse.ArgumentParser) -> None:
                    help="with --json: first one line per artifact the events cite (large payloads, "
                         "media; base64), so that another store can import the run; without it an "
                         "export cites them by hash and imports only into this store")
-    p.add_argument("--upto", type=int, default=None, metavar="POS",
+    p.add_argument("--upto", type=log_position, default=None, metavar="POS",
                    help="last position to print (default: the run's last event)")
 
 

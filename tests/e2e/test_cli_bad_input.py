@@ -96,6 +96,16 @@ def test_why_with_an_empty_query_is_a_usage_error(tmp_path: Path, cli: CLI) -> N
     assert cli("why", "demo-fix-invoice", "--turn", "6", "e9").returncode == 0
 
 
+def test_events_upto_a_negative_position_is_a_usage_error(tmp_path: Path, cli: CLI) -> None:
+    """``events RUN --upto -1`` printed nothing and exited 0, as if the run's log were empty."""
+    assert cli("demo").returncode == 0
+    for bad in ("-1", "x"):
+        out = cli("events", "demo-fix-invoice", "--upto", bad)
+        assert out.returncode == 2 and out.stdout == ""
+        assert f"--upto: expected a log position >= 0, got '{bad}'" in out.stderr
+    assert cli("events", "demo-fix-invoice", "--upto", "2").stdout.count("\n") == 2
+
+
 def test_a_run_imported_under_a_new_name_replays_its_recorded_turns(tmp_path: Path, cli: CLI) -> None:
     """Its context_built records were made under the old name (refs event://OLD/5, the request id):
     replay --verify of each recorded turn was a MISMATCH though the log was intact."""
