@@ -22,6 +22,9 @@ M = TypeVar("M", bound=BaseModel)
 def checked(cls: type[M], what: str, /, **fields: Any) -> M:
     """``cls(**fields)``, or :class:`InvalidInputError` ("invalid ``what``: field: problem; ...").
     Positional-only: a model's fields may be called ``cls`` or ``what`` (or ``model``)."""
+    for name, value in fields.items():  # pydantic takes True for 1: a count or a window it is not
+        if type(value) is bool and _takes_int(cls, name):
+            raise InvalidInputError(f"invalid {what}: {name}: expected an integer, got {value!r}")
     try:
         model = cls(**fields)
     except ValidationError as exc:
@@ -31,6 +34,12 @@ def checked(cls: type[M], what: str, /, **fields: Any) -> M:
             raise InvalidInputError(f"invalid {what}: {name}: text that is not valid Unicode "
                                     f"(U+{ord(bad):04X}, a byte that was not UTF-8)")
     return model
+
+
+def _takes_int(cls: type[BaseModel], name: str) -> bool:
+    """Whether ``cls``'s field ``name`` holds an integer (or None), not a bool."""
+    field = cls.model_fields.get(name)
+    return field is not None and field.annotation in (int, int | None)
 
 
 def _surrogates(value: Any) -> str | None:

@@ -80,11 +80,14 @@ def test_invalid_build_settings_are_a_typed_error_and_append_nothing(store_url: 
     with open_store(store_url) as store:
         run = store.run("settings")
         run.append(UserInput("hi"))
-        for window, reserve, field in ((0, 10, "window"), (-5, 10, "window"), (4000, -1, "reserve")):
+        # True is not a window of 1 token, nor a report of 1 input token (pydantic takes it for 1)
+        for window, reserve, field in ((0, 10, "window"), (-5, 10, "window"), (4000, -1, "reserve"),
+                                       (True, 10, "window"), (4000, False, "reserve")):
             with pytest.raises(InvalidInputError, match=f"invalid build config: {field}: "):
                 run.build("openai-chat", window=window, reserve=reserve)
-        with pytest.raises(InvalidInputError, match="invalid usage: input_tokens: "):
-            run.observe_usage(1, -5)
+        for tokens in (-5, True):
+            with pytest.raises(InvalidInputError, match="invalid usage: input_tokens: "):
+                run.observe_usage(1, tokens)
         assert run.version == 1
 
 
