@@ -45,6 +45,7 @@ from contextfold.domain.events import ContextBuilt, HistoryCompacted
 from contextfold.domain.manifest import ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
+from contextfold.projections.tool_names import tool_name_alias
 from contextfold.rebuild_api import previewed
 
 __all__ = ["audit_turn", "explain"]
@@ -303,7 +304,12 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     exact = [f for f in manifest.fragments if f.id == query]
     exact_x = [e for e in manifest.excluded_items if e.id == query]
-    tools = [t for t in manifest.tools if t.name == query]
+    # a made-up tool name an API refuses is exposed under its alias (the repair names both; a long
+    # name clipped, so the alias is found from the name, as the build made it)
+    alias = tool_name_alias(query)
+    renamed = any(n.startswith("renamed_unregistered_tool:") and n.endswith(f"->{alias}")
+                  for n in manifest.repairs)
+    tools = [t for t in manifest.tools if t.name == query or (renamed and t.name == alias)]
     sel = exact or ([] if exact_x or tools else [f for f in manifest.fragments if query in f.source_ref])
     exc = exact_x or ([] if exact or tools else [e for e in manifest.excluded_items if query in e.source_ref])
     for f in sel:
@@ -315,8 +321,9 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
                       "tokens": e.tokens, "reason": e.reason, "replaced_by": e.replaced_by,
                       "detail": e.detail})
     for t in tools:
+        shown = f" (the history's {query!r}: a name the API refuses)" if t.name != query else ""
         found.append({"id": t.name, "verdict": "kept", "kind": "tool_spec", "tokens": t.tokens,
-                      "reason": f"tool exposed: {t.reason}"})
+                      "reason": f"tool exposed: {t.reason}{shown}"})
     return found
 
 

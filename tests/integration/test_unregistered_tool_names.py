@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import open_store
+from contextfold.cli_audit import explain
 from contextfold.domain.errors import RenderError
 from contextfold.domain.events import (
     ModelResponse,
@@ -55,6 +56,8 @@ def test_a_made_up_name_is_shown_under_its_alias_where_the_provider_refuses_it(s
                 assert json.dumps(name) not in body, provider
                 [note] = [r for r in built.manifest.repairs if r.startswith("renamed_unregistered_tool:")]
                 assert note.endswith(f"->{alias}") and len(note) < 200, provider
+                [found] = explain(built.manifest, name)  # `why RUN NAME`: asked by the logged name
+                assert found["id"] == alias and "a name the API refuses" in found["reason"], provider
             else:
                 assert f"declared_unregistered_tool:{name}" in built.manifest.repairs, provider
             assert [t.name for t in built.manifest.tools] == [shown], provider
