@@ -102,16 +102,21 @@ def nonempty(what: str) -> Callable[[str], str]:
     return check
 
 
-def log_position(text: str) -> int:
-    """``--upto``: a log position, 0 or more (a negative one printed nothing, as if the log were
-    empty)."""
+def nonnegative(text: str, expected: str) -> int:
+    """``text`` as an integer >= 0, or an argparse usage error saying what was ``expected``."""
     try:
         value = int(text)
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a log position >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def log_position(text: str) -> int:
+    """``--upto``: a log position, 0 or more (a negative one printed nothing, as if the log were
+    empty)."""
+    return nonnegative(text, "a log position >= 0")
 
 
 def output_file(path: str) -> Path:

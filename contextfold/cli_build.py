@@ -18,7 +18,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
-from contextfold.cli import DEMO_HOOKS, SCHEMAS, nonempty, output_file, register, store_for, write_output
+from contextfold.cli import (
+    DEMO_HOOKS,
+    SCHEMAS,
+    nonempty,
+    nonnegative,
+    output_file,
+    register,
+    store_for,
+    write_output,
+)
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import (
     IntegrityError,
@@ -175,15 +184,7 @@ EXCLUDED_SHOWN = 20
 
 def excluded_count(text: str) -> int | None:
     """``--excluded``: a number of fragments per reason, or ``all`` (None)."""
-    if text == "all":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'all', got {text!r}")
-    return value
+    return None if text == "all" else nonnegative(text, "a number >= 0 or 'all'")
 
 
 def _newest_first(item: ExcludedFragment) -> tuple[tuple[int, int | str], ...]:
