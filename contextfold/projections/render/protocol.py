@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeAlias, assert_never, get_args
 from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
 from contextfold.projections.request_json import all_remembered, is_remembered, on_clear
-from contextfold.projections.tool_names import TOOL_NAME_RULES
+from contextfold.projections.tool_names import TOOL_NAME_RULES, refuses_tool_name
 
 __all__ = ["PROVIDERS", "Provider", "check_protocol", "check_protocol_noting", "parse_provider",
            "refused_tool_names", "refused_tool_schemas", "refuses_prefill"]
@@ -55,13 +55,11 @@ def _list(provider: str, body: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-_TOOL_NAME = TOOL_NAME_RULES
-"""The tool names each API takes (``tool_names``)."""
-
-
-def _refused_names(pattern: re.Pattern[str], names: Iterable[Any]) -> list[Any]:
-    """The ``names`` a provider whose tool names match ``pattern`` refuses (in their order)."""
-    return [name for name in names if not (isinstance(name, str) and pattern.fullmatch(name))]
+def _refused_names(provider: str, names: Iterable[Any]) -> list[Any]:
+    """The ``names`` ``provider`` refuses as tool names (in their order): by the rule the builder
+    asks when it decides to alias a made-up name (``tool_names.refuses_tool_name``), so the two
+    cannot drift apart."""
+    return [name for name in names if not isinstance(name, str) or refuses_tool_name(provider, name)]
 
 
 def refused_tool_names(names: Iterable[str]) -> dict[str, tuple[list[str], str]]:
@@ -69,8 +67,8 @@ def refused_tool_names(names: Iterable[str]) -> dict[str, tuple[list[str], str]]
     refuse any: what an import can say before a build for that provider fails on them."""
     wanted = sorted(set(names))
     found = {}
-    for provider, (pattern, rule) in _TOOL_NAME.items():
-        refused = _refused_names(pattern, wanted)
+    for provider, (_, rule) in TOOL_NAME_RULES.items():
+        refused = _refused_names(provider, wanted)
         if refused:
             found[provider] = (refused, rule)
     return found
@@ -78,11 +76,10 @@ def refused_tool_names(names: Iterable[str]) -> dict[str, tuple[list[str], str]]
 
 def _names(provider: str, names: set[Any]) -> set[Any]:
     """``names``, or a RenderError naming the first (sorted) one the provider refuses."""
-    pattern, rule = _TOOL_NAME[provider]
-    refused = _refused_names(pattern, names)
+    refused = _refused_names(provider, names)
     if refused:
-        _fail(provider, f"tool name {min(refused, key=str)!r} is refused by this API: it takes {rule} "
-              "(rename the tool where it is registered)")
+        _fail(provider, f"tool name {min(refused, key=str)!r} is refused by this API: it takes "
+              f"{TOOL_NAME_RULES[provider][1]} (rename the tool where it is registered)")
     return names
 
 
