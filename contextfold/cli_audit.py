@@ -45,7 +45,7 @@ from contextfold.domain.events import ContextBuilt, HistoryCompacted
 from contextfold.domain.manifest import ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
-from contextfold.projections.tool_names import tool_name_alias
+from contextfold.projections.tool_names import renamed_to, tool_name_alias
 from contextfold.rebuild_api import previewed
 
 __all__ = ["audit_turn", "explain"]
@@ -307,8 +307,7 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
     # a made-up tool name an API refuses is exposed under its alias (the repair names both; a long
     # name clipped, so the alias is found from the name, as the build made it)
     alias = tool_name_alias(query)
-    renamed = any(n.startswith("renamed_unregistered_tool:") and n.endswith(f"->{alias}")
-                  for n in manifest.repairs)
+    renamed = renamed_to(manifest.repairs, alias)
     tools = [t for t in manifest.tools if t.name == query or (renamed and t.name == alias)]
     sel = exact or ([] if exact_x or tools else [f for f in manifest.fragments if query in f.source_ref])
     exc = exact_x or ([] if exact or tools else [e for e in manifest.excluded_items if query in e.source_ref])

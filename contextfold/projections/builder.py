@@ -61,6 +61,7 @@ from contextfold.projections.tool_exposure import ToolChoice, choose_tools, perm
 from contextfold.projections.tool_names import (
     MAX_SPEC_NAME,
     refuses_tool_name,
+    renamed_note,
     renamed_tools,
     tool_name_alias,
 )
@@ -145,12 +146,6 @@ def _no_budget(config: BuildConfig, budget: int, calibration: Calibration | None
             "run's usage_observed events")
 
 
-def _clipped(name: str) -> str:
-    """A logged tool name in a repair note: the model may have made it up, thousands of
-    characters long."""
-    return name if len(name) <= 80 else f"{name[:60]}… ({len(name)} characters)"
-
-
 def _build(state: RunState, config: BuildConfig, *,
                   load_text: Callable[[ArtifactRef], str] | None = None,
                   render: Callable[[Conversation, str, int], dict[str, Any]] | None = None,
@@ -194,9 +189,9 @@ def _build(state: RunState, config: BuildConfig, *,
         if name in registry:
             continue
         if refuses_tool_name(config.provider, name) and permitted(name, policy.allowed, policy.denied):
-            alias = renamed[name] = tool_name_alias(name, registry.keys() | state.used_tool_names())
+            alias = renamed[name] = tool_name_alias(name, registry.keys() | set(used_names))
             registry[alias] = _declared_spec(alias)
-            repair_notes.append(f"renamed_unregistered_tool:{_clipped(name)}->{alias}")
+            repair_notes.append(renamed_note(name, alias))
             continue
         if len(name) > MAX_SPEC_NAME:  # not permitted (never exposed: its calls drop), and too long
             continue  # for any schema

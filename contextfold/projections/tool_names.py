@@ -22,14 +22,15 @@ name the provider refuses is the runtime's to change, and the request check says
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 import blake3
 
 from contextfold.domain.conversation import AssistantMessage, Conversation, Message, ToolResults
 
-__all__ = ["MAX_SPEC_NAME", "TOOL_NAME_RULES", "refuses_tool_name", "renamed_tools", "tool_name_alias"]
+__all__ = ["MAX_SPEC_NAME", "TOOL_NAME_RULES", "refuses_tool_name", "renamed_note", "renamed_to",
+           "renamed_tools", "tool_name_alias"]
 
 TOOL_NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
     "openai-chat": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, at most 64"),
@@ -73,6 +74,22 @@ def tool_name_alias(name: str, taken: Container[str] = ()) -> str:
                   if f"{stem}_{digest[:width]}" not in taken), f"{stem}_{digest[:23]}")
     assert _EVERY_PROVIDER.fullmatch(alias), alias  # the stem is made to fit
     return alias
+
+
+_RENAMED = "renamed_unregistered_tool:"
+"""The manifest repair that names a made-up tool name and its alias."""
+
+
+def renamed_note(name: str, alias: str) -> str:
+    """The repair note for ``name`` shown as ``alias``: the name clipped (a model may have made
+    it up thousands of characters long), the alias whole."""
+    shown = name if len(name) <= 80 else f"{name[:60]}… ({len(name)} characters)"
+    return f"{_RENAMED}{shown}->{alias}"
+
+
+def renamed_to(repairs: Iterable[str], alias: str) -> bool:
+    """Whether a build's ``repairs`` show some made-up name as ``alias`` (:func:`renamed_note`)."""
+    return any(note.startswith(_RENAMED) and note.endswith(f"->{alias}") for note in repairs)
 
 
 def renamed_tools(conversation: Conversation, renamed: Mapping[str, str],
