@@ -40,6 +40,12 @@ def previewed(turn: int, records: Sequence[ContextBuilt], next_turn: int) -> boo
     return not records and turn == next_turn
 
 
+def _note_settings(exc: Exception, cfg: BuildConfig, what: str) -> None:
+    """Add to ``exc`` what its build was (a turn without a record) and the settings it was tried
+    with (the CLI prints an error's notes)."""
+    exc.add_note(f"{what} for {cfg.provider} with window {cfg.window} and reserve {cfg.reserve}")
+
+
 def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
             records: list[ContextBuilt] | None = None) -> BuildResult:
     """Rebuild ``turn`` (``records``: its records, when the caller has read them already: a
@@ -64,9 +70,8 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         try:
             return run.preview(config=cfg, progress=progress)
         except (BudgetError, RenderError) as exc:  # say what was tried: the settings may be another turn's
-            exc.add_note(f"turn {turn} is not answered yet and has no context_built record: this is the "
-                         f"next request previewed for {cfg.provider} with window {cfg.window} and "
-                         f"reserve {cfg.reserve}")
+            _note_settings(exc, cfg, f"turn {turn} is not answered yet and has no context_built record: "
+                           "this is the next request previewed")
             raise
     if records:
         first = records[0]
@@ -99,9 +104,8 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
                                load_bytes=run.store.artifact)
     except (BudgetError, RenderError) as exc:
         if not records:  # say why there is nothing recorded to show instead (the CLI prints notes)
-            exc.add_note(f"turn {turn} has no context_built record (its live build failed, or never ran): "
-                         f"this is the turn rebuilt from the log for {cfg.provider} with window {cfg.window} "
-                         f"and reserve {cfg.reserve}")
+            _note_settings(exc, cfg, f"turn {turn} has no context_built record (its live build failed, or "
+                           "never ran): this is the turn rebuilt from the log")
         raise
     if record and not records:
         run.append(result.record(rebuild=True))
