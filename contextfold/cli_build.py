@@ -37,6 +37,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.manifest import (
+    BUILD_PROVIDERS,
     LAYER_NAMES,
     BuildConfig,
     ContextManifest,
@@ -50,7 +51,7 @@ from contextfold.rebuild_api import previewed
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
            "manifest_table", "pick_record", "record_choice", "turn_record"]
 
-PROVIDER_CHOICES = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
+PROVIDER_CHOICES = BUILD_PROVIDERS
 
 SCHEMAS["manifest"] = ContextManifest.model_json_schema
 

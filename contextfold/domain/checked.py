@@ -8,23 +8,34 @@ naming each field and what is wrong with it.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic_core import PydanticCustomError
 
 from contextfold.domain.errors import InvalidInputError
 
-__all__ = ["checked", "validation_detail"]
+__all__ = ["Integer", "checked", "validation_detail"]
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "Input should be a valid integer, not a boolean")
+    return value
+
+
+Integer = Annotated[int, BeforeValidator(_not_a_bool)]
+"""An ``int`` field that refuses ``True`` and ``False``. Why: pydantic's lax mode takes ``True``
+for 1, so ``ToolResult(exit_code=True)`` logged exit code 1 and ``build(window=True)`` asked for
+a window of one token: a bool where a count belongs is a caller's mistake, never a count. The
+rest of lax mode stays (``"3"`` and ``3.0`` are 3), so importers and stored records read as before."""
 
 
 def checked(cls: type[M], what: str, /, **fields: Any) -> M:
     """``cls(**fields)``, or :class:`InvalidInputError` ("invalid ``what``: field: problem; ...").
     Positional-only: a model's fields may be called ``cls`` or ``what`` (or ``model``)."""
-    for name, value in fields.items():  # pydantic takes True for 1: a count or a window it is not
-        if type(value) is bool and _takes_int(cls, name):
-            raise InvalidInputError(f"invalid {what}: {name}: expected an integer, got {value!r}")
     try:
         model = cls(**fields)
     except ValidationError as exc:
@@ -34,12 +45,6 @@ def checked(cls: type[M], what: str, /, **fields: Any) -> M:
             raise InvalidInputError(f"invalid {what}: {name}: text that is not valid Unicode "
                                     f"(U+{ord(bad):04X}, a byte that was not UTF-8)")
     return model
-
-
-def _takes_int(cls: type[BaseModel], name: str) -> bool:
-    """Whether ``cls``'s field ``name`` holds an integer (or None), not a bool."""
-    field = cls.model_fields.get(name)
-    return field is not None and field.annotation in (int, int | None)
 
 
 def _surrogates(value: Any) -> str | None:

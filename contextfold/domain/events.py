@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from contextfold.domain.canonical import canonical_dumps, canonical_object, canonical_utf8
+from contextfold.domain.checked import Integer
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -79,7 +80,7 @@ class ArtifactRef(_Frozen):
     """A payload kept once in the artifact table, addressed by its blake3 hash."""
 
     hash: str = Field(pattern=r"^[0-9a-f]{64}$")
-    size: int = Field(ge=0)
+    size: Integer = Field(ge=0)
     media_type: str = "text/plain"
 
 
@@ -93,8 +94,8 @@ class ImageBlock(_Frozen):
     artifact: ArtifactRef | None = None
     url: str | None = None
     media_type: str
-    width: int | None = None
-    height: int | None = None
+    width: Integer | None = None
+    height: Integer | None = None
     detail: Literal["auto", "low", "high"] = "auto"
 
 
@@ -103,7 +104,7 @@ class DocumentBlock(_Frozen):
     artifact: ArtifactRef | None = None
     url: str | None = None
     media_type: str = "application/pdf"
-    pages: int | None = None
+    pages: Integer | None = None
     title: str | None = None
 
 
@@ -258,7 +259,7 @@ class ToolResult(_Event):
     artifact: ArtifactRef | None = None
     """Set by the store when ``content`` was too large to keep inline; content is then a preview."""
     is_error: bool = False
-    exit_code: int | None = None
+    exit_code: Integer | None = None
     origin: ToolOrigin = "external"
 
 
@@ -274,7 +275,7 @@ class ToolResultLost(_Event):
     type: Literal["tool_result_lost"] = "tool_result_lost"
     call_id: str
     reason: str
-    call_position: int | None = None
+    call_position: Integer | None = None
     """Log position (1-based) of the model response that issued the call."""
 
 
@@ -285,8 +286,8 @@ class FileRead(_Event):
     path: str
     content: str = ""
     revision: str | None = None
-    start_line: int | None = None
-    end_line: int | None = None
+    start_line: Integer | None = None
+    end_line: Integer | None = None
     artifact: ArtifactRef | None = None
 
 
@@ -316,8 +317,8 @@ class HistoryCompacted(_Event):
 
     type: Literal["history_compacted"] = "history_compacted"
     summary: CompactionSummary
-    covers_from: int = Field(ge=1)
-    covers_to: int = Field(ge=1)
+    covers_from: Integer = Field(ge=1)
+    covers_to: Integer = Field(ge=1)
     strategy: Literal["mask", "summary"] = "summary"
     summarizer: str = "deterministic"
 
@@ -326,14 +327,14 @@ class ContextBuilt(_Event):
     """What one request contained: the manifest (hashes and refs, no content) and its hashes."""
 
     type: Literal["context_built"] = "context_built"
-    turn: int = Field(ge=1)
+    turn: Integer = Field(ge=1)
     provider: str
     request_hash: str
     prefix_hash: str
     config_hash: str
     manifest: dict[str, Any]
     rebuild: bool = False
-    log_version: int = Field(default=0, ge=0)
+    log_version: Integer = Field(default=0, ge=0)
     """The last log position the build folded: a replay folds exactly up to here."""
     builder: str | None = None
     """The contextfold that built it (``"contextfold 0.4.0"``; None in records made before
@@ -397,10 +398,10 @@ class HandOff(_Event):
 
 class UsageObserved(_Event):
     type: Literal["usage_observed"] = "usage_observed"
-    turn: int = Field(ge=1)
-    input_tokens: int = Field(ge=0)
-    cached_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
+    turn: Integer = Field(ge=1)
+    input_tokens: Integer = Field(ge=0)
+    cached_tokens: Integer = Field(default=0, ge=0)
+    output_tokens: Integer = Field(default=0, ge=0)
     model: str | None = None
 
 

@@ -13,11 +13,13 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from contextfold.domain.checked import checked
+from contextfold.domain.checked import Integer, checked
+from contextfold.domain.errors import InvalidInputError, quoted
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.fragments import FragmentKind, Trust
 
 __all__ = [
+    "BUILD_PROVIDERS",
     "DEFAULT_LAYER_SHARES",
     "DEFAULT_RESERVE",
     "LAYER_NAMES",
@@ -42,6 +44,9 @@ __all__ = [
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+
+BUILD_PROVIDERS: tuple[str, ...] = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
+"""What a build's ``provider`` may name: the provider-neutral conversation, or one API's body."""
 
 LAYER_NAMES: dict[int, str] = {
     1: "policy", 2: "tools", 3: "goal", 4: "plan", 5: "history",
@@ -86,14 +91,14 @@ class BuildConfig(_Frozen):
 
     provider: str = "neutral"
     model: str | None = None
-    window: int = Field(default=128_000, gt=0)
-    reserve: int = Field(default=DEFAULT_RESERVE, ge=0)
+    window: Integer = Field(default=128_000, gt=0)
+    reserve: Integer = Field(default=DEFAULT_RESERVE, ge=0)
     """Output, tool-call and safety reserve: budget = window - reserve. Not given (or None):
     :func:`default_reserve` of the window, 8,000 from a window of 32,000 up."""
     layer_shares: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_LAYER_SHARES))
-    recent_groups: int = Field(default=3, ge=1)
+    recent_groups: Integer = Field(default=3, ge=1)
     """The newest N tool groups compete in the 'recent' layer, older ones in 'history'."""
-    max_tools: int = Field(default=12, ge=0)
+    max_tools: Integer = Field(default=12, ge=0)
     in_flight: Literal["wait", "cancel"] = "cancel"
     """Calls still open at build time: 'wait' fails with PendingToolCallsError,
     'cancel' appends cancellation events."""
@@ -126,7 +131,16 @@ class BuildConfig(_Frozen):
 def checked_config(**fields: Any) -> BuildConfig:
     """``BuildConfig(**fields)`` for values a caller passed in (a CLI flag, an API keyword): an
     invalid one (a window of 0, a negative reserve, an unknown field) is an
-    :class:`~contextfold.domain.errors.InvalidInputError`, not a pydantic traceback."""
+    :class:`~contextfold.domain.errors.InvalidInputError`, not a pydantic traceback.
+
+    So is a provider no build renders. ``provider`` stays a ``str`` on the model, so a record
+    of any builder reads back; a mistyped one (``"openai"``) made the whole build, then failed
+    at its render with a ``RenderError`` whose list left out ``neutral``."""
+    provider = fields.get("provider", "neutral")
+    if not isinstance(provider, str) or provider not in BUILD_PROVIDERS:
+        shown = quoted(provider) if isinstance(provider, str) else repr(provider)
+        raise InvalidInputError(f"invalid build config: provider: expected one of "
+                                f"{', '.join(BUILD_PROVIDERS)}, got {shown}")
     return checked(BuildConfig, "build config", **fields)
 
 

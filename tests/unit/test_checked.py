@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from contextfold.domain.checked import checked
 from contextfold.domain.errors import InvalidInputError
-from contextfold.domain.events import UsageObserved
-from contextfold.domain.manifest import BuildConfig, checked_config
+from contextfold.domain.events import CompactionSummary, FileRead, HistoryCompacted, ToolResult, UsageObserved
+from contextfold.domain.manifest import BUILD_PROVIDERS, BuildConfig, checked_config
 
 
 def test_valid_values_make_the_model() -> None:
@@ -41,3 +43,37 @@ def test_a_config_without_a_reserve_keeps_a_quarter_of_a_small_window() -> None:
     with pytest.raises(InvalidInputError) as info:
         checked_config(window=0)
     assert "window: Input should be greater than 0" in str(info.value) and "reserve" not in str(info.value)
+
+
+def test_a_provider_no_build_renders_is_named_with_the_ones_it_does() -> None:
+    """A mistyped provider made the whole build, then failed at its render with a RenderError
+    whose list of providers left out ``neutral``."""
+    for provider in ("openai", "OpenAI-Chat", "", None, 5):
+        with pytest.raises(InvalidInputError) as info:
+            checked_config(provider=provider)
+        assert str(info.value) == (f"invalid build config: provider: expected one of neutral, openai-chat, "
+                                   f"openai-responses, anthropic, gemini, got {provider!r}")
+    with pytest.raises(InvalidInputError, match=r"got 'x{100}'… \(5000 characters\)$"):
+        checked_config(provider="x" * 5000)
+    assert [checked_config(provider=p).provider for p in BUILD_PROVIDERS] == list(BUILD_PROVIDERS)
+
+
+def test_an_event_or_a_setting_takes_no_bool_for_an_integer() -> None:
+    """pydantic's lax mode takes True for 1: ``ToolResult(exit_code=True)`` logged exit code 1 and
+    ``UsageObserved(turn=True, ...)`` a usage of turn 1. The rest of lax mode stays."""
+    bools: list[tuple[type[BaseModel], dict[str, Any]]] = [
+        (ToolResult, {"call_id": "c1", "exit_code": True}),
+        (FileRead, {"path": "a.py", "start_line": False}),
+        (UsageObserved, {"turn": True, "input_tokens": 5}),
+        (UsageObserved, {"turn": 1, "input_tokens": False}),
+        (HistoryCompacted, {"summary": CompactionSummary(), "covers_from": True, "covers_to": 2}),
+        (BuildConfig, {"max_tools": True}),
+    ]
+    for cls, fields in bools:
+        with pytest.raises(ValidationError, match="Input should be a valid integer, not a boolean"):
+            cls(**fields)
+    assert ToolResult(call_id="c1", exit_code="3").exit_code == 3
+    assert ToolResult(call_id="c1", exit_code=2.0).exit_code == 2
+    bool_window = r"^invalid build config: window: Input should be a valid integer, not a boolean$"
+    with pytest.raises(InvalidInputError, match=bool_window):
+        checked_config(window=True)

@@ -18,6 +18,7 @@ from typing import Any, assert_never
 
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import RenderError
+from contextfold.domain.manifest import BUILD_PROVIDERS
 from contextfold.projections.render.anthropic import render_anthropic
 from contextfold.projections.render.data_blocks import neutralise, render_data
 from contextfold.projections.render.gemini import render_gemini
@@ -48,8 +49,8 @@ __all__ = [
     "validate_sdk_types",
 ]
 
-if PROVIDERS != ("openai-chat", "openai-responses", "anthropic", "gemini"):
-    raise AssertionError("Provider and the documented provider list disagree")
+if BUILD_PROVIDERS[1:] != PROVIDERS:
+    raise AssertionError("the renderers' providers and the providers a build accepts disagree")
 
 
 _LEAST_OUTPUT_TOKENS = {"anthropic": 1, "openai-responses": 16}
