@@ -59,7 +59,6 @@ from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.timeline_units import TimelineUnits
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable
 from contextfold.projections.tool_names import (
-    MAX_SPEC_NAME,
     refuses_tool_name,
     renamed_note,
     renamed_tools,
@@ -186,15 +185,16 @@ def _build(state: RunState, config: BuildConfig, *,
     registry: dict[str, ToolSpec] = dict(state.tools)
     renamed: dict[str, str] = {}  # unregistered tools shown under an alias (``tool_names``)
     for name in used_names:
-        if name in registry:
+        # Not permitted: never declared, so no note says it was (its calls are excluded as stale,
+        # naming the policy). A name no request can declare (every name over MAX_SPEC_NAME) is
+        # refused by every provider: shown under an alias.
+        if name in registry or not permitted(name, policy.allowed, policy.denied):
             continue
-        if refuses_tool_name(config.provider, name) and permitted(name, policy.allowed, policy.denied):
+        if refuses_tool_name(config.provider, name):
             alias = renamed[name] = tool_name_alias(name, registry.keys() | set(used_names))
             registry[alias] = _declared_spec(alias)
             repair_notes.append(renamed_note(name, alias))
             continue
-        if len(name) > MAX_SPEC_NAME:  # not permitted (never exposed: its calls drop), and too long
-            continue  # for any schema
         registry[name] = _declared_spec(name)
         repair_notes.append(f"declared_unregistered_tool:{name}")
     if renamed:

@@ -68,13 +68,22 @@ def test_a_name_the_policy_denies_is_never_declared_and_a_registered_one_is_neve
         store_url: str) -> None:
     with open_store(store_url) as store:
         denied = store.run("denied")
-        denied.append(PolicySet(text="no", denied_tools=("functions.search",)), *_called("functions.search"))
+        denied.append(PolicySet(text="no", denied_tools=("functions.search", "shell")),
+                      *_called("functions.search"))
         denied.append(ModelResponse(tool_calls=(ToolCall(call_id="c2", name="x" * 500),)),
                       ToolResult(call_id="c2", content="no such tool", is_error=True), UserInput("well?"))
+        denied.append(ModelResponse(tool_calls=(ToolCall(call_id="c3", name="shell"),)),  # a name APIs take
+                      ToolResult(call_id="c3", content="denied", is_error=True), UserInput("and?"))
         denied.append(PolicySet(text="only these", allowed_tools=("read",)))
-        built = denied.build("openai-chat")  # neither made-up name may be shown, under any name
-        assert built.request.get("tools", []) == [] and "tool_calls" not in json.dumps(built.request)
-        assert not any(r.startswith("renamed_unregistered_tool") for r in built.manifest.repairs)
+        for provider in ("openai-chat", "anthropic", "neutral"):
+            built = denied.build(provider)  # no made-up name may be shown, under any name
+            assert built.manifest.tools == () and "tool_call" not in json.dumps(built.request), provider
+            # nor said to be: a note that "shell" was declared named a tool the request did not hold
+            assert built.manifest.repairs == (), provider
+            assert {e.detail for e in built.manifest.excluded_items if e.id != "e1"} == {
+                "uses tools the policy does not expose: functions.search",
+                f"uses tools the policy does not expose: {'x' * 500}",
+                "uses tools the policy does not expose: shell"}, provider
         registered = store.run("registered")
         registered.append(ToolsRegistered(tools=(ToolSpec(name="github.create_issue"),)),
                           *_called("github.create_issue"))
