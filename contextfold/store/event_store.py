@@ -376,6 +376,12 @@ class EventStore(RunHeads):
                 f"{', '.join(f'U+{ord(c):04X}' for c in bad)} (a lone surrogate, as decoding with "
                 "errors='surrogateescape' leaves); decode tool output with errors='replace' or "
                 "'backslashreplace'") from exc
+        except ValueError as exc:  # pydantic-core's serializer stops near 255 levels, a bare ValueError
+            if "depth" not in str(exc):
+                raise
+            raise InputLimitError(
+                f"event {index} ({event.type}) nests JSON deeper than pydantic serialises (~250 "
+                f"levels); the limit is {self.limits.max_depth}") from exc
         limits = self.limits
         if len(body) > limits.max_event_bytes:
             raise InputLimitError(

@@ -123,6 +123,16 @@ def test_over_deep_json_is_rejected(store: EventStore) -> None:
     assert store.version("r") == 1
 
 
+def test_json_too_deep_to_serialise_is_the_same_typed_error(store: EventStore) -> None:
+    """Past 255 levels pydantic-core's serializer stops with a bare ValueError, before the depth
+    check could run: a runtime's (or an imported trace's) deep tool schema was an untyped error."""
+    for levels in (128, 2_000):  # 255 and 3,999 levels of JSON
+        deep = ToolsRegistered(tools=(ToolSpec(name="deep", parameters=_nested(levels)),))
+        with pytest.raises(InputLimitError, match=r"^event 1 \(tools_registered\) nests JSON "):
+            store.append("r", [UserInput("first"), deep])
+    _nothing_written(store)
+
+
 def test_an_error_quotes_a_huge_id_clipped(store: EventStore) -> None:
     """An id from a caller or a model may be long (a call id up to the event size limit): the error
     says how long, it does not repeat it."""
