@@ -24,11 +24,13 @@ import blake3
 from contextfold.domain.errors import (
     DuplicateToolCallError,
     DuplicateToolResultError,
+    InvalidInputError,
     UnknownToolCallError,
     quoted,
 )
 from contextfold.domain.events import (
     AnyEvent,
+    HistoryCompacted,
     ModelResponse,
     ToolCallCancelled,
     ToolResult,
@@ -66,6 +68,20 @@ def _restore(d: dict[str, Any], key: str, value: Any) -> None:
         d[key] = value
 
 
+def _check_cover(event: HistoryCompacted, position: int) -> None:
+    """A compaction covers positions before its own, from ``covers_from`` up to ``covers_to``.
+
+    Checked on the write side only: the fold clips a cover to the positions before the event
+    and covers nothing of a reversed one, so a log that already holds such an event still
+    reads. A new one is refused, since its summary would name raw events it does not stand
+    for (``events://run/1-99`` at position 5) or none at all."""
+    lo, hi = event.covers_from, event.covers_to
+    if lo > hi or hi >= position:
+        raise InvalidInputError(
+            f"history_compacted at position {position} covers positions {lo}-{hi}: it may cover "
+            f"only earlier positions, covers_from <= covers_to < {position}")
+
+
 @dataclass(slots=True)
 class PairingState:
     """Which tool calls are open, answered, or closed by recovery, as of some position.
@@ -91,6 +107,8 @@ class PairingState:
         undo: list[_Undo] = []
         try:
             for event, position in items:
+                if isinstance(event, HistoryCompacted):
+                    _check_cover(event, position)
                 if isinstance(event, ModelResponse | ToolResult | ToolCallCancelled | ToolResultLost):
                     ids = ([c.call_id for c in event.tool_calls] if isinstance(event, ModelResponse)
                            else [event.call_id])

@@ -24,6 +24,7 @@ from contextfold.compaction_api import auto_compact, build, compact, pressure, s
 from contextfold.domain.errors import InvalidInputError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     AnyEvent,
+    CompactionSummary,
     HistoryCompacted,
     ModelResponse,
     PolicySet,
@@ -286,3 +287,18 @@ def test_traces_auto_compacted_to_16k_keep_goal_latest_error_and_exit_code(sqlit
             if any(isinstance(r.event, HistoryCompacted) for r in run.events()):
                 compacted_runs += 1
     assert compacted_runs >= 3  # the window really forced compaction on real runs (4 at 16k)
+
+
+def test_a_compaction_covering_no_earlier_range_is_refused_and_writes_nothing(cf_store: Store) -> None:
+    """A reversed cover (3-1) was accepted and summarised nothing; one past the event's own
+    position (1-99 at position 5) was clipped, while its summary named events 1-99."""
+    run = cf_store.run("r-bad-cover")
+    run.append(UserInput("look"), *_turn(1), UserInput("and?"))
+    summary = CompactionSummary(inferences=("the worker was checked",))
+    for lo, hi in ((3, 1), (1, 99), (1, 5)):
+        with pytest.raises(InvalidInputError, match=f"at position 5 covers positions {lo}-{hi}: "):
+            run.append(HistoryCompacted(summary=summary, covers_from=lo, covers_to=hi))
+        assert run.version == 4
+    run.append(HistoryCompacted(summary=summary, covers_from=1, covers_to=4))
+    shown = json.dumps(run.build("openai-chat").request)
+    assert "the worker was checked" in shown and "step 1" not in shown

@@ -457,6 +457,15 @@ def test_compaction_never_splits_a_group() -> None:
     item = state.items[9]
     assert isinstance(item, SummaryItem) and item.covered == (2,)
     assert any(isinstance(it, ToolGroup) and it.position == 3 for it in state.timeline())
+    # covers the store now refuses (reversed; past the event itself) still fold, as logs may
+    # hold them: the first covers nothing, the second only the positions before it
+    log.add(HistoryCompacted(summary=CompactionSummary(), covers_from=8, covers_to=4),
+            HistoryCompacted(summary=CompactionSummary(), covers_from=4, covers_to=99))
+    fold(log.records, state)
+    reversed_cover, future_cover = state.items[10], state.items[11]
+    assert isinstance(reversed_cover, SummaryItem) and reversed_cover.covered == ()
+    assert isinstance(future_cover, SummaryItem) and future_cover.covers_to == 10  # clipped
+    assert future_cover.covered and max(future_cover.covered) < 11
 
 
 def test_open_group_cannot_be_covered() -> None:
