@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import operator
+import threading
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
@@ -80,15 +81,23 @@ _SDK_FOUND: set[str] = set()
 """Providers whose SDK was found: once imported it stays (``sys.modules``), and a build asks."""
 
 
+_SDK_IMPORTS = threading.RLock()
+"""Held while an SDK is looked for or its request types imported. Why: the openai package's
+modules import each other in a cycle, and two threads that first imported its chat and its
+responses types at once each held a module the other needed: one of two builds started
+together, for openai-chat and openai-responses, failed with Python's ``_DeadlockError``."""
+
+
 def sdk_available(provider: str) -> bool:
     """Whether the official SDK for ``provider`` is importable here."""
     name = parse_provider(provider)
     if name in _SDK_FOUND:
         return True
-    try:
-        found = importlib.util.find_spec(SDK_PACKAGES[name]) is not None
-    except ModuleNotFoundError:
-        return False
+    with _SDK_IMPORTS:
+        try:
+            found = importlib.util.find_spec(SDK_PACKAGES[name]) is not None
+        except ModuleNotFoundError:
+            return False
     if found:
         _SDK_FOUND.add(name)
     return found
@@ -96,6 +105,11 @@ def sdk_available(provider: str) -> bool:
 
 @functools.cache
 def _typed_dict_adapter(provider: Provider) -> Any:
+    with _SDK_IMPORTS:
+        return _import_typed_dict_adapter(provider)
+
+
+def _import_typed_dict_adapter(provider: Provider) -> Any:
     from pydantic import TypeAdapter
 
     match provider:
@@ -177,10 +191,17 @@ def _summary(exc: Any) -> str:
     return f"{len(errors)} error(s), first at {loc or '<root>'}: {first.get('msg', exc)}"
 
 
+@functools.cache
+def _gemini_types() -> Any:
+    with _SDK_IMPORTS:
+        from google.genai import types
+    return types
+
+
 def _validate_gemini(body: Mapping[str, Any]) -> None:
-    from google.genai import types
     from pydantic import BaseModel
 
+    types = _gemini_types()
     fields: dict[str, type[BaseModel]] = {
         "systemInstruction": types.Content,
         "contents": types.Content,
