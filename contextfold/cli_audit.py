@@ -166,7 +166,7 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
         for p in verdict["problems"]:
             sys.stderr.write(f"PROBLEM: {visible(p)}\n")
         _out("")
-        _out(manifest_table(result.manifest, args.excluded))
+        _out(manifest_table(result.manifest, getattr(args, "excluded", EXCLUDED_SHOWN)))
         if args.content:
             _out(f"\nrequest body ({result.manifest.provider}) as the model saw it:")
             _out(json.dumps(result.request, indent=2, ensure_ascii=False))
@@ -192,7 +192,7 @@ def _configure_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--content", action="store_true",
                    help="with --turn: also print the request body (the content the model saw); "
                         "by default an audit shows hashes, refs, sizes and reasons only")
-    p.add_argument("--excluded", type=excluded_count, default=EXCLUDED_SHOWN, metavar="N|all",
+    p.add_argument("--excluded", type=excluded_count, default=argparse.SUPPRESS, metavar="N|all",
                    help=f"with --turn: list the newest N excluded fragments of each reason (default "
                         f"{EXCLUDED_SHOWN}; 'all' lists every one), as manifest does")
     _config_args(p)
@@ -248,6 +248,12 @@ def _handle_audit(args: argparse.Namespace) -> int:
     if args.html and args.turn is not None:  # the report covers every turn: --turn would drop it
         raise InvalidInputError("--html writes the report of the whole run; it does not combine "
                                 "with --turn (each turn is a section of the report)")
+    # The summary and the report show neither (an audit without --turn printed it, flags ignored).
+    given = [f for f, on in (("--content", args.content), ("--excluded", hasattr(args, "excluded"))) if on]
+    if args.turn is None and given:
+        raise InvalidInputError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to one "
+                                "turn: add --turn N (the run's summary and its HTML report hold hashes, "
+                                "refs, sizes and reasons, never content or excluded lists)")
     html = output_file(args.html) if args.html else None
     with store_for(args) as store:
         run = store.run(args.run)

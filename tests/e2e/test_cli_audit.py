@@ -258,3 +258,17 @@ def test_a_turn_not_answered_yet_that_cannot_be_previewed_says_with_which_settin
         assert "RequiredContextExceedsBudgetError" in out.stderr
         assert ("  turn 2 is not answered yet and has no context_built record: this is the next request "
                 "previewed for neutral with window 2000 and reserve 500") in out.stderr, out.stderr
+
+
+def test_flags_for_one_turn_without_a_turn_are_a_usage_error(tmp_path: Path, cf: CLI) -> None:
+    """``audit RUN --content`` printed the run's summary, which holds no content, and exited 0:
+    the flag was ignored without a word (so was ``--excluded``)."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    cases = ((["--content"], "--content applies"), (["--excluded", "all"], "--excluded applies"),
+             (["--content", "--excluded", "3", "--html", "r.html"], "--content and --excluded apply"))
+    for flags, named in cases:
+        out = cf("audit", RUN, *flags, cwd=tmp_path)
+        assert out.returncode == 2 and f"{named} to one turn: add --turn N" in out.stderr, out.stderr
+        assert out.stdout == "" and not (tmp_path / "r.html").exists()
+    listed = cf("audit", RUN, "--turn", "6", "--excluded", "all", "--content", cwd=tmp_path)
+    assert listed.returncode == 0 and "request body (" in listed.stdout, listed.stderr
