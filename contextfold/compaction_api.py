@@ -190,6 +190,10 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     told of the events folded first (see :meth:`Run.state`)."""
     _check_strategy(strategy)
     check_keep_recent(keep_recent)  # before anything: with a window, nothing may be planned
+    if reserve is not None and window is None and config is None:  # it was ignored, unchecked
+        raise InvalidInputError(f"reserve ({reserve!r}) goes with a window: without one, compact makes "
+                                "one cut at the widest legal point and builds nothing to reserve "
+                                "room in (give window=, --window on the command line)")
     session = _Session(run, dry_run=dry_run, state=run.state(progress=progress))
     if window is None and config is None:
         plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,

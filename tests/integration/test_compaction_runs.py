@@ -126,7 +126,8 @@ def test_summary_compaction_reads_back_its_range_and_dry_run_appends_nothing(cf_
 
 def test_an_unknown_strategy_or_a_keep_recent_that_is_no_count_is_a_typed_error(cf_store: Store) -> None:
     """compact(run, "sumary") raised a bare AssertionError (assert_never); with a window it
-    silently only masked; keep_recent="3" raised TypeError. Nothing may be appended."""
+    silently only masked; keep_recent="3" raised TypeError; a reserve without a window was
+    ignored. Nothing may be appended."""
     run = cf_store.run("r-args")
     run.append(UserInput("Diagnose the worker."))
     for t in range(1, 8):
@@ -141,6 +142,9 @@ def test_an_unknown_strategy_or_a_keep_recent_that_is_no_count_is_a_typed_error(
     for keep in ("3", 1.5, None):
         with pytest.raises(InvalidInputError, match="keep_recent must be an integer"):
             compact(run, "mask", keep_recent=keep)  # type: ignore[arg-type]
+    for reserve in (500, -5):  # without a window nothing is built: it was ignored, unchecked
+        with pytest.raises(InvalidInputError, match=rf"^reserve \({reserve}\) goes with a window"):
+            compact(run, "mask", reserve=reserve)
     assert run.version == version
 
 
