@@ -44,7 +44,9 @@ from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
 from contextfold.domain.manifest import ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
+from contextfold.projections.past_states import state_at_version
 from contextfold.projections.progress import Progress
+from contextfold.projections.tool_candidates import not_exposed_reason
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
 from contextfold.rebuild_api import previewed
 
@@ -342,6 +344,16 @@ def _configure_why(p: argparse.ArgumentParser) -> None:
     _config_args(p)
 
 
+def _not_exposed(run: Run, manifest: ContextManifest, query: str, progress: Progress) -> list[dict[str, Any]]:
+    """``query`` as a tool the build did not expose, with the reason re-derived from the log as the
+    build saw it (a manifest lists the tools a request declares, not those it left out)."""
+    version = min(manifest.log_version, run.version)  # a preview folds recovery it did not write
+    state = state_at_version(run.events(upto=version), version, run_id=run.run_id, progress=progress)
+    reason = not_exposed_reason(state, manifest.config, query, {t.name for t in manifest.tools})
+    return [] if reason is None else [{"id": query, "verdict": "not exposed", "kind": "tool_spec",
+                                       "reason": reason}]
+
+
 def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
     m = re.fullmatch(r"e(\d+)(?:\.c\d+)?", query)
     if m:
@@ -375,6 +387,9 @@ def _handle_why(args: argparse.Namespace) -> int:
             source = ("previewed (no record: the next request)" if preview
                       else "rebuilt from the log (no record)")
         found = explain(manifest, args.query)
+        if not found:  # a tool the request did not declare: the exposure decision, re-derived
+            with fold_bar(store, args, f"folding {args.run} to turn {args.turn}") as advance:
+                found = _not_exposed(run, manifest, args.query, advance)
         missing = "" if found else _not_found(run, manifest, args.query)
     if args.json:
         which = picked.as_json() if picked is not None else {"record": None, "records": 0, "rebuild": None}
@@ -388,6 +403,9 @@ def _handle_why(args: argparse.Namespace) -> int:
     _out(f"turn {args.turn} ({origin}{which_text}, request {manifest.request_hash[:16]}):")
     for f in found:  # sources, reasons and details are untrusted text: made visible, one line each
         f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
+        if f["verdict"] == "not exposed":  # a tool the request did not declare: no size, no source
+            _out(f"  NOT EXPOSED {f['id']}: {f['reason']}")
+            continue
         source = f", {f['source_ref']}" if f.get("source_ref") else ""  # an exposed tool has none
         what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens{source})"
         if f["verdict"] == "kept":
@@ -403,7 +421,8 @@ def _handle_why(args: argparse.Namespace) -> int:
     return 0
 
 
-register("why", "why a fragment, file or source was kept or dropped at turn N (the manifest's reason)",
+register("why", "why a fragment, file, source or tool was kept or dropped at turn N (the manifest's "
+         "reason; for a tool not exposed, the decision re-derived from the log)",
          _configure_why, _handle_why)
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from contextfold.domain.conversation import AssistantMessage, Conversation, arguments_object
 from contextfold.domain.errors import BudgetError
-from contextfold.domain.events import ArtifactRef, TextBlock, ToolSpec
+from contextfold.domain.events import ArtifactRef
 from contextfold.domain.manifest import (
     BuildConfig,
     Calibration,
@@ -55,15 +55,11 @@ from contextfold.projections.request_json import (
     conversation_json,
 )
 from contextfold.projections.selection import Selection, Unit, select_units
-from contextfold.projections.state import MessageItem, RunState, ToolPolicy
+from contextfold.projections.state import RunState
 from contextfold.projections.timeline_units import TimelineUnits
-from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable
-from contextfold.projections.tool_names import (
-    refuses_tool_name,
-    renamed_note,
-    renamed_tools,
-    tool_name_alias,
-)
+from contextfold.projections.tool_candidates import tool_candidates as _tool_candidates
+from contextfold.projections.tool_candidates import tool_inputs
+from contextfold.projections.tool_names import renamed_tools
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
@@ -73,44 +69,6 @@ from contextfold.projections.units import (
 )
 
 __all__ = ["MESSAGE_OVERHEAD", "REPLY_PRIMING", "BuildResult", "build_context", "canonical_hash"]
-
-_UNBOUNDED = 1 << 40
-_TOOL_SCORE = 100.0
-"""Optional tool units rank by BM25 above this base: within the tools layer only their order matters."""
-
-
-
-def _query(state: RunState) -> str:
-    parts: list[str] = []
-    if state.goal is not None:
-        parts.append(state.goal.goal)
-    if state.plan is not None:
-        parts += [s.title for s in state.plan.steps if s.status in ("ready", "in_progress")]
-    for item in reversed(state.live_timeline()[0]):
-        if isinstance(item, MessageItem) and item.role == "user":
-            f = state.entries[item.fragment_id].fragment
-            parts += [b.text for b in f.content if isinstance(b, TextBlock)]
-            break
-    return "\n".join(parts)
-
-
-_DECLARED: dict[str, ToolSpec] = {}
-_DECLARED_LIMIT = 4096
-
-
-def _declared_spec(name: str) -> ToolSpec:
-    """The minimal schema declared for a tool the history used but the log never registered: one
-    object per name for the process (it depends on the name alone), so every run and build that
-    declares it reuses its pricing (a new spec's JSON was ~40 us of the build that first used it)."""
-    spec = _DECLARED.get(name)
-    if spec is None:
-        if len(_DECLARED) >= _DECLARED_LIMIT:
-            _DECLARED.clear()
-        spec = _DECLARED[name] = ToolSpec(
-            name=name, description="Declared by contextfold: the run's history uses this tool "
-            "but its log never registered a schema.", parameters={"type": "object"})
-    return spec
-
 
 def build_context(state: RunState, config: BuildConfig, *,
                   load_text: Callable[[ArtifactRef], str] | None = None,
@@ -180,33 +138,16 @@ def _build(state: RunState, config: BuildConfig, *,
     repair_notes = list(repairs)
 
     # ---- tools
-    policy = state.tool_policy()
-    used_names = sorted(state.used_tool_names())
-    registry: dict[str, ToolSpec] = dict(state.tools)
-    renamed: dict[str, str] = {}  # unregistered tools shown under an alias (``tool_names``)
-    for name in used_names:
-        # Not permitted: never declared, so no note says it was (its calls are excluded as stale,
-        # naming the policy). A name no request can declare (every name over MAX_SPEC_NAME) is
-        # refused by every provider: shown under an alias.
-        if name in registry or not permitted(name, policy.allowed, policy.denied):
-            continue
-        if refuses_tool_name(config.provider, name):
-            alias = renamed[name] = tool_name_alias(name, registry.keys() | set(used_names))
-            registry[alias] = _declared_spec(alias)
-            repair_notes.append(renamed_note(name, alias))
-            continue
-        registry[name] = _declared_spec(name)
-        repair_notes.append(f"declared_unregistered_tool:{name}")
-    if renamed:
-        used_names = sorted(renamed.get(name, name) for name in used_names)
-    shares = config.layer_shares
     # Tool schemas compete in the same selection as fragments (layer "tools", its
     # share of the budget): pinned and history-referenced tools are required units,
     # the most relevant others optional ones ranked by BM25. Selecting them apart,
     # before the fragments, made the fragment budget jump down when a larger budget
     # let one more relevant tool in, so a larger budget could keep less.
-    candidates_tools, tool_units = _tool_candidates(
-        ctx, [registry[n] for n in sorted(registry)], policy, used_names)
+    tool_in = tool_inputs(state, config)
+    registry, renamed = tool_in.registry, tool_in.renamed
+    repair_notes += tool_in.notes
+    shares = config.layer_shares
+    candidates_tools, tool_units = _tool_candidates(ctx, tool_in)
     offered = {t.name for t in candidates_tools}
     if renamed:  # the history's calls name the tool as logged
         offered.update(name for name, alias in renamed.items() if alias in offered)
@@ -379,35 +320,6 @@ def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[st
                                                     list_unreached=False))  # see dropped_lines
     s: Selection = hit[2]
     return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached)
-
-
-def _tool_candidates(ctx: BuildCtx, specs: list[ToolSpec], policy: ToolPolicy,
-                     used_names: list[str]) -> tuple[list[ToolChoice], list[Unit]]:
-    """The tools that may be exposed, ranked, and their selection units. Pure in its inputs,
-    which rarely change between builds (the query moves with the goal, the ready plan step and
-    the latest user input): the last answer is kept and reused while they are equal.
-
-    When every permitted tool is pinned or used by the history (a runtime that registers no
-    schemas of its own declares just those), there is nothing to rank: every candidate is a
-    required unit, whose score orders nothing. Then the query is neither made nor ranked, and
-    a new user input does not invalidate the answer."""
-    ranked = ctx.config.max_tools > 0 and rankable(
-        (s.name for s in specs), pinned=policy.pinned, referenced=set(used_names), allowed=policy.allowed,
-        denied=policy.denied)
-    query = _query(ctx.state) if ranked else ""
-    key = (query, tuple(specs), policy, tuple(used_names), ctx.config.max_tools,
-           ctx.state.counter.encoding_name)
-    hit = ctx.state.memo.get("tool-candidates")
-    if isinstance(hit, tuple) and hit[0] == key:
-        return hit[1], hit[2]
-    exposed, _, _, _ = choose_tools(specs, query=query, pinned=policy.pinned, referenced=used_names,
-                                    allowed=policy.allowed, denied=policy.denied, budget_tokens=_UNBOUNDED,
-                                    count=ctx.count, max_relevant=ctx.config.max_tools,
-                                    report_excluded=False)
-    units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
-                  required=t.reason != "relevant") for t in exposed]
-    ctx.state.memo["tool-candidates"] = (key, exposed, units)
-    return exposed, units
 
 
 def _plain_memo(ctx: BuildCtx) -> dict[Any, Any]:

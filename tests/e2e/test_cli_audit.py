@@ -272,3 +272,32 @@ def test_flags_for_one_turn_without_a_turn_are_a_usage_error(tmp_path: Path, cf:
         assert out.stdout == "" and not (tmp_path / "r.html").exists()
     listed = cf("audit", RUN, "--turn", "6", "--excluded", "all", "--content", cwd=tmp_path)
     assert listed.returncode == 0 and "request body (" in listed.stdout, listed.stderr
+
+
+def test_why_a_tool_was_not_exposed(tmp_path: Path, cf: CLI) -> None:
+    """A manifest lists the tools a request declares, not those it left out: ``why`` said a tool the
+    policy denied, or one no relevance ranked in, "was not part of the projection at that turn"."""
+    from contextfold.domain.events import ModelResponse, PolicySet, ToolSpec, ToolsRegistered, UserInput
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        run = store.run("tools")
+        run.append(PolicySet(text="careful", pinned_tools=("deploy",), denied_tools=("drop_db",)),
+                   ToolsRegistered(tools=(ToolSpec(name="deploy", description="deploy a release"),
+                                          ToolSpec(name="drop_db", description="drop the database"),
+                                          ToolSpec(name="weather", description="forecast by city"))),
+                   UserInput("drop the old database tables"))
+        run.build("openai-chat")  # recorded: turn 1
+        run.append(ModelResponse(text="done"), UserInput("and the weather?"))  # turn 2: no record
+    denied = cf("why", "tools", "--turn", "1", "drop_db", cwd=tmp_path)
+    assert denied.returncode == 0, denied.stderr
+    assert denied.stdout.splitlines()[1] == ("  NOT EXPOSED drop_db: tool 'drop_db' (registered) is never "
+                                             "exposed: the run's policy denies it (denied_tools)")
+    unranked = json.loads(cf("why", "tools", "--turn", "1", "weather", "--json", cwd=tmp_path).stdout)
+    assert unranked["matches"] == [{"id": "weather", "verdict": "not exposed", "kind": "tool_spec",
+                                    "reason": "tool 'weather' (registered) is neither pinned nor called by "
+                                    "the kept history, and shares no term with the turn's goal, ready plan "
+                                    "steps and latest input (BM25 score 0)"}]
+    previewed = cf("why", "tools", "--turn", "2", "weather", cwd=tmp_path)  # ranked in by the new input
+    assert previewed.returncode == 0 and "KEPT    weather (tool_spec, " in previewed.stdout, previewed.stdout
+    unknown = cf("why", "tools", "--turn", "1", "nope", cwd=tmp_path)
+    assert unknown.returncode == 1 and "nothing in turn 1's manifest matches 'nope'" in unknown.stdout

@@ -443,16 +443,16 @@ def test_tools_are_ranked_only_when_one_could_be_exposed_for_relevance(
     state's. Once a tool the history never used is registered, the input is ranked again and
     picks it."""
     from contextfold.domain.events import ToolSpec, ToolsRegistered
-    from contextfold.projections import builder
+    from contextfold.projections import tool_candidates
 
     queries: list[str] = []
-    real = builder._query
+    real = tool_candidates.tool_query
 
     def counted(state: RunState) -> str:
         queries.append(real(state))
         return queries[-1]
 
-    monkeypatch.setattr(builder, "_query", counted)
+    monkeypatch.setattr(tool_candidates, "tool_query", counted)
     config = BuildConfig(provider="openai-chat", window=8_000, reserve=200)
     state = new_state("rank")
     for pos, event in enumerate(_events()[:12], start=1):

@@ -1,0 +1,184 @@
+"""Which tools a build may expose, ranked, and why a tool was not exposed.
+
+The builder asks :func:`tool_inputs` for the registry it declares from (the run's registered
+tools, plus a minimal schema for a tool the history calls that the log never registered, under
+an alias where the provider refuses its name) and :func:`tool_candidates` for the ranked
+candidates, which then compete in the selection's ``tools`` layer. :func:`not_exposed_reason`
+answers ``why RUN TOOL --turn N`` from the same inputs and the same ranking, with every
+exclusion reported: a manifest lists the tools a request declares, not the hundreds it left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import NamedTuple
+
+from contextfold.domain.events import TextBlock, ToolSpec
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.selection import Unit
+from contextfold.projections.state import MessageItem, RunState, ToolPolicy
+from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable
+from contextfold.projections.tool_names import refuses_tool_name, renamed_note, tool_name_alias
+from contextfold.projections.units import BuildCtx
+
+__all__ = ["ToolInputs", "not_exposed_reason", "tool_candidates", "tool_inputs", "tool_query"]
+
+_UNBOUNDED = 1 << 40
+_TOOL_SCORE = 100.0
+"""Optional tool units rank by BM25 above this base: within the tools layer only their order matters."""
+
+
+def tool_query(state: RunState) -> str:
+    """What tools are ranked against: the goal, the ready plan steps and the latest user input."""
+    parts: list[str] = []
+    if state.goal is not None:
+        parts.append(state.goal.goal)
+    if state.plan is not None:
+        parts += [s.title for s in state.plan.steps if s.status in ("ready", "in_progress")]
+    for item in reversed(state.live_timeline()[0]):
+        if isinstance(item, MessageItem) and item.role == "user":
+            f = state.entries[item.fragment_id].fragment
+            parts += [b.text for b in f.content if isinstance(b, TextBlock)]
+            break
+    return "\n".join(parts)
+
+
+_DECLARED: dict[str, ToolSpec] = {}
+_DECLARED_LIMIT = 4096
+
+
+def _declared_spec(name: str) -> ToolSpec:
+    """The minimal schema declared for a tool the history used but the log never registered: one
+    object per name for the process (it depends on the name alone), so every run and build that
+    declares it reuses its pricing (a new spec's JSON was ~40 us of the build that first used it)."""
+    spec = _DECLARED.get(name)
+    if spec is None:
+        if len(_DECLARED) >= _DECLARED_LIMIT:
+            _DECLARED.clear()
+        spec = _DECLARED[name] = ToolSpec(
+            name=name, description="Declared by contextfold: the run's history uses this tool "
+            "but its log never registered a schema.", parameters={"type": "object"})
+    return spec
+
+
+class ToolInputs(NamedTuple):
+    """What tool exposure starts from in one build."""
+
+    registry: dict[str, ToolSpec]
+    """Name (or alias) -> spec: the registered tools and those declared for the history's calls."""
+    used_names: list[str]
+    """The names the visible history calls, sorted, aliased where the provider refuses them."""
+    renamed: dict[str, str]
+    """A made-up name the provider refuses -> the alias it is shown under (``tool_names``)."""
+    policy: ToolPolicy
+    notes: list[str]
+    """The manifest's repairs for the declared and renamed tools."""
+
+
+def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
+    """The registry a build of ``state`` for ``config`` declares tools from (see the module)."""
+    policy = state.tool_policy()
+    used_names = sorted(state.used_tool_names())
+    registry: dict[str, ToolSpec] = dict(state.tools)
+    renamed: dict[str, str] = {}
+    notes: list[str] = []
+    for name in used_names:
+        # Not permitted: never declared, so no note says it was (its calls are excluded as stale,
+        # naming the policy). A name no request can declare (every name over MAX_SPEC_NAME) is
+        # refused by every provider: shown under an alias.
+        if name in registry or not permitted(name, policy.allowed, policy.denied):
+            continue
+        if refuses_tool_name(config.provider, name):
+            alias = renamed[name] = tool_name_alias(name, registry.keys() | set(used_names))
+            registry[alias] = _declared_spec(alias)
+            notes.append(renamed_note(name, alias))
+            continue
+        registry[name] = _declared_spec(name)
+        notes.append(f"declared_unregistered_tool:{name}")
+    if renamed:
+        used_names = sorted(renamed.get(name, name) for name in used_names)
+    return ToolInputs(registry, used_names, renamed, policy, notes)
+
+
+def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs) -> tuple[list[ToolSpec], str]:
+    """The specs in name order and the query they are ranked against ("" when nothing is ranked)."""
+    specs = [inputs.registry[n] for n in sorted(inputs.registry)]
+    policy = inputs.policy
+    ranked = config.max_tools > 0 and rankable(
+        (s.name for s in specs), pinned=policy.pinned, referenced=set(inputs.used_names),
+        allowed=policy.allowed, denied=policy.denied)
+    return specs, tool_query(state) if ranked else ""
+
+
+def _choices(specs: list[ToolSpec], query: str, config: BuildConfig, inputs: ToolInputs,
+             count: Callable[[str], int], report_excluded: bool) -> tuple[list[ToolChoice], list[ToolChoice]]:
+    policy = inputs.policy
+    exposed, excluded, _, _ = choose_tools(
+        specs, query=query, pinned=policy.pinned, referenced=inputs.used_names, allowed=policy.allowed,
+        denied=policy.denied, budget_tokens=_UNBOUNDED, count=count, max_relevant=config.max_tools,
+        report_excluded=report_excluded)
+    return exposed, excluded
+
+
+def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> tuple[list[ToolChoice], list[Unit]]:
+    """The tools that may be exposed, ranked, and their selection units. Pure in its inputs,
+    which rarely change between builds (the query moves with the goal, the ready plan step and
+    the latest user input): the last answer is kept and reused while they are equal.
+
+    When every permitted tool is pinned or used by the history (a runtime that registers no
+    schemas of its own declares just those), there is nothing to rank: every candidate is a
+    required unit, whose score orders nothing. Then the query is neither made nor ranked, and
+    a new user input does not invalidate the answer."""
+    specs, query = _ranking(ctx.state, ctx.config, inputs)
+    key = (query, tuple(specs), inputs.policy, tuple(inputs.used_names), ctx.config.max_tools,
+           ctx.state.counter.encoding_name)
+    hit = ctx.state.memo.get("tool-candidates")
+    if isinstance(hit, tuple) and hit[0] == key:
+        return hit[1], hit[2]
+    exposed, _ = _choices(specs, query, ctx.config, inputs, ctx.count, report_excluded=False)
+    units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
+                  required=t.reason != "relevant") for t in exposed]
+    ctx.state.memo["tool-candidates"] = (key, exposed, units)
+    return exposed, units
+
+
+def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
+                       exposed: Collection[str]) -> str | None:
+    """Why a build of ``state`` for ``config`` that exposed the tools ``exposed`` (a manifest's
+    ``tools``) did not expose ``name``; None when the run knows no tool of that name (neither
+    registered, called, pinned nor named by its policy) or it was exposed."""
+    inputs = tool_inputs(state, config)
+    policy = inputs.policy
+    shown = inputs.renamed.get(name, name)
+    registered, called = name in state.tools, name in state.used_tool_names()
+    named = name in policy.pinned or name in policy.denied or name in (policy.allowed or ())
+    if shown in exposed or not (registered or called or named):
+        return None
+    known = ("registered" if registered else "called by the history but never registered" if called
+             else "named by the run's policy but never registered")
+    stale = "; the history's calls to it are left out as stale" if called else ""
+    if name in policy.denied:
+        return f"tool {name!r} ({known}) is never exposed: the run's policy denies it (denied_tools){stale}"
+    if not permitted(name, policy.allowed, policy.denied):
+        return (f"tool {name!r} ({known}) is never exposed: it is not among the run's policy's "
+                f"allowed_tools{stale}")
+    if not (registered or called):
+        return (f"tool {name!r} is pinned by the run's policy, but no tool of that name is registered "
+                "(ToolsRegistered) and the history does not call it: there is no schema to declare")
+    specs, query = _ranking(state, config, inputs)
+    candidates, excluded = _choices(specs, query, config, inputs, state.counter.count, report_excluded=True)
+    decided = {c.name: c for c in (*candidates, *excluded)}.get(shown)
+    if decided is None:  # every registered or declared name is decided: not reached
+        return None
+    if decided in candidates:
+        return (f"tool {name!r} ({known}) was a candidate ({decided.reason}, {decided.tokens} tokens), but "
+                "the selection had no room for it in the tools layer's share of the budget")
+    if config.max_tools == 0:
+        return f"tool {name!r} ({known}) is neither pinned nor called, and max_tools is 0: none is exposed " \
+               "for its relevance"
+    if decided.reason == "over_cap":
+        return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and ranked "
+                f"below the {config.max_tools} most relevant tools (max_tools) for the turn's goal, ready "
+                f"plan steps and latest input (BM25 score {decided.score:.3f})")
+    return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and shares no "
+            "term with the turn's goal, ready plan steps and latest input (BM25 score 0)")

@@ -1,0 +1,108 @@
+"""Why a tool was not exposed: re-derived from the log as the build saw it, never guessed.
+
+A manifest lists the tools a request declares, not the hundreds it left out; ``why RUN TOOL``
+answers with :func:`not_exposed_reason`, which must agree with the build tool for tool.
+"""
+
+from __future__ import annotations
+
+from contextfold.api import render_request
+from contextfold.domain.events import (
+    AnyEvent,
+    GoalSet,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolsRegistered,
+    UserInput,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.fold import fold_event, new_state
+from contextfold.projections.state import RunState
+from contextfold.projections.tool_candidates import not_exposed_reason
+from tests.unit.test_tool_exposure import TOOLS
+
+
+def _state(*events: AnyEvent) -> RunState:
+    state = new_state("tools")
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("tools", pos, event, ""))
+    return state
+
+
+def _reasons(state: RunState, config: BuildConfig) -> tuple[BuildResult, dict[str, str | None]]:
+    built = build_context(state, config, render=render_request)
+    exposed = {t.name for t in built.manifest.tools}
+    return built, {t.name: not_exposed_reason(state, config, t.name, exposed) for t in TOOLS}
+
+
+def _agree(state: RunState, config: BuildConfig) -> dict[str, str]:
+    """The reasons for the tools the build left out; asserts that exactly they have one."""
+    built, reasons = _reasons(state, config)
+    exposed = {t.name for t in built.manifest.tools}
+    assert exposed and {n for n, r in reasons.items() if r is None} == exposed, config
+    return {n: r for n, r in reasons.items() if r is not None}
+
+
+def test_every_tool_of_a_200_tool_registry_is_exposed_or_has_the_reason_it_was_not() -> None:
+    ops = _state(PolicySet(text="be careful", pinned_tools=("fs_read_file",),
+                           denied_tools=("k8s_scale_deployment",)),
+                 ToolsRegistered(tools=tuple(TOOLS)),
+                 GoalSet(goal="Fetch the logs of the crashing pod and scale the deployment"),
+                 UserInput("the api pod keeps crashing: fetch its logs"))
+    crud = _state(ToolsRegistered(tools=tuple(TOOLS)),
+                  UserInput("create, list, get, update and delete the invoices, customers and tickets"))
+    said: dict[str, int] = {}
+    for state, config in ((ops, BuildConfig(provider="openai-chat", window=16_000, reserve=1_000)),
+                          (ops, BuildConfig(provider="anthropic", window=16_000, reserve=1_000, max_tools=3)),
+                          (crud, BuildConfig(provider="openai-chat", window=16_000, reserve=1_000)),
+                          (crud, BuildConfig(provider="openai-chat", window=700, reserve=100))):
+        reasons = _agree(state, config)
+        if state is ops:  # relevant to the goal, but the policy's word is final
+            assert reasons.pop("k8s_scale_deployment") == (
+                "tool 'k8s_scale_deployment' (registered) is never exposed: the run's policy denies it "
+                "(denied_tools)")
+        for name, reason in reasons.items():
+            assert reason.startswith(f"tool {name!r} (registered) "), reason
+            words = (("irrelevant", "shares no term with the turn's goal"),
+                     ("below the cap", f"below the {config.max_tools} most relevant"),
+                     ("no room", "the selection had no room for it"))
+            kinds = [kind for kind, text in words if text in reason]
+            assert len(kinds) == 1, reason
+            said[kinds[0]] = said.get(kinds[0], 0) + 1
+    assert set(said) == {"irrelevant", "below the cap", "no room"}, said  # each reason was exercised
+
+
+def test_a_tool_the_policy_keeps_out_or_that_no_schema_declares_says_so() -> None:
+    state = _state(PolicySet(text="only these", allowed_tools=("read", "ghost", "shell"),
+                             pinned_tools=("ghost",)),
+                   PolicySet(text="never", source_ref="runtime://deny", denied_tools=("shell",)),
+                   ToolsRegistered(tools=(ToolSpec(name="read", description="print a document"),
+                                          ToolSpec(name="write", description="write a file"))),
+                   UserInput("write the report"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="shell"),)),
+                   ToolResult(call_id="c1", content="denied", is_error=True))
+    config = BuildConfig(provider="openai-chat", window=8_000, reserve=500)
+    built = build_context(state, config, render=render_request)
+    exposed = {t.name for t in built.manifest.tools}
+    assert exposed == set()  # read: nothing asks for it; ghost: no schema; write, shell: kept out
+
+    def why(name: str) -> str | None:
+        return not_exposed_reason(state, config, name, exposed)
+
+    assert why("write") == ("tool 'write' (registered) is never exposed: it is not among the run's policy's "
+                            "allowed_tools")
+    assert why("shell") == ("tool 'shell' (called by the history but never registered) is never exposed: the "
+                            "run's policy denies it (denied_tools); the history's calls to it are left out "
+                            "as stale")
+    assert why("ghost") == ("tool 'ghost' is pinned by the run's policy, but no tool of that name is "
+                            "registered (ToolsRegistered) and the history does not call it: there is no "
+                            "schema to declare")
+    assert why("read") is not None and "shares no term" in why("read")  # type: ignore[operator]
+    assert why("nothing-by-this-name") is None
+    no_ranking = BuildConfig(provider="openai-chat", window=8_000, reserve=500, max_tools=0)
+    assert "max_tools is 0" in (not_exposed_reason(state, no_ranking, "read", exposed) or "")
