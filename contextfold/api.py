@@ -41,7 +41,7 @@ from contextfold.domain.events import (
     UsageObserved,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, Calibration, checked_config
+from contextfold.domain.manifest import BuildConfig, Calibration, config_of
 from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import calibrate_state, check_observation
@@ -206,12 +206,16 @@ class Run:
             raise RunNotFoundError(self.run_id)
         return state
 
-    def build(self, provider: str = "neutral", *, window: int = 128_000, reserve: int | None = None,
+    def build(self, provider: str | None = None, *, window: int | None = None, reserve: int | None = None,
               model: str | None = None, turn: int | None = None, record: bool = True,
-              in_flight: Literal["wait", "cancel"] = "cancel",
+              in_flight: Literal["wait", "cancel"] | None = None,
               config: BuildConfig | None = None, auto_compact: bool = False, retries: int = 0,
               progress: Progress | None = None) -> BuildResult:
         """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
+
+        The settings (defaults: ``provider="neutral"``, ``window=128_000``, ``in_flight="cancel"``)
+        come one by one or as ``config`` (a :class:`BuildConfig`, for the rest of its fields),
+        not both: a setting beside ``config`` is InvalidInputError, since it would be ignored.
 
         ``reserve`` (output, tool calls and a safety margin; the request gets ``window -
         reserve``) defaults to 8,000 tokens, or a quarter of a window under 32,000
@@ -240,8 +244,8 @@ class Run:
         ``progress(n)`` is told of the events folded before the build (see :meth:`state`).
         :meth:`preview` makes the same next request and writes nothing.
         """
-        cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
-                                       in_flight=in_flight)
+        cfg = config_of(config, provider=provider, window=window, reserve=reserve, model=model,
+                        in_flight=in_flight)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidInputError(f"retries must be an integer >= 0, got {retries!r}")
         if turn is not None:
@@ -255,8 +259,8 @@ class Run:
                     raise
                 attempt += 1
 
-    def preview(self, provider: str = "neutral", *, window: int = 128_000, reserve: int | None = None,
-                model: str | None = None, in_flight: Literal["wait", "cancel"] = "cancel",
+    def preview(self, provider: str | None = None, *, window: int | None = None, reserve: int | None = None,
+                model: str | None = None, in_flight: Literal["wait", "cancel"] | None = None,
                 config: BuildConfig | None = None, auto_compact: bool = False,
                 progress: Progress | None = None) -> BuildResult:
         """The next request as :meth:`build` would make it now, with nothing written to the log.
@@ -268,8 +272,8 @@ class Run:
         would append are folded into a copy of the state only (the manifest's ``repairs`` name
         them), and so are the compactions of ``auto_compact``; ``in_flight="wait"`` raises
         PendingToolCallsError as a build would."""
-        cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model,
-                                       in_flight=in_flight)
+        cfg = config_of(config, provider=provider, window=window, reserve=reserve, model=model,
+                        in_flight=in_flight)
         return self._build_now(cfg, record=False, auto_compact=auto_compact, progress=progress, write=False)
 
     def _build_now(self, cfg: BuildConfig, *, record: bool, auto_compact: bool,

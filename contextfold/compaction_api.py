@@ -56,7 +56,7 @@ from contextfold.domain.events import (
     canonical_json,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, checked_config
+from contextfold.domain.manifest import BuildConfig, config_of
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.compaction import (
     CompactionPlan,
@@ -202,7 +202,7 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
             session.apply(plan)
         session.commit()
         return session.report(None, None)
-    cfg = config or checked_config(window=128_000 if window is None else window, reserve=reserve)
+    cfg = config_of(config, window=window, reserve=reserve)
     before, after = _climb(session, strategy, cfg, keep_recent, summarizer)
     session.commit()
     return session.report(before, after)
@@ -302,13 +302,13 @@ def auto_compact(run: Run, config: BuildConfig, *, strategy: Strategy = "summary
     return dataclasses.replace(planned, dry_run=False, positions=positions)
 
 
-def build(run: Run, provider: str = "neutral", *, window: int = 128_000, reserve: int | None = None,
+def build(run: Run, provider: str | None = None, *, window: int | None = None, reserve: int | None = None,
           model: str | None = None, auto: bool = True, strategy: Strategy = "summary",
           summarizer: Summarizer | None = None, config: BuildConfig | None = None) -> BuildResult:
     """``Run.build`` with automatic compaction first (``auto=False``: a plain build). The
     compaction events are appended with the build's record: a build that fails (over
-    budget, a refused request) appends nothing."""
-    cfg = config or checked_config(provider=provider, window=window, reserve=reserve, model=model)
+    budget, a refused request) appends nothing. The settings come as in ``Run.build``."""
+    cfg = config_of(config, provider=provider, window=window, reserve=reserve, model=model)
     if not auto:
         return run.build(config=cfg)
     with run._lock:  # as Run.build: the build writes to the state's memo

@@ -35,6 +35,7 @@ __all__ = [
     "RedactionRecord",
     "TruncationRecord",
     "checked_config",
+    "config_of",
     "default_reserve",
     "manifest_json_depth",
     "schema_json_depth",
@@ -142,6 +143,26 @@ def checked_config(**fields: Any) -> BuildConfig:
         raise InvalidInputError(f"invalid build config: provider: expected one of "
                                 f"{', '.join(BUILD_PROVIDERS)}, got {shown}")
     return checked(BuildConfig, "build config", **fields)
+
+
+def config_of(config: BuildConfig | None, /, **given: Any) -> BuildConfig:
+    """The config of an API call that takes ``config=`` or the settings one by one (``None``: a
+    setting not given, its default applies).
+
+    ``config`` with a setting beside it is :class:`~contextfold.domain.errors.InvalidInputError`:
+    the setting was ignored, so ``run.build("anthropic", config=BuildConfig(max_tools=20))``
+    made a provider-neutral request for a 128k window, and said nothing."""
+    named = [name for name, value in given.items() if value is not None]
+    if config is None:
+        return checked_config(**{name: given[name] for name in named})
+    if not isinstance(config, BuildConfig):
+        raise InvalidInputError(f"config must be a BuildConfig, got {type(config).__name__}")
+    if named:
+        raise InvalidInputError(
+            f"config= holds every build setting, so {', '.join(named)} beside it would be ignored: set "
+            f"{'it' if len(named) == 1 else 'them'} in the config (config.model_copy(update={{...}})) or "
+            "leave config out")
+    return config
 
 
 class RedactionRecord(_Frozen):

@@ -16,6 +16,7 @@ from typing import Any
 import blake3
 import pytest
 
+from contextfold import compaction_api
 from contextfold.api import open_store
 from contextfold.cli import sample_events
 from contextfold.domain.errors import (
@@ -38,6 +39,7 @@ from contextfold.domain.events import (
     ToolResultLost,
     UserInput,
 )
+from contextfold.domain.manifest import BuildConfig
 
 
 def _call(cid: str, name: str = "search") -> ModelResponse:
@@ -91,7 +93,21 @@ def test_invalid_build_settings_are_a_typed_error_and_append_nothing(store_url: 
         for attempt in (run.build, run.preview):  # a mistyped provider, before any work
             with pytest.raises(InvalidInputError, match="invalid build config: provider: expected one of "):
                 attempt("openai")
+        # a setting beside config= was ignored: a neutral request for 128k, and not a word
+        tuned = BuildConfig(max_tools=20)
+        beside: list[Callable[[], object]] = [lambda: run.build("anthropic", config=tuned),
+                                              lambda: run.preview(window=50_000, config=tuned),
+                                              lambda: compaction_api.build(run, "anthropic", config=tuned),
+                                              lambda: compaction_api.compact(run, window=9_000, config=tuned)]
+        for setting in beside:
+            with pytest.raises(InvalidInputError, match=r"^config= holds every build setting, so "
+                               r"(provider|window) beside it would be ignored: set it in the config"):
+                setting()
+        with pytest.raises(InvalidInputError, match="config must be a BuildConfig, got dict"):
+            run.build(config={"provider": "anthropic"})  # type: ignore[arg-type]
         assert run.version == 1
+        anthropic = tuned.model_copy(update={"provider": "anthropic"})
+        assert run.build(config=anthropic).manifest.provider == "anthropic"
 
 
 def test_a_turn_that_is_not_an_integer_is_a_typed_error_and_records_nothing(store_url: str) -> None:
