@@ -423,7 +423,8 @@ def _load_extensions() -> None:
     """Import the modules that register more commands (each is optional until it lands)."""
     import importlib
 
-    for module in ("contextfold.cli_build", "contextfold.cli_compact", "contextfold.cli_audit"):
+    for module in ("contextfold.cli_build", "contextfold.cli_diff", "contextfold.cli_compact",
+                   "contextfold.cli_audit"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

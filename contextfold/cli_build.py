@@ -1,4 +1,4 @@
-"""CLI commands over builds: ``build``, ``manifest``, ``replay``, ``diff``.
+"""CLI commands over builds: ``build``, ``manifest``, ``replay`` (``diff``: :mod:`contextfold.cli_diff`).
 
 Registered into :data:`contextfold.cli.COMMANDS` on import. Output for people
 is a table (rich when on a terminal, plain otherwise); ``--json`` gives data.
@@ -39,13 +39,11 @@ from contextfold.domain.events import ContextBuilt
 from contextfold.domain.manifest import (
     BUILD_PROVIDERS,
     LAYER_NAMES,
-    BuildConfig,
     ContextManifest,
     ExcludedFragment,
     ExclusionReason,
 )
 from contextfold.projections.builder import BuildResult
-from contextfold.projections.progress import Progress
 from contextfold.rebuild_api import previewed
 
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
@@ -391,95 +389,6 @@ def _handle_replay(args: argparse.Namespace) -> int:
 
 register("replay", "rebuild exactly what the model saw at turn N; --verify checks the recorded hashes",
          _configure_replay, _handle_replay)
-
-
-# ---------------------------------------------------------------- diff
-
-
-def _configure_diff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run id")
-    p.add_argument("a", type=int, help="first turn (a past turn without a record is rebuilt from the log, "
-                                         "and recorded, under the other turn's recorded settings; the turn "
-                                         "not answered yet is previewed; the diff lists settings that "
-                                         "differ as 'built differently')")
-    p.add_argument("b", type=int, help="second turn (may be A again, to diff two records of one turn)")
-    p.add_argument("--record-a", type=record_choice, default=None, metavar="WHICH",
-                   help="turn A's record: " + RECORD_HELP)
-    p.add_argument("--record-b", type=record_choice, default=None, metavar="WHICH",
-                   help="turn B's record, as --record-a (e.g. diff RUN 6 6 --record-b last: what a "
-                        "later build of turn 6 changed)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-
-def _manifest_for(run: Run, turn: int, picked: PickedRecord | None, config: BuildConfig | None,
-                  progress: Progress) -> tuple[ContextManifest, PickedRecord | None]:
-    """The manifest of one side of a diff and the record it is (None: the turn had no record and
-    was rebuilt from the log under ``config``, which records the rebuild)."""
-    if picked is None:
-        picked = turn_record(run, turn, None)
-    if picked is not None:
-        return picked.manifest, picked
-    return run.build(turn=turn, config=config, progress=progress).manifest, None
-
-
-def _label(picked: PickedRecord | None) -> str:
-    """`` (record 2 of 3)`` when the turn has several records (which one matters), else ``""``."""
-    return f" ({picked.label()})" if picked is not None and picked.count > 1 else ""
-
-
-def _check_turns(store: Store, run_id: str, *turns: int) -> None:
-    """Both turns exist, checked before either is rebuilt: a rebuild records itself, and a diff
-    that fails on its second turn must not leave the first one's record behind."""
-    last = store.run(run_id).next_turn()
-    for turn in turns:
-        if not 1 <= turn <= last:
-            raise TurnNotFoundError(run_id, turn, last)
-
-
-def _handle_diff(args: argparse.Namespace) -> int:
-    with store_for(args) as store, fold_bar(store, args, f"diffing {args.run}", folds=2) as advance:
-        _check_turns(store, args.run, args.a, args.b)  # then one fold per rebuilt turn
-        run = store.run(args.run)
-        # the records asked for, before a turn without one is rebuilt (and records itself)
-        pa = turn_record(run, args.a, args.record_a)
-        pb = turn_record(run, args.b, args.record_b)
-        # A turn without a record is rebuilt under the other turn's recorded settings, so the diff
-        # shows what the log changed, not a window or provider it was never built with.
-        recorded = pa or pb
-        config = recorded.manifest.config if recorded is not None else None
-        (ma, pa), (mb, pb) = (_manifest_for(run, args.a, pa, config, advance),
-                              _manifest_for(run, args.b, pb, config, advance))
-        d = diff_manifests(ma, mb)
-    if args.json:  # which record each side is; None: rebuilt from the log (the turn had none)
-        d |= {"from_record": None if pa is None else pa.as_json(),
-              "to_record": None if pb is None else pb.as_json()}
-        sys.stdout.write(json.dumps(d, indent=2) + "\n")
-        return 0
-    out = [f"turn {d['from_turn']}{_label(pa)} -> {d['to_turn']}{_label(pb)}: "
-           f"tokens {d['tokens']['from']} -> {d['tokens']['to']}, "
-           f"cache key {'CHANGED' if d['cache_key_changed'] else 'unchanged'}"]
-    if d["config_changed"]:  # part of the difference is the settings, not the log
-        changes = [f"{name} {json.dumps(c['from'])} -> {json.dumps(c['to'])}"
-                   for name, c in d["config_changed"].items()]
-        out.append("  built differently: " + ", ".join(changes))
-    out += [f"  + {e['id']:<10} {e['kind']:<14} {e['tokens']:>6}  {e['reason']}" for e in d["entered"]]
-    for e in d["left"]:
-        by = f" -> {e['replaced_by']}" if e["replaced_by"] else ""
-        line = f"  - {e['id']:<10} {e['kind']:<14} {e['tokens']:>6}  {e['reason']}{by} {e['detail']}"
-        out.append(line.rstrip())
-    out += [f"  ~ {t['id']:<10} truncated {t['before']} -> {t['after']} tokens"
-            + (f" (already truncated at turn {d['from_turn']})" if t["was_truncated"] else "")
-            for t in d["truncated"]]
-    out += [f"  ~ {t['id']:<10} whole again {t['before']} -> {t['after']} tokens "
-            f"(truncated at turn {d['from_turn']})" for t in d["restored"]]
-    if d["tools_entered"] or d["tools_left"]:
-        out.append(f"  tools +{d['tools_entered']} -{d['tools_left']}")
-    sys.stdout.write("\n".join(visible(line) for line in out) + "\n")
-    return 0
-
-
-register("diff", "what entered, left, was truncated or replaced between two turns, with reasons",
-         _configure_diff, _handle_diff)
 
 
 # ---------------------------------------------------------------- demo step

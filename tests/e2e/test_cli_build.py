@@ -291,3 +291,39 @@ def test_manifest_of_the_next_request_is_a_preview_that_writes_nothing(
     assert main(["--store", store, "build", "live", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["manifest"] == previewed
     assert types() == ["user_input", "model_response", "tool_call_cancelled", "context_built"]
+
+
+def test_diff_says_why_each_tool_entered_or_left(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """diff listed the tools that left by name only ("tools +[..] -[..]"), though it promises
+    reasons: a manifest lists the tools a request declares, not why the others were left out."""
+    from contextfold.api import open_store
+    from contextfold.domain.events import ModelResponse, PolicySet, ToolSpec, ToolsRegistered, UserInput
+
+    monkeypatch.chdir(tmp_path)
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        run = store.run("tools")
+        run.append(PolicySet(text="careful", pinned_tools=("deploy",)),
+                   ToolsRegistered(tools=(ToolSpec(name="deploy", description="deploy a release"),
+                                          ToolSpec(name="drop_db", description="drop the database"),
+                                          ToolSpec(name="weather", description="forecast by city"))),
+                   UserInput("what is the weather in Oslo?"))
+        run.build("openai-chat")
+        run.append(ModelResponse(text="sunny"),
+                   PolicySet(text="no deploys today", source_ref="runtime://freeze",
+                             denied_tools=("deploy",)),
+                   UserInput("then clean up the old database"))
+        run.build("openai-chat")
+    capsys.readouterr()
+    assert main(["diff", "tools", "1", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  + tool drop_db: exposed: relevant (bm25 0.88)" in lines
+    assert ("  - tool deploy: tool 'deploy' (registered) is never exposed: the run's policy denies it "
+            "(denied_tools)") in lines
+    assert ("  - tool weather: tool 'weather' (registered) is neither pinned nor called by the kept "
+            "history, and shares no term with the turn's goal, ready plan steps and latest input "
+            "(BM25 score 0)") in lines
+    assert main(["diff", "tools", "1", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["tools_entered"], data["tools_left"]) == (["drop_db"], ["deploy", "weather"])
+    assert set(data["tool_reasons"]) == {"drop_db", "deploy", "weather"}
