@@ -249,6 +249,10 @@ class Run:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidInputError(f"retries must be an integer >= 0, got {retries!r}")
         if turn is not None:
+            if auto_compact:  # it was ignored: the turn was rebuilt as it was
+                raise InvalidInputError("auto_compact compacts before the next request; a past turn "
+                                        "(turn=N) is rebuilt from the log as it was, which a compaction "
+                                        "appended now cannot change")
             return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress)
         attempt = 0
         while True:

@@ -106,6 +106,9 @@ def test_invalid_build_settings_are_a_typed_error_and_append_nothing(store_url: 
         with pytest.raises(InvalidInputError, match="config must be a BuildConfig, got dict"):
             run.build(config={"provider": "anthropic"})  # type: ignore[arg-type]
         assert run.version == 1
+        with pytest.raises(InvalidInputError, match=r"^auto_compact compacts before the next request; "):
+            run.build(turn=1, auto_compact=True)  # it was ignored
+        assert run.version == 1
         anthropic = tuned.model_copy(update={"provider": "anthropic"})
         assert run.build(config=anthropic).manifest.provider == "anthropic"
 
