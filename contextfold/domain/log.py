@@ -30,6 +30,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import (
     AnyEvent,
+    FileRead,
     HistoryCompacted,
     ModelResponse,
     ToolCallCancelled,
@@ -82,6 +83,19 @@ def _check_cover(event: HistoryCompacted, position: int) -> None:
             f"only earlier positions, covers_from <= covers_to < {position}")
 
 
+def _check_lines(event: FileRead, position: int) -> None:
+    """A file read's line range runs forward from line 1 (0 or None: from the start; None: to the
+    end). Checked on the write side only, as :func:`_check_cover`: a reversed range (10-5) overlaps
+    no other read, so a newer read of the same lines never superseded it, and its source
+    (``file://a.py#L10-L5``) named lines that do not exist."""
+    lo, hi = event.start_line, event.end_line
+    if (lo is not None and lo < 0) or (hi is not None and hi < 1) or (lo or 1) > (hi or lo or 1):
+        raise InvalidInputError(
+            f"file_read at position {position} of {quoted(event.path)} reads lines {lo}-{hi}: "
+            "start_line <= end_line, from line 1 (start_line 0 or None: from the start; end_line "
+            "None: to the end)")
+
+
 @dataclass(slots=True)
 class PairingState:
     """Which tool calls are open, answered, or closed by recovery, as of some position.
@@ -109,6 +123,8 @@ class PairingState:
             for event, position in items:
                 if isinstance(event, HistoryCompacted):
                     _check_cover(event, position)
+                elif isinstance(event, FileRead):
+                    _check_lines(event, position)
                 if isinstance(event, ModelResponse | ToolResult | ToolCallCancelled | ToolResultLost):
                     ids = ([c.call_id for c in event.tool_calls] if isinstance(event, ModelResponse)
                            else [event.call_id])

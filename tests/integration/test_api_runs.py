@@ -30,6 +30,7 @@ from contextfold.domain.errors import (
 from contextfold.domain.events import (
     ArtifactRef,
     ContextBuilt,
+    FileRead,
     HandOff,
     ModelResponse,
     PolicySet,
@@ -473,3 +474,20 @@ def test_a_resume_after_a_crash_declares_the_dead_writers_open_call_lost(store_u
         tool_msgs = [m for m in built.request["messages"] if m["role"] == "tool"]
         assert len(tool_msgs) == 1 and "TOOL_RESULT_LOST" in tool_msgs[0]["content"]
         assert run.replay(built.manifest.turn).ok
+
+
+def test_a_file_read_of_lines_that_run_backwards_is_refused_and_writes_nothing(store_url: str) -> None:
+    """FileRead(start_line=10, end_line=5) was logged: it overlapped no other read, so a newer read of
+    those lines never superseded it, and its source named lines 10-5. (end_line=-1, "to the end" in
+    some agents' tools, overlapped nothing either: None says that.)"""
+    with open_store(store_url) as store:
+        run = store.run("lines")
+        run.append(UserInput("read it"))
+        for lo, hi in ((10, 5), (-1, 3), (2, -1), (1, 0)):
+            with pytest.raises(InvalidInputError,
+                               match=f"^file_read at position 2 of 'a.py' reads lines {lo}-{hi}: "):
+                run.append(FileRead(path="a.py", content="x", start_line=lo, end_line=hi))
+        assert run.version == 1
+        for lo, hi in ((None, None), (0, 3), (3, None), (5, 5)):
+            run.append(FileRead(path="a.py", content="x", start_line=lo, end_line=hi))
+        assert run.version == 5

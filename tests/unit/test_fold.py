@@ -462,6 +462,9 @@ def test_compaction_never_splits_a_group() -> None:
     log.add(HistoryCompacted(summary=CompactionSummary(), covers_from=8, covers_to=4),
             HistoryCompacted(summary=CompactionSummary(), covers_from=4, covers_to=99))
     fold(log.records, state)
+    log.add(FileRead(path="a.py", content="x", start_line=10, end_line=5))  # refused now: still folds
+    fold(log.records, state)
+    assert state.fragments_at(12)[0].source_ref == "file://a.py#L10-L5"
     reversed_cover, future_cover = state.items[10], state.items[11]
     assert isinstance(reversed_cover, SummaryItem) and reversed_cover.covered == ()
     assert isinstance(future_cover, SummaryItem) and future_cover.covers_to == 10  # clipped
