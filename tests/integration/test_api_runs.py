@@ -488,6 +488,7 @@ def test_a_file_read_of_lines_that_run_backwards_is_refused_and_writes_nothing(s
                                match=f"^file_read at position 2 of 'a.py' reads lines {lo}-{hi}: "):
                 run.append(FileRead(path="a.py", content="x", start_line=lo, end_line=hi))
         assert run.version == 1
-        for lo, hi in ((None, None), (0, 3), (3, None), (5, 5)):
-            run.append(FileRead(path="a.py", content="x", start_line=lo, end_line=hi))
+        fine: tuple[tuple[int | None, int | None], ...] = ((None, None), (0, 3), (3, None), (5, 5))
+        for start, end in fine:
+            run.append(FileRead(path="a.py", content="x", start_line=start, end_line=end))
         assert run.version == 5
