@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+from collections.abc import Mapping
 from typing import assert_never
 
 import blake3
@@ -33,6 +34,7 @@ from contextfold.domain.events import (
     DocumentBlock,
     FileRead,
     ImageBlock,
+    PlanStep,
     PlanUpdated,
     TextBlock,
     ToolResult,
@@ -202,6 +204,25 @@ def call_ref(state: RunState, call_id: str, call_position: int) -> str:
     return f"call://{state.run_id}/{call_id}@{call_position}"
 
 
+_LISTED = 20
+"""Steps of one kind (ready, failed or blocked, pending, finished), or one step's dependencies,
+listed one by one; past it the rest are counted. A plan of thousands of steps (an agent working
+through a list) made a required fragment of ~19,000 tokens, every finished id on one line: the run
+could no longer be built under a 16k window."""
+
+
+def _dependencies(step: PlanStep, status: Mapping[str, str]) -> str:
+    """``step``'s dependencies with their status; past :data:`_LISTED`, the unfinished ones (what
+    the step waits on) and a count of the finished."""
+    if len(step.depends_on) <= _LISTED:
+        return ", ".join(f"{d} [{status.get(d, '?')}]" for d in step.depends_on)
+    waiting = [d for d in step.depends_on if status.get(d) not in ("done", "skipped")]
+    shown = ", ".join(f"{d} [{status.get(d, '?')}]" for d in waiting[:_LISTED])
+    more = f", {len(waiting) - _LISTED} more not finished" if len(waiting) > _LISTED else ""
+    finished = len(step.depends_on) - len(waiting)
+    return f"{shown}{more}{', and ' if shown else ''}{finished} finished"
+
+
 def plan_text(event: PlanUpdated) -> str:
     """The plan, lean: what to do now and what it waits on, not the plan's whole history.
 
@@ -209,19 +230,26 @@ def plan_text(event: PlanUpdated) -> str:
     dependencies' status), then the failed/blocked ones (they need attention),
     then the pending ones by title; finished steps collapse into one line of
     ids. Budget and stop conditions close it. The global success conditions
-    live in the goal's success contract fragment.
+    live in the goal's success contract fragment. Each kind lists at most
+    :data:`_LISTED` steps and counts the rest (the finished: the latest ones).
     """
     status = {step.id: step.status for step in event.steps}
     lines: list[str] = []
-    for wanted in (("ready", "in_progress"), ("failed", "blocked"), ("pending",)):
-        for step in event.steps:
-            if step.status not in wanted:
-                continue
-            deps = ", ".join(f"{d} [{status.get(d, '?')}]" for d in step.depends_on)
+    for wanted, kind in ((("ready", "in_progress"), "ready or in progress"), (("failed", "blocked"),
+                         "failed or blocked"), (("pending",), "pending")):
+        steps = [step for step in event.steps if step.status in wanted]
+        for step in steps[:_LISTED]:
+            deps = _dependencies(step, status)
             after = f" (depends on: {deps})" if deps else ""
             lines.append(f"[{step.status}] {step.id}: {step.title}{after}")
+        if len(steps) > _LISTED:
+            lines.append(f"... {len(steps) - _LISTED} more {kind} steps "
+                         f"({steps[_LISTED].id} to {steps[-1].id})")
     finished = [s.id for s in event.steps if s.status in ("done", "skipped")]
-    if finished:
+    if len(finished) > _LISTED:
+        lines.append(f"[done] {len(finished)} of {len(event.steps)} steps; the latest {_LISTED}: "
+                     f"{', '.join(finished[-_LISTED:])}")
+    elif finished:
         lines.append(f"[done] {', '.join(finished)} ({len(finished)} of {len(event.steps)} steps)")
     if event.budget:
         lines.append(f"budget: {event.budget}")

@@ -1,0 +1,51 @@
+"""The plan enters lean: what to do now and what it waits on, never the plan's whole history."""
+
+from __future__ import annotations
+
+from contextfold.api import render_request
+from contextfold.domain.events import AnyEvent, GoalSet, PlanStep, PlanUpdated, UserInput
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold_event, new_state
+from contextfold.projections.fold_content import plan_text
+
+
+def test_a_short_plan_lists_every_step_ready_first_and_its_dependencies() -> None:
+    plan = PlanUpdated(steps=(PlanStep(id="s1", title="reproduce", status="done"),
+                              PlanStep(id="s2", title="find the cause", status="done"),
+                              PlanStep(id="s3", title="fix", status="ready", depends_on=("s2", "s9")),
+                              PlanStep(id="s4", title="release", depends_on=("s3",)),
+                              PlanStep(id="s5", title="flaky test", status="failed")),
+                       budget="2 hours", stop_conditions=("the test passes",))
+    assert plan_text(plan) == "\n".join([
+        "[ready] s3: fix (depends on: s2 [done], s9 [?])",
+        "[failed] s5: flaky test",
+        "[pending] s4: release (depends on: s3 [ready])",
+        "[done] s1, s2 (2 of 5 steps)",
+        "budget: 2 hours",
+        "stop when: the test passes"])
+
+
+def test_a_plan_of_thousands_of_steps_still_enters_lean() -> None:
+    """An agent working through a list: 4,999 steps done, one ready, 3,000 waiting. The finished ids
+    on one line made the required plan fragment ~19,000 tokens, over a 16k window's budget: every
+    build of the run failed with RequiredContextExceedsBudgetError."""
+    done = [PlanStep(id=f"d{i}", title=f"item {i}", status="done") for i in range(4_999)]
+    last = PlanStep(id="now", title="item 4999", status="ready",
+                    depends_on=(*(s.id for s in done[-30:]), "p0"))
+    waiting = [PlanStep(id=f"p{i}", title=f"item {5_000 + i}") for i in range(3_000)]
+    text = plan_text(PlanUpdated(steps=(*done, last, *waiting)))
+    assert text.splitlines() == [
+        "[ready] now: item 4999 (depends on: p0 [pending], and 30 finished)",
+        *[f"[pending] p{i}: item {5_000 + i}" for i in range(20)],
+        "... 2980 more pending steps (p20 to p2999)",
+        "[done] 4999 of 8000 steps; the latest 20: " + ", ".join(f"d{i}" for i in range(4_979, 4_999))]
+    state = new_state("plan")
+    events: list[AnyEvent] = [GoalSet(goal="work through the list"), UserInput("go on"),
+                              PlanUpdated(steps=(*done, last, *waiting))]
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("plan", pos, event, ""))
+    built = build_context(state, BuildConfig(provider="anthropic", window=16_000), render=render_request)
+    plan = next(f for f in built.manifest.fragments if f.kind == "plan")
+    assert plan.required and plan.tokens < 400
