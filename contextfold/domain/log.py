@@ -1,8 +1,9 @@
-"""Recorded events, the hash chain, and the write-side pairing rules.
+"""Recorded events, the hash chain, and the write-side rules.
 
 Pure: the store calls these before it writes, the projection calls the same
 pairing rules while folding, so what the store accepts is exactly what the
-fold understands.
+fold understands. Two range rules (a compaction's cover, a file read's lines)
+are the store's alone: the fold reads logs written before them, leniently.
 
 Hash chain: ``hash_n = blake3(run_id \\n position \\n hash_{n-1} \\n canonical_json(event_n))``
 with ``hash_0`` = 64 zeros. Binding the run id and position means an event
@@ -113,7 +114,8 @@ class PairingState:
     late: set[str] = field(default_factory=set)
 
     def apply_batch(self, items: Sequence[tuple[AnyEvent, int]]) -> list[_Undo]:
-        """Apply (event, position) pairs all-or-nothing, in O(batch) (no copy of the state).
+        """Apply (event, position) pairs all-or-nothing, in O(batch) (no copy of the state), and
+        check the write side's range rules (:func:`_check_cover`, :func:`_check_lines`).
 
         Returns an undo log for :meth:`undo` (e.g. when the write that follows fails).
         On a rule violation the state is restored and the error propagates.
