@@ -36,6 +36,7 @@ from contextfold.cli_build import (
     RECORD_HELP,
     excluded_count,
     manifest_table,
+    not_exposed_reasons,
     record_choice,
     turn_record,
 )
@@ -44,9 +45,7 @@ from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
 from contextfold.domain.manifest import ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
-from contextfold.projections.past_states import state_at_version
 from contextfold.projections.progress import Progress
-from contextfold.projections.tool_candidates import not_exposed_reason
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
 from contextfold.rebuild_api import previewed
 
@@ -345,11 +344,8 @@ def _configure_why(p: argparse.ArgumentParser) -> None:
 
 
 def _not_exposed(run: Run, manifest: ContextManifest, query: str, progress: Progress) -> list[dict[str, Any]]:
-    """``query`` as a tool the build did not expose, with the reason re-derived from the log as the
-    build saw it (a manifest lists the tools a request declares, not those it left out)."""
-    version = min(manifest.log_version, run.version)  # a preview folds recovery it did not write
-    state = state_at_version(run.events(upto=version), version, run_id=run.run_id, progress=progress)
-    reason = not_exposed_reason(state, manifest.config, query, {t.name for t in manifest.tools})
+    """``query`` as a tool the build did not expose, with the reason (see ``not_exposed_reasons``)."""
+    reason = not_exposed_reasons(run, manifest, [query], progress)[query]
     return [] if reason is None else [{"id": query, "verdict": "not exposed", "kind": "tool_spec",
                                        "reason": reason}]
 

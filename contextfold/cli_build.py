@@ -44,10 +44,13 @@ from contextfold.domain.manifest import (
     ExclusionReason,
 )
 from contextfold.projections.builder import BuildResult
+from contextfold.projections.past_states import state_at_version
+from contextfold.projections.progress import Progress
+from contextfold.projections.tool_candidates import not_exposed_reason
 from contextfold.rebuild_api import previewed
 
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
-           "manifest_table", "pick_record", "record_choice", "turn_record"]
+           "manifest_table", "not_exposed_reasons", "pick_record", "record_choice", "turn_record"]
 
 PROVIDER_CHOICES = BUILD_PROVIDERS
 
@@ -167,6 +170,17 @@ def turn_record(run: Run, turn: int, which: RecordChoice | None) -> PickedRecord
     if which is None and not records:
         return None
     return pick_record(run, turn, "first" if which is None else which, records)
+
+
+def not_exposed_reasons(run: Run, manifest: ContextManifest, names: Iterable[str],
+                        progress: Progress) -> dict[str, str | None]:
+    """Why the build of ``manifest`` exposed none of ``names`` (None for a name the run knows no tool
+    by, or one it exposed), re-derived from the log folded as that build saw it: a manifest lists
+    the tools a request declares, not those it left out. For ``why`` and ``diff``."""
+    version = min(manifest.log_version, run.version)  # a preview folds recovery it did not write
+    state = state_at_version(run.events(upto=version), version, run_id=run.run_id, progress=progress)
+    exposed = {t.name for t in manifest.tools}
+    return {name: not_exposed_reason(state, manifest.config, name, exposed) for name in names}
 
 
 def _in_order(counts: dict[str, int], order: Iterable[str]) -> list[tuple[str, int]]:

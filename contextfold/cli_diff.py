@@ -16,13 +16,11 @@ from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
 from contextfold.cli import register, store_for
-from contextfold.cli_build import RECORD_HELP, PickedRecord, record_choice, turn_record
+from contextfold.cli_build import RECORD_HELP, PickedRecord, not_exposed_reasons, record_choice, turn_record
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import TurnNotFoundError
 from contextfold.domain.manifest import BuildConfig, ContextManifest
-from contextfold.projections.past_states import state_at_version
 from contextfold.projections.progress import Progress
-from contextfold.projections.tool_candidates import not_exposed_reason
 
 __all__: list[str] = []
 
@@ -71,13 +69,10 @@ def _tool_reasons(run: Run, d: dict[str, Any], b: ContextManifest, progress: Pro
     """Why each tool that entered is exposed at turn B (its manifest's reason), and why each that
     left is not (re-derived from the log as B's build saw it)."""
     reasons = {t.name: f"exposed: {t.reason}" for t in b.tools if t.name in d["tools_entered"]}
-    if d["tools_left"]:
-        version = min(b.log_version, run.version)  # a preview folds recovery it did not write
-        state = state_at_version(run.events(upto=version), version, run_id=run.run_id, progress=progress)
-        exposed = {t.name for t in b.tools}
-        for name in d["tools_left"]:
-            reasons[name] = (not_exposed_reason(state, b.config, name, exposed)
-                             or "never registered, and the history the build kept no longer calls it")
+    if d["tools_left"]:  # a tool exposed at A is one B's run knows, or a call B's history dropped
+        left = not_exposed_reasons(run, b, d["tools_left"], progress)
+        reasons |= {name: why or "never registered, and the history the build kept no longer calls it"
+                    for name, why in left.items()}
     return reasons
 
 
