@@ -163,7 +163,8 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
         return (f"tool {name!r} ({known}) is never exposed: it is not among the run's policy's "
                 f"allowed_tools{stale}")
     if not (registered or called):
-        return (f"tool {name!r} is pinned by the run's policy, but no tool of that name is registered "
+        how = "pinned by" if name in policy.pinned else "on the allowed_tools of"
+        return (f"tool {name!r} is {how} the run's policy, but no tool of that name is registered "
                 "(ToolsRegistered) and the history does not call it: there is no schema to declare")
     specs, query = _ranking(state, config, inputs)
     candidates, excluded = _choices(specs, query, config, inputs, state.counter.count, report_excluded=True)

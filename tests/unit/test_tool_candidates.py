@@ -103,6 +103,10 @@ def test_a_tool_the_policy_keeps_out_or_that_no_schema_declares_says_so() -> Non
                             "registered (ToolsRegistered) and the history does not call it: there is no "
                             "schema to declare")
     assert why("read") is not None and "shares no term" in why("read")  # type: ignore[operator]
+    state_allowed = _state(PolicySet(text="only", allowed_tools=("spare",)), UserInput("go"))
+    assert not_exposed_reason(state_allowed, config, "spare", ()) == (
+        "tool 'spare' is on the allowed_tools of the run's policy, but no tool of that name is registered "
+        "(ToolsRegistered) and the history does not call it: there is no schema to declare")
     assert why("nothing-by-this-name") is None
     no_ranking = BuildConfig(provider="openai-chat", window=8_000, reserve=500, max_tools=0)
     assert "max_tools is 0" in (not_exposed_reason(state, no_ranking, "read", exposed) or "")
