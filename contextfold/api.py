@@ -253,7 +253,11 @@ class Run:
                 raise InvalidInputError("auto_compact compacts before the next request; a past turn "
                                         "(turn=N) is rebuilt from the log as it was, which a compaction "
                                         "appended now cannot change")
-            return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress)
+            named = {"provider": provider, "window": window, "reserve": reserve, "model": model,
+                     "in_flight": in_flight}
+            given = (dict(config) if config is not None  # every field: a config names them all
+                     else {name: value for name, value in named.items() if value is not None})
+            return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress, given=given)
         attempt = 0
         while True:
             try:

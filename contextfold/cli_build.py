@@ -67,11 +67,11 @@ def _build_args(p: argparse.ArgumentParser, *, live: bool = True) -> None:
                         "turn not answered yet, until it is built, is the next request, previewed); "
                         "default: the next request" + ("" if live else ", previewed: nothing is written "
                                                        "(build records it)"))
-    p.add_argument("--provider", choices=PROVIDER_CHOICES, default="neutral",
+    p.add_argument("--provider", choices=PROVIDER_CHOICES, default=None,
                    help="request format (default: neutral message list)")
     p.add_argument("--model", default=None, type=nonempty("model name"),
                    help="model name (default: the run's)")
-    p.add_argument("--window", type=int, default=128_000, metavar="TOKENS",
+    p.add_argument("--window", type=int, default=None, metavar="TOKENS",
                    help="the model's context window in tokens (default: 128000)")
     p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
                    help="tokens of the window kept free for the model's output, tool calls and a "

@@ -12,12 +12,18 @@ through ``Run.append``; the live build's path (catch-up, recovery, retries) stay
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from contextfold.domain.errors import BudgetError, IntegrityError, RenderError, TurnNotFoundError
+from contextfold.domain.errors import (
+    BudgetError,
+    IntegrityError,
+    InvalidInputError,
+    RenderError,
+    TurnNotFoundError,
+)
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.manifest import BuildConfig
 from contextfold.kept_counts import counts_kept
@@ -47,11 +53,13 @@ def _note_settings(exc: Exception, cfg: BuildConfig, what: str) -> None:
 
 
 def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
-            records: list[ContextBuilt] | None = None) -> BuildResult:
+            records: list[ContextBuilt] | None = None, given: Mapping[str, Any] | None = None) -> BuildResult:
     """Rebuild ``turn`` (``records``: its records, when the caller has read them already: a
     long run's records are megabytes of JSON each).
 
-    A turn with records is rebuilt from the log its first build folded, with that build's config.
+    A turn with records is rebuilt from the log its first build folded, with that build's config;
+    ``given`` (the settings the caller named) that differ from it are InvalidInputError, since
+    they would be ignored.
     A past turn with none is rebuilt from the log up to its model response and, with ``record``,
     records one marked ``rebuild``. The turn not answered yet, with none, is the next request:
     :meth:`~contextfold.api.Run.preview` (recovery folded into a copy, nothing written, and
@@ -83,6 +91,7 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         except (KeyError, ValidationError) as exc:  # a record not made by a builder
             raise IntegrityError(f"run {run.run_id!r} turn {turn}: its first context_built record "
                                  "holds no valid build config to rebuild it with") from exc
+        _check_given(turn, cfg, given or {})
         name = recorded_run_id(first, run.run_id)
         if name != run.run_id:  # imported under a new name: its refs name the run it was built in
             events = [dataclasses.replace(r, run_id=name) for r in events]
@@ -110,6 +119,19 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
     if record and not records:
         run.append(result.record(rebuild=True))
     return result
+
+
+def _check_given(turn: int, recorded: BuildConfig, given: Mapping[str, Any]) -> None:
+    """InvalidInputError when a setting the caller named differs from the recorded build's: the
+    rebuild reproduces the record, so ``build(turn=1, provider="gemini")`` of a turn built for
+    openai-chat returned the openai-chat request, and said nothing."""
+    differ = {name: value for name, value in given.items() if getattr(recorded, name) != value}
+    if differ:
+        raise InvalidInputError(
+            f"turn {turn} has a context_built record, and a rebuild reproduces it with that record's "
+            f"settings ({', '.join(f'{name} {getattr(recorded, name)!r}' for name in differ)}): "
+            f"{', '.join(f'{name} {value!r}' for name, value in differ.items())} given beside the turn "
+            "would be ignored; leave them out")
 
 
 def replay(run: Run, turn: int, *, progress: Progress | None = None) -> ReplayReport:

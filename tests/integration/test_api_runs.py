@@ -492,3 +492,28 @@ def test_a_file_read_of_lines_that_run_backwards_is_refused_and_writes_nothing(s
         for start, end in fine:
             run.append(FileRead(path="a.py", content="x", start_line=start, end_line=end))
         assert run.version == 5
+
+
+def test_settings_beside_a_recorded_turn_that_differ_from_its_record_are_refused(store_url: str) -> None:
+    """A rebuild of a turn with a record reproduces that record, with its settings: build(turn=1,
+    provider="gemini") of a turn built for openai-chat returned the openai-chat request, and said
+    nothing. The same settings, or none, rebuild it; a turn without a record takes them."""
+    with open_store(store_url) as store:
+        run = store.run("rebuilt")
+        run.append(UserInput("hi"))
+        run.build("openai-chat", window=9_000)
+        run.append(ModelResponse(text="hello"), UserInput("again"))
+        version = run.version
+        other = BuildConfig(provider="openai-chat")  # window 128000, not the record's 9000
+        ignored: list[Callable[[], object]] = [lambda: run.build("gemini", turn=1),
+                                               lambda: run.build(turn=1, window=50_000),
+                                               lambda: run.build(turn=1, config=other)]
+        for attempt in ignored:
+            with pytest.raises(InvalidInputError, match=r"^turn 1 has a context_built record, and a rebuild "
+                               r"reproduces it with that record's settings \((provider 'openai-chat'|window "
+                               r"9000)"):
+                attempt()
+        assert run.version == version
+        assert run.build(turn=1).manifest.window_tokens == 9_000
+        assert run.build("openai-chat", turn=1, window=9_000).manifest.provider == "openai-chat"
+        assert run.build("gemini", turn=2, record=False).manifest.provider == "gemini"  # no record yet

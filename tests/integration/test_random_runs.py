@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar
 import pytest
 
 from contextfold.api import Run, open_store
-from contextfold.domain.errors import RenderError, RequiredContextExceedsBudgetError
+from contextfold.domain.errors import InvalidInputError, RenderError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     EvidenceRetrieved,
     FileRead,
@@ -119,9 +119,22 @@ class Agent:
         elif r < 0.78:
             run.append(HandOff(mode=rng.choice(("hand_off", "resume")), from_agent="a", to_agent="b"))
         elif r < 0.81:  # a past turn rebuilt, and recorded when it has no record
-            _allowed(lambda: run.build(rng.choice(PROVIDERS), turn=rng.randrange(1, run.next_turn() + 1)))
+            self.rebuild(rng.randrange(1, run.next_turn() + 1), rng.choice(PROVIDERS))
         else:
             self.build()
+
+    def rebuild(self, turn: int, provider: str) -> None:
+        """A past turn rebuilt for ``provider``: a turn with a record is rebuilt with its settings, so
+        another provider named beside it is refused (it would be ignored) and nothing is written."""
+        records = self.run.records(turn)
+        recorded = records[0].manifest["config"]["provider"] if records else None
+        if recorded is not None and recorded != provider:
+            version = self.run.version
+            with pytest.raises(InvalidInputError, match=f"^turn {turn} has a context_built record"):
+                self.run.build(provider, turn=turn)
+            assert self.run.version == version
+            provider = recorded
+        _allowed(lambda: self.run.build(provider, turn=turn))
 
     def build(self) -> None:
         """A build, often after a preview of it: the preview writes nothing, and the build makes
