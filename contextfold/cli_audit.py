@@ -43,7 +43,7 @@ from contextfold.cli_build import (
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
-from contextfold.domain.manifest import ContextManifest, checked_config
+from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
@@ -59,11 +59,14 @@ def _out(text: str) -> None:
 
 def _config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", choices=PROVIDER_CHOICES, default=None,
-                   help="for turns without a record: request format (default: the nearest record's)")
+                   help="for turns without a record: request format (default: the nearest record's; a "
+                        "recorded turn keeps its own: another value beside its --turn is refused)")
     p.add_argument("--window", type=int, default=None, metavar="TOKENS",
-                   help="for turns without a record: window (default: the nearest record's)")
+                   help="for turns without a record: window (default: the nearest record's; a recorded "
+                        "turn keeps its own: another value beside its --turn is refused)")
     p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
-                   help="for turns without a record: reserve (default: the nearest record's)")
+                   help="for turns without a record: reserve (default: the nearest record's; a recorded "
+                        "turn keeps its own: another value beside its --turn is refused)")
 
 
 def _given_config(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -104,7 +107,9 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
         return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
                 "ok": not problems}, result
     first = records[0]
-    result = run.build(turn=turn, record=False, progress=progress)  # with its recorded config
+    # with its recorded config; settings given that differ from it are refused (they were ignored)
+    settings: dict[str, Any] = {"config": given} if isinstance(given, BuildConfig) else dict(given or {})
+    result = run.build(turn=turn, record=False, progress=progress, **settings)
     m = result.manifest
     recorded_cfg: dict[str, Any] = dict(first.manifest.get("config", {}))
     current_cfg = m.config.model_dump(mode="json")

@@ -307,7 +307,7 @@ def _configure_manifest(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", type=record_choice, default=None, metavar="WHICH",
                    help="with --turn N: show that context_built record's manifest as it was recorded "
                         "(first, last, or K: 1-based, in log order) instead of turn N rebuilt from the "
-                        "log, which reproduces the first; the build flags are then ignored. A turn "
+                        "log, which reproduces the first (build flags beside it are refused). A turn "
                         "holds several records when it was built again (e.g. after a compaction): "
                         "without --record the output says how many. A record the turn does not "
                         "have is RecordNotFoundError (exit 2)")
@@ -325,6 +325,11 @@ _PREVIEWED = ("turn {turn}, the next request, previewed: nothing was written (bu
 def _handle_manifest(args: argparse.Namespace) -> int:
     if args.record is not None and args.turn is None:
         raise InvalidInputError("--record picks one of a past turn's records: give --turn N with it")
+    flags = [f"--{name}" for name in ("provider", "window", "reserve", "model")
+             if getattr(args, name) is not None]
+    if args.record is not None and flags:  # a record is shown as recorded: they were ignored
+        raise InvalidInputError(f"--record shows a record as it was recorded, with its own settings: "
+                                f"{', '.join(flags)} beside it would be ignored; leave them out")
     note = ""
     with store_for(args) as store:
         if args.record is not None:

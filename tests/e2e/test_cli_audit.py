@@ -301,3 +301,21 @@ def test_why_a_tool_was_not_exposed(tmp_path: Path, cf: CLI) -> None:
     assert previewed.returncode == 0 and "KEPT    weather (tool_spec, " in previewed.stdout, previewed.stdout
     unknown = cf("why", "tools", "--turn", "1", "nope", cwd=tmp_path)
     assert unknown.returncode == 1 and "nothing in turn 1's manifest matches 'nope'" in unknown.stdout
+
+
+def test_settings_beside_a_recorded_turn_are_refused_not_ignored(tmp_path: Path, cf: CLI) -> None:
+    """``manifest RUN --turn 6 --record first --window 5000`` showed the record (its help said the
+    flags were then ignored), and ``audit RUN --turn 6 --window 5000`` re-derived the recorded
+    turn with the record's window: each printed something other than what was asked, exit 0."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    window = str(_recorded(tmp_path, RUN, 6).window_tokens)
+    shown = cf("manifest", RUN, "--turn", "6", "--record", "first", "--window", "5000", cwd=tmp_path)
+    assert shown.returncode == 2 and shown.stdout == ""
+    assert "--record shows a record as it was recorded, with its own settings: --window" in shown.stderr
+    audited = cf("audit", RUN, "--turn", "6", "--window", "5000", cwd=tmp_path)
+    assert audited.returncode == 2 and audited.stdout == ""
+    assert (f"turn 6 has a context_built record, and a rebuild reproduces it with that record's settings "
+            f"(window {window}): window 5000 given beside the turn would be ignored") in audited.stderr
+    same = cf("audit", RUN, "--turn", "6", "--window", window, cwd=tmp_path)  # the record's own: fine
+    assert same.returncode == 0 and "matches the recorded" in same.stdout, same.stderr
+    assert cf("manifest", RUN, "--turn", "6", "--record", "first", cwd=tmp_path).returncode == 0
