@@ -80,11 +80,12 @@ class ContextfoldError(Exception):
     """Root of every error raised by contextfold."""
 
 
-def quoted(value: str, limit: int = 100) -> str:
-    """``repr(value)`` for an error message, clipped past ``limit`` characters with the length
-    said: an id or a name comes from a caller or a model, and one of a megabyte would make the
-    message (and every log line and terminal that prints it) a megabyte too."""
-    if len(value) <= limit:
+def quoted(value: object, limit: int = 100) -> str:
+    """``repr(value)`` for an error message, a string clipped past ``limit`` characters with the
+    length said: an id or a name comes from a caller or a model, and one of a megabyte would make
+    the message (and every log line and terminal that prints it) a megabyte too. A value that is
+    not a string (a caller's mistake of type) is shown whole."""
+    if not isinstance(value, str) or len(value) <= limit:
         return repr(value)
     return f"{value[:limit]!r}… ({len(value)} characters)"
 

@@ -139,9 +139,8 @@ def checked_config(**fields: Any) -> BuildConfig:
     at its render with a ``RenderError`` whose list left out ``neutral``."""
     provider = fields.get("provider", "neutral")
     if not isinstance(provider, str) or provider not in BUILD_PROVIDERS:
-        shown = quoted(provider) if isinstance(provider, str) else repr(provider)
         raise InvalidInputError(f"invalid build config: provider: expected one of "
-                                f"{', '.join(BUILD_PROVIDERS)}, got {shown}")
+                                f"{', '.join(BUILD_PROVIDERS)}, got {quoted(provider)}")
     return checked(BuildConfig, "build config", **fields)
 
 

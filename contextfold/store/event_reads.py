@@ -89,9 +89,8 @@ def bulk_allocation() -> Iterator[None]:
 
 def check_run_id(run_id: str) -> str:
     if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
-        shown = quoted(run_id) if isinstance(run_id, str) else repr(run_id)
         raise InputLimitError(
-            f"invalid run id {shown}: 1-200 characters, letters, digits and ._:@/+=- "
+            f"invalid run id {quoted(run_id)}: 1-200 characters, letters, digits and ._:@/+=- "
             "(starting with a letter or digit)"
         )
     return run_id
