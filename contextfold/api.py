@@ -244,8 +244,9 @@ class Run:
         ``progress(n)`` is told of the events folded before the build (see :meth:`state`).
         :meth:`preview` makes the same next request and writes nothing.
         """
-        cfg = config_of(config, provider=provider, window=window, reserve=reserve, model=model,
-                        in_flight=in_flight)
+        named = {"provider": provider, "window": window, "reserve": reserve, "model": model,
+                 "in_flight": in_flight}
+        cfg = config_of(config, **named)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidInputError(f"retries must be an integer >= 0, got {retries!r}")
         if turn is not None:
@@ -253,8 +254,6 @@ class Run:
                 raise InvalidInputError("auto_compact compacts before the next request; a past turn "
                                         "(turn=N) is rebuilt from the log as it was, which a compaction "
                                         "appended now cannot change")
-            named = {"provider": provider, "window": window, "reserve": reserve, "model": model,
-                     "in_flight": in_flight}
             given = (dict(config) if config is not None  # every field: a config names them all
                      else {name: value for name, value in named.items() if value is not None})
             return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress, given=given)
