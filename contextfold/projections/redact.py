@@ -82,6 +82,7 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.bounded_memo import BoundedMemo
 
 __all__ = [
     "DOCUMENTED_EXAMPLES",
@@ -421,9 +422,21 @@ def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list
     return merged
 
 
-@functools.lru_cache(maxsize=2048)
+_REDACTED: BoundedMemo[tuple[str, RedactionPolicy], Redacted] = BoundedMemo(2048, 16 * 1024 * 1024)
+"""Results by (text, policy), holding the text and, when it had secrets, its redacted copy."""
+
+
 def redact(text: str, policy: RedactionPolicy = RedactionPolicy()) -> Redacted:
-    """``text`` with every finding replaced by its placeholder (cached: builds repeat)."""
+    """``text`` with every finding replaced by its placeholder (remembered: builds repeat)."""
+    key = (text, policy)
+    hit = _REDACTED.get(key)
+    if hit is None:
+        hit = _redact(text, policy)
+        _REDACTED.put(key, hit, len(text) + (len(hit.text) if hit.findings else 0))
+    return hit
+
+
+def _redact(text: str, policy: RedactionPolicy) -> Redacted:
     findings = find_secrets(text, policy)
     if not findings:
         return Redacted(text, ())
@@ -464,14 +477,17 @@ def config_policy(config: BuildConfig) -> RedactionPolicy:
 
 
 def redact_fragment(frag: ContextFragment, text: str, policy: RedactionPolicy,
-                    count: Callable[[str], int]) -> tuple[ContextFragment, Redacted] | None:
+                    count: Callable[[str], int], result: Redacted | None = None
+                    ) -> tuple[ContextFragment, Redacted] | None:
     """``frag`` with its text (``text``: the full text the build would render) redacted, and
-    its token count adjusted; None when there is nothing to redact.
+    its token count adjusted; None when there is nothing to redact. ``result``: ``redact(text,
+    policy)`` when the caller has it (a text too long for the memo is not scanned twice).
 
     The returned fragment keeps its media blocks and ``content_hash`` (which names the
     logged content); its text lives in one block, no longer behind an artifact ref.
     """
-    result = redact(text, policy)
+    if result is None:
+        result = redact(text, policy)
     if not result.findings:
         return None
     content: list[MessageBlock] = []

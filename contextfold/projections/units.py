@@ -34,11 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig, ExcludedFragment
+from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.entries import (
     LAZY_TEXT_CHARS,
     FragmentEntry,
@@ -58,16 +59,18 @@ __all__ = ["MESSAGE_OVERHEAD", "SHRINK_FLOOR", "BuildCtx", "Facts", "Units", "ma
 
 SHRINK_FLOOR = 48
 """Smallest text a truncated fragment keeps (tokens)."""
-_REDACTION_MEMO_LIMIT = 200_000
-_REDACTIONS: dict[tuple[str, str, str, str, RedactionPolicy], tuple[ContextFragment, Redacted] | None] = {}
-"""Redaction results by fragment identity and content: builds of a growing run repeat them."""
-_NOT_YET = object()
 _STATE_LAYER = {"policy": "policy", "instruction": "policy", "goal": "goal", "success_contract": "goal",
                 "plan": "plan", "evidence": "retrieval", "memory": "retrieval"}
 _STATE_LAYER_NO = {"policy": 1, "goal": 3, "plan": 4}
 """A state layer's number (retrieval and memory: 6)."""
 
 Hit = tuple[ContextFragment, Redacted]
+_REDACTIONS: BoundedMemo[tuple[str, str, str, str, RedactionPolicy], tuple[Hit | None]] = BoundedMemo(
+    200_000, 32 * 1024 * 1024)
+"""Redaction results by fragment identity and content: builds of a growing run repeat them. A
+result is ``(None,)`` when the text holds no secret, else the redacted fragment, whose text is
+counted against the bound."""
+
 T = TypeVar("T")
 
 
@@ -249,14 +252,14 @@ class BuildCtx:
         if mine is not None and mine[0] is entry:
             return mine[1]
         key = (entry.id, entry.content_hash, entry.source_ref, entry.trust, self.policy)
-        got = _REDACTIONS.get(key, _NOT_YET)
-        if got is _NOT_YET:
-            if len(_REDACTIONS) >= _REDACTION_MEMO_LIMIT:
-                _REDACTIONS.clear()
+        got = _REDACTIONS.get(key)
+        if got is None:
             text = self.raw_text(fid)  # the fragment is made only when the text holds a secret
-            got = _REDACTIONS[key] = (redact_fragment(entry.fragment, text, self.policy, self.count)
-                                      if redact(text, self.policy).findings else None)
-        hit = cast("Hit | None", got)
+            result = redact(text, self.policy)
+            found = (redact_fragment(entry.fragment, text, self.policy, self.count, result)
+                     if result.findings else None)
+            got = _REDACTIONS.put(key, (found,), len(result.text) if found is not None else 0)
+        hit = got[0]
         self.redactions[fid] = (entry, hit)
         return hit
 
