@@ -230,11 +230,15 @@ class TokenCounter:
             n = len(self._encoding.encode_ordinary(text))
         with self._lock:
             if short:
+                if len(self._short) >= _SHORT_COUNTS_LIMIT:
+                    self._short.clear()
                 self._short[text] = n
             else:
                 journal = getattr(_JOURNAL, "rows", None)
                 if journal is not None:
                     journal.append((self.encoding_name, key, n, blocks))
+                if len(self._cache) >= _COUNTS_LIMIT:
+                    self._cache.clear()
                 self._cache[key] = n
                 if blocks is not None:
                     self._keep_blocks(key, blocks)
@@ -277,6 +281,8 @@ class TokenCounter:
                     raise ValueError(f"counts of {encoding!r} offered to the {self.encoding_name!r} counter")
                 if key in self._cache:
                     continue
+                if len(self._cache) >= _COUNTS_LIMIT:
+                    self._cache.clear()
                 self._cache[key] = n
                 added += 1
                 if blocks is not None:
@@ -378,6 +384,12 @@ def _digits_alike(encoding: tiktoken.Encoding) -> bool:
 
 _SHORT_TEXT = 256
 """Texts up to this many characters are cached by the text itself, longer ones by blake3."""
+_SHORT_COUNTS_LIMIT = 250_000
+_COUNTS_LIMIT = 500_000
+"""Counts kept per counter, of short texts (by the text: <= ~90 MB) and of long ones (by a
+32-byte digest: ~65 MB), before that table starts over. A counter lives as long as the process
+and serves every run it builds for, so a table without a bound grew by every distinct text
+counted (a 10,000-message run holds ~20,000; a table that starts over costs a recount)."""
 _LINE_COUNTED_TEXT = 2048
 """Multi-line texts from this many characters on are counted by chunks of lines (``_count_lines``):
 shorter ones are rarely cut, and one call counts them."""

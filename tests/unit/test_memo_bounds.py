@@ -4,7 +4,8 @@ Why: a long-lived process builds for many runs, and a tool output may be megabyt
 scan's memos were bounded by entries only (``redact``: 2,048 texts, each up to an artifact's 256
 MiB; the builder's redaction results: 200,000), so a process that redacted 170 MB of distinct
 tool outputs grew by ~190 MB and kept growing. These tests measure the memory the memos keep
-once the texts' other owners are gone (``tracemalloc``), with the memos' real bounds.
+once the texts' other owners are gone (``tracemalloc``), with the memos' real bounds. The token
+counter's tables of counts were not bounded at all.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ import pytest
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections import redact as redact_module
+from contextfold.projections import tokens
 from contextfold.projections import units as units_module
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.fold import fold
 from contextfold.projections.redact import config_policy, redact
+from contextfold.projections.tokens import TokenCounter
 from contextfold.projections.units import BuildCtx
 from tests.unit.test_builder import recorded
 
@@ -122,3 +125,17 @@ def test_bounded_memo_counts_exactly_under_threads() -> None:
         thread.join()
     assert memo.chars == 3 * len(memo) == 3 * 8_000
 
+
+def test_a_token_counter_keeps_a_bounded_number_of_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A counter serves every run of the process: its tables of counts start over past their
+    bounds (here lowered) instead of growing by every distinct text, and count right after."""
+    monkeypatch.setattr(tokens, "_SHORT_COUNTS_LIMIT", 50, raising=False)
+    monkeypatch.setattr(tokens, "_COUNTS_LIMIT", 100, raising=False)
+    counter = TokenCounter()
+    for i in range(1_000):
+        short, long = f"short text {i}", f"a long text {i} " + "word " * 60
+        assert counter.count(short) == counter.count_uncached(short)
+        assert counter.count(long) == counter.count_uncached(long)
+    rows = [(counter.encoding_name, bytes([i % 256, i // 256]) * 16, i, None) for i in range(1_000)]
+    counter.preload(rows)  # counts another process made: the same bound
+    assert counter.stats().size <= 150
