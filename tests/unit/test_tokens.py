@@ -58,6 +58,31 @@ def test_identical_content_is_tokenized_once() -> None:
     assert counter.stats().calls == 0 and counter.stats().size == 0
 
 
+
+@pytest.mark.parametrize("trailing", ["", "\n"])
+def test_a_very_long_text_counted_by_threads_is_counted_as_one_thread_counts_it(
+        monkeypatch: pytest.MonkeyPatch, trailing: str) -> None:
+    """Past ``_PARALLEL_TEXT`` a multi-line text's chunks are counted by several threads: the
+    total is tiktoken's count of the whole text, and the chunks (what truncation reads later)
+    are the ones a single thread makes, whatever the number of threads."""
+    lines = [f"{i:06d} INFO step {'ok' if i % 7 else 'failed: é 東京 🙂'} {'x' * (i % 90)}"
+             for i in range(25_000)]
+    lines[1234] = "    indented continuation"
+    lines[5000] = ""
+    text = "\n".join(lines) + trailing
+    assert len(text) >= tokens._PARALLEL_TEXT
+    whole = len(tokens._load_encoding("cl100k_base").encode_ordinary(text))
+    results = {}
+    for workers in (1, 2, 3, 8):
+        monkeypatch.setattr(tokens, "_workers", lambda n=workers: n)
+        counter = TokenCounter()
+        assert counter.count(text) == whole
+        blocks = counter.known_blocks(text)
+        assert blocks is not None
+        results[workers] = (list(blocks[0]), list(blocks[1]))
+    assert results[2] == results[3] == results[8] == results[1]
+    assert len(results[1][0]) > 1000
+
 def test_shared_counter_per_encoding() -> None:
     assert get_counter("cl100k_base") is get_counter("cl100k_base")
     assert get_counter(None) is get_counter("cl100k_base")
