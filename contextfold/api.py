@@ -50,7 +50,7 @@ from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.progress import Progress
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
-from contextfold.rebuild_api import rebuild, replay
+from contextfold.rebuild_api import named_settings, rebuild, replay
 from contextfold.replay_report import ReplayReport
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
@@ -254,9 +254,8 @@ class Run:
                 raise InvalidInputError("auto_compact compacts before the next request; a past turn "
                                         "(turn=N) is rebuilt from the log as it was, which a compaction "
                                         "appended now cannot change")
-            given = (dict(config) if config is not None  # every field: a config names them all
-                     else {name: value for name, value in named.items() if value is not None})
-            return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress, given=given)
+            return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress,
+                           given=named_settings(config, named))
         attempt = 0
         while True:
             try:

@@ -43,11 +43,11 @@ from contextfold.cli_build import (
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted
-from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config
+from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_config, config_of
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
-from contextfold.rebuild_api import previewed
+from contextfold.rebuild_api import named_settings, previewed, rebuild
 
 __all__ = ["audit_turn", "explain"]
 
@@ -96,9 +96,10 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
         problems.append(f"integrity: the stored event at position {report.first_bad_position} was altered "
                         f"or damaged ({report.reason}); what follows is derived from a log that does not "
                         "match its hash chain")
+    # Rebuilt from the log and records read above (a long run's log is read once, not three times).
     if not records:
         cfg = config_for_turn(events, turn, given)
-        result = run.build(turn=turn, record=False, config=cfg, progress=progress)
+        result = rebuild(run, turn, cfg, record=False, progress=progress, records=[], events=events)
         derived = ("the next request as a build would make it now, previewed (the model has not answered "
                    "the turn)" if previewed(turn, records, run.next_turn()) else "the request re-derived "
                    "from the log")
@@ -108,8 +109,10 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
                 "ok": not problems}, result
     first = records[0]
     # with its recorded config; settings given that differ from it are refused (they were ignored)
-    settings: dict[str, Any] = {"config": given} if isinstance(given, BuildConfig) else dict(given or {})
-    result = run.build(turn=turn, record=False, progress=progress, **settings)
+    config = given if isinstance(given, BuildConfig) else None
+    named = {} if config is not None else dict(given or {})
+    result = rebuild(run, turn, config_of(config, **named), record=False, progress=progress,
+                     records=records, given=named_settings(config, named), events=events)
     m = result.manifest
     recorded_cfg: dict[str, Any] = dict(first.manifest.get("config", {}))
     current_cfg = m.config.model_dump(mode="json")

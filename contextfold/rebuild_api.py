@@ -25,6 +25,7 @@ from contextfold.domain.errors import (
     TurnNotFoundError,
 )
 from contextfold.domain.events import ContextBuilt
+from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
@@ -35,7 +36,7 @@ from contextfold.replay_report import ReplayReport, first_difference, recorded_r
 if TYPE_CHECKING:
     from contextfold.api import Run
 
-__all__ = ["previewed", "rebuild", "replay"]
+__all__ = ["named_settings", "previewed", "rebuild", "replay"]
 
 
 def previewed(turn: int, records: Sequence[ContextBuilt], next_turn: int) -> bool:
@@ -52,10 +53,19 @@ def _note_settings(exc: Exception, cfg: BuildConfig, what: str) -> None:
     exc.add_note(f"{what} for {cfg.provider} with window {cfg.window} and reserve {cfg.reserve}")
 
 
+def named_settings(config: BuildConfig | None, named: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a caller named for a rebuild (``given``): every field of a whole ``config``
+    (a config names them all), else the ``named`` ones that are set."""
+    return dict(config) if config is not None else {name: value for name, value in named.items()
+                                                    if value is not None}
+
+
 def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
-            records: list[ContextBuilt] | None = None, given: Mapping[str, Any] | None = None) -> BuildResult:
-    """Rebuild ``turn`` (``records``: its records, when the caller has read them already: a
-    long run's records are megabytes of JSON each).
+            records: list[ContextBuilt] | None = None, given: Mapping[str, Any] | None = None,
+            events: Sequence[RecordedEvent] | None = None) -> BuildResult:
+    """Rebuild ``turn`` (``records``: its records, and ``events``: the run's whole log, when the
+    caller has read them already: a long run's records are megabytes of JSON each, and its log
+    takes ~1 s to read and decode at 10,000 events).
 
     A turn with records is rebuilt from the log its first build folded, with that build's config;
     ``given`` (the settings the caller named) that differ from it are InvalidInputError, since
@@ -85,7 +95,7 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         first = records[0]
         # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
         # run read and decoded every event)
-        events = run.events(upto=first.log_version)
+        events = run.events(upto=first.log_version) if events is None else events[:first.log_version]
         try:
             cfg = BuildConfig.model_validate(first.manifest["config"])
         except (KeyError, ValidationError) as exc:  # a record not made by a builder
@@ -102,7 +112,7 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         repairs = [r for r in first.manifest.get("repairs", ())
                    if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
     else:
-        events = run.events()
+        events = run.events() if events is None else events
         with counts_kept(run.store.events, run.run_id):
             state = state_at_turn(events, turn, run_id=run.run_id,
                                   artifact_tokens=run._artifact_tokens(), progress=progress)

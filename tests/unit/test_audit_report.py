@@ -7,6 +7,7 @@ import math
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,8 +16,10 @@ from contextfold.audit import report
 from contextfold.audit.charts import axis_label
 from contextfold.audit.data import audit_run, config_for_turn, history_dropped_tokens, retrieval_crowded
 from contextfold.audit.report import MAX_EXCLUDED, render_report
-from contextfold.domain.errors import RequiredContextExceedsBudgetError
+from contextfold.cli_audit import audit_turn
+from contextfold.domain.errors import InvalidInputError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
+    ContextBuilt,
     EvidenceRetrieved,
     GoalSet,
     ModelResponse,
@@ -28,6 +31,7 @@ from contextfold.domain.events import (
     ToolsRegistered,
     UserInput,
 )
+from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, ContextManifest
 
 SMALL = BuildConfig(window=4_000, reserve=500)
@@ -335,3 +339,33 @@ def test_a_turn_without_a_record_takes_the_nearest_records_config_reading_only_t
     assert config_for_turn(events, 2) == SMALL  # no earlier record: the first one's
     assert config_for_turn(events, 10) == BuildConfig(window=9_000, reserve=600)  # the nearest earlier (9)
     assert config_for_turn(events, 2, {"window": 5_000}).window == 5_000
+
+
+def test_audit_of_one_turn_reads_the_log_once_and_rebuilds_it_as_a_build_would(
+        run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``audit --turn N`` read the whole log three times (its own read, then the rebuild's records
+    and events: ~1.1 s each on a 10,000-event run); it now reads it once and hands the rebuild
+    what it read. The rebuilt request is the one ``run.build(turn=N)`` makes."""
+    make_synthetic_run(run, 8, record_from=4)  # turns 1-3 have no record; 4-8 have one each
+    expected = {2: run.build(turn=2, record=False, config=SMALL), 6: run.build(turn=6, record=False)}
+    reads: list[str] = []
+    events, records = Run.events, Run.records
+
+    def counted_events(self: Run, **kw: Any) -> list[RecordedEvent]:
+        reads.append("events")
+        return events(self, **kw)
+
+    def counted_records(self: Run, turn: int) -> list[ContextBuilt]:
+        reads.append("records")
+        return records(self, turn)
+
+    monkeypatch.setattr(Run, "events", counted_events)
+    monkeypatch.setattr(Run, "records", counted_records)
+    for turn, built in expected.items():
+        reads.clear()
+        verdict, result = audit_turn(run, turn)
+        assert reads == ["events"], (turn, reads)
+        assert verdict["ok"] and verdict["check"]["recorded"] == (turn >= 4)
+        assert result.body_bytes == built.body_bytes and result.manifest == built.manifest
+    with pytest.raises(InvalidInputError, match="would be ignored"):  # settings a record would ignore
+        audit_turn(run, 6, {"window": 20_000})
