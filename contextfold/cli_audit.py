@@ -384,9 +384,11 @@ def _handle_why(args: argparse.Namespace) -> int:
         if picked is not None:
             manifest, source = picked.manifest, "recorded"
         else:
-            cfg = config_for_turn(run.events(), args.turn, _given_config(args))
+            events = run.events()  # read once: for the config and the rebuild
+            cfg = config_for_turn(events, args.turn, _given_config(args))
             with fold_bar(store, args, f"rebuilding {args.run} turn {args.turn}") as advance:
-                manifest = run.build(turn=args.turn, record=False, config=cfg, progress=advance).manifest
+                manifest = rebuild(run, args.turn, cfg, record=False, progress=advance, records=[],
+                                   events=events).manifest
             preview = previewed(args.turn, (), run.next_turn())  # (no record: turn_record found none)
             source = ("previewed (no record: the next request)" if preview
                       else "rebuilt from the log (no record)")

@@ -16,6 +16,7 @@ from contextfold.audit import report
 from contextfold.audit.charts import axis_label
 from contextfold.audit.data import audit_run, config_for_turn, history_dropped_tokens, retrieval_crowded
 from contextfold.audit.report import MAX_EXCLUDED, render_report
+from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
 from contextfold.domain.errors import InvalidInputError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
@@ -342,10 +343,12 @@ def test_a_turn_without_a_record_takes_the_nearest_records_config_reading_only_t
 
 
 def test_audit_of_one_turn_reads_the_log_once_and_rebuilds_it_as_a_build_would(
-        run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """``audit --turn N`` read the whole log three times (its own read, then the rebuild's records
     and events: ~1.1 s each on a 10,000-event run); it now reads it once and hands the rebuild
     what it read. The rebuilt request is the one ``run.build(turn=N)`` makes."""
+    store_url = f"sqlite:///{tmp_path / 'a.db'}"
+    run = open_store(store_url).run("syn")
     make_synthetic_run(run, 8, record_from=4)  # turns 1-3 have no record; 4-8 have one each
     expected = {2: run.build(turn=2, record=False, config=SMALL), 6: run.build(turn=6, record=False)}
     reads: list[str] = []
@@ -369,3 +372,7 @@ def test_audit_of_one_turn_reads_the_log_once_and_rebuilds_it_as_a_build_would(
         assert result.body_bytes == built.body_bytes and result.manifest == built.manifest
     with pytest.raises(InvalidInputError, match="would be ignored"):  # settings a record would ignore
         audit_turn(run, 6, {"window": 20_000})
+    reads.clear()  # why --turn N of a turn without a record: the same single read
+    assert main(["--store", store_url, "why", "syn", "--turn", "2", "e5"]) == 0
+    assert reads == ["records", "events"], reads
+    assert f"request {expected[2].manifest.request_hash[:16]}" in capsys.readouterr().out
