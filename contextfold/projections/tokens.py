@@ -275,18 +275,22 @@ class TokenCounter:
                     for j in range(first, stop)]
 
         workers = _workers() if len(text) >= _PARALLEL_TEXT else 1
-        if workers == 1:
-            counts: Iterable[int] = count_chunks(0, last + 1)
-        else:
+        counts: Iterable[int] | None = None
+        if workers > 1:
             # A very long text's chunks in contiguous shares, one per thread (tiktoken releases
             # the GIL while it encodes): a 50 MB output took ~6 s on one core, paid by the first
             # build after it was appended; two cores count it ~1.6x faster. A pool per text:
             # its threads end with it, and a process forked later inherits no pool.
             step = -(-(last + 1) // workers)
             firsts = range(0, last + 1, step)
-            with ThreadPoolExecutor(workers, thread_name_prefix="contextfold-count") as pool:
-                counts = chain.from_iterable(list(pool.map(
-                    count_chunks, firsts, [min(first + step, last + 1) for first in firsts])))
+            try:
+                with ThreadPoolExecutor(workers, thread_name_prefix="contextfold-count") as pool:
+                    counts = chain.from_iterable(list(pool.map(
+                        count_chunks, firsts, [min(first + step, last + 1) for first in firsts])))
+            except RuntimeError:  # no thread to be had (a thread limit, interpreter shutdown)
+                counts = None
+        if counts is None:
+            counts = count_chunks(0, last + 1)
         sums = array("q", accumulate(counts, initial=0))
         return sums.pop(), (array("q", bounds[:-1]), sums)
 

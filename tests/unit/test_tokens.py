@@ -83,6 +83,16 @@ def test_a_very_long_text_counted_by_threads_is_counted_as_one_thread_counts_it(
     assert results[2] == results[3] == results[8] == results[1]
     assert len(results[1][0]) > 1000
 
+    class NoThreads:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(tokens, "ThreadPoolExecutor", NoThreads)  # counted on this thread instead
+    counter = TokenCounter()
+    assert counter.count(text) == whole
+    blocks = counter.known_blocks(text)
+    assert blocks is not None and (list(blocks[0]), list(blocks[1])) == results[1]
+
 def test_shared_counter_per_encoding() -> None:
     assert get_counter("cl100k_base") is get_counter("cl100k_base")
     assert get_counter(None) is get_counter("cl100k_base")
