@@ -15,8 +15,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from contextfold.domain.errors import (
     BudgetError,
     IntegrityError,
@@ -26,7 +24,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig
+from contextfold.domain.manifest import BuildConfig, recorded_config
 from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.past_states import state_at_turn, state_at_version
@@ -96,11 +94,7 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
         # run read and decoded every event)
         events = run.events(upto=first.log_version) if events is None else events[:first.log_version]
-        try:
-            cfg = BuildConfig.model_validate(first.manifest["config"])
-        except (KeyError, ValidationError) as exc:  # a record not made by a builder
-            raise IntegrityError(f"run {run.run_id!r} turn {turn}: its first context_built record "
-                                 "holds no valid build config to rebuild it with") from exc
+        cfg = recorded_config(first.manifest, run.run_id, turn)
         _check_given(turn, cfg, given or {})
         name = recorded_run_id(first, run.run_id)
         if name != run.run_id:  # imported under a new name: its refs name the run it was built in

@@ -38,6 +38,7 @@ from contextfold.domain.manifest import (
     ExcludedFragment,
     checked_config,
     default_reserve,
+    recorded_config,
 )
 from contextfold.projections.finish_build import REPLY_PRIMING
 from contextfold.projections.fold import fold_event, new_state
@@ -221,17 +222,8 @@ def config_for_turn(events: Sequence[RecordedEvent], turn: int,
     recorded: dict[int, BuildConfig] = {}
     for rec in events:
         if isinstance(rec.event, ContextBuilt) and rec.event.turn not in recorded:
-            recorded[rec.event.turn] = _recorded_config(rec.event)
+            recorded[rec.event.turn] = recorded_config(rec.event.manifest, rec.run_id, rec.event.turn)
     return _config_for(turn, recorded, given)
-
-
-def _recorded_config(record: ContextBuilt) -> BuildConfig:
-    """The config a record's build used (its whole manifest validated only when it holds none
-    apart: the error is then the manifest's)."""
-    config = record.manifest.get("config")
-    if isinstance(config, dict):
-        return BuildConfig.model_validate(config)
-    return ContextManifest.model_validate(record.manifest).config
 
 
 def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrity,

@@ -9,12 +9,13 @@ the log, so a replay with the recorded config is byte-identical.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from contextfold.domain.checked import Integer, checked
-from contextfold.domain.errors import InvalidInputError, quoted
+from contextfold.domain.errors import IntegrityError, InvalidInputError, quoted
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.fragments import FragmentKind, Trust
 
@@ -38,6 +39,7 @@ __all__ = [
     "config_of",
     "default_reserve",
     "manifest_json_depth",
+    "recorded_config",
     "schema_json_depth",
 ]
 
@@ -142,6 +144,18 @@ def checked_config(**fields: Any) -> BuildConfig:
         raise InvalidInputError(f"invalid build config: provider: expected one of "
                                 f"{', '.join(BUILD_PROVIDERS)}, got {quoted(provider)}")
     return checked(BuildConfig, "build config", **fields)
+
+
+def recorded_config(manifest: Mapping[str, Any], run_id: str, turn: int) -> BuildConfig:
+    """The config the build of run ``run_id``'s turn ``turn`` used, read from its first
+    ``context_built`` record's ``manifest["config"]`` alone (a long run's manifests hold ~10,000
+    lines, which a rebuild does not need validated). :class:`~contextfold.domain.errors.IntegrityError`
+    when the record holds none that validates: a record not made by a builder."""
+    try:
+        return BuildConfig.model_validate(manifest["config"])
+    except (KeyError, ValidationError) as exc:
+        raise IntegrityError(f"run {run_id!r} turn {turn}: its first context_built record holds no "
+                             "valid build config to rebuild it with") from exc
 
 
 def config_of(config: BuildConfig | None, /, **given: Any) -> BuildConfig:

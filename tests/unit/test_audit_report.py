@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -18,7 +19,7 @@ from contextfold.audit.data import audit_run, config_for_turn, history_dropped_t
 from contextfold.audit.report import MAX_EXCLUDED, render_report
 from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
-from contextfold.domain.errors import InvalidInputError, RequiredContextExceedsBudgetError
+from contextfold.domain.errors import IntegrityError, InvalidInputError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     ContextBuilt,
     EvidenceRetrieved,
@@ -340,6 +341,10 @@ def test_a_turn_without_a_record_takes_the_nearest_records_config_reading_only_t
     assert config_for_turn(events, 2) == SMALL  # no earlier record: the first one's
     assert config_for_turn(events, 10) == BuildConfig(window=9_000, reserve=600)  # the nearest earlier (9)
     assert config_for_turn(events, 2, {"window": 5_000}).window == 5_000
+    # a record that holds no valid config is one no builder made: said so, typed, as a rebuild says it
+    broken = events[-1].event.model_copy(update={"manifest": {"config": {"window": "wide"}}})
+    with pytest.raises(IntegrityError, match="turn 9: its first context_built record holds no valid build"):
+        config_for_turn([dataclasses.replace(events[-1], event=broken)], 10)
 
 
 def test_audit_of_one_turn_reads_the_log_once_and_rebuilds_it_as_a_build_would(
