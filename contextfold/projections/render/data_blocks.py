@@ -53,6 +53,7 @@ import unicodedata
 from typing import assert_never
 
 from contextfold.domain.conversation import DataPart, MediaPart, ToolResultPart
+from contextfold.projections.bounded_memo import BoundedMemo
 
 __all__ = [
     "DATA_CLOSE",
@@ -256,11 +257,10 @@ def _role_lines(skel: str) -> list[int]:
 
 
 _MEMO_MIN_CHARS = 2048
-_MEMO_MAX_CHARS = 16 * 1024 * 1024
-_NEUTRALISED: dict[str, str] = {}
-"""Long texts neutralised, by text: a text cut to fit (the unit where a long run's selection
-stops) is laid out afresh, so rendered afresh, in every build that keeps the same cut."""
-_memo_chars = [0]
+_NEUTRALISED: BoundedMemo[str, str] = BoundedMemo(16 * 1024 * 1024 // _MEMO_MIN_CHARS, 16 * 1024 * 1024)
+"""Long texts neutralised, by text (16M characters of them): a text cut to fit (the unit where a
+long run's selection stops) is laid out afresh, so rendered afresh, in every build that keeps the
+same cut."""
 
 
 def neutralise(text: str) -> str:
@@ -269,11 +269,7 @@ def neutralise(text: str) -> str:
         return _neutralise(text)
     hit = _NEUTRALISED.get(text)
     if hit is None:
-        if _memo_chars[0] + len(text) > _MEMO_MAX_CHARS:
-            _NEUTRALISED.clear()
-            _memo_chars[0] = 0
-        hit = _NEUTRALISED[text] = _neutralise(text)
-        _memo_chars[0] += len(text)
+        hit = _NEUTRALISED.put(text, _neutralise(text), len(text))
     return hit
 
 
