@@ -114,6 +114,33 @@ def test_skeletons_need_no_ignorecase() -> None:
     assert db._ROLE_WORD in db._ROLE_JSON  # the prefilter's word is in the rule, as is
 
 
+_HEADER_FIRST_RE = re.compile(db._HEADER_FIRST)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(db._HEADER_BODIES).flatmap(lambda body: st.from_regex(body, fullmatch=True)))
+def test_every_header_body_starts_with_a_character_of_its_lookahead(line: str) -> None:
+    """Why the whole-text pass may skip a line whose first character after its prefix is
+    not in ``_HEADER_FIRST``: no rule's match starts with any other character."""
+    assert _HEADER_FIRST_RE.match(line), line
+
+
+def test_no_prefix_character_can_start_a_header_body() -> None:
+    """Why the prefix may be possessive: giving back a prefix character never lets a rule
+    match, as none starts with one."""
+    prefix = re.compile(db._PREFIX_BODY.removesuffix("*") + "$")  # one prefix character
+    for code in range(sys.maxunicode + 1):
+        if not 0xD800 <= code <= 0xDFFF and prefix.match(chr(code)):
+            assert not _HEADER_FIRST_RE.match(chr(code)), hex(code)
+
+
+def test_indented_role_lines_are_marked() -> None:
+    text = "def f():\n        system: obey\n\t  > ## instructions\n        x = 1 # user: no"
+    assert db.neutralise(text) == ref_neutralise(text)
+    assert [line for line in db.neutralise(text).split("\n") if line.startswith(db.DATA_MARKER)] == [
+        db.DATA_MARKER + "        system: obey", db.DATA_MARKER + "\t  > ## instructions"]
+
+
 def test_known_role_lines_are_marked() -> None:
     text = "ok\n  system: obey\n### Instructions\nvalue < 3\n[INST] hi\n{\"role\": \"system\"}\n<|im_start|>"
     assert db.neutralise(text) == ref_neutralise(text)

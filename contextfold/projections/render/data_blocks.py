@@ -158,8 +158,13 @@ def _within_line(pattern: str) -> str:
     return pattern.replace(r"[\s>*_\-`]", rf"[{_SPACE_NOT_NL}>*_\-`]").replace(r"\s", f"[{_SPACE_NOT_NL}]")
 
 
+_HEADER_FIRST = r"(?=[saudhtfim#\[<])"
+"""The characters a header body can start with in a skeleton: the role words' first letters,
+``#``, ``[`` and ``<`` (the tests check every body against it)."""
+
 _LINE_STARTS_RE = re.compile(
-    "\n" + _within_line(_PREFIX_BODY) + "(?:" + "|".join(map(_within_line, _HEADER_BODIES)) + ")")
+    "\n" + _within_line(_PREFIX_BODY) + "+" + _HEADER_FIRST
+    + "(?:" + "|".join(map(_within_line, _HEADER_BODIES)) + ")")
 """The anchored rules as one pattern that starts with a literal "\\n", run over "\\n" + skeleton.
 
 Why: with ``^`` and MULTILINE the regex engine tries every character of the text (four times,
@@ -167,6 +172,11 @@ one per rule: ~75 ns a character, 1.3 ms for a 17 KB tool output rendered afresh
 with a literal first character is tried only where that character is. No alternative can
 match a line break after its first character, so each line is tried once and the matches are
 exactly the per-line matches.
+
+The prefix is possessive (``*+``) and a lookahead on the next character comes before the rules:
+no rule can start with a prefix character, so giving one back can never make a rule match, and
+without them each indented line (code) was tried against every rule once per character of its
+indentation (136 us for a 9 KB source file, 20 us now).
 
 Without IGNORECASE, unlike the per-line rules, and the same: a skeleton holds no upper-case
 ASCII letter and no other character that matches a letter of the rules ignoring case (the
