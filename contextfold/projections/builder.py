@@ -214,7 +214,7 @@ def _build(state: RunState, config: BuildConfig, *,
                 logged = ctx.state.entries[fid].token_count
                 texts[fid] = ctx.full_text(fid)  # redacted
                 if ctx.frag(fid).token_count > logged:  # a placeholder longer than its secret
-                    cut = truncate_fragment(ctx, fid, logged)
+                    cut = truncate_fragment(ctx, fid, max(logged - ctx.truncated_extra(fid), 1))
                     texts[fid] = cut.text
                     truncated.add(fid)
                     text_cut[fid] = cut.tokens
@@ -224,8 +224,8 @@ def _build(state: RunState, config: BuildConfig, *,
         deficit = unit.tokens - grant
         for fid in ids:  # the safe media step first: a cheaper rendition of the same image
             m = ctx.media(fid)
-            if deficit > 0 and m is not None and m.reducible:
-                deficit -= m.tokens - m.reduced_tokens
+            if deficit > 0 and m is not None and m.reducible:  # its block then says truncated="true"
+                deficit -= m.tokens - m.reduced_tokens - ctx.truncated_extra(fid)
                 reduced.add(fid)
                 truncated.add(fid)
                 original_tokens[fid] = ctx.content_tokens(fid)
@@ -237,6 +237,7 @@ def _build(state: RunState, config: BuildConfig, *,
             continue
         shrink = [fid for fid in ids if ctx.text_shrinkable(fid)]
         fixed = sum(ctx.cost(fid) - (ctx.text_tokens(fid) if fid in shrink else 0) for fid in ids)
+        fixed += sum(ctx.truncated_extra(fid) for fid in shrink if fid not in reduced)  # truncated="true"
         room = grant - fixed + (unit.tokens - grant - deficit)  # media savings lower the fixed part
         shares_of = split_room(room, [ctx.text_tokens(fid) for fid in shrink])
         for fid, share in zip(shrink, shares_of, strict=True):

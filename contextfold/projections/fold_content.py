@@ -56,7 +56,7 @@ from contextfold.projections.entries import (
     ToolAnswer,
     blocks_hash,
 )
-from contextfold.projections.framing import framing_tokens
+from contextfold.projections.framing import AnswerFrame, framing_tokens
 from contextfold.projections.media_cost import priced_media
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 
@@ -172,6 +172,12 @@ def _has_media(content: Content) -> bool:
     return bool(priced_media(content.blocks if isinstance(content, ToolAnswer) else content))
 
 
+def _answer_frame(content: Content) -> AnswerFrame | None:
+    if isinstance(content, ToolAnswer):
+        return AnswerFrame(content.call_id, content.name, content.status, content.exit_code)
+    return None
+
+
 def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
          content: Content, *, sub: int = 0, source_ref: str | None = None,
          required: bool = False, priority: int | None = None) -> str:
@@ -189,7 +195,8 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
     state.entries[fid] = FragmentEntry.folded(
         fid, kind, source, trust, DEFAULT_PRIORITY[kind] if priority is None else priority, required,
         tokens, digest, content, position,
-        framing_tokens(kind, trust, source, state.counter.count))  # the counter's tables warm now
+        framing_tokens(kind, trust, source, state.counter.count,  # the counter's tables warm now
+                       _answer_frame(content)))
     state.horizon = position
     return fid
 

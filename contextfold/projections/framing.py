@@ -8,21 +8,92 @@ the agent loop for the wrapper of a source ref with a random call id, ~10 us war
 
 Every fragment pays ``MESSAGE_OVERHEAD`` tokens of message framing; a data fragment
 (instruction, evidence, memory, tool result, or any text not authored by the runtime or the
-user) also pays its ``<data ...>`` wrapper, as ``render.data_blocks`` writes it.
+user) also pays its ``<data ...>`` wrapper, counted from the very text ``render.data_blocks``
+writes (:func:`~contextfold.projections.render.data_blocks.data_frame`): the source escaped,
+the label the layout gives the kind (:data:`DATA_LABEL`). A tool result also pays the runtime
+line the renderers put before it (an error, its exit code, a lost or cancelled call: ~20
+tokens that a run of failing calls would otherwise add to the request uncounted), and a lost
+or cancelled one is framed as the runtime's (``trust="runtime"``, its own label).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
-__all__ = ["DATA_KINDS", "MESSAGE_OVERHEAD", "framing_tokens"]
+from contextfold.projections.render.data_blocks import ResultStatus, data_frame, runtime_header_line
+from contextfold.projections.tool_names import every_provider_takes, tool_name_alias
+
+__all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "AnswerFrame", "framing_tokens",
+           "is_data", "truncated_extra_tokens"]
 
 MESSAGE_OVERHEAD = 4
 DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
+DATA_LABEL: dict[str, str] = {
+    "instruction": "instructions", "evidence": "evidence", "memory": "memory",
+    "tool_result": "tool_result", "history": "note", "user_input": "user_data",
+}
+"""The ``kind`` a data block names for a fragment kind (the layout's, and so the renderers')."""
 
 
-def framing_tokens(kind: str, trust: str, source_ref: str, count: Callable[[str], int]) -> int:
-    """The framing tokens of a fragment of ``kind`` and ``trust`` from ``source_ref``."""
-    if kind not in DATA_KINDS and trust in ("runtime", "user"):
-        return MESSAGE_OVERHEAD
-    return MESSAGE_OVERHEAD + count(f'<data source="{source_ref}" trust="{trust}" kind="{kind}">\n\n</data>')
+class AnswerFrame(NamedTuple):
+    """What a tool result's runtime line says: the answered call and how it ended."""
+
+    call_id: str
+    name: str | None
+    status: ResultStatus
+    exit_code: int | None
+
+
+def is_data(kind: str, trust: str) -> bool:
+    """Whether a fragment is shown as a data block (neutralised, wrapped) rather than as text
+    the runtime or the user authored."""
+    return kind in DATA_KINDS or trust not in ("runtime", "user")
+
+
+def _frame(kind: str, trust: str, source_ref: str, answer: AnswerFrame | None, truncated: bool) -> str:
+    if answer is not None and answer.status in ("lost", "cancelled"):
+        return data_frame(source_ref, "runtime", f"tool_result_{answer.status}", truncated)
+    return data_frame(source_ref, trust, DATA_LABEL.get(kind, kind), truncated)
+
+
+def _header_tokens(answer: AnswerFrame, count: Callable[[str], int]) -> int:
+    """The runtime line and its line break; under the longest name a request may show the
+    tool by (an unregistered tool a provider refuses is shown under an alias)."""
+    name = answer.name or ""
+    tokens = 0
+    for shown in (name,) if every_provider_takes(name) else (name, tool_name_alias(name)):
+        line = runtime_header_line(answer.call_id, shown, answer.status, answer.exit_code)
+        tokens = max(tokens, 0 if line is None else count(line + "\n"))
+    return tokens
+
+
+def framing_tokens(kind: str, trust: str, source_ref: str, count: Callable[[str], int],
+                   answer: AnswerFrame | None = None) -> int:
+    """The framing tokens of a fragment of ``kind`` and ``trust`` from ``source_ref``;
+    ``answer`` for a tool result."""
+    header = 0 if answer is None else _header_tokens(answer, count)
+    if not is_data(kind, trust):
+        return MESSAGE_OVERHEAD + header
+    return MESSAGE_OVERHEAD + header + count(_frame(kind, trust, source_ref, answer, False))
+
+
+_EXTRA: dict[tuple[Callable[[str], int], str], int] = {}
+"""(counter, the frame without a source) -> tokens of ``truncated="true"``: the attribute follows
+the label, so what it adds does not depend on the source (two counts per label and encoding)."""
+
+
+def truncated_extra_tokens(kind: str, trust: str, count: Callable[[str], int],
+                           answer: AnswerFrame | None = None) -> int:
+    """What the ``truncated="true"`` attribute adds to a data block's framing (0 for text that
+    is not a data block): the builder adds it to a fragment it cuts or shows reduced."""
+    if not is_data(kind, trust):
+        return 0
+    frame = _frame(kind, trust, "", answer, False)
+    key = (count, frame)
+    hit = _EXTRA.get(key)
+    if hit is None:
+        if len(_EXTRA) >= 1024:
+            _EXTRA.clear()
+        hit = _EXTRA[key] = max(0, count(_frame(kind, trust, "", answer, True)) - count(frame))
+    return hit

@@ -51,6 +51,7 @@ from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, Tool
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
+from contextfold.projections.framing import DATA_LABEL
 from contextfold.projections.state import (
     CallSlot,
     MessageItem,
@@ -62,12 +63,6 @@ from contextfold.projections.state import (
 from contextfold.projections.timeline_units import TimelineUnits
 
 __all__ = ["LayoutInput", "lay_out"]
-
-_DATA_LABEL = {
-    "instruction": "instructions", "evidence": "evidence", "memory": "memory",
-    "tool_result": "tool_result", "history": "note", "user_input": "user_data",
-}
-
 
 @dataclass(frozen=True)
 class LayoutInput:
@@ -130,7 +125,7 @@ def _entry_media(state: RunState, entry: FragmentEntry) -> tuple[MediaPart, ...]
 
 def _data(frag: FragmentFields, text: str, truncated: bool, label: str | None = None) -> DataPart:
     return trusted(DataPart, text=text, source=frag.source_ref, trust=frag.trust,
-                   label=label or _DATA_LABEL.get(frag.kind, frag.kind), truncated=truncated,
+                   label=label or DATA_LABEL.get(frag.kind, frag.kind), truncated=truncated,
                    fragment_id=frag.id)
 
 

@@ -104,7 +104,8 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
         ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,
         tokens=tokens, required=fid in ctx.required, truncated=fid in truncated, selection_reason=reason,
         content_hash=f.content_hash, original_tokens=original_tokens.get(fid), media=media or ())
-    return layer, tokens, facts.overhead, view, line
+    overhead = facts.overhead + (ctx.truncated_extra(fid) if fid in truncated else 0)  # truncated="true"
+    return layer, tokens, overhead, view, line
 
 
 class SelectedView(NamedTuple):

@@ -29,8 +29,8 @@ import blake3
 
 from contextfold.domain.conversation import AssistantMessage, Conversation, Message, ToolResults
 
-__all__ = ["MAX_SPEC_NAME", "TOOL_NAME_RULES", "refuses_tool_name", "renamed_note", "renamed_to",
-           "renamed_tools", "tool_name_alias"]
+__all__ = ["MAX_SPEC_NAME", "TOOL_NAME_RULES", "every_provider_takes", "refuses_tool_name", "renamed_note",
+           "renamed_to", "renamed_tools", "tool_name_alias"]
 
 TOOL_NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
     "openai-chat": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, at most 64"),
@@ -52,6 +52,11 @@ _EVERY_PROVIDER = re.compile(r"[a-zA-Z_][a-zA-Z0-9_-]{0,63}")
 _OTHER = re.compile(r"[^A-Za-z0-9_-]+")
 _STEM = 40
 """Characters of the name kept in its alias (then ``_`` and 8 hex digits: 49 at most)."""
+
+
+def every_provider_takes(name: str) -> bool:
+    """Whether no provider refuses ``name``: a request shows it as it is, never under an alias."""
+    return _EVERY_PROVIDER.fullmatch(name) is not None
 
 
 def refuses_tool_name(provider: str, name: str) -> bool:

@@ -48,7 +48,12 @@ from contextfold.projections.entries import (
     ToolAnswer,
     artifact_text_in,
 )
-from contextfold.projections.framing import MESSAGE_OVERHEAD, framing_tokens
+from contextfold.projections.framing import (
+    MESSAGE_OVERHEAD,
+    AnswerFrame,
+    framing_tokens,
+    truncated_extra_tokens,
+)
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.selection import Unit, score
@@ -89,6 +94,8 @@ class Facts:
     text_tokens: int
     overhead: int
     text_shrinkable: bool
+    truncated_extra: int = 0
+    """What the view's data block adds when it is shown cut or reduced (``truncated="true"``)."""
 
     @property
     def frag(self) -> ContextFragment:
@@ -108,7 +115,8 @@ class Facts:
     @property
     def min_cost(self) -> int:
         text = SHRINK_FLOOR if self.text_shrinkable else self.text_tokens
-        return self.overhead + text + (self.media.reduced_tokens if self.media is not None else 0)
+        return (self.overhead + self.truncated_extra + text
+                + (self.media.reduced_tokens if self.media is not None else 0))
 
 
 def _has_artifact_text(frag: ContextFragment) -> bool:
@@ -135,6 +143,16 @@ def _result_status(view: ContextFragment | FragmentEntry) -> str | None:
     return None if block is None else block.status
 
 
+def answer_frame(view: ContextFragment | FragmentEntry) -> AnswerFrame | None:
+    """What the runtime line of the view's tool result says (``framing``), if it has one."""
+    answer = view.answer() if isinstance(view, FragmentEntry) else None
+    if answer is not None:
+        return AnswerFrame(answer.call_id, answer.name, answer.status, answer.exit_code)
+    frag = view if isinstance(view, ContextFragment) else view.head
+    block = next((b for b in frag.content if isinstance(b, ToolResultBlock)), None)
+    return None if block is None else AnswerFrame(block.call_id, block.name, block.status, block.exit_code)
+
+
 def _large_text(entry: FragmentEntry) -> bool:
     """A tool result text held lazily, or long enough to be (see the module docstring)."""
     content = entry.content
@@ -149,14 +167,16 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
         media = plan_fragment(state, view if isinstance(view, ContextFragment) else view.head, provider)
     text_tokens = view.token_count - (media.fold_tokens if media is not None else 0)
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
-    overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count)
+    overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
+                                                                answer_frame(view))
     if view.kind in ("evidence", "memory", "instruction", "user_input"):
         shrink = text_tokens > SHRINK_FLOOR
     elif view.kind == "tool_result":
         shrink = _result_status(view) in ("ok", "error") and text_tokens > SHRINK_FLOOR
     else:
         shrink = False
-    return Facts(view, hit, media, large, text_tokens, overhead, shrink)
+    extra = truncated_extra_tokens(view.kind, view.trust, count, answer_frame(view))
+    return Facts(view, hit, media, large, text_tokens, overhead, shrink, extra)
 
 
 @dataclass
@@ -294,6 +314,10 @@ class BuildCtx:
 
     def cost(self, fid: str) -> int:
         return self.facts(fid).cost
+
+    def truncated_extra(self, fid: str) -> int:
+        """What marking ``fid``'s data block as truncated adds to its framing (``framing``)."""
+        return self.facts(fid).truncated_extra
 
     def text_shrinkable(self, fid: str) -> bool:
         return self.facts(fid).text_shrinkable

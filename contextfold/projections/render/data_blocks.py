@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import assert_never
+from typing import Literal, TypeAlias, assert_never
 
 from contextfold.domain.conversation import DataPart, MediaPart, ToolResultPart
 from contextfold.projections.bounded_memo import BoundedMemo
@@ -58,17 +58,21 @@ from contextfold.projections.bounded_memo import BoundedMemo
 __all__ = [
     "DATA_CLOSE",
     "DATA_MARKER",
+    "data_frame",
     "escape_attr",
     "media_caption",
     "neutralise",
     "render_data",
     "runtime_header",
+    "runtime_header_line",
     "skeleton",
     "tool_result_text",
 ]
 
 DATA_CLOSE = "</data>"
 DATA_MARKER = "[data] "
+
+ResultStatus: TypeAlias = Literal["ok", "error", "lost", "cancelled"]
 
 _ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e")
 
@@ -316,6 +320,12 @@ def _open_tag(source: str, trust: str, kind: str, truncated: bool) -> str:
     return f"<data {attrs}>"
 
 
+def data_frame(source: str, trust: str, label: str, truncated: bool = False) -> str:
+    """What :func:`render_data` writes around an empty text: a data block's framing, as the fold
+    and the builder count it (``projections.framing``)."""
+    return f"{_open_tag(source, trust, label, truncated)}\n\n{DATA_CLOSE}"
+
+
 def render_data(part: DataPart) -> str:
     """One data block: the source, trust and kind on the tag, neutralised text inside."""
     return (
@@ -346,8 +356,14 @@ def runtime_header(result: ToolResultPart) -> str | None:
     ``lost``/``cancelled`` are recovery answers the runtime wrote: they say so and
     warn against assuming success. An error names its exit code when there is one.
     """
-    call = f"call {_inline(result.call_id)} ({_inline(result.name)})"
-    match result.status:
+    return runtime_header_line(result.call_id, result.name, result.status, result.exit_code)
+
+
+def runtime_header_line(call_id: str, name: str, status: ResultStatus, exit_code: int | None) -> str | None:
+    """:func:`runtime_header` from the result's plain values: what the fold prices a result's
+    framing by (``projections.framing``), so a header is counted as it is written."""
+    call = f"call {_inline(call_id)} ({_inline(name)})"
+    match status:
         case "lost":
             return (
                 f"[runtime] TOOL_RESULT_LOST: the result of {call} never arrived. "
@@ -359,12 +375,14 @@ def runtime_header(result: ToolResultPart) -> str | None:
                 "result. Do not assume it succeeded."
             )
         case "error":
-            code = f" with exit code {result.exit_code}" if result.exit_code is not None else ""
+            code = f" with exit code {exit_code}" if exit_code is not None else ""
             return f"[runtime] TOOL_ERROR: {call} failed{code}."
         case "ok":
-            if result.exit_code is not None:
-                return f"[runtime] exit code {result.exit_code}"
+            if exit_code is not None:
+                return f"[runtime] exit code {exit_code}"
             return None
+        case _:
+            assert_never(status)
 
 
 def tool_result_text(result: ToolResultPart, *, media_note: str = "") -> str:

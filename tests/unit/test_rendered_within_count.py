@@ -1,0 +1,112 @@
+"""What a request shows is what its manifest counted: text a renderer adds around a fragment
+(the runtime line of a failed, lost or cancelled call, a data block's tag as written, a cut
+block's ``truncated="true"``) is priced in the fragment's framing, so a request sized to its
+manifest is never larger than the window.
+
+The measure is independent of the builder: every string of the rendered history (texts, call
+ids, names, arguments) counted with the manifest's encoding. It leaves out the few tokens of
+message framing a provider adds, which the manifest prices per fragment; so the counted total
+must stay at or under the manifest's ``selected_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from contextfold.api import render_request
+from contextfold.domain.events import (
+    AnyEvent,
+    EvidenceRetrieved,
+    ModelResponse,
+    ToolCall,
+    ToolCallCancelled,
+    ToolResult,
+    ToolResultLost,
+    UserInput,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.fold import fold
+from contextfold.projections.tokens import get_counter
+
+count = get_counter("cl100k_base").count
+_HISTORY = {"openai-chat": "messages", "openai-responses": "input", "anthropic": "messages",
+            "gemini": "contents"}
+_NOT_SHOWN = {"role", "type", "model", "id", "tool_use_id", "tool_call_id", "call_id", "thoughtSignature"}
+"""Keys whose values are message framing (roles, call ids, Gemini's signature), which the
+manifest prices per fragment (``MESSAGE_OVERHEAD``), not shown text."""
+
+
+def _strings(value: Any, key: str | None = None) -> int:
+    if isinstance(value, str):
+        return 0 if key in _NOT_SHOWN else count(value)
+    if isinstance(value, dict):
+        if key in ("input", "args") or (key == "arguments" and not isinstance(value, str)):
+            return count(json.dumps(value))  # a call's arguments, as JSON
+        if key == "functionResponse":  # Gemini names the function again: framing
+            return _strings(value.get("response"), "response")
+        return sum(_strings(v, k) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_strings(v, key) for v in value)
+    return 0
+
+
+def shown_tokens(provider: str, result: BuildResult) -> int:
+    return _strings(result.request[_HISTORY[provider]])
+
+
+def _events(ending: str, calls: int = 120) -> list[AnyEvent]:
+    events: list[AnyEvent] = [UserInput("try the build until it works")]
+    for i in range(calls):
+        cid = f"call_{i}"
+        events.append(ModelResponse(tool_calls=[ToolCall(call_id=cid, name="run_build", arguments="{}")]))
+        if ending == "error":
+            events.append(ToolResult(call_id=cid, content="done", is_error=True, exit_code=1))
+        elif ending == "exit_ok":
+            events.append(ToolResult(call_id=cid, content="done", exit_code=0))
+        elif ending == "lost":
+            events.append(ToolResultLost(call_id=cid, reason="worker died"))
+        elif ending == "cancelled":
+            events.append(ToolCallCancelled(call_id=cid, reason="user stopped it"))
+        elif ending == "evidence":
+            events.append(ToolResult(call_id=cid, content="done"))
+            events.append(EvidenceRetrieved(source_ref=f"https://example.com/doc?a={i}&b=\"q\"",
+                                            content=f"chunk {i} of the retrieved manual"))
+        else:
+            events.append(ToolResult(call_id=cid, content="done"))
+    events.append(UserInput("status?"))
+    return events
+
+
+def _build(events: list[AnyEvent], provider: str, window: int) -> BuildResult:
+    recorded = [RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)]
+    return build_context(fold(recorded), BuildConfig(provider=provider, window=window, reserve=1000),
+                         render=render_request)
+
+
+@pytest.mark.parametrize("provider", sorted(_HISTORY))
+@pytest.mark.parametrize("ending", ["ok", "error", "exit_ok", "lost", "cancelled", "evidence"])
+def test_a_request_sized_to_its_manifest_shows_no_more_than_it_counted(ending: str, provider: str) -> None:
+    events = _events(ending)
+    whole = _build(events, provider, 400_000).manifest.selected_tokens
+    built = _build(events, provider, whole + 1000)  # the window the manifest says it all fits in
+    assert not built.manifest.excluded.get("over_budget")
+    assert shown_tokens(provider, built) <= built.manifest.selected_tokens
+
+
+@pytest.mark.parametrize("provider", sorted(_HISTORY))
+def test_cut_results_count_their_truncated_tag(provider: str) -> None:
+    """Many long results cut at once: each cut block's tag gains ``truncated="true"``."""
+    events: list[AnyEvent] = [UserInput("read them all")]
+    calls = [ToolCall(call_id=f"c{i}", name="read", arguments="{}") for i in range(60)]
+    events.append(ModelResponse(tool_calls=calls))
+    events += [ToolResult(call_id=f"c{i}", content="\n".join(f"line {j} of output {i}" for j in range(400)))
+               for i in range(60)]
+    built = _build(events, provider, 9000)
+    cut = [t for t in built.manifest.truncations if t.strategy != "none"]
+    assert len(cut) >= 30
+    assert shown_tokens(provider, built) <= built.manifest.selected_tokens <= 8000
