@@ -8,7 +8,10 @@ separate concern, and the builder module stays readable without it.
 
 from __future__ import annotations
 
+import json
+
 from contextfold.domain.fragments import ToolResultBlock
+from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.truncate import Truncation, truncate
 from contextfold.projections.units import SHRINK_FLOOR, BuildCtx
@@ -35,13 +38,15 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     # view has no artifact block): the same whether or not this build has redacted it yet.
     f = ctx.state.entries[fid].head
     text = ctx.full_text(fid)
+    stripped = text.lstrip()
     if f.kind == "tool_result":
         block = next(b for b in f.content if isinstance(b, ToolResultBlock))
         ref = f"artifact:{block.artifact.hash}" if block.artifact else f.source_ref
-        if block.exit_code is not None or block.status == "error":
+        # A command's log keeps its diagnosis; a JSON document stays JSON whatever its exit code
+        # (the runtime line before the block shows the code).
+        if (block.exit_code is not None or block.status == "error") and not _is_json(stripped):
             return lean_log(text, block.exit_code, max_tokens, ctx.count, artifact_ref=ref,
                             line_splitting=ctx.state.counter.line_splitting)
-    stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         kind = "json"
     elif f.source_ref.startswith("file://"):
@@ -52,6 +57,28 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
         kind = "log" if f.kind == "tool_result" else "text"
     return truncate(text, max_tokens, kind=kind, count=ctx.count,  # type: ignore[arg-type]
                     line_splitting=ctx.state.counter.line_splitting)
+
+
+_PARSED: BoundedMemo[str, bool] = BoundedMemo(256, 16 * 1024 * 1024)
+"""Whether a text parses as JSON, by text: the unit at the budget's edge is cut at every build."""
+
+
+def _not_json(name: str) -> None:
+    raise ValueError(f"not JSON: {name}")
+
+
+def _is_json(stripped: str) -> bool:
+    if not stripped.startswith(("{", "[")):
+        return False
+    hit = _PARSED.get(stripped)
+    if hit is None:
+        try:
+            json.loads(stripped, parse_constant=_not_json)  # as ``truncate`` parses it
+            hit = True
+        except (ValueError, RecursionError):
+            hit = False
+        _PARSED.put(stripped, hit, len(stripped))
+    return hit
 
 
 def split_room(room: int, sizes: list[int]) -> list[int]:

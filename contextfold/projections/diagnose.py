@@ -27,6 +27,7 @@ from ahocorasick_rs import BytesAhoCorasick
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
+from contextfold.projections.code_fences import closing_fence, fence_states
 from contextfold.projections.graphemes import head_chars
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 from contextfold.projections.truncate import (
@@ -226,7 +227,9 @@ def _clip(line: str) -> str:
 
 
 def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
-    """(header, framed) from richest to barest; the first that fits the budget is used.
+    """(header, framed) from richest to barest. The first that fits the budget with at least the
+    log's last line is used, else the first that fits alone: once a grant keeps a line of the
+    tail, every larger grant does (the tail is where a failing command says why).
 
     A framed header is followed by an ``[log excerpt]`` line and closed by a
     ``[full log: REF]`` line; the barest variants fold the ref into the
@@ -269,10 +272,12 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
     """A long log as diagnosis header + head window + tail window + where the rest is.
 
     A log that fits is returned unchanged: the caller still has the exit code.
-    Otherwise the richest header that leaves room for the marker is chosen
-    (exit code first, then the first key error, condensed if need be), then as
-    many whole lines as fit, a third from the head and two thirds from the
-    tail. ``kept`` lists the head and tail line ranges. ``line_splitting``: as for
+    Otherwise the richest header that leaves room for the marker and the log's last
+    line is chosen (exit code first, then the first key error, condensed if need be),
+    else the richest that leaves room for the marker alone; then as many whole lines
+    as fit, a third from the head and two thirds from the tail. A code fence the cut
+    falls in is closed before the marker and re-opened after it. ``kept`` lists the head
+    and tail line ranges. ``line_splitting``: as for
     :func:`~contextfold.projections.truncate.truncate` (same result, fewer tokenizations).
     """
     if max_tokens < 0:
@@ -293,21 +298,28 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
     if "parse" not in entry:  # one assignment: another thread never sees half of it
         entry["parse"] = (_header_variants(diagnose_log(text, exit_code), where),
                           None if line_splitting is None
-                          else LineCounts(lines, line_splitting, line_splitting.known(text)))
+                          else LineCounts(lines, line_splitting, line_splitting.known(text)),
+                          fence_states(lines) if "```" in text or "~~~" in text else None)
     variants: list[tuple[str, bool]]
     counts: LineCounts | None
-    variants, counts = entry["parse"]
+    fences: list[str | None] | None
+    variants, counts, fences = entry["parse"]
     end = "\n" if trailing else ""
 
     def split(k: int) -> tuple[int, int]:
         head = k // 3
         return head, k - head
 
+    header_only: Truncation | None = None
     for header, framed in variants:
         def parts(k: int, header: str = header, framed: bool = framed) -> list[str | range]:
             head, tail = split(k)
             marker = line_marker(n - k, head + 1, n - tail)
             body: list[str | range] = [range(0, head), marker, range(n - tail, n)]
+            if fences is not None:  # a fence the cut falls in is closed before the marker, re-opened after
+                before, after = fences[head], fences[n - tail]
+                body = [range(0, head), *([closing_fence(before)] if before is not None else []), marker,
+                        *([after] if after is not None else []), range(n - tail, n)]
             return [header, "[log excerpt]", *body, f"[full log: {where}]"] if framed else [header, *body]
 
         def render(k: int, parts: Callable[[int], list[str | range]] = parts) -> str:
@@ -323,14 +335,19 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
                                                      count, original_tokens)) is not None:
                 return excerpt
             head, tail = split(k)
-            return Truncation(
+            cut = Truncation(
                 text=out, truncated=True, strategy="lean_log", unit="line",
                 original_chars=len(text), original_tokens=original_tokens, tokens=tokens,
                 kept=tuple(KeptRange(start=a, end=b)
                            for a, b in ((1, head), (n - tail + 1, n)) if a <= b),
                 omitted=n - k,
             )
-    return marker_only(text, original_tokens, "line", n, count)
+            if k > 0:
+                return cut
+            # No line beside this header: a leaner one may leave room for the tail (with the
+            # richest header first, a larger grant kept none of the tail a smaller one kept).
+            header_only = header_only or cut
+    return header_only or marker_only(text, original_tokens, "line", n, count)
 
 
 _LEAST_EXCERPT_TOKENS = 8

@@ -10,7 +10,8 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
 * ``markdown`` / ``text``: the same line windows, but a cut that lands inside
   a code fence closes the fence before the marker and re-opens it (with the
   original opener line, info string included) after it, so a truncated
-  fragment never leaves a fence open that the original had closed.
+  fragment never leaves a fence open that the original had closed. A ``file`` with a
+  fence is cut the same way.
 * ``text`` (prose, no fence) and ``log`` whose line windows would keep no line
   at all (a message that is one long paragraph, a progress bar's one line): a
   head and a tail of its characters, each ending at whitespace (else at a grapheme cluster
@@ -24,7 +25,7 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   One size knob applies recursively to every nested value, and the largest
   knob that fits is found by search (the whole value, compacted, is tried
   first). Output is compact JSON. Input that does
-  not parse falls back to line truncation.
+  not parse (or nests deeper than the parser goes) is cut as ``text``.
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:
@@ -383,9 +384,12 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
             found: tuple[int, str, int] | None = (top_max, render(top_max), whole_tokens)
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
-    except (ValueError, RecursionError):
-        return _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
-                               fences=False, rule=rule)
+    except (ValueError, RecursionError):  # not JSON (or nested past the parser): cut as text
+        by_lines = _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
+                                   fences=_has_fence(text), rule=rule)
+        if by_lines.kept or by_lines.over_budget:
+            return by_lines
+        return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
     if found is None:
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
@@ -399,6 +403,10 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
 
 
 # ------------------------------------------------------------------ entry points
+
+
+def _has_fence(text: str) -> bool:
+    return "```" in text or "~~~" in text
 
 
 def _check_budget(max_tokens: int) -> None:
@@ -431,9 +439,9 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
             if by_lines.kept or by_lines.over_budget:
                 return by_lines
             return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
-        case "file":
+        case "file":  # a fence (a README's, a docstring's) is never left open either
             return _truncate_lines(text, original_tokens, max_tokens, count,
-                                   head_share=0.5, fences=False, rule=line_splitting)
+                                   head_share=0.5, fences=_has_fence(text), rule=line_splitting)
         case "markdown":
             return _truncate_lines(text, original_tokens, max_tokens, count,
                                    head_share=0.5, fences=True, rule=line_splitting)

@@ -1,0 +1,100 @@
+"""The cut's promises on the texts that broke them: a failing log keeps its tail once any grant
+did, a JSON result stays JSON whatever its exit code, no cut leaves a code fence open (files and
+logs too), and text that looks like JSON but does not parse keeps words, not a bare marker."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextfold.api import render_request
+from contextfold.domain.conversation import DataPart, ToolResults
+from contextfold.domain.events import AnyEvent, FileRead, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.code_fences import fence_states
+from contextfold.projections.diagnose import lean_log
+from contextfold.projections.fold import fold
+from contextfold.projections.truncate import truncate
+from tests.counters import cl100k
+
+LOG = "\n".join([*(f"INFO step {i} fine" for i in range(1500)),
+                 "Traceback (most recent call last):", '  File "x.py", line 3, in <module>', "    foo()",
+                 "ZeroDivisionError: division by zero",
+                 *(f"INFO step {i} fine" for i in range(1500, 3000)), "FINAL TAIL LINE"])
+
+
+def test_a_failing_logs_tail_is_kept_at_every_grant_from_the_first_that_kept_it() -> None:
+    """With the richest header first, a grant that fitted it kept no line, while a smaller one
+    had kept the last line under a leaner header."""
+    kept = [("FINAL TAIL LINE" in lean_log(LOG, 3, grant, cl100k).text, grant) for grant in range(30, 200)]
+    first = next(grant for tail, grant in kept if tail)
+    assert all(tail for tail, grant in kept if grant >= first)
+    assert first < 60  # a lean header with the tail fits long before the richest does
+    rich = lean_log(LOG, 3, 199, cl100k).text
+    assert "ZeroDivisionError" in rich and "exit code: 3" in rich and rich.endswith("[full log: not stored]")
+
+
+def _build(events: list[AnyEvent], window: int, provider: str = "neutral") -> BuildResult:
+    recorded = [RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)]
+    return build_context(fold(recorded), BuildConfig(provider=provider, window=window, reserve=200),
+                         render=render_request)
+
+
+def _result_text(result: BuildResult) -> str:
+    return next(p.text for m in result.conversation.messages if isinstance(m, ToolResults)
+                for r in m.results for p in r.content if isinstance(p, DataPart))
+
+
+@pytest.mark.parametrize("exit_code", [None, 0, 2])
+def test_a_json_result_stays_json_whatever_its_exit_code(exit_code: int | None) -> None:
+    doc = json.dumps({"items": [{"id": i, "name": f"item {i}", "desc": "x" * 50} for i in range(400)]},
+                     indent=2)
+    events: list[AnyEvent] = [
+        UserInput("list them"),
+        ModelResponse(tool_calls=[ToolCall(call_id="c1", name="api", arguments="{}")]),
+        ToolResult(call_id="c1", content=doc, exit_code=exit_code, is_error=exit_code == 2)]
+    built = _build(events, 1500)
+    (cut,) = built.manifest.truncations
+    assert cut.strategy == "json"
+    json.loads(_result_text(built))
+
+
+FENCED = "\n".join(["# Title", *(f"Prose line {i}." for i in range(5)), "```python",
+                    *(f"x_{i} = compute({i})" for i in range(1000)), "```",
+                    *(f"Prose line {i} after." for i in range(100))])
+
+
+def _fence_closed(text: str) -> bool:
+    return fence_states(text.split("\n"))[-1] is None
+
+
+def test_a_file_cut_inside_a_fence_closes_it() -> None:
+    cut = truncate(FENCED, 400, kind="file", count=cl100k)
+    assert cut.truncated and _fence_closed(cut.text)
+    events: list[AnyEvent] = [UserInput("read the readme"),
+                              FileRead(path="README.md", content=FENCED), UserInput("and?")]
+    built = _build(events, 1000)
+    (part,) = [p for m in built.conversation.messages for p in getattr(m, "parts", ())
+               if isinstance(p, DataPart)]
+    assert part.truncated and _fence_closed(part.text)
+
+
+def test_a_log_cut_inside_a_fence_closes_it() -> None:
+    log = "\n".join(["build log", "```", *(f"step {i} ok" for i in range(1000)), "```", "exit 1"])
+    cut = lean_log(log, 1, 300, cl100k)
+    assert cut.strategy == "lean_log" and _fence_closed(cut.text)
+    marker = next(line for line in cut.text.split("\n") if "lines omitted" in line)
+    assert cut.text.split("\n")[cut.text.split("\n").index(marker) - 1] == "```"  # closed before it
+
+
+@pytest.mark.parametrize("text", [
+    '{"results": [' + ", ".join(f'{{"id": {i}, "body": "lorem ipsum dolor"}}' for i in range(3000)),
+    "[" * 3000 + "]" * 3000,  # valid, nested past the parser
+], ids=["capped", "deep"])
+def test_text_that_looks_like_json_but_does_not_parse_keeps_words(text: str) -> None:
+    cut = truncate(text, 500, kind="json", count=cl100k)
+    assert cut.strategy == "words"
+    assert cl100k(cut.text) <= 500 and len(cut.text) > 500
