@@ -18,16 +18,19 @@ Delimiters only help if the text inside cannot forge them, so the inner text is
    it can no longer open or close a block. The same is done for role tags:
    ``<system>``, ``</assistant>``, ``<user>``, ``<developer>``, ``<human>``,
    ``<instructions>``, ``<tool>``, ``<function>`` and chat-template tokens
-   ``<|...|>`` (``<|im_start|>``, ``<|eot_id|>``...). Detection runs on a
-   *skeleton* of the text in which zero-width characters (U+200B-U+200D,
-   U+2060, U+FEFF, U+00AD, U+180E) are dropped, every character is NFKC
+   ``<|...|>`` (``<|im_start|>``, ``<|eot_id|>``...) and Gemma's
+   ``<start_of_turn>`` / ``<end_of_turn>``. Detection runs on a
+   *skeleton* of the text in which every character a reader does not see is dropped
+   (Unicode's Default_Ignorable_Code_Point: zero-width characters, bidi marks and
+   controls, variation selectors, tag characters, Hangul fillers), every character is NFKC
    folded (fullwidth ``＜ ／ ＞``, small-form ``﹤ ﹥``, fullwidth and
    mathematical letters) and look-alikes are mapped to ASCII (angle
    brackets ``‹ › 〈 〉 ⟨ ⟩ ᐸ ᐳ``, slashes ``⁄ ∕ ⧸``, Cyrillic and Greek letters
    that imitate ``d a t s y e m``). A match in the skeleton is neutralised
    at the matching *original* characters, so the rest of the text (code with
    ``<`` comparisons, generics, emoji with ZWJ) is left byte-for-byte intact.
-2. **Role headers.** A line whose skeleton starts (after indentation, quote
+2. **Role headers.** A line (ended by any line break ``str.splitlines`` knows:
+   ``\\n``, a lone ``\\r``, U+2028, NEL...) whose skeleton starts (after indentation, quote
    ``>`` and emphasis ``* _ -`` markers) with a role word and a colon
    (``system:``, ``assistant:``, ``user:``, ``developer:``, ``human:``,
    ``ai:``, ``tool:``, ``function:``, ``instruction(s):``, ``model:``), a
@@ -58,6 +61,7 @@ from contextfold.projections.bounded_memo import BoundedMemo
 __all__ = [
     "DATA_CLOSE",
     "DATA_MARKER",
+    "LINE_BREAKS",
     "data_frame",
     "escape_attr",
     "media_caption",
@@ -74,7 +78,15 @@ DATA_MARKER = "[data] "
 
 ResultStatus: TypeAlias = Literal["ok", "error", "lost", "cancelled"]
 
-_ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e")
+_IGNORABLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 15.1): what a reader, and
+a model's view of the text, skips. ``</\u200edata>`` is ``</data>`` to a reader."""
+_IGNORABLE = frozenset(chr(c) for lo, hi in _IGNORABLE_RANGES for c in range(lo, hi + 1))
 
 # Look-alikes NFKC leaves alone. Letters cover 'data', 'system' and the role words.
 _HOMOGLYPHS: dict[str, str] = {
@@ -101,7 +113,8 @@ _HOMOGLYPHS: dict[str, str] = {
 _ROLE_WORDS = (
     "system|assistant|user|developer|human|ai|tool|function|instructions?|model|sys"
 )
-_TAG_WORDS = "data|system|assistant|user|developer|human|instructions?|tool|function"
+_TAG_WORDS = ("data|system|assistant|user|developer|human|instructions?|tool|function"
+              "|start_of_turn|end_of_turn")
 
 # Rule 1, on the skeleton: an opening bracket that starts a data/role tag or a template token.
 _TAG_RE = re.compile(rf"<\s*/?\s*(?:{_TAG_WORDS})|<\s*\|", re.IGNORECASE)
@@ -122,7 +135,7 @@ _ROLE_JSON = r"[\"']role[\"']\s*:\s*[\"']"
 
 
 def _fold_char(ch: str) -> str:
-    if ch in _ZERO_WIDTH:
+    if ch in _IGNORABLE:
         return ""
     mapped = _HOMOGLYPHS.get(ch)
     if mapped is not None:
@@ -209,7 +222,7 @@ def _skeleton_with_map(text: str) -> tuple[str, list[int] | None]:
 
 
 def skeleton(text: str) -> str:
-    """Lower-case, zero-width-free, homoglyph-folded view used for detection (and tests)."""
+    """Lower-case, ignorable-free, homoglyph-folded view used for detection (and tests)."""
     if text.isascii():
         return text.lower()
     # ``str.translate`` with a Python mapping costs ~70 ns a character, ASCII included, and a
@@ -232,6 +245,13 @@ _FEW_FOLDS = 16
 """More distinct characters to fold than this: one ``str.translate`` pass is cheaper."""
 
 
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""What ends a line for the rules (``str.splitlines``'s breaks): a model may read a lone ``\\r``
+or a U+2028 as a new line, so ``page\\rSYSTEM: ...`` is a role line too."""
+_OTHER_BREAKS = LINE_BREAKS[1:]
+_BREAK_SPLIT_RE = re.compile(f"([{LINE_BREAKS}])")
+
+
 def _neutralise_tags(text: str) -> str:
     skel, index = _skeleton_with_map(text)
     matches = list(_TAG_RE.finditer(skel))
@@ -244,7 +264,7 @@ def _neutralise_tags(text: str) -> str:
         # Close the same tag: the next '>' on this line in the skeleton.
         for j in range(match.end(), len(skel)):
             c = skel[j]
-            if c == "\n" or (c == "<" and j > match.end()):
+            if c in LINE_BREAKS or (c == "<" and j > match.end()):
                 break
             if c == ">":
                 chars[j if index is None else index[j]] = "›"
@@ -292,13 +312,21 @@ def _neutralise(text: str) -> str:
     if _TAG_RE.search(skel) is not None:  # rare: the tags are neutralised through the index map
         text = _neutralise_tags(text)
         skel = skeleton(text)
+    others = [c for c in _OTHER_BREAKS if c in skel]
+    for c in others:  # the rules see every line break as "\n" (none folds to or from one)
+        skel = skel.replace(c, "\n")
     marked = _role_lines(skel)
     if not marked:
         return text
-    lines = text.split("\n")
+    if not others:
+        lines = text.split("\n")
+        for i in marked:
+            lines[i] = DATA_MARKER + lines[i]
+        return "\n".join(lines)
+    parts = _BREAK_SPLIT_RE.split(text)  # lines at even indices, the breaks between them
     for i in marked:
-        lines[i] = DATA_MARKER + lines[i]
-    return "\n".join(lines)
+        parts[2 * i] = DATA_MARKER + parts[2 * i]
+    return "".join(parts)
 
 
 def escape_attr(value: str) -> str:
