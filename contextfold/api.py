@@ -48,6 +48,7 @@ from contextfold.projections.calibration import calibrate_state, check_observati
 from contextfold.projections.fold import fold, fold_event, new_state
 from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.progress import Progress
+from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
 from contextfold.rebuild_api import named_settings, rebuild, replay
@@ -166,10 +167,13 @@ class Run:
     # ------------------------------------------------------------ projection
 
     def _artifact_tokens(self) -> Callable[[ArtifactRef], int]:
+        """The fold's count of a text held as an artifact: as a data block shows it (neutralised:
+        ``[data]`` markers on a transcript's role lines are ~30% of its tokens), since the fold
+        prices an inline text's neutralising from the text (``framing``) and has none here."""
         def count(ref: ArtifactRef) -> int:
             state = self._state
             counter = state.counter if state is not None else new_state(self.run_id).counter
-            return counter.count(self.store.artifact_text(ref))
+            return counter.count(neutralise(self.store.artifact_text(ref)))
         return count
 
     def state(self, *, turn: int | None = None, progress: Progress | None = None) -> RunState:

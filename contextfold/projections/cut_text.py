@@ -13,6 +13,8 @@ import json
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
+from contextfold.projections.framing import is_data, neutralised_count
+from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.truncate import Truncation, truncate
 from contextfold.projections.units import SHRINK_FLOOR, BuildCtx
 
@@ -39,14 +41,18 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     f = ctx.state.entries[fid].head
     text = ctx.full_text(fid)
     stripped = text.lstrip()
+    count, splitting = ctx.count, ctx.state.counter.line_splitting
+    if is_data(f.kind, f.trust) and neutralise(text) is not text:
+        # Shown neutralised: fitted by the count of what is shown (its line blocks are not)
+        count, splitting = neutralised_count(count), None
     if f.kind == "tool_result":
         block = next(b for b in f.content if isinstance(b, ToolResultBlock))
         ref = f"artifact:{block.artifact.hash}" if block.artifact else f.source_ref
         # A command's log keeps its diagnosis; a JSON document stays JSON whatever its exit code
         # (the runtime line before the block shows the code).
         if (block.exit_code is not None or block.status == "error") and not _is_json(stripped):
-            return lean_log(text, block.exit_code, max_tokens, ctx.count, artifact_ref=ref,
-                            line_splitting=ctx.state.counter.line_splitting)
+            return lean_log(text, block.exit_code, max_tokens, count, artifact_ref=ref,
+                            line_splitting=splitting)
     if stripped.startswith(("{", "[")):
         kind = "json"
     elif f.source_ref.startswith("file://"):
@@ -55,8 +61,8 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
         kind = "markdown"
     else:
         kind = "log" if f.kind == "tool_result" else "text"
-    return truncate(text, max_tokens, kind=kind, count=ctx.count,  # type: ignore[arg-type]
-                    line_splitting=ctx.state.counter.line_splitting)
+    return truncate(text, max_tokens, kind=kind, count=count,  # type: ignore[arg-type]
+                    line_splitting=splitting)
 
 
 _PARSED: BoundedMemo[str, bool] = BoundedMemo(256, 16 * 1024 * 1024)

@@ -56,7 +56,7 @@ from contextfold.projections.entries import (
     ToolAnswer,
     blocks_hash,
 )
-from contextfold.projections.framing import AnswerFrame, framing_tokens
+from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data
 from contextfold.projections.media_cost import priced_media
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 
@@ -172,6 +172,28 @@ def _has_media(content: Content) -> bool:
     return bool(priced_media(content.blocks if isinstance(content, ToolAnswer) else content))
 
 
+def _shown_texts(content: Content) -> list[str]:
+    """The texts a data block shows of ``content`` (neutralised): a text held in an artifact is
+    not read here."""
+    if isinstance(content, Response):
+        return []
+    blocks: tuple[MessageBlock, ...]
+    if isinstance(content, ToolAnswer):
+        head = [content.text] if isinstance(content.text, str) and content.artifact is None else []
+        blocks = content.blocks
+    else:
+        head, blocks = [], content
+    out = head
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            out.append(block.text)
+        elif isinstance(block, ToolResultBlock):
+            if block.artifact is None:
+                out.append(block.text)
+            out += _shown_texts(block.blocks)
+    return out
+
+
 def _answer_frame(content: Content) -> AnswerFrame | None:
     if isinstance(content, ToolAnswer):
         return AnswerFrame(content.call_id, content.name, content.status, content.exit_code)
@@ -184,6 +206,9 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
     position = rec.position
     fid = f"e{position}" if sub == 0 else f"e{position}.c{sub}"
     tokens, digest = content_tokens(state, content), content_digest(content)
+    source = source_ref or f"event://{state.run_id}/{position}"
+    framing = framing_tokens(kind, trust, source, state.counter.count,  # the counter's tables warm now
+                             _answer_frame(content), _shown_texts(content) if is_data(kind, trust) else ())
     if (state.event_text is not None and isinstance(content, ToolAnswer)
             and isinstance(content.text, str) and len(content.text) > LAZY_TEXT_CHARS
             and isinstance(rec.event, ToolResult) and rec.event.content is content.text):
@@ -191,12 +216,9 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
         content = content._replace(text=LazyText(position, state.event_text))
     if not state.media_seen and _has_media(content):
         state.media_seen = True
-    source = source_ref or f"event://{state.run_id}/{position}"
     state.entries[fid] = FragmentEntry.folded(
         fid, kind, source, trust, DEFAULT_PRIORITY[kind] if priority is None else priority, required,
-        tokens, digest, content, position,
-        framing_tokens(kind, trust, source, state.counter.count,  # the counter's tables warm now
-                       _answer_frame(content)))
+        tokens, digest, content, position, framing)
     state.horizon = position
     return fid
 

@@ -13,19 +13,27 @@ writes (:func:`~contextfold.projections.render.data_blocks.data_frame`): the sou
 the label the layout gives the kind (:data:`DATA_LABEL`). A tool result also pays the runtime
 line the renderers put before it (an error, its exit code, a lost or cancelled call: ~20
 tokens that a run of failing calls would otherwise add to the request uncounted), and a lost
-or cancelled one is framed as the runtime's (``trust="runtime"``, its own label).
+or cancelled one is framed as the runtime's (``trust="runtime"``, its own label). A data
+fragment's text is shown neutralised: what that adds (a ``[data]`` marker per role line of a
+transcript, ~30% of its tokens) is framing too, counted from the text as logged; a cut of such
+a text is fitted by its neutralised count (:func:`neutralised_count`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from contextfold.projections.render.data_blocks import ResultStatus, data_frame, runtime_header_line
+from contextfold.projections.render.data_blocks import (
+    ResultStatus,
+    data_frame,
+    neutralise,
+    runtime_header_line,
+)
 from contextfold.projections.tool_names import every_provider_takes, tool_name_alias
 
 __all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "AnswerFrame", "framing_tokens",
-           "is_data", "truncated_extra_tokens"]
+           "is_data", "neutralised_count", "neutralised_extra", "truncated_extra_tokens"]
 
 MESSAGE_OVERHEAD = 4
 DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
@@ -69,13 +77,39 @@ def _header_tokens(answer: AnswerFrame, count: Callable[[str], int]) -> int:
 
 
 def framing_tokens(kind: str, trust: str, source_ref: str, count: Callable[[str], int],
-                   answer: AnswerFrame | None = None) -> int:
+                   answer: AnswerFrame | None = None, texts: Iterable[str] = ()) -> int:
     """The framing tokens of a fragment of ``kind`` and ``trust`` from ``source_ref``;
-    ``answer`` for a tool result."""
+    ``answer`` for a tool result; ``texts``, the fragment's texts as logged, for what
+    neutralising them adds when they are shown in a data block (:func:`neutralised_extra`)."""
     header = 0 if answer is None else _header_tokens(answer, count)
     if not is_data(kind, trust):
         return MESSAGE_OVERHEAD + header
-    return MESSAGE_OVERHEAD + header + count(_frame(kind, trust, source_ref, answer, False))
+    return (MESSAGE_OVERHEAD + header + count(_frame(kind, trust, source_ref, answer, False))
+            + sum(neutralised_extra(text, count) for text in texts))
+
+
+def neutralised_extra(text: str, count: Callable[[str], int]) -> int:
+    """The tokens neutralising ``text`` adds (``[data]`` markers, ``‹ ›`` for forged tags): 0 for
+    the text that has nothing to neutralise, which ``neutralise`` returns as it is."""
+    shown = neutralise(text)
+    return 0 if shown is text else max(0, count(shown) - count(text))
+
+
+_NEUTRALISED_COUNTS: dict[Callable[[str], int], Callable[[str], int]] = {}
+
+
+def neutralised_count(count: Callable[[str], int]) -> Callable[[str], int]:
+    """``count`` of a text as a data block shows it (neutralised): the measure a cut of a text
+    that needs neutralising is fitted with. One function per counter, so the cut's memo of
+    probes (keyed by the counter) is shared across builds."""
+    hit = _NEUTRALISED_COUNTS.get(count)
+    if hit is None:
+        def shown_count(text: str) -> int:
+            return count(neutralise(text))
+        if len(_NEUTRALISED_COUNTS) >= 64:
+            _NEUTRALISED_COUNTS.clear()
+        hit = _NEUTRALISED_COUNTS[count] = shown_count
+    return hit
 
 
 _EXTRA: dict[tuple[Callable[[str], int], str], int] = {}
