@@ -214,8 +214,14 @@ class Run:
               model: str | None = None, turn: int | None = None, record: bool = True,
               in_flight: Literal["wait", "cancel"] | None = None,
               config: BuildConfig | None = None, auto_compact: bool = False, retries: int = 0,
-              progress: Progress | None = None) -> BuildResult:
+              progress: Progress | None = None,
+              before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
         """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
+
+        ``before_record(result)`` is called with a live build's result before anything is
+        appended: what it raises propagates and the log is left as it was (the CLI writes
+        ``--out`` there, so a file that cannot be written is not a recorded build). Called once
+        per attempt under ``retries``.
 
         The settings (defaults: ``provider="neutral"``, ``window=128_000``, ``in_flight="cancel"``)
         come one by one or as ``config`` (a :class:`BuildConfig`, for the rest of its fields),
@@ -263,7 +269,8 @@ class Run:
         attempt = 0
         while True:
             try:
-                return self._build_now(cfg, record=record, auto_compact=auto_compact, progress=progress)
+                return self._build_now(cfg, record=record, auto_compact=auto_compact, progress=progress,
+                                       before_record=before_record)
             except ConcurrencyConflictError:
                 if attempt >= retries:
                     raise
@@ -287,19 +294,23 @@ class Run:
         return self._build_now(cfg, record=False, auto_compact=auto_compact, progress=progress, write=False)
 
     def _build_now(self, cfg: BuildConfig, *, record: bool, auto_compact: bool,
-                   progress: Progress | None = None, write: bool = True) -> BuildResult:
+                   progress: Progress | None = None, write: bool = True,
+                   before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
         """One attempt of a live build, from the log as it is now (the state catches up first)."""
         with self._lock:  # the build writes to the state's memo: one thread at a time
             state = self._existing_state(progress)  # a live build records its result: never into a new run
             if not auto_compact:
-                return self._build_live(state, [], cfg, record=record, write=write)
+                return self._build_live(state, [], cfg, record=record, write=write,
+                                        before_record=before_record)
             from contextfold.compaction_api import plan_auto_compaction
 
             state, planned, _ = plan_auto_compaction(self, state, cfg)
-            return self._build_live(state, planned, cfg, record=record, write=write)
+            return self._build_live(state, planned, cfg, record=record, write=write,
+                                    before_record=before_record)
 
     def _build_live(self, state: RunState, planned: Sequence[AnyEvent], cfg: BuildConfig, *,
-                    record: bool = True, write: bool = True) -> BuildResult:
+                    record: bool = True, write: bool = True,
+                    before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
         """The live build of ``state``: the run's state now with ``planned`` (events not yet in
         the log, e.g. a compaction's) folded in. ``planned``, the recovery events and the record
         are appended in one transaction once the build succeeds: a build that fails (a budget
@@ -319,6 +330,8 @@ class Run:
                                load_bytes=self.store.artifact)
         if not write:
             return result
+        if before_record is not None:
+            before_record(result)
         if planned or recovery:
             self.append(planned, recovery, [result.record(rebuild=False)] if record else [],
                         expected_version=version)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -59,8 +61,8 @@ from contextfold.store.backends import display_url, parse_store_url
 from contextfold.store.event_store import store_url_from_env
 from contextfold.store.limits import StoreLimits
 
-__all__ = ["COMMANDS", "EXIT_CODES", "main", "nonempty", "output_file", "register", "store_for",
-           "summarize_event", "write_output"]
+__all__ = ["COMMANDS", "EXIT_CODES", "StagedOutput", "main", "nonempty", "output_file", "register",
+           "store_for", "summarize_event", "write_output"]
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
@@ -140,12 +142,59 @@ def output_file(path: str) -> Path:
 
 
 def write_output(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (checked by :func:`output_file`); what the OS refuses is an
+    """Write ``text`` to ``path`` (checked by :func:`output_file`), all or nothing: a disk that
+    fills up leaves the file as it was, not cut short. What the OS refuses is an
     InvalidInputError naming it."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    StagedOutput(path).stage(text).commit()
+
+
+class StagedOutput:
+    """A file written in two steps: :meth:`stage` writes the text in full beside the target (a
+    temporary file, flushed to disk), :meth:`commit` renames it into place. So a command that
+    records its work (``build``) stages first and records only once the text is on disk. A
+    target that is not a regular file (``/dev/stdout``, a pipe) cannot be renamed over: it is
+    written at :meth:`stage`. :meth:`discard` removes what was staged."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._staged: Path | None = None
+
+    def _refused(self, exc: OSError) -> InvalidInputError:
+        return InvalidInputError(f"cannot write {self.path}: {exc.strerror or exc}")
+
+    def stage(self, text: str) -> StagedOutput:
+        self.discard()
+        data = text.encode("utf-8")
+        try:
+            if self.path.exists() and not self.path.is_file():
+                with self.path.open("wb") as special:
+                    special.write(data)
+                return self
+            fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".part")
+            self._staged = Path(name)
+            with os.fdopen(fd, "wb") as staged:
+                staged.write(data)
+                staged.flush()
+                os.fsync(staged.fileno())
+        except OSError as exc:
+            self.discard()
+            raise self._refused(exc) from exc
+        return self
+
+    def commit(self) -> None:
+        if self._staged is None:
+            return
+        try:
+            os.replace(self._staged, self.path)
+        except OSError as exc:
+            self.discard()
+            raise self._refused(exc) from exc
+        self._staged = None
+
+    def discard(self) -> None:
+        if self._staged is not None:
+            self._staged.unlink(missing_ok=True)
+            self._staged = None
 
 
 def summarize_event(event: AnyEvent, width: int = 90) -> str:

@@ -10,7 +10,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -21,12 +21,12 @@ from contextfold.audit.text import visible
 from contextfold.cli import (
     DEMO_HOOKS,
     SCHEMAS,
+    StagedOutput,
     nonempty,
     nonnegative,
     output_file,
     register,
     store_for,
-    write_output,
 )
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import (
@@ -87,7 +87,8 @@ def _build_args(p: argparse.ArgumentParser, *, live: bool = True) -> None:
                         "by an attempt that lost")
 
 
-def _do_build(args: argparse.Namespace, store: Store, *, preview: bool = False) -> BuildResult:
+def _do_build(args: argparse.Namespace, store: Store, *, preview: bool = False,
+              before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
     """The build the flags ask for, with a bar while a long run folds (seconds at 10,000 events);
     with ``preview``, the next request with nothing written (:meth:`Run.preview`)."""
     with fold_bar(store, args, f"building {args.run}") as advance:
@@ -96,7 +97,7 @@ def _do_build(args: argparse.Namespace, store: Store, *, preview: bool = False) 
             return run.preview(args.provider, window=args.window, reserve=args.reserve, model=args.model,
                                progress=advance)
         return run.build(args.provider, window=args.window, reserve=args.reserve, model=args.model,
-                         turn=args.turn, retries=args.retries, progress=advance)
+                         turn=args.turn, retries=args.retries, progress=advance, before_record=before_record)
 
 
 # ---------------------------------------------------------------- which record of a turn
@@ -275,13 +276,28 @@ def _configure_build(p: argparse.ArgumentParser) -> None:
                    help="write the request body (JSON) to this file instead of printing it")
 
 
+def _body(result: BuildResult) -> str:
+    return json.dumps(result.request, indent=2, ensure_ascii=False)
+
+
 def _handle_build(args: argparse.Namespace) -> int:
-    out = output_file(args.out) if args.out else None
-    with store_for(args) as store:
-        result = _do_build(args, store)
-    body = json.dumps(result.request, indent=2, ensure_ascii=False)
-    if out is not None:
-        write_output(out, body + "\n")
+    out = StagedOutput(output_file(args.out)) if args.out else None
+
+    def stage(built: BuildResult) -> None:
+        if out is not None:
+            out.stage(_body(built) + "\n")
+
+    try:
+        with store_for(args) as store:  # --out is on disk before the build is recorded
+            result = _do_build(args, store, before_record=stage)
+        body = _body(result)
+        if out is not None:
+            if args.turn is not None:  # a rebuild records only a turn without a record
+                out.stage(body + "\n")
+            out.commit()
+    finally:
+        if out is not None:
+            out.discard()
     if args.json:
         sys.stdout.write(json.dumps({"request": result.request,
                                      "manifest": result.manifest.model_dump(mode="json")},

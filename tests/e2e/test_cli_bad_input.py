@@ -421,3 +421,46 @@ def test_a_store_that_refuses_writes_exits_5_and_an_unavailable_one_4(
     assert out.returncode == 4 and "contextfold: StoreUnavailableError: " in out.stderr, out.stderr
     assert cli("import", "h.json", "--run", "r").returncode == 0
     assert "demo-fix-invoice" in cli("runs").stdout
+
+
+def _events_of(tmp_path: Path, run: str) -> int:
+    from contextfold.api import open_store
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        return store.run(run).version
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_an_out_file_the_disk_refuses_records_no_build(tmp_path: Path, cli: CLI) -> None:
+    """``build --out /dev/full`` exited 2 but had appended its context_built record, once per retry."""
+    assert cli("demo").returncode == 0
+    before = _events_of(tmp_path, "demo-fix-invoice")
+    for _ in range(2):
+        out = cli("build", "demo-fix-invoice", "--out", "/dev/full")
+        _one_line_error(out, "InvalidInputError")
+        assert "No space left on device" in out.stderr
+    assert _events_of(tmp_path, "demo-fix-invoice") == before
+
+
+def test_an_out_file_is_written_whole_or_left_as_it_was(tmp_path: Path, cli: CLI,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk that filled up mid-write left a truncated req.json (and an HTML report cut short)."""
+    assert cli("demo").returncode == 0
+    target = tmp_path / "req.json"
+    target.write_text("the previous request\n")
+    before = _events_of(tmp_path, "demo-fix-invoice")
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as disk:
+        disk.setattr(os, "fsync", full)
+        for args in (("build", "demo-fix-invoice", "--out", "req.json"),
+                     ("audit", "demo-fix-invoice", "--html", "req.json")):
+            _one_line_error(cli(*args), "InvalidInputError")
+            assert target.read_text() == "the previous request\n"
+            assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".req.json")) == []
+    assert _events_of(tmp_path, "demo-fix-invoice") == before
+    assert cli("build", "demo-fix-invoice", "--out", "req.json").returncode == 0
+    assert json.loads(target.read_text())["messages"]
+    assert _events_of(tmp_path, "demo-fix-invoice") == before + 1
