@@ -187,7 +187,8 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     that keeps ``keep_recent`` tool groups raw. With a window (or ``config``): climb the
     ladder (mask first; summary only for ``strategy="summary"``) until a build fits.
     The events are appended in one transaction once all are planned. ``progress(n)`` is
-    told of the events folded first (see :meth:`Run.state`)."""
+    told of the events folded first (see :meth:`Run.state`). A plan that would not save tokens
+    (a summary longer than the history it covers) is not appended."""
     _check_strategy(strategy)
     check_keep_recent(keep_recent)  # before anything: with a window, nothing may be planned
     if reserve is not None and window is None and config is None:  # it was ignored, unchecked
@@ -198,7 +199,9 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     if window is None and config is None:
         plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,
                                summarizer=summarizer)
-        if plan is not None:
+        # a summary longer than what it stands for saves nothing (a mask's plan already says so):
+        # it would only add required tokens to every later request
+        if plan is not None and plan.tokens_after < plan.tokens_before:
             session.apply(plan)
         session.commit()
         return session.report(None, None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -369,3 +370,17 @@ def test_a_failure_that_opens_with_a_bare_marker_is_listed_with_what_it_says() -
     assert plan is not None
     (failure,) = plan.event.summary.known_failures
     assert "is_error=true: ERROR: No replacement was performed. Multiple occurrences" in failure
+
+
+def test_a_summary_that_saves_nothing_is_not_appended(tmp_path: Path) -> None:
+    """``compact --strategy summary`` on a one-message run appended a 14-token summary for a 1-token
+    input (saved -13), as required content of every later request; a mask's plan already said no."""
+    from contextfold import UserInput, open_store
+
+    with open_store(f"sqlite:///{tmp_path / 'r.db'}") as store:
+        run = store.run("one")
+        run.append(UserInput("hi"))
+        version = run.version
+        report = run.compact("summary")
+        assert report.events == () and run.version == version
+        assert run.compact("mask").events == ()
