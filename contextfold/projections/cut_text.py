@@ -42,7 +42,7 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     text = ctx.full_text(fid)
     stripped = text.lstrip()
     count, splitting = ctx.count, ctx.state.counter.line_splitting
-    if is_data(f.kind, f.trust) and neutralise(text) is not text:
+    if is_data(f.kind, f.trust) and _needs_neutralising(text):
         # Shown neutralised: fitted by the count of what is shown (its line blocks are not)
         count, splitting = neutralised_count(count), None
     if f.kind == "tool_result":
@@ -67,6 +67,18 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
 
 _PARSED: BoundedMemo[str, bool] = BoundedMemo(256, 16 * 1024 * 1024)
 """Whether a text parses as JSON, by text: the unit at the budget's edge is cut at every build."""
+
+
+_NEEDS: BoundedMemo[str, bool] = BoundedMemo(4096, 16 * 1024 * 1024)
+"""Whether a text changes when neutralised, by text: the unit at the budget's edge is cut at
+every build (a short text's neutralising is not memoised where it is rendered)."""
+
+
+def _needs_neutralising(text: str) -> bool:
+    hit = _NEEDS.get(text)
+    if hit is None:
+        hit = _NEEDS.put(text, neutralise(text) is not text, len(text))
+    return hit
 
 
 def _not_json(name: str) -> None:

@@ -112,22 +112,27 @@ def neutralised_count(count: Callable[[str], int]) -> Callable[[str], int]:
     return hit
 
 
-_EXTRA: dict[tuple[Callable[[str], int], str], int] = {}
-"""(counter, the frame without a source) -> tokens of ``truncated="true"``: the attribute follows
-the label, so what it adds does not depend on the source (two counts per label and encoding)."""
+_EXTRA: dict[tuple[Callable[[str], int], str, str], int] = {}
+"""(counter, trust shown, label) -> tokens of ``truncated="true"``: the attribute follows the
+label, so what it adds does not depend on the source (two counts per label and encoding)."""
 
 
 def truncated_extra_tokens(kind: str, trust: str, count: Callable[[str], int],
-                           answer: AnswerFrame | None = None) -> int:
+                           status: str | None = None) -> int:
     """What the ``truncated="true"`` attribute adds to a data block's framing (0 for text that
-    is not a data block): the builder adds it to a fragment it cuts or shows reduced."""
+    is not a data block): the builder adds it to a fragment it cuts or shows reduced.
+    ``status``: a tool result's (a lost or cancelled answer is framed as the runtime's)."""
     if not is_data(kind, trust):
         return 0
-    frame = _frame(kind, trust, "", answer, False)
-    key = (count, frame)
+    if status in ("lost", "cancelled"):
+        trust, label = "runtime", f"tool_result_{status}"
+    else:
+        label = DATA_LABEL.get(kind, kind)
+    key = (count, trust, label)
     hit = _EXTRA.get(key)
     if hit is None:
         if len(_EXTRA) >= 1024:
             _EXTRA.clear()
-        hit = _EXTRA[key] = max(0, count(_frame(kind, trust, "", answer, True)) - count(frame))
+        marked, plain = data_frame("", trust, label, True), data_frame("", trust, label)
+        hit = _EXTRA[key] = max(0, count(marked) - count(plain))
     return hit

@@ -169,13 +169,14 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
                                                                 answer_frame(view))
+    status = _result_status(view) if view.kind == "tool_result" else None
     if view.kind in ("evidence", "memory", "instruction", "user_input"):
         shrink = text_tokens > SHRINK_FLOOR
     elif view.kind == "tool_result":
-        shrink = _result_status(view) in ("ok", "error") and text_tokens > SHRINK_FLOOR
+        shrink = status in ("ok", "error") and text_tokens > SHRINK_FLOOR
     else:
         shrink = False
-    extra = truncated_extra_tokens(view.kind, view.trust, count, answer_frame(view))
+    extra = truncated_extra_tokens(view.kind, view.trust, count, status)
     return Facts(view, hit, media, large, text_tokens, overhead, shrink, extra)
 
 
