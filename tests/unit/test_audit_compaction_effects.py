@@ -35,8 +35,8 @@ def test_turns_before_and_after_a_compaction_side_by_side(tmp_path: Path) -> Non
         _turn(run, "c1", "cargo", '{"cmd": "build", "jobs": 2}')
         _turn(run, "c2", "cargo", '{"cmd": "test"}', exit_code=101)
         _turn(run, "c3", "cat", '{"path": "Cargo.toml"}')
-        run.compact("mask", keep_recent=1)  # a ladder: two compactions, no turn built between
-        run.compact("summary", keep_recent=1)
+        run.compact("mask", keep_recent=2)  # a ladder: two compactions, no turn built between
+        run.compact("summary", keep_recent=1)  # (a summary that saves nothing is not appended)
         # after it the model runs the build again: the same call, its keys in another order
         _turn(run, "c4", "cargo", '{ "jobs": 2, "cmd": "build" }')
         _turn(run, "c5", "cargo", '{"cmd": "test"}', exit_code=101)
