@@ -2,8 +2,9 @@
 
 Pure: the store calls these before it writes, the projection calls the same
 pairing rules while folding, so what the store accepts is exactly what the
-fold understands. Two range rules (a compaction's cover, a file read's lines)
-are the store's alone: the fold reads logs written before them, leniently.
+fold understands. Three range rules (a compaction's cover, a file read's lines, a
+context_built record's turn) are the store's alone: the fold reads logs written
+before them, leniently.
 
 Hash chain: ``hash_n = blake3(run_id \\n position \\n hash_{n-1} \\n canonical_json(event_n))``
 with ``hash_0`` = 64 zeros. Binding the run id and position means an event
@@ -31,6 +32,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import (
     AnyEvent,
+    ContextBuilt,
     FileRead,
     HistoryCompacted,
     ModelResponse,
@@ -60,7 +62,8 @@ class RecordedEvent:
     hash: str
 
 
-_Undo = list[tuple[str, int | None, bool, str | None, bool]]
+_Undo = list[tuple[str | None, int | None, bool, str | None, bool]]
+"""Per event, each call id's entries as they were (a None id: the event was a model response)."""
 
 
 def _restore(d: dict[str, Any], key: str, value: Any) -> None:
@@ -97,6 +100,19 @@ def _check_lines(event: FileRead, position: int) -> None:
             "None: to the end)")
 
 
+def _check_record(event: ContextBuilt, position: int, responses: int) -> None:
+    """A context_built record is of a turn the run has at its position (turn N is the request
+    before the N-th model response: at most ``responses + 1``), and folded only positions before
+    its own. Checked on the write side only, as :func:`_check_cover`: an imported record of turn
+    999 in a run of 6 turns was shown by ``manifest --turn 999`` while ``replay`` and ``audit``
+    said the turn did not exist."""
+    if event.turn > responses + 1 or event.log_version >= position:
+        raise InvalidInputError(
+            f"context_built at position {position} is of turn {event.turn} with log_version "
+            f"{event.log_version}: the run has turns 1..{responses + 1} there, and a record folds "
+            f"only earlier positions (log_version < {position})")
+
+
 @dataclass(slots=True)
 class PairingState:
     """Which tool calls are open, answered, or closed by recovery, as of some position.
@@ -112,6 +128,8 @@ class PairingState:
     answered: set[str] = field(default_factory=set)
     recovered: dict[str, str] = field(default_factory=dict)
     late: set[str] = field(default_factory=set)
+    responses: int = 0
+    """Model responses applied: the run's turns are ``1..responses + 1``."""
 
     def apply_batch(self, items: Sequence[tuple[AnyEvent, int]]) -> list[_Undo]:
         """Apply (event, position) pairs all-or-nothing, in O(batch) (no copy of the state), and
@@ -127,11 +145,16 @@ class PairingState:
                     _check_cover(event, position)
                 elif isinstance(event, FileRead):
                     _check_lines(event, position)
+                elif isinstance(event, ContextBuilt):
+                    _check_record(event, position, self.responses)
                 if isinstance(event, ModelResponse | ToolResult | ToolCallCancelled | ToolResultLost):
                     ids = ([c.call_id for c in event.tool_calls] if isinstance(event, ModelResponse)
                            else [event.call_id])
-                    undo.append(self._save(ids))
+                    saved = self._save(ids)
                     self.apply(event, position)
+                    if isinstance(event, ModelResponse):
+                        saved.append((None, None, False, None, False))  # the count, not a call
+                    undo.append(saved)
         except Exception:
             self.undo(undo)
             raise
@@ -144,6 +167,9 @@ class PairingState:
     def undo(self, log: list[_Undo]) -> None:
         for saved in reversed(log):
             for cid, opened, answered, recovered, late in saved:
+                if cid is None:  # a model response's count
+                    self.responses -= 1
+                    continue
                 _restore(self.open, cid, opened)
                 _restore(self.recovered, cid, recovered)
                 (self.answered.add if answered else self.answered.discard)(cid)
@@ -151,7 +177,7 @@ class PairingState:
 
     def copy(self) -> PairingState:
         return PairingState(dict(self.open), set(self.answered), dict(self.recovered),
-                            set(self.late))
+                            set(self.late), self.responses)
 
     def apply(self, event: AnyEvent, position: int) -> str | None:
         """Check ``event`` against the rules and advance. Returns a classification
@@ -171,6 +197,7 @@ class PairingState:
                 self.answered.discard(call.call_id)
                 self.recovered.pop(call.call_id, None)
                 self.late.discard(call.call_id)
+            self.responses += 1
             return None
         if isinstance(event, ToolResult):
             cid = event.call_id

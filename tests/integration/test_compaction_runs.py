@@ -306,3 +306,25 @@ def test_a_compaction_covering_no_earlier_range_is_refused_and_writes_nothing(cf
     run.append(HistoryCompacted(summary=summary, covers_from=1, covers_to=4))
     shown = json.dumps(run.build("openai-chat").request)
     assert "the worker was checked" in shown and "step 1" not in shown
+
+
+def test_a_record_of_a_turn_the_run_does_not_have_is_refused_and_writes_nothing(cf_store: Store) -> None:
+    """An imported context_built of turn 999 in a run of 2 turns was accepted: ``manifest --turn
+    999`` showed it while ``replay`` and ``audit`` said there was no turn 999."""
+    from contextfold.domain.events import ContextBuilt
+
+    run = cf_store.run("r-bad-record")
+    run.append(UserInput("look"))
+    run.build("openai-chat")  # a record of turn 1 at position 2
+    record = next(r.event for r in run.events() if isinstance(r.event, ContextBuilt))
+    run.append(*_turn(1))  # turn 2 is next; version 4
+    cases: list[tuple[list[AnyEvent], str]] = [
+             ([record.model_copy(update={"turn": 3})], "at position 5 is of turn 3"),
+             ([record.model_copy(update={"log_version": 5})], "at position 5 is of turn 1 with log_version"),
+             ([*_turn(2), record.model_copy(update={"turn": 4})], "at position 7 is of turn 4")]
+    for batch, message in cases:  # the last: a model response in the batch, undone with it
+        with pytest.raises(InvalidInputError, match=f"context_built {message}"):
+            run.append(*batch)
+        assert run.version == 4
+    run.append(*_turn(2), record.model_copy(update={"turn": 3, "log_version": 6}))
+    assert run.version == 7

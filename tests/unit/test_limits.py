@@ -202,8 +202,8 @@ def test_a_vouched_depth_over_the_limit_is_still_checked(tmp_path: Path) -> None
     assert known_json_depth(record) == 6 and real < 6
     strict = EventStore(f"sqlite:///{tmp_path / 'strict.db'}", limits=StoreLimits(max_depth=real - 1))
     with pytest.raises(InputLimitError, match="levels deep"):
-        strict.append("r", [record])
+        strict.append("r", [UserInput("hello"), record])  # the record after what it folded
     assert strict.version("r") == 0
     exact = EventStore(f"sqlite:///{tmp_path / 'exact.db'}", limits=StoreLimits(max_depth=real))
-    stored = exact.append("r", [record])
-    assert exact.read("r")[0].event == record and stored[0].hash == exact.read("r")[0].hash
+    stored = exact.append("r", [UserInput("hello"), record])
+    assert exact.read("r")[1].event == record and stored[1].hash == exact.read("r")[1].hash
