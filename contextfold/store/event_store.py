@@ -231,9 +231,11 @@ class EventStore(RunHeads):
                     raise ConcurrencyConflictError(run_id, expected_version)
             try:
                 return self._try_append(run_id, head, prepared)
-            except ProtocolError:
+            except (ProtocolError, InvalidInputError):
                 # Judged against a cached head: another writer may have issued or
-                # answered the call. Re-judge once against the stored head.
+                # answered the call, or appended events that move the batch's positions
+                # (a record's turn and folded version are judged by its position).
+                # Re-judge once against the stored head.
                 if fresh:
                     raise
                 self._catch_up(run_id)
