@@ -218,10 +218,10 @@ class Run:
               before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
         """Build the next request (or rebuild ``turn``) and record a ``context_built`` event.
 
-        ``before_record(result)`` is called with a live build's result before anything is
-        appended: what it raises propagates and the log is left as it was (the CLI writes
-        ``--out`` there, so a file that cannot be written is not a recorded build). Called once
-        per attempt under ``retries``.
+        ``before_record(result)`` is called with the result before anything is appended (and
+        before a rebuild that records nothing returns): what it raises propagates and the log is
+        left as it was (the CLI writes ``--out`` there, so a file that cannot be written is not a
+        recorded build). Called once per attempt under ``retries``.
 
         The settings (defaults: ``provider="neutral"``, ``window=128_000``, ``in_flight="cancel"``)
         come one by one or as ``config`` (a :class:`BuildConfig`, for the rest of its fields),
@@ -265,7 +265,7 @@ class Run:
                                         "(turn=N) is rebuilt from the log as it was, which a compaction "
                                         "appended now cannot change")
             return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress,
-                           given=named_settings(config, named))
+                           given=named_settings(config, named), before_record=before_record)
         attempt = 0
         while True:
             try:

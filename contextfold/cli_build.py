@@ -277,7 +277,7 @@ def _configure_build(p: argparse.ArgumentParser) -> None:
 
 
 def _body(result: BuildResult) -> str:
-    return json.dumps(result.request, indent=2, ensure_ascii=False)
+    return json.dumps(result.request, indent=2, ensure_ascii=False) + "\n"
 
 
 def _handle_build(args: argparse.Namespace) -> int:
@@ -285,15 +285,12 @@ def _handle_build(args: argparse.Namespace) -> int:
 
     def stage(built: BuildResult) -> None:
         if out is not None:
-            out.stage(_body(built) + "\n")
+            out.stage(_body(built))
 
     try:
         with store_for(args) as store:  # --out is on disk before the build is recorded
             result = _do_build(args, store, before_record=stage)
-        body = _body(result)
         if out is not None:
-            if args.turn is not None:  # a rebuild records only a turn without a record
-                out.stage(body + "\n")
             out.commit()
     finally:
         if out is not None:
@@ -303,7 +300,7 @@ def _handle_build(args: argparse.Namespace) -> int:
                                      "manifest": result.manifest.model_dump(mode="json")},
                                     ensure_ascii=False) + "\n")
     elif not args.out:
-        sys.stdout.write(body + "\n")
+        sys.stdout.write(_body(result))
     else:
         m = result.manifest
         sys.stdout.write(f"wrote {args.out}: turn {m.turn}, {m.selected_tokens}/{m.budget_tokens} tokens, "

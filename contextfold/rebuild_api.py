@@ -12,7 +12,7 @@ through ``Run.append``; the live build's path (catch-up, recovery, retries) stay
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextfold.domain.errors import (
@@ -60,10 +60,13 @@ def named_settings(config: BuildConfig | None, named: Mapping[str, Any]) -> dict
 
 def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
             records: list[ContextBuilt] | None = None, given: Mapping[str, Any] | None = None,
-            events: Sequence[RecordedEvent] | None = None) -> BuildResult:
+            events: Sequence[RecordedEvent] | None = None,
+            before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
     """Rebuild ``turn`` (``records``: its records, and ``events``: the run's whole log, when the
     caller has read them already: a long run's records are megabytes of JSON each, and its log
-    takes ~1 s to read and decode at 10,000 events).
+    takes ~1 s to read and decode at 10,000 events). ``before_record(result)``: as for
+    :meth:`~contextfold.api.Run.build`, called before a record is appended (and before a result
+    that records nothing is returned).
 
     A turn with records is rebuilt from the log its first build folded, with that build's config;
     ``given`` (the settings the caller named) that differ from it are InvalidInputError, since
@@ -84,11 +87,14 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         # appends the call's cancellation: two requests for one turn (manifest with and without
         # --turn). Nothing is recorded: the live build's record is to be the turn's first.
         try:
-            return run.preview(config=cfg, progress=progress)
+            previewed_result = run.preview(config=cfg, progress=progress)
         except (BudgetError, RenderError) as exc:  # say what was tried: the settings may be another turn's
             _note_settings(exc, cfg, f"turn {turn} is not answered yet and has no context_built record: "
                            "this is the next request previewed")
             raise
+        if before_record is not None:
+            before_record(previewed_result)
+        return previewed_result
     if records:
         first = records[0]
         # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
@@ -120,6 +126,8 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
             _note_settings(exc, cfg, f"turn {turn} has no context_built record (its live build failed, or "
                            "never ran): this is the turn rebuilt from the log")
         raise
+    if before_record is not None:
+        before_record(result)
     if record and not records:
         run.append(result.record(rebuild=True))
     return result

@@ -435,8 +435,14 @@ def test_an_out_file_the_disk_refuses_records_no_build(tmp_path: Path, cli: CLI)
     """``build --out /dev/full`` exited 2 but had appended its context_built record, once per retry."""
     assert cli("demo").returncode == 0
     before = _events_of(tmp_path, "demo-fix-invoice")
-    for _ in range(2):
-        out = cli("build", "demo-fix-invoice", "--out", "/dev/full")
+    from contextfold.api import open_store
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        run = store.run("demo-fix-invoice")
+        unrecorded = next(t for t in range(1, run.next_turn()) if not run.records(t))
+    for args in (("--out", "/dev/full"), ("--out", "/dev/full"),
+                 ("--turn", str(unrecorded), "--out", "/dev/full")):  # a rebuild records one too
+        out = cli("build", "demo-fix-invoice", *args)
         _one_line_error(out, "InvalidInputError")
         assert "No space left on device" in out.stderr
     assert _events_of(tmp_path, "demo-fix-invoice") == before
