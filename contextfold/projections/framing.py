@@ -32,7 +32,7 @@ from contextfold.projections.render.data_blocks import (
 )
 from contextfold.projections.tool_names import every_provider_takes, tool_name_alias
 
-__all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "AnswerFrame", "framing_tokens",
+__all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "AnswerFrame", "data_tag", "framing_tokens",
            "is_data", "neutralised_count", "neutralised_extra", "truncated_extra_tokens"]
 
 MESSAGE_OVERHEAD = 4
@@ -59,10 +59,18 @@ def is_data(kind: str, trust: str) -> bool:
     return kind in DATA_KINDS or trust not in ("runtime", "user")
 
 
+def data_tag(kind: str, trust: str, status: str | None = None) -> tuple[str, str]:
+    """The (trust, kind label) a data block's tag shows for a fragment: a lost or cancelled
+    answer (``status``) is the runtime's recovery answer and says so. The layout tags blocks by
+    it, so the framing counted here is the framing written."""
+    if status in ("lost", "cancelled"):
+        return "runtime", f"tool_result_{status}"
+    return trust, DATA_LABEL.get(kind, kind)
+
+
 def _frame(kind: str, trust: str, source_ref: str, answer: AnswerFrame | None, truncated: bool) -> str:
-    if answer is not None and answer.status in ("lost", "cancelled"):
-        return data_frame(source_ref, "runtime", f"tool_result_{answer.status}", truncated)
-    return data_frame(source_ref, trust, DATA_LABEL.get(kind, kind), truncated)
+    return data_frame(source_ref, *data_tag(kind, trust, None if answer is None else answer.status),
+                      truncated)
 
 
 def _header_tokens(answer: AnswerFrame, count: Callable[[str], int]) -> int:
@@ -124,10 +132,7 @@ def truncated_extra_tokens(kind: str, trust: str, count: Callable[[str], int],
     ``status``: a tool result's (a lost or cancelled answer is framed as the runtime's)."""
     if not is_data(kind, trust):
         return 0
-    if status in ("lost", "cancelled"):
-        trust, label = "runtime", f"tool_result_{status}"
-    else:
-        label = DATA_LABEL.get(kind, kind)
+    trust, label = data_tag(kind, trust, status)
     key = (count, trust, label)
     hit = _EXTRA.get(key)
     if hit is None:

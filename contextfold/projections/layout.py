@@ -51,7 +51,7 @@ from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, Tool
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
-from contextfold.projections.framing import DATA_LABEL
+from contextfold.projections.framing import data_tag
 from contextfold.projections.state import (
     CallSlot,
     MessageItem,
@@ -125,7 +125,7 @@ def _entry_media(state: RunState, entry: FragmentEntry) -> tuple[MediaPart, ...]
 
 def _data(frag: FragmentFields, text: str, truncated: bool, label: str | None = None) -> DataPart:
     return trusted(DataPart, text=text, source=frag.source_ref, trust=frag.trust,
-                   label=label or DATA_LABEL.get(frag.kind, frag.kind), truncated=truncated,
+                   label=label or data_tag(frag.kind, frag.trust)[1], truncated=truncated,
                    fragment_id=frag.id)
 
 
@@ -407,9 +407,10 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                     block = next(b for b in answer.fragment.content if isinstance(b, ToolResultBlock))
                     status, exit_code = block.status, block.exit_code
                 if status in ("lost", "cancelled"):
+                    shown_trust, label = data_tag(answer.kind, answer.trust, status)
                     content: tuple[DataPart | MediaPart, ...] = (DataPart(
-                        text=text(slot.answer_id), source=answer.source_ref, trust="runtime",
-                        label=f"tool_result_{status}", fragment_id=answer.id),)
+                        text=text(slot.answer_id), source=answer.source_ref, trust=shown_trust,
+                        label=label, fragment_id=answer.id),)
                 else:
                     content = (_data(answer, text(slot.answer_id), slot.answer_id in inp.truncated),
                                *_entry_media(state, answer))
