@@ -96,6 +96,7 @@ from contextfold.projections.fold_content import (
     supersede,
 )
 from contextfold.projections.fold_summary import render_summary
+from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import (
@@ -270,7 +271,8 @@ def _(event: ToolResult, state: RunState, rec: RecordedEvent) -> None:
     content = (TextBlock(text=header),
                *payload(event.content, event.artifact, f"result of {event.call_id}",
                          event.blocks))
-    fid = add_fragment(state, rec, "history", event.origin, content, priority=NOTE_PRIORITY)
+    fid = add_fragment(state, rec, "history", event.origin, content, priority=NOTE_PRIORITY,
+                       data_label=NOTE_LABEL)
     state.items[rec.position] = MessageItem(rec.position, fid, "note")
 
 
@@ -360,7 +362,8 @@ def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
             text = (f"{render_summary(event)}\nraw events: events://{state.run_id}/{lo}-{hi} "
                     "(read back with `contextfold show`)")
             fid = add_fragment(state, rec, "history", "runtime", (TextBlock(text=text),),
-                       priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}")
+                       priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",
+                       data_label=SUMMARY_LABEL)
             for p in covered:
                 state.hidden[p] = rec.position
             state.items[rec.position] = SummaryItem(rec.position, fid, lo, hi, covered)
@@ -418,7 +421,7 @@ def _(event: HandOff, state: RunState, rec: RecordedEvent) -> None:
         who = f"{event.from_agent or '?'} -> {event.to_agent or '?'}"
         fid = add_fragment(state, rec, "history", "runtime",
                    (TextBlock(text=f"{event.mode} ({who}): {event.note}"),),
-                   priority=NOTE_PRIORITY)
+                   priority=NOTE_PRIORITY, data_label=NOTE_LABEL)
         state.items[rec.position] = MessageItem(rec.position, fid, "note")
 
 

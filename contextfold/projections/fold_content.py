@@ -202,13 +202,17 @@ def _answer_frame(content: Content) -> AnswerFrame | None:
 
 def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
          content: Content, *, sub: int = 0, source_ref: str | None = None,
-         required: bool = False, priority: int | None = None) -> str:
+         required: bool = False, priority: int | None = None, data_label: str | None = None) -> str:
+    """Fold one fragment. ``data_label``: the label of the data block the layout shows runtime
+    text in (a summary, a note), so its framing is counted as written."""
     position = rec.position
     fid = f"e{position}" if sub == 0 else f"e{position}.c{sub}"
     tokens, digest = content_tokens(state, content), content_digest(content)
     source = source_ref or f"event://{state.run_id}/{position}"
+    shown_as_data = data_label is not None or is_data(kind, trust)
     framing = framing_tokens(kind, trust, source, state.counter.count,  # the counter's tables warm now
-                             _answer_frame(content), _shown_texts(content) if is_data(kind, trust) else ())
+                             _answer_frame(content), _shown_texts(content) if shown_as_data else (),
+                             data_label)
     if (state.event_text is not None and isinstance(content, ToolAnswer)
             and isinstance(content.text, str) and len(content.text) > LAZY_TEXT_CHARS
             and isinstance(rec.event, ToolResult) and rec.event.content is content.text):

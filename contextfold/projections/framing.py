@@ -32,14 +32,19 @@ from contextfold.projections.render.data_blocks import (
 )
 from contextfold.projections.tool_names import every_provider_takes, tool_name_alias
 
-__all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "AnswerFrame", "data_tag", "framing_tokens",
-           "is_data", "neutralised_count", "neutralised_extra", "truncated_extra_tokens"]
+__all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "NOTE_LABEL", "SUMMARY_LABEL", "AnswerFrame",
+           "data_tag", "framing_tokens", "is_data", "neutralised_count", "neutralised_extra",
+           "truncated_extra_tokens"]
 
 MESSAGE_OVERHEAD = 4
 DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
+NOTE_LABEL = "note"
+"""The label of a note the layout shows as data: a hand-off's, a late result's."""
+SUMMARY_LABEL = "compaction_summary"
+"""The label of a compaction summary the layout shows as data."""
 DATA_LABEL: dict[str, str] = {
     "instruction": "instructions", "evidence": "evidence", "memory": "memory",
-    "tool_result": "tool_result", "history": "note", "user_input": "user_data",
+    "tool_result": "tool_result", "history": NOTE_LABEL, "user_input": "user_data",
 }
 """The ``kind`` a data block names for a fragment kind (the layout's, and so the renderers')."""
 
@@ -85,15 +90,19 @@ def _header_tokens(answer: AnswerFrame, count: Callable[[str], int]) -> int:
 
 
 def framing_tokens(kind: str, trust: str, source_ref: str, count: Callable[[str], int],
-                   answer: AnswerFrame | None = None, texts: Iterable[str] = ()) -> int:
+                   answer: AnswerFrame | None = None, texts: Iterable[str] = (),
+                   label: str | None = None) -> int:
     """The framing tokens of a fragment of ``kind`` and ``trust`` from ``source_ref``;
     ``answer`` for a tool result; ``texts``, the fragment's texts as logged, for what
-    neutralising them adds when they are shown in a data block (:func:`neutralised_extra`)."""
+    neutralising them adds when they are shown in a data block (:func:`neutralised_extra`);
+    ``label``, for runtime text the layout shows as a data block all the same (a compaction
+    summary, a note: :data:`SUMMARY_LABEL`, :data:`NOTE_LABEL`)."""
     header = 0 if answer is None else _header_tokens(answer, count)
-    if not is_data(kind, trust):
+    if label is None and not is_data(kind, trust):
         return MESSAGE_OVERHEAD + header
-    return (MESSAGE_OVERHEAD + header + count(_frame(kind, trust, source_ref, answer, False))
-            + sum(neutralised_extra(text, count) for text in texts))
+    frame = (_frame(kind, trust, source_ref, answer, False) if label is None
+             else data_frame(source_ref, trust, label))
+    return MESSAGE_OVERHEAD + header + count(frame) + sum(neutralised_extra(text, count) for text in texts)
 
 
 def neutralised_extra(text: str, count: Callable[[str], int]) -> int:

@@ -51,7 +51,7 @@ from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, Tool
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
-from contextfold.projections.framing import data_tag
+from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL, data_tag
 from contextfold.projections.state import (
     CallSlot,
     MessageItem,
@@ -432,9 +432,9 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                 if not parts:
                     parts.append(InstructionPart(text="(empty message)", authority="user", fragment_id=e.id))
                 return [trusted(UserMessage, parts=tuple(parts))]
-            return [trusted(UserMessage, parts=(_data(e, text(e.id), e.id in inp.truncated, "note"),))]
+            return [trusted(UserMessage, parts=(_data(e, text(e.id), e.id in inp.truncated, NOTE_LABEL),))]
         case SummaryItem():
             e = state.entries[item.fragment_id]
-            return [trusted(UserMessage, parts=(_data(e, text(e.id), False, "compaction_summary"),))]
+            return [trusted(UserMessage, parts=(_data(e, text(e.id), False, SUMMARY_LABEL),))]
         case _:
             assert_never(item)

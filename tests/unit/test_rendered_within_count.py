@@ -142,3 +142,22 @@ def test_an_artifact_held_transcript_is_counted_as_shown(tmp_path: Any) -> None:
         for window in (12_000, 40_000):
             built = run.preview("openai-chat", window=window, reserve=1000)
             assert shown_tokens("openai-chat", built) <= built.manifest.selected_tokens <= window - 1000
+
+
+@pytest.mark.parametrize("provider", sorted(_HISTORY))
+def test_summaries_and_hand_off_notes_count_the_data_block_they_are_shown_in(provider: str) -> None:
+    """A compaction summary and a hand-off note are runtime text the layout shows as data blocks
+    (``compaction_summary``, ``note``): their tags went uncounted."""
+    from contextfold.domain.events import CompactionSummary, HandOff, HistoryCompacted
+
+    events: list[AnyEvent] = [UserInput("fix the build")]
+    for i in range(40):
+        events += [ModelResponse(tool_calls=[ToolCall(call_id=f"c{i}", name="run", arguments="{}")]),
+                   ToolResult(call_id=f"c{i}", content=f"step {i} done")]
+        events += [HandOff(from_agent="a", to_agent="b", note=f"handing over after step {i}.{j}")
+                   for j in range(3)]
+    summary = CompactionSummary(inferences=tuple(f"step {i} was checked" for i in range(10)))
+    events += [HistoryCompacted(summary=summary, covers_from=2, covers_to=30), UserInput("and now?")]
+    whole = _build(events, provider, 400_000).manifest.selected_tokens
+    built = _build(events, provider, whole + 1000)
+    assert shown_tokens(provider, built) <= built.manifest.selected_tokens
