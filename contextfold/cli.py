@@ -74,16 +74,25 @@ def register(name: str, help_text: str, configure: Callable[[argparse.ArgumentPa
     COMMANDS[name] = (configure, handler, help_text)
 
 
-def store_for(args: argparse.Namespace) -> Store:
+def store_for(args: argparse.Namespace, *, create: bool = False) -> Store:
     """The store a command works on (``--store``, else ``$CONTEXTFOLD_STORE``, else the default).
 
     ``sqlite:///:memory:`` is refused: the store lives as long as the one command, so
     ``import`` reported its events imported and ``build`` recorded its request into a
-    database that was gone when the command returned."""
+    database that was gone when the command returned.
+
+    Only a command that starts runs (``import``, ``demo``: ``create``) makes a new SQLite file.
+    Every other one reads or extends runs a store already holds, so a path that names no file
+    is a mistyped URL: ``runs`` printed nothing and left an empty store behind at the typo."""
     url = store_url_from_env(args.store)
-    if parse_store_url(url).path == ":memory:":
+    parsed = parse_store_url(url)
+    if parsed.path == ":memory:":
         raise StoreConfigError(f"{display_url(url)!r} is an in-memory store: it would be gone when this "
                                "command ends; use a file (sqlite:///runs.db) or postgresql://...")
+    if (parsed.scheme == "sqlite" and not create and not Path(parsed.path).exists()
+            and Path(parsed.path).resolve().parent.is_dir()):  # else open_store names the directory
+        raise StoreConfigError(f"no store at {parsed.path} ({display_url(url)!r}): nothing has been "
+                               "recorded there; `contextfold import` or `contextfold demo` creates one")
     return open_store(url)
 
 
@@ -410,7 +419,7 @@ def _configure_demo(p: argparse.ArgumentParser) -> None:
 
 def _handle_demo(args: argparse.Namespace) -> int:
     events = sample_events()
-    with store_for(args) as store:
+    with store_for(args, create=True) as store:
         run_id = args.run
         if store.events.exists(run_id):
             n = 2
@@ -450,7 +459,8 @@ fix the input (2). Shown by ``--help``."""
 
 STORE_HELP = ("store URL: sqlite:///path.db or postgresql://user@host:port/db[?schema=name]"
               "[&connect_timeout=seconds, default 5][&network_timeout=seconds, default 30] "
-              "(default: $CONTEXTFOLD_STORE, else sqlite:///contextfold.db here)")
+              "(default: $CONTEXTFOLD_STORE, else sqlite:///contextfold.db here; only import and demo "
+              "create a SQLite file, any other command on a path with no store is an error)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -345,7 +345,7 @@ def handle_import(args: argparse.Namespace) -> int:
     for run_id, _, where in named:  # a multi-run file's ids too, before the store is opened
         _check_run_id(run_id, where)
     needed: Bundled = {}  # the carried artifacts the runs cite, written with them
-    with store_for(args) as store:
+    with store_for(args, create=True) as store:
         for run_id, events, where in named:
             held = store.events.version(run_id)
             if held:

@@ -325,7 +325,7 @@ def test_old_cipher_keys_without_a_current_key_are_refused_by_the_cli(
     (tmp_path / "h.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
     monkeypatch.delenv("CONTEXTFOLD_CIPHER_KEY", raising=False)
     monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEYS_OLD", generate_key())
-    for args in (("runs",), ("demo",), ("import", "h.json", "--run", "r")):
+    for args in (("demo",), ("import", "h.json", "--run", "r")):
         out = cli(*args)
         _one_line_error(out, "CryptoError")
         assert "CONTEXTFOLD_CIPHER_KEYS_OLD is set without CONTEXTFOLD_CIPHER_KEY" in out.stderr
@@ -333,6 +333,10 @@ def test_old_cipher_keys_without_a_current_key_are_refused_by_the_cli(
     assert not (tmp_path / "contextfold.db").exists()  # refused before the store is opened
     monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEY", generate_key())
     assert cli("import", "h.json", "--run", "r").returncode == 0
+    monkeypatch.delenv("CONTEXTFOLD_CIPHER_KEY")
+    out = cli("runs")  # a store that exists, opened with the old keys alone
+    _one_line_error(out, "CryptoError")
+    assert "CONTEXTFOLD_CIPHER_KEYS_OLD is set without CONTEXTFOLD_CIPHER_KEY" in out.stderr
 
 
 def test_an_empty_path_or_store_url_is_a_usage_error(tmp_path: Path, cli: CLI) -> None:

@@ -120,8 +120,14 @@ def test_import_is_atomic_and_names_the_line(tmp_path: Path) -> None:
     out = cf("import", "-", "--run", "r1", "--format", "openai-chat", cwd=tmp_path, stdin=bad)
     assert out.returncode == 2
     assert "<stdin>:3" in out.stderr
+    assert not (tmp_path / "contextfold.db").exists()  # refused before the store was opened
+    good = b'{"role": "user", "content": "hi"}\n'
+    out = cf("import", "-", "--run", "r0", "--format", "openai-chat", cwd=tmp_path, stdin=good)
+    assert out.returncode == 0, out.stderr
+    out = cf("import", "-", "--run", "r1", "--format", "openai-chat", cwd=tmp_path, stdin=bad)
+    assert out.returncode == 2 and "<stdin>:3" in out.stderr
     runs = cf("runs", "--json", cwd=tmp_path)
-    assert json.loads(runs.stdout) == []
+    assert [r["run_id"] for r in json.loads(runs.stdout)] == ["r0"]
 
 
 def test_import_refused_by_the_store_writes_no_run(tmp_path: Path) -> None:
@@ -175,8 +181,33 @@ def test_bad_run_id_and_missing_run_are_typed_errors(tmp_path: Path) -> None:
     out = cf("import", "-", "--run", "x';drop table", "--format", "openai-chat", cwd=tmp_path,
              stdin=b'[{"role": "user", "content": "hi"}]')
     assert out.returncode == 2 and "InputLimitError" in out.stderr
+    out = cf("events", "ghost", cwd=tmp_path)  # the failed import created no store
+    assert out.returncode == 2 and "StoreConfigError: no store at contextfold.db" in out.stderr
+    assert not (tmp_path / "contextfold.db").exists()
+    out = cf("import", "-", "--run", "r1", "--format", "openai-chat", cwd=tmp_path,
+             stdin=b'[{"role": "user", "content": "hi"}]')
+    assert out.returncode == 0, out.stderr
     out = cf("events", "ghost", cwd=tmp_path)
     assert out.returncode == 2 and "RunNotFoundError" in out.stderr
+
+
+def test_only_import_and_demo_create_a_sqlite_store(tmp_path: Path) -> None:
+    """A mistyped store path is an error naming it, and no empty store is left at the typo: every
+    command but ``import`` and ``demo`` works on runs a store already holds."""
+    typo = tmp_path / "contextfol.db"
+    for args in (("runs",), ("events", "r1"), ("verify", "r1"), ("build", "r1"), ("manifest", "r1"),
+                 ("replay", "r1", "--turn", "1", "--verify"), ("diff", "r1", "1", "2"), ("compact", "r1"),
+                 ("audit", "r1"), ("why", "r1", "--turn", "1", "x"), ("show", "r1", "event://1"),
+                 ("usage", "r1", "--turn", "1", "--input-tokens", "10")):
+        out = cf("--store", f"sqlite:///{typo}", *args, cwd=tmp_path)
+        assert out.returncode == 2, (args, out.stderr)
+        assert f"StoreConfigError: no store at {typo}" in out.stderr, (args, out.stderr)
+        assert not typo.exists(), args
+    out = cf("--store", f"sqlite:///{typo}", "import", "-", "--run", "r1", "--format", "openai-chat",
+             cwd=tmp_path, stdin=b'[{"role": "user", "content": "hi"}]')
+    assert out.returncode == 0, out.stderr
+    out = cf("--store", f"sqlite:///{typo}", "runs", cwd=tmp_path)
+    assert out.returncode == 0 and "r1" in out.stdout
 
 
 def test_store_url_from_environment(tmp_path: Path) -> None:
