@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
@@ -84,6 +85,14 @@ class Backend(Protocol):
 
 SQLITE_LOCK_TIMEOUT: float = 30
 """Seconds a SQLite write waits for another writer's transaction before "database is locked"."""
+_REFUSED_FOR_GOOD = re.compile(
+    r'FATAL: (?:database|role) "[^"]*" does not exist|FATAL: password authentication failed'
+    r'|FATAL: no pg_hba\.conf entry|FATAL: role "[^"]*" is not permitted to log in')
+"""The server's answers to a connection that a retry will not change (a mistyped database or
+user, a wrong password): a configuration error (exit 2), where a server that cannot be reached,
+is starting up or has too many clients is unavailable (exit 4: retry later). libpq gives these
+no SQLSTATE, so they are known by the server's message, which is English unless the server's
+``lc_messages`` says otherwise; an answer not recognised stays unavailable."""
 _CREATE_PATIENCE = 30.0
 """Seconds a new SQLite store keeps retrying a schema creation that lost a WAL-switch race."""
 
@@ -217,6 +226,9 @@ class PostgresBackend:
                 row = conn.execute("SELECT quote_ident(%s)", (url.schema,)).fetchone()
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split())  # the server's message spans lines
+            if _REFUSED_FOR_GOOD.search(reason):
+                raise StoreConfigError(f"{self._safe_url()} refused the connection: {reason} "
+                                       "(fix the store URL; retrying will not help)") from exc
             raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {reason}") from exc
         if row is None or row[0] != url.schema:  # a keyword: quoted by the server
             raise StoreConfigError(

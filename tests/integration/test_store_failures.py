@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sqlite3
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 from contextfold.api import open_store
-from contextfold.domain.errors import StoreFullError, StoreReadOnlyError, StoreUnavailableError
+from contextfold.domain.errors import (
+    StoreConfigError,
+    StoreFullError,
+    StoreReadOnlyError,
+    StoreUnavailableError,
+)
 from contextfold.domain.events import FileRead, UserInput
 from contextfold.store import backends
 from tests.storage import page_limit, pg_role, read_only
@@ -119,3 +126,27 @@ def test_a_read_only_postgresql_session_is_the_same_store_read_only_error(pg_url
                 assert "connect to the primary" in str(caught.value)
                 assert f"{role.name}@" in str(caught.value)  # the store, as the URL names it
             assert [e.event.text for e in run.events()] == ["go"]  # type: ignore[union-attr]
+
+
+def test_a_postgresql_database_or_role_that_does_not_exist_is_a_config_error_not_an_outage(
+        pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped database or user was StoreUnavailableError (exit 4, "retry later"): a script
+    retrying on 4 waited for a database that will never appear. The server's refusal is now a
+    StoreConfigError (exit 2); a server that does not answer stays unavailable (exit 4)."""
+    from contextfold.cli import main
+
+    server = urlparse(pg_url)
+    for url, missing in ((f"postgresql://{server.username}@{server.hostname}:{server.port}/cf_no_such_db",
+                          'database "cf_no_such_db" does not exist'),
+                         (f"postgresql://cf_no_such_role@{server.hostname}:{server.port}/test",
+                          'role "cf_no_such_role" does not exist')):
+        with pytest.raises(StoreConfigError, match="retrying will not help") as caught:
+            open_store(url)
+        assert missing in str(caught.value)
+        assert main(["--store", url, "runs"]) == 2
+        assert missing in capsys.readouterr().err
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(StoreUnavailableError, match="Connection refused"):
+        open_store(f"postgresql://postgres@127.0.0.1:{port}/test")
