@@ -421,6 +421,8 @@ class Run:
     def replay(self, turn: int, *, progress: Progress | None = None) -> ReplayReport:
         """Rebuild ``turn`` from the log and compare it with the turn's first record.
 
+        A turn with no record is :class:`RecordNotFoundError` (nothing to compare with), one the
+        run does not have :class:`TurnNotFoundError`.
         ``progress(n)``: told of the events folded for the rebuild (see :meth:`state`)."""
         return replay(self, _checked_turn(turn), progress=progress)
 

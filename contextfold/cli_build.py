@@ -386,7 +386,8 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
                    help="the turn to rebuild: the request that produced the N-th model response")
     p.add_argument("--verify", action="store_true",
                    help="compare with the turn's first context_built record instead of printing the "
-                        "request; exit 1 on a difference (e.g. replay RUN --turn 3 --verify)")
+                        "request; exit 1 on a difference, 2 when the turn has no record "
+                        "(e.g. replay RUN --turn 3 --verify)")
 
 
 def _handle_replay(args: argparse.Namespace) -> int:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from contextfold.domain.errors import (
     BudgetError,
-    IntegrityError,
     InvalidInputError,
+    RecordNotFoundError,
     RenderError,
     TurnNotFoundError,
 )
@@ -153,7 +153,7 @@ def replay(run: Run, turn: int, *, progress: Progress | None = None) -> ReplayRe
         last = run.next_turn()
         if not 1 <= turn <= last:
             raise TurnNotFoundError(run.run_id, turn, last)
-        raise IntegrityError(f"run {run.run_id!r} turn {turn} has no context_built record to verify")
+        raise RecordNotFoundError(run.run_id, turn, "first", 0)  # nothing to verify against
     first = records[0]
     result = rebuild(run, turn, BuildConfig(), record=False, progress=progress, records=records)
     recorded = first.manifest

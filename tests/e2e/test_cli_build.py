@@ -124,10 +124,13 @@ def test_build_out_writes_the_request_body(tmp_path: Path) -> None:
 
 
 def test_replay_verify_without_a_record_exits_non_zero(tmp_path: Path) -> None:
+    """A turn with no record is a record not found (exit 2, as README and ``--help`` list it), not
+    a mismatch (1), and not an integrity failure of the log."""
     cf("demo", cwd=tmp_path)
     out = cf("replay", "demo-fix-invoice", "--turn", "2", "--verify", cwd=tmp_path)
-    assert out.returncode == 1
-    assert "no context_built record" in out.stderr
+    assert out.returncode == 2
+    assert out.stderr == ("contextfold: RecordNotFoundError: run 'demo-fix-invoice' turn 2 has no record "
+                          "first (it has none: a build of the turn, or a recorded rebuild, makes one)\n")
 
 
 def test_replay_verify_shows_the_first_difference(tmp_path: Path) -> None:
