@@ -190,6 +190,8 @@ def trace_files(root: Path, patterns: tuple[str, ...], *, event_folders: bool = 
 
 _NOT_IN_RUN_IDS = re.compile(r"[^A-Za-z0-9._:@+=-]")
 """What a run id cannot hold, besides its ``/`` separators (``store.event_reads.RUN_ID_PATTERN``)."""
+_NOT_IN_SUFFIXES = re.compile(r"[^A-Za-z0-9._:@/+=-]")
+"""What a multi-run file's run suffix cannot hold: its ``/`` is kept, a separator as in a folder."""
 
 
 def run_id_for(prefix: str, relative: Path) -> str:
@@ -246,9 +248,15 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str],
         data = _read_file(Path(args.path), args.max_bytes)
     fmt = args.format or detect_format(data, source=source)
     runs, bundled = _parsed(data, fmt, source)  # validate everything first: atomic
-    named = [(args.run if len(runs) == 1 else f"{args.run}/{suffix}", events, source)
-             for suffix, events in runs]
+    named = [(_run_in_file(args.run, suffix, len(runs)), events, source) for suffix, events in runs]
     return named, source, fmt, [], bundled
+
+
+def _run_in_file(name: str, suffix: str, runs: int) -> str:
+    """The run id of one of a file's ``runs``: ``name`` itself for a file of one run, else
+    ``name/<suffix>``, a character a run id cannot hold (tau-bench's task id ``"a b"``) as ``_``:
+    the file was refused whole for one such id."""
+    return name if runs == 1 else f"{name}/{_NOT_IN_SUFFIXES.sub('_', suffix)}"
 
 
 Bundled = dict[str, tuple[ArtifactRef, bytes]]
@@ -312,14 +320,8 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
                 continue
             formats[f"{fmt} file"] += 1
             runs, carried = _parsed(data, fmt, str(item))
-            named += [(name if len(runs) == 1 else f"{name}/{suffix}", events, str(item))
-                      for suffix, events in runs]
+            named += [(_run_in_file(name, suffix, len(runs)), events, str(item)) for suffix, events in runs]
             bundled.update(carried)
-    first: dict[str, str] = {}
-    for run_id, _, where in named:
-        if run_id in first:
-            raise ImportFormatError(f"{where}:0", f"its run id {run_id!r} is also {first[run_id]}'s")
-        first[run_id] = where
     if not named:
         raise ImportFormatError(f"{source}:0", f"none of its {len(items)} matching files is a trace "
                                 "in a known format; pass --format to read them as one")
@@ -342,8 +344,14 @@ def handle_import(args: argparse.Namespace) -> int:
         if args.glob:
             raise ImportFormatError(f"{args.path}:0", "--glob selects files in a folder; this is not one")
         named, source, fmt, notes, bundled = _runs_of_file(args)
+    first: dict[str, str] = {}
     for run_id, _, where in named:  # a multi-run file's ids too, before the store is opened
         _check_run_id(run_id, where)
+        if run_id in first:  # two files, or two runs of one file ("a b" and "a_b"), named alike
+            other = "another of its runs'" if first[run_id] == where else f"{first[run_id]}'s"
+            raise ImportFormatError(f"{where}:0", f"its run id {run_id!r} is also {other} (a character "
+                                    "a run id cannot hold becomes _)")
+        first[run_id] = where
     needed: Bundled = {}  # the carried artifacts the runs cite, written with them
     with store_for(args, create=True) as store:
         for run_id, events, where in named:

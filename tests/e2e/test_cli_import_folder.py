@@ -265,3 +265,21 @@ def test_tool_schemas_an_api_refuses_are_named_at_import(tmp_path: Path,
                     "openai-chat, openai-responses, anthropic refuse: builds of these runs for those fail "
                     "on them")
     assert cf(tmp_path, capsys, "build", "arr", "--provider", "openai-chat")[0] == 2  # as announced
+
+
+def test_a_multi_run_files_task_ids_that_a_run_id_cannot_hold_become_underscores(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tau-bench file whose task id held a space was refused whole (InputLimitError on the run
+    id), though a folder's file names are mapped to ``_``. Its suffixes are mapped the same way
+    (``/`` kept), and two runs that then share an id are refused, writing nothing."""
+    def record(task_id: str) -> dict[str, object]:
+        return {"task_id": task_id, "trial": 0, "traj": CHAT}
+
+    write(tmp_path / "tb.json", [record("a b"), record("x/y (z)"), record("a_b")])
+    code, _, err = cf(tmp_path, capsys, "import", str(tmp_path / "tb.json"), "--run", "tb")
+    assert code == 2 and "its run id 'tb/task-a_b-trial-0' is also another of its runs'" in err, err
+    assert runs(tmp_path, capsys) == {}
+    write(tmp_path / "tb.json", [record("a b"), record("x/y (z)")])
+    code, _, err = cf(tmp_path, capsys, "import", str(tmp_path / "tb.json"), "--run", "tb")
+    assert code == 0, err
+    assert runs(tmp_path, capsys) == {"tb/task-a_b-trial-0": 3, "tb/task-x/y__z_-trial-0": 3}
