@@ -97,7 +97,19 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
         notes.append(f"declared_unregistered_tool:{name}")
     if renamed:
         used_names = sorted(renamed.get(name, name) for name in used_names)
+        policy = _aliased_policy(policy, renamed)
     return ToolInputs(registry, used_names, renamed, policy, notes)
+
+
+def _aliased_policy(policy: ToolPolicy, renamed: dict[str, str]) -> ToolPolicy:
+    """``policy`` with each renamed tool also under its alias: the exposure decides by the name it
+    declares, and an allow-list naming ``multi_tool_use.parallel`` allowed its calls but not the
+    ``multi_tool_use_parallel_...`` that declares them (its groups were dropped as denied). A
+    denied name is never renamed (:func:`tool_inputs`), so ``denied`` needs no alias."""
+    allowed = (None if policy.allowed is None else
+               policy.allowed | {alias for name, alias in renamed.items() if name in policy.allowed})
+    pinned = policy.pinned | {alias for name, alias in renamed.items() if name in policy.pinned}
+    return ToolPolicy(allowed, policy.denied, pinned)
 
 
 def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs) -> tuple[list[ToolSpec], str]:

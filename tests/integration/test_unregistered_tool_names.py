@@ -90,3 +90,22 @@ def test_a_name_the_policy_denies_is_never_declared_and_a_registered_one_is_neve
         with pytest.raises(RenderError, match="rename the tool where it is registered"):
             registered.build("openai-chat")
         assert registered.build("gemini").manifest.tools[0].name == "github.create_issue"
+
+
+def test_a_renamed_tool_the_policy_allows_or_pins_is_exposed_under_its_alias(store_url: str) -> None:
+    """An allow-list (or pin) naming ``multi_tool_use.parallel`` let its calls be logged but not the
+    alias that declares them: the exposure judged the alias, so the history's call and result were
+    excluded as "uses tools the policy does not expose", while a repair said it was renamed."""
+    name = "multi_tool_use.parallel"
+    alias = tool_name_alias(name)
+    with open_store(store_url) as store:
+        for policy in (PolicySet(text="p", allowed_tools=(name, "ls")),
+                       PolicySet(text="p", allowed_tools=(name, "ls"), pinned_tools=(name,)),
+                       PolicySet(text="p")):
+            run = store.run(f"allowed-{len(policy.allowed_tools or ())}-{len(policy.pinned_tools)}")
+            run.append(policy, ToolsRegistered(tools=(ToolSpec(name="ls", description="list files"),)),
+                       *_called(name))
+            built = run.build("openai-chat", window=16_000, reserve=1_000)
+            assert [t.name for t in built.manifest.tools] == [alias], policy
+            assert not [e for e in built.manifest.excluded_items if e.reason == "stale"], policy
+            assert json.dumps(alias) in json.dumps(built.request["messages"]), policy
