@@ -262,7 +262,7 @@ def plan_text(event: PlanUpdated) -> str:
     Ready and in-progress steps come first with their dependencies (and those
     dependencies' status), then the failed/blocked ones (they need attention),
     then the pending ones by title; finished steps collapse into one line of
-    ids. Budget and stop conditions close it. The global success conditions
+    ids, the skipped into another. Budget and stop conditions close it. The global success conditions
     live in the goal's success contract fragment. Each kind lists at most
     :data:`_LISTED` steps and counts the rest (the finished: the latest ones).
     """
@@ -278,12 +278,14 @@ def plan_text(event: PlanUpdated) -> str:
         if len(steps) > _LISTED:
             lines.append(f"... {len(steps) - _LISTED} more {kind} steps "
                          f"({steps[_LISTED].id} to {steps[-1].id})")
-    finished = [s.id for s in event.steps if s.status in ("done", "skipped")]
-    if len(finished) > _LISTED:
-        lines.append(f"[done] {len(finished)} of {len(event.steps)} steps; the latest {_LISTED}: "
-                     f"{', '.join(finished[-_LISTED:])}")
-    elif finished:
-        lines.append(f"[done] {', '.join(finished)} ({len(finished)} of {len(event.steps)} steps)")
+    for finished_as in ("done", "skipped"):  # a skipped step did not run: not listed as done
+        finished = [s.id for s in event.steps if s.status == finished_as]
+        if len(finished) > _LISTED:
+            lines.append(f"[{finished_as}] {len(finished)} of {len(event.steps)} steps; the latest "
+                         f"{_LISTED}: {', '.join(finished[-_LISTED:])}")
+        elif finished:
+            lines.append(f"[{finished_as}] {', '.join(finished)} "
+                         f"({len(finished)} of {len(event.steps)} steps)")
     if event.budget:
         lines.append(f"budget: {event.budget}")
     lines.extend(f"stop when: {c}" for c in event.stop_conditions)

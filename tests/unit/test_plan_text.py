@@ -27,6 +27,18 @@ def test_a_short_plan_lists_every_step_ready_first_and_its_dependencies() -> Non
         "stop when: the test passes"])
 
 
+def test_a_skipped_step_is_listed_as_skipped_not_as_done() -> None:
+    """A skipped step was listed under "[done]", while the dependency line of the same fragment said
+    "[skipped]": the model read that the migration ran."""
+    plan = PlanUpdated(steps=(PlanStep(id="build", title="build", status="done"),
+                              PlanStep(id="migrate", title="migrate the database", status="skipped"),
+                              PlanStep(id="deploy", title="deploy", status="ready", depends_on=("migrate",))))
+    assert plan_text(plan).splitlines() == [
+        "[ready] deploy: deploy (depends on: migrate [skipped])",
+        "[done] build (1 of 3 steps)",
+        "[skipped] migrate (1 of 3 steps)"]
+
+
 def test_a_plan_of_thousands_of_steps_still_enters_lean() -> None:
     """An agent working through a list: 4,999 steps done, one ready, 3,000 waiting. The finished ids
     on one line made the required plan fragment ~19,000 tokens, over a 16k window's budget: every
