@@ -35,16 +35,11 @@ from typing import Any
 from contextfold.domain.conversation import AssistantMessage, Conversation, arguments_object
 from contextfold.domain.errors import BudgetError
 from contextfold.domain.events import ArtifactRef
-from contextfold.domain.manifest import (
-    BuildConfig,
-    Calibration,
-    ExcludedFragment,
-    TruncationRecord,
-)
+from contextfold.domain.manifest import BuildConfig, Calibration, TruncationRecord
 from contextfold.projections.build_result import BuildResult
 from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.cut_text import split_room, truncate_fragment
-from contextfold.projections.exclusions import dropped_lines
+from contextfold.projections.exclusions import dropped_lines, superseded_lines
 from contextfold.projections.finish_build import REPLY_PRIMING, finish_build, selection_key
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
@@ -263,12 +258,8 @@ def _build(state: RunState, config: BuildConfig, *,
     others, low_priority = dropped_lines(ctx, selection_key(config), selection, unit_by_id, members,
                                          candidates.timeline, candidates.state_ids)
     excluded.extend(others)
-    for old, new in sorted(state.superseded_by.items()):
-        if new in state.active and state.entries[old].fragment.kind != "tool_spec":
-            f = ctx.seen_frag(old)
-            excluded.append(ExcludedFragment(
-                id=old, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
-                replaced_by=new))
+    if state.superseded_by:
+        excluded.extend(superseded_lines(ctx))
 
     # ``texts`` holds only cut or redacted texts; payloads shown as logged are ``deferred``.
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,

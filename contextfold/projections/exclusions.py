@@ -29,7 +29,7 @@ from contextfold.projections.selection import Selection, Unit
 from contextfold.projections.timeline_units import TimelineUnits
 from contextfold.projections.units import BuildCtx
 
-__all__ = ["LowPriorityLines", "dropped_lines"]
+__all__ = ["LowPriorityLines", "dropped_lines", "superseded_lines"]
 
 _ID = attrgetter("id")
 _REBUILD_FRACTION = 4
@@ -191,3 +191,27 @@ def _patch(low: LowPriorityLines, removed: set[str], added: set[str], ctx: Build
 def _chunk_of(low: LowPriorityLines, line_id: str) -> int:
     """The chunk a line with ``line_id`` is in, or would be inserted into."""
     return max(bisect_right(low.firsts, line_id) - 1, 0)
+
+
+def superseded_lines(ctx: BuildCtx) -> list[ExcludedFragment]:
+    """A ``superseded`` line for every fragment a newer version replaced, naming the version the
+    request shows: the end of its chain of replacements. Only the last link of a chain was listed
+    (a file read three times: the first read was neither selected nor excluded, and ``why`` said
+    it was not part of the projection). A chain whose end is no longer active is not listed."""
+    state = ctx.state
+    by = state.superseded_by
+    current: dict[str, str | None] = {}
+    lines = []
+    for old in sorted(by):
+        path, node = [], old
+        while node in by and node not in current:  # each link walked once per build
+            path.append(node)
+            node = by[node]
+        end = current.get(node, node if node in state.active else None)
+        current.update(dict.fromkeys(path, end))
+        if end is None or state.entries[old].fragment.kind == "tool_spec":
+            continue
+        f = ctx.seen_frag(old)
+        lines.append(ExcludedFragment(id=old, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
+                                      reason="superseded", replaced_by=end))
+    return lines
