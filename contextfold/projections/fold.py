@@ -302,6 +302,9 @@ def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
     a read of a known revision inside a wider read of the same revision (viewing lines 40-60
     of a file read whole must not hide the rest of it: nothing there contradicts).
 
+    A read of the same range at the same revision supersedes the older one: a label like
+    ``HEAD`` names a file that an uncommitted edit changed, and both versions were shown.
+
     The path is compared normalised (``./app/x.py`` and ``app/x.py`` are one file); the
     source ref keeps it as it was read."""
     fid = add_fragment(state, rec, "evidence", "workspace",
@@ -311,14 +314,20 @@ def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
     kept = []
     for old in state.files.get(path, ()):
         same = old[1] == event.revision
-        if not same or (ranges_overlap((old[2], old[3]), rng)
-                        and not (event.revision is not None and range_within(rng, (old[2], old[3])))):
+        old_rng = (old[2], old[3])  # a part of what an older read of this revision showed stays beside it
+        part = event.revision is not None and range_within(rng, old_rng) and _lines(rng) != _lines(old_rng)
+        if not same or (ranges_overlap(old_rng, rng) and not part):
             supersede(state, old[0], fid)
         else:
             kept.append(old)
     kept.append((fid, event.revision, event.start_line, event.end_line))
     state.files[path] = tuple(kept)
     state.active[fid] = None
+
+
+def _lines(rng: tuple[int | None, int | None]) -> tuple[int, int | None]:
+    """A read's line range as a value: a missing start is line 1 (``None``-``L3`` is ``1``-``L3``)."""
+    return (rng[0] or 1, rng[1])
 
 
 @_apply.register

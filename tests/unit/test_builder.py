@@ -17,6 +17,7 @@ from contextfold.domain.events import (
     FileRead,
     GoalSet,
     HistoryCompacted,
+    InstructionSet,
     ModelResponse,
     PolicySet,
     RunStarted,
@@ -84,6 +85,44 @@ def test_newer_file_revision_supersedes_older_and_shows_its_source() -> None:
     assert "file://app/config.py@r2" in text
     superseded = [e for e in result.manifest.excluded_items if e.reason == "superseded"]
     assert [(e.id, e.replaced_by) for e in superseded] == [("e2", "e3")]
+
+
+def test_every_older_version_is_listed_as_superseded_by_the_one_shown() -> None:
+    """A file read three times, an instruction set three times: only the last replacement of each
+    was listed, so the first read was neither selected nor excluded (``why`` said it was not part
+    of the projection). Each older version now names the version the request shows."""
+    events: list[AnyEvent] = [
+        UserInput("fix config"),
+        FileRead(path="app/config.py", content="TIMEOUT = 5\n", revision="r1"),
+        FileRead(path="app/config.py", content="TIMEOUT = 10\n", revision="r2"),
+        FileRead(path="app/config.py", content="TIMEOUT = 30\n", revision="r3"),
+        InstructionSet(text="v1", source_ref="AGENTS.md"),
+        InstructionSet(text="v2", source_ref="AGENTS.md"),
+        InstructionSet(text="v3", source_ref="AGENTS.md"),
+    ]
+    m = build(events, "anthropic").manifest
+    assert sorted((f.id for f in m.fragments), key=lambda i: int(i[1:])) == ["e1", "e4", "e7"]
+    superseded = [(e.id, e.replaced_by) for e in m.excluded_items if e.reason == "superseded"]
+    assert superseded == [("e2", "e4"), ("e3", "e4"), ("e5", "e7"), ("e6", "e7")]
+
+
+@pytest.mark.parametrize(("start", "end"), [(None, None), (1, 3), (None, 3)])
+def test_a_second_read_of_the_same_range_and_revision_label_supersedes_the_first(
+        start: int | None, end: int | None) -> None:
+    """A runtime that labels reads ``HEAD`` reads a file, edits it without committing and reads it
+    again: same path, label and range, other content. Both were shown, contradicting each other."""
+    events: list[AnyEvent] = [
+        UserInput("what is the timeout?"),
+        FileRead(path="config.py", content="TIMEOUT = 5\n", revision="HEAD", start_line=start, end_line=end),
+        FileRead(path="config.py", content="TIMEOUT = 30\n", revision="HEAD", start_line=1, end_line=end),
+        FileRead(path="config.py", content="x", revision="HEAD", start_line=2, end_line=2),  # a part: beside
+    ]
+    result = build(events, "anthropic")
+    text = request_text(result)
+    assert "TIMEOUT = 30" in text and "TIMEOUT = 5" not in text
+    superseded = [(e.id, e.replaced_by) for e in result.manifest.excluded_items if e.reason == "superseded"]
+    assert superseded == [("e2", "e3")]
+    assert {f.id for f in result.manifest.fragments} == {"e1", "e3", "e4"}
 
 
 def test_duplicate_evidence_keeps_the_more_authoritative_copy() -> None:
