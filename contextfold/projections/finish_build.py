@@ -77,6 +77,17 @@ def selection_key(config: BuildConfig) -> str:
     return _hashes(config)[2]
 
 
+def _content_only(value: Any) -> Any:
+    """``value`` (the prefix's JSON) without its ``fragment_id`` members: a log position, not
+    content. A policy or instruction appended again, word for word, moved the key, though the
+    request's prefix (all a provider caches) was the same bytes."""
+    if isinstance(value, dict):
+        return {k: _content_only(v) for k, v in value.items() if k != "fragment_id"}
+    if isinstance(value, list):
+        return [_content_only(v) for v in value]
+    return value
+
+
 def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: Conversation,
                  request: dict[str, Any], kept: dict[str, int],
                  units: tuple[dict[str, tuple[str, ...]], Mapping[str, Unit], list[str]],
@@ -154,9 +165,10 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     else:
         # The parts' dicts are the remembered ones (made once per object): a new tool in the
         # prefix re-hashes it without dumping the system prompt again.
-        stable = {"system": model_json_all(conversation.system),
+        stable = {"system": _content_only(model_json_all(conversation.system)),
                   "tools": [canonical_tool_json(t) for t in conversation.tools],
-                  "prefix": model_json_all(conversation.messages[:conversation.stable_prefix_messages])}
+                  "prefix": _content_only(model_json_all(
+                      conversation.messages[:conversation.stable_prefix_messages]))}
         cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
         state.memo["cache_key"] = (stable, cache_key, prefix_objects)
     # canonical_hash(request), from the bytes kept as the body; the last body of this provider

@@ -190,6 +190,14 @@ def test_cache_key_changes_with_the_stable_prefix_only() -> None:
     v2 = PolicySet(text="You are fixit-agent v2.", source_ref="runtime://policy/fixit-agent@3")
     new_policy = build([*base, v2], "anthropic")
     assert new_policy.manifest.cache_key != a.manifest.cache_key
+    # the same policy and instruction appended again, word for word: a new log position for
+    # each, the same prefix bytes, the same key
+    policy = PolicySet(text="Be brief.")
+    instructions = InstructionSet(text="Use tabs.", source_ref="AGENTS.md")
+    first = build([*base, policy, instructions], "anthropic")
+    again = build([*base, policy, instructions, policy, instructions], "anthropic")
+    assert json.dumps(again.request["system"]) == json.dumps(first.request["system"])
+    assert again.manifest.cache_key == first.manifest.cache_key
 
 
 def _registry() -> list[ToolSpec]:
