@@ -449,6 +449,7 @@ register("demo", "record the bundled sample agent run and show what was recorded
 
 EXIT_CODES = """exit codes:
   0  success
+  1  a check found a difference (replay --verify, audit --turn), or why matched nothing
   2  bad input, not found, a concurrent writer first (reload and retry), bad store URL
   3  integrity: stored data does not match its recorded hash
   4  store unavailable: unreachable, or locked by another writer (retry later)

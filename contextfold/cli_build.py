@@ -386,8 +386,8 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
                    help="the turn to rebuild: the request that produced the N-th model response")
     p.add_argument("--verify", action="store_true",
                    help="compare with the turn's first context_built record instead of printing the "
-                        "request; exit 1 on a difference, 2 when the turn has no record "
-                        "(e.g. replay RUN --turn 3 --verify)")
+                        "request; exit 1 on a difference, 2 when the turn has no record, 3 when the log "
+                        "or an artifact it cites is damaged (e.g. replay RUN --turn 3 --verify)")
 
 
 def _handle_replay(args: argparse.Namespace) -> int:
@@ -398,15 +398,13 @@ def _handle_replay(args: argparse.Namespace) -> int:
                 result = run.build(turn=args.turn, progress=advance)
             sys.stdout.write(json.dumps(result.request, indent=2, ensure_ascii=False) + "\n")
             return 0
-        try:
-            with fold_bar(store, args, f"replaying {args.run} turn {args.turn}") as advance:
-                report = run.replay(args.turn, progress=advance)
-        except IntegrityError as exc:
-            if not run.verify().ok:  # the log itself is broken, not just a turn without a record
-                sys.stderr.write(f"contextfold: integrity error: {exc}\n")
-                return 3
-            sys.stderr.write(f"cannot verify: {exc}\n")
-            return 1
+        with fold_bar(store, args, f"replaying {args.run} turn {args.turn}") as advance:
+            report = run.replay(args.turn, progress=advance)  # a damaged artifact: IntegrityError, 3
+        if not report.ok:
+            chain = run.verify()  # a mismatch over an altered log is the log's integrity failure
+            if not chain.ok:
+                raise IntegrityError(f"run {args.run!r} position {chain.first_bad_position}: "
+                                     f"{chain.reason} (so turn {args.turn} cannot be verified)")
     if report.ok:
         m = report.rebuilt
         named = (f"; recorded in run {m.run_id!r}, the name its refs carry, before the run was "

@@ -159,6 +159,35 @@ def test_replay_verify_shows_the_first_difference(tmp_path: Path) -> None:
     assert "note: recorded by contextfold 0.0.1, rebuilt by contextfold " in out.stderr
 
 
+def test_replay_verify_over_a_damaged_log_or_artifact_is_an_integrity_failure(tmp_path: Path) -> None:
+    """An altered event under a recorded turn was a plain MISMATCH (exit 1), a damaged artifact the
+    turn cites "cannot verify" (exit 1), while ``verify`` and ``audit --turn`` said integrity (3)."""
+    big = "\n".join(f"line {i} FAILED test_{i}" for i in range(6000))  # over 64 KiB: an artifact
+    chat = [{"role": "user", "content": "Run tests"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "pytest", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": big},
+            {"role": "assistant", "content": "fixing"}, {"role": "user", "content": "go on"}]
+    (tmp_path / "chat.json").write_text(json.dumps(chat))
+    assert cf("import", "chat.json", "--run", "r", cwd=tmp_path).returncode == 0
+    assert cf("build", "r", "--provider", "anthropic", cwd=tmp_path).returncode == 0  # records turn 3
+    assert cf("replay", "r", "--turn", "3", "--verify", cwd=tmp_path).returncode == 0
+    db = sqlite3.connect(tmp_path / "contextfold.db")
+    [(data,)] = db.execute("SELECT data FROM contextfold_artifacts").fetchall()
+    db.execute("UPDATE contextfold_artifacts SET data = x'00ff'")
+    db.commit()
+    out = cf("replay", "r", "--turn", "3", "--verify", cwd=tmp_path)
+    assert out.returncode == 3 and "integrity error: artifact" in out.stderr, out.stderr
+    db.execute("UPDATE contextfold_artifacts SET data = ?", (data,))  # the artifact whole again
+    db.execute("UPDATE contextfold_events SET state = CAST(REPLACE(CAST(state AS TEXT), 'Run tests', "
+               "'Run TESTS') AS BLOB) WHERE originator_id = 'r' AND originator_version = 2")
+    db.commit()
+    db.close()
+    out = cf("replay", "r", "--turn", "3", "--verify", cwd=tmp_path)
+    assert out.returncode == 3, out.stderr
+    assert "integrity error: run 'r' position 2: " in out.stderr and "turn 3 cannot be verified" in out.stderr
+
+
 def test_schema_manifest(tmp_path: Path) -> None:
     out = cf("schema", "manifest", cwd=tmp_path)
     schema = json.loads(out.stdout)
