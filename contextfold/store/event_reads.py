@@ -69,6 +69,16 @@ class VerifyReport:
 
 
 
+def _why_not(exc: ValueError) -> str:
+    """Why a stored event did not parse, on one line and without the stored text: pydantic's
+    report spans lines and quotes the input (a slice of a tool output, perhaps a secret)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(map(str, first["loc"])) or "the event"
+        return f"{exc.error_count()} error(s), the first at {where}: {first['msg']}"
+    return " ".join(str(exc).split())
+
+
 @contextlib.contextmanager
 def bulk_allocation() -> Iterator[None]:
     """Pause the cyclic GC while materialising many acyclic objects.
@@ -133,13 +143,16 @@ class EventReads:
             page = max(1, min(_PAGE_ROWS, page * _PAGE_BYTES // max(nbytes, 1)))
 
     def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
+        if not isinstance(state, bytes):  # a row written as TEXT by hand: not one of ours
+            raise IntegrityError(f"run {run_id!r} position {position}: the stored event is "
+                                 f"{type(state).__name__}, not bytes", position=position)
         if is_encrypted(state):  # checked first: the label below is built only when needed
             state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
         if is_compressed(state) or is_delta(state):
             state = self._unpack(state, run_id, position)
-        digest = state[:64].decode("ascii")
-        body = state[64:]
         try:
+            digest = state[:64].decode("ascii")  # a damaged row: UnicodeDecodeError, a ValueError
+            body = state[64:]
             upcast = _UPCAST_TOPICS.get(topic)
             if upcast is None:
                 etype, _, version = topic.partition("@")
@@ -147,7 +160,7 @@ class EventReads:
             event = event_from_json(body) if upcast else EVENT_ADAPTER.validate_json(body)
         except (ValidationError, ValueError) as exc:
             raise IntegrityError(
-                f"run {run_id!r} position {position}: stored event does not parse: {exc}",
+                f"run {run_id!r} position {position}: stored event does not parse: {_why_not(exc)}",
                 position=position,
             ) from exc
         return RecordedEvent(run_id, position, event, digest)
@@ -314,6 +327,9 @@ class EventReads:
                 if pos != expected_position:
                     return VerifyReport(run_id, count, False, expected_position,
                                         f"position {expected_position} is missing")
+                if not isinstance(row.state, bytes):  # a row written as TEXT by hand
+                    return VerifyReport(run_id, count, False, pos,
+                                        f"the stored event is {type(row.state).__name__}, not bytes")
                 state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
                 if is_compressed(state) or is_delta(state):
                     try:

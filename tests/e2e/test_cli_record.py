@@ -320,3 +320,27 @@ def test_import_of_a_50_mb_tool_output_stores_it_once_as_an_artifact(tmp_path: P
     assert size == len(big)
     assert largest_event < 10_000  # the event keeps the ref, the size and a preview
     assert cf("verify", "big", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("damage", ["x'00ff1020'", "CAST(state AS TEXT)", "substr(state, 1, 100)"])
+def test_a_damaged_event_row_is_a_one_line_integrity_error_for_every_command(tmp_path: Path,
+                                                                              damage: str) -> None:
+    """Non-ASCII bytes where the hash is, a row stored as TEXT, or a row cut short: ``verify`` said
+    integrity while ``events``, ``build``, ``replay``, ``audit`` and ``show`` crashed with a
+    traceback (UnicodeDecodeError, TypeError), and a cut row's error spanned lines and quoted the
+    stored text."""
+    secret = "Run tests with token sk-live-abcdefghijklmnop and report"
+    chat = [{"role": "user", "content": secret}, {"role": "assistant", "content": "ok"}]
+    out = cf("import", "-", "--run", "r", "--format", "openai-chat", cwd=tmp_path,
+             stdin=json.dumps(chat).encode())
+    assert out.returncode == 0, out.stderr
+    db = sqlite3.connect(tmp_path / "contextfold.db")
+    db.execute(f"UPDATE contextfold_events SET state = {damage} WHERE originator_version = 1")
+    db.commit()
+    db.close()
+    for args in (("verify", "r"), ("events", "r"), ("build", "r"), ("replay", "r", "--turn", "1"),
+                 ("show", "r", "1")):
+        out = cf(*args, cwd=tmp_path)
+        assert out.returncode == 3, (args, out.stderr)
+        assert "Traceback" not in out.stderr and "sk-live" not in out.stderr, (args, out.stderr)
+        assert len(out.stderr.splitlines()) == 1 and "position 1" in out.stderr, (args, out.stderr)
