@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -492,6 +493,15 @@ def _load_extensions() -> None:
                 raise
 
 
+def _one_line(exc: BaseException) -> str:
+    """An error's message on one line, as the exit code's line promises a script reading stderr:
+    a server's error brings its ``DETAIL:`` line along (``?schema=pg_catalog``)."""
+    return _LINE_BREAK.sub(" ", str(exc).strip())
+
+
+_LINE_BREAK = re.compile(r"\s*[\r\n]+\s*")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
@@ -506,13 +516,13 @@ def _main(argv: list[str] | None) -> int:
     try:
         return handler(args)
     except IntegrityError as exc:
-        sys.stderr.write(f"contextfold: integrity error: {exc}\n")
+        sys.stderr.write(f"contextfold: integrity error: {_one_line(exc)}\n")
         return 3
     except (StoreUnavailableError, StoreNotWritableError) as exc:
-        sys.stderr.write(f"contextfold: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"contextfold: {type(exc).__name__}: {_one_line(exc)}\n")
         return 4 if isinstance(exc, StoreUnavailableError) else 5
     except ContextfoldError as exc:
-        sys.stderr.write(f"contextfold: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"contextfold: {type(exc).__name__}: {_one_line(exc)}\n")
         for note in getattr(exc, "__notes__", ()):  # context a caller added on the way out
             sys.stderr.write(f"  {note}\n")
         return 2

@@ -150,3 +150,15 @@ def test_a_postgresql_database_or_role_that_does_not_exist_is_a_config_error_not
         port = probe.getsockname()[1]
     with pytest.raises(StoreUnavailableError, match="Connection refused"):
         open_store(f"postgresql://postgres@127.0.0.1:{port}/test")
+
+
+def test_a_server_error_with_a_detail_line_is_printed_on_one_line(
+        pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line prints an error as one line: PostgreSQL's refusal to create tables in
+    ``pg_catalog`` brought its ``DETAIL:`` line along, a second line on stderr."""
+    from contextfold.cli import main
+
+    url = re.sub(r"\?schema=[^&]*", "?schema=pg_catalog", pg_url)
+    assert main(["--store", url, "runs"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "DETAIL:" in err and "System catalog modifications" in err, err
