@@ -118,9 +118,12 @@ def _sqlite_path(url: str | None) -> str:
 def _read_only_place(path: str) -> bool:
     """Whether ``path`` or its directory cannot be written (``access`` honours modes, immutable
     attributes and read-only mounts, for root too): SQLite says only "unable to open database
-    file" when a WAL store's directory is read-only and it cannot create the ``-shm`` file."""
+    file" when a WAL store's directory is read-only and it cannot create the ``-shm`` file, or
+    when a new store's file cannot be created in a read-only directory."""
     target = Path(path)
-    return target.exists() and not (os.access(target, os.W_OK) and os.access(target.parent, os.W_OK))
+    if not target.exists():
+        return target.parent.is_dir() and not os.access(target.parent, os.W_OK)
+    return not (os.access(target, os.W_OK) and os.access(target.parent, os.W_OK))
 
 
 def _outage_hint(exc: BaseException) -> str:

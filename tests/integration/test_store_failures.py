@@ -89,6 +89,10 @@ def test_a_read_only_sqlite_store_is_a_store_read_only_error_that_names_the_file
     assert not Path(f"{path}-wal").exists()  # closed: the directory holds the file alone
     with read_only(tmp_path), pytest.raises(StoreReadOnlyError, match=re.escape(str(path))):
         open_store(f"sqlite:///{path}")
+    new = tmp_path / "new.db"  # a new store in a read-only directory: was unavailable (exit 4)
+    with read_only(tmp_path), pytest.raises(StoreReadOnlyError, match=re.escape(str(new))):
+        open_store(f"sqlite:///{new}")
+    assert not new.exists()
     big = "x" * 200_000
     with read_only(path), open_store(f"sqlite:///{path}") as store:
         run = store.run("r")
