@@ -26,6 +26,7 @@ from typing import Any
 
 from contextfold.api import Run
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn, unbuilt_answer
+from contextfold.audit.diff import stand_in_for
 from contextfold.audit.effects import WINDOW_TURNS, describe
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
@@ -365,11 +366,16 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
         if pos > manifest.log_version:
             return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
                     f"(log position {manifest.log_version}): it did not exist yet")
-        for rec in run.events(upto=manifest.log_version):
-            ev = rec.event
-            if isinstance(ev, HistoryCompacted) and ev.covers_from <= pos <= ev.covers_to:
-                return (f"{query} is covered by the compaction at position {rec.position} (covers "
-                        f"{ev.covers_from}-{ev.covers_to}); its summary e{rec.position} stands in for it")
+        shown = stand_in_for(manifest, f"e{pos}")  # what the request holds in its place, as diff says
+        if shown is not None:
+            return f"{query} was compacted: {shown[1]}"
+        covering = [(rec.position, ev) for rec in run.events(upto=manifest.log_version)
+                    if isinstance(ev := rec.event, HistoryCompacted)
+                    and ev.covers_from <= pos <= ev.covers_to]
+        if covering:  # none of their stand-ins is in the manifest: name the newest
+            at, ev = covering[-1]
+            return (f"{query} is covered by the compaction at position {at} (covers "
+                    f"{ev.covers_from}-{ev.covers_to}), whose stand-in the request does not hold")
     return (f"nothing in turn {manifest.turn}'s manifest matches {query!r} (by id, tool name or source); "
             "it was not part of the projection at that turn")
 

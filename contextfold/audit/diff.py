@@ -12,7 +12,7 @@ from typing import Any
 
 from contextfold.domain.manifest import ContextManifest
 
-__all__ = ["config_changes", "diff_manifests"]
+__all__ = ["config_changes", "diff_manifests", "stand_in_for"]
 
 
 def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
@@ -44,8 +44,7 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
                          "replaced_by": why.replaced_by, "detail": why.detail})
             continue
         if stand_ins is None:
-            stand_ins = _stand_ins([(f.id, f.source_ref, "") for f in b.fragments]
-                                   + [(e.id, e.source_ref, e.reason) for e in b.excluded_items])
+            stand_ins = _manifest_stand_ins(b)
         by = _compacted_into(fid, stand_ins)
         left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens,
                      "reason": "compacted" if by else "no longer in the projection",
@@ -99,6 +98,19 @@ def _in_log_order(fid: str) -> tuple[tuple[int, str, int], ...]:
 
 _REF = re.compile(r"events?://.+/(\d+)(?:-(\d+))?")
 _FID = re.compile(r"e(\d+)(?:\.c\d+)?")
+
+
+def stand_in_for(manifest: ContextManifest, fid: str) -> tuple[str, str] | None:
+    """The fragment of ``manifest`` standing in for the logged fragment ``fid`` (a summary or a
+    mask stub) and how, or None when no compaction the manifest shows covers it. ``why`` and
+    ``diff`` name the same one: the stand-in the request holds, not the first compaction that
+    covers the position (a mask, which hides tool results only, before the summary)."""
+    return _compacted_into(fid, _manifest_stand_ins(manifest))
+
+
+def _manifest_stand_ins(m: ContextManifest) -> list[tuple[int, int, str, bool, str]]:
+    return _stand_ins([(f.id, f.source_ref, "") for f in m.fragments]
+                      + [(e.id, e.source_ref, e.reason) for e in m.excluded_items])
 
 
 def _stand_ins(items: list[tuple[str, str, str]]) -> list[tuple[int, int, str, bool, str]]:

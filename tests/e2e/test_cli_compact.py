@@ -67,6 +67,13 @@ def test_compact_dry_run_then_mask_then_summary_and_show(tmp_path: Path) -> None
     # the ref names its run: as the summary says ("read back with `contextfold show`"), it is enough
     alone = cf("--store", store, "show", events_ref, cwd=tmp_path)
     assert alone.returncode == 0 and alone.stdout == shown.stdout, alone.stderr
+    # `why` names what the request holds in a compacted event's place, as `diff` does: the summary
+    # (it named the first compaction covering the position, the mask, which the request lacks)
+    summary_id = f"e{pos + 1}"
+    assert summary_id in {f.id for f in built.manifest.fragments}
+    why = cf("--store", store, "why", "r1", "--turn", str(built.manifest.turn), "e3", cwd=tmp_path)
+    assert why.returncode == 1, why.stderr
+    assert f"e3 was compacted: summarized: {summary_id} covers events 1-" in why.stdout, why.stdout
 
 
 def test_show_rejects_unknown_refs_with_a_clear_error(tmp_path: Path) -> None:
