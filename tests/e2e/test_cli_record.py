@@ -253,13 +253,15 @@ def test_unreachable_or_bad_store_is_one_line_exit_2(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_a_missing_database_or_role_says_so_at_once(tmp_path: Path, pg_url: str) -> None:
-    """The server's reason, not the pool's timeout after 10 s of retrying a connection that cannot succeed."""
+    """The server's reason, not the pool's timeout after 10 s of retrying a connection that cannot succeed;
+    a bad URL (exit 2), not an outage (4): retrying will not make the database appear."""
     base = urlparse(pg_url)
     for netloc, path, reason in ((base.netloc, "/no_such_db_cf", 'database "no_such_db_cf" does not exist'),
                                  (f"no_such_role_cf@{base.hostname}:{base.port or 5432}", base.path,
                                   'role "no_such_role_cf" does not exist')):
         out = cf("--store", base._replace(netloc=netloc, path=path, query="").geturl(), "runs", cwd=tmp_path)
-        assert out.returncode == 4 and "StoreUnavailableError" in out.stderr, out.stderr
+        assert out.returncode == 2 and "StoreConfigError" in out.stderr, out.stderr
+        assert "retrying will not help" in out.stderr, out.stderr
         assert reason in out.stderr and "pool initialization" not in out.stderr, out.stderr
 
 
