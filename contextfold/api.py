@@ -136,7 +136,8 @@ class Store:
 
 def open_store(url: str | None = None, *, create_schema: bool = True,
                cipher_key: str | bytes | None = None, old_cipher_keys: Sequence[str | bytes] = (),
-               tenant: str | None = None, limits: StoreLimits | None = None) -> Store:
+               tenant: str | None = None, limits: StoreLimits | None = None,
+               must_exist: bool = False) -> Store:
     """Open (and by default create) a store: ``sqlite:///file.db`` or ``postgresql://...``.
 
     Without a URL: ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``.
@@ -144,12 +145,15 @@ def open_store(url: str | None = None, *, create_schema: bool = True,
     encryption at rest, ``old_cipher_keys`` (else ``$CONTEXTFOLD_CIPHER_KEYS_OLD``)
     keep rotated-out keys readable (:mod:`contextfold.store.crypto`). ``tenant``
     (else ``$CONTEXTFOLD_TENANT``) scopes every read and build to one tenant
-    (:mod:`contextfold.store.tenants`).
+    (:mod:`contextfold.store.tenants`). ``must_exist``: a store not made yet (no SQLite file;
+    a PostgreSQL schema or tenant without contextfold's tables) is a :class:`StoreConfigError`,
+    with nothing created, where by default it is created: for a reader, whose mistyped URL
+    would otherwise leave an empty store behind.
     """
     keyring = keyring_from(cipher_key, old_cipher_keys)
     tenant = tenant if tenant is not None else (os.environ.get("CONTEXTFOLD_TENANT") or None)
     return Store(EventStore(url, create_schema=create_schema, keyring=keyring, tenant=tenant,
-                            limits=limits))
+                            limits=limits, must_exist=must_exist))
 
 
 class Run:

@@ -82,19 +82,15 @@ def store_for(args: argparse.Namespace, *, create: bool = False) -> Store:
     ``import`` reported its events imported and ``build`` recorded its request into a
     database that was gone when the command returned.
 
-    Only a command that starts runs (``import``, ``demo``: ``create``) makes a new SQLite file.
-    Every other one reads or extends runs a store already holds, so a path that names no file
-    is a mistyped URL: ``runs`` printed nothing and left an empty store behind at the typo."""
+    Only a command that starts runs (``import``, ``demo``: ``create``) makes a new store. Every
+    other one reads or extends runs a store already holds, so a store not made yet is a mistyped
+    URL, schema or tenant: ``runs`` printed nothing and left an empty store behind (a SQLite file;
+    a PostgreSQL schema, or a tenant's role and schema)."""
     url = store_url_from_env(args.store)
-    parsed = parse_store_url(url)
-    if parsed.path == ":memory:":
+    if parse_store_url(url).path == ":memory:":
         raise StoreConfigError(f"{display_url(url)!r} is an in-memory store: it would be gone when this "
                                "command ends; use a file (sqlite:///runs.db) or postgresql://...")
-    if (parsed.scheme == "sqlite" and not create and not Path(parsed.path).exists()
-            and Path(parsed.path).resolve().parent.is_dir()):  # else open_store names the directory
-        raise StoreConfigError(f"no store at {parsed.path} ({display_url(url)!r}): nothing has been "
-                               "recorded there; `contextfold import` or `contextfold demo` creates one")
-    return open_store(url)
+    return open_store(url, must_exist=not create)
 
 
 def _out(text: str) -> None:

@@ -28,6 +28,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
@@ -186,7 +187,8 @@ class PostgresBackend:
 
     placeholder = "%s"
 
-    def __init__(self, url: StoreURL, raw_url: str, *, role: str | None = None) -> None:
+    def __init__(self, url: StoreURL, raw_url: str, *, role: str | None = None,
+                 must_exist: bool = False) -> None:
         try:
             import eventsourcing.postgres  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -197,7 +199,10 @@ class PostgresBackend:
         self.parsed = url
         self.schema = url.schema
         self.role = role
-        self._probe(url)
+        if not self._probe(url) and must_exist:
+            where = f"tenant {role!r}'s schema {url.schema!r}" if role else f"schema {url.schema!r}"
+            raise StoreConfigError(f"no store in {where} of {self._safe_url()}: nothing has been recorded "
+                                   "there; `contextfold import` or `contextfold demo` creates one")
         # No pool_open_timeout: with one, eventsourcing calls the pool's wait() on every
         # connection it takes, and two threads doing so while a connection is out trip
         # psycopg_pool's `assert not self._pool_full_event` (a bare AssertionError from a store
@@ -213,17 +218,20 @@ class PostgresBackend:
             self.datastore.close()  # the pool would go on retrying in its threads
             raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
 
-    def _probe(self, url: StoreURL) -> None:
+    def _probe(self, url: StoreURL) -> bool:
         """Connect once, plainly, before the pool does: a missing database or role, a wrong
         password or a closed port then fails at once with the server's reason, where the
-        pool retried for its 10 s open timeout and said only that it timed out."""
+        pool retried for its 10 s open timeout and said only that it timed out. Whether the
+        schema holds a store (its events table) already."""
         import psycopg
 
         try:
             with psycopg.connect(host=url.host, port=url.port, user=url.user, password=url.password,
                                  dbname=url.dbname, connect_timeout=_libpq_timeout(url.connect_timeout),
                                  **libpq_dead_peer(url.network_timeout)) as conn:
-                row = conn.execute("SELECT quote_ident(%s)", (url.schema,)).fetchone()
+                row = conn.execute(
+                    "SELECT quote_ident(%s), to_regclass(format('%%I.%%I', %s::text, %s::text))",
+                    (url.schema, url.schema, EVENTS_TABLE)).fetchone()
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split())  # the server's message spans lines
             if _REFUSED_FOR_GOOD.search(reason):
@@ -234,6 +242,7 @@ class PostgresBackend:
             raise StoreConfigError(
                 f"invalid schema {url.schema!r} in the store URL: a PostgreSQL keyword, which "
                 "eventsourcing cannot use unquoted; choose another name")
+        return row[1] is not None
 
     def tables_present(self, *names: str) -> bool:
         """Whether the schema holds every table of ``names`` (one read, no lock)."""
@@ -479,18 +488,26 @@ def _datastore_class(role: str | None, network_timeout: float) -> type[Any]:
     return Datastore
 
 
-def open_backend(url: str, *, tenant: str | None = None,
-                 provision: bool = False) -> SQLiteBackend | PostgresBackend:
+def open_backend(url: str, *, tenant: str | None = None, provision: bool = False,
+                 must_exist: bool = False) -> SQLiteBackend | PostgresBackend:
     """The backend for ``url``; with ``tenant`` on PostgreSQL, the tenant's schema and role
-    (provisioned first when ``provision``)."""
+    (provisioned first when ``provision``). ``must_exist``: a store not made yet (no SQLite
+    file; a PostgreSQL schema or tenant without the events table) is a StoreConfigError,
+    before anything is created: opening a SQLite path creates its file, provisioning a tenant
+    its role and schema."""
     parsed = parse_store_url(url)
     if parsed.scheme == "sqlite":
-        return SQLiteBackend(parsed, url)
+        path = Path(parsed.path)
+        if must_exist and parsed.path != ":memory:" and not path.exists() and path.resolve().parent.is_dir():
+            raise StoreConfigError(f"no store at {parsed.path} ({display_url(url)!r}): nothing has been "
+                                   "recorded there; `contextfold import` or `contextfold demo` creates one")
+        return SQLiteBackend(parsed, url)  # a missing or bad directory: named by check_sqlite_path
     if tenant is None:
-        return PostgresBackend(parsed, url)
+        return PostgresBackend(parsed, url, must_exist=must_exist)
     from dataclasses import replace
 
     from contextfold.store.tenants import provision_postgres_tenant, tenant_schema
 
-    name = provision_postgres_tenant(parsed, tenant) if provision else tenant_schema(tenant, parsed.schema)
-    return PostgresBackend(replace(parsed, schema=name), url, role=name)
+    provisioned = provision and not must_exist
+    name = provision_postgres_tenant(parsed, tenant) if provisioned else tenant_schema(tenant, parsed.schema)
+    return PostgresBackend(replace(parsed, schema=name), url, role=name, must_exist=must_exist)

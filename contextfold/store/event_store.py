@@ -150,16 +150,19 @@ class EventStore(RunHeads):
     def __init__(self, url: str | None = None, *, create_schema: bool = True,
                  artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD,
                  keyring: Keyring | None = None, tenant: str | None = None,
-                 limits: StoreLimits | None = None, delta_frames: bool = True) -> None:
+                 limits: StoreLimits | None = None, delta_frames: bool = True,
+                 must_exist: bool = False) -> None:
         """``keyring``: encrypt new writes and decrypt envelopes (None: plain store).
         ``tenant``: scope every read and write to one tenant (:mod:`.tenants`).
+        ``must_exist``: a store not made yet is a StoreConfigError, nothing created (a mistyped
+        path, schema or tenant; :func:`~contextfold.store.backends.open_backend`).
         ``delta_frames``: write a run's large states as deltas of its last keyframe
         (:mod:`.deltas`); off, each is a frame of its own, readable by older versions."""
         self.url = store_url_from_env(url)
         self.tenant = tenant
         self.keyring = keyring
         self.limits = limits or StoreLimits()
-        self.backend = open_backend(self.url, tenant=tenant, provision=create_schema)
+        self.backend = open_backend(self.url, tenant=tenant, provision=create_schema, must_exist=must_exist)
         self.artifact_threshold = artifact_threshold
         self._init_heads()
         self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)

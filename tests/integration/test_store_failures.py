@@ -163,6 +163,6 @@ def test_a_server_error_with_a_detail_line_is_printed_on_one_line(
     from contextfold.cli import main
 
     url = re.sub(r"\?schema=[^&]*", "?schema=pg_catalog", pg_url)
-    assert main(["--store", url, "runs"]) == 2
+    assert main(["--store", url, "demo"]) == 2  # a command that creates the store's tables
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "DETAIL:" in err and "System catalog modifications" in err, err

@@ -161,3 +161,35 @@ def test_tenants_of_two_schemas_can_never_share_one(pg_url: str) -> None:
                 if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
                     admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
                     admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+@pytest.mark.postgres
+def test_a_reader_of_a_mistyped_schema_or_tenant_creates_nothing(
+        tenants_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``runs`` with a mistyped ``?schema=`` created the schema and its tables, and with a mistyped
+    ``CONTEXTFOLD_TENANT`` a cluster-wide role and schema, then said "no runs" (exit 0). A reader
+    now refuses a store not made yet (exit 2), as on SQLite; ``import`` still creates it."""
+    from contextfold.cli import main
+
+    parsed = parse_store_url(tenants_url)
+
+    def exists(kind: str, name: str) -> bool:
+        query = ("SELECT 1 FROM pg_namespace WHERE nspname = %s" if kind == "schema"
+                 else "SELECT 1 FROM pg_roles WHERE rolname = %s")
+        with _conn(tenants_url) as conn:
+            return conn.execute(query, (name,)).fetchone() is not None
+
+    for command in (["runs"], ["events", "r"], ["build", "r"]):
+        assert main(["--store", tenants_url, *command]) == 2
+        assert f"no store in schema {parsed.schema!r}" in capsys.readouterr().err
+        assert not exists("schema", parsed.schema)
+    with pytest.raises(StoreConfigError, match="no store in schema"):
+        open_store(tenants_url, must_exist=True)
+    with open_store(tenants_url) as store:  # the default creates, as import does
+        store.run("r").append(UserInput("go"))
+    assert main(["--store", tenants_url, "runs"]) == 0 and "r\t" in capsys.readouterr().out
+    monkeypatch.setenv("CONTEXTFOLD_TENANT", "acme")
+    name = tenant_schema("acme", parsed.schema)
+    assert main(["--store", tenants_url, "runs"]) == 2
+    assert f"no store in tenant {name!r}'s schema" in capsys.readouterr().err
+    assert not exists("schema", name) and not exists("role", name)
