@@ -54,6 +54,7 @@ from contextfold.projections.state import RunState
 from contextfold.projections.timeline_units import TimelineUnits
 from contextfold.projections.tool_candidates import tool_candidates as _tool_candidates
 from contextfold.projections.tool_candidates import tool_inputs
+from contextfold.projections.tool_exposure import ToolChoice
 from contextfold.projections.tool_names import renamed_tools
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
@@ -142,7 +143,7 @@ def _build(state: RunState, config: BuildConfig, *,
     registry, renamed = tool_in.registry, tool_in.renamed
     repair_notes += tool_in.notes
     shares = config.layer_shares
-    candidates_tools, tool_units = _tool_candidates(ctx, tool_in)
+    candidates_tools, tool_units, attach = _tool_candidates(ctx, tool_in)
     offered = {t.name for t in candidates_tools}
     if renamed:  # the history's calls name the tool as logged
         offered.update(name for name, alias in renamed.items() if alias in offered)
@@ -167,8 +168,8 @@ def _build(state: RunState, config: BuildConfig, *,
             deficit -= cut
         return grants
 
-    selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates)
-    kept_tools = tuple(t for t in candidates_tools if f"tool:{t.name}" in selection.kept)
+    selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates, attach)
+    kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
     exposure = (kept_tools, sum(t.tokens for t in kept_tools))
     tools = tuple(registry[t.name] for t in kept_tools)
     for t in candidates_tools:  # tools are reported apart from fragments
@@ -292,9 +293,24 @@ def _build(state: RunState, config: BuildConfig, *,
                         repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
 
 
+def _kept_tools(candidates: Sequence[ToolChoice], selection: Selection, unit_of: Mapping[str, Unit],
+                attach: Mapping[str, tuple[str, int]]) -> tuple[ToolChoice, ...]:
+    """The tools the selection kept, each with its reason: a tool the history calls is
+    ``referenced`` when a kept group calls it, else ``relevant`` (kept by its own unit alone)."""
+    kept = [t for t in candidates if f"tool:{t.name}" in selection.kept]
+    alone = [t for t in kept if t.reason == "referenced" and f"tool:{t.name}" not in selection.needed]
+    if not alone:
+        return tuple(kept)
+    # kept by its own unit before a group that calls it came (rare): is that group kept?
+    called = {attach[name][0] for uid in selection.kept if (u := unit_of.get(uid)) is not None
+              for name in u.needs if name in attach}
+    return tuple(t._replace(reason="relevant") if t in alone and f"tool:{t.name}" not in called else t
+                 for t in kept)
+
+
 def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[str, float],
-            shrink_required: Callable[[Sequence[Unit], int], dict[str, int]], candidates: Units
-            ) -> Selection:
+            shrink_required: Callable[[Sequence[Unit], int], dict[str, int]], candidates: Units,
+            tools: dict[str, tuple[str, int]]) -> Selection:
     """``select_units`` over the candidates, reused while its inputs are equal.
 
     Builds of one turn for several providers (and a rebuild with nothing new) select from the
@@ -302,16 +318,17 @@ def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[st
     version is), the few state units equal ones. Selection is pure in those inputs, so the last
     answer of this facts table is handed out again (as a copy: the builder edits its dicts)."""
     tu = candidates.timeline
-    key = (available, tuple(shares.items()), tu.sorted_version, units)
+    key = (available, tuple(shares.items()), tu.sorted_version, units, tools)
     memo = ctx.objects_for("selection")
     hit = memo.get("last")
     if not (isinstance(hit, tuple) and hit[0] is tu and hit[1] == key):
         hit = memo["last"] = (tu, key, select_units(units, available, shares=shares,
                                                     shrink_required=shrink_required,
                                                     presorted=candidates.presorted,
-                                                    list_unreached=False))  # see dropped_lines
+                                                    list_unreached=False,  # see dropped_lines
+                                                    tools=tools))
     s: Selection = hit[2]
-    return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached)
+    return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached, s.needed)
 
 
 def _plain_memo(ctx: BuildCtx) -> dict[Any, Any]:

@@ -87,7 +87,8 @@ class Unit:
     """What selection keeps or drops as a whole: one fragment, or an atomic tool group.
 
     ``tokens`` includes framing overhead. ``min_tokens`` is the smallest size
-    the unit can be truncated to (== tokens when it cannot be truncated).
+    the unit can be truncated to (== tokens when it cannot be truncated). ``needs``: the
+    names of the tools a group's calls use, kept with it (``select_units(tools=...)``).
     """
 
     id: str
@@ -97,6 +98,7 @@ class Unit:
     position: int
     required: bool = False
     min_tokens: int | None = None
+    needs: tuple[str, ...] = ()
     rank: tuple[float, int, str] = field(init=False, repr=False, compare=False)
     """Order within a layer: higher score, then newer, then id (unique: ids are)."""
 
@@ -124,6 +126,9 @@ class Selection:
     """Units out of the walk's reach, all ``low_priority``: most of a long run's history. Kept as
     the slices they are, not copied into a dict, since a caller that knows what it kept (or what
     it had) rarely needs them one by one; empty when ``select_units(list_unreached=False)``."""
+    needed: frozenset[str] = frozenset()
+    """The tool unit ids in ``kept`` kept because a kept unit needs them (``Unit.needs``); a
+    tool kept by its own unit before such a unit came is not among them."""
 
     @property
     def dropped(self) -> dict[str, str]:
@@ -191,7 +196,8 @@ def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | Non
             list_unreached: bool = True) -> tuple[dict[str, list[Unit]], list[Sequence[Unit]]]:
     """The reachable head of each layer (optional units sorted by rank: ``presorted`` with
     ``units`` merged in), and the unreachable tails (without ``list_unreached``, a tail's first
-    unit only: whether there is one)."""
+    unit only: whether there is one). A tool unit a group kept before its turn was paid for by
+    that group, so every unit before a reached one was paid for, as :func:`_reach` assumes."""
     extra: dict[str, list[Unit]] = {}
     for u in units:
         if not u.required:
@@ -220,6 +226,7 @@ def select_units(
     shrink_required: Callable[[Sequence[Unit], int], dict[str, int]] | None = None,
     presorted: Mapping[str, Sequence[Unit]] | None = None,
     list_unreached: bool = True,
+    tools: Mapping[str, tuple[str, int]] | None = None,
 ) -> Selection:
     """Select units within ``budget`` tokens. See the module docstring for the rules.
 
@@ -236,31 +243,64 @@ def select_units(
     the walked units only), for a caller that derives its low-priority units on its own, as the
     builder does: copying a long run's ~4,600 out-of-reach units per build was a third of its
     selection, for a list nobody read.
+
+    ``tools``: a tool's name -> (its unit id, tokens), for the tools a unit ``needs``: a unit
+    is kept with those of them not kept yet, its cost the sum (a required unit's make them
+    required). The walk's order does not depend on the budget and a unit's cost only on the
+    units before it, so a larger budget still keeps a superset. A tool unit already kept when
+    its own turn comes costs nothing.
     """
+    attach = tools or {}
     required = [u for u in units if u.required]
     kept: dict[str, int] = {u.id: u.tokens for u in required}
+    needed: set[str] = set()
+    if attach:
+        for u in required:
+            for tool_id, tokens in _needs(u, attach, kept):
+                kept[tool_id] = tokens
+                needed.add(tool_id)
+    attached = sorted(needed)  # made required by a required unit
     used = sum(kept.values())
     if used > budget:
-        grants = shrink_required(required, budget) if shrink_required else {}
+        fixed = sum(kept[t] for t in attached)
+        grants = shrink_required(required, budget - fixed) if shrink_required else {}
         kept.update(grants)
         used = sum(kept.values())
         if used > budget:
-            raise RequiredContextExceedsBudgetError(budget, [(u.id, u.tokens) for u in required])
+            raise RequiredContextExceedsBudgetError(
+                budget, [(u.id, u.tokens) for u in required] + [(t, kept[t]) for t in attached])
     dropped: dict[str, str] = {}
     over: tuple[str, ...] = ()
     cut = [u.id for u in required if kept[u.id] < u.tokens]
     heads, tails = _layers(units, presorted, budget - used, list_unreached)
     keyed = _order(heads, shares)
+    # tools not kept yet that a unit may need: once none is left (a long run's few tools are
+    # kept with its first groups), a unit's needs cost nothing and are not looked at
+    pending = len({tool_id for tool_id, _ in attach.values()}.difference(kept))
+    new: list[tuple[str, int]] = []
     for i, (_, _, u) in enumerate(keyed):
+        if attach and u.id in kept:  # a tool a unit before it needed
+            continue
         room = budget - used
-        if u.tokens <= room:
+        extra = 0
+        if pending and u.needs:
+            new = _needs(u, attach, kept)
+            extra = sum(tokens for _, tokens in new) if new else 0
+        if u.tokens + extra <= room:
             kept[u.id] = u.tokens
-            used += u.tokens
+            used += u.tokens + extra
+            if extra:
+                kept.update(new)
+                needed.update(t for t, _ in new)
+                pending -= len(new)
             continue
         floor = max(u.min_tokens or u.tokens, MIN_TRUNCATED_TOKENS)
-        if u.shrinkable and floor <= room:
-            kept[u.id] = room
+        if u.shrinkable and floor + extra <= room:
+            kept[u.id] = room - extra
             used += room
+            if extra:
+                kept.update(new)
+                needed.update(t for t, _ in new)
             cut.append(u.id)
         else:
             dropped[u.id] = "over_budget"
@@ -268,7 +308,13 @@ def select_units(
         dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
         # tails are non-empty only where the walk stopped within a head (see _reach)
         return Selection(kept, dropped, used, over, tuple(cut),
-                         tuple(t for t in tails if t) if list_unreached else ())
+                         tuple(t for t in tails if t) if list_unreached else (), frozenset(needed))
     if any(tails):
         raise AssertionError("the walk ended without a stop while units were out of reach")
-    return Selection(kept, dropped, used, over, tuple(cut))
+    return Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed))
+
+
+
+def _needs(u: Unit, attach: Mapping[str, tuple[str, int]], kept: Mapping[str, int]) -> list[tuple[str, int]]:
+    """The tools ``u`` needs that are not kept yet, as (unit id, tokens)."""
+    return [tool for name in u.needs if (tool := attach.get(name)) is not None and tool[0] not in kept]

@@ -321,5 +321,5 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
     is_required = any(fid in required for fid in ids)
     # scored from its newest member's position (an answered call ranks as new as its answer)
     unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
-                is_required, st.min_tokens)
+                is_required, st.min_tokens, tuple(sorted(st.names)))  # a group keeps its tools
     return _Row(st, unit, layer_no)

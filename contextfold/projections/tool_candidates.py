@@ -21,7 +21,8 @@ from contextfold.projections.tool_exposure import ToolChoice, choose_tools, perm
 from contextfold.projections.tool_names import refuses_tool_name, renamed_note, tool_name_alias
 from contextfold.projections.units import BuildCtx
 
-__all__ = ["ToolInputs", "not_exposed_reason", "tool_candidates", "tool_inputs", "tool_query"]
+__all__ = ["ToolCandidates", "ToolInputs", "not_exposed_reason", "tool_candidates", "tool_inputs",
+           "tool_query"]
 
 _UNBOUNDED = 1 << 40
 _TOOL_SCORE = 100.0
@@ -116,9 +117,11 @@ def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs) -> tuple[
     """The specs in name order and the query they are ranked against ("" when nothing is ranked)."""
     specs = [inputs.registry[n] for n in sorted(inputs.registry)]
     policy = inputs.policy
+    # A registered tool the history calls is ranked too: when its calls are left out, it is
+    # declared only if it is relevant to the turn (its score gives it a unit of its own). One
+    # the log never registered is declared with the calls that use it, never for relevance.
     ranked = config.max_tools > 0 and rankable(
-        (s.name for s in specs), pinned=policy.pinned, referenced=set(inputs.used_names),
-        allowed=policy.allowed, denied=policy.denied)
+        state.tools, pinned=policy.pinned, referenced=(), allowed=policy.allowed, denied=policy.denied)
     return specs, tool_query(state) if ranked else ""
 
 
@@ -132,26 +135,50 @@ def _choices(specs: list[ToolSpec], query: str, config: BuildConfig, inputs: Too
     return exposed, excluded
 
 
-def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> tuple[list[ToolChoice], list[Unit]]:
+class ToolCandidates(NamedTuple):
+    """The tools a build may expose and how the selection sees them."""
+
+    exposed: list[ToolChoice]
+    """Every tool that may be exposed: pinned, referenced by the history, the most relevant."""
+    units: list[Unit]
+    """The tools' own units: a pinned tool's required, a relevant one's optional (a referenced
+    tool's too, when it shares a term with the query: it may be exposed for that alone)."""
+    attach: dict[str, tuple[str, int]]
+    """A name the history's calls use -> (its tool's unit id, tokens): kept with the groups
+    that call it (``select_units(tools=...)``), never for a group the request leaves out."""
+
+
+def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     """The tools that may be exposed, ranked, and their selection units. Pure in its inputs,
     which rarely change between builds (the query moves with the goal, the ready plan step and
     the latest user input): the last answer is kept and reused while they are equal.
 
-    When every permitted tool is pinned or used by the history (a runtime that registers no
-    schemas of its own declares just those), there is nothing to rank: every candidate is a
-    required unit, whose score orders nothing. Then the query is neither made nor ranked, and
-    a new user input does not invalidate the answer."""
+    A tool the history calls is declared because a kept group calls it: a required unit made
+    every such tool's schema required, so a 40-tool run's old calls, dropped, still filled the
+    request with their schemas and a small window failed with RequiredContextExceedsBudgetError.
+
+    When every permitted registered tool is pinned (or the log registers none: the history's
+    calls declare their own), there is nothing to rank: the query is neither made nor ranked,
+    and a new user input does not invalidate the answer."""
     specs, query = _ranking(ctx.state, ctx.config, inputs)
     key = (query, tuple(specs), inputs.policy, tuple(inputs.used_names), ctx.config.max_tools,
            ctx.state.counter.encoding_name)
     hit = ctx.state.memo.get("tool-candidates")
     if isinstance(hit, tuple) and hit[0] == key:
-        return hit[1], hit[2]
+        return hit[1]  # type: ignore[no-any-return]
     exposed, _ = _choices(specs, query, ctx.config, inputs, ctx.count, report_excluded=False)
     units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
-                  required=t.reason != "relevant") for t in exposed]
-    ctx.state.memo["tool-candidates"] = (key, exposed, units)
-    return exposed, units
+                  required=t.reason == "pinned")
+             for t in exposed if t.reason != "referenced" or (t.score > 0.0 and t.name in ctx.state.tools)]
+    by_name = {t.name: t for t in exposed}
+    attach = {}
+    for name in ctx.state.used_tool_names():
+        shown = by_name.get(inputs.renamed.get(name, name))
+        if shown is not None:
+            attach[name] = (f"tool:{shown.name}", shown.tokens)
+    answer = ToolCandidates(exposed, units, attach)
+    ctx.state.memo["tool-candidates"] = (key, answer)
+    return answer
 
 
 def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
@@ -183,6 +210,12 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     decided = {c.name: c for c in (*candidates, *excluded)}.get(shown)
     if decided is None:  # every registered or declared name is decided: not reached
         return None
+    if decided in candidates and decided.reason == "referenced":
+        alone = ("and the tools layer's share had no room for it alone (it shares terms with the turn's "
+                 "goal, ready plan steps and latest input)" if decided.score > 0.0 else
+                 "and it shares no term with the turn's goal, ready plan steps and latest input")
+        return (f"tool {name!r} ({known}) is called by the history, but by none of the calls the "
+                f"request kept (a tool is declared with the calls that use it), {alone}")
     if decided in candidates:
         return (f"tool {name!r} ({known}) was a candidate ({decided.reason}, {decided.tokens} tokens), but "
                 "the selection had no room for it in the tools layer's share of the budget")

@@ -438,10 +438,10 @@ def test_media_seen_is_set_exactly_when_a_fragment_carries_priced_media() -> Non
 
 def test_tools_are_ranked_only_when_one_could_be_exposed_for_relevance(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """With every tool of the registry used by the history (all required), a new user input
-    neither makes the query nor ranks: the scores would order nothing. The builds equal a fresh
-    state's. Once a tool the history never used is registered, the input is ranked again and
-    picks it."""
+    """With no tool registered (the history's calls declare their own, kept with their calls), a
+    new user input neither makes the query nor ranks: no tool could be exposed for relevance. The
+    builds equal a fresh state's. Once a tool is registered, the input is ranked again and picks
+    it."""
     from contextfold.domain.events import ToolSpec, ToolsRegistered
     from contextfold.projections import tool_candidates
 

@@ -57,7 +57,7 @@ def test_same_log_gives_same_order_manifest_and_hashes() -> None:
 
 def test_required_over_budget_is_a_typed_error_with_sizes() -> None:
     with pytest.raises(RequiredContextExceedsBudgetError) as info:
-        build(sample_events(), window=900, reserve=500)
+        build(sample_events(), window=800, reserve=500)
     ids = [fid for fid, _ in info.value.required]
     assert "e2" in ids  # the policy
     assert all(tokens > 0 for _, tokens in info.value.required)
@@ -214,6 +214,43 @@ def _registry() -> list[ToolSpec]:
     tools.append(ToolSpec(name="read_source_file", parameters=path_schema,
                           description="Read a source file from the repository."))
     return tools
+
+
+def test_a_tool_is_declared_with_the_kept_calls_that_use_it() -> None:
+    """Forty turns, each calling another tool: every tool the history had called was a required
+    unit, so a request declared the schemas of calls it had dropped, and at 8k every build failed
+    with RequiredContextExceedsBudgetError (40 schemas, 8,080 tokens, for ~300 of content)."""
+    params = {"type": "object", "properties": {f"p{j}": {"type": "string", "description": f"parameter {j}"}
+                                               for j in range(8)}}
+    events: list[AnyEvent] = [
+        PolicySet(text="policy"),
+        ToolsRegistered(tools=tuple(ToolSpec(name=f"tool_{i}", description=f"tool number {i}",
+                                             parameters=params) for i in range(40))),
+        UserInput("do the work")]
+    for i in range(40):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name=f"tool_{i}"),)),
+                   ToolResult(call_id=f"c{i}", content=f"result {i} " + "data " * 50)]
+    kept_before: set[str] = set()
+    for window in (6_000, 8_000, 12_000, 40_000):
+        result = build(events, "openai-chat", window=window, reserve=1_000)
+        called = {call["function"]["name"] for message in result.request["messages"]
+                  for call in message.get("tool_calls") or ()}
+        declared = {t.name for t in result.manifest.tools}
+        assert declared == called and "tool_39" in called, window  # the latest call is required
+        assert all(t.reason == "referenced" for t in result.manifest.tools)
+        assert kept_before <= declared, window  # a larger window keeps what a smaller one kept
+        kept_before = declared
+    assert len(kept_before) == 40
+    # a tool whose calls were left out is still declared when it is relevant to the turn, as such
+    events[1] = ToolsRegistered(tools=(ToolSpec(name="tool_0", description="Compress the archive"),
+                                       *events[1].tools[1:]))  # type: ignore[union-attr]
+    events.append(UserInput("now compress the archive"))
+    result = build(events, "openai-chat", window=6_000, reserve=1_000)
+    called = {call["function"]["name"] for message in result.request["messages"]
+              for call in message.get("tool_calls") or ()}
+    reasons = {t.name: t.reason for t in result.manifest.tools}
+    assert "tool_0" not in called and reasons["tool_0"].startswith("relevant (bm25")
+    assert {name for name, reason in reasons.items() if reason == "referenced"} == called
 
 
 def test_hundreds_of_tools_keep_exposure_lean() -> None:

@@ -177,3 +177,71 @@ def test_reach_in_chunks_equals_the_whole_prefix_sum(sizes: list[int], room: int
     members = [Unit(f"u{i}", "history", t, 0.0, i) for i, t in enumerate(sizes)]
     want = min(sum(1 for c in accumulate(sizes) if c <= room) + 1, len(sizes))
     assert _reach(members, room) == want
+
+
+TOOL_NAMES = [f"t{i}" for i in range(6)]
+ALL_SHARES = dict(DEFAULT_LAYER_SHARES)
+
+
+@st.composite
+def units_with_tools(draw: st.DrawFn) -> tuple[list[Unit], dict[str, tuple[str, int]], bool]:
+    """Units whose groups call tools (``needs``), the tools' own units (some pinned: required, some
+    optional, some with no unit of their own: kept only with a group), and whether the history
+    layer is handed in presorted, as the builder does."""
+    tools = {name: (f"tool:{name}", draw(st.integers(1, 400))) for name in TOOL_NAMES}
+    units = []
+    for tool_id, tokens in tools.values():
+        kind = draw(st.sampled_from(["pinned", "optional", "none"]))
+        if kind != "none":
+            units.append(Unit(tool_id, "tools", tokens, 100.0 + draw(st.floats(0, 10)), 0,
+                              required=kind == "pinned"))
+    for i in range(draw(st.integers(0, 30))):
+        tokens = draw(st.integers(1, 1500))
+        shrink = draw(st.booleans())
+        needs = tuple(sorted(draw(st.sets(st.sampled_from([*TOOL_NAMES, "unknown"]), max_size=3))))
+        units.append(Unit(f"u{i}", draw(st.sampled_from(LAYERS)), tokens, draw(st.floats(0, 200)), i,
+                          required=draw(st.integers(0, 9)) == 0,
+                          min_tokens=draw(st.integers(1, tokens)) if shrink else None, needs=needs))
+    return units, tools, draw(st.booleans())
+
+
+def _select_with_tools(units: list[Unit], tools: dict[str, tuple[str, int]], presort: bool,
+                       budget: int) -> dict[str, int] | None:
+    history = sorted((u for u in units if u.layer == "history" and not u.required), key=lambda u: u.rank)
+    rest = [u for u in units if u not in history] if presort else units
+    try:
+        selection = select_units(rest, budget, shares=ALL_SHARES, tools=tools,
+                                 presorted={"history": history} if presort else None)
+    except RequiredContextExceedsBudgetError:
+        return None
+    assert selection.used == sum(selection.kept.values())  # a tool kept once, paid once
+    return selection.kept
+
+
+@settings(max_examples=500, deadline=None)
+@given(units_with_tools(), st.integers(1, 12_000), st.integers(0, 12_000))
+def test_a_kept_unit_keeps_the_tools_it_needs_within_budget_and_monotone(
+        drawn: tuple[list[Unit], dict[str, tuple[str, int]], bool], small: int, extra: int) -> None:
+    """Tools kept with the groups that call them: never over budget, a kept group's tools kept, a
+    tool nobody kept or needs never kept for a group, and a larger budget keeps a superset."""
+    units, tools, presort = drawn
+    a = _select_with_tools(units, tools, presort, small)
+    b = _select_with_tools(units, tools, presort, small + extra)
+    if a is None:
+        needed = {tools[n][0] for u in units if u.required for n in u.needs if n in tools}
+        assert sum(u.tokens for u in units if u.required) + sum(
+            tokens for tool_id, tokens in tools.values() if tool_id in needed
+            and tool_id not in {u.id for u in units if u.required}) > small
+        return
+    assert b is not None
+    for kept, budget in ((a, small), (b, small + extra)):
+        assert sum(kept.values()) <= budget
+        for u in units:
+            if u.id in kept:
+                assert all(tools[n][0] in kept for n in u.needs if n in tools)
+        own = {u.id for u in units}
+        for tool_id, _ in tools.values():  # a tool with no unit of its own: only with a group
+            if tool_id in kept and tool_id not in own:
+                assert any(u.id in kept and tools.get(n, ("",))[0] == tool_id for u in units for n in u.needs)
+    assert set(a) <= set(b)
+    assert all(b[uid] >= grant for uid, grant in a.items())
