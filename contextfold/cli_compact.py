@@ -44,7 +44,8 @@ def _configure_compact(p: argparse.ArgumentParser) -> None:
                    help="mask old tool results (cheap) or summarize old history (default: mask)")
     p.add_argument("--window", type=int, default=None, metavar="TOKENS",
                    help="compact until a build at this window fits (mask first, then summary "
-                        "if --strategy summary); default: one compaction at the widest legal cut")
+                        "if --strategy summary; when even that does not fit, exit 2 and append "
+                        "nothing); default: one compaction at the widest legal cut")
     p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
                    help="with --window: tokens kept free for the output (default: 8000, or a "
                         "quarter of a window under 32000)")

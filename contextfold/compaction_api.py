@@ -185,8 +185,10 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
             progress: Progress | None = None) -> CompactionReport:
     """Compact ``run``. Without a window: one ``strategy`` event at the widest legal cut
     that keeps ``keep_recent`` tool groups raw. With a window (or ``config``): climb the
-    ladder (mask first; summary only for ``strategy="summary"``) until a build fits.
-    The events are appended in one transaction once all are planned. ``progress(n)`` is
+    ladder (mask first; summary only for ``strategy="summary"``) until a build fits; when the
+    required content still does not fit, :class:`RequiredContextExceedsBudgetError` names what
+    was planned and nothing is appended. The events are appended in one transaction once all
+    are planned. ``progress(n)`` is
     told of the events folded first (see :meth:`Run.state`). A plan that would not save tokens
     (a summary longer than the history it covers) is not appended."""
     _check_strategy(strategy)
@@ -195,7 +197,8 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         raise InvalidInputError(f"reserve ({reserve!r}) goes with a window: without one, compact makes "
                                 "one cut at the widest legal point and builds nothing to reserve "
                                 "room in (give window=, --window on the command line)")
-    session = _Session(run, dry_run=dry_run, state=run.state(progress=progress))
+    state = run.state(progress=progress)
+    session = _Session(run, dry_run=dry_run, state=state)
     if window is None and config is None:
         plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,
                                summarizer=summarizer)
@@ -207,6 +210,8 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         return session.report(None, None)
     cfg = config_of(config, window=window, reserve=reserve)
     before, after = _climb(session, strategy, cfg, keep_recent, summarizer)
+    if after == "hard":  # asked to make the window fit, and it cannot: a mask that saved a
+        _raise_unfit(session, state, cfg, "compaction")  # little was appended all the same
     session.commit()
     return session.report(before, after)
 
@@ -255,7 +260,8 @@ def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,
     return session.state, session.pending, session.report(before, after)
 
 
-def _raise_unfit(session: _Session, state: RunState, config: BuildConfig) -> NoReturn:
+def _raise_unfit(session: _Session, state: RunState, config: BuildConfig,
+                 what: str = "auto-compaction") -> NoReturn:
     """The typed error of a build of ``state`` as it is, naming the compaction steps that were
     planned and not written.
 
@@ -275,11 +281,11 @@ def _raise_unfit(session: _Session, state: RunState, config: BuildConfig) -> NoR
     if session.plans:
         steps = ", ".join(f"{p.event.strategy} of events {p.event.covers_from}-{p.event.covers_to}"
                           for p in session.plans)
-        note = (f"auto-compaction planned {steps}: the required fragments would still need "
+        note = (f"{what} planned {steps}: the required fragments would still need "
                 f"{compacted.required_tokens} tokens; nothing was written, the fragments listed "
                 "are the log's as it is")
     else:
-        note = "auto-compaction found no legal cut to compact; nothing was written"
+        note = f"{what} found no legal cut to compact; nothing was written"
     try:
         _trial(session.run, plain, config)
     except RequiredContextExceedsBudgetError as exc:

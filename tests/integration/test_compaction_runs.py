@@ -157,6 +157,26 @@ def test_hard_trigger_fails_with_the_typed_error_when_nothing_fits(cf_store: Sto
         build(run, "neutral", window=2_500, reserve=500)
 
 
+def test_compact_to_a_window_that_cannot_fit_appends_nothing(cf_store: Store) -> None:
+    """``compact(window=...)`` (``compact --window``) appended the masks of its ladder when even
+    they left the required content over the window: the log changed, the window still did not
+    fit, and only the report's pressure ("hard") said so. It now raises the typed error, naming
+    the steps it planned, and appends nothing; a window that fits after them gets them."""
+    run = cf_store.run("r-compact-hard")
+    run.append(PolicySet(text="rule " * 3000), UserInput("go"))
+    for t in range(1, 6):
+        run.append(_turn(t))
+    version = run.version
+    for dry_run in (True, False):
+        with pytest.raises(RequiredContextExceedsBudgetError) as caught:
+            compact(run, "mask", window=2_500, reserve=500, keep_recent=1, dry_run=dry_run)
+        assert "compaction planned mask of events" in str(caught.value) and "nothing was written" in str(
+            caught.value)
+        assert run.version == version
+    report = compact(run, "mask", window=5_500, reserve=500, keep_recent=1)
+    assert report.events and run.version == version + len(report.events)
+
+
 def test_a_build_that_fails_after_auto_compaction_appends_nothing(cf_store: Store) -> None:
     """The recovery events (a cancellation of the call in flight) and the mask / summary events
     of the ladder were appended one by one before the build raised: a failed build left four
