@@ -14,7 +14,7 @@ import sys
 
 from contextfold.cli import register, store_for
 from contextfold.cli_progress import fold_bar
-from contextfold.compaction_api import CompactionReport, compact, ref_run, show, show_artifact
+from contextfold.compaction_api import CompactionReport, artifact_bytes, compact, ref_run, show
 
 __all__ = ["report_lines"]
 
@@ -85,7 +85,16 @@ def _handle_show(args: argparse.Namespace) -> int:
     ref = args.ref
     run_id = args.run if args.run is not None else ref_run(ref)
     with store_for(args) as store:
-        text = show_artifact(store, ref) if run_id is None else show(store.run(run_id), ref)
+        if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
+            data = artifact_bytes(store, ref)
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:  # an image: its bytes as stored (show ... > shot.png)
+                sys.stdout.flush()
+                sys.stdout.buffer.write(data)
+                return 0
+        else:
+            text = show(store.run(run_id), ref)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

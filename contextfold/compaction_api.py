@@ -46,10 +46,13 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import (
     AnyEvent,
+    ContentBlock,
     ContextBuilt,
+    DocumentBlock,
     EvidenceRetrieved,
     FileRead,
     HistoryCompacted,
+    ImageBlock,
     ModelResponse,
     ToolResult,
     UserInput,
@@ -73,8 +76,8 @@ from contextfold.projections.state import RunState, ToolGroup
 from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
 from contextfold.replay_report import recorded_run_id
 
-__all__ = ["CompactionReport", "Pressure", "auto_compact", "build", "compact", "plan_auto_compaction",
-           "pressure", "ref_run", "show", "show_artifact"]
+__all__ = ["CompactionReport", "Pressure", "artifact_bytes", "auto_compact", "build", "compact",
+           "plan_auto_compaction", "pressure", "ref_run", "show", "show_artifact"]
 
 Pressure = Literal["none", "soft", "hard"]
 _RANK: dict[Pressure, int] = {"none": 0, "soft": 1, "hard": 2}
@@ -344,11 +347,30 @@ def ref_run(ref: str) -> str | None:
 
 def show_artifact(store: Store, ref: str) -> str:
     """The text behind an ``artifact:HASH`` ref: artifacts belong to the store (content-addressed),
-    so no run is needed; another ref names none here and is refused."""
-    m = _ARTIFACT.match(ref.strip())
-    if m is None:
+    so no run is needed; another ref names none here and is refused. An artifact that is not
+    UTF-8 text (an image) is an :class:`InvalidInputError` pointing at :func:`artifact_bytes`:
+    its bytes decoded with replacements were neither the image nor text."""
+    data = artifact_bytes(store, ref)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{ref!r} holds {len(data)} bytes of binary data, not text: read them with "
+                                "Store.artifact(ref) (contextfold show writes them as stored)") from None
+
+
+def artifact_bytes(store: Store, ref: str) -> bytes:
+    """The bytes behind an ``artifact:HASH`` ref, exactly as stored (an image's included)."""
+    ref = ref.strip()
+    m = _ARTIFACT.match(ref)
+    if m is not None:
+        return store.artifact(m["hash"])
+    if re.fullmatch(r"\d+(?:-\d+)?", ref):
         raise InvalidInputError(f"{ref!r} names no run: give the run too (show RUN {ref})")
-    return store.artifact(m["hash"]).decode("utf-8", "replace")
+    if ref.startswith("artifact:"):
+        raise InvalidInputError(f"{ref!r} is no artifact ref: artifact:HASH takes the artifact's whole "
+                                "blake3 hash, 64 hex digits (as events --json and the manifest show it)")
+    raise InvalidInputError(
+        f"unknown ref {ref!r}: use event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS or artifact:HASH")
 
 
 def _check_run(run: Run, named: str, ref: str) -> None:
@@ -385,12 +407,13 @@ def _event_text(run: Run, rec: RecordedEvent) -> str:
     match ev:
         case ToolResult() | FileRead() | EvidenceRetrieved():
             body = run.store.artifact_text(ev.artifact) if ev.artifact is not None else ev.content
+            body += _media_lines(ev.blocks if not isinstance(ev, FileRead) else ())
             if isinstance(ev, ToolResult):
                 code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
                 return f"result of call {ev.call_id}{code} is_error={str(ev.is_error).lower()}\n{body}"
             return body
         case UserInput():
-            return ev.text
+            return ev.text + _media_lines(ev.content)
         case ModelResponse():
             calls = [f"call {c.call_id} {c.name} {c.arguments}" for c in ev.tool_calls]
             return "\n".join([ev.text, *calls]) if ev.text else "\n".join(calls)
@@ -398,6 +421,19 @@ def _event_text(run: Run, rec: RecordedEvent) -> str:
             return render_summary(ev)
         case _:
             return canonical_json(ev).decode()
+
+
+def _media_lines(blocks: Sequence[ContentBlock]) -> str:
+    """A line per image or document an event carries, naming where its bytes are: ``show`` of a
+    masked screenshot printed an empty result, and its stub no way back to the image."""
+    lines = []
+    for block in blocks:
+        if isinstance(block, ImageBlock | DocumentBlock):
+            kind = "image" if isinstance(block, ImageBlock) else "document"
+            ref = block.artifact
+            where = f"artifact:{ref.hash} ({ref.size} bytes)" if ref is not None else block.url or "inline"
+            lines.append(f"\n[{kind} {block.media_type}: {where}]")
+    return "".join(lines)
 
 
 def _range(run: Run, lo: int, hi: int) -> Sequence[RecordedEvent]:

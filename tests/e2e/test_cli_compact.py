@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from contextfold.api import open_store
@@ -153,3 +155,32 @@ def test_show_an_artifact_ref_needs_no_run(tmp_path: Path) -> None:
     assert result.artifact is not None  # stored as an artifact, the event keeps its ref
     out = cf("--store", f"sqlite:///{db}", "show", f"artifact:{result.artifact.hash}", cwd=tmp_path)
     assert out.returncode == 0 and out.stdout == big + "\n", out.stderr
+
+
+def test_show_names_an_events_media_and_writes_an_image_artifact_as_stored(tmp_path: Path) -> None:
+    """``show`` of a masked screenshot printed an empty result: no image and no ref to it, so the
+    stub's raw ref led nowhere; ``show artifact:HASH`` of the PNG printed its bytes decoded with
+    U+FFFD replacements (54,521 bytes for a 30,173-byte file). A short hash or a ref of no known
+    kind was told to give the run too, which did not help."""
+    from tests.integration.test_media_build import png
+
+    db = tmp_path / "s.db"
+    store = f"sqlite:///{db}"
+    image = png((64, 48), seed=3)
+    with open_store(store) as s:
+        block = s.attach_image(image)
+        run = s.run("r1")
+        run.append(UserInput("take a screenshot"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="t1", name="shot"),)),
+                   ToolResult(call_id="t1", content="", blocks=(block,)), UserInput("ok"))
+    assert block.artifact is not None
+    shown = cf("--store", store, "show", "r1", "3", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"[image image/png: artifact:{block.artifact.hash} ({len(image)} bytes)]" in shown.stdout
+    raw = subprocess.run([sys.executable, "-m", "contextfold", "--store", store, "show",
+                          f"artifact:{block.artifact.hash}"], cwd=tmp_path, capture_output=True, check=True)
+    assert raw.stdout == image
+    short = cf("--store", store, "show", "r1", f"artifact:{block.artifact.hash[:8]}", cwd=tmp_path)
+    assert short.returncode == 2 and "64 hex digits" in short.stderr, short.stderr
+    unknown = cf("--store", store, "show", "no-such-kind:1", cwd=tmp_path)
+    assert unknown.returncode == 2 and "unknown ref 'no-such-kind:1'" in unknown.stderr, unknown.stderr
