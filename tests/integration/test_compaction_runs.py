@@ -348,3 +348,28 @@ def test_a_record_of_a_turn_the_run_does_not_have_is_refused_and_writes_nothing(
         assert run.version == 4
     run.append(*_turn(2), record.model_copy(update={"turn": 3, "log_version": 6}))
     assert run.version == 7
+
+
+@pytest.mark.parametrize("window", [3_000, 100_000])
+def test_an_auto_compacting_build_names_its_recovery_events_in_repairs(cf_store: Store, window: int) -> None:
+    """The recovery events an auto-compaction plans come first in its events, and the build found
+    none left to name: its manifest's ``repairs`` (documented as the recovery events the build
+    appended) was empty while the log got a TOOL_RESULT_LOST and a cancellation."""
+    run = cf_store.run(f"r-auto-repairs-{window}")
+    run.append(PolicySet(text="p"), UserInput("go"),
+               ModelResponse(tool_calls=(ToolCall(call_id="lost1", name="sh"),)))  # never answered
+    for t in range(1, 13):
+        run.append(_turn(t))
+    run.append(ModelResponse(tool_calls=(ToolCall(call_id="inflight", name="sh"),)))  # in flight
+    expected = ["tool_result_lost:lost1", "tool_call_cancelled:inflight"]
+
+    def recovery(repairs: tuple[str, ...]) -> list[str]:
+        return [r for r in repairs if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
+
+    assert recovery(run.preview("anthropic", window=window, auto_compact=True).manifest.repairs) == expected
+    version = run.version
+    built = run.build("anthropic", window=window, auto_compact=True)
+    appended = [f"{r.event.type}:{r.event.call_id}" for r in run.events()[version:]
+                if r.event.type in ("tool_result_lost", "tool_call_cancelled")]
+    assert appended == expected and recovery(built.manifest.repairs) == expected
+    assert run.replay(built.manifest.turn).ok
