@@ -141,7 +141,6 @@ def _build(state: RunState, config: BuildConfig, *,
     # let one more relevant tool in, so a larger budget could keep less.
     tool_in = tool_inputs(state, config)
     registry, renamed = tool_in.registry, tool_in.renamed
-    repair_notes += tool_in.notes
     shares = config.layer_shares
     candidates_tools, tool_units, attach = _tool_candidates(ctx, tool_in)
     offered = {t.name for t in candidates_tools}
@@ -170,6 +169,9 @@ def _build(state: RunState, config: BuildConfig, *,
 
     selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates, attach)
     kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
+    if tool_in.notes:  # a tool declared or renamed for calls the request left out is neither
+        declared = {t.name for t in kept_tools}
+        repair_notes += [note for name, note in tool_in.notes if name in declared]
     exposure = (kept_tools, sum(t.tokens for t in kept_tools))
     tools = tuple(registry[t.name] for t in kept_tools)
     for t in candidates_tools:  # tools are reported apart from fragments

@@ -72,8 +72,9 @@ class ToolInputs(NamedTuple):
     renamed: dict[str, str]
     """A made-up name the provider refuses -> the alias it is shown under (``tool_names``)."""
     policy: ToolPolicy
-    notes: list[str]
-    """The manifest's repairs for the declared and renamed tools."""
+    notes: list[tuple[str, str]]
+    """(name declared, the manifest's repair) for each tool declared or renamed for the history's
+    calls: a repair only when the request declares it (its calls may all be left out)."""
 
 
 def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
@@ -82,7 +83,7 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
     used_names = sorted(state.used_tool_names())
     registry: dict[str, ToolSpec] = dict(state.tools)
     renamed: dict[str, str] = {}
-    notes: list[str] = []
+    notes: list[tuple[str, str]] = []
     for name in used_names:
         # Not permitted: never declared, so no note says it was (its calls are excluded as stale,
         # naming the policy). A name no request can declare (every name over MAX_SPEC_NAME) is
@@ -92,10 +93,10 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
         if refuses_tool_name(config.provider, name):
             alias = renamed[name] = tool_name_alias(name, registry.keys() | set(used_names))
             registry[alias] = _declared_spec(alias)
-            notes.append(renamed_note(name, alias))
+            notes.append((alias, renamed_note(name, alias)))
             continue
         registry[name] = _declared_spec(name)
-        notes.append(f"declared_unregistered_tool:{name}")
+        notes.append((name, f"declared_unregistered_tool:{name}"))
     if renamed:
         used_names = sorted(renamed.get(name, name) for name in used_names)
         policy = _aliased_policy(policy, renamed)

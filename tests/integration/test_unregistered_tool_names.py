@@ -109,3 +109,25 @@ def test_a_renamed_tool_the_policy_allows_or_pins_is_exposed_under_its_alias(sto
             assert [t.name for t in built.manifest.tools] == [alias], policy
             assert not [e for e in built.manifest.excluded_items if e.reason == "stale"], policy
             assert json.dumps(alias) in json.dumps(built.request["messages"]), policy
+
+
+def test_no_repair_names_a_tool_declared_for_calls_the_request_left_out(store_url: str) -> None:
+    """A made-up tool whose only call was left out (its arguments too big for the window) is not
+    declared, yet the repairs said it was declared, or renamed, for every build."""
+    name = "multi_tool_use.parallel"
+    with open_store(store_url) as store:
+        run = store.run("dropped")
+        run.append(ToolsRegistered(tools=(ToolSpec(name="a", description="alpha"),)), UserInput("alpha"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c2", name=name,
+                                                      arguments=json.dumps({"x": "y " * 5000})),)),
+                   ToolResult(call_id="c2", content="P"))
+        for i in range(3):
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"a{i}", name="a"),)),
+                       ToolResult(call_id=f"a{i}", content="A " * 300))
+        run.append(UserInput("go on"))
+        for provider in ("gemini", "openai-chat"):
+            small = run.preview(provider, window=1_500, reserve=300)
+            assert [t.name for t in small.manifest.tools] == ["a"], provider
+            assert not [r for r in small.manifest.repairs if "unregistered_tool" in r], provider
+            large = run.preview(provider, window=32_000, reserve=1_000)  # its call kept: declared, said so
+            assert [r for r in large.manifest.repairs if "unregistered_tool" in r], provider
