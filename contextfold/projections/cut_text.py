@@ -53,8 +53,8 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
         if (block.exit_code is not None or block.status == "error") and not _is_json(stripped):
             return lean_log(text, block.exit_code, max_tokens, count, artifact_ref=ref,
                             line_splitting=splitting)
-    if stripped.startswith(("{", "[")):
-        kind = "json"
+    if stripped.startswith(("{", "[")) or (stripped.startswith('"') and _is_json(stripped)):
+        kind = "json"  # a document that is one string too: cut as words it was invalid JSON
     elif f.source_ref.startswith("file://"):
         kind = "file"
     elif "```" in text or "~~~" in text:
@@ -86,7 +86,7 @@ def _not_json(name: str) -> None:
 
 
 def _is_json(stripped: str) -> bool:
-    if not stripped.startswith(("{", "[")):
+    if not stripped.startswith(("{", "[", '"')):
         return False
     hit = _PARSED.get(stripped)
     if hit is None:

@@ -62,6 +62,24 @@ def test_a_json_result_stays_json_whatever_its_exit_code(exit_code: int | None) 
     json.loads(_result_text(built))
 
 
+@pytest.mark.parametrize("doc", [json.dumps("\U0001F600abc" * 5000), json.dumps("word " * 5000),
+                                 json.dumps("line\n" * 3000),
+                                 json.dumps("\U0001F600abc" * 5000, ensure_ascii=False)])
+@pytest.mark.parametrize("exit_code", [None, 1])
+def test_a_json_document_that_is_one_string_stays_json(doc: str, exit_code: int | None) -> None:
+    """A result whose JSON value is a string was cut as words: the kept text ended inside a
+    ``\\uXXXX`` escape or held a raw line break and the marker, and no longer parsed."""
+    events: list[AnyEvent] = [
+        UserInput("fetch it"),
+        ModelResponse(tool_calls=[ToolCall(call_id="c1", name="api", arguments="{}")]),
+        ToolResult(call_id="c1", content=doc, exit_code=exit_code, is_error=exit_code == 1)]
+    for window in (600, 900, 1500):
+        built = _build(events, window, "openai-chat")
+        (cut,) = built.manifest.truncations
+        assert cut.strategy == "json", window
+        assert isinstance(json.loads(_result_text(built)), str), window
+
+
 FENCED = "\n".join(["# Title", *(f"Prose line {i}." for i in range(5)), "```python",
                     *(f"x_{i} = compute({i})" for i in range(1000)), "```",
                     *(f"Prose line {i} after." for i in range(100))])
