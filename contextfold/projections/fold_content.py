@@ -58,6 +58,7 @@ from contextfold.projections.entries import (
 )
 from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data
 from contextfold.projections.media_cost import priced_media
+from contextfold.projections.redact import redact
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 
 __all__ = [
@@ -200,6 +201,16 @@ def _answer_frame(content: Content) -> AnswerFrame | None:
     return None
 
 
+def _shown_source(source_ref: str) -> str:
+    """A source ref as requests and manifests show it: a credential in it replaced, as in content
+    (``https://x-access-token:ghp_...@github.com/...`` named a retrieved page in every request's
+    data tag and in the manifest). By the default rules, at the fold: a ref is an identifier, the
+    same in every build. The refs this package makes (call, event) hold ids, not credentials."""
+    if source_ref.startswith(("call://", "event://", "events://")):
+        return source_ref
+    return redact(source_ref).text
+
+
 def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust: Trust,
          content: Content, *, sub: int = 0, source_ref: str | None = None,
          required: bool = False, priority: int | None = None, data_label: str | None = None) -> str:
@@ -208,7 +219,7 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
     position = rec.position
     fid = f"e{position}" if sub == 0 else f"e{position}.c{sub}"
     tokens, digest = content_tokens(state, content), content_digest(content)
-    source = source_ref or f"event://{state.run_id}/{position}"
+    source = _shown_source(source_ref) if source_ref else f"event://{state.run_id}/{position}"
     shown_as_data = data_label is not None or is_data(kind, trust)
     framing = framing_tokens(kind, trust, source, state.counter.count,  # the counter's tables warm now
                              _answer_frame(content), _shown_texts(content) if shown_as_data else (),

@@ -288,3 +288,30 @@ def test_keyword_automata_find_what_the_keyword_regexes_find(text: str) -> None:
         if rule.keyword is not None and rule.keyword_lower is not None:
             found = [(a, b) for _, a, b in rule.keyword_lower.find_matches_as_indexes(text.lower().encode())]
             assert found == [m.span() for m in rule.keyword.finditer(text)], (rule.name, text)
+
+
+def test_a_credential_in_a_source_ref_reaches_neither_request_nor_manifest() -> None:
+    """Secrets in content were replaced, but a source ref (a retrieved page's URL with a token in
+    its user info, a memory's ?api_key=, a file read by URL) was shown verbatim in every data
+    block's tag and in the manifest's fragments."""
+    import json
+
+    from contextfold.api import render_request
+    from contextfold.domain.events import AnyEvent, EvidenceRetrieved, FileRead, MemoryRecalled, UserInput
+    from contextfold.domain.log import RecordedEvent
+    from contextfold.domain.manifest import BuildConfig
+    from contextfold.projections.builder import build_context
+    from contextfold.projections.fold import fold
+
+    token = "ghp_" + "A1b2C3d4" * 5
+    events: list[AnyEvent] = [
+              UserInput("read the docs"),
+              EvidenceRetrieved(content="install with pip", source_ref=f"https://x-access-token:{token}@github.com/o/r"),
+              MemoryRecalled(memory_id="m1", content="user prefers tabs", source_ref=f"mem://store?api_key={token}"),
+              FileRead(path=f"https://user:{token}@files.example.com/a.txt", content="hello")]
+    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    for provider in ("openai-chat", "openai-responses", "anthropic", "gemini", "neutral"):
+        built = build_context(state, BuildConfig(provider=provider, window=16_000), render=render_request)
+        assert token not in built.body_bytes.decode(), provider
+        assert token not in json.dumps(built.manifest.model_dump(mode="json")), provider
+        assert {f.id for f in built.manifest.fragments} >= {"e2", "e3", "e4"}, provider
