@@ -11,7 +11,9 @@ Mapping:
   assistant -> text of a :class:`ModelResponse`.
 - ``function_call`` / ``custom_tool_call`` / ``tool_search_call`` (and the
   shell/computer/patch call items) -> tool calls; ``*_output`` items ->
-  :class:`ToolResult` by ``call_id``. Structured outputs are kept as compact JSON.
+  :class:`ToolResult` by ``call_id``. An output of text, ``input_image`` and
+  ``input_file`` parts keeps its text as the content and its images and files as
+  blocks; other structured outputs are kept as compact JSON.
   A server-executed ``tool_search_call`` has no ``call_id``: its item ``id`` is
   the call id and its output (also without ``call_id``) answers the oldest open
   server search.
@@ -35,6 +37,7 @@ from contextfold.domain.events import (
     ContentBlock,
     ModelResponse,
     PolicySet,
+    TextBlock,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -90,18 +93,27 @@ def _text(content: Any, path: JsonPath) -> str:
     return text_only(_parts(content, path), path)
 
 
-def _output_text(item: dict[str, Any], path: JsonPath) -> str:
+_OUTPUT_PARTS = ("input_text", "output_text", "input_image", "input_file")
+"""The parts a ``function_call_output.output`` list may hold: text, and images and files."""
+
+
+def _output(item: dict[str, Any], path: JsonPath) -> tuple[str, tuple[ContentBlock, ...]]:
+    """A call output's text and its media blocks. An output of text, image and file parts is
+    split as a tool result is (text joined, images and files as blocks): a screenshot was kept
+    as the compact JSON of its parts, base64 and all, ~115,000 tokens of text for one image.
+    Anything else stays its compact JSON, so nothing is lost."""
     for key in ("output", "tools", "content"):
         if key in item:
             out = item[key]
             if isinstance(out, str):
-                return out
+                return out, ()
             if key == "output" and isinstance(out, list) and all(
-                    isinstance(p, dict) and p.get("type") in ("input_text", "output_text")
-                    for p in out):
-                return _text(out, (*path, key))
-            return compact_json(out)
-    return ""
+                    isinstance(p, dict) and p.get("type") in _OUTPUT_PARTS for p in out):
+                blocks = _parts(out, (*path, key))
+                media = tuple(b for b in blocks if not isinstance(b, TextBlock))
+                return "".join(b.text for b in blocks if isinstance(b, TextBlock)), media
+            return compact_json(out), ()
+    return "", ()
 
 
 class _Turn:
@@ -173,7 +185,8 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
             elif not isinstance(cid, str):
                 raise Bad(p, "missing field 'call_id'")
             status = item.get("status")
-            run.add(build(ToolResult, p, call_id=cid, content=_output_text(item, p),
+            text, media = _output(item, p)
+            run.add(build(ToolResult, p, call_id=cid, content=text, blocks=media,
                           is_error=status in ("failed", "incomplete")), p)
         elif kind == "additional_tools":
             turn.flush(run)

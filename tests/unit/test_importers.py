@@ -289,6 +289,26 @@ def test_openai_responses_items_group_into_turns() -> None:
     assert isinstance(tools, ToolsRegistered) and tools.tools[0].name == "refund"
 
 
+def test_openai_responses_tool_output_images_and_files_become_blocks() -> None:
+    """A ``function_call_output`` holding an ``input_image`` part was kept as the compact JSON of
+    its parts: the screenshot's base64 became ~115,000 tokens of text, and no image."""
+    body = {"input": [
+        {"role": "user", "content": "take a screenshot"},
+        {"type": "function_call", "call_id": "c1", "name": "shot", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": [
+            {"type": "input_text", "text": "screenshot"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+            {"type": "input_file", "filename": "r.pdf", "file_data": "JVBERg=="}]},
+        {"type": "function_call", "call_id": "c2", "name": "odd", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c2", "output": [{"type": "other", "x": 1}]}]}
+    results = [e for e in parse(_b(body), format="openai-responses") if isinstance(e, ToolResult)]
+    shot, odd = results
+    assert shot.content == "screenshot"
+    assert [type(b).__name__ for b in shot.blocks] == ["ImageBlock", "DocumentBlock"]
+    assert isinstance(shot.blocks[0], ImageBlock) and shot.blocks[0].url == "data:image/png;base64,AAAA"
+    assert odd.content == '[{"type":"other","x":1}]' and odd.blocks == ()  # kept as JSON, not lost
+
+
 def test_openai_responses_continuation_needs_full_items() -> None:
     body = {"previous_response_id": "resp_1",
             "input": [{"type": "function_call_output", "call_id": "c9", "output": "x"}]}
@@ -336,6 +356,24 @@ def test_gemini_keeps_ids_and_inline_data() -> None:
     bad = {"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "f",
                                                                           "response": {}}}]}]}
     _located(_b(bad), "gemini", "answers no open functionCall")
+
+
+def test_gemini_function_response_parts_become_blocks() -> None:
+    """``functionResponse.parts`` (a multimodal tool result's images) were dropped without a word;
+    a part of no known kind is now an import error naming it, not a silent loss."""
+    def body(parts: list[Any]) -> dict[str, Any]:
+        return {"contents": [
+            {"role": "user", "parts": [{"text": "shoot"}]},
+            {"role": "model", "parts": [{"functionCall": {"id": "g1", "name": "shot", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {
+                "id": "g1", "name": "shot", "response": {"output": "here"}, "parts": parts}}]}]}
+
+    events = parse(_b(body([{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}])), format="gemini")
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.content == "here"
+    assert len(result.blocks) == 1 and isinstance(result.blocks[0], ImageBlock)
+    assert result.blocks[0].url == "data:image/png;base64,AAAA"
+    _located(_b(body([{"videoMetadata": {}}])), "gemini", "unsupported function response part")
 
 
 def test_gemini_inline_data_in_url_safe_unpadded_base64_is_stored_standard() -> None:
