@@ -15,7 +15,8 @@ Mapping:
 - ``user`` (or ``function``/``tool``) content: ``functionResponse`` parts ->
   :class:`ToolResult` (the ``response`` object as compact JSON, except a lone
   ``output`` or ``error`` string, which is the text itself; ``is_error``
-  when it holds only an ``error`` key); other parts -> :class:`UserInput`
+  when it holds only an ``error`` key; its ``parts``' images and files as
+  blocks); other parts -> :class:`UserInput`
   per run of consecutive non-response parts.
 
 Ids: older payloads carry no ``id`` on function calls. We synthesize
@@ -98,6 +99,21 @@ def _media(part: dict[str, Any], path: JsonPath) -> ContentBlock | None:
     return None
 
 
+def _response_media(resp: dict[str, Any], path: JsonPath) -> tuple[ContentBlock, ...]:
+    """The images and files of a ``functionResponse``'s ``parts`` (a multimodal tool result):
+    they were dropped without a word, the import reporting success."""
+    if "parts" not in resp:
+        return ()
+    blocks = []
+    for i, raw in enumerate(get_list(resp, "parts", path)):
+        pp = (*path, "parts", i)
+        block = _media(require_obj(raw, pp, "a function response part object"), pp)
+        if block is None:
+            raise Bad(pp, f"unsupported function response part with keys {sorted(raw)}")
+        blocks.append(block)
+    return tuple(blocks)
+
+
 def _code_text(part: dict[str, Any]) -> str | None:
     code = _get(part, "executableCode")
     if code is not None and isinstance(code[1], dict):
@@ -167,7 +183,8 @@ def _user(content: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
             single = next(iter(body.values())) if isinstance(body, dict) and len(body) == 1 else None
             text = (single if isinstance(single, str) and set(body) <= {"output", "error"}
                     else compact_json(body))
-            run.add(build(ToolResult, pp, call_id=cid, content=text, is_error=is_error), pp)
+            run.add(build(ToolResult, pp, call_id=cid, content=text, is_error=is_error,
+                          blocks=_response_media(resp, (*pp, key))), pp)
             continue
         if not pending:
             pending_path = pp
