@@ -272,6 +272,9 @@ def select_units(
     dropped: dict[str, str] = {}
     over: tuple[str, ...] = ()
     cut = [u.id for u in required if kept[u.id] < u.tokens]
+    if needed:  # a tool a required unit needed is paid for: its own unit is no candidate (its
+        # size would count twice in its layer's reach, and the walk would end short of it)
+        units = [u for u in units if u.required or u.id not in needed]
     heads, tails = _layers(units, presorted, budget - used, list_unreached)
     keyed = _order(heads, shares)
     # tools not kept yet that a unit may need: once none is left (a long run's few tools are

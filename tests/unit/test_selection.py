@@ -245,3 +245,16 @@ def test_a_kept_unit_keeps_the_tools_it_needs_within_budget_and_monotone(
                 assert any(u.id in kept and tools.get(n, ("",))[0] == tool_id for u in units for n in u.needs)
     assert set(a) <= set(b)
     assert all(b[uid] >= grant for uid, grant in a.items())
+
+
+def test_a_tool_a_required_unit_needs_is_not_counted_again_in_its_layers_reach() -> None:
+    """A tool kept with a required group was paid for before the walk, yet its own unit still
+    counted in the tools layer's reach: the reach ended short, the walk ended without a stop and
+    raised "units were out of reach" (found by the property above in CI)."""
+    tools = {"t0": ("tool:t0", 300), "t1": ("tool:t1", 300), "t2": ("tool:t2", 1)}
+    units = [Unit("g", "recent", 10, 50.0, 1, required=True, needs=("t0",)),
+             Unit("tool:t0", "tools", 300, 103.0, 0), Unit("tool:t1", "tools", 300, 102.0, 0),
+             Unit("tool:t2", "tools", 1, 101.0, 0)]
+    selection = select_units(units, 611, shares=ALL_SHARES, tools=tools)
+    assert selection.kept == {"g": 10, "tool:t0": 300, "tool:t1": 300, "tool:t2": 1}
+    assert selection.needed == {"tool:t0"} and selection.used == 611
