@@ -133,16 +133,22 @@ def arguments_object(arguments: str) -> dict[str, Any] | None:
     Anything else that is not a JSON object (text cut off by the model's output limit, an
     array, a bare string) is None: the caller decides how to show it, never by guessing.
     So is an object holding an escaped lone surrogate (``"\\ud83d"``, half an emoji cut off):
-    it parses to text that no UTF-8 request body can carry."""
+    it parses to text that no UTF-8 request body can carry; and one holding ``NaN`` or
+    ``Infinity``, which Python's parser takes and JSON has not: re-emitted bare, it made the
+    Anthropic and Gemini bodies invalid JSON."""
     if not arguments.strip():
         return {}
     try:
-        value = json.loads(arguments)
+        value = json.loads(arguments, parse_constant=_no_constant)
         if "\\u" in arguments and isinstance(value, dict):
             json.dumps(value, ensure_ascii=False).encode("utf-8")
     except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 class AssistantMessage(_Frozen):
