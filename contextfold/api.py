@@ -389,6 +389,8 @@ class Run:
             raise TurnNotFoundError(self.run_id, turn, last)
         usage = checked(UsageObserved, "usage", turn=turn, input_tokens=input_tokens,
                         cached_tokens=cached_tokens, output_tokens=output_tokens, model=model)
+        # the validated counts: a count given as text ("1000") was compared as text
+        input_tokens, cached_tokens = usage.input_tokens, usage.cached_tokens
         if cached_tokens > input_tokens:  # Anthropic's input_tokens alone: it excludes the cache
             raise InvalidInputError(
                 f"invalid usage: cached_tokens {cached_tokens} > input_tokens {input_tokens}; "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -98,7 +98,10 @@ class BuildConfig(_Frozen):
     reserve: Integer = Field(default=DEFAULT_RESERVE, ge=0)
     """Output, tool-call and safety reserve: budget = window - reserve. Not given (or None):
     :func:`default_reserve` of the window, 8,000 from a window of 32,000 up."""
-    layer_shares: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_LAYER_SHARES))
+    layer_shares: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
+        default_factory=lambda: dict(DEFAULT_LAYER_SHARES))
+    """Each layer's share of the budget: finite and >= 0 (a NaN was recorded as bare NaN, not
+    JSON, and the record no longer replayed once exported and imported)."""
     recent_groups: Integer = Field(default=3, ge=1)
     """The newest N tool groups compete in the 'recent' layer, older ones in 'history'."""
     max_tools: Integer = Field(default=12, ge=0)

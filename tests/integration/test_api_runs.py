@@ -91,6 +91,9 @@ def test_invalid_build_settings_are_a_typed_error_and_append_nothing(store_url: 
         for tokens in (-5, True):
             with pytest.raises(InvalidInputError, match="invalid usage: input_tokens: "):
                 run.observe_usage(1, tokens)
+        # counts given as text are taken as UsageObserved takes them, and compared as numbers
+        with pytest.raises(InvalidInputError, match="cached_tokens 50 > input_tokens 9"):
+            run.observe_usage(1, "9", cached_tokens="50")  # type: ignore[arg-type]
         for attempt in (run.build, run.preview):  # a mistyped provider, before any work
             with pytest.raises(InvalidInputError, match="invalid build config: provider: expected one of "):
                 attempt("openai")

@@ -31,6 +31,15 @@ def test_every_bad_field_is_named_and_the_cause_kept() -> None:
     assert isinstance(info.value.__cause__, ValidationError)
 
 
+def test_a_layer_share_is_finite_and_not_negative() -> None:
+    """A NaN share was accepted, recorded as bare NaN (not JSON) and exported as null, and the
+    record no longer replayed once imported."""
+    for share in (float("nan"), float("inf"), -0.1):
+        with pytest.raises(InvalidInputError, match=r"layer_shares\.history"):
+            checked_config(layer_shares={"history": share})
+    assert checked_config(layer_shares={"history": 0.0}).layer_shares == {"history": 0.0}
+
+
 def test_a_config_without_a_reserve_keeps_a_quarter_of_a_small_window() -> None:
     """A small model's window (8k) left the request no budget at the fixed 8,000 reserve."""
     assert [BuildConfig(window=w).reserve for w in (300, 8_000, 16_000, 31_999, 32_000, 128_000)] == [
