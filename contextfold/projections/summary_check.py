@@ -83,6 +83,12 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
     lines = summary_lines(summary)
     if not any(v.strip() for v in lines):
         raise CompactionError("the summarizer returned an empty summary")
+    for text in lines:  # an LLM reply cut mid-emoji: no UTF-8 request or record can carry it
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CompactionError(f"the summarizer returned text that is not valid Unicode (a lone "
+                                  f"surrogate): {text[:80]!r}") from None
     refs, ids = summary_refs(events, run_id)
     for text in lines:
         for ref in SUMMARY_REF.findall(text):

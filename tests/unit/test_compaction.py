@@ -296,6 +296,7 @@ def _covered(log: Log, hi: int) -> list[RecordedEvent]:
     ({"goal": "g", "tool_calls_and_results": ["deploy failed"]}, "cites no call"),
     ({"goal": "g", "evidence_refs": ["event://run-1/999"]}, "do not hold"),
     ({"goal": "g", "evidence_refs": ["artifact:" + "a" * 64]}, "do not hold"),
+    ({"goal": "ship it \ud83d"}, "not valid Unicode"),  # a reply cut mid-emoji: was a UnicodeEncodeError
 ])
 def test_plugin_output_is_validated_before_it_can_be_recorded(output: Any, message: str) -> None:
     log = deploy_log()
