@@ -42,13 +42,14 @@ import os
 import random
 import time
 import typing
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import blake3
 from eventsourcing import persistence as es
 
 from contextfold.domain.errors import (
+    ArtifactNotFoundError,
     ConcurrencyConflictError,
     InputLimitError,
     InvalidInputError,
@@ -61,7 +62,10 @@ from contextfold.domain.events import (
     ArtifactRef,
     EvidenceRetrieved,
     FileRead,
+    MemoryRecalled,
     ToolResult,
+    UserInput,
+    artifact_refs,
     canonical_json,
     known_json_depth,
 )
@@ -144,6 +148,10 @@ def _preview(text: str) -> str:
     return text[:PREVIEW_CHARS]
 
 
+_CITING = (ToolResult, FileRead, EvidenceRetrieved, UserInput, MemoryRecalled)
+"""The events whose fields may cite an artifact (a payload, an image, a document)."""
+
+
 class EventStore(RunHeads):
     """One store (a SQLite file or a PostgreSQL database/schema) holding many runs."""
 
@@ -218,6 +226,7 @@ class EventStore(RunHeads):
             raise InputLimitError(
                 f"{len(events)} events in one append; the limit is {self.limits.max_batch}")
         prepared = self._prepare_all(events)
+        self._check_cited_artifacts(events)
         with self._writing([run_id]):
             return self._append_prepared(run_id, prepared, expected_version)
 
@@ -262,6 +271,25 @@ class EventStore(RunHeads):
                     f"event {i}: expected an event object (UserInput, ModelResponse, ToolResult, ...), "
                     f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
         return [self._prepare(i, e) for i, e in enumerate(events)]
+
+    def _check_cited_artifacts(self, events: Sequence[AnyEvent], carried: Collection[str] = ()) -> None:
+        """ArtifactNotFoundError, before anything is written, for an event that cites an artifact
+        this store does not hold (a run copied from another store event by event, a ref made by
+        hand): accepted, it left a run that no fold could read back, for good."""
+        seen: set[str] = set()
+        for i, event in enumerate(events):
+            if not isinstance(event, _CITING):  # a record's manifest is large and cites none
+                continue
+            for ref in artifact_refs(event):
+                if ref.hash in seen or ref.hash in carried:  # carried: written with the events
+                    continue
+                seen.add(ref.hash)
+                if not self.has_artifact(ref.hash):
+                    exc = ArtifactNotFoundError(f"artifact:{ref.hash}")
+                    exc.add_note(f"event {i} ({event.type}) cites it and this store does not hold it: "
+                                 "store the bytes first (Store.attach_image / attach_document), or "
+                                 "import an export made with --with-artifacts; nothing was written")
+                    raise exc
 
     def _try_append(self, run_id: str, head: RunHead,
                     prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
@@ -344,6 +372,7 @@ class EventStore(RunHeads):
                     if not events:
                         continue
                     prepared = self._prepare_all(events)
+                    self._check_cited_artifacts(events, {row[0] for row in carried})
                     head = self._catch_up(run_id)
                     if head.version != 0:
                         raise RunExistsError(run_id, head.version)

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from contextfold.domain.errors import (
+    ArtifactNotFoundError,
     ConcurrencyConflictError,
     DuplicateToolCallError,
     DuplicateToolResultError,
@@ -23,6 +24,8 @@ from contextfold.domain.errors import (
     UnknownToolCallError,
 )
 from contextfold.domain.events import (
+    ArtifactRef,
+    FileRead,
     ModelResponse,
     RunStarted,
     ToolCall,
@@ -470,3 +473,19 @@ def test_stores_of_one_process_share_their_recorder_class(store_url: str) -> Non
     assert type(a.backend.recorder) is type(b.backend.recorder)
     a.close()
     b.close()
+
+
+def test_an_event_citing_an_artifact_the_store_does_not_hold_is_refused(store: EventStore) -> None:
+    """A run copied event by event from another store (a payload held there as an artifact) or a
+    ref made by hand was accepted, and no fold of the run could read it back again, for good."""
+    data = b"x" * 100_000
+    ref = ArtifactRef(hash=blake3.blake3(data).hexdigest(), size=len(data), media_type="text/plain")
+    store.append("cite", [UserInput("read it")])
+    for event in (FileRead(path="big.txt", artifact=ref),
+                  ToolResult(call_id="c1", artifact=ref)):
+        with pytest.raises(ArtifactNotFoundError, match=ref.hash):
+            store.append("cite", [call("c1"), event] if isinstance(event, ToolResult) else [event])
+        assert store.version("cite") == 1
+    assert store.put_artifact(data, "text/plain").hash == ref.hash
+    store.append("cite", [FileRead(path="big.txt", artifact=ref)])
+    assert store.version("cite") == 2 and store.verify("cite").ok
