@@ -489,3 +489,21 @@ def test_an_event_citing_an_artifact_the_store_does_not_hold_is_refused(store: E
     assert store.put_artifact(data, "text/plain").hash == ref.hash
     store.append("cite", [FileRead(path="big.txt", artifact=ref)])
     assert store.version("cite") == 2 and store.verify("cite").ok
+
+
+def test_a_media_block_without_bytes_or_url_or_with_no_pages_is_refused(store: EventStore) -> None:
+    """Accepted before: a medium with no source was priced and listed as sent while the request
+    dropped it, and a document of -3 pages made every later build fail with a ValidationError."""
+    from contextfold.domain.errors import UnsupportedMediaError
+    from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock
+
+    store.append("media", [UserInput("hi")])
+    for blocks, error in (((TextBlock(text="what is this?"), ImageBlock(media_type="image/png")),
+                           UnsupportedMediaError),
+                          ((DocumentBlock(),), UnsupportedMediaError),
+                          ((DocumentBlock(url="https://example.com/a.pdf", pages=-3),), InvalidInputError)):
+        with pytest.raises(error, match="event 0 \\(user_input\\)"):
+            store.append("media", [UserInput(content=blocks)])
+    assert store.version("media") == 1
+    store.append("media", [UserInput(content=(DocumentBlock(url="https://example.com/a.pdf", pages=2),))])
+    assert store.version("media") == 2
