@@ -30,6 +30,7 @@ from contextfold.domain.errors import (
     ConcurrencyConflictError,
     InvalidInputError,
     RunNotFoundError,
+    StoreConfigError,
     TurnNotFoundError,
 )
 from contextfold.domain.events import (
@@ -152,6 +153,9 @@ def open_store(url: str | None = None, *, create_schema: bool = True,
     with nothing created, where by default it is created: for a reader, whose mistyped URL
     would otherwise leave an empty store behind.
     """
+    if url is not None and not isinstance(url, str):  # a Path too: the URL names its scheme
+        raise StoreConfigError(f"a store URL is a string (sqlite:///runs.db, postgresql://...), "
+                               f"got {type(url).__name__}")
     keyring = keyring_from(cipher_key, old_cipher_keys)
     tenant = tenant if tenant is not None else (os.environ.get("CONTEXTFOLD_TENANT") or None)
     return Store(EventStore(url, create_schema=create_schema, keyring=keyring, tenant=tenant,
@@ -415,6 +419,8 @@ class Run:
         Refs: ``event://RUN/POS``, ``events://RUN/A-B``, ``call://RUN/ID@POS``, ``artifact:HASH``."""
         from contextfold.compaction_api import show
 
+        if not isinstance(ref, str):
+            raise InvalidInputError(f"a ref is a string (event://RUN/POS, artifact:HASH, ...), got {ref!r}")
         return show(self, ref)
 
     def next_turn(self) -> int:
@@ -449,6 +455,8 @@ class Run:
         return self.store.events.append(self.run_id, flat, expected_version=expected_version)
 
     def events(self, *, upto: int | None = None) -> list[RecordedEvent]:
+        if upto is not None and (isinstance(upto, bool) or not isinstance(upto, int)):
+            raise InvalidInputError(f"upto must be a log position (an integer), got {upto!r}")
         return self.store.events.read(self.run_id, upto=upto)
 
     @property

@@ -178,6 +178,9 @@ def config_of(config: BuildConfig | None, /, **given: Any) -> BuildConfig:
             f"config= holds every build setting, so {', '.join(named)} beside it would be ignored: set "
             f"{'it' if len(named) == 1 else 'them'} in the config (config.model_copy(update={{...}})) or "
             "leave config out")
+    if config.provider not in BUILD_PROVIDERS:  # as checked_config says it, before any work
+        raise InvalidInputError(f"invalid build config: provider: expected one of "
+                                f"{', '.join(BUILD_PROVIDERS)}, got {quoted(config.provider)}")
     return config
 
 

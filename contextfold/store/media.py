@@ -41,7 +41,7 @@ import blake3
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.checked import checked
-from contextfold.domain.errors import InputLimitError, UnsupportedMediaError
+from contextfold.domain.errors import InputLimitError, InvalidInputError, UnsupportedMediaError
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -192,6 +192,7 @@ def attach_image(store: EventStore, data: bytes, *, media_type: str | None = Non
                  detail: Literal["auto", "low", "high"] = "auto",
                  limits: MediaLimits = DEFAULT_LIMITS) -> ImageBlock:
     """Check ``data``, store it as a blake3 artifact, return the block to put in an event."""
+    data = _as_bytes(data, "image")
     info = inspect_image(data, media_type=media_type, limits=limits)
     # checked before the bytes are stored: a bad ``detail`` is a typed error and stores nothing
     block = checked(ImageBlock, "image", media_type=info.media_type, width=info.width,
@@ -199,9 +200,20 @@ def attach_image(store: EventStore, data: bytes, *, media_type: str | None = Non
     return block.model_copy(update={"artifact": store.put_artifact(data, info.media_type)})
 
 
+def _as_bytes(data: object, what: str) -> bytes:
+    """``data`` as bytes (a bytearray or memoryview is copied), else InvalidInputError: a str or
+    a path raised a raw TypeError from inside the checks."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise InvalidInputError(f"{what} data must be bytes (the file's contents), got {type(data).__name__}")
+
+
 def attach_document(store: EventStore, data: bytes, *, media_type: str | None = None,
                     title: str | None = None, limits: MediaLimits = DEFAULT_LIMITS) -> DocumentBlock:
     """Check PDF ``data``, store it as a blake3 artifact, return the block to put in an event."""
+    data = _as_bytes(data, "document")
     info = inspect_document(data, media_type=media_type, limits=limits)
     block = checked(DocumentBlock, "document", media_type=info.media_type, pages=info.pages, title=title)
     return block.model_copy(update={"artifact": store.put_artifact(data, info.media_type)})

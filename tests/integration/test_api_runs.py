@@ -520,3 +520,28 @@ def test_settings_beside_a_recorded_turn_that_differ_from_its_record_are_refused
         assert run.build(turn=1).manifest.window_tokens == 9_000
         assert run.build("openai-chat", turn=1, window=9_000).manifest.provider == "openai-chat"
         assert run.build("gemini", turn=2, record=False).manifest.provider == "gemini"  # no record yet
+
+
+def test_arguments_of_the_wrong_type_are_typed_errors(store_url: str) -> None:
+    """Each raised a raw TypeError or AttributeError from inside the call (and a provider no build
+    renders, given in a whole config, made the whole build before a RenderError)."""
+    from pathlib import Path
+
+    from contextfold.domain.errors import StoreConfigError
+
+    with pytest.raises(StoreConfigError, match="a store URL is a string"):
+        open_store(Path("runs.db"))  # type: ignore[arg-type]
+    with open_store(store_url) as store:
+        run = store.run("types")
+        run.append(UserInput("hi"))
+        attempts: list[tuple[Callable[[], object], str]] = [
+            (lambda: run.events(upto="3"), "upto must be a log position"),  # type: ignore[arg-type]
+            (lambda: run.show(5), "a ref is a string"),  # type: ignore[arg-type]
+            (lambda: store.attach_image("shot.png"), "image data must be bytes"),  # type: ignore[arg-type]
+            (lambda: store.attach_document(None), "document data must be bytes"),  # type: ignore[arg-type]
+            (lambda: run.preview(config=BuildConfig(provider="openai")), "provider: expected one of"),
+        ]
+        for attempt, message in attempts:
+            with pytest.raises(InvalidInputError, match=message):
+                attempt()
+        assert run.version == 1 and [e.position for e in run.events(upto=1)] == [1]

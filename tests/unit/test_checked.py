@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 from contextfold.domain.checked import checked
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import CompactionSummary, FileRead, HistoryCompacted, ToolResult, UsageObserved
-from contextfold.domain.manifest import BUILD_PROVIDERS, BuildConfig, checked_config
+from contextfold.domain.manifest import BUILD_PROVIDERS, BuildConfig, checked_config, config_of
 
 
 def test_valid_values_make_the_model() -> None:
@@ -65,6 +65,10 @@ def test_a_provider_no_build_renders_is_named_with_the_ones_it_does() -> None:
     with pytest.raises(InvalidInputError, match=r"got 'x{100}'… \(5000 characters\)$"):
         checked_config(provider="x" * 5000)
     assert [checked_config(provider=p).provider for p in BUILD_PROVIDERS] == list(BUILD_PROVIDERS)
+    # the same check for a config given whole (it built everything, then a RenderError said so)
+    with pytest.raises(InvalidInputError, match="provider: expected one of neutral, "):
+        config_of(BuildConfig(provider="openai"))
+    assert config_of(BuildConfig(provider="gemini")).provider == "gemini"
 
 
 def test_an_event_or_a_setting_takes_no_bool_for_an_integer() -> None:
