@@ -271,17 +271,24 @@ def plan_text(event: PlanUpdated) -> str:
     """The plan, lean: what to do now and what it waits on, not the plan's whole history.
 
     Ready and in-progress steps come first with their dependencies (and those
-    dependencies' status), then the failed/blocked ones (they need attention),
-    then the pending ones by title; finished steps collapse into one line of
-    ids, the skipped into another. Budget and stop conditions close it. The global success conditions
+    dependencies' status; with none marked ready, the pending steps whose dependencies are all
+    finished), then the failed/blocked ones (they need attention); the other pending steps are
+    counted, not listed (the seed: only the ready task, its dependencies and the global success
+    conditions); finished steps collapse into one line of ids, the skipped into another.
+    Budget and stop conditions close it. The global success conditions
     live in the goal's success contract fragment. Each kind lists at most
     :data:`_LISTED` steps and counts the rest (the finished: the latest ones).
     """
     status = {step.id: step.status for step in event.steps}
     lines: list[str] = []
-    for wanted, kind in ((("ready", "in_progress"), "ready or in progress"), (("failed", "blocked"),
-                         "failed or blocked"), (("pending",), "pending")):
-        steps = [step for step in event.steps if step.status in wanted]
+    pending = [step for step in event.steps if step.status == "pending"]
+    current = [step for step in event.steps if step.status in ("ready", "in_progress")]
+    if not current:  # none marked ready: the pending steps whose dependencies are all finished are
+        current = [step for step in pending
+                   if all(status.get(d) in ("done", "skipped") for d in step.depends_on)]
+    for steps, kind in ((current, "ready or in progress"),
+                        ([step for step in event.steps if step.status in ("failed", "blocked")],
+                         "failed or blocked")):
         for step in steps[:_LISTED]:
             deps = _dependencies(step, status)
             after = f" (depends on: {deps})" if deps else ""
@@ -289,6 +296,12 @@ def plan_text(event: PlanUpdated) -> str:
         if len(steps) > _LISTED:
             lines.append(f"... {len(steps) - _LISTED} more {kind} steps "
                          f"({steps[_LISTED].id} to {steps[-1].id})")
+    shown = {step.id for step in current}
+    waiting = [step for step in pending if step.id not in shown]
+    if waiting:  # the seed: only the ready task, its dependencies and the success conditions
+        lines.append(f"[pending] {len(waiting)} more step{'s' if len(waiting) != 1 else ''} "
+                     f"({waiting[0].id}{f' to {waiting[-1].id}' if len(waiting) > 1 else ''}), "
+                     "not shown until ready")
     for finished_as in ("done", "skipped"):  # a skipped step did not run: not listed as done
         finished = [s.id for s in event.steps if s.status == finished_as]
         if len(finished) > _LISTED:

@@ -21,10 +21,27 @@ def test_a_short_plan_lists_every_step_ready_first_and_its_dependencies() -> Non
     assert plan_text(plan) == "\n".join([
         "[ready] s3: fix (depends on: s2 [done], s9 [?])",
         "[failed] s5: flaky test",
-        "[pending] s4: release (depends on: s3 [ready])",
+        "[pending] 1 more step (s4), not shown until ready",
         "[done] s1, s2 (2 of 5 steps)",
         "budget: 2 hours",
         "stop when: the test passes"])
+
+
+def test_only_the_ready_steps_and_what_they_wait_on_are_listed() -> None:
+    """Seed 5.1: the plan injects only the current ready task, its dependencies and the global
+    success conditions; every pending step was listed with its title. With no step marked ready,
+    the pending ones whose dependencies are all finished are the ready ones."""
+    steps = (PlanStep(id="s1", title="Design API", status="done"),
+             PlanStep(id="s3", title="Implement handler", status="ready", depends_on=("s1",)),
+             PlanStep(id="s4", title="Write docs", depends_on=("s3",)),
+             PlanStep(id="s6", title="Unrelated cleanup"))
+    assert plan_text(PlanUpdated(steps=steps)).splitlines() == [
+        "[ready] s3: Implement handler (depends on: s1 [done])",
+        "[pending] 2 more steps (s4 to s6), not shown until ready",
+        "[done] s1 (1 of 4 steps)"]
+    fresh = (PlanStep(id="a", title="Reproduce"), PlanStep(id="b", title="Fix", depends_on=("a",)))
+    assert plan_text(PlanUpdated(steps=fresh)).splitlines() == [
+        "[pending] a: Reproduce", "[pending] 1 more step (b), not shown until ready"]
 
 
 def test_a_skipped_step_is_listed_as_skipped_not_as_done() -> None:
@@ -50,8 +67,7 @@ def test_a_plan_of_thousands_of_steps_still_enters_lean() -> None:
     text = plan_text(PlanUpdated(steps=(*done, last, *waiting)))
     assert text.splitlines() == [
         "[ready] now: item 4999 (depends on: p0 [pending], and 30 finished)",
-        *[f"[pending] p{i}: item {5_000 + i}" for i in range(20)],
-        "... 2980 more pending steps (p20 to p2999)",
+        "[pending] 3000 more steps (p0 to p2999), not shown until ready",
         "[done] 4999 of 8000 steps; the latest 20: " + ", ".join(f"d{i}" for i in range(4_979, 4_999))]
     state = new_state("plan")
     events: list[AnyEvent] = [GoalSet(goal="work through the list"), UserInput("go on"),
