@@ -298,6 +298,10 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
             case UserInput():
                 if ev.required:
                     f["constraints"].append(f"required user input at event {pos}: {ev.text}")
+                elif len(ev.text) <= _STATEMENT_CHARS and ev.text.strip():
+                    # a short user message is an instruction as often as not, in any words or
+                    # language ("Reply in French from now on."): kept whole, as said
+                    f["constraints"].append(f"user at event {pos}: {' '.join(ev.text.split())}")
                 else:
                     f["constraints"].extend(f"user at event {pos}: {ln.strip()}"
                                             for ln in ev.text.splitlines()

@@ -179,6 +179,30 @@ def test_constraints_from_turns_1_20_50_survive_summary_compaction_verbatim(requ
     assert any(C50 in c for c in event.summary.constraints)
 
 
+def test_constraints_in_plain_words_survive_summary_compaction() -> None:
+    """Only a user line with one of a few English keywords (must, never, only...) was kept as a
+    constraint: "Reply in French from now on." at turn 1 and a French one at turn 50 were gone
+    from the summary and the next request. A short user message is now kept whole."""
+    said = {1: "Reply in French from now on.", 20: "All amounts are in EUR, not USD.",
+            35: "Keep the public API backwards compatible.", 50: "Les montants doivent rester en Decimal."}
+    log = Log().add(GoalSet(goal="Make the test suite green"))
+    for t in range(1, 61):
+        if t in said:
+            log.add(UserInput(said[t]))
+        log.add(*turn_events(t))
+    log.add(UserInput("Continue."))
+    state = fold(log.records)
+    plan = plan_compaction(state, log.records, "summary", keep_recent=3)
+    assert plan is not None
+    state = apply(log, state, plan.event)
+    assert isinstance(plan.event, HistoryCompacted)
+    for text in said.values():
+        assert any(text in c for c in plan.event.summary.constraints), text
+    for provider in PROVIDERS:
+        request = request_text(state, provider, window=4_000)
+        assert all(text in request for text in said.values()), provider
+
+
 def test_a_second_summary_carries_the_first_ones_constraints_and_failures() -> None:
     log = long_log(30, required_50=False)
     state = fold(log.records)
