@@ -89,6 +89,16 @@ _CONSTRAINT_LINE = re.compile(
     r"make sure|ensure)\b", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied|not found",
                          re.IGNORECASE)
+_IDENTIFIER = re.compile(
+    r"\bsha256:[0-9a-f]{8,64}\b"  # an image digest
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # a UUID
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"  # a commit or file hash
+    r"|\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{3,}\b")  # dep-9931
+"""What a result or an argument names that a later step may need verbatim (the seed: call ids,
+file hashes, deployment ids must not be summarised away)."""
+_UNVERIFIED = re.compile(r"^.*\b(?:not (?:yet )?verified|unverified|unconfirmed|not confirmed)\b.*$",
+                         re.IGNORECASE | re.MULTILINE)
+_IDENTIFIERS_KEPT = 6
 _ARGS_CHARS = 80
 _POLICY_CHARS = 600
 _STATEMENT_CHARS = 200
@@ -255,6 +265,19 @@ class _Call:
     position: int
     outcome: str = "open"
     line: str = ""
+    facts: str = ""
+    """The ids and unverified state a successful result named (:func:`_kept_facts`)."""
+
+
+def _kept_facts(text: str, shown: str = "") -> str:
+    """The identifiers in ``text`` that ``shown`` does not already hold, and a line saying a
+    state is unverified, verbatim: a successful deploy's result ("dep-9931 ... health check: not
+    yet verified") was summarised as "ok", and the id and the unverified state were gone."""
+    ids = list(dict.fromkeys(m for m in _IDENTIFIER.findall(text) if m not in shown))[:_IDENTIFIERS_KEPT]
+    state = _UNVERIFIED.search(text)
+    parts = ([f"ids: {', '.join(ids)}"] if ids else []) + (
+        [f"says: {_cap(state.group(0).strip(), _STATEMENT_CHARS)}"] if state else [])
+    return "; ".join(parts)
 
 
 def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> CompactionSummary:
@@ -337,6 +360,8 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                 ref = f"event://{run}/{pos}" + (f" artifact:{ev.artifact.hash}" if ev.artifact else "")
                 call.outcome = "error" if ev.is_error else "ok"
                 call.line = f"{call.outcome}{code} is_error={str(ev.is_error).lower()} [{ref}]"
+                if not ev.is_error and ev.artifact is None:  # a failure keeps its key line below
+                    call.facts = _kept_facts(ev.content)
                 if ev.is_error:
                     f["known_failures"].append(
                         f"call {call.call_id} ({call.name}) failed at event {pos}:{code} "
@@ -367,15 +392,20 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
     older: dict[str, list[str]] = {}
     for call in calls:
         args = _cap(call.arguments, _ARGS_CHARS)
-        if call.outcome == "ok" and id(call) not in recent and id(call) in plain_ids:
+        if len(call.arguments) > _ARGS_CHARS and (named := _kept_facts(call.arguments, args)):
+            args += f" {{arguments {named}}}"  # what the cap cut off
+        if (call.outcome == "ok" and id(call) not in recent and id(call) in plain_ids
+                and not call.facts):  # one with facts to keep is listed whole
             # older plain successes: ids verbatim, one line per tool and outcome
             older.setdefault(f"{call.name} {call.line.split(' [')[0]}", []).append(f"call {call.call_id}")
             continue
-        f["tool_calls_and_results"].append(
-            f"call {call.call_id} ({call.name}) {args} at event {call.position} -> {call.line or 'open'}")
+        facts = f" {{{call.facts}}}" if call.facts else ""
+        f["tool_calls_and_results"].append(f"call {call.call_id} ({call.name}) {args} at event "
+                                           f"{call.position} -> {call.line or 'open'}{facts}")
         if _writes(call):
             verdict = ("reported success by the tool" if call.outcome == "ok"
                        else f"{call.outcome}: unverified")
+            verdict += facts  # the ids and the state its result gave
             f["side_effects"].append(f"call {call.call_id} ({call.name}) {args}: {verdict}")
     f["tool_calls_and_results"][:0] = [f"earlier {key}: {', '.join(ids)}" for key, ids in older.items()]
     f["inferences"] = f["inferences"][-_RECENT_STATEMENTS:]

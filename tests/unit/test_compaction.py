@@ -203,6 +203,34 @@ def test_constraints_in_plain_words_survive_summary_compaction() -> None:
         assert all(text in request for text in said.values()), provider
 
 
+def test_ids_and_unverified_states_of_successful_calls_survive_summary_compaction() -> None:
+    """The seed (5.3): call ids, file hashes, deployment ids and unverified states must not be
+    summarised away. A successful result kept only "ok" and its ref, arguments were cut at 80
+    characters, and a deploy was "reported success by the tool": the deployment id, the image
+    digest and "health check: not yet verified" were gone."""
+    digest = "sha256:4be1c0ffee9a7d3e5b2c1f00aa11bb22cc33dd44ee55ff6677889900aabbccdd"
+    log = Log().add(
+        GoalSet(goal="Ship release 2.4 to staging"), UserInput("Build and deploy release 2.4."),
+        ModelResponse(tool_calls=(call("b1", "build_image", '{"tag": "v2.4"}'),)),
+        ToolResult(call_id="b1", content=f"built image {digest}", exit_code=0),
+        ModelResponse(tool_calls=(call("d1", "deploy",
+                                       json.dumps({"manifest": "x" * 90, "ticket": "CHG-5521"})),)),
+        ToolResult(call_id="d1", content="rolled out deployment dep-9931 (rev-77ab12)\n"
+                                         "health check: not yet verified", exit_code=0))
+    for t in range(6):
+        log.add(ModelResponse(tool_calls=(call(f"q{t}", "status"),)),
+                ToolResult(call_id=f"q{t}", content="fine"))
+    log.add(UserInput("Status?"))
+    state = fold(log.records)
+    plan = plan_compaction(state, log.records, "summary", keep_recent=1)
+    assert plan is not None and isinstance(plan.event, HistoryCompacted)
+    text = plan.event.summary.model_dump_json()
+    for kept in (digest, "dep-9931", "rev-77ab12", "CHG-5521", "health check: not yet verified"):
+        assert kept in text, kept
+    (effect,) = plan.event.summary.side_effects
+    assert "dep-9931" in effect and "not yet verified" in effect
+
+
 def test_a_second_summary_carries_the_first_ones_constraints_and_failures() -> None:
     log = long_log(30, required_50=False)
     state = fold(log.records)
