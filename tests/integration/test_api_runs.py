@@ -183,12 +183,18 @@ def test_a_fold_that_failed_midway_does_not_poison_the_runs_state(store_url: str
     not yet loaded alike) failed the fold after its pairing was applied; every later state() or
     build() of that Run folded it again and raised DuplicateToolResultError, even once the
     artifact was readable."""
+    from contextfold.store.backends import ARTIFACTS_TABLE
+
     with open_store(store_url) as store:
         run = store.run("half-folded")
         data = b"line of output\n" * 10_000
         ref = ArtifactRef(hash=blake3.blake3(data).hexdigest(), size=len(data))
+        store.events.put_artifact(data)  # an append citing an artifact the store lacks is refused
         run.append(UserInput("go"), _call("c1"),
                    ToolResult(call_id="c1", content="line of output", artifact=ref))
+        backend = store.events.backend  # then it goes unreadable (a lost row, a key not loaded)
+        backend.execute_many(f"DELETE FROM {backend.table(ARTIFACTS_TABLE)} WHERE hash = "
+                             f"{backend.placeholder}", [(ref.hash,)])
         for _ in range(2):
             with pytest.raises(ArtifactNotFoundError):
                 run.build("anthropic")
