@@ -56,15 +56,12 @@ from contextfold.domain.errors import (
     ProtocolError,
     RunExistsError,
     StoreError,
-    UnsupportedMediaError,
 )
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
-    DocumentBlock,
     EvidenceRetrieved,
     FileRead,
-    ImageBlock,
     MemoryRecalled,
     ToolResult,
     UserInput,
@@ -153,25 +150,6 @@ def _preview(text: str) -> str:
 
 _CITING = (ToolResult, FileRead, EvidenceRetrieved, UserInput, MemoryRecalled)
 """The events whose fields may cite an artifact (a payload, an image, a document)."""
-
-
-def _check_media_blocks(i: int, event: AnyEvent) -> None:
-    """An image or document with no bytes and no URL, or a document of fewer than one page, is
-    refused at the append: the first was priced and listed as sent while the request dropped it,
-    the second made every later build fail with a pydantic ValidationError (a negative size)."""
-    blocks = (event.content if isinstance(event, UserInput) else
-              event.blocks if isinstance(event, ToolResult | EvidenceRetrieved) else ())
-    for block in blocks:
-        if isinstance(block, ImageBlock | DocumentBlock):
-            if block.artifact is None and not block.url:
-                article = "an" if block.type == "image" else "a"
-                raise UnsupportedMediaError(
-                    f"event {i} ({event.type}): {article} {block.type} block with neither an artifact "
-                    "nor a url carries nothing to send (Store.attach_image / attach_document store "
-                    "the bytes)")
-            if isinstance(block, DocumentBlock) and block.pages is not None and block.pages < 1:
-                raise InvalidInputError(f"event {i} ({event.type}): a document of {block.pages} pages "
-                                        "(pages is a count >= 1, or None when unknown)")
 
 
 class EventStore(RunHeads):
@@ -302,7 +280,6 @@ class EventStore(RunHeads):
         for i, event in enumerate(events):
             if not isinstance(event, _CITING):  # a record's manifest is large and cites none
                 continue
-            _check_media_blocks(i, event)
             for ref in artifact_refs(event):
                 if ref.hash in seen or ref.hash in carried:  # carried: written with the events
                     continue
@@ -424,7 +401,7 @@ class EventStore(RunHeads):
         """Offload, check the limits, encrypt the blobs; returns (event as stored, blob rows,
         canonical JSON). Runs for the whole batch before anything is written."""
         try:
-            event, blobs = self._offload(event)
+            event, blobs = self._offload(index, event)
             body = canonical_json(event)
         except UnicodeEncodeError as exc:  # a lone surrogate: text that no UTF-8 can store
             bad = exc.object[exc.start:exc.end]
@@ -463,14 +440,14 @@ class EventStore(RunHeads):
         data = pack_artifact(raw, media_type)
         return (digest, size, media_type, data if self.keyring is None else self.keyring.encrypt(data))
 
-    def _offload(self, event: AnyEvent) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]]]:
+    def _offload(self, index: int, event: AnyEvent) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]]]:
         """Move a payload above the threshold into an artifact; keep ref, size and a preview.
 
         Inline ``data:`` media (images, PDFs) become artifacts too, checked and
         measured by :func:`contextfold.store.media.materialize`; a bad medium
         raises here, before anything of the batch is written.
         """
-        event, blobs = materialize(event)
+        event, blobs = materialize(event, where=f"event {index} ({event.type})")
         if isinstance(event, ToolResult | FileRead | EvidenceRetrieved) and event.artifact is None:
             raw = event.content.encode("utf-8")
             if len(raw) > self.artifact_threshold:

@@ -235,10 +235,26 @@ def decode_data_url(url: str, *, max_bytes: int) -> tuple[str | None, bytes]:
     return declared, data
 
 
-def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blob]) -> ContentBlock:
-    if not isinstance(block, ImageBlock | DocumentBlock) or block.artifact is not None:
+def _check_source(block: ImageBlock | DocumentBlock, where: str) -> None:
+    """An image or document with no bytes and no URL, or a document of fewer than one page, is
+    refused: the first was priced and listed as sent while the request dropped it, the second
+    made every later build fail with a pydantic ValidationError (a negative size)."""
+    if block.artifact is None and not block.url:
+        article = "an" if block.type == "image" else "a"
+        raise UnsupportedMediaError(
+            f"{where}: {article} {block.type} block with neither an artifact nor a url carries nothing "
+            "to send (Store.attach_image / attach_document store the bytes)")
+    if isinstance(block, DocumentBlock) and block.pages is not None and block.pages < 1:
+        raise InvalidInputError(f"{where}: a document of {block.pages} pages "
+                                "(pages is a count >= 1, or None when unknown)")
+
+
+def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blob],
+                       where: str) -> ContentBlock:
+    if not isinstance(block, ImageBlock | DocumentBlock):
         return block
-    if block.url is None or not block.url.startswith("data:"):
+    _check_source(block, where)
+    if block.artifact is not None or block.url is None or not block.url.startswith("data:"):
         return block
     if isinstance(block, ImageBlock):
         declared, data = decode_data_url(block.url, max_bytes=limits.max_image_bytes)
@@ -261,25 +277,27 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
 
 
 def _blocks(blocks: Iterable[ContentBlock], limits: MediaLimits,
-            blobs: list[Blob]) -> tuple[ContentBlock, ...]:
-    return tuple(_materialize_block(b, limits, blobs) for b in blocks)
+            blobs: list[Blob], where: str) -> tuple[ContentBlock, ...]:
+    return tuple(_materialize_block(b, limits, blobs, where) for b in blocks)
 
 
-def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS) -> tuple[AnyEvent, list[Blob]]:
+def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS, *,
+                where: str = "an event") -> tuple[AnyEvent, list[Blob]]:
     """Move inline ``data:`` media of ``event`` into artifacts: ``(event, blobs to store)``.
 
     Pure with respect to the store: it returns the blobs and the caller writes
-    them (before the event, in the same append). Any invalid medium raises, so
-    a batch with one bad image stores nothing.
+    them (before the event, in the same append). Any invalid medium raises (one with no source,
+    a document of fewer than one page, named by ``where``), so a batch with one bad image
+    stores nothing.
     """
     blobs: list[Blob] = []
     match event:
         case UserInput():
             if any(isinstance(b, ImageBlock | DocumentBlock) for b in event.content):
-                event = event.model_copy(update={"content": _blocks(event.content, limits, blobs)})
+                event = event.model_copy(update={"content": _blocks(event.content, limits, blobs, where)})
         case ToolResult() | EvidenceRetrieved():
             if event.blocks:
-                event = event.model_copy(update={"blocks": _blocks(event.blocks, limits, blobs)})
+                event = event.model_copy(update={"blocks": _blocks(event.blocks, limits, blobs, where)})
         case _:
             pass
     return event, blobs
