@@ -40,7 +40,7 @@ from contextfold.domain.errors import (
     StoreNotWritableError,
     StoreUnavailableError,
 )
-from contextfold.store.driver_errors import causes, not_writable, translate_errors
+from contextfold.store.driver_errors import causes, not_writable, one_line, translate_errors
 from contextfold.store.pg_recorder import recorder_class
 from contextfold.store.sqlite_path import check_sqlite_path
 from contextfold.store.store_url import DEFAULT_STORE_URL, StoreURL, display_url, parse_store_url
@@ -233,7 +233,7 @@ class PostgresBackend:
                     "SELECT quote_ident(%s), to_regclass(format('%%I.%%I', %s::text, %s::text))",
                     (url.schema, url.schema, EVENTS_TABLE)).fetchone()
         except psycopg.Error as exc:
-            reason = " ".join(str(exc).split())  # the server's message spans lines
+            reason = one_line(exc)
             if _REFUSED_FOR_GOOD.search(reason):
                 raise StoreConfigError(f"{self._safe_url()} refused the connection: {reason} "
                                        "(fix the store URL; retrying will not help)") from exc

@@ -32,7 +32,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.store.store_url import display_url, parse_store_url
 
-__all__ = ["causes", "not_writable", "translate_errors"]
+__all__ = ["causes", "not_writable", "one_line", "translate_errors"]
 
 _SQLITE_READONLY = 8
 _SQLITE_FULL = 13
@@ -73,11 +73,11 @@ def not_writable(exc: BaseException, what: str, url: str | None) -> StoreNotWrit
         sqlstate = getattr(cause, "sqlstate", None)  # psycopg's errors, without importing psycopg
         if sqlstate == _PG_DISK_FULL:
             return StoreFullError(
-                f"{what}: the PostgreSQL server is out of disk space ({_one_line(cause)}): free space "
+                f"{what}: the PostgreSQL server is out of disk space ({one_line(cause)}): free space "
                 "on the server, then retry. This write was rolled back")
         if sqlstate == _PG_READ_ONLY_TRANSACTION:
             return StoreReadOnlyError(
-                f"{what}: the PostgreSQL server runs this session read-only ({_one_line(cause)}): "
+                f"{what}: the PostgreSQL server runs this session read-only ({one_line(cause)}): "
                 "a standby, or default_transaction_read_only set for the role or the database; "
                 "connect to the primary, or as a role that may write")
     return None
@@ -136,5 +136,7 @@ def _outage_hint(exc: BaseException) -> str:
             "?connect_timeout=, in seconds)")
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """A driver's message on one line, its runs of whitespace as one space: a server's message
+    spans lines (a ``DETAIL:``), and so does pydantic's report."""
     return " ".join(str(exc).split())

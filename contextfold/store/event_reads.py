@@ -36,6 +36,7 @@ from contextfold.store.backends import (
 from contextfold.store.compression import is_compressed, unpack_artifact, unpack_state
 from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
 from contextfold.store.deltas import delta_base, is_delta, unpack_delta
+from contextfold.store.driver_errors import one_line
 from contextfold.store.limits import StoreLimits
 
 __all__ = ["RUN_ID_PATTERN", "EventReads", "RunInfo", "VerifyReport", "bulk_allocation", "check_run_id"]
@@ -76,7 +77,7 @@ def _why_not(exc: ValueError) -> str:
         first = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(map(str, first["loc"])) or "the event"
         return f"{exc.error_count()} error(s), the first at {where}: {first['msg']}"
-    return " ".join(str(exc).split())
+    return one_line(exc)
 
 
 @contextlib.contextmanager
