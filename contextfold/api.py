@@ -325,10 +325,6 @@ class Run:
         the log, e.g. a compaction's) folded in. ``planned``, the recovery events and the record
         are appended in one transaction once the build succeeds: a build that fails (a budget
         error, a refused request) leaves the log unchanged. Without ``write``, nothing is."""
-        # the recovery events an auto-compaction planned first (folded with its steps) are this
-        # build's repairs too: the manifest left them out when they came through ``planned``
-        repairs = [f"{e.type}:{e.call_id}" for e in planned
-                   if isinstance(e, ToolResultLost | ToolCallCancelled)]
         recovery = recovery_events(state, in_flight=cfg.in_flight)
         version = state.version - len(planned)
         if recovery:
@@ -337,7 +333,10 @@ class Run:
             state, base = state.snapshot(), state.version
             for offset, event in enumerate(recovery, start=1):
                 fold_event(state, RecordedEvent(self.run_id, base + offset, event, ""))
-            repairs += [f"{e.type}:{e.call_id}" for e in recovery]  # type: ignore[union-attr]
+        # the recovery events an auto-compaction planned first (folded with its steps) are this
+        # build's repairs too: the manifest left them out when they came through ``planned``
+        repairs = [f"{e.type}:{e.call_id}" for e in (*planned, *recovery)
+                   if isinstance(e, ToolResultLost | ToolCallCancelled)]
         result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
                                repairs=repairs, calibration=self._calibration(state, cfg),
                                load_bytes=self.store.artifact)
