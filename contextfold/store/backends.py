@@ -201,8 +201,7 @@ class PostgresBackend:
         self.role = role
         if not self._probe(url) and must_exist:
             where = f"tenant {role!r}'s schema {url.schema!r}" if role else f"schema {url.schema!r}"
-            raise StoreConfigError(f"no store in {where} of {self._safe_url()}: nothing has been recorded "
-                                   "there; `contextfold import` or `contextfold demo` creates one")
+            raise _no_store(f"in {where} of {self._safe_url()}")
         # No pool_open_timeout: with one, eventsourcing calls the pool's wait() on every
         # connection it takes, and two threads doing so while a connection is out trip
         # psycopg_pool's `assert not self._pool_full_event` (a bare AssertionError from a store
@@ -488,6 +487,12 @@ def _datastore_class(role: str | None, network_timeout: float) -> type[Any]:
     return Datastore
 
 
+def _no_store(where: str) -> StoreConfigError:
+    """The refusal of a store not made yet (``must_exist``), SQLite's and PostgreSQL's alike."""
+    return StoreConfigError(f"no store {where}: nothing has been recorded there; "
+                            "`contextfold import` or `contextfold demo` creates one")
+
+
 def open_backend(url: str, *, tenant: str | None = None, provision: bool = False,
                  must_exist: bool = False) -> SQLiteBackend | PostgresBackend:
     """The backend for ``url``; with ``tenant`` on PostgreSQL, the tenant's schema and role
@@ -499,8 +504,7 @@ def open_backend(url: str, *, tenant: str | None = None, provision: bool = False
     if parsed.scheme == "sqlite":
         path = Path(parsed.path)
         if must_exist and parsed.path != ":memory:" and not path.exists() and path.resolve().parent.is_dir():
-            raise StoreConfigError(f"no store at {parsed.path} ({display_url(url)!r}): nothing has been "
-                                   "recorded there; `contextfold import` or `contextfold demo` creates one")
+            raise _no_store(f"at {parsed.path} ({display_url(url)!r})")
         return SQLiteBackend(parsed, url)  # a missing or bad directory: named by check_sqlite_path
     if tenant is None:
         return PostgresBackend(parsed, url, must_exist=must_exist)
