@@ -191,9 +191,9 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     ladder (mask first; summary only for ``strategy="summary"``) until a build fits; when the
     required content still does not fit, :class:`RequiredContextExceedsBudgetError` names what
     was planned and nothing is appended. The events are appended in one transaction once all
-    are planned. ``progress(n)`` is
-    told of the events folded first (see :meth:`Run.state`). A plan that would not save tokens
-    (a summary longer than the history it covers) is not appended."""
+    are planned. ``progress(n)`` is told of the events folded first (see :meth:`Run.state`). A
+    plan that would not save tokens (a summary longer than the history it covers) is not
+    appended."""
     _check_strategy(strategy)
     check_keep_recent(keep_recent)  # before anything: with a window, nothing may be planned
     if reserve is not None and window is None and config is None:  # it was ignored, unchecked
@@ -429,10 +429,9 @@ def _media_lines(blocks: Sequence[ContentBlock]) -> str:
     lines = []
     for block in blocks:
         if isinstance(block, ImageBlock | DocumentBlock):
-            kind = "image" if isinstance(block, ImageBlock) else "document"
             ref = block.artifact
             where = f"artifact:{ref.hash} ({ref.size} bytes)" if ref is not None else block.url or "inline"
-            lines.append(f"\n[{kind} {block.media_type}: {where}]")
+            lines.append(f"\n[{block.type} {block.media_type}: {where}]")
     return "".join(lines)
 
 

@@ -317,7 +317,6 @@ def select_units(
     return Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed))
 
 
-
 def _needs(u: Unit, attach: Mapping[str, tuple[str, int]], kept: Mapping[str, int]) -> list[tuple[str, int]]:
     """The tools ``u`` needs that are not kept yet, as (unit id, tokens)."""
     return [tool for name in u.needs if (tool := attach.get(name)) is not None and tool[0] not in kept]
