@@ -35,7 +35,13 @@ from typing import Any
 import orjson
 
 __all__ = ["canonical_dumps", "canonical_object", "canonical_utf8", "compact_json", "orjson_writes_the_same",
-           "quote", "quote_utf8"]
+           "quote", "quote_utf8", "reject_constant"]
+
+
+def reject_constant(name: str) -> Any:
+    """``json.loads(..., parse_constant=reject_constant)``: ``NaN`` and ``Infinity``, which Python's
+    parser takes, are not JSON; a text holding them is not parsed as JSON (a ``ValueError``)."""
+    raise ValueError(f"not JSON: {name}")
 
 
 def _not_json(obj: object) -> Any:

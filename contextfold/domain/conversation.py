@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contextfold.domain.canonical import reject_constant
 from contextfold.domain.events import ArtifactRef, ToolSpec
 from contextfold.domain.fragments import Trust
 
@@ -139,16 +140,12 @@ def arguments_object(arguments: str) -> dict[str, Any] | None:
     if not arguments.strip():
         return {}
     try:
-        value = json.loads(arguments, parse_constant=_no_constant)
+        value = json.loads(arguments, parse_constant=reject_constant)
         if "\\u" in arguments and isinstance(value, dict):
             json.dumps(value, ensure_ascii=False).encode("utf-8")
     except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 class AssistantMessage(_Frozen):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from contextfold.domain.canonical import reject_constant
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
@@ -81,17 +82,13 @@ def _needs_neutralising(text: str) -> bool:
     return hit
 
 
-def _not_json(name: str) -> None:
-    raise ValueError(f"not JSON: {name}")
-
-
 def _is_json(stripped: str) -> bool:
     if not stripped.startswith(("{", "[", '"')):
         return False
     hit = _PARSED.get(stripped)
     if hit is None:
         try:
-            json.loads(stripped, parse_constant=_not_json)  # as ``truncate`` parses it
+            json.loads(stripped, parse_constant=reject_constant)  # as ``truncate`` parses it
             hit = True
         except (ValueError, RecursionError):
             hit = False

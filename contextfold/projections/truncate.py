@@ -57,7 +57,7 @@ from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
-from contextfold.domain.canonical import orjson_writes_the_same
+from contextfold.domain.canonical import orjson_writes_the_same, reject_constant
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
@@ -334,11 +334,6 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
 # ------------------------------------------------------------------ JSON
 
 
-def _reject_constant(name: str) -> Any:
-    """NaN and Infinity are not JSON: such input is truncated as lines instead."""
-    raise ValueError(f"not JSON: {name}")
-
-
 _JSON_PIECES_FROM = 4096
 """JSON from this many characters on is counted by pieces (``json_shrink.JsonPieces``): below it,
 a probe's render is counted whole faster than it is laid out in pieces (a tau-bench record of
@@ -352,7 +347,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
     try:
         if "json" not in entry:
             try:
-                value = json.loads(text, parse_constant=_reject_constant)
+                value = json.loads(text, parse_constant=reject_constant)
             except (ValueError, RecursionError):
                 entry["json"] = None  # not JSON: not parsed again at the next cut
                 raise
