@@ -125,7 +125,7 @@ def _build(state: RunState, config: BuildConfig, *,
     if budget <= REPLY_PRIMING:
         raise BudgetError(_no_budget(config, budget, calibration))
     ctx = BuildCtx(state, config, load_text, state.required_ids(), state.counter.count,
-                   policy=config_policy(config) if config.redact else None)
+                   policy=config_policy(config) if config.redact else None, floor=state.latest_error_ids())
     timeline, timeline_mark = state.live_timeline()  # read here, before anything folds
     # Inline texts are redacted before selection, so costs see the redacted text (Facts).
     # Artifact-backed payloads (the big ones) are redacted when their text is first

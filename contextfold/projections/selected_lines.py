@@ -45,6 +45,8 @@ def required_reason(f: FragmentFields, ctx: BuildCtx, current_input: str | None)
         case _:
             if isinstance(ctx.state.items.get(ctx.state.entries[f.id].position), SummaryItem):
                 return "required: latest compaction summary (it stands in for the history it covers)"
+            if f.id in ctx.floor:
+                return "required: latest error, at least its diagnosis (its tool answered nothing newer)"
             return "required: latest protocol group (a call and its answers)"
 
 

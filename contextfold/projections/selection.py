@@ -89,6 +89,9 @@ class Unit:
     ``tokens`` includes framing overhead. ``min_tokens`` is the smallest size
     the unit can be truncated to (== tokens when it cannot be truncated). ``needs``: the
     names of the tools a group's calls use, kept with it (``select_units(tools=...)``).
+    ``part``: for a required unit, how many of its tokens are required (the rest is walked
+    as an optional unit of its own, ranked as this one, and granted like any other); None:
+    all of them.
     """
 
     id: str
@@ -99,6 +102,7 @@ class Unit:
     required: bool = False
     min_tokens: int | None = None
     needs: tuple[str, ...] = ()
+    part: int | None = None
     rank: tuple[float, int, str] = field(init=False, repr=False, compare=False)
     """Order within a layer: higher score, then newer, then id (unique: ids are)."""
 
@@ -252,6 +256,10 @@ def select_units(
     """
     attach = tools or {}
     required = [u for u in units if u.required]
+    rests: dict[str, Unit] = {}  # the optional rest of a unit required in part -> that unit
+    if any(u.part is not None for u in required):
+        required, rests = _parts(required)
+        units = [*units, *rests.values()]
     kept: dict[str, int] = {u.id: u.tokens for u in required}
     needed: set[str] = set()
     if attach:
@@ -297,7 +305,7 @@ def select_units(
                 needed.update(t for t, _ in new)
                 pending -= len(new)
             continue
-        floor = max(u.min_tokens or u.tokens, MIN_TRUNCATED_TOKENS)
+        floor = max(u.tokens if u.min_tokens is None else u.min_tokens, MIN_TRUNCATED_TOKENS)
         if u.shrinkable and floor + extra <= room:
             kept[u.id] = room - extra
             used += room
@@ -310,11 +318,56 @@ def select_units(
             over = (u.id,)
         dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
         # tails are non-empty only where the walk stopped within a head (see _reach)
-        return Selection(kept, dropped, used, over, tuple(cut),
-                         tuple(t for t in tails if t) if list_unreached else (), frozenset(needed))
+        unreached = tuple(t for t in tails if t) if list_unreached else ()
+        if rests:
+            return _joined(Selection(kept, dropped, used, over, tuple(cut), unreached, frozenset(needed)),
+                           rests)
+        return Selection(kept, dropped, used, over, tuple(cut), unreached, frozenset(needed))
     if any(tails):
         raise AssertionError("the walk ended without a stop while units were out of reach")
+    if rests:
+        return _joined(Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed)), rests)
     return Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed))
+
+
+_REST = "+rest"
+"""Suffix of the id of a part-required unit's optional rest (``Unit.part``)."""
+
+
+def _parts(required: list[Unit]) -> tuple[list[Unit], dict[str, Unit]]:
+    """The required units with each part-required one at its part, and the optional rests
+    by id (its unit's id + ``_REST``). A rest is shrinkable to nothing, has no needs (its
+    unit's part is charged for them) and is ranked as its unit."""
+    out: list[Unit] = []
+    rests: dict[str, Unit] = {}
+    for u in required:
+        if u.part is None or u.part >= u.tokens:
+            out.append(u)
+            continue
+        smallest = u.part if u.min_tokens is None else min(u.min_tokens, u.part)
+        out.append(Unit(u.id, u.layer, u.part, u.score, u.position, True, smallest, u.needs))
+        rest = Unit(u.id + _REST, u.layer, u.tokens - u.part, u.score, u.position, min_tokens=0)
+        rests[rest.id] = rest
+    return out, rests
+
+
+def _joined(s: Selection, rests: Mapping[str, Unit]) -> Selection:
+    """``s`` with each rest's grant added to its unit's: a unit is cut when it got less than
+    its whole, and a rest left out is no unit left out (its unit is kept, at its part)."""
+    kept, cut = s.kept, set(s.cut)
+    for rest_id, rest in rests.items():
+        uid = rest_id.removesuffix(_REST)
+        grant = kept.pop(rest_id, 0)
+        kept[uid] += grant
+        cut.discard(rest_id)
+        if grant < rest.tokens:
+            cut.add(uid)
+        else:
+            cut.discard(uid)
+    walked = {k: v for k, v in s.walked.items() if k not in rests}
+    unreached = tuple(kept_out for t in s.unreached if (kept_out := [u for u in t if u.id not in rests]))
+    return Selection(kept, walked, s.used, tuple(x for x in s.over_budget if x not in rests),
+                     tuple(sorted(cut)), unreached, s.needed)
 
 
 def _needs(u: Unit, attach: Mapping[str, tuple[str, int]], kept: Mapping[str, int]) -> list[tuple[str, int]]:

@@ -17,9 +17,11 @@ Views are computed on demand, never stored:
 - ``required``: current policies, the current goal and success contract, the
   current plan, the latest visible user input, every visible user input
   flagged ``required=True``, the most recent visible protocol group
-  (the assistant call fragment and all its answers), and the latest visible
+  (the assistant call fragment and all its answers), the latest visible
   compaction summary (it stands in for everything it hides: constraints,
-  failures and ids the model must not lose).
+  failures and ids the model must not lose), and the group of the latest
+  error (:meth:`RunState.latest_error_ids`: required only down to its
+  diagnosis, the rest competing like any optional unit).
 
 Fragment ids are deterministic: ``e{position}`` for the fragment an event
 produces, ``e{position}.c{i}`` (1-based) for the i-th extra fragment of one
@@ -30,6 +32,7 @@ compaction (``fragment``, ``fragments_at``).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -287,9 +290,51 @@ class RunState:
                 req.add(self.items[pos].fragment_ids[0])
         if index.last_group is not None:
             req.update(self.items[index.last_group].fragment_ids)
-        out = frozenset(req)
-        self.memo["required"] = (key, out)
+        error = self._latest_error(index)
+        floor = frozenset(self.items[error].fragment_ids) if error is not None else frozenset()
+        out = frozenset(req | floor)
+        self.memo["required"] = (key, out, floor)
         return out
+
+    def latest_error_ids(self) -> frozenset[str]:
+        """The fragments of the latest error's group, required down to its diagnosis only.
+
+        The seed (section 4): the latest error must not be dropped because its text is long,
+        yet a 3,000-line failing ``make`` followed by a few reads ranked after them (the score
+        charges its size) and was left out while a read was cut to fit. So the group of the
+        newest error answer whose tool has answered nothing newer (a later success of the
+        same tool resolves it) is required, but only at its diagnosis size
+        (``selection.Unit.part``): the rest of it competes like any optional unit. Empty when
+        there is none, when it is the newest group (required whole already) or when a
+        compaction hides it (the summary keeps its failure)."""
+        self.required_ids()
+        hit = self.memo["required"]
+        assert isinstance(hit, tuple)
+        floor: frozenset[str] = hit[2]
+        return floor
+
+    def _latest_error(self, index: TimelineIndex) -> int | None:
+        """Position of the latest error's group (:meth:`latest_error_ids`), if any.
+
+        Each tool's newest answer is kept in the memo and patched by the answers appended
+        since (O(new answers) per step); ``answer_group`` only grows."""
+        hit = self.memo.get("tool-outcomes")
+        seen, outcomes = hit if isinstance(hit, tuple) else (0, {})
+        answers = self.answer_group
+        if len(answers) > seen:
+            new = list(itertools.islice(reversed(answers.items()), len(answers) - seen))
+            for apos, gpos in reversed(new):
+                group = self.items[gpos]
+                assert isinstance(group, ToolGroup)
+                slot = next(c for c in group.calls if c.answer_position == apos)
+                if slot.status in ("ok", "error"):  # a lost or cancelled call says nothing new
+                    outcomes[slot.name] = (apos, gpos, slot.status == "error")
+            self.memo["tool-outcomes"] = (len(answers), outcomes)
+        failed = [(apos, gpos) for apos, gpos, error in outcomes.values() if error]
+        if not failed:
+            return None
+        gpos = max(failed)[1]
+        return None if gpos in self.hidden or gpos == index.last_group else gpos
 
     def _view(self, fid: str, required: frozenset[str]) -> ContextFragment:
         entry = self.entries[fid]

@@ -48,6 +48,10 @@ __all__ = ["TimelineUnits", "timeline_units"]
 _LOG_LENGTH = 64
 _ITEM = operator.attrgetter("facts.item")
 _MISMATCH_LIMIT = 256
+ERROR_DIAGNOSIS_TOKENS = 160
+"""What the required part of the latest error's group adds to its smallest cut (``Unit.part``):
+room for a failing log's diagnosis line and first key error (``diagnose.lean_log`` needs ~120
+tokens for them; its smallest cut names the error's line only)."""
 """More items replaced than this (a compaction re-laid the timeline out): rebuild every row."""
 
 
@@ -131,6 +135,7 @@ class TimelineUnits:
     recent: frozenset[int] = frozenset()
     current: int | None = None
     required: frozenset[str] = frozenset()
+    floor: frozenset[str] = frozenset()
     touched: set[str] = field(default_factory=set)
     """Ids of the units the last update derived afresh or removed (their members or size may
     have changed, or they are gone)."""
@@ -274,6 +279,8 @@ def timeline_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: Timeli
             dirty.update(i for i in (current, tu.current) if i is not None and i < len(timeline))
         if required != tu.required:
             dirty.update(tu.row_of[fid] for fid in required ^ tu.required if fid in tu.row_of)
+        if ctx.floor != tu.floor:
+            dirty.update(tu.row_of[fid] for fid in ctx.floor ^ tu.floor if fid in tu.row_of)
     statics: dict[int, ItemFacts] = ctx.objects_for("items")
     order = sorted(dirty)
     for i in order:  # every old row first: a shifted item may reappear in another row
@@ -289,7 +296,7 @@ def timeline_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: Timeli
         tu.generation += 1
         tu.log.append((tu.generation, frozenset(tu.touched)))
     tu.mark, tu.horizon, tu.blocked = mark, state.horizon, blocked
-    tu.recent, tu.current, tu.required = recent, current, required
+    tu.recent, tu.current, tu.required, tu.floor = recent, current, required, ctx.floor
     return tu
 
 
@@ -319,7 +326,10 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
         layer = "input" if is_input else "history"
         layer_no = 8 if is_input else 5
     is_required = any(fid in required for fid in ids)
+    part = None  # the latest error: required down to its diagnosis (``RunState.latest_error_ids``)
+    if is_required and st.min_tokens is not None and ids[0] in ctx.floor:
+        part = min(st.tokens, st.min_tokens + ERROR_DIAGNOSIS_TOKENS)
     # scored from its newest member's position (an answered call ranks as new as its answer)
     unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
-                is_required, st.min_tokens, tuple(sorted(st.names)))  # a group keeps its tools
+                is_required, st.min_tokens, tuple(sorted(st.names)), part)  # a group keeps its tools
     return _Row(st, unit, layer_no)

@@ -190,6 +190,9 @@ class BuildCtx:
     required: frozenset[str]
     count: Callable[[str], int]
     policy: RedactionPolicy | None = None
+    floor: frozenset[str] = frozenset()
+    """The required fragments required down to their diagnosis only
+    (``RunState.latest_error_ids``)."""
     redacted: dict[str, Hit] = field(default_factory=dict)
     """Fragments with secrets seen by this build: the redacted view (token count adjusted)
     and the result."""

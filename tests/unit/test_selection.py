@@ -21,12 +21,20 @@ def unit_sets(draw: st.DrawFn) -> list[Unit]:
     for i in range(n):
         tokens = draw(st.integers(1, 2000))
         shrink = draw(st.booleans())
+        min_tokens = draw(st.integers(1, tokens)) if shrink else None
+        required = draw(st.integers(0, 9)) == 0
+        # a required unit may be required in part only (the latest error: ``Unit.part``)
+        part = (draw(st.integers(min_tokens, tokens)) if required and min_tokens is not None
+                and draw(st.booleans()) else None)
         units.append(Unit(
             id=f"u{i}", layer=draw(st.sampled_from(LAYERS)), tokens=tokens,
             score=draw(st.floats(0, 200, allow_nan=False)), position=i,
-            required=draw(st.integers(0, 9)) == 0,
-            min_tokens=draw(st.integers(1, tokens)) if shrink else None))
+            required=required, min_tokens=min_tokens, part=part))
     return units
+
+
+def _required(u: Unit) -> int:
+    return u.tokens if u.part is None else u.part
 
 
 def _select(units: list[Unit], budget: int) -> dict[str, int] | None:
@@ -40,7 +48,7 @@ def _select(units: list[Unit], budget: int) -> dict[str, int] | None:
 @given(unit_sets(), st.integers(1, 20_000))
 def test_never_over_budget_and_required_always_kept(units: list[Unit], budget: int) -> None:
     kept = _select(units, budget)
-    required = sum(u.tokens for u in units if u.required)
+    required = sum(_required(u) for u in units if u.required)
     if kept is None:
         assert required > budget
         return
@@ -107,13 +115,18 @@ def _reference(units: list[Unit], budget: int) -> tuple[dict[str, int], dict[str
     import math
 
     required = [u for u in units if u.required]
-    kept = {u.id: u.tokens for u in required}
+    kept = {u.id: _required(u) for u in required}
     used = sum(kept.values())
     if used > budget:
         return None
+    # a unit required in part: the rest is an optional unit ranked as it is, shrinkable to nothing
+    rests = {f"{u.id}+rest": u for u in required if u.part is not None and u.part < u.tokens}
+    optional = [u for u in units if not u.required] + [
+        Unit(rid, u.layer, u.tokens - _required(u), u.score, u.position, min_tokens=0)
+        for rid, u in rests.items()]
     keyed = []
     for layer in {u.layer for u in units}:
-        members = sorted((u for u in units if u.layer == layer and not u.required),
+        members = sorted((u for u in optional if u.layer == layer),
                          key=lambda u: (-u.score, -u.position, u.id))
         share, cumulative = SHARES.get(layer, 0.0), 0
         for u in members:
@@ -131,11 +144,14 @@ def _reference(units: list[Unit], budget: int) -> tuple[dict[str, int], dict[str
         else:
             stopped = True
             room = budget - used
-            if u.shrinkable and max(u.min_tokens or u.tokens, 48) <= room:
+            if u.shrinkable and max(u.tokens if u.min_tokens is None else u.min_tokens, 48) <= room:
                 kept[u.id] = room
                 used += room
             else:
                 dropped[u.id] = "over_budget"
+    for rid, u in rests.items():  # a rest's grant is its unit's; a rest left out is nothing left out
+        kept[u.id] += kept.pop(rid, 0)
+        dropped.pop(rid, None)
     return kept, dropped
 
 
@@ -199,9 +215,12 @@ def units_with_tools(draw: st.DrawFn) -> tuple[list[Unit], dict[str, tuple[str, 
         tokens = draw(st.integers(1, 1500))
         shrink = draw(st.booleans())
         needs = tuple(sorted(draw(st.sets(st.sampled_from([*TOOL_NAMES, "unknown"]), max_size=3))))
+        min_tokens = draw(st.integers(1, tokens)) if shrink else None
+        required = draw(st.integers(0, 9)) == 0
+        part = (draw(st.integers(min_tokens, tokens)) if required and min_tokens is not None
+                and draw(st.booleans()) else None)
         units.append(Unit(f"u{i}", draw(st.sampled_from(LAYERS)), tokens, draw(st.floats(0, 200)), i,
-                          required=draw(st.integers(0, 9)) == 0,
-                          min_tokens=draw(st.integers(1, tokens)) if shrink else None, needs=needs))
+                          required=required, min_tokens=min_tokens, needs=needs, part=part))
     return units, tools, draw(st.booleans())
 
 
@@ -229,7 +248,7 @@ def test_a_kept_unit_keeps_the_tools_it_needs_within_budget_and_monotone(
     b = _select_with_tools(units, tools, presort, small + extra)
     if a is None:
         needed = {tools[n][0] for u in units if u.required for n in u.needs if n in tools}
-        assert sum(u.tokens for u in units if u.required) + sum(
+        assert sum(_required(u) for u in units if u.required) + sum(
             tokens for tool_id, tokens in tools.values() if tool_id in needed
             and tool_id not in {u.id for u in units if u.required}) > small
         return
@@ -258,3 +277,22 @@ def test_a_tool_a_required_unit_needs_is_not_counted_again_in_its_layers_reach()
     selection = select_units(units, 611, shares=ALL_SHARES, tools=tools)
     assert selection.kept == {"g": 10, "tool:t0": 300, "tool:t1": 300, "tool:t2": 1}
     assert selection.needed == {"tool:t0"} and selection.used == 611
+
+
+def test_a_unit_required_in_part_keeps_its_part_and_its_rest_competes() -> None:
+    """The latest error (``Unit.part``): its part is required, its rest is walked as an optional unit
+    ranked as it is: left out at a small budget (the unit stays, cut to its part), cut to the
+    room left at a larger one, whole when it fits; never listed as a dropped unit."""
+    units = [Unit("err", "history", 5000, 10.0, 1, required=True, min_tokens=60, part=200),
+             Unit("read", "history", 500, 90.0, 2, min_tokens=50),
+             Unit("latest", "recent", 300, 95.0, 3, required=True)]
+    small = select_units(units, 900, shares=SHARES)
+    assert small.kept == {"err": 200, "latest": 300, "read": 400}
+    assert set(small.cut) == {"err", "read"} and small.dropped == {} and small.over_budget == ()
+    larger = select_units(units, 2000, shares=SHARES)
+    assert larger.kept == {"err": 1200, "latest": 300, "read": 500} and set(larger.cut) == {"err"}
+    whole = select_units(units, 6000, shares=SHARES)
+    assert whole.kept == {"err": 5000, "latest": 300, "read": 500} and whole.cut == ()
+    with pytest.raises(RequiredContextExceedsBudgetError) as info:
+        select_units(units, 400, shares=SHARES)
+    assert info.value.required == [("err", 200), ("latest", 300)]

@@ -1,0 +1,92 @@
+"""The latest error is cut to its diagnosis, never dropped for its length (seed section 4:
+"关键约束、最新错误或完整 tool result pair 不应因为文本较长就被拆散")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold
+from tests.unit.test_builder import build, recorded, request_text
+
+
+def _make_log() -> str:
+    lines = [f"cc -c src/file{i}.c -o build/file{i}.o  [ok]" for i in range(1500)]
+    lines += ["src/parser.c:212:9: error: 'tok' undeclared (first use in this function)",
+              "make: *** [Makefile:12: build/parser.o] Error 1"]
+    lines += [f"note: continuing {i}" for i in range(1500)]
+    return "\n".join(lines)
+
+
+def _failing_make_then_reads(reads: int = 6, *, make_again: str | None = None) -> list[AnyEvent]:
+    """A failing 3,002-line ``make``, then ``reads`` file reads of ~1,500 tokens each (and, with
+    ``make_again``, a second ``make`` answering that text, successfully)."""
+    events: list[AnyEvent] = [
+        UserInput("Fix the build"),
+        ModelResponse(tool_calls=(ToolCall(call_id="m", name="make", arguments="{}"),)),
+        ToolResult(call_id="m", content=_make_log(), is_error=True, exit_code=2),
+    ]
+    for k in range(reads):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"r{k}", name="read_file",
+                                                      arguments=json.dumps({"path": f"src/f{k}.c"})),)),
+                   ToolResult(call_id=f"r{k}", content="\n".join(
+                       f"int f{k}_{j}(void) {{ return {j}; }}" for j in range(120)))]
+    if make_again is not None:
+        events += [ModelResponse(tool_calls=(ToolCall(call_id="m2", name="make", arguments="{}"),)),
+                   ToolResult(call_id="m2", content=make_again),
+                   ModelResponse(tool_calls=(ToolCall(call_id="r-last", name="read_file",
+                                                      arguments=json.dumps({"path": "README"})),)),
+                   ToolResult(call_id="r-last", content="read me")]
+    return events
+
+
+@pytest.mark.parametrize("window", [4_000, 8_000])
+def test_a_long_latest_error_followed_by_reads_is_cut_to_its_diagnosis_not_dropped(window: int) -> None:
+    """It used to be left out as ``low_priority`` (its score charges its 36k tokens) while a read
+    was cut to fit: the request showed six reads and no trace of the failure."""
+    result = build(_failing_make_then_reads(), "anthropic", window=window, reserve=1_000)
+    text = request_text(result)
+    assert "exit code: 2" in text and "'tok' undeclared" in text and "note: continuing 1499" in text
+    line = next(f for f in result.manifest.fragments if f.id == "e3")
+    assert line.required and line.truncated and line.selection_reason.startswith("required: latest error")
+    assert result.manifest.selected_tokens <= window - 1_000
+
+
+def test_the_rest_of_the_latest_error_competes_and_a_larger_budget_keeps_more_of_it() -> None:
+    state = fold(recorded(_failing_make_then_reads()))
+    sizes, truncated = [], []
+    for window in (4_000, 12_000, 20_000, 60_000):
+        m = build_context(state, BuildConfig(window=window, reserve=1_000)).manifest
+        line = next(f for f in m.fragments if f.id == "e3")
+        sizes.append(line.tokens)
+        truncated.append(line.truncated)
+    assert sizes == sorted(sizes) and sizes[0] < 400 < sizes[2]
+    assert truncated == [True, True, True, False]  # whole when it fits
+
+
+def test_a_later_success_of_the_same_tool_resolves_the_error() -> None:
+    """``make`` failed, then passed: the old failure is optional again, and it is the first to go."""
+    result = build(_failing_make_then_reads(make_again="Build finished: 0 errors"), "anthropic",
+                   window=4_000, reserve=1_000)
+    assert "e3" not in {f.id for f in result.manifest.fragments}
+    assert any(e.id == "e3" and e.reason == "low_priority" for e in result.manifest.excluded_items)
+    assert "Build finished: 0 errors" in request_text(result)
+
+
+def test_the_latest_error_at_the_end_of_the_log_is_required_whole_as_the_latest_group() -> None:
+    result = build(_failing_make_then_reads(reads=0), "anthropic", window=60_000, reserve=1_000)
+    line = next(f for f in result.manifest.fragments if f.id == "e3")
+    assert line.selection_reason == "required: latest protocol group (a call and its answers)"
+    assert not line.truncated
+
+
+def test_when_required_content_alone_overflows_the_latest_error_is_squeezed_not_dropped() -> None:
+    result = build(_failing_make_then_reads(reads=1), "anthropic", window=1_500, reserve=1_000)
+    lines = {f.id: f for f in result.manifest.fragments}
+    assert lines["e3"].truncated and lines["e5"].truncated  # the error and the newest read, both cut
+    assert "exit code: 2" in request_text(result)
+    assert result.manifest.selected_tokens <= 500
