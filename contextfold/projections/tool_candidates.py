@@ -17,7 +17,7 @@ from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
-from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable
+from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable, whole_toolkit
 from contextfold.projections.tool_names import refuses_tool_name, renamed_note, tool_name_alias
 from contextfold.projections.units import BuildCtx
 
@@ -136,6 +136,13 @@ def _choices(specs: list[ToolSpec], query: str, config: BuildConfig, inputs: Too
     return exposed, excluded
 
 
+def _whole(state: RunState, config: BuildConfig, inputs: ToolInputs) -> bool:
+    """Whether the run's whole permitted toolkit is exposed (``tool_exposure.whole_toolkit``): a
+    registered tool the history calls is then declared on its own too, whatever the query."""
+    policy = inputs.policy
+    return whole_toolkit(inputs.registry, allowed=policy.allowed, denied=policy.denied, cap=config.max_tools)
+
+
 class ToolCandidates(NamedTuple):
     """The tools a build may expose and how the selection sees them."""
 
@@ -168,9 +175,11 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1]  # type: ignore[no-any-return]
     exposed, _ = _choices(specs, query, ctx.config, inputs, ctx.count, report_excluded=False)
+    whole = _whole(ctx.state, ctx.config, inputs)
     units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
                   required=t.reason == "pinned")
-             for t in exposed if t.reason != "referenced" or (t.score > 0.0 and t.name in ctx.state.tools)]
+             for t in exposed
+             if t.reason != "referenced" or ((t.score > 0.0 or whole) and t.name in ctx.state.tools)]
     by_name = {t.name: t for t in exposed}
     attach = {}
     for name in ctx.state.used_tool_names():
@@ -214,6 +223,8 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     if decided in candidates and decided.reason == "referenced":
         alone = ("and the tools layer's share had no room for it alone (it shares terms with the turn's "
                  "goal, ready plan steps and latest input)" if decided.score > 0.0 else
+                 "and the tools layer's share had no room for it alone (the run's whole toolkit fits "
+                 "max_tools)" if _whole(state, config, inputs) and registered else
                  "and it shares no term with the turn's goal, ready plan steps and latest input")
         return (f"tool {name!r} ({known}) is called by the history, but by none of the calls the "
                 f"request kept (a tool is declared with the calls that use it), {alone}")

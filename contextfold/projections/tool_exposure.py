@@ -13,7 +13,15 @@ exposure is, in this order:
    past the relevance cap and the budget (``over_budget`` then says so);
 4. **relevant** tools by BM25 score against the query (goal, plan step,
    input), highest first, while they fit the budget and the cap
-   ``max_relevant``; a tool with score 0 is never exposed for relevance.
+   ``max_relevant``; a tool with score 0 is never exposed for relevance,
+5. unless the whole permitted registry fits under the cap
+   (:func:`whole_toolkit`): then every permitted tool is exposed, those that
+   share no term with the query last, as ``toolkit``. The seed asks for a
+   retrieved subset of a *large* catalogue; a coding agent's three tools
+   (``read_file``, ``edit_file``, ``bash``) share no word with "Login is
+   broken, fix it", and a request that declared none of them left the model
+   unable to act. The whole toolkit is also the same for every turn, so the
+   cache key does not move with the user's words.
 
 Relevance is Okapi BM25 (k1 = :data:`BM25_K1` = 1.2, b = :data:`BM25_B` =
 0.75, the non-negative Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``).
@@ -62,6 +70,7 @@ __all__ = [
     "select_tools",
     "tokenize",
     "tool_tokens",
+    "whole_toolkit",
 ]
 
 BM25_K1 = 1.2
@@ -73,7 +82,7 @@ TOOL_OVERHEAD_TOKENS = 8
 "function", "function": ...}`` wrapper and separators, about 7-10 tokens in
 OpenAI's and Anthropic's tool encodings); counted so the reserve is honest."""
 
-ExposureReason: TypeAlias = Literal["pinned", "referenced", "relevant"]
+ExposureReason: TypeAlias = Literal["pinned", "referenced", "relevant", "toolkit"]
 ExclusionReason: TypeAlias = Literal["not_allowed", "not_registered", "over_budget", "over_cap",
                                      "irrelevant"]
 
@@ -281,6 +290,13 @@ def rankable(names: Iterable[str], *, pinned: Collection[str], referenced: Colle
     return any(n not in pinned and n not in referenced and permitted(n, allowed, denied) for n in names)
 
 
+def whole_toolkit(names: Iterable[str], *, allowed: Collection[str] | None, denied: Collection[str],
+                  cap: int) -> bool:
+    """Whether every permitted tool of ``names`` (the registry) fits under the relevance ``cap``:
+    then all of them are exposed, scored or not (module docstring, rule 5)."""
+    return cap > 0 and sum(permitted(n, allowed, denied) for n in names) <= cap
+
+
 class ToolChoice(NamedTuple):
     """One tool's decision as plain data: ``reason`` is an exposure or an exclusion reason."""
 
@@ -345,17 +361,18 @@ def choose_tools(
             used += cost(name)
     over_budget = used > budget_tokens
     relevant = 0
+    whole = whole_toolkit(registry, allowed=allowed_set, denied=denied_set, cap=max_relevant)
     for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
         if name in exposed or name in excluded:
             continue
-        if score <= 0.0 or relevant >= max_relevant:
+        if (score <= 0.0 and not whole) or relevant >= max_relevant:
             if not report_excluded:  # by score, best first: nothing after this is exposed
                 break
             exclude(name, "irrelevant" if score <= 0.0 else "over_cap")
         elif used + cost(name) > budget_tokens:
             exclude(name, "over_budget")
         else:
-            exposed[name] = ToolChoice(name, "relevant", score, cost(name))
+            exposed[name] = ToolChoice(name, "relevant" if score > 0.0 else "toolkit", score, cost(name))
             used += cost(name)
             relevant += 1
     return ([exposed[n] for n in sorted(exposed)],

@@ -89,7 +89,9 @@ def test_a_tool_the_policy_keeps_out_or_that_no_schema_declares_says_so() -> Non
     config = BuildConfig(provider="openai-chat", window=8_000, reserve=500)
     built = build_context(state, config, render=render_request)
     exposed = {t.name for t in built.manifest.tools}
-    assert exposed == set()  # read: nothing asks for it; ghost: no schema; write, shell: kept out
+    # read: the whole permitted toolkit, though nothing asks for it; ghost: no schema; write, shell: kept out
+    assert [(t.name, t.reason) for t in built.manifest.tools] == [
+        ("read", "toolkit (the run's whole toolkit fits max_tools)")]
 
     def why(name: str) -> str | None:
         return not_exposed_reason(state, config, name, exposed)
@@ -102,11 +104,30 @@ def test_a_tool_the_policy_keeps_out_or_that_no_schema_declares_says_so() -> Non
     assert why("ghost") == ("tool 'ghost' is pinned by the run's policy, but no tool of that name is "
                             "registered (ToolsRegistered) and the history does not call it: there is no "
                             "schema to declare")
-    assert why("read") is not None and "shares no term" in why("read")  # type: ignore[operator]
+    assert why("read") is None
     state_allowed = _state(PolicySet(text="only", allowed_tools=("spare",)), UserInput("go"))
     assert not_exposed_reason(state_allowed, config, "spare", ()) == (
         "tool 'spare' is on the allowed_tools of the run's policy, but no tool of that name is registered "
         "(ToolsRegistered) and the history does not call it: there is no schema to declare")
     assert why("nothing-by-this-name") is None
     no_ranking = BuildConfig(provider="openai-chat", window=8_000, reserve=500, max_tools=0)
-    assert "max_tools is 0" in (not_exposed_reason(state, no_ranking, "read", exposed) or "")
+    assert "max_tools is 0" in (not_exposed_reason(state, no_ranking, "read", set()) or "")
+
+
+def test_a_small_toolkit_is_declared_whole_whatever_the_words_and_the_cache_key_stays() -> None:
+    """Three tools and "Login is broken": none shares a term with the turn, and the request
+    declared no tool at all; the next input that named one moved the cache key."""
+    kit = (ToolSpec(name="read_file", description="Read a file of the repository"),
+           ToolSpec(name="edit_file", description="Replace text in a file"),
+           ToolSpec(name="bash", description="Run a shell command"))
+    head = (PolicySet(text="You are a coding agent."), ToolsRegistered(tools=kit))
+    config = BuildConfig(provider="anthropic", window=32_000, reserve=1_000)
+    first = build_context(_state(*head, UserInput("Login is broken for everyone. Please fix it.")), config,
+                          render=render_request)
+    assert [t["name"] for t in first.request["tools"]] == ["bash", "edit_file", "read_file"]
+    assert {t.reason for t in first.manifest.tools} == {"toolkit (the run's whole toolkit fits max_tools)"}
+    second = build_context(_state(*head, UserInput("Login is broken."), UserInput("read the shell history")),
+                           config, render=render_request)
+    assert {t.name: t.reason.split(" ")[0] for t in second.manifest.tools} == {
+        "bash": "relevant", "edit_file": "toolkit", "read_file": "relevant"}
+    assert second.manifest.cache_key == first.manifest.cache_key

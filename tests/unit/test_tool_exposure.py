@@ -430,3 +430,26 @@ def test_exposure_without_the_excluded_report_is_the_same(
     if not rankable(NAMES[:60], pinned=pinned, referenced=referenced, allowed=allowed, denied=denied):
         unranked = choose_tools(TOOLS[:60], report_excluded=False, **{**args, "query": ""})
         assert [(t.name, t.reason) for t in unranked[0]] == [(t.name, t.reason) for t in full[0]]
+
+
+def test_a_toolkit_within_the_cap_is_exposed_whole_scored_tools_first() -> None:
+    """A coding agent's three tools share no word with "Login is broken, fix it": the request
+    declared none of them, and the model could not act (rule 5 of the module docstring)."""
+    kit = [ToolSpec(name="read_file", description="Read a file of the repository"),
+           ToolSpec(name="edit_file", description="Replace text in a file"),
+           ToolSpec(name="bash", description="Run a shell command")]
+    exposure = select_tools(kit, query="Login is broken for everyone. Please fix it.",
+                            budget_tokens=10_000, count=quarter, max_relevant=3)
+    assert {(t.name, t.reason) for t in exposure.exposed} == {
+        ("read_file", "toolkit"), ("edit_file", "toolkit"), ("bash", "toolkit")}
+    scored = select_tools(kit, query="run the shell", budget_tokens=10_000, count=quarter, max_relevant=3)
+    assert {t.name: t.reason for t in scored.exposed}["bash"] == "relevant"
+    cheapest = tool_tokens(kit[2], quarter)  # room for one: the relevant one comes first
+    tight = select_tools(kit, query="run the shell", budget_tokens=cheapest, count=quarter, max_relevant=3)
+    assert tight.names == ("bash",)
+    # one tool more than the cap: a catalogue to retrieve from, a tool with score 0 stays out
+    over = select_tools(kit, query="Login is broken", budget_tokens=10_000, count=quarter, max_relevant=2)
+    assert over.exposed == ()
+    denied = select_tools(kit, query="Login is broken", denied=["bash"], budget_tokens=10_000, count=quarter,
+                          max_relevant=2)  # the permitted toolkit is two
+    assert denied.names == ("edit_file", "read_file")
