@@ -56,6 +56,7 @@ from contextfold.projections.tool_candidates import tool_candidates as _tool_can
 from contextfold.projections.tool_candidates import tool_inputs
 from contextfold.projections.tool_exposure import ToolChoice
 from contextfold.projections.tool_names import renamed_tools
+from contextfold.projections.truncate import Truncation
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
@@ -195,6 +196,7 @@ def _build(state: RunState, config: BuildConfig, *,
     plain, plain_fids = (_plain_timeline_loads(ctx, _plain_memo(ctx), candidates.timeline, uncut) if uncut
                          else (uncut, frozenset()))
     worked = sorted(loads.union(selection.cut) - plain)
+    slack = available - selection.used  # what the walk left: a redacted payload may grow into it
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]
         unit = unit_by_id[uid]
@@ -211,12 +213,16 @@ def _build(state: RunState, config: BuildConfig, *,
                     continue
                 logged = ctx.state.entries[fid].token_count
                 texts[fid] = ctx.full_text(fid)  # redacted
-                if ctx.frag(fid).token_count > logged:  # a placeholder longer than its secret
+                grow = ctx.frag(fid).token_count - logged  # placeholders longer than their secrets
+                if grow > slack:  # shown whole, redacted, where the budget has room left (in uid order)
                     cut = truncate_fragment(ctx, fid, max(logged - ctx.truncated_extra(fid), 1))
                     texts[fid] = cut.text
                     truncated.add(fid)
                     text_cut[fid] = cut.tokens
                     original_tokens[fid] = ctx.frag(fid).token_count
+                    truncations.append(_truncation_record(fid, cut))
+                elif grow > 0:
+                    slack -= grow
         if grant >= unit.tokens:
             continue
         deficit = unit.tokens - grant
@@ -249,11 +255,7 @@ def _build(state: RunState, config: BuildConfig, *,
             text_cut[fid] = result.tokens
             original_tokens[fid] = (ctx.content_tokens(fid) if ctx.media(fid) is not None
                                     else result.original_tokens)
-            kept_ranges = ", ".join(f"{r.start}-{r.end}" for r in result.kept)
-            truncations.append(TruncationRecord(
-                id=fid, strategy=result.strategy, original_tokens=result.original_tokens,
-                tokens=result.tokens, original_chars=result.original_chars,
-                kept=f"{result.unit}s {kept_ranges}" if kept_ranges else "marker only"))
+            truncations.append(_truncation_record(fid, result))
 
     kept_ids = frozenset(chain.from_iterable(map(members.__getitem__, selection.kept)))
     for fid in sorted(kept_ids & ctx.redacted.keys()):
@@ -293,6 +295,13 @@ def _build(state: RunState, config: BuildConfig, *,
                         (members, unit_by_id, cut_units), unit_layer_no,
                         truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                         repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
+
+
+def _truncation_record(fid: str, result: Truncation) -> TruncationRecord:
+    kept_ranges = ", ".join(f"{r.start}-{r.end}" for r in result.kept)
+    return TruncationRecord(id=fid, strategy=result.strategy, original_tokens=result.original_tokens,
+                            tokens=result.tokens, original_chars=result.original_chars,
+                            kept=f"{result.unit}s {kept_ranges}" if kept_ranges else "marker only")
 
 
 def _kept_tools(candidates: Sequence[ToolChoice], selection: Selection, unit_of: Mapping[str, Unit],

@@ -164,3 +164,28 @@ def test_a_cut_fragment_keeps_its_redaction_records_build_after_build(store_url:
         cut = {t.id for t in first.manifest.truncations}
         assert cut & {r.fragment_id for r in first.manifest.redactions}
         assert again.manifest == first.manifest
+
+
+def test_a_stored_result_whose_placeholders_outgrow_its_secrets_is_cut_only_without_room(
+        tmp_path: Path) -> None:
+    """A stored (artifact-backed) result is priced as logged and redacted when shown; 120
+    ``token: String`` annotations (the ``secret_assignment`` rule) made it 840 tokens longer,
+    and it was cut to its logged size even in a 200k window, with no truncation record."""
+    store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
+    run = store.run("r")
+    lines = [f"{i:6}\t  fun f{i}(token: String, n: USize) => None" for i in range(1, 121)]
+    run.append(UserInput("show me parser.pony"))
+    run.append(ModelResponse(tool_calls=[ToolCall(call_id="c1", name="read", arguments='{"path": "p"}')]))
+    run.append(ToolResult(call_id="c1", content="\n".join(lines)))
+    roomy = run.preview(provider="anthropic", window=200_000)
+    line = next(f for f in roomy.manifest.fragments if f.id == "e3")
+    assert not line.truncated and roomy.manifest.truncations == ()
+    assert "omitted" not in roomy.body and "fun f120(" in roomy.body
+    logged = run.state().fragment("e3").token_count
+    assert line.tokens > logged  # priced as shown, within the budget
+    tight = run.preview(provider="anthropic", reserve=100,
+                        window=roomy.manifest.selected_tokens - line.tokens + logged + 102)
+    cut = next(f for f in tight.manifest.fragments if f.id == "e3")
+    assert cut.truncated and [t.id for t in tight.manifest.truncations] == ["e3"]
+    assert tight.manifest.selected_tokens <= tight.manifest.budget_tokens
+    store.close()
