@@ -278,6 +278,7 @@ def test_why_a_tool_was_not_exposed(tmp_path: Path, cf: CLI) -> None:
     """A manifest lists the tools a request declares, not those it left out: ``why`` said a tool the
     policy denied, or one no relevance ranked in, "was not part of the projection at that turn"."""
     from contextfold.domain.events import ModelResponse, PolicySet, ToolSpec, ToolsRegistered, UserInput
+    from contextfold.domain.manifest import BuildConfig
 
     with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
         run = store.run("tools")
@@ -286,7 +287,8 @@ def test_why_a_tool_was_not_exposed(tmp_path: Path, cf: CLI) -> None:
                                           ToolSpec(name="drop_db", description="drop the database"),
                                           ToolSpec(name="weather", description="forecast by city"))),
                    UserInput("drop the old database tables"))
-        run.build("openai-chat")  # recorded: turn 1
+        run.build(config=BuildConfig(provider="openai-chat", max_tools=1))  # recorded: turn 1; ranked
+        # (two permitted tools over a cap of one): weather is left out for its relevance
         run.append(ModelResponse(text="done"), UserInput("and the weather?"))  # turn 2: no record
     denied = cf("why", "tools", "--turn", "1", "drop_db", cwd=tmp_path)
     assert denied.returncode == 0, denied.stderr
@@ -297,7 +299,7 @@ def test_why_a_tool_was_not_exposed(tmp_path: Path, cf: CLI) -> None:
                                     "reason": "tool 'weather' (registered) is neither pinned nor called by "
                                     "the kept history, and shares no term with the turn's goal, ready plan "
                                     "steps and latest input (BM25 score 0)"}]
-    previewed = cf("why", "tools", "--turn", "2", "weather", cwd=tmp_path)  # ranked in by the new input
+    previewed = cf("why", "tools", "--turn", "2", "weather", cwd=tmp_path)  # default max_tools: all
     assert previewed.returncode == 0 and "KEPT    weather (tool_spec, " in previewed.stdout, previewed.stdout
     unknown = cf("why", "tools", "--turn", "1", "nope", cwd=tmp_path)
     assert unknown.returncode == 1 and "nothing in turn 1's manifest matches 'nope'" in unknown.stdout

@@ -331,6 +331,7 @@ def test_diff_says_why_each_tool_entered_or_left(tmp_path: Path, capsys: pytest.
     reasons: a manifest lists the tools a request declares, not why the others were left out."""
     from contextfold.api import open_store
     from contextfold.domain.events import ModelResponse, PolicySet, ToolSpec, ToolsRegistered, UserInput
+    from contextfold.domain.manifest import BuildConfig
 
     monkeypatch.chdir(tmp_path)
     with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
@@ -340,12 +341,13 @@ def test_diff_says_why_each_tool_entered_or_left(tmp_path: Path, capsys: pytest.
                                           ToolSpec(name="drop_db", description="drop the database"),
                                           ToolSpec(name="weather", description="forecast by city"))),
                    UserInput("what is the weather in Oslo?"))
-        run.build("openai-chat")
+        catalogue = BuildConfig(provider="openai-chat", max_tools=1)  # more tools than the cap: ranked
+        run.build(config=catalogue)
         run.append(ModelResponse(text="sunny"),
                    PolicySet(text="no deploys today", source_ref="runtime://freeze",
                              denied_tools=("deploy",)),
                    UserInput("then clean up the old database"))
-        run.build("openai-chat")
+        run.build(config=catalogue)
     capsys.readouterr()
     assert main(["diff", "tools", "1", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
