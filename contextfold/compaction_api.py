@@ -37,8 +37,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
+from pydantic import ValidationError
+
 from contextfold.api import Run, Store
 from contextfold.domain.errors import (
+    CompactionError,
     IntegrityError,
     InvalidInputError,
     NotFoundError,
@@ -208,6 +211,8 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         # a summary longer than what it stands for saves nothing (a mask's plan already says so):
         # it would only add required tokens to every later request
         if plan is not None and plan.tokens_after < plan.tokens_before:
+            if plan.event.strategy == "summary":
+                _check_last_window(session, plan)
             session.apply(plan)
         session.commit()
         return session.report(None, None)
@@ -217,6 +222,42 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         _raise_unfit(session, state, cfg, "compaction")  # little was appended all the same
     session.commit()
     return session.report(before, after)
+
+
+def _last_live_config(events: Sequence[RecordedEvent]) -> BuildConfig | None:
+    """The configuration of the run's newest live build record (a rebuild of a past turn is an
+    audit at any window, not the window the run is served at), if any."""
+    for rec in reversed(events):
+        ev = rec.event
+        if isinstance(ev, ContextBuilt) and not ev.rebuild:
+            try:
+                return BuildConfig.model_validate(ev.manifest.get("config"))
+            except ValidationError:  # a record of an older layout: nothing to compare with
+                return None
+    return None
+
+
+def _check_last_window(session: _Session, plan: CompactionPlan) -> None:
+    """Refuse a summary that would make the run unbuildable at the window of its newest live
+    build: it is required content in every later request, and the log is append-only, so such
+    a summary could never be taken back (a 4,000-call run built within 24k needed 44k after one).
+    With a window, :func:`_climb` guards the same way."""
+    config = _last_live_config(session.events)
+    if config is None:
+        return
+    trial = session.state.snapshot()
+    fold_event(trial, RecordedEvent(session.run.run_id, trial.version + 1, plan.event, ""))
+    try:
+        _trial(session.run, trial, config)
+    except RequiredContextExceedsBudgetError as exc:
+        if pressure(session.run, session.state, config) == "hard":
+            return  # it did not fit before either: the summary makes nothing worse to refuse
+        raise CompactionError(
+            f"a summary of events {plan.event.covers_from}-{plan.event.covers_to} would need "
+            f"{exc.required_tokens} required tokens in a build at the window of the run's last build "
+            f"({config.window}, reserve {config.reserve}: a budget of {exc.budget}), which fits now; "
+            "nothing was written. Compact with that window (window=, --window), which masks first and "
+            "summarizes only what fits, or with strategy mask") from None
 
 
 def _climb(session: _Session, strategy: Strategy, cfg: BuildConfig, keep_recent: int,

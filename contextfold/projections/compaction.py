@@ -60,6 +60,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.projections.graphemes import head_chars
 from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
+from contextfold.projections.summary_bounds import EARLIER, bounded_fields, listed_calls
 from contextfold.projections.summary_check import summary_lines, validate_summary
 
 __all__ = [
@@ -397,7 +398,7 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
         if (call.outcome == "ok" and id(call) not in recent and id(call) in plain_ids
                 and not call.facts):  # one with facts to keep is listed whole
             # older plain successes: ids verbatim, one line per tool and outcome
-            older.setdefault(f"{call.name} {call.line.split(' [')[0]}", []).append(f"call {call.call_id}")
+            older.setdefault(f"{call.name} {call.line.split(' [')[0]}", []).append(call.call_id)
             continue
         facts = f" {{{call.facts}}}" if call.facts else ""
         f["tool_calls_and_results"].append(f"call {call.call_id} ({call.name}) {args} at event "
@@ -407,7 +408,7 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                        else f"{call.outcome}: unverified")
             verdict += facts  # the ids and the state its result gave
             f["side_effects"].append(f"call {call.call_id} ({call.name}) {args}: {verdict}")
-    f["tool_calls_and_results"][:0] = [f"earlier {key}: {', '.join(ids)}" for key, ids in older.items()]
+    f["tool_calls_and_results"][:0] = [f"{EARLIER}{key}: {listed_calls(ids)}" for key, ids in older.items()]
     f["inferences"] = f["inferences"][-_RECENT_STATEMENTS:]
     if state.plan is not None:
         for step in state.plan.steps:
@@ -419,8 +420,9 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
             next_action = f"plan step {ready.id}: {ready.title}"
     last = events[-1].position if events else 0
     next_action = next_action or f"continue from event {last + 1} (raw history after this summary)"
-    return CompactionSummary(goal=goal, success_contract=contract, next_action=next_action,
-                             **{k: _dedupe(v) for k, v in f.items()})
+    fields = bounded_fields({k: _dedupe(v) for k, v in f.items()},
+                            f"events://{run}/{events[0].position if events else 0}-{last}")
+    return CompactionSummary(goal=goal, success_contract=contract, next_action=next_action, **fields)
 
 
 # ---------------------------------------------------------------- plans

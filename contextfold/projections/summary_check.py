@@ -24,10 +24,10 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 
-__all__ = ["SUMMARY_REF", "summary_lines", "summary_refs", "validate_summary"]
+__all__ = ["CALL_CITE", "SUMMARY_REF", "summary_lines", "summary_refs", "validate_summary"]
 
 SUMMARY_REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
-_CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
+CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
 
 
 def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -99,7 +99,7 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
                 raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
     for key in ("tool_calls_and_results", "side_effects", "known_failures"):
         for entry in getattr(summary, key):
-            cited = _CALL_CITE.findall(entry)
+            cited = CALL_CITE.findall(entry)
             if not cited:
                 raise CompactionError(f"{key} entry cites no call (`call <id>`): {entry!r}")
             unknown = [c for c in cited if c not in ids]
@@ -112,8 +112,8 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
         raise CompactionError("summary has no goal")
     if skeleton.next_action and not summary.next_action.strip():
         raise CompactionError("summary has no next_action")
-    failed = {c for entry in skeleton.known_failures for c in _CALL_CITE.findall(entry)}
-    kept = {c for entry in summary.known_failures for c in _CALL_CITE.findall(entry)}
+    failed = {c for entry in skeleton.known_failures for c in CALL_CITE.findall(entry)}
+    kept = {c for entry in summary.known_failures for c in CALL_CITE.findall(entry)}
     if failed - kept:
         raise CompactionError(f"summary drops known failures of calls {sorted(failed - kept)}")
     return summary

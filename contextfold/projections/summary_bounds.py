@@ -1,0 +1,56 @@
+"""How long a deterministic summary may grow: each list's newest entries whole, the older ones
+folded into one line that cites their calls and the raw events they are read back from.
+
+Why: a summary is required content in every later request. Unbounded, it grew with the history
+it stood for: 4,000 calls over 50 tools made a 44k-token summary (every older success's call
+id, one line per failure), so a run that had been built within a 24k budget could no longer be
+built at its window, and since the log is append-only nothing could undo it. With these caps its
+size follows the number of tools a run uses, not its length. What a folded line no longer
+spells out stays in the covered events, whose range it cites (``events://RUN/A-B``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from contextfold.projections.summary_check import CALL_CITE
+
+__all__ = ["EARLIER", "bounded_fields", "listed_calls"]
+
+EARLIER = "earlier "
+"""How a line of older plain successes of one tool starts (``deterministic_summary``): one per
+tool and outcome, so they are not folded again."""
+_WHOLE: Mapping[str, int] = {"tool_calls_and_results": 32, "side_effects": 32, "known_failures": 16,
+                             "evidence_refs": 32, "decisions": 16}
+"""How many of each list's newest entries stay whole."""
+_CALLS_LISTED = 8
+"""Call ids on a line of older plain successes of one tool (the newest)."""
+_CALLS_FOLDED = 48
+"""Call ids on the line that folds a list's older entries (the newest)."""
+
+
+def listed_calls(ids: Sequence[str], limit: int = _CALLS_LISTED) -> str:
+    """``call a, call b`` for the newest ``limit`` of ``ids``, saying how many older ones are left
+    unnamed."""
+    shown = ", ".join(f"call {i}" for i in ids[-limit:])
+    return shown if len(ids) <= limit else f"{shown} (and {len(ids) - limit} earlier)"
+
+
+def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str) -> dict[str, tuple[str, ...]]:
+    """``fields`` with each capped list's older entries folded into one line first (module
+    docstring). ``events_ref``: the covered range, where the folded entries are read back."""
+    out = dict(fields)
+    for key, whole in _WHOLE.items():
+        entries = fields.get(key, ())
+        per_tool = key == "tool_calls_and_results"  # its per-tool lines of older successes stay
+        earlier = [e for e in entries if e.startswith(EARLIER)] if per_tool else []
+        kept = [e for e in entries if not e.startswith(EARLIER)] if per_tool else list(entries)
+        if len(kept) <= whole:
+            continue
+        older, newest = kept[:-whole], kept[-whole:]
+        cited = list(dict.fromkeys(c for entry in older for c in CALL_CITE.findall(entry)))
+        line = f"{len(older)} earlier {key.replace('_', ' ')} (read back in {events_ref})"
+        if cited:
+            line += f": {listed_calls(cited, _CALLS_FOLDED)}"
+        out[key] = (*earlier, line, *newest)
+    return out

@@ -1,0 +1,74 @@
+"""A summary is required in every later request: its size follows the tools a run uses, not its
+length, and one that would make the run unbuildable at its window is never recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from contextfold.api import Store, open_store
+from contextfold.compaction_api import compact
+from contextfold.domain.errors import CompactionError
+from contextfold.domain.events import (
+    AnyEvent,
+    HistoryCompacted,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.projections.compaction import deterministic_summary
+from contextfold.projections.summary_check import summary_lines, validate_summary
+
+
+@pytest.fixture
+def cf_store(store_url: str) -> Iterator[Store]:
+    with open_store(store_url) as store:
+        yield store
+
+
+def _busy_run(calls: int, tools: int) -> list[AnyEvent]:
+    """``calls`` calls spread over ``tools`` tools, every 17th failing."""
+    events: list[AnyEvent] = [PolicySet(text="Never push to main."), UserInput("Fix the bug in module x")]
+    for i in range(calls):
+        events += [ModelResponse(tool_calls=[ToolCall(call_id=f"c{i}", name=f"tool_{i % tools}",
+                                                      arguments=f'{{"p": "{i}"}}')]),
+                   ToolResult(call_id=f"c{i}", content=f"result {i}: " + "lorem ipsum " * 20,
+                              is_error=i % 17 == 0, exit_code=1 if i % 17 == 0 else 0)]
+    return events
+
+
+def test_a_summary_of_4000_calls_is_bounded_and_cites_what_it_folds(cf_store: Store) -> None:
+    """It was 44k tokens (every older success's id, one line per failure): a run built within 24k
+    could not be built at its window after ``compact --strategy summary``."""
+    run = cf_store.run("busy")
+    run.append(_busy_run(4_000, 50))
+    state = run.state()
+    events = run.events()
+    summary = deterministic_summary(events, state)
+    tokens = state.counter.count("\n".join(summary_lines(summary)))
+    assert tokens < 8_000
+    failures = summary.known_failures
+    assert failures[0].startswith("220 earlier known failures (read back in events://busy/1-8002): call c")
+    assert failures[-1].startswith("call c3995 (tool_45) failed at event 7994") and len(failures) == 17
+    assert sum(line.startswith("earlier tool_") for line in summary.tool_calls_and_results) == 50
+    validate_summary(summary, events, summary, "busy")  # every line cites what the events hold
+
+
+def test_a_summary_that_would_not_fit_the_last_builds_window_is_refused(cf_store: Store) -> None:
+    run = cf_store.run("tight")
+    run.append(_busy_run(600, 60))
+    run.build("openai-chat", window=2_600, reserve=400)
+    version = run.state().version
+    with pytest.raises(CompactionError, match=r"window of the run's last build \(2600, reserve 400"):
+        compact(run, "summary")
+    assert run.state().version == version  # nothing written
+    report = compact(run, "summary", window=2_600, reserve=400)  # the ladder: what keeps it buildable
+    assert report.pressure_after != "hard" and "summary" not in {e.strategy for e in report.events}
+    wide = cf_store.run("wide")
+    wide.append(_busy_run(600, 60))
+    wide.build("openai-chat", window=32_000)
+    compact(wide, "summary")  # fits the window it is built at: recorded
+    assert any(isinstance(r.event, HistoryCompacted) and r.event.strategy == "summary" for r in wide.events())
