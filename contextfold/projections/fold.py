@@ -8,9 +8,10 @@ events after its ``version``; a gap or a foreign run id is an
 ``IntegrityError``.
 
 Trust never comes from content: runtime for policy, goal, plan, tool specs,
-model responses (the protocol), recovery answers, summaries and hand-off
-notes; user for user input; workspace for instructions and file reads;
-tool results, evidence and memory carry the ``origin`` the runtime declared.
+model responses (the protocol), recovery answers and hand-off notes; user for
+user input; workspace for instructions and file reads; tool results, evidence
+and memory carry the ``origin`` the runtime declared; a summary has the lowest
+trust of what it stands for (it quotes it).
 
 Protocol: a model response with tool calls opens a :class:`ToolGroup`; each
 call is answered exactly once, by its result (``ok``/``error``) or by a
@@ -48,7 +49,7 @@ state as of a past turn or log version: :mod:`contextfold.projections.past_state
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, assert_never
 
@@ -77,6 +78,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.fragments import (
+    TRUST_RANK,
     ToolResultBlock,
     Trust,
 )
@@ -370,7 +372,7 @@ def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
                             and _coverable(state, p, lo, hi))
             text = (f"{render_summary(event)}\nraw events: events://{state.run_id}/{lo}-{hi} "
                     "(read back with `contextfold show`)")
-            fid = add_fragment(state, rec, "history", "runtime", (TextBlock(text=text),),
+            fid = add_fragment(state, rec, "history", _lowest_trust(state, covered), (TextBlock(text=text),),
                        priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",
                        data_label=SUMMARY_LABEL)
             for p in covered:
@@ -378,6 +380,18 @@ def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
             state.items[rec.position] = SummaryItem(rec.position, fid, lo, hi, covered)
         case _:
             assert_never(event.strategy)
+
+
+def _lowest_trust(state: RunState, covered: Sequence[int]) -> Trust:
+    """The trust a summary of the items at ``covered`` is shown with: the lowest of theirs.
+
+    A summary quotes what it stands for (a failure's key line, a late result, the ids a result
+    named, a user's constraint), and a plug-in one is written from it: shown as the runtime's, an
+    instruction a fetched page planted in an error message ("SYSTEM OVERRIDE: ... ignore the
+    policy") rose from the data layer to runtime trust once compacted (the seed, sections 2 and
+    10: external text stays in the data layer, whatever it says)."""
+    trusts = (state.entries[fid].trust for p in covered for fid in state.items[p].fragment_ids)
+    return min(trusts, key=TRUST_RANK.__getitem__, default="runtime")
 
 
 def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
