@@ -434,7 +434,7 @@ def test_compaction_summary_stands_in_for_covered_items() -> None:
     # the required user input is never hidden; later items keep their order
     assert [it.position for it in items] == [9, 1, 6, 7]
     summary = frag(state, "e9")
-    assert summary.kind == "history" and summary.trust == "runtime"
+    assert summary.kind == "history" and summary.trust == "external"  # the lowest of the covered (a result)
     assert "inferences (not recorded facts):\n- probably fine" in summary.content[0].text
     assert "e3" not in state.current_ids() and "e4" not in state.current_ids()
     # raw fragments are retrievable by position
