@@ -326,10 +326,17 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
         layer = "input" if is_input else "history"
         layer_no = 8 if is_input else 5
     is_required = any(fid in required for fid in ids)
+    min_tokens = st.min_tokens
+    if (min_tokens is not None and not is_current and isinstance(item, MessageItem) and item.role == "user"
+            and ctx.state.entries[uid].required):
+        # marked required: constraints that must survive every build, never cut (610 of 800 rules
+        # were, without a word); over the budget it is the typed error. The current input is cut
+        # before anything of it is lost (the issue: the newest input truncated before dropped).
+        min_tokens = None
     part = None  # the latest error: required down to its diagnosis (``RunState.latest_error_ids``)
-    if is_required and st.min_tokens is not None and ids[0] in ctx.floor:
-        part = min(st.tokens, st.min_tokens + ERROR_DIAGNOSIS_TOKENS)
+    if is_required and min_tokens is not None and ids[0] in ctx.floor:
+        part = min(st.tokens, min_tokens + ERROR_DIAGNOSIS_TOKENS)
     # scored from its newest member's position (an answered call ranks as new as its answer)
     unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
-                is_required, st.min_tokens, tuple(sorted(st.names)), part)  # a group keeps its tools
+                is_required, min_tokens, tuple(sorted(st.names)), part)  # a group keeps its tools
     return _Row(st, unit, layer_no)
