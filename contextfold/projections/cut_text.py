@@ -9,6 +9,7 @@ separate concern, and the builder module stays readable without it.
 from __future__ import annotations
 
 import json
+import re
 
 from contextfold.domain.canonical import reject_constant
 from contextfold.domain.fragments import ToolResultBlock
@@ -58,6 +59,9 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
         kind = "json"  # a document that is one string too: cut as words it was invalid JSON
     elif f.source_ref.startswith("file://"):
         kind = "file"
+        if (lines := _FIRST_LINE.search(f.source_ref)) is not None:  # an excerpt names the file's lines
+            return truncate(text, max_tokens, kind="file", count=count, line_splitting=splitting,
+                            first_line=int(lines.group(1)))
     elif "```" in text or "~~~" in text:
         kind = "markdown"
     else:
@@ -65,6 +69,9 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     return truncate(text, max_tokens, kind=kind, count=count,  # type: ignore[arg-type]
                     line_splitting=splitting)
 
+
+_FIRST_LINE = re.compile(r"#L(\d+)(?:-L\d+)?$")
+"""A file read's line range in its ref (``fold_content.file_ref``): its first line's number."""
 
 _PARSED: BoundedMemo[str, bool] = BoundedMemo(256, 16 * 1024 * 1024)
 """Whether a text parses as JSON, by text: the unit at the budget's edge is cut at every build."""

@@ -251,8 +251,8 @@ def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
 
 def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
                     *, head_share: float, fences: bool,
-                    rule: LineSplitting | None = None) -> Truncation:
-    entry = probe_entry(("lines", text, head_share, fences, count, rule), len(text))
+                    rule: LineSplitting | None = None, first_line: int = 1) -> Truncation:
+    entry = probe_entry(("lines", text, head_share, fences, count, rule, first_line), len(text))
     if "lines" not in entry:
         lines, trailing = split_lines(text)
         entry["lines"] = (lines, trailing, fence_states(lines) if fences else [None] * (len(lines) + 1))
@@ -272,7 +272,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         before_marker = states[head]
         if before_marker is not None:
             out.append(closing_fence(before_marker))
-        out.append(line_marker(n - k, head + 1, n - tail))
+        out.append(line_marker(n - k, head + first_line, n - tail + first_line - 1))
         after_marker = states[n - tail]
         if after_marker is not None:
             out.append(after_marker)
@@ -289,9 +289,10 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         return marker_only(text, original_tokens, "line", n, count)
     k, out_text, tokens = found
     head, tail = split(k)
+    shift = first_line - 1
     return _result(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
                    original=text, original_tokens=original_tokens, tokens=tokens,
-                   kept=[(1, head), (n - tail + 1, n)], omitted=n - k)
+                   kept=[(1 + shift, head + shift), (n - tail + 1 + shift, n + shift)], omitted=n - k)
 
 
 def _truncate_words(text: str, original_tokens: int, max_tokens: int,
@@ -410,21 +411,26 @@ def _check_budget(max_tokens: int) -> None:
 
 
 def truncate(text: str, max_tokens: int, *, kind: ContentKind,
-             count: TokenCounter, line_splitting: LineSplitting | None = None) -> Truncation:
+             count: TokenCounter, line_splitting: LineSplitting | None = None,
+             first_line: int = 1) -> Truncation:
     """``text`` cut to ``max_tokens`` at the boundaries of its ``kind`` (see module doc).
 
     Text that already fits is returned unchanged (``truncated=False``). ``line_splitting`` (the
     ``TokenCounter.line_splitting`` of the encoding ``count`` counts) lets line windows be
     counted from kept line blocks (:mod:`~contextfold.projections.line_counts`): same result.
+    ``first_line``: the number of a ``file`` excerpt's first line (a read of lines 1000-3000),
+    so its marker and kept ranges name the file's lines, as its ``#L1000-L3000`` ref does.
     """
     _check_budget(max_tokens)
     original_tokens = count(text)
+    if kind != "file":
+        first_line = 1
     if original_tokens <= max_tokens:
         lines, _ = split_lines(text)
         unit: Unit = "json_member" if kind == "json" else "line"
         return _result(text, strategy="none", unit=unit, original=text,
                        original_tokens=original_tokens, tokens=original_tokens,
-                       kept=[(1, len(lines))] if unit == "line" else [])
+                       kept=[(first_line, len(lines) + first_line - 1)] if unit == "line" else [])
     match kind:
         case "log":
             # A log whose lines are all too long to keep whole (a progress bar's one line) is
@@ -435,8 +441,8 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
                 return by_lines
             return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
         case "file":  # a fence (a README's, a docstring's) is never left open either
-            return _truncate_lines(text, original_tokens, max_tokens, count,
-                                   head_share=0.5, fences=_has_fence(text), rule=line_splitting)
+            return _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
+                                   fences=_has_fence(text), rule=line_splitting, first_line=first_line)
         case "markdown":
             return _truncate_lines(text, original_tokens, max_tokens, count,
                                    head_share=0.5, fences=True, rule=line_splitting)

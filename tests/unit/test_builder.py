@@ -453,3 +453,15 @@ def test_each_required_fragment_names_the_rule_that_required_it() -> None:
     assert reasons == {"e6": "required: latest compaction summary (it stands in for the history it covers)",
                        "e7": "required: latest protocol group (a call and its answers)",
                        "e8": "required: latest protocol group (a call and its answers)"}
+
+
+def test_a_cut_file_excerpt_names_the_files_lines_in_the_request_and_the_manifest() -> None:
+    body = "\n".join(f"value_{i} = compute({i})" for i in range(1000, 3001))
+    events: list[AnyEvent] = [UserInput("look at big.py"),
+                              FileRead(path="src/big.py", revision="abc", content=body, start_line=1000,
+                                       end_line=3000)]
+    result = build(events, "anthropic", window=2_000, reserve=500)
+    record = next(t for t in result.manifest.truncations if t.id == "e2")
+    head, tail = (tuple(map(int, r.split("-"))) for r in record.kept.removeprefix("lines ").split(", "))
+    assert head[0] == 1000 and tail[1] == 3000
+    assert f"lines {head[1] + 1}–{tail[0] - 1}] …" in request_text(result)

@@ -368,3 +368,17 @@ def test_truncation_probes_shared_across_calls_change_no_result(text: str, kind:
         tr._PROBES.clear()
         cold.append(truncate(text, b, kind=kind, count=cl100k))  # type: ignore[arg-type]
     assert warm == cold
+
+
+def test_a_file_excerpt_names_the_files_lines_in_its_marker_and_kept_ranges() -> None:
+    """A read of lines 1000-3000 cut in the middle said "lines 68–1934" (excerpt lines) under a
+    tag naming file lines: a follow-up read of the omitted range fetched the wrong lines."""
+    text = "\n".join(f"value_{i} = compute({i})" for i in range(1000, 3001))
+    cut = truncate(text, 400, kind="file", count=cl100k, first_line=1000)
+    head, tail = cut.kept
+    assert head.start == 1000 and tail.end == 3000
+    assert f"value_{head.end} = compute" in cut.text and f"value_{head.end + 1} = compute" not in cut.text
+    assert f"lines {head.end + 1}–{tail.start - 1}] …" in cut.text
+    whole = truncate(text, 100_000, kind="file", count=cl100k, first_line=1000)
+    assert [(r.start, r.end) for r in whole.kept] == [(1000, 3000)]
+    assert truncate(text, 400, kind="log", count=cl100k, first_line=1000).kept[0].start == 1  # files only
