@@ -403,15 +403,30 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     members: dict[str, tuple[str, ...]] = {}
     layer_no: dict[str, int] = {}
     excluded: list[ExcludedFragment] = []
-    ranked = sorted(state_ids, key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust],
-                                                -entries[fid].position, fid))
+    left_out: set[str] = set()
+    # A newer retrieval of the same source is its newer version: it supersedes the older ones,
+    # whatever their trust (a stale cached copy declared workspace hid a fresh external fetch).
+    newest: dict[str, str] = {}
+    for fid in state_ids:
+        f = ctx.frag(fid)
+        if f.kind == "evidence" and not f.source_ref.startswith("file://"):
+            old = newest.get(f.source_ref)
+            if old is None or entries[fid].position > entries[old].position:
+                newest[f.source_ref] = fid
+    for fid in state_ids:
+        f = ctx.frag(fid)
+        if (f.kind == "evidence" and (newer := newest.get(f.source_ref, fid)) != fid
+                and fid not in ctx.required):
+            excluded.append(ExcludedFragment(
+                id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
+                replaced_by=newer, detail="a newer retrieval of the same source"))
+            left_out.add(fid)
+    ranked = sorted((fid for fid in state_ids if fid not in left_out),
+                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], -entries[fid].position, fid))
     seen_keys: dict[str, str] = {}
-    duplicates: set[str] = set()
     for fid in ranked:
         f = ctx.frag(fid)
         keys = [f"hash:{f.content_hash}"]
-        if f.kind == "evidence" and not f.source_ref.startswith("file://"):
-            keys.append(f"source:{f.source_ref}")
         semantic = ctx.state.semantic_keys.get(fid)
         if semantic is not None:  # the same fact under two sources: one copy, as for a source
             keys.append(f"semantic:{semantic}")
@@ -420,12 +435,12 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
             excluded.append(ExcludedFragment(
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="duplicate",
                 replaced_by=winner))
-            duplicates.add(fid)
+            left_out.add(fid)
             continue
         for k in keys:
             seen_keys.setdefault(k, fid)
     for fid in state_ids:
-        if fid in duplicates:
+        if fid in left_out:
             continue
         facts = ctx.facts(fid)
         f = facts.frag

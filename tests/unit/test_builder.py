@@ -161,6 +161,24 @@ def test_evidence_under_one_semantic_key_keeps_one_copy_authoritative_then_newer
     assert dup == [("e2", "e4"), ("e3", "e4")]
 
 
+def test_a_newer_retrieval_of_the_same_source_supersedes_the_older_whatever_its_trust() -> None:
+    """The seed (10): a newer version from the same source replaces the old. A stale cached copy
+    declared ``workspace`` beat a fresh ``external`` fetch of the same page on trust, and the new
+    text was listed as its "duplicate"."""
+    events: list[AnyEvent] = [
+        UserInput("What is the refund window?"),
+        EvidenceRetrieved(content="Refund window: 30 days.", source_ref="https://wiki.example/refunds",
+                          origin="workspace"),
+        EvidenceRetrieved(content="Refund window: 14 days (policy updated).",
+                          source_ref="https://wiki.example/refunds", origin="external"),
+    ]
+    result = build(events)
+    text = request_text(result)
+    assert "14 days" in text and "30 days" not in text
+    assert [(e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items] == [
+        ("e2", "superseded", "e3")]
+
+
 def test_external_text_stays_in_the_data_layer() -> None:
     events: list[AnyEvent] = [
         PolicySet(text="Be careful."),
