@@ -239,6 +239,10 @@ class EventStore(RunHeads):
             if expected_version is not None and expected_version != head.version:
                 head = self._catch_up(run_id)
                 fresh = True
+                if expected_version > head.version:  # no writer moves a run back: the caller's
+                    raise InvalidInputError(  # version is not one it read from this store
+                        f"expected_version {expected_version} is ahead of run {run_id!r}, which is at "
+                        f"version {head.version}: pass the version you read (Run.state().version)")
                 if expected_version != head.version:
                     raise ConcurrencyConflictError(run_id, expected_version)
             try:

@@ -136,6 +136,15 @@ def test_an_expected_version_that_is_no_version_is_invalid_input(store: EventSto
     assert store.version("r") == 3
 
 
+def test_an_expected_version_ahead_of_the_run_is_invalid_input_not_a_race(store: EventStore) -> None:
+    """A version no reader of this store could have seen was reported as "another writer
+    appended first; reload and retry", though nobody else wrote and no retry could succeed."""
+    store.append("r", [UserInput("a")])
+    with pytest.raises(InvalidInputError, match="expected_version 999 is ahead of run 'r', which is at ver"):
+        store.append("r", [UserInput("b")], expected_version=999)
+    assert store.version("r") == 1
+
+
 def test_stale_cached_head_rejudges_pairing(store_url: str) -> None:
     a, b = EventStore(store_url), EventStore(store_url)
     a.append("r", [UserInput("go")])
