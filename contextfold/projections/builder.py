@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
@@ -57,6 +58,7 @@ from contextfold.projections.tool_candidates import tool_inputs
 from contextfold.projections.tool_exposure import ToolChoice
 from contextfold.projections.tool_names import renamed_tools
 from contextfold.projections.truncate import Truncation
+from contextfold.projections.twins import timeline_twins, twin_lines
 from contextfold.projections.units import (
     MESSAGE_OVERHEAD,
     BuildCtx,
@@ -178,6 +180,7 @@ def _build(state: RunState, config: BuildConfig, *,
     for t in candidates_tools:  # tools are reported apart from fragments
         selection.kept.pop(f"tool:{t.name}", None)
     unit_by_id = candidates.unit_of
+    twins = _twins(ctx, selection, candidates.state_ids, members)  # sent once: in the conversation
 
     # ---- truncation and texts
     texts: dict[str, str] = {}
@@ -195,7 +198,7 @@ def _build(state: RunState, config: BuildConfig, *,
     # none (a short run's outputs): the last record stays one to patch from, nothing changed it
     plain, plain_fids = (_plain_timeline_loads(ctx, _plain_memo(ctx), candidates.timeline, uncut) if uncut
                          else (uncut, frozenset()))
-    worked = sorted(loads.union(selection.cut) - plain)
+    worked = sorted(loads.union(selection.cut) - plain - twins.keys())
     slack = available - selection.used  # what the walk left: a redacted payload may grow into it
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]
@@ -257,12 +260,17 @@ def _build(state: RunState, config: BuildConfig, *,
                                     else result.original_tokens)
             truncations.append(_truncation_record(fid, result))
 
+    walked = selection  # what the walk kept: the low-priority lines are derived from it
+    if twins:
+        selection = replace(selection, kept={uid: n for uid, n in selection.kept.items() if uid not in twins})
     kept_ids = frozenset(chain.from_iterable(map(members.__getitem__, selection.kept)))
     for fid in sorted(kept_ids & ctx.redacted.keys()):
         texts.setdefault(fid, ctx.redacted[fid][1].text)
-    others, low_priority = dropped_lines(ctx, selection_key(config), selection, unit_by_id, members,
+    others, low_priority = dropped_lines(ctx, selection_key(config), walked, unit_by_id, members,
                                          candidates.timeline, candidates.state_ids)
     excluded.extend(others)
+    if twins:
+        excluded.extend(twin_lines(state, twins))
     if state.superseded_by:
         excluded.extend(superseded_lines(ctx))
 
@@ -295,6 +303,17 @@ def _build(state: RunState, config: BuildConfig, *,
                         (members, unit_by_id, cut_units), unit_layer_no,
                         truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                         repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
+
+
+def _twins(ctx: BuildCtx, selection: Selection, state_ids: Sequence[str],
+           members: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """The kept state fragments whose text a kept conversation fragment holds (``twins``)."""
+    kept_state = [uid for uid in state_ids if uid in selection.kept]
+    if not kept_state:
+        return {}
+    state_units = set(state_ids)
+    timeline = chain.from_iterable(members[uid] for uid in selection.kept if uid not in state_units)
+    return timeline_twins(ctx.state, kept_state, timeline, ctx.required)
 
 
 def _truncation_record(fid: str, result: Truncation) -> TruncationRecord:

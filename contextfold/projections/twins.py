@@ -1,0 +1,66 @@
+"""A retrieved or recalled text that the request's conversation already holds word for word is
+sent once.
+
+Why: the seed (5.2) says the same fact may sit in a user input, a summary, memory and retrieval
+at once, and is to be sent once. Dedupe ran among the state fragments (evidence, memory) only,
+before selection, so a memory identical to a user input, or a ``FileRead`` identical to the
+``read_file`` result it was read by (the demo's e10 and e11), went out twice. A conversation
+fragment is not deduped before selection: a result is half of a call/result pair and cannot
+leave its group, and whether it is kept is what selection decides. So this runs after it: a
+kept evidence or memory fragment (not required) whose text is the text of a kept conversation
+fragment (a user input, a tool result, a note, a reply) is left out as ``duplicate``, replaced
+by that fragment. Nothing is lost, its text is in the request; and a larger budget still keeps
+a superset when such a fragment counts as kept through its twin (the builder's monotonicity
+test counts it so).
+
+Texts are compared as the log holds them (``FragmentEntry.plain_text``): a text that lives in an
+artifact is not loaded for this, and is never found a twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from contextfold.domain.manifest import ExcludedFragment
+from contextfold.projections.state import RunState
+
+__all__ = ["timeline_twins", "twin_lines"]
+
+_STANDS_IN = ("evidence", "memory")
+_HOLDS = ("user_input", "tool_result", "history")
+
+
+def timeline_twins(state: RunState, kept_state: Iterable[str], kept_timeline: Iterable[str],
+                   required: frozenset[str]) -> dict[str, str]:
+    """Kept state fragment id -> the oldest kept conversation fragment with its very text."""
+    entries = state.entries
+    wanted: dict[str, str] = {}
+    for fid in kept_state:
+        entry = entries[fid]
+        if entry.kind in _STANDS_IN and fid not in required:
+            text = entry.plain_text()
+            if text is not None and text.strip():
+                wanted.setdefault(text, fid)
+    if not wanted:
+        return {}
+    twins: dict[str, str] = {}
+    for fid in sorted(kept_timeline, key=lambda f: entries[f].position):
+        entry = entries[fid]
+        if entry.kind in _HOLDS:
+            text = entry.plain_text()
+            stands_in = None if text is None else wanted.get(text)
+            if stands_in is not None and stands_in not in twins:
+                twins[stands_in] = fid
+    return twins
+
+
+def twin_lines(state: RunState, twins: Mapping[str, str]) -> list[ExcludedFragment]:
+    """The manifest's ``duplicate`` lines of the fragments :func:`timeline_twins` found."""
+    lines = []
+    for fid, twin in sorted(twins.items()):
+        entry = state.entries[fid]
+        lines.append(ExcludedFragment(
+            id=fid, kind=entry.kind, source_ref=entry.source_ref, tokens=entry.token_count,
+            reason="duplicate", replaced_by=twin,
+            detail=f"the same text as {state.entries[twin].kind} {twin}, kept in the conversation"))
+    return lines

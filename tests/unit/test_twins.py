@@ -1,0 +1,58 @@
+"""A retrieved or recalled text the kept conversation holds word for word is sent once."""
+
+from __future__ import annotations
+
+import json
+
+from contextfold.domain.events import (
+    AnyEvent,
+    FileRead,
+    MemoryRecalled,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from tests.unit.test_builder import build, request_text
+
+SOURCE = "\n".join(f"def f{i}(x):\n    return x * {i}" for i in range(40))
+
+
+def _read_then_file_read() -> list[AnyEvent]:
+    """A read_file call, its result, and the FileRead the runtime records of the same text (the
+    demo's e10 and e11)."""
+    return [UserInput("fix f3"),
+            ModelResponse(tool_calls=(ToolCall(call_id="r1", name="read_file",
+                                               arguments=json.dumps({"path": "m.py"})),)),
+            ToolResult(call_id="r1", content=SOURCE),
+            FileRead(path="m.py", revision="HEAD", content=SOURCE)]
+
+
+def test_a_file_read_identical_to_the_kept_result_it_came_from_is_sent_once() -> None:
+    result = build(_read_then_file_read(), "anthropic", window=16_000, reserve=1_000)
+    assert request_text(result).count("return x * 39") == 1
+    assert [(e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items] == [
+        ("e4", "duplicate", "e3")]
+    assert "e4" not in {f.id for f in result.manifest.fragments}
+
+
+def test_a_memory_identical_to_a_user_input_is_sent_once() -> None:
+    said = "Always answer in French; the customer is in Lyon."
+    events: list[AnyEvent] = [UserInput(said), ModelResponse(text="D'accord."),
+                              MemoryRecalled(memory_id="m1", content=said, source_ref="memory://prefs/m1"),
+                              UserInput("Ready?")]
+    result = build(events, "openai-chat", window=16_000, reserve=1_000)
+    assert request_text(result).count("customer is in Lyon") == 1
+    assert [(e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items] == [
+        ("e3", "duplicate", "e1")]
+
+
+def test_when_the_conversation_copy_is_left_out_the_retrieved_one_is_kept() -> None:
+    events = _read_then_file_read() + [
+        item for k in range(8) for item in (
+            ModelResponse(tool_calls=(ToolCall(call_id=f"s{k}", name="shell", arguments="{}"),)),
+            ToolResult(call_id=f"s{k}", content="\n".join(f"line {j} of step {k}" for j in range(150))))]
+    result = build(events, "anthropic", window=4_000, reserve=500)
+    kept = {f.id for f in result.manifest.fragments}
+    assert "e3" not in kept and "e4" in kept  # the result's group went; the file is still there
+    assert request_text(result).count("return x * 39") == 1
