@@ -199,7 +199,6 @@ def _build(state: RunState, config: BuildConfig, *,
     plain, plain_fids = (_plain_timeline_loads(ctx, _plain_memo(ctx), candidates.timeline, uncut) if uncut
                          else (uncut, frozenset()))
     worked = sorted(loads.union(selection.cut) - plain - twins.keys())
-    slack = available - selection.used  # what the walk left: a redacted payload may grow into it
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]
         unit = unit_by_id[uid]
@@ -216,16 +215,16 @@ def _build(state: RunState, config: BuildConfig, *,
                     continue
                 logged = ctx.state.entries[fid].token_count
                 texts[fid] = ctx.full_text(fid)  # redacted
-                grow = ctx.frag(fid).token_count - logged  # placeholders longer than their secrets
-                if grow > slack:  # shown whole, redacted, where the budget has room left (in uid order)
+                # Placeholders longer than their secrets: cut back to the size selection priced
+                # (the logged one), and recorded. Growing into the room the walk left was tried:
+                # that room is not monotone in the budget, so a larger window kept less of it.
+                if ctx.frag(fid).token_count > logged:
                     cut = truncate_fragment(ctx, fid, max(logged - ctx.truncated_extra(fid), 1))
                     texts[fid] = cut.text
                     truncated.add(fid)
                     text_cut[fid] = cut.tokens
                     original_tokens[fid] = ctx.frag(fid).token_count
                     truncations.append(_truncation_record(fid, cut))
-                elif grow > 0:
-                    slack -= grow
         if grant >= unit.tokens:
             continue
         deficit = unit.tokens - grant

@@ -52,7 +52,8 @@ Never redacted (documented look-alikes): values that are placeholders or
 references (``${VAR}``, ``$VAR``, ``<your-key>``, ``{{ secret }}``,
 ``os.environ[...]``, ``process.env.X``, ``***``, ``xxxx``, ``changeme``,
 ``example``, ``None``/``null``/``true``/``false``, pure digits, code references
-such as ``self.password``, ``get_token()``, ``Optional[str]``; ``PWD`` is the
+such as ``self.password``, ``get_token()``, ``Optional[str]``, type names in
+annotations such as ``token: String`` or ``password: str``; ``PWD`` is the
 working directory, not a password) and the
 **documented example credentials** from vendor docs (AWS's
 ``AKIAIOSFODNN7EXAMPLE`` and ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``):
@@ -113,7 +114,9 @@ _PLACEHOLDER = re.compile(
         |os\.environ.*|os\.getenv.*|process\.env.*|env\(.*|getenv\(.*|secrets\..*|vault:.*
         |\*+|x{3,}|X{3,}|\.{3,}|-+|_+|\[REDACTED[^\]]*\]|redacted|changeme|change_me|example|none
         |null|nil|true|false|undefined|your[-_a-z]*|my[-_]?(?:password|secret|token|key)
-        |password|secret|token|\d+|[A-Za-z_][\w.]*[\[(].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)$""",
+        |password|secret|token|\d+|[A-Za-z_][\w.]*[\[(].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+
+        |&?(?:str|string|bytes|int|integer|bool|boolean|number|float|double|usize|isize
+           |[ui](?:8|16|32|64|128)|secretstr|secretbytes|any|object))$""",
     re.IGNORECASE | re.VERBOSE,
 )
 

@@ -87,6 +87,9 @@ LOOKALIKES: list[str] = [
     "input_tokens: 15234, output_tokens: 812",
     "PWD=/home/runner/work/app",
     "api_key: Optional[str] = None",
+    "fun f(token: String, n: USize) => None",  # type annotations (a Pony source, a real trace)
+    "def login(password: str, token: bytes) -> bool:",
+    "fn auth(api_token: &str) -> Result<(), Error>",
     "token = self.token",
     "password = get_password()",
     "postgres://app:${PGPASSWORD}@db:5432/prod",
