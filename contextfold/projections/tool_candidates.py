@@ -127,20 +127,21 @@ def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs) -> tuple[
 
 
 def _choices(specs: list[ToolSpec], query: str, config: BuildConfig, inputs: ToolInputs,
-             count: Callable[[str], int], report_excluded: bool) -> tuple[list[ToolChoice], list[ToolChoice]]:
+             count: Callable[[str], int], report_excluded: bool, registered: Collection[str]
+             ) -> tuple[list[ToolChoice], list[ToolChoice]]:
     policy = inputs.policy
     exposed, excluded, _, _ = choose_tools(
         specs, query=query, pinned=policy.pinned, referenced=inputs.used_names, allowed=policy.allowed,
         denied=policy.denied, budget_tokens=_UNBOUNDED, count=count, max_relevant=config.max_tools,
-        report_excluded=report_excluded)
+        report_excluded=report_excluded, toolkit=registered)
     return exposed, excluded
 
 
 def _whole(state: RunState, config: BuildConfig, inputs: ToolInputs) -> bool:
     """Whether the run's whole permitted toolkit is exposed (``tool_exposure.whole_toolkit``): a
     registered tool the history calls is then declared on its own too, whatever the query."""
-    policy = inputs.policy
-    return whole_toolkit(inputs.registry, allowed=policy.allowed, denied=policy.denied, cap=config.max_tools)
+    policy = inputs.policy  # the registered tools: a stand-in declared for a made-up name is none of them
+    return whole_toolkit(state.tools, allowed=policy.allowed, denied=policy.denied, cap=config.max_tools)
 
 
 class ToolCandidates(NamedTuple):
@@ -174,7 +175,7 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     hit = ctx.state.memo.get("tool-candidates")
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1]  # type: ignore[no-any-return]
-    exposed, _ = _choices(specs, query, ctx.config, inputs, ctx.count, report_excluded=False)
+    exposed, _ = _choices(specs, query, ctx.config, inputs, ctx.count, False, ctx.state.tools)
     whole = _whole(ctx.state, ctx.config, inputs)
     units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
                   required=t.reason == "pinned")
@@ -216,7 +217,7 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
         return (f"tool {name!r} is {how} the run's policy, but no tool of that name is registered "
                 "(ToolsRegistered) and the history does not call it: there is no schema to declare")
     specs, query = _ranking(state, config, inputs)
-    candidates, excluded = _choices(specs, query, config, inputs, state.counter.count, report_excluded=True)
+    candidates, excluded = _choices(specs, query, config, inputs, state.counter.count, True, state.tools)
     decided = {c.name: c for c in (*candidates, *excluded)}.get(shown)
     if decided is None:  # every registered or declared name is decided: not reached
         return None

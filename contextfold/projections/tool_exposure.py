@@ -318,8 +318,13 @@ def choose_tools(
     count: Callable[[str], int],
     max_relevant: int = 8,
     report_excluded: bool = True,
+    toolkit: Collection[str] | None = None,
 ) -> tuple[list[ToolChoice], list[ToolChoice], int, bool]:
     """:func:`select_tools` as plain data: (exposed by name, excluded by name, tokens, over budget).
+
+    ``toolkit``: the names :func:`whole_toolkit` counts (default: every name of ``tools``); a
+    builder leaves out the stand-in schemas it declares for names the history called that no
+    runtime registered: one made-up call must not make the toolkit a catalogue.
 
     Why apart: a build needs only the exposed tools, and ranks again whenever its query
     changes; making a model per excluded tool was most of that. With ``report_excluded=False``
@@ -361,7 +366,8 @@ def choose_tools(
             used += cost(name)
     over_budget = used > budget_tokens
     relevant = 0
-    whole = whole_toolkit(registry, allowed=allowed_set, denied=denied_set, cap=max_relevant)
+    whole = whole_toolkit(registry if toolkit is None else toolkit, allowed=allowed_set, denied=denied_set,
+                          cap=max_relevant)
     for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
         if name in exposed or name in excluded:
             continue

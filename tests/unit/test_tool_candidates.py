@@ -131,3 +131,17 @@ def test_a_small_toolkit_is_declared_whole_whatever_the_words_and_the_cache_key_
     assert {t.name: t.reason.split(" ")[0] for t in second.manifest.tools} == {
         "bash": "relevant", "edit_file": "toolkit", "read_file": "relevant"}
     assert second.manifest.cache_key == first.manifest.cache_key
+
+
+def test_a_call_to_a_tool_no_runtime_registered_does_not_make_the_toolkit_a_catalogue() -> None:
+    """The stand-in schema declared for gpt-4o's made-up ``multi_tool_use.parallel`` was counted in
+    the toolkit: 13 names over a cap of 12, and the 12 registered tools all left the request."""
+    kit = tuple(ToolSpec(name=f"tool_{i}", description=f"does thing {i}") for i in range(12))
+    state = _state(ToolsRegistered(tools=kit), UserInput("Login is broken, fix it"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="p", name="multi_tool_use.parallel"),)),
+                   ToolResult(call_id="p", content="no such tool", is_error=True))
+    built = build_context(state, BuildConfig(provider="openai-chat", window=32_000, reserve=1_000),
+                          render=render_request)
+    reasons = {t.name: t.reason.split(" ")[0] for t in built.manifest.tools}
+    assert sorted(n for n, r in reasons.items() if r == "toolkit") == sorted(t.name for t in kit)
+    assert list(reasons.values()).count("referenced") == 1
