@@ -306,7 +306,8 @@ class RunState:
         same tool resolves it) is required, but only at its diagnosis size
         (``selection.Unit.part``): the rest of it competes like any optional unit. Empty when
         there is none, when it is the newest group (required whole already) or when a
-        compaction hides it (the summary keeps its failure)."""
+        compaction hides it (the summary keeps its failure). A group calling a tool the run's
+        policy keeps out is never shown, so its failure is not the model's latest."""
         self.required_ids()
         hit = self.memo["required"]
         assert isinstance(hit, tuple)
@@ -330,11 +331,16 @@ class RunState:
                 if slot.status in ("ok", "error"):  # a lost or cancelled call says nothing new
                     outcomes[slot.name] = (apos, gpos, slot.status == "error")
             self.memo["tool-outcomes"] = (len(answers), outcomes)
-        failed = [(apos, gpos) for apos, gpos, error in outcomes.values() if error]
-        if not failed:
-            return None
-        gpos = max(failed)[1]
-        return None if gpos in self.hidden or gpos == index.last_group else gpos
+        failed = sorted(((apos, gpos) for apos, gpos, error in outcomes.values() if error), reverse=True)
+        policy = self.tool_policy() if failed else None
+        for _, gpos in failed:  # the newest first
+            group = self.items[gpos]
+            assert isinstance(group, ToolGroup) and policy is not None
+            if any(c.name in policy.denied or (policy.allowed is not None and c.name not in policy.allowed)
+                   for c in group.calls):
+                continue  # a call of a tool the policy keeps out: never shown (stale), not the model's
+            return None if gpos in self.hidden or gpos == index.last_group else gpos
+        return None
 
     def _view(self, fid: str, required: frozenset[str]) -> ContextFragment:
         entry = self.entries[fid]

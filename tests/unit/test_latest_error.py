@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import AnyEvent, ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
@@ -90,3 +90,17 @@ def test_when_required_content_alone_overflows_the_latest_error_is_squeezed_not_
     assert lines["e3"].truncated and lines["e5"].truncated  # the error and the newest read, both cut
     assert "exit code: 2" in request_text(result)
     assert result.manifest.selected_tokens <= 500
+
+
+def test_a_failed_call_of_a_tool_the_policy_keeps_out_is_not_the_latest_error() -> None:
+    """A denied ``rm`` failing after the ``make`` took the latest-error slot: its group is never
+    shown (stale), and the make failure was dropped again."""
+    events = _failing_make_then_reads()
+    events[3:3] = [ModelResponse(tool_calls=(ToolCall(call_id="rm", name="rm", arguments="{}"),)),
+                   ToolResult(call_id="rm", content="refused", is_error=True)]
+    result = build([PolicySet(text="no deletes", denied_tools=("rm",)), *events], "anthropic",
+                   window=4_000, reserve=1_000)
+    text = request_text(result)
+    assert "'tok' undeclared" in text and "refused" not in text
+    line = next(f for f in result.manifest.fragments if f.id == "e4")
+    assert line.selection_reason.startswith("required: latest error")
