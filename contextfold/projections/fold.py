@@ -390,7 +390,12 @@ def _lowest_trust(state: RunState, covered: Sequence[int]) -> Trust:
     instruction a fetched page planted in an error message ("SYSTEM OVERRIDE: ... ignore the
     policy") rose from the data layer to runtime trust once compacted (the seed, sections 2 and
     10: external text stays in the data layer, whatever it says)."""
-    trusts = (state.entries[fid].trust for p in covered for fid in state.items[p].fragment_ids)
+    entries = state.entries
+    trusts = [entries[fid].trust for p in covered for fid in state.items[p].fragment_ids]
+    # a masked answer's stub is the runtime's; the summary quotes the raw answer, its own event's
+    # fragment (``e{position}``), whose trust counts
+    trusts += [entries[f"e{q}"].trust for p in covered if isinstance(item := state.items[p], ToolGroup)
+               for q in item.positions[1:] if q in state.masked and f"e{q}" in entries]
     return min(trusts, key=TRUST_RANK.__getitem__, default="runtime")
 
 
