@@ -11,11 +11,12 @@ spells out stays in the covered events, whose range it cites (``events://RUN/A-B
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
 from contextfold.projections.summary_check import CALL_CITE
 
-__all__ = ["EARLIER", "bounded_fields", "listed_calls"]
+__all__ = ["EARLIER", "bounded_fields", "earlier_lines", "listed_calls"]
 
 EARLIER = "earlier "
 """How a line of older plain successes of one tool starts (``deterministic_summary``): one per
@@ -29,11 +30,35 @@ _CALLS_FOLDED = 48
 """Call ids on the line that folds a list's older entries (the newest)."""
 
 
-def listed_calls(ids: Sequence[str], limit: int = _CALLS_LISTED) -> str:
-    """``call a, call b`` for the newest ``limit`` of ``ids``, saying how many older ones are left
-    unnamed."""
+_MORE = re.compile(r" \(and (\d+) earlier\)$")
+_FOLDED = re.compile(r"^(\d+) earlier ")
+
+
+def listed_calls(ids: Sequence[str], limit: int = _CALLS_LISTED, more: int = 0) -> str:
+    """``call a, call b`` for the newest ``limit`` of ``ids``, saying how many older ones (those
+    cut off, and ``more`` already unnamed) are left unnamed."""
     shown = ", ".join(f"call {i}" for i in ids[-limit:])
-    return shown if len(ids) <= limit else f"{shown} (and {len(ids) - limit} earlier)"
+    unnamed = more + max(0, len(ids) - limit)
+    return f"{shown} (and {unnamed} earlier)" if unnamed else shown
+
+
+def earlier_lines(carried: Iterable[str], new: Mapping[str, Sequence[str]]) -> list[str]:
+    """The lines of older plain successes, one per tool and outcome: those an earlier summary
+    carried (``carried``, merged into this one) joined with this summary's (``new``: key -> call
+    ids, oldest first) under the same key. Each compaction added its own line per tool, and a run
+    compacted forty times carried forty lines per tool."""
+    merged: dict[str, tuple[list[str], int]] = {}
+    for line in carried:
+        key, _, rest = line.removeprefix(EARLIER).partition(": call ")
+        more = _MORE.search(rest)
+        ids, unnamed = merged.setdefault(key, ([], 0))
+        ids.extend(CALL_CITE.findall("call " + rest))
+        merged[key] = (ids, unnamed + (int(more.group(1)) if more else 0))
+    for key, ids_new in new.items():
+        ids, unnamed = merged.setdefault(key, ([], 0))
+        ids.extend(ids_new)
+    return [f"{EARLIER}{key}: {listed_calls(list(dict.fromkeys(ids)), more=unnamed)}"
+            for key, (ids, unnamed) in merged.items()]
 
 
 def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str) -> dict[str, tuple[str, ...]]:
@@ -49,8 +74,10 @@ def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str) -> di
             continue
         older, newest = kept[:-whole], kept[-whole:]
         cited = list(dict.fromkeys(c for entry in older for c in CALL_CITE.findall(entry)))
-        line = f"{len(older)} earlier {key.replace('_', ' ')} (read back in {events_ref})"
+        # an entry that folded older ones in an earlier summary stands for as many as it says
+        count = sum(int(m.group(1)) if (m := _FOLDED.match(e)) else 1 for e in older)
+        line = f"{count} earlier {key.replace('_', ' ')} (read back in {events_ref})"
         if cited:
-            line += f": {listed_calls(cited, _CALLS_FOLDED)}"
+            line += f", the newest: {', '.join(f'call {c}' for c in cited[-_CALLS_FOLDED:])}"
         out[key] = (*earlier, line, *newest)
     return out

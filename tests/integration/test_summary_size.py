@@ -51,7 +51,7 @@ def test_a_summary_of_4000_calls_is_bounded_and_cites_what_it_folds(cf_store: St
     tokens = state.counter.count("\n".join(summary_lines(summary)))
     assert tokens < 8_000
     failures = summary.known_failures
-    assert failures[0].startswith("220 earlier known failures (read back in events://busy/1-8002): call c")
+    assert failures[0].startswith("220 earlier known failures (read back in events://busy/1-8002), ")
     assert failures[-1].startswith("call c3995 (tool_45) failed at event 7994") and len(failures) == 17
     assert sum(line.startswith("earlier tool_") for line in summary.tool_calls_and_results) == 50
     validate_summary(summary, events, summary, "busy")  # every line cites what the events hold
@@ -72,3 +72,26 @@ def test_a_summary_that_would_not_fit_the_last_builds_window_is_refused(cf_store
     wide.build("openai-chat", window=32_000)
     compact(wide, "summary")  # fits the window it is built at: recorded
     assert any(isinstance(r.event, HistoryCompacted) and r.event.strategy == "summary" for r in wide.events())
+
+
+def test_repeated_compactions_keep_one_line_per_tool_and_true_counts(cf_store: Store) -> None:
+    """Each summary added its own line of older successes per tool (forty compactions, forty lines a
+    tool), and a folded line counted an earlier folded line as one failure."""
+    run = cf_store.run("again")
+    run.append(_busy_run(0, 3))
+    n = 0
+    for _ in range(12):
+        batch: list[AnyEvent] = []
+        for _ in range(40):
+            batch += [ModelResponse(tool_calls=[ToolCall(call_id=f"c{n}", name=f"tool_{n % 3}")]),
+                      ToolResult(call_id=f"c{n}", content=f"result {n}", is_error=n % 2 == 0)]
+            n += 1
+        run.append(batch)
+        compact(run, "summary", keep_recent=1)
+    summaries = [r.event.summary for r in run.events()
+                 if isinstance(r.event, HistoryCompacted) and r.event.strategy == "summary"]
+    last = summaries[-1]
+    assert sum(line.startswith("earlier tool_") for line in last.tool_calls_and_results) == 3
+    folded = last.known_failures[0]
+    failed_then = sum(1 for i in range(n - 1) if i % 2 == 0)  # the newest call is kept raw
+    assert folded.startswith(f"{failed_then - 16} earlier known failures (read back in events://again/1-")
