@@ -310,8 +310,9 @@ def _twins(ctx: BuildCtx, selection: Selection, state_ids: Sequence[str],
     kept_state = [uid for uid in state_ids if uid in selection.kept]
     if not kept_state:
         return {}
-    state_units = set(state_ids)
-    timeline = chain.from_iterable(members[uid] for uid in selection.kept if uid not in state_units)
+    state_units, cut = set(state_ids), set(selection.cut)  # a cut copy does not hold the text
+    timeline = chain.from_iterable(members[uid] for uid in selection.kept
+                                   if uid not in state_units and uid not in cut)
     return timeline_twins(ctx.state, kept_state, timeline, ctx.required)
 
 

@@ -13,15 +13,21 @@ by that fragment. Nothing is lost, its text is in the request; and a larger budg
 a superset when such a fragment counts as kept through its twin (the builder's monotonicity
 test counts it so).
 
-Texts are compared as the log holds them (``FragmentEntry.plain_text``): a text that lives in an
-artifact is not loaded for this, and is never found a twin.
+Texts are compared as the log holds them (``FragmentEntry.plain_text``). A text that lives in
+an artifact, or a tool result's text over :data:`~contextfold.projections.entries.LAZY_TEXT_CHARS`
+(held lazily by a live run, inline by a replay's fold: either way never compared, so both find
+the same twins), is not loaded for this. A twin must be shown whole (not in a cut unit: a cut
+copy does not hold the text) and be at least as trusted as the copy it replaces (DESIGN 7: the
+more authoritative copy is kept; a conversation copy cannot leave its place, so both stay).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from contextfold.domain.fragments import TRUST_RANK
 from contextfold.domain.manifest import ExcludedFragment
+from contextfold.projections.entries import LAZY_TEXT_CHARS
 from contextfold.projections.state import RunState
 
 __all__ = ["timeline_twins", "twin_lines"]
@@ -46,11 +52,16 @@ def timeline_twins(state: RunState, kept_state: Iterable[str], kept_timeline: It
     twins: dict[str, str] = {}
     for fid in sorted(kept_timeline, key=lambda f: entries[f].position):
         entry = entries[fid]
-        if entry.kind in _HOLDS:
-            text = entry.plain_text()
-            stands_in = None if text is None else wanted.get(text)
-            if stands_in is not None and stands_in not in twins:
-                twins[stands_in] = fid
+        if entry.kind not in _HOLDS:
+            continue
+        answer = entry.answer()
+        if answer is not None and (not isinstance(answer.text, str) or len(answer.text) > LAZY_TEXT_CHARS):
+            continue  # held lazily by a live run, inline by a replay: never compared (docstring)
+        text = entry.plain_text()
+        stands_in = None if text is None else wanted.get(text)
+        if (stands_in is not None and stands_in not in twins
+                and TRUST_RANK[entry.trust] >= TRUST_RANK[entries[stands_in].trust]):
+            twins[stands_in] = fid
     return twins
 
 

@@ -95,3 +95,35 @@ def test_repeated_compactions_keep_one_line_per_tool_and_true_counts(cf_store: S
     folded = last.known_failures[0]
     failed_then = sum(1 for i in range(n - 1) if i % 2 == 0)  # the newest call is kept raw
     assert folded.startswith(f"{failed_then - 16} earlier known failures (read back in events://again/1-")
+
+
+def test_a_plug_in_summary_line_that_starts_with_earlier_is_carried_as_written(cf_store: Store) -> None:
+    """The next deterministic summary parsed it as its own per-tool line and kept its call ids only."""
+    run = cf_store.run("plugin")
+    note = ("earlier pytest runs: call c0 passed only after call c1 cleared the stale cache "
+            "(do it again before any run)")
+    run.append(_busy_run(8, 1))
+    compact(run, "summary", keep_recent=1, summarizer=lambda covered, skeleton: skeleton.model_copy(
+        update={"tool_calls_and_results": (note, *skeleton.tool_calls_and_results)}))
+    run.append([item for i in range(8, 16) for item in (
+        ModelResponse(tool_calls=[ToolCall(call_id=f"c{i}", name="tool_0")]),
+        ToolResult(call_id=f"c{i}", content="ok"))])
+    compact(run, "summary", keep_recent=1)
+    last = [r.event.summary for r in run.events() if isinstance(r.event, HistoryCompacted)][-1]
+    assert note in last.tool_calls_and_results
+
+
+def test_a_long_result_and_its_retrieved_twin_replay_as_recorded(cf_store: Store) -> None:
+    """A live run holds a result over 1,024 characters lazily, a replay's fold inline: the twin
+    check saw the text in one and not the other, and the recorded turn failed replay --verify."""
+    from contextfold.domain.events import EvidenceRetrieved
+
+    text = "\n".join(f"line {i}: the service answered 200 in {i} ms" for i in range(50))
+    run = cf_store.run("twin")
+    run.append(UserInput("check the service"),
+               ModelResponse(tool_calls=[ToolCall(call_id="c1", name="probe")]),
+               ToolResult(call_id="c1", content=text, origin="workspace"),
+               EvidenceRetrieved(content=text, source_ref="doc://probe", origin="workspace"),
+               UserInput("and now?"))
+    built = run.build("anthropic", window=16_000)
+    assert run.replay(turn=built.manifest.turn).ok

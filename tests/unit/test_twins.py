@@ -6,6 +6,7 @@ import json
 
 from contextfold.domain.events import (
     AnyEvent,
+    EvidenceRetrieved,
     FileRead,
     MemoryRecalled,
     ModelResponse,
@@ -15,7 +16,7 @@ from contextfold.domain.events import (
 )
 from tests.unit.test_builder import build, request_text
 
-SOURCE = "\n".join(f"def f{i}(x):\n    return x * {i}" for i in range(40))
+SOURCE = "\n".join(f"def f{i}(x):\n    return x * {i}" for i in range(30))  # under LAZY_TEXT_CHARS
 
 
 def _read_then_file_read() -> list[AnyEvent]:
@@ -24,13 +25,13 @@ def _read_then_file_read() -> list[AnyEvent]:
     return [UserInput("fix f3"),
             ModelResponse(tool_calls=(ToolCall(call_id="r1", name="read_file",
                                                arguments=json.dumps({"path": "m.py"})),)),
-            ToolResult(call_id="r1", content=SOURCE),
+            ToolResult(call_id="r1", content=SOURCE, origin="workspace"),
             FileRead(path="m.py", revision="HEAD", content=SOURCE)]
 
 
 def test_a_file_read_identical_to_the_kept_result_it_came_from_is_sent_once() -> None:
     result = build(_read_then_file_read(), "anthropic", window=16_000, reserve=1_000)
-    assert request_text(result).count("return x * 39") == 1
+    assert request_text(result).count("return x * 29") == 1
     assert [(e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items] == [
         ("e4", "duplicate", "e3")]
     assert "e4" not in {f.id for f in result.manifest.fragments}
@@ -55,4 +56,34 @@ def test_when_the_conversation_copy_is_left_out_the_retrieved_one_is_kept() -> N
     result = build(events, "anthropic", window=4_000, reserve=500)
     kept = {f.id for f in result.manifest.fragments}
     assert "e3" not in kept and "e4" in kept  # the result's group went; the file is still there
-    assert request_text(result).count("return x * 39") == 1
+    assert request_text(result).count("return x * 29") == 1
+
+
+def test_a_cut_conversation_copy_does_not_replace_the_whole_retrieved_one() -> None:
+    """The twin was cut to 88 tokens (7 of 60 lines) and the evidence, kept whole, was dropped as
+    its duplicate: a larger window showed less of the text."""
+    text = "\n".join(f"l{i}: fact {i} w_{i}" for i in range(60))[:1020]
+    events: list[AnyEvent] = [UserInput("Look at the logs"),
+                              ModelResponse(tool_calls=(ToolCall(call_id="c1", name="fetch"),)),
+                              ToolResult(call_id="c1", content=text)]
+    for k in range(6):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"d{k}", name="other"),)),
+                   ToolResult(call_id=f"d{k}", content=" ".join(f"filler{k}_{j}" for j in range(60)))]
+    events += [EvidenceRetrieved(content=text, source_ref="doc://x"), UserInput("continue")]
+    for window in range(2_500, 3_400, 25):
+        result = build(events, "anthropic", window=window, reserve=200)
+        lines = {f.id: f for f in result.manifest.fragments}
+        if "e3" in lines and lines["e3"].truncated:
+            assert "e16" in lines and not lines["e16"].truncated, window
+
+
+def test_a_less_trusted_conversation_copy_does_not_replace_a_more_trusted_retrieved_one() -> None:
+    fact = "The refund window is 14 days."
+    events: list[AnyEvent] = [UserInput("refunds?"),
+                              ModelResponse(tool_calls=(ToolCall(call_id="c1", name="fetch"),)),
+                              ToolResult(call_id="c1", content=fact, origin="external"),
+                              MemoryRecalled(memory_id="m", content=fact, source_ref="memory://m",
+                                             origin="workspace")]
+    result = build(events, "anthropic", window=16_000, reserve=1_000)
+    assert {"e3", "e4"} <= {f.id for f in result.manifest.fragments}
+    assert result.manifest.excluded_items == ()
