@@ -60,7 +60,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.projections.graphemes import head_chars
 from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
-from contextfold.projections.summary_bounds import EARLIER, bounded_fields, earlier_lines
+from contextfold.projections.summary_bounds import bounded_fields, earlier_lines, is_earlier_line
 from contextfold.projections.summary_check import summary_lines, validate_summary
 
 __all__ = [
@@ -408,9 +408,9 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                        else f"{call.outcome}: unverified")
             verdict += facts  # the ids and the state its result gave
             f["side_effects"].append(f"call {call.call_id} ({call.name}) {args}: {verdict}")
-    carried = [e for e in f["tool_calls_and_results"] if e.startswith(EARLIER)]  # from merged summaries
+    carried = [e for e in f["tool_calls_and_results"] if is_earlier_line(e)]  # from merged summaries
     f["tool_calls_and_results"] = earlier_lines(carried, older) + [
-        e for e in f["tool_calls_and_results"] if not e.startswith(EARLIER)]
+        e for e in f["tool_calls_and_results"] if not is_earlier_line(e)]
     f["inferences"] = f["inferences"][-_RECENT_STATEMENTS:]
     if state.plan is not None:
         for step in state.plan.steps:

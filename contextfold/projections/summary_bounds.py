@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from contextfold.projections.summary_check import CALL_CITE
 
-__all__ = ["EARLIER", "bounded_fields", "earlier_lines", "listed_calls"]
+__all__ = ["EARLIER", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls"]
 
 EARLIER = "earlier "
 """How a line of older plain successes of one tool starts (``deterministic_summary``): one per
@@ -30,8 +30,18 @@ _CALLS_FOLDED = 48
 """Call ids on the line that folds a list's older entries (the newest)."""
 
 
-_MORE = re.compile(r" \(and (\d+) earlier\)$")
-_FOLDED = re.compile(r"^(\d+) earlier ")
+_CALL = r"call [^\s,;:()]+"
+_EARLIER_LINE = re.compile(rf"^{EARLIER}(.+?): ({_CALL}(?:, {_CALL})*)(?: \(and (\d+) earlier\))?$")
+"""A line of older plain successes exactly as :func:`earlier_lines` writes it: (key, calls, more).
+A plug-in summary's own line that merely starts with ``earlier`` is an entry like any other."""
+_FOLDED = re.compile(r"^(\d+) earlier (?:known failures|tool calls and results|side effects|evidence refs"
+                     r"|decisions) \(read back in events://[^\s)]+\)")
+"""A line that folded older entries, exactly as :func:`bounded_fields` writes it."""
+
+
+def is_earlier_line(entry: str) -> bool:
+    """Whether ``entry`` is a line of older plain successes (:func:`earlier_lines`' format)."""
+    return entry.startswith(EARLIER) and _EARLIER_LINE.match(entry) is not None
 
 
 def listed_calls(ids: Sequence[str], limit: int = _CALLS_LISTED, more: int = 0) -> str:
@@ -49,11 +59,13 @@ def earlier_lines(carried: Iterable[str], new: Mapping[str, Sequence[str]]) -> l
     compacted forty times carried forty lines per tool."""
     merged: dict[str, tuple[list[str], int]] = {}
     for line in carried:
-        key, _, rest = line.removeprefix(EARLIER).partition(": call ")
-        more = _MORE.search(rest)
+        parsed = _EARLIER_LINE.match(line)
+        if parsed is None:  # not one of ours: the caller keeps it as it is (is_earlier_line)
+            continue
+        key, calls, more = parsed.groups()
         ids, unnamed = merged.setdefault(key, ([], 0))
-        ids.extend(CALL_CITE.findall("call " + rest))
-        merged[key] = (ids, unnamed + (int(more.group(1)) if more else 0))
+        ids.extend(CALL_CITE.findall(calls))
+        merged[key] = (ids, unnamed + (int(more) if more else 0))
     for key, ids_new in new.items():
         ids, unnamed = merged.setdefault(key, ([], 0))
         ids.extend(ids_new)
@@ -68,8 +80,8 @@ def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str) -> di
     for key, whole in _WHOLE.items():
         entries = fields.get(key, ())
         per_tool = key == "tool_calls_and_results"  # its per-tool lines of older successes stay
-        earlier = [e for e in entries if e.startswith(EARLIER)] if per_tool else []
-        kept = [e for e in entries if not e.startswith(EARLIER)] if per_tool else list(entries)
+        earlier = [e for e in entries if is_earlier_line(e)] if per_tool else []
+        kept = [e for e in entries if not is_earlier_line(e)] if per_tool else list(entries)
         if len(kept) <= whole:
             continue
         older, newest = kept[:-whole], kept[-whole:]
