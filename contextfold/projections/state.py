@@ -62,6 +62,7 @@ from contextfold.projections.timeline_items import (
     ToolGroup,
 )
 from contextfold.projections.tokens import DEFAULT_ENCODING, TokenCounter, get_counter
+from contextfold.projections.tool_exposure import permitted
 
 __all__ = [
     "DEFAULT_PRIORITY",
@@ -336,8 +337,7 @@ class RunState:
         for _, gpos in failed:  # the newest first
             group = self.items[gpos]
             assert isinstance(group, ToolGroup) and policy is not None
-            if any(c.name in policy.denied or (policy.allowed is not None and c.name not in policy.allowed)
-                   for c in group.calls):
+            if not all(permitted(c.name, policy.allowed, policy.denied) for c in group.calls):
                 continue  # a call of a tool the policy keeps out: never shown (stale), not the model's
             return None if gpos in self.hidden or gpos == index.last_group else gpos
         return None
