@@ -29,19 +29,36 @@ or a manifest line; nothing is cached here: the callers keep what they reuse.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 __all__ = ["canonical_dumps", "canonical_object", "canonical_utf8", "compact_json", "orjson_writes_the_same",
-           "quote", "quote_utf8", "reject_constant"]
+           "quote", "quote_utf8", "reject_constant", "strict_json"]
 
 
 def reject_constant(name: str) -> Any:
     """``json.loads(..., parse_constant=reject_constant)``: ``NaN`` and ``Infinity``, which Python's
     parser takes, are not JSON; a text holding them is not parsed as JSON (a ``ValueError``)."""
     raise ValueError(f"not JSON: {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"not JSON: {text[:40]} is out of a double's range")
+    return value
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads(text)`` for a value that is written back as JSON: a ``ValueError`` for
+    ``NaN``/``Infinity`` (see :func:`reject_constant`) and for a number past a double's range
+    (``1e400``), which Python's parser takes as ``inf``. Either one re-emitted is ``Infinity``:
+    tool arguments holding ``1e400`` made the Anthropic and Gemini bodies invalid JSON, and a JSON
+    tool result cut at its values became text that is no longer JSON."""
+    return json.loads(text, parse_constant=reject_constant, parse_float=_finite_float)
 
 
 def _not_json(obj: object) -> Any:

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextfold.domain.canonical import reject_constant
+from contextfold.domain.canonical import strict_json
 from contextfold.domain.events import ArtifactRef, ToolSpec
 from contextfold.domain.fragments import Trust
 
@@ -134,13 +134,13 @@ def arguments_object(arguments: str) -> dict[str, Any] | None:
     Anything else that is not a JSON object (text cut off by the model's output limit, an
     array, a bare string) is None: the caller decides how to show it, never by guessing.
     So is an object holding an escaped lone surrogate (``"\\ud83d"``, half an emoji cut off):
-    it parses to text that no UTF-8 request body can carry; and one holding ``NaN`` or
-    ``Infinity``, which Python's parser takes and JSON has not: re-emitted bare, it made the
-    Anthropic and Gemini bodies invalid JSON."""
+    it parses to text that no UTF-8 request body can carry; and one holding ``NaN``,
+    ``Infinity`` or a number past a double's range (``1e400``), which Python's parser takes
+    and JSON has not: re-emitted bare, they made the Anthropic and Gemini bodies invalid JSON."""
     if not arguments.strip():
         return {}
     try:
-        value = json.loads(arguments, parse_constant=reject_constant)
+        value = strict_json(arguments)
         if "\\u" in arguments and isinstance(value, dict):
             json.dumps(value, ensure_ascii=False).encode("utf-8")
     except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError

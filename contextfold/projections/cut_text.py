@@ -8,10 +8,9 @@ separate concern, and the builder module stays readable without it.
 
 from __future__ import annotations
 
-import json
 import re
 
-from contextfold.domain.canonical import reject_constant
+from contextfold.domain.canonical import strict_json
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
@@ -95,7 +94,7 @@ def _is_json(stripped: str) -> bool:
     hit = _PARSED.get(stripped)
     if hit is None:
         try:
-            json.loads(stripped, parse_constant=reject_constant)  # as ``truncate`` parses it
+            strict_json(stripped)  # as ``truncate`` parses it
             hit = True
         except (ValueError, RecursionError):
             hit = False

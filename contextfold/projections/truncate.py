@@ -51,13 +51,12 @@ container for JSON.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
-from contextfold.domain.canonical import orjson_writes_the_same, reject_constant
+from contextfold.domain.canonical import orjson_writes_the_same, strict_json
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
@@ -348,7 +347,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
     try:
         if "json" not in entry:
             try:
-                value = json.loads(text, parse_constant=reject_constant)
+                value = strict_json(text)
             except (ValueError, RecursionError):
                 entry["json"] = None  # not JSON: not parsed again at the next cut
                 raise

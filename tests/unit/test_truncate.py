@@ -297,6 +297,15 @@ def test_invalid_json_falls_back_to_line_truncation(bad: str) -> None:
     assert result.strategy == "lines" and result.tokens <= 50
 
 
+def test_a_number_past_a_doubles_range_is_never_rewritten_as_infinity() -> None:
+    """``1e400`` parses to ``inf`` in Python: a JSON result cut at its values became text holding
+    ``Infinity``, which is not JSON. It is cut as lines instead, its number as written."""
+    text = json.dumps({"rows": [{"id": i, "note": "x" * 40} for i in range(200)]}, indent=1)
+    text = text.replace('"id": 7,', '"id": 1e400,')
+    result = truncate(text, 300, kind="json", count=quarter)
+    assert result.truncated and "Infinity" not in result.text and "1e400" in result.text
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=30),
