@@ -24,6 +24,7 @@ __all__ = [
     "canonical_schema",
     "data_url",
     "document_filename",
+    "object_schema",
     "parse_arguments",
     "system_texts",
     "unsent_document_note",
@@ -87,6 +88,22 @@ def canonical_schema(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [canonical_schema(item) for item in value]
     return value
+
+
+def object_schema(parameters: dict[str, Any]) -> Any:
+    """A tool's parameters as the object schema OpenAI and Anthropic take, keys sorted: with
+    ``"type": "object"`` when it names no type (Anthropic: "input_schema.type: Field required";
+    OpenAI: "schema must be a JSON Schema of 'type: \"object\"', got 'type: \"None\"'"), and
+    ``"properties": {}`` when an object schema lists none (OpenAI: "object schema missing
+    properties"; a parameterless tool is often registered as ``{}``, and a tool the log never
+    registered is declared as ``{"type": "object"}``). A call's input is always an object, so
+    neither key narrows what the model may send. A schema of another type is left as it is for
+    the protocol check to name."""
+    if "type" not in parameters:
+        parameters = {"type": "object", **parameters}
+    if parameters["type"] == "object" and "properties" not in parameters:
+        parameters = {**parameters, "properties": {}}
+    return canonical_schema(parameters)
 
 
 def parse_arguments(call: ToolCallPart) -> dict[str, Any]:

@@ -57,7 +57,7 @@ from contextfold.domain.conversation import (
 from contextfold.domain.errors import RenderError
 from contextfold.projections.render._shared import (
     DEFAULT_ANTHROPIC_MAX_TOKENS,
-    canonical_schema,
+    object_schema,
     parse_arguments,
     system_texts,
 )
@@ -79,14 +79,6 @@ turn would merge its neighbours or end the request with the model's own message.
 
 def _text(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}] if text.strip() else []
-
-
-def _input_schema(parameters: dict[str, Any]) -> Any:
-    """The tool's schema, with ``"type": "object"`` when it names no type: the API requires the
-    key ("input_schema.type: Field required"), and a parameterless tool is often registered as
-    ``{}``. A call's input is always an object, so the key narrows nothing the model could send.
-    A schema of another type is left as it is for the protocol check to name."""
-    return canonical_schema(parameters if "type" in parameters else {"type": "object", **parameters})
 
 
 def _source(part: MediaPart) -> dict[str, Any]:
@@ -217,7 +209,7 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
             tool: dict[str, Any] = {"name": spec.name}
             if spec.description:
                 tool["description"] = spec.description
-            tool["input_schema"] = _input_schema(spec.parameters)
+            tool["input_schema"] = object_schema(spec.parameters)
             tools.append(tool)
         tools[-1]["cache_control"] = dict(CACHE_CONTROL)
         body["tools"] = tools

@@ -41,9 +41,9 @@ from contextfold.domain.conversation import (
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.render._shared import (
     OPENAI_CHAT_FILE_TYPES,
-    canonical_schema,
     data_url,
     document_filename,
+    object_schema,
     system_texts,
     unsent_document_note,
 )
@@ -174,7 +174,7 @@ def _tool(spec: ToolSpec) -> list[dict[str, Any]]:
     function: dict[str, Any] = {"name": spec.name}
     if spec.description:
         function["description"] = spec.description
-    function["parameters"] = canonical_schema(spec.parameters)
+    function["parameters"] = object_schema(spec.parameters)
     return [{"type": "function", "function": function}]
 
 

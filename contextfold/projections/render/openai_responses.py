@@ -38,9 +38,9 @@ from contextfold.domain.conversation import (
 )
 from contextfold.projections.render._shared import (
     OPENAI_RESPONSES_FILE_TYPES,
-    canonical_schema,
     data_url,
     document_filename,
+    object_schema,
     system_texts,
     unsent_document_note,
 )
@@ -160,7 +160,7 @@ def render_openai_responses(conversation: Conversation, *, max_tokens: int | Non
             tool: dict[str, Any] = {"type": "function", "name": spec.name}
             if spec.description:
                 tool["description"] = spec.description
-            tool["parameters"] = canonical_schema(spec.parameters)
+            tool["parameters"] = object_schema(spec.parameters)
             tool["strict"] = False
             tools.append(tool)
         body["tools"] = tools

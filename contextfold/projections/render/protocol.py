@@ -6,8 +6,10 @@ official SDK request types, and the render modules name the providers from here.
 every tool call answered exactly once and right after it, call ids the provider takes
 (Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses and Gemini:
 unique in the request; OpenAI chat: at most 40 characters),
-tool names it takes, role alternation, ``tool_result`` placement, tools declared for every tool
-name used in history, at most four Anthropic cache breakpoints. Each failure is a
+tool names it takes, object schemas for tool parameters (with ``properties`` for OpenAI), at
+most 128 tools and 128 calls in a message (OpenAI chat), role alternation, ``tool_result``
+placement, tools declared for every tool name used in history, at most four Anthropic cache
+breakpoints. Each failure is a
 :class:`RenderError` naming the message.
 """
 
@@ -85,7 +87,12 @@ def _names(provider: str, names: set[Any]) -> set[Any]:
 
 OBJECT_SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
 """The APIs that take only an object schema as a tool's parameters (their renderers give a schema
-without a type ``"type": "object"``, so what they refuse is a schema of another type)."""
+without a type ``"type": "object"`` and an object schema without properties ``"properties": {}``,
+``_shared.object_schema``; so what they refuse is a schema of another type)."""
+
+MAX_CHAT_TOOLS = 128
+"""OpenAI Chat Completions takes at most 128 tools, and at most 128 calls in one assistant
+message ("Invalid 'tools': array too long. Expected an array with maximum length 128")."""
 
 
 def refused_tool_schemas(specs: Iterable[tuple[str, Any]]) -> tuple[list[str], tuple[str, ...]]:
@@ -103,16 +110,19 @@ def _schema_kind(schema: Any, *, type_required: bool) -> Any:
     return schema.get("type", None if type_required else "object") if isinstance(schema, dict) else None
 
 
-def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, type_required: bool) -> None:
-    """A RenderError naming the first tool whose parameters schema the provider refuses: OpenAI
-    takes only ``"type": "object"`` when a type is given ("schema must be a JSON Schema of 'type:
-    \"object\"'"), Anthropic requires it ("input_schema.type: Field required"). The whole
-    request would be refused, turn after turn, for one tool registered with another schema."""
+def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, properties: bool) -> None:
+    """A RenderError naming the first tool whose parameters schema the provider refuses: both
+    require ``"type": "object"`` (OpenAI: "schema must be a JSON Schema of 'type: \"object\"'",
+    Anthropic: "input_schema.type: Field required"), OpenAI its ``properties`` too ("object schema
+    missing properties"). The whole request would be refused, turn after turn, for one tool
+    registered with another schema."""
     for name, schema in schemas:
-        kind = _schema_kind(schema, type_required=type_required)
+        kind = _schema_kind(schema, type_required=True)
         if kind != "object":
             _fail(provider, f"tool {name!r}: its parameters must be a JSON Schema of type 'object', "
                   f"not {kind!r} (fix the schema where the tool is registered)")
+        if properties and "properties" not in schema:
+            _fail(provider, f"tool {name!r}: its object schema lists no 'properties'")
 
 
 _DECLARED_TOOLS: dict[str, tuple[tuple[object, ...], frozenset[Any]]] = {}
@@ -136,24 +146,28 @@ def _tool_names(provider: str, tools: list[Any], declare: Callable[[list[Any]], 
 
 def _chat_tools(tools: list[Any]) -> set[Any]:
     p = "openai-chat"
+    if len(tools) > MAX_CHAT_TOOLS:
+        _fail(p, f"{len(tools)} tools are declared and this API takes at most {MAX_CHAT_TOOLS} "
+              "(lower max_tools; the tools the kept history calls are declared beyond it)")
     declared = _names(p, {t.get("function", {}).get("name") for t in tools})
-    _object_schemas(p, [(t.get("function", {}).get("name"), t.get("function", {}).get("parameters", {}))
-                        for t in tools], type_required=False)
+    functions = [t.get("function", {}) for t in tools]  # parameters left out: "an empty parameter list"
+    _object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f],
+                    properties=True)
     return declared
 
 
 def _responses_tools(tools: list[Any]) -> set[Any]:
     p = "openai-responses"
     declared = _names(p, {t.get("name") for t in tools if t.get("type") == "function"})
-    _object_schemas(p, [(t.get("name"), t.get("parameters", {})) for t in tools
-                        if t.get("type") == "function"], type_required=False)
+    _object_schemas(p, [(t.get("name"), t["parameters"]) for t in tools
+                        if t.get("type") == "function" and t.get("parameters") is not None], properties=True)
     return declared
 
 
 def _anthropic_tools(tools: list[Any]) -> set[Any]:
     p = "anthropic"
     declared = _names(p, {t.get("name") for t in tools})
-    _object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in tools], type_required=True)
+    _object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in tools], properties=False)
     return declared
 
 
@@ -235,6 +249,9 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> bool:
                   "assistant message that called it", i)
         elif role == "assistant":
             ids = [c.get("id") for c in msg.get("tool_calls") or []]
+            if len(ids) > MAX_CHAT_TOOLS:
+                _fail(p, f"assistant message makes {len(ids)} tool calls and this API takes at most "
+                      f"{MAX_CHAT_TOOLS} in one message", i)
             if len(set(ids)) != len(ids):
                 _fail(p, f"assistant message repeats a tool call id: {ids}", i)
             for call_id in ids:
