@@ -277,6 +277,20 @@ def test_gemini_strips_schema_metadata_keywords() -> None:
         "properties": {}, "type": "object"}
 
 
+def test_gemini_strips_those_keywords_only_where_they_are_keywords() -> None:
+    """A property named ``$id`` was dropped from ``properties`` while ``required`` still named it,
+    so the model could never send it; a default holding such a key lost it too."""
+    schema = {"$id": "urn:x", "type": "object", "required": ["$id", "body"],
+              "properties": {"$id": {"type": "string", "$comment": "the record's id"},
+                             "body": {"type": "object", "default": {"$schema": "kept"}}},
+              "$defs": {"$comment": {"type": "string"}}}
+    body = render(conv(user("hi"), tools=(ToolSpec(name="t", parameters=schema),)), "gemini")
+    assert body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"] == {
+        "type": "object", "required": ["$id", "body"],
+        "properties": {"$id": {"type": "string"}, "body": {"type": "object", "default": {"$schema": "kept"}}},
+        "$defs": {"$comment": {"type": "string"}}}
+
+
 # ---------------------------------------------------------------- lost / cancelled / errors
 
 RECOVERY = conv(

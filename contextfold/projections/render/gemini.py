@@ -66,13 +66,30 @@ SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
 STRIPPED_SCHEMA_KEYWORDS = frozenset({"$schema", "$id", "$comment"})
 
 
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+"""Keywords whose value maps names (a property's, a definition's) to schemas: its keys are not keywords."""
+_SCHEMA_DATA = frozenset({"default", "examples", "enum", "const"})
+"""Keywords whose value is data, not a schema: kept as written."""
+
+
 def _strip_schema(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_schema(v) for k, v in value.items()
-                if k not in STRIPPED_SCHEMA_KEYWORDS}
+    """The schema without the keywords Gemini refuses, removed only where they are keywords: a
+    property named ``$id`` was dropped from ``properties`` while ``required`` still named it."""
     if isinstance(value, list):
         return [_strip_schema(item) for item in value]
-    return value
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in STRIPPED_SCHEMA_KEYWORDS:
+            continue
+        if key in _SCHEMA_DATA:
+            out[key] = item
+        elif key in _NAMED_SCHEMAS and isinstance(item, dict):
+            out[key] = {name: _strip_schema(schema) for name, schema in item.items()}
+        else:
+            out[key] = _strip_schema(item)
+    return out
 
 
 def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
