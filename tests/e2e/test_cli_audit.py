@@ -1,8 +1,7 @@
 """`contextfold audit / why / usage` end to end on a real SQLite file.
 
-The first test runs the installed command in a subprocess; the others call
-``contextfold.cli.main`` in-process (same parser, handlers and exit codes)
-to keep the suite fast.
+The tests call ``contextfold.cli.main`` in-process (same parser, handlers and exit
+codes; ``tests.cli_runner``) to keep the suite fast.
 """
 
 from __future__ import annotations
@@ -19,30 +18,16 @@ from contextfold.api import open_store
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.builder import canonical_hash
-from tests.e2e.test_cli_record import cf as cf_subprocess
+from tests.cli_runner import cf as run_cli
 
 RUN = "demo-fix-invoice"
 CLI = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 @pytest.fixture
-def cf(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
-       capsys: pytest.CaptureFixture[str]) -> CLI:
-    """The command: in a subprocess for the first test, else ``cli.main`` in-process."""
-    if request.node.name == "test_audit_html_json_and_turn_check":
-        return cf_subprocess
-    monkeypatch.delenv("CONTEXTFOLD_STORE", raising=False)
-
-    def in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-        from contextfold.cli import main
-
-        capsys.readouterr()
-        monkeypatch.chdir(cwd)
-        code = main(list(args))
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(list(args), code, out.out, out.err)
-
-    return in_process
+def cf() -> CLI:
+    """The command, ``cli.main`` in-process (``tests.cli_runner``)."""
+    return run_cli
 
 
 def _recorded(tmp_path: Path, run_id: str, turn: int) -> ContextManifest:

@@ -16,7 +16,7 @@ import blake3
 import pytest
 
 from contextfold.store.event_store import EventStore
-from tests.e2e.test_cli_record import cf
+from tests.cli_runner import cf_process as cf
 
 CLI = Callable[..., "subprocess.CompletedProcess[str]"]
 

@@ -10,7 +10,7 @@ import pytest
 
 from contextfold.cli import main
 from contextfold.cli_build import EXCLUDED_SHOWN
-from tests.e2e.test_cli_record import cf
+from tests.cli_runner import cf
 
 
 def test_build_json_manifest_replay_and_diff(tmp_path: Path) -> None:

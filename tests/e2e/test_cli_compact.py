@@ -10,7 +10,7 @@ from pathlib import Path
 
 from contextfold.api import open_store
 from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
-from tests.e2e.test_cli_record import cf
+from tests.cli_runner import cf
 
 NOISE = "\n".join(f"{i:04d} INFO compiling module_{i}.rs" for i in range(150))
 

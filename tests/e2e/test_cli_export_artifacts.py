@@ -16,7 +16,7 @@ import pytest
 
 from contextfold.api import open_store
 from contextfold.domain.events import ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
-from tests.e2e.test_cli_record import cf
+from tests.cli_runner import cf
 from tests.integration.test_media_build import png
 
 BIG = "\n".join(f"line {i}: " + "payload " * 20 for i in range(3_000))

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import cf_process as cf
 from tests.e2e.test_cli_bad_input import CLI, cli
-from tests.e2e.test_cli_record import cf
 
 __all__ = ["cli", "on_terminal"]  # cli: the in-process fixture, re-used here
 

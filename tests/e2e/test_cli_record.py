@@ -3,48 +3,37 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
+from tests.cli_runner import cf, cf_process
 from tests.conftest import TRACES
 
 
-def cf(*args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None,
-       ) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if k != "CONTEXTFOLD_STORE"}
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "contextfold", *args], cwd=cwd,
-                          input=stdin.decode() if stdin else None,
-                          capture_output=True, text=True, env=full_env, timeout=300)
-
-
 def test_help_on_every_command(tmp_path: Path) -> None:
-    top = cf("--help", cwd=tmp_path)
+    top = cf_process("--help", cwd=tmp_path)
     assert top.returncode == 0
     for name in ("import", "runs", "events", "verify", "schema", "demo"):
         assert name in top.stdout
-        sub = cf(name, "--help", cwd=tmp_path)
+        sub = cf_process(name, "--help", cwd=tmp_path)
         assert sub.returncode == 0, sub.stderr
         assert "--store" in sub.stdout
 
 
 def test_demo_records_into_default_sqlite_and_verifies(tmp_path: Path) -> None:
-    out = cf("demo", cwd=tmp_path)
+    out = cf_process("demo", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "contextfold.db").exists()
     assert "integrity: ok" in out.stdout
     assert "call_01" in out.stdout and "tool_result" in out.stdout
-    runs = cf("runs", "--json", cwd=tmp_path)
+    runs = cf_process("runs", "--json", cwd=tmp_path)
     # 24 sample events + the context_built record of the demo's build
     assert json.loads(runs.stdout) == [{"run_id": "demo-fix-invoice", "events": 25}]
-    again = cf("demo", cwd=tmp_path)  # a second demo never clobbers the first
+    again = cf_process("demo", cwd=tmp_path)  # a second demo never clobbers the first
     assert "demo-fix-invoice-2" in again.stdout
 
 
@@ -212,10 +201,10 @@ def test_only_import_and_demo_create_a_sqlite_store(tmp_path: Path) -> None:
 
 def test_store_url_from_environment(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
-    out = cf("demo", cwd=tmp_path, env={"CONTEXTFOLD_STORE": url})
+    out = cf_process("demo", cwd=tmp_path, env={"CONTEXTFOLD_STORE": url})
     assert out.returncode == 0
     assert not (tmp_path / "contextfold.db").exists()
-    out = cf("--store", url, "runs", cwd=tmp_path)
+    out = cf_process("--store", url, "runs", cwd=tmp_path)
     assert "demo-fix-invoice" in out.stdout
 
 
