@@ -416,7 +416,7 @@ class Run:
         """The raw content behind a ref that a mask or summary left.
 
         Refs: ``event://RUN/POS``, ``events://RUN/A-B``, ``call://RUN/ID@POS``, ``artifact:HASH``."""
-        from contextfold.compaction_api import show
+        from contextfold.show_refs import show
 
         if not isinstance(ref, str):
             raise InvalidInputError(f"a ref is a string (event://RUN/POS, artifact:HASH, ...), got {ref!r}")

@@ -14,7 +14,8 @@ import sys
 
 from contextfold.cli import register, store_for
 from contextfold.cli_progress import fold_bar
-from contextfold.compaction_api import CompactionReport, artifact_bytes, compact, ref_run, show
+from contextfold.compaction_api import CompactionReport, compact
+from contextfold.show_refs import artifact_bytes, ref_run, show
 
 __all__ = ["report_lines"]
 

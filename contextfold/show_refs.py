@@ -1,0 +1,192 @@
+"""Read-back (I/O): the raw content behind a ref a mask stub, a summary or a manifest cites.
+
+    from contextfold.show_refs import show
+    show(run, "event://run-42/17")          # the event a stub replaced
+    show(run, "events://run-42/3-9")        # a summary's covered range, one header per event
+    show(run, "call://run-42/call_7@12")    # that call's result
+    show(run, "artifact:<blake3 hash>")     # a stored artifact (the store's, no run needed)
+
+Why a module of its own: compaction only *cites* these refs; reading them back is what ``contextfold
+show`` and ``Run.show`` do for a user auditing what a compacted request stood for, and the raw
+events never leave the log, so every ref stays readable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from contextfold.api import Run, Store
+from contextfold.domain.errors import IntegrityError, InvalidInputError, NotFoundError
+from contextfold.domain.events import (
+    ContentBlock,
+    ContextBuilt,
+    DocumentBlock,
+    EvidenceRetrieved,
+    FileRead,
+    HistoryCompacted,
+    ImageBlock,
+    ModelResponse,
+    ToolResult,
+    UserInput,
+    canonical_json,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.projections.fold_summary import render_summary
+from contextfold.projections.state import ToolGroup
+from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
+from contextfold.replay_report import recorded_run_id
+
+__all__ = ["artifact_bytes", "ref_run", "show", "show_artifact"]
+
+_EVENT = re.compile(r"^event://(?P<run>.+)/(?P<pos>\d+)(?:#.*)?$")
+_RANGE = re.compile(r"^events://(?P<run>.+)/(?P<lo>\d+)-(?P<hi>\d+)$")
+_CALL = re.compile(r"^call://(?P<run>.+)/(?P<cid>[^@]+)@(?P<pos>\d+)$")
+_ARTIFACT = re.compile(r"^artifact:(?://)?(?P<hash>[0-9a-f]{64})$")
+
+
+def ref_run(ref: str) -> str | None:
+    """The run a full ``event://``, ``events://`` or ``call://`` ref names (None for another
+    ref): what ``contextfold show REF`` reads it from, since a summary or stub cites full refs."""
+    ref = ref.strip()
+    m = _EVENT.match(ref) or _RANGE.match(ref) or _CALL.match(ref)
+    return m["run"] if m else None
+
+
+def show_artifact(store: Store, ref: str) -> str:
+    """The text behind an ``artifact:HASH`` ref: artifacts belong to the store (content-addressed),
+    so no run is needed; another ref names none here and is refused. An artifact that is not
+    UTF-8 text (an image) is an :class:`InvalidInputError` pointing at :func:`artifact_bytes`:
+    its bytes decoded with replacements were neither the image nor text."""
+    data = artifact_bytes(store, ref)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{ref!r} holds {len(data)} bytes of binary data, not text: read them with "
+                                "Store.artifact(ref) (contextfold show writes them as stored)") from None
+
+
+def artifact_bytes(store: Store, ref: str) -> bytes:
+    """The bytes behind an ``artifact:HASH`` ref, exactly as stored (an image's included)."""
+    ref = ref.strip()
+    m = _ARTIFACT.match(ref)
+    if m is not None:
+        return store.artifact(m["hash"])
+    if re.fullmatch(r"\d+(?:-\d+)?", ref):
+        raise InvalidInputError(f"{ref!r} names no run: give the run too (show RUN {ref})")
+    if ref.startswith("artifact:"):
+        raise InvalidInputError(f"{ref!r} is no artifact ref: artifact:HASH takes the artifact's whole "
+                                "blake3 hash, 64 hex digits (as events --json and the manifest show it)")
+    raise InvalidInputError(
+        f"unknown ref {ref!r}: use event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS or artifact:HASH")
+
+
+def _check_run(run: Run, named: str, ref: str) -> None:
+    """A ref may name ``run`` or a name its log was written under (:func:`_recorded_names`)."""
+    if named != run.run_id and named not in _recorded_names(run):
+        raise InvalidInputError(f"ref {ref!r} names run {named!r}, not {run.run_id!r} "
+                                "(nor a name its log was recorded under)")
+
+
+def _recorded_names(run: Run) -> set[str]:
+    """The names ``run``'s own log was written under, besides its own.
+
+    A run exported (``events --json``) and imported under another name keeps its events
+    verbatim, positions included: its ``context_built`` records carry the old name in their
+    manifests and its compactions' summaries and mask stubs cite ``event://OLD/N``; a request
+    built from the copy shows those refs. They name this log's events, so ``show COPY
+    event://OLD/9`` reads the copy's position 9. A name only counts if the run's own records
+    or compactions use it: a ref to some other run is still refused."""
+    names: set[str] = set()
+    for rec in run.store.events.iter_events(run.run_id):
+        ev = rec.event
+        if isinstance(ev, ContextBuilt):
+            names.add(recorded_run_id(ev, run.run_id))
+        elif isinstance(ev, HistoryCompacted):
+            for cited in SUMMARY_REF.findall(" ".join(summary_lines(ev.summary))):
+                if m := _EVENT.match(cited) or _RANGE.match(cited) or _CALL.match(cited):
+                    names.add(m["run"])
+    names.discard(run.run_id)
+    return names
+
+
+def _event_text(run: Run, rec: RecordedEvent) -> str:
+    ev = rec.event
+    match ev:
+        case ToolResult() | FileRead() | EvidenceRetrieved():
+            body = run.store.artifact_text(ev.artifact) if ev.artifact is not None else ev.content
+            body += _media_lines(ev.blocks if not isinstance(ev, FileRead) else ())
+            if isinstance(ev, ToolResult):
+                code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
+                return f"result of call {ev.call_id}{code} is_error={str(ev.is_error).lower()}\n{body}"
+            return body
+        case UserInput():
+            return ev.text + _media_lines(ev.content)
+        case ModelResponse():
+            calls = [f"call {c.call_id} {c.name} {c.arguments}" for c in ev.tool_calls]
+            return "\n".join([ev.text, *calls]) if ev.text else "\n".join(calls)
+        case HistoryCompacted():
+            return render_summary(ev)
+        case _:
+            return canonical_json(ev).decode()
+
+
+def _media_lines(blocks: Sequence[ContentBlock]) -> str:
+    """A line per image or document an event carries, naming where its bytes are: ``show`` of a
+    masked screenshot printed an empty result, and its stub no way back to the image."""
+    lines = []
+    for block in blocks:
+        if isinstance(block, ImageBlock | DocumentBlock):
+            ref = block.artifact
+            where = f"artifact:{ref.hash} ({ref.size} bytes)" if ref is not None else block.url or "inline"
+            lines.append(f"\n[{block.type} {block.media_type}: {where}]")
+    return "".join(lines)
+
+
+def _range(run: Run, lo: int, hi: int) -> Sequence[RecordedEvent]:
+    found = run.store.events.read(run.run_id, after=lo - 1, upto=hi)
+    if not found or found[0].position != lo or found[-1].position != hi:
+        raise NotFoundError(f"run {run.run_id!r} has no events {lo}-{hi} (version {run.version})")
+    if len(found) != hi - lo + 1:  # a hole inside the range: the log is damaged, not the ref
+        missing = next(p for p, rec in enumerate(found, start=lo) if rec.position != p)
+        raise IntegrityError(f"run {run.run_id!r} position {missing} is missing from the log",
+                             position=missing)
+    return found
+
+
+def show(run: Run, ref: str) -> str:
+    """The raw content behind a ref that a mask stub or summary cites.
+
+    ``event://RUN/POS`` (one event), ``events://RUN/A-B`` (a range, one header
+    per event), ``call://RUN/ID@POS`` (that call's result), ``artifact:HASH``;
+    a bare ``POS`` or ``A-B`` means this run. ``RUN`` is this run's name, or one its log
+    was recorded under before an import renamed it (:func:`_recorded_names`).
+    """
+    ref = ref.strip()
+    if ref.isdigit():
+        ref = f"event://{run.run_id}/{ref}"
+    elif re.fullmatch(r"\d+-\d+", ref):
+        ref = f"events://{run.run_id}/{ref}"
+    if _ARTIFACT.match(ref):
+        return show_artifact(run.store, ref)
+    if m := _EVENT.match(ref):
+        _check_run(run, m["run"], ref)
+        pos = int(m["pos"])
+        return _event_text(run, _range(run, pos, pos)[0])
+    if m := _RANGE.match(ref):
+        _check_run(run, m["run"], ref)
+        lo, hi = int(m["lo"]), int(m["hi"])
+        if lo > hi:
+            raise InvalidInputError(f"empty range in {ref!r}")
+        return "\n".join(f"--- event {rec.position} {rec.event.type} ---\n{_event_text(run, rec)}"
+                         for rec in _range(run, lo, hi))
+    if m := _CALL.match(ref):
+        _check_run(run, m["run"], ref)
+        group = run.state().items.get(int(m["pos"]))
+        slot = (next((c for c in group.calls if c.call_id == m["cid"]), None)
+                if isinstance(group, ToolGroup) else None)
+        if slot is None or slot.answer_position is None:
+            raise NotFoundError(f"no answered call {m['cid']!r} issued at position {m['pos']}")
+        return _event_text(run, _range(run, slot.answer_position, slot.answer_position)[0])
+    raise InvalidInputError(
+        f"unknown ref {ref!r}: use event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS or artifact:HASH")
