@@ -165,7 +165,7 @@ def _build(state: RunState, config: BuildConfig, *,
         for u in sorted((u for u in required if u.shrinkable), key=lambda u: (-u.tokens, u.id)):
             if deficit <= 0:
                 break
-            cut = min(deficit, u.tokens - (u.min_tokens or u.tokens))
+            cut = min(deficit, u.tokens - (u.tokens if u.min_tokens is None else u.min_tokens))
             grants[u.id] -= cut
             deficit -= cut
         return grants

@@ -319,15 +319,10 @@ def select_units(
         dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
         # tails are non-empty only where the walk stopped within a head (see _reach)
         unreached = tuple(t for t in tails if t) if list_unreached else ()
-        if rests:
-            return _joined(Selection(kept, dropped, used, over, tuple(cut), unreached, frozenset(needed)),
-                           rests)
-        return Selection(kept, dropped, used, over, tuple(cut), unreached, frozenset(needed))
+        return _joined(Selection(kept, dropped, used, over, tuple(cut), unreached, frozenset(needed)), rests)
     if any(tails):
         raise AssertionError("the walk ended without a stop while units were out of reach")
-    if rests:
-        return _joined(Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed)), rests)
-    return Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed))
+    return _joined(Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed)), rests)
 
 
 _REST = "+rest"
@@ -354,6 +349,8 @@ def _parts(required: list[Unit]) -> tuple[list[Unit], dict[str, Unit]]:
 def _joined(s: Selection, rests: Mapping[str, Unit]) -> Selection:
     """``s`` with each rest's grant added to its unit's: a unit is cut when it got less than
     its whole, and a rest left out is no unit left out (its unit is kept, at its part)."""
+    if not rests:
+        return s
     kept, cut = s.kept, set(s.cut)
     for rest_id, rest in rests.items():
         uid = rest_id.removesuffix(_REST)
