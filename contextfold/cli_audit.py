@@ -26,7 +26,7 @@ from typing import Any
 
 from contextfold.api import Run
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn, unbuilt_answer
-from contextfold.audit.diff import stand_in_for
+from contextfold.audit.diff import logged_as, stand_in_for
 from contextfold.audit.effects import WINDOW_TURNS, describe
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
@@ -360,9 +360,12 @@ def _not_exposed(run: Run, manifest: ContextManifest, query: str, progress: Prog
 
 
 def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
-    m = re.fullmatch(r"e(\d+)(?:\.c\d+)?", query)
+    m = re.fullmatch(r"e(\d+)(?:\.c\d+)?|event://.+/(\d+)", query)
     if m:
-        pos = int(m.group(1))
+        pos = int(m.group(1) or m.group(2))
+        if m.group(1) and pos <= manifest.log_version and "." in query:  # a stub: the event it stood for
+            entry = run.state().entries.get(query)
+            pos = int(logged_as(query, entry.source_ref)[1:]) if entry is not None else pos
         if pos > manifest.log_version:
             return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
                     f"(log position {manifest.log_version}): it did not exist yet")

@@ -12,7 +12,7 @@ from typing import Any
 
 from contextfold.domain.manifest import ContextManifest
 
-__all__ = ["config_changes", "diff_manifests", "stand_in_for"]
+__all__ = ["config_changes", "diff_manifests", "logged_as", "stand_in_for"]
 
 
 def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
             continue
         if stand_ins is None:
             stand_ins = _manifest_stand_ins(b)
-        by = _compacted_into(fid, stand_ins)
+        by = _compacted_into(logged_as(fid, fa[fid].source_ref), stand_ins)
         left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens,
                      "reason": "compacted" if by else "no longer in the projection",
                      "replaced_by": by[0] if by else None, "detail": by[1] if by else ""})
@@ -98,6 +98,15 @@ def _in_log_order(fid: str) -> tuple[tuple[int, str, int], ...]:
 
 _REF = re.compile(r"events?://.+/(\d+)(?:-(\d+))?")
 _FID = re.compile(r"e(\d+)(?:\.c\d+)?")
+
+
+def logged_as(fid: str, source_ref: str) -> str:
+    """The id of the logged event a fragment stands for: the event its ``event://RUN/N`` source
+    names (a mask stub ``e13.c1`` logged at the compaction's position stands for the result at
+    ``N``), else the position its id names. A stub that a later summary folded in was reported
+    as "no longer in the projection": the summary covers the result's position, not the mask's."""
+    ref = _REF.fullmatch(source_ref)
+    return f"e{ref.group(1)}" if ref is not None and ref.group(2) is None else fid
 
 
 def stand_in_for(manifest: ContextManifest, fid: str) -> tuple[str, str] | None:

@@ -306,3 +306,18 @@ def test_settings_beside_a_recorded_turn_are_refused_not_ignored(tmp_path: Path,
     same = cf("audit", RUN, "--turn", "6", "--window", window, cwd=tmp_path)  # the record's own: fine
     assert same.returncode == 0 and "matches the recorded" in same.stdout, same.stderr
     assert cf("manifest", RUN, "--turn", "6", "--record", "first", cwd=tmp_path).returncode == 0
+
+
+def test_why_names_the_summary_that_took_a_mask_stub_by_its_id_or_source(tmp_path: Path, cf: CLI) -> None:
+    """A stub (``e13.c1``, standing for ``event://r1/4``) that a later summary covering events 1-8
+    took out was "not part of the projection" for ``why``, asked by its id or its source."""
+    from tests.unit.test_audit_diff_compaction import _mask_then_summary
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        masked, summarized = _mask_then_summary(store.run("r1"))
+    stub = next(f for f in masked.fragments if "." in f.id and f.source_ref.startswith("event://"))
+    summary = next(f for f in summarized.fragments if f.source_ref.startswith("events://"))
+    for query in (stub.id, stub.source_ref, "e" + stub.source_ref.rsplit("/", 1)[1]):
+        out = cf("why", "r1", "--turn", str(summarized.turn), query, cwd=tmp_path)
+        assert out.returncode == 1, out.stderr  # not in the manifest, and told why
+        assert f"{query} was compacted: summarized: {summary.id} covers events 1-8" in out.stdout, out.stdout

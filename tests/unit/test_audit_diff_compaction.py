@@ -15,6 +15,7 @@ import pytest
 from contextfold.api import Run, open_store
 from contextfold.audit.diff import diff_manifests
 from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
+from contextfold.domain.manifest import ContextManifest
 
 NOISE = "\n".join(f"{i:04d} INFO compiling module_{i}.rs" for i in range(80))
 
@@ -45,6 +46,38 @@ def test_compacted_fragments_are_replaced_by_their_stand_in(tmp_path: Path, stra
         assert x["detail"].startswith("masked:" if strategy == "mask" else "summarized:")
     assert {r["id"] for r in d["replaced"]} == {x["id"] for x in compacted}
     assert {r["by"] for r in d["replaced"]} <= stand_in_ids
+
+
+def _mask_then_summary(run: Run) -> tuple[ContextManifest, ContextManifest]:
+    """Four reads, the oldest masked, built; then a summary covering the masked result (not the mask)."""
+    run.append(PolicySet(text="Be careful."), UserInput("Look at the files."))
+    for i in range(4):
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="read_file"),)),
+                   ToolResult(call_id=f"c{i}", content=f"f{i}.py\n" + "x = 1\n" * 200))
+    run.append(ModelResponse(text="Read them all."), UserInput("Now summarise."))
+    run.compact("mask")
+    masked = run.build(window=64_000, reserve=1_000).manifest
+    run.append(ModelResponse(text="ok"), UserInput("continue"))
+    for i in range(4, 6):
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="read_file"),)),
+                   ToolResult(call_id=f"c{i}", content="y"))
+    run.compact("summary")
+    return masked, run.build(window=64_000, reserve=1_000).manifest
+
+
+def test_a_stub_a_later_summary_folded_in_is_replaced_by_that_summary(tmp_path: Path) -> None:
+    """A mask stub is logged at the mask's position (``e13.c1``) and stands for an earlier result
+    (``event://r1/4``): when a summary covering that result (but not the mask's position) took
+    it, the diff said "no longer in the projection"."""
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        masked, summarized = _mask_then_summary(store.run("r1"))
+    stubs = [f for f in masked.fragments if "." in f.id and f.source_ref.startswith("event://")]
+    summary = next(f for f in summarized.fragments if f.source_ref.startswith("events://"))
+    assert stubs and summary.id not in {f.id for f in masked.fragments}
+    left = {x["id"]: x for x in diff_manifests(masked, summarized)["left"]}
+    for stub in stubs:
+        assert left[stub.id]["reason"] == "compacted", left[stub.id]
+        assert left[stub.id]["replaced_by"] == summary.id
 
 
 def test_fragments_are_listed_in_log_order(tmp_path: Path) -> None:
