@@ -51,7 +51,10 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
                      "replaced_by": by[0] if by else None, "detail": by[1] if by else ""})
     entered = [{"id": fid, "kind": fb[fid].kind, "tokens": fb[fid].tokens,
                 "reason": fb[fid].selection_reason} for fid in sorted(set(fb) - set(fa), key=_in_log_order)]
-    kept = sorted(set(fa) & set(fb), key=_in_log_order)
+    # only a fragment cut in either build can be truncated or restored: the few are sorted, not the
+    # thousands both builds kept (sorting those was most of a 10,000-event audit's diff time)
+    kept = sorted((fid for fid, f in fb.items() if fid in fa and (f.truncated or fa[fid].truncated)),
+                  key=_in_log_order)
     truncated = [{"id": fid, "kind": fb[fid].kind, "before": fa[fid].tokens, "after": fb[fid].tokens,
                   "was_truncated": fa[fid].truncated}
                  for fid in kept
