@@ -314,19 +314,35 @@ def _checked_query(query: str) -> str:
     return query
 
 
+_WHOLE_REF = re.compile(r"[a-z]+://.*\d")
+
+
+def _sourced(query: str, source_ref: str) -> bool:
+    """Whether a fragment from ``source_ref`` is one ``query`` asks about: a ref ending in a
+    position (``event://r1/4``) names that one (as a substring it also matched ``event://r1/41``);
+    anything else, a path or part of one, matches as a substring."""
+    if _WHOLE_REF.fullmatch(query):
+        return source_ref == query or source_ref.startswith(query + "#")
+    return query in source_ref
+
+
 def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
     """Fragments/tools of ``manifest`` matching ``query`` (id, tool name, or source_ref/path substring)."""
     _checked_query(query)
     found: list[dict[str, Any]] = []
-    exact = [f for f in manifest.fragments if f.id == query]
-    exact_x = [e for e in manifest.excluded_items if e.id == query]
+    event = re.fullmatch(r"event://.+/(\d+)", query)  # an event's own fragment is e{position}
+    ids = {query, f"e{event.group(1)}"} if event else {query}
+    exact = [f for f in manifest.fragments if f.id in ids]
+    exact_x = [e for e in manifest.excluded_items if e.id in ids]
     # a made-up tool name an API refuses is exposed under its alias (the repair names both; a long
     # name clipped, so the alias is found from the name, as the build made it)
     alias = tool_name_alias(query)
     renamed = renamed_to(manifest.repairs, alias)
     tools = [t for t in manifest.tools if t.name == query or (renamed and t.name == alias)]
-    sel = exact or ([] if exact_x or tools else [f for f in manifest.fragments if query in f.source_ref])
-    exc = exact_x or ([] if exact or tools else [e for e in manifest.excluded_items if query in e.source_ref])
+    sel = exact or ([] if exact_x or tools else [f for f in manifest.fragments
+                                                 if _sourced(query, f.source_ref)])
+    exc = exact_x or ([] if exact or tools else [e for e in manifest.excluded_items
+                                                 if _sourced(query, e.source_ref)])
     for f in sel:
         found.append({"id": f.id, "verdict": "kept", "kind": f.kind, "trust": f.trust, "layer": f.layer,
                       "source_ref": f.source_ref, "tokens": f.tokens, "truncated": f.truncated,
@@ -365,7 +381,9 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
         pos = int(m.group(1) or m.group(2))
         if m.group(1) and pos <= manifest.log_version and "." in query:  # a stub: the event it stood for
             entry = run.state().entries.get(query)
-            pos = int(logged_as(query, entry.source_ref)[1:]) if entry is not None else pos
+            if entry is None:  # no such fragment was ever folded: nothing to tell of it
+                return _nothing(manifest, query)
+            pos = int(logged_as(query, entry.source_ref)[1:])
         if pos > manifest.log_version:
             return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
                     f"(log position {manifest.log_version}): it did not exist yet")
@@ -379,6 +397,10 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
             at, ev = covering[-1]
             return (f"{query} is covered by the compaction at position {at} (covers "
                     f"{ev.covers_from}-{ev.covers_to}), whose stand-in the request does not hold")
+    return _nothing(manifest, query)
+
+
+def _nothing(manifest: ContextManifest, query: str) -> str:
     return (f"nothing in turn {manifest.turn}'s manifest matches {query!r} (by id, tool name or source); "
             "it was not part of the projection at that turn")
 

@@ -104,12 +104,15 @@ _FID = re.compile(r"e(\d+)(?:\.c\d+)?")
 
 
 def logged_as(fid: str, source_ref: str) -> str:
-    """The id of the logged event a fragment stands for: the event its ``event://RUN/N`` source
-    names (a mask stub ``e13.c1`` logged at the compaction's position stands for the result at
-    ``N``), else the position its id names. A stub that a later summary folded in was reported
-    as "no longer in the projection": the summary covers the result's position, not the mask's."""
-    ref = _REF.fullmatch(source_ref)
-    return f"e{ref.group(1)}" if ref is not None and ref.group(2) is None else fid
+    """The id of the logged event a fragment stands for: for a stub (``e13.c1``, logged at the
+    compaction's position), the earlier event its ``event://RUN/N`` source names; else ``fid``.
+    A stub that a later summary folded in was reported as "no longer in the projection": the
+    summary covers the result's position, not the mask's. (An event's own fragment, or one whose
+    source a user set, names a later or no position: it stays at its id's.)"""
+    ref, own = _REF.fullmatch(source_ref), _FID.fullmatch(fid)
+    if ref is None or ref.group(2) is not None or own is None or "." not in fid:
+        return fid
+    return f"e{ref.group(1)}" if int(ref.group(1)) < int(own.group(1)) else fid
 
 
 def stand_in_for(manifest: ContextManifest, fid: str) -> tuple[str, str] | None:

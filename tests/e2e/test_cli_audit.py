@@ -321,3 +321,11 @@ def test_why_names_the_summary_that_took_a_mask_stub_by_its_id_or_source(tmp_pat
         out = cf("why", "r1", "--turn", str(summarized.turn), query, cwd=tmp_path)
         assert out.returncode == 1, out.stderr  # not in the manifest, and told why
         assert f"{query} was compacted: summarized: {summary.id} covers events 1-8" in out.stdout, out.stdout
+    # a ref names its position, not every position it is a prefix of (event://r1/1 of /11, /12...)
+    out = cf("why", "r1", "--turn", str(summarized.turn), "event://r1/1", cwd=tmp_path)
+    policy = next(f for f in summarized.fragments if f.id == "e1")
+    kept = f"  KEPT    e1 (policy, {policy.tokens} tokens, runtime://policy): {policy.selection_reason}"
+    assert out.returncode == 0 and out.stdout.splitlines()[1:] == [kept], out.stdout
+    assert "e11" not in out.stdout and "e12" not in out.stdout
+    missing = cf("why", "r1", "--turn", str(summarized.turn), stub.id.split(".")[0] + ".c9", cwd=tmp_path)
+    assert missing.returncode == 1 and "nothing in turn" in missing.stdout, missing.stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import Run, open_store
-from contextfold.audit.diff import diff_manifests
+from contextfold.audit.diff import diff_manifests, logged_as
 from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import ContextManifest
 
@@ -91,3 +91,13 @@ def test_fragments_are_listed_in_log_order(tmp_path: Path) -> None:
     entered = [x["id"] for x in diff_manifests(first, later)["entered"]]
     positions = [int(fid[1:].split(".")[0]) for fid in entered if fid.startswith("e")]
     assert len(positions) >= 10 and positions == sorted(positions)
+
+
+def test_only_a_stub_is_read_as_the_earlier_event_its_source_names() -> None:
+    """A source a user set (evidence sourced ``event://x/50`` logged at 5, or an event's own
+    fragment) is no stub: it stays at its own position."""
+    assert logged_as("e13.c1", "event://r1/4") == "e4"
+    assert logged_as("e5", "event://x/50") == "e5"
+    assert logged_as("e5.c1", "event://x/50") == "e5.c1"  # a later position: not what a stub cites
+    assert logged_as("e13.c1", "events://r1/1-8") == "e13.c1"
+    assert logged_as("e13.c1", "docs/a.md") == "e13.c1"
