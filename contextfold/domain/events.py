@@ -262,6 +262,17 @@ class ToolResult(_Event):
     exit_code: Integer | None = None
     origin: ToolOrigin = "external"
 
+    def text_and_media(self) -> tuple[str, tuple[ContentBlock, ...]]:
+        """The result's whole text (``content``, then each ``TextBlock`` of ``blocks``, a line
+        apart) and its other blocks. A result passed as text blocks (the MCP shape) was counted
+        and then never rendered: the model got an empty answer. The fold shows this text, and the
+        store moves it to an artifact whole when it is large."""
+        texts = [b.text for b in self.blocks if isinstance(b, TextBlock)]
+        if not texts:
+            return self.content, self.blocks
+        return ("\n".join([self.content, *texts] if self.content else texts),
+                tuple(b for b in self.blocks if not isinstance(b, TextBlock)))
+
 
 class ToolCallCancelled(_Event):
     type: Literal["tool_call_cancelled"] = "tool_call_cancelled"

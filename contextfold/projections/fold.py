@@ -256,9 +256,11 @@ def _(event: ToolResult, state: RunState, rec: RecordedEvent) -> None:
     verdict = state.pairing.apply(event, rec.position)
     status: AnswerStatus = "error" if event.is_error else "ok"
     if verdict == "answer":
+        # (with an artifact, the store moved the whole text there: blocks are what it left)
+        text, blocks = (event.content, event.blocks) if event.artifact is not None else event.text_and_media()
         _answer(state, rec, event.call_id, event.origin,
-                lambda name: ToolAnswer(event.call_id, name, status, event.content, event.artifact,
-                                        event.blocks, event.exit_code))
+                lambda name: ToolAnswer(event.call_id, name, status, text, event.artifact, blocks,
+                                        event.exit_code))
         return
     # late: the call already has its lost/cancelled answer; show a data note instead.
     gpos = state.recovered_groups[event.call_id]

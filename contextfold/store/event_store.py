@@ -453,11 +453,16 @@ class EventStore(RunHeads):
         """
         event, blobs = materialize(event, where=f"event {index} ({event.type})")
         if isinstance(event, ToolResult | FileRead | EvidenceRetrieved) and event.artifact is None:
-            raw = event.content.encode("utf-8")
+            # a tool's text blocks are its text too: moved with it, so the fold shows them whole
+            text, blocks = event.text_and_media() if isinstance(event, ToolResult) else (event.content, None)
+            raw = text.encode("utf-8")
             if len(raw) > self.artifact_threshold:
                 digest = blake3.blake3(raw).hexdigest()
                 ref = ArtifactRef(hash=digest, size=len(raw), media_type="text/plain; charset=utf-8")
-                slim = event.model_copy(update={"content": _preview(event.content), "artifact": ref})
+                update: dict[str, object] = {"content": _preview(text), "artifact": ref}
+                if blocks is not None:
+                    update["blocks"] = blocks
+                slim = event.model_copy(update=update)
                 return slim, [*blobs, (digest, len(raw), ref.media_type, raw)]
         return event, blobs
 
