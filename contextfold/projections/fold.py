@@ -449,10 +449,17 @@ def _(event: HandOff, state: RunState, rec: RecordedEvent) -> None:
         state.last_progress = rec.position
     if event.note:
         who = f"{event.from_agent or '?'} -> {event.to_agent or '?'}"
-        fid = add_fragment(state, rec, "history", "runtime",
-                   (TextBlock(text=f"{event.mode} ({who}): {event.note}"),),
-                   priority=NOTE_PRIORITY, data_label=NOTE_LABEL)
-        state.items[rec.position] = MessageItem(rec.position, fid, "note")
+        text = (TextBlock(text=f"{event.mode} ({who}): {event.note}"),)
+        if event.mode == "hand_off":
+            # The task handed over: the seed's layer 8 "current worker task". Until a newer input
+            # it is the request's current input (required, last), in the runtime's own voice; as a
+            # lowest-priority data note it was dropped first and shown as data when it was kept.
+            fid = add_fragment(state, rec, "user_input", "runtime", text)
+            state.items[rec.position] = MessageItem(rec.position, fid, "user")
+        else:  # a resume's note says what happened to the process: a note among the history
+            fid = add_fragment(state, rec, "history", "runtime", text, priority=NOTE_PRIORITY,
+                               data_label=NOTE_LABEL)
+            state.items[rec.position] = MessageItem(rec.position, fid, "note")
 
 
 @_apply.register

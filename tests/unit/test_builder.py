@@ -16,6 +16,7 @@ from contextfold.domain.events import (
     EvidenceRetrieved,
     FileRead,
     GoalSet,
+    HandOff,
     HistoryCompacted,
     InstructionSet,
     ModelResponse,
@@ -485,3 +486,27 @@ def test_a_cut_file_excerpt_names_the_files_lines_in_the_request_and_the_manifes
     head, tail = (tuple(map(int, r.split("-"))) for r in record.kept.removeprefix("lines ").split(", "))
     assert head[0] == 1000 and tail[1] == 3000
     assert f"lines {head[1] + 1}–{tail[0] - 1}] …" in request_text(result)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses", "gemini"])
+def test_a_hand_offs_task_is_the_current_input_required_and_not_data(provider: str) -> None:
+    """Seed layer 8, "current user input or current worker task": the note of a hand-off is the
+    task the next agent is handed. Folded as a lowest-priority data note, it was left out at 3k
+    and 4k while older tool logs were kept, and shown as data (no authority) when it was kept."""
+    events: list[AnyEvent] = [PolicySet(text="policy"), UserInput("Investigate the outage")]
+    for i in range(40):
+        events += [ModelResponse(text=f"step {i}", tool_calls=(ToolCall(call_id=f"c{i}", name="sh"),)),
+                   ToolResult(call_id=f"c{i}", content=f"log {i}\n" + "line of output\n" * 60)]
+    events.append(HandOff(from_agent="triage", to_agent="fixer",
+                          note="patch db/pool.py so max_connections is 50, then run the load test"))
+    task = f"e{len(events)}"
+    for window in (3_000, 4_000, 20_000):
+        result = build(events, provider, window=window, reserve=500)
+        (kept,) = [f for f in result.manifest.fragments if f.id == task]
+        assert (kept.required, kept.trust) == (True, "runtime")
+        assert kept.selection_reason == "required: current worker task"
+        body = request_text(result)
+        shown = ("hand_off (triage -> fixer): patch db/pool.py so max_connections is 50, "
+                 "then run the load test")
+        assert shown in body and "kind=\\\"note\\\"" not in body
+        assert body.rindex(shown) > body.rindex("log 39")  # last: after the newest tool output

@@ -490,8 +490,9 @@ def test_hand_off_keeps_pairing_and_adds_note() -> None:
     assert state.agent == "b"
     assert state.groups()[0].closed
     roles = [(type(it).__name__, getattr(it, "role", None)) for it in state.timeline()]
-    assert roles == [("MessageItem", "user"), ("ToolGroup", None), ("MessageItem", "note")]
-    assert frag(state, "e3").trust == "runtime"
+    # the hand-off's note is the task handed over: the runtime's input (seed layer 8), not a note
+    assert roles == [("MessageItem", "user"), ("ToolGroup", None), ("MessageItem", "user")]
+    assert (frag(state, "e3").kind, frag(state, "e3").trust) == ("user_input", "runtime")
     assert state.fragments_at(5) == ()
 
 
