@@ -14,6 +14,8 @@ manifest, diff, compact, audit...) add a module that registers its own.
 from __future__ import annotations
 
 import argparse
+import codecs
+import io
 import json
 import os
 import re
@@ -498,7 +500,18 @@ def _one_line(exc: BaseException) -> str:
 _LINE_BREAK = re.compile(r"\s*[\r\n]+\s*")
 
 
+def _utf8_streams() -> None:
+    """Write UTF-8 whatever the locale says: ``events --json`` under a latin-1 locale (or a
+    ``PYTHONIOENCODING``) wrote an export the import then refused, and an emoji ended it with a
+    traceback halfway through, leaving a file that imported part of the run. What contextfold
+    prints is JSON, logs and requests: their bytes must not depend on the terminal."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
+            stream.reconfigure(encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _utf8_streams()
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C: each write is one transaction, so none is left half-done

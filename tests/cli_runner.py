@@ -8,7 +8,9 @@ parser, handlers and exit codes run; only the interpreter start and the imports 
 subprocess paid ~0.5-1 s of them, and the CLI tests started a few hundred.
 
 Tests about the process itself (the installed entry point, a terminal, signals, a pipe closed
-early) start one with :func:`cf_process`.
+early, the locale's encoding of its output) start one with :func:`cf_process`. What stays
+behind in-process between calls (token-count memos, render caches) is what a long-lived API
+user keeps too; a test of what a fresh process reads back from the store uses the subprocess.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def cf(*args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | 
         try:
             code = main(list(args))
         except SystemExit as exc:  # argparse refusing the arguments, or --help
+            if isinstance(exc.code, str):  # the interpreter would print it
+                sys.stderr.write(exc.code + "\n")
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         sys.stdout.flush()
         sys.stderr.flush()

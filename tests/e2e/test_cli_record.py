@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -335,3 +338,17 @@ def test_a_damaged_event_row_is_a_one_line_integrity_error_for_every_command(tmp
         assert out.returncode == 3, (args, out.stderr)
         assert "Traceback" not in out.stderr and "sk-live" not in out.stderr, (args, out.stderr)
         assert len(out.stderr.splitlines()) == 1 and "position 1" in out.stderr, (args, out.stderr)
+
+
+def test_output_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """Under a latin-1 stdout, ``events --json`` wrote ``café`` as latin-1 (its import then refused
+    the file) and died on an emoji with a traceback after a partial write."""
+    history = '[{"role": "user", "content": "café \\ud83d\\ude00"}, {"role": "assistant", "content": "ok"}]'
+    assert cf("import", "-", "--run", "r", cwd=tmp_path, stdin=history.encode()).returncode == 0
+    out = subprocess.run([sys.executable, "-m", "contextfold", "events", "r", "--json"], cwd=tmp_path,
+                         capture_output=True, env={**os.environ, "PYTHONIOENCODING": "latin-1"}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    (tmp_path / "r.jsonl").write_bytes(out.stdout)
+    assert "café \U0001F600" in out.stdout.decode("utf-8")
+    assert cf("import", "r.jsonl", "--run", "copy", cwd=tmp_path).returncode == 0
+    assert cf("events", "copy", "--json", cwd=tmp_path).stdout.encode() == out.stdout
