@@ -72,6 +72,7 @@ __all__ = [
     "call_ref",
     "content_digest",
     "content_tokens",
+    "current_steps",
     "file_key",
     "file_ref",
     "payload",
@@ -267,6 +268,18 @@ def _dependencies(step: PlanStep, status: Mapping[str, str]) -> str:
     return f"{shown}{more}{', and ' if shown else ''}{finished} finished"
 
 
+def current_steps(event: PlanUpdated) -> list[PlanStep]:
+    """The plan's current steps: those marked ready or in progress; with none marked, the pending
+    steps whose dependencies are all finished. The plan fragment shows them, and tools are ranked
+    against them (an unmarked current step exposed no tool while the plan showed it)."""
+    current = [step for step in event.steps if step.status in ("ready", "in_progress")]
+    if current:
+        return current
+    status = {step.id: step.status for step in event.steps}
+    return [step for step in event.steps if step.status == "pending"
+            and all(status.get(d) in ("done", "skipped") for d in step.depends_on)]
+
+
 def plan_text(event: PlanUpdated) -> str:
     """The plan, lean: what to do now and what it waits on, not the plan's whole history.
 
@@ -282,10 +295,7 @@ def plan_text(event: PlanUpdated) -> str:
     status = {step.id: step.status for step in event.steps}
     lines: list[str] = []
     pending = [step for step in event.steps if step.status == "pending"]
-    current = [step for step in event.steps if step.status in ("ready", "in_progress")]
-    if not current:  # none marked ready: the pending steps whose dependencies are all finished are
-        current = [step for step in pending
-                   if all(status.get(d) in ("done", "skipped") for d in step.depends_on)]
+    current = current_steps(event)
     for steps, kind in ((current, "ready or in progress"),
                         ([step for step in event.steps if step.status in ("failed", "blocked")],
                          "failed or blocked")):

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.fold_content import current_steps
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable, whole_toolkit
@@ -30,12 +31,12 @@ _TOOL_SCORE = 100.0
 
 
 def tool_query(state: RunState) -> str:
-    """What tools are ranked against: the goal, the ready plan steps and the latest user input."""
+    """What tools are ranked against: the goal, the current plan steps and the latest user input."""
     parts: list[str] = []
     if state.goal is not None:
         parts.append(state.goal.goal)
     if state.plan is not None:
-        parts += [s.title for s in state.plan.steps if s.status in ("ready", "in_progress")]
+        parts += [s.title for s in current_steps(state.plan)]
     for item in reversed(state.live_timeline()[0]):
         if isinstance(item, MessageItem) and item.role == "user":
             f = state.entries[item.fragment_id].fragment

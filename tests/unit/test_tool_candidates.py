@@ -11,6 +11,8 @@ from contextfold.domain.events import (
     AnyEvent,
     GoalSet,
     ModelResponse,
+    PlanStep,
+    PlanUpdated,
     PolicySet,
     ToolCall,
     ToolResult,
@@ -145,3 +147,20 @@ def test_a_call_to_a_tool_no_runtime_registered_does_not_make_the_toolkit_a_cata
     reasons = {t.name: t.reason.split(" ")[0] for t in built.manifest.tools}
     assert sorted(n for n, r in reasons.items() if r == "toolkit") == sorted(t.name for t in kit)
     assert list(reasons.values()).count("referenced") == 1
+
+
+def test_a_current_step_no_status_marks_ranks_the_tools_as_the_plan_shows_it() -> None:
+    """The plan shows a pending step whose dependencies are all done as the current one; tools were
+    ranked only against steps marked ready, so with a 200-tool registry that step exposed none."""
+    exposed = {}
+    for status in ("ready", "pending"):
+        plan = PlanUpdated(steps=(PlanStep(id="s1", title="find the crashing pod", status="done"),
+                                  PlanStep(id="s2", title="restart the deployment", status=status,
+                                           depends_on=("s1",))))
+        state = _state(ToolsRegistered(tools=TOOLS), plan, UserInput("continue"))
+        built = build_context(state, BuildConfig(provider="openai-chat", window=20_000, reserve=2_000),
+                              render=render_request)
+        assert "restart the deployment" in str(built.request)
+        exposed[status] = {t.name for t in built.manifest.tools}
+    assert "k8s_rollout_restart" in exposed["ready"]
+    assert exposed["pending"] == exposed["ready"]
