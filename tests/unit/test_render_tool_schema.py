@@ -85,3 +85,15 @@ def test_openai_chat_takes_at_most_128_tools_and_128_calls_in_a_message() -> Non
     check_protocol("openai-chat", with_calls(128))
     with pytest.raises(RenderError, match="makes 129 tool calls and this API takes at most 128"):
         check_protocol("openai-chat", with_calls(129))
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
+def test_properties_as_null_or_an_empty_list_are_an_empty_object_and_another_value_is_refused(
+        provider: str) -> None:
+    """Go serialises an empty map as null, PHP as []: both are refused as "not of type 'object'"."""
+    for empty in (None, []):
+        tool = render(conv({"type": "object", "properties": empty}), provider)["tools"][0]
+        schema = tool.get("input_schema") or (tool.get("function") or tool)["parameters"]
+        assert schema == {"type": "object", "properties": {}}
+    with pytest.raises(RenderError, match=r"tool 'now': its 'properties' must be an object, not str"):
+        render(conv({"type": "object", "properties": "x"}), provider)

@@ -91,8 +91,11 @@ without a type ``"type": "object"`` and an object schema without properties ``"p
 ``_shared.object_schema``; so what they refuse is a schema of another type)."""
 
 MAX_CHAT_TOOLS = 128
-"""OpenAI Chat Completions takes at most 128 tools, and at most 128 calls in one assistant
-message ("Invalid 'tools': array too long. Expected an array with maximum length 128")."""
+"""OpenAI Chat Completions takes at most 128 tools ("Invalid 'tools': array too long. Expected an
+array with maximum length 128")."""
+
+MAX_CHAT_TOOL_CALLS = 128
+"""... and at most 128 calls in one assistant message (the same error for ``tool_calls``)."""
 
 
 def refused_tool_schemas(specs: Iterable[tuple[str, Any]]) -> tuple[list[str], tuple[str, ...]]:
@@ -123,6 +126,9 @@ def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, properties
                   f"not {kind!r} (fix the schema where the tool is registered)")
         if properties and "properties" not in schema:
             _fail(provider, f"tool {name!r}: its object schema lists no 'properties'")
+        if not isinstance(schema.get("properties", {}), dict):
+            _fail(provider, f"tool {name!r}: its 'properties' must be an object, not "
+                  f"{type(schema['properties']).__name__} (fix the schema where the tool is registered)")
 
 
 _DECLARED_TOOLS: dict[str, tuple[tuple[object, ...], frozenset[Any]]] = {}
@@ -147,8 +153,9 @@ def _tool_names(provider: str, tools: list[Any], declare: Callable[[list[Any]], 
 def _chat_tools(tools: list[Any]) -> set[Any]:
     p = "openai-chat"
     if len(tools) > MAX_CHAT_TOOLS:
-        _fail(p, f"{len(tools)} tools are declared and this API takes at most {MAX_CHAT_TOOLS} "
-              "(lower max_tools; the tools the kept history calls are declared beyond it)")
+        _fail(p, f"{len(tools)} tools are declared and this API takes at most {MAX_CHAT_TOOLS}: "
+              "max_tools bounds the tools chosen for the turn, and every tool the kept history calls "
+              "is declared beside them (a smaller window or a compaction keeps fewer of those calls)")
     declared = _names(p, {t.get("function", {}).get("name") for t in tools})
     functions = [t.get("function", {}) for t in tools]  # parameters left out: "an empty parameter list"
     _object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f],
@@ -249,9 +256,9 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> bool:
                   "assistant message that called it", i)
         elif role == "assistant":
             ids = [c.get("id") for c in msg.get("tool_calls") or []]
-            if len(ids) > MAX_CHAT_TOOLS:
+            if len(ids) > MAX_CHAT_TOOL_CALLS:
                 _fail(p, f"assistant message makes {len(ids)} tool calls and this API takes at most "
-                      f"{MAX_CHAT_TOOLS} in one message", i)
+                      f"{MAX_CHAT_TOOL_CALLS} in one message", i)
             if len(set(ids)) != len(ids):
                 _fail(p, f"assistant message repeats a tool call id: {ids}", i)
             for call_id in ids:
