@@ -91,7 +91,8 @@ def test_openai_chat_takes_at_most_128_tools_and_128_calls_in_a_message() -> Non
 def test_properties_as_null_or_an_empty_list_are_an_empty_object_and_another_value_is_refused(
         provider: str) -> None:
     """Go serialises an empty map as null, PHP as []: both are refused as "not of type 'object'"."""
-    for empty in (None, []):
+    empties: tuple[None, list[Any]] = (None, [])
+    for empty in empties:
         tool = render(conv({"type": "object", "properties": empty}), provider)["tools"][0]
         schema = tool.get("input_schema") or (tool.get("function") or tool)["parameters"]
         assert schema == {"type": "object", "properties": {}}
