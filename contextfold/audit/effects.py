@@ -14,14 +14,13 @@ Pure: events and the turns' audits in, one :class:`CompactionEffect` per compact
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from contextfold.domain.canonical import canonical_dumps
+from contextfold.domain.canonical import canonical_dumps, strict_json
 from contextfold.domain.events import HistoryCompacted, ModelResponse, ToolResult
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import ContextManifest
@@ -73,10 +72,12 @@ class _TurnWork:
 
 def _call_key(name: str, arguments: str) -> tuple[str, str]:
     """A call's identity for "the same call again": its tool and its arguments as canonical JSON
-    (key order and spacing aside), or verbatim when they are not JSON."""
+    (key order and spacing aside), or verbatim when they are not JSON (as the renderers take
+    them: 3,000 levels deep made the audit end in a RecursionError, and 1e400 and 1e401 were
+    one call, both Infinity)."""
     try:
-        return name, canonical_dumps(json.loads(arguments))
-    except ValueError:
+        return name, canonical_dumps(strict_json(arguments))
+    except (ValueError, RecursionError):
         return name, arguments
 
 

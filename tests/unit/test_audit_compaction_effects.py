@@ -79,3 +79,14 @@ def test_no_compaction_no_effects(tmp_path: Path) -> None:
         run.append(UserInput("go"))
         _turn(run, "c1", "ls", "{}")
         assert audit_run(run).compaction_effects == ()
+
+
+def test_a_calls_identity_is_its_arguments_as_the_renderers_take_them() -> None:
+    """Arguments 3,000 levels deep ended the audit with a RecursionError; 1e400 and 1e401, both
+    Infinity to Python's parser, were counted as the same call repeated."""
+    from contextfold.audit.effects import _call_key
+
+    deep = "[" * 3_000 + "]" * 3_000
+    assert _call_key("t", deep) == ("t", deep)
+    assert _call_key("t", '{"a": 1e400}') != _call_key("t", '{"a": 1e401}')
+    assert _call_key("t", '{"b": 1, "a": 2}') == _call_key("t", '{"a":2,"b":1}')
