@@ -283,12 +283,14 @@ def test_gemini_strips_those_keywords_only_where_they_are_keywords() -> None:
     schema = {"$id": "urn:x", "type": "object", "required": ["$id", "body"],
               "properties": {"$id": {"type": "string", "$comment": "the record's id"},
                              "body": {"type": "object", "default": {"$schema": "kept"}}},
-              "$defs": {"$comment": {"type": "string"}}}
+              "$defs": {"$comment": {"type": "string"}}, "dependentRequired": {"$id": ["body"]},
+              "dependencies": {"$id": {"$comment": "x", "required": ["body"]}}, "x-example": {"$id": "a1"}}
     body = render(conv(user("hi"), tools=(ToolSpec(name="t", parameters=schema),)), "gemini")
     assert body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"] == {
         "type": "object", "required": ["$id", "body"],
         "properties": {"$id": {"type": "string"}, "body": {"type": "object", "default": {"$schema": "kept"}}},
-        "$defs": {"$comment": {"type": "string"}}}
+        "$defs": {"$comment": {"type": "string"}}, "dependentRequired": {"$id": ["body"]},
+        "dependencies": {"$id": {"required": ["body"]}}, "x-example": {"$id": "a1"}}
 
 
 # ---------------------------------------------------------------- lost / cancelled / errors

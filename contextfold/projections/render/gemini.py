@@ -66,10 +66,11 @@ SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
 STRIPPED_SCHEMA_KEYWORDS = frozenset({"$schema", "$id", "$comment"})
 
 
-_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                            "dependencies"})
 """Keywords whose value maps names (a property's, a definition's) to schemas: its keys are not keywords."""
-_SCHEMA_DATA = frozenset({"default", "examples", "enum", "const"})
-"""Keywords whose value is data, not a schema: kept as written."""
+_SCHEMA_DATA = frozenset({"default", "examples", "enum", "const", "dependentRequired"})
+"""Keywords whose value is data, not a schema, kept as written (so is an ``x-`` extension's)."""
 
 
 def _strip_schema(value: Any) -> Any:
@@ -83,7 +84,7 @@ def _strip_schema(value: Any) -> Any:
     for key, item in value.items():
         if key in STRIPPED_SCHEMA_KEYWORDS:
             continue
-        if key in _SCHEMA_DATA:
+        if key in _SCHEMA_DATA or key.startswith("x-"):
             out[key] = item
         elif key in _NAMED_SCHEMAS and isinstance(item, dict):
             out[key] = {name: _strip_schema(schema) for name, schema in item.items()}
