@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -46,18 +47,24 @@ def reject_constant(name: str) -> Any:
 
 
 def _finite_float(text: str) -> float:
+    """``float(text)``, or a ValueError when the double is not the number written: past its range
+    (``1e400`` is ``inf``), below it (``1e-400`` is ``0.0``) or beyond its precision
+    (``12345678901234567890.123456789``). Re-emitted, the value would be another number."""
     value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"not JSON: {text[:40]} is out of a double's range")
+    if len(text) <= 16 and "e" not in text and "E" not in text:
+        return value  # at most 15 digits and no exponent: a double holds it exactly as written
+    if math.isinf(value) or Decimal(text) != Decimal(repr(value)):
+        raise ValueError(f"not JSON: {text[:40]} is not a number a double holds as written")
     return value
 
 
 def strict_json(text: str) -> Any:
     """``json.loads(text)`` for a value that is written back as JSON: a ``ValueError`` for
-    ``NaN``/``Infinity`` (see :func:`reject_constant`) and for a number past a double's range
-    (``1e400``), which Python's parser takes as ``inf``. Either one re-emitted is ``Infinity``:
-    tool arguments holding ``1e400`` made the Anthropic and Gemini bodies invalid JSON, and a JSON
-    tool result cut at its values became text that is no longer JSON."""
+    ``NaN``/``Infinity`` (see :func:`reject_constant`) and for a number a double does not hold as
+    written (:func:`_finite_float`). ``1e400`` re-emitted is ``Infinity``: tool arguments holding it
+    made the Anthropic and Gemini bodies invalid JSON, and a JSON tool result cut at its values
+    became text that is no longer JSON; ``1e-400`` became ``0.0``, another number. Such a text is
+    not parsed: arguments go as written (``unparsed_arguments``), a result is cut as lines."""
     return json.loads(text, parse_constant=reject_constant, parse_float=_finite_float)
 
 

@@ -349,7 +349,8 @@ def test_errors_carry_exit_codes_and_success_exit_code_is_shown() -> None:
 @pytest.mark.parametrize("arguments", ['[1, 2]', '"text"', '{"path": ', "null",
                                        '{"text": "\U0001F600\\ud83d"}',  # half an emoji, escaped
                                        '{"x": NaN, "y": -Infinity}',  # Python's parser takes them
-                                       '{"x": 1e400, "y": -1.5e999}'])  # and these, as infinities
+                                       '{"x": 1e400, "y": -1.5e999}',  # and these, as infinities
+                                       '{"x": 1e-400}', '{"x": 0.12345678901234567891}'])  # other numbers
 def test_non_object_arguments_are_sent_verbatim_never_guessed(arguments: str) -> None:
     """A model's arguments cut off by its output limit (or an array) must not make the run
     unbuildable for the providers that want an object: they get the text itself, wrapped."""

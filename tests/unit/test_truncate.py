@@ -297,13 +297,23 @@ def test_invalid_json_falls_back_to_line_truncation(bad: str) -> None:
     assert result.strategy == "lines" and result.tokens <= 50
 
 
-def test_a_number_past_a_doubles_range_is_never_rewritten_as_infinity() -> None:
+@pytest.mark.parametrize("number", ["1e400", "1e-400", "12345678901234567890.123456789"])
+def test_a_number_a_double_does_not_hold_is_never_rewritten(number: str) -> None:
     """``1e400`` parses to ``inf`` in Python: a JSON result cut at its values became text holding
-    ``Infinity``, which is not JSON. It is cut as lines instead, its number as written."""
+    ``Infinity``, which is not JSON; ``1e-400`` became ``0.0`` and a long fraction lost its digits.
+    Such a text is cut as lines instead, its number as written."""
     text = json.dumps({"rows": [{"id": i, "note": "x" * 40} for i in range(200)]}, indent=1)
-    text = text.replace('"id": 7,', '"id": 1e400,')
+    text = text.replace('"id": 1,', f'"id": {number},')
     result = truncate(text, 300, kind="json", count=quarter)
-    assert result.truncated and "Infinity" not in result.text and "1e400" in result.text
+    assert result.truncated and result.strategy == "lines" and "Infinity" not in result.text
+    kept = [line for r in result.kept for line in text.splitlines()[r.start - 1:r.end]]
+    assert all(line in result.text for line in kept) and any(number in line for line in kept)
+
+
+def test_numbers_a_double_holds_keep_json_cuts() -> None:
+    text = json.dumps({"rows": [{"id": i, "price": i + 0.25, "rate": 1.5e-3} for i in range(300)]}, indent=1)
+    result = truncate(text, 300, kind="json", count=quarter)
+    assert result.truncated and result.strategy == "json"
 
 
 json_values = st.recursive(
