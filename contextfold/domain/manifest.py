@@ -12,7 +12,7 @@ import functools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contextfold.domain.checked import Integer, checked
 from contextfold.domain.errors import IntegrityError, InvalidInputError, quoted
@@ -104,6 +104,18 @@ class BuildConfig(_Frozen):
     JSON, and the record no longer replayed once exported and imported)."""
     recent_groups: Integer = Field(default=3, ge=1)
     """The newest N tool groups compete in the 'recent' layer, older ones in 'history'."""
+
+    @field_validator("layer_shares")
+    @classmethod
+    def _known_layers(cls, shares: dict[str, float]) -> dict[str, float]:
+        """Only the layers a build reserves for: a misspelt one ('retreival') was taken and
+        ignored, and the layer meant kept its default share. (Few-shot examples are instructions,
+        ``InstructionSet``: they share the policy layer's reserve.)"""
+        unknown = sorted(set(shares) - set(DEFAULT_LAYER_SHARES))
+        if unknown:
+            raise ValueError(f"no layer named {', '.join(map(repr, unknown))}: the layers with a share are "
+                             f"{', '.join(DEFAULT_LAYER_SHARES)}")
+        return shares
     max_tools: Integer = Field(default=12, ge=0)
     in_flight: Literal["wait", "cancel"] = "cancel"
     """Calls still open at build time: 'wait' fails with PendingToolCallsError,

@@ -40,6 +40,15 @@ def test_a_layer_share_is_finite_and_not_negative() -> None:
     assert checked_config(layer_shares={"history": 0.0}).layer_shares == {"history": 0.0}
 
 
+def test_a_layer_share_names_a_layer_a_build_reserves_for() -> None:
+    """A misspelt layer ('retreival') was taken and ignored; the layer meant kept its default."""
+    for name in ("retreival", "examples"):
+        with pytest.raises(InvalidInputError, match=f"no layer named '{name}': the layers with a share are "
+                           "policy, tools, goal, plan, recent, retrieval, history, input"):
+            checked_config(layer_shares={name: 0.1})
+    assert checked_config(layer_shares={"retrieval": 0.3}).layer_shares == {"retrieval": 0.3}
+
+
 def test_a_config_without_a_reserve_keeps_a_quarter_of_a_small_window() -> None:
     """A small model's window (8k) left the request no budget at the fixed 8,000 reserve."""
     assert [BuildConfig(window=w).reserve for w in (300, 8_000, 16_000, 31_999, 32_000, 128_000)] == [
