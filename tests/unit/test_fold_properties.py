@@ -229,3 +229,29 @@ def test_late_results_never_answer_twice(sim: Sim) -> None:
     notes = [f for f in state.fragments() if f.kind == "history"
              and f.content and getattr(f.content[0], "text", "").startswith("late result")]
     assert all(f.trust in ("workspace", "external") for f in notes)
+
+
+@SETTINGS
+@given(runs(), st.integers(min_value=200, max_value=3_000))
+def test_a_budget_keeps_the_order_within_each_layer(sim: Sim, window: int) -> None:
+    """The selection promise "order within a layer preserved": what a smaller budget keeps of a
+    layer is shown in the order the whole layer is shown in (the order of the log), whatever was
+    cut or left out between."""
+    from hypothesis import assume
+
+    from contextfold.api import render_request
+    from contextfold.domain.errors import RequiredContextExceedsBudgetError
+    from contextfold.domain.manifest import BuildConfig
+    from contextfold.projections.builder import build_context
+
+    assume(sim.turn_snapshots)
+    state = sim.turn_snapshots[-1]
+    whole = build_context(state, BuildConfig(window=1_000_000, reserve=0), render=render_request).manifest
+    try:
+        part = build_context(state, BuildConfig(window=window, reserve=0), render=render_request).manifest
+    except RequiredContextExceedsBudgetError:
+        assume(False)
+        return
+    for layer in {f.layer for f in part.fragments}:
+        kept = [f.id for f in part.fragments if f.layer == layer]
+        assert [f.id for f in whole.fragments if f.layer == layer and f.id in kept] == kept, layer
