@@ -174,6 +174,26 @@ def test_anthropic_client_sends_the_rendered_body(server: tuple[str, list[Any]])
     assert json.dumps(received[0][1]).count("cache_control") == 3
 
 
+def test_a_runs_build_goes_through_the_sdk_as_built(server: tuple[str, list[Any]], tmp_path: Any) -> None:
+    """The README's promise, "ready to send": a run's build, its model given, is what the
+    Anthropic client sends (the README example built without a model, which the SDK refuses)."""
+    from anthropic import Anthropic
+
+    from contextfold.api import open_store
+    from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
+
+    url, received = server
+    with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        run = store.run("run-42")
+        run.append(PolicySet(text="Never modify tests to make them pass."), UserInput("Fix the failing test"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="pytest", arguments="{}"),)),
+                   ToolResult(call_id="c1", content="1 failed", is_error=True, exit_code=1))
+        built = run.build(provider="anthropic", model="claude-sonnet-4-5", window=200_000, reserve=8_000)
+    message = Anthropic(base_url=url, api_key="dummy", max_retries=0).messages.create(**built.request)
+    assert message.content[0].type == "text"
+    assert received == [("/v1/messages", json.loads(built.body_bytes))]
+
+
 def _camel(value: Any) -> Any:
     if isinstance(value, dict):
         return {_camel_key(k): _camel(v) for k, v in value.items()}
