@@ -173,9 +173,13 @@ def _(event: InstructionSet, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: GoalSet, state: RunState, rec: RecordedEvent) -> None:
-    ids = [add_fragment(state, rec, "goal", "runtime", (TextBlock(text=event.goal),), required=True)]
+    # labelled: the goal, its contract and the input share the last user message, and bare they
+    # read as more of the user's request (seed layer 3, "current goal + success contract")
+    ids = [add_fragment(state, rec, "goal", "runtime", (TextBlock(text=f"Goal: {event.goal}"),),
+                        required=True)]
     if event.success_contract:
-        text = "\n".join(f"- {c}" for c in event.success_contract)
+        items = (f"- {c}" for c in event.success_contract)
+        text = "\n".join(["Success contract (done when all hold):", *items])
         ids.append(add_fragment(state, rec, "success_contract", "runtime", (TextBlock(text=text),),
                         sub=1, required=True))
     for i, old in enumerate(state.goal_ids):

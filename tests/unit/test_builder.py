@@ -510,3 +510,14 @@ def test_a_hand_offs_task_is_the_current_input_required_and_not_data(provider: s
                  "then run the load test")
         assert shown in body and "kind=\\\"note\\\"" not in body
         assert body.rindex(shown) > body.rindex("log 39")  # last: after the newest tool output
+
+
+def test_the_goal_and_its_success_contract_say_what_they_are() -> None:
+    """They share the last user message with the input: bare, "Make the invoicing suite pass" and
+    "- pytest -q exits 0" read as more of the user's request (seed layer 3)."""
+    events: list[AnyEvent] = [GoalSet(goal="Make the invoicing suite pass",
+                                      success_contract=("pytest -q exits 0", "no test file changed")),
+                              UserInput("Totals are off by a cent")]
+    body = request_text(build(events, "anthropic", window=8_000, reserve=1_000))
+    assert '"Goal: Make the invoicing suite pass"' in body
+    assert '"Success contract (done when all hold):\\n- pytest -q exits 0\\n- no test file changed"' in body
