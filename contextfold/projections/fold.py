@@ -330,6 +330,8 @@ def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
             kept.append(old)
     kept.append((fid, event.revision, event.start_line, event.end_line))
     state.files[path] = tuple(kept)
+    if event.start_line is None and event.end_line is None:  # the whole file, as it is now: what a
+        state.semantic_keys[fid] = path  # retrieved copy keyed by its path is a copy of (units)
     state.active[fid] = None
 
 

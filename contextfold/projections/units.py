@@ -395,6 +395,10 @@ class Units:
     excluded: list[ExcludedFragment] = field(default_factory=list)
 
 
+_SOURCED = frozenset({"evidence", "memory"})
+"""Kinds a newer fragment of the same ``source_ref`` supersedes."""
+
+
 def _state_units(ctx: BuildCtx, state_ids: list[str]
                  ) -> tuple[list[Unit], dict[str, tuple[str, ...]], dict[str, int], list[ExcludedFragment]]:
     """The state fragments' units, member tables and ``duplicate`` lines (``make_units``)."""
@@ -404,25 +408,31 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     layer_no: dict[str, int] = {}
     excluded: list[ExcludedFragment] = []
     left_out: set[str] = set()
-    # A newer retrieval of the same source is its newer version: it supersedes the older ones,
-    # whatever their trust (a stale cached copy declared workspace hid a fresh external fetch).
+    # A newer retrieval or recall of the same source is its newer version: it supersedes the older
+    # ones, whatever their trust (a stale cached copy declared workspace hid a fresh external
+    # fetch) and whichever of evidence or memory they were (two recalls of one note showed its
+    # old and new text side by side). File reads supersede by path and range in the fold.
     newest: dict[str, str] = {}
     for fid in state_ids:
         f = ctx.frag(fid)
-        if f.kind == "evidence" and not f.source_ref.startswith("file://"):
+        if f.kind in _SOURCED and not f.source_ref.startswith("file://"):
             old = newest.get(f.source_ref)
             if old is None or entries[fid].position > entries[old].position:
                 newest[f.source_ref] = fid
     for fid in state_ids:
         f = ctx.frag(fid)
-        if (f.kind == "evidence" and (newer := newest.get(f.source_ref, fid)) != fid
+        if (f.kind in _SOURCED and (newer := newest.get(f.source_ref, fid)) != fid
                 and fid not in ctx.required):
             excluded.append(ExcludedFragment(
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
                 replaced_by=newer, detail="a newer retrieval of the same source"))
             left_out.add(fid)
+    # the more authoritative copy, then a file as read now over a retrieved copy of it (an index's
+    # chunk of an older revision), then the newer
+    read = {kept[0] for reads in ctx.state.files.values() for kept in reads}
     ranked = sorted((fid for fid in state_ids if fid not in left_out),
-                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], -entries[fid].position, fid))
+                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], fid not in read,
+                                     -entries[fid].position, fid))
     seen_keys: dict[str, str] = {}
     for fid in ranked:
         f = ctx.frag(fid)

@@ -19,6 +19,7 @@ from contextfold.domain.events import (
     HandOff,
     HistoryCompacted,
     InstructionSet,
+    MemoryRecalled,
     ModelResponse,
     PolicySet,
     RunStarted,
@@ -521,3 +522,37 @@ def test_the_goal_and_its_success_contract_say_what_they_are() -> None:
     body = request_text(build(events, "anthropic", window=8_000, reserve=1_000))
     assert '"Goal: Make the invoicing suite pass"' in body
     assert '"Success contract (done when all hold):\\n- pytest -q exits 0\\n- no test file changed"' in body
+
+
+def _left_out(events: list[AnyEvent]) -> tuple[str, list[tuple[str, str, str | None]]]:
+    result = build(events, "anthropic", window=20_000, reserve=2_000)
+    return request_text(result), [(e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items]
+
+
+def test_a_newer_recall_or_retrieval_of_the_same_source_supersedes_a_memory() -> None:
+    """Seed 5.2: the same fact from memory and from retrieval is deduped by source. Two recalls of
+    one note (or a recall and a retrieval of it) showed its old and new text side by side."""
+    for newer in (MemoryRecalled(memory_id="m2", content="Deploy window: Tuesdays 10:00",
+                                 source_ref="kb://ops/deploy-window"),
+                  EvidenceRetrieved(content="Deploy window: Tuesdays 10:00", source_ref="kb://ops/deploy-window",
+                                    origin="workspace")):
+        body, left = _left_out([UserInput("when can we deploy?"),
+                                MemoryRecalled(memory_id="m1", content="Deploy window: Fridays 14:00",
+                                               source_ref="kb://ops/deploy-window"), newer])
+        assert "Tuesdays" in body and "Fridays" not in body
+        assert left == [("e2", "superseded", "e3")]
+
+
+def test_a_file_read_now_wins_over_a_retrieved_copy_of_an_older_revision() -> None:
+    """Seed 10: of contradicting old and new versions of a file, the current one is shown. A RAG
+    chunk of config.py at r1, keyed by its path, stood beside the file as read at r2."""
+    chunk = EvidenceRetrieved(content="TIMEOUT = 30  # r1", source_ref="file://app/config.py@r1",
+                              semantic_key="app/config.py", origin="workspace")
+    read = FileRead(path="./app/config.py", content="TIMEOUT = 5  # r2", revision="r2")
+    ask = UserInput("timeout?")
+    orders: list[list[AnyEvent]] = [[ask, chunk, read], [ask, read, chunk]]
+    for events in orders:
+        body, left = _left_out(events)
+        assert "TIMEOUT = 5" in body and "TIMEOUT = 30" not in body
+        chunk_id = f"e{events.index(chunk) + 1}"
+        assert left == [(chunk_id, "duplicate", f"e{events.index(read) + 1}")]
