@@ -28,6 +28,7 @@ from contextfold.domain.manifest import (
     TruncationRecord,
 )
 from contextfold.domain.trusted import trusted
+from contextfold.domain.version import BUILDER
 from contextfold.projections.build_result import BuildResult
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
 from contextfold.projections.request_json import (
@@ -159,19 +160,23 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     # parts' fields have fixed types, so no 1 == True == 1.0 ambiguity can reach the comparison.)
     prefix_objects = (conversation.system, *conversation.tools,
                       *conversation.messages[:conversation.stable_prefix_messages])
-    memo = state.memo.get("cache_key")
+    memo = state.memo.get(("cache_key", config.provider))
     if isinstance(memo, tuple) and len(memo[2]) == len(prefix_objects) and all(
             map(operator.is_, memo[2], prefix_objects)):
         cache_key: str = memo[1]
     else:
         # The parts' dicts are the remembered ones (made once per object): a new tool in the
         # prefix re-hashes it without dumping the system prompt again.
+        # With the provider and the builder that render it: the key is of the rendered prefix
+        # (DESIGN 4), and one neutral prefix is rendered to other bytes for another provider or
+        # by a builder whose renderer changed (0.9.0 added "properties" to OpenAI tool schemas).
         stable = {"system": _content_only(model_json_all(conversation.system)),
                   "tools": [canonical_tool_json(t) for t in conversation.tools],
                   "prefix": _content_only(model_json_all(
-                      conversation.messages[:conversation.stable_prefix_messages]))}
+                      conversation.messages[:conversation.stable_prefix_messages])),
+                  "rendered_by": [config.provider, BUILDER]}
         cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
-        state.memo["cache_key"] = (stable, cache_key, prefix_objects)
+        state.memo[("cache_key", config.provider)] = (stable, cache_key, prefix_objects)
     # canonical_hash(request), from the bytes kept as the body; the last body of this provider
     # again when the request is made of the same members (a rebuild with nothing new)
     last_body = state.memo.get(("body", config.provider))

@@ -220,6 +220,24 @@ def test_cache_key_changes_with_the_stable_prefix_only() -> None:
     assert again.manifest.cache_key == first.manifest.cache_key
 
 
+def test_cache_key_is_of_the_prefix_as_rendered_for_a_provider_by_a_builder(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """DESIGN 4: the key is the hash of the *rendered* stable prefix. It was the neutral prefix's:
+    four providers' different bytes shared one key, and a renderer change (OpenAI tool schemas
+    gaining "properties") changed the bytes sent and kept the key."""
+    import contextfold.projections.finish_build as finish_build
+
+    state = fold(recorded(sample_events()))
+    def key(provider: str) -> str:
+        return build_context(state, BuildConfig(provider=provider), render=render_request).manifest.cache_key
+
+    keys = {p: key(p) for p in ("anthropic", "openai-chat", "openai-responses", "gemini")}
+    assert len(set(keys.values())) == 4
+    assert key("anthropic") == keys["anthropic"]  # the same provider again, from the state's memo
+    monkeypatch.setattr(finish_build, "BUILDER", "contextfold 99.0.0")
+    assert build(sample_events(), "anthropic").manifest.cache_key != keys["anthropic"]
+
+
 def _registry() -> list[ToolSpec]:
     domains = ["github", "gitlab", "slack", "gmail", "calendar", "jira", "s3", "ec2", "k8s", "postgres",
                "redis", "stripe", "twilio", "notion", "drive", "figma", "sentry", "datadog", "pagerduty",
