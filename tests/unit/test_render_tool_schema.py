@@ -34,12 +34,13 @@ def conv(parameters: dict[str, Any]) -> Conversation:
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
-@pytest.mark.parametrize("parameters", [{}, {"type": "object"}, {"properties": {"tz": {"type": "string"}}}])
+@pytest.mark.parametrize("parameters", [{}, {"type": "object"}, {"properties": {"tz": {"type": "string"}}},
+                                        {"type": ["object", "null"]}])
 def test_a_schema_without_a_type_or_properties_is_sent_as_an_object_schema(
         parameters: dict[str, Any], provider: str) -> None:
     tool = render(conv(parameters), provider)["tools"][0]
     schema = tool.get("input_schema") or (tool.get("function") or tool)["parameters"]
-    assert schema == {"type": "object", "properties": {}, **parameters}
+    assert schema == {"properties": {}, **parameters, "type": "object"}
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
@@ -98,3 +99,11 @@ def test_properties_as_null_or_an_empty_list_are_an_empty_object_and_another_val
         assert schema == {"type": "object", "properties": {}}
     with pytest.raises(RenderError, match=r"tool 'now': its 'properties' must be an object, not str"):
         render(conv({"type": "object", "properties": "x"}), provider)
+
+
+def test_an_import_names_only_the_schemas_a_renderer_cannot_send() -> None:
+    from contextfold.projections.render.protocol import refused_tool_schemas
+
+    assert refused_tool_schemas([("a", {}), ("b", {"type": ["object", "null"]}), ("c", {"type": "string"}),
+                                 ("d", {"type": ["string", "null"]})]) == (
+        ["c", "d"], ("openai-chat", "openai-responses", "anthropic"))

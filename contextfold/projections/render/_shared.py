@@ -92,15 +92,17 @@ def canonical_schema(value: Any) -> Any:
 
 def object_schema(parameters: dict[str, Any]) -> Any:
     """A tool's parameters as the object schema OpenAI and Anthropic take, keys sorted: with
-    ``"type": "object"`` when it names no type (Anthropic: "input_schema.type: Field required";
+    ``"type": "object"`` when it names no type or a list of types with object among them
+    (Anthropic: "input_schema.type: Field required";
     OpenAI: "schema must be a JSON Schema of 'type: \"object\"', got 'type: \"None\"'"), and
     ``"properties": {}`` when an object schema lists none, or lists them as null or ``[]``
     (OpenAI: "object schema missing properties"; a parameterless tool is often registered as
     ``{}``, and a tool the log never registered is declared as ``{"type": "object"}``). A call's
     input is always an object, so neither key narrows what the model may send. A schema of
     another type is left as it is for the protocol check to name."""
-    if "type" not in parameters:
-        parameters = {"type": "object", **parameters}
+    kind = parameters.get("type")
+    if kind is None or (isinstance(kind, list) and "object" in kind):  # ["object", "null"]: a call's
+        parameters = {**parameters, "type": "object"}  # input is an object, never null
     if parameters["type"] == "object" and parameters.get("properties") in (None, []):
         # (null and [] are how Go and PHP serialise an empty map: both refused as not an object)
         parameters = {**parameters, "properties": {}}

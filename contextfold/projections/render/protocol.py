@@ -108,9 +108,13 @@ def refused_tool_schemas(specs: Iterable[tuple[str, Any]]) -> tuple[list[str], t
 
 
 def _schema_kind(schema: Any, *, type_required: bool) -> Any:
-    """The type a tool's parameters schema declares (``"object"`` when it names none and the
-    provider does not require one; None for a schema that is not an object)."""
-    return schema.get("type", None if type_required else "object") if isinstance(schema, dict) else None
+    """The type a tool's parameters schema declares (``"object"`` when it names none, or a list
+    with it, and the provider does not require one: the renderers send those as objects; None
+    for a schema that is not an object)."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type", None if type_required else "object")
+    return "object" if not type_required and isinstance(kind, list) and "object" in kind else kind
 
 
 def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, properties: bool) -> None:
