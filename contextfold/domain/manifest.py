@@ -12,7 +12,7 @@ import functools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from contextfold.domain.checked import Integer, checked
 from contextfold.domain.errors import IntegrityError, InvalidInputError, quoted
@@ -104,18 +104,6 @@ class BuildConfig(_Frozen):
     JSON, and the record no longer replayed once exported and imported)."""
     recent_groups: Integer = Field(default=3, ge=1)
     """The newest N tool groups compete in the 'recent' layer, older ones in 'history'."""
-
-    @field_validator("layer_shares")
-    @classmethod
-    def _known_layers(cls, shares: dict[str, float]) -> dict[str, float]:
-        """Only the layers a build reserves for: a misspelt one ('retreival') was taken and
-        ignored, and the layer meant kept its default share. (Few-shot examples are instructions,
-        ``InstructionSet``: they share the policy layer's reserve.)"""
-        unknown = sorted(set(shares) - set(DEFAULT_LAYER_SHARES))
-        if unknown:
-            raise ValueError(f"no layer named {', '.join(map(repr, unknown))}: the layers with a share are "
-                             f"{', '.join(DEFAULT_LAYER_SHARES)}")
-        return shares
     max_tools: Integer = Field(default=12, ge=0)
     in_flight: Literal["wait", "cancel"] = "cancel"
     """Calls still open at build time: 'wait' fails with PendingToolCallsError,
@@ -158,7 +146,20 @@ def checked_config(**fields: Any) -> BuildConfig:
     if not isinstance(provider, str) or provider not in BUILD_PROVIDERS:
         raise InvalidInputError(f"invalid build config: provider: expected one of "
                                 f"{', '.join(BUILD_PROVIDERS)}, got {quoted(provider)}")
-    return checked(BuildConfig, "build config", **fields)
+    return _known_layers(checked(BuildConfig, "build config", **fields))
+
+
+def _known_layers(config: BuildConfig) -> BuildConfig:
+    """``config`` for a new build, or an InvalidInputError for a share of a layer no build
+    reserves for: a misspelt one ('retreival') was taken and ignored, and the layer meant kept
+    its default share. (Few-shot examples are instructions, ``InstructionSet``: they share the
+    policy layer's reserve.) Checked where a caller makes a config, not on the model: a record
+    an older builder wrote with such a share still reads back, replays and audits."""
+    unknown = sorted(set(config.layer_shares) - set(DEFAULT_LAYER_SHARES))
+    if unknown:
+        raise InvalidInputError(f"invalid build config: no layer named {', '.join(map(repr, unknown))}: "
+                                f"the layers with a share are {', '.join(DEFAULT_LAYER_SHARES)}")
+    return config
 
 
 def recorded_config(manifest: Mapping[str, Any], run_id: str, turn: int) -> BuildConfig:
@@ -193,6 +194,7 @@ def config_of(config: BuildConfig | None, /, **given: Any) -> BuildConfig:
     if config.provider not in BUILD_PROVIDERS:  # as checked_config says it, before any work
         raise InvalidInputError(f"invalid build config: provider: expected one of "
                                 f"{', '.join(BUILD_PROVIDERS)}, got {quoted(config.provider)}")
+    _known_layers(config)
     return config
 
 

@@ -10,7 +10,13 @@ from pydantic import BaseModel, ValidationError
 from contextfold.domain.checked import checked
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import CompactionSummary, FileRead, HistoryCompacted, ToolResult, UsageObserved
-from contextfold.domain.manifest import BUILD_PROVIDERS, BuildConfig, checked_config, config_of
+from contextfold.domain.manifest import (
+    BUILD_PROVIDERS,
+    BuildConfig,
+    checked_config,
+    config_of,
+    recorded_config,
+)
 
 
 def test_valid_values_make_the_model() -> None:
@@ -47,6 +53,11 @@ def test_a_layer_share_names_a_layer_a_build_reserves_for() -> None:
                            "policy, tools, goal, plan, recent, retrieval, history, input"):
             checked_config(layer_shares={name: 0.1})
     assert checked_config(layer_shares={"retrieval": 0.3}).layer_shares == {"retrieval": 0.3}
+    with pytest.raises(InvalidInputError, match="no layer named 'retreival'"):
+        config_of(BuildConfig(layer_shares={"retreival": 0.1}))
+    # a record an older builder wrote with such a share reads back: it replays and audits
+    manifest = {"config": BuildConfig(layer_shares={"retreival": 0.1}).model_dump(mode="json")}
+    assert recorded_config(manifest, "r1", 2).layer_shares == {"retreival": 0.1}
 
 
 def test_a_config_without_a_reserve_keeps_a_quarter_of_a_small_window() -> None:
