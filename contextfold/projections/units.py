@@ -395,7 +395,7 @@ class Units:
     excluded: list[ExcludedFragment] = field(default_factory=list)
 
 
-_SOURCED = frozenset({"evidence", "memory"})
+_SOURCED = frozenset({"evidence"})
 """Kinds a newer fragment of the same ``source_ref`` supersedes."""
 
 
@@ -408,10 +408,10 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     layer_no: dict[str, int] = {}
     excluded: list[ExcludedFragment] = []
     left_out: set[str] = set()
-    # A newer retrieval or recall of the same source is its newer version: it supersedes the older
-    # ones, whatever their trust (a stale cached copy declared workspace hid a fresh external
-    # fetch) and whichever of evidence or memory they were (two recalls of one note showed its
-    # old and new text side by side). File reads supersede by path and range in the fold.
+    # A newer retrieval of the same source is its newer version: it supersedes the older ones,
+    # whatever their trust (a stale cached copy declared workspace hid a fresh external fetch).
+    # (A memory is one by its memory_id, superseded in the fold: its source_ref may name the
+    # store that holds many; file reads supersede by path and range in the fold.)
     newest: dict[str, str] = {}
     for fid in state_ids:
         f = ctx.frag(fid)
@@ -427,12 +427,10 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
                 replaced_by=newer, detail="a newer retrieval of the same source"))
             left_out.add(fid)
-    # the more authoritative copy, then a file as read now over a retrieved copy of it (an index's
-    # chunk of an older revision), then the newer
-    read = {kept[0] for reads in ctx.state.files.values() for kept in reads}
+    # copies of one content or semantic key (a whole-file read is keyed by its path): the more
+    # authoritative, then the newer
     ranked = sorted((fid for fid in state_ids if fid not in left_out),
-                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], fid not in read,
-                                     -entries[fid].position, fid))
+                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], -entries[fid].position, fid))
     seen_keys: dict[str, str] = {}
     for fid in ranked:
         f = ctx.frag(fid)

