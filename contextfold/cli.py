@@ -217,7 +217,7 @@ def summarize_event(event: AnyEvent, width: int = 90) -> str:
             flag = " ERROR" if event.is_error else ""
             code = f" exit={event.exit_code}" if event.exit_code is not None else ""
             art = f" [artifact {event.artifact.hash[:12]} {event.artifact.size}B]" if event.artifact else ""
-            text = f"#{event.call_id}{flag}{code}{art} {event.content}"
+            text = f"#{event.call_id}{flag}{code}{art} {event.text_and_media()[0]}"
         case FileRead():
             text = f"{event.path}@{event.revision} {event.content}"
         case PolicySet() | InstructionSet():

@@ -27,6 +27,7 @@ from contextfold.domain.events import (
     HistoryCompacted,
     ImageBlock,
     ModelResponse,
+    TextBlock,
     ToolResult,
     UserInput,
     canonical_json,
@@ -113,13 +114,17 @@ def _recorded_names(run: Run) -> set[str]:
 def _event_text(run: Run, rec: RecordedEvent) -> str:
     ev = rec.event
     match ev:
-        case ToolResult() | FileRead() | EvidenceRetrieved():
+        case ToolResult():
+            text, media = ev.text_and_media()  # its text blocks too (the MCP shape)
+            if ev.artifact is not None:  # the whole text (text blocks moved with it, or beside it)
+                text = "\n".join([run.store.artifact_text(ev.artifact),
+                                  *(b.text for b in ev.blocks if isinstance(b, TextBlock))])
+            code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
+            return (f"result of call {ev.call_id}{code} is_error={str(ev.is_error).lower()}\n"
+                    f"{text}{_media_lines(media)}")
+        case FileRead() | EvidenceRetrieved():
             body = run.store.artifact_text(ev.artifact) if ev.artifact is not None else ev.content
-            body += _media_lines(ev.blocks if not isinstance(ev, FileRead) else ())
-            if isinstance(ev, ToolResult):
-                code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
-                return f"result of call {ev.call_id}{code} is_error={str(ev.is_error).lower()}\n{body}"
-            return body
+            return body + _media_lines(ev.blocks if isinstance(ev, EvidenceRetrieved) else ())
         case UserInput():
             return ev.text + _media_lines(ev.content)
         case ModelResponse():

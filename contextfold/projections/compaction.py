@@ -351,10 +351,11 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                     calls.append(call)
             case ToolResult():
                 answered = open_calls.pop(ev.call_id, None)
+                text = ev.text_and_media()[0]  # its text blocks too (the MCP shape)
                 if answered is None:  # a late result (its call was closed by recovery)
                     f["known_failures"].append(
                         f"late result for call {ev.call_id} at event {pos}: "
-                        f"{_key_line(ev.content)} (after it was declared lost/cancelled; unverified)")
+                        f"{_key_line(text)} (after it was declared lost/cancelled; unverified)")
                     continue
                 call = answered
                 code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
@@ -362,11 +363,11 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                 call.outcome = "error" if ev.is_error else "ok"
                 call.line = f"{call.outcome}{code} is_error={str(ev.is_error).lower()} [{ref}]"
                 if not ev.is_error and ev.artifact is None:  # a failure keeps its key line below
-                    call.facts = _kept_facts(ev.content)
+                    call.facts = _kept_facts(text)
                 if ev.is_error:
                     f["known_failures"].append(
                         f"call {call.call_id} ({call.name}) failed at event {pos}:{code} "
-                        f"is_error=true: {_key_line(ev.content)} [{ref}]")
+                        f"is_error=true: {_key_line(text)} [{ref}]")
                 if ev.artifact is not None:
                     f["evidence_refs"].append(f"artifact:{ev.artifact.hash}")
             case ToolResultLost() | ToolCallCancelled():

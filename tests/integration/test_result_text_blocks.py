@@ -46,3 +46,31 @@ def test_large_text_blocks_go_to_the_artifact_with_the_content(tmp_path: Path) -
     body = json.dumps(built.request)
     assert "row 0:" in body and "error: the last row failed" in body  # cut, its head and tail kept
     assert any(f.truncated for f in built.manifest.fragments if f.kind == "tool_result")
+
+
+def test_a_summary_show_and_events_read_a_results_text_blocks(tmp_path: Path) -> None:
+    """A summary's known failures and kept facts, ``show`` of the ref it cites, and ``events`` read
+    a result's ``content`` alone: of a result given as text blocks they showed nothing, and the
+    deploy id and its 'not yet verified' state left the request with the summary."""
+    from contextfold.show_refs import show
+    from tests.cli_runner import cf
+
+    url = f"sqlite:///{tmp_path / 'contextfold.db'}"
+    with open_store(url) as store:
+        run = store.run("mcp")
+        run.append(UserInput("Deploy the service and verify it"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="d1", name="deploy"),)),
+                   ToolResult(call_id="d1", blocks=(TextBlock(text="deployment dep-9931 created; "
+                                                              "health check: not yet verified"),)),
+                   ModelResponse(tool_calls=(ToolCall(call_id="t1", name="pytest"),)),
+                   ToolResult(call_id="t1", is_error=True, exit_code=1, blocks=(TextBlock(
+                       text="FAILED tests/test_invoice.py::test_total - AssertionError: 50.98 != 50.97"),)))
+        for i in range(5):
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"r{i}", name="read"),)),
+                       ToolResult(call_id=f"r{i}", content=f"contents of f{i}\n" + "x = 1\n" * 400))
+        run.compact("summary", keep_recent=1)
+        body = json.dumps(run.preview("anthropic", window=20_000, reserve=2_000).request)
+        assert "dep-9931" in body and "not yet verified" in body and "AssertionError: 50.98 != 50.97" in body
+        assert "AssertionError: 50.98 != 50.97" in show(run, "event://mcp/5")
+    events = cf("events", "mcp", cwd=tmp_path).stdout
+    assert "#d1 deployment dep-9931 created" in events
