@@ -430,8 +430,11 @@ class Run:
         return self.store.events.count_events(self.run_id, "model_response") + 1
 
     def records(self, turn: int) -> list[ContextBuilt]:
-        """The ``context_built`` records of ``turn``, oldest first."""
-        return [r.event for r in self.store.events.read_type(self.run_id, "context_built")
+        """The ``context_built`` records of ``turn``, oldest first: those after the turn's previous
+        model response (a build of turn N folds N-1 responses), the older ones not decoded."""
+        events = self.store.events
+        after = events.nth_position(self.run_id, "model_response", turn - 1) or 0
+        return [r.event for r in events.read_type(self.run_id, "context_built", after=after)
                 if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
 
     def replay(self, turn: int, *, progress: Progress | None = None) -> ReplayReport:

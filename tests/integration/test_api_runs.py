@@ -551,3 +551,23 @@ def test_arguments_of_the_wrong_type_are_typed_errors(store_url: str) -> None:
             with pytest.raises(InvalidInputError, match=message):
                 attempt()
         assert run.version == 1 and [e.position for e in run.events(upto=1)] == [1]
+
+
+def test_a_turns_records_are_read_from_its_previous_response_on(store_url: str) -> None:
+    """``records(turn)`` decoded every record of the run to keep one turn's, so recording usage each
+    turn cost O(the run). It now reads the records after the turn's previous model response: the
+    same ones, live builds and later rebuilds alike."""
+    with open_store(store_url) as store:
+        run = store.run("records")
+        run.append(UserInput("go"))
+        for t in range(1, 6):
+            if t != 3:
+                run.build("openai-chat", window=8_000, reserve=1_000)
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{t}", name="run"),)),
+                       ToolResult(call_id=f"c{t}", content=f"out {t}"))
+        run.build("anthropic", turn=3, window=9_000, reserve=1_000)  # a rebuild, recorded late
+        every = [r.event for r in store.events.read_type("records", "context_built")]
+        for turn in range(1, 7):
+            assert run.records(turn) == [e for e in every if isinstance(e, ContextBuilt) and e.turn == turn]
+        assert [r.rebuild for r in run.records(3)] == [True]
+        assert [r.rebuild for r in run.records(2)] == [False]

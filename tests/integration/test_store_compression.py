@@ -158,6 +158,12 @@ def test_reading_one_type_gives_its_events_as_a_full_read_does_deltas_included(s
     assert store.read_type("r", "context_built") == []
     assert store.count_events("r", "user_input") == 5
     assert store.count_events("r", "tool_result") == 1
+    # from a position on, and where the n-th of a type is, without decoding the others
+    assert [e.position for e in store.read_type("r", "user_input", after=2)] == [
+        e.position for e in inputs if e.position > 2]
+    assert [store.nth_position("r", "user_input", n) for n in (1, 2, 5, 6, 0)] == [
+        inputs[0].position, inputs[1].position, inputs[4].position, None, None]
+    assert store.nth_position("r", "context_built", 1) is None
     with pytest.raises(RunNotFoundError):
         store.read_type("no-such-run", "user_input")
 
