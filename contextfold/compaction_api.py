@@ -131,15 +131,25 @@ class _Session:
         self.run, self.dry_run = run, dry_run
         self.state = (run.state() if state is None else state).snapshot()
         self.base_version = self.state.version
-        self.events: list[RecordedEvent] = run.events(upto=self.base_version)
+        self._log: list[RecordedEvent] | None = None
+        self._folded: list[RecordedEvent] = []
         self.pending: list[AnyEvent] = []
         self.plans: list[CompactionPlan] = []
         self.positions: list[int] = []
 
+    @property
+    def events(self) -> list[RecordedEvent]:
+        """The log up to the snapshot, then the events folded into it: read from the store on
+        first use. A build with ``auto_compact=True`` read the whole log every time, compaction
+        or not (1,000 turns: 41 s per 100 builds against 0.6 s without it)."""
+        if self._log is None:
+            self._log = self.run.events(upto=self.base_version)
+        return [*self._log, *self._folded]
+
     def fold(self, event: AnyEvent) -> None:
         rec = RecordedEvent(self.run.run_id, self.state.version + 1, event, "")
         fold_event(self.state, rec)
-        self.events.append(rec)
+        self._folded.append(rec)
         self.pending.append(event)
 
     def apply(self, plan: CompactionPlan) -> None:
@@ -282,6 +292,14 @@ def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,
     its ``note`` names the steps that were planned.
     """
     _check_strategy(strategy)
+    if not recovery_events(state, in_flight=config.in_flight) and pressure(run, state, config) == "none":
+        # the common case, tried on the run's own state: its memo keeps the trial (and the build
+        # that follows it on the same state) as cheap as a build without auto-compaction; a
+        # snapshot starts with none, and two cold builds a turn grew with the run (400 turns:
+        # 1.7 s per 100 builds at turn 100, 3.9 s at turn 400, against 0.6 s)
+        return state, [], CompactionReport(run_id=run.run_id, dry_run=True, events=(), positions=(),
+                                           replaced_tokens=0, stand_in_tokens=0,
+                                           pressure_before="none", pressure_after="none")
     session = _Session(run, dry_run=True, state=state)
     for event in recovery_events(session.state, in_flight=config.in_flight):
         session.fold(event)  # first, so the groups they close can be compacted
