@@ -281,6 +281,11 @@ def _kept_facts(text: str, shown: str = "") -> str:
     return "; ".join(parts)
 
 
+
+_CONTINUE = "continue from event {} (raw history after this summary)"
+"""A summary's next action when nothing names one: where the raw history resumes."""
+_CONTINUE_FROM = re.compile(r"continue from event \d+ \(raw history after this summary\)")
+
 def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> CompactionSummary:
     """The structured summary of ``events`` (the covered range), offline and deterministic.
 
@@ -310,7 +315,8 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                 contract = contract or s.success_contract
                 for key in f:
                     f[key].extend(getattr(s, key))
-                next_action = s.next_action or next_action
+                if not _CONTINUE_FROM.fullmatch(s.next_action):  # "continue from event 74" named
+                    next_action = s.next_action or next_action  # the old cover's end: now hidden
             case PolicySet():
                 # policies are never hidden (always required, in the system prompt): a long
                 # one is cited, a short one carried verbatim
@@ -422,7 +428,7 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
         if ready is not None:
             next_action = f"plan step {ready.id}: {ready.title}"
     last = events[-1].position if events else 0
-    next_action = next_action or f"continue from event {last + 1} (raw history after this summary)"
+    next_action = next_action or _CONTINUE.format(last + 1)
     fields = bounded_fields({k: _dedupe(v) for k, v in f.items()},
                             f"events://{run}/{events[0].position if events else 0}-{last}")
     return CompactionSummary(goal=goal, success_contract=contract, next_action=next_action, **fields)

@@ -253,6 +253,10 @@ def test_a_second_summary_carries_the_first_ones_constraints_and_failures() -> N
     assert any(C1 in c for c in s.constraints) and any(C50 in c for c in s.constraints)
     visible = [it for it in state.timeline() if isinstance(it, SummaryItem)]
     assert [it.position for it in visible] == [len(log.records)]  # the first summary is covered
+    # where the raw history resumes is where the second one's cover ends, not the first's (the
+    # first's "continue from event N" pointed into what the second hides)
+    assert first.event.summary.next_action.startswith(f"continue from event {first.event.covers_to + 1} ")
+    assert s.next_action.startswith(f"continue from event {second.event.covers_to + 1} (raw history")
 
 
 # ---------------------------------------------------------------- pairing at every turn
