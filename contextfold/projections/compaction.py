@@ -253,7 +253,9 @@ def _merged_summaries(events: Sequence[RecordedEvent]) -> list[HistoryCompacted]
     for rec in reversed(events):
         ev = rec.event
         if (isinstance(ev, HistoryCompacted) and ev.strategy == "summary"
-                and not any(s.covers_from <= rec.position <= s.covers_to for _, s in out)):
+                and not any(s.covers_from <= rec.position <= s.covers_to  # (or a later one's
+                            or (s.covers_from <= ev.covers_from and ev.covers_to <= s.covers_to)  # cover
+                            for _, s in out)):  # holds its cover: it merged it, see fold)
             out.append((rec.position, ev))
     return [ev for _, ev in out]
 
@@ -306,8 +308,9 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
     merged = _merged_summaries(events)
     for rec in events:
         ev, pos = rec.event, rec.position
-        if any(s.covers_from <= pos <= s.covers_to for s in merged) and rec.event not in merged:
-            continue  # already summarized by a merged summary
+        if rec.event not in merged and (any(s.covers_from <= pos <= s.covers_to for s in merged) or (
+                isinstance(ev, HistoryCompacted) and ev.strategy == "summary")):
+            continue  # already summarized by a merged summary (a summary not merged: one merged holds it)
         match ev:
             case HistoryCompacted() if ev.strategy == "summary":
                 s = ev.summary

@@ -378,6 +378,12 @@ def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
             covered = tuple(p for p in range(lo, hi + 1)
                             if p in state.items and p not in state.hidden
                             and _coverable(state, p, lo, hi))
+            # an older summary of part of this cover, logged after its end (a cover stops before
+            # the compaction events that follow it), stands for history this one now covers:
+            # shown beside it, the same history went out twice
+            covered += tuple(p for p, item in state.items.items()
+                             if p > hi and isinstance(item, SummaryItem) and p not in state.hidden
+                             and lo <= item.covers_from and item.covers_to <= hi)
             text = (f"{render_summary(event)}\nraw events: events://{state.run_id}/{lo}-{hi} "
                     "(read back with `contextfold show`)")
             fid = add_fragment(state, rec, "history", _lowest_trust(state, covered), (TextBlock(text=text),),

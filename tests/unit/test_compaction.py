@@ -259,6 +259,29 @@ def test_a_second_summary_carries_the_first_ones_constraints_and_failures() -> N
     assert s.next_action.startswith(f"continue from event {second.event.covers_to + 1} (raw history")
 
 
+def test_a_summary_whose_cover_holds_an_older_ones_cover_stands_for_it_wherever_that_was_logged() -> None:
+    """A cover stops before the compaction events after it: a second summary covering 1-15,
+    logged after the first (at 21, covering 1-10), left the first visible, and both went out, the
+    same history twice (a helper's agent loop: 2,422 tokens each of 5,388 selected); the next
+    summary merged both and its folded lines piled up."""
+    log = Log().add(UserInput("Fix the failing tests."))
+    for t in range(1, 10):
+        log.add(*turn_events(t))
+    log.add(HistoryCompacted(summary=CompactionSummary(goal="g1"), covers_from=1, covers_to=10))
+    first = len(log.records)
+    for t in range(10, 15):
+        log.add(*turn_events(t))
+    log.add(HistoryCompacted(summary=CompactionSummary(goal="g2"), covers_from=1, covers_to=15))
+    state = fold(log.records)
+    summaries = [it.position for it in state.timeline() if isinstance(it, SummaryItem)]
+    assert summaries == [len(log.records)] and state.hidden[first] == len(log.records)
+    # a later summary merges only one of them, and hides the one standing (what it covers)
+    third = plan_compaction(state, log.records, "summary", keep_recent=1)
+    assert third is not None
+    state = apply(log, state, third.event)
+    assert [it.position for it in state.timeline() if isinstance(it, SummaryItem)] == [len(log.records)]
+
+
 # ---------------------------------------------------------------- pairing at every turn
 
 
