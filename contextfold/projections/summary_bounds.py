@@ -22,8 +22,12 @@ EARLIER = "earlier "
 """How a line of older plain successes of one tool starts (``deterministic_summary``): one per
 tool and outcome, so they are not folded again."""
 _WHOLE: Mapping[str, int] = {"tool_calls_and_results": 32, "side_effects": 32, "known_failures": 16,
-                             "evidence_refs": 32, "decisions": 16}
-"""How many of each list's newest entries stay whole."""
+                             "evidence_refs": 32, "decisions": 16, "constraints": 32}
+"""How many of each list's newest entries stay whole. Of the constraints only what users said
+is capped (``user at event N: ...``): a chat loop's every short message is one, and at 8k the
+summary outgrew what auto-compaction could make fit, so the newest turns were dropped instead.
+Policies and inputs marked required always stay whole."""
+_USER_SAID = re.compile(r"^user at event \d+: ")
 _CALLS_LISTED = 8
 """Call ids on a line of older plain successes of one tool (the newest)."""
 _CALLS_FOLDED = 48
@@ -35,7 +39,7 @@ _EARLIER_LINE = re.compile(rf"^{EARLIER}(.+?): ({_CALL}(?:, {_CALL})*)(?: \(and 
 """A line of older plain successes exactly as :func:`earlier_lines` writes it: (key, calls, more).
 A plug-in summary's own line that merely starts with ``earlier`` is an entry like any other."""
 _FOLDED = re.compile(r"^(\d+) earlier (?:known failures|tool calls and results|side effects|evidence refs"
-                     r"|decisions) \(read back in events://[^\s)]+\)")
+                     r"|decisions|constraints) \(read back in events://[^\s)]+\)")
 """A line that folded older entries, exactly as :func:`bounded_fields` writes it."""
 
 
@@ -80,8 +84,13 @@ def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str) -> di
     for key, whole in _WHOLE.items():
         entries = fields.get(key, ())
         per_tool = key == "tool_calls_and_results"  # its per-tool lines of older successes stay
-        earlier = [e for e in entries if is_earlier_line(e)] if per_tool else []
-        kept = [e for e in entries if not is_earlier_line(e)] if per_tool else list(entries)
+        if key == "constraints":  # policies and required inputs stay as they are
+            said = [bool(_USER_SAID.match(e) or _FOLDED.match(e)) for e in entries]
+            earlier = [e for e, user in zip(entries, said, strict=True) if not user]
+            kept = [e for e, user in zip(entries, said, strict=True) if user]
+        else:
+            earlier = [e for e in entries if is_earlier_line(e)] if per_tool else []
+            kept = [e for e in entries if not is_earlier_line(e)] if per_tool else list(entries)
         if len(kept) <= whole:
             continue
         older, newest = kept[:-whole], kept[-whole:]

@@ -512,3 +512,26 @@ def test_a_summary_over_masked_external_results_keeps_their_trust() -> None:
         state = apply(log, state, plan.event)
     summary = next(it for it in state.timeline() if isinstance(it, SummaryItem))
     assert state.entries[summary.fragment_id].trust == "external"
+
+
+def test_what_users_said_is_capped_in_a_summary_and_policies_and_required_inputs_are_not() -> None:
+    """A chat loop's every short message is a constraint: kept whole without a cap, the summary
+    grew to ~6k tokens at an 8k window, stopped fitting, and the newest turns were dropped instead
+    (a helper's loop). The newest 32 stay whole, the older ones fold into one line with a true
+    count; the policy and an input marked required are never folded."""
+    log = Log().add(PolicySet(text=C1), UserInput("Keep CHANGELOG.md updated.", required=True))
+    state = fold(log.records)
+    for round_ in range(2):
+        for i in range(150):
+            for e in (UserInput(f"question {round_}.{i}"), ModelResponse(text=f"answer {round_}.{i}")):
+                state = apply(log, state, e)
+        plan = plan_compaction(state, log.records, "summary", keep_recent=1)
+        assert plan is not None
+        state = apply(log, state, plan.event)
+        constraints = plan.event.summary.constraints
+        said = [c for c in constraints if c.startswith("user at event ")]
+        folded = [c for c in constraints if re.match(r"\d+ earlier constraints \(read back in events://", c)]
+        assert len(said) == 32 and len(folded) == 1
+        assert int(folded[0].split()[0]) + len(said) == 150 * (round_ + 1) - 1  # the newest is not covered
+        assert any(C1 in c for c in constraints)
+        assert any(c == "required user input at event 2: Keep CHANGELOG.md updated." for c in constraints)
