@@ -62,7 +62,7 @@ from contextfold.projections.compaction import (
 from contextfold.projections.fold import fold_event
 from contextfold.projections.progress import Progress
 from contextfold.projections.repair import recovery_events
-from contextfold.projections.state import RunState
+from contextfold.projections.state import RunState, SummaryItem
 from contextfold.show_refs import artifact_bytes, ref_run, show, show_artifact
 
 __all__ = ["CompactionReport", "Pressure", "artifact_bytes", "auto_compact", "build", "compact",
@@ -338,6 +338,11 @@ def _raise_unfit(session: _Session, state: RunState, config: BuildConfig,
     try:
         _trial(session.run, plain, config)
     except RequiredContextExceedsBudgetError as exc:
+        summaries = {it.fragment_id for it in plain.timeline() if isinstance(it, SummaryItem)}
+        largest, tokens = max(exc.required, key=lambda r: r[1])
+        if largest in summaries:  # the note above read as if a fresh summary could help: each merges it
+            note += (f"; the largest required fragment is the summary {largest} ({tokens} tokens), which "
+                     "every new summary merges and cannot make smaller: build with a larger window")
         raise RequiredContextExceedsBudgetError(exc.budget, exc.required, note=note) from None
     # the ladder never raises the pressure: the state before it was under hard pressure too
     raise AssertionError("auto-compaction: the uncompacted state fits")  # pragma: no cover

@@ -242,6 +242,24 @@ _SWE_ERROR = re.compile(r"Traceback \(most recent call last\)|\w+Error:|command 
                         r"No such file or directory|syntax error", re.IGNORECASE)
 
 
+def test_the_error_names_a_summary_too_large_for_the_window_as_what_blocks_it(cf_store: Store) -> None:
+    """When the largest required fragment is a summary already in the log, auto-compaction's error
+    said only what it had planned, as if another summary could help: each new one merges it."""
+    run = cf_store.run("big-summary")
+    run.append(PolicySet(text="Be careful."), UserInput("go"))
+    for t in range(60):
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{t}", name=f"tool_{t % 20}"),)),
+                   ToolResult(call_id=f"c{t}", content=f"out {t} " + "x " * 50))
+    run.compact("summary", keep_recent=1)
+    (summary,) = [f for f in run.preview("openai-chat", window=64_000, reserve=1_000).manifest.fragments
+                  if f.source_ref.startswith("events://")]
+    with pytest.raises(RequiredContextExceedsBudgetError) as err:
+        run.build("openai-chat", window=700, reserve=100, auto_compact=True)
+    assert re.search(rf"the largest required fragment is the summary {summary.id} \(\d+ tokens\), which "
+                     "every new summary merges and cannot make smaller: build with a larger window",
+                     str(err.value))
+
+
 def swe_events(path: Path) -> list[AnyEvent]:
     """A SWE-agent ``.traj`` as the importer records it, with a test's guess at which results
     failed: SWE-agent records no exit status (so the importer sets none), and this test checks
