@@ -27,7 +27,13 @@ _WHOLE: Mapping[str, int] = {"tool_calls_and_results": 32, "side_effects": 32, "
 is capped (``user at event N: ...``): a chat loop's every short message is one, and at 8k the
 summary outgrew what auto-compaction could make fit, so the newest turns were dropped instead.
 Policies and inputs marked required always stay whole."""
-_USER_SAID = re.compile(r"^user at event \d+: ")
+_USER_SAID = re.compile(r"^user at event (\d+): ")
+
+
+def _said_at(entry: str) -> int:
+    """The event a ``user at event N:`` line names; 0 for a folded line (the oldest)."""
+    said = _USER_SAID.match(entry)
+    return int(said.group(1)) if said else 0
 _CALLS_LISTED = 8
 """Call ids on a line of older plain successes of one tool (the newest)."""
 _CALLS_FOLDED = 48
@@ -87,7 +93,9 @@ def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str) -> di
         if key == "constraints":  # policies and required inputs stay as they are
             said = [bool(_USER_SAID.match(e) or _FOLDED.match(e)) for e in entries]
             earlier = [e for e, user in zip(entries, said, strict=True) if not user]
-            kept = [e for e, user in zip(entries, said, strict=True) if user]
+            # oldest first, by the event each names (a merged summary's lines come after the raw
+            # input its cover left out, which is newer): a folded line first, it is the oldest
+            kept = sorted((e for e, user in zip(entries, said, strict=True) if user), key=_said_at)
         else:
             earlier = [e for e in entries if is_earlier_line(e)] if per_tool else []
             kept = [e for e in entries if not is_earlier_line(e)] if per_tool else list(entries)
