@@ -357,9 +357,10 @@ def auto_compact(run: Run, config: BuildConfig, *, strategy: Strategy = "summary
     RequiredContextExceedsBudgetError, appending nothing, when the required content still
     does not fit after every step of the ladder.
     """
-    state = run.state()
-    _, events, planned = plan_auto_compaction(run, state, config, strategy=strategy,
-                                              summarizer=summarizer)
+    with run._lock:  # a trial with nothing to compact builds on the run's own state (its memo)
+        state = run.state()
+        _, events, planned = plan_auto_compaction(run, state, config, strategy=strategy,
+                                                  summarizer=summarizer)
     recorded = run.append(events, expected_version=state.version) if events else []
     positions = tuple(rec.position for rec in recorded[len(events) - len(planned.events):])
     return dataclasses.replace(planned, dry_run=False, positions=positions)
