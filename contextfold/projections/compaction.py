@@ -306,7 +306,11 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
     open_calls: dict[str, _Call] = {}
     calls: list[_Call] = []
     merged = _merged_summaries(events)
-    for rec in events:
+    # a merged summary first, where its cover is, not where it was logged: the raw events its
+    # cover left out were logged before it and are newer than what it says (its goal was taken
+    # for a later input's words, and each list's cap took its lines for the newest)
+    ordered = sorted(events, key=lambda r: r.event.covers_to if r.event in merged else r.position)
+    for rec in ordered:
         ev, pos = rec.event, rec.position
         if rec.event not in merged and (any(s.covers_from <= pos <= s.covers_to for s in merged) or (
                 isinstance(ev, HistoryCompacted) and ev.strategy == "summary")):

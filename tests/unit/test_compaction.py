@@ -540,3 +540,19 @@ def test_what_users_said_is_capped_in_a_summary_and_policies_and_required_inputs
         assert int(folded[0].split()[0]) + len(said) == (150, 153)[round_] - 1  # the newest is not covered
         assert any(C1 in c for c in constraints)
         assert any(c == "required user input at event 2: Keep CHANGELOG.md updated." for c in constraints)
+
+
+def test_a_repeated_summary_keeps_the_first_ones_goal_and_lists_oldest_first() -> None:
+    """A merged summary was read where it was logged, after the raw inputs its cover had left out:
+    with no GoalSet, the second summary's goal became the newer input's words ('note 40: reply
+    briefly'), not the task the first one carried."""
+    log = Log().add(UserInput("Migrate the billing service to the new API."))
+    state = fold(log.records)
+    for count in (40, 2):
+        for i in range(count):
+            for e in (UserInput(f"note {i}: reply briefly"), ModelResponse(text=f"ok {i}")):
+                state = apply(log, state, e)
+        plan = plan_compaction(state, log.records, "summary", keep_recent=1)
+        assert plan is not None
+        state = apply(log, state, plan.event)
+        assert plan.event.summary.goal == "Migrate the billing service to the new API."
