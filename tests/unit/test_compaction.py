@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -35,7 +35,13 @@ from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
-from contextfold.projections.compaction import choose_cover, deterministic_summary, plan_compaction, plan_mask
+from contextfold.projections.compaction import (
+    CompactionPlan,
+    choose_cover,
+    deterministic_summary,
+    plan_compaction,
+    plan_mask,
+)
 from contextfold.projections.fold import fold
 from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.render import render
@@ -90,6 +96,15 @@ def request_text(state: RunState, provider: str, window: int = 6_000) -> str:
 def apply(log: Log, state: RunState, event: AnyEvent) -> RunState:
     log.add(event)
     return fold(log.records, state)
+
+
+def compacted(log: Log, state: RunState, strategy: Literal["mask", "summary"], keep_recent: int
+              ) -> tuple[RunState, CompactionPlan]:
+    """The state with the compaction ``plan_compaction`` plans appended to ``log``, and the plan
+    (one is expected: asserted)."""
+    plan = plan_compaction(state, log.records, strategy, keep_recent=keep_recent)
+    assert plan is not None
+    return apply(log, state, plan.event), plan
 
 
 # ---------------------------------------------------------------- cuts
@@ -163,9 +178,7 @@ def test_constraints_from_turns_1_20_50_survive_summary_compaction_verbatim(requ
     log = long_log(64, required_50=required_50)
     state = fold(log.records)
     for strategy in ("mask", "summary"):
-        plan = plan_compaction(state, log.records, strategy, keep_recent=3)
-        assert plan is not None
-        state = apply(log, state, plan.event)
+        state, _ = compacted(log, state, strategy, 3)
     summary = next(it for it in state.timeline() if isinstance(it, SummaryItem))
     assert summary.covers_from == 1 and len(summary.covered) >= 55
     for provider in PROVIDERS:
@@ -193,9 +206,7 @@ def test_constraints_in_plain_words_survive_summary_compaction() -> None:
         log.add(*turn_events(t))
     log.add(UserInput("Continue."))
     state = fold(log.records)
-    plan = plan_compaction(state, log.records, "summary", keep_recent=3)
-    assert plan is not None
-    state = apply(log, state, plan.event)
+    state, plan = compacted(log, state, "summary", 3)
     assert isinstance(plan.event, HistoryCompacted)
     for text in said.values():
         assert any(text in c for c in plan.event.summary.constraints), text
@@ -235,18 +246,14 @@ def test_ids_and_unverified_states_of_successful_calls_survive_summary_compactio
 def test_a_second_summary_carries_the_first_ones_constraints_and_failures() -> None:
     log = long_log(30, required_50=False)
     state = fold(log.records)
-    first = plan_compaction(state, log.records, "summary", keep_recent=2)
-    assert first is not None
-    state = apply(log, state, first.event)
+    state, first = compacted(log, state, "summary", 2)
     for t in range(31, 52):
         extra: list[AnyEvent] = ([UserInput(C50)] if t == 40 else
                                  [UserInput("Keep CHANGELOG.md updated.", required=True)]
                                  if t == 45 else [])
         for e in extra + turn_events(t):
             state = apply(log, state, e)
-    second = plan_compaction(state, log.records, "summary", keep_recent=2)
-    assert second is not None
-    state = apply(log, state, second.event)
+    state, second = compacted(log, state, "summary", 2)
     s = second.event.summary
     assert any("call c7 (shell) failed" in f for f in s.known_failures)   # from the first summary
     assert any("call c49 (shell) failed" in f for f in s.known_failures)  # newly covered
@@ -276,9 +283,7 @@ def test_a_summary_whose_cover_holds_an_older_ones_cover_stands_for_it_wherever_
     summaries = [it.position for it in state.timeline() if isinstance(it, SummaryItem)]
     assert summaries == [len(log.records)] and state.hidden[first] == len(log.records)
     # a later summary merges only one of them, and hides the one standing (what it covers)
-    third = plan_compaction(state, log.records, "summary", keep_recent=1)
-    assert third is not None
-    state = apply(log, state, third.event)
+    state, _ = compacted(log, state, "summary", 1)
     assert [it.position for it in state.timeline() if isinstance(it, SummaryItem)] == [len(log.records)]
 
 
@@ -477,9 +482,7 @@ def test_a_summary_of_external_text_stays_in_the_data_layer_with_the_lowest_trus
     for t in range(1, 5):
         log.add(*turn_events(t))
     state = fold(log.records)
-    plan = plan_compaction(state, log.records, "summary", keep_recent=1)
-    assert plan is not None
-    state = apply(log, state, plan.event)
+    state, _ = compacted(log, state, "summary", 1)
     summary = next(it for it in state.timeline() if isinstance(it, SummaryItem))
     assert state.entries[summary.fragment_id].trust == "external"
     for provider in PROVIDERS:
@@ -490,9 +493,7 @@ def test_a_summary_of_external_text_stays_in_the_data_layer_with_the_lowest_trus
     for t in range(1, 6):
         workspace.add(*turn_events(t))  # workspace results only: a summary no lower than that
     ws_state = fold(workspace.records)
-    ws_plan = plan_compaction(ws_state, workspace.records, "summary", keep_recent=1)
-    assert ws_plan is not None
-    ws_state = apply(workspace, ws_state, ws_plan.event)
+    ws_state, _ = compacted(workspace, ws_state, "summary", 1)
     assert {ws_state.entries[it.fragment_id].trust for it in ws_state.timeline()
             if isinstance(it, SummaryItem)} == {"workspace"}
 
@@ -507,9 +508,7 @@ def test_a_summary_over_masked_external_results_keeps_their_trust() -> None:
         log.add(*turn_events(t))
     state = fold(log.records)
     for strategy in ("mask", "summary"):
-        plan = plan_compaction(state, log.records, strategy, keep_recent=1)
-        assert plan is not None
-        state = apply(log, state, plan.event)
+        state, _ = compacted(log, state, strategy, 1)
     summary = next(it for it in state.timeline() if isinstance(it, SummaryItem))
     assert state.entries[summary.fragment_id].trust == "external"
 
@@ -525,9 +524,7 @@ def test_what_users_said_is_capped_in_a_summary_and_policies_and_required_inputs
         for i in range(count):
             for e in (UserInput(f"question {round_}.{i}"), ModelResponse(text=f"answer {round_}.{i}")):
                 state = apply(log, state, e)
-        plan = plan_compaction(state, log.records, "summary", keep_recent=1)
-        assert plan is not None
-        state = apply(log, state, plan.event)
+        state, plan = compacted(log, state, "summary", 1)
         constraints = plan.event.summary.constraints
         said = [c for c in constraints if c.startswith("user at event ")]
         folded = [c for c in constraints if re.match(r"\d+ earlier constraints \(read back in events://", c)]
@@ -552,7 +549,5 @@ def test_a_repeated_summary_keeps_the_first_ones_goal_and_lists_oldest_first() -
         for i in range(count):
             for e in (UserInput(f"note {i}: reply briefly"), ModelResponse(text=f"ok {i}")):
                 state = apply(log, state, e)
-        plan = plan_compaction(state, log.records, "summary", keep_recent=1)
-        assert plan is not None
-        state = apply(log, state, plan.event)
+        state, plan = compacted(log, state, "summary", 1)
         assert plan.event.summary.goal == "Migrate the billing service to the new API."
