@@ -315,6 +315,10 @@ def _checked_query(query: str) -> str:
 
 
 _WHOLE_REF = re.compile(r"[a-z]+://.*\d")
+_EVENT_REF = re.compile(r"event://.+/(\d+)")
+"""A query naming one logged event by its ref: the event's own fragment is ``e{position}``."""
+_FRAGMENT_ID = re.compile(r"e(\d+)(?:\.c\d+)?")
+"""A query naming a fragment by its id: ``e{position}``, or ``e{position}.c{n}`` (a stub among them)."""
 
 
 def _sourced(query: str, source_ref: str) -> bool:
@@ -330,7 +334,7 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
     """Fragments/tools of ``manifest`` matching ``query`` (id, tool name, or source_ref/path substring)."""
     _checked_query(query)
     found: list[dict[str, Any]] = []
-    event = re.fullmatch(r"event://.+/(\d+)", query)  # an event's own fragment is e{position}
+    event = _EVENT_REF.fullmatch(query)
     ids = {query, f"e{event.group(1)}"} if event else {query}
     exact = [f for f in manifest.fragments if f.id in ids]
     exact_x = [e for e in manifest.excluded_items if e.id in ids]
@@ -376,10 +380,11 @@ def _not_exposed(run: Run, manifest: ContextManifest, query: str, progress: Prog
 
 
 def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
-    m = re.fullmatch(r"e(\d+)(?:\.c\d+)?|event://.+/(\d+)", query)
+    m = _FRAGMENT_ID.fullmatch(query) or _EVENT_REF.fullmatch(query)
     if m:
-        pos = int(m.group(1) or m.group(2))
-        if m.group(1) and pos <= manifest.log_version and "." in query:  # a stub: the event it stood for
+        pos = int(m.group(1))
+        stub = m.re is _FRAGMENT_ID and "." in query
+        if stub and pos <= manifest.log_version:  # a stub: the event it stood for
             entry = run.state().entries.get(query)
             if entry is None:  # no such fragment was ever folded: nothing to tell of it
                 return _nothing(manifest, query)

@@ -283,10 +283,10 @@ def _kept_facts(text: str, shown: str = "") -> str:
     return "; ".join(parts)
 
 
-
 _CONTINUE = "continue from event {} (raw history after this summary)"
 """A summary's next action when nothing names one: where the raw history resumes."""
 _CONTINUE_FROM = re.compile(r"continue from event \d+ \(raw history after this summary\)")
+
 
 def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> CompactionSummary:
     """The structured summary of ``events`` (the covered range), offline and deterministic.

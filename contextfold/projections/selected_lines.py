@@ -37,12 +37,12 @@ def required_reason(f: FragmentFields, ctx: BuildCtx, current_input: str | None)
         case "plan":
             return "required: current plan"
         case "user_input":
-            if f.id == current_input:  # a hand-off's task is the runtime's input
-                return "required: current " + ("worker task" if f.trust == "runtime" else "user input")
+            what = "worker task" if f.trust == "runtime" else "user input"  # a hand-off's: the runtime's
+            if f.id == current_input:
+                return f"required: current {what}"
             if ctx.state.entries[f.id].required:
                 return "required: user input marked required"
-            return "required: latest user input (the turn still works on it)" if f.trust != "runtime" else (
-                "required: latest worker task (the turn still works on it)")
+            return f"required: latest {what} (the turn still works on it)"
         case _:
             if isinstance(ctx.state.items.get(ctx.state.entries[f.id].position), SummaryItem):
                 return "required: latest compaction summary (it stands in for the history it covers)"

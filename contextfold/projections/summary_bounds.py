@@ -28,16 +28,16 @@ is capped (``user at event N: ...``): a chat loop's every short message is one, 
 summary outgrew what auto-compaction could make fit, so the newest turns were dropped instead.
 Policies and inputs marked required always stay whole."""
 _USER_SAID = re.compile(r"^user at event (\d+): ")
+_CALLS_LISTED = 8
+"""Call ids on a line of older plain successes of one tool (the newest)."""
+_CALLS_FOLDED = 48
+"""Call ids on the line that folds a list's older entries (the newest)."""
 
 
 def _said_at(entry: str) -> int:
     """The event a ``user at event N:`` line names; 0 for a folded line (the oldest)."""
     said = _USER_SAID.match(entry)
     return int(said.group(1)) if said else 0
-_CALLS_LISTED = 8
-"""Call ids on a line of older plain successes of one tool (the newest)."""
-_CALLS_FOLDED = 48
-"""Call ids on the line that folds a list's older entries (the newest)."""
 
 
 _CALL = r"call [^\s,;:()]+"

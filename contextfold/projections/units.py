@@ -395,10 +395,6 @@ class Units:
     excluded: list[ExcludedFragment] = field(default_factory=list)
 
 
-_SOURCED = frozenset({"evidence"})
-"""Kinds a newer fragment of the same ``source_ref`` supersedes."""
-
-
 def _state_units(ctx: BuildCtx, state_ids: list[str]
                  ) -> tuple[list[Unit], dict[str, tuple[str, ...]], dict[str, int], list[ExcludedFragment]]:
     """The state fragments' units, member tables and ``duplicate`` lines (``make_units``)."""
@@ -415,13 +411,13 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     newest: dict[str, str] = {}
     for fid in state_ids:
         f = ctx.frag(fid)
-        if f.kind in _SOURCED and not f.source_ref.startswith("file://"):
+        if f.kind == "evidence" and not f.source_ref.startswith("file://"):
             old = newest.get(f.source_ref)
             if old is None or entries[fid].position > entries[old].position:
                 newest[f.source_ref] = fid
     for fid in state_ids:
         f = ctx.frag(fid)
-        if (f.kind in _SOURCED and (newer := newest.get(f.source_ref, fid)) != fid
+        if (f.kind == "evidence" and (newer := newest.get(f.source_ref, fid)) != fid
                 and fid not in ctx.required):
             excluded.append(ExcludedFragment(
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
