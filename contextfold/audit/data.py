@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.effects import CompactionEffect, compaction_effects
+from contextfold.audit.records import RecordedManifests, read_records
 from contextfold.domain.errors import BudgetError, InvalidInputError, RenderError
 from contextfold.domain.events import (
     ArtifactRef,
@@ -229,25 +230,26 @@ def config_for_turn(events: Sequence[RecordedEvent], turn: int,
 def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrity,
             rebuild: RebuildPort | None, config: ConfigChoice = None,
             artifact_tokens: Callable[[ArtifactRef], int] | None = None,
-            progress: Progress | None = None) -> RunAudit:
+            progress: Progress | None = None,
+            recorded_manifests: RecordedManifests | None = None) -> RunAudit:
     """Fold ``events`` once; one :class:`TurnAudit` per turn (1..responses, plus a recorded next turn).
 
     Without ``rebuild``, turns that have no record are left out; a turn the rebuild cannot build
     (its required content over the budget, a request the provider refuses) is listed in
     ``unbuilt`` with the error, and the others are audited. ``progress(n)`` is told of the
     events folded while turns without a record are rebuilt (minutes on a long imported run).
+    ``recorded_manifests``: what ``events``' records say, when the caller read them already
+    (:func:`~contextfold.audit.records.read_records`, whose slimmed events it then passes).
     """
-    recorded: dict[int, ContextManifest] = {}
-    record_counts: dict[int, int] = {}
+    if recorded_manifests is None:
+        events, recorded_manifests = read_records(events)
+    recorded = recorded_manifests.first
+    record_counts = recorded_manifests.counts
     usage: dict[int, Usage] = {}
     responses = 0
     for rec in events:
         ev = rec.event
-        if isinstance(ev, ContextBuilt):
-            record_counts[ev.turn] = record_counts.get(ev.turn, 0) + 1
-            if ev.turn not in recorded:
-                recorded[ev.turn] = ContextManifest.model_validate(ev.manifest)
-        elif isinstance(ev, UsageObserved):
+        if isinstance(ev, UsageObserved):
             usage[ev.turn] = Usage(input_tokens=ev.input_tokens, cached_tokens=ev.cached_tokens,
                                    output_tokens=ev.output_tokens, model=ev.model)
         elif isinstance(ev, ModelResponse):
@@ -417,18 +419,16 @@ def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = 
     from contextfold.kept_counts import counts_kept
     from contextfold.projections.builder import build_context
     from contextfold.projections.calibration import calibrate_state
+    from contextfold.store.event_reads import bulk_allocation
 
     report = run.verify()
     integrity = Integrity(ok=report.ok, events=report.events, first_bad_position=report.first_bad_position,
                           reason=report.reason)
-    events = run.events()
-    by_position = {r.position: r.event for r in events}
-
-    def estimate_at(position: int) -> tuple[int, str | None] | None:
-        ev = by_position.get(position)
-        if not isinstance(ev, ContextBuilt):
-            return None
-        return int(ev.manifest.get("selected_tokens", 0)), ev.manifest.get("model")
+    # One pass over the stored events, each record's manifest read as it comes and not kept
+    # (``audit.records``): a long run without compaction held every record twice, O(n^2).
+    with bulk_allocation():  # (as ``Run.events()`` reads: the events hold no cycles)
+        events, recorded = read_records(run.store.events.iter_events(run.run_id), slim=True)
+    estimate_at = recorded.estimates.get
 
     def rebuild(state: RunState, cfg: BuildConfig) -> ContextManifest:
         return build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
@@ -437,4 +437,5 @@ def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = 
     with counts_kept(run.store.events, run.run_id):  # the counts an earlier fold kept, if any
         return collect(events, run_id=run.run_id, integrity=integrity,
                        rebuild=rebuild if rebuild_missing else None, config=config,
-                       artifact_tokens=run._artifact_tokens(), progress=progress)
+                       artifact_tokens=run._artifact_tokens(), progress=progress,
+                       recorded_manifests=recorded)
