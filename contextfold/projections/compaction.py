@@ -62,6 +62,14 @@ from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.summary_bounds import bounded_fields, earlier_lines, is_earlier_line
 from contextfold.projections.summary_check import summary_lines, validate_summary
+from contextfold.projections.summary_text import (
+    CONSTRAINT_LINE,
+    STATEMENT_CHARS,
+    args_excerpt,
+    cap,
+    kept_facts,
+    key_line,
+)
 
 __all__ = [
     "SIDE_EFFECT_PATTERN",
@@ -85,24 +93,8 @@ SIDE_EFFECT_PATTERN = re.compile(
     r"cancel|refund|pay|transfer|str_replace|replace", re.IGNORECASE)
 """Tool names that change the world: their calls are listed as side effects."""
 
-_CONSTRAINT_LINE = re.compile(
-    r"\b(must|never|always|do not|don't|only|forbidden|not allowed|should not|required|"
-    r"make sure|ensure)\b", re.IGNORECASE)
-_ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied|not found",
-                         re.IGNORECASE)
-_IDENTIFIER = re.compile(
-    r"\bsha256:[0-9a-f]{8,64}\b"  # an image digest
-    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # a UUID
-    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"  # a commit or file hash
-    r"|\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{3,}\b")  # dep-9931
-"""What a result or an argument names that a later step may need verbatim (the seed: call ids,
-file hashes, deployment ids must not be summarised away)."""
-_UNVERIFIED = re.compile(r"^.*\b(?:not (?:yet )?verified|unverified|unconfirmed|not confirmed)\b.*$",
-                         re.IGNORECASE | re.MULTILINE)
-_IDENTIFIERS_KEPT = 6
 _ARGS_CHARS = 80
 _POLICY_CHARS = 600
-_STATEMENT_CHARS = 200
 _GOAL_CHARS = 4000
 _RECENT_CALLS = 4
 """Plain successful calls listed in full; older ones keep only their ids and outcome."""
@@ -214,25 +206,6 @@ def plan_mask(state: RunState, lo: int, hi: int) -> CompactionPlan | None:
 # ---------------------------------------------------------------- the summary
 
 
-def _cap(text: str, limit: int) -> str:
-    """``text`` on one line, at most ``limit`` characters; a longer one ends in ``…`` after a whole
-    grapheme cluster (a summary quotes untrusted text: no orphan accent or half an emoji)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else head_chars(flat, limit - 1) + "…"
-
-
-def _key_line(text: str) -> str:
-    """The first line that names an error, else the first non-empty line; a bare one-word header
-    such as ``ERROR:`` (how OpenHands' file editor opens its errors) with the line after it, which
-    says what the error was."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    at = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
-    hit = lines[at] if lines else ""
-    if hit.endswith(":") and " " not in hit and at + 1 < len(lines):
-        hit = f"{hit} {lines[at + 1]}"
-    return _cap(hit, 200)
-
-
 def _dedupe(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for v in values if v))
 
@@ -270,17 +243,6 @@ class _Call:
     line: str = ""
     facts: str = ""
     """The ids and unverified state a successful result named (:func:`_kept_facts`)."""
-
-
-def _kept_facts(text: str, shown: str = "") -> str:
-    """The identifiers in ``text`` that ``shown`` does not already hold, and a line saying a
-    state is unverified, verbatim: a successful deploy's result ("dep-9931 ... health check: not
-    yet verified") was summarised as "ok", and the id and the unverified state were gone."""
-    ids = list(dict.fromkeys(m for m in _IDENTIFIER.findall(text) if m not in shown))[:_IDENTIFIERS_KEPT]
-    state = _UNVERIFIED.search(text)
-    parts = ([f"ids: {', '.join(ids)}"] if ids else []) + (
-        [f"says: {_cap(state.group(0).strip(), _STATEMENT_CHARS)}"] if state else [])
-    return "; ".join(parts)
 
 
 _CONTINUE = "continue from event {} (raw history after this summary)"
@@ -335,19 +297,20 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
             case UserInput():
                 if ev.required:
                     f["constraints"].append(f"required user input at event {pos}: {ev.text}")
-                elif len(ev.text) <= _STATEMENT_CHARS and ev.text.strip():
+                elif len(ev.text) <= STATEMENT_CHARS and ev.text.strip():
                     # a short user message is an instruction as often as not, in any words or
                     # language ("Reply in French from now on."): kept whole, as said
                     f["constraints"].append(f"user at event {pos}: {' '.join(ev.text.split())}")
                 else:
                     f["constraints"].extend(f"user at event {pos}: {ln.strip()}"
                                             for ln in ev.text.splitlines()
-                                            if _CONSTRAINT_LINE.search(ln))
-                if not goal and ev.text.strip():
-                    goal = (ev.text if len(ev.text) <= _GOAL_CHARS else
-                            head_chars(ev.text, _GOAL_CHARS) + f"… (full text: event://{run}/{pos})")
+                                            if CONSTRAINT_LINE.search(ln))
+                if not goal and ev.text.strip():  # no goal was set: an inference, said to be one
+                    goal = f"(inferred from the user's message at event {pos}) " + (
+                        ev.text if len(ev.text) <= _GOAL_CHARS else
+                        head_chars(ev.text, _GOAL_CHARS) + f"… (full text: event://{run}/{pos})")
             case GoalSet():
-                f["decisions"].append(f"goal set at event {pos}: {_cap(ev.goal, _STATEMENT_CHARS)}")
+                f["decisions"].append(f"goal set at event {pos}: {cap(ev.goal, STATEMENT_CHARS)}")
             case PlanUpdated():
                 steps = "; ".join(f"{s.id} {s.status}" for s in ev.steps)
                 f["decisions"].append(f"plan updated at event {pos}: {steps}")
@@ -357,7 +320,7 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
             case ModelResponse():
                 if ev.text.strip():
                     f["inferences"].append(f"the assistant stated at event {pos} (not verified): "
-                                           f"{_cap(ev.text, _STATEMENT_CHARS)}")
+                                           f"{cap(ev.text, STATEMENT_CHARS)}")
                 for c in ev.tool_calls:
                     call = _Call(c.call_id, c.name, c.arguments, pos)
                     open_calls[c.call_id] = call
@@ -368,7 +331,7 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                 if answered is None:  # a late result (its call was closed by recovery)
                     f["known_failures"].append(
                         f"late result for call {ev.call_id} at event {pos}: "
-                        f"{_key_line(text)} (after it was declared lost/cancelled; unverified)")
+                        f"{key_line(text)} (after it was declared lost/cancelled; unverified)")
                     continue
                 call = answered
                 code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
@@ -376,11 +339,11 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
                 call.outcome = "error" if ev.is_error else "ok"
                 call.line = f"{call.outcome}{code} is_error={str(ev.is_error).lower()} [{ref}]"
                 if not ev.is_error and ev.artifact is None:  # a failure keeps its key line below
-                    call.facts = _kept_facts(text)
+                    call.facts = kept_facts(text)
                 if ev.is_error:
                     f["known_failures"].append(
                         f"call {call.call_id} ({call.name}) failed at event {pos}:{code} "
-                        f"is_error=true: {_key_line(text)} [{ref}]")
+                        f"is_error=true: {key_line(text)} [{ref}]")
                 if ev.artifact is not None:
                     f["evidence_refs"].append(f"artifact:{ev.artifact.hash}")
             case ToolResultLost() | ToolCallCancelled():
@@ -406,8 +369,8 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
     plain_ids = {id(c) for c in plain}
     older: dict[str, list[str]] = {}
     for call in calls:
-        args = _cap(call.arguments, _ARGS_CHARS)
-        if len(call.arguments) > _ARGS_CHARS and (named := _kept_facts(call.arguments, args)):
+        args = args_excerpt(call.arguments, _ARGS_CHARS)
+        if len(call.arguments) > _ARGS_CHARS and (named := kept_facts(call.arguments, args)):
             args += f" {{arguments {named}}}"  # what the cap cut off
         if (call.outcome == "ok" and id(call) not in recent and id(call) in plain_ids
                 and not call.facts):  # one with facts to keep is listed whole

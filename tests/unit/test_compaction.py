@@ -550,4 +550,5 @@ def test_a_repeated_summary_keeps_the_first_ones_goal_and_lists_oldest_first() -
             for e in (UserInput(f"note {i}: reply briefly"), ModelResponse(text=f"ok {i}")):
                 state = apply(log, state, e)
         state, plan = compacted(log, state, "summary", 1)
-        assert plan.event.summary.goal == "Migrate the billing service to the new API."
+        assert plan.event.summary.goal == ("(inferred from the user's message at event 1) "
+                                           "Migrate the billing service to the new API.")

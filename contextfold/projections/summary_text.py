@@ -1,0 +1,134 @@
+"""The text of a summary's lines (pure): what one event's words become in a summary.
+
+Why apart from :mod:`~contextfold.projections.compaction`: these decide what of a message, a
+failure or a call's arguments a later turn still reads once the raw event is covered, each by
+its own rule (a constraint line in the words users write it, a failure by its exception, an
+argument cut at a value boundary, ids verbatim), and each is tested on its own
+(``tests/unit/test_summary_lines.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from contextfold.domain.canonical import strict_json
+from contextfold.projections.diagnose import diagnose_log
+from contextfold.projections.graphemes import head_chars
+
+__all__ = ["CONSTRAINT_LINE", "STATEMENT_CHARS", "args_excerpt", "cap", "kept_facts", "key_line"]
+
+CONSTRAINT_LINE = re.compile(
+    r"\b(must|never|always|do not|don't|dont|only|forbidden|not allowed|should not|shouldn't|"
+    r"required|make sure|ensure|avoid|keep|prefer|refrain|prohibited|cannot|can't|no longer|"
+    r"instead of|without|stick to|compatible|nunca|siempre|jamais|toujours|niemals|immer)\b"
+    # CJK writes no spaces, so no word boundaries: must / must not / do not / cannot / forbidden /
+    # only / be sure to / avoid / never (imperative) / keep / ensure / compatible (zh), must /
+    # forbidden / do not (ja), must / forbidden / do not (ko)
+    r"|必须|不得|不要|不能|不可|禁止|只能|只允许|务必|避免|切勿|请勿|保持|确保|兼容"
+    r"|必ず|禁止|しないで|ないこと|반드시|금지|하지 마", re.IGNORECASE)
+"""A line of a long user message that states a constraint (a short message is kept whole): in
+the languages agents are most often told things in, as an instruction is worded there."""
+_ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied|not found",
+                         re.IGNORECASE)
+_IDENTIFIER = re.compile(
+    r"\bsha256:[0-9a-f]{8,64}\b"  # an image digest
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # a UUID
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"  # a commit or file hash
+    r"|\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{3,}\b")  # dep-9931
+"""What a result or an argument names that a later step may need verbatim (the seed: call ids,
+file hashes, deployment ids must not be summarised away)."""
+_UNVERIFIED = re.compile(r"^.*\b(?:not (?:yet )?verified|unverified|unconfirmed|not confirmed)\b.*$",
+                         re.IGNORECASE | re.MULTILINE)
+_IDENTIFIERS_KEPT = 6
+STATEMENT_CHARS = 200
+"""A user message up to this long is kept whole; an assistant statement is capped to it."""
+
+
+def cap(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters; a longer one ends in ``…`` after a whole
+    grapheme cluster (a summary quotes untrusted text: no orphan accent or half an emoji)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else head_chars(flat, limit - 1) + "…"
+
+
+_ARG_STRING_CHARS = 24
+"""The shortest a string argument is cut to in a summary's call line."""
+
+
+def args_excerpt(arguments: str, limit: int) -> str:
+    """A call's arguments in about ``limit`` characters, cut at value boundaries: an object's keys
+    with its scalars, the longest strings shortened first (a file's new content before its path)
+    to whole graphemes, so an escape such as ``\\u4e2d`` is never cut in two; nested values shown
+    as ``[…]``/``{…}``, and keys past the limit counted. Not a JSON object (or not JSON): the
+    text capped as a line."""
+    flat = " ".join(arguments.split())
+    if len(flat) <= limit:
+        return flat
+    try:
+        value = strict_json(arguments)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        return cap(arguments, limit)
+    keys = [_json_text(cap(k, _ARG_STRING_CHARS)) + ": " for k in value]
+    values: list[object] = list(value.values())
+    shown = [("[…]" if isinstance(v, list) else "{…}") if isinstance(v, list | dict) else _json_text(v)
+             for v in values]
+    chars = {i: len(v) for i, v in enumerate(values) if isinstance(v, str) and len(v) > _ARG_STRING_CHARS}
+    while chars and (over := sum(len(k) + len(v) + 2 for k, v in zip(keys, shown, strict=True)) - limit) > 0:
+        longest = max(chars, key=lambda i: len(shown[i]))
+        text = values[longest]
+        assert isinstance(text, str)
+        keep = max(_ARG_STRING_CHARS - 1, min(chars[longest], len(shown[longest]) - over) - 3)
+        if keep >= chars[longest]:  # (escapes: the text is no shorter) at its floor
+            del chars[longest]
+            continue
+        shown[longest] = _json_text(head_chars(text, keep) + "…")
+        chars[longest] = keep
+    kept = 0
+    while kept < len(keys) and 2 + sum(len(k) + len(v) + 2 for k, v in
+                                       zip(keys[:kept + 1], shown, strict=False)) - 2 <= limit:
+        kept += 1
+    more = f", …{len(keys) - kept} more keys" if kept < len(keys) else ""
+    return "{" + ", ".join(k + v for k, v in zip(keys[:kept], shown, strict=False)) + more + "}"
+
+
+def _json_text(value: object) -> str:
+    """``value`` as JSON, its text readable (not ``\\u`` escaped) unless it holds a lone
+    surrogate, which UTF-8 cannot carry."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text
+
+
+def key_line(text: str) -> str:
+    """The first line that names an error, else the first non-empty line; a bare one-word header
+    such as ``ERROR:`` (how OpenHands' file editor opens its errors) with the line after it, which
+    says what the error was."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    at = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
+    hit = lines[at] if lines else ""
+    if hit.startswith("Traceback (most recent call last)"):
+        # the header names no error: the exception line that ends the block does
+        # ("KeyError: 'user_id'"), as the log's diagnosis reads it
+        first = diagnose_log(text, None).first_error
+        if first is not None and first.pattern == "python_traceback" and first.end_line > first.line:
+            hit = f"{first.text.splitlines()[-1].strip()} (Traceback, line {first.line})"
+    elif hit.endswith(":") and " " not in hit and at + 1 < len(lines):
+        hit = f"{hit} {lines[at + 1]}"
+    return cap(hit, 200)
+
+
+def kept_facts(text: str, shown: str = "") -> str:
+    """The identifiers in ``text`` that ``shown`` does not already hold, and a line saying a
+    state is unverified, verbatim: a successful deploy's result ("dep-9931 ... health check: not
+    yet verified") was summarised as "ok", and the id and the unverified state were gone."""
+    ids = list(dict.fromkeys(m for m in _IDENTIFIER.findall(text) if m not in shown))[:_IDENTIFIERS_KEPT]
+    state = _UNVERIFIED.search(text)
+    parts = ([f"ids: {', '.join(ids)}"] if ids else []) + (
+        [f"says: {cap(state.group(0).strip(), STATEMENT_CHARS)}"] if state else [])
+    return "; ".join(parts)

@@ -1,0 +1,60 @@
+"""What the deterministic summary writes for one event: the lines a later turn reads instead of
+the raw history (constraints, failures, the goal, each call)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from contextfold.domain.events import CompactionSummary, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.projections.compaction import deterministic_summary
+from contextfold.projections.fold import fold
+from tests.unit.test_fold import Log
+
+PAD = "Background: the billing service was split out of the monolith in 2021 and has its own schema. " * 3
+
+
+def summary_of(log: Log) -> CompactionSummary:
+    return deterministic_summary(log.records, fold(log.records))
+
+
+def test_a_long_messages_constraint_lines_are_kept_in_the_words_users_write_them() -> None:
+    """A message over 200 characters keeps its constraint lines only: those worded without
+    must/never/only, and those in Chinese, were dropped and the rule was gone after compaction."""
+    said = ["Avoid sudo; the CI box has no root access.", "所有数据库迁移都不得删除列，只能新增。",
+            "Keep the public API backward compatible with v2 clients.", "必ずテストを実行してください。"]
+    log = Log().add(*(UserInput(f"{PAD}\n{line}") for line in said))
+    constraints = summary_of(log).constraints
+    for at, line in enumerate(said, start=1):
+        assert f"user at event {at}: {line}" in constraints
+    assert not any("Background" in c for c in constraints)  # the rest of a long message is not
+
+
+def test_a_python_failure_is_known_by_its_exception_not_the_traceback_header() -> None:
+    trace = ("Traceback (most recent call last):\n"
+             + "".join(f'  File "/app/mod{i}.py", line {i}, in f{i}\n    g{i}()\n' for i in range(40))
+             + "KeyError: 'user_id'\n")
+    log = Log().add(UserInput("fix it"), ModelResponse(tool_calls=(ToolCall(call_id="c1", name="pytest"),)),
+                    ToolResult(call_id="c1", content=trace, is_error=True, exit_code=1))
+    (failure,) = summary_of(log).known_failures
+    assert "KeyError: 'user_id' (Traceback, line 1)" in failure
+
+
+def test_a_goal_read_from_the_first_message_says_it_was_inferred() -> None:
+    log = Log().add(UserInput("hi, are you there?"), ModelResponse(text="Yes."))
+    assert summary_of(log).goal == "(inferred from the user's message at event 1) hi, are you there?"
+
+
+def test_long_arguments_are_shortened_at_value_boundaries() -> None:
+    """The call line capped the arguments' JSON at 80 characters: inside a string, after the
+    backslash of an escape (``"\\u4e2d`` cut to ``"\\``), as the seed says never to cut."""
+    arguments = json.dumps({"path": "a.txt", "content": "é中" * 200, "mode": "w"})
+    log = Log().add(UserInput("write it"), ModelResponse(tool_calls=(
+        ToolCall(call_id="w1", name="write_file", arguments=arguments),)),
+        ToolResult(call_id="w1", content="written"))
+    (line,) = [c for c in summary_of(log).tool_calls_and_results if "w1" in c]
+    shown = re.search(r"\(write_file\) (\{.*\}) at event", line)
+    assert shown is not None
+    excerpt = json.loads(shown.group(1))  # every key kept and no nesting: it is JSON
+    assert excerpt["path"] == "a.txt" and excerpt["mode"] == "w"
+    assert excerpt["content"].endswith("…") and ("é中" * 10) in excerpt["content"]
