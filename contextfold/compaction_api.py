@@ -115,11 +115,19 @@ def pressure(run: Run, state: RunState, config: BuildConfig) -> Pressure:
     return "none"
 
 
-def _ladder(strategy: Strategy, keep_recent: int) -> list[tuple[Strategy, int]]:
+def _ladder(strategy: Strategy, keep_recent: int) -> list[tuple[Strategy, int, bool]]:
+    """The steps tried in turn, cheap first: (strategy, keep_recent, only while the build cannot
+    be made at all). The last, a summary that covers the newest tool group too, is of that kind:
+    the newest group is required (the model reads what its last calls did), and is covered only
+    when it alone keeps the build from being made, e.g. a call whose arguments (a whole file
+    written) outgrow the budget, which no cut may shorten."""
     steps: list[tuple[Strategy, int]] = [("mask", keep_recent), ("mask", 1)]
     if strategy == "summary":
         steps += [("summary", keep_recent), ("summary", 1)]
-    return list(dict.fromkeys(steps))
+    ladder = [(step, keep, False) for step, keep in dict.fromkeys(steps)]
+    if strategy == "summary" and ("summary", 0) not in steps:
+        ladder.append(("summary", 0, True))
+    return ladder
 
 
 class _Session:
@@ -262,9 +270,11 @@ def _climb(session: _Session, strategy: Strategy, cfg: BuildConfig, keep_recent:
     """Fold the ladder's steps into ``session`` until a trial build of ``cfg`` fits; the
     pressure before and after."""
     before = now = pressure(session.run, session.state, cfg)
-    for step, keep in _ladder(strategy, keep_recent):
+    for step, keep, last_resort in _ladder(strategy, keep_recent):
         if now == "none":
             break
+        if last_resort and now != "hard":
+            continue
         plan = plan_compaction(session.state, session.events, step, keep_recent=keep,
                                summarizer=summarizer)
         if plan is None:

@@ -414,3 +414,34 @@ def test_an_auto_compacted_build_with_nothing_to_compact_reads_no_log(tmp_path: 
         monkeypatch.setattr(Run, "events", no_log)
         built = run.build("openai-chat", window=32_000, reserve=1_000, auto_compact=True)
     assert built.manifest.request_hash == expected.manifest.request_hash
+
+
+def test_auto_compaction_covers_the_newest_group_only_when_nothing_else_lets_the_build_be_made(
+        cf_store: Store) -> None:
+    """The newest tool group is required. A call whose arguments alone outgrow the budget (a
+    whole file written: no cut may shorten arguments) made every build of the run fail, and
+    ``auto_compact`` too, whose ladder always kept the newest group. Its last step now covers
+    that group, and only when the build could not be made otherwise."""
+    run = cf_store.run("r-last-resort")
+    run.append(PolicySet(text="P"), UserInput("write the fixture file"),
+               ModelResponse(tool_calls=(ToolCall(call_id="w1", name="write_file",
+                                                  arguments=json.dumps({"path": "fixture.txt",
+                                                                        "content": "data " * 30_000})),)),
+               ToolResult(call_id="w1", content="written"), UserInput("thanks; now what is 2+2?"))
+    with pytest.raises(RequiredContextExceedsBudgetError):
+        run.build("openai-chat", window=16_000, reserve=2_000)
+    built = run.build("openai-chat", window=16_000, reserve=2_000, auto_compact=True)
+    compaction = [r.event for r in run.events() if isinstance(r.event, HistoryCompacted)][-1]
+    assert compaction.strategy == "summary" and compaction.covers_to >= 4
+    assert any(line.startswith('call w1 (write_file) {"path": "fixture.txt"')
+               for line in compaction.summary.tool_calls_and_results)
+    assert "now what is 2+2?" in json.dumps(built.request) and run.replay(built.manifest.turn).ok
+
+    # under soft pressure (history dropped, the build made) the newest group stays raw
+    soft = cf_store.run("r-soft")
+    soft.append(PolicySet(text="P"), UserInput("go"))
+    for t in range(1, 30):
+        soft.append(_turn(t))
+    soft.build("neutral", window=6_000, reserve=500, auto_compact=True)
+    covers = [r.event.covers_to for r in soft.events() if isinstance(r.event, HistoryCompacted)]
+    assert covers and max(covers) < soft.version - 2  # the newest call and its result not covered
