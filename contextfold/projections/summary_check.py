@@ -2,7 +2,9 @@
 
 Apart from the compaction planner because it is the trust boundary for summaries a model (or any
 plug-in) wrote: every ref and call id it cites must be in the covered events, the skeleton's
-constraints stay verbatim, and known failures are not dropped. A failed check raises
+constraints stay verbatim, known failures and side effects are not dropped, ids the covered
+results name stay, an outcome the log leaves lost or unverified is not stated as known, and a
+decision cites what backs it. A failed check raises
 :class:`CompactionError` and nothing is recorded.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import chain
 
 from pydantic import ValidationError
 
@@ -112,8 +115,46 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
         raise CompactionError("summary has no goal")
     if skeleton.next_action and not summary.next_action.strip():
         raise CompactionError("summary has no next_action")
-    failed = {c for entry in skeleton.known_failures for c in CALL_CITE.findall(entry)}
-    kept = {c for entry in summary.known_failures for c in CALL_CITE.findall(entry)}
-    if failed - kept:
-        raise CompactionError(f"summary drops known failures of calls {sorted(failed - kept)}")
+    for key, what in (("known_failures", "known failures"), ("side_effects", "side effects")):
+        before = {c for entry in getattr(skeleton, key) for c in CALL_CITE.findall(entry)}
+        kept = {c for entry in getattr(summary, key) for c in CALL_CITE.findall(entry)}
+        if before - kept:
+            raise CompactionError(f"summary drops {what} of calls {sorted(before - kept)}")
+    _check_facts(summary, skeleton, lines)
     return summary
+
+
+_FACT_IDS = re.compile(r"\{(?:arguments )?ids: ([^;}]+)")
+"""The identifiers the skeleton keeps verbatim from a result or arguments (``{ids: dep-9931}``)."""
+_UNSURE = re.compile(r"TOOL_RESULT_LOST|TOOL_CALL_CANCELLED|\b(?:lost|cancel\w*|unverified|"
+                     r"not (?:yet )?verified|unknown|unconfirmed|not confirmed)\b", re.IGNORECASE)
+"""How an entry says a call's outcome is not known or not verified."""
+_CITES = re.compile(r"\bevents? \d+|\b(?:events?|call|file)://|\bartifact:|\bcall \S")
+
+
+def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines: Sequence[str]) -> None:
+    """What a summary may not state otherwise than the log does (the seed, 5.3: ids are not
+    summarised away, an unverified state stays unverified, an inference is labelled one): a
+    plug-in summary dropped a deploy's id, wrote a lost deploy as "succeeded, verified" and
+    stated an uncited decision, and was recorded."""
+    text = "\n".join(lines)
+    ids = dict.fromkeys(i.strip() for entry in summary_lines(skeleton) for found in _FACT_IDS.findall(entry)
+                        for i in found.split(","))
+    missing = [i for i in ids if i and i not in text]
+    if missing:
+        raise CompactionError(f"summary drops ids the covered events name (they must stay verbatim): "
+                              f"{missing[:5]}")
+    unsure = {c for entry in skeleton.tool_calls_and_results if _UNSURE.search(entry)  # per call
+              for c in CALL_CITE.findall(entry)}
+    stated = chain(summary.tool_calls_and_results, summary.side_effects, summary.known_failures,
+                   summary.completed_steps)  # where an outcome is stated (a decision may name a call)
+    for entry in stated:
+        calls = unsure.intersection(CALL_CITE.findall(entry))
+        if calls and not _UNSURE.search(entry):
+            raise CompactionError(f"summary states the outcome of calls {sorted(calls)} as known, which "
+                                  f"the log leaves lost, cancelled or unverified: {entry!r}")
+    for key in ("decisions", "completed_steps"):
+        for entry in getattr(summary, key):
+            if entry not in getattr(skeleton, key) and not _CITES.search(entry):
+                raise CompactionError(f"{key} entry cites no event, call or ref; a claim the log does "
+                                      f"not back belongs under inferences: {entry!r}")
