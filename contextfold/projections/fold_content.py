@@ -197,8 +197,15 @@ def _shown_texts(content: Content) -> list[str]:
 
 
 def _answer_frame(content: Content) -> AnswerFrame | None:
+    """The frame of a tool answer: a folded result, or a mask stub (one result block). A stub is
+    rendered with the same runtime status line as the result it stands for (``TOOL_ERROR: call
+    c0 (pytest) failed with exit code 1.``), and its frame went unpriced: 27 stubs sent ~540
+    tokens more than the manifest counted."""
     if isinstance(content, ToolAnswer):
         return AnswerFrame(content.call_id, content.name, content.status, content.exit_code)
+    if isinstance(content, tuple) and len(content) == 1 and isinstance(content[0], ToolResultBlock):
+        block = content[0]
+        return AnswerFrame(block.call_id, block.name, block.status, block.exit_code)
     return None
 
 

@@ -30,6 +30,7 @@ from contextfold.domain.events import (
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.compaction import plan_compaction
 from contextfold.projections.fold import fold
 from contextfold.projections.tokens import get_counter
 
@@ -95,6 +96,25 @@ def test_a_request_sized_to_its_manifest_shows_no_more_than_it_counted(ending: s
     whole = _build(events, provider, 400_000).manifest.selected_tokens
     built = _build(events, provider, whole + 1000)  # the window the manifest says it all fits in
     assert not built.manifest.excluded.get("over_budget")
+    assert shown_tokens(provider, built) <= built.manifest.selected_tokens
+
+
+@pytest.mark.parametrize("provider", sorted(_HISTORY))
+@pytest.mark.parametrize("ending", ["error", "exit_ok"])
+def test_masked_results_count_the_runtime_line_of_the_result_they_stand_for(ending: str,
+                                                                             provider: str) -> None:
+    """A mask stub is shown with the status line of its result ("TOOL_ERROR: call c0 (pytest) failed
+    with exit code 1."), which its framing did not price: ~20 tokens per stub over the count."""
+    long = "\n".join(f"E   AssertionError: step {j}" for j in range(40))  # longer than its stub
+    events = [ToolResult(call_id=e.call_id, content=long, is_error=e.is_error, exit_code=e.exit_code)
+              if isinstance(e, ToolResult) else e for e in _events(ending)]
+    recorded = [RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)]
+    plan = plan_compaction(fold(recorded), recorded, "mask", keep_recent=1)
+    assert plan is not None
+    events.append(plan.event)
+    whole = _build(events, provider, 400_000).manifest.selected_tokens
+    built = _build(events, provider, whole + 1000)
+    assert sum(1 for f in built.manifest.fragments if f.kind == "tool_result" and f.trust == "runtime") > 100
     assert shown_tokens(provider, built) <= built.manifest.selected_tokens
 
 
