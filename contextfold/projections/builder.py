@@ -41,7 +41,12 @@ from contextfold.projections.build_result import BuildResult
 from contextfold.projections.calibration import calibrated_budget
 from contextfold.projections.cut_text import split_room, truncate_fragment
 from contextfold.projections.exclusions import dropped_lines, superseded_lines
-from contextfold.projections.finish_build import REPLY_PRIMING, finish_build, selection_key
+from contextfold.projections.finish_build import (
+    REPLY_PRIMING,
+    finish_build,
+    history_start_tokens,
+    selection_key,
+)
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import MediaFinish, finalize_media
@@ -68,6 +73,7 @@ from contextfold.projections.units import (
 )
 
 __all__ = ["MESSAGE_OVERHEAD", "REPLY_PRIMING", "BuildResult", "build_context", "canonical_hash"]
+
 
 def build_context(state: RunState, config: BuildConfig, *,
                   load_text: Callable[[ArtifactRef], str] | None = None,
@@ -157,7 +163,7 @@ def _build(state: RunState, config: BuildConfig, *,
     excluded = candidates.excluded
 
     # ---- selection
-    available = budget - REPLY_PRIMING
+    available = budget - REPLY_PRIMING - history_start_tokens(ctx)
 
     def shrink_required(required: Sequence[Unit], room: int) -> dict[str, int]:
         grants = {u.id: u.tokens for u in required}

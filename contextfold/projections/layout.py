@@ -62,7 +62,15 @@ from contextfold.projections.state import (
 )
 from contextfold.projections.timeline_units import TimelineUnits
 
-__all__ = ["LayoutInput", "lay_out"]
+__all__ = ["HISTORY_START_ID", "HISTORY_START_TEXT", "PREFIX_KINDS", "LayoutInput", "lay_out"]
+
+HISTORY_START_TEXT = "[runtime] Earlier conversation is not shown."
+"""The user message a request opens with when its first kept message is the model's (a provider
+wants a user turn first): priced by the builder when no required fragment of ``PREFIX_KINDS``
+comes before the timeline (see ``builder.history_start_tokens``)."""
+HISTORY_START_ID = "runtime:history-start"
+PREFIX_KINDS = frozenset({"instruction", "goal", "success_contract", "plan"})
+"""The fragments laid out as user messages before the timeline (the stable and task sections)."""
 
 @dataclass(frozen=True)
 class LayoutInput:
@@ -191,8 +199,7 @@ def lay_out(inp: LayoutInput) -> Conversation:
             out.append(current)
         if out and isinstance(out[0], AssistantMessage | ToolResults):
             out.insert(0, UserMessage(parts=(InstructionPart(
-                text="[runtime] Earlier conversation is not shown.", authority="runtime",
-                fragment_id="runtime:history-start"),)))
+                text=HISTORY_START_TEXT, authority="runtime", fragment_id=HISTORY_START_ID),)))
         messages = tuple(out)
         laid.last = (pieces, messages)
     # Every part is a validated model already: construct without re-validating thousands.

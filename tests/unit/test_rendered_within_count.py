@@ -21,6 +21,7 @@ from contextfold.domain.events import (
     AnyEvent,
     EvidenceRetrieved,
     ModelResponse,
+    PolicySet,
     ToolCall,
     ToolCallCancelled,
     ToolResult,
@@ -181,3 +182,43 @@ def test_summaries_and_hand_off_notes_count_the_data_block_they_are_shown_in(pro
     whole = _build(events, provider, 400_000).manifest.selected_tokens
     built = _build(events, provider, whole + 1000)
     assert shown_tokens(provider, built) <= built.manifest.selected_tokens
+
+
+
+def _chat_tokens(request: dict[str, Any]) -> int:
+    """The OpenAI cookbook's count of a Chat request (``num_tokens_from_messages`` and
+    ``num_tokens_for_tools``, gpt-4o family): an independent measure, no builder estimate in it."""
+    n = 3
+    for m in request["messages"]:
+        n += 3 + count(m["role"])
+        if isinstance(m.get("content"), str):
+            n += count(m["content"])
+        for c in m.get("tool_calls") or ():
+            n += count(c["function"]["name"]) + count(c["function"]["arguments"])
+    for tool in request.get("tools") or ():
+        f = tool["function"]
+        n += 7 + count(f"{f['name']}:{(f.get('description') or '').rstrip('.')}")
+        props = (f.get("parameters") or {}).get("properties") or {}
+        n += (3 + sum(3 + count(f"{k}:{d.get('type')}:{(d.get('description') or '').rstrip('.')}")
+                      for k, d in props.items())) if props else 0
+    return n + (12 if request.get("tools") else 0)
+
+
+def test_the_note_a_request_opens_with_when_its_history_starts_mid_conversation_is_priced() -> None:
+    """With no instruction, goal or plan before the timeline, a request whose oldest kept message
+    is the model's opens with "[runtime] Earlier conversation is not shown.", which nothing
+    priced: 48 of 1,433 tau-bench builds went up to 9 tokens over their budget."""
+    events: list[AnyEvent] = [PolicySet(text="Be careful."), UserInput("Please run the checks, many times.")]
+    for i in range(6):
+        events += [ModelResponse(tool_calls=[ToolCall(call_id=f"c{i}", name="check", arguments="{}")]),
+                   ToolResult(call_id=f"c{i}", content="\n".join(f"line {j} of output {i}: all fine"
+                                                                 for j in range(60)))]
+    events += [ModelResponse(text="All checks passed."), UserInput("thanks")]
+    opened = 0
+    for window in range(700, 1400, 7):
+        built = build_context(fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, 1)]),
+                              BuildConfig(provider="openai-chat", window=window, reserve=0),
+                              render=render_request)
+        opened += built.request["messages"][1]["content"] == "[runtime] Earlier conversation is not shown."
+        assert _chat_tokens(built.request) <= built.manifest.budget_tokens, window
+    assert opened > 5
