@@ -51,12 +51,20 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
-from contextfold.domain.fragments import ContextFragment
+from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import MediaCostRecord
 from contextfold.projections.fold_content import block_tokens
+from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.media_cost import MediaCost, media_cost, priced_media, reduced_block
+from contextfold.projections.render.data_blocks import (
+    TOOL_MEDIA_NOTE,
+    caption_text,
+    media_follows_line,
+    returned_media_note,
+)
 from contextfold.projections.request_json import on_clear
 from contextfold.projections.state import RunState
+from contextfold.projections.tool_names import tool_name_alias
 
 __all__ = ["FragmentMedia", "MediaFinish", "finalize_media", "media_blocks", "plan_fragment"]
 
@@ -78,14 +86,16 @@ class FragmentMedia:
     fold_tokens: int
     costs: tuple[MediaCost, ...]
     reduced_costs: tuple[MediaCost, ...]
+    captions: int = 0
+    """The text the provider's renderer writes around these media (``_caption_tokens``)."""
 
     @property
     def tokens(self) -> int:
-        return sum(c.tokens for c in self.costs)
+        return sum(c.tokens for c in self.costs) + self.captions
 
     @property
     def reduced_tokens(self) -> int:
-        return sum(c.tokens for c in self.reduced_costs)
+        return sum(c.tokens for c in self.reduced_costs) + self.captions
 
     @property
     def reducible(self) -> bool:
@@ -117,7 +127,39 @@ def plan_fragment(state: RunState, frag: ContextFragment, provider: str) -> Frag
     reduced = tuple(media_cost(provider, r) if (r := reduced_block(provider, b)) is not None else c
                     for b, c in zip(blocks, costs, strict=True))
     fold = sum(block_tokens(state, b) for b in blocks)
-    return FragmentMedia(blocks, fold, costs, reduced)
+    return FragmentMedia(blocks, fold, costs, reduced, _caption_tokens(state, frag, provider, blocks))
+
+
+def _caption_tokens(state: RunState, frag: ContextFragment, provider: str,
+                    blocks: tuple[ImageBlock | DocumentBlock, ...]) -> int:
+    """The text ``provider``'s renderer writes around ``frag``'s media, as written: a caption
+    naming the source and trust of workspace and external media (every renderer), a tool's
+    media named inside its result (OpenAI Chat, Gemini), and OpenAI Chat's user message that
+    carries a tool's media after the tool message. ``neutral`` pays the dearest. They went
+    unpriced: 12 tool results of one image each sent ~1,000 tokens more than the budget.
+    (A deduped repeat is priced as if shown: dedupe only frees tokens.)"""
+    count = state.counter.count
+    captioned = frag.trust in ("workspace", "external")
+    result = (next((b for b in frag.content if isinstance(b, ToolResultBlock)), None)
+              if frag.kind == "tool_result" else None)
+    chat = provider in ("openai-chat", "neutral")
+    total = 0
+    for block in blocks:
+        kind = "image" if isinstance(block, ImageBlock) else "document"
+
+        def caption(body: str, kind: str = kind) -> int:
+            return count(caption_text(frag.source_ref, frag.trust, kind, body))
+
+        total += caption(f"{kind} ({block.media_type}) follows") if captioned else 0
+        if result is not None:
+            total += max(caption(TOOL_MEDIA_NOTE) if chat else 0,
+                         caption(returned_media_note(kind, block.media_type))
+                         if provider in ("gemini", "neutral") else 0)
+    if result is not None and chat:  # (a name shown under an alias: the longer of the two)
+        name = result.name or ""
+        total += MESSAGE_OVERHEAD + max(count(media_follows_line(result.call_id, shown))
+                                        for shown in (name, tool_name_alias(name)))
+    return total
 
 
 @dataclass

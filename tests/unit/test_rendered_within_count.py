@@ -20,6 +20,7 @@ from contextfold.api import render_request
 from contextfold.domain.events import (
     AnyEvent,
     EvidenceRetrieved,
+    ImageBlock,
     ModelResponse,
     PolicySet,
     ToolCall,
@@ -222,3 +223,43 @@ def test_the_note_a_request_opens_with_when_its_history_starts_mid_conversation_
         opened += built.request["messages"][1]["content"] == "[runtime] Earlier conversation is not shown."
         assert _chat_tokens(built.request) <= built.manifest.budget_tokens, window
     assert opened > 5
+
+
+_MEDIA_KEYS = {"url", "image_url", "data", "file_data", "fileUri", "mimeType", "media_type", "detail",
+               "filename"}
+"""Where a request carries media (priced by the manifest's media records, not as text)."""
+
+
+def _text_strings(value: Any, key: str | None = None) -> int:
+    if isinstance(value, str):
+        return 0 if key in _NOT_SHOWN or key in _MEDIA_KEYS else count(value)
+    if isinstance(value, dict):
+        if key in ("input", "args") or (key == "arguments" and not isinstance(value, str)):
+            return count(json.dumps(value))
+        if key == "functionResponse":
+            return _text_strings(value.get("response"), "response")
+        return sum(_text_strings(v, k) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_text_strings(v, key) for v in value)
+    return 0
+
+
+@pytest.mark.parametrize("provider", sorted(_HISTORY))
+def test_the_text_around_media_is_priced(provider: str) -> None:
+    """Each renderer writes a caption naming a medium's source and trust, OpenAI Chat and Gemini
+    name a tool's media inside its result, and OpenAI Chat carries them in a user message of
+    their own: none of it was priced, and 12 tool results of one image each went ~1,000 tokens
+    over the budget."""
+    events: list[AnyEvent] = [UserInput("Take screenshots of each page")]
+    for i in range(12):
+        events += [ModelResponse(tool_calls=[ToolCall(call_id=f"call_{i}", name="screenshot")]),
+                   ToolResult(call_id=f"call_{i}", content="ok", blocks=(ImageBlock(
+                       url=f"https://example.com/shots/{i}.png", media_type="image/png", width=512,
+                       height=512),))]
+    events.append(UserInput("what do you see?"))
+    whole = _build(events, provider, 400_000).manifest.selected_tokens
+    for window in (whole + 1000, whole // 2 + 1000):
+        built = _build(events, provider, window)
+        media = sum(m.tokens for f in built.manifest.fragments for m in f.media)
+        assert media > 0
+        assert _text_strings(built.request[_HISTORY[provider]]) + media <= built.manifest.selected_tokens

@@ -62,11 +62,15 @@ __all__ = [
     "DATA_CLOSE",
     "DATA_MARKER",
     "LINE_BREAKS",
+    "TOOL_MEDIA_NOTE",
+    "caption_text",
     "data_frame",
     "escape_attr",
     "media_caption",
+    "media_follows_line",
     "neutralise",
     "render_data",
+    "returned_media_note",
     "runtime_header",
     "runtime_header_line",
     "skeleton",
@@ -368,9 +372,29 @@ def media_caption(part: MediaPart, note: str = "") -> str:
     Images and documents can carry text too; the caption makes their origin and
     trust visible to the model the same way as for text data.
     """
-    body = note or f"{part.kind} ({part.media_type}) follows"
-    return f"{_open_tag(part.source or part.fragment_id, part.trust, part.kind, False)}\n" \
-        f"{neutralise(body)}\n{DATA_CLOSE}"
+    return caption_text(part.source or part.fragment_id, part.trust, part.kind,
+                        note or f"{part.kind} ({part.media_type}) follows")
+
+
+TOOL_MEDIA_NOTE = "media returned by this call is attached in the next user message"
+"""The caption body of a tool's media in an OpenAI Chat tool message (the media follows in a
+user message: a tool message takes text only)."""
+
+
+def returned_media_note(kind: str, media_type: str) -> str:
+    """The caption body of a tool's media in a Gemini function response."""
+    return f"{kind} ({media_type}) returned by this call follows"
+
+
+def media_follows_line(call_id: str, name: str) -> str:
+    """The runtime line opening the OpenAI Chat user message that carries a tool's media."""
+    return f"[runtime] media returned by call {call_id} ({name}) follows."
+
+
+def caption_text(source: str, trust: str, kind: str, body: str) -> str:
+    """:func:`media_caption` from plain values: what the builder prices a caption by
+    (``media_plan``), so a caption is counted as it is written."""
+    return f"{_open_tag(source, trust, kind, False)}\n{neutralise(body)}\n{DATA_CLOSE}"
 
 
 def _inline(value: str) -> str:

@@ -56,6 +56,7 @@ from contextfold.projections.render._shared import (
 from contextfold.projections.render.data_blocks import (
     media_caption,
     render_data,
+    returned_media_note,
     runtime_header,
 )
 
@@ -171,8 +172,7 @@ def _response(result: ToolResultPart) -> dict[str, Any]:
             case DataPart():
                 pieces.append(render_data(part))
             case MediaPart():
-                pieces.append(media_caption(part, f"{part.kind} ({part.media_type}) "
-                                                  "returned by this call follows"))
+                pieces.append(media_caption(part, returned_media_note(part.kind, part.media_type)))
             case _:
                 assert_never(part)
     text = "\n".join(pieces) if pieces else "[runtime] the tool returned no output."

@@ -48,7 +48,9 @@ from contextfold.projections.render._shared import (
     unsent_document_note,
 )
 from contextfold.projections.render.data_blocks import (
+    TOOL_MEDIA_NOTE,
     media_caption,
+    media_follows_line,
     render_data,
     tool_result_text,
 )
@@ -57,9 +59,6 @@ from contextfold.projections.request_json import rendered, rendered_all
 __all__ = ["PROVIDER", "render_openai_chat"]
 
 PROVIDER = "openai-chat"
-
-_TOOL_MEDIA_NOTE = "media returned by this call is attached in the next user message"
-
 
 def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
@@ -139,7 +138,7 @@ def _tool_messages(message: ToolResults) -> list[dict[str, Any]]:
             {
                 "role": "tool",
                 "tool_call_id": result.shown_id(PROVIDER),
-                "content": tool_result_text(result, media_note=_TOOL_MEDIA_NOTE),
+                "content": tool_result_text(result, media_note=TOOL_MEDIA_NOTE),
             }
         )
         attached = [p for p in result.content if isinstance(p, MediaPart)]
@@ -147,8 +146,7 @@ def _tool_messages(message: ToolResults) -> list[dict[str, Any]]:
             media.append(
                 {
                     "type": "text",
-                    "text": f"[runtime] media returned by call {result.call_id} "
-                    f"({result.name}) follows.",
+                    "text": media_follows_line(result.call_id, result.name),
                 }
             )
             for part in attached:
