@@ -56,7 +56,7 @@ __all__ = [
 
 PatternName: TypeAlias = Literal[
     "python_traceback", "panic", "fatal", "segfault", "npm_err", "make", "pytest_e",
-    "failed", "error", "exception",
+    "failed", "test_fail", "error", "exception",
 ]
 
 KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
@@ -68,17 +68,25 @@ KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
     ("make", re.compile(r"^g?make(?:\[\d+\])?: \*\*\*")),
     ("pytest_e", re.compile(r"^E {2,}\S")),
     ("failed", re.compile(r"\bFAILED\b")),
-    # "error:" in any case, cargo's "error[E0308]:", an ERROR level, "TypeError:"-style names,
-    # and a JSON error member that holds something (an API's error body: ``"error": {...``).
-    ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\bERROR\b|\b[A-Z]\w*Error\b:"
-                         r'|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))')),
+    # A test runner's verdict opening a line: Go's "--- FAIL: TestAdd" (indented for a subtest)
+    # and closing "FAIL\tpkg", Jest's " FAIL  src/x.test.js", unittest's "FAIL: test_x (...)".
+    ("test_fail", re.compile(r"^\s*(?:--- )?FAIL(?=[:\s]|$)")),
+    # "error:" in any case, cargo's "error[E0308]:", tsc/MSBuild/MSVC's "error TS2322:", an ERROR
+    # level, "TypeError:"-style names, and a JSON error member that holds something (an API's
+    # error body: ``"error": {...``).
+    ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\b(?i:error) [A-Z]+\d+:|\bERROR\b"
+                         r'|\b[A-Z]\w*Error\b:|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))')),
     ("exception", re.compile(r"\b[A-Z][\w.]*Exception\b")),
 )
 """The documented key-error patterns, in precedence order."""
 
 _WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
 _FAILED = re.compile(r"(?i:\bfail(?:ed|ure|ures)?\b)")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)")
+r"""Terminal control sequences that colour or title, never print: CSI (``ESC [ … m``), a
+character-set designation (``tput sgr0`` ends its reset with ``ESC ( B``: ``error\x1b(B\x1b[m:``
+hid the error), and OSC (a window title, an ``ESC ] 8`` hyperlink) up to BEL or ``ESC \``. None
+spans a newline, so stripping them from the whole text strips them from each line alone."""
 
 CONTINUATION_LINES = 8
 """Indented lines kept after a non-traceback key error."""
@@ -132,12 +140,14 @@ _ANYWHERE = ("error", "warn", "fail", "faıl", "fatal", "panic", "exception", "s
              "sigsegv")
 _AT_LINE_START = ("traceback (", "npm ", "make", "gmake", "e  ")
 """Lower-cased substrings, at least one of which a line holds (or, for the second tuple, starts
-with) whenever any key-error, warning or failed pattern matches it: ``error`` for the three
-``error`` alternatives (``ERROR``, ``…Error:``), ``warn`` for both warning alternatives, ``fail``
-for ``FAILED`` and the failed count, and so on, pattern by pattern. The ``(?i)`` patterns also
-take four non-ASCII letters for ASCII ones (``re``'s case folding: ``İ ı`` for ``i``, ``ſ`` for
-``s``, ``K`` for ``k``): of the three such words only ``fail`` has one of those letters, hence
-``faıl``; ``İ`` lower-cases to two characters, and a text holding it is matched line by line."""
+with) whenever any key-error, warning or failed pattern matches it: ``error`` for the
+``error`` alternatives (``ERROR``, ``…Error:``, ``error TS2322:``), ``warn`` for both warning
+alternatives, ``fail`` for ``FAILED``, a ``FAIL`` verdict and the failed count, and so on, pattern
+by pattern. The ``(?i)`` patterns also take four non-ASCII letters for ASCII ones (``re``'s case
+folding: ``İ ı`` for ``i``, ``ſ`` for ``s``, ``K`` for ``k``): of the three such words only
+``fail`` has one of those letters, hence ``faıl``; ``İ`` lower-cases to two characters, and a
+text holding it is matched line by line. A new pattern needs a word here (or shares one): a line
+without any is never searched."""
 _HINTS = BytesAhoCorasick([w.encode() for w in _ANYWHERE] + [b"\n" + w.encode() for w in _AT_LINE_START])
 _FIRST_LINE_START = len(_ANYWHERE)
 """Index of the first line-start word in ``_HINTS`` (each found with the newline before it)."""
@@ -147,7 +157,7 @@ _HINT_BIT = (1, 2, 4, 4, 8, 16, 32, 64, 64,  # error, warn, fail, faıl, fatal, 
 """Per word of ``_HINTS``: the bit of the patterns it is the hint of (below)."""
 _PATTERN_HINT: dict[PatternName, int] = {
     "python_traceback": 128, "panic": 16, "fatal": 8, "segfault": 64, "npm_err": 256, "make": 512,
-    "pytest_e": 1024, "failed": 4, "error": 1, "exception": 32}
+    "pytest_e": 1024, "failed": 4, "test_fail": 4, "error": 1, "exception": 32}
 """The hint bit without which a key-error pattern cannot match (``_WARNING``: 2, ``_FAILED``: 4).
 A log whose every line says ``warning`` ran twelve patterns on each of its lines: 5 s a 10 MB
 log, 97 s a 55 MB one, in the first build that cut it."""

@@ -166,6 +166,13 @@ def test_python_traceback_is_taken_whole_up_to_its_exception_line() -> None:
     ("make[2]: *** [build] Error 1", "make"),
     ("E       assert 1 == 2", "pytest_e"),
     ("FAILED tests/test_a.py::test_x - assert 1 == 2", "failed"),
+    ("--- FAIL: TestAdd (0.00s)", "test_fail"),
+    ("    --- FAIL: TestAdd/negative (0.00s)", "test_fail"),
+    ("FAIL\texample.com/calc\t0.002s", "test_fail"),
+    (" FAIL  src/sum.test.js", "test_fail"),
+    ("FAIL: test_parse (tests.test_cli.CliTest)", "test_fail"),
+    ("src/app.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.", "error"),
+    ("C:\\src\\App\\Program.cs(12,5): error CS1002: ; expected [C:\\src\\App\\App.csproj]", "error"),
     ("error: linker `cc` not found", "error"),
     ("error[E0425]: cannot find value `x` in this scope", "error"),
     ("2024-05-01 10:00:00 ERROR db connection refused", "error"),
@@ -179,7 +186,8 @@ def test_each_documented_pattern_is_recognised(line: str, pattern: str) -> None:
 
 
 @pytest.mark.parametrize("line", ["collected 12 items", "12 passed, 0 failed in 1.2s",
-                                  "no errors found", "Exceptions: none raised"])
+                                  "no errors found", "Exceptions: none raised", "FAIL_FAST=1 make test",
+                                  "the error handler2: ready"])
 def test_benign_lines_are_not_key_errors(line: str) -> None:
     assert diagnose_log(line, 0).first_error is None
 
@@ -187,6 +195,34 @@ def test_benign_lines_are_not_key_errors(line: str) -> None:
 def test_ansi_colours_do_not_hide_an_error() -> None:
     d = diagnose_log("\x1b[1m\x1b[31merror\x1b[0m: aborting due to previous error\n", 101)
     assert d.first_error is not None and d.first_error.text.startswith("error: aborting")
+
+
+@pytest.mark.parametrize("coloured", [
+    "\x1b[1m\x1b[31merror\x1b(B\x1b[m: cannot find module 'x'",  # tput sgr0 resets with ESC ( B
+    "\x1b]0;build: make\x07error: cannot find module 'x'",  # an OSC window title, BEL-ended
+    "\x1b]8;;file:///src/a.c\x1b\\error\x1b]8;;\x1b\\: cannot find module 'x'",  # an OSC 8 hyperlink
+])
+def test_charset_and_osc_sequences_do_not_hide_an_error(coloured: str) -> None:
+    """Only CSI sequences were stripped: ``error\\x1b(B\\x1b[m:`` was no ``error:``."""
+    d = diagnose_log(f"building\n{coloured}\ndone\n", 1)
+    assert d.first_error is not None and d.first_error.line == 2
+    assert d.first_error.text == "error: cannot find module 'x'"
+
+
+def test_a_go_test_failure_is_the_first_key_error_not_none_found() -> None:
+    """Go's verdict lines were counted as failed lines while the header said "none found"."""
+    noise = "\n".join(f"ok  \tpkg/mod{i}\t0.01s" for i in range(300))
+    log = noise + "\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\nFAIL\nFAIL\tcalc\t0.002s\n"
+    d = diagnose_log(log, 1)
+    assert d.first_error == FirstError(line=301, end_line=302, pattern="test_fail",
+                                       text="--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4")
+    assert d.error_lines == d.failed_lines == 3
+
+
+def test_an_msbuild_error_comes_before_its_build_failed_summary() -> None:
+    log = "Build started.\nProgram.cs(12,5): error CS1002: ; expected\n    1 Error(s)\n\nBuild FAILED.\n"
+    d = diagnose_log(log, 1)
+    assert d.first_error is not None and (d.first_error.line, d.first_error.pattern) == (2, "error")
 
 
 def test_cargo_error_keeps_its_location_pointer() -> None:
@@ -268,6 +304,8 @@ _PIECES = ["ERROR", "error:", "Error", "TypeError:", "error[E0308]:", "eRRor:", 
            "FATAL", "panic: ", "panicked at", "Segmentation fault", "SIGSEGV", "npm ERR! ",
            "npm error ", "make: ***", "gmake[2]: ***", "E   x", "E  ", "Traceback (most recent call last):",
            "java.lang.NullPointerException", "Exception", "\x1b[31m", "\x1b[0m", "er\x1b[1mror:", "\r",
+           "--- FAIL: ", "FAIL", " FAIL  ", "error TS2322:", "error CS1002:", "\x1b(B", "\x1b]0;t",
+           "\x07", "\x1b\\", "\x1b]8;;u\x1b\\",
            "\r\r", " ", "  ", "\t", "\n", "\n", "\n", "ok", "step 12", "é", "😀", "\ud800", "-", ":", "_",
            "x"]
 
