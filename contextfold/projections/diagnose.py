@@ -10,8 +10,10 @@ a line naming where the full log lives.
 The *first key error* is the first line (in log order) that matches one of
 :data:`KEY_ERROR_PATTERNS`; when one line matches several, the earlier
 pattern in that tuple names it. ANSI colour codes are stripped before
-matching. A Python traceback is taken whole, from ``Traceback (most recent
-call last):`` to its final (first unindented) exception line; any other match
+matching, and a line redrawn with carriage returns is read as a terminal shows
+it, from its last carriage return on. A Python traceback is taken whole, from
+``Traceback (most recent call last):`` to its final (first unindented)
+exception line; any other match
 takes its line plus the indented continuation lines right after it (a cargo
 ``--> src/main.rs:4:18`` pointer, more pytest ``E`` lines), at most
 :data:`CONTINUATION_LINES`.
@@ -163,6 +165,11 @@ A log whose every line says ``warning`` ran twelve patterns on each of its lines
 log, 97 s a 55 MB one, in the first build that cut it."""
 _WARN_HINT, _FAIL_HINT = 2, 4
 _CR_AT_LINE_END = re.compile(r"\r+(?=\n)|\r+\Z")
+_CR_OVERWRITTEN = re.compile(r"^[^\n]*\r", re.MULTILINE)
+r"""What a carriage return inside a line sends back to be overwritten: a progress bar redrawn a
+thousand times ends in ``\rERROR: … No space left on device``, and the header quoted the first
+400 characters of progress frames instead of the error. (Anchored at line starts, each line is
+scanned once, back to its last ``\r``.)"""
 
 
 def _candidate_lines(low: str) -> dict[int, int]:
@@ -211,11 +218,12 @@ def _block_end(clean: list[str], start: int, pattern: PatternName) -> int:
 def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
     """The exit code, first key error and line counts of ``text`` (see module doc)."""
     lines, trailing = split_lines(text)
-    # Colour codes and line-final carriage returns hold no newline: stripped from the whole
-    # text, each line is what stripping it alone gives.
+    # Colour codes, line-final carriage returns and what a carriage return overwrites hold no
+    # newline: stripped from the whole text, each line is what stripping it alone gives, the
+    # text a terminal shows (the last frame of a progress bar, the error printed over it).
     cleaned = _ANSI.sub("", text) if "\x1b" in text else text
     if "\r" in cleaned:
-        cleaned = _CR_AT_LINE_END.sub("", cleaned)
+        cleaned = _CR_OVERWRITTEN.sub("", _CR_AT_LINE_END.sub("", cleaned))
     clean = lines if cleaned is text else cleaned.split("\n")
     if trailing and clean is not lines:
         clean.pop()

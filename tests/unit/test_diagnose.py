@@ -209,6 +209,23 @@ def test_charset_and_osc_sequences_do_not_hide_an_error(coloured: str) -> None:
     assert d.first_error.text == "error: cannot find module 'x'"
 
 
+def test_an_error_printed_over_a_progress_bar_is_read_as_the_terminal_shows_it() -> None:
+    """A pip progress bar redrawn with ``\\r`` is one line with the error at its end: the header
+    quoted its first 400 characters of progress frames, and the error appeared nowhere."""
+    frames = "".join(f"\rDownloading torch.whl {i / 20:.1f}% |{'#' * (i // 50):40}|" for i in range(2000))
+    error = "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device"
+    cleanup = "\n".join(f"  cleanup {i}" for i in range(400))
+    log = "Collecting torch\n" + frames + "\r" + error + "\r\n" + cleanup
+    d = diagnose_log(log, 1)
+    assert d.first_error is not None
+    assert (d.first_error.line, d.first_error.pattern) == (2, "error")
+    assert d.first_error.text.split("\n")[0] == error
+    result = lean_log(log, 1, 300, cl100k, artifact_ref="artifact://x")
+    assert result.tokens <= 300 and "No space left on device" in result.text.split("[log excerpt]")[0]
+    # a bar's last frame is what is left of it: a warning it overwrote is not counted
+    assert diagnose_log("\rwarning: slow 1%\rdone 100%\n", 0).warning_lines == 0
+
+
 def test_a_go_test_failure_is_the_first_key_error_not_none_found() -> None:
     """Go's verdict lines were counted as failed lines while the header said "none found"."""
     noise = "\n".join(f"ok  \tpkg/mod{i}\t0.01s" for i in range(300))
@@ -282,7 +299,7 @@ def test_lean_log_never_exceeds_and_keeps_whole_lines(lines: list[str], budget: 
 def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
     """The diagnosis as first written: every pattern tried on every line (the reference)."""
     lines, _ = split_lines(text)
-    clean = [diagnose_module._ANSI.sub("", line).rstrip("\r") for line in lines]
+    clean = [diagnose_module._ANSI.sub("", line).rstrip("\r").rpartition("\r")[2] for line in lines]
     first: FirstError | None = None
     errors = warnings = failed = 0
     for i, line in enumerate(clean):
