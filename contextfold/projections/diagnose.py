@@ -261,6 +261,16 @@ def _clip(line: str) -> str:
     return f"{kept}… [{len(line) - len(kept)} chars omitted]"
 
 
+def _closed(block: list[str]) -> list[str]:
+    """``block`` and the fence run that closes a code fence its lines leave open: an error quoted
+    with its continuation lines (``error: snippet does not compile:`` then ``  ```rust`` and 8
+    more) opened a fence the header never closed, and the log excerpt after it read inverted."""
+    if not any("```" in b or "~~~" in b for b in block):
+        return block
+    opener = fence_states(block)[-1]
+    return block if opener is None else [*block, closing_fence(opener)]
+
+
 def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
     """(header, framed) from richest to barest. The first that fits the budget with at least the
     log's last line is used, else the first that fits alone: once a grant keeps a line of the
@@ -288,9 +298,9 @@ def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
         block = [block[0], f"  … [{skipped} lines of this error omitted] …", *block[-keep_tail:]]
     ends = [block[0]] if len(block) == 1 else [block[0], block[-1]]
     return [
-        ("\n".join([summary, title, *block]), True),
-        ("\n".join([summary, title, *(_clip(b) for b in block)]), True),
-        ("\n".join([summary, title, *(_clip(b) for b in ends)]), True),
+        ("\n".join([summary, title, *_closed(block)]), True),
+        ("\n".join([summary, title, *_closed([_clip(b) for b in block])]), True),
+        ("\n".join([summary, title, *_closed([_clip(b) for b in ends])]), True),
         ("\n".join([summary, f"[first key error] line {fe.line}: {_clip(block[-1])}"]), True),
         ("\n".join([f"[log] exit code: {code} | full log: {where}",
                     f"[first key error] line {fe.line}: {head_chars(block[-1], 80)}"]), False),

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import diagnose as diagnose_module
+from contextfold.projections.code_fences import open_fence
 from contextfold.projections.diagnose import FirstError, LogDiagnosis, diagnose_log, lean_log
 from contextfold.projections.truncate import MINIMAL_MARKER, Truncation, split_lines
 from tests.counters import Counter, cl100k, quarter
@@ -240,6 +241,23 @@ def test_an_msbuild_error_comes_before_its_build_failed_summary() -> None:
     log = "Build started.\nProgram.cs(12,5): error CS1002: ; expected\n    1 Error(s)\n\nBuild FAILED.\n"
     d = diagnose_log(log, 1)
     assert d.first_error is not None and (d.first_error.line, d.first_error.pattern) == (2, "error")
+
+
+def test_a_quoted_error_block_closes_the_code_fence_it_opens() -> None:
+    """The header quoted an error's continuation lines, ``  ```rust`` and 8 more, and never closed
+    the fence: the log excerpt after it read as code (and its own fences inverted)."""
+    body = "".join(f"  let x{i}: u8 = 300;\n" for i in range(12))
+    log = ("\n".join(f"step {i} ok" for i in range(3000)) + "\nerror: snippet does not compile:\n  ```rust\n"
+           + body + "  ```\n" + "\n".join(f"step {i} ok" for i in range(2000)) + "\n")
+    assert open_fence(log) is None
+    d = diagnose_log(log, 1)
+    assert d.first_error is not None and "  ```rust" in d.first_error.text
+    assert open_fence(d.first_error.text) == "  ```rust"
+    framed = [h for h, is_framed in diagnose_module._header_variants(d, "artifact://x") if is_framed]
+    assert framed and all(open_fence(h) is None for h in framed)
+    for budget in (120, 300, 600, 2500):
+        result = lean_log(log, 1, budget, cl100k, artifact_ref="artifact://x")
+        assert result.tokens <= budget and open_fence(result.text) is None
 
 
 def test_cargo_error_keeps_its_location_pointer() -> None:
