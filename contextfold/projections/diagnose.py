@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states
-from contextfold.projections.graphemes import head_chars
+from contextfold.projections.graphemes import ceil_boundary, floor_boundary, head_chars
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 from contextfold.projections.truncate import (
     KeptRange,
@@ -98,6 +98,8 @@ _HEADER_ERROR_LINES = 12
 """The error block in a lean-log header is condensed beyond this many lines."""
 _HEADER_LINE_CHARS = 400
 """Longest quoted line in the header's condensed variant."""
+_CLIP_LEAD = 80
+"""Characters kept before a key error's match when the header quotes the middle of its line."""
 
 
 class _Frozen(BaseModel):
@@ -252,13 +254,27 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
 # ------------------------------------------------------------------ lean log
 
 
-def _clip(line: str) -> str:
-    """``line`` cut to at most :data:`_HEADER_LINE_CHARS`, at a grapheme cluster boundary: a quoted
-    error line must not end in an orphan accent or half an emoji."""
+def _clip(line: str, at: int = 0) -> str:
+    """``line`` cut to at most :data:`_HEADER_LINE_CHARS`, at grapheme cluster boundaries: a quoted
+    error line must not end in an orphan accent or half an emoji. Its head is kept, unless the key
+    error matched at ``at`` lies beyond it: then the characters from :data:`_CLIP_LEAD` before the
+    match on (a JSON body with its error member deep inside, a stream of progress notes, then the
+    error: the head showed only noise)."""
     if len(line) <= _HEADER_LINE_CHARS:
         return line
-    kept = head_chars(line, _HEADER_LINE_CHARS)
-    return f"{kept}… [{len(line) - len(kept)} chars omitted]"
+    if at <= _HEADER_LINE_CHARS - _CLIP_LEAD:
+        kept = head_chars(line, _HEADER_LINE_CHARS)
+        return f"{kept}… [{len(line) - len(kept)} chars omitted]"
+    start = ceil_boundary(line, min(at - _CLIP_LEAD, len(line) - _HEADER_LINE_CHARS))
+    end = floor_boundary(line, start + _HEADER_LINE_CHARS)
+    after = f"… [{len(line) - end} chars omitted]" if end < len(line) else ""
+    return f"[{start} chars omitted] …{line[start:end]}{after}"
+
+
+def _match_at(fe: FirstError) -> int:
+    """Where in its first line the first key error's pattern matched."""
+    found = dict(KEY_ERROR_PATTERNS)[fe.pattern].search(fe.text.split("\n", 1)[0])
+    return 0 if found is None else found.start()
 
 
 def _closed(block: list[str]) -> list[str]:
@@ -296,12 +312,14 @@ def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
         keep_tail = _HEADER_ERROR_LINES - 2
         skipped = len(block) - 1 - keep_tail
         block = [block[0], f"  … [{skipped} lines of this error omitted] …", *block[-keep_tail:]]
-    ends = [block[0]] if len(block) == 1 else [block[0], block[-1]]
+    at = _match_at(fe)
+    clipped = [_clip(b, at if i == 0 else 0) for i, b in enumerate(block)]
+    clipped_ends = [clipped[0]] if len(block) == 1 else [clipped[0], clipped[-1]]
     return [
         ("\n".join([summary, title, *_closed(block)]), True),
-        ("\n".join([summary, title, *_closed([_clip(b) for b in block])]), True),
-        ("\n".join([summary, title, *_closed([_clip(b) for b in ends])]), True),
-        ("\n".join([summary, f"[first key error] line {fe.line}: {_clip(block[-1])}"]), True),
+        ("\n".join([summary, title, *_closed(clipped)]), True),
+        ("\n".join([summary, title, *_closed(clipped_ends)]), True),
+        ("\n".join([summary, f"[first key error] line {fe.line}: {clipped[-1]}"]), True),
         ("\n".join([f"[log] exit code: {code} | full log: {where}",
                     f"[first key error] line {fe.line}: {head_chars(block[-1], 80)}"]), False),
         (f"[log] exit code: {code} | first key error at line {fe.line} | full log: {where}",

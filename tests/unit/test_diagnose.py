@@ -227,6 +227,33 @@ def test_an_error_printed_over_a_progress_bar_is_read_as_the_terminal_shows_it()
     assert diagnose_log("\rwarning: slow 1%\rdone 100%\n", 0).warning_lines == 0
 
 
+def test_a_header_quotes_a_long_line_around_its_error_not_its_head() -> None:
+    """An error deep inside one long line (a JSON body with its error member in the middle, a
+    stream of progress notes) was quoted by its first 400 characters."""
+    frames = "".join(f"fetching {i}/3000 packages | " for i in range(3000))
+    error = "ERROR: ENOSPC: no space left on device, write"
+    line = frames + error + " ... " + "retrying " * 2000
+    log = "npm install\n" + line + "\n" + "\n".join(f"  cleanup {i}" for i in range(40)) + "\n"
+    d = diagnose_log(log, 1)
+    assert d.first_error is not None and d.first_error.line == 2
+    variants = [h for h, framed in diagnose_module._header_variants(d, "artifact://x") if framed]
+    assert all(error in h for h in variants[:3])  # the fourth quotes the block's last line only
+    clipped = variants[1].split("\n")[2]
+    assert clipped.startswith("[") and " chars omitted] …" in clipped and clipped.endswith("chars omitted]")
+    result = lean_log(log, 1, 400, cl100k, artifact_ref="artifact://x")
+    assert result.tokens <= 400 and error in result.text.split("[log excerpt]")[0]
+
+
+def test_clipping_around_a_match_keeps_whole_graphemes_and_at_most_the_line_limit() -> None:
+    line = "é" * 300 + "👍🏽" * 300 + " error: x" + "ü" * 1000  # 80 before the match: mid-emoji
+    at = line.index("error")
+    clipped = diagnose_module._clip(line, at)
+    kept = clipped.split(" …", 1)[1].rsplit("… [", 1)[0]
+    assert "error: x" in kept and len(kept) <= diagnose_module._HEADER_LINE_CHARS and kept in line
+    assert not kept.startswith("\U0001f3fd")  # no orphan skin-tone modifier
+    assert diagnose_module._clip(line) == diagnose_module._clip(line, 10)  # an early match: the head
+
+
 def test_a_go_test_failure_is_the_first_key_error_not_none_found() -> None:
     """Go's verdict lines were counted as failed lines while the header said "none found"."""
     noise = "\n".join(f"ok  \tpkg/mod{i}\t0.01s" for i in range(300))
