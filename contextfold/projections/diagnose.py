@@ -167,6 +167,10 @@ A log whose every line says ``warning`` ran twelve patterns on each of its lines
 log, 97 s a 55 MB one, in the first build that cut it."""
 _WARN_HINT, _FAIL_HINT = 2, 4
 _CR_AT_LINE_END = re.compile(r"\r+(?=\n)|\r+\Z")
+_TO_COLUMN_ONE = re.compile(r"\x1b\[[01]?G")
+"""The cursor sent to the line's first column (``ESC [1G``, how npm's progress line redraws
+itself): a carriage return by another name, read as one (stripped with the colours, it glued a
+thousand frames and the error after them into one line, ``…packagesERROR:``, no ``ERROR``)."""
 _CR_OVERWRITTEN = re.compile(r"^[^\n]*\r", re.MULTILINE)
 r"""What a carriage return inside a line sends back to be overwritten: a progress bar redrawn a
 thousand times ends in ``\rERROR: … No space left on device``, and the header quoted the first
@@ -223,7 +227,7 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
     # Colour codes, line-final carriage returns and what a carriage return overwrites hold no
     # newline: stripped from the whole text, each line is what stripping it alone gives, the
     # text a terminal shows (the last frame of a progress bar, the error printed over it).
-    cleaned = _ANSI.sub("", text) if "\x1b" in text else text
+    cleaned = _ANSI.sub("", _TO_COLUMN_ONE.sub("\r", text)) if "\x1b" in text else text
     if "\r" in cleaned:
         cleaned = _CR_OVERWRITTEN.sub("", _CR_AT_LINE_END.sub("", cleaned))
     clean = lines if cleaned is text else cleaned.split("\n")

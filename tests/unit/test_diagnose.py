@@ -227,6 +227,15 @@ def test_an_error_printed_over_a_progress_bar_is_read_as_the_terminal_shows_it()
     assert diagnose_log("\rwarning: slow 1%\rdone 100%\n", 0).warning_lines == 0
 
 
+def test_a_cursor_sent_to_column_one_is_read_as_a_carriage_return() -> None:
+    """npm redraws its progress line with ``ESC [1G``: stripped as a colour code, it glued the
+    frames and the error after them into one line, ``…packagesERROR:``, which is no ``ERROR``."""
+    frames = "".join(f"\x1b[1G\x1b[0Kfetching {i}/300 packages" for i in range(300))
+    error = "ERROR: ENOSPC: no space left on device, write"
+    d = diagnose_log(f"npm install\n{frames}\x1b[1G\x1b[0K{error}\nnpm exited\n", 1)
+    assert d.first_error is not None and (d.first_error.line, d.first_error.text) == (2, error)
+
+
 def test_a_header_quotes_a_long_line_around_its_error_not_its_head() -> None:
     """An error deep inside one long line (a JSON body with its error member in the middle, a
     stream of progress notes) was quoted by its first 400 characters."""
@@ -344,7 +353,8 @@ def test_lean_log_never_exceeds_and_keeps_whole_lines(lines: list[str], budget: 
 def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
     """The diagnosis as first written: every pattern tried on every line (the reference)."""
     lines, _ = split_lines(text)
-    clean = [diagnose_module._ANSI.sub("", line).rstrip("\r").rpartition("\r")[2] for line in lines]
+    shown = (diagnose_module._ANSI.sub("", diagnose_module._TO_COLUMN_ONE.sub("\r", line)) for line in lines)
+    clean = [line.rstrip("\r").rpartition("\r")[2] for line in shown]
     first: FirstError | None = None
     errors = warnings = failed = 0
     for i, line in enumerate(clean):
@@ -367,7 +377,7 @@ _PIECES = ["ERROR", "error:", "Error", "TypeError:", "error[E0308]:", "eRRor:", 
            "npm error ", "make: ***", "gmake[2]: ***", "E   x", "E  ", "Traceback (most recent call last):",
            "java.lang.NullPointerException", "Exception", "\x1b[31m", "\x1b[0m", "er\x1b[1mror:", "\r",
            "--- FAIL: ", "FAIL", " FAIL  ", "error TS2322:", "error CS1002:", "\x1b(B", "\x1b]0;t",
-           "\x07", "\x1b\\", "\x1b]8;;u\x1b\\",
+           "\x07", "\x1b\\", "\x1b]8;;u\x1b\\", "\x1b[1G", "\x1b[G", "\x1b[2G",
            "\r\r", " ", "  ", "\t", "\n", "\n", "\n", "ok", "step 12", "é", "😀", "\ud800", "-", ":", "_",
            "x"]
 
