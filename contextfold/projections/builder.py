@@ -133,8 +133,14 @@ def _build(state: RunState, config: BuildConfig, *,
     budget = calibrated_budget(config.window - config.reserve, calibration)
     if budget <= REPLY_PRIMING:
         raise BudgetError(_no_budget(config, budget, calibration))
-    ctx = BuildCtx(state, config, load_text, state.required_ids(), state.counter.count,
-                   policy=config_policy(config) if config.redact else None, floor=state.latest_error_ids())
+    floor = state.latest_error_ids()
+    required = state.required_ids()
+    if floor and _uncuttable_tokens(state, floor) * 2 > budget:
+        # What of the latest error no cut may shorten (its calls' arguments) would take more
+        # than half the budget: it competes like any optional unit (see ``_uncuttable_tokens``).
+        required, floor = required - floor, frozenset()
+    ctx = BuildCtx(state, config, load_text, required, state.counter.count,
+                   policy=config_policy(config) if config.redact else None, floor=floor)
     timeline, timeline_mark = state.live_timeline()  # read here, before anything folds
     # Inline texts are redacted before selection, so costs see the redacted text (Facts).
     # Artifact-backed payloads (the big ones) are redacted when their text is first
@@ -308,6 +314,16 @@ def _build(state: RunState, config: BuildConfig, *,
                         (members, unit_by_id, cut_units), unit_layer_no,
                         truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                         repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
+
+
+def _uncuttable_tokens(state: RunState, ids: frozenset[str]) -> int:
+    """Tokens of ``ids`` that no cut may shorten: all but tool results (calls' arguments). The
+    latest error's group is required down to its diagnosis (``RunState.latest_error_ids``), and
+    a failed ``write_file`` of a 19k-token file made every later build at a 16k window fail,
+    although the model had answered and the user moved on, until that very tool succeeded,
+    which needed a request that could not be built."""
+    entries = state.entries
+    return sum(entries[fid].token_count for fid in ids if entries[fid].kind != "tool_result")
 
 
 def _twins(ctx: BuildCtx, selection: Selection, state_ids: Sequence[str],

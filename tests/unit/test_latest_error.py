@@ -104,3 +104,25 @@ def test_a_failed_call_of_a_tool_the_policy_keeps_out_is_not_the_latest_error() 
     assert "'tok' undeclared" in text and "refused" not in text
     line = next(f for f in result.manifest.fragments if f.id == "e4")
     assert line.selection_reason.startswith("required: latest error")
+
+
+def test_a_failed_call_whose_arguments_outgrow_half_the_budget_competes_and_the_run_builds() -> None:
+    """A failed ``write_file`` of a 19k-token file was required (the latest error) with its
+    arguments, which no cut shortens: every later build at a 16k window failed, though the
+    model had answered and the user moved on, until that very tool succeeded."""
+    content = "\n".join(f"{i},{i * i},value_{i}" for i in range(2000))
+    events: list[AnyEvent] = [
+        UserInput("write the file"),
+        ModelResponse(tool_calls=(ToolCall(call_id="c1", name="write_file",
+                                           arguments=json.dumps({"path": "data.csv", "content": content})),)),
+        ToolResult(call_id="c1", content="error: disk quota exceeded", is_error=True, exit_code=1),
+        ModelResponse(text="The write failed.", tool_calls=(ToolCall(call_id="c2", name="df"),)),
+        ToolResult(call_id="c2", content="/dev/sda1 100% used", exit_code=0),
+        ModelResponse(text="The disk is full. What should I do?"),
+        UserInput("Never mind, just summarise what you did.")]
+    small = build(events, "anthropic", window=16_000, reserve=4_000)
+    assert {e.id for e in small.manifest.excluded_items} >= {"e2", "e3"}
+    assert "just summarise" in request_text(small)
+    large = build(events, "anthropic", window=60_000, reserve=4_000)  # the call fits: required again
+    line = next(f for f in large.manifest.fragments if f.id == "e3")
+    assert line.required and line.selection_reason.startswith("required: latest error")
