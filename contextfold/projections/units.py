@@ -424,9 +424,11 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
                 replaced_by=newer, detail="a newer retrieval of the same source"))
             left_out.add(fid)
     # copies of one content or semantic key (a whole-file read is keyed by its path): the more
-    # authoritative, then the newer
+    # authoritative, then an instruction (the cached stable prefix: reading AGENTS.md moved its
+    # instruction to the retrieval layer and changed the cache key), then the newer
     ranked = sorted((fid for fid in state_ids if fid not in left_out),
-                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], -entries[fid].position, fid))
+                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], entries[fid].kind != "instruction",
+                                     -entries[fid].position, fid))
     seen_keys: dict[str, str] = {}
     for fid in ranked:
         f = ctx.frag(fid)

@@ -139,6 +139,21 @@ def test_duplicate_evidence_keeps_the_more_authoritative_copy() -> None:
     assert [(e.id, e.replaced_by) for e in dup] == [("e2", "e3")]
 
 
+def test_reading_an_instructions_file_keeps_the_instruction_in_the_cached_prefix() -> None:
+    """A FileRead of AGENTS.md with the instruction's text tied it on trust, and the newer copy
+    won: the instruction left the stable prefix for the retrieval layer and the cache key changed
+    on the turn the agent merely read the file."""
+    agents = "Use tabs. Never push to main. Run `make check` before committing."
+    base: list[AnyEvent] = [PolicySet(text="Be careful."),
+                            InstructionSet(text=agents, source_ref="AGENTS.md"), UserInput("fix the bug")]
+    before = build(base)
+    after = build([*base, ModelResponse(text="Reading the instructions."),
+                   FileRead(path="AGENTS.md", content=agents), UserInput("go on")])
+    assert after.manifest.cache_key == before.manifest.cache_key
+    assert [(e.id, e.reason, e.replaced_by) for e in after.manifest.excluded_items] == [
+        ("e5", "duplicate", "e2")]
+
+
 def test_evidence_under_one_semantic_key_keeps_one_copy_authoritative_then_newer() -> None:
     """``EvidenceRetrieved.semantic_key`` names the fact a chunk is about (DESIGN 7: dedupe by
     content hash + source_ref + a semantic key). It was ignored: two versions of rule FIN-12
