@@ -178,6 +178,8 @@ def lay_out(inp: LayoutInput) -> Conversation:
                 pass  # exposed through ``tools``
             case _:  # evidence, memory and other retrieved data
                 sections["retrieval"].append((f, text(fid), fid in inp.truncated))
+    # by layer (DESIGN 4: the goal and its contract, then the plan), not by when each was set
+    sections["task"].sort(key=lambda row: row[0].kind == "plan")
     kept_sections = cast(dict[str, tuple[object, tuple[Any, ...]]],
                          state.memo.setdefault("layout-sections", {}))
     system = cast(tuple[InstructionPart, ...], _section(kept_sections, "system", sections, lambda rows: tuple(

@@ -21,6 +21,8 @@ from contextfold.domain.events import (
     InstructionSet,
     MemoryRecalled,
     ModelResponse,
+    PlanStep,
+    PlanUpdated,
     PolicySet,
     RunStarted,
     ToolCall,
@@ -555,6 +557,18 @@ def test_the_goal_and_its_success_contract_say_what_they_are() -> None:
     body = request_text(build(events, "anthropic", window=8_000, reserve=1_000))
     assert '"Goal: Make the invoicing suite pass"' in body
     assert '"Success contract (done when all hold):\\n- pytest -q exits 0\\n- no test file changed"' in body
+
+
+def test_the_goal_comes_before_the_plan_whichever_was_set_first() -> None:
+    """The task message listed its parts in the order they were logged: a plan set before the
+    goal was shown first, though the goal is layer 3 and the plan layer 4."""
+    goal = GoalSet(goal="Ship the release", success_contract=("CI green",))
+    plan = PlanUpdated(steps=(PlanStep(id="s1", title="tag the release", status="ready"),))
+    for middle in ([goal, plan], [plan, goal]):
+        body = request_text(build([PolicySet(text="be careful"), *middle, UserInput("go")], "anthropic",
+                                  window=8_000, reserve=1_000))
+        at = [body.index(part) for part in ("Goal: Ship the release", "Success contract", "[ready] s1")]
+        assert at == sorted(at)
 
 
 def _left_out(events: list[AnyEvent]) -> tuple[str, list[tuple[str, str, str | None]]]:
