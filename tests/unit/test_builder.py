@@ -564,7 +564,8 @@ def test_the_goal_comes_before_the_plan_whichever_was_set_first() -> None:
     goal was shown first, though the goal is layer 3 and the plan layer 4."""
     goal = GoalSet(goal="Ship the release", success_contract=("CI green",))
     plan = PlanUpdated(steps=(PlanStep(id="s1", title="tag the release", status="ready"),))
-    for middle in ([goal, plan], [plan, goal]):
+    orders: tuple[list[AnyEvent], ...] = ([goal, plan], [plan, goal])
+    for middle in orders:
         body = request_text(build([PolicySet(text="be careful"), *middle, UserInput("go")], "anthropic",
                                   window=8_000, reserve=1_000))
         at = [body.index(part) for part in ("Goal: Ship the release", "Success contract", "[ready] s1")]
