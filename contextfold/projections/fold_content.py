@@ -21,13 +21,15 @@ the conventions every rule shares:
 
 from __future__ import annotations
 
+import json
 import math
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import assert_never
 
 import blake3
 
+from contextfold.domain.conversation import UNPARSED_ARGUMENTS_KEY, arguments_object
 from contextfold.domain.events import (
     ArtifactRef,
     ContentBlock,
@@ -60,6 +62,7 @@ from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data
 from contextfold.projections.media_cost import priced_media
 from contextfold.projections.redact import redact
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
+from contextfold.projections.tool_names import every_provider_takes, tool_name_alias
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -107,13 +110,28 @@ def _image_tokens(block: ImageBlock) -> int:
     return IMAGE_TOKENS_LOW + 170 * math.ceil(w / 512) * math.ceil(h / 512)
 
 
+def _call_name_tokens(name: str, count: Callable[[str], int]) -> int:
+    """A call's name as a request may show it: under its alias where a provider refuses it
+    (``multi_tool_use.parallel``), the longer of the two (the result's header is priced so too)."""
+    return count(name) if every_provider_takes(name) else max(count(name), count(tool_name_alias(name)))
+
+
+def _arguments_tokens(arguments: str, count: Callable[[str], int]) -> int:
+    """A call's arguments as a request may show them: text that is not a JSON object is sent to
+    Anthropic and Gemini wrapped as ``{"unparsed_arguments": text}``, escaped (``parse_arguments``).
+    Both went unpriced: 40 such calls sent ~200-240 tokens more than the manifest counted."""
+    if not arguments.strip() or arguments_object(arguments) is not None:
+        return count(arguments)
+    return count(json.dumps({UNPARSED_ARGUMENTS_KEY: arguments}, ensure_ascii=False))
+
+
 def block_tokens(state: RunState, block: MessageBlock) -> int:
     count = state.counter.count
     match block:
         case TextBlock():
             return count(block.text)
         case ToolCallBlock():
-            return count(block.name) + count(block.arguments)
+            return _call_name_tokens(block.name, count) + _arguments_tokens(block.arguments, count)
         case ToolResultBlock():
             body = (_artifact_tokens(state, block.artifact) if block.artifact is not None
                     else count(block.text))
@@ -152,7 +170,8 @@ def content_tokens(state: RunState, content: Content) -> int:
         return body + sum(block_tokens(state, b) for b in content.blocks)
     if isinstance(content, Response):
         count = state.counter.count
-        return count(content.text) + sum(count(n) + count(a) for _, n, a in content.calls)
+        return count(content.text) + sum(_call_name_tokens(n, count) + _arguments_tokens(a, count)
+                                         for _, n, a in content.calls)
     return sum(block_tokens(state, b) for b in content)
 
 

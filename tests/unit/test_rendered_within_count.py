@@ -263,3 +263,19 @@ def test_the_text_around_media_is_priced(provider: str) -> None:
         media = sum(m.tokens for f in built.manifest.fragments for m in f.media)
         assert media > 0
         assert _text_strings(built.request[_HISTORY[provider]]) + media <= built.manifest.selected_tokens
+
+
+@pytest.mark.parametrize("provider", sorted(_HISTORY))
+def test_calls_shown_under_an_alias_or_with_wrapped_arguments_are_priced_as_shown(provider: str) -> None:
+    """A tool name a provider refuses is shown under its alias, and arguments that are no JSON
+    object go to Anthropic and Gemini as ``{"unparsed_arguments": "..."}`` (escaped); calls were
+    priced by their logged name and text: ~5-6 tokens per call over the count."""
+    events: list[AnyEvent] = [UserInput("look them up")]
+    for i in range(40):
+        events += [ModelResponse(tool_calls=[ToolCall(call_id=f"c{i}", name="multi_tool_use.parallel",
+                                                      arguments='{"q": "\\\\ \\" \\\\ \\" cut off')]),
+                   ToolResult(call_id=f"c{i}", content="ok")]
+    events.append(UserInput("and?"))
+    whole = _build(events, provider, 400_000).manifest.selected_tokens
+    built = _build(events, provider, whole + 1000)
+    assert shown_tokens(provider, built) <= built.manifest.selected_tokens
