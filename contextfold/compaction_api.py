@@ -211,8 +211,10 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     state = run.state(progress=progress)
     session = _Session(run, dry_run=dry_run, state=state)
     if window is None and config is None:
+        last = _last_live_config(session.events) if strategy == "summary" else None
         plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,
-                               summarizer=summarizer)
+                               summarizer=summarizer,
+                               max_summary_tokens=None if last is None else _summary_room(last))
         # a summary longer than what it stands for saves nothing (a mask's plan already says so):
         # it would only add required tokens to every later request
         if plan is not None and plan.tokens_after < plan.tokens_before:
@@ -240,6 +242,16 @@ def _last_live_config(events: Sequence[RecordedEvent]) -> BuildConfig | None:
             except ValidationError:  # a record of an older layout: nothing to compare with
                 return None
     return None
+
+
+_SUMMARY_SHARE = 4
+"""A summary made for a window may take up to 1/``_SUMMARY_SHARE`` of its budget whole; past
+that, fewer of its lists' newest entries stay whole (``plan_summary``)."""
+
+
+def _summary_room(config: BuildConfig) -> int:
+    """The tokens a summary made for ``config``'s window may take (:data:`_SUMMARY_SHARE`)."""
+    return max(1, (config.window - config.reserve) // _SUMMARY_SHARE)
 
 
 def _check_last_window(session: _Session, plan: CompactionPlan) -> None:
@@ -276,7 +288,7 @@ def _climb(session: _Session, strategy: Strategy, cfg: BuildConfig, keep_recent:
         if last_resort and now != "hard":
             continue
         plan = plan_compaction(session.state, session.events, step, keep_recent=keep,
-                               summarizer=summarizer)
+                               summarizer=summarizer, max_summary_tokens=_summary_room(cfg))
         if plan is None:
             continue
         # a summary is required content: never record one that makes the build worse

@@ -60,7 +60,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.projections.graphemes import head_chars
 from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
-from contextfold.projections.summary_bounds import bounded_fields, earlier_lines, is_earlier_line
+from contextfold.projections.summary_bounds import SCALES, bounded_fields, earlier_lines, is_earlier_line
 from contextfold.projections.summary_check import summary_lines, validate_summary
 from contextfold.projections.summary_text import (
     CONSTRAINT_LINE,
@@ -250,7 +250,8 @@ _CONTINUE = "continue from event {} (raw history after this summary)"
 _CONTINUE_FROM = re.compile(r"continue from event \d+ \(raw history after this summary\)")
 
 
-def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> CompactionSummary:
+def deterministic_summary(events: Sequence[RecordedEvent], state: RunState, *,
+                          scale: float = 1.0) -> CompactionSummary:
     """The structured summary of ``events`` (the covered range), offline and deterministic.
 
     ``state`` is the run as of the compaction: it gives the current goal and
@@ -400,7 +401,7 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState) -> C
     last = events[-1].position if events else 0
     next_action = next_action or _CONTINUE.format(last + 1)
     fields = bounded_fields({k: _dedupe(v) for k, v in f.items()},
-                            f"events://{run}/{events[0].position if events else 0}-{last}")
+                            f"events://{run}/{events[0].position if events else 0}-{last}", scale)
     return CompactionSummary(goal=goal, success_contract=contract, next_action=next_action, **fields)
 
 
@@ -413,8 +414,16 @@ def _summarizer_name(summarizer: Callable[..., object]) -> str:
 
 
 def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: int, *,
-                 summarizer: Summarizer | None = None) -> CompactionPlan | None:
-    """Summarize ``[lo, hi]``; None when the range holds no visible, coverable history."""
+                 summarizer: Summarizer | None = None, max_tokens: int | None = None
+                 ) -> CompactionPlan | None:
+    """Summarize ``[lo, hi]``; None when the range holds no visible, coverable history.
+
+    ``max_tokens``: what the summary may take of the window it is made for. Its caps are
+    absolute (``summary_bounds``), so at a small window a long run's summary outgrew the budget
+    (a 4k-window loop: a 2,051-token summary beside a 643-token policy in a 2,451-token budget),
+    and the build could not be made. Past ``max_tokens`` it is made again with a smaller share
+    of each cap kept whole (``summary_bounds.SCALES``), the rest folded into lines citing the
+    events they are read back from."""
     covered = [rec for rec in events if lo <= rec.position <= hi]
     hidden_ids = [it.fragment_ids for pos, it in state.items.items()
                   if lo <= pos <= hi and pos not in state.hidden
@@ -424,6 +433,11 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
     if not hidden_ids:
         return None
     skeleton = deterministic_summary(covered, state)
+    if max_tokens is not None:
+        for scale in SCALES[1:]:
+            if state.counter.count("\n".join(summary_lines(skeleton))) <= max_tokens:
+                break
+            skeleton = deterministic_summary(covered, state, scale=scale)
     summary, name = skeleton, "deterministic"
     if summarizer is not None:
         name = _summarizer_name(summarizer)
@@ -452,8 +466,8 @@ def check_keep_recent(keep_recent: int) -> None:
 
 
 def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: Strategy, *,
-                    keep_recent: int = 3, summarizer: Summarizer | None = None
-                    ) -> CompactionPlan | None:
+                    keep_recent: int = 3, summarizer: Summarizer | None = None,
+                    max_summary_tokens: int | None = None) -> CompactionPlan | None:
     """The compaction event for ``strategy`` at the widest legal cut, or None (nothing to gain).
 
     Masking hides nothing, so it may reach past the latest user input. A summary
@@ -470,7 +484,8 @@ def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: 
             for keep_input in (True, False):
                 cover = choose_cover(state, keep_recent=keep_recent, keep_input=keep_input)
                 plan = (None if cover is None else
-                        plan_summary(state, events, *cover, summarizer=summarizer))
+                        plan_summary(state, events, *cover, summarizer=summarizer,
+                                     max_tokens=max_summary_tokens))
                 if plan is not None:
                     return plan
             return None

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from contextfold.projections.summary_check import CALL_CITE
 
-__all__ = ["EARLIER", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls"]
+__all__ = ["EARLIER", "SCALES", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls"]
 
 EARLIER = "earlier "
 """How a line of older plain successes of one tool starts (``deterministic_summary``): one per
@@ -83,11 +83,20 @@ def earlier_lines(carried: Iterable[str], new: Mapping[str, Sequence[str]]) -> l
             for key, (ids, unnamed) in merged.items()]
 
 
-def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str) -> dict[str, tuple[str, ...]]:
+SCALES = (1.0, 0.5, 0.25, 0.125, 0.0625)
+"""The shares of the caps a summary is tried at, largest first, until it fits the tokens a
+compaction gives it (``compaction.plan_summary``): at a share, each list keeps that share of its
+newest entries whole (at least one)."""
+
+
+def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str,
+                   scale: float = 1.0) -> dict[str, tuple[str, ...]]:
     """``fields`` with each capped list's older entries folded into one line first (module
-    docstring). ``events_ref``: the covered range, where the folded entries are read back."""
+    docstring). ``events_ref``: the covered range, where the folded entries are read back;
+    ``scale``: the share of each cap kept whole (one of :data:`SCALES`)."""
     out = dict(fields)
-    for key, whole in _WHOLE.items():
+    for key, cap in _WHOLE.items():
+        whole = max(1, int(cap * scale))
         entries = fields.get(key, ())
         per_tool = key == "tool_calls_and_results"  # its per-tool lines of older successes stay
         if key == "constraints":  # policies and required inputs stay as they are
