@@ -54,19 +54,20 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
         if (block.exit_code is not None or block.status == "error") and not _is_json(stripped):
             return lean_log(text, block.exit_code, max_tokens, count, artifact_ref=ref,
                             line_splitting=splitting)
+    # An excerpt names the file's lines, whichever way it is cut: a read of lines 1001-3000 that
+    # starts with "[" (a TOML section) is tried as JSON first and cut by lines when it does not parse.
+    excerpt = _FIRST_LINE.search(f.source_ref) if f.source_ref.startswith("file://") else None
+    first_line = 1 if excerpt is None else int(excerpt.group(1))
     if stripped.startswith(("{", "[")) or (stripped.startswith('"') and _is_json(stripped)):
         kind = "json"  # a document that is one string too: cut as words it was invalid JSON
     elif f.source_ref.startswith("file://"):
         kind = "file"
-        if (lines := _FIRST_LINE.search(f.source_ref)) is not None:  # an excerpt names the file's lines
-            return truncate(text, max_tokens, kind="file", count=count, line_splitting=splitting,
-                            first_line=int(lines.group(1)))
     elif "```" in text or "~~~" in text:
         kind = "markdown"
     else:
         kind = "log" if f.kind == "tool_result" else "text"
     return truncate(text, max_tokens, kind=kind, count=count,  # type: ignore[arg-type]
-                    line_splitting=splitting)
+                    line_splitting=splitting, first_line=first_line)
 
 
 _FIRST_LINE = re.compile(r"#L(\d+)(?:-L\d+)?$")

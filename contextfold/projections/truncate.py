@@ -342,7 +342,7 @@ a probe's render is counted whole faster than it is laid out in pieces (a tau-be
 
 
 def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
-                   rule: LineSplitting | None = None) -> Truncation:
+                   rule: LineSplitting | None = None, first_line: int = 1) -> Truncation:
     entry = probe_entry(("json", text, count), len(text))
     try:
         if "json" not in entry:
@@ -381,7 +381,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
     except (ValueError, RecursionError):  # not JSON (or nested past the parser): cut as text
         by_lines = _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
-                                   fences=_has_fence(text), rule=rule)
+                                   fences=_has_fence(text), rule=rule, first_line=first_line)
         if by_lines.kept or by_lines.over_budget:
             return by_lines
         return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
@@ -418,11 +418,12 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
     ``TokenCounter.line_splitting`` of the encoding ``count`` counts) lets line windows be
     counted from kept line blocks (:mod:`~contextfold.projections.line_counts`): same result.
     ``first_line``: the number of a ``file`` excerpt's first line (a read of lines 1000-3000),
-    so its marker and kept ranges name the file's lines, as its ``#L1000-L3000`` ref does.
+    so its marker and kept ranges name the file's lines, as its ``#L1000-L3000`` ref does (also
+    for ``json`` that does not parse and is cut by lines: a TOML excerpt starting with ``[``).
     """
     _check_budget(max_tokens)
     original_tokens = count(text)
-    if kind != "file":
+    if kind not in ("file", "json"):  # JSON that does not parse is cut by lines
         first_line = 1
     if original_tokens <= max_tokens:
         lines, _ = split_lines(text)
@@ -452,7 +453,7 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
                 return by_lines
             return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
         case "json":
-            return _truncate_json(text, original_tokens, max_tokens, count, line_splitting)
+            return _truncate_json(text, original_tokens, max_tokens, count, line_splitting, first_line)
         case _:
             assert_never(kind)
 

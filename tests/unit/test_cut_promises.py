@@ -116,3 +116,22 @@ def test_text_that_looks_like_json_but_does_not_parse_keeps_words(text: str) -> 
     cut = truncate(text, 500, kind="json", count=cl100k)
     assert cut.strategy == "words"
     assert cl100k(cut.text) <= 500 and len(cut.text) > 500
+
+
+@pytest.mark.parametrize("first", ["# settings", "[tool.settings]", "{"])
+def test_a_file_excerpt_that_looks_like_json_keeps_the_files_line_numbers(first: str) -> None:
+    """An excerpt starting with "[" or "{" was tried as JSON, failed to parse and was cut by lines
+    numbered from 1: its marker named lines 112–1889 of a read of lines 1001-3000."""
+    content = "\n".join([first, *(f'key_{i} = "value number {i}"' for i in range(1, 2000))]) + "\n"
+    events: list[AnyEvent] = [UserInput("check the config"),
+                              FileRead(path="conf/app.toml", content=content, start_line=1001, end_line=3000)]
+    built = _build(events, 1500)
+    (cut,) = built.manifest.truncations
+    head, tail = cut.kept.removeprefix("lines ").split(", ")
+    assert head.startswith("1001-") and tail.endswith("-3000")
+    assert f"lines {int(head.split('-')[1]) + 1}–" in _file_text(built)
+
+
+def _file_text(result: BuildResult) -> str:
+    return next(p.text for m in result.conversation.messages for p in getattr(m, "parts", ())
+                if isinstance(p, DataPart))
