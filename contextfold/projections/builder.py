@@ -233,7 +233,8 @@ def _build(state: RunState, config: BuildConfig, *,
                 if ctx.frag(fid).token_count > logged:
                     cut = truncate_fragment(ctx, fid, max(logged - ctx.truncated_extra(fid), 1))
                     texts[fid] = cut.text
-                    truncated.add(fid)
+                    if cut.truncated:  # not JSON compacted whole: its block says nothing is missing
+                        truncated.add(fid)
                     text_cut[fid] = cut.tokens
                     original_tokens[fid] = ctx.frag(fid).token_count
                     truncations.append(_truncation_record(fid, cut))
@@ -265,7 +266,10 @@ def _build(state: RunState, config: BuildConfig, *,
             ctx.redact(fid)
             result = truncate_fragment(ctx, fid, max(share, 1))
             texts[fid] = result.text
-            truncated.add(fid)
+            # JSON whose compact form fits is shown whole (strategy "none"): re-serialised, not
+            # truncated, so its block and manifest line do not say data is missing.
+            if result.truncated:
+                truncated.add(fid)
             text_cut[fid] = result.tokens
             original_tokens[fid] = (ctx.content_tokens(fid) if ctx.media(fid) is not None
                                     else result.original_tokens)

@@ -290,7 +290,7 @@ def _unit_rows(ctx: BuildCtx, fids: tuple[str, ...], layer_no: int, plain: bool,
     rows: list[Row] = []
     for fid in fids:
         facts = ctx.facts(fid)
-        if facts.media is None and fid not in truncated:  # text_cut is a subset of truncated
+        if facts.media is None and fid not in truncated and fid not in text_cut:  # JSON compacted whole
             line = plain_line(ctx, facts, layer_no, current_input)
         else:
             plain = False

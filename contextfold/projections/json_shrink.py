@@ -67,13 +67,19 @@ def marker_key(kept: dict[str, Any] | list[str]) -> str:
     return key
 
 
-def _shrunk_string(value: str, knob: int, stats: ShrinkStats) -> str:
+def _shrunk_string(value: str, knob: int, stats: ShrinkStats, top: bool = False) -> str:
     """``value`` cut to at most ``4 * knob`` characters, at a grapheme cluster boundary (no orphan
-    accent or half flag before the suffix); the one cut of :func:`shrink` and of the pieces."""
+    accent or half flag before the suffix); the one cut of :func:`shrink` and of the pieces.
+    A document that is one string (``top``) records the characters of it kept: its head was
+    shown, and a record of no range said only a marker was."""
     cap = knob * CHARS_PER_STEP
     if len(value) <= cap:
+        if top:
+            stats.kept.append((1, len(value)))
         return value
     kept = head_chars(value, cap)
+    if top:
+        stats.kept.append((1, len(kept)))
     stats.omitted_chars += len(value) - len(kept)
     return f"{kept}… [{len(value) - len(kept)} chars omitted]"
 
@@ -97,7 +103,7 @@ def _shrink(value: Any, knob: int, stats: ShrinkStats, top: bool,
         return value
     level = -(-knob // STEPS_PER_ITEM)
     if isinstance(value, str):
-        return _shrunk_string(value, knob, stats)
+        return _shrunk_string(value, knob, stats, top)
     if isinstance(value, list):
         n = len(value)
         if n <= level:
@@ -351,7 +357,7 @@ class JsonPieces:
             out.append(self._whole_atom(value))
             return
         if isinstance(value, str):
-            text = quote(_shrunk_string(value, knob, stats))
+            text = quote(_shrunk_string(value, knob, stats, top))
             out.append((text, _split_of(text, True)))
             return
         if not container:  # a scalar at the top

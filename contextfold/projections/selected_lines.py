@@ -98,8 +98,10 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
               else optional_reason(f, position, layer))
     if fid in reduced and m is not None:
         reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
-    if fid in text_cut:
+    if fid in text_cut and fid in truncated:
         reason += f"; truncated {original_tokens[fid]} -> {tokens} tokens at safe boundaries"
+    elif fid in text_cut:  # JSON whose compact form fits: nothing left out
+        reason += f"; compacted {original_tokens[fid]} -> {tokens} tokens, nothing omitted"
     view = SelectedView(f, {"required": fid in ctx.required, "token_count": tokens,
                             "selection_reason": reason, "truncated": fid in truncated}, position)
     media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))

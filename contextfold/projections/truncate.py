@@ -46,7 +46,7 @@ even the bare marker: then the result is :data:`MINIMAL_MARKER` with
 
 Ranges in :attr:`Truncation.kept` are 1-based and inclusive: line numbers for
 lines, chunk numbers for chunks, item/member numbers of the top-level
-container for JSON.
+container for JSON (characters of the value for a JSON document that is one string).
 """
 
 from __future__ import annotations
@@ -389,10 +389,11 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
     stats = renders[level][1]  # every answer was rendered (``fit_line_windows`` renders it last)
+    unit: Unit = "char" if isinstance(value, str) else "json_member"  # a string's kept characters
     if level == top_max:  # nothing dropped: the compact form fits where the original did not
-        return _result(out_text, strategy="none", unit="json_member", original=text,
+        return _result(out_text, strategy="none", unit=unit, original=text,
                        original_tokens=original_tokens, tokens=tokens, kept=stats.kept)
-    return _result(out_text, strategy="json", unit="json_member", original=text,
+    return _result(out_text, strategy="json", unit=unit, original=text,
                    original_tokens=original_tokens, tokens=tokens, kept=stats.kept,
                    omitted=stats.omitted, omitted_chars=stats.omitted_chars)
 

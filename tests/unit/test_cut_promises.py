@@ -135,3 +135,31 @@ def test_a_file_excerpt_that_looks_like_json_keeps_the_files_line_numbers(first:
 def _file_text(result: BuildResult) -> str:
     return next(p.text for m in result.conversation.messages for p in getattr(m, "parts", ())
                 if isinstance(p, DataPart))
+
+
+def _api_result(doc: str) -> list[AnyEvent]:
+    return [UserInput("fetch it"),
+            ModelResponse(tool_calls=[ToolCall(call_id="c1", name="api", arguments="{}")]),
+            ToolResult(call_id="c1", content=doc)]
+
+
+def test_json_whose_compact_form_fits_is_not_marked_truncated() -> None:
+    """Shown whole, compacted (strategy "none"), it was marked truncated in its block and the
+    manifest: the model was told data was missing when none was."""
+    pretty = json.dumps({"items": [{"id": i, "name": f"n{i}"} for i in range(150)]}, indent=4)
+    built = _build(_api_result(pretty), 2500)
+    (cut,) = built.manifest.truncations
+    assert cut.strategy == "none" and json.loads(_result_text(built)) == json.loads(pretty)
+    (part,) = [p for m in built.conversation.messages if isinstance(m, ToolResults)
+               for r in m.results for p in r.content if isinstance(p, DataPart)]
+    assert not part.truncated
+    (line,) = [f for f in built.manifest.fragments if f.id == cut.id]
+    assert not line.truncated and line.tokens == cut.tokens and "nothing omitted" in line.selection_reason
+
+
+def test_a_json_document_that_is_one_string_records_the_characters_it_kept() -> None:
+    """Its head was shown, but the record said "marker only"."""
+    built = _build(_api_result(json.dumps("word " * 30000)), 2500)
+    (cut,) = built.manifest.truncations
+    kept = len(json.loads(_result_text(built)).split("…")[0])
+    assert cut.strategy == "json" and cut.kept == f"chars 1-{kept}"
