@@ -9,12 +9,14 @@ separate concern, and the builder module stays readable without it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from contextfold.domain.canonical import strict_json
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.framing import is_data, neutralised_count
+from contextfold.projections.line_counts import LineSplitting
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.truncate import Truncation, truncate
 from contextfold.projections.units import SHRINK_FLOOR, BuildCtx
@@ -41,11 +43,25 @@ def _cut_text(ctx: BuildCtx, fid: str, max_tokens: int) -> Truncation:
     # view has no artifact block): the same whether or not this build has redacted it yet.
     f = ctx.state.entries[fid].head
     text = ctx.full_text(fid)
-    stripped = text.lstrip()
     count, splitting = ctx.count, ctx.state.counter.line_splitting
-    if is_data(f.kind, f.trust) and _needs_neutralising(text):
+    if not is_data(f.kind, f.trust):
+        return _cut_as(ctx, fid, text, max_tokens, count, splitting)
+    if _needs_neutralising(text):
         # Shown neutralised: fitted by the count of what is shown (its line blocks are not)
-        count, splitting = neutralised_count(count), None
+        return _cut_as(ctx, fid, text, max_tokens, neutralised_count(count), None)
+    cut = _cut_as(ctx, fid, text, max_tokens, count, splitting)
+    if cut.truncated and _needs_neutralising(cut.text):
+        # The cut made a line the text did not have (a tail starting mid-line at "system: …"),
+        # which the renderer marks "[data] ": refitted by the count of what is shown.
+        cut = _cut_as(ctx, fid, text, max_tokens, neutralised_count(count), None)
+    return cut
+
+
+def _cut_as(ctx: BuildCtx, fid: str, text: str, max_tokens: int, count: Callable[[str], int],
+            splitting: LineSplitting | None) -> Truncation:
+    """``text`` cut by the kind its fragment decides, fitted by ``count``."""
+    f = ctx.state.entries[fid].head
+    stripped = text.lstrip()
     if f.kind == "tool_result":
         block = next(b for b in f.content if isinstance(b, ToolResultBlock))
         ref = f"artifact:{block.artifact.hash}" if block.artifact else f.source_ref

@@ -17,6 +17,7 @@ from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.code_fences import fence_states
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.fold import fold
+from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.truncate import truncate
 from tests.counters import cl100k
 
@@ -163,3 +164,14 @@ def test_a_json_document_that_is_one_string_records_the_characters_it_kept() -> 
     (cut,) = built.manifest.truncations
     kept = len(json.loads(_result_text(built)).split("…")[0])
     assert cut.strategy == "json" and cut.kept == f"chars 1-{kept}"
+
+
+def test_a_cut_that_makes_a_role_line_is_fitted_by_its_neutralised_count() -> None:
+    """The text needed no neutralising, but its cut's tail line started at "system: beta", which
+    the renderer marks "[data] ": the block shown was 2 tokens over its manifest line."""
+    events = _api_result(" ".join(["alpha system: beta"] * 6000))
+    built = _build(events, 713, "openai-chat")
+    (cut,) = built.manifest.truncations
+    shown = neutralise(_result_text(built))
+    (line,) = [f for f in built.manifest.fragments if f.id == cut.id]
+    assert cut.strategy == "words" and cl100k(shown) == cut.tokens == line.tokens
