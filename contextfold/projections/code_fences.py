@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from contextfold.projections.line_counts import split_lines
 
-__all__ = ["closing_fence", "fence_states", "open_fence"]
+__all__ = ["closing_fence", "fence_after", "fence_states", "open_fence"]
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -40,6 +40,19 @@ def fence_states(lines: Sequence[str]) -> list[str | None]:
                 opener = None
         states.append(opener)
     return states
+
+
+def fence_after(opener: str | None, line: str) -> str | None:
+    """The fence open after ``line`` when ``opener``'s fence (None: none) is open before it: the
+    step of :func:`fence_states`, for a cut that ends or starts inside a line (a words cut)."""
+    m = _FENCE.match(line.rstrip("\r"))
+    if m is None:
+        return opener
+    run, rest = m.group(1), m.group(2)
+    if opener is None:
+        return None if run[0] == "`" and "`" in rest else line
+    closer = closing_fence(opener)
+    return None if run[0] == closer[0] and len(run) >= len(closer) and not rest.strip() else opener
 
 
 def open_fence(text: str) -> str | None:

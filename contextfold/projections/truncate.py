@@ -51,14 +51,16 @@ container for JSON (characters of the value for a JSON document that is one stri
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.canonical import orjson_writes_the_same, strict_json
 from contextfold.domain.errors import InvalidInputError
-from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
+from contextfold.projections.code_fences import closing_fence, fence_after, fence_states, open_fence
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
 from contextfold.projections.json_shrink import (
     JsonPieces,
@@ -301,8 +303,29 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
     one character fits beside the marker. For prose whose lines are too long to keep whole.
     Both ends then move to a grapheme cluster boundary, toward keeping less (:mod:`graphemes`):
     a line with no whitespace (a progress bar, an emoji run) is cut by characters, and a kept
-    end must not be an orphan accent or half a flag."""
+    end must not be an orphan accent or half a flag. A head that ends inside a code fence closes
+    it before the marker and a tail that starts inside one re-opens it after, as line cuts do:
+    the rest of the request (a log excerpt's ``[full log: …]`` line) must not read as code."""
     n = len(text)
+    entry = probe_entry(("words", text, count), n)
+    if "fences" not in entry:
+        entry["fences"] = None
+        if _has_fence(text):
+            lines, _ = split_lines(text)
+            entry["fences"] = (list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0)),
+                               fence_states(lines))
+    fences: tuple[list[int], list[str | None]] | None = entry["fences"]
+
+    def around_marker(head: int, tail_start: int) -> tuple[list[str], list[str]]:
+        """The fence closer before the marker and the opener after it, if any."""
+        if fences is None:
+            return [], []
+        starts, states = fences
+        at = bisect_right(starts, head) - 1  # the line the head ends in, partly shown
+        before = fence_after(states[at], text[starts[at]:head])
+        at = bisect_right(starts, tail_start) - 1  # the line the tail starts in
+        after = states[at] if tail_start == starts[at] else states[at + 1]
+        return ([] if before is None else [closing_fence(before)]), ([] if after is None else [after])
 
     def ends(k: int) -> tuple[int, int]:
         head, tail_start = k - k // 2, n - k // 2
@@ -316,10 +339,11 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
 
     def render(k: int) -> str:
         head, tail_start = ends(k)
-        return kept_probe(f"{text[:head]}\n… [{tail_start - head} characters omitted] …\n{text[tail_start:]}")
+        close, reopen = around_marker(head, tail_start)
+        marker = f"… [{tail_start - head} characters omitted] …"
+        return kept_probe("\n".join([text[:head], *close, marker, *reopen, text[tail_start:]]))
 
-    probes = probe_entry(("words", text, count), n)["probes"]
-    found = fit_line_windows(n - 1, render, count, max_tokens, probes)
+    found = fit_line_windows(n - 1, render, count, max_tokens, entry["probes"])
     if found is None or found[0] == 0:
         return None
     k, out_text, tokens = found

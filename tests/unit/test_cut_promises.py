@@ -175,3 +175,14 @@ def test_a_cut_that_makes_a_role_line_is_fitted_by_its_neutralised_count() -> No
     shown = neutralise(_result_text(built))
     (line,) = [f for f in built.manifest.fragments if f.id == cut.id]
     assert cut.strategy == "words" and cl100k(shown) == cut.tokens == line.tokens
+
+
+def test_a_character_excerpt_cut_inside_a_fence_closes_it() -> None:
+    """The words cut ended its head inside a fence and nothing closed it: the rest of the block
+    (the tail, a log's "[full log: …]" line) read as code."""
+    report = ("Lint report\n```\n" + "const a=1;" * 6000 + "\n```\n"
+              + "error: " + " ".join(f'{{"rule":"no-unused","line":{i}}}' for i in range(3000)))
+    cut = lean_log(report, 1, 2000, cl100k)
+    assert cut.unit == "char" and _fence_closed(cut.text)
+    marker = next(line for line in cut.text.split("\n") if "characters omitted" in line)
+    assert cut.text.split("\n")[cut.text.split("\n").index(marker) - 1] == "```"  # closed before it
