@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Literal, TypeAlias
 
 from ahocorasick_rs import BytesAhoCorasick
@@ -33,6 +33,7 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary, head_chars
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
+from contextfold.projections.line_windows import capped_split, over_long_caps
 from contextfold.projections.truncate import (
     KeptRange,
     TokenCounter,
@@ -342,7 +343,9 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
     Otherwise the richest header that leaves room for the marker and the log's last
     line is chosen (exit code first, then the first key error, condensed if need be),
     else the richest that leaves room for the marker alone; then as many whole lines
-    as fit, a third from the head and two thirds from the tail. A code fence the cut
+    as fit, a third from the head and two thirds from the tail (a window stops before a line
+    longer than the room, the other taking its share; when that leaves only a few lines, a
+    character excerpt that keeps more replaces them). A code fence the cut
     falls in is closed before the marker and re-opened after it. ``kept`` lists the head
     and tail line ranges. ``line_splitting``: as for
     :func:`~contextfold.projections.truncate.truncate` (same result, fewer tokenizations).
@@ -373,35 +376,45 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
     variants, counts, fences = entry["parse"]
     end = "\n" if trailing else ""
 
-    def split(k: int) -> tuple[int, int]:
-        head = k // 3
-        return head, k - head
+    def windows(head: int, tail: int, header: str, framed: bool) -> list[str | range]:
+        marker = line_marker(n - head - tail, head + 1, n - tail)
+        body: list[str | range] = [range(0, head), marker, range(n - tail, n)]
+        if fences is not None:  # a fence the cut falls in is closed before the marker, re-opened after
+            before, after = fences[head], fences[n - tail]
+            body = [range(0, head), *([closing_fence(before)] if before is not None else []), marker,
+                    *([after] if after is not None else []), range(n - tail, n)]
+        return [header, "[log excerpt]", *body, f"[full log: {where}]"] if framed else [header, *body]
 
     header_only: Truncation | None = None
     for header, framed in variants:
-        def parts(k: int, header: str = header, framed: bool = framed) -> list[str | range]:
-            head, tail = split(k)
-            marker = line_marker(n - k, head + 1, n - tail)
-            body: list[str | range] = [range(0, head), marker, range(n - tail, n)]
-            if fences is not None:  # a fence the cut falls in is closed before the marker, re-opened after
-                before, after = fences[head], fences[n - tail]
-                body = [range(0, head), *([closing_fence(before)] if before is not None else []), marker,
-                        *([after] if after is not None else []), range(n - tail, n)]
-            return [header, "[log excerpt]", *body, f"[full log: {where}]"] if framed else [header, *body]
+        def frame(header: str = header, framed: bool = framed) -> int:  # no line kept
+            return count(joined(lines, windows(0, 0, header, framed), end))
+
+        # A line over the room (a `set -x` echo first) stops its window: the other takes the rest.
+        caps = over_long_caps(lines, max_tokens, frame, count, entry)
+
+        def parts(k: int, header: str = header, framed: bool = framed,
+                  caps: tuple[int, int] = caps) -> list[str | range]:
+            return windows(*capped_split(k, k // 3, caps), header, framed)
 
         def render(k: int, parts: Callable[[int], list[str | range]] = parts) -> str:
             return kept_probe(joined(lines, parts(k), end))
 
         measure = None if counts is None else (
             lambda k, parts=parts, counts=counts: counts.count(parts(k), end))
-        probes = entry["probes"].setdefault(header, {})
-        found = fit_line_windows(n - 1, render, count, max_tokens, probes, measure)
+        probes = entry["probes"].setdefault((header, caps), {})
+        most = min(n - 1, sum(caps))
+        found = fit_line_windows(most, render, count, max_tokens, probes, measure)
         if found is not None:
             k, out, tokens = found
-            if k == 0 and (excerpt := _char_excerpt(text, lines, header, framed, where, max_tokens,
-                                                     count, original_tokens)) is not None:
+            head, tail = capped_split(k, k // 3, caps)
+            # No line kept, or every line but the over-long ones: their characters may say more.
+            if ((k == 0 or (caps != (n, n) and k == most))
+                    and (excerpt := _char_excerpt(text, lines, header, framed, where, max_tokens,
+                                                  count, original_tokens)) is not None
+                    and (k == 0 or len(text) - excerpt.omitted_chars
+                         > sum(len(line) + 1 for line in chain(lines[:head], lines[n - tail:])))):
                 return excerpt
-            head, tail = split(k)
             cut = Truncation(
                 text=out, truncated=True, strategy="lean_log", unit="line",
                 original_chars=len(text), original_tokens=original_tokens, tokens=tokens,

@@ -6,17 +6,22 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   joined by one marker line ``… [N lines omitted: lines A–B] …``. Logs keep a
   bigger tail (a third head, two thirds tail) because that is where a failing
   command says why; files keep equal halves. A line is an atom: one longer
-  than the budget is omitted whole (the marker names it), never cut.
+  than the budget is omitted whole (the marker names it), never cut, and the window
+  it would fall in stops before it, its share going to the other window
+  (:mod:`~contextfold.projections.line_windows`).
 * ``markdown`` / ``text``: the same line windows, but a cut that lands inside
   a code fence closes the fence before the marker and re-opens it (with the
   original opener line, info string included) after it, so a truncated
   fragment never leaves a fence open that the original had closed. A ``file`` with a
   fence is cut the same way.
-* ``text`` (prose, no fence) and ``log`` whose line windows would keep no line
-  at all (a message that is one long paragraph, a progress bar's one line): a
+* ``text``, ``markdown`` and ``log`` whose line windows would keep no line
+  at all (a message that is one long paragraph, a progress bar's one line), or
+  could keep no more than the lines outside the over-long ones (a short line, a fence
+  and a long paragraph) while a character cut keeps more of the text: a
   head and a tail of its characters, each ending at whitespace (else at a grapheme cluster
   boundary), around ``… [N characters omitted] …`` (strategy ``words``), so the grant keeps the
-  opening and the closing words instead of a bare marker. A file keeps whole
+  opening and the closing words instead of a bare marker; a fence the head ends in is closed
+  before the marker and re-opened after it. A file keeps whole
   lines (its manifest entry names line ranges).
 * ``json``: the result stays valid JSON. Arrays keep their first and last
   items around a marker item ``"… N items omitted"``; objects keep their first
@@ -53,7 +58,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
@@ -71,6 +76,7 @@ from contextfold.projections.json_shrink import (
     shrink,
 )
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined, split_lines
+from contextfold.projections.line_windows import capped_split, over_long_caps
 
 __all__ = [
     "MINIMAL_MARKER",
@@ -250,9 +256,35 @@ def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
     )
 
 
+Words: TypeAlias = Literal["never", "if_none_kept", "if_more_kept"]
+"""When a line cut gives way to a words cut (:func:`_truncate_words`): never (a file's lines
+stay atoms while any is kept), when it kept no line, or also when its windows kept every line
+outside the over-long ones and the words cut keeps more of the text."""
+
+
+def _by_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
+              *, head_share: float, fences: bool, rule: LineSplitting | None = None,
+              first_line: int = 1, words: Words = "if_more_kept") -> Truncation:
+    """The line cut, or the words cut where ``words`` says: a grant whose text is a few short
+    lines between lines longer than it (one fence and a long paragraph, a one-line JSON in a
+    fence) kept those few lines and a marker, its grant unused."""
+    by_lines, capped, kept_chars = _truncate_lines(text, original_tokens, max_tokens, count,
+                                                   head_share=head_share, fences=fences, rule=rule,
+                                                   first_line=first_line)
+    if by_lines.over_budget or words == "never" or (by_lines.kept and not (
+            capped and words == "if_more_kept")):
+        return by_lines
+    by_words = _truncate_words(text, original_tokens, max_tokens, count)
+    if by_words is None or (by_lines.kept and len(text) - by_words.omitted_chars <= kept_chars):
+        return by_lines
+    return by_words
+
+
 def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
-                    *, head_share: float, fences: bool,
-                    rule: LineSplitting | None = None, first_line: int = 1) -> Truncation:
+                    *, head_share: float, fences: bool, rule: LineSplitting | None = None,
+                    first_line: int = 1) -> tuple[Truncation, bool, int]:
+    """The line cut; whether its windows kept every line but the over-long ones (and those
+    between them), which no larger grant could change; the characters it kept."""
     entry = probe_entry(("lines", text, head_share, fences, count, rule, first_line), len(text))
     if "lines" not in entry:
         lines, trailing = split_lines(text)
@@ -263,9 +295,10 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
     n = len(lines)
     end = "\n" if trailing else ""
 
+    caps = (n, n)  # set below: ``frame`` (no line kept) does not depend on it
+
     def split(k: int) -> tuple[int, int]:
-        head = int(k * head_share)
-        return head, k - head
+        return capped_split(k, int(k * head_share), caps)
 
     def parts(k: int) -> list[str | range]:
         head, tail = split(k)
@@ -283,17 +316,26 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
     def render(k: int) -> str:
         return kept_probe(joined(lines, parts(k), end))
 
+    def frame() -> int:  # the marker alone (a fence closed and re-opened around it)
+        return count(joined(lines, parts(0), end))
+
+    caps = over_long_caps(lines, max_tokens, frame, count, entry)
     counts: LineCounts | None = entry.get("counts")
     measure = None if counts is None else (lambda k: counts.count(parts(k), end))
-    found = fit_line_windows(n - 1, render, count, max_tokens, entry["probes"], measure)
+    # A render depends on the caps: probes are shared by the grants that have the same
+    probes = entry["probes"] if caps == (n, n) else entry.setdefault("capped", {}).setdefault(caps, {})
+    most = min(n - 1, sum(caps))
+    found = fit_line_windows(most, render, count, max_tokens, probes, measure)
     if found is None:
-        return marker_only(text, original_tokens, "line", n, count)
+        return marker_only(text, original_tokens, "line", n, count), False, 0
     k, out_text, tokens = found
     head, tail = split(k)
     shift = first_line - 1
-    return _result(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
-                   original=text, original_tokens=original_tokens, tokens=tokens,
-                   kept=[(1 + shift, head + shift), (n - tail + 1 + shift, n + shift)], omitted=n - k)
+    kept_chars = sum(len(line) + 1 for line in chain(lines[:head], lines[n - tail:]))
+    return (_result(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
+                    original=text, original_tokens=original_tokens, tokens=tokens,
+                    kept=[(1 + shift, head + shift), (n - tail + 1 + shift, n + shift)], omitted=n - k),
+            caps != (n, n) and k == most, kept_chars)
 
 
 def _truncate_words(text: str, original_tokens: int, max_tokens: int,
@@ -404,11 +446,8 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
     except (ValueError, RecursionError):  # not JSON (or nested past the parser): cut as text
-        by_lines = _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
-                                   fences=_has_fence(text), rule=rule, first_line=first_line)
-        if by_lines.kept or by_lines.over_budget:
-            return by_lines
-        return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
+        return _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
+                         fences=_has_fence(text), rule=rule, first_line=first_line)
     if found is None:
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
@@ -460,23 +499,15 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
         case "log":
             # A log whose lines are all too long to keep whole (a progress bar's one line) is
             # cut at whitespace rather than shown as a marker alone: the grant is used, not lost.
-            by_lines = _truncate_lines(text, original_tokens, max_tokens, count,
-                                       head_share=1 / 3, fences=False, rule=line_splitting)
-            if by_lines.kept or by_lines.over_budget:
-                return by_lines
-            return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
+            return _by_lines(text, original_tokens, max_tokens, count, head_share=1 / 3, fences=False,
+                             rule=line_splitting)
         case "file":  # a fence (a README's, a docstring's) is never left open either
-            return _truncate_lines(text, original_tokens, max_tokens, count, head_share=0.5,
-                                   fences=_has_fence(text), rule=line_splitting, first_line=first_line)
-        case "markdown":
-            return _truncate_lines(text, original_tokens, max_tokens, count,
-                                   head_share=0.5, fences=True, rule=line_splitting)
-        case "text":
-            by_lines = _truncate_lines(text, original_tokens, max_tokens, count,
-                                       head_share=0.5, fences=True, rule=line_splitting)
-            if by_lines.kept or by_lines.over_budget:
-                return by_lines
-            return _truncate_words(text, original_tokens, max_tokens, count) or by_lines
+            return _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
+                             fences=_has_fence(text), rule=line_splitting, first_line=first_line,
+                             words="never")
+        case "markdown" | "text":
+            return _by_lines(text, original_tokens, max_tokens, count, head_share=0.5, fences=True,
+                             rule=line_splitting)
         case "json":
             return _truncate_json(text, original_tokens, max_tokens, count, line_splitting, first_line)
         case _:

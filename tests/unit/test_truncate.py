@@ -180,10 +180,18 @@ def test_a_file_keeps_whole_lines_even_when_none_fits() -> None:
 
 
 def test_a_paragraph_among_lines_keeps_whole_lines_when_it_can() -> None:
+    text = "Please summarise:\n" + "word " * 3000 + "\nThanks.\n" + "More context.\n" * 40
+    result = truncate(text, 80, kind="text", count=cl100k)
+    assert result.strategy == "fenced_lines" and result.kept[0].end == 1 and result.tokens > 70
+    assert result.text.startswith("Please summarise:\n… [")
+
+
+def test_lines_around_a_paragraph_over_the_grant_give_way_to_words_that_keep_more() -> None:
+    """Whole lines could keep only the two short ones: the grant went unused."""
     text = "Please summarise:\n" + "word " * 3000 + "\nThanks."
     result = truncate(text, 50, kind="text", count=cl100k)
-    assert result.strategy == "fenced_lines"
-    assert result.text.startswith("Please summarise:\n… [1 line omitted")
+    assert result.strategy == "words" and result.tokens > 40
+    assert result.text.startswith("Please summarise:\nword word") and result.text.endswith("word \nThanks.")
 
 
 @SETTINGS
