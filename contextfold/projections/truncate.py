@@ -22,7 +22,8 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   boundary), around ``… [N characters omitted] …`` (strategy ``words``), so the grant keeps the
   opening and the closing words instead of a bare marker; a fence the head ends in is closed
   before the marker and re-opened after it. A file keeps whole
-  lines (its manifest entry names line ranges).
+  lines while any fits (its manifest entry names line ranges); one whose lines are all
+  longer than the grant (a minified bundle) keeps words rather than a bare marker.
 * ``json``: the result stays valid JSON. Arrays keep their first and last
   items around a marker item ``"… N items omitted"``; objects keep their first
   members plus a marker member ``"…": "N members omitted"``; long strings are
@@ -256,10 +257,10 @@ def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
     )
 
 
-Words: TypeAlias = Literal["never", "if_none_kept", "if_more_kept"]
-"""When a line cut gives way to a words cut (:func:`_truncate_words`): never (a file's lines
-stay atoms while any is kept), when it kept no line, or also when its windows kept every line
-outside the over-long ones and the words cut keeps more of the text."""
+Words: TypeAlias = Literal["if_none_kept", "if_more_kept"]
+"""When a line cut gives way to a words cut (:func:`_truncate_words`): when it kept no line (a
+file's lines stay atoms while any is kept), or also when its windows kept every line outside
+the over-long ones and the words cut keeps more of the text."""
 
 
 def _by_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
@@ -271,7 +272,7 @@ def _by_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCoun
     by_lines, capped, kept_chars = _truncate_lines(text, original_tokens, max_tokens, count,
                                                    head_share=head_share, fences=fences, rule=rule,
                                                    first_line=first_line)
-    if by_lines.over_budget or words == "never" or (by_lines.kept and not (
+    if by_lines.over_budget or (by_lines.kept and not (
             capped and words == "if_more_kept")):
         return by_lines
     by_words = _truncate_words(text, original_tokens, max_tokens, count)
@@ -504,7 +505,7 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
         case "file":  # a fence (a README's, a docstring's) is never left open either
             return _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
                              fences=_has_fence(text), rule=line_splitting, first_line=first_line,
-                             words="never")
+                             words="if_none_kept")
         case "markdown" | "text":
             return _by_lines(text, original_tokens, max_tokens, count, head_share=0.5, fences=True,
                              rule=line_splitting)

@@ -126,6 +126,10 @@ def test_multibyte_lines_are_never_split() -> None:
     for budget in range(0, 400, 7):
         result = truncate(text, budget, kind="file", count=cl100k)
         assert_promise(result, budget, cl100k)
+        if result.strategy == "words":  # no whole line fits: a head and a tail of characters
+            head, _, tail = WORDS_MARKER.split(result.text)
+            assert text.startswith(head) and text.endswith(tail)
+            continue
         originals = set(split_lines(text)[0])
         for line in split_lines(result.text)[0]:
             assert line in originals or MARKER.match(line) or line == MINIMAL_MARKER
@@ -172,11 +176,16 @@ def test_a_log_of_one_long_line_keeps_its_opening_and_closing_words() -> None:
         assert budget - 12 <= result.tokens <= budget
 
 
-def test_a_file_keeps_whole_lines_even_when_none_fits() -> None:
-    """A file's cut names line ranges in the manifest: its lines stay atoms."""
-    text = "const a=" + "1+" * 3000 + "1;"  # a minified one-line file
+def test_a_file_keeps_whole_lines_while_any_fits_then_words() -> None:
+    """A file's cut names line ranges in the manifest: its lines stay atoms while any fits. A
+    minified one-line file was a marker alone, its grant unused: it keeps words now."""
+    text = "const a=" + "1+" * 3000 + "1;"
     result = truncate(text, 200, kind="file", count=cl100k)
-    assert result.strategy == "lines" and result.kept == () and result.tokens <= 200
+    assert result.strategy == "words" and result.unit == "char" and 150 < result.tokens <= 200
+    head, _, tail = WORDS_MARKER.split(result.text)
+    assert text.startswith(head) and text.endswith(tail)
+    lines = truncate("const b = 2;\n" + text + "\nexport default a;\n", 200, kind="file", count=cl100k)
+    assert lines.strategy == "lines" and [(r.start, r.end) for r in lines.kept] == [(1, 1), (3, 3)]
 
 
 def test_a_paragraph_among_lines_keeps_whole_lines_when_it_can() -> None:
