@@ -60,7 +60,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate, chain
-from typing import Any, Literal, TypeAlias, assert_never
+from typing import Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
@@ -77,7 +77,14 @@ from contextfold.projections.json_shrink import (
     shrink,
 )
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined, split_lines
-from contextfold.projections.line_windows import capped_split, over_long_caps
+from contextfold.projections.line_windows import _PROBES as _PROBES  # tests empty the memo here
+from contextfold.projections.line_windows import (  # the search and its memo, used by diagnose too
+    capped_split,
+    fit_line_windows,
+    kept_probe,
+    over_long_caps,
+    probe_entry,
+)
 
 __all__ = [
     "MINIMAL_MARKER",
@@ -146,94 +153,6 @@ def line_marker(omitted: int, first: int, last: int) -> str:
     noun = "line" if omitted == 1 else "lines"
     span = f"line {first}" if first == last else f"lines {first}–{last}"
     return f"… [{omitted} {noun} omitted: {span}] …"
-
-
-_PROBES: dict[tuple[Any, ...], dict[str, Any]] = {}
-"""Per input (text, strategy, counter): its parse and the probes already counted. A run's misfit
-is cut again and again to slightly different sizes as the run grows; the searches share most
-probes. Emptied past 256 inputs or 16M characters of input and probe text."""
-_probe_chars = [0]
-
-
-def probe_entry(key: tuple[Any, ...], size: int) -> dict[str, Any]:
-    """The process-wide memo of one input's cuts: ``key`` names the input (its text first, then
-    everything else the cut depends on, counter included), ``size`` is its text's length. Holds
-    ``"probes"`` (for :func:`fit_line_windows`) and whatever the caller keeps (its parse). An
-    unhashable key (a counter that is not) gets a fresh entry, shared with nobody."""
-    try:
-        entry = _PROBES.get(key)
-    except TypeError:  # an unhashable counter: nothing shared
-        return {"probes": {}}
-    if entry is None:
-        if len(_PROBES) >= 256 or _probe_chars[0] >= 16 * 1024 * 1024:
-            _PROBES.clear()
-            _probe_chars[0] = 0
-        entry = _PROBES[key] = {"probes": {}}
-        _probe_chars[0] += size
-    return entry
-
-
-def kept_probe(text: str) -> str:
-    """``text``, counted against the memo's bound: for a probe text kept in a ``probe_entry``."""
-    _probe_chars[0] += len(text)
-    return text
-
-
-def fit_line_windows(
-    n: int,
-    render: Callable[[int], str],
-    count: TokenCounter,
-    max_tokens: int,
-    probes: dict[int, tuple[str | None, int]] | None = None,
-    measure: Callable[[int], int] | None = None,
-) -> tuple[int, str, int] | None:
-    """The largest ``k`` in ``[0, n]`` whose ``render(k)`` fits, with its text and tokens.
-
-    ``None`` when even ``render(0)`` does not fit. Exponential then binary
-    search: each probe counts one assembled candidate, so a 2 MB input costs
-    O(log n) counts of budget-sized texts. A non-monotone counter can only
-    make the result shorter, never over budget: only probes that passed are
-    returned. ``measure(k)``, when given, is ``count(render(k))`` found without
-    the text (``line_counts``): then only the answer is rendered.
-    """
-    memo: dict[int, tuple[str | None, int]] = {} if probes is None else probes  # ``render`` is pure
-
-    def fits(k: int) -> bool:
-        if k not in memo:
-            if measure is not None:
-                memo[k] = (None, measure(k))
-            else:
-                text = render(k)
-                memo[k] = (text, count(text))
-        return memo[k][1] <= max_tokens
-
-    if not fits(0):
-        return None
-    lo, hi = 0, n + 1
-    probe = 1
-    while probe <= n:
-        if fits(probe):
-            lo = probe
-            probe *= 2
-        else:
-            hi = probe
-            break
-    if hi == n + 1 and lo < n:
-        if fits(n):
-            lo = n
-        else:
-            hi = n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    found, tokens = memo[lo]
-    if found is None:
-        found = render(lo)
-        memo[lo] = (found, tokens)
-    return lo, found, tokens
 
 
 def _result(text: str, *, strategy: Strategy, unit: Unit, original: str, original_tokens: int,
