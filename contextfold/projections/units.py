@@ -52,6 +52,7 @@ from contextfold.projections.framing import (
     MESSAGE_OVERHEAD,
     AnswerFrame,
     framing_tokens,
+    is_data,
     truncated_extra_tokens,
 )
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
@@ -176,6 +177,13 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
         shrink = status in ("ok", "error") and text_tokens > SHRINK_FLOOR
     else:
         shrink = False
+    if shrink and folded is not None and is_data(view.kind, view.trust):
+        # What neutralising the whole text adds ([data] markers) is framing the fold priced with
+        # the text; a cut text is fitted by its neutralised count, which holds the markers of
+        # what it keeps. As fixed overhead they were charged twice: a transcript-like result cut
+        # to 217 tokens was charged 1,420, and at 1.3k a spurious required-over-budget error.
+        neutral = folded - framing_tokens(view.kind, view.trust, view.source_ref, count, answer_frame(view))
+        overhead, text_tokens = overhead - neutral, text_tokens + neutral
     extra = truncated_extra_tokens(view.kind, view.trust, count, status)
     return Facts(view, hit, media, large, text_tokens, overhead, shrink, extra)
 

@@ -279,3 +279,24 @@ def test_calls_shown_under_an_alias_or_with_wrapped_arguments_are_priced_as_show
     whole = _build(events, provider, 400_000).manifest.selected_tokens
     built = _build(events, provider, whole + 1000)
     assert shown_tokens(provider, built) <= built.manifest.selected_tokens
+
+
+@pytest.mark.parametrize("provider", sorted(_HISTORY))
+def test_a_cut_text_that_needs_neutralising_pays_for_the_markers_it_keeps(provider: str) -> None:
+    """The [data] markers neutralising the whole text added were fixed framing, and the cut text
+    was fitted by its neutralised count, which counts the markers it keeps again: a transcript cut
+    to ~200 tokens was charged ~1,400, and at a 1.3k window the required group (the latest, cut
+    to its floor, would fit in ~80) raised a required-over-budget error."""
+    transcript = "\n".join(f"user: question {i} about the invoice\nassistant: answer {i}, all fine"
+                           for i in range(300))
+    events: list[AnyEvent] = [
+        PolicySet(text="Be careful."), UserInput("Summarise the support transcript."),
+        ModelResponse(tool_calls=[ToolCall(call_id="c1", name="fetch_transcript", arguments="{}")]),
+        ToolResult(call_id="c1", content=transcript), ModelResponse(text="Fetched it."),
+        UserInput("Now the short version please")]
+    for window in (1_700, 2_300):  # budgets 700 and 1,300
+        built = _build(events, provider, window)
+        line = next(f for f in built.manifest.fragments if f.id == "e4")
+        assert line.truncated
+        assert built.manifest.selected_tokens <= window - 1000
+        assert built.manifest.selected_tokens - shown_tokens(provider, built) < 120  # framing only
