@@ -115,7 +115,8 @@ class TurnAudit(_Frozen):
     records: int
     manifest: ContextManifest
     prefix_changed: bool | None
-    """The cache key differs from the previous turn's (None for the first turn)."""
+    """The cache key differs from that of the latest earlier turn built for the same provider
+    (None for a provider's first turn)."""
     config_changed: bool | None
     diff: dict[str, Any] | None
     repairs: tuple[ProtocolRepair, ...]
@@ -136,7 +137,7 @@ class AuditSummary(_Frozen):
     recorded_turns: int
     rebuilt_turns: int
     prefix_reused: int
-    """Turns whose stable-prefix cache key equals the previous turn's."""
+    """Turns whose stable-prefix cache key equals that of the latest earlier turn of their provider."""
     prefix_changed_turns: tuple[int, ...]
     config_changed_turns: tuple[int, ...]
     tool_schema_tokens: dict[str, float]
@@ -278,13 +279,19 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
 
     turns: list[TurnAudit] = []
     previous: ContextManifest | None = None
+    cache_keys: dict[str, str] = {}  # per provider: the cache key of its latest turn
     for turn in sorted(t for t in manifests if t <= responses + 1):
         manifest, source = manifests[turn]
         low = previous.log_version if previous is not None else 0
         between = events[low:manifest.log_version]  # positions are 1..n, contiguous
+        # against the latest turn built for the same provider: a provider caches its own prefix
+        # (a run built alternately for two showed "prefix changed" every turn; the key names the
+        # provider that renders it)
+        last_key = cache_keys.get(manifest.provider)
+        cache_keys[manifest.provider] = manifest.cache_key
         turns.append(TurnAudit(
             turn=turn, source=source, records=record_counts.get(turn, 0), manifest=manifest,
-            prefix_changed=None if previous is None else previous.cache_key != manifest.cache_key,
+            prefix_changed=None if last_key is None else last_key != manifest.cache_key,
             config_changed=None if previous is None else previous.config_hash != manifest.config_hash,
             diff=None if previous is None else diff_manifests(previous, manifest),
             repairs=tuple(_repairs(between)), compactions=tuple(_compactions(between)),

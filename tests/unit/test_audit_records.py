@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from contextfold.api import Run, open_store
 from contextfold.audit.data import Integrity, audit_run, collect
 from contextfold.audit.records import ManifestReader, read_records
-from contextfold.domain.events import ContextBuilt
+from contextfold.domain.events import ContextBuilt, ModelResponse, PolicySet, UserInput
 from contextfold.domain.manifest import ContextManifest
 from tests.unit.test_audit_report import make_synthetic_run
 
@@ -84,3 +84,17 @@ def test_slimmed_records_keep_what_the_fold_reads(run: Run) -> None:
     assert builds and all(isinstance(r.event, ContextBuilt) and r.event.manifest == {} for r in builds)
     assert sum(recorded.counts.values()) == len(builds)
     assert set(recorded.estimates) == {r.position for r in builds}
+
+
+def test_a_run_built_alternately_for_two_providers_reuses_each_ones_prefix(tmp_path: Path) -> None:
+    """The cache key names the provider that renders the prefix, and the audit compared each turn
+    with the turn before: a run built for Anthropic and OpenAI in turn showed "prefix changed" at
+    every turn though each provider's prefix never changed."""
+    run = open_store(f"sqlite:///{tmp_path / 'alt.db'}").run("alt")
+    run.append(PolicySet(text="Be careful."), UserInput("go"))
+    for i in range(6):
+        run.build(provider=("anthropic", "openai-chat")[i % 2], window=8_000, reserve=1_000)
+        run.append(ModelResponse(text=f"step {i}"), UserInput(f"next {i}"))
+    audit = audit_run(run)
+    assert [t.prefix_changed for t in audit.turns] == [None, None, False, False, False, False]
+    assert audit.summary.prefix_reused == 4 and audit.summary.prefix_changed_turns == ()
