@@ -101,6 +101,15 @@ def test_properties_as_null_or_an_empty_list_are_an_empty_object_and_another_val
         render(conv({"type": "object", "properties": "x"}), provider)
 
 
+def test_gemini_gets_an_object_schema_with_properties_too() -> None:
+    """Gemini's JSON Schema got ``"properties": null`` (Go's empty map) as logged."""
+    empties: tuple[None, list[Any]] = (None, [])
+    for empty in empties:
+        body = render(conv({"type": "object", "properties": empty}), "gemini")
+        assert body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"] == {
+            "type": "object", "properties": {}}
+
+
 def test_an_import_names_only_the_schemas_a_renderer_cannot_send() -> None:
     from contextfold.projections.render.protocol import refused_tool_schemas
 

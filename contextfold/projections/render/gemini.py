@@ -49,7 +49,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.errors import RenderError
 from contextfold.projections.render._shared import (
-    canonical_schema,
+    object_schema,
     parse_arguments,
     system_texts,
 )
@@ -212,7 +212,9 @@ def render_gemini(conversation: Conversation, *, max_tokens: int | None = None
             decl: dict[str, Any] = {"name": spec.name}
             if spec.description:
                 decl["description"] = spec.description
-            decl["parametersJsonSchema"] = canonical_schema(_strip_schema(spec.parameters))
+            # an object schema as the others get it: JSON Schema has no null or [] properties
+            # (Go's and PHP's empty map), and a call's arguments are an object
+            decl["parametersJsonSchema"] = object_schema(_strip_schema(spec.parameters))
             declarations.append(decl)
         body["tools"] = [{"functionDeclarations": declarations}]
     if max_tokens is not None:
