@@ -10,12 +10,14 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contextfold.api import Run, Store
+from contextfold.audit.data import config_for_turn
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
 from contextfold.cli import (
@@ -36,18 +38,21 @@ from contextfold.domain.errors import (
     TurnNotFoundError,
 )
 from contextfold.domain.events import ContextBuilt
+from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import (
     BUILD_PROVIDERS,
     LAYER_NAMES,
+    BuildConfig,
     ContextManifest,
     ExcludedFragment,
     ExclusionReason,
+    config_of,
 )
 from contextfold.projections.builder import BuildResult
 from contextfold.projections.past_states import state_at_version
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_candidates import not_exposed_reason
-from contextfold.rebuild_api import previewed
+from contextfold.rebuild_api import previewed, rebuild
 
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
            "manifest_table", "not_exposed_reasons", "pick_record", "record_choice", "turn_record"]
@@ -66,7 +71,10 @@ def _build_args(p: argparse.ArgumentParser, *, live: bool = True) -> None:
                    help="rebuild turn N (the request that produced the N-th model response; the "
                         "turn not answered yet, until it is built, is the next request, previewed); "
                         "default: the next request" + ("" if live else ", previewed: nothing is written "
-                                                       "(build records it)"))
+                                                       "(build records it). A past turn without a "
+                                                       "context_built record is rebuilt with the nearest "
+                                                       "record's settings, the flags given replacing them; "
+                                                       "one with a record, with its own"))
     p.add_argument("--provider", choices=PROVIDER_CHOICES, default=None,
                    help="request format (default: neutral message list)")
     p.add_argument("--model", default=None, type=nonempty("model name"),
@@ -98,6 +106,49 @@ def _do_build(args: argparse.Namespace, store: Store, *, preview: bool = False,
                                progress=advance)
         return run.build(args.provider, window=args.window, reserve=args.reserve, model=args.model,
                          turn=args.turn, retries=args.retries, progress=advance, before_record=before_record)
+
+
+@dataclass(frozen=True)
+class RebuiltTurn:
+    """A past turn rebuilt by ``manifest --turn N`` or ``replay --turn N``: the result, the turn's
+    records as they were before, and, for a turn that had none, the settings it was rebuilt with
+    and where they came from (for the note that says so)."""
+
+    result: BuildResult
+    records: tuple[ContextBuilt, ...]
+    settings: str = ""
+
+
+def _settings_text(cfg: BuildConfig, events: Sequence[RecordedEvent], given: Mapping[str, Any]) -> str:
+    """``anthropic, window 16000, reserve 2000 (the nearest record's)``."""
+    source = ("the nearest record's" if any(isinstance(rec.event, ContextBuilt) for rec in events)
+              else "the defaults: the run has no record")
+    if given:
+        source += f", {', '.join(f'--{name}' for name in given)} as given"
+    return f"{cfg.provider}, window {cfg.window}, reserve {cfg.reserve} ({source})"
+
+
+def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label: str) -> RebuiltTurn:
+    """Turn ``args.turn`` rebuilt from the log. A turn with a record is rebuilt with that record's
+    settings (any given beside it that differ are refused: they would be ignored); a turn with
+    none with the nearest record's, as ``audit --turn`` and ``why`` rebuild it, the flags given
+    replacing theirs: the defaults (neutral, window 128000) made another request than the run's,
+    and ``replay`` recorded it as the turn's first record. ``record``: a past turn with no record
+    records its rebuild, marked as one (``replay``); ``manifest`` writes nothing."""
+    run = store.run(args.run)
+    records = tuple(run.records(args.turn))
+    given = {name: value for name in ("provider", "window", "reserve", "model")
+             if (value := getattr(args, name, None)) is not None}
+    named = config_of(None, **given)  # an invalid value (--window 0) is refused as such, first
+    with fold_bar(store, args, f"{label} {args.run} turn {args.turn}") as advance:
+        if records:
+            result = rebuild(run, args.turn, named, record=False, progress=advance,
+                             records=list(records), given=given)
+            return RebuiltTurn(result, records)
+        events = run.events()  # read once: for the settings and the rebuild
+        cfg = config_for_turn(events, args.turn, given or None)
+        result = rebuild(run, args.turn, cfg, record=record, progress=advance, records=[], events=events)
+    return RebuiltTurn(result, records, _settings_text(cfg, events, given))
 
 
 # ---------------------------------------------------------------- which record of a turn
@@ -352,13 +403,15 @@ def _handle_manifest(args: argparse.Namespace) -> int:
         elif args.turn is None:  # a look at the next request: no recovery events, no record
             manifest = _do_build(args, store, preview=True).manifest
             note = _PREVIEWED.format(turn=manifest.turn)
-        else:
-            manifest = _do_build(args, store).manifest
-            run = store.run(args.run)
-            records = run.records(args.turn)
-            count = len(records)
-            if previewed(args.turn, records, run.next_turn()):  # the unanswered turn, as rebuild made it
-                note = _PREVIEWED.format(turn=args.turn)
+        else:  # a look: nothing is written, not even a rebuild record of a turn that has none
+            rebuilt = _rebuild_turn(args, store, record=False, label="building")
+            manifest = rebuilt.result.manifest
+            count = len(rebuilt.records)
+            if previewed(args.turn, rebuilt.records, store.run(args.run).next_turn()):
+                note = _PREVIEWED.format(turn=args.turn)  # the unanswered turn, as rebuild made it
+            elif not count:
+                note = (f"turn {args.turn} has no context_built record: rebuilt from the log with "
+                        f"{rebuilt.settings}; nothing was written (build --turn {args.turn} records it)")
             elif count > 1:  # the rebuild reproduces the first: say that the others exist
                 note = (f"turn {args.turn} has {count} context_built records; this is the first, rebuilt "
                         f"from the log (the one replay --verify checks): --record last|1..{count} "
@@ -383,7 +436,10 @@ register("manifest", "show what a request contains, layer by layer, and what was
 def _configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
     p.add_argument("--turn", type=int, required=True, metavar="N",
-                   help="the turn to rebuild: the request that produced the N-th model response")
+                   help="the turn to rebuild: the request that produced the N-th model response (with "
+                        "its first record's settings; a past turn without a record is rebuilt with the "
+                        "nearest record's and, without --verify, recorded as a rebuild, which the "
+                        "command says)")
     p.add_argument("--verify", action="store_true",
                    help="compare with the turn's first context_built record instead of printing the "
                         "request; exit 1 on a difference, 2 when the turn has no record, 3 when the log "
@@ -394,9 +450,17 @@ def _handle_replay(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         run = store.run(args.run)
         if not args.verify:
-            with fold_bar(store, args, f"replaying {args.run} turn {args.turn}") as advance:
-                result = run.build(turn=args.turn, progress=advance)
-            sys.stdout.write(json.dumps(result.request, indent=2, ensure_ascii=False) + "\n")
+            rebuilt = _rebuild_turn(args, store, record=True, label="replaying")
+            sys.stdout.write(json.dumps(rebuilt.result.request, indent=2, ensure_ascii=False) + "\n")
+            if rebuilt.records:
+                return 0
+            if previewed(args.turn, (), run.next_turn()):
+                note = _PREVIEWED.format(turn=args.turn)
+            else:  # it wrote: say so, and with what (the first record is what replay --verify checks)
+                note = (f"turn {args.turn} had no context_built record: this rebuild, with "
+                        f"{rebuilt.settings}, is recorded as its first, marked as a rebuild (replay "
+                        "--verify checks against it)")
+            sys.stderr.write(f"note: {note}\n")
             return 0
         with fold_bar(store, args, f"replaying {args.run} turn {args.turn}") as advance:
             report = run.replay(args.turn, progress=advance)  # a damaged artifact: IntegrityError, 3
@@ -409,7 +473,11 @@ def _handle_replay(args: argparse.Namespace) -> int:
         m = report.rebuilt
         named = (f"; recorded in run {m.run_id!r}, the name its refs carry, before the run was "
                  f"imported as {args.run!r}" if m.run_id != args.run else "")
-        sys.stdout.write(f"ok: turn {args.turn} rebuilt from the log matches its record "
+        # a rebuild record is not what a model was sent: say that the check is against one
+        which = ("its first record, a rebuild (no live build of the turn was recorded: this shows the "
+                 "log still makes the request that rebuild recorded)" if report.recorded.rebuild
+                 else "its record")
+        sys.stdout.write(f"ok: turn {args.turn} rebuilt from the log matches {which} "
                          f"(request {m.request_hash[:16]}, cache key {m.cache_key[:16]}{named})\n")
         return 0
     sys.stderr.write(f"MISMATCH at turn {args.turn}: first difference: {report.differences[0]}\n")

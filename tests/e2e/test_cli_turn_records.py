@@ -12,7 +12,7 @@ from contextfold.api import open_store
 from contextfold.audit.data import audit_run
 from contextfold.audit.report import render_report
 from contextfold.cli import main
-from contextfold.domain.events import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import ContextBuilt, ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
 
 LOG = "\n".join(f"{i:04d} INFO compiling module_{i}.rs with a long line of build noise" for i in range(400))
 
@@ -250,3 +250,47 @@ def test_usage_and_diff_check_turns_without_folding_the_run(
     assert code == 2 and "turn 9" in err
     code, _, err = _cf(capsys, store, "usage", "nope", "--turn", "1", "--input-tokens", "900")
     assert code == 2 and "nope" in err
+
+
+def test_a_look_at_a_past_turn_without_a_record_writes_nothing_and_takes_the_runs_settings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``manifest RUN --turn 3`` (a look, "nothing is written") appended a rebuild record of turn 3
+    built under the defaults (neutral, window 128000) instead of the run's recorded settings, and
+    said nothing; ``replay --turn 2`` recorded one the same way, which ``replay --verify`` then
+    called a match "with its record" as if a model had been sent it."""
+    store = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["--store", store, "demo"]) == 0  # turn 6 recorded: anthropic, window 16000, reserve 2000
+    run = "demo-fix-invoice"
+
+    def records(turn: int) -> list[ContextBuilt]:
+        with open_store(store) as s:
+            return s.run(run).records(turn)
+
+    code, out, err = _cf(capsys, store, "manifest", run, "--turn", "3")
+    assert code == 0 and err == "", err
+    assert out.startswith("turn 3 has no context_built record: rebuilt from the log with anthropic, window "
+                          "16000, reserve 2000 (the nearest record's); nothing was written"), out
+    assert "provider anthropic" in out and "window 16000  reserved 2000" in out
+    code, out, err = _cf(capsys, store, "manifest", run, "--turn", "3", "--window", "20000", "--json")
+    manifest = json.loads(out)
+    assert code == 0 and (manifest["provider"], manifest["window_tokens"]) == ("anthropic", 20_000)
+    assert "(the nearest record's, --window as given)" in err
+    code, out, err = _cf(capsys, store, "manifest", run, "--turn", "3", "--window", "0")
+    assert code == 2 and out == "" and "InvalidInputError: invalid build config: window" in err, err
+    assert records(3) == []
+
+    code, out, err = _cf(capsys, store, "replay", run, "--turn", "2", "--verify")
+    assert code == 2 and out == "" and "turn 2 has no record first (it has none" in err
+    assert records(2) == []  # --verify never records what it would then check against
+    code, out, err = _cf(capsys, store, "replay", run, "--turn", "2")
+    assert code == 0 and json.loads(out)["max_tokens"] == 2_000  # the run's anthropic request
+    assert err == ("note: turn 2 had no context_built record: this rebuild, with anthropic, window 16000, "
+                   "reserve 2000 (the nearest record's), is recorded as its first, marked as a rebuild "
+                   "(replay --verify checks against it)\n")
+    [made] = records(2)
+    assert made.rebuild and made.manifest["config"]["provider"] == "anthropic"
+    code, out, _ = _cf(capsys, store, "replay", run, "--turn", "2", "--verify")
+    assert code == 0 and out.startswith("ok: turn 2 rebuilt from the log matches its first record, a "
+                                         "rebuild (no live build of the turn was recorded"), out
+    code, out, _ = _cf(capsys, store, "replay", run, "--turn", "6", "--verify")
+    assert code == 0 and out.startswith("ok: turn 6 rebuilt from the log matches its record (request ")
