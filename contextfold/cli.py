@@ -493,8 +493,10 @@ def _load_extensions() -> None:
 
 def _one_line(exc: BaseException) -> str:
     """An error's message on one line, as the exit code's line promises a script reading stderr:
-    a server's error brings its ``DETAIL:`` line along (``?schema=pg_catalog``)."""
-    return _LINE_BREAK.sub(" ", str(exc).strip())
+    a server's error brings its ``DETAIL:`` line along (``?schema=pg_catalog``). Its control
+    characters made visible: a message quotes its input (an event type, a key, a path), and an
+    escape in a crafted file set the terminal's title or cleared its screen."""
+    return visible(_LINE_BREAK.sub(" ", str(exc).strip()))
 
 
 _LINE_BREAK = re.compile(r"\s*[\r\n]+\s*")
@@ -533,7 +535,7 @@ def _main(argv: list[str] | None) -> int:
     except ContextfoldError as exc:
         sys.stderr.write(f"contextfold: {type(exc).__name__}: {_one_line(exc)}\n")
         for note in getattr(exc, "__notes__", ()):  # context a caller added on the way out
-            sys.stderr.write(f"  {note}\n")
+            sys.stderr.write(f"  {visible(note)}\n")
         return 2
     except BrokenPipeError:  # pragma: no cover - `contextfold events X | head`
         return 0

@@ -150,7 +150,7 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
     except IntegrityError as exc:
         report = run.verify()
         where = f" (first bad position {report.first_bad_position}: {report.reason})" if not report.ok else ""
-        sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be re-derived: {exc}{where}\n")
+        sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be re-derived: {visible(exc)}{where}\n")
         return 3
     if args.json:
         data = {**verdict, "manifest": result.manifest.model_dump(mode="json")}
@@ -273,7 +273,7 @@ def _handle_audit(args: argparse.Namespace) -> int:
             with fold_bar(store, args, f"auditing {args.run}") as advance:
                 audit = audit_run(run, config=_given_config(args), progress=advance)
         except IntegrityError as exc:
-            sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be read back: {exc}\n")
+            sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be read back: {visible(exc)}\n")
             return 3
     if html is not None:
         write_output(html, render_report(audit))

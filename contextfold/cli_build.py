@@ -418,7 +418,7 @@ def _handle_manifest(args: argparse.Namespace) -> int:
                         "shows another as recorded")
     if args.json:
         if note and args.record is None:  # stdout stays the manifest JSON alone
-            sys.stderr.write(f"note: {note}\n")
+            sys.stderr.write(f"note: {visible(note)}\n")
         sys.stdout.write(manifest.model_dump_json(indent=2) + "\n")
     else:
         sys.stdout.write((f"{note}\n\n" if note else "") + manifest_table(manifest, args.excluded) + "\n")
@@ -460,7 +460,7 @@ def _handle_replay(args: argparse.Namespace) -> int:
                 note = (f"turn {args.turn} had no context_built record: this rebuild, with "
                         f"{rebuilt.settings}, is recorded as its first, marked as a rebuild (replay "
                         "--verify checks against it)")
-            sys.stderr.write(f"note: {note}\n")
+            sys.stderr.write(f"note: {visible(note)}\n")
             return 0
         with fold_bar(store, args, f"replaying {args.run} turn {args.turn}") as advance:
             report = run.replay(args.turn, progress=advance)  # a damaged artifact: IntegrityError, 3
@@ -480,7 +480,7 @@ def _handle_replay(args: argparse.Namespace) -> int:
         sys.stdout.write(f"ok: turn {args.turn} rebuilt from the log matches {which} "
                          f"(request {m.request_hash[:16]}, cache key {m.cache_key[:16]}{named})\n")
         return 0
-    sys.stderr.write(f"MISMATCH at turn {args.turn}: first difference: {report.differences[0]}\n")
+    sys.stderr.write(f"MISMATCH at turn {args.turn}: first difference: {visible(report.differences[0])}\n")
     if report.builder_note is not None:
         sys.stderr.write(f"note: {report.builder_note}\n")
     return 1

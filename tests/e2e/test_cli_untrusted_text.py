@@ -108,3 +108,36 @@ def test_html_report_allows_only_its_own_script(store: str, tmp_path: Path) -> N
     assert len(scripts) == 1
     digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
     assert policy["script-src"] == [f"'sha256-{digest}'"]
+
+
+def test_error_lines_show_the_escapes_of_the_input_they_quote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error quotes its input (an event type, a key): a crafted events file's
+    ``ESC ]0;PWNED BEL ESC [2J`` set the terminal's title and cleared its screen from stderr."""
+    from contextfold.cli import COMMANDS
+    from contextfold.domain.errors import InvalidInputError
+
+    store = f"sqlite:///{tmp_path / 'e.db'}"
+    bad_type = tmp_path / "t.jsonl"
+    bad_type.write_text(json.dumps({"type": f"x{ESC}]0;PWNED\x07{ESC}[2J", "v": 1}) + "\n")
+    bad_key = tmp_path / "k.jsonl"
+    bad_key.write_text(json.dumps({"type": "user_input", "content": [{"type": "text", "text": "a"}],
+                                   f"k{ESC}[2J\u202e": 1}) + "\n")
+    for path, shown in ((bad_type, "'x\\x1b]0;PWNED\\x07\\x1b[2J'"), (bad_key, "k\\x1b[2J\\u202e")):
+        capsys.readouterr()
+        assert main(["--store", store, "import", str(path), "--run", "r", "--format", "events"]) == 2
+        err = capsys.readouterr().err
+        assert _hidden(err) == [] and "ImportFormatError" in err and shown in err, err
+
+    def raises(_: object) -> int:
+        exc = InvalidInputError(f"bad {ESC}[31mred")
+        exc.add_note(f"from {ESC}]0;title\x07 here")
+        raise exc
+
+    configure, _, help_text = COMMANDS["runs"]
+    monkeypatch.setitem(COMMANDS, "runs", (configure, raises, help_text))
+    capsys.readouterr()
+    assert main(["--store", store, "runs"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("contextfold: InvalidInputError: bad \\x1b[31mred\n"
+                   "  from \\x1b]0;title\\x07 here\n")
