@@ -427,7 +427,9 @@ def _handle_demo(args: argparse.Namespace) -> int:
             run_id = f"{run_id}-{n}"
         run = store.run(run_id)
         run.append(events, expected_version=0)
-        _out(f"recorded the sample agent run as {run_id!r} in {store.url}: {len(events)} events\n")
+        # the URL masked, as runs shows it: a PostgreSQL store's carries its password
+        _out(f"recorded the sample agent run as {run_id!r} in {display_url(store.url)}: "
+             f"{len(events)} events\n")
         _print_events(run.events(), as_json=False)
         report = run.verify()
         _out(f"\nintegrity: {'ok' if report.ok else 'BROKEN'} ({report.events} events, blake3 hash chain)")

@@ -40,6 +40,30 @@ def test_demo_records_into_default_sqlite_and_verifies(tmp_path: Path) -> None:
     assert "demo-fix-invoice-2" in again.stdout
 
 
+def test_demo_masks_the_password_of_the_store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``demo`` printed the store's URL whole, where ``runs`` masks it: with ``--store
+    postgresql://user:pw@host/db`` the password went to the terminal (and any log of it). No
+    server: the SQLite store's URL is swapped for the one a PostgreSQL store holds."""
+    import argparse
+
+    import contextfold.cli as cli
+    from contextfold.api import Store
+
+    opened = cli.store_for
+
+    def postgres_named(args: argparse.Namespace, *, create: bool = False) -> Store:
+        store = opened(args, create=create)
+        store.events.url = "postgresql://alice:S3cretPW@db.example:5432/runs"
+        return store
+
+    monkeypatch.setattr(cli, "store_for", postgres_named)
+    out = cf("demo", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "S3cretPW" not in out.stdout
+    assert ("recorded the sample agent run as 'demo-fix-invoice' in postgresql://alice:***@db.example"
+            in out.stdout)
+
+
 def test_events_json_round_trips_through_import(tmp_path: Path) -> None:
     cf("demo", cwd=tmp_path)
     dump = cf("events", "demo-fix-invoice", "--json", cwd=tmp_path)
