@@ -19,7 +19,7 @@ import re
 import stat
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -27,7 +27,9 @@ from contextfold.cli import store_for
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
 from contextfold.domain.events import AnyEvent, ArtifactRef, ToolsRegistered, artifact_refs
+from contextfold.store.backends import parse_store_url
 from contextfold.store.event_reads import check_run_id
+from contextfold.store.event_store import store_url_from_env
 
 __all__ = ["TRACE_PATTERNS", "handle_import"]
 
@@ -228,6 +230,32 @@ Named = list[tuple[str, list[AnyEvent], str]]
 """(run id, events, source) of each run an import records."""
 
 
+def _cited(named: Named, bundled: Bundled, held: Callable[[str], bool]) -> Bundled:
+    """The carried artifacts (``bundled``) the runs cite, to write with them; an ImportFormatError
+    for a ref neither carried nor ``held`` by the store (an export's refs into the store it came
+    from): the run would not build."""
+    needed: Bundled = {}
+    for run_id, events, where in named:
+        for index, ref in _artifact_refs(events):
+            if ref.hash in bundled:
+                needed[ref.hash] = bundled[ref.hash]
+            elif not held(ref.hash):
+                raise ImportFormatError(
+                    f"{where}:0", f"run {run_id!r}: position {index + 1} refers to artifact "
+                    f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
+                    "keeps large payloads as refs into its own store; 'events --json "
+                    "--with-artifacts' carries them): the run would not build")
+    return needed
+
+
+def _new_sqlite_file(args: argparse.Namespace) -> bool:
+    """Whether the import's store is a SQLite file not made yet: it holds no artifact, so a ref the
+    import does not carry is refused before the file is made (the refusal left an empty store,
+    which later commands took for one that had been recorded into)."""
+    url = parse_store_url(store_url_from_env(args.store))
+    return url.scheme == "sqlite" and url.path != ":memory:" and not Path(url.path).exists()
+
+
 def _check_run_id(run_id: str, where: str) -> None:
     """:func:`check_run_id`, naming the source the id came from (a folder's file, say)."""
     try:
@@ -352,22 +380,15 @@ def handle_import(args: argparse.Namespace) -> int:
             raise ImportFormatError(f"{where}:0", f"its run id {run_id!r} is also {other} (a character "
                                     "a run id cannot hold becomes _)")
         first[run_id] = where
-    needed: Bundled = {}  # the carried artifacts the runs cite, written with them
+    if _new_sqlite_file(args):
+        _cited(named, bundled, lambda _: False)
     with store_for(args, create=True) as store:
-        for run_id, events, where in named:
+        for run_id, _, where in named:
             held = store.events.version(run_id)
             if held:
                 raise RunExistsError(run_id, held, source=None if where == source else where,
                                      hint="pick another --run")
-            for index, ref in _artifact_refs(events):  # an export's refs into the store it came from
-                if ref.hash in bundled:
-                    needed[ref.hash] = bundled[ref.hash]
-                elif not store.events.has_artifact(ref.hash):
-                    raise ImportFormatError(
-                        f"{where}:0", f"run {run_id!r}: position {index + 1} refers to artifact "
-                        f"{ref.hash[:16]}, which this store does not hold (an 'events --json' export "
-                        "keeps large payloads as refs into its own store; 'events --json "
-                        "--with-artifacts' carries them): the run would not build")
+        needed = _cited(named, bundled, store.events.has_artifact)
         # ONE transaction: every run, or none (a refusal, a lost server, Ctrl-C). What the
         # store refuses is named by its run: the one being prepared, after the runs reported
         # done (each event is prepared once; a separate check first prepared them all twice).

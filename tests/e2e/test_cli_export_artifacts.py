@@ -47,9 +47,18 @@ def test_an_export_with_its_artifacts_imports_into_another_store_as_the_same_run
     (tmp_path / "plain.jsonl").write_text(plain.stdout)
     refused = cf("--store", target, "import", "plain.jsonl", "--run", "r1", cwd=tmp_path)
     assert refused.returncode == 2 and "'events --json --with-artifacts' carries them" in refused.stderr
+    # refused before the file was made: an empty store left behind passed for one recorded into
+    assert not (tmp_path / "b.db").exists()
 
     moved = cf("--store", target, "import", "r1.jsonl", "--run", "r1", cwd=tmp_path)
     assert moved.returncode == 0, moved.stderr
+    other = cf("--store", f"sqlite:///{tmp_path / 'c.db'}", "import", "r1.jsonl", "--run", "r1", cwd=tmp_path)
+    assert other.returncode == 0, other.stderr
+    # a store that exists is asked what it holds: the plain export imports where its artifacts are
+    assert cf("--store", target, "import", "plain.jsonl", "--run", "again", cwd=tmp_path).returncode == 0
+    refused = cf("--store", f"sqlite:///{tmp_path / 'c.db'}", "import", "plain.jsonl", "--run", "r1",
+                 cwd=tmp_path)
+    assert refused.returncode == 2 and "RunExistsError" in refused.stderr
     # the same log, position for position, hash for hash, and the same requests from it
     assert cf("--store", target, "events", "r1", "--json", cwd=tmp_path).stdout == plain.stdout
     assert cf("--store", target, "replay", "r1", "--turn", "2", "--verify", cwd=tmp_path).returncode == 0
