@@ -68,7 +68,10 @@ def _reference_walk(p: str, body: dict[str, Any]) -> None:
     declared = {t.get("function", {}).get("name") for t in body.get("tools") or []}
     pending: list[str] = []
     asked_at = -1
-    for i, msg in enumerate(protocol._list(p, body, "messages")):
+    messages = protocol._list(p, body, "messages")
+    if not messages:
+        protocol._fail(p, "at least one message is required" + protocol._NOTHING_TO_SEND)
+    for i, msg in enumerate(messages):
         role = msg.get("role")
         if pending:
             if role == "tool":

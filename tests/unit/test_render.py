@@ -628,6 +628,21 @@ def test_gemini_rules() -> None:
         render(conv(UserMessage(parts=())), "gemini")
 
 
+@pytest.mark.parametrize(("provider", "key", "message"), [
+    ("openai-chat", "messages", "at least one message is required"),
+    ("openai-responses", "input", "at least one input item is required"),
+    ("anthropic", "messages", "at least one message is required"),
+    ("gemini", "contents", "at least one content is required")])
+def test_a_request_with_nothing_to_answer_is_refused(provider: str, key: str, message: str) -> None:
+    """openai-chat rendered ``{"messages": []}`` and passed, which the API refuses ("Invalid
+    'messages': empty array. Expected an array with minimum length 1"); Anthropic and Gemini
+    bodies were refused already, and an empty Responses ``input`` leaves the model nothing too."""
+    body = render(PARALLEL, provider)
+    body[key] = []
+    with pytest.raises(RenderError, match=message):
+        check_protocol(provider, body)
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_rendered_bodies_pass_protocol_and_sdk_validation(provider: str) -> None:
     for c in (PARALLEL, RECOVERY):

@@ -9,7 +9,7 @@ unique in the request; OpenAI chat: at most 40 characters),
 tool names it takes, object schemas for tool parameters (with ``properties`` for OpenAI), at
 most 128 tools and 128 calls in a message (OpenAI chat), role alternation, ``tool_result``
 placement, tools declared for every tool name used in history, at most four Anthropic cache
-breakpoints. Each failure is a
+breakpoints, a request with something to answer (a message, an input item, a content). Each failure is a
 :class:`RenderError` naming the message.
 """
 
@@ -219,6 +219,8 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> bool:
     kept as passed), so only the messages walked are looked up."""
     declared = _tool_names(p, body.get("tools") or [], _chat_tools)
     messages = _list(p, body, "messages")
+    if not messages:  # "Invalid 'messages': empty array. Expected an array with minimum length 1"
+        _fail(p, "at least one message is required" + _NOTHING_TO_SEND)
     plain = list(map(operator.is_, map(_PASSED_PLAIN.get, map(id, messages)), messages))
     pending: list[str] = []
     asked_at = -1
@@ -305,7 +307,10 @@ def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
     declared = _tool_names(p, body.get("tools") or [], _responses_tools)
     open_calls: dict[str, int] = {}
     seen: set[Any] = set()
-    for i, item in enumerate(_list(p, body, "input")):
+    items = _list(p, body, "input")
+    if not items:  # nothing for the model to answer, as in a chat request with no message
+        _fail(p, "at least one input item is required" + _NOTHING_TO_SEND)
+    for i, item in enumerate(items):
         kind = item.get("type", "message")
         if kind == "function_call":
             call_id = item.get("call_id")
