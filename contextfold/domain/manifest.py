@@ -146,7 +146,26 @@ def checked_config(**fields: Any) -> BuildConfig:
     if not isinstance(provider, str) or provider not in BUILD_PROVIDERS:
         raise InvalidInputError(f"invalid build config: provider: expected one of "
                                 f"{', '.join(BUILD_PROVIDERS)}, got {quoted(provider)}")
-    return _known_layers(checked(BuildConfig, "build config", **fields))
+    return _known_layers(_sized(checked(BuildConfig, "build config", **fields)))
+
+
+MAX_WINDOW = 1_000_000_000
+"""The largest window (and reserve) a new build takes, in tokens: 100 times the largest model
+windows (~10M). Why a bound: a mistyped ``--window`` of 400 digits ended in an OverflowError
+traceback where the budget is scaled by a float (``calibration``), and one of 1e20 was recorded
+as a build's window. Checked where a caller makes a config, as the layers are: a record an older
+build wrote with a larger one still reads back."""
+
+
+def _sized(config: BuildConfig) -> BuildConfig:
+    """``config``, or an InvalidInputError for a window or reserve over :data:`MAX_WINDOW`."""
+    for name in ("window", "reserve"):
+        value = getattr(config, name)
+        if value > MAX_WINDOW:
+            shown = str(value) if len(str(value)) <= 30 else f"a {len(str(value))}-digit number"
+            raise InvalidInputError(f"invalid build config: {name}: at most {MAX_WINDOW} tokens (a model's "
+                                    f"window is at most ~10M), got {shown}")
+    return config
 
 
 def _known_layers(config: BuildConfig) -> BuildConfig:
@@ -194,7 +213,7 @@ def config_of(config: BuildConfig | None, /, **given: Any) -> BuildConfig:
     if config.provider not in BUILD_PROVIDERS:  # as checked_config says it, before any work
         raise InvalidInputError(f"invalid build config: provider: expected one of "
                                 f"{', '.join(BUILD_PROVIDERS)}, got {quoted(config.provider)}")
-    _known_layers(config)
+    _known_layers(_sized(config))
     return config
 
 

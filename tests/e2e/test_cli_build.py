@@ -57,6 +57,14 @@ def test_bad_run_settings_or_paths_exit_2_with_one_line_and_write_nothing(tmp_pa
                            "InvalidInputError: invalid build config: window: Input should be greater than 0"),
                           (("audit", "demo-fix-invoice", "--turn", "1", "--window", "0"),
                            "invalid build config: window"),
+                          # 400 digits ended in an OverflowError traceback; 1e20 was recorded
+                          (("manifest", "demo-fix-invoice", "--window", "9" * 400),
+                           "invalid build config: window: at most 1000000000 tokens (a model's window is "
+                           "at most ~10M), got a 400-digit number"),
+                          (("build", "demo-fix-invoice", "--window", str(10**20)),
+                           "invalid build config: window: at most 1000000000 tokens"),
+                          (("build", "demo-fix-invoice", "--reserve", str(10**12)),
+                           "invalid build config: reserve: at most 1000000000 tokens"),
                           (("usage", "demo-fix-invoice", "--turn", "1", "--input", "-5"),
                            "InvalidInputError: invalid usage: input_tokens"),
                           (("usage", "demo-fix-invoice", "--turn", "1", "--input", "50", "--cached", "3000"),
