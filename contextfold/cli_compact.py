@@ -12,9 +12,11 @@ import argparse
 import json
 import sys
 
+from contextfold.audit.text import visible_text
 from contextfold.cli import register, store_for
 from contextfold.cli_progress import fold_bar
 from contextfold.compaction_api import CompactionReport, compact
+from contextfold.domain.errors import InvalidInputError
 from contextfold.show_refs import artifact_bytes, ref_run, show
 
 __all__ = ["report_lines"]
@@ -83,24 +85,37 @@ def _configure_show(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_show(args: argparse.Namespace) -> int:
+    """The content as stored when piped or redirected (a script's, a file's); on a terminal, its
+    control characters made visible (newlines and tabs kept) and no binary at all: a tool's
+    output is untrusted, and its escapes set the terminal's title, cleared its screen or hid
+    what followed, where every other command shows them as ``\\x1b``."""
     ref = args.ref
     run_id = args.run if args.run is not None else ref_run(ref)
+    terminal = sys.stdout.isatty()
     with store_for(args) as store:
         if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
             data = artifact_bytes(store, ref)
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:  # an image: its bytes as stored (show ... > shot.png)
+                if terminal:
+                    raise InvalidInputError(
+                        f"{ref.strip()} holds {len(data)} bytes that are not text (an image?), which a "
+                        "terminal would read as control sequences: redirect them to a file "
+                        "(contextfold show ... > shot.png)") from None
                 sys.stdout.flush()
                 sys.stdout.buffer.write(data)
                 return 0
         else:
             text = show(store.run(run_id), ref)
+    if terminal:
+        text = visible_text(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
 
 register("compact", "compact a run's history (mask old tool results, or summarize) by appending "
          "a history_compacted event", _configure_compact, _handle_compact)
-register("show", "print the raw content behind a ref a mask stub or summary cites",
+register("show", "print the raw content behind a ref a mask stub or summary cites (on a terminal, control "
+         "characters shown as escapes and binary refused; piped, as stored)",
          _configure_show, _handle_show)

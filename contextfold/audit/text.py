@@ -10,9 +10,10 @@ the HTML report. :func:`visible` replaces each such character by its escape
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
-__all__ = ["visible"]
+__all__ = ["visible", "visible_text"]
 
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 """Control, format (bidi overrides and isolates, zero-width characters), surrogate, private-use
@@ -36,3 +37,17 @@ def visible(value: object) -> str:
     if text.isprintable():  # the common case: nothing to replace (isprintable is False for all of _HIDDEN)
         return text
     return "".join(_escape(ch) if unicodedata.category(ch) in _HIDDEN else ch for ch in text)
+
+
+_LINES = re.compile(r"(\r?\n|\t)")
+
+
+def visible_text(text: str) -> str:
+    """:func:`visible`, keeping the newlines (``\\r\\n`` read as one) and tabs that lay out a
+    multi-line text: a tool's output shown whole (``show``), where an escaped newline would run
+    every line into one."""
+    if text.isprintable():
+        return text
+    parts = _LINES.split(text)  # text, separator, text, ...: the separators at odd indices
+    return "".join(visible(part) if i % 2 == 0 else "\n" if part == "\r\n" else part
+                   for i, part in enumerate(parts))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import re
+import sys
 import unicodedata
 from html import unescape
 from pathlib import Path
@@ -141,3 +143,46 @@ def test_error_lines_show_the_escapes_of_the_input_they_quote(
     err = capsys.readouterr().err
     assert err == ("contextfold: InvalidInputError: bad \\x1b[31mred\n"
                    "  from \\x1b]0;title\\x07 here\n")
+
+
+class _Terminal(io.TextIOWrapper):
+    """A standard output that says it is a terminal, as a person's shell gives the command."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_show_on_a_terminal_makes_escapes_visible_and_refuses_binary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``show`` wrote a tool output's ``ESC ]0;PWNED BEL ESC [2J``, NUL and backspaces raw to the
+    terminal (and an image's bytes), where ``events`` and every audit output show them escaped.
+    Piped or redirected, the content stays as stored."""
+    from contextfold.api import open_store
+    from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+    from tests.integration.test_media_build import png
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    output = f"ok\tdone\r\nnext{ESC}]0;PWNED\x07{ESC}[2J{ESC}[31mRED\x00\b\b\u202e"
+    with open_store(url) as s:
+        shot = s.attach_image(png((16, 16), seed=1))
+        s.run("r").append(UserInput("run it"), ModelResponse(tool_calls=(ToolCall(call_id="c1", name="sh"),)),
+                          ToolResult(call_id="c1", content=output))
+    assert shot.artifact is not None
+
+    def shown(*args: str) -> tuple[int, bytes, str]:
+        screen = io.BytesIO()
+        terminal = _Terminal(screen, encoding="utf-8", write_through=True)
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "stdout", terminal)
+            code = main(["--store", url, "show", *args])
+        terminal.flush()
+        return code, screen.getvalue(), capsys.readouterr().err
+
+    code, screen, _ = shown("r", "3")
+    assert code == 0
+    assert screen.decode().endswith("ok\tdone\nnext\\x1b]0;PWNED\\x07\\x1b[2J\\x1b[31mRED\\x00\\x08\\x08"
+                                    "\\u202e\n"), screen
+    code, screen, err = shown(f"artifact:{shot.artifact.hash}")
+    assert code == 2 and screen == b"" and "bytes that are not text" in err and "> shot.png" in err, err
+    assert main(["--store", url, "show", "r", "3"]) == 0  # piped (captured): as stored
+    assert capsys.readouterr().out.endswith(output + "\n")
