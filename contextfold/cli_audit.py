@@ -48,7 +48,7 @@ from contextfold.domain.manifest import BuildConfig, ContextManifest, checked_co
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
-from contextfold.rebuild_api import named_settings, previewed, rebuild
+from contextfold.rebuild_api import check_given, named_settings, previewed, rebuild
 
 __all__ = ["audit_turn", "explain"]
 
@@ -412,16 +412,18 @@ def _nothing(manifest: ContextManifest, query: str) -> str:
 
 def _handle_why(args: argparse.Namespace) -> int:
     _checked_query(args.query)  # before the store is opened or a turn rebuilt
+    given = _given_config(args)  # an invalid value (--window -5) is refused whichever the turn
     with store_for(args) as store:
         run = store.run(args.run)
         # an explicit --record is that record or RecordNotFoundError, never a rebuild in its place
         picked = turn_record(run, args.turn, args.record)
         preview = False
-        if picked is not None:
+        if picked is not None:  # it is read as recorded: settings given that differ were ignored
+            check_given(args.turn, picked.manifest.config, given or {})
             manifest, source = picked.manifest, "recorded"
         else:
             events = run.events()  # read once: for the config and the rebuild
-            cfg = config_for_turn(events, args.turn, _given_config(args))
+            cfg = config_for_turn(events, args.turn, given)
             with fold_bar(store, args, f"rebuilding {args.run} turn {args.turn}") as advance:
                 manifest = rebuild(run, args.turn, cfg, record=False, progress=advance, records=[],
                                    events=events).manifest

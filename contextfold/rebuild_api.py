@@ -34,7 +34,7 @@ from contextfold.replay_report import ReplayReport, first_difference, recorded_r
 if TYPE_CHECKING:
     from contextfold.api import Run
 
-__all__ = ["named_settings", "previewed", "rebuild", "replay"]
+__all__ = ["check_given", "named_settings", "previewed", "rebuild", "replay"]
 
 
 def previewed(turn: int, records: Sequence[ContextBuilt], next_turn: int) -> bool:
@@ -101,7 +101,7 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         # run read and decoded every event)
         events = run.events(upto=first.log_version) if events is None else events[:first.log_version]
         cfg = recorded_config(first.manifest, run.run_id, turn)
-        _check_given(turn, cfg, given or {})
+        check_given(turn, cfg, given or {})
         name = recorded_run_id(first, run.run_id)
         if name != run.run_id:  # imported under a new name: its refs name the run it was built in
             events = [dataclasses.replace(r, run_id=name) for r in events]
@@ -133,10 +133,10 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
     return result
 
 
-def _check_given(turn: int, recorded: BuildConfig, given: Mapping[str, Any]) -> None:
+def check_given(turn: int, recorded: BuildConfig, given: Mapping[str, Any]) -> None:
     """InvalidInputError when a setting the caller named differs from the recorded build's: the
     rebuild reproduces the record, so ``build(turn=1, provider="gemini")`` of a turn built for
-    openai-chat returned the openai-chat request, and said nothing."""
+    openai-chat returned the openai-chat request, and said nothing (and ``why`` reads the record)."""
     differ = {name: value for name, value in given.items() if getattr(recorded, name) != value}
     if differ:
         raise InvalidInputError(

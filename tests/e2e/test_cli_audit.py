@@ -306,6 +306,16 @@ def test_settings_beside_a_recorded_turn_are_refused_not_ignored(tmp_path: Path,
     same = cf("audit", RUN, "--turn", "6", "--window", window, cwd=tmp_path)  # the record's own: fine
     assert same.returncode == 0 and "matches the recorded" in same.stdout, same.stderr
     assert cf("manifest", RUN, "--turn", "6", "--record", "first", cwd=tmp_path).returncode == 0
+    # why read the record and ignored them, even an invalid one, exit 0
+    why = cf("why", RUN, "--turn", "6", "e9", "--window", "5000", "--provider", "gemini", cwd=tmp_path)
+    assert why.returncode == 2 and why.stdout == ""
+    assert (f"turn 6 has a context_built record, and a rebuild reproduces it with that record's settings "
+            f"(provider 'anthropic', window {window}): provider 'gemini', window 5000 given beside the turn "
+            "would be ignored") in why.stderr
+    why = cf("why", RUN, "--turn", "6", "e9", "--window", "-5", cwd=tmp_path)
+    assert why.returncode == 2 and "invalid build config: window" in why.stderr, why.stderr
+    why = cf("why", RUN, "--turn", "6", "e9", "--window", window, "--provider", "anthropic", cwd=tmp_path)
+    assert why.returncode == 0 and "KEPT" in why.stdout, why.stderr
 
 
 def test_why_names_the_summary_that_took_a_mask_stub_by_its_id_or_source(tmp_path: Path, cf: CLI) -> None:
