@@ -383,6 +383,9 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
     m = _FRAGMENT_ID.fullmatch(query) or _EVENT_REF.fullmatch(query)
     if m:
         pos = int(m.group(1))
+        if pos > (version := run.version) or pos < 1:  # not "logged after the build": never logged
+            return (f"{query}: run {run.run_id!r} has no position {pos} (its log holds positions "
+                    f"1..{version}); nothing in turn {manifest.turn}'s manifest matches it")
         stub = m.re is _FRAGMENT_ID and "." in query
         if stub and pos <= manifest.log_version:  # a stub: the event it stood for
             entry = run.state().entries.get(query)

@@ -138,6 +138,11 @@ def test_why_gives_the_manifest_reason(tmp_path: Path, cf: CLI) -> None:
 
     missing = cf("why", RUN, "--turn", "2", "e20", cwd=tmp_path)
     assert missing.returncode == 1 and "did not exist yet" in missing.stdout
+    # past the log's end: not "logged at position 999, after turn 6's build"
+    for query in ("e999", f"event://{RUN}/999", "e999.c1"):
+        missing = cf("why", RUN, "--turn", "6", query, cwd=tmp_path)
+        assert missing.returncode == 1 and "logged" not in missing.stdout, missing.stdout
+        assert f"{query}: run {RUN!r} has no position 999 (its log holds positions 1..25)" in missing.stdout
 
 
 def test_usage_is_recorded_and_calibrates_the_next_build(tmp_path: Path, cf: CLI) -> None:
