@@ -382,40 +382,65 @@ def handle_import(args: argparse.Namespace) -> int:
         first[run_id] = where
     if _new_sqlite_file(args):
         _cited(named, bundled, lambda _: False)
-    with store_for(args, create=True) as store:
-        for run_id, _, where in named:
-            held = store.events.version(run_id)
-            if held:
-                raise RunExistsError(run_id, held, source=None if where == source else where,
-                                     hint="pick another --run")
-        needed = _cited(named, bundled, store.events.has_artifact)
-        # ONE transaction: every run, or none (a refusal, a lost server, Ctrl-C). What the
-        # store refuses is named by its run: the one being prepared, after the runs reported
-        # done (each event is prepared once; a separate check first prepared them all twice).
-        pending = iter([(run_id, where) for run_id, events, where in named if events])
+    total: int | None = None  # set once the runs are committed: a Ctrl-C after that is no failure
+    try:
+        with store_for(args, create=True) as store:
+            for run_id, _, where in named:
+                held = store.events.version(run_id)
+                if held:
+                    raise RunExistsError(run_id, held, source=None if where == source else where,
+                                         hint="pick another --run")
+            needed = _cited(named, bundled, store.events.has_artifact)
+            # ONE transaction: every run, or none (a refusal, a lost server, Ctrl-C). What the
+            # store refuses is named by its run: the one being prepared, after the runs reported
+            # done (each event is prepared once; a separate check first prepared them all twice).
+            pending = iter([(run_id, where) for run_id, events, where in named if events])
 
-        def prepared(n: int) -> None:
-            next(pending)  # that run is prepared: a refusal from here on is the next one's
-            advance(n)
+            def prepared(n: int) -> None:
+                next(pending)  # that run is prepared: a refusal from here on is the next one's
+                advance(n)
 
-        with progress_bar(sum(len(events) for _, events, _ in named), f"importing {source}") as advance:
-            try:
-                total = store.events.append_new_runs(
-                    [(r, e) for r, e, _ in named], progress=prepared,
-                    artifacts=[(blob, ref.media_type) for ref, blob in needed.values()])
-            except InvalidInputError as exc:
-                failed = next(pending, None)
-                if failed is None:
-                    raise
-                raise ImportFormatError(f"{failed[1]}:0", f"run {failed[0]!r}: {exc}") from exc
-        _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
-        for note in [*notes, *_tool_name_notes(named)]:
-            _out(note)
-        for run_id, events, _ in named[:20]:
-            _out(f"  {run_id}: {len(events)} events")
-        if len(named) > 20:
-            _out(f"  ... {len(named) - 20} more")
+            with progress_bar(sum(len(events) for _, events, _ in named), f"importing {source}") as advance:
+                try:
+                    total = store.events.append_new_runs(
+                        [(r, e) for r, e, _ in named], progress=prepared,
+                        artifacts=[(blob, ref.media_type) for ref, blob in needed.values()])
+                except InvalidInputError as exc:
+                    failed = next(pending, None)
+                    if failed is None:
+                        raise
+                    raise ImportFormatError(f"{failed[1]}:0", f"run {failed[0]!r}: {exc}") from exc
+                except KeyboardInterrupt:  # before the commit, or on the way back from it?
+                    total = _recorded(args, named)
+                    if total is None:
+                        raise
+            _report(total, named, source, fmt, notes)
+    except KeyboardInterrupt:
+        if total is None:
+            raise
+        sys.stderr.write(f"contextfold: interrupted, after the import was recorded: {total} events into "
+                         f"{len(named)} run(s) from {source} are in the store\n")
     return 0
+
+
+def _recorded(args: argparse.Namespace, named: Named) -> int | None:
+    """The events of ``named`` when a Ctrl-C landed after their transaction committed (each run
+    holds exactly its events), else None. Why: "interrupted" and exit 130 say nothing was written,
+    so a retry found every run taken (RunExistsError). Read through a new connection: the one
+    interrupted is not asked what it may still hold uncommitted."""
+    with store_for(args) as store:
+        held = [(store.events.version(run_id), len(events)) for run_id, events, _ in named if events]
+    return sum(n for _, n in held) if held and all(v == n for v, n in held) else None
+
+
+def _report(total: int, named: Named, source: str, fmt: str, notes: list[str]) -> None:
+    _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
+    for note in [*notes, *_tool_name_notes(named)]:
+        _out(note)
+    for run_id, events, _ in named[:20]:
+        _out(f"  {run_id}: {len(events)} events")
+    if len(named) > 20:
+        _out(f"  ... {len(named) - 20} more")
 
 
 def _tool_name_notes(named: Named) -> list[str]:
