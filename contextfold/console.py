@@ -24,9 +24,24 @@ def interrupted() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line on ``argv`` (default ``sys.argv[1:]``) and return its exit code."""
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``) and return its exit code.
+
+    Once the command is done, a Ctrl-C is ignored while the process exits: what it wrote and
+    printed stands. One that landed then killed the process during the interpreter's teardown
+    (exit 130, nothing printed) after an import had reported every run recorded."""
     try:
         from contextfold.cli import main as run_command
     except KeyboardInterrupt:  # nothing was read or written yet
         return interrupted()
-    return run_command(argv)
+    code = run_command(argv)
+    _done()
+    return code
+
+
+def _done() -> None:
+    """Ignore SIGINT from here on (the main thread only can: elsewhere it is left as it is)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -57,6 +57,27 @@ def test_importing_the_package_loads_no_module_until_a_name_is_used() -> None:
     assert done.stdout.splitlines() == ["[]", "contextfold.domain.events contextfold.api True"]
 
 
+CTRL_C_ONCE_DONE = textwrap.dedent("""
+    import os, signal, sys
+    from contextfold.console import main
+    code = main(["--store", sys.argv[1], "runs"])
+    os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C as the process exits, the command done
+    print("exiting", code)
+    sys.exit(code)
+""")
+
+
+def test_a_ctrl_c_once_the_command_is_done_leaves_its_exit_code(tmp_path: Path) -> None:
+    """A Ctrl-C after the command returned (an import reported every run recorded) ended the
+    process with exit 130, or a traceback, as if it had been interrupted."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    store = f"sqlite:///{tmp_path / 'contextfold.db'}"
+    done = subprocess.run([sys.executable, "-c", CTRL_C_ONCE_DONE, store], capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "demo-fix-invoice\t25 events\nexiting 0\n"
+
+
 CHAT = json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
 
 
