@@ -34,7 +34,7 @@ from itertools import chain
 from typing import Any
 
 from contextfold.domain.conversation import AssistantMessage, Conversation, arguments_object
-from contextfold.domain.errors import BudgetError
+from contextfold.domain.errors import BudgetError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import ArtifactRef
 from contextfold.domain.manifest import BuildConfig, Calibration, TruncationRecord
 from contextfold.projections.build_result import BuildResult
@@ -182,7 +182,12 @@ def _build(state: RunState, config: BuildConfig, *,
             deficit -= cut
         return grants
 
-    selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates, attach)
+    try:
+        selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates,
+                            attach)
+    except RequiredContextExceedsBudgetError as exc:  # named by fragment, as the manifest would
+        raise RequiredContextExceedsBudgetError(exc.budget, _by_fragment(ctx, exc.required, members),
+                                                note=exc.note) from None
     kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
     if tool_in.notes:  # a tool declared or renamed for calls the request left out is neither
         declared = {t.name for t in kept_tools}
@@ -318,6 +323,21 @@ def _build(state: RunState, config: BuildConfig, *,
                         (members, unit_by_id, cut_units), unit_layer_no,
                         truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                         repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
+
+
+def _by_fragment(ctx: BuildCtx, required: Sequence[tuple[str, int]], members: Mapping[str, Sequence[str]]
+                 ) -> list[tuple[str, int]]:
+    """The required units as the fragments they hold, each with its size: a tool group was
+    named by its unit id (``g3=4851``), which no manifest or log shows, and the big fragment in
+    it went unnamed. A tool schema keeps its ``tool:NAME``."""
+    out: list[tuple[str, int]] = []
+    for uid, tokens in required:
+        ids = members.get(uid, ())
+        if len(ids) <= 1:
+            out.append((ids[0] if ids else uid, tokens))
+        else:
+            out.extend((fid, ctx.facts(fid).cost) for fid in ids)
+    return out
 
 
 def _uncuttable_tokens(state: RunState, ids: frozenset[str]) -> int:

@@ -67,6 +67,21 @@ def test_required_over_budget_is_a_typed_error_with_sizes() -> None:
     assert all(tokens > 0 for _, tokens in info.value.required)
 
 
+def test_required_over_budget_names_the_fragments_of_a_group_not_its_unit() -> None:
+    """A required tool group was named by its selection unit (``g3=4851``), which neither the log
+    nor a manifest shows, and the large result in it went unnamed."""
+    events: list[AnyEvent] = [
+        PolicySet(text="Be careful."), UserInput("run it"),
+        ModelResponse(tool_calls=(ToolCall(call_id="c1", name="x", arguments="{}"),)),
+        ToolResult(call_id="c1", content="\n".join(f"[ERR] step {i} failed: retry" for i in range(400)),
+                   is_error=True, exit_code=2)]
+    with pytest.raises(RequiredContextExceedsBudgetError) as info:
+        build(events, window=200, reserve=100)
+    named = dict(info.value.required)
+    assert set(named) == {"e1", "e2", "e3", "e4", "tool:x"}
+    assert named["e4"] > 4_000 and sum(named.values()) == info.value.required_tokens
+
+
 @pytest.mark.parametrize("window", [1500, 2000, 4000, 128_000])
 @pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic", "gemini"])
 def test_never_over_budget_and_valid_for_every_provider(window: int, provider: str) -> None:
