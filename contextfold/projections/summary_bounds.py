@@ -116,6 +116,7 @@ def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str,
         count = sum(int(m.group(1)) if (m := _FOLDED.match(e)) else 1 for e in older)
         line = f"{count} earlier {key.replace('_', ' ')} (read back in {events_ref})"
         if cited:
-            line += f", the newest: {', '.join(f'call {c}' for c in cited[-_CALLS_FOLDED:])}"
+            named = max(4, int(_CALLS_FOLDED * scale))  # (a small window's summary names fewer)
+            line += f", the newest: {', '.join(f'call {c}' for c in cited[-named:])}"
         out[key] = (*earlier, line, *newest)
     return out

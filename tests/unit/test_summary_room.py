@@ -41,3 +41,4 @@ def test_a_summary_fits_the_tokens_its_window_gives_it_and_is_whole_when_they_al
     assert summary_tokens(log, 10 * whole) == whole
     room = 750  # a quarter of a 4k window's budget
     assert summary_tokens(log, room) <= room < whole
+    assert summary_tokens(log, 1) < 500  # the smallest share: folded lines name fewer calls too
