@@ -74,9 +74,11 @@ def _cut_as(ctx: BuildCtx, fid: str, text: str, max_tokens: int, count: Callable
     # starts with "[" (a TOML section) is tried as JSON first and cut by lines when it does not parse.
     excerpt = _FIRST_LINE.search(f.source_ref) if f.source_ref.startswith("file://") else None
     first_line = 1 if excerpt is None else int(excerpt.group(1))
-    if stripped.startswith(("{", "[")) or (stripped.startswith('"') and _is_json(stripped)):
+    is_file = f.source_ref.startswith("file://")
+    if (stripped.startswith(("{", "[")) and (not is_file or _is_json(stripped))) or (
+            stripped.startswith('"') and _is_json(stripped)):
         kind = "json"  # a document that is one string too: cut as words it was invalid JSON
-    elif f.source_ref.startswith("file://"):
+    elif is_file:  # (a TOML or INI file starts with "[": its lines, as a file's, by file line)
         kind = "file"
     elif "```" in text or "~~~" in text:
         kind = "markdown"

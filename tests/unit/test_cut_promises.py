@@ -186,3 +186,16 @@ def test_a_character_excerpt_cut_inside_a_fence_closes_it() -> None:
     assert cut.unit == "char" and _fence_closed(cut.text)
     marker = next(line for line in cut.text.split("\n") if "characters omitted" in line)
     assert cut.text.split("\n")[cut.text.split("\n").index(marker) - 1] == "```"  # closed before it
+
+
+def test_a_toml_excerpt_with_one_long_line_is_cut_as_a_file_whole_lines_first() -> None:
+    """A file text starting with "[" went the JSON way and, not parsing, fell back to the text rule
+    (words when they keep more characters): the excerpt of lines 1001-1004 was cut by characters
+    numbered from 1, where the file rule keeps whole lines, by the file's numbers."""
+    content = ('[tool.poetry]\nname = "x"\ndescription = "' + "a very long description " * 200
+               + '"\nversion = "1.0"\n')
+    events: list[AnyEvent] = [UserInput("check the config"), FileRead(
+        path="pyproject.toml", content=content, start_line=1001, end_line=1004)]
+    built = _build(events, 500)
+    (cut,) = built.manifest.truncations
+    assert cut.strategy == "lines" and cut.kept.startswith("lines 1001-")
