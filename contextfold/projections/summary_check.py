@@ -129,6 +129,17 @@ _FACT_IDS = re.compile(r"\{(?:arguments )?ids: ([^;}]+)")
 _UNSURE = re.compile(r"TOOL_RESULT_LOST|TOOL_CALL_CANCELLED|\b(?:lost|cancel\w*|unverified|"
                      r"not (?:yet )?verified|unknown|unconfirmed|not confirmed)\b", re.IGNORECASE)
 """How an entry says a call's outcome is not known or not verified."""
+_OUTCOME = re.compile(r" at event \d+ -> (.*)$")
+"""Where a skeleton's call line states the outcome (``call c1 (deploy) {args} at event 4 -> ...``)."""
+
+
+def _outcome(entry: str) -> str:
+    """What a skeleton call line says of the call's outcome, refs left out: its arguments and an
+    ``event://`` ref may hold any word ("grep 'unknown option'", a run named ``lost-baggage``)."""
+    found = _OUTCOME.search(entry)
+    return "" if found is None else SUMMARY_REF.sub("", found.group(1))
+
+
 _CITES = re.compile(r"\bevents? \d+|\b(?:events?|call|file)://|\bartifact:|\bcall \S")
 
 
@@ -144,13 +155,13 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
     if missing:
         raise CompactionError(f"summary drops ids the covered events name (they must stay verbatim): "
                               f"{missing[:5]}")
-    unsure = {c for entry in skeleton.tool_calls_and_results if _UNSURE.search(entry)  # per call
+    unsure = {c for entry in skeleton.tool_calls_and_results if _UNSURE.search(_outcome(entry))  # per call
               for c in CALL_CITE.findall(entry)}
     stated = chain(summary.tool_calls_and_results, summary.side_effects, summary.known_failures,
                    summary.completed_steps)  # where an outcome is stated (a decision may name a call)
     for entry in stated:
         calls = unsure.intersection(CALL_CITE.findall(entry))
-        if calls and not _UNSURE.search(entry):
+        if calls and not _UNSURE.search(SUMMARY_REF.sub("", entry)):
             raise CompactionError(f"summary states the outcome of calls {sorted(calls)} as known, which "
                                   f"the log leaves lost, cancelled or unverified: {entry!r}")
     for key in ("decisions", "completed_steps"):

@@ -71,3 +71,19 @@ def test_an_uncited_decision_is_refused_and_a_cited_one_recorded() -> None:
     with pytest.raises(CompactionError, match="belongs under inferences"):
         checked({"decisions": ("Deployment is healthy in all regions",)})
     assert checked({"decisions": ("retry call d2 in eu", "roll back if event 4's health check fails")})
+
+
+@pytest.mark.parametrize("run_id, arguments", [("run-1", '{"cmd": "grep -rn \'unknown option\' src"}'),
+                                               ("lost-baggage-17", '{"cmd": "ls"}')])
+def test_words_in_arguments_or_the_run_id_do_not_make_an_outcome_unsure(run_id: str, arguments: str) -> None:
+    """The check read a call line whole: "unknown" in a failed grep's arguments, or "lost" in the
+    run id every event ref names, marked the call's outcome unsure, and the skeleton itself, as a
+    plug-in summary returned it, was refused."""
+    log = Log(run_id).add(
+        UserInput("look"),
+        ModelResponse(tool_calls=(ToolCall(call_id="g1", name="bash", arguments=arguments),)),
+        ToolResult(call_id="g1", content="nothing found", is_error=True, exit_code=1),
+        ModelResponse(tool_calls=(ToolCall(call_id="u1", name="update_reservation", arguments="{}"),)),
+        ToolResult(call_id="u1", content="updated"), UserInput("ok"))
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    assert validate_summary(skeleton, log.records, skeleton, run_id) == skeleton
