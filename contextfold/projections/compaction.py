@@ -251,7 +251,7 @@ _CONTINUE_FROM = re.compile(r"continue from event \d+ \(raw history after this s
 
 
 def deterministic_summary(events: Sequence[RecordedEvent], state: RunState, *,
-                          scale: float = 1.0) -> CompactionSummary:
+                          scale: tuple[float, float] = (1.0, 1.0)) -> CompactionSummary:
     """The structured summary of ``events`` (the covered range), offline and deterministic.
 
     ``state`` is the run as of the compaction: it gives the current goal and
@@ -432,7 +432,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
                   and (not isinstance(it, ToolGroup) or _wholly_inside(it, lo, hi))]
     if not hidden_ids:
         return None
-    skeleton = deterministic_summary(covered, state)
+    whole = skeleton = deterministic_summary(covered, state)
     if max_tokens is not None:
         for scale in SCALES[1:]:
             if state.counter.count("\n".join(summary_lines(skeleton))) <= max_tokens:
@@ -447,7 +447,10 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
             raise
         except Exception as exc:  # a failing plug-in must never leave a record
             raise CompactionError(f"summarizer {name!r} failed: {exc}") from exc
-        summary = validate_summary(candidate, covered, skeleton, state.run_id)
+        # (what the skeleton folded to fit may be kept whole: an LLM does not rewrite the line
+        # that folded them word for word)
+        folded = tuple(c for c in whole.constraints if c not in skeleton.constraints)
+        summary = validate_summary(candidate, covered, skeleton, state.run_id, folded_constraints=folded)
     event = HistoryCompacted(summary=summary, covers_from=lo, covers_to=hi, strategy="summary",
                              summarizer=name)
     before = sum(state.entries[fid].token_count for ids in hidden_ids for fid in ids)

@@ -83,20 +83,25 @@ def earlier_lines(carried: Iterable[str], new: Mapping[str, Sequence[str]]) -> l
             for key, (ids, unnamed) in merged.items()]
 
 
-SCALES = (1.0, 0.5, 0.25, 0.125, 0.0625)
+SCALES: tuple[tuple[float, float], ...] = (
+    (1.0, 1.0), (0.5, 1.0), (0.25, 1.0), (0.125, 1.0), (0.0625, 1.0),
+    (0.0625, 0.5), (0.0625, 0.25), (0.0625, 0.125))
 """The shares of the caps a summary is tried at, largest first, until it fits the tokens a
-compaction gives it (``compaction.plan_summary``): at a share, each list keeps that share of its
-newest entries whole (at least one)."""
+compaction gives it (``compaction.plan_summary``): (the share of every list but the
+constraints, the share of the constraints). At a share, a list keeps that share of its newest
+entries whole (at least one). What users said is folded last, once every other list is at its
+smallest: at a 700-token room "Reply in French from now on." was folded while most of the
+summary was tool lines."""
 
 
 def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str,
-                   scale: float = 1.0) -> dict[str, tuple[str, ...]]:
+                   scale: tuple[float, float] = (1.0, 1.0)) -> dict[str, tuple[str, ...]]:
     """``fields`` with each capped list's older entries folded into one line first (module
     docstring). ``events_ref``: the covered range, where the folded entries are read back;
-    ``scale``: the share of each cap kept whole (one of :data:`SCALES`)."""
+    ``scale``: the shares of the caps kept whole (one of :data:`SCALES`)."""
     out = dict(fields)
     for key, cap in _WHOLE.items():
-        whole = max(1, int(cap * scale))
+        whole = max(1, int(cap * scale[key == "constraints"]))
         entries = fields.get(key, ())
         per_tool = key == "tool_calls_and_results"  # its per-tool lines of older successes stay
         if key == "constraints":  # policies and required inputs stay as they are
@@ -116,7 +121,7 @@ def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str,
         count = sum(int(m.group(1)) if (m := _FOLDED.match(e)) else 1 for e in older)
         line = f"{count} earlier {key.replace('_', ' ')} (read back in {events_ref})"
         if cited:
-            named = max(4, int(_CALLS_FOLDED * scale))  # (a small window's summary names fewer)
+            named = max(4, int(_CALLS_FOLDED * scale[0]))  # (a small window's summary names fewer)
             line += f", the newest: {', '.join(f'call {c}' for c in cited[-named:])}"
         out[key] = (*earlier, line, *newest)
     return out
