@@ -135,9 +135,9 @@ def _build(state: RunState, config: BuildConfig, *,
         raise BudgetError(_no_budget(config, budget, calibration))
     floor = state.latest_error_ids()
     required = state.required_ids()
-    if floor and _uncuttable_tokens(state, floor) * 2 > budget:
-        # What of the latest error no cut may shorten (its calls' arguments) would take more
-        # than half the budget: it competes like any optional unit (see ``_uncuttable_tokens``).
+    if floor and _uncuttable_tokens(state, floor) > ERROR_FLOOR_MAX_UNCUTTABLE:
+        # What of the latest error no cut may shorten (its calls' arguments) is large: it
+        # competes like any optional unit (see ``_uncuttable_tokens``).
         required, floor = required - floor, frozenset()
     ctx = BuildCtx(state, config, load_text, required, state.counter.count,
                    policy=config_policy(config) if config.redact else None, floor=floor)
@@ -340,12 +340,19 @@ def _by_fragment(ctx: BuildCtx, required: Sequence[tuple[str, int]], members: Ma
     return out
 
 
+ERROR_FLOOR_MAX_UNCUTTABLE = 2_000
+"""The latest error's group is required (down to its diagnosis) only while what of it no cut may
+shorten stays within this many tokens. A bound on the group, not a share of the budget: whether
+it is required must not depend on the budget, or one token more of budget made it required and
+it displaced history a smaller budget kept."""
+
+
 def _uncuttable_tokens(state: RunState, ids: frozenset[str]) -> int:
     """Tokens of ``ids`` that no cut may shorten: all but tool results (calls' arguments). The
     latest error's group is required down to its diagnosis (``RunState.latest_error_ids``), and
     a failed ``write_file`` of a 19k-token file made every later build at a 16k window fail,
     although the model had answered and the user moved on, until that very tool succeeded,
-    which needed a request that could not be built."""
+    which needed a request that could not be built (:data:`ERROR_FLOOR_MAX_UNCUTTABLE`)."""
     entries = state.entries
     return sum(entries[fid].token_count for fid in ids if entries[fid].kind != "tool_result")
 

@@ -106,12 +106,9 @@ def test_a_failed_call_of_a_tool_the_policy_keeps_out_is_not_the_latest_error() 
     assert line.selection_reason.startswith("required: latest error")
 
 
-def test_a_failed_call_whose_arguments_outgrow_half_the_budget_competes_and_the_run_builds() -> None:
-    """A failed ``write_file`` of a 19k-token file was required (the latest error) with its
-    arguments, which no cut shortens: every later build at a 16k window failed, though the
-    model had answered and the user moved on, until that very tool succeeded."""
-    content = "\n".join(f"{i},{i * i},value_{i}" for i in range(2000))
-    events: list[AnyEvent] = [
+def _failed_write(rows: int) -> list[AnyEvent]:
+    content = "\n".join(f"{i},{i * i},value_{i}" for i in range(rows))
+    return [
         UserInput("write the file"),
         ModelResponse(tool_calls=(ToolCall(call_id="c1", name="write_file",
                                            arguments=json.dumps({"path": "data.csv", "content": content})),)),
@@ -120,9 +117,34 @@ def test_a_failed_call_whose_arguments_outgrow_half_the_budget_competes_and_the_
         ToolResult(call_id="c2", content="/dev/sda1 100% used", exit_code=0),
         ModelResponse(text="The disk is full. What should I do?"),
         UserInput("Never mind, just summarise what you did.")]
+
+
+def test_a_failed_call_with_large_arguments_competes_and_the_run_builds() -> None:
+    """A failed ``write_file`` of a 19k-token file was required (the latest error) with its
+    arguments, which no cut shortens: every later build at a 16k window failed, though the
+    model had answered and the user moved on, until that very tool succeeded."""
+    events = _failed_write(2000)
     small = build(events, "anthropic", window=16_000, reserve=4_000)
     assert {e.id for e in small.manifest.excluded_items} >= {"e2", "e3"}
     assert "just summarise" in request_text(small)
-    large = build(events, "anthropic", window=60_000, reserve=4_000)  # the call fits: required again
+    large = build(events, "anthropic", window=60_000, reserve=4_000)  # kept where it fits, not required
     line = next(f for f in large.manifest.fragments if f.id == "e3")
-    assert line.required and line.selection_reason.startswith("required: latest error")
+    assert not line.required
+
+
+def test_whether_the_latest_error_is_required_does_not_depend_on_the_budget() -> None:
+    """Dropping the requirement past half the budget made one more token of budget require the
+    group (3,181 tokens of arguments at 6,362), which then displaced history 6,361 kept."""
+    events = _failed_write(400)[:5]
+    for t in range(40):  # the conversation moves on
+        events += [UserInput(f"question {t}: " + "please explain the quarterly figures " * 12),
+                   ModelResponse(text=f"answer {t}: " + "the figures show steady growth " * 12)]
+    events += [ModelResponse(tool_calls=(ToolCall(call_id="c3", name="df"),)),
+               ToolResult(call_id="c3", content="/dev/sda1 100% used", exit_code=0),
+               UserInput("Never mind, summarise.")]
+    kept_before: set[str] = set()
+    for budget in range(6_330, 6_400, 3):
+        built = build(events, "anthropic", window=budget + 1_000, reserve=1_000)
+        kept = {f.id for f in built.manifest.fragments}
+        assert kept >= kept_before, budget
+        kept_before = kept
