@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from contextfold.domain.events import CompactionSummary, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.projections.compaction import deterministic_summary
 from contextfold.projections.fold import fold
@@ -58,3 +60,18 @@ def test_long_arguments_are_shortened_at_value_boundaries() -> None:
     excerpt = json.loads(shown.group(1))  # every key kept and no nesting: it is JSON
     assert excerpt["path"] == "a.txt" and excerpt["mode"] == "w"
     assert excerpt["content"].endswith("…") and ("é中" * 10) in excerpt["content"]
+
+
+def test_arguments_of_many_members_are_read_only_as_far_as_the_line_shows_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each shortening step added up every member again: an object of 4,000 members took 2 s per
+    call line, per summary, for every share a summary is tried at."""
+    from contextfold.projections import summary_text
+
+    dumped: list[object] = []
+    real = summary_text._json_text
+    monkeypatch.setattr(summary_text, "_json_text", lambda value: dumped.append(value) or real(value))
+    arguments = json.dumps({f"key_{i}": f"translated value number {i} of the list" for i in range(4_000)})
+    line = summary_text.args_excerpt(arguments, 80)
+    assert line.endswith("more keys}") and line.startswith('{"key_0": "translated value number')
+    assert len(dumped) < 40
