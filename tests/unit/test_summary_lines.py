@@ -70,7 +70,12 @@ def test_arguments_of_many_members_are_read_only_as_far_as_the_line_shows_them(
 
     dumped: list[object] = []
     real = summary_text._json_text
-    monkeypatch.setattr(summary_text, "_json_text", lambda value: dumped.append(value) or real(value))
+
+    def counted(value: object) -> str:
+        dumped.append(value)
+        return real(value)
+
+    monkeypatch.setattr(summary_text, "_json_text", counted)
     arguments = json.dumps({f"key_{i}": f"translated value number {i} of the list" for i in range(4_000)})
     line = summary_text.args_excerpt(arguments, 80)
     assert line.endswith("more keys}") and line.startswith('{"key_0": "translated value number')
