@@ -42,7 +42,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.store.driver_errors import causes, not_writable, one_line, translate_errors
 from contextfold.store.pg_recorder import recorder_class
-from contextfold.store.sqlite_path import check_sqlite_path
+from contextfold.store.sqlite_path import check_sqlite_path, sqlite_database
 from contextfold.store.store_url import DEFAULT_STORE_URL, StoreURL, display_url, parse_store_url
 from contextfold.store.tenants import META_TABLE
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE, create_table_sql
@@ -104,13 +104,16 @@ class SQLiteBackend:
     placeholder = "?"
 
     def __init__(self, url: StoreURL, raw_url: str) -> None:
+        """``raw_url`` names the store in messages as the user wrote it; SQLite is handed the file
+        resolved once, here (:func:`~contextfold.store.sqlite_path.sqlite_database`)."""
         from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
         self.url = raw_url
-        check_sqlite_path(url.path, raw_url, ours=(EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE,
-                                                         TOKEN_COUNTS_TABLE))
+        ours = (EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE, TOKEN_COUNTS_TABLE)
+        checked = check_sqlite_path(url.path, raw_url, ours=ours)
+        database = sqlite_database(checked)
         self.datastore = SQLiteDatastore(  # lock_timeout: annotated int, passed to sqlite3's float timeout
-            url.path, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
+            database, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
             pool_size=2, max_overflow=8, pool_timeout=30.0,
         )
         self.recorder = SQLiteApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)

@@ -9,6 +9,12 @@ Another application's database (tables, none of ours) is refused too: SQLite wou
 happily and we would switch it to WAL and add our tables to it. The check reads the schema
 without writing a byte to the file (see :func:`_tables`), so a mistyped URL pointing at an
 app's data leaves it exactly as it was.
+
+What SQLite is handed is decided here too (:func:`sqlite_database`): the checked file, resolved
+to an absolute path once, as a ``file:`` URI. eventsourcing opens every pooled connection with
+``uri=True``, so a relative path was resolved against the directory current when each connection
+was made (a later ``os.chdir`` split a run across two files), and a path starting with ``file:``
+was read as a URI naming another file than the one checked.
 """
 
 from __future__ import annotations
@@ -16,11 +22,12 @@ from __future__ import annotations
 import sqlite3
 import stat
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from contextfold.domain.errors import StoreConfigError, StoreUnavailableError
 
-__all__ = ["SQLITE_HEADER", "check_sqlite_path"]
+__all__ = ["SQLITE_HEADER", "SQLiteFile", "check_sqlite_path", "sqlite_database"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file (an empty file is an empty database)."""
@@ -29,24 +36,50 @@ _WAL_VERSION = 2
 _SHOWN_TABLES = 5
 
 
-def check_sqlite_path(path: str, url: str, *, ours: Collection[str]) -> None:
+@dataclass(frozen=True)
+class SQLiteFile:
+    """What :func:`check_sqlite_path` found: the file it checked (absolute, symlinks resolved)
+    and its tables (none: no file yet, an empty file or a database without tables)."""
+
+    target: Path
+    tables: tuple[str, ...] = ()
+
+
+def sqlite_database(checked: SQLiteFile | None) -> str:
+    """What SQLite opens, always as a URI (eventsourcing connects with ``uri=True``): the checked
+    file's absolute ``file:`` URI, its characters percent-encoded (``?``, ``#``, ``%`` and ``=``
+    in a name stay part of the name, and nothing reads as ``mode=memory``); ``None`` (the URL's
+    ``:memory:``) an in-memory database."""
+    if checked is None:
+        return ":memory:"
+    return checked.target.as_uri()
+
+
+def check_sqlite_path(path: str, url: str, *, ours: Collection[str]) -> SQLiteFile | None:
     """Raise :class:`StoreConfigError` if ``path`` (of the store URL ``url``) cannot be a store:
     its directory is missing or not a directory, or it is a directory, not a regular file, a
     file that is not a SQLite database, or a database with tables none of which is in ``ours``
     (another application's). A path that does not exist yet, an empty file or a database
-    without tables is a new store."""
+    without tables is a new store. Returns what was checked (None for ``:memory:``); messages
+    name ``path`` as the user wrote it."""
     if path == ":memory:":
-        return
-    target = Path(path)
-    parent = target.resolve().parent
+        return None
+    try:
+        target = Path(path).resolve()  # once: what the pool opens later, whatever the cwd is then
+    except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13
+        raise StoreConfigError(f"cannot use {path} as the store {url!r}: {exc}") from exc
+    parent = target.parent
     if not parent.is_dir():
         if parent.exists():
             raise StoreConfigError(f"{parent} is not a directory, so it cannot hold the store {url!r}")
         raise StoreConfigError(f"directory {parent} does not exist for {url!r}")
+    if path.endswith("/") and not target.is_dir():  # resolve() drops the slash that says "a directory"
+        raise StoreConfigError(f"{path} ends in '/', so it names a directory, not a contextfold SQLite "
+                               f"store file ({url!r})")
     try:
         mode = target.stat().st_mode
     except FileNotFoundError:
-        return
+        return SQLiteFile(target)
     except OSError as exc:
         raise StoreConfigError(f"cannot use {path} as the store {url!r}: {exc.strerror}") from exc
     if stat.S_ISDIR(mode):
@@ -61,7 +94,7 @@ def check_sqlite_path(path: str, url: str, *, ours: Collection[str]) -> None:
     if header and not header.startswith(SQLITE_HEADER):
         raise StoreConfigError(f"{path} is not a contextfold SQLite store (not a database): {url!r}")
     if not header:
-        return
+        return SQLiteFile(target)
     tables = _tables(target, path, url, wal=header[18:19] == bytes([_WAL_VERSION]))
     if tables and not set(tables) & set(ours):
         shown = ", ".join(tables[:_SHOWN_TABLES]) + (
@@ -69,6 +102,7 @@ def check_sqlite_path(path: str, url: str, *, ours: Collection[str]) -> None:
         raise StoreConfigError(
             f"{path} is not a contextfold SQLite store: it is another application's database "
             f"(tables {shown}; none of contextfold's), left unchanged: {url!r}")
+    return SQLiteFile(target, tuple(tables))
 
 
 def _tables(target: Path, path: str, url: str, *, wal: bool) -> list[str]:
@@ -80,7 +114,7 @@ def _tables(target: Path, path: str, url: str, *, wal: bool) -> list[str]:
     locks). If a writer opened it meanwhile and the immutable read fails, it is read again
     ``mode=ro`` beside that writer."""
     sidecars = any(Path(f"{target}{suffix}").exists() for suffix in ("-wal", "-shm"))
-    uri = target.resolve().as_uri()
+    uri = target.as_uri()
     if wal and not sidecars:
         try:
             return _read_tables(f"{uri}?mode=ro&immutable=1")

@@ -1,0 +1,77 @@
+"""What a SQLite store URL opens: the file it named when the store was opened, for every pooled
+connection."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from contextfold.domain.events import RunStarted, UserInput
+from contextfold.store.backends import EVENTS_TABLE, SQLiteBackend
+from contextfold.store.event_store import EventStore
+
+
+def _new_connection_appends(store: EventStore, run_id: str) -> None:
+    """Append while the pool's idle connections are held, so that the append's is made now."""
+    assert isinstance(store.backend, SQLiteBackend)
+    with ExitStack() as held:
+        for _ in range(3):
+            held.enter_context(store.backend.datastore.transaction(commit=False))
+        store.append(run_id, [UserInput("after the chdir")])
+
+
+def _tables(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1")]
+    finally:
+        conn.close()
+
+
+def test_a_relative_store_path_names_the_same_file_after_the_process_changes_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent runtime cd-ing into its workspace: each connection the pool made later opened
+    ``runs.db`` in the new directory (``no such table``, or another project's store of that name
+    took the writes)."""
+    (tmp_path / "workspace").mkdir()
+    monkeypatch.chdir(tmp_path / "workspace")
+    EventStore("sqlite:///runs.db").close()  # the workspace's own store of the same name
+    monkeypatch.chdir(tmp_path)
+    store = EventStore("sqlite:///runs.db")
+    try:
+        store.append("r", [RunStarted(), UserInput("go")])
+        monkeypatch.chdir(tmp_path / "workspace")
+        _new_connection_appends(store, "r")
+        assert [(r.run_id, r.events) for r in store.runs()] == [("r", 3)]
+        assert store.url == "sqlite:///runs.db"  # messages name the store as the user gave it
+    finally:
+        store.close()
+    with EventStore(f"sqlite:///{tmp_path / 'runs.db'}") as opened:
+        assert opened.verify("r").ok and opened.version("r") == 3
+    with EventStore(f"sqlite:///{tmp_path / 'workspace' / 'runs.db'}") as other:
+        assert other.runs() == []
+
+
+def test_a_path_that_starts_with_file_colon_is_that_file_not_a_uri(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """eventsourcing connects with ``uri=True``: ``sqlite:///file:app.db`` opened ``app.db``,
+    another application's database the path check had refused by name, and added our tables."""
+    monkeypatch.chdir(tmp_path)
+    app = sqlite3.connect("app.db")
+    app.execute("CREATE TABLE users (name TEXT)")
+    app.commit()
+    app.close()
+    with EventStore("sqlite:///file:app.db") as store:
+        store.append("r", [UserInput("x")])
+    assert _tables(tmp_path / "app.db") == ["users"]
+    assert EVENTS_TABLE in _tables(tmp_path / "file:app.db")
+    odd = "a?mode=memory&cache=shared#1.db"  # URI syntax in a file's name is part of the name
+    url = f"sqlite:///{tmp_path}/a%3Fmode=memory&cache=shared%231.db"
+    with EventStore(url) as store:
+        store.append("r", [UserInput("kept")])
+    assert (tmp_path / odd).is_file()
+    with EventStore(url) as store:
+        assert store.version("r") == 1
