@@ -41,6 +41,7 @@ from contextfold.domain.errors import (
     StoreUnavailableError,
 )
 from contextfold.store.driver_errors import causes, not_writable, one_line, translate_errors
+from contextfold.store.head_check import sqlite_recorder_class
 from contextfold.store.pg_recorder import recorder_class
 from contextfold.store.sqlite_path import check_sqlite_path, sqlite_database
 from contextfold.store.store_url import DEFAULT_STORE_URL, StoreURL, display_url, parse_store_url
@@ -106,7 +107,7 @@ class SQLiteBackend:
     def __init__(self, url: StoreURL, raw_url: str) -> None:
         """``raw_url`` names the store in messages as the user wrote it; SQLite is handed the file
         resolved once, here (:func:`~contextfold.store.sqlite_path.sqlite_database`)."""
-        from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+        from eventsourcing.sqlite import SQLiteDatastore
 
         self.url = raw_url
         ours = (EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE, TOKEN_COUNTS_TABLE)
@@ -116,7 +117,7 @@ class SQLiteBackend:
             database, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
             pool_size=2, max_overflow=8, pool_timeout=30.0,
         )
-        self.recorder = SQLiteApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
+        self.recorder = sqlite_recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
 
     def create_schema(self) -> None:
         """Create the tables if missing. Several processes opening one new file at once race to

@@ -88,6 +88,7 @@ from contextfold.store.event_reads import (
     bulk_allocation,
     check_run_id,
 )
+from contextfold.store.head_check import ExpectedHead, StaleHeadError, tail_digest
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
 from contextfold.store.run_heads import RunHead, RunHeads
@@ -247,6 +248,14 @@ class EventStore(RunHeads):
                     raise ConcurrencyConflictError(run_id, expected_version)
             try:
                 return self._try_append(run_id, head, prepared)
+            except StaleHeadError as exc:
+                # The log does not end where this store saw it (a restored backup): read the
+                # run again, from its start, and go on at its real end.
+                self._heads.pop(run_id, None)
+                self._catch_up(run_id)
+                fresh = True
+                if expected_version is not None:
+                    raise ConcurrencyConflictError(run_id, expected_version) from exc
             except (ProtocolError, InvalidInputError):
                 # Judged against a cached head: another writer may have issued or
                 # answered the call, or appended events that move the batch's positions
@@ -298,6 +307,7 @@ class EventStore(RunHeads):
     def _try_append(self, run_id: str, head: RunHead,
                     prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
                     ) -> list[RecordedEvent]:
+        self._check_tail(run_id, head)
         staged = self._stage(run_id, head, prepared)
         self._write([staged])
         return staged.recorded
@@ -335,8 +345,10 @@ class EventStore(RunHeads):
             artifacts = [row for b in batches for row in b.artifacts]
             if artifacts:
                 self.backend.put_artifacts(artifacts)
-            self.backend.recorder.insert_events([e for b in batches for e in b.stored])
-        except es.IntegrityError:
+            heads = [ExpectedHead(b.run_id, b.head.version, b.head.tail) for b in batches
+                     if b.head.version and b.head.tail is not None]
+            self.backend.recorder.insert_events([e for b in batches for e in b.stored], heads=heads)
+        except (es.IntegrityError, StaleHeadError):
             undo()
             raise  # a concurrent writer took these positions: handled by the caller
         except (es.PersistenceError, es.ConnectionPoolClosedError, es.ConnectionNotFromPoolError) as exc:
@@ -348,7 +360,7 @@ class EventStore(RunHeads):
             raise
         for b in batches:
             self._keep_head(b.run_id, RunHead(b.head.version + len(b.stored), b.recorded[-1].hash,
-                                            b.head.pairing))
+                                            b.head.pairing, tail_digest(b.stored[-1].state)))
             for commit in b.learned:  # keyframes and deltas the log now holds
                 commit()
 

@@ -1,8 +1,9 @@
 """eventsourcing's PostgreSQL application recorder, as the store inserts with it.
 
-Three changes: a large batch is inserted without psycopg's pipeline mode, a retried insert
-recognises its own batch when the connection was lost after the COMMIT (see
-:func:`recorder_class`), and only a lost connection is retried (:func:`worth_retrying`).
+Four changes: the runs' heads are checked in the insert's transaction
+(:mod:`contextfold.store.head_check`), a large batch is inserted without psycopg's pipeline
+mode, a retried insert recognises its own batch when the connection was lost after the COMMIT
+(see :func:`recorder_class`), and only a lost connection is retried (:func:`worth_retrying`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 from eventsourcing import persistence as es
 
 from contextfold.store.driver_errors import causes, not_writable
+from contextfold.store.head_check import ExpectedHead, check_heads
 
 __all__ = ["INSERT_ATTEMPTS", "PIPELINE_MAX_BYTES", "recorder_class", "worth_retrying"]
 
@@ -100,6 +102,18 @@ def recorder_class() -> type[Any]:
                         return None
                     raise
 
+        def _insert_events(self, curs: Any, stored_events: Sequence[es.StoredEvent], *,
+                           heads: Sequence[ExpectedHead] = (), **kwargs: Any) -> None:
+            """eventsourcing's hook before the rows are inserted, in their transaction: the
+            check of the runs' heads (:mod:`contextfold.store.head_check`; read committed, so it
+            sees the latest log)."""
+            if heads:
+                from psycopg.sql import SQL, Identifier
+
+                check_heads(curs, SQL("SELECT state FROM {}.{} WHERE originator_id = %s "
+                                      "AND originator_version = %s").format(
+                    Identifier(self.datastore.schema), Identifier(self.events_table_name)), heads)
+
         def select_events(self, *args: Any, **kwargs: Any) -> Any:
             return _retrying(lambda: select_once(self, *args, **kwargs))
 
@@ -121,6 +135,7 @@ def recorder_class() -> type[Any]:
 
         def _insert_without_pipeline(self, stored_events: Sequence[es.StoredEvent], **kwargs: Any) -> Any:
             with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+                self._insert_events(curs, stored_events, **kwargs)
                 self._insert_stored_events(curs, stored_events, **kwargs)
                 return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
 

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 from contextfold.domain.errors import ProtocolError
 from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent
+from contextfold.store.backends import translate_errors
 from contextfold.store.event_reads import EventReads
+from contextfold.store.head_check import StaleHeadError, tail_digest
 
 __all__ = ["HEADS_KEPT", "RunHead", "RunHeads"]
 
@@ -34,6 +36,9 @@ class RunHead:
     version: int = 0
     last_hash: str = GENESIS_HASH
     pairing: PairingState = field(default_factory=PairingState)
+    tail: bytes | None = None
+    """The digest of the stored bytes of the row at ``version`` (:mod:`.head_check`): known
+    when this store wrote it, read before the next append when the head was made by a read."""
 
 
 class RunHeads(EventReads):
@@ -91,9 +96,22 @@ class RunHeads(EventReads):
         except BaseException:
             self._heads.pop(run_id, None)  # half-applied: rebuild from scratch next time
             raise
-        new = RunHead(version, last_hash, pairing)
+        new = RunHead(version, last_hash, pairing, head.tail if version == head.version else None)
         self._keep_head(run_id, new)
         return new
+
+    def _check_tail(self, run_id: str, head: RunHead) -> None:
+        """Learn ``head.tail`` (the digest of the row at its version) for a head made by a read,
+        checking the row is the one the head was made from: :class:`StaleHeadError` when the log
+        no longer holds it (a restored backup, :mod:`.head_check`)."""
+        if head.tail is not None or head.version == 0:
+            return
+        with translate_errors(f"read {run_id!r}", self.url):
+            rows = self.backend.recorder.select_events(run_id, gt=head.version - 1, lte=head.version)
+        row = rows[0] if rows else None
+        if row is None or self._decode(run_id, head.version, row.topic, row.state).hash != head.last_hash:
+            raise StaleHeadError(run_id)
+        head.tail = tail_digest(row.state)
 
     def iter_events(self, run_id: str, *, after: int = 0) -> typing.Iterator[RecordedEvent]:
         """The run's events after ``after``, in order. A read of the whole run while this store

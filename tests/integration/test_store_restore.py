@@ -1,0 +1,85 @@
+"""A log that moved back under a long-lived store object (an earlier backup restored online): the
+next append goes on at the log's real end, never past a gap; on every backend."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from contextfold.domain.errors import ConcurrencyConflictError
+from contextfold.domain.events import RunStarted, UserInput
+from contextfold.store.backends import EVENTS_TABLE
+from contextfold.store.crypto import Keyring, generate_key
+from contextfold.store.event_store import EventStore
+
+
+def _restore(store_url: str, run_id: str, keep: int) -> None:
+    """The run as a backup taken at position ``keep`` holds it, written by another connection."""
+    with EventStore(store_url) as admin:
+        b = admin.backend
+        b.execute(f"DELETE FROM {b.table(EVENTS_TABLE)} WHERE originator_id = {b.placeholder} "
+                  f"AND originator_version > {b.placeholder}", (run_id, keep))
+
+
+def _positions(store_url: str, run_id: str, keyring: Keyring | None = None) -> list[int]:
+    with EventStore(store_url, keyring=keyring) as fresh:
+        assert fresh.verify(run_id).ok
+        return [e.position for e in fresh.read(run_id)]
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_an_append_after_a_restore_goes_on_at_the_log_s_end(store_url: str, encrypted: bool) -> None:
+    """The worker's cached head said 4 and its append was written at 5: positions 1, 2, 5, a run
+    that verify and every fold refused."""
+    keyring = Keyring(generate_key()) if encrypted else None
+    with EventStore(store_url, keyring=keyring) as worker:
+        worker.append("r", [RunStarted(), UserInput("one")])
+        worker.append("r", [UserInput("two"), UserInput("three")])
+        _restore(store_url, "r", 2)
+        assert [e.position for e in worker.append("r", [UserInput("four")])] == [3]
+        assert worker.append("r", [UserInput("five")])[0].position == 4
+    assert _positions(store_url, "r", keyring) == [1, 2, 3, 4]
+
+
+def test_a_head_made_by_a_fold_is_checked_too(store_url: str) -> None:
+    """A store that read the run (its head made by the read, not by a write of its own)."""
+    with EventStore(store_url) as writer:
+        writer.append("r", [RunStarted(), UserInput("one"), UserInput("two"), UserInput("three")])
+    with EventStore(store_url) as reader:
+        assert len(list(reader.iter_events("r"))) == 4  # the head, as a fold makes it
+        _restore(store_url, "r", 2)
+        assert reader.append("r", [UserInput("four")])[0].position == 3
+    assert _positions(store_url, "r") == [1, 2, 3]
+
+
+def test_a_log_rewritten_to_the_same_length_is_caught_by_its_last_row(store_url: str) -> None:
+    """Restored, then another writer appended as many events again: the row at the cached head's
+    position exists but is not the one the head was made from (its chain would break at 4)."""
+    with EventStore(store_url) as worker, EventStore(store_url) as other:
+        worker.append("r", [RunStarted(), UserInput("one"), UserInput("two")])
+        _restore(store_url, "r", 1)
+        other.append("r", [UserInput("another two"), UserInput("another three")])
+        assert worker.append("r", [UserInput("four")])[0].position == 4
+    assert _positions(store_url, "r") == [1, 2, 3, 4]
+
+
+def test_an_append_at_an_expected_version_the_log_moved_back_from_is_a_conflict(store_url: str) -> None:
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), UserInput("two")])
+        _restore(store_url, "r", 1)
+        with pytest.raises(ConcurrencyConflictError):
+            worker.append("r", [UserInput("three")], expected_version=3)
+        assert worker.append("r", [UserInput("two again")], expected_version=1)[0].position == 2
+    assert _positions(store_url, "r") == [1, 2]
+
+
+def test_a_large_batch_after_a_restore_is_checked_too(store_url: str) -> None:
+    """PostgreSQL inserts a batch of more than a megabyte without psycopg's pipeline: that path
+    checks the head as well."""
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), UserInput("two")])
+        _restore(store_url, "r", 1)
+        big = [UserInput(os.urandom(50_000).hex()) for _ in range(12)]  # 1.2 MB, incompressible
+        assert [e.position for e in worker.append("r", big)] == list(range(2, 14))
+    assert _positions(store_url, "r") == list(range(1, 14))
