@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -113,6 +114,10 @@ class SQLiteBackend:
         ours = (EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE, TOKEN_COUNTS_TABLE)
         checked = check_sqlite_path(url.path, raw_url, ours=ours)
         database = sqlite_database(checked)
+        # A shared in-memory database lives while a connection to it is open: this one keeps it
+        # for the store's life (the pool closes the connections it does not keep).
+        self._memory_keeper = (None if checked else
+                               sqlite3.connect(database, uri=True, check_same_thread=False))
         self.datastore = SQLiteDatastore(  # lock_timeout: annotated int, passed to sqlite3's float timeout
             database, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
             pool_size=2, max_overflow=8, pool_timeout=30.0,
@@ -184,6 +189,8 @@ class SQLiteBackend:
 
     def close(self) -> None:
         self.datastore.close()
+        if self._memory_keeper is not None:
+            self._memory_keeper.close()
 
 
 class PostgresBackend:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,9 +50,10 @@ def sqlite_database(checked: SQLiteFile | None) -> str:
     """What SQLite opens, always as a URI (eventsourcing connects with ``uri=True``): the checked
     file's absolute ``file:`` URI, its characters percent-encoded (``?``, ``#``, ``%`` and ``=``
     in a name stay part of the name, and nothing reads as ``mode=memory``); ``None`` (the URL's
-    ``:memory:``) an in-memory database."""
+    ``:memory:``) a new in-memory database shared by the store's pooled connections, where each
+    connection opened its own empty one."""
     if checked is None:
-        return ":memory:"
+        return f"file:contextfold-{uuid.uuid4().hex}?mode=memory&cache=shared"
     return checked.target.as_uri()
 
 

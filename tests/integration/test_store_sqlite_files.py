@@ -1,9 +1,10 @@
 """What a SQLite store URL opens: the file it named when the store was opened, for every pooled
-connection."""
+connection; one shared database for ``:memory:``."""
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from contextfold.domain.events import RunStarted, UserInput
 from contextfold.store.backends import EVENTS_TABLE, SQLiteBackend
 from contextfold.store.event_store import EventStore
+from tests.threads import errors_in_threads
 
 
 def _new_connection_appends(store: EventStore, run_id: str) -> None:
@@ -75,3 +77,31 @@ def test_a_path_that_starts_with_file_colon_is_that_file_not_a_uri(
     assert (tmp_path / odd).is_file()
     with EventStore(url) as store:
         assert store.version("r") == 1
+
+
+def test_an_in_memory_store_is_one_database_for_all_its_connections() -> None:
+    """Each pooled connection opened its own empty ``:memory:`` database: threads sharing the
+    store failed with ``no such table``, or wrote where nothing read."""
+    store = EventStore("sqlite:///:memory:")
+    try:
+        store.append("m", [RunStarted(), UserInput("hi")])
+        assert isinstance(store.backend, SQLiteBackend)
+        datastore = store.backend.datastore
+        with datastore.transaction(commit=False) as a, datastore.transaction(commit=False) as b:
+            for cursor in (a, b):  # two connections, one database
+                cursor.execute(f"SELECT COUNT(*) FROM {EVENTS_TABLE}")
+                assert cursor.fetchone()[0] == 2
+        barrier = threading.Barrier(4)
+
+        def work(w: int) -> None:
+            barrier.wait()
+            for j in range(10):
+                store.append(f"t{w}", [UserInput(f"{w}-{j}")])
+
+        assert errors_in_threads(4, work) == []
+        assert sorted((r.run_id, r.events) for r in store.runs()) == [
+            ("m", 2), ("t0", 10), ("t1", 10), ("t2", 10), ("t3", 10)]
+        with EventStore("sqlite:///:memory:") as another:  # a store of its own, as before
+            assert another.runs() == []
+    finally:
+        store.close()
