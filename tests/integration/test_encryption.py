@@ -122,6 +122,21 @@ def test_plain_store_keeps_working_and_can_switch_encryption_on(store_url: str) 
         assert store.run("r1").verify().ok
 
 
+def test_an_artifact_whose_bytes_begin_like_an_envelope_is_read_back_as_stored(store_url: str) -> None:
+    """A tool may print anything: a plain store's artifact beginning with ``cfenc1:`` was taken
+    for an envelope and never read back (a CryptoError without a key, a failed decryption with
+    one)."""
+    odd = ENVELOPE_MAGIC + b"0123456789abcdef:" + bytes(range(256)) * 8
+    text = ENVELOPE_MAGIC + b" just text a tool printed"
+    with open_store(store_url, cipher_key=None) as store:
+        refs = [store.events.put_artifact(odd), store.events.put_artifact(text, "text/plain")]
+        assert [store.artifact(ref) for ref in refs] == [odd, text]
+    with open_store(store_url, cipher_key=generate_key()) as keyed:  # encryption switched on later
+        assert [keyed.artifact(ref) for ref in refs] == [odd, text]
+        sealed = keyed.events.put_artifact(odd + b"sealed")  # and the envelopes it writes still open
+        assert keyed.artifact(sealed) == odd + b"sealed"
+
+
 def test_keyring_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = generate_key(), generate_key()
     monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEY", a)
