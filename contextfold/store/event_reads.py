@@ -261,7 +261,7 @@ class EventReads:
         Why: a turn's context-built records were found by decoding the whole log (~0.6 s for a
         10,000-event run, every tool output parsed) to keep a few dozen events."""
         topics = [t for t, _ in self._topics(run_id, event_type)]
-        if not topics:
+        if not topics or after >= _MAX_POSITION:  # nothing after the last position a run can hold
             return []
         p = self.backend.placeholder
         rows = self.backend.query(
@@ -276,8 +276,8 @@ class EventReads:
         response; reading every record of a run to find one turn's made recording usage each
         turn cost O(the run) (600 turns: 62 s per 100 turns)."""
         topics = [t for t, _ in self._topics(run_id, event_type)]
-        if not topics or n < 1:
-            return None
+        if not topics or not 1 <= n <= _MAX_POSITION:  # past it: no run holds that many (the
+            return None  # drivers refuse the number: a raw OverflowError from sqlite3)
         p = self.backend.placeholder
         rows = self.backend.query(
             f"SELECT originator_version FROM {self.backend.table(EVENTS_TABLE)} "

@@ -164,6 +164,10 @@ def test_reading_one_type_gives_its_events_as_a_full_read_does_deltas_included(s
     assert [store.nth_position("r", "user_input", n) for n in (1, 2, 5, 6, 0)] == [
         inputs[0].position, inputs[1].position, inputs[4].position, None, None]
     assert store.nth_position("r", "context_built", 1) is None
+    # numbers past the last position a run can hold (a turn of 2**64): none, where sqlite3 raised
+    # a raw OverflowError and PostgreSQL "bigint out of range"
+    assert [store.nth_position("r", "user_input", n) for n in (2**63 - 1, 2**63, 2**64)] == [None] * 3
+    assert store.read_type("r", "user_input", after=2**64) == []
     with pytest.raises(RunNotFoundError):
         store.read_type("no-such-run", "user_input")
 
