@@ -148,8 +148,9 @@ def open_store(url: str | None = None, *, create_schema: bool = True,
     encryption at rest, ``old_cipher_keys`` (else ``$CONTEXTFOLD_CIPHER_KEYS_OLD``)
     keep rotated-out keys readable (:mod:`contextfold.store.crypto`). ``tenant``
     (else ``$CONTEXTFOLD_TENANT``) scopes every read and build to one tenant
-    (:mod:`contextfold.store.tenants`). ``must_exist``: a store not made yet (no SQLite file;
-    a PostgreSQL schema or tenant without contextfold's tables) is a :class:`StoreConfigError`,
+    (:mod:`contextfold.store.tenants`). ``must_exist``: a store not made yet (no SQLite file,
+    or one without contextfold's tables, as an empty file; a PostgreSQL schema or tenant without
+    them) is a :class:`StoreConfigError`,
     with nothing created, where by default it is created: for a reader, whose mistyped URL
     would otherwise leave an empty store behind.
     """

@@ -29,7 +29,6 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
@@ -105,14 +104,18 @@ class SQLiteBackend:
 
     placeholder = "?"
 
-    def __init__(self, url: StoreURL, raw_url: str) -> None:
+    def __init__(self, url: StoreURL, raw_url: str, *, must_exist: bool = False) -> None:
         """``raw_url`` names the store in messages as the user wrote it; SQLite is handed the file
-        resolved once, here (:func:`~contextfold.store.sqlite_path.sqlite_database`)."""
+        resolved once, here (:func:`~contextfold.store.sqlite_path.sqlite_database`).
+        ``must_exist``: a path without contextfold's tables (no file, an empty file, a database
+        without tables) is :func:`_no_store`, and left as it was."""
         from eventsourcing.sqlite import SQLiteDatastore
 
         self.url = raw_url
         ours = (EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE, TOKEN_COUNTS_TABLE)
         checked = check_sqlite_path(url.path, raw_url, ours=ours)
+        if must_exist and checked is not None and not set(checked.tables) & set(ours):
+            raise _no_store(f"at {url.path} ({display_url(raw_url)!r})")
         database = sqlite_database(checked)
         # A shared in-memory database lives while a connection to it is open: this one keeps it
         # for the store's life (the pool closes the connections it does not keep).
@@ -508,15 +511,13 @@ def open_backend(url: str, *, tenant: str | None = None, provision: bool = False
                  must_exist: bool = False) -> SQLiteBackend | PostgresBackend:
     """The backend for ``url``; with ``tenant`` on PostgreSQL, the tenant's schema and role
     (provisioned first when ``provision``). ``must_exist``: a store not made yet (no SQLite
-    file; a PostgreSQL schema or tenant without the events table) is a StoreConfigError,
+    file, or one without contextfold's tables: an empty file; a PostgreSQL schema or tenant
+    without the events table) is a StoreConfigError,
     before anything is created: opening a SQLite path creates its file, provisioning a tenant
     its role and schema."""
     parsed = parse_store_url(url)
     if parsed.scheme == "sqlite":
-        path = Path(parsed.path)
-        if must_exist and parsed.path != ":memory:" and not path.exists() and path.resolve().parent.is_dir():
-            raise _no_store(f"at {parsed.path} ({display_url(url)!r})")
-        return SQLiteBackend(parsed, url)  # a missing or bad directory: named by check_sqlite_path
+        return SQLiteBackend(parsed, url, must_exist=must_exist)
     if tenant is None:
         return PostgresBackend(parsed, url, must_exist=must_exist)
     from dataclasses import replace

@@ -292,7 +292,9 @@ def test_another_applications_sqlite_database_is_refused_and_left_unchanged(
 
 
 def test_an_empty_database_or_one_holding_our_tables_still_opens(tmp_path: Path, cli: CLI) -> None:
-    """The refusal of other applications' databases keeps every database that is (or may become) ours."""
+    """The refusal of other applications' databases keeps every database that is (or may become) ours;
+    one holding none of our tables (an empty file, a database without tables) becomes a store only for
+    a command that makes one: ``runs`` made an empty file a 28 KB store."""
     import sqlite3
 
     from contextfold.api import open_store
@@ -310,10 +312,14 @@ def test_an_empty_database_or_one_holding_our_tables_still_opens(tmp_path: Path,
         store.run("r").append(UserInput("hi"))
     with open_store(f"sqlite:///{tmp_path / 'tenant.db'}", tenant="acme") as store:  # + contextfold_meta
         assert len(store.run("r").events()) == 1
-    for name in ("blank.db", "empty.db", "half.db"):
-        assert cli("--store", f"sqlite:///{name}", "runs").returncode == 0
-    assert cli("--store", "sqlite:///blank.db", "demo").returncode == 0
-    assert cli("--store", "sqlite:///blank.db", "demo").returncode == 0  # our tables now: opens again
+    assert cli("--store", "sqlite:///half.db", "runs").returncode == 0
+    for name in ("blank.db", "empty.db"):  # none of our tables: a store only to a command that makes one
+        before = (tmp_path / name).read_bytes()
+        out = cli("--store", f"sqlite:///{name}", "runs")
+        assert out.returncode == 2 and f"StoreConfigError: no store at {name}" in out.stderr, out.stderr
+        assert (tmp_path / name).read_bytes() == before
+        assert cli("--store", f"sqlite:///{name}", "demo").returncode == 0
+        assert cli("--store", f"sqlite:///{name}", "runs").returncode == 0  # our tables now: opens again
 
 
 def test_old_cipher_keys_without_a_current_key_are_refused_by_the_cli(

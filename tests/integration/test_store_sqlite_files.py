@@ -1,5 +1,6 @@
 """What a SQLite store URL opens: the file it named when the store was opened, for every pooled
-connection; one shared database for ``:memory:``."""
+connection; one shared database for ``:memory:``; nothing made of a path that holds no store
+when the store must exist."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from contextfold.domain.errors import StoreConfigError
 from contextfold.domain.events import RunStarted, UserInput
 from contextfold.store.backends import EVENTS_TABLE, SQLiteBackend
 from contextfold.store.event_store import EventStore
@@ -105,3 +107,22 @@ def test_an_in_memory_store_is_one_database_for_all_its_connections() -> None:
             assert another.runs() == []
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("content", ["empty", "no tables"])
+def test_a_file_without_contextfold_s_tables_is_no_store_when_one_must_exist(
+        tmp_path: Path, content: str) -> None:
+    """``contextfold runs --store sqlite:///notes.txt`` on an existing empty file made it a 28 KB
+    store; only import and demo create a store."""
+    path = tmp_path / "notes.txt"
+    path.touch()
+    if content == "no tables":
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA user_version = 7")  # a database file, no table in it
+        conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreConfigError, match=f"no store at {path}"):
+        EventStore(f"sqlite:///{path}", must_exist=True)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    EventStore(f"sqlite:///{path}").close()  # a store made by a creating open
+    EventStore(f"sqlite:///{path}", must_exist=True).close()
