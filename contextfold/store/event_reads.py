@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from contextfold.domain.errors import (
     RunNotFoundError,
     quoted,
 )
-from contextfold.domain.events import EVENT_ADAPTER, UPCASTERS, ArtifactRef, event_from_json
+from contextfold.domain.events import EVENT_ADAPTER, UPCASTERS, AnyEvent, ArtifactRef, event_from_json
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.store.backends import (
     ARTIFACTS_TABLE,
@@ -78,6 +79,15 @@ def _why_not(exc: ValueError) -> str:
         where = ".".join(map(str, first["loc"])) or "the event"
         return f"{exc.error_count()} error(s), the first at {where}: {first['msg']}"
     return one_line(exc)
+
+
+def _declared_topic(topic: str, event: AnyEvent, body: bytes) -> str:
+    """The topic a stored event was written under: its ``type@version``, as the stored JSON
+    declares them when it is an old version (``topic`` one that is upcast on read)."""
+    if not _UPCAST_TOPICS.get(topic):
+        return f"{event.type}@{event.v}"
+    data = json.loads(body)
+    return f"{data.get('type')}@{data.get('v', 1)}"
 
 
 @contextlib.contextmanager
@@ -363,9 +373,13 @@ class EventReads:
                     return VerifyReport(run_id, count, False, pos,
                                         "event content does not match its chain hash")
                 try:
-                    self._decode(run_id, pos, row.topic, state)
+                    event = self._decode(run_id, pos, row.topic, state).event
                 except IntegrityError as exc:
                     return VerifyReport(run_id, count, False, pos, str(exc))
+                declared = _declared_topic(row.topic, event, state[64:])
+                if row.topic != declared:  # counts by type (turn numbers) read the topic alone
+                    return VerifyReport(run_id, count, False, pos,
+                                        f"its topic {quoted(row.topic)} is not its event's ({declared})")
                 prev = stored_hash
                 count += 1
                 expected_position += 1

@@ -32,6 +32,7 @@ from contextfold.domain.events import (
     ToolCallCancelled,
     ToolResult,
     UserInput,
+    canonical_json,
 )
 from contextfold.domain.log import GENESIS_HASH, chain_hash
 from contextfold.store.backends import EVENTS_TABLE, SQLiteBackend
@@ -311,6 +312,25 @@ def test_hash_chain_detects_an_edited_stored_payload(store: EventStore) -> None:
     report = store.verify("r")
     assert not report.ok
     assert report.first_bad_position == 2
+
+
+def test_verify_detects_a_topic_that_is_not_its_event_s(store: EventStore) -> None:
+    """Counts by type (a turn's number: the run's model responses) read the topic column alone: a
+    row whose topic was changed kept its chain, verify said ok, and usage and replay lost a turn."""
+    from eventsourcing.persistence import StoredEvent
+
+    store.append("r", [UserInput("a"), call("c1"), ToolResult(call_id="c1", content="ok")])
+    b = store.backend
+    p = b.placeholder
+    b.execute(f"UPDATE {b.table(EVENTS_TABLE)} SET topic = {p} WHERE originator_id = {p} "
+              "AND originator_version = 2", ("user_input@1", "r"))
+    report = store.verify("r")
+    assert (report.ok, report.first_bad_position) == (False, 2) and "model_response@1" in report.reason
+    body = canonical_json(RunStarted(model="m"))  # a current event under an old version's topic
+    digest = chain_hash("old", 1, GENESIS_HASH, body)
+    b.recorder.insert_events([StoredEvent("old", 1, "run_started@1", digest.encode() + body)])
+    report = store.verify("old")
+    assert (report.ok, report.first_bad_position) == (False, 1) and "run_started@2" in report.reason
 
 
 def test_upcasts_a_v1_event(store: EventStore) -> None:
