@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
@@ -220,16 +222,39 @@ class PostgresBackend:
         # connection it takes, and two threads doing so while a connection is out trip
         # psycopg_pool's `assert not self._pool_full_event` (a bare AssertionError from a store
         # shared by threads). _probe above already fails fast when the server is unreachable.
-        self.datastore = _datastore_class(role, url.network_timeout)(  # connect_timeout: the pool's wait
-            dbname=url.dbname, host=url.host, port=url.port, user=url.user,
-            password=url.password, schema=url.schema, originator_id_type="text",
-            pool_size=2, max_overflow=8, connect_timeout=url.connect_timeout,
-        )
+        self.datastore = self._new_datastore()
         try:  # the recorder connects as it is made (it registers the row type's adapters)
             self.recorder = recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
         except (es.InterfaceError, es.OperationalError) as exc:
             self.datastore.close()  # the pool would go on retrying in its threads
             raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
+        _POSTGRES_BACKENDS.add(self)
+
+    def _new_datastore(self) -> Any:
+        """eventsourcing's datastore for this store; its pool connects on first use."""
+        url = self.parsed
+        return _datastore_class(self.role, url.network_timeout)(  # connect_timeout: the pool's wait
+            dbname=url.dbname, host=url.host, port=url.port, user=url.user,
+            password=url.password, schema=url.schema, originator_id_type="text",
+            pool_size=2, max_overflow=8, connect_timeout=url.connect_timeout,
+        )
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child's store leaves the parent's pool for a new one, connected on first use.
+
+        Why: the pooled connections are the parent's sessions, their sockets shared with the
+        child; a child's query on one interleaved with the parent's on the wire ("unexpected
+        result status", "the last operation didn't produce a result" on both sides). The old
+        pool is kept, never closed: closing it would end the parent's sessions (psycopg does not
+        finish a connection in a process other than its own when it is collected). The row
+        type's adapters, read already, carry over; nothing is sent from the fork hook."""
+        inherited = self.datastore
+        _INHERITED_POOLS.append(inherited)
+        fresh = self._new_datastore()
+        fresh.db_type_names = inherited.db_type_names
+        fresh.psycopg_type_adapters = inherited.psycopg_type_adapters
+        fresh.psycopg_python_types = inherited.psycopg_python_types
+        self.datastore = self.recorder.datastore = fresh
 
     def _probe(self, url: StoreURL) -> bool:
         """Connect once, plainly, before the pool does: a missing database or role, a wrong
@@ -416,6 +441,7 @@ class PostgresBackend:
                 raise refusal or StoreError(str(exc)) from exc
 
     def close(self) -> None:
+        _POSTGRES_BACKENDS.discard(self)
         self.datastore.close()
 
 
@@ -499,6 +525,20 @@ def _datastore_class(role: str | None, network_timeout: float) -> type[Any]:
             return after_connect
 
     return Datastore
+
+
+_POSTGRES_BACKENDS: weakref.WeakSet[PostgresBackend] = weakref.WeakSet()
+"""The open PostgreSQL backends of this process, given new pools in a forked child."""
+_INHERITED_POOLS: list[Any] = []
+"""A forked child's pools inherited from its parent: kept, never closed nor collected."""
+
+
+def _reconnect_in_child() -> None:
+    for backend in list(_POSTGRES_BACKENDS):
+        backend._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_reconnect_in_child)
 
 
 def _no_store(where: str) -> StoreConfigError:

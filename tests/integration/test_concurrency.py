@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing as mp
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -144,3 +145,37 @@ def test_a_store_closed_by_another_thread_mid_operation_is_a_store_error(
     with open_store(store_url) as again:
         assert again.run("r").verify().ok
         assert again.run("r").events()[0].event == UserInput("go")
+
+
+def _child_appends(store: EventStore, conn: Any) -> None:
+    """In a forked child: when the store's session began (on the server's clock), and an append."""
+    try:
+        began = store.backend.query("SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")
+        store.append("forked", [UserInput("from the child")])
+        conn.send(began[0][0])
+    except BaseException as exc:
+        conn.send(repr(exc))
+
+
+def test_a_postgresql_store_used_in_a_forked_child_connects_a_session_of_its_own(pg_url: str) -> None:
+    """multiprocessing forks on Linux: a child using a store opened before the fork used the
+    parent's pooled connections, whose sockets it shares, so the two processes' statements met
+    on one session ("unexpected result status", "the last operation didn't produce a result")."""
+    store = EventStore(pg_url)
+    try:
+        store.append("forked", [UserInput("from the parent")])
+        forked_at = store.backend.query("SELECT clock_timestamp()")[0][0]
+        receive, send = mp.get_context("fork").Pipe(duplex=False)
+        child = mp.get_context("fork").Process(target=_child_appends, args=(store, send))
+        child.start()
+        began = receive.recv()
+        child.join()
+        assert not isinstance(began, str), began
+        assert began > forked_at  # a session of its own, not one of the parent's pool
+        store.append("forked", [UserInput("the parent again")])  # the parent's sessions live on
+        assert [e.event.text for e in store.read("forked")] == [  # type: ignore[union-attr]
+            "from the parent", "from the child", "the parent again"]
+        assert store.verify("forked").ok
+    finally:
+        store.close()
+
