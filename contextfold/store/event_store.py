@@ -239,6 +239,11 @@ class EventStore(RunHeads):
             head = self._head(run_id)
             if expected_version is not None and expected_version != head.version:
                 head = self._catch_up(run_id)
+                if expected_version < head.version:
+                    # behind what this store saw: a conflict, unless the log was moved back under
+                    # it (a restored backup), which only a read from the start shows
+                    self._heads.pop(run_id, None)
+                    head = self._catch_up(run_id)
                 fresh = True
                 if expected_version > head.version:  # no writer moves a run back: the caller's
                     raise InvalidInputError(  # version is not one it read from this store
@@ -252,9 +257,9 @@ class EventStore(RunHeads):
                 # The log does not end where this store saw it (a restored backup): read the
                 # run again, from its start, and go on at its real end.
                 self._heads.pop(run_id, None)
-                self._catch_up(run_id)
+                head = self._catch_up(run_id)
                 fresh = True
-                if expected_version is not None:
+                if expected_version is not None and expected_version != head.version:
                     raise ConcurrencyConflictError(run_id, expected_version) from exc
             except (ProtocolError, InvalidInputError):
                 # Judged against a cached head: another writer may have issued or

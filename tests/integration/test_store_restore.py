@@ -74,6 +74,27 @@ def test_an_append_at_an_expected_version_the_log_moved_back_from_is_a_conflict(
     assert _positions(store_url, "r") == [1, 2]
 
 
+def test_the_version_read_after_a_restore_is_taken_at_once(store_url: str) -> None:
+    """A caller that reloads and passes the log's real version was refused for ever: the store
+    caught up from its cached head (3), found nothing newer, and called 1 a conflict."""
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), UserInput("two")])
+        _restore(store_url, "r", 1)
+        assert worker.append("r", [UserInput("two again")], expected_version=1)[0].position == 2
+    assert _positions(store_url, "r") == [1, 2]
+
+
+def test_a_log_rewritten_to_the_same_length_takes_its_real_version(store_url: str) -> None:
+    """Another writer refilled the log to the cached head's length: the append at that (real)
+    version was refused once as a conflict though no event came in between."""
+    with EventStore(store_url) as worker, EventStore(store_url) as other:
+        worker.append("r", [RunStarted(), UserInput("one"), UserInput("two")])
+        _restore(store_url, "r", 1)
+        other.append("r", [UserInput("another two"), UserInput("another three")])
+        assert worker.append("r", [UserInput("four")], expected_version=3)[0].position == 4
+    assert _positions(store_url, "r") == [1, 2, 3, 4]
+
+
 def test_a_large_batch_after_a_restore_is_checked_too(store_url: str) -> None:
     """PostgreSQL inserts a batch of more than a megabyte without psycopg's pipeline: that path
     checks the head as well."""
