@@ -27,9 +27,10 @@ from contextfold.cli import store_for
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
 from contextfold.domain.events import AnyEvent, ArtifactRef, ToolsRegistered, artifact_refs
-from contextfold.store.backends import parse_store_url
+from contextfold.store.backends import STORE_TABLES, parse_store_url
 from contextfold.store.event_reads import check_run_id
 from contextfold.store.event_store import store_url_from_env
+from contextfold.store.sqlite_path import check_sqlite_path
 
 __all__ = ["TRACE_PATTERNS", "handle_import"]
 
@@ -249,11 +250,16 @@ def _cited(named: Named, bundled: Bundled, held: Callable[[str], bool]) -> Bundl
 
 
 def _new_sqlite_file(args: argparse.Namespace) -> bool:
-    """Whether the import's store is a SQLite file not made yet: it holds no artifact, so a ref the
-    import does not carry is refused before the file is made (the refusal left an empty store,
-    which later commands took for one that had been recorded into)."""
-    url = parse_store_url(store_url_from_env(args.store))
-    return url.scheme == "sqlite" and url.path != ":memory:" and not Path(url.path).exists()
+    """Whether the import's store is a SQLite file not made into a store yet (none there, an empty
+    file, a database without tables): it holds no artifact, so a ref the import does not carry
+    is refused before the file is made one (the refusal left an empty store, which later
+    commands took for one that had been recorded into)."""
+    raw = store_url_from_env(args.store)
+    url = parse_store_url(raw)
+    if url.scheme != "sqlite" or url.path == ":memory:":
+        return False
+    checked = check_sqlite_path(url.path, raw, ours=STORE_TABLES)
+    return checked is not None and not checked.tables
 
 
 def _check_run_id(run_id: str, where: str) -> None:

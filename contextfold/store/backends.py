@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_STORE_URL",
     "EVENTS_TABLE",
     "SQLITE_LOCK_TIMEOUT",
+    "STORE_TABLES",
     "Backend",
     "PostgresBackend",
     "SQLiteBackend",
@@ -68,6 +69,8 @@ __all__ = [
 
 EVENTS_TABLE = "contextfold_events"
 ARTIFACTS_TABLE = "contextfold_artifacts"
+STORE_TABLES = (EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE, TOKEN_COUNTS_TABLE)
+"""The tables a contextfold store holds: a SQLite file with none of them is no store yet."""
 _T = TypeVar("_T")
 
 
@@ -114,7 +117,7 @@ class SQLiteBackend:
         from eventsourcing.sqlite import SQLiteDatastore
 
         self.url = raw_url
-        ours = (EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE, TOKEN_COUNTS_TABLE)
+        ours = STORE_TABLES
         checked = check_sqlite_path(url.path, raw_url, ours=ours)
         if must_exist and checked is not None and not set(checked.tables) & set(ours):
             raise _no_store(f"at {url.path} ({display_url(raw_url)!r})")

@@ -49,6 +49,10 @@ def test_an_export_with_its_artifacts_imports_into_another_store_as_the_same_run
     assert refused.returncode == 2 and "'events --json --with-artifacts' carries them" in refused.stderr
     # refused before the file was made: an empty store left behind passed for one recorded into
     assert not (tmp_path / "b.db").exists()
+    (tmp_path / "empty.db").touch()  # an empty file is no store yet either: left as it is
+    refused = cf("--store", f"sqlite:///{tmp_path / 'empty.db'}", "import", "plain.jsonl", "--run", "r1",
+                 cwd=tmp_path)
+    assert refused.returncode == 2 and (tmp_path / "empty.db").stat().st_size == 0
 
     moved = cf("--store", target, "import", "r1.jsonl", "--run", "r1", cwd=tmp_path)
     assert moved.returncode == 0, moved.stderr
