@@ -85,10 +85,12 @@ def args_excerpt(arguments: str, limit: int) -> str:
             break
         keys.append(key)
         values.append(v)
+    hidden = len(value) - len(keys)
+    room = limit - (len(f", …{hidden} more keys") if hidden else 0)  # the count is shown too
     shown = [("[…]" if isinstance(v, list) else "{…}") if isinstance(v, list | dict) else _json_text(v)
              for v in values]
     chars = {i: len(v) for i, v in enumerate(values) if isinstance(v, str) and len(v) > _ARG_STRING_CHARS}
-    while chars and (over := sum(len(k) + len(v) + 2 for k, v in zip(keys, shown, strict=True)) - limit) > 0:
+    while chars and (over := sum(len(k) + len(v) + 2 for k, v in zip(keys, shown, strict=True)) - room) > 0:
         longest = max(chars, key=lambda i: len(shown[i]))
         text = values[longest]
         assert isinstance(text, str)
@@ -100,7 +102,7 @@ def args_excerpt(arguments: str, limit: int) -> str:
         chars[longest] = keep
     kept = 0
     while kept < len(keys) and 2 + sum(len(k) + len(v) + 2 for k, v in
-                                       zip(keys[:kept + 1], shown, strict=False)) - 2 <= limit:
+                                       zip(keys[:kept + 1], shown, strict=False)) - 2 <= room:
         kept += 1
     more = f", …{len(value) - kept} more keys" if kept < len(value) else ""
     return "{" + ", ".join(k + v for k, v in zip(keys[:kept], shown, strict=False)) + more + "}"

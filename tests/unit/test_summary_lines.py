@@ -80,3 +80,14 @@ def test_arguments_of_many_members_are_read_only_as_far_as_the_line_shows_them(
     line = summary_text.args_excerpt(arguments, 80)
     assert line.endswith("more keys}") and line.startswith('{"key_0": "translated value number')
     assert len(dumped) < 40
+
+
+@pytest.mark.parametrize("value, limit", [({"a": "x" * 100, "b": "y" * 100, "c": None}, 60),
+                                          ({"path": "p" * 30, "content": "é中" * 500, "mode": "w"}, 50)])
+def test_an_excerpt_with_keys_left_out_fits_its_limit_with_their_count(value: dict[str, object],
+                                                                       limit: int) -> None:
+    """The line stretched its first string to the whole limit, then added ", …N more keys" past it."""
+    from contextfold.projections.summary_text import args_excerpt
+
+    line = args_excerpt(json.dumps(value, ensure_ascii=False), limit)
+    assert line.endswith("more keys}") and len(line) <= limit
