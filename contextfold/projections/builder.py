@@ -327,16 +327,22 @@ def _build(state: RunState, config: BuildConfig, *,
 
 def _by_fragment(ctx: BuildCtx, required: Sequence[tuple[str, int]], members: Mapping[str, Sequence[str]]
                  ) -> list[tuple[str, int]]:
-    """The required units as the fragments they hold, each with its size: a tool group was
-    named by its unit id (``g3=4851``), which no manifest or log shows, and the big fragment in
-    it went unnamed. A tool schema keeps its ``tool:NAME``."""
+    """The required units as the fragments they hold, each with what it needs (a result that may
+    be cut, at its cut size: the 39k-token log of the latest error needs its diagnosis): a tool
+    group was named by its unit id (``g3=4851``), which no manifest or log shows, and the big
+    fragment in it went unnamed. A tool schema keeps its ``tool:NAME``."""
     out: list[tuple[str, int]] = []
     for uid, tokens in required:
         ids = members.get(uid, ())
         if len(ids) <= 1:
             out.append((ids[0] if ids else uid, tokens))
-        else:
-            out.extend((fid, ctx.facts(fid).cost) for fid in ids)
+            continue
+        facts = [ctx.facts(fid) for fid in ids]
+        left = tokens - sum(f.cost for f in facts if not f.shrinkable)  # what its cut parts need
+        for fid, f in zip(ids, facts, strict=True):
+            need = f.cost if not f.shrinkable else max(0, min(f.cost, left))
+            left -= need if f.shrinkable else 0
+            out.append((fid, need))
     return out
 
 

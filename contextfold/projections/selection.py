@@ -275,8 +275,8 @@ def select_units(
         kept.update(grants)
         used = sum(kept.values())
         if used > budget:
-            raise RequiredContextExceedsBudgetError(
-                budget, [(u.id, u.tokens) for u in required] + [(t, kept[t]) for t in attached])
+            raise RequiredContextExceedsBudgetError(  # each at what it needs: cut as far as it may be
+                budget, [(u.id, kept[u.id]) for u in required] + [(t, kept[t]) for t in attached])
     dropped: dict[str, str] = {}
     over: tuple[str, ...] = ()
     cut = [u.id for u in required if kept[u.id] < u.tokens]
