@@ -239,14 +239,15 @@ class EventStore(RunHeads):
             head = self._head(run_id)
             if expected_version is not None and expected_version != head.version:
                 head = self._catch_up(run_id)
-                if expected_version < head.version:
-                    # behind what this store saw: a conflict, unless the log was moved back under
-                    # it (a restored backup), which only a read from the start shows
+                moved_back = expected_version < head.version and not self._still_ends_at(run_id, head)
+                if moved_back:
+                    # behind what this store saw because the log moved back under it (a restored
+                    # backup; one row read tells): read the run again from its start
                     self._heads.pop(run_id, None)
                     head = self._catch_up(run_id)
                 fresh = True
-                if expected_version > head.version:  # no writer moves a run back: the caller's
-                    raise InvalidInputError(  # version is not one it read from this store
+                if expected_version > head.version and not moved_back:  # no writer moves a run
+                    raise InvalidInputError(  # back: the caller's version is not one it read here
                         f"expected_version {expected_version} is ahead of run {run_id!r}, which is at "
                         f"version {head.version}: pass the version you read (Run.state().version)")
                 if expected_version != head.version:
@@ -257,9 +258,9 @@ class EventStore(RunHeads):
                 # The log does not end where this store saw it (a restored backup): read the
                 # run again, from its start, and go on at its real end.
                 self._heads.pop(run_id, None)
-                head = self._catch_up(run_id)
+                self._catch_up(run_id)
                 fresh = True
-                if expected_version is not None and expected_version != head.version:
+                if expected_version is not None:  # read from the log as it was: reload and retry
                     raise ConcurrencyConflictError(run_id, expected_version) from exc
             except (ProtocolError, InvalidInputError):
                 # Judged against a cached head: another writer may have issued or

@@ -100,6 +100,19 @@ class RunHeads(EventReads):
         self._keep_head(run_id, new)
         return new
 
+    def _still_ends_at(self, run_id: str, head: RunHead) -> bool:
+        """Whether the row at ``head.version`` is still the one ``head`` was made from (one row
+        read): False when the log moved back under this store (a restored backup)."""
+        if head.version == 0:
+            return True
+        with translate_errors(f"read {run_id!r}", self.url):
+            rows = self.backend.recorder.select_events(run_id, gt=head.version - 1, lte=head.version)
+        if not rows:
+            return False
+        if head.tail is not None:
+            return tail_digest(rows[0].state) == head.tail
+        return self._decode(run_id, head.version, rows[0].topic, rows[0].state).hash == head.last_hash
+
     def _check_tail(self, run_id: str, head: RunHead) -> None:
         """Learn ``head.tail`` (the digest of the row at its version) for a head made by a read,
         checking the row is the one the head was made from: :class:`StaleHeadError` when the log

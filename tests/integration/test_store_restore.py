@@ -4,6 +4,7 @@ next append goes on at the log's real end, never past a gap; on every backend.""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -84,15 +85,30 @@ def test_the_version_read_after_a_restore_is_taken_at_once(store_url: str) -> No
     assert _positions(store_url, "r") == [1, 2]
 
 
-def test_a_log_rewritten_to_the_same_length_takes_its_real_version(store_url: str) -> None:
-    """Another writer refilled the log to the cached head's length: the append at that (real)
-    version was refused once as a conflict though no event came in between."""
+def test_a_version_read_before_a_rewrite_is_a_conflict_and_the_reloaded_one_is_taken(
+        store_url: str) -> None:
+    """Restored, then another writer refilled the log to the caller's version with events the
+    caller never read: its append is a conflict (its version names the old rows), and the
+    version it reloads is taken."""
     with EventStore(store_url) as worker, EventStore(store_url) as other:
         worker.append("r", [RunStarted(), UserInput("one"), UserInput("two")])
         _restore(store_url, "r", 1)
         other.append("r", [UserInput("another two"), UserInput("another three")])
+        with pytest.raises(ConcurrencyConflictError):
+            worker.append("r", [UserInput("four")], expected_version=3)
         assert worker.append("r", [UserInput("four")], expected_version=3)[0].position == 4
     assert _positions(store_url, "r") == [1, 2, 3, 4]
+
+
+def test_a_version_past_a_restored_log_is_a_conflict_not_bad_input(store_url: str) -> None:
+    """The caller read 4 before a backup at 2 was restored: a conflict to reload and retry on, not
+    the "expected_version is ahead" error meant for a version no writer ever reached."""
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), *(UserInput(f"m{i}") for i in range(5))])
+        _restore(store_url, "r", 2)
+        with pytest.raises(ConcurrencyConflictError):
+            worker.append("r", [UserInput("x")], expected_version=4)
+        assert worker.append("r", [UserInput("x")], expected_version=2)[0].position == 3
 
 
 def test_a_large_batch_after_a_restore_is_checked_too(store_url: str) -> None:
@@ -104,3 +120,23 @@ def test_a_large_batch_after_a_restore_is_checked_too(store_url: str) -> None:
         big = [UserInput(os.urandom(50_000).hex()) for _ in range(12)]  # 1.2 MB, incompressible
         assert [e.position for e in worker.append("r", big)] == list(range(2, 14))
     assert _positions(store_url, "r") == list(range(1, 14))
+
+
+def test_a_plain_conflict_reads_no_more_than_the_rows_it_missed(store_url: str) -> None:
+    """Telling a conflict from a log moved back re-read the whole run at every conflict (0.13 s on a
+    20,000-event run, under the run's write lock); one row at the cached head tells."""
+    with EventStore(store_url) as worker, EventStore(store_url) as other:
+        worker.append("r", [RunStarted(), *(UserInput(f"m{i}") for i in range(300))])
+        other.append("r", [UserInput("theirs")])
+        reads: list[int] = []
+        recorder = worker.backend.recorder
+        real = recorder.select_events
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            reads.append(int(kwargs.get("gt") or 0))
+            return real(*args, **kwargs)
+
+        recorder.select_events = counted
+        with pytest.raises(ConcurrencyConflictError):
+            worker.append("r", [UserInput("mine")], expected_version=300)
+        assert reads and min(reads) >= 300  # never from the start
