@@ -75,6 +75,7 @@ def args_excerpt(arguments: str, limit: int) -> str:
     # 4,000 members took 2 s, every shortening step adding up every member again.
     keys: list[str] = []
     values: list[object] = []
+    first = next(iter(value), "")
     least = 0
     for k, v in value.items():
         key = _json_text(cap(k, _ARG_STRING_CHARS)) + ": "
@@ -94,16 +95,30 @@ def args_excerpt(arguments: str, limit: int) -> str:
         longest = max(chars, key=lambda i: len(shown[i]))
         text = values[longest]
         assert isinstance(text, str)
-        keep = max(_ARG_STRING_CHARS - 1, min(chars[longest], len(shown[longest]) - over) - 3)
-        if keep >= chars[longest]:  # (escapes: the text is no shorter) at its floor
+        # by the JSON it is shown as: an escape (\" \n \u0000) takes 2-6 characters of the line
+        target = max(_ARG_STRING_CHARS + 2, len(shown[longest]) - over)
+        keep = min(chars[longest], target) - 1
+        while keep > 1 and len(_json_text(head_chars(text, keep) + "…")) > target:
+            keep = max(1, keep - max(1, (len(_json_text(head_chars(text, keep) + "…")) - target) // 2))
+        if keep >= chars[longest]:  # at its floor
             del chars[longest]
             continue
         shown[longest] = _json_text(head_chars(text, keep) + "…")
-        chars[longest] = keep
+        chars[longest] = keep if len(shown[longest]) > _ARG_STRING_CHARS + 2 else 0
+        if not chars[longest]:
+            del chars[longest]
     kept = 0
     while kept < len(keys) and 2 + sum(len(k) + len(v) + 2 for k, v in
                                        zip(keys[:kept + 1], shown, strict=False)) - 2 <= room:
         kept += 1
+    if kept == 0:  # not even the first member fits: its key (cut as text, then shown), no value
+        more = f", …{len(value) - 1} more keys" if len(value) > 1 else ""
+        chars_left = min(len(first), _ARG_STRING_CHARS)
+        key = _json_text(cap(first, chars_left))
+        while chars_left > 1 and len(key) + len(more) + 5 > limit:
+            chars_left = max(1, chars_left - max(1, (len(key) + len(more) + 5 - limit) // 2))
+            key = _json_text(cap(first, chars_left))
+        return "{" + key + ": …" + more + "}"
     more = f", …{len(value) - kept} more keys" if kept < len(value) else ""
     return "{" + ", ".join(k + v for k, v in zip(keys[:kept], shown, strict=False)) + more + "}"
 

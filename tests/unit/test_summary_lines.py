@@ -83,11 +83,17 @@ def test_arguments_of_many_members_are_read_only_as_far_as_the_line_shows_them(
 
 
 @pytest.mark.parametrize("value, limit", [({"a": "x" * 100, "b": "y" * 100, "c": None}, 60),
-                                          ({"path": "p" * 30, "content": "é中" * 500, "mode": "w"}, 50)])
+                                          ({"path": "p" * 30, "content": "é中" * 500, "mode": "w"}, 50),
+                                          ({"a": '"' * 200, "b": '"' * 200, "c": '"' * 200}, 80),
+                                          ({"k" * 100: '"' * 100, "x": 1, "y": 2}, 80),
+                                          ({"n": 10**60, "m": 10**60, "o": 1}, 80)])
 def test_an_excerpt_with_keys_left_out_fits_its_limit_with_their_count(value: dict[str, object],
                                                                        limit: int) -> None:
-    """The line stretched its first string to the whole limit, then added ", …N more keys" past it."""
+    """The line stretched its first string to the whole limit, then added ", …N more keys" past it;
+    a string of quotes was cut by characters, each shown as two (\\"); and a first member too
+    wide to show came out as "{, …N more keys}"."""
     from contextfold.projections.summary_text import args_excerpt
 
     line = args_excerpt(json.dumps(value, ensure_ascii=False), limit)
-    assert line.endswith("more keys}") and len(line) <= limit
+    assert len(line) <= limit and line.endswith("}")
+    assert line.startswith('{"') and not line.startswith('{"…"')  # the first key is named
