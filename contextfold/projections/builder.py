@@ -338,11 +338,14 @@ def _by_fragment(ctx: BuildCtx, required: Sequence[tuple[str, int]], members: Ma
             out.append((ids[0] if ids else uid, tokens))
             continue
         facts = [ctx.facts(fid) for fid in ids]
-        left = tokens - sum(f.cost for f in facts if not f.shrinkable)  # what its cut parts need
-        for fid, f in zip(ids, facts, strict=True):
-            need = f.cost if not f.shrinkable else max(0, min(f.cost, left))
-            left -= need if f.shrinkable else 0
-            out.append((fid, need))
+        left = max(0, tokens - sum(f.cost for f in facts if not f.shrinkable))  # what its cut parts need
+        cut_total = sum(f.cost for f in facts if f.shrinkable)
+        shares = [f.cost * left // cut_total if f.shrinkable and cut_total else 0 for f in facts]
+        last = max((i for i, f in enumerate(facts) if f.shrinkable), default=None)
+        if last is not None:  # (the rounding's remainder)
+            shares[last] += left - sum(shares)
+        out.extend((fid, share if f.shrinkable else f.cost)  # each cut part its share of the cut
+                   for fid, f, share in zip(ids, facts, shares, strict=True))
     return out
 
 

@@ -623,3 +623,18 @@ def test_of_a_file_read_whole_and_a_retrieved_copy_keyed_by_its_path_the_newer_i
         body, left = _left_out(events)
         assert shown in body and hidden not in body
         assert left == [("e2", "duplicate", "e3")]
+
+
+def test_required_over_budget_splits_a_groups_cut_over_its_results() -> None:
+    """A group's grant went whole to its first result: three failing results were listed as
+    e3=294, e4=0, e5=0, though the build cuts each to the same size."""
+    log = "\n".join(f"line {i} FAILED assert {i} == {i + 1}" for i in range(2000))
+    events: list[AnyEvent] = [
+        PolicySet(text="policy " * 500), UserInput("run them"),
+        ModelResponse(tool_calls=tuple(ToolCall(call_id=f"c{i}", name="pytest") for i in range(3))),
+        *(ToolResult(call_id=f"c{i}", content=log, is_error=True, exit_code=1) for i in range(3))]
+    with pytest.raises(RequiredContextExceedsBudgetError) as info:
+        build(events, "anthropic", window=600, reserve=100)
+    named = dict(info.value.required)
+    results = [named[f"e{p}"] for p in (4, 5, 6)]
+    assert min(results) > 0 and max(results) <= 2 * min(results)
