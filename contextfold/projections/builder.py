@@ -357,7 +357,9 @@ it displaced history a smaller budget kept."""
 
 
 def _uncuttable_tokens(state: RunState, ids: frozenset[str]) -> int:
-    """Tokens of ``ids`` that no cut may shorten: all but tool results (calls' arguments). The
+    """Tokens of ``ids`` that no cut may shorten: all but tool results (the calls' arguments, and
+    the model's text beside them, which is not cut either: counted, or a 2,000-token explanation
+    beside a ``{}`` call made its group required and the build impossible at a small window). The
     latest error's group is required down to its diagnosis (``RunState.latest_error_ids``), and
     a failed ``write_file`` of a 19k-token file made every later build at a 16k window fail,
     although the model had answered and the user moved on, until that very tool succeeded,
