@@ -87,6 +87,9 @@ def _key_bytes(key: str | bytes, what: str = "cipher key") -> bytes:
     several keys, or which variable, is wrong."""
     if isinstance(key, bytes) and len(key) in (16, 24, 32):
         return key
+    if not isinstance(key, str | bytes):  # (a number, None in a list: a caller's slip)
+        raise CryptoError(f"{what} must be base64 text or 16, 24 or 32 raw bytes, "
+                          f"not {type(key).__name__}")
     try:
         raw = base64.b64decode(key.strip(), validate=True)
     except (binascii.Error, ValueError) as exc:

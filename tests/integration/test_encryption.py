@@ -156,6 +156,12 @@ def test_keyring_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         Keyring("not base64!")
     with pytest.raises(CryptoError):
         Keyring("c2hvcnQ=")  # 5 bytes
+    # a key that is no text (a caller's slip) is the same typed error, not a raw AttributeError
+    for slip in (123, None):
+        with pytest.raises(CryptoError, match=rf"must be base64 text .*not {type(slip).__name__}"):
+            Keyring(a, [slip])  # type: ignore[list-item]
+    with pytest.raises(CryptoError, match="cipher_key must be base64 text"):
+        keyring_from(123)  # type: ignore[arg-type]
 
 
 def test_a_bad_key_names_which_key_and_a_key_file_newline_is_fine(monkeypatch: pytest.MonkeyPatch) -> None:
