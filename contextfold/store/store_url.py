@@ -8,6 +8,7 @@ translation (:mod:`contextfold.store.driver_errors`) can name a SQLite store's f
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from urllib.parse import ParseResult, parse_qs, unquote, urlparse
@@ -54,7 +55,7 @@ class StoreURL:
     network_timeout: float = DEFAULT_NETWORK_TIMEOUT
 
 
-_PG_OPTIONS = frozenset({"schema", "connect_timeout", "network_timeout"})
+_PG_OPTIONS = frozenset({"schema", "connect_timeout", "network_timeout", "host"})
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """Lower case only: eventsourcing names the schema unquoted in one query (its row type's lookup),
 where PostgreSQL folds it to lower case, so a schema ``MixedCase`` was created (quoted) and then
@@ -71,6 +72,15 @@ def display_url(url: str) -> str:
     if parsed.password is None:  # none, or one urlparse did not see: u:pa#ss@host cut at the '#'
         return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
     return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
+
+
+def _host(parsed: ParseResult) -> str:
+    """The URL's host as written (``hostname`` lower-cases it), percent-decoded: a Unix socket's
+    directory is given as ``%2Fvar%2Frun%2Fpostgresql``, as libpq takes it."""
+    hostport = parsed.netloc.rpartition("@")[2]
+    if hostport.startswith("["):  # an IPv6 address
+        return hostport[1:hostport.find("]")]
+    return unquote(hostport.rpartition(":")[0] if ":" in hostport else hostport)
 
 
 def parse_store_url(url: str) -> StoreURL:
@@ -101,7 +111,7 @@ def parse_store_url(url: str) -> StoreURL:
             raise StoreConfigError(f"sqlite URL needs a file path: {display_url(url)!r}")
         return StoreURL(scheme="sqlite", path=path)
     if parsed.scheme in ("postgresql", "postgres"):
-        dbname = parsed.path.lstrip("/")
+        dbname = unquote(parsed.path.lstrip("/"))  # as libpq reads it: "my%20db" names "my db"
         if not dbname:
             raise StoreConfigError(f"postgresql URL needs a database name: {display_url(url)!r}")
         schema = options.get("schema", ["public"])[0]
@@ -120,9 +130,10 @@ def parse_store_url(url: str) -> StoreURL:
                 f"invalid port in the store URL {display_url(url)!r}: {exc}") from exc
         return StoreURL(
             scheme="postgresql",
-            host=parsed.hostname or "127.0.0.1",
+            host=options.get("host", [""])[0] or _host(parsed) or "127.0.0.1",
             port=port,
-            user=unquote(parsed.username or "postgres"),
+            # no user in the URL: libpq's $PGUSER, as psql takes it, else postgres
+            user=unquote(parsed.username) if parsed.username else os.environ.get("PGUSER") or "postgres",
             password=unquote(parsed.password or ""),
             dbname=dbname,
             schema=schema,

@@ -68,3 +68,19 @@ def test_a_password_cut_by_a_hash_is_never_shown() -> None:
         parse_store_url("postgresql://u:pa#ss@h/db")
     assert "pa#ss" not in str(info.value) and "ss@h" not in str(info.value)
     assert display_url("postgresql://u:pa#ss@h/db") == "postgresql://u:***@h/db"
+
+
+def test_postgresql_urls_read_as_libpq_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A percent-encoded database name was used as written ("my%20db"), a Unix socket directory
+    as host (encoded, or ?host=) was refused or lower-cased, and with no user in the URL $PGUSER
+    was ignored for "postgres" (psql connects as $PGUSER)."""
+    assert parse_store_url("postgresql://u@h:5432/my%20db").dbname == "my db"
+    assert parse_store_url("postgresql://u@%2Fvar%2Frun%2FPostgreSQL/db").host == "/var/run/PostgreSQL"
+    assert parse_store_url("postgresql://u@/db?host=/var/run/postgresql").host == "/var/run/postgresql"
+    assert parse_store_url("postgresql://u@[::1]:5433/db").host == "::1"
+    assert parse_store_url("postgresql://u@Db.Example/db").host == "Db.Example"
+    monkeypatch.setenv("PGUSER", "alice")
+    assert parse_store_url("postgresql://127.0.0.1/db").user == "alice"
+    assert parse_store_url("postgresql://bob@127.0.0.1/db").user == "bob"
+    monkeypatch.delenv("PGUSER")
+    assert parse_store_url("postgresql://127.0.0.1/db").user == "postgres"
