@@ -2,13 +2,11 @@
 
 This is contextfold's own export format (``contextfold events RUN``), so the
 mapping is the identity through :func:`~contextfold.domain.events.event_from_json`,
-which also upcasts events written by older versions. A file that does not
-open with :class:`RunStarted` gets one prepended, like every other import --
-unless it holds an event that names log positions (a compaction's range and its
-``event://RUN/N`` refs, a build record's ``log_version``, a lost result's call
-position): the export of a run recorded without one (``open_store(...).run(...)``
-appends none) is then imported as it is, since a prepended event shifted every
-position by one and the copy's summaries and stubs covered and cited the wrong events.
+which also upcasts events written by older versions. Unlike the other formats, a file
+that does not open with :class:`RunStarted` gets none prepended: it is a log, and its
+import is that log, event for event (a run recorded through the API opens with none;
+a prepended one shifted every position by one, so a copy's summaries and stubs covered
+and cited the wrong events, and its log was no longer the export's).
 Pairing is checked as for the other formats.
 
 An export made with ``--with-artifacts`` also carries the run's artifacts (the large payloads
@@ -31,10 +29,6 @@ from contextfold.domain.errors import ProtocolError
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
-    ContextBuilt,
-    HistoryCompacted,
-    RunStarted,
-    ToolResultLost,
     event_from_json,
 )
 from contextfold.domain.log import PairingState
@@ -45,8 +39,6 @@ __all__ = ["ARTIFACT_LINE", "artifact_line", "bundled_artifacts", "parse_doc"]
 ARTIFACT_LINE = "artifact"
 """The one key of an artifact line (see the module docstring)."""
 
-_NAMES_POSITIONS = (HistoryCompacted, ContextBuilt, ToolResultLost)
-"""Events whose fields or refs name log positions: a file holding one is imported as it is."""
 
 
 def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
@@ -65,11 +57,7 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
                 for err in e.errors()[:3]
             )
             raise Bad((i,), f"invalid event: {detail}") from None
-    start: list[AnyEvent] = []
-    if parsed and not isinstance(parsed[0], RunStarted) and not any(
-            isinstance(e, _NAMES_POSITIONS) for e in parsed):
-        start = [RunStarted()]
-    events = [*start]
+    events: list[AnyEvent] = []
     pairing = PairingState()
     for i, event in enumerate(parsed):
         try:

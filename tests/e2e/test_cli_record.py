@@ -376,3 +376,19 @@ def test_output_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     assert "café \U0001F600" in out.stdout.decode("utf-8")
     assert cf("import", "r.jsonl", "--run", "copy", cwd=tmp_path).returncode == 0
     assert cf("events", "copy", "--json", cwd=tmp_path).stdout.encode() == out.stdout
+
+
+def test_events_json_of_a_run_without_run_started_and_with_no_positions_named_round_trips(
+        tmp_path: Path) -> None:
+    """A run recorded through the API that has not been built or compacted got a run_started
+    prepended on import: the copy held one event more than the export it came from."""
+    from contextfold.api import open_store
+    from contextfold.domain.events import UserInput
+
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(store) as s:
+        s.run("r1").append(UserInput("one"), UserInput("two"))
+    dump = cf("--store", store, "events", "r1", "--json", cwd=tmp_path).stdout
+    (tmp_path / "dump.jsonl").write_text(dump)
+    assert cf("--store", store, "import", "dump.jsonl", "--run", "copy", cwd=tmp_path).returncode == 0
+    assert cf("--store", store, "events", "copy", "--json", cwd=tmp_path).stdout == dump
