@@ -51,6 +51,7 @@ from eventsourcing import persistence as es
 from contextfold.domain.errors import (
     ArtifactNotFoundError,
     ConcurrencyConflictError,
+    CryptoError,
     InputLimitError,
     InvalidInputError,
     ProtocolError,
@@ -72,6 +73,7 @@ from contextfold.domain.events import (
 from contextfold.domain.log import RecordedEvent, chain_hash
 from contextfold.store.backends import (
     DEFAULT_STORE_URL,
+    EVENTS_TABLE,
     SQLiteBackend,
     display_url,
     open_backend,
@@ -80,7 +82,7 @@ from contextfold.store.backends import (
 from contextfold.store.compression import (
     pack_artifact,
 )
-from contextfold.store.crypto import Keyring
+from contextfold.store.crypto import ENV_KEY, Keyring, is_encrypted
 from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter
 from contextfold.store.event_reads import (
     RunInfo,
@@ -177,6 +179,7 @@ class EventStore(RunHeads):
         self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)
         self._keyframes_read: dict[tuple[str, int], bytes] = {}
         self._order_column = "rowid" if isinstance(self.backend, SQLiteBackend) else "notification_id"
+        self._plain_checked = False
         if create_schema:
             self.create_schema()
         if isinstance(self.backend, SQLiteBackend):
@@ -226,6 +229,7 @@ class EventStore(RunHeads):
         if len(events) > self.limits.max_batch:
             raise InputLimitError(
                 f"{len(events)} events in one append; the limit is {self.limits.max_batch}")
+        self._refuse_plain_beside_encrypted()
         prepared = self._prepare_all(events)
         self._check_cited_artifacts(events)
         with self._writing([run_id]):
@@ -453,6 +457,20 @@ class EventStore(RunHeads):
                     f"the limit is {limits.max_depth}")
         return event, [self._artifact_row(*row) for row in blobs], body
 
+    def _refuse_plain_beside_encrypted(self) -> None:
+        """A store without a key refuses to write where the latest event row is encrypted (one
+        row read, once): a worker whose key was missing from its environment wrote secrets in
+        plain text into an encrypted store's new runs, and said nothing."""
+        if self.keyring is not None or self._plain_checked:
+            return
+        with translate_errors("read", self.url):
+            rows = self.backend.query(f"SELECT state FROM {self.backend.table(EVENTS_TABLE)} "
+                                      f"ORDER BY {self._order_column} DESC LIMIT 1")
+        if rows and is_encrypted(bytes(rows[0][0])):
+            raise CryptoError(f"the store {display_url(self.url)!r} is written encrypted and no key is "
+                              f"configured: set {ENV_KEY} (nothing was written in plain text)")
+        self._plain_checked = True
+
     def _artifact_row(self, digest: str, size: int, media_type: str,
                       raw: bytes) -> tuple[str, int, str, bytes]:
         """Check the artifact limit; compress text, then encrypt the blob when a key is configured."""
@@ -486,6 +504,7 @@ class EventStore(RunHeads):
 
     def put_artifact(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactRef:
         """Store a blob (idempotent) and return its ref."""
+        self._refuse_plain_beside_encrypted()
         digest = blake3.blake3(data).hexdigest()
         self.backend.put_artifacts([self._artifact_row(digest, len(data), media_type, data)])
         return ArtifactRef(hash=digest, size=len(data), media_type=media_type)

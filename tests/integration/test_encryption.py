@@ -49,6 +49,20 @@ def test_right_key_reads_and_verifies(store_url: str) -> None:
         assert "PLAINTEXT-MARKER" in str(built.request)
 
 
+def test_a_writer_without_the_key_writes_nothing_in_plain_text_into_an_encrypted_store(
+        store_url: str) -> None:
+    """A worker whose key was missing from its environment was refused on the encrypted runs but
+    wrote a new run's secrets, and its artifact, in plain text beside them."""
+    _fill(store_url, generate_key())
+    before = _raw(store_url)
+    with open_store(store_url) as keyless:
+        with pytest.raises(CryptoError, match="is written encrypted and no key is configured"):
+            keyless.run("new").append(UserInput("api_key=sk-live-123 PLAINTEXT-MARKER"))
+        with pytest.raises(CryptoError, match="is written encrypted"):
+            keyless.events.put_artifact(b"PLAINTEXT-MARKER")
+    assert _raw(store_url) == before
+
+
 def test_ciphertext_is_what_the_database_holds(store_url: str) -> None:
     _fill(store_url, generate_key())
     events, blobs = _raw(store_url)
