@@ -477,6 +477,9 @@ class EventStore(RunHeads):
         if size > self.limits.max_artifact_bytes:
             raise InputLimitError(
                 f"artifact of {size} bytes exceeds the limit of {self.limits.max_artifact_bytes}")
+        if any(c < " " or c == "\x7f" for c in media_type):  # PostgreSQL text holds no NUL: a
+            raise InvalidInputError(  # generic StoreError there, stored as is in SQLite
+                f"media type {media_type!r} holds a control character; nothing was written")
         data = pack_artifact(raw, media_type)
         return (digest, size, media_type, data if self.keyring is None else self.keyring.encrypt(data))
 

@@ -90,6 +90,15 @@ def test_what_is_not_an_event_or_not_unicode_is_refused_and_nothing_written(stor
     assert [r.position for r in store.read("r")] == [1]
 
 
+def test_a_media_type_with_a_control_character_is_refused_alike_by_every_store(store: EventStore) -> None:
+    """SQLite stored "text/plain\x00evil" as it was; PostgreSQL, whose text holds no NUL, raised a
+    generic StoreError."""
+    for media_type in ("text/plain\x00evil", "image/png\n"):
+        with pytest.raises(InvalidInputError, match="holds a control character"):
+            store.put_artifact(b"data", media_type)
+    assert store.put_artifact(b"data", "text/plain; charset=utf-8").media_type.startswith("text/plain")
+
+
 def test_a_closed_store_says_so_on_every_use(store_url: str) -> None:
     closed = EventStore(store_url)
     closed.append("r", [UserInput("go")])
