@@ -375,7 +375,8 @@ def _handle_verify(args: argparse.Namespace) -> int:
     return 3
 
 
-register("verify", "recompute a run's hash chain and name the first event that does not match",
+register("verify", "recompute a run's hash chain, read back the artifacts it cites, and name the first event "
+         "that does not match",
          _configure_verify, _handle_verify)
 
 

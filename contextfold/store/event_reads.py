@@ -25,7 +25,14 @@ from contextfold.domain.errors import (
     RunNotFoundError,
     quoted,
 )
-from contextfold.domain.events import EVENT_ADAPTER, UPCASTERS, AnyEvent, ArtifactRef, event_from_json
+from contextfold.domain.events import (
+    EVENT_ADAPTER,
+    UPCASTERS,
+    AnyEvent,
+    ArtifactRef,
+    artifact_refs,
+    event_from_json,
+)
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.store.backends import (
     ARTIFACTS_TABLE,
@@ -331,6 +338,22 @@ class EventReads:
             raise IntegrityError(f"artifact {digest} does not match its hash")
         return data
 
+    def _cited_artifacts_intact(self, event: object, checked: set[str]) -> str:
+        """Why an artifact ``event`` cites cannot be read back as its hash says ("" when each
+        can): ``verify`` said "intact" of a run whose replay failed on a damaged or deleted
+        artifact. ``checked``: the hashes read already (each is read once per verify)."""
+        for ref in artifact_refs(event):
+            if ref.hash in checked:
+                continue
+            checked.add(ref.hash)
+            try:
+                self.artifact(ref)
+            except ArtifactNotFoundError:
+                return f"the artifact {ref.hash} it cites is not in the store"
+            except IntegrityError as exc:
+                return str(exc)
+        return ""
+
     def has_artifact(self, digest: str) -> bool:
         """Whether this store holds the artifact ``digest`` (without loading it)."""
         p = self.backend.placeholder
@@ -348,6 +371,7 @@ class EventReads:
         prev = GENESIS_HASH
         count = 0
         expected_position = 1
+        checked: set[str] = set()
         cursor = 0
         while True:
             with translate_errors(f"verify {run_id!r}", self.url):
@@ -380,6 +404,9 @@ class EventReads:
                 if row.topic != declared:  # counts by type (turn numbers) read the topic alone
                     return VerifyReport(run_id, count, False, pos,
                                         f"its topic {quoted(row.topic)} is not its event's ({declared})")
+                damaged = self._cited_artifacts_intact(event, checked)
+                if damaged:  # the chain holds its hash; a replay needs its bytes
+                    return VerifyReport(run_id, count, False, pos, damaged)
                 prev = stored_hash
                 count += 1
                 expected_position += 1

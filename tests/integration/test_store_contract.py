@@ -35,7 +35,7 @@ from contextfold.domain.events import (
     canonical_json,
 )
 from contextfold.domain.log import GENESIS_HASH, chain_hash
-from contextfold.store.backends import EVENTS_TABLE, SQLiteBackend
+from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE, SQLiteBackend
 from contextfold.store.event_store import EventStore
 from tests.threads import errors_in_threads
 
@@ -97,6 +97,23 @@ def test_a_media_type_with_a_control_character_is_refused_alike_by_every_store(s
         with pytest.raises(InvalidInputError, match="holds a control character"):
             store.put_artifact(b"data", media_type)
     assert store.put_artifact(b"data", "text/plain; charset=utf-8").media_type.startswith("text/plain")
+
+
+@pytest.mark.parametrize("harm", ["delete", "damage"])
+def test_verify_reads_back_the_artifacts_a_run_cites(store: EventStore, harm: str) -> None:
+    """The chain holds an artifact's hash, not its bytes: verify said "intact" of a run whose
+    replay then failed on a deleted or damaged artifact."""
+    store.append("r", [call("c1"), ToolResult(call_id="c1", content="output line\n" * 20_000)])
+    ref = next(r.event.artifact for r in store.read("r") if isinstance(r.event, ToolResult))
+    assert ref is not None and store.verify("r").ok
+    b = store.backend
+    table, p = b.table(ARTIFACTS_TABLE), b.placeholder
+    if harm == "delete":
+        b.execute(f"DELETE FROM {table} WHERE hash = {p}", (ref.hash,))
+    else:
+        b.execute(f"UPDATE {table} SET data = {p} WHERE hash = {p}", (b"not what was stored", ref.hash))
+    report = store.verify("r")
+    assert not report.ok and report.first_bad_position == 2 and ref.hash in report.reason
 
 
 def test_a_closed_store_says_so_on_every_use(store_url: str) -> None:
