@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from contextfold.domain.errors import (
     ArtifactNotFoundError,
+    CryptoError,
     InputLimitError,
     IntegrityError,
     RunNotFoundError,
@@ -350,8 +351,8 @@ class EventReads:
                 self.artifact(ref)
             except ArtifactNotFoundError:
                 return f"the artifact {ref.hash} it cites is not in the store"
-            except IntegrityError as exc:
-                return str(exc)
+            except (IntegrityError, CryptoError) as exc:  # (damaged ciphertext fails to decrypt)
+                return f"the artifact {ref.hash} it cites cannot be read back: {exc}"
         return ""
 
     def has_artifact(self, digest: str) -> bool:

@@ -112,6 +112,15 @@ MAX_BATCH = 10_000
 _APPEND_RETRIES = 100
 _EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
 """The members of the event union: what ``append`` accepts."""
+def _check_media_type(media_type: str, where: str = "") -> None:
+    """InvalidInputError for a media type holding a control character: PostgreSQL text holds no
+    NUL (a generic StoreError there, stored as is in SQLite), and an export citing one made a file
+    its own import refused."""
+    if any(c < " " or c == "\x7f" for c in media_type):
+        raise InvalidInputError(f"{where}media type {media_type!r} holds a control character; "
+                                "nothing was written")
+
+
 def store_url_from_env(url: str | None = None) -> str:
     """``url`` if given, else ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``. An empty
     ``url`` is given (and refused by :func:`parse_store_url`), never the default store."""
@@ -304,6 +313,7 @@ class EventStore(RunHeads):
             if not isinstance(event, _CITING):  # a record's manifest is large and cites none
                 continue
             for ref in artifact_refs(event):
+                _check_media_type(ref.media_type, f"event {i} ({event.type}): ")
                 if ref.hash in seen or ref.hash in carried:  # carried: written with the events
                     continue
                 seen.add(ref.hash)
@@ -389,6 +399,7 @@ class EventStore(RunHeads):
         runs = list(runs)
         for run_id, _ in runs:
             check_run_id(run_id)
+        self._refuse_plain_beside_encrypted()
         carried = [self._artifact_row(blake3.blake3(data).hexdigest(), len(data), media_type, data)
                    for data, media_type in artifacts]  # limits checked before anything is staged
         with self._writing([run_id for run_id, _ in runs]):
@@ -469,7 +480,7 @@ class EventStore(RunHeads):
         if rows and is_encrypted(bytes(rows[0][0])):
             raise CryptoError(f"the store {display_url(self.url)!r} is written encrypted and no key is "
                               f"configured: set {ENV_KEY} (nothing was written in plain text)")
-        self._plain_checked = True
+        self._plain_checked = bool(rows)  # an empty store is asked again: another may encrypt first
 
     def _artifact_row(self, digest: str, size: int, media_type: str,
                       raw: bytes) -> tuple[str, int, str, bytes]:
@@ -477,9 +488,7 @@ class EventStore(RunHeads):
         if size > self.limits.max_artifact_bytes:
             raise InputLimitError(
                 f"artifact of {size} bytes exceeds the limit of {self.limits.max_artifact_bytes}")
-        if any(c < " " or c == "\x7f" for c in media_type):  # PostgreSQL text holds no NUL: a
-            raise InvalidInputError(  # generic StoreError there, stored as is in SQLite
-                f"media type {media_type!r} holds a control character; nothing was written")
+        _check_media_type(media_type)
         data = pack_artifact(raw, media_type)
         return (digest, size, media_type, data if self.keyring is None else self.keyring.encrypt(data))
 

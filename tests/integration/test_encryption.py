@@ -63,6 +63,36 @@ def test_a_writer_without_the_key_writes_nothing_in_plain_text_into_an_encrypted
     assert _raw(store_url) == before
 
 
+def test_a_keyless_import_and_a_store_that_saw_it_empty_are_refused_too(store_url: str) -> None:
+    """The import path (``append_new_runs``) skipped the check and its plain row then let every
+    later keyless writer through; and a keyless store that first saw the store empty kept that
+    answer while another process started writing encrypted."""
+    key = generate_key()
+    with open_store(store_url) as keyless:  # the store is empty: nothing to refuse yet
+        keyless.run("first").append(UserInput("plain, before any key"))
+        _fill(store_url, key, run="enc")
+        with pytest.raises(CryptoError, match="is written encrypted"):
+            keyless.events.append_new_runs([("imported", [UserInput("PLAINTEXT-MARKER")])])
+    with open_store(store_url) as fresh, pytest.raises(CryptoError, match="is written encrypted"):
+        fresh.run("later").append(UserInput("PLAINTEXT-MARKER"))
+    assert b"PLAINTEXT-MARKER" not in b"".join(state for _, _, state in _raw(store_url)[0])
+
+
+def test_verify_names_a_damaged_encrypted_artifact(store_url: str) -> None:
+    """Damaged ciphertext failed to decrypt and verify raised CryptoError, naming no event."""
+    key = generate_key()
+    _fill(store_url, key)
+    with open_store(store_url, cipher_key=key) as store:
+        b = store.events.backend
+        (digest, data), = b.query(f"SELECT hash, data FROM {b.table(ARTIFACTS_TABLE)}")
+        damaged = bytearray(bytes(data))
+        damaged[-5] ^= 1
+        b.execute(f"UPDATE {b.table(ARTIFACTS_TABLE)} SET data = {b.placeholder} WHERE hash = "
+                  f"{b.placeholder}", (bytes(damaged), digest))
+        report = store.run("r1").verify()
+    assert not report.ok and report.first_bad_position == 3 and "cannot be read back" in report.reason
+
+
 def test_ciphertext_is_what_the_database_holds(store_url: str) -> None:
     _fill(store_url, generate_key())
     events, blobs = _raw(store_url)

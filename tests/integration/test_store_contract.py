@@ -26,6 +26,7 @@ from contextfold.domain.errors import (
 from contextfold.domain.events import (
     ArtifactRef,
     FileRead,
+    ImageBlock,
     ModelResponse,
     RunStarted,
     ToolCall,
@@ -97,6 +98,13 @@ def test_a_media_type_with_a_control_character_is_refused_alike_by_every_store(s
         with pytest.raises(InvalidInputError, match="holds a control character"):
             store.put_artifact(b"data", media_type)
     assert store.put_artifact(b"data", "text/plain; charset=utf-8").media_type.startswith("text/plain")
+    # nor may an event cite one under such a type: its export made a file its import refused
+    ref = store.put_artifact(b"png bytes", "image/png")
+    odd = ref.model_copy(update={"media_type": "image/png\x00x"})
+    cited = UserInput(content=(ImageBlock(artifact=odd, media_type="image/png"),))
+    with pytest.raises(InvalidInputError, match="holds a control character"):
+        store.append("r", [cited])
+    assert store.version("r") == 0
 
 
 @pytest.mark.parametrize("harm", ["delete", "damage"])
@@ -550,7 +558,7 @@ def test_a_media_block_without_bytes_or_url_or_with_no_pages_is_refused(store: E
     """Accepted before: a medium with no source was priced and listed as sent while the request
     dropped it, and a document of -3 pages made every later build fail with a ValidationError."""
     from contextfold.domain.errors import UnsupportedMediaError
-    from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock
+    from contextfold.domain.events import DocumentBlock, TextBlock
 
     store.append("media", [UserInput("hi")])
     for blocks, error in (((TextBlock(text="what is this?"), ImageBlock(media_type="image/png")),
