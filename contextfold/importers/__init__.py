@@ -8,7 +8,8 @@ whose ``location`` is ``source:line`` -- the JSONL line, or the line where the
 offending message starts in a JSON document -- and nothing is returned, never
 a partial list. Each run's events are checked against the store's pairing rules
 (:class:`~contextfold.domain.log.PairingState`) while parsing, so an import the
-store would refuse fails here first. Each run starts with :class:`RunStarted`.
+store would refuse fails here first. Each run starts with :class:`RunStarted`, but one of
+contextfold's own events format, which is imported as the log it is.
 
 Entry points:
 
@@ -94,7 +95,7 @@ def iter_runs(data: bytes, *, format: str, source: str = "<stdin>"
 
 
 def parse(data: bytes, *, format: str, source: str = "<stdin>") -> list[AnyEvent]:
-    """The events of ONE run, in log order (``RunStarted`` first)."""
+    """The events of ONE run, in log order (``RunStarted`` first, but for the events format)."""
     runs = _runs(data, format, source)
     if len(runs) != 1:
         raise ImportFormatError(

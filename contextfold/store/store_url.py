@@ -69,6 +69,9 @@ def display_url(url: str) -> str:
         parsed = urlparse(url)
     except ValueError:  # a URL urlparse refuses: mask what sits where a password would
         return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+    if parsed.query and "password=" in parsed.query:  # libpq's ?password=, which no URL should hold
+        url = re.sub(r"(?<=[?&]password=)[^&#]*", "***", url)
+        parsed = urlparse(url)
     if parsed.password is None:  # none, or one urlparse did not see: u:pa#ss@host cut at the '#'
         return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
     return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
@@ -78,9 +81,19 @@ def _host(parsed: ParseResult) -> str:
     """The URL's host as written (``hostname`` lower-cases it), percent-decoded: a Unix socket's
     directory is given as ``%2Fvar%2Frun%2Fpostgresql``, as libpq takes it."""
     hostport = parsed.netloc.rpartition("@")[2]
-    if hostport.startswith("["):  # an IPv6 address
-        return hostport[1:hostport.find("]")]
+    if hostport.startswith("["):  # an IPv6 address (its zone, %25lo, decoded as libpq does)
+        return unquote(hostport[1:hostport.find("]")])
     return unquote(hostport.rpartition(":")[0] if ":" in hostport else hostport)
+
+
+def _given_host(options: dict[str, list[str]], url: str) -> str:
+    """``?host=``, refused empty as ``?schema=`` is: someone meant a socket directory and lost it."""
+    if "host" not in options:
+        return ""
+    if not options["host"][0]:
+        raise StoreConfigError(f"empty host in the store URL {display_url(url)!r}: give ?host=/socket/dir, "
+                               "or leave the option out")
+    return options["host"][0]
 
 
 def parse_store_url(url: str) -> StoreURL:
@@ -100,8 +113,8 @@ def parse_store_url(url: str) -> StoreURL:
     if unknown and parsed.scheme in ("sqlite", "postgresql", "postgres"):
         raise StoreConfigError(
             f"unsupported option {', '.join(map(repr, unknown))} in the store URL {display_url(url)!r}: "
-            "a postgresql URL takes ?schema=name, ?connect_timeout=seconds and "
-            "?network_timeout=seconds only (TLS and the "
+            "a postgresql URL takes ?schema=name, ?host=socket-directory, ?connect_timeout=seconds "
+            "and ?network_timeout=seconds only (TLS and the "
             "like: libpq's environment, e.g. PGSSLMODE), a sqlite URL none")
     if parsed.scheme in ("sqlite", "postgresql", "postgres"):
         _refuse_ignored_parts(parsed, url, options)
@@ -130,7 +143,7 @@ def parse_store_url(url: str) -> StoreURL:
                 f"invalid port in the store URL {display_url(url)!r}: {exc}") from exc
         return StoreURL(
             scheme="postgresql",
-            host=options.get("host", [""])[0] or _host(parsed) or "127.0.0.1",
+            host=_given_host(options, url) or _host(parsed) or "127.0.0.1",
             port=port,
             # no user in the URL: libpq's $PGUSER, as psql takes it, else postgres
             user=unquote(parsed.username) if parsed.username else os.environ.get("PGUSER") or "postgres",

@@ -84,3 +84,10 @@ def test_postgresql_urls_read_as_libpq_reads_them(monkeypatch: pytest.MonkeyPatc
     assert parse_store_url("postgresql://bob@127.0.0.1/db").user == "bob"
     monkeypatch.delenv("PGUSER")
     assert parse_store_url("postgresql://127.0.0.1/db").user == "postgres"
+    assert parse_store_url("postgresql://u@[fe80::1%25lo]/db").host == "fe80::1%lo"
+    with pytest.raises(StoreConfigError, match="empty host in the store URL"):
+        parse_store_url("postgresql://u@h/db?host=")
+    # a libpq-style ?password= is refused as any unknown option, and never shown
+    with pytest.raises(StoreConfigError, match=r"\?host=socket-directory") as refused:
+        parse_store_url("postgresql://u@h/db?password=s3cret")
+    assert "s3cret" not in str(refused.value) and "password=***" in str(refused.value)
