@@ -169,7 +169,8 @@ def _build(state: RunState, config: BuildConfig, *,
     excluded = candidates.excluded
 
     # ---- selection
-    available = budget - REPLY_PRIMING - history_start_tokens(ctx)
+    opening = history_start_tokens(ctx)
+    available = budget - REPLY_PRIMING - opening
 
     def shrink_required(required: Sequence[Unit], room: int) -> dict[str, int]:
         grants = {u.id: u.tokens for u in required}
@@ -322,7 +323,8 @@ def _build(state: RunState, config: BuildConfig, *,
     return finish_build(ctx, config, budget, conversation, request, selection.kept,
                         (members, unit_by_id, cut_units), unit_layer_no,
                         truncated, original_tokens, truncations, (excluded, low_priority), exposure,
-                        repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in))
+                        repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in),
+                        opening=opening)
 
 
 def _by_fragment(ctx: BuildCtx, required: Sequence[tuple[str, int]], members: Mapping[str, Sequence[str]]

@@ -113,8 +113,8 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                  exposure: tuple[tuple[ToolChoice, ...], int],
                  repairs: list[str],
                  current_input: str | None, calibration: Calibration | None = None,
-                 cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]] = ({}, set(), {})
-                 ) -> BuildResult:
+                 cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]] = ({}, set(), {}),
+                 *, opening: int) -> BuildResult:
     """The build's result for what was kept (``kept``: unit id -> granted tokens), cut and laid
     out: each kept fragment's manifest line and view in (layer, position) order, the layer
     totals, the exclusions in (reason, id) order, the stable prefix's cache key, the request's
@@ -161,9 +161,9 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     for layer, tokens in kept_rows.tokens.items():
         layer_tokens[LAYER_NAMES[layer]] += tokens + kept_rows.overhead[layer]
     overhead_total = REPLY_PRIMING + sum(kept_rows.overhead.values())
-    # Set aside before selection, counted whether or not this request opens with it: a budget the
-    # manifest says a request fits in then holds it (and a larger one keeps all a smaller kept).
-    opening = history_start_tokens(ctx)
+    # ``opening``: what the builder set aside for the opening note (``history_start_tokens``),
+    # counted whether or not this request opens with it: a budget the manifest says a request
+    # fits in then holds it (and a larger one keeps all a smaller kept).
     layer_tokens["history"] += opening
     overhead_total += opening
     exposed_tools, tool_tokens = exposure
