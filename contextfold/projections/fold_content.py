@@ -70,6 +70,7 @@ __all__ = [
     "IMAGE_TOKENS_DEFAULT",
     "IMAGE_TOKENS_LOW",
     "add_fragment",
+    "answer_frame_of",
     "block_tokens",
     "blocks_hash",
     "call_ref",
@@ -215,17 +216,17 @@ def _shown_texts(content: Content) -> list[str]:
     return out
 
 
-def _answer_frame(content: Content) -> AnswerFrame | None:
-    """The frame of a tool answer: a folded result, or a mask stub (one result block). A stub is
-    rendered with the same runtime status line as the result it stands for (``TOOL_ERROR: call
-    c0 (pytest) failed with exit code 1.``), and its frame went unpriced: 27 stubs sent ~540
-    tokens more than the manifest counted."""
+def answer_frame_of(content: Content) -> AnswerFrame | None:
+    """The frame of a tool answer: a folded result, or blocks holding a result block (a mask stub,
+    a fragment built from blocks). A stub is rendered with the same runtime status line as the
+    result it stands for (``TOOL_ERROR: call c0 (pytest) failed with exit code 1.``), and its
+    frame went unpriced: 27 stubs sent ~540 tokens more than the manifest counted."""
     if isinstance(content, ToolAnswer):
         return AnswerFrame(content.call_id, content.name, content.status, content.exit_code)
-    if isinstance(content, tuple) and len(content) == 1 and isinstance(content[0], ToolResultBlock):
-        block = content[0]
-        return AnswerFrame(block.call_id, block.name, block.status, block.exit_code)
-    return None
+    if isinstance(content, Response):
+        return None
+    block = next((b for b in content if isinstance(b, ToolResultBlock)), None)
+    return None if block is None else AnswerFrame(block.call_id, block.name, block.status, block.exit_code)
 
 
 def _shown_source(source_ref: str) -> str:
@@ -249,7 +250,7 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
     source = _shown_source(source_ref) if source_ref else f"event://{state.run_id}/{position}"
     shown_as_data = data_label is not None or is_data(kind, trust)
     framing = framing_tokens(kind, trust, source, state.counter.count,  # the counter's tables warm now
-                             _answer_frame(content), _shown_texts(content) if shown_as_data else (),
+                             answer_frame_of(content), _shown_texts(content) if shown_as_data else (),
                              data_label)
     if (state.event_text is not None and isinstance(content, ToolAnswer)
             and isinstance(content.text, str) and len(content.text) > LAZY_TEXT_CHARS

@@ -48,6 +48,7 @@ from contextfold.projections.entries import (
     ToolAnswer,
     artifact_text_in,
 )
+from contextfold.projections.fold_content import answer_frame_of
 from contextfold.projections.framing import (
     MESSAGE_OVERHEAD,
     AnswerFrame,
@@ -148,10 +149,8 @@ def answer_frame(view: ContextFragment | FragmentEntry) -> AnswerFrame | None:
     """What the runtime line of the view's tool result says (``framing``), if it has one."""
     answer = view.answer() if isinstance(view, FragmentEntry) else None
     if answer is not None:
-        return AnswerFrame(answer.call_id, answer.name, answer.status, answer.exit_code)
-    frag = view if isinstance(view, ContextFragment) else view.head
-    block = next((b for b in frag.content if isinstance(b, ToolResultBlock)), None)
-    return None if block is None else AnswerFrame(block.call_id, block.name, block.status, block.exit_code)
+        return answer_frame_of(answer)
+    return answer_frame_of((view if isinstance(view, ContextFragment) else view.head).content)
 
 
 def _large_text(entry: FragmentEntry) -> bool:
