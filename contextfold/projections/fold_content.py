@@ -62,7 +62,7 @@ from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data
 from contextfold.projections.media_cost import priced_media
 from contextfold.projections.redact import redact
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
-from contextfold.projections.tool_names import every_provider_takes, tool_name_alias
+from contextfold.projections.tool_names import shown_names
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -114,7 +114,7 @@ def _image_tokens(block: ImageBlock) -> int:
 def _call_name_tokens(name: str, count: Callable[[str], int]) -> int:
     """A call's name as a request may show it: under its alias where a provider refuses it
     (``multi_tool_use.parallel``), the longer of the two (the result's header is priced so too)."""
-    return count(name) if every_provider_takes(name) else max(count(name), count(tool_name_alias(name)))
+    return max(map(count, shown_names(name)))
 
 
 def _arguments_tokens(arguments: str, count: Callable[[str], int]) -> int:

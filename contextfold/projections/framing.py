@@ -30,7 +30,7 @@ from contextfold.projections.render.data_blocks import (
     neutralise,
     runtime_header_line,
 )
-from contextfold.projections.tool_names import every_provider_takes, tool_name_alias
+from contextfold.projections.tool_names import shown_names
 
 __all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "NOTE_LABEL", "SUMMARY_LABEL", "AnswerFrame",
            "data_tag", "framing_tokens", "is_data", "neutralised_count", "neutralised_extra",
@@ -83,7 +83,7 @@ def _header_tokens(answer: AnswerFrame, count: Callable[[str], int]) -> int:
     tool by (an unregistered tool a provider refuses is shown under an alias)."""
     name = answer.name or ""
     tokens = 0
-    for shown in (name,) if every_provider_takes(name) else (name, tool_name_alias(name)):
+    for shown in shown_names(name):
         line = runtime_header_line(answer.call_id, shown, answer.status, answer.exit_code)
         tokens = max(tokens, 0 if line is None else count(line + "\n"))
     return tokens

@@ -30,7 +30,7 @@ import blake3
 from contextfold.domain.conversation import AssistantMessage, Conversation, Message, ToolResults
 
 __all__ = ["MAX_SPEC_NAME", "TOOL_NAME_RULES", "every_provider_takes", "refuses_tool_name", "renamed_note",
-           "renamed_to", "renamed_tools", "tool_name_alias"]
+           "renamed_to", "renamed_tools", "shown_names", "tool_name_alias"]
 
 TOOL_NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
     "openai-chat": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, at most 64"),
@@ -57,6 +57,12 @@ _STEM = 40
 def every_provider_takes(name: str) -> bool:
     """Whether no provider refuses ``name``: a request shows it as it is, never under an alias."""
     return _EVERY_PROVIDER.fullmatch(name) is not None
+
+
+def shown_names(name: str) -> tuple[str, ...]:
+    """The names a request may show the tool ``name`` by: itself, and its alias where some
+    provider refuses it (what a call and its result's runtime line are priced by, the longer)."""
+    return (name,) if every_provider_takes(name) else (name, tool_name_alias(name))
 
 
 def refuses_tool_name(provider: str, name: str) -> bool:
