@@ -59,6 +59,7 @@ from contextfold.projections.media_cost import MediaCost, media_cost, priced_med
 from contextfold.projections.render.data_blocks import (
     TOOL_MEDIA_NOTE,
     caption_text,
+    follows_note,
     media_follows_line,
     returned_media_note,
 )
@@ -150,7 +151,7 @@ def _caption_tokens(state: RunState, frag: ContextFragment, provider: str,
         def caption(body: str, kind: str = kind) -> int:
             return count(caption_text(frag.source_ref, frag.trust, kind, body))
 
-        total += caption(f"{kind} ({block.media_type}) follows") if captioned else 0
+        total += caption(follows_note(kind, block.media_type)) if captioned else 0
         if result is not None:
             total += max(caption(TOOL_MEDIA_NOTE) if chat else 0,
                          caption(returned_media_note(kind, block.media_type))

@@ -66,6 +66,7 @@ __all__ = [
     "caption_text",
     "data_frame",
     "escape_attr",
+    "follows_note",
     "media_caption",
     "media_follows_line",
     "neutralise",
@@ -373,7 +374,12 @@ def media_caption(part: MediaPart, note: str = "") -> str:
     trust visible to the model the same way as for text data.
     """
     return caption_text(part.source or part.fragment_id, part.trust, part.kind,
-                        note or f"{part.kind} ({part.media_type}) follows")
+                        note or follows_note(part.kind, part.media_type))
+
+
+def follows_note(kind: str, media_type: str) -> str:
+    """The caption body of a medium shown next to its caption."""
+    return f"{kind} ({media_type}) follows"
 
 
 TOOL_MEDIA_NOTE = "media returned by this call is attached in the next user message"
