@@ -257,12 +257,31 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState, *,
     ``state`` is the run as of the compaction: it gives the current goal and
     plan. Earlier summaries inside the range are merged (their constraints,
     failures and side effects carry over), so a second compaction loses nothing
-    the first one kept.
+    the first one kept. ``scale``: the shares of its lists' caps kept whole
+    (``summary_bounds.SCALES``).
     """
+    return _bounded(_unbounded_summary(events, state), events, state, scale)
+
+
+def _bounded(summary: CompactionSummary, events: Sequence[RecordedEvent], state: RunState,
+             scale: tuple[float, float]) -> CompactionSummary:
+    """``summary`` (unbounded) with each capped list's older entries folded (``bounded_fields``)
+    at ``scale``: trying smaller shares re-folds the lists, not the events."""
+    last = events[-1].position if events else 0
+    ref = f"events://{state.run_id}/{events[0].position if events else 0}-{last}"
+    lists = {k: getattr(summary, k) for k in _LISTS}
+    return summary.model_copy(update=bounded_fields(lists, ref, scale))
+
+
+_LISTS = ("completed_steps", "pending_steps", "decisions", "constraints", "tool_calls_and_results",
+          "evidence_refs", "side_effects", "known_failures", "inferences")
+"""The summary's lists (the goal, its contract and the next action are one entry each)."""
+
+
+def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState) -> CompactionSummary:
+    """:func:`deterministic_summary` before its lists are capped."""
     run = state.run_id
-    f: dict[str, list[str]] = {k: [] for k in (
-        "completed_steps", "pending_steps", "decisions", "constraints", "tool_calls_and_results",
-        "evidence_refs", "side_effects", "known_failures", "inferences")}
+    f: dict[str, list[str]] = {k: [] for k in _LISTS}
     goal = state.goal.goal if state.goal is not None else ""
     contract = tuple(state.goal.success_contract) if state.goal is not None else ()
     next_action = ""
@@ -400,9 +419,8 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState, *,
             next_action = f"plan step {ready.id}: {ready.title}"
     last = events[-1].position if events else 0
     next_action = next_action or _CONTINUE.format(last + 1)
-    fields = bounded_fields({k: _dedupe(v) for k, v in f.items()},
-                            f"events://{run}/{events[0].position if events else 0}-{last}", scale)
-    return CompactionSummary(goal=goal, success_contract=contract, next_action=next_action, **fields)
+    return CompactionSummary(goal=goal, success_contract=contract, next_action=next_action,
+                             **{k: _dedupe(v) for k, v in f.items()})
 
 
 # ---------------------------------------------------------------- plans
@@ -432,12 +450,13 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
                   and (not isinstance(it, ToolGroup) or _wholly_inside(it, lo, hi))]
     if not hidden_ids:
         return None
-    whole = skeleton = deterministic_summary(covered, state)
+    unbounded = _unbounded_summary(covered, state)
+    whole = skeleton = _bounded(unbounded, covered, state, SCALES[0])
     if max_tokens is not None:
         for scale in SCALES[1:]:
             if state.counter.count("\n".join(summary_lines(skeleton))) <= max_tokens:
                 break
-            skeleton = deterministic_summary(covered, state, scale=scale)
+            skeleton = _bounded(unbounded, covered, state, scale)
     summary, name = skeleton, "deterministic"
     if summarizer is not None:
         name = _summarizer_name(summarizer)
