@@ -468,8 +468,8 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
             raise CompactionError(f"summarizer {name!r} failed: {exc}") from exc
         # (what the skeleton folded to fit may be kept whole: an LLM does not rewrite the line
         # that folded them word for word)
-        folded = tuple(c for c in whole.constraints if c not in skeleton.constraints)
-        summary = validate_summary(candidate, covered, skeleton, state.run_id, folded_constraints=folded)
+        summary = validate_summary(candidate, covered, skeleton, state.run_id,
+                                   unfolded_constraints=whole.constraints)
     event = HistoryCompacted(summary=summary, covers_from=lo, covers_to=hi, strategy="summary",
                              summarizer=name)
     before = sum(state.entries[fid].token_count for ids in hidden_ids for fid in ids)

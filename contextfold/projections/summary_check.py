@@ -71,11 +71,11 @@ def summary_lines(s: CompactionSummary) -> list[str]:
 
 
 def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleton: CompactionSummary,
-                     run_id: str, *, folded_constraints: Sequence[str] = ()) -> CompactionSummary:
+                     run_id: str, *, unfolded_constraints: Sequence[str] = ()) -> CompactionSummary:
     """Accept a plug-in summary only if it is complete and cites nothing that does not exist.
 
-    ``folded_constraints``: the constraints the skeleton folded into a line of its own to fit a
-    window; a summary that keeps each of them verbatim need not keep that line.
+    ``unfolded_constraints``: the skeleton's constraints before it folded some into a line of its
+    own to fit a window; a summary that keeps each folded one verbatim need not keep that line.
     Raises :class:`CompactionError` naming the first problem; nothing is recorded then.
     """
     if candidate is None:
@@ -111,8 +111,9 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
             if unknown:
                 raise CompactionError(f"{key} entry cites unknown call ids {unknown}: {entry!r}")
     missing = [c for c in skeleton.constraints if c not in summary.constraints]
-    if missing and folded_constraints and all(c in summary.constraints for c in folded_constraints):
-        missing = [c for c in missing if c.split(" ", 2)[1:2] != ["earlier"]]  # the folding line
+    folded = [c for c in unfolded_constraints if c not in skeleton.constraints]
+    if missing and folded and all(c in summary.constraints for c in folded):
+        missing = [c for c in missing if c in unfolded_constraints]  # not the line folding them
     if missing:
         raise CompactionError(f"summary drops constraints (they must stay verbatim): {missing[:3]}")
     if skeleton.goal and not summary.goal.strip():
