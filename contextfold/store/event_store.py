@@ -112,6 +112,8 @@ MAX_BATCH = 10_000
 _APPEND_RETRIES = 100
 _EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
 """The members of the event union: what ``append`` accepts."""
+
+
 def _check_media_type(media_type: str, where: str = "") -> None:
     """InvalidInputError for a media type holding a control character: PostgreSQL text holds no
     NUL (a generic StoreError there, stored as is in SQLite), and an export citing one made a file

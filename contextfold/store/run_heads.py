@@ -103,15 +103,7 @@ class RunHeads(EventReads):
     def _still_ends_at(self, run_id: str, head: RunHead) -> bool:
         """Whether the row at ``head.version`` is still the one ``head`` was made from (one row
         read): False when the log moved back under this store (a restored backup)."""
-        if head.version == 0:
-            return True
-        with translate_errors(f"read {run_id!r}", self.url):
-            rows = self.backend.recorder.select_events(run_id, gt=head.version - 1, lte=head.version)
-        if not rows:
-            return False
-        if head.tail is not None:
-            return tail_digest(rows[0].state) == head.tail
-        return self._decode(run_id, head.version, rows[0].topic, rows[0].state).hash == head.last_hash
+        return head.version == 0 or self._heads_row(run_id, head) is not None
 
     def _check_tail(self, run_id: str, head: RunHead) -> None:
         """Learn ``head.tail`` (the digest of the row at its version) for a head made by a read,
@@ -119,12 +111,22 @@ class RunHeads(EventReads):
         no longer holds it (a restored backup, :mod:`.head_check`)."""
         if head.tail is not None or head.version == 0:
             return
+        row = self._heads_row(run_id, head)
+        if row is None:
+            raise StaleHeadError(run_id)
+        head.tail = tail_digest(row.state)
+
+    def _heads_row(self, run_id: str, head: RunHead) -> typing.Any:
+        """The stored row at ``head.version`` if it is the one ``head`` was made from (by the
+        digest of its bytes when the head knows it, else by its chain hash), else None."""
         with translate_errors(f"read {run_id!r}", self.url):
             rows = self.backend.recorder.select_events(run_id, gt=head.version - 1, lte=head.version)
         row = rows[0] if rows else None
-        if row is None or self._decode(run_id, head.version, row.topic, row.state).hash != head.last_hash:
-            raise StaleHeadError(run_id)
-        head.tail = tail_digest(row.state)
+        if row is None:
+            return None
+        same = (tail_digest(row.state) == head.tail if head.tail is not None
+                else self._decode(run_id, head.version, row.topic, row.state).hash == head.last_hash)
+        return row if same else None
 
     def iter_events(self, run_id: str, *, after: int = 0) -> typing.Iterator[RecordedEvent]:
         """The run's events after ``after``, in order. A read of the whole run while this store
