@@ -221,7 +221,8 @@ class RedactionRecord(_Frozen):
     """One secret replaced in a fragment: where and by which rule, never the value.
 
     ``start``/``end`` are character offsets in the fragment's full unredacted
-    text (the artifact text when the payload is one), before any truncation."""
+    text (the artifact text when the payload is one), before any truncation. A model
+    reply's text is followed by each of its calls' arguments, each after a line break."""
 
     fragment_id: str
     rule: str

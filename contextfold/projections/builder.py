@@ -36,6 +36,7 @@ from typing import Any
 from contextfold.domain.conversation import AssistantMessage, Conversation, arguments_object
 from contextfold.domain.errors import BudgetError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import ArtifactRef
+from contextfold.domain.fragments import ToolCallBlock
 from contextfold.domain.manifest import BuildConfig, Calibration, TruncationRecord
 from contextfold.projections.build_result import BuildResult
 from contextfold.projections.calibration import calibrated_budget
@@ -285,8 +286,12 @@ def _build(state: RunState, config: BuildConfig, *,
     if twins:
         selection = replace(selection, kept={uid: n for uid, n in selection.kept.items() if uid not in twins})
     kept_ids = frozenset(chain.from_iterable(map(members.__getitem__, selection.kept)))
+    replies = {}  # model replies whose calls are shown redacted
     for fid in sorted(kept_ids & ctx.redacted.keys()):
         texts.setdefault(fid, ctx.redacted[fid][1].text)
+        view = ctx.redacted[fid][0]
+        if view.kind == "history" and any(isinstance(b, ToolCallBlock) for b in view.content):
+            replies[fid] = view
     others, low_priority = dropped_lines(ctx, selection_key(config), walked, unit_by_id, members,
                                          candidates.timeline, candidates.state_ids)
     excluded.extend(others)
@@ -301,7 +306,8 @@ def _build(state: RunState, config: BuildConfig, *,
                                        deferred=plain_fids.union(deferred) if deferred else plain_fids,
                                        read_text=ctx.full_text,
                                        truncated=frozenset(truncated), tools=tools,
-                                       model=config.model or state.model, current_input=current_input))
+                                       model=config.model or state.model, current_input=current_input,
+                                       replies=replies))
     # Without priced media in the run the layout made no media part: nothing to reduce, inline
     # or dedupe (a pass over every message of a long run's request saved).
     media = (finalize_media(conversation, reduced=frozenset(reduced),

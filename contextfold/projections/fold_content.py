@@ -71,6 +71,7 @@ __all__ = [
     "IMAGE_TOKENS_LOW",
     "add_fragment",
     "answer_frame_of",
+    "arguments_tokens",
     "block_tokens",
     "blocks_hash",
     "call_ref",
@@ -117,7 +118,7 @@ def _call_name_tokens(name: str, count: Callable[[str], int]) -> int:
     return max(map(count, shown_names(name)))
 
 
-def _arguments_tokens(arguments: str, count: Callable[[str], int]) -> int:
+def arguments_tokens(arguments: str, count: Callable[[str], int]) -> int:
     """A call's arguments as a request may show them: text that is not a JSON object is sent to
     Anthropic and Gemini wrapped as ``{"unparsed_arguments": text}``, escaped (``parse_arguments``).
     Both went unpriced: 40 such calls sent ~200-240 tokens more than the manifest counted."""
@@ -132,7 +133,7 @@ def block_tokens(state: RunState, block: MessageBlock) -> int:
         case TextBlock():
             return count(block.text)
         case ToolCallBlock():
-            return _call_name_tokens(block.name, count) + _arguments_tokens(block.arguments, count)
+            return _call_name_tokens(block.name, count) + arguments_tokens(block.arguments, count)
         case ToolResultBlock():
             body = (_artifact_tokens(state, block.artifact) if block.artifact is not None
                     else count(block.text))
@@ -171,7 +172,7 @@ def content_tokens(state: RunState, content: Content) -> int:
         return body + sum(block_tokens(state, b) for b in content.blocks)
     if isinstance(content, Response):
         count = state.counter.count
-        return count(content.text) + sum(_call_name_tokens(n, count) + _arguments_tokens(a, count)
+        return count(content.text) + sum(_call_name_tokens(n, count) + arguments_tokens(a, count)
                                          for _, n, a in content.calls)
     return sum(block_tokens(state, b) for b in content)
 

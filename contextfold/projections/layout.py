@@ -97,6 +97,9 @@ class LayoutInput:
     ``read_text`` only if an item holding one is laid out afresh (a long output is read back
     from the log when it enters the request, not in every build that keeps it)."""
     read_text: Callable[[str], str] | None = None
+    replies: Mapping[str, ContextFragment] = field(default_factory=dict)
+    """Model replies with calls shown redacted (their text and arguments), by fragment id: the
+    calls are read from these, not from the log."""
 
 
 def _text_of(frag: ContextFragment) -> str:
@@ -334,7 +337,7 @@ def _timeline(inp: LayoutInput, text: Callable[[str], str]) -> tuple[_Laid, User
 
 
 _Row = tuple[ContextFragment, str, bool]
-_Special = tuple[TimelineItem, tuple[tuple[object, str, bool], ...], list[Message]]
+_Special = tuple[TimelineItem, tuple[tuple[object, str, bool, object], ...], list[Message]]
 
 
 def _special_messages(kept: dict[int, _Special], made: dict[int, _Special], item: TimelineItem,
@@ -345,12 +348,13 @@ def _special_messages(kept: dict[int, _Special], made: dict[int, _Special], item
     renderers, the SDK check and the JSON memos find their work done (on a long run the cut
     unit's messages were rendered, checked and dumped afresh in every build)."""
     entries = inp.state.entries
-    key = tuple((entries[fid], text(fid), fid in inp.truncated) for fid in item.fragment_ids)
+    key = tuple((entries[fid], text(fid), fid in inp.truncated, inp.replies.get(fid))
+                for fid in item.fragment_ids)
     hit = kept.get(item.position)
     if hit is not None and hit[0] is item and hit[1] == key:
         messages = hit[2]
     else:
-        texts = {fid: t for fid, (_, t, _) in zip(item.fragment_ids, key, strict=True)}
+        texts = {fid: t for fid, (_, t, _, _) in zip(item.fragment_ids, key, strict=True)}
         messages = _item_messages(item, inp, lambda fid: texts[fid] if fid in texts else text(fid))
     made[item.position] = (item, key, messages)
     return messages
@@ -394,13 +398,14 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
             # media, which a run without any never has (``state.media_seen``).
             head = state.entries[item.fragment_id]
             reply = head.content
+            redacted = inp.replies.get(head.id)
             # A call's alias (``call_ids``) is its slot's: the slots are the calls, in order.
-            if isinstance(reply, Response):
+            if isinstance(reply, Response) and redacted is None:
                 calls = tuple(_call_part(s, n, a)
                               for s, (_, n, a) in zip(item.calls, reply.calls, strict=True))
                 said = reply.text
             else:
-                blocks = head.fragment.content
+                blocks = (head.fragment if redacted is None else redacted).content
                 calls = tuple(_call_part(s, b.name, b.arguments) for s, b in zip(
                     item.calls, (b for b in blocks if isinstance(b, ToolCallBlock)), strict=True))
                 said = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))

@@ -58,6 +58,7 @@ from contextfold.projections.framing import (
 )
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
+from contextfold.projections.redact_calls import redact_reply_fragment
 from contextfold.projections.selection import Unit, score
 from contextfold.projections.state import MessageItem, RunState, TimelineItem, TimelineMark
 from contextfold.projections.timeline_units import TimelineUnits, timeline_units
@@ -286,10 +287,16 @@ class BuildCtx:
         got = _REDACTIONS.get(key)
         if got is None:
             text = self.raw_text(fid)  # the fragment is made only when the text holds a secret
-            result = redact(text, self.policy)
-            found = (redact_fragment(entry.fragment, text, self.policy, self.count, result)
-                     if result.findings else None)
-            got = _REDACTIONS.put(key, (found,), len(result.text) if found is not None else 0)
+            content = entry.content
+            if isinstance(content, Response) and content.calls:  # its calls' arguments too
+                found = redact_reply_fragment(entry.fragment, text, self.policy, self.count)
+            else:
+                result = redact(text, self.policy)
+                found = (redact_fragment(entry.fragment, text, self.policy, self.count, result)
+                         if result.findings else None)
+            calls = content.calls if isinstance(content, Response) else ()
+            size = len(text) + sum(len(a) for _, _, a in calls)
+            got = _REDACTIONS.put(key, (found,), size if found is not None else 0)
         hit = got[0]
         self.redactions[fid] = (entry, hit)
         return hit

@@ -22,6 +22,7 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.domain.fragments import ToolCallBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
 from contextfold.projections.render.validate import PROVIDERS
@@ -189,3 +190,34 @@ def test_a_stored_result_whose_placeholders_outgrow_its_secrets_is_cut_with_a_re
         sizes.add(line.tokens)
     assert len(sizes) == 1  # the same cut whatever the window
     store.close()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_reply_beside_its_calls_is_redacted_in_text_and_arguments(tmp_path: Path, provider: str
+                                                                         ) -> None:
+    """A model copies what it read into its calls: the reply's text and its calls' arguments
+    reach every later request. Both were sent as logged while the manifest said the reply was
+    redacted (the layout read the calls from the log). Arguments stay the JSON they were."""
+    calls = (ToolCall(call_id="c1", name="sh", arguments=json.dumps({"cmd": CORPUS, "n": 1})),
+             ToolCall(call_id="c2", name="sh", arguments="raw " + CORPUS))
+    with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        run = store.run("chatty")
+        run.append(UserInput("rotate them"), ModelResponse(text="I found:\n" + CORPUS, tool_calls=calls),
+                   ToolResult(call_id="c1", content="done"), ToolResult(call_id="c2", content="done"),
+                   UserInput("next"))
+        built = run.build(provider=provider, window=400_000, reserve=8_000)
+        _assert_no_leak(json.dumps(built.request, ensure_ascii=False), f"{provider} request")
+        for frag in built.fragments:
+            _assert_no_leak(frag.model_dump_json(), f"fragment {frag.id}")
+        head = next(f for f in built.fragments if f.id == "e2")
+        shown = [b.arguments for b in head.content if isinstance(b, ToolCallBlock)]
+        assert json.loads(shown[0])["n"] == 1 and shown[1].startswith("raw ")
+        records = [r for r in built.manifest.redactions if r.fragment_id == "e2"]
+        whole = "\n".join(["I found:\n" + CORPUS, *(c.arguments for c in calls)])
+        assert {r.rule for r in records} == {rule for _, _, rule in SECRETS}
+        forms = [form for _, s, _ in SECRETS for form in (s, json.dumps(s)[1:-1])]  # as the JSON holds it
+        assert all(any(f in whole[r.start:r.end] or whole[r.start:r.end] in f for f in forms)
+                   for r in records)
+        # priced as shown: the reply's line counts the placeholders, not the secrets
+        line = next(f for f in built.manifest.fragments if f.id == "e2")
+        assert line.tokens < run.state().entries["e2"].token_count

@@ -1,0 +1,60 @@
+"""Secrets in a model reply's call arguments: found as the model wrote them, the JSON kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextfold.projections.redact import RedactionPolicy
+from contextfold.projections.redact_calls import redact_arguments, redact_reply
+from tests.unit.test_redact import SECRETS, _line
+
+POLICY = RedactionPolicy()
+
+
+@pytest.mark.parametrize(("template", "secret", "rule"), SECRETS, ids=[f"{r}-{i}" for i, (_, _, r) in
+                                                                        enumerate(SECRETS)])
+def test_every_corpus_secret_is_found_in_a_json_string_even_escaped(template: str, secret: str, rule: str
+                                                                    ) -> None:
+    # JSON escapes the quotes of a JSON-in-a-command and the line breaks of a PEM key: scanning
+    # the JSON text missed ``\"password\": \"...\"`` and an assignment in escaped quotes
+    arguments = json.dumps({"cmd": _line(template, secret), "keep": [1, "same", {"x": None}]})
+    got = redact_arguments(arguments, POLICY)
+    value = json.loads(got.text)
+    assert secret not in value["cmd"] and f"[REDACTED:{rule}]" in value["cmd"]
+    assert value["keep"] == [1, "same", {"x": None}]
+    assert got.findings and all(f.rule == rule for f in got.findings)
+    assert all(0 <= f.start < f.end <= len(arguments) for f in got.findings)
+
+
+def test_only_the_strings_holding_a_secret_are_written_again() -> None:
+    arguments = '{"a":  "keep\\u00e9 as is",  "b": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789"}'
+    got = redact_arguments(arguments, POLICY)
+    assert got.text == '{"a":  "keep\\u00e9 as is",  "b": "token [REDACTED:github_token]"}'
+    start = arguments.index("ghp_")
+    assert [(f.start, f.end) for f in got.findings] == [(start, start + 40)]
+
+
+def test_arguments_that_are_not_json_are_scanned_as_text() -> None:
+    got = redact_arguments("curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwx' x", POLICY)
+    assert got.text == "curl -H 'Authorization: Bearer [REDACTED:bearer_token]' x"
+    assert redact_arguments('{"clean": true}', POLICY).findings == ()
+
+
+def test_a_reply_reports_offsets_over_its_text_then_each_calls_arguments() -> None:
+    text = "key AKIAQWERTYUIOPASDFGH"
+    arguments = ['{"k": "AKIAQWERTYUIOPASDFGH"}', "x AKIAQWERTYUIOPASDFGH"]
+    said, shown = redact_reply(text, arguments, POLICY)
+    whole = "\n".join([text, *arguments])
+    assert [whole[f.start:f.end] for f in said.findings] == ["AKIAQWERTYUIOPASDFGH"] * 3
+    assert said.text == "key [REDACTED:aws_access_key_id]"
+    assert shown == ('{"k": "[REDACTED:aws_access_key_id]"}', "x [REDACTED:aws_access_key_id]")
+
+
+def test_a_string_with_an_escaped_lone_surrogate_is_scanned_as_spelled() -> None:
+    # the decoded value cannot be encoded (the scan raised UnicodeEncodeError on every build)
+    arguments = '{"a": "\\ud83d token ghp_abcdefghijklmnopqrstuvwxyz0123456789"}'
+    got = redact_arguments(arguments, POLICY)
+    assert got.text == '{"a": "\\ud83d token [REDACTED:github_token]"}'
+    assert json.loads(got.text)["a"].endswith("[REDACTED:github_token]")
