@@ -19,10 +19,10 @@ listed as ``superseded`` with ``replaced_by``.
 Tool exposure: pinned tools, tools used by the visible history, and the most
 relevant to the goal, the ready plan step and the latest input (BM25), under
 the ``tools`` share. A tool the policy does not allow is never exposed; a
-history group that used one is excluded as ``stale`` (a provider rejects a
-call to an undeclared tool). A tool the history used but the log never
-registered is declared with a minimal schema (imported histories often lack
-tool specs) and recorded as a repair.
+history group that used one is shown as the runtime's note of its calls and
+results (a provider rejects a call to an undeclared tool: ``not_offered``). A
+tool the history used but the log never registered is declared with a minimal
+schema (imported histories often lack tool specs) and recorded as a repair.
 """
 
 from __future__ import annotations
@@ -140,8 +140,9 @@ def _build(state: RunState, config: BuildConfig, *,
         # What of the latest error no cut may shorten (its calls' arguments) is large: it
         # competes like any optional unit (see ``_uncuttable_tokens``).
         required, floor = required - floor, frozenset()
+    blocked = state.blocked_tool_names()
     ctx = BuildCtx(state, config, load_text, required, state.counter.count,
-                   policy=config_policy(config) if config.redact else None, floor=floor)
+                   policy=config_policy(config) if config.redact else None, floor=floor, blocked=blocked)
     timeline, timeline_mark = state.live_timeline()  # read here, before anything folds
     # Inline texts are redacted before selection, so costs see the redacted text (Facts).
     # Artifact-backed payloads (the big ones) are redacted when their text is first
@@ -159,13 +160,10 @@ def _build(state: RunState, config: BuildConfig, *,
     registry, renamed = tool_in.registry, tool_in.renamed
     shares = config.layer_shares
     candidates_tools, tool_units, attach = _tool_candidates(ctx, tool_in)
-    offered = {t.name for t in candidates_tools}
-    if renamed:  # the history's calls name the tool as logged
-        offered.update(name for name, alias in renamed.items() if alias in offered)
 
     # ---- candidates: state fragments (deduped) and timeline units
     current_input = current_input_of(timeline)
-    candidates = make_units(ctx, timeline, timeline_mark, offered, current_input)
+    candidates = make_units(ctx, timeline, timeline_mark, current_input)
     units, members, unit_layer_no = candidates.units, candidates.members, candidates.layer_no
     excluded = candidates.excluded
 
@@ -307,7 +305,7 @@ def _build(state: RunState, config: BuildConfig, *,
                                        read_text=ctx.full_text,
                                        truncated=frozenset(truncated), tools=tools,
                                        model=config.model or state.model, current_input=current_input,
-                                       replies=replies))
+                                       replies=replies, blocked=blocked))
     # Without priced media in the run the layout made no media part: nothing to reduce, inline
     # or dedupe (a pass over every message of a long run's request saved).
     media = (finalize_media(conversation, reduced=frozenset(reduced),

@@ -52,6 +52,8 @@ from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolRes
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL, data_tag
+from contextfold.projections.not_offered import not_offered_header, not_offered_names, not_offered_record
+from contextfold.projections.render.data_blocks import runtime_header_line
 from contextfold.projections.state import (
     CallSlot,
     MessageItem,
@@ -100,6 +102,9 @@ class LayoutInput:
     replies: Mapping[str, ContextFragment] = field(default_factory=dict)
     """Model replies with calls shown redacted (their text and arguments), by fragment id: the
     calls are read from these, not from the log."""
+    blocked: frozenset[str] = frozenset()
+    """Tools the history calls that the request does not offer: a group calling one is shown
+    as a note (``projections.not_offered``)."""
 
 
 def _text_of(frag: ContextFragment) -> str:
@@ -265,7 +270,8 @@ def _timeline(inp: LayoutInput, text: Callable[[str], str]) -> tuple[_Laid, User
     special_ids = inp.texts.keys() | inp.truncated
     special: set[str] = set()
     row_of, rows = units.row_of, units.rows
-    for at_row in {row_of[fid] for fid in special_ids if fid in row_of}:
+    # a group shown as a note is laid out apart too: the memo of logged items holds calls
+    for at_row in {row_of[fid] for fid in special_ids if fid in row_of}.union(units.noted_rows):
         unit = rows[at_row].unit
         if unit is not None and unit.id in kept:
             special.add(unit.id)
@@ -337,7 +343,7 @@ def _timeline(inp: LayoutInput, text: Callable[[str], str]) -> tuple[_Laid, User
 
 
 _Row = tuple[ContextFragment, str, bool]
-_Special = tuple[TimelineItem, tuple[tuple[object, str, bool, object], ...], list[Message]]
+_Special = tuple[TimelineItem, tuple[tuple[object, str, bool, object, object], ...], list[Message]]
 
 
 def _special_messages(kept: dict[int, _Special], made: dict[int, _Special], item: TimelineItem,
@@ -348,13 +354,13 @@ def _special_messages(kept: dict[int, _Special], made: dict[int, _Special], item
     renderers, the SDK check and the JSON memos find their work done (on a long run the cut
     unit's messages were rendered, checked and dumped afresh in every build)."""
     entries = inp.state.entries
-    key = tuple((entries[fid], text(fid), fid in inp.truncated, inp.replies.get(fid))
+    key = tuple((entries[fid], text(fid), fid in inp.truncated, inp.replies.get(fid), inp.blocked)
                 for fid in item.fragment_ids)
     hit = kept.get(item.position)
     if hit is not None and hit[0] is item and hit[1] == key:
         messages = hit[2]
     else:
-        texts = {fid: t for fid, (_, t, _, _) in zip(item.fragment_ids, key, strict=True)}
+        texts = {fid: t for fid, (_, t, _, _, _) in zip(item.fragment_ids, key, strict=True)}
         messages = _item_messages(item, inp, lambda fid: texts[fid] if fid in texts else text(fid))
     made[item.position] = (item, key, messages)
     return messages
@@ -409,6 +415,12 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                 calls = tuple(_call_part(s, b.name, b.arguments) for s, b in zip(
                     item.calls, (b for b in blocks if isinstance(b, ToolCallBlock)), strict=True))
                 said = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+            missing = not_offered_names([c.name for c in item.calls], inp.blocked) if inp.blocked else ()
+            if missing:  # a note, then each result with its runtime line: no call, no tool needed
+                record = not_offered_record(said, [(c.call_id, c.name, c.arguments) for c in calls])
+                header = InstructionPart(text=not_offered_header(missing), authority="runtime",
+                                         fragment_id=head.id)
+                note: list[UserPart] = [header, _data(head, record, False, NOTE_LABEL)]
             results: list[ToolResultPart] = []
             for slot in item.calls:
                 if slot.answer_id is None:
@@ -428,9 +440,17 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                 else:
                     content = (_data(answer, text(slot.answer_id), slot.answer_id in inp.truncated),
                                *_entry_media(state, answer))
+                if missing:
+                    line = runtime_header_line(slot.call_id, slot.name, status, exit_code)
+                    if line is not None:
+                        note.append(InstructionPart(text=line, authority="runtime", fragment_id=answer.id))
+                    note.extend(content)
+                    continue
                 results.append(trusted(ToolResultPart, call_id=slot.call_id, alias=slot.alias,
                                        alias_for=slot.alias_for, name=slot.name, status=status,
                                        content=content, exit_code=exit_code, fragment_id=answer.id))
+            if missing:
+                return [trusted(UserMessage, parts=tuple(note))]
             return [trusted(AssistantMessage, text=said, tool_calls=calls, fragment_id=head.id),
                     trusted(ToolResults, results=tuple(results))]
         case MessageItem():

@@ -21,7 +21,7 @@ from contextfold.projections.entries import FragmentEntry, FragmentFields
 from contextfold.projections.state import SummaryItem, freshness_at
 from contextfold.projections.units import BuildCtx, Facts
 
-__all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line"]
+__all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line", "shown_as"]
 
 
 def required_reason(f: FragmentFields, ctx: BuildCtx, current_input: str | None) -> str:
@@ -57,6 +57,14 @@ def optional_reason(f: FragmentFields, position: int, layer: int) -> str:
             f"in layer {LAYER_NAMES[layer]}")
 
 
+def shown_as(facts: Facts) -> str:
+    """What a reason adds for a view shown otherwise than as logged (calls shown as a note)."""
+    if not facts.not_offered:
+        return ""
+    return (f"; its calls shown as a runtime note: the request does not offer "
+            f"{', '.join(facts.not_offered)}")
+
+
 def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None
                ) -> tuple[int, int, int, SelectedView, ManifestFragment]:
     """:func:`selected_line` for the common case: no media, nothing cut or loaded (its text tokens are
@@ -67,7 +75,7 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     required = fid in ctx.required
     reason = (required_reason(f, ctx, current_input) if required
-              else optional_reason(f, position, layer))
+              else optional_reason(f, position, layer)) + shown_as(facts)
     tokens = facts.text_tokens
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
                             "truncated": False}, position)
@@ -95,7 +103,7 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     position = ctx.state.entries[fid].position
     reason = (required_reason(f, ctx, current_input) if fid in ctx.required
-              else optional_reason(f, position, layer))
+              else optional_reason(f, position, layer)) + shown_as(facts)
     if fid in reduced and m is not None:
         reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
     if fid in text_cut and fid in truncated:

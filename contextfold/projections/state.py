@@ -270,6 +270,15 @@ class RunState:
         """Names of the tools called by the visible timeline's groups."""
         return frozenset(self._index().tool_names)
 
+    def blocked_tool_names(self) -> frozenset[str]:
+        """The tools the visible history calls that the run's policy does not allow: never declared,
+        so their groups are shown as notes (``projections.not_offered``). The same rule as
+        ``tool_exposure.permitted``, which a build's exposure applies."""
+        policy = self.tool_policy()
+        allowed = policy.allowed
+        return frozenset(n for n in self.used_tool_names()
+                         if n in policy.denied or (allowed is not None and n not in allowed))
+
     def groups(self) -> tuple[ToolGroup, ...]:
         return tuple(it for it in self.timeline() if isinstance(it, ToolGroup))
 
@@ -308,7 +317,8 @@ class RunState:
         (``selection.Unit.part``): the rest of it competes like any optional unit. Empty when
         there is none, when it is the newest group (required whole already) or when a
         compaction hides it (the summary keeps its failure). A group calling a tool the run's
-        policy keeps out is never shown, so its failure is not the model's latest."""
+        policy keeps out is shown only as a note (``not_offered``): its failure is not one the
+        model can retry, so not its latest."""
         self.required_ids()
         hit = self.memo["required"]
         assert isinstance(hit, tuple)

@@ -10,7 +10,8 @@ function of
 - its layer: ``recent`` (one of the newest ``recent_groups`` groups), ``input``
   (the current user input) or ``history``,
 - whether one of its fragments is required,
-- whether it uses a tool the build does not expose (then it is ``stale``).
+- whether a call of it is still unanswered (then it is ``stale``), or it uses a tool the build
+  does not offer (then it is shown as a note: ``projections.not_offered``).
 
 Not of the log's horizon: a unit's score depends on its position, not on its
 age (``selection.score``), so as the log grows no unit is re-scored and no
@@ -48,11 +49,12 @@ __all__ = ["TimelineUnits", "timeline_units"]
 _LOG_LENGTH = 64
 _ITEM = operator.attrgetter("facts.item")
 _MISMATCH_LIMIT = 256
+"""More items replaced than this (a compaction re-laid the timeline out): rebuild every row."""
+_UNANSWERED = "a call of this group is still unanswered at this point of the log"
 ERROR_DIAGNOSIS_TOKENS = 160
 """What the required part of the latest error's group adds to its smallest cut (``Unit.part``):
 room for a failing log's diagnosis line and first key error (``diagnose.lean_log`` needs ~120
 tokens for them; its smallest cut names the error's line only)."""
-"""More items replaced than this (a compaction re-laid the timeline out): rebuild every row."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -102,6 +104,8 @@ class _Row:
     """None when the item is stale (then ``stale`` lists its fragments)."""
     layer_no: int
     stale: tuple[ExcludedFragment, ...] = ()
+    not_offered: bool = False
+    """A group shown as a note: it calls a tool the build does not offer."""
 
 
 @dataclass(slots=True)
@@ -129,6 +133,8 @@ class TimelineUnits:
     artifact_units: set[str] = field(default_factory=set)
     """Units with a member whose text lives in an artifact (loaded when kept)."""
     stale_rows: dict[int, None] = field(default_factory=dict)
+    noted_rows: dict[int, None] = field(default_factory=dict)
+    """Rows of groups shown as notes (laid out apart: ``layout``)."""
     hits: dict[str, Hit] = field(default_factory=dict)
     horizon: int = -1
     blocked: frozenset[str] | None = None
@@ -180,6 +186,7 @@ class TimelineUnits:
         for fid, _ in row.facts.hits:
             self.hits.pop(fid, None)
         self.stale_rows.pop(i, None)
+        self.noted_rows.pop(i, None)
 
     def _set(self, i: int, row: _Row) -> None:
         if i == len(self.rows):
@@ -204,6 +211,8 @@ class TimelineUnits:
                 self.sorted_version += 1
         else:
             self.stale_rows[i] = None
+        if row.not_offered:
+            self.noted_rows[i] = None
         if row.facts.hits:
             self.hits.update(row.facts.hits)
 
@@ -239,14 +248,14 @@ def _recent(timeline: Sequence[TimelineItem], n: int) -> frozenset[int]:
 
 
 def timeline_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMark,
-                   exposed: set[str], current_input: str | None) -> TimelineUnits:
+                   current_input: str | None) -> TimelineUnits:
     """Bring the memoised rows up to date with ``timeline`` (``RunState.live_timeline``, taken
     at ``mark``) for this build (module docstring)."""
     state = ctx.state
     memo = ctx.objects_for("timeline-units")
     key = ctx.config.recent_groups
     tu = memo.get(key)
-    blocked = frozenset(state.used_tool_names()) - exposed
+    blocked = ctx.blocked
     if (not isinstance(tu, TimelineUnits) or tu.blocked != blocked or state.horizon < tu.horizon
             or len(timeline) < len(tu.rows)):
         tu = TimelineUnits()
@@ -304,20 +313,18 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
          blocked: frozenset[str]) -> _Row:
     item = st.item
     ids = st.ids
+    noted = False
     if isinstance(item, ToolGroup):
         uid = item.group_id
-        missing = sorted(st.names & blocked)
-        detail = (f"uses tools the policy does not expose: {', '.join(missing)}" if missing
-                  else "" if st.closed else
-                  "a call of this group is still unanswered at this point of the log")
-        if detail:
+        if not st.closed:
             lines = []
             for fid in ids:
                 f = ctx.frag(fid)
                 lines.append(ExcludedFragment(
                     id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
-                    reason="stale", detail=detail))
+                    reason="stale", detail=_UNANSWERED))
             return _Row(st, None, 0, tuple(lines))
+        noted = not st.names.isdisjoint(blocked)
         layer = "recent" if is_recent else "history"
         layer_no = 7 if is_recent else 5
     else:
@@ -337,6 +344,8 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
     if is_required and min_tokens is not None and ids[0] in ctx.floor:
         part = min(st.tokens, min_tokens + ERROR_DIAGNOSIS_TOKENS)
     # scored from its newest member's position (an answered call ranks as new as its answer)
+    # a group keeps its tools; one shown as a note calls none
+    tools = () if noted else tuple(sorted(st.names))
     unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
-                is_required, min_tokens, tuple(sorted(st.names)), part)  # a group keeps its tools
-    return _Row(st, unit, layer_no)
+                is_required, min_tokens, tools, part)
+    return _Row(st, unit, layer_no, not_offered=noted)

@@ -207,7 +207,7 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
         return None
     known = ("registered" if registered else "called by the history but never registered" if called
              else "named by the run's policy but never registered")
-    stale = "; the history's calls to it are left out as stale" if called else ""
+    stale = "; the history's calls to it are shown as runtime notes" if called else ""
     if name in policy.denied:
         return f"tool {name!r} ({known}) is never exposed: the run's policy denies it (denied_tools){stale}"
     if not permitted(name, policy.allowed, policy.denied):

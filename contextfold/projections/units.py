@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
-from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolResultBlock
+from contextfold.domain.fragments import TRUST_RANK, ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig, ExcludedFragment
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.entries import (
@@ -51,12 +51,14 @@ from contextfold.projections.entries import (
 from contextfold.projections.fold_content import answer_frame_of
 from contextfold.projections.framing import (
     MESSAGE_OVERHEAD,
+    NOTE_LABEL,
     AnswerFrame,
     framing_tokens,
     is_data,
     truncated_extra_tokens,
 )
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
+from contextfold.projections.not_offered import not_offered_header, not_offered_names, not_offered_record
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.redact_calls import redact_reply_fragment
 from contextfold.projections.selection import Unit, score
@@ -99,6 +101,9 @@ class Facts:
     text_shrinkable: bool
     truncated_extra: int = 0
     """What the view's data block adds when it is shown cut or reduced (``truncated="true"``)."""
+    not_offered: tuple[str, ...] = ()
+    """For a reply whose calls use tools the request does not offer, their names: the view is
+    priced as the note it is shown as (``projections.not_offered``)."""
 
     @property
     def frag(self) -> ContextFragment:
@@ -214,13 +219,17 @@ class BuildCtx:
     """Manifest lines of dropped units, per unit id (``exclusions``)."""
     redactions: dict[str, tuple[FragmentEntry, Hit | None]] = field(default_factory=dict)
     """The policy's result per fragment id, with the entry it was for (``_redaction``)."""
+    blocked: frozenset[str] = frozenset()
+    """Tools the history calls that the request does not offer (``RunState.blocked_tool_names``):
+    their groups' replies are priced as notes, so the tables are this set's (it changes only
+    when a policy does, or a denied tool is first called)."""
 
     def __post_init__(self) -> None:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
         # A provider changes a fragment's facts only through media prices: until the run has
         # media, builds for every provider share one table (and everything derived from it).
         pricing = self.config.provider if self.state.media_seen else "*"
-        key = (self.state.counter.encoding_name, pricing, self.policy, kinds)
+        key = (self.state.counter.encoding_name, pricing, self.policy, kinds, self.blocked)
         # Every per-config table in one memo entry, found by slot name: a key holding the
         # policy hashes it in Python, and a build asks for ~8 tables.
         self._tables = self._memo(("tables", *key))
@@ -270,7 +279,27 @@ class BuildCtx:
         hit = None
         if not large:  # inline text: redacted before selection
             hit = self._redaction(fid)
-        return _facts(self.state, hit[0] if hit else entry, hit, self.config.provider, self.count, large)
+        facts = _facts(self.state, hit[0] if hit else entry, hit, self.config.provider, self.count, large)
+        content = entry.content
+        if self.blocked and isinstance(content, Response) and content.calls:
+            missing = not_offered_names([n for _, n, _ in content.calls], self.blocked)
+            if missing:
+                return self._note_facts(facts, content, missing)
+        return facts
+
+    def _note_facts(self, facts: Facts, content: Response, missing: tuple[str, ...]) -> Facts:
+        """``facts`` of a reply shown as the note of calls to tools the request does not offer."""
+        view, hit = facts.view, facts.hit
+        if hit is None:
+            said, calls = content.text, content.calls
+        else:  # redacted: the note shows what the redacted view holds
+            said = hit[1].text
+            calls = tuple((b.call_id, b.name, b.arguments) for b in hit[0].content
+                          if isinstance(b, ToolCallBlock))
+        text = not_offered_record(said, calls)
+        overhead = self.count(not_offered_header(missing)) + framing_tokens(
+            view.kind, view.trust, view.source_ref, self.count, texts=(text,), label=NOTE_LABEL)
+        return Facts(view, hit, None, False, self.count(text), overhead, False, not_offered=missing)
 
     def _redaction(self, fid: str) -> Hit | None:
         """The policy applied to ``fid``, memoised across builds and states by content."""
@@ -474,15 +503,15 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     return units, members, layer_no, excluded
 
 
-def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMark, exposed: set[str],
+def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMark,
                current_input: str | None) -> Units:
     """State fragments (deduped) and timeline units (a tool group is one atomic unit).
 
     Dedupe: optional state fragments that share a content hash or a semantic key
     (evidence ``source_ref``, or the ``semantic_key`` it was retrieved under) keep one
     copy: the more authoritative, then the newer.
-    A group that uses a tool the policy does not expose, or with a call still
-    open, is excluded as ``stale``.
+    A group with a call still open is excluded as ``stale``; one that uses a tool the
+    request does not offer (``ctx.blocked``) is a unit shown as a note (``not_offered``).
     """
     state = ctx.state
     entries = state.entries
@@ -502,7 +531,7 @@ def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMa
     units = list(kept_units)  # the timeline's required units are added below
     excluded = list(duplicates)
 
-    tu = timeline_units(ctx, timeline, mark, exposed, current_input)
+    tu = timeline_units(ctx, timeline, mark, current_input)
     ctx.redacted.update(tu.hits)
     # The timeline's tables hold ~10,000 entries on a long run, with holes from rows
     # replaced: copying them to add the few state units cost ~1 ms a table per build. The

@@ -93,15 +93,15 @@ def test_when_required_content_alone_overflows_the_latest_error_is_squeezed_not_
 
 
 def test_a_failed_call_of_a_tool_the_policy_keeps_out_is_not_the_latest_error() -> None:
-    """A denied ``rm`` failing after the ``make`` took the latest-error slot: its group is never
-    shown (stale), and the make failure was dropped again."""
+    """A denied ``rm`` failing after the ``make`` took the latest-error slot: its group is shown
+    only as a note (it cannot be retried), and the make failure was dropped again."""
     events = _failing_make_then_reads()
     events[3:3] = [ModelResponse(tool_calls=(ToolCall(call_id="rm", name="rm", arguments="{}"),)),
                    ToolResult(call_id="rm", content="refused", is_error=True)]
     result = build([PolicySet(text="no deletes", denied_tools=("rm",)), *events], "anthropic",
                    window=4_000, reserve=1_000)
     text = request_text(result)
-    assert "'tok' undeclared" in text and "refused" not in text
+    assert "'tok' undeclared" in text and "TOOL_NOT_OFFERED: this request does not offer rm." in text
     line = next(f for f in result.manifest.fragments if f.id == "e4")
     assert line.selection_reason.startswith("required: latest error")
 

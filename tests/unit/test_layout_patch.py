@@ -39,6 +39,17 @@ def _long_run(turns: int) -> list[AnyEvent]:
     return events
 
 
+def _denied_run() -> list[AnyEvent]:
+    """The sliding run with its tool denied from turn 8 to turn 16: its groups turn into notes
+    and back (the policy of the same source replaced), and a call carries a secret."""
+    events = _long_run(24)
+    events[2] = ModelResponse(text="", tool_calls=(ToolCall(
+        call_id="c0", name="run", arguments='{"token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}'),))
+    events.insert(1 + 16 * 4, PolicySet(text="Be careful."))
+    events.insert(1 + 8 * 4, PolicySet(text="No more runs.", denied_tools=("run",)))
+    return events
+
+
 def _refused(outcome: str) -> bool:
     """An outcome that is the library refusing the build (over budget, no message for a
     provider), not a failure of the layout."""
@@ -46,7 +57,8 @@ def _refused(outcome: str) -> bool:
     return isinstance(error, type) and issubclass(error, contextfold.ContextfoldError)
 
 
-@pytest.mark.parametrize("events", [_long_run(24), _events()], ids=["sliding", "compactions"])
+@pytest.mark.parametrize("events", [_long_run(24), _events(), _denied_run()],
+                         ids=["sliding", "compactions", "denied"])
 def test_patched_layouts_equal_fresh_ones_whatever_built_before(events: list[AnyEvent],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Configs interleaved on one state after every event (different budgets, providers and

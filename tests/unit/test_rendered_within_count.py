@@ -79,8 +79,13 @@ def _events(ending: str, calls: int = 120) -> list[AnyEvent]:
             events.append(ToolResult(call_id=cid, content="done"))
             events.append(EvidenceRetrieved(source_ref=f"https://example.com/doc?a={i}&b=\"q\"",
                                             content=f"chunk {i} of the retrieved manual"))
+        elif ending == "denied":  # every group shown as a note (the policy denies the tool below)
+            events.append(ToolResult(call_id=cid, content=f"build {i} failed", is_error=i % 2 == 0,
+                                     exit_code=i % 3 or None))
         else:
             events.append(ToolResult(call_id=cid, content="done"))
+    if ending == "denied":
+        events.append(PolicySet(text="No more builds.", denied_tools=("run_build",)))
     events.append(UserInput("status?"))
     return events
 
@@ -92,7 +97,7 @@ def _build(events: list[AnyEvent], provider: str, window: int) -> BuildResult:
 
 
 @pytest.mark.parametrize("provider", sorted(_HISTORY))
-@pytest.mark.parametrize("ending", ["ok", "error", "exit_ok", "lost", "cancelled", "evidence"])
+@pytest.mark.parametrize("ending", ["ok", "error", "exit_ok", "lost", "cancelled", "evidence", "denied"])
 def test_a_request_sized_to_its_manifest_shows_no_more_than_it_counted(ending: str, provider: str) -> None:
     events = _events(ending)
     whole = _build(events, provider, 400_000).manifest.selected_tokens

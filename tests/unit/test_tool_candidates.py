@@ -101,8 +101,8 @@ def test_a_tool_the_policy_keeps_out_or_that_no_schema_declares_says_so() -> Non
     assert why("write") == ("tool 'write' (registered) is never exposed: it is not among the run's policy's "
                             "allowed_tools")
     assert why("shell") == ("tool 'shell' (called by the history but never registered) is never exposed: the "
-                            "run's policy denies it (denied_tools); the history's calls to it are left out "
-                            "as stale")
+                            "run's policy denies it (denied_tools); the history's calls to it are shown "
+                            "as runtime notes")
     assert why("ghost") == ("tool 'ghost' is pinned by the run's policy, but no tool of that name is "
                             "registered (ToolsRegistered) and the history does not call it: there is no "
                             "schema to declare")

@@ -1,0 +1,39 @@
+"""A tool group calling a tool the request does not offer, shown as the runtime's note of it.
+
+Why: a provider rejects a call to a tool the request does not declare, and a tool the run's
+policy does not allow is never declared. Such a group used to be left out whole (``stale``),
+and with it what it did and what it means now: a refusal the model should not retry, a deploy
+whose id a rollback needs, a file it already changed. Now the group is shown as one user
+message: the runtime's line saying the tool is not offered, the record of the calls (the model's
+words beside them, the arguments as logged or redacted) as a data block, then each result with
+its runtime line, as it would follow the call. Nothing of it is a call, so nothing needs the
+tool declared, and the policy still holds: the note says the tool is not offered.
+
+Pricing: the line and the record are the group head's in such a build (``units.BuildCtx``
+prices them from these functions, the record framed as a note); the results keep their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+__all__ = ["not_offered_header", "not_offered_names", "not_offered_record"]
+
+
+def not_offered_names(names: Collection[str], blocked: Collection[str]) -> tuple[str, ...]:
+    """The names of ``names`` the request does not offer, sorted (none: the group is a call)."""
+    return tuple(sorted({n for n in names if n in blocked}))
+
+
+def not_offered_header(missing: Sequence[str]) -> str:
+    """The runtime's line before the record: which tools are not offered, and what that means."""
+    return (f"[runtime] TOOL_NOT_OFFERED: this request does not offer {', '.join(missing)}. The calls "
+            "below are a record of what the agent did earlier, not calls to repeat.")
+
+
+def not_offered_record(said: str, calls: Sequence[tuple[str, str, str]]) -> str:
+    """The record of a reply that said ``said`` and made ``calls`` (call id, name, arguments as
+    shown), shown as a data block: the model's words and arguments are not the runtime's."""
+    lines = [f"The agent wrote: {said}"] if said else []
+    lines += [f"call {call_id}: {name} {arguments}" for call_id, name, arguments in calls]
+    return "\n".join(lines)
