@@ -17,17 +17,15 @@ import argparse
 import codecs
 import io
 import json
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from contextfold.api import Store, open_store
 from contextfold.audit.text import visible
+from contextfold.cli_files import log_position, nonempty
 from contextfold.console import interrupted
 from contextfold.domain.errors import (
     ContextfoldError,
@@ -64,8 +62,7 @@ from contextfold.store.backends import display_url, parse_store_url
 from contextfold.store.event_store import store_url_from_env
 from contextfold.store.limits import StoreLimits
 
-__all__ = ["COMMANDS", "EXIT_CODES", "StagedOutput", "main", "nonempty", "output_file", "register",
-           "store_for", "summarize_event", "write_output"]
+__all__ = ["COMMANDS", "EXIT_CODES", "main", "register", "store_for", "summarize_event"]
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
@@ -97,112 +94,6 @@ def store_for(args: argparse.Namespace, *, create: bool = False) -> Store:
 
 def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def nonempty(what: str) -> Callable[[str], str]:
-    """An argparse ``type`` refusing an empty (or blank) value as a usage error: ``--out "$UNSET"``
-    printed the request to stdout and ``--store ""`` opened the default store, each as if the
-    option had been left out."""
-    def check(text: str) -> str:
-        if not text.strip():
-            raise argparse.ArgumentTypeError(f"an empty {what} ({text!r}) is not one")
-        return text
-
-    check.__name__ = what  # argparse names the type in "invalid <name> value"
-    return check
-
-
-def nonnegative(text: str, expected: str) -> int:
-    """``text`` as an integer >= 0, or an argparse usage error saying what was ``expected``."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
-    return value
-
-
-def log_position(text: str) -> int:
-    """``--upto``: a log position, 0 or more (a negative one printed nothing, as if the log were
-    empty)."""
-    return nonnegative(text, "a log position >= 0")
-
-
-def output_file(path: str) -> Path:
-    """The file an ``--out``/``--html`` flag names, checked before any work (a build records its
-    result: a path that cannot be written must fail before, not after): its directory must
-    exist and it must not be one."""
-    p = Path(path)
-    if p.is_dir():
-        raise InvalidInputError(f"cannot write {path}: it is a directory")
-    if not p.parent.is_dir():
-        raise InvalidInputError(f"cannot write {path}: no directory {str(p.parent)!r}")
-    existed = p.exists()
-    try:  # what the OS refuses (permissions, a read-only or virtual file system), refused now
-        with p.open("ab"):
-            pass
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    if not existed:  # the probe leaves no empty file behind if the work then fails
-        p.unlink(missing_ok=True)
-    return p
-
-
-def write_output(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (checked by :func:`output_file`), all or nothing: a disk that
-    fills up leaves the file as it was, not cut short. What the OS refuses is an
-    InvalidInputError naming it."""
-    StagedOutput(path).stage(text).commit()
-
-
-class StagedOutput:
-    """A file written in two steps: :meth:`stage` writes the text in full beside the target (a
-    temporary file, flushed to disk), :meth:`commit` renames it into place. So a command that
-    records its work (``build``) stages first and records only once the text is on disk. A
-    target that is not a regular file (``/dev/stdout``, a pipe) cannot be renamed over: it is
-    written at :meth:`stage`. :meth:`discard` removes what was staged."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._staged: Path | None = None
-
-    def _refused(self, exc: OSError) -> InvalidInputError:
-        return InvalidInputError(f"cannot write {self.path}: {exc.strerror or exc}")
-
-    def stage(self, text: str) -> StagedOutput:
-        self.discard()
-        data = text.encode("utf-8")
-        try:
-            if self.path.exists() and not self.path.is_file():
-                with self.path.open("wb") as special:
-                    special.write(data)
-                return self
-            fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".part")
-            self._staged = Path(name)
-            with os.fdopen(fd, "wb") as staged:
-                staged.write(data)
-                staged.flush()
-                os.fsync(staged.fileno())
-        except OSError as exc:
-            self.discard()
-            raise self._refused(exc) from exc
-        return self
-
-    def commit(self) -> None:
-        if self._staged is None:
-            return
-        try:
-            os.replace(self._staged, self.path)
-        except OSError as exc:
-            self.discard()
-            raise self._refused(exc) from exc
-        self._staged = None
-
-    def discard(self) -> None:
-        if self._staged is not None:
-            self._staged.unlink(missing_ok=True)
-            self._staged = None
 
 
 def summarize_event(event: AnyEvent, width: int = 90) -> str:

@@ -30,7 +30,7 @@ from contextfold.audit.diff import logged_as, stand_in_for
 from contextfold.audit.effects import WINDOW_TURNS, describe
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
-from contextfold.cli import nonempty, output_file, register, store_for, write_output
+from contextfold.cli import register, store_for
 from contextfold.cli_build import (
     EXCLUDED_SHOWN,
     PROVIDER_CHOICES,
@@ -41,6 +41,7 @@ from contextfold.cli_build import (
     record_choice,
     turn_record,
 )
+from contextfold.cli_files import nonempty, output_file, write_output
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted

@@ -20,16 +20,8 @@ from contextfold.api import Run, Store
 from contextfold.audit.data import config_for_turn
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
-from contextfold.cli import (
-    DEMO_HOOKS,
-    SCHEMAS,
-    StagedOutput,
-    nonempty,
-    nonnegative,
-    output_file,
-    register,
-    store_for,
-)
+from contextfold.cli import DEMO_HOOKS, SCHEMAS, register, store_for
+from contextfold.cli_files import StagedOutput, nonempty, nonnegative, output_file
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import (
     IntegrityError,
