@@ -22,8 +22,10 @@ AES-GCM on the ``cryptography`` package). Why these choices:
   artifacts are stored once, at the price of revealing that two are equal.
 - **A wrong or missing key is a typed error, never garbage.** GCM's tag
   authenticates every byte; a key id that is not in the keyring, a missing
-  key, a damaged envelope or a failed tag all raise :class:`CryptoError`
-  before anything is parsed, so a read never returns half a run.
+  key or a damaged envelope raise :class:`CryptoError`, and a failed tag
+  under the right key (the key id is the key's hash) raises
+  :class:`IntegrityError` (the bytes were changed), before anything is
+  parsed, so a read never returns half a run.
 - **Rotation by key id.** The keyring has one current key (all new writes)
   and any number of old keys (read only). ``key_id`` is a blake3 digest of
   the key under a fixed label: it names the key without revealing it.
@@ -50,7 +52,7 @@ from collections.abc import Mapping, Sequence
 
 import blake3
 
-from contextfold.domain.errors import CryptoError
+from contextfold.domain.errors import CryptoError, IntegrityError
 
 __all__ = [
     "ENVELOPE_MAGIC",
@@ -146,7 +148,11 @@ class Keyring:
         try:
             return cipher.decrypt(data[_HEADER_LEN:])
         except ValueError as exc:
-            raise CryptoError(f"decryption with key {key_id} failed (wrong key or damaged data)") from exc
+            # The key id is a hash of the key: the right key read bytes that fail their
+            # authentication tag, so the stored data was changed or damaged (an integrity
+            # failure, exit 3, as a changed plain row is), not a key problem to fix by config.
+            raise IntegrityError(f"data encrypted with key {key_id} fails its authentication check: the "
+                                 "stored bytes were changed or damaged") from exc
 
 
 def keyring_from(cipher_key: str | bytes | None = None, old_keys: Sequence[str | bytes] = (),
@@ -177,5 +183,8 @@ def open_envelope(data: bytes, keyring: Keyring | None, what: str) -> bytes:
         return data
     if keyring is None:
         raise CryptoError(f"{what} is encrypted and no key is configured (set {ENV_KEY})")
-    return keyring.decrypt(data)
+    try:
+        return keyring.decrypt(data)
+    except IntegrityError as exc:  # named: a run's row, an artifact
+        raise IntegrityError(f"{what}: {exc}") from exc.__cause__
 

@@ -387,7 +387,10 @@ class EventReads:
                 if not isinstance(row.state, bytes):  # a row written as TEXT by hand
                     return VerifyReport(run_id, count, False, pos,
                                         f"the stored event is {type(row.state).__name__}, not bytes")
-                state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
+                try:
+                    state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
+                except IntegrityError as exc:  # encrypted, and its bytes changed
+                    return VerifyReport(run_id, count, False, pos, str(exc))
                 if is_compressed(state) or is_delta(state):
                     try:
                         state = self._unpack(state, run_id, pos)

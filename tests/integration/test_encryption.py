@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from contextfold.api import Store, open_store
-from contextfold.domain.errors import CryptoError
+from contextfold.domain.errors import CryptoError, IntegrityError
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE
 from contextfold.store.crypto import ENVELOPE_MAGIC, Keyring, generate_key, keyring_from
@@ -93,6 +93,28 @@ def test_verify_names_a_damaged_encrypted_artifact(store_url: str) -> None:
     assert not report.ok and report.first_bad_position == 3 and "cannot be read back" in report.reason
 
 
+def test_audit_of_a_damaged_encrypted_artifact_is_an_integrity_failure(
+        store_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """With the right key, a changed ciphertext fails its tag: ``audit`` exited 2 with a
+    CryptoError ("wrong key or damaged data") where a changed plain artifact exits 3."""
+    from contextfold.cli import main
+
+    key = generate_key()
+    _fill(store_url, key)
+    with open_store(store_url, cipher_key=key) as store:
+        b = store.events.backend
+        (digest, data), = b.query(f"SELECT hash, data FROM {b.table(ARTIFACTS_TABLE)}")
+        damaged = bytearray(bytes(data))
+        damaged[-5] ^= 1
+        b.execute(f"UPDATE {b.table(ARTIFACTS_TABLE)} SET data = {b.placeholder} WHERE hash = "
+                  f"{b.placeholder}", (bytes(damaged), digest))
+    monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEY", key)
+    capsys.readouterr()
+    assert main(["audit", "r1", "--store", store_url]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("INTEGRITY FAILED: run 'r1'") and "authentication check" in err, err
+
+
 def test_ciphertext_is_what_the_database_holds(store_url: str) -> None:
     _fill(store_url, generate_key())
     events, blobs = _raw(store_url)
@@ -105,7 +127,8 @@ def test_ciphertext_is_what_the_database_holds(store_url: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["no key", "wrong key", "corrupted row"])
-def test_wrong_or_missing_key_is_a_crypto_error_never_garbage(store_url: str, how: str) -> None:
+def test_wrong_or_missing_key_is_a_crypto_error_and_damage_an_integrity_error_never_garbage(
+        store_url: str, how: str) -> None:
     key = generate_key()
     _fill(store_url, key)
     if how == "corrupted row":
@@ -121,16 +144,25 @@ def test_wrong_or_missing_key_is_a_crypto_error_never_garbage(store_url: str, ho
               "corrupted row": lambda: open_store(store_url, cipher_key=key)}[how]
     with opener() as store:
         run = store.run("r1")
+        if how == "corrupted row":  # the right key (its id is its hash): the bytes were changed
+            with pytest.raises(IntegrityError, match=r"position 2: data encrypted with key \w+ fails its "
+                               r"authentication check: the stored bytes were changed or damaged"):
+                run.events()
+            report = run.verify()  # named where, as a changed plain row is
+            assert not report.ok and report.first_bad_position == 2 and "authentication" in report.reason
+            with pytest.raises(IntegrityError):
+                run.build()
+            assert store.run("r1").version == 3
+            return
         with pytest.raises(CryptoError):
             run.events()
         with pytest.raises(CryptoError):
             run.verify()
         with pytest.raises(CryptoError):
             run.build()
-        if how != "corrupted row":
-            with pytest.raises(CryptoError):
-                store.artifact(store.events.backend.query(
-                    f"SELECT hash FROM {store.events.backend.table(ARTIFACTS_TABLE)}")[0][0])
+        with pytest.raises(CryptoError):
+            store.artifact(store.events.backend.query(
+                f"SELECT hash FROM {store.events.backend.table(ARTIFACTS_TABLE)}")[0][0])
         assert store.run("r1").version == 3  # positions and run ids stay readable without the key
 
 
