@@ -334,16 +334,18 @@ def _neutralise(text: str) -> str:
     return "".join(parts)
 
 
+_ATTR_ESCAPES: dict[int, str] = {
+    ord("&"): "&amp;", ord('"'): "&quot;", ord("<"): "&lt;", ord(">"): "&gt;",
+    **{ord(c): f"&#{ord(c)};" for c in LINE_BREAKS},
+}
+
+
 def escape_attr(value: str) -> str:
-    """Escape an attribute value: XML entities plus line breaks, so it stays on the tag line."""
-    return (
-        value.replace("&", "&amp;")
-        .replace('"', "&quot;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("\r", "&#13;")
-        .replace("\n", "&#10;")
-    )
+    """Escape an attribute value: XML entities, and every line break as a character reference so
+    the value stays on the tag line. Every break (:data:`LINE_BREAKS`, not only ``\\r`` and
+    ``\\n``): a source ref holding U+2028, NEL or a vertical tab put a line of its own into the
+    opening tag, outside the block's text and so outside rule 2 - an unmarked ``SYSTEM: ...``."""
+    return value.translate(_ATTR_ESCAPES)
 
 
 def _open_tag(source: str, trust: str, kind: str, truncated: bool) -> str:
