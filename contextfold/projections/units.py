@@ -48,6 +48,7 @@ from contextfold.projections.entries import (
     ToolAnswer,
     artifact_text_in,
 )
+from contextfold.projections.fact_sources import copy_of, file_sources
 from contextfold.projections.fold_content import answer_frame_of
 from contextfold.projections.framing import (
     MESSAGE_OVERHEAD,
@@ -472,22 +473,26 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     ranked = sorted((fid for fid in state_ids if fid not in left_out),
                     key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], entries[fid].kind != "instruction",
                                      -entries[fid].position, fid))
-    seen_keys: dict[str, str] = {}
+    # The same text from two files is two facts: a copy by content only from the same file
+    # (``fact_sources``), or from no file (a mirror's page, a memory).
+    files = file_sources(ctx.state, ranked, ctx.frag)
+    kept_texts: dict[str, list[str]] = {}
+    seen_semantic: dict[str, str] = {}
     for fid in ranked:
         f = ctx.frag(fid)
-        keys = [f"hash:{f.content_hash}"]
-        semantic = ctx.state.semantic_keys.get(fid)
-        if semantic is not None:  # the same fact under two sources: one copy, as for a source
-            keys.append(f"semantic:{semantic}")
-        winner = next((seen_keys[k] for k in keys if k in seen_keys), None)
+        semantic = ctx.state.semantic_keys.get(fid)  # the same fact under two sources: one copy
+        winner = copy_of(fid, kept_texts.get(f.content_hash, ()), files)
+        if winner is None and semantic is not None:
+            winner = seen_semantic.get(semantic)
         if winner is not None and fid not in ctx.required:
             excluded.append(ExcludedFragment(
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="duplicate",
                 replaced_by=winner))
             left_out.add(fid)
             continue
-        for k in keys:
-            seen_keys.setdefault(k, fid)
+        kept_texts.setdefault(f.content_hash, []).append(fid)
+        if semantic is not None:
+            seen_semantic.setdefault(semantic, fid)
     for fid in state_ids:
         if fid in left_out:
             continue

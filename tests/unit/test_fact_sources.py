@@ -1,0 +1,47 @@
+"""The content dedupe keeps files apart: the same text from two files is two facts."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfold.domain.events import AnyEvent, EvidenceRetrieved, FileRead, InstructionSet, UserInput
+from contextfold.projections.fact_sources import _path_of_file_ref
+from tests.unit.test_builder import _left_out
+
+
+def test_the_same_text_read_from_two_files_is_shown_for_both() -> None:
+    """prod/config.yaml and staging/config.yaml read with the same text: the older read was left
+    out as a duplicate of the newer by content hash alone, and the model never learnt that prod
+    was read."""
+    same = {"content": "replicas: 3\n", "revision": "abc1234"}
+    body, left = _left_out([UserInput("compare the configs"), FileRead(path="prod/config.yaml", **same),
+                            FileRead(path="staging/config.yaml", **same)])
+    assert "prod/config.yaml" in body and "staging/config.yaml" in body
+    assert left == []
+
+
+def test_the_same_text_from_the_same_file_or_from_no_file_is_still_one_copy() -> None:
+    block = "retry:\n  attempts: 3\n  backoff: 2s\n"
+    same_file: list[AnyEvent] = [UserInput("look"),
+                 FileRead(path="ci.yaml", content=block, revision="r1", start_line=1, end_line=3),
+                 FileRead(path="./ci.yaml", content=block, revision="r1", start_line=20, end_line=22)]
+    assert _left_out(same_file)[1] == [("e2", "duplicate", "e3")]
+    # a knowledge-base chunk names no file: a file read of its text stands for it
+    chunk_then_file: list[AnyEvent] = [UserInput("look"), EvidenceRetrieved(content=block, source_ref="kb://ci/retry"),
+                       FileRead(path="ci.yaml", content=block, revision="r1")]
+    assert _left_out(chunk_then_file)[1] == [("e2", "duplicate", "e3")]
+    # an instruction read again as its file keeps the instruction; the same text in another
+    # file is that file's fact
+    rules = "Never push to main. Run `make check` before committing."
+    body, left = _left_out([InstructionSet(text=rules, source_ref="AGENTS.md"), UserInput("go"),
+                            FileRead(path="./AGENTS.md", content=rules),
+                            FileRead(path="vendor/lib/AGENTS.md", content=rules)])
+    assert left == [("e3", "duplicate", "e1")] and "vendor/lib/AGENTS.md" in body
+
+
+@pytest.mark.parametrize(("ref", "path"), [
+    ("file://a/b.py", "a/b.py"), ("file://a/b.py@HEAD", "a/b.py"), ("file://a/b.py@r2#L3-L9", "a/b.py"),
+    ("file://a/b.py#L3", "a/b.py"), ("file://node_modules/@types/x.d.ts", "node_modules/@types/x.d.ts"),
+    ("file://node_modules/@types/x.d.ts@v1#L1-L2", "node_modules/@types/x.d.ts")])
+def test_the_path_of_a_file_source_ref(ref: str, path: str) -> None:
+    assert _path_of_file_ref(ref) == path
