@@ -40,7 +40,9 @@ Rules (name: what, and why it is shaped the way it is):
 - ``url_password``: the password in ``scheme://user:password@host``.
 - ``secret_assignment``: ``.env``/shell/YAML/JSON/Python assignments to a name
   containing PASSWORD, PASSWD, SECRET, TOKEN, API_KEY/APIKEY,
-  ACCESS_KEY, PRIVATE_KEY, CREDENTIAL, AUTH_KEY — the value only.
+  ACCESS_KEY, PRIVATE_KEY, CREDENTIAL, AUTH_KEY — the value only: a quoted
+  value whole, escapes and spaces included, up to its closing quote
+  (``projections.redact_values`` says where a value ends and what is a look-alike).
 - ``high_entropy_assignment``: a value of 20+ characters from the base64/url
   alphabet with letters *and* digits and Shannon entropy >= 3.5 bits/char,
   assigned to a name containing KEY, SECRET, TOKEN, AUTH, CRED or SIGNATURE.
@@ -70,9 +72,7 @@ adds named custom rules (the whole match, or group 1 when the pattern has one);
 from __future__ import annotations
 
 import functools
-import math
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -84,6 +84,13 @@ from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.redact_values import (
+    ASSIGNED_VALUE,
+    assigned_secret,
+    high_entropy,
+    is_placeholder,
+    real_value,
+)
 
 __all__ = [
     "DOCUMENTED_EXAMPLES",
@@ -108,41 +115,6 @@ DOCUMENTED_EXAMPLES: frozenset[str] = frozenset({
     "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
 })
 """Vendor-documented example credentials: public, kept unless ``redact_examples``."""
-
-_PLACEHOLDER = re.compile(
-    r"""^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|%\(.*\)s|\{[A-Za-z_]*\}
-        |os\.environ.*|os\.getenv.*|process\.env.*|env\(.*|getenv\(.*|secrets\..*|vault:.*
-        |\*+|x{3,}|X{3,}|\.{3,}|-+|_+|\[REDACTED[^\]]*\]|redacted|changeme|change_me|example|none
-        |null|nil|true|false|undefined|your[-_a-z]*|my[-_]?(?:password|secret|token|key)
-        |password|secret|token|\d+|[A-Za-z_][\w.]*[\[(].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+
-        |&?(?:str|string|bytes|int|integer|bool|boolean|number|float|double|usize|isize
-           |[ui](?:8|16|32|64|128)|secretstr|secretbytes|any|object))$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-
-
-def _is_placeholder(value: str) -> bool:
-    return bool(_PLACEHOLDER.match(value.strip("\"'`,;")))
-
-
-def _entropy(value: str) -> float:
-    counts = Counter(value)
-    n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
-
-
-_HEX_OR_UUID = re.compile(r"^(?:[0-9a-fA-F]+|[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})$")
-
-
-def _high_entropy(value: str) -> bool:
-    return (len(value) >= 20 and not _HEX_OR_UUID.match(value)
-            and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-            and _entropy(value) >= 3.5)
-
-
-def _real_value(value: str) -> bool:
-    return len(value) >= 4 and not _is_placeholder(value)
-
 
 @dataclass(frozen=True)
 class _Rule:
@@ -175,7 +147,6 @@ _ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
 
 _AWS_SECRET = (r"(?i)aws[A-Za-z0-9_.-]*secret[A-Za-z0-9_.-]*" + _ASSIGN
                + r"""["']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])""")
-_ASSIGNED_VALUE = r"""(?:"([^"\s]{4,})"|'([^'\s]{4,})'|([^\s"',;#)}\]]{4,}))"""
 _BEARER = (r"(?i)(?:authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+"
            r"|\bbearer\s+(?=[A-Za-z0-9._~+/-]{16}))([A-Za-z0-9._~+/-]{8,}=*)")
 _PEM = (r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
@@ -285,15 +256,15 @@ RULES: tuple[_Rule, ...] = (
     _rule("google_api_key", _B + r"AIza[0-9A-Za-z_-]{35}" + _E, ("aiza",)),
     _rule("google_oauth_token", _B + r"ya29\.[0-9A-Za-z_-]{20,}", ("ya29.",)),
     _rule("jwt", _B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}", ("eyj",)),
-    _rule("bearer_token", _BEARER, ("bearer", "authorization"), group=1, check=_real_value),
+    _rule("bearer_token", _BEARER, ("bearer", "authorization"), group=1, check=real_value),
     _rule("url_password", r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"
-          r"[A-Za-z0-9.\[-]", ("://",), group=1, check=lambda v: not _is_placeholder(v)),
-    _rule("secret_assignment", r"(?i)" + _B + _SECRET_NAME + _ASSIGN + _ASSIGNED_VALUE,
-          ("passw", "secret", "token", "key", "credential"), group=-1, check=_real_value,
+          r"[A-Za-z0-9.\[-]", ("://",), group=1, check=lambda v: not is_placeholder(v)),
+    _rule("secret_assignment", r"(?i)" + _B + _SECRET_NAME + _ASSIGN + ASSIGNED_VALUE,
+          ("passw", "secret", "token", "key", "credential"), group=-1, check=assigned_secret,
           keyword=_SECRET_WORDS),
     _rule("high_entropy_assignment",
           r"(?i)" + _B + _ENTROPY_NAME + _ASSIGN + r"""["']?([A-Za-z0-9+/_=.-]{20,})""",
-          ("key", "secret", "token", "auth", "cred", "signature"), group=1, check=_high_entropy,
+          ("key", "secret", "token", "auth", "cred", "signature"), group=1, check=high_entropy,
           keyword=_ENTROPY_WORDS),
 )
 """The built-in rules, in priority order (the first rule wins a tie at one position)."""

@@ -69,6 +69,12 @@ SECRETS: list[tuple[str, str, str]] = [
     ("client_secret: {s}", "9f8e7d6c5b4aQwErTy", "secret_assignment"),
     ("export SENTRY_AUTH_TOKEN={s}", "sntrys_eyJpYXQiOjE3MDAwMDAwMDB9_k3Lq9Vx2", "secret_assignment"),
     ("signing_key = {s}", "Qm9vW2k3Lp7Rt1Xz5Bn8Cv4Df6Gh0Jk2", "high_entropy_assignment"),
+    # quoted values run to their closing quote: escapes, doubled quotes and spaces included
+    ('{{"user": "bob", "password": "{s}", "host": "db1"}}', 'Tr0ub4dor\\"&3-xyzzy!Q9', "secret_assignment"),
+    ('DB_PASSWORD="{s}"', "correct horse battery staple", "secret_assignment"),
+    ("export DB_PASSWORD='{s}'", "correct horse battery staple", "secret_assignment"),
+    ("  db_password: '{s}'  # prod", "it''s my dog rex 1999", "secret_assignment"),
+    ('PGPASSWORD="{s}" psql -h db', "tr0ub4dor and 3 more", "secret_assignment"),
 ]
 
 LOOKALIKES: list[str] = [
@@ -106,6 +112,9 @@ LOOKALIKES: list[str] = [
     "password_min_length = 12",
     "idempotency_key: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
     "eyJhbGciOiJIUzI1NiJ9 is a JWT header only",
+    'print("password: " + pw + " was rejected")',
+    'password: "at least eight characters" is required',
+    '{"password_hint": "Enter your password", "token_help": "Paste the API token here."}',
 ]
 
 
@@ -318,3 +327,38 @@ def test_a_credential_in_a_source_ref_reaches_neither_request_nor_manifest() -> 
         assert token not in built.body_bytes.decode(), provider
         assert token not in json.dumps(built.manifest.model_dump(mode="json")), provider
         assert {f.id for f in built.manifest.fragments} >= {"e2", "e3", "e4"}, provider
+
+
+@pytest.mark.parametrize("secret", ['Tr0ub4dor"&3-xyzzy!Q9', "ends with a backslash \\", 'a "quoted" word 7',
+                                    "tab\tand\nnewline 9x", "x\\\"y\\\\z"])
+def test_a_json_string_value_is_redacted_whole_and_the_json_stays_valid(secret: str) -> None:
+    """A JSON string value holding an escaped quote was cut at the backslash: the request got
+    ``"[REDACTED:secret_assignment]"&3-xyzzy!Q9"``, invalid JSON with the secret's tail in clear."""
+    import json
+
+    text = json.dumps({"user": "bob", "password": secret, "host": "db1"})
+    out = redact(text).text
+    assert json.loads(out) == {"user": "bob", "password": placeholder("secret_assignment"), "host": "db1"}
+
+
+@pytest.mark.parametrize(("line", "shown"), [
+    ('DB_PASSWORD="correct horse battery staple"\nNEXT=1', 'DB_PASSWORD="{p}"\nNEXT=1'),
+    ("password: 'it''s my dog rex'", "password: '{p}'"),
+    ("PASSWORD='C:\\tmp\\'  # a shell string", "PASSWORD='{p}'  # a shell string"),
+    ("api_token = 'abc\\'def 42'", "api_token = '{p}'"),
+    ('connect(password="correct horse battery", host=h)', 'connect(password="{p}", host=h)'),
+])
+def test_quoted_values_are_redacted_up_to_their_closing_quote(line: str, shown: str) -> None:
+    assert redact(line).text == shown.format(p=placeholder("secret_assignment"))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(st.sampled_from([*"aZ9 !&#,;:.\\\"'{}[]()=\t\u00e9"]), min_size=1, max_size=30),
+       st.sampled_from(["password", "DB_PASSWORD", "api_key", "client_secret"]))
+def test_a_json_value_is_redacted_whole_or_kept_whole(value: str, name: str) -> None:
+    """Whatever a JSON string value holds (escapes, quotes, spaces, separators): the text stays
+    valid JSON, and the value is either the placeholder or itself."""
+    import json
+
+    out = json.loads(redact(json.dumps({name: value, "host": "db1"})).text)
+    assert out["host"] == "db1" and out[name] in (value, placeholder("secret_assignment"))
