@@ -48,6 +48,8 @@ from contextfold.projections.finish_build import (
     history_start_tokens,
     selection_key,
 )
+from contextfold.projections.fragment_facts import BuildCtx
+from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import MediaFinish, finalize_media
@@ -65,13 +67,7 @@ from contextfold.projections.tool_exposure import ToolChoice
 from contextfold.projections.tool_names import renamed_tools
 from contextfold.projections.truncate import Truncation
 from contextfold.projections.twins import timeline_twins, twin_lines
-from contextfold.projections.units import (
-    MESSAGE_OVERHEAD,
-    BuildCtx,
-    Units,
-    current_input_of,
-    make_units,
-)
+from contextfold.projections.units import Units, current_input_of, make_units
 
 __all__ = ["MESSAGE_OVERHEAD", "REPLY_PRIMING", "BuildResult", "build_context", "canonical_hash"]
 

@@ -15,11 +15,11 @@ from contextfold.domain.canonical import strict_json
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
+from contextfold.projections.fragment_facts import SHRINK_FLOOR, BuildCtx
 from contextfold.projections.framing import is_data, neutralised_count
 from contextfold.projections.line_counts import LineSplitting
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.truncate import Truncation, truncate
-from contextfold.projections.units import SHRINK_FLOOR, BuildCtx
 
 __all__ = ["split_room", "truncate_fragment"]
 

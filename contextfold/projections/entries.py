@@ -57,7 +57,7 @@ __all__ = ["LAZY_TEXT_CHARS", "AnswerStatus", "Content", "FragmentEntry", "Fragm
 LAZY_TEXT_CHARS = 1024
 """A tool result text longer than this is a large payload: held as a ref when the state has a
 text source, and (whether held or not) redacted when a build first needs its text, like an
-artifact-backed payload (``projections.units``)."""
+artifact-backed payload (``projections.fragment_facts``)."""
 
 def blocks_hash(blocks: tuple[MessageBlock, ...]) -> str:
     """``content_hash``: blake3 of the canonical JSON (sorted keys) of the blocks."""

@@ -25,9 +25,9 @@ from itertools import chain
 from operator import attrgetter
 
 from contextfold.domain.manifest import ExcludedFragment, ExcludedLines
+from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.selection import Selection, Unit
 from contextfold.projections.timeline_units import TimelineUnits
-from contextfold.projections.units import BuildCtx
 
 __all__ = ["LowPriorityLines", "dropped_lines", "superseded_lines"]
 

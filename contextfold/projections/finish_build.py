@@ -30,6 +30,7 @@ from contextfold.domain.manifest import (
 from contextfold.domain.trusted import trusted
 from contextfold.domain.version import BUILDER
 from contextfold.projections.build_result import BuildResult
+from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
 from contextfold.projections.layout import HISTORY_START_TEXT, PREFIX_KINDS
@@ -42,7 +43,6 @@ from contextfold.projections.request_json import (
 from contextfold.projections.selected_lines import plain_line, selected_line
 from contextfold.projections.selection import Unit
 from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json
-from contextfold.projections.units import BuildCtx
 
 __all__ = ["REPLY_PRIMING", "finish_build", "history_start_tokens", "selection_key"]
 

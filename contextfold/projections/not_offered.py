@@ -9,7 +9,7 @@ words beside them, the arguments as logged or redacted) as a data block, then ea
 its runtime line, as it would follow the call. Nothing of it is a call, so nothing needs the
 tool declared, and the policy still holds: the note says the tool is not offered.
 
-Pricing: the line and the record are the group head's in such a build (``units.BuildCtx``
+Pricing: the line and the record are the group head's in such a build (``fragment_facts.BuildCtx``
 prices them from these functions, the record framed as a note); the results keep their own.
 """
 

@@ -18,8 +18,8 @@ from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import LAYER_NAMES, ManifestFragment
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields
+from contextfold.projections.fragment_facts import BuildCtx, Facts
 from contextfold.projections.state import SummaryItem, freshness_at
-from contextfold.projections.units import BuildCtx, Facts
 
 __all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line", "shown_as"]
 

@@ -41,8 +41,8 @@ from contextfold.domain.manifest import ExcludedFragment
 from contextfold.projections.selection import RANK, Unit, score
 from contextfold.projections.state import MessageItem, TimelineItem, TimelineMark, ToolGroup
 
-if TYPE_CHECKING:  # units imports this module to build its units
-    from contextfold.projections.units import BuildCtx, Hit
+if TYPE_CHECKING:  # types only (units imports this module)
+    from contextfold.projections.fragment_facts import BuildCtx, Hit
 
 __all__ = ["TimelineUnits", "timeline_units"]
 

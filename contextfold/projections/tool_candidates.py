@@ -16,11 +16,11 @@ from typing import NamedTuple
 from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.fold_content import current_steps
+from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable, whole_toolkit
 from contextfold.projections.tool_names import refuses_tool_name, renamed_note, tool_name_alias
-from contextfold.projections.units import BuildCtx
 
 __all__ = ["ToolCandidates", "ToolInputs", "not_exposed_reason", "tool_candidates", "tool_inputs",
            "tool_query"]

@@ -19,14 +19,14 @@ import pytest
 
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import BuildConfig
+from contextfold.projections import fragment_facts as facts_module
 from contextfold.projections import redact as redact_module
 from contextfold.projections import tokens
-from contextfold.projections import units as units_module
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.fold import fold
+from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.redact import config_policy, redact
 from contextfold.projections.tokens import TokenCounter
-from contextfold.projections.units import BuildCtx
 from tests.unit.test_builder import recorded
 
 MB = 1024 * 1024
@@ -42,10 +42,10 @@ def _output(i: int, size: int) -> str:
 @pytest.fixture
 def empty_memos() -> Iterator[None]:
     redact_module._REDACTED.clear()
-    units_module._REDACTIONS.clear()
+    facts_module._REDACTIONS.clear()
     yield
     redact_module._REDACTED.clear()
-    units_module._REDACTIONS.clear()
+    facts_module._REDACTIONS.clear()
 
 
 def _held(before: int) -> int:
@@ -69,7 +69,7 @@ def test_redact_keeps_at_most_its_character_bound_of_distinct_texts() -> None:
 
 @pytest.mark.usefixtures("empty_memos")
 def test_the_builds_redaction_results_keep_at_most_their_character_bound() -> None:
-    """The builder's results by fragment and policy (``units._REDACTIONS``) and the text memo
+    """The builder's results by fragment and policy (``fragment_facts._REDACTIONS``) and the text memo
     under it: one 2 MB output with a secret, redacted under 48 policies (a process serving runs
     with different redaction settings), keeps at most both bounds once the state is gone."""
     state = fold(recorded([
@@ -77,7 +77,7 @@ def test_the_builds_redaction_results_keep_at_most_their_character_bound() -> No
         ModelResponse(tool_calls=(ToolCall(call_id="c1", name="sh"),)),
         ToolResult(call_id="c1", content=_output(0, 2 * MB))]))
     fid = next(fid for fid, e in state.entries.items() if e.kind == "tool_result")
-    bound = units_module._REDACTIONS.max_chars + redact_module._REDACTED.max_chars
+    bound = facts_module._REDACTIONS.max_chars + redact_module._REDACTED.max_chars
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]

@@ -18,8 +18,8 @@ from contextfold.domain.manifest import BuildConfig
 from contextfold.projections import builder
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold_event, new_state
+from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.state import RunState, ToolGroup
-from contextfold.projections.units import BuildCtx
 from tests.unit.test_build_cache import _outcome
 
 SECRET = "AKIAIOSFODNN7ABCDEFG"

@@ -1,0 +1,411 @@
+"""Per-fragment costs of one build, cached across builds (:class:`Facts`, :class:`BuildCtx`).
+
+Why a module of its own, and why the facts are cached on the state: a build
+of a long run looks at every visible fragment (thousands), and most of what it
+needs per fragment never changes once the fragment is folded: its redacted
+view, its media prices for a provider, its text tokens, its framing overhead
+(a tokenizer call on a ``<data ...>`` wrapper), whether it can be shrunk and
+to what. :class:`Facts` holds them; one table per (encoding, provider,
+redaction policy) lives in ``RunState.memo``, so a fragment is costed once per
+configuration for the life of the state, not once (or several times) per
+build. A fragment's content never changes after the fold (fragment ids are
+log positions), so the cache cannot go stale; what does change per build
+(freshness, the required set, layers) is computed per build.
+
+Large payloads are the exception: artifact-backed ones, and tool result texts
+longer than ``LAZY_TEXT_CHARS`` (which a state with a text source does not
+even hold: ``projections.entries``). They are redacted only when their text is
+needed (kept or truncated), so their cached facts describe the unredacted view,
+costed from the stored token count without reading the text (a lazy entry is
+costed from its ``head``), and a build that redacts one uses facts of the
+redacted view for the rest of that build (``BuildCtx.late``). Why long inline
+texts too: scanning a 20 KB log for secrets takes ~6 ms, so redacting every
+long tool output before selection cost minutes on the first build of a run
+with tens of thousands of them, and would have meant reading every text back
+from the log.
+
+Costs counted: every fragment pays ``MESSAGE_OVERHEAD`` tokens of message
+framing, a data fragment (instruction, evidence, memory, tool result, or any
+text not authored by the runtime or the user) also pays its ``<data ...>``
+wrapper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
+from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.entries import (
+    LAZY_TEXT_CHARS,
+    FragmentEntry,
+    LazyText,
+    Response,
+    ToolAnswer,
+    artifact_text_in,
+)
+from contextfold.projections.fold_content import answer_frame_of
+from contextfold.projections.framing import (
+    NOTE_LABEL,
+    AnswerFrame,
+    framing_tokens,
+    is_data,
+    truncated_extra_tokens,
+)
+from contextfold.projections.media_plan import FragmentMedia, plan_fragment
+from contextfold.projections.not_offered import not_offered_header, not_offered_names, not_offered_record
+from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
+from contextfold.projections.redact_calls import redact_reply_fragment
+from contextfold.projections.state import RunState
+
+__all__ = ["SHRINK_FLOOR", "BuildCtx", "Facts", "Hit"]
+
+SHRINK_FLOOR = 48
+"""Smallest text a truncated fragment keeps (tokens)."""
+
+Hit = tuple[ContextFragment, Redacted]
+_REDACTIONS: BoundedMemo[tuple[str, str, str, str, RedactionPolicy], tuple[Hit | None]] = BoundedMemo(
+    200_000, 32 * 1024 * 1024)
+"""Redaction results by fragment identity and content: builds of a growing run repeat them. A
+result is ``(None,)`` when the text holds no secret, else the redacted fragment, whose text is
+counted against the bound."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What a build needs to know about one fragment view, computed once (module docstring)."""
+
+    view: ContextFragment | FragmentEntry
+    """The view costs are based on: the redacted fragment when it holds secrets (inline text),
+    else the folded entry (its ``ContextFragment`` made only when :attr:`frag` is asked for:
+    making it, blocks validated, was a model reply's dearest fact in the agent loop)."""
+    hit: Hit | None
+    """The redaction applied to build the view, if any."""
+    media: FragmentMedia | None
+    has_artifact_text: bool
+    text_tokens: int
+    overhead: int
+    text_shrinkable: bool
+    truncated_extra: int = 0
+    """What the view's data block adds when it is shown cut or reduced (``truncated="true"``)."""
+    not_offered: tuple[str, ...] = ()
+    """For a reply whose calls use tools the request does not offer, their names: the view is
+    priced as the note it is shown as (``projections.not_offered``)."""
+
+    @property
+    def frag(self) -> ContextFragment:
+        """The view as a fragment (for a lazy entry its head: costed without its text)."""
+        view = self.view
+        return view if isinstance(view, ContextFragment) else view.head
+
+    @property
+    def cost(self) -> int:
+        return self.text_tokens + (0 if self.media is None else self.media.tokens) + self.overhead
+
+    @property
+    def shrinkable(self) -> bool:
+        """Text can be truncated, or media has a cheaper rendition (reduced before truncating)."""
+        return self.text_shrinkable or (self.media is not None and self.media.reducible)
+
+    @property
+    def min_cost(self) -> int:
+        text = SHRINK_FLOOR if self.text_shrinkable else self.text_tokens
+        return (self.overhead + self.truncated_extra + text
+                + (self.media.reduced_tokens if self.media is not None else 0))
+
+
+def _has_artifact_text(frag: ContextFragment) -> bool:
+    return artifact_text_in(frag.content)
+
+
+def _entry_artifact_text(entry: FragmentEntry) -> bool:
+    """:func:`_has_artifact_text` of the entry's fragment, without making it."""
+    content = entry.content
+    if isinstance(content, ToolAnswer):
+        return content.artifact is not None
+    if isinstance(content, Response):
+        return False
+    return artifact_text_in(content)  # the blocks themselves
+
+
+def _result_status(view: ContextFragment | FragmentEntry) -> str | None:
+    """The status of the view's tool result block, if it has one."""
+    answer = view.answer() if isinstance(view, FragmentEntry) else None
+    if answer is not None:
+        return answer.status
+    frag = view if isinstance(view, ContextFragment) else view.head
+    block = next((b for b in frag.content if isinstance(b, ToolResultBlock)), None)
+    return None if block is None else block.status
+
+
+def answer_frame(view: ContextFragment | FragmentEntry) -> AnswerFrame | None:
+    """What the runtime line of the view's tool result says (``framing``), if it has one."""
+    answer = view.answer() if isinstance(view, FragmentEntry) else None
+    if answer is not None:
+        return answer_frame_of(answer)
+    return answer_frame_of((view if isinstance(view, ContextFragment) else view.head).content)
+
+
+def _large_text(entry: FragmentEntry) -> bool:
+    """A tool result text held lazily, or long enough to be (see the module docstring)."""
+    content = entry.content
+    return isinstance(content, ToolAnswer) and (
+        isinstance(content.text, LazyText) or len(content.text) > LAZY_TEXT_CHARS)
+
+
+def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | None, provider: str,
+           count: Callable[[str], int], large: bool) -> Facts:
+    media = None  # no media folded yet: nothing to price
+    if state.media_seen:
+        media = plan_fragment(state, view if isinstance(view, ContextFragment) else view.head, provider)
+    text_tokens = view.token_count - (media.fold_tokens if media is not None else 0)
+    folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
+    overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
+                                                                answer_frame(view))
+    status = _result_status(view) if view.kind == "tool_result" else None
+    if view.kind in ("evidence", "memory", "instruction", "user_input"):
+        shrink = text_tokens > SHRINK_FLOOR
+    elif view.kind == "tool_result":
+        shrink = status in ("ok", "error") and text_tokens > SHRINK_FLOOR
+    else:
+        shrink = False
+    if shrink and folded is not None and is_data(view.kind, view.trust):
+        # What neutralising the whole text adds ([data] markers) is framing the fold priced with
+        # the text; a cut text is fitted by its neutralised count, which holds the markers of
+        # what it keeps. As fixed overhead they were charged twice: a transcript-like result cut
+        # to 217 tokens was charged 1,420, and at 1.3k a spurious required-over-budget error.
+        neutral = folded - framing_tokens(view.kind, view.trust, view.source_ref, count, answer_frame(view))
+        overhead, text_tokens = overhead - neutral, text_tokens + neutral
+    extra = truncated_extra_tokens(view.kind, view.trust, count, status)
+    return Facts(view, hit, media, large, text_tokens, overhead, shrink, extra)
+
+
+@dataclass
+class BuildCtx:
+    """One build's view of the state: fragment facts (cached across builds) and redactions."""
+
+    state: RunState
+    config: BuildConfig
+    load_text: Callable[[ArtifactRef], str] | None
+    required: frozenset[str]
+    count: Callable[[str], int]
+    policy: RedactionPolicy | None = None
+    floor: frozenset[str] = frozenset()
+    """The required fragments required down to their diagnosis only
+    (``RunState.latest_error_ids``)."""
+    redacted: dict[str, Hit] = field(default_factory=dict)
+    """Fragments with secrets seen by this build: the redacted view (token count adjusted)
+    and the result."""
+    late: dict[str, Facts] = field(default_factory=dict)
+    """Facts of artifact-backed fragments this build redacted when it needed their text."""
+    table: dict[str, Facts] = field(default_factory=dict)
+    objects: dict[tuple[str, str], tuple[object, Any]] = field(default_factory=dict)
+    _tables: dict[str, dict[Any, Any]] = field(default_factory=dict, init=False, repr=False)
+    """This config's tables by slot (``objects_for``)."""
+    dropped_lines: dict[str, Any] = field(default_factory=dict)
+    """Manifest lines of dropped units, per unit id (``exclusions``)."""
+    redactions: dict[str, tuple[FragmentEntry, Hit | None]] = field(default_factory=dict)
+    """The policy's result per fragment id, with the entry it was for (``_redaction``)."""
+    blocked: frozenset[str] = frozenset()
+    """Tools the history calls that the request does not offer (``RunState.blocked_tool_names``):
+    their groups' replies are priced as notes, so the tables are this set's (it changes only
+    when a policy does, or a denied tool is first called)."""
+
+    def __post_init__(self) -> None:
+        kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
+        # A provider changes a fragment's facts only through media prices: until the run has
+        # media, builds for every provider share one table (and everything derived from it).
+        pricing = self.config.provider if self.state.media_seen else "*"
+        key = (self.state.counter.encoding_name, pricing, self.policy, kinds, self.blocked)
+        # Every per-config table in one memo entry, found by slot name: a key holding the
+        # policy hashes it in Python, and a build asks for ~8 tables.
+        self._tables = self._memo(("tables", *key))
+        self.table = self.objects_for("facts")
+        # Output objects depend on the fragment view, not on the provider: one table per
+        # encoding, so the builds of one turn for several providers share them.
+        self.objects = self._memo(("objects", self.state.counter.encoding_name))
+        self.dropped_lines = self.objects_for("dropped")
+        self.redactions = self.objects_for("redactions")
+
+    def _memo(self, key: tuple[object, ...]) -> dict[Any, Any]:
+        table = self.state.memo.get(key)
+        if not isinstance(table, dict):
+            table = self.state.memo[key] = {}
+        return table
+
+    def objects_for(self, slot: str) -> dict[Any, Any]:
+        """A per-config table that lives as long as the state (see ``cached``)."""
+        table = self._tables.get(slot)
+        if table is None:
+            table = self._tables[slot] = {}
+        return table
+
+    def cached(self, slot: str, fid: str, key: object) -> Any:
+        """The object kept for ``(slot, fid)`` by an earlier build under the same ``key``
+        (every input that built it), else None. For immutable output objects (manifest
+        lines, fragment views) that a long run would otherwise rebuild unchanged every turn."""
+        hit = self.objects.get((slot, fid))
+        return hit[1] if hit is not None and hit[0] == key else None
+
+    def keep(self, slot: str, fid: str, key: object, obj: T) -> T:
+        self.objects[(slot, fid)] = (key, obj)
+        return obj
+
+    def facts(self, fid: str) -> Facts:
+        hit = self.late.get(fid)
+        if hit is not None:
+            return hit
+        facts = self.table.get(fid)
+        if facts is None:
+            facts = self.table[fid] = self._compute(fid)
+        return facts
+
+    def _compute(self, fid: str) -> Facts:
+        entry = self.state.entries[fid]  # a lazy entry is costed without its text
+        large = _entry_artifact_text(entry) or _large_text(entry)
+        hit = None
+        if not large:  # inline text: redacted before selection
+            hit = self._redaction(fid)
+        facts = _facts(self.state, hit[0] if hit else entry, hit, self.config.provider, self.count, large)
+        content = entry.content
+        if self.blocked and isinstance(content, Response) and content.calls:
+            missing = not_offered_names([n for _, n, _ in content.calls], self.blocked)
+            if missing:
+                return self._note_facts(facts, content, missing)
+        return facts
+
+    def _note_facts(self, facts: Facts, content: Response, missing: tuple[str, ...]) -> Facts:
+        """``facts`` of a reply shown as the note of calls to tools the request does not offer."""
+        view, hit = facts.view, facts.hit
+        if hit is None:
+            said, calls = content.text, content.calls
+        else:  # redacted: the note shows what the redacted view holds
+            said = hit[1].text
+            calls = tuple((b.call_id, b.name, b.arguments) for b in hit[0].content
+                          if isinstance(b, ToolCallBlock))
+        text = not_offered_record(said, calls)
+        overhead = self.count(not_offered_header(missing)) + framing_tokens(
+            view.kind, view.trust, view.source_ref, self.count, texts=(text,), label=NOTE_LABEL)
+        return Facts(view, hit, None, False, self.count(text), overhead, False, not_offered=missing)
+
+    def _redaction(self, fid: str) -> Hit | None:
+        """The policy applied to ``fid``, memoised across builds and states by content."""
+        entry = self.state.entries[fid]
+        if self.policy is None or entry.kind not in self.config.redact_kinds:
+            return None
+        # First this table's answer for this very entry: a long run's build asks again for
+        # each of the ~60 artifact-backed results it keeps, and the content key below hashes
+        # the policy (a dataclass: a Python-level __hash__) twice per lookup.
+        mine = self.redactions.get(fid)
+        if mine is not None and mine[0] is entry:
+            return mine[1]
+        key = (entry.id, entry.content_hash, entry.source_ref, entry.trust, self.policy)
+        got = _REDACTIONS.get(key)
+        if got is None:
+            text = self.raw_text(fid)  # the fragment is made only when the text holds a secret
+            content = entry.content
+            if isinstance(content, Response) and content.calls:  # its calls' arguments too
+                found = redact_reply_fragment(entry.fragment, text, self.policy, self.count)
+            else:
+                result = redact(text, self.policy)
+                found = (redact_fragment(entry.fragment, text, self.policy, self.count, result)
+                         if result.findings else None)
+            calls = content.calls if isinstance(content, Response) else ()
+            size = len(text) + sum(len(a) for _, _, a in calls)
+            got = _REDACTIONS.put(key, (found,), size if found is not None else 0)
+        hit = got[0]
+        self.redactions[fid] = (entry, hit)
+        return hit
+
+    def frag(self, fid: str) -> ContextFragment:
+        return self.facts(fid).frag
+
+    def shown(self, frag: ContextFragment) -> ContextFragment:
+        """The fragment a request shows for ``frag`` (a facts view): a lazy entry's head is
+        swapped for the full fragment, its text read back from the log."""
+        entry = self.state.entries[frag.id]
+        return entry.fragment if entry.lazy and frag is entry.head else frag
+
+    def seen_frag(self, fid: str) -> ContextFragment:
+        """The fragment as this build has seen it: redacted if it redacted it, else as logged."""
+        hit = self.redacted.get(fid)
+        return hit[0] if hit is not None else self.state.entries[fid].fragment
+
+    def media(self, fid: str) -> FragmentMedia | None:
+        """The fragment's images/PDFs priced for the provider being built (``media_plan``)."""
+        return self.facts(fid).media
+
+    def text_tokens(self, fid: str) -> int:
+        return self.facts(fid).text_tokens
+
+    def content_tokens(self, fid: str, *, reduced: bool = False) -> int:
+        f = self.facts(fid)
+        m = f.media
+        return f.text_tokens + (0 if m is None else m.reduced_tokens if reduced else m.tokens)
+
+    def overhead(self, fid: str) -> int:
+        return self.facts(fid).overhead
+
+    def cost(self, fid: str) -> int:
+        return self.facts(fid).cost
+
+    def truncated_extra(self, fid: str) -> int:
+        """What marking ``fid``'s data block as truncated adds to its framing (``framing``)."""
+        return self.facts(fid).truncated_extra
+
+    def text_shrinkable(self, fid: str) -> bool:
+        return self.facts(fid).text_shrinkable
+
+    def has_artifact_text(self, fid: str) -> bool:
+        return self.facts(fid).has_artifact_text
+
+    def raw_text(self, fid: str) -> str:
+        """The logged text of ``fid`` (artifact-backed payloads loaded through the port)."""
+        entry = self.state.entries[fid]
+        plain = entry.plain_text()
+        if plain is not None:
+            return plain
+        parts: list[str] = []
+        for block in entry.fragment.content:
+            if isinstance(block, TextBlock | ToolResultBlock):
+                if isinstance(block, ToolResultBlock) and block.artifact and self.load_text:
+                    parts.append(self.load_text(block.artifact))
+                else:
+                    parts.append(block.text)
+            elif isinstance(block, DocumentBlock) and block.artifact and block.media_type.startswith("text/"):
+                parts.append(self.load_text(block.artifact) if self.load_text else "")
+        return "\n".join(parts)
+
+    def note(self, fid: str) -> Facts:
+        """Facts of a fragment this build considers; records its redaction, if any."""
+        facts = self.facts(fid)
+        if facts.hit is not None:
+            self.redacted[fid] = facts.hit
+        return facts
+
+    def redact(self, fid: str) -> None:
+        """Redact an artifact-backed ``fid`` now that its text is needed (inline ones already are)."""
+        if self.policy is None or fid in self.redacted:
+            return
+        hit = self._redaction(fid)
+        if hit is not None:
+            self.redacted[fid] = hit
+            self.late[fid] = _facts(self.state, hit[0], hit, self.config.provider, self.count,
+                                    _has_artifact_text(hit[0]))
+
+    def redacts(self, fid: str) -> bool:
+        """Whether :meth:`redact` redacts ``fid`` (or has): asked without recording it."""
+        return fid in self.redacted or (self.policy is not None and self._redaction(fid) is not None)
+
+    def full_text(self, fid: str) -> str:
+        """The text a build may render: redacted first, so truncation never cuts a secret in half."""
+        self.redact(fid)
+        if fid in self.redacted:
+            return self.redacted[fid][1].text
+        return self.raw_text(fid)
