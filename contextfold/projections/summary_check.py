@@ -145,6 +145,28 @@ def _outcome(entry: str) -> str:
     return "" if found is None else SUMMARY_REF.sub("", found.group(1))
 
 
+_FAILED = re.compile(r"\b(?:error\w*|fail\w*|unsuccessful|is_error=true|exit[_ ]code[= ][1-9]\d*)\b",
+                     re.IGNORECASE)
+"""How an entry says a call failed."""
+_FAILED_AT = re.compile(r"^call ([^\s,;:()]+) \([^)]*\) failed at event \d+:")
+"""A skeleton's known failure of a failed result (``call d1 (deploy) failed at event 4: ...``)."""
+_ERROR_SIDE_EFFECT = re.compile(r": (?:error|lost|cancelled|open): unverified(?: \{.*\})?$")
+"""A skeleton's side effect whose call did not report success (its verdict ends the entry)."""
+
+
+def _failed_calls(skeleton: CompactionSummary) -> set[str]:
+    """The calls the skeleton records as failed or not reported done: a call line whose outcome is
+    an error, a known failure of a failed result, a side effect marked ``unverified``. A plug-in
+    summary wrote a failed deploy (exit 1, "error: unverified") as "succeeded, verified healthy":
+    only a lost or cancelled call's outcome was checked."""
+    out = {c for entry in skeleton.tool_calls_and_results if _outcome(entry).startswith("error")
+           for c in CALL_CITE.findall(entry)}
+    out.update(m.group(1) for entry in skeleton.known_failures if (m := _FAILED_AT.match(entry)))
+    out.update(c for entry in skeleton.side_effects if _ERROR_SIDE_EFFECT.search(entry)
+               for c in CALL_CITE.findall(entry)[:1])
+    return out
+
+
 _CITES = re.compile(r"\bevents? \d+|\b(?:events?|call|file)://|\bartifact:|\bcall \S")
 
 
@@ -162,13 +184,28 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
                               f"{missing[:5]}")
     unsure = {c for entry in skeleton.tool_calls_and_results if _UNSURE.search(_outcome(entry))  # per call
               for c in CALL_CITE.findall(entry)}
+    failed = _failed_calls(skeleton)
+    own = set(summary_lines(skeleton))  # the skeleton's own lines (a folded line cites any call)
     stated = chain(summary.tool_calls_and_results, summary.side_effects, summary.known_failures,
                    summary.completed_steps)  # where an outcome is stated (a decision may name a call)
     for entry in stated:
-        calls = unsure.intersection(CALL_CITE.findall(entry))
-        if calls and not _UNSURE.search(SUMMARY_REF.sub("", entry)):
+        if entry in own:
+            continue
+        cited = CALL_CITE.findall(entry)
+        said = SUMMARY_REF.sub("", entry)
+        calls = unsure.intersection(cited)
+        if calls and not _UNSURE.search(said):
             raise CompactionError(f"summary states the outcome of calls {sorted(calls)} as known, which "
                                   f"the log leaves lost, cancelled or unverified: {entry!r}")
+        calls = failed.intersection(cited)
+        if calls and not (_UNSURE.search(said) or _FAILED.search(said)):
+            raise CompactionError(f"summary states calls {sorted(calls)} as succeeded, which the log "
+                                  f"records as failed: {entry!r}")
+    for entry in summary.side_effects:
+        calls = (failed | unsure).intersection(CALL_CITE.findall(entry))
+        if entry not in own and calls and not _UNSURE.search(SUMMARY_REF.sub("", entry)):
+            raise CompactionError(f"summary drops the unverified state of the side effects of calls "
+                                  f"{sorted(calls)} (it must stay verbatim): {entry!r}")
     for key in ("decisions", "completed_steps"):
         for entry in getattr(summary, key):
             if entry not in getattr(skeleton, key) and not _CITES.search(entry):

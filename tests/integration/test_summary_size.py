@@ -98,9 +98,10 @@ def test_repeated_compactions_keep_one_line_per_tool_and_true_counts(cf_store: S
 
 
 def test_a_plug_in_summary_line_that_starts_with_earlier_is_carried_as_written(cf_store: Store) -> None:
-    """The next deterministic summary parsed it as its own per-tool line and kept its call ids only."""
+    """The next deterministic summary parsed it as its own per-tool line and kept its call ids only.
+    (It names calls that succeeded: c0 failed, and a summary may not say it passed.)"""
     run = cf_store.run("plugin")
-    note = ("earlier pytest runs: call c0 passed only after call c1 cleared the stale cache "
+    note = ("earlier pytest runs: call c2 passed only after call c1 cleared the stale cache "
             "(do it again before any run)")
     run.append(_busy_run(8, 1))
     compact(run, "summary", keep_recent=1, summarizer=lambda covered, skeleton: skeleton.model_copy(

@@ -87,3 +87,38 @@ def test_words_in_arguments_or_the_run_id_do_not_make_an_outcome_unsure(run_id: 
         ToolResult(call_id="u1", content="updated"), UserInput("ok"))
     skeleton = deterministic_summary(log.records, fold(log.records))
     assert validate_summary(skeleton, log.records, skeleton, run_id) == skeleton
+
+
+def failed_deploy() -> Log:
+    return Log().add(
+        UserInput("deploy v2 to staging"),
+        ModelResponse(tool_calls=(ToolCall(call_id="d1", name="deploy", arguments='{"env": "staging"}'),)),
+        ToolResult(call_id="d1", content="ERROR: rollout failed, health check timed out", is_error=True,
+                   exit_code=1),
+        UserInput("go on"))
+
+
+@pytest.mark.parametrize("key, rosy", [
+    ("tool_calls_and_results", "call d1 (deploy) staging -> ok, deployment succeeded and verified"),
+    ("side_effects", "call d1 (deploy) deployed to staging: succeeded, verified healthy"),
+    ("known_failures", "call d1 (deploy) had a transient health-check warning that cleared"),
+    ("side_effects", "call d1 (deploy) failed to deploy to staging"),  # failed, but no longer unverified
+])
+def test_a_summary_that_writes_a_failed_call_as_succeeded_is_refused(key: str, rosy: str) -> None:
+    """A plug-in summary wrote a failed deploy (exit 1, the skeleton's side effect "error:
+    unverified") as "succeeded, verified healthy", and it was recorded: only lost or cancelled
+    outcomes were checked."""
+    log = failed_deploy()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    lines = tuple(rosy if "call d1 " in e else e for e in getattr(skeleton, key))
+    with pytest.raises(CompactionError, match=r"calls \['d1'\]"):
+        validate_summary(skeleton.model_copy(update={key: lines}), log.records, skeleton, log.run_id)
+
+
+def test_a_failed_call_said_to_have_failed_in_other_words_is_recorded() -> None:
+    log = failed_deploy()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    honest = {"tool_calls_and_results": ("call d1 (deploy) to staging failed with exit code 1",),
+              "side_effects": ("call d1 (deploy) to staging: rollout failed, state unverified",),
+              "known_failures": ("call d1 (deploy): health check timed out, error",)}
+    assert validate_summary(skeleton.model_copy(update=honest), log.records, skeleton, log.run_id)
