@@ -242,7 +242,7 @@ class _Call:
     outcome: str = "open"
     line: str = ""
     facts: str = ""
-    """The ids and unverified state a successful result named (:func:`_kept_facts`)."""
+    """The ids and unverified state its result named (:func:`kept_facts`), failed or not."""
 
 
 _CONTINUE = "continue from event {} (raw history after this summary)"
@@ -358,7 +358,9 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState) -> Comp
                 ref = f"event://{run}/{pos}" + (f" artifact:{ev.artifact.hash}" if ev.artifact else "")
                 call.outcome = "error" if ev.is_error else "ok"
                 call.line = f"{call.outcome}{code} is_error={str(ev.is_error).lower()} [{ref}]"
-                if not ev.is_error and ev.artifact is None:  # a failure keeps its key line below
+                if ev.artifact is None:
+                    # a failure's too: a failed deploy names the deployment it left behind
+                    # ("Created deployment dep-4411 ... ERROR: health check timed out")
                     call.facts = kept_facts(text)
                 if ev.is_error:
                     f["known_failures"].append(

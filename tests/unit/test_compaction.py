@@ -243,6 +243,27 @@ def test_ids_and_unverified_states_of_successful_calls_survive_summary_compactio
     assert "dep-9931" in effect and "not yet verified" in effect
 
 
+def test_ids_a_failed_side_effect_named_survive_summary_compaction() -> None:
+    """Ids were kept only from successful results: a failed deploy's deployment id and image
+    digest (what a rollback or a retry needs) were gone once summarized."""
+    log = Log().add(
+        GoalSet(goal="Deploy the service"), UserInput("Deploy v2 to staging."),
+        ModelResponse(tool_calls=(call("d1", "deploy", '{"env": "staging"}'),)),
+        ToolResult(call_id="d1", content="Created deployment dep-4411 (image sha256:9f3a2c1d)\n"
+                                         "rollout started\nERROR: health check timed out after 300s",
+                   is_error=True, exit_code=1))
+    for t in range(4):
+        log.add(ModelResponse(tool_calls=(call(f"q{t}", "status"),)),
+                ToolResult(call_id=f"q{t}", content="fine"))
+    log.add(UserInput("go on"))
+    plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1)
+    assert plan is not None
+    (effect,) = plan.event.summary.side_effects
+    assert "dep-4411" in effect and "sha256:9f3a2c1d" in effect and "unverified" in effect
+    (line,) = [e for e in plan.event.summary.tool_calls_and_results if "call d1 " in e]
+    assert "dep-4411" in line and "error" in line
+
+
 def test_a_second_summary_carries_the_first_ones_constraints_and_failures() -> None:
     log = long_log(30, required_50=False)
     state = fold(log.records)
