@@ -358,10 +358,11 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState) -> Comp
                 ref = f"event://{run}/{pos}" + (f" artifact:{ev.artifact.hash}" if ev.artifact else "")
                 call.outcome = "error" if ev.is_error else "ok"
                 call.line = f"{call.outcome}{code} is_error={str(ev.is_error).lower()} [{ref}]"
-                if ev.artifact is None:
-                    # a failure's too: a failed deploy names the deployment it left behind
-                    # ("Created deployment dep-4411 ... ERROR: health check timed out")
-                    call.facts = kept_facts(text)
+                # a failure's too: a failed deploy names the deployment it left behind ("Created
+                # deployment dep-4411 ... ERROR: health check timed out"); of a payload moved to an
+                # artifact, the preview the event keeps (the payload's head: what a deploy's log
+                # opens with), the rest read back from the artifact its ref names
+                call.facts = kept_facts(text)
                 if ev.is_error:
                     f["known_failures"].append(
                         f"call {call.call_id} ({call.name}) failed at event {pos}:{code} "

@@ -19,6 +19,7 @@ import pytest
 from contextfold.domain.errors import CompactionError
 from contextfold.domain.events import (
     AnyEvent,
+    ArtifactRef,
     CompactionSummary,
     GoalSet,
     HandOff,
@@ -262,6 +263,27 @@ def test_ids_a_failed_side_effect_named_survive_summary_compaction() -> None:
     assert "dep-4411" in effect and "sha256:9f3a2c1d" in effect and "unverified" in effect
     (line,) = [e for e in plan.event.summary.tool_calls_and_results if "call d1 " in e]
     assert "dep-4411" in line and "error" in line
+
+
+def test_ids_and_unverified_state_of_an_artifact_backed_result_survive_summary_compaction() -> None:
+    """A result over the artifact threshold kept no facts: the same deploy log with 84 KB of build
+    steps after its first line lost "dep-7788" and "not yet verified", which its preview holds."""
+    art = ArtifactRef(hash="ab" * 32, size=84_060)
+    log = Log().add(
+        GoalSet(goal="Deploy"), UserInput("Deploy v2 to staging."),
+        ModelResponse(tool_calls=(call("d1", "deploy", '{"env": "staging"}'),)),
+        ToolResult(call_id="d1", content="deployment dep-7788 created; health check: not yet verified\n"
+                                         + "build step ok\n" * 140, artifact=art, exit_code=0))
+    for t in range(4):
+        log.add(ModelResponse(tool_calls=(call(f"q{t}", "status"),)),
+                ToolResult(call_id=f"q{t}", content="fine"))
+    log.add(UserInput("go on"))
+    plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1)
+    assert plan is not None
+    (effect,) = plan.event.summary.side_effects
+    assert "dep-7788" in effect and "not yet verified" in effect
+    (line,) = [e for e in plan.event.summary.tool_calls_and_results if "call d1 " in e]
+    assert "dep-7788" in line and f"artifact:{art.hash}" in line
 
 
 def test_a_second_summary_carries_the_first_ones_constraints_and_failures() -> None:
