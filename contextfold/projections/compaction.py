@@ -63,12 +63,12 @@ from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.summary_bounds import SCALES, bounded_fields, earlier_lines, is_earlier_line
 from contextfold.projections.summary_check import summary_lines, validate_summary
 from contextfold.projections.summary_text import (
-    CONSTRAINT_LINE,
     STATEMENT_CHARS,
     args_excerpt,
     cap,
     kept_facts,
     key_line,
+    user_statement,
 )
 
 __all__ = [
@@ -317,14 +317,12 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState) -> Comp
             case UserInput():
                 if ev.required:
                     f["constraints"].append(f"required user input at event {pos}: {ev.text}")
-                elif len(ev.text) <= STATEMENT_CHARS and ev.text.strip():
-                    # a short user message is an instruction as often as not, in any words or
-                    # language ("Reply in French from now on."): kept whole, as said
-                    f["constraints"].append(f"user at event {pos}: {' '.join(ev.text.split())}")
-                else:
-                    f["constraints"].extend(f"user at event {pos}: {ln.strip()}"
-                                            for ln in ev.text.splitlines()
-                                            if CONSTRAINT_LINE.search(ln))
+                elif ev.text.strip():
+                    # a user message is an instruction as often as not, in any words or language
+                    # ("Reply in French from now on.", "Target Python 3.8."): kept as said, a long
+                    # one bounded (its opening and its constraint sentences, citing the rest)
+                    f["constraints"].append(
+                        f"user at event {pos}: {user_statement(ev.text, f'event://{run}/{pos}')}")
                 if not goal and ev.text.strip():  # no goal was set: an inference, said to be one
                     goal = f"(inferred from the user's message at event {pos}) " + (
                         ev.text if len(ev.text) <= _GOAL_CHARS else

@@ -16,7 +16,8 @@ from contextfold.domain.canonical import strict_json
 from contextfold.projections.diagnose import diagnose_log
 from contextfold.projections.graphemes import head_chars
 
-__all__ = ["CONSTRAINT_LINE", "STATEMENT_CHARS", "args_excerpt", "cap", "kept_facts", "key_line"]
+__all__ = ["CONSTRAINT_LINE", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "cap", "kept_facts",
+           "key_line", "user_statement"]
 
 CONSTRAINT_LINE = re.compile(
     r"\b(must|never|always|do not|don't|dont|only|forbidden|not allowed|should not|shouldn't|"
@@ -27,8 +28,8 @@ CONSTRAINT_LINE = re.compile(
     # forbidden / do not (ja), must / forbidden / do not (ko)
     r"|必须|不得|不要|不能|不可|禁止|只能|只允许|务必|避免|切勿|请勿|保持|确保|兼容"
     r"|必ず|禁止|しないで|ないこと|반드시|금지|하지 마", re.IGNORECASE)
-"""A line of a long user message that states a constraint (a short message is kept whole): in
-the languages agents are most often told things in, as an instruction is worded there."""
+"""A sentence of a long user message that states a constraint (:func:`user_statement`): in the
+languages agents are most often told things in, as an instruction is worded there."""
 _ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied|not found",
                          re.IGNORECASE)
 _IDENTIFIER = re.compile(
@@ -42,7 +43,12 @@ _UNVERIFIED = re.compile(r"^.*\b(?:not (?:yet )?verified|unverified|unconfirmed|
                          re.IGNORECASE | re.MULTILINE)
 _IDENTIFIERS_KEPT = 6
 STATEMENT_CHARS = 200
-"""A user message up to this long is kept whole; an assistant statement is capped to it."""
+"""An assistant statement (and a goal's decision line) is capped to this."""
+USER_CHARS = 800
+"""A user message up to this long is kept whole in a summary; of a longer one, this much."""
+_USER_HEAD = 400
+"""Of a longer user message, its opening sentences up to this long (what it asks, as a rule)."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 def cap(text: str, limit: int) -> str:
@@ -161,3 +167,33 @@ def kept_facts(text: str, shown: str = "") -> str:
     parts = ([f"ids: {', '.join(ids)}"] if ids else []) + (
         [f"says: {cap(state.group(0).strip(), STATEMENT_CHARS)}"] if state else [])
     return "; ".join(parts)
+
+
+def user_statement(text: str, source: str) -> str:
+    """What a summary quotes of a user message: the whole of it up to :data:`USER_CHARS`, else its
+    opening sentences and then the sentences that state a constraint (:data:`CONSTRAINT_LINE`), in
+    order, ``…`` where some were left out, at most :data:`USER_CHARS` together, citing ``source``
+    for the full text. A message over 200 characters kept only its lines with a keyword: "Leave the
+    public signature of login() unchanged. Target Python 3.8." (one line, no must/never/only) was
+    gone after compaction, though the seed wants a turn's constraints to hold after it."""
+    flat = " ".join(text.split())
+    if len(flat) <= USER_CHARS:
+        return flat
+    units = [u for ln in text.splitlines() for u in _SENTENCE_END.split(" ".join(ln.split())) if u]
+    parts: list[str] = []
+    used, in_head, skipped = 0, True, False
+    for unit in units:
+        if in_head and used + len(unit) <= _USER_HEAD:
+            parts.append(unit)
+        elif not parts:  # a first sentence longer than the head: its head (cap marks the cut)
+            parts.append(cap(unit, _USER_HEAD))
+            in_head = False
+        elif CONSTRAINT_LINE.search(unit) and used + len(unit) + 2 <= USER_CHARS:
+            parts += ["…", unit] if skipped else [unit]
+            in_head = False
+        else:
+            in_head, skipped = False, True
+            continue
+        used += len(parts[-1]) + 2
+        skipped = False
+    return f"{' '.join(parts)} (full text: {source})"

@@ -8,28 +8,58 @@ import re
 
 import pytest
 
-from contextfold.domain.events import CompactionSummary, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import (
+    CompactionSummary,
+    GoalSet,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
 from contextfold.projections.compaction import deterministic_summary
 from contextfold.projections.fold import fold
+from contextfold.projections.summary_text import USER_CHARS
 from tests.unit.test_fold import Log
 
-PAD = "Background: the billing service was split out of the monolith in 2021 and has its own schema. " * 3
+PAD = "Background: the billing service was split out of the monolith in 2021 and has its own schema. " * 12
 
 
 def summary_of(log: Log) -> CompactionSummary:
     return deterministic_summary(log.records, fold(log.records))
 
 
-def test_a_long_messages_constraint_lines_are_kept_in_the_words_users_write_them() -> None:
-    """A message over 200 characters keeps its constraint lines only: those worded without
-    must/never/only, and those in Chinese, were dropped and the rule was gone after compaction."""
+def test_a_long_messages_constraint_sentences_are_kept_in_the_words_users_write_them() -> None:
+    """A message over the bound keeps its opening and its constraint sentences: those worded
+    without must/never/only, and those in Chinese, were dropped and the rule was gone after
+    compaction. The rest is cited, not copied."""
     said = ["Avoid sudo; the CI box has no root access.", "所有数据库迁移都不得删除列，只能新增。",
             "Keep the public API backward compatible with v2 clients.", "必ずテストを実行してください。"]
     log = Log().add(*(UserInput(f"{PAD}\n{line}") for line in said))
     constraints = summary_of(log).constraints
     for at, line in enumerate(said, start=1):
-        assert f"user at event {at}: {line}" in constraints
-    assert not any("Background" in c for c in constraints)  # the rest of a long message is not
+        (entry,) = [c for c in constraints if c.startswith(f"user at event {at}: ")]
+        assert f" … {line} (full text: event://run-1/{at})" in entry
+        assert len(entry) <= USER_CHARS + 60  # the rest of a long message is not copied
+
+
+def test_a_users_constraints_worded_without_a_keyword_survive_a_summary() -> None:
+    """A 330-character task kept only its lines with a keyword (must/never/only/...): none, so
+    "Leave the public signature of login() unchanged" and "Target Python 3.8" were gone, and
+    with a goal set the message was not kept as the inferred goal either."""
+    task = ("Users get logged out after 5 minutes on the dashboard; sessions should last 8 hours. "
+            "The session handling lives in auth/session.py and auth/tokens.py, see the ticket for logs. "
+            "Leave the public signature of login() unchanged, other teams call it. "
+            "Target Python 3.8, production still runs it.")
+    log = Log().add(GoalSet(goal="Fix the login bug"), UserInput(task))
+    assert f"user at event 2: {task}" in summary_of(log).constraints
+
+
+def test_a_long_user_message_is_quoted_bounded() -> None:
+    """However long a message and however many of its sentences say "must", a summary quotes at
+    most ``USER_CHARS`` of it: each entry is required content in every later request."""
+    for text in ("x" * 30_000, "You must keep build 1234567 green. " * 1_000, PAD * 40):
+        (entry,) = summary_of(Log().add(UserInput(text))).constraints
+        assert len(entry) <= USER_CHARS + 60 and entry.endswith("(full text: event://run-1/1)")
 
 
 def test_a_python_failure_is_known_by_its_exception_not_the_traceback_header() -> None:
