@@ -112,7 +112,9 @@ class Summarizer(Protocol):
     ``known_failures`` must cite at least one), refs as ``event://RUN/POS``,
     ``events://RUN/A-B``, ``file://...``, ``call://...`` or ``artifact:HASH``;
     each cited id or ref must exist in the covered events. The skeleton's goal,
-    constraints (verbatim), failed call ids and next action must be kept.
+    constraints (verbatim), failed call ids and next action must be kept; a goal,
+    constraint, pending step or decision it does not hold must cite what backs it or
+    say it is inferred, and a failed call is never said to have succeeded.
     An optional ``name`` attribute is recorded as the event's ``summarizer``.
     """
 

@@ -3,8 +3,9 @@
 Apart from the compaction planner because it is the trust boundary for summaries a model (or any
 plug-in) wrote: every ref and call id it cites must be in the covered events, the skeleton's
 constraints stay verbatim, known failures and side effects are not dropped, ids the covered
-results name stay, an outcome the log leaves lost or unverified is not stated as known, and a
-decision cites what backs it. A failed check raises
+results name stay, an outcome the log leaves lost or unverified is not stated as known, a failed
+call is not stated as a success, and a decision, goal, constraint or pending step the log does not
+hold as written cites what backs it or says it is an inference. A failed check raises
 :class:`CompactionError` and nothing is recorded.
 """
 
@@ -125,7 +126,7 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
         kept = {c for entry in getattr(summary, key) for c in CALL_CITE.findall(entry)}
         if before - kept:
             raise CompactionError(f"summary drops {what} of calls {sorted(before - kept)}")
-    _check_facts(summary, skeleton, lines)
+    _check_facts(summary, skeleton, lines, unfolded_constraints)
     return summary
 
 
@@ -170,7 +171,8 @@ def _failed_calls(skeleton: CompactionSummary) -> set[str]:
 _CITES = re.compile(r"\bevents? \d+|\b(?:events?|call|file)://|\bartifact:|\bcall \S")
 
 
-def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines: Sequence[str]) -> None:
+def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines: Sequence[str],
+                 unfolded_constraints: Sequence[str] = ()) -> None:
     """What a summary may not state otherwise than the log does (the seed, 5.3: ids are not
     summarised away, an unverified state stays unverified, an inference is labelled one): a
     plug-in summary dropped a deploy's id, wrote a lost deploy as "succeeded, verified" and
@@ -211,3 +213,26 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
             if entry not in getattr(skeleton, key) and not _CITES.search(entry):
                 raise CompactionError(f"{key} entry cites no event, call or ref; a claim the log does "
                                       f"not back belongs under inferences: {entry!r}")
+    _check_stated(summary, skeleton, unfolded_constraints)
+
+
+_INFERRED = re.compile(r"\b(?:inferred|inference|assumed|assumption|not verified|unverified)\b",
+                       re.IGNORECASE)
+"""How an entry says it is the summarizer's inference, not what the log states."""
+
+
+def _check_stated(summary: CompactionSummary, skeleton: CompactionSummary,
+                  unfolded_constraints: Sequence[str]) -> None:
+    """A goal, a constraint, a success criterion or a pending step the skeleton does not hold must
+    cite what backs it or say it is an inference (the seed, 5.3), as a decision must: a plug-in
+    summary added "the user approved deploying to production at any time" to the constraints and
+    "deploy to production (approved)" to the pending steps, and both were sent as the log's."""
+    own = {"constraints": {*skeleton.constraints, *unfolded_constraints},
+           "success_contract": set(skeleton.success_contract), "pending_steps": set(skeleton.pending_steps)}
+    added = [(key, e) for key, kept in own.items() for e in getattr(summary, key) if e not in kept]
+    if summary.goal.strip() and summary.goal != skeleton.goal:
+        added.append(("goal", summary.goal))
+    for key, entry in added:
+        if not (_CITES.search(entry) or _INFERRED.search(SUMMARY_REF.sub("", entry))):
+            raise CompactionError(f"{key} {entry!r} is not in the log as written and cites no event, call or "
+                                  f"ref; cite what backs it or label it an inference")

@@ -122,3 +122,27 @@ def test_a_failed_call_said_to_have_failed_in_other_words_is_recorded() -> None:
               "side_effects": ("call d1 (deploy) to staging: rollout failed, state unverified",),
               "known_failures": ("call d1 (deploy): health check timed out, error",)}
     assert validate_summary(skeleton.model_copy(update=honest), log.records, skeleton, log.run_id)
+
+
+@pytest.mark.parametrize("key, entry", [
+    ("constraints", "the user approved deploying to production at any time"),
+    ("pending_steps", "deploy to production (approved)"),
+    ("success_contract", "production stays up"),
+    ("goal", "Deploy v2 to production"),
+])
+def test_a_goal_constraint_or_step_the_log_does_not_hold_is_refused_unless_cited_or_inferred(
+        key: str, entry: str) -> None:
+    """A plug-in summary added "the user approved deploying to production at any time" to the
+    constraints (and "deploy to production (approved)" to the pending steps), and both were sent
+    under constraints as the log's: only that the skeleton's were kept was checked."""
+    log = deploys()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+
+    def with_(said: str) -> CompactionSummary:
+        value: object = said if key == "goal" else (*getattr(skeleton, key), said)
+        return skeleton.model_copy(update={key: value})
+
+    with pytest.raises(CompactionError, match="cite what backs it or label it an inference"):
+        validate_summary(with_(entry), log.records, skeleton, log.run_id)
+    for said in (f"{entry} (inferred, not in the log)", f"{entry} (user at event 2)"):
+        assert validate_summary(with_(said), log.records, skeleton, log.run_id)
