@@ -8,9 +8,9 @@ event to append; the API appends it and the fold applies it.
 Cheap before expensive:
 
 - ``mask``: old tool results are replaced (in the fold, not in the log) by a
-  one-line runtime stub naming the call id, the tool, the status, the exit code
-  and a read-back ref (``event://RUN/POS``, plus ``artifact:HASH`` when the
-  payload is an artifact). The groups stay, so every call keeps exactly one
+  one-line runtime stub naming the call id, the tool, the status, the exit code,
+  a side effect's ids and unverified state and a read-back ref (``masking``).
+  The groups stay, so every call keeps exactly one
   answer and the provider protocol holds. The event's summary lists the stubs.
 - ``summary``: a structured :class:`CompactionSummary` stands in for the
   covered timeline items (required user inputs and state -- policy, goal,
@@ -55,9 +55,9 @@ from contextfold.domain.events import (
     ToolResultLost,
     UserInput,
 )
-from contextfold.domain.fragments import ToolResultBlock
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.graphemes import head_chars
+from contextfold.projections.masking import SIDE_EFFECT_PATTERN, mask_stub, mask_text, wholly_inside, writes
 from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.summary_bounds import SCALES, bounded_fields, earlier_lines, is_earlier_line
@@ -86,12 +86,6 @@ __all__ = [
 ]
 
 Strategy: TypeAlias = Literal["mask", "summary"]
-
-SIDE_EFFECT_PATTERN = re.compile(
-    r"apply_patch|patch|deploy|release|publish|write|edit|create|delete|remove|rm\b|move|"
-    r"rename|send|post|email|push|commit|merge|install|migrate|update|insert|upload|book|"
-    r"cancel|refund|pay|transfer|str_replace|replace", re.IGNORECASE)
-"""Tool names that change the world: their calls are listed as side effects."""
 
 _ARGS_CHARS = 80
 _POLICY_CHARS = 600
@@ -164,19 +158,7 @@ def choose_cover(state: RunState, *, keep_recent: int = 3,
     return 1, hi
 
 
-def _wholly_inside(group: ToolGroup, lo: int, hi: int) -> bool:
-    return group.closed and all(lo <= p <= hi for p in group.positions)
-
-
 # ---------------------------------------------------------------- masking
-
-
-def mask_stub(run_id: str, block: ToolResultBlock, position: int, tokens: int) -> str:
-    """The one-line runtime stub that replaces a masked result (also used by the fold)."""
-    code = f", exit code {block.exit_code}" if block.exit_code is not None else ""
-    art = f", artifact:{block.artifact.hash}" if block.artifact is not None else ""
-    return (f"[masked] result of call {block.call_id} ({block.name}): {block.status}{code}; "
-            f"{tokens} tokens hidden; raw: event://{run_id}/{position}{art}")
 
 
 def plan_mask(state: RunState, lo: int, hi: int) -> CompactionPlan | None:
@@ -186,17 +168,15 @@ def plan_mask(state: RunState, lo: int, hi: int) -> CompactionPlan | None:
     before = after = 0
     for pos in range(lo, hi + 1):
         group = state.items.get(pos)
-        if not isinstance(group, ToolGroup) or pos in state.hidden or not _wholly_inside(group, lo, hi):
+        if not isinstance(group, ToolGroup) or pos in state.hidden or not wholly_inside(group, lo, hi):
             continue
         for slot in group.calls:
             if (slot.answer_id is None or slot.answer_position is None
                     or slot.status not in ("ok", "error") or slot.answer_position in state.masked):
                 continue
-            frag = state.entries[slot.answer_id].head  # the stub needs no text
-            block = next(b for b in frag.content if isinstance(b, ToolResultBlock))
-            stub = mask_stub(state.run_id, block, slot.answer_position, frag.token_count)
+            stub = mask_text(state, group, slot)[1]  # (masking: what the fold writes)
             stubs.append(stub)
-            before += frag.token_count
+            before += state.entries[slot.answer_id].token_count
             after += state.counter.count(stub)
     if not stubs or after >= before:
         return None
@@ -212,13 +192,8 @@ def _dedupe(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for v in values if v))
 
 
-_READ_COMMAND = re.compile(r'"(?:command|action)"\s*:\s*"(?:view|cat|ls|find|grep|search|read|open|get)"')
-
-
 def _writes(call: _Call) -> bool:
-    """A call that changes the world: a writing tool name, unless its arguments ask an
-    editor-like tool only to read (``{"command": "view"}``)."""
-    return bool(SIDE_EFFECT_PATTERN.search(call.name)) and not _READ_COMMAND.search(call.arguments)
+    return writes(call.name, call.arguments)
 
 
 def _merged_summaries(events: Sequence[RecordedEvent]) -> list[HistoryCompacted]:
@@ -450,7 +425,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
                   if lo <= pos <= hi and pos not in state.hidden
                   and not (isinstance(it, MessageItem) and it.role == "user"
                            and state.entries[it.fragment_id].required)
-                  and (not isinstance(it, ToolGroup) or _wholly_inside(it, lo, hi))]
+                  and (not isinstance(it, ToolGroup) or wholly_inside(it, lo, hi))]
     if not hidden_ids:
         return None
     unbounded = _unbounded_summary(covered, state)

@@ -84,7 +84,6 @@ from contextfold.domain.fragments import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.call_ids import call_alias
-from contextfold.projections.compaction import mask_stub
 from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
 from contextfold.projections.fold_content import (
     add_fragment,
@@ -100,6 +99,7 @@ from contextfold.projections.fold_content import (
 from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL
 from contextfold.projections.gc_pause import paused_gc
+from contextfold.projections.masking import mask_text, stub_trust
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import (
     NOTE_PRIORITY,
@@ -417,8 +417,9 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
     """Replace the ok/error answers of closed groups wholly inside the cover by stubs.
 
     The group stays (same calls, same statuses and exit codes), so the protocol
-    holds; only the answer fragment changes to a runtime stub whose source_ref
-    is the raw result's ``event://`` ref. The stub keeps the raw answer's log
+    holds; only the answer fragment changes to a stub (``masking``) whose source_ref
+    is the raw result's ``event://`` ref: the runtime's, or, quoting what a side
+    effect's result named, at that result's trust. The stub keeps the raw answer's log
     position for freshness, and the horizon does not move: masking changes
     nothing else a build sees.
     """
@@ -432,15 +433,12 @@ def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
         for slot in group.calls:
             if (slot.answer_id is not None and slot.answer_position is not None
                     and slot.status in ("ok", "error") and slot.answer_position not in state.masked):
-                raw = state.entries[slot.answer_id].head  # the stub needs no text
-                block = next(b for b in raw.content if isinstance(b, ToolResultBlock))
+                block, text, facts = mask_text(state, group, slot)  # as the plan priced it
                 stub = ToolResultBlock(call_id=block.call_id, name=block.name, status=block.status,
-                                       exit_code=block.exit_code,
-                                       text=mask_stub(state.run_id, block, slot.answer_position,
-                                                      raw.token_count))
+                                       exit_code=block.exit_code, text=text)
                 sub += 1
-                fid = add_fragment(state, rec, "tool_result", "runtime", (stub,), sub=sub,
-                                   source_ref=f"event://{state.run_id}/{slot.answer_position}")
+                fid = add_fragment(state, rec, "tool_result", stub_trust(state, slot, facts), (stub,),
+                                   sub=sub, source_ref=f"event://{state.run_id}/{slot.answer_position}")
                 state.entries[fid] = state.entries[fid].moved(slot.answer_position)
                 state.masked[slot.answer_position] = rec.position
                 slot = replace(slot, answer_id=fid)

@@ -411,6 +411,31 @@ def test_build_with_auto_compact_masks_first_and_stays_replayable(store_url: str
         assert run.replay(built.manifest.turn).ok
 
 
+def test_a_masked_side_effect_keeps_the_ids_and_the_unverified_state_its_result_named(store_url: str) -> None:
+    """A masked deploy read "ok, exit code 0": its deployment id and "not yet verified" left the
+    request, though a summary of the same result keeps both. Its output is long (held in the log,
+    loaded for the stub) or an artifact (its preview); a listing's stub stays one line of status."""
+    log = "deployment {} created; health check: not yet verified\n" + "build step ok\n" * 300
+    with open_store(store_url) as store:
+        run = store.run("mask-facts")
+        run.append(UserInput("Deploy v2 to staging, then run the smoke tests."))
+        for cid, dep, size in (("d1", "dep-7788", 1), ("d2", "dep-9911", 20)):
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=cid, name="deploy", arguments="{}"),)),
+                       ToolResult(call_id=cid, content=log.format(dep) * size, exit_code=0))
+        for i in range(4):
+            listing = "\n".join(f"file_{j}_a1b2c3d4e5" for j in range(150))
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"l{i}", name="ls"),)),
+                       ToolResult(call_id=f"l{i}", content=listing))
+        built = run.build("openai-chat", window=6000, auto_compact=True)
+        assert {r.event.strategy for r in run.events() if r.event.type == "history_compacted"} == {"mask"}
+        body = built.body_bytes.decode()
+        for dep in ("dep-7788", "dep-9911"):
+            assert f"{{ids: {dep}; says: deployment {dep} created; health check: not yet verified}}" in body
+        assert "[masked] result of call l0 (ls): ok; " in body
+        assert built.manifest.selected_tokens <= built.manifest.budget_tokens
+        assert run.replay(built.manifest.turn).ok
+
+
 def test_long_outputs_stay_in_the_log_and_are_rendered_in_full(store_url: str) -> None:
     """The state keeps a long tool output as a ref (inline in the event or an artifact's
     preview); the request still carries the whole text, and the run replays byte for byte."""
