@@ -149,6 +149,9 @@ def _outcome(entry: str) -> str:
 _FAILED = re.compile(r"\b(?:error\w*|fail\w*|unsuccessful|is_error=true|exit[_ ]code[= ][1-9]\d*)\b",
                      re.IGNORECASE)
 """How an entry says a call failed."""
+_NO_FAILURE = re.compile(r"\b(?:no|without|zero|0)\s+(?:\w+\s+)?(?:errors?|failures?)\b|\bnot? fail\w*\b|"
+                         r"\bnever fail\w*\b|\bdid not fail\b", re.IGNORECASE)
+"""A denial of a failure ("succeeded with no errors"): it does not say the call failed."""
 _FAILED_AT = re.compile(r"^call ([^\s,;:()]+) \([^)]*\) failed at event \d+:")
 """A skeleton's known failure of a failed result (``call d1 (deploy) failed at event 4: ...``)."""
 _ERROR_SIDE_EFFECT = re.compile(r": (?:error|lost|cancelled|open): unverified(?: \{.*\})?$")
@@ -200,7 +203,7 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
             raise CompactionError(f"summary states the outcome of calls {sorted(calls)} as known, which "
                                   f"the log leaves lost, cancelled or unverified: {entry!r}")
         calls = failed.intersection(cited)
-        if calls and not (_UNSURE.search(said) or _FAILED.search(said)):
+        if calls and not (_UNSURE.search(said) or _FAILED.search(_NO_FAILURE.sub("", said))):
             raise CompactionError(f"summary states calls {sorted(calls)} as succeeded, which the log "
                                   f"records as failed: {entry!r}")
     for entry in summary.side_effects:

@@ -103,6 +103,8 @@ def failed_deploy() -> Log:
     ("side_effects", "call d1 (deploy) deployed to staging: succeeded, verified healthy"),
     ("known_failures", "call d1 (deploy) had a transient health-check warning that cleared"),
     ("side_effects", "call d1 (deploy) failed to deploy to staging"),  # failed, but no longer unverified
+    ("tool_calls_and_results", "call d1 (deploy) -> ok, finished without errors"),  # a denial
+    ("known_failures", "call d1 (deploy) did not fail after all: no failures in the rollout"),
 ])
 def test_a_summary_that_writes_a_failed_call_as_succeeded_is_refused(key: str, rosy: str) -> None:
     """A plug-in summary wrote a failed deploy (exit 1, the skeleton's side effect "error:
