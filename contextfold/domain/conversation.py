@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.canonical import strict_json
-from contextfold.domain.events import ArtifactRef, ToolSpec
+from contextfold.domain.events import ArtifactRef, Reasoning, ToolSpec
 from contextfold.domain.fragments import Trust
 
 __all__ = [
@@ -153,6 +153,9 @@ class AssistantMessage(_Frozen):
     text: str = ""
     tool_calls: tuple[ToolCallPart, ...] = ()
     fragment_id: str
+    reasoning: Reasoning | None = Field(default=None, exclude_if=_absent)
+    """The response's provider reasoning, verbatim: a renderer sends it only to the provider that
+    made it (``projections.reasoning``). Left out of the JSON when absent."""
 
 
 class ToolResultPart(_CallId):

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock, TextBlock
+from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock, Reasoning, TextBlock
 
 __all__ = [
     "FRAGMENT_KINDS",
@@ -20,6 +20,7 @@ __all__ = [
     "ContextFragment",
     "FragmentKind",
     "MessageBlock",
+    "ReasoningBlock",
     "ToolCallBlock",
     "ToolResultBlock",
     "Trust",
@@ -83,8 +84,16 @@ class ToolResultBlock(_Frozen):
     exit_code: int | None = None
 
 
+class ReasoningBlock(_Frozen):
+    """A model response's provider reasoning (``events.Reasoning``), verbatim: sent back only to
+    the provider that made it (``render``), never cut, redacted or summarised."""
+
+    type: Literal["reasoning"] = "reasoning"
+    reasoning: Reasoning
+
+
 MessageBlock: TypeAlias = Annotated[
-    TextBlock | ImageBlock | DocumentBlock | ToolCallBlock | ToolResultBlock,
+    TextBlock | ImageBlock | DocumentBlock | ToolCallBlock | ToolResultBlock | ReasoningBlock,
     Field(discriminator="type"),
 ]
 

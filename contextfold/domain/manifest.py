@@ -267,6 +267,10 @@ class ManifestFragment(_Frozen):
     original_tokens: int | None = None
     media: tuple[MediaCostRecord, ...] = ()
     """Per image/document: estimated cost for the target provider and the rule that priced it."""
+    reasoning: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """For a model response that carried provider reasoning: whether it was sent (verbatim, its
+    tokens counted in ``tokens``) or left out (another provider made it: a hand-off), how many
+    pieces and how many tokens. Absent (and not in the JSON) for every other fragment."""
 
 
 class ExcludedFragment(_Frozen):

@@ -41,18 +41,19 @@ import blake3
 
 from contextfold.domain.canonical import canonical_utf8, quote, quote_utf8
 from contextfold.domain.errors import IntegrityError
-from contextfold.domain.events import ArtifactRef, ContentBlock, DocumentBlock, TextBlock
+from contextfold.domain.events import ArtifactRef, ContentBlock, DocumentBlock, Reasoning, TextBlock
 from contextfold.domain.fragments import (
     ContextFragment,
     FragmentKind,
     MessageBlock,
+    ReasoningBlock,
     ToolCallBlock,
     ToolResultBlock,
     Trust,
 )
 
 __all__ = ["LAZY_TEXT_CHARS", "AnswerStatus", "Content", "FragmentEntry", "FragmentFields", "LazyText",
-           "Response", "ToolAnswer", "artifact_text_in", "blocks_hash"]
+           "Response", "ToolAnswer", "artifact_text_in", "blocks_hash", "reasoning_of"]
 
 LAZY_TEXT_CHARS = 1024
 """A tool result text longer than this is a large payload: held as a ref when the state has a
@@ -128,16 +129,25 @@ class ToolAnswer(NamedTuple):
 
 class Response(NamedTuple):
     """The content of a model response's history fragment: its text, then its calls
-    as ``(call_id, name, arguments)``."""
+    as ``(call_id, name, arguments)``, then its provider reasoning if it has any (a
+    ``ReasoningBlock`` last: a response without one has the blocks, and so the content hash,
+    it had before reasoning was kept)."""
 
     text: str
     calls: tuple[tuple[str, str, str], ...]
+    reasoning: Reasoning | None = None
 
     def to_blocks(self) -> tuple[MessageBlock, ...]:
         head: tuple[MessageBlock, ...] = (TextBlock(text=self.text),) if self.text else ()
-        return head + tuple(ToolCallBlock(call_id=c, name=n, arguments=a) for c, n, a in self.calls)
+        tail: tuple[MessageBlock, ...] = (() if self.reasoning is None
+                                          else (ReasoningBlock(reasoning=self.reasoning),))
+        return head + tuple(ToolCallBlock(call_id=c, name=n, arguments=a) for c, n, a in self.calls) + tail
 
     def canonical(self) -> bytes | None:
+        """The canonical JSON of :meth:`to_blocks`, written directly; None with reasoning (the
+        generic path dumps it)."""
+        if self.reasoning is not None:
+            return None
         parts = [b'{"text":' + quote_utf8(self.text) + b',"type":"text"}'] if self.text else []
         parts.extend(b'{"arguments":' + quote_utf8(a) + f',"call_id":{quote(c)},"name":{quote(n)},'
                      f'"type":"tool_call"}}'.encode() for c, n, a in self.calls)
@@ -146,6 +156,17 @@ class Response(NamedTuple):
 
 Content = tuple[MessageBlock, ...] | ToolAnswer | Response
 """What an entry holds: the blocks themselves, or a recipe of plain values."""
+
+
+def reasoning_of(view: ContextFragment | FragmentEntry) -> Reasoning | None:
+    """The provider reasoning a fragment (or its folded entry) carries, if any: a model response's
+    (``Response.reasoning``, or the ``ReasoningBlock`` of a fragment built from blocks)."""
+    content = view.content
+    if isinstance(content, Response):
+        return content.reasoning
+    if isinstance(content, ToolAnswer):
+        return None
+    return next((b.reasoning for b in content if isinstance(b, ReasoningBlock)), None)
 
 
 class FragmentFields(Protocol):

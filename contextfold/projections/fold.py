@@ -222,7 +222,9 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
     calls = tuple((c.call_id, c.name, c.arguments) for c in event.tool_calls)
     if not state.unparsed_arguments_seen and any(arguments_object(a) is None for _, _, a in calls):
         state.unparsed_arguments_seen = True
-    fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls))
+    if event.reasoning is not None:
+        state.reasoning_seen = True
+    fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls, event.reasoning))
     if calls:
         slots = []
         for c, n, _ in calls:

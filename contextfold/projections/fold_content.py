@@ -44,6 +44,7 @@ from contextfold.domain.events import (
 from contextfold.domain.fragments import (
     FragmentKind,
     MessageBlock,
+    ReasoningBlock,
     ToolCallBlock,
     ToolResultBlock,
     Trust,
@@ -60,6 +61,7 @@ from contextfold.projections.entries import (
 )
 from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data
 from contextfold.projections.media_cost import priced_media
+from contextfold.projections.reasoning import reasoning_tokens
 from contextfold.projections.redact import redact
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
 from contextfold.projections.tool_names import shown_names
@@ -144,6 +146,8 @@ def block_tokens(state: RunState, block: MessageBlock) -> int:
             if block.artifact is not None and block.pages is None:
                 return _artifact_tokens(state, block.artifact)
             return DOCUMENT_PAGE_TOKENS * (block.pages or 1)
+        case ReasoningBlock():
+            return reasoning_tokens(block.reasoning, count)
         case _:
             assert_never(block)
 
@@ -172,8 +176,9 @@ def content_tokens(state: RunState, content: Content) -> int:
         return body + sum(block_tokens(state, b) for b in content.blocks)
     if isinstance(content, Response):
         count = state.counter.count
-        return count(content.text) + sum(_call_name_tokens(n, count) + arguments_tokens(a, count)
-                                         for _, n, a in content.calls)
+        return (count(content.text) + sum(_call_name_tokens(n, count) + arguments_tokens(a, count)
+                                          for _, n, a in content.calls)
+                + (0 if content.reasoning is None else reasoning_tokens(content.reasoning, count)))
     return sum(block_tokens(state, b) for b in content)
 
 

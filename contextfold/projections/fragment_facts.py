@@ -47,6 +47,7 @@ from contextfold.projections.entries import (
     Response,
     ToolAnswer,
     artifact_text_in,
+    reasoning_of,
 )
 from contextfold.projections.fold_content import answer_frame_of
 from contextfold.projections.framing import (
@@ -58,6 +59,7 @@ from contextfold.projections.framing import (
 )
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.not_offered import not_offered_header, not_offered_names, not_offered_record
+from contextfold.projections.reasoning import reasoning_sent, reasoning_tokens
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.redact_calls import redact_reply_fragment
 from contextfold.projections.state import RunState
@@ -165,6 +167,10 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
     if state.media_seen:
         media = plan_fragment(state, view if isinstance(view, ContextFragment) else view.head, provider)
     text_tokens = view.token_count - (media.fold_tokens if media is not None else 0)
+    if state.reasoning_seen:  # priced in the fold: left out again where it is not sent
+        reasoning = reasoning_of(view)
+        if reasoning is not None and not reasoning_sent(reasoning, provider):
+            text_tokens -= reasoning_tokens(reasoning, count)
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
                                                                 answer_frame(view))
@@ -221,7 +227,8 @@ class BuildCtx:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
         # A provider changes a fragment's facts only through media prices: until the run has
         # media, builds for every provider share one table (and everything derived from it).
-        pricing = self.config.provider if self.state.media_seen else "*"
+        # So does reasoning (sent to its own provider only): then the tables are the provider's.
+        pricing = self.config.provider if self.state.media_seen or self.state.reasoning_seen else "*"
         key = (self.state.counter.encoding_name, pricing, self.policy, kinds, self.blocked)
         # Every per-config table in one memo entry, found by slot name: a key holding the
         # policy hashes it in Python, and a build asks for ~8 tables.

@@ -47,10 +47,10 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
-from contextfold.domain.events import DocumentBlock, ImageBlock, TextBlock, ToolSpec
+from contextfold.domain.events import DocumentBlock, ImageBlock, Reasoning, TextBlock, ToolSpec
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.domain.trusted import trusted
-from contextfold.projections.entries import FragmentEntry, FragmentFields, Response
+from contextfold.projections.entries import FragmentEntry, FragmentFields, Response, reasoning_of
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL, data_tag
 from contextfold.projections.not_offered import not_offered_header, not_offered_names, not_offered_record
 from contextfold.projections.render.data_blocks import runtime_header_line
@@ -396,6 +396,14 @@ def _call_part(slot: CallSlot, name: str, arguments: str) -> ToolCallPart:
                    name=name, arguments=arguments)
 
 
+def _assistant(reasoning: Reasoning | None, **fields: Any) -> AssistantMessage:
+    """The model's message, with its provider reasoning when it has some (the renderers send it
+    to that provider only: ``projections.reasoning``)."""
+    if reasoning is not None:
+        fields["reasoning"] = reasoning
+    return trusted(AssistantMessage, **fields)
+
+
 def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], str]) -> list[Message]:
     state = inp.state
     match item:
@@ -421,6 +429,7 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                 header = InstructionPart(text=not_offered_header(missing), authority="runtime",
                                          fragment_id=head.id)
                 note: list[UserPart] = [header, _data(head, record, False, NOTE_LABEL)]
+            reasoning = reasoning_of(head)
             results: list[ToolResultPart] = []
             for slot in item.calls:
                 if slot.answer_id is None:
@@ -451,12 +460,12 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                                        content=content, exit_code=exit_code, fragment_id=answer.id))
             if missing:
                 return [trusted(UserMessage, parts=tuple(note))]
-            return [trusted(AssistantMessage, text=said, tool_calls=calls, fragment_id=head.id),
+            return [_assistant(reasoning, text=said, tool_calls=calls, fragment_id=head.id),
                     trusted(ToolResults, results=tuple(results))]
         case MessageItem():
             e = state.entries[item.fragment_id]
             if item.role == "assistant":
-                return [trusted(AssistantMessage, text=text(e.id), fragment_id=e.id)]
+                return [_assistant(reasoning_of(e), text=text(e.id), fragment_id=e.id)]
             if item.role == "user":
                 parts: list[UserPart] = []
                 body = text(e.id)

@@ -17,8 +17,9 @@ from typing import Any, NamedTuple
 from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import LAYER_NAMES, ManifestFragment
 from contextfold.domain.trusted import trusted
-from contextfold.projections.entries import FragmentEntry, FragmentFields
+from contextfold.projections.entries import FragmentEntry, FragmentFields, reasoning_of
 from contextfold.projections.fragment_facts import BuildCtx, Facts
+from contextfold.projections.reasoning import reasoning_note, reasoning_tokens
 from contextfold.projections.state import SummaryItem, freshness_at
 
 __all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line", "shown_as"]
@@ -79,12 +80,26 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     tokens = facts.text_tokens
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
                             "truncated": False}, position)
-    key = (f, layer, required, reason)
-    line = ctx.cached("line", fid, key) or ctx.keep("line", fid, key, trusted(
-        ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,
-        tokens=tokens, required=required, truncated=False, selection_reason=reason,
-        content_hash=f.content_hash))
+    # A line is shared by the providers' builds, but reasoning is sent to and priced for one.
+    key = (f, layer, required, reason, ctx.config.provider if ctx.state.reasoning_seen else None)
+    line = ctx.cached("line", fid, key)
+    if line is None:
+        note = _reasoning_note(ctx, f)
+        line = ctx.keep("line", fid, key, trusted(
+            ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,
+            tokens=tokens, required=required, truncated=False, selection_reason=reason,
+            content_hash=f.content_hash, **({} if note is None else {"reasoning": note})))
     return layer, tokens, facts.overhead, view, line
+
+
+def _reasoning_note(ctx: BuildCtx, f: ContextFragment | FragmentEntry) -> str | None:
+    """The line's ``reasoning``: what became of the fragment's provider reasoning (``reasoning``)."""
+    if not ctx.state.reasoning_seen:
+        return None
+    reasoning = reasoning_of(f)
+    if reasoning is None:
+        return None
+    return reasoning_note(reasoning, ctx.config.provider, reasoning_tokens(reasoning, ctx.count))
 
 
 def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None,
@@ -113,10 +128,12 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     view = SelectedView(f, {"required": fid in ctx.required, "token_count": tokens,
                             "selection_reason": reason, "truncated": fid in truncated}, position)
     media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))
+    note = _reasoning_note(ctx, f)
     line = trusted(
         ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,
         tokens=tokens, required=fid in ctx.required, truncated=fid in truncated, selection_reason=reason,
-        content_hash=f.content_hash, original_tokens=original_tokens.get(fid), media=media or ())
+        content_hash=f.content_hash, original_tokens=original_tokens.get(fid), media=media or (),
+        **({} if note is None else {"reasoning": note}))
     overhead = facts.overhead + (ctx.truncated_extra(fid) if fid in truncated else 0)  # truncated="true"
     return layer, tokens, overhead, view, line
 

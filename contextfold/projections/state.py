@@ -189,6 +189,9 @@ class RunState:
     media_seen: bool = False
     """Some fragment carried an image or a document block. Until then every provider prices a
     fragment alike, so builds for several providers share their per-fragment tables."""
+    reasoning_seen: bool = False
+    """Some model response carried provider reasoning: from then on a fragment's price depends on
+    the provider built for (its reasoning is sent to its own provider only), as with media."""
     unparsed_arguments_seen: bool = False
     """Some tool call's arguments were not a JSON object (``arguments_object``): until then a
     build need not look for them to report them (``tool_arguments_not_an_object`` repairs)."""
@@ -226,7 +229,7 @@ class RunState:
             open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
             request_call_ids=set(self.request_call_ids), builds=dict(self.builds),
-            usage=dict(self.usage), media_seen=self.media_seen,
+            usage=dict(self.usage), media_seen=self.media_seen, reasoning_seen=self.reasoning_seen,
             unparsed_arguments_seen=self.unparsed_arguments_seen,
         )
 

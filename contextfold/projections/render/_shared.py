@@ -6,6 +6,7 @@ about one thing.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from contextfold.domain.conversation import (
@@ -16,6 +17,7 @@ from contextfold.domain.conversation import (
     arguments_object,
 )
 from contextfold.domain.errors import RenderError
+from contextfold.domain.events import ReasoningItem
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MAX_TOKENS",
@@ -26,6 +28,7 @@ __all__ = [
     "document_filename",
     "object_schema",
     "parse_arguments",
+    "reasoning_between",
     "system_texts",
     "unsent_document_note",
 ]
@@ -150,3 +153,14 @@ def system_texts(conversation: Conversation, provider: str) -> list[str]:
             )
         texts.append(part.text)
     return texts
+
+
+def reasoning_between(items: tuple[ReasoningItem, ...], calls: int) -> list[list[dict[str, Any]]]:
+    """A response's reasoning items (Anthropic blocks, OpenAI items) placed where they stood:
+    ``out[k]`` goes right before its ``k``-th call (``out[0]`` before the text as well), and
+    ``out[calls]`` after the last call. Each is a deep copy of the logged JSON, verbatim (the
+    body is handed out and edited, the event's JSON never)."""
+    out: list[list[dict[str, Any]]] = [[] for _ in range(calls + 1)]
+    for item in items:
+        out[min(item.before_call, calls)].append(copy.deepcopy(item.raw))
+    return out

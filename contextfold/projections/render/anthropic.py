@@ -18,6 +18,10 @@ Rules this renderer keeps (the API rejects requests that break them):
 - ``tool_use.input`` is the parsed arguments object; arguments that are not a
   JSON object are sent verbatim as ``{"unparsed_arguments": text}``, never guessed at
   (``render._shared.parse_arguments``).
+- Provider reasoning (``thinking`` with its ``signature``, ``redacted_thinking`` with its ``data``)
+  of an assistant turn made by Anthropic goes back verbatim, first in the turn (interleaved
+  thinking before the call it preceded); another provider's is not sent
+  (``projections.reasoning``: which turns, and why).
 - ``is_error: true`` on results with status error, lost or cancelled; the
   runtime header in the content says which.
 - Text blocks that are empty or only whitespace are rejected by the API ("text content
@@ -55,10 +59,12 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.errors import RenderError
+from contextfold.domain.events import AnthropicReasoning
 from contextfold.projections.render._shared import (
     DEFAULT_ANTHROPIC_MAX_TOKENS,
     object_schema,
     parse_arguments,
+    reasoning_between,
     system_texts,
 )
 from contextfold.projections.render.data_blocks import (
@@ -127,8 +133,19 @@ def _user_blocks(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
 
 
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
-    blocks = _text(message.text)
-    for call in message.tool_calls:
+    """Thinking first (a thinking turn's message must start with it), the text, the calls; a
+    block of interleaved thinking goes back before the call it preceded. Another provider's
+    reasoning is not sent (``projections.reasoning``)."""
+    reasoning = message.reasoning
+    calls = len(message.tool_calls)
+    if not calls and not _text(message.text):
+        return []  # nothing to say: left out, with its thinking (a turn of thinking alone is no turn)
+    placed = (reasoning_between(reasoning.items, calls) if isinstance(reasoning, AnthropicReasoning)
+              else [[] for _ in range(calls + 1)])
+    blocks = [*placed[0], *_text(message.text)]
+    for n, call in enumerate(message.tool_calls):
+        if n:
+            blocks.extend(placed[n])
         blocks.append(
             {
                 "type": "tool_use",
@@ -137,6 +154,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
                 "input": parse_arguments(call),
             }
         )
+    if calls:
+        blocks.extend(placed[calls])
     return blocks
 
 

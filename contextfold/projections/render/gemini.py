@@ -22,10 +22,12 @@ Decisions:
   ``inlineData``/``fileData`` parts of the same content. A call's ``id`` is its
   logged id, or its alias when the run reused the id (``projections.call_ids``):
   Google documents the id as unique.
-- Gemini 3 rejects a function call without a ``thoughtSignature``. Our log does
-  not keep provider signatures (history may come from any provider), so the
-  first call of each model turn carries Google's documented bypass value
-  :data:`SKIP_THOUGHT_SIGNATURE` (see ai.google.dev/gemini-api/docs/thought-signatures).
+- Gemini 3 rejects a function call without a ``thoughtSignature``. The log keeps the
+  signatures Gemini returned (``events.GeminiReasoning``): each goes back on the part it came
+  on. A turn another provider made (a hand-off), or one logged without them, has none: its
+  first call carries Google's documented bypass value :data:`SKIP_THOUGHT_SIGNATURE` (see
+  ai.google.dev/gemini-api/docs/thought-signatures). Another provider's reasoning is not sent
+  (``projections.reasoning``).
 - Tool schemas go in ``parametersJsonSchema`` (JSON Schema, as recorded in
   accepted requests), canonicalised. Stripped keywords: ``$schema``, ``$id``
   and ``$comment`` (metadata Gemini does not accept); every other keyword
@@ -48,6 +50,7 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.errors import RenderError
+from contextfold.domain.events import GeminiReasoning
 from contextfold.projections.render._shared import (
     object_schema,
     parse_arguments,
@@ -128,7 +131,16 @@ def _user_parts(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
 
 
 def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
+    """The text part, then one part per call. A ``thoughtSignature`` Gemini gave goes back on the
+    part it came on: a call's on that call, another's on the text part (or, with no text, on
+    an empty text part of its own); the first call without one carries the bypass value."""
+    reasoning = message.reasoning
+    signatures = reasoning.signatures if isinstance(reasoning, GeminiReasoning) else ()
+    on_call = {s.call: s.signature for s in signatures if s.call is not None}
+    loose = [s.signature for s in signatures if s.call is None or s.call >= len(message.tool_calls)]
     parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+    if loose and parts:
+        parts[0]["thoughtSignature"] = loose.pop(0)
     for n, call in enumerate(message.tool_calls):
         part: dict[str, Any] = {
             "functionCall": {
@@ -137,9 +149,12 @@ def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
                 "id": call.shown_id(PROVIDER),
             }
         }
-        if n == 0:
+        if n in on_call:
+            part["thoughtSignature"] = on_call[n]
+        elif n == 0:
             part["thoughtSignature"] = SKIP_THOUGHT_SIGNATURE
         parts.append(part)
+    parts.extend({"text": "", "thoughtSignature": signature} for signature in loose)
     return parts
 
 

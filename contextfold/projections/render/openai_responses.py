@@ -17,6 +17,9 @@ Decisions:
   ``function_call`` item per call; the results are ``function_call_output``
   items by ``call_id`` in call order. Unlike Chat Completions, outputs may
   carry images and files, so media a tool returned stays in its own output.
+- A turn's ``reasoning`` items (id, summary, ``encrypted_content``), when OpenAI Responses made
+  it, go back verbatim before its message and ``function_call`` items (before the call they
+  preceded); another provider's reasoning is not sent (``projections.reasoning``).
 - ``strict: false`` on tools: strict mode requires schemas we cannot promise
   (every property required, ``additionalProperties: false``).
 """
@@ -36,11 +39,13 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
+from contextfold.domain.events import OpenAIResponsesReasoning
 from contextfold.projections.render._shared import (
     OPENAI_RESPONSES_FILE_TYPES,
     data_url,
     document_filename,
     object_schema,
+    reasoning_between,
     system_texts,
     unsent_document_note,
 )
@@ -118,6 +123,26 @@ def _output(result: ToolResultPart) -> str | list[dict[str, Any]]:
     return pieces
 
 
+def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+    """The turn's reasoning items (its own, verbatim: another provider's is not sent), its
+    message and its calls, as the API returned them: reasoning before what it led to."""
+    reasoning = message.reasoning
+    calls = len(message.tool_calls)
+    placed = (reasoning_between(reasoning.items, calls) if isinstance(reasoning, OpenAIResponsesReasoning)
+              else [[] for _ in range(calls + 1)])
+    items = list(placed[0])
+    if message.text or not message.tool_calls:
+        items.append({"type": "message", "role": "assistant", "content": message.text})
+    for n, call in enumerate(message.tool_calls):
+        if n:
+            items.extend(placed[n])
+        items.append({"type": "function_call", "call_id": call.shown_id(PROVIDER), "name": call.name,
+                      "arguments": call.arguments})
+    if calls:
+        items.extend(placed[calls])
+    return items
+
+
 def render_openai_responses(conversation: Conversation, *, max_tokens: int | None = None
                             ) -> dict[str, Any]:
     """The Responses body for ``conversation`` (not validated; see ``render``)."""
@@ -130,14 +155,7 @@ def render_openai_responses(conversation: Conversation, *, max_tokens: int | Non
                      "content": _user_content(message.parts)}
                 )
             case AssistantMessage():
-                if message.text or not message.tool_calls:
-                    items.append({"type": "message", "role": "assistant",
-                                  "content": message.text})
-                items.extend(
-                    {"type": "function_call", "call_id": call.shown_id(PROVIDER), "name": call.name,
-                     "arguments": call.arguments}
-                    for call in message.tool_calls
-                )
+                items.extend(_assistant_items(message))
             case ToolResults():
                 items.extend(
                     {"type": "function_call_output", "call_id": result.shown_id(PROVIDER),

@@ -1,0 +1,95 @@
+"""Provider reasoning (thinking blocks, reasoning items, thought signatures): who gets it, and its price.
+
+What is sent. A model response's reasoning (``events.Reasoning``) is sent back, verbatim, to the
+provider that made it, with the assistant turn it belongs to, for every such turn the request
+shows; to any other provider it is not sent (a signature or an encrypted payload is readable
+only by its maker: Anthropic, OpenAI and Google each refuse another's). A build for ``neutral``
+(the provider-neutral conversation) carries it on the assistant message, priced.
+
+Why every shown turn, not only the current tool-use loop (which is all Anthropic requires, and
+all Gemini validates): production agents run long tool loops under prompt caching, and
+
+- a turn's bytes then never change as the run goes on: dropping a turn's reasoning once a new user
+  message arrives would rewrite every earlier assistant turn of the request, and a provider's
+  prompt cache misses from the first changed byte on (the whole history is paid again, once per
+  user message);
+- a fragment's price never changes either: the builder costs a fragment once per configuration
+  for the life of the state (``units``), and the selection promises (a larger budget never drops
+  what a smaller one kept) hold because prices do not move with the log's horizon;
+- OpenAI asks for the reasoning items of earlier turns to be passed back (the API discards those
+  it does not need), and the newer Claude models keep earlier thinking in context.
+
+What it costs: each turn's reasoning is priced into its history fragment (:func:`reasoning_tokens`),
+so under a tight budget an old turn with long reasoning leaves the request (whole, with its calls
+and results: the group is atomic) before newer ones, and what is sent never exceeds the budget.
+Anthropic's older models strip earlier thinking from the context window: there the price is an
+over-estimate, never an under-estimate. Reasoning is never cut, redacted or summarised: a cut or
+edited block is refused by the provider, so a turn is kept with all of its reasoning or not at all.
+
+Hand-off: a build for another provider prices the turn without its reasoning and says so in the
+fragment's manifest line (:func:`reasoning_note`), so an auditor sees what the model could not
+be shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import assert_never
+
+from contextfold.domain.canonical import canonical_dumps
+from contextfold.domain.events import (
+    AnthropicReasoning,
+    GeminiReasoning,
+    OpenAIResponsesReasoning,
+    Reasoning,
+)
+
+__all__ = ["NEUTRAL", "reasoning_note", "reasoning_sent", "reasoning_tokens"]
+
+NEUTRAL = "neutral"
+"""The build ``provider`` of the provider-neutral conversation: it carries every reasoning."""
+
+
+def reasoning_sent(reasoning: Reasoning, provider: str) -> bool:
+    """Whether a build for ``provider`` sends ``reasoning``: to its own provider (and in the
+    neutral conversation) only."""
+    return provider in (reasoning.provider, NEUTRAL)
+
+
+def reasoning_tokens(reasoning: Reasoning, count: Callable[[str], int]) -> int:
+    """What a response's reasoning costs where it is sent: the canonical JSON of each Anthropic
+    block or OpenAI item as a whole (its signed or encrypted payload, its text and summary and,
+    as a margin, its keys), or each Gemini signature. Why the whole JSON: what a provider really
+    counts of an opaque payload is not documented, and the budget must hold whatever it is; a
+    tokenizer's count of the text sent, keys included, is at or above the text shown."""
+    match reasoning:
+        case AnthropicReasoning() | OpenAIResponsesReasoning():
+            return sum(count(canonical_dumps(item.raw)) for item in reasoning.items)
+        case GeminiReasoning():
+            return sum(count(s.signature) for s in reasoning.signatures)
+        case _:
+            assert_never(reasoning)
+
+
+def _pieces(reasoning: Reasoning) -> str:
+    match reasoning:
+        case AnthropicReasoning():
+            n = len(reasoning.items)
+            return f"{n} thinking block{'s' if n != 1 else ''}"
+        case OpenAIResponsesReasoning():
+            n = len(reasoning.items)
+            return f"{n} reasoning item{'s' if n != 1 else ''}"
+        case GeminiReasoning():
+            n = len(reasoning.signatures)
+            return f"{n} thought signature{'s' if n != 1 else ''}"
+        case _:
+            assert_never(reasoning)
+
+
+def reasoning_note(reasoning: Reasoning, provider: str, tokens: int) -> str:
+    """The manifest's word on a fragment's reasoning: sent (and its tokens, counted in the line's),
+    or left out because another provider made it."""
+    if reasoning_sent(reasoning, provider):
+        return f"{reasoning.provider} reasoning sent verbatim: {_pieces(reasoning)}, {tokens} tokens"
+    return (f"{reasoning.provider} reasoning not sent: {_pieces(reasoning)} ({tokens} tokens) "
+            f"that only {reasoning.provider} can read")

@@ -1,0 +1,196 @@
+"""Provider reasoning from the log to the request: sent back verbatim to the provider that made it,
+where it stood in the turn, priced in the turn's fragment, named in the manifest; left out (and
+unpriced, and said so) for any other provider. Every request is checked with the official SDK
+request types (``render_request`` validates)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from contextfold.api import render_request
+from contextfold.domain.events import (
+    AnthropicReasoning,
+    AnyEvent,
+    GeminiReasoning,
+    GeminiSignature,
+    ModelResponse,
+    OpenAIResponsesReasoning,
+    Reasoning,
+    ReasoningItem,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig, ManifestFragment
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.fold import fold
+from contextfold.projections.reasoning import reasoning_tokens
+from contextfold.projections.render.gemini import SKIP_THOUGHT_SIGNATURE
+from contextfold.projections.state import RunState
+from contextfold.projections.tokens import get_counter
+
+count = get_counter("cl100k_base").count
+PROVIDERS = ("anthropic", "gemini", "neutral", "openai-chat", "openai-responses")
+THINKING = {"type": "thinking", "thinking": "I should read the file before answering. " * 40,
+            "signature": "EqQBCkYIBxgCKkB+nd2rEw5Uabc/def=" * 8}
+REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a" * 6}
+OPENAI_ITEM = {"type": "reasoning", "id": "rs_0340ae",
+               "summary": [{"type": "summary_text", "text": "Read it."}],
+               "encrypted_content": "gAAAAABqchYqlw1tH_IUQkDiR" * 10}
+ANTHROPIC = AnthropicReasoning(items=(ReasoningItem(raw=THINKING),
+                                      ReasoningItem(before_call=1, raw=REDACTED)))
+OPENAI = OpenAIResponsesReasoning(items=(ReasoningItem(raw=OPENAI_ITEM),))
+SIGNATURE = base64.b64encode(bytes(range(7, 250))).decode()
+"""A Gemini signature is base64 (the SDK type checks it): 243 opaque bytes."""
+GEMINI = GeminiReasoning(signatures=(GeminiSignature(signature=SIGNATURE, call=1),))
+
+
+def _events(reasoning: Reasoning | None, *, calls: int = 2) -> list[AnyEvent]:
+    ids = [f"c{i}" for i in range(calls)]
+    extra: dict[str, Any] = {} if reasoning is None else {"reasoning": reasoning}
+    return [UserInput("Read both files and tell me what differs."),
+            ModelResponse(text="Reading them.", tool_calls=tuple(
+                ToolCall(call_id=c, name="read_file", arguments=f'{{"path":"{c}.txt"}}') for c in ids),
+                **extra),
+            *(ToolResult(call_id=c, content=f"contents of {c}") for c in ids)]
+
+
+def _state(events: list[AnyEvent]) -> RunState:
+    return fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+
+
+def _build(state: RunState, provider: str, window: int = 100_000) -> BuildResult:
+    return build_context(state, BuildConfig(provider=provider, window=window, reserve=1000),
+                         render=render_request)
+
+
+def _payload(reasoning: Reasoning) -> str:
+    """The opaque part of a reasoning: a signature, an encrypted content."""
+    if isinstance(reasoning, GeminiReasoning):
+        return reasoning.signatures[0].signature
+    raw = reasoning.items[0].raw
+    return str(raw.get("signature") or raw["encrypted_content"])
+
+
+def _line(result: BuildResult, fid: str = "e2") -> ManifestFragment:
+    return next(f for f in result.manifest.fragments if f.id == fid)
+
+
+def _assistant(request: dict[str, Any], key: str, role: str) -> list[dict[str, Any]]:
+    return next(m["content" if key == "messages" else "parts"] for m in request[key] if m["role"] == role)
+
+
+def test_anthropic_gets_its_thinking_back_verbatim_first_and_between_the_calls_it_stood_between() -> None:
+    request = _build(_state(_events(ANTHROPIC)), "anthropic").request
+    blocks = _assistant(request, "messages", "assistant")
+    assert [b["type"] for b in blocks] == ["thinking", "text", "tool_use", "redacted_thinking", "tool_use"]
+    assert blocks[0] == THINKING and blocks[3] == REDACTED  # not a byte edited, nothing added
+
+
+def test_openai_responses_gets_its_reasoning_items_back_before_the_calls() -> None:
+    items = _build(_state(_events(OPENAI)), "openai-responses").request["input"]
+    kinds = [i["type"] for i in items]
+    assert kinds[1:5] == ["reasoning", "message", "function_call", "function_call"]
+    assert items[1] == OPENAI_ITEM
+
+
+def test_gemini_gets_each_signature_back_on_the_part_it_came_on() -> None:
+    parts = _assistant(_build(_state(_events(GEMINI)), "gemini").request, "contents", "model")
+    signed = [p.get("thoughtSignature") for p in parts]
+    # the text part, the first call (no signature of its own: the bypass), the second call (its own)
+    assert signed == [None, SKIP_THOUGHT_SIGNATURE, GEMINI.signatures[0].signature]
+    only_text = GeminiReasoning(signatures=(GeminiSignature(signature="dGV4dA=="),))
+    parts = _assistant(_build(_state(_events(only_text)), "gemini").request, "contents", "model")
+    assert parts[0] == {"text": "Reading them.", "thoughtSignature": "dGV4dA=="}
+
+
+@pytest.mark.parametrize("reasoning", [ANTHROPIC, OPENAI, GEMINI], ids=lambda r: r.provider)
+def test_another_providers_reasoning_is_never_sent_and_the_manifest_says_so(reasoning: Reasoning) -> None:
+    """A hand-off: the request is byte for byte the one of the same log without reasoning, and the
+    manifest line of the turn names what was left out."""
+    state, plain = _state(_events(reasoning)), _state(_events(None))
+    secret = _payload(reasoning)
+    for provider in PROVIDERS:
+        built = _build(state, provider)
+        line = _line(built)
+        assert line.reasoning is not None
+        if provider in (reasoning.provider, "neutral"):
+            assert line.reasoning.startswith(f"{reasoning.provider} reasoning sent verbatim")
+            continue
+        assert line.reasoning.startswith(f"{reasoning.provider} reasoning not sent")
+        without = _build(plain, provider)
+        assert built.request == without.request
+        assert built.manifest.request_hash == without.manifest.request_hash
+        assert line.tokens == _line(without).tokens
+        assert secret not in json.dumps(built.request)
+        assert _line(without).reasoning is None
+
+
+@pytest.mark.parametrize("reasoning", [ANTHROPIC, OPENAI, GEMINI], ids=lambda r: r.provider)
+def test_what_is_sent_is_priced_in_the_turns_fragment_for_its_provider_only(reasoning: Reasoning) -> None:
+    """Built on ONE state for every provider in turn (a manifest line is shared by the providers'
+    builds unless its tokens differ), the turn costs its reasoning for its provider and neutral only."""
+    state, plain = _state(_events(reasoning)), _state(_events(None))
+    extra = reasoning_tokens(reasoning, count)
+    assert extra > 50
+    for provider in (*PROVIDERS, *reversed(PROVIDERS)):
+        built, without = _build(state, provider), _build(plain, provider)
+        sent = provider in (reasoning.provider, "neutral")
+        assert _line(built).tokens == _line(without).tokens + (extra if sent else 0)
+        assert built.manifest.selected_tokens == without.manifest.selected_tokens + (extra if sent else 0)
+        if sent:
+            assert str(extra) in (_line(built).reasoning or "")
+
+
+def _shown(value: Any, key: str | None = None) -> int:
+    """Every string of the history as sent, counted (ids and Gemini's signature excepted: framing)."""
+    if isinstance(value, str):
+        framing = {"role", "type", "id", "tool_use_id", "call_id", "thoughtSignature"}
+        return 0 if key in framing else count(value)
+    if isinstance(value, dict):
+        if key in ("input", "args"):
+            return count(json.dumps(value))
+        return sum(_shown(v, k) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_shown(v, key) for v in value)
+    return 0
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-responses"])
+def test_a_request_sized_to_its_manifest_never_shows_more_than_it_counted(provider: str) -> None:
+    """Many thinking turns in a long tool loop: the budget holds what is really sent, thinking and
+    signatures included, and a tight window drops old turns whole (never a block cut)."""
+    reasoning = ANTHROPIC if provider == "anthropic" else OPENAI
+    events: list[AnyEvent] = [UserInput("Keep reading until the bug is found.")]
+    for i in range(40):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="read_file", arguments="{}"),),
+                                 reasoning=reasoning),
+                   ToolResult(call_id=f"c{i}", content=f"line {i} of the log")]
+    state = _state(events)
+    whole = _build(state, provider, 1_000_000).manifest.selected_tokens
+    key = "messages" if provider == "anthropic" else "input"
+    for window in (whole + 1000, whole // 3):
+        built = _build(state, provider, window)
+        assert _shown(built.request[key]) <= built.manifest.selected_tokens <= window - 1000
+        sent = json.dumps(built.request)
+        kept = sum(1 for f in built.manifest.fragments if f.reasoning is not None)
+        assert sent.count(json.dumps(reasoning.items[0].raw["type"])) >= kept > 0
+        if window < whole:
+            assert built.manifest.excluded.get("over_budget")
+            for f in built.manifest.fragments:  # each kept turn with all of its reasoning
+                if f.reasoning is not None:
+                    assert "sent verbatim" in f.reasoning
+
+
+def test_the_neutral_conversation_carries_the_reasoning_and_openai_chat_has_nowhere_to_put_it() -> None:
+    state = _state(_events(ANTHROPIC))
+    neutral = _build(state, "neutral")
+    assistant = next(m for m in neutral.conversation.messages if m.role == "assistant")
+    assert assistant.reasoning == ANTHROPIC
+    chat = _build(state, "openai-chat").request
+    assert "thinking" not in json.dumps(chat["messages"][1]) and "redacted" not in json.dumps(chat)
