@@ -17,8 +17,10 @@ Mapping:
   ``mcp_tool_result`` blocks in the same message become :class:`ToolResult`
   events right after the response, so ids and pairing survive (content is the
   result's compact JSON; ``return_code`` becomes ``exit_code``). ``thinking``
-  and ``redacted_thinking`` are dropped: signed provider reasoning is not
-  portable context. A ``compaction`` block's summary is kept as response text.
+  and ``redacted_thinking`` blocks are kept verbatim as the response's
+  :class:`AnthropicReasoning` (each with the number of calls before it): with
+  extended thinking on, Anthropic needs them back unchanged in the next request
+  of a tool-use loop. A ``compaction`` block's summary is kept as response text.
 
 Media: URL sources stay URLs; ``base64`` sources become ``data:`` URLs (see
 :func:`~contextfold.importers._common.media_block`); ``file`` sources become
@@ -31,10 +33,12 @@ from __future__ import annotations
 from typing import Any
 
 from contextfold.domain.events import (
+    AnthropicReasoning,
     AnyEvent,
     ContentBlock,
     ModelResponse,
     PolicySet,
+    ReasoningItem,
     TextBlock,
     ToolCall,
     ToolResult,
@@ -141,6 +145,7 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
         raise Bad((*path, "content"), "expected 'content' to be a string or an array of blocks")
     texts: list[str] = []
     calls: list[ToolCall] = []
+    thinking: list[ReasoningItem] = []
     server_results: list[tuple[ToolResult, JsonPath]] = []
     for j, raw in enumerate(content):
         bp = (*path, "content", j)
@@ -156,14 +161,16 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
         elif kind.endswith("_tool_result") or kind == "mcp_tool_result":
             server_results.append((_server_result(block, bp), bp))
         elif kind in ("thinking", "redacted_thinking"):
-            continue
+            thinking.append(build(ReasoningItem, bp, before_call=len(calls), raw=block))
         elif kind == "compaction":
             summary = block.get("content")
             if isinstance(summary, str):
                 texts.append(summary)
         else:
             raise Bad((*bp, "type"), f"unsupported assistant content block {kind!r}")
-    run.add(build(ModelResponse, path, text="\n".join(texts), tool_calls=tuple(calls)), path)
+    reasoning = build(AnthropicReasoning, path, items=tuple(thinking)) if thinking else None
+    run.add(build(ModelResponse, path, text="\n".join(texts), tool_calls=tuple(calls),
+                  **({"reasoning": reasoning} if reasoning is not None else {})), path)
     for result, bp in server_results:
         run.add(result, bp)
 

@@ -11,7 +11,10 @@ Mapping:
 - ``systemInstruction`` -> :class:`PolicySet`.
 - ``model`` content -> one :class:`ModelResponse`: text parts (thought parts
   dropped) and ``functionCall`` parts as tool calls. ``executableCode`` /
-  ``codeExecutionResult`` are kept as fenced text.
+  ``codeExecutionResult`` are kept as fenced text. Every ``thoughtSignature``
+  (on a call, text, thought or bare part) is kept verbatim as the response's
+  :class:`GeminiReasoning`, with the call it rode on: Gemini wants it back on
+  the same part (Gemini 3 rejects a call of the current turn without it).
 - ``user`` (or ``function``/``tool``) content: ``functionResponse`` parts ->
   :class:`ToolResult` (the ``response`` object as compact JSON, except a lone
   ``output`` or ``error`` string, which is the text itself; ``is_error``
@@ -33,6 +36,8 @@ from typing import Any
 from contextfold.domain.events import (
     AnyEvent,
     ContentBlock,
+    GeminiReasoning,
+    GeminiSignature,
     ModelResponse,
     PolicySet,
     TextBlock,
@@ -128,10 +133,18 @@ def _code_text(part: dict[str, Any]) -> str | None:
 def _model(content: dict[str, Any], ci: int, path: JsonPath, run: RunBuilder) -> None:
     texts: list[str] = []
     calls: list[ToolCall] = []
+    signatures: list[GeminiSignature] = []
     for pi, raw in enumerate(get_list(content, "parts", path)):
         pp = (*path, "parts", pi)
         part = require_obj(raw, pp, "a part object")
         fc = _get(part, "functionCall")
+        signed = _get(part, "thoughtSignature")
+        if signed is not None:
+            key, signature = signed
+            if not isinstance(signature, str):
+                raise Bad((*pp, key), f"expected {key!r} to be a string")
+            signatures.append(build(GeminiSignature, (*pp, key), signature=signature,
+                                    call=len(calls) if fc is not None else None))
         if fc is not None:
             key, raw_call = fc
             call = require_obj(raw_call, (*pp, key), f"{key!r} to be an object")
@@ -145,11 +158,12 @@ def _model(content: dict[str, Any], ci: int, path: JsonPath, run: RunBuilder) ->
             texts.append(get_str(part, "text", pp))
         elif (code := _code_text(part)) is not None:
             texts.append(code)
-        elif _get(part, "thoughtSignature") is not None:
-            continue  # a bare signature part carries no context
+        elif signed is not None:
+            continue  # a bare signature part: its signature is kept above
         else:
             raise Bad(pp, f"unsupported model part with keys {sorted(part)}")
-    run.add(build(ModelResponse, path, text="".join(texts), tool_calls=tuple(calls)), path)
+    extra = {"reasoning": build(GeminiReasoning, path, signatures=tuple(signatures))} if signatures else {}
+    run.add(build(ModelResponse, path, text="".join(texts), tool_calls=tuple(calls), **extra), path)
 
 
 def _user(content: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:

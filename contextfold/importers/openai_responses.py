@@ -23,9 +23,12 @@ Mapping:
   message after a call starts a new response.
 - ``additional_tools`` (developer-provided tools mid-conversation) ->
   :class:`ToolsRegistered`.
-- ``reasoning`` items are dropped: encrypted provider reasoning is not
-  portable context. ``item_reference`` is refused: it needs server-side state
-  this file does not contain.
+- ``reasoning`` items are kept verbatim as the :class:`OpenAIResponsesReasoning` of
+  the response they open (a reasoning item after that response's calls opens the
+  next one); the API wants them back before the calls they led to. A reasoning
+  item that no message or call follows before a user turn or a result belongs to
+  no response and is dropped. ``item_reference`` is refused: it needs server-side
+  state this file does not contain.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from contextfold.domain.events import (
     AnyEvent,
     ContentBlock,
     ModelResponse,
+    OpenAIResponsesReasoning,
     PolicySet,
+    ReasoningItem,
     TextBlock,
     ToolCall,
     ToolResult,
@@ -122,13 +127,28 @@ class _Turn:
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.calls: list[ToolCall] = []
+        self.reasoning: list[ReasoningItem] = []
+        self.pending: list[tuple[dict[str, Any], JsonPath]] = []
+        """Reasoning items not yet followed by a message or a call: they open what follows."""
         self.path: JsonPath | None = None
 
-    def flush(self, run: RunBuilder) -> None:
+    def starts(self, item: JsonPath) -> None:
+        """An output item (message or call) at ``item`` joins the turn (a new assistant message
+        after the turn's output, or anything after its calls, opens the next one: the caller
+        flushes first), preceded by the reasoning items pending before it."""
+        self.path = self.path or item
+        self.reasoning += [build(ReasoningItem, p, before_call=len(self.calls), raw=raw)
+                           for raw, p in self.pending]
+        self.pending = []
+
+    def flush(self, run: RunBuilder, *, keep_pending: bool = False) -> None:
         if self.path is not None:
+            extra = ({"reasoning": build(OpenAIResponsesReasoning, self.path, items=tuple(self.reasoning))}
+                     if self.reasoning else {})
             run.add(build(ModelResponse, self.path, text="".join(self.texts),
-                          tool_calls=tuple(self.calls)), self.path)
-        self.texts, self.calls, self.path = [], [], None
+                          tool_calls=tuple(self.calls), **extra), self.path)
+        pending = self.pending if keep_pending else []  # else: reasoning that led to no output
+        self.texts, self.calls, self.reasoning, self.pending, self.path = [], [], [], pending, None
 
 
 def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
@@ -152,8 +172,8 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
                 raise Bad(p, "missing field 'content'")
             if role == "assistant":
                 if turn.calls or turn.texts:
-                    turn.flush(run)
-                turn.path = turn.path or p
+                    turn.flush(run, keep_pending=True)
+                turn.starts(p)
                 turn.texts.append(_text(item["content"], (*p, "content")))
                 continue
             turn.flush(run)
@@ -172,7 +192,9 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
                 raise Bad(p, "missing field 'call_id'")
             name = item.get("name") or kind.removesuffix("_call")
             args = item.get("arguments", item.get("input", item.get("action", {})))
-            turn.path = turn.path or p
+            if turn.calls and turn.pending:  # reasoning after the calls: the next response's
+                turn.flush(run, keep_pending=True)
+            turn.starts(p)
             turn.calls.append(build(ToolCall, p, call_id=cid, name=name,
                                     arguments=args if isinstance(args, str) else compact_json(args)))
         elif kind in _OUTPUTS:
@@ -203,7 +225,7 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
                                    **({"parameters": params} if isinstance(params, dict) else {})))
             run.add(build(ToolsRegistered, p, tools=tuple(specs)), p)
         elif kind == "reasoning":
-            continue
+            turn.pending.append((item, p))
         elif kind == "item_reference":
             raise Bad(p, "item_reference needs server-side state; export the full items")
         else:

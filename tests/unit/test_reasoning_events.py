@@ -39,7 +39,8 @@ def test_a_response_without_reasoning_dumps_as_it_did_before_the_field() -> None
 @pytest.mark.parametrize("reasoning", [
     AnthropicReasoning(items=(ReasoningItem(raw=THINKING), ReasoningItem(before_call=1, raw=REDACTED))),
     OpenAIResponsesReasoning(items=(ReasoningItem(raw=OPENAI_ITEM),)),
-    GeminiReasoning(signatures=(GeminiSignature(signature="Ev0BCvoB", call=0), GeminiSignature(signature="x"))),
+    GeminiReasoning(signatures=(GeminiSignature(signature="Ev0BCvoB", call=0),
+                                GeminiSignature(signature="x"))),
 ])
 def test_reasoning_round_trips_verbatim_through_canonical_json(reasoning: object) -> None:
     event = ModelResponse(tool_calls=(ToolCall(call_id="c1", name="ls"), ToolCall(call_id="c2", name="ls")),
