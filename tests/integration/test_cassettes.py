@@ -30,8 +30,9 @@ must be contained in our result); recorded system, user and assistant texts
 must each appear, in order, in the rendered texts of the same authority.
 Provider-specific extras of the recorded request are ignored: Anthropic
 ``thinking`` blocks, OpenAI ``reasoning`` items, Gemini thought parts and
-``thoughtSignature``, ``cache_control``, and request options (``stream``,
-``tool_choice``, ``include``, ``container``...). Tool *declarations* are not
+``thoughtSignature`` (the reasoning is imported and sent back verbatim: checked
+against these cassettes by ``test_reasoning_traces.py``), ``cache_control``, and
+request options (``stream``, ``tool_choice``, ``include``, ``container``...). Tool *declarations* are not
 compared: the importers take the history, not the request's ``tools`` option.
 
 Measured (``.venv/bin/python scripts/check_cassettes.py``): 34 multi-request
