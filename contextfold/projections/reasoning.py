@@ -25,6 +25,8 @@ and results: the group is atomic) before newer ones, and what is sent never exce
 Anthropic's older models strip earlier thinking from the context window: there the price is an
 over-estimate, never an under-estimate. Reasoning is never cut, redacted or summarised: a cut or
 edited block is refused by the provider, so a turn is kept with all of its reasoning or not at all.
+(Not redacting it leaks nothing: it goes back only to the provider that wrote it. A manifest's
+excluded lines give a fragment's folded count, its reasoning included, as they do for media.)
 
 Hand-off: a build for another provider prices the turn without its reasoning and says so in the
 fragment's manifest line (:func:`reasoning_note`), so an auditor sees what the model could not

@@ -194,3 +194,31 @@ def test_the_neutral_conversation_carries_the_reasoning_and_openai_chat_has_nowh
     assert assistant.reasoning == ANTHROPIC
     chat = _build(state, "openai-chat").request
     assert "thinking" not in json.dumps(chat["messages"][1]) and "redacted" not in json.dumps(chat)
+
+
+def _thinking_loop(turns: int = 30) -> list[AnyEvent]:
+    """A tool loop whose every turn thinks (longer and longer), under two user messages."""
+    events: list[AnyEvent] = [UserInput("Find the failing test.")]
+    for i in range(turns):
+        thought = dict(THINKING, thinking=f"step {i}: " + "consider the log again. " * (5 * (i % 7)))
+        reasoning = AnthropicReasoning(items=(ReasoningItem(raw=thought),))
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="pytest"),), reasoning=reasoning),
+                   ToolResult(call_id=f"c{i}", content=f"run {i}\n" + "ok line\n" * (i % 5 * 10))]
+        if i == turns // 2:
+            events.append(UserInput("Keep going."))
+    return events
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_larger_budget_never_drops_what_a_smaller_one_kept_with_reasoning(provider: str) -> None:
+    """Reasoning is priced once per provider and never moves with the horizon: the selection
+    promise holds whether the turns' thinking is sent (anthropic) or left out (gemini)."""
+    state = _state(_thinking_loop())
+    previous: set[str] | None = None
+    for window in range(3000, 16000, 211):
+        built = _build(state, provider, window)
+        assert built.manifest.selected_tokens <= window - 1000
+        kept = {f.id for f in built.manifest.fragments}
+        if previous is not None:
+            assert previous <= kept, (window, previous - kept)
+        previous = kept
