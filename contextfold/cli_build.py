@@ -298,6 +298,9 @@ def manifest_table(m: ContextManifest, excluded_shown: int | None = EXCLUDED_SHO
         flag = " [truncated]" if f.truncated else ""
         lines.append(f"{f.id:<10} {f.kind:<16} {f.layer:>1} {f.trust:<9} {f.tokens:>6}  "
                      f"{f.selection_reason}{flag}")
+    reasoning = [f for f in m.fragments if f.reasoning is not None]
+    if reasoning:  # provider reasoning sent (counted in the fragment's tokens) or left out
+        lines += ["", "reasoning:", *(f"  {f.id:<10} {f.reasoning}" for f in reasoning)]
     lines += ["", f"tools ({m.tool_tokens} tokens): " + ", ".join(f"{t.name} [{t.reason}]" for t in m.tools)]
     excluded = _in_order(m.excluded, get_args(ExclusionReason))
     lines += ["", "excluded: " + ", ".join(f"{k}={v}" for k, v in excluded)]

@@ -19,7 +19,7 @@ from contextfold.domain.manifest import LAYER_NAMES, ManifestFragment
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, reasoning_of
 from contextfold.projections.fragment_facts import BuildCtx, Facts
-from contextfold.projections.reasoning import reasoning_note, reasoning_tokens
+from contextfold.projections.reasoning import reasoning_note, reasoning_sent, reasoning_tokens
 from contextfold.projections.state import SummaryItem, freshness_at
 
 __all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line", "shown_as"]
@@ -52,9 +52,10 @@ def required_reason(f: FragmentFields, ctx: BuildCtx, current_input: str | None)
             return "required: latest protocol group (a call and its answers)"
 
 
-def optional_reason(f: FragmentFields, position: int, layer: int) -> str:
-    """Why an optional fragment was kept: the inputs of its score, which never change."""
-    return (f"selected: priority {f.priority}, position {position}, {f.token_count} tokens, "
+def optional_reason(f: FragmentFields, position: int, layer: int, unsent: int = 0) -> str:
+    """Why an optional fragment was kept: the inputs of its score, which never change. ``unsent``:
+    tokens of provider reasoning the fold counted and this build does not send (a hand-off)."""
+    return (f"selected: priority {f.priority}, position {position}, {f.token_count - unsent} tokens, "
             f"in layer {LAYER_NAMES[layer]}")
 
 
@@ -64,6 +65,16 @@ def shown_as(facts: Facts) -> str:
         return ""
     return (f"; its calls shown as a runtime note: the request does not offer "
             f"{', '.join(facts.not_offered)}")
+
+
+def _unsent(ctx: BuildCtx, f: ContextFragment | FragmentEntry) -> int:
+    """Tokens of ``f``'s reasoning the fold counted and a build for this provider does not send."""
+    if not ctx.state.reasoning_seen:
+        return 0
+    reasoning = reasoning_of(f)
+    if reasoning is None or reasoning_sent(reasoning, ctx.config.provider):
+        return 0
+    return reasoning_tokens(reasoning, ctx.count)
 
 
 def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None
@@ -76,7 +87,7 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     required = fid in ctx.required
     reason = (required_reason(f, ctx, current_input) if required
-              else optional_reason(f, position, layer)) + shown_as(facts)
+              else optional_reason(f, position, layer, _unsent(ctx, f))) + shown_as(facts)
     tokens = facts.text_tokens
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
                             "truncated": False}, position)
@@ -118,7 +129,7 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     position = ctx.state.entries[fid].position
     reason = (required_reason(f, ctx, current_input) if fid in ctx.required
-              else optional_reason(f, position, layer)) + shown_as(facts)
+              else optional_reason(f, position, layer, _unsent(ctx, f))) + shown_as(facts)
     if fid in reduced and m is not None:
         reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
     if fid in text_cut and fid in truncated:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import render_request
+from contextfold.cli_build import manifest_table
 from contextfold.domain.events import (
     AnthropicReasoning,
     AnyEvent,
@@ -222,3 +223,22 @@ def test_a_larger_budget_never_drops_what_a_smaller_one_kept_with_reasoning(prov
         if previous is not None:
             assert previous <= kept, (window, previous - kept)
         previous = kept
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_the_manifest_reason_and_table_give_the_tokens_the_build_counted(provider: str) -> None:
+    """An optional turn's reason names its tokens as this provider's build priced them (a hand-off's
+    without the reasoning it does not send), and the readable table lists each turn's reasoning."""
+    built = _build(_state(_thinking_loop()), provider)
+    optional = [f for f in built.manifest.fragments
+                if f.reasoning and f.selection_reason.startswith("selected:")]
+    assert len(optional) > 10
+    for f in optional:
+        assert f", {f.tokens} tokens," in f.selection_reason
+    table = manifest_table(built.manifest)
+    assert "\nreasoning:\n" in table
+    verdict = "sent verbatim" if provider == "anthropic" else "not sent"
+    assert table.count(f"anthropic reasoning {verdict}") == sum(
+        1 for f in built.manifest.fragments if f.reasoning)
+    plain = manifest_table(_build(_state(_events(None)), provider).manifest)
+    assert "reasoning" not in plain
