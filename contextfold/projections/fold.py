@@ -96,7 +96,7 @@ from contextfold.projections.fold_content import (
     ranges_overlap,
     supersede,
 )
-from contextfold.projections.fold_summary import render_summary
+from contextfold.projections.fold_summary import confirmed_user_constraints, render_summary
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.masking import mask_text, stub_trust
@@ -386,7 +386,8 @@ def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
             covered += tuple(p for p, item in state.items.items()
                              if p > hi and isinstance(item, SummaryItem) and p not in state.hidden
                              and lo <= item.covers_from and item.covers_to <= hi)
-            text = (f"{render_summary(event)}\nraw events: events://{state.run_id}/{lo}-{hi} "
+            confirmed = confirmed_user_constraints(event, state.run_id, lambda p: _user_text(state, p))
+            text = (f"{render_summary(event, confirmed)}\nraw events: events://{state.run_id}/{lo}-{hi} "
                     "(read back with `contextfold show`)")
             fid = add_fragment(state, rec, "history", _lowest_trust(state, covered), (TextBlock(text=text),),
                        priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",
@@ -396,6 +397,14 @@ def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
             state.items[rec.position] = SummaryItem(rec.position, fid, lo, hi, covered)
         case _:
             assert_never(event.strategy)
+
+
+def _user_text(state: RunState, position: int) -> str | None:
+    """The text of the user's own input logged at ``position``, if that is one."""
+    entry = state.entries.get(f"e{position}")
+    if entry is None or entry.kind != "user_input" or entry.trust != "user":
+        return None
+    return entry.plain_text()
 
 
 def _lowest_trust(state: RunState, covered: Sequence[int]) -> Trust:

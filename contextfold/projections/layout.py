@@ -51,6 +51,7 @@ from contextfold.domain.events import DocumentBlock, ImageBlock, Reasoning, Text
 from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response, reasoning_of
+from contextfold.projections.fold_summary import split_summary
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL, data_tag
 from contextfold.projections.not_offered import not_offered_header, not_offered_names, not_offered_record
 from contextfold.projections.render.data_blocks import runtime_header_line
@@ -476,8 +477,13 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                     parts.append(InstructionPart(text="(empty message)", authority="user", fragment_id=e.id))
                 return [trusted(UserMessage, parts=tuple(parts))]
             return [trusted(UserMessage, parts=(_data(e, text(e.id), e.id in inp.truncated, NOTE_LABEL),))]
-        case SummaryItem():
+        case SummaryItem():  # the user's confirmed constraints with the user's authority (fold_summary)
             e = state.entries[item.fragment_id]
-            return [trusted(UserMessage, parts=(_data(e, text(e.id), False, SUMMARY_LABEL),))]
+            asked, rest = split_summary(text(e.id))
+            data = _data(e, rest, False, SUMMARY_LABEL)
+            if not asked:
+                return [trusted(UserMessage, parts=(data,))]
+            return [trusted(UserMessage, parts=(
+                InstructionPart(text=asked, authority="user", fragment_id=e.id), data))]
         case _:
             assert_never(item)
