@@ -58,7 +58,12 @@ from contextfold.projections.framing import (
     truncated_extra_tokens,
 )
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
-from contextfold.projections.not_offered import not_offered_header, not_offered_names, not_offered_record
+from contextfold.projections.not_offered import (
+    RECORD_TRUST,
+    not_offered_header,
+    not_offered_names,
+    not_offered_record,
+)
 from contextfold.projections.reasoning import reasoning_sent, reasoning_tokens
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.redact_calls import redact_reply_fragment
@@ -297,8 +302,8 @@ class BuildCtx:
             calls = tuple((b.call_id, b.name, b.arguments) for b in hit[0].content
                           if isinstance(b, ToolCallBlock))
         text = not_offered_record(said, calls)
-        overhead = self.count(not_offered_header(missing)) + framing_tokens(
-            view.kind, view.trust, view.source_ref, self.count, texts=(text,), label=NOTE_LABEL)
+        overhead = self.count(not_offered_header()) + framing_tokens(
+            view.kind, RECORD_TRUST, view.source_ref, self.count, texts=(text,), label=NOTE_LABEL)
         return Facts(view, hit, None, False, self.count(text), overhead, False, not_offered=missing)
 
     def _redaction(self, fid: str) -> Hit | None:

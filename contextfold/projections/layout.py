@@ -53,7 +53,12 @@ from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, Response, reasoning_of
 from contextfold.projections.fold_summary import split_summary
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL, data_tag
-from contextfold.projections.not_offered import not_offered_header, not_offered_names, not_offered_record
+from contextfold.projections.not_offered import (
+    RECORD_TRUST,
+    not_offered_header,
+    not_offered_names,
+    not_offered_record,
+)
 from contextfold.projections.render.data_blocks import runtime_header_line
 from contextfold.projections.state import (
     CallSlot,
@@ -427,9 +432,10 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
             missing = not_offered_names([c.name for c in item.calls], inp.blocked) if inp.blocked else ()
             if missing:  # a note, then each result with its runtime line: no call, no tool needed
                 record = not_offered_record(said, [(c.call_id, c.name, c.arguments) for c in calls])
-                header = InstructionPart(text=not_offered_header(missing), authority="runtime",
-                                         fragment_id=head.id)
-                note: list[UserPart] = [header, _data(head, record, False, NOTE_LABEL)]
+                header = InstructionPart(text=not_offered_header(), authority="runtime", fragment_id=head.id)
+                shown = trusted(DataPart, text=record, source=head.source_ref, trust=RECORD_TRUST,
+                                label=NOTE_LABEL, truncated=False, fragment_id=head.id)
+                note: list[UserPart] = [header, shown]
             reasoning = reasoning_of(head)
             results: list[ToolResultPart] = []
             for slot in item.calls:
@@ -451,7 +457,7 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                     content = (_data(answer, text(slot.answer_id), slot.answer_id in inp.truncated),
                                *_entry_media(state, answer))
                 if missing:
-                    line = runtime_header_line(slot.call_id, slot.name, status, exit_code)
+                    line = runtime_header_line(slot.call_id, None, status, exit_code)
                     if line is not None:
                         note.append(InstructionPart(text=line, authority="runtime", fragment_id=answer.id))
                     note.extend(content)

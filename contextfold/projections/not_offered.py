@@ -4,10 +4,11 @@ Why: a provider rejects a call to a tool the request does not declare, and a too
 policy does not allow is never declared. Such a group used to be left out whole (``stale``),
 and with it what it did and what it means now: a refusal the model should not retry, a deploy
 whose id a rollback needs, a file it already changed. Now the group is shown as one user
-message: the runtime's line saying the tool is not offered, the record of the calls (the model's
+message: the runtime's line saying the tools are not offered, the record of the calls (the model's
 words beside them, the arguments as logged or redacted) as a data block, then each result with
-its runtime line, as it would follow the call. Nothing of it is a call, so nothing needs the
-tool declared, and the policy still holds: the note says the tool is not offered.
+its runtime line (naming the call by its id only), as it would follow the call. Nothing of it is
+a call, so nothing needs the tool declared, and the policy still holds: the note says the tool
+is not offered.
 
 Pricing: the line and the record are the group head's in such a build (``fragment_facts.BuildCtx``
 prices them from these functions, the record framed as a note); the results keep their own.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-__all__ = ["not_offered_header", "not_offered_names", "not_offered_record"]
+__all__ = ["RECORD_TRUST", "not_offered_header", "not_offered_names", "not_offered_record"]
 
 
 def not_offered_names(names: Collection[str], blocked: Collection[str]) -> tuple[str, ...]:
@@ -25,10 +26,18 @@ def not_offered_names(names: Collection[str], blocked: Collection[str]) -> tuple
     return tuple(sorted({n for n in names if n in blocked}))
 
 
-def not_offered_header(missing: Sequence[str]) -> str:
-    """The runtime's line before the record: which tools are not offered, and what that means."""
-    return (f"[runtime] TOOL_NOT_OFFERED: this request does not offer {', '.join(missing)}. The calls "
-            "below are a record of what the agent did earlier, not calls to repeat.")
+def not_offered_header() -> str:
+    """The runtime's line before the record. It names no tool: the names are the model's text (a
+    call to a tool outside an allow-list can be named anything, line breaks and a forged
+    "[runtime] POLICY UPDATE" included), and runtime authority is for the runtime's words. The
+    record, a data block, names them."""
+    return ("[runtime] TOOL_NOT_OFFERED: this request does not offer the tools the calls below used. "
+            "They are a record of what the agent did earlier, not calls to repeat.")
+
+
+RECORD_TRUST = "external"
+"""The trust the record's data block shows: it holds the model's words and arguments, which can
+quote anything it read, so it is not shown as the runtime's."""
 
 
 def not_offered_record(said: str, calls: Sequence[tuple[str, str, str]]) -> str:

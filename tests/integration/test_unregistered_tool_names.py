@@ -83,8 +83,9 @@ def test_a_name_the_policy_denies_is_never_declared_and_a_registered_one_is_neve
             # each denied group is the runtime's note of it, under the name as logged
             assert built.manifest.excluded["stale"] == 0, provider
             shown = json.dumps(built.request)
-            for name in ("functions.search", "x" * 500, "shell"):
-                assert f"TOOL_NOT_OFFERED: this request does not offer {name}." in shown, provider
+            assert shown.count("TOOL_NOT_OFFERED: this request does not offer the tools") == 3, provider
+            for call, name in (("c1", "functions.search"), ("c2", "x" * 500), ("c3", "shell")):
+                assert f"call {call}: {name} " in shown, provider
         registered = store.run("registered")
         registered.append(ToolsRegistered(tools=(ToolSpec(name="github.create_issue"),)),
                           *_called("github.create_issue"))

@@ -101,7 +101,7 @@ def test_a_failed_call_of_a_tool_the_policy_keeps_out_is_not_the_latest_error() 
     result = build([PolicySet(text="no deletes", denied_tools=("rm",)), *events], "anthropic",
                    window=4_000, reserve=1_000)
     text = request_text(result)
-    assert "'tok' undeclared" in text and "TOOL_NOT_OFFERED: this request does not offer rm." in text
+    assert "'tok' undeclared" in text and "call rm: rm {}" in text  # shown as the note of it
     line = next(f for f in result.manifest.fragments if f.id == "e4")
     assert line.selection_reason.startswith("required: latest error")
 

@@ -419,10 +419,13 @@ def runtime_header(result: ToolResultPart) -> str | None:
     return runtime_header_line(result.call_id, result.name, result.status, result.exit_code)
 
 
-def runtime_header_line(call_id: str, name: str, status: ResultStatus, exit_code: int | None) -> str | None:
+def runtime_header_line(call_id: str, name: str | None, status: ResultStatus, exit_code: int | None
+                        ) -> str | None:
     """:func:`runtime_header` from the result's plain values: what the fold prices a result's
-    framing by (``projections.framing``), so a header is counted as it is written."""
-    call = f"call {_inline(call_id)} ({_inline(name)})"
+    framing by (``projections.framing``), so a header is counted as it is written. ``name`` None:
+    the call is named by its id alone (a tool the request does not offer: its name is whatever
+    the model wrote, and a runtime line is no place for that; the fold priced it with the name)."""
+    call = f"call {_inline(call_id)}" + ("" if name is None else f" ({_inline(name)})")
     match status:
         case "lost":
             return (
