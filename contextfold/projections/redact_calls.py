@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolCallBlock
 from contextfold.projections.fold_content import arguments_tokens
-from contextfold.projections.redact import Finding, Redacted, RedactionPolicy, redact
+from contextfold.projections.redact import Finding, Redacted, RedactionPolicy, placeholder, redact
 
 __all__ = ["redact_arguments", "redact_reply", "redact_reply_fragment"]
 
@@ -40,38 +40,78 @@ def _encodable(value: str) -> bool:
     return True
 
 
+def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """``text`` with each span (start, end, rule) replaced by its placeholder, overlaps merged."""
+    merged: list[tuple[int, int, str]] = []
+    for start, end, rule in sorted(spans):
+        if merged and start < merged[-1][1]:
+            first, last, named = merged[-1]
+            merged[-1] = (first, max(last, end), named)
+        else:
+            merged.append((start, end, rule))
+    parts: list[str] = []
+    cursor = 0
+    for start, end, rule in merged:
+        parts += [text[cursor:start], placeholder(rule)]
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)
+
+
 def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
     """``arguments`` with every secret replaced; JSON stays the same JSON (module docstring).
-    Findings are offsets into ``arguments``."""
+    Findings are offsets into ``arguments``.
+
+    JSON is scanned twice: each string decoded (what the model wrote, escapes undone), and the
+    JSON text as a whole, where a key stands beside its value (``"password": "..."``: scanned
+    apart, neither string is a secret). A whole-text finding inside one string without escapes
+    is replaced there; one that reaches across quotes or escapes replaces each string it
+    touches whole."""
     try:
         json.loads(arguments)
     except ValueError:  # not JSON: scanned as the text it is
         return redact(arguments, policy)
+    literals = [m.span() for m in _STRING.finditer(arguments)]
+    inside: dict[int, list[tuple[int, int, str]]] = {}  # offsets in the string's text
+    escaped: dict[int, set[str]] = {}  # rules found inside a string with escapes
+    whole: dict[int, str] = {}  # across quotes: the string goes whole
+    findings: list[Finding] = list(redact(arguments, policy).findings)
+    for f in findings:
+        for i, (start, end) in enumerate(literals):
+            if start >= f.end or end <= f.start:
+                continue
+            if not (start < f.start and f.end < end):
+                whole.setdefault(i, f.rule)
+            elif "\\" in arguments[start:end]:
+                escaped.setdefault(i, set()).add(f.rule)
+            else:
+                inside.setdefault(i, []).append((f.start - start - 1, f.end - start - 1, f.rule))
     parts: list[str] = []
-    findings: list[Finding] = []
     cursor = 0
-    for m in _STRING.finditer(arguments):
-        literal = m.group()
-        start, end = m.span()
+    for i, (start, end) in enumerate(literals):
+        literal = arguments[start:end]
         value = json.loads(literal)
-        if value.isascii() or _encodable(value):
-            got = redact(value, policy)
-            shown = json.dumps(got.text, ensure_ascii=False)
-            exact = "\\" not in literal  # offsets in the value are offsets in the literal
-        else:  # an escaped lone surrogate: no text to scan, so its JSON spelling is scanned
-            got = redact(literal[1:-1], policy)
-            shown = f'"{got.text}"'
-            exact = True
-        if not got.findings:
-            continue
-        findings += [Finding(f.rule, start + 1 + f.start, start + 1 + f.end) if exact
-                     else Finding(f.rule, start + 1, end - 1) for f in got.findings]
+        spelled = not (value.isascii() or _encodable(value))  # an escaped lone surrogate: no text,
+        got = redact(literal[1:-1] if spelled else value, policy)  # so its JSON spelling is scanned
+        if i in whole or not escaped.get(i, set()) <= {f.rule for f in got.findings}:
+            # what the whole text found is not what the string's own text shows: all of it goes
+            shown = json.dumps(placeholder(whole.get(i) or min(escaped[i])))
+        else:
+            exact = spelled or "\\" not in literal  # offsets in the value are offsets in the literal
+            findings += [Finding(f.rule, start + 1 + f.start, start + 1 + f.end) if exact
+                         else Finding(f.rule, start + 1, end - 1) for f in got.findings]
+            spans = [(f.start, f.end, f.rule) for f in got.findings] + inside.get(i, [])
+            if not spans:
+                continue
+            redacted = _replaced(literal[1:-1] if spelled else value, spans)
+            shown = f'"{redacted}"' if spelled else json.dumps(redacted, ensure_ascii=False)
         parts += [arguments[cursor:start], shown]
         cursor = end
     if not findings:
         return Redacted(arguments, ())
     parts.append(arguments[cursor:])
-    return Redacted("".join(parts), tuple(findings))
+    unique = sorted(set(findings), key=lambda f: (f.start, f.end, f.rule))
+    return Redacted("".join(parts), tuple(unique))
 
 
 def redact_reply(text: str, arguments: Sequence[str], policy: RedactionPolicy

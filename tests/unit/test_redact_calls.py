@@ -58,3 +58,19 @@ def test_a_string_with_an_escaped_lone_surrogate_is_scanned_as_spelled() -> None
     got = redact_arguments(arguments, POLICY)
     assert got.text == '{"a": "\\ud83d token [REDACTED:github_token]"}'
     assert json.loads(got.text)["a"].endswith("[REDACTED:github_token]")
+
+
+@pytest.mark.parametrize(("arguments", "kept"), [
+    ('{"username": "bob", "password": "Tr0ub4dor&3-horse", "api_key": "k3y-9f8e7d6c5b4a"}', "bob"),
+    ('{"auth": {"password": "x\\"y-zzzzzz"}, "n": 1}', None),
+    ('{"env": {"DB_PASSWORD": "correct horse battery staple"}}', None),
+])
+def test_a_key_beside_its_value_is_seen_as_the_json_shows_it(arguments: str, kept: str | None) -> None:
+    """Scanned string by string, ``"password"`` and its value were never together: a login call
+    went out with the password in clear (review). The JSON text is scanned as a whole too."""
+    got = redact_arguments(arguments, POLICY)
+    value = json.loads(got.text)
+    shown = json.dumps(value)
+    assert "Tr0ub4dor" not in shown and "zzzzzz" not in shown and "battery" not in shown
+    assert "[REDACTED:secret_assignment]" in shown and got.findings
+    assert kept is None or kept in shown
