@@ -132,13 +132,13 @@ def _build(state: RunState, config: BuildConfig, *,
         raise BudgetError(_no_budget(config, budget, calibration))
     floor = state.latest_error_ids()
     required = state.required_ids()
-    if floor and _uncuttable_tokens(state, floor) > ERROR_FLOOR_MAX_UNCUTTABLE:
-        # What of the latest error no cut may shorten (its calls' arguments) is large: it
-        # competes like any optional unit (see ``_uncuttable_tokens``).
-        required, floor = required - floor, frozenset()
     blocked = state.blocked_tool_names()
     ctx = BuildCtx(state, config, load_text, required, state.counter.count,
                    policy=config_policy(config) if config.redact else None, floor=floor, blocked=blocked)
+    if floor and _uncuttable_tokens(ctx, floor) > ERROR_FLOOR_MAX_UNCUTTABLE:
+        # What of the latest error no cut may shorten (its calls' arguments) is large: it
+        # competes like any optional unit (see ``_uncuttable_tokens``).
+        ctx.required, ctx.floor = required - floor, frozenset()
     timeline, timeline_mark = state.live_timeline()  # read here, before anything folds
     # Inline texts are redacted before selection, so costs see the redacted text (Facts).
     # Artifact-backed payloads (the big ones) are redacted when their text is first
@@ -358,16 +358,19 @@ it is required must not depend on the budget, or one token more of budget made i
 it displaced history a smaller budget kept."""
 
 
-def _uncuttable_tokens(state: RunState, ids: frozenset[str]) -> int:
+def _uncuttable_tokens(ctx: BuildCtx, ids: frozenset[str]) -> int:
     """Tokens of ``ids`` that no cut may shorten: all but tool results (the calls' arguments, and
     the model's text beside them, which is not cut either: counted, or a 2,000-token explanation
     beside a ``{}`` call made its group required and the build impossible at a small window). The
     latest error's group is required down to its diagnosis (``RunState.latest_error_ids``), and
     a failed ``write_file`` of a 19k-token file made every later build at a 16k window fail,
     although the model had answered and the user moved on, until that very tool succeeded,
-    which needed a request that could not be built (:data:`ERROR_FLOOR_MAX_UNCUTTABLE`)."""
-    entries = state.entries
-    return sum(entries[fid].token_count for fid in ids if entries[fid].kind != "tool_result")
+    which needed a request that could not be built (:data:`ERROR_FLOOR_MAX_UNCUTTABLE`).
+    Counted at this build's prices, not the fold's: a reply's reasoning another provider is not
+    sent, or a reply shown as the note of calls to a tool not offered, is not what the fold
+    counted (long thinking beside a call dropped the latest error from a hand-off's build)."""
+    entries = ctx.state.entries
+    return sum(ctx.content_tokens(fid) for fid in ids if entries[fid].kind != "tool_result")
 
 
 def _twins(ctx: BuildCtx, selection: Selection, state_ids: Sequence[str],

@@ -148,3 +148,28 @@ def test_whether_the_latest_error_is_required_does_not_depend_on_the_budget() ->
         kept = {f.id for f in built.manifest.fragments}
         assert kept >= kept_before, budget
         kept_before = kept
+
+
+@pytest.mark.parametrize("reasoning", [False, True])
+def test_reasoning_another_provider_is_not_sent_does_not_unrequire_the_latest_error(reasoning: bool) -> None:
+    """Long Anthropic thinking beside the failing call is neither sent to nor priced for
+    openai-chat, yet the fold's count (thinking included) passed the 2,000 tokens that make the
+    latest error optional, and the hand-off's build dropped the failure (review)."""
+    from contextfold.domain.events import AnthropicReasoning, ReasoningItem
+
+    think = AnthropicReasoning(items=(ReasoningItem(raw={
+        "type": "thinking", "signature": "EqQB" + "s" * 400,
+        "thinking": "Let me look at the failing test. " * 400}),))
+    events: list[AnyEvent] = [UserInput("make the tests pass"), ModelResponse(
+        text="Running the suite.", tool_calls=[ToolCall(call_id="t1", name="pytest", arguments="{}")],
+        **({"reasoning": think} if reasoning else {})),
+        ToolResult(call_id="t1", content="E   AssertionError: expected 3 got 4\nFAILED tests/test_calc.py",
+                   is_error=True, exit_code=1)]
+    for i in range(12):  # later successful work that competes for the budget
+        events += [ModelResponse(text=f"step {i}", tool_calls=[ToolCall(
+            call_id=f"r{i}", name="read", arguments=json.dumps({"f": f"m{i}.py"}))]),
+            ToolResult(call_id=f"r{i}", content=f"contents of m{i}.py\n" + "x = 1\n" * 120)]
+    events.append(UserInput("what failed?"))
+    result = build(events, "openai-chat", window=2_500, reserve=1_000)
+    line = next(f for f in result.manifest.fragments if f.id == "e3")
+    assert line.required and "AssertionError" in request_text(result)
