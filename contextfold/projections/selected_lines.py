@@ -72,7 +72,8 @@ def _unsent(ctx: BuildCtx, f: ContextFragment | FragmentEntry) -> int:
     if not ctx.state.reasoning_seen:
         return 0
     reasoning = reasoning_of(f)
-    if reasoning is None or reasoning_sent(reasoning, ctx.config.provider):
+    if reasoning is None or (reasoning_sent(reasoning, ctx.config.provider)
+                             and not ctx.facts(f.id).not_offered):
         return 0
     return reasoning_tokens(reasoning, ctx.count)
 
@@ -95,7 +96,7 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     key = (f, layer, required, reason, ctx.config.provider if ctx.state.reasoning_seen else None)
     line = ctx.cached("line", fid, key)
     if line is None:
-        note = _reasoning_note(ctx, f)
+        note = _reasoning_note(ctx, facts, f)
         line = ctx.keep("line", fid, key, trusted(
             ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,
             tokens=tokens, required=required, truncated=False, selection_reason=reason,
@@ -103,14 +104,19 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     return layer, tokens, facts.overhead, view, line
 
 
-def _reasoning_note(ctx: BuildCtx, f: ContextFragment | FragmentEntry) -> str | None:
-    """The line's ``reasoning``: what became of the fragment's provider reasoning (``reasoning``)."""
+def _reasoning_note(ctx: BuildCtx, facts: Facts, f: ContextFragment | FragmentEntry) -> str | None:
+    """The line's ``reasoning``: what became of the fragment's provider reasoning (``reasoning``).
+    A reply shown as the note of calls to a tool not offered sends none of it (``not_offered``)."""
     if not ctx.state.reasoning_seen:
         return None
     reasoning = reasoning_of(f)
     if reasoning is None:
         return None
-    return reasoning_note(reasoning, ctx.config.provider, reasoning_tokens(reasoning, ctx.count))
+    tokens = reasoning_tokens(reasoning, ctx.count)
+    if facts.not_offered:
+        return (f"{reasoning.provider} reasoning not sent: {tokens} tokens of it beside calls shown as a "
+                "runtime note (no assistant turn to carry it)")
+    return reasoning_note(reasoning, ctx.config.provider, tokens)
 
 
 def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None,
@@ -139,7 +145,7 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     view = SelectedView(f, {"required": fid in ctx.required, "token_count": tokens,
                             "selection_reason": reason, "truncated": fid in truncated}, position)
     media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))
-    note = _reasoning_note(ctx, f)
+    note = _reasoning_note(ctx, facts, f)
     line = trusted(
         ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,
         tokens=tokens, required=fid in ctx.required, truncated=fid in truncated, selection_reason=reason,

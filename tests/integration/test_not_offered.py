@@ -94,3 +94,22 @@ def test_a_lifted_denial_shows_the_calls_as_calls_again(store_url: str) -> None:
         names = [p.name for m in again.conversation.messages for p in getattr(m, "tool_calls", ())]
         assert names == ["deploy", "ls"] and "TOOL_NOT_OFFERED" not in json.dumps(again.request)
         assert not any("runtime note" in f.selection_reason for f in again.manifest.fragments)
+
+
+def test_a_note_groups_reasoning_is_said_not_sent(store_url: str) -> None:
+    """The line said "anthropic reasoning sent verbatim: 1 thinking block, 860 tokens" for a reply
+    shown as a note, which carries no thinking (review)."""
+    from contextfold.domain.events import AnthropicReasoning, ReasoningItem
+
+    think = AnthropicReasoning(items=(ReasoningItem(raw={
+        "type": "thinking", "signature": "EqQB" + "s" * 40, "thinking": "Deploy first. " * 50}),))
+    with open_store(store_url) as store:
+        run = store.run("thinks")
+        run.append(UserInput("deploy it"), ModelResponse(
+            text="", reasoning=think, tool_calls=(ToolCall(call_id="c1", name="deploy", arguments="{}"),)),
+            ToolResult(call_id="c1", content="dep-1"), PolicySet(text="No.", denied_tools=("deploy",)),
+            UserInput("and?"))
+        built = run.build("anthropic")
+        line = next(f for f in built.manifest.fragments if f.id == "e2")
+        assert line.reasoning is not None and line.reasoning.startswith("anthropic reasoning not sent")
+        assert "Deploy first." not in json.dumps(built.request)
