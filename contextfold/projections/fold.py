@@ -91,7 +91,6 @@ from contextfold.projections.fold_content import (
     file_key,
     file_ref,
     payload,
-    plan_text,
     range_within,
     ranges_overlap,
     supersede,
@@ -100,6 +99,7 @@ from contextfold.projections.fold_summary import confirmed_user_constraints, ren
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.masking import mask_text, stub_trust
+from contextfold.projections.plan_view import plan_text
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import (
     NOTE_PRIORITY,

@@ -17,6 +17,10 @@ the conventions every rule shares:
   and the text is read back when rendered (:mod:`contextfold.projections.entries`);
 - an artifact-backed text payload is carried as a ``DocumentBlock`` holding
   the ref (the full content is loaded when rendered), not the preview.
+
+The plan's text (``plan_text``, ``current_steps``) lives in
+:mod:`contextfold.projections.plan_view`, re-exported here for the callers that imported it
+from this module.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import assert_never
 
 import blake3
@@ -36,8 +40,6 @@ from contextfold.domain.events import (
     DocumentBlock,
     FileRead,
     ImageBlock,
-    PlanStep,
-    PlanUpdated,
     TextBlock,
     ToolResult,
 )
@@ -61,6 +63,7 @@ from contextfold.projections.entries import (
 )
 from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data
 from contextfold.projections.media_cost import priced_media
+from contextfold.projections.plan_view import current_steps, plan_text
 from contextfold.projections.reasoning import reasoning_tokens
 from contextfold.projections.redact import redact
 from contextfold.projections.state import DEFAULT_PRIORITY, RunState
@@ -280,83 +283,6 @@ def supersede(state: RunState, old: str | None, new: str) -> None:
 
 def call_ref(state: RunState, call_id: str, call_position: int) -> str:
     return f"call://{state.run_id}/{call_id}@{call_position}"
-
-
-_LISTED = 20
-"""Steps of one kind (ready, failed or blocked, pending, finished), or one step's dependencies,
-listed one by one; past it the rest are counted. A plan of thousands of steps (an agent working
-through a list) made a required fragment of ~19,000 tokens, every finished id on one line: the run
-could no longer be built under a 16k window."""
-
-
-def _dependencies(step: PlanStep, status: Mapping[str, str]) -> str:
-    """``step``'s dependencies with their status; past :data:`_LISTED`, the unfinished ones (what
-    the step waits on) and a count of the finished."""
-    if len(step.depends_on) <= _LISTED:
-        return ", ".join(f"{d} [{status.get(d, '?')}]" for d in step.depends_on)
-    waiting = [d for d in step.depends_on if status.get(d) not in ("done", "skipped")]
-    shown = ", ".join(f"{d} [{status.get(d, '?')}]" for d in waiting[:_LISTED])
-    more = f", {len(waiting) - _LISTED} more not finished" if len(waiting) > _LISTED else ""
-    finished = len(step.depends_on) - len(waiting)
-    return f"{shown}{more}{', and ' if shown else ''}{finished} finished"
-
-
-def current_steps(event: PlanUpdated) -> list[PlanStep]:
-    """The plan's current steps: those marked ready or in progress; with none marked, the pending
-    steps whose dependencies are all finished. The plan fragment shows them, and tools are ranked
-    against them (an unmarked current step exposed no tool while the plan showed it)."""
-    current = [step for step in event.steps if step.status in ("ready", "in_progress")]
-    if current:
-        return current
-    status = {step.id: step.status for step in event.steps}
-    return [step for step in event.steps if step.status == "pending"
-            and all(status.get(d) in ("done", "skipped") for d in step.depends_on)]
-
-
-def plan_text(event: PlanUpdated) -> str:
-    """The plan, lean: what to do now and what it waits on, not the plan's whole history.
-
-    Ready and in-progress steps come first with their dependencies (and those
-    dependencies' status; with none marked ready, the pending steps whose dependencies are all
-    finished), then the failed/blocked ones (they need attention); the other pending steps are
-    counted, not listed (the seed: only the ready task, its dependencies and the global success
-    conditions); finished steps collapse into one line of ids, the skipped into another.
-    Budget and stop conditions close it. The global success conditions
-    live in the goal's success contract fragment. Each kind lists at most
-    :data:`_LISTED` steps and counts the rest (the finished: the latest ones).
-    """
-    status = {step.id: step.status for step in event.steps}
-    lines: list[str] = []
-    pending = [step for step in event.steps if step.status == "pending"]
-    current = current_steps(event)
-    for steps, kind in ((current, "ready or in progress"),
-                        ([step for step in event.steps if step.status in ("failed", "blocked")],
-                         "failed or blocked")):
-        for step in steps[:_LISTED]:
-            deps = _dependencies(step, status)
-            after = f" (depends on: {deps})" if deps else ""
-            lines.append(f"[{step.status}] {step.id}: {step.title}{after}")
-        if len(steps) > _LISTED:
-            lines.append(f"... {len(steps) - _LISTED} more {kind} steps "
-                         f"({steps[_LISTED].id} to {steps[-1].id})")
-    shown = {step.id for step in current}
-    waiting = [step for step in pending if step.id not in shown]
-    if waiting:  # the seed: only the ready task, its dependencies and the success conditions
-        lines.append(f"[pending] {len(waiting)} more step{'s' if len(waiting) != 1 else ''} "
-                     f"({waiting[0].id}{f' to {waiting[-1].id}' if len(waiting) > 1 else ''}), "
-                     "not shown until ready")
-    for finished_as in ("done", "skipped"):  # a skipped step did not run: not listed as done
-        finished = [s.id for s in event.steps if s.status == finished_as]
-        if len(finished) > _LISTED:
-            lines.append(f"[{finished_as}] {len(finished)} of {len(event.steps)} steps; the latest "
-                         f"{_LISTED}: {', '.join(finished[-_LISTED:])}")
-        elif finished:
-            lines.append(f"[{finished_as}] {', '.join(finished)} "
-                         f"({len(finished)} of {len(event.steps)} steps)")
-    if event.budget:
-        lines.append(f"budget: {event.budget}")
-    lines.extend(f"stop when: {c}" for c in event.stop_conditions)
-    return "\n".join(lines)
 
 
 def file_ref(event: FileRead) -> str:

@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.domain.manifest import BuildConfig
-from contextfold.projections.fold_content import current_steps
 from contextfold.projections.fragment_facts import BuildCtx
+from contextfold.projections.plan_view import current_steps
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable, whole_toolkit

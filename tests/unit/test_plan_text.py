@@ -8,7 +8,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold_event, new_state
-from contextfold.projections.fold_content import plan_text
+from contextfold.projections.plan_view import current_steps, plan_text, stuck_steps
 
 
 def test_a_short_plan_lists_every_step_ready_first_and_its_dependencies() -> None:
@@ -19,7 +19,7 @@ def test_a_short_plan_lists_every_step_ready_first_and_its_dependencies() -> Non
                               PlanStep(id="s5", title="flaky test", status="failed")),
                        budget="2 hours", stop_conditions=("the test passes",))
     assert plan_text(plan) == "\n".join([
-        "[ready] s3: fix (depends on: s2 [done], s9 [?])",
+        "[ready] s3: fix (depends on: s2 [done], s9 [unknown step id])",
         "[failed] s5: flaky test",
         "[pending] 1 more step (s4), not shown until ready",
         "[done] s1, s2 (2 of 5 steps)",
@@ -67,7 +67,8 @@ def test_a_plan_of_thousands_of_steps_still_enters_lean() -> None:
     text = plan_text(PlanUpdated(steps=(*done, last, *waiting)))
     assert text.splitlines() == [
         "[ready] now: item 4999 (depends on: p0 [pending], and 30 finished)",
-        "[pending] 3000 more steps (p0 to p2999), not shown until ready",
+        "[pending] p0: item 5000 (needed by now)",
+        "[pending] 2999 more steps (p1 to p2999), not shown until ready",
         "[done] 4999 of 8000 steps; the latest 20: " + ", ".join(f"d{i}" for i in range(4_979, 4_999))]
     state = new_state("plan")
     events: list[AnyEvent] = [GoalSet(goal="work through the list"), UserInput("go on"),
@@ -77,3 +78,59 @@ def test_a_plan_of_thousands_of_steps_still_enters_lean() -> None:
     built = build_context(state, BuildConfig(provider="anthropic", window=16_000), render=render_request)
     plan = next(f for f in built.manifest.fragments if f.kind == "plan")
     assert plan.required and plan.tokens < 400
+
+
+def test_steps_that_can_never_be_ready_are_named_with_the_reason() -> None:
+    """A cycle (a <-> b), a self-dependency or a dependency on an id no step has (a typo) leaves no
+    current step, and the plan said only "[pending] 2 more steps (a to b), not shown until ready":
+    no title, no reason, nothing the model could act on."""
+    cycle = PlanUpdated(steps=(PlanStep(id="a", title="build the image", depends_on=("b",)),
+                               PlanStep(id="b", title="run integration tests", depends_on=("a",)),
+                               PlanStep(id="c", title="publish", depends_on=("b",)),
+                               PlanStep(id="d", title="announce", depends_on=("c", "z"))))
+    assert current_steps(cycle) == []
+    assert plan_text(cycle).splitlines() == [
+        "[stuck] a: build the image (never ready: dependency cycle among a, b)",
+        "[stuck] b: run integration tests (never ready: dependency cycle among a, b)",
+        "[stuck] c: publish (never ready: waits on stuck step b)",
+        "[stuck] d: announce (never ready: depends on unknown step id z)"]
+    typo = PlanUpdated(steps=(PlanStep(id="setup", title="set up db", status="done"),
+                              PlanStep(id="deploy", title="deploy to prod", depends_on=("set-up",)),
+                              PlanStep(id="loop", title="wait for itself", depends_on=("loop",)),
+                              PlanStep(id="later", title="clean up", depends_on=("setup", "x"))))
+    assert plan_text(typo).splitlines() == [
+        "[stuck] deploy: deploy to prod (never ready: depends on unknown step id set-up)",
+        "[stuck] loop: wait for itself (never ready: depends on itself)",
+        "[stuck] later: clean up (never ready: depends on unknown step id x)",
+        "[done] setup (1 of 4 steps)"]
+
+
+def test_a_ready_step_shows_the_pending_steps_it_waits_on() -> None:
+    """A step marked ready whose dependency is unfinished showed "depends on: migrate [pending]"
+    and hid what migrate is; a pending step that can run but nothing needs stays counted."""
+    plan = PlanUpdated(steps=(PlanStep(id="backup", title="back up the database"),
+                              PlanStep(id="migrate", title="run DB migration", depends_on=("backup",)),
+                              PlanStep(id="deploy", title="deploy", status="ready", depends_on=("migrate",)),
+                              PlanStep(id="docs", title="write the release notes")))
+    assert plan_text(plan).splitlines() == [
+        "[ready] deploy: deploy (depends on: migrate [pending])",
+        "[pending] migrate: run DB migration (needed by deploy)",
+        "[pending] backup: back up the database (needed by migrate)",
+        "[pending] 1 more step (docs), not shown until ready"]
+
+
+def test_stuck_and_needed_steps_stay_bounded() -> None:
+    """A cycle of thousands of steps, a ready step waiting on thousands: each list is bounded."""
+    ring = [PlanStep(id=f"r{i}", title=f"ring {i}", depends_on=(f"r{(i + 1) % 3000}",)) for i in range(3000)]
+    chain = [PlanStep(id=f"c{i}", title=f"chain {i}", depends_on=(f"c{i + 1}",) if i < 2999 else ())
+             for i in range(3000)]
+    top = PlanStep(id="top", title="ship", status="in_progress", depends_on=("c0",))
+    plan = PlanUpdated(steps=(top, *chain, *ring))
+    assert len(stuck_steps(plan)) == 3000
+    lines = plan_text(plan).splitlines()
+    assert len(lines) == 1 + 20 + 1 + 20 + 1
+    assert lines[1] == "[pending] c0: chain 0 (needed by top)"
+    assert lines[21] == "... 2980 more pending steps the current ones wait on (c20 to c2999)"
+    assert lines[22] == ("[stuck] r0: ring 0 (never ready: dependency cycle among r0, r1, r2, r3, r4 "
+                         "and 2995 more)")
+    assert lines[-1] == "... 2980 more stuck steps (r20 to r2999)"
