@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from contextfold.domain.events import PlanStep, PlanUpdated
 
-__all__ = ["current_steps", "plan_text", "stuck_steps"]
+__all__ = ["NO_PLAN", "current_steps", "plan_text", "stuck_steps"]
 
 _LISTED = 20
 """Steps of one kind (ready, failed or blocked, pending, finished), or one step's dependencies,
@@ -31,6 +31,13 @@ _REASON_IDS = 5
 past it the rest are counted."""
 
 _FINISHED = ("done", "skipped")
+
+NO_PLAN = "No current plan: the plan has no steps."
+"""The text of a plan without steps (a runtime clearing its plan). The fragment was empty: a
+required plan fragment of 0 tokens, rendered as "(empty message)" on Anthropic and as empty
+content on OpenAI, and the model was not told that the plan it worked to is gone. A counted line
+rather than no fragment: the manifest keeps showing which event set the plan, and the model,
+which may remember the old plan from its own replies, reads that it no longer holds."""
 
 _UNKNOWN = "unknown step id"
 """A dependency on an id no step has, as the current step's dependencies show it: it was "[?]",
@@ -192,9 +199,10 @@ def plan_text(event: PlanUpdated) -> str:
     into another. Budget and stop conditions close it. The global success conditions
     live in the goal's success contract fragment. Each kind lists at most
     :data:`_LISTED` steps and counts the rest (the finished: the latest ones).
+    A plan without steps says so (:data:`NO_PLAN`).
     """
     status = {step.id: step.status for step in event.steps}
-    lines: list[str] = []
+    lines: list[str] = [] if event.steps else [NO_PLAN]
     pending = [step for step in event.steps if step.status == "pending"]
     current = current_steps(event)
     stuck = stuck_steps(event)

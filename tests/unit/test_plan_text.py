@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 from contextfold.api import render_request
 from contextfold.domain.events import AnyEvent, GoalSet, PlanStep, PlanUpdated, UserInput
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold_event, new_state
-from contextfold.projections.plan_view import current_steps, plan_text, stuck_steps
+from contextfold.projections.plan_view import NO_PLAN, current_steps, plan_text, stuck_steps
 
 
 def test_a_short_plan_lists_every_step_ready_first_and_its_dependencies() -> None:
@@ -134,3 +136,25 @@ def test_stuck_and_needed_steps_stay_bounded() -> None:
     assert lines[22] == ("[stuck] r0: ring 0 (never ready: dependency cycle among r0, r1, r2, r3, r4 "
                          "and 2995 more)")
     assert lines[-1] == "... 2980 more stuck steps (r20 to r2999)"
+
+
+def test_a_cleared_plan_says_there_is_no_plan_and_is_counted() -> None:
+    """``PlanUpdated(steps=())`` (a runtime clearing its plan) made a required plan fragment of 0
+    tokens, rendered as "(empty message)" on Anthropic and as empty content on OpenAI: the model
+    was not told that the plan it had worked to is gone."""
+    assert plan_text(PlanUpdated(steps=())) == NO_PLAN
+    assert plan_text(PlanUpdated(steps=(), budget="1 hour")).splitlines() == [NO_PLAN, "budget: 1 hour"]
+    events: list[AnyEvent] = [GoalSet(goal="ship it"),
+                              PlanUpdated(steps=(PlanStep(id="a", title="deploy"),)),
+                              PlanUpdated(steps=()), UserInput("go")]
+    state = new_state("cleared")
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("cleared", pos, event, ""))
+    for provider in ("anthropic", "openai-chat", "openai-responses"):
+        built = build_context(state, BuildConfig(provider=provider, window=16_000), render=render_request)
+        (plan,) = [f for f in built.manifest.fragments if f.kind == "plan"]
+        assert plan.id == "e3" and plan.required and plan.tokens > 0
+        assert [(x.id, x.reason, x.replaced_by) for x in built.manifest.excluded_items] == [
+            ("e2", "superseded", "e3")]
+        shown = json.dumps(built.request)
+        assert NO_PLAN in shown and "(empty message)" not in shown and '"content": ""' not in shown
