@@ -47,9 +47,35 @@ class Units:
     excluded: list[ExcludedFragment] = field(default_factory=list)
 
 
+def _copy_line(ctx: BuildCtx, fid: str, winner: str) -> ExcludedFragment:
+    f = ctx.frag(fid)
+    return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
+                            reason="duplicate", replaced_by=winner)
+
+
+def _semantic_line(ctx: BuildCtx, fid: str, winner: str) -> ExcludedFragment:
+    """The line of a fragment left out for another under its semantic key. Different content
+    under one key from a newer event is a newer version: ``superseded`` (DESIGN 7: a newer
+    revision supersedes the older one), as a file read again at a new revision is. It was called a
+    ``duplicate`` (wiki/deploy at rev 41 and rev 42: the model was told the old deploy window was
+    a copy of the new one). The same content, or an older version kept for its authority, is a
+    ``duplicate``."""
+    f, w = ctx.frag(fid), ctx.frag(winner)
+    entries = ctx.state.entries
+    if w.content_hash != f.content_hash and entries[winner].position > entries[fid].position:
+        return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
+                                reason="superseded", replaced_by=winner,
+                                detail="a newer version under the same semantic key")
+    detail = ("" if w.content_hash == f.content_hash
+              else "another version under the same semantic key, kept as the more authoritative")
+    return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
+                            reason="duplicate", replaced_by=winner, detail=detail)
+
+
 def _state_units(ctx: BuildCtx, state_ids: list[str]
                  ) -> tuple[list[Unit], dict[str, tuple[str, ...]], dict[str, int], list[ExcludedFragment]]:
-    """The state fragments' units, member tables and ``duplicate`` lines (``make_units``)."""
+    """The state fragments' units, member tables and the lines of the copies and older versions
+    left out (``make_units``)."""
     entries = ctx.state.entries
     units: list[Unit] = []
     members: dict[str, tuple[str, ...]] = {}
@@ -90,12 +116,11 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
         f = ctx.frag(fid)
         semantic = ctx.state.semantic_keys.get(fid)  # the same fact under two sources: one copy
         winner = copy_of(fid, kept_texts.get(f.content_hash, ()), files)
+        line = _copy_line
         if winner is None and semantic is not None:
-            winner = seen_semantic.get(semantic)
+            winner, line = seen_semantic.get(semantic), _semantic_line
         if winner is not None and fid not in ctx.required:
-            excluded.append(ExcludedFragment(
-                id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="duplicate",
-                replaced_by=winner))
+            excluded.append(line(ctx, fid, winner))
             left_out.add(fid)
             continue
         kept_texts.setdefault(f.content_hash, []).append(fid)
@@ -122,7 +147,8 @@ def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMa
 
     Dedupe: optional state fragments that share a content hash or a semantic key
     (evidence ``source_ref``, or the ``semantic_key`` it was retrieved under) keep one
-    copy: the more authoritative, then the newer.
+    copy: the more authoritative, then the newer. The others are ``duplicate``, or ``superseded``
+    when a newer version (different content) under the semantic key replaced them.
     A group with a call still open is excluded as ``stale``; one that uses a tool the
     request does not offer (``ctx.blocked``) is a unit shown as a note (``not_offered``).
     """

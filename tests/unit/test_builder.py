@@ -195,8 +195,15 @@ def test_evidence_under_one_semantic_key_keeps_one_copy_authoritative_then_newer
     result = build(events)
     text = request_text(result)
     assert "per the repo" in text and "half-to-even" not in text and "FIN-13" in text  # trust first
-    dup = sorted((e.id, e.replaced_by) for e in result.manifest.excluded_items if e.reason == "duplicate")
-    assert dup == [("e2", "e4"), ("e3", "e4")]
+    # older versions under the key, replaced by a newer one: superseded, not duplicates
+    assert sorted((e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items) == [
+        ("e2", "superseded", "e4"), ("e3", "superseded", "e4")]
+    # a newer version from a less authoritative source is left out for the older one: a duplicate
+    # of the fact, said to be another version
+    result = build([events[0], events[3], events[1]])
+    assert [(e.id, e.reason, e.replaced_by, e.detail) for e in result.manifest.excluded_items] == [
+        ("e3", "duplicate", "e2",
+         "another version under the same semantic key, kept as the more authoritative")]
 
 
 def test_a_newer_retrieval_of_the_same_source_supersedes_the_older_whatever_its_trust() -> None:
@@ -622,7 +629,28 @@ def test_of_a_file_read_whole_and_a_retrieved_copy_keyed_by_its_path_the_newer_i
     for events, shown, hidden in orders:
         body, left = _left_out(events)
         assert shown in body and hidden not in body
-        assert left == [("e2", "duplicate", "e3")]
+        assert left == [("e2", "superseded", "e3")]  # a newer version, not a copy
+
+
+def test_a_newer_version_under_a_semantic_key_supersedes_the_older() -> None:
+    """Two retrievals under one ``semantic_key`` with different content (wiki/deploy at rev 41,
+    then rev 42): the older was listed as a ``duplicate`` of the newer, while the same through
+    FileRead (one path, a new revision) was ``superseded``. DESIGN 7: a newer revision supersedes
+    the older one. The same content under the key stays a ``duplicate``."""
+    old = EvidenceRetrieved(content="Deploy window: Tuesdays 10:00-12:00 UTC.",
+                            source_ref="https://wiki/deploy?rev=41", semantic_key="wiki/deploy")
+    new = EvidenceRetrieved(content="Deploy window: Thursdays 14:00-16:00 UTC.",
+                            source_ref="https://wiki/deploy?rev=42", semantic_key="wiki/deploy")
+    body, left = _left_out([UserInput("when can I deploy?"), old, new])
+    assert "Thursdays" in body and "Tuesdays" not in body
+    assert left == [("e2", "superseded", "e3")]
+    result = build([UserInput("when can I deploy?"), old, new], "anthropic", window=20_000, reserve=2_000)
+    (line,) = result.manifest.excluded_items
+    assert line.detail == "a newer version under the same semantic key"
+    assert result.manifest.excluded["superseded"] == 1 and result.manifest.excluded["duplicate"] == 0
+    copy = new.model_copy(update={"source_ref": "https://mirror/deploy"})
+    _, left = _left_out([UserInput("when can I deploy?"), new, copy])
+    assert left == [("e2", "duplicate", "e3")]
 
 
 def test_required_over_budget_splits_a_groups_cut_over_its_results() -> None:
