@@ -292,7 +292,7 @@ def _build(state: RunState, config: BuildConfig, *,
     if twins:
         excluded.extend(twin_lines(state, twins))
     if state.superseded_by:
-        excluded.extend(superseded_lines(ctx))
+        excluded.extend(superseded_lines(ctx, kept_ids, excluded, low_priority))
 
     # ``texts`` holds only cut or redacted texts; payloads shown as logged are ``deferred``.
     conversation = lay_out(LayoutInput(state=state, kept=kept_ids, texts=texts,

@@ -129,6 +129,33 @@ def test_every_older_version_is_listed_as_superseded_by_the_one_shown() -> None:
     assert superseded == [("e2", "e4"), ("e3", "e4"), ("e5", "e7"), ("e6", "e7")]
 
 
+def test_a_superseded_line_says_when_the_newer_version_is_left_out_too() -> None:
+    """A read replaced by a newer read that is itself left out (``low_priority``): the line said
+    "replaced by e15" and nothing else, and the manifest (and ``why``) read as if the model saw the
+    newer version, when it saw neither. The line now says why the newer one is not shown;
+    ``replaced_by`` still names it. With room for it, the line has no such detail."""
+    events: list[AnyEvent] = [
+        PolicySet(text="Be careful."),
+        FileRead(path="src/app.py", content="x = 1\n" * 50, revision="r1"),
+        *(FileRead(path=f"src/mod{i}.py", content=f"def f{i}(): return {i}\n" * 150, revision="r1")
+          for i in range(12)),
+        FileRead(path="src/app.py", content="y = 2\n" * 3000, revision="r2"),
+        UserInput("fix it"),
+    ]
+    for window, shown in ((9_000, False), (50_000, True)):
+        m = build(events, "anthropic", window=window, reserve=100).manifest
+        assert ("e15" in {f.id for f in m.fragments}) is shown
+        (line,) = [e for e in m.excluded_items if e.reason == "superseded"]
+        assert (line.id, line.replaced_by) == ("e2", "e15")
+        if shown:
+            assert line.detail == ""
+        else:
+            (newer,) = [e for e in m.excluded_items if e.id == "e15"]
+            assert newer.reason == "low_priority"
+            assert line.detail == ("the newer version e15 is not in this request either: "
+                                   f"low_priority, {newer.detail}")
+
+
 @pytest.mark.parametrize(("start", "end"), [(None, None), (1, 3), (None, 3)])
 def test_a_second_read_of_the_same_range_and_revision_label_supersedes_the_first(
         start: int | None, end: int | None) -> None:
