@@ -93,6 +93,19 @@ def test_anthropic_gets_its_thinking_back_verbatim_first_and_between_the_calls_i
     assert blocks[0] == THINKING and blocks[3] == REDACTED  # not a byte edited, nothing added
 
 
+def test_a_thinking_turn_merged_after_a_text_reply_still_starts_with_its_thinking() -> None:
+    """Two replies in a row (a hand-off's text, then a thinking turn with calls) are one Anthropic
+    assistant message: the merge put the thinking after the text, where Anthropic wants the turn
+    before the tool results to start with it (review)."""
+    events = _events(ANTHROPIC)
+    events[1:1] = [ModelResponse(text="Let me check.")]
+    request = _build(_state(events), "anthropic").request
+    blocks = _assistant(request, "messages", "assistant")
+    assert [b["type"] for b in blocks] == ["thinking", "text", "text", "tool_use", "redacted_thinking",
+                                           "tool_use"]
+    assert blocks[0] == THINKING
+
+
 def test_openai_responses_gets_its_reasoning_items_back_before_the_calls() -> None:
     items = _build(_state(_events(OPENAI)), "openai-responses").request["input"]
     kinds = [i["type"] for i in items]

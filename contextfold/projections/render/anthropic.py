@@ -132,6 +132,9 @@ def _user_blocks(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
     return blocks
 
 
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     """Thinking first (a thinking turn's message must start with it), the text, the calls; a
     block of interleaved thinking goes back before the call it preceded. Another provider's
@@ -199,7 +202,14 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
                 assert_never(message)
         if blocks:
             if messages and messages[-1]["role"] == role:
-                messages[-1]["content"].extend(blocks)
+                content = messages[-1]["content"]
+                lead = 0  # a merged turn keeps its thinking first (``_assistant_blocks``)
+                while role == "assistant" and lead < len(blocks) and blocks[lead]["type"] in _THINKING:
+                    lead += 1
+                if lead and content[0]["type"] not in _THINKING:
+                    content[0:0] = blocks[:lead]
+                    blocks = blocks[lead:]
+                content.extend(blocks)
             else:
                 messages.append({"role": role, "content": blocks})
         if index + 1 == conversation.stable_prefix_messages and messages:
