@@ -31,6 +31,16 @@ part), its description, its tags and its parameter names (nested properties
 included). Terms are lower-cased, English stop words dropped, and a plural
 ``s``/``ies`` folded, so "emails" matches "email".
 
+Chinese and Japanese are written without spaces, and Korean glues particles to
+its words ("주문을"): a run of Han, kana or hangul is one "word" to a split on
+non-word characters, so "请帮我取消订单" never matched a tool described as "取消订单", and
+"请在GitHub上创建一个issue" lost "github" and "issue" to its neighbours. With
+no segmenter at hand, such a run is cut from the Latin around it and indexed
+as overlapping character bigrams (a lone character as itself), the usual BM25
+practice for CJK (Lucene's CJKBigramFilter): "取消订单" is 取消 消订 订单, and
+the idf of a bigram does what a word's would. Text is NFKC-normalised first,
+so full-width "ＧｉｔＨｕｂ" and half-width katakana read as their usual forms.
+
 A tool's token cost is ``count(canonical_tool_json(spec))`` plus
 :data:`TOOL_OVERHEAD_TOKENS` for the framing a provider wraps around each
 declaration. When a name is registered twice, the last registration wins.
@@ -41,6 +51,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -94,7 +105,13 @@ _STOP_WORDS = frozenset((
     "you", "your",
 ))
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[^\W_]+")
+_CJK = ("\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u30ff\u3100-\u312f\u3130-\u318f"
+        "\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
+        "\U00020000-\U0003134f")
+"""Han (with radicals and iteration marks), bopomofo, kana and hangul: scripts whose words are not
+separated by spaces, or carry attached particles (module docstring)."""
+_WORD = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
+_CJK_RUN = re.compile(f"[{_CJK}]")
 
 
 class _Frozen(BaseModel):
@@ -179,9 +196,15 @@ def _fold(term: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased terms of ``text``, split on case changes and punctuation, stop words out."""
+    """Lower-cased terms of ``text``, split on case changes and punctuation, stop words out; a run
+    of CJK characters as its overlapping bigrams (module docstring)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
     out: list[str] = []
     for word in _WORD.findall(text):
+        if _CJK_RUN.match(word):
+            out += [word] if len(word) == 1 else [word[i:i + 2] for i in range(len(word) - 1)]
+            continue
         for part in _CAMEL.split(word):
             term = part.lower()
             if term and term not in _STOP_WORDS:

@@ -1,0 +1,36 @@
+"""Tool exposure's terms: CJK text and ranking determinism (``tool_exposure.tokenize``, BM25)."""
+
+from __future__ import annotations
+
+from contextfold.domain.events import ToolSpec
+from contextfold.projections.tool_exposure import rank_tools, select_tools, tokenize
+from tests.counters import quarter
+
+
+def _github_and_decoys() -> list[ToolSpec]:
+    return [ToolSpec(name="github_create_issue", description="Create a new issue in a GitHub repository."),
+            *(ToolSpec(name=f"{s}_post_message", description=f"Post a message to {s}.")
+              for s in ("slack", "teams", "discord", "matrix"))]
+
+
+def test_a_cjk_run_is_cut_from_latin_and_indexed_as_bigrams() -> None:
+    """Chinese is written without spaces: "请在GitHub上创建一个issue" was two terms, neither of them
+    "issue", and 请帮我取消订单 shared nothing with a tool described as 取消订单."""
+    assert tokenize("请在GitHub上创建一个issue")[-1] == "issue"
+    assert "请在" in tokenize("请在GitHub上创建一个issue")
+    assert tokenize("取消订单") == ["取消", "消订", "订单"]
+    assert tokenize("我") == ["我"]  # a lone character is a term of its own
+    assert {"キャ", "セル"} <= set(tokenize("注文をキャンセルして"))  # Japanese kana too
+    assert {"주문", "취소"} <= set(tokenize("주문을 취소해 주세요"))  # Korean particles glued on
+    assert tokenize("ｉｓｓｕｅ") == ["issue"]  # full-width Latin is NFKC-folded
+
+
+def test_a_chinese_request_finds_its_tool_in_either_language() -> None:
+    zh = [ToolSpec(name="cancel_order", description="取消订单"),
+          ToolSpec(name="create_ticket", description="创建工单"),
+          ToolSpec(name="query_order", description="查询订单状态")]
+    ranked = rank_tools(zh, "请帮我取消订单")
+    assert ranked[0][0] == "cancel_order" and ranked[0][1] > 0.0
+    exposure = select_tools(_github_and_decoys(), query="请在GitHub上创建一个issue", budget_tokens=10_000,
+                            count=quarter, max_relevant=1)
+    assert exposure.names == ("github_create_issue",)
