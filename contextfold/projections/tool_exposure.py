@@ -29,7 +29,14 @@ A tool's document is its name (split on snake_case, camelCase, kebab-case and
 dots, counted twice as a simple field boost: the name is the most telling
 part), its description, its tags and its parameter names (nested properties
 included). Terms are lower-cased, English stop words dropped, and a plural
-``s``/``ies`` folded, so "emails" matches "email".
+``s``/``ies`` folded, so "emails" matches "email". A camelCase word yields its
+parts and each two neighbouring parts joined ("GitHub" is git, hub and github;
+"GitHubOpenIssue" has github, hubopen and openissue too), on the query's side
+and the tool's: a brand is written "GitHub" in a sentence and ``github`` in a
+snake_case name, and with the parts alone "File a GitHub issue" never reached
+``github_create_issue`` (nor GitLab, PagerDuty, HubSpot, BigQuery ...). Pairs,
+not the whole word: a brand is two parts, and inside a camelCase identifier the
+whole word would be one term no query writes.
 
 Chinese and Japanese are written without spaces, and Korean glues particles to
 its words ("주문을"): a run of Han, kana or hangul is one "word" to a split on
@@ -196,8 +203,9 @@ def _fold(term: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased terms of ``text``, split on case changes and punctuation, stop words out; a run
-    of CJK characters as its overlapping bigrams (module docstring)."""
+    """Lower-cased terms of ``text``, split on case changes (neighbouring camelCase parts joined too)
+    and punctuation, stop words out; a run of CJK characters as its overlapping bigrams (module
+    docstring)."""
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     out: list[str] = []
@@ -205,7 +213,9 @@ def tokenize(text: str) -> list[str]:
         if _CJK_RUN.match(word):
             out += [word] if len(word) == 1 else [word[i:i + 2] for i in range(len(word) - 1)]
             continue
-        for part in _CAMEL.split(word):
+        parts = _CAMEL.split(word)
+        # each two neighbouring camel parts joined too: "GitHub" -> git, hub, github
+        for part in (*parts, *map(operator.add, parts, parts[1:])):
             term = part.lower()
             if term and term not in _STOP_WORDS:
                 out.append(_fold(term))

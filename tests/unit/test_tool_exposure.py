@@ -238,9 +238,9 @@ def test_two_needed_tools_out_of_200_are_exposed_in_a_lean_subset(count: Counter
 
 
 def test_tokenize_splits_snake_camel_kebab_and_folds_plurals() -> None:
-    assert tokenize("getHTTPResponse") == ["http", "response"]
+    assert tokenize("getHTTPResponse") == ["http", "response", "gethttp", "httpresponse"]  # parts, pairs
     assert tokenize("s3.listBuckets kube-ctl git_commit") == [
-        "s3", "list", "bucket", "kube", "ctl", "git", "commit"]
+        "s3", "list", "bucket", "listbucket", "kube", "ctl", "git", "commit"]
     assert tokenize("Send the emails to the categories") == ["send", "email", "category"]
 
 

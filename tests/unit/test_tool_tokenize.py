@@ -25,6 +25,20 @@ def test_a_cjk_run_is_cut_from_latin_and_indexed_as_bigrams() -> None:
     assert tokenize("ｉｓｓｕｅ") == ["issue"]  # full-width Latin is NFKC-folded
 
 
+def test_a_camel_case_brand_matches_its_snake_case_tool_either_way() -> None:
+    """"GitHub" in a sentence was git + hub, ``github_create_issue`` kept github: no match."""
+    assert tokenize("GitHub") == ["git", "hub", "github"]
+    services = ("github", "gitlab", "pagerduty", "hubspot", "bigquery", "dynamodb")
+    tools = [ToolSpec(name=f"{s}_open_item", description="Open an item.") for s in services]
+    for query in ("File a GitHub issue", "File a GitLab issue", "Page the on-call in PagerDuty",
+                  "Add a HubSpot contact", "Run a BigQuery job", "Scan the DynamoDB table"):
+        ranked = rank_tools(tools, query)
+        assert ranked[0][1] > ranked[1][1], (query, ranked[:2])
+    camel = [ToolSpec(name="GitHubOpenIssue", description="Open an issue."),
+             ToolSpec(name="jira_open_issue", description="Open an issue.")]
+    assert rank_tools(camel, "open a github issue")[0][0] == "GitHubOpenIssue"  # the other way round
+
+
 def test_a_chinese_request_finds_its_tool_in_either_language() -> None:
     zh = [ToolSpec(name="cancel_order", description="取消订单"),
           ToolSpec(name="create_ticket", description="创建工单"),
