@@ -130,11 +130,13 @@ def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs) -> tuple[
 def _choices(specs: list[ToolSpec], query: str, config: BuildConfig, inputs: ToolInputs,
              count: Callable[[str], int], report_excluded: bool, registered: Collection[str]
              ) -> tuple[list[ToolChoice], list[ToolChoice]]:
+    """``registered``: the run's registered tools, in registration order (a dict's keys: the order
+    the fallback fills in, ``tool_exposure`` rule 6)."""
     policy = inputs.policy
     exposed, excluded, _, _ = choose_tools(
         specs, query=query, pinned=policy.pinned, referenced=inputs.used_names, allowed=policy.allowed,
         denied=policy.denied, budget_tokens=_UNBOUNDED, count=count, max_relevant=config.max_tools,
-        report_excluded=report_excluded, toolkit=registered)
+        report_excluded=report_excluded, toolkit=tuple(registered))
     return exposed, excluded
 
 
@@ -178,8 +180,13 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
         return hit[1]  # type: ignore[no-any-return]
     exposed, _ = _choices(specs, query, ctx.config, inputs, ctx.count, False, ctx.state.tools)
     whole = _whole(ctx.state, ctx.config, inputs)
-    units = [Unit(f"tool:{t.name}", "tools", t.tokens, _TOOL_SCORE + t.score, 0,
-                  required=t.reason == "pinned")
+    fallback = {t.name for t in exposed if t.reason == "fallback"}
+    # fallback tools (score 0) rank in registration order, below every relevant one: a small
+    # tools share keeps the first registered, as the fill chose them, not the first by name
+    order = {n: i for i, n in enumerate(n for n in ctx.state.tools if n in fallback)} if fallback else {}
+    units = [Unit(f"tool:{t.name}", "tools", t.tokens,
+                  _TOOL_SCORE - (order[t.name] + 1) / (len(order) + 1) if t.name in order else
+                  _TOOL_SCORE + t.score, 0, required=t.reason == "pinned")
              for t in exposed
              if t.reason != "referenced" or ((t.score > 0.0 or whole) and t.name in ctx.state.tools)]
     by_name = {t.name: t for t in exposed}
@@ -233,6 +240,10 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     if decided in candidates:
         return (f"tool {name!r} ({known}) was a candidate ({decided.reason}, {decided.tokens} tokens), but "
                 "the selection had no room for it in the tools layer's share of the budget")
+    if decided.reason == "irrelevant" and any(c.reason == "fallback" for c in candidates):
+        return (f"tool {name!r} ({known}) shares no term with the turn's goal, ready plan steps and latest "
+                "input, nor does any other tool: max_tools were filled with the tools registered before it "
+                "(the fallback)")
     if config.max_tools == 0:
         return f"tool {name!r} ({known}) is neither pinned nor called, and max_tools is 0: none is exposed " \
                "for its relevance"

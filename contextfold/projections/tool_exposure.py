@@ -21,7 +21,20 @@ exposure is, in this order:
    (``read_file``, ``edit_file``, ``bash``) share no word with "Login is
    broken, fix it", and a request that declared none of them left the model
    unable to act. The whole toolkit is also the same for every turn, so the
-   cache key does not move with the user's words.
+   cache key does not move with the user's words;
+6. **fallback**: in a larger registry, when no tool the relevance rule may
+   expose shares a term with the query ("Login is broken, fix it", "yes, go
+   ahead"), the cap is filled anyway, as ``fallback``, from the permitted
+   registered tools in registration order (a runtime lists its core tools
+   first; pinned and referenced tools are exposed already and take no slot).
+   Without it, a 12-tool agent got all 12 tools for that request and a 13-tool
+   agent none: a model that cannot act is the worst answer, and a retriever's
+   top-k is never empty. A query that matches even one tool is taken as the
+   retrieval's answer: padding it with unmatched tools would dilute the choice
+   the exposure exists to narrow. Whether the rule applies depends on the
+   scores alone, never on the budget, and it fills in a fixed order, so it is
+   deterministic and a larger budget never keeps less (in a build, each tool
+   competes in the selection as a unit of its own).
 
 Relevance is Okapi BM25 (k1 = :data:`BM25_K1` = 1.2, b = :data:`BM25_B` =
 0.75, the non-negative Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``).
@@ -100,7 +113,7 @@ TOOL_OVERHEAD_TOKENS = 8
 "function", "function": ...}`` wrapper and separators, about 7-10 tokens in
 OpenAI's and Anthropic's tool encodings); counted so the reserve is honest."""
 
-ExposureReason: TypeAlias = Literal["pinned", "referenced", "relevant", "toolkit"]
+ExposureReason: TypeAlias = Literal["fallback", "pinned", "referenced", "relevant", "toolkit"]
 ExclusionReason: TypeAlias = Literal["not_allowed", "not_registered", "over_budget", "over_cap",
                                      "irrelevant"]
 
@@ -351,13 +364,14 @@ def choose_tools(
     count: Callable[[str], int],
     max_relevant: int = 8,
     report_excluded: bool = True,
-    toolkit: Collection[str] | None = None,
+    toolkit: Sequence[str] | None = None,
 ) -> tuple[list[ToolChoice], list[ToolChoice], int, bool]:
     """:func:`select_tools` as plain data: (exposed by name, excluded by name, tokens, over budget).
 
-    ``toolkit``: the names :func:`whole_toolkit` counts (default: every name of ``tools``); a
-    builder leaves out the stand-in schemas it declares for names the history called that no
-    runtime registered: one made-up call must not make the toolkit a catalogue.
+    ``toolkit``: the names :func:`whole_toolkit` counts and the fallback (rule 6) fills from, in
+    registration order (default: every name of ``tools``, in their order); a builder leaves out
+    the stand-in schemas it declares for names the history called that no runtime registered: one
+    made-up call must not make the toolkit a catalogue, nor a stand-in a fallback.
 
     Why apart: a build needs only the exposed tools, and ranks again whenever its query
     changes; making a model per excluded tool was most of that. With ``report_excluded=False``
@@ -401,6 +415,18 @@ def choose_tools(
     relevant = 0
     whole = whole_toolkit(registry if toolkit is None else toolkit, allowed=allowed_set, denied=denied_set,
                           cap=max_relevant)
+    if not whole and max_relevant > 0 and not any(
+            score > 0.0 and n not in exposed and n not in excluded for n, score in scores.items()):
+        for name in registry if toolkit is None else toolkit:  # rule 6: in registration order
+            if relevant >= max_relevant:
+                break
+            if name in registry and name not in exposed and name not in excluded:
+                if used + cost(name) > budget_tokens:
+                    exclude(name, "over_budget")
+                else:
+                    exposed[name] = ToolChoice(name, "fallback", scores[name], cost(name))
+                    used += cost(name)
+                    relevant += 1
     for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
         if name in exposed or name in excluded:
             continue

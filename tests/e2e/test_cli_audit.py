@@ -275,10 +275,11 @@ def test_why_a_tool_was_not_exposed(tmp_path: Path, cf: CLI) -> None:
         run.append(PolicySet(text="careful", pinned_tools=("deploy",), denied_tools=("drop_db",)),
                    ToolsRegistered(tools=(ToolSpec(name="deploy", description="deploy a release"),
                                           ToolSpec(name="drop_db", description="drop the database"),
-                                          ToolSpec(name="weather", description="forecast by city"))),
+                                          ToolSpec(name="weather", description="forecast by city"),
+                                          ToolSpec(name="backup", description="back up the database"))),
                    UserInput("drop the old database tables"))
         run.build(config=BuildConfig(provider="openai-chat", max_tools=1))  # recorded: turn 1; ranked
-        # (two permitted tools over a cap of one): weather is left out for its relevance
+        # (three permitted tools over a cap of one): weather is left out for its relevance
         run.append(ModelResponse(text="done"), UserInput("and the weather?"))  # turn 2: no record
     denied = cf("why", "tools", "--turn", "1", "drop_db", cwd=tmp_path)
     assert denied.returncode == 0, denied.stderr

@@ -164,3 +164,38 @@ def test_a_current_step_no_status_marks_ranks_the_tools_as_the_plan_shows_it() -
         exposed[status] = {t.name for t in built.manifest.tools}
     assert "k8s_rollout_restart" in exposed["ready"]
     assert exposed["pending"] == exposed["ready"]
+
+
+def test_a_catalogue_that_matches_nothing_still_declares_tools_to_act_with() -> None:
+    """Twelve coding tools were declared whole for "Login is broken, fix it"; a thirteenth made it a
+    catalogue, nothing shared a word with the turn, and the request declared no tool at all."""
+    names = ["read_file", "edit_file", "write_file", "bash", "grep", "glob", "list_dir", "git_diff",
+             "git_commit", "run_tests", "web_search", "web_fetch", "todo_write"]
+    kit = tuple(ToolSpec(name=n, description=f"{n.replace('_', ' ')} tool") for n in names)
+    head = (PolicySet(text="You are a coding agent.", pinned_tools=("todo_write",)),
+            ToolsRegistered(tools=kit))
+    kept: set[str] = set()
+    sizes: list[int] = []
+    for window in (1_150, 1_200, 1_400, 32_000):  # a larger budget never keeps less
+        state = _state(*head, UserInput("Login is broken, fix it"))
+        built, _ = _reasons(state, BuildConfig(provider="anthropic", window=window, reserve=1_000))
+        declared = {t.name: t.reason.split(" ")[0] for t in built.manifest.tools}
+        assert kept <= declared.keys(), window
+        kept = set(declared)
+        sizes.append(len(kept))
+        if window == 1_150:  # a small share keeps the first registered, as the fill chose them
+            assert declared.keys() == {"todo_write", "read_file", "edit_file"}, declared
+    assert sizes[0] < sizes[-1] == 13, sizes  # the small windows kept fewer: the check had teeth
+    assert declared == {"todo_write": "pinned", **dict.fromkeys(names[:12], "fallback")}
+    # a pinned tool takes no slot; the cap is filled in registration order, so the 13th stays out
+    state = _state(*head[:1], ToolsRegistered(tools=(*kit, ToolSpec(name="zz_extra", description="x"))),
+                   UserInput("Login is broken, fix it"))
+    config = BuildConfig(provider="anthropic", window=32_000, reserve=1_000)
+    exposed = {t.name for t in build_context(state, config, render=render_request).manifest.tools}
+    assert "zz_extra" not in exposed and len(exposed) == 13
+    assert "nor does any other tool: max_tools were filled" in str(
+        not_exposed_reason(state, config, "zz_extra", exposed))
+    # one match is the retrieval's answer: the rest are not padded in
+    state = _state(*head, UserInput("Login is broken, run the tests"))
+    built, _ = _reasons(state, BuildConfig(provider="anthropic", window=32_000, reserve=1_000))
+    assert {t.name for t in built.manifest.tools} == {"todo_write", "run_tests"}

@@ -297,14 +297,16 @@ def test_relevance_respects_budget_cap_and_zero_scores() -> None:
     tight = select_tools(TOOLS, query="list s3 buckets", budget_tokens=cheapest - 1,
                          count=quarter)
     assert tight.exposed == () and "over_budget" in {t.reason for t in tight.excluded}
+    # nothing matches: the cap is filled in registration order (rule 6), never left empty
     nothing = select_tools(TOOLS, query="zebra quantum", budget_tokens=10_000, count=quarter)
-    assert nothing.exposed == ()
+    assert set(nothing.names) == {t.name for t in TOOLS[:8]}
+    assert {t.reason for t in nothing.exposed} == {"fallback"}
 
 
 def test_unknown_pinned_or_referenced_name_is_reported_not_invented() -> None:
     exposure = select_tools(TOOLS, query="", referenced=["legacy_tool"], budget_tokens=100,
                             count=quarter)
-    assert exposure.exposed == ()
+    assert "legacy_tool" not in exposure.names and {t.reason for t in exposure.exposed} <= {"fallback"}
     assert [(t.name, t.reason) for t in exposure.excluded if t.name == "legacy_tool"] == [
         ("legacy_tool", "not_registered")]
 
@@ -447,9 +449,14 @@ def test_a_toolkit_within_the_cap_is_exposed_whole_scored_tools_first() -> None:
     cheapest = tool_tokens(kit[2], quarter)  # room for one: the relevant one comes first
     tight = select_tools(kit, query="run the shell", budget_tokens=cheapest, count=quarter, max_relevant=3)
     assert tight.names == ("bash",)
-    # one tool more than the cap: a catalogue to retrieve from, a tool with score 0 stays out
+    # one tool more than the cap: a catalogue to retrieve from; nothing matches, so the first
+    # registered fill the cap (rule 6): the request still declares tools the model can act with
     over = select_tools(kit, query="Login is broken", budget_tokens=10_000, count=quarter, max_relevant=2)
-    assert over.exposed == ()
+    assert [(t.name, t.reason) for t in over.exposed] == [("edit_file", "fallback"),
+                                                          ("read_file", "fallback")]
+    assert [(t.name, t.reason) for t in over.excluded] == [("bash", "irrelevant")]
+    one = select_tools(kit, query="run the shell", budget_tokens=10_000, count=quarter, max_relevant=2)
+    assert one.names == ("bash",)  # one match is the retrieval's answer: not padded
     denied = select_tools(kit, query="Login is broken", denied=["bash"], budget_tokens=10_000, count=quarter,
                           max_relevant=2)  # the permitted toolkit is two
     assert denied.names == ("edit_file", "read_file")
