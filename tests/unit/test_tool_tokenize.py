@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import random
+import subprocess
+import sys
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.tool_exposure import rank_tools, select_tools, tokenize
 from tests.counters import quarter
@@ -48,3 +56,43 @@ def test_a_chinese_request_finds_its_tool_in_either_language() -> None:
     exposure = select_tools(_github_and_decoys(), query="请在GitHub上创建一个issue", budget_tokens=10_000,
                             count=quarter, max_relevant=1)
     assert exposure.names == ("github_create_issue",)
+
+
+_VOCAB = ["GitHub", "github", "PagerDuty", "issues", "create", "order", "取消订单", "查询", "订单状态",
+          "キャンセル", "주문을", "listBuckets", "s3", "deploy", "the", "file", "Files", "ＧｉｔＨｕｂ", "日"]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=3),
+                          st.lists(st.sampled_from(_VOCAB), max_size=8)), min_size=1, max_size=10),
+       st.lists(st.sampled_from(_VOCAB), max_size=6), st.randoms(use_true_random=False))
+def test_bm25_ranking_is_deterministic(tools: list[tuple[list[str], list[str]]], words: list[str],
+                                       rnd: random.Random) -> None:
+    """A build's hash depends on the ranking: the same registry and query rank the same, bit for
+    bit, whatever the registry's order, the query's word order, fresh spec objects (a rebuilt
+    index) or the calls made in between (the cached index)."""
+    specs = [ToolSpec(name=f"t{i}_" + "_".join(name), description=" ".join(desc))
+             for i, (name, desc) in enumerate(tools)]
+    query = " ".join(words)
+    first = rank_tools(specs, query)
+    assert [n for n, _ in first] == sorted((n for n, _ in first),
+                                           key=lambda n: (-dict(first)[n], n))  # best first, ties by name
+    shuffled = rnd.sample(specs, len(specs))
+    rank_tools(specs, "unrelated deploy")  # another query in between: the cached index is reused
+    assert rank_tools(shuffled, " ".join(rnd.sample(words, len(words)))) == first
+    fresh = [ToolSpec(name=s.name, description=s.description) for s in specs]
+    assert rank_tools(fresh, query) == first
+
+
+def test_bm25_ranking_does_not_depend_on_the_hash_seed() -> None:
+    """Sets and dicts of str iterate by hash: a ranking that leaned on one would differ between
+    processes, and a replayed build would not match its record."""
+    script = ("from contextfold.domain.events import ToolSpec\n"
+              "from contextfold.projections.tool_exposure import rank_tools\n"
+              f"v = {_VOCAB!r}\n"
+              "specs = [ToolSpec(name=f't{i}_' + v[i % len(v)], description=' '.join(v[i:] + v[:i][:3])) "
+              "for i in range(len(v))]\n"
+              "print(repr(rank_tools(specs, 'file a GitHub issue: 取消订单 キャンセル listBuckets')))\n")
+    runs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(runs) == 1 and runs.pop().startswith("[(")
