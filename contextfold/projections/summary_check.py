@@ -146,12 +146,19 @@ def _outcome(entry: str) -> str:
     return "" if found is None else SUMMARY_REF.sub("", found.group(1))
 
 
-_FAILED = re.compile(r"\b(?:error\w*|fail\w*|unsuccessful|is_error=true|exit[_ ]code[= ][1-9]\d*)\b",
+_FAILED = re.compile(r"\b(?:errors?|erred|erroring|fail(?:ed|s|ure|ures|ing)?|unsuccessful|is_error=true|"
+                     r"exit[_ ]code[= ][1-9]\d*|(?:did not|didn't|never|not) succeed\w*|not successful)\b",
                      re.IGNORECASE)
-"""How an entry says a call failed."""
+"""How an entry says a call failed ("failover" is not a failure)."""
 _NO_FAILURE = re.compile(r"\b(?:no|without|zero|0)\s+(?:\w+\s+)?(?:errors?|failures?)\b|\bnot? fail\w*\b|"
-                         r"\bnever fail\w*\b|\bdid not fail\b", re.IGNORECASE)
-"""A denial of a failure ("succeeded with no errors"): it does not say the call failed."""
+                         r"\bnever fail\w*\b|\bdid not fail\b|\b(?:errors?|failures?)[- ]free\b|"
+                         r"\b(?:errors?|failures?)\s*[:=]\s*(?:none|0|no)\b", re.IGNORECASE)
+"""A denial of a failure ("succeeded with no errors", "error-free", "errors: none"): it does not
+say the call failed."""
+_SUCCEEDED = re.compile(r"\b(?<!not )(?<!never )(?<!n't )(?<!no )"
+                        r"(?:succeed(?:ed|s)?|success(?:ful(?:ly)?)?)\b", re.IGNORECASE)
+"""A claim of success, not negated: an entry about a failed call that makes one is a rewrite of
+the failure, whatever failure word it also holds ("succeeded, the failover was not needed")."""
 _FAILED_AT = re.compile(r"^call ([^\s,;:()]+) \([^)]*\) failed at event \d+:")
 """A skeleton's known failure of a failed result (``call d1 (deploy) failed at event 4: ...``)."""
 _ERROR_SIDE_EFFECT = re.compile(r": (?:error|lost|cancelled|open): unverified(?: \{.*\})?$")
@@ -203,7 +210,8 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
             raise CompactionError(f"summary states the outcome of calls {sorted(calls)} as known, which "
                                   f"the log leaves lost, cancelled or unverified: {entry!r}")
         calls = failed.intersection(cited)
-        if calls and not (_UNSURE.search(said) or _FAILED.search(_NO_FAILURE.sub("", said))):
+        if calls and (_SUCCEEDED.search(said) or not (
+                _UNSURE.search(said) or _FAILED.search(_NO_FAILURE.sub("", said)))):
             raise CompactionError(f"summary states calls {sorted(calls)} as succeeded, which the log "
                                   f"records as failed: {entry!r}")
     for entry in summary.side_effects:

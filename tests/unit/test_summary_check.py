@@ -105,6 +105,10 @@ def failed_deploy() -> Log:
     ("side_effects", "call d1 (deploy) failed to deploy to staging"),  # failed, but no longer unverified
     ("tool_calls_and_results", "call d1 (deploy) -> ok, finished without errors"),  # a denial
     ("known_failures", "call d1 (deploy) did not fail after all: no failures in the rollout"),
+    # a failure word that is no failure, or a success beside one (review)
+    ("tool_calls_and_results", "call d1 (deploy) -> succeeded and verified, error-free"),
+    ("tool_calls_and_results", "call d1 (deploy) -> succeeded; errors: none"),
+    ("known_failures", "call d1 (deploy) succeeded, the failover was not needed"),
 ])
 def test_a_summary_that_writes_a_failed_call_as_succeeded_is_refused(key: str, rosy: str) -> None:
     """A plug-in summary wrote a failed deploy (exit 1, the skeleton's side effect "error:
@@ -122,7 +126,7 @@ def test_a_failed_call_said_to_have_failed_in_other_words_is_recorded() -> None:
     skeleton = deterministic_summary(log.records, fold(log.records))
     honest = {"tool_calls_and_results": ("call d1 (deploy) to staging failed with exit code 1",),
               "side_effects": ("call d1 (deploy) to staging: rollout failed, state unverified",),
-              "known_failures": ("call d1 (deploy): health check timed out, error",)}
+              "known_failures": ("call d1 (deploy): health check timed out, error; did not succeed",)}
     assert validate_summary(skeleton.model_copy(update=honest), log.records, skeleton, log.run_id)
 
 
