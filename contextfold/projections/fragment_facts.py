@@ -323,7 +323,8 @@ class BuildCtx:
             text = self.raw_text(fid)  # the fragment is made only when the text holds a secret
             content = entry.content
             if isinstance(content, Response) and content.calls:  # its calls' arguments too
-                found = redact_reply_fragment(entry.fragment, text, self.policy, self.count)
+                found = redact_reply_fragment(lambda: entry.fragment, text, [a for _, _, a in content.calls],
+                                              self.policy, self.count)
             else:
                 result = redact(text, self.policy)
                 found = (redact_fragment(entry.fragment, text, self.policy, self.count, result)

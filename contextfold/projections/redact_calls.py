@@ -67,15 +67,20 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
     apart, neither string is a secret). A whole-text finding inside one string without escapes
     is replaced there; one that reaches across quotes or escapes replaces each string it
     touches whole."""
+    whole_text = redact(arguments, policy)
+    if not whole_text.findings and "\\" not in arguments:
+        # Without escapes each string is the very text between its quotes, which every rule
+        # reads alike (a quote ends a value and starts no word): nothing found, nothing there.
+        return whole_text
     try:
         json.loads(arguments)
     except ValueError:  # not JSON: scanned as the text it is
-        return redact(arguments, policy)
+        return whole_text
     literals = [m.span() for m in _STRING.finditer(arguments)]
     inside: dict[int, list[tuple[int, int, str]]] = {}  # offsets in the string's text
     escaped: dict[int, set[str]] = {}  # rules found inside a string with escapes
     whole: dict[int, str] = {}  # across quotes: the string goes whole
-    findings: list[Finding] = list(redact(arguments, policy).findings)
+    findings: list[Finding] = list(whole_text.findings)
     for f in findings:
         for i, (start, end) in enumerate(literals):
             if start >= f.end or end <= f.start:
@@ -130,28 +135,32 @@ def redact_reply(text: str, arguments: Sequence[str], policy: RedactionPolicy
     return Redacted(said.text, tuple(findings)), tuple(shown)
 
 
-def redact_reply_fragment(frag: ContextFragment, text: str, policy: RedactionPolicy,
-                          count: Callable[[str], int]) -> tuple[ContextFragment, Redacted] | None:
+def redact_reply_fragment(make: Callable[[], ContextFragment], text: str, arguments: Sequence[str],
+                          policy: RedactionPolicy, count: Callable[[str], int]
+                          ) -> tuple[ContextFragment, Redacted] | None:
     """``redact_fragment`` for a model reply with calls: its text (``text``, as the build renders
-    it) and its calls' arguments redacted, the token count adjusted as the fold priced them
-    (``fold_content.arguments_tokens``); None when there is nothing to redact."""
-    calls = [b for b in frag.content if isinstance(b, ToolCallBlock)]
-    said, shown = redact_reply(text, [b.arguments for b in calls], policy)
+    it) and its calls' ``arguments`` redacted, the token count adjusted as the fold priced them
+    (``fold_content.arguments_tokens``); None when there is nothing to redact. ``make`` gives the
+    reply's fragment, made only when there is (building it, blocks validated, was most of a
+    new reply's cost)."""
+    said, shown = redact_reply(text, arguments, policy)
     if not said.findings:
         return None
+    frag = make()
+    calls = [b for b in frag.content if isinstance(b, ToolCallBlock)]
     tokens = frag.token_count - count(text) + count(said.text) + sum(
         arguments_tokens(new, count) - arguments_tokens(b.arguments, count)
         for b, new in zip(calls, shown, strict=True))
     content: list[MessageBlock] = []
     placed = False
-    arguments = iter(shown)
+    redacted = iter(shown)
     for block in frag.content:
         if isinstance(block, TextBlock):
             if not placed:
                 content.append(TextBlock(text=said.text))
             placed = True
         elif isinstance(block, ToolCallBlock):
-            content.append(block.model_copy(update={"arguments": next(arguments)}))
+            content.append(block.model_copy(update={"arguments": next(redacted)}))
         else:
             content.append(block)
     return frag.model_copy(update={"content": tuple(content), "token_count": max(0, tokens)}), said
