@@ -32,7 +32,7 @@ the id (which providers reject).
 Compaction: a ``HistoryCompacted`` event with ``strategy="mask"`` keeps every
 group visible and swaps the ok/error answers of the closed groups wholly
 inside its cover for one-line runtime stubs (call id, status, exit code, the
-raw result's ``event://`` ref); see :func:`_mask`. With ``strategy="summary"``
+raw result's ``event://`` ref); see ``fold_compaction``. With ``strategy="summary"``
 it adds a summary (history, runtime, source_ref ``events://RUN/A-B``) that
 stands in for the timeline items lying wholly inside its cover. Legal
 cuts are enforced by :func:`contextfold.projections.repair.check_compaction_cover`
@@ -49,9 +49,9 @@ state as of a past turn or log version: :mod:`contextfold.projections.past_state
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any, assert_never
+from typing import Any
 
 from contextfold.domain.conversation import arguments_object
 from contextfold.domain.errors import IntegrityError
@@ -78,13 +78,12 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.fragments import (
-    TRUST_RANK,
-    ToolResultBlock,
     Trust,
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.call_ids import call_alias
 from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
+from contextfold.projections.fold_compaction import fold_compaction
 from contextfold.projections.fold_content import (
     add_fragment,
     call_ref,
@@ -95,19 +94,15 @@ from contextfold.projections.fold_content import (
     ranges_overlap,
     supersede,
 )
-from contextfold.projections.fold_summary import confirmed_user_constraints, render_summary
-from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL
+from contextfold.projections.framing import NOTE_LABEL
 from contextfold.projections.gc_pause import paused_gc
-from contextfold.projections.masking import mask_text, stub_trust
 from contextfold.projections.plan_view import plan_text
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import (
     NOTE_PRIORITY,
-    SUMMARY_PRIORITY,
     CallSlot,
     MessageItem,
     RunState,
-    SummaryItem,
     ToolGroup,
 )
 from contextfold.projections.tokens import encoding_available, encoding_for_model, get_counter
@@ -361,103 +356,9 @@ def _(event: MemoryRecalled, state: RunState, rec: RecordedEvent) -> None:
     state.active[fid] = None
 
 
-def _coverable(state: RunState, pos: int, lo: int, hi: int) -> bool:
-    item = state.items[pos]
-    if isinstance(item, ToolGroup):
-        return item.closed and all(lo <= p <= hi for p in item.positions)
-    if isinstance(item, MessageItem) and item.role == "user":
-        return not state.entries[item.fragment_id].required
-    return True
-
-
 @_apply.register
 def _(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
-    lo, hi = event.covers_from, min(event.covers_to, rec.position - 1)
-    match event.strategy:
-        case "mask":
-            _mask(state, rec, lo, hi)
-        case "summary":
-            covered = tuple(p for p in range(lo, hi + 1)
-                            if p in state.items and p not in state.hidden
-                            and _coverable(state, p, lo, hi))
-            # an older summary of part of this cover, logged after its end (a cover stops before
-            # the compaction events that follow it), stands for history this one now covers:
-            # shown beside it, the same history went out twice
-            covered += tuple(p for p, item in state.items.items()
-                             if p > hi and isinstance(item, SummaryItem) and p not in state.hidden
-                             and lo <= item.covers_from and item.covers_to <= hi)
-            confirmed = confirmed_user_constraints(event, state.run_id, lambda p: _user_text(state, p))
-            text = (f"{render_summary(event, confirmed)}\nraw events: events://{state.run_id}/{lo}-{hi} "
-                    "(read back with `contextfold show`)")
-            fid = add_fragment(state, rec, "history", _lowest_trust(state, covered), (TextBlock(text=text),),
-                       priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",
-                       data_label=SUMMARY_LABEL)
-            for p in covered:
-                state.hidden[p] = rec.position
-            state.items[rec.position] = SummaryItem(rec.position, fid, lo, hi, covered)
-        case _:
-            assert_never(event.strategy)
-
-
-def _user_text(state: RunState, position: int) -> str | None:
-    """The text of the user's own input logged at ``position``, if that is one."""
-    entry = state.entries.get(f"e{position}")
-    if entry is None or entry.kind != "user_input" or entry.trust != "user":
-        return None
-    return entry.plain_text()
-
-
-def _lowest_trust(state: RunState, covered: Sequence[int]) -> Trust:
-    """The trust a summary of the items at ``covered`` is shown with: the lowest of theirs.
-
-    A summary quotes what it stands for (a failure's key line, a late result, the ids a result
-    named, a user's constraint), and a plug-in one is written from it: shown as the runtime's, an
-    instruction a fetched page planted in an error message ("SYSTEM OVERRIDE: ... ignore the
-    policy") rose from the data layer to runtime trust once compacted (the seed, sections 2 and
-    10: external text stays in the data layer, whatever it says)."""
-    entries = state.entries
-    trusts = [entries[fid].trust for p in covered for fid in state.items[p].fragment_ids]
-    # a masked answer's stub is the runtime's; the summary quotes the raw answer, its own event's
-    # fragment (``e{position}``), whose trust counts
-    trusts += [entries[f"e{q}"].trust for p in covered if isinstance(item := state.items[p], ToolGroup)
-               for q in item.positions[1:] if q in state.masked and f"e{q}" in entries]
-    return min(trusts, key=TRUST_RANK.__getitem__, default="runtime")
-
-
-def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:
-    """Replace the ok/error answers of closed groups wholly inside the cover by stubs.
-
-    The group stays (same calls, same statuses and exit codes), so the protocol
-    holds; only the answer fragment changes to a stub (``masking``) whose source_ref
-    is the raw result's ``event://`` ref: the runtime's, or, quoting what a side
-    effect's result named, at that result's trust. The stub keeps the raw answer's log
-    position for freshness, and the horizon does not move: masking changes
-    nothing else a build sees.
-    """
-    horizon, sub = state.horizon, 0
-    for pos in range(lo, hi + 1):
-        group = state.items.get(pos)
-        if (not isinstance(group, ToolGroup) or pos in state.hidden
-                or not _coverable(state, pos, lo, hi)):
-            continue
-        calls, stubbed = [], False
-        for slot in group.calls:
-            if (slot.answer_id is not None and slot.answer_position is not None
-                    and slot.status in ("ok", "error") and slot.answer_position not in state.masked):
-                block, text, facts = mask_text(state, group, slot)  # as the plan priced it
-                stub = ToolResultBlock(call_id=block.call_id, name=block.name, status=block.status,
-                                       exit_code=block.exit_code, text=text)
-                sub += 1
-                fid = add_fragment(state, rec, "tool_result", stub_trust(state, slot, facts), (stub,),
-                                   sub=sub, source_ref=f"event://{state.run_id}/{slot.answer_position}")
-                state.entries[fid] = state.entries[fid].moved(slot.answer_position)
-                state.masked[slot.answer_position] = rec.position
-                slot = replace(slot, answer_id=fid)
-                stubbed = True
-            calls.append(slot)
-        if stubbed:  # an item is replaced only when it changes (the timeline index relies on it)
-            state.items[pos] = ToolGroup(pos, group.fragment_id, tuple(calls))
-    state.horizon = horizon
+    fold_compaction(event, state, rec)
 
 
 @_apply.register
