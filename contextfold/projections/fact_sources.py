@@ -27,12 +27,20 @@ __all__ = ["copy_of", "file_sources"]
 _LINES_SUFFIX = re.compile(r"#L\d+(?:-L\d+)?$")
 
 
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+")
+
+
 def _path_of_file_ref(ref: str) -> str:
     """The path of a ``file://path[@revision][#Lm[-Ln]]`` source ref (``fold_content.file_ref``'s
-    shape). A last ``@`` is a revision only when no ``/`` follows it (``node_modules/@types/x``)."""
+    shape). A last ``@`` is a revision only when no ``/`` follows it (``node_modules/@types/x``)
+    and what follows has no dot unless it is a version (``v1.2.3``): ``mail/team@corp.com`` and
+    ``mail/team@corp.org`` are two files, and read as one path at two revisions their equal
+    texts were one fact. (Misread the other way, two revisions of a file are kept both.)"""
     rest = _LINES_SUFFIX.sub("", ref.removeprefix("file://"))
     head, at, revision = rest.rpartition("@")
-    return head if at and head and "/" not in revision else rest
+    if at and head and "/" not in revision and ("." not in revision or _VERSION.fullmatch(revision)):
+        return head
+    return rest
 
 
 def file_sources(state: RunState, fids: Iterable[str],

@@ -42,6 +42,9 @@ def test_the_same_text_from_the_same_file_or_from_no_file_is_still_one_copy() ->
 @pytest.mark.parametrize(("ref", "path"), [
     ("file://a/b.py", "a/b.py"), ("file://a/b.py@HEAD", "a/b.py"), ("file://a/b.py@r2#L3-L9", "a/b.py"),
     ("file://a/b.py#L3", "a/b.py"), ("file://node_modules/@types/x.d.ts", "node_modules/@types/x.d.ts"),
-    ("file://node_modules/@types/x.d.ts@v1#L1-L2", "node_modules/@types/x.d.ts")])
+    ("file://node_modules/@types/x.d.ts@v1#L1-L2", "node_modules/@types/x.d.ts"),
+    # a dotted name after the last @ is the file's, a version is a revision (review)
+    ("file://mail/team@corp.com", "mail/team@corp.com"), ("file://a/b.py@v1.2.3", "a/b.py"),
+    ("file://a/b.py@1.4#L2", "a/b.py")])
 def test_the_path_of_a_file_source_ref(ref: str, path: str) -> None:
     assert _path_of_file_ref(ref) == path
