@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 
 from contextfold.domain.events import TextBlock
@@ -30,6 +31,10 @@ from contextfold.projections.redact import Finding, Redacted, RedactionPolicy, p
 __all__ = ["redact_arguments", "redact_reply", "redact_reply_fragment"]
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_KEY_END = re.compile(r"\s*:")
+"""After a string that is an object's key."""
+_BARE = re.compile(r"[-+0-9.eE]+|true|false|null")
+"""A JSON value that is not a string (what a finding outside every string stands in)."""
 
 
 def _encodable(value: str) -> bool:
@@ -64,35 +69,40 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
 
     JSON is scanned twice: each string decoded (what the model wrote, escapes undone), and the
     JSON text as a whole, where a key stands beside its value (``"password": "..."``: scanned
-    apart, neither string is a secret). A whole-text finding inside one string without escapes
-    is replaced there; one that reaches across quotes or escapes replaces each string it
-    touches whole."""
+    apart, neither string is a secret). Neither scan stands for the other: a rule anchored at a
+    value's end, or a rejected match that consumed the text after it, finds in one what the
+    other misses. A whole-text finding inside one string without escapes is replaced there; one
+    that reaches across quotes or escapes replaces each string it touches whole; one outside
+    every string (a bare number) replaces that value with the placeholder as a string. A key
+    redacted stays unique (its position appended): two keys made equal lost a value."""
     whole_text = redact(arguments, policy)
-    if not whole_text.findings and "\\" not in arguments:
-        # Without escapes each string is the very text between its quotes, which every rule
-        # reads alike (a quote ends a value and starts no word): nothing found, nothing there.
-        return whole_text
     try:
         json.loads(arguments)
     except ValueError:  # not JSON: scanned as the text it is
         return whole_text
     literals = [m.span() for m in _STRING.finditer(arguments)]
+    starts = [start for start, _ in literals]
     inside: dict[int, list[tuple[int, int, str]]] = {}  # offsets in the string's text
     escaped: dict[int, set[str]] = {}  # rules found inside a string with escapes
     whole: dict[int, str] = {}  # across quotes: the string goes whole
+    bare: list[Finding] = []  # outside every string
     findings: list[Finding] = list(whole_text.findings)
     for f in findings:
-        for i, (start, end) in enumerate(literals):
+        touched = False
+        for i in range(max(0, bisect_right(starts, f.start) - 1), bisect_left(starts, f.end)):
+            start, end = literals[i]
             if start >= f.end or end <= f.start:
                 continue
+            touched = True
             if not (start < f.start and f.end < end):
                 whole.setdefault(i, f.rule)
             elif "\\" in arguments[start:end]:
                 escaped.setdefault(i, set()).add(f.rule)
             else:
                 inside.setdefault(i, []).append((f.start - start - 1, f.end - start - 1, f.rule))
-    parts: list[str] = []
-    cursor = 0
+        if not touched:
+            bare.append(f)
+    edits: list[tuple[int, int, str]] = []  # (start, end, text) in ``arguments``
     for i, (start, end) in enumerate(literals):
         literal = arguments[start:end]
         value = json.loads(literal)
@@ -100,7 +110,7 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
         got = redact(literal[1:-1] if spelled else value, policy)  # so its JSON spelling is scanned
         if i in whole or not escaped.get(i, set()) <= {f.rule for f in got.findings}:
             # what the whole text found is not what the string's own text shows: all of it goes
-            shown = json.dumps(placeholder(whole.get(i) or min(escaped[i])))
+            shown = placeholder(whole.get(i) or min(escaped[i]))
         else:
             exact = spelled or "\\" not in literal  # offsets in the value are offsets in the literal
             findings += [Finding(f.rule, start + 1 + f.start, start + 1 + f.end) if exact
@@ -108,15 +118,34 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
             spans = [(f.start, f.end, f.rule) for f in got.findings] + inside.get(i, [])
             if not spans:
                 continue
-            redacted = _replaced(literal[1:-1] if spelled else value, spans)
-            shown = f'"{redacted}"' if spelled else json.dumps(redacted, ensure_ascii=False)
-        parts += [arguments[cursor:start], shown]
-        cursor = end
+            shown = _replaced(literal[1:-1] if spelled else value, spans)
+        if _KEY_END.match(arguments, end):
+            shown += f" #{i}"
+        edits.append((start, end, f'"{shown}"' if spelled and i not in whole
+                      else json.dumps(shown, ensure_ascii=False)))
+    for f in bare:  # a value that is no string: the whole token goes
+        token = _BARE.search(arguments, max(0, f.start - 64), f.end + 64)
+        while token is not None and token.end() <= f.start:
+            token = _BARE.search(arguments, token.end(), f.end + 64)
+        if token is not None and token.start() <= f.start:
+            edits.append((token.start(), max(token.end(), f.end), json.dumps(placeholder(f.rule))))
     if not findings:
         return Redacted(arguments, ())
+    parts: list[str] = []
+    cursor = 0
+    for start, end, text in sorted(edits):
+        if start < cursor:
+            continue
+        parts += [arguments[cursor:start], text]
+        cursor = end
     parts.append(arguments[cursor:])
+    shown_text = "".join(parts)
+    try:
+        json.loads(shown_text)
+    except ValueError:  # no edit of ours should break it; if one did, the arguments say no more
+        shown_text = json.dumps({"redacted": placeholder(findings[0].rule)})
     unique = sorted(set(findings), key=lambda f: (f.start, f.end, f.rule))
-    return Redacted("".join(parts), tuple(unique))
+    return Redacted(shown_text, tuple(unique))
 
 
 def redact_reply(text: str, arguments: Sequence[str], policy: RedactionPolicy

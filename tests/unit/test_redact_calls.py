@@ -74,3 +74,26 @@ def test_a_key_beside_its_value_is_seen_as_the_json_shows_it(arguments: str, kep
     assert "Tr0ub4dor" not in shown and "zzzzzz" not in shown and "battery" not in shown
     assert "[REDACTED:secret_assignment]" in shown and got.findings
     assert kept is None or kept in shown
+
+
+def test_neither_scan_stands_for_the_other_without_escapes() -> None:
+    """A whole-text scan that finds nothing in escape-free JSON did not prove the strings clean
+    (review): a rejected label match consumed the assignment inside it, a quoted passphrase
+    needs the line to end after its quote, an anchored custom rule needs the string alone."""
+    from contextfold.projections.redact import policy_from
+
+    label = json.dumps({"password": "use token=Zq8fK2mN9pL4xR7tW3b", "user": "bob"})
+    assert "Zq8fK2mN9pL4xR7tW3b" not in redact_arguments(label, POLICY).text
+    quoted = json.dumps({"line": "db_password: 'correct horse battery staple'"})
+    assert "battery" not in redact_arguments(quoted, POLICY).text
+    card = policy_from(deny={"card": r"^\d{16}$"})
+    assert json.loads(redact_arguments('{"card": "4111111111111111"}', card).text) == {
+        "card": "[REDACTED:custom:card]"}
+
+
+def test_secret_keys_stay_distinct_and_a_bare_value_is_replaced() -> None:
+    two = '{"ghp_' + "A" * 36 + '": "x", "ghp_' + "B" * 36 + '": "y"}'
+    assert sorted(json.loads(redact_arguments(two, POLICY).text).values()) == ["x", "y"]  # no value lost
+    number = '{"api_key": 1234567890.9876543210e+12, "n": 3}'
+    got = redact_arguments(number, POLICY)
+    assert json.loads(got.text) == {"api_key": "[REDACTED:secret_assignment]", "n": 3} and got.findings
