@@ -26,7 +26,9 @@ exposure is, in this order:
    expose shares a term with the query ("Login is broken, fix it", "yes, go
    ahead"), the cap is filled anyway, as ``fallback``, from the permitted
    registered tools in registration order (a runtime lists its core tools
-   first; pinned and referenced tools are exposed already and take no slot).
+   first). The fallback set is the first ``max_tools`` permitted, fixed: a pinned
+   or referenced tool among them fills its own slot, so a run that calls its core
+   tools does not pull in the next one each turn and move the cache key.
    Without it, a 12-tool agent got all 12 tools for that request and a 13-tool
    agent none: a model that cannot act is the worst answer, and a retriever's
    top-k is never empty. A query that matches even one tool is taken as the
@@ -417,16 +419,21 @@ def choose_tools(
                           cap=max_relevant)
     if not whole and max_relevant > 0 and not any(
             score > 0.0 and n not in exposed and n not in excluded for n, score in scores.items()):
+        slots = 0  # the first max_tools permitted, whatever else exposes them: a fixed set
         for name in registry if toolkit is None else toolkit:  # rule 6: in registration order
-            if relevant >= max_relevant:
+            if slots >= max_relevant:
                 break
-            if name in registry and name not in exposed and name not in excluded:
-                if used + cost(name) > budget_tokens:
-                    exclude(name, "over_budget")
-                else:
-                    exposed[name] = ToolChoice(name, "fallback", scores[name], cost(name))
-                    used += cost(name)
-                    relevant += 1
+            if name not in registry or (name in excluded and name not in exposed):
+                continue  # not permitted
+            slots += 1
+            if name in exposed:  # pinned or referenced: its slot taken, no other tool pulled in
+                continue
+            if used + cost(name) > budget_tokens:
+                exclude(name, "over_budget")
+            else:
+                exposed[name] = ToolChoice(name, "fallback", scores[name], cost(name))
+                used += cost(name)
+                relevant += 1
     for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
         if name in exposed or name in excluded:
             continue

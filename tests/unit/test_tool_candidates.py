@@ -199,3 +199,20 @@ def test_a_catalogue_that_matches_nothing_still_declares_tools_to_act_with() -> 
     state = _state(*head, UserInput("Login is broken, run the tests"))
     built, _ = _reasons(state, BuildConfig(provider="anthropic", window=32_000, reserve=1_000))
     assert {t.name for t in built.manifest.tools} == {"todo_write", "run_tests"}
+
+
+def test_the_fallback_set_stays_put_as_the_run_calls_its_core_tools() -> None:
+    """A referenced tool took no fallback slot, so each first call of a core tool pulled the next
+    registered one in: 12, 13, 14, 15 tools declared and a new cache key every turn (review)."""
+    kit = tuple(ToolSpec(name=f"zork{i:02d}", description="frobnicate the quux") for i in range(20))
+    events: list[AnyEvent] = [ToolsRegistered(tools=kit), UserInput("hello there")]
+    config = BuildConfig(provider="anthropic", window=32_000, reserve=1_000)
+    seen: list[tuple[list[str], str]] = []
+    for i in range(4):
+        state = _state(*events)
+        built = build_context(state, config, render=render_request)
+        seen.append((sorted(t.name for t in built.manifest.tools), built.manifest.cache_key))
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name=f"zork{i:02d}"),)),
+                   ToolResult(call_id=f"c{i}", content="done"), UserInput("and again, please")]
+    assert all(s == seen[0] for s in seen), seen
+    assert seen[0][0] == [f"zork{i:02d}" for i in range(12)]
