@@ -152,13 +152,20 @@ _FAILED = re.compile(r"\b(?:errors?|erred|erroring|fail(?:ed|s|ure|ures|ing)?|un
 """How an entry says a call failed ("failover" is not a failure)."""
 _NO_FAILURE = re.compile(r"\b(?:no|without|zero|0)\s+(?:\w+\s+)?(?:errors?|failures?)\b|\bnot? fail\w*\b|"
                          r"\bnever fail\w*\b|\bdid not fail\b|\b(?:errors?|failures?)[- ]free\b|"
-                         r"\b(?:errors?|failures?)\s*[:=]\s*(?:none|0|no)\b", re.IGNORECASE)
-"""A denial of a failure ("succeeded with no errors", "error-free", "errors: none"): it does not
-say the call failed."""
-_SUCCEEDED = re.compile(r"\b(?<!not )(?<!never )(?<!n't )(?<!no )"
-                        r"(?:succeed(?:ed|s)?|success(?:ful(?:ly)?)?)\b", re.IGNORECASE)
-"""A claim of success, not negated: an entry about a failed call that makes one is a rewrite of
-the failure, whatever failure word it also holds ("succeeded, the failover was not needed")."""
+                         r"\b(?:errors?|failures?)\s*(?:count\s*)?[:=]?\s*(?:none|0|no)\b|"
+                         r"\b(?:nothing|none(?:\s+of\s+(?:the\s+)?\w+(?:\s+\w+)?)?)\s+(?:\w+\s+)?fail\w*|"
+                         r"\b(?:errors?|failures?)\s+(?:\w+\s+)?(?:resolved|fixed|cleared|recovered)\b",
+                         re.IGNORECASE)
+"""A denial of a failure ("succeeded with no errors", "error-free", "errors: none", "nothing
+failed", "errors resolved"): it does not say the call failed."""
+_SUCCESS_DENIED = re.compile(
+    r"\b(?:not|never|no|without|n't|failed to|unable to)\b(?:\s+\w+){0,2}?\s+(?:succeed\w*|success\w*)\b|"
+    r"\bsuccess(?:ful)?\s*[:=]\s*(?:false|no|0|none)\b|\bsuccess\s+is\s+pending\b", re.IGNORECASE)
+"""A success denied ("did not complete successfully", "without success", "success: false")."""
+_SUCCEEDED = re.compile(r"\b(?:succeed(?:ed|s)?|success(?:ful(?:ly)?)?)\b", re.IGNORECASE)
+"""A claim of success, once the denied ones are left out: an entry about a failed call that makes
+one is a rewrite of the failure, whatever failure word it also holds ("succeeded, the failover was
+not needed")."""
 _FAILED_AT = re.compile(r"^call ([^\s,;:()]+) \([^)]*\) failed at event \d+:")
 """A skeleton's known failure of a failed result (``call d1 (deploy) failed at event 4: ...``)."""
 _ERROR_SIDE_EFFECT = re.compile(r": (?:error|lost|cancelled|open): unverified(?: \{.*\})?$")
@@ -210,7 +217,7 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
             raise CompactionError(f"summary states the outcome of calls {sorted(calls)} as known, which "
                                   f"the log leaves lost, cancelled or unverified: {entry!r}")
         calls = failed.intersection(cited)
-        if calls and (_SUCCEEDED.search(said) or not (
+        if calls and (_SUCCEEDED.search(_SUCCESS_DENIED.sub("", said)) or not (
                 _UNSURE.search(said) or _FAILED.search(_NO_FAILURE.sub("", said)))):
             raise CompactionError(f"summary states calls {sorted(calls)} as succeeded, which the log "
                                   f"records as failed: {entry!r}")

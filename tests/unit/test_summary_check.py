@@ -109,6 +109,11 @@ def failed_deploy() -> Log:
     ("tool_calls_and_results", "call d1 (deploy) -> succeeded and verified, error-free"),
     ("tool_calls_and_results", "call d1 (deploy) -> succeeded; errors: none"),
     ("known_failures", "call d1 (deploy) succeeded, the failover was not needed"),
+    # a failure denied in other words (review, second round)
+    ("tool_calls_and_results", "call d1 (deploy) deployed and healthy; nothing failed"),
+    ("tool_calls_and_results", "call d1 (deploy) completed, none of the health checks failed"),
+    ("tool_calls_and_results", "call d1 (deploy) completed and verified; all earlier errors resolved"),
+    ("tool_calls_and_results", "call d1 (deploy) -> ok, failure count 0"),
 ])
 def test_a_summary_that_writes_a_failed_call_as_succeeded_is_refused(key: str, rosy: str) -> None:
     """A plug-in summary wrote a failed deploy (exit 1, the skeleton's side effect "error:
@@ -119,6 +124,21 @@ def test_a_summary_that_writes_a_failed_call_as_succeeded_is_refused(key: str, r
     lines = tuple(rosy if "call d1 " in e else e for e in getattr(skeleton, key))
     with pytest.raises(CompactionError, match=r"calls \['d1'\]"):
         validate_summary(skeleton.model_copy(update={key: lines}), log.records, skeleton, log.run_id)
+
+
+@pytest.mark.parametrize("entry", [
+    "call d1 (deploy) to staging did not complete successfully (exit code 1)",
+    "call d1 (deploy) to staging was attempted without success: exit code 1",
+    "call d1 (deploy) to staging failed; success: false",
+    "call d1 (deploy) to staging failed to succeed: health check timed out",
+])
+def test_an_honest_failure_that_names_success_denied_is_recorded(entry: str) -> None:
+    """Honest wordings refused once a success word counted as a claim (review, second round)."""
+    log = failed_deploy()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    lines = tuple(entry if "call d1 " in e else e for e in skeleton.tool_calls_and_results)
+    assert validate_summary(skeleton.model_copy(update={"tool_calls_and_results": lines}), log.records,
+                            skeleton, log.run_id)
 
 
 def test_a_failed_call_said_to_have_failed_in_other_words_is_recorded() -> None:
