@@ -358,6 +358,27 @@ def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list
     Only the rules whose hints occur in the text run (and those without hints): on most texts
     no hint occurs and no rule runs. The findings are sorted before they are merged, so which
     rules ran first does not matter."""
+    raw = _raw_findings(text, policy, 0)
+    raw.sort()
+    merged: list[Finding] = []
+    for start, neg_end, _, name in raw:
+        end = -neg_end
+        if merged and start < merged[-1].end:
+            last = merged[-1]
+            if end > last.end:
+                merged[-1] = Finding(last.rule, last.start, end)
+            continue
+        merged.append(Finding(name, start, end))
+    return merged
+
+
+def _raw_findings(text: str, policy: RedactionPolicy, base: int) -> list[tuple[int, int, int, str]]:
+    """Every rule's matches in ``text``, offsets from ``base``.
+
+    A match its rule's check refuses (a label, a placeholder) has consumed its text all the
+    same, and a secret inside it was never tried: ``{"password": "use token=Zq8f..."}`` kept
+    the token, since the quoted value reads as a label. So the refused value is scanned again
+    on its own when it is shorter than the text it came from (so the rescans end)."""
     rules, allow, hinted, finder, always = _compiled(policy)
     # an ASCII text lower-cased once, for the hints and every keyword rule's automaton
     ascii_lowered = text.lower().encode() if text.isascii() else None
@@ -377,23 +398,15 @@ def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list
                 continue
             value = text[span[0]:span[1]]
             if rule.check is not None and not rule.check(value):
+                if len(value) < len(text):
+                    raw += _raw_findings(value, policy, base + span[0])
                 continue
             if not policy.redact_examples and value in DOCUMENTED_EXAMPLES:
                 continue
             if any(a.fullmatch(value) for a in allow):
                 continue
-            raw.append((span[0], -span[1], priority, rule.name))
-    raw.sort()
-    merged: list[Finding] = []
-    for start, neg_end, _, name in raw:
-        end = -neg_end
-        if merged and start < merged[-1].end:
-            last = merged[-1]
-            if end > last.end:
-                merged[-1] = Finding(last.rule, last.start, end)
-            continue
-        merged.append(Finding(name, start, end))
-    return merged
+            raw.append((base + span[0], -(base + span[1]), priority, rule.name))
+    return raw
 
 
 _REDACTED: BoundedMemo[tuple[str, RedactionPolicy], Redacted] = BoundedMemo(2048, 16 * 1024 * 1024)

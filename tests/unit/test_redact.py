@@ -362,3 +362,14 @@ def test_a_json_value_is_redacted_whole_or_kept_whole(value: str, name: str) -> 
 
     out = json.loads(redact(json.dumps({name: value, "host": "db1"})).text)
     assert out["host"] == "db1" and out[name] in (value, placeholder("secret_assignment"))
+
+
+def test_a_refused_match_does_not_hide_a_secret_inside_it() -> None:
+    """The quoted value after ``password`` reads as a label (it holds the word "token"), and the
+    refused match had consumed it: the ``token=`` assignment inside was never tried (review)."""
+    text = '{"password": "use token=Zq8fK2mN9pL4xR7tW3b", "user": "bob"}'
+    got = redact(text)
+    assert "Zq8fK2mN9pL4xR7tW3b" not in got.text and got.findings
+    assert [text[f.start:f.end] for f in got.findings] == ["Zq8fK2mN9pL4xR7tW3b"]
+    labels = "password: 'Enter your password here' " * 200  # refused, rescanned, nothing inside
+    assert redact(labels).text == labels
