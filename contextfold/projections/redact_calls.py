@@ -22,6 +22,7 @@ import json
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolCallBlock
@@ -63,6 +64,45 @@ def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
     return "".join(parts)
 
 
+_NAME_KEYS = ("name", "key", "Name", "Key")
+_VALUE_KEYS = ("value", "Value")
+_HIDDEN_MIN = 6
+"""A secret found only in a view is replaced wherever the arguments' strings hold it: at least
+this long, so a short value is not struck out of unrelated text."""
+
+
+def _views(value: object, out: list[str]) -> None:
+    """How a runtime reads ``value`` that the JSON text does not spell: a ``{"name": ..., "value":
+    ...}`` pair as ``NAME=value`` (Kubernetes, ECS environments), a list of strings as one
+    command line and each flag with the word after it (``["--password", "..."]``)."""
+    if isinstance(value, dict):
+        name = next((value[k] for k in _NAME_KEYS if isinstance(value.get(k), str)), None)
+        said = next((value[k] for k in _VALUE_KEYS if isinstance(value.get(k), str)), None)
+        if name is not None and said is not None:
+            out.append(f"{name}={said}")
+        for item in value.values():
+            _views(item, out)
+    elif isinstance(value, list):
+        words = [item for item in value if isinstance(item, str)]
+        if len(words) > 1:
+            out.append(" ".join(words))
+            # a flag and the word after it, as the program reads them: --password VALUE
+            out += [f"{flag}={word}" for flag, word in pairwise(words)
+                    if flag.startswith("-") and not word.startswith("-")]
+        for item in value:
+            _views(item, out)
+
+
+def _hidden_secrets(parsed: object, policy: RedactionPolicy) -> dict[str, str]:
+    """Secret values found in the arguments' decoded JSON (a key spelled with escapes,
+    ``"pass\\u0077ord"``) and in their views (:func:`_views`), by value: -> rule."""
+    views = [json.dumps(parsed)]  # ASCII: a lone surrogate stays an escape
+    _views(parsed, views)
+    text = "\n".join(v for v in views if v.isascii() or _encodable(v))
+    return {text[f.start:f.end]: f.rule for f in redact(text, policy).findings
+            if f.end - f.start >= _HIDDEN_MIN}
+
+
 def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
     """``arguments`` with every secret replaced; JSON stays the same JSON (module docstring).
     Findings are offsets into ``arguments``.
@@ -77,9 +117,10 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
     redacted stays unique (its position appended): two keys made equal lost a value."""
     whole_text = redact(arguments, policy)
     try:
-        json.loads(arguments)
+        parsed = json.loads(arguments)
     except ValueError:  # not JSON: scanned as the text it is
         return whole_text
+    hidden = _hidden_secrets(parsed, policy)
     literals = [m.span() for m in _STRING.finditer(arguments)]
     starts = [start for start, _ in literals]
     inside: dict[int, list[tuple[int, int, str]]] = {}  # offsets in the string's text
@@ -116,6 +157,13 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
             findings += [Finding(f.rule, start + 1 + f.start, start + 1 + f.end) if exact
                          else Finding(f.rule, start + 1, end - 1) for f in got.findings]
             spans = [(f.start, f.end, f.rule) for f in got.findings] + inside.get(i, [])
+            for secret, rule in hidden.items():  # found only in a view the text does not show
+                at = value.find(secret) if not spelled else -1
+                while at >= 0:
+                    spans.append((at, at + len(secret), rule))
+                    findings.append(Finding(rule, start + 1 + at, start + 1 + at + len(secret)) if exact
+                                    else Finding(rule, start + 1, end - 1))
+                    at = value.find(secret, at + len(secret))
             if not spans:
                 continue
             shown = _replaced(literal[1:-1] if spelled else value, spans)

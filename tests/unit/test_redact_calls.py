@@ -97,3 +97,17 @@ def test_secret_keys_stay_distinct_and_a_bare_value_is_replaced() -> None:
     number = '{"api_key": 1234567890.9876543210e+12, "n": 3}'
     got = redact_arguments(number, POLICY)
     assert json.loads(got.text) == {"api_key": "[REDACTED:secret_assignment]", "n": 3} and got.findings
+
+
+@pytest.mark.parametrize("arguments", [
+    '{"pass\\u0077ord": "Hunter2Xyz9"}',
+    '[{"name": "DB_PASSWORD", "value": "Hunter2Xyz9"}, {"name": "MODE", "value": "fast"}]',
+    '{"argv": ["psql", "--password", "Hunter2Xyz9"]}',
+    '{"env": [{"Name": "API_TOKEN", "Value": "Hunter2Xyz9"}], "a": "\\ud83d"}',
+])
+def test_a_secret_the_json_text_does_not_spell_is_found_in_how_a_runtime_reads_it(arguments: str) -> None:
+    """An escaped key, an environment of name/value pairs, an argv list: the key and its value are
+    never side by side in the JSON text (second review)."""
+    got = redact_arguments(arguments, POLICY)
+    assert "Hunter2Xyz9" not in json.dumps(json.loads(got.text)) and got.findings
+    assert "fast" in got.text or "fast" not in arguments  # nothing else struck out
