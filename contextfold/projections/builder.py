@@ -132,7 +132,8 @@ def _build(state: RunState, config: BuildConfig, *,
         raise BudgetError(_no_budget(config, budget, calibration))
     floor = state.latest_error_ids()
     required = state.required_ids()
-    blocked = state.blocked_tool_names()
+    tool_in = tool_inputs(state, config)  # what the tools layer starts from (below)
+    blocked = tool_in.blocked
     ctx = BuildCtx(state, config, load_text, required, state.counter.count,
                    policy=config_policy(config) if config.redact else None, floor=floor, blocked=blocked)
     if floor and _uncuttable_tokens(ctx, floor) > ERROR_FLOOR_MAX_UNCUTTABLE:
@@ -152,7 +153,6 @@ def _build(state: RunState, config: BuildConfig, *,
     # the most relevant others optional ones ranked by BM25. Selecting them apart,
     # before the fragments, made the fragment budget jump down when a larger budget
     # let one more relevant tool in, so a larger budget could keep less.
-    tool_in = tool_inputs(state, config)
     registry, renamed = tool_in.registry, tool_in.renamed
     shares = config.layer_shares
     candidates_tools, tool_units, attach = _tool_candidates(ctx, tool_in)

@@ -224,7 +224,7 @@ class BuildCtx:
     redactions: dict[str, tuple[FragmentEntry, Hit | None]] = field(default_factory=dict)
     """The policy's result per fragment id, with the entry it was for (``_redaction``)."""
     blocked: frozenset[str] = frozenset()
-    """Tools the history calls that the request does not offer (``RunState.blocked_tool_names``):
+    """Tools the history calls that the request does not offer (``tool_candidates.ToolInputs.blocked``):
     their groups' replies are priced as notes, so the tables are this set's (it changes only
     when a policy does, or a denied tool is first called)."""
 

@@ -273,15 +273,6 @@ class RunState:
         """Names of the tools called by the visible timeline's groups."""
         return frozenset(self._index().tool_names)
 
-    def blocked_tool_names(self) -> frozenset[str]:
-        """The tools the visible history calls that the run's policy does not allow: never declared,
-        so their groups are shown as notes (``projections.not_offered``). The same rule as
-        ``tool_exposure.permitted``, which a build's exposure applies."""
-        policy = self.tool_policy()
-        allowed = policy.allowed
-        return frozenset(n for n in self.used_tool_names()
-                         if n in policy.denied or (allowed is not None and n not in allowed))
-
     def groups(self) -> tuple[ToolGroup, ...]:
         return tuple(it for it in self.timeline() if isinstance(it, ToolGroup))
 

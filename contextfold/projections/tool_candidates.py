@@ -76,6 +76,9 @@ class ToolInputs(NamedTuple):
     notes: list[tuple[str, str]]
     """(name declared, the manifest's repair) for each tool declared or renamed for the history's
     calls: a repair only when the request declares it (its calls may all be left out)."""
+    blocked: frozenset[str]
+    """The names the history calls that the policy does not allow: never declared (nor renamed),
+    so their groups are shown as notes (``projections.not_offered``)."""
 
 
 def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
@@ -85,11 +88,15 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
     registry: dict[str, ToolSpec] = dict(state.tools)
     renamed: dict[str, str] = {}
     notes: list[tuple[str, str]] = []
+    blocked: list[str] = []
     for name in used_names:
-        # Not permitted: never declared, so no note says it was (its calls are excluded as stale,
+        # Not permitted: never declared, so no note says it was (its calls are shown as notes,
         # naming the policy). A name no request can declare (every name over MAX_SPEC_NAME) is
         # refused by every provider: shown under an alias.
-        if name in registry or not permitted(name, policy.allowed, policy.denied):
+        if not permitted(name, policy.allowed, policy.denied):
+            blocked.append(name)
+            continue
+        if name in registry:
             continue
         if refuses_tool_name(config.provider, name):
             alias = renamed[name] = tool_name_alias(name, registry.keys() | set(used_names))
@@ -101,7 +108,7 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
     if renamed:
         used_names = sorted(renamed.get(name, name) for name in used_names)
         policy = _aliased_policy(policy, renamed)
-    return ToolInputs(registry, used_names, renamed, policy, notes)
+    return ToolInputs(registry, used_names, renamed, policy, notes, frozenset(blocked))
 
 
 def _aliased_policy(policy: ToolPolicy, renamed: dict[str, str]) -> ToolPolicy:
