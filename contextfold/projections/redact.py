@@ -270,7 +270,7 @@ RULES: tuple[_Rule, ...] = (
 """The built-in rules, in priority order (the first rule wins a tie at one position)."""
 
 RULE_NAMES: frozenset[str] = frozenset(r.name for r in RULES)
-__all__ += ["RULE_NAMES"]
+__all__ += ["RULE_NAMES", "merged_findings", "with_placeholders"]
 
 
 @dataclass(frozen=True)
@@ -360,9 +360,14 @@ def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list
     rules ran first does not matter."""
     raw = _raw_findings(text, policy, 0)
     raw.sort()
+    return merged_findings((start, -neg_end, name) for start, neg_end, _, name in raw)
+
+
+def merged_findings(spans: Iterable[tuple[int, int, str]]) -> list[Finding]:
+    """``spans`` (start, end, rule), sorted by start, as non-overlapping findings: an overlap
+    extends the finding it overlaps, under that finding's rule."""
     merged: list[Finding] = []
-    for start, neg_end, _, name in raw:
-        end = -neg_end
+    for start, end, name in spans:
         if merged and start < merged[-1].end:
             last = merged[-1]
             if end > last.end:
@@ -370,6 +375,17 @@ def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list
             continue
         merged.append(Finding(name, start, end))
     return merged
+
+
+def with_placeholders(text: str, findings: Iterable[Finding]) -> str:
+    """``text`` with each finding (non-overlapping, in order) replaced by its placeholder."""
+    parts: list[str] = []
+    cursor = 0
+    for f in findings:
+        parts += [text[cursor:f.start], placeholder(f.rule)]
+        cursor = f.end
+    parts.append(text[cursor:])
+    return "".join(parts)
 
 
 def _raw_findings(text: str, policy: RedactionPolicy, base: int) -> list[tuple[int, int, int, str]]:
@@ -427,14 +443,7 @@ def _redact(text: str, policy: RedactionPolicy) -> Redacted:
     findings = find_secrets(text, policy)
     if not findings:
         return Redacted(text, ())
-    parts: list[str] = []
-    cursor = 0
-    for f in findings:
-        parts.append(text[cursor:f.start])
-        parts.append(placeholder(f.rule))
-        cursor = f.end
-    parts.append(text[cursor:])
-    return Redacted("".join(parts), tuple(findings))
+    return Redacted(with_placeholders(text, findings), tuple(findings))
 
 
 def policy_from(disabled: Sequence[str] = (), allow: Sequence[str] = (),

@@ -27,7 +27,15 @@ from itertools import pairwise
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolCallBlock
 from contextfold.projections.fold_content import arguments_tokens
-from contextfold.projections.redact import Finding, Redacted, RedactionPolicy, placeholder, redact
+from contextfold.projections.redact import (
+    Finding,
+    Redacted,
+    RedactionPolicy,
+    merged_findings,
+    placeholder,
+    redact,
+    with_placeholders,
+)
 
 __all__ = ["redact_arguments", "redact_reply", "redact_reply_fragment"]
 
@@ -44,24 +52,6 @@ def _encodable(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
-    """``text`` with each span (start, end, rule) replaced by its placeholder, overlaps merged."""
-    merged: list[tuple[int, int, str]] = []
-    for start, end, rule in sorted(spans):
-        if merged and start < merged[-1][1]:
-            first, last, named = merged[-1]
-            merged[-1] = (first, max(last, end), named)
-        else:
-            merged.append((start, end, rule))
-    parts: list[str] = []
-    cursor = 0
-    for start, end, rule in merged:
-        parts += [text[cursor:start], placeholder(rule)]
-        cursor = end
-    parts.append(text[cursor:])
-    return "".join(parts)
 
 
 _NAME_KEYS = ("name", "key", "Name", "Key")
@@ -166,7 +156,7 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
                     at = value.find(secret, at + len(secret))
             if not spans:
                 continue
-            shown = _replaced(literal[1:-1] if spelled else value, spans)
+            shown = with_placeholders(literal[1:-1] if spelled else value, merged_findings(sorted(spans)))
         if _KEY_END.match(arguments, end):
             shown += f" #{i}"
         edits.append((start, end, f'"{shown}"' if spelled and i not in whole
