@@ -67,13 +67,13 @@ def shown_as(facts: Facts) -> str:
             f"{', '.join(facts.not_offered)}")
 
 
-def _unsent(ctx: BuildCtx, f: ContextFragment | FragmentEntry) -> int:
-    """Tokens of ``f``'s reasoning the fold counted and a build for this provider does not send."""
+def _unsent(ctx: BuildCtx, facts: Facts, f: ContextFragment | FragmentEntry) -> int:
+    """Tokens of ``f``'s reasoning the fold counted and a build for this provider does not send
+    (``facts``: ``f``'s)."""
     if not ctx.state.reasoning_seen:
         return 0
     reasoning = reasoning_of(f)
-    if reasoning is None or (reasoning_sent(reasoning, ctx.config.provider)
-                             and not ctx.facts(f.id).not_offered):
+    if reasoning is None or (reasoning_sent(reasoning, ctx.config.provider) and not facts.not_offered):
         return 0
     return reasoning_tokens(reasoning, ctx.count)
 
@@ -88,7 +88,7 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     required = fid in ctx.required
     reason = (required_reason(f, ctx, current_input) if required
-              else optional_reason(f, position, layer, _unsent(ctx, f))) + shown_as(facts)
+              else optional_reason(f, position, layer, _unsent(ctx, facts, f))) + shown_as(facts)
     tokens = facts.text_tokens
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
                             "truncated": False}, position)
@@ -135,7 +135,7 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     position = ctx.state.entries[fid].position
     reason = (required_reason(f, ctx, current_input) if fid in ctx.required
-              else optional_reason(f, position, layer, _unsent(ctx, f))) + shown_as(facts)
+              else optional_reason(f, position, layer, _unsent(ctx, facts, f))) + shown_as(facts)
     if fid in reduced and m is not None:
         reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
     if fid in text_cut and fid in truncated:
