@@ -78,8 +78,8 @@ def test_a_keyless_import_and_a_store_that_saw_it_empty_are_refused_too(store_ur
     assert b"PLAINTEXT-MARKER" not in b"".join(state for _, _, state in _raw(store_url)[0])
 
 
-def test_verify_names_a_damaged_encrypted_artifact(store_url: str) -> None:
-    """Damaged ciphertext failed to decrypt and verify raised CryptoError, naming no event."""
+def _damaged_artifact(store_url: str) -> str:
+    """A filled encrypted store whose one artifact has a flipped ciphertext byte; its key."""
     key = generate_key()
     _fill(store_url, key)
     with open_store(store_url, cipher_key=key) as store:
@@ -89,6 +89,13 @@ def test_verify_names_a_damaged_encrypted_artifact(store_url: str) -> None:
         damaged[-5] ^= 1
         b.execute(f"UPDATE {b.table(ARTIFACTS_TABLE)} SET data = {b.placeholder} WHERE hash = "
                   f"{b.placeholder}", (bytes(damaged), digest))
+    return key
+
+
+def test_verify_names_a_damaged_encrypted_artifact(store_url: str) -> None:
+    """Damaged ciphertext failed to decrypt and verify raised CryptoError, naming no event."""
+    key = _damaged_artifact(store_url)
+    with open_store(store_url, cipher_key=key) as store:
         report = store.run("r1").verify()
     assert not report.ok and report.first_bad_position == 3 and "cannot be read back" in report.reason
 
@@ -99,15 +106,7 @@ def test_audit_of_a_damaged_encrypted_artifact_is_an_integrity_failure(
     CryptoError ("wrong key or damaged data") where a changed plain artifact exits 3."""
     from contextfold.cli import main
 
-    key = generate_key()
-    _fill(store_url, key)
-    with open_store(store_url, cipher_key=key) as store:
-        b = store.events.backend
-        (digest, data), = b.query(f"SELECT hash, data FROM {b.table(ARTIFACTS_TABLE)}")
-        damaged = bytearray(bytes(data))
-        damaged[-5] ^= 1
-        b.execute(f"UPDATE {b.table(ARTIFACTS_TABLE)} SET data = {b.placeholder} WHERE hash = "
-                  f"{b.placeholder}", (bytes(damaged), digest))
+    key = _damaged_artifact(store_url)
     monkeypatch.setenv("CONTEXTFOLD_CIPHER_KEY", key)
     capsys.readouterr()
     assert main(["audit", "r1", "--store", store_url]) == 3

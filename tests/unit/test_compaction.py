@@ -244,24 +244,29 @@ def test_ids_and_unverified_states_of_successful_calls_survive_summary_compactio
     assert "dep-9931" in effect and "not yet verified" in effect
 
 
-def test_ids_a_failed_side_effect_named_survive_summary_compaction() -> None:
-    """Ids were kept only from successful results: a failed deploy's deployment id and image
-    digest (what a rollback or a retry needs) were gone once summarized."""
-    log = Log().add(
-        GoalSet(goal="Deploy the service"), UserInput("Deploy v2 to staging."),
-        ModelResponse(tool_calls=(call("d1", "deploy", '{"env": "staging"}'),)),
-        ToolResult(call_id="d1", content="Created deployment dep-4411 (image sha256:9f3a2c1d)\n"
-                                         "rollout started\nERROR: health check timed out after 300s",
-                   is_error=True, exit_code=1))
+def _summarised_deploy(goal: str, result: ToolResult) -> CompactionSummary:
+    """The built-in summary of a deploy call answered by ``result`` and four status checks."""
+    log = Log().add(GoalSet(goal=goal), UserInput("Deploy v2 to staging."),
+                    ModelResponse(tool_calls=(call("d1", "deploy", '{"env": "staging"}'),)), result)
     for t in range(4):
         log.add(ModelResponse(tool_calls=(call(f"q{t}", "status"),)),
                 ToolResult(call_id=f"q{t}", content="fine"))
     log.add(UserInput("go on"))
     plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1)
     assert plan is not None
-    (effect,) = plan.event.summary.side_effects
+    return plan.event.summary
+
+
+def test_ids_a_failed_side_effect_named_survive_summary_compaction() -> None:
+    """Ids were kept only from successful results: a failed deploy's deployment id and image
+    digest (what a rollback or a retry needs) were gone once summarized."""
+    summary = _summarised_deploy("Deploy the service", ToolResult(
+        call_id="d1", content="Created deployment dep-4411 (image sha256:9f3a2c1d)\n"
+                              "rollout started\nERROR: health check timed out after 300s",
+        is_error=True, exit_code=1))
+    (effect,) = summary.side_effects
     assert "dep-4411" in effect and "sha256:9f3a2c1d" in effect and "unverified" in effect
-    (line,) = [e for e in plan.event.summary.tool_calls_and_results if "call d1 " in e]
+    (line,) = [e for e in summary.tool_calls_and_results if "call d1 " in e]
     assert "dep-4411" in line and "error" in line
 
 
@@ -269,20 +274,12 @@ def test_ids_and_unverified_state_of_an_artifact_backed_result_survive_summary_c
     """A result over the artifact threshold kept no facts: the same deploy log with 84 KB of build
     steps after its first line lost "dep-7788" and "not yet verified", which its preview holds."""
     art = ArtifactRef(hash="ab" * 32, size=84_060)
-    log = Log().add(
-        GoalSet(goal="Deploy"), UserInput("Deploy v2 to staging."),
-        ModelResponse(tool_calls=(call("d1", "deploy", '{"env": "staging"}'),)),
-        ToolResult(call_id="d1", content="deployment dep-7788 created; health check: not yet verified\n"
-                                         + "build step ok\n" * 140, artifact=art, exit_code=0))
-    for t in range(4):
-        log.add(ModelResponse(tool_calls=(call(f"q{t}", "status"),)),
-                ToolResult(call_id=f"q{t}", content="fine"))
-    log.add(UserInput("go on"))
-    plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1)
-    assert plan is not None
-    (effect,) = plan.event.summary.side_effects
+    summary = _summarised_deploy("Deploy", ToolResult(
+        call_id="d1", content="deployment dep-7788 created; health check: not yet verified\n"
+                              + "build step ok\n" * 140, artifact=art, exit_code=0))
+    (effect,) = summary.side_effects
     assert "dep-7788" in effect and "not yet verified" in effect
-    (line,) = [e for e in plan.event.summary.tool_calls_and_results if "call d1 " in e]
+    (line,) = [e for e in summary.tool_calls_and_results if "call d1 " in e]
     assert "dep-7788" in line and f"artifact:{art.hash}" in line
 
 

@@ -98,6 +98,14 @@ def failed_deploy() -> Log:
         UserInput("go on"))
 
 
+def _validate_with(key: str, entry: str) -> object:
+    """``validate_summary`` of the failed deploy's skeleton with ``entry`` for call d1 in ``key``."""
+    log = failed_deploy()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    lines = tuple(entry if "call d1 " in e else e for e in getattr(skeleton, key))
+    return validate_summary(skeleton.model_copy(update={key: lines}), log.records, skeleton, log.run_id)
+
+
 @pytest.mark.parametrize("key, rosy", [
     ("tool_calls_and_results", "call d1 (deploy) staging -> ok, deployment succeeded and verified"),
     ("side_effects", "call d1 (deploy) deployed to staging: succeeded, verified healthy"),
@@ -119,11 +127,8 @@ def test_a_summary_that_writes_a_failed_call_as_succeeded_is_refused(key: str, r
     """A plug-in summary wrote a failed deploy (exit 1, the skeleton's side effect "error:
     unverified") as "succeeded, verified healthy", and it was recorded: only lost or cancelled
     outcomes were checked."""
-    log = failed_deploy()
-    skeleton = deterministic_summary(log.records, fold(log.records))
-    lines = tuple(rosy if "call d1 " in e else e for e in getattr(skeleton, key))
     with pytest.raises(CompactionError, match=r"calls \['d1'\]"):
-        validate_summary(skeleton.model_copy(update={key: lines}), log.records, skeleton, log.run_id)
+        _validate_with(key, rosy)
 
 
 @pytest.mark.parametrize("entry", [
@@ -134,11 +139,7 @@ def test_a_summary_that_writes_a_failed_call_as_succeeded_is_refused(key: str, r
 ])
 def test_an_honest_failure_that_names_success_denied_is_recorded(entry: str) -> None:
     """Honest wordings refused once a success word counted as a claim (review, second round)."""
-    log = failed_deploy()
-    skeleton = deterministic_summary(log.records, fold(log.records))
-    lines = tuple(entry if "call d1 " in e else e for e in skeleton.tool_calls_and_results)
-    assert validate_summary(skeleton.model_copy(update={"tool_calls_and_results": lines}), log.records,
-                            skeleton, log.run_id)
+    assert _validate_with("tool_calls_and_results", entry)
 
 
 def test_a_failed_call_said_to_have_failed_in_other_words_is_recorded() -> None:
