@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
-from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
+from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.entries import (
@@ -63,6 +63,7 @@ from contextfold.projections.not_offered import (
     not_offered_header,
     not_offered_names,
     not_offered_record,
+    reply_as_shown,
 )
 from contextfold.projections.reasoning import reasoning_sent, reasoning_tokens
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
@@ -289,19 +290,14 @@ class BuildCtx:
         if self.blocked and isinstance(content, Response) and content.calls:
             missing = not_offered_names([n for _, n, _ in content.calls], self.blocked)
             if missing:
-                return self._note_facts(facts, content, missing)
+                return self._note_facts(facts, missing)
         return facts
 
-    def _note_facts(self, facts: Facts, content: Response, missing: tuple[str, ...]) -> Facts:
+    def _note_facts(self, facts: Facts, missing: tuple[str, ...]) -> Facts:
         """``facts`` of a reply shown as the note of calls to tools the request does not offer."""
         view, hit = facts.view, facts.hit
-        if hit is None:
-            said, calls = content.text, content.calls
-        else:  # redacted: the note shows what the redacted view holds
-            said = hit[1].text
-            calls = tuple((b.call_id, b.name, b.arguments) for b in hit[0].content
-                          if isinstance(b, ToolCallBlock))
-        text = not_offered_record(said, calls)
+        shown = reply_as_shown(self.state.entries[view.id], None if hit is None else hit[0])
+        text = not_offered_record(*shown)
         overhead = self.count(not_offered_header()) + framing_tokens(
             view.kind, RECORD_TRUST, view.source_ref, self.count, texts=(text,), label=NOTE_LABEL)
         return Facts(view, hit, None, False, self.count(text), overhead, False, not_offered=missing)

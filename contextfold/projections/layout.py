@@ -48,9 +48,9 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import DocumentBlock, ImageBlock, Reasoning, TextBlock, ToolSpec
-from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
+from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.trusted import trusted
-from contextfold.projections.entries import FragmentEntry, FragmentFields, Response, reasoning_of
+from contextfold.projections.entries import FragmentEntry, FragmentFields, reasoning_of
 from contextfold.projections.fold_summary import split_summary
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL, data_tag
 from contextfold.projections.not_offered import (
@@ -58,6 +58,7 @@ from contextfold.projections.not_offered import (
     not_offered_header,
     not_offered_names,
     not_offered_record,
+    reply_as_shown,
 )
 from contextfold.projections.render.data_blocks import runtime_header_line
 from contextfold.projections.state import (
@@ -417,21 +418,12 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
             # Read from the folded entries: their fragments (blocks validated) are made only for
             # media, which a run without any never has (``state.media_seen``).
             head = state.entries[item.fragment_id]
-            reply = head.content
-            redacted = inp.replies.get(head.id)
+            said, shown_calls = reply_as_shown(head, inp.replies.get(head.id))
             # A call's alias (``call_ids``) is its slot's: the slots are the calls, in order.
-            if isinstance(reply, Response) and redacted is None:
-                calls = tuple(_call_part(s, n, a)
-                              for s, (_, n, a) in zip(item.calls, reply.calls, strict=True))
-                said = reply.text
-            else:
-                blocks = (head.fragment if redacted is None else redacted).content
-                calls = tuple(_call_part(s, b.name, b.arguments) for s, b in zip(
-                    item.calls, (b for b in blocks if isinstance(b, ToolCallBlock)), strict=True))
-                said = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+            calls = tuple(_call_part(s, n, a) for s, (_, n, a) in zip(item.calls, shown_calls, strict=True))
             missing = not_offered_names([c.name for c in item.calls], inp.blocked) if inp.blocked else ()
             if missing:  # a note, then each result with its runtime line: no call, no tool needed
-                record = not_offered_record(said, [(c.call_id, c.name, c.arguments) for c in calls])
+                record = not_offered_record(said, shown_calls)
                 header = InstructionPart(text=not_offered_header(), authority="runtime", fragment_id=head.id)
                 shown = trusted(DataPart, text=record, source=head.source_ref, trust=RECORD_TRUST,
                                 label=NOTE_LABEL, truncated=False, fragment_id=head.id)

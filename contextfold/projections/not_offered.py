@@ -18,7 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-__all__ = ["RECORD_TRUST", "not_offered_header", "not_offered_names", "not_offered_record"]
+from contextfold.domain.events import TextBlock
+from contextfold.domain.fragments import ContextFragment, ToolCallBlock
+from contextfold.projections.entries import FragmentEntry, Response
+
+__all__ = ["RECORD_TRUST", "not_offered_header", "not_offered_names", "not_offered_record", "reply_as_shown"]
 
 
 def not_offered_names(names: Collection[str], blocked: Collection[str]) -> tuple[str, ...]:
@@ -46,3 +50,16 @@ def not_offered_record(said: str, calls: Sequence[tuple[str, str, str]]) -> str:
     lines = [f"The agent wrote: {said}"] if said else []
     lines += [f"call {call_id}: {name} {arguments}" for call_id, name, arguments in calls]
     return "\n".join(lines)
+
+
+def reply_as_shown(entry: FragmentEntry, redacted: ContextFragment | None
+                   ) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+    """A model reply's text and calls (call id, name, arguments) as a request shows them: from
+    its ``redacted`` view when redaction changed it, else as logged. The layout's calls and the
+    note's price are read from it alike."""
+    content = entry.content
+    if redacted is None and isinstance(content, Response):
+        return content.text, content.calls
+    blocks = (entry.fragment if redacted is None else redacted).content
+    return ("\n".join(b.text for b in blocks if isinstance(b, TextBlock)),
+            tuple((b.call_id, b.name, b.arguments) for b in blocks if isinstance(b, ToolCallBlock)))
