@@ -18,7 +18,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.projections.fold_content import add_fragment
 from contextfold.projections.fold_summary import confirmed_user_constraints, render_summary
 from contextfold.projections.framing import SUMMARY_LABEL
-from contextfold.projections.masking import mask_text, stub_trust
+from contextfold.projections.masking import mask_text, stub_trust, wholly_inside
 from contextfold.projections.state import SUMMARY_PRIORITY, MessageItem, RunState, SummaryItem, ToolGroup
 
 __all__ = ["fold_compaction"]
@@ -56,7 +56,7 @@ def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent
 def _coverable(state: RunState, pos: int, lo: int, hi: int) -> bool:
     item = state.items[pos]
     if isinstance(item, ToolGroup):
-        return item.closed and all(lo <= p <= hi for p in item.positions)
+        return wholly_inside(item, lo, hi)
     if isinstance(item, MessageItem) and item.role == "user":
         return not state.entries[item.fragment_id].required
     return True
