@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from contextfold.domain.events import TextBlock
-from contextfold.domain.fragments import TRUST_RANK, ToolCallBlock, ToolResultBlock, Trust
-from contextfold.projections.entries import Response
+from contextfold.domain.fragments import TRUST_RANK, ToolResultBlock, Trust
+from contextfold.projections.not_offered import reply_as_shown
 from contextfold.projections.state import RunState
 from contextfold.projections.summary_text import kept_facts
 from contextfold.projections.timeline_items import CallSlot, ToolGroup
@@ -53,10 +53,8 @@ def mask_stub(run_id: str, block: ToolResultBlock, position: int, tokens: int, f
 
 
 def _arguments(state: RunState, group: ToolGroup, call_id: str) -> str:
-    content = state.entries[group.fragment_id].head.content
-    if isinstance(content, Response):
-        return next((a for c, _, a in content.calls if c == call_id), "")
-    return next((b.arguments for b in content if isinstance(b, ToolCallBlock) and b.call_id == call_id), "")
+    _, calls = reply_as_shown(state.entries[group.fragment_id], None)  # as logged
+    return next((a for c, _, a in calls if c == call_id), "")
 
 
 def _facts(state: RunState, group: ToolGroup, slot: CallSlot) -> str:
