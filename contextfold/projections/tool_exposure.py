@@ -60,7 +60,10 @@ non-word characters, so "请帮我取消订单" never matched a tool described a
 no segmenter at hand, such a run is cut from the Latin around it and indexed
 as overlapping character bigrams (a lone character as itself), the usual BM25
 practice for CJK (Lucene's CJKBigramFilter): "取消订单" is 取消 消订 订单, and
-the idf of a bigram does what a word's would. Text is NFKC-normalised first,
+the idf of a bigram does what a word's would. Thai, Lao, Khmer and Myanmar are
+indexed the same way: they put no spaces between words either, and their vowel
+signs are combining marks, on which a split on non-word characters cut a word
+into pieces that depended on its neighbours. Text is NFKC-normalised first,
 so full-width "ＧｉｔＨｕｂ" and half-width katakana read as their usual forms.
 
 A tool's token cost is ``count(canonical_tool_json(spec))`` plus
@@ -127,13 +130,17 @@ _STOP_WORDS = frozenset((
     "you", "your",
 ))
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_CJK = ("\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u30ff\u3100-\u312f\u3130-\u318f"
-        "\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
-        "\U00020000-\U0003134f")
-"""Han (with radicals and iteration marks), bopomofo, kana and hangul: scripts whose words are not
-separated by spaces, or carry attached particles (module docstring)."""
-_WORD = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
-_CJK_RUN = re.compile(f"[{_CJK}]")
+_UNSPACED = ("\u0e00-\u0e4e\u0e50-\u0e59\u0e80-\u0eff\u1000-\u1049\u1050-\u109f\u1780-\u17d3"
+             "\u17db-\u17ff\u19e0-\u19ff\uaa60-\uaa7f\ua9e0-\ua9ff"
+             "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u30ff\u3100-\u312f\u3130-\u318f"
+             "\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
+             "\U00020000-\U0003134f")
+"""Thai and Lao, Myanmar (with its extensions), Khmer (with its symbols); Han (with radicals and
+iteration marks), bopomofo, kana and hangul: scripts whose words are not separated by spaces, or
+carry attached particles (module docstring). A run is taken with its combining marks; the
+scripts' sentence punctuation (Thai ๏ ๚ ๛, Myanmar ၊ ။, Khmer ។ ៕ and the like) ends it."""
+_WORD = re.compile(f"[{_UNSPACED}]+|[^\\W_{_UNSPACED}]+")
+_UNSPACED_RUN = re.compile(f"[{_UNSPACED}]")
 
 
 class _Frozen(BaseModel):
@@ -219,13 +226,13 @@ def _fold(term: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased terms of ``text``, split on case changes (neighbouring camelCase parts joined too)
-    and punctuation, stop words out; a run of CJK characters as its overlapping bigrams (module
-    docstring)."""
+    and punctuation, stop words out; a run of a script written without spaces (CJK, Thai, ...) as
+    its overlapping bigrams (module docstring)."""
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     out: list[str] = []
     for word in _WORD.findall(text):
-        if _CJK_RUN.match(word):
+        if _UNSPACED_RUN.match(word):
             out += [word] if len(word) == 1 else [word[i:i + 2] for i in range(len(word) - 1)]
             continue
         parts = _CAMEL.split(word)

@@ -96,3 +96,28 @@ def test_bm25_ranking_does_not_depend_on_the_hash_seed() -> None:
     runs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(runs) == 1 and runs.pop().startswith("[(")
+
+
+
+def test_thai_lao_khmer_and_myanmar_runs_are_indexed_as_bigrams() -> None:
+    """These scripts write no spaces between words either, and their vowel signs are combining
+    marks, which the word pattern split on: "กรุณาลบไฟล์นี้" (please delete this file) was the
+    pieces กร, ณาลบไฟล, น, and a tool described as "ลบไฟล์" (delete file), one piece ลบไฟล,
+    shared none of them."""
+    assert tokenize("ลบไฟล์") == ["ลบ", "บไ", "ไฟ", "ฟล", "ล์"]  # Thai
+    assert tokenize("ລຶບ") == ["ລຶ", "ຶບ"]  # Lao
+    assert tokenize("លុប") == ["លុ", "ុប"]  # Khmer
+    assert tokenize("ဖျက်") == ["ဖျ", "ျက", "က်"]  # Myanmar
+    assert tokenize("ลบ file") == ["ลบ", "file"]  # cut from Latin as CJK is
+    assert tokenize("ဖျက်။ဖတ်") == ["ဖျ", "ျက", "က်", "ဖတ", "တ်"]  # a sentence mark ends a run
+    assert tokenize("លុប។អាន") == ["លុ", "ុប", "អា", "ាន"]
+    for delete, read, query in (("ลบไฟล์", "อ่านไฟล์", "กรุณาลบไฟล์นี้"),
+                                ("ລຶບໄຟລ໌", "ອ່ານໄຟລ໌", "ກະລຸນາລຶບໄຟລ໌ນີ້"),
+                                ("លុបឯកសារ", "អានឯកសារ", "សូមលុបឯកសារនេះ"),
+                                ("ဖိုင်ဖျက်ရန်", "ဖိုင်ဖတ်ရန်", "ဒီဖိုင်ကိုဖျက်ပါ")):
+        tools = [ToolSpec(name="delete_file", description=delete),
+                 ToolSpec(name="read_file", description=read)]
+        ranked = rank_tools(tools, query)
+        assert ranked[0][0] == "delete_file" and ranked[0][1] > ranked[1][1], (query, ranked)
+        exposure = select_tools(tools, query=query, budget_tokens=10_000, count=quarter, max_relevant=1)
+        assert exposure.names == ("delete_file",), query
