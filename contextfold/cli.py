@@ -377,7 +377,7 @@ def _load_extensions() -> None:
     import importlib
 
     for module in ("contextfold.cli_build", "contextfold.cli_diff", "contextfold.cli_compact",
-                   "contextfold.cli_audit"):
+                   "contextfold.cli_audit", "contextfold.cli_why"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

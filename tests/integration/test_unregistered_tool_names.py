@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import open_store
-from contextfold.cli_audit import explain
+from contextfold.cli_why import explain
 from contextfold.domain.errors import RenderError
 from contextfold.domain.events import (
     ModelResponse,

@@ -1,0 +1,206 @@
+"""CLI command ``why``: the reason the manifest records for keeping or dropping a fragment.
+
+``why RUN --turn N FRAGMENT_OR_SOURCE [--record first|last|K]``: by fragment id, tool name,
+source substring or file path, in the turn's first record or the one picked; for a tool the
+request did not declare, the exposure decision re-derived from the log. Apart from
+``cli_audit`` (which it shares the past-turn flags with) to keep each module one command's size.
+
+Exit codes: 0 something matched; 1 nothing did; 2 our typed errors (cli.main).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any
+
+from contextfold.api import Run
+from contextfold.audit.data import config_for_turn
+from contextfold.audit.diff import logged_as, stand_in_for
+from contextfold.audit.text import visible
+from contextfold.cli import register, store_for
+from contextfold.cli_audit import config_args, given_config
+from contextfold.cli_build import RECORD_HELP, not_exposed_reasons, record_choice, turn_record
+from contextfold.cli_progress import fold_bar
+from contextfold.domain.errors import InvalidInputError
+from contextfold.domain.events import HistoryCompacted
+from contextfold.domain.manifest import ContextManifest
+from contextfold.projections.progress import Progress
+from contextfold.projections.tool_names import renamed_to, tool_name_alias
+from contextfold.rebuild_api import check_given, previewed, rebuild
+
+__all__ = ["explain"]
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _checked_query(query: str) -> str:
+    """``query`` unless it is empty or blank: as a substring it matched every fragment's source, so
+    ``why RUN --turn N ""`` listed the whole manifest as if each fragment were the one asked about."""
+    if not query.strip():
+        raise InvalidInputError(f"why needs a fragment id (e12), tool name or source/path substring to "
+                                f"look for, got {query!r}")
+    return query
+
+
+_WHOLE_REF = re.compile(r"[a-z]+://.*\d")
+_EVENT_REF = re.compile(r"event://.+/(\d+)")
+"""A query naming one logged event by its ref: the event's own fragment is ``e{position}``."""
+_FRAGMENT_ID = re.compile(r"e(\d+)(?:\.c\d+)?")
+"""A query naming a fragment by its id: ``e{position}``, or ``e{position}.c{n}`` (a stub among them)."""
+
+
+def _sourced(query: str, source_ref: str) -> bool:
+    """Whether a fragment from ``source_ref`` is one ``query`` asks about: a ref ending in a
+    position (``event://r1/4``) names that one (as a substring it also matched ``event://r1/41``);
+    anything else, a path or part of one, matches as a substring."""
+    if _WHOLE_REF.fullmatch(query):
+        return source_ref == query or source_ref.startswith(query + "#")
+    return query in source_ref
+
+
+def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
+    """Fragments/tools of ``manifest`` matching ``query`` (id, tool name, or source_ref/path substring)."""
+    _checked_query(query)
+    found: list[dict[str, Any]] = []
+    event = _EVENT_REF.fullmatch(query)
+    ids = {query, f"e{event.group(1)}"} if event else {query}
+    exact = [f for f in manifest.fragments if f.id in ids]
+    exact_x = [e for e in manifest.excluded_items if e.id in ids]
+    # a made-up tool name an API refuses is exposed under its alias (the repair names both; a long
+    # name clipped, so the alias is found from the name, as the build made it)
+    alias = tool_name_alias(query)
+    renamed = renamed_to(manifest.repairs, alias)
+    tools = [t for t in manifest.tools if t.name == query or (renamed and t.name == alias)]
+    sel = exact or ([] if exact_x or tools else [f for f in manifest.fragments
+                                                 if _sourced(query, f.source_ref)])
+    exc = exact_x or ([] if exact or tools else [e for e in manifest.excluded_items
+                                                 if _sourced(query, e.source_ref)])
+    for f in sel:
+        found.append({"id": f.id, "verdict": "kept", "kind": f.kind, "trust": f.trust, "layer": f.layer,
+                      "source_ref": f.source_ref, "tokens": f.tokens, "truncated": f.truncated,
+                      "reason": f.selection_reason})
+    for e in exc:
+        found.append({"id": e.id, "verdict": "dropped", "kind": e.kind, "source_ref": e.source_ref,
+                      "tokens": e.tokens, "reason": e.reason, "replaced_by": e.replaced_by,
+                      "detail": e.detail})
+    for t in tools:
+        shown = f" (the history's {query!r}: a name the API refuses)" if t.name != query else ""
+        found.append({"id": t.name, "verdict": "kept", "kind": "tool_spec", "tokens": t.tokens,
+                      "reason": f"tool exposed: {t.reason}{shown}"})
+    return found
+
+
+def _configure_why(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run id")
+    p.add_argument("--turn", type=int, required=True, metavar="N", help="the turn to explain")
+    p.add_argument("query", metavar="FRAGMENT_OR_SOURCE",
+                   help="fragment id (e12), tool name, or a source_ref / file path substring")
+    p.add_argument("--record", type=record_choice, default=None, metavar="WHICH", help=RECORD_HELP)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    config_args(p)
+
+
+def _not_exposed(run: Run, manifest: ContextManifest, query: str, progress: Progress) -> list[dict[str, Any]]:
+    """``query`` as a tool the build did not expose, with the reason (see ``not_exposed_reasons``)."""
+    reason = not_exposed_reasons(run, manifest, [query], progress)[query]
+    return [] if reason is None else [{"id": query, "verdict": "not exposed", "kind": "tool_spec",
+                                       "reason": reason}]
+
+
+def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
+    m = _FRAGMENT_ID.fullmatch(query) or _EVENT_REF.fullmatch(query)
+    if m:
+        pos = int(m.group(1))
+        if pos > (version := run.version) or pos < 1:  # not "logged after the build": never logged
+            return (f"{query}: run {run.run_id!r} has no position {pos} (its log holds positions "
+                    f"1..{version}); nothing in turn {manifest.turn}'s manifest matches it")
+        stub = m.re is _FRAGMENT_ID and "." in query
+        if stub and pos <= manifest.log_version:  # a stub: the event it stood for
+            entry = run.state().entries.get(query)
+            if entry is None:  # no such fragment was ever folded: nothing to tell of it
+                return _nothing(manifest, query)
+            pos = int(logged_as(query, entry.source_ref)[1:])
+        if pos > manifest.log_version:
+            return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
+                    f"(log position {manifest.log_version}): it did not exist yet")
+        shown = stand_in_for(manifest, f"e{pos}")  # what the request holds in its place, as diff says
+        if shown is not None:
+            return f"{query} was compacted: {shown[1]}"
+        covering = [(rec.position, ev) for rec in run.events(upto=manifest.log_version)
+                    if isinstance(ev := rec.event, HistoryCompacted)
+                    and ev.covers_from <= pos <= ev.covers_to]
+        if covering:  # none of their stand-ins is in the manifest: name the newest
+            at, ev = covering[-1]
+            return (f"{query} is covered by the compaction at position {at} (covers "
+                    f"{ev.covers_from}-{ev.covers_to}), whose stand-in the request does not hold")
+    return _nothing(manifest, query)
+
+
+def _nothing(manifest: ContextManifest, query: str) -> str:
+    return (f"nothing in turn {manifest.turn}'s manifest matches {query!r} (by id, tool name or source); "
+            "it was not part of the projection at that turn")
+
+
+def _handle_why(args: argparse.Namespace) -> int:
+    _checked_query(args.query)  # before the store is opened or a turn rebuilt
+    given = given_config(args)  # an invalid value (--window -5) is refused whichever the turn
+    with store_for(args) as store:
+        run = store.run(args.run)
+        # an explicit --record is that record or RecordNotFoundError, never a rebuild in its place
+        picked = turn_record(run, args.turn, args.record)
+        preview = False
+        if picked is not None:  # it is read as recorded: settings given that differ were ignored
+            check_given(args.turn, picked.manifest.config, given or {})
+            manifest, source = picked.manifest, "recorded"
+        else:
+            events = run.events()  # read once: for the config and the rebuild
+            cfg = config_for_turn(events, args.turn, given)
+            with fold_bar(store, args, f"rebuilding {args.run} turn {args.turn}") as advance:
+                manifest = rebuild(run, args.turn, cfg, record=False, progress=advance, records=[],
+                                   events=events).manifest
+            preview = previewed(args.turn, (), run.next_turn())  # (no record: turn_record found none)
+            source = ("previewed (no record: the next request)" if preview
+                      else "rebuilt from the log (no record)")
+        found = explain(manifest, args.query)
+        if not found:  # a tool the request did not declare: the exposure decision, re-derived
+            with fold_bar(store, args, f"folding {args.run} to turn {args.turn}") as advance:
+                found = _not_exposed(run, manifest, args.query, advance)
+        missing = "" if found else _not_found(run, manifest, args.query)
+    if args.json:
+        which = picked.as_json() if picked is not None else {"record": None, "records": 0, "rebuild": None}
+        _out(json.dumps({"turn": args.turn, "manifest": source, **which, "query": args.query,
+                         "matches": found, "note": missing}, ensure_ascii=False))
+        return 0 if found else 1
+    which_text = f", {picked.label()}" if picked is not None and picked.count > 1 else ""
+    origin = ("recorded manifest" if picked is not None
+              else "the next request, previewed: the turn has no record yet" if preview
+              else "manifest rebuilt from the log: the turn has no record")
+    _out(f"turn {args.turn} ({origin}{which_text}, request {manifest.request_hash[:16]}):")
+    for f in found:  # sources, reasons and details are untrusted text: made visible, one line each
+        f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
+        if f["verdict"] == "not exposed":  # a tool the request did not declare: no size, no source
+            _out(f"  NOT EXPOSED {f['id']}: {f['reason']}")
+            continue
+        source = f", {f['source_ref']}" if f.get("source_ref") else ""  # an exposed tool has none
+        what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens{source})"
+        if f["verdict"] == "kept":
+            flag = ", truncated" if f.get("truncated") else ""
+            _out(f"  KEPT    {what}{flag}: {f['reason']}")
+        else:
+            by = f" -> replaced by {f['replaced_by']}" if f["replaced_by"] else ""
+            detail = f" ({f['detail']})" if f["detail"] else ""
+            _out(f"  DROPPED {what}: {f['reason']}{by}{detail}")
+    if missing:
+        _out(f"  {visible(missing)}")
+        return 1
+    return 0
+
+
+register("why", "why a fragment, file, source or tool was kept or dropped at turn N (the manifest's "
+         "reason; for a tool not exposed, the decision re-derived from the log)",
+         _configure_why, _handle_why)
