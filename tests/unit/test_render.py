@@ -723,15 +723,17 @@ def test_data_blocks_reach_every_provider_verbatim() -> None:
             expected in s for s in all_strings(render(c, provider)))
 
 
-@pytest.mark.parametrize(("provider", "least"), [("anthropic", 1), ("openai-responses", 16)])
+@pytest.mark.parametrize(("provider", "least"), [("anthropic", 1), ("openai-responses", 16),
+                                               ("openai-chat", 1), ("gemini", 1)])
 def test_an_output_limit_the_api_refuses_is_a_render_error(provider: str, least: int) -> None:
-    """Anthropic answers 400 to ``max_tokens: 0`` and OpenAI Responses to ``max_output_tokens``
-    under 16; a build with a reserve that small learns it here, not from the provider."""
+    """Anthropic answers 400 to ``max_tokens: 0``, OpenAI Responses to ``max_output_tokens`` under
+    16 and OpenAI Chat to an output limit under 1; Gemini reads ``maxOutputTokens: 0`` as unset (a
+    proto3 default) and answers at the model's full output length, past the reserve. A build with
+    a reserve that small learns it here, not from the provider."""
     c = conv(user("hi"))
     with pytest.raises(RenderError, match=f"below {least} token"):
         render(c, provider, max_tokens=least - 1)
     assert render(c, provider, max_tokens=least)
-    assert render(c, "openai-chat", max_tokens=0)  # no documented floor: sent as asked
 
 
 NAME_CASES = {  # name -> the providers whose API refuses it

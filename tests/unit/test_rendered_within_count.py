@@ -223,7 +223,7 @@ def test_the_note_a_request_opens_with_when_its_history_starts_mid_conversation_
     opened = 0
     for window in range(700, 1400, 7):
         built = build_context(fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, 1)]),
-                              BuildConfig(provider="openai-chat", window=window, reserve=0),
+                              BuildConfig(provider="openai-chat", window=window, reserve=1),
                               render=render_request)
         opened += built.request["messages"][1]["content"] == "[runtime] Earlier conversation is not shown."
         assert _chat_tokens(built.request) <= built.manifest.budget_tokens, window

@@ -53,9 +53,12 @@ if BUILD_PROVIDERS[1:] != PROVIDERS:
     raise AssertionError("the renderers' providers and the providers a build accepts disagree")
 
 
-_LEAST_OUTPUT_TOKENS = {"anthropic": 1, "openai-responses": 16}
+_LEAST_OUTPUT_TOKENS = {"anthropic": 1, "openai-responses": 16, "openai-chat": 1, "gemini": 1}
 """Output limits the APIs reject below (Anthropic: ``max_tokens`` >= 1; OpenAI Responses:
-"Expected a value >= 16" for ``max_output_tokens``): no SDK type says so."""
+"Expected a value >= 16" for ``max_output_tokens``; OpenAI Chat: "integer below minimum value.
+Expected a value >= 1"): no SDK type says so. Gemini takes ``maxOutputTokens: 0`` as the field
+left unset (proto3's default) and answers at the model's whole output length, past the reserve
+the budget kept for it: refused too."""
 
 
 def render(
