@@ -99,10 +99,12 @@ class Store:
         """Check and store a PDF (pages counted); the block goes in an event's content."""
         return attach_document(self.events, data, title=title)
 
-    def artifact_text(self, ref: ArtifactRef) -> str:
-        """An artifact's bytes as text, through the store's text cache (artifacts are immutable)."""
-        return self._cached(("artifact", ref.hash),
-                            lambda: self.events.artifact(ref).decode("utf-8", "replace"))
+    def artifact_text(self, ref: str | ArtifactRef) -> str:
+        """An artifact's bytes as text, through the store's text cache (artifacts are immutable).
+        ``ref``: the ref or its hash, as :meth:`artifact` takes."""
+        digest = ref.hash if isinstance(ref, ArtifactRef) else ref
+        return self._cached(("artifact", digest),
+                            lambda: self.events.artifact(digest).decode("utf-8", "replace"))
 
     def event_text(self, run_id: str, position: int) -> str:
         """The text content of the event at ``position``, through the store's text cache: a
@@ -433,6 +435,7 @@ class Run:
     def records(self, turn: int) -> list[ContextBuilt]:
         """The ``context_built`` records of ``turn``, oldest first: those after the turn's previous
         model response (a build of turn N folds N-1 responses), the older ones not decoded."""
+        turn = _checked_turn(turn)  # "2" raised TypeError from the subtraction below
         events = self.store.events
         after = events.nth_position(self.run_id, "model_response", turn - 1) or 0
         return [r.event for r in events.read_type(self.run_id, "context_built", after=after)

@@ -126,7 +126,8 @@ def test_a_turn_that_is_not_an_integer_is_a_typed_error_and_records_nothing(stor
         run.build("openai-chat")
         version = run.version
         attempts: list[Callable[[Any], object]] = [lambda t: run.replay(t),
-                                                   lambda t: run.observe_usage(t, 10)]
+                                                   lambda t: run.observe_usage(t, 10),
+                                                   lambda t: run.records(t)]
         for turn in (1.5, "1", True, None):
             now: list[Callable[[Any], object]] = [lambda t: run.state(turn=t),
                                                   lambda t: run.build("openai-chat", turn=t)]
@@ -135,6 +136,17 @@ def test_a_turn_that_is_not_an_integer_is_a_typed_error_and_records_nothing(stor
                     attempt(turn)
         assert run.version == version
         assert run.replay(2).ok
+        assert len(run.records(2)) == 1 and run.records(99) == []
+
+
+def test_an_artifact_is_read_as_text_by_its_ref_or_its_hash(store_url: str) -> None:
+    """``Store.artifact`` takes a ref or its hash; ``artifact_text`` took only a ref, and a hash
+    (what ``artifact:HASH`` and the manifest show) raised AttributeError."""
+    with open_store(store_url) as store:
+        ref = store.events.put_artifact(b"hello", "text/plain")
+        assert store.artifact_text(ref) == store.artifact_text(ref.hash) == "hello"
+        with pytest.raises(ArtifactNotFoundError):
+            store.artifact_text("0" * 64)
 
 
 def test_a_call_whose_arguments_were_cut_off_keeps_the_run_buildable(store_url: str) -> None:
