@@ -355,7 +355,10 @@ ERROR_FLOOR_MAX_UNCUTTABLE = 2_000
 """The latest error's group is required (down to its diagnosis) only while what of it no cut may
 shorten stays within this many tokens. A bound on the group, not a share of the budget: whether
 it is required must not depend on the budget, or one token more of budget made it required and
-it displaced history a smaller budget kept."""
+it displaced history a smaller budget kept. Within the bound it is still required only where it
+fits beside the other required content (``selection.Unit.if_fits``): at a smaller budget the
+request is that content alone, not the typed error (a 1,800-token reply beside the failed call
+failed every build up to a 3,000 window with a 1,000 reserve)."""
 
 
 def _uncuttable_tokens(ctx: BuildCtx, ids: frozenset[str]) -> int:

@@ -61,15 +61,20 @@ class LowPriorityLines:
 def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
                 reason: str) -> tuple[ExcludedFragment, ...]:
     cache = ctx.dropped_lines
-    key = (members, unit.tokens, reason)
+    key = (members, unit.tokens, reason, unit.if_fits)
     hit = cache.get(uid)
     if hit is None or hit[0] != key:
+        detail = f"unit {uid} needs {unit.tokens} tokens"
+        if unit.if_fits:  # left out although required: say which rule let it go (``Unit.if_fits``)
+            smallest = unit.tokens if unit.min_tokens is None else unit.min_tokens
+            detail += (f", {smallest} cut as far as it may be: the latest error, required only where "
+                       "it fits beside the other required content")
         lines = []
         for fid in members:
             f = ctx.facts(fid).view  # the entry (or redacted view): no fragment made for a line
             lines.append(ExcludedFragment(
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
-                detail=f"unit {uid} needs {unit.tokens} tokens"))
+                detail=detail))
         hit = cache[uid] = (key, tuple(lines))
     out: tuple[ExcludedFragment, ...] = hit[1]
     return out

@@ -91,7 +91,8 @@ class Unit:
     names of the tools a group's calls use, kept with it (``select_units(tools=...)``).
     ``part``: for a required unit, how many of its tokens are required (the rest is walked
     as an optional unit of its own, ranked as this one, and granted like any other); None:
-    all of them.
+    all of them. ``if_fits``: a required unit required only when it fits beside the other
+    required units (the latest error: see :func:`select_units`).
     """
 
     id: str
@@ -103,6 +104,7 @@ class Unit:
     min_tokens: int | None = None
     needs: tuple[str, ...] = ()
     part: int | None = None
+    if_fits: bool = False
     rank: tuple[float, int, str] = field(init=False, repr=False, compare=False)
     """Order within a layer: higher score, then newer, then id (unique: ids are)."""
 
@@ -253,30 +255,24 @@ def select_units(
     required). The walk's order does not depend on the budget and a unit's cost only on the
     units before it, so a larger budget still keeps a superset. A tool unit already kept when
     its own turn comes costs nothing.
+
+    A required unit with ``if_fits`` (the latest error's group) is required only when the
+    required units fit, each cut as far as it may be: when they do not, the selection is
+    :func:`_without_if_fits`'s (the other required units alone), not the typed error.
     """
+    given = units
     attach = tools or {}
     required = [u for u in units if u.required]
     rests: dict[str, Unit] = {}  # the optional rest of a unit required in part -> that unit
     if any(u.part is not None for u in required):
         required, rests = _parts(required)
         units = [*units, *rests.values()]
-    kept: dict[str, int] = {u.id: u.tokens for u in required}
-    needed: set[str] = set()
-    if attach:
-        for u in required:
-            for tool_id, tokens in _needs(u, attach, kept):
-                kept[tool_id] = tokens
-                needed.add(tool_id)
-    attached = sorted(needed)  # made required by a required unit
-    used = sum(kept.values())
+    kept, needed, used = _pay_required(required, budget, attach, shrink_required)
     if used > budget:
-        fixed = sum(kept[t] for t in attached)
-        grants = shrink_required(required, budget - fixed) if shrink_required else {}
-        kept.update(grants)
-        used = sum(kept.values())
-        if used > budget:
-            raise RequiredContextExceedsBudgetError(  # each at what it needs: cut as far as it may be
-                budget, [(u.id, kept[u.id]) for u in required] + [(t, kept[t]) for t in attached])
+        if any(u.if_fits for u in required):
+            return _without_if_fits(given, budget, shares=shares, shrink_required=shrink_required,
+                                    presorted=presorted, list_unreached=list_unreached, attach=attach)
+        raise _over(budget, required, kept, needed)
     dropped: dict[str, str] = {}
     over: tuple[str, ...] = ()
     cut = [u.id for u in required if kept[u.id] < u.tokens]
@@ -325,6 +321,68 @@ def select_units(
     return _joined(Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed)), rests)
 
 
+def _pay_required(required: Sequence[Unit], budget: int, attach: Mapping[str, tuple[str, int]],
+                  shrink_required: Callable[[Sequence[Unit], int], dict[str, int]] | None
+                  ) -> tuple[dict[str, int], set[str], int]:
+    """The grants of the required units and of the tools they need (kept whole), cut by
+    ``shrink_required`` when they exceed ``budget``; the tools, and the tokens used (over
+    ``budget`` when even the cut grants do not fit)."""
+    kept: dict[str, int] = {u.id: u.tokens for u in required}
+    needed: set[str] = set()
+    if attach:
+        for u in required:
+            for tool_id, tokens in _needs(u, attach, kept):
+                kept[tool_id] = tokens
+                needed.add(tool_id)
+    used = sum(kept.values())
+    if used > budget:
+        fixed = sum(kept[t] for t in needed)
+        grants = shrink_required(required, budget - fixed) if shrink_required else {}
+        kept.update(grants)
+        used = sum(kept.values())
+    return kept, needed, used
+
+
+def _over(budget: int, required: Sequence[Unit], kept: Mapping[str, int], needed: set[str]
+          ) -> RequiredContextExceedsBudgetError:
+    """The typed error: every required unit, and each tool one needs, at what it needs (cut as
+    far as it may be)."""
+    return RequiredContextExceedsBudgetError(
+        budget, [(u.id, kept[u.id]) for u in required] + [(t, kept[t]) for t in sorted(needed)])
+
+
+def _without_if_fits(units: Sequence[Unit], budget: int, *, shares: Mapping[str, float],
+                     shrink_required: Callable[[Sequence[Unit], int], dict[str, int]] | None,
+                     presorted: Mapping[str, Sequence[Unit]] | None, list_unreached: bool,
+                     attach: Mapping[str, tuple[str, int]]) -> Selection:
+    """The selection when the required units do not fit with their ``if_fits`` ones: the other
+    required units (and the tools they need) alone, cut as far as they must be (the typed error
+    if even they do not fit), the ``if_fits`` units ``over_budget`` and every optional unit
+    ``low_priority``, as if the walk had stopped at an ``if_fits`` unit first.
+
+    Why nothing optional: at the smallest budget where the required units fit with the
+    ``if_fits`` ones they take it all, so no optional unit is kept there; one kept below it would
+    be dropped by that larger budget (promise 3). Why not the typed error: the latest error is
+    required so that it is not dropped for its length, yet what of it no cut may shorten (its
+    calls' arguments, the model's text beside them) up to ``ERROR_FLOOR_MAX_UNCUTTABLE`` failed
+    every build of a small window (a 1,800-token reply beside a failed call: windows up to 3,000
+    with a 1,000 reserve), although the newest input and the latest exchange fitted."""
+    lifted = sorted(u.id for u in units if u.required and u.if_fits)
+    # each at its part: the rest of one is optional, and nothing optional is kept here
+    required, _ = _parts([u for u in units if u.required and not u.if_fits])
+    kept, needed, used = _pay_required(required, budget, attach, shrink_required)
+    if used > budget:
+        raise _over(budget, required, kept, needed)
+    whole = {u.id: u.tokens for u in units}
+    cut = tuple(sorted(uid for uid, grant in kept.items() if grant < whole.get(uid, grant)))
+    optional = [u for u in units if not u.required and u.id not in needed]
+    heads, tails = _layers(optional, presorted, budget - used, list_unreached)
+    walked = dict.fromkeys(lifted, "over_budget")
+    walked.update((u.id, "low_priority") for _, _, u in _order(heads, shares))
+    unreached = tuple(t for t in tails if t) if list_unreached else ()
+    return Selection(kept, walked, used, tuple(lifted), cut, unreached, frozenset(needed))
+
+
 _REST = "+rest"
 """Suffix of the id of a part-required unit's optional rest (``Unit.part``)."""
 
@@ -340,7 +398,8 @@ def _parts(required: list[Unit]) -> tuple[list[Unit], dict[str, Unit]]:
             out.append(u)
             continue
         smallest = u.part if u.min_tokens is None else min(u.min_tokens, u.part)
-        out.append(Unit(u.id, u.layer, u.part, u.score, u.position, True, smallest, u.needs))
+        out.append(Unit(u.id, u.layer, u.part, u.score, u.position, True, smallest, u.needs,
+                        if_fits=u.if_fits))
         rest = Unit(u.id + _REST, u.layer, u.tokens - u.part, u.score, u.position, min_tokens=0)
         rests[rest.id] = rest
     return out, rests

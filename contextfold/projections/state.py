@@ -312,7 +312,8 @@ class RunState:
         there is none, when it is the newest group (required whole already) or when a
         compaction hides it (the summary keeps its failure). A group calling a tool the run's
         policy keeps out is shown only as a note (``not_offered``): its failure is not one the
-        model can retry, so not its latest."""
+        model can retry, so not its latest. The builder requires it only where it fits beside
+        the other required fragments (``selection.Unit.if_fits``)."""
         self.required_ids()
         hit = self.memo["required"]
         assert isinstance(hit, tuple)

@@ -340,12 +340,15 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
         # were, without a word); over the budget it is the typed error. The current input is cut
         # before anything of it is lost (the issue: the newest input truncated before dropped).
         min_tokens = None
-    part = None  # the latest error: required down to its diagnosis (``RunState.latest_error_ids``)
-    if is_required and min_tokens is not None and ids[0] in ctx.floor:
+    # the latest error: required down to its diagnosis (``RunState.latest_error_ids``), and only
+    # while that fits beside the other required units (``Unit.if_fits``)
+    if_fits = is_required and ids[0] in ctx.floor
+    part = None
+    if if_fits and min_tokens is not None:
         part = min(st.tokens, min_tokens + ERROR_DIAGNOSIS_TOKENS)
     # scored from its newest member's position (an answered call ranks as new as its answer)
     # a group keeps its tools; one shown as a note calls none
     tools = () if noted else tuple(sorted(st.names))
     unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
-                is_required, min_tokens, tools, part)
+                is_required, min_tokens, tools, part, if_fits)
     return _Row(st, unit, layer_no, not_offered=noted)

@@ -173,3 +173,47 @@ def test_reasoning_another_provider_is_not_sent_does_not_unrequire_the_latest_er
     result = build(events, "openai-chat", window=2_500, reserve=1_000)
     line = next(f for f in result.manifest.fragments if f.id == "e3")
     assert line.required and "AssertionError" in request_text(result)
+
+
+def _long_reply_beside_a_failed_call() -> list[AnyEvent]:
+    """A failed ``make`` whose reply explains itself in ~1,800 tokens (no cut shortens a reply),
+    then three reads and a new question."""
+    events: list[AnyEvent] = [
+        UserInput("Fix the build"),
+        ModelResponse(text="I will run make now. " * 300,
+                      tool_calls=(ToolCall(call_id="m", name="make", arguments="{}"),)),
+        ToolResult(call_id="m", is_error=True, exit_code=2, content="\n".join(
+            f"step {i}: compiling module_{i}.c ... ok" for i in range(300)) + "\nparser.c:2: error: 'tok'")]
+    for k in range(3):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"r{k}", name="read_file",
+                                                      arguments=json.dumps({"path": f"f{k}.c"})),)),
+                   ToolResult(call_id=f"r{k}", content="\n".join(f"int f{j}(void);" for j in range(40)))]
+    return [*events, UserInput("what failed?")]
+
+
+def test_a_latest_error_that_does_not_fit_beside_the_required_content_is_left_out_not_a_failure() -> None:
+    """Its reply (~1,800 tokens, under ``ERROR_FLOOR_MAX_UNCUTTABLE``) kept it required, and every
+    build up to a 3,000 window (1,000 reserve) raised the required-over-budget error, though the
+    newest input and the latest exchange fitted. Now it is left out (``over_budget``, saying why)
+    with everything optional, so a larger budget still keeps a superset, and required from the
+    budget it fits on."""
+    state = fold(recorded(_long_reply_beside_a_failed_call()))
+    kept_before: set[str] = set()
+    shown_at = None
+    for window in range(1_300, 4_000, 50):
+        m = build_context(state, BuildConfig(provider="anthropic", window=window, reserve=1_000)).manifest
+        kept = {f.id for f in m.fragments}
+        assert m.selected_tokens <= window - 1_000 and "e10" in kept  # the newest input
+        assert kept >= kept_before, window
+        kept_before = kept
+        if "e3" not in kept:
+            assert shown_at is None and kept == {"e8", "e9", "e10"}  # the required content alone
+            left_out = next(e for e in m.excluded_items if e.id == "e3")
+            assert left_out.reason == "over_budget"
+            assert "the latest error, required only where it fits" in left_out.detail
+        elif shown_at is None:
+            shown_at = window
+            line = next(f for f in m.fragments if f.id == "e3")
+            assert line.required and line.truncated
+            assert line.selection_reason.startswith("required: latest error")
+    assert shown_at is not None and 2_500 < shown_at <= 3_200

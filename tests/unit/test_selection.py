@@ -26,15 +26,23 @@ def unit_sets(draw: st.DrawFn) -> list[Unit]:
         # a required unit may be required in part only (the latest error: ``Unit.part``)
         part = (draw(st.integers(min_tokens, tokens)) if required and min_tokens is not None
                 and draw(st.booleans()) else None)
+        # and required only where it fits (the latest error again: ``Unit.if_fits``)
+        if_fits = required and draw(st.integers(0, 3)) == 0
         units.append(Unit(
             id=f"u{i}", layer=draw(st.sampled_from(LAYERS)), tokens=tokens,
             score=draw(st.floats(0, 200, allow_nan=False)), position=i,
-            required=required, min_tokens=min_tokens, part=part))
+            required=required, min_tokens=min_tokens, part=part, if_fits=if_fits))
     return units
 
 
 def _required(u: Unit) -> int:
     return u.tokens if u.part is None else u.part
+
+
+def _fits(units: list[Unit], budget: int, *, lifted: bool = False) -> bool:
+    """Whether the required units (with ``lifted``, those without ``if_fits``) fit, each at what
+    it requires."""
+    return sum(_required(u) for u in units if u.required and not (lifted and u.if_fits)) <= budget
 
 
 def _select(units: list[Unit], budget: int) -> dict[str, int] | None:
@@ -48,12 +56,14 @@ def _select(units: list[Unit], budget: int) -> dict[str, int] | None:
 @given(unit_sets(), st.integers(1, 20_000))
 def test_never_over_budget_and_required_always_kept(units: list[Unit], budget: int) -> None:
     kept = _select(units, budget)
-    required = sum(_required(u) for u in units if u.required)
     if kept is None:
-        assert required > budget
+        assert not _fits(units, budget, lifted=True)
         return
     assert sum(kept.values()) <= budget
-    assert all(u.id in kept for u in units if u.required)
+    if _fits(units, budget):
+        assert all(u.id in kept for u in units if u.required)
+    else:  # the ``if_fits`` units do not fit: the other required units alone
+        assert set(kept) == {u.id for u in units if u.required and not u.if_fits}
     for u in units:
         if u.id in kept and kept[u.id] < u.tokens:
             assert u.shrinkable and kept[u.id] >= (u.min_tokens or 0)
@@ -118,7 +128,13 @@ def _reference(units: list[Unit], budget: int) -> tuple[dict[str, int], dict[str
     kept = {u.id: _required(u) for u in required}
     used = sum(kept.values())
     if used > budget:
-        return None
+        lifted = [u for u in required if u.if_fits]
+        if not lifted or not _fits(units, budget, lifted=True):
+            return None  # with none required only where it fits, or the others alone over: the error
+        # the others alone, each at its part; the ``if_fits`` ones over budget, all else low priority
+        return ({u.id: _required(u) for u in required if not u.if_fits},
+                {**dict.fromkeys((u.id for u in units if not u.required), "low_priority"),
+                 **dict.fromkeys((u.id for u in lifted), "over_budget")})
     # a unit required in part: the rest is an optional unit ranked as it is, shrinkable to nothing
     rests = {f"{u.id}+rest": u for u in required if u.part is not None and u.part < u.tokens}
     optional = [u for u in units if not u.required] + [
@@ -220,7 +236,8 @@ def units_with_tools(draw: st.DrawFn) -> tuple[list[Unit], dict[str, tuple[str, 
         part = (draw(st.integers(min_tokens, tokens)) if required and min_tokens is not None
                 and draw(st.booleans()) else None)
         units.append(Unit(f"u{i}", draw(st.sampled_from(LAYERS)), tokens, draw(st.floats(0, 200)), i,
-                          required=required, min_tokens=min_tokens, needs=needs, part=part))
+                          required=required, min_tokens=min_tokens, needs=needs, part=part,
+                          if_fits=required and draw(st.integers(0, 3)) == 0))
     return units, tools, draw(st.booleans())
 
 
@@ -246,9 +263,9 @@ def test_a_kept_unit_keeps_the_tools_it_needs_within_budget_and_monotone(
     units, tools, presort = drawn
     a = _select_with_tools(units, tools, presort, small)
     b = _select_with_tools(units, tools, presort, small + extra)
-    if a is None:
-        needed = {tools[n][0] for u in units if u.required for n in u.needs if n in tools}
-        assert sum(_required(u) for u in units if u.required) + sum(
+    if a is None:  # the required units without ``if_fits`` do not fit, with the tools they need
+        needed = {tools[n][0] for u in units if u.required and not u.if_fits for n in u.needs if n in tools}
+        assert sum(_required(u) for u in units if u.required and not u.if_fits) + sum(
             tokens for tool_id, tokens in tools.values() if tool_id in needed
             and tool_id not in {u.id for u in units if u.required}) > small
         return
@@ -296,3 +313,20 @@ def test_a_unit_required_in_part_keeps_its_part_and_its_rest_competes() -> None:
     with pytest.raises(RequiredContextExceedsBudgetError) as info:
         select_units(units, 400, shares=SHARES)
     assert info.value.required == [("err", 200), ("latest", 300)]
+
+
+def test_a_unit_required_only_where_it_fits_is_left_out_with_everything_optional_where_it_does_not() -> None:
+    """The latest error (``Unit.if_fits``) with 1,800 tokens no cut shortens: at 1,500 it was the
+    typed error although the newest exchange fitted. It is left out, and so is the optional read
+    (kept there, a read would be dropped at 2,100, where the error takes what the exchange left)."""
+    units = [Unit("err", "history", 1800, 10.0, 1, required=True, if_fits=True),
+             Unit("read", "history", 300, 90.0, 2),
+             Unit("latest", "recent", 300, 95.0, 3, required=True)]
+    small = select_units(units, 1500, shares=SHARES)
+    assert small.kept == {"latest": 300} and small.over_budget == ("err",)
+    assert small.dropped == {"err": "over_budget", "read": "low_priority"}
+    assert select_units(units, 2100, shares=SHARES).kept == {"err": 1800, "latest": 300}
+    assert select_units(units, 2400, shares=SHARES).kept == {"err": 1800, "latest": 300, "read": 300}
+    with pytest.raises(RequiredContextExceedsBudgetError) as info:  # the others alone do not fit
+        select_units(units, 200, shares=SHARES)
+    assert info.value.required == [("latest", 300)]
