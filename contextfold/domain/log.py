@@ -3,8 +3,8 @@
 Pure: the store calls these before it writes, the projection calls the same
 pairing rules while folding, so what the store accepts is exactly what the
 fold understands. Three range rules (a compaction's cover, a file read's lines, a
-context_built record's turn) are the store's alone: the fold reads logs written
-before them, leniently.
+context_built record's turn) and the plan's unique step ids are the store's alone: the
+fold reads logs written before them, leniently.
 
 Hash chain: ``hash_n = blake3(run_id \\n position \\n hash_{n-1} \\n canonical_json(event_n))``
 with ``hash_0`` = 64 zeros. Binding the run id and position means an event
@@ -17,6 +17,7 @@ answered. A re-issued id starts a fresh call.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from contextfold.domain.events import (
     FileRead,
     HistoryCompacted,
     ModelResponse,
+    PlanUpdated,
     ToolCallCancelled,
     ToolResult,
     ToolResultLost,
@@ -113,6 +115,23 @@ def _check_record(event: ContextBuilt, position: int, responses: int) -> None:
             f"only earlier positions (log_version < {position})")
 
 
+def _check_plan(event: PlanUpdated, position: int) -> None:
+    """A plan names each step once. Checked on the write side only, as :func:`_check_cover`: the
+    plan's views read a step by its id (what it depends on, whether it is finished), so an id
+    listed twice could be shown as the current step while its other entry was stuck, and a
+    dependency on it meant either. The fold reads a plan the log already holds by each id's last
+    entry (``projections.plan_view.plan_steps``)."""
+    counts = Counter(step.id for step in event.steps)
+    if len(counts) < len(event.steps):
+        repeated = [sid for sid, n in counts.items() if n > 1]
+        named = ", ".join(quoted(sid) for sid in repeated[:5]) + (
+            f" and {len(repeated) - 5} more" if len(repeated) > 5 else "")
+        raise InvalidInputError(
+            f"plan_updated at position {position} lists step id{'s' if len(repeated) > 1 else ''} "
+            f"{named} more than once: give each step its own id (a step's new state replaces its "
+            "entry in the next plan)")
+
+
 @dataclass(slots=True)
 class PairingState:
     """Which tool calls are open, answered, or closed by recovery, as of some position.
@@ -133,7 +152,8 @@ class PairingState:
 
     def apply_batch(self, items: Sequence[tuple[AnyEvent, int]]) -> list[_Undo]:
         """Apply (event, position) pairs all-or-nothing, in O(batch) (no copy of the state), and
-        check the write side's range rules (:func:`_check_cover`, :func:`_check_lines`).
+        check the write side's range rules (:func:`_check_cover`, :func:`_check_lines`,
+        :func:`_check_record`) and a plan's step ids (:func:`_check_plan`).
 
         Returns an undo log for :meth:`undo` (e.g. when the write that follows fails).
         On a rule violation the state is restored and the error propagates.
@@ -147,6 +167,8 @@ class PairingState:
                     _check_lines(event, position)
                 elif isinstance(event, ContextBuilt):
                     _check_record(event, position, self.responses)
+                elif isinstance(event, PlanUpdated):
+                    _check_plan(event, position)
                 if isinstance(event, ModelResponse | ToolResult | ToolCallCancelled | ToolResultLost):
                     ids = ([c.call_id for c in event.tool_calls] if isinstance(event, ModelResponse)
                            else [event.call_id])

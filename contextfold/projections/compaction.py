@@ -58,6 +58,7 @@ from contextfold.domain.events import (
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.graphemes import head_chars
 from contextfold.projections.masking import SIDE_EFFECT_PATTERN, mask_stub, mask_text, wholly_inside, writes
+from contextfold.projections.plan_view import plan_steps
 from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.summary_bounds import SCALES, bounded_fields, earlier_lines, is_earlier_line
@@ -388,11 +389,12 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState) -> Comp
         e for e in f["tool_calls_and_results"] if not is_earlier_line(e)]
     f["inferences"] = f["inferences"][-_RECENT_STATEMENTS:]
     if state.plan is not None:
-        for step in state.plan.steps:
+        plan = plan_steps(state.plan)  # an id listed twice: one entry, as the plan fragment reads it
+        for step in plan:
             line = f"{step.id}: {step.title}"
             (f["completed_steps"] if step.status == "done" else f["pending_steps"]).append(
                 line if step.status == "done" else f"[{step.status}] {line}")
-        ready = next((s for s in state.plan.steps if s.status in ("in_progress", "ready")), None)
+        ready = next((s for s in plan if s.status in ("in_progress", "ready")), None)
         if ready is not None:
             next_action = f"plan step {ready.id}: {ready.title}"
     last = events[-1].position if events else 0

@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from contextfold.domain.events import PlanStep, PlanUpdated
 
-__all__ = ["NO_PLAN", "current_steps", "plan_text", "stuck_steps"]
+__all__ = ["NO_PLAN", "current_steps", "plan_steps", "plan_text", "stuck_steps"]
 
 _LISTED = 20
 """Steps of one kind (ready, failed or blocked, pending, finished), or one step's dependencies,
@@ -43,6 +43,29 @@ _UNKNOWN = "unknown step id"
 """A dependency on an id no step has, as the current step's dependencies show it: it was "[?]",
 which did not tell the model that the plan names a step it does not have (a typo)."""
 
+
+def plan_steps(event: PlanUpdated) -> tuple[PlanStep, ...]:
+    """The plan's steps, one per id: a step id listed twice reads as its last entry, in the place
+    of its first (as a runtime that appends a step's new state to its list means it).
+
+    Why: the log accepted such plans until the write side refused them (``domain.log``), and each
+    view read them its own way: the current steps walked the list, the stuck ones a map by id, so
+    one id was shown as the current step while its other entry was stuck, or counted both done
+    and pending. Every view of a plan (this module's, the compaction summary's) reads these."""
+    steps = event.steps
+    if len({step.id for step in steps}) == len(steps):
+        return steps
+    return tuple({step.id: step for step in steps}.values())
+
+
+def _repeated(event: PlanUpdated) -> list[str]:
+    """The step ids the plan lists more than once, in plan order (:func:`plan_steps`)."""
+    seen: dict[str, int] = {}
+    for step in event.steps:
+        seen[step.id] = seen.get(step.id, 0) + 1
+    return [sid for sid, n in seen.items() if n > 1]
+
+
 def _dependencies(step: PlanStep, status: Mapping[str, str]) -> str:
     """``step``'s dependencies with their status; past :data:`_LISTED`, the unfinished ones (what
     the step waits on) and a count of the finished."""
@@ -59,11 +82,12 @@ def current_steps(event: PlanUpdated) -> list[PlanStep]:
     """The plan's current steps: those marked ready or in progress; with none marked, the pending
     steps whose dependencies are all finished. The plan fragment shows them, and tools are ranked
     against them (an unmarked current step exposed no tool while the plan showed it)."""
-    current = [step for step in event.steps if step.status in ("ready", "in_progress")]
+    steps = plan_steps(event)
+    current = [step for step in steps if step.status in ("ready", "in_progress")]
     if current:
         return current
-    status = {step.id: step.status for step in event.steps}
-    return [step for step in event.steps if step.status == "pending"
+    status = {step.id: step.status for step in steps}
+    return [step for step in steps if step.status == "pending"
             and all(status.get(d) in _FINISHED for d in step.depends_on)]
 
 
@@ -126,7 +150,7 @@ def stuck_steps(event: PlanUpdated) -> dict[str, str]:
     the plan said only "[pending] 2 more steps (a to b), not shown until ready": no title, no
     reason, nothing the model could act on. A failed or blocked step is not stuck (it can be
     retried); it is listed on its own."""
-    steps = {step.id: step for step in event.steps}
+    steps = {step.id: step for step in plan_steps(event)}
     order = {sid: i for i, sid in enumerate(steps)}
     deps = {sid: tuple(dict.fromkeys(step.depends_on)) for sid, step in steps.items()}
     unfinished = [sid for sid, step in steps.items() if step.status not in _FINISHED]
@@ -171,7 +195,7 @@ def _needed(event: PlanUpdated, current: Sequence[PlanStep], skip: Collection[st
     """The pending steps the current ones wait on, directly or through one another, each with the
     step that needs it: a step marked ready whose dependency is unfinished showed "depends on:
     migrate [pending]" and hid what ``migrate`` is."""
-    steps = {step.id: step for step in event.steps}
+    steps = {step.id: step for step in plan_steps(event)}
     seen = {step.id for step in current} | set(skip)
     out: list[tuple[PlanStep, str]] = []
     queue = list(current)
@@ -199,18 +223,20 @@ def plan_text(event: PlanUpdated) -> str:
     into another. Budget and stop conditions close it. The global success conditions
     live in the goal's success contract fragment. Each kind lists at most
     :data:`_LISTED` steps and counts the rest (the finished: the latest ones).
-    A plan without steps says so (:data:`NO_PLAN`).
+    A plan without steps says so (:data:`NO_PLAN`); one that lists a step id twice is read as
+    :func:`plan_steps` reads it, and says so.
     """
-    status = {step.id: step.status for step in event.steps}
-    lines: list[str] = [] if event.steps else [NO_PLAN]
-    pending = [step for step in event.steps if step.status == "pending"]
+    steps_once = plan_steps(event)
+    status = {step.id: step.status for step in steps_once}
+    lines: list[str] = [] if steps_once else [NO_PLAN]
+    pending = [step for step in steps_once if step.status == "pending"]
     current = current_steps(event)
     stuck = stuck_steps(event)
     shown = {step.id for step in current}
     stuck_shown = [step for step in pending if step.id in stuck and step.id not in shown]
     needed = _needed(event, current, {step.id for step in stuck_shown})
     for steps, kind in ((current, "ready or in progress"),
-                        ([step for step in event.steps if step.status in ("failed", "blocked")],
+                        ([step for step in steps_once if step.status in ("failed", "blocked")],
                          "failed or blocked")):
         for step in steps[:_LISTED]:
             deps = _dependencies(step, status)
@@ -238,13 +264,17 @@ def plan_text(event: PlanUpdated) -> str:
                      f"({waiting[0].id}{f' to {waiting[-1].id}' if len(waiting) > 1 else ''}), "
                      "not shown until ready")
     for finished_as in _FINISHED:  # a skipped step did not run: not listed as done
-        finished = [s.id for s in event.steps if s.status == finished_as]
+        finished = [s.id for s in steps_once if s.status == finished_as]
         if len(finished) > _LISTED:
-            lines.append(f"[{finished_as}] {len(finished)} of {len(event.steps)} steps; the latest "
+            lines.append(f"[{finished_as}] {len(finished)} of {len(steps_once)} steps; the latest "
                          f"{_LISTED}: {', '.join(finished[-_LISTED:])}")
         elif finished:
             lines.append(f"[{finished_as}] {', '.join(finished)} "
-                         f"({len(finished)} of {len(event.steps)} steps)")
+                         f"({len(finished)} of {len(steps_once)} steps)")
+    if len(steps_once) < len(event.steps):  # an old log's plan: the model may remember the other entry
+        repeated = _repeated(event)
+        lines.append(f"(step id{'s' if len(repeated) > 1 else ''} {_named(repeated)} listed more than "
+                     "once: each read as its last entry)")
     if event.budget:
         lines.append(f"budget: {event.budget}")
     lines.extend(f"stop when: {c}" for c in event.stop_conditions)

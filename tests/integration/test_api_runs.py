@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,6 +34,8 @@ from contextfold.domain.events import (
     FileRead,
     HandOff,
     ModelResponse,
+    PlanStep,
+    PlanUpdated,
     PolicySet,
     ToolCall,
     ToolCallCancelled,
@@ -538,6 +541,22 @@ def test_a_file_read_of_lines_that_run_backwards_is_refused_and_writes_nothing(s
         for start, end in fine:
             run.append(FileRead(path="a.py", content="x", start_line=start, end_line=end))
         assert run.version == 5
+
+
+def test_a_plan_that_lists_a_step_id_twice_is_refused_and_writes_nothing(store_url: str) -> None:
+    """The log accepted it, and the plan's views read it two ways: step ``a`` was shown as the
+    current step (its entry marked ready) and was stuck (its other entry waits on a typo)."""
+    twice = (PlanStep(id="a", title="deploy", status="ready"), PlanStep(id="b", title="test"),
+             PlanStep(id="a", title="deploy again", depends_on=("x",)), PlanStep(id="b", title="test"))
+    with open_store(store_url) as store:
+        run = store.run("plan")
+        run.append(UserInput("ship it"))
+        refused = "plan_updated at position 3 lists step ids 'a', 'b' more than once: give each step its"
+        with pytest.raises(InvalidInputError, match=f"^{re.escape(refused)}"):
+            run.append(UserInput("and test it"), PlanUpdated(steps=twice))
+        assert run.version == 1
+        run.append(PlanUpdated(steps=twice[:2]))
+        assert run.version == 2
 
 
 def test_settings_beside_a_recorded_turn_that_differ_from_its_record_are_refused(store_url: str) -> None:

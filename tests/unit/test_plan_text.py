@@ -9,8 +9,9 @@ from contextfold.domain.events import AnyEvent, GoalSet, PlanStep, PlanUpdated, 
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
+from contextfold.projections.compaction import deterministic_summary
 from contextfold.projections.fold import fold_event, new_state
-from contextfold.projections.plan_view import NO_PLAN, current_steps, plan_text, stuck_steps
+from contextfold.projections.plan_view import NO_PLAN, current_steps, plan_steps, plan_text, stuck_steps
 
 
 def test_a_short_plan_lists_every_step_ready_first_and_its_dependencies() -> None:
@@ -158,3 +159,35 @@ def test_a_cleared_plan_says_there_is_no_plan_and_is_counted() -> None:
             ("e2", "superseded", "e3")]
         shown = json.dumps(built.request)
         assert NO_PLAN in shown and "(empty message)" not in shown and '"content": ""' not in shown
+
+
+def test_a_plan_the_log_holds_with_a_step_id_twice_reads_each_id_as_its_last_entry() -> None:
+    """The store refuses such a plan now (``domain.log``); logs written before hold some. The
+    current steps walked the list and the stuck ones a map by id: ``a`` was the current step (its
+    first entry, ready) and stuck (its last, waiting on a typo), and the plan showed it ready."""
+    plan = PlanUpdated(steps=(PlanStep(id="a", title="deploy", status="ready"),
+                              PlanStep(id="b", title="test", status="done"),
+                              PlanStep(id="a", title="deploy again", depends_on=("x",)),
+                              PlanStep(id="c", title="announce", depends_on=("a",))))
+    assert [s.title for s in plan_steps(plan)] == ["deploy again", "test", "announce"]
+    assert current_steps(plan) == []
+    assert stuck_steps(plan) == {"a": "depends on unknown step id x", "c": "waits on stuck step a"}
+    assert plan_text(plan).splitlines() == [
+        "[stuck] a: deploy again (never ready: depends on unknown step id x)",
+        "[stuck] c: announce (never ready: waits on stuck step a)",
+        "[done] b (1 of 3 steps)",
+        "(step id a listed more than once: each read as its last entry)"]
+    # and the other way round: the ready entry last, the step is current and not stuck
+    ready_last = PlanUpdated(steps=(plan.steps[2], plan.steps[0]))
+    assert [s.title for s in current_steps(ready_last)] == ["deploy"] and stuck_steps(ready_last) == {}
+    state = new_state("old")  # folded and summarised as the plan fragment reads it
+    events: list[AnyEvent] = [GoalSet(goal="ship"), plan, UserInput("go")]
+    log = [RecordedEvent("old", pos, event, f"{pos:064x}") for pos, event in enumerate(events, start=1)]
+    for rec in log:
+        fold_event(state, rec)
+    built = build_context(state, BuildConfig(provider="anthropic", window=16_000), render=render_request)
+    assert "[stuck] a: deploy again" in json.dumps(built.request)
+    summary = deterministic_summary(log, state)
+    assert summary.completed_steps == ("b: test",)
+    assert summary.pending_steps == ("[pending] a: deploy again", "[pending] c: announce")
+    assert "plan step a" not in summary.next_action  # it was the ready entry
