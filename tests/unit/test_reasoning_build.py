@@ -106,6 +106,25 @@ def test_a_thinking_turn_merged_after_a_text_reply_still_starts_with_its_thinkin
     assert blocks[0] == THINKING
 
 
+def test_two_merged_thinking_turns_carry_the_newest_ones_thinking_only_first() -> None:
+    """Two replies in a row that both think are one Anthropic assistant message: the merge kept the
+    first turn's thinking first and put the second one's after the first one's text, a sequence no
+    response produced, and Anthropic checks the latest assistant message's thinking against the
+    response that made it. The message now carries the thinking of the newest turn (the one whose
+    calls the tool loop continues), first; the earlier, finished turn's is left out (the API strips
+    a finished turn's thinking anyway)."""
+    earlier = dict(THINKING, thinking="First I answer the greeting.", signature="EqQBearlier" * 8)
+    events = _events(ANTHROPIC)
+    events[1:1] = [ModelResponse(text="Hello.", reasoning=AnthropicReasoning(
+        items=(ReasoningItem(raw=earlier),)))]
+    request = _build(_state(events), "anthropic").request
+    blocks = _assistant(request, "messages", "assistant")
+    assert [b["type"] for b in blocks] == ["thinking", "text", "text", "tool_use", "redacted_thinking",
+                                           "tool_use"]
+    assert blocks[0] == THINKING and blocks[4] == REDACTED and earlier not in blocks
+    assert [b.get("text") for b in blocks[1:3]] == ["Hello.", "Reading them."]
+
+
 def test_openai_responses_gets_its_reasoning_items_back_before_the_calls() -> None:
     items = _build(_state(_events(OPENAI)), "openai-responses").request["input"]
     kinds = [i["type"] for i in items]

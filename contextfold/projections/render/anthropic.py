@@ -21,7 +21,8 @@ Rules this renderer keeps (the API rejects requests that break them):
 - Provider reasoning (``thinking`` with its ``signature``, ``redacted_thinking`` with its ``data``)
   of an assistant turn made by Anthropic goes back verbatim, first in the turn (interleaved
   thinking before the call it preceded); another provider's is not sent
-  (``projections.reasoning``: which turns, and why).
+  (``projections.reasoning``: which turns, and why). Replies merged into one message carry the
+  thinking of the newest one that thinks, first; an earlier one's is left out (``_merge_turn``).
 - ``is_error: true`` on results with status error, lost or cancelled; the
   runtime header in the content says which.
 - Text blocks that are empty or only whitespace are rejected by the API ("text content
@@ -162,6 +163,35 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
+def _merge_turn(content: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
+    """Append the assistant turn ``blocks`` to the assistant message ``content`` (two replies in a
+    row are one message: roles alternate). The message carries the thinking of one response: the
+    newest turn that thinks, its leading thinking first; an earlier turn's thinking is left out.
+
+    Why: Anthropic refuses a message with thinking that does not start with it ("If an assistant
+    message contains any thinking blocks, the first block must be thinking or redacted_thinking"),
+    and checks the thinking of the latest assistant message against the response that made it
+    ("`thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified.
+    These blocks must remain as they were in the original response."): two responses' signed
+    blocks spliced into one message, or one response's thinking placed after another's text, is a
+    sequence no response produced (the earlier turn's thinking first, the newer one's after its
+    text, as before). Only the newest turn's thinking can be needed: the earlier turns of a merge
+    make no calls (a call is always followed by its results, which end the message), so it is the
+    newest turn whose calls the tool-use loop continues ("a final assistant message must start
+    with a thinking block (preceding the lastmost set of tool_use and tool_result blocks)"), and
+    thinking of a finished turn is dropped by the API itself (docs.claude.com, extended thinking:
+    thinking blocks from previous turns are stripped from the context). The left-out thinking is
+    still priced in its turn's fragment (``projections.reasoning``): the manifest then counts more
+    than is sent, never less."""
+    lead = 0
+    while lead < len(blocks) and blocks[lead]["type"] in _THINKING:
+        lead += 1
+    if lead:
+        content[:] = [*blocks[:lead], *(b for b in content if b["type"] not in _THINKING)]
+        blocks = blocks[lead:]
+    content.extend(blocks)
+
+
 def _tool_result_block(result: ToolResultPart) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     header = runtime_header(result)
@@ -188,7 +218,7 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
                      ) -> dict[str, Any]:
     """The Messages body for ``conversation`` (not validated; see ``render``)."""
     messages: list[dict[str, Any]] = []
-    prefix_end: tuple[int, int] | None = None
+    prefix_end: dict[str, Any] | None = None
     for index, message in enumerate(conversation.messages):
         role: str
         match message:
@@ -202,18 +232,14 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
                 assert_never(message)
         if blocks:
             if messages and messages[-1]["role"] == role:
-                content = messages[-1]["content"]
-                lead = 0  # a merged turn keeps its thinking first (``_assistant_blocks``)
-                while role == "assistant" and lead < len(blocks) and blocks[lead]["type"] in _THINKING:
-                    lead += 1
-                if lead and content[0]["type"] not in _THINKING:
-                    content[0:0] = blocks[:lead]
-                    blocks = blocks[lead:]
-                content.extend(blocks)
+                if role == "assistant":
+                    _merge_turn(messages[-1]["content"], blocks)
+                else:
+                    messages[-1]["content"].extend(blocks)
             else:
                 messages.append({"role": role, "content": blocks})
         if index + 1 == conversation.stable_prefix_messages and messages:
-            prefix_end = (len(messages) - 1, len(messages[-1]["content"]) - 1)
+            prefix_end = messages[-1]["content"][-1]  # the block itself: a later merge may move it
     if messages and messages[-1]["role"] == "assistant" and messages[-1]["content"][-1]["type"] == "text":
         last = messages[-1]["content"][-1]
         last["text"] = last["text"].rstrip()  # not empty: _text kept only non-whitespace text
@@ -228,9 +254,10 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
     if system:
         system[-1]["cache_control"] = dict(CACHE_CONTROL)
         body["system"] = system
-    if prefix_end is not None:
-        msg, block = prefix_end
-        messages[msg]["content"][block]["cache_control"] = dict(CACHE_CONTROL)
+    # a thinking block takes no cache_control (ThinkingBlockParam has none), and a merge may
+    # have left the prefix's last one out of the message
+    if prefix_end is not None and prefix_end["type"] not in _THINKING:
+        prefix_end["cache_control"] = dict(CACHE_CONTROL)
     body["messages"] = messages
     if conversation.tools:
         tools: list[dict[str, Any]] = []
