@@ -27,7 +27,8 @@ from the log.
 Costs counted: every fragment pays ``MESSAGE_OVERHEAD`` tokens of message
 framing, a data fragment (instruction, evidence, memory, tool result, or any
 text not authored by the runtime or the user) also pays its ``<data ...>``
-wrapper.
+wrapper, and a reply with calls or a tool result the call ids its message shows
+(:func:`call_id_tokens`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
-from contextfold.domain.fragments import ContextFragment, ToolResultBlock
+from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.entries import (
@@ -65,12 +66,13 @@ from contextfold.projections.not_offered import (
     not_offered_record,
     reply_as_shown,
 )
-from contextfold.projections.reasoning import reasoning_sent, reasoning_tokens
+from contextfold.projections.reasoning import NEUTRAL, reasoning_sent, reasoning_tokens
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.redact_calls import redact_reply_fragment
 from contextfold.projections.state import RunState
+from contextfold.projections.timeline_items import CallSlot, ToolGroup
 
-__all__ = ["SHRINK_FLOOR", "BuildCtx", "Facts", "Hit"]
+__all__ = ["SHRINK_FLOOR", "BuildCtx", "Facts", "Hit", "call_id_tokens"]
 
 SHRINK_FLOOR = 48
 """Smallest text a truncated fragment keeps (tokens)."""
@@ -160,6 +162,47 @@ def answer_frame(view: ContextFragment | FragmentEntry) -> AnswerFrame | None:
     return answer_frame_of((view if isinstance(view, ContextFragment) else view.head).content)
 
 
+def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[str], int]) -> int:
+    """The tokens of the call ids the message of fragment ``fid`` shows: each call's id on a reply
+    that makes calls (``tool_use.id``, ``tool_calls[].id``, ``call_id``, ``functionCall.id``), the
+    answered call's on a result or its mask stub (``tool_use_id``, ``tool_call_id``, ``call_id``,
+    ``functionResponse.id``), as ``provider`` is shown it (its alias where it is one of the
+    slot's ``alias_for``; the longer of the two for the neutral conversation, which carries both).
+
+    Why: an id is sent twice per call and no price held it; ``MESSAGE_OVERHEAD`` (4 tokens) is the
+    role's framing. OpenAI's ids (``call_`` and 24 random characters) are ~17 tokens, Anthropic's
+    (``toolu_01...``) ~15: 60 calls sent ~2,000 tokens more than their manifest counted. Read from
+    the timeline's slots (the aliases are decided there, when the call is folded); a fragment
+    with no call id (or one the timeline does not know) adds nothing."""
+    entry = state.entries[fid]
+    content = entry.content
+    calls = ([c for c, _, _ in content.calls] if isinstance(content, Response) else [] if isinstance(
+        content, ToolAnswer) else [b.call_id for b in content if isinstance(b, ToolCallBlock)])
+    if calls:
+        group = state.items.get(entry.position)
+        if not isinstance(group, ToolGroup) or group.fragment_id != fid:
+            return sum(map(count, calls))
+        slots: tuple[CallSlot, ...] = group.calls
+    else:
+        frame = answer_frame_of(content)
+        if frame is None:
+            return 0
+        group = state.items.get(state.answer_group.get(entry.position, -1))
+        slots = tuple(s for s in group.calls if s.call_id == frame.call_id) if isinstance(
+            group, ToolGroup) else ()
+        if not slots:
+            return count(frame.call_id)
+    total = 0
+    for slot in slots:
+        if slot.alias is None or (provider != NEUTRAL and provider not in slot.alias_for):
+            total += count(slot.call_id)
+        elif provider == NEUTRAL:
+            total += max(count(slot.call_id), count(slot.alias))
+        else:
+            total += count(slot.alias)
+    return total
+
+
 def _large_text(entry: FragmentEntry) -> bool:
     """A tool result text held lazily, or long enough to be (see the module docstring)."""
     content = entry.content
@@ -180,6 +223,7 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
                                                                 answer_frame(view))
+    overhead += call_id_tokens(state, view.id, provider, count)
     status = _result_status(view) if view.kind == "tool_result" else None
     if view.kind in ("evidence", "memory", "instruction", "user_input"):
         shrink = text_tokens > SHRINK_FLOOR

@@ -41,7 +41,8 @@ _HISTORY = {"openai-chat": "messages", "openai-responses": "input", "anthropic":
             "gemini": "contents"}
 _NOT_SHOWN = {"role", "type", "model", "id", "tool_use_id", "tool_call_id", "call_id", "thoughtSignature"}
 """Keys whose values are message framing (roles, call ids, Gemini's signature), which the
-manifest prices per fragment (``MESSAGE_OVERHEAD``), not shown text."""
+manifest prices per fragment (``MESSAGE_OVERHEAD``, and the call ids in ``call_id_tokens``), not
+shown text."""
 
 
 def _strings(value: Any, key: str | None = None) -> int:
@@ -305,3 +306,40 @@ def test_a_cut_text_that_needs_neutralising_pays_for_the_markers_it_keeps(provid
         assert line.truncated
         assert built.manifest.selected_tokens <= window - 1000
         assert built.manifest.selected_tokens - shown_tokens(provider, built) < 120  # framing only
+
+
+_IDS = {"id", "tool_use_id", "tool_call_id", "call_id"}
+
+
+def _with_ids(value: Any, key: str | None = None) -> int:
+    """:func:`_strings` with the call ids counted too (every other framing key still left out)."""
+    if isinstance(value, str):
+        return count(value) if key in _IDS or key not in _NOT_SHOWN else 0
+    if isinstance(value, dict):
+        if key in ("input", "args") or (key == "arguments" and not isinstance(value, str)):
+            return count(json.dumps(value))
+        if key == "functionResponse":
+            return _with_ids(value.get("response"), "response") + _with_ids(value.get("id"), "id")
+        return sum(_with_ids(v, k) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_with_ids(v, key) for v in value)
+    return 0
+
+
+@pytest.mark.parametrize("provider", sorted(_HISTORY))
+def test_the_call_ids_a_request_shows_are_priced(provider: str) -> None:
+    """A call id is sent twice, on the call and on its result, and no price held it: OpenAI's ids
+    (``call_`` and 24 characters) are ~17 tokens each, and 60 calls sent ~2,000 tokens more than
+    their manifest counted. Ids shown under an alias (reused, odd characters) are priced as shown."""
+    events: list[AnyEvent] = [UserInput("run them all")]
+    for i in range(60):
+        cid = ("call_Xy7Qm2Lk9PzR4tVb8NwJ" if i % 10 == 3 else f"functions.run_build:{i}" if i % 10 == 7
+               else f"call_Xy7Qm2Lk9PzR4tVb8N{i:03d}")  # a reused id, a Kimi-style id, OpenAI's
+        events += [ModelResponse(tool_calls=[ToolCall(call_id=cid, name="run_build", arguments="{}")]),
+                   ToolResult(call_id=cid, content="done", is_error=i % 4 == 0, exit_code=1 if i % 4 == 0
+                              else None)]
+    events.append(UserInput("status?"))
+    whole = _build(events, provider, 400_000).manifest.selected_tokens
+    for window in (whole + 1000, whole // 2 + 1000):
+        built = _build(events, provider, window)
+        assert _with_ids(built.request[_HISTORY[provider]]) <= built.manifest.selected_tokens <= window - 1000
