@@ -91,7 +91,6 @@ from contextfold.projections.fold_content import (
     file_ref,
     payload,
     range_within,
-    ranges_overlap,
     supersede,
 )
 from contextfold.projections.framing import NOTE_LABEL
@@ -302,10 +301,11 @@ def _(event: ToolResultLost, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
-    """A newer read of a path supersedes older reads of it at another revision or of an
-    overlapping range; disjoint ranges of the same revision stay side by side, and so does
-    a read of a known revision inside a wider read of the same revision (viewing lines 40-60
-    of a file read whole must not hide the rest of it: nothing there contradicts).
+    """A newer read of a path supersedes older reads of it at another revision, and, at the same
+    revision (or none), the older reads whose lines it contains. Reads of the same revision that
+    only overlap stay side by side: lines 40-90 superseded lines 1-50 and lines 1-39 were shown
+    nowhere, though nothing contradicted them; nor does a part hide a wider read (viewing lines
+    40-60 of a file read whole must not hide the rest of it).
 
     A read of the same range at the same revision supersedes the older one: a label like
     ``HEAD`` names a file that an uncommitted edit changed, and both versions were shown.
@@ -318,10 +318,7 @@ def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
     path = file_key(event.path)
     kept = []
     for old in state.files.get(path, ()):
-        same = old[1] == event.revision
-        old_rng = (old[2], old[3])  # a part of what an older read of this revision showed stays beside it
-        part = event.revision is not None and range_within(rng, old_rng) and _lines(rng) != _lines(old_rng)
-        if not same or (ranges_overlap(old_rng, rng) and not part):
+        if old[1] != event.revision or range_within((old[2], old[3]), rng):
             supersede(state, old[0], fid)
         else:
             kept.append(old)
@@ -330,11 +327,6 @@ def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
     if event.start_line is None and event.end_line is None:  # the whole file, as it is now: what a
         state.semantic_keys[fid] = path  # retrieved copy keyed by its path is a copy of (units)
     state.active[fid] = None
-
-
-def _lines(rng: tuple[int | None, int | None]) -> tuple[int, int | None]:
-    """A read's line range as a value: a missing start is line 1 (``None``-``L3`` is ``1``-``L3``)."""
-    return (rng[0] or 1, rng[1])
 
 
 @_apply.register

@@ -88,7 +88,6 @@ __all__ = [
     "payload",
     "plan_text",
     "range_within",
-    "ranges_overlap",
     "supersede",
 ]
 
@@ -294,12 +293,6 @@ def file_ref(event: FileRead) -> str:
         if event.end_line is not None:
             ref += f"-L{event.end_line}"
     return ref
-
-
-def ranges_overlap(a: tuple[int | None, int | None], b: tuple[int | None, int | None]) -> bool:
-    lo_a, hi_a = a[0] or 1, a[1] if a[1] is not None else math.inf
-    lo_b, hi_b = b[0] or 1, b[1] if b[1] is not None else math.inf
-    return lo_a <= hi_b and lo_b <= hi_a
 
 
 def range_within(inner: tuple[int | None, int | None], outer: tuple[int | None, int | None]) -> bool:

@@ -368,9 +368,9 @@ def test_supersession_file_plan_goal_policy_tools_memory() -> None:
     )
     state = fold(log.records)
     current = set(state.current_ids())
-    assert current == {"e2", "e3", "e5", "e7", "e10", "e11", "e13.c1", "e15", "e17"}
+    assert current == {"e2", "e3", "e5", "e7", "e9", "e10", "e11", "e13.c1", "e15", "e17"}
     assert state.superseded_by == {
-        "e1": "e3", "e4": "e5", "e4.c1": "e5", "e6": "e7", "e8": "e9", "e9": "e11",
+        "e1": "e3", "e4": "e5", "e4.c1": "e5", "e6": "e7", "e8": "e9",
         "e12.c1": "e13.c1", "e14": "e15", "e16": "e17"}
     assert frag(state, "e11").source_ref == "file://a.py@r2#L5-L20"
     # superseded fragments stay retrievable, and are no longer required
@@ -390,12 +390,33 @@ def test_file_reads_one_path_two_spellings_and_a_range_inside_a_whole_read() -> 
         FileRead(path="app/x.py", content="MIN = 0", revision="r2", start_line=2, end_line=2),  # 3
         FileRead(path="app/lib/../x.py", content="MIN = 0", revision="r2", start_line=2),      # 4
         FileRead(path="y.py", content="a\nb"),                                      # 5
-        FileRead(path="y.py", content="b2", start_line=2, end_line=2),               # 6 no revision: fresher
+        FileRead(path="y.py", content="b2", start_line=2, end_line=2),               # 6 a part: beside
+        FileRead(path="y.py", content="a\nb2"),                                     # 7 contains 5 and 6
     )
     state = fold(log.records)
-    assert state.superseded_by == {"e1": "e2", "e3": "e4", "e5": "e6"}
-    assert set(state.current_ids()) == {"e2", "e4", "e6"}
+    assert state.superseded_by == {"e1": "e2", "e3": "e4", "e5": "e7", "e6": "e7"}
+    assert set(state.current_ids()) == {"e2", "e4", "e7"}
     assert state.fragment("e1").source_ref == "file://./app/x.py@r1"  # the ref keeps the path as read
+
+
+@pytest.mark.parametrize("revision", ["r1", None])
+def test_a_read_overlapping_an_older_one_of_the_same_revision_stays_beside_it(revision: str | None) -> None:
+    """Lines 40-90 superseded lines 1-50 of the same revision: lines 1-39 were shown nowhere,
+    though nothing contradicted them. A read supersedes the reads of its revision whose lines it
+    contains, and every read of another revision."""
+    log = Log().add(
+        FileRead(path="a.py", content="1-50", revision=revision, start_line=1, end_line=50),    # 1
+        FileRead(path="a.py", content="40-90", revision=revision, start_line=40, end_line=90),  # 2
+        FileRead(path="a.py", content="30-45", revision=revision, start_line=30, end_line=45),  # 3 a part
+        FileRead(path="a.py", content="1-90", revision=revision, end_line=90),                  # 4 contains
+        FileRead(path="a.py", content="95-99", revision=revision, start_line=95, end_line=99),  # 5
+        FileRead(path="a.py", content="2-3", revision="r9", start_line=2, end_line=3),          # 6 other rev
+    )
+    state = fold(log.records)
+    assert state.superseded_by == {"e1": "e4", "e2": "e4", "e3": "e4", "e4": "e6", "e5": "e6"}
+    assert set(state.current_ids()) == {"e6"}
+    state = fold(log.records[:3])
+    assert set(state.current_ids()) == {"e1", "e2", "e3"} and not state.superseded_by
 
 
 def test_tool_policy_combines_current_policies() -> None:
