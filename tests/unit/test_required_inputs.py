@@ -24,7 +24,18 @@ def test_a_required_constraint_input_over_the_budget_is_the_typed_error_not_a_si
     assert line.required and not line.truncated and "Rule 400:" in request_text(roomy)
 
 
-def test_the_current_input_is_cut_before_anything_of_it_is_lost_even_when_marked_required() -> None:
-    result = build([UserInput(RULES, required=True)], "openai-chat", window=3_000, reserve=500)
+def test_the_current_input_marked_required_is_never_cut_over_the_budget_the_typed_error() -> None:
+    """A current input marked required was cut (a 5,001-token one went out as 2,980 tokens) where
+    the README says a user input marked required is never cut, over the budget the typed error."""
+    with pytest.raises(RequiredContextExceedsBudgetError) as info:
+        build([UserInput(RULES, required=True)], "openai-chat", window=3_000, reserve=500)
+    assert dict(info.value.required)["e1"] > 10_000
+    roomy = build([UserInput(RULES, required=True)], "openai-chat", window=20_000, reserve=500)
+    line = next(f for f in roomy.manifest.fragments if f.id == "e1")
+    assert line.required and not line.truncated and "Rule 400:" in request_text(roomy)
+
+
+def test_an_unmarked_current_input_is_cut_before_anything_of_it_is_lost() -> None:
+    result = build([UserInput(RULES)], "openai-chat", window=3_000, reserve=500)
     line = next(f for f in result.manifest.fragments if f.id == "e1")
     assert line.truncated and "Rule 1:" in request_text(result) and "Rule 800:" in request_text(result)
