@@ -14,11 +14,15 @@ a superset when such a fragment counts as kept through its twin (the builder's m
 test counts it so).
 
 Texts are compared as the log holds them (``FragmentEntry.plain_text``). A text that lives in
-an artifact, or a tool result's text over :data:`~contextfold.projections.entries.LAZY_TEXT_CHARS`
-(held lazily by a live run, inline by a replay's fold: either way never compared, so both find
-the same twins), is not loaded for this. A twin must be shown whole (not in a cut unit: a cut
-copy does not hold the text) and be at least as trusted as the copy it replaces (DESIGN 7: the
-more authoritative copy is kept; a conversation copy cannot leave its place, so both stay).
+an artifact is not loaded for this. A tool result's text over
+:data:`~contextfold.projections.entries.LAZY_TEXT_CHARS` is held lazily by a live run and inline
+by a replay's fold: it is not loaded either, but compared by its content hash (taken at fold
+time from the text), against the hash the result would have with the copy's text, for copies of
+its token count. Either fold finds the same twins; a long file read by ``read_file`` and logged as
+a ``FileRead`` too went out twice when only texts up to that size were compared. A twin must be
+shown whole (not in a cut unit: a cut copy does not hold the text) and be at least as trusted as
+the copy it replaces (DESIGN 7: the more authoritative copy is kept; a conversation copy cannot
+leave its place, so both stay).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from collections.abc import Iterable, Mapping
 
 from contextfold.domain.fragments import TRUST_RANK
 from contextfold.domain.manifest import ExcludedFragment
-from contextfold.projections.entries import LAZY_TEXT_CHARS
+from contextfold.projections.entries import LAZY_TEXT_CHARS, FragmentEntry, ToolAnswer
+from contextfold.projections.fold_content import content_digest
 from contextfold.projections.state import RunState
 
 __all__ = ["timeline_twins", "twin_lines"]
@@ -41,12 +46,13 @@ def timeline_twins(state: RunState, kept_state: Iterable[str], kept_timeline: It
     """Kept state fragment id -> the oldest kept conversation fragment with its very text."""
     entries = state.entries
     wanted: dict[str, str] = {}
+    by_tokens: dict[int, list[str]] = {}  # the texts a long (unloaded) result is compared with
     for fid in kept_state:
         entry = entries[fid]
         if entry.kind in _STANDS_IN and fid not in required:
             text = entry.plain_text()
-            if text is not None and text.strip():
-                wanted.setdefault(text, fid)
+            if text is not None and text.strip() and wanted.setdefault(text, fid) == fid:
+                by_tokens.setdefault(entry.token_count, []).append(text)
     if not wanted:
         return {}
     twins: dict[str, str] = {}
@@ -56,13 +62,27 @@ def timeline_twins(state: RunState, kept_state: Iterable[str], kept_timeline: It
             continue
         answer = entry.answer()
         if answer is not None and (not isinstance(answer.text, str) or len(answer.text) > LAZY_TEXT_CHARS):
-            continue  # held lazily by a live run, inline by a replay: never compared (docstring)
-        text = entry.plain_text()
-        stands_in = None if text is None else wanted.get(text)
+            stands_in = _long_twin(entry, answer, wanted, by_tokens.get(entry.token_count, ()), twins)
+        else:
+            text = entry.plain_text()
+            stands_in = None if text is None else wanted.get(text)
         if (stands_in is not None and stands_in not in twins
                 and TRUST_RANK[entry.trust] >= TRUST_RANK[entries[stands_in].trust]):
             twins[stands_in] = fid
     return twins
+
+
+def _long_twin(entry: FragmentEntry, answer: ToolAnswer, wanted: Mapping[str, str], texts: Iterable[str],
+               twins: Mapping[str, str]) -> str | None:
+    """The copy whose text a long tool result holds, found by hash (the module docstring): the
+    result's content hash is the one it has with that text, nothing loaded."""
+    if answer.artifact is not None:
+        return None  # its text is a preview of the artifact: not what a copy holds
+    for text in texts:
+        fid = wanted[text]
+        if fid not in twins and content_digest(answer._replace(text=text)) == entry.content_hash:
+            return fid
+    return None
 
 
 def twin_lines(state: RunState, twins: Mapping[str, str]) -> list[ExcludedFragment]:

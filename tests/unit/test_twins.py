@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Literal
 
+from contextfold.api import open_store
 from contextfold.domain.events import (
     AnyEvent,
     EvidenceRetrieved,
@@ -14,6 +16,7 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.projections.entries import LAZY_TEXT_CHARS
 from tests.unit.test_builder import build, request_text
 
 SOURCE = "\n".join(f"def f{i}(x):\n    return x * {i}" for i in range(30))  # under LAZY_TEXT_CHARS
@@ -87,3 +90,41 @@ def test_a_less_trusted_conversation_copy_does_not_replace_a_more_trusted_retrie
     result = build(events, "anthropic", window=16_000, reserve=1_000)
     assert {"e3", "e4"} <= {f.id for f in result.manifest.fragments}
     assert result.manifest.excluded_items == ()
+
+
+LONG_SOURCE = "\n".join(f"def f{i}(x):\n    return x + {i}" for i in range(400))  # over LAZY_TEXT_CHARS
+
+
+def _long_read_then_file_read(origin: Literal["workspace", "external"] = "workspace") -> list[AnyEvent]:
+    return [UserInput("look at a.py"),
+            ModelResponse(tool_calls=(ToolCall(call_id="c1", name="read_file",
+                                               arguments='{"path": "a.py"}'),)),
+            ToolResult(call_id="c1", content=LONG_SOURCE, origin=origin),
+            FileRead(path="a.py", content=LONG_SOURCE, revision="r1"),
+            UserInput("now fix it")]
+
+
+def test_a_file_read_identical_to_a_long_kept_result_is_sent_once() -> None:
+    """Only texts up to LAZY_TEXT_CHARS were compared: a 12,580-character file went out twice. A
+    long result is compared by its content hash, with nothing loaded."""
+    assert len(LONG_SOURCE) > LAZY_TEXT_CHARS
+    result = build(_long_read_then_file_read(), "anthropic", window=128_000, reserve=1_000)
+    assert request_text(result).count("return x + 399") == 1
+    assert [(e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items] == [
+        ("e4", "duplicate", "e3")]
+    other = [*_long_read_then_file_read()[:3],
+             FileRead(path="a.py", content=LONG_SOURCE + "\n", revision="r1")]  # not the same text
+    assert build(other, "anthropic", window=128_000, reserve=1_000).manifest.excluded_items == ()
+    external = build(_long_read_then_file_read("external"), "anthropic", window=128_000, reserve=1_000)
+    assert external.manifest.excluded_items == ()  # a less trusted copy does not stand in (DESIGN 7)
+
+
+def test_a_live_run_finds_the_long_twin_its_replay_finds(sqlite_url: str) -> None:
+    """A live run holds a long result's text lazily (its log position), a replay's fold inline:
+    both find the same twin."""
+    with open_store(sqlite_url) as store:
+        run = store.run("r")
+        run.append(*_long_read_then_file_read())
+        built = run.preview("anthropic", window=128_000)
+        assert built.body_bytes.decode().count("return x + 399") == 1
+        assert built.manifest.excluded["duplicate"] == 1
