@@ -144,10 +144,20 @@ def _legend() -> str:
     return f'<div class="legend">{"".join(items)}</div>'
 
 
+def _layer_class(name: str) -> str:
+    """The CSS class of a layer's segment: ``layer-<name>`` for a layer the builder has, and
+    ``layer-other`` for any other name. A record's ``layer_tokens`` keys come from the log (an
+    imported events file can hold any), and a class attribute takes a token, not text to escape."""
+    return f"layer-{name}" if name in LAYER_COLORS else "layer-other"
+
+
 def budget_bar(m: ContextManifest) -> str:
-    """The window as a stacked bar: each layer, framing, unused budget, calibration margin, reserve."""
+    """The window as a stacked bar: each layer, framing, unused budget, calibration margin, reserve.
+
+    Every layer name is escaped: it is the key of a record's ``layer_tokens``, which an imported
+    events file sets (a ``"><meta http-equiv="refresh" ...>`` key was written into the page)."""
     window = max(1, m.window_tokens)
-    segs: list[tuple[str, str, int]] = [(f"layer-{k}", k, v) for k, v in m.layer_tokens.items() if v > 0]
+    segs: list[tuple[str, str, int]] = [(_layer_class(k), k, v) for k, v in m.layer_tokens.items() if v > 0]
     framing = m.selected_tokens - sum(m.layer_tokens.values())
     base = m.calibration.base_budget if m.calibration else m.window_tokens - m.reserved_output_tokens
     segs += [("framing", "framing", framing), ("free", "free", max(0, m.budget_tokens - m.selected_tokens)),
@@ -158,9 +168,9 @@ def budget_bar(m: ContextManifest) -> str:
         if tokens <= 0:
             continue
         color = f"background:{LAYER_COLORS[name]};" if name in LAYER_COLORS else ""
-        spans.append(f'<span class="seg {cls}" data-layer="{name}" data-tokens="{tokens}" '
+        spans.append(f'<span class="seg {cls}" data-layer="{_e(name)}" data-tokens="{tokens}" '
                      f'style="{color}width:{100 * tokens / window:.3f}%" '
-                     f'title="{name}: {tokens} tokens"></span>')
+                     f'title="{_e(name)}: {tokens} tokens"></span>')
     return f'<div class="bar" data-window="{m.window_tokens}">{"".join(spans)}</div>'
 
 
@@ -170,7 +180,8 @@ def _selected_table(m: ContextManifest) -> str:
     rows = [f for f in frags if f.id in keep]
     hidden = len(frags) - len(rows)
     body = "".join(
-        f'<tr data-id="{_e(f.id)}"><td><code>{_e(f.id)}</code></td><td>{f.layer}</td><td>{_e(f.kind)}</td>'
+        f'<tr data-id="{_e(f.id)}"><td><code>{_e(f.id)}</code></td><td>{_e(f.layer)}</td>'
+        f'<td>{_e(f.kind)}</td>'
         f'<td>{_e(f.trust)}</td><td><code>{_e(f.source_ref)}</code></td><td class="num">{f.tokens}</td>'
         f'<td>{"yes" if f.truncated else ""}</td><td>{_e(f.selection_reason)}</td></tr>' for f in rows)
     return (f'<h4>Selected ({len(m.fragments)} fragments, {m.selected_tokens} tokens)</h4>'
@@ -198,12 +209,12 @@ def _excluded(m: ContextManifest) -> str:
             f'<tr data-id="{_e(e.id)}"><td><code>{_e(e.id)}</code></td><td>{_e(e.kind)}</td>'
             f'<td><code>{_e(e.source_ref)}</code></td><td class="num">{e.tokens}</td>'
             f'<td>{_e(e.replaced_by or "")}</td><td>{_e(e.detail)}</td></tr>' for e in rows)
-        out.append(f'<details class="excluded" data-reason="{reason}" data-count="{len(items)}">'
-                   f'<summary>{reason}: {len(items)} ({sum(e.tokens for e in items)} tokens'
+        out.append(f'<details class="excluded" data-reason="{_e(reason)}" data-count="{len(items)}">'
+                   f'<summary>{_e(reason)}: {len(items)} ({sum(e.tokens for e in items)} tokens'
                    f'{", largest first" if len(items) > 1 else ""})</summary>'
                    '<table><thead><tr><th>id</th><th>kind</th><th>source</th><th class="num">tokens</th>'
                    f'<th>replaced by</th><th>detail</th></tr></thead><tbody>{body}</tbody></table>'
-                   f'{_more(hidden, reason)}</details>')
+                   f'{_more(hidden, _e(reason))}</details>')
     return "".join(out)
 
 
@@ -256,7 +267,7 @@ def _older(t: TurnAudit, run_id: str) -> str:
 
 def _turn(t: TurnAudit, run_id: str = "", detailed: bool = True) -> str:
     m = t.manifest
-    tags = [f'<span class="tag">{t.source}</span>']
+    tags = [f'<span class="tag">{_e(t.source)}</span>']
     if t.records > 1:  # built again (e.g. after a compaction): `diff/why --record` show the others
         tags.append(f'<span class="tag records" data-records="{t.records}">{t.records} records, '
                     "the first shown</span>")
@@ -291,8 +302,9 @@ def _turn(t: TurnAudit, run_id: str = "", detailed: bool = True) -> str:
         lines.append(f'<p class="usage" data-observed="{u.input_tokens}">provider reported: input '
                      f"{u.input_tokens} (cached {u.cached_tokens}), output {u.output_tokens}; estimate was "
                      f"{m.selected_tokens} (×{u.input_tokens / max(1, m.selected_tokens):.3f})</p>")
-    repair_items = [f"<li>{r.kind} <code>{_e(r.call_id)}</code> at position {r.position}: {_e(r.reason)}</li>"
-                    for r in t.repairs] + [f"<li>build: <code>{_e(r)}</code></li>" for r in t.build_notes]
+    repair_items = [f"<li>{_e(r.kind)} <code>{_e(r.call_id)}</code> at position {r.position}: "
+                    f"{_e(r.reason)}</li>" for r in t.repairs]
+    repair_items += [f"<li>build: <code>{_e(r)}</code></li>" for r in t.build_notes]
     if repair_items:
         lines.append(f'<h4>Protocol repairs</h4><ul class="repairs">{"".join(repair_items)}</ul>')
     if t.compactions:
