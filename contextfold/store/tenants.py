@@ -3,9 +3,10 @@
 PostgreSQL — **a schema and a role per tenant; the database enforces it.**
 ``open_store(url, tenant="acme")`` stores the tenant's runs and artifacts in
 its own schema (``cf_tenant_acme``, or ``<schema>_t_acme`` under a URL's
-``?schema=``, which then must hold no ``_t_`` and not start with ``cf_tenant_``, so that no
-two tenants share a name) owned by a ``NOLOGIN`` role of the same name, with every
-privilege on the schema revoked from ``PUBLIC``. Each pooled connection runs
+``?schema=``, which then must hold no ``_t_``, not end in ``_t``, and be neither
+``cf_tenant`` nor start with ``cf_tenant_``, so that no two tenants share a name: see
+:func:`tenant_schema`) owned by a ``NOLOGIN`` role of the same name, with every privilege
+on the schema revoked from ``PUBLIC``. Each pooled connection runs
 ``SET ROLE <tenant role>`` as soon as it is opened, so every statement the
 store issues — and any raw SQL on that connection — runs with the tenant's
 privileges only: another tenant's tables are "permission denied" at the
@@ -65,21 +66,49 @@ def check_tenant(tenant: str) -> str:
 
 
 def tenant_schema(tenant: str, base_schema: str = "public") -> str:
-    """The schema (and role) name of ``tenant``; also the role name (roles are cluster-wide)."""
+    """The schema name of ``tenant`` under ``base_schema``; also its role name (roles are
+    cluster-wide): ``cf_tenant_<tenant>`` under ``public``, ``<base>_t_<tenant>`` under any other.
+
+    The mapping is injective: two different (base, tenant) pairs never name one schema or role
+    (else each tenant reads the other's runs). A base that could break that holds no tenants
+    (:class:`StoreConfigError`): one containing ``_t_``, ending in ``_t``, or whose name plus
+    ``_`` starts with ``cf_tenant_`` (``cf_tenant`` itself, or ``cf_tenant_...``). Proof, for
+    pairs (B1, T1) != (B2, T2) that both map (a tenant is ``[a-z][a-z0-9_]*``):
+
+    - both bases ``public``: ``cf_tenant_T1 != cf_tenant_T2`` since ``T1 != T2``;
+    - neither ``public``, say ``B1_t_T1 == B2_t_T2``: if ``len(B1) == len(B2)`` the bases are
+      the same prefix, so are the tenants, a contradiction; else say ``B2`` is longer, so
+      ``B2 = B1 + s`` with ``"_t_" + T1 == s + "_t_" + T2`` and ``s`` non-empty. ``s`` is a
+      prefix of ``_t_T1``: of 3 or more characters it starts ``_t_`` (B2 holds ``_t_``); of 2
+      it is ``_t`` (B2 ends in ``_t``); of 1 it is ``_``, and then ``_t_T1 == __t_T2`` fails
+      at the second character. Every case is a refused base;
+    - ``public`` and another, ``cf_tenant_T1 == B2_t_T2``: if ``len(B2) >= 10``, B2 starts with
+      ``cf_tenant_``; else B2 is a prefix of ``cf_tenant_`` followed there by ``_t_``, whose
+      ``_`` stands at index 2 (``_te`` follows: no match) or 9 (B2 = ``cf_tenant``). Refused.
+
+    Names over PostgreSQL's 63 bytes are refused rather than cut (a cut could make two equal).
+    Every other name maps as it always did, so existing tenants keep their schemas. Why these
+    bases and not more: tenant ``t_acme`` under ``?schema=shop`` and tenant ``acme`` under
+    ``?schema=shop_t`` were both ``shop_t_t_acme``, and tenant ``acme`` under
+    ``?schema=cf_tenant`` was public's tenant ``t_acme`` (the ``_t_`` and ``cf_tenant_`` rules
+    alone missed them)."""
     check_tenant(tenant)
-    if base_schema != "public" and ("_t_" in base_schema or base_schema.startswith("cf_tenant_")):
-        # Names must not collide across bases: tenant 'y_t_z' under ?schema=x and tenant 'z'
-        # under ?schema=x_t_y were both x_t_y_t_z (one schema, one role: each read the other's
-        # runs), and tenant 'a_t_b' of public (cf_tenant_a_t_b) was tenant 'b' under
-        # ?schema=cf_tenant_a. Every such pair needs a base holding '_t_' or starting 'cf_tenant_'.
+    if base_schema != "public" and not _holds_tenants(base_schema):
         raise StoreConfigError(
             f"schema {base_schema!r} cannot hold tenants: a tenant's schema is '<schema>_t_<tenant>', "
-            "so a schema containing '_t_' (or starting with 'cf_tenant_', public's tenant prefix) "
-            "could name another schema's tenant; choose a schema without them")
+            "so a schema containing '_t_' or ending in '_t' (or named 'cf_tenant' or starting with "
+            "'cf_tenant_', public's tenant prefix) could name another schema's tenant; choose a "
+            "schema without them")
     name = f"cf_tenant_{tenant}" if base_schema == "public" else f"{base_schema}_t_{tenant}"
     if len(name) > 63:
         raise StoreConfigError(f"tenant schema name {name!r} is longer than PostgreSQL's 63 bytes")
     return name
+
+
+def _holds_tenants(base_schema: str) -> bool:
+    """Whether a base other than ``public`` may hold tenants (:func:`tenant_schema` says why)."""
+    return ("_t_" not in base_schema and not base_schema.endswith("_t")
+            and not f"{base_schema}_".startswith("cf_tenant_"))
 
 
 def _admin_connect(url: StoreURL):  # type: ignore[no-untyped-def]

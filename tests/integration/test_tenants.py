@@ -141,11 +141,13 @@ def test_tenants_of_two_schemas_can_never_share_one(pg_url: str) -> None:
     """A tenant's schema and role are '<schema>_t_<tenant>': tenant 'z' under ?schema=B_t_y and
     tenant 'y_t_z' under ?schema=B were both 'B_t_y_t_z', so each read the other's runs (one
     schema, one role); likewise tenant 'a_t_b' of public and tenant 'b' under
-    ?schema=cf_tenant_a. A schema that could name another's tenant holds none."""
+    ?schema=cf_tenant_a, tenant 't_z' under ?schema=B and tenant 'z' under ?schema=B_t, and tenant
+    'b' under ?schema=cf_tenant and public's 't_b'. A schema that could name another's tenant holds
+    none (``tests/unit/test_tenant_names.py`` checks the mapping for every pair)."""
     p = parse_store_url(pg_url)
     base = p.schema
     url = pg_url.split("?")[0]
-    made = [f"{base}_t_y_t_z", "cf_tenant_a_t_b"]
+    made = [f"{base}_t_y_t_z", "cf_tenant_a_t_b", f"{base}_t_t_z", "cf_tenant_t_b"]
     try:
         with (pytest.raises(StoreConfigError, match="cannot hold tenants"),
               open_store(f"{url}?schema={base}_t_y", tenant="z") as other):
@@ -154,6 +156,13 @@ def test_tenants_of_two_schemas_can_never_share_one(pg_url: str) -> None:
             assert mine.runs() == []
         with pytest.raises(StoreConfigError, match="cannot hold tenants"):
             open_store(f"{url}?schema=cf_tenant_a", tenant="b").close()
+        # and tenant 't_z' under ?schema=B with tenant 'z' under ?schema=B_t (both B_t_t_z), tenant
+        # 'b' under ?schema=cf_tenant with public's tenant 't_b' (both cf_tenant_t_b)
+        with open_store(f"{url}?schema={base}", tenant="t_z") as mine:
+            mine.run("secret").append(UserInput(SECRET_A))
+        for schema, tenant in ((f"{base}_t", "z"), ("cf_tenant", "b")):
+            with pytest.raises(StoreConfigError, match="cannot hold tenants"):
+                open_store(f"{url}?schema={schema}", tenant=tenant).close()
     finally:
         with _conn(pg_url) as admin:
             for name in made:
