@@ -7,7 +7,8 @@ input is caught here, before any format logic runs, and reported as an
 - bytes that are not UTF-8 (decoded strictly; the line of the first bad byte);
 - JSON that does not parse (the line :mod:`json` reports, e.g. a truncated file);
 - nesting deeper than :data:`MAX_DEPTH` (also the interpreter's own recursion
-  limit), reported at the line where the limit is crossed.
+  limit), reported at the line where the limit is crossed;
+- an integer of more digits than the interpreter converts (4,300 by default), at its line.
 
 Format parsers then work on plain Python values and raise :class:`Bad` with a
 *JSON path* (``("messages", 4, "tool_calls", 0)``) instead of a line: the
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -44,8 +46,10 @@ class Bad(Exception):
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
-# A JSON string (unrolled loop, fast on huge strings) or a bracket.
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+"""A JSON string (unrolled loop, fast on huge strings)."""
+# A JSON string or a bracket.
+_TOKEN = re.compile(_STRING + r"|[\[\]{}]", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +133,23 @@ def _deep_offset(text: str) -> int:
     return 0
 
 
+def _long_number(text: str) -> tuple[int, int] | None:
+    """Offset and length of the first number outside a string with more digits than the
+    interpreter converts to an int; None if there is none.
+
+    Why: :func:`json.loads` raises a bare ``ValueError`` for such a number (Python's guard against
+    quadratic int parsing, 4,300 digits by default), not a ``JSONDecodeError`` with a position,
+    and an import file holding one ended in a traceback (exit 1) instead of naming its line."""
+    limit = sys.get_int_max_str_digits()
+    if limit == 0:  # no limit set: the ValueError was another one
+        return None
+    pattern = re.compile(_STRING + f"|([0-9]{{{limit + 1},}})", re.DOTALL)
+    for m in pattern.finditer(text):
+        if m.group(1):
+            return m.start(1), len(m.group(1))
+    return None
+
+
 def _too_deep(value: Any) -> bool:
     """Iterative (no recursion) check that no container nests deeper than MAX_DEPTH."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -152,6 +173,12 @@ def _loads(text: str, source: str, line_base: int) -> Any:
     except RecursionError:
         value = None
         deep = True
+    except ValueError as e:  # an integer longer than the interpreter converts (see _long_number)
+        found = _long_number(text)
+        offset, reason = (0, f"invalid JSON: {e}") if found is None else (
+            found[0], f"invalid JSON: a number of {found[1]} digits (at most "
+                      f"{sys.get_int_max_str_digits()} are read)")
+        raise ImportFormatError(f"{source}:{line_base + text.count(chr(10), 0, offset)}", reason) from None
     else:
         deep = isinstance(value, dict | list) and _too_deep(value)
     if deep:

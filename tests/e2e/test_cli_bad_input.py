@@ -480,3 +480,32 @@ def test_an_out_file_is_written_whole_or_left_as_it_was(tmp_path: Path, cli: CLI
     assert cli("build", "demo-fix-invoice", "--out", "req.json").returncode == 0
     assert json.loads(target.read_text())["messages"]
     assert _events_of(tmp_path, "demo-fix-invoice") == before + 1
+
+
+def test_an_integer_too_long_to_read_is_a_format_error_at_its_line(tmp_path: Path) -> None:
+    """Python reads at most 4,300 digits of an int and says so with a bare ValueError, which
+    ``import`` let through as a traceback and exit 1 ("a check found a difference"). Every JSON
+    entry point (a document, JSONL, stdin, a folder's files) names the file and line, exit 2."""
+    from tests.cli_runner import cf as in_process
+
+    big = "7" * 5000
+    chat = '{"messages": [{"role": "user", "content": "hi", "x": ' + big + "}]}"
+    events = "\n".join(['{"type": "user_input", "v": 1, "content": [{"type": "text", "text": "a"}]}',
+                        '{"type": "user_input", "v": 1, "content": [], "n": ' + big + "}", ""])
+    (tmp_path / "chat.json").write_text(chat)
+    (tmp_path / "events.jsonl").write_text(events)
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "ok.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    (folder / "big.jsonl").write_text(events)
+    for args, stdin, where in (
+            (("chat.json", "--run", "c"), None, "chat.json:1"),
+            (("events.jsonl", "--run", "e", "--format", "events"), None, "events.jsonl:2"),
+            (("events.jsonl", "--run", "e"), None, "events.jsonl:2"),
+            (("-", "--run", "s", "--format", "openai-chat"), chat.encode(), "<stdin>:1"),
+            (("traces", "--run", "f"), None, "big.jsonl:2")):
+        out = in_process("import", *args, cwd=tmp_path, stdin=stdin)
+        _one_line_error(out, "ImportFormatError")
+        shown = f"{where}: invalid JSON: a number of 5000 digits (at most 4300 are read)"
+        assert shown in out.stderr, out.stderr
+    _no_runs(tmp_path)
