@@ -24,8 +24,8 @@ from importlib import resources
 from typing import Any
 
 from contextfold.api import Store, open_store
-from contextfold.audit.text import visible
-from contextfold.cli_files import log_position, nonempty
+from contextfold.audit.text import visible, visible_json
+from contextfold.cli_files import log_position, nonempty, shown_json, stdout_is_terminal
 from contextfold.console import interrupted
 from contextfold.domain.errors import (
     ContextfoldError,
@@ -196,7 +196,7 @@ def _handle_runs(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         runs = [r for r in store.runs() if r.run_id.startswith(args.prefix)]
         if args.json:
-            _out(json.dumps([{"run_id": r.run_id, "events": r.events} for r in runs]))
+            _out(shown_json(json.dumps([{"run_id": r.run_id, "events": r.events} for r in runs])))
         else:
             for r in runs:
                 _out(f"{r.run_id}\t{r.events} events")
@@ -222,9 +222,10 @@ def _configure_events(p: argparse.ArgumentParser) -> None:
 
 
 def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
+    shown = visible_json if as_json and stdout_is_terminal() else str  # decided once for the run
     for rec in events:
         if as_json:
-            _out(canonical_json(rec.event).decode())
+            _out(shown(canonical_json(rec.event).decode()))
         else:
             _out(f"{rec.position:>6}  {rec.event.type:<20} {rec.hash[:12]}  "
                  f"{visible(summarize_event(rec.event))}")
@@ -243,7 +244,7 @@ def _handle_events(args: argparse.Namespace) -> int:
                 for ref in artifact_refs(rec.event):
                     if ref.hash not in carried:
                         carried.add(ref.hash)
-                        _out(canonical_dumps(artifact_line(ref, store.artifact(ref))))
+                        _out(shown_json(canonical_dumps(artifact_line(ref, store.artifact(ref)))))
         _print_events(events, args.json)
     return 0
 

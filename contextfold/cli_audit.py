@@ -33,7 +33,7 @@ from contextfold.cli_build import (
     excluded_count,
     manifest_table,
 )
-from contextfold.cli_files import nonempty, output_file, write_output
+from contextfold.cli_files import nonempty, output_file, shown_json, write_output
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.events import ContextBuilt
@@ -148,7 +148,7 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
         data = {**verdict, "manifest": result.manifest.model_dump(mode="json")}
         if args.content:
             data["request"] = result.request
-        _out(json.dumps(data, ensure_ascii=False))
+        _out(shown_json(json.dumps(data, ensure_ascii=False)))
     else:
         i = verdict["integrity"]
         _out(f"integrity: ok ({i['events']} events, hash chain intact)" if i["ok"] else
@@ -171,7 +171,7 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
         _out(manifest_table(result.manifest, getattr(args, "excluded", EXCLUDED_SHOWN)))
         if args.content:
             _out(f"\nrequest body ({result.manifest.provider}) as the model saw it:")
-            _out(json.dumps(result.request, indent=2, ensure_ascii=False))
+            _out(shown_json(json.dumps(result.request, indent=2, ensure_ascii=False)))
         else:
             _out("\n(content not shown: hashes, refs, sizes and reasons only; --content prints the "
                  "request body)")
@@ -272,7 +272,7 @@ def _handle_audit(args: argparse.Namespace) -> int:
         _out(f"wrote {args.html}: {audit.summary.turns} turns, integrity "
              f"{'ok' if audit.integrity.ok else 'BROKEN'}")
     if args.json:
-        _out(json.dumps({"run_id": audit.run_id, "events": audit.events,
+        _out(shown_json(json.dumps({"run_id": audit.run_id, "events": audit.events,
                          "integrity": audit.integrity.model_dump(mode="json"),
                          "summary": audit.summary.model_dump(mode="json"),
                          "compaction_effects": [e.model_dump(mode="json") for e in audit.compaction_effects],
@@ -284,7 +284,7 @@ def _handle_audit(args: argparse.Namespace) -> int:
                                     "repairs": [r.model_dump(mode="json") for r in t.repairs]
                                     + list(t.build_notes),
                                     "usage": t.usage.model_dump(mode="json") if t.usage else None}
-                                   for t in audit.turns]}, ensure_ascii=False))
+                                   for t in audit.turns]}, ensure_ascii=False)))
     elif not args.html:
         _out(_summary_text(audit))
     return 0 if audit.integrity.ok else 3

@@ -21,7 +21,7 @@ from contextfold.audit.data import config_for_turn
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
 from contextfold.cli import DEMO_HOOKS, SCHEMAS, register, store_for
-from contextfold.cli_files import StagedOutput, nonempty, nonnegative, output_file
+from contextfold.cli_files import StagedOutput, nonempty, nonnegative, output_file, shown_json
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import (
     IntegrityError,
@@ -342,11 +342,11 @@ def _handle_build(args: argparse.Namespace) -> int:
         if out is not None:
             out.discard()
     if args.json:
-        sys.stdout.write(json.dumps({"request": result.request,
-                                     "manifest": result.manifest.model_dump(mode="json")},
-                                    ensure_ascii=False) + "\n")
+        sys.stdout.write(shown_json(json.dumps({"request": result.request,
+                                                "manifest": result.manifest.model_dump(mode="json")},
+                                               ensure_ascii=False)) + "\n")
     elif not args.out:
-        sys.stdout.write(_body(result))
+        sys.stdout.write(shown_json(_body(result)))
     else:
         m = result.manifest
         sys.stdout.write(f"wrote {args.out}: turn {m.turn}, {m.selected_tokens}/{m.budget_tokens} tokens, "
@@ -414,7 +414,7 @@ def _handle_manifest(args: argparse.Namespace) -> int:
     if args.json:
         if note and args.record is None:  # stdout stays the manifest JSON alone
             sys.stderr.write(f"note: {visible(note)}\n")
-        sys.stdout.write(manifest.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(shown_json(manifest.model_dump_json(indent=2)) + "\n")
     else:
         sys.stdout.write((f"{note}\n\n" if note else "") + manifest_table(manifest, args.excluded) + "\n")
     return 0
@@ -446,7 +446,7 @@ def _handle_replay(args: argparse.Namespace) -> int:
         run = store.run(args.run)
         if not args.verify:
             rebuilt = _rebuild_turn(args, store, record=True, label="replaying")
-            sys.stdout.write(json.dumps(rebuilt.result.request, indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.write(shown_json(_body(rebuilt.result)))
             if rebuilt.records:
                 return 0
             if previewed(args.turn, (), run.next_turn()):
@@ -477,7 +477,7 @@ def _handle_replay(args: argparse.Namespace) -> int:
         return 0
     sys.stderr.write(f"MISMATCH at turn {args.turn}: first difference: {visible(report.differences[0])}\n")
     if report.builder_note is not None:
-        sys.stderr.write(f"note: {report.builder_note}\n")
+        sys.stderr.write(f"note: {visible(report.builder_note)}\n")
     return 1
 
 

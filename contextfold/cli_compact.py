@@ -14,6 +14,7 @@ import sys
 
 from contextfold.audit.text import visible_text
 from contextfold.cli import register, store_for
+from contextfold.cli_files import shown_json, stdout_is_terminal
 from contextfold.cli_progress import fold_bar
 from contextfold.compaction_api import CompactionReport, compact
 from contextfold.domain.errors import InvalidInputError
@@ -64,11 +65,11 @@ def _handle_compact(args: argparse.Namespace) -> int:
         report = compact(store.run(args.run), args.strategy, window=args.window, reserve=args.reserve,
                          keep_recent=args.keep_recent, dry_run=args.dry_run, progress=advance)
     if args.json:
-        sys.stdout.write(json.dumps({
+        sys.stdout.write(shown_json(json.dumps({
             "dry_run": report.dry_run, "positions": list(report.positions),
             "replaced_tokens": report.replaced_tokens, "stand_in_tokens": report.stand_in_tokens,
             "events": [e.model_dump(mode="json") for e in report.events]},
-            ensure_ascii=False, indent=2) + "\n")
+            ensure_ascii=False, indent=2)) + "\n")
     else:
         sys.stdout.write("\n".join(report_lines(report)) + "\n")
     return 0
@@ -91,7 +92,7 @@ def _handle_show(args: argparse.Namespace) -> int:
     what followed, where every other command shows them as ``\\x1b``."""
     ref = args.ref
     run_id = args.run if args.run is not None else ref_run(ref)
-    terminal = sys.stdout.isatty()
+    terminal = stdout_is_terminal()
     with store_for(args) as store:
         if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
             data = artifact_bytes(store, ref)

@@ -17,6 +17,7 @@ from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
 from contextfold.cli import register, store_for
 from contextfold.cli_build import RECORD_HELP, PickedRecord, not_exposed_reasons, record_choice, turn_record
+from contextfold.cli_files import shown_json
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import TurnNotFoundError
 from contextfold.domain.manifest import BuildConfig, ContextManifest
@@ -94,7 +95,7 @@ def _handle_diff(args: argparse.Namespace) -> int:
     if args.json:  # which record each side is; None: rebuilt from the log (the turn had none)
         d |= {"from_record": None if pa is None else pa.as_json(),
               "to_record": None if pb is None else pb.as_json()}
-        sys.stdout.write(json.dumps(d, indent=2) + "\n")
+        sys.stdout.write(shown_json(json.dumps(d, indent=2)) + "\n")
         return 0
     out = [f"turn {d['from_turn']}{_label(pa)} -> {d['to_turn']}{_label(pb)}: "
            f"tokens {d['tokens']['from']} -> {d['tokens']['to']}, "

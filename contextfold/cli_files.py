@@ -1,21 +1,42 @@
-"""Argument types and output files of the ``contextfold`` commands.
+"""Argument types, output files and standard output of the ``contextfold`` commands.
 
 Why a module of its own: every command module checks its arguments and writes its output the
 same way (a blank value is a usage error, an output path is checked before any work and written
-all or nothing), and ``cli`` itself is the commands' registry and entry point.
+all or nothing, JSON on a terminal is shown with its control characters escaped), and ``cli``
+itself is the commands' registry and entry point.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from contextfold.audit.text import visible_json
 from contextfold.domain.errors import InvalidInputError
 
-__all__ = ["StagedOutput", "log_position", "nonempty", "nonnegative", "output_file", "write_output"]
+__all__ = ["StagedOutput", "log_position", "nonempty", "nonnegative", "output_file", "shown_json",
+           "stdout_is_terminal", "write_output"]
+
+
+def stdout_is_terminal() -> bool:
+    """Whether standard output is a terminal, which a person reads, rather than a pipe or a file,
+    which a program reads. The one place the commands decide it: on a terminal untrusted text
+    is shown with its control and format characters escaped (``show``, every ``--json``);
+    piped or redirected, the output is the data as it is."""
+    return sys.stdout.isatty()
+
+
+def shown_json(text: str) -> str:
+    """JSON text as a command prints it: as it is when piped or redirected (a program gets the
+    bytes it always got), and on a terminal with its control and format characters as JSON
+    escapes (:func:`~contextfold.audit.text.visible_json`: the same JSON value). A tool output's
+    ``U+202E`` or ``U+009B`` in a request body reordered the rest of the line on screen or
+    started a control sequence, where the text outputs show it as ``\\u202e``."""
+    return visible_json(text) if stdout_is_terminal() else text
 
 
 def nonempty(what: str) -> Callable[[str], str]:

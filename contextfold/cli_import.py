@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from contextfold.audit.text import visible
 from contextfold.cli import store_for
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
@@ -440,9 +441,9 @@ def _recorded(args: argparse.Namespace, named: Named) -> int | None:
 
 
 def _report(total: int, named: Named, source: str, fmt: str, notes: list[str]) -> None:
-    _out(f"imported {total} events into {len(named)} run(s) from {source} ({fmt})")
-    for note in [*notes, *_tool_name_notes(named)]:
-        _out(note)
+    _out(f"imported {total} events into {len(named)} run(s) from {visible(source)} ({fmt})")
+    for note in [*notes, *_tool_name_notes(named)]:  # a file name may hold any character but / and NUL
+        _out(visible(note))
     for run_id, events, _ in named[:20]:
         _out(f"  {run_id}: {len(events)} events")
     if len(named) > 20:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 from contextfold.api import Store
+from contextfold.cli_files import stdout_is_terminal
 
 __all__ = ["fold_bar", "progress_bar"]
 
@@ -20,7 +21,7 @@ __all__ = ["fold_bar", "progress_bar"]
 def _on_terminal() -> bool:
     """Both streams are a terminal: a person is watching. Output piped or redirected is a
     script's (or a log file's), where a redrawn bar is noise."""
-    return sys.stdout.isatty() and sys.stderr.isatty()
+    return stdout_is_terminal() and sys.stderr.isatty()
 
 
 @contextlib.contextmanager

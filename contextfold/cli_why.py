@@ -23,6 +23,7 @@ from contextfold.audit.text import visible
 from contextfold.cli import register, store_for
 from contextfold.cli_audit import config_args, given_config
 from contextfold.cli_build import RECORD_HELP, not_exposed_reasons, record_choice, turn_record
+from contextfold.cli_files import shown_json
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import HistoryCompacted
@@ -173,8 +174,8 @@ def _handle_why(args: argparse.Namespace) -> int:
         missing = "" if found else _not_found(run, manifest, args.query)
     if args.json:
         which = picked.as_json() if picked is not None else {"record": None, "records": 0, "rebuild": None}
-        _out(json.dumps({"turn": args.turn, "manifest": source, **which, "query": args.query,
-                         "matches": found, "note": missing}, ensure_ascii=False))
+        _out(shown_json(json.dumps({"turn": args.turn, "manifest": source, **which, "query": args.query,
+                                    "matches": found, "note": missing}, ensure_ascii=False)))
         return 0 if found else 1
     which_text = f", {picked.label()}" if picked is not None and picked.count > 1 else ""
     origin = ("recorded manifest" if picked is not None

@@ -186,3 +186,111 @@ def test_show_on_a_terminal_makes_escapes_visible_and_refuses_binary(
     assert code == 2 and screen == b"" and "bytes that are not text" in err and "> shot.png" in err, err
     assert main(["--store", url, "show", "r", "3"]) == 0  # piped (captured): as stored
     assert capsys.readouterr().out.endswith(output + "\n")
+
+
+RAW = f"{ESC}]0;PWN\x07{ESC}[31mRED\u202eLTR\u2028\x9b2J\x7f\U000e0041 全角"
+"""A tool output's hostile characters: OSC and CSI escapes, a bidi override, a line separator,
+the one-byte CSI U+009B, DEL and a tag character (past U+FFFF); the CJK text is harmless."""
+_ESCAPES = {ord(c): (f"\\u{ord(c):04x}" if ord(c) < 0x10000 else "\\udb40\\udc41") for c in RAW
+            if unicodedata.category(c) in ("Cc", "Cf", "Zl")}
+"""Each of them as JSON spells it (U+E0041 as its surrogate pair)."""
+
+
+def _screen(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+            ) -> tuple[int, str]:
+    """``contextfold ARGS`` with a terminal as standard output: its exit code and what it shows."""
+    screen = io.BytesIO()
+    terminal = _Terminal(screen, encoding="utf-8", write_through=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stdout", terminal)
+        code = main(list(args))
+    terminal.flush()
+    capsys.readouterr()
+    return code, screen.getvalue().decode()
+
+
+def test_json_and_request_bodies_on_a_terminal_show_escapes_and_piped_stay_as_they_were(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``build``, ``replay``, ``audit --turn N --content`` and every ``--json`` wrote a tool output's
+    U+202E and U+009B to the terminal raw (``json.dumps(..., ensure_ascii=False)``), where every
+    text output shows them escaped. On a terminal they are now JSON escapes (the same JSON value;
+    the CJK text stays as it is); piped, the output is byte for byte what it was."""
+    from contextfold.api import open_store
+    from contextfold.domain.events import (
+        EvidenceRetrieved,
+        GoalSet,
+        ModelResponse,
+        RunStarted,
+        ToolCall,
+        ToolResult,
+        UserInput,
+    )
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(url) as s:
+        run = s.run("r")
+        run.append(RunStarted(agent="a", model="gpt-4o"), GoalSet(goal="fix " + RAW), UserInput("go " + RAW))
+        run.build(provider="anthropic", window=20_000, reserve=2_000)
+        run.append(ModelResponse(text="reply " + RAW, tool_calls=(
+            ToolCall(call_id="c1", name="t", arguments=json.dumps({"a": RAW}, ensure_ascii=False)),)),
+                   ToolResult(call_id="c1", content="out " + RAW),
+                   EvidenceRetrieved(content="doc", source_ref="https://x/" + RAW), UserInput("next " + RAW))
+        run.build(provider="anthropic", window=20_000, reserve=2_000)
+    commands: dict[tuple[str, ...], str | None] = {  # the JSON each prints: all of its output
+        ("build", "r", "--provider", "anthropic"): None, ("build", "r", "--json"): None,
+        ("events", "r", "--json"): None, ("manifest", "r", "--json"): None, ("audit", "r", "--json"): None,
+        ("audit", "r", "--turn", "2", "--json", "--content"): None,
+        ("why", "r", "--turn", "2", "--json", "https://x/"): None,
+        ("diff", "r", "1", "2", "--json"): None, ("replay", "r", "--turn", "2"): None,
+        ("compact", "r", "--dry-run", "--json", "--keep-recent", "0"): None,
+        ("audit", "r", "--turn", "2", "--content"): "as the model saw it:\n",  # or what follows this
+    }
+    for args, json_from in commands.items():
+        code, shown = _screen(monkeypatch, capsys, "--store", url, *args)
+        assert code == 0 and _hidden(shown) == [], (args, _hidden(shown))
+        assert main(["--store", url, *args]) == 0
+        piped = capsys.readouterr().out
+        if args[0] == "build":  # each build makes a request of its own (its id differs)
+            assert "\u202e" in piped and "\\u202e" in shown, args
+            continue
+        assert shown == piped.translate(_ESCAPES), args
+        # diff's JSON was always ASCII; a mask stub quotes no content
+        assert "\u202e" in piped or args[0] in ("diff", "compact"), args
+        if json_from is not None:
+            shown, piped = shown.split(json_from)[1], piped.split(json_from)[1]
+        values = [[json.loads(line) for line in text.split("\n") if line] if args[0] == "events"
+                  else json.loads(text) for text in (shown, piped)]
+        assert values[0] == values[1], args  # the same JSON value
+    assert "全角" in shown
+
+
+
+def test_the_notes_of_a_folder_import_and_of_replay_show_escapes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder import's "skipped" note printed a file's name raw (ESC, BEL, U+202E: a file name
+    holds any character but / and NUL), and ``replay --verify`` a record's builder."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / f"preds{ESC}]0;PWN\x07{ESC}[31mRED\u202e.json").write_text(json.dumps({"x": 1}))
+    (folder / "ok.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    assert main(["--store", url, "import", str(folder), "--run", "F"]) == 0
+    out = capsys.readouterr().out
+    assert _hidden(out) == [] and "preds\\x1b]0;PWN\\x07\\x1b[31mRED\\u202e.json" in out, out
+
+    assert main(["--store", url, "build", "F/ok"]) == 0
+    capsys.readouterr()
+    assert main(["--store", url, "events", "F/ok", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    for event in lines:
+        if event["type"] == "context_built":
+            event["builder"] = f"b{ESC}[31m\u202e"
+            event["request_hash"] = event["manifest"]["request_hash"] = "0" * 64  # a mismatch, which
+            # the builder note explains
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    assert main(["--store", url, "import", str(forged), "--run", "g", "--format", "events"]) == 0
+    capsys.readouterr()
+    assert main(["--store", url, "replay", "g", "--turn", "1", "--verify"]) == 1
+    err = capsys.readouterr().err
+    assert _hidden(err) == [] and "note: recorded by b\\x1b[31m\\u202e, rebuilt by" in err, err
