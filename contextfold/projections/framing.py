@@ -24,12 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from contextfold.projections.render.data_blocks import (
-    ResultStatus,
-    data_frame,
-    neutralise,
-    runtime_header_line,
-)
+from contextfold.projections.render.data_blocks import data_frame, neutralise
+from contextfold.projections.render.runtime_lines import ResultStatus, runtime_header_line
 from contextfold.projections.tool_names import shown_names
 
 __all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "NOTE_LABEL", "SUMMARY_LABEL", "AnswerFrame",

@@ -60,7 +60,7 @@ from contextfold.projections.not_offered import (
     not_offered_record,
     reply_as_shown,
 )
-from contextfold.projections.render.data_blocks import runtime_header_line
+from contextfold.projections.render.runtime_lines import runtime_header_line
 from contextfold.projections.state import (
     CallSlot,
     MessageItem,

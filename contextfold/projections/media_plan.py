@@ -60,9 +60,9 @@ from contextfold.projections.render.data_blocks import (
     TOOL_MEDIA_NOTE,
     caption_text,
     follows_note,
-    media_follows_line,
     returned_media_note,
 )
+from contextfold.projections.render.runtime_lines import media_follows_line
 from contextfold.projections.request_json import on_clear
 from contextfold.projections.state import RunState
 from contextfold.projections.tool_names import tool_name_alias

@@ -68,11 +68,8 @@ from contextfold.projections.render._shared import (
     reasoning_between,
     system_texts,
 )
-from contextfold.projections.render.data_blocks import (
-    media_caption,
-    render_data,
-    runtime_header,
-)
+from contextfold.projections.render.data_blocks import media_caption, render_data
+from contextfold.projections.render.runtime_lines import runtime_header
 
 __all__ = ["CACHE_CONTROL", "EMPTY_USER_TEXT", "MAX_CACHE_BREAKPOINTS", "PROVIDER", "render_anthropic"]
 

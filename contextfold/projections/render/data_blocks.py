@@ -46,17 +46,18 @@ sees what the source said - it just cannot mistake it for authority.
 
 Runtime recovery answers (``lost``/``cancelled`` results) and error headers
 are runtime-authored lines starting with ``[runtime]`` and sit *outside* any
-data block, because the runtime wrote them.
+data block, because the runtime wrote them (:mod:`.runtime_lines`).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Literal, TypeAlias, assert_never
+from typing import assert_never
 
 from contextfold.domain.conversation import DataPart, MediaPart, ToolResultPart
 from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.render.runtime_lines import runtime_header
 
 __all__ = [
     "DATA_CLOSE",
@@ -68,20 +69,15 @@ __all__ = [
     "escape_attr",
     "follows_note",
     "media_caption",
-    "media_follows_line",
     "neutralise",
     "render_data",
     "returned_media_note",
-    "runtime_header",
-    "runtime_header_line",
     "skeleton",
     "tool_result_text",
 ]
 
 DATA_CLOSE = "</data>"
 DATA_MARKER = "[data] "
-
-ResultStatus: TypeAlias = Literal["ok", "error", "lost", "cancelled"]
 
 _IGNORABLE_RANGES = (
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
@@ -394,58 +390,10 @@ def returned_media_note(kind: str, media_type: str) -> str:
     return f"{kind} ({media_type}) returned by this call follows"
 
 
-def media_follows_line(call_id: str, name: str) -> str:
-    """The runtime line opening the OpenAI Chat user message that carries a tool's media."""
-    return f"[runtime] media returned by call {call_id} ({name}) follows."
-
-
 def caption_text(source: str, trust: str, kind: str, body: str) -> str:
     """:func:`media_caption` from plain values: what the builder prices a caption by
     (``media_plan``), so a caption is counted as it is written."""
     return f"{_open_tag(source, trust, kind, False)}\n{neutralise(body)}\n{DATA_CLOSE}"
-
-
-def _inline(value: str) -> str:
-    """Ids and names on a runtime line: no line breaks, so they cannot start a new line."""
-    return " ".join(value.split())
-
-
-def runtime_header(result: ToolResultPart) -> str | None:
-    """The runtime-authored line for a result, or None for a plain success.
-
-    ``lost``/``cancelled`` are recovery answers the runtime wrote: they say so and
-    warn against assuming success. An error names its exit code when there is one.
-    """
-    return runtime_header_line(result.call_id, result.name, result.status, result.exit_code)
-
-
-def runtime_header_line(call_id: str, name: str | None, status: ResultStatus, exit_code: int | None
-                        ) -> str | None:
-    """:func:`runtime_header` from the result's plain values: what the fold prices a result's
-    framing by (``projections.framing``), so a header is counted as it is written. ``name`` None:
-    the call is named by its id alone (a tool the request does not offer: its name is whatever
-    the model wrote, and a runtime line is no place for that; the fold priced it with the name)."""
-    call = f"call {_inline(call_id)}" + ("" if name is None else f" ({_inline(name)})")
-    match status:
-        case "lost":
-            return (
-                f"[runtime] TOOL_RESULT_LOST: the result of {call} never arrived. "
-                "Do not assume it succeeded."
-            )
-        case "cancelled":
-            return (
-                f"[runtime] TOOL_CALL_CANCELLED: {call} was cancelled before it returned a "
-                "result. Do not assume it succeeded."
-            )
-        case "error":
-            code = f" with exit code {exit_code}" if exit_code is not None else ""
-            return f"[runtime] TOOL_ERROR: {call} failed{code}."
-        case "ok":
-            if exit_code is not None:
-                return f"[runtime] exit code {exit_code}"
-            return None
-        case _:
-            assert_never(status)
 
 
 def tool_result_text(result: ToolResultPart, *, media_note: str = "") -> str:

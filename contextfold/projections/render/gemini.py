@@ -60,8 +60,8 @@ from contextfold.projections.render.data_blocks import (
     media_caption,
     render_data,
     returned_media_note,
-    runtime_header,
 )
+from contextfold.projections.render.runtime_lines import runtime_header
 
 __all__ = ["PROVIDER", "SKIP_THOUGHT_SIGNATURE", "STRIPPED_SCHEMA_KEYWORDS", "render_gemini"]
 

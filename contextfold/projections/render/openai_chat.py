@@ -50,10 +50,10 @@ from contextfold.projections.render._shared import (
 from contextfold.projections.render.data_blocks import (
     TOOL_MEDIA_NOTE,
     media_caption,
-    media_follows_line,
     render_data,
     tool_result_text,
 )
+from contextfold.projections.render.runtime_lines import media_follows_line
 from contextfold.projections.request_json import rendered, rendered_all
 
 __all__ = ["PROVIDER", "render_openai_chat"]

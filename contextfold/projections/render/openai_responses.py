@@ -49,11 +49,8 @@ from contextfold.projections.render._shared import (
     system_texts,
     unsent_document_note,
 )
-from contextfold.projections.render.data_blocks import (
-    media_caption,
-    render_data,
-    runtime_header,
-)
+from contextfold.projections.render.data_blocks import media_caption, render_data
+from contextfold.projections.render.runtime_lines import runtime_header
 
 __all__ = ["PROVIDER", "render_openai_responses"]
 
