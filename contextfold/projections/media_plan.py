@@ -62,7 +62,7 @@ from contextfold.projections.render.data_blocks import (
     follows_note,
     returned_media_note,
 )
-from contextfold.projections.render.runtime_lines import media_follows_line
+from contextfold.projections.render.runtime_lines import media_follows_line, media_repeat_line
 from contextfold.projections.request_json import on_clear
 from contextfold.projections.state import RunState
 from contextfold.projections.tool_names import tool_name_alias
@@ -190,8 +190,7 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
         first = seen.get(key)
         if first is not None:
             finish.shown_in.setdefault(part.fragment_id, {})[key] = first
-            return (f"[runtime] {part.kind} sha:{key[:12]}… ({part.media_type}) is the same as the "
-                    f"one shown above (from {first}); not repeated.")
+            return media_repeat_line(part.kind, key, part.media_type, first)
         seen[key] = part.fragment_id
         if part.fragment_id in reduced and part.kind == "image":
             part = part.model_copy(update={"detail": "low"})
