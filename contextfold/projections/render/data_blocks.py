@@ -22,7 +22,9 @@ Delimiters only help if the text inside cannot forge them, so the inner text is
    ``<start_of_turn>`` / ``<end_of_turn>``. Detection runs on a
    *skeleton* of the text in which every character a reader does not see is dropped
    (Unicode's Default_Ignorable_Code_Point: zero-width characters, bidi marks and
-   controls, variation selectors, tag characters, Hangul fillers), every character is NFKC
+   controls, variation selectors, tag characters, Hangul fillers; the C0 and C1 control
+   characters other than tab and line breaks: NUL, ESC, DEL...; and the blanks that are not
+   spaces: U+2800 braille blank, U+1D159), every character is NFKC
    folded (fullwidth ``＜ ／ ＞``, small-form ``﹤ ﹥``, fullwidth and
    mathematical letters) and look-alikes are mapped to ASCII (angle
    brackets ``‹ › 〈 〉 ⟨ ⟩ ᐸ ᐳ``, slashes ``⁄ ∕ ⧸``, Cyrillic and Greek letters
@@ -87,7 +89,17 @@ _IGNORABLE_RANGES = (
 )
 """Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 15.1): what a reader, and
 a model's view of the text, skips. ``</\u200edata>`` is ``</data>`` to a reader."""
-_IGNORABLE = frozenset(chr(c) for lo, hi in _IGNORABLE_RANGES for c in range(lo, hi + 1))
+_CONTROL_RANGES = ((0x00, 0x08), (0x0E, 0x1B), (0x7F, 0x84), (0x86, 0x9F))
+"""The C0 and C1 controls (and DEL) that are neither whitespace nor a line break: a model reads
+``<\\x00/data>`` or ``\\x1b[runtime] ...`` as the tag or line without them, and ``\\s`` does not
+match them (tab, the line breaks of :data:`LINE_BREAKS` and U+001F are kept: the rules read
+them as the whitespace or breaks they are)."""
+_BLANK_RANGES = ((0x2800, 0x2800), (0x1D159, 0x1D159))
+"""Blanks that are neither spaces nor Default_Ignorable (braille pattern blank, musical symbol null
+notehead): drawn as nothing, so ``<\\u2800/data>`` reads as ``</data>``. (The Hangul fillers
+U+115F, U+1160, U+3164 and U+FFA0 are Default_Ignorable, above.)"""
+_IGNORABLE = frozenset(chr(c) for lo, hi in (*_IGNORABLE_RANGES, *_CONTROL_RANGES, *_BLANK_RANGES)
+                       for c in range(lo, hi + 1))
 
 # Look-alikes NFKC leaves alone. Letters cover 'data', 'system' and the role words.
 _HOMOGLYPHS: dict[str, str] = {
@@ -161,7 +173,7 @@ class _FoldTable(dict[int, str]):
         return folded
 
 
-_FOLD = _FoldTable({c: chr(c).lower() for c in range(128)})
+_FOLD = _FoldTable({c: _fold_char(chr(c)) for c in range(128)})
 
 # Rule 2 over a whole skeleton at once, in two passes: one for the rules anchored at a line
 # start, one for role JSON. Line numbers agree between text and skeleton: no character folds
@@ -205,13 +217,24 @@ _ROLE_WORD = "role"
 has no role JSON to look for."""
 
 
+_PLAIN_ASCII_BYTES = bytes(c for c in range(128) if _FOLD[c] == chr(c).lower())
+"""The ASCII bytes a skeleton keeps (as their lower case): all but the controls it drops."""
+
+
+def _plain_ascii(text: str) -> bool:
+    """Whether ``text`` is ASCII without a control the skeleton drops: it folds to its lower-case
+    self, index for index. (Deleting the other bytes in C: ~0.6 ns a character, where a regex
+    search for the controls cost ~8.)"""
+    return text.isascii() and not text.encode("ascii").translate(None, _PLAIN_ASCII_BYTES)
+
+
 def _skeleton_with_map(text: str) -> tuple[str, list[int] | None]:
     """The detection view of ``text`` and, per skeleton char, its index in ``text``.
 
-    ASCII text (most logs and code) folds to its lower-case self, index for
+    Plain ASCII text (most logs and code) folds to its lower-case self, index for
     index; the map is then ``None`` (identity) and the per-character pass is skipped.
     """
-    if text.isascii():
+    if _plain_ascii(text):
         return text.lower(), None
     out: list[str] = []
     index: list[int] = []
@@ -224,14 +247,15 @@ def _skeleton_with_map(text: str) -> tuple[str, list[int] | None]:
 
 def skeleton(text: str) -> str:
     """Lower-case, ignorable-free, homoglyph-folded view used for detection (and tests)."""
-    if text.isascii():
+    if _plain_ascii(text):
         return text.lower()
     # ``str.translate`` with a Python mapping costs ~70 ns a character, ASCII included, and a
     # log with one "…" is no longer ASCII. So: lower the ASCII letters in C (``bytes.lower``
     # leaves the bytes of multi-byte sequences alone), then replace each other character that
-    # folds to something else, found by deleting the ASCII bytes.
+    # folds to something else (the ASCII controls the skeleton drops among them), found by
+    # deleting the plain ASCII bytes.
     data = text.encode("utf-8", "surrogatepass")
-    others = set(data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
+    others = set(data.translate(None, _PLAIN_ASCII_BYTES).decode("utf-8", "surrogatepass"))
     changed = {ch: folded for ch in others if (folded := _FOLD[ord(ch)]) != ch}
     if len(changed) > _FEW_FOLDS or any(not changed.keys().isdisjoint(f) for f in changed.values()):
         return text.translate(_FOLD)  # many, or one folds to another: all at once
@@ -241,7 +265,6 @@ def skeleton(text: str) -> str:
     return out
 
 
-_ASCII_BYTES = bytes(range(128))
 _FEW_FOLDS = 16
 """More distinct characters to fold than this: one ``str.translate`` pass is cheaper."""
 
