@@ -21,6 +21,7 @@ from contextfold.projections.entries import FragmentEntry, FragmentFields, reaso
 from contextfold.projections.fragment_facts import BuildCtx, Facts
 from contextfold.projections.reasoning import reasoning_note, reasoning_sent, reasoning_tokens
 from contextfold.projections.state import SummaryItem, freshness_at
+from contextfold.projections.timeline_units import ranked_position
 
 __all__ = ["SelectedView", "optional_reason", "plain_line", "required_reason", "selected_line", "shown_as"]
 
@@ -53,7 +54,8 @@ def required_reason(f: FragmentFields, ctx: BuildCtx, current_input: str | None)
 
 
 def optional_reason(f: FragmentFields, position: int, layer: int, unsent: int = 0) -> str:
-    """Why an optional fragment was kept: the inputs of its score, which never change. ``unsent``:
+    """Why an optional fragment was kept: the inputs of its score, which never change. ``position``:
+    the one it ranks by (``ranked_position``: a lost call's answer, its call's). ``unsent``:
     tokens of provider reasoning the fold counted and this build does not send (a hand-off)."""
     return (f"selected: priority {f.priority}, position {position}, {f.token_count - unsent} tokens, "
             f"in layer {LAYER_NAMES[layer]}")
@@ -88,7 +90,8 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     required = fid in ctx.required
     reason = (required_reason(f, ctx, current_input) if required
-              else optional_reason(f, position, layer, _unsent(ctx, facts, f))) + shown_as(facts)
+              else optional_reason(f, ranked_position(ctx.state, fid), layer, _unsent(ctx, facts, f))
+              ) + shown_as(facts)
     tokens = facts.text_tokens
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
                             "truncated": False}, position)
@@ -135,7 +138,8 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
     position = ctx.state.entries[fid].position
     reason = (required_reason(f, ctx, current_input) if fid in ctx.required
-              else optional_reason(f, position, layer, _unsent(ctx, facts, f))) + shown_as(facts)
+              else optional_reason(f, ranked_position(ctx.state, fid), layer, _unsent(ctx, facts, f))
+              ) + shown_as(facts)
     if fid in reduced and m is not None:
         reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
     if fid in text_cut and fid in truncated:

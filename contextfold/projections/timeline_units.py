@@ -38,13 +38,14 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from contextfold.domain.manifest import ExcludedFragment
+from contextfold.projections.entries import ToolAnswer
 from contextfold.projections.selection import RANK, Unit, score
-from contextfold.projections.state import MessageItem, TimelineItem, TimelineMark, ToolGroup
+from contextfold.projections.state import MessageItem, RunState, TimelineItem, TimelineMark, ToolGroup
 
 if TYPE_CHECKING:  # types only (units imports this module)
     from contextfold.projections.fragment_facts import BuildCtx, Hit
 
-__all__ = ["TimelineUnits", "timeline_units"]
+__all__ = ["TimelineUnits", "ranked_position", "timeline_units"]
 
 _LOG_LENGTH = 64
 _ITEM = operator.attrgetter("facts.item")
@@ -67,12 +68,32 @@ class ItemFacts:
     min_tokens: int | None
     priority: int
     last: int
-    """The newest log position among its fragments (the unit's position in its score)."""
+    """The newest log position among its fragments (the unit's position in its score), a runtime
+    recovery answer counted at its call's (``ranked_position``)."""
     hits: tuple[tuple[str, Hit], ...]
     names: frozenset[str]
     closed: bool
     artifact: bool
     """A member's text lives in an artifact."""
+
+
+_RECOVERY = ("lost", "cancelled")
+
+
+def ranked_position(state: RunState, fid: str) -> int:
+    """The log position a fragment ranks by: its own, but a runtime recovery answer
+    (``ToolResultLost``/``ToolCallCancelled``) ranks at its call's.
+
+    Why: the recovery marker is appended when a build finds the call unanswered, which may be
+    long after the call (an imported or resumed run, one built only now and then), and it says
+    nothing new from the tool. Ranked at the marker, a turn-1 group whose answer was lost
+    counted as the newest unit of the run: at 16k its 4,711-token read crowded out 8 of the
+    19 recent results a build without the lost call kept."""
+    entry = state.entries[fid]
+    content = entry.content
+    if isinstance(content, ToolAnswer) and content.status in _RECOVERY:
+        return state.answer_group.get(entry.position, entry.position)
+    return entry.position
 
 
 def item_facts(ctx: BuildCtx, item: TimelineItem) -> ItemFacts:
@@ -85,7 +106,7 @@ def item_facts(ctx: BuildCtx, item: TimelineItem) -> ItemFacts:
         min_tokens += facts.min_cost
         shrinks = shrinks or facts.shrinkable
         artifact = artifact or facts.has_artifact_text
-        last = max(last, ctx.state.entries[fid].position)
+        last = max(last, ranked_position(ctx.state, fid))
         if facts.hit is not None:
             hits.append((fid, facts.hit))
     names: frozenset[str] = frozenset()
@@ -347,7 +368,8 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
     part = None
     if if_fits and min_tokens is not None:
         part = min(st.tokens, min_tokens + ERROR_DIAGNOSIS_TOKENS)
-    # scored from its newest member's position (an answered call ranks as new as its answer)
+    # scored from its newest member's position (an answered call ranks as new as its answer; a
+    # lost or cancelled one as its call: ``ranked_position``)
     # a group keeps its tools; one shown as a note calls none
     tools = () if noted else tuple(sorted(st.names))
     unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
