@@ -19,11 +19,13 @@ Cheap before expensive:
   output is validated (:func:`contextfold.projections.summary_check.validate_summary`) before
   it can be recorded.
 
-Legal cuts (:func:`choose_cover`): the cover always starts at position 1 and
+Legal cuts (:func:`choose_cover`, in ``compaction_cuts``): the cover always starts at position 1 and
 ends before the newest ``keep_recent`` visible tool groups and the current
 user input; its end is pulled back until no tool group (a call, its answers,
 its parallel batch) straddles it or is still open, then checked with
-:func:`~contextfold.projections.repair.check_compaction_cover`.
+:func:`~contextfold.projections.repair.check_compaction_cover`. A runtime recovery
+answer (lost, cancelled) logged after the end does not pull it back
+(``masking.wholly_inside``): the summary reads it as the call's outcome.
 
 Honesty rules of the summary (the seed's section 5.3): call ids, exit codes,
 error flags, file revisions, artifact hashes and ids inside arguments stay
@@ -38,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, assert_never
 
-from contextfold.domain.errors import CompactionError, InvalidInputError
+from contextfold.domain.errors import CompactionError
 from contextfold.domain.events import (
     CompactionSummary,
     EvidenceRetrieved,
@@ -56,10 +58,10 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.compaction_cuts import check_keep_recent, choose_cover, recovery_answers
 from contextfold.projections.graphemes import head_chars
 from contextfold.projections.masking import SIDE_EFFECT_PATTERN, mask_stub, mask_text, wholly_inside, writes
 from contextfold.projections.plan_view import plan_steps
-from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.summary_bounds import SCALES, bounded_fields, earlier_lines, is_earlier_line
 from contextfold.projections.summary_check import summary_lines, validate_summary
@@ -84,6 +86,7 @@ __all__ = [
     "plan_compaction",
     "plan_mask",
     "plan_summary",
+    "recovery_answers",
 ]
 
 Strategy: TypeAlias = Literal["mask", "summary"]
@@ -111,6 +114,9 @@ class Summarizer(Protocol):
     constraint, pending step or decision it does not hold must cite what backs it or
     say it is inferred, and a failed call is never said to have succeeded.
     An optional ``name`` attribute is recorded as the event's ``summarizer``.
+
+    ``events``: the covered events, then the runtime recovery answers (lost, cancelled) logged
+    after the cover that close calls inside it (``recovery_answers``).
     """
 
     def __call__(self, events: Sequence[RecordedEvent],
@@ -126,37 +132,6 @@ class CompactionPlan:
     """Tokens of the timeline fragments the event replaces."""
     tokens_after: int
     """Tokens of what stands in for them (stubs or the summary)."""
-
-
-# ---------------------------------------------------------------- cuts
-
-
-def choose_cover(state: RunState, *, keep_recent: int = 3,
-                 keep_input: bool = True) -> tuple[int, int] | None:
-    """The widest legal cover ``(1, hi)`` that leaves the newest ``keep_recent`` visible
-    tool groups (and, with ``keep_input``, the latest user input) raw; None when
-    nothing can be covered."""
-    timeline = state.timeline()
-    groups = [it for it in timeline if isinstance(it, ToolGroup)]
-    tail = [g.position for g in groups[-keep_recent:]] if keep_recent > 0 else []
-    users = [it for it in timeline if isinstance(it, MessageItem) and it.role == "user"]
-    # a required input is never hidden by a cover, so it need not bound one
-    if keep_input and users and not state.entries[users[-1].fragment_id].required:
-        tail.append(users[-1].position)
-    hi = (min(tail) if tail else state.version + 1) - 1
-    changed = True
-    while changed and hi >= 1:
-        changed = False
-        for gpos in sorted(set(state.answer_group.values()) | set(state.open_groups.values())):
-            group = state.items[gpos]
-            assert isinstance(group, ToolGroup)
-            if gpos <= hi and (not group.closed or max(group.positions) > hi):
-                hi, changed = gpos - 1, True
-                break
-    if hi < 1:
-        return None
-    check_compaction_cover(state, 1, hi)
-    return 1, hi
 
 
 # ---------------------------------------------------------------- masking
@@ -229,16 +204,18 @@ _CONTINUE_FROM = re.compile(r"continue from event \d+ \(raw history after this s
 
 
 def deterministic_summary(events: Sequence[RecordedEvent], state: RunState, *,
-                          scale: tuple[float, float] = (1.0, 1.0)) -> CompactionSummary:
+                          scale: tuple[float, float] = (1.0, 1.0),
+                          answers: Sequence[RecordedEvent] = ()) -> CompactionSummary:
     """The structured summary of ``events`` (the covered range), offline and deterministic.
 
     ``state`` is the run as of the compaction: it gives the current goal and
     plan. Earlier summaries inside the range are merged (their constraints,
     failures and side effects carry over), so a second compaction loses nothing
     the first one kept. ``scale``: the shares of its lists' caps kept whole
-    (``summary_bounds.SCALES``).
+    (``summary_bounds.SCALES``). ``answers``: the runtime recovery answers logged after the
+    range that close calls inside it (``recovery_answers``).
     """
-    return _bounded(_unbounded_summary(events, state), events, state, scale)
+    return _bounded(_unbounded_summary(events, state, answers), events, state, scale)
 
 
 def _bounded(summary: CompactionSummary, events: Sequence[RecordedEvent], state: RunState,
@@ -256,7 +233,8 @@ _LISTS = ("completed_steps", "pending_steps", "decisions", "constraints", "tool_
 """The summary's lists (the goal, its contract and the next action are one entry each)."""
 
 
-def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState) -> CompactionSummary:
+def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
+                       answers: Sequence[RecordedEvent] = ()) -> CompactionSummary:
     """:func:`deterministic_summary` before its lists are capped."""
     run = state.run_id
     f: dict[str, list[str]] = {k: [] for k in _LISTS}
@@ -270,7 +248,7 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState) -> Comp
     # cover left out were logged before it and are newer than what it says (its goal was taken
     # for a later input's words, and each list's cap took its lines for the newest)
     ordered = sorted(events, key=lambda r: r.event.covers_to if r.event in merged else r.position)
-    for rec in ordered:
+    for rec in [*ordered, *answers]:  # (a recovery answer after the range: its call's outcome)
         ev, pos = rec.event, rec.position
         if rec.event not in merged and (any(s.covers_from <= pos <= s.covers_to for s in merged) or (
                 isinstance(ev, HistoryCompacted) and ev.strategy == "summary")):
@@ -423,6 +401,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
     of each cap kept whole (``summary_bounds.SCALES``), the rest folded into lines citing the
     events they are read back from."""
     covered = [rec for rec in events if lo <= rec.position <= hi]
+    answers = recovery_answers(state, events, lo, hi)
     hidden_ids = [it.fragment_ids for pos, it in state.items.items()
                   if lo <= pos <= hi and pos not in state.hidden
                   and not (isinstance(it, MessageItem) and it.role == "user"
@@ -430,7 +409,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
                   and (not isinstance(it, ToolGroup) or wholly_inside(it, lo, hi))]
     if not hidden_ids:
         return None
-    unbounded = _unbounded_summary(covered, state)
+    unbounded = _unbounded_summary(covered, state, answers)
     whole = skeleton = _bounded(unbounded, covered, state, SCALES[0])
     if max_tokens is not None:
         for scale in SCALES[1:]:
@@ -441,7 +420,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
     if summarizer is not None:
         name = _summarizer_name(summarizer)
         try:
-            candidate = summarizer(covered, skeleton)
+            candidate = summarizer([*covered, *answers], skeleton)
         except CompactionError:
             raise
         except Exception as exc:  # a failing plug-in must never leave a record
@@ -449,22 +428,12 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
         # (what the skeleton folded to fit may be kept whole: an LLM does not rewrite the line
         # that folded them word for word)
         summary = validate_summary(candidate, covered, skeleton, state.run_id,
-                                   unfolded_constraints=whole.constraints)
+                                   unfolded_constraints=whole.constraints, answers=answers)
     event = HistoryCompacted(summary=summary, covers_from=lo, covers_to=hi, strategy="summary",
                              summarizer=name)
     before = sum(state.entries[fid].token_count for ids in hidden_ids for fid in ids)
     after = state.counter.count("\n".join(summary_lines(summary)))
     return CompactionPlan(event, before, after)
-
-
-def check_keep_recent(keep_recent: int) -> None:
-    """Refuse a negative ``keep_recent``: it would slice from the other end and mask the newest
-    groups. Callers that may plan nothing (a window under no pressure) check it first too."""
-    if isinstance(keep_recent, bool) or not isinstance(keep_recent, int):  # "3" raised TypeError
-        raise InvalidInputError(f"keep_recent must be an integer >= 0 (tool groups kept raw), "
-                                f"got {keep_recent!r}")
-    if keep_recent < 0:
-        raise InvalidInputError(f"keep_recent must be >= 0 (tool groups kept raw), got {keep_recent}")
 
 
 def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: Strategy, *,

@@ -38,7 +38,8 @@ stands in for the timeline items lying wholly inside its cover. Legal
 cuts are enforced by :func:`contextfold.projections.repair.check_compaction_cover`
 before appending; the fold itself never splits a group: a group that is not
 wholly inside the cover (or still open) stays visible in full, i.e. the cover
-shrinks to the legal cut. User inputs flagged ``required`` are never hidden.
+shrinks to the legal cut; a lost/cancelled answer logged after the cover does not
+keep its group out (``masking.wholly_inside``). User inputs flagged ``required`` are never hidden.
 Evidence, files, memory, plan and goal are state, not history: a cover does
 not hide them. Raw fragments stay retrievable via ``fragments_at(position)``.
 

@@ -38,8 +38,17 @@ def writes(name: str, arguments: str) -> bool:
 
 
 def wholly_inside(group: ToolGroup, lo: int, hi: int) -> bool:
-    """Whether ``group`` is closed and every event of it lies in ``[lo, hi]``."""
-    return group.closed and all(lo <= p <= hi for p in group.positions)
+    """Whether ``group`` is closed and every event of it lies in ``[lo, hi]``, but for runtime
+    recovery answers (lost, cancelled) logged after ``hi``.
+
+    Why those may lie beyond: a build appends the marker when it finds the call unanswered, at the
+    end of the log, which for an imported or resumed run is long after the call; required inside,
+    it pulled every cut back before that call, and no mask or summary could cover anything (0
+    tokens replaced where the same run with the call answered replaced 69,924). The marker is
+    folded before any compaction that covers its group (the group must be closed then), its
+    answer belongs to the group and is hidden or kept with it, so every call still has exactly
+    one answer wherever the group is shown."""
+    return group.closed and all(lo <= p <= hi for p in group.tool_positions)
 
 
 def mask_stub(run_id: str, block: ToolResultBlock, position: int, tokens: int, facts: str = "") -> str:

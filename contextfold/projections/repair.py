@@ -73,7 +73,9 @@ def check_compaction_cover(state: RunState, covers_from: int, covers_to: int) ->
 
     Legal: inside the log, and no tool group is split — every group with a
     position in the range (its call or any answer) lies wholly inside it and
-    is closed (all calls answered). Call before appending a HistoryCompacted.
+    is closed (all calls answered); only a runtime recovery answer (lost,
+    cancelled) may lie after the range (``masking.wholly_inside``). Call before
+    appending a HistoryCompacted.
     """
     if not 1 <= covers_from <= covers_to <= state.version:
         raise CompactionError(
@@ -88,7 +90,7 @@ def check_compaction_cover(state: RunState, covers_from: int, covers_to: int) ->
             raise CompactionError(
                 f"cover {covers_from}-{covers_to} splits group {group.group_id}: "
                 f"calls {[c.call_id for c in group.calls if c.status == 'open']} are still open")
-        outside = [p for p in group.positions if not covers_from <= p <= covers_to]
+        outside = [p for p in group.tool_positions if not covers_from <= p <= covers_to]
         if outside:
             raise CompactionError(
                 f"cover {covers_from}-{covers_to} splits group {group.group_id} "

@@ -72,11 +72,14 @@ def summary_lines(s: CompactionSummary) -> list[str]:
 
 
 def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleton: CompactionSummary,
-                     run_id: str, *, unfolded_constraints: Sequence[str] = ()) -> CompactionSummary:
+                     run_id: str, *, unfolded_constraints: Sequence[str] = (),
+                     answers: Sequence[RecordedEvent] = ()) -> CompactionSummary:
     """Accept a plug-in summary only if it is complete and cites nothing that does not exist.
 
     ``unfolded_constraints``: the skeleton's constraints before it folded some into a line of its
     own to fit a window; a summary that keeps each folded one verbatim need not keep that line.
+    ``answers``: runtime recovery answers logged after the cover that close calls inside it (a
+    summary may cite them: ``compaction.recovery_answers``).
     Raises :class:`CompactionError` naming the first problem; nothing is recorded then.
     """
     if candidate is None:
@@ -96,6 +99,7 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
             raise CompactionError(f"the summarizer returned text that is not valid Unicode (a lone "
                                   f"surrogate): {text[:80]!r}") from None
     refs, ids = summary_refs(events, run_id)
+    refs |= {f"event://{run_id}/{rec.position}" for rec in answers}
     for text in lines:
         for ref in SUMMARY_REF.findall(text):
             if ref.startswith("file://"):

@@ -74,6 +74,14 @@ class ToolGroup:
         return (self.position, *(c.answer_position for c in self.calls
                                  if c.answer_position is not None))
 
+    @property
+    def tool_positions(self) -> tuple[int, ...]:
+        """``positions`` without the runtime recovery answers (lost, cancelled): what the call and
+        its tool produced. A recovery marker is appended when a build finds the call unanswered,
+        which may be long after it; a compaction cover need not reach it (``masking.wholly_inside``)."""
+        return (self.position, *(c.answer_position for c in self.calls
+                                 if c.answer_position is not None and c.status not in ("lost", "cancelled")))
+
 
 @dataclass(frozen=True, slots=True)
 class MessageItem:
