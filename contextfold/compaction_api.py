@@ -24,9 +24,11 @@ Triggers (:func:`auto_compact`), cheap before expensive:
 
 The ladder: mask (keeping ``recent_groups`` groups raw), mask (keeping one),
 then -- only when masking was not enough -- summary (same two steps). Each
-step is tried on a snapshot first and recorded only if it does not make the
-pressure worse (a summary is required content: too big a one could turn soft
-pressure into a hard failure).
+step is tried on a snapshot first and recorded only if it relieves the pressure
+(``_relieves``: lower pressure, or measurably nearer to fitting); a step that is
+merely no worse is not recorded (a summary is required content: too big a one
+could turn soft pressure into a hard failure, and one that relieves nothing only
+loses detail). A mask never stubs the latest error's group (``choose_cover``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Literal, NamedTuple, NoReturn
 
 from pydantic import ValidationError
 
@@ -57,7 +59,7 @@ from contextfold.projections.compaction import (
     Strategy,
     Summarizer,
     check_keep_recent,
-    plan_compaction,
+    plan_compactions,
 )
 from contextfold.projections.fold import fold_event
 from contextfold.projections.progress import Progress
@@ -105,14 +107,60 @@ def _trial(run: Run, state: RunState, config: BuildConfig) -> BuildResult:
 
 def pressure(run: Run, state: RunState, config: BuildConfig) -> Pressure:
     """Budget pressure of a trial build of ``state`` (pure, nothing recorded)."""
+    return _measure(run, state, config).pressure
+
+
+class _Trial(NamedTuple):
+    """A trial build's pressure and how far it is from fitting (``_measure``)."""
+
+    pressure: Pressure
+    over: int
+    """Under hard pressure: the required tokens past the budget."""
+    lost: dict[str, int]
+    """Under soft pressure: fragment id -> its tokens the build could not send (left out for
+    budget, or cut away by truncation)."""
+
+
+def _measure(run: Run, state: RunState, config: BuildConfig) -> _Trial:
+    """The pressure of a trial build of ``state`` and what it could not send."""
     try:
         result = _trial(run, state, config)
-    except RequiredContextExceedsBudgetError:
-        return "hard"
+    except RequiredContextExceedsBudgetError as exc:
+        return _Trial("hard", exc.required_tokens - exc.budget, {})
     m = result.manifest
-    if m.truncations or any(e.reason in ("low_priority", "over_budget") for e in m.excluded_items):
-        return "soft"
-    return "none"
+    lost = {e.id: e.tokens for e in m.excluded_items if e.reason in ("low_priority", "over_budget")}
+    for t in m.truncations:
+        lost[t.id] = lost.get(t.id, 0) + t.original_tokens - t.tokens
+    return _Trial("soft" if lost or m.truncations else "none", 0, lost)
+
+
+_RELIEF_SHARE = 20
+"""Soft to soft, a step must let the build send at least 1/``_RELIEF_SHARE`` of its budget more of
+what it left out (``_relieves``)."""
+
+
+def _relieves(now: _Trial, after: _Trial, replaced: set[str], budget: int) -> bool:
+    """Whether a step that takes a trial build from ``now`` to ``after`` is worth recording: the
+    pressure drops, or, at the same pressure, the build comes measurably nearer to fitting.
+
+    Soft to soft: only when the build sends measurably more (1/``_RELIEF_SHARE`` of the budget)
+    of the content it left out that the step does not stand in for (``replaced``: stubbing a
+    result the build left out anyway makes no room). A step that was merely no worse was
+    recorded: a failing 20,000-line log truncated whatever happens kept the pressure soft, so
+    every build climbed the whole ladder (276 compaction events in 200 builds at 32k, each
+    summary re-summarising the run), and a mask of small results the build had left out took
+    room from the failing log. Hard to hard: when the required content did not grow (a next
+    step may then make it fit; nothing of a ladder that ends under hard pressure is recorded)."""
+    if now.pressure != after.pressure:
+        return _RANK[after.pressure] < _RANK[now.pressure]
+    if now.pressure == "hard":
+        return after.over <= now.over
+    before = sum(tokens for fid, tokens in now.lost.items() if fid not in replaced)
+    return before - sum(after.lost.values()) >= max(1, budget // _RELIEF_SHARE)
+
+
+def _timeline_ids(state: RunState) -> set[str]:
+    return {fid for item in state.timeline() for fid in item.fragment_ids}
 
 
 def _ladder(strategy: Strategy, keep_recent: int) -> list[tuple[Strategy, int, bool]]:
@@ -212,15 +260,16 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     session = _Session(run, dry_run=dry_run, state=state)
     if window is None and config is None:
         last = _last_live_config(session.events) if strategy == "summary" else None
-        plan = plan_compaction(session.state, session.events, strategy, keep_recent=keep_recent,
-                               summarizer=summarizer,
-                               max_summary_tokens=None if last is None else _summary_room(last))
+        plans = plan_compactions(session.state, session.events, strategy, keep_recent=keep_recent,
+                                 summarizer=summarizer,
+                                 max_summary_tokens=None if last is None else _summary_room(last))
         # a summary longer than what it stands for saves nothing (a mask's plan already says so):
         # it would only add required tokens to every later request
-        if plan is not None and plan.tokens_after < plan.tokens_before:
-            if plan.event.strategy == "summary":
-                _check_last_window(session, plan)
-            session.apply(plan)
+        for plan in plans:
+            if plan.tokens_after < plan.tokens_before:
+                if plan.event.strategy == "summary":
+                    _check_last_window(session, plan)
+                session.apply(plan)
         session.commit()
         return session.report(None, None)
     cfg = config_of(config, window=window, reserve=reserve)
@@ -281,24 +330,30 @@ def _climb(session: _Session, strategy: Strategy, cfg: BuildConfig, keep_recent:
            summarizer: Summarizer | None) -> tuple[Pressure, Pressure]:
     """Fold the ladder's steps into ``session`` until a trial build of ``cfg`` fits; the
     pressure before and after."""
-    before = now = pressure(session.run, session.state, cfg)
+    now = _measure(session.run, session.state, cfg)
+    before = now.pressure
     for step, keep, last_resort in _ladder(strategy, keep_recent):
-        if now == "none":
+        if now.pressure == "none":
             break
-        if last_resort and now != "hard":
+        if last_resort and now.pressure != "hard":
             continue
-        plan = plan_compaction(session.state, session.events, step, keep_recent=keep,
-                               summarizer=summarizer, max_summary_tokens=_summary_room(cfg))
-        if plan is None:
+        plans = plan_compactions(session.state, session.events, step, keep_recent=keep,
+                                 summarizer=summarizer, max_summary_tokens=_summary_room(cfg),
+                                 keep_error=not last_resort)
+        if not plans:
             continue
-        # a summary is required content: never record one that makes the build worse
+        # recorded only when it relieves the pressure (``_relieves``): a summary is required
+        # content, and a step that changes nothing the request needs only loses detail
         trial = session.state.snapshot()
-        fold_event(trial, RecordedEvent(session.run.run_id, trial.version + 1, plan.event, ""))
-        after = pressure(session.run, trial, cfg)
-        if _RANK[after] <= _RANK[now]:
-            session.apply(plan)
+        for plan in plans:  # (a mask either side of the latest error: judged together)
+            fold_event(trial, RecordedEvent(session.run.run_id, trial.version + 1, plan.event, ""))
+        after = _measure(session.run, trial, cfg)
+        replaced = _timeline_ids(session.state) - _timeline_ids(trial)
+        if _relieves(now, after, replaced, cfg.window - cfg.reserve):
+            for plan in plans:
+                session.apply(plan)
             now = after
-    return before, now
+    return before, now.pressure
 
 
 def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,

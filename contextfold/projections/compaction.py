@@ -58,7 +58,12 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.projections.compaction_cuts import check_keep_recent, choose_cover, recovery_answers
+from contextfold.projections.compaction_cuts import (
+    check_keep_recent,
+    choose_cover,
+    mask_covers,
+    recovery_answers,
+)
 from contextfold.projections.graphemes import head_chars
 from contextfold.projections.masking import SIDE_EFFECT_PATTERN, mask_stub, mask_text, wholly_inside, writes
 from contextfold.projections.plan_view import plan_steps
@@ -84,6 +89,7 @@ __all__ = [
     "deterministic_summary",
     "mask_stub",
     "plan_compaction",
+    "plan_compactions",
     "plan_mask",
     "plan_summary",
     "recovery_answers",
@@ -439,9 +445,26 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
 def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: Strategy, *,
                     keep_recent: int = 3, summarizer: Summarizer | None = None,
                     max_summary_tokens: int | None = None) -> CompactionPlan | None:
-    """The compaction event for ``strategy`` at the widest legal cut, or None (nothing to gain).
+    """The first of :func:`plan_compactions`, or None (nothing to gain)."""
+    plans = plan_compactions(state, events, strategy, keep_recent=keep_recent, summarizer=summarizer,
+                             max_summary_tokens=max_summary_tokens)
+    return plans[0] if plans else None
 
-    Masking hides nothing, so it may reach past the latest user input. A summary
+
+def plan_compactions(state: RunState, events: Sequence[RecordedEvent], strategy: Strategy, *,
+                     keep_recent: int = 3, summarizer: Summarizer | None = None,
+                     max_summary_tokens: int | None = None, keep_error: bool = False
+                     ) -> list[CompactionPlan]:
+    """The compaction events for ``strategy`` at the widest legal cut (none: nothing to gain);
+    each is planned on ``state`` as it is (their covers do not overlap).
+
+    A mask never stubs the latest error's group (``RunState.latest_error_ids``: the builder
+    keeps it required down to its diagnosis); it hides nothing, so it may reach past the latest
+    user input, and past that group: then it is two events, one each side of it
+    (``mask_covers``). ``keep_error``: a summary stops before that group too (auto-compaction's
+    ladder, which compacts because a build is short of room, not because it was asked to: a
+    summary hid a failing test log the model was fixing, and the request kept 650 of 24,000
+    tokens); a summary asked for covers it, and keeps its failure in ``known_failures``. A summary
     first tries to leave the latest user input raw; when that leaves nothing to
     cover (an agent run whose task is its only user message), it covers the input
     too: the input's text (or the goal) is then carried verbatim as the summary's goal.
@@ -449,16 +472,17 @@ def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: 
     check_keep_recent(keep_recent)
     match strategy:
         case "mask":
-            cover = choose_cover(state, keep_recent=keep_recent, keep_input=False)
-            return None if cover is None else plan_mask(state, *cover)
+            return [plan for cover in mask_covers(state, keep_recent)
+                    if (plan := plan_mask(state, *cover)) is not None]
         case "summary":
             for keep_input in (True, False):
-                cover = choose_cover(state, keep_recent=keep_recent, keep_input=keep_input)
+                cover = choose_cover(state, keep_recent=keep_recent, keep_input=keep_input,
+                                     keep_error=keep_error)
                 plan = (None if cover is None else
                         plan_summary(state, events, *cover, summarizer=summarizer,
                                      max_tokens=max_summary_tokens))
                 if plan is not None:
-                    return plan
-            return None
+                    return [plan]
+            return []
         case _:
             assert_never(strategy)

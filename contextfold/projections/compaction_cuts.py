@@ -12,23 +12,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contextfold.domain.errors import InvalidInputError
+from contextfold.domain.errors import CompactionError, InvalidInputError
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.masking import wholly_inside
 from contextfold.projections.repair import check_compaction_cover
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 
-__all__ = ["check_keep_recent", "choose_cover", "recovery_answers"]
+__all__ = ["check_keep_recent", "choose_cover", "mask_covers", "recovery_answers"]
 
 
-def choose_cover(state: RunState, *, keep_recent: int = 3,
-                 keep_input: bool = True) -> tuple[int, int] | None:
+def choose_cover(state: RunState, *, keep_recent: int = 3, keep_input: bool = True,
+                 keep_error: bool = False) -> tuple[int, int] | None:
     """The widest legal cover ``(1, hi)`` that leaves the newest ``keep_recent`` visible
-    tool groups (and, with ``keep_input``, the latest user input) raw; None when
-    nothing can be covered."""
+    tool groups (and, with ``keep_input``, the latest user input; with ``keep_error``, the
+    latest error's group) raw; None when nothing can be covered.
+
+    ``keep_error``: a mask must not stub the latest error's group, which the builder keeps
+    required down to its diagnosis (``RunState.latest_error_ids``): auto-compaction masked a
+    failing 20,000-line test log to one line, and the model was left to fix a failure it could
+    no longer read (the plain build showed it cut to ~23k tokens)."""
     timeline = state.timeline()
     groups = [it for it in timeline if isinstance(it, ToolGroup)]
     tail = [g.position for g in groups[-keep_recent:]] if keep_recent > 0 else []
+    if keep_error and (error := _error_group(state)) is not None:
+        tail.append(error.position)
     users = [it for it in timeline if isinstance(it, MessageItem) and it.role == "user"]
     # a required input is never hidden by a cover, so it need not bound one
     if keep_input and users and not state.entries[users[-1].fragment_id].required:
@@ -47,6 +54,36 @@ def choose_cover(state: RunState, *, keep_recent: int = 3,
         return None
     check_compaction_cover(state, 1, hi)
     return 1, hi
+
+
+def _error_group(state: RunState) -> ToolGroup | None:
+    """The latest error's group (``RunState.latest_error_ids``), if it is one still shown."""
+    error = state.latest_error_ids()
+    group = state.items.get(min(state.entries[fid].position for fid in error)) if error else None
+    return group if isinstance(group, ToolGroup) else None
+
+
+def mask_covers(state: RunState, keep_recent: int) -> list[tuple[int, int]]:
+    """The covers a mask takes: the widest legal cut, less the latest error's group (``choose_cover``'s
+    ``keep_error``), and the part of the cut after that group when it is legal on its own.
+
+    Why two: a cover is contiguous, and an error whose tool was never run again stays the latest
+    however old it is; a cover that stopped before it left every later result unmasked for the
+    rest of the run (what a lost call's marker did: ``masking.wholly_inside``)."""
+    cover = choose_cover(state, keep_recent=keep_recent, keep_input=False)
+    group = _error_group(state)
+    if cover is None or group is None or group.position > cover[1]:
+        return [] if cover is None else [cover]
+    out = [c for c in [choose_cover(state, keep_recent=keep_recent, keep_input=False, keep_error=True)]
+           if c is not None]
+    after = (max(group.positions) + 1, cover[1])
+    if after[0] <= after[1]:
+        try:
+            check_compaction_cover(state, *after)
+        except CompactionError:  # a group of another batch straddles it: the part before only
+            return out
+        out.append(after)
+    return out
 
 
 def recovery_answers(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: int

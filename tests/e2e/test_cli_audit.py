@@ -192,7 +192,9 @@ def test_audit_sets_the_turns_before_and_after_each_compaction_side_by_side(tmp_
     """Text, JSON and the HTML report answer how cost, repeated calls and failures changed around
     a compaction (the numbers: tests/unit/test_audit_compaction_effects.py)."""
     assert cf("demo", cwd=tmp_path).returncode == 0
-    assert cf("compact", RUN, "--window", "1500", cwd=tmp_path).returncode == 0
+    # (a mask at the widest legal cut: at --window 1500 it relieves nothing, the demo's results it
+    # would stub are left out either way, and a step that relieves nothing is not recorded)
+    assert cf("compact", RUN, cwd=tmp_path).returncode == 0
     text = cf("audit", RUN, cwd=tmp_path).stdout
     assert "around compactions (5 turns each side" in text
     assert "(mask): turns 2-6 -> no turn: tokens per request" in text  # nothing built after it yet
