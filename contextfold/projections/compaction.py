@@ -76,6 +76,7 @@ from contextfold.projections.summary_text import (
     cap,
     kept_facts,
     key_line,
+    plan_lines,
     user_statement,
 )
 
@@ -340,7 +341,10 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                                            f"outcome unknown, unverified")
             case FileRead():
                 ref = f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else "")
-                f["evidence_refs"].append(ref + (f" artifact:{ev.artifact.hash}" if ev.artifact else ""))
+                newer = state.superseded_by.get(f"e{pos}")  # (a later revision or range: not cited,
+                f["evidence_refs"].append(ref + (f" artifact:{ev.artifact.hash}" if ev.artifact else "") + (
+                    "" if newer is None else  # it may lie past the cover)
+                    f" (superseded by a newer read at event {state.entries[newer].position})"))
             case EvidenceRetrieved():
                 f["evidence_refs"].append(ev.source_ref)
             case MemoryRecalled():
@@ -374,10 +378,8 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
     f["inferences"] = f["inferences"][-_RECENT_STATEMENTS:]
     if state.plan is not None:
         plan = plan_steps(state.plan)  # an id listed twice: one entry, as the plan fragment reads it
-        for step in plan:
-            line = f"{step.id}: {step.title}"
-            (f["completed_steps"] if step.status == "done" else f["pending_steps"]).append(
-                line if step.status == "done" else f"[{step.status}] {line}")
+        f["completed_steps"], f["pending_steps"] = plan_lines(
+            [(s.id, s.title, s.status) for s in plan], f["completed_steps"], f["pending_steps"])
         ready = next((s for s in plan if s.status in ("in_progress", "ready")), None)
         if ready is not None:
             next_action = f"plan step {ready.id}: {ready.title}"

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 
 from contextfold.domain.canonical import strict_json
 from contextfold.projections.diagnose import diagnose_log
 from contextfold.projections.graphemes import head_chars
 
 __all__ = ["CONSTRAINT_LINE", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "cap", "kept_facts",
-           "key_line", "user_statement"]
+           "key_line", "plan_lines", "user_statement"]
 
 CONSTRAINT_LINE = re.compile(
     r"\b(must|never|always|do not|don't|dont|only|forbidden|not allowed|should not|shouldn't|"
@@ -197,3 +198,30 @@ def user_statement(text: str, source: str) -> str:
         used += len(parts[-1]) + 2
         skipped = False
     return f"{' '.join(parts)} (full text: {source})"
+
+
+def plan_lines(steps: Sequence[tuple[str, str, str]], completed: Sequence[str], pending: Sequence[str]
+               ) -> tuple[list[str], list[str]]:
+    """(completed, pending) step lines: those carried from earlier summaries (``completed``,
+    ``pending``), less every line of a step the current plan holds, then the current plan's
+    ``steps`` (id, title, status), each once, in its newest state.
+
+    Why: a summary that merged an earlier one kept the plan as that one saw it beside the
+    plan now, and said s1 was both done and ``[in_progress]``, s2 both ``[pending]`` and
+    ``[in_progress]``. A line a plug-in summary wrote about no step of the plan stays."""
+    ids = [f"{sid}: " for sid, _, _ in steps]
+
+    def current(line: str) -> bool:
+        bare = _STATUS_PREFIX.sub("", line, count=1)
+        return any(bare.startswith(prefix) for prefix in ids)
+
+    done = [line for line in completed if not current(line)]
+    todo = [line for line in pending if not current(line)]
+    for sid, title, status in steps:
+        (done if status == "done" else todo).append(
+            f"{sid}: {title}" if status == "done" else f"[{status}] {sid}: {title}")
+    return done, todo
+
+
+_STATUS_PREFIX = re.compile(r"^\[[^\]]*\] ")
+"""How a pending step's line opens (``[in_progress] s2: fix``)."""
