@@ -225,6 +225,14 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
                 _UNSURE.search(said) or _FAILED.search(_NO_FAILURE.sub("", said)))):
             raise CompactionError(f"summary states calls {sorted(calls)} as succeeded, which the log "
                                   f"records as failed: {entry!r}")
+    # a decision or the next action may name a failed call ("retry call d1"), but not call it a
+    # success: "the test run (call c2) succeeded, so deploy next" was recorded as a decision
+    for entry in (*summary.decisions, summary.next_action):
+        calls = failed.intersection(CALL_CITE.findall(entry))
+        said = _SUCCESS_DENIED.sub("", SUMMARY_REF.sub("", entry))
+        if entry not in own and calls and _SUCCEEDED.search(said):
+            raise CompactionError(f"summary states calls {sorted(calls)} as succeeded, which the log "
+                                  f"records as failed: {entry!r}")
     for entry in summary.side_effects:
         calls = (failed | unsure).intersection(CALL_CITE.findall(entry))
         if entry not in own and calls and not _UNSURE.search(SUMMARY_REF.sub("", entry)):

@@ -131,6 +131,25 @@ def test_a_summary_that_writes_a_failed_call_as_succeeded_is_refused(key: str, r
         _validate_with(key, rosy)
 
 
+@pytest.mark.parametrize("key", ["decisions", "next_action"])
+def test_a_decision_or_next_action_that_calls_a_failed_call_a_success_is_refused(key: str) -> None:
+    """Only the fields that state an outcome were checked: "the deploy (call d1) succeeded, so
+    announce it" was recorded as a decision or the next action; naming the call stays allowed."""
+    log = failed_deploy()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+
+    def with_(said: str) -> CompactionSummary:
+        value: object = said if key == "next_action" else (*skeleton.decisions, said)
+        return skeleton.model_copy(update={key: value})
+
+    with pytest.raises(CompactionError, match=r"states calls \['d1'\] as succeeded"):
+        validate_summary(with_("the deploy (call d1) succeeded, so announce it"), log.records, skeleton,
+                         log.run_id)
+    for said in ("retry call d1 after fixing the health check",
+                 "call d1 did not succeed: fix the health check, then retry it"):
+        assert validate_summary(with_(said), log.records, skeleton, log.run_id)
+
+
 @pytest.mark.parametrize("entry", [
     "call d1 (deploy) to staging did not complete successfully (exit code 1)",
     "call d1 (deploy) to staging was attempted without success: exit code 1",
