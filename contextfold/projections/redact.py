@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -358,7 +359,7 @@ def find_secrets(text: str, policy: RedactionPolicy = RedactionPolicy()) -> list
     Only the rules whose hints occur in the text run (and those without hints): on most texts
     no hint occurs and no rule runs. The findings are sorted before they are merged, so which
     rules ran first does not matter."""
-    raw = _raw_findings(text, policy, 0)
+    raw = _raw_findings(text, policy)
     raw.sort()
     return merged_findings((start, -neg_end, name) for start, neg_end, _, name in raw)
 
@@ -388,13 +389,60 @@ def with_placeholders(text: str, findings: Iterable[Finding]) -> str:
     return "".join(parts)
 
 
-def _raw_findings(text: str, policy: RedactionPolicy, base: int) -> list[tuple[int, int, int, str]]:
-    """Every rule's matches in ``text``, offsets from ``base``.
+_RESCAN_BUDGET_PER_CHAR = 8
+_RESCAN_BUDGET_BASE = 1 << 16
+"""How many characters the rescans of refused values (:func:`_raw_findings`) may read in all,
+for a text of n characters: ``8 n + 65536``. Why a bound: a refused value can hold another
+refused match whose value is shorter by only its name (``"key=" * 1100``, a 4.4 KB tool output),
+so rescanning every one read the text once per level, quadratic time, and recursed one level
+per 4 characters until RecursionError failed every build of the run."""
+
+
+def _raw_findings(text: str, policy: RedactionPolicy) -> list[tuple[int, int, int, str]]:
+    """Every rule's matches in ``text``, and in the values the rules' checks refused.
 
     A match its rule's check refuses (a label, a placeholder) has consumed its text all the
     same, and a secret inside it was never tried: ``{"password": "use token=Zq8f..."}`` kept
     the token, since the quoted value reads as a label. So the refused value is scanned again
-    on its own when it is shorter than the text it came from (so the rescans end)."""
+    on its own when it is shorter than the text it came from (so the rescans end), each span
+    once, breadth first, from a worklist (no recursion: the nesting is as deep as the text
+    lets it be). The rescans read at most ``_RESCAN_BUDGET_*`` characters in all; a refused
+    value past that budget is redacted whole, under the rule that refused it, instead of
+    scanned: a secret is never left in because looking for it cost too much, and only a text
+    built to nest refused values hundreds deep gets there."""
+    raw: list[tuple[int, int, int, str]] = []
+    budget = _RESCAN_BUDGET_PER_CHAR * len(text) + _RESCAN_BUDGET_BASE
+    seen: set[tuple[int, int]] = set()
+    work: deque[tuple[int, int]] = deque([(0, len(text))])
+    while work:
+        start, end = work.popleft()
+        part = text if end - start == len(text) else text[start:end]
+        for value_start, value_end, priority, name in _scan(part, policy, start, raw):
+            if value_end - value_start >= end - start or (value_start, value_end) in seen:
+                continue
+            seen.add((value_start, value_end))
+            if value_end - value_start <= budget:
+                budget -= value_end - value_start
+                work.append((value_start, value_end))
+            elif _kept(text[value_start:value_end], policy, _compiled(policy).allow):
+                continue
+            else:
+                raw.append((value_start, -value_end, priority, name))
+    return raw
+
+
+def _kept(value: str, policy: RedactionPolicy, allow: tuple[re.Pattern[str], ...]) -> bool:
+    """Whether a value a rule found is exempt: a documented example, or allowed (``allow``: the
+    policy's compiled ``allow`` regexes)."""
+    if not policy.redact_examples and value in DOCUMENTED_EXAMPLES:
+        return True
+    return any(a.fullmatch(value) for a in allow)
+
+
+def _scan(text: str, policy: RedactionPolicy, base: int, raw: list[tuple[int, int, int, str]]
+          ) -> list[tuple[int, int, int, str]]:
+    """Every rule's matches in ``text`` (offsets from ``base``) appended to ``raw``; returns the
+    values the rules' checks refused, as (start, end, rule priority, rule name)."""
     rules, allow, hinted, finder, always = _compiled(policy)
     # an ASCII text lower-cased once, for the hints and every keyword rule's automaton
     ascii_lowered = text.lower().encode() if text.isascii() else None
@@ -404,7 +452,7 @@ def _raw_findings(text: str, policy: RedactionPolicy, base: int) -> list[tuple[i
                   else text.translate(ASCII_FOLDS).lower().encode())
         found = {i for i, _, _ in finder.find_matches_as_indexes(folded, overlapping=True)}
         run = run.union(*map(hinted.__getitem__, found))
-    raw: list[tuple[int, int, int, str]] = []
+    refused: list[tuple[int, int, int, str]] = []
     for priority in sorted(run):
         rule = rules[priority]
         for m in (rule.pattern.finditer(text) if rule.keyword is None
@@ -414,15 +462,12 @@ def _raw_findings(text: str, policy: RedactionPolicy, base: int) -> list[tuple[i
                 continue
             value = text[span[0]:span[1]]
             if rule.check is not None and not rule.check(value):
-                if len(value) < len(text):
-                    raw += _raw_findings(value, policy, base + span[0])
+                refused.append((base + span[0], base + span[1], priority, rule.name))
                 continue
-            if not policy.redact_examples and value in DOCUMENTED_EXAMPLES:
-                continue
-            if any(a.fullmatch(value) for a in allow):
+            if _kept(value, policy, allow):
                 continue
             raw.append((base + span[0], -(base + span[1]), priority, rule.name))
-    return raw
+    return refused
 
 
 _REDACTED: BoundedMemo[tuple[str, RedactionPolicy], Redacted] = BoundedMemo(2048, 16 * 1024 * 1024)
