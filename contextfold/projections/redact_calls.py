@@ -64,23 +64,27 @@ this long, so a short value is not struck out of unrelated text."""
 def _views(value: object, out: list[str]) -> None:
     """How a runtime reads ``value`` that the JSON text does not spell: a ``{"name": ..., "value":
     ...}`` pair as ``NAME=value`` (Kubernetes, ECS environments), a list of strings as one
-    command line and each flag with the word after it (``["--password", "..."]``)."""
-    if isinstance(value, dict):
-        name = next((value[k] for k in _NAME_KEYS if isinstance(value.get(k), str)), None)
-        said = next((value[k] for k in _VALUE_KEYS if isinstance(value.get(k), str)), None)
-        if name is not None and said is not None:
-            out.append(f"{name}={said}")
-        for item in value.values():
-            _views(item, out)
-    elif isinstance(value, list):
-        words = [item for item in value if isinstance(item, str)]
-        if len(words) > 1:
-            out.append(" ".join(words))
-            # a flag and the word after it, as the program reads them: --password VALUE
-            out += [f"{flag}={word}" for flag, word in pairwise(words)
-                    if flag.startswith("-") and not word.startswith("-")]
-        for item in value:
-            _views(item, out)
+    command line and each flag with the word after it (``["--password", "..."]``).
+
+    Depth first, in document order, from a stack of its own: arguments nested as deep as the
+    JSON parser takes them (~1000 levels) recursed past Python's limit here."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
+            said = next((item[k] for k in _VALUE_KEYS if isinstance(item.get(k), str)), None)
+            if name is not None and said is not None:
+                out.append(f"{name}={said}")
+            stack += reversed(item.values())
+        elif isinstance(item, list):
+            words = [word for word in item if isinstance(word, str)]
+            if len(words) > 1:
+                out.append(" ".join(words))
+                # a flag and the word after it, as the program reads them: --password VALUE
+                out += [f"{flag}={word}" for flag, word in pairwise(words)
+                        if flag.startswith("-") and not word.startswith("-")]
+            stack += reversed(item)
 
 
 def _hidden_secrets(parsed: object, policy: RedactionPolicy) -> dict[str, str]:
@@ -107,10 +111,12 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
     redacted stays unique (its position appended): two keys made equal lost a value."""
     whole_text = redact(arguments, policy)
     try:
-        parsed = json.loads(arguments)
-    except ValueError:  # not JSON: scanned as the text it is
+        hidden = _hidden_secrets(json.loads(arguments), policy)
+    except (ValueError, RecursionError):
+        # not JSON, or JSON nested past what Python parses and writes again (the parser and
+        # json.dumps raise RecursionError at ~1000 levels, which failed every build of the run):
+        # scanned as the text it is
         return whole_text
-    hidden = _hidden_secrets(parsed, policy)
     literals = [m.span() for m in _STRING.finditer(arguments)]
     starts = [start for start, _ in literals]
     inside: dict[int, list[tuple[int, int, str]]] = {}  # offsets in the string's text
@@ -180,7 +186,7 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
     shown_text = "".join(parts)
     try:
         json.loads(shown_text)
-    except ValueError:  # no edit of ours should break it; if one did, the arguments say no more
+    except (ValueError, RecursionError):  # no edit of ours should break it; if one did, say no more
         shown_text = json.dumps({"redacted": placeholder(findings[0].rule)})
     unique = sorted(set(findings), key=lambda f: (f.start, f.end, f.rule))
     return Redacted(shown_text, tuple(unique))

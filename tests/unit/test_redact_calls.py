@@ -111,3 +111,27 @@ def test_a_secret_the_json_text_does_not_spell_is_found_in_how_a_runtime_reads_i
     got = redact_arguments(arguments, POLICY)
     assert "Hunter2Xyz9" not in json.dumps(json.loads(got.text)) and got.findings
     assert "fast" in got.text or "fast" not in arguments  # nothing else struck out
+
+
+def test_arguments_nested_past_the_parsers_limit_are_scanned_as_text() -> None:
+    """``{"a": [[[...]]]}`` 1500 deep was accepted on append, then json.loads raised RecursionError
+    (no ValueError) in every build of the run."""
+    token = "ghp_" + "A1b2C3d4" * 5
+    arguments = '{"token": "' + token + '", "a": ' + "[" * 1500 + "]" * 1500 + "}"
+    got = redact_arguments(arguments, POLICY)
+    assert token not in got.text and got.text.endswith("[" * 1500 + "]" * 1500 + "}")
+    assert [arguments[f.start:f.end] for f in got.findings] == [token]
+
+
+def test_the_views_of_deeply_nested_arguments_do_not_recurse() -> None:
+    """A value the parser takes (it stops near 1000 levels) was walked by a recursive ``_views``
+    one Python frame per level, past the interpreter's limit."""
+    from contextfold.projections.redact_calls import _views
+
+    value: object = ["--password", "hunter2hunter2"]
+    for _ in range(5000):
+        value = [value, {"name": "DB_PASSWORD", "value": "x"}]
+    out: list[str] = []
+    _views(value, out)
+    # document order: the innermost list comes first, then each level's pair, inside out
+    assert out == ["--password hunter2hunter2", "--password=hunter2hunter2", *["DB_PASSWORD=x"] * 5000]
