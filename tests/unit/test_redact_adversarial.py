@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextfold.projections import redact as redact_module
 from contextfold.projections.redact import find_secrets, placeholder, redact
@@ -51,3 +53,35 @@ def test_a_secret_inside_nested_refused_values_is_still_found() -> None:
     got = redact(text)
     assert "Zq8fK2mN9pL4xR7tW3b" not in got.text
     assert [text[f.start:f.end] for f in got.findings] == ["Zq8fK2mN9pL4xR7tW3b"]
+
+
+_PEM_PIECES = ["-----BEGIN PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----", "-----END PRIVATE KEY-----",
+               "-----END EC PRIVATE KEY BLOCK-----", "-----BEGIN A B PRIVATE KEY BLOCK-----", "-----BEGIN ",
+               "-----END ", "PRIVATE KEY", "-----", "\n", "\r\n", "\\n", " ", "\t",
+               "MIIEowIBAAKCAQEAu1SU1LfV", "AAAA", "Proc-Type: 4,ENCRYPTED", "x", ":", "RSA "]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PEM_PIECES), max_size=30).map("".join))
+def test_the_private_key_matcher_finds_what_its_regex_finds(text: str) -> None:
+    """The private-key rule runs as :func:`_pem_matches` (linear), and means its regex."""
+    pattern = re.compile(redact_module._PEM)
+    assert [m.span() for m in redact_module._pem_matches(text)] == [m.span() for m in pattern.finditer(text)]
+
+
+def test_begin_lines_without_an_end_line_are_scanned_in_linear_work() -> None:
+    """A tool output repeating ``-----BEGIN PRIVATE KEY-----`` with no END line: the regex looked
+    for an END line to the end of the text from every BEGIN line (96 s for 400 KB; this 1 MB
+    one took minutes). Each BEGIN line is still redacted, as its regex says."""
+    line = "-----BEGIN PRIVATE KEY-----\n"
+    got = find_secrets(line * 40_000)
+    assert len(got) == 40_000
+    assert all(f.rule == "private_key" and f.end - f.start == len(line) - 1 for f in got)
+
+
+def test_a_private_key_block_is_redacted_through_its_first_end_line() -> None:
+    key = "-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfV\n-----END PRIVATE KEY-----"
+    text = "-----BEGIN PRIVATE KEY-----\n" * 3 + key + "\nkept\n" + key
+    got = find_secrets(text)
+    first, second = len(text) - len(key) - len("\nkept\n"), len(text) - len(key)
+    assert [(f.start, f.end) for f in got] == [(0, first), (second, len(text))]
