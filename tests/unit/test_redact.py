@@ -242,9 +242,7 @@ def test_keyword_rules_find_exactly_what_their_regex_finds(text: str) -> None:
                 rule.name, text)
 
 
-def _every_rule_everywhere(text: str) -> list[tuple[str, int, int]]:
-    """``find_secrets`` without its pre-filters: every rule's regex over the whole text, with the
-    same checks and the same merge of overlaps."""
+def _every_rule_raw(text: str, base: int) -> list[tuple[int, int, int, str]]:
     raw = []
     for priority, rule in enumerate(RULES):
         for m in rule.pattern.finditer(text):
@@ -252,9 +250,19 @@ def _every_rule_everywhere(text: str) -> list[tuple[str, int, int]]:
             if span is None or span[0] == span[1]:
                 continue
             value = text[span[0]:span[1]]
-            if (rule.check is not None and not rule.check(value)) or value in DOCUMENTED_EXAMPLES:
+            if rule.check is not None and not rule.check(value):
+                if len(value) < len(text):  # a refused value is scanned again on its own
+                    raw += _every_rule_raw(value, base + span[0])
                 continue
-            raw.append((span[0], -span[1], priority, rule.name))
+            if value not in DOCUMENTED_EXAMPLES:
+                raw.append((base + span[0], -(base + span[1]), priority, rule.name))
+    return raw
+
+
+def _every_rule_everywhere(text: str) -> list[tuple[str, int, int]]:
+    """``find_secrets`` without its pre-filters: every rule's regex over the whole text, with the
+    same checks, the same rescan of a refused value on its own, and the same merge of overlaps."""
+    raw = _every_rule_raw(text, 0)
     merged: list[tuple[str, int, int]] = []
     for start, neg_end, _, name in sorted(raw):
         if merged and start < merged[-1][2]:
