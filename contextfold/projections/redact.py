@@ -134,6 +134,9 @@ class _Rule:
     of preference), searched leftmost-first in the lowered bytes of an ASCII text: the same
     hits as the case-insensitive regex, found in one automaton pass (a regex alternation is
     tried at every position: ~70 us for a 9 KB tool output, against ~15)."""
+    rest: re.Pattern[str] | None = None
+    """For a keyword rule: what follows the name in its pattern (the assignment and the value),
+    case-insensitive, matched where the name's run of name characters ends (:func:`_matches`)."""
     matches: Callable[[str], Iterator[re.Match[str]]] | None = None
     """What ``pattern.finditer`` yields, found another way (``_pem_matches``: in linear time)."""
 
@@ -147,6 +150,8 @@ _ENTROPY_WORDS = r"(?:KEY|SECRET|TOKEN|AUTH|CRED|SIGNATURE)"
 _SECRET_NAME = _NAME_CHARS + "*" + _SECRET_WORDS + _NAME_CHARS + "*"
 _ENTROPY_NAME = _NAME_CHARS + "*" + _ENTROPY_WORDS + _NAME_CHARS + "*"
 _ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
+_SECRET_REST = _ASSIGN + ASSIGNED_VALUE
+_ENTROPY_REST = _ASSIGN + r"""["']?([A-Za-z0-9+/_=.-]{20,})"""
 
 _AWS_SECRET = (r"(?i)aws[A-Za-z0-9_.-]*secret[A-Za-z0-9_.-]*" + _ASSIGN
                + r"""["']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])""")
@@ -190,11 +195,9 @@ def _pem_matches(text: str) -> Iterator[re.Match[str]]:
         pos = m.end()
 
 
-_REST_OF_NAME_THEN_ASSIGN = re.compile("(?i)" + _NAME_CHARS + "*+" + _ASSIGN)
-"""After a keyword, the rest of its name and an assignment: the name of a keyword rule's match
-runs to the end of its run of name characters (the assignment starts with a quote, a space,
-``:`` or ``=``, none a name character), so no match holds a keyword this does not follow.
-Tried at each keyword's end before any start is (:func:`_matches`)."""
+_NAME_RUN = re.compile("(?i)" + _NAME_CHARS + "*+")
+"""The rest of a run of name characters: a keyword rule's name runs to the end of its run (the
+assignment after it starts with a quote, a space, ``:`` or ``=``, none a name character)."""
 
 
 def _spellings(keyword: str) -> list[str]:
@@ -220,10 +223,12 @@ def _keyword_finder(keyword: str) -> ahocorasick_rs.BytesAhoCorasick:
 
 def _rule(name: str, pattern: str, hints: tuple[str, ...], group: int = 0,
           check: Callable[[str], bool] | None = None, keyword: str | None = None,
-          matches: Callable[[str], Iterator[re.Match[str]]] | None = None) -> _Rule:
+          rest: str | None = None, matches: Callable[[str], Iterator[re.Match[str]]] | None = None
+          ) -> _Rule:
     return _Rule(name, re.compile(pattern), hints, group, check,
                  None if keyword is None else re.compile("(?i)" + keyword),
-                 None if keyword is None else _keyword_finder(keyword), matches)
+                 None if keyword is None else _keyword_finder(keyword),
+                 None if rest is None else re.compile("(?i)" + rest), matches)
 
 
 _NAME_CHAR_I = re.compile("(?i)" + _NAME_CHARS)
@@ -247,22 +252,39 @@ def _matches(rule: _Rule, text: str, ascii_lowered: bytes | None) -> Iterator[re
     ``x`` is in ``[run start, h.end())``. Those positions, where ``_B`` holds, are tried
     in order with ``pattern.match`` (the attempt a search makes at that position, its
     lookbehind seeing the text before it), resuming after each match as ``finditer`` does.
+
+    Why it is linear: a match's name runs to the end of its run of name characters (the
+    assignment starts with none), so what follows the name (``rest``: the assignment and the
+    value) is matched once per run, where it ends: when it fails, no start in the run is tried
+    (a long name with many keywords and no value, ``"token" * 8000``, tried the regex from
+    every start and backtracked through the whole name from each: cubic time); when it holds,
+    a start with a keyword after it in the run matches, and the match consumes the run. The
+    run's bounds are found once per run, not once per keyword in it.
     """
     assert rule.keyword is not None and rule.keyword_lower is not None
     # ASCII: lower() keeps every position, and ignoring case is comparing lower cases
     hits: Iterable[tuple[int, int]] = (
         ((a, b) for _, a, b in rule.keyword_lower.find_matches_as_indexes(ascii_lowered))
         if ascii_lowered is not None else (m.span() for m in rule.keyword.finditer(text)))
+    assert rule.rest is not None
     resume = 0  # finditer's next start: the end of the last match
     tried = 0  # positions below this were tried
-    then = _REST_OF_NAME_THEN_ASSIGN.match
+    run_start = run_end = -1  # the run of name characters that holds the last hit
+    run_ok = False  # the rule's assignment and value follow that run
     for start, end in hits:
-        if then(text, end) is None:  # no assignment after this name: no start can match
+        if end <= resume:  # inside the last match: no start left to try (and no value to read)
+            continue
+        if end > run_end:  # a hit in the next run (a keyword is name characters: in one run)
+            run = _NAME_RUN.match(text, end)  # never None: it matches the empty string too
+            run_end = end if run is None else run.end()
+            run_start = start
+            while run_start > 0 and _NAME_CHAR_I.match(text, run_start - 1):
+                run_start -= 1
+            run_ok = rule.rest.match(text, run_end) is not None
+        if not run_ok:  # no start in this run can match
             tried = max(tried, end)
             continue
-        while start > 0 and _NAME_CHAR_I.match(text, start - 1):
-            start -= 1
-        for x in range(max(start, resume, tried), end):
+        for x in range(max(run_start, resume, tried), end):
             if x and _WORD_CHAR_I.match(text, x - 1):  # _B does not hold
                 continue
             m = rule.pattern.match(text, x)
@@ -296,13 +318,12 @@ RULES: tuple[_Rule, ...] = (
     _rule("bearer_token", _BEARER, ("bearer", "authorization"), group=1, check=real_value),
     _rule("url_password", r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"
           r"[A-Za-z0-9.\[-]", ("://",), group=1, check=lambda v: not is_placeholder(v)),
-    _rule("secret_assignment", r"(?i)" + _B + _SECRET_NAME + _ASSIGN + ASSIGNED_VALUE,
+    _rule("secret_assignment", r"(?i)" + _B + _SECRET_NAME + _SECRET_REST,
           ("passw", "secret", "token", "key", "credential"), group=-1, check=assigned_secret,
-          keyword=_SECRET_WORDS),
-    _rule("high_entropy_assignment",
-          r"(?i)" + _B + _ENTROPY_NAME + _ASSIGN + r"""["']?([A-Za-z0-9+/_=.-]{20,})""",
+          keyword=_SECRET_WORDS, rest=_SECRET_REST),
+    _rule("high_entropy_assignment", r"(?i)" + _B + _ENTROPY_NAME + _ENTROPY_REST,
           ("key", "secret", "token", "auth", "cred", "signature"), group=1, check=high_entropy,
-          keyword=_ENTROPY_WORDS),
+          keyword=_ENTROPY_WORDS, rest=_ENTROPY_REST),
 )
 """The built-in rules, in priority order (the first rule wins a tie at one position)."""
 

@@ -85,3 +85,33 @@ def test_a_private_key_block_is_redacted_through_its_first_end_line() -> None:
     got = find_secrets(text)
     first, second = len(text) - len(key) - len("\nkept\n"), len(text) - len(key)
     assert [(f.start, f.end) for f in got] == [(0, first), (second, len(text))]
+
+
+class _Counted:
+    """A compiled pattern whose ``match`` calls are counted."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.calls = 0
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        self.calls += 1
+        return self.pattern.match(text, pos)
+
+
+@pytest.mark.parametrize("unit", ["token-", "api_key.", "password_"])
+def test_a_long_name_with_many_keywords_is_read_once(monkeypatch: pytest.MonkeyPatch, unit: str) -> None:
+    """A name of many keywords then an assignment whose value fails: each keyword walked back to
+    the start of the name and tried the regex from every start in it, backtracking through the
+    whole name from each (cubic: ``"token-" * 300 + "=ab"`` read the name ~10^5 times)."""
+    counted = _Counted(redact_module._NAME_CHAR_I)
+    monkeypatch.setattr(redact_module, "_NAME_CHAR_I", counted)
+    text = unit * 300 + "=ab"
+    assert find_secrets(text) == []
+    assert counted.calls <= 2 * len(text)
+
+
+def test_a_long_name_of_keywords_without_an_assignment_is_scanned_in_linear_work() -> None:
+    """``"token" * 40_000`` (200 KB): each keyword's end looked for an assignment after the rest
+    of the name, to the end of the name: quadratic (8 s for 40 KB, minutes for this one)."""
+    assert find_secrets("token" * 40_000 + " " + "api_key-" * 25_000) == []
