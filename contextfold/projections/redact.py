@@ -85,8 +85,23 @@ from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.redact_patterns import (
+    _AWS_SECRET,
+    _B,
+    _BEARER,
+    _E,
+    _ENTROPY_NAME,
+    _ENTROPY_REST,
+    _ENTROPY_WORDS,
+    _NAME_CHARS,
+    _NAME_RUN,
+    _PEM,
+    _SECRET_NAME,
+    _SECRET_REST,
+    _SECRET_WORDS,
+    _pem_matches,
+)
 from contextfold.projections.redact_values import (
-    ASSIGNED_VALUE,
     assigned_secret,
     high_entropy,
     is_placeholder,
@@ -139,65 +154,6 @@ class _Rule:
     case-insensitive, matched where the name's run of name characters ends (:func:`_matches`)."""
     matches: Callable[[str], Iterator[re.Match[str]]] | None = None
     """What ``pattern.finditer`` yields, found another way (``_pem_matches``: in linear time)."""
-
-
-_B = r"(?<![A-Za-z0-9_])"  # a word start that also treats _ as part of a word
-_E = r"(?![A-Za-z0-9_])"
-_NAME_CHARS = r"[A-Za-z0-9_.-]"
-_SECRET_WORDS = (r"(?:PASSWORD|PASSWD|SECRET|TOKEN|API[_-]?KEY|ACCESS[_-]?KEY"
-                 r"|PRIVATE[_-]?KEY|CREDENTIALS?|AUTH[_-]?KEY)")
-_ENTROPY_WORDS = r"(?:KEY|SECRET|TOKEN|AUTH|CRED|SIGNATURE)"
-_SECRET_NAME = _NAME_CHARS + "*" + _SECRET_WORDS + _NAME_CHARS + "*"
-_ENTROPY_NAME = _NAME_CHARS + "*" + _ENTROPY_WORDS + _NAME_CHARS + "*"
-_ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
-_SECRET_REST = _ASSIGN + ASSIGNED_VALUE
-_ENTROPY_REST = _ASSIGN + r"""["']?([A-Za-z0-9+/_=.-]{20,})"""
-
-_AWS_SECRET = (r"(?i)aws[A-Za-z0-9_.-]*secret[A-Za-z0-9_.-]*" + _ASSIGN
-               + r"""["']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])""")
-_BEARER = (r"(?i)(?:authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+"
-           r"|\bbearer\s+(?=[A-Za-z0-9._~+/-]{16}))([A-Za-z0-9._~+/-]{8,}=*)")
-_PEM_BEGIN = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-_PEM_END = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-_PEM_BODY = r"(?:(?:[ \t]*\r?\n|\\n)(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+:[^\n\\]*))*"
-_PEM = _PEM_BEGIN + r"(?:[\s\S]*?" + _PEM_END + "|" + _PEM_BODY + ")"
-"""A PEM private key: its BEGIN line through the first END line after it, or, when no END line
-follows, through its base64 body and headers (``private_key`` in the module docstring). What
-the rule means; it is run by :func:`_pem_matches`, which finds the same matches in linear time."""
-
-_PEM_BEGIN_RE = re.compile(_PEM_BEGIN)
-_PEM_END_RE = re.compile(_PEM_END)
-_PEM_CLOSED_RE = re.compile(_PEM_BEGIN + r"[\s\S]*?" + _PEM_END)
-_PEM_OPEN_RE = re.compile(_PEM_BEGIN + _PEM_BODY)
-
-
-def _pem_matches(text: str) -> Iterator[re.Match[str]]:
-    """What ``re.compile(_PEM).finditer(text)`` yields, in linear time.
-
-    Why: for each BEGIN line the regex's lazy ``[\\s\\S]*?`` looked for an END line up to the end
-    of the text, so a tool output repeating ``-----BEGIN PRIVATE KEY-----`` with no END line took
-    quadratic time (6 s for 100 KB, 96 s for 400 KB). Here the END lines are searched once,
-    forward: a BEGIN line with an END line after it matches through the first one (the regex's
-    first alternative, its lazy scan run only up to that END, which the match then consumes),
-    and once no END line follows a position, none follows any later BEGIN line either, which
-    then matches through its body (the second alternative, never a scan to the end)."""
-    pos = 0
-    end: re.Match[str] | None = None  # the first END line at or after ``searched``, if any
-    searched = -1  # END lines were looked for from here (none from here on when ``end`` is None)
-    while (begin := _PEM_BEGIN_RE.search(text, pos)) is not None:
-        if searched < 0 or (end is not None and end.start() < begin.end()):
-            end = _PEM_END_RE.search(text, begin.end())
-            searched = begin.end()
-        m = (_PEM_CLOSED_RE.match(text, begin.start(), end.end()) if end is not None
-             else _PEM_OPEN_RE.match(text, begin.start()))
-        assert m is not None  # BEGIN matched here, and the END line follows it
-        yield m
-        pos = m.end()
-
-
-_NAME_RUN = re.compile("(?i)" + _NAME_CHARS + "*+")
-"""The rest of a run of name characters: a keyword rule's name runs to the end of its run (the
-assignment after it starts with a quote, a space, ``:`` or ``=``, none a name character)."""
 
 
 def _spellings(keyword: str) -> list[str]:
