@@ -93,12 +93,15 @@ from contextfold.projections.redact_patterns import (
     _ENTROPY_NAME,
     _ENTROPY_REST,
     _ENTROPY_WORDS,
+    _JWT,
     _NAME_CHARS,
     _NAME_RUN,
     _PEM,
     _SECRET_NAME,
     _SECRET_REST,
     _SECRET_WORDS,
+    _aws_secret_matches,
+    _jwt_matches,
     _pem_matches,
 )
 from contextfold.projections.redact_values import (
@@ -255,7 +258,7 @@ RULES: tuple[_Rule, ...] = (
     _rule("private_key", _PEM, ("private key",), matches=_pem_matches),
     _rule("aws_access_key_id", _B + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _E,
           ("akia", "asia", "abia", "acca")),
-    _rule("aws_secret_access_key", _AWS_SECRET, ("aws",), group=1),
+    _rule("aws_secret_access_key", _AWS_SECRET, ("aws",), group=1, matches=_aws_secret_matches),
     _rule("github_token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E,
           ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     _rule("gitlab_token", _B + r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}",
@@ -270,7 +273,7 @@ RULES: tuple[_Rule, ...] = (
           check=lambda v: any(c.isdigit() for c in v) and any(c.isalpha() for c in v[3:])),
     _rule("google_api_key", _B + r"AIza[0-9A-Za-z_-]{35}" + _E, ("aiza",)),
     _rule("google_oauth_token", _B + r"ya29\.[0-9A-Za-z_-]{20,}", ("ya29.",)),
-    _rule("jwt", _B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}", ("eyj",)),
+    _rule("jwt", _JWT, ("eyj",), matches=_jwt_matches),
     _rule("bearer_token", _BEARER, ("bearer", "authorization"), group=1, check=real_value),
     _rule("url_password", r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"
           r"[A-Za-z0-9.\[-]", ("://",), group=1, check=lambda v: not is_placeholder(v)),

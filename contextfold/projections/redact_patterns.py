@@ -23,12 +23,15 @@ __all__ = [
     "_ENTROPY_NAME",
     "_ENTROPY_REST",
     "_ENTROPY_WORDS",
+    "_JWT",
     "_NAME_CHARS",
     "_NAME_RUN",
     "_PEM",
     "_SECRET_NAME",
     "_SECRET_REST",
     "_SECRET_WORDS",
+    "_aws_secret_matches",
+    "_jwt_matches",
     "_pem_matches",
 ]
 
@@ -44,8 +47,10 @@ _ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
 _SECRET_REST = _ASSIGN + ASSIGNED_VALUE
 _ENTROPY_REST = _ASSIGN + r"""["']?([A-Za-z0-9+/_=.-]{20,})"""
 
-_AWS_SECRET = (r"(?i)aws[A-Za-z0-9_.-]*secret[A-Za-z0-9_.-]*" + _ASSIGN
-               + r"""["']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])""")
+_AWS_SECRET_REST = _ASSIGN + r"""["']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"""
+_AWS_SECRET = r"(?i)aws[A-Za-z0-9_.-]*secret[A-Za-z0-9_.-]*" + _AWS_SECRET_REST
+_JWT_REST = r"\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"
+_JWT = _B + r"eyJ[A-Za-z0-9_-]{8,}" + _JWT_REST
 _BEARER = (r"(?i)(?:authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+"
            r"|\bbearer\s+(?=[A-Za-z0-9._~+/-]{16}))([A-Za-z0-9._~+/-]{8,}=*)")
 _PEM_BEGIN = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
@@ -89,3 +94,75 @@ def _pem_matches(text: str) -> Iterator[re.Match[str]]:
 _NAME_RUN = re.compile("(?i)" + _NAME_CHARS + "*+")
 """The rest of a run of name characters: a keyword rule's name runs to the end of its run (the
 assignment after it starts with a quote, a space, ``:`` or ``=``, none a name character)."""
+
+
+_AWS_RE = re.compile(_AWS_SECRET)
+_AWS_START = re.compile("(?i)aws")
+_AWS_SECRET_WORD = re.compile("(?i)secret")
+_AWS_REST_RE = re.compile("(?i)" + _AWS_SECRET_REST)
+
+
+def _aws_secret_matches(text: str) -> Iterator[re.Match[str]]:
+    """What ``re.compile(_AWS_SECRET).finditer(text)`` yields, in linear time.
+
+    Why: the pattern has no word start, and its name is two unbounded runs of name characters
+    around ``secret``: the regex was tried at every ``aws`` in a name and backtracked through
+    the rest of the name for every ``secret`` in it (``"aws" * 3400``, 10 KB: 1 s; a name of
+    ``aws`` and ``secret`` with no value: cubic, minutes for 10 KB).
+
+    Why it is the same: the assignment after the name starts with no name character, so a
+    match at an ``aws`` runs its name to the end of its run of name characters, and matches
+    exactly when a ``secret`` lies in the run after that ``aws`` and the assignment and value
+    (``_AWS_SECRET_REST``) match at the run's end. Both are found once per run; the match
+    itself (the regex, from a start known to match) consumes the run."""
+    pos = 0
+    run_end = -1  # the end of the run of name characters that holds the last ``aws``
+    last_secret = -1  # where the last ``secret`` in that run starts (-1: none)
+    rest = False  # the assignment and value follow that run
+    for start in _AWS_START.finditer(text):  # "aws" cannot overlap itself: every occurrence
+        at = start.start()
+        if at < pos:
+            continue
+        if at >= run_end:
+            run = _NAME_RUN.match(text, at)  # never None: it matches the empty string too
+            run_end = at if run is None else run.end()
+            last_secret = max((m.start() for m in _AWS_SECRET_WORD.finditer(text, at, run_end)), default=-1)
+            rest = _AWS_REST_RE.match(text, run_end) is not None
+        if rest and last_secret >= at + 3:
+            m = _AWS_RE.match(text, at)
+            assert m is not None  # the name, then the assignment and value, as above
+            yield m
+            pos = m.end()
+
+
+_JWT_RE = re.compile(_JWT)
+_JWT_START = re.compile(_B + "eyJ")
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_-]*+")
+_JWT_REST_RE = re.compile(_JWT_REST)
+
+
+def _jwt_matches(text: str) -> Iterator[re.Match[str]]:
+    """What ``re.compile(_JWT).finditer(text)`` yields, in linear time.
+
+    Why: ``-`` ends a word for ``_B`` but is a character of a segment, so every ``eyJ`` after a
+    ``-`` started an attempt that read the segment to its end (``"eyJ-" * 10_000``: quadratic,
+    1 s for 40 KB). Why it is the same: ``.`` is no segment character, so the first segment of
+    a match at an ``eyJ`` runs to the end of its run of segment characters; it matches exactly
+    when that run is 11+ characters from the ``eyJ`` and the other two segments
+    (``_JWT_REST``) match at the run's end, found once per run."""
+    pos = 0
+    run_end = -1  # the end of the run of segment characters that holds the last ``eyJ``
+    rest = False
+    for start in _JWT_START.finditer(text):
+        at = start.start()
+        if at < pos:
+            continue
+        if at >= run_end:
+            run = _TOKEN_RUN.match(text, at)  # never None: it matches the empty string too
+            run_end = at if run is None else run.end()
+            rest = _JWT_REST_RE.match(text, run_end) is not None
+        if rest and run_end - at >= 11:
+            m = _JWT_RE.match(text, at)
+            assert m is not None  # the first segment to the run's end, then the rest, as above
+            yield m
+            pos = m.end()

@@ -117,3 +117,35 @@ def test_a_long_name_of_keywords_without_an_assignment_is_scanned_in_linear_work
     """``"token" * 40_000`` (200 KB): each keyword's end looked for an assignment after the rest
     of the name, to the end of the name: quadratic (8 s for 40 KB, minutes for this one)."""
     assert find_secrets("token" * 40_000 + " " + "api_key-" * 25_000) == []
+
+
+_AWS_PIECES = ["aws", "AWS", "aw\u017f", "secret", "SECRET", "\u017fecret", "_", "-", ".", "access", "key",
+               "=", ": ", ' = "', "'", "\n", " ", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+               "Zk3q9vR2mXw8Lp4Tn7Yb", "1Hc6Fd5Gs0Ja2Ke9Uv3W", "+/", "x"]
+_JWT_PIECES = ["eyJ", "eyJhbGciOiJIUzI1NiJ9", "eyJzdWIiOiIxMjM0NTY3ODkwIn0", "SflKxwRJSMeKKF2QT4fwpMeJf36P",
+               ".", "-", "_", "a", "0", " ", "\n", "x-eyJ", "ab"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_AWS_PIECES), max_size=30).map("".join))
+def test_the_aws_secret_matcher_finds_what_its_regex_finds(text: str) -> None:
+    expected = [(m.span(), m.groups()) for m in re.compile(redact_patterns._AWS_SECRET).finditer(text)]
+    assert [(m.span(), m.groups()) for m in redact_patterns._aws_secret_matches(text)] == expected
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_JWT_PIECES), max_size=30).map("".join))
+def test_the_jwt_matcher_finds_what_its_regex_finds(text: str) -> None:
+    expected = [m.span() for m in re.compile(redact_patterns._JWT).finditer(text)]
+    assert [m.span() for m in redact_patterns._jwt_matches(text)] == expected
+
+
+def test_a_name_of_many_aws_and_secret_words_is_scanned_in_linear_work() -> None:
+    """The AWS secret rule, with no word start, backtracked through the rest of a name from every
+    ``aws`` in it, and again for every ``secret``: ``"awssecret" * 1100`` (10 KB) took minutes."""
+    assert find_secrets("awssecret" * 20_000 + " " + "aws-" * 50_000) == []
+
+
+def test_segments_joined_by_dashes_are_scanned_in_linear_work() -> None:
+    """Every ``eyJ`` after a ``-`` started a JWT attempt that read to the end of the run."""
+    assert find_secrets("eyJ-" * 100_000) == []
