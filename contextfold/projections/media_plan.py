@@ -56,6 +56,7 @@ from contextfold.domain.manifest import MediaCostRecord
 from contextfold.projections.fold_content import block_tokens
 from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.media_cost import MediaCost, media_cost, priced_media, reduced_block
+from contextfold.projections.redact_urls import shown_url
 from contextfold.projections.render.data_blocks import (
     TOOL_MEDIA_NOTE,
     caption_text,
@@ -111,7 +112,7 @@ class FragmentMedia:
             key = _key(block)
             out.append(MediaCostRecord(
                 kind=block.type, media_type=block.media_type,
-                ref=f"sha:{key}" if block.artifact is not None else (block.url or "")[:80],
+                ref=f"sha:{key}" if block.artifact is not None else shown_url(block.url or "")[:80],
                 width=getattr(block, "width", None), height=getattr(block, "height", None),
                 pages=getattr(block, "pages", None), tokens=cost.tokens, rule=cost.rule,
                 reduced_from=full.tokens if cost.tokens < full.tokens else None,
