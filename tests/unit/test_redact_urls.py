@@ -74,3 +74,38 @@ def test_credentials_in_media_urls_stay_out_of_the_manifest() -> None:
         assert len(refs) == 3 and all(REDACTED_IN_URL in ref for ref in refs), (provider, refs)
         for secret in (password, TOKEN[:20], "AKIAZ7Q3B4N5K6L7M8P9"):
             assert secret not in manifest, (provider, secret)
+
+
+def test_a_document_not_attached_is_named_without_its_credentials() -> None:
+    """A document a provider cannot take is named in a note ("document (...) URL: not attached"):
+    the provider fetches nothing from that URL, so its password only leaked into the request."""
+    from contextfold.api import render_request
+    from contextfold.domain.events import (
+        AnyEvent,
+        DocumentBlock,
+        ModelResponse,
+        ToolCall,
+        ToolResult,
+        ToolSpec,
+        ToolsRegistered,
+        UserInput,
+    )
+    from contextfold.domain.log import RecordedEvent
+    from contextfold.domain.manifest import BuildConfig
+    from contextfold.projections.builder import build_context
+    from contextfold.projections.fold import fold
+
+    password = "Zq8fK2mN9pL4xR7tW3b"
+    url = f"https://bob:{password}@d.example/table.xlsx"
+    events: list[AnyEvent] = [
+        ToolsRegistered(tools=(ToolSpec(name="fetch", description="fetch"),)), UserInput("look"),
+        ModelResponse(tool_calls=(ToolCall(call_id="c1", name="fetch", arguments="{}"),)),
+        ToolResult(call_id="c1", content="ok",
+                   blocks=(DocumentBlock(url=url, media_type="application/vnd.ms-excel"),)),
+        UserInput("next")]
+    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    for provider in ("anthropic", "openai-chat"):
+        body = build_context(state, BuildConfig(provider=provider, window=60_000),
+                             render=render_request).body_bytes.decode()
+        assert "not attached" in body and password not in body, provider
+        assert shown_url(url) in body, provider

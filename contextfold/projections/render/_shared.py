@@ -18,6 +18,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.errors import RenderError
 from contextfold.domain.events import ReasoningItem
+from contextfold.projections.redact_urls import shown_url
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MAX_TOKENS",
@@ -29,6 +30,7 @@ __all__ = [
     "object_schema",
     "parse_arguments",
     "reasoning_between",
+    "shown_media",
     "system_texts",
     "unsent_document_note",
 ]
@@ -75,8 +77,14 @@ def document_filename(part: MediaPart, extension: str) -> str:
 def unsent_document_note(part: MediaPart, why: str) -> str:
     """The text standing in for a document a provider cannot take: what it is (media type,
     URL or fragment id) and why it is not attached. Never dropped in silence, never a made-up
-    rendition of its content."""
-    return f"document ({part.media_type}) {part.url or part.fragment_id}: not attached, {why}"
+    rendition of its content. The URL is shown without its credentials (``redact_urls``): the
+    provider fetches nothing from it, so a password or token in it only leaked."""
+    return f"document ({part.media_type}) {shown_media(part)}: not attached, {why}"
+
+
+def shown_media(part: MediaPart) -> str:
+    """A medium named in a note: its URL without credentials, else its fragment id."""
+    return part.fragment_id if part.url is None else shown_url(part.url)
 
 
 def canonical_schema(value: Any) -> Any:

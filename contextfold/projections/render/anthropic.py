@@ -66,6 +66,7 @@ from contextfold.projections.render._shared import (
     object_schema,
     parse_arguments,
     reasoning_between,
+    shown_media,
     system_texts,
 )
 from contextfold.projections.render.data_blocks import media_caption, render_data
@@ -106,7 +107,7 @@ def _media_blocks(part: MediaPart) -> list[dict[str, Any]]:
             blocks.append({"type": "image", "source": _source(part)})
         case "document":
             if part.media_type != "application/pdf":
-                note = f"document ({part.media_type}) {part.url or part.fragment_id}: " \
+                note = f"document ({part.media_type}) {shown_media(part)}: " \
                     "not attached, this API takes PDF documents only"
                 return _text(media_caption(part, note))
             blocks.append({"type": "document", "source": _source(part)})
