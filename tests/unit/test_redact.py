@@ -232,13 +232,13 @@ and the non-ASCII letters a case-insensitive ``[A-Za-z]`` also matches (long s, 
 def test_keyword_rules_find_exactly_what_their_regex_finds(text: str) -> None:
     """The assignment rules are tried only at the name starts around a keyword: that yields
     the same matches, in the same order, as scanning every position with the regex."""
-    from contextfold.projections.redact import _matches
+    from contextfold.projections.redact_rules import keyword_matches
 
     ascii_lowered = text.lower().encode() if text.isascii() else None
     for rule in RULES:
         if rule.keyword is not None:
             expected = [(m.span(), m.groups()) for m in rule.pattern.finditer(text)]
-            assert [(m.span(), m.groups()) for m in _matches(rule, text, ascii_lowered)] == expected, (
+            assert [(m.span(), m.groups()) for m in keyword_matches(rule, text, ascii_lowered)] == expected, (
                 rule.name, text)
 
 

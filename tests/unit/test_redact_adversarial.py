@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import redact as redact_module
-from contextfold.projections import redact_patterns
+from contextfold.projections import redact_patterns, redact_rules
 from contextfold.projections.redact import find_secrets, placeholder, redact
 
 
@@ -106,8 +106,8 @@ def test_a_long_name_with_many_keywords_is_read_once(monkeypatch: pytest.MonkeyP
     """A name of many keywords then an assignment whose value fails: each keyword walked back to
     the start of the name and tried the regex from every start in it, backtracking through the
     whole name from each (cubic: ``"token-" * 300 + "=ab"`` read the name ~10^5 times)."""
-    counted = _Counted(redact_module._NAME_CHAR_I)
-    monkeypatch.setattr(redact_module, "_NAME_CHAR_I", counted)
+    counted = _Counted(redact_rules._NAME_CHAR_I)
+    monkeypatch.setattr(redact_rules, "_NAME_CHAR_I", counted)
     text = unit * 300 + "=ab"
     assert find_secrets(text) == []
     assert counted.calls <= 2 * len(text)
