@@ -27,6 +27,14 @@ shortened (a long tool result, document or file), it is truncated to the
 space left and kept; then the walk stops. Skipping a misfit and continuing
 with smaller units would fill better but break promise 3.
 
+A unit may be required in part only (``Unit.part``): the rest of it is walked as an optional
+unit. The latest error's rest is ranked as its unit in its layer; the newest group's (past a
+bound on its size) is a layer of its own with a large share, walked in ``REST_STEP`` steps
+(``Unit.rest_share``): required whole, a 120,000-token log took all but 114 tokens of a 128k
+build and left out a 34-token instruction and every earlier step; as a layer of its own,
+walked step by step beside the others, it leaves them their shares of the room (the small units
+first) and still takes most of it.
+
 Score of a unit (documented; higher = earlier within its layer)::
 
     score = priority - 0.4 * age - 2 * log2(1 + tokens)
@@ -64,6 +72,7 @@ __all__ = [
     "AGE_WEIGHT",
     "COST_WEIGHT",
     "MIN_TRUNCATED_TOKENS",
+    "REST_STEP",
     "Selection",
     "Unit",
     "score",
@@ -75,6 +84,9 @@ AGE_WEIGHT = 0.4
 COST_WEIGHT = 2.0
 MIN_TRUNCATED_TOKENS = 48
 """Below this many tokens of space, a truncated unit is not worth its marker lines."""
+REST_STEP = 1_000
+"""The steps of a rest with a share of its own (``Unit.rest_share``): each is walked at its own
+virtual finish time, so the rest takes its share of the room the walk reaches, step by step."""
 
 
 def score(priority: int, position: int, tokens: int) -> float:
@@ -92,7 +104,10 @@ class Unit:
     ``part``: for a required unit, how many of its tokens are required (the rest is walked
     as an optional unit of its own, ranked as this one, and granted like any other); None:
     all of them. ``if_fits``: a required unit required only when it fits beside the other
-    required units (the latest error: see :func:`select_units`).
+    required units (the latest error: see :func:`select_units`). ``rest_share``: the rest of a
+    unit required in part competes as a layer of its own with this share of the layers' shares
+    together, in ``REST_STEP``-token steps, instead of ranked as its unit in its layer (the
+    newest group: see :func:`select_units`).
     """
 
     id: str
@@ -105,6 +120,7 @@ class Unit:
     needs: tuple[str, ...] = ()
     part: int | None = None
     if_fits: bool = False
+    rest_share: float | None = None
     rank: tuple[float, int, str] = field(init=False, repr=False, compare=False)
     """Order within a layer: higher score, then newer, then id (unique: ids are)."""
 
@@ -259,14 +275,26 @@ def select_units(
     A required unit with ``if_fits`` (the latest error's group) is required only when the
     required units fit, each cut as far as it may be: when they do not, the selection is
     :func:`_without_if_fits`'s (the other required units alone), not the typed error.
+
+    A unit required in part with a ``rest_share`` (the newest group, past
+    ``timeline_units.NEWEST_WHOLE_TOKENS``) has its rest walked as a layer of its own, in
+    ``REST_STEP``-token steps, with that share times the layers' shares together: the others
+    take their shares of the room beside it (small ones first: an instruction, the plan, the
+    recent groups), and the rest gets ``rest_share`` times what they take, and all the room
+    where they have nothing more. Its steps are units like any other (a fixed order, whatever
+    the budget), so the promises hold as they do for them.
     """
     given = units
     attach = tools or {}
     required = [u for u in units if u.required]
-    rests: dict[str, Unit] = {}  # the optional rest of a unit required in part -> that unit
+    rests: dict[str, tuple[str, int]] = {}  # a rest (or a step of one) -> (its unit, the rest's size)
     if any(u.part is not None for u in required):
-        required, rests = _parts(required)
-        units = [*units, *rests.values()]
+        required, rest_units, rests = _parts(required, budget)
+        units = [*units, *rest_units]
+        own = {_step_layer(u.id): u.rest_share for u in required if u.rest_share is not None}
+        if own:
+            total = sum(shares.values())
+            shares = {**shares, **{layer: share * total for layer, share in own.items()}}
     kept, needed, used = _pay_required(required, budget, attach, shrink_required)
     if used > budget:
         if any(u.if_fits for u in required):
@@ -369,7 +397,7 @@ def _without_if_fits(units: Sequence[Unit], budget: int, *, shares: Mapping[str,
     with a 1,000 reserve), although the newest input and the latest exchange fitted."""
     lifted = sorted(u.id for u in units if u.required and u.if_fits)
     # each at its part: the rest of one is optional, and nothing optional is kept here
-    required, _ = _parts([u for u in units if u.required and not u.if_fits])
+    required, _, _ = _parts([u for u in units if u.required and not u.if_fits], budget)
     kept, needed, used = _pay_required(required, budget, attach, shrink_required)
     if used > budget:
         raise _over(budget, required, kept, needed)
@@ -384,39 +412,68 @@ def _without_if_fits(units: Sequence[Unit], budget: int, *, shares: Mapping[str,
 
 
 _REST = "+rest"
-"""Suffix of the id of a part-required unit's optional rest (``Unit.part``)."""
+"""Suffix of the id of a part-required unit's optional rest (``Unit.part``); a step of a rest
+with a share of its own adds its number."""
 
 
-def _parts(required: list[Unit]) -> tuple[list[Unit], dict[str, Unit]]:
-    """The required units with each part-required one at its part, and the optional rests
-    by id (its unit's id + ``_REST``). A rest is shrinkable to nothing, has no needs (its
-    unit's part is charged for them) and is ranked as its unit."""
+def _step_layer(uid: str) -> str:
+    """The layer of the steps of ``uid``'s rest (``Unit.rest_share``): its own, no other unit's."""
+    return uid + _REST
+
+
+def _parts(required: list[Unit], budget: int
+           ) -> tuple[list[Unit], list[Unit], dict[str, tuple[str, int]]]:
+    """The required units with each part-required one at its part, the optional rests (or
+    their steps), and each rest's id -> (its unit's id, the rest's size). A rest is shrinkable to
+    nothing, has no needs (its unit's part is charged for them) and is ranked as its unit in its
+    layer, or, with a ``rest_share``, cut in ``REST_STEP``-token steps in a layer of its own.
+
+    Steps only up to the ``budget``: past ``budget // REST_STEP + 1`` whole steps the walk,
+    which takes a layer's units in order, cannot take them all, so what follows is never
+    reached and is one last step (a 1M-token log is not a thousand units); what the walk keeps
+    is what it keeps of the rest cut to the end, at any budget."""
     out: list[Unit] = []
-    rests: dict[str, Unit] = {}
+    rests: list[Unit] = []
+    owner: dict[str, tuple[str, int]] = {}
     for u in required:
         if u.part is None or u.part >= u.tokens:
             out.append(u)
             continue
         smallest = u.part if u.min_tokens is None else min(u.min_tokens, u.part)
         out.append(Unit(u.id, u.layer, u.part, u.score, u.position, True, smallest, u.needs,
-                        if_fits=u.if_fits))
-        rest = Unit(u.id + _REST, u.layer, u.tokens - u.part, u.score, u.position, min_tokens=0)
-        rests[rest.id] = rest
-    return out, rests
+                        if_fits=u.if_fits, rest_share=u.rest_share))
+        size = u.tokens - u.part
+        if u.rest_share is None:
+            rest = Unit(u.id + _REST, u.layer, size, u.score, u.position, min_tokens=0)
+            rests.append(rest)
+            owner[rest.id] = (u.id, size)
+            continue
+        whole = min(size // REST_STEP, budget // REST_STEP + 1)
+        steps = [REST_STEP] * whole + ([size - whole * REST_STEP] if size > whole * REST_STEP else [])
+        layer = _step_layer(u.id)
+        for i, tokens in enumerate(steps):  # in order: each scored one below the one before
+            step = Unit(f"{u.id}{_REST}.{i}", layer, tokens, u.score - i, u.position, min_tokens=0)
+            rests.append(step)
+            owner[step.id] = (u.id, size)
+    return out, rests, owner
 
 
-def _joined(s: Selection, rests: Mapping[str, Unit]) -> Selection:
-    """``s`` with each rest's grant added to its unit's: a unit is cut when it got less than
-    its whole, and a rest left out is no unit left out (its unit is kept, at its part)."""
+def _joined(s: Selection, rests: Mapping[str, tuple[str, int]]) -> Selection:
+    """``s`` with each rest's grant (its steps' together) added to its unit's: a unit is cut
+    when it got less than its whole, and a rest left out is no unit left out (its unit is kept,
+    at its part)."""
     if not rests:
         return s
     kept, cut = s.kept, set(s.cut)
-    for rest_id, rest in rests.items():
-        uid = rest_id.removesuffix(_REST)
-        grant = kept.pop(rest_id, 0)
-        kept[uid] += grant
+    grants: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for rest_id, (uid, size) in rests.items():
+        grants[uid] = grants.get(uid, 0) + kept.pop(rest_id, 0)
+        sizes[uid] = size
         cut.discard(rest_id)
-        if grant < rest.tokens:
+    for uid, grant in grants.items():
+        kept[uid] += grant
+        if grant < sizes[uid]:
             cut.add(uid)
         else:
             cut.discard(uid)

@@ -17,7 +17,9 @@ Views are computed on demand, never stored:
 - ``required``: current policies, the current goal and success contract, the
   current plan, the latest visible user input, every visible user input
   flagged ``required=True``, the most recent visible protocol group
-  (the assistant call fragment and all its answers), the latest visible
+  (the assistant call fragment and all its answers; past
+  ``timeline_units.NEWEST_WHOLE_TOKENS`` only down to its head and tail, the rest
+  competing with a share of its own), the latest visible
   compaction summary (it stands in for everything it hides: constraints,
   failures and ids the model must not lose), and the group of the latest
   error (:meth:`RunState.latest_error_ids`: required only down to its

@@ -56,6 +56,22 @@ ERROR_DIAGNOSIS_TOKENS = 160
 """What the required part of the latest error's group adds to its smallest cut (``Unit.part``):
 room for a failing log's diagnosis line and first key error (``diagnose.lean_log`` needs ~120
 tokens for them; its smallest cut names the error's line only)."""
+NEWEST_WHOLE_TOKENS = 3_000
+"""The newest group (``RunState.required_ids``) is required whole up to this many tokens; a larger
+one only down to its head and tail (its smallest cut and ``ERROR_DIAGNOSIS_TOKENS``, what the
+latest error keeps), its rest competing with a share of its own (``NEWEST_REST_SHARE``).
+Required whole, a 120,000-token build log took all of a 128k build but its own call: a 34-token
+AGENTS.md instruction, the plan, the recent groups and every earlier step were dropped for a few
+more lines of it. A bound on the group, not a share of the budget: whether the rest competes
+must not depend on the budget (promise 3 of ``selection``). Why 3,000: up to it the group is
+required whole as before, so at the 3,000-token budget of a 4k window (the smallest the
+benchmarks build at) a newest result that fits whole is still shown whole, never cut for old
+history (at 2,000, 13 of 2,654 tau-bench builds there changed, and 5 lost a flight of a search
+result for old messages); a 3,000-token group leaves an 8k window's budget room for the rest."""
+NEWEST_REST_SHARE = 3.0
+"""The share of the newest group's rest: three times the layers' shares together, so where the
+others take their shares of the room beside it, it gets three quarters, and all that is left
+where they have nothing more (``selection.select_units``)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -368,10 +384,17 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
     part = None
     if if_fits and min_tokens is not None:
         part = min(st.tokens, min_tokens + ERROR_DIAGNOSIS_TOKENS)
+    # the newest group (the only other required group): past NEWEST_WHOLE_TOKENS, required down
+    # to its head and tail, its rest competing with a share of its own
+    rest_share = None
+    if (is_required and not if_fits and isinstance(item, ToolGroup) and min_tokens is not None
+            and st.tokens > NEWEST_WHOLE_TOKENS):
+        part = min_tokens + ERROR_DIAGNOSIS_TOKENS
+        rest_share = NEWEST_REST_SHARE
     # scored from its newest member's position (an answered call ranks as new as its answer; a
     # lost or cancelled one as its call: ``ranked_position``)
     # a group keeps its tools; one shown as a note calls none
     tools = () if noted else tuple(sorted(st.names))
     unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
-                is_required, min_tokens, tools, part, if_fits)
+                is_required, min_tokens, tools, part, if_fits, rest_share)
     return _Row(st, unit, layer_no, not_offered=noted)

@@ -77,7 +77,7 @@ def test_a_later_success_of_the_same_tool_resolves_the_error() -> None:
     assert "Build finished: 0 errors" in request_text(result)
 
 
-def test_the_latest_error_at_the_end_of_the_log_is_required_whole_as_the_latest_group() -> None:
+def test_the_latest_error_at_the_end_of_the_log_is_required_as_the_latest_group() -> None:
     result = build(_failing_make_then_reads(reads=0), "anthropic", window=60_000, reserve=1_000)
     line = next(f for f in result.manifest.fragments if f.id == "e3")
     assert line.selection_reason == "required: latest protocol group (a call and its answers)"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
 from contextfold.domain.manifest import DEFAULT_LAYER_SHARES
-from contextfold.projections.selection import Unit, select_units
+from contextfold.projections.selection import REST_STEP, Unit, select_units
 
 LAYERS = ["policy", "goal", "plan", "recent", "retrieval", "history", "input"]
 SHARES = {k: v for k, v in DEFAULT_LAYER_SHARES.items() if k != "tools"}
@@ -28,10 +28,12 @@ def unit_sets(draw: st.DrawFn) -> list[Unit]:
                 and draw(st.booleans()) else None)
         # and required only where it fits (the latest error again: ``Unit.if_fits``)
         if_fits = required and draw(st.integers(0, 3)) == 0
+        # its rest competing in steps, with a share of its own (the newest group: ``Unit.rest_share``)
+        rest_share = draw(st.sampled_from([None, 3.0, 0.5])) if part is not None else None
         units.append(Unit(
             id=f"u{i}", layer=draw(st.sampled_from(LAYERS)), tokens=tokens,
             score=draw(st.floats(0, 200, allow_nan=False)), position=i,
-            required=required, min_tokens=min_tokens, part=part, if_fits=if_fits))
+            required=required, min_tokens=min_tokens, part=part, if_fits=if_fits, rest_share=rest_share))
     return units
 
 
@@ -88,6 +90,48 @@ def test_larger_budget_never_drops_what_a_smaller_kept(units: list[Unit], small:
         assert b[uid] >= grant  # kept at least as whole
 
 
+@st.composite
+def with_a_giant_newest(draw: st.DrawFn) -> list[Unit]:
+    """``unit_sets`` and a newest group of up to 60,000 tokens required down to its head and tail,
+    its rest competing in ``REST_STEP`` steps with a share of its own: at a small budget its steps
+    past the budget are one unit (``selection._parts``), at a larger one more of them are steps."""
+    tokens = draw(st.integers(1, 60_000))
+    min_tokens = draw(st.integers(1, min(tokens, 400)))
+    part = draw(st.integers(min_tokens, min(tokens, 600)))
+    newest = Unit("newest", "recent", tokens, 50.0, 10_000, required=True, min_tokens=min_tokens,
+                  part=part, rest_share=draw(st.sampled_from([3.0, 0.5, 10.0])))
+    return [*draw(unit_sets()), newest]
+
+
+@settings(max_examples=300, deadline=None)
+@given(with_a_giant_newest(), st.integers(1, 70_000), st.integers(0, 70_000))
+def test_a_giant_rest_in_steps_keeps_the_promises(units: list[Unit], small: int, extra: int) -> None:
+    a = _select(units, small)
+    b = _select(units, small + extra)
+    assert a == _select(list(reversed(units)), small)
+    if a is None:
+        return
+    assert b is not None and sum(a.values()) <= small and sum(b.values()) <= small + extra
+    assert set(a) <= set(b) and all(b[uid] >= grant for uid, grant in a.items())
+    newest = units[-1]
+    if "newest" in a and a["newest"] < newest.tokens:  # cut: the walk stopped at a step of its rest
+        assert a["newest"] >= min(newest.part or newest.tokens, newest.min_tokens or newest.tokens)
+
+
+def test_the_rest_of_a_giant_newest_group_leaves_the_small_units_their_share() -> None:
+    """The newest group's rest (``Unit.rest_share``) walks in steps beside the other layers: an
+    instruction, the plan and the recent groups are kept, and the rest takes all the room left."""
+    units = [Unit("newest", "recent", 120_000, 10.0, 100, required=True, min_tokens=80, part=240,
+                  rest_share=3.0),
+             Unit("instruction", "policy", 34, 90.0, 1), Unit("plan", "plan", 60, 80.0, 2),
+             Unit("r1", "recent", 400, 60.0, 98), Unit("r2", "recent", 500, 60.0, 99),
+             *(Unit(f"h{i}", "history", 300, 20.0 + i, 10 + i) for i in range(40))]
+    kept = select_units(units, 12_000, shares=SHARES).kept
+    assert {"instruction", "plan", "r1", "r2"} <= kept.keys()
+    assert sum(kept.values()) == 12_000 and kept["newest"] >= 0.7 * 12_000
+    assert sum(1 for uid in kept if uid.startswith("h")) < 40  # old history gets only its share
+
+
 def test_unused_reserve_flows_to_other_layers() -> None:
     # only history has candidates: it may use the whole budget, not just its 25% share
     units = [Unit(f"h{i}", "history", 100, 50.0 - i, i) for i in range(10)]
@@ -135,16 +179,28 @@ def _reference(units: list[Unit], budget: int) -> tuple[dict[str, int], dict[str
         return ({u.id: _required(u) for u in required if not u.if_fits},
                 {**dict.fromkeys((u.id for u in units if not u.required), "low_priority"),
                  **dict.fromkeys((u.id for u in lifted), "over_budget")})
-    # a unit required in part: the rest is an optional unit ranked as it is, shrinkable to nothing
-    rests = {f"{u.id}+rest": u for u in required if u.part is not None and u.part < u.tokens}
-    optional = [u for u in units if not u.required] + [
-        Unit(rid, u.layer, u.tokens - _required(u), u.score, u.position, min_tokens=0)
-        for rid, u in rests.items()]
+    # a unit required in part: the rest is an optional unit ranked as it is, shrinkable to nothing;
+    # with a share of its own, every REST_STEP tokens of it a unit, in a layer of its own
+    rests: dict[str, Unit] = {}
+    shares = dict(SHARES)
+    for u in required:
+        if u.part is None or u.part >= u.tokens:
+            continue
+        size = u.tokens - u.part
+        if u.rest_share is None:
+            rests[f"{u.id}+rest"] = Unit(f"{u.id}+rest", u.layer, size, u.score, u.position, min_tokens=0)
+            continue
+        shares[f"{u.id}+rest"] = u.rest_share * sum(SHARES.values())
+        for i, start in enumerate(range(0, size, REST_STEP)):
+            rests[f"{u.id}+rest.{i}"] = Unit(f"{u.id}+rest.{i}", f"{u.id}+rest", min(REST_STEP, size - start),
+                                             u.score - i, u.position, min_tokens=0)
+    owner = {rid: rid.split("+")[0] for rid in rests}
+    optional = [u for u in units if not u.required] + list(rests.values())
     keyed = []
-    for layer in {u.layer for u in units}:
+    for layer in {u.layer for u in optional}:
         members = sorted((u for u in optional if u.layer == layer),
                          key=lambda u: (-u.score, -u.position, u.id))
-        share, cumulative = SHARES.get(layer, 0.0), 0
+        share, cumulative = shares.get(layer, 0.0), 0
         for u in members:
             cumulative += u.tokens
             keyed.append((cumulative / share if share > 0 else math.inf, -u.score, -u.position, u.id, u))
@@ -165,8 +221,8 @@ def _reference(units: list[Unit], budget: int) -> tuple[dict[str, int], dict[str
                 used += room
             else:
                 dropped[u.id] = "over_budget"
-    for rid, u in rests.items():  # a rest's grant is its unit's; a rest left out is nothing left out
-        kept[u.id] += kept.pop(rid, 0)
+    for rid in rests:  # a rest's grant is its unit's; a rest left out is nothing left out
+        kept[owner[rid]] += kept.pop(rid, 0)
         dropped.pop(rid, None)
     return kept, dropped
 
@@ -177,6 +233,18 @@ def test_reachable_heads_and_presorted_layers_select_what_the_plain_walk_selects
         units: list[Unit], budget: int, sorted_layer: str) -> None:
     """Ordering only the reachable head of each layer, and taking a layer presorted by rank
     (as the timeline's cold units are), changes nothing."""
+    _as_the_plain_walk(units, budget, sorted_layer)
+
+
+@settings(max_examples=300, deadline=None)
+@given(with_a_giant_newest(), st.integers(1, 70_000), st.sampled_from(LAYERS))
+def test_a_giant_rest_selects_what_the_plain_walk_of_all_its_steps_selects(
+        units: list[Unit], budget: int, sorted_layer: str) -> None:
+    """Its steps past the budget made one unit (``selection._parts``) change nothing."""
+    _as_the_plain_walk(units, budget, sorted_layer)
+
+
+def _as_the_plain_walk(units: list[Unit], budget: int, sorted_layer: str) -> None:
     expected = _reference(units, budget)
     presorted = {sorted_layer: sorted((u for u in units if u.layer == sorted_layer and not u.required),
                                       key=lambda u: u.rank)}
