@@ -263,7 +263,8 @@ def _handle_verify(args: argparse.Namespace) -> int:
     if report.ok:
         _out(f"ok: {report.events} events of {args.run!r}, hash chain intact")
         return 0
-    sys.stderr.write(f"FAILED: {args.run!r} position {report.first_bad_position}: {report.reason}\n")
+    # the reason may quote a tampered row's text: shown with its escapes (``visible``)
+    sys.stderr.write(f"FAILED: {args.run!r} position {report.first_bad_position}: {visible(report.reason)}\n")
     return 3
 
 

@@ -152,7 +152,7 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
     else:
         i = verdict["integrity"]
         _out(f"integrity: ok ({i['events']} events, hash chain intact)" if i["ok"] else
-             f"integrity: FAILED at position {i['first_bad_position']}: {i['reason']}")
+             f"integrity: FAILED at position {i['first_bad_position']}: {visible(i['reason'])}")
         c = verdict["check"]
         if c["recorded"]:
             req, conf = c["request_hash"], c["config_hash"]
@@ -227,7 +227,7 @@ def _summary_text(a: RunAudit) -> str:
         f"run {a.run_id}: {a.events} events, {s.turns} turns ({s.recorded_turns} recorded, "
         f"{s.rebuilt_turns} rebuilt from the log)",
         "integrity: " + (f"ok ({i.events} events, hash chain intact)" if i.ok else
-                         f"FAILED at position {i.first_bad_position}: {i.reason}"),
+                         f"FAILED at position {i.first_bad_position}: {visible(i.reason)}"),
         f"prefix stability: {s.prefix_reused} of {max(0, s.turns - 1)} turns re-used the previous prefix"
         + (f" (changed at {', '.join(map(str, s.prefix_changed_turns[:20]))})"
            if s.prefix_changed_turns else ""),

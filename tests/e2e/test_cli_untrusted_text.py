@@ -294,3 +294,33 @@ def test_the_notes_of_a_folder_import_and_of_replay_show_escapes(
     assert main(["--store", url, "replay", "g", "--turn", "1", "--verify"]) == 1
     err = capsys.readouterr().err
     assert _hidden(err) == [] and "note: recorded by b\\x1b[31m\\u202e, rebuilt by" in err, err
+
+
+def test_an_integrity_failure_shows_the_escapes_of_the_stored_text_it_quotes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tampered row whose chain hash was recomputed fails to parse, and the reason quotes its
+    text: ``verify``'s FAILED line and ``audit``'s integrity line wrote its ESC and U+202E raw."""
+    import sqlite3
+
+    from contextfold.api import open_store
+    from contextfold.domain.events import UserInput
+    from contextfold.domain.log import chain_hash
+
+    monkeypatch.delenv("CONTEXTFOLD_STORE", raising=False)
+    db = tmp_path / "t.db"
+    with open_store(f"sqlite:///{db}") as s:
+        s.run("r").append(UserInput("hello"), UserInput("world"))
+    con = sqlite3.connect(db)
+    prev = con.execute("SELECT state FROM contextfold_events WHERE originator_version = 1").fetchone()[0][:64]
+    body = b'{"content":[{"text":"w","type":"text\\u001b[2J\\u202e"}],"required":false,"type":"user_input"}'
+    state = chain_hash("r", 2, prev.decode(), body).encode() + body
+    con.execute("UPDATE contextfold_events SET state = ? WHERE originator_version = 2", (state,))
+    con.commit()
+    con.close()
+    for command in (["verify", "r"], ["audit", "r"]):
+        capsys.readouterr()
+        assert main(["--store", f"sqlite:///{db}", *command]) == 3
+        out = capsys.readouterr()
+        shown = out.out + out.err
+        assert "FAILED" in shown and "\\x1b[2J\\u202e" in shown, command
+        assert not _hidden(shown), command
