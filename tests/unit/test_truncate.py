@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from contextfold.domain.errors import ContextfoldError, InvalidInputError
@@ -138,9 +138,19 @@ def test_multibyte_lines_are_never_split() -> None:
 WORDS_MARKER = re.compile(r"\n… \[(\d+) characters omitted\] …\n")
 
 
+_FENCE_LINE = re.compile(r" {0,3}(?:`{3,}|~{3,})")
+
+
 def _words_parts(text: str, result: Truncation) -> tuple[str, str]:
-    """The kept head and tail of a ``words`` cut: a prefix and a suffix of the original."""
+    """The kept head and tail of a ``words`` cut: a prefix and a suffix of the original. A head
+    that leaves a code fence open is followed by the line that closes it (fences are never left
+    open), which is not the original's: a text opening with a fence line of its own words
+    (``"```  0 0 ..."``, found by hypothesis) was cut as ``"``` \n```"``."""
     head, tail = WORDS_MARKER.split(result.text, maxsplit=1)[::2]
+    if not text.startswith(head):
+        kept, _, closer = head.rpartition("\n")
+        assert _FENCE_LINE.fullmatch(closer) and text.startswith(kept), head
+        head = kept
     assert text.startswith(head) and text.endswith(tail)
     ranges = [(1, len(head)), (len(text) - len(tail) + 1, len(text))]
     assert [(r.start, r.end) for r in result.kept] == [(a, b) for a, b in ranges if a <= b]  # none empty
@@ -206,6 +216,7 @@ def test_lines_around_a_paragraph_over_the_grant_give_way_to_words_that_keep_mor
 @SETTINGS
 @given(words=st.lists(line_text.filter(lambda w: "\n" not in w), min_size=1, max_size=300),
        budget=st.integers(0, 200), count=counters)
+@example(words=["```", "", "0", "0", "", "0", "0000", "", "`"], budget=13, count=cl100k)
 def test_words_cuts_keep_a_prefix_and_a_suffix_and_never_exceed(words: list[str], budget: int,
                                                                 count: Counter) -> None:
     text = " ".join(words)
