@@ -43,7 +43,7 @@ from contextfold.domain.events import (
     ToolResultLost,
 )
 
-__all__ = ["GENESIS_HASH", "PairingState", "RecordedEvent", "chain_hash"]
+__all__ = ["GENESIS_HASH", "PairingState", "RecordedEvent", "chain_hash", "repeated_step_ids"]
 
 GENESIS_HASH = "0" * 64
 
@@ -115,15 +115,22 @@ def _check_record(event: ContextBuilt, position: int, responses: int) -> None:
             f"only earlier positions (log_version < {position})")
 
 
+def repeated_step_ids(event: PlanUpdated) -> list[str]:
+    """The step ids ``event`` lists more than once, in plan order: what :func:`_check_plan`
+    refuses, and what a plan an older log holds says it read as each id's last entry
+    (``projections.plan_view``)."""
+    counts = Counter(step.id for step in event.steps)
+    return [sid for sid, n in counts.items() if n > 1]
+
+
 def _check_plan(event: PlanUpdated, position: int) -> None:
     """A plan names each step once. Checked on the write side only, as :func:`_check_cover`: the
     plan's views read a step by its id (what it depends on, whether it is finished), so an id
     listed twice could be shown as the current step while its other entry was stuck, and a
     dependency on it meant either. The fold reads a plan the log already holds by each id's last
     entry (``projections.plan_view.plan_steps``)."""
-    counts = Counter(step.id for step in event.steps)
-    if len(counts) < len(event.steps):
-        repeated = [sid for sid, n in counts.items() if n > 1]
+    repeated = repeated_step_ids(event)
+    if repeated:
         named = ", ".join(quoted(sid) for sid in repeated[:5]) + (
             f" and {len(repeated) - 5} more" if len(repeated) > 5 else "")
         raise InvalidInputError(

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from contextfold.domain.events import PlanStep, PlanUpdated
+from contextfold.domain.log import repeated_step_ids
 
 __all__ = ["NO_PLAN", "current_steps", "plan_steps", "plan_text", "stuck_steps"]
 
@@ -56,14 +57,6 @@ def plan_steps(event: PlanUpdated) -> tuple[PlanStep, ...]:
     if len({step.id for step in steps}) == len(steps):
         return steps
     return tuple({step.id: step for step in steps}.values())
-
-
-def _repeated(event: PlanUpdated) -> list[str]:
-    """The step ids the plan lists more than once, in plan order (:func:`plan_steps`)."""
-    seen: dict[str, int] = {}
-    for step in event.steps:
-        seen[step.id] = seen.get(step.id, 0) + 1
-    return [sid for sid, n in seen.items() if n > 1]
 
 
 def _dependencies(step: PlanStep, status: Mapping[str, str]) -> str:
@@ -272,7 +265,7 @@ def plan_text(event: PlanUpdated) -> str:
             lines.append(f"[{finished_as}] {', '.join(finished)} "
                          f"({len(finished)} of {len(steps_once)} steps)")
     if len(steps_once) < len(event.steps):  # an old log's plan: the model may remember the other entry
-        repeated = _repeated(event)
+        repeated = repeated_step_ids(event)
         lines.append(f"(step id{'s' if len(repeated) > 1 else ''} {_named(repeated)} listed more than "
                      "once: each read as its last entry)")
     if event.budget:
