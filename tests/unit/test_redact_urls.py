@@ -7,7 +7,24 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from contextfold.api import render_request
+from contextfold.domain.events import (
+    AnyEvent,
+    DocumentBlock,
+    ImageBlock,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolsRegistered,
+    UserInput,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold
 from contextfold.projections.redact_urls import REDACTED_IN_URL, shown_url
+from contextfold.projections.state import RunState
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
@@ -33,26 +50,13 @@ def test_a_media_url_is_shown_without_its_credentials(url: str, shown: str) -> N
     assert (parts.scheme, parts.hostname) == (urlsplit(url).scheme, urlsplit(url).hostname)
 
 
+def _folded(events: list[AnyEvent]) -> RunState:
+    return fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+
+
 def test_credentials_in_media_urls_stay_out_of_the_manifest() -> None:
     """An image URL's password, a ``?token=`` and a presigned document URL's credential went
     into the manifest's ``media[].ref`` as written (its first 80 characters)."""
-    from contextfold.api import render_request
-    from contextfold.domain.events import (
-        AnyEvent,
-        DocumentBlock,
-        ImageBlock,
-        ModelResponse,
-        ToolCall,
-        ToolResult,
-        ToolSpec,
-        ToolsRegistered,
-        UserInput,
-    )
-    from contextfold.domain.log import RecordedEvent
-    from contextfold.domain.manifest import BuildConfig
-    from contextfold.projections.builder import build_context
-    from contextfold.projections.fold import fold
-
     password = "Zq8fK2mN9pL4xR7tW3b"
     events: list[AnyEvent] = [
         ToolsRegistered(tools=(ToolSpec(name="fetch", description="fetch"),)),
@@ -66,7 +70,7 @@ def test_credentials_in_media_urls_stay_out_of_the_manifest() -> None:
             url="https://d.example/a.pdf?X-Amz-Credential=AKIAZ7Q3B4N5K6L7M8P9%2F20240101",
             media_type="application/pdf"),)),
         UserInput("next")]
-    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    state = _folded(events)
     for provider in ("openai-chat", "anthropic", "gemini"):
         built = build_context(state, BuildConfig(provider=provider, window=60_000), render=render_request)
         manifest = json.dumps(built.manifest.model_dump(mode="json"))
@@ -79,22 +83,6 @@ def test_credentials_in_media_urls_stay_out_of_the_manifest() -> None:
 def test_a_document_not_attached_is_named_without_its_credentials() -> None:
     """A document a provider cannot take is named in a note ("document (...) URL: not attached"):
     the provider fetches nothing from that URL, so its password only leaked into the request."""
-    from contextfold.api import render_request
-    from contextfold.domain.events import (
-        AnyEvent,
-        DocumentBlock,
-        ModelResponse,
-        ToolCall,
-        ToolResult,
-        ToolSpec,
-        ToolsRegistered,
-        UserInput,
-    )
-    from contextfold.domain.log import RecordedEvent
-    from contextfold.domain.manifest import BuildConfig
-    from contextfold.projections.builder import build_context
-    from contextfold.projections.fold import fold
-
     password = "Zq8fK2mN9pL4xR7tW3b"
     url = f"https://bob:{password}@d.example/table.xlsx"
     events: list[AnyEvent] = [
@@ -103,7 +91,7 @@ def test_a_document_not_attached_is_named_without_its_credentials() -> None:
         ToolResult(call_id="c1", content="ok",
                    blocks=(DocumentBlock(url=url, media_type="application/vnd.ms-excel"),)),
         UserInput("next")]
-    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    state = _folded(events)
     for provider in ("anthropic", "openai-chat"):
         body = build_context(state, BuildConfig(provider=provider, window=60_000),
                              render=render_request).body_bytes.decode()
