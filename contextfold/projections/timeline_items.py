@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from contextfold.projections.state import RunState
 
 __all__ = [
+    "RECOVERY_STATUSES",
     "CallSlot",
     "CallStatus",
     "MessageItem",
@@ -27,6 +28,11 @@ __all__ = [
 ]
 
 CallStatus: TypeAlias = Literal["open", "ok", "error", "lost", "cancelled"]
+RECOVERY_STATUSES = ("lost", "cancelled")
+"""The answers the runtime wrote (``ToolResultLost``, ``ToolCallCancelled``), not the tool: logged
+when a build finds the call unanswered, maybe long after it, so they neither keep a group out of
+a compaction's cover (:attr:`ToolGroup.tool_positions`) nor make it rank as new
+(``timeline_units.ranked_position``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +86,7 @@ class ToolGroup:
         its tool produced. A recovery marker is appended when a build finds the call unanswered,
         which may be long after it; a compaction cover need not reach it (``masking.wholly_inside``)."""
         return (self.position, *(c.answer_position for c in self.calls
-                                 if c.answer_position is not None and c.status not in ("lost", "cancelled")))
+                                 if c.answer_position is not None and c.status not in RECOVERY_STATUSES))
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from contextfold.domain.manifest import ExcludedFragment
 from contextfold.projections.entries import ToolAnswer
 from contextfold.projections.selection import RANK, Unit, score
 from contextfold.projections.state import MessageItem, RunState, TimelineItem, TimelineMark, ToolGroup
+from contextfold.projections.timeline_items import RECOVERY_STATUSES
 
 if TYPE_CHECKING:  # types only (units imports this module)
     from contextfold.projections.fragment_facts import BuildCtx, Hit
@@ -93,9 +94,6 @@ class ItemFacts:
     """A member's text lives in an artifact."""
 
 
-_RECOVERY = ("lost", "cancelled")
-
-
 def ranked_position(state: RunState, fid: str) -> int:
     """The log position a fragment ranks by: its own, but a runtime recovery answer
     (``ToolResultLost``/``ToolCallCancelled``) ranks at its call's.
@@ -107,7 +105,7 @@ def ranked_position(state: RunState, fid: str) -> int:
     19 recent results a build without the lost call kept."""
     entry = state.entries[fid]
     content = entry.content
-    if isinstance(content, ToolAnswer) and content.status in _RECOVERY:
+    if isinstance(content, ToolAnswer) and content.status in RECOVERY_STATUSES:
         return state.answer_group.get(entry.position, entry.position)
     return entry.position
 
