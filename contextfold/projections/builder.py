@@ -170,10 +170,16 @@ def _build(state: RunState, config: BuildConfig, *,
     def shrink_required(required: Sequence[Unit], room: int) -> dict[str, int]:
         grants = {u.id: u.tokens for u in required}
         deficit = sum(grants.values()) - room
+        # beside the latest error the current input keeps up to INPUT_KEPT_BESIDE_ERROR whole:
+        # grants that do not fit so leave the error out (``selection._without_if_fits``)
+        guarded = any(u.if_fits for u in required)
         for u in sorted((u for u in required if u.shrinkable), key=lambda u: (-u.tokens, u.id)):
             if deficit <= 0:
                 break
-            cut = min(deficit, u.tokens - (u.tokens if u.min_tokens is None else u.min_tokens))
+            floor = u.tokens if u.min_tokens is None else u.min_tokens
+            if guarded and u.layer == "input":
+                floor = max(floor, min(u.tokens, INPUT_KEPT_BESIDE_ERROR))
+            cut = min(deficit, u.tokens - floor)
             grants[u.id] -= cut
             deficit -= cut
         return grants
@@ -349,6 +355,18 @@ def _by_fragment(ctx: BuildCtx, required: Sequence[tuple[str, int]], members: Ma
         out.extend((fid, share if f.shrinkable else f.cost)  # each cut part its share of the cut
                    for fid, f, share in zip(ids, facts, shares, strict=True))
     return out
+
+
+INPUT_KEPT_BESIDE_ERROR = 3_000
+"""The current input is not cut below this many tokens (or its whole size, if smaller) to make
+room for the latest error's group (``selection.Unit.if_fits``): where it would have to be, the
+error is left out and the input gets what it gets alone. Cut for the error, a 1,505-token
+question was sent whole at a 3,150 window and as 48 tokens at 3,200, where the error first fitted
+beside it. The model answers the input; the error is required so that its length does not drop
+it, not so that it displaces what the user just asked. A bound on the input, not on the budget,
+so whether the error fits stays monotone in the budget (each grant of the greedy cut grows with
+it). Why 3,000: ``timeline_units.NEWEST_WHOLE_TOKENS``, the size up to which the newest group is
+kept whole; a longer input (a pasted log) still makes room for the error's diagnosis."""
 
 
 ERROR_FLOOR_MAX_UNCUTTABLE = 2_000

@@ -217,3 +217,26 @@ def test_a_latest_error_that_does_not_fit_beside_the_required_content_is_left_ou
             assert line.required and line.truncated
             assert line.selection_reason.startswith("required: latest error")
     assert shown_at is not None and 2_500 < shown_at <= 3_200
+
+
+def test_the_current_input_is_not_cut_to_make_room_for_the_latest_error() -> None:
+    """Where the error first fitted beside the required content, the shrink cut the newest input
+    for it: a 1,505-token question went whole at a 3,150 window and as 48 tokens at 3,200. The
+    input now keeps its grant as the window grows, and the error enters beside it whole
+    (``builder.INPUT_KEPT_BESIDE_ERROR``); the kept set still only grows."""
+    events = _long_reply_beside_a_failed_call()
+    events[-1] = UserInput("Please explain what failed. "
+                           + " ".join(f"detail{i} about the build" for i in range(300)))
+    state = fold(recorded(events))
+    grant_before, kept_before = 0, set[str]()
+    shown_at = None
+    for window in range(1_300, 6_000, 50):
+        m = build_context(state, BuildConfig(provider="anthropic", window=window, reserve=1_000)).manifest
+        lines = {f.id: f for f in m.fragments}
+        assert lines["e10"].tokens >= grant_before, window
+        assert set(lines) >= kept_before, window
+        grant_before, kept_before = lines["e10"].tokens, set(lines)
+        if "e3" in lines and shown_at is None:
+            shown_at = window
+            assert not lines["e10"].truncated
+    assert shown_at is not None
