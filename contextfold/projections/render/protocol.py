@@ -6,8 +6,8 @@ official SDK request types, and the render modules name the providers from here.
 every tool call answered exactly once and right after it, call ids the provider takes
 (Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses and Gemini:
 unique in the request; OpenAI chat: at most 40 characters),
-tool names it takes, object schemas for tool parameters (with ``properties`` for OpenAI), at
-most 128 tools and 128 calls in a message (OpenAI chat), role alternation, ``tool_result``
+tool names it takes and object schemas for tool parameters (:mod:`.tool_checks`, which reads only
+the body's ``tools``), at most 128 calls in a message (OpenAI chat), role alternation, ``tool_result``
 placement, tools declared for every tool name used in history, at most four Anthropic cache
 breakpoints, a request with something to answer (a message, an input item, a content). Each failure is a
 :class:`RenderError` naming the message.
@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from itertools import repeat
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
+from contextfold.projections.render.tool_checks import (
+    MAX_CHAT_TOOL_CALLS,
+    anthropic_tools,
+    chat_tools,
+    declared_tool_names,
+    gemini_tools,
+    refused_tool_names,
+    refused_tool_schemas,
+    responses_tools,
+)
 from contextfold.projections.request_json import all_remembered, is_remembered, on_clear
-from contextfold.projections.tool_names import TOOL_NAME_RULES, refuses_tool_name
 
 __all__ = ["PROVIDERS", "Provider", "check_protocol", "check_protocol_noting", "parse_provider",
            "refused_tool_names", "refused_tool_schemas", "refuses_prefill"]
@@ -57,138 +66,6 @@ def _list(provider: str, body: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _refused_names(provider: str, names: Iterable[Any]) -> list[Any]:
-    """The ``names`` ``provider`` refuses as tool names (in their order): by the rule the builder
-    asks when it decides to alias a made-up name (``tool_names.refuses_tool_name``), so the two
-    cannot drift apart."""
-    return [name for name in names if not isinstance(name, str) or refuses_tool_name(provider, name)]
-
-
-def refused_tool_names(names: Iterable[str]) -> dict[str, tuple[list[str], str]]:
-    """provider -> (the ``names`` it refuses, sorted; the names it takes), for the providers that
-    refuse any: what an import can say before a build for that provider fails on them."""
-    wanted = sorted(set(names))
-    found = {}
-    for provider, (_, rule) in TOOL_NAME_RULES.items():
-        refused = _refused_names(provider, wanted)
-        if refused:
-            found[provider] = (refused, rule)
-    return found
-
-
-def _names(provider: str, names: set[Any]) -> set[Any]:
-    """``names``, or a RenderError naming the first (sorted) one the provider refuses."""
-    refused = _refused_names(provider, names)
-    if refused:
-        _fail(provider, f"tool name {min(refused, key=str)!r} is refused by this API: it takes "
-              f"{TOOL_NAME_RULES[provider][1]} (rename the tool where it is registered)")
-    return names
-
-
-OBJECT_SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
-"""The APIs that take only an object schema as a tool's parameters (their renderers give a schema
-without a type ``"type": "object"`` and an object schema without properties ``"properties": {}``,
-``_shared.object_schema``; so what they refuse is a schema of another type)."""
-
-MAX_CHAT_TOOLS = 128
-"""OpenAI Chat Completions takes at most 128 tools ("Invalid 'tools': array too long. Expected an
-array with maximum length 128")."""
-
-MAX_CHAT_TOOL_CALLS = 128
-"""... and at most 128 calls in one assistant message (the same error for ``tool_calls``)."""
-
-
-def refused_tool_schemas(specs: Iterable[tuple[str, Any]]) -> tuple[list[str], tuple[str, ...]]:
-    """(the names of the (name, parameters) ``specs`` whose schema is of a type other than object,
-    sorted; the providers that refuse them): what an import can say before a build fails on them."""
-    # type_required=False: the renderers give a schema without a type "type": "object"
-    refused = sorted({name for name, schema in specs
-                      if _schema_kind(schema, type_required=False) != "object"})
-    return refused, OBJECT_SCHEMA_PROVIDERS if refused else ()
-
-
-def _schema_kind(schema: Any, *, type_required: bool) -> Any:
-    """The type a tool's parameters schema declares (``"object"`` when it names none, or a list
-    with it, and the provider does not require one: the renderers send those as objects; None
-    for a schema that is not an object)."""
-    if not isinstance(schema, dict):
-        return None
-    kind = schema.get("type", None if type_required else "object")
-    return "object" if not type_required and isinstance(kind, list) and "object" in kind else kind
-
-
-def _object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, properties: bool) -> None:
-    """A RenderError naming the first tool whose parameters schema the provider refuses: both
-    require ``"type": "object"`` (OpenAI: "schema must be a JSON Schema of 'type: \"object\"'",
-    Anthropic: "input_schema.type: Field required"), OpenAI its ``properties`` too ("object schema
-    missing properties"). The whole request would be refused, turn after turn, for one tool
-    registered with another schema."""
-    for name, schema in schemas:
-        kind = _schema_kind(schema, type_required=True)
-        if kind != "object":
-            _fail(provider, f"tool {name!r}: its parameters must be a JSON Schema of type 'object', "
-                  f"not {kind!r} (fix the schema where the tool is registered)")
-        if properties and "properties" not in schema:
-            _fail(provider, f"tool {name!r}: its object schema lists no 'properties'")
-        if not isinstance(schema.get("properties", {}), dict):
-            _fail(provider, f"tool {name!r}: its 'properties' must be an object, not "
-                  f"{type(schema['properties']).__name__} (fix the schema where the tool is registered)")
-
-
-_DECLARED_TOOLS: dict[str, tuple[tuple[object, ...], frozenset[Any]]] = {}
-"""provider -> the last tools list whose names and parameter schemas passed (remembered dicts,
-held: the same objects are the same tools) and the names it declares. A run's bodies hold the
-same few tools build after build; their checks were a quarter of an openai-chat protocol check."""
-on_clear(_DECLARED_TOOLS.clear)
-
-
-def _tool_names(provider: str, tools: list[Any], declare: Callable[[list[Any]], set[Any]]) -> frozenset[Any]:
-    """``declare(tools)``: the names the tools declare, after checking their names and schemas
-    (a RenderError for the first refused); taken from the last body when it had these tools."""
-    last = _DECLARED_TOOLS.get(provider)
-    if last is not None and len(last[0]) == len(tools) and all(map(operator.is_, last[0], tools)):
-        return last[1]
-    names = frozenset(declare(tools))
-    if all_remembered(tools):
-        _DECLARED_TOOLS[provider] = (tuple(tools), names)
-    return names
-
-
-def _chat_tools(tools: list[Any]) -> set[Any]:
-    p = "openai-chat"
-    if len(tools) > MAX_CHAT_TOOLS:
-        _fail(p, f"{len(tools)} tools are declared and this API takes at most {MAX_CHAT_TOOLS}: "
-              "max_tools bounds the tools chosen for the turn, and every tool the kept history calls "
-              "is declared beside them (a smaller window or a compaction keeps fewer of those calls)")
-    declared = _names(p, {t.get("function", {}).get("name") for t in tools})
-    functions = [t.get("function", {}) for t in tools]  # parameters left out: "an empty parameter list"
-    _object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f],
-                    properties=True)
-    return declared
-
-
-def _responses_tools(tools: list[Any]) -> set[Any]:
-    p = "openai-responses"
-    declared = _names(p, {t.get("name") for t in tools if t.get("type") == "function"})
-    _object_schemas(p, [(t.get("name"), t["parameters"]) for t in tools
-                        if t.get("type") == "function" and t.get("parameters") is not None], properties=True)
-    return declared
-
-
-def _anthropic_tools(tools: list[Any]) -> set[Any]:
-    p = "anthropic"
-    declared = _names(p, {t.get("name") for t in tools})
-    _object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in tools], properties=False)
-    return declared
-
-
-def _gemini_tools(tools: list[Any]) -> set[Any]:
-    declared: set[Any] = set()
-    for tool in tools:
-        declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
-    return _names("gemini", declared)
-
-
 def _declared(provider: str, names: AbstractSet[Any], name: Any, index: int) -> None:
     if name not in names:
         _fail(provider, f"tool {name!r} is used in history but not declared in 'tools'", index)
@@ -217,7 +94,7 @@ def _check_openai_chat(p: str, body: Mapping[str, Any]) -> bool:
 
     Returns whether every message is a remembered dict: what is skipped is (only such are
     kept as passed), so only the messages walked are looked up."""
-    declared = _tool_names(p, body.get("tools") or [], _chat_tools)
+    declared = declared_tool_names(p, body.get("tools") or [], chat_tools)
     messages = _list(p, body, "messages")
     if not messages:  # "Invalid 'messages': empty array. Expected an array with minimum length 1"
         _fail(p, "at least one message is required" + _NOTHING_TO_SEND)
@@ -304,7 +181,7 @@ def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
 
 
 def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
-    declared = _tool_names(p, body.get("tools") or [], _responses_tools)
+    declared = declared_tool_names(p, body.get("tools") or [], responses_tools)
     open_calls: dict[str, int] = {}
     seen: set[Any] = set()
     items = _list(p, body, "input")
@@ -397,7 +274,7 @@ _NOTHING_TO_SEND = (": the request holds none. A build makes none while the run,
 
 
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
-    declared = _tool_names(p, body.get("tools") or [], _anthropic_tools)
+    declared = declared_tool_names(p, body.get("tools") or [], anthropic_tools)
     messages = _list(p, body, "messages")
     if not messages:
         _fail(p, "at least one message is required" + _NOTHING_TO_SEND)
@@ -473,7 +350,7 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
 
 
 def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
-    declared = _tool_names(p, body.get("tools") or [], _gemini_tools)
+    declared = declared_tool_names(p, body.get("tools") or [], gemini_tools)
     expected: list[tuple[Any, Any]] = []
     seen: set[Any] = set()
     asked_at = -1

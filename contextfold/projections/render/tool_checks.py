@@ -1,0 +1,157 @@
+"""The checks of a body's tools: names and parameter schemas each provider takes, and how many.
+
+Why a module of its own: :mod:`.protocol` walks a body's messages; these rules read only its
+``tools`` (and the import reads them before any body exists: :func:`refused_tool_names`,
+:func:`refused_tool_schemas`). Each failure is a :class:`RenderError` naming the tool.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from contextfold.domain.errors import RenderError
+from contextfold.projections.request_json import all_remembered, on_clear
+from contextfold.projections.tool_names import TOOL_NAME_RULES, refuses_tool_name
+
+__all__ = ["MAX_CHAT_TOOLS", "MAX_CHAT_TOOL_CALLS", "OBJECT_SCHEMA_PROVIDERS", "anthropic_tools",
+           "chat_tools", "checked_names", "declared_tool_names", "gemini_tools", "refused_tool_names",
+           "refused_tool_schemas", "responses_tools"]
+
+
+def _refuse(provider: str, message: str) -> None:
+    raise RenderError(provider, message)
+
+
+def refused_names(provider: str, names: Iterable[Any]) -> list[Any]:
+    """The ``names`` ``provider`` refuses as tool names (in their order): by the rule the builder
+    asks when it decides to alias a made-up name (``tool_names.refuses_tool_name``), so the two
+    cannot drift apart."""
+    return [name for name in names if not isinstance(name, str) or refuses_tool_name(provider, name)]
+
+
+def refused_tool_names(names: Iterable[str]) -> dict[str, tuple[list[str], str]]:
+    """provider -> (the ``names`` it refuses, sorted; the names it takes), for the providers that
+    refuse any: what an import can say before a build for that provider fails on them."""
+    wanted = sorted(set(names))
+    found = {}
+    for provider, (_, rule) in TOOL_NAME_RULES.items():
+        refused = refused_names(provider, wanted)
+        if refused:
+            found[provider] = (refused, rule)
+    return found
+
+
+def checked_names(provider: str, names: set[Any]) -> set[Any]:
+    """``names``, or a RenderError naming the first (sorted) one the provider refuses."""
+    refused = refused_names(provider, names)
+    if refused:
+        _refuse(provider, f"tool name {min(refused, key=str)!r} is refused by this API: it takes "
+              f"{TOOL_NAME_RULES[provider][1]} (rename the tool where it is registered)")
+    return names
+
+
+OBJECT_SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
+"""The APIs that take only an object schema as a tool's parameters (their renderers give a schema
+without a type ``"type": "object"`` and an object schema without properties ``"properties": {}``,
+``_shared.object_schema``; so what they refuse is a schema of another type)."""
+
+MAX_CHAT_TOOLS = 128
+"""OpenAI Chat Completions takes at most 128 tools ("Invalid 'tools': array too long. Expected an
+array with maximum length 128")."""
+
+MAX_CHAT_TOOL_CALLS = 128
+"""... and at most 128 calls in one assistant message (the same error for ``tool_calls``)."""
+
+
+def refused_tool_schemas(specs: Iterable[tuple[str, Any]]) -> tuple[list[str], tuple[str, ...]]:
+    """(the names of the (name, parameters) ``specs`` whose schema is of a type other than object,
+    sorted; the providers that refuse them): what an import can say before a build fails on them."""
+    # type_required=False: the renderers give a schema without a type "type": "object"
+    refused = sorted({name for name, schema in specs
+                      if schema_kind(schema, type_required=False) != "object"})
+    return refused, OBJECT_SCHEMA_PROVIDERS if refused else ()
+
+
+def schema_kind(schema: Any, *, type_required: bool) -> Any:
+    """The type a tool's parameters schema declares (``"object"`` when it names none, or a list
+    with it, and the provider does not require one: the renderers send those as objects; None
+    for a schema that is not an object)."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type", None if type_required else "object")
+    return "object" if not type_required and isinstance(kind, list) and "object" in kind else kind
+
+
+def object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, properties: bool) -> None:
+    """A RenderError naming the first tool whose parameters schema the provider refuses: both
+    require ``"type": "object"`` (OpenAI: "schema must be a JSON Schema of 'type: \"object\"'",
+    Anthropic: "input_schema.type: Field required"), OpenAI its ``properties`` too ("object schema
+    missing properties"). The whole request would be refused, turn after turn, for one tool
+    registered with another schema."""
+    for name, schema in schemas:
+        kind = schema_kind(schema, type_required=True)
+        if kind != "object":
+            _refuse(provider, f"tool {name!r}: its parameters must be a JSON Schema of type 'object', "
+                  f"not {kind!r} (fix the schema where the tool is registered)")
+        if properties and "properties" not in schema:
+            _refuse(provider, f"tool {name!r}: its object schema lists no 'properties'")
+        if not isinstance(schema.get("properties", {}), dict):
+            _refuse(provider, f"tool {name!r}: its 'properties' must be an object, not "
+                  f"{type(schema['properties']).__name__} (fix the schema where the tool is registered)")
+
+
+_DECLARED_TOOLS: dict[str, tuple[tuple[object, ...], frozenset[Any]]] = {}
+"""provider -> the last tools list whose names and parameter schemas passed (remembered dicts,
+held: the same objects are the same tools) and the names it declares. A run's bodies hold the
+same few tools build after build; their checks were a quarter of an openai-chat protocol check."""
+on_clear(_DECLARED_TOOLS.clear)
+
+
+def declared_tool_names(provider: str, tools: list[Any],
+                        declare: Callable[[list[Any]], set[Any]]) -> frozenset[Any]:
+    """``declare(tools)``: the names the tools declare, after checking their names and schemas
+    (a RenderError for the first refused); taken from the last body when it had these tools."""
+    last = _DECLARED_TOOLS.get(provider)
+    if last is not None and len(last[0]) == len(tools) and all(map(operator.is_, last[0], tools)):
+        return last[1]
+    names = frozenset(declare(tools))
+    if all_remembered(tools):
+        _DECLARED_TOOLS[provider] = (tuple(tools), names)
+    return names
+
+
+def chat_tools(tools: list[Any]) -> set[Any]:
+    p = "openai-chat"
+    if len(tools) > MAX_CHAT_TOOLS:
+        _refuse(p, f"{len(tools)} tools are declared and this API takes at most {MAX_CHAT_TOOLS}: "
+              "max_tools bounds the tools chosen for the turn, and every tool the kept history calls "
+              "is declared beside them (a smaller window or a compaction keeps fewer of those calls)")
+    declared = checked_names(p, {t.get("function", {}).get("name") for t in tools})
+    functions = [t.get("function", {}) for t in tools]  # parameters left out: "an empty parameter list"
+    object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f],
+                    properties=True)
+    return declared
+
+
+def responses_tools(tools: list[Any]) -> set[Any]:
+    p = "openai-responses"
+    declared = checked_names(p, {t.get("name") for t in tools if t.get("type") == "function"})
+    object_schemas(p, [(t.get("name"), t["parameters"]) for t in tools
+                        if t.get("type") == "function" and t.get("parameters") is not None], properties=True)
+    return declared
+
+
+def anthropic_tools(tools: list[Any]) -> set[Any]:
+    p = "anthropic"
+    declared = checked_names(p, {t.get("name") for t in tools})
+    object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in tools], properties=False)
+    return declared
+
+
+def gemini_tools(tools: list[Any]) -> set[Any]:
+    declared: set[Any] = set()
+    for tool in tools:
+        declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
+    return checked_names("gemini", declared)
