@@ -33,7 +33,7 @@ from contextfold.projections.build_result import BuildResult
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
-from contextfold.projections.layout import HISTORY_START_TEXT, PREFIX_KINDS
+from contextfold.projections.layout import HISTORY_OPENS_TEXT, HISTORY_START_TEXT, PREFIX_KINDS
 from contextfold.projections.request_json import (
     canonical_body,
     canonical_hash,
@@ -57,16 +57,18 @@ those kept) changed; past it (another budget's builds, say) they are gathered an
 
 
 def history_start_tokens(ctx: BuildCtx) -> int:
-    """What the layout's opening note (``HISTORY_START_TEXT``) costs, when a request may need it:
-    a request whose first kept message is the model's opens with it. Nothing but a required
-    instruction, goal or plan (laid out before the timeline) keeps that from happening, so
+    """What the layout's opening note (``HISTORY_START_TEXT`` or ``HISTORY_OPENS_TEXT``) costs,
+    when a request may need it: a request whose first kept message is the model's opens with it.
+    Nothing but a required instruction, goal or plan (laid out before the timeline) keeps that
+    from happening, so
     without one it is set aside before selection, whatever is then kept, and counted in the
     manifest's history layer and overhead. It went unpriced: 48 of 1,433 tau-bench builds at
     small windows sent up to 9 tokens more than their budget."""
     entries, active = ctx.state.entries, ctx.state.active
     if any(fid in active and entries[fid].kind in PREFIX_KINDS for fid in ctx.required):
         return 0
-    return ctx.count(HISTORY_START_TEXT) + MESSAGE_OVERHEAD
+    # which of the two notes it is depends on what selection keeps: the longer is set aside
+    return max(ctx.count(HISTORY_START_TEXT), ctx.count(HISTORY_OPENS_TEXT)) + MESSAGE_OVERHEAD
 
 
 def _hashes(config: BuildConfig) -> tuple[BuildConfig, str, str]:

@@ -71,12 +71,19 @@ from contextfold.projections.state import (
 )
 from contextfold.projections.timeline_units import TimelineUnits
 
-__all__ = ["HISTORY_START_ID", "HISTORY_START_TEXT", "PREFIX_KINDS", "LayoutInput", "lay_out"]
+__all__ = ["HISTORY_OPENS_TEXT", "HISTORY_START_ID", "HISTORY_START_TEXT", "PREFIX_KINDS", "LayoutInput",
+           "lay_out"]
 
 HISTORY_START_TEXT = "[runtime] Earlier conversation is not shown."
 """The user message a request opens with when its first kept message is the model's (a provider
-wants a user turn first): priced by the builder when no required fragment of ``PREFIX_KINDS``
-comes before the timeline (see ``builder.history_start_tokens``)."""
+wants a user turn first) and earlier items of the timeline were left out: priced by the builder
+when no required fragment of ``PREFIX_KINDS`` comes before the timeline (see
+``finish_build.history_start_tokens``)."""
+HISTORY_OPENS_TEXT = "[runtime] The conversation starts here."
+"""... and the one it opens with when nothing came before that message (an agent that greets
+first). The first note there told the model, with runtime authority, that part of a conversation
+that never existed was hidden, which the manifest did not explain. Priced as the longer of the
+two, so which one a request opens with never changes what selection kept."""
 HISTORY_START_ID = "runtime:history-start"
 PREFIX_KINDS = frozenset({"instruction", "goal", "success_contract", "plan"})
 """The fragments laid out as user messages before the timeline (the stable and task sections)."""
@@ -216,12 +223,21 @@ def lay_out(inp: LayoutInput) -> Conversation:
             out.append(current)
         if out and isinstance(out[0], AssistantMessage | ToolResults):
             out.insert(0, UserMessage(parts=(InstructionPart(
-                text=HISTORY_START_TEXT, authority="runtime", fragment_id=HISTORY_START_ID),)))
+                text=_opening_text(inp), authority="runtime", fragment_id=HISTORY_START_ID),)))
         messages = tuple(out)
         laid.last = (pieces, messages)
     # Every part is a validated model already: construct without re-validating thousands.
     return trusted(Conversation, model=inp.model, system=system, tools=inp.tools,
                    messages=messages, stable_prefix_messages=1 if stable else 0)
+
+
+def _opening_text(inp: LayoutInput) -> str:
+    """The note a request whose first message is the model's opens with: whether the timeline's
+    first item is kept (then nothing came before that message), or something earlier was left
+    out. Only a kept first item opens the laid-out timeline: the items are laid out in order."""
+    rows = inp.units.rows
+    first = rows[0].unit if rows else None
+    return HISTORY_OPENS_TEXT if first is not None and first.id in inp.kept_units else HISTORY_START_TEXT
 
 
 @dataclass(slots=True, eq=False)

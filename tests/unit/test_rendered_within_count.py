@@ -231,6 +231,23 @@ def test_the_note_a_request_opens_with_when_its_history_starts_mid_conversation_
     assert opened > 5
 
 
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_run_the_model_opens_is_not_said_to_hide_an_earlier_conversation(provider: str) -> None:
+    """An agent that greets first: its request opened with "[runtime] Earlier conversation is not
+    shown.", with runtime authority, though nothing came before and the manifest excluded
+    nothing. It now says the conversation starts there; the note for a history that was cut is
+    the test above's."""
+    events: list[AnyEvent] = [PolicySet(text="You are an airline support agent."),
+                              ModelResponse(text="Hi! How can I help you today?"),
+                              UserInput("I want to cancel my flight.")]
+    built = build_context(fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, 1)]),
+                          BuildConfig(provider=provider, window=100_000, reserve=1_000),
+                          render=render_request)
+    body = json.dumps(built.request)
+    assert built.manifest.excluded_items == ()
+    assert "Earlier conversation" not in body and "[runtime] The conversation starts here." in body
+
+
 _MEDIA_KEYS = {"url", "image_url", "data", "file_data", "fileUri", "mimeType", "media_type", "detail",
                "filename"}
 """Where a request carries media (priced by the manifest's media records, not as text)."""
