@@ -53,6 +53,7 @@ from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_plan import MediaFinish, finalize_media
+from contextfold.projections.model_family import run_model_for
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import (
     canonical_hash,
@@ -306,7 +307,8 @@ def _build(state: RunState, config: BuildConfig, *,
                                        deferred=plain_fids.union(deferred) if deferred else plain_fids,
                                        read_text=ctx.full_text,
                                        truncated=frozenset(truncated), tools=tools,
-                                       model=config.model or state.model, current_input=current_input,
+                                       model=config.model or run_model_for(config.provider, state.model),
+                                       current_input=current_input,
                                        replies=replies, blocked=blocked))
     # Without priced media in the run the layout made no media part: nothing to reduce, inline
     # or dedupe (a pass over every message of a long run's request saved).

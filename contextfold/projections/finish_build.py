@@ -34,6 +34,7 @@ from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
 from contextfold.projections.layout import HISTORY_OPENS_TEXT, HISTORY_START_TEXT, PREFIX_KINDS
+from contextfold.projections.model_family import run_model_for
 from contextfold.projections.request_json import (
     canonical_body,
     canonical_hash,
@@ -226,7 +227,8 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
         ContextManifest,
         request_id="req_" + canonical_hash([state.run_id, turn, state.version, config_hash])[:16],
         run_id=state.run_id, turn=turn, log_version=state.version, provider=config.provider,
-        model=config.model or state.model, encoding=state.counter.encoding_name,
+        model=config.model or run_model_for(config.provider, state.model),
+        encoding=state.counter.encoding_name,
         window_tokens=config.window, reserved_output_tokens=config.reserve, budget_tokens=budget,
         selected_tokens=sum(layer_tokens.values()) + REPLY_PRIMING, overhead_tokens=overhead_total,
         layer_tokens=layer_tokens,

@@ -1,0 +1,51 @@
+"""Which provider a model name belongs to, so a hand-off does not send one provider another's model.
+
+Why: a run records its model once (``RunStarted.model``), and a build names it in the body when
+the caller gives none. Built for another provider (DESIGN 10: a hand-off, a fallback), the body
+said ``"model": "gpt-4.1"`` to Anthropic or ``"claude-sonnet-4-5"`` to OpenAI; the SDK types
+take any string, so the request validated, and the provider answered 404 or 400. Such a body now
+names no model, as one for a run that recorded none: the caller's ``model=`` says which.
+
+Only names whose family is certain are judged; any other name (a local or fine-tuned model, a
+gateway's alias) is sent as it was. A name routed by a gateway (``anthropic/claude-3.5-sonnet``
+through an OpenAI-compatible API) carries a ``/`` and is sent to the OpenAI APIs as it was:
+those gateways speak their format for every vendor's models. Anthropic's API serves only Claude.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["model_family", "run_model_for"]
+
+_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("anthropic", re.compile(r"claude", re.IGNORECASE)),
+    ("openai", re.compile(r"(?:^|/)(?:gpt-|chatgpt-|o[134](?:$|-)|codex-)", re.IGNORECASE)),
+    ("gemini", re.compile(r"(?:^|/)(?:models/)?gemini-", re.IGNORECASE)),
+)
+
+_FAMILY_OF_PROVIDER = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai",
+                       "gemini": "gemini"}
+
+
+def model_family(model: str) -> str | None:
+    """``"anthropic"``, ``"openai"`` or ``"gemini"`` for a name that is certainly that vendor's
+    model, else None."""
+    for family, pattern in _FAMILIES:
+        if pattern.search(model):
+            return family
+    return None
+
+
+def run_model_for(provider: str, model: str | None) -> str | None:
+    """The run's recorded ``model`` as the body for ``provider`` may name it: None when it is
+    certainly another vendor's (module docstring)."""
+    if model is None:
+        return None
+    family = model_family(model)
+    wanted = _FAMILY_OF_PROVIDER.get(provider)
+    if family is None or wanted is None or family == wanted:
+        return model
+    if wanted == "openai" and "/" in model:  # a gateway's route: its OpenAI-format API takes it
+        return model
+    return None
