@@ -24,6 +24,7 @@ from contextfold.projections.render.data_blocks import neutralise, render_data
 from contextfold.projections.render.gemini import render_gemini
 from contextfold.projections.render.openai_chat import render_openai_chat
 from contextfold.projections.render.openai_responses import render_openai_responses
+from contextfold.projections.render.output_caps import output_cap
 from contextfold.projections.render.validate import (
     PROVIDERS,
     Provider,
@@ -73,8 +74,9 @@ def render(
     ``max_tokens`` is the output limit under the provider's own name
     (``max_completion_tokens``, ``max_output_tokens``, ``max_tokens``,
     ``generationConfig.maxOutputTokens``); Anthropic requires one and gets a
-    documented default. ``model`` is included when the conversation has one
-    (except for Gemini, where the model is part of the URL).
+    documented default, and a model whose API takes less than ``max_tokens`` gets its cap
+    (:mod:`.output_caps`: claude-3-haiku 4,096, gpt-4o 16,384...). ``model`` is included
+    when the conversation has one (except for Gemini, where the model is part of the URL).
     """
     return hand_out(render_shared(conversation, provider, max_tokens=max_tokens, validate=validate))
 
@@ -95,6 +97,9 @@ def render_shared(
         raise RenderError(name, f"the API refuses an output limit below {least} token"
                           f"{'s' if least > 1 else ''}, got {max_tokens} (a build sends its reserve: "
                           "reserve room for the reply)")
+    cap = output_cap(conversation.model) if name != "gemini" else None
+    if max_tokens is not None and cap is not None and max_tokens > cap:
+        max_tokens = cap  # the model's API refuses more (``output_caps``); the reserve still holds it
     body: dict[str, Any]
     match name:
         case "openai-chat":

@@ -1,0 +1,54 @@
+"""The output limit a model takes at most, for the models whose cap is below a usual reserve.
+
+Why: a build asks for its whole reserve as the reply's limit (``max_tokens`` and its kin), and
+the reserve is sized for the window (8,000 from 32k up, a quarter below). Older models cap their
+output lower, and their APIs refuse a larger limit rather than clamp it: Anthropic "max_tokens:
+8000 > 4096, which is the maximum allowed number of output tokens for claude-3-haiku-20240307",
+OpenAI "max_tokens is too large: 20000. This model supports at most 16384 completion tokens".
+No SDK type says so, so such a request validated and failed every turn. A body for one of these
+models asks for at most its cap; the reserve the budget kept is unchanged (the reply fits in
+less than it).
+
+Only documented caps of released models, matched on their names (a snapshot date, a Bedrock or
+Vertex form, a gateway's vendor prefix); any other model gets the reserve as before. Gemini's
+API is left out: its limit is the model's, so it is not named here.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["output_cap"]
+
+_CAPS: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), cap) for pattern, cap in (
+    # Anthropic (docs.anthropic.com, models overview: "Max output")
+    (r"claude-3-(?:haiku|opus|sonnet)-\d{8}", 4096),
+    (r"claude-3-(?:haiku|opus|sonnet)(?:-latest)?", 4096),
+    (r"claude-3-5-(?:haiku|sonnet)(?:-v2)?(?:-\d{8}|-latest)?", 8192),
+    (r"claude-opus-4-(?:0|1|20250514|1-20250805)", 32000),
+    # OpenAI (platform.openai.com, models: "Max output tokens")
+    (r"gpt-3\.5-turbo(?:-\d{4}|-16k)?", 4096),
+    (r"gpt-4-(?:turbo(?:-\d{4}-\d{2}-\d{2}|-preview)?|\d{4}-preview|vision-preview)", 4096),
+    (r"gpt-4(?:-\d{4})?", 8192),
+    (r"gpt-4o-2024-05-13", 4096),
+    (r"(?:gpt-4o(?:-mini)?|chatgpt-4o)(?:-\d{4}-\d{2}-\d{2}|-latest)?", 16384),
+    (r"gpt-4\.1(?:-mini|-nano)?(?:-\d{4}-\d{2}-\d{2})?", 32768),
+))
+
+_FORM = re.compile(r"^(?:.*/)?(?:[a-z]+\.)?(?P<name>[a-z0-9.-]+?)(?:@\d{8}|-v\d+(?::\d+)?)?$")
+"""A gateway's vendor prefix (``openai/``), Bedrock's vendor and version (``anthropic.`` ...
+``-v1:0``) and Vertex's ``@date`` around a model's own name."""
+
+
+def output_cap(model: str | None) -> int | None:
+    """The largest output limit ``model``'s API takes, when it is documented and low; else None."""
+    if not model:
+        return None
+    form = _FORM.match(model.lower())
+    if form is None:
+        return None
+    name = form["name"]
+    for pattern, cap in _CAPS:
+        if pattern.fullmatch(name):
+            return cap
+    return None
