@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.manifest import BuildConfig, Calibration
+from contextfold.projections.model_family import run_model_for
 from contextfold.projections.state import RunState
 
 __all__ = [
@@ -138,7 +139,9 @@ def calibrate_state(state: RunState, config: BuildConfig,
     """The calibration a build of ``state`` under ``config`` applies (None: no observations)."""
     if not state.usage:
         return None
-    return calibrate(samples_from_state(state, estimate_at), config.model or state.model,
+    # the model the request names, which the manifest records (not another vendor's: model_family)
+    return calibrate(samples_from_state(state, estimate_at),
+                     config.model or run_model_for(config.provider, state.model),
                      config.window - config.reserve)
 
 
