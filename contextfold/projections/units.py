@@ -58,18 +58,21 @@ def _semantic_line(ctx: BuildCtx, fid: str, winner: str) -> ExcludedFragment:
     under one key from a newer event is a newer version: ``superseded`` (DESIGN 7: a newer
     revision supersedes the older one), as a file read again at a new revision is. It was called a
     ``duplicate`` (wiki/deploy at rev 41 and rev 42: the model was told the old deploy window was
-    a copy of the new one). The same content, or an older version kept for its authority, is a
+    a copy of the new one). A newer version set aside for an older, more authoritative one is
+    ``superseded`` as well, by authority (DESIGN 7: the more authoritative or newer version wins):
+    a web page contradicting the workspace's deploy rule was reported a ``duplicate`` of it, and
+    an auditor was never told a conflicting version was set aside. Only the same content is a
     ``duplicate``."""
     f, w = ctx.frag(fid), ctx.frag(winner)
-    entries = ctx.state.entries
-    if w.content_hash != f.content_hash and entries[winner].position > entries[fid].position:
+    if w.content_hash == f.content_hash:
         return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
-                                reason="superseded", replaced_by=winner,
-                                detail="a newer version under the same semantic key")
-    detail = ("" if w.content_hash == f.content_hash
-              else "another version under the same semantic key, kept as the more authoritative")
+                                reason="duplicate", replaced_by=winner, detail="")
+    newer = ctx.state.entries[winner].position > ctx.state.entries[fid].position
+    detail = ("a newer version under the same semantic key" if newer else
+              f"a different version under the same semantic key: the {w.trust} one is kept over this "
+              f"{f.trust} one, as the more authoritative")
     return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
-                            reason="duplicate", replaced_by=winner, detail=detail)
+                            reason="superseded", replaced_by=winner, detail=detail)
 
 
 def _state_units(ctx: BuildCtx, state_ids: list[str]

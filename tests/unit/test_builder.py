@@ -225,12 +225,13 @@ def test_evidence_under_one_semantic_key_keeps_one_copy_authoritative_then_newer
     # older versions under the key, replaced by a newer one: superseded, not duplicates
     assert sorted((e.id, e.reason, e.replaced_by) for e in result.manifest.excluded_items) == [
         ("e2", "superseded", "e4"), ("e3", "superseded", "e4")]
-    # a newer version from a less authoritative source is left out for the older one: a duplicate
-    # of the fact, said to be another version
+    # a newer version from a less authoritative source is left out for the older one: superseded
+    # by authority, the line says so (it was called a duplicate: a conflicting version set aside
+    # was reported as a copy)
     result = build([events[0], events[3], events[1]])
     assert [(e.id, e.reason, e.replaced_by, e.detail) for e in result.manifest.excluded_items] == [
-        ("e3", "duplicate", "e2",
-         "another version under the same semantic key, kept as the more authoritative")]
+        ("e3", "superseded", "e2", "a different version under the same semantic key: the workspace one "
+         "is kept over this external one, as the more authoritative")]
 
 
 def test_a_newer_retrieval_of_the_same_source_supersedes_the_older_whatever_its_trust() -> None:
