@@ -15,7 +15,7 @@ from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from contextfold.domain.conversation import Conversation
+from contextfold.domain.conversation import AssistantMessage, Conversation
 from contextfold.domain.manifest import (
     LAYER_NAMES,
     BuildConfig,
@@ -23,6 +23,7 @@ from contextfold.domain.manifest import (
     ContextManifest,
     ExcludedFragment,
     ExcludedLines,
+    ManifestFragment,
     ManifestTool,
     RedactionRecord,
     TruncationRecord,
@@ -35,6 +36,8 @@ from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
 from contextfold.projections.layout import HISTORY_OPENS_TEXT, HISTORY_START_TEXT, PREFIX_KINDS
 from contextfold.projections.model_family import run_model_for
+from contextfold.projections.reasoning import left_out_note, reasoning_tokens
+from contextfold.projections.render.anthropic import unsent_thinking
 from contextfold.projections.request_json import (
     canonical_body,
     canonical_hash,
@@ -232,7 +235,7 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
         window_tokens=config.window, reserved_output_tokens=config.reserve, budget_tokens=budget,
         selected_tokens=sum(layer_tokens.values()) + REPLY_PRIMING, overhead_tokens=overhead_total,
         layer_tokens=layer_tokens,
-        fragments=kept_rows.fragments(),
+        fragments=_noting_unsent_thinking(ctx, conversation, kept_rows.fragments()),
         excluded=counts, excluded_items=excluded_items,
         tools=tuple(tool_fragments), tool_tokens=tool_tokens, truncations=tuple(truncations),
         repairs=tuple(repairs), cache_key=cache_key, request_hash=request_hash,
@@ -244,6 +247,26 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                          body_bytes=body)
     last_rows["last"] = kept_rows
     return result
+
+
+def _noting_unsent_thinking(ctx: BuildCtx, conversation: Conversation,
+                            lines: tuple[ManifestFragment, ...]) -> tuple[ManifestFragment, ...]:
+    """``lines``, with the word on each reply whose Anthropic thinking the body leaves out made
+    true (``render.anthropic.unsent_thinking``): it said "sent verbatim" of the thinking of a
+    reply merged with a later one, which the message does not carry."""
+    if ctx.config.provider != "anthropic" or not ctx.state.reasoning_seen:
+        return lines
+    unsent = unsent_thinking(conversation)
+    if not unsent:
+        return lines
+    reasoning = {m.fragment_id: m.reasoning for m in conversation.messages
+                 if isinstance(m, AssistantMessage) and m.fragment_id in unsent and m.reasoning is not None}
+    out = []
+    for line in lines:
+        r = reasoning.get(line.id)
+        out.append(line if r is None else line.model_copy(
+            update={"reasoning": left_out_note(r, reasoning_tokens(r, ctx.count), unsent[line.id])}))
+    return tuple(out)
 
 
 def _kept_in_order(kept_rows: KeptRows, fids: Iterable[str]) -> list[str]:

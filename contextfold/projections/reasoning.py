@@ -46,7 +46,7 @@ from contextfold.domain.events import (
     Reasoning,
 )
 
-__all__ = ["NEUTRAL", "reasoning_note", "reasoning_sent", "reasoning_tokens"]
+__all__ = ["NEUTRAL", "left_out_note", "reasoning_note", "reasoning_sent", "reasoning_tokens"]
 
 NEUTRAL = "neutral"
 """The build ``provider`` of the provider-neutral conversation: it carries every reasoning."""
@@ -95,3 +95,10 @@ def reasoning_note(reasoning: Reasoning, provider: str, tokens: int) -> str:
         return f"{reasoning.provider} reasoning sent verbatim: {_pieces(reasoning)}, {tokens} tokens"
     return (f"{reasoning.provider} reasoning not sent: {_pieces(reasoning)} ({tokens} tokens) "
             f"that only {reasoning.provider} can read")
+
+
+def left_out_note(reasoning: Reasoning, tokens: int, why: str) -> str:
+    """The manifest's word on reasoning its own provider's body leaves out, and why (Anthropic's
+    merge of two replies into one message: ``render.anthropic.unsent_thinking``). Still counted in
+    the line's tokens: the manifest counts more than is sent, never less."""
+    return f"{reasoning.provider} reasoning not sent: {_pieces(reasoning)} ({tokens} tokens): {why}"

@@ -125,6 +125,31 @@ def test_two_merged_thinking_turns_carry_the_newest_ones_thinking_only_first() -
     assert [b.get("text") for b in blocks[1:3]] == ["Hello.", "Reading them."]
 
 
+def test_the_manifest_says_the_thinking_a_merge_leaves_out_was_not_sent() -> None:
+    """The merge above leaves the earlier reply's thinking out of the body, and its manifest line
+    still said "anthropic reasoning sent verbatim": an audit claimed the model saw it. So did the
+    line of a reply with thinking alone (no text, no call), which the body leaves out whole. Each
+    now says it was not sent, and why; the newest turn's line still says sent."""
+    earlier = dict(THINKING, thinking="First I answer the greeting.", signature="EqQBearlier" * 8)
+    silent = dict(THINKING, thinking="Nothing to add.", signature="EqQBsilent" * 8)
+    events = _events(ANTHROPIC)
+    events[1:1] = [
+        ModelResponse(text="Hello.", reasoning=AnthropicReasoning(items=(ReasoningItem(raw=earlier),))),
+        ModelResponse(text="", reasoning=AnthropicReasoning(items=(ReasoningItem(raw=silent),)))]
+    built = _build(_state(events), "anthropic")
+    notes = {f.id: f.reasoning for f in built.manifest.fragments if f.reasoning is not None}
+    body = json.dumps(built.request)
+    assert earlier["signature"] not in body and silent["signature"] not in body
+    assert (notes["e2"] or "").startswith("anthropic reasoning not sent: 1 thinking block")
+    assert "shares one assistant message with a later reply" in notes["e2"]
+    assert "no text or call to carry it" in (notes["e3"] or "")
+    newest = [n for fid, n in notes.items() if fid not in ("e2", "e3")]
+    assert newest and all("sent verbatim" in n for n in newest)
+    # the neutral conversation carries every reasoning, as its lines say
+    neutral = _build(_state(events), "neutral").manifest.fragments
+    assert all("sent verbatim" in f.reasoning for f in neutral if f.reasoning is not None)
+
+
 def test_openai_responses_gets_its_reasoning_items_back_before_the_calls() -> None:
     items = _build(_state(_events(OPENAI)), "openai-responses").request["input"]
     kinds = [i["type"] for i in items]

@@ -72,7 +72,8 @@ from contextfold.projections.render._shared import (
 from contextfold.projections.render.data_blocks import media_caption, render_data
 from contextfold.projections.render.runtime_lines import runtime_header
 
-__all__ = ["CACHE_CONTROL", "EMPTY_USER_TEXT", "MAX_CACHE_BREAKPOINTS", "PROVIDER", "render_anthropic"]
+__all__ = ["CACHE_CONTROL", "EMPTY_USER_TEXT", "MAX_CACHE_BREAKPOINTS", "PROVIDER", "render_anthropic",
+           "unsent_thinking"]
 
 PROVIDER = "anthropic"
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
@@ -188,6 +189,39 @@ def _merge_turn(content: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> 
         content[:] = [*blocks[:lead], *(b for b in content if b["type"] not in _THINKING)]
         blocks = blocks[lead:]
     content.extend(blocks)
+
+
+def unsent_thinking(conversation: Conversation) -> dict[str, str]:
+    """The replies whose Anthropic thinking the Messages body leaves out, by fragment id, with why:
+    the render's own merge (:func:`_merge_turn`) run over its own blocks, so the manifest cannot
+    say "sent verbatim" of thinking the body does not carry. A reply with nothing to say is left
+    out with its thinking; a reply merged into one message with a later one that thinks gives way
+    to that one's."""
+    owner: dict[int, str] = {}  # id of a thinking block -> the reply it is from
+    why: dict[str, str] = {}
+    turns: list[list[dict[str, Any]]] = []
+    turn: list[dict[str, Any]] | None = None
+    for message in conversation.messages:
+        if not isinstance(message, AssistantMessage):
+            if not isinstance(message, ToolResults) or message.results:  # it renders: a user turn
+                turn = None
+            continue
+        blocks = _assistant_blocks(message)
+        if isinstance(message.reasoning, AnthropicReasoning) and message.reasoning.items:
+            why[message.fragment_id] = ("it shares one assistant message with a later reply, whose "
+                                        "thinking the message carries (a message holds one "
+                                        "response's thinking)" if blocks else
+                                        "its reply has no text or call to carry it")
+            owner.update((id(b), message.fragment_id) for b in blocks if b["type"] in _THINKING)
+        if not blocks:
+            continue
+        if turn is None:
+            turn = list(blocks)
+            turns.append(turn)
+        else:
+            _merge_turn(turn, blocks)
+    sent = {owner[id(b)] for t in turns for b in t if id(b) in owner}
+    return {fid: reason for fid, reason in why.items() if fid not in sent}
 
 
 def _tool_result_block(result: ToolResultPart) -> dict[str, Any]:
