@@ -14,7 +14,9 @@ paid for:
   ``function_call_output`` finds its ``function_call`` by ``call_id`` alone, so a reused id is
   refused ("Duplicate function_call_output for call_id ... Each function_call must have exactly
   one matching function_call_output"). Chat Completions answers by position and took the
-  reused gpt-4o ids of the tau-bench traces.
+  reused gpt-4o ids of the tau-bench traces. A ``call_id`` is also at most 64 characters
+  ("Invalid 'input[N].call_id': string too long. Expected a string with maximum length 64"):
+  codex app-server's ``codex_mcp__<server>__<tool>_exec-<uuid>`` ids and bridged ids run past it.
 - Gemini: ``functionCall.id`` is documented as "the unique id of the function call", and a
   ``functionResponse`` is "for" the call whose id it carries. A reused id shows two calls (and
   two responses) under one id, so which response answers which call is left to the model; no
@@ -37,10 +39,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ALIASED_PROVIDERS", "ANTHROPIC_ID", "MAX_CHAT_ID_LENGTH", "call_alias"]
+__all__ = ["ALIASED_PROVIDERS", "ANTHROPIC_ID", "MAX_CHAT_ID_LENGTH", "MAX_RESPONSES_ID_LENGTH", "call_alias"]
 
 MAX_CHAT_ID_LENGTH = 40
 """OpenAI Chat Completions' limit on a tool call id."""
+
+MAX_RESPONSES_ID_LENGTH = 64
+"""OpenAI Responses' limit on a ``call_id``. An alias is at most :data:`MAX_CHAT_ID_LENGTH`
+characters, so one alias serves both OpenAI APIs."""
 
 ALIASED_PROVIDERS = ("anthropic", "openai-responses", "gemini", "openai-chat")
 """The providers that refuse some logged ids (see the module docstring)."""
@@ -60,6 +66,8 @@ def call_alias(call_id: str, position: int, shown: set[str]) -> tuple[str | None
         providers += ("anthropic",)
     if len(call_id) > MAX_CHAT_ID_LENGTH:
         providers += ("openai-chat",)
+        if len(call_id) > MAX_RESPONSES_ID_LENGTH and "openai-responses" not in providers:
+            providers += ("openai-responses",)
     shown.add(call_id)  # the providers not listed show it
     if not providers:
         return None, ()

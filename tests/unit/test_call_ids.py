@@ -33,8 +33,10 @@ from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.call_ids import MAX_CHAT_ID_LENGTH, call_alias
 from contextfold.projections.fold import fold
+from contextfold.projections.fragment_facts import call_id_tokens
 from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.render import PROVIDERS, check_protocol
+from contextfold.projections.tokens import get_counter
 
 KIMI = "functions.get_weather:0"
 LONG = "ws_689e2d4880a0819d98acca37694989b00b15d90494fc6b87"  # 51 characters
@@ -276,3 +278,50 @@ def test_openai_chat_body_with_an_id_over_40_characters_is_a_render_error() -> N
             m["tool_call_id"] = LONG
     with pytest.raises(RenderError, match="at most 40 characters"):
         check_protocol("openai-chat", body)
+
+
+# ------------------------------------------------------------------ OpenAI Responses' 64 characters
+
+CODEX = "codex_mcp__codex_apps__google_calendar.search_events_exec-3f2b8c1e-9d4a-4f6b-8e2a-1c5d7e9f0a3b"
+"""A codex app-server call id (94 characters): ``codex_mcp__<server>__<tool>_exec-<uuid>``."""
+
+
+def test_an_id_over_64_characters_is_aliased_for_responses_as_well_as_chat() -> None:
+    """OpenAI Responses refuses a ``call_id`` over 64 characters ("Invalid 'input[N].call_id':
+    string too long. Expected a string with maximum length 64"); the id was aliased for Chat
+    only. One over 40 but within 64 (a Responses id of 51) still goes to Responses unchanged."""
+    shown: set[str] = set()
+    alias, providers = call_alias(CODEX, 5, shown)
+    assert providers == ("anthropic", "openai-chat", "openai-responses")  # "." is outside Anthropic's set
+    assert alias is not None and len(alias) <= MAX_CHAT_ID_LENGTH and alias.endswith("_5")
+    assert call_alias("x" * 65, 9, shown)[1] == ("openai-chat", "openai-responses")
+    assert call_alias("y" * 64, 11, shown)[1] == ("openai-chat",)
+    assert call_alias(LONG, 13, shown)[1] == ("openai-chat",)
+
+
+def test_a_responses_request_shows_a_long_id_under_its_alias_and_prices_what_it_shows() -> None:
+    events = run_events(CODEX, "call_1")
+    result = build(events, "openai-responses")  # validated: protocol and SDK types
+    calls, answers = request_ids("openai-responses", result.request)
+    assert calls == answers and calls[1] == "call_1"
+    assert calls[0] != CODEX and len(calls[0]) <= 64
+    # the manifest prices the id the request shows (twice: on the call and on its output)
+    state = fold(recorded(events))
+    count = get_counter(result.manifest.encoding).count
+    assert {f.id for f in result.manifest.fragments} >= {"e4", "e5"}  # the call's reply, its result
+    assert [call_id_tokens(state, fid, "openai-responses", count) for fid in ("e4", "e5")] == [
+        count(calls[0])] * 2
+    assert count(calls[0]) < count(CODEX)
+
+
+def test_responses_body_with_an_id_over_64_characters_is_a_render_error() -> None:
+    body = build(run_events("c1"), "openai-responses").request
+    for item in body["input"]:
+        if item.get("call_id") == "c1":
+            item["call_id"] = CODEX
+    with pytest.raises(RenderError, match="at most 64 characters"):
+        check_protocol("openai-responses", body)
+    for item in body["input"]:
+        if item.get("call_id") == CODEX:
+            item["call_id"] = CODEX[:64]
+    check_protocol("openai-responses", body)

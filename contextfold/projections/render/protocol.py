@@ -4,8 +4,8 @@ Why a module of its own: these rules walk a rendered *body* (not the Conversatio
 hold for a body that was edited or imported as well; :mod:`.validate` runs them before the
 official SDK request types, and the render modules name the providers from here. Rules:
 every tool call answered exactly once and right after it, call ids the provider takes
-(Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses and Gemini:
-unique in the request; OpenAI chat: at most 40 characters),
+(Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses: unique in the
+request and at most 64 characters; Gemini: unique in the request; OpenAI chat: at most 40 characters),
 tool names it takes and object schemas for tool parameters (:mod:`.tool_checks`, which reads only
 the body's ``tools``), at most 128 calls in a message (OpenAI chat), role alternation, ``tool_result``
 placement, tools declared for every tool name used in history, at most four Anthropic cache
@@ -23,7 +23,7 @@ from itertools import repeat
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
-from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH
+from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH, MAX_RESPONSES_ID_LENGTH
 from contextfold.projections.render.tool_checks import (
     MAX_CHAT_TOOL_CALLS,
     anthropic_tools,
@@ -194,6 +194,9 @@ def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
             if call_id in seen:
                 _fail(p, f"function_call {call_id!r} repeats an id: call_id must be unique in "
                       "the input (an output finds its call by id alone)", i)
+            if not isinstance(call_id, str) or len(call_id) > MAX_RESPONSES_ID_LENGTH:
+                _fail(p, f"function_call id {call_id!r} is not a string of at most "
+                      f"{MAX_RESPONSES_ID_LENGTH} characters", i)
             _declared(p, declared, item.get("name"), i)
             open_calls[call_id] = i
             seen.add(call_id)
