@@ -13,6 +13,7 @@ import pytest
 
 from contextfold.api import render_request
 from contextfold.cli_build import manifest_table
+from contextfold.domain.errors import RenderError
 from contextfold.domain.events import (
     AnthropicReasoning,
     AnyEvent,
@@ -31,6 +32,7 @@ from contextfold.domain.manifest import BuildConfig, ManifestFragment
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.reasoning import reasoning_tokens
+from contextfold.projections.render import check_protocol
 from contextfold.projections.render.gemini import SKIP_THOUGHT_SIGNATURE
 from contextfold.projections.state import RunState
 from contextfold.projections.tokens import get_counter
@@ -155,6 +157,42 @@ def test_openai_responses_gets_its_reasoning_items_back_before_the_calls() -> No
     kinds = [i["type"] for i in items]
     assert kinds[1:5] == ["reasoning", "message", "function_call", "function_call"]
     assert items[1] == OPENAI_ITEM
+
+
+def test_openai_responses_reasoning_between_parallel_calls_goes_back_between_them() -> None:
+    """A Responses turn whose output was [reasoning, call, reasoning, call] goes back in that order,
+    the outputs after the calls, as a client that appends ``response.output`` and then its outputs
+    sends it: the API finds each output's call by ``call_id``, and a reasoning item must precede
+    the item it led to. The protocol check refused the renderer's own body ("function_call(s)
+    ['c0'] are not answered before item 4 (reasoning)"), so the run could not be built for the
+    provider that made it."""
+    second = dict(OPENAI_ITEM, id="rs_0340af", encrypted_content="gAAAAABsecond" * 10)
+    interleaved = OpenAIResponsesReasoning(items=(ReasoningItem(raw=OPENAI_ITEM),
+                                                  ReasoningItem(before_call=1, raw=second)))
+    items = _build(_state(_events(interleaved)), "openai-responses").request["input"]
+    assert [i["type"] for i in items] == ["message", "reasoning", "message", "function_call", "reasoning",
+                                          "function_call", "function_call_output", "function_call_output"]
+    assert items[1] == OPENAI_ITEM and items[4] == second
+    assert [items[3]["call_id"], items[5]["call_id"]] == ["c0", "c1"]
+
+
+def test_the_responses_check_still_refuses_what_does_not_precede_a_call_of_the_open_turn() -> None:
+    """What the check lets through an open turn is a reasoning item leading to its next call: a
+    reasoning item after the turn's last call (it led to none) and a user message before the
+    outputs are still refused, and an output still needs its call before it."""
+    body = _build(_state(_events(OPENAI)), "openai-responses").request
+    items = body["input"]
+    assert [i["type"] for i in items][1:5] == ["reasoning", "message", "function_call", "function_call"]
+    trailing = dict(body, input=[items[0], *items[2:5], items[1], *items[5:]])
+    with pytest.raises(RenderError, match=r"not answered before item 4 \(reasoning\)"):
+        check_protocol("openai-responses", trailing)
+    question = {"type": "message", "role": "user", "content": "well?"}
+    asked = dict(body, input=[*items[:5], question, *items[5:]])
+    with pytest.raises(RenderError, match=r"not answered before item 5 \(message\)"):
+        check_protocol("openai-responses", asked)
+    early = dict(body, input=[*items[:3], items[5], items[3], items[4], *items[6:]])
+    with pytest.raises(RenderError, match="has no open function_call before it"):
+        check_protocol("openai-responses", early)
 
 
 def test_gemini_gets_each_signature_back_on_the_part_it_came_on() -> None:

@@ -3,7 +3,8 @@
 Why a module of its own: these rules walk a rendered *body* (not the Conversation), so they
 hold for a body that was edited or imported as well; :mod:`.validate` runs them before the
 official SDK request types, and the render modules name the providers from here. Rules:
-every tool call answered exactly once and right after it, call ids the provider takes
+every tool call answered exactly once and right after it (OpenAI Responses: after the rest of its
+turn, the turn's other calls and the reasoning items before them), call ids the provider takes
 (Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses: unique in the
 request and at most 64 characters; Gemini: unique in the request; OpenAI chat: at most 40 characters),
 tool names it takes and object schemas for tool parameters (:mod:`.tool_checks`, which reads only
@@ -181,6 +182,16 @@ def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
 
 
 def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
+    """Each ``function_call_output`` after its ``function_call`` (found by ``call_id`` alone, so
+    ids are unique), every call answered, and nothing but the open turn's own output between its
+    calls and their outputs: its calls, and a reasoning item right before the call it led to.
+
+    Why a reasoning item: a turn's output may be [reasoning, call, reasoning, call], and the API
+    takes it back in that order with the outputs after it (what a client appending
+    ``response.output`` and then its outputs sends; a reasoning item must come before the item it
+    preceded). The renderer sends it so (``ReasoningItem.before_call``); refusing it made such a
+    run unbuildable for its own provider. A reasoning item after the turn's last call led to no
+    call, and a message before the outputs breaks the tool loop: both stay refused."""
     declared = declared_tool_names(p, body.get("tools") or [], responses_tools)
     open_calls: dict[str, int] = {}
     seen: set[Any] = set()
@@ -206,7 +217,8 @@ def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
                 _fail(p, f"function_call_output for {call_id!r} has no open function_call "
                       "before it (orphan or duplicate)", i)
             del open_calls[call_id]
-        elif open_calls:
+        elif open_calls and not (kind == "reasoning" and i + 1 < len(items)
+                                 and items[i + 1].get("type") == "function_call"):
             first = min(open_calls.values())
             _fail(p, f"function_call(s) {sorted(open_calls)} are not answered before item {i} "
                   f"({kind})", first)
