@@ -248,22 +248,28 @@ def test_tool_names_an_api_refuses_are_named_at_import(tmp_path: Path,
 
 def test_tool_schemas_an_api_refuses_are_named_at_import(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """Parameters whose schema is not an object (an array, say) are refused by OpenAI and Anthropic
-    as a whole request; the import names the tools."""
+    """Parameters whose schema is not an object (an array, say), a top-level ``anyOf`` (MCP's zod
+    unions) or a ``filter[id]`` key are refused by OpenAI and Anthropic as a whole request; the
+    import names the tools, the APIs and why."""
     from importlib.resources import files
 
     lines = files("contextfold.samples").joinpath("fix_invoice_rounding.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in lines]
     registered = next(e for e in events if e["type"] == "tools_registered")
     registered["tools"][0]["parameters"] = {"type": "array", "items": {"type": "string"}}
+    registered["tools"][3]["parameters"]["anyOf"] = [{"required": ["path"]}, {"required": ["n"]}]
+    registered["tools"][4]["parameters"]["properties"]["filter[q]"] = {"type": "string"}
     source = tmp_path / "run.jsonl"
     source.write_text("\n".join(json.dumps(e) for e in events))
     code, out, _ = cf(tmp_path, capsys, "import", str(source), "--run", "arr")
     assert code == 0
     [note] = [line for line in out.splitlines() if line.startswith("note:")]
-    assert note == ("note: tool(s) 'run_tests' take parameters whose schema is not of type object, which "
-                    "openai-chat, openai-responses, anthropic refuse: builds of these runs for those fail "
-                    "on them")
+    assert note == (
+        "note: tool(s) 'git_log' ('anyOf' at the top level of its parameters schema: openai-chat, "
+        "openai-responses, anthropic), 'run_tests' (its parameters schema is of type 'array', not 'object': "
+        "openai-chat, openai-responses, anthropic), 'search_docs' (property key 'filter[q]' of its "
+        "parameters schema is outside ^[a-zA-Z0-9_.-]{1,64}$: anthropic) take parameters schemas the APIs "
+        "named refuse: builds of these runs for those fail on them")
     assert cf(tmp_path, capsys, "build", "arr", "--provider", "openai-chat")[0] == 2  # as announced
 
 

@@ -113,6 +113,8 @@ def test_gemini_gets_an_object_schema_with_properties_too() -> None:
 def test_an_import_names_only_the_schemas_a_renderer_cannot_send() -> None:
     from contextfold.projections.render.protocol import refused_tool_schemas
 
+    everyone = ("openai-chat", "openai-responses", "anthropic")
     assert refused_tool_schemas([("a", {}), ("b", {"type": ["object", "null"]}), ("c", {"type": "string"}),
-                                 ("d", {"type": ["string", "null"]})]) == (
-        ["c", "d"], ("openai-chat", "openai-responses", "anthropic"))
+                                 ("d", {"type": ["string", "null"]})]) == {
+        "c": [("its parameters schema is of type 'string', not 'object'", everyone)],
+        "d": [("its parameters schema is of type ['string', 'null'], not 'object'", everyone)]}

@@ -63,7 +63,6 @@ from contextfold.domain.errors import RenderError
 from contextfold.domain.events import AnthropicReasoning
 from contextfold.projections.render._shared import (
     DEFAULT_ANTHROPIC_MAX_TOKENS,
-    object_schema,
     parse_arguments,
     reasoning_between,
     shown_media,
@@ -71,6 +70,7 @@ from contextfold.projections.render._shared import (
 )
 from contextfold.projections.render.data_blocks import media_caption, render_data
 from contextfold.projections.render.runtime_lines import runtime_header
+from contextfold.projections.render.tool_schemas import sent_schema
 
 __all__ = ["CACHE_CONTROL", "EMPTY_USER_TEXT", "MAX_CACHE_BREAKPOINTS", "PROVIDER", "render_anthropic",
            "unsent_thinking"]
@@ -297,7 +297,7 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
             tool: dict[str, Any] = {"name": spec.name}
             if spec.description:
                 tool["description"] = spec.description
-            tool["input_schema"] = object_schema(spec.parameters)
+            tool["input_schema"] = sent_schema(spec.parameters)
             tools.append(tool)
         tools[-1]["cache_control"] = dict(CACHE_CONTROL)
         body["tools"] = tools

@@ -43,7 +43,6 @@ from contextfold.projections.render._shared import (
     OPENAI_CHAT_FILE_TYPES,
     data_url,
     document_filename,
-    object_schema,
     system_texts,
     unsent_document_note,
 )
@@ -54,6 +53,7 @@ from contextfold.projections.render.data_blocks import (
     tool_result_text,
 )
 from contextfold.projections.render.runtime_lines import media_follows_line
+from contextfold.projections.render.tool_schemas import sent_schema
 from contextfold.projections.request_json import rendered, rendered_all
 
 __all__ = ["PROVIDER", "render_openai_chat"]
@@ -172,7 +172,7 @@ def _tool(spec: ToolSpec) -> list[dict[str, Any]]:
     function: dict[str, Any] = {"name": spec.name}
     if spec.description:
         function["description"] = spec.description
-    function["parameters"] = object_schema(spec.parameters)
+    function["parameters"] = sent_schema(spec.parameters)
     return [{"type": "function", "function": function}]
 
 

@@ -44,13 +44,13 @@ from contextfold.projections.render._shared import (
     OPENAI_RESPONSES_FILE_TYPES,
     data_url,
     document_filename,
-    object_schema,
     reasoning_between,
     system_texts,
     unsent_document_note,
 )
 from contextfold.projections.render.data_blocks import media_caption, render_data
 from contextfold.projections.render.runtime_lines import runtime_header
+from contextfold.projections.render.tool_schemas import sent_schema
 
 __all__ = ["PROVIDER", "render_openai_responses"]
 
@@ -175,7 +175,7 @@ def render_openai_responses(conversation: Conversation, *, max_tokens: int | Non
             tool: dict[str, Any] = {"type": "function", "name": spec.name}
             if spec.description:
                 tool["description"] = spec.description
-            tool["parameters"] = object_schema(spec.parameters)
+            tool["parameters"] = sent_schema(spec.parameters)
             tool["strict"] = False
             tools.append(tool)
         body["tools"] = tools

@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from contextfold.domain.errors import RenderError
+from contextfold.projections.render.tool_schemas import refused_schemas, schema_fix, schema_refusal
 from contextfold.projections.request_json import all_remembered, on_clear
 from contextfold.projections.tool_names import TOOL_NAME_RULES, refuses_tool_name
 
-__all__ = ["MAX_CHAT_TOOLS", "MAX_CHAT_TOOL_CALLS", "OBJECT_SCHEMA_PROVIDERS", "anthropic_tools",
+__all__ = ["MAX_CHAT_TOOLS", "MAX_CHAT_TOOL_CALLS", "anthropic_tools",
            "chat_tools", "checked_names", "declared_tool_names", "gemini_tools", "refused_tool_names",
            "refused_tool_schemas", "responses_tools"]
 
@@ -52,11 +53,6 @@ def checked_names(provider: str, names: set[Any]) -> set[Any]:
     return names
 
 
-OBJECT_SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
-"""The APIs that take only an object schema as a tool's parameters (their renderers give a schema
-without a type ``"type": "object"`` and an object schema without properties ``"properties": {}``,
-``_shared.object_schema``; so what they refuse is a schema of another type)."""
-
 MAX_CHAT_TOOLS = 128
 """OpenAI Chat Completions takes at most 128 tools ("Invalid 'tools': array too long. Expected an
 array with maximum length 128")."""
@@ -65,41 +61,23 @@ MAX_CHAT_TOOL_CALLS = 128
 """... and at most 128 calls in one assistant message (the same error for ``tool_calls``)."""
 
 
-def refused_tool_schemas(specs: Iterable[tuple[str, Any]]) -> tuple[list[str], tuple[str, ...]]:
-    """(the names of the (name, parameters) ``specs`` whose schema is of a type other than object,
-    sorted; the providers that refuse them): what an import can say before a build fails on them."""
-    # type_required=False: the renderers give a schema without a type "type": "object"
-    refused = sorted({name for name, schema in specs
-                      if schema_kind(schema, type_required=False) != "object"})
-    return refused, OBJECT_SCHEMA_PROVIDERS if refused else ()
+def refused_tool_schemas(specs: Iterable[tuple[str, dict[str, Any]]]
+                         ) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """name -> [(why, the providers refusing it for that)] for the (name, parameters) ``specs``
+    whose schema, as sent, some provider refuses (``tool_schemas.refused_schemas``): what an import
+    can say before builds for those providers leave the tools out."""
+    return refused_schemas(specs)
 
 
-def schema_kind(schema: Any, *, type_required: bool) -> Any:
-    """The type a tool's parameters schema declares (``"object"`` when it names none, or a list
-    with it, and the provider does not require one: the renderers send those as objects; None
-    for a schema that is not an object)."""
-    if not isinstance(schema, dict):
-        return None
-    kind = schema.get("type", None if type_required else "object")
-    return "object" if not type_required and isinstance(kind, list) and "object" in kind else kind
-
-
-def object_schemas(provider: str, schemas: list[tuple[Any, Any]], *, properties: bool) -> None:
-    """A RenderError naming the first tool whose parameters schema the provider refuses: both
-    require ``"type": "object"`` (OpenAI: "schema must be a JSON Schema of 'type: \"object\"'",
-    Anthropic: "input_schema.type: Field required"), OpenAI its ``properties`` too ("object schema
-    missing properties"). The whole request would be refused, turn after turn, for one tool
-    registered with another schema."""
+def object_schemas(provider: str, schemas: list[tuple[Any, Any]]) -> None:
+    """A RenderError naming the first tool whose parameters schema the provider refuses
+    (``tool_schemas.schema_refusal``: not an object, without OpenAI's ``properties``, a combinator
+    at the top level, an Anthropic property key outside its pattern). The whole request would be
+    refused, turn after turn, for one tool registered with such a schema."""
     for name, schema in schemas:
-        kind = schema_kind(schema, type_required=True)
-        if kind != "object":
-            _refuse(provider, f"tool {name!r}: its parameters must be a JSON Schema of type 'object', "
-                  f"not {kind!r} (fix the schema where the tool is registered)")
-        if properties and "properties" not in schema:
-            _refuse(provider, f"tool {name!r}: its object schema lists no 'properties'")
-        if not isinstance(schema.get("properties", {}), dict):
-            _refuse(provider, f"tool {name!r}: its 'properties' must be an object, not "
-                  f"{type(schema['properties']).__name__} (fix the schema where the tool is registered)")
+        why = schema_refusal(provider, schema)
+        if why is not None:
+            _refuse(provider, f"tool {name!r}: {why} ({schema_fix(why)})")
 
 
 _DECLARED_TOOLS: dict[str, tuple[tuple[object, ...], frozenset[Any]]] = {}
@@ -130,8 +108,7 @@ def chat_tools(tools: list[Any]) -> set[Any]:
               "is declared beside them (a smaller window or a compaction keeps fewer of those calls)")
     declared = checked_names(p, {t.get("function", {}).get("name") for t in tools})
     functions = [t.get("function", {}) for t in tools]  # parameters left out: "an empty parameter list"
-    object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f],
-                    properties=True)
+    object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f])
     return declared
 
 
@@ -139,14 +116,14 @@ def responses_tools(tools: list[Any]) -> set[Any]:
     p = "openai-responses"
     declared = checked_names(p, {t.get("name") for t in tools if t.get("type") == "function"})
     object_schemas(p, [(t.get("name"), t["parameters"]) for t in tools
-                        if t.get("type") == "function" and t.get("parameters") is not None], properties=True)
+                        if t.get("type") == "function" and t.get("parameters") is not None])
     return declared
 
 
 def anthropic_tools(tools: list[Any]) -> set[Any]:
     p = "anthropic"
     declared = checked_names(p, {t.get("name") for t in tools})
-    object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in tools], properties=False)
+    object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in tools])
     return declared
 
 
