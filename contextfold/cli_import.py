@@ -452,10 +452,10 @@ def _report(total: int, named: Named, source: str, fmt: str, notes: list[str]) -
 
 def _tool_name_notes(named: Named) -> list[str]:
     """What the imported registered tools will meet: a runtime names MCP tools ``server.tool``, which
-    OpenAI and Anthropic refuse, and MCP servers publish parameters schemas they refuse (a build for
-    them fails on such a tool: the whole request would be refused; not an object, ``anyOf`` at the
-    top level, ``filter[id]`` keys for Anthropic, ``render.tool_schemas``). The import says which
-    tools and which APIs now, not at the first build."""
+    OpenAI and Anthropic refuse (a build for them fails on such a tool: the whole request would be
+    refused), and MCP servers publish parameters schemas they refuse (not an object, ``anyOf`` at the
+    top level, ``filter[id]`` keys for Anthropic: a build does not offer such a tool to them,
+    ``render.tool_schemas``). The import says which tools and which APIs now, not at the first build."""
     from contextfold.projections.render.protocol import refused_tool_names, refused_tool_schemas
 
     specs = [spec for _, events, _ in named for e in events if isinstance(e, ToolsRegistered)
@@ -473,7 +473,8 @@ def _tool_name_notes(named: Named) -> list[str]:
                  for name, reasons in list(refused_schemas.items())[:5]]
         more = f" and {len(refused_schemas) - 5} more" if len(refused_schemas) > 5 else ""
         notes.append(f"note: tool(s) {', '.join(shown)}{more} take parameters schemas the APIs named refuse: "
-                     "builds of these runs for those fail on them")
+                     "builds of these runs for those do not offer them (their calls are shown as runtime "
+                     "notes; fix the schema in the source to offer them)")
     for names_refused, providers in by_names.items():
         more = f" and {len(names_refused) - 5} more" if len(names_refused) > 5 else ""
         notes.append(f"note: tool name(s) {', '.join(map(repr, names_refused[:5]))}{more} are refused by "

@@ -20,7 +20,8 @@ Tool exposure: pinned tools, tools used by the visible history, and the most
 relevant to the goal, the ready plan step and the latest input (BM25), under
 the ``tools`` share. A tool the policy does not allow is never exposed; a
 history group that used one is shown as the runtime's note of its calls and
-results (a provider rejects a call to an undeclared tool: ``not_offered``). A
+results (a provider rejects a call to an undeclared tool: ``not_offered``), as is a tool whose
+schema the provider refuses (``tool_candidates.schema_refusals``). A
 tool the history used but the log never registered is declared with a minimal
 schema (imported histories often lack tool specs) and recorded as a repair.
 """
@@ -192,6 +193,7 @@ def _build(state: RunState, config: BuildConfig, *,
         raise RequiredContextExceedsBudgetError(exc.budget, _by_fragment(ctx, exc.required, members),
                                                 note=exc.note) from None
     kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
+    repair_notes += tool_in.refusal_notes()  # the tools the provider refuses, and why
     if tool_in.notes:  # a tool declared or renamed for calls the request left out is neither
         declared = {t.name for t in kept_tools}
         repair_notes += [note for name, note in tool_in.notes if name in declared]

@@ -17,6 +17,7 @@ from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.plan_view import current_steps
+from contextfold.projections.render.tool_schemas import refused_schema
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable, whole_toolkit
@@ -77,13 +78,52 @@ class ToolInputs(NamedTuple):
     """(name declared, the manifest's repair) for each tool declared or renamed for the history's
     calls: a repair only when the request declares it (its calls may all be left out)."""
     blocked: frozenset[str]
-    """The names the history calls that the policy does not allow: never declared (nor renamed),
-    so their groups are shown as notes (``projections.not_offered``)."""
+    """The names the history calls that the policy does not allow, or whose schema the provider
+    refuses (``refused``): never declared (nor renamed), so their groups are shown as notes
+    (``projections.not_offered``)."""
+    refused: dict[str, str]
+    """A registered tool the policy allows whose parameters schema the build's provider refuses ->
+    why (``render.tool_schemas``). Never offered: ``policy`` denies it for this build."""
+    provider: str
+
+    def refusal_notes(self) -> list[str]:
+        """The manifest's repairs for the tools not offered for their schema: which, and why."""
+        return [f"tool_not_offered:{name} ({self.provider} refuses it: {why})"
+                for name, why in sorted(self.refused.items())]
+
+
+def schema_refusals(state: RunState, provider: str) -> dict[str, str]:
+    """name -> why ``provider`` refuses the schema of the registered tool, for those it refuses.
+
+    Why such a tool is not offered rather than the build failing (a RenderError) or the request
+    sent (the provider refuses it whole): either way every turn of the run fails, for one tool the
+    model may never call, and an MCP server that publishes a top-level ``anyOf`` is not the run's
+    to fix. Left out, the rest of the toolkit still goes, the history's calls to it are shown as
+    the runtime's notes of them (as a denied tool's are), and the manifest's repairs and ``why``
+    say which tool and why. Another provider of the same run (Gemini) still gets it.
+
+    The last answer per provider is kept on the state while its registered specs are the same
+    objects: asking for each of a 400-tool registry took ~160 us of every build."""
+    key = tuple(map(id, state.tools.values()))
+    hit = state.memo.get(f"schema-refusals:{provider}")
+    if isinstance(hit, tuple) and hit[0] == key:  # (the specs are held with it: their ids stay theirs)
+        return hit[2]  # type: ignore[no-any-return]
+    found = {}
+    for name, spec in state.tools.items():
+        why = refused_schema(provider, spec.parameters)
+        if why is not None:
+            found[name] = why
+    state.memo[f"schema-refusals:{provider}"] = (key, list(state.tools.values()), found)
+    return found
 
 
 def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
     """The registry a build of ``state`` for ``config`` declares tools from (see the module)."""
     policy = state.tool_policy()
+    refused = {name: why for name, why in schema_refusals(state, config.provider).items()
+               if permitted(name, policy.allowed, policy.denied)}
+    if refused:  # denied for this build: never exposed, its calls shown as notes
+        policy = ToolPolicy(policy.allowed, policy.denied | frozenset(refused), policy.pinned)
     used_names = sorted(state.used_tool_names())
     registry: dict[str, ToolSpec] = dict(state.tools)
     renamed: dict[str, str] = {}
@@ -108,7 +148,8 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
     if renamed:
         used_names = sorted(renamed.get(name, name) for name in used_names)
         policy = _aliased_policy(policy, renamed)
-    return ToolInputs(registry, used_names, renamed, policy, notes, frozenset(blocked))
+    return ToolInputs(registry, used_names, renamed, policy, notes, frozenset(blocked), refused,
+                      config.provider)
 
 
 def _aliased_policy(policy: ToolPolicy, renamed: dict[str, str]) -> ToolPolicy:
@@ -213,7 +254,7 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     ``tools``) did not expose ``name``; None when the run knows no tool of that name (neither
     registered, called, pinned nor named by its policy) or it was exposed."""
     inputs = tool_inputs(state, config)
-    policy = inputs.policy
+    policy = state.tool_policy()  # the run's: a tool this build denies for its schema is told apart
     shown = inputs.renamed.get(name, name)
     registered, called = name in state.tools, name in state.used_tool_names()
     named = name in policy.pinned or name in policy.denied or name in (policy.allowed or ())
@@ -227,6 +268,9 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     if not permitted(name, policy.allowed, policy.denied):
         return (f"tool {name!r} ({known}) is never exposed: it is not among the run's policy's "
                 f"allowed_tools{stale}")
+    if name in inputs.refused:
+        return (f"tool {name!r} ({known}) is not offered to {config.provider}, which refuses it: "
+                f"{inputs.refused[name]}{stale}. Register it with a schema this API takes to offer it")
     if not (registered or called):
         how = "pinned by" if name in policy.pinned else "on the allowed_tools of"
         return (f"tool {name!r} is {how} the run's policy, but no tool of that name is registered "

@@ -12,15 +12,31 @@ checks and was refused whole, turn after turn, for one tool the model might neve
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from contextfold.api import render_request
 from contextfold.domain.conversation import Conversation, InstructionPart, UserMessage
 from contextfold.domain.errors import RenderError
-from contextfold.domain.events import ToolSpec
+from contextfold.domain.events import (
+    AnyEvent,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolsRegistered,
+    UserInput,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.fold import fold
 from contextfold.projections.render import check_protocol, render
 from contextfold.projections.render.protocol import refused_tool_schemas
+from contextfold.projections.tool_candidates import not_exposed_reason
 
 SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
 UNION = {"type": "object", "properties": {"id": {"type": "string"}, "full_path": {"type": "string"}},
@@ -139,3 +155,68 @@ def test_an_import_names_each_refused_schema_with_the_apis_and_why() -> None:
                ("anthropic",))],
         "s": [("its parameters schema is of type 'string', not 'object'", SCHEMA_PROVIDERS)],
         "u": [("'anyOf' at the top level of its parameters schema", SCHEMA_PROVIDERS)]}
+
+
+# ------------------------------------------------------------------ builds: not offered, said why
+
+
+def _events(*tail: AnyEvent) -> list[AnyEvent]:
+    return [ToolsRegistered(tools=(
+                ToolSpec(name="get_resource", description="Get a CI resource", parameters=UNION),
+                ToolSpec(name="list_apps", description="List apps", parameters=BRACKETED),
+                ToolSpec(name="ls", description="List files"))),
+            PolicySet(text="Tools may be used.", pinned_tools=("get_resource", "list_apps", "ls")),
+            UserInput("get resource 7 and list apps"), *tail]
+
+
+def _build(events: list[AnyEvent], provider: str) -> BuildResult:
+    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    return build_context(state, BuildConfig(provider=provider, window=100_000, reserve=1000),
+                         render=render_request)  # validated: protocol and SDK types
+
+
+@pytest.mark.parametrize(("provider", "offered"), [
+    ("anthropic", ["ls"]), ("openai-chat", ["list_apps", "ls"]), ("openai-responses", ["list_apps", "ls"]),
+    ("gemini", ["get_resource", "list_apps", "ls"]), ("neutral", ["get_resource", "list_apps", "ls"])])
+def test_a_pinned_tool_whose_schema_the_provider_refuses_is_not_offered_and_the_manifest_says_why(
+        provider: str, offered: list[str]) -> None:
+    """The build used to pass and the provider to refuse the whole request, every turn; a
+    RenderError would stop the agent as surely. The rest of the toolkit still goes."""
+    built = _build(_events(), provider)
+    assert sorted(t.name for t in built.manifest.tools) == offered
+    notes = [r for r in built.manifest.repairs if r.startswith("tool_not_offered:")]
+    expected = []
+    if "get_resource" not in offered:
+        expected.append(f"tool_not_offered:get_resource ({provider} refuses it: 'anyOf' at the top level "
+                        "of its parameters schema)")
+    if "list_apps" not in offered:
+        expected.append(f"tool_not_offered:list_apps ({provider} refuses it: property key "
+                        "'filter[bundleId]' of its parameters schema is outside ^[a-zA-Z0-9_.-]{1,64}$)")
+    assert notes == expected
+
+
+@pytest.mark.parametrize("provider", SCHEMA_PROVIDERS)
+def test_the_historys_calls_to_such_a_tool_are_shown_as_a_runtime_note(provider: str) -> None:
+    """Its calls cannot be sent as calls of an undeclared tool: shown as the runtime's note of
+    them, as a denied tool's are, the result (here the latest error) after its runtime line."""
+    events = _events(ModelResponse(text="Fetching.", tool_calls=(
+                         ToolCall(call_id="c1", name="get_resource", arguments='{"id": "7"}'),
+                         ToolCall(call_id="c2", name="ls", arguments="{}"))),
+                     ToolResult(call_id="c1", content="resource 7: pipeline dep-4411 FAILED", is_error=True,
+                                exit_code=1),
+                     ToolResult(call_id="c2", content="app.yaml"),
+                     UserInput("and now?"))
+    built = _build(events, provider)
+    request = json.dumps(built.request)
+    assert "TOOL_NOT_OFFERED: this request does not offer the tools" in request
+    assert "call c1: get_resource" in request and "dep-4411" in request
+    assert "get_resource" not in {t.name for t in built.manifest.tools}
+    reasons = {f.id: f.selection_reason for f in built.manifest.fragments}
+    assert reasons["e4"].endswith("its calls shown as a runtime note: the request does not offer "
+                                  "get_resource")
+    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    config = BuildConfig(provider=provider, window=100_000, reserve=1000)
+    why = not_exposed_reason(state, config, "get_resource", {t.name for t in built.manifest.tools})
+    assert why == (f"tool 'get_resource' (registered) is not offered to {provider}, which refuses it: "
+                   "'anyOf' at the top level of its parameters schema; the history's calls to it are shown "
+                   "as runtime notes. Register it with a schema this API takes to offer it")

@@ -73,7 +73,8 @@ def object_schemas(provider: str, schemas: list[tuple[Any, Any]]) -> None:
     """A RenderError naming the first tool whose parameters schema the provider refuses
     (``tool_schemas.schema_refusal``: not an object, without OpenAI's ``properties``, a combinator
     at the top level, an Anthropic property key outside its pattern). The whole request would be
-    refused, turn after turn, for one tool registered with such a schema."""
+    refused, turn after turn, for one tool registered with such a schema; a build never declares
+    one (``tool_candidates``), so this holds for bodies edited or made elsewhere."""
     for name, schema in schemas:
         why = schema_refusal(provider, schema)
         if why is not None:

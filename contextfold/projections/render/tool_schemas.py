@@ -1,9 +1,10 @@
 """The parameters schema a tool is sent with, and why a provider would refuse it.
 
-Why a module of its own: the parts that must agree on it read it from here. The renderers send
+Why a module of its own: three parts must agree on it. The renderers send
 :func:`sent_schema`; the protocol check refuses a body whose schema a provider refuses
-(:func:`schema_refusal`, ``tool_checks``); the import names the registered tools a provider would
-refuse (:func:`refused_schemas`).
+(:func:`schema_refusal`, ``tool_checks``); and a build does not offer a registered tool whose
+sent schema its provider refuses (:func:`refused_schema`, ``tool_candidates``), so the check
+never fires on a body the builder made.
 
 What the providers refuse, beyond a schema that is not an object (the request is refused whole,
 so one such tool fails every request that declares it):
@@ -24,7 +25,7 @@ meaning*: an ``allOf`` whose parts only add properties and required keys is merg
 take), and a union with one alternative besides ``{"type": "null"}`` (a call's input is always an
 object, never null) is that alternative. Anything else (``anyOf: [{required: [id]}, {required:
 [path]}]``, a part beside ``additionalProperties: false``) would change what the model may send:
-it is left as registered, for the check to name before anything is sent. Renaming
+it is left as registered, and the tool is not offered to a provider that refuses it. Renaming
 property keys is never done: the model's calls would carry keys the tool does not know.
 """
 
@@ -152,10 +153,10 @@ def schema_fix(reason: str) -> str:
     if "at the top level" in reason:
         return ("this API takes none of oneOf, anyOf, allOf (nor, for OpenAI, enum and not) there: register "
                 "the tool with one object schema (alternatives as optional properties, explained in its "
-                "description)")
+                "description); a build does not offer it to this API")
     if reason.startswith("property key"):
-        return "register the tool with property keys this API takes"
-    return "fix the schema where the tool is registered"
+        return "register the tool with property keys this API takes; a build does not offer it to this API"
+    return "fix the schema where the tool is registered; a build does not offer it to this API"
 
 
 _REFUSALS: dict[int, tuple[dict[str, Any], dict[str, str | None]]] = {}
