@@ -17,7 +17,7 @@ from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.plan_view import current_steps
-from contextfold.projections.render.tool_schemas import refused_schema
+from contextfold.projections.render.tool_schemas import SCHEMA_PROVIDERS, refused_schema
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable, whole_toolkit
@@ -104,6 +104,8 @@ def schema_refusals(state: RunState, provider: str) -> dict[str, str]:
 
     The last answer per provider is kept on the state while its registered specs are the same
     objects: asking for each of a 400-tool registry took ~160 us of every build."""
+    if provider not in SCHEMA_PROVIDERS or not state.tools:  # Gemini, neutral: nothing refused
+        return {}
     key = tuple(map(id, state.tools.values()))
     hit = state.memo.get(f"schema-refusals:{provider}")
     if isinstance(hit, tuple) and hit[0] == key:  # (the specs are held with it: their ids stay theirs)
