@@ -297,6 +297,8 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
         after = [i for i in (text.find(" ", tail_start), text.find("\n", tail_start)) if i >= 0]
         tail_start = min(after) + 1 if after and min(after) < n else tail_start
         head, tail_start = floor_boundary(text, head), ceil_boundary(text, tail_start)
+        if fences is not None:
+            tail_start = _tail_past_fence_piece(text, fences, tail_start)
         return head, max(tail_start, head)
 
     def render(k: int) -> str:
@@ -315,6 +317,22 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
     return _result(out_text, strategy="words", unit="char", original=text, original_tokens=original_tokens,
                    tokens=tokens, kept=[(1, head), (tail_start + 1, n)], omitted=tail_start - head,
                    omitted_chars=tail_start - head)
+
+
+def _tail_past_fence_piece(text: str, fences: tuple[list[int], list[str | None]], tail_start: int) -> int:
+    """``tail_start``, or the start of the next line when the tail would open with the end of a
+    line that reads otherwise at a line's start: shown after the marker, the last three of a
+    closing fence's four backticks opened a fence the text never had (a words cut of ``text``
+    then ```` ```` ```` left the rest of the request as code)."""
+    starts, states = fences
+    at = bisect_right(starts, tail_start) - 1
+    if tail_start == starts[at]:
+        return tail_start
+    end = text.find("\n", tail_start)
+    piece = text[tail_start:] if end < 0 else text[tail_start:end]
+    if fence_after(states[at + 1], piece) == states[at + 1]:
+        return tail_start
+    return len(text) if end < 0 else end + 1
 
 
 # ------------------------------------------------------------------ JSON
