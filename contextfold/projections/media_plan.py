@@ -58,6 +58,7 @@ from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.media_cost import MediaCost, media_cost, priced_media, reduced_block
 from contextfold.projections.redact_urls import shown_url
 from contextfold.projections.render.data_blocks import (
+    ERROR_MEDIA_NOTE,
     TOOL_MEDIA_NOTE,
     caption_text,
     follows_note,
@@ -136,15 +137,18 @@ def _caption_tokens(state: RunState, frag: ContextFragment, provider: str,
                     blocks: tuple[ImageBlock | DocumentBlock, ...]) -> int:
     """The text ``provider``'s renderer writes around ``frag``'s media, as written: a caption
     naming the source and trust of workspace and external media (every renderer), a tool's
-    media named inside its result (OpenAI Chat, Gemini), and OpenAI Chat's user message that
-    carries a tool's media after the tool message. ``neutral`` pays the dearest. They went
-    unpriced: 12 tool results of one image each sent ~1,000 tokens more than the budget.
+    media named inside its result (OpenAI Chat, Gemini; Anthropic for a failed call's), and the
+    runtime line that carries a tool's media after the results (OpenAI Chat's user message;
+    Anthropic's for a failed call, since an ``is_error`` result takes text only). ``neutral``
+    pays the dearest. They went unpriced: 12 tool results of one image each sent ~1,000 tokens
+    more than the budget.
     (A deduped repeat is priced as if shown: dedupe only frees tokens.)"""
     count = state.counter.count
     captioned = frag.trust in ("workspace", "external")
     result = (next((b for b in frag.content if isinstance(b, ToolResultBlock)), None)
               if frag.kind == "tool_result" else None)
     chat = provider in ("openai-chat", "neutral")
+    failed = (provider in ("anthropic", "neutral") and result is not None and result.status != "ok")
     total = 0
     for block in blocks:
         kind = "image" if isinstance(block, ImageBlock) else "document"
@@ -155,12 +159,13 @@ def _caption_tokens(state: RunState, frag: ContextFragment, provider: str,
         total += caption(follows_note(kind, block.media_type)) if captioned else 0
         if result is not None:
             total += max(caption(TOOL_MEDIA_NOTE) if chat else 0,
+                         caption(ERROR_MEDIA_NOTE) if failed else 0,
                          caption(returned_media_note(kind, block.media_type))
                          if provider in ("gemini", "neutral") else 0)
-    if result is not None and chat:  # (a name shown under an alias: the longer of the two)
+    if result is not None and (chat or failed):  # (a name shown under an alias: the longer of the two)
         name = result.name or ""
-        total += MESSAGE_OVERHEAD + max(count(media_follows_line(result.call_id, shown))
-                                        for shown in (name, tool_name_alias(name)))
+        total += (MESSAGE_OVERHEAD if chat else 0) + max(
+            count(media_follows_line(result.call_id, shown)) for shown in (name, tool_name_alias(name)))
     return total
 
 

@@ -268,15 +268,17 @@ def _text_strings(value: Any, key: str | None = None) -> int:
 
 
 @pytest.mark.parametrize("provider", sorted(_HISTORY))
-def test_the_text_around_media_is_priced(provider: str) -> None:
+@pytest.mark.parametrize("failed", [False, True])
+def test_the_text_around_media_is_priced(provider: str, failed: bool) -> None:
     """Each renderer writes a caption naming a medium's source and trust, OpenAI Chat and Gemini
     name a tool's media inside its result, and OpenAI Chat carries them in a user message of
     their own: none of it was priced, and 12 tool results of one image each went ~1,000 tokens
-    over the budget."""
+    over the budget. (A failed call's media, which Anthropic carries after the results with a
+    runtime line, likewise.)"""
     events: list[AnyEvent] = [UserInput("Take screenshots of each page")]
     for i in range(12):
         events += [ModelResponse(tool_calls=[ToolCall(call_id=f"call_{i}", name="screenshot")]),
-                   ToolResult(call_id=f"call_{i}", content="ok", blocks=(ImageBlock(
+                   ToolResult(call_id=f"call_{i}", content="ok", is_error=failed, blocks=(ImageBlock(
                        url=f"https://example.com/shots/{i}.png", media_type="image/png", width=512,
                        height=512),))]
     events.append(UserInput("what do you see?"))

@@ -24,7 +24,8 @@ Rules this renderer keeps (the API rejects requests that break them):
   (``projections.reasoning``: which turns, and why). Replies merged into one message carry the
   thinking of the newest one that thinks, first; an earlier one's is left out (``_merge_turn``).
 - ``is_error: true`` on results with status error, lost or cancelled; the
-  runtime header in the content says which.
+  runtime header in the content says which. Such a result takes text only: the media a failed
+  call returned follow the batch's results, under a runtime line (``_tool_result_block``).
 - Text blocks that are empty or only whitespace are rejected by the API ("text content
   blocks must contain non-whitespace text"), so none are emitted: a user turn left with
   nothing says :data:`EMPTY_USER_TEXT`, an assistant one is left out as if empty.
@@ -68,8 +69,8 @@ from contextfold.projections.render._shared import (
     shown_media,
     system_texts,
 )
-from contextfold.projections.render.data_blocks import media_caption, render_data
-from contextfold.projections.render.runtime_lines import runtime_header
+from contextfold.projections.render.data_blocks import ERROR_MEDIA_NOTE, media_caption, render_data
+from contextfold.projections.render.runtime_lines import media_follows_line, runtime_header
 from contextfold.projections.render.tool_schemas import sent_schema
 
 __all__ = ["CACHE_CONTROL", "EMPTY_USER_TEXT", "MAX_CACHE_BREAKPOINTS", "PROVIDER", "render_anthropic",
@@ -224,8 +225,17 @@ def unsent_thinking(conversation: Conversation) -> dict[str, str]:
     return {fid: reason for fid, reason in why.items() if fid not in sent}
 
 
-def _tool_result_block(result: ToolResultPart) -> dict[str, Any]:
+def _tool_result_block(result: ToolResultPart) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``tool_result`` block of ``result``, and the blocks that go after the batch's results.
+
+    A failed result's media go after them: Anthropic takes text only in a ``tool_result`` with
+    ``is_error: true`` ("all content must be type 'text' if 'is_error' is true"), and a failed
+    browser call's screenshot inside one made every build of the run fail while it was in the
+    window. The result keeps its text and names each medium (:data:`ERROR_MEDIA_NOTE`); the
+    media follow the results under the runtime's line naming the call, as OpenAI Chat does for
+    every tool's media (``media_plan`` prices both)."""
     content: list[dict[str, Any]] = []
+    moved: list[dict[str, Any]] = []
     header = runtime_header(result)
     if header is not None:
         content.extend(_text(header))
@@ -233,6 +243,9 @@ def _tool_result_block(result: ToolResultPart) -> dict[str, Any]:
         match part:
             case DataPart():
                 content.extend(_text(render_data(part)))
+            case MediaPart() if result.is_error:
+                content.extend(_text(media_caption(part, ERROR_MEDIA_NOTE)))
+                moved.extend(_media_blocks(part))
             case MediaPart():
                 content.extend(_media_blocks(part))
             case _:
@@ -243,7 +256,20 @@ def _tool_result_block(result: ToolResultPart) -> dict[str, Any]:
                              "content": content}
     if result.is_error:
         block["is_error"] = True
-    return block
+    if moved:
+        moved.insert(0, {"type": "text", "text": media_follows_line(result.call_id, result.name)})
+    return block, moved
+
+
+def _result_blocks(message: ToolResults) -> list[dict[str, Any]]:
+    """The batch's ``tool_result`` blocks first (the API's rule), then the media moved out of them."""
+    blocks: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    for result in message.results:
+        block, moved = _tool_result_block(result)
+        blocks.append(block)
+        after.extend(moved)
+    return blocks + after
 
 
 def render_anthropic(conversation: Conversation, *, max_tokens: int | None = None
@@ -259,7 +285,7 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
             case AssistantMessage():
                 role, blocks = "assistant", _assistant_blocks(message)
             case ToolResults():
-                role, blocks = "user", [_tool_result_block(r) for r in message.results]
+                role, blocks = "user", _result_blocks(message)
             case _:
                 assert_never(message)
         if blocks:

@@ -64,6 +64,7 @@ from contextfold.projections.render.runtime_lines import runtime_header
 __all__ = [
     "DATA_CLOSE",
     "DATA_MARKER",
+    "ERROR_MEDIA_NOTE",
     "LINE_BREAKS",
     "TOOL_MEDIA_NOTE",
     "caption_text",
@@ -406,6 +407,11 @@ def follows_note(kind: str, media_type: str) -> str:
 TOOL_MEDIA_NOTE = "media returned by this call is attached in the next user message"
 """The caption body of a tool's media in an OpenAI Chat tool message (the media follows in a
 user message: a tool message takes text only)."""
+
+
+ERROR_MEDIA_NOTE = "media returned by this call is attached after the tool results"
+"""The caption body of a failed tool's media in an Anthropic ``tool_result`` (an ``is_error``
+result takes text only: the media follow the batch's results)."""
 
 
 def returned_media_note(kind: str, media_type: str) -> str:

@@ -9,9 +9,10 @@ turn, the turn's other calls and the reasoning items before them), call ids the 
 request and at most 64 characters; Gemini: unique in the request; OpenAI chat: at most 40 characters),
 tool names it takes and object schemas for tool parameters (:mod:`.tool_checks`, which reads only
 the body's ``tools``), at most 128 calls in a message (OpenAI chat), role alternation, ``tool_result``
-placement, tools declared for every tool name used in history, at most four Anthropic cache
-breakpoints, a request with something to answer (a message, an input item, a content). Each failure is a
-:class:`RenderError` naming the message.
+placement, text only in an Anthropic ``tool_result`` with ``is_error``, tools declared for every
+tool name used in history, at most four Anthropic cache breakpoints, a request with something
+to answer (a message, an input item, a content). Each failure is a :class:`RenderError` naming
+the message.
 """
 
 from __future__ import annotations
@@ -337,6 +338,11 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
                   "other content", i)
         if len(set(results)) != len(results):
             _fail(p, f"user message answers a tool_use id twice: {results}", i)
+        for b in blocks[:leading]:
+            if b.get("is_error") is True and isinstance(b.get("content"), list) and any(
+                    not isinstance(c, dict) or c.get("type") != "text" for c in b["content"]):
+                _fail(p, f"tool_result {b.get('tool_use_id')!r} has is_error true and content that is "
+                      "not text: all content must be type 'text' if 'is_error' is true", i)
         if set(results) != set(expected):
             missing = [x for x in expected if x not in results]
             extra = [x for x in results if x not in expected]
