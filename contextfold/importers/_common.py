@@ -98,6 +98,24 @@ def get_list(d: dict[str, Any], key: str, path: JsonPath) -> list[Any]:
     return v
 
 
+URL_EXTENSION_TYPES: dict[str, str] = {
+    ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+    ".webp": "image/webp", ".heic": "image/heic", ".heif": "image/heif", ".pdf": "application/pdf",
+}
+"""The media type a URL's file extension names, for a medium imported by URL without one (an
+OpenAI ``image_url``, an Anthropic ``url`` source carry none). A fixed table, not ``mimetypes``,
+whose answers depend on the machine's files: an import must give the same events anywhere."""
+
+
+def type_from_url(url: str) -> str | None:
+    """The media type the extension of ``url``'s path names (:data:`URL_EXTENSION_TYPES`), or None."""
+    path = url.split("#", 1)[0].split("?", 1)[0]
+    if "://" in path:
+        path = path.split("://", 1)[1].partition("/")[2]
+    dot = path.rfind(".")
+    return URL_EXTENSION_TYPES.get(path[dot:].lower()) if dot > path.rfind("/") else None
+
+
 def media_block(
     kind: str, path: JsonPath, *, url: str | None = None, data: str | None = None,
     media_type: str | None = None, title: str | None = None, detail: str | None = None,
@@ -108,12 +126,21 @@ def media_block(
     ``url`` (the importer is pure and cannot write artifacts; the store may move
     it to the artifact table later). A renderer can pass a data URL through
     (OpenAI) or split it back into a base64 source (Anthropic, Gemini).
+
+    A URL given without a type gets the one its extension names (``.../ant.jpg``: image/jpeg):
+    Gemini needs the type of a ``fileData`` and refuses ``image/*``. Without one, an image keeps
+    ``image/*`` (the event requires a type: the log's word for "not known"), which each renderer
+    handles (Anthropic and OpenAI send a URL without a type; Gemini gets a note).
     """
     if data is not None:
         mt = media_type or ("image/png" if kind == "image" else "application/octet-stream")
         url = f"data:{mt};base64,{data}"
     elif url is not None and media_type is None and url.startswith("data:"):
         media_type = url[5:].split(";", 1)[0].split(",", 1)[0] or None
+    elif url is not None and media_type is None:
+        guessed = type_from_url(url)  # (an image named .pdf, a document named .png: not guessed)
+        if guessed is not None and guessed.startswith("image/") == (kind == "image"):
+            media_type = guessed
     if url is None:
         raise Bad(path, f"{kind} without a URL or inline data")
     if kind == "image":

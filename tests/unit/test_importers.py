@@ -263,6 +263,26 @@ def test_anthropic_document_url_and_bad_role() -> None:
     assert _located(bad, "anthropic", "unknown role 'system'").location == "in.json:7"
 
 
+@pytest.mark.parametrize(("url", "kind", "expected"), [
+    ("https://x/a/ant.JPG?w=2#top", "image", "image/jpeg"),
+    ("https://x/shot.webp", "image", "image/webp"),
+    ("https://x/render?id=3.png", "image", "image/*"),  # the query names no file
+    ("https://x.png/render", "image", "image/*"),  # nor does the host
+    ("https://x/spec.pdf", "image", "image/*"),  # an image named .pdf: not guessed
+    ("https://x/d.pdf", "document", "application/pdf"),
+    ("https://x/d", "document", "application/octet-stream"),
+])
+def test_a_media_url_imported_without_a_type_gets_the_one_its_extension_names(
+        url: str, kind: str, expected: str) -> None:
+    """Neither an OpenAI ``image_url`` nor an Anthropic ``url`` source carries a type, and ``image/*``
+    went to Gemini as a ``fileData`` type, which it refuses."""
+    body = [{"role": "user", "content": [{"type": kind, "source": {"type": "url", "url": url}}]}]
+    user = parse(_b(body), format="anthropic")[1]
+    assert isinstance(user, UserInput)
+    (block,) = user.content
+    assert isinstance(block, ImageBlock | DocumentBlock) and block.media_type == expected
+
+
 # ---------------------------------------------------------------- openai responses
 
 def test_openai_responses_items_group_into_turns() -> None:
