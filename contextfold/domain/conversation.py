@@ -85,6 +85,9 @@ class MediaPart(_Frozen):
     source: str = ""
     trust: Trust = "user"
     fragment_id: str
+    unsent: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Why the provider of this build refuses the medium as it is (``projections.media_limits``):
+    the renderer sends a note saying so in its place. Absent (and not in the JSON) otherwise."""
 
 
 UserPart: TypeAlias = Annotated[InstructionPart | DataPart | MediaPart, Field(discriminator="type")]

@@ -237,7 +237,10 @@ class MediaCostRecord(_Frozen):
     ``openai-tiles``, ``anthropic-pixels``, ``gemini-tiles``, ``*-pdf-pages``);
     ``reduced_from`` is the full price when the build sent a cheaper rendition
     (``detail: low``); ``shown_in`` names the fragment that carries the same
-    bytes when this occurrence was replaced by a reference (dedupe).
+    bytes when this occurrence was replaced by a reference (dedupe); ``not_attached`` the note
+    sent instead of a medium the provider refuses (``tokens`` then 0 when the plan knew it, the
+    note being priced as text; the medium's price when only the whole request told, e.g. more
+    than 20 images for Anthropic).
     """
 
     kind: Literal["image", "document"]
@@ -251,6 +254,10 @@ class MediaCostRecord(_Frozen):
     rule: str
     reduced_from: int | None = None
     shown_in: str | None = None
+    not_attached: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The note the request carries in the medium's place when its provider refuses it as it is
+    (a type it does not take, over a size limit: ``projections.media_limits``). Absent (and not
+    in the JSON) for a medium that was sent."""
 
 
 class ManifestFragment(_Frozen):

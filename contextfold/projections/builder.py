@@ -36,7 +36,7 @@ from typing import Any
 
 from contextfold.domain.conversation import AssistantMessage, Conversation, arguments_object
 from contextfold.domain.errors import BudgetError, RequiredContextExceedsBudgetError
-from contextfold.domain.events import ArtifactRef
+from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolCallBlock
 from contextfold.domain.manifest import BuildConfig, Calibration, TruncationRecord
 from contextfold.projections.build_result import BuildResult
@@ -315,7 +315,8 @@ def _build(state: RunState, config: BuildConfig, *,
     # Without priced media in the run the layout made no media part: nothing to reduce, inline
     # or dedupe (a pass over every message of a long run's request saved).
     media = (finalize_media(conversation, reduced=frozenset(reduced),
-                            load_bytes=None if config.provider == "neutral" else load_bytes)
+                            load_bytes=None if config.provider == "neutral" else load_bytes,
+                            provider=config.provider, blocks_of=lambda fid: _media_blocks_of(ctx, fid))
              if state.media_seen else MediaFinish(conversation))
     conversation = media.conversation
     if renamed:
@@ -333,8 +334,15 @@ def _build(state: RunState, config: BuildConfig, *,
     return finish_build(ctx, config, budget, conversation, request, selection.kept,
                         (members, unit_by_id, cut_units), unit_layer_no,
                         truncated, original_tokens, truncations, (excluded, low_priority), exposure,
-                        repair_notes, current_input, calibration, (text_cut, reduced, media.shown_in),
+                        repair_notes, current_input, calibration,
+                        (text_cut, reduced, media.shown_in, media.unsent),
                         opening=opening)
+
+
+def _media_blocks_of(ctx: BuildCtx, fid: str) -> tuple[ImageBlock | DocumentBlock, ...]:
+    """The priced media of fragment ``fid`` (their logged sizes, for ``finalize_media``)."""
+    m = ctx.media(fid)
+    return () if m is None else m.blocks
 
 
 def _by_fragment(ctx: BuildCtx, required: Sequence[tuple[str, int]], members: Mapping[str, Sequence[str]]

@@ -119,7 +119,8 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                  exposure: tuple[tuple[ToolChoice, ...], int],
                  repairs: list[str],
                  current_input: str | None, calibration: Calibration | None = None,
-                 cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]] = ({}, set(), {}),
+                 cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]
+                 = ({}, set(), {}, {}),
                  *, opening: int) -> BuildResult:
     """The build's result for what was kept (``kept``: unit id -> granted tokens), cut and laid
     out: each kept fragment's manifest line and view in (layer, position) order, the layer
@@ -277,7 +278,8 @@ def _kept_in_order(kept_rows: KeptRows, fids: Iterable[str]) -> list[str]:
 
 def _remade(ctx: BuildCtx, uid: str, unit: Unit, fids: tuple[str, ...], layer_no: int, worked: bool,
             current_input: str | None, truncated: set[str], original_tokens: dict[str, int],
-            cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]]) -> RowsEntry:
+            cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]
+            ) -> RowsEntry:
     """A kept unit's entry ``(unit, rows)`` made afresh, or ``(None, rows)`` when its rows are
     not plain (something cut, reduced, loaded or priced as media).
 
@@ -289,11 +291,12 @@ def _remade(ctx: BuildCtx, uid: str, unit: Unit, fids: tuple[str, ...], layer_no
     if not worked and truncated.isdisjoint(fids) and all(f.media is None for f in facts):  # plain
         return (unit, _unit_rows(ctx, fids, layer_no, True, current_input, truncated, original_tokens,
                                  cuts)[1])
-    text_cut, reduced, shown_in = cuts
+    text_cut, reduced, shown_in, unsent = cuts
     entries, required = ctx.state.entries, ctx.required
     key = (unit, layer_no, worked, current_input, [
         (entries[fid], f, fid in required, text_cut.get(fid), fid in reduced, fid in truncated,
-         original_tokens.get(fid), shown_in.get(fid)) for fid, f in zip(fids, facts, strict=True)])
+         original_tokens.get(fid), shown_in.get(fid), unsent.get(fid))
+        for fid, f in zip(fids, facts, strict=True)])
     memo = ctx.objects_for("remade-rows")
     hit = memo.get(uid)
     if hit is not None and hit[0] == key:
@@ -311,10 +314,11 @@ def _remade(ctx: BuildCtx, uid: str, unit: Unit, fids: tuple[str, ...], layer_no
 
 def _unit_rows(ctx: BuildCtx, fids: tuple[str, ...], layer_no: int, plain: bool, current_input: str | None,
                truncated: set[str], original_tokens: dict[str, int],
-               cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]]]) -> tuple[bool, list[Row]]:
+               cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]
+               ) -> tuple[bool, list[Row]]:
     """The manifest rows of a kept unit's fragments, and whether they are plain (no media,
     nothing cut, reduced or loaded: the same while the unit object is)."""
-    text_cut, reduced, shown_in = cuts
+    text_cut, reduced, shown_in, unsent = cuts
     entries = ctx.state.entries
     rows: list[Row] = []
     for fid in fids:
@@ -324,7 +328,7 @@ def _unit_rows(ctx: BuildCtx, fids: tuple[str, ...], layer_no: int, plain: bool,
         else:
             plain = False
             line = selected_line(ctx, facts, layer_no, current_input, text_cut, reduced,
-                                 truncated, original_tokens, shown_in)
+                                 truncated, original_tokens, (shown_in, unsent))
         layer, tokens, overhead, view, mline = line
         rows.append((layer, entries[fid].position, fid, view, mline, tokens, overhead))
     return plain, rows

@@ -23,6 +23,12 @@ into one that can be sent:
   runtime note "image sha:… shown above". The budget priced every occurrence,
   so dedupe only ever frees tokens, never overflows.
 
+- limits: a medium the provider refuses as it is (a type it does not take, an image over its
+  size limit: ``media_limits``) is priced as the note sent in its place (no media tokens, the
+  note as caption text, ``not_attached`` in the manifest) and marked ``MediaPart.unsent``, its
+  bytes not loaded. A rule of the whole request (Anthropic's more than 20 images) is applied
+  here, to media that were priced as media: the manifest then counts more than is sent.
+
 Media a provider cannot carry inside a tool result is moved by the renderers
 (OpenAI Chat: the next user message, with a reference line). The fold's
 tool-result media sit inside ``ToolResultBlock.blocks``; :func:`media_blocks`
@@ -55,7 +61,19 @@ from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import MediaCostRecord
 from contextfold.projections.fold_content import block_tokens
 from contextfold.projections.framing import MESSAGE_OVERHEAD
-from contextfold.projections.media_cost import MediaCost, media_cost, priced_media, reduced_block
+from contextfold.projections.media_cost import (
+    MediaCost,
+    media_cost,
+    media_family,
+    priced_media,
+    reduced_block,
+)
+from contextfold.projections.media_limits import (
+    ANTHROPIC_MANY_IMAGES,
+    many_images_refusal,
+    refusal,
+    unsent_media_note,
+)
 from contextfold.projections.redact_urls import shown_url
 from contextfold.projections.render.data_blocks import (
     ERROR_MEDIA_NOTE,
@@ -83,6 +101,36 @@ def _key(block: ImageBlock | DocumentBlock | MediaPart) -> str:
     return blake3.blake3((block.url or "").encode()).hexdigest()
 
 
+def _inline_size(block: ImageBlock | DocumentBlock | MediaPart) -> tuple[bool, int | None]:
+    """Whether the medium is sent as bytes, and their count when known (an artifact's size, a
+    ``data:`` URL's payload): what a provider's size limit is read from, alike when planned
+    and when finalized."""
+    if block.artifact is not None:
+        return True, block.artifact.size
+    url = block.url or ""
+    if url.startswith("data:"):
+        return True, len(url.partition(",")[2]) * 3 // 4
+    return False, None
+
+
+def _note(provider: str, block: ImageBlock | DocumentBlock | MediaPart, fragment_id: str,
+          width: int | None, height: int | None) -> str | None:
+    """The note that stands for ``block`` in ``provider``'s request when the provider refuses it
+    as it is (``media_limits``), else None."""
+    inline, size = _inline_size(block)
+    kind = "image" if block.type == "image" or getattr(block, "kind", None) == "image" else "document"
+    why = refusal(provider, kind, block.media_type, inline=inline, size=size, width=width, height=height)
+    if why is None:
+        return None
+    return unsent_media_note(kind, block.media_type, _shown(block, fragment_id), why)
+
+
+def _shown(block: ImageBlock | DocumentBlock | MediaPart, fragment_id: str) -> str:
+    """How a note names a medium: its URL, or its fragment when it is sent as bytes (the
+    renderer's ``shown_media`` once a ``data:`` URL is split)."""
+    return fragment_id if block.url is None or block.url.startswith("data:") else shown_url(block.url)
+
+
 @dataclass(frozen=True, slots=True)
 class FragmentMedia:
     blocks: tuple[ImageBlock | DocumentBlock, ...]
@@ -91,6 +139,8 @@ class FragmentMedia:
     reduced_costs: tuple[MediaCost, ...]
     captions: int = 0
     """The text the provider's renderer writes around these media (``_caption_tokens``)."""
+    notes: tuple[str | None, ...] = ()
+    """Per medium: the note sent in its place when the provider refuses it (``_note``), else None."""
 
     @property
     def tokens(self) -> int:
@@ -104,20 +154,23 @@ class FragmentMedia:
     def reducible(self) -> bool:
         return self.reduced_tokens < self.tokens
 
-    def records(self, *, reduced: bool, shown_in: dict[str, str] | None = None
-                ) -> tuple[MediaCostRecord, ...]:
-        """Manifest lines: one per medium, the price used and the rule that set it."""
+    def records(self, *, reduced: bool, shown_in: dict[str, str] | None = None,
+                unsent: dict[str, str] | None = None) -> tuple[MediaCostRecord, ...]:
+        """Manifest lines: one per medium, the price used and the rule that set it, and why it was
+        not attached when the provider refuses it (planned, or ``unsent`` by ``finalize_media``)."""
         costs = self.reduced_costs if reduced else self.costs
+        notes = self.notes or (None,) * len(self.blocks)
         out: list[MediaCostRecord] = []
-        for block, cost, full in zip(self.blocks, costs, self.costs, strict=True):
+        for block, cost, full, note in zip(self.blocks, costs, self.costs, notes, strict=True):
             key = _key(block)
+            note = note or (unsent or {}).get(key)
             out.append(MediaCostRecord(
                 kind=block.type, media_type=block.media_type,
                 ref=f"sha:{key}" if block.artifact is not None else shown_url(block.url or "")[:80],
                 width=getattr(block, "width", None), height=getattr(block, "height", None),
                 pages=getattr(block, "pages", None), tokens=cost.tokens, rule=cost.rule,
                 reduced_from=full.tokens if cost.tokens < full.tokens else None,
-                shown_in=(shown_in or {}).get(key)))
+                shown_in=(shown_in or {}).get(key), **({} if note is None else {"not_attached": note})))
         return tuple(out)
 
 
@@ -126,20 +179,26 @@ def plan_fragment(state: RunState, frag: ContextFragment, provider: str) -> Frag
     blocks = media_blocks(frag)
     if not blocks:
         return None
-    costs = tuple(media_cost(provider, b) for b in blocks)
-    reduced = tuple(media_cost(provider, r) if (r := reduced_block(provider, b)) is not None else c
-                    for b, c in zip(blocks, costs, strict=True))
+    notes = tuple(_note(provider, b, frag.id, getattr(b, "width", None), getattr(b, "height", None))
+                  for b in blocks)
+    unsent = MediaCost(0, f"{media_family(provider)}-not-attached")  # its note is priced as caption text
+    costs = tuple(unsent if n is not None else media_cost(provider, b)
+                  for b, n in zip(blocks, notes, strict=True))
+    reduced = tuple(media_cost(provider, r) if n is None and (r := reduced_block(provider, b)) is not None
+                    else c for b, c, n in zip(blocks, costs, notes, strict=True))
     fold = sum(block_tokens(state, b) for b in blocks)
-    return FragmentMedia(blocks, fold, costs, reduced, _caption_tokens(state, frag, provider, blocks))
+    return FragmentMedia(blocks, fold, costs, reduced, _caption_tokens(state, frag, provider, blocks, notes),
+                         notes if any(n is not None for n in notes) else ())
 
 
 def _caption_tokens(state: RunState, frag: ContextFragment, provider: str,
-                    blocks: tuple[ImageBlock | DocumentBlock, ...]) -> int:
+                    blocks: tuple[ImageBlock | DocumentBlock, ...], notes: tuple[str | None, ...]) -> int:
     """The text ``provider``'s renderer writes around ``frag``'s media, as written: a caption
     naming the source and trust of workspace and external media (every renderer), a tool's
     media named inside its result (OpenAI Chat, Gemini; Anthropic for a failed call's), and the
     runtime line that carries a tool's media after the results (OpenAI Chat's user message;
-    Anthropic's for a failed call, since an ``is_error`` result takes text only). ``neutral``
+    Anthropic's for a failed call, since an ``is_error`` result takes text only), and the note
+    that stands for a medium the provider refuses (``notes``). ``neutral``
     pays the dearest. They went unpriced: 12 tool results of one image each sent ~1,000 tokens
     more than the budget.
     (A deduped repeat is priced as if shown: dedupe only frees tokens.)"""
@@ -150,13 +209,16 @@ def _caption_tokens(state: RunState, frag: ContextFragment, provider: str,
     chat = provider in ("openai-chat", "neutral")
     failed = (provider in ("anthropic", "neutral") and result is not None and result.status != "ok")
     total = 0
-    for block in blocks:
+    for block, note in zip(blocks, notes, strict=True):
         kind = "image" if isinstance(block, ImageBlock) else "document"
 
         def caption(body: str, kind: str = kind) -> int:
             return count(caption_text(frag.source_ref, frag.trust, kind, body))
 
-        total += caption(follows_note(kind, block.media_type)) if captioned else 0
+        if note is not None:  # the note in its place, captioned whatever the trust
+            total += caption(note)
+        elif captioned:
+            total += caption(follows_note(kind, block.media_type))
         if result is not None:
             total += max(caption(TOOL_MEDIA_NOTE) if chat else 0,
                          caption(ERROR_MEDIA_NOTE) if failed else 0,
@@ -174,6 +236,9 @@ class MediaFinish:
     conversation: Conversation
     shown_in: dict[str, dict[str, str]] = field(default_factory=dict)
     """Fragment id -> {media key -> fragment id that carries it} for deduped occurrences."""
+    unsent: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Fragment id -> {media key -> the note sent in its place} for media the provider refuses
+    only in this request (``media_limits.many_images_refusal``); they were priced as media."""
 
 
 def _split_data_url(part: MediaPart) -> MediaPart:
@@ -185,14 +250,64 @@ def _split_data_url(part: MediaPart) -> MediaPart:
     return part
 
 
+def _size_of(part: MediaPart, blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None
+             ) -> tuple[int | None, int | None]:
+    """The logged width and height of ``part`` (its fragment's block of the same key)."""
+    if blocks_of is None or part.kind != "image":
+        return None, None
+    key = _key(part)
+    block = next((b for b in blocks_of(part.fragment_id) if _key(b) == key), None)
+    return getattr(block, "width", None), getattr(block, "height", None)
+
+
+def _parts(conversation: Conversation) -> list[MediaPart]:
+    """The media parts of ``conversation``, in request order."""
+    out: list[MediaPart] = []
+    for message in conversation.messages:
+        if isinstance(message, UserMessage):
+            out.extend(p for p in message.parts if isinstance(p, MediaPart))
+        elif isinstance(message, ToolResults):
+            out.extend(p for r in message.results for p in r.content if isinstance(p, MediaPart))
+    return out
+
+
+def _many_images(conversation: Conversation, provider: str,
+                 blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None) -> bool:
+    """Whether the request will carry more images than Anthropic takes at full size
+    (``media_limits.ANTHROPIC_MANY_IMAGES``): each distinct image not replaced by a note."""
+    if media_family(provider) != "anthropic":
+        return False
+    images: set[str] = set()
+    for part in _parts(conversation):
+        size = _size_of(part, blocks_of)
+        if part.kind == "image" and _note(provider, part, part.fragment_id, *size) is None:
+            images.add(_key(part))
+    return len(images) > ANTHROPIC_MANY_IMAGES
+
+
 def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
-                   load_bytes: Callable[[ArtifactRef], bytes] | None) -> MediaFinish:
-    """Reduce, inline and dedupe the media parts of ``conversation`` (see the module docstring)."""
+                   load_bytes: Callable[[ArtifactRef], bytes] | None, provider: str = "neutral",
+                   blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None = None
+                   ) -> MediaFinish:
+    """Reduce, inline and dedupe the media parts of ``conversation`` (see the module docstring),
+    and mark those ``provider`` refuses (``media_limits``) with the note sent in their place:
+    their bytes are not loaded. ``blocks_of``: a fragment's priced media, for their logged sizes."""
     seen: dict[str, str] = {}
     finish = MediaFinish(conversation)
+    many = _many_images(conversation, provider, blocks_of)
 
     def carry(part: MediaPart) -> MediaPart | str:
         key = _key(part)
+        # A refused medium is its note wherever it is, as it was priced (never a repeat line
+        # pointing at a medium that is not shown); the renderer writes it, no bytes needed.
+        width, height = _size_of(part, blocks_of)
+        note = _note(provider, part, part.fragment_id, width, height)
+        if note is None and many and part.kind == "image" and (
+                why := many_images_refusal(provider, width, height)) is not None:
+            note = unsent_media_note(part.kind, part.media_type, _shown(part, part.fragment_id), why)
+            finish.unsent.setdefault(part.fragment_id, {})[key] = note
+        if note is not None:
+            return part.model_copy(update={"unsent": note})
         first = seen.get(key)
         if first is not None:
             finish.shown_in.setdefault(part.fragment_id, {})[key] = first

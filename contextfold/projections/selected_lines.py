@@ -124,13 +124,15 @@ def _reasoning_note(ctx: BuildCtx, facts: Facts, f: ContextFragment | FragmentEn
 
 def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None,
                   text_cut: dict[str, int], reduced: set[str], truncated: set[str],
-                  original_tokens: dict[str, int], shown_in: dict[str, dict[str, str]]
+                  original_tokens: dict[str, int],
+                  notes: tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]
                   ) -> tuple[int, int, int, SelectedView, ManifestFragment]:
     """One selected fragment: its layer, tokens, overhead, view and manifest line.
 
     ``text_cut`` maps a fragment whose text was cut to that text's tokens (the truncation
     counted them: counting the text again cost a whole tokenization when its probes were
-    counted from line blocks)."""
+    counted from line blocks). ``notes``: per fragment, the media shown in another (dedupe) and
+    those the request carries as a note (``media_plan.MediaFinish``)."""
     f, m = ctx.shown(facts.frag), facts.media  # a lazy text is loaded here: this fragment is rendered
     fid = f.id
     text = text_cut.get(fid, facts.text_tokens)
@@ -148,7 +150,8 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
         reason += f"; compacted {original_tokens[fid]} -> {tokens} tokens, nothing omitted"
     view = SelectedView(f, {"required": fid in ctx.required, "token_count": tokens,
                             "selection_reason": reason, "truncated": fid in truncated}, position)
-    media = None if m is None else m.records(reduced=fid in reduced, shown_in=shown_in.get(fid))
+    media = None if m is None else m.records(reduced=fid in reduced, shown_in=notes[0].get(fid),
+                                             unsent=notes[1].get(fid))
     note = _reasoning_note(ctx, facts, f)
     line = trusted(
         ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,

@@ -8,7 +8,12 @@ protocol check and the SDK types, and refused by the API.
 
 from __future__ import annotations
 
+import base64
 import io
+import json
+import random
+import struct
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +21,17 @@ import pytest
 from PIL import Image
 
 from contextfold.api import Store, open_store
+from contextfold.cli import main
 from contextfold.domain.errors import RenderError
-from contextfold.domain.events import ModelResponse, TextBlock, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import (
+    DocumentBlock,
+    ImageBlock,
+    ModelResponse,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
 from contextfold.projections.render import validate_sdk_types
 from contextfold.projections.render.validate import validate_request
 
@@ -87,3 +101,127 @@ def test_the_anthropic_build_of_a_failed_screenshot_is_recorded_and_replayed(tmp
         run = store.run("r")
         built = run.build("anthropic", model="claude-sonnet-4-5", window=100_000, reserve=1_000)
         assert run.replay(built.manifest.turn).ok
+
+
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def test_import_reads_an_image_urls_type_from_its_extension(tmp_path: Path) -> None:
+    chat = [{"role": "user", "content": [
+        {"type": "text", "text": "what are these?"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a/ant.JPG?w=2"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/render?id=3"}}]}]
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(chat))
+    db = f"sqlite:///{tmp_path / 'i.db'}"
+    assert main(["--store", db, "import", str(src), "--run", "r", "--format", "openai-chat"]) == 0
+    with open_store(db) as store:
+        event = next(e.event for e in store.run("r").events() if isinstance(e.event, UserInput))
+        assert [b.media_type for b in event.content if isinstance(b, ImageBlock)] == ["image/jpeg", "image/*"]
+        built = store.run("r").preview("gemini", model="gemini-2.5-flash", window=50_000, reserve=1_000)
+    parts = built.request["contents"][0]["parts"]
+    assert parts[1] == {"fileData": {"mimeType": "image/jpeg", "fileUri": "https://example.com/a/ant.JPG?w=2"}}
+    # the image of unknown type is a note: Gemini refuses fileData without an IANA type
+    assert set(parts[2]) == {"text"} and "not attached" in parts[2]["text"]
+    assert "image/*" not in json.dumps([p.get("fileData") for p in parts])
+
+
+def _docx_run(store: Store) -> None:
+    doc = DocumentBlock(url=f"data:{DOCX};base64," + base64.b64encode(b"PK\x03\x04 not really").decode(),
+                        media_type=DOCX)
+    run = store.run("d")
+    run.append(UserInput(content=(TextBlock(text="summarise the spec"), doc)))
+
+
+def test_gemini_gets_a_note_for_an_office_file_and_the_manifest_says_so(store: Store) -> None:
+    _docx_run(store)
+    built = store.run("d").preview("gemini", model="gemini-2.5-flash", window=50_000, reserve=1_000)
+    assert validate_sdk_types("gemini", built.request)
+    parts = built.request["contents"][0]["parts"]
+    assert all("inlineData" not in p and "fileData" not in p for p in parts)
+    note = parts[1]["text"]
+    assert f"document ({DOCX})" in note and "not attached, Gemini does not take this type" in note
+    [record] = [m for f in built.manifest.fragments for m in f.media]
+    assert record.tokens == 0 and record.rule == "gemini-not-attached" and record.not_attached
+    assert record.not_attached in note
+    # the same run still sends the file where it is taken
+    responses = store.run("d").preview("openai-responses", model="gpt-4.1", window=50_000, reserve=1_000)
+    assert any(i.get("type") == "input_file" for i in responses.request["input"][0]["content"])
+    assert all(m.not_attached is None for f in responses.manifest.fragments for m in f.media)
+
+
+@pytest.mark.parametrize("part", [
+    {"inlineData": {"mimeType": DOCX, "data": "AAAA"}},
+    {"fileData": {"mimeType": "image/*", "fileUri": "https://example.com/x"}},
+])
+def test_gemini_validation_refuses_a_type_gemini_does_not_take(part: dict[str, Any]) -> None:
+    body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": "look"}, part]}]}
+    with pytest.raises(RenderError, match="Unsupported MIME type"):
+        validate_request("gemini", body)
+    media = part.get("inlineData") or part["fileData"]
+    media["mimeType"] = "image/png"
+    validate_request("gemini", body)
+
+
+def stored_png(width: int, height: int, seed: int = 0) -> bytes:
+    """A PNG of incompressible pixels stored uncompressed: about ``width * height * 3`` bytes."""
+    rows = random.Random(seed).randbytes
+    raw = b"".join(b"\x00" + rows(width * 3) for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 0))
+            + chunk(b"IEND", b""))
+
+
+def test_anthropic_gets_a_note_for_an_image_over_5_mb(store: Store) -> None:
+    big = stored_png(1500, 1400)  # ~6.3 MB: under attach_image's 20 MB and 8000 px
+    run = store.run("big")
+    run.append(UserInput(content=(TextBlock(text="what is in this screenshot?"), store.attach_image(big))))
+    built = run.preview("anthropic", model="claude-sonnet-4-5", window=200_000, reserve=4_000)
+    content = built.request["messages"][0]["content"]
+    assert [b["type"] for b in content] == ["text", "text"]
+    assert "not attached, over Anthropic's 5 MB image limit" in content[1]["text"]
+    assert len(json.dumps(built.request)) < 10_000  # the bytes were not loaded
+    [record] = [m for f in built.manifest.fragments for m in f.media]
+    assert (record.tokens, record.rule) == (0, "anthropic-not-attached")
+    assert record.not_attached is not None and record.not_attached in content[1]["text"]
+    chat = run.preview("openai-chat", model="gpt-4o", window=200_000, reserve=4_000)  # OpenAI takes it
+    assert any(p.get("type") == "image_url" for p in chat.request["messages"][0]["content"])
+
+
+def test_anthropic_validation_refuses_an_image_over_5_mb() -> None:
+    source = {"type": "base64", "media_type": "image/png", "data": "A" * (5 * 1024 * 1024 + 4)}
+    image = {"type": "image", "source": source}
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 10,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "look"}, image]}]}
+    with pytest.raises(RenderError, match="5 MB"):
+        validate_request("anthropic", body)
+    source["data"] = "A" * 1024
+    validate_request("anthropic", body)
+
+
+@pytest.mark.parametrize("count", [20, 21])
+def test_anthropic_sends_wide_images_only_in_requests_of_at_most_20(store: Store, count: int) -> None:
+    """More than 20 images in one request: Anthropic refuses any with a side over 2000 px ("At
+    least one of the image dimensions exceed max allowed size for many-image requests")."""
+    run = store.run(f"strips{count}")
+    strips = tuple(store.attach_image(stored_png(2100, 2, seed=i)) for i in range(count - 1))
+    small = store.attach_image(png((50, 50)))
+    run.append(UserInput(content=(TextBlock(text="compare these panorama strips"), *strips, small)))
+    built = run.preview("anthropic", model="claude-sonnet-4-5", window=200_000, reserve=4_000)
+    content = built.request["messages"][0]["content"]
+    images = [b for b in content if b["type"] == "image"]
+    records = [m for f in built.manifest.fragments for m in f.media]
+    if count <= 20:
+        assert len(images) == count and all(r.not_attached is None for r in records)
+        return
+    assert len(images) == 1  # the small one; each strip is a note
+    notes = [b["text"] for b in content if b["type"] == "text" and "not attached" in b["text"]]
+    assert len(notes) == count - 1
+    assert all("2000 px limit for a request of more than 20 images (2100x2)" in n for n in notes)
+    unsent = [r for r in records if r.not_attached is not None]
+    assert len(unsent) == count - 1 and all(r.tokens > 0 for r in unsent)  # priced as images: the
+    # plan could not know the request's count, so the manifest counts more than is sent, never less

@@ -18,6 +18,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.errors import RenderError
 from contextfold.domain.events import ReasoningItem
+from contextfold.projections.media_limits import refusal, unsent_media_note
 from contextfold.projections.redact_urls import shown_url
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "object_schema",
     "parse_arguments",
     "reasoning_between",
+    "refused_media_note",
     "shown_media",
     "system_texts",
     "unsent_document_note",
@@ -80,6 +82,19 @@ def unsent_document_note(part: MediaPart, why: str) -> str:
     rendition of its content. The URL is shown without its credentials (``redact_urls``): the
     provider fetches nothing from it, so a password or token in it only leaked."""
     return f"document ({part.media_type}) {shown_media(part)}: not attached, {why}"
+
+
+def refused_media_note(part: MediaPart, provider: str) -> str | None:
+    """The note to send instead of ``part`` when ``provider`` refuses it as it is: the one the
+    build planned (``MediaPart.unsent``), else the rules ``media_limits`` can read from the part
+    itself (type, byte size), for a conversation rendered without a build. None: send it."""
+    if part.unsent is not None:
+        return part.unsent
+    size = (part.artifact.size if part.artifact is not None
+            else len(part.data_base64) * 3 // 4 if part.data_base64 is not None else None)
+    inline = part.artifact is not None or part.data_base64 is not None
+    why = refusal(provider, part.kind, part.media_type, inline=inline, size=size, width=None, height=None)
+    return None if why is None else unsent_media_note(part.kind, part.media_type, shown_media(part), why)
 
 
 def shown_media(part: MediaPart) -> str:

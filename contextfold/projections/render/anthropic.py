@@ -66,6 +66,7 @@ from contextfold.projections.render._shared import (
     DEFAULT_ANTHROPIC_MAX_TOKENS,
     parse_arguments,
     reasoning_between,
+    refused_media_note,
     shown_media,
     system_texts,
 )
@@ -101,6 +102,9 @@ def _source(part: MediaPart) -> dict[str, Any]:
 
 
 def _media_blocks(part: MediaPart) -> list[dict[str, Any]]:
+    note = refused_media_note(part, PROVIDER)  # over a size limit, an inline type it does not take
+    if note is not None:
+        return _text(media_caption(part, note))
     blocks: list[dict[str, Any]] = []
     if part.trust in ("workspace", "external"):
         blocks.extend(_text(media_caption(part)))

@@ -19,7 +19,8 @@ Decisions:
   parts in one user content, in call order; ``response`` is
   ``{"output": text}`` on success and ``{"error": text}`` otherwise, the keys
   Google documents. Media a tool returned follows the function responses as
-  ``inlineData``/``fileData`` parts of the same content. A call's ``id`` is its
+  ``inlineData``/``fileData`` parts of the same content. A medium of a type Gemini does not take
+  (an Office file, an image whose type the log does not know) is a note saying so. A call's ``id`` is its
   logged id, or its alias when the run reused the id (``projections.call_ids``):
   Google documents the id as unique.
 - Gemini 3 rejects a function call without a ``thoughtSignature``. The log keeps the
@@ -54,6 +55,7 @@ from contextfold.domain.events import GeminiReasoning
 from contextfold.projections.render._shared import (
     object_schema,
     parse_arguments,
+    refused_media_note,
     system_texts,
 )
 from contextfold.projections.render.data_blocks import (
@@ -98,6 +100,11 @@ def _strip_schema(value: Any) -> Any:
 
 
 def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
+    """The medium as ``inlineData``/``fileData``, or the note that stands for it when Gemini
+    refuses its type (``media_limits.GEMINI_MEDIA_TYPES``: "Unsupported MIME type: ...")."""
+    note = refused_media_note(part, PROVIDER)
+    if note is not None:
+        return [{"text": media_caption(part, note)}]
     parts: list[dict[str, Any]] = []
     if part.trust in ("workspace", "external"):
         parts.append({"text": media_caption(part)})

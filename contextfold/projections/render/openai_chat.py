@@ -43,6 +43,7 @@ from contextfold.projections.render._shared import (
     OPENAI_CHAT_FILE_TYPES,
     data_url,
     document_filename,
+    refused_media_note,
     system_texts,
     unsent_document_note,
 )
@@ -61,6 +62,9 @@ __all__ = ["PROVIDER", "render_openai_chat"]
 PROVIDER = "openai-chat"
 
 def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
+    note = refused_media_note(part, PROVIDER)
+    if note is not None:
+        return [{"type": "text", "text": media_caption(part, note)}]
     parts: list[dict[str, Any]] = []
     if part.trust in ("workspace", "external"):
         parts.append({"type": "text", "text": media_caption(part)})

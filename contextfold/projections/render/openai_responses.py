@@ -45,6 +45,7 @@ from contextfold.projections.render._shared import (
     data_url,
     document_filename,
     reasoning_between,
+    refused_media_note,
     system_texts,
     unsent_document_note,
 )
@@ -58,6 +59,9 @@ PROVIDER = "openai-responses"
 
 
 def _media_items(part: MediaPart) -> list[dict[str, Any]]:
+    note = refused_media_note(part, PROVIDER)
+    if note is not None:
+        return [{"type": "input_text", "text": media_caption(part, note)}]
     items: list[dict[str, Any]] = []
     if part.trust in ("workspace", "external"):
         items.append({"type": "input_text", "text": media_caption(part)})

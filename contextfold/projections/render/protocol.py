@@ -9,7 +9,8 @@ turn, the turn's other calls and the reasoning items before them), call ids the 
 request and at most 64 characters; Gemini: unique in the request; OpenAI chat: at most 40 characters),
 tool names it takes and object schemas for tool parameters (:mod:`.tool_checks`, which reads only
 the body's ``tools``), at most 128 calls in a message (OpenAI chat), role alternation, ``tool_result``
-placement, text only in an Anthropic ``tool_result`` with ``is_error``, tools declared for every
+placement, text only in an Anthropic ``tool_result`` with ``is_error``, Anthropic images of at most
+5 MB, Gemini media of the types it takes (:mod:`..media_limits`), tools declared for every
 tool name used in history, at most four Anthropic cache breakpoints, a request with something
 to answer (a message, an input item, a content). Each failure is a :class:`RenderError` naming
 the message.
@@ -26,6 +27,7 @@ from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH, MAX_RESPONSES_ID_LENGTH
+from contextfold.projections.media_limits import ANTHROPIC_MAX_IMAGE_BASE64, GEMINI_MEDIA_TYPES
 from contextfold.projections.render.tool_checks import (
     MAX_CHAT_TOOL_CALLS,
     anthropic_tools,
@@ -289,6 +291,21 @@ _NOTHING_TO_SEND = (": the request holds none. A build makes none while the run,
                     "still in flight at a past turn's point is left out), only system content")
 
 
+def _check_anthropic_images(p: str, blocks: list[Any], i: int) -> None:
+    """An inline image over Anthropic's 5 MB (of base64) is refused ("image exceeds 5 MB
+    maximum"), in a message or inside a tool_result."""
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "tool_result" and isinstance(b.get("content"), list):
+            _check_anthropic_images(p, b["content"], i)
+        source = b.get("source") if b.get("type") == "image" else None
+        data = source.get("data") if isinstance(source, dict) and source.get("type") == "base64" else None
+        if isinstance(data, str) and len(data) > ANTHROPIC_MAX_IMAGE_BASE64:
+            _fail(p, f"image of {len(data)} base64 characters exceeds Anthropic's 5 MB maximum "
+                  f"({ANTHROPIC_MAX_IMAGE_BASE64})", i)
+
+
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
     declared = declared_tool_names(p, body.get("tools") or [], anthropic_tools)
     messages = _list(p, body, "messages")
@@ -338,6 +355,7 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
                   "other content", i)
         if len(set(results)) != len(results):
             _fail(p, f"user message answers a tool_use id twice: {results}", i)
+        _check_anthropic_images(p, blocks, i)
         for b in blocks[:leading]:
             if b.get("is_error") is True and isinstance(b.get("content"), list) and any(
                     not isinstance(c, dict) or c.get("type") != "text" for c in b["content"]):
@@ -386,6 +404,11 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
         if not isinstance(parts, list) or not parts:
             _fail(p, "content parts must be a non-empty list", i)
         assert isinstance(parts, list)
+        for pt in parts:
+            media = pt.get("inlineData") or pt.get("fileData")
+            if isinstance(media, dict) and media.get("mimeType") not in GEMINI_MEDIA_TYPES:
+                _fail(p, f"media of type {media.get('mimeType')!r}: Gemini refuses it (\"Unsupported "
+                      "MIME type\"); it takes the types media_limits.GEMINI_MEDIA_TYPES lists", i)
         calls = [pt["functionCall"] for pt in parts if "functionCall" in pt]
         answers = [pt["functionResponse"] for pt in parts if "functionResponse" in pt]
         if expected:

@@ -1,0 +1,118 @@
+"""Which media a provider refuses as they are, and the note sent in their place.
+
+Why a module of its own: a medium the provider refuses (a type it does not take, an image over
+its size limit) fails the whole request, on every build while the medium is in the window; the
+SDK request types do not catch it (Gemini's ``mimeType`` and Anthropic's base64 ``data`` are free
+strings). The same rule is read in three places that must agree: the builder prices such a
+medium as the note that stands for it (``media_plan.plan_fragment``: no media tokens, the note
+as caption text, the manifest's ``not_attached``), ``media_plan.finalize_media`` marks the part
+(``MediaPart.unsent``) and the renderers write the note (:func:`unsent_media_note`); the protocol
+check refuses a body that still carries one (``render.protocol``). A note names the medium and
+why; the medium is never dropped in silence and never made up. Nothing here decodes an image:
+sizes come from the artifact's byte count, dimensions from the log.
+
+Rules, each from the provider's documentation:
+
+- Gemini takes the types listed in :data:`GEMINI_MEDIA_TYPES` (ai.google.dev/gemini-api/docs:
+  image-understanding, document-processing, audio, video-understanding) and refuses the rest:
+  ``400 INVALID_ARGUMENT "Unsupported MIME type: ..."``. An image whose type the log does not
+  know (``image/*``: a URL imported without one) is refused too (``fileData.mimeType`` is "the
+  IANA standard MIME type of the source data").
+- Anthropic (docs.anthropic.com/en/docs/build-with-claude/vision): an image of at most 5 MB
+  (the API measures the base64 it receives: "image exceeds 5 MB maximum"), at most 8000 px a
+  side, in JPEG, PNG, GIF or WebP when sent inline; and, in a request with more than 20 images,
+  at most 2000 px a side (:func:`many_images_refusal`, a rule of the whole request, applied by
+  ``finalize_media``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from contextfold.projections.media_cost import media_family
+
+__all__ = [
+    "ANTHROPIC_IMAGE_TYPES",
+    "ANTHROPIC_MANY_IMAGES",
+    "ANTHROPIC_MANY_IMAGES_MAX_SIDE",
+    "ANTHROPIC_MAX_IMAGE_BASE64",
+    "ANTHROPIC_MAX_IMAGE_SIDE",
+    "GEMINI_MEDIA_TYPES",
+    "base64_length",
+    "many_images_refusal",
+    "refusal",
+    "unsent_media_note",
+]
+
+GEMINI_MEDIA_TYPES = frozenset({
+    # images
+    "image/png", "image/jpeg", "image/webp", "image/heic", "image/heif",
+    # documents (PDF, and the text types document-processing lists)
+    "application/pdf", "application/x-javascript", "application/x-typescript",
+    "application/x-python-code", "application/json", "application/rtf",
+    "text/plain", "text/html", "text/css", "text/javascript", "text/x-typescript", "text/csv",
+    "text/markdown", "text/x-python", "text/xml", "text/rtf",
+    # audio (the Gemini API's list, then Vertex AI's)
+    "audio/wav", "audio/mp3", "audio/aiff", "audio/aac", "audio/ogg", "audio/flac",
+    "audio/mpeg", "audio/mpga", "audio/mp4", "audio/m4a", "audio/opus", "audio/pcm", "audio/webm",
+    # video (likewise)
+    "video/mp4", "video/mpeg", "video/mov", "video/avi", "video/x-flv", "video/mpg", "video/webm",
+    "video/wmv", "video/3gpp", "video/quicktime", "video/mpegps",
+})
+"""The media types Gemini's documentation lists as supported inputs (ai.google.dev, and Vertex
+AI's Gemini pages for the audio and video types the same models take, such as ``audio/mpeg``)."""
+
+ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The types of an inline (base64) Anthropic image source."""
+ANTHROPIC_MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+"""Anthropic's per-image limit, on the base64 text of the image (5,242,880 characters)."""
+ANTHROPIC_MAX_IMAGE_SIDE = 8000
+ANTHROPIC_MANY_IMAGES = 20
+"""Above this many images in one request, each side is limited to :data:`ANTHROPIC_MANY_IMAGES_MAX_SIDE`."""
+ANTHROPIC_MANY_IMAGES_MAX_SIDE = 2000
+
+
+def base64_length(size: int) -> int:
+    """The length of ``size`` bytes in base64 (padded)."""
+    return 4 * math.ceil(size / 3)
+
+
+def refusal(provider: str, kind: str, media_type: str, *, inline: bool, size: int | None,
+            width: int | None, height: int | None) -> str | None:
+    """Why ``provider`` refuses this medium as it is (the tail of its note), or None.
+
+    ``inline``: it is sent as bytes (an artifact or a ``data:`` URL), not by URL; ``size``: its
+    byte count when known. ``neutral`` (a build for no provider yet) refuses nothing: its media
+    are priced at the dearest provider's price, above any note."""
+    match media_family(provider):
+        case "gemini":
+            if media_type not in GEMINI_MEDIA_TYPES:
+                return "Gemini does not take this type"
+        case "anthropic" if kind == "image":
+            if inline and media_type not in ANTHROPIC_IMAGE_TYPES:
+                return "Anthropic takes JPEG, PNG, GIF and WebP images only"
+            if inline and size is not None and base64_length(size) > ANTHROPIC_MAX_IMAGE_BASE64:
+                return f"over Anthropic's 5 MB image limit ({size} bytes)"
+            if max(width or 0, height or 0) > ANTHROPIC_MAX_IMAGE_SIDE:
+                return f"over Anthropic's {ANTHROPIC_MAX_IMAGE_SIDE} px limit ({width}x{height})"
+        case _:
+            pass
+    return None
+
+
+def many_images_refusal(provider: str, width: int | None, height: int | None) -> str | None:
+    """Why ``provider`` refuses this image in a request of more than
+    :data:`ANTHROPIC_MANY_IMAGES` images, or None (an image of unknown size is sent: the log
+    cannot tell)."""
+    side = max(width or 0, height or 0)
+    if media_family(provider) == "anthropic" and side > ANTHROPIC_MANY_IMAGES_MAX_SIDE:
+        return (f"over Anthropic's {ANTHROPIC_MANY_IMAGES_MAX_SIDE} px limit for a request of more than "
+                f"{ANTHROPIC_MANY_IMAGES} images ({width}x{height})")
+    return None
+
+
+def unsent_media_note(kind: str, media_type: str, shown: str, why: str) -> str:
+    """The text standing in for a medium the provider refuses: what it is (kind, type, URL or
+    fragment id ``shown``) and why it is not attached (the form of
+    ``render._shared.unsent_document_note``)."""
+    return f"{kind} ({media_type}) {shown}: not attached, {why}"
