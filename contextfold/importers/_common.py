@@ -127,7 +127,8 @@ def media_block(
     it to the artifact table later). A renderer can pass a data URL through
     (OpenAI) or split it back into a base64 source (Anthropic, Gemini).
 
-    A URL given without a type gets the one its extension names (``.../ant.jpg``: image/jpeg):
+    A URL given without a type gets the one its extension names (``.../ant.jpg``: image/jpeg),
+    else its title's (a file id's ``filename``, ``report.pdf``: application/pdf):
     Gemini needs the type of a ``fileData`` and refuses ``image/*``. Without one, an image keeps
     ``image/*`` (the event requires a type: the log's word for "not known"), which each renderer
     handles (Anthropic and OpenAI send a URL without a type; Gemini gets a note).
@@ -138,7 +139,9 @@ def media_block(
     elif url is not None and media_type is None and url.startswith("data:"):
         media_type = url[5:].split(";", 1)[0].split(",", 1)[0] or None
     elif url is not None and media_type is None:
-        guessed = type_from_url(url)  # (an image named .pdf, a document named .png: not guessed)
+        # (a file id names no extension: its filename may; an image named .pdf, a document
+        # named .png: not guessed)
+        guessed = type_from_url(url) or (type_from_url(title) if title else None)
         if guessed is not None and guessed.startswith("image/") == (kind == "image"):
             media_type = guessed
     if url is None:

@@ -23,6 +23,9 @@ Rules, each from the provider's documentation:
   side, in JPEG, PNG, GIF or WebP when sent inline; and, in a request with more than 20 images,
   at most 2000 px a side (:func:`many_images_refusal`, a rule of the whole request, applied by
   ``finalize_media``).
+- A file a provider's Files API holds (a transcript's ``file_id``, logged as
+  ``anthropic-file://`` / ``openai-file://``) goes by id to that provider only; another cannot
+  read it (nor OpenAI Chat an image by id).
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ __all__ = [
     "ANTHROPIC_MANY_IMAGES_MAX_SIDE",
     "ANTHROPIC_MAX_IMAGE_BASE64",
     "ANTHROPIC_MAX_IMAGE_SIDE",
+    "FILE_SCHEMES",
     "GEMINI_MEDIA_TYPES",
     "base64_length",
+    "file_ref",
     "many_images_refusal",
     "refusal",
     "unsent_media_note",
@@ -77,13 +82,49 @@ def base64_length(size: int) -> int:
     return 4 * math.ceil(size / 3)
 
 
+FILE_SCHEMES: dict[str, str] = {"anthropic-file://": "anthropic", "openai-file://": "openai"}
+"""How the importers log a medium a transcript names by a provider's file id (Anthropic's
+``{"type": "file", "file_id": ...}`` source, OpenAI's ``file_id``): a URL of this scheme, and the
+family of the provider whose Files API holds it."""
+
+
+def file_ref(url: str | None) -> tuple[str, str] | None:
+    """``(provider family, file id)`` when ``url`` names a file in a provider's Files API
+    (:data:`FILE_SCHEMES`), else None."""
+    if url is not None:
+        for scheme, family in FILE_SCHEMES.items():
+            if url.startswith(scheme):
+                return family, url[len(scheme):]
+    return None
+
+
+def _file_refusal(provider: str, kind: str, issuer: str) -> str | None:
+    """Why ``provider`` cannot take a file ``issuer``'s Files API holds: another provider cannot
+    read it (it was never sent as bytes or a URL), and Chat Completions takes files, not images,
+    by id (its ``image_url`` needs a URL)."""
+    family = media_family(provider)
+    if family == "neutral":
+        return None
+    if family != issuer:
+        name = "Anthropic" if issuer == "anthropic" else "OpenAI"
+        return f"a file in {name}'s Files API, which this provider cannot read"
+    if provider == "openai-chat" and kind == "image":
+        return "Chat Completions takes no image by file id"
+    return None
+
+
 def refusal(provider: str, kind: str, media_type: str, *, inline: bool, size: int | None,
-            width: int | None, height: int | None) -> str | None:
+            width: int | None, height: int | None, url: str | None = None) -> str | None:
     """Why ``provider`` refuses this medium as it is (the tail of its note), or None.
 
     ``inline``: it is sent as bytes (an artifact or a ``data:`` URL), not by URL; ``size``: its
-    byte count when known. ``neutral`` (a build for no provider yet) refuses nothing: its media
-    are priced at the dearest provider's price, above any note."""
+    byte count when known; ``url``: where it is, for a file a provider's Files API holds
+    (:func:`file_ref`: the issuing provider gets it by id whatever its logged type). ``neutral``
+    (a build for no provider yet) refuses nothing: its media are priced at the dearest
+    provider's price, above any note."""
+    ref = file_ref(url)
+    if ref is not None:
+        return _file_refusal(provider, kind, ref[0])
     match media_family(provider):
         case "gemini":
             if media_type not in GEMINI_MEDIA_TYPES:

@@ -119,7 +119,8 @@ def _note(provider: str, block: ImageBlock | DocumentBlock | MediaPart, fragment
     as it is (``media_limits``), else None."""
     inline, size = _inline_size(block)
     kind = "image" if block.type == "image" or getattr(block, "kind", None) == "image" else "document"
-    why = refusal(provider, kind, block.media_type, inline=inline, size=size, width=width, height=height)
+    why = refusal(provider, kind, block.media_type, inline=inline, size=size, width=width, height=height,
+                  url=block.url)
     if why is None:
         return None
     return unsent_media_note(kind, block.media_type, _shown(block, fragment_id), why)

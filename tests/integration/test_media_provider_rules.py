@@ -32,6 +32,7 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.importers import parse
 from contextfold.projections.render import validate_sdk_types
 from contextfold.projections.render.validate import validate_request
 
@@ -225,3 +226,69 @@ def test_anthropic_sends_wide_images_only_in_requests_of_at_most_20(store: Store
     unsent = [r for r in records if r.not_attached is not None]
     assert len(unsent) == count - 1 and all(r.tokens > 0 for r in unsent)  # priced as images: the
     # plan could not know the request's count, so the manifest counts more than is sent, never less
+
+
+def _imported(store: Store, doc: Any, fmt: str) -> str:
+    run = store.run(fmt)
+    run.append(*parse(json.dumps(doc).encode(), format=fmt))
+    return fmt
+
+
+def _notes(request: Any) -> list[str]:
+    text = json.dumps(request)
+    return [line for line in text.split("\\n") if "not attached" in line]
+
+
+def test_anthropic_file_ids_go_back_to_anthropic_as_file_sources(store: Store) -> None:
+    doc = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Describe the chart and summarise the report."},
+        {"type": "image", "source": {"type": "file", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"}},
+        {"type": "document", "source": {"type": "file", "file_id": "file_011CPMxVD3fHLUhvTqtsQA5w"}}]}]}
+    run = store.run(_imported(store, doc, "anthropic"))
+    built = run.preview("anthropic", model="claude-sonnet-4-5", window=100_000, reserve=1_000)
+    assert validate_sdk_types("anthropic", built.request)
+    blocks = built.request["messages"][0]["content"]
+    assert blocks[1] == {"type": "image",
+                         "source": {"type": "file", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"}}
+    assert blocks[2] == {"type": "document",
+                         "source": {"type": "file", "file_id": "file_011CPMxVD3fHLUhvTqtsQA5w"}}
+    for provider in ("openai-chat", "openai-responses", "gemini"):
+        other = run.preview(provider, model="m", window=100_000, reserve=1_000)
+        assert "anthropic-file://file_011CNha8iCJcU1wXNR6q4V8w: not attached, a file in Anthropic's Files " \
+               "API" in json.dumps(other.request), provider
+        assert len(_notes(other.request)) == 2
+        records = [m for f in other.manifest.fragments for m in f.media]
+        assert len(records) == 2 and all(r.not_attached and r.tokens == 0 for r in records)
+
+
+def test_openai_file_ids_go_back_to_openai_by_id_with_their_type(store: Store) -> None:
+    doc = {"model": "gpt-4.1", "input": [{"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "Describe the chart and the report."},
+        {"type": "input_image", "file_id": "file-abc123", "detail": "auto"},
+        {"type": "input_file", "file_id": "file-def456", "filename": "report.pdf"}]}]}
+    run = store.run(_imported(store, doc, "openai-responses"))
+    user = next(e.event for e in run.events() if isinstance(e.event, UserInput))
+    assert [getattr(b, "media_type", None) for b in user.content][1:] == ["image/*", "application/pdf"]
+    responses = run.preview("openai-responses", model="gpt-4.1", window=100_000, reserve=1_000)
+    assert validate_sdk_types("openai-responses", responses.request)
+    assert responses.request["input"][0]["content"][1:] == [
+        {"type": "input_image", "file_id": "file-abc123", "detail": "auto"},
+        {"type": "input_file", "file_id": "file-def456"}]
+    chat = run.preview("openai-chat", model="gpt-4.1", window=100_000, reserve=1_000)
+    assert validate_sdk_types("openai-chat", chat.request)
+    parts = chat.request["messages"][0]["content"]
+    assert "not attached, Chat Completions takes no image by file id" in parts[1]["text"]
+    assert parts[2] == {"type": "file", "file": {"file_id": "file-def456"}}
+    anthropic = run.preview("anthropic", model="claude-sonnet-4-5", window=100_000, reserve=1_000)
+    assert len(_notes(anthropic.request)) == 2 and "openai-file://" not in json.dumps(
+        [b.get("source") for b in anthropic.request["messages"][0]["content"]])
+
+
+def test_anthropic_validation_refuses_a_url_source_that_names_a_file_id() -> None:
+    image = {"type": "image", "source": {"type": "url", "url": "anthropic-file://file_011CNha8"}}
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 10,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "look"}, image]}]}
+    with pytest.raises(RenderError, match="names a file id"):
+        validate_request("anthropic", body)
+    image["source"] = {"type": "file", "file_id": "file_011CNha8"}
+    validate_request("anthropic", body)

@@ -269,25 +269,29 @@ def _text_strings(value: Any, key: str | None = None) -> int:
 
 @pytest.mark.parametrize("provider", sorted(_HISTORY))
 @pytest.mark.parametrize(("failed", "media_type"), [(False, "image/png"), (True, "image/png"),
-                                                   (False, "image/*"), (True, "image/*")])
+                                                   (False, "image/*"), (True, "image/*"),
+                                                   (False, "anthropic-file")])
 def test_the_text_around_media_is_priced(provider: str, failed: bool, media_type: str) -> None:
     """Each renderer writes a caption naming a medium's source and trust, OpenAI Chat and Gemini
     name a tool's media inside its result, and OpenAI Chat carries them in a user message of
     their own: none of it was priced, and 12 tool results of one image each went ~1,000 tokens
     over the budget. (A failed call's media, which Anthropic carries after the results with a
-    runtime line, likewise; and the note Gemini gets for an image of a type it does not take.)"""
+    runtime line, likewise; and the note a provider gets for an image it does not take: of an
+    unknown type for Gemini, in Anthropic's Files API for the others.)"""
     events: list[AnyEvent] = [UserInput("Take screenshots of each page")]
     for i in range(12):
         events += [ModelResponse(tool_calls=[ToolCall(call_id=f"call_{i}", name="screenshot")]),
                    ToolResult(call_id=f"call_{i}", content="ok", is_error=failed, blocks=(ImageBlock(
-                       url=f"https://example.com/shots/{i}.png", media_type=media_type, width=512,
-                       height=512),))]
+                       url=f"anthropic-file://file_{i}" if media_type == "anthropic-file" else
+                       f"https://example.com/shots/{i}.png", media_type="image/*" if media_type ==
+                       "anthropic-file" else media_type, width=512, height=512),))]
     events.append(UserInput("what do you see?"))
     whole = _build(events, provider, 400_000).manifest.selected_tokens
     for window in (whole + 1000, whole // 2 + 1000):
         built = _build(events, provider, window)
         media = sum(m.tokens for f in built.manifest.fragments for m in f.media)
-        assert media > 0 or (provider == "gemini" and media_type == "image/*")
+        assert media > 0 or (provider == "gemini" and media_type == "image/*") or (
+            provider != "anthropic" and media_type == "anthropic-file")
         assert _text_strings(built.request[_HISTORY[provider]]) + media <= built.manifest.selected_tokens
 
 

@@ -93,7 +93,8 @@ def refused_media_note(part: MediaPart, provider: str) -> str | None:
     size = (part.artifact.size if part.artifact is not None
             else len(part.data_base64) * 3 // 4 if part.data_base64 is not None else None)
     inline = part.artifact is not None or part.data_base64 is not None
-    why = refusal(provider, part.kind, part.media_type, inline=inline, size=size, width=None, height=None)
+    why = refusal(provider, part.kind, part.media_type, inline=inline, size=size, width=None, height=None,
+                  url=part.url)
     return None if why is None else unsent_media_note(part.kind, part.media_type, shown_media(part), why)
 
 

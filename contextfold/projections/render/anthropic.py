@@ -35,6 +35,12 @@ Rules this renderer keeps (the API rejects requests that break them):
   and later (``claude-opus-4-6``, ``claude-sonnet-4-6``, ...) refuse any prefill: for them such
   a request is a ``RenderError`` before it is sent or recorded (``protocol.refuses_prefill``).
 
+A medium a transcript named by an Anthropic Files API id (logged as ``anthropic-file://<id>``)
+goes back as ``{"type": "file", "file_id": ...}``, whatever type the log could give it; the API
+reads such a source only with the ``anthropic-beta: files-api-2025-04-14`` header, which is
+the caller's to send (a body cannot carry it). Another provider's file id is a note
+(``media_limits``).
+
 Prompt caching: ``cache_control: {"type": "ephemeral"}`` breakpoints end the
 stable prefix - on the last tool, the last system block and the last block of
 the ``stable_prefix_messages`` leading messages - three at most, under the
@@ -62,6 +68,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.errors import RenderError
 from contextfold.domain.events import AnthropicReasoning
+from contextfold.projections.media_limits import file_ref
 from contextfold.projections.render._shared import (
     DEFAULT_ANTHROPIC_MAX_TOKENS,
     parse_arguments,
@@ -90,6 +97,9 @@ def _text(text: str) -> list[dict[str, Any]]:
 
 
 def _source(part: MediaPart) -> dict[str, Any]:
+    ref = file_ref(part.url)
+    if ref is not None:  # a file of Anthropic's Files API (another's is a note: media_limits)
+        return {"type": "file", "file_id": ref[1]}
     if part.data_base64 is not None:
         return {"type": "base64", "media_type": part.media_type, "data": part.data_base64}
     if part.url is not None:
@@ -112,7 +122,7 @@ def _media_blocks(part: MediaPart) -> list[dict[str, Any]]:
         case "image":
             blocks.append({"type": "image", "source": _source(part)})
         case "document":
-            if part.media_type != "application/pdf":
+            if part.media_type != "application/pdf" and file_ref(part.url) is None:
                 note = f"document ({part.media_type}) {shown_media(part)}: " \
                     "not attached, this API takes PDF documents only"
                 return _text(media_caption(part, note))

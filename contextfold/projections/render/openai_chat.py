@@ -39,6 +39,7 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import ToolSpec
+from contextfold.projections.media_limits import file_ref
 from contextfold.projections.render._shared import (
     OPENAI_CHAT_FILE_TYPES,
     data_url,
@@ -78,7 +79,12 @@ def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
             )
         case "document":
             # Chat Completions takes PDF files, inline only: anything else is named, never
-            # dropped in silence (an audio file sent as a file part is refused by the API).
+            # dropped in silence (an audio file sent as a file part is refused by the API). A
+            # file of OpenAI's Files API goes by its id (the API knows its type).
+            ref = file_ref(part.url)
+            if ref is not None:
+                parts.append({"type": "file", "file": {"file_id": ref[1]}})
+                return parts
             extension = OPENAI_CHAT_FILE_TYPES.get(part.media_type)
             if extension is None:
                 note = unsent_document_note(part, "this API takes PDF documents only")

@@ -40,6 +40,7 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import OpenAIResponsesReasoning
+from contextfold.projections.media_limits import file_ref
 from contextfold.projections.render._shared import (
     OPENAI_RESPONSES_FILE_TYPES,
     data_url,
@@ -65,12 +66,17 @@ def _media_items(part: MediaPart) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if part.trust in ("workspace", "external"):
         items.append({"type": "input_text", "text": media_caption(part)})
+    ref = file_ref(part.url)
     match part.kind:
+        case "image" if ref is not None:  # a file of OpenAI's Files API: by its id
+            items.append({"type": "input_image", "file_id": ref[1], "detail": part.detail})
         case "image":
             items.append(
                 {"type": "input_image", "image_url": data_url(part, PROVIDER),
                  "detail": part.detail}
             )
+        case "document" if ref is not None:
+            items.append({"type": "input_file", "file_id": ref[1]})
         case "document":
             extension = OPENAI_RESPONSES_FILE_TYPES.get(part.media_type)
             if extension is None:  # audio, video, octet-stream: not a file input; named instead

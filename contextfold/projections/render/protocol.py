@@ -27,7 +27,11 @@ from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH, MAX_RESPONSES_ID_LENGTH
-from contextfold.projections.media_limits import ANTHROPIC_MAX_IMAGE_BASE64, GEMINI_MEDIA_TYPES
+from contextfold.projections.media_limits import (
+    ANTHROPIC_MAX_IMAGE_BASE64,
+    GEMINI_MEDIA_TYPES,
+    file_ref,
+)
 from contextfold.projections.render.tool_checks import (
     MAX_CHAT_TOOL_CALLS,
     anthropic_tools,
@@ -293,14 +297,20 @@ _NOTHING_TO_SEND = (": the request holds none. A build makes none while the run,
 
 def _check_anthropic_images(p: str, blocks: list[Any], i: int) -> None:
     """An inline image over Anthropic's 5 MB (of base64) is refused ("image exceeds 5 MB
-    maximum"), in a message or inside a tool_result."""
+    maximum"), and so is a URL source naming a file id (``media_limits.file_ref``: the API
+    fetches no such URL), in a message or inside a tool_result."""
     for b in blocks:
         if not isinstance(b, dict):
             continue
         if b.get("type") == "tool_result" and isinstance(b.get("content"), list):
             _check_anthropic_images(p, b["content"], i)
-        source = b.get("source") if b.get("type") == "image" else None
-        data = source.get("data") if isinstance(source, dict) and source.get("type") == "base64" else None
+        source = b.get("source") if b.get("type") in ("image", "document") else None
+        url = source.get("url") if isinstance(source, dict) and source.get("type") == "url" else None
+        if isinstance(url, str) and file_ref(url) is not None:
+            _fail(p, f"{b.get('type')} source {url!r} names a file id, not a URL the API "
+                  "can fetch: a file is {\"type\": \"file\", \"file_id\": ...}", i)
+        data = (source.get("data") if isinstance(source, dict) and source.get("type") == "base64"
+                and b.get("type") == "image" else None)
         if isinstance(data, str) and len(data) > ANTHROPIC_MAX_IMAGE_BASE64:
             _fail(p, f"image of {len(data)} base64 characters exceeds Anthropic's 5 MB maximum "
                   f"({ANTHROPIC_MAX_IMAGE_BASE64})", i)
@@ -409,6 +419,8 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
             if isinstance(media, dict) and media.get("mimeType") not in GEMINI_MEDIA_TYPES:
                 _fail(p, f"media of type {media.get('mimeType')!r}: Gemini refuses it (\"Unsupported "
                       "MIME type\"); it takes the types media_limits.GEMINI_MEDIA_TYPES lists", i)
+            if isinstance(media, dict) and file_ref(media.get("fileUri")) is not None:
+                _fail(p, f"fileUri {media.get('fileUri')!r} names another provider's file id", i)
         calls = [pt["functionCall"] for pt in parts if "functionCall" in pt]
         answers = [pt["functionResponse"] for pt in parts if "functionResponse" in pt]
         if expected:
