@@ -295,25 +295,49 @@ _NOTHING_TO_SEND = (": the request holds none. A build makes none while the run,
                     "still in flight at a past turn's point is left out), only system content")
 
 
-def _check_anthropic_images(p: str, blocks: list[Any], i: int) -> None:
-    """An inline image over Anthropic's 5 MB (of base64) is refused ("image exceeds 5 MB
-    maximum"), and so is a URL source naming a file id (``media_limits.file_ref``: the API
-    fetches no such URL), in a message or inside a tool_result."""
+def _check_anthropic_user_blocks(p: str, blocks: list[Any], i: int) -> None:
+    """The rules of a user message's blocks, in one pass over them and their tool_results' content
+    (a long request is mostly such messages): no text block of whitespace only (``_blank_text``);
+    a ``tool_result`` with ``is_error`` holds text only ("all content must be type 'text' if
+    'is_error' is true"); an inline image is at most 5 MB of base64 ("image exceeds 5 MB
+    maximum"); a URL source does not name a file id (``media_limits.file_ref``: the API fetches
+    no such URL)."""
     for b in blocks:
-        if not isinstance(b, dict):
-            continue
-        if b.get("type") == "tool_result" and isinstance(b.get("content"), list):
-            _check_anthropic_images(p, b["content"], i)
-        source = b.get("source") if b.get("type") in ("image", "document") else None
-        url = source.get("url") if isinstance(source, dict) and source.get("type") == "url" else None
-        if isinstance(url, str) and file_ref(url) is not None:
-            _fail(p, f"{b.get('type')} source {url!r} names a file id, not a URL the API "
-                  "can fetch: a file is {\"type\": \"file\", \"file_id\": ...}", i)
-        data = (source.get("data") if isinstance(source, dict) and source.get("type") == "base64"
-                and b.get("type") == "image" else None)
-        if isinstance(data, str) and len(data) > ANTHROPIC_MAX_IMAGE_BASE64:
-            _fail(p, f"image of {len(data)} base64 characters exceeds Anthropic's 5 MB maximum "
-                  f"({ANTHROPIC_MAX_IMAGE_BASE64})", i)
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "text":
+            if not str(b.get("text", "")).strip():
+                _fail(p, "text content blocks must contain non-whitespace text", i)
+        elif kind == "tool_result":
+            inner = b.get("content")
+            if not isinstance(inner, list):
+                continue
+            for c in inner:
+                if isinstance(c, dict) and c.get("type") == "text":
+                    if not str(c.get("text", "")).strip():
+                        _fail(p, "text content blocks must contain non-whitespace text", i)
+                    continue
+                if b.get("is_error") is True:
+                    _fail(p, f"tool_result {b.get('tool_use_id')!r} has is_error true and content that "
+                          "is not text: all content must be type 'text' if 'is_error' is true", i)
+                if isinstance(c, dict):
+                    _check_anthropic_source(p, c, i)
+        elif kind == "image" or kind == "document":
+            _check_anthropic_source(p, b, i)
+
+
+def _check_anthropic_source(p: str, block: dict[str, Any], i: int) -> None:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        return
+    url = source.get("url") if source.get("type") == "url" else None
+    if isinstance(url, str) and file_ref(url) is not None:
+        _fail(p, f"{block.get('type')} source {url!r} names a file id, not a URL the API can fetch: a "
+              "file is {\"type\": \"file\", \"file_id\": ...}", i)
+    data = source.get("data")
+    if (block.get("type") == "image" and source.get("type") == "base64" and isinstance(data, str)
+            and len(data) > ANTHROPIC_MAX_IMAGE_BASE64):
+        _fail(p, f"image of {len(data)} base64 characters exceeds Anthropic's 5 MB maximum "
+              f"({ANTHROPIC_MAX_IMAGE_BASE64})", i)
 
 
 def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
@@ -339,8 +363,10 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
             _fail(p, f"two {role} messages in a row: roles must alternate", i)
         previous = role
         blocks = _blocks(p, msg, i)
-        if _blank_text(blocks):
+        if role == "assistant" and _blank_text(blocks):
             _fail(p, "text content blocks must contain non-whitespace text", i)
+        if role == "user":
+            _check_anthropic_user_blocks(p, blocks, i)
         if role == "assistant":
             ids = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
             if len(set(ids)) != len(ids) or not used_ids.isdisjoint(ids):
@@ -365,12 +391,6 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
                   "other content", i)
         if len(set(results)) != len(results):
             _fail(p, f"user message answers a tool_use id twice: {results}", i)
-        _check_anthropic_images(p, blocks, i)
-        for b in blocks[:leading]:
-            if b.get("is_error") is True and isinstance(b.get("content"), list) and any(
-                    not isinstance(c, dict) or c.get("type") != "text" for c in b["content"]):
-                _fail(p, f"tool_result {b.get('tool_use_id')!r} has is_error true and content that is "
-                      "not text: all content must be type 'text' if 'is_error' is true", i)
         if set(results) != set(expected):
             missing = [x for x in expected if x not in results]
             extra = [x for x in results if x not in expected]
@@ -398,6 +418,21 @@ def _check_anthropic(p: str, body: Mapping[str, Any]) -> None:
         _fail(p, f"{breakpoints} cache_control breakpoints; the API allows at most 4")
 
 
+_GEMINI_MEDIA_KEYS = frozenset({"inlineData", "fileData"})
+
+
+def _check_gemini_media(p: str, parts: list[Any], i: int) -> None:
+    """Gemini refuses a medium of a type it does not take ("Unsupported MIME type"), and reads
+    no other provider's file id (``media_limits``)."""
+    for pt in parts:
+        media = pt.get("inlineData") or pt.get("fileData")
+        if isinstance(media, dict) and media.get("mimeType") not in GEMINI_MEDIA_TYPES:
+            _fail(p, f"media of type {media.get('mimeType')!r}: Gemini refuses it (\"Unsupported "
+                  "MIME type\"); it takes the types media_limits.GEMINI_MEDIA_TYPES lists", i)
+        if isinstance(media, dict) and file_ref(media.get("fileUri")) is not None:
+            _fail(p, f"fileUri {media.get('fileUri')!r} names another provider's file id", i)
+
+
 def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
     declared = declared_tool_names(p, body.get("tools") or [], gemini_tools)
     expected: list[tuple[Any, Any]] = []
@@ -414,13 +449,8 @@ def _check_gemini(p: str, body: Mapping[str, Any]) -> None:
         if not isinstance(parts, list) or not parts:
             _fail(p, "content parts must be a non-empty list", i)
         assert isinstance(parts, list)
-        for pt in parts:
-            media = pt.get("inlineData") or pt.get("fileData")
-            if isinstance(media, dict) and media.get("mimeType") not in GEMINI_MEDIA_TYPES:
-                _fail(p, f"media of type {media.get('mimeType')!r}: Gemini refuses it (\"Unsupported "
-                      "MIME type\"); it takes the types media_limits.GEMINI_MEDIA_TYPES lists", i)
-            if isinstance(media, dict) and file_ref(media.get("fileUri")) is not None:
-                _fail(p, f"fileUri {media.get('fileUri')!r} names another provider's file id", i)
+        if not all(map(_GEMINI_MEDIA_KEYS.isdisjoint, parts)):  # (a C-level scan: most parts are text)
+            _check_gemini_media(p, parts, i)
         calls = [pt["functionCall"] for pt in parts if "functionCall" in pt]
         answers = [pt["functionResponse"] for pt in parts if "functionResponse" in pt]
         if expected:
