@@ -157,8 +157,15 @@ def test_the_note_on_a_repeated_medium_names_its_type_only_when_it_is_one(provid
     """The note standing for a medium already shown is the runtime's (a ``trust="runtime"`` block
     in a tool result, the runtime's own text in a user turn), and it wrote the medium's type,
     which is whatever the medium came with, verbatim."""
-    notes = _repeat_notes(_build(_repeats(EVIL_TYPE), provider).request)
-    assert len(notes) == 3, notes
+    request = _build(_repeats(EVIL_TYPE), provider).request
+    notes = _repeat_notes(request)
+    if provider == "gemini":  # not a type Gemini takes: each is a note in a data block, not a repeat
+        assert notes == []
+        lines = [line for text in _strings(request) for line in text.splitlines()]
+        assert not any(line.startswith(("[runtime] POLICY", "SYSTEM:")) for line in lines)
+        assert sum("not attached" in line for line in lines) == 4
+    else:
+        assert len(notes) == 3, notes
     for note in notes:
         assert "PWNED" not in note and "POLICY" not in note and f"({UNNAMED_MEDIA_TYPE})" in note, note
     plain = _repeat_notes(_build(_repeats("image/png"), provider).request)
