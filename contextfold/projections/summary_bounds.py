@@ -7,6 +7,14 @@ id, one line per failure), so a run that had been built within a 24k budget coul
 built at its window, and since the log is append-only nothing could undo it. With these caps its
 size follows the number of tools a run uses, not its length. What a folded line no longer
 spells out stays in the covered events, whose range it cites (``events://RUN/A-B``).
+
+Which entries fold first is a rule, not recency alone (:func:`_rank`): a chat loop's user says
+"ok, carry on" every turn, and folding the oldest of what users said kept 32 of those and folded
+the constraints of turns 1 and 20 (the seed, section 10: the constraints of turns 1, 20 and 50
+still hold after compaction); of 40 deploys the first, failed one's deployment id was folded out
+of the side effects (the seed, 5.3: deployment ids and unverified states are not summarised
+away). So chatter folds before what the user asked for, the first thing the user said (the task)
+never folds, and a folded line says where the user's folded messages are read back.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from contextfold.projections.summary_check import CALL_CITE
+from contextfold.projections.summary_text import CONSTRAINT_LINE
 
 __all__ = ["EARLIER", "SCALES", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls"]
 
@@ -23,7 +32,8 @@ EARLIER = "earlier "
 tool and outcome, so they are not folded again."""
 _WHOLE: Mapping[str, int] = {"tool_calls_and_results": 32, "side_effects": 32, "known_failures": 16,
                              "evidence_refs": 32, "decisions": 16, "constraints": 32}
-"""How many of each list's newest entries stay whole. Of the constraints only what users said
+"""How many of each list's entries stay whole (the highest ranked, :func:`_rank`; the newest of
+a rank first). Of the constraints only what users said
 is capped (``user at event N: ...``): a chat loop's every short message is one, and at 8k the
 summary outgrew what auto-compaction could make fit, so the newest turns were dropped instead.
 Policies and inputs marked required always stay whole."""
@@ -96,9 +106,9 @@ summary was tool lines."""
 
 def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str,
                    scale: tuple[float, float] = (1.0, 1.0)) -> dict[str, tuple[str, ...]]:
-    """``fields`` with each capped list's older entries folded into one line first (module
-    docstring). ``events_ref``: the covered range, where the folded entries are read back;
-    ``scale``: the shares of the caps kept whole (one of :data:`SCALES`)."""
+    """``fields`` with each capped list's least telling entries folded into one line first
+    (:func:`_rank`; module docstring). ``events_ref``: the covered range, where the folded entries
+    are read back; ``scale``: the shares of the caps kept whole (one of :data:`SCALES`)."""
     out = dict(fields)
     for key, cap in _WHOLE.items():
         whole = max(1, int(cap * scale[key == "constraints"]))
@@ -115,13 +125,94 @@ def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str,
             kept = [e for e in entries if not is_earlier_line(e)] if per_tool else list(entries)
         if len(kept) <= whole:
             continue
-        older, newest = kept[:-whole], kept[-whole:]
-        cited = list(dict.fromkeys(c for entry in older for c in CALL_CITE.findall(entry)))
-        # an entry that folded older ones in an earlier summary stands for as many as it says
-        count = sum(int(m.group(1)) if (m := _FOLDED.match(e)) else 1 for e in older)
-        line = f"{count} earlier {key.replace('_', ' ')} (read back in {events_ref})"
-        if cited:
-            named = max(4, int(_CALLS_FOLDED * scale[0]))  # (a small window's summary names fewer)
-            line += f", the newest: {', '.join(f'call {c}' for c in cited[-named:])}"
-        out[key] = (*earlier, line, *newest)
+        ranks = [_rank(key, e) for e in kept]
+        if key == "constraints":  # the first thing the user said (the task) is always kept
+            first = next((i for i, e in enumerate(kept) if not _FOLDED.match(e)), None)
+            if first is not None:
+                ranks[first] = _PINNED
+        # the ``whole`` entries of the highest rank stay, the newest of a rank first
+        stay = set(sorted(range(len(kept)), key=lambda i: (ranks[i], i), reverse=True)[:whole])
+        older = [i for i in range(len(kept)) if i not in stay]
+        newest = [e for i, e in enumerate(kept) if i in stay]
+        out[key] = (*earlier, _folded_line(key, [(kept[i], ranks[i]) for i in older], events_ref, scale),
+                    *newest)
     return out
+
+
+_PINNED = 9
+"""The rank of the first thing the user said: above every other (:func:`_rank`)."""
+_ACK_WORDS = 8
+"""A user message of more words than this (or more than four times as many characters: CJK
+writes no spaces) is not chatter, whatever its words."""
+_CHATTER = re.compile(
+    r"^\W*(?:ok(?:ay)?|k|yes|yeah|yep|sure|thanks?|thank you|thx|ty|great|good|cool|nice|perfect|"
+    r"fine|alright|all right|right|got it|understood|lgtm|continue|carry on|go on|go ahead|proceed|"
+    r"next|hi|hello|hey|done|status|好的?|嗯|继续|谢谢|可以|行|はい|ありがとう|네|감사)(?:\W|$)"
+    r"|\?\s*$", re.IGNORECASE)
+"""Chatter: a message that opens with an acknowledgement, a greeting or "go on", or asks a
+question (``?`` at its end)."""
+
+
+def _rank(key: str, entry: str) -> int:
+    """How late ``entry`` is folded: a higher rank stays whole longer (a documented, deterministic
+    rule, so the same log gives the same summary).
+
+    What users said: 3 a constraint (:data:`~contextfold.projections.summary_text.CONSTRAINT_LINE`)
+    or a message of more than :data:`_ACK_WORDS` words; 1 short chatter (:data:`_CHATTER`); 2 any
+    other short message ("Reply in French from now on.", "Target Python 3.8."). The first thing the
+    user said is never folded (:func:`bounded_fields`). Other lists: 1, by recency. A line that folded
+    older entries in an earlier summary: 0, it is folded again first."""
+    if _FOLDED.match(entry):
+        return 0
+    if key == "constraints":
+        said = _USER_SAID.sub("", entry, count=1)
+        if CONSTRAINT_LINE.search(said) or len(said.split()) > _ACK_WORDS or len(said) > 4 * _ACK_WORDS:
+            return 3
+        return 1 if _CHATTER.search(said) else 2
+    return 1
+
+
+_NAMED_EVENTS = re.compile(r"the user's at events ([\d, ]+)")
+_EVENTS_UNLISTED = 4
+"""At most this many names on a folded line (the smallest share): the events the user's folded
+messages were said at are not listed, only that each is readable in the covered range."""
+
+
+def _first_named(names: Sequence[Sequence[str]], ranks: Sequence[int], limit: int) -> list[str]:
+    """Of the ``names`` each entry holds (oldest first), the ``limit`` a folded line lists: those of
+    the highest-ranked entries, the newest of a rank first, shown oldest first."""
+    order = sorted(range(len(names)), key=lambda i: (ranks[i], i), reverse=True)
+    picked: dict[str, int] = {}
+    for i in order:
+        for n in names[i]:
+            if len(picked) < limit and n not in picked:
+                picked[n] = i
+    return sorted(picked, key=lambda n: (picked[n], names[picked[n]].index(n)))
+
+
+def _folded_line(key: str, older: Sequence[tuple[str, int]], events_ref: str,
+                 scale: tuple[float, float]) -> str:
+    """The one line ``older`` (entries and their :func:`_rank`, oldest first) are folded into: how
+    many it stands for, where they are read back, and what of them a later step may need verbatim
+    (the calls they cite and the ids they name, those of the least foldable entries first, then
+    the newest; of what users said, the events each message is read back at). The names are
+    capped, so the line stays bounded too."""
+    named = max(4, int(_CALLS_FOLDED * scale[0]))  # (a small window's summary names fewer)
+    # an entry that folded older ones in an earlier summary stands for as many as it says
+    count = sum(int(m.group(1)) if (m := _FOLDED.match(e)) else 1 for e, _ in older)
+    line = f"{count} earlier {key.replace('_', ' ')} (read back in {events_ref})"
+    cited = _first_named([CALL_CITE.findall(e) for e, _ in older], [r for _, r in older], named)
+    if cited:
+        line += f", the newest: {', '.join(f'call {c}' for c in cited)}"
+    if key == "constraints":
+        at = sorted({int(p) for e, _ in older for m in [_USER_SAID.match(e) or _NAMED_EVENTS.search(e)] if m
+                     for p in re.findall(r"\d+", m.group(1))})
+        # (``show RUN event://RUN/N`` prints one, ``why`` says what stands in for it); at the
+        # smallest share the events are not listed: the line must fit a 4k window's summary
+        if at and named > _EVENTS_UNLISTED:
+            line += (f": the user's at events {', '.join(map(str, at[-named:]))}"
+                     + (f" (and {len(at) - named} earlier)" if len(at) > named else "")
+                     + ", each readable whole there")
+        elif at:
+            line += ", each readable whole there"
+    return line

@@ -556,8 +556,8 @@ def test_a_summary_over_masked_external_results_keeps_their_trust() -> None:
 def test_what_users_said_is_capped_in_a_summary_and_policies_and_required_inputs_are_not() -> None:
     """A chat loop's every short message is a constraint: kept whole without a cap, the summary
     grew to ~6k tokens at an 8k window, stopped fitting, and the newest turns were dropped instead
-    (a helper's loop). The newest 32 stay whole, the older ones fold into one line with a true
-    count; the policy and an input marked required are never folded."""
+    (a helper's loop). The first (the task) and the newest 31 stay whole, the older ones fold
+    into one line with a true count; the policy and an input marked required are never folded."""
     log = Log().add(PolicySet(text=C1), UserInput("Keep CHANGELOG.md updated.", required=True))
     state = fold(log.records)
     for round_, count in enumerate((150, 3)):
@@ -569,11 +569,11 @@ def test_what_users_said_is_capped_in_a_summary_and_policies_and_required_inputs
         said = [c for c in constraints if c.startswith("user at event ")]
         folded = [c for c in constraints if re.match(r"\d+ earlier constraints \(read back in events://", c)]
         assert len(said) == 32 and len(folded) == 1
-        # the newest 32 (a merged summary's lines came after the raw input its cover had left out,
-        # and the cap folded that newest input)
+        # the first and the newest 31 (a merged summary's lines came after the raw input its cover
+        # had left out, and the cap folded that newest input)
         inputs = [r.position for r in log.records if isinstance(r.event, UserInput) and not r.event.required
                   and r.position <= plan.event.covers_to]
-        assert [int(c.split()[3].rstrip(":")) for c in said] == inputs[-32:]
+        assert [int(c.split()[3].rstrip(":")) for c in said] == [inputs[0], *inputs[-31:]]
         assert int(folded[0].split()[0]) + len(said) == (150, 153)[round_] - 1  # the newest is not covered
         assert any(C1 in c for c in constraints)
         assert any(c == "required user input at event 2: Keep CHANGELOG.md updated." for c in constraints)

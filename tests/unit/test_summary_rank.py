@@ -1,0 +1,78 @@
+"""What a bounded summary folds first: chatter before what the user asked for (``summary_bounds``).
+
+The caps once folded each list's oldest entries, by recency alone: in a chat loop the user's
+"ok, carry on" messages of the last 32 turns stayed and the constraints of turns 1 and 20 were
+folded away (the seed, section 10: constraints from turns 1, 20 and 50 still hold after
+compaction).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextfold.domain.events import GoalSet, ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
+from contextfold.domain.log import RecordedEvent
+from contextfold.projections.compaction import CompactionPlan, plan_compaction
+from contextfold.projections.fold import fold
+from contextfold.projections.summary_bounds import bounded_fields
+from contextfold.projections.summary_check import validate_summary
+from tests.unit.test_fold import Log
+
+CONSTRAINTS = {1: "Never touch legacy/ledger.py.",
+               20: "From now on, write every commit message in French.",
+               50: "Do not use the requests library; use httpx."}
+
+
+def chatty(turns: int = 60) -> Log:
+    """A chat loop whose user says "ok, carry on" every turn but three."""
+    log = Log("chat").add(PolicySet(text="You are a coding assistant."),
+                          GoalSet(goal="port the billing service", success_contract=("all tests green",)))
+    for t in range(1, turns + 1):
+        log.add(UserInput(CONSTRAINTS.get(t, f"ok, carry on with part {t}")),
+                ModelResponse(text=f"working on part {t}", tool_calls=(ToolCall(
+                    call_id=f"c{t}", name="sh", arguments=json.dumps({"cmd": f"make part{t}"})),)),
+                ToolResult(call_id=f"c{t}", content=f"part {t} built\n" + "compiler output line\n" * 20))
+    return log.add(UserInput("what is left?"))
+
+
+def covered(log: Log, plan: CompactionPlan) -> list[RecordedEvent]:
+    return [r for r in log.records if plan.event.covers_from <= r.position <= plan.event.covers_to]
+
+
+@pytest.mark.parametrize("room", [None, 400])
+def test_constraints_of_turns_1_20_50_stay_whole_and_acknowledgements_fold_first(room: int | None) -> None:
+    log = chatty()
+    plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1,
+                           max_summary_tokens=room)
+    assert plan is not None
+    constraints = plan.event.summary.constraints
+    for text in CONSTRAINTS.values():
+        assert any(c.endswith(f": {text}") for c in constraints), (text, constraints)
+    folded = [c for c in constraints if " earlier constraints (read back in events://chat/" in c]
+    assert len(folded) == 1
+    # the folded line names where each folded message is read back (`show`, `why`)
+    assert "readable whole there" in folded[0]
+    assert room or "the user's at events 6, 9, " in folded[0]
+    validate_summary(plan.event.summary, covered(log, plan), plan.event.summary, "chat")
+
+
+def test_the_first_user_input_is_kept_whole_even_at_the_smallest_share() -> None:
+    log = Log("t").add(PolicySet(text="p"), UserInput("Port the billing service to Go."))
+    for t in range(1, 80):
+        log.add(UserInput(f"Also remember rule number {t}: never skip the step {t} review."))
+    log.add(UserInput("go"))
+    plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1, max_summary_tokens=1)
+    assert plan is not None
+    assert "user at event 2: Port the billing service to Go." in plan.event.summary.constraints
+
+
+def test_chatter_is_folded_before_a_short_instruction_without_a_keyword() -> None:
+    """"Reply in French from now on." has no constraint word and few words; an "ok" has both too."""
+    said = tuple(f"user at event {i}: " + ("Reply in French from now on." if i == 3 else "ok thanks")
+                 for i in range(2, 12))
+    out = bounded_fields({"constraints": said}, "events://r/1-20", (1.0, 0.125))["constraints"]
+    assert "user at event 3: Reply in French from now on." in out
+    assert "user at event 2: ok thanks" in out  # the first user input: the task, always kept
+    assert out[0].startswith("6 earlier constraints (read back in events://r/1-20)")
