@@ -13,8 +13,10 @@ Which entries fold first is a rule, not recency alone (:func:`_rank`): a chat lo
 the constraints of turns 1 and 20 (the seed, section 10: the constraints of turns 1, 20 and 50
 still hold after compaction); of 40 deploys the first, failed one's deployment id was folded out
 of the side effects (the seed, 5.3: deployment ids and unverified states are not summarised
-away). So chatter folds before what the user asked for, the first thing the user said (the task)
-never folds, and a folded line says where the user's folded messages are read back.
+away). So chatter folds before what the user asked for and the first thing the user said (the
+task) never folds; plain successes fold before entries naming ids, and those before failed, lost
+or unverified ones; and a folded line keeps the ids of what it folds, verbatim, and says where
+the user's folded messages are read back.
 """
 
 from __future__ import annotations
@@ -141,6 +143,12 @@ def bounded_fields(fields: Mapping[str, tuple[str, ...]], events_ref: str,
 
 _PINNED = 9
 """The rank of the first thing the user said: above every other (:func:`_rank`)."""
+_FACT_IDS = re.compile(r"\{(?:arguments )?ids: ([^;}]+)")
+"""The ids a line keeps verbatim (``summary_text.kept_facts``: ``{ids: dep-9931}``)."""
+_UNSURE = re.compile(r"TOOL_RESULT_LOST|TOOL_CALL_CANCELLED|\bunverified\b|outcome unknown")
+_OPEN_OR_FAILED = re.compile(r" -> (?:error|open|TOOL_RESULT_LOST|TOOL_CALL_CANCELLED)\b")
+"""A call line (``call c1 (deploy) {args} at event 4 -> error exit_code=1 ...``) whose call did
+not report success."""
 _ACK_WORDS = 8
 """A user message of more words than this (or more than four times as many characters: CJK
 writes no spaces) is not chatter, whatever its words."""
@@ -160,7 +168,8 @@ def _rank(key: str, entry: str) -> int:
     What users said: 3 a constraint (:data:`~contextfold.projections.summary_text.CONSTRAINT_LINE`)
     or a message of more than :data:`_ACK_WORDS` words; 1 short chatter (:data:`_CHATTER`); 2 any
     other short message ("Reply in French from now on.", "Target Python 3.8."). The first thing the
-    user said is never folded (:func:`bounded_fields`). Other lists: 1, by recency. A line that folded
+    user said is never folded (:func:`bounded_fields`). Other lists: 3 an entry whose call failed,
+    was lost or cancelled or is unverified, 2 one that names ids, 1 the rest. A line that folded
     older entries in an earlier summary: 0, it is folded again first."""
     if _FOLDED.match(entry):
         return 0
@@ -169,6 +178,10 @@ def _rank(key: str, entry: str) -> int:
         if CONSTRAINT_LINE.search(said) or len(said.split()) > _ACK_WORDS or len(said) > 4 * _ACK_WORDS:
             return 3
         return 1 if _CHATTER.search(said) else 2
+    if key in ("side_effects", "known_failures", "tool_calls_and_results"):
+        if _UNSURE.search(entry) or _OPEN_OR_FAILED.search(entry):
+            return 3
+        return 2 if _FACT_IDS.search(entry) else 1
     return 1
 
 
@@ -204,6 +217,12 @@ def _folded_line(key: str, older: Sequence[tuple[str, int]], events_ref: str,
     cited = _first_named([CALL_CITE.findall(e) for e, _ in older], [r for _, r in older], named)
     if cited:
         line += f", the newest: {', '.join(f'call {c}' for c in cited)}"
+    ids = _first_named([[i.strip() for found in _FACT_IDS.findall(e) for i in found.split(",") if i.strip()]
+                        for e, _ in older], [r for _, r in older], named)
+    if ids:  # verbatim (the seed, 5.3: deployment ids are not summarised away)
+        total = len({i.strip() for e, _ in older for f in _FACT_IDS.findall(e) for i in f.split(",")} - {""})
+        line += f", naming {{ids: {', '.join(ids)}}}" + (
+            f" and {total - len(ids)} more ids" if total > len(ids) else "")
     if key == "constraints":
         at = sorted({int(p) for e, _ in older for m in [_USER_SAID.match(e) or _NAMED_EVENTS.search(e)] if m
                      for p in re.findall(r"\d+", m.group(1))})

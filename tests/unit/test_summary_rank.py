@@ -1,9 +1,11 @@
-"""What a bounded summary folds first: chatter before what the user asked for (``summary_bounds``).
+"""What a bounded summary folds first: chatter before what the user asked for, plain successes
+before unverified side effects and entries naming ids (``summary_bounds``).
 
 The caps once folded each list's oldest entries, by recency alone: in a chat loop the user's
 "ok, carry on" messages of the last 32 turns stayed and the constraints of turns 1 and 20 were
 folded away (the seed, section 10: constraints from turns 1, 20 and 50 still hold after
-compaction).
+compaction), and of 40 deploys the first, failed one's deployment id was folded out of the
+side effects (the seed, 5.3: deployment ids and unverified states are not summarised away).
 """
 
 from __future__ import annotations
@@ -12,7 +14,15 @@ import json
 
 import pytest
 
-from contextfold.domain.events import GoalSet, ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import (
+    GoalSet,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    ToolResultLost,
+    UserInput,
+)
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.compaction import CompactionPlan, plan_compaction
 from contextfold.projections.fold import fold
@@ -76,3 +86,47 @@ def test_chatter_is_folded_before_a_short_instruction_without_a_keyword() -> Non
     assert "user at event 3: Reply in French from now on." in out
     assert "user at event 2: ok thanks" in out  # the first user input: the task, always kept
     assert out[0].startswith("6 earlier constraints (read back in events://r/1-20)")
+
+
+def deploys(n: int = 40) -> Log:
+    log = Log("r").add(PolicySet(text="Deploy each service once."), UserInput("deploy all 40 services"))
+    for i in range(1, n + 1):
+        log.add(ModelResponse(tool_calls=(ToolCall(call_id=f"call_{i:02d}", name="deploy",
+                                                   arguments=json.dumps({"service": f"svc{i}"})),)))
+        if i == 1:
+            log.add(ToolResult(call_id="call_01", is_error=True, exit_code=1,
+                               content="Created deployment dep-7f3a01\nERROR: health check timed out"))
+        elif i == 2:
+            log.add(ToolResultLost(call_id="call_02", reason="the worker died"))
+        else:
+            log.add(ToolResult(call_id=f"call_{i:02d}", content=f"Created deployment dep-{i:04d}\nhealthy"))
+    return log.add(UserInput("status?"))
+
+
+@pytest.mark.parametrize("room", [None, 300])
+def test_unverified_side_effects_stay_whole_and_folded_ones_keep_their_ids(room: int | None) -> None:
+    log = deploys()
+    plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1,
+                           max_summary_tokens=room)
+    assert plan is not None
+    s = plan.event.summary
+    for key in ("side_effects", "tool_calls_and_results"):
+        lines = getattr(s, key)
+        assert any(e.startswith("call call_01 ") and "dep-7f3a01" in e for e in lines), lines
+        assert any(e.startswith("call call_02 ") for e in lines), lines
+        folded = [e for e in lines if " earlier " in e and "(read back in events://r/" in e]
+        assert len(folded) == 1, lines
+        assert "{ids: " in folded[0]  # the ids of the folded deploys, verbatim (the newest of them)
+    assert any("dep-7f3a01" in e and "unverified" in e for e in s.side_effects)
+    assert any(e.startswith("call call_02 ") and "TOOL_RESULT_LOST" in e for e in s.known_failures)
+    assert len(s.side_effects) <= 33
+    validate_summary(s, covered(log, plan), s, "r")
+
+
+def test_a_folded_line_carries_the_ids_of_what_it_folds() -> None:
+    entries = tuple(f"call c{i} (deploy) {{}}: reported success by the tool {{ids: dep-{i:04d}}}"
+                    for i in range(1, 41))
+    out = bounded_fields({"side_effects": entries}, "events://r/1-90")["side_effects"]
+    assert out[0].startswith("8 earlier side effects (read back in events://r/1-90)")
+    assert all(f"dep-{i:04d}" in out[0] for i in range(1, 9))
+    assert len(out) == 33
