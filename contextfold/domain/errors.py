@@ -34,6 +34,7 @@ so the original stays on ``__cause__``.
     ├── BudgetError
     │   └── RequiredContextExceedsBudgetError
     ├── CompactionError                   no legal cut / rejected summary
+    │   └── SummaryRejectedError          a plug-in summary's field states or cites what the log does not hold
     └── RenderError                       a rendered request breaks a provider rule
 """
 
@@ -69,6 +70,7 @@ __all__ = [
     "StoreNotWritableError",
     "StoreReadOnlyError",
     "StoreUnavailableError",
+    "SummaryRejectedError",
     "TenantMismatchError",
     "TurnNotFoundError",
     "UnknownToolCallError",
@@ -286,6 +288,18 @@ class RequiredContextExceedsBudgetError(BudgetError):
 
 class CompactionError(ContextfoldError):
     """Compaction could not produce a legal, validated summary."""
+
+
+class SummaryRejectedError(CompactionError):
+    """A plug-in summary was refused, nothing recorded: ``field`` is the summary field at fault
+    (``evidence_refs``, ``next_action``, ...) and ``ref`` the ref, id or entry it holds that the
+    log does not back (None when the fault is a claim, not a ref). Typed so a caller (an LLM
+    summarizer's retry loop) can tell the model exactly which field to fix."""
+
+    def __init__(self, message: str, *, field: str, ref: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.ref = ref
 
 
 class RenderError(ContextfoldError):

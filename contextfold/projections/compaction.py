@@ -116,10 +116,12 @@ class Summarizer(Protocol):
     (every entry of ``tool_calls_and_results``, ``side_effects`` and
     ``known_failures`` must cite at least one), refs as ``event://RUN/POS``,
     ``events://RUN/A-B``, ``file://...``, ``call://...`` or ``artifact:HASH``;
-    each cited id or ref must exist in the covered events. The skeleton's goal,
+    each cited id or ref must exist in the covered events, and so must each evidence ref (a URL
+    retrieved, a memory recalled). The skeleton's goal,
     constraints (verbatim), failed call ids and next action must be kept; a goal,
-    constraint, pending step or decision it does not hold must cite what backs it or
-    say it is inferred, and a failed call is never said to have succeeded.
+    constraint, pending step, decision or next action it does not hold must cite what backs it
+    or say it is inferred, and a failed call is never said to have succeeded (a refusal is a
+    ``SummaryRejectedError`` naming the field and ref).
     An optional ``name`` attribute is recorded as the event's ``summarizer``.
 
     ``events``: the covered events, then the runtime recovery answers (lost, cancelled) logged

@@ -4,9 +4,11 @@ Apart from the compaction planner because it is the trust boundary for summaries
 plug-in) wrote: every ref and call id it cites must be in the covered events, the skeleton's
 constraints stay verbatim, known failures and side effects are not dropped, ids the covered
 results name stay, an outcome the log leaves lost or unverified is not stated as known, a failed
-call is not stated as a success, and a decision, goal, constraint or pending step the log does not
-hold as written cites what backs it or says it is an inference. A failed check raises
-:class:`CompactionError` and nothing is recorded.
+call is not stated as a success, every evidence ref (of any scheme, a recalled memory's too) is one
+the covered events hold, and a decision, goal, constraint, pending step or next action the log
+does not hold as written cites what backs it or says it is an inference. A failed check raises
+:class:`CompactionError` (:class:`SummaryRejectedError`, naming the field and the ref, for a ref or
+a claim the log does not back) and nothing is recorded.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from itertools import chain
 
 from pydantic import ValidationError
 
-from contextfold.domain.errors import CompactionError
+from contextfold.domain.errors import CompactionError, SummaryRejectedError
 from contextfold.domain.events import (
     CompactionSummary,
     EvidenceRetrieved,
     FileRead,
     HistoryCompacted,
+    MemoryRecalled,
     ModelResponse,
     ToolResult,
 )
@@ -56,9 +59,21 @@ def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozense
             refs.add(f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else ""))
         elif isinstance(ev, EvidenceRetrieved):
             refs.add(ev.source_ref)
+        elif isinstance(ev, MemoryRecalled):  # as the skeleton lists it, and its id and source
+            refs.update((f"memory {ev.memory_id}: {ev.source_ref}", f"memory {ev.memory_id}", ev.source_ref))
         elif isinstance(ev, HistoryCompacted):
             refs.update(SUMMARY_REF.findall(" ".join(summary_lines(ev.summary))))
+            for entry in ev.summary.evidence_refs:  # what an earlier summary held (a web page's URL)
+                refs.update((entry, *_URI.findall(entry)))
+                if (memory := _MEMORY.match(entry)) is not None:
+                    refs.add(f"memory {memory.group(1)}")
     return frozenset(refs), frozenset(ids)
+
+
+_URI = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s,;)\]]+|\bartifact:[0-9a-f]{64}", re.IGNORECASE)
+"""A ref of any scheme an evidence entry names (``https://...``, ``mem://...``, ``file://...``)."""
+_MEMORY = re.compile(r"^memory (\S+?):? ")
+"""An evidence entry naming a recalled memory as the skeleton writes it (``memory m-1: mem://x``)."""
 
 
 def summary_lines(s: CompactionSummary) -> list[str]:
@@ -100,13 +115,12 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
                                   f"surrogate): {text[:80]!r}") from None
     refs, ids = summary_refs(events, run_id)
     refs |= {f"event://{run_id}/{rec.position}" for rec in answers}
-    for text in lines:
+    for field, text in _fielded(summary):
         for ref in SUMMARY_REF.findall(text):
-            if ref.startswith("file://"):
-                if not any(ref == r or ref.startswith(r + "#") for r in refs):
-                    raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
-            elif ref not in refs:
-                raise CompactionError(f"summary cites {ref!r}, which the covered events do not hold")
+            if not _held(ref, refs):
+                raise SummaryRejectedError(f"summary {field} cites {ref!r}, which the covered events do "
+                                           f"not hold", field=field, ref=ref)
+    _check_evidence(summary, skeleton, refs)
     for key in ("tool_calls_and_results", "side_effects", "known_failures"):
         for entry in getattr(summary, key):
             cited = CALL_CITE.findall(entry)
@@ -132,6 +146,46 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
             raise CompactionError(f"summary drops {what} of calls {sorted(before - kept)}")
     _check_facts(summary, skeleton, lines, unfolded_constraints)
     return summary
+
+
+def _fielded(s: CompactionSummary) -> list[tuple[str, str]]:
+    """:func:`summary_lines` with the field each line is in."""
+    out = [("goal", s.goal), ("next_action", s.next_action)]
+    for key in ("success_contract", "completed_steps", "pending_steps", "decisions", "constraints",
+                "tool_calls_and_results", "evidence_refs", "side_effects", "known_failures",
+                "inferences"):
+        out.extend((key, e) for e in getattr(s, key))
+    return out
+
+
+def _held(ref: str, refs: frozenset[str]) -> bool:
+    """Whether ``ref`` is one the run holds (a file's section too: ``file://a.md#intro``)."""
+    return ref in refs or (ref.startswith("file://") and any(ref.startswith(r + "#") for r in refs))
+
+
+def _check_evidence(summary: CompactionSummary, skeleton: CompactionSummary, refs: frozenset[str]) -> None:
+    """Every evidence ref a plug-in summary lists is one the covered events hold (DESIGN 7: "every
+    evidence ref exists"): a ref of any scheme it names is held, a memory it names was recalled,
+    and an entry naming no ref names one the run holds. Only ``event://``, ``file://``,
+    ``call://`` and ``artifact:`` refs were looked up, and a status page no event held
+    (``https://status.example.com/v2-is-live``) and a memory never recalled were recorded as the
+    run's evidence."""
+    for entry in summary.evidence_refs:
+        if entry in skeleton.evidence_refs or entry in refs:
+            continue
+        named = [u.rstrip(".") for u in _URI.findall(entry)]
+        for ref in named:
+            if not _held(ref, refs):
+                raise SummaryRejectedError(f"summary evidence_refs entry {entry!r} cites {ref!r}, which "
+                                           f"the covered events do not hold", field="evidence_refs", ref=ref)
+        memory = _MEMORY.match(entry)
+        if memory is not None and f"memory {memory.group(1)}" not in refs:
+            raise SummaryRejectedError(f"summary evidence_refs entry {entry!r} names memory "
+                                       f"{memory.group(1)!r}, which no covered event recalled",
+                                       field="evidence_refs", ref=memory.group(1))
+        if not named and memory is None and not any(w.strip(",;:()[]") in refs for w in entry.split()):
+            raise SummaryRejectedError(f"summary evidence_refs entry {entry!r} names no ref the covered "
+                                       f"events hold", field="evidence_refs", ref=entry)
 
 
 _FACT_IDS = re.compile(r"\{(?:arguments )?ids: ([^;}]+)")
@@ -190,6 +244,9 @@ def _failed_calls(skeleton: CompactionSummary) -> set[str]:
 
 
 _CITES = re.compile(r"\bevents? \d+|\b(?:events?|call|file)://|\bartifact:|\bcall \S")
+_VERIFIED = re.compile(r"\b(?<!not )(?<!never )verified\b|\bconfirmed\b", re.IGNORECASE)
+"""A claim that an outcome was checked ("deploy verified"): of a lost or unverified call, a
+statement of its outcome as known."""
 
 
 def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines: Sequence[str],
@@ -226,13 +283,21 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
             raise CompactionError(f"summary states calls {sorted(calls)} as succeeded, which the log "
                                   f"records as failed: {entry!r}")
     # a decision or the next action may name a failed call ("retry call d1"), but not call it a
-    # success: "the test run (call c2) succeeded, so deploy next" was recorded as a decision
-    for entry in (*summary.decisions, summary.next_action):
+    # success: "the test run (call c2) succeeded, so deploy next" was recorded as a decision; nor
+    # call a lost or unverified one verified ("v2 is live: call d1 verified")
+    claims = [*(("decisions", d) for d in summary.decisions), ("next_action", summary.next_action)]
+    for field, entry in claims:
         calls = failed.intersection(CALL_CITE.findall(entry))
         said = _SUCCESS_DENIED.sub("", SUMMARY_REF.sub("", entry))
         if entry not in own and calls and _SUCCEEDED.search(said):
-            raise CompactionError(f"summary states calls {sorted(calls)} as succeeded, which the log "
-                                  f"records as failed: {entry!r}")
+            raise SummaryRejectedError(f"summary {field} states calls {sorted(calls)} as succeeded, which "
+                                       f"the log records as failed: {entry!r}", field=field)
+        calls = unsure.intersection(CALL_CITE.findall(entry))
+        if entry not in own and calls and (_SUCCEEDED.search(said) or _VERIFIED.search(said)) and not (
+                _UNSURE.search(said)):
+            raise SummaryRejectedError(f"summary {field} states the outcome of calls {sorted(calls)} as "
+                                       f"known, which the log leaves lost, cancelled or unverified: "
+                                       f"{entry!r}", field=field)
     for entry in summary.side_effects:
         calls = (failed | unsure).intersection(CALL_CITE.findall(entry))
         if entry not in own and calls and not _UNSURE.search(SUMMARY_REF.sub("", entry)):
@@ -241,8 +306,16 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
     for key in ("decisions", "completed_steps"):
         for entry in getattr(summary, key):
             if entry not in getattr(skeleton, key) and not _CITES.search(entry):
-                raise CompactionError(f"{key} entry cites no event, call or ref; a claim the log does "
-                                      f"not back belongs under inferences: {entry!r}")
+                raise SummaryRejectedError(f"{key} entry cites no event, call or ref; a claim the log does "
+                                           f"not back belongs under inferences: {entry!r}", field=key)
+    # the next action too (the seed, 5.3: an inference is labelled one): "v2 is live in production
+    # (deploy verified); close the ticket" was recorded while the deploy's result was lost
+    said = summary.next_action
+    if said != skeleton.next_action and not (
+            _CITES.search(said) or _INFERRED.search(SUMMARY_REF.sub("", said))):
+        raise SummaryRejectedError(f"next_action {said!r} cites no event, call or ref and is not labelled "
+                                   f"an inference; cite what backs it or label it inferred",
+                                   field="next_action")
     _check_stated(summary, skeleton, unfolded_constraints)
 
 

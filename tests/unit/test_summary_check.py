@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from contextfold.domain.errors import CompactionError
+from contextfold.domain.errors import CompactionError, SummaryRejectedError
 from contextfold.domain.events import (
     CompactionSummary,
+    EvidenceRetrieved,
+    GoalSet,
+    MemoryRecalled,
     ModelResponse,
     PolicySet,
     ToolCall,
@@ -192,3 +195,67 @@ def test_a_goal_constraint_or_step_the_log_does_not_hold_is_refused_unless_cited
         validate_summary(with_(entry), log.records, skeleton, log.run_id)
     for said in (f"{entry} (inferred, not in the log)", f"{entry} (user at event 2)"):
         assert validate_summary(with_(said), log.records, skeleton, log.run_id)
+
+
+def researched() -> Log:
+    """A deploy whose result was lost, beside a retrieved runbook and a recalled memory."""
+    return Log().add(
+        PolicySet(text="p"), GoalSet(goal="ship v2", success_contract=("v2 live",)), UserInput("ship it"),
+        EvidenceRetrieved(content="runbook text", source_ref="https://wiki/runbook#deploy"),
+        MemoryRecalled(memory_id="m-1", content="prod needs approval", source_ref="mem://approvals/policy"),
+        ModelResponse(text="deploying", tool_calls=(ToolCall(call_id="d1", name="deploy",
+                                                             arguments='{"env": "prod"}'),)),
+        ToolResultLost(call_id="d1", reason="the worker died"), UserInput("go on"))
+
+
+def _check_researched(update: dict[str, object]) -> CompactionSummary:
+    log = researched()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    if "evidence_refs" in update:
+        update = {**update, "evidence_refs": (*skeleton.evidence_refs, *update["evidence_refs"])}  # type: ignore[misc]
+    return validate_summary(skeleton.model_copy(update=update), log.records, skeleton, log.run_id)
+
+
+@pytest.mark.parametrize("entry, ref", [
+    ("https://status.example.com/v2-is-live", "https://status.example.com/v2-is-live"),
+    ("memory m-999: mem://approvals/prod-ok", "mem://approvals/prod-ok"),
+    ("memory m-999: mem://approvals/policy", "m-999"),  # a real source, a memory never recalled
+    ("the approval memo", "the approval memo"),  # names no ref at all
+])
+def test_an_evidence_ref_no_event_holds_is_refused_naming_the_field_and_ref(entry: str, ref: str) -> None:
+    """DESIGN 7: a plug-in summary is validated (every evidence ref exists) before it is recorded;
+    a URL no event held and a memory never recalled were recorded as the run's evidence, since only
+    event://, file://, call:// and artifact: refs were looked up."""
+    with pytest.raises(SummaryRejectedError) as caught:
+        _check_researched({"evidence_refs": (entry,)})
+    assert (caught.value.field, caught.value.ref) == ("evidence_refs", ref)
+    assert "evidence_refs" in str(caught.value) and ref in str(caught.value)
+
+
+@pytest.mark.parametrize("entry", [
+    "https://wiki/runbook#deploy (the deploy runbook)", "memory m-1: mem://approvals/policy",
+    "mem://approvals/policy", "the runbook: https://wiki/runbook#deploy"])
+def test_an_evidence_ref_the_run_holds_is_recorded_in_the_summarizers_words(entry: str) -> None:
+    assert entry in _check_researched({"evidence_refs": (entry,)}).evidence_refs
+
+
+@pytest.mark.parametrize("next_action", [
+    "v2 is live in production (deploy verified); close the ticket",
+    "v2 is live: call d1 verified, close the ticket",
+])
+def test_a_next_action_stating_an_unbacked_or_unverified_outcome_is_refused(next_action: str) -> None:
+    """Seed 5.3: inferences are marked as inferences. The next action was the one field of a
+    plug-in summary not checked: "v2 is live in production (deploy verified)" was recorded and sent
+    while the deploy call's result was TOOL_RESULT_LOST."""
+    with pytest.raises(SummaryRejectedError) as caught:
+        _check_researched({"next_action": next_action})
+    assert caught.value.field == "next_action"
+
+
+@pytest.mark.parametrize("next_action", [
+    "check whether call d1 (lost) deployed v2, then close the ticket",
+    "(inferred) check the status page, then close the ticket",
+    "re-read event 4's runbook and retry the deploy",
+])
+def test_a_next_action_that_cites_or_says_it_is_inferred_is_recorded(next_action: str) -> None:
+    assert _check_researched({"next_action": next_action}).next_action == next_action
