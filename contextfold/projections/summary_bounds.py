@@ -154,8 +154,8 @@ _ACK_WORDS = 8
 writes no spaces) is not chatter, whatever its words."""
 _CHATTER = re.compile(
     r"^\W*(?:ok(?:ay)?|k|yes|yeah|yep|sure|thanks?|thank you|thx|ty|great|good|cool|nice|perfect|"
-    r"fine|alright|all right|right|got it|understood|lgtm|continue|carry on|go on|go ahead|proceed|"
-    r"next|hi|hello|hey|done|status|好的?|嗯|继续|谢谢|可以|行|はい|ありがとう|네|감사)(?:\W|$)"
+    r"fine|alright|all right|got it|understood|lgtm|continue|carry on|go on|go ahead|proceed|"
+    r"hi|hello|hey|status|好的?|嗯|继续|谢谢|はい|ありがとう|네|감사)(?:\W|$)"
     r"|\?\s*$", re.IGNORECASE)
 """Chatter: a message that opens with an acknowledgement, a greeting or "go on", or asks a
 question (``?`` at its end)."""
