@@ -130,7 +130,16 @@ class DuplicateToolResultError(ProtocolError):
 
 
 class DuplicateToolCallError(ProtocolError):
-    """A model response re-issued a call id that is still open."""
+    """A model response re-issued a call id that is still open (issued at ``issued_at``).
+
+    A typed error on a live append, not a recovery made for the caller: the runtime that issued
+    the first call knows whether its result is still coming, so it records the loss
+    (``ToolResultLost``) itself, or a build records it once the run moved past the call. An
+    importer, reading a finished history, records the loss before the re-issue instead."""
+
+    def __init__(self, message: str, *, call_id: str, issued_at: int) -> None:
+        super().__init__(message, call_id=call_id)
+        self.issued_at = issued_at
 
 
 class PendingToolCallsError(ProtocolError):

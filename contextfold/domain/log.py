@@ -12,7 +12,10 @@ cannot be moved to another run or slot without breaking the chain.
 
 Pairing is scoped to *open* calls, not global: real logs (tau-bench gpt-4o)
 re-use a call id in a later turn once the first call with that id has been
-answered. A re-issued id starts a fresh call.
+answered. A re-issued id starts a fresh call. An id re-issued while its first call is still
+open is refused (:class:`DuplicateToolCallError`): the first call needs its one answer first, a
+result or a recorded loss, so every call in the log keeps exactly one (the importers record the
+loss of a finished history's unanswered call, ``importers._common.RunBuilder``).
 """
 
 from __future__ import annotations
@@ -216,10 +219,14 @@ class PairingState:
         if isinstance(event, ModelResponse):
             for call in event.tool_calls:
                 if call.call_id in self.open:
+                    issued = self.open[call.call_id]
                     raise DuplicateToolCallError(
-                        f"call id {quoted(call.call_id)} re-issued while still open "
-                        f"(issued at position {self.open[call.call_id]})",
-                        call_id=call.call_id,
+                        f"call id {quoted(call.call_id)} re-issued while still open (issued at "
+                        f"position {issued}): answer the first call before re-using its id (its "
+                        f"ToolResult, or ToolResultLost(call_id={quoted(call.call_id)}, "
+                        f"call_position={issued}) if its result will not come; a build records "
+                        "that loss for a call the run moved past)",
+                        call_id=call.call_id, issued_at=issued,
                     )
             for call in event.tool_calls:
                 self.open[call.call_id] = position

@@ -26,6 +26,7 @@ from contextfold.domain.events import (
     RunStarted,
     TextBlock,
     ToolResult,
+    ToolResultLost,
 )
 from contextfold.domain.log import PairingState
 from contextfold.importers._json import Bad, JsonPath
@@ -168,6 +169,8 @@ class RunBuilder:
         self._names: dict[str, str] = {}
 
     def add(self, event: AnyEvent, path: JsonPath) -> None:
+        if isinstance(event, ModelResponse):
+            self._record_lost(event)
         try:
             self._pairing.apply(event, len(self.events) + 1)
         except ProtocolError as e:
@@ -175,9 +178,33 @@ class RunBuilder:
         if isinstance(event, ModelResponse):
             for call in event.tool_calls:
                 self._names[call.call_id] = call.name
-        elif isinstance(event, ToolResult):
+        elif isinstance(event, ToolResult | ToolResultLost):
             self._names.pop(event.call_id, None)
         self.events.append(event)
+
+    def _record_lost(self, response: ModelResponse) -> None:
+        """Record ``ToolResultLost`` for each open call whose id ``response`` re-issues, before it.
+
+        Why here and not refused: an import reads a finished history, and a response that re-uses
+        an id while the first call with it has no result (per-response ids: llama.cpp and vLLM
+        number each response's calls ``call_0``, Kimi ``functions.x:0``) says that result never
+        came. The seed's recovery for a missing result is a ``TOOL_RESULT_LOST`` event; refused,
+        the whole history could not be imported. Only re-issued ids are closed here: a call left
+        open otherwise is the build's to recover (lost once the run moved on, else in flight).
+        (A live append of such a response stays :class:`DuplicateToolCallError`: the runtime
+        knows whether the result is coming and records the loss itself.)"""
+        reissued = list(dict.fromkeys(c.call_id for c in response.tool_calls
+                                      if c.call_id in self._pairing.open))
+        position = len(self.events) + len(reissued) + 1  # the response's, after its losses
+        for cid in reissued:
+            issued = self._pairing.open[cid]
+            lost = ToolResultLost(
+                call_id=cid, call_position=issued,
+                reason=(f"no result recorded for call {cid} (issued at position {issued}) before a "
+                        f"later response re-issued its id at position {position}"))
+            self._pairing.apply(lost, len(self.events) + 1)
+            self._names.pop(cid, None)
+            self.events.append(lost)
 
     def is_open(self, call_id: str) -> bool:
         return call_id in self._pairing.open
