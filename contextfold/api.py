@@ -54,7 +54,7 @@ from contextfold.projections.progress import Progress
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import RunState
-from contextfold.rebuild_api import named_settings, rebuild, replay
+from contextfold.rebuild_api import named_settings, rebuild, replay, run_encoding
 from contextfold.replay_report import ReplayReport
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
@@ -198,13 +198,15 @@ class Run:
         if turn is not None:
             turn = _checked_turn(turn)
             with counts_kept(self.store.events, self.run_id):
-                return state_at_turn(self.events(), turn, run_id=self.run_id,
-                                     artifact_tokens=self._artifact_tokens(), progress=progress)
+                return state_at_turn(self.events(), turn, run_id=self.run_id, progress=progress,
+                                     artifact_tokens=self._artifact_tokens(),
+                                     recorded_encoding=run_encoding(self))
         with self._lock, counts_kept(self.store.events, self.run_id):
             if self._state is None:
-                # long texts stay in the log and are read back when rendered (projections.entries)
+                # long texts stay in the log (projections.entries); counted as its records were
                 self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
-                                        event_text=functools.partial(self.store.event_text, self.run_id))
+                                        event_text=functools.partial(self.store.event_text, self.run_id),
+                                        recorded_encoding=run_encoding(self))
             try:
                 return fold(self.store.events.iter_events(self.run_id, after=self._state.version),
                             self._state, progress=progress)

@@ -29,12 +29,30 @@ from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.projections.progress import Progress
+from contextfold.projections.recorded_encoding import manifest_encoding
 from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id
 
 if TYPE_CHECKING:
     from contextfold.api import Run
 
-__all__ = ["check_given", "named_settings", "previewed", "rebuild", "replay"]
+__all__ = ["check_given", "named_settings", "previewed", "rebuild", "replay", "run_encoding"]
+
+
+def run_encoding(run: Run) -> str | None:
+    """The encoding the run's first context_built record names (None: no record yet, or one that
+    names none), read without folding the run: two small queries.
+
+    Why the first record's: once a build is recorded its encoding is the run's, so every later
+    fold of the run (a replay, a resume or hand-off on another worker, ``--turn N``) counts as
+    that build counted, instead of with whatever this machine can load
+    (:mod:`contextfold.projections.recorded_encoding`)."""
+    events = run.store.events
+    position = events.nth_position(run.run_id, "context_built", 1)
+    if position is None:
+        return None
+    found = events.read(run.run_id, after=position - 1, upto=position)
+    record = found[0].event if found else None
+    return manifest_encoding(record.manifest) if isinstance(record, ContextBuilt) else None
 
 
 def previewed(turn: int, records: Sequence[ContextBuilt], next_turn: int) -> bool:
@@ -105,9 +123,11 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         name = recorded_run_id(first, run.run_id)
         if name != run.run_id:  # imported under a new name: its refs name the run it was built in
             events = [dataclasses.replace(r, run_id=name) for r in events]
-        with counts_kept(run.store.events, run.run_id):
+        with counts_kept(run.store.events, run.run_id):  # counted as that build counted
             state = state_at_version(events, first.log_version, run_id=name,
-                                     artifact_tokens=run._artifact_tokens(), progress=progress)
+                                     artifact_tokens=run._artifact_tokens(), progress=progress,
+                                     recorded_encoding=manifest_encoding(first.manifest)
+                                     or run_encoding(run))
         # the recovery events that build appended (the builder re-derives its own repairs)
         repairs = [r for r in first.manifest.get("repairs", ())
                    if r.startswith(("tool_result_lost:", "tool_call_cancelled:"))]
@@ -115,7 +135,8 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         events = run.events() if events is None else events
         with counts_kept(run.store.events, run.run_id):
             state = state_at_turn(events, turn, run_id=run.run_id,
-                                  artifact_tokens=run._artifact_tokens(), progress=progress)
+                                  artifact_tokens=run._artifact_tokens(), progress=progress,
+                                  recorded_encoding=run_encoding(run))
         repairs = []
     try:
         result = build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,

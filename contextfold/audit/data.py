@@ -21,7 +21,12 @@ from pydantic import BaseModel, ConfigDict
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.effects import CompactionEffect, compaction_effects
 from contextfold.audit.records import RecordedManifests, read_records
-from contextfold.domain.errors import BudgetError, InvalidInputError, RenderError
+from contextfold.domain.errors import (
+    BudgetError,
+    EncodingUnavailableError,
+    InvalidInputError,
+    RenderError,
+)
 from contextfold.domain.events import (
     ArtifactRef,
     ContextBuilt,
@@ -263,9 +268,17 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
     # unrecorded look complete, and that turn was left out of the audit unsaid)
     if rebuild is not None and any(t not in recorded for t in range(1, responses + 1)):
         configs = {t: m.config for t, m in recorded.items()}
-        state = new_state(run_id, artifact_tokens=artifact_tokens)
+        try:  # counted as the run's recorded builds were (projections.recorded_encoding)
+            state = new_state(run_id, artifact_tokens=artifact_tokens,
+                              recorded_encoding=recorded[min(recorded)].encoding if recorded else None)
+        except EncodingUnavailableError as exc:  # the recorded turns are still audited
+            events_of_turns: Sequence[RecordedEvent] = ()
+            unbuilt.extend(UnbuiltTurn(turn=t, error=type(exc).__name__, message=str(exc))
+                           for t in range(1, responses + 1) if t not in recorded)
+        else:
+            events_of_turns = events
         turn = 1
-        for rec in reported(events, progress):
+        for rec in reported(events_of_turns, progress):
             if isinstance(rec.event, ModelResponse):
                 if turn not in recorded:
                     try:

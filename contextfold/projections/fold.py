@@ -98,6 +98,7 @@ from contextfold.projections.framing import NOTE_LABEL
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.plan_view import plan_text
 from contextfold.projections.progress import Progress, reported
+from contextfold.projections.recorded_encoding import required_counter
 from contextfold.projections.state import (
     NOTE_PRIORITY,
     CallSlot,
@@ -118,11 +119,22 @@ __all__ = [
 
 def new_state(run_id: str, *, encoding: str | None = None, model: str | None = None,
               artifact_tokens: Callable[[ArtifactRef], int] | None = None,
-              event_text: Callable[[int], str] | None = None) -> RunState:
+              event_text: Callable[[int], str] | None = None,
+              recorded_encoding: str | None = None) -> RunState:
     """An empty state. The encoding is ``encoding`` when loadable offline, else the model's.
+
+    ``recorded_encoding``: the encoding the run's records name. The state counts with it whatever
+    the run's ``RunStarted`` says (a recorded turn is rebuilt as it was counted), and
+    EncodingUnavailableError is raised here when this process cannot load it
+    (:mod:`contextfold.projections.recorded_encoding`).
 
     ``event_text``: the log's text port (see ``RunState.event_text``); long texts are then
     read back when rendered instead of kept."""
+    if recorded_encoding is not None:
+        counter = required_counter(recorded_encoding)
+        return RunState(run_id=run_id, encoding=counter.encoding_name, model=model,
+                        artifact_tokens=artifact_tokens, event_text=event_text, counter=counter,
+                        encoding_fixed=True)
     name = encoding if encoding and encoding_available(encoding) else encoding_for_model(model)
     return RunState(run_id=run_id, encoding=name, model=model, artifact_tokens=artifact_tokens,
                     event_text=event_text, counter=get_counter(name))
@@ -140,7 +152,8 @@ def _apply(event: Any, state: RunState, rec: RecordedEvent) -> None:
 def _(event: RunStarted, state: RunState, rec: RecordedEvent) -> None:
     state.agent = event.agent or state.agent
     state.model = event.model or state.model
-    if not state.entries:  # the encoding is fixed once fragments have been counted
+    # the encoding is fixed once fragments have been counted, or by the run's records (new_state)
+    if not state.entries and not state.encoding_fixed:
         name = (event.encoding if event.encoding and encoding_available(event.encoding)
                 else encoding_for_model(event.model))
         state.counter = get_counter(name)

@@ -21,11 +21,14 @@ __all__ = ["state_at_turn", "state_at_version"]
 
 def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | None = None,
                   artifact_tokens: Callable[[ArtifactRef], int] | None = None,
-                  progress: Progress | None = None) -> RunState:
+                  progress: Progress | None = None,
+                  recorded_encoding: str | None = None) -> RunState:
     """The state just before the ``turn``-th model response (turn = responses + 1: now).
 
     Deterministic: the same events give a byte-identical state (``fingerprint``).
     ``progress(n)``: told of the events folded, as :func:`~contextfold.projections.fold.fold`.
+    ``recorded_encoding``: the encoding the run's records name, as for
+    :func:`~contextfold.projections.fold.new_state`.
     """
     rid = run_id or (events[0].run_id if events else None)
     if rid is None:
@@ -33,7 +36,7 @@ def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | N
     responses = sum(1 for r in events if isinstance(r.event, ModelResponse))
     if not 1 <= turn <= responses + 1:
         raise TurnNotFoundError(rid, turn, responses + 1)
-    state = new_state(rid, artifact_tokens=artifact_tokens)
+    state = new_state(rid, artifact_tokens=artifact_tokens, recorded_encoding=recorded_encoding)
     seen = 0
     with paused_gc():
         for rec in reported(events, progress):
@@ -48,20 +51,25 @@ def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | N
 def state_at_version(events: Iterable[RecordedEvent], version: int, *,
                      run_id: str | None = None,
                      artifact_tokens: Callable[[ArtifactRef], int] | None = None,
-                     progress: Progress | None = None) -> RunState:
+                     progress: Progress | None = None,
+                     recorded_encoding: str | None = None) -> RunState:
     """The state after folding positions ``1..version`` (e.g. a ContextBuilt's ``log_version``).
 
     ``progress(n)``: told of the events folded, as :func:`~contextfold.projections.fold.fold`.
+    ``recorded_encoding``: the encoding the record names, as for
+    :func:`~contextfold.projections.fold.new_state`.
 
     Raises ``IntegrityError`` when the events end before ``version``.
     """
-    state: RunState | None = new_state(run_id, artifact_tokens=artifact_tokens) if run_id else None
+    state: RunState | None = (new_state(run_id, artifact_tokens=artifact_tokens,
+                                        recorded_encoding=recorded_encoding) if run_id else None)
     with paused_gc():
         for rec in reported(events, progress):
             if rec.position > version:
                 break
             if state is None:
-                state = new_state(rec.run_id, artifact_tokens=artifact_tokens)
+                state = new_state(rec.run_id, artifact_tokens=artifact_tokens,
+                                  recorded_encoding=recorded_encoding)
             fold_event(state, rec)
     if state is None:
         raise ValueError("state_at_version() of no events needs run_id")

@@ -152,6 +152,9 @@ class RunState:
     last_progress: int = 0
     """Position of the last ModelResponse or UserInput (when the run 'moved on')."""
     counter: TokenCounter = field(default_factory=get_counter)
+    encoding_fixed: bool = False
+    """The encoding is the run's recorded one (``new_state(recorded_encoding=...)``): a
+    ``RunStarted`` hint does not change it."""
     pairing: PairingState = field(default_factory=PairingState)
     entries: dict[str, FragmentEntry] = field(default_factory=dict)
     active: dict[str, None] = field(default_factory=dict)
@@ -220,7 +223,7 @@ class RunState:
             event_text=self.event_text,
             model=self.model, agent=self.agent, version=self.version, turn=self.turn,
             horizon=self.horizon, last_progress=self.last_progress, counter=self.counter,
-            pairing=self.pairing.copy(), entries=dict(self.entries),
+            encoding_fixed=self.encoding_fixed, pairing=self.pairing.copy(), entries=dict(self.entries),
             active=dict(self.active),
             superseded_by=dict(self.superseded_by), policies=dict(self.policies),
             instructions=dict(self.instructions), goal=self.goal, goal_ids=self.goal_ids,
