@@ -53,7 +53,8 @@ from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.progress import Progress
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.repair import recovery_events
-from contextfold.projections.state import RunState
+from contextfold.projections.state import ArtifactTokens, RunState
+from contextfold.projections.tokens import TokenCounter
 from contextfold.rebuild_api import named_settings, rebuild, replay, run_encoding
 from contextfold.replay_report import ReplayReport
 from contextfold.store.crypto import keyring_from
@@ -179,13 +180,12 @@ class Run:
 
     # ------------------------------------------------------------ projection
 
-    def _artifact_tokens(self) -> Callable[[ArtifactRef], int]:
-        """The fold's count of a text held as an artifact: as a data block shows it (neutralised:
-        ``[data]`` markers on a transcript's role lines are ~30% of its tokens), since the fold
-        prices an inline text's neutralising from the text (``framing``) and has none here."""
-        def count(ref: ArtifactRef) -> int:
-            state = self._state
-            counter = state.counter if state is not None else new_state(self.run_id).counter
+    def _artifact_tokens(self) -> ArtifactTokens:
+        """The fold's count of a text held as an artifact, with the folding state's ``counter``: as
+        a data block shows it (neutralised: ``[data]`` markers on a transcript's role lines are ~30%
+        of its tokens), since the fold prices an inline text's neutralising from the text
+        (``framing``) and has none here."""
+        def count(ref: ArtifactRef, counter: TokenCounter) -> int:
             return counter.count(neutralise(self.store.artifact_text(ref)))
         return count
 

@@ -28,7 +28,6 @@ from contextfold.domain.errors import (
     RenderError,
 )
 from contextfold.domain.events import (
-    ArtifactRef,
     ContextBuilt,
     HistoryCompacted,
     ModelResponse,
@@ -49,7 +48,7 @@ from contextfold.domain.manifest import (
 from contextfold.projections.finish_build import REPLY_PRIMING
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.progress import Progress, reported
-from contextfold.projections.state import RunState
+from contextfold.projections.state import ArtifactTokens, RunState
 
 if TYPE_CHECKING:
     from contextfold.api import Run
@@ -235,7 +234,7 @@ def config_for_turn(events: Sequence[RecordedEvent], turn: int,
 
 def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrity,
             rebuild: RebuildPort | None, config: ConfigChoice = None,
-            artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+            artifact_tokens: ArtifactTokens | None = None,
             progress: Progress | None = None,
             recorded_manifests: RecordedManifests | None = None) -> RunAudit:
     """Fold ``events`` once; one :class:`TurnAudit` per turn (1..responses, plus a recorded next turn).

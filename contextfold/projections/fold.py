@@ -57,7 +57,6 @@ from typing import Any
 from contextfold.domain.conversation import arguments_object
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import (
-    ArtifactRef,
     ContextBuilt,
     EvidenceRetrieved,
     FileRead,
@@ -101,6 +100,7 @@ from contextfold.projections.progress import Progress, reported
 from contextfold.projections.recorded_encoding import required_counter
 from contextfold.projections.state import (
     NOTE_PRIORITY,
+    ArtifactTokens,
     CallSlot,
     MessageItem,
     RunState,
@@ -118,7 +118,7 @@ __all__ = [
 
 
 def new_state(run_id: str, *, encoding: str | None = None, model: str | None = None,
-              artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+              artifact_tokens: ArtifactTokens | None = None,
               event_text: Callable[[int], str] | None = None,
               recorded_encoding: str | None = None) -> RunState:
     """An empty state. The encoding is ``encoding`` when loadable offline, else the model's.
@@ -432,7 +432,7 @@ weakref-keyed cache (a measurable part of folding small events)."""
 
 
 def fold(events: Iterable[RecordedEvent], state: RunState | None = None, *,
-         artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+         artifact_tokens: ArtifactTokens | None = None,
          progress: Progress | None = None) -> RunState:
     """Fold ``events`` into ``state`` (a new one from the first event's run id when None).
 

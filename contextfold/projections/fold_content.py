@@ -99,7 +99,7 @@ DOCUMENT_PAGE_TOKENS = 1500
 
 def _artifact_tokens(state: RunState, ref: ArtifactRef) -> int:
     if state.artifact_tokens is not None:
-        return state.artifact_tokens(ref)
+        return state.artifact_tokens(ref, state.counter)  # as this fold counts (state.ArtifactTokens)
     return math.ceil(ref.size / BYTES_PER_TOKEN)
 
 

@@ -6,21 +6,21 @@ each is a fresh fold of a prefix of the log, not an update of a live state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
-from contextfold.domain.events import ArtifactRef, ModelResponse
+from contextfold.domain.events import ModelResponse
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.progress import Progress, reported
-from contextfold.projections.state import RunState
+from contextfold.projections.state import ArtifactTokens, RunState
 
 __all__ = ["state_at_turn", "state_at_version"]
 
 
 def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | None = None,
-                  artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+                  artifact_tokens: ArtifactTokens | None = None,
                   progress: Progress | None = None,
                   recorded_encoding: str | None = None) -> RunState:
     """The state just before the ``turn``-th model response (turn = responses + 1: now).
@@ -50,7 +50,7 @@ def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | N
 
 def state_at_version(events: Iterable[RecordedEvent], version: int, *,
                      run_id: str | None = None,
-                     artifact_tokens: Callable[[ArtifactRef], int] | None = None,
+                     artifact_tokens: ArtifactTokens | None = None,
                      progress: Progress | None = None,
                      recorded_encoding: str | None = None) -> RunState:
     """The state after folding positions ``1..version`` (e.g. a ContextBuilt's ``log_version``).

@@ -69,6 +69,7 @@ from contextfold.projections.tool_exposure import permitted
 __all__ = [
     "DEFAULT_PRIORITY",
     "FRESHNESS_HALF_LIFE",
+    "ArtifactTokens",
     "CallSlot",
     "CallStatus",
     "FragmentEntry",
@@ -81,6 +82,12 @@ __all__ = [
     "ToolPolicy",
     "freshness_at",
 ]
+
+ArtifactTokens = Callable[[ArtifactRef, TokenCounter], int]
+"""The store's port for the tokens of an artifact's full text, counted with the counter it is given:
+the counter of the state being folded. Why the counter is passed: a port that picked its own (the
+live state's, else cl100k_base) counted a replay's artifacts with another encoding than its
+recorded build had, and a replay from a new process differed from the record."""
 
 FRESHNESS_HALF_LIFE = 64
 """Log positions after which a fragment's freshness halves."""
@@ -136,7 +143,7 @@ class RunState:
 
     run_id: str
     encoding: str = DEFAULT_ENCODING
-    artifact_tokens: Callable[[ArtifactRef], int] | None = None
+    artifact_tokens: ArtifactTokens | None = None
     """Token count of an artifact's full content; None = size-based estimate."""
     event_text: Callable[[int], str] | None = None
     """Port to the log: the ``content`` text of the event at a position. When set, the fold

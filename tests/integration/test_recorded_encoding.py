@@ -132,3 +132,27 @@ def test_an_encoding_contextfold_never_loads_is_named_with_the_ones_it_does() ->
     with _o200k_cached():
         hinted = fold([RecordedEvent("r", 1, RunStarted(model="gpt-4o", encoding="o200k_base"), "h")])
         assert (state.encoding, hinted.encoding) == ("cl100k_base", "o200k_base")
+
+
+def test_a_payload_held_as_an_artifact_is_counted_with_the_runs_encoding(sqlite_url: str) -> None:
+    """A tool output over 64 KiB is an artifact, and the fold counted it through the store's port
+    with the live state's counter, or with cl100k_base when the handle had none: a replay from a
+    fresh handle (a new process) counted it with another encoding than the build had, even on the
+    machine that recorded it."""
+    with _o200k_cached():
+        with contextfold.open_store(sqlite_url) as store:
+            run = store.run("r")
+            run.append(RunStarted(model="gpt-4o"), UserInput("go"),
+                       ModelResponse(tool_calls=[ToolCall(call_id="c", name="sh", arguments="{}")]))
+            run.append(ToolResult(call_id="c", content="\n".join(
+                f"line {i} worker-{i % 7} processed batch ok" for i in range(3000))))
+            run.append(UserInput("next"))
+            built = run.build("openai-chat", window=200_000)
+            assert built.manifest.encoding == "o200k_base"
+        with contextfold.open_store(sqlite_url) as store:  # a new process: no live state
+            report = store.run("r").replay(built.manifest.turn)
+            assert report.ok, report.differences
+            # a past state folded by a handle with no live state counts as the live fold does
+            past = store.run("r").state(turn=built.manifest.turn)
+            assert past.version == store.run("r").state().version
+            assert past.fingerprint() == store.run("r").state().fingerprint()

@@ -47,7 +47,7 @@ from contextfold.projections.fold import fold, fold_event, folded_event_types, n
 from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.projections.repair import check_compaction_cover, recovery_events
 from contextfold.projections.state import MessageItem, SummaryItem, ToolGroup
-from contextfold.projections.tokens import content_hash, get_counter
+from contextfold.projections.tokens import TokenCounter, content_hash, get_counter
 
 
 class Log:
@@ -172,15 +172,15 @@ def test_artifact_tokens_injected_or_estimated() -> None:
     assert frag(estimated, "e1").token_count == 85
     assert frag(estimated, "e3").token_count == 1000
     assert frag(estimated, "e4").token_count == 1000
-    asked: list[ArtifactRef] = []
+    asked: list[tuple[ArtifactRef, str]] = []
 
-    def exact(r: ArtifactRef) -> int:
-        asked.append(r)
+    def exact(r: ArtifactRef, counter: TokenCounter) -> int:
+        asked.append((r, counter.encoding_name))
         return 777
 
     injected = fold(log.records, artifact_tokens=exact)
     assert frag(injected, "e3").token_count == 777 and frag(injected, "e4").token_count == 777
-    assert asked == [ref, ref]
+    assert asked == [(ref, injected.encoding), (ref, injected.encoding)]  # the fold's own counter
 
 
 def test_freshness_follows_log_position_not_bookkeeping() -> None:
