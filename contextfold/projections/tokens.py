@@ -26,6 +26,9 @@ Which encoding (never the network):
   falls back to ``cl100k_base``. ``counter.encoding_name`` records which
   encoding actually counted, for the manifest.
 
+That choice is a new run's. Once a build is recorded, its manifest's encoding is the run's and
+is required, never fallen back from (:mod:`contextfold.projections.recorded_encoding`).
+
 Counting uses ``encode_ordinary``: text that contains special-token strings
 such as ``<|endoftext|>`` is counted as plain text, never rejected.
 """
