@@ -168,7 +168,7 @@ class EventReads:
         if is_encrypted(state):  # checked first: the label below is built only when needed
             state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
         if is_compressed(state) or is_delta(state):
-            state = self._unpack(state, run_id, position)
+            state = self._unpack(state, run_id, position, topic)
         try:
             digest = state[:64].decode("ascii")  # a damaged row: UnicodeDecodeError, a ValueError
             body = state[64:]
@@ -184,19 +184,21 @@ class EventReads:
             ) from exc
         return RecordedEvent(run_id, position, event, digest)
 
-    def _unpack(self, state: bytes, run_id: str, position: int) -> bytes:
-        """A compressed or delta state's bytes, no longer than this store's event limit allows.
+    def _unpack(self, state: bytes, run_id: str, position: int, topic: str) -> bytes:
+        """A compressed or delta state's bytes, no longer than this store's limit for an event
+        of the row's topic allows (a build's record has its own: ``StoreLimits.event_bytes``).
 
         A keyframe read is remembered (the last few), so the deltas after it in a read of the
         run do not fetch it again; a delta read alone fetches its keyframe's row."""
         where = f"run {run_id!r} position {position}"
+        limit, name = self.limits.event_bytes(topic.partition("@")[0])
         if is_delta(state):
             base = delta_base(state, where, position)
             base_state = self._keyframes_read.get((run_id, base))
             if base_state is None:
                 base_state = self._keyframe(run_id, base, where, position)
-            return unpack_delta(state, base_state, self.limits.max_event_bytes + 64, where, position=position)
-        plain = unpack_state(state, self.limits.max_event_bytes + 64, where, position=position)
+            return unpack_delta(state, base_state, limit + 64, where, position=position, limit=name)
+        plain = unpack_state(state, limit + 64, where, position=position, limit=name)
         if len(self._keyframes_read) >= 4:
             self._keyframes_read.pop(next(iter(self._keyframes_read)), None)
         self._keyframes_read[(run_id, position)] = plain
@@ -210,7 +212,7 @@ class EventReads:
         if not is_compressed(state):
             raise IntegrityError(f"{where}: its keyframe at position {base} is missing or not a "
                                  "compressed frame", position=position)
-        return self._unpack(state, run_id, base)
+        return self._unpack(state, run_id, base, rows[0].topic)
 
     def read(self, run_id: str, *, upto: int | None = None, after: int = 0) -> list[RecordedEvent]:
         """The run's events in order; ``upto`` = last position included."""
@@ -393,7 +395,7 @@ class EventReads:
                     return VerifyReport(run_id, count, False, pos, str(exc))
                 if is_compressed(state) or is_delta(state):
                     try:
-                        state = self._unpack(state, run_id, pos)
+                        state = self._unpack(state, run_id, pos, row.topic)
                     except IntegrityError as exc:
                         return VerifyReport(run_id, count, False, pos, str(exc))
                 stored_hash = state[:64].decode("ascii", "replace")

@@ -32,8 +32,8 @@ key, ``state`` and artifact data are AES-GCM envelopes of what would otherwise b
 
 Input limits (:class:`StoreLimits`, typed :class:`InputLimitError`, checked
 for the whole batch before anything is written): canonical JSON size of one
-event after artifact offload, artifact size, JSON nesting depth, run id
-charset and length, events per append.
+event after artifact offload (a build's record has a bound of its own), artifact
+size, JSON nesting depth, run id charset and length, events per append.
 """
 
 from __future__ import annotations
@@ -456,10 +456,7 @@ class EventStore(RunHeads):
                 f"event {index} ({event.type}) nests JSON deeper than pydantic serialises (~250 "
                 f"levels); the limit is {self.limits.max_depth}") from exc
         limits = self.limits
-        if len(body) > limits.max_event_bytes:
-            raise InputLimitError(
-                f"event {index} ({event.type}) is {len(body)} bytes of JSON after artifact offload; "
-                f"the limit is {limits.max_event_bytes}: carry large payloads as artifacts")
+        limits.check_event_bytes(index, event.type, len(body))  # a build's record: its own bound
         known = known_json_depth(event)  # a build's record: bounded by the manifest's schema
         if (known is None or known > limits.max_depth) and (
                 body.count(b"[") + body.count(b"{") > limits.max_depth):  # cheap pre-check
