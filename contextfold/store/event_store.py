@@ -42,14 +42,13 @@ import os
 import random
 import time
 import typing
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import blake3
 from eventsourcing import persistence as es
 
 from contextfold.domain.errors import (
-    ArtifactNotFoundError,
     ConcurrencyConflictError,
     CryptoError,
     InputLimitError,
@@ -63,10 +62,7 @@ from contextfold.domain.events import (
     ArtifactRef,
     EvidenceRetrieved,
     FileRead,
-    MemoryRecalled,
     ToolResult,
-    UserInput,
-    artifact_refs,
     canonical_json,
     known_json_depth,
 )
@@ -79,9 +75,8 @@ from contextfold.store.backends import (
     open_backend,
     translate_errors,
 )
-from contextfold.store.compression import (
-    pack_artifact,
-)
+from contextfold.store.citations import check_media_type, checked_citations
+from contextfold.store.compression import pack_artifact
 from contextfold.store.crypto import ENV_KEY, Keyring, is_encrypted
 from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter
 from contextfold.store.event_reads import (
@@ -112,15 +107,6 @@ MAX_BATCH = 10_000
 _APPEND_RETRIES = 100
 _EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
 """The members of the event union: what ``append`` accepts."""
-
-
-def _check_media_type(media_type: str, where: str = "") -> None:
-    """InvalidInputError for a media type holding a control character: PostgreSQL text holds no
-    NUL (a generic StoreError there, stored as is in SQLite), and an export citing one made a file
-    its own import refused."""
-    if any(c < " " or c == "\x7f" for c in media_type):
-        raise InvalidInputError(f"{where}media type {media_type!r} holds a control character; "
-                                "nothing was written")
 
 
 def store_url_from_env(url: str | None = None) -> str:
@@ -160,10 +146,6 @@ class _Staged:
 
 def _preview(text: str) -> str:
     return text[:PREVIEW_CHARS]
-
-
-_CITING = (ToolResult, FileRead, EvidenceRetrieved, UserInput, MemoryRecalled)
-"""The events whose fields may cite an artifact (a payload, an image, a document)."""
 
 
 class EventStore(RunHeads):
@@ -241,8 +223,7 @@ class EventStore(RunHeads):
             raise InputLimitError(
                 f"{len(events)} events in one append; the limit is {self.limits.max_batch}")
         self._refuse_plain_beside_encrypted()
-        prepared = self._prepare_all(events)
-        self._check_cited_artifacts(events)
+        prepared = checked_citations(self, self._prepare_all(events), self._prepare)
         with self._writing([run_id]):
             return self._append_prepared(run_id, prepared, expected_version)
 
@@ -305,26 +286,6 @@ class EventStore(RunHeads):
                     f"event {i}: expected an event object (UserInput, ModelResponse, ToolResult, ...), "
                     f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
         return [self._prepare(i, e) for i, e in enumerate(events)]
-
-    def _check_cited_artifacts(self, events: Sequence[AnyEvent], carried: Collection[str] = ()) -> None:
-        """ArtifactNotFoundError, before anything is written, for an event that cites an artifact
-        this store does not hold (a run copied from another store event by event, a ref made by
-        hand): accepted, it left a run that no fold could read back, for good."""
-        seen: set[str] = set()
-        for i, event in enumerate(events):
-            if not isinstance(event, _CITING):  # a record's manifest is large and cites none
-                continue
-            for ref in artifact_refs(event):
-                _check_media_type(ref.media_type, f"event {i} ({event.type}): ")
-                if ref.hash in seen or ref.hash in carried:  # carried: written with the events
-                    continue
-                seen.add(ref.hash)
-                if not self.has_artifact(ref.hash):
-                    exc = ArtifactNotFoundError(f"artifact:{ref.hash}")
-                    exc.add_note(f"event {i} ({event.type}) cites it and this store does not hold it: "
-                                 "store the bytes first (Store.attach_image / attach_document), or "
-                                 "import an export made with --with-artifacts; nothing was written")
-                    raise exc
 
     def _try_append(self, run_id: str, head: RunHead,
                     prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
@@ -404,14 +365,14 @@ class EventStore(RunHeads):
         self._refuse_plain_beside_encrypted()
         carried = [self._artifact_row(blake3.blake3(data).hexdigest(), len(data), media_type, data)
                    for data, media_type in artifacts]  # limits checked before anything is staged
+        raw = {row[0]: data for row, (data, _) in zip(carried, artifacts, strict=True)}
         with self._writing([run_id for run_id, _ in runs]):
             staged: list[_Staged] = []
             try:
                 for run_id, events in runs:
                     if not events:
                         continue
-                    prepared = self._prepare_all(events)
-                    self._check_cited_artifacts(events, {row[0] for row in carried})
+                    prepared = checked_citations(self, self._prepare_all(events), self._prepare, raw)
                     head = self._catch_up(run_id)
                     if head.version != 0:
                         raise RunExistsError(run_id, head.version)
@@ -487,7 +448,7 @@ class EventStore(RunHeads):
         if size > self.limits.max_artifact_bytes:
             raise InputLimitError(
                 f"artifact of {size} bytes exceeds the limit of {self.limits.max_artifact_bytes}")
-        _check_media_type(media_type)
+        check_media_type(media_type)
         data = pack_artifact(raw, media_type)
         return (digest, size, media_type, data if self.keyring is None else self.keyring.encrypt(data))
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -194,6 +194,7 @@ def attach_image(store: EventStore, data: bytes, *, media_type: str | None = Non
     """Check ``data``, store it as a blake3 artifact, return the block to put in an event."""
     data = _as_bytes(data, "image")
     info = inspect_image(data, media_type=media_type, limits=limits)
+    _proven("image", blake3.blake3(data).hexdigest(), limits, info)
     # checked before the bytes are stored: a bad ``detail`` is a typed error and stores nothing
     block = checked(ImageBlock, "image", media_type=info.media_type, width=info.width,
                     height=info.height, detail=detail)
@@ -215,6 +216,7 @@ def attach_document(store: EventStore, data: bytes, *, media_type: str | None = 
     """Check PDF ``data``, store it as a blake3 artifact, return the block to put in an event."""
     data = _as_bytes(data, "document")
     info = inspect_document(data, media_type=media_type, limits=limits)
+    _proven("document", blake3.blake3(data).hexdigest(), limits, info)
     block = checked(DocumentBlock, "document", media_type=info.media_type, pages=info.pages, title=title)
     return block.model_copy(update={"artifact": store.put_artifact(data, info.media_type)})
 
@@ -249,12 +251,61 @@ def _check_source(block: ImageBlock | DocumentBlock, where: str) -> None:
                                 "(pages is a count >= 1, or None when unknown)")
 
 
+Cited = Callable[[ArtifactRef], "bytes | None"]
+"""The bytes of an artifact an event cites, or None where they cannot be had (not held: refused
+by the caller's own check; made by the same append from a ``data:`` URL: inspected then)."""
+_PROVEN: dict[tuple[str, str, MediaLimits], MediaInfo | None] = {}
+"""(kind, blake3 hash, limits) -> what those bytes proved (None: a document that is no PDF).
+The hash names the bytes, so what they prove holds in any store: an image stored by
+:func:`attach_image` then appended is not decoded twice. Bounded: emptied when full."""
+_PROVEN_MAX = 4096
+
+
+def _proven(kind: str, digest: str, limits: MediaLimits, info: MediaInfo | None) -> MediaInfo | None:
+    if len(_PROVEN) >= _PROVEN_MAX:
+        _PROVEN.clear()
+    _PROVEN[(kind, digest, limits)] = info
+    return info
+
+
+def _inspect_cited(block: ImageBlock | DocumentBlock, ref: ArtifactRef, cited: Cited,
+                   limits: MediaLimits, where: str) -> ContentBlock:
+    """``block`` as the bytes of the artifact it cites prove it, as :func:`attach_image` and
+    :func:`attach_document` would have made it; a block whose bytes cannot be had, as it came."""
+    key = (block.type, ref.hash, limits)
+    if key in _PROVEN:
+        info = _PROVEN[key]
+    else:
+        data = cited(ref)
+        if data is None:
+            return block
+        try:
+            if isinstance(block, ImageBlock):
+                info = inspect_image(data, media_type=block.media_type, limits=limits)
+            elif block.media_type == "application/pdf" or sniff_media_type(data) == "application/pdf":
+                info = inspect_document(data, media_type=block.media_type, limits=limits)
+            else:  # a text or office file: kept as it came, as from a data: URL
+                info = None
+        except (UnsupportedMediaError, InputLimitError) as exc:
+            raise type(exc)(f"{where} cites artifact:{ref.hash}: {exc}") from exc
+        _proven(block.type, ref.hash, limits, info)
+    if info is None:
+        return block
+    proven = ref.model_copy(update={"media_type": info.media_type, "size": info.size})
+    if isinstance(block, ImageBlock):
+        return block.model_copy(update={"artifact": proven, "media_type": info.media_type,
+                                        "width": info.width, "height": info.height})
+    return block.model_copy(update={"artifact": proven, "media_type": info.media_type, "pages": info.pages})
+
+
 def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blob],
-                       where: str) -> ContentBlock:
+                       where: str, cited: Cited | None = None) -> ContentBlock:
     if not isinstance(block, ImageBlock | DocumentBlock):
         return block
     _check_source(block, where)
-    if block.artifact is not None or block.url is None or not block.url.startswith("data:"):
+    if block.artifact is not None:  # the bytes are in the store, or carried by an import
+        return block if cited is None else _inspect_cited(block, block.artifact, cited, limits, where)
+    if block.url is None or not block.url.startswith("data:"):
         return block
     if isinstance(block, ImageBlock):
         declared, data = decode_data_url(block.url, max_bytes=limits.max_image_bytes)
@@ -276,28 +327,31 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
                                     "pages": info.pages})
 
 
-def _blocks(blocks: Iterable[ContentBlock], limits: MediaLimits,
-            blobs: list[Blob], where: str) -> tuple[ContentBlock, ...]:
-    return tuple(_materialize_block(b, limits, blobs, where) for b in blocks)
+def _blocks(blocks: Iterable[ContentBlock], limits: MediaLimits, blobs: list[Blob], where: str,
+            cited: Cited | None) -> tuple[ContentBlock, ...]:
+    return tuple(_materialize_block(b, limits, blobs, where, cited) for b in blocks)
 
 
-def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS, *,
-                where: str = "an event") -> tuple[AnyEvent, list[Blob]]:
+def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS, *, where: str = "an event",
+                cited: Cited | None = None) -> tuple[AnyEvent, list[Blob]]:
     """Move inline ``data:`` media of ``event`` into artifacts: ``(event, blobs to store)``.
 
     Pure with respect to the store: it returns the blobs and the caller writes
     them (before the event, in the same append). Any invalid medium raises (one with no source,
     a document of fewer than one page, named by ``where``), so a batch with one bad image
-    stores nothing.
+    stores nothing. With ``cited``, media that already cite an artifact are checked too, their
+    bytes read through it (:mod:`contextfold.store.citations`).
     """
     blobs: list[Blob] = []
     match event:
         case UserInput():
             if any(isinstance(b, ImageBlock | DocumentBlock) for b in event.content):
-                event = event.model_copy(update={"content": _blocks(event.content, limits, blobs, where)})
+                content = _blocks(event.content, limits, blobs, where, cited)
+                event = event.model_copy(update={"content": content})
         case ToolResult() | EvidenceRetrieved():
             if event.blocks:
-                event = event.model_copy(update={"blocks": _blocks(event.blocks, limits, blobs, where)})
+                blocks = _blocks(event.blocks, limits, blobs, where, cited)
+                event = event.model_copy(update={"blocks": blocks})
         case _:
             pass
     return event, blobs

@@ -7,11 +7,14 @@ not hold"): a run could not be handed to a colleague's SQLite file or moved to P
 
 from __future__ import annotations
 
+import base64
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import blake3
 import pytest
 
 from contextfold.api import open_store
@@ -96,3 +99,41 @@ def test_with_artifacts_needs_json(tmp_path: Path) -> None:
     _record(tmp_path / "a.db")
     out = cf("--store", f"sqlite:///{tmp_path / 'a.db'}", "events", "r1", "--with-artifacts", cwd=tmp_path)
     assert out.returncode == 2 and "--with-artifacts goes with --json" in out.stderr
+
+
+
+def test_carried_media_are_what_their_bytes_prove(tmp_path: Path) -> None:
+    """An export whose image cites bytes that are no image is refused, naming the event; a PNG it
+    declares image/jpeg 999999x1 is recorded and sent as the PNG it is (Anthropic rejects a
+    declared type that does not match the data)."""
+    _record(tmp_path / "a.db")
+    lines = [json.loads(x) for x in cf("--store", f"sqlite:///{tmp_path / 'a.db'}", "events", "r1", "--json",
+                                       "--with-artifacts", cwd=tmp_path).stdout.splitlines()]
+    png = next(x["artifact"] for x in lines
+               if list(x) == ["artifact"] and x["artifact"]["media_type"] == "image/png")
+    junk = b"this is not an image at all" * 10
+    store = f"sqlite:///{tmp_path / 'b.db'}"
+
+    def imported(run: str, carried: dict[str, Any], size: tuple[int, int],
+                 ) -> subprocess.CompletedProcess[str]:
+        """``carried`` declared as is, cited by an image block of ``size`` under that type."""
+        ref = {k: carried[k] for k in ("hash", "media_type", "size")}
+        block = {"type": "image", "artifact": ref, "media_type": carried["media_type"],
+                 "width": size[0], "height": size[1], "detail": "auto", "url": None}
+        (tmp_path / f"{run}.jsonl").write_text("\n".join(json.dumps(x) for x in (
+            {"artifact": carried}, {"type": "user_input", "v": 1, "content": [block]})) + "\n")
+        return cf("--store", store, "import", f"{run}.jsonl", "--run", run, cwd=tmp_path)
+
+    out = imported("j", {"data": base64.b64encode(junk).decode(), "hash": blake3.blake3(junk).hexdigest(),
+                         "media_type": "image/png", "size": len(junk)}, (64, 64))
+    assert out.returncode == 2 and "event 0 (user_input) cites artifact:" in out.stderr
+    assert "the bytes are of no known type" in out.stderr
+    out = imported("p", {**png, "media_type": "image/jpeg"}, (999_999, 1))
+    assert out.returncode == 0, out.stderr
+    built = cf("--store", store, "build", "p", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
+               cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    sources = [b["source"] for m in json.loads(built.stdout)["messages"] if isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "image"]
+    assert [s["media_type"] for s in sources] == ["image/png"]
+    assert base64.b64decode(sources[0]["data"]) == base64.b64decode(png["data"])
