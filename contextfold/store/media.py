@@ -259,6 +259,7 @@ _PROVEN: dict[tuple[str, str, MediaLimits], MediaInfo | None] = {}
 The hash names the bytes, so what they prove holds in any store: an image stored by
 :func:`attach_image` then appended is not decoded twice. Bounded: emptied when full."""
 _PROVEN_MAX = 4096
+_UNKNOWN = "unknown"
 
 
 def _proven(kind: str, digest: str, limits: MediaLimits, info: MediaInfo | None) -> MediaInfo | None:
@@ -272,10 +273,8 @@ def _inspect_cited(block: ImageBlock | DocumentBlock, ref: ArtifactRef, cited: C
                    limits: MediaLimits, where: str) -> ContentBlock:
     """``block`` as the bytes of the artifact it cites prove it, as :func:`attach_image` and
     :func:`attach_document` would have made it; a block whose bytes cannot be had, as it came."""
-    key = (block.type, ref.hash, limits)
-    if key in _PROVEN:
-        info = _PROVEN[key]
-    else:
+    info = _PROVEN.get((block.type, ref.hash, limits), _UNKNOWN)  # one lookup: another thread may empty it
+    if isinstance(info, str):
         data = cited(ref)
         if data is None:
             return block
