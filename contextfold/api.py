@@ -107,6 +107,11 @@ class Store:
         return self._cached(("artifact", digest),
                             lambda: self.events.artifact(digest).decode("utf-8", "replace"))
 
+    def cited_text(self, ref: ArtifactRef) -> str:
+        """:meth:`artifact_text` of a ref the run's log cites: a lost one is an IntegrityError."""
+        return self._cached(("artifact", ref.hash),
+                            lambda: self.events.cited_artifact(ref).decode("utf-8", "replace"))
+
     def event_text(self, run_id: str, position: int) -> str:
         """The text content of the event at ``position``, through the store's text cache: a
         build reads a rendered long text a few times."""
@@ -186,7 +191,7 @@ class Run:
         of its tokens), since the fold prices an inline text's neutralising from the text
         (``framing``) and has none here."""
         def count(ref: ArtifactRef, counter: TokenCounter) -> int:
-            return counter.count(neutralise(self.store.artifact_text(ref)))
+            return counter.count(neutralise(self.store.cited_text(ref)))
         return count
 
     def state(self, *, turn: int | None = None, progress: Progress | None = None) -> RunState:
@@ -342,9 +347,9 @@ class Run:
         # build's repairs too: the manifest left them out when they came through ``planned``
         repairs = [f"{e.type}:{e.call_id}" for e in (*planned, *recovery)
                    if isinstance(e, ToolResultLost | ToolCallCancelled)]
-        result = build_context(state, cfg, load_text=self.store.artifact_text, render=render_request,
+        result = build_context(state, cfg, load_text=self.store.cited_text, render=render_request,
                                repairs=repairs, calibration=self._calibration(state, cfg),
-                               load_bytes=self.store.artifact)
+                               load_bytes=self.store.events.cited_artifact)
         if not write:
             return result
         if before_record is not None:

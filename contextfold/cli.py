@@ -244,7 +244,8 @@ def _handle_events(args: argparse.Namespace) -> int:
                 for ref in artifact_refs(rec.event):
                     if ref.hash not in carried:
                         carried.add(ref.hash)
-                        _out(shown_json(canonical_dumps(artifact_line(ref, store.artifact(ref)))))
+                        data = store.events.cited_artifact(ref)  # lost: an integrity failure, 3
+                        _out(shown_json(canonical_dumps(artifact_line(ref, data))))
         _print_events(events, args.json)
     return 0
 

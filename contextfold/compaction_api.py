@@ -101,7 +101,7 @@ def _trial(run: Run, state: RunState, config: BuildConfig) -> BuildResult:
     """A build of ``state`` as ``Run.build`` would make it: with the run's usage calibration,
     which shrinks the budget when the provider counts more tokens than tiktoken. Without it the
     ladder judged a state to fit that the real build then had to cut or could not build."""
-    return build_context(state, config, load_text=run.store.artifact_text,
+    return build_context(state, config, load_text=run.store.cited_text,
                          calibration=run._calibration(state, config))
 
 

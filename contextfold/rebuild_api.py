@@ -139,9 +139,9 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
                                   recorded_encoding=run_encoding(run))
         repairs = []
     try:
-        result = build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
+        result = build_context(state, cfg, load_text=run.store.cited_text, render=render_request,
                                repairs=repairs, calibration=run._calibration(state, cfg),
-                               load_bytes=run.store.artifact)
+                               load_bytes=run.store.events.cited_artifact)
     except (BudgetError, RenderError) as exc:
         if not records:  # say why there is nothing recorded to show instead (the CLI prints notes)
             _note_settings(exc, cfg, f"turn {turn} has no context_built record (its live build failed, or "

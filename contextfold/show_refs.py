@@ -117,13 +117,13 @@ def _event_text(run: Run, rec: RecordedEvent) -> str:
         case ToolResult():
             text, media = ev.text_and_media()  # its text blocks too (the MCP shape)
             if ev.artifact is not None:  # the whole text (text blocks moved with it, or beside it)
-                text = "\n".join([run.store.artifact_text(ev.artifact),
+                text = "\n".join([run.store.cited_text(ev.artifact),
                                   *(b.text for b in ev.blocks if isinstance(b, TextBlock))])
             code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
             return (f"result of call {ev.call_id}{code} is_error={str(ev.is_error).lower()}\n"
                     f"{text}{_media_lines(media)}")
         case FileRead() | EvidenceRetrieved():
-            body = run.store.artifact_text(ev.artifact) if ev.artifact is not None else ev.content
+            body = run.store.cited_text(ev.artifact) if ev.artifact is not None else ev.content
             return body + _media_lines(ev.blocks if isinstance(ev, EvidenceRetrieved) else ())
         case UserInput():
             return ev.text + _media_lines(ev.content)

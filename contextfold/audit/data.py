@@ -450,7 +450,7 @@ def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = 
     estimate_at = recorded.estimates.get
 
     def rebuild(state: RunState, cfg: BuildConfig) -> ContextManifest:
-        return build_context(state, cfg, load_text=run.store.artifact_text, render=render_request,
+        return build_context(state, cfg, load_text=run.store.cited_text, render=render_request,
                              calibration=calibrate_state(state, cfg, estimate_at)).manifest
 
     with counts_kept(run.store.events, run.run_id):  # the counts an earlier fold kept, if any

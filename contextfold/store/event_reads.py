@@ -341,6 +341,18 @@ class EventReads:
             raise IntegrityError(f"artifact {digest} does not match its hash")
         return data
 
+    def cited_artifact(self, ref: str | ArtifactRef) -> bytes:
+        """:meth:`artifact`, for a ref the run's log cites (a fold, a build, a replay, an audit,
+        an export): one the store does not hold is an :class:`IntegrityError` (a partial restore,
+        a bad copy; exit 3), as ``verify`` says, not the ArtifactNotFoundError (exit 2) of a hash
+        a caller names."""
+        try:
+            return self.artifact(ref)
+        except ArtifactNotFoundError as exc:
+            digest = ref.hash if isinstance(ref, ArtifactRef) else ref
+            raise IntegrityError(f"the artifact {digest} the log cites is not in the store "
+                                 "(`contextfold verify RUN` names the event)") from exc
+
     def _cited_artifacts_intact(self, event: object, checked: set[str]) -> str:
         """Why an artifact ``event`` cites cannot be read back as its hash says ("" when each
         can): ``verify`` said "intact" of a run whose replay failed on a damaged or deleted

@@ -211,7 +211,7 @@ def test_a_fold_that_failed_midway_does_not_poison_the_runs_state(store_url: str
         backend.execute_many(f"DELETE FROM {backend.table(ARTIFACTS_TABLE)} WHERE hash = "
                              f"{backend.placeholder}", [(ref.hash,)])
         for _ in range(2):
-            with pytest.raises(ArtifactNotFoundError):
+            with pytest.raises(IntegrityError, match="the log cites is not in the store"):
                 run.build("anthropic")
         store.events.put_artifact(data)
         built = run.build("anthropic")
