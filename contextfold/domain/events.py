@@ -5,10 +5,8 @@ discriminator and a class version ``v``. The canonical JSON of an event is
 ``canonical_json(event)``: sorted keys, no spaces, UTF-8. That is what the
 store hashes and keeps, so a replay reads back byte-identical events.
 
-Old stored events are upcast on read: :data:`UPCASTERS` maps
-``(type, version)`` to a function that lifts the stored dict one version up,
-applied until the class version is reached (eventsourcing's upcasting idea,
-done on the JSON so the models stay plain).
+Old stored events are upcast on read (:mod:`contextfold.domain.upcasts`); a version
+this release does not know is a validation error.
 
 Trust is never a free field that content could set. It follows from the event
 type (policy -> runtime, user input -> user, instructions and file reads ->
@@ -20,7 +18,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
@@ -36,6 +34,7 @@ from contextfold.domain.reasoning import (
     Reasoning,
     ReasoningItem,
 )
+from contextfold.domain.upcasts import UPCASTERS, upcast
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -179,6 +178,18 @@ class CompactionSummary(_Frozen):
 
 class _Event(_Frozen):
     v: int = 1
+    """The class version: a subclass's default is the one it writes and reads; older stored ones
+    are lifted to it first (:mod:`contextfold.domain.upcasts`)."""
+
+    @field_validator("v")
+    @classmethod
+    def _known_version(cls, v: int) -> int:
+        """Any other version is refused: read under this schema it was stored as what it is not."""
+        known = cls.model_fields["v"].default
+        if v != known:
+            raise ValueError(f"version {v} of this event is not one this contextfold knows (it writes "
+                             f"{known}, and upcasts older ones it knows when reading)")
+        return v
 
 
 class RunStarted(_Event):
@@ -461,29 +472,6 @@ AnyEvent: TypeAlias = Annotated[
 EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
 
 
-# ---------------------------------------------------------------- upcasting
-
-
-def _run_started_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    out = dict(data)
-    out["encoding"] = out.pop("tokenizer", None)
-    out["v"] = 2
-    return out
-
-
-UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
-    ("run_started", 1): _run_started_v1_to_v2,
-}
-
-
-def _upcast(data: dict[str, Any]) -> dict[str, Any]:
-    # a type or version that is an object or array is no key (validation then says what is wrong)
-    while (isinstance(kind := data.get("type", ""), str) and isinstance(v := data.get("v", 1), int)
-           and (step := UPCASTERS.get((kind, v))) is not None):
-        data = step(data)
-    return data
-
-
 # ---------------------------------------------------------------- canonical JSON
 
 
@@ -520,4 +508,4 @@ def event_from_json(raw: bytes | str | dict[str, Any]) -> AnyEvent:
     data = json.loads(raw) if isinstance(raw, bytes | str) else raw
     if not isinstance(data, dict):
         raise ValueError("an event must be a JSON object")
-    return EVENT_ADAPTER.validate_python(_upcast(data))
+    return EVENT_ADAPTER.validate_python(upcast(data))

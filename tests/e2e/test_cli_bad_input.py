@@ -509,3 +509,25 @@ def test_an_integer_too_long_to_read_is_a_format_error_at_its_line(tmp_path: Pat
         shown = f"{where}: invalid JSON: a number of 5000 digits (at most 4300 are read)"
         assert shown in out.stderr, out.stderr
     _no_runs(tmp_path)
+
+
+def test_an_event_version_this_release_does_not_know_is_a_format_error(tmp_path: Path) -> None:
+    """``"v": 99`` (a newer release's event) or -5 imported with exit 0, read under the v1 schema;
+    only run_started refused one. An older version with an upcaster still imports."""
+    from tests.cli_runner import cf as in_process
+
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    for v in (99, -5, 0):
+        line = json.dumps({"type": "user_input", "v": v, "content": [{"type": "text", "text": "hi"}]}) + "\n"
+        (tmp_path / "in.jsonl").write_text('{"type":"user_input","v":1,"content":[]}\n' + line)
+        out = in_process("--store", store, "import", "in.jsonl", "--run", f"r{v}", "--format", "events",
+                         cwd=tmp_path)
+        _one_line_error(out, "ImportFormatError")
+        assert "in.jsonl:2: " in out.stderr and f"version {v} " in out.stderr, out.stderr
+        assert in_process("--store", store, "events", f"r{v}", cwd=tmp_path).returncode == 2  # no run
+    (tmp_path / "old.jsonl").write_text('{"type":"run_started","v":1,"tokenizer":"o200k_base"}\n')
+    out = in_process("--store", store, "import", "old.jsonl", "--run", "old", "--format", "events",
+                     cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    shown = in_process("--store", store, "events", "old", "--json", cwd=tmp_path).stdout
+    assert '"encoding":"o200k_base"' in shown and '"v":2' in shown
