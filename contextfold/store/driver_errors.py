@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from pathlib import Path
 from eventsourcing import persistence as es
 
 from contextfold.domain.errors import (
+    IntegrityError,
     StoreError,
     StoreFullError,
     StoreNotWritableError,
@@ -97,12 +99,37 @@ def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
         raise StoreError(f"{what}: the store was closed during the operation ({exc}); "
                          "open it again (an append may have been written: reload the run)") from exc
     except (es.PersistenceError, sqlite3.Error) as exc:
+        undecodable = _text_not_utf8(exc)
+        if undecodable is not None:
+            raise IntegrityError(f"{what}: a stored row holds TEXT that is not valid UTF-8 in column "
+                                 f"{undecodable!r} (written as text by another tool: this store writes "
+                                 "events and artifacts as BLOBs); no retry will read it") from exc
         refusal = not_writable(exc, what, url)
         if refusal is not None:
             raise refusal from exc
         if isinstance(exc, es.InterfaceError | es.OperationalError):
             raise StoreUnavailableError(f"{what}: {exc}{_outage_hint(exc)}") from exc
         raise StoreError(f"{what}: {exc}") from exc
+
+
+_NOT_UTF8 = re.compile(r"Could not decode to UTF-8 column '([^']{0,100})'")
+
+
+def _text_not_utf8(exc: BaseException) -> str | None:
+    """The column of a row whose TEXT is not UTF-8, if that is what ``exc`` reports, else None.
+
+    Why: Python's sqlite3 cannot hand such a value to us as ``str`` and raises OperationalError,
+    which read as an outage (StoreUnavailableError: retry later, exit 4) although the row is
+    damaged for good, and its message quotes the row's raw bytes. Told apart by that message,
+    the one signal it carries: sqlite3 raises it itself, with no SQLite result code (an error
+    from SQLite has ``sqlite_errorcode``). The column name is the store's own; the text is
+    never shown."""
+    for cause in causes(exc):
+        if isinstance(cause, sqlite3.OperationalError) and not hasattr(cause, "sqlite_errorcode"):
+            match = _NOT_UTF8.match(str(cause))
+            if match is not None:
+                return match.group(1)
+    return None
 
 
 def _sqlite_path(url: str | None) -> str:

@@ -126,3 +126,39 @@ def test_a_file_without_contextfold_s_tables_is_no_store_when_one_must_exist(
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     EventStore(f"sqlite:///{path}").close()  # a store made by a creating open
     EventStore(f"sqlite:///{path}", must_exist=True).close()
+
+
+@pytest.mark.parametrize("position", [1, 2], ids=["plain", "compressed"])
+def test_an_event_row_stored_as_text_is_an_integrity_failure_said_safely(
+        tmp_path: Path, position: int) -> None:
+    """A SQLite event row stored as TEXT (by hand, by another tool) was an integrity failure when its
+    text decoded as UTF-8, but when it did not (a zstd frame, a delta, an envelope) Python's sqlite3
+    raised "Could not decode to UTF-8 column 'state' with text '<the row's bytes>'": every command
+    said StoreUnavailableError, retry later (exit 4), and printed the raw bytes. PostgreSQL's bytea
+    column holds no text, so this is SQLite's alone."""
+    from contextfold.domain.errors import IntegrityError
+    from tests.cli_runner import cf
+
+    db = tmp_path / "t.db"
+    with EventStore(f"sqlite:///{db}") as store:
+        noise = "".join("abcdefgh xyz"[i * 7 % 12] for i in range(40_000))  # compresses: a zstd frame
+        store.append("r", [UserInput("hi"), UserInput(noise)])
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"UPDATE {EVENTS_TABLE} SET state = CAST(state AS TEXT) WHERE originator_version = ?",
+                     (position,))
+    with EventStore(f"sqlite:///{db}") as store:
+        for read in (lambda: store.read("r"), lambda: store.verify("r")):
+            try:
+                report = read()
+            except IntegrityError as exc:
+                message = str(exc)
+            else:  # a row that decodes is reported by verify as it reads it
+                assert position == 1 and not getattr(report, "ok", True)
+                message = getattr(report, "reason", "")
+            assert "stored event" in message or "not valid UTF-8" in message, message
+            assert message.isprintable() and "cfz1" not in message, message
+    for command in (["verify", "r"], ["events", "r"]):
+        out = cf("--store", f"sqlite:///{db}", *command, cwd=tmp_path)
+        assert out.returncode == 3, (command, out.stderr)
+        shown = (out.stdout + out.stderr).strip().splitlines()[-1]
+        assert shown.isprintable() and "cfz1" not in shown, shown
