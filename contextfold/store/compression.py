@@ -22,7 +22,8 @@ would otherwise write (64 hex chars of chain hash + canonical JSON). Why these c
   decompress instead of reading back as other bytes (``verify`` would catch those too, by
   the chain hash; a plain read does not re-hash).
 - **Bounded:** a frame that does not declare its size, or declares more than the reader
-  allows (``StoreLimits.max_event_bytes``), or does not decompress, is an
+  allows (``StoreLimits.max_event_bytes``; ``max_record_bytes`` for a row whose topic is a
+  build's record, ``StoreLimits.event_bytes``), or does not decompress, is an
   :class:`~contextfold.domain.errors.IntegrityError` before anything is allocated for it:
   a damaged or hostile row never becomes a huge allocation or half an event.
 
