@@ -24,6 +24,12 @@ at that position of the same run decompresses to). Why these choices:
   evicted run) writes a keyframe. A keyframe serves at most :data:`MAX_DELTAS` deltas, and a
   delta over an eighth of its keyframe's frame ends its series: the next state is a keyframe,
   so the log stays within a small factor of one frame per :data:`MAX_DELTAS` records.
+- **Checked against the log:** the writer's memory outlives what the log holds when the log moves
+  back under it (an earlier backup restored online, :mod:`.head_check`): a delta against a
+  keyframe the restore removed, or that another writer's row replaced, left a run no read could
+  decode again, for good. So the writer keeps the digest of each keyframe's stored row, each
+  delta's insert checks that row in its transaction (:attr:`Packed.base`), and the store makes
+  the writer forget a run whose log it finds moved back (:meth:`DeltaWriter.forget`).
 
 Stores written with delta frames are read by contextfold from the version that added them on.
 """
@@ -34,17 +40,20 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import zstandard
 
 from contextfold.domain.errors import IntegrityError
 from contextfold.store.compression import COMPRESS_MIN_BYTES, inflate, is_compressed, pack_state
+from contextfold.store.head_check import tail_digest
 
 __all__ = [
     "BASE_CACHE_BYTES",
     "DELTA_MAGIC",
     "MAX_DELTAS",
     "DeltaWriter",
+    "Packed",
     "delta_base",
     "is_delta",
     "unpack_delta",
@@ -73,11 +82,26 @@ def _params(base_size: int) -> zstandard.ZstdCompressionParameters:
         compression_level=1, window_log=window_log, hash_log=hash_log, write_checksum=True)
 
 
+class Packed(NamedTuple):
+    """A state as :meth:`DeltaWriter.pack` stores it."""
+
+    state: bytes
+    learn: Callable[[bytes], None] | None
+    """To call once the row is committed, with its bytes as stored (encrypted or not): the writer
+    learns a keyframe, or counts a delta, only then (a batch that lost a race leaves no keyframe
+    behind that the log does not hold)."""
+    base: tuple[int, bytes] | None
+    """A delta's keyframe: its position and the digest of its row as stored
+    (:func:`~.head_check.tail_digest`), for the insert to check in its transaction."""
+
+
 @dataclass
 class _Keyframe:
     position: int
     state: bytes
     frame_bytes: int
+    stored: bytes
+    """The digest of the keyframe's row as stored."""
     dictionary: zstandard.ZstdCompressionDict | None = None
     deltas: int = 0
 
@@ -85,9 +109,8 @@ class _Keyframe:
 class DeltaWriter:
     """Packs a store's large states: a keyframe (``cfz1:``), or a delta against the last one.
 
-    ``pack`` returns the stored bytes and a commit callback: the writer learns a new keyframe,
-    or counts a delta, only once the row is committed (a batch that lost a race leaves no
-    keyframe behind that the log does not hold). Thread-safe: a lock around the table and the
+    ``pack`` returns the stored bytes, a callback for once they are committed and a delta's
+    keyframe row to check (:class:`Packed`). Thread-safe: a lock around the table and the
     one-time preparation of a keyframe's dictionary; compressing runs outside it."""
 
     def __init__(self, cache_bytes: int = BASE_CACHE_BYTES) -> None:
@@ -96,10 +119,9 @@ class DeltaWriter:
         self._cache_bytes = cache_bytes
         self._lock = threading.Lock()
 
-    def pack(self, run_id: str, topic: str, position: int, state: bytes
-             ) -> tuple[bytes, Callable[[], None] | None]:
+    def pack(self, run_id: str, topic: str, position: int, state: bytes) -> Packed:
         if len(state) < COMPRESS_MIN_BYTES:
-            return state, None
+            return Packed(state, None, None)
         key = (run_id, topic)
         with self._lock:  # the prepared dictionary is made once; using it is read-only
             frame = self._keyframes.get(key)
@@ -116,12 +138,20 @@ class DeltaWriter:
             delta = zstandard.ZstdCompressor(
                 compression_params=_params(len(frame.state)), dict_data=frame.dictionary).compress(state)
             if len(delta) * 8 <= frame.frame_bytes:
-                return (DELTA_MAGIC + str(frame.position).encode("ascii") + b":" + delta,
-                        lambda: self._counted(frame))
+                return Packed(DELTA_MAGIC + str(frame.position).encode("ascii") + b":" + delta,
+                              lambda _: self._counted(frame), (frame.position, frame.stored))
         packed = pack_state(state)
         if not is_compressed(packed):
-            return packed, None
-        return packed, lambda: self._learn(key, _Keyframe(position, state, len(packed)))
+            return Packed(packed, None, None)
+        return Packed(packed, lambda stored: self._learn(
+            key, _Keyframe(position, state, len(packed), tail_digest(stored))), None)
+
+    def forget(self, run_id: str) -> None:
+        """Drop what this writer knows of the run's keyframes: its log moved back (a restored
+        backup), so the rows at their positions may be gone or others now."""
+        with self._lock:
+            for key in [key for key in self._keyframes if key[0] == run_id]:
+                self._bytes -= 3 * len(self._keyframes.pop(key).state)
 
     def _counted(self, frame: _Keyframe) -> None:
         with self._lock:

@@ -38,7 +38,7 @@ size, JSON nesting depth, run id charset and length, events per append.
 
 from __future__ import annotations
 
-import os
+import functools
 import random
 import time
 import typing
@@ -68,7 +68,6 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent, chain_hash
 from contextfold.store.backends import (
-    DEFAULT_STORE_URL,
     EVENTS_TABLE,
     SQLiteBackend,
     display_url,
@@ -89,6 +88,7 @@ from contextfold.store.head_check import ExpectedHead, StaleHeadError, tail_dige
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
 from contextfold.store.run_heads import RunHead, RunHeads
+from contextfold.store.store_url import store_url_from_env
 from contextfold.store.tenants import bind_sqlite_tenant
 
 __all__ = [
@@ -109,12 +109,6 @@ _EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
 """The members of the event union: what ``append`` accepts."""
 
 
-def store_url_from_env(url: str | None = None) -> str:
-    """``url`` if given, else ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``. An empty
-    ``url`` is given (and refused by :func:`parse_store_url`), never the default store."""
-    if url is not None:
-        return url
-    return os.environ.get("CONTEXTFOLD_STORE") or DEFAULT_STORE_URL
 
 
 class _ClosedBackend:
@@ -142,6 +136,8 @@ class _Staged:
     recorded: list[RecordedEvent] = field(default_factory=list)
     artifacts: list[tuple[str, int, str, bytes]] = field(default_factory=list)
     learned: list[typing.Callable[[], None]] = field(default_factory=list)
+    bases: set[ExpectedHead] = field(default_factory=set)
+    """The keyframe rows its deltas were made against, checked by the insert (:mod:`.deltas`)."""
 
 
 def _preview(text: str) -> str:
@@ -239,8 +235,7 @@ class EventStore(RunHeads):
                 if moved_back:
                     # behind what this store saw because the log moved back under it (a restored
                     # backup; one row read tells): read the run again from its start
-                    self._heads.pop(run_id, None)
-                    head = self._catch_up(run_id)
+                    head = self._read_again(run_id)
                 fresh = True
                 if expected_version > head.version and not moved_back:  # no writer moves a run
                     raise InvalidInputError(  # back: the caller's version is not one it read here
@@ -251,10 +246,10 @@ class EventStore(RunHeads):
             try:
                 return self._try_append(run_id, head, prepared)
             except StaleHeadError as exc:
-                # The log does not end where this store saw it (a restored backup): read the
-                # run again, from its start, and go on at its real end.
-                self._heads.pop(run_id, None)
-                self._catch_up(run_id)
+                # The log does not end where this store saw it, or no longer holds a keyframe
+                # the batch's deltas were made against (a restored backup): read the run again,
+                # from its start, and go on at its real end.
+                self._read_again(run_id)
                 fresh = True
                 if expected_version is not None:  # read from the log as it was: reload and retry
                     raise ConcurrencyConflictError(run_id, expected_version) from exc
@@ -302,16 +297,19 @@ class EventStore(RunHeads):
         undo = pairing.apply_batch([(event, head.version + i) for i, (event, _, _) in
                                     enumerate(prepared, start=1)])
         staged = _Staged(run_id, head, undo)
+        if not head.version:  # the log holds none of its rows: none of the writer's keyframes
+            self._deltas.forget(run_id)
         prev = head.last_hash
         for offset, (event, blobs, body) in enumerate(prepared, start=1):
             position = head.version + offset
             digest = chain_hash(run_id, position, prev, body)
             topic = f"{event.type}@{event.v}"
-            state, commit = self._deltas.pack(run_id, topic, position, digest.encode("ascii") + body)
-            if commit is not None:
-                staged.learned.append(commit)
-            if self.keyring is not None:
-                state = self.keyring.encrypt(state)
+            packed = self._deltas.pack(run_id, topic, position, digest.encode("ascii") + body)
+            state = packed.state if self.keyring is None else self.keyring.encrypt(packed.state)
+            if packed.learn is not None:
+                staged.learned.append(functools.partial(packed.learn, state))
+            if packed.base is not None:
+                staged.bases.add(ExpectedHead(run_id, *packed.base))
             staged.stored.append(es.StoredEvent(run_id, position, topic, state))
             staged.recorded.append(RecordedEvent(run_id, position, event, digest))
             staged.artifacts.extend(blobs)
@@ -328,8 +326,8 @@ class EventStore(RunHeads):
             artifacts = [row for b in batches for row in b.artifacts]
             if artifacts:
                 self.backend.put_artifacts(artifacts)
-            heads = [ExpectedHead(b.run_id, b.head.version, b.head.tail) for b in batches
-                     if b.head.version and b.head.tail is not None]
+            heads = [*(ExpectedHead(b.run_id, b.head.version, b.head.tail) for b in batches
+                       if b.head.version and b.head.tail is not None), *(h for b in batches for h in b.bases)]
             self.backend.recorder.insert_events([e for b in batches for e in b.stored], heads=heads)
         except (es.IntegrityError, StaleHeadError):
             undo()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from contextfold.domain.errors import ProtocolError
 from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent
 from contextfold.store.backends import translate_errors
+from contextfold.store.deltas import DeltaWriter
 from contextfold.store.event_reads import EventReads
 from contextfold.store.head_check import StaleHeadError, tail_digest
 
@@ -47,6 +48,7 @@ class RunHeads(EventReads):
     _heads: OrderedDict[str, RunHead]
     _run_locks: dict[str, tuple[threading.Lock, list[int]]]
     _run_locks_guard: threading.Lock
+    _deltas: DeltaWriter
 
     def _init_heads(self) -> None:
         self._heads = OrderedDict()
@@ -99,6 +101,14 @@ class RunHeads(EventReads):
         new = RunHead(version, last_hash, pairing, head.tail if version == head.version else None)
         self._keep_head(run_id, new)
         return new
+
+    def _read_again(self, run_id: str) -> RunHead:
+        """The run's head read from its start, for a log that moved back under this store (a
+        restored backup): what it remembers of the run from some position on is not the log's
+        now, its keyframes included (:meth:`.deltas.DeltaWriter.forget`)."""
+        self._heads.pop(run_id, None)
+        self._deltas.forget(run_id)
+        return self._catch_up(run_id)
 
     def _still_ends_at(self, run_id: str, head: RunHead) -> bool:
         """Whether the row at ``head.version`` is still the one ``head`` was made from (one row

@@ -23,6 +23,7 @@ __all__ = [
     "StoreURL",
     "display_url",
     "parse_store_url",
+    "store_url_from_env",
 ]
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -39,6 +40,14 @@ as TCP keepalives and ``TCP_USER_TIMEOUT``: a live server's host answers both at
 long its statement runs, so a slow query is not cut."""
 
 DEFAULT_STORE_URL = "sqlite:///contextfold.db"
+
+
+def store_url_from_env(url: str | None = None) -> str:
+    """``url`` if given, else ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``. An empty
+    ``url`` is given (and refused by :func:`parse_store_url`), never the default store."""
+    if url is not None:
+        return url
+    return os.environ.get("CONTEXTFOLD_STORE") or DEFAULT_STORE_URL
 
 
 @dataclass(frozen=True)

@@ -140,3 +140,68 @@ def test_a_plain_conflict_reads_no_more_than_the_rows_it_missed(store_url: str) 
         with pytest.raises(ConcurrencyConflictError):
             worker.append("r", [UserInput("mine")], expected_version=300)
         assert reads and min(reads) >= 300  # never from the start
+
+
+LONG = "".join(f"step {i}: ran the suite again, 3 failed, 120 passed\n" for i in range(2000))  # ~110 KB
+
+
+def _large(i: int) -> UserInput:
+    """A large event (a zstd frame when stored), much like the others: a delta of the last one."""
+    return UserInput(LONG.replace("step 7:", f"step 7 ({i}):"))
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_a_large_event_after_a_restore_is_no_delta_of_a_keyframe_the_log_lost(
+        store_url: str, encrypted: bool) -> None:
+    """The worker remembered its keyframe at 3, which the restore removed: the next large event
+    was written as a delta of whatever row 3 held then, and no read of the run succeeded again."""
+    keyring = Keyring(generate_key()) if encrypted else None
+    with EventStore(store_url, keyring=keyring) as worker:
+        worker.append("r", [RunStarted(), UserInput("one")])
+        worker.append("r", [_large(0)])  # 3: a keyframe the worker remembers
+        _restore(store_url, "r", 2)
+        assert worker.append("r", [UserInput("small")])[0].position == 3
+        assert worker.append("r", [_large(1)])[0].position == 4
+        assert worker.append("r", [_large(2)])[0].position == 5  # a delta of 4, the new keyframe
+        assert [e.event for e in worker.read("r")][2:] == [UserInput("small"), _large(1), _large(2)]
+    assert _positions(store_url, "r", keyring) == [1, 2, 3, 4, 5]
+
+
+def test_a_reloaded_version_after_a_restore_forgets_the_lost_keyframe(store_url: str) -> None:
+    """The log moved back, found by an append at the version the caller read again."""
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), _large(0)])
+        _restore(store_url, "r", 2)
+        assert worker.append("r", [UserInput("small")], expected_version=2)[0].position == 3
+        assert worker.append("r", [_large(1)], expected_version=3)[0].position == 4
+    assert _positions(store_url, "r") == [1, 2, 3, 4]
+
+
+def test_a_keyframe_rewritten_under_a_dropped_head_is_checked_by_the_insert(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's head of the run was dropped (it wrote many other runs since), so the head it
+    reads again is the log's and passes its check; its memory of the keyframe at 3 is still there,
+    and row 3 is now another writer's: the insert checks the keyframe's row as well."""
+    monkeypatch.setattr("contextfold.store.run_heads.HEADS_KEPT", 1)
+    with EventStore(store_url) as worker, EventStore(store_url) as other:
+        worker.append("r", [RunStarted(), UserInput("one"), _large(0)])
+        _restore(store_url, "r", 2)
+        other.append("r", [UserInput(LONG.replace("suite", "tests")), UserInput("two")])
+        worker.append("s", [RunStarted()])  # drops the worker's head of r
+        assert worker.append("r", [_large(1)])[0].position == 5
+        assert worker.append("r", [_large(2)])[0].position == 6
+    assert _positions(store_url, "r") == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_run_created_again_after_a_restore_is_no_delta_of_its_old_keyframe(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restore from before the run began, then an import of a run of the same id in one batch
+    (by a worker whose head of the run was dropped meanwhile)."""
+    monkeypatch.setattr("contextfold.store.run_heads.HEADS_KEPT", 1)
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), _large(0)])
+        _restore(store_url, "r", 0)
+        worker.append("s", [RunStarted()])  # drops the worker's head of r
+        assert worker.append_new_runs([("r", [RunStarted(), UserInput("two"), UserInput("three"),
+                                              _large(1)])]) == 4
+    assert _positions(store_url, "r") == [1, 2, 3, 4]
