@@ -53,6 +53,7 @@ __all__ = [
     "DELTA_MAGIC",
     "MAX_DELTAS",
     "DeltaWriter",
+    "KeyframesRead",
     "Packed",
     "delta_base",
     "is_delta",
@@ -65,6 +66,8 @@ MAX_DELTAS = 63
 BASE_CACHE_BYTES = 96 * 1024 * 1024
 """What a writer keeps of keyframes (each counted as three times its state: the state and
 zstd's prepared tables), least recently used dropped first."""
+KEYFRAMES_READ = 4
+"""Keyframes a reader keeps (:class:`KeyframesRead`), the most recently read."""
 _MAX_WINDOW_LOG = 27
 
 
@@ -169,6 +172,42 @@ class DeltaWriter:
             while self._bytes > self._cache_bytes:
                 _, dropped = self._keyframes.popitem(last=False)
                 self._bytes -= 3 * len(dropped.state)
+
+
+class KeyframesRead:
+    """The keyframes a store read last, for the deltas after them: a read of a run fetches and
+    inflates a delta's keyframe once, not once per delta.
+
+    Each is kept with its row's frame (as stored, once opened), which names the row it was read
+    from: a position holds another keyframe after a log moved back and was written again (a
+    restored backup), so a delta that fails against the keyframe remembered is tried against the
+    log's row when that row is another (:meth:`.event_reads.EventReads._unpack`); keyed by
+    position alone, a long-lived reader called an intact log damaged. Thread-safe: a store is
+    shared by threads, and a plain dict evicted with ``pop(next(iter(d)))`` raised "dictionary
+    changed size during iteration" out of a read when another thread inserted meanwhile."""
+
+    def __init__(self, size: int = KEYFRAMES_READ) -> None:
+        self._frames: OrderedDict[tuple[str, int], tuple[bytes, bytes]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, run_id: str, position: int) -> tuple[bytes, bytes] | None:
+        """The keyframe at ``position`` as remembered: (its frame, its state), or None."""
+        with self._lock:
+            return self._frames.get((run_id, position))
+
+    def put(self, run_id: str, position: int, frame: bytes, state: bytes) -> None:
+        with self._lock:
+            self._frames.pop((run_id, position), None)
+            self._frames[(run_id, position)] = (frame, state)
+            while len(self._frames) > self._size:
+                self._frames.popitem(last=False)
+
+    def forget(self, run_id: str) -> None:
+        """Drop the run's keyframes (its log moved back: :mod:`.head_check`)."""
+        with self._lock:
+            for key in [key for key in self._frames if key[0] == run_id]:
+                del self._frames[key]
 
 
 def delta_base(stored: bytes, where: str, position: int) -> int:

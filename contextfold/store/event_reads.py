@@ -44,7 +44,7 @@ from contextfold.store.backends import (
 )
 from contextfold.store.compression import is_compressed, unpack_artifact, unpack_state
 from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
-from contextfold.store.deltas import delta_base, is_delta, unpack_delta
+from contextfold.store.deltas import KeyframesRead, delta_base, is_delta, unpack_delta
 from contextfold.store.driver_errors import one_line
 from contextfold.store.limits import StoreLimits
 
@@ -135,7 +135,7 @@ class EventReads:
     keyring: Keyring | None
     limits: StoreLimits
     backend: SQLiteBackend | PostgresBackend
-    _keyframes_read: dict[tuple[str, int], bytes]
+    _keyframes_read: KeyframesRead
     _order_column: str
 
     def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None) -> Iterator[RecordedEvent]:
@@ -188,31 +188,46 @@ class EventReads:
         """A compressed or delta state's bytes, no longer than this store's limit for an event
         of the row's topic allows (a build's record has its own: ``StoreLimits.event_bytes``).
 
-        A keyframe read is remembered (the last few), so the deltas after it in a read of the
-        run do not fetch it again; a delta read alone fetches its keyframe's row."""
+        A keyframe read is remembered (the last few, :class:`~.deltas.KeyframesRead`), so the
+        deltas after it in a read of the run do not fetch it again; a delta read alone fetches its
+        keyframe's row, and so does one that fails against the keyframe remembered: the log may
+        hold another there now (moved back and written again), and only the row tells."""
         where = f"run {run_id!r} position {position}"
         limit, name = self.limits.event_bytes(topic.partition("@")[0])
-        if is_delta(state):
-            base = delta_base(state, where, position)
-            base_state = self._keyframes_read.get((run_id, base))
-            if base_state is None:
-                base_state = self._keyframe(run_id, base, where, position)
-            return unpack_delta(state, base_state, limit + 64, where, position=position, limit=name)
-        plain = unpack_state(state, limit + 64, where, position=position, limit=name)
-        if len(self._keyframes_read) >= 4:
-            self._keyframes_read.pop(next(iter(self._keyframes_read)), None)
-        self._keyframes_read[(run_id, position)] = plain
-        return plain
+        limit += 64
+        if not is_delta(state):
+            plain = unpack_state(state, limit, where, position=position, limit=name)
+            self._keyframes_read.put(run_id, position, state, plain)
+            return plain
+        base = delta_base(state, where, position)
+        remembered = self._keyframes_read.get(run_id, base)
+        if remembered is None:
+            return unpack_delta(state, self._keyframe(run_id, base, where, position), limit, where,
+                                position=position, limit=name)
+        try:
+            return unpack_delta(state, remembered[1], limit, where, position=position, limit=name)
+        except IntegrityError:
+            frame, frame_topic = self._keyframe_frame(run_id, base, where, position)
+            if frame == remembered[0]:  # the same row: the delta itself is damaged
+                raise
+        return unpack_delta(state, self._unpack(frame, run_id, base, frame_topic), limit, where,
+                            position=position, limit=name)
 
     def _keyframe(self, run_id: str, base: int, where: str, position: int) -> bytes:
         """The state of the keyframe at ``base`` that the delta at ``position`` names."""
+        frame, topic = self._keyframe_frame(run_id, base, where, position)
+        return self._unpack(frame, run_id, base, topic)
+
+    def _keyframe_frame(self, run_id: str, base: int, where: str, position: int) -> tuple[bytes, str]:
+        """The frame the log holds at ``base`` (opened), which the delta at ``position`` names,
+        and its row's topic."""
         with translate_errors(f"read {run_id!r}", self.url):
             rows = self.backend.recorder.select_events(run_id, gt=base - 1, lte=base)
         state = open_envelope(rows[0].state, self.keyring, f"run {run_id!r} position {base}") if rows else b""
         if not is_compressed(state):
             raise IntegrityError(f"{where}: its keyframe at position {base} is missing or not a "
                                  "compressed frame", position=position)
-        return self._unpack(state, run_id, base, rows[0].topic)
+        return state, rows[0].topic
 
     def read(self, run_id: str, *, upto: int | None = None, after: int = 0) -> list[RecordedEvent]:
         """The run's events in order; ``upto`` = last position included."""

@@ -77,7 +77,7 @@ from contextfold.store.backends import (
 from contextfold.store.citations import check_media_type, checked_citations
 from contextfold.store.compression import pack_artifact
 from contextfold.store.crypto import ENV_KEY, Keyring, is_encrypted
-from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter
+from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter, KeyframesRead
 from contextfold.store.event_reads import (
     RunInfo,
     VerifyReport,
@@ -166,7 +166,7 @@ class EventStore(RunHeads):
         self.artifact_threshold = artifact_threshold
         self._init_heads()
         self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)
-        self._keyframes_read: dict[tuple[str, int], bytes] = {}
+        self._keyframes_read = KeyframesRead()
         self._order_column = "rowid" if isinstance(self.backend, SQLiteBackend) else "notification_id"
         self._plain_checked = False
         if create_schema:

@@ -108,6 +108,7 @@ class RunHeads(EventReads):
         now, its keyframes included (:meth:`.deltas.DeltaWriter.forget`)."""
         self._heads.pop(run_id, None)
         self._deltas.forget(run_id)
+        self._keyframes_read.forget(run_id)
         return self._catch_up(run_id)
 
     def _still_ends_at(self, run_id: str, head: RunHead) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from contextfold.domain.errors import ConcurrencyConflictError
+from contextfold.domain.errors import ConcurrencyConflictError, IntegrityError
 from contextfold.domain.events import RunStarted, UserInput
 from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.crypto import Keyring, generate_key
@@ -205,3 +205,44 @@ def test_a_run_created_again_after_a_restore_is_no_delta_of_its_old_keyframe(
         assert worker.append_new_runs([("r", [RunStarted(), UserInput("two"), UserInput("three"),
                                               _large(1)])]) == 4
     assert _positions(store_url, "r") == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_a_reader_that_read_the_old_keyframe_reads_the_new_one_s_deltas(
+        store_url: str, encrypted: bool) -> None:
+    """A long-lived reader remembered the keyframe at 3 it read before the restore; another writer
+    then wrote a keyframe and a delta of it at 3 and 4: the reader decoded the new delta against
+    the old keyframe and called an intact log damaged, where a fresh store read it."""
+    keyring = Keyring(generate_key()) if encrypted else None
+    other_text = LONG.replace("suite", "tests")
+    with EventStore(store_url, keyring=keyring) as writer:
+        writer.append("r", [RunStarted(), UserInput("one"), _large(0)])
+        writer.append("r", [_large(1)])  # 4: a delta of 3
+    with EventStore(store_url, keyring=keyring) as reader:
+        assert len(reader.read("r")) == 4  # remembers the keyframe at 3
+        _restore(store_url, "r", 2)
+        with EventStore(store_url, keyring=keyring) as other:
+            other.append("r", [UserInput(other_text)])
+            other.append("r", [UserInput(other_text + "and more")])  # 4: a delta of the new 3
+        assert [e.event for e in reader.read("r", after=3)] == [UserInput(other_text + "and more")]
+        assert reader.verify("r").ok
+        assert [e.event for e in reader.read("r")][2:] == [UserInput(other_text),
+                                                           UserInput(other_text + "and more")]
+
+
+def test_a_damaged_delta_of_a_remembered_keyframe_is_still_an_integrity_error(store_url: str) -> None:
+    """The reader tries the log's keyframe when the one it remembers fails a delta: the same row
+    there, and the delta is damaged."""
+    with EventStore(store_url) as store:
+        store.append("r", [RunStarted(), _large(0)])
+        store.append("r", [_large(1)])
+        assert len(store.read("r")) == 3
+        b = store.backend
+        p = b.placeholder
+        row = bytes(b.query(f"SELECT state FROM {b.table(EVENTS_TABLE)} WHERE originator_id = {p} "
+                            f"AND originator_version = 3", ("r",))[0][0])
+        assert row.startswith(b"cfd1:2:")
+        b.execute(f"UPDATE {b.table(EVENTS_TABLE)} SET state = {p} WHERE originator_id = {p} "
+                  "AND originator_version = 3", (row[:-9] + bytes([row[-9] ^ 0x55]) + row[-8:], "r"))
+        with pytest.raises(IntegrityError, match="delta row is damaged"):
+            store.read("r", after=2)
