@@ -18,8 +18,7 @@ import functools
 import operator
 import os
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -59,14 +58,12 @@ from contextfold.rebuild_api import named_settings, rebuild, replay, run_encodin
 from contextfold.replay_report import ReplayReport
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
+from contextfold.store.head_check import StaleHeadError
 from contextfold.store.limits import StoreLimits
 from contextfold.store.media import attach_document, attach_image
+from contextfold.text_cache import TEXT_CACHE_CHARS, TextCache
 
 __all__ = ["TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
-
-TEXT_CACHE_CHARS = 8 * 1024 * 1024
-"""Characters of loaded texts (long event texts, artifacts) a store keeps cached for rendering
-and counting; the state keeps none."""
 
 
 class Store:
@@ -74,9 +71,7 @@ class Store:
 
     def __init__(self, events: EventStore) -> None:
         self.events = events
-        self._texts: OrderedDict[tuple[str, str | int], str] = OrderedDict()
-        self._text_chars = 0
-        self._texts_lock = threading.Lock()
+        self._texts = TextCache()
 
     @property
     def url(self) -> str:
@@ -104,36 +99,18 @@ class Store:
         """An artifact's bytes as text, through the store's text cache (artifacts are immutable).
         ``ref``: the ref or its hash, as :meth:`artifact` takes."""
         digest = ref.hash if isinstance(ref, ArtifactRef) else ref
-        return self._cached(("artifact", digest),
-                            lambda: self.events.artifact(digest).decode("utf-8", "replace"))
+        return self._texts.get(("artifact", digest),
+                               lambda: self.events.artifact(digest).decode("utf-8", "replace"))
 
     def cited_text(self, ref: ArtifactRef) -> str:
         """:meth:`artifact_text` of a ref the run's log cites: a lost one is an IntegrityError."""
-        return self._cached(("artifact", ref.hash),
-                            lambda: self.events.cited_artifact(ref).decode("utf-8", "replace"))
+        return self._texts.get(("artifact", ref.hash),
+                               lambda: self.events.cited_artifact(ref).decode("utf-8", "replace"))
 
     def event_text(self, run_id: str, position: int) -> str:
         """The text content of the event at ``position``, through the store's text cache: a
         build reads a rendered long text a few times."""
-        return self._cached((run_id, position), lambda: self.events.event_text(run_id, position))
-
-    def _cached(self, key: tuple[str, str | int], load: Callable[[], str]) -> str:
-        """LRU of loaded texts, bounded by ``TEXT_CACHE_CHARS`` characters (not by count:
-        4,096 artifacts of a few MB each would be gigabytes)."""
-        with self._texts_lock:
-            hit = self._texts.get(key)
-            if hit is not None:
-                self._texts.move_to_end(key)
-                return hit
-        text = load()
-        with self._texts_lock:
-            if key not in self._texts and len(text) <= TEXT_CACHE_CHARS:
-                self._texts[key] = text
-                self._text_chars += len(text)
-                while self._text_chars > TEXT_CACHE_CHARS:
-                    _, old = self._texts.popitem(last=False)
-                    self._text_chars -= len(old)
-        return text
+        return self._texts.get((run_id, position), lambda: self.events.event_text(run_id, position))
 
     def close(self) -> None:
         self.events.close()
@@ -178,6 +155,9 @@ class Run:
         self.store = store
         self.run_id = run_id
         self._state: RunState | None = None
+        self._folded_hash = ""
+        """The chain hash of the event at ``_state.version``: the log still holds it there, or it
+        moved back under this handle (:meth:`_new_events`)."""
         self._estimates: dict[int, tuple[int, str | None] | None] = {}
         self._lock = threading.RLock()
         """Held while the folded state is caught up or built from: threads sharing a Run
@@ -207,19 +187,32 @@ class Run:
                                      artifact_tokens=self._artifact_tokens(),
                                      recorded_encoding=run_encoding(self))
         with self._lock, counts_kept(self.store.events, self.run_id):
-            if self._state is None:
+            try:
+                if self._state is not None:
+                    try:
+                        return fold(self._new_events(self._state.version), self._state, progress=progress)
+                    except StaleHeadError:  # the log moved back under this handle: fold it again
+                        self._estimates = {}
+                        self.store._texts.forget_run(self.run_id)  # positions that hold other events now
                 # long texts stay in the log (projections.entries); counted as its records were
                 self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
                                         event_text=functools.partial(self.store.event_text, self.run_id),
                                         recorded_encoding=run_encoding(self))
-            try:
-                return fold(self.store.events.iter_events(self.run_id, after=self._state.version),
-                            self._state, progress=progress)
+                return fold(self._new_events(0), self._state, progress=progress)
             except BaseException:
                 # An event can fail half-folded (its pairing applied, its artifact unreadable): the
                 # next call would fold it again into that state and call it a duplicate. Start over.
                 self._state = None
                 raise
+
+    def _new_events(self, version: int) -> Iterator[RecordedEvent]:
+        """The events after ``version``, the state's, read with a check that the log still holds
+        the event folded last (in the same query: every build's path). Why: after an earlier
+        backup was restored and another writer appended, the events after the old version were
+        folded on top of ones the log no longer held, and the build recorded that request."""
+        for rec in self.store.events.iter_events(self.run_id, after=version, after_hash=self._folded_hash):
+            yield rec
+            self._folded_hash = rec.hash  # once the fold has taken it
 
     def _existing_state(self, progress: Progress | None = None) -> RunState:
         """:meth:`state`, or :class:`RunNotFoundError` when the log holds no event of this run: an

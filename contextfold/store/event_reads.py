@@ -46,6 +46,7 @@ from contextfold.store.compression import is_compressed, unpack_artifact, unpack
 from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
 from contextfold.store.deltas import KeyframesRead, delta_base, is_delta, unpack_delta
 from contextfold.store.driver_errors import one_line
+from contextfold.store.head_check import StaleHeadError
 from contextfold.store.limits import StoreLimits
 
 __all__ = ["RUN_ID_PATTERN", "EventReads", "RunInfo", "VerifyReport", "bulk_allocation", "check_run_id"]
@@ -138,14 +139,15 @@ class EventReads:
     _keyframes_read: KeyframesRead
     _order_column: str
 
-    def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None) -> Iterator[RecordedEvent]:
+    def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None,
+                gt_hash: str | None = None) -> Iterator[RecordedEvent]:
         """The events after ``gt`` (up to ``lte``), read in pages of at most ``_PAGE_ROWS`` rows.
 
         Pages are sized by bytes too (about ``_PAGE_BYTES`` of stored rows): a page of 5,000
         events of 20 KB each held 100 MB of rows at once, more than a folded state of
-        100k events holds."""
+        100k events holds. ``gt_hash``: see :meth:`iter_events`."""
         page = _FIRST_PAGE_ROWS
-        cursor = gt
+        cursor = gt if gt_hash is None else gt - 1
         lte = _MAX_POSITION if lte is None else min(lte, _MAX_POSITION)
         while True:
             upper = min(cursor + page, lte)
@@ -154,14 +156,21 @@ class EventReads:
             with translate_errors(f"read {run_id!r}", self.url):
                 rows = self.backend.recorder.select_events(run_id, gt=cursor, lte=upper)
             nbytes = sum(len(row.state) for row in rows)
-            for row in rows:
+            skip = 0
+            if gt_hash is not None:  # the first page's first row: the one at gt, not yielded
+                if not rows or rows[0].originator_version != gt or gt_hash != self._plain(
+                        run_id, gt, rows[0].topic, rows[0].state)[:64].decode("ascii", "replace"):
+                    raise StaleHeadError(run_id)
+                gt_hash, skip = None, 1
+            for row in rows[skip:]:
                 yield self._decode(run_id, row.originator_version, row.topic, row.state)
             if len(rows) < upper - cursor:
                 return
             cursor = upper
             page = max(1, min(_PAGE_ROWS, page * _PAGE_BYTES // max(nbytes, 1)))
 
-    def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
+    def _plain(self, run_id: str, position: int, topic: str, state: bytes) -> bytes:
+        """A stored row's chain hash and canonical JSON: opened, inflated."""
         if not isinstance(state, bytes):  # a row written as TEXT by hand: not one of ours
             raise IntegrityError(f"run {run_id!r} position {position}: the stored event is "
                                  f"{type(state).__name__}, not bytes", position=position)
@@ -169,6 +178,10 @@ class EventReads:
             state = open_envelope(state, self.keyring, f"run {run_id!r} position {position}")
         if is_compressed(state) or is_delta(state):
             state = self._unpack(state, run_id, position, topic)
+        return state
+
+    def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
+        state = self._plain(run_id, position, topic, state)
         try:
             digest = state[:64].decode("ascii")  # a damaged row: UnicodeDecodeError, a ValueError
             body = state[64:]
@@ -254,9 +267,15 @@ class EventReads:
                                  "content", position=position)
         return content
 
-    def iter_events(self, run_id: str, *, after: int = 0) -> Iterator[RecordedEvent]:
+    def iter_events(self, run_id: str, *, after: int = 0, after_hash: str | None = None
+                    ) -> Iterator[RecordedEvent]:
+        """The run's events after ``after``, in order. ``after_hash``: the chain hash of the event
+        at ``after`` as the caller read it (a state folded up to it, caught up): the first page's
+        query reads that row too, and :class:`~.head_check.StaleHeadError` is raised before any
+        event when the log holds another event there, or none (it moved back under the caller: a
+        restored backup), where the events after it were folded on top of ones the log lost."""
         check_run_id(run_id)
-        return self._select(run_id, gt=after)
+        return self._select(run_id, gt=after, gt_hash=after_hash if after else None)
 
     def version(self, run_id: str) -> int:
         """The run's last position (0 when it has no events)."""

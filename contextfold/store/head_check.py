@@ -36,7 +36,9 @@ class ExpectedHead(NamedTuple):
 
 class StaleHeadError(Exception):
     """The log does not end where the append was staged: its insert was rolled back. Caught by the
-    append (never leaves the store), which reads the run again."""
+    append, which reads the run again. Also raised by a read that continues a caller's fold
+    (``iter_events(after_hash=...)``): caught by :meth:`contextfold.api.Run.state`, which folds
+    the run again from its start."""
 
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run {run_id!r} does not end where this store last saw it")

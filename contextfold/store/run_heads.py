@@ -139,12 +139,13 @@ class RunHeads(EventReads):
                 else self._decode(run_id, head.version, row.topic, row.state).hash == head.last_hash)
         return row if same else None
 
-    def iter_events(self, run_id: str, *, after: int = 0) -> typing.Iterator[RecordedEvent]:
-        """The run's events after ``after``, in order. A read of the whole run while this store
+    def iter_events(self, run_id: str, *, after: int = 0, after_hash: str | None = None
+                    ) -> typing.Iterator[RecordedEvent]:
+        """:meth:`.event_reads.EventReads.iter_events`. A read of the whole run while this store
         holds no head for it (a new process folding the run) also makes the head an append
         needs: the first append after a fold read the whole log again to learn which calls are
         open (~0.5 s of a CLI build on a 10,000-event run)."""
-        events = super().iter_events(run_id, after=after)
+        events = super().iter_events(run_id, after=after, after_hash=after_hash)
         if after != 0 or run_id in self._heads:
             return events
         return self._heading(run_id, events)

@@ -461,6 +461,9 @@ def test_reads_page_by_bytes_and_miss_nothing(store: EventStore, monkeypatch: py
     assert [r.event for r in read] == events
     assert [r.position for r in store.read("paged", after=33, upto=121)] == list(range(34, 122))
     assert [r.position for r in store.iter_events("paged", after=140)] == list(range(141, 151))
+    for after in (7, 8, 100):  # the row checked first: at, just before and past a page's end
+        checked = store.iter_events("paged", after=after, after_hash=read[after - 1].hash)
+        assert [r.position for r in checked] == list(range(after + 1, 151))
 
 
 def test_event_text_reads_back_one_events_content(store: EventStore) -> None:

@@ -13,6 +13,7 @@ from contextfold.domain.events import RunStarted, UserInput
 from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.crypto import Keyring, generate_key
 from contextfold.store.event_store import EventStore
+from contextfold.store.head_check import StaleHeadError
 
 
 def _restore(store_url: str, run_id: str, keep: int) -> None:
@@ -246,3 +247,18 @@ def test_a_damaged_delta_of_a_remembered_keyframe_is_still_an_integrity_error(st
                   "AND originator_version = 3", (row[:-9] + bytes([row[-9] ^ 0x55]) + row[-8:], "r"))
         with pytest.raises(IntegrityError, match="delta row is damaged"):
             store.read("r", after=2)
+
+
+def test_a_read_that_continues_a_fold_checks_the_event_folded_last(store_url: str) -> None:
+    """``iter_events(after=V, after_hash=H)``: what ``Run.state`` catches up with; the row at V is
+    read by the same query, and one that is not H's (or none) fails the read before any event."""
+    with EventStore(store_url) as worker:
+        recorded = worker.append("r", [RunStarted(), UserInput("one"), _large(0), UserInput("three")])
+        assert list(worker.iter_events("r", after=4, after_hash=recorded[3].hash)) == []
+        assert [e.position for e in worker.iter_events("r", after=3, after_hash=recorded[2].hash)] == [4]
+        _restore(store_url, "r", 2)
+        with pytest.raises(StaleHeadError):
+            next(worker.iter_events("r", after=4, after_hash=recorded[3].hash))
+        worker.append("r", [_large(1), UserInput("three")])
+        with pytest.raises(StaleHeadError):
+            next(worker.iter_events("r", after=3, after_hash=recorded[2].hash))

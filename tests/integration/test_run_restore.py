@@ -1,0 +1,106 @@
+"""A long-lived ``Run`` handle whose log moved back under it (an earlier backup restored online,
+as ``test_store_restore`` does it): its next state is folded again from the log, never the new
+events on top of the removed ones; on every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contextfold.api import Run, open_store
+from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.store.backends import EVENTS_TABLE
+from contextfold.store.crypto import generate_key
+
+
+def _restore(store_url: str, run_id: str, keep: int) -> None:
+    """The run as a backup taken at position ``keep`` holds it, written by another connection."""
+    with open_store(store_url) as admin:
+        b = admin.events.backend
+        b.execute(f"DELETE FROM {b.table(EVENTS_TABLE)} WHERE originator_id = {b.placeholder} "
+                  f"AND originator_version > {b.placeholder}", (run_id, keep))
+
+
+def _started(run: Run, output: str) -> None:
+    run.append(UserInput("Fix the failing test"))
+    run.append(ModelResponse(tool_calls=[ToolCall(call_id="c1", name="pytest", arguments="{}")]))
+    run.append(ToolResult(call_id="c1", content=output))
+
+
+BUILD: dict[str, Any] = {"provider": "anthropic", "model": "claude-sonnet-4-5", "window": 20_000,
+                         "reserve": 2_000}
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_a_run_handle_folds_the_log_again_after_it_moved_back(store_url: str, encrypted: bool) -> None:
+    """Restored to 2, then another writer appended past the old end: the handle's build held the
+    removed output and instruction, missed the new ones, and recorded that request (its replay
+    failed)."""
+    key = generate_key() if encrypted else None
+    with open_store(store_url, cipher_key=key) as store:
+        run = store.run("r")
+        _started(run, "OLD-OUTPUT: 3 failed")
+        run.append(UserInput("OLD instruction"))
+        assert run.state().version == 4
+        _restore(store_url, "r", 2)
+        with open_store(store_url, cipher_key=key) as other:
+            theirs = other.run("r")
+            theirs.append(ToolResult(call_id="c1", content="new output: 1 failed"))
+            theirs.append(UserInput("new instruction A"), UserInput("new instruction B"))
+        built = run.build(**BUILD)
+        body = built.body_bytes.decode()
+        assert "new output" in body and "new instruction B" in body
+        assert "OLD" not in body
+        assert run.state().version == 6  # the new events and the build's record
+    with open_store(store_url, cipher_key=key) as fresh:
+        assert fresh.run("r").replay(turn=built.manifest.turn).ok
+
+
+def test_a_log_moved_back_behind_the_folded_version_is_folded_again(store_url: str) -> None:
+    with open_store(store_url) as store:
+        run = store.run("r")
+        _started(run, "3 failed")
+        run.append(UserInput("removed"))
+        assert run.state().version == 4
+        _restore(store_url, "r", 2)
+        state = run.state()
+        assert state.version == 2 and state.open_groups  # the call is open again
+        assert "removed" not in run.build(**BUILD).body_bytes.decode()
+
+
+def test_a_long_output_read_back_after_a_restore_is_the_log_s_new_one(store_url: str) -> None:
+    """A long tool output is kept as its position and read back through the store's text cache,
+    which held the removed event's text at that position."""
+    old, new = "OLD line\n" * 400, "new line\n" * 400  # longer than LAZY_TEXT_CHARS
+    with open_store(store_url) as store:
+        run = store.run("r")
+        _started(run, old)
+        assert "OLD line" in run.build(**BUILD).body_bytes.decode()  # cached at position 3
+        _restore(store_url, "r", 2)
+        with open_store(store_url) as other:
+            theirs = other.run("r")
+            theirs.append(ToolResult(call_id="c1", content=new))
+            theirs.append(UserInput("go on"), UserInput("and on"))  # past the old end (4)
+        body = run.build(**BUILD).body_bytes.decode()
+        assert "new line" in body and "OLD line" not in body
+
+
+def test_catching_up_a_run_handle_costs_one_read(store_url: str) -> None:
+    """The check rides on the query that reads the new events: every build pays it."""
+    with open_store(store_url) as store:
+        run = store.run("r")
+        _started(run, "3 failed")
+        run.state()
+        run.append(UserInput("next"))
+        recorder = store.events.backend.recorder
+        calls: list[tuple[Any, ...]] = []
+        real = recorder.select_events
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.append((args, kwargs))
+            return real(*args, **kwargs)
+
+        recorder.select_events = counted
+        assert run.state().version == 4
+        assert len(calls) == 1
