@@ -27,6 +27,8 @@ from contextfold.domain.events import (
     TextBlock,
     ToolResult,
     ToolResultLost,
+    ToolSpec,
+    ToolsRegistered,
 )
 from contextfold.domain.log import PairingState
 from contextfold.importers._json import Bad, JsonPath
@@ -157,14 +159,18 @@ def media_block(
 class RunBuilder:
     """Accumulates the events of one run, checking pairing as it goes.
 
-    The first event is always :class:`RunStarted`. ``pending_by_name`` serves
+    The first event is always :class:`RunStarted`; ``tools`` (a request body's) are registered
+    right after it, before any response that could call them. ``pending_by_name`` serves
     sources whose results name the tool but not the call (legacy OpenAI
     ``function`` messages, old Gemini payloads): the oldest open call of that
     name is answered first.
     """
 
-    def __init__(self, *, model: str | None = None, agent: str | None = None) -> None:
+    def __init__(self, *, model: str | None = None, agent: str | None = None,
+                 tools: list[ToolSpec] | tuple[ToolSpec, ...] = ()) -> None:
         self.events: list[AnyEvent] = [RunStarted(model=model, agent=agent)]
+        if tools:
+            self.events.append(ToolsRegistered(tools=tuple(tools)))
         self._pairing = PairingState()
         self._names: dict[str, str] = {}
 

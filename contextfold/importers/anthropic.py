@@ -5,6 +5,9 @@ Accepted shapes: a request body ``{"system": str | [blocks], "messages": [...]}`
 
 Mapping:
 
+- the body's client ``tools`` (no ``type``, or ``custom``) -> one :class:`ToolsRegistered` right
+  after :class:`RunStarted`; Anthropic's own tools (web search, code execution, ...) are not
+  registered: the body holds no schema of theirs (see :mod:`._tools`).
 - ``system`` -> :class:`PolicySet` (text blocks joined).
 - user message: ``tool_result`` blocks -> :class:`ToolResult` (``is_error``
   kept; string or block content: text joined into ``content``, images and
@@ -42,6 +45,7 @@ from contextfold.domain.events import (
     TextBlock,
     ToolCall,
     ToolResult,
+    ToolSpec,
     UserInput,
 )
 from contextfold.importers._common import (
@@ -55,6 +59,7 @@ from contextfold.importers._common import (
     require_obj,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
+from contextfold.importers._tools import anthropic_tools
 
 __all__ = ["parse_doc", "parse_messages"]
 
@@ -206,8 +211,8 @@ def _user(msg: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
 
 
 def parse_messages(messages: list[Any], path: JsonPath, *, system: Any = None,
-                   model: str | None = None) -> list[AnyEvent]:
-    run = RunBuilder(model=model)
+                   model: str | None = None, tools: list[ToolSpec] | None = None) -> list[AnyEvent]:
+    run = RunBuilder(model=model, tools=tools or ())
     if system is not None:
         sp = ("system",)
         if isinstance(system, str):
@@ -242,7 +247,8 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
             return [("", parse_messages([value], ()))]
         model = value.get("model") if isinstance(value.get("model"), str) else None
         return [("", parse_messages(get_list(value, "messages", ()), ("messages",),
-                                    system=value.get("system"), model=model))]
+                                    system=value.get("system"), model=model,
+                                    tools=anthropic_tools(value, ())))]
     if not isinstance(value, list):
         raise Bad((), "expected an array of messages or an object with 'messages'")
     return [("", parse_messages(value, ()))]

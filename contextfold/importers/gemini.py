@@ -8,6 +8,9 @@ with one content per line. Both the REST spelling (``functionCall``,
 
 Mapping:
 
+- the body's ``tools[].functionDeclarations`` -> one :class:`ToolsRegistered` right after
+  :class:`RunStarted`, a ``parameters`` Schema as the JSON Schema it stands for; Google's own
+  tools (search, code execution) are not registered (see :mod:`._tools`).
 - ``systemInstruction`` -> :class:`PolicySet`.
 - ``model`` content -> one :class:`ModelResponse`: text parts (thought parts
   dropped) and ``functionCall`` parts as tool calls. ``executableCode`` /
@@ -43,6 +46,7 @@ from contextfold.domain.events import (
     TextBlock,
     ToolCall,
     ToolResult,
+    ToolSpec,
     UserInput,
 )
 from contextfold.importers._common import (
@@ -55,6 +59,7 @@ from contextfold.importers._common import (
     require_obj,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
+from contextfold.importers._tools import gemini_tools
 
 __all__ = ["parse_contents", "parse_doc"]
 
@@ -224,8 +229,8 @@ def _system_text(raw: Any, path: JsonPath) -> str:
 
 
 def parse_contents(contents: list[Any], path: JsonPath, *, system: tuple[str, Any] | None = None,
-                   model: str | None = None) -> list[AnyEvent]:
-    run = RunBuilder(model=model)
+                   model: str | None = None, tools: list[ToolSpec] | None = None) -> list[AnyEvent]:
+    run = RunBuilder(model=model, tools=tools or ())
     if system is not None:
         key, raw = system
         run.add(build(PolicySet, (key,), text=_system_text(raw, (key,))), (key,))
@@ -248,7 +253,8 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
     if isinstance(value, dict) and not doc.jsonl and "contents" in value:
         model = value.get("model") if isinstance(value.get("model"), str) else None
         return [("", parse_contents(get_list(value, "contents", ()), ("contents",),
-                                    system=_get(value, "systemInstruction"), model=model))]
+                                    system=_get(value, "systemInstruction"), model=model,
+                                    tools=gemini_tools(value, ())))]
     if isinstance(value, dict) and not doc.jsonl:
         return [("", parse_contents([value], ()))]
     if not isinstance(value, list):

@@ -6,8 +6,12 @@ per line. Multi-run files: a JSON array of ``{"traj": [...]}`` records (the
 tau-bench layout, one run per ``task_id``/``trial``) or JSONL whose lines each
 hold ``messages`` or ``traj``.
 
+A body's (or a record's) ``tools`` of type ``function`` and legacy ``functions`` -> one
+:class:`ToolsRegistered` right after :class:`RunStarted` (see :mod:`._tools`); each record
+registers its own.
+
 Mapping, one message -> one event (so ``len(events) == len(messages) + 1``,
-the extra one being :class:`RunStarted`):
+the extra one being :class:`RunStarted`, and one more when the body declares tools):
 
 - ``system`` / ``developer`` -> :class:`PolicySet` (runtime trust)
 - ``user`` -> :class:`UserInput` (text parts, ``image_url``, ``input_audio``, ``file``)
@@ -32,6 +36,7 @@ from contextfold.domain.events import (
     PolicySet,
     ToolCall,
     ToolResult,
+    ToolSpec,
     UserInput,
 )
 from contextfold.importers._common import (
@@ -48,6 +53,7 @@ from contextfold.importers._common import (
     text_only,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
+from contextfold.importers._tools import chat_tools
 
 __all__ = ["media_part", "parse_doc", "parse_messages", "tool_calls"]
 
@@ -130,10 +136,11 @@ def _arguments(fn: dict[str, Any], path: JsonPath) -> str:
     raise Bad((*path, "arguments"), "expected 'arguments' to be a JSON string")
 
 
-def parse_messages(messages: list[Any], path: JsonPath, *, model: str | None = None
-                   ) -> list[AnyEvent]:
-    """Map one run's message list (at ``path`` in the document) to events."""
-    run = RunBuilder(model=model)
+def parse_messages(messages: list[Any], path: JsonPath, *, model: str | None = None,
+                   tools: list[ToolSpec] | None = None) -> list[AnyEvent]:
+    """Map one run's message list (at ``path`` in the document) to events, after the
+    registration of ``tools`` (the body's) when there are any."""
+    run = RunBuilder(model=model, tools=tools or ())
     for i, raw in enumerate(messages):
         p = (*path, i)
         msg = require_obj(raw, p, "a message object")
@@ -169,7 +176,8 @@ def parse_messages(messages: list[Any], path: JsonPath, *, model: str | None = N
 def _run_record(rec: dict[str, Any], path: JsonPath) -> list[AnyEvent]:
     key = "traj" if "traj" in rec else "messages"
     model = rec.get("model") if isinstance(rec.get("model"), str) else None
-    return parse_messages(get_list(rec, key, path), (*path, key), model=model)
+    return parse_messages(get_list(rec, key, path), (*path, key), model=model,
+                          tools=chat_tools(rec, path))
 
 
 def _suffix(rec: dict[str, Any], n: int) -> str:

@@ -5,7 +5,10 @@ Accepted shapes: a request body ``{"instructions": ..., "input": str | [items]}`
 
 Mapping:
 
-- ``instructions`` -> :class:`PolicySet` (first, as the API prepends it).
+- the body's ``tools`` of type ``function`` -> one :class:`ToolsRegistered` right after
+  :class:`RunStarted`; hosted tools (web search, file search, tool search, ...) and custom
+  (free-text) tools are not registered (see :mod:`._tools`).
+- ``instructions`` -> :class:`PolicySet` (first of the history, as the API prepends it).
 - message items (``type: "message"`` or a bare ``{role, content}``):
   system/developer -> :class:`PolicySet`, user -> :class:`UserInput`,
   assistant -> text of a :class:`ModelResponse`.
@@ -22,7 +25,7 @@ Mapping:
   API returns them, and parallel calls must stay one batch. A new assistant
   message after a call starts a new response.
 - ``additional_tools`` (developer-provided tools mid-conversation) ->
-  :class:`ToolsRegistered`.
+  :class:`ToolsRegistered` of its function tools, read as the body's.
 - ``reasoning`` items are kept verbatim as the :class:`OpenAIResponsesReasoning` of
   the response they open (a reasoning item after that response's calls opens the
   next one); the API wants them back before the calls they led to. A reasoning
@@ -61,6 +64,7 @@ from contextfold.importers._common import (
     text_only,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
+from contextfold.importers._tools import responses_tools
 
 __all__ = ["parse_doc", "parse_items"]
 
@@ -152,8 +156,8 @@ class _Turn:
 
 
 def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
-                model: str | None = None) -> list[AnyEvent]:
-    run = RunBuilder(model=model)
+                model: str | None = None, tools: list[ToolSpec] | None = None) -> list[AnyEvent]:
+    run = RunBuilder(model=model, tools=tools or ())
     if instructions is not None:
         if not isinstance(instructions, str):
             raise Bad(("instructions",), "expected 'instructions' to be a string")
@@ -215,14 +219,7 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
             tools = item.get("tools")
             if not isinstance(tools, list):
                 raise Bad((*p, "tools"), "expected 'tools' to be an array")
-            specs = []
-            for j, t in enumerate(tools):
-                tp = (*p, "tools", j)
-                tool = require_obj(t, tp, "a tool object")
-                params = tool.get("parameters")
-                specs.append(build(ToolSpec, tp, name=get_str(tool, "name", tp),
-                                   description=opt_str(tool, "description", tp) or "",
-                                   **({"parameters": params} if isinstance(params, dict) else {})))
+            specs = responses_tools(tools, (*p, "tools"))
             run.add(build(ToolsRegistered, p, tools=tuple(specs)), p)
         elif kind == "reasoning":
             turn.pending.append((item, p))
@@ -244,8 +241,12 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
             inp = [{"role": "user", "content": inp}]
         if not isinstance(inp, list):
             raise Bad(("input",), "expected 'input' to be a string or an array of items")
+        tools = value.get("tools")
+        if tools is not None and not isinstance(tools, list):
+            raise Bad(("tools",), "expected 'tools' to be an array")
         try:
-            return [("", parse_items(inp, ("input",), instructions=instructions, model=model))]
+            return [("", parse_items(inp, ("input",), instructions=instructions, model=model,
+                                     tools=responses_tools(tools or [], ("tools",))))]
         except Bad as e:
             server_state = [k for k in ("previous_response_id", "conversation") if value.get(k)]
             if server_state and e.reason.startswith("tool call pairing"):

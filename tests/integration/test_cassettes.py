@@ -32,8 +32,8 @@ Provider-specific extras of the recorded request are ignored: Anthropic
 ``thinking`` blocks, OpenAI ``reasoning`` items, Gemini thought parts and
 ``thoughtSignature`` (the reasoning is imported and sent back verbatim: checked
 against these cassettes by ``test_reasoning_traces.py``), ``cache_control``, and
-request options (``stream``, ``tool_choice``, ``include``, ``container``...). Tool *declarations* are not
-compared: the importers take the history, not the request's ``tools`` option.
+request options (``stream``, ``tool_choice``, ``include``, ``container``...). Tool *declarations* are
+compared by ``test_cassette_tools.py`` (the importers register a body's client function tools).
 
 Measured (``.venv/bin/python scripts/check_cassettes.py``): 34 multi-request
 cassettes (of 35; one holds a single request), 139 model requests; 48 are the
