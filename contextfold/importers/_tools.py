@@ -25,7 +25,8 @@ from contextfold.domain.events import ToolSpec
 from contextfold.importers._common import build, get_obj, get_str, opt_str, require_obj
 from contextfold.importers._json import Bad, JsonPath
 
-__all__ = ["anthropic_tools", "chat_tools", "gemini_json_schema", "gemini_tools", "responses_tools"]
+__all__ = ["anthropic_tools", "chat_tool", "chat_tools", "gemini_json_schema", "gemini_tools",
+           "responses_tools"]
 
 
 def _array(d: dict[str, Any], key: str, path: JsonPath) -> list[Any]:
@@ -49,15 +50,23 @@ def _spec(fn: dict[str, Any], path: JsonPath, schema_key: str, parameters: Any =
                  **({} if schema is None else {"parameters": schema}))
 
 
+def chat_tool(raw: Any, path: JsonPath) -> ToolSpec | None:
+    """One OpenAI Chat Completions tool: ``{"type": "function", "function": {name, description,
+    parameters, strict}}``; None for another type (``custom``)."""
+    tool = require_obj(raw, path, "a tool object")
+    if tool.get("type", "function") != "function":
+        return None
+    return _spec(get_obj(tool, "function", path), (*path, "function"), "parameters")
+
+
 def chat_tools(body: dict[str, Any], path: JsonPath) -> list[ToolSpec]:
-    """OpenAI Chat Completions: ``tools[]`` of type ``function`` (``{name, description,
-    parameters, strict}`` under ``function``) and the legacy ``functions[]``."""
+    """OpenAI Chat Completions: ``tools[]`` of type ``function`` (:func:`chat_tool`) and the
+    legacy ``functions[]``. An OpenHands ``system`` action's ``args`` hold its tools so too."""
     specs = []
     for j, raw in enumerate(_array(body, "tools", path)):
-        p = (*path, "tools", j)
-        tool = require_obj(raw, p, "a tool object")
-        if tool.get("type", "function") == "function":
-            specs.append(_spec(get_obj(tool, "function", p), (*p, "function"), "parameters"))
+        spec = chat_tool(raw, (*path, "tools", j))
+        if spec is not None:
+            specs.append(spec)
     for j, raw in enumerate(_array(body, "functions", path)):
         p = (*path, "functions", j)
         specs.append(_spec(require_obj(raw, p, "a function object"), p, "parameters"))

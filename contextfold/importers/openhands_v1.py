@@ -24,9 +24,11 @@ and served by the agent server as lists of the same objects; every event names i
 - Bookkeeping (state updates, pauses, interrupts, streaming deltas, token ids, hook runs,
   completion logs, condensation requests and the summary events a view derives) is skipped.
 
-An unknown ``kind`` is an error that names it: nothing is dropped unseen. The SDK's tool
-definitions are not registered (their dump holds the SDK's classes, not a schema), as for the
-earlier OpenHands streams.
+An unknown ``kind`` is an error that names it: nothing is dropped unseen. A
+``SystemPromptEvent``'s tools in OpenAI's shape (``{"type": "function", "function": {...}}``, as
+some SDK versions list them) are registered (:class:`ToolsRegistered`, right after its
+:class:`PolicySet`); the SDK's own tool definitions are not (their dump holds the SDK's classes,
+not a schema).
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ from contextfold.domain.events import (
     TextBlock,
     ToolCall,
     ToolResult,
+    ToolsRegistered,
     UserInput,
 )
 from contextfold.importers._common import RunBuilder, build, media_block, require_obj, text_of_blocks
 from contextfold.importers._condensation import Condensations
 from contextfold.importers._json import Bad, JsonPath
+from contextfold.importers._tools import chat_tool
 
 __all__ = ["KINDS", "is_event", "parse_events"]
 
@@ -174,6 +178,12 @@ def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,
             blocks = _parts(prompt, (*p, "system_prompt"))
             text = "\n\n".join(b.text for b in blocks if isinstance(b, TextBlock))
             run.add(build(PolicySet, p, text=text), p)
+            tools = e.get("tools")
+            specs = [spec for j, raw in enumerate(tools if isinstance(tools, list) else [])
+                     if isinstance(raw, dict) and isinstance(raw.get("function"), dict)
+                     and (spec := chat_tool(raw, (*p, "tools", j))) is not None]
+            if specs:
+                run.add(ToolsRegistered(tools=tuple(specs)), p)
         elif kind == "MessageEvent":
             message = require_obj(e.get("llm_message"), (*p, "llm_message"), "a message object")
             content = message.get("content")

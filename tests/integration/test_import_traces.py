@@ -120,6 +120,21 @@ def test_openhands_streams_import(path: Path) -> None:
         assert len(_results(events)) == len(answered)
         _replay_pairing(events)
         assert sum(isinstance(e, ModelResponse) for e in events) >= 1
+        # the tools a system action gave the agent are registered with their schemas (they
+        # were dropped: a rebuilt request declared the called ones with empty parameters)
+        given = [t["function"] for e in history if e.get("action") == "system"
+                 for t in (e.get("args") or {}).get("tools") or []]
+        registered = [spec for e in events if isinstance(e, ToolsRegistered) for spec in e.tools]
+        assert [(s.name, s.parameters) for s in registered] == [(f["name"], f["parameters"]) for f in given]
+
+
+def test_openhands_multi_swe_bench_runs_register_codeact_tools() -> None:
+    path = TRACES / "openhands-event-streams" / "multi_swe_bench_example_output.jsonl"
+    for _, events in iter_runs(path.read_bytes(), format="openhands", source=path.name):
+        [registered] = [e for e in events if isinstance(e, ToolsRegistered)]
+        assert events.index(registered) == 2  # after RunStarted and the system prompt
+        assert [s.name for s in registered.tools] == ["execute_bash", "think", "finish", "str_replace_editor"]
+        assert "command" in registered.tools[0].parameters["properties"]
 
 
 # ---------------------------------------------------------------- SWE-agent

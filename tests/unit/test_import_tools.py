@@ -225,3 +225,42 @@ def test_registration_precedes_every_response() -> None:
     events = parse(_b(body), format="openai-chat")
     first_response = next(i for i, e in enumerate(events) if isinstance(e, ModelResponse))
     assert next(i for i, e in enumerate(events) if isinstance(e, ToolsRegistered)) < first_response
+
+
+# ---------------------------------------------------------------- OpenHands
+
+def test_openhands_system_action_tools_are_registered_after_the_system_prompt() -> None:
+    """An OpenHands ``system`` action carries the tools the agent was given (OpenAI chat's shape,
+    ``args.tools``): registered right after the prompt it came with, before the first action."""
+    history = [
+        {"id": 0, "source": "agent", "action": "system", "message": "You are OpenHands agent.",
+         "args": {"content": "You are OpenHands agent.", "agent_class": "CodeActAgent",
+                  "tools": [_chat_tool(EXPECTED[0]), _chat_tool(EXPECTED[1])]}},
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "Weather in Paris?"}},
+        {"id": 2, "source": "agent", "action": "run", "args": {"command": "curl wttr.in/Paris"},
+         "tool_call_metadata": {"function_name": "get_weather", "tool_call_id": "toolu_01",
+                                "total_calls_in_response": 1}},
+        {"id": 3, "source": "environment", "observation": "run", "cause": 2, "content": "12C",
+         "tool_call_metadata": {"function_name": "get_weather", "tool_call_id": "toolu_01"}}]
+    events = parse(_b({"history": history}), format="openhands")
+    assert [type(e).__name__ for e in events[:3]] == ["RunStarted", "PolicySet", "ToolsRegistered"]
+    assert isinstance(events[2], ToolsRegistered) and events[2].tools == EXPECTED
+    _built(events, "anthropic")
+    without = parse(_b({"history": [{**history[0], "args": {"content": "x", "tools": []}}]}),
+                    format="openhands")
+    assert not any(isinstance(e, ToolsRegistered) for e in without)
+
+
+def test_openhands_v1_system_prompt_tools_in_openai_shape_are_registered() -> None:
+    """The V1 SDK's ``SystemPromptEvent`` listed its tools in OpenAI's shape in some versions
+    (registered), and as the SDK's own tool definitions, which hold no schema, in others (not)."""
+    def system(tools: list[Any]) -> dict[str, Any]:
+        return {"id": "e0", "source": "agent", "kind": "SystemPromptEvent",
+                "system_prompt": {"type": "text", "text": "You are OpenHands agent."}, "tools": tools}
+
+    events = parse(_b([system([_chat_tool(EXPECTED[0]), {"name": "terminal", "kind": "TerminalTool"}])]),
+                   format="openhands")
+    assert [type(e).__name__ for e in events] == ["RunStarted", "PolicySet", "ToolsRegistered"]
+    assert isinstance(events[2], ToolsRegistered) and events[2].tools == EXPECTED[:1]
+    events = parse(_b([system([{"name": "terminal"}])]), format="openhands")
+    assert [type(e).__name__ for e in events] == ["RunStarted", "PolicySet"]
