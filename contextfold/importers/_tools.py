@@ -25,8 +25,8 @@ from contextfold.domain.events import ToolSpec
 from contextfold.importers._common import build, get_obj, get_str, opt_str, require_obj
 from contextfold.importers._json import Bad, JsonPath
 
-__all__ = ["anthropic_tools", "chat_tool", "chat_tools", "gemini_json_schema", "gemini_tools",
-           "responses_tools"]
+__all__ = ["anthropic_tools", "chat_tool", "chat_tools", "function_shaped_tools", "gemini_json_schema",
+           "gemini_tools", "responses_tools"]
 
 
 def _array(d: dict[str, Any], key: str, path: JsonPath) -> list[Any]:
@@ -61,7 +61,7 @@ def chat_tool(raw: Any, path: JsonPath) -> ToolSpec | None:
 
 def chat_tools(body: dict[str, Any], path: JsonPath) -> list[ToolSpec]:
     """OpenAI Chat Completions: ``tools[]`` of type ``function`` (:func:`chat_tool`) and the
-    legacy ``functions[]``. An OpenHands ``system`` action's ``args`` hold its tools so too."""
+    legacy ``functions[]``."""
     specs = []
     for j, raw in enumerate(_array(body, "tools", path)):
         spec = chat_tool(raw, (*path, "tools", j))
@@ -71,6 +71,15 @@ def chat_tools(body: dict[str, Any], path: JsonPath) -> list[ToolSpec]:
         p = (*path, "functions", j)
         specs.append(_spec(require_obj(raw, p, "a function object"), p, "parameters"))
     return specs
+
+
+def function_shaped_tools(tools: Any, path: JsonPath) -> list[ToolSpec]:
+    """The entries of ``tools`` (at ``path``) in OpenAI chat's function shape, others passed over:
+    an agent's log (OpenHands) lists its tools so in some versions and as its own classes' dumps,
+    which hold no schema, in others; a log of either kind still imports."""
+    return [spec for j, raw in enumerate(tools if isinstance(tools, list) else [])
+            if isinstance(raw, dict) and isinstance(raw.get("function"), dict)
+            and (spec := chat_tool(raw, (*path, j))) is not None]
 
 
 def responses_tools(tools: list[Any], path: JsonPath) -> list[ToolSpec]:

@@ -11,8 +11,9 @@ server's ``{"items": [...]}`` page, or one file per event) are read by
 
 Mapping of an event stream (actions and observations linked by ``cause``):
 
-- ``system`` action -> :class:`PolicySet`, and its ``tools`` (OpenAI chat's shape: the schemas
-  the agent was given) -> :class:`ToolsRegistered` right after it; user ``message`` -> :class:`UserInput`
+- ``system`` action -> :class:`PolicySet`, and its ``tools`` in OpenAI chat's shape (the schemas
+  the agent was given) -> :class:`ToolsRegistered` right after it; user ``message`` ->
+  :class:`UserInput`
   (with ``image_urls``); agent ``message`` and ``finish`` -> :class:`ModelResponse`
   text (``finish`` is how the agent ends; it never gets an observation, so it
   is not recorded as a tool call).
@@ -67,7 +68,7 @@ from contextfold.importers import openhands_v1
 from contextfold.importers._common import RunBuilder, build, compact_json, media_block, require_obj
 from contextfold.importers._condensation import Condensations
 from contextfold.importers._json import Bad, Doc, JsonPath
-from contextfold.importers._tools import chat_tools
+from contextfold.importers._tools import function_shaped_tools
 
 __all__ = ["is_event_object", "parse_doc", "parse_history", "state_model"]
 
@@ -247,7 +248,8 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
             if action == "system":
                 run.add(build(PolicySet, p, text=_str(args.get("content")) or _str(e.get("message"))),
                         p)
-                tools = chat_tools(args, (*p, "args") if "args" in e else p)
+                tools = function_shaped_tools(args.get("tools"), (*p, "args", "tools") if "args" in e
+                                              else (*p, "tools"))
                 if tools:
                     run.add(ToolsRegistered(tools=tuple(tools)), p)
             elif action == "message" and source in ("user", None):

@@ -49,7 +49,7 @@ from contextfold.domain.events import (
 from contextfold.importers._common import RunBuilder, build, media_block, require_obj, text_of_blocks
 from contextfold.importers._condensation import Condensations
 from contextfold.importers._json import Bad, JsonPath
-from contextfold.importers._tools import chat_tool
+from contextfold.importers._tools import function_shaped_tools
 
 __all__ = ["KINDS", "is_event", "parse_events"]
 
@@ -178,10 +178,7 @@ def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,
             blocks = _parts(prompt, (*p, "system_prompt"))
             text = "\n\n".join(b.text for b in blocks if isinstance(b, TextBlock))
             run.add(build(PolicySet, p, text=text), p)
-            tools = e.get("tools")
-            specs = [spec for j, raw in enumerate(tools if isinstance(tools, list) else [])
-                     if isinstance(raw, dict) and isinstance(raw.get("function"), dict)
-                     and (spec := chat_tool(raw, (*p, "tools", j))) is not None]
+            specs = function_shaped_tools(e.get("tools"), (*p, "tools"))
             if specs:
                 run.add(ToolsRegistered(tools=tuple(specs)), p)
         elif kind == "MessageEvent":

@@ -246,9 +246,10 @@ def test_openhands_system_action_tools_are_registered_after_the_system_prompt() 
     assert [type(e).__name__ for e in events[:3]] == ["RunStarted", "PolicySet", "ToolsRegistered"]
     assert isinstance(events[2], ToolsRegistered) and events[2].tools == EXPECTED
     _built(events, "anthropic")
-    without = parse(_b({"history": [{**history[0], "args": {"content": "x", "tools": []}}]}),
-                    format="openhands")
-    assert not any(isinstance(e, ToolsRegistered) for e in without)
+    for tools in ([], ["execute_bash"], [{"name": "execute_bash"}]):  # none, or none in that shape
+        without = parse(_b({"history": [{**history[0], "args": {"content": "x", "tools": tools}}]}),
+                        format="openhands")
+        assert not any(isinstance(e, ToolsRegistered) for e in without)
 
 
 def test_openhands_v1_system_prompt_tools_in_openai_shape_are_registered() -> None:
