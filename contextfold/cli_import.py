@@ -478,6 +478,6 @@ def _tool_name_notes(named: Named) -> list[str]:
     for names_refused, providers in by_names.items():
         more = f" and {len(names_refused) - 5} more" if len(names_refused) > 5 else ""
         notes.append(f"note: tool name(s) {', '.join(map(repr, names_refused[:5]))}{more} are refused by "
-                     f"{'; '.join(providers)}: builds of these runs for those fail on them (the log keeps "
-                     "names as recorded: rename the tool in the source before importing)")
+                     f"{'; '.join(providers)}: builds of these runs for those do not offer them (their calls "
+                     "are shown as runtime notes; rename the tool in the source to offer it)")
     return notes

@@ -21,7 +21,12 @@ from contextfold.projections.render.tool_schemas import SCHEMA_PROVIDERS, refuse
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable, whole_toolkit
-from contextfold.projections.tool_names import refuses_tool_name, renamed_note, tool_name_alias
+from contextfold.projections.tool_names import (
+    TOOL_NAME_RULES,
+    refuses_tool_name,
+    renamed_note,
+    tool_name_alias,
+)
 
 __all__ = ["ToolCandidates", "ToolInputs", "not_exposed_reason", "tool_candidates", "tool_inputs",
            "tool_query"]
@@ -93,7 +98,8 @@ class ToolInputs(NamedTuple):
 
 
 def schema_refusals(state: RunState, provider: str) -> dict[str, str]:
-    """name -> why ``provider`` refuses the schema of the registered tool, for those it refuses.
+    """name -> why ``provider`` refuses the registered tool (its name or its schema), for those it
+    refuses.
 
     Why such a tool is not offered rather than the build failing (a RenderError) or the request
     sent (the provider refuses it whole): either way every turn of the run fails, for one tool the
@@ -104,15 +110,21 @@ def schema_refusals(state: RunState, provider: str) -> dict[str, str]:
 
     The last answer per provider is kept on the state while its registered specs are the same
     objects: asking for each of a 400-tool registry took ~160 us of every build."""
-    if provider not in SCHEMA_PROVIDERS or not state.tools:  # Gemini, neutral: nothing refused
+    if provider not in TOOL_NAME_RULES or not state.tools:  # neutral: nothing refused
         return {}
     key = tuple(map(id, state.tools.values()))
     hit = state.memo.get(f"schema-refusals:{provider}")
     if isinstance(hit, tuple) and hit[0] == key:  # (the specs are held with it: their ids stay theirs)
         return hit[2]  # type: ignore[no-any-return]
     found = {}
+    schemas = provider in SCHEMA_PROVIDERS
     for name, spec in state.tools.items():
-        why = refused_schema(provider, spec.parameters)
+        # A name it refuses too: an import registers a body's tools as its provider named them
+        # (Gemini's github.create_issue), and a hand-off's build failed on the name.
+        if refuses_tool_name(provider, name):
+            found[name] = f"its name is not one this API takes ({TOOL_NAME_RULES[provider][1]})"
+            continue
+        why = refused_schema(provider, spec.parameters) if schemas else None
         if why is not None:
             found[name] = why
     state.memo[f"schema-refusals:{provider}"] = (key, list(state.tools.values()), found)
@@ -272,7 +284,8 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
                 f"allowed_tools{stale}")
     if name in inputs.refused:
         return (f"tool {name!r} ({known}) is not offered to {config.provider}, which refuses it: "
-                f"{inputs.refused[name]}{stale}. Register it with a schema this API takes to offer it")
+                f"{inputs.refused[name]}{stale}. Register it with a name and schema this API takes "
+                "to offer it")
     if not (registered or called):
         how = "pinned by" if name in policy.pinned else "on the allowed_tools of"
         return (f"tool {name!r} is {how} the run's policy, but no tool of that name is registered "

@@ -14,9 +14,11 @@ is shown under an alias in that request: its declaration, the calls and their an
 the name: ``<the name with other characters as "_", shortened>_<8 hex digits of its blake3>``,
 which every provider takes. A replay, a rebuild and a later turn show the same alias.
 
-A registered tool keeps its name: the runtime dispatches the model's calls by that name, so a
-name the provider refuses is the runtime's to change, and the request check says so
-(``RenderError``). A tool the run's policy does not permit is not declared under any name.
+A registered tool keeps its name: the runtime dispatches the model's calls by that name, so it
+is never renamed. Where the provider refuses it, it is not offered to that provider
+(``tool_candidates.schema_refusals``, as a refused schema): its calls are shown as the
+runtime's notes, and the manifest's repairs say why. A tool the run's policy does not permit is
+not declared under any name.
 """
 
 from __future__ import annotations

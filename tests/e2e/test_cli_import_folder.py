@@ -231,8 +231,10 @@ def test_tool_names_an_api_refuses_are_named_at_import(tmp_path: Path,
     assert note.startswith("note: tool name(s) 'github.create_issue' are refused by openai-chat (letters, "
                            "digits, _ and -, at most 64); openai-responses (")
     assert "; anthropic (letters, digits, _ and -, at most 128): builds of these runs" in note
+    assert "do not offer them" in note
     assert "gemini" not in note  # Gemini takes dots
-    assert cf(tmp_path, capsys, "build", "mcp", "--provider", "anthropic")[0] == 2  # as announced
+    code, out, _ = cf(tmp_path, capsys, "build", "mcp", "--provider", "anthropic", "--json")
+    assert code == 0 and "tool_not_offered:github.create_issue" in out  # as announced
     assert cf(tmp_path, capsys, "build", "mcp", "--provider", "gemini")[0] == 0
     call = {"id": "c1", "type": "function", "function": {"name": "github.create_issue", "arguments": "{}"}}
     called = [{"role": "user", "content": "file it"},

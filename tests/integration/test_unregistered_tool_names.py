@@ -16,7 +16,6 @@ import pytest
 
 from contextfold.api import open_store
 from contextfold.cli_why import explain
-from contextfold.domain.errors import RenderError
 from contextfold.domain.events import (
     ModelResponse,
     PolicySet,
@@ -89,8 +88,11 @@ def test_a_name_the_policy_denies_is_never_declared_and_a_registered_one_is_neve
         registered = store.run("registered")
         registered.append(ToolsRegistered(tools=(ToolSpec(name="github.create_issue"),)),
                           *_called("github.create_issue"))
-        with pytest.raises(RenderError, match="rename the tool where it is registered"):
-            registered.build("openai-chat")
+        # a registered name is never renamed: where the provider refuses it, it is not offered
+        built = registered.build("openai-chat")
+        assert built.manifest.tools == ()
+        assert "renamed_unregistered_tool" not in " ".join(built.manifest.repairs)
+        assert any(r.startswith("tool_not_offered:github.create_issue") for r in built.manifest.repairs)
         assert registered.build("gemini").manifest.tools[0].name == "github.create_issue"
 
 

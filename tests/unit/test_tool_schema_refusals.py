@@ -219,4 +219,28 @@ def test_the_historys_calls_to_such_a_tool_are_shown_as_a_runtime_note(provider:
     why = not_exposed_reason(state, config, "get_resource", {t.name for t in built.manifest.tools})
     assert why == (f"tool 'get_resource' (registered) is not offered to {provider}, which refuses it: "
                    "'anyOf' at the top level of its parameters schema; the history's calls to it are shown "
-                   "as runtime notes. Register it with a schema this API takes to offer it")
+                   "as runtime notes. Register it with a name and schema this API takes to offer it")
+
+
+@pytest.mark.parametrize(("provider", "offered"), [
+    ("openai-chat", False), ("openai-responses", False), ("anthropic", False), ("gemini", True)])
+def test_a_registered_tool_whose_name_the_provider_refuses_is_not_offered_to_it(provider: str,
+                                                                                offered: bool) -> None:
+    """An import registers a body's tools as its provider named them: a Gemini run's
+    ``github.create_issue``, handed off to OpenAI or Anthropic, failed every build with a
+    RenderError on the name. It is not offered there, as a refused schema is not, its calls shown
+    as the runtime's notes; Gemini, whose names it is, still gets it."""
+    events: list[AnyEvent] = [
+        ToolsRegistered(tools=(ToolSpec(name="github.create_issue", description="Open an issue"),
+                               ToolSpec(name="ls", description="List files"))),
+        UserInput("open an issue"),
+        ModelResponse(tool_calls=(ToolCall(call_id="c1", name="github.create_issue", arguments="{}"),)),
+        ToolResult(call_id="c1", content="issue #12 opened"),
+        UserInput("thanks")]
+    built = _build(events, provider)
+    assert ("github.create_issue" in {t.name for t in built.manifest.tools}) is offered
+    assert "issue #12 opened" in json.dumps(built.request)
+    repairs = [r for r in built.manifest.repairs if r.startswith("tool_not_offered:")]
+    assert repairs == ([] if offered else [
+        f"tool_not_offered:github.create_issue ({provider} refuses it: its name is not one this API takes "
+        "(letters, digits, _ and -, at most " + ("128" if provider == "anthropic" else "64") + "))"])
