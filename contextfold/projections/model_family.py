@@ -14,6 +14,7 @@ those gateways speak their format for every vendor's models. Anthropic's API ser
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["model_family", "run_model_for"]
@@ -28,6 +29,7 @@ _FAMILY_OF_PROVIDER = {"anthropic": "anthropic", "openai-chat": "openai", "opena
                        "gemini": "gemini"}
 
 
+@functools.lru_cache(maxsize=256)  # a run names one model or two: asked for at every build
 def model_family(model: str) -> str | None:
     """``"anthropic"``, ``"openai"`` or ``"gemini"`` for a name that is certainly that vendor's
     model, else None."""

@@ -16,6 +16,7 @@ API is left out: its limit is the model's, so it is not named here.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["output_cap"]
@@ -40,6 +41,7 @@ _FORM = re.compile(r"^(?:.*/)?(?:[a-z]+\.)?(?P<name>[a-z0-9.-]+?)(?:@\d{8}|-v\d+
 ``-v1:0``) and Vertex's ``@date`` around a model's own name."""
 
 
+@functools.lru_cache(maxsize=256)  # a run names one model or two: asked for at every render
 def output_cap(model: str | None) -> int | None:
     """The largest output limit ``model``'s API takes, when it is documented and low; else None."""
     if not model:
