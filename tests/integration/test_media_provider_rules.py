@@ -9,7 +9,6 @@ protocol check and the SDK types, and refused by the API.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import random
 import struct
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
 
 from contextfold.api import Store, open_store
 from contextfold.cli import main
@@ -35,12 +33,7 @@ from contextfold.domain.events import (
 from contextfold.importers import parse
 from contextfold.projections.render import validate_sdk_types
 from contextfold.projections.render.validate import validate_request
-
-
-def png(size: tuple[int, int] = (40, 30), colour: tuple[int, int, int] = (200, 10, 10)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, colour).save(buf, "PNG")
-    return buf.getvalue()
+from tests.unit.test_media import image_bytes
 
 
 @pytest.fixture
@@ -50,7 +43,7 @@ def store(tmp_path: Path) -> Store:
 
 def _failed_screenshot_run(store: Store) -> None:
     run = store.run("r")
-    shot = store.attach_image(png())
+    shot = store.attach_image(image_bytes("PNG", (40, 30), (200, 10, 10)))
     run.append(UserInput(content=(TextBlock(text="open the login page"),)))
     run.append(ModelResponse(tool_calls=[
         ToolCall(call_id="c1", name="browser_open", arguments='{"url": "http://localhost"}'),
@@ -210,7 +203,7 @@ def test_anthropic_sends_wide_images_only_in_requests_of_at_most_20(store: Store
     least one of the image dimensions exceed max allowed size for many-image requests")."""
     run = store.run(f"strips{count}")
     strips = tuple(store.attach_image(stored_png(2100, 2, seed=i)) for i in range(count - 1))
-    small = store.attach_image(png((50, 50)))
+    small = store.attach_image(image_bytes("PNG", (50, 50), (200, 10, 10)))
     run.append(UserInput(content=(TextBlock(text="compare these panorama strips"), *strips, small)))
     built = run.preview("anthropic", model="claude-sonnet-4-5", window=200_000, reserve=4_000)
     content = built.request["messages"][0]["content"]
