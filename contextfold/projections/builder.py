@@ -21,7 +21,7 @@ relevant to the goal, the ready plan step and the latest input (BM25), under
 the ``tools`` share. A tool the policy does not allow is never exposed; a
 history group that used one is shown as the runtime's note of its calls and
 results (a provider rejects a call to an undeclared tool: ``not_offered``), as is a tool whose
-schema the provider refuses (``tool_candidates.schema_refusals``). A
+name or schema the provider refuses (``tool_candidates.refused_tools``). A
 tool the history used but the log never registered is declared with a minimal
 schema (imported histories often lack tool specs) and recorded as a repair.
 """

@@ -97,7 +97,7 @@ class ToolInputs(NamedTuple):
                 for name, why in sorted(self.refused.items())]
 
 
-def schema_refusals(state: RunState, provider: str) -> dict[str, str]:
+def refused_tools(state: RunState, provider: str) -> dict[str, str]:
     """name -> why ``provider`` refuses the registered tool (its name or its schema), for those it
     refuses.
 
@@ -113,7 +113,7 @@ def schema_refusals(state: RunState, provider: str) -> dict[str, str]:
     if provider not in TOOL_NAME_RULES or not state.tools:  # neutral: nothing refused
         return {}
     key = tuple(map(id, state.tools.values()))
-    hit = state.memo.get(f"schema-refusals:{provider}")
+    hit = state.memo.get(f"refused-tools:{provider}")
     if isinstance(hit, tuple) and hit[0] == key:  # (the specs are held with it: their ids stay theirs)
         return hit[2]  # type: ignore[no-any-return]
     found = {}
@@ -127,14 +127,14 @@ def schema_refusals(state: RunState, provider: str) -> dict[str, str]:
         why = refused_schema(provider, spec.parameters) if schemas else None
         if why is not None:
             found[name] = why
-    state.memo[f"schema-refusals:{provider}"] = (key, list(state.tools.values()), found)
+    state.memo[f"refused-tools:{provider}"] = (key, list(state.tools.values()), found)
     return found
 
 
 def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
     """The registry a build of ``state`` for ``config`` declares tools from (see the module)."""
     policy = state.tool_policy()
-    refused = {name: why for name, why in schema_refusals(state, config.provider).items()
+    refused = {name: why for name, why in refused_tools(state, config.provider).items()
                if permitted(name, policy.allowed, policy.denied)}
     if refused:  # denied for this build: never exposed, its calls shown as notes
         policy = ToolPolicy(policy.allowed, policy.denied | frozenset(refused), policy.pinned)

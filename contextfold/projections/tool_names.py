@@ -16,7 +16,7 @@ which every provider takes. A replay, a rebuild and a later turn show the same a
 
 A registered tool keeps its name: the runtime dispatches the model's calls by that name, so it
 is never renamed. Where the provider refuses it, it is not offered to that provider
-(``tool_candidates.schema_refusals``, as a refused schema): its calls are shown as the
+(``tool_candidates.refused_tools``, as a refused schema): its calls are shown as the
 runtime's notes, and the manifest's repairs say why. A tool the run's policy does not permit is
 not declared under any name.
 """

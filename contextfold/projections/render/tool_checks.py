@@ -61,12 +61,10 @@ MAX_CHAT_TOOL_CALLS = 128
 """... and at most 128 calls in one assistant message (the same error for ``tool_calls``)."""
 
 
-def refused_tool_schemas(specs: Iterable[tuple[str, dict[str, Any]]]
-                         ) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
-    """name -> [(why, the providers refusing it for that)] for the (name, parameters) ``specs``
-    whose schema, as sent, some provider refuses (``tool_schemas.refused_schemas``): what an import
-    can say before builds for those providers leave the tools out."""
-    return refused_schemas(specs)
+refused_tool_schemas = refused_schemas
+"""name -> [(why, the providers refusing it for that)] for (name, parameters) specs whose schema,
+as sent, some provider refuses (``tool_schemas.refused_schemas``, under the name the import and
+``protocol`` have used): what an import can say before builds leave the tools out."""
 
 
 def object_schemas(provider: str, schemas: list[tuple[Any, Any]]) -> None:
