@@ -65,7 +65,7 @@ from contextfold.projections import builder
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.store.event_store import EventStore
 
-STAGES = ("make_units", "_tool_candidates", "_select", "truncate_fragment", "dropped_lines", "lay_out",
+STAGES = ("make_units", "_tool_candidates", "_select", "kept_texts", "dropped_lines", "lay_out",
           "finalize_media", "conversation_json", "finish_build")
 """The builder's stages, in the order a build runs them (module-level names in ``builder``)."""
 KINDS = ("first", "second", "rebuild")

@@ -3,7 +3,7 @@
 A kept, uncut unit whose payloads (artifact-backed or long texts) hold no secret renders them
 as logged, read back by the layout (``deferred``); one with a secret is redacted. The builder
 takes the last build's answer for the units it kept and asks again only for the units that
-entered, were cut before, or were derived afresh (``builder._plain_timeline_loads``). Whatever
+entered, were cut before, or were derived afresh (``kept_texts._plain_timeline_loads``). Whatever
 builds come before (other budgets, providers, ``recent_groups``, redaction on or off), the
 request must be the one a fresh state gives.
 """
@@ -15,7 +15,7 @@ import pytest
 from contextfold.domain.events import AnyEvent, ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
-from contextfold.projections import builder
+from contextfold.projections import kept_texts
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.fragment_facts import BuildCtx
@@ -71,17 +71,17 @@ def test_interleaved_builds_show_payloads_as_a_fresh_state_does() -> None:
 def _asked(state: RunState, config: BuildConfig, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The units a build asks whether they render as logged."""
     asked: list[str] = []
-    inner = builder._shown_as_logged
+    inner = kept_texts._shown_as_logged
 
     def counted(ctx: BuildCtx, memo: dict[str, object], uid: str, *rest: object) -> bool:
         asked.append(uid)
         return inner(ctx, memo, uid, *rest)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(builder, "_shown_as_logged", counted)
+    monkeypatch.setattr(kept_texts, "_shown_as_logged", counted)
     try:
         build_context(state, config)
     finally:
-        monkeypatch.setattr(builder, "_shown_as_logged", inner)
+        monkeypatch.setattr(kept_texts, "_shown_as_logged", inner)
     return asked
 
 
