@@ -14,10 +14,16 @@ Where each semantic layer goes (the seed's order, within the protocol):
 7. latest tool observations         -> the newest groups' results, where the protocol puts them
 6. evidence + memory                -> one user message of data blocks, placed just before
                                        the current input (or at the end when the model
-                                       continues after tool results): the protocol does not
-                                       allow a message between a call and its results, so
-                                       layer 6 follows layer 7 when both are present
+                                       continues after tool results)
 8. current user input               -> last
+
+Layer 6 follows layer 7 when both are present, against the seed's numbering, on purpose. No
+message may sit between a call and its results, so evidence placed "before the latest
+observations" would go before the call that made them. The latest observations are history by
+the next turn: placed before them, evidence moved each turn into the middle of what the turn
+before sent, and a provider's prompt cache (which holds a request's longest unchanged opening)
+lost the latest group with it. Placed after them, a turn's request opens with the whole of the
+last one's protocol-complete history, and only what is new (evidence, input) follows.
 
 Only runtime and user text becomes an :class:`InstructionPart`; everything
 else is a :class:`DataPart` that renderers wrap in a delimited data block.
