@@ -33,7 +33,8 @@ __all__ = ["ToolCandidates", "ToolInputs", "not_exposed_reason", "tool_candidate
 
 _UNBOUNDED = 1 << 40
 _TOOL_SCORE = 100.0
-"""Optional tool units rank by BM25 above this base: within the tools layer only their order matters."""
+"""Optional tool units rank from this base (:func:`_tool_rank`): within the tools layer only their
+order matters."""
 
 
 def tool_query(state: RunState) -> str:
@@ -243,12 +244,12 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     exposed, _ = _choices(specs, query, ctx.config, inputs, ctx.count, False, ctx.state.tools)
     whole = _whole(ctx.state, ctx.config, inputs)
     fallback = {t.name for t in exposed if t.reason == "fallback"}
-    # fallback tools (score 0) rank in registration order, below every relevant one: a small
-    # tools share keeps the first registered, as the fill chose them, not the first by name
+    # fallback tools (score 0) rank in registration order, below every relevant one of their size
+    # (``_tool_rank``): a small tools share keeps the first registered, as the fill chose them
     order = {n: i for i, n in enumerate(n for n in ctx.state.tools if n in fallback)} if fallback else {}
     units = [Unit(f"tool:{t.name}", "tools", t.tokens,
-                  _TOOL_SCORE - (order[t.name] + 1) / (len(order) + 1) if t.name in order else
-                  _TOOL_SCORE + t.score, 0, required=t.reason == "pinned")
+                  _tool_rank(t, (order[t.name] + 1) / (len(order) + 1) if t.name in order else 0.0),
+                  0, required=t.reason == "pinned")
              for t in exposed
              if t.reason != "referenced" or ((t.score > 0.0 or whole) and t.name in ctx.state.tools)]
     by_name = {t.name: t for t in exposed}
@@ -260,6 +261,26 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     answer = ToolCandidates(exposed, units, attach)
     ctx.state.memo["tool-candidates"] = (key, answer)
     return answer
+
+
+LARGE_TOOL_TOKENS = 1_000
+"""A tool whose schema costs more than this ranks after every smaller one (:func:`_tool_rank`)."""
+
+
+def _tool_rank(tool: ToolChoice, tie: float) -> float:
+    """A tool unit's rank in the ``tools`` layer: its BM25 score less ``tie`` (under 1:
+    registration order among fallback tools), and a schema over :data:`LARGE_TOOL_TOKENS` after
+    every smaller tool. Ranked by relevance alone, a 4,000-token deploy tool (an MCP server's
+    schema) that matched the query came first, did not fit a small budget, and the walk (which
+    stops at the first unit that does not fit) left out every tool after it: a three-tool agent
+    got a request with no tool at all. Only large schemas sink, not every tool by its cost as
+    fragments are ranked: between tools of ordinary sizes the order stays relevance's, or the
+    runtime's registration order for the fallback. A fixed order, as before: a larger budget
+    still keeps every tool a smaller one kept."""
+    if tool.tokens <= LARGE_TOOL_TOKENS:
+        return _TOOL_SCORE + tool.score - tie  # >= _TOOL_SCORE - 1
+    # below every ordinary tool, by score among the large ones: (0, _TOOL_SCORE - 1)
+    return 1.0 + (_TOOL_SCORE - 2.0) * tool.score / (tool.score + 1.0) - tie
 
 
 def not_exposed_reason(state: RunState, config: BuildConfig, name: str,

@@ -216,3 +216,28 @@ def test_the_fallback_set_stays_put_as_the_run_calls_its_core_tools() -> None:
                    ToolResult(call_id=f"c{i}", content="done"), UserInput("and again, please")]
     assert all(s == seen[0] for s in seen), seen
     assert seen[0][0] == [f"zork{i:02d}" for i in range(12)]
+
+
+def test_a_tool_too_large_for_the_budget_does_not_take_the_toolkit_with_it() -> None:
+    """The selection walk stops at the first unit that does not fit (so a larger budget never
+    keeps less). Ranked by relevance alone, a 4,000-token deploy tool (an MCP server's schema)
+    came first in a three-tool toolkit, did not fit a 3,750-token budget, and took the two
+    33-token tools with it: the request declared no tool and the model could only answer in
+    prose. Tools rank as every unit does, cost included (``selection.score``): the small ones
+    first, the big one where it fits."""
+    big = {"type": "object", "properties": {
+        f"p{i}": {"type": "string", "description": "some long description of the parameter " * 5}
+        for i in range(100)}}
+    state = _state(ToolsRegistered(tools=(
+        ToolSpec(name="deploy_service", description="deploy the service", parameters=big),
+        ToolSpec(name="read_file", description="read a file"),
+        ToolSpec(name="run_shell", description="run a command"))),
+        UserInput("deploy the service please"))
+    declared = {}
+    for window in (5_000, 6_000, 9_000):
+        built = build_context(state, BuildConfig(provider="anthropic", window=window, reserve=1_250),
+                              render=render_request)
+        declared[window] = {t.name for t in built.manifest.tools}
+        assert declared[window] == {t["name"] for t in built.request.get("tools", ())}
+    assert declared[5_000] == {"read_file", "run_shell"}
+    assert declared[6_000] == declared[9_000] == {"read_file", "run_shell", "deploy_service"}
