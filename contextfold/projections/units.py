@@ -8,7 +8,7 @@ build's dedupe of the state fragments (``_state_units``) and the timeline's memo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextfold.domain.fragments import TRUST_RANK
@@ -47,13 +47,13 @@ class Units:
     excluded: list[ExcludedFragment] = field(default_factory=list)
 
 
-def _copy_line(ctx: BuildCtx, fid: str, winner: str) -> ExcludedFragment:
+def _copy_line(ctx: BuildCtx, fid: str, winner: str, files: Mapping[str, str]) -> ExcludedFragment:
     f = ctx.frag(fid)
     return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
                             reason="duplicate", replaced_by=winner)
 
 
-def _semantic_line(ctx: BuildCtx, fid: str, winner: str) -> ExcludedFragment:
+def _semantic_line(ctx: BuildCtx, fid: str, winner: str, files: Mapping[str, str]) -> ExcludedFragment:
     """The line of a fragment left out for another under its semantic key. Different content
     under one key from a newer event is a newer version: ``superseded`` (DESIGN 7: a newer
     revision supersedes the older one), as a file read again at a new revision is. It was called a
@@ -68,9 +68,16 @@ def _semantic_line(ctx: BuildCtx, fid: str, winner: str) -> ExcludedFragment:
         return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
                                 reason="duplicate", replaced_by=winner, detail="")
     newer = ctx.state.entries[winner].position > ctx.state.entries[fid].position
-    detail = ("a newer version under the same semantic key" if newer else
-              f"a different version under the same semantic key: the {w.trust} one is kept over this "
-              f"{f.trust} one, as the more authoritative")
+    kept_over = "a different version under the same semantic key: the"
+    if newer:
+        detail = "a newer version under the same semantic key"
+    elif w.trust != f.trust:
+        detail = f"{kept_over} {w.trust} one is kept over this {f.trust} one, as the more authoritative"
+    elif winner in files and fid not in files:
+        detail = (f"{kept_over} {w.kind} from file {files[winner]} is kept over this newer {f.kind}, "
+                  "which shows no file")
+    else:  # an instruction: it stays in the cached prefix
+        detail = f"{kept_over} {w.kind} is kept over this newer {f.kind}"
     return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
                             reason="superseded", replaced_by=winner, detail=detail)
 
@@ -104,15 +111,17 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
                 replaced_by=newer, detail="a newer retrieval of the same source"))
             left_out.add(fid)
-    # copies of one content or semantic key (a whole-file read is keyed by its path): the more
-    # authoritative, then an instruction (the cached stable prefix: reading AGENTS.md moved its
-    # instruction to the retrieval layer and changed the cache key), then the newer
-    ranked = sorted((fid for fid in state_ids if fid not in left_out),
-                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], entries[fid].kind != "instruction",
-                                     -entries[fid].position, fid))
     # The same text from two files is two facts: a copy by content only from the same file
     # (``fact_sources``), or from no file (a mirror's page, a memory).
-    files = file_sources(ctx.state, ranked, ctx.frag)
+    candidates = [fid for fid in state_ids if fid not in left_out]
+    files = file_sources(ctx.state, candidates, ctx.frag)
+    # copies of one content or semantic key (a whole-file read is keyed by its path): the more
+    # authoritative, then an instruction (the cached stable prefix: reading AGENTS.md moved its
+    # instruction to the retrieval layer and changed the cache key), then one that shows a file
+    # (``_shows_no_file``), then the newer
+    ranked = sorted(candidates,
+                    key=lambda fid: (-TRUST_RANK[ctx.frag(fid).trust], entries[fid].kind != "instruction",
+                                     _shows_no_file(fid, files), -entries[fid].position, fid))
     kept_texts: dict[str, list[str]] = {}
     seen_semantic: dict[str, str] = {}
     for fid in ranked:
@@ -123,7 +132,7 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
         if winner is None and semantic is not None:
             winner, line = seen_semantic.get(semantic), _semantic_line
         if winner is not None and fid not in ctx.required:
-            excluded.append(line(ctx, fid, winner))
+            excluded.append(line(ctx, fid, winner, files))
             left_out.add(fid)
             continue
         kept_texts.setdefault(f.content_hash, []).append(fid)
@@ -142,6 +151,19 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
         members[fid] = (fid,)
         layer_no[fid] = _STATE_LAYER_NO.get(layer, 6)
     return units, members, layer_no, excluded
+
+
+def _shows_no_file(fid: str, files: Mapping[str, str]) -> bool:
+    """Of two equally authoritative copies, one that shows a file stands for the text before one
+    that shows none (a memory, a page, an index's chunk keyed by the file's path).
+
+    A copy is told by its file (``fact_sources.copy_of``): a memory with a file's text is a copy
+    of the read, not the other way round, so when the memory was the newer it was kept first, the
+    read was no copy of it, and the text was sent twice (once, in the other order). And a chunk
+    of a code index keyed by a file's path, newer than the agent's read of the whole file, won
+    the key by age: the read was left out as superseded and the model saw one line of a 59-line
+    file. Between two fragments that show the file, the newer still wins."""
+    return fid not in files
 
 
 def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMark,

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from contextfold.domain.events import AnyEvent, EvidenceRetrieved, FileRead, InstructionSet, UserInput
+from contextfold.domain.events import (
+    AnyEvent,
+    EvidenceRetrieved,
+    FileRead,
+    InstructionSet,
+    MemoryRecalled,
+    UserInput,
+)
 from contextfold.projections.fact_sources import _path_of_file_ref
 from tests.unit.test_builder import _left_out
 
@@ -48,3 +55,34 @@ def test_the_same_text_from_the_same_file_or_from_no_file_is_still_one_copy() ->
     ("file://a/b.py@1.4#L2", "a/b.py")])
 def test_the_path_of_a_file_source_ref(ref: str, path: str) -> None:
     assert _path_of_file_ref(ref) == path
+
+
+def test_a_memory_with_a_files_text_is_one_copy_whichever_came_first() -> None:
+    """A memory with the text of a file the run read is a copy of the read. When the memory was
+    the newer it was kept first, the read was no copy of it (a copy is told by its file), and the
+    text was sent twice; in the other order once. Of equally trusted copies, one that shows a file
+    now stands for the text."""
+    text = "deploy window is Friday 18:00 UTC"
+    read = FileRead(path="ops/deploy.md", content=text)
+    memory = MemoryRecalled(memory_id="m1", content=text, source_ref="mem://team", origin="workspace")
+    page = EvidenceRetrieved(content=text, source_ref="https://wiki/deploy", origin="workspace")
+    for events, left_out in (([read, memory], ("e3", "duplicate", "e2")),
+                             ([memory, read], ("e2", "duplicate", "e3")),
+                             ([read, page], ("e3", "duplicate", "e2")),
+                             ([page, read], ("e2", "duplicate", "e3"))):
+        body, left = _left_out([UserInput("when can we deploy?"), *events])
+        assert body.count(text) == 1 and left == [left_out], events
+
+
+def test_an_index_chunk_keyed_by_a_files_path_does_not_hide_the_read_of_it() -> None:
+    """A code index's chunk (no file in its source ref) keyed by the path of a file the agent had
+    read whole, newer than the read: the read was left out as superseded by age and the model saw
+    one line of a 59-line file. A fragment that shows the file stands for it; two that show it
+    still go by age (``test_builder``: a ``file://`` chunk newer than the read is shown)."""
+    whole = "\n".join(f"line {i}: value_{i}" for i in range(1, 60))
+    chunk = EvidenceRetrieved(content="def f(): pass  # indexed chunk", source_ref="index://repo/17",
+                              semantic_key="src/a.py", origin="workspace")
+    events: list[AnyEvent] = [UserInput("look at src/a.py"), FileRead(path="src/a.py", content=whole), chunk]
+    body, left = _left_out(events)
+    assert "line 30: value_30" in body and "indexed chunk" not in body
+    assert left == [("e3", "superseded", "e2")]
