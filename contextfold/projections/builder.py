@@ -61,8 +61,8 @@ from contextfold.projections.request_json import (
 )
 from contextfold.projections.selection import Selection, Unit, select_units
 from contextfold.projections.state import RunState
+from contextfold.projections.tool_candidates import limit_note, past_limit, tool_inputs
 from contextfold.projections.tool_candidates import tool_candidates as _tool_candidates
-from contextfold.projections.tool_candidates import tool_inputs
 from contextfold.projections.tool_exposure import ToolChoice
 from contextfold.projections.tool_names import renamed_tools
 from contextfold.projections.twins import timeline_twins, twin_lines
@@ -190,6 +190,14 @@ def _build(state: RunState, config: BuildConfig, *,
         raise RequiredContextExceedsBudgetError(exc.budget, _by_fragment(ctx, exc.required, members),
                                                 note=exc.note) from None
     kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
+    past = past_limit(config.provider, kept_tools, tool_units)
+    if past:  # more than the provider takes: select again without the lowest-ranked relevant ones
+        left_out = {f"tool:{name}" for name in past}
+        tool_units = [u for u in tool_units if u.id not in left_out]
+        selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates,
+                            attach)
+        kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
+        repair_notes.append(limit_note(config.provider, past))
     repair_notes += tool_in.refusal_notes()  # the tools the provider refuses, and why
     if tool_in.notes:  # a tool declared or renamed for calls the request left out is neither
         declared = {t.name for t in kept_tools}

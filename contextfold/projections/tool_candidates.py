@@ -10,13 +10,14 @@ exclusion reported: a manifest lists the tools a request declares, not the hundr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.plan_view import current_steps
+from contextfold.projections.render.tool_checks import MAX_TOOLS
 from contextfold.projections.render.tool_schemas import SCHEMA_PROVIDERS, refused_schema
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
@@ -28,8 +29,8 @@ from contextfold.projections.tool_names import (
     tool_name_alias,
 )
 
-__all__ = ["ToolCandidates", "ToolInputs", "not_exposed_reason", "tool_candidates", "tool_inputs",
-           "tool_query"]
+__all__ = ["ToolCandidates", "ToolInputs", "limit_note", "not_exposed_reason", "past_limit",
+           "tool_candidates", "tool_inputs", "tool_query"]
 
 _UNBOUNDED = 1 << 40
 _TOOL_SCORE = 100.0
@@ -91,11 +92,42 @@ class ToolInputs(NamedTuple):
     """A registered tool the policy allows whose parameters schema the build's provider refuses ->
     why (``render.tool_schemas``). Never offered: ``policy`` denies it for this build."""
     provider: str
+    over_limit: frozenset[str] = frozenset()
+    """Tools pinned or called by the history past the provider's count (``MAX_TOOLS``): never
+    offered, like a refused one (:func:`_over_limit`)."""
 
     def refusal_notes(self) -> list[str]:
-        """The manifest's repairs for the tools not offered for their schema: which, and why."""
-        return [f"tool_not_offered:{name} ({self.provider} refuses it: {why})"
-                for name, why in sorted(self.refused.items())]
+        """The manifest's repairs for the tools not offered for their schema or past the provider's
+        count: which, and why."""
+        return [*(f"tool_not_offered:{name} ({self.provider} refuses it: {why})"
+                  for name, why in sorted(self.refused.items())),
+                *(f"tool_not_offered:{name} ({self.provider} {_OVER_LIMIT.format(MAX_TOOLS[self.provider])})"
+                  for name in sorted(self.over_limit))]
+
+
+_OVER_LIMIT = ("takes at most {} tools in a request: the tools pinned and called more recently came "
+               "first")
+
+
+def _over_limit(state: RunState, provider: str, policy: ToolPolicy, registry: Collection[str]
+                ) -> frozenset[str]:
+    """The pinned and history-called tools past ``provider``'s count of tools in one request
+    (``MAX_TOOLS``), when there are more of them than it takes: the pinned first (by name), then
+    those called most recently. Each is declared whatever the relevance and the budget (a call of
+    an undeclared tool is refused), so the count cannot be kept by leaving relevant tools out; the
+    ones past it are not offered and the history's calls to them are shown as the runtime's notes,
+    as a refused tool's are, rather than the whole request refused turn after turn."""
+    limit = MAX_TOOLS.get(provider)
+    used = state.used_tool_names()
+    pinned = [n for n in sorted(policy.pinned)
+              if n in registry and permitted(n, policy.allowed, policy.denied)]
+    if limit is None or len(used) + len(pinned) <= limit:
+        return frozenset()
+    order = dict.fromkeys(pinned)
+    for group in reversed(state.groups()):  # the latest calls first
+        order.update((c.name, None) for c in reversed(group.calls)
+                     if c.name not in order and permitted(c.name, policy.allowed, policy.denied))
+    return frozenset(list(order)[limit:])
 
 
 def refused_tools(state: RunState, provider: str) -> dict[str, str]:
@@ -139,6 +171,9 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
                if permitted(name, policy.allowed, policy.denied)}
     if refused:  # denied for this build: never exposed, its calls shown as notes
         policy = ToolPolicy(policy.allowed, policy.denied | frozenset(refused), policy.pinned)
+    over_limit = _over_limit(state, config.provider, policy, state.tools)
+    if over_limit:  # so are those past the provider's count
+        policy = ToolPolicy(policy.allowed, policy.denied | over_limit, policy.pinned)
     used_names = sorted(state.used_tool_names())
     registry: dict[str, ToolSpec] = dict(state.tools)
     renamed: dict[str, str] = {}
@@ -164,7 +199,7 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
         used_names = sorted(renamed.get(name, name) for name in used_names)
         policy = _aliased_policy(policy, renamed)
     return ToolInputs(registry, used_names, renamed, policy, notes, frozenset(blocked), refused,
-                      config.provider)
+                      config.provider, over_limit)
 
 
 def _aliased_policy(policy: ToolPolicy, renamed: dict[str, str]) -> ToolPolicy:
@@ -283,6 +318,31 @@ def _tool_rank(tool: ToolChoice, tie: float) -> float:
     return 1.0 + (_TOOL_SCORE - 2.0) * tool.score / (tool.score + 1.0) - tie
 
 
+def past_limit(provider: str, kept: Sequence[ToolChoice], units: Sequence[Unit]) -> list[str]:
+    """The kept tools to leave out so that a request declares no more than ``provider`` takes
+    (``MAX_TOOLS``): the lowest-ranked of those kept for their relevance alone (a raised
+    ``max_tools``, the whole toolkit), as the selection ranked their units. The pinned and those the
+    kept history calls are never among them: :func:`_over_limit` left no more of those than fit.
+
+    Why after the selection: whether a tool the history calls is declared depends on which of its
+    groups are kept, so the room left for relevant tools is known only then (the builder selects
+    again without these, so their budget goes to the fragments)."""
+    limit = MAX_TOOLS.get(provider)
+    if limit is None or len(kept) <= limit:
+        return []
+    score = {u.id: u.score for u in units if not u.required}
+    optional = sorted((t for t in kept if t.reason != "referenced" and f"tool:{t.name}" in score),
+                      key=lambda t: (score[f"tool:{t.name}"], t.name))
+    return [t.name for t in optional[:len(kept) - limit]]
+
+
+def limit_note(provider: str, names: Collection[str]) -> str:
+    """The manifest's repair for the relevant tools :func:`past_limit` left out: one line naming
+    them all (a whole toolkit of 400 is 272 names, not 272 repairs)."""
+    return (f"tools_over_limit:{provider} takes at most {MAX_TOOLS[provider]} tools in a request; "
+            f"{len(names)} ranked below the declared ones were left out: {', '.join(sorted(names))}")
+
+
 def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
                        exposed: Collection[str]) -> str | None:
     """Why a build of ``state`` for ``config`` that exposed the tools ``exposed`` (a manifest's
@@ -303,6 +363,9 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     if not permitted(name, policy.allowed, policy.denied):
         return (f"tool {name!r} ({known}) is never exposed: it is not among the run's policy's "
                 f"allowed_tools{stale}")
+    if name in inputs.over_limit:
+        return (f"tool {name!r} ({known}) is not offered to {config.provider}: it "
+                f"{_OVER_LIMIT.format(MAX_TOOLS[config.provider]).replace(': ', ', and ')}{stale}")
     if name in inputs.refused:
         return (f"tool {name!r} ({known}) is not offered to {config.provider}, which refuses it: "
                 f"{inputs.refused[name]}{stale}. Register it with a name and schema this API takes "
@@ -324,6 +387,11 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
                  "and it shares no term with the turn's goal, ready plan steps and latest input")
         return (f"tool {name!r} ({known}) is called by the history, but by none of the calls the "
                 f"request kept (a tool is declared with the calls that use it), {alone}")
+    limit = MAX_TOOLS.get(config.provider)
+    if decided in candidates and limit is not None and len(exposed) >= limit:
+        return (f"tool {name!r} ({known}) was a candidate ({decided.reason}, BM25 score "
+                f"{decided.score:.3f}), but {config.provider} takes at most {limit} tools in a request "
+                "and it ranked below the declared ones")
     if decided in candidates:
         return (f"tool {name!r} ({known}) was a candidate ({decided.reason}, {decided.tokens} tokens), but "
                 "the selection had no room for it in the tools layer's share of the budget")

@@ -16,7 +16,7 @@ from contextfold.projections.render.tool_schemas import refused_schemas, schema_
 from contextfold.projections.request_json import all_remembered, on_clear
 from contextfold.projections.tool_names import TOOL_NAME_RULES, refuses_tool_name
 
-__all__ = ["MAX_CHAT_TOOLS", "MAX_CHAT_TOOL_CALLS", "anthropic_tools",
+__all__ = ["MAX_CHAT_TOOLS", "MAX_CHAT_TOOL_CALLS", "MAX_TOOLS", "anthropic_tools",
            "chat_tools", "checked_names", "declared_tool_names", "gemini_tools", "refused_tool_names",
            "refused_tool_schemas", "responses_tools"]
 
@@ -60,6 +60,22 @@ array with maximum length 128")."""
 MAX_CHAT_TOOL_CALLS = 128
 """... and at most 128 calls in one assistant message (the same error for ``tool_calls``)."""
 
+MAX_TOOLS: dict[str, int] = {"openai-chat": MAX_CHAT_TOOLS, "openai-responses": MAX_CHAT_TOOLS,
+                             "gemini": 512}
+"""provider -> how many tools one request may declare, for those that bound it. OpenAI's Responses
+API answers the same "array too long ... maximum length 128" as Chat Completions for ``tools``;
+Gemini takes "Maximum 512 function declarations" (``google.genai.types.Tool``). Anthropic documents
+no count. A build declares at most this many (``tool_candidates``); the checks below hold bodies
+edited or made elsewhere to it."""
+
+
+def _count(provider: str, count: int) -> None:
+    limit = MAX_TOOLS[provider]
+    if count > limit:
+        _refuse(provider, f"{count} tools are declared and this API takes at most {limit}: a build "
+                "declares at most that many (the pinned, those the kept history calls, then the most "
+                "relevant)")
+
 
 refused_tool_schemas = refused_schemas
 """name -> [(why, the providers refusing it for that)] for (name, parameters) specs whose schema,
@@ -101,10 +117,7 @@ def declared_tool_names(provider: str, tools: list[Any],
 
 def chat_tools(tools: list[Any]) -> set[Any]:
     p = "openai-chat"
-    if len(tools) > MAX_CHAT_TOOLS:
-        _refuse(p, f"{len(tools)} tools are declared and this API takes at most {MAX_CHAT_TOOLS}: "
-              "max_tools bounds the tools chosen for the turn, and every tool the kept history calls "
-              "is declared beside them (a smaller window or a compaction keeps fewer of those calls)")
+    _count(p, len(tools))
     declared = checked_names(p, {t.get("function", {}).get("name") for t in tools})
     functions = [t.get("function", {}) for t in tools]  # parameters left out: "an empty parameter list"
     object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f])
@@ -113,6 +126,7 @@ def chat_tools(tools: list[Any]) -> set[Any]:
 
 def responses_tools(tools: list[Any]) -> set[Any]:
     p = "openai-responses"
+    _count(p, len(tools))
     declared = checked_names(p, {t.get("name") for t in tools if t.get("type") == "function"})
     object_schemas(p, [(t.get("name"), t["parameters"]) for t in tools
                         if t.get("type") == "function" and t.get("parameters") is not None])
@@ -128,6 +142,10 @@ def anthropic_tools(tools: list[Any]) -> set[Any]:
 
 def gemini_tools(tools: list[Any]) -> set[Any]:
     declared: set[Any] = set()
+    count = 0
     for tool in tools:
-        declared.update(d.get("name") for d in tool.get("functionDeclarations") or [])
+        functions = tool.get("functionDeclarations") or []
+        count += len(functions)
+        declared.update(d.get("name") for d in functions)
+    _count("gemini", count)
     return checked_names("gemini", declared)
