@@ -52,7 +52,7 @@ from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.kept_texts import kept_texts
 from contextfold.projections.layout import LayoutInput, lay_out
-from contextfold.projections.media_plan import MediaFinish, finalize_media
+from contextfold.projections.media_plan import TEXT_BYTES_PER_TOKEN, MediaFinish, finalize_media
 from contextfold.projections.model_family import run_model_for
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import (
@@ -246,7 +246,8 @@ def _build(state: RunState, config: BuildConfig, *,
     # or dedupe (a pass over every message of a long run's request saved).
     media = (finalize_media(conversation, reduced=frozenset(reduced),
                             load_bytes=None if config.provider == "neutral" else load_bytes,
-                            provider=config.provider, blocks_of=lambda fid: _media_blocks_of(ctx, fid))
+                            provider=config.provider, blocks_of=lambda fid: _media_blocks_of(ctx, fid),
+                            text_bytes=TEXT_BYTES_PER_TOKEN * budget)
              if state.media_seen else MediaFinish(conversation))
     conversation = media.conversation
     if renamed:

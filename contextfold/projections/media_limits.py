@@ -23,6 +23,14 @@ Rules, each from the provider's documentation:
   side, in JPEG, PNG, GIF or WebP when sent inline; and, in a request with more than 20 images,
   at most 2000 px a side (:func:`many_images_refusal`, a rule of the whole request, applied by
   ``finalize_media``).
+- Per request (:data:`REQUEST_LIMITS`, applied by ``finalize_media`` to the media the request
+  would carry, the newest first: the oldest past a limit become notes): Anthropic takes at most
+  100 images and 100 PDF pages (build-with-claude/vision, /pdf-support) in a request of at most
+  32 MB; Gemini at most 20 MB of request with its inline data (ai.google.dev/gemini-api/docs:
+  image-understanding, document-processing: larger media go through the Files API); OpenAI at
+  most 500 images and 50 MB of image bytes in a request, 20 MB an image (platform.openai.com/docs
+  /guides/images-vision). A request's size is read off the base64 its inline media carry, beside
+  the text's (``text_bytes``: the builder's bound on it).
 - A file a provider's Files API holds (a transcript's ``file_id``, logged as
   ``anthropic-file://`` / ``openai-file://``) goes by id to that provider only; another cannot
   read it (nor OpenAI Chat an image by id).
@@ -31,6 +39,7 @@ Rules, each from the provider's documentation:
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from contextfold.projections.media_cost import media_family
 
@@ -42,6 +51,9 @@ __all__ = [
     "ANTHROPIC_MAX_IMAGE_SIDE",
     "FILE_SCHEMES",
     "GEMINI_MEDIA_TYPES",
+    "OPENAI_MAX_IMAGE_BYTES",
+    "REQUEST_LIMITS",
+    "RequestLimits",
     "base64_length",
     "file_ref",
     "many_images_refusal",
@@ -75,6 +87,31 @@ ANTHROPIC_MAX_IMAGE_SIDE = 8000
 ANTHROPIC_MANY_IMAGES = 20
 """Above this many images in one request, each side is limited to :data:`ANTHROPIC_MANY_IMAGES_MAX_SIDE`."""
 ANTHROPIC_MANY_IMAGES_MAX_SIDE = 2000
+OPENAI_MAX_IMAGE_BYTES = 20 * 1024 * 1024
+"""OpenAI's per-image limit ("Up to 20MB per image")."""
+_MB = 1024 * 1024
+
+
+class RequestLimits(NamedTuple):
+    """What one request of a provider may carry in all; None: no documented bound."""
+
+    name: str
+    """The provider as a note names it."""
+    images: int | None
+    pdf_pages: int | None
+    inline_bytes: int | None
+    """The request's bytes, its inline media's base64 and its text together (Anthropic, Gemini),
+    or the images' (OpenAI)."""
+    text_counts: bool
+    """Whether the request's text counts toward ``inline_bytes`` (a whole-request size)."""
+
+
+REQUEST_LIMITS: dict[str, RequestLimits] = {
+    "anthropic": RequestLimits("Anthropic", 100, 100, 32 * _MB, True),
+    "gemini": RequestLimits("Gemini", None, None, 20 * _MB, True),
+    "openai": RequestLimits("OpenAI", 500, None, 50 * _MB, False),
+}
+"""Per provider family: the module docstring's per-request rules."""
 
 
 def base64_length(size: int) -> int:
@@ -129,6 +166,9 @@ def refusal(provider: str, kind: str, media_type: str, *, inline: bool, size: in
         case "gemini":
             if media_type not in GEMINI_MEDIA_TYPES:
                 return "Gemini does not take this type"
+        case "openai" if kind == "image":
+            if inline and size is not None and size > OPENAI_MAX_IMAGE_BYTES:
+                return f"over OpenAI's 20 MB image limit ({size} bytes)"
         case "anthropic" if kind == "image":
             if inline and media_type not in ANTHROPIC_IMAGE_TYPES:
                 return "Anthropic takes JPEG, PNG, GIF and WebP images only"

@@ -26,8 +26,9 @@ into one that can be sent:
 - limits: a medium the provider refuses as it is (a type it does not take, an image over its
   size limit: ``media_limits``) is priced as the note sent in its place (no media tokens, the
   note as caption text, ``not_attached`` in the manifest) and marked ``MediaPart.unsent``, its
-  bytes not loaded. A rule of the whole request (Anthropic's more than 20 images) is applied
-  here, to media that were priced as media: the manifest then counts more than is sent.
+  bytes not loaded. The rules of the whole request (Anthropic's more than 20 images, and each
+  provider's count, pages and size of a request: ``media_limits.REQUEST_LIMITS``) are applied
+  here, the newest media kept first (``_request_notes``).
 
 Media a provider cannot carry inside a tool result is moved by the renderers
 (OpenAI Chat: the next user message, with a reference line). The fold's
@@ -70,6 +71,8 @@ from contextfold.projections.media_cost import (
 )
 from contextfold.projections.media_limits import (
     ANTHROPIC_MANY_IMAGES,
+    REQUEST_LIMITS,
+    base64_length,
     many_images_refusal,
     refusal,
     unsent_media_note,
@@ -87,7 +90,13 @@ from contextfold.projections.request_json import on_clear
 from contextfold.projections.state import RunState
 from contextfold.projections.tool_names import tool_name_alias
 
-__all__ = ["FragmentMedia", "MediaFinish", "finalize_media", "media_blocks", "plan_fragment"]
+__all__ = ["TEXT_BYTES_PER_TOKEN", "FragmentMedia", "MediaFinish", "finalize_media", "media_blocks",
+           "plan_fragment"]
+
+TEXT_BYTES_PER_TOKEN = 4
+"""What a token of the request's text takes of its bytes, at most as the builder reckons (about
+four characters of English a token, JSON escapes aside): a build's budget in tokens times this
+bounds the text a limit on the whole request's size leaves beside its inline media."""
 
 
 def media_blocks(frag: ContextFragment) -> tuple[ImageBlock | DocumentBlock, ...]:
@@ -272,30 +281,76 @@ def _parts(conversation: Conversation) -> list[MediaPart]:
     return out
 
 
-def _many_images(conversation: Conversation, provider: str,
-                 blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None) -> bool:
-    """Whether the request will carry more images than Anthropic takes at full size
-    (``media_limits.ANTHROPIC_MANY_IMAGES``): each distinct image not replaced by a note."""
-    if media_family(provider) != "anthropic":
-        return False
-    images: set[str] = set()
+def _pages_of(part: MediaPart, blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None
+              ) -> int | None:
+    """The logged page count of a PDF ``part`` (its fragment's block of the same key)."""
+    if blocks_of is None or part.media_type != "application/pdf":
+        return None
+    key = _key(part)
+    block = next((b for b in blocks_of(part.fragment_id) if _key(b) == key), None)
+    return getattr(block, "pages", None)
+
+
+def _request_notes(conversation: Conversation, provider: str,
+                   blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None,
+                   text_bytes: int) -> dict[str, str]:
+    """media key -> why ``provider`` refuses that medium in this request (``media_limits``'s rules
+    of the whole request), for the media the request would carry (distinct, not notes already).
+
+    The newest are kept first, the oldest past a limit become notes: the latest input's
+    screenshot is what the turn is about, and a request the provider refuses whole, every turn
+    while the media are in the window, shows none of them. ``text_bytes``: what the request's
+    text may take of a whole-request size."""
+    family = media_family(provider)
+    limits = REQUEST_LIMITS.get(family)
+    if limits is None:
+        return {}
+    media: dict[str, MediaPart] = {}
     for part in _parts(conversation):
-        size = _size_of(part, blocks_of)
-        if part.kind == "image" and _note(provider, part, part.fragment_id, *size) is None:
-            images.add(_key(part))
-    return len(images) > ANTHROPIC_MANY_IMAGES
+        if part.unsent is None and _key(part) not in media and _note(
+                provider, part, part.fragment_id, *_size_of(part, blocks_of)) is None:
+            media[_key(part)] = part
+    why: dict[str, str] = {}
+    room = (None if limits.inline_bytes is None else
+            limits.inline_bytes - (text_bytes if limits.text_counts else 0))
+    images = pages = size = 0
+    for key, part in reversed(media.items()):  # the newest first
+        page_count = _pages_of(part, blocks_of) or 0
+        inline, raw = _inline_size(part)
+        counted = base64_length(raw) if inline and raw is not None and (
+            limits.text_counts or part.kind == "image") else 0
+        if part.kind == "image" and limits.images is not None and images >= limits.images:
+            why[key] = f"past {limits.name}'s {limits.images} images in a request (the newest are sent)"
+        elif limits.pdf_pages is not None and pages + page_count > limits.pdf_pages:
+            why[key] = (f"past {limits.name}'s {limits.pdf_pages} PDF pages in a request ({page_count} "
+                        "pages; the newest are sent)")
+        elif room is not None and size + counted > room:
+            what = "request" if limits.text_counts else "images' bytes in a request"
+            why[key] = (f"past {limits.name}'s {(limits.inline_bytes or 0) // (1024 * 1024)} MB {what} "
+                        f"({raw} bytes; the newest are sent)")
+        else:
+            images += part.kind == "image"
+            pages += page_count
+            size += counted
+    if family == "anthropic" and images > ANTHROPIC_MANY_IMAGES:
+        for key, part in media.items():
+            if key not in why and part.kind == "image" and (
+                    refused := many_images_refusal(provider, *_size_of(part, blocks_of))) is not None:
+                why[key] = refused
+    return why
 
 
 def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
                    load_bytes: Callable[[ArtifactRef], bytes] | None, provider: str = "neutral",
-                   blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None = None
-                   ) -> MediaFinish:
+                   blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None = None,
+                   text_bytes: int = 0) -> MediaFinish:
     """Reduce, inline and dedupe the media parts of ``conversation`` (see the module docstring),
     and mark those ``provider`` refuses (``media_limits``) with the note sent in their place:
-    their bytes are not loaded. ``blocks_of``: a fragment's priced media, for their logged sizes."""
+    their bytes are not loaded. ``blocks_of``: a fragment's priced media, for their logged sizes
+    and pages; ``text_bytes``: a bound on the request's text, for a limit on its whole size."""
     seen: dict[str, str] = {}
     finish = MediaFinish(conversation)
-    many = _many_images(conversation, provider, blocks_of)
+    request_notes = _request_notes(conversation, provider, blocks_of, text_bytes)
 
     def carry(part: MediaPart) -> MediaPart | str:
         key = _key(part)
@@ -303,8 +358,7 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
         # pointing at a medium that is not shown); the renderer writes it, no bytes needed.
         width, height = _size_of(part, blocks_of)
         note = _note(provider, part, part.fragment_id, width, height)
-        if note is None and many and part.kind == "image" and (
-                why := many_images_refusal(provider, width, height)) is not None:
+        if note is None and (why := request_notes.get(key)) is not None:
             note = unsent_media_note(part.kind, part.media_type, _shown(part, part.fragment_id), why)
             finish.unsent.setdefault(part.fragment_id, {})[key] = note
         if note is not None:
