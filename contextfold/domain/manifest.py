@@ -238,9 +238,9 @@ class MediaCostRecord(_Frozen):
     ``reduced_from`` is the full price when the build sent a cheaper rendition
     (``detail: low``); ``shown_in`` names the fragment that carries the same
     bytes when this occurrence was replaced by a reference (dedupe); ``not_attached`` the note
-    sent instead of a medium the provider refuses (``tokens`` then 0 when the plan knew it, the
-    note being priced as text; the medium's price when only the whole request told, e.g. more
-    than 20 images for Anthropic).
+    sent instead of a medium the provider refuses (``tokens`` then 0, the note being priced as
+    text, also when only the whole request told: more than 20 images for Anthropic, a request's
+    count or size limit).
     """
 
     kind: Literal["image", "document"]

@@ -28,7 +28,8 @@ into one that can be sent:
   note as caption text, ``not_attached`` in the manifest) and marked ``MediaPart.unsent``, its
   bytes not loaded. The rules of the whole request (Anthropic's more than 20 images, and each
   provider's count, pages and size of a request: ``media_limits.REQUEST_LIMITS``) are applied
-  here, the newest media kept first (``_request_notes``).
+  here, the newest media kept first (``_request_notes``); the manifest prices those as their notes
+  (:func:`priced_as_sent`), the selection having priced them as media.
 
 Media a provider cannot carry inside a tool result is moved by the renderers
 (OpenAI Chat: the next user message, with a reference line). The fold's
@@ -39,7 +40,7 @@ looks there too.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -91,7 +92,7 @@ from contextfold.projections.state import RunState
 from contextfold.projections.tool_names import tool_name_alias
 
 __all__ = ["TEXT_BYTES_PER_TOKEN", "FragmentMedia", "MediaFinish", "finalize_media", "media_blocks",
-           "plan_fragment"]
+           "plan_fragment", "priced_as_sent"]
 
 TEXT_BYTES_PER_TOKEN = 4
 """What a token of the request's text takes of its bytes, at most as the builder reckons (about
@@ -201,6 +202,29 @@ def plan_fragment(state: RunState, frag: ContextFragment, provider: str) -> Frag
                          notes if any(n is not None for n in notes) else ())
 
 
+def priced_as_sent(state: RunState, frag: ContextFragment, provider: str, media: FragmentMedia,
+                   unsent: Mapping[str, str]) -> FragmentMedia:
+    """``media`` with those the request carries as notes for a rule of the whole request
+    (``MediaFinish.unsent``: media key -> note) priced as those notes, as a medium refused on its
+    own is (:func:`plan_fragment`): no media tokens, the note as caption text.
+
+    Why: the selection priced them as media (whether a request breaks such a rule is known only
+    once it is laid out), and the manifest kept that price: 21 panorama strips for Anthropic, each
+    a note of ~40 tokens, were counted at ~1,500 tokens an image, so the manifest's tokens were far
+    above the request's. The selection's room is not given back (a note costs less than its
+    image), so the request stays within its budget."""
+    planned = media.notes or (None,) * len(media.blocks)
+    notes = tuple(n if n is not None else unsent.get(_key(b))
+                  for b, n in zip(media.blocks, planned, strict=True))
+    if notes == media.notes:
+        return media
+    zero = MediaCost(0, f"{media_family(provider)}-not-attached")
+    costs = tuple(zero if n is not None else c for c, n in zip(media.costs, notes, strict=True))
+    reduced = tuple(zero if n is not None else c for c, n in zip(media.reduced_costs, notes, strict=True))
+    return FragmentMedia(media.blocks, media.fold_tokens, costs, reduced,
+                         _caption_tokens(state, frag, provider, media.blocks, notes), notes)
+
+
 def _caption_tokens(state: RunState, frag: ContextFragment, provider: str,
                     blocks: tuple[ImageBlock | DocumentBlock, ...], notes: tuple[str | None, ...]) -> int:
     """The text ``provider``'s renderer writes around ``frag``'s media, as written: a caption
@@ -248,7 +272,8 @@ class MediaFinish:
     """Fragment id -> {media key -> fragment id that carries it} for deduped occurrences."""
     unsent: dict[str, dict[str, str]] = field(default_factory=dict)
     """Fragment id -> {media key -> the note sent in its place} for media the provider refuses
-    only in this request (``media_limits.many_images_refusal``); they were priced as media."""
+    only in this request (``_request_notes``): selected as media, the manifest prices them as
+    their notes (:func:`priced_as_sent`)."""
 
 
 def _split_data_url(part: MediaPart) -> MediaPart:

@@ -19,6 +19,7 @@ from contextfold.domain.manifest import LAYER_NAMES, ManifestFragment
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, reasoning_of
 from contextfold.projections.fragment_facts import BuildCtx, Facts
+from contextfold.projections.media_plan import priced_as_sent
 from contextfold.projections.reasoning import reasoning_note, reasoning_sent, reasoning_tokens
 from contextfold.projections.state import SummaryItem, freshness_at
 from contextfold.projections.timeline_units import ranked_position
@@ -135,6 +136,9 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     those the request carries as a note (``media_plan.MediaFinish``)."""
     f, m = ctx.shown(facts.frag), facts.media  # a lazy text is loaded here: this fragment is rendered
     fid = f.id
+    if m is not None and fid in notes[1]:  # media sent as notes for a rule of the whole request
+        planned = facts.view if isinstance(facts.view, ContextFragment) else facts.view.head
+        m = priced_as_sent(ctx.state, planned, ctx.config.provider, m, notes[1][fid])
     text = text_cut.get(fid, facts.text_tokens)
     tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7

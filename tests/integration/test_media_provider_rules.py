@@ -33,6 +33,7 @@ from contextfold.domain.events import (
 from contextfold.importers import parse
 from contextfold.projections.render import validate_sdk_types
 from contextfold.projections.render.validate import validate_request
+from contextfold.projections.tokens import get_counter
 from tests.unit.test_media import image_bytes
 
 
@@ -217,8 +218,27 @@ def test_anthropic_sends_wide_images_only_in_requests_of_at_most_20(store: Store
     assert len(notes) == count - 1
     assert all("2000 px limit for a request of more than 20 images (2100x2)" in n for n in notes)
     unsent = [r for r in records if r.not_attached is not None]
-    assert len(unsent) == count - 1 and all(r.tokens > 0 for r in unsent)  # priced as images: the
-    # plan could not know the request's count, so the manifest counts more than is sent, never less
+    assert len(unsent) == count - 1  # priced as the notes sent (below)
+    assert all((r.tokens, r.rule) == (0, "anthropic-not-attached") for r in unsent)
+
+
+def test_images_sent_as_notes_for_the_20_image_rule_are_priced_as_the_notes(store: Store) -> None:
+    """The plan cannot know a request's image count, so the selection priced each wide image as an
+    image (~470 tokens for 2100x300); the manifest kept that price for the ~40-token note sent in its
+    place, and counted ~9,000 tokens the request did not carry. It now counts what is sent."""
+    run = store.run("wide")
+    strips = tuple(store.attach_image(image_bytes("PNG", (2100, 300), (i * 10, 80, 160))) for i in range(20))
+    small = store.attach_image(image_bytes("PNG", (50, 50), (200, 10, 10)))
+    run.append(UserInput(content=(TextBlock(text="compare these panorama strips"), *strips, small)))
+    built = run.preview("anthropic", model="claude-sonnet-4-5", window=200_000, reserve=4_000)
+    [fragment] = [f for f in built.manifest.fragments if f.media]
+    content = built.request["messages"][0]["content"]
+    assert sum(b["type"] == "image" for b in content) == 1
+    count = get_counter(built.manifest.encoding).count
+    shown = (sum(count(b["text"]) for b in content if b["type"] == "text")
+             + sum(m.tokens for m in fragment.media))
+    assert shown <= fragment.tokens <= shown + 40  # the framing of the message and its tags
+    assert fragment.tokens < 2_000
 
 
 def _imported(store: Store, doc: Any, fmt: str) -> str:
