@@ -247,7 +247,7 @@ def _build(state: RunState, config: BuildConfig, *,
     media = (finalize_media(conversation, reduced=frozenset(reduced),
                             load_bytes=None if config.provider == "neutral" else load_bytes,
                             provider=config.provider, blocks_of=lambda fid: _media_blocks_of(ctx, fid),
-                            text_bytes=TEXT_BYTES_PER_TOKEN * budget)
+                            text_bytes=TEXT_BYTES_PER_TOKEN * (selection.used + opening))
              if state.media_seen else MediaFinish(conversation))
     conversation = media.conversation
     if renamed:

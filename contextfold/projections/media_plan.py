@@ -95,9 +95,9 @@ __all__ = ["TEXT_BYTES_PER_TOKEN", "FragmentMedia", "MediaFinish", "finalize_med
            "plan_fragment", "priced_as_sent"]
 
 TEXT_BYTES_PER_TOKEN = 4
-"""What a token of the request's text takes of its bytes, at most as the builder reckons (about
-four characters of English a token, JSON escapes aside): a build's budget in tokens times this
-bounds the text a limit on the whole request's size leaves beside its inline media."""
+"""What a token of the request's text takes of its bytes as the builder reckons it (about four
+characters of English a token, JSON escapes aside): the tokens a build selected (its media's
+among them) times this is the room a limit on the whole request's size keeps for its text."""
 
 
 def media_blocks(frag: ContextFragment) -> tuple[ImageBlock | DocumentBlock, ...]:
