@@ -190,14 +190,17 @@ def _build(state: RunState, config: BuildConfig, *,
         raise RequiredContextExceedsBudgetError(exc.budget, _by_fragment(ctx, exc.required, members),
                                                 note=exc.note) from None
     kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
-    past = past_limit(config.provider, kept_tools, tool_units)
-    if past:  # more than the provider takes: select again without the lowest-ranked relevant ones
-        left_out = {f"tool:{name}" for name in past}
-        tool_units = [u for u in tool_units if u.id not in left_out]
+    left_out: list[str] = []
+    while past := past_limit(config.provider, kept_tools, tool_units, attach):
+        # more than the provider takes: select again without the lowest-ranked relevant ones (a
+        # group kept then may declare one more tool it calls: again, until the count holds)
+        left_out += past
+        tool_units = [u for u in tool_units if u.id.removeprefix("tool:") not in past]
         selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates,
                             attach)
         kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
-        repair_notes.append(limit_note(config.provider, past))
+    if left_out:
+        repair_notes.append(limit_note(config.provider, left_out))
     repair_notes += tool_in.refusal_notes()  # the tools the provider refuses, and why
     if tool_in.notes:  # a tool declared or renamed for calls the request left out is neither
         declared = {t.name for t in kept_tools}

@@ -10,7 +10,7 @@ exclusion reported: a manifest lists the tools a request declares, not the hundr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from contextfold.domain.events import TextBlock, ToolSpec
@@ -318,11 +318,13 @@ def _tool_rank(tool: ToolChoice, tie: float) -> float:
     return 1.0 + (_TOOL_SCORE - 2.0) * tool.score / (tool.score + 1.0) - tie
 
 
-def past_limit(provider: str, kept: Sequence[ToolChoice], units: Sequence[Unit]) -> list[str]:
+def past_limit(provider: str, kept: Sequence[ToolChoice], units: Sequence[Unit],
+               attach: Mapping[str, tuple[str, int]]) -> list[str]:
     """The kept tools to leave out so that a request declares no more than ``provider`` takes
     (``MAX_TOOLS``): the lowest-ranked of those kept for their relevance alone (a raised
     ``max_tools``, the whole toolkit), as the selection ranked their units. The pinned and those the
-    kept history calls are never among them: :func:`_over_limit` left no more of those than fit.
+    history calls (``attach``) are never among them: :func:`_over_limit` left no more of those
+    than fit, so leaving out the others always keeps the count.
 
     Why after the selection: whether a tool the history calls is declared depends on which of its
     groups are kept, so the room left for relevant tools is known only then (the builder selects
@@ -330,7 +332,8 @@ def past_limit(provider: str, kept: Sequence[ToolChoice], units: Sequence[Unit])
     limit = MAX_TOOLS.get(provider)
     if limit is None or len(kept) <= limit:
         return []
-    score = {u.id: u.score for u in units if not u.required}
+    called = {uid for uid, _ in attach.values()}
+    score = {u.id: u.score for u in units if not u.required and u.id not in called}
     optional = sorted((t for t in kept if t.reason != "referenced" and f"tool:{t.name}" in score),
                       key=lambda t: (score[f"tool:{t.name}"], t.name))
     return [t.name for t in optional[:len(kept) - limit]]

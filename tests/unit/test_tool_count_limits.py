@@ -132,3 +132,34 @@ def test_a_body_edited_past_the_count_is_refused_before_it_is_sent(provider: str
         check_protocol(provider, render(conversation, provider))
     conversation = conversation.model_copy(update={"tools": _tools(limit)})
     check_protocol(provider, render(conversation, provider))
+
+
+def test_pinned_tools_past_the_limit_are_not_offered_first_by_name() -> None:
+    """A policy that pins 130 tools: the first 128 by name are declared, the rest not offered."""
+    names = tuple(t.name for t in _tools(130))
+    events: list[AnyEvent] = [ToolsRegistered(tools=_tools(130)),
+                              PolicySet(text="Tools may be used.", pinned_tools=names), UserInput("go")]
+    built = _build(events, "openai-chat", max_tools=12)
+    declared = _declared(built)
+    left = sorted(names)[128:]
+    assert len(declared) == 128 and not set(left) & set(declared)
+    assert [r for r in built.manifest.repairs if r.startswith("tool_not_offered:")] == [
+        f"tool_not_offered:{name} (openai-chat takes at most 128 tools in a request: the tools pinned and "
+        "called more recently came first)" for name in left]
+
+
+def test_the_tools_the_kept_history_calls_come_before_the_relevant_ones() -> None:
+    """120 tools called and a whole toolkit of 200: the 120 stay (their calls are sent as calls),
+    and 8 of the others, the relevant first, fill the count."""
+    called = [t.name for t in _tools(200) if t.name.startswith("tool_")][:120]
+    events: list[AnyEvent] = [ToolsRegistered(tools=_tools(200)), UserInput("run them")]
+    for i, name in enumerate(called):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name=name, arguments="{}"),)),
+                   ToolResult(call_id=f"c{i}", content=f"result {i}")]
+    events.append(UserInput("now deploy"))
+    built = _build(events, "openai-chat", max_tools=200)
+    declared = set(_declared(built))
+    assert len(declared) == 128 and set(called) <= declared
+    assert declared - set(called) <= {f"deploy_{i}" for i in range(7, 200, 10)}  # the relevant ones
+    assert not [r for r in built.manifest.repairs if r.startswith("declared_unregistered_tool:")]
+    assert "TOOL_NOT_OFFERED" not in json.dumps(built.request)
