@@ -16,7 +16,7 @@ from PIL import Image
 
 from contextfold.domain.conversation import Conversation, InstructionPart, MediaPart, UserMessage
 from contextfold.domain.errors import InputLimitError, InvalidInputError, UnsupportedMediaError
-from contextfold.domain.events import ImageBlock, RunStarted, TextBlock, UserInput
+from contextfold.domain.events import ArtifactRef, ImageBlock, RunStarted, TextBlock, UserInput
 from contextfold.projections.media_plan import finalize_media
 from contextfold.store.event_store import EventStore
 from contextfold.store.media import (
@@ -185,3 +185,17 @@ def test_finalize_media_dedupes_by_hash_and_splits_data_urls() -> None:
     assert base64.b64decode(first.data_base64 or "") == png
     assert isinstance(second, InstructionPart) and "shown above (from e2)" in second.text
     assert list(done.shown_in) == ["e5"]
+
+
+@pytest.mark.parametrize(("provider", "kept"), [("anthropic", 6), ("gemini", 4), ("openai-chat", 8)])
+def test_finalize_media_keeps_a_request_within_its_providers_size_the_newest_first(provider: str,
+                                                                                  kept: int) -> None:
+    """Eight 3.5 MB images (4.7 MB of base64 each): Anthropic takes 32 MB a request, Gemini 20 MB,
+    OpenAI 50 MB of images; with 1 MB of text beside them the oldest past that are notes."""
+    parts = [MediaPart(kind="image", media_type="image/png", fragment_id=f"e{i}", artifact=ArtifactRef(
+        hash=f"{i:064x}", size=3_500_000, media_type="image/png")) for i in range(8)]
+    conv = Conversation(messages=tuple(UserMessage(parts=(p,)) for p in parts))
+    done = finalize_media(conv, reduced=frozenset(), load_bytes=None, provider=provider, text_bytes=1_000_000)
+    sent = [m.parts[0].unsent is None for m in done.conversation.messages]  # type: ignore[union-attr]
+    assert sent == [False] * (8 - kept) + [True] * kept
+    assert sorted(done.unsent) == [f"e{i}" for i in range(8 - kept)]
