@@ -371,7 +371,7 @@ class EventStore(RunHeads):
                     if not events:
                         continue
                     prepared = checked_citations(self, self._prepare_all(events), self._prepare, raw)
-                    head = self._catch_up(run_id)
+                    head = self._fresh_head(run_id)
                     if head.version != 0:
                         raise RunExistsError(run_id, head.version)
                     if any(b.run_id == run_id for b in staged):  # named twice in the batch

@@ -111,6 +111,16 @@ class RunHeads(EventReads):
         self._keyframes_read.forget(run_id)
         return self._catch_up(run_id)
 
+    def _fresh_head(self, run_id: str) -> RunHead:
+        """The run's head as the log holds it now, where a cached one is checked first (one row
+        read): a caught-up head only adds the rows after the cached version, so a run the log lost
+        whole or in part (a restored backup) kept its old version, and ``append_new_runs`` called
+        a run the log no longer holds taken (RunExistsError) until the process restarted."""
+        head = self._heads.get(run_id)
+        if head is not None and not self._still_ends_at(run_id, head):
+            return self._read_again(run_id)
+        return self._catch_up(run_id)
+
     def _still_ends_at(self, run_id: str, head: RunHead) -> bool:
         """Whether the row at ``head.version`` is still the one ``head`` was made from (one row
         read): False when the log moved back under this store (a restored backup)."""

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import Run, open_store
+from contextfold.domain.errors import RunNotFoundError
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.crypto import generate_key
@@ -104,3 +105,20 @@ def test_catching_up_a_run_handle_costs_one_read(store_url: str) -> None:
         recorder.select_events = counted
         assert run.state().version == 4
         assert len(calls) == 1
+
+
+def test_a_run_the_restore_removed_whole_is_started_again_through_its_handle(store_url: str) -> None:
+    """A backup from before the run began: the handle finds no run (as a handle of a new id does),
+    and the run starts again through the same store (its cached head of the removed run is not
+    the log's)."""
+    with open_store(store_url) as store:
+        run = store.run("r")
+        _started(run, "3 failed")
+        assert run.state().version == 3
+        _restore(store_url, "r", 0)
+        with pytest.raises(RunNotFoundError):
+            run.state()
+        assert store.events.append_new_runs([("r", [UserInput("Fix it again")])]) == 1
+        assert run.state().version == 1
+        run.append(UserInput("and go on"))
+        assert run.state().version == 2

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from contextfold.domain.errors import ConcurrencyConflictError, IntegrityError
+from contextfold.domain.errors import ConcurrencyConflictError, IntegrityError, RunExistsError
 from contextfold.domain.events import RunStarted, UserInput
 from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.crypto import Keyring, generate_key
@@ -262,3 +262,42 @@ def test_a_read_that_continues_a_fold_checks_the_event_folded_last(store_url: st
         worker.append("r", [_large(1), UserInput("three")])
         with pytest.raises(StaleHeadError):
             next(worker.iter_events("r", after=3, after_hash=recorded[2].hash))
+
+
+@pytest.mark.parametrize("read_first", [False, True])
+def test_a_run_the_restore_removed_whole_is_imported_again_by_the_same_store(
+        store_url: str, read_first: bool) -> None:
+    """A backup from before the run began: the store's cached head (written or read) said the run
+    held 3 events, nothing after 3 was found, and ``append_new_runs`` raised RunExistsError for a
+    run the log no longer held, until the process restarted."""
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), _large(0)])
+        if read_first:
+            assert len(list(worker.iter_events("r"))) == 3
+        _restore(store_url, "r", 0)
+        assert worker.append_new_runs([("r", [RunStarted(), UserInput("two"), _large(1)]),
+                                       ("s", [RunStarted()])]) == 4
+        assert worker.append("r", [UserInput("three")])[0].position == 4
+    assert _positions(store_url, "r") == [1, 2, 3, 4]
+
+
+def test_a_run_the_restore_cut_short_is_still_taken_and_says_its_real_length(store_url: str) -> None:
+    """A restore that kept part of the run: still a run that exists, named with the version the
+    log holds, not the one the store remembered."""
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), UserInput("two")])
+        _restore(store_url, "r", 1)
+        with pytest.raises(RunExistsError) as caught:
+            worker.append_new_runs([("r", [RunStarted()])])
+        assert caught.value.events == 1
+
+
+@pytest.mark.parametrize("expected_version", [None, 0])
+def test_an_append_to_a_run_the_restore_removed_whole_starts_it_again(
+        store_url: str, expected_version: int | None) -> None:
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), UserInput("two")])
+        _restore(store_url, "r", 0)
+        recorded = worker.append("r", [RunStarted(), UserInput("again")], expected_version=expected_version)
+        assert [e.position for e in recorded] == [1, 2]
+    assert _positions(store_url, "r") == [1, 2]
