@@ -46,7 +46,7 @@ from contextfold.store.compression import is_compressed, unpack_artifact, unpack
 from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
 from contextfold.store.deltas import KeyframesRead, delta_base, is_delta, unpack_delta
 from contextfold.store.driver_errors import one_line
-from contextfold.store.head_check import StaleHeadError
+from contextfold.store.head_check import FoldedTails, StaleHeadError
 from contextfold.store.limits import StoreLimits
 
 __all__ = ["RUN_ID_PATTERN", "EventReads", "RunInfo", "VerifyReport", "bulk_allocation", "check_run_id"]
@@ -137,37 +137,52 @@ class EventReads:
     limits: StoreLimits
     backend: SQLiteBackend | PostgresBackend
     _keyframes_read: KeyframesRead
+    _folded_tails: FoldedTails
     _order_column: str
 
     def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None,
-                gt_hash: str | None = None) -> Iterator[RecordedEvent]:
+                gt_hash: str | None = None, remember: bool = False) -> Iterator[RecordedEvent]:
         """The events after ``gt`` (up to ``lte``), read in pages of at most ``_PAGE_ROWS`` rows.
 
         Pages are sized by bytes too (about ``_PAGE_BYTES`` of stored rows): a page of 5,000
         events of 20 KB each held 100 MB of rows at once, more than a folded state of
-        100k events holds. ``gt_hash``: see :meth:`iter_events`."""
+        100k events holds. ``gt_hash``: see :meth:`iter_events`. ``remember``: once every row is
+        read, the last one's digest is remembered (:class:`~.head_check.FoldedTails`) for the
+        read that continues from it."""
         page = _FIRST_PAGE_ROWS
         cursor = gt if gt_hash is None else gt - 1
         lte = _MAX_POSITION if lte is None else min(lte, _MAX_POSITION)
+        last: tuple[RecordedEvent, bytes] | None = None
         while True:
             upper = min(cursor + page, lte)
             if cursor >= lte:
-                return
+                break
             with translate_errors(f"read {run_id!r}", self.url):
                 rows = self.backend.recorder.select_events(run_id, gt=cursor, lte=upper)
             nbytes = sum(len(row.state) for row in rows)
             skip = 0
             if gt_hash is not None:  # the first page's first row: the one at gt, not yielded
-                if not rows or rows[0].originator_version != gt or gt_hash != self._plain(
-                        run_id, gt, rows[0].topic, rows[0].state)[:64].decode("ascii", "replace"):
+                if not rows or rows[0].originator_version != gt or not self._still_holds(
+                        run_id, gt, gt_hash, rows[0].topic, rows[0].state):
                     raise StaleHeadError(run_id)
                 gt_hash, skip = None, 1
             for row in rows[skip:]:
-                yield self._decode(run_id, row.originator_version, row.topic, row.state)
+                rec = self._decode(run_id, row.originator_version, row.topic, row.state)
+                if remember:
+                    last = (rec, row.state)
+                yield rec
             if len(rows) < upper - cursor:
-                return
+                break
             cursor = upper
             page = max(1, min(_PAGE_ROWS, page * _PAGE_BYTES // max(nbytes, 1)))
+        if last is not None:
+            self._folded_tails.put(run_id, last[0].position, last[0].hash, last[1])
+
+    def _still_holds(self, run_id: str, position: int, chain_hash: str, topic: str, state: bytes) -> bool:
+        """Whether the stored row ``state`` at ``position`` holds the event of ``chain_hash``: by
+        its digest when a read ended at it (no inflating, no key), else decoded."""
+        return self._folded_tails.holds(run_id, position, chain_hash, state) or chain_hash == self._plain(
+            run_id, position, topic, state)[:64].decode("ascii", "replace")
 
     def _plain(self, run_id: str, position: int, topic: str, state: bytes) -> bytes:
         """A stored row's chain hash and canonical JSON: opened, inflated."""
@@ -273,9 +288,11 @@ class EventReads:
         at ``after`` as the caller read it (a state folded up to it, caught up): the first page's
         query reads that row too, and :class:`~.head_check.StaleHeadError` is raised before any
         event when the log holds another event there, or none (it moved back under the caller: a
-        restored backup), where the events after it were folded on top of ones the log lost."""
+        restored backup), where the events after it were folded on top of ones the log lost.
+        That row is compared by the digest of its stored bytes when this store's last read of the
+        run ended at it (:class:`~.head_check.FoldedTails`), else decoded."""
         check_run_id(run_id)
-        return self._select(run_id, gt=after, gt_hash=after_hash if after else None)
+        return self._select(run_id, gt=after, gt_hash=after_hash if after else None, remember=True)
 
     def version(self, run_id: str) -> int:
         """The run's last position (0 when it has no events)."""

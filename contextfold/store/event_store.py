@@ -84,10 +84,10 @@ from contextfold.store.event_reads import (
     bulk_allocation,
     check_run_id,
 )
-from contextfold.store.head_check import ExpectedHead, StaleHeadError, tail_digest
+from contextfold.store.head_check import ExpectedHead, FoldedTails, StaleHeadError, tail_digest
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
-from contextfold.store.run_heads import RunHead, RunHeads
+from contextfold.store.run_heads import HEADS_KEPT, RunHead, RunHeads
 from contextfold.store.store_url import store_url_from_env
 from contextfold.store.tenants import bind_sqlite_tenant
 
@@ -167,6 +167,7 @@ class EventStore(RunHeads):
         self._init_heads()
         self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)
         self._keyframes_read = KeyframesRead()
+        self._folded_tails = FoldedTails(HEADS_KEPT)
         self._order_column = "rowid" if isinstance(self.backend, SQLiteBackend) else "notification_id"
         self._plain_checked = False
         if create_schema:

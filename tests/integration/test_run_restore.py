@@ -13,6 +13,7 @@ from contextfold.domain.errors import RunNotFoundError
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.crypto import generate_key
+from contextfold.store.event_reads import EventReads
 
 
 def _restore(store_url: str, run_id: str, keep: int) -> None:
@@ -122,3 +123,60 @@ def test_a_run_the_restore_removed_whole_is_started_again_through_its_handle(sto
         assert run.state().version == 1
         run.append(UserInput("and go on"))
         assert run.state().version == 2
+
+
+def _large(variant: int) -> UserInput:
+    """~160 KB of text, stored compressed: the second of two a delta of the first (as a run's
+    consecutive build records are)."""
+    return UserInput("".join(f"line {i}: ran the suite, {variant if i == 900 else 0} failed\n"
+                             for i in range(4000)))
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_catching_up_a_run_handle_decodes_no_row(store_url: str, encrypted: bool,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check that the log still holds the event folded last inflated that row (usually the
+    last build's record, a megabyte as a delta of its keyframe) on every catch-up: now its
+    stored bytes are compared by digest with those the fold read. New events are still decoded."""
+    with open_store(store_url, cipher_key=generate_key() if encrypted else None) as store:
+        run = store.run("r")
+        run.append(UserInput("go"), _large(1))
+        run.append(_large(2))  # a delta row
+        assert run.state().version == 3
+        decoded: list[int] = []
+        real = EventReads._plain
+
+        def counted(self: EventReads, run_id: str, position: int, topic: str, state: bytes) -> bytes:
+            decoded.append(position)
+            return real(self, run_id, position, topic, state)
+
+        monkeypatch.setattr(EventReads, "_plain", counted)
+        assert run.state().version == 3
+        assert decoded == []
+        run.append(UserInput("next"))
+        assert run.state().version == 4
+        assert decoded == [4]
+        assert run.state().version == 4
+        assert decoded == [4]
+
+
+def test_a_row_stored_again_with_other_bytes_is_decoded_and_still_holds_the_event(store_url: str) -> None:
+    """The digest is a shortcut, not the check: a row holding the same event in other bytes (here
+    stored again uncompressed; a store re-encrypted under a new key does the same) is decoded
+    and its chain hash compared, and the handle goes on without folding the run again."""
+    with open_store(store_url) as store:
+        run = store.run("r")
+        run.append(UserInput("go"), _large(1))
+        run.append(_large(2))
+        state = run.state()
+        b = store.events.backend
+        p = b.placeholder
+        stored = bytes(b.query(f"SELECT state FROM {b.table(EVENTS_TABLE)} WHERE originator_id = {p} "
+                               "AND originator_version = 3", ("r",))[0][0])
+        plain = store.events._plain("r", 3, "user_input@1", stored)
+        assert plain != stored
+        b.execute(f"UPDATE {b.table(EVENTS_TABLE)} SET state = {p} WHERE originator_id = {p} "
+                  "AND originator_version = 3", (plain, "r"))
+        run.append(UserInput("next"))
+        assert run.state() is state and state.version == 4
+        assert store.events.verify("r").ok
