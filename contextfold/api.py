@@ -46,10 +46,11 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, Calibration, config_of
 from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
-from contextfold.projections.calibration import calibrate_state, check_observation
+from contextfold.projections.calibration import calibrate_state, check_observation, record_estimate
 from contextfold.projections.fold import fold, fold_event, new_state
 from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.progress import Progress
+from contextfold.projections.recorded_encoding import FirstRecord
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import ArtifactTokens, RunState
@@ -156,6 +157,7 @@ class Run:
         self.run_id = run_id
         self._state: RunState | None = None
         self._folded_hash = ""
+        self._first_record = FirstRecord(None)  # watched for by a state made before it
         """The chain hash of the event at ``_state.version``: the log still holds it there, or it
         moved back under this handle (:meth:`_new_events`)."""
         self._estimates: dict[int, tuple[int, str | None] | None] = {}
@@ -190,20 +192,32 @@ class Run:
             try:
                 if self._state is not None:
                     try:
-                        return fold(self._new_events(self._state.version), self._state, progress=progress)
+                        state = fold(self._new_events(self._state.version), self._state, progress=progress)
+                        return self._following(state, progress)
                     except StaleHeadError:  # the log moved back under this handle: fold it again
                         self._estimates = {}
                         self.store._texts.forget_run(self.run_id)  # positions that hold other events now
-                # long texts stay in the log (projections.entries); counted as its records were
-                self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
-                                        event_text=functools.partial(self.store.event_text, self.run_id),
-                                        recorded_encoding=run_encoding(self))
-                return fold(self._new_events(0), self._state, progress=progress)
+                return self._fold_from_start(run_encoding(self), progress)
             except BaseException:
                 # An event can fail half-folded (its pairing applied, its artifact unreadable): the
                 # next call would fold it again into that state and call it a duplicate. Start over.
                 self._state = None
                 raise
+
+    def _fold_from_start(self, encoding: str | None, progress: Progress | None) -> RunState:
+        """A new state folded from the log, counting with ``encoding`` (the run's recorded one)."""
+        self._first_record = FirstRecord(encoding)
+        # long texts stay in the log (projections.entries); counted as its records were
+        self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
+                                event_text=functools.partial(self.store.event_text, self.run_id),
+                                recorded_encoding=encoding)
+        return self._following(fold(self._new_events(0), self._state, progress=progress), progress)
+
+    def _following(self, state: RunState, progress: Progress | None) -> RunState:
+        """``state``, or the run folded again when the first record it folded names another
+        encoding than the state picked (:class:`~.projections.recorded_encoding.FirstRecord`)."""
+        encoding = self._first_record.follow(state.encoding)
+        return state if encoding is None else self._fold_from_start(encoding, progress)
 
     def _new_events(self, version: int) -> Iterator[RecordedEvent]:
         """The events after ``version``, the state's, read with a check that the log still holds
@@ -211,6 +225,7 @@ class Run:
         backup was restored and another writer appended, the events after the old version were
         folded on top of ones the log no longer held, and the build recorded that request."""
         for rec in self.store.events.iter_events(self.run_id, after=version, after_hash=self._folded_hash):
+            self._first_record.saw(rec)
             yield rec
             self._folded_hash = rec.hash  # once the fold has taken it
 
@@ -362,16 +377,7 @@ class Run:
         """(selected_tokens, model) of the ContextBuilt at ``position``; cached (events are immutable)."""
         if position not in self._estimates:
             found = self.store.events.read(self.run_id, after=position - 1, upto=position)
-            event = found[0].event if found else None
-            estimate = None
-            if isinstance(event, ContextBuilt):
-                model = event.manifest.get("model")
-                try:  # a record appended or imported by hand may not be a builder's: no sample
-                    tokens = int(event.manifest.get("selected_tokens", 0))
-                except (TypeError, ValueError):
-                    tokens = 0
-                estimate = (tokens, model) if model is None or isinstance(model, str) else None
-            self._estimates[position] = estimate
+            self._estimates[position] = record_estimate(found[0].event if found else None)
         return self._estimates[position]
 
     def observe_usage(self, turn: int, input_tokens: int, *, cached_tokens: int = 0,

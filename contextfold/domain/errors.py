@@ -16,7 +16,8 @@ so the original stays on ``__cause__``.
     │   ├── DuplicateToolCallError        a call id issued while the same id is open
     │   └── PendingToolCallsError         build asked to wait while calls are in flight
     ├── ConcurrencyConflictError          append against a stale version (retry)
-    │   └── RunExistsError                a new run's id is taken (pick another; a retry fails too)
+    │   ├── RunExistsError                a new run's id is taken (pick another; a retry fails too)
+    │   └── EncodingConflictError         a record names another encoding than the run's first (rebuild)
     ├── NotFoundError
     │   ├── RunNotFoundError
     │   ├── ArtifactNotFoundError
@@ -53,6 +54,7 @@ __all__ = [
     "CryptoError",
     "DuplicateToolCallError",
     "DuplicateToolResultError",
+    "EncodingConflictError",
     "EncodingUnavailableError",
     "ImportFormatError",
     "InputLimitError",
@@ -178,6 +180,25 @@ class RunExistsError(ConcurrencyConflictError):
         self.run_id = run_id
         self.expected_version = 0
         self.events = events
+
+
+class EncodingConflictError(ConcurrencyConflictError):
+    """A build's record names another tokenizer encoding than the run's first record: another
+    worker, whose handle picked its own encoding before the run had a record, recorded first.
+    Nothing was written. Why refused: a run's turns are rebuilt and replayed with the encoding
+    its first record names, so a record counted with another could never be replayed, and the
+    run's counts would change encoding mid-way. A conflict like a stale append: build again (a
+    ``Run`` handle then follows the run's encoding; ``build(retries=N)`` does it for you)."""
+
+    def __init__(self, run_id: str, version: int, encoding: str, offered: str) -> None:
+        Exception.__init__(self, f"run {run_id!r} is recorded with the encoding {encoding!r} (its first "
+                                 f"context_built record, written by another worker) and this record "
+                                 f"names {offered!r}; nothing was written: build again, counting with "
+                                 f"{encoding!r}")
+        self.run_id = run_id
+        self.expected_version = version
+        self.encoding = encoding
+        self.offered = offered
 
 
 class NotFoundError(ContextfoldError):

@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from contextfold.domain.errors import InvalidInputError
+from contextfold.domain.events import AnyEvent, ContextBuilt
 from contextfold.domain.manifest import BuildConfig, Calibration
 from contextfold.projections.model_family import run_model_for
 from contextfold.projections.state import RunState
@@ -61,6 +62,7 @@ __all__ = [
     "calibrated_budget",
     "check_observation",
     "nearest_rank",
+    "record_estimate",
     "samples_from_state",
 ]
 
@@ -96,6 +98,20 @@ def nearest_rank(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(q * len(ordered)))
     return ordered[rank - 1]
+
+
+def record_estimate(event: AnyEvent | None) -> tuple[int, str | None] | None:
+    """(selected_tokens, model) of a ``context_built`` record: what :data:`EstimateLookup` returns
+    for one (None for another event, or a record whose model is no name). A record appended or
+    imported by hand may not be a builder's: a count that is not a number is 0, no sample."""
+    if not isinstance(event, ContextBuilt):
+        return None
+    model = event.manifest.get("model")
+    try:
+        tokens = int(event.manifest.get("selected_tokens", 0))
+    except (TypeError, ValueError):
+        tokens = 0
+    return (tokens, model) if model is None or isinstance(model, str) else None
 
 
 def samples_from_state(state: RunState, estimate_at: EstimateLookup) -> list[CalibrationSample]:

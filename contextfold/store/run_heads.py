@@ -14,14 +14,15 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contextfold.domain.errors import ProtocolError
+from contextfold.domain.errors import EncodingConflictError, ProtocolError
+from contextfold.domain.events import AnyEvent, ContextBuilt
 from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent
 from contextfold.store.backends import translate_errors
 from contextfold.store.deltas import DeltaWriter
 from contextfold.store.event_reads import EventReads
 from contextfold.store.head_check import StaleHeadError, tail_digest
 
-__all__ = ["HEADS_KEPT", "RunHead", "RunHeads"]
+__all__ = ["HEADS_KEPT", "RunHead", "RunHeads", "first_record_encoding"]
 
 HEADS_KEPT = 4096
 """Runs whose head (version, last hash, pairing state) a store object keeps in memory, the most
@@ -40,6 +41,20 @@ class RunHead:
     tail: bytes | None = None
     """The digest of the stored bytes of the row at ``version`` (:mod:`.head_check`): known
     when this store wrote it, read before the next append when the head was made by a read."""
+    encoding: str | None = None
+    """The encoding the run's first ``context_built`` record names ("" when it names none, which
+    pins nothing; None before the first record): :meth:`RunHeads._check_encoding`."""
+
+
+def first_record_encoding(known: str | None, events: typing.Iterable[AnyEvent]) -> str | None:
+    """:attr:`RunHead.encoding` after ``events``, given ``known`` before them."""
+    for event in events:
+        if known is not None:
+            break
+        if isinstance(event, ContextBuilt):
+            name = event.manifest.get("encoding")
+            known = name if isinstance(name, str) else ""
+    return known
 
 
 class RunHeads(EventReads):
@@ -90,15 +105,17 @@ class RunHeads(EventReads):
     def _catch_up(self, run_id: str) -> RunHead:
         head = self._heads.get(run_id) or RunHead()
         pairing = head.pairing
-        version, last_hash = head.version, head.last_hash
+        version, last_hash, encoding = head.version, head.last_hash, head.encoding
         try:
             for rec in self._select(run_id, gt=version):
                 pairing.apply(rec.event, rec.position)
                 version, last_hash = rec.position, rec.hash
+                if encoding is None:
+                    encoding = first_record_encoding(None, (rec.event,))
         except BaseException:
             self._heads.pop(run_id, None)  # half-applied: rebuild from scratch next time
             raise
-        new = RunHead(version, last_hash, pairing, head.tail if version == head.version else None)
+        new = RunHead(version, last_hash, pairing, head.tail if version == head.version else None, encoding)
         self._keep_head(run_id, new)
         return new
 
@@ -120,6 +137,20 @@ class RunHeads(EventReads):
         if head is not None and not self._still_ends_at(run_id, head):
             return self._read_again(run_id)
         return self._catch_up(run_id)
+
+    def _check_encoding(self, run_id: str, head: RunHead, events: typing.Iterable[AnyEvent]) -> None:
+        """:class:`EncodingConflictError` for a record naming another encoding than the run's first
+        record (as of ``head``). Why in the store: a ``Run`` handle made before the run's first
+        record counts with its own pick, and follows the record's once it folds it; a first record
+        another worker wrote after the handle's catch-up and before its own record landed left a
+        run recorded with two encodings, and no check outside the insert's position could see
+        it. The batch's own records are not held to it: an import carries a history as it was."""
+        if not head.encoding:
+            return
+        for event in events:
+            offered = first_record_encoding(None, (event,))
+            if offered and offered != head.encoding:
+                raise EncodingConflictError(run_id, head.version, head.encoding, offered)
 
     def _still_ends_at(self, run_id: str, head: RunHead) -> bool:
         """Whether the row at ``head.version`` is still the one ``head`` was made from (one row
@@ -165,18 +196,21 @@ class RunHeads(EventReads):
         write made one meanwhile. A log that breaks the pairing rules makes none (an append
         then reads the log and says why)."""
         pairing, version, last_hash, ok = PairingState(), 0, GENESIS_HASH, True
+        encoding: str | None = None
         for rec in events:
             if ok:
                 try:
                     pairing.apply(rec.event, rec.position)
                     version, last_hash = rec.position, rec.hash
+                    if encoding is None:
+                        encoding = first_record_encoding(None, (rec.event,))
                 except ProtocolError:
                     ok = False
             yield rec
         if ok and version:
             with self._writing([run_id]):
                 if run_id not in self._heads:
-                    self._keep_head(run_id, RunHead(version, last_hash, pairing))
+                    self._keep_head(run_id, RunHead(version, last_hash, pairing, encoding=encoding))
 
     def _keep_head(self, run_id: str, head: RunHead) -> None:
         """Remember ``head`` as the most recently written, dropping the least recent past

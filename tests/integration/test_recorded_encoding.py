@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import tiktoken
@@ -26,10 +27,17 @@ import contextfold
 from contextfold import ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
 from contextfold.audit.data import audit_run
 from contextfold.cli import main
-from contextfold.domain.errors import ContextfoldError, EncodingUnavailableError
+from contextfold.domain.errors import (
+    ConcurrencyConflictError,
+    ContextfoldError,
+    EncodingConflictError,
+    EncodingUnavailableError,
+)
+from contextfold.domain.events import ContextBuilt
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections import tokens
 from contextfold.projections.fold import fold, new_state
+from contextfold.store.event_store import EventStore
 
 
 @contextmanager
@@ -156,3 +164,114 @@ def test_a_payload_held_as_an_artifact_is_counted_with_the_runs_encoding(sqlite_
             past = store.run("r").state(turn=built.manifest.turn)
             assert past.version == store.run("r").state().version
             assert past.fingerprint() == store.run("r").state().fingerprint()
+
+
+@contextmanager
+def _o200k_not_cached() -> Iterator[None]:
+    """This process as a machine whose tiktoken cache does not hold o200k_base (inside
+    :func:`_o200k_cached`: another worker beside it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tokens, "_cached_file_ok", lambda n: False)
+        yield
+
+
+def _unrecorded_run(url: str) -> None:
+    """A gpt-4o run long enough for the encoding to change the selection, with no record yet."""
+    with contextfold.open_store(url) as store:
+        run = store.run("r")
+        run.append(RunStarted(model="gpt-4o"), UserInput("summarise the logs"))
+        for i in range(30):
+            run.append(ModelResponse(text=f"step {i}", tool_calls=[
+                ToolCall(call_id=f"c{i}", name="sh", arguments="{}")]))
+            run.append(ToolResult(call_id=f"c{i}", content="\n".join(
+                f"2024-05-0{i % 9 + 1} worker-{j} processed batch {j * i} ok" for j in range(60))))
+        run.append(UserInput("and now?"))
+
+
+BUILD: dict[str, Any] = {"provider": "openai-chat", "window": 12_000, "reserve": 2_000}
+
+
+def _encodings(url: str) -> list[str]:
+    with contextfold.open_store(url) as store:
+        run = store.run("r")
+        return [r.manifest["encoding"] for turn in range(1, run.next_turn() + 1) for r in run.records(turn)]
+
+
+def test_a_handle_made_before_the_first_record_follows_the_encoding_it_names(store_url: str) -> None:
+    """Two workers on one run, one whose cache holds o200k_base: its handle folded the run before
+    any record (picking o200k_base), the other recorded the first build (cl100k_base), and the
+    first kept its own pick: the run's records named two encodings, and its turns could not all
+    be replayed with the run's one."""
+    _unrecorded_run(store_url)
+    with _o200k_cached(), contextfold.open_store(store_url) as store:
+        mine = store.run("r")
+        assert mine.state().encoding == "o200k_base"
+        with _o200k_not_cached(), contextfold.open_store(store_url) as other:
+            assert other.run("r").build(**BUILD).manifest.encoding == "cl100k_base"
+        mine.append(ModelResponse(text="summary so far"), UserInput("go on"))
+        assert mine.state().encoding == "cl100k_base"
+        built = mine.build(**BUILD)
+        assert built.manifest.encoding == "cl100k_base"
+        assert mine.replay(built.manifest.turn).ok
+    assert _encodings(store_url) == ["cl100k_base", "cl100k_base"]
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_first_record_written_while_a_handle_builds_makes_its_record_a_conflict(
+        store_url: str, retries: int) -> None:
+    """The other worker's first record lands between the handle's catch-up and its record: the
+    record naming another encoding is refused (a conflict, nothing written), and the build
+    again, a retry's or the caller's, follows the run's encoding."""
+    _unrecorded_run(store_url)
+    raced: list[str] = []
+
+    def other_records_first(_: object) -> None:
+        if not raced:
+            with _o200k_not_cached(), contextfold.open_store(store_url) as other:
+                raced.append(other.run("r").build(**BUILD).manifest.encoding)
+
+    with _o200k_cached(), contextfold.open_store(store_url) as store:
+        mine = store.run("r")
+        if retries:
+            built = mine.build(**BUILD, retries=retries, before_record=other_records_first)
+        else:
+            with pytest.raises(EncodingConflictError, match="cl100k_base") as err:
+                mine.build(**BUILD, before_record=other_records_first)
+            assert isinstance(err.value, ConcurrencyConflictError)
+            assert (err.value.encoding, err.value.offered) == ("cl100k_base", "o200k_base")
+            assert _encodings(store_url) == ["cl100k_base"]
+            built = mine.build(**BUILD)
+        assert raced == ["cl100k_base"]
+        assert built.manifest.encoding == "cl100k_base"
+        assert mine.replay(built.manifest.turn).ok
+    assert _encodings(store_url) == ["cl100k_base", "cl100k_base"]
+
+
+def _record(turn: int, encoding: str | None) -> ContextBuilt:
+    manifest: dict[str, object] = {} if encoding is None else {"encoding": encoding}
+    return ContextBuilt(turn=turn, provider="openai-chat", request_hash="r", prefix_hash="p",
+                        config_hash="c", manifest=manifest)
+
+
+def test_the_store_refuses_a_record_naming_another_encoding_than_the_runs_first(store_url: str) -> None:
+    """Whoever writes it (another worker's store, with a head cached before the first record; a
+    hand-made record): a run's records name one encoding, the first's. A record naming none
+    pins nothing and is taken; an import carries a run's history as it was."""
+    with EventStore(store_url) as worker, EventStore(store_url) as other:
+        worker.append("r", [RunStarted(), UserInput("go")])
+        assert other.version("r") == 2 and list(other.iter_events("r"))  # its head, made by a read
+        worker.append("r", [_record(1, "cl100k_base")])
+        with pytest.raises(EncodingConflictError):
+            other.append("r", [_record(1, "o200k_base")])
+        with pytest.raises(EncodingConflictError):
+            worker.append("r", [UserInput("more"), _record(2, "o200k_base")])
+        other.append("r", [_record(1, None), _record(1, "cl100k_base")])
+        assert [e.position for e in worker.read("r")] == [1, 2, 3, 4, 5]
+        worker.append_new_runs([("imported", [UserInput("go"), _record(1, "o200k_base"),
+                                              _record(1, "cl100k_base")])])
+        with pytest.raises(EncodingConflictError):
+            worker.append("imported", [_record(1, "cl100k_base")])
+        # a run whose first record names none: nothing pinned
+        worker.append("loose", [UserInput("go"), _record(1, None)])
+        worker.append("loose", [_record(1, "o200k_base")])
+        worker.append("loose", [_record(1, "cl100k_base")])
