@@ -259,10 +259,11 @@ class EventStore(RunHeads):
                 # Judged against a cached head: another writer may have issued or
                 # answered the call, or appended events that move the batch's positions
                 # (a record's turn and folded version are judged by its position).
-                # Re-judge once against the stored head.
+                # Re-judge once against the stored head, checked first: a log that moved back
+                # under the cached one (a restored backup) no longer holds what it judged by.
                 if fresh:
                     raise
-                self._catch_up(run_id)
+                self._fresh_head(run_id)
                 fresh = True
             except es.IntegrityError as exc:
                 if expected_version is not None:

@@ -8,8 +8,13 @@ from typing import Any
 
 import pytest
 
-from contextfold.domain.errors import ConcurrencyConflictError, IntegrityError, RunExistsError
-from contextfold.domain.events import RunStarted, UserInput
+from contextfold.domain.errors import (
+    ConcurrencyConflictError,
+    EncodingConflictError,
+    IntegrityError,
+    RunExistsError,
+)
+from contextfold.domain.events import ContextBuilt, ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
 from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.crypto import Keyring, generate_key
 from contextfold.store.event_store import EventStore
@@ -301,3 +306,34 @@ def test_an_append_to_a_run_the_restore_removed_whole_starts_it_again(
         recorded = worker.append("r", [RunStarted(), UserInput("again")], expected_version=expected_version)
         assert [e.position for e in recorded] == [1, 2]
     assert _positions(store_url, "r") == [1, 2]
+
+
+def _record(encoding: str) -> ContextBuilt:
+    return ContextBuilt(turn=1, provider="openai-chat", request_hash="r", prefix_hash="p",
+                        config_hash="c", manifest={"encoding": encoding})
+
+
+def test_a_record_the_restore_removed_pins_no_encoding(store_url: str) -> None:
+    """The worker's cached head knew the run's first record (cl100k_base), which the restore
+    removed: a record naming another encoding is the run's first now, not a conflict. The
+    append's second look read the head from the cached one, which the log no longer ends at."""
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), UserInput("one"), _record("cl100k_base")])
+        _restore(store_url, "r", 2)
+        assert worker.append("r", [_record("o200k_base")])[0].position == 3
+        with pytest.raises(EncodingConflictError):
+            worker.append("r", [_record("cl100k_base")])
+    assert _positions(store_url, "r") == [1, 2, 3]
+
+
+def test_a_result_the_restore_removed_can_be_appended_again(store_url: str) -> None:
+    """The cached head's pairing had the call answered; the restore removed the answer: the
+    store's second look at a refused batch read the same cached head and called the call's
+    result a duplicate, for as long as the process lived."""
+    with EventStore(store_url) as worker:
+        worker.append("r", [RunStarted(), ModelResponse(tool_calls=[ToolCall(call_id="c1", name="sh",
+                                                                              arguments="{}")])])
+        worker.append("r", [ToolResult(call_id="c1", content="lost with the restore")])
+        _restore(store_url, "r", 2)
+        assert worker.append("r", [ToolResult(call_id="c1", content="again")])[0].position == 3
+    assert _positions(store_url, "r") == [1, 2, 3]
