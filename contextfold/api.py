@@ -157,9 +157,9 @@ class Run:
         self.run_id = run_id
         self._state: RunState | None = None
         self._folded_hash = ""
-        self._first_record = FirstRecord(None)  # watched for by a state made before it
         """The chain hash of the event at ``_state.version``: the log still holds it there, or it
         moved back under this handle (:meth:`_new_events`)."""
+        self._first_record = FirstRecord(None)  # watched for by a state made before it
         self._estimates: dict[int, tuple[int, str | None] | None] = {}
         self._lock = threading.RLock()
         """Held while the folded state is caught up or built from: threads sharing a Run
