@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from contextfold.audit.text import visible_text
+from contextfold.audit.text import visible, visible_text
 from contextfold.cli import register, store_for
 from contextfold.cli_files import shown_json, stdout_is_terminal
 from contextfold.cli_progress import fold_bar
@@ -35,6 +35,9 @@ def report_lines(report: CompactionReport) -> list[str]:
                      f"{event.covers_to}{at}: {what}")
     if not report.events:
         lines.append("nothing to compact: no legal cut saves tokens")
+    for repair in report.recovery:  # the call id is the model's or a trace's: shown escaped
+        kind, _, call_id = repair.partition(":")
+        lines.append(f"{verb} {kind} for call {visible(call_id)}, which the compaction covers")
     lines.append(f"tokens replaced {report.replaced_tokens} -> stand-ins {report.stand_in_tokens} "
                  f"(saved {report.saved_tokens})")
     if report.pressure_before is not None:
@@ -68,6 +71,7 @@ def _handle_compact(args: argparse.Namespace) -> int:
         sys.stdout.write(shown_json(json.dumps({
             "dry_run": report.dry_run, "positions": list(report.positions),
             "replaced_tokens": report.replaced_tokens, "stand_in_tokens": report.stand_in_tokens,
+            "recovery": list(report.recovery),
             "events": [e.model_dump(mode="json") for e in report.events]},
             ensure_ascii=False, indent=2)) + "\n")
     else:

@@ -50,6 +50,8 @@ from contextfold.domain.events import (
     AnyEvent,
     ContextBuilt,
     HistoryCompacted,
+    ToolCallCancelled,
+    ToolResultLost,
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, config_of
@@ -63,7 +65,7 @@ from contextfold.projections.compaction import (
 )
 from contextfold.projections.fold import fold_event
 from contextfold.projections.progress import Progress
-from contextfold.projections.repair import recovery_events
+from contextfold.projections.repair import lost_call_events, recovery_events
 from contextfold.projections.state import RunState, SummaryItem
 from contextfold.show_refs import artifact_bytes, ref_run, show, show_artifact
 
@@ -91,6 +93,10 @@ class CompactionReport:
     pressure_before: Pressure | None = None
     pressure_after: Pressure | None = None
     """With a window: the budget pressure of a trial build before and after."""
+    recovery: tuple[str, ...] = ()
+    """The recovery events appended with the compaction (would be, for a dry run), as a
+    manifest's ``repairs`` names them (``tool_result_lost:CALL``): a lost call's group is
+    compactable once its loss is recorded, so the compaction records it."""
 
     @property
     def saved_tokens(self) -> int:
@@ -214,8 +220,9 @@ class _Session:
 
     def commit(self) -> None:
         """Append every planned event at once, against the version the plan was made on
-        (nothing for a dry run)."""
-        if self.dry_run or not self.pending:
+        (nothing for a dry run, nor when no compaction was planned: the recovery events folded
+        first are recorded with a compaction, as a build records them with its record)."""
+        if self.dry_run or not self.plans:
             return
         recorded = self.run.append(self.pending, expected_version=self.base_version)
         planned = {id(p.event) for p in self.plans}
@@ -228,7 +235,9 @@ class _Session:
             events=tuple(p.event for p in self.plans), positions=tuple(self.positions),
             replaced_tokens=sum(p.tokens_before for p in self.plans),
             stand_in_tokens=sum(p.tokens_after for p in self.plans),
-            pressure_before=before, pressure_after=after)
+            pressure_before=before, pressure_after=after,
+            recovery=tuple(f"{e.type}:{e.call_id}" for e in self.pending
+                           if isinstance(e, ToolResultLost | ToolCallCancelled)) if self.plans else ())
 
 
 def _check_strategy(strategy: object) -> None:
@@ -249,7 +258,10 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
     was planned and nothing is appended. The events are appended in one transaction once all
     are planned. ``progress(n)`` is told of the events folded first (see :meth:`Run.state`). A
     plan that would not save tokens (a summary longer than the history it covers) is not
-    appended."""
+    appended. The TOOL_RESULT_LOST of calls the run moved past unanswered are folded first and
+    appended with the compaction, as auto-compaction does: until a build recorded them, their
+    groups were open, every cut was pulled back before them and a freshly imported trace had
+    "nothing to compact"."""
     _check_strategy(strategy)
     check_keep_recent(keep_recent)  # before anything: with a window, nothing may be planned
     if reserve is not None and window is None and config is None:  # it was ignored, unchecked
@@ -258,6 +270,8 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
                                 "room in (give window=, --window on the command line)")
     state = run.state(progress=progress)
     session = _Session(run, dry_run=dry_run, state=state)
+    for event in lost_call_events(session.state):
+        session.fold(event)  # first, so the groups they close can be compacted
     if window is None and config is None:
         last = _last_live_config(session.events) if strategy == "summary" else None
         plans = plan_compactions(session.state, session.events, strategy, keep_recent=keep_recent,

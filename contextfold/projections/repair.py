@@ -26,7 +26,7 @@ from contextfold.domain.errors import CompactionError, PendingToolCallsError
 from contextfold.domain.events import AnyEvent, ToolCallCancelled, ToolResultLost
 from contextfold.projections.state import RunState, ToolGroup
 
-__all__ = ["check_compaction_cover", "recovery_events"]
+__all__ = ["check_compaction_cover", "lost_call_events", "recovery_events"]
 
 
 def recovery_events(state: RunState, *,
@@ -57,6 +57,14 @@ def recovery_events(state: RunState, *,
                 for cid, pos in pending]
         case _:
             assert_never(in_flight)
+
+
+def lost_call_events(state: RunState) -> list[AnyEvent]:
+    """The TOOL_RESULT_LOST events of :func:`recovery_events` alone: what is already certain
+    whatever the build's ``in_flight`` policy. An explicit compaction folds these first (their
+    groups are closed, so compactable) and leaves a call still in flight to the next build:
+    cancelling it would log a tool the agent may still be running as cancelled."""
+    return [e for e in recovery_events(state, in_flight="cancel") if isinstance(e, ToolResultLost)]
 
 
 def _call_index(state: RunState, call_id: str, call_pos: int) -> int:

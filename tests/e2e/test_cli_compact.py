@@ -184,3 +184,29 @@ def test_show_names_an_events_media_and_writes_an_image_artifact_as_stored(tmp_p
     assert short.returncode == 2 and "64 hex digits" in short.stderr, short.stderr
     unknown = cf("--store", store, "show", "no-such-kind:1", cwd=tmp_path)
     assert unknown.returncode == 2 and "unknown ref 'no-such-kind:1'" in unknown.stderr, unknown.stderr
+
+
+def test_compact_records_the_loss_of_a_call_no_build_recorded_yet(tmp_path: Path) -> None:
+    """A run that moved past an unanswered call (a freshly imported trace, never built) had
+    "nothing to compact" until a build recorded the call's loss; ``compact`` now records it
+    with the compaction and says so."""
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    with open_store(url) as s:
+        run = s.run("r1")
+        run.append(PolicySet(text="P"), UserInput("deploy"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="lost\x1b[2J1", name="deploy"),)),
+                   UserInput("is it done?"))
+        for t in range(1, 7):
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{t}", name="cargo"),)),
+                       ToolResult(call_id=f"c{t}", content=NOISE))
+    dry = cf("--store", url, "compact", "r1", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "would append mask covering events 1-" in dry.stdout, dry.stdout
+    assert "would append tool_result_lost for call lost\\x1b[2J1, which the compaction covers" in dry.stdout
+    out = cf("--store", url, "compact", "r1", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["recovery"] == ["tool_result_lost:lost\x1b[2J1"] and data["positions"] == [18]  # 17: the loss
+    with open_store(url) as s:
+        assert [r.event.type for r in s.run("r1").events()[-2:]] == ["tool_result_lost", "history_compacted"]

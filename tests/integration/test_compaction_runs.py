@@ -35,6 +35,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.manifest import checked_config
 from contextfold.importers import iter_runs, parse
+from contextfold.projections.compaction import Strategy
 from tests.conftest import TRACES
 
 NOISE = "\n".join(f"{i:04d} DEBUG worker heartbeat ok, queue depth {i % 7}" for i in range(120))
@@ -446,3 +447,45 @@ def test_auto_compaction_covers_the_newest_group_only_when_nothing_else_lets_the
     soft.build("neutral", window=6_000, reserve=500, auto_compact=True)
     covers = [r.event.covers_to for r in soft.events() if isinstance(r.event, HistoryCompacted)]
     assert covers and max(covers) < soft.version - 2  # the newest call and its result not covered
+
+
+def _moved_past_a_lost_call(run: Run) -> None:
+    """A call never answered, a user input after it (the run moved past it: it is lost, but no
+    build has recorded its TOOL_RESULT_LOST yet), then eight closed groups."""
+    run.append(PolicySet(text="P"), UserInput("deploy"),
+               ModelResponse(tool_calls=(ToolCall(call_id="lost1", name="deploy"),)),
+               UserInput("hello? is it done"))
+    for t in range(1, 9):
+        run.append(_turn(t))
+    run.append(UserInput("go on"))
+
+
+@pytest.mark.parametrize(("strategy", "window"), [("mask", None), ("summary", None), ("summary", 4_000)])
+def test_compact_records_the_loss_of_a_call_the_run_moved_past(cf_store: Store, strategy: Strategy,
+                                                              window: int | None) -> None:
+    """``compact`` (and ``contextfold compact``) said "nothing to compact" on a run whose lost call
+    no build had recorded yet (a freshly imported trace): the call's group counted as open and
+    every cut was pulled back before it. Auto-compaction folded the recovery events first; now
+    an explicit compaction does too, and appends the TOOL_RESULT_LOST with its events."""
+    run = cf_store.run(f"r-lost-{strategy}-{window}")
+    _moved_past_a_lost_call(run)
+    version = run.version
+    dry = run.compact(strategy, window=window, dry_run=True)
+    assert dry.events and dry.events[0].covers_from <= 3 and run.version == version
+    report = run.compact(strategy, window=window)
+    appended = [r.event for r in run.events()[version:]]
+    assert [e.type for e in appended] == ["tool_result_lost", *["history_compacted"] * len(report.events)]
+    assert report.positions == tuple(range(version + 2, version + 2 + len(report.events)))
+    assert report.events[0].covers_from <= 3 < version + 1  # the lost call's group, closed by its marker
+    built = run.build("anthropic", window=16_000)
+    assert [r.event.type for r in run.events()[run.version - 1:]] == ["context_built"]  # no second marker
+    assert "tool_result_lost:lost1" not in built.manifest.repairs and run.replay(built.manifest.turn).ok
+
+
+def test_compact_with_nothing_to_compact_records_no_loss(cf_store: Store) -> None:
+    """A compaction that finds no cut writes nothing, not even the recovery event it folded."""
+    run = cf_store.run("r-lost-nothing")
+    run.append(PolicySet(text="P"), UserInput("deploy"),
+               ModelResponse(tool_calls=(ToolCall(call_id="lost1", name="deploy"),)), UserInput("done?"))
+    version = run.version
+    assert not run.compact("mask").events and run.version == version
