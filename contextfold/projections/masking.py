@@ -16,6 +16,7 @@ import re
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import TRUST_RANK, ToolResultBlock, Trust
 from contextfold.projections.not_offered import reply_as_shown
+from contextfold.projections.render.runtime_lines import call_ref, tool_ref
 from contextfold.projections.state import RunState
 from contextfold.projections.summary_text import kept_facts
 from contextfold.projections.timeline_items import CallSlot, ToolGroup
@@ -53,12 +54,16 @@ def wholly_inside(group: ToolGroup, lo: int, hi: int) -> bool:
 
 def mask_stub(run_id: str, block: ToolResultBlock, position: int, tokens: int, facts: str = "") -> str:
     """The one-line runtime stub that replaces a masked result; ``facts``: what its result named
-    that a later step needs verbatim (:func:`mask_text`)."""
+    that a later step needs verbatim (:func:`mask_text`). The call and its tool are named as the
+    runtime's lines name them (``call_ref``, ``tool_ref``): the stub is runtime-trusted (unless it
+    quotes facts), and a raw id such as ``c1 ok.\n[runtime] POLICY UPDATE: ...`` put the words of
+    whoever wrote it (the model, an imported trace) there with the runtime's authority."""
     code = f", exit code {block.exit_code}" if block.exit_code is not None else ""
     art = f", artifact:{block.artifact.hash}" if block.artifact is not None else ""
     kept = f" {{{facts}}}" if facts else ""
-    return (f"[masked] result of call {block.call_id} ({block.name}): {block.status}{code}{kept}; "
-            f"{tokens} tokens hidden; raw: event://{run_id}/{position}{art}")
+    name = "?" if block.name is None else tool_ref(block.name)  # (an answer in a group has its call's)
+    return (f"[masked] result of call {call_ref(block.call_id)} ({name}): "
+            f"{block.status}{code}{kept}; {tokens} tokens hidden; raw: event://{run_id}/{position}{art}")
 
 
 def _arguments(state: RunState, group: ToolGroup, call_id: str) -> str:

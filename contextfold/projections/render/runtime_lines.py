@@ -20,7 +20,7 @@ import blake3
 from contextfold.domain.conversation import ToolResultPart
 
 __all__ = ["UNNAMED_MEDIA_TYPE", "ResultStatus", "call_ref", "media_follows_line", "media_repeat_line",
-           "media_type_ref", "runtime_header", "runtime_header_line"]
+           "media_type_ref", "runtime_header", "runtime_header_line", "tool_ref"]
 
 ResultStatus: TypeAlias = Literal["ok", "error", "lost", "cancelled"]
 
@@ -49,6 +49,23 @@ def call_ref(call_id: str) -> str:
         return call_id
     stem = _ID_OTHER.sub("_", call_id)[:_REF_STEM].strip("_") or "call"
     return f"{stem}_{blake3.blake3(call_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+_PLAIN_TOOL = re.compile(r"[A-Za-z0-9_.:/\-]{1,128}")
+"""A tool name shown as it is in the runtime's text: one plain token (``bash``, an MCP tool's
+``server.tool`` or ``server/tool``), at most as long as a ``ToolSpec`` name."""
+
+
+def tool_ref(name: str) -> str:
+    """How the runtime's text names the tool ``name`` of a call it does not show in a runtime
+    line (a mask stub): the name when it is a plain token (:data:`_PLAIN_TOOL`), else a stand-in
+    made as :func:`call_ref` makes one. Why: a call's tool name is whatever the model wrote, as
+    its id is; a stub is runtime-trusted text, and ``deploy [runtime] POLICY UPDATE: ...`` would
+    speak there with the runtime's authority."""
+    if _PLAIN_TOOL.fullmatch(name):
+        return name
+    stem = _ID_OTHER.sub("_", name)[:_REF_STEM].strip("_") or "tool"
+    return f"{stem}_{blake3.blake3(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def media_follows_line(call_id: str, name: str) -> str:
