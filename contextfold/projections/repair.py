@@ -15,7 +15,9 @@ returns nothing and rebuilding twice never appends twice.
   (before anything is returned; the caller waits and retries), ``"cancel"``
   answers it with ``ToolCallCancelled``.
 
-Reasons are derived from positions only, so the same log plans the same events.
+Reasons are derived from positions only, so the same log plans the same events. They are the
+runtime's words, shown with its trust: a call is named in them by ``call_ref`` (its id when that
+is a plain token), never by whatever the model or a trace wrote as its id.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Literal, assert_never
 
 from contextfold.domain.errors import CompactionError, PendingToolCallsError
 from contextfold.domain.events import AnyEvent, ToolCallCancelled, ToolResultLost
+from contextfold.projections.render.runtime_lines import call_ref
 from contextfold.projections.state import RunState, ToolGroup
 
 __all__ = ["check_compaction_cover", "lost_call_events", "recovery_events"]
@@ -39,7 +42,7 @@ def recovery_events(state: RunState, *,
         if call_pos < state.last_progress:
             lost.append(ToolResultLost(
                 call_id=call_id, call_position=call_pos,
-                reason=(f"no result recorded for call {call_id} (issued at position "
+                reason=(f"no result recorded for call {call_ref(call_id)} (issued at position "
                         f"{call_pos}) before the run moved on at position "
                         f"{state.last_progress}")))
         else:
@@ -52,7 +55,7 @@ def recovery_events(state: RunState, *,
         case "cancel":
             return lost + [ToolCallCancelled(
                 call_id=cid,
-                reason=(f"call {cid} (issued at position {pos}) still in flight at "
+                reason=(f"call {call_ref(cid)} (issued at position {pos}) still in flight at "
                         f"version {state.version}; cancelled by the in_flight=cancel policy"))
                 for cid, pos in pending]
         case _:
