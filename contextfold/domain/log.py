@@ -3,8 +3,8 @@
 Pure: the store calls these before it writes, the projection calls the same
 pairing rules while folding, so what the store accepts is exactly what the
 fold understands. Three range rules (a compaction's cover, a file read's lines, a
-context_built record's turn) and the plan's unique step ids are the store's alone: the
-fold reads logs written before them, leniently.
+context_built record's turn), the plan's unique step ids and the tool schemas' finite numbers
+are the store's alone: the fold reads logs written before them, leniently.
 
 Hash chain: ``hash_n = blake3(run_id \\n position \\n hash_{n-1} \\n canonical_json(event_n))``
 with ``hash_0`` = 64 zeros. Binding the run id and position means an event
@@ -20,6 +20,8 @@ loss of a finished history's unanswered call, ``importers._common.RunBuilder``).
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +46,7 @@ from contextfold.domain.events import (
     ToolCallCancelled,
     ToolResult,
     ToolResultLost,
+    ToolsRegistered,
 )
 
 __all__ = ["GENESIS_HASH", "PairingState", "RecordedEvent", "chain_hash", "repeated_step_ids"]
@@ -142,6 +145,47 @@ def _check_plan(event: PlanUpdated, position: int) -> None:
             "entry in the next plan)")
 
 
+_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*")
+
+
+def _member(path: str, key: object) -> str:
+    """The path of ``key`` in the object at ``path``: ``a.b``, or ``a['odd key']``."""
+    if isinstance(key, str) and _KEY.fullmatch(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{quoted(key, 40)}]"
+
+
+def _non_finite(parameters: dict[str, Any]) -> tuple[str, float] | None:
+    """The first number in ``parameters`` that JSON cannot hold (inf, -inf, NaN) and where it
+    is (``properties.v.maximum``), if any. A walk with its own stack: a schema's depth is the
+    caller's, checked against the store's limit only after this."""
+    stack: list[tuple[str, Any]] = [("", parameters)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path, value
+        if isinstance(value, dict):
+            stack.extend((_member(path, k), v) for k, v in reversed(value.items()))
+        elif isinstance(value, list | tuple):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def _check_tools(event: ToolsRegistered, position: int) -> None:
+    """A tool's schema holds only numbers JSON can hold. Checked on the write side only, as
+    :func:`_check_cover`: the canonical JSON writes inf and NaN as ``null``, so a schema made with
+    an unbounded limit (``"maximum": float("inf")``) was logged and sent as ``"maximum": null``,
+    which is no JSON Schema (a provider that validates one refused every request of the run), and
+    the log no longer held the event appended."""
+    for tool in event.tools:
+        if (found := _non_finite(tool.parameters)) is not None:
+            path, value = found
+            raise InvalidInputError(
+                f"tools_registered at position {position}: tool {quoted(tool.name)} parameters hold "
+                f"{value} at {path or 'the top'}, a number JSON cannot hold (it would be logged and sent "
+                "as null): leave the keyword out for no bound, or give a finite number")
+
+
 @dataclass(slots=True)
 class PairingState:
     """Which tool calls are open, answered, or closed by recovery, as of some position.
@@ -163,7 +207,8 @@ class PairingState:
     def apply_batch(self, items: Sequence[tuple[AnyEvent, int]]) -> list[_Undo]:
         """Apply (event, position) pairs all-or-nothing, in O(batch) (no copy of the state), and
         check the write side's range rules (:func:`_check_cover`, :func:`_check_lines`,
-        :func:`_check_record`) and a plan's step ids (:func:`_check_plan`).
+        :func:`_check_record`), a plan's step ids (:func:`_check_plan`) and the tool schemas'
+        numbers (:func:`_check_tools`).
 
         Returns an undo log for :meth:`undo` (e.g. when the write that follows fails).
         On a rule violation the state is restored and the error propagates.
@@ -179,6 +224,8 @@ class PairingState:
                     _check_record(event, position, self.responses)
                 elif isinstance(event, PlanUpdated):
                     _check_plan(event, position)
+                elif isinstance(event, ToolsRegistered):
+                    _check_tools(event, position)
                 if isinstance(event, ModelResponse | ToolResult | ToolCallCancelled | ToolResultLost):
                     ids = ([c.call_id for c in event.tool_calls] if isinstance(event, ModelResponse)
                            else [event.call_id])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -41,6 +42,8 @@ from contextfold.domain.events import (
     ToolCallCancelled,
     ToolResult,
     ToolResultLost,
+    ToolSpec,
+    ToolsRegistered,
     UserInput,
 )
 from contextfold.domain.manifest import BuildConfig
@@ -557,6 +560,30 @@ def test_a_plan_that_lists_a_step_id_twice_is_refused_and_writes_nothing(store_u
         assert run.version == 1
         run.append(PlanUpdated(steps=twice[:2]))
         assert run.version == 2
+
+
+def test_a_tool_schema_with_a_number_json_cannot_hold_is_refused_and_writes_nothing(store_url: str) -> None:
+    """A schema made with an unbounded limit (``"maximum": inf``) or a NaN default was logged as
+    ``null`` by the canonical JSON and sent so: not a JSON Schema (``maximum`` is a number), so a
+    provider that validates it refused every request of the run, and the log no longer held the
+    event appended."""
+    def spec(value: float, name: str = "set_speed") -> ToolSpec:
+        return ToolSpec(name=name, parameters={"type": "object", "properties": {
+            "v": {"type": "number", "anyOf": [{"maximum": 10}, {"maximum": value}]}}})
+
+    with open_store(store_url) as store:
+        run = store.run("schema")
+        run.append(UserInput("set the speed"))
+        for bad, shown in ((math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "nan")):
+            refused = (f"tools_registered at position 3: tool 'set_speed' parameters hold {shown} at "
+                       "properties.v.anyOf[1].maximum, a number JSON cannot hold")
+            with pytest.raises(InvalidInputError, match=f"^{re.escape(refused)}"):
+                run.append(PolicySet(text="P"), ToolsRegistered(tools=(spec(1.0, "get"), spec(bad))))
+        assert run.version == 1
+        run.append(ToolsRegistered(tools=(spec(1e308),)))
+        assert run.events()[-1].event == ToolsRegistered(tools=(spec(1e308),))
+        sent = run.preview("anthropic", window=10_000).request["tools"][0]["input_schema"]
+        assert sent["properties"]["v"]["anyOf"][1] == {"maximum": 1e308}
 
 
 def test_settings_beside_a_recorded_turn_that_differ_from_its_record_are_refused(store_url: str) -> None:
