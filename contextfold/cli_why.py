@@ -130,11 +130,18 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
             return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
                     f"(log position {manifest.log_version}): it did not exist yet")
         shown = stand_in_for(manifest, f"e{pos}")  # what the request holds in its place, as diff says
+        # a recovery answer logged after a summary's cover is hidden with its call's group
+        # (``masking.wholly_inside``): compared by its own position only, it matched nothing
+        group = None if shown is not None else run.state().answer_group.get(pos)
+        if group is not None:
+            shown = stand_in_for(manifest, f"e{pos}", group)
         if shown is not None:
             return f"{query} was compacted: {shown[1]}"
         covering = [(rec.position, ev) for rec in run.events(upto=manifest.log_version)
                     if isinstance(ev := rec.event, HistoryCompacted)
-                    and ev.covers_from <= pos <= ev.covers_to]
+                    and (ev.covers_from <= pos <= ev.covers_to
+                         or (ev.strategy == "summary" and group is not None
+                             and ev.covers_from <= group <= ev.covers_to < pos))]
         if covering:  # none of their stand-ins is in the manifest: name the newest
             at, ev = covering[-1]
             return (f"{query} is covered by the compaction at position {at} (covers "

@@ -12,7 +12,7 @@ from typing import Any
 
 from contextfold.domain.manifest import ContextManifest
 
-__all__ = ["config_changes", "diff_manifests", "logged_as", "stand_in_for"]
+__all__ = ["answer_group", "config_changes", "diff_manifests", "logged_as", "stand_in_for"]
 
 
 def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def diff_manifests(a: ContextManifest, b: ContextManifest) -> dict[str, Any]:
             continue
         if stand_ins is None:
             stand_ins = _manifest_stand_ins(b)
-        by = _compacted_into(logged_as(fid, fa[fid].source_ref), stand_ins)
+        by = _compacted_into(logged_as(fid, fa[fid].source_ref), stand_ins, answer_group(fa[fid].source_ref))
         left.append({"id": fid, "kind": fa[fid].kind, "tokens": fa[fid].tokens,
                      "reason": "compacted" if by else "no longer in the projection",
                      "replaced_by": by[0] if by else None, "detail": by[1] if by else ""})
@@ -115,12 +115,24 @@ def logged_as(fid: str, source_ref: str) -> str:
     return f"e{ref.group(1)}" if int(ref.group(1)) < int(own.group(1)) else fid
 
 
-def stand_in_for(manifest: ContextManifest, fid: str) -> tuple[str, str] | None:
+_CALL_REF = re.compile(r"call://.*@(\d+)", re.DOTALL)
+
+
+def answer_group(source_ref: str) -> int | None:
+    """The log position of the tool group a call's answer belongs to (the issuing response's),
+    read from the answer fragment's source (``call://RUN/ID@N``; the fold's ``answer_group``),
+    or None for any other fragment."""
+    m = _CALL_REF.fullmatch(source_ref)
+    return None if m is None else int(m.group(1))
+
+
+def stand_in_for(manifest: ContextManifest, fid: str, group: int | None = None) -> tuple[str, str] | None:
     """The fragment of ``manifest`` standing in for the logged fragment ``fid`` (a summary or a
     mask stub) and how, or None when no compaction the manifest shows covers it. ``why`` and
     ``diff`` name the same one: the stand-in the request holds, not the first compaction that
-    covers the position (a mask, which hides tool results only, before the summary)."""
-    return _compacted_into(fid, _manifest_stand_ins(manifest))
+    covers the position (a mask, which hides tool results only, before the summary). ``group``:
+    for a call's answer, its group's position (:func:`answer_group`)."""
+    return _compacted_into(fid, _manifest_stand_ins(manifest), group)
 
 
 def _manifest_stand_ins(m: ContextManifest) -> list[tuple[int, int, str, bool, str]]:
@@ -143,15 +155,24 @@ def _stand_ins(items: list[tuple[str, str, str]]) -> list[tuple[int, int, str, b
     return out
 
 
-def _compacted_into(fid: str, stand_ins: list[tuple[int, int, str, bool, str]]) -> tuple[str, str] | None:
-    """The fragment standing in for ``fid``'s event, and how, when a compaction replaced it."""
+def _compacted_into(fid: str, stand_ins: list[tuple[int, int, str, bool, str]],
+                    group: int | None = None) -> tuple[str, str] | None:
+    """The fragment standing in for ``fid``'s event, and how, when a compaction replaced it.
+
+    ``group``: the position of the tool group ``fid`` answers, if it is an answer. A summary takes
+    a group whose runtime recovery answer (lost, cancelled) was logged after its cover
+    (``masking.wholly_inside``) and hides that answer with it: compared by its own position only,
+    the answer was reported "no longer in the projection", with no replacement, while its call was
+    "compacted"."""
     m = _FID.fullmatch(fid)
     if m is None:
         return None
     pos = int(m.group(1))
     for lo, hi, by, summary, dropped in stand_ins:
-        if lo <= pos <= hi:
+        with_call = summary and group is not None and not lo <= pos <= hi and lo <= group <= hi
+        if lo <= pos <= hi or with_call:
             how = (f"summarized: {by} covers events {lo}-{hi}" if summary
                    else f"masked: the stub {by} stands in for event {pos}")
+            how += f" (with the call at event {group} it answers)" if with_call else ""
             return by, how + (f" ({by} itself excluded: {dropped})" if dropped else "")
     return None

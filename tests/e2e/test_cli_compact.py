@@ -210,3 +210,26 @@ def test_compact_records_the_loss_of_a_call_no_build_recorded_yet(tmp_path: Path
     assert data["recovery"] == ["tool_result_lost:lost\x1b[2J1"] and data["positions"] == [18]  # 17: the loss
     with open_store(url) as s:
         assert [r.event.type for r in s.run("r1").events()[-2:]] == ["tool_result_lost", "history_compacted"]
+
+
+def test_why_and_diff_name_the_summary_that_took_a_lost_answer_with_its_call(tmp_path: Path) -> None:
+    """A summary hides a recovery answer logged after its cover with its call's group; ``why`` of
+    that answer said "not part of the projection" and ``diff`` "no longer in the projection", with
+    no replacement, while the call itself was "compacted"."""
+    from tests.unit.test_audit_diff_compaction import _lost_then_summarized
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(url) as s:
+        before, after, lost = _lost_then_summarized(s.run("r1"))
+    summary = next(f.id for f in after.fragments if f.source_ref.startswith("events://"))
+    assert before.turn == after.turn  # the same turn built again after the summary: its last record
+    why = cf("--store", url, "why", "r1", "--turn", str(after.turn), f"e{lost}", "--record", "last",
+             cwd=tmp_path)
+    assert why.returncode == 1, why.stderr
+    assert (f"e{lost} was compacted: summarized: {summary} covers events 1-" in why.stdout
+            and "(with the call at event 3 it answers)" in why.stdout), why.stdout
+    diff = cf("--store", url, "diff", "r1", str(before.turn), str(after.turn), "--record-b", "last",
+              "--json", cwd=tmp_path)
+    assert diff.returncode == 0, diff.stderr
+    left = {x["id"]: x for x in json.loads(diff.stdout)["left"]}
+    assert left[f"e{lost}"]["reason"] == "compacted" and left[f"e{lost}"]["replaced_by"] == summary

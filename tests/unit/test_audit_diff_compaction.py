@@ -101,3 +101,36 @@ def test_only_a_stub_is_read_as_the_earlier_event_its_source_names() -> None:
     assert logged_as("e5.c1", "event://x/50") == "e5.c1"  # a later position: not what a stub cites
     assert logged_as("e13.c1", "events://r1/1-8") == "e13.c1"
     assert logged_as("e13.c1", "docs/a.md") == "e13.c1"
+
+
+def _lost_then_summarized(run: Run) -> tuple[ContextManifest, ContextManifest, int]:
+    """A call the run moved past unanswered (its TOOL_RESULT_LOST recorded by the first build, at
+    the end of the log), then a summary covering its group but not the marker; the manifests of
+    the builds before and after the summary, and the marker's position."""
+    run.append(PolicySet(text="P"), UserInput("deploy"),
+               ModelResponse(tool_calls=(ToolCall(call_id="c1", name="deploy"),)), UserInput("is it done?"))
+    for t in range(6):
+        run.append(ModelResponse(text=f"s{t}", tool_calls=(ToolCall(call_id=f"k{t}", name="bash"),)),
+                   ToolResult(call_id=f"k{t}", content=NOISE))
+    run.append(UserInput("go on"))
+    before = run.build("anthropic", window=100_000).manifest
+    lost = next(r.position for r in run.events() if r.event.type == "tool_result_lost")
+    (event,) = run.compact("summary").events
+    assert event.covers_from <= 3 <= event.covers_to < lost  # c1's group, not its marker
+    return before, run.build("anthropic", window=100_000).manifest, lost
+
+
+def test_a_lost_answer_a_summary_folded_in_with_its_call_is_replaced_by_that_summary(tmp_path: Path) -> None:
+    """A summary takes a group whose recovery answer was logged after its cover (``wholly_inside``;
+    it cites the answer). The diff listed the call as compacted but its TOOL_RESULT_LOST as "no
+    longer in the projection" with no replacement: the account was wrong for exactly the call
+    whose outcome is unknown."""
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        before, after, lost = _lost_then_summarized(store.run("r1"))
+    summary = next(f for f in after.fragments if f.source_ref.startswith("events://"))
+    left = {x["id"]: x for x in diff_manifests(before, after)["left"]}
+    assert left["e3"]["reason"] == "compacted" and left["e3"]["replaced_by"] == summary.id
+    marker = left[f"e{lost}"]
+    assert marker["reason"] == "compacted" and marker["replaced_by"] == summary.id, marker
+    assert marker["detail"].startswith(f"summarized: {summary.id} covers events 1-"), marker
+    assert all(x["reason"] == "compacted" for x in left.values()), left
