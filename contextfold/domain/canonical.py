@@ -36,8 +36,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical_dumps", "canonical_object", "canonical_utf8", "compact_json", "orjson_writes_the_same",
-           "quote", "quote_utf8", "reject_constant", "strict_json"]
+__all__ = ["canonical_dumps", "canonical_object", "canonical_utf8", "compact_json", "finite_float",
+           "orjson_writes_the_same", "quote", "quote_utf8", "reject_constant", "strict_json"]
 
 
 def reject_constant(name: str) -> Any:
@@ -56,6 +56,10 @@ def _finite_float(text: str) -> float:
     if math.isinf(value) or Decimal(text) != Decimal(repr(value)):
         raise ValueError(f"not JSON: {text[:40]} is not a number a double holds as written")
     return value
+
+
+finite_float = _finite_float
+"""The number check of :func:`strict_json`, for a decoder that reads JSON the same way."""
 
 
 def strict_json(text: str) -> Any:

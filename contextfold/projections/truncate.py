@@ -30,8 +30,9 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   shortened at a grapheme cluster boundary with a ``… [N chars omitted]`` suffix.
   One size knob applies recursively to every nested value, and the largest
   knob that fits is found by search (the whole value, compacted, is tried
-  first). Output is compact JSON. Input that does
-  not parse (or nests deeper than the parser goes) is cut as ``text``.
+  first). Output is compact JSON. Input that does not parse (or nests deeper than the parser
+  goes) is cut as ``text``, unless it is JSON documents a line apart (MCP text blocks) that the
+  text cut splits: then each is cut as JSON (:mod:`~contextfold.projections.json_blocks`).
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:
@@ -52,7 +53,8 @@ even the bare marker: then the result is :data:`MINIMAL_MARKER` with
 
 Ranges in :attr:`Truncation.kept` are 1-based and inclusive: line numbers for
 lines, chunk numbers for chunks, item/member numbers of the top-level
-container for JSON (characters of the value for a JSON document that is one string).
+container for JSON (characters of the value for a JSON document that is one string; documents
+for JSON blocks).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from contextfold.domain.canonical import orjson_writes_the_same, strict_json
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_after, fence_states, open_fence
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
+from contextfold.projections.json_blocks import or_blocks
 from contextfold.projections.json_shrink import (
     JsonPieces,
     ShrinkStats,
@@ -107,7 +110,7 @@ TokenCounter: TypeAlias = Callable[[str], int]
 ContentKind: TypeAlias = Literal["log", "file", "json", "markdown", "text"]
 Strategy: TypeAlias = Literal["none", "lines", "fenced_lines", "words", "json", "chunks", "lean_log",
                               "marker_only"]
-Unit: TypeAlias = Literal["line", "chunk", "json_member", "char"]
+Unit: TypeAlias = Literal["line", "chunk", "json_member", "char", "block"]
 
 MINIMAL_MARKER = "…"
 """Returned alone when the budget cannot hold even a real marker."""
@@ -384,8 +387,9 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
     except (ValueError, RecursionError):  # not JSON (or nested past the parser): cut as text
-        return _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
-                         fences=_has_fence(text), rule=rule, first_line=first_line)
+        by_lines = _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
+                             fences=_has_fence(text), rule=rule, first_line=first_line)
+        return or_blocks(by_lines, text, entry, max_tokens, count, rule, first_line)  # or by documents
     if found is None:
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
