@@ -36,8 +36,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical_dumps", "canonical_object", "canonical_utf8", "compact_json", "finite_float",
-           "orjson_writes_the_same", "quote", "quote_utf8", "reject_constant", "strict_json"]
+__all__ = ["CONSTANTS_DECODER", "canonical_dumps", "canonical_object", "canonical_utf8", "compact_json",
+           "constants_json", "orjson_writes_the_same", "quote", "quote_utf8", "reject_constant",
+           "strict_json"]
 
 
 def reject_constant(name: str) -> Any:
@@ -58,10 +59,6 @@ def _finite_float(text: str) -> float:
     return value
 
 
-finite_float = _finite_float
-"""The number check of :func:`strict_json`, for a decoder that reads JSON the same way."""
-
-
 def strict_json(text: str) -> Any:
     """``json.loads(text)`` for a value that is written back as JSON: a ``ValueError`` for
     ``NaN``/``Infinity`` (see :func:`reject_constant`) and for a number a double does not hold as
@@ -70,6 +67,20 @@ def strict_json(text: str) -> Any:
     became text that is no longer JSON; ``1e-400`` became ``0.0``, another number. Such a text is
     not parsed: arguments go as written (``unparsed_arguments``), a result is cut as lines."""
     return json.loads(text, parse_constant=reject_constant, parse_float=_finite_float)
+
+
+CONSTANTS_DECODER = json.JSONDecoder(parse_float=_finite_float)
+""":func:`constants_json`'s decoder (its ``raw_decode`` reads one document of several)."""
+
+
+def constants_json(text: str) -> Any:
+    """:func:`strict_json`, but ``NaN``, ``Infinity`` and ``-Infinity`` read as floats: for a text
+    that is cut, not sent as a value. Python's ``json.dumps`` writes them by default (a metric, a
+    loss that diverged), and such a tool result was cut as characters, no longer JSON. ``dump``
+    writes them back as the same tokens (the standard encoder's; orjson, which writes ``null``,
+    is not used for a value holding one: ``orjson_writes_the_same``). A number a double does not
+    hold as written is refused as by :func:`strict_json`."""
+    return CONSTANTS_DECODER.decode(text)
 
 
 def _not_json(obj: object) -> Any:

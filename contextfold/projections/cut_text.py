@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from contextfold.domain.canonical import strict_json
+from contextfold.domain.canonical import constants_json
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
@@ -113,7 +113,7 @@ def _is_json(stripped: str) -> bool:
     hit = _PARSED.get(stripped)
     if hit is None:
         try:
-            strict_json(stripped)  # as ``truncate`` parses it
+            constants_json(stripped)  # as ``truncate`` parses it
             hit = True
         except (ValueError, RecursionError):
             hit = False

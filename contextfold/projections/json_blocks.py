@@ -18,14 +18,13 @@ as before, byte for byte; and only while every document cut keeps a useful share
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from contextfold.domain.canonical import finite_float, reject_constant
+from contextfold.domain.canonical import CONSTANTS_DECODER
 
 if TYPE_CHECKING:
     from contextfold.projections.line_counts import LineSplitting
@@ -33,8 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BLOCK_FLOOR", "cut_blocks", "or_blocks", "splits_a_value", "value_spans"]
 
-_DECODER = json.JSONDecoder(parse_constant=reject_constant, parse_float=finite_float)
-"""The documents as ``strict_json`` reads one (the cut parses each block alone again)."""
+_DECODER = CONSTANTS_DECODER
+"""The documents as a JSON cut reads one (``constants_json``: the cut parses each alone again)."""
 _SPACE = re.compile(r"[ \t\n\r]*")
 """JSON's whitespace, as its parser skips it."""
 

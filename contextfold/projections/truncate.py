@@ -30,9 +30,10 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   shortened at a grapheme cluster boundary with a ``… [N chars omitted]`` suffix.
   One size knob applies recursively to every nested value, and the largest
   knob that fits is found by search (the whole value, compacted, is tried
-  first). Output is compact JSON. Input that does not parse (or nests deeper than the parser
-  goes) is cut as ``text``, unless it is JSON documents a line apart (MCP text blocks) that the
-  text cut splits: then each is cut as JSON (:mod:`~contextfold.projections.json_blocks`).
+  first). Output is compact JSON (``NaN``, ``Infinity`` written as they were: a metric's). Input
+  that does not parse (or nests deeper than the parser goes) is cut as ``text``, unless it is
+  JSON documents a line apart (MCP text blocks) that the text cut splits: then each is cut as
+  JSON (:mod:`~contextfold.projections.json_blocks`).
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:
@@ -66,7 +67,7 @@ from typing import Literal, TypeAlias, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
-from contextfold.domain.canonical import orjson_writes_the_same, strict_json
+from contextfold.domain.canonical import constants_json, orjson_writes_the_same
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_after, fence_states, open_fence
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
@@ -354,7 +355,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
     try:
         if "json" not in entry:
             try:
-                value = strict_json(text)
+                value = constants_json(text)  # NaN kept: written back as it was
             except (ValueError, RecursionError):
                 entry["json"] = None  # not JSON: not parsed again at the next cut
                 raise

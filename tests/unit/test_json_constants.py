@@ -1,0 +1,72 @@
+"""JSON holding NaN or Infinity (Python's ``json.dumps`` default) is cut as JSON, its tokens kept."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+import contextfold
+from contextfold import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.projections.tokens import get_counter
+from contextfold.projections.truncate import truncate
+
+COUNTER = get_counter("cl100k_base")
+
+
+def history(n: int) -> list[dict[str, float]]:
+    rows = [{"epoch": i, "loss": 0.5 / (i + 1), "acc": 0.9} for i in range(n)]
+    rows[0]["loss"] = float("nan")  # a diverged first step: kept in the head
+    rows[1]["acc"] = float("inf")
+    rows[-1]["loss"] = float("-inf")  # and the last: kept in the tail
+    return rows
+
+
+@pytest.mark.parametrize("pieces", [True, False], ids=["by-pieces", "whole"])
+def test_nan_and_infinity_are_cut_as_json_and_written_back_as_they_were(pieces: bool) -> None:
+    """``strict_json`` refused the constants, so the result was cut as characters: a document cut
+    mid-object that no JSON reader (Python's included) parses."""
+    text = json.dumps({"history": history(3_000)})
+    result = truncate(text, 1_500, kind="json", count=COUNTER.count,
+                      line_splitting=COUNTER.line_splitting if pieces else None)
+    assert result.strategy == "json" and result.unit == "json_member" and result.tokens <= 1_500
+    rows = json.loads(result.text)["history"]
+    assert math.isnan(rows[0]["loss"]) and rows[1]["acc"] == math.inf and rows[-1]["loss"] == -math.inf
+    tokens = re.findall(r"-?Infinity|NaN|null", result.text)
+    assert tokens == ["NaN", "Infinity", "-Infinity"]  # as written, never null
+
+
+def test_a_nan_document_that_fits_compacted_keeps_its_constants() -> None:
+    text = json.dumps({"loss": float("nan"), "best": float("-inf"), "pad": list(range(20))}, indent=4)
+    compact = json.dumps(json.loads(text), separators=(",", ":"))
+    result = truncate(text, COUNTER.count(compact), kind="json", count=COUNTER.count)
+    assert not result.truncated and result.text == compact and "NaN" in result.text
+
+
+def test_a_number_past_a_double_is_still_not_rewritten_as_infinity() -> None:
+    text = json.dumps({"rows": [{"id": i, "note": "x" * 40} for i in range(200)]}, indent=1)
+    text = text.replace('"id": 1,', '"id": 1e400,')
+    result = truncate(text, 300, kind="json", count=COUNTER.count)
+    assert result.strategy == "lines" and "Infinity" not in result.text
+
+
+def test_a_failed_tool_s_nan_json_is_cut_as_json_not_as_a_log(tmp_path: Path) -> None:
+    """A JSON document stays JSON whatever the exit code: one holding NaN was read as not JSON
+    and cut as a failing command's log."""
+    store = contextfold.open_store(f"sqlite:///{tmp_path / 'r.db'}")
+    run = store.run("nan")
+    run.append(UserInput("train it"),
+               ModelResponse(tool_calls=[ToolCall(call_id="c1", name="train", arguments="{}")]),
+               ToolResult(call_id="c1", content=json.dumps({"history": history(3_000)}), is_error=True,
+                          exit_code=1),
+               ModelResponse(tool_calls=[ToolCall(call_id="c2", name="ls", arguments="{}")]),
+               ToolResult(call_id="c2", content="model.pt"), UserInput("what happened?"))
+    built = run.preview("openai-chat", window=8_000)
+    cut = next(t for t in built.manifest.truncations if t.id == "e3")
+    msg = next(m["content"] for m in built.request["messages"] if m.get("tool_call_id") == "c1")
+    block = re.search(r"<data [^>]*>\n(.*)\n</data>", msg, re.S)
+    assert cut.strategy == "json" and block is not None
+    assert math.isnan(json.loads(block.group(1))["history"][0]["loss"])
