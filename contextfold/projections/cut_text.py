@@ -17,6 +17,7 @@ from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.fragment_facts import SHRINK_FLOOR, BuildCtx
 from contextfold.projections.framing import is_data, neutralised_count
+from contextfold.projections.json_deep import heads
 from contextfold.projections.line_counts import LineSplitting
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.truncate import Truncation, truncate
@@ -115,8 +116,10 @@ def _is_json(stripped: str) -> bool:
         try:
             constants_json(stripped)  # as ``truncate`` parses it
             hit = True
-        except (ValueError, RecursionError):
+        except ValueError:
             hit = False
+        except RecursionError:  # nested past the parser: JSON if its tokens are (``json_deep``)
+            hit = heads(stripped) is not None
         _PARSED.put(stripped, hit, len(stripped))
     return hit
 

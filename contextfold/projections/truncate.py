@@ -30,10 +30,11 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   shortened at a grapheme cluster boundary with a ``… [N chars omitted]`` suffix.
   One size knob applies recursively to every nested value, and the largest
   knob that fits is found by search (the whole value, compacted, is tried
-  first). Output is compact JSON (``NaN``, ``Infinity`` written as they were: a metric's). Input
-  that does not parse (or nests deeper than the parser goes) is cut as ``text``, unless it is
-  JSON documents a line apart (MCP text blocks) that the text cut splits: then each is cut as
-  JSON (:mod:`~contextfold.projections.json_blocks`).
+  first). Output is compact JSON (``NaN``, ``Infinity`` written as they were: a metric's). JSON
+  nested deeper than the parser goes keeps a head ending at a value, its brackets closed
+  (:mod:`~contextfold.projections.json_deep`). Input that does not parse is cut as ``text``,
+  unless it is JSON documents a line apart (MCP text blocks) that the text cut splits: then
+  each is cut as JSON (:mod:`~contextfold.projections.json_blocks`).
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:
@@ -54,8 +55,8 @@ even the bare marker: then the result is :data:`MINIMAL_MARKER` with
 
 Ranges in :attr:`Truncation.kept` are 1-based and inclusive: line numbers for
 lines, chunk numbers for chunks, item/member numbers of the top-level
-container for JSON (characters of the value for a JSON document that is one string; documents
-for JSON blocks).
+container for JSON (characters of the value for a JSON document that is one string or that is
+nested past the parser; documents for JSON blocks).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_after, fence_states, open_fence
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
 from contextfold.projections.json_blocks import or_blocks
+from contextfold.projections.json_deep import cut_deep
 from contextfold.projections.json_shrink import (
     JsonPieces,
     ShrinkStats,
@@ -356,8 +358,9 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         if "json" not in entry:
             try:
                 value = constants_json(text)  # NaN kept: written back as it was
-            except (ValueError, RecursionError):
+            except (ValueError, RecursionError) as error:
                 entry["json"] = None  # not JSON: not parsed again at the next cut
+                entry["deep"] = isinstance(error, RecursionError)  # or JSON past the parser
                 raise
             by_pieces = (len(text) >= _JSON_PIECES_FROM and rule is not None and rule.word_ends
                          and pieces_apply(text))
@@ -388,6 +391,10 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
     except (ValueError, RecursionError):  # not JSON (or nested past the parser): cut as text
+        if entry.get("deep") and (deep := cut_deep(text, entry, max_tokens, count)) is not None:
+            return _result(deep[0], strategy="json", unit="char", original=text, tokens=deep[1],
+                           original_tokens=original_tokens, kept=[(1, deep[2])],
+                           omitted=len(text) - deep[2], omitted_chars=len(text) - deep[2])
         by_lines = _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
                              fences=_has_fence(text), rule=rule, first_line=first_line)
         return or_blocks(by_lines, text, entry, max_tokens, count, rule, first_line)  # or by documents

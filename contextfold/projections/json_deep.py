@@ -1,0 +1,163 @@
+"""JSON nested deeper than the parser goes, cut at a structural boundary without recursion.
+
+Why: Python's parser stops at its recursion limit (~1,000 levels), and the shrink and the encoders
+recurse as deep. Valid JSON deeper than that (a serialized tree, an AST dump, a linked list as
+nested objects) was cut as characters: ``{"tree":`` and a tail of closing brackets around a
+marker, which no JSON reader parses (DESIGN 7: "JSON values ... never inside a JSON token").
+
+What is done instead (:func:`deep_cut`): one pass over the text's tokens, a loop with an explicit
+stack, checks that it is JSON as the cut's parser reads it (``constants_json``: ``NaN`` and
+``Infinity`` taken) and notes every place a head of it may end: right after a bracket opens, or
+after a whole value inside a container. A cut keeps the longest such head that fits, as written,
+then a marker (an item ``"… N characters omitted"`` in an array, a member
+``"…": "N characters omitted"`` in an object) and the brackets that close what the head left
+open. Linear in the text: each token is read once, and the search renders O(log n) heads (each
+walking its open brackets once). Only the head is kept: a tail would need the brackets it sits
+in re-opened, with their keys.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from contextfold.projections.line_windows import fit_line_windows, kept_probe
+
+__all__ = ["Heads", "cut_deep", "deep_cut", "heads"]
+
+_TOKEN = re.compile(
+    r"[ \t\n\r]*(?:"
+    r"([\[{])|([\]}])|(,)|(:)"
+    r'|("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*")'
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|Infinity|-Infinity))")
+"""One JSON token after whitespace; the group that matched says its kind (``lastindex``). Two
+tokens with nothing between them (``truefalse``, ``01``) are refused by the grammar below."""
+_OPEN, _CLOSE, _COMMA, _COLON, _STRING, _SCALAR = range(1, 7)
+_SPACE = re.compile(r"[ \t\n\r]*")
+_VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _COLON_NEXT, _AFTER = range(6)
+_CLOSER = {"[": "]", "{": "}"}
+_MARKER_KEY = re.compile(r"…|\\u2026", re.IGNORECASE)
+"""A key that could be the marker's (``…``, maybe escaped): after it, an object's members are
+not cut points (the marker member would repeat a kept name)."""
+
+@dataclass(frozen=True, slots=True)
+class Heads:
+    """Cut points in text order (packed: a deep document of megabytes has one every few
+    characters, and they are kept in the text's memo): where the head ends (``ends``), the
+    innermost bracket open there (``inside``, an index into ``closer`` and ``parent``: the
+    brackets' closing characters and the bracket each is inside, -1 for none) and whether the
+    marker follows an item, a comma first, rather than the opening bracket (``after_item``)."""
+
+    ends: array[int]
+    inside: array[int]
+    after_item: bytearray
+    closer: str
+    parent: array[int]
+
+    def closers(self, bracket: int) -> str:
+        """The closing brackets of ``bracket`` and of every bracket it is inside, innermost first."""
+        out: list[str] = []
+        while bracket >= 0:
+            out.append(self.closer[bracket])
+            bracket = self.parent[bracket]
+        return "".join(out)
+
+
+def heads(text: str) -> Heads | None:
+    """The places a head of ``text`` may end (see the module doc), or None when ``text`` is not
+    one JSON value (or is a scalar: nothing to cut at). Iterative: any depth, linear time."""
+    typecode = "i" if len(text) < 1 << 31 else "q"  # offsets of 4 bytes when they fit
+    ends, inside, after_item = array(typecode), array(typecode), bytearray()
+    closer: list[str] = []
+    parent = array(typecode)
+    flagged: list[bool] = []  # per open bracket: it holds a key the marker could repeat
+    node = -1  # the innermost open bracket
+    state = _VALUE
+    pos = 0
+    match = _TOKEN.match
+
+    def cut_point(first: bool) -> None:
+        if not flagged[-1]:
+            ends.append(pos)
+            inside.append(node)
+            after_item.append(0 if first else 1)
+
+    while (m := match(text, pos)) is not None:
+        pos, kind = m.end(), m.lastindex
+        if kind == _OPEN:
+            if state > _VALUE_OR_CLOSE:
+                return None
+            opener = m.group(_OPEN)
+            parent.append(node)
+            node = len(closer)
+            closer.append(_CLOSER[opener])
+            flagged.append(False)
+            state = _VALUE_OR_CLOSE if opener == "[" else _KEY_OR_CLOSE
+            cut_point(True)
+        elif kind == _CLOSE:
+            # (a state that is not _AFTER closes what it was set by: "[" or "{", empty)
+            if node < 0 or closer[node] != m.group(_CLOSE) or state in (_VALUE, _KEY, _COLON_NEXT):
+                return None
+            node = parent[node]
+            flagged.pop()
+            state = _AFTER
+            if node >= 0:
+                cut_point(False)
+        elif kind == _COMMA:
+            if state != _AFTER or node < 0:
+                return None
+            state = _VALUE if closer[node] == "]" else _KEY
+        elif kind == _COLON:
+            if state != _COLON_NEXT:
+                return None
+            state = _VALUE
+        elif state in (_KEY, _KEY_OR_CLOSE) and kind == _STRING:
+            if _MARKER_KEY.search(m.group(_STRING)):
+                flagged[-1] = True
+            state = _COLON_NEXT
+        elif state in (_VALUE, _VALUE_OR_CLOSE):  # a string or a scalar value
+            if node < 0:
+                return None  # the whole text is a scalar (or a string): nothing to cut at
+            state = _AFTER
+            cut_point(False)
+        else:
+            return None
+    if node >= 0 or state != _AFTER or _SPACE.match(text, pos).end() != len(text):  # type: ignore[union-attr]
+        return None
+    return Heads(ends, inside, after_item, "".join(closer), parent)
+
+
+def deep_cut(text: str, found: Heads, max_tokens: int, count: Callable[[str], int],
+             probes: dict[int, tuple[str | None, int]]) -> tuple[str, int, int] | None:
+    """The longest head of ``text`` at one of its ``found`` places that fits ``max_tokens`` with
+    its marker and closing brackets: the text, its tokens and the characters of ``text`` kept.
+    None when not even the first place (the top bracket opened and closed) fits."""
+    n = len(text)
+
+    def render(k: int) -> str:
+        end, bracket = found.ends[k], found.inside[k]
+        omitted = f"{n - end} characters omitted"
+        marker = f'"… {omitted}"' if found.closer[bracket] == "]" else f'"…":"{omitted}"'
+        return kept_probe(text[:end] + ("," if found.after_item[k] else "") + marker + found.closers(bracket))
+
+    fit = fit_line_windows(len(found.ends) - 1, render, count, max_tokens, probes)
+    if fit is None:
+        return None
+    k, out, tokens = fit
+    return out, tokens, found.ends[k]
+
+
+def cut_deep(text: str, entry: dict[str, Any], max_tokens: int,
+             count: Callable[[str], int]) -> tuple[str, int, int] | None:
+    """:func:`deep_cut` of ``text``, its :func:`heads` and probes kept in ``entry`` (the text's
+    ``probe_entry``: a result at the budget's edge is cut again at every build); None when it is
+    not JSON or nothing fits."""
+    if "heads" not in entry:
+        entry["heads"] = heads(text)
+    found: Heads | None = entry["heads"]
+    if found is None:
+        return None
+    return deep_cut(text, found, max_tokens, count, entry.setdefault("deep_probes", {}))

@@ -1,0 +1,126 @@
+"""JSON nested deeper than the parser goes is cut at a structural boundary, still JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import contextfold
+from contextfold import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.projections.json_deep import deep_cut, heads
+from contextfold.projections.truncate import truncate
+from tests.counters import cl100k
+
+
+@contextmanager
+def deep_parser() -> Iterator[None]:
+    """Python's parser, allowed the depth of these documents (the test's own check)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def parses(text: str) -> Any:
+    with deep_parser():
+        return json.loads(text)
+
+
+def tree(depth: int, items: int = 8) -> str:
+    kids = [f'{{"id": {i}, "children": {"[" * depth}0{"]" * depth}}}' for i in range(items)]
+    return '{"tree": [' + ", ".join(kids) + "]}"
+
+
+def test_json_deeper_than_the_parser_is_cut_as_json_not_as_characters() -> None:
+    """It was cut as characters: ``{"tree":`` and a tail of brackets, which no reader parses."""
+    text = tree(1_500)
+    result = truncate(text, 1_500, kind="json", count=cl100k)
+    assert result.strategy == "json" and result.truncated and result.tokens == cl100k(result.text) <= 1_500
+    shown = parses(result.text)
+    assert shown["tree"][0]["id"] == 0 and len(shown["tree"]) < 9
+    (kept,) = result.kept
+    assert kept.start == 1 and result.text.startswith(text[:kept.end])
+    assert result.omitted_chars == len(text) - kept.end
+
+
+def test_deep_objects_get_a_member_marker() -> None:
+    """A whole value is an atom: a long string is dropped whole, an object is closed by a member."""
+    text = '{"a": ' * 1_200 + '{"x": "' + "y" * 40_000 + '"}' + "}" * 1_200
+    result = truncate(text, 4_500, kind="json", count=cl100k)
+    assert result.strategy == "json" and result.tokens <= 4_500
+    shown = parses(result.text)
+    for _ in range(1_200):
+        shown = shown["a"]
+    assert shown == {"…": f"{len(text) - result.kept[0].end} characters omitted"}
+
+
+def test_a_deep_tool_result_is_sent_as_json(tmp_path: Path) -> None:
+    store = contextfold.open_store(f"sqlite:///{tmp_path / 'r.db'}")
+    run = store.run("deep")
+    run.append(UserInput("dump the tree"),
+               ModelResponse(tool_calls=[ToolCall(call_id="c1", name="dump", arguments="{}")]),
+               ToolResult(call_id="c1", content=tree(1_500), is_error=True),
+               ModelResponse(tool_calls=[ToolCall(call_id="c2", name="ls", arguments="{}")]),
+               ToolResult(call_id="c2", content="ok"), UserInput("summarise"))
+    built = run.preview("openai-chat", window=6_000)
+    cut = next(t for t in built.manifest.truncations if t.id == "e3")
+    msg = next(m["content"] for m in built.request["messages"] if m.get("tool_call_id") == "c1")
+    block = re.search(r"<data [^>]*>\n(.*)\n</data>", msg, re.S)
+    assert cut.strategy == "json" and block is not None  # a failed tool's JSON is not a log
+    assert parses(block.group(1))["tree"][0]["id"] == 0
+
+
+def test_hostile_depth_is_linear() -> None:
+    start = time.perf_counter()
+    valid = "[" * 200_000 + "]" * 200_000
+    result = truncate(valid, 300, kind="json", count=cl100k)
+    assert result.strategy == "json" and parses(result.text)
+    assert truncate("[" * 400_000, 300, kind="json", count=cl100k).strategy != "json"  # not JSON
+    assert time.perf_counter() - start < 20
+
+
+_atoms = st.sampled_from(['"a"', '"\\u2026"', '"…"', "0", "-1.5e3", "true", "null", "NaN", "-Infinity",
+                          "[]", "{}", "01", "1.", '"\x01"', "tru", "[", "]", "{", "}", ",", ":", " "])
+
+
+@given(st.lists(_atoms, max_size=30).map("".join))
+@example('{"a":1,}')
+@example('[1 2]')
+@example('{"a" 1}')
+@example('{"a":1}x')
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_heads_accepts_what_the_cut_parser_reads(text: str) -> None:
+    """The token pass agrees with ``json.loads`` (NaN taken) on what is one JSON container."""
+    try:
+        value = json.loads(text)
+        container = isinstance(value, list | dict)
+    except ValueError:
+        container = False
+    assert (heads(text) is not None) == container
+
+
+@given(st.recursive(st.integers(0, 9) | st.text(max_size=3),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner,
+                                                                                max_size=4),
+                    max_leaves=30).filter(lambda v: isinstance(v, list | dict)),
+       st.integers(0, 60))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_every_head_is_json(value: Any, budget: int) -> None:
+    text = json.dumps(value, ensure_ascii=False)
+    found = heads(text)
+    assert found is not None
+    cut = deep_cut(text, found, budget, cl100k, {})
+    if cut is not None:
+        assert cl100k(cut[0]) == cut[1] <= budget and text.startswith(cut[0][:cut[2]])
+        json.loads(cut[0])
