@@ -22,9 +22,12 @@ import re
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextfold.projections.line_windows import fit_line_windows, kept_probe
+
+if TYPE_CHECKING:
+    from contextfold.projections.truncate import Truncation
 
 __all__ = ["Heads", "cut_deep", "deep_cut", "heads"]
 
@@ -150,14 +153,21 @@ def deep_cut(text: str, found: Heads, max_tokens: int, count: Callable[[str], in
     return out, tokens, found.ends[k]
 
 
-def cut_deep(text: str, entry: dict[str, Any], max_tokens: int,
-             count: Callable[[str], int]) -> tuple[str, int, int] | None:
-    """:func:`deep_cut` of ``text``, its :func:`heads` and probes kept in ``entry`` (the text's
-    ``probe_entry``: a result at the budget's edge is cut again at every build); None when it is
-    not JSON or nothing fits."""
+def cut_deep(text: str, entry: dict[str, Any], max_tokens: int, count: Callable[[str], int],
+             original_tokens: int) -> Truncation | None:
+    """:func:`deep_cut` of ``text`` as a truncation (strategy ``json``, the characters of the head
+    kept), its :func:`heads` and probes kept in ``entry`` (the text's ``probe_entry``: a result at
+    the budget's edge is cut again at every build); None when it is not JSON or nothing fits."""
     if "heads" not in entry:
         entry["heads"] = heads(text)
     found: Heads | None = entry["heads"]
-    if found is None:
+    cut = None if found is None else deep_cut(text, found, max_tokens, count,
+                                              entry.setdefault("deep_probes", {}))
+    if cut is None:
         return None
-    return deep_cut(text, found, max_tokens, count, entry.setdefault("deep_probes", {}))
+    from contextfold.projections.truncate import KeptRange, Truncation  # (it imports this module)
+
+    out, tokens, kept = cut
+    return Truncation(text=out, truncated=True, strategy="json", unit="char", original_chars=len(text),
+                      original_tokens=original_tokens, tokens=tokens, kept=(KeptRange(start=1, end=kept),),
+                      omitted=len(text) - kept, omitted_chars=len(text) - kept)

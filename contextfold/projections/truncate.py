@@ -24,17 +24,15 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   before the marker and re-opened after it. A file keeps whole
   lines while any fits (its manifest entry names line ranges); one whose lines are all
   longer than the grant (a minified bundle) keeps words rather than a bare marker.
-* ``json``: the result stays valid JSON. Arrays keep their first and last
-  items around a marker item ``"… N items omitted"``; objects keep their first
-  members plus a marker member ``"…": "N members omitted"``; long strings are
-  shortened at a grapheme cluster boundary with a ``… [N chars omitted]`` suffix.
-  One size knob applies recursively to every nested value, and the largest
-  knob that fits is found by search (the whole value, compacted, is tried
-  first). Output is compact JSON (``NaN``, ``Infinity`` written as they were: a metric's). JSON
-  nested deeper than the parser goes keeps a head ending at a value, its brackets closed
-  (:mod:`~contextfold.projections.json_deep`). Input that does not parse is cut as ``text``,
-  unless it is JSON documents a line apart (MCP text blocks) that the text cut splits: then
-  each is cut as JSON (:mod:`~contextfold.projections.json_blocks`).
+* ``json``: the result stays valid JSON. Arrays keep their first and last items around a marker
+  item ``"… N items omitted"``; objects keep their first members plus a marker member
+  ``"…": "N members omitted"``; long strings are shortened at a grapheme cluster boundary with a
+  ``… [N chars omitted]`` suffix. One size knob applies recursively to every nested value, and
+  the largest knob that fits is found by search (the whole value, compacted, is tried first).
+  Output is compact JSON (``NaN``, ``Infinity`` as written). JSON nested past the parser keeps a
+  head, its brackets closed (:mod:`~contextfold.projections.json_deep`); JSON documents a line
+  apart (MCP text blocks), each cut as JSON (:mod:`~contextfold.projections.json_blocks`) where a
+  text cut would split one. Other input that does not parse is cut as ``text``.
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:
@@ -55,8 +53,8 @@ even the bare marker: then the result is :data:`MINIMAL_MARKER` with
 
 Ranges in :attr:`Truncation.kept` are 1-based and inclusive: line numbers for
 lines, chunk numbers for chunks, item/member numbers of the top-level
-container for JSON (characters of the value for a JSON document that is one string or that is
-nested past the parser; documents for JSON blocks).
+container for JSON (characters of a document that is one string or nested past the parser;
+documents for JSON blocks).
 """
 
 from __future__ import annotations
@@ -391,10 +389,8 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
     except (ValueError, RecursionError):  # not JSON (or nested past the parser): cut as text
-        if entry.get("deep") and (deep := cut_deep(text, entry, max_tokens, count)) is not None:
-            return _result(deep[0], strategy="json", unit="char", original=text, tokens=deep[1],
-                           original_tokens=original_tokens, kept=[(1, deep[2])],
-                           omitted=len(text) - deep[2], omitted_chars=len(text) - deep[2])
+        if entry.get("deep") and (deep := cut_deep(text, entry, max_tokens, count, original_tokens)):
+            return deep
         by_lines = _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
                              fences=_has_fence(text), rule=rule, first_line=first_line)
         return or_blocks(by_lines, text, entry, max_tokens, count, rule, first_line)  # or by documents
