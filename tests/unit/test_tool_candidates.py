@@ -9,7 +9,10 @@ from __future__ import annotations
 from contextfold.api import render_request
 from contextfold.domain.events import (
     AnyEvent,
+    CompactionSummary,
     GoalSet,
+    HandOff,
+    HistoryCompacted,
     ModelResponse,
     PlanStep,
     PlanUpdated,
@@ -25,7 +28,7 @@ from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.state import RunState
-from contextfold.projections.tool_candidates import not_exposed_reason
+from contextfold.projections.tool_candidates import not_exposed_reason, tool_query
 from tests.unit.test_tool_exposure import TOOLS
 
 
@@ -223,7 +226,7 @@ def test_a_tool_too_large_for_the_budget_does_not_take_the_toolkit_with_it() -> 
     keeps less). Ranked by relevance alone, a 4,000-token deploy tool (an MCP server's schema)
     came first in a three-tool toolkit, did not fit a 3,750-token budget, and took the two
     33-token tools with it: the request declared no tool and the model could only answer in
-    prose. Tools rank as every unit does, cost included (``selection.score``): the small ones
+    prose. A schema over ``LARGE_TOOL_TOKENS`` now ranks after every smaller tool: the small ones
     first, the big one where it fits."""
     big = {"type": "object", "properties": {
         f"p{i}": {"type": "string", "description": "some long description of the parameter " * 5}
@@ -241,3 +244,26 @@ def test_a_tool_too_large_for_the_budget_does_not_take_the_toolkit_with_it() -> 
         assert declared[window] == {t["name"] for t in built.request.get("tools", ())}
     assert declared[5_000] == {"read_file", "run_shell"}
     assert declared[6_000] == declared[9_000] == {"read_file", "run_shell", "deploy_service"}
+
+
+def test_the_query_reads_the_newest_input_as_the_log_grows_shown_or_summarized() -> None:
+    """The newest input is kept on the state and patched per step (``newest_user_item``): at every
+    step it is the one a fresh fold finds, and one a summary hides still counts."""
+    events: list[AnyEvent] = [PolicySet(text="be careful"), ToolsRegistered(tools=TOOLS),
+                              UserInput("fetch the pod logs")]
+    for i in range(3):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="bash"),)),
+                   ToolResult(call_id=f"c{i}", content="ok")]
+    events += [HistoryCompacted(summary=CompactionSummary(goal="fetch the pod logs"), covers_from=1,
+                                covers_to=len(events), strategy="summary", summarizer="test"),
+               ModelResponse(text="done"), UserInput("now scale the deployment"),
+               HandOff(from_agent="a", to_agent="b", note="restart the ingress")]
+    state = _state()
+    queries = []
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("tools", pos, event, ""))
+        assert tool_query(state) == tool_query(_state(*events[:pos])), pos
+        queries.append(tool_query(state))
+    assert queries[2] == queries[10] == "fetch the pod logs"  # the summary hid it at 10
+    assert state.hidden[3] == 10  # the input is hidden by the summary logged at 10
+    assert queries[-2:] == ["now scale the deployment", "hand_off (a -> b): restart the ingress"]
