@@ -64,7 +64,7 @@ from contextfold.projections.compaction_cuts import (
     mask_covers,
     recovery_answers,
 )
-from contextfold.projections.graphemes import head_chars
+from contextfold.projections.fold_summary import hand_off_line, hand_off_text
 from contextfold.projections.masking import SIDE_EFFECT_PATTERN, mask_stub, mask_text, wholly_inside, writes
 from contextfold.projections.plan_view import plan_steps
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
@@ -77,6 +77,7 @@ from contextfold.projections.summary_text import (
     kept_facts,
     key_line,
     plan_lines,
+    quoted_goal,
     user_statement,
 )
 
@@ -100,7 +101,6 @@ Strategy: TypeAlias = Literal["mask", "summary"]
 
 _ARGS_CHARS = 80
 _POLICY_CHARS = 600
-_GOAL_CHARS = 4000
 _RECENT_CALLS = 4
 """Plain successful calls listed in full; older ones keep only their ids and outcome."""
 _RECENT_STATEMENTS = 6
@@ -289,14 +289,18 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                     f["constraints"].append(
                         f"user at event {pos}: {user_statement(ev.text, f'event://{run}/{pos}')}")
                 if not goal and ev.text.strip():  # no goal was set: an inference, said to be one
-                    goal = f"(inferred from the user's message at event {pos}) " + (
-                        ev.text if len(ev.text) <= _GOAL_CHARS else
-                        head_chars(ev.text, _GOAL_CHARS) + f"… (full text: event://{run}/{pos})")
+                    goal = quoted_goal(f"(inferred from the user's message at event {pos})", ev.text,
+                                       f"event://{run}/{pos}")
             case GoalSet():
                 f["decisions"].append(f"goal set at event {pos}: {cap(ev.goal, STATEMENT_CHARS)}")
             case PlanUpdated():
                 steps = "; ".join(f"{s.id} {s.status}" for s in ev.steps)
                 f["decisions"].append(f"plan updated at event {pos}: {steps}")
+            case HandOff() if ev.mode == "hand_off" and ev.note:  # the task handed over (fold_summary)
+                f["constraints"].append(hand_off_line(hand_off_text(ev), pos, run))
+                if not goal and ev.note.strip():
+                    goal = quoted_goal(f"(the task handed over at event {pos}, {ev.from_agent or '?'} -> "
+                                       f"{ev.to_agent or '?'})", ev.note, f"event://{run}/{pos}")
             case HandOff():
                 f["decisions"].append(f"{ev.mode} at event {pos}: {ev.from_agent or '?'} -> "
                                       f"{ev.to_agent or '?'}" + (f": {ev.note}" if ev.note else ""))

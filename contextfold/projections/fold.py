@@ -93,6 +93,7 @@ from contextfold.projections.fold_content import (
     range_within,
     supersede,
 )
+from contextfold.projections.fold_summary import hand_off_text
 from contextfold.projections.framing import NOTE_LABEL
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.plan_view import plan_text
@@ -376,8 +377,7 @@ def _(event: HandOff, state: RunState, rec: RecordedEvent) -> None:
         # never end. A hand-off to another agent keeps them open: their results may still arrive.
         state.last_progress = rec.position
     if event.note:
-        who = f"{event.from_agent or '?'} -> {event.to_agent or '?'}"
-        text = (TextBlock(text=f"{event.mode} ({who}): {event.note}"),)
+        text = (TextBlock(text=hand_off_text(event)),)
         if event.mode == "hand_off":
             # The task handed over: the seed's layer 8 "current worker task". Until a newer input
             # it is the request's current input (required, last), in the runtime's own voice; as a

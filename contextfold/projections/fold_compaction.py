@@ -16,7 +16,11 @@ from contextfold.domain.events import HistoryCompacted, TextBlock
 from contextfold.domain.fragments import TRUST_RANK, ToolResultBlock, Trust
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.fold_content import add_fragment
-from contextfold.projections.fold_summary import confirmed_user_constraints, render_summary
+from contextfold.projections.fold_summary import (
+    confirmed_hand_offs,
+    confirmed_user_constraints,
+    render_summary,
+)
 from contextfold.projections.framing import SUMMARY_LABEL
 from contextfold.projections.masking import mask_text, stub_trust, wholly_inside
 from contextfold.projections.state import SUMMARY_PRIORITY, MessageItem, RunState, SummaryItem, ToolGroup
@@ -41,8 +45,9 @@ def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent
                              if p > hi and isinstance(item, SummaryItem) and p not in state.hidden
                              and lo <= item.covers_from and item.covers_to <= hi)
             confirmed = confirmed_user_constraints(event, state.run_id, lambda p: _user_text(state, p))
-            text = (f"{render_summary(event, confirmed)}\nraw events: events://{state.run_id}/{lo}-{hi} "
-                    "(read back with `contextfold show`)")
+            handed = confirmed_hand_offs(event, state.run_id, lambda p: _handed_text(state, p))
+            text = (f"{render_summary(event, confirmed, handed)}\n"
+                    f"raw events: events://{state.run_id}/{lo}-{hi} (read back with `contextfold show`)")
             fid = add_fragment(state, rec, "history", _lowest_trust(state, covered), (TextBlock(text=text),),
                        priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",
                        data_label=SUMMARY_LABEL)
@@ -66,6 +71,15 @@ def _user_text(state: RunState, position: int) -> str | None:
     """The text of the user's own input logged at ``position``, if that is one."""
     entry = state.entries.get(f"e{position}")
     if entry is None or entry.kind != "user_input" or entry.trust != "user":
+        return None
+    return entry.plain_text()
+
+
+def _handed_text(state: RunState, position: int) -> str | None:
+    """The text of the task a hand-off logged at ``position`` handed over (the runtime's current
+    input, ``fold``), if that is one."""
+    entry = state.entries.get(f"e{position}")
+    if entry is None or entry.kind != "user_input" or entry.trust != "runtime":
         return None
     return entry.plain_text()
 

@@ -14,21 +14,64 @@ constraint line the log confirms word for word (the user's own message at the
 position it names, quoted as the built-in summary quotes it) is shown before
 the data block, under :data:`USER_CONSTRAINTS_HEADER`, with the user's
 authority; a line a plug-in summary reworded stays in the data block.
+
+A hand-off's task is the same kind of thing, said by the runtime: the note of a
+``HandOff(mode="hand_off")`` is a worker run's current input, its constraints included ("never
+restart nginx during business hours"). A summary line that quotes it word for word
+(:func:`hand_off_line`) is shown before the data block too, under :data:`HANDED_TASK_HEADER`,
+with the runtime's authority, and first: a user's required input is quoted raw, newlines and
+all, and whatever it holds must never be read as the runtime's block.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Literal
 
-from contextfold.domain.events import HistoryCompacted
+from contextfold.domain.events import HandOff, HistoryCompacted
 from contextfold.projections.summary_text import user_statement
 
-__all__ = ["USER_CONSTRAINTS_HEADER", "confirmed_user_constraints", "render_summary", "split_summary"]
+__all__ = ["HANDED_TASK_HEADER", "USER_CONSTRAINTS_HEADER", "confirmed_hand_offs",
+           "confirmed_user_constraints", "hand_off_line", "hand_off_text", "render_summary", "split_summary"]
 
 USER_CONSTRAINTS_HEADER = "[runtime] What the user asked in the compacted history, quoted from the log:"
+HANDED_TASK_HEADER = "[runtime] The task handed over in the compacted history, quoted from the log:"
 _SUMMARY_START = "\n\nsummary of events "
 _USER_LINE = re.compile(r"(required user input|user) at event (\d+): (.*)", re.DOTALL)
+_HAND_OFF = "hand_off "
+_HAND_OFF_LINE = re.compile(r"hand_off at event (\d+) \(.*", re.DOTALL)
+
+
+def hand_off_text(event: HandOff) -> str:
+    """The text a hand-off's note is shown as (the fold's fragment): its mode, who handed over to
+    whom, and the note."""
+    return f"{event.mode} ({event.from_agent or '?'} -> {event.to_agent or '?'}): {event.note}"
+
+
+def hand_off_line(shown: str, position: int, run_id: str) -> str:
+    """The summary's constraint line for the task a ``hand_off`` logged at ``position`` handed
+    over, whose fragment reads ``shown`` (:func:`hand_off_text`): quoted as a user's message is
+    (bounded, citing the event for the full text), so :func:`confirmed_hand_offs` can check it."""
+    said = user_statement(shown.removeprefix(_HAND_OFF), f"event://{run_id}/{position}")
+    return f"{_HAND_OFF}at event {position} {said}"
+
+
+def confirmed_hand_offs(event: HistoryCompacted, run_id: str,
+                        handed_text: Callable[[int], str | None]) -> tuple[str, ...]:
+    """The constraint lines of ``event``'s summary that quote a hand-off's task word for word
+    (:func:`hand_off_line`): ``handed_text(position)`` is the text of the hand-off's task shown at
+    that position (None for anything else)."""
+    out: list[str] = []
+    for line in event.summary.constraints:
+        m = _HAND_OFF_LINE.fullmatch(line)
+        if m is None:
+            continue
+        shown = handed_text(int(m.group(1)))
+        if shown is not None and shown.startswith(_HAND_OFF) and line == hand_off_line(
+                shown, int(m.group(1)), run_id):
+            out.append(line)
+    return tuple(out)
 
 _SECTIONS: tuple[tuple[str, str], ...] = (
     ("success_contract", "success contract"),
@@ -64,33 +107,47 @@ def confirmed_user_constraints(event: HistoryCompacted, run_id: str,
     return tuple(out)
 
 
-def split_summary(text: str) -> tuple[str, str]:
-    """A summary fragment's text as (the user's confirmed constraints, the rest): the first part
-    is empty when there are none. Split at the first summary heading, which a quoted user
-    message may hold too: then more of it is shown as data, never less."""
-    if not text.startswith(USER_CONSTRAINTS_HEADER):
-        return "", text
+def split_summary(text: str) -> tuple[tuple[tuple[Literal["runtime", "user"], str], ...], str]:
+    """A summary fragment's text as (the blocks shown before the data block, each with its
+    authority: the hand-offs' tasks the runtime's, the user's confirmed constraints the user's;
+    the rest): no blocks when there are none. Split at the first summary heading, which a quoted
+    user message may hold too: then more of it is shown as data, never less. The runtime's block
+    comes first and ends at the user's header: no user's words are ever in it."""
+    if not text.startswith((HANDED_TASK_HEADER, USER_CONSTRAINTS_HEADER)):
+        return (), text
     at = text.find(_SUMMARY_START)
     if at < 0:
-        return "", text
-    return text[:at], text[at + 2:]
+        return (), text
+    head, rest = text[:at], text[at + 2:]
+    blocks: list[tuple[Literal["runtime", "user"], str]] = []
+    if head.startswith(HANDED_TASK_HEADER):
+        cut = head.find("\n\n" + USER_CONSTRAINTS_HEADER)
+        blocks.append(("runtime", head if cut < 0 else head[:cut]))
+        head = "" if cut < 0 else head[cut + 2:]
+    if head:
+        blocks.append(("user", head))
+    return tuple(blocks), rest
 
 
-def render_summary(event: HistoryCompacted, confirmed: tuple[str, ...] = ()) -> str:
-    """``event.summary`` as sectioned text; empty sections are left out. ``confirmed``
-    (:func:`confirmed_user_constraints`) go first, under their header, and out of the
-    constraints section."""
+def render_summary(event: HistoryCompacted, confirmed: tuple[str, ...] = (),
+                   handed: tuple[str, ...] = ()) -> str:
+    """``event.summary`` as sectioned text; empty sections are left out. ``handed``
+    (:func:`confirmed_hand_offs`), then ``confirmed`` (:func:`confirmed_user_constraints`) go
+    first, each under its header, and out of the constraints section."""
     s = event.summary
     lines = [f"summary of events {event.covers_from}-{event.covers_to} "
              f"({event.strategy}, {event.summarizer})"]
     if confirmed:
         lines[:0] = [USER_CONSTRAINTS_HEADER, *(f"- {c}" for c in confirmed), ""]
+    if handed:
+        lines[:0] = [HANDED_TASK_HEADER, *(f"- {c}" for c in handed), ""]
     if s.goal:
         lines.append(f"goal: {s.goal}")
+    shown = set(confirmed) | set(handed)
     for attr, title in _SECTIONS:
         values: tuple[str, ...] = getattr(s, attr)
-        if attr == "constraints" and confirmed:
-            values = tuple(v for v in values if v not in confirmed)
+        if attr == "constraints" and shown:
+            values = tuple(v for v in values if v not in shown)
         if values:
             lines.append(f"{title}:")
             lines.extend(f"- {v}" for v in values)

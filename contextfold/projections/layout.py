@@ -497,13 +497,11 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                     parts.append(InstructionPart(text="(empty message)", authority="user", fragment_id=e.id))
                 return [trusted(UserMessage, parts=tuple(parts))]
             return [trusted(UserMessage, parts=(_data(e, text(e.id), e.id in inp.truncated, NOTE_LABEL),))]
-        case SummaryItem():  # the user's confirmed constraints with the user's authority (fold_summary)
+        case SummaryItem():  # a hand-off's task, the user's constraints with their authority (fold_summary)
             e = state.entries[item.fragment_id]
             asked, rest = split_summary(text(e.id))
-            data = _data(e, rest, False, SUMMARY_LABEL)
-            if not asked:
-                return [trusted(UserMessage, parts=(data,))]
             return [trusted(UserMessage, parts=(
-                InstructionPart(text=asked, authority="user", fragment_id=e.id), data))]
+                *(InstructionPart(text=t, authority=a, fragment_id=e.id) for a, t in asked),
+                _data(e, rest, False, SUMMARY_LABEL)))]
         case _:
             assert_never(item)

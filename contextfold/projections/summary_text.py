@@ -17,8 +17,8 @@ from contextfold.domain.canonical import strict_json
 from contextfold.projections.diagnose import diagnose_log
 from contextfold.projections.graphemes import head_chars
 
-__all__ = ["CONSTRAINT_LINE", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "cap", "kept_facts",
-           "key_line", "plan_lines", "user_statement"]
+__all__ = ["CONSTRAINT_LINE", "GOAL_CHARS", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "cap",
+           "kept_facts", "key_line", "plan_lines", "quoted_goal", "user_statement"]
 
 CONSTRAINT_LINE = re.compile(
     r"\b(must|never|always|do not|don't|dont|only|forbidden|not allowed|should not|shouldn't|"
@@ -46,6 +46,8 @@ _IDENTIFIERS_KEPT = 6
 STATEMENT_CHARS = 200
 """An assistant statement (and a goal's decision line) is capped to this."""
 USER_CHARS = 800
+GOAL_CHARS = 4000
+"""A summary's goal taken from a message keeps this much of it (the task, as a rule: kept whole)."""
 """A user message up to this long is kept whole in a summary; of a longer one, this much."""
 _USER_HEAD = 400
 """Of a longer user message, its opening sentences up to this long (what it asks, as a rule)."""
@@ -168,6 +170,14 @@ def kept_facts(text: str, shown: str = "") -> str:
     parts = ([f"ids: {', '.join(ids)}"] if ids else []) + (
         [f"says: {cap(state.group(0).strip(), STATEMENT_CHARS)}"] if state else [])
     return "; ".join(parts)
+
+
+def quoted_goal(lead: str, text: str, source: str) -> str:
+    """A summary's goal taken from a message (no goal was set): ``lead`` (where it was said, and
+    that it is an inference or a hand-off's task), then the message whole up to
+    :data:`GOAL_CHARS`, else its head citing ``source`` for the full text."""
+    return f"{lead} " + (text if len(text) <= GOAL_CHARS else
+                         head_chars(text, GOAL_CHARS) + f"… (full text: {source})")
 
 
 def user_statement(text: str, source: str) -> str:

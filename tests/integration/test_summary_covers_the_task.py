@@ -7,9 +7,13 @@ task, keep it as the summary's goal and instruction, and tell the model about th
 
 from __future__ import annotations
 
+import pytest
+
 from contextfold.api import open_store
+from contextfold.domain.conversation import DataPart, InstructionPart, UserMessage
 from contextfold.domain.events import (
     AnyEvent,
+    HandOff,
     ModelResponse,
     PolicySet,
     ToolCall,
@@ -18,6 +22,9 @@ from contextfold.domain.events import (
     ToolsRegistered,
     UserInput,
 )
+from contextfold.projections.fold_summary import HANDED_TASK_HEADER, USER_CONSTRAINTS_HEADER
+from contextfold.projections.render.validate import PROVIDERS
+from tests.unit.test_rendered_within_count import shown_tokens
 
 WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda",
          "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon")
@@ -38,7 +45,7 @@ def _work(turns: int = 6) -> list[AnyEvent]:
 
 
 def _tools(built: object) -> list[str]:
-    return sorted(t["name"] for t in built.request["tools"])  # type: ignore[attr-defined]
+    return sorted(t.name for t in built.manifest.tools)  # type: ignore[attr-defined]
 
 
 def test_tools_are_still_ranked_against_the_task_a_summary_covers(sqlite_url: str) -> None:
@@ -58,3 +65,45 @@ def test_tools_are_still_ranked_against_the_task_a_summary_covers(sqlite_url: st
         assert _tools(after) == _tools(before)
         reasons = {t.name: t.reason.split(" ")[0] for t in after.manifest.tools}
         assert reasons["github_create_issue"] == "relevant" and "fallback" not in reasons.values()
+
+
+HANDED = "Task: rotate the TLS certificate on host web-3; never restart nginx during business hours"
+
+
+def _parts(built: object) -> list[object]:
+    return [p for m in built.conversation.messages if isinstance(m, UserMessage)  # type: ignore[attr-defined]
+            for p in m.parts]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_hand_offs_task_a_summary_covers_stays_the_goal_and_the_runtimes_instruction(
+        sqlite_url: str, provider: str) -> None:
+    """A worker run's task is the hand-off's note: the request's current input, in the runtime's
+    voice. Summarized, it was a "decision" inside the summary's external-trust data block, the goal
+    was empty and its "never restart nginx" read as a fact about the past, not a rule (a user's
+    task in the same place is the goal, and its words are quoted with the user's authority)."""
+    kit = (*CATALOGUE, ToolSpec(name="tls_rotate_certificate", description="rotate a host's TLS certificate"))
+    with open_store(sqlite_url) as store:
+        run = store.run("worker")
+        run.append(PolicySet(text="You are worker B."), ToolsRegistered(tools=kit),
+                   HandOff(from_agent="planner", to_agent="worker", mode="hand_off", note=HANDED), *_work())
+        before = run.build(provider, window=100_000, reserve=1_000)
+        report = run.compact("summary")
+        summary = report.events[0]
+        assert summary.covers_from <= 3 <= summary.covers_to  # the hand-off is covered
+        assert summary.summary.goal == f"(the task handed over at event 3, planner -> worker) {HANDED}"
+        assert not any(HANDED in d for d in summary.summary.decisions)  # not twice
+        built = run.build(provider, window=100_000, reserve=1_000)
+        parts = _parts(built)
+        handed = [p for p in parts
+                  if isinstance(p, InstructionPart) and p.text.startswith(HANDED_TASK_HEADER)]
+        assert len(handed) == 1 and handed[0].authority == "runtime"
+        assert f"- hand_off at event 3 (planner -> worker): {HANDED}" in handed[0].text
+        data = next(p for p in parts if isinstance(p, DataPart) and p.label == "compaction_summary")
+        assert "- hand_off at event 3" not in data.text and "never restart nginx" in data.text  # (the goal)
+        assert not any(p.text.startswith(USER_CONSTRAINTS_HEADER) for p in parts
+                       if isinstance(p, InstructionPart))  # no user said anything
+        assert shown_tokens(provider, built) <= built.manifest.selected_tokens
+        assert run.replay(turn=built.manifest.turn).ok
+        # the task still ranks the tools (item of tool_query: a hand-off's task is an input)
+        assert "tls_rotate_certificate" in _tools(before) and _tools(built) == _tools(before)
