@@ -73,9 +73,11 @@ from contextfold.projections.summary_check import summary_lines, validate_summar
 from contextfold.projections.summary_text import (
     STATEMENT_CHARS,
     args_excerpt,
+    attached,
     cap,
     kept_facts,
     key_line,
+    media_lines,
     plan_lines,
     quoted_goal,
     user_statement,
@@ -288,9 +290,10 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                     # one bounded (its opening and its constraint sentences, citing the rest)
                     f["constraints"].append(
                         f"user at event {pos}: {user_statement(ev.text, f'event://{run}/{pos}')}")
+                f["evidence_refs"] += media_lines(ev.content, run, pos, "attached to the user's message")
                 if not goal and ev.text.strip():  # no goal was set: an inference, said to be one
                     goal = quoted_goal(f"(inferred from the user's message at event {pos})", ev.text,
-                                       f"event://{run}/{pos}")
+                                       f"event://{run}/{pos}") + attached(ev.content, run, pos)
             case GoalSet():
                 f["decisions"].append(f"goal set at event {pos}: {cap(ev.goal, STATEMENT_CHARS)}")
             case PlanUpdated():
@@ -314,7 +317,8 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                     calls.append(call)
             case ToolResult():
                 answered = open_calls.pop(ev.call_id, None)
-                text = ev.text_and_media()[0]  # its text blocks too (the MCP shape)
+                text, media = ev.text_and_media()  # its text blocks too (the MCP shape)
+                f["evidence_refs"] += media_lines(media, run, pos, f"in the result of call {ev.call_id}")
                 if answered is None:  # a late result (its call was closed by recovery)
                     f["known_failures"].append(
                         f"late result for call {ev.call_id} at event {pos}: "

@@ -149,6 +149,8 @@ _UNSURE = re.compile(r"TOOL_RESULT_LOST|TOOL_CALL_CANCELLED|\bunverified\b|outco
 _OPEN_OR_FAILED = re.compile(r" -> (?:error|open|TOOL_RESULT_LOST|TOOL_CALL_CANCELLED)\b")
 """A call line (``call c1 (deploy) {args} at event 4 -> error exit_code=1 ...``) whose call did
 not report success."""
+_USER_MEDIA = re.compile(r", attached to the user's message at event \d+\)$")
+"""An evidence line citing a medium a user's message carried (``summary_text.media_lines``)."""
 _ACK_WORDS = 8
 """A user message of more words than this (or more than four times as many characters: CJK
 writes no spaces) is not chatter, whatever its words."""
@@ -168,7 +170,8 @@ def _rank(key: str, entry: str) -> int:
     What users said: 3 a constraint (:data:`~contextfold.projections.summary_text.CONSTRAINT_LINE`)
     or a message of more than :data:`_ACK_WORDS` words; 1 short chatter (:data:`_CHATTER`); 2 any
     other short message ("Reply in French from now on.", "Target Python 3.8."). The first thing the
-    user said is never folded (:func:`bounded_fields`). Other lists: 3 an entry whose call failed,
+    user said is never folded (:func:`bounded_fields`). Evidence refs: 2 a medium a user's message
+    carried, 1 the rest. Other lists: 3 an entry whose call failed,
     was lost or cancelled or is unverified, 2 one that names ids, 1 the rest. A line that folded
     older entries in an earlier summary: 0, it is folded again first."""
     if _FOLDED.match(entry):
@@ -178,6 +181,8 @@ def _rank(key: str, entry: str) -> int:
         if CONSTRAINT_LINE.search(said) or len(said.split()) > _ACK_WORDS or len(said) > 4 * _ACK_WORDS:
             return 3
         return 1 if _CHATTER.search(said) else 2
+    if key == "evidence_refs":  # the media a user gave (the task's screenshot) before a result's
+        return 2 if _USER_MEDIA.search(entry) else 1
     if key in ("side_effects", "known_failures", "tool_calls_and_results"):
         if _UNSURE.search(entry) or _OPEN_OR_FAILED.search(entry):
             return 3

@@ -28,8 +28,10 @@ from contextfold.domain.events import (
     MemoryRecalled,
     ModelResponse,
     ToolResult,
+    UserInput,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.summary_text import media_refs
 
 __all__ = ["CALL_CITE", "SUMMARY_REF", "summary_lines", "summary_refs", "validate_summary"]
 
@@ -55,6 +57,9 @@ def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozense
                 refs.add(f"artifact:{ev.artifact.hash}")
             case _:
                 pass
+        if isinstance(ev, UserInput | ToolResult):  # the media it carried (an image's artifact)
+            blocks = ev.content if isinstance(ev, UserInput) else ev.blocks
+            refs.update(ref for ref, _ in media_refs(blocks, f"event://{run_id}/{rec.position}"))
         if isinstance(ev, FileRead):
             refs.add(f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else ""))
         elif isinstance(ev, EvidenceRetrieved):

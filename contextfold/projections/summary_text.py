@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from contextfold.domain.canonical import strict_json
+from contextfold.domain.events import ContentBlock, DocumentBlock, ImageBlock
 from contextfold.projections.diagnose import diagnose_log
 from contextfold.projections.graphemes import head_chars
+from contextfold.projections.redact_urls import shown_url
 
-__all__ = ["CONSTRAINT_LINE", "GOAL_CHARS", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "cap",
-           "kept_facts", "key_line", "plan_lines", "quoted_goal", "user_statement"]
+__all__ = ["CONSTRAINT_LINE", "GOAL_CHARS", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "attached",
+           "cap", "kept_facts", "key_line", "media_lines", "media_refs", "plan_lines", "quoted_goal",
+           "user_statement"]
 
 CONSTRAINT_LINE = re.compile(
     r"\b(must|never|always|do not|don't|dont|only|forbidden|not allowed|should not|shouldn't|"
@@ -46,9 +49,9 @@ _IDENTIFIERS_KEPT = 6
 STATEMENT_CHARS = 200
 """An assistant statement (and a goal's decision line) is capped to this."""
 USER_CHARS = 800
+"""A user message up to this long is kept whole in a summary; of a longer one, this much."""
 GOAL_CHARS = 4000
 """A summary's goal taken from a message keeps this much of it (the task, as a rule: kept whole)."""
-"""A user message up to this long is kept whole in a summary; of a longer one, this much."""
 _USER_HEAD = 400
 """Of a longer user message, its opening sentences up to this long (what it asks, as a rule)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
@@ -170,6 +173,38 @@ def kept_facts(text: str, shown: str = "") -> str:
     parts = ([f"ids: {', '.join(ids)}"] if ids else []) + (
         [f"says: {cap(state.group(0).strip(), STATEMENT_CHARS)}"] if state else [])
     return "; ".join(parts)
+
+
+def media_refs(blocks: Iterable[ContentBlock], event_ref: str) -> list[tuple[str, str]]:
+    """(ref, media type) of each image or document among ``blocks``, logged in the event
+    ``event_ref`` names: its ``artifact:HASH``, else its URL as shown (credentials redacted), else
+    (an inline ``data:`` URL) the event itself, which holds it.
+
+    Why a summary cites them: it stands in for the events it covers, and their media are not shown
+    again. A covered task's screenshot vanished from every later request while the goal still
+    read "fix the bug shown in this screenshot", and nothing said which image it was, or where it
+    is read back (the seed: a lossy summary keeps the original artifact and event refs)."""
+    out = []
+    for b in blocks:
+        if isinstance(b, ImageBlock | DocumentBlock):
+            ref = (f"artifact:{b.artifact.hash}" if b.artifact is not None else
+                   shown_url(b.url) if b.url and not b.url.startswith("data:") else event_ref)
+            out.append((ref, b.media_type))
+    return out
+
+
+def media_lines(blocks: Iterable[ContentBlock], run_id: str, position: int, where: str) -> list[str]:
+    """The evidence lines for the media among ``blocks`` of the event logged at ``position``
+    (:func:`media_refs`), ``where`` saying what carried them ("attached to the user's message")."""
+    return [f"{ref} ({media_type}, {where} at event {position})"
+            for ref, media_type in media_refs(blocks, f"event://{run_id}/{position}")]
+
+
+def attached(blocks: Iterable[ContentBlock], run_id: str, position: int) -> str:
+    """What a goal taken from the message logged at ``position`` adds for the media it carried:
+    `` [attached: REF TYPE, ...]``, or nothing."""
+    refs = media_refs(blocks, f"event://{run_id}/{position}")
+    return f" [attached: {', '.join(f'{r} {t}' for r, t in refs)}]" if refs else ""
 
 
 def quoted_goal(lead: str, text: str, source: str) -> str:

@@ -13,9 +13,11 @@ from contextfold.api import open_store
 from contextfold.domain.conversation import DataPart, InstructionPart, UserMessage
 from contextfold.domain.events import (
     AnyEvent,
+    CompactionSummary,
     HandOff,
     ModelResponse,
     PolicySet,
+    TextBlock,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -24,6 +26,7 @@ from contextfold.domain.events import (
 )
 from contextfold.projections.fold_summary import HANDED_TASK_HEADER, USER_CONSTRAINTS_HEADER
 from contextfold.projections.render.validate import PROVIDERS
+from tests.unit.test_media import image_bytes
 from tests.unit.test_rendered_within_count import shown_tokens
 
 WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda",
@@ -107,3 +110,42 @@ def test_a_hand_offs_task_a_summary_covers_stays_the_goal_and_the_runtimes_instr
         assert run.replay(turn=built.manifest.turn).ok
         # the task still ranks the tools (item of tool_query: a hand-off's task is an input)
         assert "tls_rotate_certificate" in _tools(before) and _tools(built) == _tools(before)
+
+
+def test_a_summary_cites_the_media_of_the_inputs_and_results_it_covers(sqlite_url: str) -> None:
+    """A covered input's screenshot vanished from later requests and the summary named neither it
+    nor its artifact: the model was asked to fix a bug "shown in this screenshot" with no
+    screenshot and no ref to it (the seed: a lossy summary keeps the original artifact refs)."""
+    with open_store(sqlite_url) as store:
+        shot = store.attach_image(image_bytes("PNG"))
+        plot = store.attach_image(image_bytes("PNG", color=(200, 10, 10)))
+        assert shot.artifact is not None and plot.artifact is not None
+        events = (PolicySet(text="You are a coding agent."), ToolsRegistered(tools=CATALOGUE),
+                  UserInput(content=(TextBlock(text="Fix the UI bug shown in this screenshot"), shot)),
+                  ModelResponse(tool_calls=(ToolCall(call_id="p", name="bash", arguments="{}"),)),
+                  ToolResult(call_id="p", content="the plot", blocks=(plot,)), *_work())
+        run = store.run("shot")
+        run.append(*events)
+        report = run.compact("summary")
+        summary = report.events[0].summary
+        assert report.events[0].covers_to >= 5  # the input and the result are covered
+        shot_ref = f"artifact:{shot.artifact.hash} (image/png, attached to the user's message at event 3)"
+        plot_ref = f"artifact:{plot.artifact.hash} (image/png, in the result of call p at event 5)"
+        assert summary.evidence_refs[:2] == (shot_ref, plot_ref)
+        assert summary.goal == ("(inferred from the user's message at event 3) Fix the UI bug shown in "
+                                f"this screenshot [attached: artifact:{shot.artifact.hash} image/png]")
+        built = run.build("anthropic", window=100_000, reserve=1_000)
+        data = next(p for p in _parts(built) if isinstance(p, DataPart) and p.label == "compaction_summary")
+        assert shot_ref in data.text and plot_ref in data.text
+        assert run.replay(turn=built.manifest.turn).ok
+        hashed = shot.artifact.hash
+
+        def reworded(covered: object, skeleton: CompactionSummary) -> CompactionSummary:
+            """A plug-in may cite the media its own way: the refs are ones the covered events hold."""
+            return skeleton.model_copy(update={"evidence_refs": (
+                f"the screenshot: artifact:{hashed}", *skeleton.evidence_refs[1:])})
+
+        again = store.run("shot2")
+        again.append(*events)
+        assert again.compact("summary", summarizer=reworded).events[0].summary.evidence_refs[0] == (
+            f"the screenshot: artifact:{hashed}")

@@ -130,3 +130,11 @@ def test_a_folded_line_carries_the_ids_of_what_it_folds() -> None:
     assert out[0].startswith("8 earlier side effects (read back in events://r/1-90)")
     assert all(f"dep-{i:04d}" in out[0] for i in range(1, 9))
     assert len(out) == 33
+
+
+def test_the_media_a_user_gave_stay_whole_when_evidence_refs_fold() -> None:
+    """The task's screenshot is the oldest evidence ref: by recency alone it folded first of 40."""
+    shot = "artifact:" + "a" * 64 + " (image/png, attached to the user's message at event 3)"
+    reads = tuple(f"file://src/m{i}.py@r{i}" for i in range(40))
+    out = bounded_fields({"evidence_refs": (shot, *reads)}, "events://r/1-90")
+    assert out["evidence_refs"][0].startswith("9 earlier evidence refs") and shot in out["evidence_refs"]
