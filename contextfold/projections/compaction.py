@@ -63,8 +63,9 @@ from contextfold.projections.compaction_cuts import (
     choose_cover,
     mask_covers,
     recovery_answers,
+    shown_task_input,
 )
-from contextfold.projections.fold_summary import hand_off_line, hand_off_text
+from contextfold.projections.fold_summary import hand_off_goal, hand_off_line, hand_off_text
 from contextfold.projections.masking import SIDE_EFFECT_PATTERN, mask_stub, mask_text, wholly_inside, writes
 from contextfold.projections.plan_view import plan_steps
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
@@ -301,9 +302,7 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                 f["decisions"].append(f"plan updated at event {pos}: {steps}")
             case HandOff() if ev.mode == "hand_off" and ev.note:  # the task handed over (fold_summary)
                 f["constraints"].append(hand_off_line(hand_off_text(ev), pos, run))
-                if not goal and ev.note.strip():
-                    goal = quoted_goal(f"(the task handed over at event {pos}, {ev.from_agent or '?'} -> "
-                                       f"{ev.to_agent or '?'})", ev.note, f"event://{run}/{pos}")
+                goal = goal or hand_off_goal(ev, pos, run)
             case HandOff():
                 f["decisions"].append(f"{ev.mode} at event {pos}: {ev.from_agent or '?'} -> "
                                       f"{ev.to_agent or '?'}" + (f": {ev.note}" if ev.note else ""))
@@ -420,8 +419,9 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
     events they are read back from."""
     covered = [rec for rec in events if lo <= rec.position <= hi]
     answers = recovery_answers(state, events, lo, hi)
+    task = shown_task_input(state, lo, hi)  # (as the fold leaves it)
     hidden_ids = [it.fragment_ids for pos, it in state.items.items()
-                  if lo <= pos <= hi and pos not in state.hidden
+                  if lo <= pos <= hi and pos not in state.hidden and pos != task
                   and not (isinstance(it, MessageItem) and it.role == "user"
                            and state.entries[it.fragment_id].required)
                   and (not isinstance(it, ToolGroup) or wholly_inside(it, lo, hi))]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextfold.domain.errors import CompactionError, InvalidInputError
+from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.masking import wholly_inside
 from contextfold.projections.repair import check_compaction_cover
@@ -54,6 +55,27 @@ def choose_cover(state: RunState, *, keep_recent: int = 3, keep_input: bool = Tr
         return None
     check_compaction_cover(state, 1, hi)
     return 1, hi
+
+
+def shown_task_input(state: RunState, lo: int, hi: int) -> int | None:
+    """The position of the user input a summary of ``[lo, hi]`` leaves shown though its cover
+    holds it: the run's latest user input, when it carries media (an image, a document) and no
+    earlier summary hides it; else None.
+
+    Why: a summary carries what it covers as text, and an image is none (it cites it:
+    ``summary_text.media_refs``). An agent run whose task is its only input is summarized with
+    the input covered (``plan_compactions``' fallback), and the task's screenshot left every
+    later request while the goal still read "fix the bug shown in this screenshot". The latest
+    input is required in every build, so shown beside the summary it asks no more room than it
+    did before the compaction; a newer input makes it optional, as it would without the summary,
+    and the next summary covers it. A required input stays shown the same way (never covered)."""
+    for pos in reversed(state.items):  # the newest first: the items after the cover are few
+        item = state.items[pos]
+        if isinstance(item, MessageItem) and item.role == "user":
+            media = any(isinstance(b, ImageBlock | DocumentBlock)
+                        for b in state.entries[item.fragment_id].fragment.content)
+            return pos if media and lo <= pos <= hi and pos not in state.hidden else None
+    return None
 
 
 def _error_group(state: RunState) -> ToolGroup | None:

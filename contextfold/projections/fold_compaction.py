@@ -15,6 +15,7 @@ from typing import assert_never
 from contextfold.domain.events import HistoryCompacted, TextBlock
 from contextfold.domain.fragments import TRUST_RANK, ToolResultBlock, Trust
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.compaction_cuts import shown_task_input
 from contextfold.projections.fold_content import add_fragment
 from contextfold.projections.fold_summary import (
     confirmed_hand_offs,
@@ -35,8 +36,9 @@ def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent
         case "mask":
             _mask(state, rec, lo, hi)
         case "summary":
+            task = shown_task_input(state, lo, hi)  # its media: a summary cannot carry them
             covered = tuple(p for p in range(lo, hi + 1)
-                            if p in state.items and p not in state.hidden
+                            if p in state.items and p not in state.hidden and p != task
                             and _coverable(state, p, lo, hi))
             # an older summary of part of this cover, logged after its end (a cover stops before
             # the compaction events that follow it), stands for history this one now covers:

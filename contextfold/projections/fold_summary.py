@@ -30,10 +30,11 @@ from collections.abc import Callable
 from typing import Literal
 
 from contextfold.domain.events import HandOff, HistoryCompacted
-from contextfold.projections.summary_text import user_statement
+from contextfold.projections.summary_text import quoted_goal, user_statement
 
 __all__ = ["HANDED_TASK_HEADER", "USER_CONSTRAINTS_HEADER", "confirmed_hand_offs",
-           "confirmed_user_constraints", "hand_off_line", "hand_off_text", "render_summary", "split_summary"]
+           "confirmed_user_constraints", "hand_off_goal", "hand_off_line", "hand_off_text",
+           "render_summary", "split_summary"]
 
 USER_CONSTRAINTS_HEADER = "[runtime] What the user asked in the compacted history, quoted from the log:"
 HANDED_TASK_HEADER = "[runtime] The task handed over in the compacted history, quoted from the log:"
@@ -47,6 +48,15 @@ def hand_off_text(event: HandOff) -> str:
     """The text a hand-off's note is shown as (the fold's fragment): its mode, who handed over to
     whom, and the note."""
     return f"{event.mode} ({event.from_agent or '?'} -> {event.to_agent or '?'}): {event.note}"
+
+
+def hand_off_goal(event: HandOff, position: int, run_id: str) -> str:
+    """A summary's goal when no goal was set and the hand-off logged at ``position`` handed a task
+    over (its note; "" for a blank one): the task, said to be the hand-off's."""
+    if not event.note.strip():
+        return ""
+    lead = f"(the task handed over at event {position}, {event.from_agent or '?'} -> {event.to_agent or '?'})"
+    return quoted_goal(lead, event.note, f"event://{run_id}/{position}")
 
 
 def hand_off_line(shown: str, position: int, run_id: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from contextfold.api import open_store
-from contextfold.domain.conversation import DataPart, InstructionPart, UserMessage
+from contextfold.domain.conversation import DataPart, InstructionPart, MediaPart, UserMessage
 from contextfold.domain.events import (
     AnyEvent,
     CompactionSummary,
@@ -37,10 +37,10 @@ CATALOGUE = (ToolSpec(name="bash", description="run a shell command"),
 """22 tools, over max_tools: a catalogue ranked against the turn, not declared whole."""
 
 
-def _work(turns: int = 6) -> list[AnyEvent]:
+def _work(turns: int = 6, first: int = 0) -> list[AnyEvent]:
     """The agent's turns after its task: long shell outputs a summary is worth making for."""
     out: list[AnyEvent] = []
-    for i in range(turns):
+    for i in range(first, first + turns):
         out += [ModelResponse(text=f"step {i}", tool_calls=(
                     ToolCall(call_id=f"k{i}", name="bash", arguments='{"cmd": "cat log"}'),)),
                 ToolResult(call_id=f"k{i}", content=f"log line {i} " * 300)]
@@ -149,3 +149,35 @@ def test_a_summary_cites_the_media_of_the_inputs_and_results_it_covers(sqlite_ur
         again.append(*events)
         assert again.compact("summary", summarizer=reworded).events[0].summary.evidence_refs[0] == (
             f"the screenshot: artifact:{hashed}")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_task_inputs_image_stays_shown_beside_the_summary_that_covers_it(
+        sqlite_url: str, provider: str) -> None:
+    """The task's screenshot left every later request once a summary covered its input. The latest
+    input is required in every build, so it stays shown beside the summary (as a required input
+    does), asking no more room than before; once a newer input comes, a summary covers it."""
+    with open_store(sqlite_url) as store:
+        shot = store.attach_image(image_bytes("PNG"))
+        assert shot.artifact is not None
+        run = store.run("shot")
+        run.append(PolicySet(text="You are a coding agent."), ToolsRegistered(tools=CATALOGUE),
+                   UserInput(content=(TextBlock(text="Fix the UI bug shown in this screenshot"), shot)),
+                   *_work())
+        first = run.compact("summary").events[0]
+        assert first.covers_from <= 3 <= first.covers_to
+        built = run.build(provider, window=100_000, reserve=1_000)
+        kinds = [("summary" if isinstance(p, DataPart) and p.label == "compaction_summary" else
+                  "image" if isinstance(p, MediaPart) else "task" if isinstance(p, InstructionPart)
+                  and p.text == "Fix the UI bug shown in this screenshot" else None) for p in _parts(built)]
+        assert [k for k in kinds if k] == ["summary", "task", "image"]
+        assert "e3" in {f.id for f in built.manifest.fragments}
+        assert run.replay(turn=built.manifest.turn).ok
+        # a newer input: the screenshot's is no longer the latest, and the next summary covers it
+        run.append(UserInput("Now fix the footer too"), *_work(4, first=10))
+        second = run.compact("summary").events[0]
+        assert second.covers_to >= 3
+        again = run.build(provider, window=100_000, reserve=1_000)
+        assert not any(isinstance(p, MediaPart) for p in _parts(again))
+        cited = f"artifact:{shot.artifact.hash} (image/png, attached to the user's message at event 3)"
+        assert cited in "\n".join(p.text for p in _parts(again) if isinstance(p, DataPart))
