@@ -59,6 +59,7 @@ from contextfold.rebuild_api import named_settings, rebuild, replay, run_encodin
 from contextfold.replay_report import ReplayReport
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
+from contextfold.store.fork_renewal import renew_after_fork
 from contextfold.store.head_check import StaleHeadError
 from contextfold.store.limits import StoreLimits
 from contextfold.store.media import attach_document, attach_image
@@ -164,6 +165,17 @@ class Run:
         self._lock = threading.RLock()
         """Held while the folded state is caught up or built from: threads sharing a Run
         folded the same new events into it twice (a false DuplicateToolResultError)."""
+        renew_after_fork(self)
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child, a new lock, and the folded state dropped if a parent's thread was
+        folding or building from it at the fork: that thread's lock is copied held (the child's
+        first fold waited forever) and its state half caught up (:mod:`.store.fork_renewal`)."""
+        if self._lock.acquire(blocking=False):  # free, or held by the thread that forked
+            self._lock.release()
+            return
+        self._lock = threading.RLock()
+        self._state, self._folded_hash, self._estimates = None, "", {}
 
     # ------------------------------------------------------------ projection
 

@@ -24,13 +24,11 @@ on the catalog, so creation runs under a transaction-level advisory lock.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sqlite3
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
 from eventsourcing import persistence as es
@@ -42,6 +40,7 @@ from contextfold.domain.errors import (
     StoreUnavailableError,
 )
 from contextfold.store.driver_errors import causes, not_writable, one_line, translate_errors
+from contextfold.store.fork_renewal import forget_after_fork, keep_inherited, renew_after_fork
 from contextfold.store.head_check import sqlite_recorder_class
 from contextfold.store.pg_pool import datastore_class, libpq_dead_peer, libpq_timeout
 from contextfold.store.pg_recorder import recorder_class
@@ -49,6 +48,9 @@ from contextfold.store.sqlite_path import check_sqlite_path, sqlite_database
 from contextfold.store.store_url import DEFAULT_STORE_URL, StoreURL, display_url, parse_store_url
 from contextfold.store.tenants import META_TABLE
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE, create_table_sql
+
+if TYPE_CHECKING:
+    from eventsourcing.sqlite import SQLiteDatastore
 
 __all__ = [
     "ARTIFACTS_TABLE",
@@ -114,8 +116,6 @@ class SQLiteBackend:
         resolved once, here (:func:`~contextfold.store.sqlite_path.sqlite_database`).
         ``must_exist``: a path without contextfold's tables (no file, an empty file, a database
         without tables) is :func:`_no_store`, and left as it was."""
-        from eventsourcing.sqlite import SQLiteDatastore
-
         self.url = raw_url
         ours = STORE_TABLES
         checked = check_sqlite_path(url.path, raw_url, ours=ours)
@@ -126,11 +126,29 @@ class SQLiteBackend:
         # for the store's life (the pool closes the connections it does not keep).
         self._memory_keeper = (None if checked else
                                sqlite3.connect(database, uri=True, check_same_thread=False))
-        self.datastore = SQLiteDatastore(  # lock_timeout: annotated int, passed to sqlite3's float timeout
-            database, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
+        self._database = database
+        self.datastore = self._new_datastore()
+        self.recorder = sqlite_recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
+        if checked:  # a file; a shared in-memory database lives in this process only
+            renew_after_fork(self)
+
+    def _new_datastore(self) -> SQLiteDatastore:
+        from eventsourcing.sqlite import SQLiteDatastore
+
+        return SQLiteDatastore(  # lock_timeout: annotated int, passed to sqlite3's float timeout
+            self._database, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
             pool_size=2, max_overflow=8, pool_timeout=30.0,
         )
-        self.recorder = sqlite_recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child's store leaves the parent's connections for new ones, opened on use.
+
+        Why: SQLite's rule is that a connection is not carried across a fork (its locks are the
+        parent's process's), and the pool lets one writer at a time: a parent's thread writing
+        at the fork held that turn in the child for good, whose first write waited the pool's
+        30 s and failed. The old pool is kept, never closed (:func:`.fork_renewal.keep_inherited`)."""
+        keep_inherited(self.datastore)
+        self.datastore = self.recorder.datastore = self._new_datastore()
 
     def create_schema(self) -> None:
         """Create the tables if missing. Several processes opening one new file at once race to
@@ -196,6 +214,7 @@ class SQLiteBackend:
             c.executemany(sql, [tuple(r) for r in rows])
 
     def close(self) -> None:
+        forget_after_fork(self)
         self.datastore.close()
         if self._memory_keeper is not None:
             self._memory_keeper.close()
@@ -231,7 +250,7 @@ class PostgresBackend:
         except (es.InterfaceError, es.OperationalError) as exc:
             self.datastore.close()  # the pool would go on retrying in its threads
             raise StoreUnavailableError(f"cannot reach {self._safe_url()}: {exc}") from exc
-        _POSTGRES_BACKENDS.add(self)
+        renew_after_fork(self)
 
     def _new_datastore(self) -> Any:
         """eventsourcing's datastore for this store; its pool connects on first use."""
@@ -252,7 +271,7 @@ class PostgresBackend:
         finish a connection in a process other than its own when it is collected). The row
         type's adapters, read already, carry over; nothing is sent from the fork hook."""
         inherited = self.datastore
-        _INHERITED_POOLS.append(inherited)
+        keep_inherited(inherited)
         fresh = self._new_datastore()
         fresh.db_type_names = inherited.db_type_names
         fresh.psycopg_type_adapters = inherited.psycopg_type_adapters
@@ -444,22 +463,8 @@ class PostgresBackend:
                 raise refusal or StoreError(str(exc)) from exc
 
     def close(self) -> None:
-        _POSTGRES_BACKENDS.discard(self)
+        forget_after_fork(self)
         self.datastore.close()
-
-
-_POSTGRES_BACKENDS: weakref.WeakSet[PostgresBackend] = weakref.WeakSet()
-"""The open PostgreSQL backends of this process, given new pools in a forked child."""
-_INHERITED_POOLS: list[Any] = []
-"""A forked child's pools inherited from its parent: kept, never closed nor collected."""
-
-
-def _reconnect_in_child() -> None:
-    for backend in list(_POSTGRES_BACKENDS):
-        backend._after_fork_in_child()
-
-
-os.register_at_fork(after_in_child=_reconnect_in_child)
 
 
 def _no_store(where: str) -> StoreConfigError:

@@ -149,6 +149,10 @@ class DeltaWriter:
         return Packed(packed, lambda stored: self._learn(
             key, _Keyframe(position, state, len(packed), tail_digest(stored))), None)
 
+    def renew_lock(self) -> None:
+        """A new lock, in a forked child (:mod:`.fork_renewal`): the parent's may be held."""
+        self._lock = threading.Lock()
+
     def forget(self, run_id: str) -> None:
         """Drop what this writer knows of the run's keyframes: its log moved back (a restored
         backup), so the rows at their positions may be gone or others now."""
@@ -202,6 +206,10 @@ class KeyframesRead:
             self._frames[(run_id, position)] = (frame, state)
             while len(self._frames) > self._size:
                 self._frames.popitem(last=False)
+
+    def renew_lock(self) -> None:
+        """A new lock, in a forked child (:mod:`.fork_renewal`): the parent's may be held."""
+        self._lock = threading.Lock()
 
     def forget(self, run_id: str) -> None:
         """Drop the run's keyframes (its log moved back: :mod:`.head_check`)."""

@@ -20,6 +20,7 @@ from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent
 from contextfold.store.backends import translate_errors
 from contextfold.store.deltas import DeltaWriter
 from contextfold.store.event_reads import EventReads
+from contextfold.store.fork_renewal import renew_after_fork
 from contextfold.store.head_check import StaleHeadError, tail_digest
 
 __all__ = ["HEADS_KEPT", "RunHead", "RunHeads", "first_record_encoding"]
@@ -71,6 +72,23 @@ class RunHeads(EventReads):
         """A write lock per run being written now, with how many writers hold or wait for it:
         dropped when the last one leaves, so the table holds only the runs in flight."""
         self._run_locks_guard = threading.Lock()
+        renew_after_fork(self)
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child: new write locks, and the heads of the runs being written at the
+        fork dropped (read again from the log at their next append).
+
+        Why: a lock held by a parent's thread at the fork is copied held, and no thread of the
+        child releases it: the child's first append to that run (or any append, for the guard)
+        waited forever. Such a run's head holds that thread's half-staged batch, which may or may
+        not have been committed by the parent (:mod:`.fork_renewal`)."""
+        for run_id in self._run_locks:
+            self._heads.pop(run_id, None)
+        self._run_locks = {}
+        self._run_locks_guard = threading.Lock()
+        for cache in (getattr(self, "_deltas", None), getattr(self, "_keyframes_read", None)):
+            if cache is not None:  # made after the heads (EventStore.__init__)
+                cache.renew_lock()
 
     @contextlib.contextmanager
     def _writing(self, run_ids: Sequence[str]) -> typing.Iterator[None]:
