@@ -26,6 +26,7 @@ so the original stays on ``__cause__``.
     ├── IntegrityError                    hash chain / recorded hash mismatch
     ├── StoreError                        the database failed us
     │   ├── StoreUnavailableError         cannot connect, connection lost (retry later)
+    │   │   └── StoreBusyError            up, but a lock or every pooled connection stayed taken
     │   ├── StoreNotWritableError         the storage refuses writes (fix it, then retry)
     │   │   ├── StoreFullError            disk full, quota, database size limit
     │   │   └── StoreReadOnlyError        read-only file, directory, mount or transaction
@@ -68,6 +69,7 @@ __all__ = [
     "RequiredContextExceedsBudgetError",
     "RunExistsError",
     "RunNotFoundError",
+    "StoreBusyError",
     "StoreConfigError",
     "StoreError",
     "StoreFullError",
@@ -254,6 +256,13 @@ class StoreError(ContextfoldError):
 
 class StoreUnavailableError(StoreError):
     """The store cannot be reached, or the connection was lost: retrying later may succeed."""
+
+
+class StoreBusyError(StoreUnavailableError):
+    """The store answers, but the operation waited out its bound for another's hold: a lock
+    another writer kept past ``?lock_timeout=`` (SQLite's "database is locked" too), or every
+    connection of the store's pool in use past ``?pool_timeout=``. Retrying later may succeed
+    (exit 4, as an outage); the message says which bound to raise if it recurs."""
 
 
 class StoreNotWritableError(StoreError):

@@ -45,7 +45,13 @@ from contextfold.store.head_check import sqlite_recorder_class
 from contextfold.store.pg_pool import datastore_class, libpq_dead_peer, libpq_timeout
 from contextfold.store.pg_recorder import recorder_class
 from contextfold.store.sqlite_path import check_sqlite_path, sqlite_database
-from contextfold.store.store_url import DEFAULT_STORE_URL, StoreURL, display_url, parse_store_url
+from contextfold.store.store_url import (
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_STORE_URL,
+    StoreURL,
+    display_url,
+    parse_store_url,
+)
 from contextfold.store.tenants import META_TABLE
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE, create_table_sql
 
@@ -92,8 +98,9 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-SQLITE_LOCK_TIMEOUT: float = 30
-"""Seconds a SQLite write waits for another writer's transaction before "database is locked"."""
+SQLITE_LOCK_TIMEOUT: float = DEFAULT_LOCK_TIMEOUT
+"""Seconds a SQLite write waits for another writer's transaction before "database is locked"
+(a StoreBusyError), unless the URL says (``?lock_timeout=``)."""
 _REFUSED_FOR_GOOD = re.compile(
     r'FATAL: (?:database|role) "[^"]*" does not exist|FATAL: password authentication failed'
     r'|FATAL: no pg_hba\.conf entry|FATAL: role "[^"]*" is not permitted to log in')
@@ -127,6 +134,7 @@ class SQLiteBackend:
         self._memory_keeper = (None if checked else
                                sqlite3.connect(database, uri=True, check_same_thread=False))
         self._database = database
+        self._lock_timeout = SQLITE_LOCK_TIMEOUT if url.lock_timeout is None else url.lock_timeout
         self.datastore = self._new_datastore()
         self.recorder = sqlite_recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
         if checked:  # a file; a shared in-memory database lives in this process only
@@ -136,7 +144,7 @@ class SQLiteBackend:
         from eventsourcing.sqlite import SQLiteDatastore
 
         return SQLiteDatastore(  # lock_timeout: annotated int, passed to sqlite3's float timeout
-            self._database, lock_timeout=SQLITE_LOCK_TIMEOUT, originator_id_type="text",  # type: ignore[arg-type]
+            self._database, lock_timeout=self._lock_timeout, originator_id_type="text",  # type: ignore[arg-type]
             pool_size=2, max_overflow=8, pool_timeout=30.0,
         )
 
@@ -255,10 +263,13 @@ class PostgresBackend:
     def _new_datastore(self) -> Any:
         """eventsourcing's datastore for this store; its pool connects on first use."""
         url = self.parsed
-        return datastore_class(self.role, url.network_timeout)(  # connect_timeout: the pool's wait
+        kept = min(2, url.pool_size)
+        lock_timeout = DEFAULT_LOCK_TIMEOUT if url.lock_timeout is None else url.lock_timeout
+        return datastore_class(self.role, url.network_timeout, lock_timeout, url.pool_timeout)(
             dbname=url.dbname, host=url.host, port=url.port, user=url.user,
             password=url.password, schema=url.schema, originator_id_type="text",
-            pool_size=2, max_overflow=8, connect_timeout=url.connect_timeout,
+            pool_size=kept, max_overflow=url.pool_size - kept, connect_timeout=url.connect_timeout,
+            idle_in_transaction_session_timeout=max(1.0, lock_timeout / 3),  # store_url: why
         )
 
     def _after_fork_in_child(self) -> None:

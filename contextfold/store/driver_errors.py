@@ -26,6 +26,7 @@ from eventsourcing import persistence as es
 
 from contextfold.domain.errors import (
     IntegrityError,
+    StoreBusyError,
     StoreError,
     StoreFullError,
     StoreNotWritableError,
@@ -34,13 +35,22 @@ from contextfold.domain.errors import (
 )
 from contextfold.store.store_url import display_url, parse_store_url
 
-__all__ = ["causes", "not_writable", "one_line", "translate_errors"]
+__all__ = ["PoolExhausted", "busy", "causes", "not_writable", "one_line", "translate_errors"]
 
 _SQLITE_READONLY = 8
 _SQLITE_FULL = 13
 _SQLITE_CANTOPEN = 14
 _PG_READ_ONLY_TRANSACTION = "25006"
 _PG_DISK_FULL = "53100"
+_PG_LOCK_NOT_AVAILABLE = "55P03"
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+
+
+class PoolExhausted(Exception):
+    """Marks a pool timeout met while every pooled connection was in use (the server up):
+    :mod:`.pg_pool` raises a ``PoolTimeout`` with this mixed in, and :func:`busy` tells it from
+    a server that did not answer."""
 
 
 def causes(exc: BaseException) -> list[BaseException]:
@@ -85,6 +95,32 @@ def not_writable(exc: BaseException, what: str, url: str | None) -> StoreNotWrit
     return None
 
 
+def busy(exc: BaseException, what: str) -> StoreBusyError | None:
+    """The :class:`StoreBusyError` that ``exc`` (or its cause chain) stands for, else None: a lock
+    waited for past ``lock_timeout`` (PostgreSQL's SQLSTATE 55P03, SQLite's busy and locked
+    codes), or every pooled connection in use past ``pool_timeout`` (:class:`PoolExhausted`).
+
+    Why apart from an outage: "the server did not answer, retry once it is back" sent users
+    looking for a dead server that was up, and a retry loop cannot tell a store that is busy
+    (another writer stalled, this process's own threads holding every connection) from one
+    that is gone; the message says which bound was reached."""
+    for cause in causes(exc):
+        if isinstance(cause, PoolExhausted):
+            return StoreBusyError(
+                f"{what}: every connection of this store's pool was in use for the store URL's "
+                f"?pool_timeout= ({one_line(cause)}): the server is up, this process's own "
+                "operations held them all; retry, or raise ?pool_size= (default 10)")
+        code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF
+        if (getattr(cause, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE
+                or (isinstance(cause, sqlite3.Error) and code in (_SQLITE_BUSY, _SQLITE_LOCKED))):
+            return StoreBusyError(
+                f"{what}: the store is busy: another session held a lock it needs for longer than "
+                f"the store URL's ?lock_timeout= seconds (default 30; {one_line(cause)}); retry "
+                "(on PostgreSQL a session of this store idle inside a transaction that long is ended "
+                "by the server, its locks released)")
+    return None
+
+
 @contextlib.contextmanager
 def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
     """Translate driver / eventsourcing errors into StoreError subclasses. ``url``: the store, named
@@ -107,6 +143,9 @@ def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
         refusal = not_writable(exc, what, url)
         if refusal is not None:
             raise refusal from exc
+        held = busy(exc, what)
+        if held is not None:
+            raise held from exc
         if isinstance(exc, es.InterfaceError | es.OperationalError):
             raise StoreUnavailableError(f"{what}: {exc}{_outage_hint(exc)}") from exc
         raise StoreError(f"{what}: {exc}") from exc

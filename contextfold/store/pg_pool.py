@@ -7,8 +7,12 @@ PostgreSQL backend makes its datastore with :func:`datastore_class`.
 
 from __future__ import annotations
 
+import functools
 import math
+import time
 from typing import Any
+
+from contextfold.store.driver_errors import PoolExhausted
 
 __all__ = ["datastore_class", "libpq_dead_peer", "libpq_timeout"]
 
@@ -50,7 +54,53 @@ def _reconnect_for_waiting_clients(pool: Any) -> None:
         return
 
 
-def datastore_class(role: str | None, network_timeout: float) -> type[Any]:
+@functools.cache
+def _exhausted_class() -> type[Exception]:
+    """psycopg_pool's ``PoolTimeout`` marked :class:`PoolExhausted` (made on first use: the pool
+    module is imported by a PostgreSQL store only)."""
+    import psycopg_pool
+
+    class PoolTimeoutExhausted(PoolExhausted, psycopg_pool.PoolTimeout):
+        pass
+
+    return PoolTimeoutExhausted
+
+
+def _all_in_use(pool: Any) -> bool:
+    """Whether the pool holds its most connections, none of them free: the server answered
+    them all, and this process's operations hold them."""
+    stats = pool.get_stats()
+    return bool(stats.get("pool_size", 0) >= pool.max_size and not stats.get("pool_available", 0))
+
+
+def _getconn_waiting(pool: Any, getconn: Any, pool_timeout: float, timeout: float | None = None) -> Any:
+    """A connection of ``pool``, waited for up to ``pool_timeout`` while every one is in use.
+
+    Why: psycopg_pool has one timeout for both waits, the pool's ``connect_timeout``, so a
+    twelfth thread's append, waiting for one of ten connections each held by a statement that
+    waited for a lock, failed after 5 s as an outage ("the server did not answer") with the
+    server up. A wait that times out while the pool could not connect is still the outage,
+    reported after ``connect_timeout``; one that times out while the pool is full of connections
+    in use waits on, and after ``pool_timeout`` is :class:`PoolExhausted` (a StoreBusyError)."""
+    import psycopg_pool
+
+    if timeout is not None:
+        return getconn(timeout)
+    started = time.monotonic()
+    deadline = started + pool_timeout
+    while True:
+        try:
+            return getconn(max(0.0, min(pool.timeout, deadline - time.monotonic())))
+        except psycopg_pool.PoolTimeout as exc:
+            if not _all_in_use(pool):
+                raise
+            if time.monotonic() >= deadline:
+                raise _exhausted_class()(
+                    f"all {pool.max_size} connections in use for {time.monotonic() - started:.1f} s") from exc
+
+
+def datastore_class(role: str | None, network_timeout: float, lock_timeout: float,
+                    pool_timeout: float) -> type[Any]:
     """eventsourcing's PostgresDatastore, with a pool that stops reconnecting after the connect
     timeout, and ``SET ROLE`` on every new pooled connection when ``role`` is given.
 
@@ -64,6 +114,11 @@ def datastore_class(role: str | None, network_timeout: float) -> type[Any]:
     packets held a pool worker for the system's TCP timeout), and :func:`libpq_dead_peer` bounds
     the wait on a connection whose server stopped answering.
 
+    Every connection's statements wait at most ``lock_timeout`` for a lock (the session's
+    ``lock_timeout``; eventsourcing's ``idle_in_transaction_session_timeout`` is given as long by
+    the backend), and an operation waits up to ``pool_timeout`` for a connection while every one
+    is in use (:func:`_getconn_waiting`).
+
     The role is a tenant's (see :mod:`contextfold.store.tenants`): from the first
     statement on, the connection has that role's privileges and no others.
     """
@@ -71,6 +126,8 @@ def datastore_class(role: str | None, network_timeout: float) -> type[Any]:
     from psycopg import sql
 
     set_role = None if role is None else sql.SQL("SET ROLE {}").format(sql.Identifier(role))
+    milliseconds = f"{math.ceil(lock_timeout * 1000)}ms"
+    set_lock_timeout = sql.SQL("SET lock_timeout = {}").format(sql.Literal(milliseconds))
 
     class Datastore(PostgresDatastore):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -81,12 +138,15 @@ def datastore_class(role: str | None, network_timeout: float) -> type[Any]:
             assert isinstance(pool.kwargs, dict)
             pool.kwargs["connect_timeout"] = libpq_timeout(pool.timeout)
             pool.kwargs.update(libpq_dead_peer(network_timeout))
+            pool.getconn = functools.partial(  # type: ignore[method-assign]
+                _getconn_waiting, pool, pool.getconn, pool_timeout)
 
         def after_connect_func(self) -> Any:
             base = super().after_connect_func()
 
             def after_connect(conn: Any) -> None:
                 base(conn)
+                conn.execute(set_lock_timeout)
                 if set_role is not None:
                     conn.execute(set_role)
 

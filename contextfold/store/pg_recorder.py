@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from eventsourcing import persistence as es
 
-from contextfold.store.driver_errors import causes, not_writable
+from contextfold.store.driver_errors import busy, causes, not_writable
 from contextfold.store.head_check import ExpectedHead, check_heads
 
 __all__ = ["INSERT_ATTEMPTS", "PIPELINE_MAX_BYTES", "recorder_class", "worth_retrying"]
@@ -38,11 +38,13 @@ def worth_retrying(exc: BaseException) -> bool:
     the server is down, and the pool was already trying to reach it all that time): eventsourcing
     retried that 10 times, so an append during an outage blocked for 10 connect timeouts (37 s
     measured, 52 s for a run's first append, which reads first) before it failed. Nor a refusal
-    (a full disk, a read-only session): it fails the same way on any connection."""
+    (a full disk, a read-only session): it fails the same way on any connection. Nor a lock
+    waited for past ``lock_timeout`` (:func:`.driver_errors.busy`): ten times the wait, for a
+    holder that may be stopped."""
     import psycopg_pool
 
     return not (any(isinstance(c, psycopg_pool.PoolTimeout) for c in causes(exc))
-                or not_writable(exc, "", None) is not None)
+                or not_writable(exc, "", None) is not None or busy(exc, "") is not None)
 
 
 def _retrying(call: Callable[[], _T]) -> _T:
@@ -78,6 +80,18 @@ def recorder_class() -> type[Any]:
     notifications_once = PostgresApplicationRecorder.select_notifications.__wrapped__
 
     class Recorder(PostgresApplicationRecorder):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            """eventsourcing's, without its ``SET LOCAL lock_timeout`` before the table lock: the
+            session's ``lock_timeout`` (``?lock_timeout=``, set on each connection by
+            :mod:`.pg_pool`) applies to it as to every statement; eventsourcing's '0s' lifted
+            it, and an append waited for a stalled writer's lock forever."""
+            from psycopg.sql import Composable
+
+            super().__init__(*args, **kwargs)
+            self.lock_table_statements = [
+                statement for statement in self.lock_table_statements
+                if not (isinstance(statement, Composable) and "lock_timeout" in statement.as_string())]
+
         def insert_events(self, stored_events: Sequence[es.StoredEvent], **kwargs: Any) -> Any:
             """Insert in one transaction, retrying a lost connection, as eventsourcing does, but
             knowing that a lost connection may have lost only the COMMIT's acknowledgement: when

@@ -17,7 +17,10 @@ from contextfold.domain.errors import StoreConfigError
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_NETWORK_TIMEOUT",
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_POOL_TIMEOUT",
     "DEFAULT_STORE_URL",
     "MAX_CONNECT_TIMEOUT",
     "StoreURL",
@@ -38,6 +41,22 @@ that died without closing its connections) is kept before the operation on it fa
 partition waited for the system's TCP retransmissions to give up: ~15 minutes on Linux. Applied
 as TCP keepalives and ``TCP_USER_TIMEOUT``: a live server's host answers both at once, however
 long its statement runs, so a slow query is not cut."""
+DEFAULT_LOCK_TIMEOUT = 30.0
+"""Seconds a statement waits for a lock another session holds (``?lock_timeout=``) before it
+fails with :class:`StoreBusyError`: on SQLite the busy timeout, on PostgreSQL ``lock_timeout``
+(every append takes the events table's lock). On PostgreSQL a session of the store left idle
+inside a transaction for a third of it (at least 1 s: ``idle_in_transaction_session_timeout``)
+is ended by the server, so a stopped or frozen process's lock is released before the others'
+waits run out, and their appends go through. Without them one stalled writer blocked appends
+to every run of a PostgreSQL store for as long as it was stopped."""
+DEFAULT_POOL_SIZE = 10
+"""Connections a PostgreSQL store object keeps at most (``?pool_size=``), shared by its threads."""
+DEFAULT_POOL_TIMEOUT = 60.0
+"""Seconds an operation waits for a pooled PostgreSQL connection while every one is in use
+(``?pool_timeout=``) before it fails with :class:`StoreBusyError`: longer than a statement's
+wait for a lock (:data:`DEFAULT_LOCK_TIMEOUT`), which is what holds a connection longest.
+Waiting for the server to accept a new connection is ``connect_timeout``: an outage is still
+reported after that."""
 
 DEFAULT_STORE_URL = "sqlite:///contextfold.db"
 
@@ -62,9 +81,16 @@ class StoreURL:
     schema: str = "public"
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     network_timeout: float = DEFAULT_NETWORK_TIMEOUT
+    lock_timeout: float | None = None
+    """``?lock_timeout=``; None: the default (:data:`DEFAULT_LOCK_TIMEOUT`)."""
+    pool_size: int = DEFAULT_POOL_SIZE
+    pool_timeout: float = DEFAULT_POOL_TIMEOUT
 
 
-_PG_OPTIONS = frozenset({"schema", "connect_timeout", "network_timeout", "host"})
+_SQLITE_OPTIONS = frozenset({"lock_timeout"})
+_PG_OPTIONS = frozenset({"schema", "connect_timeout", "network_timeout", "host", "lock_timeout", "pool_size",
+                         "pool_timeout"})
+_MAX_POOL_SIZE = 1000
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """Lower case only: eventsourcing names the schema unquoted in one query (its row type's lookup),
 where PostgreSQL folds it to lower case, so a schema ``MixedCase`` was created (quoted) and then
@@ -108,7 +134,8 @@ def _given_host(options: dict[str, list[str]], url: str) -> str:
 def parse_store_url(url: str) -> StoreURL:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``,
     ``postgresql://user[:pw]@host[:port]/dbname[?schema=name][&connect_timeout=seconds]
-    [&network_timeout=seconds]``."""
+    [&network_timeout=seconds][&lock_timeout=seconds][&pool_size=n][&pool_timeout=seconds]``;
+    a sqlite URL takes ``?lock_timeout=seconds``."""
     if not url.strip():
         raise StoreConfigError(f"an empty store URL ({url!r}): use sqlite:///path.db or "
                                "postgresql://user@host:port/db")
@@ -118,20 +145,22 @@ def parse_store_url(url: str) -> StoreURL:
         raise StoreConfigError(f"invalid store URL {display_url(url)!r}: {exc}") from exc
     # an option we would not apply (?mode=ro, ?sslmode=require) must not be dropped in silence
     options = parse_qs(parsed.query, keep_blank_values=True)
-    unknown = sorted(set(options) - (_PG_OPTIONS if parsed.scheme in ("postgresql", "postgres") else set()))
+    known = _PG_OPTIONS if parsed.scheme in ("postgresql", "postgres") else _SQLITE_OPTIONS
+    unknown = sorted(set(options) - known)
     if unknown and parsed.scheme in ("sqlite", "postgresql", "postgres"):
         raise StoreConfigError(
             f"unsupported option {', '.join(map(repr, unknown))} in the store URL {display_url(url)!r}: "
-            "a postgresql URL takes ?schema=name, ?host=socket-directory, ?connect_timeout=seconds "
-            "and ?network_timeout=seconds only (TLS and the "
-            "like: libpq's environment, e.g. PGSSLMODE), a sqlite URL none")
+            "a postgresql URL takes ?schema=name, ?host=socket-directory, ?connect_timeout=seconds, "
+            "?network_timeout=seconds, ?lock_timeout=seconds, ?pool_size=connections and "
+            "?pool_timeout=seconds only (TLS and the "
+            "like: libpq's environment, e.g. PGSSLMODE), a sqlite URL ?lock_timeout=seconds only")
     if parsed.scheme in ("sqlite", "postgresql", "postgres"):
         _refuse_ignored_parts(parsed, url, options)
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path[1:] if parsed.path.startswith("/") else parsed.path)
         if not path:
             raise StoreConfigError(f"sqlite URL needs a file path: {display_url(url)!r}")
-        return StoreURL(scheme="sqlite", path=path)
+        return StoreURL(scheme="sqlite", path=path, lock_timeout=_lock_timeout(options, url))
     if parsed.scheme in ("postgresql", "postgres"):
         dbname = unquote(parsed.path.lstrip("/"))  # as libpq reads it: "my%20db" names "my db"
         if not dbname:
@@ -161,6 +190,9 @@ def parse_store_url(url: str) -> StoreURL:
             schema=schema,
             connect_timeout=_seconds(options, url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT),
             network_timeout=_seconds(options, url, "network_timeout", DEFAULT_NETWORK_TIMEOUT),
+            lock_timeout=_lock_timeout(options, url),
+            pool_size=_pool_size(options, url),
+            pool_timeout=_seconds(options, url, "pool_timeout", DEFAULT_POOL_TIMEOUT),
         )
     raise StoreConfigError(
         f"unsupported store URL {display_url(url)!r}: use sqlite:///path.db or "
@@ -171,7 +203,9 @@ def parse_store_url(url: str) -> StoreURL:
 def _seconds(options: dict[str, list[str]], url: str, name: str, default: float) -> float:
     """The option ``name`` in seconds (``default`` when absent): ``connect_timeout``, how long an
     operation waits for a connection before it reports the server unavailable;
-    ``network_timeout``, how long a connection is given once its server stops answering."""
+    ``network_timeout``, how long a connection is given once its server stops answering;
+    ``lock_timeout`` and ``pool_timeout``, how long it waits for a lock or a pooled connection
+    before it reports the store busy."""
     if name not in options:
         return default
     text = options[name][0]
@@ -184,6 +218,19 @@ def _seconds(options: dict[str, list[str]], url: str, name: str, default: float)
             f"invalid {name} {text!r} in the store URL {display_url(url)!r}: a number of "
             f"seconds above 0 and at most {MAX_CONNECT_TIMEOUT:g}")
     return value
+
+
+def _lock_timeout(options: dict[str, list[str]], url: str) -> float | None:
+    return _seconds(options, url, "lock_timeout", 0.0) if "lock_timeout" in options else None
+
+
+def _pool_size(options: dict[str, list[str]], url: str) -> int:
+    """``?pool_size=``: the most connections the store's pool holds (1 to 1000)."""
+    text = options.get("pool_size", [str(DEFAULT_POOL_SIZE)])[0]
+    if not (text.isdigit() and 1 <= int(text) <= _MAX_POOL_SIZE):
+        raise StoreConfigError(f"invalid pool_size {text!r} in the store URL {display_url(url)!r}: "
+                               f"a whole number of connections from 1 to {_MAX_POOL_SIZE}")
+    return int(text)
 
 
 def _refuse_ignored_parts(parsed: ParseResult, url: str, options: dict[str, list[str]]) -> None:

@@ -115,11 +115,15 @@ def _admin_connect(url: StoreURL):  # type: ignore[no-untyped-def]
     import psycopg
 
     from contextfold.store.backends import libpq_dead_peer
+    from contextfold.store.store_url import DEFAULT_LOCK_TIMEOUT
 
+    # lock_timeout: another worker provisioning the tenant holds its advisory lock; one stopped
+    # meanwhile held it (and this wait) forever
+    lock_ms = round(1000 * (DEFAULT_LOCK_TIMEOUT if url.lock_timeout is None else url.lock_timeout))
     try:
         return psycopg.connect(host=url.host, port=url.port, user=url.user, password=url.password,
                                dbname=url.dbname, autocommit=True, connect_timeout=5,
-                               **libpq_dead_peer(url.network_timeout))
+                               options=f"-c lock_timeout={lock_ms}", **libpq_dead_peer(url.network_timeout))
     except psycopg.OperationalError as exc:
         from contextfold.domain.errors import StoreUnavailableError
 
@@ -149,6 +153,11 @@ def provision_postgres_tenant(url: StoreURL, tenant: str) -> str:
             finally:
                 conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"contextfold.tenant.{name}",))
         except psycopg.Error as exc:
+            from contextfold.store.driver_errors import busy
+
+            held = busy(exc, f"provision tenant {tenant!r}")
+            if held is not None:
+                raise held from exc
             raise StoreConfigError(
                 f"cannot provision tenant {tenant!r} (schema and role {name!r}): {exc}; "
                 "provision it with a role that has CREATEROLE, or open with create_schema=False "

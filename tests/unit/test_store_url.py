@@ -32,6 +32,13 @@ from contextfold.store.backends import display_url, libpq_dead_peer, parse_store
     ("sqlite:///x.db?network_timeout=2", "unsupported option 'network_timeout'"),
     *((f"postgresql://u@h/db?network_timeout={bad}", "invalid network_timeout")
       for bad in ("", "0", "-1", "abc", "nan", "inf", "3601")),
+    # the waits for a lock and a pooled connection, and the pool's size
+    *((f"{scheme}?lock_timeout={bad}", "invalid lock_timeout")
+      for scheme in ("sqlite:///x.db", "postgresql://u@h/db") for bad in ("", "0", "abc", "inf")),
+    ("sqlite:///x.db?pool_size=2", "unsupported option 'pool_size'"),
+    *((f"postgresql://u@h/db?pool_size={bad}", "invalid pool_size")
+      for bad in ("", "0", "-1", "2.5", "abc", "1001")),
+    *((f"postgresql://u@h/db?pool_timeout={bad}", "invalid pool_timeout") for bad in ("", "0", "nan")),
 ])
 def test_a_store_url_part_that_would_be_ignored_is_refused(url: str, message: str) -> None:
     with pytest.raises(StoreConfigError, match="^" + message.replace("(", r"\(")):
@@ -45,6 +52,11 @@ def test_well_formed_store_urls_still_parse() -> None:
     assert parse_store_url("postgresql://u@h/db?schema=s1&connect_timeout=0.5").connect_timeout == 0.5
     assert parse_store_url("postgresql://u@h/db").network_timeout == 30.0
     assert parse_store_url("postgresql://u@h/db?network_timeout=2.5&connect_timeout=1").network_timeout == 2.5
+    default = parse_store_url("postgresql://u@h/db")
+    assert (default.lock_timeout, default.pool_size, default.pool_timeout) == (None, 10, 60.0)
+    tuned = parse_store_url("postgresql://u@h/db?lock_timeout=1.5&pool_size=3&pool_timeout=7")
+    assert (tuned.lock_timeout, tuned.pool_size, tuned.pool_timeout) == (1.5, 3, 7.0)
+    assert parse_store_url("sqlite:///x.db?lock_timeout=0.25").lock_timeout == 0.25
 
 
 @pytest.mark.parametrize("seconds", [0.5, 3.0, 30.0, 3600.0])

@@ -1,0 +1,151 @@
+"""A store that answers but is held: by another writer's lock, or by this process's own use of
+every pooled connection. Either is a StoreBusyError (exit 4, as an outage: retry) within the
+URL's bound, never a hang nor a report that the server did not answer (``/tmp/r3/03``, ``05``).
+The bounds are the URL's: these tests set short ones."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from contextfold import StoreBusyError, StoreUnavailableError, UserInput
+from contextfold.store.backends import EVENTS_TABLE
+from contextfold.store.event_store import EventStore
+from contextfold.store.store_url import parse_store_url
+from tests.conftest import PG_URL
+
+
+def with_options(url: str, options: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{options}"
+
+
+@contextlib.contextmanager
+def events_table_locked(store: EventStore) -> Iterator[Any]:
+    """Another session holding the write lock an append needs, inside its open transaction (an
+    import inserting, a writer stopped mid-insert): yields that session, to commit early."""
+    if store.url.startswith("sqlite"):
+        other = sqlite3.connect(parse_store_url(store.url).path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            yield other
+        finally:
+            other.execute("ROLLBACK") if other.in_transaction else None
+            other.close()
+        return
+    with psycopg.connect(PG_URL.split("?")[0]) as pg:
+        pg.execute(f"LOCK TABLE {store.backend.table(EVENTS_TABLE)} IN EXCLUSIVE MODE")
+        yield pg
+        pg.rollback()
+
+
+def test_an_append_behind_another_writers_lock_is_busy_after_lock_timeout(store_url: str) -> None:
+    """PostgreSQL: eventsourcing set ``lock_timeout`` 0 for its table lock, so the append waited
+    for as long as the other writer held it (forever, for a stopped one). SQLite: the 30 s busy
+    timeout could not be set, and ran out as StoreUnavailableError "database is locked"."""
+    with EventStore(with_options(store_url, "lock_timeout=0.5")) as store:
+        store.append("other-run", [UserInput("hi")])
+        with events_table_locked(store):
+            started = time.monotonic()
+            with pytest.raises(StoreBusyError, match=r"\?lock_timeout=") as raised:
+                store.append("agent-run", [UserInput("next turn")])
+            took = time.monotonic() - started
+        assert isinstance(raised.value, StoreUnavailableError)  # retry later: exit 4
+        assert 0.4 < took < 5, took
+        store.append("agent-run", [UserInput("next turn")])  # the lock released: it goes through
+        assert [r.position for r in store.read("agent-run")] == [1]
+
+
+@pytest.mark.postgres
+def test_a_stopped_writers_lock_is_released_by_the_server_and_the_others_go_through(pg_url: str) -> None:
+    """A writer stopped inside its insert's transaction (Ctrl-Z, a debugger, a frozen host),
+    after the table lock: its session, idle in that transaction for a third of the lock
+    timeout, is ended by the server, and another process's append goes through."""
+    stalled_url = with_options(pg_url, "lock_timeout=3")  # its session is ended after 1 s idle
+    with EventStore(stalled_url) as writer, EventStore(with_options(pg_url, "lock_timeout=8")) as other:
+        writer.append("import-run", [UserInput("before")])
+        recorder = writer.backend.recorder
+        original = recorder._fetch_ids_after_insert_events
+        locked, release = threading.Event(), threading.Event()
+
+        def stopped(*args: Any, **kwargs: Any) -> Any:  # after LOCK TABLE and INSERT, before COMMIT
+            if not locked.is_set():
+                locked.set()
+                release.wait(10)
+            return original(*args, **kwargs)
+
+        recorder._fetch_ids_after_insert_events = stopped
+        outcome: list[object] = []
+
+        def import_batch() -> None:
+            try:
+                writer.append("import-run", [UserInput("an import")])
+                outcome.append("ok")
+            except Exception as exc:  # what it met, for the assertion
+                outcome.append(exc)
+
+        thread = threading.Thread(target=import_batch)
+        thread.start()
+        try:
+            assert locked.wait(10)
+            started = time.monotonic()
+            other.append("agent-run", [UserInput("next turn")])
+            assert time.monotonic() - started < 6  # ~1 s: the stopped session was ended
+        finally:
+            release.set()
+            thread.join(20)
+        assert not thread.is_alive()
+        assert outcome == ["ok"], outcome  # resumed: its lost connection retried, written once
+        assert [r.event.text for r in writer.read("import-run")] == ["before", "an import"]  # type: ignore[union-attr]
+
+
+@pytest.mark.postgres
+def test_threads_waiting_for_a_pooled_connection_wait_while_the_server_answers(pg_url: str) -> None:
+    """Every pooled connection held by an append waiting for another process's lock: the others'
+    wait for a connection ran out after ``connect_timeout`` as an outage ("the server did not
+    answer"), the server up. They wait up to ``pool_timeout`` now, and go through."""
+    url = with_options(pg_url, "pool_size=2&connect_timeout=1&pool_timeout=20")
+    with EventStore(url) as store:
+        for i in range(5):
+            store.append(f"agent-{i}", [UserInput("hi")])
+        with events_table_locked(store) as other:
+            errors: list[Exception] = []
+
+            def append(i: int) -> None:
+                try:
+                    store.append(f"agent-{i}", [UserInput("turn")])
+                except Exception as exc:  # what it met, for the assertion
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=append, args=(i,)) for i in range(5)]
+            for t in threads:
+                t.start()
+            time.sleep(2.5)  # past connect_timeout: the pool's own wait ran out meanwhile
+            other.commit()
+            for t in threads:
+                t.join(20)
+        assert errors == []
+        assert all(store.version(f"agent-{i}") == 2 for i in range(5))
+
+
+@pytest.mark.postgres
+def test_a_pool_in_use_past_pool_timeout_is_busy_not_an_outage(pg_url: str) -> None:
+    url = with_options(pg_url, "pool_size=1&connect_timeout=1&pool_timeout=1.5")
+    with EventStore(url) as store:
+        store.append("a", [UserInput("hi")])
+        with events_table_locked(store):
+            holder = threading.Thread(target=lambda: store.append("a", [UserInput("waits for the lock")]))
+            holder.start()
+            time.sleep(0.5)  # the one connection is out, its statement waiting for the lock
+            started = time.monotonic()
+            with pytest.raises(StoreBusyError, match=r"pool was in use.*\?pool_size=") as raised:
+                store.append("b", [UserInput("needs a connection")])
+            assert 1.4 < time.monotonic() - started < 5
+            assert "did not answer" not in str(raised.value)
+        holder.join(10)
