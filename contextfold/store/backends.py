@@ -94,13 +94,16 @@ class Backend(Protocol):
     def tables_present(self, *names: str) -> bool: ...
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
     def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None: ...
-    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]], *, wait: bool = True) -> None: ...
     def close(self) -> None: ...
 
 
 SQLITE_LOCK_TIMEOUT: float = DEFAULT_LOCK_TIMEOUT
 """Seconds a SQLite write waits for another writer's transaction before "database is locked"
 (a StoreBusyError), unless the URL says (``?lock_timeout=``)."""
+NO_WAIT = 0.05
+"""Seconds a write that need not be made (a cache's, ``execute_many(wait=False)``) waits for a
+lock or connection another writer holds before it is given up."""
 _REFUSED_FOR_GOOD = re.compile(
     r'FATAL: (?:database|role) "[^"]*" does not exist|FATAL: password authentication failed'
     r'|FATAL: no pg_hba\.conf entry|FATAL: role "[^"]*" is not permitted to log in')
@@ -216,10 +219,29 @@ class SQLiteBackend:
         with translate_errors("execute", self.url), self.datastore.transaction(commit=True) as c:
             c.execute(sql, tuple(params))
 
-    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """``sql`` once per row, in one transaction."""
-        with translate_errors("execute", self.url), self.datastore.transaction(commit=True) as c:
-            c.executemany(sql, [tuple(r) for r in rows])
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]], *, wait: bool = True) -> None:
+        """``sql`` once per row, in one transaction. Without ``wait``, only if no other writer
+        holds the store (this process's or another's): else a StoreError at once (:data:`NO_WAIT`).
+
+        Why: a cache's rows (``token_counts``) written by a read (a fold in a new process: a
+        resumed worker, ``manifest``, ``replay``) waited the whole busy timeout (30 s) behind
+        another process's import, then were dropped anyway; WAL readers never wait for writers."""
+        if wait:
+            with translate_errors("execute", self.url), self.datastore.transaction(commit=True) as c:
+                c.executemany(sql, [tuple(r) for r in rows])
+            return
+        pool = self.datastore.pool
+        with translate_errors("execute", self.url):
+            conn = pool.get_connection(timeout=NO_WAIT, is_writer=True)
+            try:
+                conn.cursor().execute(f"PRAGMA busy_timeout = {round(NO_WAIT * 1000)}")
+                try:
+                    with conn.transaction(commit=True) as c:
+                        c.executemany(sql, [tuple(r) for r in rows])
+                finally:
+                    conn.cursor().execute(f"PRAGMA busy_timeout = {round(self._lock_timeout * 1000)}")
+            finally:
+                pool.put_connection(conn)
 
     def close(self) -> None:
         forget_after_fork(self)
@@ -454,9 +476,12 @@ class PostgresBackend:
         with self._writing_transaction() as c:
             c.execute(sql, tuple(params))
 
-    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """``sql`` once per row, in one transaction."""
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]], *, wait: bool = True) -> None:
+        """``sql`` once per row, in one transaction; without ``wait``, given up when a row lock
+        is held (:meth:`SQLiteBackend.execute_many` says why)."""
         with self._writing_transaction() as c:
+            if not wait:
+                c.execute(f"SET LOCAL lock_timeout = '{round(NO_WAIT * 1000)}ms'")
             c.executemany(sql, [tuple(r) for r in rows])
 
     @contextlib.contextmanager

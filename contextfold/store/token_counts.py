@@ -11,8 +11,9 @@ multi-line text, where it was cut into line blocks to be counted (truncation rea
   A row that does not decode to a plausible count is not read back.
 - When to keep and read them is ``contextfold.kept_counts``'s (it joins the store and the
   process's counters; this module only reads and writes rows).
-- Written best-effort: a store that cannot take the rows (read-only, full, unreachable) leaves
-  the command's own work as it was; the next fold counts again.
+- Written best-effort: a store that cannot take the rows (read-only, full, unreachable, or
+  another writer holding it at that moment: the write does not wait) leaves the command's own
+  work as it was; the next fold counts again.
 - Per run, not global, so one query reads what a run needs; a text shared by runs is kept
   once per run.
 - What it reveals: a text's blake3 digest and its token count, as the artifacts table's
@@ -135,4 +136,4 @@ def _insert(store: EventStore, run_id: str, version: int, counted: Iterable[Kept
     sql = (f"INSERT INTO {backend.table(TOKEN_COUNTS_TABLE)} (run_id, encoding, digest, tokens, blocks) "
            f"VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT DO NOTHING")
     for start in range(0, len(rows), _BATCH):
-        backend.execute_many(sql, rows[start:start + _BATCH])
+        backend.execute_many(sql, rows[start:start + _BATCH], wait=False)  # a cache: never waited for

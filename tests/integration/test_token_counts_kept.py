@@ -7,9 +7,13 @@ A "next process" is the same process with its counters emptied (``TokenCounter.c
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from psycopg import sql
 
@@ -18,7 +22,10 @@ from contextfold.audit.data import audit_run
 from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.kept_counts import KEEP_AFTER
 from contextfold.projections.tokens import TokenCounter, counted_texts, get_counter
+from contextfold.store import backends
+from contextfold.store.store_url import parse_store_url
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
+from tests.conftest import PG_URL
 from tests.storage import pg_role, read_only
 
 LONG_RUN = 40  # tool results, over KEEP_AFTER
@@ -205,3 +212,50 @@ def test_a_read_only_postgresql_session_opens_a_store_with_or_without_the_table(
         with open_store(role.url) as store, counted_texts() as tokenized:
             assert store.run("r").state().fingerprint() == expected
             assert len(tokenized) == LONG_RUN
+
+
+@contextlib.contextmanager
+def _counts_table_held(store_url: str) -> Iterator[None]:
+    """Another process holding what the counts' insert needs, in an open transaction (an import
+    inserting): SQLite's write lock, PostgreSQL's lock on the counts table."""
+    parsed = parse_store_url(store_url)
+    if parsed.scheme == "sqlite":
+        other = sqlite3.connect(parsed.path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        return
+    with psycopg.connect(PG_URL.split("?")[0]) as pg:
+        table = sql.Identifier(parsed.schema, TOKEN_COUNTS_TABLE)
+        pg.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(table))
+        yield
+        pg.rollback()
+
+
+def test_a_fold_behind_another_writer_keeps_no_counts_rather_than_wait(
+        store_url: str, counter: TokenCounter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read (a fold in a new process: ``manifest``, ``replay``, a resumed worker) waited the
+    whole lock timeout (SQLite's 30 s) to keep its counts while another process wrote, then
+    dropped them anyway. It keeps none now, at once; the next fold keeps them."""
+    lock_timeout = 5.0
+    monkeypatch.setattr(backends, "SQLITE_LOCK_TIMEOUT", lock_timeout)
+    url = store_url if store_url.startswith("sqlite") else f"{store_url}&lock_timeout={lock_timeout}"
+    with open_store(url) as store:
+        store.run("busy").append(*_events(0, LONG_RUN))
+    counter.clear()
+    with open_store(url) as store:
+        with _counts_table_held(store_url):
+            started = time.monotonic()
+            assert store.run("busy").state().version == 3 * LONG_RUN
+            took = time.monotonic() - started
+        assert took < lock_timeout - 1, took
+        backend = store.events.backend
+        count = f"SELECT COUNT(*) FROM {backend.table(TOKEN_COUNTS_TABLE)}"
+        assert backend.query(count)[0][0] == 0  # given up, not written late
+    with _next_process(url, counter) as store:
+        store.run("busy").state()
+        backend = store.events.backend
+        assert backend.query(count)[0][0] >= KEEP_AFTER
