@@ -111,13 +111,13 @@ def busy(exc: BaseException, what: str) -> StoreBusyError | None:
                 f"?pool_timeout= ({one_line(cause)}): the server is up, this process's own "
                 "operations held them all; retry, or raise ?pool_size= (default 10)")
         code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF
-        if (getattr(cause, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE
-                or (isinstance(cause, sqlite3.Error) and code in (_SQLITE_BUSY, _SQLITE_LOCKED))):
+        pg = getattr(cause, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE
+        if pg or (isinstance(cause, sqlite3.Error) and code in (_SQLITE_BUSY, _SQLITE_LOCKED)):
             return StoreBusyError(
                 f"{what}: the store is busy: another session held a lock it needs for longer than "
-                f"the store URL's ?lock_timeout= seconds (default 30; {one_line(cause)}); retry "
-                "(on PostgreSQL a session of this store idle inside a transaction that long is ended "
-                "by the server, its locks released)")
+                f"the store URL's ?lock_timeout= seconds (default 30; {one_line(cause)}); retry"
+                + (" (a stopped session of this store holds its locks a third of that at most: the "
+                   "server ends it)" if pg else ""))
     return None
 
 

@@ -428,7 +428,8 @@ def test_a_store_that_refuses_writes_exits_5_and_an_unavailable_one_4(
         out = cli("import", "h.json", "--run", "r")
     finally:
         locker.close()
-    assert out.returncode == 4 and "contextfold: StoreUnavailableError: " in out.stderr, out.stderr
+    # busy, a StoreUnavailableError: exit 4, retry later
+    assert out.returncode == 4 and "contextfold: StoreBusyError: " in out.stderr, out.stderr
     assert cli("import", "h.json", "--run", "r").returncode == 0
     assert "demo-fix-invoice" in cli("runs").stdout
 
