@@ -348,14 +348,16 @@ EXIT_CODES = """exit codes:
   1  a check found a difference (replay --verify, audit --turn), or why matched nothing
   2  bad input, not found, a concurrent writer first (reload and retry), bad store URL
   3  integrity: stored data does not match its recorded hash
-  4  store unavailable: unreachable, or locked by another writer (retry later)
+  4  store unavailable: unreachable, or busy: locked by another writer (retry later)
   5  store not writable: its disk is full or it is read-only (fix that, then retry)
   130  interrupted (nothing half-written)"""
 """What a script driving the command can tell apart: retry (4) from fix the storage (5) from
 fix the input (2). Shown by ``--help``."""
 
 STORE_HELP = ("store URL: sqlite:///path.db or postgresql://user@host:port/db[?schema=name]"
-              "[&connect_timeout=seconds, default 5][&network_timeout=seconds, default 30] "
+              "[&connect_timeout=seconds, default 5][&network_timeout=seconds, default 30]"
+              "[&lock_timeout=seconds, default 30; also ?lock_timeout= on sqlite]"
+              "[&pool_size=connections, default 10][&pool_timeout=seconds, default 60] "
               "(default: $CONTEXTFOLD_STORE, else sqlite:///contextfold.db here; only import and demo "
               "create a SQLite file, any other command on a path with no store is an error)")
 
