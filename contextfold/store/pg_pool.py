@@ -66,11 +66,11 @@ def _exhausted_class() -> type[Exception]:
     return PoolTimeoutExhausted
 
 
-def _all_in_use(pool: Any) -> bool:
-    """Whether the pool holds its most connections, none of them free: the server answered
-    them all, and this process's operations hold them."""
-    stats = pool.get_stats()
-    return bool(stats.get("pool_size", 0) >= pool.max_size and not stats.get("pool_available", 0))
+def _full(pool: Any) -> bool:
+    """Whether the pool holds its most connections: the server answered them all (a pool that
+    could not connect holds fewer), and this process's operations hold them, or just gave one
+    back."""
+    return bool(pool.get_stats().get("pool_size", 0) >= pool.max_size)
 
 
 def _getconn_waiting(pool: Any, getconn: Any, pool_timeout: float, timeout: float | None = None) -> Any:
@@ -92,7 +92,7 @@ def _getconn_waiting(pool: Any, getconn: Any, pool_timeout: float, timeout: floa
         try:
             return getconn(max(0.0, min(pool.timeout, deadline - time.monotonic())))
         except psycopg_pool.PoolTimeout as exc:
-            if not _all_in_use(pool):
+            if not _full(pool):
                 raise
             if time.monotonic() >= deadline:
                 raise _exhausted_class()(
