@@ -290,7 +290,9 @@ class Run:
         while they build; the retry then finds it answered. Not the default, because
         a caller may want to see the conflict (the README documents it as raised).
         A rebuild of a past turn records one marked ``rebuild`` only when the
-        turn has no record yet (``retries`` does not apply: it never conflicts).
+        turn has no record yet (``retries`` does not apply): when another worker records
+        the turn meanwhile, the rebuild is the reproduction of that record, or
+        InvalidInputError when the settings named differ from it.
         ``progress(n)`` is told of the events folded before the build (see :meth:`state`).
         :meth:`preview` makes the same next request and writes nothing.
         """

@@ -128,6 +128,7 @@ def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label
     and ``replay`` recorded it as the turn's first record. ``record``: a past turn with no record
     records its rebuild, marked as one (``replay``); ``manifest`` writes nothing."""
     run = store.run(args.run)
+    version = run.version  # before the records: a rebuild records at it (rebuild_api._record_once)
     records = tuple(run.records(args.turn))
     given = {name: value for name in ("provider", "window", "reserve", "model")
              if (value := getattr(args, name, None)) is not None}
@@ -139,7 +140,8 @@ def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label
             return RebuiltTurn(result, records)
         events = run.events()  # read once: for the settings and the rebuild
         cfg = config_for_turn(events, args.turn, given or None)
-        result = rebuild(run, args.turn, cfg, record=record, progress=advance, records=[], events=events)
+        result = rebuild(run, args.turn, cfg, record=record, progress=advance, records=[], events=events,
+                         version=version, given=given)
     return RebuiltTurn(result, records, _settings_text(cfg, events, given))
 
 

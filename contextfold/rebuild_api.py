@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextfold.domain.errors import (
     BudgetError,
+    ConcurrencyConflictError,
     InvalidInputError,
     RecordNotFoundError,
     RenderError,
@@ -78,19 +79,23 @@ def named_settings(config: BuildConfig | None, named: Mapping[str, Any]) -> dict
 
 def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
             records: list[ContextBuilt] | None = None, given: Mapping[str, Any] | None = None,
-            events: Sequence[RecordedEvent] | None = None,
+            events: Sequence[RecordedEvent] | None = None, version: int | None = None,
             before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
     """Rebuild ``turn`` (``records``: its records, and ``events``: the run's whole log, when the
     caller has read them already: a long run's records are megabytes of JSON each, and its log
     takes ~1 s to read and decode at 10,000 events). ``before_record(result)``: as for
     :meth:`~contextfold.api.Run.build`, called before a record is appended (and before a result
-    that records nothing is returned).
+    that records nothing is returned). ``version``: the run's version read before ``records``
+    were (read here when they are not given).
 
     A turn with records is rebuilt from the log its first build folded, with that build's config;
     ``given`` (the settings the caller named) that differ from it are InvalidInputError, since
     they would be ignored.
     A past turn with none is rebuilt from the log up to its model response and, with ``record``,
-    records one marked ``rebuild``. The turn not answered yet, with none, is the next request:
+    records one marked ``rebuild``, appended at the version its check of the records saw: when
+    another worker recorded the turn meanwhile, it is reproduced from that record instead
+    (``before_record`` is called again, with the reproduction), or refused as above when ``given``
+    differs from it (:func:`_record_once`). The turn not answered yet, with none, is the next request:
     :meth:`~contextfold.api.Run.preview` (recovery folded into a copy, nothing written, and
     ``in_flight="wait"`` raises PendingToolCallsError as a build would)."""
     from contextfold.api import render_request
@@ -98,7 +103,8 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
     last = run.next_turn()
     if not 1 <= turn <= last:
         raise TurnNotFoundError(run.run_id, turn, last)
-    records = run.records(turn) if records is None else records
+    if records is None:
+        version, records = run.version, run.records(turn)  # in this order: see _record_once
     if previewed(turn, records, last):
         # The turn not answered yet, with no build of it: the next request. Rebuilt from the log
         # as it stands, a call still in flight had its group dropped as stale, where the build
@@ -150,8 +156,46 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
     if before_record is not None:
         before_record(result)
     if record and not records:
-        run.append(result.record(rebuild=True))
+        return _record_once(run, turn, cfg, result, version, progress=progress, given=given,
+                            before_record=before_record)
     return result
+
+
+def _record_once(run: Run, turn: int, cfg: BuildConfig, result: BuildResult, version: int | None, *,
+                 progress: Progress | None, given: Mapping[str, Any] | None,
+                 before_record: Callable[[BuildResult], None] | None) -> BuildResult:
+    """Append ``result``'s rebuild record of ``turn``, which had no record at ``version`` (the run's
+    version read before its records were), unless another worker recorded the turn since.
+
+    Why: two rebuilds at once (``replay RUN --turn N`` on two workers) both saw no record and
+    both appended one, of two providers even, though a turn gets a rebuild record only while it
+    has none. The record goes in at ``version``; on a conflict only the events appended since are
+    read (an agent going on appends to the run while a past turn is rebuilt): none a record of
+    the turn, it goes in at the new version; one, the turn is rebuilt from it as any recorded
+    turn is (settings in ``given`` that differ are InvalidInputError). Bounded: a writer
+    appending without pause keeps the conflict, raised as ConcurrencyConflictError."""
+    if version is None:  # records given without the version they were read at: check again
+        version = run.version
+        if run.records(turn):
+            return rebuild(run, turn, cfg, record=False, progress=progress, given=given,
+                           before_record=before_record)
+    for attempt in range(1, _RECORD_ATTEMPTS + 1):
+        try:
+            run.append(result.record(rebuild=True), expected_version=version)
+        except ConcurrencyConflictError:
+            if attempt == _RECORD_ATTEMPTS:
+                raise
+        else:
+            return result
+        seen, version = version, run.version
+        appended = run.store.events.read(run.run_id, after=seen, upto=version)
+        if any(isinstance(r.event, ContextBuilt) and r.event.turn == turn for r in appended):
+            break
+    # another worker recorded the turn meanwhile: rebuilt from that record, as any recorded turn is
+    return rebuild(run, turn, cfg, record=False, progress=progress, given=given, before_record=before_record)
+
+
+_RECORD_ATTEMPTS = 8
 
 
 def check_given(turn: int, recorded: BuildConfig, given: Mapping[str, Any]) -> None:

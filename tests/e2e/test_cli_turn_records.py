@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -294,3 +295,37 @@ def test_a_look_at_a_past_turn_without_a_record_writes_nothing_and_takes_the_run
                                          "rebuild (no live build of the turn was recorded"), out
     code, out, _ = _cf(capsys, store, "replay", run, "--turn", "6", "--verify")
     assert code == 0 and out.startswith("ok: turn 6 rebuilt from the log matches its record (request ")
+
+
+def test_a_rebuild_of_a_turn_another_worker_records_meanwhile_records_it_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replay RUN --turn N`` (or ``build RUN --turn N``) on two workers at once: each saw no
+    record of the turn, and each appended its rebuild, so the turn held two (of two providers when
+    the flags differed). Here the other worker records the turn between this one's check and its
+    rebuild: this one then reproduces that record, or refuses flags that differ from it (exit 2),
+    and appends nothing."""
+    from contextfold import rebuild_api
+    from contextfold.domain.manifest import BuildConfig
+
+    store = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["--store", store, "demo"]) == 0  # turn 6 recorded: anthropic, window 16000, reserve 2000
+    run_id = "demo-fix-invoice"
+
+    def other_worker_first(real: Any) -> Any:
+        def rebuild(run: Any, turn: int, *args: Any, **kwargs: Any) -> Any:
+            with open_store(store) as other:
+                rebuild_api.rebuild(other.run(run_id), turn, BuildConfig(
+                    provider="openai-chat" if turn == 2 else "anthropic", window=16_000, reserve=2_000),
+                    record=True)
+            return real(run, turn, *args, **kwargs)
+        return rebuild
+
+    monkeypatch.setattr("contextfold.cli_build.rebuild", other_worker_first(rebuild_api.rebuild))
+    monkeypatch.setattr("contextfold.api.rebuild", other_worker_first(rebuild_api.rebuild))
+    code, out, err = _cf(capsys, store, "build", run_id, "--turn", "2", "--provider", "anthropic")
+    assert code == 2 and out == "" and "InvalidInputError: turn 2 has a context_built record" in err, err
+    code, out, err = _cf(capsys, store, "replay", run_id, "--turn", "3")
+    assert code == 0 and json.loads(out)["max_tokens"] == 2_000, err
+    with open_store(store) as s:
+        assert [(r.rebuild, r.provider) for r in s.run(run_id).records(2)] == [(True, "openai-chat")]
+        assert [(r.rebuild, r.provider) for r in s.run(run_id).records(3)] == [(True, "anthropic")]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import open_store
-from contextfold.domain.errors import ConcurrencyConflictError, StoreError
+from contextfold.domain.errors import ConcurrencyConflictError, InvalidInputError, StoreError
 from contextfold.domain.events import ContextBuilt, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import RecordedEvent
 from contextfold.store.event_store import EventStore
@@ -216,3 +216,77 @@ def test_threads_sharing_a_store_read_compressed_rows_without_a_raw_runtime_erro
         finally:
             threading.settrace(previous)
     assert errors == []
+
+
+def _two_past_turns(store: Any, run_id: str) -> Any:
+    """Two handles (two workers) on a run whose turns 1 and 2 are answered and have no record."""
+    run = store.run(run_id)
+    run.append(UserInput("go"), ModelResponse(text="ok", tool_calls=[ToolCall(call_id="c1", name="sh",
+                                                                              arguments="{}")]))
+    run.append(ToolResult(call_id="c1", content="done"), ModelResponse(text="finished"))
+    assert run.records(1) == []
+    return run
+
+
+def test_two_rebuilds_of_a_turn_without_a_record_record_it_once(store_url: str) -> None:
+    """Two workers rebuilt a past turn with no record at once (``replay RUN --turn N``): both saw
+    no record and both appended one marked ``rebuild``, so the turn held two, here of two
+    providers, though a rebuild records one only when the turn has none and a rebuild with other
+    settings than the record's is refused. The loser now reproduces the winner's record, or is
+    refused for its differing settings. ``before_record`` runs between the check and the append."""
+    with open_store(store_url) as store_a, open_store(store_url) as store_b:
+        run_a = _two_past_turns(store_a, "r")
+        run_b = store_b.run("r")
+
+        def other_worker(provider: str, turn: int) -> Callable[[Any], None]:
+            def record_first(_: Any) -> None:
+                run_b.build(turn=turn, provider=provider, window=50_000)
+            return record_first
+
+        # settings that differ from the record the other worker made first: refused, not recorded
+        with pytest.raises(InvalidInputError, match="provider 'openai-chat'"):
+            run_a.build(turn=1, provider="anthropic", window=50_000,
+                        before_record=other_worker("openai-chat", 1))
+        assert [(r.rebuild, r.provider) for r in run_a.records(1)] == [(True, "openai-chat")]
+        # the same settings: the request returned is the one recorded, and only that one
+        result = run_a.build(turn=2, provider="gemini", window=50_000,
+                             before_record=other_worker("gemini", 2))
+        records = run_a.records(2)
+        assert [(r.rebuild, r.provider) for r in records] == [(True, "gemini")]
+        assert result.manifest.request_hash == records[0].request_hash
+        assert run_a.replay(1).ok and run_a.replay(2).ok and run_a.verify().ok
+
+
+def test_a_rebuild_records_past_other_writers_appends(store_url: str) -> None:
+    """Events another writer appends while a past turn is rebuilt (the agent goes on) are no
+    record of the turn: the rebuild is still recorded, once, and nothing is refused."""
+    with open_store(store_url) as store_a, open_store(store_url) as store_b:
+        run_a = _two_past_turns(store_a, "r")
+        run_b = store_b.run("r")
+
+        def append_first(_: Any) -> None:
+            run_b.append(UserInput("more"))
+
+        run_a.build(turn=1, provider="anthropic", window=50_000, before_record=append_first)
+        assert [(r.rebuild, r.provider) for r in run_a.records(1)] == [(True, "anthropic")]
+        assert [type(r.event).__name__ for r in run_a.events()][-2:] == ["UserInput", "ContextBuilt"]
+        assert run_a.replay(1).ok
+
+
+def test_a_rebuild_that_loses_to_appends_every_time_gives_up_with_a_conflict(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rebuild's record is tried again at each new version, a bounded number of times: a
+    writer that appends before every attempt makes it a ConcurrencyConflictError, nothing recorded."""
+    with open_store(store_url) as store_a, open_store(store_url) as store_b:
+        run_a = _two_past_turns(store_a, "r")
+        run_b = store_b.run("r")
+        append = run_a.append
+
+        def after_another(*events: Any, expected_version: int | None = None) -> Any:
+            run_b.append(UserInput("more"))
+            return append(*events, expected_version=expected_version)
+
+        monkeypatch.setattr(run_a, "append", after_another)
+        with pytest.raises(ConcurrencyConflictError):
+            run_a.build(turn=1, provider="anthropic", window=50_000)
+        assert run_a.records(1) == [] and run_a.version == 4 + 8
