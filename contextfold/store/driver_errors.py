@@ -9,7 +9,9 @@ Why the storage refusals are told apart: SQLite reports a full disk and a read-o
 ``OperationalError`` too; all of them came out as :class:`StoreUnavailableError`, which tells a
 user to retry later, while the write will fail the same way until someone frees space or makes
 the store writable. They are :class:`StoreFullError` and :class:`StoreReadOnlyError` here, told
-apart by the driver's error code (SQLite's result code, PostgreSQL's SQLSTATE), never its text.
+apart by the driver's error code (SQLite's result code, PostgreSQL's SQLSTATE), never its text;
+a SQLite write that failed as "disk I/O error" is a full store when the place says so: a
+file-size limit or a quota (:mod:`contextfold.store.sqlite_space`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from contextfold.domain.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
+from contextfold.store.sqlite_space import WRITE_ERRORS, why_no_room
 from contextfold.store.store_url import display_url, parse_store_url
 
 __all__ = ["PoolExhausted", "busy", "causes", "not_writable", "one_line", "translate_errors"]
@@ -77,6 +80,10 @@ def not_writable(exc: BaseException, what: str, url: str | None) -> StoreNotWrit
                     f"{what}: the store file {path} is full ({cause}): its disk has no space left, "
                     "or a quota or the database's size limit was reached; free space there (or move "
                     "the store to a larger disk), then retry. This write was rolled back")
+            full_code = getattr(cause, "sqlite_errorcode", None)  # "disk I/O error" of a write
+            if full_code in WRITE_ERRORS and url is not None and (why := why_no_room(path)) is not None:
+                return StoreFullError(f"{what}: the store file {path} cannot grow ({cause}): {why}, "
+                                      "then retry. This write was rolled back")
             if code == _SQLITE_READONLY or (code == _SQLITE_CANTOPEN and _read_only_place(path)):
                 return StoreReadOnlyError(
                     f"{what}: the store file {path} is read-only ({cause}): make the file and its "

@@ -3,14 +3,19 @@ full; a read-only PostgreSQL session): a typed error that names the store, and n
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import socket
 import sqlite3
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from eventsourcing import persistence as es
 
 from contextfold.api import open_store
 from contextfold.domain.errors import (
@@ -21,6 +26,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import FileRead, UserInput
 from contextfold.store import backends
+from contextfold.store.driver_errors import not_writable, translate_errors
 from tests.storage import page_limit, pg_role, read_only
 
 
@@ -166,3 +172,72 @@ def test_a_server_error_with_a_detail_line_is_printed_on_one_line(
     assert main(["--store", url, "demo"]) == 2  # a command that creates the store's tables
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "DETAIL:" in err and "System catalog modifications" in err, err
+
+
+_OVER_THE_FILE_SIZE_LIMIT = """
+import os, resource, sys
+from contextfold.api import open_store
+from contextfold.domain.errors import StoreError
+from contextfold.domain.events import UserInput
+
+path = sys.argv[1]
+with open_store(f"sqlite:///{path}") as store:
+    store.run("r").append(UserInput("go"))
+# the limit raises SIGXFSZ too: Python ignores it (and the write fails with EFBIG)
+resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, resource.RLIM_INFINITY))
+with open_store(f"sqlite:///{path}") as store:
+    run = store.run("r")
+    for attempt in range(2):  # the same write again fails the same way: no outage to wait out
+        try:
+            for _ in range(100):
+                run.append(UserInput(os.urandom(10_000).hex()))
+        except StoreError as exc:
+            print(type(exc).__name__, "|", exc)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    run.append(UserInput("after"))
+    print("verified", run.verify().ok, run.events()[-1].event.text)
+"""
+
+
+def test_a_sqlite_store_past_the_file_size_limit_is_a_store_full_error(tmp_path: Path) -> None:
+    """A process file-size limit (RLIMIT_FSIZE, ``ulimit -f``) or a disk quota makes SQLite's write
+    fail with "disk I/O error" (SQLITE_IOERR_WRITE: only ENOSPC is SQLITE_FULL), which was
+    StoreUnavailableError, "retry later" (exit 4), every time. Now StoreFullError saying which
+    limit; the append goes through once the limit is raised. In a child process: the limit holds
+    for every file it writes (SIGXFSZ, which the limit also raises, is ignored by Python)."""
+    path = tmp_path / "store.db"
+    out = subprocess.run([sys.executable, "-c", _OVER_THE_FILE_SIZE_LIMIT, str(path)],
+                         capture_output=True, text=True, timeout=300)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and len(lines) == 3, (out.stdout, out.stderr)
+    for line in lines[:2]:
+        assert line.startswith(f"StoreFullError | append to 'r' (sqlite:///{path}): the store file "
+                               f"{path} cannot grow (disk I/O error): this process may not write files "
+                               "larger than 300000 bytes (its file-size limit, RLIMIT_FSIZE"), line
+    assert lines[2] == "verified True after"
+
+
+def test_a_disk_i_o_error_is_a_store_full_error_only_when_there_is_no_room(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write SQLite could not make ("disk I/O error") is StoreFullError when the store's
+    directory takes no more (a quota used up: EDQUOT, simulated here, since a quota needs root
+    and a mounted file system), and stays StoreUnavailableError otherwise: a disk fault."""
+    path = tmp_path / "store.db"
+    url = f"sqlite:///{path}"
+    with open_store(url) as store:
+        store.run("r").append(UserInput("go"))
+    write_failed = sqlite3.OperationalError("disk I/O error")
+    write_failed.sqlite_errorcode = 778  # SQLITE_IOERR_WRITE
+    assert not_writable(write_failed, "append", url) is None
+    with pytest.raises(StoreUnavailableError, match="disk I/O error"), translate_errors("append", url):
+        raise es.OperationalError(str(write_failed)) from write_failed  # as eventsourcing wraps it
+
+    def over_quota(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", over_quota)
+    refusal = not_writable(write_failed, "append", url)
+    assert isinstance(refusal, StoreFullError)
+    assert f"the store file {path} cannot grow (disk I/O error): the file system holding it has no room " \
+           "left for this user (Disk quota exceeded" in str(refusal)
+    assert not_writable(write_failed, "append", None) is None  # no file to look at: as it was
