@@ -242,20 +242,60 @@ def _body(result: BuildResult) -> str:
 
 
 def _handle_build(args: argparse.Namespace) -> int:
+    """``build``: --out is staged before the build is recorded (a file that cannot be written is
+    no recorded build), and written once it is. A Ctrl-C after the record committed (on the way
+    back from the store, or while it closes) finishes the build instead: "interrupted" and exit
+    130 discarded --out, while the log kept the record, the turn's first maybe, of a request no
+    caller received (and a retry recorded a second). As ``import`` does: the store is asked."""
     out = StagedOutput(output_file(args.out)) if args.out else None
+    staged: list[BuildResult] = []  # the last request staged: the one a record is of
+    recorded: BuildResult | None = None  # set once its record is in the log
 
     def stage(built: BuildResult) -> None:
+        staged[:] = [built]
         if out is not None:
             out.stage(_body(built))
 
     try:
-        with store_for(args) as store:  # --out is on disk before the build is recorded
-            result = _do_build(args, store, before_record=stage)
+        try:
+            with store_for(args) as store:  # --out is on disk before the build is recorded
+                recorded = _do_build(args, store, before_record=stage)
+        except KeyboardInterrupt:  # before the record committed, or on the way back from it?
+            if recorded is None:
+                recorded = _recorded_build(args, staged)
+            if recorded is None:
+                raise
         if out is not None:
             out.commit()
+        _print_build(args, recorded)
+    except KeyboardInterrupt:
+        if recorded is None:
+            raise
+        if out is not None:
+            out.commit()
+        m = recorded.manifest
+        sys.stderr.write(f"contextfold: interrupted, after the build was recorded: turn {m.turn}, request "
+                         f"{m.request_hash[:16]}" + (f", written to {args.out}\n" if out else "\n"))
     finally:
         if out is not None:
             out.discard()
+    return 0
+
+
+def _recorded_build(args: argparse.Namespace, staged: Sequence[BuildResult]) -> BuildResult | None:
+    """The build staged last, when a record of its request is in the log, else None (nothing was
+    staged, or the Ctrl-C landed before its record committed). Read through a new connection:
+    the one interrupted is not asked what it may still hold uncommitted. A record of the same
+    request made earlier counts too: the log then holds this request as the turn's anyway."""
+    if not staged:
+        return None
+    m = staged[-1].manifest
+    with store_for(args) as store:
+        records = store.run(args.run).records(m.turn)
+    return staged[-1] if any(r.request_hash == m.request_hash for r in records) else None
+
+
+def _print_build(args: argparse.Namespace, result: BuildResult) -> None:
     if args.json:
         sys.stdout.write(shown_json(json.dumps({"request": result.request,
                                                 "manifest": result.manifest.model_dump(mode="json")},
@@ -266,7 +306,6 @@ def _handle_build(args: argparse.Namespace) -> int:
         m = result.manifest
         sys.stdout.write(f"wrote {args.out}: turn {m.turn}, {m.selected_tokens}/{m.budget_tokens} tokens, "
                          f"{len(m.fragments)} fragments, request {m.request_hash[:16]}\n")
-    return 0
 
 
 register("build", "build the next request of a run (or rebuild --turn N) under a token budget",

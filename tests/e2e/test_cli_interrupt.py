@@ -128,3 +128,85 @@ def test_a_ctrl_c_before_an_import_committed_leaves_nothing(tmp_path: Path,
     assert (out.returncode, out.stderr, out.stdout) == (130, "contextfold: interrupted\n", "")
     monkeypatch.undo()
     assert cf("runs", cwd=tmp_path).stdout.startswith("no runs")
+
+
+def _interrupted_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, when: str,
+                       turn: bool = False) -> CompletedProcess[str]:
+    """``build r --out req.json`` (``--turn 1``: the rebuild of a past turn without a record) with
+    a Ctrl-C staged ``when``: before the record is appended, just after it committed (on the way
+    back from the store), while the store closes, or once --out is in place."""
+    from contextfold.api import Store, open_store
+    from contextfold.cli_files import StagedOutput
+    from contextfold.domain.events import ContextBuilt, GoalSet, ModelResponse, UserInput
+    from contextfold.store.event_store import EventStore
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        store.run("r").append(GoalSet(goal="g"), UserInput("go"), ModelResponse(text="ok"), UserInput("more"))
+    append, close, commit = EventStore.append, Store.close, StagedOutput.commit
+
+    def ctrl_c_around_the_record(self: EventStore, run_id: str, events: Any, **kwargs: Any) -> Any:
+        if not any(isinstance(e, ContextBuilt) for e in events):
+            return append(self, run_id, events, **kwargs)
+        if when == "before":
+            raise KeyboardInterrupt
+        append(self, run_id, events, **kwargs)
+        raise KeyboardInterrupt
+
+    def ctrl_c_after(real: Any) -> Any:
+        pressed: list[bool] = []
+
+        def interrupted(self: Any) -> None:
+            real(self)
+            if not pressed:  # once: a Ctrl-C is one keypress
+                pressed.append(True)
+                raise KeyboardInterrupt
+        return interrupted
+
+    if when in ("before", "committed"):
+        monkeypatch.setattr(EventStore, "append", ctrl_c_around_the_record)
+    elif when == "closing":
+        monkeypatch.setattr(Store, "close", ctrl_c_after(close))
+    else:
+        monkeypatch.setattr(StagedOutput, "commit", ctrl_c_after(commit))
+    out = cf("build", "r", "--provider", "anthropic", "--out", "req.json", *(["--turn", "1"] if turn else []),
+             cwd=tmp_path)
+    monkeypatch.undo()
+    return out
+
+
+@pytest.mark.parametrize(("when", "turn"), [("committed", False), ("committed", True), ("closing", False),
+                                            ("written", False)])
+def test_a_ctrl_c_after_a_build_was_recorded_writes_its_out_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str, turn: bool) -> None:
+    """A Ctrl-C once the build's record committed printed "interrupted", exit 130, and discarded
+    --out, while the log kept the record: the turn's first record, the one replay --verify and
+    audits check, was of a request no caller received (and the retry recorded a second). Now the
+    build is finished: --out written, exit 0; interrupted once --out is in place, it says so."""
+    from contextfold.api import open_store
+
+    out = _interrupted_build(tmp_path, monkeypatch, when=when, turn=turn)
+    assert out.returncode == 0, out.stderr
+    number = 1 if turn else 2
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        [record] = store.run("r").records(number)
+    assert record.rebuild is turn
+    written = json.loads((tmp_path / "req.json").read_text())
+    assert written["messages"]  # the request, whole
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+    note = (f"contextfold: interrupted, after the build was recorded: turn {number}, request "
+            f"{record.request_hash[:16]}, written to req.json\n")
+    if when == "written":
+        assert (out.stdout, out.stderr) == ("", note)
+    else:
+        assert out.stdout.startswith(f"wrote req.json: turn {number}, ") and out.stderr == ""
+
+
+def test_a_ctrl_c_before_a_build_was_recorded_writes_nothing(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextfold.api import open_store
+
+    out = _interrupted_build(tmp_path, monkeypatch, when="before")
+    assert (out.returncode, out.stderr, out.stdout) == (130, "contextfold: interrupted\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["contextfold.db"]  # no req.json, no .part
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        assert store.run("r").records(2) == []
