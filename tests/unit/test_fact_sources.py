@@ -66,10 +66,10 @@ def test_a_memory_with_a_files_text_is_one_copy_whichever_came_first() -> None:
     read = FileRead(path="ops/deploy.md", content=text)
     memory = MemoryRecalled(memory_id="m1", content=text, source_ref="mem://team", origin="workspace")
     page = EvidenceRetrieved(content=text, source_ref="https://wiki/deploy", origin="workspace")
-    for events, left_out in (([read, memory], ("e3", "duplicate", "e2")),
-                             ([memory, read], ("e2", "duplicate", "e3")),
-                             ([read, page], ("e3", "duplicate", "e2")),
-                             ([page, read], ("e2", "duplicate", "e3"))):
+    orders: list[tuple[list[AnyEvent], tuple[str, str, str]]] = [
+        ([read, memory], ("e3", "duplicate", "e2")), ([memory, read], ("e2", "duplicate", "e3")),
+        ([read, page], ("e3", "duplicate", "e2")), ([page, read], ("e2", "duplicate", "e3"))]
+    for events, left_out in orders:
         body, left = _left_out([UserInput("when can we deploy?"), *events])
         assert body.count(text) == 1 and left == [left_out], events
 
