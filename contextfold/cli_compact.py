@@ -95,9 +95,9 @@ def _handle_show(args: argparse.Namespace) -> int:
     output is untrusted, and its escapes set the terminal's title, cleared its screen or hid
     what followed, where every other command shows them as ``\\x1b``."""
     ref = args.ref
-    run_id = args.run if args.run is not None else ref_run(ref)
     terminal = stdout_is_terminal()
     with store_for(args) as store:
+        run_id = args.run if args.run is not None else ref_run(ref, store)
         if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
             data = artifact_bytes(store, ref)
             try:

@@ -37,21 +37,58 @@ from contextfold.projections.fold_summary import render_summary
 from contextfold.projections.state import ToolGroup
 from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
 from contextfold.replay_report import recorded_run_id
+from contextfold.store.event_reads import RUN_ID_PATTERN
 
 __all__ = ["artifact_bytes", "ref_run", "show", "show_artifact"]
 
 _EVENT = re.compile(r"^event://(?P<run>.+)/(?P<pos>\d+)(?:#.*)?$")
 _RANGE = re.compile(r"^events://(?P<run>.+)/(?P<lo>\d+)-(?P<hi>\d+)$")
-_CALL = re.compile(r"^call://(?P<run>.+)/(?P<cid>[^@]+)@(?P<pos>\d+)$")
+_CALL = re.compile(r"^call://(?P<body>.+/.+)@(?P<pos>\d+)$")
+"""``call://RUN/ID@POS``: the position follows the *last* ``@``; ``body`` is ``RUN/ID``, where a
+run id and an OpenAI call id (free-form) may both hold ``/`` and ``@``, so the split is decided
+by what the log and store hold (:func:`_call_splits`), not by the text alone. The ref stays as
+builds wrote it (recorded requests' bytes unchanged)."""
 _ARTIFACT = re.compile(r"^artifact:(?://)?(?P<hash>[0-9a-f]{64})$")
 
 
-def ref_run(ref: str) -> str | None:
+def ref_run(ref: str, store: Store | None = None) -> str | None:
     """The run a full ``event://``, ``events://`` or ``call://`` ref names (None for another
-    ref): what ``contextfold show REF`` reads it from, since a summary or stub cites full refs."""
+    ref): what ``contextfold show REF`` reads it from, since a summary or stub cites full refs.
+
+    A ``call://`` ref's run is the longest ``/``-prefix of ``RUN/ID`` that is a run of ``store``
+    whose log has call ``ID`` at ``POS`` (else the longest that is a run at all): a call id
+    may hold ``/`` (``fs/read-1``). With no store, or none found, the text up to the last ``/``
+    (whose lookup then names the run it did not find)."""
     ref = ref.strip()
-    m = _EVENT.match(ref) or _RANGE.match(ref) or _CALL.match(ref)
-    return m["run"] if m else None
+    if m := _EVENT.match(ref) or _RANGE.match(ref):
+        return m["run"]
+    if (m := _CALL.match(ref)) is None:
+        return None
+    splits = _call_splits(m["body"])
+    if store is not None:
+        existing = [run for run, _ in splits if RUN_ID_PATTERN.fullmatch(run) and store.events.exists(run)]
+        for run_id in existing:
+            if _call_slot(store.run(run_id), m["body"], int(m["pos"]), {run_id}) is not None:
+                return run_id
+        if existing:
+            return existing[0]
+    return splits[0][0]
+
+
+def _call_splits(body: str) -> list[tuple[str, str]]:
+    """Every way ``RUN/ID`` splits at a ``/`` into a run and a call id, the longest run first."""
+    cuts = [i for i, ch in enumerate(body) if ch == "/" and 0 < i < len(body) - 1]
+    return [(body[:i], body[i + 1:]) for i in reversed(cuts)]
+
+
+def _call_slot(run: Run, body: str, pos: int, names: set[str]) -> tuple[str, str] | None:
+    """The ``(run name, call id)`` split of ``body`` whose call ``run`` issued at ``pos`` under
+    one of ``names`` (the longest name first); None when no split fits the log."""
+    group = run.state().items.get(pos)
+    if not isinstance(group, ToolGroup):
+        return None
+    issued = {c.call_id for c in group.calls}
+    return next(((name, cid) for name, cid in _call_splits(body) if name in names and cid in issued), None)
 
 
 def show_artifact(store: Store, ref: str) -> str:
@@ -105,8 +142,10 @@ def _recorded_names(run: Run) -> set[str]:
             names.add(recorded_run_id(ev, run.run_id))
         elif isinstance(ev, HistoryCompacted):
             for cited in SUMMARY_REF.findall(" ".join(summary_lines(ev.summary))):
-                if m := _EVENT.match(cited) or _RANGE.match(cited) or _CALL.match(cited):
+                if m := _EVENT.match(cited) or _RANGE.match(cited):
                     names.add(m["run"])
+                elif m := _CALL.match(cited):  # the name its cited call's id leaves (:func:`_call_slot`)
+                    names.update(name for name, _ in _call_splits(m["body"]))
     names.discard(run.run_id)
     return names
 
@@ -159,6 +198,24 @@ def _range(run: Run, lo: int, hi: int) -> Sequence[RecordedEvent]:
     return found
 
 
+def _show_call(run: Run, ref: str, body: str, pos: int) -> str:
+    """The result of the call ``call://RUN/ID@POS`` cites: the split of ``RUN/ID`` that names this
+    run (or a name its log was recorded under) and a call it issued at ``pos``."""
+    splits = _call_splits(body)
+    named = {name for name, _ in splits}
+    accepted = {run.run_id} if run.run_id in named else named & _recorded_names(run)
+    if not accepted:
+        _check_run(run, splits[0][0], ref)  # names another run: refused, saying which
+    found = _call_slot(run, body, pos, accepted)
+    cid = found[1] if found else next(c for name, c in splits if name in accepted)
+    group = run.state().items.get(pos)
+    slot = (next((c for c in group.calls if c.call_id == cid), None)
+            if isinstance(group, ToolGroup) else None)
+    if slot is None or slot.answer_position is None:
+        raise NotFoundError(f"no answered call {cid!r} issued at position {pos}")
+    return _event_text(run, _range(run, slot.answer_position, slot.answer_position)[0])
+
+
 def show(run: Run, ref: str) -> str:
     """The raw content behind a ref that a mask stub or summary cites.
 
@@ -186,12 +243,6 @@ def show(run: Run, ref: str) -> str:
         return "\n".join(f"--- event {rec.position} {rec.event.type} ---\n{_event_text(run, rec)}"
                          for rec in _range(run, lo, hi))
     if m := _CALL.match(ref):
-        _check_run(run, m["run"], ref)
-        group = run.state().items.get(int(m["pos"]))
-        slot = (next((c for c in group.calls if c.call_id == m["cid"]), None)
-                if isinstance(group, ToolGroup) else None)
-        if slot is None or slot.answer_position is None:
-            raise NotFoundError(f"no answered call {m['cid']!r} issued at position {m['pos']}")
-        return _event_text(run, _range(run, slot.answer_position, slot.answer_position)[0])
+        return _show_call(run, ref, m["body"], int(m["pos"]))
     raise InvalidInputError(
         f"unknown ref {ref!r}: use event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS or artifact:HASH")

@@ -233,3 +233,26 @@ def test_why_and_diff_name_the_summary_that_took_a_lost_answer_with_its_call(tmp
     assert diff.returncode == 0, diff.stderr
     left = {x["id"]: x for x in json.loads(diff.stdout)["left"]}
     assert left[f"e{lost}"]["reason"] == "compacted" and left[f"e{lost}"]["replaced_by"] == summary
+
+
+def test_show_opens_a_call_ref_whose_call_id_holds_a_slash_or_an_at(tmp_path: Path) -> None:
+    """OpenAI call ids are free-form: a build cites ``call://RUN/fs/read-1@3`` or
+    ``call://RUN/call/5@x@3``, and ``show`` refused them ("unknown ref") or looked for run
+    ``RUN/fs``. The position follows the last ``@``; the run and the call id are told apart by
+    the calls the log holds at that position (and, with no RUN given, the runs the store holds)."""
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(store) as s:
+        for run_id, cid in (("r0", "call/5@x"), ("r1", "fs/read-1"), ("a/b", "c/d@e")):
+            s.run(run_id).append(UserInput("go"),
+                                 ModelResponse(tool_calls=(ToolCall(call_id=cid, name="read"),)),
+                                 ToolResult(call_id=cid, content=f"body of {cid}"))
+    for run_id, cid in (("r0", "call/5@x"), ("r1", "fs/read-1"), ("a/b", "c/d@e")):
+        ref = f"call://{run_id}/{cid}@2"
+        for args in (("show", run_id, ref), ("show", ref)):
+            out = cf("--store", store, *args, cwd=tmp_path)
+            assert out.returncode == 0, (args, out.stderr)
+            assert f"result of call {cid} " in out.stdout and f"body of {cid}" in out.stdout
+    out = cf("--store", store, "show", "r1", "call://r1/fs/read-2@2", cwd=tmp_path)
+    assert out.returncode == 2 and "no answered call" in out.stderr, out.stderr
+    out = cf("--store", store, "show", "r1", "call://r0/fs/read-1@2", cwd=tmp_path)
+    assert out.returncode == 2 and "names run" in out.stderr, out.stderr
