@@ -269,8 +269,10 @@ def _handle_audit(args: argparse.Namespace) -> int:
             return 3
     if html is not None:
         write_output(html, render_report(audit))
-        _out(f"wrote {args.html}: {audit.summary.turns} turns, integrity "
-             f"{'ok' if audit.integrity.ok else 'BROKEN'}")
+        wrote = (f"wrote {args.html}: {audit.summary.turns} turns, integrity "
+                 f"{'ok' if audit.integrity.ok else 'BROKEN'}\n")
+        # With --json, stdout is the JSON alone (data for a program): the note goes to stderr.
+        (sys.stderr if args.json else sys.stdout).write(wrote)
     if args.json:
         _out(shown_json(json.dumps({"run_id": audit.run_id, "events": audit.events,
                          "integrity": audit.integrity.model_dump(mode="json"),

@@ -30,6 +30,19 @@ def cf() -> CLI:
     return run_cli
 
 
+def test_audit_html_with_json_keeps_stdout_json(tmp_path: Path, cf: CLI) -> None:
+    """``audit --html PATH --json``: stdout is the audit JSON (a --json output is data); the
+    "wrote PATH" line went before it, so ``json.loads`` of stdout failed. It goes to stderr."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    out = cf("audit", RUN, "--html", "r.html", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["run_id"] == RUN
+    assert out.stderr.startswith("wrote r.html: 6 turns, integrity ok")
+    assert (tmp_path / "r.html").read_text().count('<details class="turn"') == 6
+    alone = cf("audit", RUN, "--html", "r.html", cwd=tmp_path)  # without --json: stdout, as before
+    assert alone.stdout.startswith("wrote r.html: 6 turns") and not alone.stderr
+
+
 def _recorded(tmp_path: Path, run_id: str, turn: int) -> ContextManifest:
     with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
         return ContextManifest.model_validate(store.run(run_id).records(turn)[0].manifest)
