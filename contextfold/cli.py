@@ -25,7 +25,15 @@ from typing import Any
 
 from contextfold.api import Store, open_store
 from contextfold.audit.text import visible, visible_json
-from contextfold.cli_files import log_position, nonempty, shown_json, stdout_is_terminal
+from contextfold.cli_files import (
+    closed_streams_to_devnull,
+    log_position,
+    nonempty,
+    shown_json,
+    stdout_failed,
+    stdout_is_terminal,
+    stdout_to_devnull,
+)
 from contextfold.console import interrupted
 from contextfold.domain.errors import (
     ContextfoldError,
@@ -346,7 +354,8 @@ register("demo", "record the bundled sample agent run and show what was recorded
 EXIT_CODES = """exit codes:
   0  success
   1  a check found a difference (replay --verify, audit --turn), or why matched nothing
-  2  bad input, not found, a concurrent writer first (reload and retry), bad store URL
+  2  bad input, not found, a concurrent writer first (reload and retry), bad store URL,
+     an output that cannot be written (--out, --html, or stdout: a full disk)
   3  integrity: stored data does not match its recorded hash
   4  store unavailable: unreachable, or busy: locked by another writer (retry later)
   5  store not writable: its disk is full or it is read-only (fix that, then retry)
@@ -412,6 +421,7 @@ def _utf8_streams() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    closed_streams_to_devnull()
     _utf8_streams()
     try:
         return _main(argv)
@@ -424,7 +434,9 @@ def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _, handler, _ = COMMANDS[args.command]
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a full disk behind a short output shows here, not at exit as a traceback
+        return code
     except IntegrityError as exc:
         sys.stderr.write(f"contextfold: integrity error: {_one_line(exc)}\n")
         return 3
@@ -438,3 +450,10 @@ def _main(argv: list[str] | None) -> int:
         return 2
     except BrokenPipeError:  # pragma: no cover - `contextfold events X | head`
         return 0
+    except OSError as exc:  # stdout refused (disk full): exit 2 as --out /dev/full, not 1 ("a difference")
+        if not stdout_failed(exc):
+            raise
+        stdout_to_devnull()
+        reason = visible(exc.strerror or str(exc))
+        sys.stderr.write(f"contextfold: InvalidInputError: cannot write stdout: {reason}\n")
+        return 2

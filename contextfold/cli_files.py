@@ -12,14 +12,56 @@ import argparse
 import os
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 from contextfold.audit.text import visible_json
 from contextfold.domain.errors import InvalidInputError
 
-__all__ = ["StagedOutput", "log_position", "nonempty", "nonnegative", "output_file", "shown_json",
-           "stdout_is_terminal", "write_output"]
+__all__ = ["StagedOutput", "closed_streams_to_devnull", "log_position", "nonempty", "nonnegative",
+           "output_file", "shown_json", "stdout_failed", "stdout_is_terminal", "stdout_to_devnull",
+           "write_output"]
+
+
+def closed_streams_to_devnull() -> None:
+    """A standard stream that was closed when the process started (``>&-``, cron, a daemon) is
+    None in :mod:`sys`, and every command died on it with ``AttributeError``. Each becomes
+    /dev/null, as Python's ``print`` treats a None stdout: output dropped, and an empty stdin
+    (which ``import -`` refuses as empty input). Opened at the OS level first, so descriptor
+    0, 1 or 2 is taken by /dev/null and never by the store's database file, which a stray write
+    to "stdout" would then corrupt."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:  # closed: /dev/null takes the lowest free descriptor, this one
+            os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        setattr(sys, name, open(os.devnull, "r" if fd == 0 else "w", encoding="utf-8"))  # noqa: SIM115
+
+
+def stdout_failed(exc: OSError) -> bool:
+    """Whether ``exc`` is standard output refusing a write (a full disk behind ``> log``): it
+    names no file, and a frame of its traceback wrote to stdout (``sys.stdout.write``,
+    ``print``, ``json.dump(..., sys.stdout)``, or the final flush). Anything else is left
+    alone: it is not the output's fault and must not be reported as such."""
+    if exc.filename is not None or isinstance(exc, BrokenPipeError):
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    return any("stdout" in (f.line or "") or "print(" in (f.line or "") for f in frames)
+
+
+def stdout_to_devnull() -> None:
+    """Point descriptor 1 at /dev/null once stdout failed, so what is still buffered is dropped
+    at exit instead of failing again there ("Exception ignored ..." and exit 120)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file descriptor (a test's in-memory stream)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def stdout_is_terminal() -> bool:
