@@ -34,6 +34,7 @@ from contextfold.cli_files import (
     stdout_is_terminal,
     stdout_to_devnull,
 )
+from contextfold.cli_new_store import removed_if_unrecorded
 from contextfold.console import interrupted
 from contextfold.domain.errors import (
     ContextfoldError,
@@ -67,6 +68,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.store.backends import display_url, parse_store_url
+from contextfold.store.event_reads import check_run_id
 from contextfold.store.event_store import store_url_from_env
 from contextfold.store.limits import StoreLimits
 
@@ -321,7 +323,8 @@ def _configure_demo(p: argparse.ArgumentParser) -> None:
 
 def _handle_demo(args: argparse.Namespace) -> int:
     events = sample_events()
-    with store_for(args, create=True) as store:
+    check_run_id(args.run)  # refused before the store is made: a new file would be left empty
+    with removed_if_unrecorded(args), store_for(args, create=True) as store:
         run_id = args.run
         if store.events.exists(run_id):
             n = 2

@@ -25,6 +25,7 @@ from typing import BinaryIO, NamedTuple
 
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
+from contextfold.cli_new_store import removed_if_unrecorded
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
 from contextfold.domain.events import AnyEvent, ArtifactRef, ToolsRegistered, artifact_refs
@@ -391,7 +392,7 @@ def handle_import(args: argparse.Namespace) -> int:
         _cited(named, bundled, lambda _: False)
     total: int | None = None  # set once the runs are committed: a Ctrl-C after that is no failure
     try:
-        with store_for(args, create=True) as store:
+        with removed_if_unrecorded(args), store_for(args, create=True) as store:
             for run_id, _, where in named:
                 held = store.events.version(run_id)
                 if held:

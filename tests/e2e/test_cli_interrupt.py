@@ -124,10 +124,13 @@ def test_a_ctrl_c_after_an_import_committed_reports_it_recorded(
 
 def test_a_ctrl_c_before_an_import_committed_leaves_nothing(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not even the store file the import created: left empty, later commands took it for a store
+    recorded into ("no runs in ...") where they say there is no store."""
     out = _interrupted_import(tmp_path, monkeypatch, when="before")
     assert (out.returncode, out.stderr, out.stdout) == (130, "contextfold: interrupted\n", "")
     monkeypatch.undo()
-    assert cf("runs", cwd=tmp_path).stdout.startswith("no runs")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert "no store at" in cf("runs", cwd=tmp_path).stderr
 
 
 def _interrupted_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, when: str,
@@ -210,3 +213,25 @@ def test_a_ctrl_c_before_a_build_was_recorded_writes_nothing(tmp_path: Path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["contextfold.db"]  # no req.json, no .part
     with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
         assert store.run("r").records(2) == []
+
+
+def test_a_ctrl_c_before_an_import_into_an_existing_store_keeps_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a file the import created is removed: one that was there (even empty) stays."""
+    (tmp_path / "contextfold.db").write_bytes(b"")
+    out = _interrupted_import(tmp_path, monkeypatch, when="before")
+    assert out.returncode == 130
+    monkeypatch.undo()
+    assert (tmp_path / "contextfold.db").exists()
+    assert cf("demo", "--run", "d", cwd=tmp_path).returncode == 0
+    out = _interrupted_import(tmp_path, monkeypatch, when="before")
+    assert out.returncode == 130
+    monkeypatch.undo()
+    assert cf("runs", cwd=tmp_path).stdout.split()[:3] == ["d", "25", "events"]
+
+
+def test_a_refused_demo_run_id_makes_no_store(tmp_path: Path) -> None:
+    """``demo --run "a b"`` was refused after it had made the store: an empty one was left."""
+    out = cf("demo", "--run", "a b", cwd=tmp_path)
+    assert out.returncode == 2 and "invalid run id 'a b'" in out.stderr, out.stderr
+    assert list(tmp_path.iterdir()) == []
