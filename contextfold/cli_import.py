@@ -282,8 +282,11 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str],
     else:
         source = args.path
         data = _read_file(Path(args.path), args.max_bytes)
-    fmt = args.format or detect_format(data, source=source)
-    runs, bundled = _parsed(data, fmt, source)  # validate everything first: atomic
+    # detecting and parsing a big file is most of its import (a 54 MB one: ~20 s, silent until the
+    # store's bar): a pulsing bar, as no parser reports its steps
+    with progress_bar(None, f"parsing {visible(source)} ({len(data) / 1e6:.1f} MB)"):
+        fmt = args.format or detect_format(data, source=source)
+        runs, bundled = _parsed(data, fmt, source)  # validate everything first: atomic
     named = [(_run_in_file(args.run, suffix, len(runs)), events, source) for suffix, events in runs]
     return named, source, fmt, [], bundled
 

@@ -25,11 +25,13 @@ def _on_terminal() -> bool:
 
 
 @contextlib.contextmanager
-def progress_bar(total: int, label: str, *, quiet: bool = False) -> Iterator[Callable[[int], None]]:
+def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Iterator[Callable[[int], None]]:
     """An ``advance(n)`` callable for ``total`` steps, drawn as a bar on stderr only on a terminal
     and unless ``quiet`` (``--json``: the output is data). Transient: gone once the work ends,
-    or is interrupted, so the command's own output (or its one-line error) stands alone."""
-    if quiet or total < 2 or not _on_terminal():
+    or is interrupted, so the command's own output (or its one-line error) stands alone.
+    ``total=None`` is work whose steps are not known (parsing one big file): a pulsing bar, redrawn
+    by rich's own thread, so the terminal shows work, not a hang."""
+    if quiet or (total is not None and total < 2) or not _on_terminal():
         yield lambda n: None
         return
     from rich.console import Console
