@@ -136,6 +136,7 @@ def _recorded_names(run: Run) -> set[str]:
     event://OLD/9`` reads the copy's position 9. A name only counts if the run's own records
     or compactions use it: a ref to some other run is still refused."""
     names: set[str] = set()
+    calls: list[tuple[str, int]] = []
     for rec in run.store.events.iter_events(run.run_id):
         ev = rec.event
         if isinstance(ev, ContextBuilt):
@@ -144,8 +145,12 @@ def _recorded_names(run: Run) -> set[str]:
             for cited in SUMMARY_REF.findall(" ".join(summary_lines(ev.summary))):
                 if m := _EVENT.match(cited) or _RANGE.match(cited):
                     names.add(m["run"])
-                elif m := _CALL.match(cited):  # the name its cited call's id leaves (:func:`_call_slot`)
-                    names.update(name for name, _ in _call_splits(m["body"]))
+                elif m := _CALL.match(cited):
+                    calls.append((m["body"], int(m["pos"])))
+    for body, pos in calls:  # the name a call this log issued there leaves (:func:`_call_slot`)
+        everyone = {name for name, _ in _call_splits(body)}
+        if found := _call_slot(run, body, pos, everyone):
+            names.add(found[0])
     names.discard(run.run_id)
     return names
 
