@@ -185,7 +185,9 @@ def test_an_import_interrupted_or_failing_mid_write_leaves_no_run(tmp_path: Path
         assert out.returncode == code and message in out.stderr, out.stderr
         assert "Traceback" not in out.stderr
         monkeypatch.setattr(SQLiteApplicationRecorder, "insert_events", real)
-        assert json.loads(cli("runs", "--json").stdout) == []
+        # nor the store file it created: an empty one was taken for a store recorded into
+        assert not (tmp_path / "contextfold.db").exists()
+        assert "no store at" in cli("runs", "--json").stderr
     assert cli("import", "two.jsonl", "--run", "r", "--format", "openai-chat").returncode == 0
     assert [r["run_id"] for r in json.loads(cli("runs", "--json").stdout)] == ["r/run-0", "r/run-1"]
 
