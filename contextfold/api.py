@@ -15,7 +15,6 @@ version, so repeated ``state()`` calls in a loop cost only the new events.
 from __future__ import annotations
 
 import functools
-import operator
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from contextfold.domain.checked import checked
+from contextfold.domain.checked import checked_turn
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import (
     ConcurrencyConflictError,
@@ -40,13 +39,17 @@ from contextfold.domain.events import (
     ImageBlock,
     ToolCallCancelled,
     ToolResultLost,
-    UsageObserved,
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, Calibration, config_of
 from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
-from contextfold.projections.calibration import calibrate_state, check_observation, record_estimate
+from contextfold.projections.calibration import (
+    calibrate_state,
+    check_observation,
+    checked_usage,
+    record_estimate,
+)
 from contextfold.projections.fold import fold, fold_event, new_state
 from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.progress import Progress
@@ -195,7 +198,7 @@ class Run:
         a fragment is rendered or asked for whole, so use it while the store is open.
         ``progress(n)`` is told of the events folded: a 10,000-event run folds for seconds."""
         if turn is not None:
-            turn = _checked_turn(turn)
+            turn = checked_turn(turn)
             with counts_kept(self.store.events, self.run_id):
                 return state_at_turn(self.events(), turn, run_id=self.run_id, progress=progress,
                                      artifact_tokens=self._artifact_tokens(),
@@ -306,7 +309,7 @@ class Run:
                 raise InvalidInputError("auto_compact compacts before the next request; a past turn "
                                         "(turn=N) is rebuilt from the log as it was, which a compaction "
                                         "appended now cannot change")
-            return rebuild(self, _checked_turn(turn), cfg, record=record, progress=progress,
+            return rebuild(self, checked_turn(turn), cfg, record=record, progress=progress,
                            given=named_settings(config, named), before_record=before_record)
         attempt = 0
         while True:
@@ -409,21 +412,14 @@ class Run:
         ``progress``: accepted for callers of 0.3.0 and not called: the turn is now checked
         without folding the run (:meth:`next_turn`).
         """
-        turn = _checked_turn(turn)
+        turn = checked_turn(turn)
         last = self.next_turn()
         if not 1 <= turn <= last:
             raise TurnNotFoundError(self.run_id, turn, last)
-        usage = checked(UsageObserved, "usage", turn=turn, input_tokens=input_tokens,
-                        cached_tokens=cached_tokens, output_tokens=output_tokens, model=model)
-        # the validated counts: a count given as text ("1000") was compared as text
-        input_tokens, cached_tokens = usage.input_tokens, usage.cached_tokens
-        if cached_tokens > input_tokens:  # Anthropic's input_tokens alone: it excludes the cache
-            raise InvalidInputError(
-                f"invalid usage: cached_tokens {cached_tokens} > input_tokens {input_tokens}; "
-                "input_tokens is the whole prompt, cached tokens included (Anthropic: input_tokens "
-                "+ cache_read_input_tokens + cache_creation_input_tokens)")
+        usage = checked_usage(turn, input_tokens, cached_tokens=cached_tokens, output_tokens=output_tokens,
+                              model=model)
         windows = [w for r in self.records(turn) if isinstance(w := r.manifest.get("window_tokens"), int)]
-        check_observation(turn, input_tokens, windows)
+        check_observation(turn, usage.input_tokens, windows)
         return self.append(usage)[0]
 
     def compact(self, strategy: Literal["mask", "summary"] = "mask", *, window: int | None = None,
@@ -455,7 +451,7 @@ class Run:
     def records(self, turn: int) -> list[ContextBuilt]:
         """The ``context_built`` records of ``turn``, oldest first: those after the turn's previous
         model response (a build of turn N folds N-1 responses), the older ones not decoded."""
-        turn = _checked_turn(turn)  # "2" raised TypeError from the subtraction below
+        turn = checked_turn(turn)  # "2" raised TypeError from the subtraction below
         events = self.store.events
         after = events.nth_position(self.run_id, "model_response", turn - 1) or 0
         return [r.event for r in events.read_type(self.run_id, "context_built", after=after)
@@ -467,7 +463,7 @@ class Run:
         A turn with no record is :class:`RecordNotFoundError` (nothing to compare with), one the
         run does not have :class:`TurnNotFoundError`.
         ``progress(n)``: told of the events folded for the rebuild (see :meth:`state`)."""
-        return replay(self, _checked_turn(turn), progress=progress)
+        return replay(self, checked_turn(turn), progress=progress)
 
     def append(self, *events: AnyEvent | Iterable[AnyEvent],
                expected_version: int | None = None) -> list[RecordedEvent]:
@@ -491,19 +487,6 @@ class Run:
 
     def verify(self) -> VerifyReport:
         return self.store.events.verify(self.run_id)
-
-
-def _checked_turn(turn: object) -> int:
-    """``turn`` when it is a turn number, else InvalidInputError: a float or a string compared
-    with the turn range raised TypeError, and 1.5 matched no turn, so the state and the rebuild
-    were silently the run's current ones (recorded as a rebuild of the next turn)."""
-    try:
-        if isinstance(turn, bool):
-            raise TypeError
-        return operator.index(turn)  # type: ignore[arg-type]
-    except TypeError:
-        raise InvalidInputError(f"turn must be an integer (1 is before the first model response), "
-                                f"got {turn!r}") from None
 
 
 def render_request(conversation: Conversation, provider: str, max_output_tokens: int) -> dict[str, Any]:

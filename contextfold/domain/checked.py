@@ -8,6 +8,7 @@ naming each field and what is wrong with it.
 
 from __future__ import annotations
 
+import operator
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
@@ -15,7 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from contextfold.domain.errors import InvalidInputError
 
-__all__ = ["Integer", "checked", "validation_detail"]
+__all__ = ["Integer", "checked", "checked_turn", "validation_detail"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -65,3 +66,16 @@ def validation_detail(cls: type[BaseModel], exc: ValidationError) -> str:
     for an error of the whole input): how a validation failure is told to a user."""
     return "; ".join(f"{'.'.join(map(str, err['loc'])) or cls.__name__}: {err['msg']}"
                      for err in exc.errors())
+
+
+def checked_turn(turn: object) -> int:
+    """``turn`` when it is a turn number, else InvalidInputError: a float or a string compared
+    with the turn range raised TypeError, and 1.5 matched no turn, so the state and the rebuild
+    were silently the run's current ones (recorded as a rebuild of the next turn)."""
+    try:
+        if isinstance(turn, bool):
+            raise TypeError
+        return operator.index(turn)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidInputError(f"turn must be an integer (1 is before the first model response), "
+                                f"got {turn!r}") from None

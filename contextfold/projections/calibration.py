@@ -45,8 +45,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from contextfold.domain.checked import checked
 from contextfold.domain.errors import InvalidInputError
-from contextfold.domain.events import AnyEvent, ContextBuilt
+from contextfold.domain.events import AnyEvent, ContextBuilt, UsageObserved
 from contextfold.domain.manifest import BuildConfig, Calibration
 from contextfold.projections.model_family import run_model_for
 from contextfold.projections.state import RunState
@@ -61,6 +62,7 @@ __all__ = [
     "calibrate_state",
     "calibrated_budget",
     "check_observation",
+    "checked_usage",
     "nearest_rank",
     "record_estimate",
     "samples_from_state",
@@ -166,6 +168,21 @@ def calibrated_budget(budget: int, calibration: Calibration | None) -> int:
     if calibration is None or calibration.correction <= 1:
         return budget
     return math.floor(budget / calibration.correction)
+
+
+def checked_usage(turn: int, input_tokens: int, *, cached_tokens: int, output_tokens: int,
+                  model: str | None) -> UsageObserved:
+    """The ``usage_observed`` event of a provider's report, or InvalidInputError: the counts are
+    validated (a count given as text, "1000", was compared as text) and the cached tokens are
+    part of the input (Anthropic's ``input_tokens`` alone excludes the cache)."""
+    usage = checked(UsageObserved, "usage", turn=turn, input_tokens=input_tokens,
+                    cached_tokens=cached_tokens, output_tokens=output_tokens, model=model)
+    if usage.cached_tokens > usage.input_tokens:
+        raise InvalidInputError(
+            f"invalid usage: cached_tokens {usage.cached_tokens} > input_tokens {usage.input_tokens}; "
+            "input_tokens is the whole prompt, cached tokens included (Anthropic: input_tokens "
+            "+ cache_read_input_tokens + cache_creation_input_tokens)")
+    return usage
 
 
 def check_observation(turn: int, input_tokens: int, windows: Sequence[int]) -> None:
