@@ -59,15 +59,9 @@ def _o200k_cached() -> Iterator[None]:
 
 def _record_run(url: str) -> int:
     """A gpt-4o run long enough for the encoding to change the selection; returns its built turn."""
+    _unrecorded_run(url)
     with contextfold.open_store(url) as store:
         run = store.run("r")
-        run.append(RunStarted(model="gpt-4o"), UserInput("summarise the logs"))
-        for i in range(30):
-            run.append(ModelResponse(text=f"step {i}", tool_calls=[
-                ToolCall(call_id=f"c{i}", name="sh", arguments="{}")]))
-            run.append(ToolResult(call_id=f"c{i}", content="\n".join(
-                f"2024-05-0{i % 9 + 1} worker-{j} processed batch {j * i} ok" for j in range(60))))
-        run.append(UserInput("and now?"))
         built = run.build("openai-chat", window=12_000, reserve=2_000)
         assert run.replay(built.manifest.turn).ok
         return built.manifest.turn

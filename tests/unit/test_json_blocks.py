@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import contextfold
 from contextfold import ModelResponse, TextBlock, ToolCall, ToolResult, UserInput
+from contextfold.domain.manifest import TruncationRecord
 from contextfold.projections.truncate import truncate
 from tests.counters import cl100k
 
@@ -64,21 +65,30 @@ def test_json_lines_kept_whole_by_lines_are_cut_as_before() -> None:
     assert truncate(text, 500, kind="text", count=cl100k).text == result.text
 
 
-def test_an_mcp_result_of_two_json_blocks_is_shown_as_two_documents() -> None:
+def cut_first_result(result: ToolResult, window: int) -> tuple[TruncationRecord, str]:
+    """Build (openai-chat, ``window``) a run whose first call's ``result`` (event 3, call c1) is
+    followed by a second call and an input: its truncation record and the text its data block
+    shows."""
     store = contextfold.open_store(f"sqlite:///{os.path.join(tempfile.mkdtemp(), 'r.db')}")
-    run = store.run("mcp")
-    blocks = tuple(TextBlock(text=json.dumps(records(tag, 3_000))) for tag in "ab")
-    run.append(UserInput("query both tables"),
-               ModelResponse(tool_calls=[ToolCall(call_id="c1", name="db_query", arguments="{}")]),
-               ToolResult(call_id="c1", content="", blocks=blocks),
+    run = store.run("cut")
+    run.append(UserInput("look"),
+               ModelResponse(tool_calls=[ToolCall(call_id="c1", name="first", arguments="{}")]), result,
                ModelResponse(tool_calls=[ToolCall(call_id="c2", name="ls", arguments="{}")]),
                ToolResult(call_id="c2", content="ok"), UserInput("summarise"))
-    built = run.preview("openai-chat", window=6_000)
+    built = run.preview("openai-chat", window=window)
+    store.close()
     cut = next(t for t in built.manifest.truncations if t.id == "e3")
     msg = next(m["content"] for m in built.request["messages"] if m.get("tool_call_id") == "c1")
     block = re.search(r"<data [^>]*>\n(.*)\n</data>", msg, re.S)
-    assert block is not None and cut.strategy == "json" and cut.kept == "blocks 1-2"
-    first, second = documents(block.group(1))
+    assert block is not None
+    return cut, block.group(1)
+
+
+def test_an_mcp_result_of_two_json_blocks_is_shown_as_two_documents() -> None:
+    blocks = tuple(TextBlock(text=json.dumps(records(tag, 3_000))) for tag in "ab")
+    cut, shown = cut_first_result(ToolResult(call_id="c1", content="", blocks=blocks), 6_000)
+    assert cut.strategy == "json" and cut.kept == "blocks 1-2"
+    first, second = documents(shown)
     assert first["rows"][0]["name"] == "a" * 20 and second["rows"][0]["name"] == "b" * 20
 
 

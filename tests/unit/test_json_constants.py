@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 
-import contextfold
-from contextfold import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold import ToolResult
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import truncate
+from tests.unit.test_json_blocks import cut_first_result
 
 COUNTER = get_counter("cl100k_base")
 
@@ -53,20 +52,10 @@ def test_a_number_past_a_double_is_still_not_rewritten_as_infinity() -> None:
     assert result.strategy == "lines" and "Infinity" not in result.text
 
 
-def test_a_failed_tool_s_nan_json_is_cut_as_json_not_as_a_log(tmp_path: Path) -> None:
+def test_a_failed_tool_s_nan_json_is_cut_as_json_not_as_a_log() -> None:
     """A JSON document stays JSON whatever the exit code: one holding NaN was read as not JSON
     and cut as a failing command's log."""
-    store = contextfold.open_store(f"sqlite:///{tmp_path / 'r.db'}")
-    run = store.run("nan")
-    run.append(UserInput("train it"),
-               ModelResponse(tool_calls=[ToolCall(call_id="c1", name="train", arguments="{}")]),
-               ToolResult(call_id="c1", content=json.dumps({"history": history(3_000)}), is_error=True,
-                          exit_code=1),
-               ModelResponse(tool_calls=[ToolCall(call_id="c2", name="ls", arguments="{}")]),
-               ToolResult(call_id="c2", content="model.pt"), UserInput("what happened?"))
-    built = run.preview("openai-chat", window=8_000)
-    cut = next(t for t in built.manifest.truncations if t.id == "e3")
-    msg = next(m["content"] for m in built.request["messages"] if m.get("tool_call_id") == "c1")
-    block = re.search(r"<data [^>]*>\n(.*)\n</data>", msg, re.S)
-    assert cut.strategy == "json" and block is not None
-    assert math.isnan(json.loads(block.group(1))["history"][0]["loss"])
+    cut, shown = cut_first_result(ToolResult(call_id="c1", content=json.dumps({"history": history(3_000)}),
+                                             is_error=True, exit_code=1), 8_000)
+    assert cut.strategy == "json"
+    assert math.isnan(json.loads(shown)["history"][0]["loss"])

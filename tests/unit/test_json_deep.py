@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import contextfold
-from contextfold import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold import ToolResult
 from contextfold.projections.json_deep import deep_cut, heads
 from contextfold.projections.truncate import truncate
 from tests.counters import cl100k
+from tests.unit.test_json_blocks import cut_first_result
 
 
 @contextmanager
@@ -65,20 +63,10 @@ def test_deep_objects_get_a_member_marker() -> None:
     assert shown == {"…": f"{len(text) - result.kept[0].end} characters omitted"}
 
 
-def test_a_deep_tool_result_is_sent_as_json(tmp_path: Path) -> None:
-    store = contextfold.open_store(f"sqlite:///{tmp_path / 'r.db'}")
-    run = store.run("deep")
-    run.append(UserInput("dump the tree"),
-               ModelResponse(tool_calls=[ToolCall(call_id="c1", name="dump", arguments="{}")]),
-               ToolResult(call_id="c1", content=tree(1_500), is_error=True),
-               ModelResponse(tool_calls=[ToolCall(call_id="c2", name="ls", arguments="{}")]),
-               ToolResult(call_id="c2", content="ok"), UserInput("summarise"))
-    built = run.preview("openai-chat", window=6_000)
-    cut = next(t for t in built.manifest.truncations if t.id == "e3")
-    msg = next(m["content"] for m in built.request["messages"] if m.get("tool_call_id") == "c1")
-    block = re.search(r"<data [^>]*>\n(.*)\n</data>", msg, re.S)
-    assert cut.strategy == "json" and block is not None  # a failed tool's JSON is not a log
-    assert parses(block.group(1))["tree"][0]["id"] == 0
+def test_a_deep_tool_result_is_sent_as_json() -> None:
+    cut, shown = cut_first_result(ToolResult(call_id="c1", content=tree(1_500), is_error=True), 6_000)
+    assert cut.strategy == "json"  # a failed tool's JSON is not a log
+    assert parses(shown)["tree"][0]["id"] == 0
 
 
 def test_hostile_depth_is_linear() -> None:
