@@ -32,6 +32,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import PairingState
 from contextfold.importers._json import Bad, JsonPath
+from contextfold.projections.render.runtime_lines import call_ref
 
 __all__ = [
     "RunBuilder",
@@ -206,7 +207,7 @@ class RunBuilder:
             issued = self._pairing.open[cid]
             lost = ToolResultLost(
                 call_id=cid, call_position=issued,
-                reason=(f"no result recorded for call {cid} (issued at position {issued}) before a "
+                reason=(f"no result recorded for call {call_ref(cid)} (issued at position {issued}) before a "
                         f"later response re-issued its id at position {position}"))
             self._pairing.apply(lost, len(self.events) + 1)
             self._names.pop(cid, None)
