@@ -72,16 +72,21 @@ def confirmed_hand_offs(event: HistoryCompacted, run_id: str,
     """The constraint lines of ``event``'s summary that quote a hand-off's task word for word
     (:func:`hand_off_line`): ``handed_text(position)`` is the text of the hand-off's task shown at
     that position (None for anything else)."""
-    out: list[str] = []
-    for line in event.summary.constraints:
-        m = _HAND_OFF_LINE.fullmatch(line)
-        if m is None:
-            continue
+    def quoting(m: re.Match[str]) -> str | None:
         shown = handed_text(int(m.group(1)))
-        if shown is not None and shown.startswith(_HAND_OFF) and line == hand_off_line(
-                shown, int(m.group(1)), run_id):
-            out.append(line)
-    return tuple(out)
+        return (hand_off_line(shown, int(m.group(1)), run_id)
+                if shown is not None and shown.startswith(_HAND_OFF) else None)
+    return _confirmed(event, _HAND_OFF_LINE, quoting)
+
+
+def _confirmed(event: HistoryCompacted, line_shape: re.Pattern[str],
+               confirmed_line: Callable[[re.Match[str]], str | None]) -> tuple[str, ...]:
+    """The constraint lines of ``event``'s summary of ``line_shape`` that equal the line
+    ``confirmed_line`` makes from the log for the position they name (None: the log has no such
+    text there)."""
+    return tuple(line for line in event.summary.constraints
+                 if (m := line_shape.fullmatch(line)) is not None and confirmed_line(m) == line)
+
 
 _SECTIONS: tuple[tuple[str, str], ...] = (
     ("success_contract", "success contract"),
@@ -102,19 +107,14 @@ def confirmed_user_constraints(event: HistoryCompacted, run_id: str,
     """The constraint lines of ``event``'s summary that quote a user message word for word as the
     built-in summary does: ``user_text(position)`` is the text of the user's own input logged
     there (None for anything else: a hand-off's task, a note)."""
-    out: list[str] = []
-    for line in event.summary.constraints:
-        m = _USER_LINE.fullmatch(line)
-        if m is None:
-            continue
+    def quoting(m: re.Match[str]) -> str | None:
         said = user_text(int(m.group(2)))
         if said is None:
-            continue
+            return None
         quoted = said if m.group(1) == "required user input" else user_statement(
             said, f"event://{run_id}/{m.group(2)}")
-        if m.group(3) == quoted:
-            out.append(line)
-    return tuple(out)
+        return f"{m.group(1)} at event {m.group(2)}: {quoted}"
+    return _confirmed(event, _USER_LINE, quoting)
 
 
 def split_summary(text: str) -> tuple[tuple[tuple[Literal["runtime", "user"], str], ...], str]:
