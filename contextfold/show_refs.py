@@ -68,7 +68,7 @@ def ref_run(ref: str, store: Store | None = None) -> str | None:
     if store is not None:
         existing = [run for run, _ in splits if RUN_ID_PATTERN.fullmatch(run) and store.events.exists(run)]
         for run_id in existing:
-            if _call_slot(store.run(run_id), m["body"], int(m["pos"]), {run_id}) is not None:
+            if _call_slot(store, run_id, m["body"], int(m["pos"]), {run_id}) is not None:
                 return run_id
         if existing:
             return existing[0]
@@ -81,13 +81,17 @@ def _call_splits(body: str) -> list[tuple[str, str]]:
     return [(body[:i], body[i + 1:]) for i in reversed(cuts)]
 
 
-def _call_slot(run: Run, body: str, pos: int, names: set[str]) -> tuple[str, str] | None:
-    """The ``(run name, call id)`` split of ``body`` whose call ``run`` issued at ``pos`` under
-    one of ``names`` (the longest name first); None when no split fits the log."""
-    group = run.state().items.get(pos)
-    if not isinstance(group, ToolGroup):
+def _call_slot(store: Store, run_id: str, body: str, pos: int, names: set[str]) -> tuple[str, str] | None:
+    """The ``(run name, call id)`` split of ``body`` whose call run ``run_id`` issued at ``pos``
+    under one of ``names`` (the longest name first); None when no split fits the log. Read off the
+    one event at ``pos`` (the response whose calls make the tool group there): which run a ref
+    names is asked before the run is shown, and folding each candidate run for it folded the
+    run ``show`` then folds again."""
+    found = store.events.read(run_id, after=pos - 1, upto=pos)
+    response = found[0].event if found else None
+    if not isinstance(response, ModelResponse):
         return None
-    issued = {c.call_id for c in group.calls}
+    issued = {c.call_id for c in response.tool_calls}
     return next(((name, cid) for name, cid in _call_splits(body) if name in names and cid in issued), None)
 
 
@@ -149,7 +153,7 @@ def _recorded_names(run: Run) -> set[str]:
                     calls.append((m["body"], int(m["pos"])))
     for body, pos in calls:  # the name a call this log issued there leaves (:func:`_call_slot`)
         everyone = {name for name, _ in _call_splits(body)}
-        if found := _call_slot(run, body, pos, everyone):
+        if found := _call_slot(run.store, run.run_id, body, pos, everyone):
             names.add(found[0])
     names.discard(run.run_id)
     return names
@@ -211,7 +215,7 @@ def _show_call(run: Run, ref: str, body: str, pos: int) -> str:
     accepted = {run.run_id} if run.run_id in named else named & _recorded_names(run)
     if not accepted:
         _check_run(run, splits[0][0], ref)  # names another run: refused, saying which
-    found = _call_slot(run, body, pos, accepted)
+    found = _call_slot(run.store, run.run_id, body, pos, accepted)
     cid = found[1] if found else next(c for name, c in splits if name in accepted)
     group = run.state().items.get(pos)
     slot = (next((c for c in group.calls if c.call_id == cid), None)
