@@ -25,12 +25,11 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, recorded_config
+from contextfold.domain.manifest import BuildConfig, manifest_encoding, recorded_config
 from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.projections.progress import Progress
-from contextfold.projections.recorded_encoding import manifest_encoding
 from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id
 
 if TYPE_CHECKING:

@@ -38,6 +38,7 @@ __all__ = [
     "checked_config",
     "config_of",
     "default_reserve",
+    "manifest_encoding",
     "manifest_json_depth",
     "recorded_config",
     "schema_json_depth",
@@ -179,6 +180,15 @@ def _known_layers(config: BuildConfig) -> BuildConfig:
         raise InvalidInputError(f"invalid build config: no layer named {', '.join(map(repr, unknown))}: "
                                 f"the layers with a share are {', '.join(DEFAULT_LAYER_SHARES)}")
     return config
+
+
+def manifest_encoding(manifest: Mapping[str, Any]) -> str | None:
+    """The encoding a recorded manifest names (None for a record that names none: one appended or
+    imported by hand, which then pins nothing). A run's first record pins its encoding: the
+    builds that rebuild or follow it count with it (``projections.recorded_encoding``), and the
+    store refuses a record naming another (``store.run_heads``)."""
+    name = manifest.get("encoding")
+    return name if isinstance(name, str) and name else None
 
 
 def recorded_config(manifest: Mapping[str, Any], run_id: str, turn: int) -> BuildConfig:

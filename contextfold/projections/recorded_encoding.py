@@ -13,12 +13,11 @@ fallback that a replay reports as a bare hash mismatch.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from typing import Any
 
 from contextfold.domain.errors import EncodingUnavailableError, quoted
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import manifest_encoding
 from contextfold.projections.tokens import (
     _REMOTE_FILES,
     DEFAULT_ENCODING,
@@ -28,14 +27,7 @@ from contextfold.projections.tokens import (
     get_counter,
 )
 
-__all__ = ["FirstRecord", "manifest_encoding", "required_counter"]
-
-
-def manifest_encoding(manifest: Mapping[str, Any]) -> str | None:
-    """The encoding a recorded manifest names (None for a record that names none: one appended or
-    imported by hand, which then pins nothing)."""
-    name = manifest.get("encoding")
-    return name if isinstance(name, str) and name else None
+__all__ = ["FirstRecord", "required_counter"]
 
 
 def required_counter(name: str) -> TokenCounter:

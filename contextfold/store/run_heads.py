@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from contextfold.domain.errors import EncodingConflictError, ProtocolError
 from contextfold.domain.events import AnyEvent, ContextBuilt
 from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent
+from contextfold.domain.manifest import manifest_encoding
 from contextfold.store.backends import translate_errors
 from contextfold.store.deltas import DeltaWriter
 from contextfold.store.event_reads import EventReads
@@ -47,15 +48,17 @@ class RunHead:
     pins nothing; None before the first record): :meth:`RunHeads._check_encoding`."""
 
 
+def record_encoding(event: AnyEvent) -> str | None:
+    """The encoding a ``context_built`` record names ("" when it names none); None for any other
+    event."""
+    return (manifest_encoding(event.manifest) or "") if isinstance(event, ContextBuilt) else None
+
+
 def first_record_encoding(known: str | None, events: typing.Iterable[AnyEvent]) -> str | None:
     """:attr:`RunHead.encoding` after ``events``, given ``known`` before them."""
-    for event in events:
-        if known is not None:
-            break
-        if isinstance(event, ContextBuilt):
-            name = event.manifest.get("encoding")
-            known = name if isinstance(name, str) else ""
-    return known
+    if known is not None:
+        return known
+    return next((name for event in events if (name := record_encoding(event)) is not None), None)
 
 
 class RunHeads(EventReads):
@@ -129,7 +132,7 @@ class RunHeads(EventReads):
                 pairing.apply(rec.event, rec.position)
                 version, last_hash = rec.position, rec.hash
                 if encoding is None:
-                    encoding = first_record_encoding(None, (rec.event,))
+                    encoding = record_encoding(rec.event)
         except BaseException:
             self._heads.pop(run_id, None)  # half-applied: rebuild from scratch next time
             raise
@@ -166,7 +169,7 @@ class RunHeads(EventReads):
         if not head.encoding:
             return
         for event in events:
-            offered = first_record_encoding(None, (event,))
+            offered = record_encoding(event)
             if offered and offered != head.encoding:
                 raise EncodingConflictError(run_id, head.version, head.encoding, offered)
 
@@ -221,7 +224,7 @@ class RunHeads(EventReads):
                     pairing.apply(rec.event, rec.position)
                     version, last_hash = rec.position, rec.hash
                     if encoding is None:
-                        encoding = first_record_encoding(None, (rec.event,))
+                        encoding = record_encoding(rec.event)
                 except ProtocolError:
                     ok = False
             yield rec
