@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states
-from contextfold.projections.graphemes import ceil_boundary, floor_boundary, head_chars
+from contextfold.projections.graphemes import ESCAPE_SEQUENCE, ceil_boundary, floor_boundary, head_chars
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 from contextfold.projections.line_windows import capped_split, over_long_caps
 from contextfold.projections.truncate import (
@@ -85,11 +85,7 @@ KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
 
 _WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
 _FAILED = re.compile(r"(?i:\bfail(?:ed|ure|ures)?\b)")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)")
-r"""Terminal control sequences that colour or title, never print: CSI (``ESC [ … m``), a
-character-set designation (``tput sgr0`` ends its reset with ``ESC ( B``: ``error\x1b(B\x1b[m:``
-hid the error), and OSC (a window title, an ``ESC ] 8`` hyperlink) up to BEL or ``ESC \``. None
-spans a newline, so stripping them from the whole text strips them from each line alone."""
+_ANSI = ESCAPE_SEQUENCE  # the sequences a cut keeps whole (``graphemes``) are the ones stripped
 
 CONTINUATION_LINES = 8
 """Indented lines kept after a non-traceback key error."""

@@ -12,6 +12,12 @@ extended grapheme clusters (Unicode UAX #29) with :func:`floor_boundary` or
 :func:`ceil_boundary`, always toward keeping *less*, so a cut that fit its budget still does.
 Both are monotone in ``i``: a larger cut never keeps less.
 
+A terminal escape sequence (:data:`ESCAPE_SEQUENCE`: a colour, a cursor move, a window title) is
+kept or cut whole in the same way: it prints nothing, and half of one (``ESC [`` at a kept head's
+end, ``1G`` at a tail's start) shows the model bytes the command never printed as text. A
+one-line npm spinner redrawn with ``ESC [1G`` has no whitespace, so its words cut fell inside
+one in a third of the budgets tried.
+
 How: the ``regex`` module's ``\\X`` (UAX #29, updated with each Unicode release; already
 installed as ``tiktoken``'s dependency) rather than hand-written rules. A match of ``\\X`` at
 position ``q`` ends at the first cluster boundary after ``q`` *of the whole text*: the module
@@ -24,16 +30,52 @@ the regex.
 
 from __future__ import annotations
 
+import re
+
 import regex
 
-__all__ = ["ceil_boundary", "floor_boundary", "head_chars"]
+__all__ = ["ESCAPE_SEQUENCE", "ceil_boundary", "floor_boundary", "head_chars"]
 
 _CLUSTER = regex.compile(r"\X")
 
+ESCAPE_SEQUENCE = re.compile(
+    r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)")
+r"""Terminal control sequences that colour or title, never print: CSI (``ESC [ … m``), a
+character-set designation (``tput sgr0`` ends its reset with ``ESC ( B``: ``error\x1b(B\x1b[m:``
+hid the error), and OSC (a window title, an ``ESC ] 8`` hyperlink) up to BEL or ``ESC \``. None
+spans a newline, so stripping them from the whole text strips them from each line alone."""
+
+_ESCAPE_REACH = 2048
+"""How far back from a cut an escape sequence is looked for: an OSC hyperlink's URL may be long;
+one longer than this is cut as text."""
+
+
+def _escape_around(text: str, i: int) -> tuple[int, int] | None:
+    """The escape sequence ``i`` falls strictly inside, as (start, end), or None. It starts at
+    one of the last two ESCs before ``i``: a CSI holds none after its first, an OSC one more in
+    its ``ESC \\`` terminator."""
+    reach = max(0, i - _ESCAPE_REACH)
+    start = text.rfind("\x1b", reach, i)
+    for _ in range(2):
+        if start < 0:
+            return None
+        match = ESCAPE_SEQUENCE.match(text, start)
+        if match is not None:
+            return (start, match.end()) if match.end() > i else None
+        start = text.rfind("\x1b", reach, start)
+    return None
+
 
 def ceil_boundary(text: str, i: int) -> int:
-    """The least cluster boundary of ``text`` at or after ``i`` (clamped to ``[0, len(text)]``):
-    where a kept *tail* may start."""
+    """The least cluster boundary of ``text`` at or after ``i`` (clamped to ``[0, len(text)]``)
+    outside every escape sequence: where a kept *tail* may start. An escape starts with ESC, a
+    control character, which always has a cluster boundary before it: so a cluster boundary at
+    or after an escape's end is never inside another."""
+    escape = _escape_around(text, i) if 0 < i < len(text) else None
+    return _cluster_ceil(text, i if escape is None else escape[1])
+
+
+def _cluster_ceil(text: str, i: int) -> int:
     if i <= 0:
         return 0
     if i >= len(text):
@@ -46,8 +88,19 @@ def ceil_boundary(text: str, i: int) -> int:
 
 
 def floor_boundary(text: str, i: int) -> int:
-    """The greatest cluster boundary of ``text`` at or before ``i`` (clamped to ``[0, len(text)]``):
-    where a kept *head* may end.
+    """The greatest cluster boundary of ``text`` at or before ``i`` (clamped to ``[0, len(text)]``)
+    outside every escape sequence: where a kept *head* may end. (An escape's last letter and a
+    combining mark after it are one cluster, whose start is inside the escape: hence the loop.)"""
+    while True:
+        floor = _cluster_floor(text, i)
+        escape = _escape_around(text, floor) if 0 < floor < len(text) else None
+        if escape is None:
+            return floor
+        i = escape[0]
+
+
+def _cluster_floor(text: str, i: int) -> int:
+    """The greatest cluster boundary of ``text`` at or before ``i``.
 
     When ``i`` is inside a cluster, its start is found by stepping back 1, 2, 4, … characters
     until the first boundary after the step is at or before ``i``, then walking forward by
@@ -55,12 +108,12 @@ def floor_boundary(text: str, i: int) -> int:
     n = len(text)
     if i <= 0 or i >= n:
         return min(max(i, 0), n)
-    if ceil_boundary(text, i) == i:
+    if _cluster_ceil(text, i) == i:
         return i
     step = 1
     while True:
         q = max(0, i - 1 - step)
-        start = ceil_boundary(text, q)
+        start = _cluster_ceil(text, q)
         if start <= i:
             break
         step *= 2

@@ -249,3 +249,18 @@ def test_a_summary_quotes_long_untrusted_text_up_to_a_cluster_boundary() -> None
             for m in quotes:
                 original = texts[m.group(1)]
                 assert original.startswith(m.group(0)) and clean_cut(original, len(m.group(0))), (unit, pad)
+
+
+def test_a_spinner_line_is_never_cut_inside_an_escape_sequence() -> None:
+    """npm's spinner redrawn with ESC [1G / ESC [0K is one line with no whitespace, cut by
+    characters: the kept head ended with a dangling ``ESC [1`` in 17 of 49 budgets."""
+    spinner = "".join(f"\x1b[1G{c}\x1b[0K" for c in "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏" * 400)
+    text = (spinner + "\x1b[1G\x1b[0Knpm error code E404\n"
+            "npm error 404 Not Found - GET https://registry.npmjs.org/left-padd\n")
+    escape = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+    for budget in range(60, 400, 7):
+        out = lean_log(text, 1, budget, cl100k, artifact_ref="artifact:x").text
+        for at in (m.start() for m in re.finditer("\x1b", out)):
+            assert escape.match(out, at), (budget, out[at:at + 12])
+    cut = truncate(spinner, 120, kind="log", count=cl100k)
+    assert cut.truncated and all(escape.match(cut.text, m.start()) for m in re.finditer("\x1b", cut.text))

@@ -8,7 +8,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextfold.projections.graphemes import ceil_boundary, floor_boundary
+from contextfold.projections.graphemes import ESCAPE_SEQUENCE, ceil_boundary, floor_boundary
 
 __all__ = ["CLUSTER_PIECES", "boundaries", "clustered_text", "orphan_at"]
 
@@ -101,3 +101,35 @@ def test_the_common_clusters_are_never_split() -> None:
     zalgo = "a" + "\u0301" * 1000 + "b"
     assert floor_boundary(zalgo, 500) == 0 and ceil_boundary(zalgo, 500) == 1001
     assert floor_boundary("ab\r\ncd", 3) == 2 and ceil_boundary("ab\r\ncd", 3) == 4
+
+
+ESCAPES = ["\x1b[1G", "\x1b[0K", "\x1b[31;1m", "\x1b(B", "\x1b]8;;https://x.test/a\x1b\\", "\x1b]0;title\x07"]
+"""Terminal escape sequences: a cut keeps or drops each whole (``graphemes.ESCAPE_SEQUENCE``)."""
+
+escaped_text = st.lists(st.sampled_from(CLUSTER_PIECES + ESCAPES + ["\x1b", "["]), max_size=40).map("".join)
+
+
+def _inside_escape(text: str, i: int) -> bool:
+    return any(m.start() < i < m.end() for m in ESCAPE_SEQUENCE.finditer(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=escaped_text)
+def test_no_cut_falls_inside_an_escape_sequence_and_both_stay_monotone(text: str) -> None:
+    floors = [floor_boundary(text, i) for i in range(len(text) + 1)]
+    ceils = [ceil_boundary(text, i) for i in range(len(text) + 1)]
+    assert floors == sorted(floors) and ceils == sorted(ceils)
+    bounds = set(boundaries(text))
+    for i in range(len(text) + 1):
+        for cut in (floors[i], ceils[i]):
+            assert cut in bounds and not _inside_escape(text, cut), (text, i, cut)
+        assert floors[i] <= i <= ceils[i]
+
+
+def test_an_escape_sequence_is_kept_or_cut_whole() -> None:
+    text = "ab\x1b[31;1mcd"  # the escape spans 2..9
+    assert [floor_boundary(text, i) for i in range(12)] == [0, 1, 2, 2, 2, 2, 2, 2, 2, 9, 10, 11]
+    assert [ceil_boundary(text, i) for i in range(12)] == [0, 1, 2, 9, 9, 9, 9, 9, 9, 9, 10, 11]
+    mark = "a\x1b[0m\u0301b"  # a combining mark after the escape joins its last letter's cluster
+    assert floor_boundary(mark, 5) == 1 and ceil_boundary(mark, 3) == 6
+    assert floor_boundary("a\x1b[ x", 3) == 3  # ESC [ and a space: no sequence, cut as text
