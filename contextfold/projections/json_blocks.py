@@ -25,10 +25,10 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from contextfold.domain.canonical import CONSTANTS_DECODER
+from contextfold.projections.truncation_result import KeptRange, Truncation
 
 if TYPE_CHECKING:
     from contextfold.projections.line_counts import LineSplitting
-    from contextfold.projections.truncate import Truncation
 
 __all__ = ["BLOCK_FLOOR", "cut_blocks", "or_blocks", "splits_a_value", "value_spans"]
 
@@ -139,7 +139,7 @@ def or_blocks(by_lines: Truncation, text: str, entry: dict[str, Any], max_tokens
                          and not splits_a_value(text, spans, [(r.start, r.end) for r in by_lines.kept],
                                                 first_line)):
         return by_lines
-    from contextfold.projections.truncate import KeptRange, Truncation, truncate  # (imports this module)
+    from contextfold.projections.truncate import truncate  # (it imports this module)
 
     found = cut_blocks(text, spans, max_tokens, count, lambda piece, share: truncate(
         piece, share, kind="json", count=count, line_splitting=rule))

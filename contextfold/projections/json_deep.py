@@ -22,12 +22,10 @@ import re
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from contextfold.projections.line_windows import fit_line_windows, kept_probe
-
-if TYPE_CHECKING:
-    from contextfold.projections.truncate import Truncation
+from contextfold.projections.truncation_result import KeptRange, Truncation
 
 __all__ = ["Heads", "cut_deep", "deep_cut", "heads"]
 
@@ -165,8 +163,6 @@ def cut_deep(text: str, entry: dict[str, Any], max_tokens: int, count: Callable[
                                               entry.setdefault("deep_probes", {}))
     if cut is None:
         return None
-    from contextfold.projections.truncate import KeptRange, Truncation  # (it imports this module)
-
     out, tokens, kept = cut
     return Truncation(text=out, truncated=True, strategy="json", unit="char", original_chars=len(text),
                       original_tokens=original_tokens, tokens=tokens, kept=(KeptRange(start=1, end=kept),),

@@ -60,11 +60,9 @@ documents for JSON blocks).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import accumulate, chain
 from typing import Literal, TypeAlias, assert_never
-
-from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.canonical import constants_json, orjson_writes_the_same
 from contextfold.domain.errors import InvalidInputError
@@ -89,6 +87,15 @@ from contextfold.projections.line_windows import (  # the search and its memo, u
     over_long_caps,
     probe_entry,
 )
+from contextfold.projections.truncation_result import (
+    MINIMAL_MARKER,
+    KeptRange,
+    TokenCounter,
+    Truncation,
+    Unit,
+    marker_only,
+    truncation_of,
+)
 
 __all__ = [
     "MINIMAL_MARKER",
@@ -107,46 +114,7 @@ __all__ = [
     "truncate_chunks",
 ]
 
-TokenCounter: TypeAlias = Callable[[str], int]
 ContentKind: TypeAlias = Literal["log", "file", "json", "markdown", "text"]
-Strategy: TypeAlias = Literal["none", "lines", "fenced_lines", "words", "json", "chunks", "lean_log",
-                              "marker_only"]
-Unit: TypeAlias = Literal["line", "chunk", "json_member", "char", "block"]
-
-MINIMAL_MARKER = "…"
-"""Returned alone when the budget cannot hold even a real marker."""
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class KeptRange(_Frozen):
-    """A kept run of units, 1-based and inclusive (``start <= end``)."""
-
-    start: int
-    end: int
-
-
-class Truncation(_Frozen):
-    """What a truncation kept, what it dropped, and what it cost.
-
-    ``over_budget`` is true only when the budget could not hold even the bare
-    marker; ``text`` is then :data:`MINIMAL_MARKER` and may exceed the budget.
-    """
-
-    text: str
-    truncated: bool
-    strategy: Strategy
-    unit: Unit
-    original_chars: int
-    original_tokens: int
-    tokens: int
-    kept: tuple[KeptRange, ...]
-    omitted: int = 0
-    """Units dropped: lines, chunks, or JSON items + members (nested included)."""
-    omitted_chars: int = 0
-    """Characters cut from shortened JSON strings (or header lines of a lean log)."""
-    over_budget: bool = False
 
 
 # ------------------------------------------------------------------ lines
@@ -157,27 +125,6 @@ def line_marker(omitted: int, first: int, last: int) -> str:
     noun = "line" if omitted == 1 else "lines"
     span = f"line {first}" if first == last else f"lines {first}–{last}"
     return f"… [{omitted} {noun} omitted: {span}] …"
-
-
-def _result(text: str, *, strategy: Strategy, unit: Unit, original: str, original_tokens: int,
-            tokens: int, kept: Sequence[tuple[int, int]], omitted: int = 0,
-            omitted_chars: int = 0) -> Truncation:
-    return Truncation(
-        text=text, truncated=strategy != "none", strategy=strategy, unit=unit,
-        original_chars=len(original), original_tokens=original_tokens, tokens=tokens,
-        kept=tuple(KeptRange(start=a, end=b) for a, b in kept if a <= b),
-        omitted=omitted, omitted_chars=omitted_chars,
-    )
-
-
-def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
-                count: TokenCounter) -> Truncation:
-    """The result for a budget too small for any real marker: :data:`MINIMAL_MARKER`."""
-    return Truncation(
-        text=MINIMAL_MARKER, truncated=True, strategy="marker_only", unit=unit,
-        original_chars=len(original), original_tokens=original_tokens,
-        tokens=count(MINIMAL_MARKER), kept=(), omitted=omitted, over_budget=True,
-    )
 
 
 Words: TypeAlias = Literal["if_none_kept", "if_more_kept"]
@@ -256,9 +203,9 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
     head, tail = split(k)
     shift = first_line - 1
     kept_chars = sum(len(line) + 1 for line in chain(lines[:head], lines[n - tail:]))
-    return (_result(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
-                    original=text, original_tokens=original_tokens, tokens=tokens,
-                    kept=[(1 + shift, head + shift), (n - tail + 1 + shift, n + shift)], omitted=n - k),
+    return (truncation_of(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
+                          original=text, original_tokens=original_tokens, tokens=tokens,
+                          kept=[(1 + shift, head + shift), (n - tail + 1 + shift, n + shift)], omitted=n - k),
             caps != (n, n) and k == most, kept_chars)
 
 
@@ -318,9 +265,10 @@ def _truncate_words(text: str, original_tokens: int, max_tokens: int,
     head, tail_start = ends(k)
     if head == 0 and tail_start == n:  # the room held only part of a cluster
         return None
-    return _result(out_text, strategy="words", unit="char", original=text, original_tokens=original_tokens,
-                   tokens=tokens, kept=[(1, head), (tail_start + 1, n)], omitted=tail_start - head,
-                   omitted_chars=tail_start - head)
+    omitted = tail_start - head
+    return truncation_of(out_text, strategy="words", unit="char", original=text,
+                         original_tokens=original_tokens, tokens=tokens,
+                         kept=[(1, head), (tail_start + 1, n)], omitted=omitted, omitted_chars=omitted)
 
 
 def _tail_past_fence_piece(text: str, fences: tuple[list[int], list[str | None]], tail_start: int) -> int:
@@ -400,11 +348,11 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
     stats = renders[level][1]  # every answer was rendered (``fit_line_windows`` renders it last)
     unit: Unit = "char" if isinstance(value, str) else "json_member"  # a string's kept characters
     if level == top_max:  # nothing dropped: the compact form fits where the original did not
-        return _result(out_text, strategy="none", unit=unit, original=text,
-                       original_tokens=original_tokens, tokens=tokens, kept=stats.kept)
-    return _result(out_text, strategy="json", unit=unit, original=text,
-                   original_tokens=original_tokens, tokens=tokens, kept=stats.kept,
-                   omitted=stats.omitted, omitted_chars=stats.omitted_chars)
+        return truncation_of(out_text, strategy="none", unit=unit, original=text,
+                             original_tokens=original_tokens, tokens=tokens, kept=stats.kept)
+    return truncation_of(out_text, strategy="json", unit=unit, original=text,
+                         original_tokens=original_tokens, tokens=tokens, kept=stats.kept,
+                         omitted=stats.omitted, omitted_chars=stats.omitted_chars)
 
 
 # ------------------------------------------------------------------ entry points
@@ -438,9 +386,9 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
     if original_tokens <= max_tokens:
         lines, _ = split_lines(text)
         unit: Unit = "json_member" if kind == "json" else "line"
-        return _result(text, strategy="none", unit=unit, original=text,
-                       original_tokens=original_tokens, tokens=original_tokens,
-                       kept=[(first_line, len(lines) + first_line - 1)] if unit == "line" else [])
+        return truncation_of(text, strategy="none", unit=unit, original=text,
+                             original_tokens=original_tokens, tokens=original_tokens,
+                             kept=[(first_line, len(lines) + first_line - 1)] if unit == "line" else [])
     match kind:
         case "log":
             # A log whose lines are all too long to keep whole (a progress bar's one line) is
@@ -479,9 +427,9 @@ def truncate_chunks(chunks: Sequence[str], max_tokens: int, count: TokenCounter)
     original_tokens = count(original)
     total = len(chunks)
     if original_tokens <= max_tokens:
-        return _result(original, strategy="none", unit="chunk", original=original,
-                       original_tokens=original_tokens, tokens=original_tokens,
-                       kept=[(1, total)])
+        return truncation_of(original, strategy="none", unit="chunk", original=original,
+                             original_tokens=original_tokens, tokens=original_tokens,
+                             kept=[(1, total)])
 
     def render(kept: Sequence[int]) -> str:
         parts = [chunks[i] for i in kept]
@@ -507,6 +455,6 @@ def truncate_chunks(chunks: Sequence[str], max_tokens: int, count: TokenCounter)
             ranges[-1] = (ranges[-1][0], i + 1)
         else:
             ranges.append((i + 1, i + 1))
-    return _result(text, strategy="chunks", unit="chunk", original=original,
-                   original_tokens=original_tokens, tokens=tokens, kept=ranges,
-                   omitted=total - len(kept))
+    return truncation_of(text, strategy="chunks", unit="chunk", original=original,
+                         original_tokens=original_tokens, tokens=tokens, kept=ranges,
+                         omitted=total - len(kept))
