@@ -43,7 +43,11 @@ _SECRET_WORDS = (r"(?:PASSWORD|PASSWD|SECRET|TOKEN|API[_-]?KEY|ACCESS[_-]?KEY"
 _ENTROPY_WORDS = r"(?:KEY|SECRET|TOKEN|AUTH|CRED|SIGNATURE)"
 _SECRET_NAME = _NAME_CHARS + "*" + _SECRET_WORDS + _NAME_CHARS + "*"
 _ENTROPY_NAME = _NAME_CHARS + "*" + _ENTROPY_WORDS + _NAME_CHARS + "*"
-_ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
+_ASSIGN = r"""["']?[ \t]*(?::=|=>|[:=])(?:[ \t]*\r?\n[ \t]+|[ \t]*)"""
+"""A name's assignment operator, with the spaces around it: the value on the same line, or on
+the next line indented (a YAML plain scalar, a wrapped dict literal). Not on the next line
+unindented: that is a terminal's next output (``Password: `` then ``Login incorrect``, or the
+flag an agent just printed), which was redacted as the password."""
 _SECRET_REST = _ASSIGN + ASSIGNED_VALUE
 _ENTROPY_REST = _ASSIGN + r"""["']?([A-Za-z0-9+/_=.-]{20,})"""
 

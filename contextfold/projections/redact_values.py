@@ -89,11 +89,13 @@ def _spaced(quote: str, char: str) -> str:
 ASSIGNED_VALUE = (
     rf'''(?:"((?:\\\S|[^"\\\s]){{4,}})"|{_spaced('"', _DQ)}'''
     rf"""|'((?:\\\S|''|{_LAST_BACKSLASH}|[^'\\\s]){{4,}})'|{_spaced("'", _SQ)}"""
-    r"""|([^\s"',;#)}\]]{4,}))"""
+    r"""|`([^`\s]{4,})`|(?!`)([^\s"',;#)}\]]{4,}))"""
 )
 """An assigned value, one group per form (the first that took part is the value): a quoted
 string without whitespace, one with (where an assignment plainly ends with it), for each quote,
-then a bare word."""
+a Markdown code span without whitespace (``password: `hunter22` ``), then a bare word. A bare
+word never starts with a backtick: ``the current token: `git remote set-url …` `` is prose
+about a command, and its ``git`` was redacted."""
 
 _LABEL_WORD = re.compile(r"(?i)\b(?:passwords?|passwd|passphrase|secrets?|tokens?|keys?|credentials?|api)\b")
 

@@ -75,6 +75,9 @@ SECRETS: list[tuple[str, str, str]] = [
     ("export DB_PASSWORD='{s}'", "correct horse battery staple", "secret_assignment"),
     ("  db_password: '{s}'  # prod", "it''s my dog rex 1999", "secret_assignment"),
     ('PGPASSWORD="{s}" psql -h db', "tr0ub4dor and 3 more", "secret_assignment"),
+    # a Markdown code span; a value on the next line, indented (YAML)
+    ("the db password: `{s}`", "hunter2hunter2", "secret_assignment"),
+    ("db_password:\n  {s}\nport: 5432", "s3cr3tV4lu3x", "secret_assignment"),
 ]
 
 LOOKALIKES: list[str] = [
@@ -115,6 +118,13 @@ LOOKALIKES: list[str] = [
     'print("password: " + pw + " was rejected")',
     'password: "at least eight characters" is required',
     '{"password_hint": "Enter your password", "token_help": "Paste the API token here."}',
+    # a terminal's prompt, then its next output unindented (real traces: the flag an agent found)
+    "hockeyinjune-virtual-machine login: \nPassword: \nLogin incorrect\n",
+    "Password: \nflag{d316759c281bf925d600be698a4973d5}\n",
+    "DB_PASSWORD=\nexport NEXT=1",
+    # prose about a command in a code span (OpenHands' github microagent)
+    "update the remote URL to include the current token: `git remote set-url origin "
+    "https://${GITHUB_TOKEN}@github.com/username/repo.git`",
 ]
 
 
