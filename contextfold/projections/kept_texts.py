@@ -92,9 +92,9 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
                     texts[fid] = cut.text
                     if cut.truncated:  # not JSON compacted whole: its block says nothing is missing
                         truncated.add(fid)
+                        truncations.append(_truncation_record(fid, cut))
                     text_cut[fid] = cut.tokens
                     original_tokens[fid] = ctx.frag(fid).token_count
-                    truncations.append(_truncation_record(fid, cut))
         if grant >= unit.tokens:
             continue
         deficit = unit.tokens - grant
@@ -124,13 +124,15 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
             result = truncate_fragment(ctx, fid, max(share, 1))
             texts[fid] = result.text
             # JSON whose compact form fits is shown whole (strategy "none"): re-serialised, not
-            # truncated, so its block and manifest line do not say data is missing.
+            # truncated, so its block, its manifest line (whose reason says "compacted") and the
+            # manifest's truncations do not say data is missing. A record of it there read as a
+            # cut: auto-compaction took it for pressure and masked a result the build had sent.
             if result.truncated:
                 truncated.add(fid)
+                truncations.append(_truncation_record(fid, result))
             text_cut[fid] = result.tokens
             original_tokens[fid] = (ctx.content_tokens(fid) if ctx.media(fid) is not None
                                     else result.original_tokens)
-            truncations.append(_truncation_record(fid, result))
     return out
 
 

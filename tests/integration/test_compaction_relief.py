@@ -7,6 +7,7 @@ steps masked (then summarized) the very log the model was fixing.
 
 from __future__ import annotations
 
+import json
 import re
 
 from contextfold.api import Run, open_store
@@ -66,3 +67,23 @@ def test_a_mask_stubs_results_either_side_of_the_latest_error(sqlite_url: str) -
     assert 3 not in state.masked and {5, 7, 9, 11} <= set(state.masked)
     text = run.preview("anthropic", window=200_000).body_bytes.decode()
     assert "health check failed" in text and len(re.findall(r"READ-\d", text)) == 2
+
+
+def test_a_json_result_sent_whole_in_compact_form_is_no_pressure(sqlite_url: str) -> None:
+    """A pretty-printed JSON result shown compact ("compacted ..., nothing omitted") was listed
+    among the manifest's truncations, which the pressure measure counted as lost tokens: the
+    auto-compaction masked the result the build had sent whole, and the model lost its data."""
+    run = open_store(sqlite_url).run("r")
+    doc = json.dumps({"items": [{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(60)]},
+                     indent=4)
+    run.append(UserInput("go"),
+               ModelResponse(tool_calls=(ToolCall(call_id="c1", name="list", arguments="{}"),)),
+               ToolResult(call_id="c1", content=doc),
+               ModelResponse(tool_calls=(ToolCall(call_id="c2", name="list", arguments="{}"),)),
+               ToolResult(call_id="c2", content="ok"), UserInput("next"))
+    seen = run.preview("openai-chat", window=1400, reserve=100).manifest
+    (line,) = [f for f in seen.fragments if f.kind == "tool_result" and "compacted" in f.selection_reason]
+    assert not any(seen.excluded.values()) and not line.truncated
+    built = run.build("openai-chat", window=1400, reserve=100, auto_compact=True)
+    assert _compactions(run) == []
+    assert line.id in {f.id for f in built.manifest.fragments}
