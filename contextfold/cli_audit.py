@@ -228,7 +228,7 @@ def _summary_text(a: RunAudit) -> str:
         f"{s.rebuilt_turns} rebuilt from the log)",
         "integrity: " + (f"ok ({i.events} events, hash chain intact)" if i.ok else
                          f"FAILED at position {i.first_bad_position}: {visible(i.reason)}"),
-        f"prefix stability: {s.prefix_reused} of {max(0, s.turns - 1)} turns re-used the previous prefix"
+        f"prefix stability: {s.prefix_reused} of {s.prefix_compared} turns re-used the previous prefix"
         + (f" (changed at {', '.join(map(str, s.prefix_changed_turns[:20]))})"
            if s.prefix_changed_turns else ""),
         f"tool schemas: {s.tool_schema_answer}",

@@ -142,6 +142,10 @@ class AuditSummary(_Frozen):
     rebuilt_turns: int
     prefix_reused: int
     """Turns whose stable-prefix cache key equals that of the latest earlier turn of their provider."""
+    prefix_compared: int
+    """Turns that had an earlier turn of their provider to compare with: what ``prefix_reused`` is
+    out of. Not ``turns - 1``: a provider's first turn, after a fallback to another, has nothing
+    to re-use, and the summary read "1 of 2 turns re-used" for a prefix that never changed."""
     prefix_changed_turns: tuple[int, ...]
     config_changed_turns: tuple[int, ...]
     tool_schema_tokens: dict[str, float]
@@ -416,6 +420,7 @@ def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
         turns=len(turns), recorded_turns=sum(1 for t in turns if t.source == "recorded"),
         rebuilt_turns=sum(1 for t in turns if t.source == "rebuilt"),
         prefix_reused=sum(1 for t in turns if t.prefix_changed is False),
+        prefix_compared=sum(1 for t in turns if t.prefix_changed is not None),
         prefix_changed_turns=tuple(t.turn for t in turns if t.prefix_changed),
         config_changed_turns=tuple(t.turn for t in turns if t.config_changed),
         tool_schema_tokens=tool_stats, tool_schema_answer=tool_answer,

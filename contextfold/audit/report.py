@@ -331,7 +331,7 @@ def _summary(a: RunAudit) -> str:
     rows = [
         ("turns", f"{s.turns} ({s.recorded_turns} recorded, {s.rebuilt_turns} rebuilt from the log)"),
         ("prefix stability", f'<span id="prefix-reused" data-reused="{s.prefix_reused}">{s.prefix_reused} of '
-                             f"{max(0, s.turns - 1)} turns re-used the previous stable prefix</span>"
+                             f"{s.prefix_compared} turns re-used the previous stable prefix</span>"
                              + (f"; changed at turns {_turn_list(s.prefix_changed_turns)}"
                                 if s.prefix_changed_turns else "")),
         ("tool schemas", f'<span id="tool-answer">{_e(s.tool_schema_answer)}</span>'),

@@ -12,6 +12,8 @@ from pydantic import ValidationError
 from contextfold.api import Run, open_store
 from contextfold.audit.data import Integrity, audit_run, collect
 from contextfold.audit.records import ManifestReader, read_records
+from contextfold.audit.report import render_report
+from contextfold.cli_audit import _summary_text  # what `contextfold audit RUN` prints
 from contextfold.domain.events import ContextBuilt, ModelResponse, PolicySet, UserInput
 from contextfold.domain.manifest import ContextManifest
 from tests.unit.test_audit_report import make_synthetic_run
@@ -98,3 +100,8 @@ def test_a_run_built_alternately_for_two_providers_reuses_each_ones_prefix(tmp_p
     audit = audit_run(run)
     assert [t.prefix_changed for t in audit.turns] == [None, None, False, False, False, False]
     assert audit.summary.prefix_reused == 4 and audit.summary.prefix_changed_turns == ()
+    # out of the 4 turns with an earlier turn of their provider, not of turns - 1 (5): a reader
+    # took "4 of 5 turns re-used the previous prefix" for a cache miss that never happened
+    assert audit.summary.prefix_compared == 4
+    assert "prefix stability: 4 of 4 turns re-used the previous prefix" in _summary_text(audit)
+    assert 'data-reused="4">4 of 4 turns re-used' in render_report(audit)
