@@ -292,9 +292,9 @@ class Run:
         most first attempts can lose, since the tool result they would cancel arrives
         while they build; the retry then finds it answered. Not the default, because
         a caller may want to see the conflict (the README documents it as raised).
-        A rebuild of a past turn records one marked ``rebuild`` only when the
-        turn has no record yet (``retries`` does not apply): when another worker records
-        the turn meanwhile, the rebuild is the reproduction of that record, or
+        A rebuild of a past turn (settings not named: the nearest record's) records one marked
+        ``rebuild`` only when the turn has no record yet (``retries`` does not apply): when another
+        worker records the turn meanwhile, the rebuild is the reproduction of that record, or
         InvalidInputError when the settings named differ from it.
         ``progress(n)`` is told of the events folded before the build (see :meth:`state`).
         :meth:`preview` makes the same next request and writes nothing.
@@ -309,8 +309,9 @@ class Run:
                 raise InvalidInputError("auto_compact compacts before the next request; a past turn "
                                         "(turn=N) is rebuilt from the log as it was, which a compaction "
                                         "appended now cannot change")
-            return rebuild(self, checked_turn(turn), cfg, record=record, progress=progress,
-                           given=named_settings(config, named), before_record=before_record)
+            given = named_settings(config, named)  # without config: the rest from the nearest record
+            return rebuild(self, checked_turn(turn), None if config is None else cfg, record=record,
+                           progress=progress, given=given, before_record=before_record)
         attempt = 0
         while True:
             try:

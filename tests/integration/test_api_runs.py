@@ -38,6 +38,7 @@ from contextfold.domain.events import (
     PlanStep,
     PlanUpdated,
     PolicySet,
+    RunStarted,
     ToolCall,
     ToolCallCancelled,
     ToolResult,
@@ -316,6 +317,28 @@ def test_rebuild_of_an_unrecorded_turn_records_once_marked_rebuild(store_url: st
         records = run.records(2)
         assert len(records) == 1 and records[0].rebuild
         assert a.manifest.request_hash == b.manifest.request_hash == records[0].request_hash
+
+
+def test_a_rebuild_of_an_unrecorded_turn_takes_the_nearest_records_settings(store_url: str) -> None:
+    """Turn 2's record was lost (the worker crashed after sending it). The CLI rebuilt it with the
+    nearest record's settings, the API with the defaults (neutral, 128k), and recorded that as the
+    turn's first record, which replay, audit and calibration read as what the model saw."""
+    with open_store(store_url) as store:
+        run = store.run("lost-record")
+        run.append(RunStarted(model="claude-sonnet-4-5"), UserInput("a"))
+        run.build(provider="anthropic", window=200_000, reserve=8_000)
+        run.append(ModelResponse(text="x"), UserInput("b"), ModelResponse(text="y"), UserInput("c"))
+        run.build(provider="anthropic", window=60_000, reserve=4_000)  # turn 3
+        rebuilt = run.build(turn=2)
+        assert (rebuilt.manifest.provider, rebuilt.manifest.window_tokens) == ("anthropic", 200_000)
+        (record,) = run.records(2)
+        assert record.rebuild and record.request_hash == rebuilt.manifest.request_hash
+        run.append(ModelResponse(text="z"), UserInput("d"), ModelResponse(text="w"), UserInput("e"))
+        later = run.build(turn=4, record=False)  # the nearest earlier record: turn 3's
+        assert (later.manifest.provider, later.manifest.window_tokens) == ("anthropic", 60_000)
+        # a setting named replaces only that one of the nearest record's
+        named = run.build(turn=4, window=50_000, reserve=2_000, record=False).manifest
+        assert (named.provider, named.window_tokens) == ("anthropic", 50_000) and run.records(4) == []
 
 
 def test_a_rebuild_of_the_turn_not_yet_answered_records_nothing(store_url: str) -> None:
