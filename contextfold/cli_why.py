@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from contextfold.api import Run
@@ -55,13 +56,23 @@ _FRAGMENT_ID = re.compile(r"e(\d+)(?:\.c\d+)?")
 """A query naming a fragment by its id: ``e{position}``, or ``e{position}.c{n}`` (a stub among them)."""
 
 
-def _sourced(query: str, source_ref: str) -> bool:
+def _sourced(query: str, source_ref: str, *, whole_words: bool = False) -> bool:
     """Whether a fragment from ``source_ref`` is one ``query`` asks about: a ref ending in a
     position (``event://r1/4``) names that one (as a substring it also matched ``event://r1/41``);
-    anything else, a path or part of one, matches as a substring."""
+    anything else, a path or part of one, matches as a substring, or with ``whole_words`` only
+    where no letter or digit adjoins it (``c1`` in ``call://r/c1``, not in ``call://r/c10``)."""
     if _WHOLE_REF.fullmatch(query):
         return source_ref == query or source_ref.startswith(query + "#")
+    if whole_words:
+        return re.search(rf"(?<![A-Za-z0-9]){re.escape(query)}(?![A-Za-z0-9])", source_ref) is not None
     return query in source_ref
+
+
+def _asked_about(query: str, sources: list[str]) -> Callable[[str], bool]:
+    """Which sources ``query`` asks about: those it names as whole words, if any of ``sources``
+    has one (``why RUN c1`` listed c10-c12 too), else those holding it (a part of a name)."""
+    whole = any(_sourced(query, ref, whole_words=True) for ref in sources)
+    return lambda ref: _sourced(query, ref, whole_words=whole)
 
 
 def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
@@ -77,10 +88,9 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
     alias = tool_name_alias(query)
     renamed = renamed_to(manifest.repairs, alias)
     tools = [t for t in manifest.tools if t.name == query or (renamed and t.name == alias)]
-    sel = exact or ([] if exact_x or tools else [f for f in manifest.fragments
-                                                 if _sourced(query, f.source_ref)])
-    exc = exact_x or ([] if exact or tools else [e for e in manifest.excluded_items
-                                                 if _sourced(query, e.source_ref)])
+    asked = _asked_about(query, [x.source_ref for x in (*manifest.fragments, *manifest.excluded_items)])
+    sel = exact or ([] if exact_x or tools else [f for f in manifest.fragments if asked(f.source_ref)])
+    exc = exact_x or ([] if exact or tools else [e for e in manifest.excluded_items if asked(e.source_ref)])
     for f in sel:
         found.append({"id": f.id, "verdict": "kept", "kind": f.kind, "trust": f.trust, "layer": f.layer,
                       "source_ref": f.source_ref, "tokens": f.tokens, "truncated": f.truncated,

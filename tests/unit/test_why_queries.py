@@ -1,0 +1,32 @@
+"""What ``why RUN --turn N QUERY`` matches (``cli_why.explain``): a call id or a name as a whole
+word before a part of one."""
+
+from __future__ import annotations
+
+from contextfold.cli_why import explain
+from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold
+from tests.unit.test_fold import Log
+
+
+def _manifest() -> ContextManifest:
+    log = Log()
+    log.add(UserInput("go"))
+    for i in range(1, 13):
+        log.add(ModelResponse(tool_calls=[ToolCall(call_id=f"c{i}", name="read", arguments="{}")]))
+        log.add(ToolResult(call_id=f"c{i}", content=f"result {i}"))
+    return build_context(fold(log.records), BuildConfig(window=8_000, reserve=1_000)).manifest
+
+
+def test_a_call_id_names_its_own_result_not_those_it_prefixes() -> None:
+    """``why RUN c1`` listed the results of c10, c11 and c12 as well."""
+    found = explain(_manifest(), "c1")
+    assert [f["source_ref"] for f in found] == ["call://run-1/c1@2"]
+
+
+def test_a_part_of_a_name_still_matches_when_no_whole_word_does() -> None:
+    found = explain(_manifest(), "run-1/c")
+    expected = sorted(f"call://run-1/c{i}@{2 * i}" for i in range(1, 13))
+    assert sorted(f["source_ref"] for f in found) == expected
