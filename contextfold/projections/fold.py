@@ -88,11 +88,10 @@ from contextfold.projections.fold_content import (
     add_fragment,
     call_ref,
     file_key,
-    file_ref,
     payload,
-    range_within,
     supersede,
 )
+from contextfold.projections.fold_files import fold_file_read
 from contextfold.projections.fold_summary import hand_off_text
 from contextfold.projections.framing import NOTE_LABEL
 from contextfold.projections.gc_pause import paused_gc
@@ -316,32 +315,7 @@ def _(event: ToolResultLost, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
-    """A newer read of a path supersedes older reads of it at another revision, and, at the same
-    revision (or none), the older reads whose lines it contains. Reads of the same revision that
-    only overlap stay side by side: lines 40-90 superseded lines 1-50 and lines 1-39 were shown
-    nowhere, though nothing contradicted them; nor does a part hide a wider read (viewing lines
-    40-60 of a file read whole must not hide the rest of it).
-
-    A read of the same range at the same revision supersedes the older one: a label like
-    ``HEAD`` names a file that an uncommitted edit changed, and both versions were shown.
-
-    The path is compared normalised (``./app/x.py`` and ``app/x.py`` are one file); the
-    source ref keeps it as it was read."""
-    fid = add_fragment(state, rec, "evidence", "workspace",
-               payload(event.content, event.artifact, event.path), source_ref=file_ref(event))
-    rng = (event.start_line, event.end_line)
-    path = file_key(event.path)
-    kept = []
-    for old in state.files.get(path, ()):
-        if old[1] != event.revision or range_within((old[2], old[3]), rng):
-            supersede(state, old[0], fid)
-        else:
-            kept.append(old)
-    kept.append((fid, event.revision, event.start_line, event.end_line))
-    state.files[path] = tuple(kept)
-    if event.start_line is None and event.end_line is None:  # the whole file, as it is now: what a
-        state.semantic_keys[fid] = path  # retrieved copy keyed by its path is a copy of (units)
-    state.active[fid] = None
+    fold_file_read(event, state, rec)
 
 
 @_apply.register

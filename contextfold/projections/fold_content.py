@@ -75,6 +75,7 @@ __all__ = [
     "IMAGE_TOKENS_DEFAULT",
     "IMAGE_TOKENS_LOW",
     "add_fragment",
+    "add_stale_rest",
     "answer_frame_of",
     "arguments_tokens",
     "block_tokens",
@@ -254,8 +255,25 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
     text in (a summary, a note), so its framing is counted as written."""
     position = rec.position
     fid = f"e{position}" if sub == 0 else f"e{position}.c{sub}"
-    tokens, digest = content_tokens(state, content), content_digest(content)
     source = _shown_source(source_ref) if source_ref else f"event://{state.run_id}/{position}"
+    _fold_entry(state, rec, fid, kind, trust, content, source, position, required, priority, data_label)
+    return fid
+
+
+def add_stale_rest(state: RunState, rec: RecordedEvent, sub: int, origin: FragmentEntry, text: str) -> str:
+    """Fold the stale rest of the read ``origin`` (:mod:`~contextfold.projections.stale_reads`) as
+    the ``sub``-th extra fragment of ``rec``, the newer read: ``origin``'s kind, trust, source and
+    priority, at ``origin``'s position (it ranks and is laid out as the read it is cut from)."""
+    fid = f"e{rec.position}.c{sub}"
+    _fold_entry(state, rec, fid, origin.kind, origin.trust, (TextBlock(text=text),), origin.source_ref,
+                origin.position, False, origin.priority, None)
+    return fid
+
+
+def _fold_entry(state: RunState, rec: RecordedEvent, fid: str, kind: FragmentKind, trust: Trust,
+                content: Content, source: str, position: int, required: bool, priority: int | None,
+                data_label: str | None) -> None:
+    tokens, digest = content_tokens(state, content), content_digest(content)
     shown_as_data = data_label is not None or is_data(kind, trust)
     framing = framing_tokens(kind, trust, source, state.counter.count,  # the counter's tables warm now
                              answer_frame_of(content), _shown_texts(content) if shown_as_data else (),
@@ -270,8 +288,7 @@ def add_fragment(state: RunState, rec: RecordedEvent, kind: FragmentKind, trust:
     state.entries[fid] = FragmentEntry.folded(
         fid, kind, source, trust, DEFAULT_PRIORITY[kind] if priority is None else priority, required,
         tokens, digest, content, position, framing)
-    state.horizon = position
-    return fid
+    state.horizon = max(state.horizon, position)  # a stale rest keeps its origin's older position
 
 
 def supersede(state: RunState, old: str | None, new: str) -> None:

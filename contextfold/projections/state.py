@@ -53,6 +53,7 @@ from contextfold.domain.events import (
 from contextfold.domain.fragments import ContextFragment, FragmentKind
 from contextfold.domain.log import PairingState
 from contextfold.projections.entries import FragmentEntry
+from contextfold.projections.stale_reads import StaleRead
 from contextfold.projections.timeline_items import (
     CallSlot,
     CallStatus,
@@ -177,7 +178,11 @@ class RunState:
     tool_ids: dict[str, str] = field(default_factory=dict)
     files: dict[str, tuple[tuple[str, str | None, int | None, int | None], ...]] = field(
         default_factory=dict)
-    """path -> current reads as (fragment id, revision, start_line, end_line)."""
+    """path -> current reads as (fragment id, revision, start_line, end_line); a stale rest
+    (``stale_reads``) with its origin's revision and lines."""
+    stale_reads: dict[str, StaleRead] = field(default_factory=dict)
+    """Stale rest of an older read a newer partial read cut (:mod:`~contextfold.projections.stale_reads`)
+    -> how it was cut."""
     memories: dict[str, str] = field(default_factory=dict)
     semantic_keys: dict[str, str] = field(default_factory=dict)
     """Evidence fragment id -> the ``semantic_key`` it was retrieved under (builder dedupe)."""
@@ -235,7 +240,8 @@ class RunState:
             superseded_by=dict(self.superseded_by), policies=dict(self.policies),
             instructions=dict(self.instructions), goal=self.goal, goal_ids=self.goal_ids,
             plan=self.plan, plan_id=self.plan_id, tools=dict(self.tools),
-            tool_ids=dict(self.tool_ids), files=dict(self.files), memories=dict(self.memories),
+            tool_ids=dict(self.tool_ids), files=dict(self.files), stale_reads=dict(self.stale_reads),
+            memories=dict(self.memories),
             semantic_keys=dict(self.semantic_keys),
             items=dict(self.items), hidden=dict(self.hidden), masked=dict(self.masked),
             open_groups=dict(self.open_groups),
@@ -433,6 +439,8 @@ class RunState:
             "timeline": timeline,
             "superseded_by": self.superseded_by,
             **({"semantic_keys": self.semantic_keys} if self.semantic_keys else {}),
+            **({"stale_reads": {fid: [s.of, s.origin, [list(r) for r in s.newer]]
+                                for fid, s in self.stale_reads.items()}} if self.stale_reads else {}),
             "open_calls": self.pairing.open,
         })
 

@@ -414,7 +414,9 @@ def test_a_read_overlapping_an_older_one_of_the_same_revision_stays_beside_it(re
     )
     state = fold(log.records)
     assert state.superseded_by == {"e1": "e4", "e2": "e4", "e3": "e4", "e4": "e6", "e5": "e6"}
-    assert set(state.current_ids()) == {"e6"}
+    # the lines of e4 and e5 that e6 does not cover stay, marked stale (stale_reads)
+    assert set(state.current_ids()) == {"e6.c1", "e6.c2", "e6"}
+    assert [state.stale_reads[f].of for f in ("e6.c1", "e6.c2")] == ["e4", "e5"]
     state = fold(log.records[:3])
     assert set(state.current_ids()) == {"e1", "e2", "e3"} and not state.superseded_by
 

@@ -1,0 +1,92 @@
+"""The fold rule of a file read: which older reads of the path it supersedes, and what stays.
+
+Apart from :mod:`contextfold.projections.fold` because a partial read at a new revision keeps the
+other lines of the older reads as stale rests (:mod:`contextfold.projections.stale_reads`), which
+takes more than the fold's one-screen rules.
+"""
+
+from __future__ import annotations
+
+from contextfold.domain.events import FileRead, TextBlock
+from contextfold.domain.log import RecordedEvent
+from contextfold.projections.fold_content import (
+    add_fragment,
+    add_stale_rest,
+    file_key,
+    file_ref,
+    payload,
+    range_within,
+    supersede,
+)
+from contextfold.projections.stale_reads import NewerRead, StaleRead, cut_read, spans_within
+from contextfold.projections.state import RunState
+
+__all__ = ["fold_file_read"]
+
+_Read = tuple[str, str | None, int | None, int | None]
+"""A current read of a path: (fragment id, revision, start_line, end_line); ``RunState.files``."""
+
+
+def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
+    """A newer read of a path supersedes older reads of it at another revision, and, at the same
+    revision (or none), the older reads whose lines it contains. Reads of the same revision that
+    only overlap stay side by side: lines 40-90 superseded lines 1-50 and lines 1-39 were shown
+    nowhere, though nothing contradicted them; nor does a part hide a wider read (viewing lines
+    40-60 of a file read whole must not hide the rest of it).
+
+    An older read at another revision that the newer one does not contain leaves a stale rest: its
+    other lines, marked stale (:mod:`contextfold.projections.stale_reads`). Reading lines 10-20 of
+    an edited file hid the rest of the file read whole before the edit.
+
+    A read of the same range at the same revision supersedes the older one: a label like
+    ``HEAD`` names a file that an uncommitted edit changed, and both versions were shown.
+
+    The path is compared normalised (``./app/x.py`` and ``app/x.py`` are one file); the
+    source ref keeps it as it was read."""
+    fid = add_fragment(state, rec, "evidence", "workspace",
+               payload(event.content, event.artifact, event.path), source_ref=file_ref(event))
+    rng = (event.start_line, event.end_line)
+    path = file_key(event.path)
+    kept: list[_Read] = []
+    rests = 0
+    for old in state.files.get(path, ()):
+        stale = state.stale_reads.get(old[0])
+        if old[1] == event.revision and not (range_within((old[2], old[3]), rng) if stale is None
+                                             else spans_within(stale.spans, rng)):
+            kept.append(old)
+            continue
+        supersede(state, old[0], fid)
+        if old[1] != event.revision:
+            rest = _stale_rest(state, rec, old, event, fid, path, rests + 1)
+            if rest is not None:
+                kept.append(rest)
+                rests += 1
+    kept.append((fid, event.revision, event.start_line, event.end_line))
+    state.files[path] = tuple(kept)
+    if event.start_line is None and event.end_line is None:  # the whole file, as it is now: what a
+        state.semantic_keys[fid] = path  # retrieved copy keyed by its path is a copy of (units)
+    state.active[fid] = None
+
+
+def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, event: FileRead, fid: str, path: str,
+                sub: int) -> _Read | None:
+    """Fold the stale rest of ``old`` that ``event`` (folded as ``fid``) leaves, if any line is left
+    and its text is in the log (not an artifact's), as the ``sub``-th extra fragment of ``rec``.
+    A rest's read tuple keeps its origin's revision and lines, so a rest of a rest is cut from the
+    origin's text, with every newer read so far."""
+    prior = state.stale_reads.get(old[0])
+    origin = old[0] if prior is None else prior.origin
+    entry = state.entries[origin]
+    content = entry.content
+    if not (isinstance(content, tuple) and len(content) == 1 and isinstance(content[0], TextBlock)):
+        return None  # no text, or one held in an artifact: the fold does not load it
+    newer = (*(() if prior is None else prior.newer),
+             NewerRead(event.start_line or 1, event.end_line, event.revision, fid, rec.position))
+    cut = cut_read(content[0].text, old[2] or 1, newer, path, old[1], entry.position)
+    if cut is None:
+        return None
+    text, spans = cut
+    rid = add_stale_rest(state, rec, sub, entry, text)
+    state.stale_reads[rid] = StaleRead(old[0], origin, path, old[1], newer, spans)
+    state.active[rid] = None
+    return (rid, old[1], old[2], old[3])
