@@ -27,6 +27,7 @@ from operator import attrgetter
 from contextfold.domain.manifest import ExcludedFragment, ExcludedLines
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.selection import Selection, Unit
+from contextfold.projections.stale_reads import rest_of
 from contextfold.projections.timeline_units import TimelineUnits
 
 __all__ = ["LowPriorityLines", "dropped_lines", "superseded_lines"]
@@ -220,9 +221,13 @@ def superseded_lines(ctx: BuildCtx, kept: Collection[str], excluded: Sequence[Ex
     detail says so and why, from the end's own line in ``excluded`` or ``low_priority``: a read
     was listed as "replaced by e15" while e15 was left out as ``low_priority``, and the manifest
     (and ``why``) read as if the model saw the newer version when it saw neither. ``replaced_by``
-    still names the newer version (the manifest's schema and meaning unchanged)."""
+    still names the newer version (the manifest's schema and meaning unchanged).
+
+    A read whose other lines a newer partial read kept as a stale rest (``stale_reads``) says so in
+    its detail: "replaced by e15" alone read as if its other lines were gone too."""
     state = ctx.state
     by = state.superseded_by
+    rests = rest_of(state.stale_reads, state.active) if state.stale_reads else {}
     current: dict[str, str | None] = {}
     why_not: dict[str, str] = {}
     lines = []
@@ -241,7 +246,11 @@ def superseded_lines(ctx: BuildCtx, kept: Collection[str], excluded: Sequence[Ex
                             + ("" if line is None else f": {line.reason}"
                                + (f", {line.detail}" if line.detail else "")))
         f = ctx.seen_frag(old)
+        detail = "" if end in kept else why_not[end]
+        if (rest := rests.get(old)) is not None:
+            detail = "; ".join(filter(None, (
+                f"its lines no newer read covers are kept, marked stale, as {rest}"
+                + ("" if rest in kept else " (not in this request)"), detail)))
         lines.append(ExcludedFragment(id=old, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
-                                      reason="superseded", replaced_by=end,
-                                      detail="" if end in kept else why_not[end]))
+                                      reason="superseded", replaced_by=end, detail=detail))
     return lines

@@ -21,6 +21,7 @@ from contextfold.projections.entries import FragmentEntry, FragmentFields, reaso
 from contextfold.projections.fragment_facts import BuildCtx, Facts
 from contextfold.projections.media_plan import priced_as_sent
 from contextfold.projections.reasoning import reasoning_note, reasoning_sent, reasoning_tokens
+from contextfold.projections.stale_reads import stale_reason
 from contextfold.projections.state import SummaryItem, freshness_at
 from contextfold.projections.timeline_units import ranked_position
 
@@ -92,7 +93,7 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     required = fid in ctx.required
     reason = (required_reason(f, ctx, current_input) if required
               else optional_reason(f, ranked_position(ctx.state, fid), layer, _unsent(ctx, facts, f))
-              ) + shown_as(facts)
+              ) + shown_as(facts) + stale_reason(ctx.state.stale_reads, fid)
     tokens = facts.text_tokens
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
                             "truncated": False}, position)
@@ -145,7 +146,7 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     position = ctx.state.entries[fid].position
     reason = (required_reason(f, ctx, current_input) if fid in ctx.required
               else optional_reason(f, ranked_position(ctx.state, fid), layer, _unsent(ctx, facts, f))
-              ) + shown_as(facts)
+              ) + shown_as(facts) + stale_reason(ctx.state.stale_reads, fid)
     if fid in reduced and m is not None:
         reason += f"; media reduced to detail low ({m.tokens} -> {m.reduced_tokens} tokens)"
     if fid in text_cut and fid in truncated:
