@@ -18,7 +18,7 @@ from contextfold.projections.fold_content import (
     range_within,
     supersede,
 )
-from contextfold.projections.stale_reads import NewerRead, StaleRead, cut_read, spans_within
+from contextfold.projections.stale_reads import NewerRead, StaleRead, cut_read, spans_meet, spans_within
 from contextfold.projections.state import RunState
 
 __all__ = ["fold_file_read"]
@@ -36,7 +36,9 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
 
     An older read at another revision that the newer one does not contain leaves a stale rest: its
     other lines, marked stale (:mod:`contextfold.projections.stale_reads`). Reading lines 10-20 of
-    an edited file hid the rest of the file read whole before the edit.
+    an edited file hid the rest of the file read whole before the edit. A stale rest none of whose
+    lines the newer read covers stays as it is: it is marked stale already, and cutting every rest
+    again at every read cost a pass over each rest's text per read.
 
     A read of the same range at the same revision supersedes the older one: a label like
     ``HEAD`` names a file that an uncommitted edit changed, and both versions were shown.
@@ -54,6 +56,9 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
         if old[1] == event.revision and not (range_within((old[2], old[3]), rng) if stale is None
                                              else spans_within(stale.spans, rng)):
             kept.append(old)
+            continue
+        if stale is not None and old[1] != event.revision and not spans_meet(stale.spans, rng):
+            kept.append(old)  # marked stale already, none of its lines read again: as it is
             continue
         supersede(state, old[0], fid)
         if old[1] != event.revision:

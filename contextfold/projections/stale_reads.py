@@ -19,8 +19,9 @@ The rest is ``e{p}.c{i}`` of the newer read at position ``p`` (the i-th read it 
 laid out as the older read did (its position and priority: before the newer read), and carries the
 older read's source ref. The older read is superseded by the newer one as before; the manifest
 says where its other lines went (``superseded_lines``) and why the rest was kept
-(:func:`stale_reason`). A rest cut again by a later partial read is cut from the logged text
-again, with every newer read so far. Nothing is kept when no line but blank ones is left (a
+(:func:`stale_reason`). A later read at another revision that covers some of a rest's lines cuts
+it again, from the logged text, with every newer read so far; one that covers none leaves it as
+it is (it is marked stale already). Nothing is kept when no line but blank ones is left (a
 whole-file re-read: exactly the whole supersession of before) or when the older read's text is
 held in an artifact (the fold is pure and does not load it: it is superseded whole, as before).
 """
@@ -30,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping
 from typing import NamedTuple
 
-__all__ = ["NewerRead", "StaleRead", "cut_read", "rest_of", "spans_within", "stale_reason"]
+__all__ = ["NewerRead", "StaleRead", "cut_read", "rest_of", "spans_meet", "spans_within", "stale_reason"]
 
 
 class NewerRead(NamedTuple):
@@ -111,6 +112,12 @@ def spans_within(spans: Iterable[tuple[int, int]], rng: tuple[int | None, int | 
     """Every line of ``spans`` lies inside ``rng`` (None = from the start / to the end)."""
     lo = rng[0] or 1
     return all(lo <= a and (rng[1] is None or b <= rng[1]) for a, b in spans)
+
+
+def spans_meet(spans: Iterable[tuple[int, int]], rng: tuple[int | None, int | None]) -> bool:
+    """Some line of ``spans`` lies inside ``rng`` (None = from the start / to the end)."""
+    lo = rng[0] or 1
+    return any(b >= lo and (rng[1] is None or a <= rng[1]) for a, b in spans)
 
 
 def rest_of(stale: Mapping[str, StaleRead], active: Container[str]) -> dict[str, str]:

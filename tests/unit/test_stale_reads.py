@@ -114,3 +114,16 @@ def test_an_older_read_held_in_an_artifact_is_superseded_whole() -> None:
         FileRead(path="a.py", content=_lines("r2", 10, 20), revision="r2", start_line=10, end_line=20),
     )
     assert list(state.active) == ["e3"] and not state.stale_reads
+
+
+def test_a_stale_rest_none_of_whose_lines_a_newer_read_covers_stays_as_it_is() -> None:
+    """Cut again at every read, each rest cost a pass over its text per read."""
+    state = _fold(
+        UserInput("go"),
+        FileRead(path="a.py", content=R1, revision="r1"),
+        FileRead(path="a.py", content=_lines("r2", 10, 20), revision="r2", start_line=10, end_line=20),
+        FileRead(path="a.py", content=_lines("r3", 12, 14), revision="r3", start_line=12, end_line=14),
+    )
+    assert list(state.active) == ["e3.c1", "e4.c1", "e4"]
+    assert state.superseded_by == {"e2": "e3", "e3": "e4"}
+    assert state.stale_reads["e4.c1"].spans == ((10, 11), (15, 20))
