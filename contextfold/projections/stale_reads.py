@@ -35,8 +35,8 @@ __all__ = ["NewerRead", "StaleRead", "cut_read", "rest_of", "spans_meet", "spans
 
 
 class NewerRead(NamedTuple):
-    """A newer read of other lines' revision: lines ``lo..hi`` (None = to the end) at ``revision``,
-    fragment ``by`` logged at position ``at``."""
+    """A newer read at another revision that cut a stale rest: lines ``lo..hi`` (None = to the
+    end) at ``revision``, fragment ``by`` logged at position ``at``."""
 
     lo: int
     hi: int | None
