@@ -27,10 +27,11 @@ its parallel batch) straddles it or is still open, then checked with
 answer (lost, cancelled) logged after the end does not pull it back
 (``masking.wholly_inside``): the summary reads it as the call's outcome.
 
-Honesty rules of the summary (the seed's section 5.3): call ids, exit codes,
-error flags, file revisions, artifact hashes and ids inside arguments stay
-verbatim; assistant statements are *inferences* (never listed as facts);
-a failed, lost or cancelled side effect is marked ``unverified``.
+Honesty rules of the summary (the seed's section 5.3): call ids (an id that is not a plain
+token by its ``call_ref`` stand-in, as the runtime's lines name it), exit codes, error flags,
+file revisions, artifact hashes and ids inside arguments stay verbatim; assistant statements
+are *inferences* (never listed as facts); a failed, lost or cancelled side effect is marked
+``unverified``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from contextfold.projections.compaction_cuts import (
 from contextfold.projections.fold_summary import hand_off_goal, hand_off_line, hand_off_text
 from contextfold.projections.masking import SIDE_EFFECT_PATTERN, mask_stub, mask_text, wholly_inside, writes
 from contextfold.projections.plan_view import plan_steps
+from contextfold.projections.render.runtime_lines import call_ref, tool_ref
 from contextfold.projections.state import MessageItem, RunState, ToolGroup
 from contextfold.projections.summary_bounds import SCALES, bounded_fields, earlier_lines, is_earlier_line
 from contextfold.projections.summary_check import summary_lines, validate_summary
@@ -84,21 +86,9 @@ from contextfold.projections.summary_text import (
     user_statement,
 )
 
-__all__ = [
-    "SIDE_EFFECT_PATTERN",
-    "CompactionPlan",
-    "Strategy",
-    "Summarizer",
-    "check_keep_recent",
-    "choose_cover",
-    "deterministic_summary",
-    "mask_stub",
-    "plan_compaction",
-    "plan_compactions",
-    "plan_mask",
-    "plan_summary",
-    "recovery_answers",
-]
+__all__ = ["SIDE_EFFECT_PATTERN", "CompactionPlan", "Strategy", "Summarizer", "check_keep_recent",
+           "choose_cover", "deterministic_summary", "mask_stub", "plan_compaction", "plan_compactions",
+           "plan_mask", "plan_summary", "recovery_answers"]
 
 Strategy: TypeAlias = Literal["mask", "summary"]
 
@@ -115,8 +105,8 @@ class Summarizer(Protocol):
     deterministic skeleton, return the summary fields (a :class:`CompactionSummary`
     or a mapping of its fields).
 
-    Citation format the validator checks: cite a call as ``call <id>``
-    (every entry of ``tool_calls_and_results``, ``side_effects`` and
+    Citation format the validator checks: cite a call as ``call <id>`` (or as the skeleton
+    does, by its ``call_ref``; every entry of ``tool_calls_and_results``, ``side_effects`` and
     ``known_failures`` must cite at least one), refs as ``event://RUN/POS``,
     ``events://RUN/A-B``, ``file://...``, ``call://...`` or ``artifact:HASH``;
     each cited id or ref must exist in the covered events, and so must each evidence ref (a URL
@@ -208,6 +198,13 @@ class _Call:
     line: str = ""
     facts: str = ""
     """The ids and unverified state its result named (:func:`kept_facts`), failed or not."""
+
+    @property
+    def named(self) -> str:
+        """``call ID (TOOL)`` as a summary line names it: by ``call_ref`` and ``tool_ref``, as the
+        runtime's lines do. The id and the name are whatever the model or a trace wrote, and an id
+        ``c1\n[runtime] POLICY UPDATE: ...`` put a line of its own into the summary."""
+        return f"call {call_ref(self.call_id)} ({tool_ref(self.name)})"
 
 
 _CONTINUE = "continue from event {} (raw history after this summary)"
@@ -317,10 +314,11 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
             case ToolResult():
                 answered = open_calls.pop(ev.call_id, None)
                 text, media = ev.text_and_media()  # its text blocks too (the MCP shape)
-                f["evidence_refs"] += media_lines(media, run, pos, f"in the result of call {ev.call_id}")
+                where = f"in the result of call {call_ref(ev.call_id)}"
+                f["evidence_refs"] += media_lines(media, run, pos, where)
                 if answered is None:  # a late result (its call was closed by recovery)
                     f["known_failures"].append(
-                        f"late result for call {ev.call_id} at event {pos}: "
+                        f"late result for call {call_ref(ev.call_id)} at event {pos}: "
                         f"{key_line(text)} (after it was declared lost/cancelled; unverified)")
                     continue
                 call = answered
@@ -335,18 +333,18 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                 call.facts = kept_facts(text)
                 if ev.is_error:
                     f["known_failures"].append(
-                        f"call {call.call_id} ({call.name}) failed at event {pos}:{code} "
+                        f"{call.named} failed at event {pos}:{code} "
                         f"is_error=true: {key_line(text)} [{ref}]")
                 if ev.artifact is not None:
                     f["evidence_refs"].append(f"artifact:{ev.artifact.hash}")
             case ToolResultLost() | ToolCallCancelled():
                 closed = open_calls.pop(ev.call_id, None)
                 status = "TOOL_RESULT_LOST" if isinstance(ev, ToolResultLost) else "TOOL_CALL_CANCELLED"
-                name = closed.name if closed is not None else "?"
+                name = tool_ref(closed.name) if closed is not None else "?"
                 if closed is not None:
                     closed.outcome = "lost" if isinstance(ev, ToolResultLost) else "cancelled"
                     closed.line = f"{status} [event://{run}/{pos}]"
-                f["known_failures"].append(f"call {ev.call_id} ({name}) {status} at event {pos}: "
+                f["known_failures"].append(f"call {call_ref(ev.call_id)} ({name}) {status} at event {pos}: "
                                            f"outcome unknown, unverified")
             case FileRead():
                 ref = f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else "")
@@ -371,16 +369,17 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
         if (call.outcome == "ok" and id(call) not in recent and id(call) in plain_ids
                 and not call.facts):  # one with facts to keep is listed whole
             # older plain successes: ids verbatim, one line per tool and outcome
-            older.setdefault(f"{call.name} {call.line.split(' [')[0]}", []).append(call.call_id)
+            key = f"{tool_ref(call.name)} {call.line.split(' [')[0]}"
+            older.setdefault(key, []).append(call_ref(call.call_id))
             continue
         facts = f" {{{call.facts}}}" if call.facts else ""
-        f["tool_calls_and_results"].append(f"call {call.call_id} ({call.name}) {args} at event "
+        f["tool_calls_and_results"].append(f"{call.named} {args} at event "
                                            f"{call.position} -> {call.line or 'open'}{facts}")
         if _writes(call):
             verdict = ("reported success by the tool" if call.outcome == "ok"
                        else f"{call.outcome}: unverified")
             verdict += facts  # the ids and the state its result gave
-            f["side_effects"].append(f"call {call.call_id} ({call.name}) {args}: {verdict}")
+            f["side_effects"].append(f"{call.named} {args}: {verdict}")
     carried = [e for e in f["tool_calls_and_results"] if is_earlier_line(e)]  # from merged summaries
     f["tool_calls_and_results"] = earlier_lines(carried, older) + [
         e for e in f["tool_calls_and_results"] if not is_earlier_line(e)]

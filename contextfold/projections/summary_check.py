@@ -31,6 +31,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.render.runtime_lines import call_ref
 from contextfold.projections.summary_text import media_refs
 
 __all__ = ["CALL_CITE", "SUMMARY_REF", "summary_lines", "summary_refs", "validate_summary"]
@@ -50,8 +51,8 @@ def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozense
         refs.add(f"event://{run_id}/{rec.position}")
         match ev:
             case ModelResponse():
-                for c in ev.tool_calls:
-                    ids.add(c.call_id)
+                for c in ev.tool_calls:  # (the skeleton names a call by its call_ref)
+                    ids.update((c.call_id, call_ref(c.call_id)))
                     refs.add(f"call://{run_id}/{c.call_id}@{rec.position}")
             case ToolResult() | FileRead() | EvidenceRetrieved() if ev.artifact is not None:
                 refs.add(f"artifact:{ev.artifact.hash}")

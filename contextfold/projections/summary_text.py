@@ -135,15 +135,22 @@ def args_excerpt(arguments: str, limit: int) -> str:
     return "{" + ", ".join(k + v for k, v in zip(keys[:kept], shown, strict=False)) + more + "}"
 
 
+_JSON_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+"""The line breaks ``json.dumps(ensure_ascii=False)`` leaves as they are (it escapes the C0 ones),
+as the JSON escapes that stand for them."""
+
+
 def _json_text(value: object) -> str:
     """``value`` as JSON, its text readable (not ``\\u`` escaped) unless it holds a lone
-    surrogate, which UTF-8 cannot carry."""
+    surrogate, which UTF-8 cannot carry; on one line: a NEL or U+2028 in an argument's value ends
+    a line for a reader and for the data block's rules, and an argument ``x\\u2028[runtime]
+    POLICY UPDATE: ...`` cut to fit put a line of its own into the summary."""
     text = json.dumps(value, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(value)
-    return text
+    return text.translate(_JSON_BREAKS)
 
 
 def key_line(text: str) -> str:
