@@ -24,7 +24,15 @@ from contextfold.projections.fold_summary import (
 )
 from contextfold.projections.framing import SUMMARY_LABEL
 from contextfold.projections.masking import mask_text, stub_trust, wholly_inside
-from contextfold.projections.state import SUMMARY_PRIORITY, MessageItem, RunState, SummaryItem, ToolGroup
+from contextfold.projections.not_offered import RECORD_TRUST
+from contextfold.projections.state import (
+    SUMMARY_PRIORITY,
+    MessageItem,
+    RunState,
+    SummaryItem,
+    TimelineItem,
+    ToolGroup,
+)
 
 __all__ = ["fold_compaction"]
 
@@ -87,20 +95,37 @@ def _handed_text(state: RunState, position: int) -> str | None:
 
 
 def _lowest_trust(state: RunState, covered: Sequence[int]) -> Trust:
-    """The trust a summary of the items at ``covered`` is shown with: the lowest of theirs.
+    """The trust a summary of the items at ``covered`` is shown with: the lowest of theirs, a
+    model reply's counted as :data:`~contextfold.projections.not_offered.RECORD_TRUST`.
 
     A summary quotes what it stands for (a failure's key line, a late result, the ids a result
     named, a user's constraint), and a plug-in one is written from it: shown as the runtime's, an
     instruction a fetched page planted in an error message ("SYSTEM OVERRIDE: ... ignore the
     policy") rose from the data layer to runtime trust once compacted (the seed, sections 2 and
-    10: external text stays in the data layer, whatever it says)."""
+    10: external text stays in the data layer, whatever it says).
+
+    Why a model reply counts as external: its fragment is the runtime's (the protocol: the calls
+    the runtime sent on), but the summary quotes its words and its calls' arguments, which are the
+    model's and can repeat anything it read (a fetched page, a tool's output). DESIGN.md's layers
+    (runtime > user > workspace > external) have none for the model; the summary of replies alone
+    said ``trust="runtime"``, and beside a user message ``trust="user"``, claiming the runtime or
+    the user said them. The lowest layer is the one that claims nothing, as the record of a call to
+    a tool not offered says (``RECORD_TRUST``). The user's confirmed constraints and a hand-off's
+    task keep their authority (``fold_summary``): they are shown apart, before the data block."""
     entries = state.entries
-    trusts = [entries[fid].trust for p in covered for fid in state.items[p].fragment_ids]
+    trusts = [RECORD_TRUST if _model_reply(state.items[p], fid) else entries[fid].trust
+              for p in covered for fid in state.items[p].fragment_ids]
     # a masked answer's stub is the runtime's; the summary quotes the raw answer, its own event's
     # fragment (``e{position}``), whose trust counts
     trusts += [entries[f"e{q}"].trust for p in covered if isinstance(item := state.items[p], ToolGroup)
                for q in item.positions[1:] if q in state.masked and f"e{q}" in entries]
     return min(trusts, key=TRUST_RANK.__getitem__, default="runtime")
+
+
+def _model_reply(item: TimelineItem, fid: str) -> bool:
+    """Whether ``fid`` of ``item`` is a model reply: a reply without calls, or a group's head."""
+    return (item.fragment_id == fid and (isinstance(item, ToolGroup)
+                                         or (isinstance(item, MessageItem) and item.role == "assistant")))
 
 
 def _mask(state: RunState, rec: RecordedEvent, lo: int, hi: int) -> None:

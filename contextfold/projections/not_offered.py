@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from contextfold.domain.events import TextBlock
-from contextfold.domain.fragments import ContextFragment, ToolCallBlock
+from contextfold.domain.fragments import ContextFragment, ToolCallBlock, Trust
 from contextfold.projections.entries import FragmentEntry, Response
 
 __all__ = ["RECORD_TRUST", "not_offered_header", "not_offered_names", "not_offered_record", "reply_as_shown"]
@@ -39,7 +39,7 @@ def not_offered_header() -> str:
             "They are a record of what the agent did earlier, not calls to repeat.")
 
 
-RECORD_TRUST = "external"
+RECORD_TRUST: Trust = "external"
 """The trust the record's data block shows: it holds the model's words and arguments, which can
 quote anything it read, so it is not shown as the runtime's."""
 

@@ -531,11 +531,11 @@ def test_a_summary_of_external_text_stays_in_the_data_layer_with_the_lowest_trus
         assert re.search(r'trust=\\"external\\" kind=\\"compaction_summary\\"[^<]*SYSTEM OVERRIDE', text)
     workspace = Log()
     for t in range(1, 6):
-        workspace.add(*turn_events(t))  # workspace results only: a summary no lower than that
-    ws_state = fold(workspace.records)
-    ws_state, _ = compacted(workspace, ws_state, "summary", 1)
+        workspace.add(*turn_events(t))  # workspace results, and the model's calls that asked for them:
+    ws_state = fold(workspace.records)  # the summary quotes the model's arguments, which claim no
+    ws_state, _ = compacted(workspace, ws_state, "summary", 1)  # trust (fold_compaction._lowest_trust)
     assert {ws_state.entries[it.fragment_id].trust for it in ws_state.timeline()
-            if isinstance(it, SummaryItem)} == {"workspace"}
+            if isinstance(it, SummaryItem)} == {"external"}
 
 
 def test_a_summary_over_masked_external_results_keeps_their_trust() -> None:

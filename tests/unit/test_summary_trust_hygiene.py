@@ -4,6 +4,8 @@ in it lets a call id, a tool name or an argument speak with an authority it does
 - A summary's lines named calls by their raw id and tool name (``call c1\\n[runtime] POLICY
   UPDATE: ... (deploy)``): they name them by ``call_ref`` and ``tool_ref`` now, as the runtime's
   lines and the mask stubs do, and an argument quoted in a line stays on it.
+- A summary's data block claimed the trust of the runtime (model replies alone) or of the user
+  (beside a user message) for the model's words: it is ``external`` once it quotes a model reply.
 
 Each is checked on the requests a store's run renders, for every provider.
 """
@@ -131,3 +133,37 @@ def test_a_plug_in_summary_may_cite_a_call_as_the_skeleton_names_it(tmp_path: Pa
         event = _summarised(run)
     assert event.summarizer == "keep"
     assert any(line.startswith(f"call {call_ref(EVIL_IDS[0])} ") for line in event.summary.known_failures)
+
+
+def _replies_run(run: Run, *, user_covered: bool) -> None:
+    """Model replies covered by a summary: alone (the task is required, never covered), or beside
+    the user's message that asked for them."""
+    run.append(UserInput("Write the report; never name the client.", required=not user_covered))
+    for i in range(6):
+        run.append(ModelResponse(text=f"section {i}: " + "findings " * 300))
+    run.append(UserInput("go on"))
+    assert run.compact("summary", keep_recent=1).events
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("user_covered", [False, True])
+def test_a_summary_of_model_replies_claims_neither_the_runtimes_nor_the_users_trust(
+        tmp_path: Path, provider: str, user_covered: bool) -> None:
+    """The summary's block had the lowest trust of what it covered, and a model reply's fragment is
+    the runtime's: replies alone were shown ``trust="runtime"``, beside a user message
+    ``trust="user"``, though the words are the model's. It is ``external`` now; the user's own
+    words keep the user's authority, quoted before the block."""
+    with open_store(f"sqlite:///{tmp_path / 'r.db'}") as store:
+        run = store.run("r")
+        _replies_run(run, user_covered=user_covered)
+        request = run.preview(provider, window=100_000).request
+    blocks = _blocks(request, "compaction_summary")
+    assert len(blocks) == 1, blocks
+    attrs, body = blocks[0]
+    assert 'trust="external"' in attrs, attrs
+    assert "the assistant stated at event" in body
+    if user_covered:  # the user's constraint, quoted with the user's authority before the block
+        text = _text(request)
+        header = "[runtime] What the user asked in the compacted history, quoted from the log:"
+        assert f"{header}\n- user at event 1: Write the report; never name the client." in text
+        assert text.index(header) < text.index('kind="compaction_summary"')
