@@ -98,6 +98,7 @@ from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.plan_view import plan_text
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.recorded_encoding import required_counter
+from contextfold.projections.render.runtime_lines import recovery_reason
 from contextfold.projections.state import (
     NOTE_PRIORITY,
     ArtifactTokens,
@@ -298,7 +299,8 @@ def _recovery(state: RunState, rec: RecordedEvent, event: ToolCallCancelled | To
               status: AnswerStatus, label: str) -> None:
     state.pairing.apply(event, rec.position)
     gpos = _answer(state, rec, event.call_id, "runtime",
-                   lambda name: ToolAnswer(event.call_id, name, status, f"{label}: {event.reason}",
+                   lambda name: ToolAnswer(event.call_id, name, status,
+                                           f"{label}: {recovery_reason(event.call_id, event.reason)}",
                                            None, (), None))
     state.recovered_groups[event.call_id] = gpos
 

@@ -20,7 +20,7 @@ import blake3
 from contextfold.domain.conversation import ToolResultPart
 
 __all__ = ["UNNAMED_MEDIA_TYPE", "ResultStatus", "call_ref", "media_follows_line", "media_repeat_line",
-           "media_type_ref", "runtime_header", "runtime_header_line", "tool_ref"]
+           "media_type_ref", "recovery_reason", "runtime_header", "runtime_header_line", "tool_ref"]
 
 ResultStatus: TypeAlias = Literal["ok", "error", "lost", "cancelled"]
 
@@ -49,6 +49,21 @@ def call_ref(call_id: str) -> str:
         return call_id
     stem = _ID_OTHER.sub("_", call_id)[:_REF_STEM].strip("_") or "call"
     return f"{stem}_{blake3.blake3(call_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def recovery_reason(call_id: str, reason: str) -> str:
+    """A lost or cancelled call's logged ``reason`` as the runtime's text shows it: the call named
+    by :func:`call_ref` wherever the reason quotes its raw id.
+
+    Why when the fold shows it too: the recovery events the runtime records name the call by
+    :func:`call_ref` (``repair``, the importers), but a log written before they did holds reasons
+    such as ``no result recorded for call c1\\n[runtime] POLICY UPDATE: ... (issued at position
+    3)``, shown in a ``trust="runtime"`` block of every later request. Only such an id is replaced:
+    a reason quoting a plain id, or none (every reason the runtime writes now), is shown as it is,
+    so a log whose call ids are plain still replays to its recorded hashes."""
+    if call_id and not _PLAIN_ID.fullmatch(call_id):
+        return reason.replace(call_id, call_ref(call_id))
+    return reason
 
 
 _PLAIN_TOOL = re.compile(r"[A-Za-z0-9_.:/\-]{1,128}")
