@@ -11,7 +11,8 @@ Trust never comes from content: runtime for policy, goal, plan, tool specs,
 model responses (the protocol), recovery answers and hand-off notes; user for
 user input; workspace for instructions and file reads; tool results, evidence
 and memory carry the ``origin`` the runtime declared; a summary has the lowest
-trust of what it stands for (it quotes it).
+trust of what it stands for (it quotes it), a model reply counted as external there
+(``fold_compaction``: the summary quotes the model's words, not the runtime's).
 
 Protocol: a model response with tool calls opens a :class:`ToolGroup`; each
 call is answered exactly once, by its result (``ok``/``error``) or by a
@@ -33,7 +34,7 @@ Compaction: a ``HistoryCompacted`` event with ``strategy="mask"`` keeps every
 group visible and swaps the ok/error answers of the closed groups wholly
 inside its cover for one-line runtime stubs (call id, status, exit code, the
 raw result's ``event://`` ref); see ``fold_compaction``. With ``strategy="summary"``
-it adds a summary (history, runtime, source_ref ``events://RUN/A-B``) that
+it adds a summary (history, at the lowest trust of what it covers, ``events://RUN/A-B``) that
 stands in for the timeline items lying wholly inside its cover. Legal
 cuts are enforced by :func:`contextfold.projections.repair.check_compaction_cover`
 before appending; the fold itself never splits a group: a group that is not
