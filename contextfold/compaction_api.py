@@ -276,7 +276,8 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         last = _last_live_config(session.events) if strategy == "summary" else None
         plans = plan_compactions(session.state, session.events, strategy, keep_recent=keep_recent,
                                  summarizer=summarizer,
-                                 max_summary_tokens=None if last is None else _summary_room(last))
+                                 max_summary_tokens=None if last is None else _summary_room(last),
+                                 load_text=run.store.cited_text)
         # a summary longer than what it stands for saves nothing (a mask's plan already says so):
         # it would only add required tokens to every later request
         for plan in plans:
@@ -353,7 +354,7 @@ def _climb(session: _Session, strategy: Strategy, cfg: BuildConfig, keep_recent:
             continue
         plans = plan_compactions(session.state, session.events, step, keep_recent=keep,
                                  summarizer=summarizer, max_summary_tokens=_summary_room(cfg),
-                                 keep_error=not last_resort)
+                                 keep_error=not last_resort, load_text=session.run.store.cited_text)
         if not plans:
             continue
         # recorded only when it relieves the pressure (``_relieves``): a summary is required

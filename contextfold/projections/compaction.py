@@ -43,6 +43,7 @@ from typing import Any, Literal, Protocol, TypeAlias, assert_never
 
 from contextfold.domain.errors import CompactionError
 from contextfold.domain.events import (
+    ArtifactRef,
     CompactionSummary,
     EvidenceRetrieved,
     FileRead,
@@ -91,6 +92,7 @@ __all__ = ["SIDE_EFFECT_PATTERN", "CompactionPlan", "Strategy", "Summarizer", "c
            "plan_mask", "plan_summary", "recovery_answers"]
 
 Strategy: TypeAlias = Literal["mask", "summary"]
+LoadText: TypeAlias = Callable[[ArtifactRef], str]
 
 _ARGS_CHARS = 80
 _POLICY_CHARS = 600
@@ -242,9 +244,17 @@ _LISTS = ("completed_steps", "pending_steps", "decisions", "constraints", "tool_
 """The summary's lists (the goal, its contract and the next action are one entry each)."""
 
 
+def _whole(ev: ToolResult, text: str, load_text: LoadText | None) -> str:
+    """The result's whole text: ``text`` (what the event holds), else read from its artifact."""
+    return load_text(ev.artifact) if ev.artifact is not None and load_text is not None else text
+
+
 def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
-                       answers: Sequence[RecordedEvent] = ()) -> CompactionSummary:
-    """:func:`deterministic_summary` before its lists are capped."""
+                       answers: Sequence[RecordedEvent] = (), load_text: LoadText | None = None
+                       ) -> CompactionSummary:
+    """:func:`deterministic_summary` before its lists are capped. ``load_text``: the full text of
+    an artifact-backed result, whose failure is quoted from it, not from the event's head preview
+    (a 3,000-test pytest run's preview held only PASSED lines)."""
     run = state.run_id
     f: dict[str, list[str]] = {k: [] for k in _LISTS}
     goal = state.goal.goal if state.goal is not None else ""
@@ -314,12 +324,14 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
             case ToolResult():
                 answered = open_calls.pop(ev.call_id, None)
                 text, media = ev.text_and_media()  # its text blocks too (the MCP shape)
+                said = (key_line(_whole(ev, text, load_text), ev.exit_code)  # (its artifact read
+                        if ev.is_error or answered is None else "")        # only to quote a failure)
                 where = f"in the result of call {call_ref(ev.call_id)}"
                 f["evidence_refs"] += media_lines(media, run, pos, where)
                 if answered is None:  # a late result (its call was closed by recovery)
                     f["known_failures"].append(
                         f"late result for call {call_ref(ev.call_id)} at event {pos}: "
-                        f"{key_line(text)} (after it was declared lost/cancelled; unverified)")
+                        f"{said} (after it was declared lost/cancelled; unverified)")
                     continue
                 call = answered
                 code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
@@ -334,7 +346,7 @@ def _unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                 if ev.is_error:
                     f["known_failures"].append(
                         f"{call.named} failed at event {pos}:{code} "
-                        f"is_error=true: {key_line(text)} [{ref}]")
+                        f"is_error=true: {said} [{ref}]")
                 if ev.artifact is not None:
                     f["evidence_refs"].append(f"artifact:{ev.artifact.hash}")
             case ToolResultLost() | ToolCallCancelled():
@@ -406,8 +418,8 @@ def _summarizer_name(summarizer: Callable[..., object]) -> str:
 
 
 def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: int, *,
-                 summarizer: Summarizer | None = None, max_tokens: int | None = None
-                 ) -> CompactionPlan | None:
+                 summarizer: Summarizer | None = None, max_tokens: int | None = None,
+                 load_text: LoadText | None = None) -> CompactionPlan | None:
     """Summarize ``[lo, hi]``; None when the range holds no visible, coverable history.
 
     ``max_tokens``: what the summary may take of the window it is made for. Its caps are
@@ -426,7 +438,7 @@ def plan_summary(state: RunState, events: Sequence[RecordedEvent], lo: int, hi: 
                   and (not isinstance(it, ToolGroup) or wholly_inside(it, lo, hi))]
     if not hidden_ids:
         return None
-    unbounded = _unbounded_summary(covered, state, answers)
+    unbounded = _unbounded_summary(covered, state, answers, load_text)
     whole = skeleton = _bounded(unbounded, covered, state, SCALES[0])
     if max_tokens is not None:
         for scale in SCALES[1:]:
@@ -464,8 +476,8 @@ def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: 
 
 def plan_compactions(state: RunState, events: Sequence[RecordedEvent], strategy: Strategy, *,
                      keep_recent: int = 3, summarizer: Summarizer | None = None,
-                     max_summary_tokens: int | None = None, keep_error: bool = False
-                     ) -> list[CompactionPlan]:
+                     max_summary_tokens: int | None = None, keep_error: bool = False,
+                     load_text: LoadText | None = None) -> list[CompactionPlan]:
     """The compaction events for ``strategy`` at the widest legal cut (none: nothing to gain);
     each is planned on ``state`` as it is (their covers do not overlap).
 
@@ -491,7 +503,7 @@ def plan_compactions(state: RunState, events: Sequence[RecordedEvent], strategy:
                                      keep_error=keep_error)
                 plan = (None if cover is None else
                         plan_summary(state, events, *cover, summarizer=summarizer,
-                                     max_tokens=max_summary_tokens))
+                                     max_tokens=max_summary_tokens, load_text=load_text))
                 if plan is not None:
                     return [plan]
             return []

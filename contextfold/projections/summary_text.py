@@ -34,8 +34,6 @@ CONSTRAINT_LINE = re.compile(
     r"|必ず|禁止|しないで|ないこと|반드시|금지|하지 마", re.IGNORECASE)
 """A sentence of a long user message that states a constraint (:func:`user_statement`): in the
 languages agents are most often told things in, as an instruction is worded there."""
-_ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|denied|not found",
-                         re.IGNORECASE)
 _IDENTIFIER = re.compile(
     r"\bsha256:[0-9a-f]{8,64}\b"  # an image digest
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # a UUID
@@ -153,22 +151,33 @@ def _json_text(value: object) -> str:
     return text.translate(_JSON_BREAKS)
 
 
-def key_line(text: str) -> str:
-    """The first line that names an error, else the first non-empty line; a bare one-word header
-    such as ``ERROR:`` (how OpenHands' file editor opens its errors) with the line after it, which
-    says what the error was."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    at = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
-    hit = lines[at] if lines else ""
-    if hit.startswith("Traceback (most recent call last)"):
-        # the header names no error: the exception line that ends the block does
-        # ("KeyError: 'user_id'"), as the log's diagnosis reads it
-        first = diagnose_log(text, None).first_error
-        if first is not None and first.pattern == "python_traceback" and first.end_line > first.line:
-            hit = f"{first.text.splitlines()[-1].strip()} (Traceback, line {first.line})"
-    elif hit.endswith(":") and " " not in hit and at + 1 < len(lines):
-        hit = f"{hit} {lines[at + 1]}"
+def key_line(text: str, exit_code: int | None = None) -> str:
+    """The first key error :func:`diagnose_log` finds in ``text`` (the lean log's header names the
+    same one), else the last non-empty line (where a failing command says why). A traceback is
+    quoted by its exception line; a bare one-word header such as ``ERROR:`` (how OpenHands' file
+    editor opens its errors) with the line after it, which says what the error was.
+
+    Why not the first line holding "error": that was ``Compiling thiserror v1.0.50`` for a failed
+    cargo build, a PASSED test named ``test_error_…``, ``0 errors, 0 warnings``."""
+    first = diagnose_log(text, exit_code).first_error
+    if first is None:
+        return cap(next((ln for ln in reversed(text.splitlines()) if ln.strip()), ""), 200)
+    block = [ln.strip() for ln in first.text.split("\n")]
+    if "Traceback (most recent call last):" in block and first.end_line > first.line:
+        # the header names no error: the exception line that ends the block does ("KeyError:
+        # 'user_id'"), after any verdict line above it ("FAIL: test_b (t.T)")
+        at = block.index("Traceback (most recent call last):")
+        head = [ln for ln in block[:at] if ln and not _RULE.fullmatch(ln)]
+        return cap(" ".join([*head, f"{block[-1]} (Traceback, line {first.line + at})"]), 200)
+    hit = " ".join(ln for ln in block if ln and not _RULE.fullmatch(ln))
+    if hit.endswith(":") and " " not in hit:
+        after = [ln.strip() for ln in text.split("\n")[first.end_line:] if ln.strip()]
+        hit = f"{hit} {after[0]}" if after else hit
     return cap(hit, 200)
+
+
+_RULE = re.compile(r"[-=_~*#]{3,}")
+"""A line that only separates (unittest's ``-----`` rule, pytest's ``=====`` banner)."""
 
 
 def kept_facts(text: str, shown: str = "") -> str:

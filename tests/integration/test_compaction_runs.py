@@ -125,6 +125,23 @@ def test_summary_compaction_reads_back_its_range_and_dry_run_appends_nothing(cf_
     assert pos < run.version
 
 
+def test_a_summary_quotes_the_error_of_a_log_kept_as_an_artifact(cf_store: Store) -> None:
+    """A failing log over the artifact threshold was summarised from the event's head preview:
+    a 3,000-test pytest run "failed" with ``tests/test_m0.py::test_case PASSED``."""
+    run = cf_store.run("r-big")
+    run.append(UserInput("Make the tests pass."))
+    log = "".join(f"tests/test_m{i}.py::test_case PASSED\n" for i in range(3000)) + (
+        "=================================== FAILURES ===================================\n"
+        "E       assert 50.98 == 50.97\ntests/test_total.py:7: AssertionError\n")
+    for t in range(4):
+        run.append([ModelResponse(tool_calls=(ToolCall(call_id=f"c{t}", name="bash"),)),
+                    ToolResult(call_id=f"c{t}", content=log, is_error=True, exit_code=1)])
+    (summary,) = compact(run, "summary", keep_recent=1).events
+    failures = summary.summary.known_failures
+    quoted = "is_error=true: E assert 50.98 == 50.97 [event://r-big/"
+    assert failures and all(quoted in f and " artifact:" in f for f in failures)
+
+
 def test_an_unknown_strategy_or_a_keep_recent_that_is_no_count_is_a_typed_error(cf_store: Store) -> None:
     """compact(run, "sumary") raised a bare AssertionError (assert_never); with a window it
     silently only masked; keep_recent="3" raised TypeError; a reserve without a window was

@@ -72,6 +72,30 @@ def test_a_python_failure_is_known_by_its_exception_not_the_traceback_header() -
     assert "KeyError: 'user_id' (Traceback, line 1)" in failure
 
 
+@pytest.mark.parametrize(("log", "quoted"), [
+    ("   Compiling proc-macro2 v1.0.70\n   Compiling thiserror v1.0.50\n"
+     "error[E0425]: cannot find value `y` in this scope\n --> src/main.rs:3:13\n"
+     'error: could not compile `m` (bin "m") due to 1 previous error\n',
+     "error[E0425]: cannot find value `y` in this scope --> src/main.rs:3:13"),
+    ("tests/test_api.py::test_error_response_has_code PASSED\n"
+     "=================================== FAILURES ===================================\n"
+     "E       assert 50.98 == 50.97\n", "E assert 50.98 == 50.97"),
+    ("Linting 12 files: 0 errors, 0 warnings\n"
+     "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n",
+     "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."),
+    ("Checking the mirror for errors_report.txt\nUploading 3 files\nquota exceeded, upload refused\n",
+     "quota exceeded, upload refused"),  # no key error: the last line, where it says why
+], ids=["cargo", "pytest", "zero-count", "none"])
+def test_a_failure_is_known_by_the_error_the_log_diagnosis_finds(log: str, quoted: str) -> None:
+    """The first line holding "error" in any word, any case, was quoted: ``Compiling thiserror
+    v1.0.50`` for every failed cargo build, a PASSED test named for errors, ``0 errors``."""
+    log_events = Log().add(UserInput("fix it"),
+                           ModelResponse(tool_calls=(ToolCall(call_id="c1", name="sh"),)),
+                           ToolResult(call_id="c1", content=log, is_error=True, exit_code=1))
+    (failure,) = summary_of(log_events).known_failures
+    assert f"is_error=true: {quoted} [event://" in failure
+
+
 def test_a_goal_read_from_the_first_message_says_it_was_inferred() -> None:
     log = Log().add(UserInput("hi, are you there?"), ModelResponse(text="Yes."))
     assert summary_of(log).goal == "(inferred from the user's message at event 1) hi, are you there?"
