@@ -316,13 +316,18 @@ def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
     at = _match_at(fe)
     clipped = [_clip(b, at if i == 0 else 0) for i, b in enumerate(block)]
     clipped_ends = [clipped[0]] if len(block) == 1 else [clipped[0], clipped[-1]]
+    # One line quoted under the number of the line it is: a traceback's exception line (what it
+    # says), any other block's first line (a rustc error's last line is a `   |` gutter, and was
+    # quoted as the line the block starts at).
+    named, one, whole = ((fe.end_line, clipped[-1], block[-1]) if fe.pattern == "python_traceback"
+                         else (fe.line, clipped[0], block[0]))
     return [
         ("\n".join([summary, title, *_closed(block)]), True),
         ("\n".join([summary, title, *_closed(clipped)]), True),
         ("\n".join([summary, title, *_closed(clipped_ends)]), True),
-        ("\n".join([summary, f"[first key error] line {fe.line}: {clipped[-1]}"]), True),
+        ("\n".join([summary, f"[first key error] line {named}: {one}"]), True),
         ("\n".join([f"[log] exit code: {code} | full log: {where}",
-                    f"[first key error] line {fe.line}: {head_chars(block[-1], 80)}"]), False),
+                    f"[first key error] line {named}: {head_chars(whole, 80)}"]), False),
         (f"[log] exit code: {code} | first key error at line {fe.line} | full log: {where}",
          False),
         (f"[log] exit code: {code} | first key error at line {fe.line}", False),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -246,11 +247,34 @@ def test_a_header_quotes_a_long_line_around_its_error_not_its_head() -> None:
     d = diagnose_log(log, 1)
     assert d.first_error is not None and d.first_error.line == 2
     variants = [h for h, framed in diagnose_module._header_variants(d, "artifact://x") if framed]
-    assert all(error in h for h in variants[:3])  # the fourth quotes the block's last line only
+    assert all(error in h for h in variants[:4])  # the fourth quotes the line it names, clipped
     clipped = variants[1].split("\n")[2]
     assert clipped.startswith("[") and " chars omitted] …" in clipped and clipped.endswith("chars omitted]")
     result = lean_log(log, 1, 400, cl100k, artifact_ref="artifact://x")
     assert result.tokens <= 400 and error in result.text.split("[log excerpt]")[0]
+
+
+_RUSTC_TAIL = ["error[E0308]: mismatched types", "  --> src/main.rs:14:18", "   |",
+               '14 |     let y: i32 = "a";', "   |            ---   ^^^ expected `i32`, found `&str`", "",
+               'error: could not compile `m` (bin "m") due to 1 previous error']
+_TRACEBACK_TAIL = ["Traceback (most recent call last):", '  File "/app/m.py", line 3, in <module>',
+                   "    main()", "KeyError: 'user_id'", "exited"]
+
+
+@pytest.mark.parametrize("tail", [_RUSTC_TAIL, _TRACEBACK_TAIL], ids=["rustc", "traceback"])
+def test_a_one_line_header_quotes_the_line_it_names(tail: list[str]) -> None:
+    """The short headers quoted the block's last line under its first line's number: the model
+    read ``[first key error] line 301:    |`` for a rustc error. A traceback is quoted by its
+    exception line, under that line's number."""
+    lines = [f"   Compiling dep{i} v0.1.{i}" for i in range(300)] + tail
+    log = "\n".join(lines) + "\n"
+    quoted = 0
+    for budget in range(48, 90):
+        out = lean_log(log, 101, budget, cl100k, artifact_ref="artifact:abc").text
+        for m in re.finditer(r"^\[first key error\] line (\d+): (.*)$", out, re.MULTILINE):
+            quoted += 1
+            assert m.group(2).strip() == lines[int(m.group(1)) - 1].strip(), budget
+    assert quoted  # the one-line headers were used
 
 
 def test_clipping_around_a_match_keeps_whole_graphemes_and_at_most_the_line_limit() -> None:
