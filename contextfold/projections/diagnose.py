@@ -16,7 +16,8 @@ it, from its last carriage return on. A Python traceback is taken whole, from
 exception line; any other match
 takes its line plus the indented continuation lines right after it (a cargo
 ``--> src/main.rs:4:18`` pointer, more pytest ``E`` lines), at most
-:data:`CONTINUATION_LINES`.
+:data:`CONTINUATION_LINES`. A verdict line (``FAIL: test_b (t.T)``, ``> Task :x FAILED``) names
+what failed, not why: its block reaches on to the key error that follows it (``_span``).
 """
 
 from __future__ import annotations
@@ -218,6 +219,46 @@ def _block_end(clean: list[str], start: int, pattern: PatternName) -> int:
     return end
 
 
+_VERDICT = re.compile(
+    r"^\s*(?:--- )?FAIL(?=[:\s]|$)"                       # go, jest, unittest (the test_fail pattern)
+    r"|\bFAILED\s*(?:\[\s*\d+%\])?$"                      # "> Task :app:compileJava FAILED", pytest -v
+    r"|^[\s_=]*ERROR (?:collecting|at (?:setup|teardown) of|in) "  # pytest's, webpack's titles
+    r"|^ERROR: \w+ \(")                                     # unittest's "ERROR: test_x (t.T)"
+"""A line that names what failed, not why: a test runner's or build tool's verdict or title."""
+_VERDICT_LOOKAHEAD = 3
+"""Lines after a verdict searched for the error it stands for (a ``-----`` rule, a blank line and
+pytest's "ImportError while importing test module" come between)."""
+_GO_FAIL = re.compile(r"^(\s*)--- FAIL")
+_GO_STATUS = re.compile(r"^\s*(?:--- (?:PASS|FAIL|SKIP)|=== )")
+
+
+def _span(clean: list[str], start: int, pattern: PatternName) -> tuple[int, int]:
+    """Indexes of the first and last line of the first key error, matched at ``start``.
+
+    A verdict line (:data:`_VERDICT`: ``FAIL: test_b (t.T)``, ``> Task :app:compileJava FAILED``,
+    ``ERROR collecting tests/test_a.py``) says what failed; the error that says why follows it,
+    unindented: the block reaches to the end of the first key error within
+    :data:`_VERDICT_LOOKAHEAD` lines (a traceback, ``E`` lines, a javac ``error:``), unless another
+    verdict comes first. Go's ``--- FAIL: TestAdd`` follows its test's log, indented more deeply
+    (``    add_test.go:10: got 4, want 3``): those lines just above open the block."""
+    end = _block_end(clean, start, pattern)
+    line = clean[start]
+    if not _VERDICT.search(line):
+        return start, end
+    if go := _GO_FAIL.match(line):
+        depth, at = len(go.group(1)), start
+        while (start > 0 and at - start < CONTINUATION_LINES and clean[start - 1].strip()
+               and len(clean[start - 1]) - len(clean[start - 1].lstrip()) > depth
+               and not _GO_STATUS.match(clean[start - 1])):
+            start -= 1
+    for j in range(end + 1, min(end + 1 + _VERDICT_LOOKAHEAD, len(clean))):
+        if _VERDICT.search(clean[j]):
+            break
+        if (name := _match(clean[j])) is not None:
+            return start, _block_end(clean, j, name)
+    return start, end
+
+
 def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
     """The exit code, first key error and line counts of ``text`` (see module doc)."""
     lines, trailing = split_lines(text)
@@ -241,9 +282,9 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
         if name is not None:
             errors += 1
             if first is None:
-                end = _block_end(clean, i, name)
-                first = FirstError(line=i + 1, end_line=end + 1, pattern=name,
-                                   text="\n".join(clean[i:end + 1]))
+                start, end = _span(clean, i, name)
+                first = FirstError(line=start + 1, end_line=end + 1, pattern=name,
+                                   text="\n".join(clean[start:end + 1]))
         if hints & _WARN_HINT and _WARNING.search(line):
             warnings += 1
         if hints & _FAIL_HINT and _FAILED.search(line):

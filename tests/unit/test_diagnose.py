@@ -297,6 +297,58 @@ def test_a_go_test_failure_is_the_first_key_error_not_none_found() -> None:
     assert d.error_lines == d.failed_lines == 3
 
 
+_RULE = "-" * 70
+_VERDICTS = {  # log lines, the error the verdict stands for, the first key error's lines
+    "unittest": (["test_a (t.T) ... ok", "test_b (t.T) ... FAIL", "", "=" * 70, "FAIL: test_b (t.T)", _RULE,
+                  "Traceback (most recent call last):", '  File "/app/t.py", line 5, in test_b',
+                  "    self.assertEqual(total(), 50.97)", "AssertionError: 50.98 != 50.97", "", _RULE,
+                  "Ran 2 tests in 0.001s", "", "FAILED (failures=1)"],
+                 "AssertionError: 50.98 != 50.97", (5, 10)),
+    "unittest error": (["=" * 70, "ERROR: test_c (t.T)", _RULE, "Traceback (most recent call last):",
+                        '  File "/app/t.py", line 9, in test_c', '    d["k"]', "KeyError: 'k'"],
+                       "KeyError: 'k'", (2, 7)),
+    "gradle": (["> Task :app:compileJava FAILED", "/app/src/main/java/App.java:5: error: cannot find symbol",
+                '        Strin g = "x";', "        ^", "  symbol:   class Strin", "  location: class App",
+                "1 error", "", "FAILURE: Build failed with an exception."], "location: class App", (1, 6)),
+    "pytest collect": (["collected 0 items / 1 error", "", "=" * 36 + " ERRORS " + "=" * 36,
+                        "_____________________ ERROR collecting tests/test_a.py ______________________",
+                        "ImportError while importing test module '/app/tests/test_a.py'.",
+                        "E   ModuleNotFoundError: No module named 'requests'"],
+                       "No module named 'requests'", (4, 6)),
+    "webpack": (["asset main.js 1 KiB [emitted]", "ERROR in ./src/index.js 3:0-25",
+                 "Module not found: Error: Can't resolve './missing' in '/app/src'"],
+                "Can't resolve", (2, 3)),
+    "go test -v": (["=== RUN   TestAdd", "    add_test.go:10: Add(1, 2) = 4, want 3",
+                    "--- FAIL: TestAdd (0.00s)", "=== RUN   TestSub", "--- PASS: TestSub (0.00s)",
+                    "FAIL", "exit status 1",
+                    "FAIL\texample.com/m\t0.002s"], "Add(1, 2) = 4, want 3", (2, 3)),
+    "go subtest": (["=== RUN   TestAdd/neg", "    --- PASS: TestAdd/pos (0.00s)",
+                    "        add_test.go:10: got -4", "    --- FAIL: TestAdd/neg (0.00s)",
+                    "--- FAIL: TestAdd (0.00s)"], "got -4", (3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VERDICTS))
+def test_a_verdict_line_is_quoted_with_the_error_it_stands_for(name: str) -> None:
+    """A verdict or title line (``FAIL: test_b (t.T)``, ``> Task :app:compileJava FAILED``) was the
+    whole first key error: the traceback, javac error or E line after it (for ``go test -v`` the
+    test's log before it) was left out of the header."""
+    lines, error, (line, end_line) = _VERDICTS[name]
+    first = diagnose_log("\n".join(lines) + "\n", 1).first_error
+    assert first is not None and error in first.text
+    assert (first.line, first.end_line) == (line, end_line)
+
+
+@pytest.mark.parametrize("log", [
+    "t.py::test_a FAILED [ 50%]\nt.py::test_b FAILED [100%]\n\nE   assert 1 == 2\n",  # another verdict first
+    "t.py::test_a FAILED [ 50%]\nt.py::test_b PASSED [ 60%]\nt.py::test_c PASSED [ 70%]\n"
+    "t.py::test_d PASSED [ 80%]\nE   assert 1 == 2\n",  # too far
+])
+def test_a_verdict_takes_no_error_of_another_verdict_or_far_below(log: str) -> None:
+    first = diagnose_log(log, 1).first_error
+    assert first is not None and (first.line, first.end_line) == (1, 1)
+
+
 def test_an_msbuild_error_comes_before_its_build_failed_summary() -> None:
     log = "Build started.\nProgram.cs(12,5): error CS1002: ; expected\n    1 Error(s)\n\nBuild FAILED.\n"
     d = diagnose_log(log, 1)
@@ -386,9 +438,9 @@ def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
         if name is not None:
             errors += 1
             if first is None:
-                end = diagnose_module._block_end(clean, i, name)
-                first = FirstError(line=i + 1, end_line=end + 1, pattern=name,
-                                   text="\n".join(clean[i:end + 1]))
+                start, end = diagnose_module._span(clean, i, name)
+                first = FirstError(line=start + 1, end_line=end + 1, pattern=name,
+                                   text="\n".join(clean[start:end + 1]))
         warnings += bool(diagnose_module._WARNING.search(line))
         failed += bool(diagnose_module._FAILED.search(line))
     return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,

@@ -83,9 +83,17 @@ def test_a_python_failure_is_known_by_its_exception_not_the_traceback_header() -
     ("Linting 12 files: 0 errors, 0 warnings\n"
      "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n",
      "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."),
+    ("tests/test_api.py::test_total FAILED                   [100%]\n\nE       assert 50.98 == 50.97\n",
+     "tests/test_api.py::test_total FAILED [100%] E assert 50.98 == 50.97"),
+    ("FAIL: test_b (t.T)\n" + "-" * 70 + '\nTraceback (most recent call last):\n  File "/app/t.py", line 5\n'
+     "    self.assertEqual(total(), 50.97)\nAssertionError: 50.98 != 50.97\n",
+     "FAIL: test_b (t.T) AssertionError: 50.98 != 50.97 (Traceback, line 3)"),
+    ("Linting 12 files: 0 errors, 0 warnings\nERROR in ./src/index.js 3:0-25\n"
+     "Module not found: Error: Can't resolve './missing'\n",
+     "ERROR in ./src/index.js 3:0-25 Module not found: Error: Can't resolve './missing'"),
     ("Checking the mirror for errors_report.txt\nUploading 3 files\nquota exceeded, upload refused\n",
      "quota exceeded, upload refused"),  # no key error: the last line, where it says why
-], ids=["cargo", "pytest", "zero-count", "none"])
+], ids=["cargo", "pytest", "zero-count", "pytest-verdict", "unittest-verdict", "webpack-title", "none"])
 def test_a_failure_is_known_by_the_error_the_log_diagnosis_finds(log: str, quoted: str) -> None:
     """The first line holding "error" in any word, any case, was quoted: ``Compiling thiserror
     v1.0.50`` for every failed cargo build, a PASSED test named for errors, ``0 errors``."""
