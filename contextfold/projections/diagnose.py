@@ -211,12 +211,23 @@ def _block_end(clean: list[str], start: int, pattern: PatternName) -> int:
             i += 1
         return min(i, n) - 1
     end = start
+    if pattern == "panic" and _PANIC_AT.search(clean[start]) and start + 1 < n and clean[start + 1].strip():
+        end += 1  # the panic's message
     while (end + 1 < n and end - start < CONTINUATION_LINES
            and clean[end + 1].strip()
            and (clean[end + 1][0].isspace()
-                or (pattern == "pytest_e" and clean[end + 1].startswith("E ")))):
+                or (pattern == "pytest_e" and clean[end + 1].startswith("E "))
+                or (pattern == "error" and _RUST_GUTTER.match(clean[end + 1]) is not None))):
         end += 1
     return end
+
+
+_PANIC_AT = re.compile(r"\bpanicked at \S*:\d+:\d+:$")
+"""Rust's panic line since 1.73: the message is printed on the next line, unindented
+(``thread 'main' panicked at src/main.rs:4:5:`` then ``index out of bounds: …``)."""
+_RUST_GUTTER = re.compile(r"^\d+ +\|")
+"""rustc's source line under an error, its number in column 0 (``14 |     let y: i32 = "a";``): it
+ended the block before the label saying what was wrong (``^^^ expected `i32`, found `&str```)."""
 
 
 _VERDICT = re.compile(

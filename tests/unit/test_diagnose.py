@@ -379,6 +379,30 @@ def test_cargo_error_keeps_its_location_pointer() -> None:
         first, "  --> src/main.rs:41:18"]
 
 
+def test_a_rust_panic_keeps_its_message_on_the_next_line() -> None:
+    """Since Rust 1.73 a panic prints its message on the line after ``panicked at FILE:L:C:``,
+    unindented: the block ended before it."""
+    log = ("     Running `target/debug/m`\nthread 'main' panicked at src/main.rs:4:5:\n"
+           "assertion `left == right` failed\n  left: 1\n right: 2\n"
+           "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n")
+    first = diagnose_log(log, 101).first_error
+    assert first is not None and (first.line, first.end_line, first.pattern) == (2, 5, "panic")
+    assert first.text.endswith("assertion `left == right` failed\n  left: 1\n right: 2")
+    old_style = diagnose_log("thread 'main' panicked at 'boom', src/main.rs:4:5\nnext\n", 101).first_error
+    assert old_style is not None and old_style.end_line == 1  # the message is on its line
+
+
+def test_a_rustc_error_keeps_its_source_lines_and_labels() -> None:
+    """rustc's source line starts with its number in column 0 (``14 |``): it ended the block, and
+    the label saying what was wrong was left out."""
+    log = ("   Compiling m v0.1.0 (/app)\nerror[E0308]: mismatched types\n  --> src/main.rs:14:18\n   |\n"
+           '14 |     let y: i32 = "a";\n   |            ---   ^^^ expected `i32`, found `&str`\n\n'
+           "For more information about this error, try `rustc --explain E0308`.\n")
+    first = diagnose_log(log, 101).first_error
+    assert first is not None and (first.line, first.end_line) == (2, 6)
+    assert first.text.endswith("expected `i32`, found `&str`")
+
+
 def test_a_log_that_fits_is_returned_unchanged() -> None:
     log = "ok\nERROR x\n"
     result = lean_log(log, 1, 100, quarter)
