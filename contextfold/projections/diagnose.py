@@ -25,9 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from itertools import chain, repeat
-from typing import Literal, TypeAlias
 
-from ahocorasick_rs import BytesAhoCorasick
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
@@ -35,6 +33,16 @@ from contextfold.projections.code_fences import closing_fence, fence_states
 from contextfold.projections.graphemes import ESCAPE_SEQUENCE, ceil_boundary, floor_boundary, head_chars
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 from contextfold.projections.line_windows import capped_split, over_long_caps
+from contextfold.projections.log_patterns import (
+    FAIL_HINT,
+    FAILED,
+    KEY_ERROR_PATTERNS,
+    WARN_HINT,
+    WARNING,
+    PatternName,
+    candidate_lines,
+    match_line,
+)
 from contextfold.projections.truncate import (
     KeptRange,
     TokenCounter,
@@ -58,34 +66,6 @@ __all__ = [
     "lean_log",
 ]
 
-PatternName: TypeAlias = Literal[
-    "python_traceback", "panic", "fatal", "segfault", "npm_err", "make", "pytest_e",
-    "failed", "test_fail", "error", "exception",
-]
-
-KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
-    ("python_traceback", re.compile(r"^Traceback \(most recent call last\):")),
-    ("panic", re.compile(r"\bpanic: |\bpanicked at\b")),                 # Go, Rust
-    ("fatal", re.compile(r"\b(?:fatal|FATAL)(?: error)?:|\bFATAL\b")),   # git, cc
-    ("segfault", re.compile(r"Segmentation fault|SIGSEGV")),
-    ("npm_err", re.compile(r"^npm (?:ERR!|error) ")),
-    ("make", re.compile(r"^g?make(?:\[\d+\])?: \*\*\*")),
-    ("pytest_e", re.compile(r"^E {2,}\S")),
-    ("failed", re.compile(r"\bFAILED\b")),
-    # A test runner's verdict opening a line: Go's "--- FAIL: TestAdd" (indented for a subtest)
-    # and closing "FAIL\tpkg", Jest's " FAIL  src/x.test.js", unittest's "FAIL: test_x (...)".
-    ("test_fail", re.compile(r"^\s*(?:--- )?FAIL(?=[:\s]|$)")),
-    # "error:" in any case, cargo's "error[E0308]:", tsc/MSBuild/MSVC's "error TS2322:", an ERROR
-    # level, "TypeError:"-style names, and a JSON error member that holds something (an API's
-    # error body: ``"error": {...``).
-    ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\b(?i:error) [A-Z]+\d+:|\bERROR\b"
-                         r'|\b[A-Z]\w*Error\b:|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))')),
-    ("exception", re.compile(r"\b[A-Z][\w.]*Exception\b")),
-)
-"""The documented key-error patterns, in precedence order."""
-
-_WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
-_FAILED = re.compile(r"(?i:\bfail(?:ed|ure|ures)?\b)")
 _ANSI = ESCAPE_SEQUENCE  # the sequences a cut keeps whole (``graphemes``) are the ones stripped
 
 CONTINUATION_LINES = 8
@@ -129,41 +109,6 @@ class LogDiagnosis(_Frozen):
     total_lines: int
 
 
-def _match(line: str, hints: int = -1) -> PatternName | None:
-    """The first key-error pattern ``line`` matches, trying only those whose hint words the line
-    holds (``hints``, a mask of :data:`_PATTERN_HINT`; -1: every pattern)."""
-    for name, pattern in KEY_ERROR_PATTERNS:
-        if hints & _PATTERN_HINT[name] and pattern.search(line):
-            return name
-    return None
-
-
-_ANYWHERE = ("error", "warn", "fail", "faıl", "fatal", "panic", "exception", "segmentation fault",
-             "sigsegv")
-_AT_LINE_START = ("traceback (", "npm ", "make", "gmake", "e  ")
-"""Lower-cased substrings, at least one of which a line holds (or, for the second tuple, starts
-with) whenever any key-error, warning or failed pattern matches it: ``error`` for the
-``error`` alternatives (``ERROR``, ``…Error:``, ``error TS2322:``), ``warn`` for both warning
-alternatives, ``fail`` for ``FAILED``, a ``FAIL`` verdict and the failed count, and so on, pattern
-by pattern. The ``(?i)`` patterns also take four non-ASCII letters for ASCII ones (``re``'s case
-folding: ``İ ı`` for ``i``, ``ſ`` for ``s``, ``K`` for ``k``): of the three such words only
-``fail`` has one of those letters, hence ``faıl``; ``İ`` lower-cases to two characters, and a
-text holding it is matched line by line. A new pattern needs a word here (or shares one): a line
-without any is never searched."""
-_HINTS = BytesAhoCorasick([w.encode() for w in _ANYWHERE] + [b"\n" + w.encode() for w in _AT_LINE_START])
-_FIRST_LINE_START = len(_ANYWHERE)
-"""Index of the first line-start word in ``_HINTS`` (each found with the newline before it)."""
-_LINE_START_BYTES = tuple(w.encode() for w in _AT_LINE_START)
-_HINT_BIT = (1, 2, 4, 4, 8, 16, 32, 64, 64,  # error, warn, fail, faıl, fatal, panic, exception, segv x2
-             128, 256, 512, 512, 1024)  # traceback, npm, make, gmake, "e  "
-"""Per word of ``_HINTS``: the bit of the patterns it is the hint of (below)."""
-_PATTERN_HINT: dict[PatternName, int] = {
-    "python_traceback": 128, "panic": 16, "fatal": 8, "segfault": 64, "npm_err": 256, "make": 512,
-    "pytest_e": 1024, "failed": 4, "test_fail": 4, "error": 1, "exception": 32}
-"""The hint bit without which a key-error pattern cannot match (``_WARNING``: 2, ``_FAILED``: 4).
-A log whose every line says ``warning`` ran twelve patterns on each of its lines: 5 s a 10 MB
-log, 97 s a 55 MB one, in the first build that cut it."""
-_WARN_HINT, _FAIL_HINT = 2, 4
 _CR_AT_LINE_END = re.compile(r"\r+(?=\n)|\r+\Z")
 _TO_COLUMN_ONE = re.compile(r"\x1b\[[01]?G")
 """The cursor sent to the line's first column (``ESC [1G``, how npm's progress line redraws
@@ -175,29 +120,6 @@ thousand times ends in ``\rERROR: … No space left on device``, and the header 
 400 characters of progress frames instead of the error. (Anchored at line starts, each line is
 scanned once, back to its last ``\r``.)"""
 
-
-def _candidate_lines(low: str) -> dict[int, int]:
-    """The lines of ``low`` (a lower-cased log) holding one of the substrings above, the only
-    lines any pattern can match, each with the mask of the hints it holds (``_HINT_BIT``): only
-    their patterns are tried. Found in one Aho-Corasick pass over the whole text instead of
-    twelve regex searches on every line, which took a quarter of a second on a 1.2 MB log, at
-    every cut of it. (A match never spans lines but for the newline that starts a line-start
-    word; overlapping matches are all reported, so no hint of a line is missed.)"""
-    data = low.encode("utf-8", "surrogatepass")  # a lone surrogate is a character like any other
-    found = [(start + 1 if index >= _FIRST_LINE_START else start, _HINT_BIT[index])
-             for index, start, _ in _HINTS.find_matches_as_indexes(data, overlapping=True)]
-    found.sort()  # overlapping matches come by end, not by start
-    if data.startswith(_LINE_START_BYTES):
-        for index, word in enumerate(_LINE_START_BYTES, start=_FIRST_LINE_START):
-            if data.startswith(word):
-                found.insert(0, (0, _HINT_BIT[index]))
-    out: dict[int, int] = {}
-    line = pos = 0
-    for at, bit in found:
-        line += data.count(b"\n", pos, at)
-        pos = at
-        out[line] = out.get(line, 0) | bit
-    return out
 
 
 def _block_end(clean: list[str], start: int, pattern: PatternName) -> int:
@@ -265,7 +187,7 @@ def _span(clean: list[str], start: int, pattern: PatternName) -> tuple[int, int]
     for j in range(end + 1, min(end + 1 + _VERDICT_LOOKAHEAD, len(clean))):
         if _VERDICT.search(clean[j]):
             break
-        if (name := _match(clean[j])) is not None:
+        if (name := match_line(clean[j])) is not None:
             return start, _block_end(clean, j, name)
     return start, end
 
@@ -283,22 +205,22 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
     if trailing and clean is not lines:
         clean.pop()
     low = cleaned.lower()
-    candidates: Iterable[tuple[int, int]] = (_candidate_lines(low).items() if len(low) == len(cleaned)
+    candidates: Iterable[tuple[int, int]] = (candidate_lines(low).items() if len(low) == len(cleaned)
                                              else zip(range(len(clean)), repeat(-1)))
     first: FirstError | None = None
     errors = warnings = failed = 0
     for i, hints in candidates:
         line = clean[i]
-        name = _match(line, hints)
+        name = match_line(line, hints)
         if name is not None:
             errors += 1
             if first is None:
                 start, end = _span(clean, i, name)
                 first = FirstError(line=start + 1, end_line=end + 1, pattern=name,
                                    text="\n".join(clean[start:end + 1]))
-        if hints & _WARN_HINT and _WARNING.search(line):
+        if hints & WARN_HINT and WARNING.search(line):
             warnings += 1
-        if hints & _FAIL_HINT and _FAILED.search(line):
+        if hints & FAIL_HINT and FAILED.search(line):
             failed += 1
     return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,
                         warning_lines=warnings, failed_lines=failed, total_lines=len(lines))

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import diagnose as diagnose_module
+from contextfold.projections import log_patterns
 from contextfold.projections.code_fences import open_fence
 from contextfold.projections.diagnose import FirstError, LogDiagnosis, diagnose_log, lean_log
 from contextfold.projections.truncate import MINIMAL_MARKER, Truncation, split_lines
@@ -458,15 +459,15 @@ def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
     first: FirstError | None = None
     errors = warnings = failed = 0
     for i, line in enumerate(clean):
-        name = diagnose_module._match(line)
+        name = log_patterns.match_line(line)
         if name is not None:
             errors += 1
             if first is None:
                 start, end = diagnose_module._span(clean, i, name)
                 first = FirstError(line=start + 1, end_line=end + 1, pattern=name,
                                    text="\n".join(clean[start:end + 1]))
-        warnings += bool(diagnose_module._WARNING.search(line))
-        failed += bool(diagnose_module._FAILED.search(line))
+        warnings += bool(log_patterns.WARNING.search(line))
+        failed += bool(log_patterns.FAILED.search(line))
     return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,
                         warning_lines=warnings, failed_lines=failed, total_lines=len(lines))
 
