@@ -9,7 +9,8 @@ a line naming where the full log lives.
 
 The *first key error* is the first line (in log order) that matches one of
 :data:`KEY_ERROR_PATTERNS`; when one line matches several, the earlier
-pattern in that tuple names it. ANSI colour codes are stripped before
+pattern in that tuple names it (some only when the exit code is non-zero; with none
+matching, a failing log's first ``path:line:col: message`` line). ANSI colour codes are stripped before
 matching, and a line redrawn with carriage returns is read as a terminal shows
 it, from its last carriage return on. A Python traceback is taken whole, from
 ``Traceback (most recent call last):`` to its final (first unindented)
@@ -37,6 +38,7 @@ from contextfold.projections.log_patterns import (
     FAIL_HINT,
     FAILED,
     KEY_ERROR_PATTERNS,
+    LOCATED,
     WARN_HINT,
     WARNING,
     PatternName,
@@ -192,6 +194,11 @@ def _span(clean: list[str], start: int, pattern: PatternName) -> tuple[int, int]
     return start, end
 
 
+def _first_error(clean: list[str], at: int, pattern: PatternName) -> FirstError:
+    start, end = _span(clean, at, pattern)
+    return FirstError(line=start + 1, end_line=end + 1, pattern=pattern, text="\n".join(clean[start:end + 1]))
+
+
 def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
     """The exit code, first key error and line counts of ``text`` (see module doc)."""
     lines, trailing = split_lines(text)
@@ -209,19 +216,20 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
                                              else zip(range(len(clean)), repeat(-1)))
     first: FirstError | None = None
     errors = warnings = failed = 0
+    failing = exit_code is not None and exit_code != 0
     for i, hints in candidates:
         line = clean[i]
-        name = match_line(line, hints)
+        name = match_line(line, hints, failing)
         if name is not None:
             errors += 1
             if first is None:
-                start, end = _span(clean, i, name)
-                first = FirstError(line=start + 1, end_line=end + 1, pattern=name,
-                                   text="\n".join(clean[start:end + 1]))
+                first = _first_error(clean, i, name)
         if hints & WARN_HINT and WARNING.search(line):
             warnings += 1
         if hints & FAIL_HINT and FAILED.search(line):
             failed += 1
+    if first is None and failing and (found := LOCATED.search(cleaned)) is not None:
+        first, errors = _first_error(clean, cleaned.count("\n", 0, found.start()), "located"), 1
     return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,
                         warning_lines=warnings, failed_lines=failed, total_lines=len(lines))
 

@@ -13,12 +13,12 @@ from typing import Literal, TypeAlias
 
 from ahocorasick_rs import BytesAhoCorasick
 
-__all__ = ["FAILED", "FAIL_HINT", "KEY_ERROR_PATTERNS", "WARNING", "WARN_HINT", "PatternName",
-           "candidate_lines", "match_line"]
+__all__ = ["FAILED", "FAIL_HINT", "KEY_ERROR_PATTERNS", "LOCATED", "WARNING", "WARN_HINT",
+           "WHEN_FAILING", "PatternName", "candidate_lines", "match_line"]
 
 PatternName: TypeAlias = Literal[
     "python_traceback", "panic", "fatal", "segfault", "npm_err", "make", "pytest_e",
-    "failed", "test_fail", "error", "exception",
+    "failed", "test_fail", "error", "exception", "pnpm_err", "yarn_err", "not_found", "located",
 ]
 
 KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
@@ -36,27 +36,44 @@ KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
     # "error:" in any case, cargo's "error[E0308]:", tsc/MSBuild/MSVC's "error TS2322:", an ERROR
     # level, "TypeError:"-style names, and a JSON error member that holds something (an API's
     # error body: ``"error": {...``).
+    # Also kubectl's "Error from server (NotFound): …" and eslint's "  10:7  error  'x' is …".
     ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\b(?i:error) [A-Z]+\d+:|\bERROR\b"
-                         r'|\b[A-Z]\w*Error\b:|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))')),
+                         r'|\b[A-Z]\w*Error\b:|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))'
+                         r"|^Error from server\b|^\s+\d+:\d+\s+error\s")),
     ("exception", re.compile(r"\b[A-Z][\w.]*Exception\b")),
+    ("pnpm_err", re.compile(r"\bERR_PNPM_[A-Z0-9_]+")),
+    # Only in a failing command's output (:data:`WHEN_FAILING`): words a passing run prints too.
+    ("yarn_err", re.compile(r"^error ")),                                   # yarn v1
+    ("not_found", re.compile(r"\bcommand not found\b|No such file or directory")),  # sh, ENOENT
+    # A Go compiler or vet message, a ruff/flake8/pylint finding: ``./main.go:5:2: undefined: foo``,
+    # ``src/a.py:1:8: F401 [*] `os` imported but unused``.
+    ("located", re.compile(r"^\S+\.go:\d+:\d+: \S|^\S+\.pyi?:\d+:\d+: [A-Z]+\d+\b")),
 )
 """The documented key-error patterns, in precedence order."""
+WHEN_FAILING: frozenset[PatternName] = frozenset({"yarn_err", "not_found", "located"})
+"""Patterns tried only when the exit code says the command failed: ``error …`` opens a line of
+prose, a file missing is a passing shell step's ``ls`` as often as not."""
+LOCATED = re.compile(r"^\S+:\d+:\d+: \S", re.MULTILINE)
+"""A ``path:line:col: message`` line: a failing command's first key error when no pattern
+matched (a compiler or linter this table does not know)."""
 
 WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
 FAILED = re.compile(r"(?i:\bfail(?:ed|ure|ures)?\b)")
 
 
-def match_line(line: str, hints: int = -1) -> PatternName | None:
+def match_line(line: str, hints: int = -1, failing: bool = True) -> PatternName | None:
     """The first key-error pattern ``line`` matches, trying only those whose hint words the line
-    holds (``hints``, a mask of :data:`_PATTERN_HINT`; -1: every pattern)."""
+    holds (``hints``, a mask of :data:`_PATTERN_HINT`; -1: every pattern), and of
+    :data:`WHEN_FAILING` only when ``failing``."""
     for name, pattern in KEY_ERROR_PATTERNS:
-        if hints & _PATTERN_HINT[name] and pattern.search(line):
+        if hints & _PATTERN_HINT[name] and (failing or name not in WHEN_FAILING) and pattern.search(line):
             return name
     return None
 
 
 _ANYWHERE = ("error", "warn", "fail", "faıl", "fatal", "panic", "exception", "segmentation fault",
-             "sigsegv")
+             "sigsegv", "err_pnpm_", "command not found", "no such file or directory", ".go:", ".py:",
+             ".pyi:")
 _AT_LINE_START = ("traceback (", "npm ", "make", "gmake", "e  ")
 """Lower-cased substrings, at least one of which a line holds (or, for the second tuple, starts
 with) whenever any key-error, warning or failed pattern matches it: ``error`` for the
@@ -72,11 +89,13 @@ _FIRST_LINE_START = len(_ANYWHERE)
 """Index of the first line-start word in ``_HINTS`` (each found with the newline before it)."""
 _LINE_START_BYTES = tuple(w.encode() for w in _AT_LINE_START)
 _HINT_BIT = (1, 2, 4, 4, 8, 16, 32, 64, 64,  # error, warn, fail, faıl, fatal, panic, exception, segv x2
+             2048, 4096, 4096, 8192, 8192, 8192,  # err_pnpm_, not found x2, .go: .py: .pyi:
              128, 256, 512, 512, 1024)  # traceback, npm, make, gmake, "e  "
 """Per word of ``_HINTS``: the bit of the patterns it is the hint of (below)."""
 _PATTERN_HINT: dict[PatternName, int] = {
     "python_traceback": 128, "panic": 16, "fatal": 8, "segfault": 64, "npm_err": 256, "make": 512,
-    "pytest_e": 1024, "failed": 4, "test_fail": 4, "error": 1, "exception": 32}
+    "pytest_e": 1024, "failed": 4, "test_fail": 4, "error": 1, "exception": 32, "pnpm_err": 2048,
+    "yarn_err": 1, "not_found": 4096, "located": 8192}
 """The hint bit without which a key-error pattern cannot match (``WARNING``: 2, ``FAILED``: 4).
 A log whose every line says ``warning`` ran twelve patterns on each of its lines: 5 s a 10 MB
 log, 97 s a 55 MB one, in the first build that cut it."""

@@ -350,6 +350,57 @@ def test_a_verdict_takes_no_error_of_another_verdict_or_far_below(log: str) -> N
     assert first is not None and (first.line, first.end_line) == (1, 1)
 
 
+_TOOL_ERRORS = {  # log lines, exit code, the first key error's line and pattern
+    "yarn v1": (["yarn install v1.22.19", "[1/4] Resolving packages...",
+                 'error Couldn\'t find package "left-padd" on the "npm" registry.',
+                 "info Visit https://yarnpkg.com/en/docs/cli/install for documentation"], 1, 3, "yarn_err"),
+    "pnpm": (["Progress: resolved 1, reused 0, downloaded 0, added 0",
+              " ERR_PNPM_FETCH_404  GET https://registry.npmjs.org/left-padd: Not Found - 404", "",
+              "This error happened while installing a direct dependency of /app"], 1, 2, "pnpm_err"),
+    "eslint": (["", "/app/src/app.js", "  2:1   warning  Unexpected console statement  no-console",
+                "  10:7  error    'x' is assigned a value but never used  no-unused-vars", "",
+                "✖ 2 problems (1 error, 1 warning)"], 1, 4, "error"),
+    "kubectl": (['Error from server (NotFound): deployments.apps "web" not found'], 1, 1, "error"),
+    "go build": (["# example.com/m", "./main.go:5:2: undefined: foo"], 1, 2, "located"),
+    "go test compile": (["# example.com/m [example.com/m.test]", "./main_test.go:5:2: undefined: foo",
+                         "FAIL\texample.com/m [build failed]", "FAIL"], 1, 2, "located"),
+    "ruff": (["src/a.py:1:8: F401 [*] `os` imported but unused", "Found 1 error."], 1, 1, "located"),
+    "shell 127": (["+ cd /app", "+ pytest -q", "bash: line 2: pytest: command not found"], 127, 3,
+                  "not_found"),
+    "ENOENT": (["python: can't open file '/app/manage.py': [Errno 2] No such file or directory"], 2, 1,
+               "not_found"),
+    "any path:line:col": (["Linking", "lib/parse.zig:41:13: expected type 'u8', found 'i32'", "done"], 1, 2,
+                          "located"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TOOL_ERRORS))
+def test_common_tools_errors_are_key_errors(name: str) -> None:
+    """yarn, pnpm, eslint, kubectl, go build/vet, ruff, a shell's missing command or file: the
+    header said ``none found`` (or named a later summary line)."""
+    lines, code, line, pattern = _TOOL_ERRORS[name]
+    d = diagnose_log("\n".join(lines) + "\n", code)
+    assert d.first_error is not None and (d.first_error.line, d.first_error.pattern) == (line, pattern)
+    assert d.error_lines >= 1
+
+
+@pytest.mark.parametrize("log", [
+    "error handling middleware registered\nserving on :8080\n",
+    "+ ls /app/cache\nls: cannot access '/app/cache': No such file or directory\n+ mkdir -p /app/cache\n",
+    "+ which rg || echo none\nbash: rg: command not found\nnone\n",
+    "src/a.py:1:8: F401 [*] `os` imported but unused (fixed)\n./main.go:5:2: note: inlined\n",
+    "lib/parse.zig:41:13: note: here\n",
+    "Ran 12 checks: errors=0 failures=0\nlint: 0 errors, 0 warnings\n",
+])
+def test_tool_words_in_a_passing_run_are_no_key_errors(log: str) -> None:
+    """The words a failing tool prints, a passing run prints too: they count only in a failing
+    command's output (a zero count never)."""
+    d = diagnose_log(log, 0)
+    assert d.first_error is None and d.error_lines == 0
+    if "errors=0" in log:
+        assert diagnose_log(log, 1).first_error is None
+
+
 def test_an_msbuild_error_comes_before_its_build_failed_summary() -> None:
     log = "Build started.\nProgram.cs(12,5): error CS1002: ; expected\n    1 Error(s)\n\nBuild FAILED.\n"
     d = diagnose_log(log, 1)
@@ -458,8 +509,9 @@ def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
     clean = [line.rstrip("\r").rpartition("\r")[2] for line in shown]
     first: FirstError | None = None
     errors = warnings = failed = 0
+    failing = exit_code not in (None, 0)
     for i, line in enumerate(clean):
-        name = log_patterns.match_line(line)
+        name = log_patterns.match_line(line, -1, failing)
         if name is not None:
             errors += 1
             if first is None:
@@ -468,6 +520,9 @@ def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
                                    text="\n".join(clean[start:end + 1]))
         warnings += bool(log_patterns.WARNING.search(line))
         failed += bool(log_patterns.FAILED.search(line))
+    located = [i for i, line in enumerate(clean) if log_patterns.LOCATED.match(line)]
+    if first is None and failing and located:
+        first, errors = diagnose_module._first_error(clean, located[0], "located"), 1
     return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,
                         warning_lines=warnings, failed_lines=failed, total_lines=len(lines))
 
@@ -480,7 +535,8 @@ _PIECES = ["ERROR", "error:", "Error", "TypeError:", "error[E0308]:", "eRRor:", 
            "--- FAIL: ", "FAIL", " FAIL  ", "error TS2322:", "error CS1002:", "\x1b(B", "\x1b]0;t",
            "\x07", "\x1b\\", "\x1b]8;;u\x1b\\", "\x1b[1G", "\x1b[G", "\x1b[2G",
            "\r\r", " ", "  ", "\t", "\n", "\n", "\n", "ok", "step 12", "é", "😀", "\ud800", "-", ":", "_",
-           "x"]
+           "x", "ERR_PNPM_X", "error ", "command not found", "No such file or directory", "a.go:1:2: x",
+           "b.py:3:4: F401", ".pyi:1:2: E1", "Error from server", "  1:2  error  ", "x:1:2: y", "1", "PY:"]
 
 
 @settings(max_examples=400, deadline=None)
