@@ -58,7 +58,9 @@ LOCATED = re.compile(r"^\S+:\d+:\d+: \S", re.MULTILINE)
 matched (a compiler or linter this table does not know)."""
 
 WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
-FAILED = re.compile(r"(?i:\bfail(?:ed|ure|ures)?\b)")
+FAILED = re.compile(r"(?i:(?<!\b0 )\bfail(?:ed|ure|ures)?\b(?!\s*[:=]\s*0(?!\.?\d)))")
+"""A failed line's word, but not a zero count (cargo's ``0 failed``, Surefire's ``Failures: 0``,
+``failures=0``): a run with one failing test was announced as having a dozen failed lines."""
 
 
 def match_line(line: str, hints: int = -1, failing: bool = True) -> PatternName | None:

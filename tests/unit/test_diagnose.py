@@ -401,6 +401,23 @@ def test_tool_words_in_a_passing_run_are_no_key_errors(log: str) -> None:
         assert diagnose_log(log, 1).first_error is None
 
 
+@pytest.mark.parametrize(("line", "counted"), [
+    ("test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out", False),
+    ("[INFO] Tests run: 3, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 s", False),
+    ("Ran 12 checks: errors=0 failures=0", False),
+    ("summary: failed = 0, passed = 12", False),
+    ("test result: FAILED. 0 passed; 1 failed; 0 ignored", True),
+    ("[ERROR] Tests run: 2, Failures: 1, Errors: 0, Skipped: 0 <<< FAILURE!", True),
+    ("10 failed, 2 passed", True),
+    ("failures=0 but the run FAILED", True),
+    ("Failures: 0.5% of requests", True),
+])
+def test_a_zero_failure_count_is_no_failed_line(line: str, counted: bool) -> None:
+    """``0 failed`` and ``Failures: 0`` were counted: a cargo run with one failing test had a
+    failed line per test binary."""
+    assert diagnose_log(f"{line}\n", 1).failed_lines == int(counted)
+
+
 def test_an_msbuild_error_comes_before_its_build_failed_summary() -> None:
     log = "Build started.\nProgram.cs(12,5): error CS1002: ; expected\n    1 Error(s)\n\nBuild FAILED.\n"
     d = diagnose_log(log, 1)
