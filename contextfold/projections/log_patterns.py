@@ -36,10 +36,12 @@ KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
     # "error:" in any case, cargo's "error[E0308]:", tsc/MSBuild/MSVC's "error TS2322:", an ERROR
     # level, "TypeError:"-style names, and a JSON error member that holds something (an API's
     # error body: ``"error": {...``).
-    # Also kubectl's "Error from server (NotFound): …" and eslint's "  10:7  error  'x' is …".
+    # Also kubectl's "Error from server (NotFound): …", eslint's "  10:7  error  'x' is …",
+    # "CMake Error at CMakeLists.txt:27 (find_package):", apt's "E: Unable to locate package x"
+    # and "Err:2 http://… InRelease" (the line under it says why).
     ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\b(?i:error) [A-Z]+\d+:|\bERROR\b"
                          r'|\b[A-Z]\w*Error\b:|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))'
-                         r"|^Error from server\b|^\s+\d+:\d+\s+error\s")),
+                         r"|^Error from server\b|^\s+\d+:\d+\s+error\s|^CMake Error\b|^E: |^Err:\d+ ")),
     ("exception", re.compile(r"\b[A-Z][\w.]*Exception\b")),
     ("pnpm_err", re.compile(r"\bERR_PNPM_[A-Z0-9_]+")),
     # Only in a failing command's output (:data:`WHEN_FAILING`): words a passing run prints too.
@@ -76,7 +78,7 @@ def match_line(line: str, hints: int = -1, failing: bool = True) -> PatternName 
 _ANYWHERE = ("error", "warn", "fail", "faıl", "fatal", "panic", "exception", "segmentation fault",
              "sigsegv", "err_pnpm_", "command not found", "no such file or directory", ".go:", ".py:",
              ".pyi:")
-_AT_LINE_START = ("traceback (", "npm ", "make", "gmake", "e  ")
+_AT_LINE_START = ("traceback (", "npm ", "make", "gmake", "e  ", "e: ", "err:")
 """Lower-cased substrings, at least one of which a line holds (or, for the second tuple, starts
 with) whenever any key-error, warning or failed pattern matches it: ``error`` for the
 ``error`` alternatives (``ERROR``, ``…Error:``, ``error TS2322:``), ``warn`` for both warning
@@ -92,7 +94,7 @@ _FIRST_LINE_START = len(_ANYWHERE)
 _LINE_START_BYTES = tuple(w.encode() for w in _AT_LINE_START)
 _HINT_BIT = (1, 2, 4, 4, 8, 16, 32, 64, 64,  # error, warn, fail, faıl, fatal, panic, exception, segv x2
              2048, 4096, 4096, 8192, 8192, 8192,  # err_pnpm_, not found x2, .go: .py: .pyi:
-             128, 256, 512, 512, 1024)  # traceback, npm, make, gmake, "e  "
+             128, 256, 512, 512, 1024, 1, 1)  # traceback, npm, make, gmake, "e  ", apt's "e: " "err:"
 """Per word of ``_HINTS``: the bit of the patterns it is the hint of (below)."""
 _PATTERN_HINT: dict[PatternName, int] = {
     "python_traceback": 128, "panic": 16, "fatal": 8, "segfault": 64, "npm_err": 256, "make": 512,

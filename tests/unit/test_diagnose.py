@@ -369,6 +369,15 @@ _TOOL_ERRORS = {  # log lines, exit code, the first key error's line and pattern
                   "not_found"),
     "ENOENT": (["python: can't open file '/app/manage.py': [Errno 2] No such file or directory"], 2, 1,
                "not_found"),
+    "cmake": (["-- Detecting CXX compile features - done", "CMake Error at CMakeLists.txt:27 (find_package):",
+               '  Could not find a package configuration file provided by "LLVM"', "",
+               "-- Configuring incomplete, errors occurred!"], 1, 2, "error"),
+    "apt": (["Ign:1 http://archive.ubuntu.com/ubuntu jammy InRelease",
+             "Err:2 http://security.ubuntu.com jammy InRelease",
+             "  Temporary failure resolving 'proxy'", "Reading package lists... Done",
+             "E: Unable to locate package llvm-dev"], 100, 2, "error"),
+    "apt, no fetch error": (["Reading package lists... Done", "E: Unable to locate package llvm-dev"], 100, 2,
+                            "error"),
     "any path:line:col": (["Linking", "lib/parse.zig:41:13: expected type 'u8', found 'i32'", "done"], 1, 2,
                           "located"),
 }
@@ -553,7 +562,8 @@ _PIECES = ["ERROR", "error:", "Error", "TypeError:", "error[E0308]:", "eRRor:", 
            "\x07", "\x1b\\", "\x1b]8;;u\x1b\\", "\x1b[1G", "\x1b[G", "\x1b[2G",
            "\r\r", " ", "  ", "\t", "\n", "\n", "\n", "ok", "step 12", "é", "😀", "\ud800", "-", ":", "_",
            "x", "ERR_PNPM_X", "error ", "command not found", "No such file or directory", "a.go:1:2: x",
-           "b.py:3:4: F401", ".pyi:1:2: E1", "Error from server", "  1:2  error  ", "x:1:2: y", "1", "PY:"]
+           "b.py:3:4: F401", ".pyi:1:2: E1", "Error from server", "CMake Error", "E: ", "Err:1 ",
+           "  1:2  error  ", "x:1:2: y", "1", "PY:"]
 
 
 @settings(max_examples=400, deadline=None)
