@@ -165,9 +165,27 @@ _VERDICT_LOOKAHEAD = 3
 pytest's "ImportError while importing test module" come between)."""
 _GO_FAIL = re.compile(r"^(\s*)--- FAIL")
 _GO_STATUS = re.compile(r"^\s*(?:--- (?:PASS|FAIL|SKIP)|=== )")
+_GO_JSON = re.compile(r'^\{.*"Test":"((?:[^"\\]|\\.)*)".*"Output":"((?: |\\t)*)')
+"""A ``go test -json`` output record: its test, and the indentation its output line opens with."""
 
 
-def _span(clean: list[str], start: int, pattern: PatternName) -> tuple[int, int]:
+def _go_json_start(clean: list[str], start: int) -> int:
+    """Where the log of the test whose ``--- FAIL`` record is at ``start`` begins: the output
+    records of the same test just above it, indented more deeply (``go test -v`` in JSON)."""
+    verdict = _GO_JSON.match(clean[start])
+    if verdict is None:
+        return start
+    at = start
+    while start > 0 and at - start < CONTINUATION_LINES:
+        above = _GO_JSON.match(clean[start - 1])
+        if (above is None or above.group(1) != verdict.group(1)
+                or len(above.group(2)) <= len(verdict.group(2))):
+            break
+        start -= 1
+    return start
+
+
+def _span(clean: list[str], start: int, pattern: PatternName, failing: bool = True) -> tuple[int, int]:
     """Indexes of the first and last line of the first key error, matched at ``start``.
 
     A verdict line (:data:`_VERDICT`: ``FAIL: test_b (t.T)``, ``> Task :app:compileJava FAILED``,
@@ -178,6 +196,8 @@ def _span(clean: list[str], start: int, pattern: PatternName) -> tuple[int, int]
     (``    add_test.go:10: got 4, want 3``): those lines just above open the block."""
     end = _block_end(clean, start, pattern)
     line = clean[start]
+    if pattern == "go_json_fail":
+        return _go_json_start(clean, start), end
     if not _VERDICT.search(line):
         return start, end
     if go := _GO_FAIL.match(line):
@@ -189,13 +209,13 @@ def _span(clean: list[str], start: int, pattern: PatternName) -> tuple[int, int]
     for j in range(end + 1, min(end + 1 + _VERDICT_LOOKAHEAD, len(clean))):
         if _VERDICT.search(clean[j]):
             break
-        if (name := match_line(clean[j])) is not None:
+        if (name := match_line(clean[j], failing=failing)) is not None:
             return start, _block_end(clean, j, name)
     return start, end
 
 
-def _first_error(clean: list[str], at: int, pattern: PatternName) -> FirstError:
-    start, end = _span(clean, at, pattern)
+def _first_error(clean: list[str], at: int, pattern: PatternName, failing: bool) -> FirstError:
+    start, end = _span(clean, at, pattern, failing)
     return FirstError(line=start + 1, end_line=end + 1, pattern=pattern, text="\n".join(clean[start:end + 1]))
 
 
@@ -223,13 +243,13 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
         if name is not None:
             errors += 1
             if first is None:
-                first = _first_error(clean, i, name)
+                first = _first_error(clean, i, name, failing)
         if hints & WARN_HINT and WARNING.search(line):
             warnings += 1
         if hints & FAIL_HINT and FAILED.search(line):
             failed += 1
     if first is None and failing and (found := LOCATED.search(cleaned)) is not None:
-        first, errors = _first_error(clean, cleaned.count("\n", 0, found.start()), "located"), 1
+        first, errors = _first_error(clean, cleaned.count("\n", 0, found.start()), "located", True), 1
     return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,
                         warning_lines=warnings, failed_lines=failed, total_lines=len(lines))
 

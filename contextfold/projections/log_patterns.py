@@ -19,6 +19,7 @@ __all__ = ["FAILED", "FAIL_HINT", "KEY_ERROR_PATTERNS", "LOCATED", "WARNING", "W
 PatternName: TypeAlias = Literal[
     "python_traceback", "panic", "fatal", "segfault", "npm_err", "make", "pytest_e",
     "failed", "test_fail", "error", "exception", "pnpm_err", "yarn_err", "not_found", "located",
+    "go_json_fail",
 ]
 
 KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
@@ -33,6 +34,8 @@ KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
     # A test runner's verdict opening a line: Go's "--- FAIL: TestAdd" (indented for a subtest)
     # and closing "FAIL\tpkg", Jest's " FAIL  src/x.test.js", unittest's "FAIL: test_x (...)".
     ("test_fail", re.compile(r"^\s*(?:--- )?FAIL(?=[:\s]|$)")),
+    # The same in ``go test -json``: an output record of ``--- FAIL: TestAdd``.
+    ("go_json_fail", re.compile(r'"Output":"(?: |\\t)*--- FAIL: ')),
     # "error:" in any case, cargo's "error[E0308]:", tsc/MSBuild/MSVC's "error TS2322:", an ERROR
     # level, "TypeError:"-style names, and a JSON error member that holds something (an API's
     # error body: ``"error": {...``).
@@ -98,8 +101,8 @@ _HINT_BIT = (1, 2, 4, 4, 8, 16, 32, 64, 64,  # error, warn, fail, faıl, fatal, 
 """Per word of ``_HINTS``: the bit of the patterns it is the hint of (below)."""
 _PATTERN_HINT: dict[PatternName, int] = {
     "python_traceback": 128, "panic": 16, "fatal": 8, "segfault": 64, "npm_err": 256, "make": 512,
-    "pytest_e": 1024, "failed": 4, "test_fail": 4, "error": 1, "exception": 32, "pnpm_err": 2048,
-    "yarn_err": 1, "not_found": 4096, "located": 8192}
+    "pytest_e": 1024, "failed": 4, "test_fail": 4, "go_json_fail": 4, "error": 1, "exception": 32,
+    "pnpm_err": 2048, "yarn_err": 1, "not_found": 4096, "located": 8192}
 """The hint bit without which a key-error pattern cannot match (``WARNING``: 2, ``FAILED``: 4).
 A log whose every line says ``warning`` ran twelve patterns on each of its lines: 5 s a 10 MB
 log, 97 s a 55 MB one, in the first build that cut it."""

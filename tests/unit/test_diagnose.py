@@ -378,6 +378,11 @@ _TOOL_ERRORS = {  # log lines, exit code, the first key error's line and pattern
              "E: Unable to locate package llvm-dev"], 100, 2, "error"),
     "apt, no fetch error": (["Reading package lists... Done", "E: Unable to locate package llvm-dev"], 100, 2,
                             "error"),
+    "go test -json": (['{"Action":"run","Package":"m","Test":"TestAdd"}',
+                       '{"Action":"output","Package":"m","Test":"TestAdd","Output":"=== RUN   TestAdd\\n"}',
+                       '{"Action":"output","Test":"TestAdd","Output":"    add_test.go:10: got 3\\n"}',
+                       '{"Action":"output","Test":"TestAdd","Output":"--- FAIL: TestAdd (0.00s)\\n"}',
+                       '{"Action":"fail","Package":"m","Test":"TestAdd","Elapsed":0}'], 1, 3, "go_json_fail"),
     "any path:line:col": (["Linking", "lib/parse.zig:41:13: expected type 'u8', found 'i32'", "done"], 1, 2,
                           "located"),
 }
@@ -541,14 +546,14 @@ def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
         if name is not None:
             errors += 1
             if first is None:
-                start, end = diagnose_module._span(clean, i, name)
+                start, end = diagnose_module._span(clean, i, name, failing)
                 first = FirstError(line=start + 1, end_line=end + 1, pattern=name,
                                    text="\n".join(clean[start:end + 1]))
         warnings += bool(log_patterns.WARNING.search(line))
         failed += bool(log_patterns.FAILED.search(line))
     located = [i for i, line in enumerate(clean) if log_patterns.LOCATED.match(line)]
     if first is None and failing and located:
-        first, errors = diagnose_module._first_error(clean, located[0], "located"), 1
+        first, errors = diagnose_module._first_error(clean, located[0], "located", True), 1
     return LogDiagnosis(exit_code=exit_code, first_error=first, error_lines=errors,
                         warning_lines=warnings, failed_lines=failed, total_lines=len(lines))
 
@@ -563,7 +568,9 @@ _PIECES = ["ERROR", "error:", "Error", "TypeError:", "error[E0308]:", "eRRor:", 
            "\r\r", " ", "  ", "\t", "\n", "\n", "\n", "ok", "step 12", "é", "😀", "\ud800", "-", ":", "_",
            "x", "ERR_PNPM_X", "error ", "command not found", "No such file or directory", "a.go:1:2: x",
            "b.py:3:4: F401", ".pyi:1:2: E1", "Error from server", "CMake Error", "E: ", "Err:1 ",
-           "  1:2  error  ", "x:1:2: y", "1", "PY:"]
+           "  1:2  error  ", "x:1:2: y", "1", "PY:",
+           '{"Test":"T","Output":"    x\\n"}', '{"Test":"T","Output":"--- FAIL: T"}',
+           '"Output":"\\t--- FAIL: ']
 
 
 @settings(max_examples=400, deadline=None)
