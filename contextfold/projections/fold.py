@@ -100,6 +100,7 @@ from contextfold.projections.plan_view import plan_text
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.recorded_encoding import required_counter
 from contextfold.projections.render.runtime_lines import recovery_reason
+from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
 from contextfold.projections.state import (
     NOTE_PRIORITY,
     ArtifactTokens,
@@ -234,6 +235,8 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
         state.unparsed_arguments_seen = True
     if event.reasoning is not None:
         state.reasoning_seen = True
+    if len(calls) > MAX_CHAT_TOOL_CALLS:
+        state.wide_reply_seen = True
     fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls, event.reasoning))
     if calls:
         slots = []

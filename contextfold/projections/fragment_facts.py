@@ -52,6 +52,7 @@ from contextfold.projections.entries import (
 )
 from contextfold.projections.fold_content import answer_frame_of
 from contextfold.projections.framing import (
+    MESSAGE_OVERHEAD,
     NOTE_LABEL,
     AnswerFrame,
     framing_tokens,
@@ -69,10 +70,11 @@ from contextfold.projections.not_offered import (
 from contextfold.projections.reasoning import NEUTRAL, reasoning_sent, reasoning_tokens
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.redact_calls import redact_reply_fragment
+from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
 from contextfold.projections.state import RunState
 from contextfold.projections.timeline_items import CallSlot, ToolGroup
 
-__all__ = ["SHRINK_FLOOR", "BuildCtx", "Facts", "Hit", "call_id_tokens"]
+__all__ = ["SHRINK_FLOOR", "BuildCtx", "Facts", "Hit", "call_id_tokens", "split_reply_tokens"]
 
 SHRINK_FLOOR = 48
 """Smallest text a truncated fragment keeps (tokens)."""
@@ -176,8 +178,7 @@ def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[st
     with no call id (or one the timeline does not know) adds nothing."""
     entry = state.entries[fid]
     content = entry.content
-    calls = ([c for c, _, _ in content.calls] if isinstance(content, Response) else [] if isinstance(
-        content, ToolAnswer) else [b.call_id for b in content if isinstance(b, ToolCallBlock)])
+    calls = _calls_made(content)
     if calls:
         group = state.items.get(entry.position)
         if not isinstance(group, ToolGroup) or group.fragment_id != fid:
@@ -203,6 +204,29 @@ def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[st
     return total
 
 
+def _calls_made(content: object) -> list[str]:
+    """The ids of the calls a reply's content makes (none for any other content)."""
+    if isinstance(content, Response):
+        return [c for c, _, _ in content.calls]
+    if isinstance(content, ToolAnswer) or not isinstance(content, tuple):
+        return []
+    return [b.call_id for b in content if isinstance(b, ToolCallBlock)]
+
+
+def split_reply_tokens(state: RunState, fid: str, provider: str) -> int:
+    """The framing of the further assistant messages an OpenAI Chat request sends the reply of
+    fragment ``fid`` as when it makes more calls than one message takes (``MAX_CHAT_TOOL_CALLS``:
+    ``render.openai_chat`` splits it), ``MESSAGE_OVERHEAD`` each; ``neutral`` pays it too (the
+    dearest provider's framing). 0 for any other fragment or provider.
+
+    Why: the split is what makes such a reply sendable to Chat Completions at all, and each
+    part is a message of its own; the manifest counts what is sent."""
+    if not state.wide_reply_seen or provider not in ("openai-chat", NEUTRAL):
+        return 0
+    calls = len(_calls_made(state.entries[fid].content))
+    return MESSAGE_OVERHEAD * max(0, -(-calls // MAX_CHAT_TOOL_CALLS) - 1)
+
+
 def _large_text(entry: FragmentEntry) -> bool:
     """A tool result text held lazily, or long enough to be (see the module docstring)."""
     content = entry.content
@@ -223,7 +247,7 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
                                                                 answer_frame(view))
-    overhead += call_id_tokens(state, view.id, provider, count)
+    overhead += call_id_tokens(state, view.id, provider, count) + split_reply_tokens(state, view.id, provider)
     status = _result_status(view) if view.kind == "tool_result" else None
     if view.kind in ("evidence", "memory", "instruction", "user_input"):
         shrink = text_tokens > SHRINK_FLOOR
@@ -277,8 +301,11 @@ class BuildCtx:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
         # A provider changes a fragment's facts only through media prices: until the run has
         # media, builds for every provider share one table (and everything derived from it).
-        # So does reasoning (sent to its own provider only): then the tables are the provider's.
-        pricing = self.config.provider if self.state.media_seen or self.state.reasoning_seen else "*"
+        # So does reasoning (sent to its own provider only): then the tables are the provider's,
+        # and a reply OpenAI Chat sends as several messages (``split_reply_tokens``).
+        state = self.state
+        pricing = (self.config.provider if state.media_seen or state.reasoning_seen or state.wide_reply_seen
+                   else "*")
         key = (self.state.counter.encoding_name, pricing, self.policy, kinds, self.blocked)
         # Every per-config table in one memo entry, found by slot name: a key holding the
         # policy hashes it in Python, and a build asks for ~8 tables.

@@ -209,6 +209,10 @@ class RunState:
     reasoning_seen: bool = False
     """Some model response carried provider reasoning: from then on a fragment's price depends on
     the provider built for (its reasoning is sent to its own provider only), as with media."""
+    wide_reply_seen: bool = False
+    """Some model response made more calls than an OpenAI Chat message takes
+    (``MAX_CHAT_TOOL_CALLS``): that provider sends it as several messages, whose framing the
+    other providers do not pay (``fragment_facts.split_reply_tokens``), as with media."""
     unparsed_arguments_seen: bool = False
     """Some tool call's arguments were not a JSON object (``arguments_object``): until then a
     build need not look for them to report them (``tool_arguments_not_an_object`` repairs)."""
@@ -248,7 +252,7 @@ class RunState:
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
             request_call_ids=set(self.request_call_ids), builds=dict(self.builds),
             usage=dict(self.usage), media_seen=self.media_seen, reasoning_seen=self.reasoning_seen,
-            unparsed_arguments_seen=self.unparsed_arguments_seen,
+            unparsed_arguments_seen=self.unparsed_arguments_seen, wide_reply_seen=self.wide_reply_seen,
         )
 
     # ------------------------------------------------------------ views

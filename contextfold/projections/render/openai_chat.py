@@ -16,6 +16,12 @@ Decisions:
   message by ``tool_call_id`` whose content is the runtime header plus data
   blocks. Media a tool returned cannot go in a ``tool`` message: it follows
   the batch's tool messages in one user message, labelled by the runtime.
+- An assistant message takes at most 128 tool calls (``MAX_CHAT_TOOL_CALLS``: "Invalid
+  'messages[2].tool_calls': array too long"). A reply with more (imported from a runtime or
+  provider that allowed it, or a model's large parallel batch) is sent as consecutive assistant
+  messages of at most 128 calls each, its text in the first, each followed by the tool messages
+  of its own calls: every call keeps its answer, and the run stays buildable for this API. Media
+  its tools returned follow the last of them, as for any batch (``_split_turn``).
 - ``max_completion_tokens`` rather than the deprecated ``max_tokens``, which
   reasoning models reject.
 - Tools keep the conversation's sorted order; schemas are canonical JSON so the
@@ -25,7 +31,8 @@ Decisions:
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from collections.abc import Sequence
+from typing import Any, TypeAlias, assert_never
 
 from contextfold.domain.conversation import (
     AssistantMessage,
@@ -34,6 +41,8 @@ from contextfold.domain.conversation import (
     InstructionPart,
     MediaPart,
     Message,
+    ToolCallPart,
+    ToolResultPart,
     ToolResults,
     UserMessage,
     UserPart,
@@ -55,8 +64,9 @@ from contextfold.projections.render.data_blocks import (
     tool_result_text,
 )
 from contextfold.projections.render.runtime_lines import media_follows_line
+from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
 from contextfold.projections.render.tool_schemas import sent_schema
-from contextfold.projections.request_json import rendered, rendered_all
+from contextfold.projections.request_json import on_clear, rendered, rendered_all
 
 __all__ = ["PROVIDER", "render_openai_chat"]
 
@@ -123,27 +133,29 @@ def _user_message(parts: tuple[UserPart, ...]) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def _assistant_message(message: AssistantMessage) -> dict[str, Any]:
+def _assistant_message(text: str, calls: Sequence[ToolCallPart]) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant"}
-    if message.tool_calls:
-        out["content"] = message.text or None
+    if calls:
+        out["content"] = text or None
         out["tool_calls"] = [
             {
                 "id": call.shown_id(PROVIDER),
                 "type": "function",
                 "function": {"name": call.name, "arguments": call.arguments},
             }
-            for call in message.tool_calls
+            for call in calls
         ]
     else:
-        out["content"] = message.text
+        out["content"] = text
     return out
 
 
-def _tool_messages(message: ToolResults) -> list[dict[str, Any]]:
+def _tool_messages(results: Sequence[ToolResultPart]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One ``tool`` message per result, and the parts of the user message that carries the media
+    they returned (a ``tool`` message takes text only)."""
     out: list[dict[str, Any]] = []
     media: list[dict[str, Any]] = []
-    for result in message.results:
+    for result in results:
         out.append(
             {
                 "role": "tool",
@@ -161,21 +173,116 @@ def _tool_messages(message: ToolResults) -> list[dict[str, Any]]:
             )
             for part in attached:
                 media.extend(_media_parts(part))
+    return out, media
+
+
+def _with_media(out: list[dict[str, Any]], media: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if media:
         out.append({"role": "user", "content": media})
     return out
 
 
-def _message(message: Message) -> list[dict[str, Any]]:
+Turn: TypeAlias = tuple[AssistantMessage, ToolResults | None]
+"""An assistant message with more calls than one message takes, and the results after it: rendered
+together (``_split_turn``)."""
+
+
+def _split_turn(turn: Turn) -> list[dict[str, Any]]:
+    """An assistant message of more than ``MAX_CHAT_TOOL_CALLS`` calls as consecutive assistant
+    messages of at most that many, its text in the first, each followed by the tool messages of
+    its own calls (a result is placed by its call's id; one no call of the message has goes with
+    the last part, for the protocol check to name). The media the tools returned follow the last
+    tool message in one user message, as for a batch sent whole: the turn stays one run of the
+    model's messages and their answers. (Chat Completions carries no reasoning back.)"""
+    assistant, results = turn
+    calls = assistant.tool_calls
+    parts = [calls[i:i + MAX_CHAT_TOOL_CALLS] for i in range(0, len(calls), MAX_CHAT_TOOL_CALLS)]
+    part_of = {call.shown_id(PROVIDER): k for k, part in enumerate(parts) for call in part}
+    answers: list[list[ToolResultPart]] = [[] for _ in parts]
+    for result in results.results if results is not None else ():
+        answers[part_of.get(result.shown_id(PROVIDER), len(parts) - 1)].append(result)
+    out: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
+    for k, part in enumerate(parts):
+        out.append(_assistant_message(assistant.text if k == 0 else "", part))
+        tools, returned = _tool_messages(answers[k])
+        out.extend(tools)
+        media.extend(returned)
+    return _with_media(out, media)
+
+
+def _message(message: Message | Turn) -> list[dict[str, Any]]:
     match message:
         case UserMessage():
             return [_user_message(message.parts)]
         case AssistantMessage():
-            return [_assistant_message(message)]
+            if len(message.tool_calls) > MAX_CHAT_TOOL_CALLS:
+                _noted_large(message)
+            return [_assistant_message(message.text, message.tool_calls)]
         case ToolResults():
-            return _tool_messages(message)
+            return _with_media(*_tool_messages(message.results))
+        case (AssistantMessage(), _):
+            return _split_turn(message)
         case _:
             assert_never(message)
+
+
+_LARGE: dict[int, AssistantMessage] = {}
+"""id -> an assistant message rendered with more calls than one message takes. The render of a
+message is kept per message object (``request_json``), so a later body is made of kept dicts
+without looking at the messages: these are the ones it must send split (:func:`_history`)."""
+_TURNS: dict[int, Turn] = {}
+"""id of such an assistant message -> the turn last rendered for it (it and its results): the same
+tuple while they are the same objects, so its render is kept like a message's."""
+_large_seen = 0
+"""How many times a large message was noted: a body whose render noted one is made again split
+even if the memos were emptied meanwhile (another thread, or the render's own bound)."""
+
+
+def _clear_large() -> None:
+    _LARGE.clear()
+    _TURNS.clear()
+
+
+on_clear(_clear_large)  # emptied with the render memo: a message rendered again is noted again
+
+
+def _noted_large(message: AssistantMessage) -> None:
+    global _large_seen
+    _LARGE[id(message)] = message
+    _large_seen += 1
+
+
+def _turn(assistant: AssistantMessage, results: ToolResults | None) -> Turn:
+    hit = _TURNS.get(id(assistant))
+    if hit is not None and hit[0] is assistant and hit[1] is results:
+        return hit
+    turn = _TURNS[id(assistant)] = (assistant, results)
+    return turn
+
+
+def _history(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The rendered messages. Most runs never have a message of more than ``MAX_CHAT_TOOL_CALLS``
+    calls, and a body of kept dicts is gathered in C: only when one was seen (now, or in a kept
+    render of one of these messages) are the messages walked, each such message rendered with
+    the results after it (:func:`_split_turn`)."""
+    seen = _large_seen
+    out = rendered_all(PROVIDER, messages, _message)  # once per message object
+    if seen == _large_seen and (not _LARGE or _LARGE.keys().isdisjoint(map(id, messages))):
+        return out
+    items: list[Message | Turn] = []
+    i, n = 0, len(messages)
+    while i < n:
+        message = messages[i]
+        if isinstance(message, AssistantMessage) and len(message.tool_calls) > MAX_CHAT_TOOL_CALLS:
+            after = messages[i + 1] if i + 1 < n else None
+            results = after if isinstance(after, ToolResults) else None
+            items.append(_turn(message, results))
+            i += 2 if results is not None else 1
+        else:
+            items.append(message)
+            i += 1
+    return rendered_all(PROVIDER, items, _message)
 
 
 def _tool(spec: ToolSpec) -> list[dict[str, Any]]:
@@ -194,7 +301,7 @@ def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = N
     if texts:  # once per system tuple: the layout keeps it while the policy is unchanged
         messages.extend(rendered(f"{PROVIDER}:system", conversation.system,
                                  lambda _: [{"role": "system", "content": "\n\n".join(texts)}]))
-    messages.extend(rendered_all(PROVIDER, conversation.messages, _message))  # once per message object
+    messages.extend(_history(conversation.messages))
 
     body: dict[str, Any] = {}
     if conversation.model is not None:

@@ -8,12 +8,12 @@ turn, the turn's other calls and the reasoning items before them), call ids the 
 (Anthropic: ``^[a-zA-Z0-9_-]+$`` and unique in the request; OpenAI Responses: unique in the
 request and at most 64 characters; Gemini: unique in the request; OpenAI chat: at most 40 characters),
 tool names it takes and object schemas for tool parameters (:mod:`.tool_checks`, which reads only
-the body's ``tools``), at most 128 calls in a message (OpenAI chat), role alternation, ``tool_result``
-placement, text only in an Anthropic ``tool_result`` with ``is_error``, Anthropic images of at most
-5 MB, Gemini media of the types it takes (:mod:`..media_limits`), tools declared for every
-tool name used in history, at most four Anthropic cache breakpoints, a request with something
-to answer (a message, an input item, a content). Each failure is a :class:`RenderError` naming
-the message.
+the body's ``tools``), at most 128 calls in a message (OpenAI chat: a build splits a reply of
+more, ``openai_chat``), role alternation, ``tool_result`` placement, text only in an Anthropic
+``tool_result`` with ``is_error``, Anthropic images of at most 5 MB, Gemini media of the types
+it takes (:mod:`..media_limits`), tools declared for every tool name used in history, at most
+four Anthropic cache breakpoints, a request with something to answer (a message, an input item,
+a content). Each failure is a :class:`RenderError` naming the message.
 """
 
 from __future__ import annotations

@@ -58,7 +58,11 @@ MAX_CHAT_TOOLS = 128
 array with maximum length 128")."""
 
 MAX_CHAT_TOOL_CALLS = 128
-"""... and at most 128 calls in one assistant message (the same error for ``tool_calls``)."""
+"""... and at most 128 calls in one assistant message (the same error for ``tool_calls``). A
+build sends a reply with more as several messages (``render.openai_chat``); the protocol check
+holds bodies edited or made elsewhere to it. The other APIs document no count of calls in a turn
+(Responses' ``function_call`` items, Anthropic's ``tool_use`` blocks, Gemini's ``functionCall``
+parts: none in their SDK types or guides), so their requests keep a reply whole."""
 
 MAX_TOOLS: dict[str, int] = {"openai-chat": MAX_CHAT_TOOLS, "openai-responses": MAX_CHAT_TOOLS,
                              "gemini": 512}
