@@ -29,8 +29,12 @@ Rules, each from the provider's documentation:
   32 MB; Gemini at most 20 MB of request with its inline data (ai.google.dev/gemini-api/docs:
   image-understanding, document-processing: larger media go through the Files API); OpenAI at
   most 500 images and 50 MB of image bytes in a request, 20 MB an image (platform.openai.com/docs
-  /guides/images-vision). A request's size is read off the base64 its inline media carry, beside
-  the text's (``text_bytes``: the builder's bound on it).
+  /guides/images-vision), and "up to 100 pages and 32MB of total content in a single request to
+  the API, across multiple file inputs" (/guides/pdf-files), Chat Completions and Responses
+  alike. A request's size is read off the base64 its inline media carry, beside the text's
+  (``text_bytes``: the builder's bound on it); OpenAI's bytes of images and of file inputs are
+  read off their base64 too, what the request carries (the safe reading of "content": a file
+  of 24 MB is 32 MB of it).
 - A file a provider's Files API holds (a transcript's ``file_id``, logged as
   ``anthropic-file://`` / ``openai-file://``) goes by id to that provider only; another cannot
   read it (nor OpenAI Chat an image by id).
@@ -104,12 +108,15 @@ class RequestLimits(NamedTuple):
     or the images' (OpenAI)."""
     text_counts: bool
     """Whether the request's text counts toward ``inline_bytes`` (a whole-request size)."""
+    file_bytes: int | None = None
+    """The bytes of the request's file inputs together, apart from ``inline_bytes``: the base64
+    of the documents it sends as files (OpenAI's 32 MB)."""
 
 
 REQUEST_LIMITS: dict[str, RequestLimits] = {
     "anthropic": RequestLimits("Anthropic", 100, 100, 32 * _MB, True),
     "gemini": RequestLimits("Gemini", None, None, 20 * _MB, True),
-    "openai": RequestLimits("OpenAI", 500, None, 50 * _MB, False),
+    "openai": RequestLimits("OpenAI", 500, 100, 50 * _MB, False, 32 * _MB),
 }
 """Per provider family: the module docstring's per-request rules."""
 

@@ -74,11 +74,13 @@ from contextfold.projections.media_limits import (
     ANTHROPIC_MANY_IMAGES,
     REQUEST_LIMITS,
     base64_length,
+    file_ref,
     many_images_refusal,
     refusal,
     unsent_media_note,
 )
 from contextfold.projections.redact_urls import shown_url
+from contextfold.projections.render._shared import OPENAI_CHAT_FILE_TYPES, OPENAI_RESPONSES_FILE_TYPES
 from contextfold.projections.render.data_blocks import (
     ERROR_MEDIA_NOTE,
     TOOL_MEDIA_NOTE,
@@ -316,6 +318,20 @@ def _pages_of(part: MediaPart, blocks_of: Callable[[str], tuple[ImageBlock | Doc
     return getattr(block, "pages", None)
 
 
+def _file_input(provider: str, part: MediaPart, inline: bool) -> bool:
+    """Whether an OpenAI renderer sends the document ``part`` as a file input (as the renderers
+    decide: a file of OpenAI's Files API by id; Chat Completions a PDF sent as bytes; Responses
+    the file types it lists): one it does not is a note, and takes nothing of the request's
+    pages or file content."""
+    if part.kind != "document":
+        return False
+    if file_ref(part.url) is not None:
+        return True
+    if provider == "openai-chat":
+        return inline and part.media_type in OPENAI_CHAT_FILE_TYPES
+    return part.media_type in OPENAI_RESPONSES_FILE_TYPES
+
+
 def _request_notes(conversation: Conversation, provider: str,
                    blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None,
                    text_bytes: int) -> dict[str, str]:
@@ -338,12 +354,14 @@ def _request_notes(conversation: Conversation, provider: str,
     why: dict[str, str] = {}
     room = (None if limits.inline_bytes is None else
             limits.inline_bytes - (text_bytes if limits.text_counts else 0))
-    images = pages = size = 0
+    images = pages = size = files = 0
     for key, part in reversed(media.items()):  # the newest first
-        page_count = _pages_of(part, blocks_of) or 0
         inline, raw = _inline_size(part)
-        counted = base64_length(raw) if inline and raw is not None and (
-            limits.text_counts or part.kind == "image") else 0
+        filed = family == "openai" and _file_input(provider, part, inline)
+        page_count = (_pages_of(part, blocks_of) or 0) if filed or family != "openai" else 0
+        sent = base64_length(raw) if inline and raw is not None else 0
+        counted = sent if limits.text_counts or part.kind == "image" else 0
+        file_size = sent if filed else 0
         if part.kind == "image" and limits.images is not None and images >= limits.images:
             why[key] = f"past {limits.name}'s {limits.images} images in a request (the newest are sent)"
         elif limits.pdf_pages is not None and pages + page_count > limits.pdf_pages:
@@ -353,10 +371,14 @@ def _request_notes(conversation: Conversation, provider: str,
             what = "request" if limits.text_counts else "images' bytes in a request"
             why[key] = (f"past {limits.name}'s {(limits.inline_bytes or 0) // (1024 * 1024)} MB {what} "
                         f"({raw} bytes; the newest are sent)")
+        elif limits.file_bytes is not None and files + file_size > limits.file_bytes:
+            why[key] = (f"past {limits.name}'s {limits.file_bytes // (1024 * 1024)} MB of file inputs in a "
+                        f"request ({raw} bytes; the newest are sent)")
         else:
             images += part.kind == "image"
             pages += page_count
             size += counted
+            files += file_size
     if family == "anthropic" and images > ANTHROPIC_MANY_IMAGES:
         for key, part in media.items():
             if key not in why and part.kind == "image" and (

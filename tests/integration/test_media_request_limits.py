@@ -2,9 +2,9 @@
 
 Each request here passed the protocol check and the SDK types, and its API refuses it: Anthropic
 takes at most 100 images and 100 PDF pages in a request of at most 32 MB, Gemini at most 20 MB
-of request with its inline data, OpenAI at most 500 images in a request. A run whose window held
-more failed every turn while those media were in it. Now the newest are sent, each older one is
-the note that says what it is and why it was left out, and the manifest says so.
+of request with its inline data, OpenAI at most 500 images and 100 PDF pages in a request. A run
+whose window held more failed every turn while those media were in it. Now the newest are sent,
+each older one is the note that says what it is and why it was left out, and the manifest says so.
 """
 
 from __future__ import annotations
@@ -61,15 +61,21 @@ def test_images_past_the_providers_count_are_notes_the_oldest_first(store: Store
     assert len(_unsent(built)) == 2
 
 
-def test_pdf_pages_past_anthropics_100_are_notes_the_oldest_first(store: Store) -> None:
+@pytest.mark.parametrize(("provider", "model", "kind", "name"), [
+    ("anthropic", "claude-sonnet-4-5", "document", "Anthropic"), ("openai-chat", "gpt-4o", "file", "OpenAI"),
+    ("openai-responses", "gpt-4o", "input_file", "OpenAI")])
+def test_pdf_pages_past_the_providers_100_are_notes_the_oldest_first(store: Store, provider: str, model: str,
+                                                                     kind: str, name: str) -> None:
+    """Anthropic takes 100 PDF pages in a request, and so does OpenAI ("up to 100 pages and 32MB
+    of total content in a single request to the API, across multiple file inputs")."""
     run = store.run("pdfs")
     run.append(UserInput(content=(TextBlock(text="the old spec"), store.attach_document(minimal_pdf(60)))))
     run.append(UserInput(content=(TextBlock(text="the new spec"), store.attach_document(minimal_pdf(61)))))
-    built = run.preview("anthropic", model="claude-sonnet-4-5", window=1_000_000, reserve=4_000)
-    assert validate_sdk_types("anthropic", built.request)
-    assert json.dumps(built.request).count('"type": "document"') == 1
+    built = run.preview(provider, model=model, window=1_000_000, reserve=4_000)
+    assert validate_sdk_types(provider, built.request)
+    assert json.dumps(built.request).count(f'"type": "{kind}"') == 1
     [note] = _notes(built)
-    assert "past Anthropic's 100 PDF pages in a request (60 pages; the newest are sent)" in note
+    assert f"past {name}'s 100 PDF pages in a request (60 pages; the newest are sent)" in note
     [record] = _unsent(built)
     assert "(60 pages; the newest are sent)" in record
     gemini = run.preview("gemini", model="gemini-2.5-pro", window=1_000_000, reserve=4_000)

@@ -199,3 +199,36 @@ def test_finalize_media_keeps_a_request_within_its_providers_size_the_newest_fir
     sent = [m.parts[0].unsent is None for m in done.conversation.messages]  # type: ignore[union-attr]
     assert sent == [False] * (8 - kept) + [True] * kept
     assert sorted(done.unsent) == [f"e{i}" for i in range(8 - kept)]
+
+
+def _documents(sizes_and_types: list[tuple[int, str]]) -> Conversation:
+    parts = [MediaPart(kind="document", media_type=kind, fragment_id=f"e{i}", artifact=ArtifactRef(
+        hash=f"{i:064x}", size=size, media_type=kind)) for i, (size, kind) in enumerate(sizes_and_types)]
+    return Conversation(messages=tuple(UserMessage(parts=(p,)) for p in parts))
+
+
+@pytest.mark.parametrize(("provider", "kept"), [("openai-chat", 2), ("openai-responses", 2), ("anthropic", 2),
+                                                ("gemini", 1)])
+def test_finalize_media_keeps_a_request_within_its_providers_file_content_the_newest_first(provider: str,
+                                                                                         kept: int) -> None:
+    """Three 12 MB PDFs (16 MB of base64 each): OpenAI takes 32 MB of file inputs in a request (Chat
+    Completions and Responses alike: platform.openai.com/docs/guides/pdf-files), as Anthropic takes
+    32 MB of request and Gemini 20 MB; the oldest past that is a note."""
+    conv = _documents([(12_000_000, "application/pdf")] * 3)
+    done = finalize_media(conv, reduced=frozenset(), load_bytes=None, provider=provider)
+    sent = [m.parts[0].unsent is None for m in done.conversation.messages]  # type: ignore[union-attr]
+    assert sent == [False] * (3 - kept) + [True] * kept
+    if provider.startswith("openai"):
+        [note] = done.unsent["e0"].values()
+        assert "past OpenAI's 32 MB of file inputs in a request (12000000 bytes" in note
+
+
+def test_openai_file_content_counts_the_documents_sent_as_files_only() -> None:
+    """A Word file is a Responses file input, and a note in a Chat Completions request (which takes
+    PDFs only): there it takes nothing of the 32 MB, and both PDFs before it are sent."""
+    conv = _documents([(12_000_000, "application/pdf")] * 2 + [(
+        12_000_000, "application/vnd.openxmlformats-officedocument.wordprocessingml.document")])
+    chat = finalize_media(conv, reduced=frozenset(), load_bytes=None, provider="openai-chat")
+    assert chat.unsent == {}
+    responses = finalize_media(conv, reduced=frozenset(), load_bytes=None, provider="openai-responses")
+    assert list(responses.unsent) == ["e0"]
