@@ -7,9 +7,10 @@ long enough.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
+
+from contextfold.domain.fork_locks import fork_safe_lock
 
 __all__ = ["TEXT_CACHE_CHARS", "TextCache"]
 
@@ -26,7 +27,7 @@ class TextCache:
     def __init__(self) -> None:
         self._texts: OrderedDict[tuple[str, str | int], str] = OrderedDict()
         self._chars = 0
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self._forget_all)
 
     def get(self, key: tuple[str, str | int], load: Callable[[], str]) -> str:
         """The text under ``key``, loaded by ``load()`` (outside the lock) when not cached."""
@@ -44,6 +45,12 @@ class TextCache:
                     _, old = self._texts.popitem(last=False)
                     self._chars -= len(old)
         return text
+
+    def _forget_all(self) -> None:
+        """Drop every text: in a forked child whose parent's thread held the lock, the table and
+        its character count may disagree (:mod:`~contextfold.domain.fork_locks`)."""
+        self._texts.clear()
+        self._chars = 0
 
     def forget_run(self, run_id: str) -> None:
         """Drop the texts of the run's events (artifacts stay: they are named by their hash).

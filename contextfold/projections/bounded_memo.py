@@ -13,8 +13,9 @@ the caller computes it again when asked again.
 
 from __future__ import annotations
 
-import threading
 from typing import Generic, TypeVar
+
+from contextfold.domain.fork_locks import fork_safe_lock
 
 __all__ = ["BoundedMemo"]
 
@@ -32,7 +33,7 @@ class BoundedMemo(Generic[K, V]):
         self.max_chars = max_chars
         self._data: dict[K, V] = {}
         self._chars = 0
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self.clear)  # a forked child's, held by a parent's thread: emptied
 
     def get(self, key: K) -> V | None:
         return self._data.get(key)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import orjson
 
 from contextfold.domain.canonical import compact_json, quote
+from contextfold.domain.fork_locks import fork_safe_lock
 from contextfold.projections.graphemes import head_chars
 
 __all__ = [
@@ -302,9 +302,16 @@ class JsonPieces:
         self._whole: dict[int, Atom] = {}
         self._chunks: dict[str, int] = {}
         self._records: dict[int, _Records | None] = {}
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self._forget_tables)
         """Truncation keeps one object per input for the whole process, so two threads may cut
         with it at once; its tables (and the joints' sums) grow as it goes."""
+
+    def _forget_tables(self) -> None:
+        """Start the tables over: in a forked child whose parent's thread held the lock, they may
+        be half grown (:mod:`~contextfold.domain.fork_locks`); they are made again from the parse."""
+        self._whole = {}
+        self._chunks = {}
+        self._records = {}
 
     def _saturation_of(self, value: Any) -> int:
         """:func:`size_knob_max` of ``value``, a subtree of the parse."""

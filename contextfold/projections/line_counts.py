@@ -24,11 +24,12 @@ Blocks are found lazily from each end: a probe touches about as many lines as it
 from __future__ import annotations
 
 import operator
-import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
+
+from contextfold.domain.fork_locks import fork_safe_lock
 
 __all__ = ["KnownBlocks", "LineCounts", "LineSplitting", "joined", "split_lines"]
 
@@ -92,14 +93,26 @@ class LineCounts:
     a run of the original ``lines``: a head ``range(0, h)`` or a tail ``range(a, len(lines))``.
     """
 
-    __slots__ = ("_alike", "_count", "_head_next", "_head_starts", "_head_sums", "_lines", "_lock",
-                 "_segment_chars", "_segments", "_splits", "_tail_next", "_tail_starts", "_tail_sums")
+    __slots__ = ("__weakref__", "_alike", "_count", "_head_next", "_head_starts", "_head_sums", "_known",
+                 "_lines", "_lock", "_segment_chars", "_segments", "_splits", "_tail_next", "_tail_starts",
+                 "_tail_sums")
 
     def __init__(self, lines: Sequence[str], rule: LineSplitting, known: KnownBlocks | None = None) -> None:
         self._lines = lines
         self._count = rule.count
         self._splits = rule.splits_before
         self._alike = rule.alike
+        self._known = known
+        self._start_over()
+        self._lock = fork_safe_lock(self._start_over)
+        """Truncation keeps one object per input text for the whole process (``truncate._PROBES``),
+        so two threads may count with it at once; its block lists grow as it goes. In a forked
+        child whose parent's thread held it, the lists may be half grown (a sum appended, not its
+        start): they start over (:mod:`~contextfold.domain.fork_locks`)."""
+
+    def _start_over(self) -> None:
+        """The tables as made: nothing scanned but what ``known`` gives, no segment counted."""
+        lines, known = self._lines, self._known
         # Block starts: line 0 and every line the encoding splits before. From the head:
         # ascending starts with the tokens of lines[0:start]; from the tail: descending starts
         # with the tokens of lines[start:last start], the last block left out (it ends the text).
@@ -124,9 +137,6 @@ class LineCounts:
         ``alike``."""
         self._segment_chars = 0
         """Characters of the texts in ``_segments`` (bounded by ``_SEGMENT_CHARS_KEPT``)."""
-        self._lock = threading.Lock()
-        """Truncation keeps one object per input text for the whole process (``truncate._PROBES``),
-        so two threads may count with it at once; its block lists grow as it goes."""
 
     def _starts_block(self, i: int) -> bool:
         return i == 0 or self._splits(self._lines[i])

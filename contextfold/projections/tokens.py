@@ -55,6 +55,7 @@ import blake3
 import tiktoken
 
 from contextfold.domain.errors import IntegrityError
+from contextfold.domain.fork_locks import fork_safe_lock
 from contextfold.projections.line_counts import KnownBlocks, LineSplitting, split_lines
 
 __all__ = [
@@ -153,7 +154,7 @@ def _offline_cl100k_path() -> Path:
     return path
 
 
-_ENCODING_LOCK = threading.Lock()
+_ENCODING_LOCK = fork_safe_lock()
 
 
 @functools.cache
@@ -186,8 +187,8 @@ class TokenCounter:
     ``calls``.
     """
 
-    __slots__ = ("_block_count", "_blocks", "_cache", "_encoding", "_lock", "_short", "calls",
-                 "encoding_name", "hits", "line_splitting")
+    __slots__ = ("__weakref__", "_block_count", "_blocks", "_cache", "_encoding", "_lock", "_short",
+                 "calls", "encoding_name", "hits", "line_splitting")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if not encoding_available(encoding):
@@ -200,7 +201,7 @@ class TokenCounter:
         self._blocks: dict[bytes, KnownBlocks] = {}
         """Where long multi-line texts were cut to be counted (``_count_lines``), by text key."""
         self._block_count = 0
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self._forget_counts)
         self.calls = 0
         self.hits = 0
         self.line_splitting: LineSplitting | None = None
@@ -346,12 +347,17 @@ class TokenCounter:
     def clear(self) -> None:
         """Drop the cache and reset the counters (benchmarks start from cold)."""
         with self._lock:
-            self._cache.clear()
-            self._short.clear()
-            self._blocks.clear()
-            self._block_count = 0
+            self._forget_counts()
             self.calls = 0
             self.hits = 0
+
+    def _forget_counts(self) -> None:
+        """Drop the counts and line blocks kept (under ``_lock``, or in a forked child whose
+        parent's thread held it: its table may be half written, :mod:`~contextfold.domain.fork_locks`)."""
+        self._cache.clear()
+        self._short.clear()
+        self._blocks.clear()
+        self._block_count = 0
 
 
 _CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
@@ -464,7 +470,7 @@ def counted_texts() -> Iterator[list[CountedText]]:
 
 
 _COUNTERS: dict[str, TokenCounter] = {}
-_COUNTERS_LOCK = threading.Lock()
+_COUNTERS_LOCK = fork_safe_lock()
 
 
 def get_counter(encoding: str | None = None) -> TokenCounter:

@@ -36,7 +36,6 @@ Stores written with delta frames are read by contextfold from the version that a
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from typing import NamedTuple
 import zstandard
 
 from contextfold.domain.errors import IntegrityError
+from contextfold.domain.fork_locks import fork_safe_lock
 from contextfold.store.compression import COMPRESS_MIN_BYTES, inflate, is_compressed, pack_state
 from contextfold.store.head_check import tail_digest
 
@@ -120,7 +120,7 @@ class DeltaWriter:
         self._keyframes: OrderedDict[tuple[str, str], _Keyframe] = OrderedDict()
         self._bytes = 0
         self._cache_bytes = cache_bytes
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self._forget_all)
 
     def pack(self, run_id: str, topic: str, position: int, state: bytes) -> Packed:
         if len(state) < COMPRESS_MIN_BYTES:
@@ -149,9 +149,12 @@ class DeltaWriter:
         return Packed(packed, lambda stored: self._learn(
             key, _Keyframe(position, state, len(packed), tail_digest(stored))), None)
 
-    def renew_lock(self) -> None:
-        """A new lock, in a forked child (:mod:`.fork_renewal`): the parent's may be held."""
-        self._lock = threading.Lock()
+    def _forget_all(self) -> None:
+        """Know no keyframe: in a forked child whose parent's thread held the lock, the table and
+        its byte count may disagree (:mod:`~contextfold.domain.fork_locks`); the next large state
+        is stored as a keyframe."""
+        self._keyframes.clear()
+        self._bytes = 0
 
     def forget(self, run_id: str) -> None:
         """Drop what this writer knows of the run's keyframes: its log moved back (a restored
@@ -193,7 +196,7 @@ class KeyframesRead:
     def __init__(self, size: int = KEYFRAMES_READ) -> None:
         self._frames: OrderedDict[tuple[str, int], tuple[bytes, bytes]] = OrderedDict()
         self._size = size
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self._frames.clear)  # a forked child's, held at the fork: emptied
 
     def get(self, run_id: str, position: int) -> tuple[bytes, bytes] | None:
         """The keyframe at ``position`` as remembered: (its frame, its state), or None."""
@@ -206,10 +209,6 @@ class KeyframesRead:
             self._frames[(run_id, position)] = (frame, state)
             while len(self._frames) > self._size:
                 self._frames.popitem(last=False)
-
-    def renew_lock(self) -> None:
-        """A new lock, in a forked child (:mod:`.fork_renewal`): the parent's may be held."""
-        self._lock = threading.Lock()
 
     def forget(self, run_id: str) -> None:
         """Drop the run's keyframes (its log moved back: :mod:`.head_check`)."""

@@ -9,7 +9,9 @@ shared by threads is supported, so a fork while one of them writes is an ordinar
 Objects holding such locks register here (:func:`renew_after_fork`); in the child, right after
 the fork and before any other thread exists, each is asked to renew them
 (``_after_fork_in_child``), and to drop what a thread of the parent was changing under them (a
-run's head with a half-staged batch). Held weakly: registering keeps nothing alive.
+run's head with a half-staged batch). Held weakly: registering keeps nothing alive. A lock
+whose owner has no more than a cache to drop is made by :mod:`contextfold.domain.fork_locks`
+instead (the store's caches, the projections' memos): one registry for all of them.
 """
 
 from __future__ import annotations

@@ -20,12 +20,13 @@ A read that continues a fold checks the row it continues from the same way
 from __future__ import annotations
 
 import functools
-import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import blake3
+
+from contextfold.domain.fork_locks import fork_safe_lock
 
 __all__ = ["ExpectedHead", "FoldedTails", "StaleHeadError", "check_heads", "sqlite_recorder_class",
            "tail_digest"]
@@ -103,7 +104,7 @@ class FoldedTails:
     def __init__(self, size: int) -> None:
         self._tails: OrderedDict[tuple[str, int], tuple[str, bytes]] = OrderedDict()
         self._size = size
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self._forget_all)
 
     def put(self, run_id: str, position: int, chain_hash: str, state: bytes) -> None:
         """Remember the row at ``position`` (its stored bytes ``state``) as decoded to ``chain_hash``."""
@@ -113,6 +114,11 @@ class FoldedTails:
             self._tails[(run_id, position)] = entry
             while len(self._tails) > self._size:
                 self._tails.popitem(last=False)
+
+    def _forget_all(self) -> None:
+        """Remember nothing: in a forked child whose parent's thread held the lock, the table may
+        be half updated (:mod:`~contextfold.domain.fork_locks`); a row not remembered is decoded."""
+        self._tails.clear()
 
     def holds(self, run_id: str, position: int, chain_hash: str, state: bytes) -> bool:
         """Whether ``state``, the row at ``position``, is the one remembered as ``chain_hash``

@@ -89,9 +89,8 @@ class RunHeads(EventReads):
             self._heads.pop(run_id, None)
         self._run_locks = {}
         self._run_locks_guard = threading.Lock()
-        for cache in (getattr(self, "_deltas", None), getattr(self, "_keyframes_read", None)):
-            if cache is not None:  # made after the heads (EventStore.__init__)
-                cache.renew_lock()
+        # The caches' own locks (deltas, keyframes read, folded tails) are renewed with the
+        # package's other locks (:mod:`contextfold.domain.fork_locks`).
 
     @contextlib.contextmanager
     def _writing(self, run_ids: Sequence[str]) -> typing.Iterator[None]:

@@ -31,13 +31,13 @@ from __future__ import annotations
 import functools
 import importlib.util
 import operator
-import threading
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 from pydantic import ValidationError
 
 from contextfold.domain.errors import RenderError
+from contextfold.domain.fork_locks import fork_safe_rlock
 from contextfold.projections.render.protocol import (
     PROVIDERS,
     Provider,
@@ -81,7 +81,7 @@ _SDK_FOUND: set[str] = set()
 """Providers whose SDK was found: once imported it stays (``sys.modules``), and a build asks."""
 
 
-_SDK_IMPORTS = threading.RLock()
+_SDK_IMPORTS = fork_safe_rlock()
 """Held while an SDK is looked for or its request types imported. Why: the openai package's
 modules import each other in a cycle, and two threads that first imported its chat and its
 responses types at once each held a module the other needed: one of two builds started
