@@ -82,10 +82,12 @@ CHAT = json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "con
 
 
 def _interrupted_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
-                        when: str) -> CompletedProcess[str]:
+                        when: str, store: str | None = None) -> CompletedProcess[str]:
     """``import`` with a Ctrl-C staged ``when``: before the transaction, just after it committed
-    (on the way back from the store), or while the import is reported."""
+    (on the way back from the store), or while the import is reported; "refused": the store
+    refuses the events (an import format error, once the store was made)."""
     import contextfold.cli_import as cli_import
+    from contextfold.domain.errors import InvalidInputError
     from contextfold.store.event_store import EventStore
 
     append = EventStore.append_new_runs
@@ -93,6 +95,8 @@ def _interrupted_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
     def ctrl_c_around_the_commit(self: EventStore, *args: Any, **kwargs: Any) -> int:
         if when == "before":
             raise KeyboardInterrupt
+        if when == "refused":
+            raise InvalidInputError("refused by the store")
         append(self, *args, **kwargs)
         raise KeyboardInterrupt
 
@@ -103,7 +107,9 @@ def _interrupted_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
         monkeypatch.setattr(cli_import, "_out", ctrl_c_on_output)
     else:
         monkeypatch.setattr(EventStore, "append_new_runs", ctrl_c_around_the_commit)
-    return cf("import", "-", "--run", "r", "--format", "openai-chat", cwd=tmp_path, stdin=CHAT.encode())
+    where = ("--store", store) if store else ()
+    return cf(*where, "import", "-", "--run", "r", "--format", "openai-chat", cwd=tmp_path,
+              stdin=CHAT.encode())
 
 
 @pytest.mark.parametrize("when", ["committed", "reporting"])
@@ -131,6 +137,53 @@ def test_a_ctrl_c_before_an_import_committed_leaves_nothing(tmp_path: Path,
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == []
     assert "no store at" in cf("runs", cwd=tmp_path).stderr
+
+
+def _schema_exists(url: str) -> bool:
+    import psycopg
+
+    from contextfold.store.store_url import parse_store_url
+
+    schema = parse_store_url(url).schema
+    with psycopg.connect(url.split("?")[0], connect_timeout=5) as conn:
+        return conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is not None
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("when", ["before", "refused"])
+def test_an_import_into_a_new_schema_that_failed_drops_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          pg_url: str, when: str) -> None:
+    """As the SQLite file: the schema the import made was left with empty tables, and later
+    commands took it for a store recorded into ("no runs in ...")."""
+    assert not _schema_exists(pg_url)
+    out = _interrupted_import(tmp_path, monkeypatch, when=when, store=pg_url)
+    if when == "before":
+        assert (out.returncode, out.stderr) == (130, "contextfold: interrupted\n")
+    else:
+        assert out.returncode != 0 and "refused by the store" in out.stderr, out.stderr
+    monkeypatch.undo()
+    assert not _schema_exists(pg_url)
+    assert "no store in schema" in cf("--store", pg_url, "runs", cwd=tmp_path).stderr
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("made", ["empty", "a store"])
+def test_an_import_into_a_schema_there_before_that_failed_leaves_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str, made: str) -> None:
+    import psycopg
+
+    from contextfold.api import open_store
+    from contextfold.store.store_url import parse_store_url
+
+    if made == "empty":
+        with psycopg.connect(pg_url.split("?")[0], autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'CREATE SCHEMA "{parse_store_url(pg_url).schema}"')
+    else:
+        open_store(pg_url).close()
+    out = _interrupted_import(tmp_path, monkeypatch, when="before", store=pg_url)
+    assert out.returncode == 130, out.stderr
+    monkeypatch.undo()
+    assert _schema_exists(pg_url)
 
 
 def _interrupted_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, when: str,
