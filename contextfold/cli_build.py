@@ -101,11 +101,14 @@ def _do_build(args: argparse.Namespace, store: Store, *, preview: bool = False,
 class RebuiltTurn:
     """A past turn rebuilt by ``manifest --turn N`` or ``replay --turn N``: the result, the turn's
     records as they were before, and, for a turn that had none, the settings it was rebuilt with
-    and where they came from (for the note that says so)."""
+    and where they came from (for the note that says so). ``superseded``: this rebuild's own
+    result when another worker recorded the turn meanwhile, so ``result`` reproduces that
+    worker's record and this one was not recorded."""
 
     result: BuildResult
     records: tuple[ContextBuilt, ...]
     settings: str = ""
+    superseded: BuildResult | None = None
 
 
 def _settings_text(cfg: BuildConfig, events: Sequence[RecordedEvent], given: Mapping[str, Any]) -> str:
@@ -137,9 +140,10 @@ def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label
             return RebuiltTurn(result, records)
         events = run.events()  # read once: for the settings and the rebuild
         cfg = config_for_turn(events, args.turn, given or None)
+        ours: list[BuildResult] = []
         result = rebuild(run, args.turn, cfg, record=record, progress=advance, records=[], events=events,
-                         version=version, given=given)
-    return RebuiltTurn(result, records, _settings_text(cfg, events, given))
+                         version=version, given=given, superseded=ours.append)
+    return RebuiltTurn(result, records, _settings_text(cfg, events, given), ours[0] if ours else None)
 
 
 # ---------------------------------------------------------------- which record of a turn
@@ -405,6 +409,9 @@ def _handle_replay(args: argparse.Namespace) -> int:
                 return 0
             if previewed(args.turn, (), run.next_turn()):
                 note = _PREVIEWED.format(turn=args.turn)
+            elif rebuilt.superseded is not None:  # it wrote nothing: the turn's record is another's
+                note = _superseded_note(args.turn, rebuilt.settings, rebuilt.superseded,
+                                        run.records(args.turn)[0])
             else:  # it wrote: say so, and with what (the first record is what replay --verify checks)
                 note = (f"turn {args.turn} had no context_built record: this rebuild, with "
                         f"{rebuilt.settings}, is recorded as its first, marked as a rebuild (replay "
@@ -433,6 +440,20 @@ def _handle_replay(args: argparse.Namespace) -> int:
     if report.builder_note is not None:
         sys.stderr.write(f"note: {visible(report.builder_note)}\n")
     return 1
+
+
+def _superseded_note(turn: int, settings: str, superseded: BuildResult, first: ContextBuilt) -> str:
+    """What ``replay --turn N`` says when another worker recorded the turn between this rebuild's
+    check and its record (``superseded``: this rebuild, with ``settings``): the turn's first record
+    is that worker's (shown: its request), and whether this rebuild's request is the same."""
+    ours, theirs = superseded.manifest.request_hash, first.request_hash
+    kind = "a rebuild" if first.rebuild else "a live build"
+    same = ("this rebuild's request is the same" if ours == theirs else
+            f"this rebuild's request differs from it (request {ours[:16]}, the record's {theirs[:16]})")
+    return (f"turn {turn} had no context_built record when this rebuild, with {settings}, "
+            f"began; another worker recorded the turn meanwhile ({kind}, for {first.provider}), so this "
+            f"rebuild was not recorded: the turn's first record is that worker's, and the request shown "
+            f"reproduces it (replay --verify checks against it); {same}")
 
 
 register("replay", "rebuild exactly what the model saw at turn N; --verify checks the recorded hashes",

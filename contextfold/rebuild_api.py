@@ -80,7 +80,8 @@ def named_settings(config: BuildConfig | None, named: Mapping[str, Any]) -> dict
 def rebuild(run: Run, turn: int, cfg: BuildConfig | None, *, record: bool, progress: Progress | None = None,
             records: list[ContextBuilt] | None = None, given: Mapping[str, Any] | None = None,
             events: Sequence[RecordedEvent] | None = None, version: int | None = None,
-            before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
+            before_record: Callable[[BuildResult], None] | None = None,
+            superseded: Callable[[BuildResult], None] | None = None) -> BuildResult:
     """Rebuild ``turn`` (``records``: its records, and ``events``: the run's whole log, when the
     caller has read them already: a long run's records are megabytes of JSON each, and its log
     takes ~1 s to read and decode at 10,000 events). ``before_record(result)``: as for
@@ -99,7 +100,9 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig | None, *, record: bool, progr
     records one marked ``rebuild``, appended at the version its check of the records saw: when
     another worker recorded the turn meanwhile, it is reproduced from that record instead
     (``before_record`` is called again, with the reproduction), or refused as above when ``given``
-    differs from it (:func:`_record_once`). The turn not answered yet, with none, is the next request:
+    differs from it (:func:`_record_once`); ``superseded(ours)`` is then told of this rebuild's
+    own result, not recorded (what the caller says of the turn's record must name that worker's
+    record, not this rebuild). The turn not answered yet, with none, is the next request:
     :meth:`~contextfold.api.Run.preview` (recovery folded into a copy, nothing written, and
     ``in_flight="wait"`` raises PendingToolCallsError as a build would)."""
     from contextfold.api import render_request
@@ -167,13 +170,14 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig | None, *, record: bool, progr
         before_record(result)
     if record and not records:
         return _record_once(run, turn, cfg, result, version, progress=progress, given=given,
-                            before_record=before_record)
+                            before_record=before_record, superseded=superseded)
     return result
 
 
 def _record_once(run: Run, turn: int, cfg: BuildConfig, result: BuildResult, version: int | None, *,
                  progress: Progress | None, given: Mapping[str, Any] | None,
-                 before_record: Callable[[BuildResult], None] | None) -> BuildResult:
+                 before_record: Callable[[BuildResult], None] | None,
+                 superseded: Callable[[BuildResult], None] | None = None) -> BuildResult:
     """Append ``result``'s rebuild record of ``turn``, which had no record at ``version`` (the run's
     version read before its records were), unless another worker recorded the turn since.
 
@@ -183,10 +187,14 @@ def _record_once(run: Run, turn: int, cfg: BuildConfig, result: BuildResult, ver
     read (an agent going on appends to the run while a past turn is rebuilt): none a record of
     the turn, it goes in at the new version; one, the turn is rebuilt from it as any recorded
     turn is (settings in ``given`` that differ are InvalidInputError). Bounded: a writer
-    appending without pause keeps the conflict, raised as ConcurrencyConflictError."""
+    appending without pause keeps the conflict, raised as ConcurrencyConflictError. When the
+    turn's record is another worker's, ``superseded(result)`` is called first (``result``: this
+    rebuild, not recorded), so the caller can say whose record the turn holds."""
     if version is None:  # records given without the version they were read at: check again
         version = run.version
         if run.records(turn):
+            if superseded is not None:
+                superseded(result)
             return rebuild(run, turn, cfg, record=False, progress=progress, given=given,
                            before_record=before_record)
     for attempt in range(1, _RECORD_ATTEMPTS + 1):
@@ -202,6 +210,8 @@ def _record_once(run: Run, turn: int, cfg: BuildConfig, result: BuildResult, ver
         if any(isinstance(r.event, ContextBuilt) and r.event.turn == turn for r in appended):
             break
     # another worker recorded the turn meanwhile: rebuilt from that record, as any recorded turn is
+    if superseded is not None:
+        superseded(result)
     return rebuild(run, turn, cfg, record=False, progress=progress, given=given, before_record=before_record)
 
 

@@ -329,3 +329,43 @@ def test_a_rebuild_of_a_turn_another_worker_records_meanwhile_records_it_once(
     with open_store(store) as s:
         assert [(r.rebuild, r.provider) for r in s.run(run_id).records(2)] == [(True, "openai-chat")]
         assert [(r.rebuild, r.provider) for r in s.run(run_id).records(3)] == [(True, "anthropic")]
+
+
+def test_a_replay_whose_turn_another_worker_recorded_meanwhile_says_the_record_is_that_workers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replay RUN --turn N`` that lost the turn's record to another worker said its own rebuild
+    "is recorded as its first, marked as a rebuild", though nothing of it was recorded: the turn's
+    record is the other worker's (here a rebuild for the same settings, then for another provider)."""
+    from contextfold import rebuild_api
+    from contextfold.domain.manifest import BuildConfig
+
+    store = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["--store", store, "demo"]) == 0  # turn 6 recorded: anthropic, window 16000, reserve 2000
+    run_id = "demo-fix-invoice"
+    real = rebuild_api.rebuild
+
+    def other_worker_first(run: Any, turn: int, *args: Any, **kwargs: Any) -> Any:
+        with open_store(store) as other:
+            real(other.run(run_id), turn, BuildConfig(provider="openai-chat" if turn == 4 else "anthropic",
+                                                      window=16_000, reserve=2_000), record=True)
+        return real(run, turn, *args, **kwargs)
+
+    monkeypatch.setattr("contextfold.cli_build.rebuild", other_worker_first)
+    code, out, err = _cf(capsys, store, "replay", run_id, "--turn", "3")
+    with open_store(store) as s:
+        assert len(s.run(run_id).records(3)) == 1  # the other worker's only
+    assert code == 0 and json.loads(out)["max_tokens"] == 2_000, err
+    assert err == ("note: turn 3 had no context_built record when this rebuild, with anthropic, window "
+                   "16000, reserve 2000 (the nearest record's), began; another worker recorded the turn "
+                   "meanwhile (a rebuild, for anthropic), so this rebuild was not recorded: the turn's first"
+                   " record is that worker's, and the request shown reproduces it (replay --verify checks "
+                   "against it); this rebuild's request is the same\n"), err
+    code, out, err = _cf(capsys, store, "replay", run_id, "--turn", "4")
+    with open_store(store) as s:
+        [theirs] = s.run(run_id).records(4)
+    assert code == 0 and "messages" in json.loads(out), err  # the openai-chat request of that record
+    assert theirs.provider == "openai-chat" and "is recorded as its first" not in err
+    assert ("(a rebuild, for openai-chat), so this rebuild was not recorded: the turn's first record is "
+            "that worker's") in err
+    assert "this rebuild's request differs from it (request " in err
+    assert f", the record's {theirs.request_hash[:16]})\n" in err

@@ -14,6 +14,8 @@ from contextfold.api import open_store
 from contextfold.domain.errors import ConcurrencyConflictError, InvalidInputError, StoreError
 from contextfold.domain.events import ContextBuilt, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.rebuild_api import rebuild
 from contextfold.store.event_store import EventStore
 from tests.threads import errors_in_threads
 
@@ -255,6 +257,34 @@ def test_two_rebuilds_of_a_turn_without_a_record_record_it_once(store_url: str) 
         assert [(r.rebuild, r.provider) for r in records] == [(True, "gemini")]
         assert result.manifest.request_hash == records[0].request_hash
         assert run_a.replay(1).ok and run_a.replay(2).ok and run_a.verify().ok
+
+
+def test_a_rebuild_that_loses_the_turns_record_to_another_worker_is_told_so(store_url: str) -> None:
+    """``rebuild(superseded=...)`` hears of its own result when another worker recorded the turn
+    between its check and its append (what ``replay --turn N`` then says names that worker's
+    record); not when its own record went in."""
+    with open_store(store_url) as store_a, open_store(store_url) as store_b:
+        run_a = _two_past_turns(store_a, "r")
+        run_b = store_b.run("r")
+        cfg = BuildConfig(provider="anthropic", window=50_000)
+        ours: list[Any] = []
+
+        def other_records_first(_: Any) -> None:
+            if not run_b.records(1):
+                run_b.build(turn=1, provider="openai-chat", window=50_000)
+
+        version, records = run_a.version, run_a.records(1)
+        result = rebuild(run_a, 1, cfg, record=True, records=records, version=version,
+                         before_record=other_records_first, superseded=ours.append)
+        [theirs] = run_a.records(1)
+        assert theirs.provider == "openai-chat" and result.manifest.request_hash == theirs.request_hash
+        assert len(ours) == 1 and ours[0].manifest.provider == "anthropic"
+        assert ours[0].manifest.request_hash != theirs.request_hash
+        mine: list[Any] = []
+        version = run_a.version  # before the records, as a rebuild reads them
+        result = rebuild(run_a, 2, cfg, record=True, records=run_a.records(2), version=version,
+                         superseded=mine.append)
+        assert mine == [] and run_a.records(2)[0].request_hash == result.manifest.request_hash
 
 
 def test_a_rebuild_records_past_other_writers_appends(store_url: str) -> None:
