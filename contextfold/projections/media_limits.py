@@ -21,8 +21,8 @@ Rules, each from the provider's documentation:
 - Anthropic (docs.anthropic.com/en/docs/build-with-claude/vision): an image of at most 5 MB
   (the API measures the base64 it receives: "image exceeds 5 MB maximum"), at most 8000 px a
   side, in JPEG, PNG, GIF or WebP when sent inline; and, in a request with more than 20 images,
-  at most 2000 px a side (:func:`many_images_refusal`, a rule of the whole request, applied by
-  ``finalize_media``).
+  at most 2000 px a side (:func:`many_images_notes`, a rule of the whole request, applied by
+  ``finalize_media``: the oldest images left out down to 20, or the wide ones, whichever keeps more).
 - Per request (:data:`REQUEST_LIMITS`, applied by ``finalize_media`` to the media the request
   would carry, the newest first: the oldest past a limit become notes): Anthropic takes at most
   100 images and 100 PDF pages (build-with-claude/vision, /pdf-support) in a request of at most
@@ -60,6 +60,7 @@ __all__ = [
     "RequestLimits",
     "base64_length",
     "file_ref",
+    "many_images_notes",
     "many_images_refusal",
     "refusal",
     "unsent_media_note",
@@ -197,6 +198,27 @@ def many_images_refusal(provider: str, width: int | None, height: int | None) ->
         return (f"over Anthropic's {ANTHROPIC_MANY_IMAGES_MAX_SIDE} px limit for a request of more than "
                 f"{ANTHROPIC_MANY_IMAGES} images ({width}x{height})")
     return None
+
+
+def many_images_notes(provider: str, images: list[tuple[str, int | None, int | None]]) -> dict[str, str]:
+    """key -> why ``provider`` does not take that image, for the ``images`` (key, width, height;
+    the oldest first) a request would carry when they are more than :data:`ANTHROPIC_MANY_IMAGES`.
+
+    Two ways keep a request within Anthropic's rule: leave out the oldest images down to 20 (each
+    then may be up to 8000 px), or keep every image of at most 2000 px a side. Whichever keeps more
+    images is taken; on a tie the newest 20, as the other per-request limits keep the newest. Why:
+    noting every wide image, the only way once, sent none of 21 screenshots of 2400x300 px where
+    leaving out the oldest sent 20."""
+    if media_family(provider) != "anthropic" or len(images) <= ANTHROPIC_MANY_IMAGES:
+        return {}
+    wide = {key: why for key, width, height in images
+            if (why := many_images_refusal(provider, width, height)) is not None}
+    if len(images) - len(wide) > ANTHROPIC_MANY_IMAGES:
+        return wide
+    past = len(images) - ANTHROPIC_MANY_IMAGES
+    return {key: (f"past the {ANTHROPIC_MANY_IMAGES} images Anthropic takes in a request with an image over "
+                  f"{ANTHROPIC_MANY_IMAGES_MAX_SIDE} px a side (the newest are sent)")
+            for key, _, _ in images[:past]}
 
 
 def unsent_media_note(kind: str, media_type: str, shown: str, why: str) -> str:

@@ -75,7 +75,7 @@ from contextfold.projections.media_limits import (
     REQUEST_LIMITS,
     base64_length,
     file_ref,
-    many_images_refusal,
+    many_images_notes,
     refusal,
     unsent_media_note,
 )
@@ -139,9 +139,12 @@ def _note(provider: str, block: ImageBlock | DocumentBlock | MediaPart, fragment
 
 
 def _shown(block: ImageBlock | DocumentBlock | MediaPart, fragment_id: str) -> str:
-    """How a note names a medium: its URL, or its fragment when it is sent as bytes (the
-    renderer's ``shown_media`` once a ``data:`` URL is split)."""
-    return fragment_id if block.url is None or block.url.startswith("data:") else shown_url(block.url)
+    """How a note names a medium: its URL, or its fragment and the head of its key when it is sent
+    as bytes (as the repeat line names it). Why the key: the fragment alone named 21 notes of one
+    input alike ("image (image/png) e2"), and no note told which image it stood for."""
+    if block.url is None or block.url.startswith("data:"):
+        return f"{fragment_id} sha:{_key(block)[:12]}…"
+    return shown_url(block.url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,10 +383,9 @@ def _request_notes(conversation: Conversation, provider: str,
             size += counted
             files += file_size
     if family == "anthropic" and images > ANTHROPIC_MANY_IMAGES:
-        for key, part in media.items():
-            if key not in why and part.kind == "image" and (
-                    refused := many_images_refusal(provider, *_size_of(part, blocks_of))) is not None:
-                why[key] = refused
+        shown = [(key, *_size_of(part, blocks_of)) for key, part in media.items()
+                 if key not in why and part.kind == "image"]
+        why.update(many_images_notes(provider, shown))
     return why
 
 

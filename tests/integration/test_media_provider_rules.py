@@ -201,25 +201,59 @@ def test_anthropic_validation_refuses_an_image_over_5_mb() -> None:
 @pytest.mark.parametrize("count", [20, 21])
 def test_anthropic_sends_wide_images_only_in_requests_of_at_most_20(store: Store, count: int) -> None:
     """More than 20 images in one request: Anthropic refuses any with a side over 2000 px ("At
-    least one of the image dimensions exceed max allowed size for many-image requests")."""
+    least one of the image dimensions exceed max allowed size for many-image requests"). Two
+    wide strips among ``count`` small images: with more than 20 small ones, keeping all of those
+    sends more than leaving out the oldest images down to 20 (below)."""
     run = store.run(f"strips{count}")
-    strips = tuple(store.attach_image(stored_png(2100, 2, seed=i)) for i in range(count - 1))
-    small = store.attach_image(image_bytes("PNG", (50, 50), (200, 10, 10)))
-    run.append(UserInput(content=(TextBlock(text="compare these panorama strips"), *strips, small)))
+    strips = tuple(store.attach_image(stored_png(2100, 2, seed=i)) for i in range(2))
+    small = tuple(store.attach_image(image_bytes("PNG", (50, 50), (200, 10, i))) for i in range(count))
+    run.append(UserInput(content=(TextBlock(text="compare these panorama strips"), *strips, *small)))
     built = run.preview("anthropic", model="claude-sonnet-4-5", window=200_000, reserve=4_000)
     content = built.request["messages"][0]["content"]
     images = [b for b in content if b["type"] == "image"]
     records = [m for f in built.manifest.fragments for m in f.media]
-    if count <= 20:
-        assert len(images) == count and all(r.not_attached is None for r in records)
-        return
-    assert len(images) == 1  # the small one; each strip is a note
     notes = [b["text"] for b in content if b["type"] == "text" and "not attached" in b["text"]]
-    assert len(notes) == count - 1
+    assert len(images) == max(count, 20) and len(notes) == count + 2 - len(images)
+    if count <= 20:  # the oldest two (the strips) left out: each image may be up to 8000 px
+        assert all("past the 20 images Anthropic takes in a request with an image over 2000 px" in n
+                   for n in notes)
+        return
     assert all("2000 px limit for a request of more than 20 images (2100x2)" in n for n in notes)
     unsent = [r for r in records if r.not_attached is not None]
-    assert len(unsent) == count - 1  # priced as the notes sent (below)
+    assert len(unsent) == 2  # priced as the notes sent (below)
     assert all((r.tokens, r.rule) == (0, "anthropic-not-attached") for r in unsent)
+
+
+def test_anthropic_leaves_out_the_oldest_images_rather_than_every_wide_one(store: Store) -> None:
+    """21 screenshots of 2400x300 px: all 21 were notes ("over Anthropic's 2000 px limit for a
+    request of more than 20 images") and the model saw none, where leaving out the oldest brings
+    the request to 20 images, each then allowed 8000 px a side. Each note names its image."""
+    run = store.run("wide21")
+    shots = tuple(store.attach_image(image_bytes("PNG", (2400, 300), (i * 10, 80, 160))) for i in range(21))
+    run.append(UserInput(content=(TextBlock(text="compare these screenshots"), *shots)))
+    built = run.preview("anthropic", model="claude-sonnet-4-5", window=200_000, reserve=8_000)
+    content = built.request["messages"][0]["content"]
+    assert sum(b["type"] == "image" for b in content) == 20
+    [record] = [m for f in built.manifest.fragments for m in f.media if m.not_attached is not None]
+    oldest = shots[0].artifact
+    assert oldest is not None and record.ref == f"sha:{oldest.hash}"
+    assert record.not_attached is not None and f"sha:{oldest.hash[:12]}" in record.not_attached
+    assert "past the 20 images Anthropic takes" in record.not_attached
+
+
+def test_each_note_of_one_input_names_the_image_it_stands_for(store: Store) -> None:
+    """The notes of one input's images named only the input ("image (image/png) e2"): alike for
+    every image, they told the model nothing of which was left out."""
+    run = store.run("wide22")
+    strips = tuple(store.attach_image(stored_png(2100, 2, seed=i)) for i in range(2))
+    small = tuple(store.attach_image(image_bytes("PNG", (50, 50), (200, 10, i))) for i in range(21))
+    run.append(UserInput(content=(TextBlock(text="compare these panorama strips"), *strips, *small)))
+    built = run.preview("anthropic", model="claude-sonnet-4-5", window=200_000, reserve=4_000)
+    notes = [b["text"] for b in built.request["messages"][0]["content"]
+             if b["type"] == "text" and "not attached" in b["text"]]
+    assert len(notes) == 2 and len(set(notes)) == 2
+    for strip, note in zip(strips, notes, strict=True):
+        assert strip.artifact is not None and f"sha:{strip.artifact.hash[:12]}" in note
 
 
 def test_images_sent_as_notes_for_the_20_image_rule_are_priced_as_the_notes(store: Store) -> None:
@@ -228,17 +262,17 @@ def test_images_sent_as_notes_for_the_20_image_rule_are_priced_as_the_notes(stor
     place, and counted ~9,000 tokens the request did not carry. It now counts what is sent."""
     run = store.run("wide")
     strips = tuple(store.attach_image(image_bytes("PNG", (2100, 300), (i * 10, 80, 160))) for i in range(20))
-    small = store.attach_image(image_bytes("PNG", (50, 50), (200, 10, 10)))
-    run.append(UserInput(content=(TextBlock(text="compare these panorama strips"), *strips, small)))
+    small = tuple(store.attach_image(image_bytes("PNG", (50, 50), (200, 10, i))) for i in range(21))
+    run.append(UserInput(content=(TextBlock(text="compare these panorama strips"), *strips, *small)))
     built = run.preview("anthropic", model="claude-sonnet-4-5", window=200_000, reserve=4_000)
     [fragment] = [f for f in built.manifest.fragments if f.media]
     content = built.request["messages"][0]["content"]
-    assert sum(b["type"] == "image" for b in content) == 1
+    assert sum(b["type"] == "image" for b in content) == 21
     count = get_counter(built.manifest.encoding).count
     shown = (sum(count(b["text"]) for b in content if b["type"] == "text")
              + sum(m.tokens for m in fragment.media))
     assert shown <= fragment.tokens <= shown + 40  # the framing of the message and its tags
-    assert fragment.tokens < 2_000
+    assert fragment.tokens < 4_000
 
 
 def _imported(store: Store, doc: Any, fmt: str) -> str:
