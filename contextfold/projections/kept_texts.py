@@ -16,6 +16,7 @@ from typing import Any
 from contextfold.domain.manifest import TruncationRecord
 from contextfold.projections.cut_text import split_room, truncate_fragment
 from contextfold.projections.fragment_facts import BuildCtx
+from contextfold.projections.media_repeats import repeat_room
 from contextfold.projections.selection import Selection, Unit
 from contextfold.projections.timeline_units import TimelineUnits
 from contextfold.projections.truncate import Truncation
@@ -68,6 +69,8 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
                          else (uncut, frozenset()))
     out.plain_fids = plain_fids
     worked = out.worked = sorted(loads.union(selection.cut) - plain - twins.keys())
+    repeats = (_repeat_room(ctx, selection, candidates, twins) if ctx.state.media_seen and selection.cut
+               else {})
     for uid in worked:  # units cut to fit, or with a payload to load: the rest render as logged
         grant = selection.kept[uid]
         unit = unit_by_id[uid]
@@ -98,9 +101,11 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
         if grant >= unit.tokens:
             continue
         deficit = unit.tokens - grant
+        for fid in ids:  # the room its repeats free: a shown copy they stand for is never reduced
+            deficit -= repeats.get(fid, 0)
         for fid in ids:  # the safe media step first: a cheaper rendition of the same image
             m = ctx.media(fid)
-            if deficit > 0 and m is not None and m.reducible:  # its block then says truncated="true"
+            if deficit > 0 and m is not None and m.reducible and fid not in repeats:  # truncated="true"
                 deficit -= m.tokens - m.reduced_tokens - ctx.truncated_extra(fid)
                 reduced.add(fid)
                 truncated.add(fid)
@@ -205,3 +210,12 @@ def _shown_as_logged(ctx: BuildCtx, memo: dict[str, Any], uid: str, unit: Unit, 
     memo[uid] = (unit, tuple(map(entries.__getitem__, ids)), loads)
     deferred.update(loads)
     return True
+
+
+def _repeat_room(ctx: BuildCtx, selection: Selection, candidates: Units, twins: dict[str, str]
+                 ) -> dict[str, int]:
+    """The room the kept repeats of a medium free for the fragment that shows it
+    (``media_repeats.repeat_room``): a repeat is one line, though priced as the medium."""
+    kept = [(fid, m, grant >= candidates.unit_of[uid].tokens) for uid, grant in selection.kept.items()
+            if uid not in twins for fid in candidates.members[uid] if (m := ctx.media(fid)) is not None]
+    return repeat_room(ctx.state, kept)

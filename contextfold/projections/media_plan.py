@@ -94,7 +94,7 @@ from contextfold.projections.state import RunState
 from contextfold.projections.tool_names import tool_name_alias
 
 __all__ = ["TEXT_BYTES_PER_TOKEN", "FragmentMedia", "MediaFinish", "finalize_media", "media_blocks",
-           "plan_fragment", "priced_as_sent"]
+           "media_key", "plan_fragment", "priced_as_sent"]
 
 TEXT_BYTES_PER_TOKEN = 4
 """What a token of the request's text takes of its bytes as the builder reckons it (about four
@@ -108,9 +108,13 @@ def media_blocks(frag: ContextFragment) -> tuple[ImageBlock | DocumentBlock, ...
 
 
 def _key(block: ImageBlock | DocumentBlock | MediaPart) -> str:
+    """What makes two media the same one for dedupe: the artifact's hash, else the URL's."""
     if block.artifact is not None:
         return block.artifact.hash
     return blake3.blake3((block.url or "").encode()).hexdigest()
+
+
+media_key = _key
 
 
 def _inline_size(block: ImageBlock | DocumentBlock | MediaPart) -> tuple[bool, int | None]:

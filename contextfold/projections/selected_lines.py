@@ -20,6 +20,7 @@ from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields, reasoning_of
 from contextfold.projections.fragment_facts import BuildCtx, Facts
 from contextfold.projections.media_plan import priced_as_sent
+from contextfold.projections.media_repeats import priced_as_repeats
 from contextfold.projections.reasoning import reasoning_note, reasoning_sent, reasoning_tokens
 from contextfold.projections.stale_reads import stale_reason
 from contextfold.projections.state import SummaryItem, freshness_at
@@ -140,6 +141,8 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     if m is not None and fid in notes[1]:  # media sent as notes for a rule of the whole request
         planned = facts.view if isinstance(facts.view, ContextFragment) else facts.view.head
         m = priced_as_sent(ctx.state, planned, ctx.config.provider, m, notes[1][fid])
+    if m is not None and fid in notes[0]:  # media shown in another fragment: priced as the repeat line
+        m = priced_as_repeats(ctx.state, ctx.config.provider, m, notes[0][fid])
     text = text_cut.get(fid, facts.text_tokens)
     tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7

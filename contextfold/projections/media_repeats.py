@@ -1,0 +1,75 @@
+"""A medium repeated in a request: what its repeat costs, and the room that frees.
+
+Why a module of its own: ``finalize_media`` sends a medium once, at its first place in the
+request, and every later occurrence as a one-line repeat ("is the same as the one shown above").
+The selection cannot know which occurrences a request keeps, so it priced every one as the
+medium. That overstated the request twice over: the manifest charged the current input's repeat
+the full image price (765 tokens for OpenAI) for one line of text, and, short of room for the older
+input that shows the image, the builder reduced that shown copy to ``detail: low``: the model saw
+the user's current screenshot at low detail so that tokens never sent could be paid.
+
+- :func:`repeat_room`: per shown copy, the tokens its kept repeats were priced at beyond their
+  repeat lines, when those repeats were paid in full (their unit not cut). ``kept_texts`` takes it
+  off the shown copy's deficit and never reduces that copy: the request still fits, since every
+  repeat sends less than it was granted.
+- :func:`priced_as_repeats`: the manifest prices a repeat as its repeat line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from contextfold.projections.media_cost import MediaCost, media_family
+from contextfold.projections.media_plan import FragmentMedia, media_key
+from contextfold.projections.render.runtime_lines import media_repeat_line
+from contextfold.projections.state import RunState
+
+__all__ = ["priced_as_repeats", "repeat_room"]
+
+_MARGIN = 8
+"""Tokens kept back per repeat for the text part that carries its line (its framing)."""
+
+
+def _repeat_tokens(state: RunState, kind: str, key: str, media_type: str, first: str) -> int:
+    return state.counter.count(media_repeat_line(kind, key, media_type, first))
+
+
+def repeat_room(state: RunState, kept: Iterable[tuple[str, FragmentMedia, bool]]) -> dict[str, int]:
+    """Shown copy's fragment id -> the tokens its later kept repeats free.
+
+    ``kept``: the kept fragments with media (id, priced media, whether it was granted its full
+    price), any order; they are taken in log order, as the layout sends them. A medium the
+    provider refuses (its note) is no repeat. A repeat whose unit was cut frees nothing here: its
+    price may have been reduced already."""
+    order = sorted(kept, key=lambda k: (state.entries[k[0]].position, k[0]))
+    first: dict[str, str] = {}
+    room: dict[str, int] = {}
+    for fid, media, full in order:
+        notes = media.notes or (None,) * len(media.blocks)
+        for block, cost, note in zip(media.blocks, media.costs, notes, strict=True):
+            if note is not None:
+                continue
+            key = media_key(block)
+            shown = first.setdefault(key, fid)
+            if shown == fid or not full:
+                continue
+            line = _repeat_tokens(state, block.type, key, block.media_type, shown) + _MARGIN
+            room[shown] = room.get(shown, 0) + max(0, cost.tokens - line)
+    return room
+
+
+def priced_as_repeats(state: RunState, provider: str, media: FragmentMedia,
+                      shown_in: Mapping[str, str] | None) -> FragmentMedia:
+    """``media`` with the occurrences ``finalize_media`` sent as repeat lines (``shown_in``: media
+    key -> the fragment that shows it) priced as those lines (rule ``FAMILY-shown-above``)."""
+    if not shown_in:
+        return media
+    family = media_family(provider)
+    repeats = {i: MediaCost(_repeat_tokens(state, b.type, key, b.media_type, shown_in[key]),
+                            f"{family}-shown-above")
+               for i, b in enumerate(media.blocks) if (key := media_key(b)) in shown_in}
+    if not repeats:
+        return media
+    costs = tuple(repeats.get(i, c) for i, c in enumerate(media.costs))
+    reduced = tuple(repeats.get(i, c) for i, c in enumerate(media.reduced_costs))
+    return FragmentMedia(media.blocks, media.fold_tokens, costs, reduced, media.captions, media.notes)

@@ -1,0 +1,80 @@
+"""The same screenshot in an older user input and in the current one: the request shows it once, at
+the older input, and the current input carries a one-line repeat ("the same as the one shown
+above"). The repeat was priced as the image: the manifest charged it in full, and under a tight
+budget the builder reduced the shown copy to ``detail: low`` to pay for tokens never sent, so the
+model saw the user's current screenshot at low detail (``media_repeats``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextfold.api import Run, Store, open_store
+from contextfold.domain.events import ModelResponse, PolicySet, TextBlock, UserInput
+from tests.integration.test_media_build import PROVIDERS, png
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return open_store(f"sqlite:///{tmp_path / 'repeats.db'}")
+
+
+def _details(request: dict[str, Any]) -> list[str | None]:
+    """The ``detail`` of every OpenAI image part of ``request`` (Chat and Responses)."""
+    found: list[str | None] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if value.get("type") == "image_url":
+                found.append(value["image_url"].get("detail"))
+            elif value.get("type") == "input_image":
+                found.append(value.get("detail"))
+            else:
+                for v in value.values():
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(request)
+    return found
+
+
+def _again(store: Store, provider: str) -> Run:
+    run = store.run(f"again-{provider}")
+    image = store.attach_image(png((800, 600), 1))
+    run.append(PolicySet(text="Be helpful."))
+    run.append(UserInput(content=(TextBlock(text="here is the screenshot " + "blah " * 300), image)))
+    run.append(ModelResponse(text="I see. " + "more words " * 200))
+    run.append(UserInput(content=(TextBlock(text="again the same screenshot"), image)))
+    return run
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_manifest_prices_a_repeat_as_its_repeat_line(store: Store, provider: str) -> None:
+    built = _again(store, provider).build(provider, window=100_000, reserve=100, record=False)
+    lines = {f.id: f for f in built.manifest.fragments}
+    [repeat] = lines["e4"].media
+    assert repeat.shown_in == "e2" and repeat.rule.endswith("-shown-above") and repeat.tokens < 60
+    assert lines["e4"].tokens < 120  # its text, the repeat line and the framing
+    assert lines["e2"].media[0].tokens > 200
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses"])
+def test_the_shown_copy_of_a_kept_repeat_is_not_reduced_to_pay_for_it(store: Store, provider: str) -> None:
+    """The window fits both inputs whole once the repeat is priced as its line (e3 not): the
+    selection still priced the repeat as the image, and the room it frees now goes to the shown
+    copy, which stays at full detail."""
+    run = _again(store, provider)
+    full = run.build(provider, window=100_000, reserve=100, record=False).manifest
+    shown = next(f for f in full.fragments if f.id == "e2")
+    tight = 1_800  # e2 (~1,070 tokens) and e4 fit, not e3 (~400) too
+    built = run.build(provider, window=tight, reserve=100, record=False)
+    lines = {f.id: f for f in built.manifest.fragments}
+    [copy] = lines["e2"].media
+    assert copy.reduced_from is None and copy.tokens == shown.media[0].tokens
+    assert not lines["e2"].truncated and "reduced" not in (lines["e2"].selection_reason or "")
+    assert _details(built.request) and all(d != "low" for d in _details(built.request))
+    assert built.manifest.selected_tokens <= tight - 100
