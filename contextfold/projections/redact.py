@@ -218,12 +218,22 @@ def merged_findings(spans: Iterable[tuple[int, int, str]]) -> list[Finding]:
     return merged
 
 
-def with_placeholders(text: str, findings: Iterable[Finding]) -> str:
-    """``text`` with each finding (non-overlapping, in order) replaced by its placeholder."""
+def with_placeholders(text: str, findings: Iterable[Finding], *, keep_lines: bool = False) -> str:
+    """``text`` with each finding (non-overlapping, in order) replaced by its placeholder.
+
+    ``keep_lines``: the placeholder is followed by the line breaks of the text it replaces, so
+    every line after a multi-line secret keeps its logged number. Why: a 27-line PEM key became
+    one line, and a log cut after it told the model and the manifest line numbers 26 lower than
+    the log's (the ``[N lines omitted: lines A–B]`` marker, the kept ranges, a diagnosis's line),
+    while its ``[full log: call://…]`` ref and the redaction records count in the logged text. A
+    map back through the redactions' line shifts would have to reach every place that numbers
+    lines; a text with the same lines needs none. The blank lines cost a token or so each."""
     parts: list[str] = []
     cursor = 0
     for f in findings:
         parts += [text[cursor:f.start], placeholder(f.rule)]
+        if keep_lines:
+            parts.append("\n" * text.count("\n", f.start, f.end))
         cursor = f.end
     parts.append(text[cursor:])
     return "".join(parts)
@@ -328,7 +338,7 @@ def _redact(text: str, policy: RedactionPolicy) -> Redacted:
     findings = find_secrets(text, policy)
     if not findings:
         return Redacted(text, ())
-    return Redacted(with_placeholders(text, findings), tuple(findings))
+    return Redacted(with_placeholders(text, findings, keep_lines=True), tuple(findings))
 
 
 def policy_from(disabled: Sequence[str] = (), allow: Sequence[str] = (),
