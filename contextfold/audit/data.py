@@ -314,7 +314,7 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
             usage=usage.get(turn)))
         previous = manifest
     return RunAudit(run_id=run_id, events=len(events), integrity=integrity, turns=tuple(turns),
-                    summary=summarize(turns), unbuilt=tuple(unbuilt),
+                    summary=summarize(turns, events), unbuilt=tuple(unbuilt),
                     compaction_effects=compaction_effects(events, [(t.turn, t.manifest) for t in turns]))
 
 
@@ -374,7 +374,14 @@ def retrieval_crowded(m: ContextManifest) -> bool:
     return history_dropped_tokens(m) > 0 and _over_share(m)
 
 
-def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
+def summarize(turns: Sequence[TurnAudit], events: Sequence[RecordedEvent] | None = None) -> AuditSummary:
+    """The run's answers over ``turns``; its repairs and compactions counted over the whole log
+    (``events``), when given.
+
+    Why the whole log: a turn lists the events between the previous turn's record and its own,
+    so a compaction (or a lost result) logged after the last turn's first record, as ``compact``
+    then a second build of the turn logs it, belonged to no turn: the summary said
+    "compactions: 0" above the very line that listed it."""
     manifests = [t.manifest for t in turns]
     tool_tokens = [m.tool_tokens for m in manifests]
     latest = manifests[-1] if manifests else None
@@ -425,8 +432,10 @@ def summarize(turns: Sequence[TurnAudit]) -> AuditSummary:
         config_changed_turns=tuple(t.turn for t in turns if t.config_changed),
         tool_schema_tokens=tool_stats, tool_schema_answer=tool_answer,
         retrieval_crowded_turns=crowded, retrieval_answer=retrieval_answer, largest_fragments=largest,
-        repairs=sum(len(t.repairs) for t in turns) + len({note for t in turns for note in t.build_notes}),
-        compactions=sum(len(t.compactions) for t in turns),
+        repairs=(sum(len(t.repairs) for t in turns) if events is None else len(_repairs(events)))
+        + len({note for t in turns for note in t.build_notes}),
+        compactions=(sum(len(t.compactions) for t in turns) if events is None
+                     else len(_compactions(events))),
         usage_turns=sum(1 for t in turns if t.usage is not None),
         latest_correction=calibrations[-1].correction if calibrations else None)
 

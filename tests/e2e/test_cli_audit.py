@@ -211,13 +211,16 @@ def test_audit_sets_the_turns_before_and_after_each_compaction_side_by_side(tmp_
     text = cf("audit", RUN, cwd=tmp_path).stdout
     assert "around compactions (5 turns each side" in text
     assert "(mask): turns 2-6 -> no turn: tokens per request" in text  # nothing built after it yet
+    assert "; compactions: 1" in text  # logged after the last turn's record: counted all the same
     data = json.loads(cf("audit", RUN, "--json", cwd=tmp_path).stdout)
+    assert data["summary"]["compactions"] == 1
     [effect] = data["compaction_effects"]
     assert effect["strategies"] == ["mask"] and effect["before"]["turns"] == [2, 3, 4, 5, 6]
     assert effect["after"] == {"turns": [], "mean_selected_tokens": None, "calls": 0, "repeated_calls": 0,
                                "results": 0, "failed_results": 0}
     assert cf("audit", RUN, "--html", "r.html", cwd=tmp_path).returncode == 0
-    assert '<ul id="compaction-effects" data-count="1">' in (tmp_path / "r.html").read_text()
+    html = (tmp_path / "r.html").read_text()
+    assert '<dt>compactions</dt><dd>1<ul id="compaction-effects" data-count="1">' in html
 
 
 def test_a_turn_without_a_record_that_cannot_be_built_says_so(tmp_path: Path, cf: CLI) -> None:
