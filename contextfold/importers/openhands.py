@@ -89,11 +89,18 @@ _RUNTIME_ARGS = frozenset({"thought", "keep_prompt", "is_confirmed", "action_ris
 
 
 def _args(e: dict[str, Any]) -> dict[str, Any]:
-    """Action arguments: ``args`` in current streams; the flat event in the oldest ones."""
+    """Action arguments: ``args`` in current streams; the flat event in the oldest ones.
+
+    A flat ``message``/``system``/``finish`` keeps its own ``content``: there it is the text
+    (the user's task in a 2024 resolver output), not an observation's output, and without it
+    every request rebuilt from such a stream opened with an empty user message."""
     args = e.get("args")
     if isinstance(args, dict):
         return args
-    return {k: v for k, v in e.items() if k not in _META}
+    flat = {k: v for k, v in e.items() if k not in _META}
+    if e.get("action") in _TEXT_ACTIONS and "content" in e:
+        flat["content"] = e["content"]
+    return flat
 
 
 def _str(v: Any) -> str:

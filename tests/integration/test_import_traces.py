@@ -22,6 +22,7 @@ from contextfold.domain.events import (
     RunStarted,
     ToolResult,
     ToolsRegistered,
+    UserInput,
 )
 from contextfold.domain.log import PairingState
 from contextfold.importers import detect_format, iter_runs, parse
@@ -135,6 +136,19 @@ def test_openhands_multi_swe_bench_runs_register_codeact_tools() -> None:
         assert events.index(registered) == 2  # after RunStarted and the system prompt
         assert [s.name for s in registered.tools] == ["execute_bash", "think", "finish", "str_replace_editor"]
         assert "command" in registered.tools[0].parameters["properties"]
+
+
+def test_openhands_flat_resolver_streams_keep_the_users_task() -> None:
+    """The 2024 resolver output (flat events, no ``args``): each run's first user input is the
+    task the first event carries, not an empty message."""
+    path = TRACES / "openhands-event-streams" / "resolver_mock_output.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    runs = list(iter_runs(path.read_bytes(), format="openhands", source=path.name))
+    assert len(runs) == len(records) == 2
+    for rec, (_, events) in zip(records, runs, strict=True):
+        task = next(e for e in events if isinstance(e, UserInput))
+        assert task.text == rec["history"][0]["content"]
+        assert task.text.startswith("Please fix the following issue")
 
 
 # ---------------------------------------------------------------- SWE-agent

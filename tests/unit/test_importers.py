@@ -517,6 +517,27 @@ def test_openhands_old_stream_without_ids() -> None:
     assert isinstance(read, ToolResult) and read.call_id == "oh-3" and read.origin == "workspace"
 
 
+def test_openhands_old_flat_stream_keeps_the_task_text() -> None:
+    """A 2024 stream's events are flat (no ``args``), and the user's task is the message's own
+    ``content``; it was dropped with the observation keys, so every rebuilt request opened with an
+    empty user message."""
+    history = [
+        {"content": "Please fix the following issue.\nAdd an MIT license.", "images_urls": None,
+         "wait_for_response": False, "action": "message", "action_risk": None},
+        {"command": "touch LICENSE", "thought": "create it", "keep_prompt": True, "action": "run",
+         "is_confirmed": "confirmed", "action_risk": None},
+        {"content": "", "command_id": -1, "command": "touch LICENSE", "exit_code": 0,
+         "observation": "run"},
+        {"outputs": {}, "thought": "Added the licence.", "action": "finish"}]
+    events = parse(_b({"history": history}), format="openhands")
+    assert _types(events) == ["RunStarted", "UserInput", "ModelResponse", "ToolResult", "ModelResponse"]
+    task, call = events[1], events[2]
+    assert isinstance(task, UserInput) and task.text == "Please fix the following issue.\nAdd an MIT license."
+    assert isinstance(call, ModelResponse)
+    assert call.tool_calls[0].arguments == "{\"command\":\"touch LICENSE\"}"  # no content in a call's args
+    assert isinstance(events[4], ModelResponse) and events[4].text == "Added the licence."
+
+
 def test_openhands_bad_line_fails_whole_import() -> None:
     good = {"history": OPENHANDS}
     data = _lines(good, {"nohistory": 1}, good)
