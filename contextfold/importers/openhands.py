@@ -16,7 +16,8 @@ Mapping of an event stream (actions and observations linked by ``cause``):
   :class:`UserInput`
   (with ``image_urls``); agent ``message`` and ``finish`` -> :class:`ModelResponse`
   text (``finish`` is how the agent ends; it never gets an observation, so it
-  is not recorded as a tool call).
+  is not recorded as a tool call): a finish's text is the reply's own words, then its
+  final message.
 - other agent actions (run, read, edit, think, browse, ...) -> tool calls.
   With ``tool_call_metadata`` the call keeps its ``tool_call_id`` and
   ``function_name`` and, when the raw ``model_response`` holds the call, its
@@ -154,6 +155,19 @@ def _call(e: dict[str, Any], i: int, path: JsonPath) -> ToolCall:
                  arguments=compact_json({k: v for k, v in args.items() if k not in _RUNTIME_ARGS}))
 
 
+def _finish_text(e: dict[str, Any], args: dict[str, Any], path: JsonPath) -> str:
+    """What the model said when it finished: its reply's own text (the response's content, else
+    ``thought``, as for every other action), then the final message it passed to ``finish``
+    (``final_thought``). Why both: the reply text is the model's reasoning to the user and the
+    final message is the call's argument; keeping only the message dropped what the model wrote
+    (hundreds of characters in the Multi-SWE-bench runs)."""
+    tcm = _tcm(e, path)
+    thought = (_str(_response_message(tcm).get("content")) if tcm else "") or _str(args.get("thought"))
+    final = _str(args.get("final_thought")) or _str(args.get("content"))
+    texts = dict.fromkeys(t for t in (thought, final) if t.strip())  # once when they are the same
+    return "\n\n".join(texts) or _str(e.get("message"))
+
+
 def _batches(history: list[dict[str, Any]]) -> dict[int, list[int]]:
     """First action index of each parallel batch -> indices of all its actions.
     Actions that are a batch of one map to themselves."""
@@ -265,9 +279,10 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
                 urls = _list(args.get("image_urls") or args.get("images_urls"))
                 blocks += [media_block("image", p, url=u) for u in urls if isinstance(u, str)]
                 run.add(build(UserInput, p, content=tuple(blocks)), p)
-            elif action in ("message", "finish"):
-                text = (_str(args.get("final_thought")) or _str(args.get("content"))
-                        or _str(e.get("message")) or _str(args.get("thought")))
+            elif action == "finish":
+                run.add(build(ModelResponse, p, text=_finish_text(e, args, p)), p)
+            elif action == "message":
+                text = _str(args.get("content")) or _str(e.get("message")) or _str(args.get("thought"))
                 run.add(build(ModelResponse, p, text=text), p)
             elif i in batches:
                 calls = [_call(events[j], j, (*path, j)) for j in batches[i]]

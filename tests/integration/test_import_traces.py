@@ -151,6 +151,24 @@ def test_openhands_flat_resolver_streams_keep_the_users_task() -> None:
         assert task.text.startswith("Please fix the following issue")
 
 
+def test_openhands_finish_keeps_what_the_model_wrote() -> None:
+    """Multi-SWE-bench: a run's last response is its ``finish``, with the reply's own words
+    (``args.thought``) and then the final message (``args.final_thought``)."""
+    path = TRACES / "openhands-event-streams" / "multi_swe_bench_example_output.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    runs = list(iter_runs(path.read_bytes(), format="openhands", source=path.name))
+    finished = 0
+    for rec, (_, events) in zip(records, runs, strict=True):
+        finish = [e for e in rec["history"] if e.get("action") == "finish"]
+        if not finish:
+            continue
+        args = finish[-1]["args"]
+        last = [e for e in events if isinstance(e, ModelResponse)][-1]
+        assert last.text == f"{args['thought']}\n\n{args['final_thought']}"
+        finished += 1
+    assert finished == 2
+
+
 # ---------------------------------------------------------------- SWE-agent
 
 SWE_FILES = sorted((TRACES / "swe-agent-demos").rglob("*.traj"))

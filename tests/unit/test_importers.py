@@ -538,6 +538,30 @@ def test_openhands_old_flat_stream_keeps_the_task_text() -> None:
     assert isinstance(events[4], ModelResponse) and events[4].text == "Added the licence."
 
 
+def test_openhands_finish_keeps_the_replys_text_and_its_final_message() -> None:
+    """A ``finish`` whose reply had text (``args.thought``, the response's content) and a final
+    message (``final_thought``, the call's argument): only the final message was kept, so the
+    last assistant turn lacked what the model wrote."""
+    words = "The fix is in parser.c.\n\nLet's provide a final message to the user."
+    call = {"id": "toolu_23", "type": "function",
+            "function": {"name": "finish", "arguments": "{\"message\": \"Fixed; not verified.\"}"}}
+    finish = {"id": 10, "source": "agent", "message": words, "action": "finish",
+              "args": {"final_thought": "Fixed; not verified.", "task_completed": "partial",
+                       "outputs": {}, "thought": words},
+              "tool_call_metadata": {"function_name": "finish", "tool_call_id": "toolu_23",
+                                     "total_calls_in_response": 1,
+                                     "model_response": {"id": "r9", "choices": [{"message": {
+                                         "content": words, "role": "assistant", "tool_calls": [call]}}]}}}
+    last = parse(_b([*OPENHANDS[:2], finish]), format="openhands")[-1]
+    assert isinstance(last, ModelResponse) and last.text == f"{words}\n\nFixed; not verified."
+    for args, text in (({"final_thought": "Done.", "thought": "Done."}, "Done."),  # said once
+                       ({"final_thought": "", "thought": "Only words."}, "Only words."),
+                       ({"final_thought": "Only the message."}, "Only the message.")):
+        bare = {"id": 10, "source": "agent", "action": "finish", "args": args}
+        last = parse(_b([*OPENHANDS[:2], bare]), format="openhands")[-1]
+        assert isinstance(last, ModelResponse) and last.text == text, args
+
+
 def test_openhands_bad_line_fails_whole_import() -> None:
     good = {"history": OPENHANDS}
     data = _lines(good, {"nohistory": 1}, good)
