@@ -65,6 +65,7 @@ __all__ = [
     "Reasoning",
     "ReasoningItem",
     "RunStarted",
+    "RuntimeNote",
     "TextBlock",
     "ToolCall",
     "ToolCallCancelled",
@@ -438,6 +439,21 @@ class HandOff(_Event):
     note: str = ""
 
 
+class RuntimeNote(_Event):
+    """A message the runtime showed the model that is neither a tool result nor the user's words.
+
+    Why its own event: OpenHands answers a malformed call it refused (no action, so no call to
+    answer) with an error the model sees as a user-role message. Imported as a
+    :class:`UserInput` it became "the latest user input" -- required, while the user's real task
+    turned optional and was cut first. A note stays where it was logged, in the runtime's voice,
+    as a data block the budget may drop like any stale note. Always trust=runtime."""
+
+    type: Literal["runtime_note"] = "runtime_note"
+    text: str
+    source_ref: str = "runtime://note"
+    is_error: bool = False
+
+
 class UsageObserved(_Event):
     type: Literal["usage_observed"] = "usage_observed"
     turn: Integer = Field(ge=1)
@@ -465,6 +481,7 @@ AnyEvent: TypeAlias = Annotated[
     | HistoryCompacted
     | ContextBuilt
     | HandOff
+    | RuntimeNote
     | UsageObserved,
     Field(discriminator="type"),
 ]

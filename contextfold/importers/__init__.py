@@ -144,7 +144,7 @@ _EVENT_TYPES = frozenset({"run_started", "policy_set", "instruction_set", "goal_
                           "plan_updated", "tools_registered", "user_input", "model_response",
                           "tool_result", "tool_call_cancelled", "tool_result_lost", "file_read",
                           "evidence_retrieved", "memory_recalled", "history_compacted",
-                          "context_built", "hand_off", "usage_observed"})
+                          "context_built", "hand_off", "runtime_note", "usage_observed"})
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
                                "server_tool_use", "container_upload", "search_result",
                                "tool_reference", "compaction"})

@@ -38,7 +38,9 @@ Mapping of an event stream (actions and observations linked by ``cause``):
   observation of the usual type and with no flag. ``read``/``edit``/``write`` observations are
   workspace content (``origin="workspace"``), the rest external.
 - an ``error`` observation that answers no call (the agent's malformed call
-  was refused) -> :class:`UserInput`, which is how OpenHands shows it to the model.
+  was refused) -> :class:`RuntimeNote` (``is_error``): OpenHands shows it to the model in a
+  user-role message, but it is the runtime speaking; as a :class:`UserInput` it became the
+  run's current input, required, and the user's task was cut first.
 - a ``recall`` observation -> :class:`InstructionSet` for repository
   instructions and :class:`MemoryRecalled` for each microagent knowledge item.
 - a ``condensation`` action that shows a ``summary`` -> :class:`HistoryCompacted` over the
@@ -59,6 +61,7 @@ from contextfold.domain.events import (
     MemoryRecalled,
     ModelResponse,
     PolicySet,
+    RuntimeNote,
     TextBlock,
     ToolCall,
     ToolResult,
@@ -310,8 +313,10 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
                 cid = run.last_open()
             content = _str(e.get("content")) or _str(e.get("message"))
             if cid is None:
-                if observation == "error":
-                    run.add(build(UserInput, p, content=(TextBlock(text=content),)), p)
+                if observation == "error":  # the runtime's words, not the user's: never the current input
+                    eid = e.get("id", i)
+                    run.add(build(RuntimeNote, p, text=content, is_error=True,
+                                  source_ref=f"openhands://error/{eid}"), p)
                 continue  # answers a skipped runtime action
             extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
             assert isinstance(extras, dict)

@@ -17,7 +17,8 @@ and served by the agent server as lists of the same objects; every event names i
   A file editor's observations are workspace content, the rest external.
 - ``UserRejectObservation`` -> an error result "Action rejected: <reason>", as the model is told.
 - ``AgentErrorEvent`` -> an error result for its call (the model sees the error as the call's
-  result), or a :class:`UserInput` when it answers no open call.
+  result), or a :class:`RuntimeNote` (``is_error``) when it answers no open call: the runtime
+  speaking, not the user (as a user input it became the run's required current input).
 - ``Condensation`` with a ``summary`` -> :class:`HistoryCompacted` over the events it and the
   earlier ones forgot (``forgotten_event_ids``), when they are one legal cover (see
   :mod:`contextfold.importers._condensation`); otherwise it is skipped, the events kept whole.
@@ -40,6 +41,7 @@ from contextfold.domain.events import (
     ContentBlock,
     ModelResponse,
     PolicySet,
+    RuntimeNote,
     TextBlock,
     ToolCall,
     ToolResult,
@@ -151,8 +153,10 @@ def _result(e: dict[str, Any], p: JsonPath, run: RunBuilder) -> None:
             if kind == "UserRejectObservation" else _text(e.get("error")))
     if isinstance(cid, str) and run.is_open(cid):
         run.add(build(ToolResult, p, call_id=cid, content=text, is_error=True), p)
-    else:  # an agent error answering no call (a malformed one was refused): shown to the model
-        run.add(build(UserInput, p, content=(TextBlock(text=text),)), p)
+    else:  # an agent error answering no call (a malformed one was refused): the runtime's words,
+        # shown to the model, never the user's current input
+        run.add(build(RuntimeNote, p, text=text, is_error=True,
+                      source_ref=f"openhands://error/{_text(e.get('id')) or p[-1]}"), p)
 
 
 def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,

@@ -8,7 +8,7 @@ events after its ``version``; a gap or a foreign run id is an
 ``IntegrityError``.
 
 Trust never comes from content: runtime for policy, goal, plan, tool specs,
-model responses (the protocol), recovery answers and hand-off notes; user for
+model responses (the protocol), recovery answers, hand-off and runtime notes; user for
 user input; workspace for instructions and file reads; tool results, evidence
 and memory carry the ``origin`` the runtime declared; a summary has the lowest
 trust of what it stands for (it quotes it), a model reply counted as external there
@@ -70,6 +70,7 @@ from contextfold.domain.events import (
     PlanUpdated,
     PolicySet,
     RunStarted,
+    RuntimeNote,
     TextBlock,
     ToolCallCancelled,
     ToolResult,
@@ -368,6 +369,15 @@ def _(event: HandOff, state: RunState, rec: RecordedEvent) -> None:
             fid = add_fragment(state, rec, "history", "runtime", text, priority=NOTE_PRIORITY,
                                data_label=NOTE_LABEL)
             state.items[rec.position] = MessageItem(rec.position, fid, "note")
+
+
+@_apply.register
+def _(event: RuntimeNote, state: RunState, rec: RecordedEvent) -> None:
+    """What the runtime told the model between turns (a refused call's error): a note at its
+    position, in the runtime's voice and inside a data block -- never the current input."""
+    fid = add_fragment(state, rec, "history", "runtime", (TextBlock(text=event.text),),
+                       source_ref=event.source_ref, priority=NOTE_PRIORITY, data_label=NOTE_LABEL)
+    state.items[rec.position] = MessageItem(rec.position, fid, "note")
 
 
 @_apply.register

@@ -29,6 +29,7 @@ from contextfold.domain.events import (
     ModelResponse,
     PlanUpdated,
     PolicySet,
+    RuntimeNote,
     ToolCallCancelled,
     ToolResult,
     ToolResultLost,
@@ -263,6 +264,9 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                 f["evidence_refs"].append(ref + (f" artifact:{ev.artifact.hash}" if ev.artifact else "") + (
                     "" if newer is None else  # it may lie past the cover)
                     f" (superseded by a newer read at event {state.entries[newer].position})"))
+            case RuntimeNote() if ev.is_error:  # e.g. a malformed call the runtime refused
+                f["known_failures"].append(f"runtime error at event {pos}: {key_line(ev.text)} "
+                                           f"[event://{run}/{pos}]")
             case EvidenceRetrieved():
                 f["evidence_refs"].append(ev.source_ref)
             case MemoryRecalled():

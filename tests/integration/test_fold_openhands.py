@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from contextfold.domain.events import RuntimeNote
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.importers import iter_runs
@@ -46,3 +47,19 @@ def test_every_openhands_stream_keeps_pairing_at_every_turn() -> None:
             check_protocol("anthropic", built.request)  # every call answered exactly once, right after
             turns_checked += 1
     assert turns_checked > 50
+
+
+def test_a_refused_call_does_not_displace_the_task() -> None:
+    """Multi-SWE-bench ponyc-4593: the runtime refused a malformed call (an ``error`` observation
+    answering no call). Imported as a user input it became the required current input, and at a
+    5,000-token window the issue statement (the task) was cut to a few hundred tokens."""
+    path = OPENHANDS / "multi_swe_bench_example_output.jsonl"
+    runs = dict(iter_runs(path.read_bytes(), format="openhands", source=path.name))
+    records = [RecordedEvent("r", i, e, "") for i, e in enumerate(runs["ponylang__ponyc-4593"], start=1)]
+    [note] = [r.event for r in records if isinstance(r.event, RuntimeNote)]
+    assert "Parameter 'command' is expected" in note.text and note.is_error
+    state = state_at_turn(records, sum(r.event.type == "model_response" for r in records) + 1, run_id="r")
+    built = build_context(state, BuildConfig(provider="openai-chat", window=5_000, reserve=1_000),
+                          render=lambda c, p, n: render(c, p, max_tokens=n))
+    [task] = [f for f in built.manifest.fragments if f.kind == "user_input"]
+    assert task.source_ref.endswith("/4") and task.required and not task.truncated

@@ -18,9 +18,9 @@ PUBLIC = {
     # the event vocabulary (DESIGN.md section 2)
     "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock", "EvidenceRetrieved",
     "FileRead", "GoalSet", "HandOff", "HistoryCompacted", "ImageBlock", "InstructionSet", "MemoryRecalled",
-    "ModelResponse", "PlanStep", "PlanUpdated", "PolicySet", "RunStarted", "TextBlock", "ToolCall",
-    "ToolCallCancelled", "ToolResult", "ToolResultLost", "ToolSpec", "ToolsRegistered", "UsageObserved",
-    "UserInput",
+    "ModelResponse", "PlanStep", "PlanUpdated", "PolicySet", "RunStarted", "RuntimeNote", "TextBlock",
+    "ToolCall", "ToolCallCancelled", "ToolResult", "ToolResultLost", "ToolSpec", "ToolsRegistered",
+    "UsageObserved", "UserInput",
 }
 
 

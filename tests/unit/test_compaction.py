@@ -28,6 +28,7 @@ from contextfold.domain.events import (
     PlanStep,
     PlanUpdated,
     PolicySet,
+    RuntimeNote,
     ToolCall,
     ToolResult,
     UserInput,
@@ -379,6 +380,20 @@ def deploy_log() -> Log:
         ModelResponse(tool_calls=(call("s1", "status"),)),
         ToolResult(call_id="s1", content="dep-7781: unknown", exit_code=0),
     )
+
+
+def test_a_runtime_error_note_is_a_known_failure_of_the_summary() -> None:
+    """A call the runtime refused (a :class:`RuntimeNote` error, OpenHands' malformed-call error)
+    is a failure the summary keeps, citing the event, once the note itself is covered."""
+    log = Log().add(*[r.event for r in deploy_log().records[:5]],
+                    RuntimeNote(text="Parameter 'command' is expected to be one of ['view'].",
+                                is_error=True, source_ref="openhands://error/6"),
+                    *[r.event for r in deploy_log().records[5:]])
+    state = fold(log.records)
+    plan = plan_compaction(state, log.records, "summary", keep_recent=1)
+    assert plan is not None and plan.event.covers_to >= 6
+    assert ("runtime error at event 6: Parameter 'command' is expected to be one of ['view']. "
+            "[event://run-1/6]") in plan.event.summary.known_failures
 
 
 def test_failed_deployment_keeps_failure_id_and_unverified_and_inference_is_not_a_fact() -> None:

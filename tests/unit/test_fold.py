@@ -31,6 +31,7 @@ from contextfold.domain.events import (
     PlanUpdated,
     PolicySet,
     RunStarted,
+    RuntimeNote,
     ToolCall,
     ToolCallCancelled,
     ToolResult,
@@ -517,6 +518,26 @@ def test_hand_off_keeps_pairing_and_adds_note() -> None:
     assert roles == [("MessageItem", "user"), ("ToolGroup", None), ("MessageItem", "user")]
     assert (frag(state, "e3").kind, frag(state, "e3").trust) == ("user_input", "runtime")
     assert state.fragments_at(5) == ()
+
+
+def test_a_runtime_note_is_a_note_and_the_users_input_stays_the_current_one() -> None:
+    """OpenHands' error for a refused malformed call, shown to the model between turns: a note in
+    the runtime's voice at its position. As a user input it was the required current input and
+    the user's task turned optional."""
+    log = Log().add(
+        UserInput("Fix the segfault in match."),
+        ModelResponse(tool_calls=(call("c1", "str_replace_editor"),)),
+        ToolResult(call_id="c1", content="file text"),
+        RuntimeNote(text="Parameter 'command' is expected to be one of ['view'].", is_error=True,
+                    source_ref="openhands://error/29"),
+    )
+    state = fold(log.records)
+    last = state.timeline()[-1]
+    assert isinstance(last, MessageItem) and last.role == "note"
+    note, task = frag(state, "e4"), frag(state, "e1")
+    assert (note.kind, note.trust, note.required, note.source_ref) == (
+        "history", "runtime", False, "openhands://error/29")
+    assert task.kind == "user_input" and task.required  # still the latest user input
 
 
 def test_state_at_turn_equals_live_fold() -> None:

@@ -19,6 +19,7 @@ from contextfold.domain.events import (
     ModelResponse,
     PolicySet,
     RunStarted,
+    RuntimeNote,
     TextBlock,
     ToolCall,
     ToolResult,
@@ -112,7 +113,8 @@ def test_a_v1_conversation_maps_each_kind_and_keeps_a_parallel_batch_one_respons
     assert isinstance(finish, ModelResponse) and finish.tool_calls[0].name == "finish"
     assert isinstance(finished, ToolResult) and finished.content == "Fixed add()."
     assert reply == ModelResponse(text="The test passes now.")
-    assert isinstance(error, UserInput) and error.text == "Tool 'nope' not found."  # answers no call
+    # answers no call: the runtime's note, not the user's current input
+    assert error == RuntimeNote(text="Tool 'nope' not found.", is_error=True, source_ref="openhands://error/e12")
     assert len(events) == 12
 
 

@@ -17,6 +17,7 @@ from contextfold.domain.events import (
     ModelResponse,
     PolicySet,
     RunStarted,
+    RuntimeNote,
     TextBlock,
     ToolCall,
     ToolResult,
@@ -560,6 +561,19 @@ def test_openhands_finish_keeps_the_replys_text_and_its_final_message() -> None:
         bare = {"id": 10, "source": "agent", "action": "finish", "args": args}
         last = parse(_b([*OPENHANDS[:2], bare]), format="openhands")[-1]
         assert isinstance(last, ModelResponse) and last.text == text, args
+
+
+def test_openhands_error_answering_no_call_is_a_runtime_note() -> None:
+    """The runtime refused a malformed call (no action, so no call): its ``error`` observation
+    (source agent, no ``cause``) is the runtime speaking, not the user's newest input."""
+    refused = {"id": 29, "source": "agent", "observation": "error",
+               "message": "Parameter 'command' is expected to be one of ['view', 'create'].",
+               "content": "Parameter 'command' is expected to be one of ['view', 'create'].",
+               "extras": {"error_id": ""}}
+    events = parse(_b([*OPENHANDS[:2], refused]), format="openhands")
+    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "RuntimeNote"]
+    assert events[-1] == RuntimeNote(text=refused["content"], is_error=True,
+                                     source_ref="openhands://error/29")
 
 
 def test_openhands_bad_line_fails_whole_import() -> None:
