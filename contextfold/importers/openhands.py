@@ -41,8 +41,10 @@ Mapping of an event stream (actions and observations linked by ``cause``):
   was refused) -> :class:`RuntimeNote` (``is_error``): OpenHands shows it to the model in a
   user-role message, but it is the runtime speaking; as a :class:`UserInput` it became the
   run's current input, required, and the user's task was cut first.
-- a ``recall`` observation -> :class:`InstructionSet` for repository
-  instructions and :class:`MemoryRecalled` for each microagent knowledge item.
+- a ``recall`` observation -> :class:`PolicySet` (``openhands://workspace_context``) for what
+  the runtime adds (repository info, runtime hosts, date, operator instructions, secrets'
+  descriptions, conversation instructions: ``additional_info.j2``), :class:`InstructionSet`
+  for repository instructions and :class:`MemoryRecalled` for each microagent knowledge item.
 - a ``condensation`` action that shows a ``summary`` -> :class:`HistoryCompacted` over the
   events it and the earlier ones forgot, when they are one legal cover (see
   :mod:`contextfold.importers._condensation`); otherwise it is skipped, the events kept whole.
@@ -194,9 +196,63 @@ def _batches(history: list[dict[str, Any]]) -> dict[int, list[int]]:
     return groups
 
 
+_HOSTS_TEXT = ("The user has access to the following hosts for accessing a web application,\n"
+               "each of which has a corresponding port:")
+_HOSTS_ADVICE = ("When starting a web server, use the corresponding ports. You should also\n"
+                 "set any options to allow iframes and CORS requests, and allow the server to\n"
+                 "be accessed from any host (e.g. 0.0.0.0).\n"
+                 "For example, if you are using vite.config.js, you should set server.host and "
+                 "server.allowedHosts to true")
+
+
+def _dict(v: Any) -> dict[Any, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _workspace_context(extras: dict[str, Any]) -> str:
+    """The runtime's part of a workspace-context recall, as OpenHands' ``additional_info.j2``
+    renders it for the model (blank lines of the template's tags left out): the repository it
+    cloned, the runtime information (working directory, hosts and ports, the operator's
+    ``additional_agent_instructions``, the custom secrets' descriptions, today's date) and the
+    conversation instructions. Why: only the repository instructions and the microagents were
+    imported, so a rebuilt request lacked the date, the hosts and any operator instruction the
+    model had been given."""
+    parts: list[str] = []
+    repo, directory = _str(extras.get("repo_name")), _str(extras.get("repo_directory"))
+    if repo or directory:
+        branch = _str(extras.get("repo_branch"))
+        parts.append("<REPOSITORY_INFO>\nAt the user's request, repository " + repo + " has been cloned to "
+                     "the current working directory " + directory + "."
+                     + (f'\nThe repository has been checked out to branch "{branch}".' if branch else "")
+                     + "\n</REPOSITORY_INFO>")
+    runtime: list[str] = []
+    if workdir := _str(extras.get("working_dir")):
+        runtime.append(f"The current working directory is {workdir}\nThis is the default location "
+                       "for all operations unless explicitly specified otherwise.")
+    if hosts := _dict(extras.get("runtime_hosts")):
+        runtime.append("\n".join([_HOSTS_TEXT, *(f"* {h} (port {p})" for h, p in hosts.items()),
+                                   _HOSTS_ADVICE]))
+    if extra := _str(extras.get("additional_agent_instructions")).strip():
+        runtime.append(extra)
+    if secrets := _dict(extras.get("custom_secrets_descriptions")):
+        runtime.append("\n".join(["<CUSTOM_SECRETS>", "You are have access to the following environment "
+                                   "variables", *(f"* $**{k}**: {d}" for k, d in secrets.items()),
+                                   "</CUSTOM_SECRETS>"]))
+    if date := _str(extras.get("date")):
+        runtime.append(f"Today's date is {date} (UTC).")
+    if runtime:
+        parts.append("\n".join(["<RUNTIME_INFORMATION>", *runtime, "</RUNTIME_INFORMATION>"]))
+    if conversation := _str(extras.get("conversation_instructions")).strip():
+        parts.append(f"<CONVERSATION_INSTRUCTIONS>\n{conversation}\n</CONVERSATION_INSTRUCTIONS>")
+    return "\n".join(parts)
+
+
 def _recall(e: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
     extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
     assert isinstance(extras, dict)
+    context = _workspace_context(extras)
+    if context:  # the runtime's words (OpenHands' configuration and environment): runtime trust
+        run.add(build(PolicySet, path, text=context, source_ref="openhands://workspace_context"), path)
     instr = extras.get("repo_instructions")
     if isinstance(instr, str) and instr.strip():
         repo = _str(extras.get("repo_name")) or "repository"

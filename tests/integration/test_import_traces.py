@@ -19,6 +19,7 @@ from contextfold.domain.events import (
     AnyEvent,
     InstructionSet,
     ModelResponse,
+    PolicySet,
     RunStarted,
     ToolResult,
     ToolsRegistered,
@@ -167,6 +168,21 @@ def test_openhands_finish_keeps_what_the_model_wrote() -> None:
         assert last.text == f"{args['thought']}\n\n{args['final_thought']}"
         finished += 1
     assert finished == 2
+
+
+def test_openhands_workspace_context_keeps_hosts_and_date() -> None:
+    """Multi-SWE-bench: each run's workspace-context recall gave the model hosts, ports and the
+    date (``additional_info.j2``'s RUNTIME_INFORMATION); they are the runtime's policy text."""
+    path = TRACES / "openhands-event-streams" / "multi_swe_bench_example_output.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    runs = list(iter_runs(path.read_bytes(), format="openhands", source=path.name))
+    for rec, (_, events) in zip(records, runs, strict=True):
+        extras = next(e for e in rec["history"] if e.get("observation") == "recall")["extras"]
+        [context] = [e for e in events if isinstance(e, PolicySet)
+                     and e.source_ref == "openhands://workspace_context"]
+        assert f"Today's date is {extras['date']} (UTC)." in context.text
+        for host, port in extras["runtime_hosts"].items():
+            assert f"* {host} (port {port})" in context.text
 
 
 # ---------------------------------------------------------------- SWE-agent

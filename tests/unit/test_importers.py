@@ -460,21 +460,63 @@ OPENHANDS = [
 
 def test_openhands_parallel_batch_is_one_response() -> None:
     events = parse(_b(OPENHANDS), format="openhands")
-    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "InstructionSet",
+    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "PolicySet", "InstructionSet",
                               "MemoryRecalled", "ModelResponse", "ToolResult", "ToolResult",
                               "ModelResponse"]
     assert isinstance(events[0], RunStarted) and events[0].model == "m1"
-    assert isinstance(events[3], InstructionSet) and events[3].text == "Use make."
-    assert isinstance(events[4], MemoryRecalled) and events[4].memory_id == "gh"
-    batch = events[5]
+    assert isinstance(events[4], InstructionSet) and events[4].text == "Use make."
+    assert isinstance(events[5], MemoryRecalled) and events[5].memory_id == "gh"
+    batch = events[6]
     assert isinstance(batch, ModelResponse) and batch.text == "Running both."
     assert batch.tool_calls == (
         ToolCall(call_id="t1", name="execute_bash", arguments="{\"command\": \"ls\"}"),
         ToolCall(call_id="t2", name="execute_bash", arguments="{\"command\": \"make\"}"))
-    ok, failed = events[6], events[7]
+    ok, failed = events[7], events[8]
     assert isinstance(ok, ToolResult) and ok.exit_code == 0 and not ok.is_error
     assert isinstance(failed, ToolResult) and failed.exit_code == 2 and failed.is_error
-    assert isinstance(events[8], ModelResponse) and events[8].text == "Gave up."
+    assert isinstance(events[9], ModelResponse) and events[9].text == "Gave up."
+
+
+def test_openhands_workspace_context_keeps_what_the_runtime_told_the_model() -> None:
+    """A workspace-context recall, rendered for the model by OpenHands' ``additional_info.j2``:
+    the repository, the hosts and ports, an operator's instruction, the secrets' descriptions and
+    the date were dropped (only repository instructions and microagents were kept)."""
+    recall = {"id": 3, "source": "environment", "observation": "recall", "cause": 2,
+              "content": "Added workspace context",
+              "extras": {"recall_type": "workspace_context", "repo_name": "acme/calc",
+                         "repo_directory": "calc", "repo_instructions": "Use make.",
+                         "runtime_hosts": {"http://localhost:54079": 54079},
+                         "additional_agent_instructions": "Never push to the remote.",
+                         "custom_secrets_descriptions": {"NPM_TOKEN": "publishes the package"},
+                         "date": "2025-04-30", "microagent_knowledge": []}}
+    events = parse(_b([*OPENHANDS[:3], recall]), format="openhands")
+    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "PolicySet", "InstructionSet"]
+    context = events[3]
+    assert isinstance(context, PolicySet) and context.source_ref == "openhands://workspace_context"
+    assert context.text == "\n".join([
+        "<REPOSITORY_INFO>",
+        "At the user's request, repository acme/calc has been cloned to the current working directory calc.",
+        "</REPOSITORY_INFO>",
+        "<RUNTIME_INFORMATION>",
+        "The user has access to the following hosts for accessing a web application,",
+        "each of which has a corresponding port:",
+        "* http://localhost:54079 (port 54079)",
+        "When starting a web server, use the corresponding ports. You should also",
+        "set any options to allow iframes and CORS requests, and allow the server to",
+        "be accessed from any host (e.g. 0.0.0.0).",
+        "For example, if you are using vite.config.js, you should set server.host and "
+        "server.allowedHosts to true",
+        "Never push to the remote.",
+        "<CUSTOM_SECRETS>",
+        "You are have access to the following environment variables",  # (the template's words)
+        "* $**NPM_TOKEN**: publishes the package",
+        "</CUSTOM_SECRETS>",
+        "Today's date is 2025-04-30 (UTC).",
+        "</RUNTIME_INFORMATION>"])
+    assert isinstance(events[4], InstructionSet) and events[4].text == "Use make."
+    knowledge_only = {**recall, "extras": {"recall_type": "knowledge",
+                                           "microagent_knowledge": [{"name": "gh", "content": "Use gh."}]}}
+    assert _types(parse(_b([*OPENHANDS[:3], knowledge_only]), format="openhands"))[3:] == ["MemoryRecalled"]
 
 
 def test_openhands_file_editor_errors_are_error_results() -> None:
