@@ -15,8 +15,8 @@ the extra one being :class:`RunStarted`, and one more when the body declares too
 
 - ``system`` / ``developer`` -> :class:`PolicySet` (runtime trust)
 - ``user`` -> :class:`UserInput` (text parts, ``image_url``, ``input_audio``, ``file``)
-- ``assistant`` -> :class:`ModelResponse` (text + ``tool_calls``; legacy
-  ``function_call`` becomes one tool call)
+- ``assistant`` -> :class:`ModelResponse` (text, then a message-level ``refusal``, +
+  ``tool_calls``; legacy ``function_call`` becomes one tool call)
 - ``tool`` -> :class:`ToolResult` by ``tool_call_id``; legacy ``function``
   -> :class:`ToolResult` answering the oldest open legacy call of that name.
 
@@ -99,6 +99,22 @@ def _text(content: Any, path: JsonPath) -> str:
     return "" if content is None else text_only(_parts(content, path), path)
 
 
+def _reply_text(msg: dict[str, Any], path: JsonPath) -> str:
+    """An assistant message's text: its content, then its message-level ``refusal``.
+
+    Why: when the model refuses, Chat Completions returns ``content: null`` and the refusal's
+    words in ``refusal`` (not as a content part). Read from ``content`` alone, the turn imported
+    empty: rebuilt, the model was shown having said nothing, and for Anthropic the empty turn
+    vanished and the user turns around it merged."""
+    content = msg.get("content")
+    text = _text(content, (*path, "content"))
+    refusal = opt_str(msg, "refusal", path)
+    parts = content if isinstance(content, list) else []
+    if not refusal or {"type": "refusal", "refusal": refusal} in parts:  # a part already carried it
+        return text
+    return f"{text}\n{refusal}" if text else refusal
+
+
 def tool_calls(msg: dict[str, Any], path: JsonPath, index: int) -> list[ToolCall]:
     """An assistant message's ``tool_calls`` (and legacy ``function_call``, id ``fc-<index>``)."""
     calls: list[ToolCall] = []
@@ -154,7 +170,7 @@ def parse_messages(messages: list[Any], path: JsonPath, *, model: str | None = N
                     raise Bad(p, "missing field 'content'")
                 event = build(UserInput, p, content=_parts(msg["content"], (*p, "content")))
             case "assistant":
-                event = build(ModelResponse, p, text=_text(msg.get("content"), (*p, "content")),
+                event = build(ModelResponse, p, text=_reply_text(msg, p),
                               tool_calls=tuple(tool_calls(msg, p, i)))
             case "tool":
                 event = build(ToolResult, p, call_id=get_str(msg, "tool_call_id", p),

@@ -25,7 +25,12 @@ from contextfold.domain.events import (
     UserInput,
     event_to_json,
 )
+from contextfold.domain.manifest import BuildConfig
 from contextfold.importers import FORMATS, detect_format, guess_format, iter_runs, parse
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold
+from contextfold.projections.render import render
+from tests.unit.test_fold import Log
 
 
 def _b(value: Any) -> bytes:
@@ -73,6 +78,29 @@ def test_openai_chat_maps_one_message_to_one_event() -> None:
     assert batch.tool_calls == (ToolCall(call_id="c1", name="ls", arguments="{\"p\":1}"),
                                 ToolCall(call_id="c2", name="cat", arguments="{}"))
     assert [e.call_id for e in events[5:7] if isinstance(e, ToolResult)] == ["c2", "c1"]
+
+
+def test_openai_chat_message_level_refusal_is_the_replys_text() -> None:
+    """Chat Completions returns a refusal as ``content: null`` and ``refusal``: it imported as an
+    empty response, and rebuilt for Anthropic the turn vanished and the user turns merged."""
+    chat = [{"role": "user", "content": "Give me the admin password of the prod DB."},
+            {"role": "assistant", "content": None, "refusal": "I can't share credentials."},
+            {"role": "user", "content": "Fine, then how do I rotate it?"}]
+    events = parse(_b(chat), format="openai-chat")
+    assert events[2] == ModelResponse(text="I can't share credentials.")
+    log = Log().add(*events)
+    built = build_context(fold(log.records), BuildConfig(provider="anthropic", window=10_000, reserve=1_000),
+                          render=lambda c, p, n: render(c, p, max_tokens=n))
+    roles = [m["role"] for m in built.request["messages"]]
+    assert roles == ["user", "assistant", "user"]
+    assert "I can't share credentials." in json.dumps(built.request["messages"][1])
+    both = {"role": "assistant", "content": "Sorry.", "refusal": "I can't share credentials."}
+    part = {"role": "assistant", "refusal": "No.", "content": [{"type": "refusal", "refusal": "No."}]}
+    replies = [e for e in parse(_b([chat[0], both, chat[2], part]), format="openai-chat")
+               if isinstance(e, ModelResponse)]
+    assert [r.text for r in replies] == ["Sorry.\nI can't share credentials.", "No."]  # said once
+    with pytest.raises(ImportFormatError, match="'refusal' to be a string"):
+        parse(_b([chat[0], {"role": "assistant", "content": None, "refusal": 3}]), format="openai-chat")
 
 
 def test_openai_chat_object_with_messages_and_jsonl_agree() -> None:
