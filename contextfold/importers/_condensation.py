@@ -35,7 +35,7 @@ from contextfold.domain.events import (
 from contextfold.importers._common import RunBuilder
 from contextfold.importers._json import JsonPath
 
-__all__ = ["SUMMARIZER", "Condensations"]
+__all__ = ["SUMMARIZER", "Condensations", "whole_groups"]
 
 SUMMARIZER = "openhands"
 """The ``summarizer`` an imported condensation's ``HistoryCompacted`` names."""
@@ -73,14 +73,14 @@ class Condensations:
         if set(range(lo, hi + 1)) - self._forgotten - self._summaries:
             return  # not one contiguous cover of this log
         run = self._run
-        if not _closed(run.events[lo - 1:hi]):
+        if not whole_groups(run.events[lo - 1:hi]):
             return
         run.add(HistoryCompacted(summary=CompactionSummary(inferences=(summary.strip(),)), covers_from=lo,
                                  covers_to=hi, strategy="summary", summarizer=SUMMARIZER), path)
         self._summaries.add(len(run.events))
 
 
-def _closed(events: Sequence[AnyEvent]) -> bool:
+def whole_groups(events: Sequence[AnyEvent]) -> bool:
     """Whether ``events`` (a slice of the log) hold whole tool groups: each call answered inside,
     each answer's call inside (call ids are scoped: one may be issued again once answered)."""
     open_calls: set[str] = set()

@@ -23,7 +23,9 @@ Mapping:
   and ``redacted_thinking`` blocks are kept verbatim as the response's
   :class:`AnthropicReasoning` (each with the number of calls before it): with
   extended thinking on, Anthropic needs them back unchanged in the next request
-  of a tool-use loop. A ``compaction`` block's summary is kept as response text.
+  of a tool-use loop. A ``compaction`` block (the server's summary of what precedes it) ->
+  :class:`HistoryCompacted` over the messages before it (see :func:`_compaction`), never the
+  reply's words.
 
 Media: URL sources stay URLs; ``base64`` sources become ``data:`` URLs (see
 :func:`~contextfold.importers._common.media_block`); ``file`` sources become
@@ -38,10 +40,13 @@ from typing import Any
 from contextfold.domain.events import (
     AnthropicReasoning,
     AnyEvent,
+    CompactionSummary,
     ContentBlock,
+    HistoryCompacted,
     ModelResponse,
     PolicySet,
     ReasoningItem,
+    RuntimeNote,
     TextBlock,
     ToolCall,
     ToolResult,
@@ -58,6 +63,7 @@ from contextfold.importers._common import (
     media_block,
     require_obj,
 )
+from contextfold.importers._condensation import whole_groups
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers._tools import anthropic_tools
 
@@ -141,7 +147,31 @@ def _server_result(block: dict[str, Any], path: JsonPath) -> ToolResult:
                  exit_code=exit_code)
 
 
-def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
+COMPACTION_SUMMARIZER = "anthropic"
+"""The ``summarizer`` an imported ``compaction`` block's ``HistoryCompacted`` names."""
+
+
+def _compaction(summary: str, first: int, path: JsonPath, run: RunBuilder) -> None:
+    """The server's summary of the conversation before it (a ``compaction`` block: the API drops
+    what precedes it when it is sent back), kept apart from the reply's words.
+
+    Why: glued onto the response's text, the model was shown having said the server's summary,
+    and the reply read "<summary>\nHello!". Like an OpenHands condensation
+    (:mod:`._condensation`), it becomes a :class:`HistoryCompacted` over the messages before it
+    (log positions ``first`` .. now), an inference, when they are a legal cover (every call in
+    it answered in it); otherwise (nothing before it in this body, or a split tool group) a
+    :class:`RuntimeNote` that names it the server's summary."""
+    hi = len(run.events)
+    if hi >= first and whole_groups(run.events[first - 1:hi]):
+        run.add(HistoryCompacted(summary=CompactionSummary(inferences=(summary.strip(),)),
+                                 covers_from=first, covers_to=hi, strategy="summary",
+                                 summarizer=COMPACTION_SUMMARIZER), path)
+    else:
+        run.add(RuntimeNote(text="Summary of the earlier conversation, by the server's compaction:\n"
+                                 + summary, source_ref="anthropic://compaction"), path)
+
+
+def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder, first: int) -> None:
     content = msg.get("content", "")
     if isinstance(content, str):
         run.add(build(ModelResponse, path, text=content), path)
@@ -169,8 +199,8 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
             thinking.append(build(ReasoningItem, bp, before_call=len(calls), raw=block))
         elif kind == "compaction":
             summary = block.get("content")
-            if isinstance(summary, str):
-                texts.append(summary)
+            if isinstance(summary, str) and summary.strip():
+                _compaction(summary, first, bp, run)
         else:
             raise Bad((*bp, "type"), f"unsupported assistant content block {kind!r}")
     reasoning = build(AnthropicReasoning, path, items=tuple(thinking)) if thinking else None
@@ -226,6 +256,7 @@ def parse_messages(messages: list[Any], path: JsonPath, *, system: Any = None,
         else:
             raise Bad(sp, "expected 'system' to be a string or an array of text blocks")
         run.add(build(PolicySet, sp, text=text), sp)
+    first = len(run.events) + 1  # the first message's position: a compaction covers from here
     for i, raw in enumerate(messages):
         p = (*path, i)
         msg = require_obj(raw, p, "a message object")
@@ -234,7 +265,7 @@ def parse_messages(messages: list[Any], path: JsonPath, *, system: Any = None,
             case "user":
                 _user(msg, p, run)
             case "assistant":
-                _assistant(msg, p, run)
+                _assistant(msg, p, run, first)
             case _:
                 raise Bad((*p, "role"), f"unknown role {role!r} (expected 'user' or 'assistant')")
     return run.events

@@ -293,6 +293,11 @@ def _view_anthropic(body: dict[str, Any]) -> View:
                 _result(v, "result", b["tool_use_id"], _text_parts(inner, ("text",)))
             elif t.endswith("_tool_result"):
                 _result(v, "server_result", b["tool_use_id"], [])
+            elif t == "compaction":  # "the API automatically drops all message blocks prior to
+                # the compaction block" (build-with-claude/compaction): the model saw its summary
+                # (the importer's HistoryCompacted over them) and what follows, not what precedes
+                for seen in (v.protocol, v.result_texts, v.texts["user"], v.texts["assistant"]):
+                    seen.clear()
             # thinking / redacted_thinking / images / documents: extras or media, not compared
     return v
 

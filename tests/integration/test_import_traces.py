@@ -17,6 +17,7 @@ import pytest
 from contextfold.domain.errors import ImportFormatError
 from contextfold.domain.events import (
     AnyEvent,
+    HistoryCompacted,
     InstructionSet,
     ModelResponse,
     PolicySet,
@@ -321,3 +322,21 @@ def test_cassette_request_bodies_import_with_their_ids() -> None:
     assert imported + continuations == len(REQUESTS)
     assert continuations <= 3
     assert set(formats) == {"openai-chat", "openai-responses", "anthropic", "gemini"}
+
+
+def test_anthropic_compaction_cassette_keeps_the_summary_apart_from_the_reply() -> None:
+    """pydantic-ai's Anthropic compaction cassette: the assistant turn is [compaction summary,
+    "Hello! 👋"]. The summary is a HistoryCompacted over the message before it, the reply as said."""
+    yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read the cassettes")
+    path = (TRACES / "pydantic-ai-cassettes" / "models" / "cassettes" / "test_anthropic"
+            / "test_anthropic_compaction_end_to_end.yaml")
+    interactions = yaml.safe_load(path.read_text(encoding="utf-8"))["interactions"]
+    body = [i["request"]["parsed_body"] for i in interactions
+            if isinstance(i["request"].get("parsed_body"), dict)][-1]
+    summary = next(b["content"] for m in body["messages"] if m["role"] == "assistant"
+                   for b in m["content"] if b["type"] == "compaction")
+    events = parse(json.dumps(body).encode(), format="anthropic", source=path.name)
+    [compacted] = [e for e in events if isinstance(e, HistoryCompacted)]
+    assert compacted.summary.inferences == (summary.strip(),)
+    [reply] = [e for e in events if isinstance(e, ModelResponse)]
+    assert reply.text == "Hello! \U0001f44b"

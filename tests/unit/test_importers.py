@@ -11,6 +11,7 @@ import pytest
 from contextfold.domain.errors import ImportFormatError
 from contextfold.domain.events import (
     DocumentBlock,
+    HistoryCompacted,
     ImageBlock,
     InstructionSet,
     MemoryRecalled,
@@ -272,6 +273,37 @@ def test_anthropic_mapping_and_parallel_results() -> None:
     assert r1.content == "A" and not r1.is_error
     assert r1.blocks == (ImageBlock(url="data:image/png;base64,iVBO", media_type="image/png"),)
     assert r2.is_error and r2.content == "1 failed"
+
+
+def test_anthropic_compaction_block_is_a_summary_not_the_replys_words() -> None:
+    """A ``compaction`` block (the server's summary; the API drops what precedes it) was glued
+    onto the reply: the model was shown having said the summary, and its reply was altered."""
+    summary = "The user pasted filler text and asked me to say hello.\n\nNext step: say hello."
+    body = {"system": "Be brief.", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Remember this. Now say hello."}]},
+        {"role": "assistant", "content": [{"type": "compaction", "content": summary},
+                                          {"type": "text", "text": "Hello! \U0001f44b"}]},
+        {"role": "user", "content": [{"type": "text", "text": "What did I ask you to do?"}]}]}
+    events = parse(_b(body), format="anthropic")
+    assert _types(events) == ["RunStarted", "PolicySet", "UserInput", "HistoryCompacted", "ModelResponse",
+                              "UserInput"]
+    compacted, reply = events[3], events[4]
+    assert isinstance(compacted, HistoryCompacted)
+    assert (compacted.covers_from, compacted.covers_to, compacted.summarizer) == (3, 3, "anthropic")
+    assert compacted.summary.inferences == (summary,)
+    assert isinstance(reply, ModelResponse) and reply.text == "Hello! \U0001f44b"
+    built = build_context(fold(Log().add(*events).records),
+                          BuildConfig(provider="anthropic", window=10_000, reserve=1_000),
+                          render=lambda c, p, n: render(c, p, max_tokens=n, validate=True))
+    said = [b["text"] for m in built.request["messages"] if m["role"] == "assistant" for b in m["content"]]
+    assert said == ["Hello! \U0001f44b"]
+    assert "say hello." in json.dumps(built.request["messages"][0])  # the summary, as a data block
+    # nothing before it in this body: no cover, a note naming the server's summary
+    alone = parse(_b({"messages": body["messages"][1:]}), format="anthropic")
+    assert _types(alone) == ["RunStarted", "RuntimeNote", "ModelResponse", "UserInput"]
+    note = alone[1]
+    assert isinstance(note, RuntimeNote) and note.source_ref == "anthropic://compaction"
+    assert note.text.startswith("Summary of the earlier conversation, by the server's compaction:")
 
 
 def test_anthropic_server_tool_is_paired_in_place() -> None:
