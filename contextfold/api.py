@@ -309,9 +309,9 @@ class Run:
                 raise InvalidInputError("auto_compact compacts before the next request; a past turn "
                                         "(turn=N) is rebuilt from the log as it was, which a compaction "
                                         "appended now cannot change")
-            given = named_settings(config, named)  # without config: the rest from the nearest record
-            return rebuild(self, checked_turn(turn), None if config is None else cfg, record=record,
-                           progress=progress, given=given, before_record=before_record)
+            return rebuild(self, checked_turn(turn), cfg, record=record, progress=progress,
+                           given=named_settings(config, named), before_record=before_record,
+                           nearest=config is None)  # settings not named: the nearest record's
         attempt = 0
         while True:
             try:

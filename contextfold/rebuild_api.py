@@ -77,21 +77,23 @@ def named_settings(config: BuildConfig | None, named: Mapping[str, Any]) -> dict
                                                     if value is not None}
 
 
-def rebuild(run: Run, turn: int, cfg: BuildConfig | None, *, record: bool, progress: Progress | None = None,
+def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Progress | None = None,
             records: list[ContextBuilt] | None = None, given: Mapping[str, Any] | None = None,
             events: Sequence[RecordedEvent] | None = None, version: int | None = None,
             before_record: Callable[[BuildResult], None] | None = None,
-            superseded: Callable[[BuildResult], None] | None = None) -> BuildResult:
+            superseded: Callable[[BuildResult], None] | None = None, nearest: bool = False
+            ) -> BuildResult:
     """Rebuild ``turn`` (``records``: its records, and ``events``: the run's whole log, when the
     caller has read them already: a long run's records are megabytes of JSON each, and its log
     takes ~1 s to read and decode at 10,000 events). ``before_record(result)``: as for
     :meth:`~contextfold.api.Run.build`, called before a record is appended (and before a result
     that records nothing is returned). ``version``: the run's version read before ``records``
-    were (read here when they are not given). ``cfg`` None: a turn without a record is rebuilt
-    with the nearest record's config, ``given`` replacing its fields, as the CLI's
-    ``build``/``manifest``/``replay --turn`` do (``audit.data.config_for_turn``); the API's
+    were (read here when they are not given). ``nearest``: a past turn without a record is rebuilt
+    with the nearest record's config, ``given`` replacing its fields, instead of ``cfg``, as the
+    CLI's ``build``/``manifest``/``replay --turn`` do (``audit.data.config_for_turn``); the API's
     ``run.build(turn=N)`` built it for the defaults (neutral, 128k) and recorded that as the
     turn's first record, which replay, audit and calibration then read as what the model saw.
+    (The turn not answered yet is the next request, made with ``cfg`` as :meth:`Run.preview` is.)
 
     A turn with records is rebuilt from the log its first build folded, with that build's config;
     ``given`` (the settings the caller named) that differ from it are InvalidInputError, since
@@ -112,12 +114,9 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig | None, *, record: bool, progr
         raise TurnNotFoundError(run.run_id, turn, last)
     if records is None:
         version, records = run.version, run.records(turn)  # in this order: see _record_once
-    if cfg is None:
-        if records:  # the record's own config is read below
-            cfg = recorded_config(records[0].manifest, run.run_id, turn)
-        else:
-            events = run.events() if events is None else events
-            cfg = config_for_turn(events, turn, given or None)
+    if nearest and not records and not previewed(turn, records, last):
+        events = run.events() if events is None else events
+        cfg = config_for_turn(events, turn, given or None)
     if previewed(turn, records, last):
         # The turn not answered yet, with no build of it: the next request. Rebuilt from the log
         # as it stands, a call still in flight had its group dropped as stale, where the build
