@@ -60,6 +60,7 @@ from contextfold.projections.framing import (
     truncated_extra_tokens,
 )
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
+from contextfold.projections.model_family import not_a_reasoning_model, run_model_for
 from contextfold.projections.not_offered import (
     RECORD_TRUST,
     not_offered_header,
@@ -235,14 +236,14 @@ def _large_text(entry: FragmentEntry) -> bool:
 
 
 def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | None, provider: str,
-           count: Callable[[str], int], large: bool) -> Facts:
+           count: Callable[[str], int], large: bool, model: str | None) -> Facts:
     media = None  # no media folded yet: nothing to price
     if state.media_seen:
         media = plan_fragment(state, view if isinstance(view, ContextFragment) else view.head, provider)
     text_tokens = view.token_count - (media.fold_tokens if media is not None else 0)
     if state.reasoning_seen:  # priced in the fold: left out again where it is not sent
         reasoning = reasoning_of(view)
-        if reasoning is not None and not reasoning_sent(reasoning, provider):
+        if reasoning is not None and not reasoning_sent(reasoning, provider, model):
             text_tokens -= reasoning_tokens(reasoning, count)
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
@@ -296,6 +297,13 @@ class BuildCtx:
     """Tools the history calls that the request does not offer (``tool_candidates.ToolInputs.blocked``):
     their groups' replies are priced as notes, so the tables are this set's (it changes only
     when a policy does, or a denied tool is first called)."""
+    model: str | None = field(default=None, init=False)
+    """The model the request names (``config.model``, else the run's where the provider serves
+    it): a model that does not reason is sent none of the run's reasoning (``reasoning``)."""
+    pricing: str = field(default="*", init=False)
+    """What the facts tables are this config's for: ``*`` while neither media nor reasoning
+    makes a fragment's price depend on the build's provider, else the provider and, with
+    reasoning, whether the model takes it (``__post_init__``)."""
 
     def __post_init__(self) -> None:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
@@ -304,8 +312,12 @@ class BuildCtx:
         # So does reasoning (sent to its own provider only): then the tables are the provider's,
         # and a reply OpenAI Chat sends as several messages (``split_reply_tokens``).
         state = self.state
+        self.model = self.config.model or run_model_for(self.config.provider, state.model)
         pricing = (self.config.provider if state.media_seen or state.reasoning_seen or state.wide_reply_seen
                    else "*")
+        if state.reasoning_seen and not_a_reasoning_model(self.model):
+            pricing += " without reasoning"  # what decides the price is the model's kind, not its name
+        self.pricing = pricing
         key = (self.state.counter.encoding_name, pricing, self.policy, kinds, self.blocked)
         # Every per-config table in one memo entry, found by slot name: a key holding the
         # policy hashes it in Python, and a build asks for ~8 tables.
@@ -356,7 +368,8 @@ class BuildCtx:
         hit = None
         if not large:  # inline text: redacted before selection
             hit = self._redaction(fid)
-        facts = _facts(self.state, hit[0] if hit else entry, hit, self.config.provider, self.count, large)
+        facts = _facts(self.state, hit[0] if hit else entry, hit, self.config.provider, self.count, large,
+                       self.model)
         content = entry.content
         if self.blocked and isinstance(content, Response) and content.calls:
             missing = not_offered_names([n for _, n, _ in content.calls], self.blocked)
@@ -477,7 +490,7 @@ class BuildCtx:
         if hit is not None:
             self.redacted[fid] = hit
             self.late[fid] = _facts(self.state, hit[0], hit, self.config.provider, self.count,
-                                    _has_artifact_text(hit[0]))
+                                    _has_artifact_text(hit[0]), self.model)
 
     def redacts(self, fid: str) -> bool:
         """Whether :meth:`redact` redacts ``fid`` (or has): asked without recording it."""

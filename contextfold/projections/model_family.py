@@ -17,13 +17,22 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["model_family", "run_model_for"]
+__all__ = ["model_family", "not_a_reasoning_model", "run_model_for"]
 
 _FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("anthropic", re.compile(r"claude", re.IGNORECASE)),
     ("openai", re.compile(r"(?:^|/)(?:gpt-|chatgpt-|o[134](?:$|-)|codex-)", re.IGNORECASE)),
     ("gemini", re.compile(r"(?:^|/)(?:models/)?gemini-", re.IGNORECASE)),
 )
+
+_NOT_REASONING = re.compile(r"(?:^|/)(?:gpt-4o|gpt-4\.1|gpt-3\.5|gpt-4(?:$|-)|chatgpt-4o)", re.IGNORECASE)
+"""OpenAI models that are certainly not reasoning models: GPT-4o, GPT-4.1, GPT-3.5, GPT-4 (and
+its dated and turbo variants), ChatGPT-4o. Source: OpenAI's model pages
+(platform.openai.com/docs/models), where reasoning models are the o-series, ``gpt-5`` and
+``codex-``/``computer-use`` models; the Responses API refuses reasoning input items for any
+other model with 400 "Reasoning input items can only be provided to a reasoning or computer use
+model". Only names certain not to reason are listed: a new or unknown name still gets its run's
+reasoning (what it refuses is a loud 400; what a reasoning model misses is silent)."""
 
 _FAMILY_OF_PROVIDER = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai",
                        "gemini": "gemini"}
@@ -51,3 +60,10 @@ def run_model_for(provider: str, model: str | None) -> str | None:
     if wanted == "openai" and "/" in model:  # a gateway's route: its OpenAI-format API takes it
         return model
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def not_a_reasoning_model(model: str | None) -> bool:
+    """Whether ``model`` is certainly not a reasoning model (:data:`_NOT_REASONING`): a request
+    for it must not carry reasoning items. False for None and for any name not known."""
+    return model is not None and _NOT_REASONING.search(model) is not None

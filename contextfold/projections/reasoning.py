@@ -30,7 +30,10 @@ excluded lines give a fragment's folded count, its reasoning included, as they d
 
 Hand-off: a build for another provider prices the turn without its reasoning and says so in the
 fragment's manifest line (:func:`reasoning_note`), so an auditor sees what the model could not
-be shown.
+be shown. So does a build for the same provider naming a model that is certainly not a
+reasoning model (a gpt-5 run falling back to gpt-4.1: OpenAI refuses every request that carries
+reasoning items for it, ``model_family.not_a_reasoning_model``); an unknown or absent model
+still gets them.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from contextfold.domain.events import (
     OpenAIResponsesReasoning,
     Reasoning,
 )
+from contextfold.projections.model_family import not_a_reasoning_model
 
 __all__ = ["NEUTRAL", "left_out_note", "reasoning_note", "reasoning_sent", "reasoning_tokens"]
 
@@ -52,10 +56,13 @@ NEUTRAL = "neutral"
 """The build ``provider`` of the provider-neutral conversation: it carries every reasoning."""
 
 
-def reasoning_sent(reasoning: Reasoning, provider: str) -> bool:
-    """Whether a build for ``provider`` sends ``reasoning``: to its own provider (and in the
-    neutral conversation) only."""
-    return provider in (reasoning.provider, NEUTRAL)
+def reasoning_sent(reasoning: Reasoning, provider: str, model: str | None = None) -> bool:
+    """Whether a build for ``provider`` and the request's ``model`` sends ``reasoning``: to its
+    own provider (and in the neutral conversation) only, unless ``model`` is certainly not a
+    reasoning model (module docstring)."""
+    if provider == NEUTRAL:
+        return True
+    return provider == reasoning.provider and not not_a_reasoning_model(model)
 
 
 def reasoning_tokens(reasoning: Reasoning, count: Callable[[str], int]) -> int:
@@ -88,11 +95,14 @@ def _pieces(reasoning: Reasoning) -> str:
             assert_never(reasoning)
 
 
-def reasoning_note(reasoning: Reasoning, provider: str, tokens: int) -> str:
+def reasoning_note(reasoning: Reasoning, provider: str, tokens: int, model: str | None = None) -> str:
     """The manifest's word on a fragment's reasoning: sent (and its tokens, counted in the line's),
-    or left out because another provider made it."""
-    if reasoning_sent(reasoning, provider):
+    or left out because another provider made it or the request's ``model`` does not reason."""
+    if reasoning_sent(reasoning, provider, model):
         return f"{reasoning.provider} reasoning sent verbatim: {_pieces(reasoning)}, {tokens} tokens"
+    if provider == reasoning.provider:
+        return (f"{reasoning.provider} reasoning not sent: {_pieces(reasoning)} ({tokens} tokens): "
+                "the request's model is not a reasoning model, and the provider refuses reasoning for it")
     return (f"{reasoning.provider} reasoning not sent: {_pieces(reasoning)} ({tokens} tokens) "
             f"that only {reasoning.provider} can read")
 

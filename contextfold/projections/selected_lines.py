@@ -78,7 +78,9 @@ def _unsent(ctx: BuildCtx, facts: Facts, f: ContextFragment | FragmentEntry) -> 
     if not ctx.state.reasoning_seen:
         return 0
     reasoning = reasoning_of(f)
-    if reasoning is None or (reasoning_sent(reasoning, ctx.config.provider) and not facts.not_offered):
+    if reasoning is None:
+        return 0
+    if reasoning_sent(reasoning, ctx.config.provider, ctx.model) and not facts.not_offered:
         return 0
     return reasoning_tokens(reasoning, ctx.count)
 
@@ -98,8 +100,9 @@ def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | 
     tokens = facts.text_tokens
     view = SelectedView(f, {"required": required, "token_count": tokens, "selection_reason": reason,
                             "truncated": False}, position)
-    # A line is shared by the providers' builds, but reasoning is sent to and priced for one.
-    key = (f, layer, required, reason, ctx.config.provider if ctx.state.reasoning_seen else None)
+    # A line is shared by the providers' builds, but reasoning is sent to and priced for one
+    # (and not for its models that do not reason: ``BuildCtx.pricing``).
+    key = (f, layer, required, reason, ctx.pricing if ctx.state.reasoning_seen else None)
     line = ctx.cached("line", fid, key)
     if line is None:
         note = _reasoning_note(ctx, facts, f)
@@ -122,7 +125,7 @@ def _reasoning_note(ctx: BuildCtx, facts: Facts, f: ContextFragment | FragmentEn
     if facts.not_offered:
         return (f"{reasoning.provider} reasoning not sent: {tokens} tokens of it beside calls shown as a "
                 "runtime note (no assistant turn to carry it)")
-    return reasoning_note(reasoning, ctx.config.provider, tokens)
+    return reasoning_note(reasoning, ctx.config.provider, tokens, ctx.model)
 
 
 def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None,

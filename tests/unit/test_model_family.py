@@ -13,7 +13,7 @@ from contextfold.domain.events import RunStarted, UserInput
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
-from contextfold.projections.model_family import model_family, run_model_for
+from contextfold.projections.model_family import model_family, not_a_reasoning_model, run_model_for
 from tests.unit.test_builder import recorded
 
 
@@ -51,3 +51,15 @@ def test_families_are_judged_only_where_certain() -> None:
     assert model_family("ollama-o1ish") is model_family("mistral-large") is None
     assert run_model_for("neutral", "gpt-4.1") == "gpt-4.1"
     assert run_model_for("anthropic", None) is None
+
+
+@pytest.mark.parametrize(("model", "certain"), [
+    ("gpt-4.1", True), ("gpt-4.1-mini-2025-04-14", True), ("gpt-4o", True), ("gpt-4o-mini", True),
+    ("openai/gpt-4o", True), ("gpt-3.5-turbo", True), ("gpt-4-turbo", True), ("gpt-4", True),
+    ("chatgpt-4o-latest", True),
+    # reasoning models, and names not known not to reason
+    ("gpt-5", False), ("gpt-5-mini", False), ("o3", False), ("o4-mini", False), ("codex-mini-latest", False),
+    ("computer-use-preview", False), ("gpt-4.5-preview", False), ("my-finetune", False), (None, False),
+])
+def test_only_models_certainly_not_reasoning_are_refused_reasoning(model: str | None, certain: bool) -> None:
+    assert not_a_reasoning_model(model) is certain

@@ -337,3 +337,33 @@ def test_the_manifest_reason_and_table_give_the_tokens_the_build_counted(provide
         1 for f in built.manifest.fragments if f.reasoning)
     plain = manifest_table(_build(_state(_events(None)), provider).manifest)
     assert "reasoning" not in plain
+
+
+def _build_for(state: RunState, model: str | None) -> BuildResult:
+    return build_context(state, BuildConfig(provider="openai-responses", model=model, window=100_000,
+                                            reserve=1000), render=render_request)
+
+
+def test_a_model_that_does_not_reason_is_sent_no_reasoning_items_and_is_not_charged_for_them() -> None:
+    """A gpt-5 run falling back to gpt-4.1: OpenAI refuses every request carrying reasoning items
+    for a model that does not reason (400). Built on ONE state, gpt-5 / gpt-4.1 / gpt-5 in turn:
+    the fragment facts tables are shared by the builds of a provider, so what they key on must
+    be what decides the price (the model), or the second gpt-5 build was priced as gpt-4.1's."""
+    state, plain = _state(_events(OPENAI)), _state(_events(None))
+    extra = reasoning_tokens(OPENAI, count)
+    for model in ("gpt-5", "gpt-4.1", "openai/gpt-4o-mini", "gpt-5", "my-finetune", None, "gpt-4.1"):
+        built, without = _build_for(state, model), _build_for(plain, model)
+        kinds = [item["type"] for item in built.request["input"]]
+        line = _line(built)
+        assert line.reasoning is not None
+        if model is not None and model.split("/")[-1].startswith("gpt-4"):
+            assert "reasoning" not in kinds, model
+            assert built.request == without.request
+            assert built.manifest.selected_tokens == without.manifest.selected_tokens
+            assert line.tokens == _line(without).tokens
+            assert line.reasoning.startswith("openai-responses reasoning not sent")
+            assert "the request's model is not a reasoning model" in line.reasoning
+        else:  # a reasoning model, or one not known not to reason: as before
+            assert kinds.count("reasoning") == 1, model
+            assert built.manifest.selected_tokens == without.manifest.selected_tokens + extra
+            assert line.reasoning.startswith("openai-responses reasoning sent verbatim")

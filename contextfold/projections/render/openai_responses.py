@@ -19,7 +19,8 @@ Decisions:
   carry images and files, so media a tool returned stays in its own output.
 - A turn's ``reasoning`` items (id, summary, ``encrypted_content``), when OpenAI Responses made
   it, go back verbatim before its message and ``function_call`` items (before the call they
-  preceded); another provider's reasoning is not sent (``projections.reasoning``).
+  preceded); another provider's reasoning is not sent, nor any to a model that is certainly not a
+  reasoning model (``projections.reasoning``).
 - ``strict: false`` on tools: strict mode requires schemas we cannot promise
   (every property required, ``additionalProperties: false``).
 """
@@ -41,6 +42,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.events import OpenAIResponsesReasoning
 from contextfold.projections.media_limits import file_ref
+from contextfold.projections.reasoning import reasoning_sent
 from contextfold.projections.render._shared import (
     OPENAI_RESPONSES_FILE_TYPES,
     data_url,
@@ -130,13 +132,16 @@ def _output(result: ToolResultPart) -> str | list[dict[str, Any]]:
     return pieces
 
 
-def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
-    """The turn's reasoning items (its own, verbatim: another provider's is not sent), its
-    message and its calls, as the API returned them: reasoning before what it led to."""
+def _assistant_items(message: AssistantMessage, model: str | None) -> list[dict[str, Any]]:
+    """The turn's reasoning items (its own, verbatim: another provider's is not sent, nor any to
+    a ``model`` that does not reason), its message and its calls, as the API returned them:
+    reasoning before what it led to."""
     reasoning = message.reasoning
     calls = len(message.tool_calls)
-    placed = (reasoning_between(reasoning.items, calls) if isinstance(reasoning, OpenAIResponsesReasoning)
-              else [[] for _ in range(calls + 1)])
+    if isinstance(reasoning, OpenAIResponsesReasoning) and reasoning_sent(reasoning, PROVIDER, model):
+        placed = reasoning_between(reasoning.items, calls)
+    else:
+        placed = [[] for _ in range(calls + 1)]
     items = list(placed[0])
     if message.text or not message.tool_calls:
         items.append({"type": "message", "role": "assistant", "content": message.text})
@@ -162,7 +167,7 @@ def render_openai_responses(conversation: Conversation, *, max_tokens: int | Non
                      "content": _user_content(message.parts)}
                 )
             case AssistantMessage():
-                items.extend(_assistant_items(message))
+                items.extend(_assistant_items(message, conversation.model))
             case ToolResults():
                 items.extend(
                     {"type": "function_call_output", "call_id": result.shown_id(PROVIDER),
