@@ -244,6 +244,8 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
         for c, n, _ in calls:
             alias, alias_for = call_alias(c, rec.position, state.request_call_ids)
             slots.append(CallSlot(c, n, alias=alias, alias_for=alias_for))
+            if alias_for and not state.aliased_for.issuperset(alias_for):
+                state.aliased_for = state.aliased_for.union(alias_for)
         state.items[rec.position] = ToolGroup(rec.position, fid, tuple(slots))
         for c, _, _ in calls:
             state.open_groups[c] = rec.position

@@ -307,13 +307,17 @@ class BuildCtx:
 
     def __post_init__(self) -> None:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
-        # A provider changes a fragment's facts only through media prices: until the run has
-        # media, builds for every provider share one table (and everything derived from it).
-        # So does reasoning (sent to its own provider only): then the tables are the provider's,
-        # and a reply OpenAI Chat sends as several messages (``split_reply_tokens``).
-        state = self.state
-        self.model = self.config.model or run_model_for(self.config.provider, state.model)
-        pricing = (self.config.provider if state.media_seen or state.reasoning_seen or state.wide_reply_seen
+        # A provider changes a fragment's facts through media prices, reasoning (sent to its own
+        # provider only), call ids shown under an alias (``call_id_tokens``) and a reply OpenAI
+        # Chat sends as several messages (``split_reply_tokens``): the builds for the providers of
+        # a run with none of these share one table (and everything derived from it); else a
+        # provider shown no alias still shares it, the others have their own. Sharing beyond that
+        # made a handle's manifest depend on the provider it built for before (a fresh process,
+        # and ``replay --verify``, counted the aliases).
+        provider, state = self.config.provider, self.state
+        self.model = self.config.model or run_model_for(provider, state.model)
+        aliased = provider in state.aliased_for or (provider == NEUTRAL and bool(state.aliased_for))
+        pricing = (provider if state.media_seen or state.reasoning_seen or state.wide_reply_seen or aliased
                    else "*")
         if state.reasoning_seen and not_a_reasoning_model(self.model):
             pricing += " without reasoning"  # what decides the price is the model's kind, not its name

@@ -213,6 +213,10 @@ class RunState:
     """Some model response made more calls than an OpenAI Chat message takes
     (``MAX_CHAT_TOOL_CALLS``): that provider sends it as several messages, whose framing the
     other providers do not pay (``fragment_facts.split_reply_tokens``), as with media."""
+    aliased_for: frozenset[str] = frozenset()
+    """The providers some call of the run is shown to under an alias (``call_ids``). A provider
+    outside it (and ``neutral`` while it is empty) is shown every logged id: its builds price call
+    ids alike, so they may share the per-fragment tables (``fragment_facts.BuildCtx``)."""
     unparsed_arguments_seen: bool = False
     """Some tool call's arguments were not a JSON object (``arguments_object``): until then a
     build need not look for them to report them (``tool_arguments_not_an_object`` repairs)."""
@@ -253,6 +257,7 @@ class RunState:
             request_call_ids=set(self.request_call_ids), builds=dict(self.builds),
             usage=dict(self.usage), media_seen=self.media_seen, reasoning_seen=self.reasoning_seen,
             unparsed_arguments_seen=self.unparsed_arguments_seen, wide_reply_seen=self.wide_reply_seen,
+            aliased_for=self.aliased_for,
         )
 
     # ------------------------------------------------------------ views
