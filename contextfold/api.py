@@ -45,6 +45,7 @@ from contextfold.domain.manifest import BuildConfig, Calibration, config_of
 from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import (
+    Estimate,
     calibrate_state,
     check_observation,
     checked_usage,
@@ -164,7 +165,7 @@ class Run:
         """The chain hash of the event at ``_state.version``: the log still holds it there, or it
         moved back under this handle (:meth:`_new_events`)."""
         self._first_record = FirstRecord(None)  # watched for by a state made before it
-        self._estimates: dict[int, tuple[int, str | None] | None] = {}
+        self._estimates: dict[int, Estimate | None] = {}
         self._lock = threading.RLock()
         """Held while the folded state is caught up or built from: threads sharing a Run
         folded the same new events into it twice (a false DuplicateToolResultError)."""
@@ -391,8 +392,9 @@ class Run:
         """The usage calibration as of ``state`` (its own usage and build records only: replay-stable)."""
         return calibrate_state(state, cfg, self._estimate_at)
 
-    def _estimate_at(self, position: int) -> tuple[int, str | None] | None:
-        """(selected_tokens, model) of the ContextBuilt at ``position``; cached (events are immutable)."""
+    def _estimate_at(self, position: int) -> Estimate | None:
+        """(selected_tokens, model, provider) of the ContextBuilt at ``position``; cached (events are
+        immutable)."""
         if position not in self._estimates:
             found = self.store.events.read(self.run_id, after=position - 1, upto=position)
             self._estimates[position] = record_estimate(found[0].event if found else None)

@@ -27,6 +27,7 @@ from contextfold.domain.events import ContextBuilt
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import ContextManifest, ExcludedFragment
+from contextfold.projections.calibration import Estimate, record_estimate
 
 __all__ = ["ManifestReader", "RecordedManifests", "read_records"]
 
@@ -76,15 +77,15 @@ class RecordedManifests:
     """Each turn's first record's manifest (what the runtime actually built and sent)."""
     counts: dict[int, int] = field(default_factory=dict)
     """Records per turn (a rebuild adds one)."""
-    estimates: dict[int, tuple[int, str | None]] = field(default_factory=dict)
-    """Per record's position: its manifest's selected tokens and model (what calibration reads)."""
+    estimates: dict[int, Estimate | None] = field(default_factory=dict)
+    """Per record's position: its manifest's selected tokens, model and provider (what calibration
+    reads: ``calibration.record_estimate``)."""
 
     def add(self, rec: RecordedEvent, reader: ManifestReader) -> None:
         event = rec.event
         assert isinstance(event, ContextBuilt)
         self.counts[event.turn] = self.counts.get(event.turn, 0) + 1
-        self.estimates[rec.position] = (int(event.manifest.get("selected_tokens", 0)),
-                                        event.manifest.get("model"))
+        self.estimates[rec.position] = record_estimate(event)
         if event.turn not in self.first:
             self.first[event.turn] = reader.read(event.manifest)
 

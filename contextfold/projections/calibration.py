@@ -10,9 +10,15 @@ the builder can learn a per-model correction from the run's own log:
   (observed = ``input_tokens``, which must count cached prompt tokens too —
   OpenAI's ``prompt_tokens``; for Anthropic pass input + cache read + cache
   creation tokens);
-- only samples of the model being built for count (the recorded manifest's
-  model, else the usage event's), and only the newest :data:`MAX_SAMPLES`, so
-  a provider-side tokenizer change is learned within a bounded number of turns;
+- only samples of the provider and model being built for count (the provider
+  of the turn's ``context_built`` record; the model the usage event names, else
+  the record's), and only the newest :data:`MAX_SAMPLES`, so a provider-side
+  tokenizer change is learned within a bounded number of turns. Why the
+  provider too: a run that names no model has samples of model None for every
+  provider it is built for, and Claude's count of a request (3x ours, say) cut
+  the next OpenAI Chat build's budget to a third. Why the usage's model first:
+  it names the model that counted the tokens, which the caller knows and the
+  record (what the build named, if anything) may not;
 - the correction is the :data:`QUANTILE` (p90, nearest-rank: an actual
   observed ratio, no interpolation) of observed/estimated. A high quantile,
   not the mean: the point is to stop overflows, and a mean would let every
@@ -57,6 +63,7 @@ __all__ = [
     "MAX_SAMPLES",
     "QUANTILE",
     "CalibrationSample",
+    "Estimate",
     "EstimateLookup",
     "calibrate",
     "calibrate_state",
@@ -83,14 +90,19 @@ class CalibrationSample:
     estimated: int
     observed: int
     model: str | None
+    provider: str | None = None
+    """The provider the turn was built for (its record's); None for a record that names none,
+    which no build's calibration takes."""
 
     @property
     def ratio(self) -> float:
         return self.observed / self.estimated
 
 
-EstimateLookup = Callable[[int], tuple[int, str | None] | None]
-"""Log position of a ``context_built`` event -> (selected_tokens, model) of its manifest."""
+Estimate = tuple[int, str | None, str | None]
+"""(selected_tokens, model, provider) of a ``context_built`` record's manifest."""
+EstimateLookup = Callable[[int], Estimate | None]
+"""Log position of a ``context_built`` event -> its :data:`Estimate`."""
 
 
 def nearest_rank(values: Sequence[float], q: float) -> float:
@@ -102,18 +114,22 @@ def nearest_rank(values: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def record_estimate(event: AnyEvent | None) -> tuple[int, str | None] | None:
-    """(selected_tokens, model) of a ``context_built`` record: what :data:`EstimateLookup` returns
-    for one (None for another event, or a record whose model is no name). A record appended or
-    imported by hand may not be a builder's: a count that is not a number is 0, no sample."""
+def record_estimate(event: AnyEvent | None) -> Estimate | None:
+    """(selected_tokens, model, provider) of a ``context_built`` record: what
+    :data:`EstimateLookup` returns for one (None for another event, or a record whose model is no
+    name). A record appended or imported by hand may not be a builder's: a count that is not a
+    number is 0, no sample; a provider that is no name is None, a sample no build takes."""
     if not isinstance(event, ContextBuilt):
         return None
     model = event.manifest.get("model")
+    provider = event.manifest.get("provider")
     try:
         tokens = int(event.manifest.get("selected_tokens", 0))
     except (TypeError, ValueError):
         tokens = 0
-    return (tokens, model) if model is None or isinstance(model, str) else None
+    if model is not None and not isinstance(model, str):
+        return None
+    return tokens, model, provider if isinstance(provider, str) else None
 
 
 def samples_from_state(state: RunState, estimate_at: EstimateLookup) -> list[CalibrationSample]:
@@ -126,19 +142,20 @@ def samples_from_state(state: RunState, estimate_at: EstimateLookup) -> list[Cal
         found = estimate_at(position)
         if found is None:
             continue
-        estimated, manifest_model = found
+        estimated, manifest_model, provider = found
         usage = state.usage[turn]
         if estimated <= 0:
             continue
         out.append(CalibrationSample(turn, estimated, usage.input_tokens,
-                                     manifest_model if manifest_model is not None else usage.model))
+                                     usage.model if usage.model is not None else manifest_model, provider))
     return out
 
 
 def calibrate(samples: Sequence[CalibrationSample], model: str | None,
-              base_budget: int) -> Calibration | None:
-    """The correction for ``model`` from ``samples``; None when there is no sample for it."""
-    mine = [s for s in samples if s.model == model][-MAX_SAMPLES:]
+              base_budget: int, provider: str) -> Calibration | None:
+    """The correction for ``model`` built for ``provider`` from ``samples``; None when there is
+    no sample for the pair."""
+    mine = [s for s in samples if s.model == model and s.provider == provider][-MAX_SAMPLES:]
     if not mine:
         return None
     # Never 0: a usage report of 0 input tokens (or a few, e.g. Anthropic's uncached input_tokens
@@ -160,7 +177,7 @@ def calibrate_state(state: RunState, config: BuildConfig,
     # the model the request names, which the manifest records (not another vendor's: model_family)
     return calibrate(samples_from_state(state, estimate_at),
                      config.model or run_model_for(config.provider, state.model),
-                     config.window - config.reserve)
+                     config.window - config.reserve, config.provider)
 
 
 def calibrated_budget(budget: int, calibration: Calibration | None) -> int:

@@ -59,16 +59,17 @@ def test_nearest_rank_is_an_observed_value() -> None:
 
 
 def test_calibrate_filters_model_and_keeps_newest_samples() -> None:
-    old = [CalibrationSample(t, 100, 200, "m") for t in range(1, 11)]
-    new = [CalibrationSample(t, 100, 110, "m") for t in range(11, 11 + MAX_SAMPLES)]
-    other = [CalibrationSample(999, 100, 500, "other")]
-    cal = calibrate([*old, *new, *other], "m", 1000)
+    old = [CalibrationSample(t, 100, 200, "m", "p") for t in range(1, 11)]
+    new = [CalibrationSample(t, 100, 110, "m", "p") for t in range(11, 11 + MAX_SAMPLES)]
+    other = [CalibrationSample(999, 100, 500, "other", "p"), CalibrationSample(999, 100, 500, "m", "q"),
+             CalibrationSample(999, 100, 500, "m", None)]
+    cal = calibrate([*old, *new, *other], "m", 1000, "p")
     assert cal is not None
     assert cal.correction == 1.1 and cal.samples == MAX_SAMPLES
     assert (cal.last_turn, cal.last_estimated, cal.last_observed) == (10 + MAX_SAMPLES, 100, 110)
-    assert calibrate(other, "m", 1000) is None
+    assert calibrate(other, "m", 1000, "p") is None
     assert calibrated_budget(1000, cal) == 909
-    under = calibrate([CalibrationSample(1, 100, 80, "m")], "m", 1000)
+    under = calibrate([CalibrationSample(1, 100, 80, "m", "p")], "m", 1000, "p")
     assert calibrated_budget(1000, under) == 1000  # over-counting never grows the budget
     assert calibrated_budget(1000, None) == 1000
 
@@ -118,10 +119,37 @@ def test_correction_is_replay_stable(tmp_path: Path) -> None:
 def test_usage_of_another_model_does_not_correct(tmp_path: Path) -> None:
     run = _run(tmp_path)
     _drive(run, 3, 1.5, model="some-other-model")
-    # the manifests recorded model claude-x, so the samples belong to it (the manifest's model wins)
-    assert run.build(window=WINDOW, reserve=RESERVE, record=False).manifest.calibration is not None
+    # the manifests recorded model claude-x, but the usage names the model that counted it
+    assert run.build(window=WINDOW, reserve=RESERVE, record=False).manifest.calibration is None
+    named = run.build(window=WINDOW, reserve=RESERVE, record=False, model="some-other-model").manifest
+    assert named.calibration is not None and named.calibration.model == "some-other-model"
     other = run.build(window=WINDOW, reserve=RESERVE, record=False, model="gpt-4o").manifest
     assert other.calibration is None and other.budget_tokens == WINDOW - RESERVE
+
+
+def test_usage_without_a_model_takes_the_records_model(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    _drive(run, 3, 1.5)
+    cal = run.build(window=WINDOW, reserve=RESERVE, record=False).manifest.calibration
+    assert cal is not None and cal.model == "claude-x"
+
+
+def test_a_correction_learned_for_one_provider_is_not_applied_to_another(tmp_path: Path) -> None:
+    """A run that names no model is built for Anthropic, which counts 3x our estimate, then for
+    OpenAI Chat: its samples (model None) matched the OpenAI build's model (None), and its budget
+    shrank from 18,000 to 6,000. Samples match on (provider, model)."""
+    with open_store(f"sqlite:///{tmp_path / 'cal.db'}") as store:
+        run = store.run("r")
+        run.append(UserInput("hello " * 50))
+        first = run.build("anthropic", window=20_000, reserve=2_000).manifest
+        run.observe_usage(first.turn, first.selected_tokens * 3)
+        run.append(ModelResponse(text="hi"), UserInput("more"))
+        chat = run.build("openai-chat", window=20_000, reserve=2_000, record=False).manifest
+        assert chat.calibration is None and chat.budget_tokens == 18_000
+        again = run.build("anthropic", window=20_000, reserve=2_000).manifest
+        assert again.calibration is not None and again.calibration.correction == 3
+        assert again.budget_tokens == 6_000
+        assert run.replay(again.turn).ok
 
 
 def test_observe_usage_rejects_unknown_turn(tmp_path: Path) -> None:
@@ -170,6 +198,6 @@ def test_an_implausible_observation_is_refused_when_recorded(tmp_path: Path) -> 
 
 def test_the_correction_is_capped_for_what_the_write_check_cannot_see() -> None:
     """An observation recorded before its turn's build (or by an older version) is not checked."""
-    cal = calibrate([CalibrationSample(1, 100, 10**12, "m")], "m", 1000)
+    cal = calibrate([CalibrationSample(1, 100, 10**12, "m", "p")], "m", 1000, "p")
     assert cal is not None and cal.correction == MAX_RATIO and cal.last_observed == 10**12
     assert calibrated_budget(1000, cal) == 250
