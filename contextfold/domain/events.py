@@ -237,8 +237,17 @@ class PlanUpdated(_Event):
 
 
 class ToolsRegistered(_Event):
+    """Tools the runtime can run from now on: added to (or, a name again, replacing) the registry."""
+
     type: Literal["tools_registered"] = "tools_registered"
     tools: tuple[ToolSpec, ...]
+    replace: bool = Field(default=False, exclude_if=lambda value: not value)
+    """The registry is these tools alone: every other registered tool is dropped (a hand-off to an
+    agent with another toolkit, an MCP server gone). A dropped tool is never exposed again (until
+    registered anew); its past calls stay paired and are shown as the runtime's note of them
+    (``projections.not_offered``). Left out of the JSON when False, so a log written before the
+    field reads, and hashes, as it did (no version bump: a release without it refuses a
+    ``replace: true`` it would misread, as ``extra="forbid"`` refuses any unknown field)."""
 
 
 class UserInput(_Event):

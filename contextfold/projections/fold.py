@@ -211,7 +211,14 @@ def _(event: PlanUpdated, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: ToolsRegistered, state: RunState, rec: RecordedEvent) -> None:
+    if event.replace:  # the registry is these tools alone: the others leave the projection
+        names = {spec.name for spec in event.tools}
+        for name in [n for n in state.tools if n not in names]:
+            del state.tools[name]
+            state.active.pop(state.tool_ids.pop(name), None)
+            state.dropped_tools[name] = rec.position
     for i, spec in enumerate(event.tools, start=1):
+        state.dropped_tools.pop(spec.name, None)
         # the spec's canonical JSON, memoised per spec object: the builder prices the same object
         text = canonical_tool_json(spec)
         fid = add_fragment(state, rec, "tool_spec", "runtime", (TextBlock(text=text),), sub=i,

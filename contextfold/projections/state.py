@@ -176,6 +176,9 @@ class RunState:
     plan_id: str | None = None
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     tool_ids: dict[str, str] = field(default_factory=dict)
+    dropped_tools: dict[str, int] = field(default_factory=dict)
+    """Tool name -> position of the ``ToolsRegistered(replace=True)`` that dropped it, until one
+    registers it again: the runtime can no longer run it, so no build exposes it."""
     files: dict[str, tuple[tuple[str, str | None, int | None, int | None], ...]] = field(
         default_factory=dict)
     """path -> current reads as (fragment id, revision, start_line, end_line); a stale rest
@@ -248,7 +251,8 @@ class RunState:
             superseded_by=dict(self.superseded_by), policies=dict(self.policies),
             instructions=dict(self.instructions), goal=self.goal, goal_ids=self.goal_ids,
             plan=self.plan, plan_id=self.plan_id, tools=dict(self.tools),
-            tool_ids=dict(self.tool_ids), files=dict(self.files), stale_reads=dict(self.stale_reads),
+            tool_ids=dict(self.tool_ids), dropped_tools=dict(self.dropped_tools), files=dict(self.files),
+            stale_reads=dict(self.stale_reads),
             memories=dict(self.memories),
             semantic_keys=dict(self.semantic_keys),
             items=dict(self.items), hidden=dict(self.hidden), masked=dict(self.masked),

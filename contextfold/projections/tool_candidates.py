@@ -199,6 +199,8 @@ def refused_tools(state: RunState, provider: str) -> dict[str, str]:
 def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
     """The registry a build of ``state`` for ``config`` declares tools from (see the module)."""
     policy = state.tool_policy()
+    if state.dropped_tools:  # unregistered (``ToolsRegistered.replace``): as denied, calls shown as notes
+        policy = ToolPolicy(policy.allowed, policy.denied | frozenset(state.dropped_tools), policy.pinned)
     refused = {name: why for name, why in refused_tools(state, config.provider).items()
                if permitted(name, policy.allowed, policy.denied)}
     if refused:  # denied for this build: never exposed, its calls shown as notes
@@ -395,6 +397,10 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     stale = "; the history's calls to it are shown as runtime notes" if called else ""
     if name in policy.denied:
         return f"tool {name!r} ({known}) is never exposed: the run's policy denies it (denied_tools){stale}"
+    if name in state.dropped_tools:
+        return (f"tool {name!r} ({known}) is no longer exposed: the ToolsRegistered(replace=True) at "
+                f"position {state.dropped_tools[name]} unregistered it (register it again to offer it)"
+                f"{stale}")
     if not permitted(name, policy.allowed, policy.denied):
         return (f"tool {name!r} ({known}) is never exposed: it is not among the run's policy's "
                 f"allowed_tools{stale}")
