@@ -248,7 +248,7 @@ def _check_all(runs: list[Run], window: int, reserve: int) -> dict[str, int]:
         totals["runs"] += 1
         for turn, state in enumerate(states, start=1):
             totals["turns"] += 1
-            selections = set()
+            selections = set()  # of the providers shown every logged call id, which price alike
             for provider in PROVIDERS:
                 config = BuildConfig(provider=provider, window=window, reserve=reserve)
                 try:
@@ -259,8 +259,11 @@ def _check_all(runs: list[Run], window: int, reserve: int) -> dict[str, int]:
                                          f"(window {window}): {exc}") from exc
                 m = result.manifest
                 assert m.selected_tokens <= m.budget_tokens == window - reserve
-                selections.add(tuple(sorted(f.id for f in m.fragments)))
-            assert len(selections) == 1, f"{run_id} turn {turn}: providers selected differently"
+                # A provider shown some call under an alias prices its ids apart (a gpt-4o id
+                # reused, for Anthropic): under a tight budget it may keep other fragments.
+                if provider not in state.aliased_for:
+                    selections.add(tuple(sorted(f.id for f in m.fragments)))
+            assert len(selections) <= 1, f"{run_id} turn {turn}: providers selected differently"
             totals["truncated"] += len(m.truncations)
             totals["dropped"] += m.excluded.get("over_budget", 0) + m.excluded.get("low_priority", 0)
     assert checked.sdk_checks == totals["turns"] * len(PROVIDERS)
