@@ -548,9 +548,8 @@ def test_comparison_has_teeth(outcomes: list[Outcome]) -> None:
 def test_a_gemini_audio_document_is_named_not_sent_as_a_file_to_openai() -> None:
     """The ``direct-url-audio`` Gemini cassette hands the model an MP3 inline (Gemini takes
     audio). Rebuilt for OpenAI, it was a file part named "9" (an event position) carrying
-    ``audio/mpeg``: Chat Completions takes PDF files only and Responses no audio file. Responses
-    now carries a note naming the document, its media type and ref; Chat Completions the MP3 as
-    an ``input_audio`` part (the audio it takes inline); Gemini still gets the audio."""
+    ``audio/mpeg``: Chat Completions takes PDF files only and Responses no audio file. Both now
+    carry a note naming the document, its media type and ref; Gemini still gets the audio."""
     yaml = pytest.importorskip("yaml")
     path = next(CASSETTES.rglob("*direct-url-audio-google_gemini3*.yaml"))
     posts = _posts(yaml.safe_load(path.read_text(encoding="utf-8")))
@@ -566,8 +565,5 @@ def test_a_gemini_audio_document_is_named_not_sent_as_a_file_to_openai() -> None
             assert '"mimeType": "audio/mpeg"' in text
             continue
         assert '"file"' not in text and "input_file" not in text and "data:audio" not in text
-        if provider == "openai-chat":
-            assert '"input_audio": {"data": "' in text and '"format": "mp3"' in text
-            continue
         assert "document (audio/mpeg)" in text and "not attached" in text
         assert re.search(r'source=\\"event://cassette/\d+\\"', text)

@@ -104,20 +104,6 @@ def test_openai_chat_message_level_refusal_is_the_replys_text() -> None:
         parse(_b([chat[0], {"role": "assistant", "content": None, "refusal": 3}]), format="openai-chat")
 
 
-def test_openai_chat_input_audio_survives_a_round_trip() -> None:
-    """An ``input_audio`` part of a Chat history came back to Chat Completions as a "not
-    attached, this API takes PDF documents only" note: the model never heard the user."""
-    wav = base64.b64encode(b"RIFF\x24\x00\x00\x00WAVEfmt ").decode()
-    audio = {"type": "input_audio", "input_audio": {"data": wav, "format": "wav"}}
-    chat = [{"role": "user", "content": [{"type": "text", "text": "Here is my voice note:"}, audio]}]
-    log = Log().add(*parse(_b(chat), format="openai-chat"))
-    config = BuildConfig(provider="openai-chat", window=10_000, reserve=1_000)
-    built = build_context(fold(log.records), config,
-                          render=lambda c, p, n: render(c, p, max_tokens=n, validate=True))
-    [user] = [m for m in built.request["messages"] if m["role"] == "user"]
-    assert user["content"][-1] == {"type": "input_audio", "input_audio": {"data": wav, "format": "wav"}}
-
-
 def test_openai_chat_object_with_messages_and_jsonl_agree() -> None:
     as_obj = parse(_b({"model": "gpt-4o", "messages": CHAT}), format="openai-chat")
     as_jsonl = parse(_lines(*CHAT), format="openai-chat")

@@ -411,10 +411,9 @@ AUDIO = MediaPart(kind="document", media_type="audio/mpeg", data_base64="SUQzBAA
 def test_openai_renderers_name_a_document_they_cannot_send_and_give_files_an_extension() -> None:
     """An audio document (imported from a Gemini history, where audio goes inline) was sent to
     both OpenAI APIs as a file named "9" (its event position): Chat Completions takes PDF files
-    only as files, and Responses takes no audio file input. Where it cannot go it is a note
-    naming the document, its media type and ref, like Anthropic's; Chat Completions takes MP3 and
-    WAV inline as ``input_audio`` (test_openai_chat_sends_wav_and_mp3_as_input_audio); a file that
-    is sent has a filename with its type's extension."""
+    only, and Responses takes no audio file input. It is now a note naming the document, its
+    media type and ref, like Anthropic's; a file that is sent has a filename with its type's
+    extension."""
     url_audio = AUDIO.model_copy(update={"data_base64": None, "url": "https://x.test/a.mp3"})
     for part in (AUDIO, url_audio):
         c = conv(UserMessage(parts=(InstructionPart(text="listen", authority="user", fragment_id="u"),
@@ -422,15 +421,12 @@ def test_openai_renderers_name_a_document_they_cannot_send_and_give_files_an_ext
         chat = render(c, "openai-chat")["messages"][1]["content"]
         resp = render(c, "openai-responses")["input"][0]["content"]
         anth = render(c, "anthropic")["messages"][0]["content"]
-        noted = ((resp, "input_text"), (anth, "text")) + (((chat, "text"),) if part is url_audio else ())
-        for blocks, text_type in noted:
+        for blocks, text_type in ((chat, "text"), (resp, "input_text"), (anth, "text")):
             assert [b["type"] for b in blocks] == [text_type, text_type]
             note = blocks[1]["text"]
             assert "audio/mpeg" in note and 'source="event://run-a/9"' in note and "not attached" in note
             assert (part.url or "e9") in note
-        assert "SUQzBAAAAAAAI1RTU0U" not in json.dumps(resp)
-    assert "this API takes audio inline only" in json.dumps(
-        render(conv(UserMessage(parts=(url_audio,))), "openai-chat")["messages"][1]["content"])
+        assert "SUQzBAAAAAAAI1RTU0U" not in json.dumps([chat, resp])
     gem = render(conv(UserMessage(parts=(AUDIO,))), "gemini")["contents"][0]["parts"]
     assert gem == [{"inlineData": {"mimeType": "audio/mpeg", "data": "SUQzBAAAAAAAI1RTU0U="}}]
 
@@ -445,29 +441,6 @@ def test_openai_renderers_name_a_document_they_cannot_send_and_give_files_an_ext
     assert render(c, "openai-responses")["input"][0]["content"][-1]["filename"] == "report.docx"
     only_note = render(c, "openai-chat")["messages"][1]["content"]  # one text part: a plain string
     assert "this API takes PDF documents only" in only_note and docx in only_note
-
-
-def test_openai_chat_sends_wav_and_mp3_as_input_audio() -> None:
-    """Chat Completions takes WAV and MP3 inline as ``{"type": "input_audio", "input_audio":
-    {"data", "format"}}``; an ``input_audio`` part imported from a Chat history was rendered back
-    as a "not attached, this API takes PDF documents only" note, and the model never heard it."""
-    wav = AUDIO.model_copy(update={"media_type": "audio/wav", "data_base64": "UklGRiQAAABXQVZF"})
-    data_url_mp3 = AUDIO.model_copy(update={"media_type": "audio/mp3", "data_base64": None,
-                                            "url": "data:audio/mp3;base64,SUQzBAAAAAAAI1RTU0U="})
-    ogg = AUDIO.model_copy(update={"media_type": "audio/ogg"})
-    c = conv(UserMessage(parts=(InstructionPart(text="listen", authority="user", fragment_id="u"),
-                                wav, AUDIO, data_url_mp3, ogg)))
-    body = render(c, "openai-chat", validate=True)
-    assert validate_sdk_types("openai-chat", body)
-    parts = body["messages"][1]["content"]
-    assert parts[1:4] == [
-        {"type": "input_audio", "input_audio": {"data": "UklGRiQAAABXQVZF", "format": "wav"}},
-        {"type": "input_audio", "input_audio": {"data": "SUQzBAAAAAAAI1RTU0U=", "format": "mp3"}},
-        {"type": "input_audio", "input_audio": {"data": "SUQzBAAAAAAAI1RTU0U=", "format": "mp3"}}]
-    note = parts[4]["text"]
-    assert parts[4]["type"] == "text" and "audio/ogg" in note and "not attached" in note
-    resp = render(c, "openai-responses")["input"][0]["content"]  # Responses takes no audio part
-    assert [p["type"] for p in resp] == ["input_text"] * 5
 
 
 def test_media_returned_by_a_tool() -> None:

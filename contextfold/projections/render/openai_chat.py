@@ -50,7 +50,6 @@ from contextfold.domain.conversation import (
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.media_limits import file_ref
 from contextfold.projections.render._shared import (
-    OPENAI_CHAT_AUDIO_FORMATS,
     OPENAI_CHAT_FILE_TYPES,
     data_url,
     document_filename,
@@ -73,16 +72,6 @@ __all__ = ["PROVIDER", "render_openai_chat"]
 
 PROVIDER = "openai-chat"
 
-def _inline_base64(part: MediaPart) -> str | None:
-    """The part's bytes as base64 (``input_audio`` takes no URL, not even a ``data:`` one), or
-    None for a medium only a remote URL holds."""
-    if part.data_base64 is not None:
-        return part.data_base64
-    if part.url is not None and part.url.startswith("data:") and ";base64," in part.url:
-        return part.url.split(";base64,", 1)[1]
-    return None
-
-
 def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
     note = refused_media_note(part, PROVIDER)
     if note is not None:
@@ -99,21 +88,12 @@ def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
                 }
             )
         case "document":
-            # Chat Completions takes PDF files, inline only, and WAV or MP3 audio as an
-            # ``input_audio`` part, inline only: anything else is named, never dropped in
-            # silence (an audio file sent as a file part is refused by the API). A file of
-            # OpenAI's Files API goes by its id (the API knows its type).
+            # Chat Completions takes PDF files, inline only: anything else is named, never
+            # dropped in silence (an audio file sent as a file part is refused by the API). A
+            # file of OpenAI's Files API goes by its id (the API knows its type).
             ref = file_ref(part.url)
             if ref is not None:
                 parts.append({"type": "file", "file": {"file_id": ref[1]}})
-                return parts
-            audio = OPENAI_CHAT_AUDIO_FORMATS.get(part.media_type)
-            if audio is not None:
-                data = _inline_base64(part)
-                if data is None:
-                    note = unsent_document_note(part, "this API takes audio inline only")
-                    return [{"type": "text", "text": media_caption(part, note)}]
-                parts.append({"type": "input_audio", "input_audio": {"data": data, "format": audio}})
                 return parts
             extension = OPENAI_CHAT_FILE_TYPES.get(part.media_type)
             if extension is None:
