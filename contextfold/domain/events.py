@@ -21,10 +21,22 @@ import weakref
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, Field, TypeAdapter, field_validator
 
 from contextfold.domain.canonical import canonical_dumps, canonical_object, canonical_utf8
 from contextfold.domain.checked import Integer
+from contextfold.domain.event_values import (
+    ArtifactRef,
+    CompactionSummary,
+    ContentBlock,
+    DocumentBlock,
+    FrozenModel,
+    ImageBlock,
+    PlanStep,
+    TextBlock,
+    ToolCall,
+    ToolSpec,
+)
 from contextfold.domain.reasoning import (
     REASONING_ADAPTER,
     AnthropicReasoning,
@@ -85,99 +97,12 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+# ---------------------------------------------------------------- events (their values: ``event_values``)
 
 
-# ---------------------------------------------------------------- value objects
 
 
-class ArtifactRef(_Frozen):
-    """A payload kept once in the artifact table, addressed by its blake3 hash."""
-
-    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
-    size: Integer = Field(ge=0)
-    media_type: str = "text/plain"
-
-
-class TextBlock(_Frozen):
-    type: Literal["text"] = "text"
-    text: str
-
-
-class ImageBlock(_Frozen):
-    type: Literal["image"] = "image"
-    artifact: ArtifactRef | None = None
-    url: str | None = None
-    media_type: str
-    width: Integer | None = None
-    height: Integer | None = None
-    detail: Literal["auto", "low", "high"] = "auto"
-
-
-class DocumentBlock(_Frozen):
-    type: Literal["document"] = "document"
-    artifact: ArtifactRef | None = None
-    url: str | None = None
-    media_type: str = "application/pdf"
-    pages: Integer | None = None
-    title: str | None = None
-
-
-ContentBlock: TypeAlias = Annotated[
-    TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")
-]
-
-
-class ToolSpec(_Frozen):
-    name: str = Field(min_length=1, max_length=128)
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    tags: tuple[str, ...] = ()
-
-
-class ToolCall(_Frozen):
-    call_id: str = Field(min_length=1)
-    name: str = Field(min_length=1)
-    arguments: str = "{}"
-    """The arguments exactly as the model produced them (a JSON string, kept verbatim)."""
-
-
-StepStatus: TypeAlias = Literal["pending", "ready", "in_progress", "done", "failed", "blocked", "skipped"]
-
-
-class PlanStep(_Frozen):
-    id: str
-    title: str
-    status: StepStatus = "pending"
-    depends_on: tuple[str, ...] = ()
-
-
-class CompactionSummary(_Frozen):
-    """The structured summary of the seed's section 5.3.
-
-    ``inferences`` holds statements the summarizer inferred rather than read
-    from a typed event; renderers label them as inferences.
-    """
-
-    goal: str = ""
-    success_contract: tuple[str, ...] = ()
-    completed_steps: tuple[str, ...] = ()
-    pending_steps: tuple[str, ...] = ()
-    decisions: tuple[str, ...] = ()
-    constraints: tuple[str, ...] = ()
-    tool_calls_and_results: tuple[str, ...] = ()
-    evidence_refs: tuple[str, ...] = ()
-    side_effects: tuple[str, ...] = ()
-    known_failures: tuple[str, ...] = ()
-    next_action: str = ""
-    inferences: tuple[str, ...] = ()
-
-
-# ---------------------------------------------------------------- events
-
-
-class _Event(_Frozen):
+class _Event(FrozenModel):
     v: int = 1
     """The class version: a subclass's default is the one it writes and reads; older stored ones
     are lifted to it first (:mod:`contextfold.domain.upcasts`)."""

@@ -1,0 +1,109 @@
+"""The value objects events carry: artifact refs, content blocks, tool specs and calls, plan
+steps and the compaction summary.
+
+Why a module of its own: :mod:`~contextfold.domain.events` is the event vocabulary, and it had
+passed 500 lines; these values are what the events hold, not events. ``events`` re-exports
+every name, so ``from contextfold.domain.events import ToolCall`` keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextfold.domain.checked import Integer
+
+__all__ = ["ArtifactRef", "CompactionSummary", "ContentBlock", "DocumentBlock", "FrozenModel", "ImageBlock",
+           "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec"]
+
+
+class FrozenModel(BaseModel):
+    """The base of the log's models: frozen, and no field it does not declare."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- value objects
+
+
+class ArtifactRef(FrozenModel):
+    """A payload kept once in the artifact table, addressed by its blake3 hash."""
+
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: Integer = Field(ge=0)
+    media_type: str = "text/plain"
+
+
+class TextBlock(FrozenModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageBlock(FrozenModel):
+    type: Literal["image"] = "image"
+    artifact: ArtifactRef | None = None
+    url: str | None = None
+    media_type: str
+    width: Integer | None = None
+    height: Integer | None = None
+    detail: Literal["auto", "low", "high"] = "auto"
+
+
+class DocumentBlock(FrozenModel):
+    type: Literal["document"] = "document"
+    artifact: ArtifactRef | None = None
+    url: str | None = None
+    media_type: str = "application/pdf"
+    pages: Integer | None = None
+    title: str | None = None
+
+
+ContentBlock: TypeAlias = Annotated[
+    TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")
+]
+
+
+class ToolSpec(FrozenModel):
+    name: str = Field(min_length=1, max_length=128)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    tags: tuple[str, ...] = ()
+
+
+class ToolCall(FrozenModel):
+    call_id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    arguments: str = "{}"
+    """The arguments exactly as the model produced them (a JSON string, kept verbatim)."""
+
+
+StepStatus: TypeAlias = Literal["pending", "ready", "in_progress", "done", "failed", "blocked", "skipped"]
+
+
+class PlanStep(FrozenModel):
+    id: str
+    title: str
+    status: StepStatus = "pending"
+    depends_on: tuple[str, ...] = ()
+
+
+class CompactionSummary(FrozenModel):
+    """The structured summary of the seed's section 5.3.
+
+    ``inferences`` holds statements the summarizer inferred rather than read
+    from a typed event; renderers label them as inferences.
+    """
+
+    goal: str = ""
+    success_contract: tuple[str, ...] = ()
+    completed_steps: tuple[str, ...] = ()
+    pending_steps: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    tool_calls_and_results: tuple[str, ...] = ()
+    evidence_refs: tuple[str, ...] = ()
+    side_effects: tuple[str, ...] = ()
+    known_failures: tuple[str, ...] = ()
+    next_action: str = ""
+    inferences: tuple[str, ...] = ()
