@@ -90,6 +90,7 @@ from contextfold.importers import parse
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.render import neutralise, render, validate_sdk_types
+from tests.json_strings import strings
 
 __all__ = ["CATEGORIES", "Case", "Outcome", "cases", "classify", "compare", "reproduce", "run_all"]
 
@@ -175,16 +176,6 @@ class View:
     """Text chunks of each result, aligned with the result items of ``protocol``."""
     texts: dict[str, list[str]] = field(default_factory=lambda: {"system": [], "user": [],
                                                                  "assistant": []})
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def _args(raw: Any) -> Any:
@@ -315,7 +306,7 @@ def _view_gemini(body: dict[str, Any]) -> View:
                 v.protocol.append(("call", fc.get("id"), fc["name"], fc.get("args", {})))
             elif "functionResponse" in p:
                 fr = p["functionResponse"]
-                _result(v, "result", fr.get("id"), _strings(fr.get("response")))
+                _result(v, "result", fr.get("id"), strings(fr.get("response")))
             elif p.get("text") and not p.get("thought"):
                 v.texts[role].append(p["text"])
     return v

@@ -37,6 +37,7 @@ from contextfold.domain.manifest import checked_config
 from contextfold.importers import iter_runs, parse
 from contextfold.projections.compaction import Strategy
 from tests.conftest import TRACES
+from tests.json_strings import joined_strings
 
 NOISE = "\n".join(f"{i:04d} DEBUG worker heartbeat ok, queue depth {i % 7}" for i in range(120))
 
@@ -300,21 +301,10 @@ def trace_runs() -> list[tuple[str, list[AnyEvent]]]:
     return runs
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 def check_survivors(run: Run, events: list[AnyEvent], request: dict[str, Any]) -> None:
     """The goal (the task's first 200 characters), the latest error and the last exit
     code of the log so far are in the rendered request."""
-    text = "\n".join(_strings(request))
+    text = joined_strings(request)
     task = next((e.text for e in events if isinstance(e, UserInput) and e.text.strip()), "")
     assert " ".join(task[:200].split()) in " ".join(text.split()), "goal lost"
     results = [e for e in events if isinstance(e, ToolResult)]

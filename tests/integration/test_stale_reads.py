@@ -10,25 +10,15 @@ import pytest
 from contextfold.api import open_store
 from contextfold.audit.diff import diff_manifests
 from contextfold.domain.events import FileRead, UserInput
+from tests.json_strings import joined_strings
 
 R1 = "".join(f"line {n} as at r1\n" for n in range(1, 41))
 R2_10_20 = "".join(f"line {n} as at r2\n" for n in range(10, 21))
 R2_WHOLE = "".join(f"line {n} as at r2\n" for n in range(1, 43))
 
 
-def _texts(node: Any) -> list[str]:
-    """Every string a request holds (message texts, in whatever shape the provider nests them)."""
-    if isinstance(node, str):
-        return [node]
-    if isinstance(node, dict):
-        return [t for v in node.values() for t in _texts(v)]
-    if isinstance(node, list):
-        return [t for v in node for t in _texts(v)]
-    return []
-
-
 def _shown(request: dict[str, Any]) -> str:
-    return "\n".join(_texts(request))
+    return joined_strings(request)
 
 
 @pytest.mark.parametrize("provider", ["openai-chat", "anthropic"])
