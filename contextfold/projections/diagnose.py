@@ -68,8 +68,6 @@ __all__ = [
     "lean_log",
 ]
 
-_ANSI = ESCAPE_SEQUENCE  # the sequences a cut keeps whole (``graphemes``) are the ones stripped
-
 CONTINUATION_LINES = 8
 """Indented lines kept after a non-traceback key error."""
 _TRACEBACK_MAX_LINES = 2000
@@ -225,7 +223,7 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
     # Colour codes, line-final carriage returns and what a carriage return overwrites hold no
     # newline: stripped from the whole text, each line is what stripping it alone gives, the
     # text a terminal shows (the last frame of a progress bar, the error printed over it).
-    cleaned = _ANSI.sub("", _TO_COLUMN_ONE.sub("\r", text)) if "\x1b" in text else text
+    cleaned = ESCAPE_SEQUENCE.sub("", _TO_COLUMN_ONE.sub("\r", text)) if "\x1b" in text else text
     if "\r" in cleaned:
         cleaned = _CR_OVERWRITTEN.sub("", _CR_AT_LINE_END.sub("", cleaned))
     clean = lines if cleaned is text else cleaned.split("\n")

@@ -13,6 +13,7 @@ from contextfold.projections import diagnose as diagnose_module
 from contextfold.projections import log_patterns
 from contextfold.projections.code_fences import open_fence
 from contextfold.projections.diagnose import FirstError, LogDiagnosis, diagnose_log, lean_log
+from contextfold.projections.graphemes import ESCAPE_SEQUENCE
 from contextfold.projections.truncate import MINIMAL_MARKER, Truncation, split_lines
 from tests.counters import Counter, cl100k, quarter
 
@@ -536,7 +537,7 @@ def test_lean_log_never_exceeds_and_keeps_whole_lines(lines: list[str], budget: 
 def _diagnosis_line_by_line(text: str, exit_code: int | None) -> LogDiagnosis:
     """The diagnosis as first written: every pattern tried on every line (the reference)."""
     lines, _ = split_lines(text)
-    shown = (diagnose_module._ANSI.sub("", diagnose_module._TO_COLUMN_ONE.sub("\r", line)) for line in lines)
+    shown = (ESCAPE_SEQUENCE.sub("", diagnose_module._TO_COLUMN_ONE.sub("\r", line)) for line in lines)
     clean = [line.rstrip("\r").rpartition("\r")[2] for line in shown]
     first: FirstError | None = None
     errors = warnings = failed = 0
