@@ -114,9 +114,6 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         raise TurnNotFoundError(run.run_id, turn, last)
     if records is None:
         version, records = run.version, run.records(turn)  # in this order: see _record_once
-    if nearest and not records and not previewed(turn, records, last):
-        events = run.events() if events is None else events
-        cfg = config_for_turn(events, turn, given or None)
     if previewed(turn, records, last):
         # The turn not answered yet, with no build of it: the next request. Rebuilt from the log
         # as it stands, a call still in flight had its group dropped as stale, where the build
@@ -131,6 +128,9 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
         if before_record is not None:
             before_record(previewed_result)
         return previewed_result
+    if nearest and not records:  # a past turn without a record: the nearest record's settings
+        events = run.events() if events is None else events
+        cfg = config_for_turn(events, turn, given or None)
     if records:
         first = records[0]
         # the log up to what the first build folded, not the whole run (turn 3 of a 10,000-event
