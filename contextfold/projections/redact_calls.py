@@ -140,9 +140,15 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
         if not touched:
             bare.append(f)
     edits: list[tuple[int, int, str]] = []  # (start, end, text) in ``arguments``
+    marked = whole.keys() | escaped.keys() | inside.keys()
     for i, (start, end) in enumerate(literals):
         literal = arguments[start:end]
-        value = json.loads(literal)
+        if "\\" not in literal:  # no escape: the JSON string's text is what its quotes hold
+            if i not in marked and not hidden and not redact(literal[1:-1], policy).findings:
+                continue  # nothing found in it either way: the common case, kept as written
+            value = literal[1:-1]
+        else:
+            value = json.loads(literal)
         spelled = not (value.isascii() or _encodable(value))  # an escaped lone surrogate: no text,
         got = redact(literal[1:-1] if spelled else value, policy)  # so its JSON spelling is scanned
         if i in whole or not escaped.get(i, set()) <= {f.rule for f in got.findings}:
