@@ -69,6 +69,13 @@ class ToolSpec(FrozenModel):
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     tags: tuple[str, ...] = ()
+    strict: bool | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Whether the provider must hold the model's arguments to ``parameters`` exactly (OpenAI's and
+    Anthropic's strict tool use, structured outputs): the runtime's choice, sent as it was made.
+    None: not said, so each renderer sends its API's non-strict form. Why it is kept: a runtime
+    that declared its tools strict and resumed from the log got requests declaring them
+    non-strict, so the model's calls were no longer held to their schemas. Left out of the JSON
+    when None, so a log written before the field reads and hashes as it did."""
 
 
 class ToolCall(FrozenModel):

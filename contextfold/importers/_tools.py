@@ -13,8 +13,9 @@ Only client functions are read: a provider's own tools (Anthropic's ``web_search
 (the provider defines it), and a registered one would be declared to every provider as a client
 function with empty parameters, one no client runs. Calls to them in the history are declared
 as before, from the calls. Custom (free-text) tools are left out for the same reason: a function
-declaration would tell the model to send a JSON object. OpenAI's ``strict`` flag is not kept
-(:class:`ToolSpec` has no field for it: the renderers declare every tool non-strict).
+declaration would tell the model to send a JSON object. A tool's ``strict`` flag (OpenAI's, and
+Anthropic's strict tool use) is kept when the source says true or false (``ToolSpec.strict``);
+one not said stays unsaid, whatever the API's default, so a build sends each API's own default.
 """
 
 from __future__ import annotations
@@ -40,14 +41,19 @@ def _array(d: dict[str, Any], key: str, path: JsonPath) -> list[Any]:
 
 
 def _spec(fn: dict[str, Any], path: JsonPath, schema_key: str, parameters: Any = None) -> ToolSpec:
-    """One function's spec: its name, description and parameters schema (the default, an object
-    of no properties, when it names none: OpenAI's "an empty parameter list")."""
+    """One function's spec: its name, description, parameters schema (the default, an object
+    of no properties, when it names none: OpenAI's "an empty parameter list") and ``strict``
+    flag when it says one."""
     schema = fn.get(schema_key) if parameters is None else parameters
     if schema is not None:
         schema = require_obj(schema, (*path, schema_key), f"{schema_key!r} to be an object (a JSON Schema)")
+    strict = fn.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise Bad((*path, "strict"), "expected 'strict' to be true, false or null")
     return build(ToolSpec, path, name=get_str(fn, "name", path),
                  description=opt_str(fn, "description", path) or "",
-                 **({} if schema is None else {"parameters": schema}))
+                 **({} if schema is None else {"parameters": schema}),
+                 **({} if strict is None else {"strict": strict}))
 
 
 def chat_tool(raw: Any, path: JsonPath) -> ToolSpec | None:

@@ -79,10 +79,12 @@ def test_openai_chat_body_tools_are_registered_and_declared_with_their_schemas()
     body = {"model": "gpt-4o", "messages": CHAT_HISTORY,
             "tools": [_chat_tool(EXPECTED[0], strict=False), _chat_tool(EXPECTED[1])]}
     events = parse(_b(body), format="openai-chat")
-    assert _registered(events) == EXPECTED
+    # the strict flag the body said is kept (and sent again); one it did not say stays unsaid
+    assert _registered(events) == (EXPECTED[0].model_copy(update={"strict": False}), EXPECTED[1])
     request = _built(events, "openai-chat")
     declared = {t["function"]["name"]: t["function"] for t in request["tools"]}
     assert set(declared) == {"get_weather", "book_flight"}  # the uncalled tool is not lost
+    assert declared["get_weather"]["strict"] is False and "strict" not in declared["book_flight"]
     assert declared["get_weather"]["parameters"]["properties"]["unit"]["enum"] == ["c", "f"]
     assert declared["get_weather"]["parameters"]["required"] == ["city", "unit"]
     assert declared["book_flight"]["description"] == "Book a flight"
@@ -154,10 +156,12 @@ def test_openai_responses_body_function_tools_are_registered_and_hosted_ones_not
                       {"type": "function_call_output", "call_id": "call_1", "output": "12C"},
                       {"role": "user", "content": "Book me a flight to Rome."}]}
     events = parse(_b(body), format="openai-responses")
-    assert _registered(events) == EXPECTED
+    assert _registered(events) == (EXPECTED[0].model_copy(update={"strict": True}),
+                                   EXPECTED[1].model_copy(update={"strict": False}))
     request = _built(events, "openai-responses")
     assert {t["name"]: t["parameters"]["required"] for t in request["tools"]} == {
         "get_weather": ["city", "unit"], "book_flight": ["to"]}
+    assert {t["name"]: t["strict"] for t in request["tools"]} == {"get_weather": True, "book_flight": False}
 
 
 GEMINI_CONTENTS = [
@@ -211,6 +215,9 @@ def test_gemini_snake_case_parameters_json_schema_is_read() -> None:
      "invalid ToolSpec"),
     ("gemini", {"contents": [], "tools": [{"functionDeclarations": {"name": "t"}}]},
      "expected 'functionDeclarations' to be an array"),
+    ("anthropic", {"messages": [], "tools": [{"name": "t", "input_schema": {"type": "object"},
+                                             "strict": "yes"}]},
+     "expected 'strict' to be true, false or null"),
 ])
 def test_malformed_tools_are_refused_at_their_line(fmt: str, body: dict[str, Any], reason: str) -> None:
     text = json.dumps(body, indent=1).encode()

@@ -338,6 +338,8 @@ def render_anthropic(conversation: Conversation, *, max_tokens: int | None = Non
             if spec.description:
                 tool["description"] = spec.description
             tool["input_schema"] = sent_schema(spec.parameters)
+            if spec.strict:
+                tool["strict"] = True
             tools.append(tool)
         tools[-1]["cache_control"] = dict(CACHE_CONTROL)
         body["tools"] = tools

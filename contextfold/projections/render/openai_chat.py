@@ -290,6 +290,8 @@ def _tool(spec: ToolSpec) -> list[dict[str, Any]]:
     if spec.description:
         function["description"] = spec.description
     function["parameters"] = sent_schema(spec.parameters)
+    if spec.strict is not None:
+        function["strict"] = spec.strict
     return [{"type": "function", "function": function}]
 
 

@@ -191,7 +191,7 @@ def render_openai_responses(conversation: Conversation, *, max_tokens: int | Non
             if spec.description:
                 tool["description"] = spec.description
             tool["parameters"] = sent_schema(spec.parameters)
-            tool["strict"] = False
+            tool["strict"] = bool(spec.strict)  # Responses' default is strict: said either way
             tools.append(tool)
         body["tools"] = tools
     if max_tokens is not None:
