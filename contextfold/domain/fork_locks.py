@@ -33,17 +33,28 @@ __all__ = ["fork_safe_lock", "fork_safe_rlock"]
 _Reset = Callable[[], None]
 
 _LOCKS: weakref.WeakKeyDictionary[Any, Callable[[], _Reset | None] | None] = weakref.WeakKeyDictionary()
-"""Every lock made here, with how to reach its owner's ``on_held`` (a weak reference to a bound
-method: the entry must not keep the owner, and so the lock, alive)."""
+"""Every lock made here, with how to reach its owner's ``on_held`` (a weak reference to the
+owner of a bound method: the entry must not keep the owner, and so the lock, alive)."""
 
 
 def _register(lock: Any, on_held: _Reset | None) -> None:
     if on_held is None:
         _LOCKS[lock] = None
     elif inspect.ismethod(on_held):
-        _LOCKS[lock] = weakref.WeakMethod(on_held)
+        _LOCKS[lock] = _reach_method(weakref.ref(on_held.__self__), on_held.__func__)
     else:  # a module's function: lives as long as the module
         _LOCKS[lock] = lambda: on_held
+
+
+def _reach_method(owner: weakref.ref[Any], func: Callable[[Any], None]) -> Callable[[], _Reset | None]:
+    """The owner's method while the owner lives, else None. A plain weak reference, not a
+    ``weakref.WeakMethod``: that one's callback ran at interpreter exit after the module's
+    globals were gone, and printed "Exception ignored in: ... WeakMethod ... '_alive'" for
+    owners a handled error's traceback had kept alive until then."""
+    def reach() -> _Reset | None:
+        obj = owner()
+        return None if obj is None else (lambda: func(obj))
+    return reach
 
 
 def fork_safe_lock(on_held: _Reset | None = None) -> threading.Lock:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from contextfold.domain.fork_locks import fork_safe_lock, fork_safe_rlock
@@ -203,3 +205,32 @@ def test_a_lock_the_forking_thread_holds_itself_stays_its_own() -> None:
                 code = 1
             os._exit(code)
     assert _outcome(pid) == "ok"
+
+
+EXIT_CHILD = r'''
+import tempfile
+import contextfold
+from contextfold import BuildResult, PolicySet, UserInput  # a loop's type hints import this too
+store = contextfold.open_store(f"sqlite:///{tempfile.mkdtemp()}/runs.db")
+run = store.run("r")
+run.append(PolicySet(text="rule " * 3000), UserInput("go"))
+try:
+    run.build("anthropic", window=3000, reserve=500)
+except contextfold.RequiredContextExceedsBudgetError as error:
+    print("handled:", type(error).__name__)
+store.close()
+'''
+
+
+def test_a_program_that_handled_a_build_error_exits_without_a_traceback(tmp_path: Path) -> None:
+    """The registry reaches an owner's ``on_held`` by a plain weak reference. It held a
+    ``weakref.WeakMethod``, whose callback ran at interpreter exit, after the module's globals
+    were gone, for owners a handled error's traceback had kept alive until then: every agent
+    loop that caught ``RequiredContextExceedsBudgetError`` printed "Exception ignored in: ...
+    WeakMethod ... '_alive'" on exiting, which log scrapers read as a crash."""
+    script = tmp_path / "loop.py"
+    script.write_text(EXIT_CHILD)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "handled: RequiredContextExceedsBudgetError"
+    assert done.stderr == ""
