@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from blake3 import blake3
+
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
 from contextfold.cli_new_store import removed_if_unrecorded
@@ -199,19 +201,32 @@ _NOT_IN_SUFFIXES = re.compile(r"[^A-Za-z0-9._:@/+=-]")
 """What a multi-run file's run suffix cannot hold: its ``/`` is kept, a separator as in a folder."""
 
 
+def _spelled(not_held: re.Pattern[str], part: str) -> str:
+    """``part`` with each character a run id cannot hold as ``_``; a part that held a non-ASCII
+    character also gets ``+`` and 8 hex digits of its blake3 hash. Why: every letter of a CJK,
+    Cyrillic or accented name is such a character, so ``登录错误.json`` and ``支付错误.json`` both
+    became ``PREFIX/____`` and the folder's import was refused for the clash. An ASCII name
+    keeps the id it always had (a space or bracket as ``_``), so importing it again finds it."""
+    shown = not_held.sub("_", part)
+    if part.isascii():
+        return shown
+    return f"{shown}+{blake3(part.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
 def run_id_for(prefix: str, relative: Path) -> str:
     """The run id of the trace at ``relative`` (a path under the imported folder):
     ``PREFIX/<folders>/<file name without its extension>``. A file named after its own folder
     (SWE-agent's ``<instance>/<instance>.traj``) is named once: ``PREFIX/<instance>``. A
-    character a run id cannot hold (a space, a bracket, a non-ASCII letter) becomes ``_``: two
-    files that then share an id are refused by the import, naming both."""
+    character a run id cannot hold (a space, a bracket, a non-ASCII letter) becomes ``_``, and a
+    name with a non-ASCII letter is told apart by its hash (:func:`_spelled`): two files that
+    still share an id are refused by the import, naming both."""
     *folders, name = relative.parts
     stem = Path(name).stem
     return _joined(prefix, folders if folders and folders[-1] == stem else [*folders, stem])
 
 
 def _joined(prefix: str, parts: Iterable[str]) -> str:
-    return "/".join([prefix, *(_NOT_IN_RUN_IDS.sub("_", part) for part in parts)])
+    return "/".join([prefix, *(_spelled(_NOT_IN_RUN_IDS, part) for part in parts)])
 
 
 def _run_id_of(prefix: str, root: Path, item: Path | EventFolder) -> str:
@@ -293,9 +308,9 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str],
 
 def _run_in_file(name: str, suffix: str, runs: int) -> str:
     """The run id of one of a file's ``runs``: ``name`` itself for a file of one run, else
-    ``name/<suffix>``, a character a run id cannot hold (tau-bench's task id ``"a b"``) as ``_``:
-    the file was refused whole for one such id."""
-    return name if runs == 1 else f"{name}/{_NOT_IN_SUFFIXES.sub('_', suffix)}"
+    ``name/<suffix>``, a character a run id cannot hold (tau-bench's task id ``"a b"``) as ``_``
+    (:func:`_spelled`): the file was refused whole for one such id."""
+    return name if runs == 1 else f"{name}/{_spelled(_NOT_IN_SUFFIXES, suffix)}"
 
 
 Bundled = dict[str, tuple[ArtifactRef, bytes]]

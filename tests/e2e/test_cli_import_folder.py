@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from blake3 import blake3
 
 from contextfold.cli import main
 from contextfold.cli_import import run_id_for
@@ -181,8 +182,24 @@ def test_run_ids_follow_the_path_and_name_an_instance_once() -> None:
     assert run_id_for("x", Path("a/b.json")) == "x/a/b"
     assert run_id_for("x", Path("b.jsonl")) == "x/b"
     assert run_id_for("x", Path("b/b/c.traj")) == "x/b/b/c"
-    # what a run id cannot hold becomes "_": a folder of files named by people imports too
-    assert run_id_for("x", Path("run 1 (retry)/naïve.json")) == "x/run_1__retry_/na_ve"
+    # what a run id cannot hold becomes "_": a folder of files named by people imports too; a
+    # name with a non-ASCII letter is told apart by its hash
+    naive = blake3("naïve".encode()).hexdigest()[:8]
+    assert run_id_for("x", Path("run 1 (retry)/naïve.json")) == f"x/run_1__retry_/na_ve+{naive}"
+
+
+def test_names_in_other_scripts_import_as_runs_of_their_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every CJK letter is a character a run id cannot hold: ``登录错误.json`` and ``支付错误.json``
+    both became ``imp/____`` and the whole folder was refused for the clash."""
+    root = tmp_path / "traces"
+    write(root / "登录错误.json", CHAT)
+    write(root / "支付错误.json", [*CHAT, {"role": "user", "content": "pay"}])
+    code, _, err = cf(tmp_path, capsys, "import", str(root), "--run", "imp")
+    assert code == 0, err
+    imported = runs(tmp_path, capsys)
+    assert imported == {f"imp/____+{blake3(name.encode()).hexdigest()[:8]}": events
+                        for name, events in (("登录错误", 3), ("支付错误", 4))}
 
 
 def test_paths_that_differ_only_in_what_a_run_id_cannot_hold_are_refused(
