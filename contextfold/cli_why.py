@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 import sys
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -60,7 +61,11 @@ def _sourced(query: str, source_ref: str, *, whole_words: bool = False) -> bool:
     """Whether a fragment from ``source_ref`` is one ``query`` asks about: a ref ending in a
     position (``event://r1/4``) names that one (as a substring it also matched ``event://r1/41``);
     anything else, a path or part of one, matches as a substring, or with ``whole_words`` only
-    where no letter or digit adjoins it (``c1`` in ``call://r/c1``, not in ``call://r/c10``)."""
+    where no letter or digit adjoins it (``c1`` in ``call://r/c1``, not in ``call://r/c10``).
+    Both are compared in NFC: a path read under its NFD spelling (macOS) is the one a typed
+    ``café`` asks about."""
+    if not (query.isascii() and source_ref.isascii()):
+        query, source_ref = unicodedata.normalize("NFC", query), unicodedata.normalize("NFC", source_ref)
     if _WHOLE_REF.fullmatch(query):
         return source_ref == query or source_ref.startswith(query + "#")
     if whole_words:

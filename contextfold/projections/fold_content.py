@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import posixpath
+import unicodedata
 from collections.abc import Callable
 from typing import assert_never
 
@@ -320,7 +321,9 @@ def range_within(inner: tuple[int | None, int | None], outer: tuple[int | None, 
 
 
 def file_key(path: str) -> str:
-    """A read path as a supersession key: ``./a/../b.py`` and ``b.py`` name one file.
-    Lexical only (no file system: the fold is pure)."""
-    return posixpath.normpath(path)
+    """A read path as a supersession key: ``./a/../b.py`` and ``b.py`` name one file, and so do
+    a path's NFD and NFC spellings (macOS' file system and ``git ls-files`` give ``café`` as
+    ``cafe`` plus a combining accent, a model types the composed letter: both revisions of the
+    file were sent side by side). Lexical only (no file system: the fold is pure)."""
+    return posixpath.normpath(path if path.isascii() else unicodedata.normalize("NFC", path))
 

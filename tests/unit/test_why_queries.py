@@ -3,8 +3,10 @@ word before a part of one."""
 
 from __future__ import annotations
 
+import unicodedata
+
 from contextfold.cli_why import explain
-from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import FileRead, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import BuildConfig, ContextManifest
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
@@ -30,3 +32,32 @@ def test_a_part_of_a_name_still_matches_when_no_whole_word_does() -> None:
     found = explain(_manifest(), "run-1/c")
     expected = sorted(f"call://run-1/c{i}@{2 * i}" for i in range(1, 13))
     assert sorted(f["source_ref"] for f in found) == expected
+
+
+NFC_PATH = "src/café_配置.py"
+NFD_PATH = unicodedata.normalize("NFD", NFC_PATH)
+
+
+def _read_twice() -> ContextManifest:
+    """A file read under its NFD path (macOS' file system, ``git ls-files``), then re-read at a
+    newer revision under the NFC path a model types."""
+    log = Log()
+    log.add(UserInput("What is TIMEOUT?"))
+    log.add(FileRead(path=NFD_PATH, revision="r1", content="TIMEOUT = 10  # OLD_VALUE\n"))
+    log.add(FileRead(path=NFC_PATH, revision="r2", content="TIMEOUT = 30  # NEW_VALUE\n"))
+    return build_context(fold(log.records), BuildConfig(window=8_000, reserve=1_000)).manifest
+
+
+def test_a_paths_nfd_and_nfc_spellings_are_one_file() -> None:
+    """Both revisions were sent side by side, contradicting each other: the supersession key
+    compared the two spellings as different paths."""
+    manifest = _read_twice()
+    assert [f.source_ref for f in manifest.fragments if f.kind == "evidence"] == [f"file://{NFC_PATH}@r2"]
+    assert [(x.source_ref, x.reason) for x in manifest.excluded_items] == [
+        (f"file://{NFD_PATH}@r1", "superseded")]
+
+
+def test_why_finds_a_path_under_either_spelling() -> None:
+    for query in ("café", unicodedata.normalize("NFD", "café")):
+        found = explain(_read_twice(), query)
+        assert {f["verdict"] for f in found} == {"kept", "dropped"}, query
