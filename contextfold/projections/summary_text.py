@@ -28,10 +28,13 @@ CONSTRAINT_LINE = re.compile(
     r"required|make sure|ensure|avoid|keep|prefer|refrain|prohibited|cannot|can't|no longer|"
     r"instead of|without|stick to|compatible|nunca|siempre|jamais|toujours|niemals|immer)\b"
     # CJK writes no spaces, so no word boundaries: must / must not / do not / cannot / forbidden /
-    # only / be sure to / avoid / never (imperative) / keep / ensure / compatible (zh), must /
-    # forbidden / do not (ja), must / forbidden / do not (ko)
-    r"|必须|不得|不要|不能|不可|禁止|只能|只允许|务必|避免|切勿|请勿|保持|确保|兼容"
-    r"|必ず|禁止|しないで|ないこと|반드시|금지|하지 마", re.IGNORECASE)
+    # only / be sure to / avoid / never (imperative) / keep / ensure / compatible / strictly
+    # forbidden / not permitted (zh); must / forbidden / do not (-naide, after any verb) / must
+    # not (-te wa ikenai, -te wa naranai) (ja); must / forbidden / do not (-ji ma, -ji mal, after
+    # any verb) / never / is not allowed (ko)
+    r"|必须|不得|不要|不能|不可|禁止|只能|只允许|务必|避免|切勿|请勿|保持|确保|兼容|严禁|不准|不许"
+    r"|必ず|禁止|ないで|ないこと|てはいけ|てはなら|ではいけ|ではなら|べからず"
+    r"|반드시|금지|지 ?마|지 ?말|절대|안 ?됩니다|안 ?돼", re.IGNORECASE)
 """A sentence of a long user message that states a constraint (:func:`user_statement`): in the
 languages agents are most often told things in, as an instruction is worded there."""
 _IDENTIFIER = re.compile(
