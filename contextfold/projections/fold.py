@@ -344,10 +344,21 @@ def _(event: EvidenceRetrieved, state: RunState, rec: RecordedEvent) -> None:
     state.active[fid] = None
 
 
+def memory_source(source_ref: str, memory_id: str) -> str:
+    """A recalled memory's source: ``source_ref`` naming the memory too. A memory layer (mem0,
+    Zep, LangMem) gives the store as the source (``mem0://user-42``) and names each memory by
+    id, so every memory of a store reached the model and the manifest under one source, and
+    ``why RUN mem-7f3a`` said a memory the request held was not part of it. A ref that names
+    the id already is kept as it is."""
+    if memory_id in source_ref:
+        return source_ref
+    return f"{source_ref}{'&' if '#' in source_ref else '#'}memory={memory_id}"
+
+
 @_apply.register
 def _(event: MemoryRecalled, state: RunState, rec: RecordedEvent) -> None:
     fid = add_fragment(state, rec, "memory", event.origin, (TextBlock(text=event.content),),
-               source_ref=event.source_ref)
+               source_ref=memory_source(event.source_ref, event.memory_id))
     supersede(state, state.memories.get(event.memory_id), fid)
     state.memories[event.memory_id] = fid
     state.active[fid] = None

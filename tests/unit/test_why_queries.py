@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 
 from contextfold.cli_why import explain
-from contextfold.domain.events import FileRead, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import FileRead, MemoryRecalled, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import BuildConfig, ContextManifest
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
@@ -61,3 +61,18 @@ def test_why_finds_a_path_under_either_spelling() -> None:
     for query in ("café", unicodedata.normalize("NFD", "café")):
         found = explain(_read_twice(), query)
         assert {f["verdict"] for f in found} == {"kept", "dropped"}, query
+
+
+def test_a_recalled_memory_is_named_by_its_id_in_its_source() -> None:
+    """A memory layer gives the store as the source and names each memory by id: every memory of
+    a store reached the model and the manifest under one source (``mem0://user-42``), and ``why
+    RUN mem-7f3a`` said a memory the request held was not part of it."""
+    log = Log()
+    log.add(UserInput("Book me a flight to Rome"))
+    log.add(MemoryRecalled(memory_id="mem-7f3a", content="prefers an aisle seat", source_ref="mem0://user-42"))
+    log.add(MemoryRecalled(memory_id="mem-19bc", content="flies Lufthansa", source_ref="mem0://user-42"))
+    log.add(MemoryRecalled(memory_id="m-1", content="lives in Berlin", source_ref="zep://u/7#facts/m-1"))
+    manifest = build_context(fold(log.records), BuildConfig(window=8_000, reserve=1_000)).manifest
+    assert sorted(f.source_ref for f in manifest.fragments if f.kind == "memory") == [
+        "mem0://user-42#memory=mem-19bc", "mem0://user-42#memory=mem-7f3a", "zep://u/7#facts/m-1"]
+    assert [f["source_ref"] for f in explain(manifest, "mem-7f3a")] == ["mem0://user-42#memory=mem-7f3a"]
