@@ -56,7 +56,8 @@ def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent
                              and lo <= item.covers_from and item.covers_to <= hi)
             confirmed = confirmed_user_constraints(event, state.run_id, lambda p: _user_text(state, p))
             handed = confirmed_hand_offs(event, state.run_id, lambda p: _handed_text(state, p))
-            text = (f"{render_summary(event, confirmed, handed)}\n"
+            plan = () if state.plan is None else tuple(s.id for s in state.plan.steps)
+            text = (f"{render_summary(event, confirmed, handed, plan)}\n"
                     f"raw events: events://{state.run_id}/{lo}-{hi} (read back with `contextfold show`)")
             fid = add_fragment(state, rec, "history", _lowest_trust(state, covered), (TextBlock(text=text),),
                        priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",

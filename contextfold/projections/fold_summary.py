@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from contextfold.domain.events import HandOff, HistoryCompacted
-from contextfold.projections.summary_text import quoted_goal, user_statement
+from contextfold.projections.summary_text import names_plan_step, quoted_goal, user_statement
 
 __all__ = ["HANDED_TASK_HEADER", "USER_CONSTRAINTS_HEADER", "confirmed_hand_offs",
            "confirmed_user_constraints", "hand_off_goal", "hand_off_line", "hand_off_text",
@@ -140,10 +140,17 @@ def split_summary(text: str) -> tuple[tuple[tuple[Literal["runtime", "user"], st
 
 
 def render_summary(event: HistoryCompacted, confirmed: tuple[str, ...] = (),
-                   handed: tuple[str, ...] = ()) -> str:
+                   handed: tuple[str, ...] = (), plan_steps: tuple[str, ...] = ()) -> str:
     """``event.summary`` as sectioned text; empty sections are left out. ``handed``
     (:func:`confirmed_hand_offs`), then ``confirmed`` (:func:`confirmed_user_constraints`) go
-    first, each under its header, and out of the constraints section."""
+    first, each under its header, and out of the constraints section.
+
+    ``plan_steps``: the ids of the plan a request shows beside the summary (the run's plan
+    fragment, required, always its newest version). The summary's lines about those steps and a
+    next action naming one are left out of the text: they are the plan as it stood at the
+    compaction, and after the runtime marked s1 and s2 done the request still said "pending
+    steps: [ready] s1" and "next action: plan step s1" below the plan saying s3 was ready. The
+    recorded summary keeps them (``show`` renders it whole)."""
     s = event.summary
     lines = [f"summary of events {event.covers_from}-{event.covers_to} "
              f"({event.strategy}, {event.summarizer})"]
@@ -158,9 +165,11 @@ def render_summary(event: HistoryCompacted, confirmed: tuple[str, ...] = (),
         values: tuple[str, ...] = getattr(s, attr)
         if attr == "constraints" and shown:
             values = tuple(v for v in values if v not in shown)
+        if attr in ("completed_steps", "pending_steps") and plan_steps:
+            values = tuple(v for v in values if not names_plan_step(v, plan_steps))
         if values:
             lines.append(f"{title}:")
             lines.extend(f"- {v}" for v in values)
-    if s.next_action:
+    if s.next_action and not (plan_steps and names_plan_step(s.next_action, plan_steps)):
         lines.append(f"next action: {s.next_action}")
     return "\n".join(lines)

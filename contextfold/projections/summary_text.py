@@ -20,8 +20,8 @@ from contextfold.projections.graphemes import head_chars
 from contextfold.projections.redact_urls import shown_url
 
 __all__ = ["CONSTRAINT_LINE", "GOAL_CHARS", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "attached",
-           "cap", "kept_facts", "key_line", "media_lines", "media_refs", "plan_lines", "quoted_goal",
-           "user_statement"]
+           "cap", "kept_facts", "key_line", "media_lines", "media_refs", "names_plan_step", "plan_lines",
+           "quoted_goal", "user_statement"]
 
 CONSTRAINT_LINE = re.compile(
     r"\b(must|never|always|do not|don't|dont|only|forbidden|not allowed|should not|shouldn't|"
@@ -273,14 +273,9 @@ def plan_lines(steps: Sequence[tuple[str, str, str]], completed: Sequence[str], 
     Why: a summary that merged an earlier one kept the plan as that one saw it beside the
     plan now, and said s1 was both done and ``[in_progress]``, s2 both ``[pending]`` and
     ``[in_progress]``. A line a plug-in summary wrote about no step of the plan stays."""
-    ids = [f"{sid}: " for sid, _, _ in steps]
-
-    def current(line: str) -> bool:
-        bare = _STATUS_PREFIX.sub("", line, count=1)
-        return any(bare.startswith(prefix) for prefix in ids)
-
-    done = [line for line in completed if not current(line)]
-    todo = [line for line in pending if not current(line)]
+    ids = [sid for sid, _, _ in steps]
+    done = [line for line in completed if not names_plan_step(line, ids)]
+    todo = [line for line in pending if not names_plan_step(line, ids)]
     for sid, title, status in steps:
         (done if status == "done" else todo).append(
             f"{sid}: {title}" if status == "done" else f"[{status}] {sid}: {title}")
@@ -289,3 +284,10 @@ def plan_lines(steps: Sequence[tuple[str, str, str]], completed: Sequence[str], 
 
 _STATUS_PREFIX = re.compile(r"^\[[^\]]*\] ")
 """How a pending step's line opens (``[in_progress] s2: fix``)."""
+
+
+def names_plan_step(line: str, ids: Sequence[str]) -> bool:
+    """Whether a summary's step line (``s1: title``, ``[ready] s2: title``) or next action
+    (``plan step s1: title``) is about one of the plan steps ``ids``."""
+    bare = _STATUS_PREFIX.sub("", line.removeprefix("plan step "), count=1)
+    return any(bare.startswith(f"{sid}: ") for sid in ids)
