@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Callable
 
 import pytest
@@ -14,6 +16,17 @@ from contextfold.store.crypto import ENVELOPE_MAGIC, Keyring, generate_key, keyr
 
 SECRET = "customer 4711 card 4242-4242-4242-4242 PLAINTEXT-MARKER"
 BIG = ("log line PLAINTEXT-MARKER\n" * 5000)
+LEAKS = (b"PLAINTEXT-MARKER", b"4242-4242-4242-4242", b"customer 4711", b"log line PLAINTEXT",
+         b'"type":"user_input"', b'"type":"model_response"', b'"type":"tool_result"')
+"""Plaintext the stored bytes must not hold: what ``_fill`` writes, its secrets and its event JSON.
+
+Each is at least 12 bytes. Why: random bytes hold a given n-byte string
+at one place with probability 2**-8n, so a short marker is found by chance. ``b"4242"`` was: the
+envelope's key id is 16 hex digits (public, in the clear by design), and about one random key
+in 5,000 has an id holding "4242" (``CHANCE_KEY``), failing the test though nothing leaked. At
+12 bytes the chance in all the ciphertext a test writes (a few KB) is below 2**-80."""
+CHANCE_KEY = base64.b64encode((162).to_bytes(32, "big")).decode()
+"""A key whose id holds "4242" (``44ff90730264242b``): the case a short marker took for a leak."""
 
 
 def _fill(url: str, key: str, run: str = "r1") -> None:
@@ -114,15 +127,24 @@ def test_audit_of_a_damaged_encrypted_artifact_is_an_integrity_failure(
     assert err.startswith("INTEGRITY FAILED: run 'r1'") and "authentication check" in err, err
 
 
-def test_ciphertext_is_what_the_database_holds(store_url: str) -> None:
-    _fill(store_url, generate_key())
+@pytest.mark.parametrize("key", ["random", "chance"])
+def test_ciphertext_is_what_the_database_holds(store_url: str, key: str) -> None:
+    """Every row and artifact is an envelope holding none of the plaintext, whatever the key:
+    ``chance`` is a key whose id (in the clear) holds "4242", which a 4-byte marker took for the
+    card number leaking (about one run in 5,000 with random keys)."""
+    cipher_key = generate_key() if key == "random" else CHANCE_KEY
+    assert key == "random" or "4242" in Keyring(CHANCE_KEY).current_id
+    assert all(len(leak) >= 12 for leak in LEAKS)
+    _fill(store_url, cipher_key)
     events, blobs = _raw(store_url)
     assert [(run, topic) for run, topic, _ in events] == [
         ("r1", "user_input@1"), ("r1", "model_response@1"), ("r1", "tool_result@1")]  # queryable
     assert blobs
     for state in [s for _, _, s in events] + blobs:
-        assert state.startswith(ENVELOPE_MAGIC)
-        assert b"PLAINTEXT-MARKER" not in state and b"4242" not in state and b'"type"' not in state
+        assert re.match(rb"cfenc1:[0-9a-f]{16}:", state) and state.startswith(ENVELOPE_MAGIC)
+        assert [leak for leak in LEAKS if leak in state] == []
+    with open_store(store_url, cipher_key=cipher_key) as store:  # and the key reads it all back
+        assert store.run("r1").events()[0].event.text == SECRET  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("how", ["no key", "wrong key", "corrupted row"])
@@ -284,7 +306,7 @@ def test_audit_report_of_an_encrypted_run_shows_no_content_unless_asked(store_ur
         assert all(text not in str(m) for m in manifests)
     assert "enc-audit" in html and "tool_result" in html  # refs, kinds and reasons are there
     rows, _ = _raw(store_url)
-    assert all(b"hunter2" not in state for _, _, state in rows)
+    assert all(secret_line.encode() not in state and b"hunter2-Zq9!x" not in state for _, _, state in rows)
 
 
 def test_large_events_are_compressed_inside_the_envelope(store_url: str) -> None:
