@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.audit.diff import diff_manifests
-from contextfold.audit.effects import CompactionEffect, compaction_effects
+from contextfold.audit.effects import Build, CompactionEffect, compaction_effects
 from contextfold.audit.records import RecordedManifests, read_records
 from contextfold.domain.errors import (
     BudgetError,
@@ -313,9 +313,15 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
             repairs=tuple(_repairs(between)), compactions=tuple(_compactions(between)),
             usage=usage.get(turn)))
         previous = manifest
+    # every request built for an audited turn: each record (a turn built again after a compaction
+    # is the request it changed), and the audit's rebuild of a turn without one
+    audited = {t.turn for t in turns}
+    builds = [b for b in recorded_manifests.builds if b.turn in audited] + [
+        Build(t.turn, t.manifest.log_version, t.manifest.selected_tokens)
+        for t in turns if t.source == "rebuilt"]
     return RunAudit(run_id=run_id, events=len(events), integrity=integrity, turns=tuple(turns),
                     summary=summarize(turns, events), unbuilt=tuple(unbuilt),
-                    compaction_effects=compaction_effects(events, [(t.turn, t.manifest) for t in turns]))
+                    compaction_effects=compaction_effects(events, builds))
 
 
 def _repairs(events: Sequence[RecordedEvent]) -> list[ProtocolRepair]:

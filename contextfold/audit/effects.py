@@ -9,23 +9,30 @@ all three: each turn's manifest (the tokens its request held), each response's c
 result's error flag and exit code. Turn N is the request behind the N-th model response and
 that response's calls, whose results are counted with it.
 
-Pure: events and the turns' audits in, one :class:`CompactionEffect` per compaction out.
+A turn may be built more than once: built, then compacted because it did not fit, then built
+again (``contextfold compact`` then ``build``). Each build is a request on its own side of the
+compaction: the first one before it, the rebuild after it, so the effect names the turn whose
+request the compaction changed. (Only each turn's first record was read: a compaction followed
+by a rebuild of the same turn showed "-> no turn", the very request it changed left out.) The
+turn's calls are counted once, with its last build: the request its response answered.
+
+Pure: events and the builds in, one :class:`CompactionEffect` per compaction out.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.canonical import canonical_dumps, strict_json
 from contextfold.domain.events import HistoryCompacted, ModelResponse, ToolResult
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import ContextManifest
 
-__all__ = ["WINDOW_TURNS", "Around", "CompactionEffect", "compaction_effects", "describe"]
+__all__ = ["WINDOW_TURNS", "Around", "Build", "CompactionEffect", "compaction_effects", "describe"]
 
 WINDOW_TURNS = 5
 """Turns compared on each side of a compaction: near enough to see its effect, enough to average."""
@@ -42,7 +49,8 @@ class Around(_Frozen):
     mean_selected_tokens: float | None
     """Mean tokens of those turns' requests (their manifests' ``selected_tokens``); None for no turn."""
     calls: int
-    """Tool calls the model made in those turns' responses."""
+    """Tool calls the model made in those turns' responses (a turn's calls are counted on the side
+    of its last build, the request the response answered)."""
     repeated_calls: int
     """Calls of the same tool with the same arguments (compared as canonical JSON) as a call earlier
     in the run: work the model did again, often because what it learned was no longer shown."""
@@ -57,9 +65,21 @@ class CompactionEffect(_Frozen):
     one change as far as the turns around them are concerned."""
     strategies: tuple[str, ...]
     before: Around
-    """Up to ``WINDOW_TURNS`` turns whose requests were built before the compaction was logged."""
+    """Up to ``WINDOW_TURNS`` turns whose requests were built before the compaction was logged
+    (each turn's latest such request)."""
     after: Around
-    """Up to ``WINDOW_TURNS`` turns whose requests were built from a log holding it."""
+    """Up to ``WINDOW_TURNS`` turns whose requests were built from a log holding it (each turn's
+    first such request). A turn built on both sides (compacted, then built again) is on both."""
+
+
+class Build(NamedTuple):
+    """One request built for a turn: a ``context_built`` record, or the audit's rebuild of a turn
+    without one."""
+
+    turn: int
+    log_version: int
+    """The last log position it folded (the manifest's ``log_version``)."""
+    selected_tokens: int
 
 
 @dataclass
@@ -105,37 +125,62 @@ def _work_per_turn(events: Sequence[RecordedEvent]) -> dict[int, _TurnWork]:
     return work
 
 
-def _around(turns: Sequence[tuple[int, ContextManifest]], work: dict[int, _TurnWork]) -> Around:
-    done = [work.get(t, _TurnWork()) for t, _ in turns]
-    tokens = [m.selected_tokens for _, m in turns]
-    return Around(turns=tuple(t for t, _ in turns),
+def _around(side: Sequence[Build], work: dict[int, _TurnWork], answered: dict[int, int]) -> Around:
+    """``side``'s builds (one per turn) summed; a turn's work only where its build is the one its
+    response answered (``answered``: turn -> the log version of its last build)."""
+    done = [work.get(b.turn, _TurnWork()) for b in side if answered[b.turn] == b.log_version]
+    tokens = [b.selected_tokens for b in side]
+    return Around(turns=tuple(b.turn for b in side),
                   mean_selected_tokens=round(sum(tokens) / len(tokens), 1) if tokens else None,
                   calls=sum(w.calls for w in done), repeated_calls=sum(w.repeated for w in done),
                   results=sum(w.results for w in done), failed_results=sum(w.failed for w in done))
 
 
-def compaction_effects(events: Sequence[RecordedEvent], manifests: Sequence[tuple[int, ContextManifest]],
+def _distinct_turns(builds: Iterable[Build], window: int) -> list[Build]:
+    """The first build of each turn met in ``builds``, until ``window`` turns are met."""
+    seen: set[int] = set()
+    out: list[Build] = []
+    for b in builds:
+        if b.turn not in seen:
+            seen.add(b.turn)
+            out.append(b)
+            if len(out) == window:
+                break
+    return out
+
+
+def compaction_effects(events: Sequence[RecordedEvent], builds: Iterable[Build],
                        window: int = WINDOW_TURNS) -> tuple[CompactionEffect, ...]:
     """One entry per compaction in ``events``: the ``window`` turns before it beside the ``window``
-    after it. ``manifests``: (turn, its manifest) in turn order, as the audit holds them; a turn's
-    side is where its request was built, by the log version its manifest folded."""
+    after it. ``builds``: every request built for a turn (each record, and the audit's rebuild of
+    a turn without one); a build's side is where it was built, by the log version it folded."""
     work = _work_per_turn(events)
+    ordered: dict[tuple[int, int], Build] = {}
+    for b in builds:  # a turn built twice from the same log (a replay's record) is one request
+        ordered.setdefault((b.turn, b.log_version), b)
+    built = sorted(ordered.values(), key=lambda b: (b.log_version, b.turn))  # in the order they were built
+    versions = [b.log_version for b in built]
+    answered: dict[int, int] = {}
+    for b in built:
+        answered[b.turn] = b.log_version  # (sorted: the last one wins)
     effects: list[CompactionEffect] = []
-    built = sorted(manifests, key=lambda tm: (tm[1].log_version, tm[0]))  # in the order they were built
-    versions = [m.log_version for _, m in built]
+    last_cut = -1
     for rec in events:
         if not isinstance(rec.event, HistoryCompacted):
             continue
         cut = bisect_left(versions, rec.position)  # a long run compacts at many of its thousands of turns
-        before, after = built[max(0, cut - window):cut], built[cut:cut + window]
-        last = effects[-1] if effects else None
-        if last is not None and last.after.turns == tuple(t for t, _ in after) and (
-                last.before.turns == tuple(t for t, _ in before)):  # no turn built in between
+        if effects and cut == last_cut:  # no request built in between (a ladder's mask then summary)
+            last = effects[-1]
             effects[-1] = last.model_copy(update={"positions": (*last.positions, rec.position),
                                                   "strategies": (*last.strategies, rec.event.strategy)})
             continue
+        last_cut = cut
+        # walked out from the cut, never sliced: each turn's latest build before, its first after
+        before = _distinct_turns((built[i] for i in range(cut - 1, -1, -1)), window)[::-1]
+        after = _distinct_turns((built[i] for i in range(cut, len(built))), window)
         effects.append(CompactionEffect(positions=(rec.position,), strategies=(rec.event.strategy,),
-                                        before=_around(before, work), after=_around(after, work)))
+                                        before=_around(before, work, answered),
+                                        after=_around(after, work, answered)))
     return tuple(effects)
 
 

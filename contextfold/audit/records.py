@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextfold.audit.effects import Build
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.log import RecordedEvent
@@ -80,14 +81,20 @@ class RecordedManifests:
     estimates: dict[int, Estimate | None] = field(default_factory=dict)
     """Per record's position: its manifest's selected tokens, model and provider (what calibration
     reads: ``calibration.record_estimate``)."""
+    builds: list[Build] = field(default_factory=list)
+    """Every record's turn, log version and tokens, in log order: a turn built again after a
+    compaction is a request of its own on the compaction's other side (``audit.effects``)."""
 
     def add(self, rec: RecordedEvent, reader: ManifestReader) -> None:
         event = rec.event
         assert isinstance(event, ContextBuilt)
         self.counts[event.turn] = self.counts.get(event.turn, 0) + 1
-        self.estimates[rec.position] = record_estimate(event)
+        estimate = self.estimates[rec.position] = record_estimate(event)
         if event.turn not in self.first:
-            self.first[event.turn] = reader.read(event.manifest)
+            first = self.first[event.turn] = reader.read(event.manifest)
+            self.builds.append(Build(event.turn, first.log_version, first.selected_tokens))
+        elif estimate is not None:  # (a record made by hand may say no tokens: no request to weigh)
+            self.builds.append(Build(event.turn, event.log_version, estimate[0]))
 
 
 def read_records(events: Iterable[RecordedEvent], *, slim: bool = False

@@ -223,6 +223,23 @@ def test_audit_sets_the_turns_before_and_after_each_compaction_side_by_side(tmp_
     assert '<dt>compactions</dt><dd>1<ul id="compaction-effects" data-count="1">' in html
 
 
+def test_audit_names_the_turn_a_compaction_changed_when_it_is_built_again(tmp_path: Path, cf: CLI) -> None:
+    """Compact, then build the same turn again (the request did not fit): the audit read only each
+    turn's first record, built before the compaction, and said "-> no turn" though the rebuild
+    is the very request the compaction changed."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    assert cf("compact", RUN, cwd=tmp_path).returncode == 0
+    rebuilt = cf("build", RUN, "--provider", "anthropic", "--json", cwd=tmp_path)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    tokens = json.loads(rebuilt.stdout)["manifest"]["selected_tokens"]
+    [effect] = json.loads(cf("audit", RUN, "--json", cwd=tmp_path).stdout)["compaction_effects"]
+    assert effect["before"]["turns"] == [2, 3, 4, 5, 6] and effect["after"]["turns"] == [6]
+    before = effect["before"]["mean_selected_tokens"]
+    assert effect["after"]["mean_selected_tokens"] == tokens < before  # the mask made it smaller
+    text = cf("audit", RUN, cwd=tmp_path).stdout
+    assert f"(mask): turns 2-6 -> turn 6: tokens per request {before:g} -> {tokens:g}; " in text, text
+
+
 def test_a_turn_without_a_record_that_cannot_be_built_says_so(tmp_path: Path, cf: CLI) -> None:
     """``audit --turn N`` (and ``why``, ``manifest --turn``) of a turn whose live build failed printed
     only the budget error, as if the audit itself had failed; it now adds that the turn has no

@@ -90,3 +90,56 @@ def test_a_calls_identity_is_its_arguments_as_the_renderers_take_them() -> None:
     assert _call_key("t", deep) == ("t", deep)
     assert _call_key("t", '{"a": 1e400}') != _call_key("t", '{"a": 1e401}')
     assert _call_key("t", '{"b": 1, "a": 2}') == _call_key("t", '{"a":2,"b":1}')
+
+
+def test_a_turn_built_again_after_a_compaction_is_on_both_sides(tmp_path: Path) -> None:
+    """Built, compacted because it did not fit, built again, answered: the audit read each turn's
+    first record only, so the effect said "-> no turn" (and, with later turns, left out the
+    request the compaction changed). The rebuild is the request after it; the turn's calls are
+    counted once, with the request its response answered."""
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        run = store.run("r")
+        run.append(PolicySet(text="Never force-push."), UserInput("Make the build pass."))
+        _turn(run, "c1", "cargo", '{"cmd": "build"}', exit_code=101)
+        _turn(run, "c2", "cargo", '{"cmd": "test"}', exit_code=101)
+        first = run.build(window=64_000, reserve=1_000)  # turn 3
+        run.compact("mask", keep_recent=1)
+        again = run.build(window=64_000, reserve=1_000)  # turn 3 again, from the compacted log
+        call = ToolCall(call_id="c3", name="cargo", arguments='{"cmd": "build"}')
+        run.append(ModelResponse(tool_calls=(call,)), ToolResult(call_id="c3", content=NOISE, exit_code=101))
+        audit = audit_run(run)
+    assert first.manifest.turn == again.manifest.turn == 3
+    assert again.manifest.selected_tokens < first.manifest.selected_tokens
+    [effect] = audit.compaction_effects
+    before, after = effect.before, effect.after
+    assert before.turns == (1, 2, 3) and after.turns == (3,)
+    by_turn = {t.turn: t.manifest.selected_tokens for t in audit.turns}
+    assert by_turn[3] == first.manifest.selected_tokens  # the audit's turn 3 is still its first record
+    assert before.mean_selected_tokens == round((by_turn[1] + by_turn[2] + by_turn[3]) / 3, 1)
+    assert after.mean_selected_tokens == again.manifest.selected_tokens
+    assert (before.calls, before.results, before.failed_results) == (2, 2, 2)  # turn 3's call: after
+    assert (after.calls, after.repeated_calls, after.results, after.failed_results) == (1, 1, 1, 1)
+    assert describe(effect).startswith(f"at {effect.positions[0]} (mask): turns 1-3 -> turn 3: ")
+
+
+def test_compactions_with_a_rebuild_between_them_are_two_changes() -> None:
+    """Two compactions are one change only when no request was built between them: a rebuild of
+    the same turn between them (same turns on each side) is a request of its own."""
+    from contextfold.audit.effects import Build, compaction_effects
+    from contextfold.domain.events import CompactionSummary
+    from contextfold.domain.log import RecordedEvent
+
+    def at(position: int, event: object) -> RecordedEvent:
+        return RecordedEvent("r", position, event, "0" * 64)  # type: ignore[arg-type]
+
+    mask = HistoryCompacted(summary=CompactionSummary(), covers_from=1, covers_to=1, strategy="mask")
+    events = [at(1, UserInput("go")), at(2, mask), at(3, mask.model_copy(update={"strategy": "summary"})),
+              at(4, mask)]
+    # turn 1 built at each step (the last: a replay's record of the first build, the same request)
+    builds = [Build(1, 1, 900), Build(1, 3, 500), Build(1, 4, 300), Build(1, 1, 900)]
+    first, second = compaction_effects(events, builds)
+    assert (first.positions, first.strategies) == ((2, 3), ("mask", "summary"))  # nothing built between
+    assert first.before.turns == first.after.turns == second.before.turns == second.after.turns == (1,)
+    assert (first.before.mean_selected_tokens, first.after.mean_selected_tokens) == (900, 500)
+    assert second.positions == (4,)  # not merged into the first: the same turns, another request
+    assert (second.before.mean_selected_tokens, second.after.mean_selected_tokens) == (500, 300)
