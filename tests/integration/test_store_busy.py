@@ -45,6 +45,22 @@ def events_table_locked(store: EventStore) -> Iterator[Any]:
         pg.rollback()
 
 
+def wait_for_lock_waiters(pg: Any, store: EventStore, count: int) -> None:
+    """Until ``count`` sessions wait for the events table's lock that ``pg`` holds: the threads
+    meant to hold the pooled connections do, whatever the machine's load. (A fixed sleep let a
+    slow thread start after the append meant to find the pool in use: that one took the
+    connection and met the lock instead.)"""
+    deadline = time.monotonic() + 60
+    table = store.backend.table(EVENTS_TABLE)
+    while True:
+        row = pg.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = %s::regclass",
+                         (table,)).fetchone()
+        if row[0] >= count:
+            return
+        assert time.monotonic() < deadline, f"{row[0]} of {count} appends wait for the lock after 60 s"
+        time.sleep(0.02)
+
+
 def test_an_append_behind_another_writers_lock_is_busy_after_lock_timeout(store_url: str) -> None:
     """PostgreSQL: eventsourcing set ``lock_timeout`` 0 for its table lock, so the append waited
     for as long as the other writer held it (forever, for a stopped one). SQLite: the 30 s busy
@@ -126,6 +142,7 @@ def test_threads_waiting_for_a_pooled_connection_wait_while_the_server_answers(p
             threads = [threading.Thread(target=append, args=(i,)) for i in range(5)]
             for t in threads:
                 t.start()
+            wait_for_lock_waiters(other, store, 2)  # both connections out: the other three wait
             time.sleep(2.5)  # past connect_timeout: the pool's own wait ran out meanwhile
             other.commit()
             for t in threads:
@@ -139,10 +156,10 @@ def test_a_pool_in_use_past_pool_timeout_is_busy_not_an_outage(pg_url: str) -> N
     url = with_options(pg_url, "pool_size=1&connect_timeout=1&pool_timeout=1.5")
     with EventStore(url) as store:
         store.append("a", [UserInput("hi")])
-        with events_table_locked(store):
+        with events_table_locked(store) as other:
             holder = threading.Thread(target=lambda: store.append("a", [UserInput("waits for the lock")]))
             holder.start()
-            time.sleep(0.5)  # the one connection is out, its statement waiting for the lock
+            wait_for_lock_waiters(other, store, 1)  # the one connection is out, waiting for the lock
             started = time.monotonic()
             with pytest.raises(StoreBusyError, match=r"pool was in use.*\?pool_size=") as raised:
                 store.append("b", [UserInput("needs a connection")])
