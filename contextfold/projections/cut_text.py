@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from contextfold.domain.canonical import constants_json
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.fragment_facts import SHRINK_FLOOR, BuildCtx
 from contextfold.projections.framing import is_data, neutralised_count
 from contextfold.projections.json_deep import heads
+from contextfold.projections.json_literals import SYNTAX_DECODER
 from contextfold.projections.line_counts import LineSplitting
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.truncate import Truncation, truncate
@@ -114,7 +114,7 @@ def _is_json(stripped: str) -> bool:
     hit = _PARSED.get(stripped)
     if hit is None:
         try:
-            constants_json(stripped)  # as ``truncate`` parses it
+            SYNTAX_DECODER.decode(stripped)  # JSON as ``truncate`` takes it, any number as written
             hit = True
         except ValueError:
             hit = False

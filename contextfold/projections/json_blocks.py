@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from contextfold.domain.canonical import CONSTANTS_DECODER
+from contextfold.projections.json_literals import SYNTAX_DECODER
 from contextfold.projections.truncation_result import KeptRange, Truncation
 
 if TYPE_CHECKING:
@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
 __all__ = ["BLOCK_FLOOR", "cut_blocks", "or_blocks", "splits_a_value", "value_spans"]
 
-_DECODER = CONSTANTS_DECODER
-"""The documents as a JSON cut reads one (``constants_json``: the cut parses each alone again)."""
+_DECODER = SYNTAX_DECODER
+"""The documents as a JSON cut takes one (``json_literals``: any number, ``NaN``; the cut parses
+each alone again)."""
 _SPACE = re.compile(r"[ \t\n\r]*")
 """JSON's whitespace, as its parser skips it."""
 

@@ -6,14 +6,18 @@ nested objects) was cut as characters: ``{"tree":`` and a tail of closing bracke
 marker, which no JSON reader parses (DESIGN 7: "JSON values ... never inside a JSON token").
 
 What is done instead (:func:`deep_cut`): one pass over the text's tokens, a loop with an explicit
-stack, checks that it is JSON as the cut's parser reads it (``constants_json``: ``NaN`` and
-``Infinity`` taken) and notes every place a head of it may end: right after a bracket opens, or
-after a whole value inside a container. A cut keeps the longest such head that fits, as written,
-then a marker (an item ``"… N characters omitted"`` in an array, a member
+stack, checks that it is JSON as the cut's parser reads it (``json_literals``: ``NaN`` and
+``Infinity`` taken, any number) and notes every place a head of it may end: right after a bracket
+opens, or after a whole value inside a container. A cut keeps the longest such head that fits, as
+written, then a marker (an item ``"… N characters omitted"`` in an array, a member
 ``"…": "N characters omitted"`` in an object) and the brackets that close what the head left
 open. Linear in the text: each token is read once, and the search renders O(log n) heads (each
 walking its open brackets once). Only the head is kept: a tail would need the brackets it sits
 in re-opened, with their keys.
+
+A document whose parse would not be written back as it says (``json_literals.Unwritable``: a
+number kept as written beside a NUL in a string) is cut here too, at any depth: a head as
+written shows it as it is.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ import orjson
 from contextfold.domain.canonical import compact_json, quote
 from contextfold.domain.fork_locks import fork_safe_lock
 from contextfold.projections.graphemes import head_chars
+from contextfold.projections.json_literals import Number, unquote
 
 __all__ = [
     "CHARS_PER_STEP",
@@ -102,7 +103,7 @@ def _shrink(value: Any, knob: int, stats: ShrinkStats, top: bool,
     if not top and saturation(id(value), _UNKNOWN) <= knob:  # kept whole: nothing to walk
         return value
     level = -(-knob // STEPS_PER_ITEM)
-    if isinstance(value, str):
+    if type(value) is str:  # (a Number is a str too: it is a scalar here, never cut)
         return _shrunk_string(value, knob, stats, top)
     if isinstance(value, list):
         n = len(value)
@@ -138,12 +139,13 @@ _UNKNOWN = 1 << 62
 def saturations(value: Any) -> dict[int, int]:
     """``id(subtree) -> ``:func:`size_knob_max` of it, for every string, list and dict in
     ``value`` and for ``value`` itself; a scalar's is 0 (kept as it is at any knob). Valid while
-    ``value`` lives unchanged (ids): keep the two together."""
+    ``value`` lives unchanged (ids): keep the two together. A
+    :class:`~contextfold.projections.json_literals.Number` is a scalar: 0."""
     out: dict[int, int] = {}
     stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
         v, done = stack.pop()
-        if isinstance(v, str):
+        if type(v) is str:
             out[id(v)] = -(-len(v) // CHARS_PER_STEP)
         elif isinstance(v, list | dict):
             children = v if isinstance(v, list) else list(v.values())
@@ -158,13 +160,20 @@ def saturations(value: Any) -> dict[int, int]:
     return out
 
 
-def dump(value: Any, orjson_safe: bool = False) -> str:
+def dump(value: Any, orjson_safe: bool = False, numbers: bool = False) -> str:
     """Compact JSON, non-ASCII kept (escaped only when a lone surrogate makes the text unencodable).
 
     ``orjson_safe``: the caller knows that orjson writes ``value`` as the standard encoder does
     (:func:`~contextfold.domain.canonical.orjson_writes_the_same` held for the value it was
     shrunk from: a render only drops parts of it and cuts or adds strings), so the check is not
-    walked again for each of a cut's renders. orjson refuses a lone surrogate: then as below."""
+    walked again for each of a cut's renders. orjson refuses a lone surrogate: then as below.
+    ``numbers``: the value was parsed holding a number kept as written
+    (:class:`~contextfold.projections.json_literals.Number`), written back as its literal."""
+    text = _dump(value, orjson_safe)
+    return unquote(text) if numbers else text
+
+
+def _dump(value: Any, orjson_safe: bool) -> str:
     if orjson_safe:
         try:
             return orjson.dumps(value).decode()
@@ -293,12 +302,14 @@ class JsonPieces:
     never changed, and this object holds it)."""
 
     def __init__(self, value: Any, count: Callable[[str], int], keep: Callable[[str], str],
-                 saturated: dict[int, int] | None = None) -> None:
+                 saturated: dict[int, int] | None = None, numbers: bool = False) -> None:
         self.value = value
         self._count = count
         self._keep = keep
         self._saturated = saturations(value) if saturated is None else saturated
         """:func:`saturations` of ``value`` (the caller's, when it made them for ``shrink`` too)."""
+        self._numbers = numbers
+        """As :func:`dump`'s: the value holds a number kept as written."""
         self._whole: dict[int, Atom] = {}
         self._chunks: dict[str, int] = {}
         self._records: dict[int, _Records | None] = {}
@@ -321,6 +332,8 @@ class JsonPieces:
         atom = self._whole.get(id(value))
         if atom is None:
             text = compact_json(value)  # dump's text: the pieces must add up to its renders
+            if self._numbers:
+                text = unquote(text)
             atom = self._whole[id(value)] = (self._keep(text), _split_of(text, True))
         return atom
 
@@ -363,12 +376,12 @@ class JsonPieces:
             # value (a cut's ~17 probes render most of a value's members alike)
             out.append(self._whole_atom(value))
             return
-        if isinstance(value, str):
+        if type(value) is str:  # (a Number is a str too: it is a scalar here, never cut)
             text = quote(_shrunk_string(value, knob, stats, top))
             out.append((text, _split_of(text, True)))
             return
         if not container:  # a scalar at the top
-            text = json.dumps(value)
+            text = value.text if isinstance(value, Number) else json.dumps(value)
             out.append((text, _split_of(text, True)))
             return
         level = -(-knob // STEPS_PER_ITEM)

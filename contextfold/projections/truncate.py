@@ -29,10 +29,12 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   ``"…": "N members omitted"``; long strings are shortened at a grapheme cluster boundary with a
   ``… [N chars omitted]`` suffix. One size knob applies recursively to every nested value, and
   the largest knob that fits is found by search (the whole value, compacted, is tried first).
-  Output is compact JSON (``NaN``, ``Infinity`` as written). JSON nested past the parser keeps a
-  head, its brackets closed (:mod:`~contextfold.projections.json_deep`); JSON documents a line
-  apart (MCP text blocks), each cut as JSON (:mod:`~contextfold.projections.json_blocks`) where a
-  text cut would split one. Other input that does not parse is cut as ``text``.
+  Output is compact JSON, every number as written (``NaN``, ``Infinity``, ``1e400``, ``-0``:
+  :mod:`~contextfold.projections.json_literals`). JSON nested past the parser, or whose parse
+  would not be written back as it was, keeps a head as written, its brackets closed
+  (:mod:`~contextfold.projections.json_deep`); JSON documents a line apart (MCP text blocks),
+  each cut as JSON (:mod:`~contextfold.projections.json_blocks`) where a text cut would split
+  one. Other input that does not parse is cut as ``text``.
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:
@@ -64,12 +66,13 @@ from collections.abc import Sequence
 from itertools import accumulate, chain
 from typing import Literal, TypeAlias, assert_never
 
-from contextfold.domain.canonical import constants_json, orjson_writes_the_same
+from contextfold.domain.canonical import orjson_writes_the_same
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_after, fence_states, open_fence
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
 from contextfold.projections.json_blocks import or_blocks
 from contextfold.projections.json_deep import cut_deep
+from contextfold.projections.json_literals import Unwritable, loads
 from contextfold.projections.json_shrink import (
     JsonPieces,
     ShrinkStats,
@@ -303,27 +306,28 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
     try:
         if "json" not in entry:
             try:
-                value = constants_json(text)  # NaN kept: written back as it was
+                value, numbers = loads(text)  # NaN, 1e400, -0 kept: written back as they were
             except (ValueError, RecursionError) as error:
                 entry["json"] = None  # not JSON: not parsed again at the next cut
-                entry["deep"] = isinstance(error, RecursionError)  # or JSON past the parser
+                # or JSON past the parser, or not to be written back as it was: a head as written
+                entry["deep"] = isinstance(error, RecursionError | Unwritable)
                 raise
             by_pieces = (len(text) >= _JSON_PIECES_FROM and rule is not None and rule.word_ends
                          and pieces_apply(text))
             saturated = saturations(value)  # the subtrees a probe's knob keeps whole: not walked
-            pieces = JsonPieces(value, count, kept_probe, saturated) if by_pieces else None
+            pieces = JsonPieces(value, count, kept_probe, saturated, numbers) if by_pieces else None
             entry["json"] = (value, saturated[id(value)], {}, pieces, saturated,
-                             orjson_writes_the_same(value))
+                             orjson_writes_the_same(value), numbers)
         if entry["json"] is None:
             raise ValueError("not JSON")
-        value, top_max, renders, pieces, saturated, orjson_safe = entry["json"]
+        value, top_max, renders, pieces, saturated, orjson_safe, numbers = entry["json"]
 
         def render(level: int) -> str:
             if level not in renders:
                 stats = ShrinkStats()
                 if pieces is None:
                     shrunk = shrink(value, level, stats, top=True, saturated=saturated)
-                    renders[level] = (kept_probe(dump(shrunk, orjson_safe)), stats)
+                    renders[level] = (kept_probe(dump(shrunk, orjson_safe, numbers)), stats)
                 else:  # only the answer is rendered: the probes are counted from the pieces
                     renders[level] = (kept_probe(pieces.text(pieces.atoms(level, stats))), stats)
             out: str = renders[level][0]
@@ -346,7 +350,7 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
     stats = renders[level][1]  # every answer was rendered (``fit_line_windows`` renders it last)
-    unit: Unit = "char" if isinstance(value, str) else "json_member"  # a string's kept characters
+    unit: Unit = "char" if type(value) is str else "json_member"  # a string's kept characters
     if level == top_max:  # nothing dropped: the compact form fits where the original did not
         return truncation_of(out_text, strategy="none", unit=unit, original=text,
                              original_tokens=original_tokens, tokens=tokens, kept=stats.kept)

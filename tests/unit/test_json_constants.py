@@ -46,10 +46,13 @@ def test_a_nan_document_that_fits_compacted_keeps_its_constants() -> None:
 
 
 def test_a_number_past_a_double_is_still_not_rewritten_as_infinity() -> None:
-    text = json.dumps({"rows": [{"id": i, "note": "x" * 40} for i in range(200)]}, indent=1)
+    text = json.dumps({"rows": [{"id": i, "note": "x" * 40, "loss": float("nan")} for i in range(200)]},
+                      indent=1)
     text = text.replace('"id": 1,', '"id": 1e400,')
     result = truncate(text, 300, kind="json", count=COUNTER.count)
-    assert result.strategy == "lines" and "Infinity" not in result.text
+    assert result.strategy == "json" and "Infinity" not in result.text
+    rows = json.loads(result.text)["rows"]
+    assert '"id":1e400,' in result.text and math.isnan(rows[1]["loss"]) and rows[1]["id"] == math.inf
 
 
 def test_a_failed_tool_s_nan_json_is_cut_as_json_not_as_a_log() -> None:
