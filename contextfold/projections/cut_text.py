@@ -17,7 +17,7 @@ from contextfold.projections.diagnose import lean_log
 from contextfold.projections.fragment_facts import SHRINK_FLOOR, BuildCtx
 from contextfold.projections.framing import is_data, neutralised_count
 from contextfold.projections.json_deep import heads
-from contextfold.projections.json_literals import SYNTAX_DECODER
+from contextfold.projections.json_literals import BOM, SYNTAX_DECODER
 from contextfold.projections.line_counts import LineSplitting
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.truncate import Truncation, truncate
@@ -62,7 +62,7 @@ def _cut_as(ctx: BuildCtx, fid: str, text: str, max_tokens: int, count: Callable
             splitting: LineSplitting | None) -> Truncation:
     """``text`` cut by the kind its fragment decides, fitted by ``count``."""
     f = ctx.state.entries[fid].head
-    stripped = text.lstrip()
+    stripped = text.removeprefix(BOM).lstrip()  # a byte order mark is no part of a JSON document
     if f.kind == "tool_result":
         block = next(b for b in f.content if isinstance(b, ToolResultBlock))
         ref = f"artifact:{block.artifact.hash}" if block.artifact else f.source_ref

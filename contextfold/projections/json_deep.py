@@ -156,10 +156,12 @@ def deep_cut(text: str, found: Heads, max_tokens: int, count: Callable[[str], in
 
 
 def cut_deep(text: str, entry: dict[str, Any], max_tokens: int, count: Callable[[str], int],
-             original_tokens: int) -> Truncation | None:
+             original_tokens: int, skip: int = 0) -> Truncation | None:
     """:func:`deep_cut` of ``text`` as a truncation (strategy ``json``, the characters of the head
     kept), its :func:`heads` and probes kept in ``entry`` (the text's ``probe_entry``: a result at
-    the budget's edge is cut again at every build); None when it is not JSON or nothing fits."""
+    the budget's edge is cut again at every build); None when it is not JSON or nothing fits.
+    ``skip``: the characters before ``text`` in the original (a byte order mark), neither shown
+    nor cut, so the kept range and the size count in the original's characters."""
     if "heads" not in entry:
         entry["heads"] = heads(text)
     found: Heads | None = entry["heads"]
@@ -168,6 +170,7 @@ def cut_deep(text: str, entry: dict[str, Any], max_tokens: int, count: Callable[
     if cut is None:
         return None
     out, tokens, kept = cut
-    return Truncation(text=out, truncated=True, strategy="json", unit="char", original_chars=len(text),
-                      original_tokens=original_tokens, tokens=tokens, kept=(KeptRange(start=1, end=kept),),
+    return Truncation(text=out, truncated=True, strategy="json", unit="char",
+                      original_chars=skip + len(text), original_tokens=original_tokens, tokens=tokens,
+                      kept=(KeptRange(start=skip + 1, end=skip + kept),),
                       omitted=len(text) - kept, omitted_chars=len(text) - kept)

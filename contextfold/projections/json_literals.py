@@ -14,6 +14,9 @@ standard encoder writes as the same tokens.
 A document whose numbers to keep could not be told from its strings (:class:`Number`) raises
 :class:`Unwritable`: the cut keeps a head of it as written instead
 (:mod:`~contextfold.projections.json_deep`).
+
+A byte order mark before the document (:data:`BOM`) is no part of it: the cut reads and shows
+what follows it (Python's parser refuses a text that starts with one).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["SYNTAX_DECODER", "Number", "Unwritable", "loads", "unquote"]
+__all__ = ["BOM", "SYNTAX_DECODER", "Number", "Unwritable", "loads", "unquote"]
+
+BOM = "\ufeff"
 
 
 class Number(str):
@@ -67,12 +72,13 @@ class Unwritable(ValueError):
 
 
 def loads(text: str) -> tuple[Any, bool]:
-    """``text`` parsed, and whether it holds a :class:`Number`.
+    """``text`` (after a leading :data:`BOM`) parsed, and whether it holds a :class:`Number`.
 
     A ``ValueError`` when it is not JSON (:class:`Unwritable` when it is, but a number to keep
     meets a NUL), a ``RecursionError`` when it is nested past the parser. Integers are read by
     the parser's own code unless the text could hold ``-0`` or the first parse failed (a literal
     past the digit limit): a hook on every integer cost ~15% of a large document's parse."""
+    text = text.removeprefix(BOM)
     kept = False
 
     def floats(literal: str) -> float | Number:
@@ -112,4 +118,4 @@ def loads(text: str) -> tuple[Any, bool]:
 
 SYNTAX_DECODER = json.JSONDecoder(parse_float=str, parse_int=str)
 """Whether (and where: ``raw_decode``) a text is JSON as :func:`loads` takes it, its values not
-converted: any number, ``NaN``."""
+converted: any number, ``NaN``. Not for a text that starts with a :data:`BOM`."""

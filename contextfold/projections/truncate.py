@@ -30,11 +30,11 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   ``… [N chars omitted]`` suffix. One size knob applies recursively to every nested value, and
   the largest knob that fits is found by search (the whole value, compacted, is tried first).
   Output is compact JSON, every number as written (``NaN``, ``Infinity``, ``1e400``, ``-0``:
-  :mod:`~contextfold.projections.json_literals`). JSON nested past the parser, or whose parse
-  would not be written back as it was, keeps a head as written, its brackets closed
-  (:mod:`~contextfold.projections.json_deep`); JSON documents a line apart (MCP text blocks),
-  each cut as JSON (:mod:`~contextfold.projections.json_blocks`) where a text cut would split
-  one. Other input that does not parse is cut as ``text``.
+  :mod:`~contextfold.projections.json_literals`), without a byte order mark. JSON nested past the
+  parser, or whose parse would not be written back as it was, keeps a head as written, its
+  brackets closed (:mod:`~contextfold.projections.json_deep`); JSON documents a line apart
+  (MCP text blocks), each cut as JSON (:mod:`~contextfold.projections.json_blocks`) where a text
+  cut would split one. Other input that does not parse is cut as ``text``.
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:
@@ -72,7 +72,7 @@ from contextfold.projections.code_fences import closing_fence, fence_after, fenc
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
 from contextfold.projections.json_blocks import or_blocks
 from contextfold.projections.json_deep import cut_deep
-from contextfold.projections.json_literals import Unwritable, loads
+from contextfold.projections.json_literals import BOM, Unwritable, loads
 from contextfold.projections.json_shrink import (
     JsonPieces,
     ShrinkStats,
@@ -341,7 +341,9 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
     except (ValueError, RecursionError):  # not JSON (or nested past the parser): cut as text
-        if entry.get("deep") and (deep := cut_deep(text, entry, max_tokens, count, original_tokens)):
+        body = text.removeprefix(BOM)
+        if entry.get("deep") and (deep := cut_deep(body, entry, max_tokens, count, original_tokens,
+                                                   skip=len(text) - len(body))):
             return deep
         by_lines = _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
                              fences=_has_fence(text), rule=rule, first_line=first_line)

@@ -3,8 +3,9 @@
 Why: a number Python's value does not write back as it was read (``1e400``, ``1e-400``,
 ``1234567.123456789012345``, an integer past Python's digit limit) made the JSON cut refuse the
 document, and the text cut kept a head and a tail around a marker that no JSON reader parses
-(DESIGN 7). Checked here over documents written with such literals, at many budgets: the kept
-text parses, and each number in it is one of the original's, byte for byte.
+(DESIGN 7). So did a byte order mark before the document. Checked here over documents written with such
+literals, at many budgets: the kept text parses, and each number in it is one of the original's,
+byte for byte.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 from contextfold import ToolResult
 from contextfold.projections import json_shrink
-from contextfold.projections.json_literals import Number, Unwritable, loads
+from contextfold.projections.json_literals import BOM, Number, Unwritable, loads
 from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, saturations, shrink
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import truncate
@@ -42,7 +43,7 @@ def literals(text: str) -> list[str]:
         found.append(literal)
         return literal
 
-    json.loads(text, parse_float=keep, parse_int=keep, parse_constant=keep)
+    json.loads(text.removeprefix(BOM), parse_float=keep, parse_int=keep, parse_constant=keep)
     return found
 
 
@@ -83,20 +84,21 @@ documents = st.recursive(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=documents, budget=st.integers(1, 500), indent=st.sampled_from([None, 1]),
-       count=st.sampled_from([quarter, cl100k]))
+       count=st.sampled_from([quarter, cl100k]), bom=st.booleans())
 @example(document={"p": Raw("1234567.123456789012345"),
                    "rows": [{"id": i, "v": "x" * 30} for i in range(60)]},
-         budget=100, indent=1, count=quarter)
-@example(document=[Raw("1e400"), *range(200), Raw("-0")], budget=60, indent=None, count=cl100k)
+         budget=100, indent=1, count=quarter, bom=False)
+@example(document=[Raw("1e400"), *range(200), Raw("-0")], budget=60, indent=None, count=cl100k, bom=True)
 def test_a_cut_of_json_with_any_number_is_json_its_numbers_as_written(
-        document: Any, budget: int, indent: int | None, count: Counter) -> None:
-    text = write(document, indent)
+        document: Any, budget: int, indent: int | None, count: Counter, bom: bool) -> None:
+    text = (BOM if bom else "") + write(document, indent)
     original = Multiset(literals(text))
     result = truncate(text, budget, kind="json", count=count)
     assert_promise(result, budget, count)
     if result.over_budget:
         return
     assert result.strategy in ("json", "none")
+    assert result.text == text or not result.text.startswith(BOM)  # shown as logged, or as JSON
     kept = Multiset(literals(result.text))  # it parses, as JSON: no text cut
     assert kept <= original, kept - original  # each number byte-identical to one of the original's
     if not result.truncated:
@@ -157,13 +159,35 @@ def test_numbers_are_read_as_written_only_where_python_would_write_another() -> 
         loads('{"a": 1} trailing')
 
 
+# ------------------------------------------------------------------ other fallbacks to text
+
+
+def test_a_document_after_a_byte_order_mark_is_cut_as_json() -> None:
+    rows = [{"id": i, "v": "x" * 30} for i in range(300)]
+    text = BOM + json.dumps({"rows": rows})
+    result = truncate(text, 200, kind="json", count=COUNTER.count)
+    assert result.strategy == "json" and result.unit == "json_member" and result.tokens <= 200
+    assert json.loads(result.text)["rows"][0] == rows[0] and result.original_chars == len(text)
+
+
+def test_a_deep_document_after_a_byte_order_mark_counts_the_mark_in_its_ranges() -> None:
+    text = BOM + '{"a":' * 3_000 + "1" + "}" * 3_000
+    result = truncate(text, 100, kind="json", count=COUNTER.count)
+    assert result.strategy == "json" and result.unit == "char" and not result.text.startswith(BOM)
+    assert result.original_chars == len(text) and result.kept[0].start == 2
+    end = result.kept[0].end
+    assert result.text.startswith(text[1:end])
+    assert result.omitted_chars == len(text) - end
+
+
 ROWS = json.dumps({"rows": [{"id": i, "note": "x" * 40} for i in range(800)]})
 
 
-def test_a_failed_tool_s_json_result_with_one_is_cut_as_json_not_as_a_log() -> None:
+@pytest.mark.parametrize("content", [ROWS.replace('"id": 5,', '"id": 1e400,'), BOM + ROWS],
+                         ids=["1e400", "bom"])
+def test_a_failed_tool_s_json_result_with_them_is_cut_as_json_not_as_a_log(content: str) -> None:
     """The builder asks whether a failing tool's output is JSON before cutting it as a log: the
     same question, answered as the cut answers it."""
-    content = ROWS.replace('"id": 5,', '"id": 1e400,')
     result = ToolResult(call_id="c1", content=content, is_error=True, exit_code=1)
     cut, shown = cut_first_result(result, 4_000)
     assert cut.strategy == "json"
