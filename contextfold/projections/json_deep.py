@@ -15,9 +15,9 @@ open. Linear in the text: each token is read once, and the search renders O(log 
 walking its open brackets once). Only the head is kept: a tail would need the brackets it sits
 in re-opened, with their keys.
 
-A document whose parse would not be written back as it says (``json_literals.Unwritable``: a
-number kept as written beside a NUL in a string) is cut here too, at any depth: a head as
-written shows it as it is.
+A document whose parse would not be written back as it says (``json_literals.Unwritable``: an
+object that names a member twice, whose parse holds one of the two; a number kept as written
+beside a NUL in a string) is cut here too, at any depth: a head as written shows it as it is.
 """
 
 from __future__ import annotations

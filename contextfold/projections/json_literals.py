@@ -11,9 +11,11 @@ its numbers are the document's, byte for byte (``-0``, ``1.50`` and ``1E5`` too:
 write ``0``, ``1.5`` and ``100000.0``). ``NaN`` and ``Infinity`` read as floats, which the
 standard encoder writes as the same tokens.
 
-A document whose numbers to keep could not be told from its strings (:class:`Number`) raises
-:class:`Unwritable`: the cut keeps a head of it as written instead
-(:mod:`~contextfold.projections.json_deep`).
+An object that names a member twice (RFC 8259 leaves it to the reader) raises
+:class:`DuplicateKeys`: a parse keeps the last value at the first name's place, so a cut of the
+parse showed one member where the document has two, and the other's value nowhere. The cut keeps
+a head of such a document as written instead (:mod:`~contextfold.projections.json_deep`), as it
+does of one whose numbers to keep could not be told from its strings (:class:`Number`).
 
 A byte order mark before the document (:data:`BOM`) is no part of it: the cut reads and shows
 what follows it (Python's parser refuses a text that starts with one).
@@ -26,7 +28,7 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["BOM", "SYNTAX_DECODER", "Number", "Unwritable", "loads", "unquote"]
+__all__ = ["BOM", "SYNTAX_DECODER", "DuplicateKeys", "Number", "Unwritable", "loads", "unquote"]
 
 BOM = "\ufeff"
 
@@ -71,11 +73,23 @@ class Unwritable(ValueError):
     the cut keeps a head of it as written."""
 
 
+class DuplicateKeys(Unwritable):
+    """An object of the document names one member twice (see the module doc)."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise DuplicateKeys("an object names a member twice")
+    return out
+
+
 def loads(text: str) -> tuple[Any, bool]:
     """``text`` (after a leading :data:`BOM`) parsed, and whether it holds a :class:`Number`.
 
-    A ``ValueError`` when it is not JSON (:class:`Unwritable` when it is, but a number to keep
-    meets a NUL), a ``RecursionError`` when it is nested past the parser. Integers are read by
+    A ``ValueError`` when it is not JSON (:class:`Unwritable` when it is, but an object names a
+    member twice or a number to keep meets a NUL), a ``RecursionError`` when it is nested past
+    the parser. Integers are read by
     the parser's own code unless the text could hold ``-0`` or the first parse failed (a literal
     past the digit limit): a hook on every integer cost ~15% of a large document's parse."""
     text = text.removeprefix(BOM)
@@ -101,7 +115,8 @@ def loads(text: str) -> tuple[Any, bool]:
 
     hooked = "-0" in text
     while True:
-        decoder = json.JSONDecoder(parse_float=floats, parse_int=ints if hooked else None)
+        decoder = json.JSONDecoder(parse_float=floats, parse_int=ints if hooked else None,
+                                   object_pairs_hook=_unique)
         try:
             value = decoder.decode(text)
         except Unwritable:
@@ -118,4 +133,5 @@ def loads(text: str) -> tuple[Any, bool]:
 
 SYNTAX_DECODER = json.JSONDecoder(parse_float=str, parse_int=str)
 """Whether (and where: ``raw_decode``) a text is JSON as :func:`loads` takes it, its values not
-converted: any number, ``NaN``. Not for a text that starts with a :data:`BOM`."""
+converted: any number, a member named twice (the cut keeps a head of it), ``NaN``. Not for a text
+that starts with a :data:`BOM`."""

@@ -31,10 +31,11 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   the largest knob that fits is found by search (the whole value, compacted, is tried first).
   Output is compact JSON, every number as written (``NaN``, ``Infinity``, ``1e400``, ``-0``:
   :mod:`~contextfold.projections.json_literals`), without a byte order mark. JSON nested past the
-  parser, or whose parse would not be written back as it was, keeps a head as written, its
-  brackets closed (:mod:`~contextfold.projections.json_deep`); JSON documents a line apart
-  (MCP text blocks), each cut as JSON (:mod:`~contextfold.projections.json_blocks`) where a text
-  cut would split one. Other input that does not parse is cut as ``text``.
+  parser, or whose parse would not be written back as it was (an object naming a member twice),
+  keeps a head as written, its brackets closed (:mod:`~contextfold.projections.json_deep`); JSON
+  documents a line apart (MCP text blocks), each cut as JSON
+  (:mod:`~contextfold.projections.json_blocks`) where a text cut would split one. Other input
+  that does not parse is cut as ``text``.
 * retrieval chunks (:func:`truncate_chunks`): whole chunks only.
 
 Everything works on ``str``, so a cut can only fall on a code-point boundary:

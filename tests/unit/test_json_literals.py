@@ -3,7 +3,8 @@
 Why: a number Python's value does not write back as it was read (``1e400``, ``1e-400``,
 ``1234567.123456789012345``, an integer past Python's digit limit) made the JSON cut refuse the
 document, and the text cut kept a head and a tail around a marker that no JSON reader parses
-(DESIGN 7). So did a byte order mark before the document. Checked here over documents written with such
+(DESIGN 7). So did a byte order mark before the document; an object naming a member twice was
+cut as its parse, which holds one of the two. Checked here over documents written with such
 literals, at many budgets: the kept text parses, and each number in it is one of the original's,
 byte for byte.
 """
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from contextfold import ToolResult
 from contextfold.projections import json_shrink
-from contextfold.projections.json_literals import BOM, Number, Unwritable, loads
+from contextfold.projections.json_literals import BOM, DuplicateKeys, Number, Unwritable, loads
 from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, saturations, shrink
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import truncate
@@ -152,6 +153,8 @@ def test_numbers_are_read_as_written_only_where_python_would_write_another() -> 
     assert loads("[1, 2.5, -1.0]") == ([1, 2.5, -1.0], False)
     big = "9" * 5_000  # past Python's digit limit: read as written (int() refuses it)
     assert loads(f"[{big}]") == ([Number(big)], True)
+    with pytest.raises(DuplicateKeys):
+        loads('{"a": 1, "b": {"x": 1, "x": 2}}')
     assert loads('["\\u0000", 1.5]') == (["\0", 1.5], False)
     with pytest.raises(Unwritable):  # a string could read as a number kept: not written back
         loads('["\\u00001e400\\u0000", 1e400]')
@@ -160,6 +163,19 @@ def test_numbers_are_read_as_written_only_where_python_would_write_another() -> 
 
 
 # ------------------------------------------------------------------ other fallbacks to text
+
+
+def test_an_object_naming_a_member_twice_keeps_a_head_as_written() -> None:
+    """The parse holds the last value at the first name's place: a cut of it showed ``"a": 2``
+    first and ``"a": 1`` nowhere, in a document that says both."""
+    rows = [{"id": i, "v": "x" * 30} for i in range(300)]
+    text = '{"a": 1, "rows": ' + json.dumps(rows) + ', "a": 2}'
+    result = truncate(text, 200, kind="json", count=COUNTER.count)
+    assert result.strategy == "json" and result.unit == "char" and result.tokens <= 200
+    json.loads(result.text)
+    end = result.kept[0].end
+    assert (result.kept[0].start, result.text[:end]) == (1, text[:end])  # a head, as written
+    assert result.text.startswith('{"a": 1, "rows": [{"id": 0')
 
 
 def test_a_document_after_a_byte_order_mark_is_cut_as_json() -> None:
