@@ -307,6 +307,11 @@ class ManifestTool(_Frozen):
 
 
 class TruncationRecord(_Frozen):
+    """A fragment's text cut to its grant (``projections.truncation_result.Truncation``): its
+    sizes and kept ranges are those of the text that was cut, the redacted one when the fragment
+    had secrets; its lines are the logged lines (a redaction keeps line breaks), its characters
+    the redacted text's (the redaction records say what each placeholder replaced)."""
+
     id: str
     strategy: str
     original_tokens: int

@@ -42,6 +42,15 @@ class Truncation(_Frozen):
 
     ``over_budget`` is true only when the budget could not hold even the bare
     marker; ``text`` is then :data:`MINIMAL_MARKER` and may exceed the budget.
+
+    Every size and range is of the text that was cut, which is the text the build would have
+    shown whole: for a fragment with secrets, the redacted text. So ``original_tokens - tokens``
+    is what the cut dropped (the fragment's manifest line prices the same text), not the cut and
+    the redaction together. A redaction keeps the line breaks of what it replaces, so line
+    ranges are the logged text's lines too; characters (``original_chars``, ``char`` ranges) are
+    the redacted text's, and the manifest's redaction records (offsets in the logged text) map
+    them back: the logged size is ``original_chars`` plus, per record, its span less its
+    placeholder and the line breaks kept.
     """
 
     text: str
