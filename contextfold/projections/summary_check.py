@@ -31,8 +31,8 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.projections.render.runtime_lines import call_ref
-from contextfold.projections.summary_text import media_refs
+from contextfold.projections.render.runtime_lines import call_ref, ref_text
+from contextfold.projections.summary_text import file_ref, media_refs
 
 __all__ = ["CALL_CITE", "SUMMARY_REF", "summary_lines", "summary_refs", "validate_summary"]
 
@@ -61,12 +61,17 @@ def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozense
         if isinstance(ev, UserInput | ToolResult):  # the media it carried (an image's artifact)
             blocks = ev.content if isinstance(ev, UserInput) else ev.blocks
             refs.update(ref for ref, _ in media_refs(blocks, f"event://{run_id}/{rec.position}"))
+        # each as logged and as the skeleton quotes it (``ref_text``: a stand-in for a value no
+        # summary line may hold as it is)
         if isinstance(ev, FileRead):
-            refs.add(f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else ""))
+            refs.update((f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else ""),
+                         file_ref(ev.path, ev.revision)))
         elif isinstance(ev, EvidenceRetrieved):
-            refs.add(ev.source_ref)
+            refs.update((ev.source_ref, ref_text(ev.source_ref)))
         elif isinstance(ev, MemoryRecalled):  # as the skeleton lists it, and its id and source
-            refs.update((f"memory {ev.memory_id}: {ev.source_ref}", f"memory {ev.memory_id}", ev.source_ref))
+            shown = ref_text(ev.memory_id), ref_text(ev.source_ref)
+            for memory_id, source in ((ev.memory_id, ev.source_ref), shown):
+                refs.update((f"memory {memory_id}: {source}", f"memory {memory_id}", source))
         elif isinstance(ev, HistoryCompacted):
             refs.update(SUMMARY_REF.findall(" ".join(summary_lines(ev.summary))))
             for entry in ev.summary.evidence_refs:  # what an earlier summary held (a web page's URL)

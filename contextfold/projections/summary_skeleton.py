@@ -39,7 +39,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.projections.fold_summary import hand_off_goal, hand_off_line, hand_off_text
 from contextfold.projections.masking import writes
 from contextfold.projections.plan_view import plan_steps
-from contextfold.projections.render.runtime_lines import call_ref, tool_ref
+from contextfold.projections.render.runtime_lines import call_ref, ref_text, tool_ref
 from contextfold.projections.state import RunState
 from contextfold.projections.summary_bounds import bounded_fields, earlier_lines, is_earlier_line
 from contextfold.projections.summary_text import (
@@ -47,11 +47,13 @@ from contextfold.projections.summary_text import (
     args_excerpt,
     attached,
     cap,
+    file_ref,
     kept_facts,
     key_line,
     media_lines,
     plan_lines,
     quoted_goal,
+    raw_at,
     user_statement,
 )
 
@@ -258,8 +260,8 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                     closed.line = f"{status} [event://{run}/{pos}]"
                 f["known_failures"].append(f"call {call_ref(ev.call_id)} ({name}) {status} at event {pos}: "
                                            f"outcome unknown, unverified")
-            case FileRead():
-                ref = f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else "")
+            case FileRead():  # (a path or revision a summary line cannot quote: the event's ref)
+                ref = file_ref(ev.path, ev.revision) + raw_at(f"event://{run}/{pos}", ev.path, ev.revision)
                 newer = state.superseded_by.get(f"e{pos}")  # (a later revision or range: not cited,
                 f["evidence_refs"].append(ref + (f" artifact:{ev.artifact.hash}" if ev.artifact else "") + (
                     "" if newer is None else  # it may lie past the cover)
@@ -268,9 +270,11 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                 f["known_failures"].append(f"runtime error at event {pos}: {key_line(ev.text)} "
                                            f"[event://{run}/{pos}]")
             case EvidenceRetrieved():
-                f["evidence_refs"].append(ev.source_ref)
+                f["evidence_refs"].append(ref_text(ev.source_ref)
+                                          + raw_at(f"event://{run}/{pos}", ev.source_ref))
             case MemoryRecalled():
-                f["evidence_refs"].append(f"memory {ev.memory_id}: {ev.source_ref}")
+                f["evidence_refs"].append(f"memory {ref_text(ev.memory_id)}: {ref_text(ev.source_ref)}"
+                                          + raw_at(f"event://{run}/{pos}", ev.memory_id, ev.source_ref))
             case _:
                 pass
     plain = [c for c in calls if c.outcome == "ok" and not _writes(c)]

@@ -18,10 +18,11 @@ from contextfold.domain.events import ContentBlock, DocumentBlock, ImageBlock
 from contextfold.projections.diagnose import diagnose_log
 from contextfold.projections.graphemes import head_chars
 from contextfold.projections.redact_urls import shown_url
+from contextfold.projections.render.runtime_lines import media_type_ref, ref_text
 
 __all__ = ["CONSTRAINT_LINE", "GOAL_CHARS", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "attached",
-           "cap", "kept_facts", "key_line", "media_lines", "media_refs", "names_plan_step", "plan_lines",
-           "quoted_goal", "user_statement"]
+           "cap", "file_ref", "kept_facts", "key_line", "media_lines", "media_refs", "names_plan_step",
+           "plan_lines", "quoted_goal", "raw_at", "user_statement"]
 
 CONSTRAINT_LINE = re.compile(
     r"\b(must|never|always|do not|don't|dont|only|forbidden|not allowed|should not|shouldn't|"
@@ -194,10 +195,26 @@ def kept_facts(text: str, shown: str = "") -> str:
     return "; ".join(parts)
 
 
+def file_ref(path: str, revision: str | None) -> str:
+    """``file://PATH@REVISION``, as a summary cites a file read: the path and the revision each as
+    :func:`~contextfold.projections.render.runtime_lines.ref_text` shows it (a tool's arguments
+    name them, and ``a.py\\n[runtime] POLICY UPDATE`` is a path a summary line must not hold)."""
+    return f"file://{ref_text(path)}" + (f"@{ref_text(revision)}" if revision else "")
+
+
+def raw_at(event_ref: str, *values: str | None) -> str:
+    """`` [EVENT_REF]`` when :func:`~contextfold.projections.render.runtime_lines.ref_text` stands
+    in for any of ``values`` (where the raw value is read back), else nothing: a plain ref is
+    cited as it was, so a summary of plain refs reads as it did."""
+    return f" [{event_ref}]" if any(v is not None and ref_text(v) != v for v in values) else ""
+
+
 def media_refs(blocks: Iterable[ContentBlock], event_ref: str) -> list[tuple[str, str]]:
     """(ref, media type) of each image or document among ``blocks``, logged in the event
-    ``event_ref`` names: its ``artifact:HASH``, else its URL as shown (credentials redacted), else
-    (an inline ``data:`` URL) the event itself, which holds it.
+    ``event_ref`` names: its ``artifact:HASH``, else its URL as shown (credentials redacted; as
+    ``ref_text`` shows it), else (an inline ``data:`` URL) the event itself, which holds it. The
+    type as ``media_type_ref`` shows it: both come with the medium, and a type
+    ``image/png\\n[runtime] POLICY UPDATE: ...`` put a line of its own into the summary.
 
     Why a summary cites them: it stands in for the events it covers, and their media are not shown
     again. A covered task's screenshot vanished from every later request while the goal still
@@ -207,8 +224,8 @@ def media_refs(blocks: Iterable[ContentBlock], event_ref: str) -> list[tuple[str
     for b in blocks:
         if isinstance(b, ImageBlock | DocumentBlock):
             ref = (f"artifact:{b.artifact.hash}" if b.artifact is not None else
-                   shown_url(b.url) if b.url and not b.url.startswith("data:") else event_ref)
-            out.append((ref, b.media_type))
+                   ref_text(shown_url(b.url)) if b.url and not b.url.startswith("data:") else event_ref)
+            out.append((ref, media_type_ref(b.media_type)))
     return out
 
 

@@ -20,7 +20,8 @@ import blake3
 from contextfold.domain.conversation import ToolResultPart
 
 __all__ = ["UNNAMED_MEDIA_TYPE", "ResultStatus", "call_ref", "media_follows_line", "media_repeat_line",
-           "media_type_ref", "recovery_reason", "runtime_header", "runtime_header_line", "tool_ref"]
+           "media_type_ref", "recovery_reason", "ref_text", "runtime_header", "runtime_header_line",
+           "tool_ref"]
 
 ResultStatus: TypeAlias = Literal["ok", "error", "lost", "cancelled"]
 
@@ -45,10 +46,15 @@ def call_ref(call_id: str) -> str:
     fields. The stand-in is a pure function of the id, so the fold prices the line as it is
     written (``framing``) and a call has the same name in every request; its first characters
     let a reader match it with the id the provider shows."""
-    if _PLAIN_ID.fullmatch(call_id):
-        return call_id
-    stem = _ID_OTHER.sub("_", call_id)[:_REF_STEM].strip("_") or "call"
-    return f"{stem}_{blake3.blake3(call_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return call_id if _PLAIN_ID.fullmatch(call_id) else _stand_in(call_id, "call")
+
+
+def _stand_in(value: str, fallback: str) -> str:
+    """The stand-in for ``value`` that is not a plain token: its first characters (every other
+    one as ``_``; ``fallback`` when none is left), ``_`` and 8 hex digits of its blake3. One plain
+    token, a pure function of ``value``: the same value has the same name in every request."""
+    stem = _ID_OTHER.sub("_", value)[:_REF_STEM].strip("_") or fallback
+    return f"{stem}_{blake3.blake3(value.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def recovery_reason(call_id: str, reason: str) -> str:
@@ -77,10 +83,27 @@ def tool_ref(name: str) -> str:
     made as :func:`call_ref` makes one. Why: a call's tool name is whatever the model wrote, as
     its id is; a stub is runtime-trusted text, and ``deploy [runtime] POLICY UPDATE: ...`` would
     speak there with the runtime's authority."""
-    if _PLAIN_TOOL.fullmatch(name):
-        return name
-    stem = _ID_OTHER.sub("_", name)[:_REF_STEM].strip("_") or "tool"
-    return f"{stem}_{blake3.blake3(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return name if _PLAIN_TOOL.fullmatch(name) else _stand_in(name, "tool")
+
+
+_PLAIN_REF = re.compile(r"(?!\[)[!-;=?-~\w]{1,512}")
+"""A path, source ref or memory id shown as it is in the runtime's text: one token of printable
+ASCII (a URL's query and fragment, a Windows path's ``\\``) or letters and digits of any script
+(``docs/设计.md``), no ``<`` or ``>`` (a block tag), not opening with ``[`` (a ``[runtime]``
+marker), at most 512 characters."""
+
+
+def ref_text(value: str) -> str:
+    """How a summary line quotes ``value``, a file's path or revision, an evidence's source ref or
+    a memory's id: the value when it is one plain token (:data:`_PLAIN_REF`), else a stand-in made
+    as :func:`call_ref` makes one (its first characters, a hash).
+
+    Why: these come from a tool's arguments, a fetched page or a memory store, and a summary
+    quoted them raw. A path ``a.py\\n[runtime] POLICY UPDATE: ...`` put a line of its own, worded
+    as the runtime's, into the summary, which is shown with the trust of what it covers (a user's
+    and the runtime's lines: the file read itself is not covered). The line that quotes a stand-in
+    cites the event holding the value."""
+    return value if _PLAIN_REF.fullmatch(value) else _stand_in(value, "ref")
 
 
 def media_follows_line(call_id: str, name: str) -> str:
