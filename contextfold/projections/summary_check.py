@@ -127,8 +127,9 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
     refs, ids = summary_refs(events, run_id)
     refs |= {f"event://{run_id}/{rec.position}" for rec in answers}
     for field, text in _fielded(summary):
-        for ref in SUMMARY_REF.findall(text):
-            if not _held(ref, refs):
+        for found in SUMMARY_REF.finditer(text):
+            ref = found.group(0)
+            if not _held(ref, refs) and not _written_whole(text, found.start(), ref, refs):
                 raise SummaryRejectedError(f"summary {field} cites {ref!r}, which the covered events do "
                                            f"not hold", field=field, ref=ref)
     _check_evidence(summary, skeleton, refs)
@@ -174,6 +175,17 @@ def _held(ref: str, refs: frozenset[str]) -> bool:
     return ref in refs or (ref.startswith("file://") and any(ref.startswith(r + "#") for r in refs))
 
 
+def _written_whole(text: str, at: int, ref: str, refs: frozenset[str]) -> bool:
+    """Whether the ref found at ``at`` in ``text`` (``ref``, not one the run holds) is the start of
+    one the run holds, written whole there.
+
+    Why: a ref is found up to a ``,;)]`` (the prose around it: ``(see file://a.py)``), and a path
+    may hold one (Next.js' ``app/[slug]/page.tsx``, ``data/a,b.csv``): the skeleton's own line
+    ``file://app/[slug]/page.tsx@b52d0f1`` was read as citing ``file://app/[slug``, and a
+    summarizer that kept the skeleton's lines was rejected."""
+    return any(r.startswith(ref) and text.startswith(r, at) for r in refs)
+
+
 def _check_evidence(summary: CompactionSummary, skeleton: CompactionSummary, refs: frozenset[str]) -> None:
     """Every evidence ref a plug-in summary lists is one the covered events hold (DESIGN 7: "every
     evidence ref exists"): a ref of any scheme it names is held, a memory it names was recalled,
@@ -184,9 +196,10 @@ def _check_evidence(summary: CompactionSummary, skeleton: CompactionSummary, ref
     for entry in summary.evidence_refs:
         if entry in skeleton.evidence_refs or entry in refs:
             continue
-        named = [u.rstrip(".") for u in _URI.findall(entry)]
-        for ref in named:
-            if not _held(ref, refs):
+        found = [(u.start(), u.group(0).rstrip(".")) for u in _URI.finditer(entry)]
+        named = [ref for _, ref in found]
+        for at, ref in found:
+            if not _held(ref, refs) and not _written_whole(entry, at, ref, refs):
                 raise SummaryRejectedError(f"summary evidence_refs entry {entry!r} cites {ref!r}, which "
                                            f"the covered events do not hold", field="evidence_refs", ref=ref)
         memory = _MEMORY.match(entry)

@@ -10,6 +10,7 @@ from contextfold.domain.errors import CompactionError, SummaryRejectedError
 from contextfold.domain.events import (
     CompactionSummary,
     EvidenceRetrieved,
+    FileRead,
     GoalSet,
     MemoryRecalled,
     ModelResponse,
@@ -259,3 +260,35 @@ def test_a_next_action_stating_an_unbacked_or_unverified_outcome_is_refused(next
 ])
 def test_a_next_action_that_cites_or_says_it_is_inferred_is_recorded(next_action: str) -> None:
     assert _check_researched({"next_action": next_action}).next_action == next_action
+
+
+ODD_PATHS = ("app/[slug]/page.tsx", "data/a,b.csv", "notes/draft(old);v2.md")
+"""Paths holding the characters a ref is found up to (``,;)]``): Next.js routes, a CSV named by
+its columns, a copy's name."""
+
+
+def _files_read() -> Log:
+    return Log().add(
+        UserInput("fix the slug page"),
+        *(FileRead(path=p, revision="b52d0f1", content="export default 1\n" * 20) for p in ODD_PATHS),
+        ModelResponse(text="reading"), UserInput("go on"))
+
+
+def test_a_file_ref_holding_a_bracket_or_comma_is_cited_whole() -> None:
+    """A ref is found up to a ``,;)]`` (the prose around it), and a path may hold one: the
+    skeleton's own line ``file://app/[slug]/page.tsx@b52d0f1`` was read as citing
+    ``file://app/[slug``, and a summarizer that kept the skeleton (or wrote the ref in its own
+    words) was rejected. A ref no file read holds is still refused."""
+    log = _files_read()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    for path in ODD_PATHS:
+        assert f"file://{path}@b52d0f1" in skeleton.evidence_refs
+    assert validate_summary(skeleton, log.records, skeleton, log.run_id) == skeleton
+    own = skeleton.model_copy(update={
+        "evidence_refs": tuple(f"the route (file://{p}@b52d0f1), read" for p in ODD_PATHS),
+        "decisions": ("keep the slug route: file://app/[slug]/page.tsx@b52d0f1, as read",)})
+    assert validate_summary(own, log.records, skeleton, log.run_id) == own
+    for update in ({"decisions": ("edit file://app/[other]/page.tsx next",)},
+                   {"evidence_refs": ("file://app/[slug]/layout.tsx",)}):
+        with pytest.raises(SummaryRejectedError, match=r"file://app/\["):
+            validate_summary(skeleton.model_copy(update=update), log.records, skeleton, log.run_id)
