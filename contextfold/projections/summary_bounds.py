@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from contextfold.projections.summary_check import CALL_CITE
+from contextfold.projections.summary_check import CALL_CITE, CALL_ID
 from contextfold.projections.summary_text import CONSTRAINT_LINE
 
 __all__ = ["EARLIER", "SCALES", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls"]
@@ -52,7 +52,7 @@ def _said_at(entry: str) -> int:
     return int(said.group(1)) if said else 0
 
 
-_CALL = r"call [^\s,;:()]+"
+_CALL = rf"call {CALL_ID}"
 _EARLIER_LINE = re.compile(rf"^{EARLIER}(.+?): ({_CALL}(?:, {_CALL})*)(?: \(and (\d+) earlier\))?$")
 """A line of older plain successes exactly as :func:`earlier_lines` writes it: (key, calls, more).
 A plug-in summary's own line that merely starts with ``earlier`` is an entry like any other."""

@@ -34,10 +34,27 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.projections.render.runtime_lines import call_ref, ref_text
 from contextfold.projections.summary_text import file_ref, media_refs
 
-__all__ = ["CALL_CITE", "SUMMARY_REF", "summary_lines", "summary_refs", "validate_summary"]
+__all__ = ["CALL_CITE", "CALL_ID", "SUMMARY_REF", "summary_lines", "summary_refs", "validate_summary"]
 
 SUMMARY_REF = re.compile(r"(?:events?|call|file)://[^\s,;)\]]+|artifact:[0-9a-f]{64}")
-CALL_CITE = re.compile(r"\bcall ([^\s,;:()]+)")
+CALL_ID = r"[^\s,;()]*[^\s,;:().!?'\"`\]}]"
+"""A call id as a summary cites it (``call ID``): up to a space, ``,``, ``;`` or a parenthesis,
+less the sentence punctuation that ends it (``call c1.``, ``call c1: failed``, ``[call c1]``).
+
+Why not up to a ``:``: Kimi's ids hold one (``functions.read_file:0``), and every line the skeleton
+wrote about such a call cited ``functions.read_file``, an id no call has, so a summarizer that
+kept the skeleton's lines was rejected; and the calls ``functions.bash:0`` and ``:1`` were one
+id, so a summary that kept the failure of one passed for keeping both. An id's own characters
+(OpenAI's ``call_...``, Anthropic's ``toolu_...``, ``.``, ``-``, ``/``, ``@``, a stand-in's hex) are
+all taken; only an id ending in sentence punctuation is cited without it."""
+CALL_CITE = re.compile(rf"\bcall ({CALL_ID})")
+
+
+def _calls(entry: str) -> list[str]:
+    """The calls ``entry`` cites, each by its ``call_ref``: the skeleton names a call whose id is not
+    a plain token by its stand-in, and a summarizer may cite it by its raw id
+    (``tools/deploy@prod``): both are the one call when a failure or a side effect is looked for."""
+    return [call_ref(c) for c in CALL_CITE.findall(entry)]
 
 
 def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -152,8 +169,8 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
     if skeleton.next_action and not summary.next_action.strip():
         raise CompactionError("summary has no next_action")
     for key, what in (("known_failures", "known failures"), ("side_effects", "side effects")):
-        before = {c for entry in getattr(skeleton, key) for c in CALL_CITE.findall(entry)}
-        kept = {c for entry in getattr(summary, key) for c in CALL_CITE.findall(entry)}
+        before = {c for entry in getattr(skeleton, key) for c in _calls(entry)}
+        kept = {c for entry in getattr(summary, key) for c in _calls(entry)}
         if before - kept:
             raise CompactionError(f"summary drops {what} of calls {sorted(before - kept)}")
     _check_facts(summary, skeleton, lines, unfolded_constraints)
@@ -248,7 +265,7 @@ _SUCCEEDED = re.compile(r"\b(?:succeed(?:ed|s)?|success(?:ful(?:ly)?)?)\b", re.I
 """A claim of success, once the denied ones are left out: an entry about a failed call that makes
 one is a rewrite of the failure, whatever failure word it also holds ("succeeded, the failover was
 not needed")."""
-_FAILED_AT = re.compile(r"^call ([^\s,;:()]+) \([^)]*\) failed at event \d+:")
+_FAILED_AT = re.compile(rf"^call ({CALL_ID}) \([^)]*\) failed at event \d+:")
 """A skeleton's known failure of a failed result (``call d1 (deploy) failed at event 4: ...``)."""
 _ERROR_SIDE_EFFECT = re.compile(r": (?:error|lost|cancelled|open): unverified(?: \{.*\})?$")
 """A skeleton's side effect whose call did not report success (its verdict ends the entry)."""
@@ -260,10 +277,10 @@ def _failed_calls(skeleton: CompactionSummary) -> set[str]:
     summary wrote a failed deploy (exit 1, "error: unverified") as "succeeded, verified healthy":
     only a lost or cancelled call's outcome was checked."""
     out = {c for entry in skeleton.tool_calls_and_results if _outcome(entry).startswith("error")
-           for c in CALL_CITE.findall(entry)}
+           for c in _calls(entry)}
     out.update(m.group(1) for entry in skeleton.known_failures if (m := _FAILED_AT.match(entry)))
     out.update(c for entry in skeleton.side_effects if _ERROR_SIDE_EFFECT.search(entry)
-               for c in CALL_CITE.findall(entry)[:1])
+               for c in _calls(entry)[:1])
     return out
 
 
@@ -287,7 +304,7 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
         raise CompactionError(f"summary drops ids the covered events name (they must stay verbatim): "
                               f"{missing[:5]}")
     unsure = {c for entry in skeleton.tool_calls_and_results if _UNSURE.search(_outcome(entry))  # per call
-              for c in CALL_CITE.findall(entry)}
+              for c in _calls(entry)}
     failed = _failed_calls(skeleton)
     own = set(summary_lines(skeleton))  # the skeleton's own lines (a folded line cites any call)
     stated = chain(summary.tool_calls_and_results, summary.side_effects, summary.known_failures,
@@ -295,7 +312,7 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
     for entry in stated:
         if entry in own:
             continue
-        cited = CALL_CITE.findall(entry)
+        cited = _calls(entry)
         said = SUMMARY_REF.sub("", entry)
         calls = unsure.intersection(cited)
         if calls and not _UNSURE.search(said):
@@ -311,19 +328,19 @@ def _check_facts(summary: CompactionSummary, skeleton: CompactionSummary, lines:
     # call a lost or unverified one verified ("v2 is live: call d1 verified")
     claims = [*(("decisions", d) for d in summary.decisions), ("next_action", summary.next_action)]
     for field, entry in claims:
-        calls = failed.intersection(CALL_CITE.findall(entry))
+        calls = failed.intersection(_calls(entry))
         said = _SUCCESS_DENIED.sub("", SUMMARY_REF.sub("", entry))
         if entry not in own and calls and _SUCCEEDED.search(said):
             raise SummaryRejectedError(f"summary {field} states calls {sorted(calls)} as succeeded, which "
                                        f"the log records as failed: {entry!r}", field=field)
-        calls = unsure.intersection(CALL_CITE.findall(entry))
+        calls = unsure.intersection(_calls(entry))
         if entry not in own and calls and (_SUCCEEDED.search(said) or _VERIFIED.search(said)) and not (
                 _UNSURE.search(said)):
             raise SummaryRejectedError(f"summary {field} states the outcome of calls {sorted(calls)} as "
                                        f"known, which the log leaves lost, cancelled or unverified: "
                                        f"{entry!r}", field=field)
     for entry in summary.side_effects:
-        calls = (failed | unsure).intersection(CALL_CITE.findall(entry))
+        calls = (failed | unsure).intersection(_calls(entry))
         if entry not in own and calls and not _UNSURE.search(SUMMARY_REF.sub("", entry)):
             raise CompactionError(f"summary drops the unverified state of the side effects of calls "
                                   f"{sorted(calls)} (it must stay verbatim): {entry!r}")

@@ -607,3 +607,27 @@ def test_a_repeated_summary_keeps_the_first_ones_goal_and_lists_oldest_first() -
         state, plan = compacted(log, state, "summary", 1)
         assert plan.event.summary.goal == ("(inferred from the user's message at event 1) "
                                            "Migrate the billing service to the new API.")
+
+
+def test_older_kimi_style_calls_stay_on_one_line_per_tool_across_compactions() -> None:
+    """The line of a tool's older plain successes is merged with the next summary's (one line per
+    tool and outcome, however often a run is compacted). It was read up to a ``:``, so with Kimi's
+    ids (``functions.read_file:0``) a carried line was not taken for one: each compaction added
+    another line for the same tool."""
+    log = Log().add(UserInput("read every module"))
+
+    def turns(first: int, end: int) -> None:
+        for i in range(first, end):
+            cid = f"functions.read_file:{i}"
+            log.add(ModelResponse(tool_calls=(call(cid, "read_file", f'{{"path": "m{i}.py"}}'),)),
+                    ToolResult(call_id=cid, content=f"x = {i}\n" * 30))
+        log.add(UserInput("go on"))
+
+    turns(0, 8)
+    compacted(log, fold(log.records), "summary", keep_recent=1)
+    turns(8, 16)
+    plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1)
+    assert plan is not None
+    earlier = [e for e in plan.event.summary.tool_calls_and_results if e.startswith("earlier ")]
+    assert earlier == ["earlier read_file ok is_error=false: " + ", ".join(
+        f"call functions.read_file:{i}" for i in (0, 1, 2, 7, 8, 9, 10))]

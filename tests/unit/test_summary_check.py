@@ -22,7 +22,7 @@ from contextfold.domain.events import (
 )
 from contextfold.projections.compaction import deterministic_summary
 from contextfold.projections.fold import fold
-from contextfold.projections.summary_check import validate_summary
+from contextfold.projections.summary_check import CALL_CITE, validate_summary
 from tests.unit.test_fold import Log
 
 
@@ -292,3 +292,70 @@ def test_a_file_ref_holding_a_bracket_or_comma_is_cited_whole() -> None:
                    {"evidence_refs": ("file://app/[slug]/layout.tsx",)}):
         with pytest.raises(SummaryRejectedError, match=r"file://app/\["):
             validate_summary(skeleton.model_copy(update=update), log.records, skeleton, log.run_id)
+
+
+REAL_IDS = ("functions.read_file:0", "functions.bash:1", "toolu_01A09q90qw90lq917835lq9", "call_abc123",
+            "3f2b8c1e-5d4a-4b6f-9e7d-2c1a0b9f8e7d", "gemini-0-1", "swe-3", "tools/deploy@prod.v2")
+"""Call ids as real providers and the importers write them: Kimi's (``functions.NAME:N``),
+Anthropic's, OpenAI's, a UUID, the Gemini and SWE-agent importers' own, and one holding ``/`` and
+``@`` (named by a stand-in in the skeleton's lines, cited raw by a summarizer)."""
+
+
+def _kimi_calls() -> Log:
+    """Kimi-style calls (and others of real shapes), one batch: each read succeeds, the bash call
+    fails, and the deploy is lost."""
+    failed, lost = "functions.bash:1", "tools/deploy@prod.v2"
+    names = {failed: "bash", lost: "deploy"}
+    calls = tuple(ToolCall(call_id=cid, name=names.get(cid, "read_file"), arguments='{"path": "a.py"}')
+                  for cid in REAL_IDS)
+    return Log().add(
+        UserInput("read a.py and deploy"), ModelResponse(tool_calls=calls),
+        *(ToolResult(call_id=cid, content="x = 1") for cid in REAL_IDS if cid not in names),
+        ToolResult(call_id=failed, content="Error: make: *** [deploy] 2", is_error=True, exit_code=2),
+        ToolResultLost(call_id=lost, reason="the worker died"), UserInput("go on"))
+
+
+@pytest.mark.parametrize("text, cited", [
+    ("call functions.read_file:0 (read_file) {} at event 2 -> ok", ["functions.read_file:0"]),
+    ("retry call functions.bash:1.", ["functions.bash:1"]),
+    ("call functions.bash:1: failed; see call toolu_01A09q90qw90lq917835lq9, then call swe-3!",
+     ["functions.bash:1", "toolu_01A09q90qw90lq917835lq9", "swe-3"]),
+    ("[call tools/deploy@prod.v2] was lost (call 3f2b8c1e-5d4a-4b6f-9e7d-2c1a0b9f8e7d)",
+     ["tools/deploy@prod.v2", "3f2b8c1e-5d4a-4b6f-9e7d-2c1a0b9f8e7d"]),
+    ("earlier ls ok: call gemini-0-1, call call_abc123 (and 2 earlier)", ["gemini-0-1", "call_abc123"]),
+])
+def test_a_call_is_cited_by_its_whole_id_without_the_sentence_punctuation_after_it(
+        text: str, cited: list[str]) -> None:
+    assert CALL_CITE.findall(text) == cited
+
+
+def test_a_summary_of_kimi_style_calls_is_checked_by_their_whole_ids() -> None:
+    """A call cite stopped at ``:``: every line the skeleton wrote about a Kimi call
+    (``functions.read_file:0``) cited ``functions.read_file``, which no call has, so a summarizer
+    that kept the skeleton was rejected; and ``functions.bash:1``'s failure counted as kept by a
+    line about ``functions.bash:0``. Each call is cited by its whole id now: the skeleton is
+    recorded, a summary in its own words citing the raw ids too, and one that drops a failure is
+    refused naming the call."""
+    log = _kimi_calls()
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    assert validate_summary(skeleton, log.records, skeleton, log.run_id) == skeleton
+    own = skeleton.model_copy(update={
+        "known_failures": ("call functions.bash:1 (bash) failed: exit_code=2, make deploy errored.",
+                           "call tools/deploy@prod.v2 (deploy): TOOL_RESULT_LOST, outcome unverified."),
+        "side_effects": tuple(e.replace(" (deploy) ", " (the deploy) ") for e in skeleton.side_effects),
+        "decisions": ("retry call functions.bash:1 once the Makefile is fixed; call functions.read_file:0 "
+                      "showed a.py.",)})
+    assert validate_summary(own, log.records, skeleton, log.run_id) == own
+    dropped = skeleton.model_copy(update={"known_failures": (
+        "call functions.bash:0 (bash) failed at event 2: is_error=true",
+        *(e for e in skeleton.known_failures if "functions.bash:1" not in e))})
+    with pytest.raises(CompactionError, match=r"unknown call ids \['functions.bash:0'\]"):
+        validate_summary(dropped, log.records, skeleton, log.run_id)
+    dropped = skeleton.model_copy(update={"known_failures": tuple(
+        e for e in skeleton.known_failures if "functions.bash:1" not in e)})
+    with pytest.raises(CompactionError, match=r"drops known failures of calls \['functions.bash:1'\]"):
+        validate_summary(dropped, log.records, skeleton, log.run_id)
+    rosy = skeleton.model_copy(update={"tool_calls_and_results": (
+        *skeleton.tool_calls_and_results, "call tools/deploy@prod.v2 (deploy) succeeded")})
+    with pytest.raises(CompactionError, match=r"outcome of calls \['tools_deploy_pro_\w{8}'\] as known"):
+        validate_summary(rosy, log.records, skeleton, log.run_id)
