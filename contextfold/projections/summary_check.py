@@ -27,6 +27,7 @@ from contextfold.domain.events import (
     HistoryCompacted,
     MemoryRecalled,
     ModelResponse,
+    RuntimeNote,
     ToolResult,
     UserInput,
 )
@@ -83,7 +84,7 @@ def summary_refs(events: Sequence[RecordedEvent], run_id: str) -> tuple[frozense
         if isinstance(ev, FileRead):
             refs.update((f"file://{ev.path}" + (f"@{ev.revision}" if ev.revision else ""),
                          file_ref(ev.path, ev.revision)))
-        elif isinstance(ev, EvidenceRetrieved):
+        elif isinstance(ev, EvidenceRetrieved | RuntimeNote):  # (a note's: the skeleton names it)
             refs.update((ev.source_ref, ref_text(ev.source_ref)))
         elif isinstance(ev, MemoryRecalled):  # as the skeleton lists it, and its id and source
             shown = ref_text(ev.memory_id), ref_text(ev.source_ref)

@@ -111,6 +111,21 @@ class _Call:
         return f"call {call_ref(self.call_id)} ({tool_ref(self.name)})"
 
 
+def _note_line(note: RuntimeNote, position: int, run_id: str) -> str:
+    """The summary's line for a note the runtime showed the model (not an error), logged at
+    ``position``: said to be the runtime's, with its source (``ref_text``), quoted as a user's
+    message is (one line, bounded, citing the event for the full text).
+
+    Why: a summary left such a note out, and once covered it was gone from every later request (an
+    Anthropic server compaction's summary of the conversation, imported as a note, was all the
+    model had of it). It stays data, in the summary's block: uncompacted the note is a data block
+    too (``trust="runtime"``, never an instruction), and the block's trust is the lowest of what it
+    covers, so a note does not lift it. A decision, as a resume's note is: capped with the other
+    decisions (a note per turn must not grow a summary without bound)."""
+    said = user_statement(note.text, f"event://{run_id}/{position}")
+    return f"runtime note at event {position} ({ref_text(note.source_ref)}): {said}"
+
+
 _CONTINUE = "continue from event {} (raw history after this summary)"
 """A summary's next action when nothing names one: where the raw history resumes."""
 _CONTINUE_FROM = re.compile(r"continue from event \d+ \(raw history after this summary\)")
@@ -269,6 +284,8 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
             case RuntimeNote() if ev.is_error:  # e.g. a malformed call the runtime refused
                 f["known_failures"].append(f"runtime error at event {pos}: {key_line(ev.text)} "
                                            f"[event://{run}/{pos}]")
+            case RuntimeNote():  # what else the runtime told the model (a server's compaction)
+                f["decisions"].append(_note_line(ev, pos, run))
             case EvidenceRetrieved():
                 f["evidence_refs"].append(ref_text(ev.source_ref)
                                           + raw_at(f"event://{run}/{pos}", ev.source_ref))

@@ -50,6 +50,7 @@ from contextfold.projections.render import render
 from contextfold.projections.repair import check_compaction_cover, recovery_events
 from contextfold.projections.state import RunState, SummaryItem, ToolGroup
 from contextfold.projections.summary_check import validate_summary
+from tests.json_strings import joined_strings
 from tests.unit.test_fold import Log
 
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
@@ -631,3 +632,46 @@ def test_older_kimi_style_calls_stay_on_one_line_per_tool_across_compactions() -
     earlier = [e for e in plan.event.summary.tool_calls_and_results if e.startswith("earlier ")]
     assert earlier == ["earlier read_file ok is_error=false: " + ", ".join(
         f"call functions.read_file:{i}" for i in (0, 1, 2, 7, 8, 9, 10))]
+
+
+COMPACTED_NOTE = ("Summary of the earlier conversation, by the server's compaction:\n"
+                  "The user wants release 2.4 deployed; never deploy on Fridays.")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_runtime_note_is_kept_by_the_summary_that_covers_it(provider: str) -> None:
+    """A note the runtime showed the model that is not an error (Anthropic's server compaction,
+    imported as a :class:`RuntimeNote` when it covers no whole tool groups) was left out of the
+    summary: once covered, what it said was gone from every later request. The summary keeps it,
+    said to be the runtime's, with its source, and shown where the note itself was: as data (the
+    summary's block, with the lowest trust of what it covers), never with instruction authority;
+    a second compaction carries it on."""
+    log = Log().add(RuntimeNote(text=COMPACTED_NOTE, source_ref="anthropic://compaction"),
+                    *[r.event for r in deploy_log().records])
+    state = fold(log.records)
+    state, plan = compacted(log, state, "summary", keep_recent=1)
+    line = ("runtime note at event 1 (anthropic://compaction): Summary of the earlier conversation, by the "
+            "server's compaction: The user wants release 2.4 deployed; never deploy on Fridays.")
+    assert line in plan.event.summary.decisions
+    text = joined_strings(json.loads(request_text(state, provider, window=20_000)))
+    assert text.count("never deploy on Fridays") == 1  # in the summary alone: the note is covered
+    blocks = re.findall(r'<data ([^>]*)>\n(.*?)\n</data>', text, re.DOTALL)
+    (summary,) = [body for attrs, body in blocks if 'kind="compaction_summary"' in attrs]
+    assert f"\n- {line}\n" in summary
+    log.add(UserInput("Roll back instead."), *turn_events(3), UserInput("Done?"))
+    state = fold(log.records, state)
+    state, plan = compacted(log, state, "summary", keep_recent=1)
+    assert line in plan.event.summary.decisions
+
+
+def test_a_summary_keeping_a_runtime_notes_line_passes_the_check() -> None:
+    """The note's line names its source, which may be of a scheme the check looks up (a runtime's
+    ``file://`` transcript): a summarizer that keeps the skeleton's lines is recorded."""
+    log = Log().add(RuntimeNote(text="Context was trimmed by the runtime.", source_ref="file://runtime/trim.log"),
+                    *[r.event for r in deploy_log().records])
+    state = fold(log.records)
+    plan = plan_compaction(state, log.records, "summary", keep_recent=1,
+                           summarizer=lambda events, skeleton: skeleton)
+    assert plan is not None and plan.event.summarizer != "deterministic"
+    assert ("runtime note at event 1 (file://runtime/trim.log): Context was trimmed by the runtime."
+            in plan.event.summary.decisions)
