@@ -9,9 +9,9 @@ Old stored events are upcast on read (:mod:`contextfold.domain.upcasts`); a vers
 this release does not know is a validation error.
 
 Trust is never a free field that content could set. It follows from the event
-type (policy -> runtime, user input -> user, instructions and file reads ->
-workspace) or from an ``origin`` the runtime declares when it appends
-(tool output, evidence, memory: workspace or external, external by default).
+type (policy -> runtime, user input -> user, file reads -> workspace) or from an
+``origin`` the runtime declares when it appends (tool output, evidence, memory:
+workspace or external, external by default; instructions: workspace by default).
 """
 
 from __future__ import annotations
@@ -140,12 +140,24 @@ class PolicySet(_Event):
     pinned_tools: tuple[str, ...] = ()
 
 
+ToolOrigin: TypeAlias = Literal["workspace", "external"]
+
+
 class InstructionSet(_Event):
-    """Project instructions such as an AGENTS.md. Always trust=workspace."""
+    """Instructions that configure the agent but are not the runtime's policy: the project's (an
+    AGENTS.md, trust=workspace) or a third party's few-shot examples (trust=external)."""
 
     type: Literal["instruction_set"] = "instruction_set"
     text: str
     source_ref: str
+    origin: ToolOrigin = Field(default="workspace", exclude_if=lambda value: value == "workspace")
+    """Where the text comes from, as the runtime declares it: ``workspace``, the project being
+    worked on (its AGENTS.md, a repository's microagent); ``external``, anyone else (SWE-agent's
+    demonstrations, worked examples a third party recorded on another repository, with that
+    repository's issue text and tool output in them). Either way a data block, never an
+    instruction with authority (DESIGN 8). Left out of the JSON when ``workspace``, so a log
+    written before the field reads, and hashes, as it did (no version bump, as for
+    ``ToolsRegistered.replace``)."""
 
 
 class GoalSet(_Event):
@@ -211,8 +223,6 @@ class ModelResponse(_Event):
             raise ValueError(f"duplicate call_id within one response: {ids}")
         return calls
 
-
-ToolOrigin: TypeAlias = Literal["workspace", "external"]
 
 
 class ToolResult(_Event):

@@ -13,7 +13,11 @@ Mapping:
 - ``system`` -> :class:`PolicySet` (runtime trust), as for OpenAI chat.
 - a demonstration (``is_demo`` user message: a worked example from the agent's
   configuration, not from the user) -> :class:`InstructionSet` with source
-  ``swe-agent://demonstration/<n>``: it is prompt configuration, stable across steps.
+  ``swe-agent://demonstration/<n>`` and ``origin="external"``: few-shot examples are
+  instructions (the policy layer's stable prefix, its reserve: they are the same at every
+  step), and trust=external, since a third party recorded them on another repository (the
+  marshmallow demo holds that project's issue text, files and command output), not the
+  workspace's project instructions an AGENTS.md is; shown as data either way (DESIGN 8).
 - the other user messages before the first step (the task) -> :class:`UserInput`.
 - each ``trajectory`` step -> :class:`ModelResponse` (the step's ``thought``, one tool
   call) and its :class:`ToolResult`. The steps come from ``trajectory`` because it
@@ -251,7 +255,7 @@ def _preamble(run: RunBuilder, history: list[Any], commands: _Commands) -> int:
         elif role == "user" and msg.get("is_demo") is True:
             demos += 1
             run.add(build(InstructionSet, p, text=_text(msg, p),
-                          source_ref=f"swe-agent://demonstration/{demos}"), p)
+                          source_ref=f"swe-agent://demonstration/{demos}", origin="external"), p)
         elif role == "user":  # the task; a multimodal one shows its images
             run.add(build(UserInput, p, content=_parts(msg, p) or (TextBlock(text=""),)), p)
         elif role in ("assistant", "tool"):

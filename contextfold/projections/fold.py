@@ -176,7 +176,7 @@ def _(event: PolicySet, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: InstructionSet, state: RunState, rec: RecordedEvent) -> None:
-    fid = add_fragment(state, rec, "instruction", "workspace", (TextBlock(text=event.text),),
+    fid = add_fragment(state, rec, "instruction", event.origin, (TextBlock(text=event.text),),
                source_ref=event.source_ref)
     supersede(state, state.instructions.get(event.source_ref), fid)
     state.instructions[event.source_ref] = fid

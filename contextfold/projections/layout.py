@@ -4,7 +4,7 @@ Where each semantic layer goes (the seed's order, within the protocol):
 
 1. policy (runtime)                 -> ``system`` (instruction authority)
 2. tools                            -> ``tools`` (sorted, canonical JSON)
-   workspace instructions (AGENTS.md) -> the first user message, as a data block;
+   instructions (an AGENTS.md, examples) -> the first user message, as data blocks;
    with layers 1-2 this is the stable prefix the cache key covers
 3. goal + success contract          -> a task-state user message (runtime-authored)
 4. plan

@@ -7,6 +7,7 @@ tests import all 22 of them); here each case is small enough to read whole.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -23,9 +24,16 @@ from contextfold.domain.events import (
     ToolResult,
     ToolsRegistered,
     UserInput,
+    canonical_json,
 )
+from contextfold.domain.manifest import BuildConfig
 from contextfold.importers import detect_format, parse
 from contextfold.importers.swe_agent import command_docs, command_name, documented_tools
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold
+from contextfold.projections.render import render
+from tests.json_strings import joined_strings
+from tests.unit.test_fold import Log
 
 SYSTEM = {"role": "system", "content": "SETTING: you work in a shell.", "agent": "primary"}
 DEMO = {"role": "user", "content": "Here is a demonstration ...", "is_demo": True, "agent": "primary"}
@@ -91,7 +99,7 @@ def test_classic_steps_become_command_calls_answered_by_their_observations() -> 
     assert isinstance(started, RunStarted) and started.agent == "swe-agent" and started.model is None
     assert isinstance(policy, PolicySet) and policy.text == SYSTEM["content"]
     assert isinstance(demo, InstructionSet) and demo.text == DEMO["content"]
-    assert demo.source_ref == "swe-agent://demonstration/1"
+    assert demo.source_ref == "swe-agent://demonstration/1" and demo.origin == "external"
     assert isinstance(task, UserInput) and task.text == TASK["content"]
     assert first == ModelResponse(text="Let's look.", tool_calls=(
         ToolCall(call_id="swe-1", name="open", arguments='{"command":"open a.py\\n"}'),))
@@ -284,3 +292,30 @@ def test_a_results_pairing_is_checked_while_parsing() -> None:
     doc["history"][3]["tool_call_ids"] = ["call_1", "call_2"]
     with pytest.raises(ImportFormatError, match="one 'tool_call_ids' entry"):
         parse(_b(doc), format="swe-agent")
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_demonstration_is_a_third_partys_example_shown_as_external_instructions(provider: str) -> None:
+    """DESIGN 2/8 and the seed's examples budget: a demonstration is a few-shot example, an
+    instruction (the policy layer, the stable prefix: the same at every step), but a third
+    party's, recorded on another repository (its issue text, files and command output): it was
+    shown ``trust="workspace"``, the trust of the project's own instructions (an AGENTS.md).
+    It is ``external`` now, a data block like any, and the project's instructions stay
+    ``workspace`` (their JSON unchanged: the field is left out)."""
+    events = parse(_b(_classic()), format="swe-agent", source="run.traj")
+    demo = next(e for e in events if isinstance(e, InstructionSet))
+    agents_md = InstructionSet(text="Run pytest before you submit.", source_ref="AGENTS.md")
+    assert canonical_json(agents_md) == (b'{"source_ref":"AGENTS.md","text":"Run pytest before you submit.",'
+                                         b'"type":"instruction_set","v":1}')
+    assert b'"origin":"external"' in canonical_json(demo)
+    log = Log().add(*events, agents_md)
+    state = fold(log.records)
+    result = build_context(state, BuildConfig(provider=provider, window=20_000, reserve=1_000),
+                           render=lambda conv, p, m: render(conv, p, max_tokens=m))
+    shown = {f.source_ref: f for f in result.manifest.fragments}
+    example, project = shown["swe-agent://demonstration/1"], shown["AGENTS.md"]
+    assert (example.kind, example.trust, example.layer) == ("instruction", "external", project.layer)
+    assert (project.kind, project.trust) == ("instruction", "workspace")
+    tags = re.findall(r"<data ([^>]*)>", joined_strings(result.request))
+    assert 'source="swe-agent://demonstration/1" trust="external" kind="instructions"' in tags, tags
+    assert 'source="AGENTS.md" trust="workspace" kind="instructions"' in tags, tags
