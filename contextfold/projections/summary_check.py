@@ -147,7 +147,9 @@ def validate_summary(candidate: object, events: Sequence[RecordedEvent], skeleto
     for field, text in _fielded(summary):
         for found in SUMMARY_REF.finditer(text):
             ref = found.group(0)
-            if not _held(ref, refs) and not _written_whole(text, found.start(), ref, refs):
+            # a ref ending a sentence ("... file://src/pricing.py@r2."): the ref is the one held
+            bare = ref.rstrip(".:!?'\"")
+            if not (_held(ref, refs) or _held(bare, refs) or _written_whole(text, found.start(), ref, refs)):
                 raise SummaryRejectedError(f"summary {field} cites {ref!r}, which the covered events do "
                                            f"not hold", field=field, ref=ref)
     _check_evidence(summary, skeleton, refs)

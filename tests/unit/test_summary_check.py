@@ -294,6 +294,24 @@ def test_a_file_ref_holding_a_bracket_or_comma_is_cited_whole() -> None:
             validate_summary(skeleton.model_copy(update=update), log.records, skeleton, log.run_id)
 
 
+def test_a_ref_ending_a_sentence_is_the_ref_it_names() -> None:
+    """A plug-in summary writes a ref at the end of its sentence ("... as read in
+    file://src/pricing.py@r2."): the check read the full stop as part of the ref and refused the
+    summary, and the compaction recorded nothing. A ref no file read holds, at a sentence's end
+    too, is still refused."""
+    log = Log().add(UserInput("fix the rounding"),
+                    FileRead(path="src/pricing.py", revision="r2", content="ROUND = 2\n" * 20),
+                    ModelResponse(text="reading"), UserInput("go on"))
+    skeleton = deterministic_summary(log.records, fold(log.records))
+    for end in (".", ":", "!"):
+        said = skeleton.model_copy(update={
+            "decisions": (f"round half up, as read in file://src/pricing.py@r2{end}",)})
+        assert validate_summary(said, log.records, skeleton, log.run_id) == said
+    with pytest.raises(SummaryRejectedError, match=r"file://src/tax.py"):
+        validate_summary(skeleton.model_copy(update={"decisions": ("edit file://src/tax.py@r2.",)}),
+                         log.records, skeleton, log.run_id)
+
+
 REAL_IDS = ("functions.read_file:0", "functions.bash:1", "toolu_01A09q90qw90lq917835lq9", "call_abc123",
             "3f2b8c1e-5d4a-4b6f-9e7d-2c1a0b9f8e7d", "gemini-0-1", "swe-3", "tools/deploy@prod.v2")
 """Call ids as real providers and the importers write them: Kimi's (``functions.NAME:N``),
