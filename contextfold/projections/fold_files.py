@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from contextfold.domain.events import FileRead, TextBlock
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.entries import FragmentEntry
 from contextfold.projections.fold_content import (
     add_fragment,
     add_stale_rest,
@@ -18,7 +19,14 @@ from contextfold.projections.fold_content import (
     range_within,
     supersede,
 )
-from contextfold.projections.stale_reads import NewerRead, StaleRead, cut_read, spans_meet, spans_within
+from contextfold.projections.stale_reads import (
+    NewerRead,
+    StaleRead,
+    cut_read,
+    spans_meet,
+    spans_within,
+    text_lines,
+)
 from contextfold.projections.state import RunState
 
 __all__ = ["fold_file_read"]
@@ -43,6 +51,13 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
     A read of the same range at the same revision supersedes the older one: a label like
     ``HEAD`` names a file that an uncommitted edit changed, and both versions were shown.
 
+    Nor is the same revision (or none) proof of the same text: most runtimes log no revision, and
+    after "read config.py whole, edit line 2, read line 2" both versions of line 2 were sent as
+    current, nothing marked stale. So an older read of the same revision that only overlaps the
+    newer one is compared with it on the lines both show: when one of them differs, the newer read
+    is a newer version of the file and the older read is superseded, its other lines kept as a
+    stale rest, as for another revision. Reads whose shared lines agree stay side by side.
+
     The path is compared normalised (``./app/x.py`` and ``app/x.py`` are one file); the
     source ref keeps it as it was read."""
     fid = add_fragment(state, rec, "evidence", "workspace",
@@ -51,17 +66,21 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
     path = file_key(event.path)
     kept: list[_Read] = []
     rests = 0
+    new_lines = None if event.artifact is not None else text_lines(event.content)  # once, as it is counted
     for old in state.files.get(path, ()):
         stale = state.stale_reads.get(old[0])
+        changed = False
         if old[1] == event.revision and not (range_within((old[2], old[3]), rng) if stale is None
                                              else spans_within(stale.spans, rng)):
-            kept.append(old)
-            continue
-        if stale is not None and old[1] != event.revision and not spans_meet(stale.spans, rng):
+            if new_lines is None or not _lines_differ(state, old, stale, event, new_lines):
+                kept.append(old)
+                continue
+            changed = True  # the same label (or none), another text: a newer version of the file
+        elif stale is not None and old[1] != event.revision and not spans_meet(stale.spans, rng):
             kept.append(old)  # marked stale already, none of its lines read again: as it is
             continue
         supersede(state, old[0], fid)
-        if old[1] != event.revision:
+        if old[1] != event.revision or changed:
             rest = _stale_rest(state, rec, old, event, fid, path, rests + 1)
             if rest is not None:
                 kept.append(rest)
@@ -82,12 +101,12 @@ def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, event: FileRead
     prior = state.stale_reads.get(old[0])
     origin = old[0] if prior is None else prior.origin
     entry = state.entries[origin]
-    content = entry.content
-    if not (isinstance(content, tuple) and len(content) == 1 and isinstance(content[0], TextBlock)):
+    text = _logged_text(entry)
+    if not text:
         return None  # no text, or one held in an artifact: the fold does not load it
     newer = (*(() if prior is None else prior.newer),
              NewerRead(event.start_line or 1, event.end_line, event.revision, fid, rec.position))
-    cut = cut_read(content[0].text, old[2] or 1, newer, path, old[1], entry.position)
+    cut = cut_read(text, old[2] or 1, newer, path, old[1], entry.position)
     if cut is None:
         return None
     text, spans = cut
@@ -95,3 +114,37 @@ def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, event: FileRead
     state.stale_reads[rid] = StaleRead(old[0], origin, path, old[1], newer, spans)
     state.active[rid] = None
     return (rid, old[1], old[2], old[3])
+
+
+def _lines_differ(state: RunState, old: _Read, stale: StaleRead | None, event: FileRead,
+                  new_lines: list[str]) -> bool:
+    """Whether a line that both ``old`` (a read of ``event``'s revision, or the lines its stale
+    rest shows) and ``event`` (whose lines are ``new_lines``) show reads otherwise in each. False
+    when the older text is not in the log (an artifact's: the fold does not load it) or no line
+    is shown by both: nothing says the file changed, and the reads stay side by side as before."""
+    old_lo, new_lo = old[2] or 1, event.start_line or 1
+    lo = max(old_lo, new_lo)
+    ends = [end for end in (old[3], event.end_line) if end is not None]
+    if ends and lo > min(ends):
+        return False  # the ranges do not meet: no text is split
+    old_text = _logged_text(state.entries[old[0] if stale is None else stale.origin])
+    if old_text is None:
+        return False
+    old_lines = text_lines(old_text)
+    hi = min(old_lo + len(old_lines) - 1, new_lo + len(new_lines) - 1, *ends)
+    shown = ((lo, hi),) if stale is None else stale.spans  # a rest shows only its spans
+    for a, b in shown:
+        a, b = max(a, lo), min(b, hi)
+        if a <= b and old_lines[a - old_lo:b - old_lo + 1] != new_lines[a - new_lo:b - new_lo + 1]:
+            return True
+    return False
+
+
+def _logged_text(entry: FragmentEntry) -> str | None:
+    """A read's text as logged: None when an artifact holds it (the fold does not load it)."""
+    content = entry.content
+    if content == ():
+        return ""  # an empty read
+    if isinstance(content, tuple) and len(content) == 1 and isinstance(content[0], TextBlock):
+        return content[0].text
+    return None

@@ -24,6 +24,10 @@ it again, from the logged text, with every newer read so far; one that covers no
 it is (it is marked stale already). Nothing is kept when no line but blank ones is left (a
 whole-file re-read: exactly the whole supersession of before) or when the older read's text is
 held in an artifact (the fold is pure and does not load it: it is superseded whole, as before).
+
+A newer read at the same revision (or none: most runtimes log none) that shows another text for a
+line the older read shows is a newer version too (the file was edited between them), and leaves
+a stale rest the same way (:func:`~contextfold.projections.fold_files.fold_file_read`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping
 from typing import NamedTuple
 
-__all__ = ["NewerRead", "StaleRead", "cut_read", "rest_of", "spans_meet", "spans_within", "stale_reason"]
+__all__ = ["NewerRead", "StaleRead", "cut_read", "rest_of", "spans_meet", "spans_within",
+           "stale_reason", "text_lines"]
 
 
 class NewerRead(NamedTuple):
@@ -73,7 +78,7 @@ def cut_read(text: str, start: int, newer: tuple[NewerRead, ...], path: str, rev
     with the lines of ``newer`` cut out, and the line ranges it keeps; None when it would keep no
     line but blank ones. Each run of cut lines leaves a marker line naming them."""
     ends = text.endswith("\n")
-    lines = (text[:-1] if ends else text).split("\n")
+    lines = text_lines(text) or [""]
     reads = "; ".join(f"{_lines(r.lo, r.hi)} at {_shown_revision(r.revision)} (event {r.at})" for r in newer)
     out = [f"[stale: {path} as read at {_shown_revision(revision)} (event {at}). Read again since: "
            f"{reads}. Those lines are left out here; the rest may be out of date.]"]
@@ -106,6 +111,12 @@ def cut_read(text: str, start: int, newer: tuple[NewerRead, ...], path: str, rev
     if not shown:
         return None
     return "\n".join(out) + ("\n" if ends else ""), tuple(spans)
+
+
+def text_lines(text: str) -> list[str]:
+    """A read's lines, the first being its first line's: a last line break ends the last line
+    and starts none (``"a\\nb\\n"`` is two lines); an empty read has none."""
+    return (text[:-1] if text.endswith("\n") else text).split("\n") if text else []
 
 
 def spans_within(spans: Iterable[tuple[int, int]], rng: tuple[int | None, int | None]) -> bool:

@@ -391,7 +391,7 @@ def test_file_reads_one_path_two_spellings_and_a_range_inside_a_whole_read() -> 
         FileRead(path="app/x.py", content="MIN = 0", revision="r2", start_line=2, end_line=2),  # 3
         FileRead(path="app/lib/../x.py", content="MIN = 0", revision="r2", start_line=2),      # 4
         FileRead(path="y.py", content="a\nb"),                                      # 5
-        FileRead(path="y.py", content="b2", start_line=2, end_line=2),               # 6 a part: beside
+        FileRead(path="y.py", content="b", start_line=2, end_line=2),                # 6 a part: beside
         FileRead(path="y.py", content="a\nb2"),                                     # 7 contains 5 and 6
     )
     state = fold(log.records)
