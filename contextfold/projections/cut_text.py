@@ -20,6 +20,7 @@ from contextfold.projections.json_deep import heads
 from contextfold.projections.json_literals import BOM, SYNTAX_DECODER
 from contextfold.projections.line_counts import LineSplitting
 from contextfold.projections.render.data_blocks import neutralise
+from contextfold.projections.stale_reads import rest_lines
 from contextfold.projections.truncate import Truncation, truncate
 
 __all__ = ["split_room", "truncate_fragment"]
@@ -76,6 +77,10 @@ def _cut_as(ctx: BuildCtx, fid: str, text: str, max_tokens: int, count: Callable
     excerpt = _FIRST_LINE.search(f.source_ref) if f.source_ref.startswith("file://") else None
     first_line = 1 if excerpt is None else int(excerpt.group(1))
     is_file = f.source_ref.startswith("file://")
+    stale = ctx.state.stale_reads.get(fid)
+    if stale is not None:  # a stale rest: a note line, the read's other lines, a marker per cut run
+        return truncate(text, max_tokens, kind="file", count=count, line_splitting=splitting,
+                        numbers=rest_lines(first_line, stale.spans))
     if (stripped.startswith(("{", "[")) and (not is_file or _is_json(stripped))) or (
             stripped.startswith('"') and _is_json(stripped)):
         kind = "json"  # a document that is one string too: cut as words it was invalid JSON

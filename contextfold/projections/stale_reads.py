@@ -35,7 +35,9 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping
 from typing import NamedTuple
 
-__all__ = ["NewerRead", "StaleRead", "cut_read", "rest_of", "spans_meet", "spans_within",
+from contextfold.projections.file_lines import FileLines
+
+__all__ = ["NewerRead", "StaleRead", "cut_read", "rest_lines", "rest_of", "spans_meet", "spans_within",
            "stale_reason", "text_lines"]
 
 
@@ -111,6 +113,22 @@ def cut_read(text: str, start: int, newer: tuple[NewerRead, ...], path: str, rev
     if not shown:
         return None
     return "\n".join(out) + ("\n" if ends else ""), tuple(spans)
+
+
+def rest_lines(start: int, spans: Iterable[tuple[int, int]]) -> FileLines:
+    """Which file line each line of a stale rest's text is, the read's first line being ``start``
+    and ``spans`` the lines it keeps (:func:`cut_read`): its first line is the note, then each
+    span's lines, a marker line before a span that starts past the read's first line or the
+    previous span (and one after the last span, which names no file line either). A cut of the
+    rest names the file's lines, not the text's (:mod:`~contextfold.projections.file_lines`)."""
+    runs: list[tuple[int, int, int]] = []
+    at, line = 1, start  # the text line after the note; the first file line not yet shown or cut
+    for a, b in spans:
+        if a > line:
+            at += 1  # the marker of the lines a newer read covers
+        runs.append((at, a, b - a + 1))
+        at, line = at + b - a + 1, b + 1
+    return FileLines(tuple(runs))
 
 
 def text_lines(text: str) -> list[str]:

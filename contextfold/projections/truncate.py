@@ -55,7 +55,8 @@ even the bare marker: then the result is :data:`MINIMAL_MARKER` with
 ``over_budget=True``.
 
 Ranges in :attr:`Truncation.kept` are 1-based and inclusive: line numbers for
-lines, chunk numbers for chunks, item/member numbers of the top-level
+lines (the file's, for a file excerpt or a stale rest: ``first_line``, ``numbers``), chunk
+numbers for chunks, item/member numbers of the top-level
 container for JSON (characters of a document that is one string or nested past the parser;
 documents for JSON blocks).
 """
@@ -70,6 +71,7 @@ from typing import Literal, TypeAlias, assert_never
 from contextfold.domain.canonical import orjson_writes_the_same
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_after, fence_states, open_fence
+from contextfold.projections.file_lines import FileLines
 from contextfold.projections.graphemes import ceil_boundary, floor_boundary
 from contextfold.projections.json_blocks import or_blocks
 from contextfold.projections.json_deep import cut_deep
@@ -131,6 +133,19 @@ def line_marker(omitted: int, first: int, last: int) -> str:
     return f"… [{omitted} {noun} omitted: {span}] …"
 
 
+def _numbered_marker(text_lines: int, file_lines: list[tuple[int, int]]) -> str:
+    """The marker line that replaces ``text_lines`` lines of a text whose file lines are the runs
+    ``file_lines``: :func:`line_marker` when they are one run (an excerpt's always are), else each
+    run named; lines that are none of the file's (a stale rest's note) are counted alone."""
+    if not file_lines:
+        return f"… [{text_lines} {'line' if text_lines == 1 else 'lines'} omitted] …"
+    omitted = sum(b - a + 1 for a, b in file_lines)
+    if len(file_lines) == 1:
+        return line_marker(omitted, *file_lines[0])
+    spans = ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in file_lines)
+    return f"… [{omitted} {'line' if omitted == 1 else 'lines'} omitted: lines {spans}] …"
+
+
 Words: TypeAlias = Literal["if_none_kept", "if_more_kept"]
 """When a line cut gives way to a words cut (:func:`_truncate_words`): when it kept no line (a
 file's lines stay atoms while any is kept), or also when its windows kept every line outside
@@ -139,13 +154,14 @@ the over-long ones and the words cut keeps more of the text."""
 
 def _by_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
               *, head_share: float, fences: bool, rule: LineSplitting | None = None,
-              first_line: int = 1, words: Words = "if_more_kept") -> Truncation:
+              first_line: int = 1, numbers: FileLines | None = None,
+              words: Words = "if_more_kept") -> Truncation:
     """The line cut, or the words cut where ``words`` says: a grant whose text is a few short
     lines between lines longer than it (one fence and a long paragraph, a one-line JSON in a
     fence) kept those few lines and a marker, its grant unused."""
     by_lines, capped, kept_chars = _truncate_lines(text, original_tokens, max_tokens, count,
                                                    head_share=head_share, fences=fences, rule=rule,
-                                                   first_line=first_line)
+                                                   first_line=first_line, numbers=numbers)
     if by_lines.over_budget or (by_lines.kept and not (
             capped and words == "if_more_kept")):
         return by_lines
@@ -157,10 +173,12 @@ def _by_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCoun
 
 def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
                     *, head_share: float, fences: bool, rule: LineSplitting | None = None,
-                    first_line: int = 1) -> tuple[Truncation, bool, int]:
+                    first_line: int = 1, numbers: FileLines | None = None) -> tuple[Truncation, bool, int]:
     """The line cut; whether its windows kept every line but the over-long ones (and those
-    between them), which no larger grant could change; the characters it kept."""
-    entry = probe_entry(("lines", text, head_share, fences, count, rule, first_line), len(text))
+    between them), which no larger grant could change; the characters it kept. The marker and
+    the kept ranges name the lines by ``numbers`` when given, else from ``first_line`` on."""
+    entry = probe_entry(("lines", text, head_share, fences, count, rule,
+                          first_line if numbers is None else numbers), len(text))
     if "lines" not in entry:
         lines, trailing = split_lines(text)
         entry["lines"] = (lines, trailing, fence_states(lines) if fences else [None] * (len(lines) + 1))
@@ -169,6 +187,8 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
     lines, trailing, states = entry["lines"]
     n = len(lines)
     end = "\n" if trailing else ""
+    if numbers is None:
+        numbers = FileLines.from_line(first_line, n)
 
     caps = (n, n)  # set below: ``frame`` (no line kept) does not depend on it
 
@@ -181,7 +201,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         before_marker = states[head]
         if before_marker is not None:
             out.append(closing_fence(before_marker))
-        out.append(line_marker(n - k, head + first_line, n - tail + first_line - 1))
+        out.append(_numbered_marker(n - k, numbers.numbered(head, n - tail)))
         after_marker = states[n - tail]
         if after_marker is not None:
             out.append(after_marker)
@@ -205,11 +225,11 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
         return marker_only(text, original_tokens, "line", n, count), False, 0
     k, out_text, tokens = found
     head, tail = split(k)
-    shift = first_line - 1
     kept_chars = sum(len(line) + 1 for line in chain(lines[:head], lines[n - tail:]))
+    omitted = sum(b - a + 1 for a, b in numbers.numbered(head, n - tail)) or n - k  # as its marker says
     return (truncation_of(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
                           original=text, original_tokens=original_tokens, tokens=tokens,
-                          kept=[(1 + shift, head + shift), (n - tail + 1 + shift, n + shift)], omitted=n - k),
+                          kept=numbers.numbered(0, head) + numbers.numbered(n - tail, n), omitted=omitted),
             caps != (n, n) and k == most, kept_chars)
 
 
@@ -376,7 +396,7 @@ def _check_budget(max_tokens: int) -> None:
 
 def truncate(text: str, max_tokens: int, *, kind: ContentKind,
              count: TokenCounter, line_splitting: LineSplitting | None = None,
-             first_line: int = 1) -> Truncation:
+             first_line: int = 1, numbers: FileLines | None = None) -> Truncation:
     """``text`` cut to ``max_tokens`` at the boundaries of its ``kind`` (see module doc).
 
     Text that already fits is returned unchanged (``truncated=False``). ``line_splitting`` (the
@@ -385,17 +405,24 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
     ``first_line``: the number of a ``file`` excerpt's first line (a read of lines 1000-3000),
     so its marker and kept ranges name the file's lines, as its ``#L1000-L3000`` ref does (also
     for ``json`` that does not parse and is cut by lines: a TOML excerpt starting with ``[``).
+    ``numbers``: a ``file`` text whose lines are not all the file's, consecutive (a stale rest:
+    a note line, and a marker line where a newer read's lines were cut out): which file line
+    each line is, in place of ``first_line``.
     """
     _check_budget(max_tokens)
     original_tokens = count(text)
     if kind not in ("file", "json"):  # JSON that does not parse is cut by lines
         first_line = 1
+    if kind != "file":
+        numbers = None
     if original_tokens <= max_tokens:
         lines, _ = split_lines(text)
         unit: Unit = "json_member" if kind == "json" else "line"
+        every = (FileLines.from_line(first_line, len(lines)) if numbers is None
+                 else numbers).numbered(0, len(lines))
         return truncation_of(text, strategy="none", unit=unit, original=text,
                              original_tokens=original_tokens, tokens=original_tokens,
-                             kept=[(first_line, len(lines) + first_line - 1)] if unit == "line" else [])
+                             kept=every if unit == "line" else [])
     match kind:
         case "log":
             # A log whose lines are all too long to keep whole (a progress bar's one line) is
@@ -405,7 +432,7 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
         case "file":  # a fence (a README's, a docstring's) is never left open either
             return _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
                              fences=_has_fence(text), rule=line_splitting, first_line=first_line,
-                             words="if_none_kept")
+                             numbers=numbers, words="if_none_kept")
         case "markdown" | "text":
             return _by_lines(text, original_tokens, max_tokens, count, head_share=0.5, fences=True,
                              rule=line_splitting)
