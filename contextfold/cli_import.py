@@ -19,11 +19,9 @@ import re
 import stat
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
-
-from blake3 import blake3
 
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
@@ -31,6 +29,7 @@ from contextfold.cli_new_store import removed_if_unrecorded
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
 from contextfold.domain.events import AnyEvent, ArtifactRef, ToolsRegistered, artifact_refs
+from contextfold.import_run_ids import joined_run_id, run_id_for, run_in_file
 from contextfold.store.backends import STORE_TABLES, parse_store_url
 from contextfold.store.event_reads import check_run_id
 from contextfold.store.event_store import store_url_from_env
@@ -195,46 +194,12 @@ def trace_files(root: Path, patterns: tuple[str, ...], *, event_folders: bool = 
     return sorted(found, key=order)
 
 
-_NOT_IN_RUN_IDS = re.compile(r"[^A-Za-z0-9._:@+=-]")
-"""What a run id cannot hold, besides its ``/`` separators (``store.event_reads.RUN_ID_PATTERN``)."""
-_NOT_IN_SUFFIXES = re.compile(r"[^A-Za-z0-9._:@/+=-]")
-"""What a multi-run file's run suffix cannot hold: its ``/`` is kept, a separator as in a folder."""
-
-
-def _spelled(not_held: re.Pattern[str], part: str) -> str:
-    """``part`` with each character a run id cannot hold as ``_``; a part that held a non-ASCII
-    character also gets ``+`` and 8 hex digits of its blake3 hash. Why: every letter of a CJK,
-    Cyrillic or accented name is such a character, so ``登录错误.json`` and ``支付错误.json`` both
-    became ``PREFIX/____`` and the folder's import was refused for the clash. An ASCII name
-    keeps the id it always had (a space or bracket as ``_``), so importing it again finds it."""
-    shown = not_held.sub("_", part)
-    if part.isascii():
-        return shown
-    return f"{shown}+{blake3(part.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
-
-
-def run_id_for(prefix: str, relative: Path) -> str:
-    """The run id of the trace at ``relative`` (a path under the imported folder):
-    ``PREFIX/<folders>/<file name without its extension>``. A file named after its own folder
-    (SWE-agent's ``<instance>/<instance>.traj``) is named once: ``PREFIX/<instance>``. A
-    character a run id cannot hold (a space, a bracket, a non-ASCII letter) becomes ``_``, and a
-    name with a non-ASCII letter is told apart by its hash (:func:`_spelled`): two files that
-    still share an id are refused by the import, naming both."""
-    *folders, name = relative.parts
-    stem = Path(name).stem
-    return _joined(prefix, folders if folders and folders[-1] == stem else [*folders, stem])
-
-
-def _joined(prefix: str, parts: Iterable[str]) -> str:
-    return "/".join([prefix, *(_spelled(_NOT_IN_RUN_IDS, part) for part in parts)])
-
-
 def _run_id_of(prefix: str, root: Path, item: Path | EventFolder) -> str:
     """:func:`run_id_for` a file; an event folder's conversation is ``PREFIX/<its folders>``
     (``PREFIX`` itself when it is the folder imported)."""
     if not isinstance(item, EventFolder):
         return run_id_for(prefix, item.relative_to(root))
-    return _joined(prefix, item.conversation.relative_to(root).parts)
+    return joined_run_id(prefix, item.conversation.relative_to(root).parts)
 
 
 def _artifact_refs(events: list[AnyEvent]) -> Iterator[tuple[int, ArtifactRef]]:
@@ -302,15 +267,8 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str],
     with progress_bar(None, f"parsing {visible(source)} ({len(data) / 1e6:.1f} MB)"):
         fmt = args.format or detect_format(data, source=source)
         runs, bundled = _parsed(data, fmt, source)  # validate everything first: atomic
-    named = [(_run_in_file(args.run, suffix, len(runs)), events, source) for suffix, events in runs]
+    named = [(run_in_file(args.run, suffix, len(runs)), events, source) for suffix, events in runs]
     return named, source, fmt, [], bundled
-
-
-def _run_in_file(name: str, suffix: str, runs: int) -> str:
-    """The run id of one of a file's ``runs``: ``name`` itself for a file of one run, else
-    ``name/<suffix>``, a character a run id cannot hold (tau-bench's task id ``"a b"``) as ``_``
-    (:func:`_spelled`): the file was refused whole for one such id."""
-    return name if runs == 1 else f"{name}/{_spelled(_NOT_IN_SUFFIXES, suffix)}"
 
 
 Bundled = dict[str, tuple[ArtifactRef, bytes]]
@@ -374,7 +332,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
                 continue
             formats[f"{fmt} file"] += 1
             runs, carried = _parsed(data, fmt, str(item))
-            named += [(_run_in_file(name, suffix, len(runs)), events, str(item)) for suffix, events in runs]
+            named += [(run_in_file(name, suffix, len(runs)), events, str(item)) for suffix, events in runs]
             bundled.update(carried)
     if not named:
         raise ImportFormatError(f"{source}:0", f"none of its {len(items)} matching files is a trace "

@@ -10,7 +10,7 @@ import pytest
 from blake3 import blake3
 
 from contextfold.cli import main
-from contextfold.cli_import import run_id_for
+from contextfold.import_run_ids import run_id_for
 from tests.conftest import TRACES
 
 TRAJ = {"history": [{"role": "system", "content": "You work in a shell."},
