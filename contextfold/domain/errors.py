@@ -34,6 +34,7 @@ so the original stays on ``__cause__``.
     │       └── TenantMismatchError       a store file opened as the wrong tenant
     ├── CryptoError                       missing or wrong encryption key
     ├── EncodingUnavailableError          a run's recorded tokenizer encoding cannot be loaded here
+    ├── TokenizerError                    tiktoken failed on a text (a panic in its Rust core)
     ├── BudgetError
     │   └── RequiredContextExceedsBudgetError
     ├── CompactionError                   no legal cut / rejected summary
@@ -78,6 +79,7 @@ __all__ = [
     "StoreUnavailableError",
     "SummaryRejectedError",
     "TenantMismatchError",
+    "TokenizerError",
     "TurnNotFoundError",
     "UnknownToolCallError",
     "UnsupportedMediaError",
@@ -313,6 +315,21 @@ class EncodingUnavailableError(ContextfoldError):
     def __init__(self, encoding: str, message: str) -> None:
         super().__init__(message)
         self.encoding = encoding
+
+
+class TokenizerError(ContextfoldError):
+    """tiktoken could not count a text: its Rust core panicked (``pyo3_runtime.PanicException``).
+
+    Why an error of ours: the panic is a ``BaseException``, which ``except Exception`` (the CLI's
+    error report, a server's request handler) lets through, and it says nothing of contextfold.
+    The texts known to make it panic (a run of hundreds of thousands of blanks) are counted in
+    pieces (:mod:`contextfold.projections.blank_runs`); this is for a shape not known yet. The
+    panic is on ``__cause__``."""
+
+    def __init__(self, encoding: str, chars: int, message: str) -> None:
+        super().__init__(f"tiktoken ({encoding}) failed on a text of {chars} characters: {message}")
+        self.encoding = encoding
+        self.chars = chars
 
 
 class BudgetError(ContextfoldError):

@@ -30,7 +30,9 @@ That choice is a new run's. Once a build is recorded, its manifest's encoding is
 is required, never fallen back from (:mod:`contextfold.projections.recorded_encoding`).
 
 Counting uses ``encode_ordinary``: text that contains special-token strings
-such as ``<|endoftext|>`` is counted as plain text, never rejected.
+such as ``<|endoftext|>`` is counted as plain text, never rejected. A text holding a run of
+thousands of blanks is counted in pieces, at most a few tokens high, since tiktoken panics on a
+long one (:mod:`contextfold.projections.blank_runs`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ import tiktoken
 
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.fork_locks import fork_safe_lock
+from contextfold.projections.blank_runs import encoded_length
 from contextfold.projections.line_counts import KnownBlocks, LineSplitting, split_lines
 
 __all__ = [
@@ -233,7 +236,7 @@ class TokenCounter:
         if len(text) >= _LINE_COUNTED_TEXT and self.line_splitting is not None and "\n" in text:
             n, blocks = self._count_lines(text)
         else:
-            n = len(self._encoding.encode_ordinary(text))
+            n = encoded_length(self._encoding.encode_ordinary, text, self.encoding_name)
         with self._lock:
             if short:
                 if len(self._short) >= _SHORT_COUNTS_LIMIT:
@@ -270,13 +273,15 @@ class TokenCounter:
                 chars = 0
             chars += len(line) + 1
         bounds.append(len(lines))
-        encode = self._encoding.encode_ordinary
+        encode, name = self._encoding.encode_ordinary, self.encoding_name
         last = len(bounds) - 2
         end = "\n" if trailing else ""
 
+        def chunk(j: int) -> str:
+            return "\n".join(lines[bounds[j]:bounds[j + 1]]) + ("\n" if j < last else end)
+
         def count_chunks(first: int, stop: int) -> list[int]:
-            return [len(encode("\n".join(lines[bounds[j]:bounds[j + 1]]) + ("\n" if j < last else end)))
-                    for j in range(first, stop)]
+            return [encoded_length(encode, chunk(j), name) for j in range(first, stop)]
 
         workers = _workers() if len(text) >= _PARALLEL_TEXT else 1
         counts: Iterable[int] | None = None
@@ -336,7 +341,7 @@ class TokenCounter:
     def count_uncached(self, text: str) -> int:
         """Tokens of ``text``, tokenized now and not kept: for texts whose owner keeps the count
         (a truncation's line blocks), which would only grow the cache."""
-        n = len(self._encoding.encode_ordinary(text))
+        n = encoded_length(self._encoding.encode_ordinary, text, self.encoding_name)
         with self._lock:
             self.calls += 1
         return n
@@ -445,9 +450,10 @@ CountedText = tuple[str, bytes, int, "KnownBlocks | None"]
 """One text a counter tokenized: (encoding, blake3 digest of its UTF-8, tokens, where it was cut
 into line blocks to be counted or None). What ``counted_texts`` collects and ``preload`` takes."""
 
-COUNTS_VERSION = 1
-"""How a kept count's line blocks were cut (``_CHUNK_CHARS``, the split rule): counts kept by a
-store under another version are not read back. Bump it when either changes."""
+COUNTS_VERSION = 2
+"""How a kept count's line blocks were cut (``_CHUNK_CHARS``, the split rule) and how a text was
+counted: counts kept by a store under another version are not read back. Bump it when either
+changes. 2: long runs of blanks counted in pieces (``blank_runs``), where 1 counted them whole."""
 
 _JOURNAL = threading.local()
 
