@@ -437,11 +437,12 @@ _LEAST_EXCERPT_TOKENS = 8
 
 def _char_excerpt(text: str, lines: list[str], header: str, framed: bool, where: str,
                   max_tokens: int, count: TokenCounter, original_tokens: int) -> Truncation | None:
-    """Head and tail characters of the log, cut at whitespace, in place of a marker that kept no
-    line because a line is longer than the whole room: a failing call whose output is one long
-    line (an API's JSON error body) showed its diagnosis and nothing of the output, however large
-    its grant. None when the log's lines are short (they stay atoms: the room was too small for
-    any) or no excerpt fits beside the header."""
+    """Head and tail characters of the log, cut at a word break nearby (the ``words`` cut of
+    :mod:`~contextfold.projections.truncate`), in place of a marker that kept no line because a
+    line is longer than the whole room: a failing call whose output is one long line (an API's
+    JSON error body) showed its diagnosis and nothing of the output, however large its grant.
+    None when the log's lines are short (they stay atoms: the room was too small for any) or no
+    excerpt fits beside the header."""
     def framed_text(excerpt: str) -> str:
         parts = [header, "[log excerpt]", excerpt, f"[full log: {where}]"] if framed else [header, excerpt]
         return "\n".join(parts)
