@@ -43,11 +43,17 @@ _SECRET_WORDS = (r"(?:PASSWORD|PASSWD|SECRET|TOKEN|API[_-]?KEY|ACCESS[_-]?KEY"
 _ENTROPY_WORDS = r"(?:KEY|SECRET|TOKEN|AUTH|CRED|SIGNATURE)"
 _SECRET_NAME = _NAME_CHARS + "*" + _SECRET_WORDS + _NAME_CHARS + "*"
 _ENTROPY_NAME = _NAME_CHARS + "*" + _ENTROPY_WORDS + _NAME_CHARS + "*"
-_ASSIGN = r"""["']?[ \t]*(?::=|=>|[:=])(?:[ \t]*\r?\n[ \t]+|[ \t]*)"""
+_SPACE = r"[ \t\u00a0\u202f\u3000]"
+"""A space around an assignment operator: also a no-break space (a line pasted from a web page or
+a wiki), a narrow one, an ideographic one (typed by a CJK input method)."""
+_ASSIGN = (r"""["']?""" + _SPACE + r"*(?::=|=>|[:=\uff1a\uff1d])(?:" + _SPACE + r"*\r?\n" + _SPACE + r"+|"
+           + _SPACE + "*)")
 """A name's assignment operator, with the spaces around it: the value on the same line, or on
 the next line indented (a YAML plain scalar, a wrapped dict literal). Not on the next line
 unindented: that is a terminal's next output (``Password: `` then ``Login incorrect``, or the
-flag an agent just printed), which was redacted as the password."""
+flag an agent just printed), which was redacted as the password. The full-width ``：`` and ``＝``
+count as ``:`` and ``=``: a Chinese or Japanese input method types them (``DB_PASSWORD＝…`` in a
+pasted ``.env`` snippet, ``API_TOKEN： …`` in localized docs), and such secrets were sent in clear."""
 _SECRET_REST = _ASSIGN + ASSIGNED_VALUE
 _ENTROPY_REST = _ASSIGN + r"""["']?([A-Za-z0-9+/_=.-]{20,})"""
 
@@ -55,7 +61,7 @@ _AWS_SECRET_REST = _ASSIGN + r"""["']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"""
 _AWS_SECRET = r"(?i)aws[A-Za-z0-9_.-]*secret[A-Za-z0-9_.-]*" + _AWS_SECRET_REST
 _JWT_REST = r"\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"
 _JWT = _B + r"eyJ[A-Za-z0-9_-]{8,}" + _JWT_REST
-_BEARER = (r"(?i)(?:authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+"
+_BEARER = (r"(?i)(?:authorization[\"']?\s*[:=\uff1a\uff1d]\s*[\"']?(?:bearer|basic|token)\s+"
            r"|\bbearer\s+(?=[A-Za-z0-9._~+/-]{16}))([A-Za-z0-9._~+/-]{8,}=*)")
 _PEM_BEGIN = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"

@@ -77,8 +77,8 @@ _SQ = rf"""(?:\\[^\r\n]|''|{_LAST_BACKSLASH}|[^'\\\r\n])"""
 """Of a single-quoted string: an escape, a doubled quote (YAML), a last literal backslash, or
 anything else but the quote. Never two ways to read a run of backslashes or quotes, which
 would backtrack exponentially on a long one."""
-_AFTER_NAME = r"(?<=[A-Za-z0-9_.-]=)"
-"""The quote right after ``NAME=``."""
+_AFTER_NAME = r"(?<=[A-Za-z0-9_.-][=\uff1d])"
+"""The quote right after ``NAME=`` (or the full-width ``NAME＝`` a CJK input method types)."""
 
 
 def _spaced(quote: str, char: str) -> str:
