@@ -89,21 +89,30 @@ def _spaced(quote: str, char: str) -> str:
 ASSIGNED_VALUE = (
     rf'''(?:"((?:\\\S|[^"\\\s]){{4,}})"|{_spaced('"', _DQ)}'''
     rf"""|'((?:\\\S|''|{_LAST_BACKSLASH}|[^'\\\s]){{4,}})'|{_spaced("'", _SQ)}"""
-    r"""|`([^`\s]{4,})`|(?!`)([^\s"',;#)}\]]{4,}))"""
+    r"""|`([^`\s]{4,})`|(?!`)([^\s"',;#)}\]\uff0c\uff1b\uff09\u3001\u3002\u300d\u300f\u3011\uff01\uff1f]{4,}))"""
 )
 """An assigned value, one group per form (the first that took part is the value): a quoted
 string without whitespace, one with (where an assignment plainly ends with it), for each quote,
 a Markdown code span without whitespace (``password: `hunter22` ``), then a bare word. A bare
 word never starts with a backtick: ``the current token: `git remote set-url …` `` is prose
-about a command, and its ``git`` was redacted."""
+about a command, and its ``git`` was redacted. It ends, as at ``,`` ``;`` ``)``, at CJK
+punctuation (，；）、。」』】！？): Chinese and Japanese prose puts no space after a value, and
+``password＝…，然后重启服务`` lost the rest of its clause."""
 
 _LABEL_WORD = re.compile(r"(?i)\b(?:passwords?|passwd|passphrase|secrets?|tokens?|keys?|credentials?|api)\b")
 
 
+_CJK_START = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+                        "\U00020000-\U0003ffff]")
+"""A kana, a Han ideograph or a Hangul syllable: what a Chinese, Japanese or Korean sentence
+starts with, and no credential does."""
+
+
 def assigned_secret(value: str) -> bool:
     """Whether a value a secret's name is assigned is a credential: real (:func:`real_value`),
-    and, when it holds whitespace, not a label or sentence about one."""
-    if not real_value(value):
+    not a CJK sentence (``token：在控制台的设置页面生成``, a label the full-width colon ends), and,
+    when it holds whitespace, not a label or sentence about one."""
+    if not real_value(value) or _CJK_START.match(value):
         return False
     return not (any(c.isspace() for c in value)
                 and (_LABEL_WORD.search(value) is not None or value[-1] in ".?:\u2026"))

@@ -44,6 +44,25 @@ def test_a_quoted_passphrase_after_a_full_width_equals_is_one_value() -> None:
     assert out.text == 'DB_PASSWORD＝"[REDACTED:secret_assignment]"'
 
 
+def test_a_value_ends_at_cjk_punctuation() -> None:
+    """CJK prose puts no space after a value: the rest of the clause is not the secret."""
+    hidden = "[REDACTED:secret_assignment]"
+    assert redact(f"password＝{_SECRET}，然后重启服务。").text == f"password＝{hidden}，然后重启服务。"
+    assert redact(f"token: {_SECRET}。下一步").text == f"token: {hidden}。下一步"
+
+
+@pytest.mark.parametrize("prose", [
+    "请先获取 token：在控制台的设置页面生成。",
+    "配置 API_KEY：见下文说明",
+    "token: 在控制台生成",
+    "password：请联系管理员获取",
+    "パスワード password：管理者に問い合わせてください",
+    "API 키 api_key: 관리자에게 문의하세요",
+])
+def test_a_cjk_sentence_after_a_secret_word_is_no_secret(prose: str) -> None:
+    assert redact(prose).text == prose
+
+
 def test_a_full_width_env_snippet_is_not_sent_in_clear(tmp_path: object) -> None:
     out = f"部署配置如下：\nDB_PASSWORD＝{_SECRET}\nAWS_SECRET_ACCESS_KEY：{_AWS}\n请检查。\n"
     store = contextfold.open_store(f"sqlite:///{tmp_path}/r.db")
