@@ -10,9 +10,11 @@ a line naming where the full log lives.
 The *first key error* is the first line (in log order) that matches one of
 :data:`KEY_ERROR_PATTERNS`; when one line matches several, the earlier
 pattern in that tuple names it (some only when the exit code is non-zero; with none
-matching, a failing log's first ``path:line:col: message`` line). ANSI colour codes are stripped before
-matching, and a line redrawn with carriage returns is read as a terminal shows
-it, from its last carriage return on. A Python traceback is taken whole, from
+matching, a failing log's first ``path:line:col: message`` line). The
+patterns also know the translated messages of gcc, git, coreutils and bash (``错误：``,
+``Fehler:``, ``没有那个文件或目录``: :mod:`~contextfold.projections.log_translations`). ANSI
+colour codes are stripped before matching, and a line redrawn with carriage returns is read as a
+terminal shows it, from its last carriage return on. A Python traceback is taken whole, from
 ``Traceback (most recent call last):`` to its final (first unindented)
 exception line; any other match
 takes its line plus the indented continuation lines right after it (a cargo
@@ -39,10 +41,10 @@ from contextfold.projections.log_patterns import (
     FAILED,
     KEY_ERROR_PATTERNS,
     LOCATED,
-    WARN_HINT,
-    WARNING,
+    WARN_HINTS,
     PatternName,
     candidate_lines,
+    is_warning,
     match_line,
 )
 from contextfold.projections.truncate import (
@@ -242,7 +244,7 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
             errors += 1
             if first is None:
                 first = _first_error(clean, i, name, failing)
-        if hints & WARN_HINT and WARNING.search(line):
+        if hints & WARN_HINTS and is_warning(line, hints):
             warnings += 1
         if hints & FAIL_HINT and FAILED.search(line):
             failed += 1

@@ -13,8 +13,10 @@ from typing import Literal, TypeAlias
 
 from ahocorasick_rs import BytesAhoCorasick
 
-__all__ = ["FAILED", "FAIL_HINT", "KEY_ERROR_PATTERNS", "LOCATED", "WARNING", "WARN_HINT",
-           "WHEN_FAILING", "PatternName", "candidate_lines", "match_line"]
+from contextfold.projections import log_translations as translated
+
+__all__ = ["FAILED", "FAIL_HINT", "KEY_ERROR_PATTERNS", "LOCATED", "WARNING", "WARN_HINT", "WARN_HINTS",
+           "WHEN_FAILING", "PatternName", "candidate_lines", "is_warning", "match_line"]
 
 PatternName: TypeAlias = Literal[
     "python_traceback", "panic", "fatal", "segfault", "npm_err", "make", "pytest_e",
@@ -22,10 +24,27 @@ PatternName: TypeAlias = Literal[
     "go_json_fail",
 ]
 
+_FATAL = re.compile(r"\b(?:fatal|FATAL)(?: error)?:|\bFATAL\b")   # git, cc
+# "error:" in any case, cargo's "error[E0308]:", tsc/MSBuild/MSVC's "error TS2322:", an ERROR
+# level, "TypeError:"-style names, and a JSON error member that holds something (an API's
+# error body: ``"error": {...``).
+# Also kubectl's "Error from server (NotFound): …", eslint's "  10:7  error  'x' is …",
+# "CMake Error at CMakeLists.txt:27 (find_package):", apt's "E: Unable to locate package x"
+# and "Err:2 http://… InRelease" (the line under it says why).
+_ERROR = re.compile(r"(?i:\berror(?:\[\w+\])?:)|\b(?i:error) [A-Z]+\d+:|\bERROR\b"
+                    r'|\b[A-Z]\w*Error\b:|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))'
+                    r"|^Error from server\b|^\s+\d+:\d+\s+error\s|^CMake Error\b|^E: |^Err:\d+ ")
+_NOT_FOUND = re.compile(r"\bcommand not found\b|No such file or directory")  # sh, ENOENT
+
+
+def _or(*patterns: re.Pattern[str]) -> re.Pattern[str]:
+    return re.compile("|".join(p.pattern for p in patterns))
+
+
 KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
     ("python_traceback", re.compile(r"^Traceback \(most recent call last\):")),
     ("panic", re.compile(r"\bpanic: |\bpanicked at\b")),                 # Go, Rust
-    ("fatal", re.compile(r"\b(?:fatal|FATAL)(?: error)?:|\bFATAL\b")),   # git, cc
+    ("fatal", _or(_FATAL, translated.FATAL)),                            # and as translated
     ("segfault", re.compile(r"Segmentation fault|SIGSEGV")),
     ("npm_err", re.compile(r"^npm (?:ERR!|error) ")),
     ("make", re.compile(r"^g?make(?:\[\d+\])?: \*\*\*")),
@@ -36,20 +55,12 @@ KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
     ("test_fail", re.compile(r"^\s*(?:--- )?FAIL(?=[:\s]|$)")),
     # The same in ``go test -json``: an output record of ``--- FAIL: TestAdd``.
     ("go_json_fail", re.compile(r'"Output":"(?: |\\t)*--- FAIL: ')),
-    # "error:" in any case, cargo's "error[E0308]:", tsc/MSBuild/MSVC's "error TS2322:", an ERROR
-    # level, "TypeError:"-style names, and a JSON error member that holds something (an API's
-    # error body: ``"error": {...``).
-    # Also kubectl's "Error from server (NotFound): …", eslint's "  10:7  error  'x' is …",
-    # "CMake Error at CMakeLists.txt:27 (find_package):", apt's "E: Unable to locate package x"
-    # and "Err:2 http://… InRelease" (the line under it says why).
-    ("error", re.compile(r"(?i:\berror(?:\[\w+\])?:)|\b(?i:error) [A-Z]+\d+:|\bERROR\b"
-                         r'|\b[A-Z]\w*Error\b:|"errors?"\s*:(?!\s*(?:null\b|false\b|""|\[\s*\]|\{\s*\}))'
-                         r"|^Error from server\b|^\s+\d+:\d+\s+error\s|^CMake Error\b|^E: |^Err:\d+ ")),
+    ("error", _or(_ERROR, translated.ERROR)),
     ("exception", re.compile(r"\b[A-Z][\w.]*Exception\b")),
     ("pnpm_err", re.compile(r"\bERR_PNPM_[A-Z0-9_]+")),
     # Only in a failing command's output (:data:`WHEN_FAILING`): words a passing run prints too.
     ("yarn_err", re.compile(r"^error ")),                                   # yarn v1
-    ("not_found", re.compile(r"\bcommand not found\b|No such file or directory")),  # sh, ENOENT
+    ("not_found", _or(_NOT_FOUND, translated.NOT_FOUND)),
     # A Go compiler or vet message, a ruff/flake8/pylint finding: ``./main.go:5:2: undefined: foo``,
     # ``src/a.py:1:8: F401 [*] `os` imported but unused``.
     ("located", re.compile(r"^\S+\.go:\d+:\d+: \S|^\S+\.pyi?:\d+:\d+: [A-Z]+\d+\b")),
@@ -62,7 +73,8 @@ LOCATED = re.compile(r"^\S+:\d+:\d+: \S", re.MULTILINE)
 """A ``path:line:col: message`` line: a failing command's first key error when no pattern
 matched (a compiler or linter this table does not know)."""
 
-WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
+_WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
+WARNING = _or(_WARNING, translated.WARNING)
 FAILED = re.compile(r"(?i:(?<!\b0 )\bfail(?:ed|ure|ures)?\b(?!\s*[:=]\s*0(?!\.?\d)))")
 """A failed line's word, but not a zero count (cargo's ``0 failed``, Surefire's ``Failures: 0``,
 ``failures=0``): a run with one failing test was announced as having a dozen failed lines."""
@@ -71,11 +83,20 @@ FAILED = re.compile(r"(?i:(?<!\b0 )\bfail(?:ed|ure|ures)?\b(?!\s*[:=]\s*0(?!\.?\
 def match_line(line: str, hints: int = -1, failing: bool = True) -> PatternName | None:
     """The first key-error pattern ``line`` matches, trying only those whose hint words the line
     holds (``hints``, a mask of :data:`_PATTERN_HINT`; -1: every pattern), and of
-    :data:`WHEN_FAILING` only when ``failing``."""
-    for name, pattern in KEY_ERROR_PATTERNS:
-        if hints & _PATTERN_HINT[name] and (failing or name not in WHEN_FAILING) and pattern.search(line):
+    :data:`WHEN_FAILING` only when ``failing``. A pattern with translations is tried as its two
+    halves, each behind its own hint (``_PARTS``): the same match or none, and an English line
+    never runs the translations."""
+    for name, bit, part, when_failing in _PARTS:
+        if hints & bit and (failing or not when_failing) and part.search(line):
             return name
     return None
+
+
+def is_warning(line: str, hints: int = -1) -> bool:
+    """Whether ``line`` is a warning line (:data:`WARNING`), trying the halves its hints allow
+    (a line whose ``hints & WARN_HINTS`` is 0 is none)."""
+    return bool((hints & WARN_HINT and _WARNING.search(line))
+                or (hints & _WARN_TRANSLATED and translated.WARNING.search(line)))
 
 
 _ANYWHERE = ("error", "warn", "fail", "faıl", "fatal", "panic", "exception", "segmentation fault",
@@ -90,13 +111,20 @@ by pattern. The ``(?i)`` patterns also take four non-ASCII letters for ASCII one
 folding: ``İ ı`` for ``i``, ``ſ`` for ``s``, ``K`` for ``k``): of the three such words only
 ``fail`` has one of those letters, hence ``faıl``; ``İ`` lower-cases to two characters, and a
 text holding it is matched line by line. A new pattern needs a word here (or shares one): a line
-without any is never searched."""
-_HINTS = BytesAhoCorasick([w.encode() for w in _ANYWHERE] + [b"\n" + w.encode() for w in _AT_LINE_START])
-_FIRST_LINE_START = len(_ANYWHERE)
+without any is never searched. Translated words (``错误：``, ``Fehler:``) have theirs in
+:data:`.log_translations.HINTS`, each pattern behind a bit of its own (``_TRANSLATED_BIT``)."""
+_TRANSLATED_BIT = {translated.FATAL: 16384, translated.ERROR: 32768, translated.NOT_FOUND: 65536,
+                   translated.WARNING: 131072}
+"""The hint bit of each translated pattern (:data:`.log_translations.HINTS`: its words)."""
+_TRANSLATED_WORDS = tuple((w, _TRANSLATED_BIT[p]) for p, words in translated.HINTS.items() for w in words)
+_HINTS = BytesAhoCorasick([w.encode() for w in _ANYWHERE] + [w.encode() for w, _ in _TRANSLATED_WORDS]
+                          + [b"\n" + w.encode() for w in _AT_LINE_START])
+_FIRST_LINE_START = len(_ANYWHERE) + len(_TRANSLATED_WORDS)
 """Index of the first line-start word in ``_HINTS`` (each found with the newline before it)."""
 _LINE_START_BYTES = tuple(w.encode() for w in _AT_LINE_START)
 _HINT_BIT = (1, 2, 4, 4, 8, 16, 32, 64, 64,  # error, warn, fail, faıl, fatal, panic, exception, segv x2
              2048, 4096, 4096, 8192, 8192, 8192,  # err_pnpm_, not found x2, .go: .py: .pyi:
+             *(bit for _, bit in _TRANSLATED_WORDS),
              128, 256, 512, 512, 1024, 1, 1)  # traceback, npm, make, gmake, "e  ", apt's "e: " "err:"
 """Per word of ``_HINTS``: the bit of the patterns it is the hint of (below)."""
 _PATTERN_HINT: dict[PatternName, int] = {
@@ -107,6 +135,26 @@ _PATTERN_HINT: dict[PatternName, int] = {
 A log whose every line says ``warning`` ran twelve patterns on each of its lines: 5 s a 10 MB
 log, 97 s a 55 MB one, in the first build that cut it."""
 WARN_HINT, FAIL_HINT = 2, 4
+_WARN_TRANSLATED = _TRANSLATED_BIT[translated.WARNING]
+WARN_HINTS = WARN_HINT | _WARN_TRANSLATED
+"""The hints of a warning line in any language."""
+
+_HALVES: dict[PatternName, tuple[re.Pattern[str], re.Pattern[str]]] = {
+    "fatal": (_FATAL, translated.FATAL), "error": (_ERROR, translated.ERROR),
+    "not_found": (_NOT_FOUND, translated.NOT_FOUND)}
+def _halves(name: PatternName, pattern: re.Pattern[str]) -> tuple[tuple[int, re.Pattern[str]], ...]:
+    if name not in _HALVES:
+        return ((_PATTERN_HINT[name], pattern),)
+    english, other = _HALVES[name]
+    return (_PATTERN_HINT[name], english), (_TRANSLATED_BIT[other], other)
+
+
+_PARTS: tuple[tuple[PatternName, int, re.Pattern[str], bool], ...] = tuple(
+    (name, bit, part, name in WHEN_FAILING)
+    for name, pattern in KEY_ERROR_PATTERNS for bit, part in _halves(name, pattern))
+"""What :func:`match_line` tries, in precedence order: (pattern name, hint bit, regex, only when
+failing). A pattern with translations (``KEY_ERROR_PATTERNS`` holds the two as one regex) is its
+English half behind its hint, then its translated half behind the translations' hint."""
 
 
 def candidate_lines(low: str) -> dict[int, int]:

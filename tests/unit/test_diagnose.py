@@ -571,7 +571,12 @@ _PIECES = ["ERROR", "error:", "Error", "TypeError:", "error[E0308]:", "eRRor:", 
            "b.py:3:4: F401", ".pyi:1:2: E1", "Error from server", "CMake Error", "E: ", "Err:1 ",
            "  1:2  error  ", "x:1:2: y", "1", "PY:",
            '{"Test":"T","Output":"    x\\n"}', '{"Test":"T","Output":"--- FAIL: T"}',
-           '"Output":"\\t--- FAIL: ']
+           '"Output":"\\t--- FAIL: ',
+           # translated messages (log_translations): each pattern behind its own hint
+           "错误：", "错误", "致命错误：", "エラー: ", "오류:", "Fehler: ", "erreur : ", "errore:", "erro :",
+           "Ошибка:", "ошибка", "警告：", "Warnung: ", "attention : ", "aviso:", "没有那个文件或目录",
+           "未找到命令", "erreur fatale :", "schwerwiegender Fehler:", "x.c:1:2: 警告：", "x:1:2: note: ",
+           "x:1:2: Warnung:", "：", "errored"]
 
 
 @settings(max_examples=400, deadline=None)
