@@ -10,7 +10,7 @@ a line naming where the full log lives.
 The *first key error* is the first line (in log order) that matches one of
 :data:`KEY_ERROR_PATTERNS`; when one line matches several, the earlier
 pattern in that tuple names it (some only when the exit code is non-zero; with none
-matching, a failing log's first ``path:line:col: message`` line). The
+matching, a failing log's first ``path:line:col: message`` line that is no warning or note). The
 patterns also know the translated messages of gcc, git, coreutils and bash (``错误：``,
 ``Fehler:``, ``没有那个文件或目录``: :mod:`~contextfold.projections.log_translations`). ANSI
 colour codes are stripped before matching, and a line redrawn with carriage returns is read as a

@@ -69,9 +69,11 @@ KEY_ERROR_PATTERNS: tuple[tuple[PatternName, re.Pattern[str]], ...] = (
 WHEN_FAILING: frozenset[PatternName] = frozenset({"yarn_err", "not_found", "located"})
 """Patterns tried only when the exit code says the command failed: ``error …`` opens a line of
 prose, a file missing is a passing shell step's ``ls`` as often as not."""
-LOCATED = re.compile(r"^\S+:\d+:\d+: \S", re.MULTILINE)
+LOCATED = re.compile(r"^\S+:\d+:\d+: (?!(?:" + translated.NOT_ERROR_WORDS + r") ?[:\uff1a])\S", re.MULTILINE)
 """A ``path:line:col: message`` line: a failing command's first key error when no pattern
-matched (a compiler or linter this table does not know)."""
+matched (a compiler or linter this table does not know), unless its message opens with a word
+saying it is a warning or a note: gcc in a language the table does not know printed a warning
+first, and that was named the first error."""
 
 _WARNING = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b")
 WARNING = _or(_WARNING, translated.WARNING)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ERROR", "FATAL", "HINTS", "NOT_FOUND", "WARNING"]
+__all__ = ["ERROR", "FATAL", "HINTS", "NOT_ERROR_WORDS", "NOT_FOUND", "WARNING"]
 
 _CJK_WORD = r"(?<![^\s:\uff1a])"
 
@@ -46,6 +46,11 @@ NOT_FOUND = re.compile("|".join(map(re.escape, _NOT_FOUND_WORDS)))
 WARNING = re.compile(_CJK_WORD + r"(?:警告|경고)[:\uff1a]"
                      r"|\b(?:Warnung|attention|avertissement|aviso|advertencia|attenzione|предупреждение) ?:")
 """gcc's ``warning:``."""
+NOT_ERROR_WORDS = (r"(?i:warning|warnung|attention|avertissement|aviso|advertencia|attenzione|waarschuwing"
+                   r"|предупреждение|note|anmerkung|remarque|nota|примечание)|警告|경고|참고|附注|备注|備考|提示")
+"""A compiler line's message words that say it is no error: a warning or a note, in English and
+in the languages gcc speaks (case-insensitive: what follows ``path:line:col:``)."""
+
 HINTS: dict[re.Pattern[str], tuple[str, ...]] = {
     FATAL: ("致命", "치명적 오류", "schwerwiegender fehler", "erreur fatale", "errore fatale", "error fatal",
             "erro fatal", "фатальная ошибка"),

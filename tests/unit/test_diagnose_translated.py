@@ -83,6 +83,18 @@ def test_translated_words_in_passing_output_are_no_key_errors(line: str) -> None
     assert diagnose_log(f"step\n{line}\nok", 1).first_error is None
 
 
+def test_the_located_fallback_skips_warning_and_note_lines() -> None:
+    """A compiler in a language the table does not know (Dutch gcc: ``fout:``): its first
+    ``path:line:col:`` line that is no warning or note."""
+    log = "\n".join(["cc -c a.c", "a.c:3:5: waarschuwing: ongebruikte variabele ‘x’",
+                     "a.c:4:1: note: declared here", "a.c:5:2: 附注：此处声明",
+                     "a.c:9:12: fout: ‘y’ niet gedeclareerd", "a.c:10:1: more", "exit 1"])
+    d = diagnose_log(log, 1)
+    assert d.first_error is not None and (d.first_error.pattern, d.first_error.line) == ("located", 5)
+    warnings_only = log.replace("fout", "waarschuwing").replace("a.c:10:1: more\n", "")
+    assert diagnose_log(warnings_only, 1).first_error is None
+
+
 _LINES = ["src/a.c:1:2: 错误：x", "致命错误：y", "エラー: z", "오류: z", "Fehler: z", "erreur : z",
           "errore: z", "erro: z", "Ошибка: z", "x 错误 1", "没有错误：", "警告：w", "Warnung: w",
           "avertissement : w", "没有那个文件或目录", "命令：未找到命令", "error: e", "fatal: f",
