@@ -165,6 +165,16 @@ def _data(frag: FragmentFields, text: str, truncated: bool, label: str | None = 
                    fragment_id=frag.id)
 
 
+def _data_and_media(frag: FragmentFields, text: str, truncated: bool, media: tuple[MediaPart, ...]
+                    ) -> tuple[DataPart | MediaPart, ...]:
+    """A data fragment's text block, then its media: none of text that is blank beside media (a
+    tool that returned only a PDF or a screenshot). Every provider was sent an empty ``<data>``
+    block before such a medium, a block that said nothing."""
+    if media and not text.strip():
+        return media
+    return (_data(frag, text, truncated), *media)
+
+
 def _authority_part(frag: ContextFragment, text: str, truncated: bool) -> UserPart:
     if frag.trust in ("runtime", "user"):
         return InstructionPart(text=text, authority=frag.trust, fragment_id=frag.id)
@@ -216,8 +226,8 @@ def lay_out(inp: LayoutInput) -> Conversation:
     task = _section(kept_sections, "task", sections,
                     _message_of(lambda f, t, cut: (_authority_part(f, t, cut),)))
     retrieval = _section(kept_sections, "retrieval", sections, _message_of(
-        lambda f, t, cut: (_data(f, t, cut), *(_media(f, f.source_ref) if f.kind in ("evidence", "memory")
-                                               else ()))))
+        lambda f, t, cut: _data_and_media(
+            f, t, cut, _media(f, f.source_ref) if f.kind in ("evidence", "memory") else ())))
 
     laid, current = _timeline(inp, text)
     pieces = (stable, task, laid.version, retrieval, current)
@@ -468,8 +478,8 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                         text=text(slot.answer_id), source=answer.source_ref, trust=shown_trust,
                         label=label, fragment_id=answer.id),)
                 else:
-                    content = (_data(answer, text(slot.answer_id), slot.answer_id in inp.truncated),
-                               *_entry_media(state, answer))
+                    content = _data_and_media(answer, text(slot.answer_id), slot.answer_id in inp.truncated,
+                                              _entry_media(state, answer))
                 if missing:
                     line = runtime_header_line(slot.call_id, None, status, exit_code)
                     if line is not None:
