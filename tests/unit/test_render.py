@@ -443,6 +443,24 @@ def test_openai_renderers_name_a_document_they_cannot_send_and_give_files_an_ext
     assert "this API takes PDF documents only" in only_note and docx in only_note
 
 
+def test_a_note_names_a_data_url_medium_by_its_fragment_not_its_bytes() -> None:
+    """A document sent as a ``data:`` URL that a renderer cannot send (audio to OpenAI, a DOCX to
+    Chat Completions or Anthropic) was named in its note by its URL: the whole payload, as text."""
+    payload = "SUQzBAAAAAAAI1RTU0U=" * 50
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    for media_type in ("audio/mpeg", docx):
+        part = AUDIO.model_copy(update={"media_type": media_type, "data_base64": None,
+                                        "url": f"data:{media_type};base64,{payload}"})
+        c = conv(UserMessage(parts=(InstructionPart(text="read", authority="user", fragment_id="u"), part)))
+        providers = ("openai-chat", "anthropic") + (("openai-responses",) if media_type != docx else ())
+        for provider in providers:
+            body = render(c, provider)
+            assert validate_sdk_types(provider, body)
+            notes = [s for s in all_strings(body) if "not attached" in s]
+            assert len(notes) == 1 and "e9" in notes[0] and media_type in notes[0], (provider, notes)
+            assert payload[:40] not in json.dumps(body)
+
+
 def test_media_returned_by_a_tool() -> None:
     shot = MediaPart(kind="image", media_type="image/png", data_base64=PNG,
                      source="browser://shot", trust="external", fragment_id="shot")

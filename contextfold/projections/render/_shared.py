@@ -99,8 +99,13 @@ def refused_media_note(part: MediaPart, provider: str) -> str | None:
 
 
 def shown_media(part: MediaPart) -> str:
-    """A medium named in a note: its URL without credentials, else its fragment id."""
-    return part.fragment_id if part.url is None else shown_url(part.url)
+    """A medium named in a note: its URL without credentials, else its fragment id. A ``data:`` URL
+    by its fragment id too: its payload is the medium itself, and a note of a document the API
+    does not take (an MP3 imported from a Chat history, rendered for Responses) carried all its
+    base64 as text."""
+    if part.url is None or part.url.startswith("data:"):
+        return part.fragment_id
+    return shown_url(part.url)
 
 
 def canonical_schema(value: Any) -> Any:
