@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["model_family", "not_a_reasoning_model", "run_model_for"]
+__all__ = ["chat_audio_model", "model_family", "not_a_reasoning_model", "run_model_for"]
 
 _FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("anthropic", re.compile(r"claude", re.IGNORECASE)),
@@ -33,6 +33,15 @@ its dated and turbo variants), ChatGPT-4o. Source: OpenAI's model pages
 other model with 400 "Reasoning input items can only be provided to a reasoning or computer use
 model". Only names certain not to reason are listed: a new or unknown name still gets its run's
 reasoning (what it refuses is a loud 400; what a reasoning model misses is silent)."""
+
+_CHAT_AUDIO = re.compile(
+    r"(?:^|/)(?:gpt-4o(?:-mini)?-audio-preview|gpt-audio(?:-mini)?)(?:-\d{4}-\d{2}-\d{2})?$", re.IGNORECASE)
+"""OpenAI's audio models, which Chat Completions sends ``input_audio`` parts to: gpt-4o-audio-preview,
+gpt-4o-mini-audio-preview, gpt-audio, gpt-audio-mini and their dated snapshots (platform.openai.com
+/docs/models, /docs/guides/audio: "audio inputs ... with the gpt-4o-audio-preview model"), under a
+gateway's vendor prefix too. Chat Completions refuses the request of any other model that carries
+one (400 "This model does not support audio input"); realtime, transcription and speech models are
+other APIs'."""
 
 _FAMILY_OF_PROVIDER = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai",
                        "gemini": "gemini"}
@@ -67,3 +76,11 @@ def not_a_reasoning_model(model: str | None) -> bool:
     """Whether ``model`` is certainly not a reasoning model (:data:`_NOT_REASONING`): a request
     for it must not carry reasoning items. False for None and for any name not known."""
     return model is not None and _NOT_REASONING.search(model) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def chat_audio_model(model: str | None) -> bool:
+    """Whether ``model`` is one of OpenAI's audio models (:data:`_CHAT_AUDIO`), which a Chat
+    Completions request may send audio to. False for None and for any other name: audio it cannot
+    take is a note, where a part it refuses fails the whole request."""
+    return model is not None and _CHAT_AUDIO.search(model) is not None

@@ -104,6 +104,25 @@ def test_openai_chat_message_level_refusal_is_the_replys_text() -> None:
         parse(_b([chat[0], {"role": "assistant", "content": None, "refusal": 3}]), format="openai-chat")
 
 
+def test_openai_chat_input_audio_survives_a_round_trip_to_an_audio_model() -> None:
+    """An ``input_audio`` part of a Chat history came back to Chat Completions as a "not
+    attached, this API takes PDF documents only" note: the model never heard the user. It goes
+    back as ``input_audio`` to an audio model; any other model refuses the part, so it gets a note."""
+    wav = base64.b64encode(b"RIFF\x24\x00\x00\x00WAVEfmt ").decode()
+    audio = {"type": "input_audio", "input_audio": {"data": wav, "format": "wav"}}
+    chat = [{"role": "user", "content": [{"type": "text", "text": "Here is my voice note:"}, audio]}]
+    state = fold(Log().add(*parse(_b(chat), format="openai-chat")).records)
+    for model in ("gpt-4o-audio-preview", "gpt-4o"):
+        config = BuildConfig(provider="openai-chat", model=model, window=10_000, reserve=1_000)
+        built = build_context(state, config, render=lambda c, p, n: render(c, p, max_tokens=n, validate=True))
+        [user] = [m for m in built.request["messages"] if m["role"] == "user"]
+        if model == "gpt-4o":
+            assert "takes no audio" in user["content"][-1]["text"] and wav not in json.dumps(user)
+        else:
+            assert user["content"][-1] == {"type": "input_audio",
+                                           "input_audio": {"data": wav, "format": "wav"}}
+
+
 def test_openai_chat_object_with_messages_and_jsonl_agree() -> None:
     as_obj = parse(_b({"model": "gpt-4o", "messages": CHAT}), format="openai-chat")
     as_jsonl = parse(_lines(*CHAT), format="openai-chat")

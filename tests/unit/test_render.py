@@ -443,6 +443,37 @@ def test_openai_renderers_name_a_document_they_cannot_send_and_give_files_an_ext
     assert "this API takes PDF documents only" in only_note and docx in only_note
 
 
+def test_openai_chat_sends_wav_and_mp3_as_input_audio_to_an_audio_model_only() -> None:
+    """Chat Completions takes WAV and MP3 inline as ``input_audio`` on its audio models and refuses
+    the request of any other model that carries one. The same message objects rendered for
+    gpt-4o, then gpt-4o-audio-preview, and back: a message's render is kept per object, and kept
+    under a key without the model it handed one model's form to the other."""
+    wav = AUDIO.model_copy(update={"media_type": "audio/wav", "data_base64": "UklGRiQAAABXQVZF"})
+    data_url_mp3 = AUDIO.model_copy(update={"media_type": "audio/mp3", "data_base64": None,
+                                            "url": "data:audio/mp3;base64,SUQzBAAAAAAAI1RTU0U="})
+    ogg = AUDIO.model_copy(update={"media_type": "audio/ogg"})
+    base = conv(UserMessage(parts=(InstructionPart(text="listen", authority="user", fragment_id="u"),
+                                   wav, AUDIO, data_url_mp3, ogg)))
+    for model in ("gpt-4o", "gpt-4o-audio-preview", "gpt-4o", "gpt-4o-audio-preview"):
+        body = render(base.model_copy(update={"model": model}), "openai-chat")
+        assert validate_sdk_types("openai-chat", body)
+        parts = body["messages"][1]["content"]
+        ogg_note = parts[-1]["text"]
+        assert "audio/ogg" in ogg_note and "this API takes PDF documents only" in ogg_note
+        if model == "gpt-4o":
+            assert [p["type"] for p in parts] == ["text"] * 5
+            assert all("not attached" in p["text"] and "takes no audio" in p["text"] for p in parts[1:4])
+            sent = json.dumps(body)
+            assert "UklGRiQAAABXQVZF" not in sent and "SUQzBAAAAAAAI1RTU0U" not in sent
+            continue
+        assert parts[1:4] == [
+            {"type": "input_audio", "input_audio": {"data": "UklGRiQAAABXQVZF", "format": "wav"}},
+            {"type": "input_audio", "input_audio": {"data": "SUQzBAAAAAAAI1RTU0U=", "format": "mp3"}},
+            {"type": "input_audio", "input_audio": {"data": "SUQzBAAAAAAAI1RTU0U=", "format": "mp3"}}]
+    resp = render(base.model_copy(update={"model": "gpt-4o-audio-preview"}), "openai-responses")
+    assert [p["type"] for p in resp["input"][0]["content"]] == ["input_text"] * 5  # Responses: no audio part
+
+
 def test_a_note_names_a_data_url_medium_by_its_fragment_not_its_bytes() -> None:
     """A document sent as a ``data:`` URL that a renderer cannot send (audio to OpenAI, a DOCX to
     Chat Completions or Anthropic) was named in its note by its URL: the whole payload, as text."""

@@ -12,6 +12,12 @@ Decisions:
   server accepts it; user-authority text never goes there.
 - User text is a plain string when the message is a single text part, content
   parts otherwise. Data parts become text parts holding a data block.
+- Audio (WAV, MP3) goes as an ``input_audio`` part only when the request's model is an audio
+  model (``model_family.chat_audio_model``): Chat Completions refuses the whole request of any
+  other model that carries one, so for those the audio is a note naming it. The messages'
+  renders are kept per message object (``request_json.rendered``), so they are kept apart for
+  the two (:func:`_render_key`): a run built for gpt-4o and then for gpt-4o-audio-preview (or back)
+  gets each its own form.
 - Tool results are text-only in this API, so each result is one ``tool``
   message by ``tool_call_id`` whose content is the runtime header plus data
   blocks. Media a tool returned cannot go in a ``tool`` message: it follows
@@ -31,7 +37,7 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias, assert_never
 
 from contextfold.domain.conversation import (
@@ -49,7 +55,9 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.media_limits import file_ref
+from contextfold.projections.model_family import chat_audio_model
 from contextfold.projections.render._shared import (
+    OPENAI_CHAT_AUDIO_FORMATS,
     OPENAI_CHAT_FILE_TYPES,
     data_url,
     document_filename,
@@ -72,7 +80,42 @@ __all__ = ["PROVIDER", "render_openai_chat"]
 
 PROVIDER = "openai-chat"
 
-def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
+NOT_AN_AUDIO_MODEL = ("the request's model takes no audio (Chat Completions takes WAV and MP3 audio on "
+                      "audio models only: gpt-4o-audio-preview, gpt-audio and their kin)")
+"""Why audio is not attached for any other model. It names no model: the render is kept for
+every model that is not an audio model alike (:func:`_render_key`)."""
+
+
+def _render_key(audio: bool) -> str:
+    """The key the messages' renders are kept under: apart for an audio model, whose requests
+    carry audio where the others' carry a note."""
+    return f"{PROVIDER}+audio" if audio else PROVIDER
+
+
+def _inline_base64(part: MediaPart) -> str | None:
+    """The part's bytes as base64 (``input_audio`` takes no URL, not even a ``data:`` one), or
+    None for a medium only a remote URL holds."""
+    if part.data_base64 is not None:
+        return part.data_base64
+    if part.url is not None and part.url.startswith("data:") and ";base64," in part.url:
+        return part.url.split(";base64,", 1)[1]
+    return None
+
+
+def _audio_parts(part: MediaPart, audio: bool, parts: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    """An audio document: an ``input_audio`` part for an audio model (after its caption, if any),
+    else a note; a note too where the bytes are not inline."""
+    if not audio:
+        return [{"type": "text", "text": media_caption(part, unsent_document_note(part, NOT_AN_AUDIO_MODEL))}]
+    data = _inline_base64(part)
+    if data is None:
+        return [{"type": "text", "text": media_caption(part, unsent_document_note(
+            part, "this API takes audio inline only"))}]
+    parts.append({"type": "input_audio", "input_audio": {"data": data, "format": fmt}})
+    return parts
+
+
+def _media_parts(part: MediaPart, audio: bool) -> list[dict[str, Any]]:
     note = refused_media_note(part, PROVIDER)
     if note is not None:
         return [{"type": "text", "text": media_caption(part, note)}]
@@ -95,6 +138,9 @@ def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
             if ref is not None:
                 parts.append({"type": "file", "file": {"file_id": ref[1]}})
                 return parts
+            fmt = OPENAI_CHAT_AUDIO_FORMATS.get(part.media_type)
+            if fmt is not None:
+                return _audio_parts(part, audio, parts, fmt)
             extension = OPENAI_CHAT_FILE_TYPES.get(part.media_type)
             if extension is None:
                 note = unsent_document_note(part, "this API takes PDF documents only")
@@ -111,7 +157,7 @@ def _media_parts(part: MediaPart) -> list[dict[str, Any]]:
     return parts
 
 
-def _user_parts(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
+def _user_parts(parts: tuple[UserPart, ...], audio: bool) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     for part in parts:
         match part:
@@ -120,14 +166,14 @@ def _user_parts(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
             case DataPart():
                 content.append({"type": "text", "text": render_data(part)})
             case MediaPart():
-                content.extend(_media_parts(part))
+                content.extend(_media_parts(part, audio))
             case _:
                 assert_never(part)
     return content
 
 
-def _user_message(parts: tuple[UserPart, ...]) -> dict[str, Any]:
-    content = _user_parts(parts)
+def _user_message(parts: tuple[UserPart, ...], audio: bool) -> dict[str, Any]:
+    content = _user_parts(parts, audio)
     if len(content) == 1 and content[0]["type"] == "text":
         return {"role": "user", "content": content[0]["text"]}
     return {"role": "user", "content": content}
@@ -150,7 +196,8 @@ def _assistant_message(text: str, calls: Sequence[ToolCallPart]) -> dict[str, An
     return out
 
 
-def _tool_messages(results: Sequence[ToolResultPart]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _tool_messages(results: Sequence[ToolResultPart], audio: bool
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One ``tool`` message per result, and the parts of the user message that carries the media
     they returned (a ``tool`` message takes text only)."""
     out: list[dict[str, Any]] = []
@@ -172,7 +219,7 @@ def _tool_messages(results: Sequence[ToolResultPart]) -> tuple[list[dict[str, An
                 }
             )
             for part in attached:
-                media.extend(_media_parts(part))
+                media.extend(_media_parts(part, audio))
     return out, media
 
 
@@ -187,7 +234,7 @@ Turn: TypeAlias = tuple[AssistantMessage, ToolResults | None]
 together (``_split_turn``)."""
 
 
-def _split_turn(turn: Turn) -> list[dict[str, Any]]:
+def _split_turn(turn: Turn, audio: bool) -> list[dict[str, Any]]:
     """An assistant message of more than ``MAX_CHAT_TOOL_CALLS`` calls as consecutive assistant
     messages of at most that many, its text in the first, each followed by the tool messages of
     its own calls (a result is placed by its call's id; one no call of the message has goes with
@@ -205,24 +252,24 @@ def _split_turn(turn: Turn) -> list[dict[str, Any]]:
     media: list[dict[str, Any]] = []
     for k, part in enumerate(parts):
         out.append(_assistant_message(assistant.text if k == 0 else "", part))
-        tools, returned = _tool_messages(answers[k])
+        tools, returned = _tool_messages(answers[k], audio)
         out.extend(tools)
         media.extend(returned)
     return _with_media(out, media)
 
 
-def _message(message: Message | Turn) -> list[dict[str, Any]]:
+def _message(message: Message | Turn, audio: bool) -> list[dict[str, Any]]:
     match message:
         case UserMessage():
-            return [_user_message(message.parts)]
+            return [_user_message(message.parts, audio)]
         case AssistantMessage():
             if len(message.tool_calls) > MAX_CHAT_TOOL_CALLS:
                 _noted_large(message)
             return [_assistant_message(message.text, message.tool_calls)]
         case ToolResults():
-            return _with_media(*_tool_messages(message.results))
+            return _with_media(*_tool_messages(message.results, audio))
         case (AssistantMessage(), _):
-            return _split_turn(message)
+            return _split_turn(message, audio)
         case _:
             assert_never(message)
 
@@ -261,13 +308,26 @@ def _turn(assistant: AssistantMessage, results: ToolResults | None) -> Turn:
     return turn
 
 
-def _history(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+def _plain_message(message: Message | Turn) -> list[dict[str, Any]]:
+    return _message(message, False)
+
+
+def _audio_message(message: Message | Turn) -> list[dict[str, Any]]:
+    return _message(message, True)
+
+
+_RENDER: dict[bool, Callable[[Message | Turn], list[dict[str, Any]]]] = {False: _plain_message,
+                                                                        True: _audio_message}
+
+
+def _history(messages: tuple[Message, ...], audio: bool = False) -> list[dict[str, Any]]:
     """The rendered messages. Most runs never have a message of more than ``MAX_CHAT_TOOL_CALLS``
     calls, and a body of kept dicts is gathered in C: only when one was seen (now, or in a kept
     render of one of these messages) are the messages walked, each such message rendered with
     the results after it (:func:`_split_turn`)."""
     seen = _large_seen
-    out = rendered_all(PROVIDER, messages, _message)  # once per message object
+    key, render = _render_key(audio), _RENDER[audio]
+    out = rendered_all(key, messages, render)  # once per message object (and kind of model)
     if seen == _large_seen and (not _LARGE or _LARGE.keys().isdisjoint(map(id, messages))):
         return out
     items: list[Message | Turn] = []
@@ -282,7 +342,7 @@ def _history(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
         else:
             items.append(message)
             i += 1
-    return rendered_all(PROVIDER, items, _message)
+    return rendered_all(key, items, render)
 
 
 def _tool(spec: ToolSpec) -> list[dict[str, Any]]:
@@ -303,7 +363,7 @@ def render_openai_chat(conversation: Conversation, *, max_tokens: int | None = N
     if texts:  # once per system tuple: the layout keeps it while the policy is unchanged
         messages.extend(rendered(f"{PROVIDER}:system", conversation.system,
                                  lambda _: [{"role": "system", "content": "\n\n".join(texts)}]))
-    messages.extend(_history(conversation.messages))
+    messages.extend(_history(conversation.messages, chat_audio_model(conversation.model)))
 
     body: dict[str, Any] = {}
     if conversation.model is not None:
