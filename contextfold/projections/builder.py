@@ -387,4 +387,5 @@ def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[st
                                                     list_unreached=False,  # see dropped_lines
                                                     tools=tools))
     s: Selection = hit[2]
-    return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached, s.needed)
+    return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached, s.needed,
+                     s.repeats)

@@ -16,13 +16,16 @@ from typing import Any
 from contextfold.domain.manifest import TruncationRecord
 from contextfold.projections.cut_text import split_room, truncate_fragment
 from contextfold.projections.fragment_facts import BuildCtx
-from contextfold.projections.media_repeats import repeat_room
+from contextfold.projections.media_repeats import reduction_saving, repeat_room
+from contextfold.projections.repeat_charges import Repeat
 from contextfold.projections.selection import Selection, Unit
 from contextfold.projections.timeline_units import TimelineUnits
 from contextfold.projections.truncate import Truncation
 from contextfold.projections.units import Units
 
 __all__ = ["KeptTexts", "kept_texts"]
+
+_NO_REPEAT = Repeat(0, frozenset())
 
 
 @dataclass(slots=True)
@@ -53,7 +56,9 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
 
     Units granted less than their tokens are cut: first the safe media step (a cheaper rendition
     of the same image), then each shrinkable text gets its share of the room left
-    (``split_room``) and is truncated at a safe boundary (``truncate_fragment``)."""
+    (``split_room``) and is truncated at a safe boundary (``truncate_fragment``). A unit's tokens
+    here are less what the selection saved on its repeated media (``Selection.repeats``): those
+    were charged as repeat lines, and are never reduced."""
     out = KeptTexts()
     texts, truncations, truncated = out.texts, out.truncations, out.truncated
     text_cut, reduced, deferred = out.text_cut, out.reduced, out.deferred
@@ -75,12 +80,14 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
         grant = selection.kept[uid]
         unit = unit_by_id[uid]
         ids = members[uid]
+        saved, repeated = selection.repeats.get(uid, _NO_REPEAT)
+        need = unit.tokens - saved  # what it costs, its repeated media as their lines
         # an uncut timeline unit not in ``plain`` was just found to hold a secret
-        if (grant >= unit.tokens and uid not in timeline_loads
+        if (grant >= need and uid not in timeline_loads
                 and _shown_as_logged(ctx, _plain_memo(ctx), uid, unit, ids, deferred)):
             continue
         for fid in ids:
-            if ctx.has_artifact_text(fid) and grant >= unit.tokens:
+            if ctx.has_artifact_text(fid) and grant >= need:
                 ctx.redact(fid)  # memoised by content: reads the text back only the first time
                 if fid not in ctx.redacted:  # shown as logged: read back if the layout needs it
                     deferred.add(fid)
@@ -98,15 +105,16 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
                         truncations.append(_truncation_record(fid, cut))
                     text_cut[fid] = cut.tokens
                     original_tokens[fid] = ctx.frag(fid).token_count
-        if grant >= unit.tokens:
+        if grant >= need:
             continue
-        deficit = unit.tokens - grant
+        deficit = need - grant
         for fid in ids:  # the room its repeats free: a shown copy they stand for is never reduced
             deficit -= repeats.get(fid, 0)
         for fid in ids:  # the safe media step first: a cheaper rendition of the same image
             m = ctx.media(fid)
-            if deficit > 0 and m is not None and m.reducible and fid not in repeats:  # truncated="true"
-                deficit -= m.tokens - m.reduced_tokens - ctx.truncated_extra(fid)
+            if (deficit > 0 and m is not None and m.reducible and fid not in repeats  # truncated="true"
+                    and (saving := reduction_saving(m, repeated)) > 0):
+                deficit -= saving - ctx.truncated_extra(fid)
                 reduced.add(fid)
                 truncated.add(fid)
                 original_tokens[fid] = ctx.content_tokens(fid)
@@ -119,7 +127,7 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
         shrink = [fid for fid in ids if ctx.text_shrinkable(fid)]
         fixed = sum(ctx.cost(fid) - (ctx.text_tokens(fid) if fid in shrink else 0) for fid in ids)
         fixed += sum(ctx.truncated_extra(fid) for fid in shrink if fid not in reduced)  # truncated="true"
-        room = grant - fixed + (unit.tokens - grant - deficit)  # media savings lower the fixed part
+        room = grant - fixed + saved + (need - grant - deficit)  # media savings lower the fixed part
         shares_of = split_room(room, [ctx.text_tokens(fid) for fid in shrink])
         for fid, share in zip(shrink, shares_of, strict=True):
             # Redacted (and recorded as this build's) here, not as a side effect of cutting it:
@@ -216,6 +224,9 @@ def _repeat_room(ctx: BuildCtx, selection: Selection, candidates: Units, twins: 
                  ) -> dict[str, int]:
     """The room the kept repeats of a medium free for the fragment that shows it
     (``media_repeats.repeat_room``): a repeat is one line, though priced as the medium."""
-    kept = [(fid, m, grant >= candidates.unit_of[uid].tokens) for uid, grant in selection.kept.items()
+    repeats = selection.repeats
+    kept = [(fid, m, grant >= candidates.unit_of[uid].tokens - repeats.get(uid, _NO_REPEAT).saved)
+            for uid, grant in selection.kept.items()
             if uid not in twins for fid in candidates.members[uid] if (m := ctx.media(fid)) is not None]
-    return repeat_room(ctx.state, kept)
+    repeated = frozenset().union(*(r.keys for r in repeats.values())) if repeats else frozenset()
+    return repeat_room(ctx.state, kept, repeated)

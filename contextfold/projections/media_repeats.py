@@ -2,45 +2,80 @@
 
 Why a module of its own: ``finalize_media`` sends a medium once, at its first place in the
 request, and every later occurrence as a one-line repeat ("is the same as the one shown above").
-The selection cannot know which occurrences a request keeps, so it priced every one as the
-medium. That overstated the request twice over: the manifest charged the current input's repeat
-the full image price (765 tokens for OpenAI) for one line of text, and, short of room for the older
-input that shows the image, the builder reduced that shown copy to ``detail: low``: the model saw
-the user's current screenshot at low detail so that tokens never sent could be paid.
+Priced as the medium every time, the repeat overstated the request: the manifest charged the
+current input's repeat the full image price (765 tokens for OpenAI) for one line of text, and a
+tight budget dropped the older input that shows the image (Anthropic, Gemini: the newer one then
+carried it), or reduced it to ``detail: low`` (OpenAI), to pay for tokens never sent.
 
+- :func:`unit_media`: what a selection unit's media cost, reduced, and as a repeat line. The
+  selection charges a medium a kept unit already pays for as that line (``selection.Unit.media``).
+- :func:`reduction_saving`: what reducing a fragment saves of the media it pays for (a repeat
+  line is not reduced: the medium it stands for is paid by another unit).
 - :func:`repeat_room`: per shown copy, the tokens its kept repeats were priced at beyond their
-  repeat lines, when those repeats were paid in full (their unit not cut). ``kept_texts`` takes it
-  off the shown copy's deficit and never reduces that copy: the request still fits, since every
-  repeat sends less than it was granted.
+  repeat lines, when those repeats were paid in full (both required, the selection charging
+  neither as a repeat). ``kept_texts`` takes it off the shown copy's deficit and never reduces
+  that copy: the request still fits, since every repeat sends less than it was granted.
 - :func:`priced_as_repeats`: the manifest prices a repeat as its repeat line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from contextfold.projections.media_cost import MediaCost, media_family
 from contextfold.projections.media_plan import FragmentMedia, media_key
 from contextfold.projections.render.runtime_lines import media_repeat_line
 from contextfold.projections.state import RunState
 
-__all__ = ["priced_as_repeats", "repeat_room"]
+__all__ = ["priced_as_repeats", "reduction_saving", "repeat_room", "unit_media"]
 
 _MARGIN = 8
-"""Tokens kept back per repeat for the text part that carries its line (its framing)."""
+"""Tokens kept back per repeat for the text part that carries its line (its framing), and for the
+fragment it names (the selection names the repeat's own: the one that shows it is not known yet)."""
 
 
 def _repeat_tokens(state: RunState, kind: str, key: str, media_type: str, first: str) -> int:
     return state.counter.count(media_repeat_line(kind, key, media_type, first))
 
 
-def repeat_room(state: RunState, kept: Iterable[tuple[str, FragmentMedia, bool]]) -> dict[str, int]:
+def unit_media(state: RunState, media_of: Callable[[str], FragmentMedia | None], fids: Iterable[str]
+               ) -> tuple[tuple[str, int, int, int], ...]:
+    """The media the fragments ``fids`` send, each (key, price, price reduced, repeat line and
+    margin): ``selection.Unit.media``. A medium the provider refuses (its note) is none."""
+    out: list[tuple[str, int, int, int]] = []
+    for fid in fids:
+        media = media_of(fid)
+        if media is None:
+            continue
+        notes = media.notes or (None,) * len(media.blocks)
+        for block, cost, reduced, note in zip(media.blocks, media.costs, media.reduced_costs, notes,
+                                              strict=True):
+            if note is None:
+                key = media_key(block)
+                line = _repeat_tokens(state, block.type, key, block.media_type, fid) + _MARGIN
+                out.append((key, cost.tokens, reduced.tokens, line))
+    return tuple(out)
+
+
+def reduction_saving(media: FragmentMedia, repeated: frozenset[str]) -> int:
+    """What reducing ``media`` saves (its cheaper rendition) of the media it pays for: not of those
+    the selection charged as repeat lines (``repeated``: keys), which cost the same reduced or not."""
+    if not repeated:
+        return media.tokens - media.reduced_tokens
+    return sum(c.tokens - r.tokens
+               for b, c, r in zip(media.blocks, media.costs, media.reduced_costs, strict=True)
+               if media_key(b) not in repeated)
+
+
+def repeat_room(state: RunState, kept: Iterable[tuple[str, FragmentMedia, bool]],
+                repeated: frozenset[str] = frozenset()) -> dict[str, int]:
     """Shown copy's fragment id -> the tokens its later kept repeats free.
 
     ``kept``: the kept fragments with media (id, priced media, whether it was granted its full
     price), any order; they are taken in log order, as the layout sends them. A medium the
     provider refuses (its note) is no repeat. A repeat whose unit was cut frees nothing here: its
-    price may have been reduced already."""
+    price may have been reduced already. Nor does one of a medium the selection charged as a
+    repeat line anywhere (``repeated``: keys): the selection paid it once already."""
     order = sorted(kept, key=lambda k: (state.entries[k[0]].position, k[0]))
     first: dict[str, str] = {}
     room: dict[str, int] = {}
@@ -50,6 +85,8 @@ def repeat_room(state: RunState, kept: Iterable[tuple[str, FragmentMedia, bool]]
             if note is not None:
                 continue
             key = media_key(block)
+            if key in repeated:
+                continue
             shown = first.setdefault(key, fid)
             if shown == fid or not full:
                 continue

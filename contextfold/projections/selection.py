@@ -35,6 +35,12 @@ build and left out a 34-token instruction and every earlier step; as a layer of 
 walked step by step beside the others, it leaves them their shares of the room (the small units
 first) and still takes most of it.
 
+A medium a unit kept before in the walk (or a required unit kept whole) pays for is charged as
+its repeat line (``Unit.media``, ``repeat_charges``), as the request carries it; what that saved
+is ``Selection.repeats``. A unit's cost depends only on the units before it in the walk's fixed
+order, so the promises hold. Charged the medium's price, a repeat of the current input's image
+made a tight budget drop the older input that shows it.
+
 Score of a unit (documented; higher = earlier within its layer)::
 
     score = priority - 0.4 * age - 2 * log2(1 + tokens)
@@ -61,12 +67,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import attrgetter, itemgetter, truediv
 
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
+from contextfold.projections.repeat_charges import MediaEntry, Repeat, pay, repeat_saving, repeat_slack
 
 __all__ = [
     "AGE_WEIGHT",
@@ -107,7 +114,9 @@ class Unit:
     required units (the latest error: see :func:`select_units`). ``rest_share``: the rest of a
     unit required in part competes as a layer of its own with this share of the layers' shares
     together, in ``REST_STEP``-token steps, instead of ranked as its unit in its layer (the
-    newest group: see :func:`select_units`).
+    newest group: see :func:`select_units`). ``media``: the media its fragments send (no note
+    standing for one), each a :data:`MediaEntry`: a medium a unit before it pays for is charged
+    its repeat line (the module docstring).
     """
 
     id: str
@@ -121,6 +130,7 @@ class Unit:
     part: int | None = None
     if_fits: bool = False
     rest_share: float | None = None
+    media: tuple[MediaEntry, ...] = ()
     rank: tuple[float, int, str] = field(init=False, repr=False, compare=False)
     """Order within a layer: higher score, then newer, then id (unique: ids are)."""
 
@@ -151,6 +161,9 @@ class Selection:
     needed: frozenset[str] = frozenset()
     """The tool unit ids in ``kept`` kept because a kept unit needs them (``Unit.needs``); a
     tool kept by its own unit before such a unit came is not among them."""
+    repeats: Mapping[str, Repeat] = field(default_factory=dict)
+    """The kept units charged a repeat line for a medium another kept unit pays for: a unit's
+    grant is then up to ``Repeat.saved`` below its tokens without cutting anything."""
 
     @property
     def dropped(self) -> dict[str, str]:
@@ -215,29 +228,41 @@ run's history: summing a first chunk of 512 read ~400 sizes of units out of reac
 
 
 def _layers(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]] | None, room: int,
-            list_unreached: bool = True) -> tuple[dict[str, list[Unit]], list[Sequence[Unit]]]:
+            list_unreached: bool = True, paid: Container[str] = ()
+            ) -> tuple[dict[str, list[Unit]], list[Sequence[Unit]], bool]:
     """The reachable head of each layer (optional units sorted by rank: ``presorted`` with
     ``units`` merged in), and the unreachable tails (without ``list_unreached``, a tail's first
     unit only: whether there is one). A tool unit a group kept before its turn was paid for by
-    that group, so every unit before a reached one was paid for, as :func:`_reach` assumes."""
+    that group, so every unit before a reached one was paid for, as :func:`_reach` assumes.
+
+    A unit charged a repeat line costs less than its tokens: a layer's room grows by what its
+    head's units may save that way (``paid``: the media already paid for; ``repeat_charges.slack``)
+    until the heads hold still. Last: whether a unit in them sends media."""
     extra: dict[str, list[Unit]] = {}
     for u in units:
         if not u.required:
             extra.setdefault(u.layer, []).append(u)
-    heads: dict[str, list[Unit]] = {}
-    tails: list[Sequence[Unit]] = []
-    for layer in {**dict.fromkeys(presorted or ()), **dict.fromkeys(extra)}:
-        base: Sequence[Unit] = (presorted or {}).get(layer, ())
-        n = _reach(base, room)
-        head = list(base[:n])
-        tails.append(base[n:] if list_unreached else base[n:n + 1])
-        if layer in extra:  # a unit past the base's reach is past the merged list's reach too
-            head = sorted([*head, *extra[layer]], key=RANK)
-            n = _reach(head, room)
-            tails.append(head[n:])
-            head = head[:n]
-        heads[layer] = head
-    return heads, tails
+    layers = list({**dict.fromkeys(presorted or ()), **dict.fromkeys(extra)})
+    slack = dict.fromkeys(layers, 0)
+    while True:
+        heads: dict[str, list[Unit]] = {}
+        tails: list[Sequence[Unit]] = []
+        for layer in layers:
+            room_here = room + slack[layer]
+            base: Sequence[Unit] = (presorted or {}).get(layer, ())
+            n = _reach(base, room_here)
+            head = list(base[:n])
+            tails.append(base[n:] if list_unreached else base[n:n + 1])
+            if layer in extra:  # a unit past the base's reach is past the merged list's reach too
+                head = sorted([*head, *extra[layer]], key=RANK)
+                n = _reach(head, room_here)
+                tails.append(head[n:])
+                head = head[:n]
+            heads[layer] = head
+        wider = repeat_slack(heads, paid)
+        if wider is None or wider == slack:
+            return heads, tails, wider is not None
+        slack = wider
 
 
 def select_units(
@@ -304,10 +329,15 @@ def select_units(
     dropped: dict[str, str] = {}
     over: tuple[str, ...] = ()
     cut = [u.id for u in required if kept[u.id] < u.tokens]
+    paid: dict[str, int] = {}  # media paid for: key -> the dearest price paid
+    for u in required:
+        if u.media and kept[u.id] == u.tokens:  # a cut one's media may go reduced: it pays nothing
+            pay(paid, u.media)
+    repeats: dict[str, Repeat] = {}
     if needed:  # a tool a required unit needed is paid for: its own unit is no candidate (its
         # size would count twice in its layer's reach, and the walk would end short of it)
         units = [u for u in units if u.required or u.id not in needed]
-    heads, tails = _layers(units, presorted, budget - used, list_unreached)
+    heads, tails, media = _layers(units, presorted, budget - used, list_unreached, paid)
     keyed = _order(heads, shares)
     # tools not kept yet that a unit may need: once none is left (a long run's few tools are
     # kept with its first groups), a unit's needs cost nothing and are not looked at
@@ -321,21 +351,32 @@ def select_units(
         if pending and u.needs:
             new = _needs(u, attach, kept)
             extra = sum(tokens for _, tokens in new) if new else 0
-        if u.tokens + extra <= room:
-            kept[u.id] = u.tokens
-            used += u.tokens + extra
+        tokens, smallest, repeat = u.tokens, u.min_tokens, None
+        if media and u.media and paid:  # a medium a unit before it pays for: its repeat line
+            saved, smallest_saved, repeat = repeat_saving(u.media, paid)
+            tokens -= saved
+            smallest = None if smallest is None else max(0, smallest - smallest_saved)
+        if tokens + extra <= room:
+            kept[u.id] = tokens
+            used += tokens + extra
             if extra:
                 kept.update(new)
                 needed.update(t for t, _ in new)
                 pending -= len(new)
+            if media and u.media:
+                pay(paid, u.media)
+                if repeat is not None:
+                    repeats[u.id] = repeat
             continue
-        floor = max(u.tokens if u.min_tokens is None else u.min_tokens, MIN_TRUNCATED_TOKENS)
-        if u.shrinkable and floor + extra <= room:
+        floor = max(tokens if smallest is None else smallest, MIN_TRUNCATED_TOKENS)
+        if smallest is not None and smallest < tokens and floor + extra <= room:
             kept[u.id] = room - extra
             used += room
             if extra:
                 kept.update(new)
                 needed.update(t for t, _ in new)
+            if repeat is not None:
+                repeats[u.id] = repeat
             cut.append(u.id)
         else:
             dropped[u.id] = "over_budget"
@@ -343,10 +384,11 @@ def select_units(
         dropped.update(dict.fromkeys(map(_ID, map(_RANK_OF, keyed[i + 1:])), "low_priority"))
         # tails are non-empty only where the walk stopped within a head (see _reach)
         unreached = tuple(t for t in tails if t) if list_unreached else ()
-        return _joined(Selection(kept, dropped, used, over, tuple(cut), unreached, frozenset(needed)), rests)
+        return _joined(Selection(kept, dropped, used, over, tuple(cut), unreached, frozenset(needed),
+                                 repeats), rests)
     if any(tails):
         raise AssertionError("the walk ended without a stop while units were out of reach")
-    return _joined(Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed)), rests)
+    return _joined(Selection(kept, dropped, used, over, tuple(cut), (), frozenset(needed), repeats), rests)
 
 
 def _pay_required(required: Sequence[Unit], budget: int, attach: Mapping[str, tuple[str, int]],
@@ -404,7 +446,7 @@ def _without_if_fits(units: Sequence[Unit], budget: int, *, shares: Mapping[str,
     whole = {u.id: u.tokens for u in units}
     cut = tuple(sorted(uid for uid, grant in kept.items() if grant < whole.get(uid, grant)))
     optional = [u for u in units if not u.required and u.id not in needed]
-    heads, tails = _layers(optional, presorted, budget - used, list_unreached)
+    heads, tails, _ = _layers(optional, presorted, budget - used, list_unreached)
     walked = dict.fromkeys(lifted, "over_budget")
     walked.update((u.id, "low_priority") for _, _, u in _order(heads, shares))
     unreached = tuple(t for t in tails if t) if list_unreached else ()
@@ -480,7 +522,7 @@ def _joined(s: Selection, rests: Mapping[str, tuple[str, int]]) -> Selection:
     walked = {k: v for k, v in s.walked.items() if k not in rests}
     unreached = tuple(kept_out for t in s.unreached if (kept_out := [u for u in t if u.id not in rests]))
     return Selection(kept, walked, s.used, tuple(x for x in s.over_budget if x not in rests),
-                     tuple(sorted(cut)), unreached, s.needed)
+                     tuple(sorted(cut)), unreached, s.needed, s.repeats)
 
 
 def _needs(u: Unit, attach: Mapping[str, tuple[str, int]], kept: Mapping[str, int]) -> list[tuple[str, int]]:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from contextfold.domain.manifest import ExcludedFragment
 from contextfold.projections.entries import ToolAnswer
+from contextfold.projections.media_repeats import unit_media
 from contextfold.projections.selection import RANK, Unit, score
 from contextfold.projections.state import MessageItem, RunState, TimelineItem, TimelineMark, ToolGroup
 from contextfold.projections.timeline_items import RECOVERY_STATUSES
@@ -92,6 +93,8 @@ class ItemFacts:
     closed: bool
     artifact: bool
     """A member's text lives in an artifact."""
+    media: tuple[tuple[str, int, int, int], ...] = ()
+    """The media its fragments send (``selection.Unit.media``)."""
 
 
 def ranked_position(state: RunState, fid: str) -> int:
@@ -128,8 +131,9 @@ def item_facts(ctx: BuildCtx, item: TimelineItem) -> ItemFacts:
     if isinstance(item, ToolGroup):
         names, closed = frozenset(c.name for c in item.calls), item.closed
     priority = ctx.facts(ids[0]).view.priority
+    media = unit_media(ctx.state, ctx.media, ids) if ctx.state.media_seen else ()
     return ItemFacts(item, ids, tokens, min_tokens if shrinks else None, priority, last,
-                     tuple(hits), names, closed, artifact)
+                     tuple(hits), names, closed, artifact, media)
 
 
 @dataclass(slots=True)
@@ -394,5 +398,5 @@ def _row(ctx: BuildCtx, st: ItemFacts, is_recent: bool, is_current: bool, requir
     # a group keeps its tools; one shown as a note calls none
     tools = () if noted else tuple(sorted(st.names))
     unit = Unit(uid, layer, st.tokens, score(st.priority, st.last, st.tokens), item.position,
-                is_required, min_tokens, tools, part, if_fits, rest_share)
+                is_required, min_tokens, tools, part, if_fits, rest_share, st.media)
     return _Row(st, unit, layer_no, not_offered=noted)

@@ -15,6 +15,7 @@ from contextfold.domain.fragments import TRUST_RANK
 from contextfold.domain.manifest import ExcludedFragment
 from contextfold.projections.fact_sources import copy_of, file_sources
 from contextfold.projections.fragment_facts import BuildCtx
+from contextfold.projections.media_repeats import unit_media
 from contextfold.projections.selection import Unit, score
 from contextfold.projections.state import MessageItem, TimelineItem, TimelineMark
 from contextfold.projections.timeline_units import TimelineUnits, timeline_units
@@ -146,8 +147,9 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
         pos = entries[fid].position
         tokens = facts.cost
         layer = _STATE_LAYER.get(f.kind, "retrieval")
+        media = unit_media(ctx.state, ctx.media, (fid,)) if facts.media is not None else ()
         units.append(Unit(fid, layer, tokens, score(f.priority, pos, tokens), pos,
-                          fid in ctx.required, facts.min_cost if facts.shrinkable else None))
+                          fid in ctx.required, facts.min_cost if facts.shrinkable else None, media=media))
         members[fid] = (fid,)
         layer_no[fid] = _STATE_LAYER_NO.get(layer, 6)
     return units, members, layer_no, excluded

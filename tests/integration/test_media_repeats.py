@@ -2,10 +2,12 @@
 the older input, and the current input carries a one-line repeat ("the same as the one shown
 above"). The repeat was priced as the image: the manifest charged it in full, and under a tight
 budget the builder reduced the shown copy to ``detail: low`` to pay for tokens never sent, so the
-model saw the user's current screenshot at low detail (``media_repeats``)."""
+model saw the user's current screenshot at low detail (``media_repeats``). The selection priced it
+so too: a budget that held the request dropped the older input (``selection.Unit.media``)."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +44,11 @@ def _details(request: dict[str, Any]) -> list[str | None]:
     return found
 
 
-def _again(store: Store, provider: str) -> Run:
-    run = store.run(f"again-{provider}")
+def _again(store: Store, provider: str, words: int = 300) -> Run:
+    run = store.run(f"again-{provider}-{words}")
     image = store.attach_image(png((800, 600), 1))
     run.append(PolicySet(text="Be helpful."))
-    run.append(UserInput(content=(TextBlock(text="here is the screenshot " + "blah " * 300), image)))
+    run.append(UserInput(content=(TextBlock(text="here is the screenshot " + "blah " * words), image)))
     run.append(ModelResponse(text="I see. " + "more words " * 200))
     run.append(UserInput(content=(TextBlock(text="again the same screenshot"), image)))
     return run
@@ -78,3 +80,28 @@ def test_the_shown_copy_of_a_kept_repeat_is_not_reduced_to_pay_for_it(store: Sto
     assert not lines["e2"].truncated and "reduced" not in (lines["e2"].selection_reason or "")
     assert _details(built.request) and all(d != "low" for d in _details(built.request))
     assert built.manifest.selected_tokens <= tight - 100
+
+
+@pytest.mark.parametrize("words", [300, 30])
+@pytest.mark.parametrize("provider", [*PROVIDERS, "neutral"])
+def test_a_budget_that_holds_the_request_keeps_both_inputs(store: Store, provider: str, words: int) -> None:
+    """Built at the budget its request needs (the manifest's tokens with room to spare, and the few
+    a repeat keeps back for its line's framing) the request is the one built with room to spare:
+    both inputs, the image shown once by the older and the current one's repeat line. The
+    selection charged the repeat the image's price (481 to 730 tokens more): the older input was
+    cut and the reply between them dropped, or, too short to cut (``words=30``), the older input
+    was dropped and the current one carried the image."""
+    run = _again(store, provider, words)
+    roomy = run.build(provider, window=100_000, reserve=100, record=False)
+    need = roomy.manifest.selected_tokens
+    built = run.build(provider, window=need + 100 + 16, reserve=100, record=False)
+    lines = {f.id: f for f in built.manifest.fragments}
+    assert {"e2", "e3", "e4"} <= lines.keys()
+    assert built.request == roomy.request
+    assert built.manifest.selected_tokens == need <= built.manifest.budget_tokens
+    [shown], [repeat] = lines["e2"].media, lines["e4"].media
+    assert shown.shown_in is None and shown.reduced_from is None and repeat.shown_in == "e2"
+    assert not lines["e2"].truncated and not built.manifest.truncations
+    if provider != "neutral":  # (the neutral conversation names the artifact, its bytes not loaded)
+        image = base64.b64encode(png((800, 600), 1)).decode()
+        assert str(built.request).count(image) == 1
