@@ -94,7 +94,7 @@ from contextfold.projections.state import RunState
 from contextfold.projections.tool_names import tool_name_alias
 
 __all__ = ["TEXT_BYTES_PER_TOKEN", "FragmentMedia", "MediaFinish", "finalize_media", "media_blocks",
-           "media_key", "plan_fragment", "priced_as_sent"]
+           "media_key", "plan_fragment", "priced_as_sent", "shown_per_block"]
 
 TEXT_BYTES_PER_TOKEN = 4
 """What a token of the request's text takes of its bytes as the builder reckons it (about four
@@ -175,13 +175,15 @@ class FragmentMedia:
         return self.reduced_tokens < self.tokens
 
     def records(self, *, reduced: bool, shown_in: dict[str, str] | None = None,
-                unsent: dict[str, str] | None = None) -> tuple[MediaCostRecord, ...]:
+                unsent: dict[str, str] | None = None, own: str | None = None) -> tuple[MediaCostRecord, ...]:
         """Manifest lines: one per medium, the price used and the rule that set it, and why it was
-        not attached when the provider refuses it (planned, or ``unsent`` by ``finalize_media``)."""
+        not attached when the provider refuses it (planned, or ``unsent`` by ``finalize_media``).
+        ``own``: the fragment's id, for a medium it shows itself and repeats (:func:`shown_per_block`)."""
         costs = self.reduced_costs if reduced else self.costs
         notes = self.notes or (None,) * len(self.blocks)
+        shown = shown_per_block(self.blocks, shown_in, own)
         out: list[MediaCostRecord] = []
-        for block, cost, full, note in zip(self.blocks, costs, self.costs, notes, strict=True):
+        for block, cost, full, note, first in zip(self.blocks, costs, self.costs, notes, shown, strict=True):
             key = _key(block)
             note = note or (unsent or {}).get(key)
             out.append(MediaCostRecord(
@@ -190,8 +192,28 @@ class FragmentMedia:
                 width=getattr(block, "width", None), height=getattr(block, "height", None),
                 pages=getattr(block, "pages", None), tokens=cost.tokens, rule=cost.rule,
                 reduced_from=full.tokens if cost.tokens < full.tokens else None,
-                shown_in=(shown_in or {}).get(key), **({} if note is None else {"not_attached": note})))
+                shown_in=first, **({} if note is None else {"not_attached": note})))
         return tuple(out)
+
+
+def shown_per_block(blocks: tuple[ImageBlock | DocumentBlock, ...], shown_in: Mapping[str, str] | None,
+                    own: str | None) -> tuple[str | None, ...]:
+    """Per block, the fragment whose copy the request shows it as (``MediaFinish.shown_in``: media
+    key -> that fragment), None where this block is the copy shown. A fragment holding a medium
+    twice shows the first and repeats the second (``shown_in`` names the fragment itself, ``own``):
+    both were called repeats, so the manifest priced the image it sent as a repeat line."""
+    if not shown_in:
+        return (None,) * len(blocks)
+    seen: set[str] = set()
+    out: list[str | None] = []
+    for block in blocks:
+        key = _key(block)
+        first = shown_in.get(key)
+        if first is not None and first == own and key not in seen:
+            seen.add(key)
+            first = None
+        out.append(first)
+    return tuple(out)
 
 
 def plan_fragment(state: RunState, frag: ContextFragment, provider: str) -> FragmentMedia | None:

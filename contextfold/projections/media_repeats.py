@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from contextfold.projections.media_cost import MediaCost, media_family
-from contextfold.projections.media_plan import FragmentMedia, media_key
+from contextfold.projections.media_plan import FragmentMedia, media_key, shown_per_block
 from contextfold.projections.render.runtime_lines import media_repeat_line
 from contextfold.projections.state import RunState
 
@@ -96,15 +96,17 @@ def repeat_room(state: RunState, kept: Iterable[tuple[str, FragmentMedia, bool]]
 
 
 def priced_as_repeats(state: RunState, provider: str, media: FragmentMedia,
-                      shown_in: Mapping[str, str] | None) -> FragmentMedia:
+                      shown_in: Mapping[str, str] | None, own: str | None = None) -> FragmentMedia:
     """``media`` with the occurrences ``finalize_media`` sent as repeat lines (``shown_in``: media
-    key -> the fragment that shows it) priced as those lines (rule ``FAMILY-shown-above``)."""
+    key -> the fragment that shows it; ``own``: this fragment, which may show one copy and repeat
+    another: ``media_plan.shown_per_block``) priced as those lines (rule ``FAMILY-shown-above``)."""
     if not shown_in:
         return media
     family = media_family(provider)
-    repeats = {i: MediaCost(_repeat_tokens(state, b.type, key, b.media_type, shown_in[key]),
+    shown = shown_per_block(media.blocks, shown_in, own)
+    repeats = {i: MediaCost(_repeat_tokens(state, b.type, media_key(b), b.media_type, first),
                             f"{family}-shown-above")
-               for i, b in enumerate(media.blocks) if (key := media_key(b)) in shown_in}
+               for i, (b, first) in enumerate(zip(media.blocks, shown, strict=True)) if first is not None}
     if not repeats:
         return media
     costs = tuple(repeats.get(i, c) for i, c in enumerate(media.costs))

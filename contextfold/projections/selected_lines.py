@@ -145,7 +145,7 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
         planned = facts.view if isinstance(facts.view, ContextFragment) else facts.view.head
         m = priced_as_sent(ctx.state, planned, ctx.config.provider, m, notes[1][fid])
     if m is not None and fid in notes[0]:  # media shown in another fragment: priced as the repeat line
-        m = priced_as_repeats(ctx.state, ctx.config.provider, m, notes[0][fid])
+        m = priced_as_repeats(ctx.state, ctx.config.provider, m, notes[0][fid], fid)
     text = text_cut.get(fid, facts.text_tokens)
     tokens = text + (0 if m is None else m.reduced_tokens if fid in reduced else m.tokens)
     layer = layer_no if f.kind != "tool_result" or layer_no == 5 else 7
@@ -162,7 +162,7 @@ def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str
     view = SelectedView(f, {"required": fid in ctx.required, "token_count": tokens,
                             "selection_reason": reason, "truncated": fid in truncated}, position)
     media = None if m is None else m.records(reduced=fid in reduced, shown_in=notes[0].get(fid),
-                                             unsent=notes[1].get(fid))
+                                             unsent=notes[1].get(fid), own=fid)
     note = _reasoning_note(ctx, facts, f)
     line = trusted(
         ManifestFragment, id=fid, kind=f.kind, layer=layer, source_ref=f.source_ref, trust=f.trust,

@@ -105,3 +105,20 @@ def test_a_budget_that_holds_the_request_keeps_both_inputs(store: Store, provide
     if provider != "neutral":  # (the neutral conversation names the artifact, its bytes not loaded)
         image = base64.b64encode(png((800, 600), 1)).decode()
         assert str(built.request).count(image) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_input_holding_the_image_twice_is_priced_as_the_image_and_one_line(store: Store,
+                                                                             provider: str) -> None:
+    """The request shows the first copy and repeats the second; both were called repeats of the
+    input itself, so its manifest line priced the image it sent as a 35-token line."""
+    run = store.run(f"twice-{provider}")
+    image = store.attach_image(png((800, 600), 1))
+    run.append(UserInput(content=(TextBlock(text="two of the same"), image, image)))
+    built = run.build(provider, window=100_000, reserve=100, record=False)
+    [line] = [f for f in built.manifest.fragments if f.id == "e1"]
+    shown, repeat = line.media
+    assert shown.shown_in is None and not shown.rule.endswith("-shown-above") and shown.tokens > 200
+    assert repeat.shown_in == "e1" and repeat.rule.endswith("-shown-above") and repeat.tokens < 60
+    assert line.tokens >= shown.tokens + repeat.tokens
+    assert str(built.request).count(base64.b64encode(png((800, 600), 1)).decode()) == 1
