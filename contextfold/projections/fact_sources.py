@@ -22,7 +22,7 @@ from contextfold.domain.fragments import ContextFragment
 from contextfold.projections.fold_content import file_key
 from contextfold.projections.state import RunState
 
-__all__ = ["copy_of", "file_sources"]
+__all__ = ["copy_of", "file_reads", "file_sources"]
 
 _LINES_SUFFIX = re.compile(r"#L\d+(?:-L\d+)?$")
 
@@ -43,12 +43,20 @@ def _path_of_file_ref(ref: str) -> str:
     return rest
 
 
-def file_sources(state: RunState, fids: Iterable[str],
-                 frag: Callable[[str], ContextFragment]) -> dict[str, str]:
+def file_reads(state: RunState) -> dict[str, str]:
+    """Each current read of a file (``RunState.files``: reads and stale rests) -> its path. The
+    fold decided between the reads of one path (``fold_files``): which are current, which stale."""
+    return {fid: path for path, kept in state.files.items() for fid, *_ in kept}
+
+
+def file_sources(state: RunState, fids: Iterable[str], frag: Callable[[str], ContextFragment],
+                 reads: dict[str, str] | None = None) -> dict[str, str]:
     """The file (a normalised path, ``fold_content.file_key``) each of ``fids`` shows, for those
-    that show one: a file read's path (as the fold filed it), a retrieved chunk's ``file://``
-    path, a workspace instruction's source (``AGENTS.md``) when it is a path, not a URL."""
-    reads = {fid: path for path, kept in state.files.items() for fid, *_ in kept}
+    that show one: a file read's path (as the fold filed it; ``reads``, ``file_reads`` when
+    None), a retrieved chunk's ``file://`` path, a workspace instruction's source
+    (``AGENTS.md``) when it is a path, not a URL."""
+    if reads is None:
+        reads = file_reads(state)
     out: dict[str, str] = {}
     for fid in fids:
         if fid in reads:

@@ -60,7 +60,14 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
     stale rest, as for another revision. Reads whose shared lines agree stay side by side.
 
     The path is compared normalised (``./app/x.py`` and ``app/x.py`` are one file); the
-    source ref keeps it as it was read."""
+    source ref keeps it as it was read.
+
+    A whole read is keyed by its path (``RunState.semantic_keys``): a retrieved copy keyed by the
+    path is a copy of the file as it is now, and the build keeps one of them (``units``). The reads
+    that supersede a keyed read, and the stale rest it leaves, inherit its key: together they are
+    the file as it is now. Only the whole read held it: once a partial re-read at a new revision
+    superseded it, nothing under the key held out the index's copy the whole read had replaced,
+    and the oldest version came back, unmarked, beside the stale rest and the new line."""
     fid = add_fragment(state, rec, "evidence", "workspace",
                payload(event.content, event.artifact, event.path), source_ref=file_ref(event))
     rng = (event.start_line, event.end_line)
@@ -68,6 +75,7 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
     kept: list[_Read] = []
     rests = 0
     new_lines = None if event.artifact is not None else text_lines(event.content)  # once, as it is counted
+    inherited: str | None = None
     for old in state.files.get(path, ()):
         stale = state.stale_reads.get(old[0])
         changed = False
@@ -82,15 +90,21 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
             kept.append(old)  # marked stale already, none of its lines read again: as it is
             continue
         supersede(state, old[0], fid)
+        key = state.semantic_keys.get(old[0])
+        inherited = inherited or key
         if old[1] != event.revision or changed:
             rest = _stale_rest(state, rec, old, event, fid, path, rests + 1)
             if rest is not None:
                 kept.append(rest)
                 rests += 1
+                if key is not None:  # what is left of a keyed read: still the file under its key
+                    state.semantic_keys[rest[0]] = key
     kept.append((fid, event.revision, event.start_line, event.end_line))
     state.files[path] = tuple(kept)
     if event.start_line is None and event.end_line is None:  # the whole file, as it is now: what a
         state.semantic_keys[fid] = path  # retrieved copy keyed by its path is a copy of (units)
+    elif inherited is not None:
+        state.semantic_keys[fid] = inherited
     state.active[fid] = None
 
 

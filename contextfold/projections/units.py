@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from contextfold.domain.fragments import TRUST_RANK
 from contextfold.domain.manifest import ExcludedFragment
-from contextfold.projections.fact_sources import copy_of, file_sources
+from contextfold.projections.fact_sources import copy_of, file_reads, file_sources
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.media_repeats import unit_media
 from contextfold.projections.selection import Unit, score
@@ -115,7 +115,8 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     # The same text from two files is two facts: a copy by content only from the same file
     # (``fact_sources``), or from no file (a mirror's page, a memory).
     candidates = [fid for fid in state_ids if fid not in left_out]
-    files = file_sources(ctx.state, candidates, ctx.frag)
+    reads = file_reads(ctx.state)
+    files = file_sources(ctx.state, candidates, ctx.frag, reads)
     # copies of one content or semantic key (a whole-file read is keyed by its path): the more
     # authoritative, then an instruction (the cached stable prefix: reading AGENTS.md moved its
     # instruction to the retrieval layer and changed the cache key), then one that shows a file
@@ -132,6 +133,8 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
         line = _copy_line
         if winner is None and semantic is not None:
             winner, line = seen_semantic.get(semantic), _semantic_line
+            if winner is not None and _reads_of_one_file(fid, winner, reads):
+                winner = None
         if winner is not None and fid not in ctx.required:
             excluded.append(line(ctx, fid, winner, files))
             left_out.add(fid)
@@ -153,6 +156,16 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
         members[fid] = (fid,)
         layer_no[fid] = _STATE_LAYER_NO.get(layer, 6)
     return units, members, layer_no, excluded
+
+
+def _reads_of_one_file(fid: str, winner: str, reads: Mapping[str, str]) -> bool:
+    """Both are current reads of one file (``fact_sources.file_reads``): the fold decided between
+    them (``fold_files``), so the key they share keeps out only the copies that are no read of the
+    file. A partial re-read at a new revision and the stale rest of the whole read it superseded
+    carry the whole read's key (the file as it is now) and are shown side by side: the key kept one
+    of the two and left the other out as "a newer version"."""
+    path = reads.get(fid)
+    return path is not None and reads.get(winner) == path
 
 
 def _shows_no_file(fid: str, files: Mapping[str, str]) -> bool:

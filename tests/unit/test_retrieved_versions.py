@@ -1,0 +1,57 @@
+"""Retrieved evidence against file reads: which version of a file or page a request shows.
+
+DESIGN 7: dedupe by content hash + source_ref + semantic key, the newer or more authoritative
+version wins, and the manifest says what replaced what; of contradicting old and new versions of
+a file the current one is shown, with its source.
+"""
+
+from __future__ import annotations
+
+from contextfold.domain.events import AnyEvent, EvidenceRetrieved, FileRead, UserInput
+from contextfold.domain.manifest import ExcludedFragment
+from tests.unit.test_builder import build, request_text
+
+
+def _build(events: list[AnyEvent]) -> tuple[str, dict[str, ExcludedFragment]]:
+    result = build(events, "anthropic", window=20_000, reserve=2_000)
+    return request_text(result), {e.id: e for e in result.manifest.excluded_items}
+
+
+def test_an_index_copy_a_whole_read_replaced_stays_out_after_a_partial_re_read() -> None:
+    """The code index returns app/config.py keyed by its path; the agent reads the file whole at
+    r1 (the index copy is left out), edits line 2 and re-reads only that line at r2. The index
+    copy, the oldest version, came back unmarked beside the stale rest of r1 and the r2 line: only
+    the whole read held the path's key, and the partial read superseded it."""
+    index = EvidenceRetrieved(content="TIMEOUT = 60\nRETRIES = 1\n", source_ref="code-index://app/config.py",
+                              semantic_key="app/config.py", origin="workspace")
+    whole = FileRead(path="app/config.py", revision="r1", content="import os\nTIMEOUT = 30\nRETRIES = 3\n")
+    line_2 = FileRead(path="app/config.py", revision="r2", start_line=2, end_line=2, content="TIMEOUT = 5\n")
+    body, left = _build([UserInput("Set the timeout to 5."), index, whole])
+    assert "TIMEOUT = 60" not in body and left["e2"].replaced_by == "e3"
+
+    body, left = _build([UserInput("Set the timeout to 5."), index, whole, line_2])
+    assert "TIMEOUT = 60" not in body
+    assert "TIMEOUT = 5" in body and "RETRIES = 3" in body and "[stale: app/config.py" in body
+    assert "TIMEOUT = 30" not in body  # r1's line 2 is cut from the rest
+    assert sorted(left) == ["e2", "e3"]
+    assert (left["e2"].reason, left["e2"].replaced_by) == ("superseded", "e4")
+    assert left["e2"].detail == "a newer version under the same semantic key"
+    assert (left["e3"].reason, left["e3"].replaced_by) == ("superseded", "e4")
+    assert "e4.c1" in left["e3"].detail  # its other lines: the stale rest, shown
+
+    # a rest cut again by a newer partial read keeps the key too
+    line_3 = FileRead(path="app/config.py", revision="r3", start_line=3, end_line=3, content="RETRIES = 5\n")
+    body, left = _build([UserInput("Set the timeout to 5."), index, whole, line_2, line_3])
+    assert "TIMEOUT = 60" not in body and "RETRIES = 5" in body and "import os" in body
+    assert (left["e2"].reason, left["e2"].replaced_by) == ("superseded", "e5")
+
+
+def test_an_index_copy_keyed_by_a_path_read_only_in_part_is_still_shown() -> None:
+    """No whole read ever held the key: a partial read is no version of the whole file, and the
+    index's copy may show lines the read does not."""
+    index = EvidenceRetrieved(content="def handler():\n    return 42\n", source_ref="code-index://app/api.py",
+                              semantic_key="app/api.py", origin="workspace")
+    part = FileRead(path="app/api.py", revision="r1", start_line=1, end_line=2,
+                    content="import os\nimport re\n")
+    body, left = _build([UserInput("where is the handler?"), index, part])
+    assert "return 42" in body and "import re" in body and left == {}
