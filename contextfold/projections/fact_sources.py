@@ -17,30 +17,52 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from contextfold.domain.fragments import ContextFragment
 from contextfold.projections.fold_content import file_key
 from contextfold.projections.state import RunState
 
-__all__ = ["copy_of", "file_reads", "file_sources"]
+__all__ = ["FileRefRead", "copy_of", "file_reads", "file_sources", "parse_file_ref"]
 
-_LINES_SUFFIX = re.compile(r"#L\d+(?:-L\d+)?$")
+_LINES_SUFFIX = re.compile(r"#L(\d+)(?:-L(\d+))?$")
 
 
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+")
 
 
-def _path_of_file_ref(ref: str) -> str:
-    """The path of a ``file://path[@revision][#Lm[-Ln]]`` source ref (``fold_content.file_ref``'s
-    shape). A last ``@`` is a revision only when no ``/`` follows it (``node_modules/@types/x``)
-    and what follows has no dot unless it is a version (``v1.2.3``): ``mail/team@corp.com`` and
-    ``mail/team@corp.org`` are two files, and read as one path at two revisions their equal
-    texts were one fact. (Misread the other way, two revisions of a file are kept both.)"""
-    rest = _LINES_SUFFIX.sub("", ref.removeprefix("file://"))
+class FileRefRead(NamedTuple):
+    """What a ``file://`` source ref names: a path, its revision and lines (None: none named)."""
+
+    path: str
+    revision: str | None
+    start_line: int | None
+    end_line: int | None
+
+
+def parse_file_ref(ref: str) -> FileRefRead:
+    """The path, revision and lines of a ``file://path[@revision][#Lm[-Ln]]`` source ref
+    (``fold_content.file_ref``'s shape: ``#Lm`` alone is line m to the end). A last ``@`` is a
+    revision only when no ``/`` follows it (``node_modules/@types/x``) and what follows has no dot
+    unless it is a version (``v1.2.3``): ``mail/team@corp.com`` and ``mail/team@corp.org`` are two
+    files, and read as one path at two revisions their equal texts were one fact. (Misread the
+    other way, two revisions of a file are kept both.)"""
+    rest = ref.removeprefix("file://")
+    lines = _LINES_SUFFIX.search(rest)
+    start: int | None = None
+    end: int | None = None
+    if lines is not None:
+        rest = rest[:lines.start()]
+        start, end = int(lines[1]), (None if lines[2] is None else int(lines[2]))
     head, at, revision = rest.rpartition("@")
     if at and head and "/" not in revision and ("." not in revision or _VERSION.fullmatch(revision)):
-        return head
-    return rest
+        return FileRefRead(head, revision or None, start, end)
+    return FileRefRead(rest, None, start, end)
+
+
+def _path_of_file_ref(ref: str) -> str:
+    """The path of a ``file://`` source ref (:func:`parse_file_ref`)."""
+    return parse_file_ref(ref).path
 
 
 def file_reads(state: RunState) -> dict[str, str]:

@@ -93,7 +93,7 @@ from contextfold.projections.fold_content import (
     payload,
     supersede,
 )
-from contextfold.projections.fold_files import fold_file_read
+from contextfold.projections.fold_files import fold_file_read, fold_retrieved_file
 from contextfold.projections.fold_summary import hand_off_text
 from contextfold.projections.framing import NOTE_LABEL
 from contextfold.projections.gc_pause import paused_gc
@@ -341,6 +341,8 @@ def _(event: EvidenceRetrieved, state: RunState, rec: RecordedEvent) -> None:
                source_ref=event.source_ref)
     if event.semantic_key:  # the builder keeps one fragment per key (units._state_units); a path
         state.semantic_keys[fid] = file_key(event.semantic_key)  # as a file read's: ./a.py is a.py
+    if event.source_ref.startswith("file://"):  # lines of a file at a revision: a read of them
+        fold_retrieved_file(state, rec, fid, event.source_ref)
     state.active[fid] = None
 
 

@@ -11,6 +11,7 @@ from contextfold.domain.events import FileRead, TextBlock
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.entries import FragmentEntry
+from contextfold.projections.fact_sources import FileRefRead, parse_file_ref
 from contextfold.projections.fold_content import (
     add_fragment,
     add_stale_rest,
@@ -30,7 +31,7 @@ from contextfold.projections.stale_reads import (
 )
 from contextfold.projections.state import RunState
 
-__all__ = ["fold_file_read"]
+__all__ = ["fold_file_read", "fold_retrieved_file"]
 
 _Read = tuple[str, str | None, int | None, int | None]
 """A current read of a path: (fragment id, revision, start_line, end_line); ``RunState.files``."""
@@ -70,37 +71,10 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
     and the oldest version came back, unmarked, beside the stale rest and the new line."""
     fid = add_fragment(state, rec, "evidence", "workspace",
                payload(event.content, event.artifact, event.path), source_ref=file_ref(event))
-    rng = (event.start_line, event.end_line)
     path = file_key(event.path)
-    kept: list[_Read] = []
-    rests = 0
     new_lines = None if event.artifact is not None else text_lines(event.content)  # once, as it is counted
-    inherited: str | None = None
-    for old in state.files.get(path, ()):
-        stale = state.stale_reads.get(old[0])
-        changed = False
-        if old[1] == event.revision and not (range_within((old[2], old[3]), rng) if stale is None
-                                             else spans_within(stale.spans, rng)):
-            if (new_lines is None or not _ranges_meet(old, event)
-                    or not _lines_differ(state, old, stale, event, new_lines)):
-                kept.append(old)
-                continue
-            changed = True  # the same label (or none), another text: a newer version of the file
-        elif stale is not None and old[1] != event.revision and not spans_meet(stale.spans, rng):
-            kept.append(old)  # marked stale already, none of its lines read again: as it is
-            continue
-        supersede(state, old[0], fid)
-        key = state.semantic_keys.get(old[0])
-        inherited = inherited or key
-        if old[1] != event.revision or changed:
-            rest = _stale_rest(state, rec, old, event, fid, path, rests + 1)
-            if rest is not None:
-                kept.append(rest)
-                rests += 1
-                if key is not None:  # what is left of a keyed read: still the file under its key
-                    state.semantic_keys[rest[0]] = key
-    kept.append((fid, event.revision, event.start_line, event.end_line))
-    state.files[path] = tuple(kept)
+    read = FileRefRead(path, event.revision, event.start_line, event.end_line)
+    inherited = _fold_read(state, rec, fid, read, new_lines)
     if event.start_line is None and event.end_line is None:  # the whole file, as it is now: what a
         state.semantic_keys[fid] = path  # retrieved copy keyed by its path is a copy of (units)
     elif inherited is not None:
@@ -108,9 +82,66 @@ def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None
     state.active[fid] = None
 
 
-def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, event: FileRead, fid: str, path: str,
+def fold_retrieved_file(state: RunState, rec: RecordedEvent, fid: str, source_ref: str) -> None:
+    """Retrieved evidence ``fid`` whose source ref names a file (``file://path@r1#L2-L2``, an
+    index's chunk) is a read of those lines at that revision, under the rules of a file read
+    (:func:`fold_file_read`): a read or chunk at another revision supersedes it (leaving a stale
+    rest of its other lines) and it supersedes them, and of one revision the newer that contains
+    the older, or shows other text on a line both show, supersedes it. Such chunks were exempt
+    from every supersession: a chunk of line 2 at r1, then the file read (or the same lines
+    retrieved) at r2, sent both versions as current, unmarked, while two file reads were
+    superseded. (Whether a chunk of one revision inside a read is a copy of it is the build's:
+    ``units``.) It keeps the semantic key it was retrieved under, else it inherits the key of a
+    read it supersedes."""
+    ref = parse_file_ref(source_ref)
+    text = _logged_text(state.entries[fid])
+    inherited = _fold_read(state, rec, fid, ref._replace(path=file_key(ref.path)),
+                           None if text is None else text_lines(text))
+    if inherited is not None and fid not in state.semantic_keys:
+        state.semantic_keys[fid] = inherited
+
+
+def _fold_read(state: RunState, rec: RecordedEvent, fid: str, read: FileRefRead,
+               new_lines: list[str] | None) -> str | None:
+    """File ``fid``, a read of ``read`` (a normalised path) whose lines are ``new_lines`` (None:
+    held in an artifact), among the current reads of its path (:func:`fold_file_read`'s rules);
+    the semantic key of a read it supersedes, if any."""
+    rng = (read.start_line, read.end_line)
+    path = read.path
+    kept: list[_Read] = []
+    rests = 0
+    inherited: str | None = None
+    for old in state.files.get(path, ()):
+        stale = state.stale_reads.get(old[0])
+        changed = False
+        if old[1] == read.revision and not (range_within((old[2], old[3]), rng) if stale is None
+                                            else spans_within(stale.spans, rng)):
+            if (new_lines is None or not _ranges_meet(old, read)
+                    or not _lines_differ(state, old, stale, read, new_lines)):
+                kept.append(old)
+                continue
+            changed = True  # the same label (or none), another text: a newer version of the file
+        elif stale is not None and old[1] != read.revision and not spans_meet(stale.spans, rng):
+            kept.append(old)  # marked stale already, none of its lines read again: as it is
+            continue
+        supersede(state, old[0], fid)
+        key = state.semantic_keys.get(old[0])
+        inherited = inherited or key
+        if old[1] != read.revision or changed:
+            rest = _stale_rest(state, rec, old, read, fid, rests + 1)
+            if rest is not None:
+                kept.append(rest)
+                rests += 1
+                if key is not None:  # what is left of a keyed read: still the file under its key
+                    state.semantic_keys[rest[0]] = key
+    kept.append((fid, read.revision, read.start_line, read.end_line))
+    state.files[path] = tuple(kept)
+    return inherited
+
+
+def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, read: FileRefRead, fid: str,
                 sub: int) -> _Read | None:
-    """Fold the stale rest of ``old`` that ``event`` (folded as ``fid``) leaves, if any line is left
+    """Fold the stale rest of ``old`` that ``read`` (folded as ``fid``) leaves, if any line is left
     and its text is in the log (not an artifact's), as the ``sub``-th extra fragment of ``rec``.
     A rest's read tuple keeps its origin's revision and lines, so a rest of a rest is cut from the
     origin's text, with every newer read so far."""
@@ -121,26 +152,26 @@ def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, event: FileRead
     if not text:
         return None  # no text, or one held in an artifact: the fold does not load it
     newer = (*(() if prior is None else prior.newer),
-             NewerRead(event.start_line or 1, event.end_line, event.revision, fid, rec.position))
-    cut = cut_read(text, old[2] or 1, newer, path, old[1], entry.position)
+             NewerRead(read.start_line or 1, read.end_line, read.revision, fid, rec.position))
+    cut = cut_read(text, old[2] or 1, newer, read.path, old[1], entry.position)
     if cut is None:
         return None
     text, spans = cut
     rid = add_stale_rest(state, rec, sub, entry, text)
-    state.stale_reads[rid] = StaleRead(old[0], origin, path, old[1], newer, spans)
+    state.stale_reads[rid] = StaleRead(old[0], origin, read.path, old[1], newer, spans)
     state.active[rid] = None
     return (rid, old[1], old[2], old[3])
 
 
-def _lines_differ(state: RunState, old: _Read, stale: StaleRead | None, event: FileRead,
+def _lines_differ(state: RunState, old: _Read, stale: StaleRead | None, read: FileRefRead,
                   new_lines: list[str]) -> bool:
-    """Whether a line that both ``old`` (a read of ``event``'s revision, or the lines its stale
-    rest shows) and ``event`` (whose lines are ``new_lines``) show reads otherwise in each. False
+    """Whether a line that both ``old`` (a read of ``read``'s revision, or the lines its stale
+    rest shows) and ``read`` (whose lines are ``new_lines``) show reads otherwise in each. False
     when the older text is not in the log (an artifact's: the fold does not load it) or no line
     is shown by both: nothing says the file changed, and the reads stay side by side as before."""
-    old_lo, new_lo = old[2] or 1, event.start_line or 1
+    old_lo, new_lo = old[2] or 1, read.start_line or 1
     lo = max(old_lo, new_lo)
-    ends = [end for end in (old[3], event.end_line) if end is not None]
+    ends = [end for end in (old[3], read.end_line) if end is not None]
     old_text = _logged_text(state.entries[old[0] if stale is None else stale.origin])
     if old_text is None:
         return False
@@ -156,11 +187,11 @@ def _lines_differ(state: RunState, old: _Read, stale: StaleRead | None, event: F
     return False
 
 
-def _ranges_meet(old: _Read, event: FileRead) -> bool:
-    """Whether the lines ``old`` and ``event`` name meet (None = from the start / to the end):
+def _ranges_meet(old: _Read, read: FileRefRead) -> bool:
+    """Whether the lines ``old`` and ``read`` name meet (None = from the start / to the end):
     before any text is split, since most reads of a path do not meet a newer one."""
-    return ((old[3] is None or old[3] >= (event.start_line or 1))
-            and (event.end_line is None or event.end_line >= (old[2] or 1)))
+    return ((old[3] is None or old[3] >= (read.start_line or 1))
+            and (read.end_line is None or read.end_line >= (old[2] or 1)))
 
 
 _LINES: BoundedMemo[str, list[str]] = BoundedMemo(256, 16 * 1024 * 1024)

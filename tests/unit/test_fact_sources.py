@@ -12,7 +12,7 @@ from contextfold.domain.events import (
     MemoryRecalled,
     UserInput,
 )
-from contextfold.projections.fact_sources import _path_of_file_ref
+from contextfold.projections.fact_sources import FileRefRead, _path_of_file_ref, parse_file_ref
 from tests.unit.test_builder import _left_out
 
 
@@ -55,6 +55,16 @@ def test_the_same_text_from_the_same_file_or_from_no_file_is_still_one_copy() ->
     ("file://a/b.py@1.4#L2", "a/b.py")])
 def test_the_path_of_a_file_source_ref(ref: str, path: str) -> None:
     assert _path_of_file_ref(ref) == path
+
+
+@pytest.mark.parametrize(("ref", "read"), [
+    ("file://a/b.py", FileRefRead("a/b.py", None, None, None)),
+    ("file://a/b.py@r2#L3-L9", FileRefRead("a/b.py", "r2", 3, 9)),
+    ("file://a/b.py#L3", FileRefRead("a/b.py", None, 3, None)),  # file_ref's shape: line 3 to the end
+    ("file://node_modules/@types/x.d.ts@v1#L1-L2", FileRefRead("node_modules/@types/x.d.ts", "v1", 1, 2)),
+    ("file://mail/team@corp.com#L4-L4", FileRefRead("mail/team@corp.com", None, 4, 4))])
+def test_the_revision_and_lines_of_a_file_source_ref(ref: str, read: FileRefRead) -> None:
+    assert parse_file_ref(ref) == read
 
 
 def test_a_memory_with_a_files_text_is_one_copy_whichever_came_first() -> None:

@@ -55,3 +55,54 @@ def test_an_index_copy_keyed_by_a_path_read_only_in_part_is_still_shown() -> Non
                     content="import os\nimport re\n")
     body, left = _build([UserInput("where is the handler?"), index, part])
     assert "return 42" in body and "import re" in body and left == {}
+
+
+def test_a_retrieved_file_chunk_is_superseded_by_another_revision_of_its_lines() -> None:
+    """An index chunk whose source ref names file, revision and lines (DESIGN 2) and a newer read
+    of the file, or the same lines retrieved, at another revision: both versions were sent as
+    current, unmarked, while two file reads were superseded. The chunk is a read of its lines."""
+    ask = UserInput("What is TIMEOUT now?")
+    chunk_r1 = EvidenceRetrieved(content="TIMEOUT = 30\n", source_ref="file://app/config.py@r1#L2-L2",
+                                 origin="workspace")
+    read_r2 = FileRead(path="app/config.py", revision="r2", content="import os\nTIMEOUT = 5\nRETRIES = 3\n")
+    chunk_r2 = EvidenceRetrieved(content="TIMEOUT = 5\n", source_ref="file://app/config.py@r2#L2-L2",
+                                 origin="workspace")
+    for newer in (read_r2, chunk_r2):
+        body, left = _build([ask, chunk_r1, newer])
+        assert "TIMEOUT = 5" in body and "TIMEOUT = 30" not in body
+        assert [(e.id, e.reason, e.replaced_by, e.detail) for e in left.values()] == [
+            ("e2", "superseded", "e3", "")]
+
+    # and it supersedes an older revision: a file read whole at r1, then line 2 retrieved at r2,
+    # keeps r1's other lines as a stale rest, as a partial re-read does
+    read_r1 = FileRead(path="app/config.py", revision="r1", content="import os\nTIMEOUT = 30\nRETRIES = 3\n")
+    body, left = _build([ask, read_r1, chunk_r2])
+    assert "TIMEOUT = 5" in body and "TIMEOUT = 30" not in body
+    assert "[stale: app/config.py as read at revision r1" in body and "RETRIES = 3" in body
+    assert (left["e2"].reason, left["e2"].replaced_by) == ("superseded", "e3")
+    assert "e3.c1" in left["e2"].detail
+
+    # a chunk of three lines at r1, line 2 read again at r2: lines 1 and 3 stay, marked stale
+    chunk_1_3 = EvidenceRetrieved(content="import os\nTIMEOUT = 30\nRETRIES = 3\n",
+                                  source_ref="file://app/config.py@r1#L1-L3", origin="external")
+    line_2 = FileRead(path="app/config.py", revision="r2", start_line=2, end_line=2, content="TIMEOUT = 5\n")
+    body, left = _build([ask, chunk_1_3, line_2])
+    assert "TIMEOUT = 30" not in body and "RETRIES = 3" in body and "import os" in body
+    assert "[line 2 left out: read again at revision r2]" in body
+    assert list(left) == ["e2"] and left["e2"].replaced_by == "e3"
+
+
+def test_retrieved_file_chunks_of_one_revision_stay_side_by_side() -> None:
+    """Different lines of one revision are no versions of each other (the file read rule: reads
+    of one revision that do not contain each other stay); the newer containing the older
+    supersedes it."""
+    ask = UserInput("explain")
+    line_1 = EvidenceRetrieved(content="import os\n", source_ref="file://app/config.py@r1#L1-L1")
+    line_3 = EvidenceRetrieved(content="RETRIES = 3\n", source_ref="file://app/config.py@r1#L3-L3")
+    body, left = _build([ask, line_1, line_3])
+    assert "import os" in body and "RETRIES = 3" in body and left == {}
+    lines_1_3 = EvidenceRetrieved(content="import os\nTIMEOUT = 30\nRETRIES = 3\n",
+                                  source_ref="file://app/config.py@r1#L1-L3")
+    body, left = _build([ask, line_1, line_3, lines_1_3])
+    assert body.count("import os") == 1 and body.count("RETRIES = 3") == 1
+    assert sorted((e.id, e.replaced_by) for e in left.values()) == [("e2", "e4"), ("e3", "e4")]
