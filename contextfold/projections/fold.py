@@ -339,6 +339,7 @@ def _(event: EvidenceRetrieved, state: RunState, rec: RecordedEvent) -> None:
     fid = add_fragment(state, rec, "evidence", event.origin,
                payload(event.content, event.artifact, event.source_ref, event.blocks),
                source_ref=event.source_ref)
+    state.source_kinds[fid] = event.source_kind
     if event.semantic_key:  # the builder keeps one fragment per key (units._state_units); a path
         state.semantic_keys[fid] = file_key(event.semantic_key)  # as a file read's: ./a.py is a.py
     if event.source_ref.startswith("file://"):  # lines of a file at a revision: a read of them

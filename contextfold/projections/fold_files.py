@@ -158,6 +158,8 @@ def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, read: FileRefRe
         return None
     text, spans = cut
     rid = add_stale_rest(state, rec, sub, entry, text)
+    if origin in state.source_kinds:  # the rest of a retrieved chunk: still retrieved
+        state.source_kinds[rid] = state.source_kinds[origin]
     state.stale_reads[rid] = StaleRead(old[0], origin, read.path, old[1], newer, spans)
     state.active[rid] = None
     return (rid, old[1], old[2], old[3])

@@ -189,6 +189,10 @@ class RunState:
     memories: dict[str, str] = field(default_factory=dict)
     semantic_keys: dict[str, str] = field(default_factory=dict)
     """Evidence fragment id -> the ``semantic_key`` it was retrieved under (builder dedupe)."""
+    source_kinds: dict[str, str] = field(default_factory=dict)
+    """Retrieved evidence (``EvidenceRetrieved``, and a stale rest of it) -> its ``source_kind``:
+    a file read and a retrieved chunk of a file are both evidence, and only the chunk is a copy of
+    a read that shows its lines (``chunk_copies``)."""
     items: dict[int, TimelineItem] = field(default_factory=dict)
     """Every timeline item ever, keyed by its start position."""
     hidden: dict[int, int] = field(default_factory=dict)
@@ -254,7 +258,7 @@ class RunState:
             tool_ids=dict(self.tool_ids), dropped_tools=dict(self.dropped_tools), files=dict(self.files),
             stale_reads=dict(self.stale_reads),
             memories=dict(self.memories),
-            semantic_keys=dict(self.semantic_keys),
+            semantic_keys=dict(self.semantic_keys), source_kinds=dict(self.source_kinds),
             items=dict(self.items), hidden=dict(self.hidden), masked=dict(self.masked),
             open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
@@ -452,6 +456,7 @@ class RunState:
             "timeline": timeline,
             "superseded_by": self.superseded_by,
             **({"semantic_keys": self.semantic_keys} if self.semantic_keys else {}),
+            **({"source_kinds": self.source_kinds} if self.source_kinds else {}),
             **({"stale_reads": {fid: [s.of, s.origin, [list(r) for r in s.newer]]
                                 for fid, s in self.stale_reads.items()}} if self.stale_reads else {}),
             "open_calls": self.pairing.open,

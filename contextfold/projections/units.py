@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from contextfold.domain.fragments import TRUST_RANK
 from contextfold.domain.manifest import ExcludedFragment
+from contextfold.projections.chunk_copies import chunk_copies
 from contextfold.projections.fact_sources import copy_of, file_reads, file_sources
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.media_repeats import unit_media
@@ -52,6 +53,15 @@ def _copy_line(ctx: BuildCtx, fid: str, winner: str, files: Mapping[str, str]) -
     f = ctx.frag(fid)
     return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
                             reason="duplicate", replaced_by=winner)
+
+
+def _chunk_copy_line(ctx: BuildCtx, fid: str, read: str) -> ExcludedFragment:
+    """A retrieved chunk a read of its file shows (``chunk_copies``): a copy, not a version."""
+    f = ctx.frag(fid)
+    return ExcludedFragment(id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
+                            reason="duplicate", replaced_by=read,
+                            detail=f"retrieved lines that {read}, a read of the file at the same "
+                                   "revision, shows")
 
 
 def _semantic_line(ctx: BuildCtx, fid: str, winner: str, files: Mapping[str, str]) -> ExcludedFragment:
@@ -112,6 +122,13 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
                 replaced_by=newer, detail="a newer retrieval of the same source"))
             left_out.add(fid)
+    # A retrieved chunk of a file that a read of it at its revision shows, text and all, is a copy
+    # of the read, never its newer version (``chunk_copies``)
+    if ctx.state.source_kinds:
+        for fid, read in chunk_copies(ctx.state, set(state_ids)).items():
+            if fid not in ctx.required:
+                excluded.append(_chunk_copy_line(ctx, fid, read))
+                left_out.add(fid)
     # The same text from two files is two facts: a copy by content only from the same file
     # (``fact_sources``), or from no file (a mirror's page, a memory).
     candidates = [fid for fid in state_ids if fid not in left_out]

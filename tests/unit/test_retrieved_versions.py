@@ -106,3 +106,57 @@ def test_retrieved_file_chunks_of_one_revision_stay_side_by_side() -> None:
     body, left = _build([ask, line_1, line_3, lines_1_3])
     assert body.count("import os") == 1 and body.count("RETRIES = 3") == 1
     assert sorted((e.id, e.replaced_by) for e in left.values()) == [("e2", "e4"), ("e3", "e4")]
+
+
+def test_a_chunk_of_the_revision_read_whole_is_a_copy_of_the_read_not_its_newer_version() -> None:
+    """After a whole read at r1 (59 lines), the index returned line 10 of r1 keyed by the path: the
+    chunk won the key by recency and the read was left out as "a newer version", so the model saw
+    1 of 59 lines. A part of the same revision, with the read's text, is a copy of the read."""
+    whole = FileRead(path="app/config.py", revision="r1",
+                     content="".join(f"SETTING_{i} = {i}\n" for i in range(1, 60)))
+    chunk = EvidenceRetrieved(content="SETTING_10 = 10\n", source_ref="file://app/config.py@r1#L10-L10",
+                              semantic_key="app/config.py", origin="workspace")
+    ask = UserInput("Explain app/config.py")
+    body, left = _build([ask, whole, chunk])
+    assert all(f"SETTING_{i} = {i}" in body for i in range(1, 60))
+    assert body.count("SETTING_10 = 10") == 1
+    assert [(e.id, e.kind, e.reason, e.replaced_by, e.source_ref) for e in left.values()] == [
+        ("e3", "evidence", "duplicate", "e2", "file://app/config.py@r1#L10-L10")]
+    assert left["e3"].detail == "retrieved lines that e2, a read of the file at the same revision, shows"
+    # the other way round, the whole read of the revision replaces the chunk it contains (the file
+    # read rule), and the manifest says so
+    body, left = _build([ask, chunk, whole])
+    assert all(f"SETTING_{i} = {i}" in body for i in range(1, 60)) and body.count("SETTING_10 = 10") == 1
+    assert [(e.id, e.reason, e.replaced_by) for e in left.values()] == [("e2", "superseded", "e3")]
+
+    # the read cut by a newer partial read: the chunk's stale rest is a copy of the read's
+    line_2 = FileRead(path="app/config.py", revision="r2", start_line=2, end_line=2,
+                      content="SETTING_2 = 20\n")
+    body, left = _build([ask, whole, chunk, line_2])
+    assert body.count("SETTING_10 = 10") == 1 and "SETTING_59 = 59" in body and "SETTING_2 = 20" in body
+    assert "SETTING_2 = 2\n" not in body
+    assert (left["e4.c2"].reason, left["e4.c2"].replaced_by) == ("duplicate", "e4.c1")
+
+    # of two chunks of r1 the wider stands for the narrower it contains
+    wide = EvidenceRetrieved(content="SETTING_9 = 9\nSETTING_10 = 10\nSETTING_11 = 11\n",
+                             source_ref="file://app/config.py@r1#L9-L11")
+    body, left = _build([ask, wide, chunk])
+    assert body.count("SETTING_10 = 10") == 1 and "SETTING_11 = 11" in body
+    assert [(e.id, e.reason, e.replaced_by) for e in left.values()] == [("e3", "duplicate", "e2")]
+
+
+def test_a_chunk_with_other_text_under_the_same_revision_label_is_no_copy() -> None:
+    """``HEAD`` names a file an edit changed: a chunk whose line differs from the read's at one
+    label is not a copy of it but a newer version of that line (the file read rule for a line that
+    differs): the read is superseded, its other lines kept as a stale rest."""
+    whole = FileRead(path="app/config.py", revision="HEAD", content="import os\nTIMEOUT = 30\nRETRIES = 3\n")
+    chunk = EvidenceRetrieved(content="TIMEOUT = 5\n", source_ref="file://app/config.py@HEAD#L2-L2",
+                              origin="workspace")
+    body, left = _build([UserInput("timeout?"), whole, chunk])
+    assert "TIMEOUT = 30" not in body and "TIMEOUT = 5" in body and "RETRIES = 3" in body
+    assert [(e.id, e.reason, e.replaced_by) for e in left.values()] == [("e2", "superseded", "e3")]
+    assert "e3.c1" in left["e2"].detail
+    # a part of a file read (the agent's own view) stays beside the whole read, as before
+    part = FileRead(path="app/config.py", revision="HEAD", start_line=2, end_line=2, content="TIMEOUT = 30\n")
+    _, left = _build([UserInput("timeout?"), whole, part])
+    assert left == {}
