@@ -103,25 +103,9 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     layer_no: dict[str, int] = {}
     excluded: list[ExcludedFragment] = []
     left_out: set[str] = set()
-    # A newer retrieval of the same source is its newer version: it supersedes the older ones,
-    # whatever their trust (a stale cached copy declared workspace hid a fresh external fetch).
-    # (A memory is one by its memory_id, superseded in the fold: its source_ref may name the
-    # store that holds many; file reads supersede by path and range in the fold.)
-    newest: dict[str, str] = {}
-    for fid in state_ids:
-        f = ctx.frag(fid)
-        if f.kind == "evidence" and not f.source_ref.startswith("file://"):
-            old = newest.get(f.source_ref)
-            if old is None or entries[fid].position > entries[old].position:
-                newest[f.source_ref] = fid
-    for fid in state_ids:
-        f = ctx.frag(fid)
-        if (f.kind == "evidence" and (newer := newest.get(f.source_ref, fid)) != fid
-                and fid not in ctx.required):
-            excluded.append(ExcludedFragment(
-                id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
-                replaced_by=newer, detail="a newer retrieval of the same source"))
-            left_out.add(fid)
+    for gone in _refetched(ctx, state_ids):
+        excluded.append(gone)
+        left_out.add(gone.id)
     # A retrieved chunk of a file that a read of it at its revision shows, text and all, is a copy
     # of the read, never its newer version (``chunk_copies``)
     if ctx.state.source_kinds:
@@ -175,6 +159,47 @@ def _state_units(ctx: BuildCtx, state_ids: list[str]
     return units, members, layer_no, excluded
 
 
+_WHOLE_DOCUMENTS = {"web": "web page", "email": "e-mail", "document": "document"}
+"""The ``source_kind`` of a retrieval that fetched its source whole (``EvidenceRetrieved``), named."""
+
+
+def _refetched(ctx: BuildCtx, state_ids: list[str]) -> list[ExcludedFragment]:
+    """The lines of the retrievals a newer fetch of their whole document (a web page, an e-mail, a
+    document) replaced: a newer version of the source supersedes what was retrieved of it before,
+    chunks too, whatever their trust (a stale cached copy declared workspace hid a fresh external
+    fetch).
+
+    Only a whole document's fetch: chunks of one source (``source_kind="chunk"``, the default, as
+    LangChain and LlamaIndex retrievers log a document's passages under its URL) are its
+    passages, not its versions, and a top-3 retrieval from one page sent only the last, the
+    other two "superseded". Of chunks, only copies go (one content hash or semantic key, one
+    file's lines: ``_state_units``). A memory is one by its memory_id and file reads supersede by
+    path and revision, in the fold."""
+    entries, kinds = ctx.state.entries, ctx.state.source_kinds
+    newest: dict[str, str] = {}
+    for fid in state_ids:
+        if kinds.get(fid) in _WHOLE_DOCUMENTS and entries[fid].kind == "evidence":
+            ref = ctx.frag(fid).source_ref
+            old = newest.get(ref)
+            if not ref.startswith("file://") and (old is None
+                                                  or entries[fid].position > entries[old].position):
+                newest[ref] = fid
+    lines: list[ExcludedFragment] = []
+    if not newest:
+        return lines
+    for fid in state_ids:
+        if entries[fid].kind != "evidence" or fid in ctx.required:
+            continue
+        f = ctx.frag(fid)
+        newer = newest.get(f.source_ref)
+        if newer is not None and entries[newer].position > entries[fid].position:
+            lines.append(ExcludedFragment(
+                id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason="superseded",
+                replaced_by=newer, detail=f"a newer retrieval of the whole {_WHOLE_DOCUMENTS[kinds[newer]]} "
+                                          "from the same source"))
+    return lines
+
+
 def _reads_of_one_file(fid: str, winner: str, reads: Mapping[str, str]) -> bool:
     """Both are current reads of one file (``fact_sources.file_reads``): the fold decided between
     them (``fold_files``), so the key they share keeps out only the copies that are no read of the
@@ -202,8 +227,10 @@ def make_units(ctx: BuildCtx, timeline: Sequence[TimelineItem], mark: TimelineMa
                current_input: str | None) -> Units:
     """State fragments (deduped) and timeline units (a tool group is one atomic unit).
 
-    Dedupe: optional state fragments that share a content hash or a semantic key
-    (evidence ``source_ref``, or the ``semantic_key`` it was retrieved under) keep one
+    Dedupe: a newer fetch of a whole document supersedes what was retrieved of its source before
+    (``_refetched``); a retrieved chunk a read of its file shows is a copy of the read
+    (``chunk_copies``); optional state fragments that share a content hash or a semantic key
+    (the ``semantic_key`` evidence was retrieved under, a whole file read's path) keep one
     copy: the more authoritative, then the newer. The others are ``duplicate``, or ``superseded``
     when a newer version (different content) under the semantic key replaced them.
     A group with a call still open is excluded as ``stale``; one that uses a tool the

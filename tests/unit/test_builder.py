@@ -237,13 +237,14 @@ def test_evidence_under_one_semantic_key_keeps_one_copy_authoritative_then_newer
 def test_a_newer_retrieval_of_the_same_source_supersedes_the_older_whatever_its_trust() -> None:
     """The seed (10): a newer version from the same source replaces the old. A stale cached copy
     declared ``workspace`` beat a fresh ``external`` fetch of the same page on trust, and the new
-    text was listed as its "duplicate"."""
+    text was listed as its "duplicate". (Fetches of the whole page: ``source_kind="web"``;
+    chunks of one page are its passages, not its versions: ``test_retrieved_versions``.)"""
     events: list[AnyEvent] = [
         UserInput("What is the refund window?"),
         EvidenceRetrieved(content="Refund window: 30 days.", source_ref="https://wiki.example/refunds",
-                          origin="workspace"),
+                          source_kind="web", origin="workspace"),
         EvidenceRetrieved(content="Refund window: 14 days (policy updated).",
-                          source_ref="https://wiki.example/refunds", origin="external"),
+                          source_ref="https://wiki.example/refunds", source_kind="web", origin="external"),
     ]
     result = build(events)
     text = request_text(result)

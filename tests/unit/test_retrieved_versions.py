@@ -160,3 +160,37 @@ def test_a_chunk_with_other_text_under_the_same_revision_label_is_no_copy() -> N
     part = FileRead(path="app/config.py", revision="HEAD", start_line=2, end_line=2, content="TIMEOUT = 30\n")
     _, left = _build([UserInput("timeout?"), whole, part])
     assert left == {}
+
+
+def test_chunks_of_one_document_are_its_passages_not_its_versions() -> None:
+    """A top-3 retrieval from one page, logged as LangChain or LlamaIndex give it (the document's
+    URL as source_ref, ``source_kind="chunk"``, the default): only the last chunk was sent, the
+    other two "superseded: a newer retrieval of the same source"."""
+    url = "https://docs.example.com/billing/refunds"
+    passages = ["Refunds are issued within 14 days of the request.",
+                "Refunds for annual plans are prorated by unused months.",
+                "Contact billing@example.com for refunds over $1,000."]
+    chunks: list[AnyEvent] = [EvidenceRetrieved(content=c, source_ref=url) for c in passages]
+    ask = UserInput("How do refunds work for an annual plan?")
+    body, left = _build([ask, *chunks])
+    assert all(p in body for p in passages) and left == {}
+    # the same passage retrieved again is a copy, kept once
+    body, left = _build([ask, *chunks, EvidenceRetrieved(content=passages[0], source_ref=url)])
+    assert body.count(passages[0]) == 1 and [(e.id, e.reason) for e in left.values()] == [("e2", "duplicate")]
+    # a newer fetch of the whole page is its newer version: it supersedes what was retrieved of it,
+    # chunks too, and an older page fetch; a chunk retrieved after the page stays beside it
+    page = EvidenceRetrieved(content="Refunds: within 7 days; annual plans are not prorated.", source_ref=url,
+                             source_kind="web")
+    later = EvidenceRetrieved(content="Refund requests are answered by e-mail.", source_ref=url)
+    body, left = _build([ask, *chunks, page, later])
+    assert not any(p in body for p in passages) and "within 7 days" in body and "answered by e-mail" in body
+    assert [(e.id, e.reason, e.replaced_by, e.detail) for e in left.values()] == [
+        (f"e{i}", "superseded", "e5", "a newer retrieval of the whole web page from the same source")
+        for i in (2, 3, 4)]
+    for kind, named in (("email", "e-mail"), ("document", "document")):
+        old = page.model_copy(update={"source_kind": kind, "content": "Refunds: within 30 days."})
+        new = page.model_copy(update={"source_kind": kind})
+        body, left = _build([ask, old, new])
+        assert "within 30 days" not in body and "within 7 days" in body
+        assert [(e.id, e.replaced_by, e.detail) for e in left.values()] == [
+            ("e2", "e3", f"a newer retrieval of the whole {named} from the same source")]
