@@ -453,12 +453,12 @@ class Run:
 
     def records(self, turn: int) -> list[ContextBuilt]:
         """The ``context_built`` records of ``turn``, oldest first: those after the turn's previous
-        model response (a build of turn N folds N-1 responses), the older ones not decoded."""
+        model response (a build of turn N folds N-1 responses), others read for their turn only."""
         turn = checked_turn(turn)  # "2" raised TypeError from the subtraction below
         events = self.store.events
         after = events.nth_position(self.run_id, "model_response", turn - 1) or 0
-        return [r.event for r in events.read_type(self.run_id, "context_built", after=after)
-                if isinstance(r.event, ContextBuilt) and r.event.turn == turn]
+        return [r.event for r in events.turn_records(self.run_id, turn, after=after)
+                if isinstance(r.event, ContextBuilt)]
 
     def replay(self, turn: int, *, progress: Progress | None = None) -> ReplayReport:
         """Rebuild ``turn`` from the log and compare it with the turn's first record.

@@ -31,10 +31,12 @@ from contextfold.domain.events import (
     UPCASTERS,
     AnyEvent,
     ArtifactRef,
+    ContextBuilt,
     artifact_refs,
     event_from_json,
 )
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
+from contextfold.domain.record_head import RECORD_TYPE, record_without_manifest
 from contextfold.store.backends import (
     ARTIFACTS_TABLE,
     EVENTS_TABLE,
@@ -140,15 +142,15 @@ class EventReads:
     _folded_tails: FoldedTails
     _order_column: str
 
-    def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None,
-                gt_hash: str | None = None, remember: bool = False) -> Iterator[RecordedEvent]:
+    def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None, gt_hash: str | None = None,
+                remember: bool = False, slim: bool = False) -> Iterator[RecordedEvent]:
         """The events after ``gt`` (up to ``lte``), read in pages of at most ``_PAGE_ROWS`` rows.
 
         Pages are sized by bytes too (about ``_PAGE_BYTES`` of stored rows): a page of 5,000
         events of 20 KB each held 100 MB of rows at once, more than a folded state of
         100k events holds. ``gt_hash``: see :meth:`iter_events`. ``remember``: once every row is
         read, the last one's digest is remembered (:class:`~.head_check.FoldedTails`) for the
-        read that continues from it."""
+        read that continues from it. ``slim``: see :meth:`_parse`."""
         page = _FIRST_PAGE_ROWS
         cursor = gt if gt_hash is None else gt - 1
         lte = _MAX_POSITION if lte is None else min(lte, _MAX_POSITION)
@@ -167,7 +169,7 @@ class EventReads:
                     raise StaleHeadError(run_id)
                 gt_hash, skip = None, 1
             for row in rows[skip:]:
-                rec = self._decode(run_id, row.originator_version, row.topic, row.state)
+                rec = self._decode(run_id, row.originator_version, row.topic, row.state, slim=slim)
                 if remember:
                     last = (rec, row.state)
                 yield rec
@@ -195,8 +197,15 @@ class EventReads:
             state = self._unpack(state, run_id, position, topic)
         return state
 
-    def _decode(self, run_id: str, position: int, topic: str, state: bytes) -> RecordedEvent:
-        state = self._plain(run_id, position, topic, state)
+    def _decode(self, run_id: str, position: int, topic: str, state: bytes, *,
+                slim: bool = False) -> RecordedEvent:
+        return self._parse(run_id, position, topic, self._plain(run_id, position, topic, state), slim=slim)
+
+    def _parse(self, run_id: str, position: int, topic: str, state: bytes, *,
+               slim: bool = False) -> RecordedEvent:
+        """The event of a row's plain state (:meth:`_plain`). ``slim``: a context_built record
+        is read without its manifest (:func:`~contextfold.domain.record_head.record_without_manifest`:
+        the manifest left empty, not decoded), for a reader of its other fields only."""
         try:
             digest = state[:64].decode("ascii")  # a damaged row: UnicodeDecodeError, a ValueError
             body = state[64:]
@@ -204,7 +213,14 @@ class EventReads:
             if upcast is None:
                 etype, _, version = topic.partition("@")
                 upcast = _UPCAST_TOPICS[topic] = (etype, int(version)) in UPCASTERS
-            event = event_from_json(body) if upcast else EVENT_ADAPTER.validate_json(body)
+            if upcast:
+                event = event_from_json(body)
+                if slim and isinstance(event, ContextBuilt):
+                    event = event.model_copy(update={"manifest": {}})
+            elif slim and topic.partition("@")[0] == RECORD_TYPE:
+                event = record_without_manifest(body)
+            else:
+                event = EVENT_ADAPTER.validate_json(body)
         except (ValidationError, ValueError) as exc:
             raise IntegrityError(
                 f"run {run_id!r} position {position}: stored event does not parse: {_why_not(exc)}",

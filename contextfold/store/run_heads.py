@@ -20,9 +20,9 @@ from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent
 from contextfold.domain.manifest import manifest_encoding
 from contextfold.store.backends import translate_errors
 from contextfold.store.deltas import DeltaWriter
-from contextfold.store.event_reads import EventReads
 from contextfold.store.fork_renewal import renew_after_fork
 from contextfold.store.head_check import StaleHeadError, tail_digest
+from contextfold.store.record_reads import RecordReads
 
 __all__ = ["HEADS_KEPT", "RunHead", "RunHeads", "first_record_encoding"]
 
@@ -61,7 +61,7 @@ def first_record_encoding(known: str | None, events: typing.Iterable[AnyEvent]) 
     return next((name for event in events if (name := record_encoding(event)) is not None), None)
 
 
-class RunHeads(EventReads):
+class RunHeads(RecordReads):
     """The heads and write locks of an :class:`~contextfold.store.event_store.EventStore`."""
 
     _heads: OrderedDict[str, RunHead]

@@ -1,0 +1,67 @@
+"""Reads of a run's log that need its context_built records for less than their manifests: one
+turn's records, and the log as a fold reads it.
+
+Why: a record's manifest lists every fragment its build left out, so on a long run it is most of
+the record and grows with the run. Checking one turn read every record whole: ``Run.records(N)``
+decoded each record after turn N's previous model response (for an early turn, every record of
+the run) to keep turn N's, and a recorded turn's rebuild read the log up to its build with every
+earlier record's manifest, though the fold notes a record's turn and position only. On an 800-turn
+loop ``replay``, ``audit --turn``, ``why`` and ``diff`` of one turn each peaked at 0.9-1.6 GB and
+``records`` of its first built turn took 3.4-4.7 s. Here each record is read without its manifest
+(:mod:`contextfold.domain.record_head`) and decoded whole only when it is one the caller asked
+for; rows are inflated one at a time (55-150 MB and 0.6 s there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from contextfold.domain.events import ContextBuilt
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.record_head import RECORD_TYPE
+from contextfold.store.backends import EVENTS_TABLE
+from contextfold.store.event_reads import _MAX_POSITION, EventReads, check_run_id
+
+__all__ = ["RecordReads"]
+
+_PAGE_ROWS = 200
+"""Record rows read per query by :meth:`RecordReads.turn_records` (a keyframe is ~100s of KB)."""
+
+
+class RecordReads(EventReads):
+    """The record reads of an :class:`~contextfold.store.event_store.EventStore`."""
+
+    def turn_records(self, run_id: str, turn: int, *, after: int = 0) -> list[RecordedEvent]:
+        """The run's context_built records of ``turn`` after position ``after``, in order, as
+        :meth:`read_type` reads them; the run's other records are read for their turn only.
+
+        Every record after ``after`` is looked at: a past turn's rebuild is recorded at the end
+        of the log, after other turns' records (``rebuild_api._record_once``)."""
+        topics = [t for t, _ in self._topics(run_id, RECORD_TYPE)]  # (RunNotFoundError first)
+        p = self.backend.placeholder
+        sql = (f"SELECT originator_version, topic, state FROM {self.backend.table(EVENTS_TABLE)} "
+               f"WHERE originator_id = {p} AND topic IN ({', '.join([p] * len(topics))}) "
+               f"AND originator_version > {p} ORDER BY originator_version LIMIT {_PAGE_ROWS}")
+        found: list[RecordedEvent] = []
+        cursor = after
+        while topics and cursor < _MAX_POSITION:  # (none after the last position a run holds)
+            rows = self.backend.query(sql, (run_id, *topics, cursor))
+            for v, topic, stored in rows:
+                position = int(v)
+                plain = self._plain(run_id, position, str(topic), bytes(stored))
+                head = self._parse(run_id, position, str(topic), plain, slim=True).event
+                if isinstance(head, ContextBuilt) and head.turn == turn:
+                    found.append(self._parse(run_id, position, str(topic), plain))
+            if len(rows) < _PAGE_ROWS:
+                break
+            cursor = int(rows[-1][0])
+        return found
+
+    def fold_events(self, run_id: str, *, upto: int | None = None) -> Iterator[RecordedEvent]:
+        """The run's events up to position ``upto``, in order, each context_built record with an
+        empty manifest (not decoded): what a fold reads of a record is its turn and position
+        (``projections.fold``), so a fold of a long run's log holds no manifest, nor reads one.
+        Read as it is consumed, a page of rows at a time; positions, chain hashes and the other
+        events are those :meth:`read` gives."""
+        check_run_id(run_id)
+        return self._select(run_id, lte=upto, slim=True)

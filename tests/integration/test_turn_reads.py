@@ -1,0 +1,113 @@
+"""Checking one turn of a long run reads that turn's records whole, not every record of the run
+(SQLite and PostgreSQL).
+
+A record's manifest lists every fragment its build left out, so it grows with the run: reading
+each record whole to check one turn made ``replay``, ``audit --turn``, ``why`` and ``diff`` of an
+800-turn run peak at ~900 MB, and their cost grow as the square of the run. Asserted here without
+timing: a spy on the store's event decoder counts the records decoded whole (manifest and all),
+which must be the asked turn's, however many records the run holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contextfold.api import Run, open_store
+from contextfold.domain.events import (
+    EVENT_ADAPTER,
+    ContextBuilt,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from contextfold.projections.past_states import state_at_version
+from contextfold.store import event_reads
+
+_TURNS = 12
+"""Built turns of the loop; turn 5 is left unbuilt, then rebuilt (and recorded) at the end."""
+
+
+class _WholeRecords:
+    """The store's event adapter, counting the context_built records it decodes whole."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.adapter = adapter
+        self.decoded = 0
+        self.paused = False
+
+    def validate_json(self, data: Any, *args: Any, **kwargs: Any) -> Any:
+        event = self.adapter.validate_json(data, *args, **kwargs)
+        if isinstance(event, ContextBuilt) and not self.paused:
+            self.decoded += 1
+        return event
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.adapter, name)
+
+
+@pytest.fixture
+def whole_records(monkeypatch: pytest.MonkeyPatch) -> _WholeRecords:
+    spy = _WholeRecords(EVENT_ADAPTER)
+    monkeypatch.setattr(event_reads, "EVENT_ADAPTER", spy)
+    return spy
+
+
+def _loop(run: Run) -> None:
+    """A history the window cannot hold, then one build per turn (each record lists the left-out
+    history), turn 5 built only at the end: a rebuild, recorded after every other turn's."""
+    run.append(UserInput("fix the failing build"))
+    history: list[Any] = []
+    for i in range(30):
+        history += [ModelResponse(tool_calls=(ToolCall(call_id=f"h{i}", name="sh", arguments="{}"),)),
+                    ToolResult(call_id=f"h{i}", content=f"file_{i}.py " * 40, exit_code=0)]
+    run.append(history)
+    first = run.next_turn()
+    for i in range(_TURNS):
+        if first + i != first + 4:
+            run.build("anthropic", window=2_000, reserve=500)
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="sh", arguments="{}"),)),
+                   ToolResult(call_id=f"c{i}", content=f"step {i} ok", exit_code=0))
+    run.build(turn=first + 4, provider="anthropic", window=2_000, reserve=500)
+
+
+def test_a_turns_records_are_the_only_ones_decoded_whole(store_url: str,
+                                                          whole_records: _WholeRecords) -> None:
+    """``records(N)`` decoded every record after turn N's previous response (an early turn: all of
+    them) to keep turn N's; the others are now read for their turn only. What it returns is what
+    the whole read of the log gives, a late rebuild's record included."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        _loop(run)
+        every = [r.event for r in run.events() if isinstance(r.event, ContextBuilt)]
+        first = run.next_turn() - _TURNS
+        assert len(every) == _TURNS and every[0].turn == first
+        for turn in (first, first + 4, first + _TURNS - 1, first + _TURNS):
+            whole_records.decoded = 0
+            records = run.records(turn)
+            assert records == [e for e in every if e.turn == turn]
+            assert whole_records.decoded == len(records)
+        assert [r.rebuild for r in run.records(first + 4)] == [True]
+        assert run.records(first + _TURNS) == []  # the next turn: none yet
+
+
+def test_a_fold_reads_the_log_as_a_whole_read_does_without_manifests(store_url: str,
+                                                                     whole_records: _WholeRecords) -> None:
+    """``fold_events`` gives the events, positions and chain hashes a whole read gives, each record
+    with an empty manifest (not decoded), up to the position asked; a fold of either is the same."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        _loop(run)
+        whole = run.events()
+        whole_records.decoded = 0
+        slim = list(store.events.fold_events("loop"))
+        assert whole_records.decoded == 0
+        assert [(r.position, r.hash) for r in slim] == [(r.position, r.hash) for r in whole]
+        assert [r.event for r in slim] == [
+            r.event.model_copy(update={"manifest": {}}) if isinstance(r.event, ContextBuilt) else r.event
+            for r in whole]
+        assert state_at_version(slim, run.version).fingerprint() == state_at_version(
+            whole, run.version).fingerprint()
+        assert [r.position for r in store.events.fold_events("loop", upto=40)] == list(range(1, 41))
