@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import Run, open_store
+from contextfold.cli_audit import audit_turn
 from contextfold.domain.events import (
     EVENT_ADAPTER,
     ContextBuilt,
@@ -25,6 +26,7 @@ from contextfold.domain.events import (
 )
 from contextfold.projections.past_states import state_at_version
 from contextfold.store import event_reads
+from contextfold.store.event_reads import EventReads
 
 _TURNS = 12
 """Built turns of the loop; turn 5 is left unbuilt, then rebuilt (and recorded) at the end."""
@@ -91,6 +93,42 @@ def test_a_turns_records_are_the_only_ones_decoded_whole(store_url: str,
             assert whole_records.decoded == len(records)
         assert [r.rebuild for r in run.records(first + 4)] == [True]
         assert run.records(first + _TURNS) == []  # the next turn: none yet
+
+
+def test_a_recorded_turns_rebuild_decodes_no_other_record(store_url: str,
+                                                          whole_records: _WholeRecords) -> None:
+    """A recorded turn's rebuild read the log up to its build with every earlier record whole,
+    though the fold notes a record's turn and position only: the last turn of an 800-turn run held
+    every record of the run (970 MB). ``replay`` and ``audit --turn`` decode the turn's own record
+    now, and still reproduce it byte for byte."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        _loop(run)
+        first = run.next_turn() - _TURNS
+        for turn in (first, first + 4, first + _TURNS - 1):
+            whole_records.decoded = 0
+            report = run.replay(turn)
+            assert report.ok, report.differences
+            assert report.rebuilt.model_dump(mode="json") == report.recorded.manifest
+            assert whole_records.decoded == 1
+            # audit --turn verifies the chain first, which decodes every event once, one at a
+            # time; apart from it, the turn's record is the only one read whole
+            verify = EventReads.verify
+
+            def paused(reads: EventReads, run_id: str, verify: Any = verify) -> Any:
+                whole_records.paused = True
+                try:
+                    return verify(reads, run_id)
+                finally:
+                    whole_records.paused = False
+
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(EventReads, "verify", paused)
+                whole_records.decoded = 0
+                verdict, result = audit_turn(run, turn)
+            assert verdict["ok"] and verdict["check"]["records"] == 1, verdict
+            assert result.manifest.request_hash == report.recorded.request_hash
+            assert whole_records.decoded == 1
 
 
 def test_a_fold_reads_the_log_as_a_whole_read_does_without_manifests(store_url: str,
