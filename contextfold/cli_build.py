@@ -225,7 +225,9 @@ def not_exposed_reasons(run: Run, manifest: ContextManifest, names: Iterable[str
     by, or one it exposed), re-derived from the log folded as that build saw it: a manifest lists
     the tools a request declares, not those it left out. For ``why`` and ``diff``."""
     version = min(manifest.log_version, run.version)  # a preview folds recovery it did not write
-    state = state_at_version(run.events(upto=version), version, run_id=run.run_id, progress=progress,
+    # the log as a fold reads it, records without their manifests (``RecordReads.fold_events``)
+    state = state_at_version(run.store.events.fold_events(run.run_id, upto=version), version,
+                             run_id=run.run_id, progress=progress,
                              recorded_encoding=manifest.encoding)  # counted as that build counted
     exposed = {t.name for t in manifest.tools}
     return {name: not_exposed_reason(state, manifest.config, name, exposed) for name in names}

@@ -152,7 +152,8 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
             shown = stand_in_for(manifest, f"e{pos}", group)
         if shown is not None:
             return f"{query} was compacted: {shown[1]}"
-        covering = [(rec.position, ev) for rec in run.events(upto=manifest.log_version)
+        covering = [(rec.position, ev) for rec in run.store.events.fold_events(run.run_id,
+                                                                              upto=manifest.log_version)
                     if isinstance(ev := rec.event, HistoryCompacted)
                     and (ev.covers_from <= pos <= ev.covers_to
                          or (ev.strategy == "summary" and group is not None

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from contextfold.api import Run, open_store
+from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
 from contextfold.domain.events import (
     EVENT_ADAPTER,
@@ -149,3 +150,33 @@ def test_a_fold_reads_the_log_as_a_whole_read_does_without_manifests(store_url: 
         assert state_at_version(slim, run.version).fingerprint() == state_at_version(
             whole, run.version).fingerprint()
         assert [r.position for r in store.events.fold_events("loop", upto=40)] == list(range(1, 41))
+
+
+def test_why_of_what_a_turn_does_not_hold_decodes_no_other_record(
+        store_url: str, whole_records: _WholeRecords, capsys: pytest.CaptureFixture[str]) -> None:
+    """``why --turn N QUERY`` of a query the turn's manifest does not hold folds the log up to the
+    turn's build (is it a tool the build did not expose?) and, for a position, looks for the
+    compaction covering it: both read the log with every record whole (the last turn of an
+    800-turn run: 1.5 GB). The live state a position's query folds too (``Run.state``, one event
+    at a time) is not counted; apart from it, the turn's record is the only one read whole."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        _loop(run)
+        last = run.next_turn() - 1
+        record_at = next(r.position for r in run.events() if isinstance(r.event, ContextBuilt))
+    state = Run.state
+
+    def paused(self: Run, **kw: Any) -> Any:
+        whole_records.paused = True
+        try:
+            return state(self, **kw)
+        finally:
+            whole_records.paused = False
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Run, "state", paused)
+        for query in ("nosuchtool", f"e{record_at}"):
+            whole_records.decoded = 0
+            assert main(["--store", store_url, "why", "loop", "--turn", str(last), query]) == 1
+            assert whole_records.decoded == 1, query
+            assert f"nothing in turn {last}'s manifest matches '{query}'" in capsys.readouterr().out
