@@ -111,7 +111,10 @@ class LogDiagnosis(_Frozen):
     total_lines: int
 
 
-_CR_AT_LINE_END = re.compile(r"\r+(?=\n)|\r+\Z")
+_CR_AT_LINE_END = re.compile(r"(?<!\r)\r++(?=\n|\Z)")
+r"""Carriage returns ending a line. Matched only from the first of a run: as ``\r+(?=\n)|\r+\Z``
+it was tried from every ``\r`` of a run that no newline ends, each reading to the run's end
+and giving it back (a tool output of 8,000 ``\r`` took 0.5 s of CPU, 32,000 nine)."""
 _TO_COLUMN_ONE = re.compile(r"\x1b\[[01]?G")
 """The cursor sent to the line's first column (``ESC [1G``, how npm's progress line redraws
 itself): a carriage return by another name, read as one (stripped with the colours, it glued a
@@ -166,20 +169,45 @@ pytest's "ImportError while importing test module" come between)."""
 _GO_FAIL = re.compile(r"^(\s*)--- FAIL")
 _GO_STATUS = re.compile(r"^\s*(?:--- (?:PASS|FAIL|SKIP)|=== )")
 _GO_JSON = re.compile(r'^\{.*"Test":"((?:[^"\\]|\\.)*)".*"Output":"((?: |\\t)*)')
-"""A ``go test -json`` output record: its test, and the indentation its output line opens with."""
+"""A ``go test -json`` output record: its test, and the indentation its output line opens with
+(what :func:`_go_json` finds, without backtracking)."""
+_GO_TEST, _GO_OUTPUT = '"Test":"', '"Output":"'
+_JSON_CHARS = re.compile(r'(?:[^"\\]|\\.)*+')
+_GO_INDENT = re.compile(r'(?: |\\t)*+')
+
+
+def _go_json(line: str) -> tuple[str, str] | None:
+    """The groups of ``_GO_JSON.match(line)`` for one line (no newline), in linear time.
+
+    Why not the regex: its first ``.*`` backs off from the line's end to each ``"Test":"`` in
+    turn, and from each the second ``.*`` reads to the end again for ``"Output":"``: a line
+    above a failed test's record repeating ``"Test":"a",`` with no output after cost 0.16 s of
+    CPU at 32 KB, 2.4 s at 128 KB. The regex's answer is the last ``"Test":"`` whose string
+    (read once: it ends before the next one's ``t"``) closes before the line's last
+    ``"Output":"``, which its greedy ``.*`` takes."""
+    output = line.rfind(_GO_OUTPUT) if line.startswith("{") else -1
+    at = line.rfind(_GO_TEST, 1, output - 1) if output >= 0 else -1
+    while at >= 0:
+        string = _JSON_CHARS.match(line, at + len(_GO_TEST))
+        assert string is not None  # (a possessive star: it matches, if only nothing)
+        if line.startswith('"', string.end()) and output > string.end():
+            indent = _GO_INDENT.match(line, output + len(_GO_OUTPUT))
+            assert indent is not None
+            return string.group(), indent.group()
+        at = line.rfind(_GO_TEST, 1, at + len(_GO_TEST) - 1)
+    return None
 
 
 def _go_json_start(clean: list[str], start: int) -> int:
     """Where the log of the test whose ``--- FAIL`` record is at ``start`` begins: the output
     records of the same test just above it, indented more deeply (``go test -v`` in JSON)."""
-    verdict = _GO_JSON.match(clean[start])
+    verdict = _go_json(clean[start])
     if verdict is None:
         return start
     at = start
     while start > 0 and at - start < CONTINUATION_LINES:
-        above = _GO_JSON.match(clean[start - 1])
-        if (above is None or above.group(1) != verdict.group(1)
-                or len(above.group(2)) <= len(verdict.group(2))):
+        above = _go_json(clean[start - 1])
+        if above is None or above[0] != verdict[0] or len(above[1]) <= len(verdict[1]):
             break
         start -= 1
     return start

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextfold.projections import diagnose as diagnose_module
 from contextfold.projections import log_patterns
 from contextfold.projections.log_patterns import KEY_ERROR_PATTERNS
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 EXCEPTION_REGEX = re.compile(r"\b[A-Z][\w.]*Exception\b")
 """The documented "exception" pattern (the reference)."""
+CR_AT_LINE_END_REGEX = re.compile(r"\r+(?=\n)|\r+\Z")
+"""Line-final carriage returns, as first written (the reference)."""
 
 REALISTIC_LINES = [
     'Exception in thread "main" java.lang.NullPointerException: Cannot invoke "String.length()"',
@@ -113,6 +116,34 @@ def test_the_exception_rule_reads_each_character_a_bounded_number_of_times(
     assert reads[0] <= 4 * len(line)
 
 
+_GO_PIECES = ['{', '"Test":"', '"Output":"', "a", '"', "\\", '\\"', "\\t", " ", ",", ":", "T", '"Test"',
+              'est":"', "\\\\", "}", '"Output"', "--- FAIL: ", "\r", "é"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_GO_PIECES), max_size=16).map("".join))
+def test_a_go_json_record_is_read_as_its_regex_reads_it(line: str) -> None:
+    for text in (line, "{" + line):
+        found = diagnose_module._GO_JSON.match(text)
+        assert diagnose_module._go_json(text) == (found and (found.group(1), found.group(2)))
+
+
+def test_a_go_json_record_keeps_its_test_and_indentation() -> None:
+    line = ('{"Time":"2024-05-01T10:00:00Z","Action":"output","Package":"example.com/calc",'
+            '"Test":"TestAdd/neg\\"q\\"","Output":"\\t    add_test.go:10: got 4, want 3\\n"}')
+    assert diagnose_module._go_json(line) == ('TestAdd/neg\\"q\\"', "\\t    ")
+    assert diagnose_module._go_json(line.replace('"Output"', '"Outcome"')) is None
+
+
+_CR_PIECES = ["\r", "\r\r\r", "\n", "\r\n", "x", " ", "ERROR: y", "\x1b[1G"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_CR_PIECES), max_size=20).map("".join))
+def test_line_final_carriage_returns_are_those_the_first_regex_removed(text: str) -> None:
+    assert diagnose_module._CR_AT_LINE_END.sub("", text) == CR_AT_LINE_END_REGEX.sub("", text)
+
+
 _CHILD = """
 import json, sys
 from contextfold.projections.diagnose import diagnose_log
@@ -120,10 +151,15 @@ head, unit, times, tail = json.loads(sys.argv[1])
 found = diagnose_log(head + unit * times + tail, 1)
 print(json.dumps([found.first_error.pattern, found.first_error.line, found.error_lines]))
 """
+_RECORD = '{"Action":"output","Test":"TestAdd","Output":"--- FAIL: TestAdd (0.00s)\\n"}'
 
 _HOSTILE: dict[str, tuple[tuple[str, str, int, str], list[object]]] = {
     # a 512 KB dotted run after the hint word: 39 s at 128 KB before, ~10 min here
     "dotted run": (("exception report: ", "A.", 262_144, "\nERROR: boom\n"), ["error", 2, 1]),
+    # a 2 MB line of "Test" members above a failed test's record: 2.4 s at 128 KB, ~10 min here
+    "go json": (("{", '"Test":"a",', 190_000, "\n" + _RECORD + "\n"), ["go_json_fail", 2, 1]),
+    # 256 K carriage returns that no newline ends: 9 s for 32,000 before, ~10 min here
+    "carriage returns": (("progress", "\r", 262_144, "x\nERROR: boom\n"), ["error", 2, 1]),
 }
 
 
