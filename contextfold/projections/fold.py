@@ -269,13 +269,13 @@ def _answer(state: RunState, rec: RecordedEvent, call_id: str, trust: Trust,
     gpos = state.open_groups.pop(call_id)
     group = state.items[gpos]
     assert isinstance(group, ToolGroup)
-    slot = next(c for c in group.calls if c.call_id == call_id)
+    slot = group.slot(call_id)  # O(1): a reply's n answers scanned its n slots each
+    assert slot is not None
     answer = make(slot.name)
     fid = add_fragment(state, rec, "tool_result", trust, answer,
                source_ref=call_ref(state, call_id, gpos))
-    calls = tuple(replace(c, status=answer.status, answer_id=fid, answer_position=rec.position)
-                  if c is slot else c for c in group.calls)
-    state.items[gpos] = ToolGroup(gpos, group.fragment_id, calls)
+    state.items[gpos] = group.answered(
+        replace(slot, status=answer.status, answer_id=fid, answer_position=rec.position))
     state.answer_group[rec.position] = gpos
     return gpos
 
@@ -295,7 +295,8 @@ def _(event: ToolResult, state: RunState, rec: RecordedEvent) -> None:
     gpos = state.recovered_groups[event.call_id]
     group = state.items[gpos]
     assert isinstance(group, ToolGroup)
-    slot = next(c for c in group.calls if c.call_id == event.call_id)
+    slot = group.slot(event.call_id)
+    assert slot is not None
     header = (f"late result for call {event.call_id} ({slot.name}), issued at position {gpos} "
               f"and declared {slot.status} at position {slot.answer_position}, arrived at "
               f"position {rec.position}; it is not an answer to that call"

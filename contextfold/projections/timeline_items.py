@@ -2,7 +2,8 @@
 
 Apart from :mod:`contextfold.projections.state` because the fold writes these items and
 every build reads them, and because keeping the index incremental (O(new events) per
-step on a long run) is a concern of its own. ``RunState`` re-exports the item types.
+step on a long run) is a concern of its own. ``RunState`` re-exports the item types; a tool
+group and its slots are defined in :mod:`~contextfold.projections.tool_group`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import itertools
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias
+
+from contextfold.projections.tool_group import RECOVERY_STATUSES, CallSlot, CallStatus, ToolGroup
 
 if TYPE_CHECKING:
     from contextfold.projections.state import RunState
@@ -26,67 +29,6 @@ __all__ = [
     "TimelineMark",
     "ToolGroup",
 ]
-
-CallStatus: TypeAlias = Literal["open", "ok", "error", "lost", "cancelled"]
-RECOVERY_STATUSES = ("lost", "cancelled")
-"""The answers the runtime wrote (``ToolResultLost``, ``ToolCallCancelled``), not the tool: logged
-when a build finds the call unanswered, maybe long after it, so they neither keep a group out of
-a compaction's cover (:attr:`ToolGroup.tool_positions`) nor make it rank as new
-(``timeline_units.ranked_position``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallSlot:
-    """One call of a parallel batch and how it was answered (exactly once, or still open)."""
-
-    call_id: str
-    name: str
-    status: CallStatus = "open"
-    answer_id: str | None = None
-    answer_position: int | None = None
-    alias: str | None = None
-    """The id shown instead of ``call_id`` to the providers in ``alias_for`` (``call_ids``)."""
-    alias_for: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ToolGroup:
-    """An assistant response with tool calls and their answers: one atomic unit.
-
-    ``fragment_id`` is the assistant (history) fragment; each slot's
-    ``answer_id`` the tool_result fragment that answers it. Renderers lay it
-    out as the assistant message followed by the answers in call order.
-    """
-
-    position: int
-    fragment_id: str
-    calls: tuple[CallSlot, ...]
-    kind: Literal["group"] = "group"
-
-    @property
-    def group_id(self) -> str:
-        return f"g{self.position}"
-
-    @property
-    def closed(self) -> bool:
-        return all(c.status != "open" for c in self.calls)
-
-    @property
-    def fragment_ids(self) -> tuple[str, ...]:
-        return (self.fragment_id, *(c.answer_id for c in self.calls if c.answer_id))
-
-    @property
-    def positions(self) -> tuple[int, ...]:
-        return (self.position, *(c.answer_position for c in self.calls
-                                 if c.answer_position is not None))
-
-    @property
-    def tool_positions(self) -> tuple[int, ...]:
-        """``positions`` without the runtime recovery answers (lost, cancelled): what the call and
-        its tool produced. A recovery marker is appended when a build finds the call unanswered,
-        which may be long after it; a compaction cover need not reach it (``masking.wholly_inside``)."""
-        return (self.position, *(c.answer_position for c in self.calls
-                                 if c.answer_position is not None and c.status not in RECOVERY_STATUSES))
 
 
 @dataclass(frozen=True, slots=True)
