@@ -190,10 +190,11 @@ def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[st
         if frame is None:
             return 0
         group = state.items.get(state.answer_group.get(entry.position, -1))
-        slots = tuple(s for s in group.calls if s.call_id == frame.call_id) if isinstance(
-            group, ToolGroup) else ()
-        if not slots:
+        # the group's index, not a scan of its calls: per answer, that cost a wide reply n * n
+        slot = group.slot(frame.call_id) if isinstance(group, ToolGroup) else None
+        if slot is None:
             return count(frame.call_id)
+        slots = (slot,)
     total = 0
     for slot in slots:
         if slot.alias is None or (provider != NEUTRAL and provider not in slot.alias_for):

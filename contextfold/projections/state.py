@@ -368,7 +368,8 @@ class RunState:
             for apos, gpos in reversed(new):
                 group = self.items[gpos]
                 assert isinstance(group, ToolGroup)
-                slot = next(c for c in group.calls if c.answer_position == apos)
+                slot = group.answered_at(apos)  # O(1): not a scan of its group per answer
+                assert slot is not None
                 if slot.status in ("ok", "error"):  # a lost or cancelled call says nothing new
                     outcomes[slot.name] = (apos, gpos, slot.status == "error")
             self.memo["tool-outcomes"] = (len(answers), outcomes)

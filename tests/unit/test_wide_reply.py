@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 
+from contextfold.api import render_request
 from contextfold.domain.events import AnyEvent, ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.state import CallSlot, ToolGroup
 from tests.unit.test_builder import recorded
@@ -79,6 +82,19 @@ def test_a_wide_reply_is_folded_reading_each_slot_a_bounded_number_of_times(coun
     (group,) = state.groups()
     assert [c.status for c in group.calls] == ["error" if i % 97 == 0 else "ok" for i in range(CALLS)]
     assert [c.answer_position for c in group.calls] == list(range(3, CALLS + 3))
+
+
+def test_a_wide_reply_is_built_reading_each_slot_a_bounded_number_of_times(counts: _Counts) -> None:
+    """The builder found each answer's slot by scanning its group twice (its call id's tokens,
+    the latest error): n * n reads per build (2.5 million for these two)."""
+    state = fold(recorded(_wide_reply(CALLS)))
+    counts.reads = 0
+    for provider in ("openai-chat", "anthropic"):
+        built = build_context(state, BuildConfig(provider=provider, window=1_000_000, reserve=8_000),
+                              render=render_request)
+        assert len(built.manifest.fragments) == CALLS + 2
+    assert counts.reads <= 10 * CALLS
+    assert state.latest_error_ids() == frozenset()  # the newest group holds it: required whole
 
 
 def _group(state: Any) -> ToolGroup:
