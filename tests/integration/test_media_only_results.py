@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,6 +27,7 @@ from contextfold.domain.events import (
 )
 from contextfold.projections.render import validate_sdk_types
 from tests.integration.test_media_build import PROVIDERS, pdf, png
+from tests.json_strings import strings
 
 EMPTY_BLOCK = re.compile(r"<data [^>]*>\s*</data>")
 
@@ -35,17 +35,6 @@ EMPTY_BLOCK = re.compile(r"<data [^>]*>\s*</data>")
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
     return open_store(f"sqlite:///{tmp_path / 'only-media.db'}")
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string the body holds (texts, outputs, captions), wherever it sits."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def _run(store: Store, *, is_error: bool = False) -> Run:
@@ -65,12 +54,12 @@ def _run(store: Store, *, is_error: bool = False) -> Run:
 def test_a_result_of_only_a_document_has_no_empty_data_block(store: Store, provider: str) -> None:
     built = _run(store).build(provider, window=60_000, reserve=2_000, record=False)
     assert validate_sdk_types(provider, built.request)
-    strings = _strings(built.request)
-    assert not [s for s in strings if EMPTY_BLOCK.search(s)]
+    texts = strings(built.request)
+    assert not [s for s in texts if EMPTY_BLOCK.search(s)]
     # the result still names its document (its caption), and the document is sent
-    assert any('kind="document"' in s and "application/pdf" in s for s in strings)
-    assert any(s.startswith(("JVBER", "data:application/pdf;base64,JVBER")) for s in strings)
-    assert any('kind="image"' in s and "https://example.com/diagram" in s for s in strings)
+    assert any('kind="document"' in s and "application/pdf" in s for s in texts)
+    assert any(s.startswith(("JVBER", "data:application/pdf;base64,JVBER")) for s in texts)
+    assert any('kind="image"' in s and "https://example.com/diagram" in s for s in texts)
 
 
 def test_a_failed_result_of_only_a_document_has_no_empty_data_block(store: Store) -> None:
@@ -105,4 +94,4 @@ def test_a_result_with_text_keeps_its_data_block(store: Store) -> None:
                           blocks=(store.attach_document(pdf(2), title="spec.pdf"),)))
     for provider in PROVIDERS:
         built = run.build(provider, window=60_000, reserve=2_000, record=False)
-        assert any('kind="tool_result"' in s and "fetched 2 pages" in s for s in _strings(built.request))
+        assert any('kind="tool_result"' in s and "fetched 2 pages" in s for s in strings(built.request))
