@@ -60,11 +60,6 @@ def parse_file_ref(ref: str) -> FileRefRead:
     return FileRefRead(rest, None, start, end)
 
 
-def _path_of_file_ref(ref: str) -> str:
-    """The path of a ``file://`` source ref (:func:`parse_file_ref`)."""
-    return parse_file_ref(ref).path
-
-
 def file_reads(state: RunState) -> dict[str, str]:
     """Each current read of a file (``RunState.files``: reads and stale rests) -> its path. The
     fold decided between the reads of one path (``fold_files``): which are current, which stale."""
@@ -86,7 +81,7 @@ def file_sources(state: RunState, fids: Iterable[str], frag: Callable[[str], Con
             continue
         f = frag(fid)
         if f.source_ref.startswith("file://"):
-            out[fid] = file_key(_path_of_file_ref(f.source_ref))
+            out[fid] = file_key(parse_file_ref(f.source_ref).path)
         elif f.kind == "instruction" and f.source_ref and "://" not in f.source_ref:
             out[fid] = file_key(f.source_ref)
     return out

@@ -12,7 +12,7 @@ from contextfold.domain.events import (
     MemoryRecalled,
     UserInput,
 )
-from contextfold.projections.fact_sources import FileRefRead, _path_of_file_ref, parse_file_ref
+from contextfold.projections.fact_sources import FileRefRead, parse_file_ref
 from tests.unit.test_builder import _left_out
 
 
@@ -54,7 +54,7 @@ def test_the_same_text_from_the_same_file_or_from_no_file_is_still_one_copy() ->
     ("file://mail/team@corp.com", "mail/team@corp.com"), ("file://a/b.py@v1.2.3", "a/b.py"),
     ("file://a/b.py@1.4#L2", "a/b.py")])
 def test_the_path_of_a_file_source_ref(ref: str, path: str) -> None:
-    assert _path_of_file_ref(ref) == path
+    assert parse_file_ref(ref).path == path
 
 
 @pytest.mark.parametrize(("ref", "read"), [
