@@ -47,18 +47,29 @@ from contextfold.domain.conversation import (
     InstructionPart,
     MediaPart,
     Message,
-    ToolCallPart,
     ToolResultPart,
     ToolResults,
     UserMessage,
     UserPart,
 )
-from contextfold.domain.events import DocumentBlock, ImageBlock, Reasoning, TextBlock, ToolSpec
+from contextfold.domain.events import ToolSpec
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.trusted import trusted
-from contextfold.projections.entries import FragmentEntry, FragmentFields, reasoning_of
+from contextfold.projections.entries import reasoning_of
 from contextfold.projections.fold_summary import split_summary
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL, data_tag
+from contextfold.projections.layout_parts import (
+    SectionRow,
+    assistant_message,
+    authority_part,
+    call_part,
+    data_and_media,
+    data_part,
+    entry_media,
+    fragment_media,
+    message_of,
+    text_of,
+)
 from contextfold.projections.not_offered import (
     RECORD_TRUST,
     not_offered_header,
@@ -68,7 +79,6 @@ from contextfold.projections.not_offered import (
 )
 from contextfold.projections.render.runtime_lines import runtime_header_line
 from contextfold.projections.state import (
-    CallSlot,
     MessageItem,
     RunState,
     SummaryItem,
@@ -127,60 +137,6 @@ class LayoutInput:
     as a note (``projections.not_offered``)."""
 
 
-def _text_of(frag: ContextFragment) -> str:
-    parts: list[str] = []
-    for block in frag.content:
-        if isinstance(block, TextBlock | ToolResultBlock):
-            parts.append(block.text)
-    return "\n".join(parts)
-
-
-def _media(frag: ContextFragment, trust_source: str) -> tuple[MediaPart, ...]:
-    """Media parts of a fragment, including those a tool returned (``ToolResultBlock.blocks``)."""
-    out: list[MediaPart] = []
-    blocks = [b for block in frag.content
-              for b in (block.blocks if isinstance(block, ToolResultBlock) else (block,))]
-    for block in blocks:
-        if isinstance(block, ImageBlock) and (block.url or block.artifact):
-            out.append(MediaPart(kind="image", media_type=block.media_type, url=block.url,
-                                 artifact=block.artifact, detail=block.detail, source=trust_source,
-                                 trust=frag.trust, fragment_id=frag.id))
-        elif isinstance(block, DocumentBlock) and not block.media_type.startswith("text/") and (
-                block.url or block.artifact):
-            out.append(MediaPart(kind="document", media_type=block.media_type, url=block.url,
-                                 artifact=block.artifact, source=trust_source, trust=frag.trust,
-                                 fragment_id=frag.id))
-    return tuple(out)
-
-
-def _entry_media(state: RunState, entry: FragmentEntry) -> tuple[MediaPart, ...]:
-    """:func:`_media` of an entry's fragment (its own source as the media's), made only when the
-    run has folded media: a fragment's media parts are priced media, so none before."""
-    return _media(entry.fragment, entry.source_ref) if state.media_seen else ()
-
-
-def _data(frag: FragmentFields, text: str, truncated: bool, label: str | None = None) -> DataPart:
-    return trusted(DataPart, text=text, source=frag.source_ref, trust=frag.trust,
-                   label=label or data_tag(frag.kind, frag.trust)[1], truncated=truncated,
-                   fragment_id=frag.id)
-
-
-def _data_and_media(frag: FragmentFields, text: str, truncated: bool, media: tuple[MediaPart, ...]
-                    ) -> tuple[DataPart | MediaPart, ...]:
-    """A data fragment's text block, then its media: none of text that is blank beside media (a
-    tool that returned only a PDF or a screenshot). Every provider was sent an empty ``<data>``
-    block before such a medium, a block that said nothing."""
-    if media and not text.strip():
-        return media
-    return (_data(frag, text, truncated), *media)
-
-
-def _authority_part(frag: ContextFragment, text: str, truncated: bool) -> UserPart:
-    if frag.trust in ("runtime", "user"):
-        return InstructionPart(text=text, authority=frag.trust, fragment_id=frag.id)
-    return _data(frag, text, truncated)
-
-
 def lay_out(inp: LayoutInput) -> Conversation:
     state = inp.state
     def frag(fid: str) -> ContextFragment:
@@ -193,7 +149,7 @@ def lay_out(inp: LayoutInput) -> Conversation:
         if fid in inp.deferred and inp.read_text is not None:
             return inp.read_text(fid)
         plain = state.entries[fid].plain_text()  # the same text, without making the fragment
-        return plain if plain is not None else _text_of(frag(fid))
+        return plain if plain is not None else text_of(frag(fid))
 
     # The state sections (policy, instructions, task, retrieval) usually hold the same
     # fragments with the same texts from build to build: their parts and messages are kept
@@ -222,12 +178,13 @@ def lay_out(inp: LayoutInput) -> Conversation:
                          state.memo.setdefault("layout-sections", {}))
     system = cast(tuple[InstructionPart, ...], _section(kept_sections, "system", sections, lambda rows: tuple(
         InstructionPart(text=t, authority="runtime", fragment_id=f.id) for f, t, _ in rows)))
-    stable = _section(kept_sections, "stable", sections, _message_of(lambda f, t, cut: (_data(f, t, cut),)))
+    stable = _section(kept_sections, "stable", sections,
+                      message_of(lambda f, t, cut: (data_part(f, t, cut),)))
     task = _section(kept_sections, "task", sections,
-                    _message_of(lambda f, t, cut: (_authority_part(f, t, cut),)))
-    retrieval = _section(kept_sections, "retrieval", sections, _message_of(
-        lambda f, t, cut: _data_and_media(
-            f, t, cut, _media(f, f.source_ref) if f.kind in ("evidence", "memory") else ())))
+                    message_of(lambda f, t, cut: (authority_part(f, t, cut),)))
+    retrieval = _section(kept_sections, "retrieval", sections, message_of(
+        lambda f, t, cut: data_and_media(
+            f, t, cut, fragment_media(f, f.source_ref) if f.kind in ("evidence", "memory") else ())))
 
     laid, current = _timeline(inp, text)
     pieces = (stable, task, laid.version, retrieval, current)
@@ -381,7 +338,7 @@ def _timeline(inp: LayoutInput, text: Callable[[str], str]) -> tuple[_Laid, User
     return laid, message
 
 
-_Row = tuple[ContextFragment, str, bool]
+_Row = SectionRow
 _Special = tuple[TimelineItem, tuple[tuple[object, str, bool, object, object], ...], list[Message]]
 
 
@@ -418,31 +375,6 @@ def _section(memo: dict[str, tuple[object, tuple[Any, ...]]], name: str, section
     return value
 
 
-def _message_of(parts: Callable[[ContextFragment, str, bool], tuple[UserPart, ...]]
-                ) -> Callable[[list[_Row]], tuple[UserMessage, ...]]:
-    """A section's one user message of the rows' parts (none for no rows)."""
-    def make(rows: list[_Row]) -> tuple[UserMessage, ...]:
-        if not rows:
-            return ()
-        return (UserMessage(parts=tuple(p for f, t, cut in rows for p in parts(f, t, cut))),)
-    return make
-
-
-def _call_part(slot: CallSlot, name: str, arguments: str) -> ToolCallPart:
-    if slot.alias is None:
-        return trusted(ToolCallPart, call_id=slot.call_id, name=name, arguments=arguments)
-    return trusted(ToolCallPart, call_id=slot.call_id, alias=slot.alias, alias_for=slot.alias_for,
-                   name=name, arguments=arguments)
-
-
-def _assistant(reasoning: Reasoning | None, **fields: Any) -> AssistantMessage:
-    """The model's message, with its provider reasoning when it has some (the renderers send it
-    to that provider only: ``projections.reasoning``)."""
-    if reasoning is not None:
-        fields["reasoning"] = reasoning
-    return trusted(AssistantMessage, **fields)
-
-
 def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], str]) -> list[Message]:
     state = inp.state
     match item:
@@ -452,7 +384,7 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
             head = state.entries[item.fragment_id]
             said, shown_calls = reply_as_shown(head, inp.replies.get(head.id))
             # A call's alias (``call_ids``) is its slot's: the slots are the calls, in order.
-            calls = tuple(_call_part(s, n, a) for s, (_, n, a) in zip(item.calls, shown_calls, strict=True))
+            calls = tuple(call_part(s, n, a) for s, (_, n, a) in zip(item.calls, shown_calls, strict=True))
             missing = not_offered_names([c.name for c in item.calls], inp.blocked) if inp.blocked else ()
             if missing:  # a note, then each result with its runtime line: no call, no tool needed
                 record = not_offered_record(said, shown_calls)
@@ -478,8 +410,8 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                         text=text(slot.answer_id), source=answer.source_ref, trust=shown_trust,
                         label=label, fragment_id=answer.id),)
                 else:
-                    content = _data_and_media(answer, text(slot.answer_id), slot.answer_id in inp.truncated,
-                                              _entry_media(state, answer))
+                    content = data_and_media(answer, text(slot.answer_id), slot.answer_id in inp.truncated,
+                                              entry_media(state, answer))
                 if missing:
                     line = runtime_header_line(slot.call_id, None, status, exit_code)
                     if line is not None:
@@ -491,27 +423,28 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                                        content=content, exit_code=exit_code, fragment_id=answer.id))
             if missing:
                 return [trusted(UserMessage, parts=tuple(note))]
-            return [_assistant(reasoning, text=said, tool_calls=calls, fragment_id=head.id),
+            return [assistant_message(reasoning, text=said, tool_calls=calls, fragment_id=head.id),
                     trusted(ToolResults, results=tuple(results))]
         case MessageItem():
             e = state.entries[item.fragment_id]
             if item.role == "assistant":
-                return [_assistant(reasoning_of(e), text=text(e.id), fragment_id=e.id)]
+                return [assistant_message(reasoning_of(e), text=text(e.id), fragment_id=e.id)]
             if item.role == "user":
                 parts: list[UserPart] = []
                 body = text(e.id)
                 if body:
                     parts.append(trusted(InstructionPart, text=body, authority="user", fragment_id=e.id))
-                parts.extend(_entry_media(state, e))
+                parts.extend(entry_media(state, e))
                 if not parts:
                     parts.append(InstructionPart(text="(empty message)", authority="user", fragment_id=e.id))
                 return [trusted(UserMessage, parts=tuple(parts))]
-            return [trusted(UserMessage, parts=(_data(e, text(e.id), e.id in inp.truncated, NOTE_LABEL),))]
+            note_part = data_part(e, text(e.id), e.id in inp.truncated, NOTE_LABEL)
+            return [trusted(UserMessage, parts=(note_part,))]
         case SummaryItem():  # a hand-off's task, the user's constraints with their authority (fold_summary)
             e = state.entries[item.fragment_id]
             asked, rest = split_summary(text(e.id))
             return [trusted(UserMessage, parts=(
                 *(InstructionPart(text=t, authority=a, fragment_id=e.id) for a, t in asked),
-                _data(e, rest, False, SUMMARY_LABEL)))]
+                data_part(e, rest, False, SUMMARY_LABEL)))]
         case _:
             assert_never(item)
