@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.diagnose import lean_log
+from contextfold.projections.file_lines import FileLines
 from contextfold.projections.fragment_facts import SHRINK_FLOOR, BuildCtx
 from contextfold.projections.framing import is_data, neutralised_count
 from contextfold.projections.json_deep import heads
@@ -22,6 +23,7 @@ from contextfold.projections.line_counts import LineSplitting
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.stale_reads import rest_lines
 from contextfold.projections.truncate import Truncation, truncate
+from contextfold.projections.truncation_result import marker_only, truncation_of
 
 __all__ = ["split_room", "truncate_fragment"]
 
@@ -79,8 +81,7 @@ def _cut_as(ctx: BuildCtx, fid: str, text: str, max_tokens: int, count: Callable
     is_file = f.source_ref.startswith("file://")
     stale = ctx.state.stale_reads.get(fid)
     if stale is not None:  # a stale rest: a note line, the read's other lines, a marker per cut run
-        return truncate(text, max_tokens, kind="file", count=count, line_splitting=splitting,
-                        numbers=rest_lines(first_line, stale.spans))
+        return _cut_stale_rest(text, max_tokens, count, splitting, rest_lines(first_line, stale.spans))
     if (stripped.startswith(("{", "[")) and (not is_file or _is_json(stripped))) or (
             stripped.startswith('"') and _is_json(stripped)):
         kind = "json"  # a document that is one string too: cut as words it was invalid JSON
@@ -92,6 +93,51 @@ def _cut_as(ctx: BuildCtx, fid: str, text: str, max_tokens: int, count: Callable
         kind = "log" if f.kind == "tool_result" else "text"
     return truncate(text, max_tokens, kind=kind, count=count,  # type: ignore[arg-type]
                     line_splitting=splitting, first_line=first_line)
+
+
+def _cut_stale_rest(text: str, max_tokens: int, count: Callable[[str], int],
+                    splitting: LineSplitting | None, numbers: FileLines) -> Truncation:
+    """A stale rest (:mod:`~contextfold.projections.stale_reads`) cut to ``max_tokens``: its note
+    line kept whole, then a cut of its other lines to the room the note leaves; when not even the
+    note and a marker fit, none of its lines (a bare marker).
+
+    Why: cut as one file text, the note was the head window's first line, and a grant that kept a
+    line or two kept them from the tail (a head of ``int(k / 2)`` lines is none for ``k = 1``) or
+    a words cut kept a head of the note's characters: the model was shown the older read's lines
+    with nothing saying they are stale, as if they were the file's current lines (a 1,000-line
+    read at grants of 48-70 tokens). Showing none of them is better than that.
+
+    The lines are cut to the grant less the note's tokens and counted again with the note: a
+    count is not additive where the note meets the lines (a line break can join the note's last
+    token), so what the whole counts over the grant is taken off the room and the lines cut
+    again (once at most, in practice). Not by a count of the note and the lines together: the
+    cut also counts single lines to find those over its grant, and each would carry the note."""
+    original_tokens = count(text)
+    if original_tokens <= max_tokens:  # whole: as ``truncate`` says it
+        return truncate(text, max_tokens, kind="file", count=count, numbers=numbers)
+    note, _, body = text.partition("\n")
+    head = f"{note}\n"
+    runs = tuple((at - 1, line, size) for at, line, size in numbers.runs)  # the body's lines
+    room = max_tokens - count(head)
+    while room > 0:
+        cut = truncate(body, room, kind="file", count=count, line_splitting=splitting,
+                       numbers=FileLines(runs))
+        if cut.over_budget:
+            break
+        shown = head + cut.text
+        tokens = count(shown)
+        if tokens > max_tokens:
+            room -= tokens - max_tokens
+            continue
+        kept = [(r.start, r.end) for r in cut.kept]
+        if cut.unit == "char":  # a words cut's ranges are the body's characters: the note's are kept too
+            skip = len(head)
+            kept = [(1, skip + kept[0][1]) if kept and kept[0][0] == 1 else (1, skip),
+                    *((a + skip, b + skip) for a, b in kept if a != 1)]
+        return truncation_of(shown, strategy=cut.strategy, unit=cut.unit, original=text,
+                             original_tokens=original_tokens, tokens=tokens, kept=kept,
+                             omitted=cut.omitted, omitted_chars=cut.omitted_chars)
+    return marker_only(text, original_tokens, "line", sum(size for _, _, size in runs), count)
 
 
 _FIRST_LINE = re.compile(r"#L(\d+)(?:-L\d+)?$")

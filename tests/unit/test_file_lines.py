@@ -107,3 +107,28 @@ def test_a_built_request_and_its_manifest_name_the_files_lines_of_a_cut_stale_re
     assert _omitted(marker) == [(before[-1] + 1, after[0] - 1)]
     [record] = [t for t in built.manifest.truncations if t.id == "e3.c1"]
     assert record.kept == f"lines 1-9, 13-{before[-1]}, {after[0]}-1000"
+
+
+def test_a_stale_rest_cut_to_a_small_grant_keeps_its_note_or_none_of_its_lines() -> None:
+    """Cut as one file text, the note was the head window's first line: a grant that kept a line
+    or two (48-70 tokens: budgets of 162-204 here) kept them from the tail, and the request showed
+    "x_1000 = compute_value(1000)" of revision r1 with nothing saying it was stale. Every budget
+    now shows the rest's lines after its whole note, or none of them (a bare marker)."""
+    events: tuple[AnyEvent, ...] = (
+        UserInput("Refactor compute_value calls"),
+        FileRead(path="src/big.py", revision="r1", content=BIG),
+        FileRead(path="src/big.py", revision="r2", start_line=10, end_line=12,
+                 content="    x_10 = 0\n    x_11 = 0\n    x_12 = 0\n"))
+    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    note = ("[stale: src/big.py as read at revision r1 (event 2). Read again since: lines 10-12 at revision "
+            "r2 (event 3). Those lines are left out here; the rest may be out of date.]\n")
+    cuts = set()
+    for budget in range(150, 320):
+        built = build_context(state, BuildConfig(provider="anthropic", window=1000 + budget, reserve=1000))
+        texts = strings(built.request)
+        assert not [s for s in texts if "compute_value(" in s and not s.startswith(note)], budget
+        noted = [s for s in texts if s.startswith(note)]
+        for record in (t for t in built.manifest.truncations if t.id == "e3.c1"):
+            assert (record.kept == "marker only") == (not noted), budget
+            cuts.add(record.strategy)
+    assert cuts == {"marker_only", "words", "lines"}  # none of its lines; the note and words; lines
