@@ -83,8 +83,10 @@ def _cut_as(ctx: BuildCtx, fid: str, text: str, max_tokens: int, count: Callable
     if stale is not None:  # a stale rest: a note line, the read's other lines, a marker per cut run
         return _cut_stale_rest(text, max_tokens, count, splitting, rest_lines(first_line, stale.spans))
     if (stripped.startswith(("{", "[")) and (not is_file or _is_json(stripped))) or (
-            stripped.startswith('"') and _is_json(stripped)):
-        kind = "json"  # a document that is one string too: cut as words it was invalid JSON
+            stripped.startswith(('"', *_NUMBER_STARTS)) and not is_file and _is_json(stripped)):
+        # a document that is one string or number too: cut as words it was invalid JSON, the
+        # number's head and tail around a marker, read as one number with other digits
+        kind = "json"
     elif is_file:  # (a TOML or INI file starts with "[": its lines, as a file's, by file line)
         kind = "file"
     elif "```" in text or "~~~" in text:
@@ -159,8 +161,12 @@ def _needs_neutralising(text: str) -> bool:
     return hit
 
 
+_NUMBER_STARTS = ("-", *"0123456789")
+"""How a JSON document that is one number starts."""
+
+
 def _is_json(stripped: str) -> bool:
-    if not stripped.startswith(("{", "[", '"')):
+    if not stripped.startswith(("{", "[", '"', *_NUMBER_STARTS)):
         return False
     hit = _PARSED.get(stripped)
     if hit is None:

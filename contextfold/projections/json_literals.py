@@ -28,7 +28,8 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["BOM", "SYNTAX_DECODER", "DuplicateKeys", "Number", "Unwritable", "loads", "unquote"]
+__all__ = ["BOM", "SYNTAX_DECODER", "DuplicateKeys", "Number", "Unwritable", "is_scalar", "loads",
+           "scalar_literal", "unquote"]
 
 BOM = "\ufeff"
 
@@ -56,6 +57,18 @@ class Number(str):
 
     def __repr__(self) -> str:
         return f"Number({self.text!r})"
+
+
+def is_scalar(value: Any) -> bool:
+    """Whether a parsed JSON value is a number, ``true``, ``false`` or ``null``: neither a string
+    (a :class:`Number` is a ``str`` subclass, not a ``str``) nor a container."""
+    return type(value) is not str and not isinstance(value, list | dict)
+
+
+def scalar_literal(value: Any) -> str:
+    """A scalar's JSON text as the document wrote it: a :class:`Number`'s literal; any other
+    number is one Python writes back as it was read (:func:`loads`)."""
+    return value.text if isinstance(value, Number) else json.dumps(value)
 
 
 _QUOTED = re.compile(r'"\\u0000(-?[0-9][-+.0-9eE]*)\\u0000"')

@@ -29,7 +29,7 @@ import orjson
 from contextfold.domain.canonical import compact_json, quote
 from contextfold.domain.fork_locks import fork_safe_lock
 from contextfold.projections.graphemes import head_chars
-from contextfold.projections.json_literals import Number, unquote
+from contextfold.projections.json_literals import is_scalar, scalar_literal, unquote
 
 __all__ = [
     "CHARS_PER_STEP",
@@ -85,6 +85,19 @@ def _shrunk_string(value: str, knob: int, stats: ShrinkStats, top: bool = False)
     return f"{kept}… [{len(value) - len(kept)} chars omitted]"
 
 
+def _shrunk_scalar(value: Any, knob: int, stats: ShrinkStats) -> Any:
+    """A document that is one number (or other scalar) at ``knob``: itself while its literal has
+    at most ``4 * knob`` characters, else a string of its head and what was left out, as a long
+    string is cut. Why: a scalar in a container is dropped with its item or member (the marker
+    says so); one at the top has none, and a 40,000-digit number kept a bare ``…`` at any grant,
+    which no JSON reader parses."""
+    literal = scalar_literal(value)
+    if len(literal) <= knob * CHARS_PER_STEP:
+        stats.kept.append((1, len(literal)))
+        return value
+    return _shrunk_string(literal, knob, stats, top=True)
+
+
 def shrink(value: Any, knob: int, stats: ShrinkStats, top: bool = False,
            saturated: dict[int, int] | None = None) -> Any:
     """``value`` with at most ``ceil(knob/16)`` items per container, ``4*knob`` chars a string.
@@ -103,8 +116,10 @@ def _shrink(value: Any, knob: int, stats: ShrinkStats, top: bool,
     if not top and saturation(id(value), _UNKNOWN) <= knob:  # kept whole: nothing to walk
         return value
     level = -(-knob // STEPS_PER_ITEM)
-    if type(value) is str:  # (a Number is a str too: it is a scalar here, never cut)
+    if type(value) is str:  # (a Number is a str too: it is a scalar here, never cut but at the top)
         return _shrunk_string(value, knob, stats, top)
+    if top and is_scalar(value):
+        return _shrunk_scalar(value, knob, stats)
     if isinstance(value, list):
         n = len(value)
         if n <= level:
@@ -140,7 +155,11 @@ def saturations(value: Any) -> dict[int, int]:
     """``id(subtree) -> ``:func:`size_knob_max` of it, for every string, list and dict in
     ``value`` and for ``value`` itself; a scalar's is 0 (kept as it is at any knob). Valid while
     ``value`` lives unchanged (ids): keep the two together. A
-    :class:`~contextfold.projections.json_literals.Number` is a scalar: 0."""
+    :class:`~contextfold.projections.json_literals.Number` is a scalar: 0. A document that is
+    one scalar is cut as its literal (:func:`_shrunk_scalar`): its own is its literal's, as a
+    string's."""
+    if is_scalar(value):
+        return {id(value): -(-len(scalar_literal(value)) // CHARS_PER_STEP)}
     out: dict[int, int] = {}
     stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
@@ -189,7 +208,8 @@ def _dump(value: Any, orjson_safe: bool) -> str:
 
 def size_knob_max(value: Any) -> int:
     """The knob at which :func:`shrink` keeps everything: the largest of ``ceil(len / 4)`` over
-    its strings and ``16 * len`` over its containers (:func:`saturations` computes it per subtree)."""
+    its strings and ``16 * len`` over its containers (:func:`saturations` computes it per subtree);
+    for a document that is one number, ``ceil(len / 4)`` of its literal."""
     return saturations(value)[id(value)]
 
 
@@ -380,8 +400,9 @@ class JsonPieces:
             text = quote(_shrunk_string(value, knob, stats, top))
             out.append((text, _split_of(text, True)))
             return
-        if not container:  # a scalar at the top
-            text = value.text if isinstance(value, Number) else json.dumps(value)
+        if not container:  # a scalar at the top: itself, or its literal cut as a string
+            shown = _shrunk_scalar(value, knob, stats)
+            text = quote(shown) if type(shown) is str else scalar_literal(value)
             out.append((text, _split_of(text, True)))
             return
         level = -(-knob // STEPS_PER_ITEM)

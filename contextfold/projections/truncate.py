@@ -27,8 +27,10 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
 * ``json``: the result stays valid JSON. Arrays keep their first and last items around a marker
   item ``"… N items omitted"``; objects keep their first members plus a marker member
   ``"…": "N members omitted"``; long strings are shortened at a grapheme cluster boundary with a
-  ``… [N chars omitted]`` suffix. One size knob applies recursively to every nested value, and
-  the largest knob that fits is found by search (the whole value, compacted, is tried first).
+  ``… [N chars omitted]`` suffix, and a document that is one number too long for the grant becomes
+  such a string of its literal's head (it has no container to drop it from). One size knob
+  applies recursively to every nested value, and the largest knob that fits is found by search
+  (the whole value, compacted, is tried first).
   Output is compact JSON, every number as written (``NaN``, ``Infinity``, ``1e400``, ``-0``:
   :mod:`~contextfold.projections.json_literals`), without a byte order mark. JSON nested past the
   parser, or whose parse would not be written back as it was (an object naming a member twice),
@@ -57,7 +59,7 @@ even the bare marker: then the result is :data:`MINIMAL_MARKER` with
 Ranges in :attr:`Truncation.kept` are 1-based and inclusive: line numbers for
 lines (the file's, for a file excerpt or a stale rest: ``first_line``, ``numbers``), chunk
 numbers for chunks, item/member numbers of the top-level
-container for JSON (characters of a document that is one string or nested past the parser;
+container for JSON (characters of a document that is one string or number, or nested past the parser;
 documents for JSON blocks).
 """
 
@@ -404,7 +406,8 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
     stats = renders[level][1]  # every answer was rendered (``fit_line_windows`` renders it last)
-    unit: Unit = "char" if type(value) is str else "json_member"  # a string's kept characters
+    # a string's kept characters, or a number's (cut as a string of its literal's head)
+    unit: Unit = "json_member" if isinstance(value, list | dict) else "char"
     if level == top_max:  # nothing dropped: the compact form fits where the original did not
         return truncation_of(out_text, strategy="none", unit=unit, original=text,
                              original_tokens=original_tokens, tokens=tokens, kept=stats.kept)

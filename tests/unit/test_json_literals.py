@@ -232,3 +232,45 @@ def test_a_number_to_keep_beside_a_nul_keeps_a_head_as_written() -> None:
     end = result.kept[0].end
     assert result.text[:end] == text[:end] and "1e400" in result.text
     assert json.loads(result.text)["rows"][4]["id"] == float("inf")
+
+
+BIG_NUMBERS = ["1" * 40_000, "-" + "9" * 5_000 + ".5e-10", "  " + "7" * 9_000 + "\n", "1.5" + "0" * 5_000]
+
+
+@pytest.mark.parametrize("pieces", [True, False], ids=["by-pieces", "whole"])
+@pytest.mark.parametrize("text", BIG_NUMBERS, ids=["digits", "exponent", "padded", "fraction"])
+def test_a_document_that_is_one_number_over_the_grant_keeps_a_json_head_of_it(text: str,
+                                                                              pieces: bool) -> None:
+    """A scalar has no container to be dropped from: a 40,000-digit number cut to any grant kept a
+    bare "…", which no reader parses. It becomes a string of the literal's first digits and what
+    was left out, as a long string is cut, and the record says which characters were kept."""
+    literal = text.strip()
+    for budget in (8, 12, 48, 333):
+        result = truncate(text, budget, kind="json", count=COUNTER.count,
+                          line_splitting=COUNTER.line_splitting if pieces else None)
+        assert_promise(result, budget, cl100k)
+        assert (result.strategy, result.unit, result.over_budget) == ("json", "char", False)
+        shown = json.loads(result.text)
+        end = max((r.end for r in result.kept), default=0)  # none kept: the marker alone
+        assert [(r.start, r.end) for r in result.kept] == ([(1, end)] if end else [])
+        assert shown == f"{literal[:end]}… [{len(literal) - end} chars omitted]"
+        assert result.omitted_chars == len(literal) - end
+        assert result.tokens >= budget - 2  # the grant is used, not lost to a marker
+    assert truncate(text, 4, kind="json", count=COUNTER.count).over_budget  # not even the marker fits
+
+
+@pytest.mark.parametrize("is_error", [False, True])
+def test_a_tool_result_that_is_one_huge_number_is_cut_as_json(is_error: bool) -> None:
+    """The builder cut such a result as a log: the number's head and tail around a marker, which a
+    reader takes for one number with other digits (a failed call's, as its diagnosis)."""
+    digits = "31415926535" * 4_000
+    cut, shown = cut_first_result(ToolResult(call_id="c1", content=digits, is_error=is_error,
+                                             exit_code=1 if is_error else None), 1_000)
+    assert cut.strategy == "json"
+    value = json.loads(shown)
+    assert isinstance(value, str) and digits.startswith(value.partition("…")[0])
+    assert value.endswith(" chars omitted]") and len(value) > 1_000
+    text = "hello world " * 17_000  # a document that is one string was cut as JSON already
+    cut, shown = cut_first_result(ToolResult(call_id="c1", content=json.dumps(text), is_error=is_error,
+                                             exit_code=1 if is_error else None), 1_000)
+    assert cut.strategy == "json" and text.startswith(json.loads(shown).partition("…")[0])
