@@ -53,12 +53,23 @@ from contextfold.domain.fragments import (
 )
 
 __all__ = ["LAZY_TEXT_CHARS", "AnswerStatus", "Content", "FragmentEntry", "FragmentFields", "LazyText",
-           "Response", "ToolAnswer", "artifact_text_in", "blocks_hash", "reasoning_of"]
+           "Response", "ToolAnswer", "artifact_text_in", "blocks_hash", "plain_text_of", "reasoning_of"]
 
 LAZY_TEXT_CHARS = 1024
 """A tool result text longer than this is a large payload: held as a ref when the state has a
 text source, and (whether held or not) redacted when a build first needs its text, like an
 artifact-backed payload (``projections.fragment_facts``)."""
+
+def plain_text_of(content: Content) -> str | None:
+    """:meth:`FragmentEntry.plain_text` of an entry holding ``content`` (or of a fragment's blocks)."""
+    if isinstance(content, Response):
+        return content.text
+    if isinstance(content, ToolAnswer):
+        return content.text if content.artifact is None and isinstance(content.text, str) else None
+    if artifact_text_in(content):  # blocks already: their texts, unless one lives in an artifact
+        return None
+    return "\n".join(b.text for b in content if isinstance(b, TextBlock | ToolResultBlock))
+
 
 def blocks_hash(blocks: tuple[MessageBlock, ...]) -> str:
     """``content_hash``: blake3 of the canonical JSON (sorted keys) of the blocks."""
@@ -292,14 +303,7 @@ class FragmentEntry:
         """The text a build renders for this entry, joined as its blocks' texts would be, when that
         needs no block built and nothing loaded (a model reply's text, an inline tool result's);
         None otherwise (then ask the fragment)."""
-        content = self.content
-        if isinstance(content, Response):
-            return content.text
-        if isinstance(content, ToolAnswer):
-            return content.text if content.artifact is None and isinstance(content.text, str) else None
-        if artifact_text_in(content):  # blocks already: their texts, unless one lives in an artifact
-            return None
-        return "\n".join(b.text for b in content if isinstance(b, TextBlock | ToolResultBlock))
+        return plain_text_of(self.content)
 
     def answer(self) -> ToolAnswer | None:
         """The tool result this entry holds as plain values, if it is one."""

@@ -61,8 +61,9 @@ from contextfold.projections.entries import (
     Response,
     ToolAnswer,
     blocks_hash,
+    plain_text_of,
 )
-from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data
+from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data, media_alone
 from contextfold.projections.media_cost import priced_media
 from contextfold.projections.plan_view import current_steps, plan_text
 from contextfold.projections.reasoning import reasoning_tokens
@@ -90,6 +91,7 @@ __all__ = [
     "payload",
     "plan_text",
     "range_within",
+    "shown_as_media_alone",
     "supersede",
 ]
 
@@ -226,6 +228,24 @@ def _shown_texts(content: Content) -> list[str]:
     return out
 
 
+def shown_as_media_alone(kind: str, content: Content) -> bool:
+    """Whether the layout shows a fragment of ``kind`` holding ``content`` as its media alone, no
+    data block (:func:`~contextfold.projections.framing.media_alone`): a tool's answer (not a lost
+    or cancelled one: a runtime note) or retrieved evidence or memory, whose text is blank beside
+    media the layout lays out (a URL or an artifact). A text held in an artifact or in the log
+    only is not blank. Its framing prices no ``<data>`` wrapper then: priced, the budget paid ~30
+    tokens per screenshot for a wrapper no provider was sent."""
+    if kind not in ("tool_result", "evidence", "memory") or isinstance(content, Response):
+        return False
+    blocks = content.blocks if isinstance(content, ToolAnswer) else content
+    if not any(b.url or b.artifact for b in priced_media(blocks)):  # most: no media
+        return False
+    frame = answer_frame_of(content)
+    text = plain_text_of(content)
+    return (text is not None and not (frame is not None and frame.status in ("lost", "cancelled"))
+            and media_alone(text, True))
+
+
 def answer_frame_of(content: Content) -> AnswerFrame | None:
     """The frame of a tool answer: a folded result, or blocks holding a result block (a mask stub,
     a fragment built from blocks). A stub is rendered with the same runtime status line as the
@@ -278,7 +298,7 @@ def _fold_entry(state: RunState, rec: RecordedEvent, fid: str, kind: FragmentKin
     shown_as_data = data_label is not None or is_data(kind, trust)
     framing = framing_tokens(kind, trust, source, state.counter.count,  # the counter's tables warm now
                              answer_frame_of(content), _shown_texts(content) if shown_as_data else (),
-                             data_label)
+                             data_label, not shown_as_media_alone(kind, content))
     if (state.event_text is not None and isinstance(content, ToolAnswer)
             and isinstance(content.text, str) and len(content.text) > LAZY_TEXT_CHARS
             and isinstance(rec.event, ToolResult) and rec.event.content is content.text):

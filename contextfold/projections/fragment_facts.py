@@ -50,7 +50,7 @@ from contextfold.projections.entries import (
     artifact_text_in,
     reasoning_of,
 )
-from contextfold.projections.fold_content import answer_frame_of
+from contextfold.projections.fold_content import answer_frame_of, shown_as_media_alone
 from contextfold.projections.framing import (
     MESSAGE_OVERHEAD,
     NOTE_LABEL,
@@ -242,13 +242,17 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
     if state.media_seen:
         media = plan_fragment(state, view if isinstance(view, ContextFragment) else view.head, provider)
     text_tokens = view.token_count - (media.fold_tokens if media is not None else 0)
+    # shown as its media alone: no data block, so neither its (blank) text nor a wrapper is sent
+    alone = media is not None and shown_as_media_alone(view.kind, view.content)
+    if alone:
+        text_tokens = 0
     if state.reasoning_seen:  # priced in the fold: left out again where it is not sent
         reasoning = reasoning_of(view)
         if reasoning is not None and not reasoning_sent(reasoning, provider, model):
             text_tokens -= reasoning_tokens(reasoning, count)
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
-                                                                answer_frame(view))
+                                                                answer_frame(view), block=not alone)
     overhead += call_id_tokens(state, view.id, provider, count) + split_reply_tokens(state, view.id, provider)
     status = _result_status(view) if view.kind == "tool_result" else None
     if view.kind in ("evidence", "memory", "instruction", "user_input"):
@@ -264,7 +268,7 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
         # to 217 tokens was charged 1,420, and at 1.3k a spurious required-over-budget error.
         neutral = folded - framing_tokens(view.kind, view.trust, view.source_ref, count, answer_frame(view))
         overhead, text_tokens = overhead - neutral, text_tokens + neutral
-    extra = truncated_extra_tokens(view.kind, view.trust, count, status)
+    extra = 0 if alone else truncated_extra_tokens(view.kind, view.trust, count, status)
     return Facts(view, hit, media, large, text_tokens, overhead, shrink, extra)
 
 

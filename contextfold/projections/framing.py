@@ -29,7 +29,7 @@ from contextfold.projections.render.runtime_lines import ResultStatus, runtime_h
 from contextfold.projections.tool_names import shown_names
 
 __all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "NOTE_LABEL", "SUMMARY_LABEL", "AnswerFrame",
-           "data_tag", "framing_tokens", "is_data", "neutralised_count", "neutralised_extra",
+           "data_tag", "framing_tokens", "is_data", "media_alone", "neutralised_count", "neutralised_extra",
            "truncated_extra_tokens"]
 
 MESSAGE_OVERHEAD = 4
@@ -85,16 +85,24 @@ def _header_tokens(answer: AnswerFrame, count: Callable[[str], int]) -> int:
     return tokens
 
 
+def media_alone(text: str, media: bool) -> bool:
+    """Whether a data fragment with ``media`` is shown as its media alone, no data block: its text
+    is blank (a tool that returned only a screenshot or a PDF). The layout leaves the block out
+    then (an empty ``<data>`` block before the medium said nothing), and so does its price."""
+    return media and not text.strip()
+
+
 def framing_tokens(kind: str, trust: str, source_ref: str, count: Callable[[str], int],
                    answer: AnswerFrame | None = None, texts: Iterable[str] = (),
-                   label: str | None = None) -> int:
+                   label: str | None = None, block: bool = True) -> int:
     """The framing tokens of a fragment of ``kind`` and ``trust`` from ``source_ref``;
     ``answer`` for a tool result; ``texts``, the fragment's texts as logged, for what
     neutralising them adds when they are shown in a data block (:func:`neutralised_extra`);
     ``label``, for runtime text the layout shows as a data block all the same (a compaction
-    summary, a note: :data:`SUMMARY_LABEL`, :data:`NOTE_LABEL`)."""
+    summary, a note: :data:`SUMMARY_LABEL`, :data:`NOTE_LABEL`); ``block=False`` for a data
+    fragment shown as its media alone (:func:`media_alone`): no wrapper, no text in one."""
     header = 0 if answer is None else _header_tokens(answer, count)
-    if label is None and not is_data(kind, trust):
+    if not block or (label is None and not is_data(kind, trust)):
         return MESSAGE_OVERHEAD + header
     frame = (_frame(kind, trust, source_ref, answer, False) if label is None
              else data_frame(source_ref, trust, label))

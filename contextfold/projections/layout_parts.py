@@ -23,7 +23,7 @@ from contextfold.domain.events import DocumentBlock, ImageBlock, Reasoning, Text
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields
-from contextfold.projections.framing import data_tag
+from contextfold.projections.framing import data_tag, media_alone
 from contextfold.projections.state import CallSlot, RunState
 
 __all__ = ["SectionRow", "assistant_message", "authority_part", "call_part", "data_and_media", "data_part",
@@ -76,7 +76,7 @@ def data_and_media(frag: FragmentFields, text: str, truncated: bool, media_parts
     """A data fragment's text block, then its media: none of text that is blank beside media (a
     tool that returned only a PDF or a screenshot). Every provider was sent an empty ``<data>``
     block before such a medium, a block that said nothing."""
-    if media_parts and not text.strip():
+    if media_alone(text, bool(media_parts)):  # priced so (``fold_content.shown_as_media_alone``)
         return media_parts
     return (data_part(frag, text, truncated), *media_parts)
 

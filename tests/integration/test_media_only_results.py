@@ -25,7 +25,10 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.render import validate_sdk_types
+from contextfold.projections.render.data_blocks import data_frame
+from contextfold.projections.tokens import get_counter
 from tests.integration.test_media_build import PROVIDERS, pdf, png
 from tests.json_strings import strings
 
@@ -95,3 +98,49 @@ def test_a_result_with_text_keeps_its_data_block(store: Store) -> None:
     for provider in PROVIDERS:
         built = run.build(provider, window=60_000, reserve=2_000, record=False)
         assert any('kind="tool_result"' in s and "fetched 2 pages" in s for s in strings(built.request))
+
+
+def _priced_run(store: Store, name: str, said: str, *, is_error: bool = False) -> Run:
+    """A screenshot result and a retrieved diagram, each with the words ``said`` ("" for media alone)."""
+    run = store.run(name)
+    run.append(RunStarted(model="gpt-4o"), UserInput("Take a screenshot of the login page."))
+    run.append(ModelResponse(tool_calls=(ToolCall(call_id="c1", name="screenshot", arguments="{}"),)))
+    run.append(ToolResult(call_id="c1", content=said and f"{said} one", is_error=is_error,
+                          blocks=(store.attach_image(png((300, 200), 5)),)))
+    run.append(EvidenceRetrieved(source_ref="https://example.com/diagram", source_kind="web",
+                                 content=said and f"{said} two",
+                                 blocks=(store.attach_image(png((200, 100), 3)),)))
+    run.append(UserInput("What does it show?"))
+    return run
+
+
+def _data_block_tokens(manifest: ContextManifest, fid: str, label: str) -> int:
+    """What a data block adds around a fragment's text (its empty block, as written)."""
+    [line] = [f for f in manifest.fragments if f.id == fid]
+    return get_counter(manifest.encoding).count(data_frame(line.source_ref, line.trust, label))
+
+
+@pytest.mark.parametrize("is_error", [False, True])
+@pytest.mark.parametrize("provider", [*PROVIDERS, "neutral"])
+def test_media_alone_is_charged_no_data_block(store: Store, provider: str, is_error: bool) -> None:
+    """The layout sends no data block before a result's (or a retrieval's) only medium, but its
+    price kept the block's wrapper: each such fragment was charged ~20-30 tokens no renderer sent,
+    and a budget that held the request left it out. The same run with words beside the media
+    sends them in a data block: it is charged exactly that block more (its wrapper and words)."""
+    run = _priced_run(store, "alone", "", is_error=is_error)
+    alone = run.build(provider, window=60_000, reserve=2_000, record=False).manifest
+    said = _priced_run(store, "said", "seen", is_error=is_error).build(
+        provider, window=60_000, reserve=2_000, record=False).manifest
+    for layer, fid, label in (("observations", "e4", "tool_result"), ("retrieval", "e5", "evidence")):
+        words = {f.id: f.tokens for f in said.fragments}[fid] - {f.id: f.tokens for f in alone.fragments}[fid]
+        assert words == 2  # "seen one", "seen two"
+        assert said.layer_tokens[layer] - alone.layer_tokens[layer] == words + _data_block_tokens(
+            said, fid, label), (layer, alone.layer_tokens, said.layer_tokens)
+    # a budget that holds the request of media alone exactly keeps all of it, nothing reduced
+    budget = said.selected_tokens - sum(2 + _data_block_tokens(said, fid, label)
+                                        for fid, label in (("e4", "tool_result"), ("e5", "evidence")))
+    built = run.build(provider, window=budget + 2_000, reserve=2_000, record=False)
+    assert built.manifest.selected_tokens == budget
+    assert {"e4", "e5"} <= {f.id for f in built.manifest.fragments} and not built.manifest.truncations
+    if provider != "neutral":
+        assert validate_sdk_types(provider, built.request)
