@@ -21,6 +21,7 @@ from contextfold.projections.fold_content import (
     range_within,
     supersede,
 )
+from contextfold.projections.path_reads import CurrentRead, PathReads
 from contextfold.projections.stale_reads import (
     NewerRead,
     StaleRead,
@@ -32,9 +33,6 @@ from contextfold.projections.stale_reads import (
 from contextfold.projections.state import RunState
 
 __all__ = ["fold_file_read", "fold_retrieved_file"]
-
-_Read = tuple[str, str | None, int | None, int | None]
-"""A current read of a path: (fragment id, revision, start_line, end_line); ``RunState.files``."""
 
 
 def fold_file_read(event: FileRead, state: RunState, rec: RecordedEvent) -> None:
@@ -105,42 +103,44 @@ def _fold_read(state: RunState, rec: RecordedEvent, fid: str, read: FileRefRead,
                new_lines: list[str] | None) -> str | None:
     """File ``fid``, a read of ``read`` (a normalised path) whose lines are ``new_lines`` (None:
     held in an artifact), among the current reads of its path (:func:`fold_file_read`'s rules);
-    the semantic key of a read it supersedes, if any."""
+    the semantic key of a read it supersedes, if any. Only the reads it may change are looked at
+    (:meth:`~contextfold.projections.path_reads.PathReads.touched_by`), in the order they were
+    filed: the rules keep every other read as it is."""
     rng = (read.start_line, read.end_line)
-    path = read.path
-    kept: list[_Read] = []
+    reads = state.files.get(read.path)
+    if reads is None:
+        reads = state.files[read.path] = PathReads()
     rests = 0
     inherited: str | None = None
-    for old in state.files.get(path, ()):
+    for filed, old in reads.touched_by(read.revision, read.start_line, read.end_line):
         stale = state.stale_reads.get(old[0])
         changed = False
         if old[1] == read.revision and not (range_within((old[2], old[3]), rng) if stale is None
                                             else spans_within(stale.spans, rng)):
             if (new_lines is None or not _ranges_meet(old, read)
                     or not _lines_differ(state, old, stale, read, new_lines)):
-                kept.append(old)
-                continue
+                continue  # kept
             changed = True  # the same label (or none), another text: a newer version of the file
         elif stale is not None and old[1] != read.revision and not spans_meet(stale.spans, rng):
-            kept.append(old)  # marked stale already, none of its lines read again: as it is
-            continue
+            continue  # marked stale already, none of its lines read again: as it is
         supersede(state, old[0], fid)
         key = state.semantic_keys.get(old[0])
         inherited = inherited or key
-        if old[1] != read.revision or changed:
-            rest = _stale_rest(state, rec, old, read, fid, rests + 1)
-            if rest is not None:
-                kept.append(rest)
-                rests += 1
-                if key is not None:  # what is left of a keyed read: still the file under its key
-                    state.semantic_keys[rest[0]] = key
-    kept.append((fid, read.revision, read.start_line, read.end_line))
-    state.files[path] = tuple(kept)
+        rest = (_stale_rest(state, rec, old, read, fid, rests + 1)
+                if old[1] != read.revision or changed else None)
+        if rest is None:
+            reads.drop(filed)
+            continue
+        reads.replace(filed, rest, state.stale_reads[rest[0]].spans)
+        rests += 1
+        if key is not None:  # what is left of a keyed read: still the file under its key
+            state.semantic_keys[rest[0]] = key
+    reads.file((fid, read.revision, read.start_line, read.end_line))
     return inherited
 
 
-def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, read: FileRefRead, fid: str,
-                sub: int) -> _Read | None:
+def _stale_rest(state: RunState, rec: RecordedEvent, old: CurrentRead, read: FileRefRead, fid: str,
+                sub: int) -> CurrentRead | None:
     """Fold the stale rest of ``old`` that ``read`` (folded as ``fid``) leaves, if any line is left
     and its text is in the log (not an artifact's), as the ``sub``-th extra fragment of ``rec``.
     A rest's read tuple keeps its origin's revision and lines, so a rest of a rest is cut from the
@@ -165,7 +165,7 @@ def _stale_rest(state: RunState, rec: RecordedEvent, old: _Read, read: FileRefRe
     return (rid, old[1], old[2], old[3])
 
 
-def _lines_differ(state: RunState, old: _Read, stale: StaleRead | None, read: FileRefRead,
+def _lines_differ(state: RunState, old: CurrentRead, stale: StaleRead | None, read: FileRefRead,
                   new_lines: list[str]) -> bool:
     """Whether a line that both ``old`` (a read of ``read``'s revision, or the lines its stale
     rest shows) and ``read`` (whose lines are ``new_lines``) show reads otherwise in each. False
@@ -189,7 +189,7 @@ def _lines_differ(state: RunState, old: _Read, stale: StaleRead | None, read: Fi
     return False
 
 
-def _ranges_meet(old: _Read, read: FileRefRead) -> bool:
+def _ranges_meet(old: CurrentRead, read: FileRefRead) -> bool:
     """Whether the lines ``old`` and ``read`` name meet (None = from the start / to the end):
     before any text is split, since most reads of a path do not meet a newer one."""
     return ((old[3] is None or old[3] >= (read.start_line or 1))

@@ -5,7 +5,9 @@ so :func:`contextfold.projections.fold.fold_event` updates dicts in place
 instead of rebuilding every fragment. Everything *stored* in the state is
 immutable (fragment entries, timeline items, typed events), so
 :meth:`RunState.snapshot` is a shallow copy of the containers, taken only when
-a caller wants to keep a point-in-time view (replay, tests).
+a caller wants to keep a point-in-time view (replay, tests); the one container
+of containers, a path's current reads (``files``, updated in place so that a
+read costs O(the reads it touches)), is copied one level deeper.
 
 Views are computed on demand, never stored:
 
@@ -53,6 +55,7 @@ from contextfold.domain.events import (
 from contextfold.domain.fragments import ContextFragment, FragmentKind
 from contextfold.domain.log import PairingState
 from contextfold.projections.entries import FragmentEntry
+from contextfold.projections.path_reads import PathReads
 from contextfold.projections.stale_reads import StaleRead
 from contextfold.projections.timeline_items import (
     CallSlot,
@@ -179,10 +182,12 @@ class RunState:
     dropped_tools: dict[str, int] = field(default_factory=dict)
     """Tool name -> position of the ``ToolsRegistered(replace=True)`` that dropped it, until one
     registers it again: the runtime can no longer run it, so no build exposes it."""
-    files: dict[str, tuple[tuple[str, str | None, int | None, int | None], ...]] = field(
-        default_factory=dict)
-    """path -> current reads as (fragment id, revision, start_line, end_line); a stale rest
-    (``stale_reads``) with its origin's revision and lines."""
+    files: dict[str, PathReads] = field(default_factory=dict)
+    """path -> its current reads, iterated as (fragment id, revision, start_line, end_line) in the
+    order they were filed; a stale rest (``stale_reads``) with its origin's revision and lines,
+    in the place of the read it stands for. Indexed by their lines for the fold
+    (:mod:`~contextfold.projections.path_reads`), which updates them in place: ``snapshot``
+    copies them."""
     stale_reads: dict[str, StaleRead] = field(default_factory=dict)
     """Stale rest of an older read a newer partial read cut (:mod:`~contextfold.projections.stale_reads`)
     -> how it was cut."""
@@ -255,7 +260,8 @@ class RunState:
             superseded_by=dict(self.superseded_by), policies=dict(self.policies),
             instructions=dict(self.instructions), goal=self.goal, goal_ids=self.goal_ids,
             plan=self.plan, plan_id=self.plan_id, tools=dict(self.tools),
-            tool_ids=dict(self.tool_ids), dropped_tools=dict(self.dropped_tools), files=dict(self.files),
+            tool_ids=dict(self.tool_ids), dropped_tools=dict(self.dropped_tools),
+            files={path: reads.copy() for path, reads in self.files.items()},
             stale_reads=dict(self.stale_reads),
             memories=dict(self.memories),
             semantic_keys=dict(self.semantic_keys), source_kinds=dict(self.source_kinds),
