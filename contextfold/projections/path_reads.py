@@ -20,7 +20,8 @@ revisions and at the ones whose lines meet its own (:meth:`PathReads.touched_by`
 another revision are each looked at once: a read at revision r supersedes every read of another
 revision, so after it only reads of r and stale rests are left, and the rests are looked at only
 where the new read meets them. The fold does the same as before, in the same order (the order the
-reads were filed in: a stale rest in the place of the read it stands for), to fewer reads.
+reads were filed in: a stale rest in the place of the read it stands for), to fewer reads. A path
+of a few reads is not indexed (:data:`INDEXED_FROM`): each of its reads is looked at.
 
 Mutable, like the :class:`~contextfold.projections.state.RunState` it is part of: the fold
 updates it in place (O(the reads it touches)), and ``RunState.snapshot`` copies it.
@@ -32,7 +33,7 @@ import math
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator, Sequence
 
-__all__ = ["CurrentRead", "PathReads", "reach"]
+__all__ = ["INDEXED_FROM", "CurrentRead", "PathReads", "reach"]
 
 CurrentRead = tuple[str, str | None, int | None, int | None]
 """A current read of a path: (fragment id, revision, start_line, end_line); a stale rest with its
@@ -111,19 +112,68 @@ class _LineIndex:
         return out
 
 
+class _Index:
+    """The reads of a path by kind, each kind indexed by its lines (module docstring)."""
+
+    __slots__ = ("fresh", "stale")
+
+    def __init__(self) -> None:
+        self.fresh: dict[str | None, _LineIndex] = {}
+        """Revision -> its reads that are not stale rests."""
+        self.stale = _LineIndex()
+
+    def add(self, key: int, read: CurrentRead, rest: tuple[float, float] | None) -> None:
+        """Index ``read``: a stale rest when ``rest`` (its reach) is given."""
+        if rest is not None:
+            self.stale.add(key, *rest)
+            return
+        index = self.fresh.get(read[1])
+        if index is None:
+            index = self.fresh[read[1]] = _LineIndex()
+        index.add(key, *reach(read[2], read[3]))
+
+    def remove(self, key: int, read: CurrentRead) -> None:
+        if key in self.stale:
+            self.stale.remove(key)
+            return
+        index = self.fresh[read[1]]
+        index.remove(key)
+        if not index:
+            del self.fresh[read[1]]
+
+    def touched_by(self, revision: str | None, lo: float, hi: float) -> set[int]:
+        keys = set(self.stale.meeting(lo, hi))
+        for rev, index in self.fresh.items():
+            keys.update(index.meeting(lo, hi) if rev == revision else index.keys())
+        return keys
+
+    def copy(self) -> _Index:
+        out = _Index()
+        out.fresh = {rev: index.copy() for rev, index in self.fresh.items()}
+        out.stale = self.stale.copy()
+        return out
+
+
+INDEXED_FROM = 8
+"""A path is indexed once it holds this many current reads; below, every read of it is looked
+at, as before. Why: an index costs about a kilobyte a path, which doubled the state a read of a
+file took, and most paths of a run are read a few times, where looking at each read is cheap."""
+
+
 class PathReads:
     """The current reads of one path (module docstring). Iterates them as :data:`CurrentRead`
     in the order they were filed, a stale rest in the place of the read it stands for."""
 
-    __slots__ = ("_filed", "_fresh", "_reads", "_stale")
+    __slots__ = ("_filed", "_index", "_reads", "_rests")
 
     def __init__(self) -> None:
         self._reads: dict[int, CurrentRead] = {}
         """Filing number -> the read (or the stale rest that took its place): in filing order."""
-        self._fresh: dict[str | None, _LineIndex] = {}
-        """Revision -> its reads that are not stale rests."""
-        self._stale = _LineIndex()
         self._filed = 0
+        self._index: _Index | None = None
+        """Once the path holds ``INDEXED_FROM`` reads."""
+        self._rests: dict[int, tuple[float, float]] | None = None
+        """Until it is indexed: filing number -> the reach of the stale rest there."""
 
     def __iter__(self) -> Iterator[CurrentRead]:
         return iter(self._reads.values())
@@ -136,11 +186,10 @@ class PathReads:
         """The reads (key, read) that a newer read of ``start..end`` at ``revision`` may change,
         in filing order: every read (not a stale rest) at another revision, and the reads at
         ``revision`` and the stale rests whose lines meet the newer read's (module docstring).
-        The fold keeps every other read as it is."""
-        lo, hi = reach(start, end)
-        keys = set(self._stale.meeting(lo, hi))
-        for rev, index in self._fresh.items():
-            keys.update(index.meeting(lo, hi) if rev == revision else index.keys())
+        The fold keeps every other read as it is. (Every read, on a path not yet indexed.)"""
+        if self._index is None:
+            return list(self._reads.items())
+        keys = self._index.touched_by(revision, *reach(start, end))
         return [(key, self._reads[key]) for key in sorted(keys)]
 
     def file(self, read: CurrentRead) -> None:
@@ -148,37 +197,40 @@ class PathReads:
         key = self._filed
         self._filed += 1
         self._reads[key] = read
-        index = self._fresh.get(read[1])
-        if index is None:
-            index = self._fresh[read[1]] = _LineIndex()
-        index.add(key, *reach(read[2], read[3]))
+        if self._index is not None:
+            self._index.add(key, read, None)
+        elif len(self._reads) >= INDEXED_FROM:
+            rests = self._rests or {}
+            self._index = _Index()
+            for filed, current in self._reads.items():
+                self._index.add(filed, current, rests.get(filed))
+            self._rests = None
 
     def drop(self, key: int) -> None:
         """A read superseded whole: no longer current."""
-        self._unindex(key)
-        del self._reads[key]
+        read = self._reads.pop(key)
+        if self._index is not None:
+            self._index.remove(key, read)
+        elif self._rests is not None:
+            self._rests.pop(key, None)
 
     def replace(self, key: int, rest: CurrentRead, spans: Sequence[tuple[int, int]]) -> None:
         """Put ``rest``, the stale rest that shows ``spans`` of read ``key``, in its place."""
-        self._unindex(key)
+        lines = reach(rest[2], rest[3], spans)
+        if self._index is not None:
+            self._index.remove(key, self._reads[key])
+            self._index.add(key, rest, lines)
+        else:
+            if self._rests is None:
+                self._rests = {}
+            self._rests[key] = lines
         self._reads[key] = rest
-        self._stale.add(key, *reach(rest[2], rest[3], spans))
 
     def copy(self) -> PathReads:
         """An independent copy (``RunState.snapshot``): the fold updates a path's reads in place."""
         out = PathReads()
         out._reads = dict(self._reads)
-        out._fresh = {rev: index.copy() for rev, index in self._fresh.items()}
-        out._stale = self._stale.copy()
         out._filed = self._filed
+        out._index = None if self._index is None else self._index.copy()
+        out._rests = None if self._rests is None else dict(self._rests)
         return out
-
-    def _unindex(self, key: int) -> None:
-        if key in self._stale:
-            self._stale.remove(key)
-            return
-        revision = self._reads[key][1]
-        index = self._fresh[revision]
-        index.remove(key)
-        if not index:
-            del self._fresh[revision]

@@ -26,7 +26,7 @@ from contextfold.projections import fold_files
 from contextfold.projections.fact_sources import FileRefRead
 from contextfold.projections.fold import fold, fold_event
 from contextfold.projections.fold_content import range_within, supersede
-from contextfold.projections.path_reads import CurrentRead, PathReads, reach
+from contextfold.projections.path_reads import INDEXED_FROM, CurrentRead, PathReads, reach
 from contextfold.projections.stale_reads import spans_meet, spans_within
 from contextfold.projections.state import RunState
 
@@ -235,21 +235,24 @@ _SPANS = st.lists(st.tuples(st.integers(-2, 45), st.integers(0, 6)).map(lambda t
 
 
 @settings(max_examples=300)
-@given(st.lists(st.tuples(st.sampled_from(("file", "rest", "drop")), st.sampled_from(REVISIONS), _LINE, _LINE,
-                          _SPANS, st.integers(0, 1000)), max_size=40),
+@given(st.lists(st.tuples(st.sampled_from(("file", "file", "rest", "drop")), st.sampled_from(REVISIONS),
+                          _LINE, _LINE, _SPANS, st.integers(0, 1000)), max_size=40),
        st.lists(st.tuples(st.sampled_from(REVISIONS), _LINE, _LINE), min_size=1, max_size=8))
 def test_touched_by_is_every_read_of_another_revision_and_every_read_meeting_the_new_one(
         steps: list[tuple[str, str | None, int | None, int | None, list[tuple[int, int]], int]],
         queries: list[tuple[str | None, int | None, int | None]]) -> None:
-    """Against the definition, over random files, rests put in place and drops."""
+    """Against the definition, over random files, rests put in place and drops; every read while
+    the path has held fewer than ``INDEXED_FROM``."""
     reads = PathReads()
     kept: dict[int, tuple[CurrentRead, tuple[float, float] | None]] = {}  # key -> read, a rest's reach
     filed = 0
+    indexed = False
     for n, (op, revision, start, end, spans, pick) in enumerate(steps):
         if op == "file" or not kept:
             reads.file((f"e{n}", revision, start, end))
             kept[filed] = ((f"e{n}", revision, start, end), None)
             filed += 1
+            indexed = indexed or len(kept) >= INDEXED_FROM
             continue
         key = sorted(kept)[pick % len(kept)]
         if op == "drop":
@@ -264,7 +267,7 @@ def test_touched_by_is_every_read_of_another_revision_and_every_read_meeting_the
     for revision, start, end in queries:
         lines = reach(start, end)
         expected = [(key, read) for key, (read, rest) in sorted(kept.items())
-                    if (rest is None and read[1] != revision)
+                    if not indexed or (rest is None and read[1] != revision)
                     or _meets(lines, rest if rest is not None else reach(read[2], read[3]))]
         assert reads.touched_by(revision, start, end) == expected
         copy = reads.copy()
