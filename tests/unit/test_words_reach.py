@@ -1,4 +1,4 @@
-"""A words cut moves to a word break only nearby (``truncate._word_end`` / ``_word_start``).
+"""A words cut moves to a word break only nearby (``truncate_words._word_end`` / ``_word_start``).
 
 Chinese and Japanese prose has no spaces between words: a one-line page with a space only in
 its title and its footer was cut back to the title and forward to the footer, however far, and a

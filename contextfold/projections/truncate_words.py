@@ -1,0 +1,133 @@
+"""The words cut: a head and a tail of a text's characters around a marker, for prose whose lines
+are too long to keep whole (:func:`contextfold.projections.truncate.truncate` falls back to it).
+
+Apart from the line, JSON and chunk cuts because its ends are its own problem: where a word or a
+CJK clause ends, a grapheme cluster boundary, and a code fence the cut must close and re-open.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from itertools import accumulate
+
+from contextfold.projections.code_fences import closing_fence, fence_after, fence_states
+from contextfold.projections.graphemes import ceil_boundary, floor_boundary
+from contextfold.projections.line_counts import split_lines
+from contextfold.projections.line_windows import fit_line_windows, kept_probe, probe_entry
+from contextfold.projections.truncation_result import TokenCounter, Truncation, truncation_of
+
+__all__ = ["has_fence", "truncate_words"]
+
+
+def has_fence(text: str) -> bool:
+    """Whether ``text`` may hold a code fence (a cut then keeps fences balanced)."""
+    return "```" in text or "~~~" in text
+
+
+def truncate_words(text: str, original_tokens: int, max_tokens: int,
+                    count: TokenCounter) -> Truncation | None:
+    """A head and a tail of ``text``'s characters (half each of the kept count), the head ending
+    and the tail starting at a space or CJK stop where there is one near (:func:`_word_end`),
+    around a marker; None when not even one character fits beside the marker. For prose whose
+    lines are too long to keep whole.
+    Both ends then move to a grapheme cluster boundary, toward keeping less (:mod:`graphemes`):
+    a line with no whitespace (a progress bar, an emoji run) is cut by characters, and a kept
+    end must not be an orphan accent or half a flag. A head that ends inside a code fence closes
+    it before the marker and a tail that starts inside one re-opens it after, as line cuts do:
+    the rest of the request (a log excerpt's ``[full log: …]`` line) must not read as code."""
+    n = len(text)
+    entry = probe_entry(("words", text, count), n)
+    if "fences" not in entry:
+        entry["fences"] = None
+        if has_fence(text):
+            lines, _ = split_lines(text)
+            entry["fences"] = (list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0)),
+                               fence_states(lines))
+    fences: tuple[list[int], list[str | None]] | None = entry["fences"]
+
+    def around_marker(head: int, tail_start: int) -> tuple[list[str], list[str]]:
+        """The fence closer before the marker and the opener after it, if any."""
+        if fences is None:
+            return [], []
+        starts, states = fences
+        at = bisect_right(starts, head) - 1  # the line the head ends in, partly shown
+        before = fence_after(states[at], text[starts[at]:head])
+        at = bisect_right(starts, tail_start) - 1  # the line the tail starts in
+        after = states[at] if tail_start == starts[at] else states[at + 1]
+        return ([] if before is None else [closing_fence(before)]), ([] if after is None else [after])
+
+    def ends(k: int) -> tuple[int, int]:
+        head, tail_start = _word_end(text, k - k // 2), _word_start(text, n - k // 2)
+        head, tail_start = floor_boundary(text, head), ceil_boundary(text, tail_start)
+        if fences is not None:
+            tail_start = _tail_past_fence_piece(text, fences, tail_start)
+        return head, max(tail_start, head)
+
+    def render(k: int) -> str:
+        head, tail_start = ends(k)
+        close, reopen = around_marker(head, tail_start)
+        marker = f"… [{tail_start - head} characters omitted] …"
+        return kept_probe("\n".join([text[:head], *close, marker, *reopen, text[tail_start:]]))
+
+    found = fit_line_windows(n - 1, render, count, max_tokens, entry["probes"])
+    if found is None or found[0] == 0:
+        return None
+    k, out_text, tokens = found
+    head, tail_start = ends(k)
+    if head == 0 and tail_start == n:  # the room held only part of a cluster
+        return None
+    omitted = tail_start - head
+    return truncation_of(out_text, strategy="words", unit="char", original=text,
+                         original_tokens=original_tokens, tokens=tokens,
+                         kept=[(1, head), (tail_start + 1, n)], omitted=omitted, omitted_chars=omitted)
+
+
+_SPACES = frozenset(" \n\u3000")
+"""Where a words cut's head ends before, and its tail starts after: a space, a line break, an
+ideographic space."""
+_STOPS = frozenset("。，！？；：、")
+"""CJK punctuation a head may end with and a tail start after: Chinese and Japanese prose has no
+spaces between words, only these between clauses."""
+_WORD_REACH = 32
+"""How far a words cut's end moves to a word break, at most (and at most half of what it keeps):
+past it the cut is at a grapheme cluster boundary instead. Why a bound: a one-line CJK page has
+a space only in its title and its footer, and a head moved back to the last space before its
+cut kept the title alone: a grant of ~4,900 tokens sent 23."""
+
+
+def _word_end(text: str, i: int) -> int:
+    """Where a head of ``i`` characters ends: before the last space, or after the last CJK stop,
+    at most :data:`_WORD_REACH` characters and half the head back; else ``i``. Monotone in ``i``:
+    a break within reach of a head is within reach of every shorter head that it ends."""
+    n = len(text)
+    for j in range(i, max(0, i - min(_WORD_REACH, i // 2)), -1):
+        if (j < n and text[j] in _SPACES) or text[j - 1] in _STOPS:
+            return j
+    return i
+
+
+def _word_start(text: str, i: int) -> int:
+    """Where a tail from ``i`` starts: after the first space or CJK stop at or past ``i - 1``, at
+    most :data:`_WORD_REACH` characters and half the tail on; else ``i`` (monotone as
+    :func:`_word_end`)."""
+    n = len(text)
+    for j in range(i, min(n, i + min(_WORD_REACH, (n - i) // 2)) + 1):
+        if 0 < j < n and (text[j - 1] in _SPACES or text[j - 1] in _STOPS):
+            return j
+    return i
+
+
+def _tail_past_fence_piece(text: str, fences: tuple[list[int], list[str | None]], tail_start: int) -> int:
+    """``tail_start``, or the start of the next line when the tail would open with the end of a
+    line that reads otherwise at a line's start: shown after the marker, the last three of a
+    closing fence's four backticks opened a fence the text never had (a words cut of ``text``
+    then ```` ```` ```` left the rest of the request as code)."""
+    starts, states = fences
+    at = bisect_right(starts, tail_start) - 1
+    if tail_start == starts[at]:
+        return tail_start
+    end = text.find("\n", tail_start)
+    piece = text[tail_start:] if end < 0 else text[tail_start:end]
+    if fence_after(states[at + 1], piece) == states[at + 1]:
+        return tail_start
+    return len(text) if end < 0 else end + 1
