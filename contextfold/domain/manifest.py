@@ -244,7 +244,8 @@ class MediaCostRecord(_Frozen):
     """One image or document of a fragment: the price the build used and the rule behind it.
 
     ``rule`` names the provider formula (``projections.media_cost``: e.g.
-    ``openai-tiles``, ``anthropic-pixels``, ``gemini-tiles``, ``*-pdf-pages``);
+    ``openai-tiles:85+170``, ``openai-patches:x1.62`` (OpenAI's by the model built for),
+    ``anthropic-pixels``, ``gemini-tiles``, ``*-pdf-pages``);
     ``reduced_from`` is the full price when the build sent a cheaper rendition
     (``detail: low``); ``shown_in`` names the fragment that carries the same
     bytes when this occurrence was replaced by a reference (dedupe); ``not_attached`` the note

@@ -59,6 +59,7 @@ from contextfold.projections.framing import (
     is_data,
     truncated_extra_tokens,
 )
+from contextfold.projections.media_cost import openai_image_key
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
 from contextfold.projections.model_family import not_a_reasoning_model, run_model_for
 from contextfold.projections.not_offered import (
@@ -240,7 +241,8 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
            count: Callable[[str], int], large: bool, model: str | None) -> Facts:
     media = None  # no media folded yet: nothing to price
     if state.media_seen:
-        media = plan_fragment(state, view if isinstance(view, ContextFragment) else view.head, provider)
+        frag = view if isinstance(view, ContextFragment) else view.head
+        media = plan_fragment(state, frag, provider, model)
     text_tokens = view.token_count - (media.fold_tokens if media is not None else 0)
     # shown as its media alone: no data block, so neither its (blank) text nor a wrapper is sent
     alone = media is not None and shown_as_media_alone(view.kind, view.content)
@@ -308,7 +310,8 @@ class BuildCtx:
     pricing: str = field(default="*", init=False)
     """What the facts tables are this config's for: ``*`` while neither media nor reasoning
     makes a fragment's price depend on the build's provider, else the provider and, with
-    reasoning, whether the model takes it (``__post_init__``)."""
+    reasoning, whether the model takes it, with media the model's OpenAI image rule
+    (``__post_init__``)."""
 
     def __post_init__(self) -> None:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
@@ -326,6 +329,8 @@ class BuildCtx:
                    else "*")
         if state.reasoning_seen and not_a_reasoning_model(self.model):
             pricing += " without reasoning"  # what decides the price is the model's kind, not its name
+        if state.media_seen and (rule := openai_image_key(provider, self.model)) is not None:
+            pricing += f" images {rule}"  # OpenAI prices an image per model: gpt-4o-mini's is 33x gpt-4o's
         self.pricing = pricing
         key = (self.state.counter.encoding_name, pricing, self.policy, kinds, self.blocked)
         # Every per-config table in one memo entry, found by slot name: a key holding the

@@ -1,23 +1,29 @@
 """What an image or a PDF costs in input tokens, per provider, by the provider's published rule.
 
-Why per provider: the same 1000x1000 screenshot is 765 tokens at OpenAI, about
-1334 at Anthropic and 1032 at Gemini. A builder that prices media one way for
-every provider overflows one window and wastes another. The fold keeps one
-provider-neutral estimate (``fold_content.block_tokens``); the builder re-prices
-every media block with :func:`media_cost` for the provider it builds for, and
-the manifest records each price and the rule that produced it (``rule``).
+Why per provider (and, for OpenAI, per model): the same 1000x1000 screenshot is 765 tokens at
+OpenAI's gpt-4o (25,501 at its gpt-4o-mini), about 1334 at Anthropic and 1032 at Gemini. A
+builder that prices media one way for every provider overflows one window and wastes another.
+The fold keeps one provider-neutral estimate (``fold_content.block_tokens``); the builder
+re-prices every media block with :func:`media_cost` for the provider and model it builds for,
+and the manifest records each price and the rule that produced it (``rule``).
 
 Rules (each a pure function of what the log knows: type, dimensions, detail, pages):
 
-OpenAI - ``openai-tiles`` / ``openai-low`` (platform.openai.com/docs/guides/images-vision,
-"Calculating costs", GPT-4o / GPT-4.1 / o-series tile models):
-    detail ``low``: 85 tokens, whatever the size.
-    detail ``high``: scale to fit in 2048x2048 (never up), then scale so the
-    shortest side is 768 px (never up); count 512-px tiles; 170 per tile + 85.
-    Worked examples in the guide: 1024x1024 high -> 765; 2048x4096 high -> 1105;
-    4096x8192 low -> 85.
+OpenAI - per model (:mod:`.openai_images`, platform.openai.com/docs/guides/images-vision,
+"Calculating costs"): the build's model picks the rule, named in the manifest with its numbers.
+    Tile models (``openai-tiles:BASE+TILE``, ``openai-low:BASE``): detail ``low`` costs the base;
+    ``high`` scales to fit in 2048x2048 (never up), then so the shortest side is 768 px (never
+    up), and costs the base + a tile price per 512-px tile. gpt-4o / gpt-4.1 / gpt-4.5: 85 + 170
+    (the guide's worked examples: 1024x1024 high -> 765; 2048x4096 high -> 1105; 4096x8192 low
+    -> 85); gpt-4o-mini 2833 + 5667 (1024x1024 high -> 25,501); o1 / o3: 75 + 150; gpt-5: 70 + 140.
+    Patch models (``openai-patches:xMULTIPLIER``): 32-px patches (at most 1536) times a
+    multiplier, whatever the detail: gpt-4.1-mini 1.62 (1024x1024 -> 1,659), gpt-4.1-nano 2.46,
+    o4-mini 1.72.
     detail ``auto`` is priced as ``high``: the model may choose high, and a
     budget must hold for the dearer choice.
+    A model the table does not name (or none) is priced by the dearest rule for that image
+    (``openai-unknown-model-max:RULE``): an over-count is room unused, an under-count a request
+    refused as too long.
 
 Anthropic - ``anthropic-pixels`` (docs.anthropic.com/en/docs/build-with-claude/vision,
 "Evaluate image size"): tokens = width * height / 750, after the API's own
@@ -45,15 +51,16 @@ PDFs, by page count:
 - A document whose page count is unknown (a remote URL) is priced as one page.
 
 Unknown image dimensions (a remote URL never fetched) get the provider's
-largest price: OpenAI high 1445 (2048x768 after resizing: 8 tiles), Anthropic
+largest price: OpenAI the model's rule for its largest image (gpt-4o high 1445: 2048x768 after
+resizing, 8 tiles; a patch model 1536 patches), Anthropic
 1640 (the largest image it does not downscale further), Gemini 1032 (4 tiles).
 
 ``neutral`` (a build for no provider yet) prices every block at the highest of
-the three providers (``max-of-providers``), so the neutral selection fits
-whichever provider it is finally rendered for.
+the three providers (``max-of-providers``; OpenAI's by the build's model, the dearest rule for
+none), so the neutral selection fits whichever provider it is finally rendered for.
 
 Reduction (the safe step before dropping, see the builder): only OpenAI
-offers a cheaper rendition of the same image, ``detail: low`` (85 tokens).
+offers a cheaper rendition of the same image, ``detail: low`` (the tile rule's base).
 Anthropic has no detail parameter, Gemini 2.x none per image (Gemini 3's
 per-part ``mediaResolution`` uses other token figures and is not modelled),
 and no provider offers one for PDFs; there the next step is dropping.
@@ -68,6 +75,12 @@ from typing import Literal, TypeAlias, TypeGuard
 
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolResultBlock
+from contextfold.projections.openai_images import (
+    GPT_4O_IMAGE_RULE,
+    OPENAI_IMAGE_RULES,
+    OpenAIImageRule,
+    openai_image_rule,
+)
 
 __all__ = [
     "ANTHROPIC_MAX_PIXELS",
@@ -75,8 +88,8 @@ __all__ = [
     "ANTHROPIC_PDF_PAGE_TOKENS",
     "GEMINI_TOKENS_PER_IMAGE",
     "MEDIA_PROVIDERS",
-    "OPENAI_LOW_TOKENS",
     "OPENAI_PDF_PAGE_TOKENS",
+    "UNKNOWN_MODEL_RULE",
     "MediaCost",
     "MediaProvider",
     "anthropic_image_tokens",
@@ -86,6 +99,7 @@ __all__ = [
     "is_priced_media",
     "media_cost",
     "media_family",
+    "openai_image_key",
     "openai_image_tokens",
     "priced_media",
     "reduced_block",
@@ -94,9 +108,8 @@ __all__ = [
 MediaProvider: TypeAlias = Literal["openai", "anthropic", "gemini", "neutral"]
 MEDIA_PROVIDERS: tuple[MediaProvider, ...] = ("openai", "anthropic", "gemini")
 
-OPENAI_LOW_TOKENS = 85
-OPENAI_TILE_TOKENS = 170
-OPENAI_UNKNOWN_TOKENS = 1445
+UNKNOWN_MODEL_RULE = "openai-unknown-model-max"
+"""The rule prefix of an image priced for an OpenAI model the table does not name (or none)."""
 ANTHROPIC_MAX_SIDE = 1568
 ANTHROPIC_MAX_PIXELS = 1_229_312
 """784 x 1568, the largest size in Anthropic's no-resize table."""
@@ -130,15 +143,8 @@ def media_family(provider: str) -> MediaProvider:
 
 
 def openai_image_tokens(width: int, height: int, detail: str = "high") -> int:
-    """OpenAI's tile arithmetic (see the module docstring for the source)."""
-    if detail == "low":
-        return OPENAI_LOW_TOKENS
-    w, h = float(width), float(height)
-    scale = min(1.0, 2048 / max(w, h))
-    w, h = w * scale, h * scale
-    scale = min(1.0, 768 / min(w, h))
-    w, h = w * scale, h * scale
-    return OPENAI_LOW_TOKENS + OPENAI_TILE_TOKENS * math.ceil(w / 512) * math.ceil(h / 512)
+    """GPT-4o's tile arithmetic (85 + 170 per tile): the rule of the guide's worked examples."""
+    return GPT_4O_IMAGE_RULE.tokens(width, height, detail)
 
 
 def anthropic_image_tokens(width: int, height: int) -> int:
@@ -158,19 +164,33 @@ def gemini_image_tokens(width: int, height: int) -> int:
 
 
 OPENAI_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + openai_image_tokens(*LETTER_PAGE_PX)
+"""GPT-4o's price of a page image: OpenAI does not say at which detail or rule its file inputs'
+page images are counted, so this stays one estimate for every model."""
 ANTHROPIC_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + anthropic_image_tokens(*LETTER_PAGE_PX)
 
 
+def _openai_image_cost(rule: OpenAIImageRule, width: int | None, height: int | None,
+                       detail: str) -> MediaCost:
+    kind = "openai-patches" if rule.patches else "openai-low" if detail == "low" else "openai-tiles"
+    if not (width and height and width > 0 and height > 0):
+        if kind == "openai-low":  # the base, whatever the size
+            return MediaCost(rule.base, f"openai-low:{rule.name}")
+        return MediaCost(rule.largest(detail), f"openai-unknown-size-max:{rule.name}")
+    return MediaCost(rule.tokens(width, height, detail), f"{kind}:{rule.name}")
+
+
 def image_cost(family: MediaProvider, width: int | None, height: int | None,
-               detail: str = "auto") -> MediaCost:
+               detail: str = "auto", model: str | None = None) -> MediaCost:
+    """The price of an image for ``family``; OpenAI's by ``model``'s rule (module docstring)."""
     known = bool(width and height and width > 0 and height > 0)
     match family:
         case "openai":
-            if detail == "low":
-                return MediaCost(OPENAI_LOW_TOKENS, "openai-low")
-            if not known:
-                return MediaCost(OPENAI_UNKNOWN_TOKENS, "openai-unknown-size-max")
-            return MediaCost(openai_image_tokens(width or 0, height or 0), "openai-tiles")
+            rule = openai_image_rule(model)
+            if rule is not None:
+                return _openai_image_cost(rule, width, height, detail)
+            worst = max((_openai_image_cost(r, width, height, detail) for r in OPENAI_IMAGE_RULES),
+                        key=lambda c: c.tokens)
+            return MediaCost(worst.tokens, f"{UNKNOWN_MODEL_RULE}:{worst.rule}")
         case "anthropic":
             if not known:
                 return MediaCost(ANTHROPIC_UNKNOWN_TOKENS, "anthropic-unknown-size-max")
@@ -180,9 +200,20 @@ def image_cost(family: MediaProvider, width: int | None, height: int | None,
                 return MediaCost(GEMINI_UNKNOWN_TOKENS, "gemini-unknown-size")
             return MediaCost(gemini_image_tokens(width or 0, height or 0), "gemini-tiles")
         case "neutral":
-            worst = max((image_cost(f, width, height, detail) for f in MEDIA_PROVIDERS),
+            worst = max((image_cost(f, width, height, detail, model) for f in MEDIA_PROVIDERS),
                         key=lambda c: c.tokens)
             return MediaCost(worst.tokens, f"max-of-providers:{worst.rule}")
+
+
+def openai_image_key(provider: str, model: str | None) -> str | None:
+    """What of ``model`` decides the image prices of a build for ``provider``: the name of its
+    OpenAI image rule (``unknown`` for a model the table does not name), None when the provider
+    prices no image by OpenAI's rules. A cache of prices is keyed by this, not by the model's
+    name: the builds for two models of one rule share it, those for two rules never do."""
+    if media_family(provider) not in ("openai", "neutral"):
+        return None
+    rule = openai_image_rule(model)
+    return "unknown" if rule is None else rule.name
 
 
 def document_cost(family: MediaProvider, pages: int | None) -> MediaCost:
@@ -215,15 +246,17 @@ def priced_media(blocks: Iterable[object]) -> tuple[ImageBlock | DocumentBlock, 
     return tuple(out)
 
 
-def media_cost(provider: str, block: ImageBlock | DocumentBlock) -> MediaCost:
-    """The price of ``block`` for ``provider`` (a build provider name or a family)."""
+def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | None = None) -> MediaCost:
+    """The price of ``block`` for ``provider`` (a build provider name or a family) and ``model``
+    (the one the request is for: OpenAI prices images per model)."""
     family = media_family(provider)
     if isinstance(block, ImageBlock):
-        return image_cost(family, block.width, block.height, block.detail)
+        return image_cost(family, block.width, block.height, block.detail, model)
     return document_cost(family, block.pages)
 
 
-def reduced_block(provider: str, block: ImageBlock | DocumentBlock) -> ImageBlock | None:
+def reduced_block(provider: str, block: ImageBlock | DocumentBlock,
+                  model: str | None = None) -> ImageBlock | None:
     """The cheaper rendition ``provider`` offers for ``block``, or None (then: drop)."""
     if (media_family(provider) == "openai" and isinstance(block, ImageBlock)
             and block.detail != "low"):

@@ -216,17 +216,20 @@ def shown_per_block(blocks: tuple[ImageBlock | DocumentBlock, ...], shown_in: Ma
     return tuple(out)
 
 
-def plan_fragment(state: RunState, frag: ContextFragment, provider: str) -> FragmentMedia | None:
-    """Provider prices for ``frag``'s media, or None when it carries none."""
+def plan_fragment(state: RunState, frag: ContextFragment, provider: str,
+                  model: str | None = None) -> FragmentMedia | None:
+    """Provider prices for ``frag``'s media, or None when it carries none. ``model``: the one the
+    request is for (OpenAI prices images per model; ``media_cost``)."""
     blocks = media_blocks(frag)
     if not blocks:
         return None
     notes = tuple(_note(provider, b, frag.id, getattr(b, "width", None), getattr(b, "height", None))
                   for b in blocks)
     unsent = MediaCost(0, f"{media_family(provider)}-not-attached")  # its note is priced as caption text
-    costs = tuple(unsent if n is not None else media_cost(provider, b)
+    costs = tuple(unsent if n is not None else media_cost(provider, b, model)
                   for b, n in zip(blocks, notes, strict=True))
-    reduced = tuple(media_cost(provider, r) if n is None and (r := reduced_block(provider, b)) is not None
+    reduced = tuple(media_cost(provider, r, model)
+                    if n is None and (r := reduced_block(provider, b, model)) is not None
                     else c for b, c, n in zip(blocks, costs, notes, strict=True))
     fold = sum(block_tokens(state, b) for b in blocks)
     return FragmentMedia(blocks, fold, costs, reduced, _caption_tokens(state, frag, provider, blocks, notes),

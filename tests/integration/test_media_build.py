@@ -94,7 +94,7 @@ def test_thirty_screenshots_keep_newest_and_required_and_reduce_before_dropping(
     low = shot[reduced[0].id]
     assert reduced[0].original_tokens == full_price and reduced[0].tokens == 85
     assert kept[reduced[0].id].truncated and kept[reduced[0].id].media[0].reduced_from == full_price
-    assert kept[reduced[0].id].media[0].rule == "openai-low"
+    assert kept[reduced[0].id].media[0].rule == "openai-low:85+170"  # gpt-4o's rule (the run's model)
 
     optional_kept = sorted(i for fid, i in shot.items() if fid in kept and i not in (3, 30, low))
     dropped = sorted(i for fid, i in shot.items() if fid not in kept)
@@ -155,7 +155,9 @@ def _blobs(request: dict[str, Any]) -> str:
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_every_provider_renders_media_and_validates_against_the_sdk(store: Store, provider: str) -> None:
     run = rich_run(store)
-    built = run.build(provider, window=60_000, reserve=2_000, record=False)
+    # A hand-off of a Claude run names its OpenAI model (OpenAI prices images per model).
+    model = "gpt-4o" if provider.startswith("openai") else None
+    built = run.build(provider, window=60_000, reserve=2_000, model=model, record=False)
     req = built.request
     assert validate_sdk_types(provider, req)
     text = _blobs(req)

@@ -70,10 +70,10 @@ def test_the_shown_copy_of_a_kept_repeat_is_not_reduced_to_pay_for_it(store: Sto
     selection still priced the repeat as the image, and the room it frees now goes to the shown
     copy, which stays at full detail."""
     run = _again(store, provider)
-    full = run.build(provider, window=100_000, reserve=100, record=False).manifest
+    full = run.build(provider, window=100_000, reserve=100, model="gpt-4o", record=False).manifest
     shown = next(f for f in full.fragments if f.id == "e2")
-    tight = 1_800  # e2 (~1,070 tokens) and e4 fit, not e3 (~400) too
-    built = run.build(provider, window=tight, reserve=100, record=False)
+    tight = 1_800  # e2 (~1,070 tokens at gpt-4o's price) and e4 fit, not e3 (~400) too
+    built = run.build(provider, window=tight, reserve=100, model="gpt-4o", record=False)
     lines = {f.id: f for f in built.manifest.fragments}
     [copy] = lines["e2"].media
     assert copy.reduced_from is None and copy.tokens == shown.media[0].tokens

@@ -85,27 +85,33 @@ def test_pdf_pages_per_provider() -> None:
 
 def test_same_screenshot_costs_differ_by_provider_and_rules_are_named() -> None:
     block = ImageBlock(artifact=REF, media_type="image/png", width=1000, height=1000)
-    prices = {p: media_cost(p, block) for p in ("openai-chat", "openai-responses", "anthropic", "gemini")}
+    prices = {p: media_cost(p, block, "gpt-4o")
+              for p in ("openai-chat", "openai-responses", "anthropic", "gemini")}
     assert {p: c.tokens for p, c in prices.items()} == {
         "openai-chat": 765, "openai-responses": 765, "anthropic": 1334, "gemini": 1032}
-    assert prices["openai-chat"].rule == "openai-tiles"
+    assert prices["openai-chat"].rule == "openai-tiles:85+170"
     assert prices["anthropic"].rule == "anthropic-pixels"
     assert prices["gemini"].rule == "gemini-tiles"
-    neutral = media_cost("neutral", block)
+    neutral = media_cost("neutral", block, "gpt-4o")
     assert neutral.tokens == 1334 and neutral.rule == "max-of-providers:anthropic-pixels"
+    # For no model the OpenAI price is the dearest rule's (gpt-4o-mini's tiles), and neutral pays it.
+    assert media_cost("neutral", block).tokens == media_cost("openai-chat", block).tokens == 25_501
+    assert media_cost("neutral", block).rule == (
+        "max-of-providers:openai-unknown-model-max:openai-tiles:2833+5667")
 
 
 def test_unknown_size_gets_the_dearest_price() -> None:
-    assert image_cost("openai", None, None).tokens == 1445  # 8 tiles: the largest high-detail image
+    assert image_cost("openai", None, None, model="gpt-4o").tokens == 1445  # 8 tiles: the largest image
     assert image_cost("anthropic", None, None).tokens == 1640
-    assert image_cost("openai", None, None, "low").tokens == 85
+    assert image_cost("openai", None, None, "low", model="gpt-4o").tokens == 85
+    assert image_cost("openai", None, None, "low", model="gpt-4.1-mini").tokens == 2489  # 1536 patches x 1.62
 
 
 def test_only_openai_offers_a_cheaper_rendition() -> None:
     block = ImageBlock(artifact=REF, media_type="image/png", width=2048, height=4096, detail="high")
-    low = reduced_block("openai-chat", block)
-    assert low is not None and low.detail == "low" and media_cost("openai-chat", low).tokens == 85
-    assert reduced_block("openai-chat", low) is None
+    low = reduced_block("openai-chat", block, "gpt-4o")
+    assert low is not None and low.detail == "low" and media_cost("openai-chat", low, "gpt-4o").tokens == 85
+    assert reduced_block("openai-chat", low, "gpt-4o") is None
     assert reduced_block("anthropic", block) is None
     assert reduced_block("gemini", block) is None
     pdf = DocumentBlock(artifact=REF, pages=3)

@@ -76,9 +76,12 @@ def _events(ids: tuple[str, ...], ending: str) -> list[AnyEvent]:
 
 
 def _build(events: list[AnyEvent], provider: str, window: int = 100_000) -> BuildResult:
+    """Built for gpt-4o where OpenAI is the provider: its images are priced by that model's rule
+    (for no model, by the dearest, gpt-4o-mini's: four images of unknown size would not fit)."""
     recorded = [RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)]
-    return build_context(fold(recorded), BuildConfig(provider=provider, window=window, reserve=1000),
-                         render=render_request)
+    model = "gpt-4o" if provider.startswith("openai") else None
+    config = BuildConfig(provider=provider, window=window, reserve=1000, model=model)
+    return build_context(fold(recorded), config, render=render_request)
 
 
 _ID_KEYS = {"id", "tool_use_id", "tool_call_id", "call_id"}
