@@ -60,7 +60,9 @@ the three providers (``max-of-providers``; OpenAI's by the build's model, the de
 none), so the neutral selection fits whichever provider it is finally rendered for.
 
 Reduction (the safe step before dropping, see the builder): only OpenAI
-offers a cheaper rendition of the same image, ``detail: low`` (the tile rule's base).
+offers a cheaper rendition of the same image, ``detail: low`` (the tile rule's base), and only
+for its tile models: a patch model ignores ``detail``, so a reduction there frees nothing and is
+not offered (it had freed 680 tokens of the budget that the request still spent).
 Anthropic has no detail parameter, Gemini 2.x none per image (Gemini 3's
 per-part ``mediaResolution`` uses other token figures and is not modelled),
 and no provider offers one for PDFs; there the next step is dropping.
@@ -257,8 +259,11 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
 
 def reduced_block(provider: str, block: ImageBlock | DocumentBlock,
                   model: str | None = None) -> ImageBlock | None:
-    """The cheaper rendition ``provider`` offers for ``block``, or None (then: drop)."""
+    """The cheaper rendition ``provider`` offers for ``block`` with ``model``, or None (then: drop).
+    ``detail: low`` is offered only where it costs less: a patch model ignores ``detail``."""
     if (media_family(provider) == "openai" and isinstance(block, ImageBlock)
             and block.detail != "low"):
-        return block.model_copy(update={"detail": "low"})
+        low = block.model_copy(update={"detail": "low"})
+        if media_cost(provider, low, model).tokens < media_cost(provider, block, model).tokens:
+            return low
     return None

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import pytest
 
-from contextfold.projections.media_cost import image_cost, openai_image_key
+from contextfold.domain.events import ArtifactRef, ImageBlock
+from contextfold.projections.media_cost import image_cost, media_cost, openai_image_key, reduced_block
 from contextfold.projections.openai_images import OPENAI_MAX_PATCHES, openai_image_rule, patch_count
+
+REF = ArtifactRef(hash="b" * 64, size=10, media_type="image/png")
 
 NAMED = ("gpt-4o", "gpt-4o-2024-08-06", "chatgpt-4o-latest", "gpt-4.1", "gpt-4.1-2025-04-14",
          "gpt-4.5-preview", "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "o1", "o1-pro", "o3",
@@ -100,6 +103,22 @@ def test_an_unknown_model_at_low_detail_may_pay_a_patch_rule() -> None:
     # 2048x2048 at low: gpt-4o-mini's base is 2833, gpt-4.1-nano ignores detail (1521 patches x 2.46).
     got = image_cost("openai", 2048, 2048, "low", None)
     assert got.tokens == 3742 and got.rule == "openai-unknown-model-max:openai-patches:x2.46"
+
+
+@pytest.mark.parametrize(("model", "low"), [("gpt-4o", 85), ("gpt-4o-mini", 2833), ("o3", 75), ("gpt-5", 70),
+                                            (None, 2833)])
+def test_detail_low_is_offered_where_it_saves(model: str | None, low: int) -> None:
+    block = ImageBlock(artifact=REF, media_type="image/png", width=1024, height=1024, detail="auto")
+    reduced = reduced_block("openai-responses", block, model)
+    assert reduced is not None and reduced.detail == "low"
+    assert media_cost("openai-responses", reduced, model).tokens == low
+    assert low < media_cost("openai-responses", block, model).tokens
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1-mini", "gpt-4.1-nano", "o4-mini", "gpt-5-mini", "gpt-5-nano"])
+def test_detail_low_is_not_offered_to_a_model_that_ignores_it(model: str) -> None:
+    block = ImageBlock(artifact=REF, media_type="image/png", width=1024, height=1024, detail="high")
+    assert reduced_block("openai-chat", block, model) is None
 
 
 def test_the_cache_key_is_the_rule_not_the_name() -> None:
