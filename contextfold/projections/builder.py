@@ -52,6 +52,7 @@ from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.kept_texts import kept_texts
 from contextfold.projections.layout import LayoutInput, lay_out
+from contextfold.projections.media_cost import UNKNOWN_MODEL_RULE
 from contextfold.projections.media_plan import TEXT_BYTES_PER_TOKEN, MediaFinish, finalize_media
 from contextfold.projections.model_family import run_model_for
 from contextfold.projections.redact import config_policy
@@ -120,8 +121,8 @@ def _build(state: RunState, config: BuildConfig, *,
     the result holds fresh copies); without it (or for provider ``neutral``) the request is the
     conversation's JSON.
 
-    Media: images and PDFs are priced for ``config.provider`` (``media_cost``;
-    ``neutral`` takes the dearest provider), reduced (OpenAI ``detail: low``,
+    Media: images and PDFs are priced for ``config.provider`` and the model (``media_cost``;
+    ``neutral`` takes the dearest provider), reduced (OpenAI ``detail: low``, where it saves,
     strategy ``media_detail_low``) before text is truncated or the unit is
     dropped, deduped by hash, and their artifact bytes are inlined through
     ``load_bytes`` when a provider request is rendered.
@@ -187,8 +188,9 @@ def _build(state: RunState, config: BuildConfig, *,
         selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates,
                             attach)
     except RequiredContextExceedsBudgetError as exc:  # named by fragment, as the manifest would
-        raise RequiredContextExceedsBudgetError(exc.budget, _by_fragment(ctx, exc.required, members),
-                                                note=exc.note) from None
+        named = _by_fragment(ctx, exc.required, members)
+        note = "; ".join(n for n in (exc.note, _unknown_model_note(ctx, named)) if n)
+        raise RequiredContextExceedsBudgetError(exc.budget, named, note=note or None) from None
     kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
     left_out: list[str] = []
     while past := past_limit(config.provider, kept_tools, tool_units, attach):
@@ -277,6 +279,19 @@ def _media_blocks_of(ctx: BuildCtx, fid: str) -> tuple[ImageBlock | DocumentBloc
     """The priced media of fragment ``fid`` (their logged sizes, for ``finalize_media``)."""
     m = ctx.media(fid)
     return () if m is None else m.blocks
+
+
+def _unknown_model_note(ctx: BuildCtx, required: Sequence[tuple[str, int]]) -> str | None:
+    """Why a required image costs what it does, when it is priced for an OpenAI model the build
+    does not know (``media_cost``: the dearest rule, gpt-4o-mini's 25,501 tokens for 1024x1024):
+    a caller who named no model is told the remedy, not left to wonder at the count."""
+    fids = [fid for fid, _ in required if fid in ctx.state.entries]
+    if not any(UNKNOWN_MODEL_RULE in cost.rule for fid in fids if (m := ctx.media(fid)) is not None
+               for cost in m.costs):
+        return None
+    model = "no model named" if ctx.model is None else f"model {ctx.model!r} not in its table"
+    return (f"images priced by OpenAI's dearest rule (gpt-4o-mini's), {model}: name the OpenAI model "
+            "(model=...), or build for the provider the request is for, to price them by its own")
 
 
 def _by_fragment(ctx: BuildCtx, required: Sequence[tuple[str, int]], members: Mapping[str, Sequence[str]]

@@ -15,6 +15,7 @@ import pytest
 
 from contextfold import ModelResponse, PolicySet, RunStarted, TextBlock, UserInput, open_store
 from contextfold.api import Run, Store
+from contextfold.domain.errors import RequiredContextExceedsBudgetError
 from contextfold.domain.events import ImageBlock
 from contextfold.domain.manifest import ContextManifest
 
@@ -100,3 +101,16 @@ def test_a_patch_model_is_not_reduced_to_a_detail_it_ignores(store: Store, provi
     assert _media(m) == [] and {e.id: e.reason for e in m.excluded_items}[reduced[0].id] == "over_budget"
     assert m.selected_tokens <= m.budget_tokens == window - reserve
 
+
+@pytest.mark.parametrize("provider", ["openai-chat", "neutral"])
+def test_a_required_image_priced_for_no_model_says_how_to_price_it(store: Store, provider: str) -> None:
+    """Unknown, the model is charged the dearest rule (gpt-4o-mini's): the error that this causes
+    says so and names the remedy; the same build for a named model fits."""
+    run = store.run(f"required-{provider}")
+    run.append(UserInput(content=(TextBlock(text="what is this?"),
+                                  ImageBlock(url="https://example.com/p.png", media_type="image/png",
+                                             width=1024, height=1024))))
+    with pytest.raises(RequiredContextExceedsBudgetError, match=r"dearest rule .*name the OpenAI model"):
+        run.build(provider, window=2_500, reserve=500, record=False)
+    built = run.build(provider, window=2_500, reserve=500, model="gpt-4o", record=False)
+    assert built.manifest.selected_tokens <= built.manifest.budget_tokens
