@@ -77,6 +77,7 @@ from typing import Literal, TypeAlias, TypeGuard
 
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolResultBlock
+from contextfold.projections.model_family import model_family
 from contextfold.projections.openai_images import (
     GPT_4O_IMAGE_RULE,
     OPENAI_IMAGE_RULES,
@@ -202,8 +203,9 @@ def image_cost(family: MediaProvider, width: int | None, height: int | None,
                 return MediaCost(GEMINI_UNKNOWN_TOKENS, "gemini-unknown-size")
             return MediaCost(gemini_image_tokens(width or 0, height or 0), "gemini-tiles")
         case "neutral":
-            worst = max((image_cost(f, width, height, detail, model) for f in MEDIA_PROVIDERS),
-                        key=lambda c: c.tokens)
+            side = _neutral_openai_model(model)
+            worst = max((image_cost(f, width, height, detail, side if f == "openai" else model)
+                         for f in MEDIA_PROVIDERS), key=lambda c: c.tokens)
             return MediaCost(worst.tokens, f"max-of-providers:{worst.rule}")
 
 
@@ -214,8 +216,20 @@ def openai_image_key(provider: str, model: str | None) -> str | None:
     name: the builds for two models of one rule share it, those for two rules never do."""
     if media_family(provider) not in ("openai", "neutral"):
         return None
-    rule = openai_image_rule(model)
+    rule = openai_image_rule(_neutral_openai_model(model) if provider == "neutral" else model)
     return "unknown" if rule is None else rule.name
+
+
+def _neutral_openai_model(model: str | None) -> str | None:
+    """The model a neutral build prices its OpenAI side by: ``model``, or gpt-4o for a
+    model certainly another vendor's (``model_family``). Such a run's request goes to its own
+    vendor, whose price is in the neutral maximum anyway; the dearest OpenAI rule (an unknown
+    model's) charged a Claude run's 1024x1024 screenshot ~25,500 tokens. A build for an OpenAI
+    provider naming such a model (a gateway's route) still pays the dearest rule."""
+    if (model is not None and openai_image_rule(model) is None
+            and model_family(model) in ("anthropic", "gemini")):
+        return "gpt-4o"  # the rule of the guide's worked examples (GPT_4O_IMAGE_RULE)
+    return model
 
 
 def document_cost(family: MediaProvider, pages: int | None) -> MediaCost:

@@ -127,3 +127,19 @@ def test_the_cache_key_is_the_rule_not_the_name() -> None:
     assert openai_image_key("openai-chat", "gpt-4o") != openai_image_key("openai-chat", "gpt-4o-mini")
     assert openai_image_key("neutral", None) == openai_image_key("openai-chat", "gpt-5.1") == "unknown"
     assert openai_image_key("anthropic", "gpt-4o-mini") is None and openai_image_key("gemini", None) is None
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gemini-2.5-pro"])
+def test_a_neutral_build_of_another_vendors_model_prices_its_openai_side_as_gpt_4o(model: str) -> None:
+    # The run's request goes to its own vendor (in the neutral maximum anyway): the dearest OpenAI
+    # rule charged a Claude run's screenshot ~25,500 tokens. gpt-4o's 765 is below Anthropic's and
+    # Gemini's own prices here, so the maximum is theirs.
+    got = image_cost("neutral", 1024, 1024, "auto", model)
+    assert got.tokens == max(image_cost(f, 1024, 1024, "auto", "gpt-4o").tokens
+                             for f in ("openai", "anthropic", "gemini"))
+    assert "unknown-model" not in got.rule
+    assert openai_image_key("neutral", model) == openai_image_key("openai-chat", "gpt-4o")
+    # ... while a build for OpenAI naming it (a gateway's route) and a neutral build of no model
+    # still pay the dearest rule: the model they reach is unknown.
+    assert image_cost("openai", 1024, 1024, "auto", model).rule.startswith("openai-unknown-model-max:")
+    assert image_cost("neutral", 1024, 1024, "auto", None).tokens == 25_501
