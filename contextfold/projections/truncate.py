@@ -260,8 +260,11 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
                          and pieces_apply(text))
             saturated = saturations(value)  # the subtrees a probe's knob keeps whole: not walked
             pieces = JsonPieces(value, count, kept_probe, saturated, numbers) if by_pieces else None
-            entry["json"] = (value, saturated[id(value)], {}, pieces, saturated,
-                             orjson_writes_the_same(value), numbers)
+            # set once: threads cutting one text share the entry's probes, so they must share its
+            # renders too (each its own dict: the answer another thread's probe cached was missing
+            # from this one's, a KeyError below)
+            entry.setdefault("json", (value, saturated[id(value)], {}, pieces, saturated,
+                                      orjson_writes_the_same(value), numbers))
         if entry["json"] is None:
             raise ValueError("not JSON")
         value, top_max, renders, pieces, saturated, orjson_safe, numbers = entry["json"]
@@ -295,7 +298,8 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
     if found is None:
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found
-    stats = renders[level][1]  # every answer was rendered (``fit_line_windows`` renders it last)
+    render(level)  # rendered already (``fit_line_windows`` renders its answer last): a lookup
+    stats = renders[level][1]
     # a string's kept characters, or a number's (cut as a string of its literal's head)
     unit: Unit = "json_member" if isinstance(value, list | dict) else "char"
     if level == top_max:  # nothing dropped: the compact form fits where the original did not
