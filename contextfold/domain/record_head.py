@@ -1,42 +1,63 @@
-"""A context_built record read without its manifest: what a fold, or a search for one turn's
-records, reads of a record.
+"""A context_built record read without its manifest, or with a few of its manifest's keys: what a
+fold, a search for one turn's records, a check of the chain or a record's settings read of it.
 
 Why: a record's manifest lists every fragment its build left out, so on a long run it is most of
 the record and grows with the run (~280 KB of JSON per record at 800 turns of a loop whose history
-the window cannot hold). A fold notes a record's turn and position only, and a search for one
-turn's records needs each record's turn; decoding every manifest to learn them made checking one
+the window cannot hold). A fold notes a record's turn and position only, a search for one turn's
+records needs each record's turn, a rebuild of a turn without a record its nearest record's
+``config``, a fold the first record's ``encoding`` and a calibration a record's ``model``,
+``provider`` and ``selected_tokens``; decoding every manifest whole to learn them made checking one
 turn cost O(the run's records), in time and in memory (``replay``, ``audit --turn``, ``why``,
-``diff`` of an 800-turn run peaked at 880-970 MB). The head model names every field of
-:class:`~contextfold.domain.events.ContextBuilt` but the manifest and ignores what else the JSON
-holds, so pydantic skips the manifest's text without making Python objects of it (~10x faster
-than decoding it whole, measured on such a run); the fields it read are then validated as the
-event's own (:func:`record_without_manifest`).
+``diff`` of an 800-turn run peaked at 880-970 MB; ``Run.state(turn=1)`` of one took 27 s and
+2.1 GB). The head model names every field of :class:`~contextfold.domain.events.ContextBuilt`,
+its manifest as an object of the keys asked for, so pydantic skips the rest of the manifest's text
+without making Python objects of it (~10x faster than decoding it whole, measured on such a run);
+the fields it read are then validated as the event's own (:func:`record_head`).
 
 Pure: JSON text in, an event out.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from contextfold.domain.events import ContextBuilt
 
-__all__ = ["RECORD_TYPE", "record_without_manifest"]
+__all__ = ["RECORD_TYPE", "record_head", "record_without_manifest"]
 
 RECORD_TYPE = "context_built"
 
-_HEAD_FIELDS: dict[str, Any] = {name: (Any, None) for name in ContextBuilt.model_fields if name != "manifest"}
-_RecordHead: type[BaseModel] = create_model("RecordHead", __config__=ConfigDict(extra="ignore"),
-                                            **_HEAD_FIELDS)
-"""Every field of ContextBuilt but ``manifest``, as parsed (validated by ContextBuilt itself)."""
+
+@functools.cache
+def _head_model(keep: frozenset[str]) -> type[BaseModel]:
+    """The head model of a record whose manifest is read for the keys ``keep`` only.
+
+    Every field of ContextBuilt is named (Any: validated by ContextBuilt itself), and the event's
+    unknown fields are kept (``extra="allow"``), so that ContextBuilt refuses them as a whole decode
+    does. The manifest must be an object (as ``dict[str, Any]`` requires); of its members only
+    ``keep`` are read, each under an alias (a key may be any string, a field name may not)."""
+    keys: dict[str, Any] = {f"key_{i}": (Any, Field(None, alias=key)) for i, key in enumerate(sorted(keep))}
+    manifest = create_model("ManifestKeys", __config__=ConfigDict(extra="ignore"), **keys)
+    fields: dict[str, Any] = {name: (Any, None) for name in ContextBuilt.model_fields if name != "manifest"}
+    return create_model("RecordHead", __config__=ConfigDict(extra="allow"), manifest=(manifest, None),
+                        **fields)
+
+
+def record_head(text: bytes | str, keep: Iterable[str] = ()) -> ContextBuilt:
+    """The ContextBuilt event whose canonical JSON is ``text``, its manifest holding only the keys
+    in ``keep`` that it has (those the caller reads; none by default). Its other fields are
+    validated as the event's: a field missing, of a wrong type or unknown, a manifest missing or not
+    an object, an unknown version raise pydantic's ``ValidationError`` as a whole decode does
+    (with other wording: a caller that reports the error decodes the text whole for it); what
+    the rest of the manifest holds is not read. Invalid JSON raises ``ValidationError`` too."""
+    head = _head_model(frozenset(keep)).model_validate_json(text)
+    return ContextBuilt.model_validate(head.model_dump(exclude_unset=True, by_alias=True))
 
 
 def record_without_manifest(text: bytes | str) -> ContextBuilt:
-    """The ContextBuilt event whose canonical JSON is ``text``, with an empty manifest (its other
-    fields validated as the event's: a field missing, of a wrong type or of an unknown version
-    raises pydantic's ``ValidationError`` as a whole decode does; what the manifest holds is not
-    read). Invalid JSON raises ``ValidationError`` too."""
-    head = _RecordHead.model_validate_json(text)
-    return ContextBuilt.model_validate({**head.model_dump(exclude_unset=True), "manifest": {}})
+    """:func:`record_head` with an empty manifest: the record for a reader of its other fields."""
+    return record_head(text)

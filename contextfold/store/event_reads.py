@@ -36,7 +36,7 @@ from contextfold.domain.events import (
     event_from_json,
 )
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
-from contextfold.domain.record_head import RECORD_TYPE, record_without_manifest
+from contextfold.domain.record_head import RECORD_TYPE, record_head
 from contextfold.store.backends import (
     ARTIFACTS_TABLE,
     EVENTS_TABLE,
@@ -101,6 +101,13 @@ def _declared_topic(topic: str, event: AnyEvent, body: bytes) -> str:
     return f"{data.get('type')}@{data.get('v', 1)}"
 
 
+def _trimmed(event: AnyEvent, keep: frozenset[str]) -> AnyEvent:
+    """``event``, a context_built record's manifest cut to the keys ``keep`` (another, as it is)."""
+    if not isinstance(event, ContextBuilt):
+        return event
+    return event.model_copy(update={"manifest": {k: v for k, v in event.manifest.items() if k in keep}})
+
+
 @contextlib.contextmanager
 def bulk_allocation() -> Iterator[None]:
     """Pause the cyclic GC while materialising many acyclic objects.
@@ -143,14 +150,15 @@ class EventReads:
     _order_column: str
 
     def _select(self, run_id: str, *, gt: int = 0, lte: int | None = None, gt_hash: str | None = None,
-                remember: bool = False, slim: bool = False) -> Iterator[RecordedEvent]:
+                remember: bool = False, slim: bool = False,
+                keep: frozenset[str] = frozenset()) -> Iterator[RecordedEvent]:
         """The events after ``gt`` (up to ``lte``), read in pages of at most ``_PAGE_ROWS`` rows.
 
         Pages are sized by bytes too (about ``_PAGE_BYTES`` of stored rows): a page of 5,000
         events of 20 KB each held 100 MB of rows at once, more than a folded state of
         100k events holds. ``gt_hash``: see :meth:`iter_events`. ``remember``: once every row is
         read, the last one's digest is remembered (:class:`~.head_check.FoldedTails`) for the
-        read that continues from it. ``slim``: see :meth:`_parse`."""
+        read that continues from it. ``slim``, ``keep``: see :meth:`_parse`."""
         page = _FIRST_PAGE_ROWS
         cursor = gt if gt_hash is None else gt - 1
         lte = _MAX_POSITION if lte is None else min(lte, _MAX_POSITION)
@@ -169,7 +177,7 @@ class EventReads:
                     raise StaleHeadError(run_id)
                 gt_hash, skip = None, 1
             for row in rows[skip:]:
-                rec = self._decode(run_id, row.originator_version, row.topic, row.state, slim=slim)
+                rec = self._decode(run_id, row.originator_version, row.topic, row.state, slim=slim, keep=keep)
                 if remember:
                     last = (rec, row.state)
                 yield rec
@@ -198,14 +206,18 @@ class EventReads:
         return state
 
     def _decode(self, run_id: str, position: int, topic: str, state: bytes, *,
-                slim: bool = False) -> RecordedEvent:
-        return self._parse(run_id, position, topic, self._plain(run_id, position, topic, state), slim=slim)
+                slim: bool = False, keep: frozenset[str] = frozenset()) -> RecordedEvent:
+        return self._parse(run_id, position, topic, self._plain(run_id, position, topic, state),
+                           slim=slim, keep=keep)
 
     def _parse(self, run_id: str, position: int, topic: str, state: bytes, *,
-               slim: bool = False) -> RecordedEvent:
+               slim: bool = False, keep: frozenset[str] = frozenset()) -> RecordedEvent:
         """The event of a row's plain state (:meth:`_plain`). ``slim``: a context_built record
-        is read without its manifest (:func:`~contextfold.domain.record_head.record_without_manifest`:
-        the manifest left empty, not decoded), for a reader of its other fields only."""
+        is read without its manifest but for the keys in ``keep``
+        (:func:`~contextfold.domain.record_head.record_head`: the rest not decoded), for a reader
+        of its other fields, or of those keys, only. A record is refused as a whole decode
+        refuses it (with that decode's message), and only then: a slim read that fails is
+        decoded whole, for its message (or its event, trimmed, should that decode pass)."""
         try:
             digest = state[:64].decode("ascii")  # a damaged row: UnicodeDecodeError, a ValueError
             body = state[64:]
@@ -216,9 +228,12 @@ class EventReads:
             if upcast:
                 event = event_from_json(body)
                 if slim and isinstance(event, ContextBuilt):
-                    event = event.model_copy(update={"manifest": {}})
+                    event = _trimmed(event, keep)
             elif slim and topic.partition("@")[0] == RECORD_TYPE:
-                event = record_without_manifest(body)
+                try:
+                    event = record_head(body, keep)
+                except ValidationError:  # refused: as the whole decode refuses it, or read by it
+                    event = _trimmed(EVENT_ADAPTER.validate_json(body), keep)
             else:
                 event = EVENT_ADAPTER.validate_json(body)
         except (ValidationError, ValueError) as exc:

@@ -1,5 +1,5 @@
 """Reads of a run's log that need its context_built records for less than their manifests: one
-turn's records, and the log as a fold reads it.
+turn's records, the records' settings, one record's few keys, and the log as a fold reads it.
 
 Why: a record's manifest lists every fragment its build left out, so on a long run it is most of
 the record and grows with the run. Checking one turn read every record whole: ``Run.records(N)``
@@ -7,14 +7,17 @@ decoded each record after turn N's previous model response (for an early turn, e
 the run) to keep turn N's, and a recorded turn's rebuild read the log up to its build with every
 earlier record's manifest, though the fold notes a record's turn and position only. On an 800-turn
 loop ``replay``, ``audit --turn``, ``why`` and ``diff`` of one turn each peaked at 0.9-1.6 GB and
-``records`` of its first built turn took 3.4-4.7 s. Here each record is read without its manifest
-(:mod:`contextfold.domain.record_head`) and decoded whole only when it is one the caller asked
-for; rows are inflated one at a time (55-150 MB and 0.6 s there).
+``records`` of its first built turn took 3.4-4.7 s. The same held for ``Run.state(turn=N)`` and
+the rebuild of a turn without a record (the nearest record's ``config``, the first record's
+``encoding``, each observed turn's ``selected_tokens`` for the calibration): 27-59 s and 2.1 GB.
+Here each record is read without its manifest, or with the few keys of it a caller reads
+(:mod:`contextfold.domain.record_head`), and decoded whole only when it is one the caller asked
+for; rows are inflated one at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.log import RecordedEvent
@@ -25,11 +28,30 @@ from contextfold.store.event_reads import _MAX_POSITION, EventReads, check_run_i
 __all__ = ["RecordReads"]
 
 _PAGE_ROWS = 200
-"""Record rows read per query by :meth:`RecordReads.turn_records` (a keyframe is ~100s of KB)."""
+"""Record rows read per query by :meth:`RecordReads._record_rows` (a keyframe is ~100s of KB)."""
 
 
 class RecordReads(EventReads):
     """The record reads of an :class:`~contextfold.store.event_store.EventStore`."""
+
+    def _record_rows(self, run_id: str, after: int) -> Iterator[tuple[int, str, bytes]]:
+        """(position, topic, plain state) of the run's context_built rows after ``after``, in
+        order, a page at a time, each inflated as it is reached; :class:`RunNotFoundError` first
+        for a run with no events."""
+        topics = [t for t, _ in self._topics(run_id, RECORD_TYPE)]
+        p = self.backend.placeholder
+        sql = (f"SELECT originator_version, topic, state FROM {self.backend.table(EVENTS_TABLE)} "
+               f"WHERE originator_id = {p} AND topic IN ({', '.join([p] * len(topics))}) "
+               f"AND originator_version > {p} ORDER BY originator_version LIMIT {_PAGE_ROWS}")
+        cursor = after
+        while topics and cursor < _MAX_POSITION:  # (none after the last position a run holds)
+            rows = self.backend.query(sql, (run_id, *topics, cursor))
+            for v, topic, stored in rows:
+                position = int(v)
+                yield position, str(topic), self._plain(run_id, position, str(topic), bytes(stored))
+            if len(rows) < _PAGE_ROWS:
+                break
+            cursor = int(rows[-1][0])
 
     def turn_records(self, run_id: str, turn: int, *, after: int = 0) -> list[RecordedEvent]:
         """The run's context_built records of ``turn`` after position ``after``, in order, as
@@ -37,25 +59,29 @@ class RecordReads(EventReads):
 
         Every record after ``after`` is looked at: a past turn's rebuild is recorded at the end
         of the log, after other turns' records (``rebuild_api._record_once``)."""
-        topics = [t for t, _ in self._topics(run_id, RECORD_TYPE)]  # (RunNotFoundError first)
-        p = self.backend.placeholder
-        sql = (f"SELECT originator_version, topic, state FROM {self.backend.table(EVENTS_TABLE)} "
-               f"WHERE originator_id = {p} AND topic IN ({', '.join([p] * len(topics))}) "
-               f"AND originator_version > {p} ORDER BY originator_version LIMIT {_PAGE_ROWS}")
         found: list[RecordedEvent] = []
-        cursor = after
-        while topics and cursor < _MAX_POSITION:  # (none after the last position a run holds)
-            rows = self.backend.query(sql, (run_id, *topics, cursor))
-            for v, topic, stored in rows:
-                position = int(v)
-                plain = self._plain(run_id, position, str(topic), bytes(stored))
-                head = self._parse(run_id, position, str(topic), plain, slim=True).event
-                if isinstance(head, ContextBuilt) and head.turn == turn:
-                    found.append(self._parse(run_id, position, str(topic), plain))
-            if len(rows) < _PAGE_ROWS:
-                break
-            cursor = int(rows[-1][0])
+        for position, topic, plain in self._record_rows(run_id, after):
+            head = self._parse(run_id, position, topic, plain, slim=True).event
+            if isinstance(head, ContextBuilt) and head.turn == turn:
+                found.append(self._parse(run_id, position, topic, plain))
         return found
+
+    def record_heads(self, run_id: str, keep: Iterable[str] = ()) -> Iterator[RecordedEvent]:
+        """The run's context_built records in order, each with its manifest cut to the keys in
+        ``keep`` (the rest not decoded): what a reader of every record's turn and ``config``
+        reads (the nearest record's settings, ``audit.data.config_for_turn``). Read as it is
+        consumed; the run's other events are neither read nor decoded."""
+        kept = frozenset(keep)
+        for position, topic, plain in self._record_rows(run_id, 0):
+            yield self._parse(run_id, position, topic, plain, slim=True, keep=kept)
+
+    def record_keys(self, run_id: str, position: int, keep: Iterable[str]) -> RecordedEvent | None:
+        """The event at ``position`` (None when the run has none there), a context_built record with
+        its manifest cut to the keys in ``keep``: what a reader of a few of one record's keys reads
+        (the first record's ``encoding``, a record's counts for the calibration)."""
+        check_run_id(run_id)
+        found = list(self._select(run_id, gt=position - 1, lte=position, slim=True, keep=frozenset(keep)))
+        return found[0] if found else None
 
     def fold_events(self, run_id: str, *, upto: int | None = None) -> Iterator[RecordedEvent]:
         """The run's events up to position ``upto``, in order, each context_built record with an

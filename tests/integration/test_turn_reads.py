@@ -13,10 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from eventsourcing.persistence import StoredEvent
 
 from contextfold.api import Run, open_store
 from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
+from contextfold.domain.canonical import canonical_utf8
+from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import (
     EVENT_ADAPTER,
     ContextBuilt,
@@ -25,6 +28,8 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
+from contextfold.domain.record_head import record_head
 from contextfold.projections.past_states import state_at_version
 from contextfold.store import event_reads
 from contextfold.store.event_reads import EventReads
@@ -34,12 +39,18 @@ _TURNS = 12
 
 
 class _WholeRecords:
-    """The store's event adapter, counting the context_built records it decodes whole."""
+    """The store's event adapter, counting the context_built records it decodes whole; and the
+    records read without their manifest, each with the manifest keys read (``heads``)."""
 
     def __init__(self, adapter: Any) -> None:
         self.adapter = adapter
         self.decoded = 0
         self.paused = False
+        self.heads: list[frozenset[str]] = []
+
+    def record_head(self, text: bytes | str, keep: Any = ()) -> ContextBuilt:
+        self.heads.append(frozenset(keep))
+        return record_head(text, keep)
 
     def validate_json(self, data: Any, *args: Any, **kwargs: Any) -> Any:
         event = self.adapter.validate_json(data, *args, **kwargs)
@@ -55,6 +66,7 @@ class _WholeRecords:
 def whole_records(monkeypatch: pytest.MonkeyPatch) -> _WholeRecords:
     spy = _WholeRecords(EVENT_ADAPTER)
     monkeypatch.setattr(event_reads, "EVENT_ADAPTER", spy)
+    monkeypatch.setattr(event_reads, "record_head", spy.record_head)
     return spy
 
 
@@ -180,3 +192,64 @@ def test_why_of_what_a_turn_does_not_hold_decodes_no_other_record(
             assert main(["--store", store_url, "why", "loop", "--turn", str(last), query]) == 1
             assert whole_records.decoded == 1, query
             assert f"nothing in turn {last}'s manifest matches '{query}'" in capsys.readouterr().out
+
+
+_RECORD = {"config_hash": "c", "log_version": 0,
+           "manifest": {"config": {"window": 9_000}, "selected_tokens": 7}, "prefix_hash": "p",
+           "provider": "neutral", "request_hash": "r", "turn": 1, "type": "context_built", "v": 1}
+_FORGED: dict[str, Any] = {
+    "a field no record has": {**_RECORD, "extra": 1},
+    "no manifest": {k: v for k, v in _RECORD.items() if k != "manifest"},
+    "a manifest that is a list": {**_RECORD, "manifest": [1, 2]},
+    "a null manifest": {**_RECORD, "manifest": None},
+    "a turn that is a bool": {**_RECORD, "turn": True},
+    "a user input under a record's topic": {"blocks": [{"text": "hi", "type": "text"}], "type": "user_input",
+                                            "v": 1},
+    "a record as written": _RECORD,
+}
+
+
+@pytest.mark.parametrize("forged", sorted(_FORGED))
+def test_a_record_read_without_its_manifest_is_refused_as_a_whole_read_refuses_it(
+        store_url: str, forged: str) -> None:
+    """A record read without its manifest (a fold's, a turn search's, verify's) is refused exactly
+    when, and as, the whole decode refuses it: a record with a field no record has, or no
+    manifest, was read as a record with an empty manifest where the whole read said it does not
+    parse, so ``verify`` could not have read records without their manifests. Rows written by
+    hand, each chained as a writer would."""
+    body = canonical_utf8(_FORGED[forged])
+    with open_store(store_url) as store:
+        events = store.events
+        events.backend.recorder.insert_events([StoredEvent(
+            "forged", 1, "context_built@1", chain_hash("forged", 1, GENESIS_HASH, body).encode() + body)])
+        whole_error = ""
+        try:
+            whole = events.read("forged")
+        except IntegrityError as exc:
+            whole_error = str(exc)
+        for slim in (lambda: list(events.fold_events("forged")),
+                     lambda: list(events.record_heads("forged")),
+                     lambda: events.turn_records("forged", 1),
+                     lambda: [events.record_keys("forged", 1, ["config"])]):
+            if whole_error:
+                with pytest.raises(IntegrityError) as caught:
+                    slim()
+                assert str(caught.value) == whole_error
+            else:
+                read = slim()
+                assert [r.hash for r in read if r is not None] in ([], [whole[0].hash])
+        report = events.verify("forged")
+        with pytest.MonkeyPatch.context() as patch:  # verify as it was: each event decoded whole
+            parse = EventReads._parse
+
+            def whole_parse(self: EventReads, *args: Any, **_: Any) -> RecordedEvent:
+                return parse(self, *args)
+            patch.setattr(EventReads, "_parse", whole_parse)
+            assert events.verify("forged") == report
+        assert report.ok == (forged == "a record as written")
+        if report.ok:  # the keys asked for, and only those
+            kept = events.record_keys("forged", 1, ["config", "no such key"])
+            assert kept is not None and kept.event == ContextBuilt.model_validate(
+                {**_RECORD, "manifest": {"config": {"window": 9_000}}})
+        if whole_error:
+            assert report.reason == whole_error
