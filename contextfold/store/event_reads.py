@@ -1,16 +1,16 @@
-"""The run log's read side: events decoded page by page, artifacts, the chain's verification.
+"""The run log's read side: events decoded page by page, artifacts.
 
 Apart from :mod:`contextfold.store.event_store` (the write path, which subclasses this) because
 reading has concerns of its own: pages sized by rows and bytes, envelopes opened, compressed
 and delta states unpacked (a delta's keyframe remembered for the deltas after it), old event
-versions upcast, and ``verify`` recomputing the hash chain over the exact stored bytes.
+versions upcast. ``verify``, which recomputes the hash chain over the exact stored bytes, is
+:mod:`contextfold.store.chain_check`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +20,6 @@ from pydantic import ValidationError
 
 from contextfold.domain.errors import (
     ArtifactNotFoundError,
-    CryptoError,
     InputLimitError,
     IntegrityError,
     RunNotFoundError,
@@ -32,10 +31,9 @@ from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
     ContextBuilt,
-    artifact_refs,
     event_from_json,
 )
-from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
+from contextfold.domain.log import RecordedEvent
 from contextfold.domain.record_head import RECORD_TYPE, record_head
 from contextfold.store.backends import (
     ARTIFACTS_TABLE,
@@ -51,7 +49,8 @@ from contextfold.store.driver_errors import one_line
 from contextfold.store.head_check import FoldedTails, StaleHeadError
 from contextfold.store.limits import StoreLimits
 
-__all__ = ["RUN_ID_PATTERN", "EventReads", "RunInfo", "VerifyReport", "bulk_allocation", "check_run_id"]
+__all__ = ["RUN_ID_PATTERN", "EventReads", "RunInfo", "VerifyReport", "bulk_allocation", "check_run_id",
+           "upcast_topic"]
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$")
 _UPCAST_TOPICS: dict[str, bool] = {}
@@ -92,13 +91,14 @@ def _why_not(exc: ValueError) -> str:
     return one_line(exc)
 
 
-def _declared_topic(topic: str, event: AnyEvent, body: bytes) -> str:
-    """The topic a stored event was written under: its ``type@version``, as the stored JSON
-    declares them when it is an old version (``topic`` one that is upcast on read)."""
-    if not _UPCAST_TOPICS.get(topic):
-        return f"{event.type}@{event.v}"
-    data = json.loads(body)
-    return f"{data.get('type')}@{data.get('v', 1)}"
+def upcast_topic(topic: str) -> bool:
+    """Whether events stored under ``topic`` (``type@version``) are an old version, upcast on read
+    (parsed once per topic)."""
+    upcast = _UPCAST_TOPICS.get(topic)
+    if upcast is None:
+        etype, _, version = topic.partition("@")
+        upcast = _UPCAST_TOPICS[topic] = (etype, int(version)) in UPCASTERS
+    return upcast
 
 
 def _trimmed(event: AnyEvent, keep: frozenset[str]) -> AnyEvent:
@@ -221,11 +221,7 @@ class EventReads:
         try:
             digest = state[:64].decode("ascii")  # a damaged row: UnicodeDecodeError, a ValueError
             body = state[64:]
-            upcast = _UPCAST_TOPICS.get(topic)
-            if upcast is None:
-                etype, _, version = topic.partition("@")
-                upcast = _UPCAST_TOPICS[topic] = (etype, int(version)) in UPCASTERS
-            if upcast:
+            if upcast_topic(topic):
                 event = event_from_json(body)
                 if slim and isinstance(event, ContextBuilt):
                     event = _trimmed(event, keep)
@@ -435,22 +431,6 @@ class EventReads:
             raise IntegrityError(f"the artifact {digest} the log cites is not in the store "
                                  "(`contextfold verify RUN` names the event)") from exc
 
-    def _cited_artifacts_intact(self, event: object, checked: set[str]) -> str:
-        """Why an artifact ``event`` cites cannot be read back as its hash says ("" when each
-        can): ``verify`` said "intact" of a run whose replay failed on a damaged or deleted
-        artifact. ``checked``: the hashes read already (each is read once per verify)."""
-        for ref in artifact_refs(event):
-            if ref.hash in checked:
-                continue
-            checked.add(ref.hash)
-            try:
-                self.artifact(ref)
-            except ArtifactNotFoundError:
-                return f"the artifact {ref.hash} it cites is not in the store"
-            except (IntegrityError, CryptoError) as exc:  # (damaged ciphertext fails to decrypt)
-                return f"the artifact {ref.hash} it cites cannot be read back: {exc}"
-        return ""
-
     def has_artifact(self, digest: str) -> bool:
         """Whether this store holds the artifact ``digest`` (without loading it)."""
         p = self.backend.placeholder
@@ -459,58 +439,3 @@ class EventReads:
 
     def artifact_count(self) -> int:
         return int(self.backend.query(f"SELECT COUNT(*) FROM {self.backend.table(ARTIFACTS_TABLE)}")[0][0])
-
-    # ------------------------------------------------------------ integrity
-
-    def verify(self, run_id: str) -> VerifyReport:
-        """Recompute the hash chain over the exact stored bytes; name the first mismatch."""
-        check_run_id(run_id)
-        prev = GENESIS_HASH
-        count = 0
-        expected_position = 1
-        checked: set[str] = set()
-        cursor = 0
-        while True:
-            with translate_errors(f"verify {run_id!r}", self.url):
-                rows = self.backend.recorder.select_events(run_id, gt=cursor, limit=5000)
-            if not rows:
-                break
-            for row in rows:
-                pos = row.originator_version
-                if pos != expected_position:
-                    return VerifyReport(run_id, count, False, expected_position,
-                                        f"position {expected_position} is missing")
-                if not isinstance(row.state, bytes):  # a row written as TEXT by hand
-                    return VerifyReport(run_id, count, False, pos,
-                                        f"the stored event is {type(row.state).__name__}, not bytes")
-                try:
-                    state = open_envelope(row.state, self.keyring, f"run {run_id!r} position {pos}")
-                except IntegrityError as exc:  # encrypted, and its bytes changed
-                    return VerifyReport(run_id, count, False, pos, str(exc))
-                if is_compressed(state) or is_delta(state):
-                    try:
-                        state = self._unpack(state, run_id, pos, row.topic)
-                    except IntegrityError as exc:
-                        return VerifyReport(run_id, count, False, pos, str(exc))
-                stored_hash = state[:64].decode("ascii", "replace")
-                if chain_hash(run_id, pos, prev, state[64:]) != stored_hash:
-                    return VerifyReport(run_id, count, False, pos,
-                                        "event content does not match its chain hash")
-                try:
-                    event = self._decode(run_id, pos, row.topic, state).event
-                except IntegrityError as exc:
-                    return VerifyReport(run_id, count, False, pos, str(exc))
-                declared = _declared_topic(row.topic, event, state[64:])
-                if row.topic != declared:  # counts by type (turn numbers) read the topic alone
-                    return VerifyReport(run_id, count, False, pos,
-                                        f"its topic {quoted(row.topic)} is not its event's ({declared})")
-                damaged = self._cited_artifacts_intact(event, checked)
-                if damaged:  # the chain holds its hash; a replay needs its bytes
-                    return VerifyReport(run_id, count, False, pos, damaged)
-                prev = stored_hash
-                count += 1
-                expected_position += 1
-            cursor = rows[-1].originator_version
-        if count == 0:
-            raise RunNotFoundError(run_id)
-        return VerifyReport(run_id, count, True)

@@ -23,7 +23,8 @@ from contextfold.domain.events import ContextBuilt
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.record_head import RECORD_TYPE
 from contextfold.store.backends import EVENTS_TABLE
-from contextfold.store.event_reads import _MAX_POSITION, EventReads, check_run_id
+from contextfold.store.chain_check import ChainCheck
+from contextfold.store.event_reads import _MAX_POSITION, check_run_id
 
 __all__ = ["RecordReads"]
 
@@ -31,7 +32,7 @@ _PAGE_ROWS = 200
 """Record rows read per query by :meth:`RecordReads._record_rows` (a keyframe is ~100s of KB)."""
 
 
-class RecordReads(EventReads):
+class RecordReads(ChainCheck):
     """The record reads of an :class:`~contextfold.store.event_store.EventStore`."""
 
     def _record_rows(self, run_id: str, after: int) -> Iterator[tuple[int, str, bytes]]:

@@ -32,6 +32,7 @@ from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.domain.record_head import record_head
 from contextfold.projections.past_states import state_at_version
 from contextfold.store import event_reads
+from contextfold.store.chain_check import ChainCheck
 from contextfold.store.event_reads import EventReads
 
 _TURNS = 12
@@ -126,9 +127,9 @@ def test_a_recorded_turns_rebuild_decodes_no_other_record(store_url: str,
             assert whole_records.decoded == 1
             # audit --turn verifies the chain first, which decodes every event once, one at a
             # time; apart from it, the turn's record is the only one read whole
-            verify = EventReads.verify
+            verify = ChainCheck.verify
 
-            def paused(reads: EventReads, run_id: str, verify: Any = verify) -> Any:
+            def paused(reads: ChainCheck, run_id: str, verify: Any = verify) -> Any:
                 whole_records.paused = True
                 try:
                     return verify(reads, run_id)
@@ -136,7 +137,7 @@ def test_a_recorded_turns_rebuild_decodes_no_other_record(store_url: str,
                     whole_records.paused = False
 
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(EventReads, "verify", paused)
+                patch.setattr(ChainCheck, "verify", paused)
                 whole_records.decoded = 0
                 verdict, result = audit_turn(run, turn)
             assert verdict["ok"] and verdict["check"]["records"] == 1, verdict
