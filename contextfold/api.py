@@ -52,14 +52,13 @@ from contextfold.projections.calibration import (
     record_estimate,
 )
 from contextfold.projections.fold import fold, fold_event, new_state
-from contextfold.projections.past_states import state_at_turn
 from contextfold.projections.progress import Progress
 from contextfold.projections.recorded_encoding import FirstRecord
 from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import ArtifactTokens, RunState
 from contextfold.projections.tokens import TokenCounter
-from contextfold.rebuild_api import named_settings, rebuild, replay, run_encoding
+from contextfold.rebuild_api import named_settings, rebuild, replay, run_encoding, state_before_turn
 from contextfold.replay_report import ReplayReport
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
@@ -199,11 +198,7 @@ class Run:
         a fragment is rendered or asked for whole, so use it while the store is open.
         ``progress(n)`` is told of the events folded: a 10,000-event run folds for seconds."""
         if turn is not None:
-            turn = checked_turn(turn)
-            with counts_kept(self.store.events, self.run_id):
-                return state_at_turn(self.events(), turn, run_id=self.run_id, progress=progress,
-                                     artifact_tokens=self._artifact_tokens(),
-                                     recorded_encoding=run_encoding(self))
+            return state_before_turn(self, checked_turn(turn), progress=progress)
         with self._lock, counts_kept(self.store.events, self.run_id):
             try:
                 if self._state is not None:

@@ -16,7 +16,7 @@ from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import ArtifactTokens, RunState
 
-__all__ = ["state_at_turn", "state_at_version"]
+__all__ = ["state_at_turn", "state_at_version", "state_before_response"]
 
 
 def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | None = None,
@@ -36,7 +36,22 @@ def state_at_turn(events: Sequence[RecordedEvent], turn: int, *, run_id: str | N
     responses = sum(1 for r in events if isinstance(r.event, ModelResponse))
     if not 1 <= turn <= responses + 1:
         raise TurnNotFoundError(rid, turn, responses + 1)
-    state = new_state(rid, artifact_tokens=artifact_tokens, recorded_encoding=recorded_encoding)
+    return state_before_response(events, turn, run_id=rid, artifact_tokens=artifact_tokens,
+                                 progress=progress, recorded_encoding=recorded_encoding)
+
+
+def state_before_response(events: Iterable[RecordedEvent], turn: int, *, run_id: str,
+                          artifact_tokens: ArtifactTokens | None = None,
+                          progress: Progress | None = None,
+                          recorded_encoding: str | None = None) -> RunState:
+    """:func:`state_at_turn` of ``events`` read as the fold goes, ``turn`` checked by the caller
+    (against the run's count of model responses, read without the log): the events folded up to
+    their ``turn``-th model response, not included (all of them when they hold fewer).
+
+    Why apart: ``state_at_turn`` counts the responses of a list first, and a long run's log read
+    into a list held every context-built record's manifest (``Run.state(turn=1)`` of an 800-turn
+    run: 2.1 GB); a stream of the log, its records' manifests unread, is folded here."""
+    state = new_state(run_id, artifact_tokens=artifact_tokens, recorded_encoding=recorded_encoding)
     seen = 0
     with paused_gc():
         for rec in reported(events, progress):

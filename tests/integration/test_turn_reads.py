@@ -19,7 +19,7 @@ from contextfold.api import Run, open_store
 from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
 from contextfold.domain.canonical import canonical_utf8
-from contextfold.domain.errors import IntegrityError
+from contextfold.domain.errors import IntegrityError, TurnNotFoundError
 from contextfold.domain.events import (
     EVENT_ADAPTER,
     ContextBuilt,
@@ -29,8 +29,9 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
+from contextfold.domain.manifest import manifest_encoding
 from contextfold.domain.record_head import record_head
-from contextfold.projections.past_states import state_at_version
+from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.store import event_reads
 from contextfold.store.event_reads import EventReads
 
@@ -70,9 +71,11 @@ def whole_records(monkeypatch: pytest.MonkeyPatch) -> _WholeRecords:
     return spy
 
 
-def _loop(run: Run) -> None:
+def _loop(run: Run, *, rebuild: bool = True, usage: bool = False) -> None:
     """A history the window cannot hold, then one build per turn (each record lists the left-out
-    history), turn 5 built only at the end: a rebuild, recorded after every other turn's."""
+    history), turn 5 built only at the end: a rebuild, recorded after every other turn's (or, with
+    ``rebuild`` false, never: a past turn without a record). ``usage``: each built turn's usage
+    observed after its response (a later build's calibration reads those turns' records)."""
     run.append(UserInput("fix the failing build"))
     history: list[Any] = []
     for i in range(30):
@@ -81,11 +84,13 @@ def _loop(run: Run) -> None:
     run.append(history)
     first = run.next_turn()
     for i in range(_TURNS):
-        if first + i != first + 4:
-            run.build("anthropic", window=2_000, reserve=500)
+        built = None if i == 4 else run.build("anthropic", window=2_000, reserve=500)
         run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="sh", arguments="{}"),)),
                    ToolResult(call_id=f"c{i}", content=f"step {i} ok", exit_code=0))
-    run.build(turn=first + 4, provider="anthropic", window=2_000, reserve=500)
+        if usage and built is not None:
+            run.observe_usage(first + i, built.manifest.selected_tokens + 40)
+    if rebuild:
+        run.build(turn=first + 4, provider="anthropic", window=2_000, reserve=500)
 
 
 def test_a_turns_records_are_the_only_ones_decoded_whole(store_url: str,
@@ -182,6 +187,42 @@ def test_why_of_what_a_turn_does_not_hold_decodes_no_other_record(
             assert main(["--store", store_url, "why", "loop", "--turn", str(last), query]) == 1
             assert whole_records.decoded == 1, query
             assert f"nothing in turn {last}'s manifest matches '{query}'" in capsys.readouterr().out
+
+
+def _old_encoding(events: list[RecordedEvent]) -> str | None:
+    """``run_encoding`` as it read the first record before: decoded whole, from the log."""
+    first = next((r.event for r in events if isinstance(r.event, ContextBuilt)), None)
+    return manifest_encoding(first.manifest) if first is not None else None
+
+
+def test_a_past_state_decodes_no_record_whole(store_url: str, whole_records: _WholeRecords) -> None:
+    """``Run.state(turn=N)`` folded the whole log read into a list, every record decoded whole:
+    an 800-turn run's first turn took 27 s and 2.1 GB. It folds the log up to the turn's model
+    response now, each record's manifest unread (the first record read for its ``encoding``
+    alone), and the state is the one the old path folds, for every turn."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        _loop(run, usage=True)
+        first = run.next_turn() - _TURNS
+        whole = run.events()
+        records_before: dict[int, int] = {}  # turn -> the records before its model response
+        for rec in whole:
+            if isinstance(rec.event, ModelResponse):
+                records_before[len(records_before) + 1] = sum(
+                    1 for r in whole[:rec.position] if isinstance(r.event, ContextBuilt))
+        for turn in (1, first, first + 4, first + _TURNS - 1, first + _TURNS):
+            whole_records.decoded, whole_records.heads = 0, []
+            state = run.state(turn=turn)
+            assert whole_records.decoded == 0, turn
+            # the records folded (those before the turn's response), and the first one's encoding
+            folded = records_before.get(turn, _TURNS)
+            assert len(whole_records.heads) == folded + 1, (turn, whole_records.heads)
+            assert whole_records.heads.count(frozenset({"encoding"})) == 1
+            old = state_at_turn(whole, turn, run_id="loop", artifact_tokens=run._artifact_tokens(),
+                                recorded_encoding=_old_encoding(whole))
+            assert state.fingerprint() == old.fingerprint(), turn
+        with pytest.raises(TurnNotFoundError):
+            run.state(turn=first + _TURNS + 1)
 
 
 def test_verify_decodes_no_record_whole(store_url: str, whole_records: _WholeRecords) -> None:
