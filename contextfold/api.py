@@ -45,6 +45,7 @@ from contextfold.domain.manifest import BuildConfig, Calibration, config_of
 from contextfold.kept_counts import counts_kept
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.calibration import (
+    ESTIMATE_KEYS,
     Estimate,
     calibrate_state,
     check_observation,
@@ -389,10 +390,11 @@ class Run:
 
     def _estimate_at(self, position: int) -> Estimate | None:
         """(selected_tokens, model, provider) of the ContextBuilt at ``position``; cached (events are
-        immutable)."""
+        immutable). Read without the rest of its manifest: a calibration reads the record of every
+        turn with a usage report, and the rebuild of a turn of a long run read each whole."""
         if position not in self._estimates:
-            found = self.store.events.read(self.run_id, after=position - 1, upto=position)
-            self._estimates[position] = record_estimate(found[0].event if found else None)
+            found = self.store.events.record_keys(self.run_id, position, ESTIMATE_KEYS)
+            self._estimates[position] = record_estimate(found.event if found else None)
         return self._estimates[position]
 
     def observe_usage(self, turn: int, input_tokens: int, *, cached_tokens: int = 0,

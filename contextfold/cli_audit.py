@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from contextfold.api import Run
-from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, config_for_turn, unbuilt_answer
+from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, unbuilt_answer
 from contextfold.audit.effects import WINDOW_TURNS, describe
 from contextfold.audit.report import render_report
 from contextfold.audit.text import visible
@@ -39,7 +39,7 @@ from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.manifest import BuildConfig, checked_config, config_of
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
-from contextfold.rebuild_api import named_settings, previewed, rebuild
+from contextfold.rebuild_api import named_settings, nearest_config, previewed, rebuild
 
 __all__ = ["audit_turn", "config_args", "given_config"]
 
@@ -89,10 +89,9 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
         problems.append(f"integrity: the stored event at position {report.first_bad_position} was altered "
                         f"or damaged ({report.reason}); what follows is derived from a log that does not "
                         "match its hash chain")
-    if not records:  # rebuilt from the log read once: for the nearest record's config and the fold
-        events = run.events()
-        cfg = config_for_turn(events, turn, given)
-        result = rebuild(run, turn, cfg, record=False, progress=progress, records=[], events=events)
+    if not records:  # the nearest record's config, then the fold: neither reads a manifest whole
+        result = rebuild(run, turn, nearest_config(run, turn, given), record=False, progress=progress,
+                         records=[])
         derived = ("the next request as a build would make it now, previewed (the model has not answered "
                    "the turn)" if previewed(turn, records, run.next_turn()) else "the request re-derived "
                    "from the log")

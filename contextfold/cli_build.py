@@ -16,7 +16,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contextfold.api import Run, Store
-from contextfold.audit.data import config_for_turn
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
 from contextfold.cli import DEMO_HOOKS, SCHEMAS, register, store_for
@@ -30,7 +29,6 @@ from contextfold.domain.errors import (
     TurnNotFoundError,
 )
 from contextfold.domain.events import ContextBuilt
-from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import (
     BUILD_PROVIDERS,
     BuildConfig,
@@ -41,7 +39,7 @@ from contextfold.projections.builder import BuildResult
 from contextfold.projections.past_states import state_at_version
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_candidates import not_exposed_reason
-from contextfold.rebuild_api import previewed, rebuild
+from contextfold.rebuild_api import nearest_config, previewed, rebuild
 
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
            "manifest_table", "not_exposed_reasons", "pick_record", "record_choice", "turn_record"]
@@ -111,10 +109,10 @@ class RebuiltTurn:
     superseded: BuildResult | None = None
 
 
-def _settings_text(cfg: BuildConfig, events: Sequence[RecordedEvent], given: Mapping[str, Any]) -> str:
-    """``anthropic, window 16000, reserve 2000 (the nearest record's)``."""
-    source = ("the nearest record's" if any(isinstance(rec.event, ContextBuilt) for rec in events)
-              else "the defaults: the run has no record")
+def _settings_text(cfg: BuildConfig, recorded: bool, given: Mapping[str, Any]) -> str:
+    """``anthropic, window 16000, reserve 2000 (the nearest record's)``; ``recorded``: whether the
+    run has a record."""
+    source = "the nearest record's" if recorded else "the defaults: the run has no record"
     if given:
         source += f", {', '.join(f'--{name}' for name in given)} as given"
     return f"{cfg.provider}, window {cfg.window}, reserve {cfg.reserve} ({source})"
@@ -138,12 +136,13 @@ def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label
             result = rebuild(run, args.turn, named, record=False, progress=advance,
                              records=list(records), given=given)
             return RebuiltTurn(result, records)
-        events = run.events()  # read once: for the settings and the rebuild
-        cfg = config_for_turn(events, args.turn, given or None)
+        # the records' settings, then the log up to the turn: neither reads a record's manifest whole
+        recorded = store.events.count_events(args.run, "context_built") > 0
+        cfg = nearest_config(run, args.turn, given or None)
         ours: list[BuildResult] = []
-        result = rebuild(run, args.turn, cfg, record=record, progress=advance, records=[], events=events,
+        result = rebuild(run, args.turn, cfg, record=record, progress=advance, records=[],
                          version=version, given=given, superseded=ours.append)
-    return RebuiltTurn(result, records, _settings_text(cfg, events, given), ours[0] if ours else None)
+    return RebuiltTurn(result, records, _settings_text(cfg, recorded, given), ours[0] if ours else None)
 
 
 # ---------------------------------------------------------------- which record of a turn

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from contextfold.api import Run
-from contextfold.audit.data import config_for_turn
 from contextfold.audit.diff import logged_as, stand_in_for
 from contextfold.audit.text import visible
 from contextfold.cli import register, store_for
@@ -32,7 +31,7 @@ from contextfold.domain.events import HistoryCompacted
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
-from contextfold.rebuild_api import check_given, previewed, rebuild
+from contextfold.rebuild_api import check_given, nearest_config, previewed, rebuild
 
 __all__ = ["explain"]
 
@@ -182,11 +181,10 @@ def _handle_why(args: argparse.Namespace) -> int:
             check_given(args.turn, picked.manifest.config, given or {})
             manifest, source = picked.manifest, "recorded"
         else:
-            events = run.events()  # read once: for the config and the rebuild
-            cfg = config_for_turn(events, args.turn, given)
+            # the records' settings, then the log up to the turn: neither reads a manifest whole
+            cfg = nearest_config(run, args.turn, given)
             with fold_bar(store, args, f"rebuilding {args.run} turn {args.turn}") as advance:
-                manifest = rebuild(run, args.turn, cfg, record=False, progress=advance, records=[],
-                                   events=events).manifest
+                manifest = rebuild(run, args.turn, cfg, record=False, progress=advance, records=[]).manifest
             preview = previewed(args.turn, (), run.next_turn())  # (no record: turn_record found none)
             source = ("previewed (no record: the next request)" if preview
                       else "rebuilt from the log (no record)")

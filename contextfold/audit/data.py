@@ -13,7 +13,7 @@ in; data out). :func:`audit_run` wires it to a :class:`~contextfold.api.Run`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
@@ -224,11 +224,13 @@ def _config_for(turn: int, recorded: Mapping[int, BuildConfig], given: ConfigCho
     return checked_config(**{**base.model_dump(), **given})
 
 
-def config_for_turn(events: Sequence[RecordedEvent], turn: int,
+def config_for_turn(events: Iterable[RecordedEvent], turn: int,
                     given: ConfigChoice = None) -> BuildConfig:
     """The config to rebuild a turn that has no record with (see ``_config_for``). Only each
     record's config is read: a long run's manifests are ~10,000 lines each, and validating its
-    100 records whole took 3.6 of the 11 s that ``audit --turn`` spent on a 10,000-event run."""
+    100 records whole took 3.6 of the 11 s that ``audit --turn`` spent on a 10,000-event run.
+    ``events``: the log, or its records alone, each with a manifest holding its ``config``
+    at least (``EventStore.record_heads``: the rest of a manifest is not needed)."""
     recorded: dict[int, BuildConfig] = {}
     for rec in events:
         if isinstance(rec.event, ContextBuilt) and rec.event.turn not in recorded:

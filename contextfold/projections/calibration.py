@@ -59,6 +59,7 @@ from contextfold.projections.model_family import run_model_for
 from contextfold.projections.state import RunState
 
 __all__ = [
+    "ESTIMATE_KEYS",
     "MAX_RATIO",
     "MAX_SAMPLES",
     "QUANTILE",
@@ -112,6 +113,11 @@ def nearest_rank(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(q * len(ordered)))
     return ordered[rank - 1]
+
+
+ESTIMATE_KEYS = ("model", "provider", "selected_tokens")
+"""The keys of a record's manifest :func:`record_estimate` reads: a store reads a record for it
+with these alone (its manifest's list of what was left out is most of a long run's record)."""
 
 
 def record_estimate(event: AnyEvent | None) -> Estimate | None:

@@ -16,6 +16,7 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 
 from contextfold.api import Run, open_store
+from contextfold.audit.data import config_for_turn
 from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
 from contextfold.domain.canonical import canonical_utf8
@@ -31,7 +32,9 @@ from contextfold.domain.events import (
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.domain.manifest import manifest_encoding
 from contextfold.domain.record_head import record_head
+from contextfold.projections.calibration import ESTIMATE_KEYS, record_estimate
 from contextfold.projections.past_states import state_at_turn, state_at_version
+from contextfold.rebuild_api import nearest_config, rebuild
 from contextfold.store import event_reads
 from contextfold.store.event_reads import EventReads
 
@@ -189,6 +192,14 @@ def test_why_of_what_a_turn_does_not_hold_decodes_no_other_record(
             assert f"nothing in turn {last}'s manifest matches '{query}'" in capsys.readouterr().out
 
 
+def _old_estimate(run: Run) -> Any:
+    """``Run._estimate_at`` as it read a record before: the record decoded whole."""
+    def estimate_at(position: int) -> Any:
+        found = run.store.events.read(run.run_id, after=position - 1, upto=position)
+        return record_estimate(found[0].event if found else None)
+    return estimate_at
+
+
 def _old_encoding(events: list[RecordedEvent]) -> str | None:
     """``run_encoding`` as it read the first record before: decoded whole, from the log."""
     first = next((r.event for r in events if isinstance(r.event, ContextBuilt)), None)
@@ -223,6 +234,38 @@ def test_a_past_state_decodes_no_record_whole(store_url: str, whole_records: _Wh
             assert state.fingerprint() == old.fingerprint(), turn
         with pytest.raises(TurnNotFoundError):
             run.state(turn=first + _TURNS + 1)
+
+
+def test_an_unrecorded_turns_rebuild_decodes_no_record_whole(store_url: str,
+                                                              whole_records: _WholeRecords) -> None:
+    """The rebuild of a past turn without a record read the whole log, every record decoded whole,
+    for the nearest record's settings and the fold, and each observed turn's record whole for the
+    calibration (an 800-turn run: 59 s, 2.1 GB). The records are read for their turn and ``config``
+    now, the calibration's for its three keys, the log up to the turn without manifests; the
+    request and manifest are the old path's, byte for byte."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        _loop(run, rebuild=False, usage=True)
+        turn = run.next_turn() - _TURNS + 4
+        run = store.run("loop")  # a new Run: no estimate remembered from the loop's builds
+        whole_records.decoded, whole_records.heads = 0, []
+        result = run.build(turn=turn, record=False)
+        assert whole_records.decoded == 0
+        assert frozenset({"config"}) in whole_records.heads
+        assert frozenset(ESTIMATE_KEYS) in whole_records.heads  # the calibration's samples
+        assert all(keys <= {"config", "encoding", *ESTIMATE_KEYS} for keys in whole_records.heads)
+        assert run.version == store.events.version("loop")  # nothing recorded
+    with open_store(store_url) as store:  # a new Run: nothing remembered of the calls above
+        run = store.run("loop")
+        whole_records.paused = True
+        events = run.events()
+        cfg = config_for_turn(events, turn)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(run, "_estimate_at", _old_estimate(run))
+            old = rebuild(run, turn, cfg, record=False, records=[], events=events)
+        assert cfg == nearest_config(run, turn) and cfg.provider == "anthropic"
+        assert result.body_bytes == old.body_bytes and result.manifest == old.manifest
+        assert result.manifest.calibration is not None  # the observed turns were read
 
 
 def test_verify_decodes_no_record_whole(store_url: str, whole_records: _WholeRecords) -> None:
