@@ -27,14 +27,15 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from contextfold.domain.events import ContextBuilt
 
-__all__ = ["RECORD_TYPE", "record_head", "record_without_manifest"]
+__all__ = ["RECORD_TYPE", "record_head"]
 
 RECORD_TYPE = "context_built"
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)
 def _head_model(keep: frozenset[str]) -> type[BaseModel]:
-    """The head model of a record whose manifest is read for the keys ``keep`` only.
+    """The head model of a record whose manifest is read for the keys ``keep`` only (made once per
+    key set: the store's readers ask for a handful; bounded, as a caller may name any keys).
 
     Every field of ContextBuilt is named (Any: validated by ContextBuilt itself), and the event's
     unknown fields are kept (``extra="allow"``), so that ContextBuilt refuses them as a whole decode
@@ -57,7 +58,3 @@ def record_head(text: bytes | str, keep: Iterable[str] = ()) -> ContextBuilt:
     head = _head_model(frozenset(keep)).model_validate_json(text)
     return ContextBuilt.model_validate(head.model_dump(exclude_unset=True, by_alias=True))
 
-
-def record_without_manifest(text: bytes | str) -> ContextBuilt:
-    """:func:`record_head` with an empty manifest: the record for a reader of its other fields."""
-    return record_head(text)
