@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from itertools import chain
 from typing import Any
 
@@ -53,13 +54,19 @@ from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.kept_texts import kept_texts
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_cost import UNKNOWN_MODEL_RULE
-from contextfold.projections.media_plan import TEXT_BYTES_PER_TOKEN, MediaFinish, finalize_media
+from contextfold.projections.media_plan import (
+    TEXT_BYTES_PER_TOKEN,
+    MediaFinish,
+    finalize_media,
+    request_notes,
+)
 from contextfold.projections.model_family import run_model_for
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import (
     canonical_hash,
     conversation_json,
 )
+from contextfold.projections.request_size import Attempt, within_request_size
 from contextfold.projections.selection import Selection, Unit, select_units
 from contextfold.projections.state import RunState
 from contextfold.projections.tool_candidates import limit_note, past_limit, tool_inputs
@@ -247,24 +254,32 @@ def _build(state: RunState, config: BuildConfig, *,
                                        model=config.model or run_model_for(config.provider, state.model),
                                        current_input=current_input,
                                        replies=replies, blocked=blocked))
-    # Without priced media in the run the layout made no media part: nothing to reduce, inline
-    # or dedupe (a pass over every message of a long run's request saved).
-    media = (finalize_media(conversation, reduced=frozenset(reduced),
-                            load_bytes=None if config.provider == "neutral" else load_bytes,
-                            provider=config.provider, blocks_of=lambda fid: _media_blocks_of(ctx, fid),
-                            text_bytes=TEXT_BYTES_PER_TOKEN * (selection.used + opening))
-             if state.media_seen else MediaFinish(conversation))
-    conversation = media.conversation
-    if renamed:
-        conversation = renamed_tools(conversation, renamed, ctx.objects_for("renamed-tools"))
+    laid_out = conversation
+    blocks_of = partial(_media_blocks_of, ctx)
+    loaded = _loaded_once(None if config.provider == "neutral" else load_bytes)
+
+    def attempt(text_bytes: int) -> Attempt:
+        # Without priced media in the run the layout made no media part: nothing to reduce, inline
+        # or dedupe (a pass over every message of a long run's request saved).
+        media = (finalize_media(laid_out, reduced=frozenset(reduced), load_bytes=loaded,
+                                provider=config.provider, blocks_of=blocks_of, text_bytes=text_bytes)
+                 if state.media_seen else MediaFinish(laid_out))
+        sent = media.conversation
+        if renamed:
+            sent = renamed_tools(sent, renamed, ctx.objects_for("renamed-tools"))
+        if render is None or config.provider == "neutral":
+            return media, sent, conversation_json(sent)
+        return media, sent, render(sent, config.provider, config.reserve)
+
+    # A request with media is measured against its provider's size (``request_size``).
+    media, conversation, request = (
+        within_request_size(attempt, TEXT_BYTES_PER_TOKEN * (selection.used + opening), config.provider,
+                            partial(request_notes, laid_out, config.provider, blocks_of))
+        if state.media_seen else attempt(0))
     if state.unparsed_arguments_seen:  # rare: only runs whose model once sent such arguments look
         repair_notes += [f"tool_arguments_not_an_object:{call.call_id}" for m in conversation.messages
                          if isinstance(m, AssistantMessage) for call in m.tool_calls
                          if arguments_object(call.arguments) is None]
-    if render is None or config.provider == "neutral":
-        request = conversation_json(conversation)
-    else:
-        request = render(conversation, config.provider, config.reserve)
     changed = text_cut.keys() | truncated | reduced
     cut_units = [uid for uid in worked if not changed.isdisjoint(members[uid])]
     return finish_build(ctx, config, budget, conversation, request, selection.kept,
@@ -273,6 +288,22 @@ def _build(state: RunState, config: BuildConfig, *,
                         repair_notes, current_input, calibration,
                         (text_cut, reduced, media.shown_in, media.unsent),
                         opening=opening)
+
+
+def _loaded_once(load_bytes: Callable[[ArtifactRef], bytes] | None
+                 ) -> Callable[[ArtifactRef], bytes] | None:
+    """``load_bytes``, each artifact read once per build: a request past its size is finalized
+    again (``request_size``), and its media were read for the first try."""
+    if load_bytes is None:
+        return None
+    seen: dict[str, bytes] = {}
+
+    def load(ref: ArtifactRef) -> bytes:
+        data = seen.get(ref.hash)
+        if data is None:
+            data = seen[ref.hash] = load_bytes(ref)
+        return data
+    return load
 
 
 def _media_blocks_of(ctx: BuildCtx, fid: str) -> tuple[ImageBlock | DocumentBlock, ...]:

@@ -31,8 +31,8 @@ Rules, each from the provider's documentation:
   most 500 images and 50 MB of image bytes in a request, 20 MB an image (platform.openai.com/docs
   /guides/images-vision), and "up to 100 pages and 32MB of total content in a single request to
   the API, across multiple file inputs" (/guides/pdf-files), Chat Completions and Responses
-  alike. A request's size is read off the base64 its inline media carry, beside the text's
-  (``text_bytes``: the builder's bound on it); OpenAI's bytes of images and of file inputs are
+  alike. A request's size is read off the base64 its inline media carry, beside its text's bytes
+  as the provider's SDK sends them (``request_size``); OpenAI's bytes of images and of file inputs are
   read off their base64 too, what the request carries (the safe reading of "content": a file
   of 24 MB is 32 MB of it).
 - A file a provider's Files API holds (a transcript's ``file_id``, logged as

@@ -28,7 +28,7 @@ into one that can be sent:
   note as caption text, ``not_attached`` in the manifest) and marked ``MediaPart.unsent``, its
   bytes not loaded. The rules of the whole request (Anthropic's more than 20 images, and each
   provider's count, pages and size of a request: ``media_limits.REQUEST_LIMITS``) are applied
-  here, the newest media kept first (``_request_notes``); the manifest prices those as their notes
+  here, the newest media kept first (:func:`request_notes`); the manifest prices those as their notes
   (:func:`priced_as_sent`), the selection having priced them as media.
 
 Media a provider cannot carry inside a tool result is moved by the renderers
@@ -94,12 +94,14 @@ from contextfold.projections.state import RunState
 from contextfold.projections.tool_names import tool_name_alias
 
 __all__ = ["TEXT_BYTES_PER_TOKEN", "FragmentMedia", "MediaFinish", "finalize_media", "media_blocks",
-           "media_key", "plan_fragment", "priced_as_sent", "shown_per_block"]
+           "media_key", "plan_fragment", "priced_as_sent", "request_notes", "shown_per_block"]
 
 TEXT_BYTES_PER_TOKEN = 4
-"""What a token of the request's text takes of its bytes as the builder reckons it (about four
-characters of English a token, JSON escapes aside): the tokens a build selected (its media's
-among them) times this is the room a limit on the whole request's size keeps for its text."""
+"""A first guess at what a token of the request's text takes of its bytes (about four characters
+of English a token): the tokens a build selected times this is the text's room that the first
+try of a limit on the whole request's size keeps. The request sent is then measured
+(``request_size``): CJK text is ~1.3-3 bytes a token, indented code 50, an escaped control
+character 6."""
 
 
 def media_blocks(frag: ContextFragment) -> tuple[ImageBlock | DocumentBlock, ...]:
@@ -306,8 +308,12 @@ class MediaFinish:
     """Fragment id -> {media key -> fragment id that carries it} for deduped occurrences."""
     unsent: dict[str, dict[str, str]] = field(default_factory=dict)
     """Fragment id -> {media key -> the note sent in its place} for media the provider refuses
-    only in this request (``_request_notes``): selected as media, the manifest prices them as
+    only in this request (:func:`request_notes`): selected as media, the manifest prices them as
     their notes (:func:`priced_as_sent`)."""
+    request_notes: dict[str, str] = field(default_factory=dict)
+    """The :func:`request_notes` applied: media key -> why (a rule of the whole request)."""
+    payloads: dict[int, str] = field(default_factory=dict)
+    """id -> the base64 text of each medium carried inline: what of the body is not its text."""
 
 
 def _split_data_url(part: MediaPart) -> MediaPart:
@@ -364,7 +370,7 @@ def _file_input(provider: str, part: MediaPart, inline: bool) -> bool:
     return part.media_type in OPENAI_RESPONSES_FILE_TYPES
 
 
-def _request_notes(conversation: Conversation, provider: str,
+def request_notes(conversation: Conversation, provider: str,
                    blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None,
                    text_bytes: int) -> dict[str, str]:
     """media key -> why ``provider`` refuses that medium in this request (``media_limits``'s rules
@@ -373,7 +379,7 @@ def _request_notes(conversation: Conversation, provider: str,
     The newest are kept first, the oldest past a limit become notes: the latest input's
     screenshot is what the turn is about, and a request the provider refuses whole, every turn
     while the media are in the window, shows none of them. ``text_bytes``: what the request's
-    text may take of a whole-request size."""
+    text takes of a whole-request size, as measured (``request_size``)."""
     family = media_family(provider)
     limits = REQUEST_LIMITS.get(family)
     if limits is None:
@@ -425,10 +431,10 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
     """Reduce, inline and dedupe the media parts of ``conversation`` (see the module docstring),
     and mark those ``provider`` refuses (``media_limits``) with the note sent in their place:
     their bytes are not loaded. ``blocks_of``: a fragment's priced media, for their logged sizes
-    and pages; ``text_bytes``: a bound on the request's text, for a limit on its whole size."""
+    and pages; ``text_bytes``: the request's text, for a limit on its whole size (``request_size``)."""
     seen: dict[str, str] = {}
     finish = MediaFinish(conversation)
-    request_notes = _request_notes(conversation, provider, blocks_of, text_bytes)
+    finish.request_notes = notes = request_notes(conversation, provider, blocks_of, text_bytes)
 
     def carry(part: MediaPart) -> MediaPart | str:
         key = _key(part)
@@ -436,7 +442,7 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
         # pointing at a medium that is not shown); the renderer writes it, no bytes needed.
         width, height = _size_of(part, blocks_of)
         note = _note(provider, part, part.fragment_id, width, height)
-        if note is None and (why := request_notes.get(key)) is not None:
+        if note is None and (why := notes.get(key)) is not None:
             note = unsent_media_note(part.kind, part.media_type, _shown(part, part.fragment_id), why)
             finish.unsent.setdefault(part.fragment_id, {})[key] = note
         if note is not None:
@@ -453,6 +459,8 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
         if part.data_base64 is None and part.artifact is not None and load_bytes is not None:
             data = base64.b64encode(load_bytes(part.artifact)).decode("ascii")
             part = part.model_copy(update={"data_base64": data})
+        if part.data_base64 is not None:
+            finish.payloads[id(part.data_base64)] = part.data_base64
         return part
 
     def user_part(part: UserPart) -> UserPart:

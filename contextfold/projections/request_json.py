@@ -48,6 +48,7 @@ __all__ = [
     "canonical_body",
     "canonical_bytes",
     "canonical_hash",
+    "canonical_size",
     "canonical_text",
     "conversation_json",
     "hand_out",
@@ -269,6 +270,14 @@ def canonical_body(request: dict[str, Any], last: tuple[Any, ...] | None
         else:
             return body, digest, None
     return body, digest, (len(request), tuple(members), body, digest)
+
+
+def canonical_size(obj: Any) -> int:
+    """``len(canonical_bytes(obj))``, from its pieces: nothing is joined (a request with 30 MB of
+    inline media is measured for its size limit, ``request_size``)."""
+    out: list[bytes] = []
+    _parts(obj, out)
+    return sum(map(len, out))
 
 
 def canonical_text(obj: Any) -> str:
