@@ -272,10 +272,10 @@ def _build(state: RunState, config: BuildConfig, *,
         return media, sent, render(sent, config.provider, config.reserve)
 
     # A request with media is measured against its provider's size (``request_size``).
-    media, conversation, request = (
+    (media, conversation, request), body_bytes = (
         within_request_size(attempt, TEXT_BYTES_PER_TOKEN * (selection.used + opening), config.provider,
                             partial(request_notes, laid_out, config.provider, blocks_of))
-        if state.media_seen else attempt(0))
+        if state.media_seen else (attempt(0), None))
     if state.unparsed_arguments_seen:  # rare: only runs whose model once sent such arguments look
         repair_notes += [f"tool_arguments_not_an_object:{call.call_id}" for m in conversation.messages
                          if isinstance(m, AssistantMessage) for call in m.tool_calls
@@ -287,7 +287,7 @@ def _build(state: RunState, config: BuildConfig, *,
                         truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                         repair_notes, current_input, calibration,
                         (text_cut, reduced, media.shown_in, media.unsent),
-                        opening=opening)
+                        opening=opening, body_bytes=body_bytes)
 
 
 def _loaded_once(load_bytes: Callable[[ArtifactRef], bytes] | None

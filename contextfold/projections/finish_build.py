@@ -39,6 +39,7 @@ from contextfold.projections.model_family import run_model_for
 from contextfold.projections.reasoning import left_out_note, reasoning_tokens
 from contextfold.projections.render.anthropic import unsent_thinking
 from contextfold.projections.request_json import (
+    bytes_hash,
     canonical_body,
     canonical_hash,
     misses,
@@ -121,12 +122,13 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                  current_input: str | None, calibration: Calibration | None = None,
                  cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]
                  = ({}, set(), {}, {}),
-                 *, opening: int) -> BuildResult:
+                 *, opening: int, body_bytes: bytes | None = None) -> BuildResult:
     """The build's result for what was kept (``kept``: unit id -> granted tokens), cut and laid
     out: each kept fragment's manifest line and view in (layer, position) order, the layer
     totals, the exclusions in (reason, id) order, the stable prefix's cache key, the request's
     canonical bytes and hashes, and the manifest itself (unvalidated: every field is made here
-    from validated parts)."""
+    from validated parts). ``body_bytes``: the request's canonical bytes when they were made for
+    its size limit already (``request_size``)."""
     state = ctx.state
     members, unit_of, worked_units = units
     worked = frozenset(worked_units)
@@ -209,8 +211,11 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     # canonical_hash(request), from the bytes kept as the body; the last body of this provider
     # again when the request is made of the same members (a rebuild with nothing new)
     last_body = state.memo.get(("body", config.provider))
-    body, request_hash, state.memo[("body", config.provider)] = canonical_body(
-        request, last_body if isinstance(last_body, tuple) else None)
+    if body_bytes is not None:
+        body, request_hash, state.memo[("body", config.provider)] = body_bytes, bytes_hash(body_bytes), None
+    else:
+        body, request_hash, state.memo[("body", config.provider)] = canonical_body(
+            request, last_body if isinstance(last_body, tuple) else None)
     config_hash = _config_hash(config)
     turn = state.turn + 1
     # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.
