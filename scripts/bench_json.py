@@ -16,13 +16,26 @@ event of the first ``--runs`` tau-bench runs and of the synthetic 10,000-message
 budget); ``lines``, that request's manifest lines (selected and excluded). Every value is
 checked byte for byte against json.dumps first. Reported: total time per data set (best of
 ``--repeat``), per item, and the ratio to each alternative.
+
+``--deep`` measures the cut of big nested JSON tool results instead (``truncate``, kind
+``json``, cut to 20,000 tokens, then to 21,000 as at the next build; CPU seconds, best of
+``--repeat``, the text counted beforehand as the fold counts it): ``ast-10k``, an AST dump of
+10,000 levels of 33 members (6.6 MB, deeper than the parser: ``json_deep``), ``wide-5k``, 5,000
+levels of 100 members (4.4 MB, likewise), and ``wide-900``, 900 levels of 300 members (2.8 MB,
+parsed and shrunk: ``json_shrink``). With ``--base REV`` the same cuts are made by the package
+at ``REV`` too (unpacked as ``bench_ab`` does), in the same process, and the ratio reported.
+
+    .venv/bin/python scripts/bench_json.py --deep [--base main] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import random
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -86,12 +99,80 @@ def best(fn: Callable[[Any], bytes], items: list[Any], repeat: int) -> float:
     return min(times)
 
 
+def deep_documents() -> dict[str, str]:
+    """The ``--deep`` documents (module docstring), compact as an API writes them."""
+    kinds = ["BinaryExpression", "CallExpression", "Identifier", "MemberExpression", "Literal"]
+
+    def ast(levels: int, members: int) -> str:
+        rng = random.Random(1)
+        parts = []
+        for i in range(levels):
+            fields = ",".join(f'"f{j}":"{rng.choice(kinds)}_{rng.randrange(1000)}"' if j % 2
+                              else f'"n{j}":{rng.randrange(100_000)}' for j in range(members))
+            parts.append(f'{{"type":"{rng.choice(kinds)}","loc":{{"line":{i},"col":{rng.randrange(80)}}},'
+                         f'{fields},"body":')
+        return "".join(parts) + "null" + "}" * levels
+
+    def wide(levels: int, members: int) -> str:
+        level = "{" + ",".join(f'"m{j}":{j}' for j in range(members)) + ',"c":'
+        return level * levels + "1" + "}" * levels
+
+    return {"ast-10k": ast(10_000, 33), "wide-5k": wide(5_000, 100), "wide-900": wide(900, 300)}
+
+
+def deep_cuts(package: str, docs: dict[str, str], repeat: int) -> dict[str, tuple[float, float]]:
+    """Per document: the CPU seconds of its first cut and of its cut at the next build."""
+    truncate_module = importlib.import_module(f"{package}.projections.truncate")
+    counter = importlib.import_module(f"{package}.projections.tokens").get_counter("cl100k_base")
+    out: dict[str, tuple[float, float]] = {}
+    for name, text in docs.items():
+        counter.count(text)  # counted at fold time in a build, not by the cut
+        firsts: list[float] = []
+        agains: list[float] = []
+        for _ in range(repeat):
+            truncate_module._PROBES.clear()
+            for budget, times in ((20_000, firsts), (21_000, agains)):
+                t0 = time.process_time()
+                truncate_module.truncate(text, budget, kind="json", count=counter.count,
+                                         line_splitting=counter.line_splitting)
+                times.append(time.process_time() - t0)
+        out[name] = (min(firsts), min(agains))
+    return out
+
+
+def deep_main(base: str | None, repeat: int) -> int:
+    docs = deep_documents()
+    sides = {"working tree": "contextfold"}
+    if base is not None:
+        import bench_ab  # (its unpacking only when asked)
+
+        commit = bench_ab.unpack_base(base, Path(tempfile.mkdtemp()))
+        sides = {f"{base} ({commit[:10]})": "contextfold_base", **sides}
+    got = {side: deep_cuts(package, docs, repeat) for side, package in sides.items()}
+    print("| document | MB | " + " | ".join(f"{side}: first cut, next build" for side in got) + " |")
+    print("|---|---|" + "---|" * len(got))
+    for name, text in docs.items():
+        cells = [f"{first:.2f} s, {again:.2f} s" for first, again in (got[side][name] for side in got)]
+        print(f"| {name} | {len(text) / 1e6:.1f} | " + " | ".join(cells) + " |")
+    if base is not None:
+        old, new = got.values()
+        for name in docs:
+            again = (f"{old[name][1] / new[name][1]:.1f}x" if new[name][1] >= 0.005
+                     else f"{old[name][1]:.2f} s -> under 5 ms")
+            print(f"{name}: first cut {old[name][0] / new[name][0]:.1f}x faster, next build {again}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--runs", type=int, default=200, help="tau-bench runs whose events are dumped")
     ap.add_argument("--repeat", type=int, default=5, help="timed passes per method (best reported)")
+    ap.add_argument("--deep", action="store_true", help="time the cut of big nested JSON instead")
+    ap.add_argument("--base", help="with --deep: the commit whose cuts are timed beside")
     args = ap.parse_args()
+    if args.deep:
+        return deep_main(args.base, args.repeat)
     print("preparing the data (folding and building the synthetic run) ...", file=sys.stderr)
     sets = data_sets(args.runs)
     print("| data | items | KB/item | json.dumps | C encoder (before) | canonical_utf8 | ratio to "
