@@ -93,6 +93,7 @@ __all__ = [
     "canonical_object",
     "event_from_json",
     "event_to_json",
+    "is_vouched_record",
     "known_json_depth",
 ]
 
@@ -363,6 +364,13 @@ _MANIFEST_TEXTS: dict[int, tuple[weakref.ref[ContextBuilt], bytes, int | None]] 
 def _known_manifest(event: BaseModel) -> tuple[weakref.ref[ContextBuilt], bytes, int | None] | None:
     hit = _MANIFEST_TEXTS.get(id(event)) if type(event) is ContextBuilt else None
     return hit if hit is not None and hit[0]() is event else None
+
+
+def is_vouched_record(event: BaseModel) -> bool:
+    """Whether ``event`` is a record made by :meth:`ContextBuilt.with_manifest_json` (this very
+    object): validated when made, and frozen since, so the store need not parse its JSON back to
+    know a read will (a long run's manifest is megabytes; the store checks any other event so)."""
+    return _known_manifest(event) is not None
 
 
 def known_json_depth(event: BaseModel) -> int | None:

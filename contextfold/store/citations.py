@@ -20,7 +20,7 @@ artifacts and decode media, which the write path otherwise never does:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from contextfold.domain.errors import ArtifactNotFoundError, InvalidInputError
 from contextfold.domain.events import (
@@ -40,8 +40,17 @@ if TYPE_CHECKING:
 
 __all__ = ["Prepared", "check_media_type", "checked_citations"]
 
-Prepared = tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]
-"""An event as the store will write it, the artifact rows it brings, its canonical JSON."""
+class Prepared(NamedTuple):
+    """An event as the store will write it, the artifact rows it brings, its canonical JSON, and
+    the event a read of that JSON gives (:func:`~contextfold.store.event_checks.as_read`)."""
+
+    event: AnyEvent
+    """As given (payloads offloaded): what the write-side rules judge, as a value the JSON cannot
+    hold (a tool schema's ``inf``, logged as ``null``) is refused, not stored changed."""
+    blobs: list[tuple[str, int, str, bytes]]
+    body: bytes
+    read: AnyEvent
+    """What is recorded: what a reload holds."""
 
 _CITING = (ToolResult, FileRead, EvidenceRetrieved, UserInput, MemoryRecalled)
 """The events whose fields may cite an artifact (a payload, an image, a document)."""
@@ -64,7 +73,7 @@ def checked_citations(store: EventReads, prepared: list[Prepared],
 
     ``carried``: the artifacts an import brings beside its events (hash -> bytes)."""
     carried = carried or {}
-    own = {row[0] for _, blobs, _ in prepared for row in blobs}  # made by this batch: checked then
+    own = {row[0] for p in prepared for row in p.blobs}  # made by this batch: checked then
     seen: set[str] = set()
 
     def cited(ref: ArtifactRef) -> bytes | None:
@@ -73,7 +82,8 @@ def checked_citations(store: EventReads, prepared: list[Prepared],
         return None if ref.hash in own else store.artifact(ref)
 
     out: list[Prepared] = []
-    for i, (event, blobs, body) in enumerate(prepared):
+    for i, item in enumerate(prepared):
+        event = item.event
         if isinstance(event, _CITING):  # a record's manifest is large and cites none
             where = f"event {i} ({event.type})"
             for ref in artifact_refs(event):
@@ -89,7 +99,7 @@ def checked_citations(store: EventReads, prepared: list[Prepared],
                     raise exc
             proven, _ = materialize(event, where=where, cited=cited)
             if proven is not event and proven != event:
-                event, more, body = prepare(i, proven)
-                blobs = [*blobs, *more]
-        out.append((event, blobs, body))
+                again = prepare(i, proven)
+                item = again._replace(blobs=[*item.blobs, *again.blobs])
+        out.append(item)
     return out

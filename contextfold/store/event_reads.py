@@ -45,7 +45,7 @@ from contextfold.store.backends import (
 from contextfold.store.compression import is_compressed, unpack_artifact, unpack_state
 from contextfold.store.crypto import Keyring, is_encrypted, open_envelope
 from contextfold.store.deltas import KeyframesRead, delta_base, is_delta, unpack_delta
-from contextfold.store.driver_errors import one_line
+from contextfold.store.event_checks import why_not_parsed
 from contextfold.store.head_check import FoldedTails, StaleHeadError
 from contextfold.store.limits import StoreLimits
 
@@ -79,16 +79,6 @@ class VerifyReport:
     first_bad_position: int | None = None
     reason: str = ""
 
-
-
-def _why_not(exc: ValueError) -> str:
-    """Why a stored event did not parse, on one line and without the stored text: pydantic's
-    report spans lines and quotes the input (a slice of a tool output, perhaps a secret)."""
-    if isinstance(exc, ValidationError):
-        first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(map(str, first["loc"])) or "the event"
-        return f"{exc.error_count()} error(s), the first at {where}: {first['msg']}"
-    return one_line(exc)
 
 
 def upcast_topic(topic: str) -> bool:
@@ -234,7 +224,7 @@ class EventReads:
                 event = EVENT_ADAPTER.validate_json(body)
         except (ValidationError, ValueError) as exc:
             raise IntegrityError(
-                f"run {run_id!r} position {position}: stored event does not parse: {_why_not(exc)}",
+                f"run {run_id!r} position {position}: stored event does not parse: {why_not_parsed(exc)}",
                 position=position,
             ) from exc
         return RecordedEvent(run_id, position, event, digest)

@@ -2,7 +2,9 @@
 
 Write path (``append``):
 
-1. the run id and the batch are checked (limits, typed errors);
+1. the run id and the batch are checked (limits, typed errors), each event's canonical JSON
+   parsed back as a read will parse it (:mod:`.event_checks`: an event made with
+   ``model_construct`` skipped pydantic's checks);
 2. the batch is checked against the write-side pairing rules
    (:class:`~contextfold.domain.log.PairingState`) as of the run's head;
 3. payloads above ``artifact_threshold`` move to the artifact table
@@ -75,10 +77,11 @@ from contextfold.store.backends import (
     open_backend,
     translate_errors,
 )
-from contextfold.store.citations import check_media_type, checked_citations
+from contextfold.store.citations import Prepared, check_media_type, checked_citations
 from contextfold.store.compression import pack_artifact
 from contextfold.store.crypto import ENV_KEY, Keyring, is_encrypted
 from contextfold.store.deltas import BASE_CACHE_BYTES, DeltaWriter, KeyframesRead
+from contextfold.store.event_checks import as_read
 from contextfold.store.event_reads import (
     RunInfo,
     VerifyReport,
@@ -143,6 +146,7 @@ class _Staged:
 
 def _preview(text: str) -> str:
     return text[:PREVIEW_CHARS]
+
 
 
 class EventStore(RunHeads):
@@ -225,8 +229,7 @@ class EventStore(RunHeads):
         with self._writing([run_id]):
             return self._append_prepared(run_id, prepared, expected_version)
 
-    def _append_prepared(self, run_id: str,
-                         prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
+    def _append_prepared(self, run_id: str, prepared: list[Prepared],
                          expected_version: int | None) -> list[RecordedEvent]:
         fresh = run_id not in self._heads
         for attempt in range(_APPEND_RETRIES):
@@ -276,8 +279,7 @@ class EventStore(RunHeads):
                 fresh = True
         raise ConcurrencyConflictError(run_id, self._head(run_id).version)
 
-    def _prepare_all(self, events: Sequence[AnyEvent],
-                     ) -> list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]]:
+    def _prepare_all(self, events: Sequence[AnyEvent]) -> list[Prepared]:
         for i, e in enumerate(events):
             if not isinstance(e, _EVENT_CLASSES):
                 raise InvalidInputError(
@@ -285,26 +287,22 @@ class EventStore(RunHeads):
                     f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
         return [self._prepare(i, e) for i, e in enumerate(events)]
 
-    def _try_append(self, run_id: str, head: RunHead,
-                    prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]],
-                    ) -> list[RecordedEvent]:
+    def _try_append(self, run_id: str, head: RunHead, prepared: list[Prepared]) -> list[RecordedEvent]:
         self._check_tail(run_id, head)
         staged = self._stage(run_id, head, prepared)
         self._write([staged])
         return staged.recorded
 
-    def _stage(self, run_id: str, head: RunHead,
-               prepared: list[tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]]) -> _Staged:
+    def _stage(self, run_id: str, head: RunHead, prepared: list[Prepared]) -> _Staged:
         """Pairing applied (undoable), chain hashes and stored rows of a batch; nothing written."""
-        self._check_encoding(run_id, head, (event for event, _, _ in prepared))
+        self._check_encoding(run_id, head, (p.event for p in prepared))
         pairing = head.pairing
-        undo = pairing.apply_batch([(event, head.version + i) for i, (event, _, _) in
-                                    enumerate(prepared, start=1)])
+        undo = pairing.apply_batch([(p.event, head.version + i) for i, p in enumerate(prepared, start=1)])
         staged = _Staged(run_id, head, undo)
         if not head.version:  # the log holds none of its rows: none of the writer's keyframes
             self._deltas.forget(run_id)
         prev = head.last_hash
-        for offset, (event, blobs, body) in enumerate(prepared, start=1):
+        for offset, (_, blobs, body, event) in enumerate(prepared, start=1):
             position = head.version + offset
             digest = chain_hash(run_id, position, prev, body)
             topic = f"{event.type}@{event.v}"
@@ -400,10 +398,9 @@ class EventStore(RunHeads):
                 raise ConcurrencyConflictError(staged[0].run_id, 0) from exc
             return sum(len(b.stored) for b in staged)
 
-    def _prepare(self, index: int, event: AnyEvent,
-                 ) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]], bytes]:
-        """Offload, check the limits, encrypt the blobs; returns (event as stored, blob rows,
-        canonical JSON). Runs for the whole batch before anything is written."""
+    def _prepare(self, index: int, event: AnyEvent) -> Prepared:
+        """Offload, check the limits, encrypt the blobs, parse the JSON back (:mod:`.event_checks`);
+        returns the :class:`Prepared` event. Runs for the whole batch before anything is written."""
         try:
             event, blobs = self._offload(index, event)
             body = canonical_json(event)
@@ -430,7 +427,8 @@ class EventStore(RunHeads):
                 raise InputLimitError(
                     f"event {index} ({event.type}) nests JSON {depth} levels deep; "
                     f"the limit is {limits.max_depth}")
-        return event, [self._artifact_row(*row) for row in blobs], body
+        read = as_read(index, event, body)
+        return Prepared(event, [self._artifact_row(*row) for row in blobs], body, read)
 
     def _refuse_plain_beside_encrypted(self) -> None:
         """A store without a key refuses to write where the latest event row is encrypted (one

@@ -24,6 +24,7 @@ from contextfold.domain.errors import (
     UnknownToolCallError,
 )
 from contextfold.domain.events import (
+    AnyEvent,
     ArtifactRef,
     FileRead,
     ImageBlock,
@@ -89,6 +90,34 @@ def test_what_is_not_an_event_or_not_unicode_is_refused_and_nothing_written(stor
             store.append("r", batch)  # type: ignore[arg-type]
     assert store.version("r") == 1
     assert [r.position for r in store.read("r")] == [1]
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the list the last event holds
+def test_an_event_that_does_not_validate_is_refused_and_nothing_written(store: EventStore) -> None:
+    """``model_copy(update=...)`` and ``model_construct`` skip pydantic's checks: such an event was
+    stored, and from then on every read of the run failed ("stored event does not parse"), for
+    good, as the log is append-only. It is refused whole (one append, or an import's batch)."""
+    store.append("r", [UserInput("go")])
+    reply = ModelResponse(tool_calls=(ToolCall(call_id="a", name="sh"), ToolCall(call_id="b", name="sh")))
+    twice = reply.model_copy(update={"tool_calls": (ToolCall(call_id="a", name="sh"),) * 2})
+    nameless = ToolResult.model_construct(call_id="", content="x")
+    batches: list[tuple[list[AnyEvent], str]] = [
+        ([twice], "event 0 (model_response) does not validate: 1 error(s), the first "
+         "at model_response.tool_calls: Value error, duplicate call_id"),
+        ([call("c1"), nameless], "event 1 (tool_result) does not validate")]
+    for batch, message in batches:
+        with pytest.raises(InvalidInputError, match=re.escape(message)):
+            store.append("r", batch)
+        with pytest.raises(InvalidInputError, match=re.escape(message)):
+            store.append_new_runs([("fresh", [UserInput("go")]), ("new", batch)])
+    assert store.version("r") == 1
+    assert [r.position for r in store.read("r")] == [1]
+    assert [info.run_id for info in store.runs()] == ["r"]
+    # what validates is recorded as a read gives it back: the tuple a list becomes
+    listed = ModelResponse.model_construct(tool_calls=[ToolCall(call_id="c2", name="sh")])  # type: ignore[arg-type]
+    recorded = store.append("r", [listed])
+    assert recorded[0].event.tool_calls == (ToolCall(call_id="c2", name="sh"),)  # type: ignore[union-attr]
+    assert [r.event for r in recorded] == [r.event for r in store.read("r", after=1)]
 
 
 def test_a_media_type_with_a_control_character_is_refused_alike_by_every_store(store: EventStore) -> None:
