@@ -3,8 +3,8 @@
 Pure: the store calls these before it writes, the projection calls the same
 pairing rules while folding, so what the store accepts is exactly what the
 fold understands. Three range rules (a compaction's cover, a file read's lines, a
-context_built record's turn), the plan's unique step ids and the tool schemas' finite numbers
-are the store's alone: the fold reads logs written before them, leniently.
+context_built record's turn), the plan's unique step ids, the tool schemas' finite numbers and
+the call position a loss names are the store's alone: the fold reads logs written before them, leniently.
 
 Hash chain: ``hash_n = blake3(run_id \\n position \\n hash_{n-1} \\n canonical_json(event_n))``
 with ``hash_0`` = 64 zeros. Binding the run id and position means an event
@@ -121,6 +121,20 @@ def _check_record(event: ContextBuilt, position: int, responses: int) -> None:
             f"only earlier positions (log_version < {position})")
 
 
+def _check_lost_call(event: ToolResultLost, position: int, issued: int | None) -> None:
+    """A loss that names its call's position (``call_position``) names the open call it closes.
+    Checked on the write side only, as :func:`_check_cover`: a loss is applied to the open call
+    with its id, so one naming another position (an answered call of a re-used id, a position of
+    no call) closed the call at 4 while the log, ``events --json`` and ``call://RUN/ID@2`` said the
+    call at 2 was lost. A loss naming no position, or no open call (the pairing's own error), is
+    not checked here."""
+    if event.call_position is not None and issued is not None and event.call_position != issued:
+        raise InvalidInputError(
+            f"tool_result_lost at position {position} names call {quoted(event.call_id)} at position "
+            f"{event.call_position}, and the open call with that id was issued at position {issued}: "
+            f"give call_position={issued}, or leave it out")
+
+
 def repeated_step_ids(event: PlanUpdated) -> list[str]:
     """The step ids ``event`` lists more than once, in plan order: what :func:`_check_plan`
     refuses, and what a plan an older log holds says it read as each id's last entry
@@ -207,8 +221,8 @@ class PairingState:
     def apply_batch(self, items: Sequence[tuple[AnyEvent, int]]) -> list[_Undo]:
         """Apply (event, position) pairs all-or-nothing, in O(batch) (no copy of the state), and
         check the write side's range rules (:func:`_check_cover`, :func:`_check_lines`,
-        :func:`_check_record`), a plan's step ids (:func:`_check_plan`) and the tool schemas'
-        numbers (:func:`_check_tools`).
+        :func:`_check_record`), a plan's step ids (:func:`_check_plan`), the tool schemas'
+        numbers (:func:`_check_tools`) and the call a loss names (:func:`_check_lost_call`).
 
         Returns an undo log for :meth:`undo` (e.g. when the write that follows fails).
         On a rule violation the state is restored and the error propagates.
@@ -226,6 +240,8 @@ class PairingState:
                     _check_plan(event, position)
                 elif isinstance(event, ToolsRegistered):
                     _check_tools(event, position)
+                elif isinstance(event, ToolResultLost):
+                    _check_lost_call(event, position, self.open.get(event.call_id))
                 if isinstance(event, ModelResponse | ToolResult | ToolCallCancelled | ToolResultLost):
                     ids = ([c.call_id for c in event.tool_calls] if isinstance(event, ModelResponse)
                            else [event.call_id])

@@ -11,13 +11,14 @@ and the error says so."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 import contextfold
 from contextfold import ModelResponse, ToolCall, ToolResult, UserInput
-from contextfold.domain.errors import DuplicateToolCallError
+from contextfold.domain.errors import DuplicateToolCallError, InvalidInputError
 from contextfold.domain.events import ToolResultLost
 from contextfold.importers import parse
 from contextfold.projections.render.runtime_lines import call_ref
@@ -88,6 +89,27 @@ def test_live_append_of_a_reused_open_id_is_a_typed_error_that_says_how_to_recor
         run.append(ToolResultLost(call_id="call_0", call_position=2, reason="the runtime lost it"), again)
         run.append(ToolResult(call_id="call_0", content="18C sunny"))
         assert run.build("openai-chat", window=8000).manifest.turn == 3
+
+
+@pytest.mark.parametrize("wrong", [2, 1, 5, 99, -1])
+def test_a_loss_naming_another_position_than_its_open_call_s_is_refused(tmp_path: Path, wrong: int) -> None:
+    """``call_position`` says which call was lost, and ``events --json`` and ``call://r/c1@2`` show
+    it so; applied to whatever open call had the id, a loss naming the answered call at 2 (or
+    no call at all) closed the call at 4 while the log said the one at 2 was lost."""
+    with contextfold.open_store(f"sqlite:///{tmp_path}/runs.db") as store:
+        run = store.run("r")
+        run.append(UserInput("hi"), ModelResponse(tool_calls=[ToolCall(call_id="c1", name="sh")]),
+                   ToolResult(call_id="c1", content="first ok"),
+                   ModelResponse(tool_calls=[ToolCall(call_id="c1", name="sh")]))  # open at 4
+        with pytest.raises(InvalidInputError, match=re.escape(
+                f"tool_result_lost at position 6 names call 'c1' at position {wrong}, and the open "
+                "call with that id was issued at position 4")):
+            run.append(UserInput("lost"), ToolResultLost(call_id="c1", reason="crashed", call_position=wrong))
+        assert run.version == 4  # nothing written, the first event of the batch neither
+        run.append(ToolResultLost(call_id="c1", reason="crashed", call_position=4), UserInput("go on"))
+        run.append(ModelResponse(tool_calls=[ToolCall(call_id="c2", name="sh")]),
+                   ToolResultLost(call_id="c2", reason="no position given"))  # optional: unchecked
+        assert run.version == 8
 
 
 def test_a_build_between_records_the_loss_so_the_reuse_is_accepted(tmp_path: Path) -> None:
