@@ -23,7 +23,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from contextfold.audit.effects import Build
+from contextfold.domain.errors import IntegrityError
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.log import RecordedEvent
@@ -91,10 +94,26 @@ class RecordedManifests:
         self.counts[event.turn] = self.counts.get(event.turn, 0) + 1
         estimate = self.estimates[rec.position] = record_estimate(event)
         if event.turn not in self.first:
-            first = self.first[event.turn] = reader.read(event.manifest)
+            first = self.first[event.turn] = _manifest(rec, event, reader)
             self.builds.append(Build(event.turn, first.log_version, first.selected_tokens))
         elif estimate is not None:  # (a record made by hand may say no tokens: no request to weigh)
             self.builds.append(Build(event.turn, event.log_version, estimate[0]))
+
+
+def _manifest(rec: RecordedEvent, event: ContextBuilt, reader: ManifestReader) -> ContextManifest:
+    """The record's manifest, or an IntegrityError naming its run, turn and position, as
+    ``manifest --turn``, ``why`` and ``replay`` say of it: a record appended by hand (or imported
+    from an events file) may hold no valid manifest, and the audit died with pydantic's traceback
+    and exit 1, the code of "a check found a difference"."""
+    try:
+        return reader.read(event.manifest)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(map(str, first["loc"])) or "the manifest"
+        raise IntegrityError(
+            f"run {rec.run_id!r} turn {event.turn}: its context_built record at position {rec.position} "
+            f"holds no valid manifest ({exc.error_count()} error(s), the first at {where}: {first['msg']})",
+            position=rec.position) from exc
 
 
 def read_records(events: Iterable[RecordedEvent], *, slim: bool = False

@@ -7,6 +7,7 @@ codes; ``tests.cli_runner``) to keep the suite fast.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 from collections.abc import Callable
@@ -262,6 +263,37 @@ def test_a_turn_without_a_record_that_cannot_be_built_says_so(tmp_path: Path, cf
         assert ("  turn 2 has no context_built record (its live build failed, or never ran): this is the "
                 "turn rebuilt from the log for neutral with window 2000 and reserve 500") in out.stderr
     assert cf("audit", "r", cwd=tmp_path).returncode == 0  # the run's audit lists it and goes on
+
+
+def test_a_record_holding_no_valid_manifest_is_a_typed_integrity_error_in_every_command(
+        tmp_path: Path, cf: CLI) -> None:
+    """A context_built record appended by hand (or imported from an events file) with a manifest
+    that is not one: ``audit RUN`` died with pydantic's traceback and exit 1, the code of "a check
+    found a difference", where ``manifest --turn``, ``why`` and ``replay`` said IntegrityError (3)."""
+    from contextfold.audit.data import audit_run
+    from contextfold.domain.errors import IntegrityError
+    from contextfold.domain.events import ModelResponse, UserInput
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        run = store.run("r")
+        run.append(UserInput("hi"))
+        run.build(window=4_000)
+        run.append(ContextBuilt(turn=1, provider="anthropic", request_hash="h", prefix_hash="p",
+                                config_hash="c", manifest={"x": 1}, log_version=1))  # a second record
+        run.append(ModelResponse(text="hello"), UserInput("again"))
+        run.append(ContextBuilt(turn=2, provider="anthropic", request_hash="h", prefix_hash="p",
+                                config_hash="c", manifest={"x": 1}, log_version=5))
+        with pytest.raises(IntegrityError, match=re.escape(
+                "run 'r' turn 2: its context_built record at position 6 holds no valid manifest "
+                "(23 error(s), the first at request_id: Field required)")):
+            audit_run(run)
+    for command in (("audit", "r"), ("audit", "r", "--json"), ("audit", "r", "--html", "r.html"),
+                    ("manifest", "r", "--turn", "2")):
+        out = cf(*command, cwd=tmp_path)
+        assert out.returncode == 3, (command, out.stderr)
+        assert len(out.stderr.splitlines()) == 1 and "INTEGRITY" in out.stderr.upper(), out.stderr
+        assert "run 'r' turn 2: its" in out.stderr and "context_built record" in out.stderr
+    assert cf("audit", "r", "--turn", "1", cwd=tmp_path).returncode == 0  # the turn's first record is sound
 
 
 def test_a_turn_not_answered_yet_that_cannot_be_previewed_says_with_which_settings(
