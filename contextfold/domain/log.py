@@ -3,8 +3,9 @@
 Pure: the store calls these before it writes, the projection calls the same
 pairing rules while folding, so what the store accepts is exactly what the
 fold understands. Three range rules (a compaction's cover, a file read's lines, a
-context_built record's turn), the plan's unique step ids, the tool schemas' finite numbers and
-the call position a loss names are the store's alone: the fold reads logs written before them, leniently.
+context_built record's turn), the plan's unique step ids, the tool schemas' finite numbers,
+the call position a loss names and reasoning its provider takes back are the store's alone:
+the fold reads logs written before them, leniently (it leaves such reasoning out of requests).
 
 Hash chain: ``hash_n = blake3(run_id \\n position \\n hash_{n-1} \\n canonical_json(event_n))``
 with ``hash_0`` = 64 zeros. Binding the run id and position means an event
@@ -48,6 +49,7 @@ from contextfold.domain.events import (
     ToolResultLost,
     ToolsRegistered,
 )
+from contextfold.domain.reasoning import reasoning_refusals
 
 __all__ = ["GENESIS_HASH", "PairingState", "RecordedEvent", "chain_hash", "repeated_step_ids"]
 
@@ -133,6 +135,21 @@ def _check_lost_call(event: ToolResultLost, position: int, issued: int | None) -
             f"tool_result_lost at position {position} names call {quoted(event.call_id)} at position "
             f"{event.call_position}, and the open call with that id was issued at position {issued}: "
             f"give call_position={issued}, or leave it out")
+
+
+def _check_reasoning(event: ModelResponse, position: int) -> None:
+    """A response's reasoning holds no piece its provider never takes back (a Responses item after
+    the last call, a ``thinking`` block without its ``signature``, a Gemini signature that is not
+    base64: ``reasoning.reasoning_refusals``). Checked on the write side only, as
+    :func:`_check_cover`: a log that already holds one still folds, the piece left out of every
+    request and the manifest saying so; accepted, it made every build for its provider fail."""
+    assert event.reasoning is not None
+    refused = [r for r in reasoning_refusals(event.reasoning, len(event.tool_calls)) if r.always]
+    if refused:
+        raise InvalidInputError(
+            f"model_response at position {position}: its {event.reasoning.provider} reasoning cannot go "
+            f"back to its provider: {'; '.join(r.why for r in refused)} (log the reasoning as the "
+            "provider returned it, each piece before the call it led to)")
 
 
 def repeated_step_ids(event: PlanUpdated) -> list[str]:
@@ -222,7 +239,8 @@ class PairingState:
         """Apply (event, position) pairs all-or-nothing, in O(batch) (no copy of the state), and
         check the write side's range rules (:func:`_check_cover`, :func:`_check_lines`,
         :func:`_check_record`), a plan's step ids (:func:`_check_plan`), the tool schemas'
-        numbers (:func:`_check_tools`) and the call a loss names (:func:`_check_lost_call`).
+        numbers (:func:`_check_tools`), the call a loss names (:func:`_check_lost_call`) and a
+        response's reasoning (:func:`_check_reasoning`).
 
         Returns an undo log for :meth:`undo` (e.g. when the write that follows fails).
         On a rule violation the state is restored and the error propagates.
@@ -242,6 +260,8 @@ class PairingState:
                     _check_tools(event, position)
                 elif isinstance(event, ToolResultLost):
                     _check_lost_call(event, position, self.open.get(event.call_id))
+                elif isinstance(event, ModelResponse) and event.reasoning is not None:
+                    _check_reasoning(event, position)
                 if isinstance(event, ModelResponse | ToolResult | ToolCallCancelled | ToolResultLost):
                     ids = ([c.call_id for c in event.tool_calls] if isinstance(event, ModelResponse)
                            else [event.call_id])

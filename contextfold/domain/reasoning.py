@@ -11,20 +11,26 @@ provider under a ``provider`` discriminator, and only that provider is ever sent
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+import json
+from typing import Annotated, Any, Literal, Required, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, with_config
+from typing_extensions import TypedDict
 
 from contextfold.domain.checked import Integer
 
 __all__ = [
     "REASONING_ADAPTER",
+    "TAKEN_BACK",
     "AnthropicReasoning",
     "GeminiReasoning",
     "GeminiSignature",
     "OpenAIResponsesReasoning",
     "Reasoning",
     "ReasoningItem",
+    "ReasoningRefusal",
+    "reasoning_refusals",
+    "sendable_reasoning",
 ]
 
 
@@ -39,7 +45,9 @@ class ReasoningItem(_Frozen):
     ``signature``, an OpenAI ``encrypted_content``), and the provider refuses it edited or cut,
     so nothing here reads, redacts or truncates it. ``before_call`` is the number of the
     response's tool calls that came before it (0: before the first call, with the text):
-    interleaved thinking goes back between the calls it stood between."""
+    interleaved thinking goes back between the calls it stood between. It is at most the number
+    of calls, and below it for an OpenAI Responses item of a response that calls (an item goes
+    back before the item it led to): an append refuses the rest (:func:`reasoning_refusals`)."""
 
     before_call: Integer = Field(default=0, ge=0)
     raw: dict[str, Any]
@@ -107,3 +115,152 @@ Reasoning: TypeAlias = Annotated[
 back (a signature is the provider's own), so a build for another provider leaves it out."""
 
 REASONING_ADAPTER: TypeAdapter[Reasoning] = TypeAdapter(Reasoning)
+
+
+# ---------------------------------------------------------------- what a provider takes back
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _SummaryText(TypedDict):
+    type: Literal["summary_text"]
+    text: str
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _ReasoningText(TypedDict):
+    type: Literal["reasoning_text"]
+    text: str
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _ResponsesItem(TypedDict, total=False):
+    """``openai.types.responses.ResponseReasoningItemParam``: the input item a reasoning item goes
+    back as (an output item dumped with its ``None`` fields is not one: ``status: null``)."""
+
+    id: Required[str]
+    type: Required[Literal["reasoning"]]
+    summary: Required[list[_SummaryText]]
+    content: list[_ReasoningText]
+    encrypted_content: str | None
+    status: Literal["in_progress", "completed", "incomplete"]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _Thinking(TypedDict):
+    """``anthropic.types.ThinkingBlockParam``."""
+
+    type: Literal["thinking"]
+    thinking: str
+    signature: str
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _RedactedThinking(TypedDict):
+    """``anthropic.types.RedactedThinkingBlockParam``."""
+
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+_TAKEN: dict[str, TypeAdapter[Any]] = {
+    "reasoning": TypeAdapter(_ResponsesItem),
+    "thinking": TypeAdapter(_Thinking),
+    "redacted_thinking": TypeAdapter(_RedactedThinking),
+}
+TAKEN_BACK: dict[str, frozenset[str]] = {
+    "reasoning": frozenset(_ResponsesItem.__annotations__),
+    "thinking": frozenset(_Thinking.__annotations__),
+    "redacted_thinking": frozenset(_RedactedThinking.__annotations__),
+}
+"""The keys each kind of reasoning item is taken back with, as the providers' SDK request types
+declare them (a test holds them to the installed SDKs): a key outside them is refused by the
+request's check, and by the API of that version."""
+
+_BASE64 = TypeAdapter(bytes, config=ConfigDict(val_json_bytes="base64"))
+"""A Gemini ``thoughtSignature`` as google-genai reads it (``Part`` is a model of base64 bytes)."""
+
+
+class ReasoningRefusal(_Frozen):
+    """Why a provider refuses one piece of a response's reasoning back (an item, or a signature)."""
+
+    piece: Integer = Field(ge=0)
+    """Its index in the response's ``items`` (or ``signatures``)."""
+    why: str
+    always: bool
+    """No version of the API takes it back (a signed block without its signature, an item placed
+    after the calls it could precede, a signature that is not base64): an append refuses it. Else
+    the request type in use does not take it as it stands (a key it does not know, a field of
+    another shape): a later API may, and the runtime logged its provider's own reply, so it is
+    logged and only left out of the requests."""
+
+
+def _shape(raw: dict[str, Any]) -> tuple[str, bool] | None:
+    """Why the request type of ``raw``'s kind refuses it, and whether always, or None. Always: an
+    Anthropic block without a field its API requires (``signature``, ``data``: a signed block
+    goes back whole or not at all). Not always: a key the type does not know, or a Responses item
+    of another shape (a later API may take it)."""
+    kind = raw.get("type")
+    adapter = _TAKEN.get(kind) if isinstance(kind, str) else None
+    if adapter is None:  # the reasoning's own validator names the kinds
+        return None
+    try:
+        adapter.validate_python(raw)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        wrong = [e for e in errors if e["type"] != "extra_forbidden"]
+        if not wrong:
+            keys = ", ".join(repr(str(e["loc"][-1])) for e in errors)
+            return f"holds {keys}, which its request type does not take", False
+        where = ".".join(map(str, wrong[0]["loc"]))
+        return (f"is not what its request type takes back ({where}: {wrong[0]['msg']})",
+                kind != "reasoning")
+    return None
+
+
+def reasoning_refusals(reasoning: Reasoning, calls: int) -> tuple[ReasoningRefusal, ...]:
+    """Each piece of ``reasoning`` (of a response making ``calls`` calls) its provider refuses back.
+
+    Why: accepted at append, such a piece made every build for its provider fail the request's
+    check, for good (the log is append-only): a Responses item after the response's last call
+    (``before_call == calls``: the API takes a reasoning item back only before the item it led
+    to), a ``thinking`` block without its ``signature``, a signature that is not base64, a key
+    the SDK does not know. Write-side rule and fold agree through this one function: what is
+    ``always`` refused is refused at append (``domain.log``), and the fold leaves out of requests
+    every refused piece a log already holds (``projections.fold``), saying so in the manifest."""
+    out: list[ReasoningRefusal] = []
+    if isinstance(reasoning, GeminiReasoning):
+        for n, signed in enumerate(reasoning.signatures):
+            try:
+                _BASE64.validate_json(json.dumps(signed.signature))
+            except ValidationError:
+                out.append(ReasoningRefusal(piece=n, why=f"thought signature {n + 1} is not base64",
+                                            always=True))
+        return tuple(out)
+    kind = "reasoning item" if isinstance(reasoning, OpenAIResponsesReasoning) else "thinking block"
+    for n, item in enumerate(reasoning.items):
+        where = f"{kind} {n + 1}"
+        if item.before_call > calls:
+            out.append(ReasoningRefusal(piece=n, always=True, why=(
+                f"{where} stands after call {item.before_call} of a response that made {calls}")))
+        elif calls and item.before_call == calls and isinstance(reasoning, OpenAIResponsesReasoning):
+            out.append(ReasoningRefusal(piece=n, always=True, why=(
+                f"{where} stands after the response's last call: the API takes a reasoning item back "
+                "only before the item it led to (one before the next response's output is that one's)")))
+        elif (shape := _shape(item.raw)) is not None:
+            out.append(ReasoningRefusal(piece=n, why=f"{where} {shape[0]}", always=shape[1]))
+    return tuple(out)
+
+
+def sendable_reasoning(reasoning: Reasoning, calls: int
+                       ) -> tuple[Reasoning | None, tuple[ReasoningRefusal, ...]]:
+    """``reasoning`` without the pieces its provider refuses back (None when none is left), and
+    the refusals (:func:`reasoning_refusals`). The same object when it refuses none."""
+    refused = reasoning_refusals(reasoning, calls)
+    if not refused:
+        return reasoning, ()
+    gone = {r.piece for r in refused}
+    if isinstance(reasoning, GeminiReasoning):
+        signatures = tuple(s for n, s in enumerate(reasoning.signatures) if n not in gone)
+        return (reasoning.model_copy(update={"signatures": signatures}) if signatures else None), refused
+    items = tuple(item for n, item in enumerate(reasoning.items) if n not in gone)
+    return (reasoning.model_copy(update={"items": items}) if items else None), refused

@@ -36,7 +36,7 @@ from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
 from contextfold.projections.layout import HISTORY_OPENS_TEXT, HISTORY_START_TEXT, PREFIX_KINDS
 from contextfold.projections.model_family import run_model_for
-from contextfold.projections.reasoning import left_out_note, reasoning_tokens
+from contextfold.projections.reasoning import left_out_note, reasoning_tokens, with_refused
 from contextfold.projections.render.anthropic import unsent_thinking
 from contextfold.projections.request_json import (
     bytes_hash,
@@ -270,8 +270,9 @@ def _noting_unsent_thinking(ctx: BuildCtx, conversation: Conversation,
     out = []
     for line in lines:
         r = reasoning.get(line.id)
-        out.append(line if r is None else line.model_copy(
-            update={"reasoning": left_out_note(r, reasoning_tokens(r, ctx.count), unsent[line.id])}))
+        out.append(line if r is None else line.model_copy(update={"reasoning": with_refused(
+            left_out_note(r, reasoning_tokens(r, ctx.count), unsent[line.id]),
+            ctx.state.reasoning_refused.get(line.id))}))
     return tuple(out)
 
 

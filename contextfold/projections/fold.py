@@ -83,6 +83,7 @@ from contextfold.domain.fragments import (
     Trust,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.domain.reasoning import ReasoningRefusal, sendable_reasoning
 from contextfold.projections.call_ids import call_alias
 from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
 from contextfold.projections.fold_compaction import fold_compaction
@@ -99,6 +100,7 @@ from contextfold.projections.framing import NOTE_LABEL
 from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.plan_view import plan_text
 from contextfold.projections.progress import Progress, reported
+from contextfold.projections.reasoning import refused_note
 from contextfold.projections.recorded_encoding import required_counter
 from contextfold.projections.render.runtime_lines import recovery_reason
 from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
@@ -241,11 +243,16 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
     calls = tuple((c.call_id, c.name, c.arguments) for c in event.tool_calls)
     if not state.unparsed_arguments_seen and any(arguments_object(a) is None for _, _, a in calls):
         state.unparsed_arguments_seen = True
-    if event.reasoning is not None:
+    reasoning, refused = event.reasoning, tuple[ReasoningRefusal, ...]()
+    if reasoning is not None:
         state.reasoning_seen = True
+        reasoning, refused = sendable_reasoning(reasoning, len(calls))
     if len(calls) > MAX_CHAT_TOOL_CALLS:
         state.wide_reply_seen = True
-    fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls, event.reasoning))
+    fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls, reasoning))
+    if refused:  # pieces its provider never takes back, logged before the append refused them
+        assert event.reasoning is not None
+        state.reasoning_refused[fid] = refused_note(event.reasoning, refused)
     if calls:
         slots = []
         for c, n, _ in calls:

@@ -34,11 +34,18 @@ be shown. So does a build for the same provider naming a model that is certainly
 reasoning model (a gpt-5 run falling back to gpt-4.1: OpenAI refuses every request that carries
 reasoning items for it, ``model_family.not_a_reasoning_model``); an unknown or absent model
 still gets them.
+
+Refused pieces: a piece no version of its provider's API takes back (a Responses item after the
+response's last call, a ``thinking`` block without its signature) is refused at append, and one
+the request type in use does not take (a key the SDK does not know) is logged as the provider
+returned it; a log may hold either, and sent, it failed the request's check in every build of the
+run. The fold leaves it out of every request, unpriced (``domain.reasoning.sendable_reasoning``),
+and the fragment's manifest line says so (:func:`refused_note`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import assert_never
 
 from contextfold.domain.canonical import canonical_dumps
@@ -48,9 +55,11 @@ from contextfold.domain.events import (
     OpenAIResponsesReasoning,
     Reasoning,
 )
+from contextfold.domain.reasoning import ReasoningRefusal
 from contextfold.projections.model_family import not_a_reasoning_model
 
-__all__ = ["NEUTRAL", "left_out_note", "reasoning_note", "reasoning_sent", "reasoning_tokens"]
+__all__ = ["NEUTRAL", "left_out_note", "reasoning_note", "reasoning_sent", "reasoning_tokens", "refused_note",
+           "with_refused"]
 
 NEUTRAL = "neutral"
 """The build ``provider`` of the provider-neutral conversation: it carries every reasoning."""
@@ -112,3 +121,18 @@ def left_out_note(reasoning: Reasoning, tokens: int, why: str) -> str:
     merge of two replies into one message: ``render.anthropic.unsent_thinking``). Still counted in
     the line's tokens: the manifest counts more than is sent, never less."""
     return f"{reasoning.provider} reasoning not sent: {_pieces(reasoning)} ({tokens} tokens): {why}"
+
+
+def refused_note(reasoning: Reasoning, refused: Sequence[ReasoningRefusal]) -> str:
+    """The manifest's word on the pieces of a response's reasoning its provider refuses back
+    (``domain.reasoning.reasoning_refusals``), which the fold leaves out of every request: a log
+    may hold them from before the append refused them, and sent, they made every build for the
+    provider fail the request's check. Neither sent nor priced."""
+    return f"{reasoning.provider} reasoning left out of every request: {'; '.join(r.why for r in refused)}"
+
+
+def with_refused(note: str | None, refused: str | None) -> str | None:
+    """A line's reasoning note with the word on its refused pieces (:func:`refused_note`) after it."""
+    if refused is None:
+        return note
+    return refused if note is None else f"{note}; {refused}"

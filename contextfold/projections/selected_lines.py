@@ -21,7 +21,7 @@ from contextfold.projections.entries import FragmentEntry, FragmentFields, reaso
 from contextfold.projections.fragment_facts import BuildCtx, Facts
 from contextfold.projections.media_plan import priced_as_sent
 from contextfold.projections.media_repeats import priced_as_repeats
-from contextfold.projections.reasoning import reasoning_note, reasoning_sent, reasoning_tokens
+from contextfold.projections.reasoning import reasoning_note, reasoning_sent, reasoning_tokens, with_refused
 from contextfold.projections.stale_reads import stale_reason
 from contextfold.projections.state import SummaryItem, freshness_at
 from contextfold.projections.timeline_units import ranked_position
@@ -118,14 +118,15 @@ def _reasoning_note(ctx: BuildCtx, facts: Facts, f: ContextFragment | FragmentEn
     A reply shown as the note of calls to a tool not offered sends none of it (``not_offered``)."""
     if not ctx.state.reasoning_seen:
         return None
+    refused = ctx.state.reasoning_refused.get(f.id) if ctx.state.reasoning_refused else None
     reasoning = reasoning_of(f)
     if reasoning is None:
-        return None
+        return refused
     tokens = reasoning_tokens(reasoning, ctx.count)
     if facts.not_offered:
-        return (f"{reasoning.provider} reasoning not sent: {tokens} tokens of it beside calls shown as a "
-                "runtime note (no assistant turn to carry it)")
-    return reasoning_note(reasoning, ctx.config.provider, tokens, ctx.model)
+        return with_refused(f"{reasoning.provider} reasoning not sent: {tokens} tokens of it beside calls "
+                            "shown as a runtime note (no assistant turn to carry it)", refused)
+    return with_refused(reasoning_note(reasoning, ctx.config.provider, tokens, ctx.model), refused)
 
 
 def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None,

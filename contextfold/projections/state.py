@@ -221,6 +221,10 @@ class RunState:
     reasoning_seen: bool = False
     """Some model response carried provider reasoning: from then on a fragment's price depends on
     the provider built for (its reasoning is sent to its own provider only), as with media."""
+    reasoning_refused: dict[str, str] = field(default_factory=dict)
+    """Fragment id of a model response -> the manifest's word on the pieces of its reasoning the
+    fold left out, as its provider never takes them back (``reasoning.refused_note``): a log
+    written before the append refused them still builds."""
     wide_reply_seen: bool = False
     """Some model response made more calls than an OpenAI Chat message takes
     (``MAX_CHAT_TOOL_CALLS``): that provider sends it as several messages, whose framing the
@@ -270,6 +274,7 @@ class RunState:
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
             request_call_ids=set(self.request_call_ids), builds=dict(self.builds),
             usage=dict(self.usage), media_seen=self.media_seen, reasoning_seen=self.reasoning_seen,
+            reasoning_refused=dict(self.reasoning_refused),
             unparsed_arguments_seen=self.unparsed_arguments_seen, wide_reply_seen=self.wide_reply_seen,
             aliased_for=self.aliased_for,
         )
@@ -466,6 +471,7 @@ class RunState:
             **({"source_kinds": self.source_kinds} if self.source_kinds else {}),
             **({"stale_reads": {fid: [s.of, s.origin, [list(r) for r in s.newer]]
                                 for fid, s in self.stale_reads.items()}} if self.stale_reads else {}),
+            **({"reasoning_refused": self.reasoning_refused} if self.reasoning_refused else {}),
             "open_calls": self.pairing.open,
         })
 

@@ -367,3 +367,61 @@ def test_a_model_that_does_not_reason_is_sent_no_reasoning_items_and_is_not_char
             assert kinds.count("reasoning") == 1, model
             assert built.manifest.selected_tokens == without.manifest.selected_tokens + extra
             assert line.reasoning.startswith("openai-responses reasoning sent verbatim")
+
+
+UNSIGNED = {"type": "thinking", "thinking": "An unsigned thought."}
+TRAILING = dict(OPENAI_ITEM, id="rs_trailing", encrypted_content="gAAAAABtrailing" * 10)
+
+
+def _openai(*items: ReasoningItem) -> OpenAIResponsesReasoning:
+    return OpenAIResponsesReasoning(items=items)
+
+
+def _anthropic(*items: ReasoningItem) -> AnthropicReasoning:
+    return AnthropicReasoning(items=items)
+
+
+FIRST = ReasoningItem(raw=OPENAI_ITEM)
+SIGNED = ReasoningItem(raw=THINKING)
+REFUSED: list[tuple[Reasoning, Reasoning | None, str, str]] = [
+    (_openai(FIRST, ReasoningItem(before_call=2, raw=TRAILING)), OPENAI, "gAAAAABtrailing",
+     "reasoning item 2 stands after the response's last call"),
+    (_openai(FIRST, ReasoningItem(before_call=5, raw=TRAILING)), OPENAI, "gAAAAABtrailing",
+     "reasoning item 2 stands after call 5 of a response that made 2"),
+    (_openai(ReasoningItem(raw=dict(TRAILING, bogus=1))), None, "gAAAAABtrailing",
+     "reasoning item 1 holds 'bogus', which its request type does not take"),
+    (_openai(FIRST, ReasoningItem(raw=dict(TRAILING, status=None))), OPENAI, "gAAAAABtrailing",
+     "reasoning item 2 is not what its request type takes back (status: Input should be"),
+    (_anthropic(SIGNED, ReasoningItem(before_call=1, raw=UNSIGNED)), _anthropic(SIGNED), "unsigned thought",
+     "thinking block 2 is not what its request type takes back (signature: Field required)"),
+    (_anthropic(ReasoningItem(raw={"type": "redacted_thinking", "payload": "EmwKsecret"})), None, "EmwK",
+     "thinking block 1 is not what its request type takes back (data: Field required)"),
+    (_anthropic(SIGNED, ReasoningItem(raw=dict(THINKING, cached=True))), _anthropic(SIGNED), '"cached"',
+     "thinking block 2 holds 'cached', which its request type does not take"),
+    (GeminiReasoning(signatures=(GEMINI.signatures[0], GeminiSignature(signature="not base64!", call=0))),
+     GEMINI, "not base64!", "thought signature 2 is not base64"),
+]
+
+
+@pytest.mark.parametrize(("reasoning", "kept", "secret", "why"), REFUSED,
+                         ids=lambda v: getattr(v, "provider", ""))
+def test_a_log_holding_reasoning_its_provider_refuses_back_still_builds_without_it(
+        reasoning: Reasoning, kept: Reasoning | None, secret: str, why: str) -> None:
+    """A Responses item after the response's last call (the docstring allowed ``before_call ==
+    calls``) was placed between the calls and their outputs, and the protocol check refused the
+    body: every openai-responses build of the run failed, for good, as did every build of a log
+    holding a thinking block without its signature, a signature that is not base64, or a key the
+    SDK does not know. The append now refuses what no API takes back (``test_reasoning_events``),
+    but a log may hold it: the fold leaves the piece out (neither sent nor priced: the request is
+    the one of the log without it, checked with the SDK types) and its manifest line says why."""
+    state = _state(_events(reasoning))
+    built, without = _build(state, reasoning.provider), _build(_state(_events(kept)), reasoning.provider)
+    assert secret not in json.dumps(built.request)
+    assert built.request == without.request
+    line = _line(built)
+    assert line.tokens == _line(without).tokens
+    assert f"{reasoning.provider} reasoning left out of every request: {why}" in (line.reasoning or "")
+    if kept is not None:
+        assert (line.reasoning or "").startswith(f"{reasoning.provider} reasoning sent verbatim")
+    for other in PROVIDERS:  # every build of the run, for every provider, says so
+        assert "left out of every request" in (_line(_build(state, other)).reasoning or "")
