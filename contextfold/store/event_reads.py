@@ -80,7 +80,6 @@ class VerifyReport:
     reason: str = ""
 
 
-
 def upcast_topic(topic: str) -> bool:
     """Whether events stored under ``topic`` (``type@version``) are an old version, upcast on read
     (parsed once per topic)."""
