@@ -54,12 +54,8 @@ from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.kept_texts import kept_texts
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_cost import UNKNOWN_MODEL_RULE
-from contextfold.projections.media_plan import (
-    TEXT_BYTES_PER_TOKEN,
-    MediaFinish,
-    finalize_media,
-    request_notes,
-)
+from contextfold.projections.media_finish import MediaFinish, finalize_media, request_notes
+from contextfold.projections.media_plan import TEXT_BYTES_PER_TOKEN
 from contextfold.projections.model_family import run_model_for
 from contextfold.projections.redact import config_policy
 from contextfold.projections.request_json import (

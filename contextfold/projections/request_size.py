@@ -29,8 +29,8 @@ from typing import Any
 
 from contextfold.domain.conversation import Conversation
 from contextfold.projections.media_cost import media_family
+from contextfold.projections.media_finish import MediaFinish
 from contextfold.projections.media_limits import REQUEST_LIMITS
-from contextfold.projections.media_plan import MediaFinish
 from contextfold.projections.request_json import canonical_bytes
 
 __all__ = ["Attempt", "measured", "sent_text_bytes", "within_request_size"]

@@ -17,7 +17,7 @@ from PIL import Image
 from contextfold.domain.conversation import Conversation, InstructionPart, MediaPart, UserMessage
 from contextfold.domain.errors import InputLimitError, InvalidInputError, UnsupportedMediaError
 from contextfold.domain.events import ArtifactRef, ImageBlock, RunStarted, TextBlock, UserInput
-from contextfold.projections.media_plan import finalize_media
+from contextfold.projections.media_finish import finalize_media
 from contextfold.store.event_store import EventStore
 from contextfold.store.media import (
     MediaLimits,

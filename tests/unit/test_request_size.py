@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from contextfold.domain.conversation import Conversation
-from contextfold.projections.media_plan import MediaFinish
+from contextfold.projections.media_finish import MediaFinish
 from contextfold.projections.request_json import canonical_bytes, remember
 from contextfold.projections.request_size import Attempt, measured, sent_text_bytes, within_request_size
 
