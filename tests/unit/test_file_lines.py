@@ -13,6 +13,7 @@ from contextfold.projections.builder import build_context
 from contextfold.projections.file_lines import FileLines
 from contextfold.projections.fold import fold
 from contextfold.projections.stale_reads import NewerRead, cut_read, rest_lines, text_lines
+from contextfold.projections.state import RunState
 from contextfold.projections.truncate import truncate
 from tests.counters import cl100k
 from tests.json_strings import strings
@@ -91,15 +92,20 @@ def test_file_lines_of_an_excerpt_and_of_a_text_with_lines_of_its_own() -> None:
     assert rest.numbered(10, 11) == [] and rest.numbered(0, 14) == [(1, 9), (13, 15)]
 
 
-def test_a_built_request_and_its_manifest_name_the_files_lines_of_a_cut_stale_rest() -> None:
-    """Through the fold and the builder: the rest's source ref names the whole read (no ``#L``), the
-    cut is by the rest's own line map, and the manifest's truncation names file lines."""
+def _big_file_reread() -> RunState:
+    """BIG read whole at r1, then its lines 10-12 at r2: the whole read's other lines a stale rest."""
     events: tuple[AnyEvent, ...] = (
         UserInput("Refactor compute_value calls"),
         FileRead(path="src/big.py", revision="r1", content=BIG),
         FileRead(path="src/big.py", revision="r2", start_line=10, end_line=12,
                  content="    x_10 = 0\n    x_11 = 0\n    x_12 = 0\n"))
-    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    return fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+
+
+def test_a_built_request_and_its_manifest_name_the_files_lines_of_a_cut_stale_rest() -> None:
+    """Through the fold and the builder: the rest's source ref names the whole read (no ``#L``), the
+    cut is by the rest's own line map, and the manifest's truncation names file lines."""
+    state = _big_file_reread()
     built = build_context(state, BuildConfig(provider="anthropic", window=6000, reserve=1000))
     [text] = [s for s in strings(built.request) if "[stale:" in s]
     [marker] = MARKER.finditer(text)
@@ -114,12 +120,7 @@ def test_a_stale_rest_cut_to_a_small_grant_keeps_its_note_or_none_of_its_lines()
     or two (48-70 tokens: budgets of 162-204 here) kept them from the tail, and the request showed
     "x_1000 = compute_value(1000)" of revision r1 with nothing saying it was stale. Every budget
     now shows the rest's lines after its whole note, or none of them (a bare marker)."""
-    events: tuple[AnyEvent, ...] = (
-        UserInput("Refactor compute_value calls"),
-        FileRead(path="src/big.py", revision="r1", content=BIG),
-        FileRead(path="src/big.py", revision="r2", start_line=10, end_line=12,
-                 content="    x_10 = 0\n    x_11 = 0\n    x_12 = 0\n"))
-    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    state = _big_file_reread()
     note = ("[stale: src/big.py as read at revision r1 (event 2). Read again since: lines 10-12 at revision "
             "r2 (event 3). Those lines are left out here; the rest may be out of date.]\n")
     cuts = set()
