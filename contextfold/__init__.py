@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         TurnNotFoundError,
         UnknownToolCallError,
         UnsupportedMediaError,
+        UpgradeRequiredError,
     )
     from contextfold.domain.events import (
         AnyEvent,
@@ -110,7 +111,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunNotFoundError", "StoreBusyError", "StoreConfigError", "StoreError", "StoreFullError",
         "StoreNotWritableError", "StoreReadOnlyError", "StoreUnavailableError", "SummaryRejectedError",
         "TenantMismatchError", "TokenizerError", "TurnNotFoundError", "UnknownToolCallError",
-        "UnsupportedMediaError",
+        "UnsupportedMediaError", "UpgradeRequiredError",
     ),
     "contextfold.domain.events": (
         "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock",
@@ -196,6 +197,7 @@ __all__ = [
     "TurnNotFoundError",
     "UnknownToolCallError",
     "UnsupportedMediaError",
+    "UpgradeRequiredError",
     "UsageObserved",
     "UserInput",
     "open_store",

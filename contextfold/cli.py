@@ -358,7 +358,8 @@ EXIT_CODES = """exit codes:
   0  success
   1  a check found a difference (replay --verify, audit --turn), or why matched nothing
   2  bad input, not found, a concurrent writer first (reload and retry), bad store URL,
-     an output that cannot be written (--out, --html, or stdout: a full disk)
+     an output that cannot be written (--out, --html, or stdout: a full disk),
+     a run a newer contextfold wrote to (upgrade to read it)
   3  integrity: stored data does not match its recorded hash
   4  store unavailable: unreachable, or busy: locked by another writer (retry later)
   5  store not writable: its disk is full or it is read-only (fix that, then retry)

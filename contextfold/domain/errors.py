@@ -24,6 +24,7 @@ so the original stays on ``__cause__``.
     │   ├── RecordNotFoundError           a turn's context_built record asked for by index
     │   └── TurnNotFoundError
     ├── IntegrityError                    hash chain / recorded hash mismatch
+    ├── UpgradeRequiredError              the log holds an event a newer contextfold wrote
     ├── StoreError                        the database failed us
     │   ├── StoreUnavailableError         cannot connect, connection lost (retry later)
     │   │   └── StoreBusyError            up, but a lock or every pooled connection stayed taken
@@ -83,6 +84,7 @@ __all__ = [
     "TurnNotFoundError",
     "UnknownToolCallError",
     "UnsupportedMediaError",
+    "UpgradeRequiredError",
 ]
 
 
@@ -246,6 +248,18 @@ class RecordNotFoundError(NotFoundError):
 
 class IntegrityError(ContextfoldError):
     """Stored data does not match its recorded hash."""
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class UpgradeRequiredError(ContextfoldError):
+    """The log holds an event of a type, or a version of one, that a newer contextfold wrote.
+
+    Not damage, and not an :class:`IntegrityError`: the row is what that release stored, and this
+    one cannot read it under any schema it knows. Upgrade contextfold to read the run; nothing
+    has been changed. ``position`` names the first such event."""
 
     def __init__(self, message: str, *, position: int | None = None) -> None:
         super().__init__(message)

@@ -23,6 +23,7 @@ from contextfold.domain.errors import (
     InputLimitError,
     IntegrityError,
     RunNotFoundError,
+    UpgradeRequiredError,
     quoted,
 )
 from contextfold.domain.events import (
@@ -35,6 +36,8 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.record_head import RECORD_TYPE, record_head
+from contextfold.domain.release_versions import newer_release_event
+from contextfold.domain.version import __version__
 from contextfold.store.backends import (
     ARTIFACTS_TABLE,
     EVENTS_TABLE,
@@ -222,6 +225,12 @@ class EventReads:
             else:
                 event = EVENT_ADAPTER.validate_json(body)
         except (ValidationError, ValueError) as exc:
+            newer = newer_release_event(topic, state[64:])
+            if newer is not None:  # not damage: a later release's event (``release_versions``)
+                raise UpgradeRequiredError(
+                    f"run {run_id!r} position {position}: event type {newer[0]!r} version {newer[1]} was "
+                    f"written by a newer contextfold than this one ({__version__}): upgrade contextfold "
+                    "to read this run (nothing was changed)", position=position) from exc
             raise IntegrityError(
                 f"run {run_id!r} position {position}: stored event does not parse: {why_not_parsed(exc)}",
                 position=position,
