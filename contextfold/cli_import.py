@@ -28,7 +28,8 @@ from contextfold.cli import store_for
 from contextfold.cli_new_store import removed_if_unrecorded
 from contextfold.cli_progress import progress_bar
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
-from contextfold.domain.events import AnyEvent, ArtifactRef, ToolsRegistered, artifact_refs
+from contextfold.domain.events import AnyEvent, ArtifactRef, ModelResponse, ToolsRegistered, artifact_refs
+from contextfold.domain.reasoning import appendable_reasoning
 from contextfold.import_run_ids import joined_run_id, run_id_for, run_in_file
 from contextfold.store.backends import STORE_TABLES, parse_store_url
 from contextfold.store.event_reads import check_run_id
@@ -231,6 +232,34 @@ def _cited(named: Named, bundled: Bundled, held: Callable[[str], bool]) -> Bundl
     return needed
 
 
+def _appendable(named: Named) -> tuple[Named, list[str]]:
+    """``named`` without the reasoning pieces an append refuses, and a note per run naming them.
+
+    Why: a trace whose logger dropped a ``thinking`` block's signature (or holds a Responses item
+    after the last call, a Gemini signature that is not base64) failed to import as a whole; the
+    piece can never go back to its provider, so the run is recorded without it and the import says
+    so. The responses keep their text and calls (``reasoning.appendable_reasoning``)."""
+    out: Named = []
+    notes: list[str] = []
+    for run_id, events, where in named:
+        whys: list[str] = []
+        kept: list[AnyEvent] = []
+        for position, event in enumerate(events, start=1):
+            if isinstance(event, ModelResponse) and event.reasoning is not None:
+                reasoning, refused = appendable_reasoning(event.reasoning, len(event.tool_calls))
+                if refused:
+                    event = event.model_copy(update={"reasoning": reasoning})
+                    whys += [f"position {position}: {r.why}" for r in refused]
+            kept.append(event)
+        out.append((run_id, kept, where))
+        if whys:
+            more = f" and {len(whys) - 3} more" if len(whys) > 3 else ""
+            notes.append(f"note: run {run_id!r}: left out {len(whys)} reasoning piece(s) its provider "
+                         f"never takes back ({'; '.join(whys[:3])}{more}); the responses' text and calls "
+                         "are recorded")
+    return out, notes
+
+
 def _new_sqlite_file(args: argparse.Namespace) -> bool:
     """Whether the import's store is a SQLite file not made into a store yet (none there, an empty
     file, a database without tables): it holds no artifact, so a ref the import does not carry
@@ -364,6 +393,8 @@ def handle_import(args: argparse.Namespace) -> int:
             raise ImportFormatError(f"{where}:0", f"its run id {run_id!r} is also {other} (a character "
                                     "a run id cannot hold becomes _)")
         first[run_id] = where
+    named, dropped = _appendable(named)
+    notes = [*notes, *dropped]
     if _new_sqlite_file(args):
         _cited(named, bundled, lambda _: False)
     total: int | None = None  # set once the runs are committed: a Ctrl-C after that is no failure

@@ -29,6 +29,7 @@ __all__ = [
     "Reasoning",
     "ReasoningItem",
     "ReasoningRefusal",
+    "appendable_reasoning",
     "reasoning_refusals",
     "sendable_reasoning",
 ]
@@ -258,9 +259,24 @@ def sendable_reasoning(reasoning: Reasoning, calls: int
     refused = reasoning_refusals(reasoning, calls)
     if not refused:
         return reasoning, ()
-    gone = {r.piece for r in refused}
+    return _without(reasoning, {r.piece for r in refused}), refused
+
+
+def appendable_reasoning(reasoning: Reasoning, calls: int
+                         ) -> tuple[Reasoning | None, tuple[ReasoningRefusal, ...]]:
+    """``reasoning`` without the pieces an append refuses (those ``always`` refused back: None when
+    none is left), and those refusals. What an import records of a trace that holds such a piece
+    (a thinking block whose signature a logger dropped): the rest of the run, not a failed import."""
+    refused = tuple(r for r in reasoning_refusals(reasoning, calls) if r.always)
+    if not refused:
+        return reasoning, ()
+    return _without(reasoning, {r.piece for r in refused}), refused
+
+
+def _without(reasoning: Reasoning, gone: set[int]) -> Reasoning | None:
+    """``reasoning`` without its pieces numbered ``gone`` (None when none is left)."""
     if isinstance(reasoning, GeminiReasoning):
         signatures = tuple(s for n, s in enumerate(reasoning.signatures) if n not in gone)
-        return (reasoning.model_copy(update={"signatures": signatures}) if signatures else None), refused
+        return reasoning.model_copy(update={"signatures": signatures}) if signatures else None
     items = tuple(item for n, item in enumerate(reasoning.items) if n not in gone)
-    return (reasoning.model_copy(update={"items": items}) if items else None), refused
+    return reasoning.model_copy(update={"items": items}) if items else None
