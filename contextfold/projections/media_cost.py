@@ -45,9 +45,12 @@ PDFs, by page count:
   costs typically 1,500-3,000 tokens per page depending on content density" plus
   the image cost of each page). Estimate: 2,250 (the middle of that range) +
   the page image (a US-letter page at 200 dpi after Anthropic's downscale, 1,638) = 3,888.
-- ``openai-pdf-pages``: OpenAI file inputs likewise put "both the extracted text
+- ``openai-pdf-pages:RULE``: OpenAI file inputs likewise put "both the extracted text
   and an image of each page" in context (platform.openai.com/docs/guides/pdf-files).
-  Estimate: 2,250 text + a high-detail US-letter page image (765) = 3,015.
+  Estimate: 2,250 text + a high-detail US-letter page image by the build model's image rule
+  (gpt-4o 765: 3,015 a page; gpt-4o-mini 25,501: 27,751; an unknown model the dearest rule's).
+  The page image is an image like any other to the model: priced as gpt-4o's for every model,
+  a gpt-4o-mini build charged a 10-page PDF 30,150 tokens where the model counts ~277,500.
 - A document whose page count is unknown (a remote URL) is priced as one page.
 
 Unknown image dimensions (a remote URL never fetched) get the provider's
@@ -167,8 +170,10 @@ def gemini_image_tokens(width: int, height: int) -> int:
 
 
 OPENAI_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + openai_image_tokens(*LETTER_PAGE_PX)
-"""GPT-4o's price of a page image: OpenAI does not say at which detail or rule its file inputs'
-page images are counted, so this stays one estimate for every model."""
+"""A page at gpt-4o (its image at high detail: OpenAI does not say at which detail its file
+inputs' page images are counted, and ``auto`` may be high). Other models' pages are priced by
+their own image rule (:func:`document_cost`)."""
+
 ANTHROPIC_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + anthropic_image_tokens(*LETTER_PAGE_PX)
 
 
@@ -232,17 +237,30 @@ def _neutral_openai_model(model: str | None) -> str | None:
     return model
 
 
-def document_cost(family: MediaProvider, pages: int | None) -> MediaCost:
+def _openai_pdf_cost(rule: OpenAIImageRule, pages: int) -> MediaCost:
+    page = PDF_PAGE_TEXT_TOKENS + rule.tokens(*LETTER_PAGE_PX, "high")
+    return MediaCost(page * pages, f"openai-pdf-pages:{rule.name}")
+
+
+def document_cost(family: MediaProvider, pages: int | None, model: str | None = None) -> MediaCost:
+    """The price of a PDF of ``pages`` (one when unknown) for ``family``; OpenAI's page image by
+    ``model``'s image rule, the dearest for a model the table does not name (module docstring)."""
     n = pages if pages and pages > 0 else 1
     match family:
         case "openai":
-            return MediaCost(OPENAI_PDF_PAGE_TOKENS * n, "openai-pdf-pages")
+            rule = openai_image_rule(model)
+            if rule is not None:
+                return _openai_pdf_cost(rule, n)
+            worst = max((_openai_pdf_cost(r, n) for r in OPENAI_IMAGE_RULES), key=lambda c: c.tokens)
+            return MediaCost(worst.tokens, f"{UNKNOWN_MODEL_RULE}:{worst.rule}")
         case "anthropic":
             return MediaCost(ANTHROPIC_PDF_PAGE_TOKENS * n, "anthropic-pdf-pages")
         case "gemini":
             return MediaCost(GEMINI_TOKENS_PER_IMAGE * n, "gemini-pdf-pages")
         case "neutral":
-            worst = max((document_cost(f, pages) for f in MEDIA_PROVIDERS), key=lambda c: c.tokens)
+            side = _neutral_openai_model(model)
+            worst = max((document_cost(f, pages, side if f == "openai" else model) for f in MEDIA_PROVIDERS),
+                        key=lambda c: c.tokens)
             return MediaCost(worst.tokens, f"max-of-providers:{worst.rule}")
 
 
@@ -268,7 +286,7 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
     family = media_family(provider)
     if isinstance(block, ImageBlock):
         return image_cost(family, block.width, block.height, block.detail, model)
-    return document_cost(family, block.pages)
+    return document_cost(family, block.pages, model)
 
 
 def reduced_block(provider: str, block: ImageBlock | DocumentBlock,

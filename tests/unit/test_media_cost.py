@@ -80,7 +80,7 @@ def test_pdf_pages_per_provider() -> None:
     assert document_cost("anthropic", 2).tokens == 2 * ANTHROPIC_PDF_PAGE_TOKENS
     assert ANTHROPIC_PDF_PAGE_TOKENS == 2250 + 1638   # text estimate + the page image
     assert OPENAI_PDF_PAGE_TOKENS == 2250 + 765
-    assert document_cost("openai", None).tokens == OPENAI_PDF_PAGE_TOKENS  # unknown: one page
+    assert document_cost("openai", None, "gpt-4o").tokens == OPENAI_PDF_PAGE_TOKENS  # unknown: one page
 
 
 def test_same_screenshot_costs_differ_by_provider_and_rules_are_named() -> None:

@@ -26,7 +26,8 @@ REF = ArtifactRef(hash="b" * 64, size=10, media_type="image/png")
 NAMED = ("gpt-4o", "gpt-4o-2024-08-06", "chatgpt-4o-latest", "gpt-4.1", "gpt-4.1-2025-04-14",
          "gpt-4.5-preview", "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "o1", "o1-pro", "o3",
          "o3-2025-04-16", "gpt-5", "gpt-5-chat-latest", "gpt-4.1-mini", "gpt-4.1-nano", "o4-mini",
-         "o4-mini-2025-04-16", "gpt-5-mini", "gpt-5-nano", "codex-mini-latest")
+         "o4-mini-2025-04-16", "gpt-5-mini", "gpt-5-nano", "codex-mini-latest", "gpt-5.1", "gpt-5.4",
+         "gpt-5.4-mini", "gpt-5.4-nano")
 
 
 @pytest.mark.parametrize(("model", "high", "low", "rule"), [
@@ -90,7 +91,7 @@ def test_the_multiplier_is_exact() -> None:
 
 @pytest.mark.parametrize(("w", "h"), [(1024, 1024), (128, 64), (2048, 2048), (1920, 1080), (300, 4000)])
 @pytest.mark.parametrize("detail", ["low", "high", "auto"])
-@pytest.mark.parametrize("model", [None, "gpt-5.1", "my-finetune", "anthropic/claude-3.5-sonnet",
+@pytest.mark.parametrize("model", [None, "gpt-5.6", "my-finetune", "anthropic/claude-3.5-sonnet",
                                    "gpt-4o-mini-tts"])
 def test_an_unknown_model_pays_the_dearest_rule(w: int, h: int, detail: str, model: str | None) -> None:
     got = image_cost("openai", w, h, detail, model)
@@ -125,7 +126,7 @@ def test_the_cache_key_is_the_rule_not_the_name() -> None:
     assert openai_image_key("openai-chat", "gpt-4o") == openai_image_key("openai-responses", "gpt-4.1")
     assert openai_image_key("openai-chat", "gpt-4.1-mini") == openai_image_key("openai-chat", "gpt-5-mini")
     assert openai_image_key("openai-chat", "gpt-4o") != openai_image_key("openai-chat", "gpt-4o-mini")
-    assert openai_image_key("neutral", None) == openai_image_key("openai-chat", "gpt-5.1") == "unknown"
+    assert openai_image_key("neutral", None) == openai_image_key("openai-chat", "gpt-5.6") == "unknown"
     assert openai_image_key("anthropic", "gpt-4o-mini") is None and openai_image_key("gemini", None) is None
 
 
