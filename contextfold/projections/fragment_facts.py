@@ -61,7 +61,7 @@ from contextfold.projections.framing import (
 )
 from contextfold.projections.media_cost import openai_image_key
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
-from contextfold.projections.model_family import not_a_reasoning_model, run_model_for
+from contextfold.projections.model_family import chat_audio_model, not_a_reasoning_model, run_model_for
 from contextfold.projections.not_offered import (
     RECORD_TRUST,
     not_offered_header,
@@ -331,6 +331,8 @@ class BuildCtx:
             pricing += " without reasoning"  # what decides the price is the model's kind, not its name
         if state.media_seen and (rule := openai_image_key(provider, self.model)) is not None:
             pricing += f" images {rule}"  # OpenAI prices an image per model: gpt-4o-mini's is 33x gpt-4o's
+        if state.media_seen and provider == "openai-chat" and chat_audio_model(self.model):
+            pricing += " audio"  # its audio is sent (and priced by its bytes), any other model's a note
         self.pricing = pricing
         key = (self.state.counter.encoding_name, pricing, self.policy, kinds, self.blocked)
         # Every per-config table in one memo entry, found by slot name: a key holding the

@@ -53,6 +53,14 @@ PDFs, by page count:
   a gpt-4o-mini build charged a 10-page PDF 30,150 tokens where the model counts ~277,500.
 - A document whose page count is unknown (a remote URL) is priced as one page.
 
+Audio, ``openai-audio`` (OpenAI Chat Completions' ``input_audio``, sent to an audio model only:
+any other gets a note, priced as such by ``media_plan``): "Audio tokens in user messages are 1
+token per 100 ms of audio" (platform.openai.com/docs/guides/realtime-costs; the audio models
+share the tokenizer). The log keeps no duration, so the price is that of the longest the bytes
+can hold: WAV at 8,000 bytes a second (8 kHz, 8-bit, mono: the least PCM), MP3 at 1,000 (8 kbps,
+its lowest bitrate). The rule names that bound, so the manifest says the duration was not known.
+Priced as a PDF page, a 10-minute recording (6,000 tokens) was charged 3,015.
+
 Unknown image dimensions (a remote URL never fetched) get the provider's
 largest price: OpenAI the model's rule for its largest image (gpt-4o high 1445: 2048x768 after
 resizing, 8 tiles; a patch model 1536 patches), Anthropic
@@ -80,7 +88,7 @@ from typing import Literal, TypeAlias, TypeGuard
 
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolResultBlock
-from contextfold.projections.model_family import model_family
+from contextfold.projections.model_family import OPENAI_CHAT_AUDIO_FORMATS, model_family
 from contextfold.projections.openai_images import (
     GPT_4O_IMAGE_RULE,
     OPENAI_IMAGE_RULES,
@@ -94,11 +102,13 @@ __all__ = [
     "ANTHROPIC_PDF_PAGE_TOKENS",
     "GEMINI_TOKENS_PER_IMAGE",
     "MEDIA_PROVIDERS",
+    "OPENAI_AUDIO_TOKENS_PER_SECOND",
     "OPENAI_PDF_PAGE_TOKENS",
     "UNKNOWN_MODEL_RULE",
     "MediaCost",
     "MediaProvider",
     "anthropic_image_tokens",
+    "audio_cost",
     "document_cost",
     "gemini_image_tokens",
     "image_cost",
@@ -173,7 +183,10 @@ OPENAI_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + openai_image_tokens(*LETTER_PAGE
 """A page at gpt-4o (its image at high detail: OpenAI does not say at which detail its file
 inputs' page images are counted, and ``auto`` may be high). Other models' pages are priced by
 their own image rule (:func:`document_cost`)."""
-
+OPENAI_AUDIO_TOKENS_PER_SECOND = 10
+"""OpenAI's "1 token per 100 ms" of a user message's audio (module docstring)."""
+_AUDIO_LEAST_BYTES_PER_SECOND = {"wav": 8000, "mp3": 1000}
+"""The fewest bytes a second of each ``input_audio`` format takes (module docstring)."""
 ANTHROPIC_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + anthropic_image_tokens(*LETTER_PAGE_PX)
 
 
@@ -264,6 +277,26 @@ def document_cost(family: MediaProvider, pages: int | None, model: str | None = 
             return MediaCost(worst.tokens, f"max-of-providers:{worst.rule}")
 
 
+def audio_cost(block: DocumentBlock) -> MediaCost | None:
+    """What OpenAI counts for ``block`` sent as ``input_audio``: 10 tokens a second over the
+    longest duration its bytes can hold (module docstring), or None when it is not such audio or
+    its size is not known (a remote URL, which ``input_audio`` does not take: a note instead)."""
+    fmt = OPENAI_CHAT_AUDIO_FORMATS.get(block.media_type)
+    if fmt is None:
+        return None
+    if block.artifact is not None:
+        size = block.artifact.size
+    elif (block.url or "").startswith("data:"):
+        payload = (block.url or "").partition(",")[2]
+        size = len(payload) * 3 // 4 - (len(payload) - len(payload.rstrip("=")))  # its bytes, not its padding
+    else:
+        return None
+    rate = _AUDIO_LEAST_BYTES_PER_SECOND[fmt]
+    tokens = max(1, -(-size * OPENAI_AUDIO_TOKENS_PER_SECOND // rate))
+    return MediaCost(tokens, f"openai-audio:{OPENAI_AUDIO_TOKENS_PER_SECOND}/s, duration not logged: "
+                             f"at most {size} bytes / {rate} bytes a second ({fmt})")
+
+
 def is_priced_media(block: object) -> TypeGuard[ImageBlock | DocumentBlock]:
     """Images, and documents that are not text payloads (artifact-backed text is counted as text)."""
     if isinstance(block, ImageBlock):
@@ -286,7 +319,15 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
     family = media_family(provider)
     if isinstance(block, ImageBlock):
         return image_cost(family, block.width, block.height, block.detail, model)
-    return document_cost(family, block.pages, model)
+    document = document_cost(family, block.pages, model)
+    if provider in ("openai-chat", "neutral") and (audio := audio_cost(block)) is not None:
+        # Sent as ``input_audio`` (an audio model; for any other the note is priced instead:
+        # ``media_plan``); neutral pays the dearer of that and the document price.
+        if provider == "openai-chat":
+            return audio
+        if audio.tokens > document.tokens:
+            return MediaCost(audio.tokens, f"max-of-providers:{audio.rule}")
+    return document
 
 
 def reduced_block(provider: str, block: ImageBlock | DocumentBlock,

@@ -129,7 +129,7 @@ def request_notes(conversation: Conversation, provider: str,
     media: dict[str, MediaPart] = {}
     for part in _parts(conversation):
         if part.unsent is None and media_key(part) not in media and refusal_note(
-                provider, part, part.fragment_id, *_size_of(part, blocks_of)) is None:
+                provider, part, part.fragment_id, *_size_of(part, blocks_of), conversation.model) is None:
             media[media_key(part)] = part
     why: dict[str, str] = {}
     room = (None if limits.inline_bytes is None else
@@ -183,7 +183,7 @@ def finalize_media(conversation: Conversation, *, reduced: frozenset[str],
         # A refused medium is its note wherever it is, as it was priced (never a repeat line
         # pointing at a medium that is not shown); the renderer writes it, no bytes needed.
         width, height = _size_of(part, blocks_of)
-        note = refusal_note(provider, part, part.fragment_id, width, height)
+        note = refusal_note(provider, part, part.fragment_id, width, height, conversation.model)
         if note is None and (why := notes.get(key)) is not None:
             note = unsent_media_note(part.kind, part.media_type, shown_medium(part, part.fragment_id), why)
             finish.unsent.setdefault(part.fragment_id, {})[key] = note

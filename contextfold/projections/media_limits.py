@@ -35,6 +35,10 @@ Rules, each from the provider's documentation:
   as the provider's SDK sends them (``request_size``); OpenAI's bytes of images and of file inputs are
   read off their base64 too, what the request carries (the safe reading of "content": a file
   of 24 MB is 32 MB of it).
+- OpenAI Chat Completions takes WAV and MP3 audio (``input_audio``) from an audio model's request
+  only, and inline only (``model_family.chat_audio_model``): for any other model the whole
+  request is refused. Such audio is a note (:data:`NOT_AN_AUDIO_MODEL`, :data:`AUDIO_INLINE_ONLY`),
+  priced as one: priced as a PDF page, it had been charged 3,015 tokens for a line of text.
 - A file a provider's Files API holds (a transcript's ``file_id``, logged as
   ``anthropic-file://`` / ``openai-file://``) goes by id to that provider only; another cannot
   read it (nor OpenAI Chat an image by id).
@@ -46,6 +50,7 @@ import math
 from typing import NamedTuple
 
 from contextfold.projections.media_cost import media_family
+from contextfold.projections.model_family import OPENAI_CHAT_AUDIO_FORMATS
 
 __all__ = [
     "ANTHROPIC_IMAGE_TYPES",
@@ -53,8 +58,10 @@ __all__ = [
     "ANTHROPIC_MANY_IMAGES_MAX_SIDE",
     "ANTHROPIC_MAX_IMAGE_BASE64",
     "ANTHROPIC_MAX_IMAGE_SIDE",
+    "AUDIO_INLINE_ONLY",
     "FILE_SCHEMES",
     "GEMINI_MEDIA_TYPES",
+    "NOT_AN_AUDIO_MODEL",
     "OPENAI_MAX_IMAGE_BYTES",
     "REQUEST_LIMITS",
     "RequestLimits",
@@ -95,6 +102,13 @@ ANTHROPIC_MANY_IMAGES_MAX_SIDE = 2000
 OPENAI_MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """OpenAI's per-image limit ("Up to 20MB per image")."""
 _MB = 1024 * 1024
+
+NOT_AN_AUDIO_MODEL = ("the request's model takes no audio (Chat Completions takes WAV and MP3 audio on "
+                      "audio models only: gpt-4o-audio-preview, gpt-audio and their kin)")
+"""Why Chat Completions audio is not attached for a model that is not an audio model."""
+AUDIO_INLINE_ONLY = "this API takes audio inline only"
+"""Why Chat Completions audio only a remote URL holds is not attached (``input_audio`` takes
+base64 data, not a URL)."""
 
 
 class RequestLimits(NamedTuple):
@@ -159,14 +173,17 @@ def _file_refusal(provider: str, kind: str, issuer: str) -> str | None:
 
 
 def refusal(provider: str, kind: str, media_type: str, *, inline: bool, size: int | None,
-            width: int | None, height: int | None, url: str | None = None) -> str | None:
+            width: int | None, height: int | None, url: str | None = None,
+            audio_model: bool | None = None) -> str | None:
     """Why ``provider`` refuses this medium as it is (the tail of its note), or None.
 
     ``inline``: it is sent as bytes (an artifact or a ``data:`` URL), not by URL; ``size``: its
     byte count when known; ``url``: where it is, for a file a provider's Files API holds
     (:func:`file_ref`: the issuing provider gets it by id whatever its logged type). ``neutral``
     (a build for no provider yet) refuses nothing: its media are priced at the dearest
-    provider's price, above any note."""
+    provider's price, above any note. ``audio_model``: whether the request's model is an audio
+    model (``model_family.chat_audio_model``), None when not known (a conversation rendered
+    without a build: the renderer then judges Chat Completions audio itself)."""
     ref = file_ref(url)
     if ref is not None:
         return _file_refusal(provider, kind, ref[0])
@@ -174,6 +191,12 @@ def refusal(provider: str, kind: str, media_type: str, *, inline: bool, size: in
         case "gemini":
             if media_type not in GEMINI_MEDIA_TYPES:
                 return "Gemini does not take this type"
+        case "openai" if (kind == "document" and provider == "openai-chat" and audio_model is not None
+                          and media_type in OPENAI_CHAT_AUDIO_FORMATS):
+            if not audio_model:
+                return NOT_AN_AUDIO_MODEL
+            if not inline:
+                return AUDIO_INLINE_ONLY
         case "openai" if kind == "image":
             if inline and size is not None and size > OPENAI_MAX_IMAGE_BYTES:
                 return f"over OpenAI's 20 MB image limit ({size} bytes)"

@@ -63,6 +63,7 @@ from contextfold.projections.media_limits import (
     refusal,
     unsent_media_note,
 )
+from contextfold.projections.model_family import chat_audio_model
 from contextfold.projections.redact_urls import shown_url
 from contextfold.projections.render.data_blocks import (
     ERROR_MEDIA_NOTE,
@@ -114,13 +115,15 @@ def inline_size(block: ImageBlock | DocumentBlock | MediaPart) -> tuple[bool, in
 
 
 def refusal_note(provider: str, block: ImageBlock | DocumentBlock | MediaPart, fragment_id: str,
-          width: int | None, height: int | None) -> str | None:
-    """The note that stands for ``block`` in ``provider``'s request when the provider refuses it
-    as it is (``media_limits``), else None."""
+          width: int | None, height: int | None, model: str | None = None) -> str | None:
+    """The note that stands for ``block`` in ``provider``'s request for ``model`` when the provider
+    refuses it as it is (``media_limits``), else None. The model decides whether Chat Completions
+    takes audio: planned here, the note is priced as it is sent (a PDF page's 3,015 tokens had
+    been charged for it)."""
     inline, size = inline_size(block)
     kind = "image" if block.type == "image" or getattr(block, "kind", None) == "image" else "document"
     why = refusal(provider, kind, block.media_type, inline=inline, size=size, width=width, height=height,
-                  url=block.url)
+                  url=block.url, audio_model=chat_audio_model(model) if provider == "openai-chat" else None)
     if why is None:
         return None
     return unsent_media_note(kind, block.media_type, shown_medium(block, fragment_id), why)
@@ -207,8 +210,8 @@ def plan_fragment(state: RunState, frag: ContextFragment, provider: str,
     blocks = media_blocks(frag)
     if not blocks:
         return None
-    notes = tuple(refusal_note(provider, b, frag.id, getattr(b, "width", None), getattr(b, "height", None))
-                  for b in blocks)
+    notes = tuple(refusal_note(provider, b, frag.id, getattr(b, "width", None), getattr(b, "height", None),
+                               model) for b in blocks)
     unsent = MediaCost(0, f"{media_family(provider)}-not-attached")  # its note is priced as caption text
     costs = tuple(unsent if n is not None else media_cost(provider, b, model)
                   for b, n in zip(blocks, notes, strict=True))

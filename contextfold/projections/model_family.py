@@ -17,7 +17,17 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["chat_audio_model", "model_family", "not_a_reasoning_model", "run_model_for"]
+__all__ = ["OPENAI_CHAT_AUDIO_FORMATS", "chat_audio_model", "model_family", "not_a_reasoning_model",
+           "run_model_for"]
+
+OPENAI_CHAT_AUDIO_FORMATS: dict[str, str] = {
+    "audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mp3": "mp3", "audio/mpeg": "mp3",
+}
+"""Media types a Chat Completions ``input_audio`` part carries, with its ``format``. The SDK's
+``ChatCompletionContentPartInputAudioParam``: base64 ``data`` and ``format`` "wav" or "mp3", inline
+only, and only to an audio model (:func:`chat_audio_model`). (Responses' user content takes no
+audio part: there audio stays a note.) Here, beside the models, because the renderer, the limits
+(``media_limits``) and the prices (``media_cost``) all read it, and this module imports none."""
 
 _FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("anthropic", re.compile(r"claude", re.IGNORECASE)),

@@ -19,6 +19,7 @@ from contextfold.domain.conversation import (
 from contextfold.domain.errors import RenderError
 from contextfold.domain.events import ReasoningItem
 from contextfold.projections.media_limits import refusal, unsent_media_note
+from contextfold.projections.model_family import OPENAI_CHAT_AUDIO_FORMATS
 from contextfold.projections.redact_urls import shown_url
 
 __all__ = [
@@ -50,14 +51,6 @@ OPENAI_CHAT_FILE_TYPES: dict[str, str] = {"application/pdf": ".pdf"}
 
 The SDK's ``File`` part (``file_data``/``file_id``/``filename``) links OpenAI's file-inputs
 guide, which says Chat Completions accepts PDF files only (and no ``file_url``)."""
-
-OPENAI_CHAT_AUDIO_FORMATS: dict[str, str] = {
-    "audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mp3": "mp3", "audio/mpeg": "mp3",
-}
-"""Media types a Chat Completions ``input_audio`` part carries, with its ``format``. The SDK's
-``ChatCompletionContentPartInputAudioParam``: base64 ``data`` and ``format`` "wav" or "mp3", inline
-only, and only to an audio model (``model_family.chat_audio_model``). (Responses' user content
-takes no audio part: there audio stays a note.)"""
 
 OPENAI_RESPONSES_FILE_TYPES: dict[str, str] = {
     "application/pdf": ".pdf",

@@ -54,7 +54,7 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import ToolSpec
-from contextfold.projections.media_limits import file_ref
+from contextfold.projections.media_limits import AUDIO_INLINE_ONLY, NOT_AN_AUDIO_MODEL, file_ref
 from contextfold.projections.model_family import chat_audio_model
 from contextfold.projections.render._shared import (
     OPENAI_CHAT_AUDIO_FORMATS,
@@ -80,10 +80,8 @@ __all__ = ["PROVIDER", "render_openai_chat"]
 
 PROVIDER = "openai-chat"
 
-NOT_AN_AUDIO_MODEL = ("the request's model takes no audio (Chat Completions takes WAV and MP3 audio on "
-                      "audio models only: gpt-4o-audio-preview, gpt-audio and their kin)")
-"""Why audio is not attached for any other model. It names no model: the render is kept for
-every model that is not an audio model alike (:func:`_render_key`)."""
+# NOT_AN_AUDIO_MODEL (``media_limits``) names no model: the render is kept for every model that
+# is not an audio model alike (:func:`_render_key`). A build plans the note (``MediaPart.unsent``).
 
 
 def _render_key(audio: bool) -> str:
@@ -110,7 +108,7 @@ def _audio_parts(part: MediaPart, audio: bool, parts: list[dict[str, Any]], fmt:
     data = _inline_base64(part)
     if data is None:
         return [{"type": "text", "text": media_caption(part, unsent_document_note(
-            part, "this API takes audio inline only"))}]
+            part, AUDIO_INLINE_ONLY))}]
     parts.append({"type": "input_audio", "input_audio": {"data": data, "format": fmt}})
     return parts
 
