@@ -21,112 +21,50 @@ from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
 from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
-from contextfold.domain.events import (
-    EVENT_ADAPTER,
-    ContextBuilt,
-    ModelResponse,
-    ToolCall,
-    ToolResult,
-    UserInput,
-)
+from contextfold.domain.events import ContextBuilt, ModelResponse
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.domain.manifest import manifest_encoding
-from contextfold.domain.record_head import record_head
 from contextfold.projections.calibration import ESTIMATE_KEYS, record_estimate
 from contextfold.projections.past_states import state_at_turn, state_at_version
 from contextfold.rebuild_api import nearest_config, rebuild
-from contextfold.store import event_reads
 from contextfold.store.event_reads import EventReads
+from tests import record_spy
+from tests.record_spy import TURNS, WholeRecords, loop
 
-_TURNS = 12
-"""Built turns of the loop; turn 5 is left unbuilt, then rebuilt (and recorded) at the end."""
-
-
-class _WholeRecords:
-    """The store's event adapter, counting the context_built records it decodes whole; and the
-    records read without their manifest, each with the manifest keys read (``heads``)."""
-
-    def __init__(self, adapter: Any) -> None:
-        self.adapter = adapter
-        self.decoded = 0
-        self.paused = False
-        self.heads: list[frozenset[str]] = []
-
-    def record_head(self, text: bytes | str, keep: Any = ()) -> ContextBuilt:
-        self.heads.append(frozenset(keep))
-        return record_head(text, keep)
-
-    def validate_json(self, data: Any, *args: Any, **kwargs: Any) -> Any:
-        event = self.adapter.validate_json(data, *args, **kwargs)
-        if isinstance(event, ContextBuilt) and not self.paused:
-            self.decoded += 1
-        return event
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.adapter, name)
-
-
-@pytest.fixture
-def whole_records(monkeypatch: pytest.MonkeyPatch) -> _WholeRecords:
-    spy = _WholeRecords(EVENT_ADAPTER)
-    monkeypatch.setattr(event_reads, "EVENT_ADAPTER", spy)
-    monkeypatch.setattr(event_reads, "record_head", spy.record_head)
-    return spy
-
-
-def _loop(run: Run, *, rebuild: bool = True, usage: bool = False) -> None:
-    """A history the window cannot hold, then one build per turn (each record lists the left-out
-    history), turn 5 built only at the end: a rebuild, recorded after every other turn's (or, with
-    ``rebuild`` false, never: a past turn without a record). ``usage``: each built turn's usage
-    observed after its response (a later build's calibration reads those turns' records)."""
-    run.append(UserInput("fix the failing build"))
-    history: list[Any] = []
-    for i in range(30):
-        history += [ModelResponse(tool_calls=(ToolCall(call_id=f"h{i}", name="sh", arguments="{}"),)),
-                    ToolResult(call_id=f"h{i}", content=f"file_{i}.py " * 40, exit_code=0)]
-    run.append(history)
-    first = run.next_turn()
-    for i in range(_TURNS):
-        built = None if i == 4 else run.build("anthropic", window=2_000, reserve=500)
-        run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="sh", arguments="{}"),)),
-                   ToolResult(call_id=f"c{i}", content=f"step {i} ok", exit_code=0))
-        if usage and built is not None:
-            run.observe_usage(first + i, built.manifest.selected_tokens + 40)
-    if rebuild:
-        run.build(turn=first + 4, provider="anthropic", window=2_000, reserve=500)
+whole_records = record_spy.whole_records  # the fixture
 
 
 def test_a_turns_records_are_the_only_ones_decoded_whole(store_url: str,
-                                                          whole_records: _WholeRecords) -> None:
+                                                          whole_records: WholeRecords) -> None:
     """``records(N)`` decoded every record after turn N's previous response (an early turn: all of
     them) to keep turn N's; the others are now read for their turn only. What it returns is what
     the whole read of the log gives, a late rebuild's record included."""
     with open_store(store_url) as store:
         run = store.run("loop")
-        _loop(run)
+        loop(run)
         every = [r.event for r in run.events() if isinstance(r.event, ContextBuilt)]
-        first = run.next_turn() - _TURNS
-        assert len(every) == _TURNS and every[0].turn == first
-        for turn in (first, first + 4, first + _TURNS - 1, first + _TURNS):
+        first = run.next_turn() - TURNS
+        assert len(every) == TURNS and every[0].turn == first
+        for turn in (first, first + 4, first + TURNS - 1, first + TURNS):
             whole_records.decoded = 0
             records = run.records(turn)
             assert records == [e for e in every if e.turn == turn]
             assert whole_records.decoded == len(records)
         assert [r.rebuild for r in run.records(first + 4)] == [True]
-        assert run.records(first + _TURNS) == []  # the next turn: none yet
+        assert run.records(first + TURNS) == []  # the next turn: none yet
 
 
 def test_a_recorded_turns_rebuild_decodes_no_other_record(store_url: str,
-                                                          whole_records: _WholeRecords) -> None:
+                                                          whole_records: WholeRecords) -> None:
     """A recorded turn's rebuild read the log up to its build with every earlier record whole,
     though the fold notes a record's turn and position only: the last turn of an 800-turn run held
     every record of the run (970 MB). ``replay`` and ``audit --turn`` (its check of the chain
     included) decode the turn's own record now, and still reproduce it byte for byte."""
     with open_store(store_url) as store:
         run = store.run("loop")
-        _loop(run)
-        first = run.next_turn() - _TURNS
-        for turn in (first, first + 4, first + _TURNS - 1):
+        loop(run)
+        first = run.next_turn() - TURNS
+        for turn in (first, first + 4, first + TURNS - 1):
             whole_records.decoded = 0
             report = run.replay(turn)
             assert report.ok, report.differences
@@ -143,12 +81,12 @@ def test_a_recorded_turns_rebuild_decodes_no_other_record(store_url: str,
 
 
 def test_a_fold_reads_the_log_as_a_whole_read_does_without_manifests(store_url: str,
-                                                                     whole_records: _WholeRecords) -> None:
+                                                                     whole_records: WholeRecords) -> None:
     """``fold_events`` gives the events, positions and chain hashes a whole read gives, each record
     with an empty manifest (not decoded), up to the position asked; a fold of either is the same."""
     with open_store(store_url) as store:
         run = store.run("loop")
-        _loop(run)
+        loop(run)
         whole = run.events()
         whole_records.decoded = 0
         slim = list(store.events.fold_events("loop"))
@@ -163,7 +101,7 @@ def test_a_fold_reads_the_log_as_a_whole_read_does_without_manifests(store_url: 
 
 
 def test_why_of_what_a_turn_does_not_hold_decodes_no_other_record(
-        store_url: str, whole_records: _WholeRecords, capsys: pytest.CaptureFixture[str]) -> None:
+        store_url: str, whole_records: WholeRecords, capsys: pytest.CaptureFixture[str]) -> None:
     """``why --turn N QUERY`` of a query the turn's manifest does not hold folds the log up to the
     turn's build (is it a tool the build did not expose?) and, for a position, looks for the
     compaction covering it: both read the log with every record whole (the last turn of an
@@ -171,7 +109,7 @@ def test_why_of_what_a_turn_does_not_hold_decodes_no_other_record(
     at a time) is not counted; apart from it, the turn's record is the only one read whole."""
     with open_store(store_url) as store:
         run = store.run("loop")
-        _loop(run)
+        loop(run)
         last = run.next_turn() - 1
         record_at = next(r.position for r in run.events() if isinstance(r.event, ContextBuilt))
     state = Run.state
@@ -206,38 +144,38 @@ def _old_encoding(events: list[RecordedEvent]) -> str | None:
     return manifest_encoding(first.manifest) if first is not None else None
 
 
-def test_a_past_state_decodes_no_record_whole(store_url: str, whole_records: _WholeRecords) -> None:
+def test_a_past_state_decodes_no_record_whole(store_url: str, whole_records: WholeRecords) -> None:
     """``Run.state(turn=N)`` folded the whole log read into a list, every record decoded whole:
     an 800-turn run's first turn took 27 s and 2.1 GB. It folds the log up to the turn's model
     response now, each record's manifest unread (the first record read for its ``encoding``
     alone), and the state is the one the old path folds, for every turn."""
     with open_store(store_url) as store:
         run = store.run("loop")
-        _loop(run, usage=True)
-        first = run.next_turn() - _TURNS
+        loop(run, usage=True)
+        first = run.next_turn() - TURNS
         whole = run.events()
         records_before: dict[int, int] = {}  # turn -> the records before its model response
         for rec in whole:
             if isinstance(rec.event, ModelResponse):
                 records_before[len(records_before) + 1] = sum(
                     1 for r in whole[:rec.position] if isinstance(r.event, ContextBuilt))
-        for turn in (1, first, first + 4, first + _TURNS - 1, first + _TURNS):
+        for turn in (1, first, first + 4, first + TURNS - 1, first + TURNS):
             whole_records.decoded, whole_records.heads = 0, []
             state = run.state(turn=turn)
             assert whole_records.decoded == 0, turn
             # the records folded (those before the turn's response), and the first one's encoding
-            folded = records_before.get(turn, _TURNS)
+            folded = records_before.get(turn, TURNS)
             assert len(whole_records.heads) == folded + 1, (turn, whole_records.heads)
             assert whole_records.heads.count(frozenset({"encoding"})) == 1
             old = state_at_turn(whole, turn, run_id="loop", artifact_tokens=run._artifact_tokens(),
                                 recorded_encoding=_old_encoding(whole))
             assert state.fingerprint() == old.fingerprint(), turn
         with pytest.raises(TurnNotFoundError):
-            run.state(turn=first + _TURNS + 1)
+            run.state(turn=first + TURNS + 1)
 
 
 def test_an_unrecorded_turns_rebuild_decodes_no_record_whole(store_url: str,
-                                                              whole_records: _WholeRecords) -> None:
+                                                              whole_records: WholeRecords) -> None:
     """The rebuild of a past turn without a record read the whole log, every record decoded whole,
     for the nearest record's settings and the fold, and each observed turn's record whole for the
     calibration (an 800-turn run: 59 s, 2.1 GB). The records are read for their turn and ``config``
@@ -245,8 +183,8 @@ def test_an_unrecorded_turns_rebuild_decodes_no_record_whole(store_url: str,
     request and manifest are the old path's, byte for byte."""
     with open_store(store_url) as store:
         run = store.run("loop")
-        _loop(run, rebuild=False, usage=True)
-        turn = run.next_turn() - _TURNS + 4
+        loop(run, rebuild=False, usage=True)
+        turn = run.next_turn() - TURNS + 4
         run = store.run("loop")  # a new Run: no estimate remembered from the loop's builds
         whole_records.decoded, whole_records.heads = 0, []
         result = run.build(turn=turn, record=False)
@@ -268,15 +206,15 @@ def test_an_unrecorded_turns_rebuild_decodes_no_record_whole(store_url: str,
         assert result.manifest.calibration is not None  # the observed turns were read
 
 
-def test_verify_decodes_no_record_whole(store_url: str, whole_records: _WholeRecords) -> None:
+def test_verify_decodes_no_record_whole(store_url: str, whole_records: WholeRecords) -> None:
     """``verify`` parsed every event whole, each record's manifest too (an 800-turn run: 37 s):
     it parses each record without it now, and says what it said."""
     with open_store(store_url) as store:
         run = store.run("loop")
-        _loop(run)
+        loop(run)
         whole_records.decoded, whole_records.heads = 0, []
         report = run.verify()
-        assert whole_records.decoded == 0 and len(whole_records.heads) == _TURNS
+        assert whole_records.decoded == 0 and len(whole_records.heads) == TURNS
         assert (report.ok, report.events) == (True, run.version)
 
 
