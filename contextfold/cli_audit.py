@@ -39,7 +39,14 @@ from contextfold.domain.errors import IntegrityError, InvalidInputError
 from contextfold.domain.manifest import BuildConfig, checked_config, config_of
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
-from contextfold.rebuild_api import named_settings, nearest_config, previewed, rebuild
+from contextfold.rebuild_api import (
+    named_settings,
+    nearest_config,
+    previewed,
+    read_turn,
+    rebuild,
+    turn_records,
+)
 
 __all__ = ["audit_turn", "config_args", "given_config"]
 
@@ -83,15 +90,17 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
                  "reason": report.reason}
     # The turn's records alone: the run's log read whole held every record's manifest (the last
     # turn of an 800-turn run: 970 MB). A recorded turn's rebuild reads the log it folds itself.
-    records = run.records(turn)
+    # Read with the later records' configs, which a turn without a record is rebuilt with.
+    read = read_turn(run, turn)
+    records = turn_records(read)
     problems: list[str] = []
     if not report.ok:
         problems.append(f"integrity: the stored event at position {report.first_bad_position} was altered "
                         f"or damaged ({report.reason}); what follows is derived from a log that does not "
                         "match its hash chain")
     if not records:  # the nearest record's config, then the fold: neither reads a manifest whole
-        result = rebuild(run, turn, nearest_config(run, turn, given), record=False, progress=progress,
-                         records=[])
+        result = rebuild(run, turn, nearest_config(run, turn, given, read=read), record=False,
+                         progress=progress, records=[])
         derived = ("the next request as a build would make it now, previewed (the model has not answered "
                    "the turn)" if previewed(turn, records, run.next_turn()) else "the request re-derived "
                    "from the log")

@@ -39,7 +39,8 @@ from contextfold.projections.builder import BuildResult
 from contextfold.projections.past_states import state_at_version
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_candidates import not_exposed_reason
-from contextfold.rebuild_api import nearest_config, previewed, rebuild
+from contextfold.rebuild_api import nearest_config, previewed, read_turn, rebuild, turn_records
+from contextfold.store.record_reads import TurnRead
 
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
            "manifest_table", "not_exposed_reasons", "pick_record", "record_choice", "turn_record"]
@@ -127,7 +128,8 @@ def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label
     records its rebuild, marked as one (``replay``); ``manifest`` writes nothing."""
     run = store.run(args.run)
     version = run.version  # before the records: a rebuild records at it (rebuild_api._record_once)
-    records = tuple(run.records(args.turn))
+    read = read_turn(run, args.turn)  # with the later records' configs (nearest_config reads them)
+    records = tuple(turn_records(read))
     given = {name: value for name in ("provider", "window", "reserve", "model")
              if (value := getattr(args, name, None)) is not None}
     named = config_of(None, **given)  # an invalid value (--window 0) is refused as such, first
@@ -138,7 +140,7 @@ def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label
             return RebuiltTurn(result, records)
         # the records' settings, then the log up to the turn: neither reads a record's manifest whole
         recorded = store.events.count_events(args.run, "context_built") > 0
-        cfg = nearest_config(run, args.turn, given or None)
+        cfg = nearest_config(run, args.turn, given or None, read=read)
         ours: list[BuildResult] = []
         result = rebuild(run, args.turn, cfg, record=record, progress=advance, records=[],
                          version=version, given=given, superseded=ours.append)
@@ -209,10 +211,12 @@ def pick_record(run: Run, turn: int, which: RecordChoice,
     return PickedRecord(record=record, index=index, count=len(records), manifest=manifest)
 
 
-def turn_record(run: Run, turn: int, which: RecordChoice | None) -> PickedRecord | None:
+def turn_record(run: Run, turn: int, which: RecordChoice | None, *,
+                read: TurnRead | None = None) -> PickedRecord | None:
     """The record ``which`` of ``turn``; without a choice, the turn's first record, or None when
-    it has none (the caller rebuilds the turn from the log instead)."""
-    records = run.records(turn)
+    it has none (the caller rebuilds the turn from the log instead). ``read``: the turn's
+    records as :func:`~contextfold.rebuild_api.read_turn` read them (read here otherwise)."""
+    records = run.records(turn) if read is None else turn_records(read)
     if which is None and not records:
         return None
     return pick_record(run, turn, "first" if which is None else which, records)

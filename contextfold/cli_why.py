@@ -31,7 +31,7 @@ from contextfold.domain.events import HistoryCompacted
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
-from contextfold.rebuild_api import check_given, nearest_config, previewed, rebuild
+from contextfold.rebuild_api import check_given, nearest_config, previewed, read_turn, rebuild
 
 __all__ = ["explain"]
 
@@ -175,14 +175,15 @@ def _handle_why(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         run = store.run(args.run)
         # an explicit --record is that record or RecordNotFoundError, never a rebuild in its place
-        picked = turn_record(run, args.turn, args.record)
+        read = read_turn(run, args.turn)  # with the later records' configs (nearest_config reads them)
+        picked = turn_record(run, args.turn, args.record, read=read)
         preview = False
         if picked is not None:  # it is read as recorded: settings given that differ were ignored
             check_given(args.turn, picked.manifest.config, given or {})
             manifest, source = picked.manifest, "recorded"
         else:
             # the records' settings, then the log up to the turn: neither reads a manifest whole
-            cfg = nearest_config(run, args.turn, given)
+            cfg = nearest_config(run, args.turn, given, read=read)
             with fold_bar(store, args, f"rebuilding {args.run} turn {args.turn}") as advance:
                 manifest = rebuild(run, args.turn, cfg, record=False, progress=advance, records=[]).manifest
             preview = previewed(args.turn, (), run.next_turn())  # (no record: turn_record found none)

@@ -12,10 +12,12 @@ through ``Run.append``; the live build's path (catch-up, recovery, retries) stay
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextfold.audit.data import ConfigChoice, config_for_turn
+from contextfold.domain.checked import checked_turn
 from contextfold.domain.errors import (
     BudgetError,
     ConcurrencyConflictError,
@@ -33,12 +35,13 @@ from contextfold.projections.past_states import state_at_turn, state_at_version,
 from contextfold.projections.progress import Progress
 from contextfold.projections.state import RunState
 from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id
+from contextfold.store.record_reads import TurnRead
 
 if TYPE_CHECKING:
     from contextfold.api import Run
 
-__all__ = ["check_given", "named_settings", "nearest_config", "previewed", "rebuild", "replay",
-           "run_encoding", "state_before_turn"]
+__all__ = ["check_given", "named_settings", "nearest_config", "previewed", "read_turn", "rebuild", "replay",
+           "run_encoding", "state_before_turn", "turn_keys", "turn_records"]
 
 
 def run_encoding(run: Run) -> str | None:
@@ -64,12 +67,46 @@ _CONFIG_KEYS = ("config",)
 """The key of a record's manifest ``recorded_config`` reads."""
 
 
-def nearest_config(run: Run, turn: int, given: ConfigChoice = None) -> BuildConfig:
+def _turn_start(run: Run, turn: int) -> int:
+    """The position after which ``turn`` (checked: ``checked_turn``) has its records: its previous
+    model response (a build of turn N folds N-1 responses), 0 for the first turn."""
+    return run.store.events.nth_position(run.run_id, "model_response", turn - 1) or 0
+
+
+def turn_keys(run: Run, turn: int, keep: Sequence[str] | None) -> list[ContextBuilt]:
+    """The records of ``turn`` (:meth:`Run.records`), each with its manifest cut to the keys
+    ``keep`` (None: whole); the run's other records are read for their turn only."""
+    turn = checked_turn(turn)
+    found = run.store.events.turn_records(run.run_id, turn, after=_turn_start(run, turn), keep=keep)
+    return [r.event for r in found if isinstance(r.event, ContextBuilt)]
+
+
+def read_turn(run: Run, turn: int) -> TurnRead:
+    """The records of ``turn`` (:meth:`Run.records`, decoded whole), read with every record after
+    the turn's previous model response for its turn and ``config``: what :func:`nearest_config`
+    then reads of them, when the turn has no record, is not read again."""
+    turn = checked_turn(turn)
+    return run.store.events.turn_read(run.run_id, turn, after=_turn_start(run, turn), keep=_CONFIG_KEYS)
+
+
+def turn_records(read: TurnRead) -> list[ContextBuilt]:
+    """The turn's records of ``read`` (:func:`read_turn`), as :meth:`Run.records` gives them."""
+    return [r.event for r in read.records if isinstance(r.event, ContextBuilt)]
+
+
+def nearest_config(run: Run, turn: int, given: ConfigChoice = None, *, read: TurnRead | None = None
+                   ) -> BuildConfig:
     """The config to rebuild ``turn`` of ``run``, a turn without a record, with: the nearest record's,
     ``given`` replacing its fields (``audit.data.config_for_turn``), each record read for its turn
     and ``config`` alone. Why: the log read whole for it held every record's manifest (an
-    800-turn run: 2.1 GB), though only the nearest record's settings are used."""
-    return config_for_turn(run.store.events.record_heads(run.run_id, _CONFIG_KEYS), turn, given)
+    800-turn run: 2.1 GB), though only the nearest record's settings are used. ``read``: the
+    turn's :func:`read_turn`, whose records are not read again (only those before them)."""
+    events = run.store.events
+    if read is None:
+        return config_for_turn(events.record_heads(run.run_id, _CONFIG_KEYS), turn, given)
+    earlier = events.record_heads(run.run_id, _CONFIG_KEYS, upto=read.after) if read.after else ()
+    heads = itertools.chain(earlier, read.later)
+    return config_for_turn(heads, turn, given)
 
 
 def state_before_turn(run: Run, turn: int, *, progress: Progress | None = None) -> RunState:
@@ -149,8 +186,10 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
     last = run.next_turn()
     if not 1 <= turn <= last:
         raise TurnNotFoundError(run.run_id, turn, last)
-    if records is None:
-        version, records = run.version, run.records(turn)  # in this order: see _record_once
+    read: TurnRead | None = None
+    if records is None:  # (the run's version first: see _record_once)
+        version, read = run.version, read_turn(run, turn)
+        records = turn_records(read)
     if previewed(turn, records, last):
         # The turn not answered yet, with no build of it: the next request. Rebuilt from the log
         # as it stands, a call still in flight had its group dropped as stale, where the build
@@ -166,7 +205,7 @@ def rebuild(run: Run, turn: int, cfg: BuildConfig, *, record: bool, progress: Pr
             before_record(previewed_result)
         return previewed_result
     if nearest and not records:  # a past turn without a record: the nearest record's settings
-        cfg = (nearest_config(run, turn, given or None) if events is None
+        cfg = (nearest_config(run, turn, given or None, read=read) if events is None
                else config_for_turn(events, turn, given or None))
     if records:
         first = records[0]

@@ -1,0 +1,100 @@
+"""A long run's records read once, and without their manifests, by the rebuild of a turn without a
+record, a usage observation, a compaction and a new process's fold (SQLite and PostgreSQL).
+
+A record's manifest lists every fragment its build left out, so on a long run it is most of the
+log (an 800-turn run: ~200 MB of manifest JSON). Measured on such a run
+(``scripts/bench_turn_reads.py``): the rebuild of a turn without a record read every record after
+the turn twice (for the turn's records, then for the nearest one's ``config``), a usage
+observation in a new process decoded every manifest to learn the run's head for its append (29 s),
+and a compaction decoded each twice, for the live state and for its planner's log (87 s, 1.4 GB),
+though none of them reads more of a record than a few keys. Asserted without timing: a spy on the
+store's event decoder counts the records decoded whole and those read for a few keys; the answers
+are those of every read decoding every record whole (:func:`~tests.record_spy.whole_reads`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from contextfold.api import Run, open_store
+from contextfold.cli import main
+from contextfold.cli_audit import audit_turn
+from contextfold.domain.events import ContextBuilt
+from contextfold.projections.calibration import ESTIMATE_KEYS
+from tests import record_spy
+from tests.record_spy import TURNS, WholeRecords, loop, whole_reads
+
+whole_records = record_spy.whole_records  # the fixture
+
+_NONE: frozenset[str] = frozenset()
+_CONFIG = frozenset({"config"})
+
+
+def _twice(store_url: str, spy: WholeRecords, call: Callable[[Run], Any]) -> Any:
+    """``call`` on the run ``loop`` of a new store (no head, no state kept), the spy reset first;
+    asserted to answer as it does with every event read whole (in another new store), and its
+    answer returned. The spy counts the first call's reads only."""
+    with open_store(store_url) as store:
+        spy.reset()
+        answer = call(store.run("loop"))
+    counted = (spy.decoded, list(spy.heads), list(spy.turns))
+    with open_store(store_url) as store, whole_reads():
+        assert call(store.run("loop")) == answer
+    spy.decoded, spy.heads, spy.turns = counted
+    return answer
+
+
+def _manifest_cli(store_url: str, turn: int, capsys: pytest.CaptureFixture[str]) -> Callable[[Run], Any]:
+    def call(_: Run) -> Any:
+        assert main(["--store", store_url, "manifest", "loop", "--turn", str(turn), "--json"]) == 0
+        return capsys.readouterr().out
+    return call
+
+
+@pytest.mark.parametrize("how", ["build", "audit", "manifest", "why"])
+def test_an_unrecorded_turns_rebuild_reads_each_record_once(
+        store_url: str, whole_records: WholeRecords, capsys: pytest.CaptureFixture[str], how: str) -> None:
+    """``run.build(turn=N)``, ``audit --turn N``, ``manifest --turn N`` and ``why --turn N`` of a
+    past turn without a record read the records after the turn's previous response for the turn's
+    (each for its turn), then every record of the run again for the nearest one's ``config``. Each
+    record is read once for its turn and ``config`` now (those up to the turn's previous response
+    only once none of the later ones is the turn's), none whole; the other reads of a record
+    without its manifest are the fold's, of the records before the turn (and ``audit``'s check of
+    the chain, of every record). The answers are the old ones."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        loop(run, rebuild=False, usage=True)
+        turn = run.next_turn() - TURNS + 4
+        recorded = Counter(r.event.turn for r in run.events() if isinstance(r.event, ContextBuilt))
+        assert turn not in recorded and len(recorded) == TURNS - 1
+    calls: dict[str, Callable[[Run], Any]] = {
+        "build": lambda run: run.build(turn=turn, record=False).body_bytes,
+        "audit": lambda run: (lambda found: (found[0], found[1].body_bytes))(audit_turn(run, turn)),
+        "manifest": _manifest_cli(store_url, turn, capsys),
+        "why": lambda _: (main(["--store", store_url, "why", "loop", "--turn", str(turn), "nosuchtool"]),
+                          capsys.readouterr().out),
+    }
+    _twice(store_url, whole_records, calls[how])
+    assert whole_records.decoded == 0
+    read = Counter(t for t, keys in whole_records.turns if keys == _CONFIG)
+    assert read == Counter(set(recorded)), read  # each record once, for its config
+    bare = Counter(t for t, keys in whole_records.turns if keys == _NONE and t > turn)
+    assert bare == (Counter(t for t in recorded if t > turn) if how == "audit" else Counter()), bare
+    assert {keys for _, keys in whole_records.turns} <= {_NONE, _CONFIG, frozenset({"encoding"}),
+                                                       frozenset(ESTIMATE_KEYS)}
+
+
+def test_a_recorded_turns_read_reads_no_record_before_it(store_url: str, whole_records: WholeRecords) -> None:
+    """A turn with a record is read from its previous response on, as ``Run.records`` reads it: the
+    records before it are not read for the nearest one's ``config``, which it does not need."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        loop(run, rebuild=False)
+        last = run.next_turn() - 1
+    whole = _twice(store_url, whole_records, lambda run: run.build(turn=last, record=False).body_bytes)
+    assert whole and whole_records.decoded == 1  # the turn's record
+    assert {t for t, keys in whole_records.turns if keys == _CONFIG} <= {last}
