@@ -68,6 +68,7 @@ from contextfold.projections.progress import Progress
 from contextfold.projections.repair import lost_call_events, recovery_events
 from contextfold.projections.state import RunState, SummaryItem
 from contextfold.show_refs import artifact_bytes, ref_run, show, show_artifact
+from contextfold.store.event_reads import bulk_allocation
 
 __all__ = ["CompactionReport", "Pressure", "artifact_bytes", "auto_compact", "build", "compact",
            "plan_auto_compaction", "pressure", "ref_run", "show", "show_artifact"]
@@ -140,6 +141,8 @@ def _measure(run: Run, state: RunState, config: BuildConfig) -> _Trial:
     return _Trial("soft" if lost or m.truncations else "none", 0, lost)
 
 
+_CONFIG_KEYS = ("config",)
+"""The key of a record's manifest :func:`_last_live_config` reads."""
 _RELIEF_SHARE = 20
 """Soft to soft, a step must let the build send at least 1/``_RELIEF_SHARE`` of its budget more of
 what it left out (``_relieves``)."""
@@ -189,8 +192,9 @@ class _Session:
     is written until :meth:`commit` appends them all in one transaction: a compaction that
     fails half-way (the required content still over budget) leaves the log as it was."""
 
-    def __init__(self, run: Run, *, dry_run: bool, state: RunState | None = None) -> None:
-        self.run, self.dry_run = run, dry_run
+    def __init__(self, run: Run, *, dry_run: bool, state: RunState | None = None,
+                 summarizer: Summarizer | None = None) -> None:
+        self.run, self.dry_run, self.summarizer = run, dry_run, summarizer
         self.state = (run.state() if state is None else state).snapshot()
         self.base_version = self.state.version
         self._log: list[RecordedEvent] | None = None
@@ -203,9 +207,20 @@ class _Session:
     def events(self) -> list[RecordedEvent]:
         """The log up to the snapshot, then the events folded into it: read from the store on
         first use. A build with ``auto_compact=True`` read the whole log every time, compaction
-        or not (1,000 turns: 41 s per 100 builds against 0.6 s without it)."""
+        or not (1,000 turns: 41 s per 100 builds against 0.6 s without it).
+
+        Each context_built record is read with its manifest's ``config`` alone: the planner reads
+        no record, and :func:`_last_live_config` that key only, where every manifest was decoded
+        whole (an 800-turn run's log: ~200 MB of manifest JSON). A plug-in summarizer is handed
+        the covered events as they are logged, records and all, so its session reads them whole
+        (and so does one of a run with no events: :meth:`Run.events` says it does not exist)."""
         if self._log is None:
-            self._log = self.run.events(upto=self.base_version)
+            if self.summarizer is not None or self.base_version == 0:
+                self._log = self.run.events(upto=self.base_version)
+            else:
+                with bulk_allocation():  # (as ``Run.events()`` reads: the events hold no cycles)
+                    self._log = list(self.run.store.events.fold_events(
+                        self.run.run_id, upto=self.base_version, keep=_CONFIG_KEYS))
         return [*self._log, *self._folded]
 
     def fold(self, event: AnyEvent) -> None:
@@ -269,7 +284,7 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
                                 "one cut at the widest legal point and builds nothing to reserve "
                                 "room in (give window=, --window on the command line)")
     state = run.state(progress=progress)
-    session = _Session(run, dry_run=dry_run, state=state)
+    session = _Session(run, dry_run=dry_run, state=state, summarizer=summarizer)
     for event in lost_call_events(session.state):
         session.fold(event)  # first, so the groups they close can be compacted
     if window is None and config is None:
@@ -392,7 +407,7 @@ def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,
         return state, [], CompactionReport(run_id=run.run_id, dry_run=True, events=(), positions=(),
                                            replaced_tokens=0, stand_in_tokens=0,
                                            pressure_before="none", pressure_after="none")
-    session = _Session(run, dry_run=True, state=state)
+    session = _Session(run, dry_run=True, state=state, summarizer=summarizer)
     for event in recovery_events(session.state, in_flight=config.in_flight):
         session.fold(event)  # first, so the groups they close can be compacted
     before, after = _climb(session, strategy, config, config.recent_groups, summarizer)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import blake3
@@ -307,17 +307,19 @@ class EventReads:
                                  "content", position=position)
         return content
 
-    def iter_events(self, run_id: str, *, after: int = 0, after_hash: str | None = None
-                    ) -> Iterator[RecordedEvent]:
-        """The run's events after ``after``, in order. ``after_hash``: the chain hash of the event
-        at ``after`` as the caller read it (a state folded up to it, caught up): the first page's
+    def iter_events(self, run_id: str, *, after: int = 0, after_hash: str | None = None,
+                    keep: Iterable[str] | None = None) -> Iterator[RecordedEvent]:
+        """The run's events after ``after``, in order. ``keep``: each context_built record with its
+        manifest cut to these keys (:meth:`_parse`; None: whole). ``after_hash``: the chain hash
+        of the event at ``after`` as the caller read it (a state folded up to it, caught up): the first page's
         query reads that row too, and :class:`~.head_check.StaleHeadError` is raised before any
         event when the log holds another event there, or none (it moved back under the caller: a
         restored backup), where the events after it were folded on top of ones the log lost.
         That row is compared by the digest of its stored bytes when this store's last read of the
         run ended at it (:class:`~.head_check.FoldedTails`), else decoded."""
         check_run_id(run_id)
-        return self._select(run_id, gt=after, gt_hash=after_hash if after else None, remember=True)
+        return self._select(run_id, gt=after, gt_hash=after_hash if after else None, remember=True,
+                            slim=keep is not None, keep=frozenset(keep or ()))
 
     def version(self, run_id: str) -> int:
         """The run's last position (0 when it has no events)."""

@@ -15,7 +15,7 @@ are those of every read decoding every record whole (:func:`~tests.record_spy.wh
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -23,7 +23,11 @@ import pytest
 from contextfold.api import Run, open_store
 from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
-from contextfold.domain.events import ContextBuilt
+from contextfold.compaction_api import plan_auto_compaction
+from contextfold.domain.errors import InvalidInputError
+from contextfold.domain.events import CompactionSummary, ContextBuilt
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.calibration import ESTIMATE_KEYS
 from tests import record_spy
 from tests.record_spy import TURNS, WholeRecords, loop, whole_reads
@@ -98,3 +102,95 @@ def test_a_recorded_turns_read_reads_no_record_before_it(store_url: str, whole_r
     whole = _twice(store_url, whole_records, lambda run: run.build(turn=last, record=False).body_bytes)
     assert whole and whole_records.decoded == 1  # the turn's record
     assert {t for t, keys in whole_records.turns if keys == _CONFIG} <= {last}
+
+
+def test_a_usage_observation_decodes_no_record_whole(store_url: str, whole_records: WholeRecords) -> None:
+    """``observe_usage`` in a new process made the store's head of the run (what an append needs)
+    from the log with every record whole, and read the turn's records whole for their
+    ``window_tokens``: an 800-turn run, 29 s. Each record is read for its ``encoding`` (the head)
+    and the turn's for their ``window_tokens`` now; a report no request of the turn could produce
+    is refused as before, and one that could is recorded as before."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        loop(run, usage=True)
+        first = run.next_turn() - TURNS
+
+    def refused(run: Run) -> str:
+        with pytest.raises(InvalidInputError) as caught:
+            run.observe_usage(first, 10**8)
+        return str(caught.value)
+
+    assert "window" in _twice(store_url, whole_records, refused)
+    assert whole_records.decoded == 0
+    observed = _twice(store_url, whole_records, lambda run: run.observe_usage(first + 1, 1_500).event)
+    assert observed.turn == first + 1
+    assert whole_records.decoded == 0
+    # the turn's records, every record once for the head, the head's last row for its hash
+    assert set(whole_records.heads) <= {frozenset({"window_tokens"}), frozenset({"encoding"}), _NONE}
+    assert whole_records.heads.count(frozenset({"encoding"})) == TURNS
+
+
+def _summary(run: Run, **options: Any) -> Any:
+    return run.compact("summary", dry_run=True, **options)
+
+
+@pytest.mark.parametrize("compact", [
+    pytest.param(lambda run: run.compact("mask", dry_run=True), id="mask"),
+    pytest.param(_summary, id="summary"),
+    pytest.param(lambda run: _summary(run, window=2_000, reserve=500), id="window"),
+])
+def test_a_compaction_decodes_no_record_whole(store_url: str, whole_records: WholeRecords,
+                                              compact: Callable[[Run], Any]) -> None:
+    """A compaction in a new process folded the run with every record whole and read the log
+    whole again for its planner (an 800-turn run: 87 s, 1.4 GB), which reads no record, and for
+    the newest live record's ``config``: each record is read for its ``encoding`` (the fold), then
+    for its ``config`` (the planner's log) now; the report is the old one."""
+    with open_store(store_url) as store:
+        loop(store.run("loop"))
+    report = _twice(store_url, whole_records, compact)
+    assert report.events and report.replaced_tokens > report.stand_in_tokens
+    assert whole_records.decoded == 0
+    assert set(whole_records.heads) <= {frozenset({"encoding"}), _CONFIG,
+                                        frozenset(ESTIMATE_KEYS)}
+
+
+def test_a_plug_in_summarizer_is_handed_the_records_whole(store_url: str,
+                                                          whole_records: WholeRecords) -> None:
+    """A plug-in summarizer (an LLM) is handed the covered events as logged: its session reads the
+    log whole, records and manifests, as before."""
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        loop(run)
+        logged = {r.position: r.event for r in run.events()}
+    seen: list[RecordedEvent] = []
+
+    def summarizer(events: Sequence[RecordedEvent], skeleton: CompactionSummary) -> CompactionSummary:
+        seen.extend(events)
+        return skeleton
+
+    with open_store(store_url) as store:
+        report = store.run("loop").compact("summary", summarizer=summarizer, dry_run=True)
+    records = [(r.position, r.event) for r in seen if isinstance(r.event, ContextBuilt)]
+    assert report.events and records
+    assert all(event == logged[position] and event.manifest for position, event in records)
+
+
+def test_an_auto_compaction_and_a_new_fold_decode_no_record_whole(store_url: str,
+                                                                  whole_records: WholeRecords) -> None:
+    """A build with auto-compaction in a new process (``compaction_api.build``, ``build
+    --auto-compact``) folds the run and plans on its log: both read every record whole before. The
+    live state folded in a new process is the one a whole read folds, and the plan too."""
+    with open_store(store_url) as store:
+        loop(store.run("loop"))
+    fingerprint = _twice(store_url, whole_records, lambda run: run.state().fingerprint())
+    assert fingerprint and whole_records.decoded == 0
+    assert set(whole_records.heads) == {frozenset({"encoding"})}
+    config = BuildConfig(provider="anthropic", window=2_000, reserve=500)
+
+    def plan(run: Run) -> Any:
+        state, events, report = plan_auto_compaction(run, run._existing_state(), config)
+        return state.fingerprint(), events, report
+
+    _, events, report = _twice(store_url, whole_records, plan)
+    assert events and report.events
+    assert whole_records.decoded == 0

@@ -21,7 +21,7 @@ from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
 from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
-from contextfold.domain.events import ContextBuilt, ModelResponse
+from contextfold.domain.events import ContextBuilt, ModelResponse, UserInput
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.domain.manifest import manifest_encoding
 from contextfold.projections.calibration import ESTIMATE_KEYS, record_estimate
@@ -254,7 +254,14 @@ def test_a_record_read_without_its_manifest_is_refused_as_a_whole_read_refuses_i
         for slim in (lambda: list(events.fold_events("forged")),
                      lambda: list(events.record_heads("forged")),
                      lambda: events.turn_records("forged", 1),
-                     lambda: [events.record_keys("forged", 1, ["config"])]):
+                     lambda: [events.record_keys("forged", 1, ["config"])],
+                     # the reads of one record for a few keys: a turn's (its window), every one's
+                     # (the nearest config, a compaction's planner), a live fold's (the encoding)
+                     lambda: events.turn_records("forged", 1, keep=["window_tokens"]),
+                     lambda: list(events.turn_read("forged", 1, keep=["config"]).later),
+                     lambda: list(events.record_heads("forged", ["config"], upto=1)),
+                     lambda: list(events.fold_events("forged", keep=["config"])),
+                     lambda: list(events.iter_events("forged", keep=["encoding"]))):
             if whole_error:
                 with pytest.raises(IntegrityError) as caught:
                     slim()
@@ -277,3 +284,7 @@ def test_a_record_read_without_its_manifest_is_refused_as_a_whole_read_refuses_i
                 {**_RECORD, "manifest": {"config": {"window": 9_000}}})
         if whole_error:
             assert report.reason == whole_error
+            # an append learns the run's head from the log, each record read for its encoding
+            with pytest.raises(IntegrityError) as caught:
+                events.append("forged", [UserInput("go on")])
+            assert str(caught.value) == whole_error
