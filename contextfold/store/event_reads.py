@@ -311,8 +311,8 @@ class EventReads:
                     keep: Iterable[str] | None = None) -> Iterator[RecordedEvent]:
         """The run's events after ``after``, in order. ``keep``: each context_built record with its
         manifest cut to these keys (:meth:`_parse`; None: whole). ``after_hash``: the chain hash
-        of the event at ``after`` as the caller read it (a state folded up to it, caught up): the first page's
-        query reads that row too, and :class:`~.head_check.StaleHeadError` is raised before any
+        of the event at ``after`` as the caller read it (a state folded up to it, caught up): the
+        first page's query reads that row too, and :class:`~.head_check.StaleHeadError` is raised before any
         event when the log holds another event there, or none (it moved back under the caller: a
         restored backup), where the events after it were folded on top of ones the log lost.
         That row is compared by the digest of its stored bytes when this store's last read of the

@@ -212,9 +212,11 @@ class RunHeads(RecordReads):
         """:meth:`.event_reads.EventReads.iter_events`. A read of the whole run while this store
         holds no head for it (a new process folding the run) also makes the head an append
         needs: the first append after a fold read the whole log again to learn which calls are
-        open (~0.5 s of a CLI build on a 10,000-event run)."""
+        open (~0.5 s of a CLI build on a 10,000-event run). Not from records read without their
+        ``encoding`` (``keep``), which the head holds."""
+        keep = None if keep is None else frozenset(keep)
         events = super().iter_events(run_id, after=after, after_hash=after_hash, keep=keep)
-        if after != 0 or run_id in self._heads:
+        if after != 0 or run_id in self._heads or (keep is not None and "encoding" not in keep):
             return events
         return self._heading(run_id, events)
 

@@ -24,7 +24,7 @@ from contextfold.api import Run, open_store
 from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
 from contextfold.compaction_api import plan_auto_compaction
-from contextfold.domain.errors import InvalidInputError
+from contextfold.domain.errors import EncodingConflictError, InvalidInputError
 from contextfold.domain.events import CompactionSummary, ContextBuilt
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
@@ -194,3 +194,19 @@ def test_an_auto_compaction_and_a_new_fold_decode_no_record_whole(store_url: str
     _, events, report = _twice(store_url, whole_records, plan)
     assert events and report.events
     assert whole_records.decoded == 0
+
+
+def test_a_head_is_not_made_from_records_read_without_their_encoding(store_url: str) -> None:
+    """A new store's whole read of a run also makes the head an append needs, the run's encoding
+    (its first record's) included; a read of the records for other keys than ``encoding`` makes
+    none, so a record naming another encoding is still refused."""
+    with open_store(store_url) as store:
+        loop(store.run("loop"))
+        record = next(r.event for r in store.run("loop").events() if isinstance(r.event, ContextBuilt))
+    named = record.manifest["encoding"]
+    assert named
+    with open_store(store_url) as store:
+        assert len(list(store.events.iter_events("loop", keep=["config"]))) == store.events.version("loop")
+        other = record.model_copy(update={"manifest": {**record.manifest, "encoding": named + "-other"}})
+        with pytest.raises(EncodingConflictError):
+            store.events.append("loop", [other])
