@@ -14,7 +14,17 @@ early and a middle one, left without a record) and measures, each in a new proce
   record (the nearest record's settings, the log up to the turn folded, the calibration read);
 - ``verify``: ``Run.verify()`` (the chain of every event, each record checked);
 - ``audit --turn``: ``contextfold.cli_audit.audit_turn`` of the first built turn (the chain
-  verified, then the turn's record rebuilt and compared).
+  verified, then the turn's record rebuilt and compared);
+- ``audit unrecorded``: ``audit_turn`` of the early turn without a record (the chain verified,
+  the turn's records looked for, the nearest record's config read, the turn rebuilt);
+- ``observe first`` / ``observe last``: ``Run.observe_usage`` of the first and the last built
+  turn (the turn's records read for their window), on a copy of the store (it appends);
+- ``compact mask`` / ``compact summary``: ``Run.compact(..., dry_run=True)`` without a window
+  (the live state folded, the log read for the planner, the newest live record's config);
+- ``compact window``: ``Run.compact("mask", window=8000, dry_run=True)`` (the ladder's trial
+  builds);
+- ``auto build``: ``compaction_api.build(..., auto=True)`` of the next turn under an 8k window
+  (the live state, the planner's log, the trial builds, the build), on a copy of the store.
 
 Per call: wall time, the child's peak RSS (``VmHWM``) and its rise over the RSS just before
 the call (imports, the open store, and a first build of a one-event run apart: the provider
@@ -33,8 +43,10 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,7 +57,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parents[1]
 RUN = "long"
 WINDOW, RESERVE, PROVIDER = 16_000, 2_000, "anthropic"
-CALLS = ("state first", "state last", "rebuild unrecorded", "verify", "audit --turn")
+CALLS = ("state first", "state last", "rebuild unrecorded", "verify", "audit --turn", "audit unrecorded",
+         "observe first", "observe last", "compact mask", "compact summary", "compact window", "auto build")
+_WRITES = ("observe first", "observe last", "auto build")
+"""The calls that append to the run: measured on a copy of the store, made before the timing."""
 
 
 def _rss_mb(field: str) -> float:
@@ -111,10 +126,18 @@ def _warm(tmp: Path) -> None:
 def measure(db: Path, call: str) -> dict[str, Any]:
     """One call on the store at ``db``, in this (new) process: time, peak and its digest."""
     import contextfold
-    from contextfold.api import open_store
 
     with tempfile.TemporaryDirectory() as tmp:
         _warm(Path(tmp))
+        if call in _WRITES:
+            db = Path(shutil.copy(db, Path(tmp) / "copy.db"))
+        return _measured(db, call, contextfold.__file__)
+
+
+def _measured(db: Path, call: str, package: str) -> dict[str, Any]:
+    """:func:`measure`'s call on the store at ``db`` (warmed, a copy when it writes)."""
+    from contextfold.api import open_store
+
     with open_store(f"sqlite:///{db}") as store:
         run = store.run(RUN)
         turns = _turns(run)
@@ -134,12 +157,29 @@ def measure(db: Path, call: str) -> dict[str, Any]:
 
             verdict, result = audit_turn(run, turns["first"])
             digest = f"{verdict['ok']} {result.manifest.request_hash}"
+        elif call == "audit unrecorded":
+            from contextfold.cli_audit import audit_turn
+
+            verdict, result = audit_turn(run, turns["unrecorded"])
+            digest = f"{verdict['ok']} {verdict['check']['recorded']} {result.manifest.request_hash}"
+        elif call in ("observe first", "observe last"):
+            turn = turns[call.split()[1]]
+            digest = run.observe_usage(turn, 12_000).hash
+        elif call.startswith("compact "):
+            strategy = "summary" if call == "compact summary" else "mask"
+            report = run.compact(strategy, window=8_000 if call == "compact window" else None, dry_run=True)
+            digest = json.dumps(dataclasses.asdict(report), sort_keys=True, default=str)
+        elif call == "auto build":
+            from contextfold.compaction_api import build
+
+            built = build(run, PROVIDER, window=8_000, reserve=RESERVE)
+            digest = built.manifest.request_hash
         else:
             raise SystemExit(f"unknown call {call!r}")
         seconds = time.perf_counter() - started
     peak = _rss_mb("VmHWM")
     return {"call": call, "seconds": seconds, "peak_mb": peak, "rise_mb": peak - before, "digest": digest,
-            "package": str(Path(contextfold.__file__).parent)}
+            "package": str(Path(package).parent)}
 
 
 def _child(db: Path, call: str, checkout: Path) -> dict[str, Any]:
