@@ -97,10 +97,11 @@ def test_two_threads_catching_up_one_run_handle_fold_each_event_once(
     both = threading.Barrier(2)
     reads = store.events.iter_events
 
-    def iter_events(run_id: str, *, after: int = 0, after_hash: str | None = None) -> Iterator[RecordedEvent]:
+    def iter_events(run_id: str, *, after: int = 0, after_hash: str | None = None,
+                    keep: Any = None) -> Iterator[RecordedEvent]:
         with contextlib.suppress(threading.BrokenBarrierError):
             both.wait(timeout=3)
-        return reads(run_id, after=after, after_hash=after_hash)
+        return reads(run_id, after=after, after_hash=after_hash, keep=keep)
 
     monkeypatch.setattr(store.events, "iter_events", iter_events)
     errors = errors_in_threads(2, lambda _: run.state(), timeout=60)

@@ -21,7 +21,6 @@ from contextfold.cli import main
 from contextfold.cli_audit import audit_turn
 from contextfold.domain.errors import IntegrityError, InvalidInputError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
-    ContextBuilt,
     EvidenceRetrieved,
     GoalSet,
     ModelResponse,
@@ -35,6 +34,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.store.record_reads import RecordReads
 
 SMALL = BuildConfig(window=4_000, reserve=500)
 
@@ -352,27 +352,32 @@ def test_audit_of_one_turn_reads_no_whole_log_and_rebuilds_it_as_a_build_would(
     """``audit --turn N`` read the whole log three times (its own read, then the rebuild's records
     and events: ~1.1 s each on a 10,000-event run). A recorded turn: its records, and the rebuild
     folds the log up to its build (``EventStore.fold_events``, the records' manifests unread); a
-    turn without a record: its records (none), then the records' settings
-    (``EventStore.record_heads``) and the log up to the turn (``fold_events``): never the whole
-    log with every manifest (which an 800-turn run's held at 2.1 GB). The rebuilt request is the
-    one ``run.build(turn=N)`` makes."""
+    turn without a record: its records (none), read with the later records' settings, then the
+    earlier records' (``EventStore.record_heads``) and the log up to the turn (``fold_events``):
+    never the whole log with every manifest (which an 800-turn run's held at 2.1 GB). The rebuilt
+    request is the one ``run.build(turn=N)`` makes."""
     store_url = f"sqlite:///{tmp_path / 'a.db'}"
     run = open_store(store_url).run("syn")
     make_synthetic_run(run, 8, record_from=4)  # turns 1-3 have no record; 4-8 have one each
     expected = {2: run.build(turn=2, record=False, config=SMALL), 6: run.build(turn=6, record=False)}
     reads: list[str] = []
-    events, records = Run.events, Run.records
+    events, records, turn_read = Run.events, RecordReads.turn_records, RecordReads.turn_read
 
     def counted_events(self: Run, **kw: Any) -> list[RecordedEvent]:
         reads.append("events")
         return events(self, **kw)
 
-    def counted_records(self: Run, turn: int) -> list[ContextBuilt]:
-        reads.append("records")
-        return records(self, turn)
+    def counted_records(self: RecordReads, *args: Any, **kw: Any) -> Any:
+        reads.append("records")  # a turn's records (Run.records)
+        return records(self, *args, **kw)
+
+    def counted_turn_read(self: RecordReads, *args: Any, **kw: Any) -> Any:
+        reads.append("records")  # a turn's records, with the later ones' configs (rebuild_api.read_turn)
+        return turn_read(self, *args, **kw)
 
     monkeypatch.setattr(Run, "events", counted_events)
-    monkeypatch.setattr(Run, "records", counted_records)
+    monkeypatch.setattr(RecordReads, "turn_records", counted_records)
+    monkeypatch.setattr(RecordReads, "turn_read", counted_turn_read)
     for turn, built in expected.items():
         reads.clear()
         verdict, result = audit_turn(run, turn)
