@@ -356,8 +356,12 @@ class ContextManifest(_Frozen):
     budget_tokens: int
     selected_tokens: int
     overhead_tokens: int
-    """Per-message and per-tool framing counted on top of fragment contents."""
+    """Per-message and per-tool framing counted on top of fragment contents; with it, what the
+    request pays once (the reply's priming, the opening note set aside, and for Anthropic the
+    tool-use system prompt, also in ``layer_tokens["tools"]``)."""
     layer_tokens: dict[str, int]
+    """Tokens per layer, framing included: ``tools`` holds the schemas (``tool_tokens``) and the
+    provider's tool-use system prompt (``projections.tool_prompt``)."""
     fragments: tuple[ManifestFragment, ...]
     excluded: dict[str, int]
     excluded_items: ExcludedLines

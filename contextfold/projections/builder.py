@@ -6,8 +6,10 @@ The same state and config always give the same request, manifest and hashes.
 
 Costs counted, not ignored: every fragment pays ``MESSAGE_OVERHEAD`` tokens of
 message framing, a data fragment also pays its ``<data ...>`` wrapper, each
-exposed tool pays its canonical JSON plus ``TOOL_OVERHEAD_TOKENS``, and the
-request pays ``REPLY_PRIMING``.
+exposed tool pays its canonical JSON plus ``TOOL_OVERHEAD_TOKENS``, the
+request pays ``REPLY_PRIMING``, and an Anthropic request with a tool to declare
+pays Anthropic's tool-use system prompt (``tool_prompt``), set aside before
+selection.
 
 Dedupe: optional state fragments (instructions, evidence, memory) that share a
 content hash or a semantic key (evidence ``source_ref`` or ``semantic_key``) keep one copy: the
@@ -69,6 +71,7 @@ from contextfold.projections.tool_candidates import limit_note, past_limit, tool
 from contextfold.projections.tool_candidates import tool_candidates as _tool_candidates
 from contextfold.projections.tool_exposure import ToolChoice
 from contextfold.projections.tool_names import renamed_tools
+from contextfold.projections.tool_prompt import tool_prompt_tokens
 from contextfold.projections.twins import timeline_twins, twin_lines
 from contextfold.projections.units import Units, current_input_of, make_units
 
@@ -168,7 +171,14 @@ def _build(state: RunState, config: BuildConfig, *,
 
     # ---- selection
     opening = history_start_tokens(ctx)
-    available = budget - REPLY_PRIMING - opening
+    # Anthropic's tool-use system prompt, set aside whenever a tool may be declared (one the
+    # exposure offers, or one a kept group calls: an imported history registers none): whether
+    # one is depends on the selection it would be paid from, and a charge that came and went
+    # with it would let a larger budget keep less. Other providers (and neutral) add nothing
+    # once per request that the tools' own prices do not cover (``tool_prompt``), so their
+    # ``available`` is the same and one turn's builds still share a selection (``_select``).
+    tool_prompt = tool_prompt_tokens(config.provider, ctx.model) if candidates_tools else 0
+    available = budget - REPLY_PRIMING - opening - tool_prompt
 
     def shrink_required(required: Sequence[Unit], room: int) -> dict[str, int]:
         grants = {u.id: u.tokens for u in required}
@@ -192,7 +202,9 @@ def _build(state: RunState, config: BuildConfig, *,
                             attach)
     except RequiredContextExceedsBudgetError as exc:  # named by fragment, as the manifest would
         named = _by_fragment(ctx, exc.required, members)
-        note = "; ".join(n for n in (exc.note, _unknown_model_note(ctx, named)) if n)
+        prompt_note = (f"{tool_prompt} tokens set aside for Anthropic's tool-use system prompt"
+                       if tool_prompt else None)
+        note = "; ".join(n for n in (exc.note, _unknown_model_note(ctx, named), prompt_note) if n)
         raise RequiredContextExceedsBudgetError(exc.budget, named, note=note or None) from None
     kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
     left_out: list[str] = []
@@ -283,7 +295,7 @@ def _build(state: RunState, config: BuildConfig, *,
                         truncated, original_tokens, truncations, (excluded, low_priority), exposure,
                         repair_notes, current_input, calibration,
                         (text_cut, reduced, media.shown_in, media.unsent),
-                        opening=opening, body_bytes=body_bytes)
+                        opening=opening, tool_prompt=tool_prompt, body_bytes=body_bytes)
 
 
 def _loaded_once(load_bytes: Callable[[ArtifactRef], bytes] | None

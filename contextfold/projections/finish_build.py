@@ -122,13 +122,14 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                  current_input: str | None, calibration: Calibration | None = None,
                  cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]
                  = ({}, set(), {}, {}),
-                 *, opening: int, body_bytes: bytes | None = None) -> BuildResult:
+                 *, opening: int, tool_prompt: int = 0, body_bytes: bytes | None = None) -> BuildResult:
     """The build's result for what was kept (``kept``: unit id -> granted tokens), cut and laid
     out: each kept fragment's manifest line and view in (layer, position) order, the layer
     totals, the exclusions in (reason, id) order, the stable prefix's cache key, the request's
     canonical bytes and hashes, and the manifest itself (unvalidated: every field is made here
     from validated parts). ``body_bytes``: the request's canonical bytes when they were made for
-    its size limit already (``request_size``)."""
+    its size limit already (``request_size``). ``tool_prompt``: what the builder set aside for
+    the provider's tool-use system prompt (``tool_prompt``), in the tools layer and the overhead."""
     state = ctx.state
     members, unit_of, worked_units = units
     worked = frozenset(worked_units)
@@ -176,7 +177,10 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     layer_tokens["history"] += opening
     overhead_total += opening
     exposed_tools, tool_tokens = exposure
-    layer_tokens["tools"] = tool_tokens
+    # ``tool_tokens`` stays the schemas' (audits report it as such); the tools layer also holds
+    # the tool-use system prompt, set aside as ``opening`` is, whether or not a tool was kept.
+    layer_tokens["tools"] = tool_tokens + tool_prompt
+    overhead_total += tool_prompt
     tool_fragments = []
     for t in exposed_tools:  # the same few lines build after build
         reason = (f"relevant (bm25 {t.score:.2f})" if t.reason == "relevant" else

@@ -1,0 +1,85 @@
+"""What a provider adds once to a request that declares tools, beyond the declarations.
+
+Why: Anthropic's Messages API puts a system prompt of its own before a request that declares
+tools ("When you use ``tools``, we also automatically include a special system prompt for the
+model which enables tool use"), of a fixed size per model and ``tool_choice``, billed as input
+tokens. Nothing priced it: 122 of 240 Anthropic builds of tau-bench runs at windows of 2.5k-8k
+tokens sent more than their budget once it was counted.
+
+Source: Anthropic's "Tool use" documentation, section "Pricing" (docs.anthropic.com/en/docs/
+agents-and-tools/tool-use/overview, formerly /en/docs/tool-use-pricing-and-tokens), the table
+"Tool use system prompt token count", which assumes at least one tool is declared:
+
+=============================================  ==============  ===============
+model                                          auto, none      any, tool
+=============================================  ==============  ===============
+Claude Opus 4.5, 4.1, 4; Sonnet 4.5, 4, 3.7;   346             313
+Haiku 4.5
+Claude Haiku 3.5                               264             340
+Claude Opus 3                                  530             281
+Claude Sonnet 3                                159             235
+Claude Haiku 3                                 264             340
+=============================================  ==============  ===============
+
+The request names no ``tool_choice`` (the API's default is ``auto``), but a caller may add one
+before sending it: a model pays the dearer of its two cells. A model the table does not list
+(a newer one, Claude 3.5 Sonnet, which the current table leaves out, a name the build does not
+know, or none) pays :data:`DEAREST`, the dearest cell: over-reserving costs a few hundred
+tokens of history, under-reserving is a request larger than its manifest says.
+
+The other providers: OpenAI renders declared functions into the model's prompt with about 12
+tokens of closing framing once per request (the OpenAI cookbook's ``num_tokens_for_tools``,
+``func_end``), which the per-tool price already covers: a tool's canonical JSON plus
+``tool_exposure.TOOL_OVERHEAD_TOKENS`` is 15-21 tokens more than the cookbook's count for it
+(measured on minimal, typical and many-parameter specs); Google publishes no fixed prompt for
+Gemini's function declarations. So only ``anthropic`` builds pay this; ``neutral`` follows
+OpenAI's framing and does not, so a neutral build and an OpenAI Chat build of one turn still
+select from the same ``available`` (``builder._select`` reuses the first one's selection).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+__all__ = ["ANTHROPIC_TOOL_PROMPT", "DEAREST", "tool_prompt_tokens"]
+
+ANTHROPIC_TOOL_PROMPT: dict[tuple[str, int, int], tuple[int, int]] = {
+    ("opus", 4, 5): (346, 313), ("opus", 4, 1): (346, 313), ("opus", 4, 0): (346, 313),
+    ("sonnet", 4, 5): (346, 313), ("sonnet", 4, 0): (346, 313), ("sonnet", 3, 7): (346, 313),
+    ("haiku", 4, 5): (346, 313),
+    ("haiku", 3, 5): (264, 340),
+    ("opus", 3, 0): (530, 281),
+    ("sonnet", 3, 0): (159, 235),
+    ("haiku", 3, 0): (264, 340),
+}
+"""(tier, major, minor) -> (tokens with ``tool_choice`` auto or none, with any or tool)."""
+
+DEAREST = max(max(cells) for cells in ANTHROPIC_TOOL_PROMPT.values())
+"""What a model the table does not list pays (Claude Opus 3's 530)."""
+
+_NEW_NAME = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d))?(?!\d)", re.IGNORECASE)
+"""``claude-opus-4-5-20251101``, ``claude-sonnet-4-20250514`` (no minor: the dated 4.0),
+``claude-haiku-4-5``, ``claude-sonnet-4.5`` (a gateway's spelling)."""
+_OLD_NAME = re.compile(r"claude-(\d+)(?:[-.](\d))?-(opus|sonnet|haiku)", re.IGNORECASE)
+"""``claude-3-7-sonnet-20250219``, ``claude-3-5-haiku-latest``, ``claude-3-opus-20240229``, under
+a vendor prefix too (``anthropic.claude-3-haiku-20240307-v1:0``)."""
+
+
+@functools.lru_cache(maxsize=64)  # a run names a model or two, asked at every build
+def _anthropic(model: str | None) -> int:
+    if model is None:
+        return DEAREST
+    key: tuple[str, int, int] | None = None
+    if (m := _NEW_NAME.search(model)) is not None:
+        key = (m[1].lower(), int(m[2]), int(m[3] or 0))
+    elif (m := _OLD_NAME.search(model)) is not None:
+        key = (m[3].lower(), int(m[1]), int(m[2] or 0))
+    cells = None if key is None else ANTHROPIC_TOOL_PROMPT.get(key)
+    return DEAREST if cells is None else max(cells)
+
+
+def tool_prompt_tokens(provider: str, model: str | None) -> int:
+    """The tokens ``provider`` adds once to a request for ``model`` that declares a tool (module
+    docstring): Anthropic's tool-use system prompt, 0 for every other provider."""
+    return _anthropic(model) if provider == "anthropic" else 0

@@ -1,0 +1,162 @@
+"""What a provider adds to a request with tools that the declarations do not show.
+
+Anthropic puts a tool-use system prompt of a fixed size per model before any request that
+declares tools (346 tokens on Claude 4.x with ``tool_choice`` auto; Anthropic's "Tool use"
+docs, Pricing); Gemini's ``functionResponse`` names the tool again beside the call id. Neither
+was priced: an Anthropic build at a tight window sent a request its budget did not hold, and a
+Gemini build of a run of many results sent each result's tool name uncounted. The neutral and
+OpenAI builds of one turn must still price tools alike (the second reuses the first's selection).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import contextfold.projections.builder as builder_module
+from contextfold.api import render_request
+from contextfold.domain.events import (
+    AnyEvent,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolsRegistered,
+    UserInput,
+)
+from contextfold.domain.log import RecordedEvent
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.fold import fold
+from contextfold.projections.selection import select_units
+from contextfold.projections.state import RunState
+from contextfold.projections.tokens import get_counter
+from contextfold.projections.tool_prompt import DEAREST, tool_prompt_tokens
+
+count = get_counter("cl100k_base").count
+
+TOOLS = (
+    ToolSpec(name="get_reservation", description="Look up a reservation by its confirmation code.",
+             parameters={"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
+    ToolSpec(name="cancel_reservation", description="Cancel a reservation.",
+             parameters={"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
+)
+
+
+def _events(calls: int, name: str = "get_reservation", registered: bool = True) -> list[AnyEvent]:
+    """A support run of ``calls`` lookups; ``registered=False``: an imported history, whose log
+    registers no tool (the calls declare theirs)."""
+    events: list[AnyEvent] = [PolicySet(text="You are an airline support agent."),
+                              *([ToolsRegistered(tools=TOOLS)] if registered else []),
+                              UserInput("Look up my reservations, then cancel the reservation ABC123.")]
+    for i in range(calls):
+        events += [ModelResponse(tool_calls=[ToolCall(call_id=f"c{i}", name=name,
+                                                      arguments=json.dumps({"code": f"R{i:04d}"}))]),
+                   ToolResult(call_id=f"c{i}", content=f"reservation R{i:04d}: one passenger, economy, "
+                                                       f"flight {i} from JFK to SFO, not cancelled")]
+    events.append(UserInput("And now cancel ABC123, please."))
+    return events
+
+
+def _state(events: list[AnyEvent]) -> RunState:
+    return fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+
+
+def _build(state: RunState, provider: str, window: int, model: str | None = None) -> BuildResult:
+    return build_context(state, BuildConfig(provider=provider, model=model, window=window, reserve=500),
+                         render=render_request)
+
+
+def _shown(value: Any, key: str | None = None) -> int:
+    """Every string a request shows, counted with the manifest's encoding; the few tokens of
+    message framing (roles, ids, types) left out: the manifest prices those per message."""
+    if isinstance(value, str):
+        return 0 if key in ("role", "type", "id", "tool_use_id") else count(value)
+    if isinstance(value, dict):
+        if key == "input" or key == "args":
+            return count(json.dumps(value))
+        return sum(_shown(v, k) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_shown(v, key) for v in value)
+    return 0
+
+
+def _anthropic_tokens(request: dict[str, Any]) -> int:
+    """The request as Anthropic bills it, counted apart from the builder: the shown text of the
+    system and the messages, each declared tool's JSON, and the tool-use system prompt from
+    Anthropic's table (Claude Sonnet 4.5, tool_choice auto: 346 tokens)."""
+    tools = request.get("tools") or []
+    declared = sum(count(json.dumps({k: t[k] for k in ("name", "description", "input_schema")},
+                                    separators=(",", ":"))) for t in tools)
+    return _shown(request.get("system")) + _shown(request["messages"]) + declared + (346 if tools else 0)
+
+
+@pytest.mark.parametrize("registered", [True, False])
+def test_an_anthropic_request_with_tools_fits_its_budget_once_the_tool_prompt_is_charged(
+        registered: bool) -> None:
+    state = _state(_events(60, registered=registered))
+    cut = 0
+    for window in range(1_800, 5_200, 170):
+        built = _build(state, "anthropic", window, model="claude-sonnet-4-5")
+        m = built.manifest
+        assert built.request["tools"], window
+        assert _anthropic_tokens(built.request) <= m.budget_tokens, window
+        # the charge is shown: in the tools layer beside the schemas, and in the overhead
+        assert m.layer_tokens["tools"] == m.tool_tokens + 346
+        assert m.selected_tokens == sum(m.layer_tokens.values()) + 3 <= m.budget_tokens
+        cut += m.excluded.get("low_priority", 0) > 0
+    assert cut > 10  # the windows are tight: history was left out to make room
+
+
+def test_an_anthropic_build_charges_its_models_row_and_an_unknown_model_the_dearest() -> None:
+    state = _state(_events(3))
+    for model, charged in (("claude-sonnet-4-5-20250929", 346), ("claude-opus-4-20250514", 346),
+                           ("claude-3-7-sonnet-latest", 346), ("claude-haiku-4-5", 346),
+                           ("claude-3-5-haiku-20241022", 340), ("claude-3-haiku-20240307", 340),
+                           ("claude-3-opus-20240229", 530), ("claude-3-sonnet-20240229", 235),
+                           ("claude-opus-4-6", DEAREST), ("claude-3-5-sonnet-20241022", DEAREST),
+                           (None, DEAREST)):
+        m = _build(state, "anthropic", 100_000, model=model).manifest
+        assert m.layer_tokens["tools"] - m.tool_tokens == charged, model
+        assert tool_prompt_tokens("anthropic", model) == charged
+    assert DEAREST == 530
+    plain = _build(state, "anthropic", 100_000, model="claude-sonnet-4-5").manifest.overhead_tokens
+    for provider in ("neutral", "openai-chat", "openai-responses", "gemini"):
+        m = _build(state, provider, 100_000).manifest
+        assert m.layer_tokens["tools"] == m.tool_tokens, provider
+        assert m.overhead_tokens < plain - 300, provider
+
+
+def test_an_anthropic_request_with_no_tool_to_declare_pays_no_tool_prompt() -> None:
+    state = _state([PolicySet(text="Be brief."), UserInput("hello"), ModelResponse(text="Hi!"),
+                    UserInput("bye")])
+    built = _build(state, "anthropic", 2_000, model="claude-sonnet-4-5")
+    assert "tools" not in built.request
+    assert built.manifest.layer_tokens["tools"] == 0
+
+
+@pytest.mark.parametrize("second", ["openai-chat", "openai-responses"])
+def test_neutral_and_openai_builds_of_one_turn_share_their_selection(
+        second: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent loop's pattern: the turn built for ``neutral`` first, then for OpenAI. Tools are
+    priced alike for both (neither pays a tool-use prompt), so the second build's ``available``
+    is the first's and it reuses the selection; a neutral priced like the dearest provider lost
+    that reuse (the second build x1.46 in ``scripts/bench_ab.py --workload A``)."""
+    calls: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return select_units(*args, **kwargs)
+
+    monkeypatch.setattr(builder_module, "select_units", counted)
+    state = _state(_events(40))
+    for window in (3_000, 6_000):
+        first = _build(state, "neutral", window)
+        before = len(calls)
+        again = _build(state, second, window)
+        assert len(calls) == before, window  # the memo answered
+        assert {f.id for f in again.manifest.fragments} == {f.id for f in first.manifest.fragments}
+        assert again.manifest.tool_tokens == first.manifest.tool_tokens
