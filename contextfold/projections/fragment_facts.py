@@ -27,8 +27,10 @@ from the log.
 Costs counted: every fragment pays ``MESSAGE_OVERHEAD`` tokens of message
 framing, a data fragment (instruction, evidence, memory, tool result, or any
 text not authored by the runtime or the user) also pays its ``<data ...>``
-wrapper, and a reply with calls or a tool result the call ids its message shows
-(:func:`call_id_tokens`).
+wrapper, a reply with calls or a tool result the call ids its message shows
+(:func:`call_id_tokens`), and in a Gemini build a tool result the tool's name its
+``functionResponse`` repeats (``framing.response_name_tokens``; neutral follows OpenAI's
+framing, which has none).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from contextfold.projections.framing import (
     AnswerFrame,
     framing_tokens,
     is_data,
+    response_name_tokens,
     truncated_extra_tokens,
 )
 from contextfold.projections.media_cost import openai_image_key
@@ -256,6 +259,8 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
                                                                 answer_frame(view), block=not alone)
     overhead += call_id_tokens(state, view.id, provider, count) + split_reply_tokens(state, view.id, provider)
+    if provider == "gemini" and view.kind == "tool_result":
+        overhead += response_name_tokens(answer_frame(view), count)
     status = _result_status(view) if view.kind == "tool_result" else None
     if view.kind in ("evidence", "memory", "instruction", "user_input"):
         shrink = text_tokens > SHRINK_FLOOR
@@ -316,9 +321,10 @@ class BuildCtx:
     def __post_init__(self) -> None:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
         # A provider changes a fragment's facts through media prices, reasoning (sent to its own
-        # provider only), call ids shown under an alias (``call_id_tokens``) and a reply OpenAI
-        # Chat sends as several messages (``split_reply_tokens``): the builds for the providers of
-        # a run with none of these share one table (and everything derived from it); else a
+        # provider only), call ids shown under an alias (``call_id_tokens``), a reply OpenAI
+        # Chat sends as several messages (``split_reply_tokens``) and the name Gemini repeats in
+        # a result (``framing.response_name_tokens``): the builds for the other providers of a
+        # run with none of these share one table (and everything derived from it); else a
         # provider shown no alias still shares it, the others have their own. Sharing beyond that
         # made a handle's manifest depend on the provider it built for before (a fresh process,
         # and ``replay --verify``, counted the aliases).
@@ -326,7 +332,7 @@ class BuildCtx:
         self.model = self.config.model or run_model_for(provider, state.model)
         aliased = provider in state.aliased_for or (provider == NEUTRAL and bool(state.aliased_for))
         pricing = (provider if state.media_seen or state.reasoning_seen or state.wide_reply_seen or aliased
-                   else "*")
+                   or (provider == "gemini" and bool(state.answer_group)) else "*")
         if state.reasoning_seen and not_a_reasoning_model(self.model):
             pricing += " without reasoning"  # what decides the price is the model's kind, not its name
         if state.media_seen and (rule := openai_image_key(provider, self.model)) is not None:

@@ -17,6 +17,11 @@ or cancelled one is framed as the runtime's (``trust="runtime"``, its own label)
 fragment's text is shown neutralised: what that adds (a ``[data]`` marker per role line of a
 transcript, ~30% of its tokens) is framing too, counted from the text as logged; a cut of such
 a text is fitted by its neutralised count (:func:`neutralised_count`).
+
+What one provider's request repeats is priced in that provider's builds only
+(``fragment_facts``): Gemini's ``functionResponse`` names the tool again beside its id
+(:func:`response_name_tokens`); OpenAI's and Anthropic's results carry the id alone, and so
+does ``neutral``'s price, which follows OpenAI's framing.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from contextfold.projections.tool_names import shown_names
 
 __all__ = ["DATA_KINDS", "DATA_LABEL", "MESSAGE_OVERHEAD", "NOTE_LABEL", "SUMMARY_LABEL", "AnswerFrame",
            "data_tag", "framing_tokens", "is_data", "media_alone", "neutralised_count", "neutralised_extra",
-           "truncated_extra_tokens"]
+           "response_name_tokens", "truncated_extra_tokens"]
 
 MESSAGE_OVERHEAD = 4
 DATA_KINDS = frozenset({"instruction", "evidence", "memory", "tool_result"})
@@ -83,6 +88,18 @@ def _header_tokens(answer: AnswerFrame, count: Callable[[str], int]) -> int:
         line = runtime_header_line(answer.call_id, shown, answer.status, answer.exit_code)
         tokens = max(tokens, 0 if line is None else count(line + "\n"))
     return tokens
+
+
+def response_name_tokens(answer: AnswerFrame | None, count: Callable[[str], int]) -> int:
+    """The tool's name a Gemini ``functionResponse`` repeats for the answer ``answer`` (the
+    call's name, under the longest name the request may show the tool by): 0 for a fragment
+    that answers no call. The call's ``functionCall`` pays its own copy; this one went unpriced,
+    ~2-6 tokens per result a long run sends (``render.gemini``). A result shown in the note of
+    calls to a tool the request does not offer carries no name: priced all the same (rare, and
+    the safe side)."""
+    if answer is None or not answer.name:
+        return 0
+    return max(map(count, shown_names(answer.name)))
 
 
 def media_alone(text: str, media: bool) -> bool:

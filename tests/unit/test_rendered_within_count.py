@@ -51,8 +51,6 @@ def _strings(value: Any, key: str | None = None) -> int:
     if isinstance(value, dict):
         if key in ("input", "args") or (key == "arguments" and not isinstance(value, str)):
             return count(json.dumps(value))  # a call's arguments, as JSON
-        if key == "functionResponse":  # Gemini names the function again: framing
-            return _strings(value.get("response"), "response")
         return sum(_strings(v, k) for k, v in value.items())
     if isinstance(value, list):
         return sum(_strings(v, key) for v in value)

@@ -138,6 +138,24 @@ def test_an_anthropic_request_with_no_tool_to_declare_pays_no_tool_prompt() -> N
     assert built.manifest.layer_tokens["tools"] == 0
 
 
+LONG_NAME = "lookup_the_customer_reservation_details_by_confirmation_number"
+
+
+def test_a_gemini_build_prices_the_tool_name_each_function_response_repeats() -> None:
+    state = _state(_events(80, name=LONG_NAME))
+    big = {p: _build(state, p, 400_000).manifest for p in ("neutral", "openai-chat", "anthropic", "gemini")}
+    assert sum(f.kind == "tool_result" for f in big["gemini"].fragments) == 80
+    # the results' framing (the manifest's overhead): Gemini's holds the name once per result
+    overhead = {p: m.overhead_tokens - (m.layer_tokens["tools"] - m.tool_tokens) for p, m in big.items()}
+    assert overhead["gemini"] == overhead["neutral"] + 80 * count(LONG_NAME)
+    assert overhead["neutral"] == overhead["openai-chat"] == overhead["anthropic"]
+    # a request sized to its manifest shows no more than it counted, the repeated names included
+    whole = big["gemini"].selected_tokens
+    built = _build(state, "gemini", whole + 500)
+    assert not built.manifest.excluded.get("low_priority")
+    assert _shown(built.request["contents"]) <= built.manifest.selected_tokens
+
+
 @pytest.mark.parametrize("second", ["openai-chat", "openai-responses"])
 def test_neutral_and_openai_builds_of_one_turn_share_their_selection(
         second: str, monkeypatch: pytest.MonkeyPatch) -> None:
