@@ -32,6 +32,7 @@ from contextfold.projections.builder import BuildResult
 from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.render import check_protocol, validate_sdk_types
 from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
+from contextfold.projections.tokens import get_counter
 from tests.unit.test_media import image_bytes
 
 MODELS = {"openai-chat": "gpt-4o", "openai-responses": "gpt-4o", "anthropic": "claude-sonnet-4-5",
@@ -132,13 +133,18 @@ def test_the_other_providers_keep_the_batch_in_one_turn(store: Store) -> None:
 
 def test_the_manifest_counts_the_further_chat_message(store: Store) -> None:
     """The second assistant message's framing is counted for openai-chat (and the neutral build,
-    which pays the dearest provider's), not for the providers that send one turn."""
+    which pays the dearest provider's), not for the providers that send one turn. (Anthropic's
+    overhead also holds its tool-use system prompt, Gemini's the name each result repeats.)"""
     run = _wide_run(store)
-    overhead = {p: run.preview(p, model=MODELS.get(p), window=400_000, reserve=4_000).manifest.overhead_tokens
-                for p in (*MODELS, "neutral")}
+    built = {p: run.preview(p, model=MODELS.get(p), window=400_000, reserve=4_000).manifest
+             for p in (*MODELS, "neutral")}
+    overhead = {p: m.overhead_tokens for p, m in built.items()}
     assert overhead["openai-chat"] == overhead["openai-responses"] + MESSAGE_OVERHEAD
     assert overhead["neutral"] == overhead["openai-chat"]
-    assert overhead["anthropic"] == overhead["gemini"] == overhead["openai-responses"]
+    prompt = built["anthropic"].layer_tokens["tools"] - built["anthropic"].tool_tokens
+    assert prompt == 346  # claude-sonnet-4-5 (tool_prompt)
+    names = CALLS * get_counter(built["gemini"].encoding).count("stat")  # each result names it again
+    assert overhead["anthropic"] - prompt == overhead["gemini"] - names == overhead["openai-responses"]
 
 
 def test_media_a_tool_of_the_batch_returned_follow_the_last_part(store: Store) -> None:

@@ -11,7 +11,12 @@ from contextfold.domain.events import AnyEvent, ModelResponse, PolicySet, ToolCa
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
+from contextfold.projections.tool_prompt import tool_prompt_tokens
 from tests.unit.test_builder import build, recorded, request_text
+
+PROMPT = tool_prompt_tokens("anthropic", None)
+"""What these Anthropic builds (no model named) set aside for the tool-use system prompt: the
+windows below are the ones the rules were found at, plus it."""
 
 
 def _make_log() -> str:
@@ -85,11 +90,11 @@ def test_the_latest_error_at_the_end_of_the_log_is_required_as_the_latest_group(
 
 
 def test_when_required_content_alone_overflows_the_latest_error_is_squeezed_not_dropped() -> None:
-    result = build(_failing_make_then_reads(reads=1), "anthropic", window=1_500, reserve=1_000)
+    result = build(_failing_make_then_reads(reads=1), "anthropic", window=1_500 + PROMPT, reserve=1_000)
     lines = {f.id: f for f in result.manifest.fragments}
     assert lines["e3"].truncated and lines["e5"].truncated  # the error and the newest read, both cut
     assert "exit code: 2" in request_text(result)
-    assert result.manifest.selected_tokens <= 500
+    assert result.manifest.selected_tokens <= 500 + PROMPT
 
 
 def test_a_failed_call_of_a_tool_the_policy_keeps_out_is_not_the_latest_error() -> None:
@@ -200,7 +205,7 @@ def test_a_latest_error_that_does_not_fit_beside_the_required_content_is_left_ou
     state = fold(recorded(_long_reply_beside_a_failed_call()))
     kept_before: set[str] = set()
     shown_at = None
-    for window in range(1_300, 4_000, 50):
+    for window in range(1_300 + PROMPT, 4_000 + PROMPT, 50):
         m = build_context(state, BuildConfig(provider="anthropic", window=window, reserve=1_000)).manifest
         kept = {f.id for f in m.fragments}
         assert m.selected_tokens <= window - 1_000 and "e10" in kept  # the newest input
@@ -216,7 +221,7 @@ def test_a_latest_error_that_does_not_fit_beside_the_required_content_is_left_ou
             line = next(f for f in m.fragments if f.id == "e3")
             assert line.required and line.truncated
             assert line.selection_reason.startswith("required: latest error")
-    assert shown_at is not None and 2_500 < shown_at <= 3_200
+    assert shown_at is not None and 2_500 + PROMPT < shown_at <= 3_200 + PROMPT
 
 
 def test_the_current_input_is_not_cut_to_make_room_for_the_latest_error() -> None:
@@ -230,7 +235,7 @@ def test_the_current_input_is_not_cut_to_make_room_for_the_latest_error() -> Non
     state = fold(recorded(events))
     grant_before, kept_before = 0, set[str]()
     shown_at = None
-    for window in range(1_300, 6_000, 50):
+    for window in range(1_300 + PROMPT, 6_000 + PROMPT, 50):
         m = build_context(state, BuildConfig(provider="anthropic", window=window, reserve=1_000)).manifest
         lines = {f.id: f for f in m.fragments}
         assert lines["e10"].tokens >= grant_before, window

@@ -29,6 +29,7 @@ from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.state import RunState
 from contextfold.projections.tool_candidates import not_exposed_reason, tool_query
+from contextfold.projections.tool_prompt import tool_prompt_tokens
 from tests.unit.test_tool_exposure import TOOLS
 
 
@@ -179,14 +180,15 @@ def test_a_catalogue_that_matches_nothing_still_declares_tools_to_act_with() -> 
             ToolsRegistered(tools=kit))
     kept: set[str] = set()
     sizes: list[int] = []
-    for window in (1_150, 1_200, 1_400, 32_000):  # a larger budget never keeps less
+    prompt = tool_prompt_tokens("anthropic", None)  # set aside before selection: the windows are past it
+    for window in (1_150 + prompt, 1_200 + prompt, 1_400 + prompt, 32_000):  # larger never keeps less
         state = _state(*head, UserInput("Login is broken, fix it"))
         built, _ = _reasons(state, BuildConfig(provider="anthropic", window=window, reserve=1_000))
         declared = {t.name: t.reason.split(" ")[0] for t in built.manifest.tools}
         assert kept <= declared.keys(), window
         kept = set(declared)
         sizes.append(len(kept))
-        if window == 1_150:  # a small share keeps the first registered, as the fill chose them
+        if window == 1_150 + prompt:  # a small share keeps the first registered, as the fill chose them
             assert declared.keys() == {"todo_write", "read_file", "edit_file"}, declared
     assert sizes[0] < sizes[-1] == 13, sizes  # the small windows kept fewer: the check had teeth
     assert declared == {"todo_write": "pinned", **dict.fromkeys(names[:12], "fallback")}
