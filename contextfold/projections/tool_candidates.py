@@ -22,6 +22,7 @@ from contextfold.projections.render.tool_checks import MAX_TOOLS
 from contextfold.projections.render.tool_schemas import SCHEMA_PROVIDERS, refused_schema
 from contextfold.projections.selection import Unit
 from contextfold.projections.state import MessageItem, RunState, ToolPolicy
+from contextfold.projections.tool_descriptions import cut_descriptions
 from contextfold.projections.tool_exposure import ToolChoice, choose_tools, permitted, rankable, whole_toolkit
 from contextfold.projections.tool_names import (
     TOOL_NAME_RULES,
@@ -115,7 +116,8 @@ class ToolInputs(NamedTuple):
     policy: ToolPolicy
     notes: list[tuple[str, str]]
     """(name declared, the manifest's repair) for each tool declared or renamed for the history's
-    calls: a repair only when the request declares it (its calls may all be left out)."""
+    calls, or whose description is cut to the provider's bound (``tool_descriptions``): a repair only
+    when the request declares it (its calls may all be left out, a relevant tool not chosen)."""
     blocked: frozenset[str]
     """The names the history calls that the policy does not allow, or whose schema the provider
     refuses (``refused``): never declared (nor renamed), so their groups are shown as notes
@@ -232,6 +234,9 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
     if renamed:
         used_names = sorted(renamed.get(name, name) for name in used_names)
         policy = _aliased_policy(policy, renamed)
+    for name, (spec, note) in cut_descriptions(config.provider, registry).items():
+        registry[name] = spec  # what the request declares, and so what it is priced and ranked by
+        notes.append((name, note))
     return ToolInputs(registry, used_names, renamed, policy, notes, frozenset(blocked), refused,
                       config.provider, over_limit)
 

@@ -1,4 +1,4 @@
-"""The checks of a body's tools: names and parameter schemas each provider takes, and how many.
+"""The checks of a body's tools: names, descriptions and parameter schemas each provider takes, and how many.
 
 Why a module of its own: :mod:`.protocol` walks a body's messages; these rules read only its
 ``tools`` (and the import reads them before any body exists: :func:`refused_tool_names`,
@@ -14,6 +14,7 @@ from typing import Any
 from contextfold.domain.errors import RenderError
 from contextfold.projections.render.tool_schemas import refused_schemas, schema_fix, schema_refusal
 from contextfold.projections.request_json import all_remembered, on_clear
+from contextfold.projections.tool_descriptions import MAX_DESCRIPTION, too_long
 from contextfold.projections.tool_names import TOOL_NAME_RULES, refuses_tool_name
 
 __all__ = ["MAX_CHAT_TOOLS", "MAX_CHAT_TOOL_CALLS", "MAX_TOOLS", "anthropic_tools",
@@ -119,11 +120,24 @@ def declared_tool_names(provider: str, tools: list[Any],
     return names
 
 
+def _descriptions(provider: str, described: Iterable[tuple[Any, Any]]) -> None:
+    """A RenderError naming the first tool whose description is longer than ``provider`` takes
+    (``tool_descriptions.MAX_DESCRIPTION``: OpenAI Chat's "string too long. Expected a string with
+    maximum length 1024" for the whole request). A build declares it cut to fit; this holds bodies
+    edited or made elsewhere to it."""
+    limit = MAX_DESCRIPTION[provider]
+    for name, text in described:
+        if isinstance(text, str) and too_long(text, limit):
+            _refuse(provider, f"tool {name!r}: its description is {len(text)} characters and this API "
+                    f"takes at most {limit} (a build declares it cut to fit)")
+
+
 def chat_tools(tools: list[Any]) -> set[Any]:
     p = "openai-chat"
     _count(p, len(tools))
     declared = checked_names(p, {t.get("function", {}).get("name") for t in tools})
     functions = [t.get("function", {}) for t in tools]  # parameters left out: "an empty parameter list"
+    _descriptions(p, ((f.get("name"), f.get("description")) for f in functions))
     object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f])
     return declared
 
