@@ -397,7 +397,9 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     named = name in policy.pinned or name in policy.denied or name in (policy.allowed or ())
     if shown in exposed or not (registered or called or named):
         return None
-    known = ("registered" if registered else "called by the history but never registered" if called
+    # a tool a replace dropped was registered: "never registered" contradicted the line's own reason
+    known = ("registered" if registered else "registered, then dropped" if name in state.dropped_tools
+             else "called by the history but never registered" if called
              else "named by the run's policy but never registered")
     stale = "; the history's calls to it are shown as runtime notes" if called else ""
     if name in policy.denied:

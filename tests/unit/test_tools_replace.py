@@ -65,6 +65,8 @@ def test_a_replacing_registration_drops_the_other_tools_and_keeps_their_calls_in
         assert "deploy" not in state.tools and "bash" in state.tools
         reason = not_exposed_reason(state, BuildConfig(provider=provider), "deploy", ("bash",))
         assert reason is not None and "replace=True" in reason and "runtime notes" in reason
+        # registered at position 2: not "called by the history but never registered"
+        assert reason.startswith("tool 'deploy' (registered, then dropped) is no longer exposed"), reason
 
 
 def test_a_dropped_tool_registered_again_is_offered_again(tmp_path: Path) -> None:
