@@ -1,17 +1,19 @@
-"""The output limit a model takes at most, for the models whose cap is below a usual reserve.
+"""The output limit a model takes at most, as its provider documents it.
 
 Why: a build asks for its whole reserve as the reply's limit (``max_tokens`` and its kin), and
-the reserve is sized for the window (8,000 from 32k up, a quarter below). Older models cap their
-output lower, and their APIs refuse a larger limit rather than clamp it: Anthropic "max_tokens:
-8000 > 4096, which is the maximum allowed number of output tokens for claude-3-haiku-20240307",
-OpenAI "max_tokens is too large: 20000. This model supports at most 16384 completion tokens".
-No SDK type says so, so such a request validated and failed every turn. A body for one of these
-models asks for at most its cap; the reserve the budget kept is unchanged (the reply fits in
-less than it).
+the reserve is sized for the window (8,000 from 32k up, a quarter below; a caller may ask for
+more, as an extended-thinking budget needs). Models cap their output, older ones below the usual
+reserve, newer ones at 32k-128k, and their APIs refuse a larger limit rather than clamp it:
+Anthropic "max_tokens: 8000 > 4096, which is the maximum allowed number of output tokens for
+claude-3-haiku-20240307", OpenAI "max_tokens is too large: 20000. This model supports at most
+16384 completion tokens". No SDK type says so, so such a request validated and failed every
+turn. A body for one of these models asks for at most its cap; the reserve the budget kept is
+unchanged (the reply fits in less than it).
 
-Only documented caps of released models, matched on their names (a snapshot date, a Bedrock or
-Vertex form, a gateway's vendor prefix); any other model gets the reserve as before. Gemini's
-API is left out: its limit is the model's, so it is not named here.
+Only documented caps of released models (Anthropic's models overview, OpenAI's model pages;
+gpt-5-chat-latest caps lower than gpt-5 and is not named), matched on their names (a snapshot
+date, a Bedrock or Vertex form, a gateway's vendor prefix); any other model gets the reserve as
+before. Gemini's API is left out: its limit is the model's, so it is not named here.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ _CAPS: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), cap
     (r"claude-3-(?:haiku|opus|sonnet)(?:-latest)?", 4096),
     (r"claude-3-5-(?:haiku|sonnet)(?:-v2)?(?:-\d{8}|-latest)?", 8192),
     (r"claude-opus-4-(?:0|1|20250514|1-20250805)", 32000),
+    (r"claude-3-7-sonnet(?:-\d{8}|-latest)?", 64000),  # 128k only under a beta header we never send
+    (r"claude-(?:sonnet-4|sonnet-4-5|haiku-4-5|opus-4-5)(?:-0|-\d{8}|-latest)?", 64000),
+    (r"claude-(?:opus-4-[678]|sonnet-4-6)(?:-\d{8})?", 128000),
     # OpenAI (platform.openai.com, models: "Max output tokens")
     (r"gpt-3\.5-turbo(?:-\d{4}|-16k)?", 4096),
     (r"gpt-4-(?:turbo(?:-\d{4}-\d{2}-\d{2}|-preview)?|\d{4}-preview|vision-preview)", 4096),
@@ -34,6 +39,10 @@ _CAPS: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), cap
     (r"gpt-4o-2024-05-13", 4096),
     (r"(?:gpt-4o(?:-mini)?|chatgpt-4o)(?:-\d{4}-\d{2}-\d{2}|-latest)?", 16384),
     (r"gpt-4\.1(?:-mini|-nano)?(?:-\d{4}-\d{2}-\d{2})?", 32768),
+    (r"o1-preview(?:-\d{4}-\d{2}-\d{2})?", 32768),
+    (r"o1-mini(?:-\d{4}-\d{2}-\d{2})?", 65536),
+    (r"(?:o1|o3|o3-mini|o4-mini)(?:-\d{4}-\d{2}-\d{2})?", 100000),
+    (r"gpt-5(?:-mini|-nano)?(?:-\d{4}-\d{2}-\d{2})?", 128000),
 ))
 
 _FORM = re.compile(r"^(?:.*/)?(?:[a-z]+\.)?(?P<name>[a-z0-9.-]+?)(?:@\d{8}|-v\d+(?::\d+)?)?$")
