@@ -298,7 +298,8 @@ def test_anthropic_file_ids_go_back_to_anthropic_as_file_sources(store: Store) -
     assert blocks[1] == {"type": "image",
                          "source": {"type": "file", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"}}
     assert blocks[2] == {"type": "document",
-                         "source": {"type": "file", "file_id": "file_011CPMxVD3fHLUhvTqtsQA5w"}}
+                         "source": {"type": "file", "file_id": "file_011CPMxVD3fHLUhvTqtsQA5w"},
+                         "cache_control": {"type": "ephemeral"}}  # the conversation's end
     for provider in ("openai-chat", "openai-responses", "gemini"):
         other = run.preview(provider, model="m", window=100_000, reserve=1_000)
         assert "anthropic-file://file_011CNha8iCJcU1wXNR6q4V8w: not attached, a file in Anthropic's Files " \

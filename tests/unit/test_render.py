@@ -526,26 +526,43 @@ def count_cache_control(body: dict[str, Any]) -> int:
     return json.dumps(body).count('"cache_control"')
 
 
-def test_anthropic_breakpoints_end_the_stable_prefix() -> None:
+def test_anthropic_breakpoints_end_the_stable_prefix_and_the_conversation() -> None:
     c = conv(user("policy reminder", data("AGENTS.md says", "AGENTS.md", "workspace", "file")),
-             assistant("ok"), user("now the task"), stable=2)
+             assistant("ok"), user("now the task", fid="u2"), stable=2)
     body = render(c, "anthropic")
-    assert count_cache_control(body) == 3
+    assert count_cache_control(body) == 4
     assert "cache_control" in body["tools"][-1]
     assert all("cache_control" not in t for t in body["tools"][:-1])
     assert "cache_control" in body["system"][-1]
     msgs = body["messages"]
     assert msgs[1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert all("cache_control" not in b for b in msgs[0]["content"] + msgs[2]["content"])
+    assert all("cache_control" not in b for b in msgs[0]["content"])
+    # the conversation's end: Anthropic reads a cache only at a breakpoint, so without this
+    # one the history was billed in full every turn
+    assert msgs[2]["content"] == [{"type": "text", "text": "now the task",
+                                   "cache_control": {"type": "ephemeral"}}]
 
 
 def test_anthropic_breakpoint_inside_a_merged_message_and_without_prefix() -> None:
     c = conv(user("a"), user("b"), stable=1)
     msgs = render(c, "anthropic")["messages"]
     assert len(msgs) == 1
-    assert [("cache_control" in b) for b in msgs[0]["content"]] == [True, False]
-    assert count_cache_control(render(conv(user("a"), stable=0), "anthropic")) == 2
-    assert count_cache_control(render(conv(user("a"), stable=0, tools=()), "anthropic")) == 1
+    assert [("cache_control" in b) for b in msgs[0]["content"]] == [True, True]
+    assert count_cache_control(render(conv(user("a"), stable=0), "anthropic")) == 3
+    assert count_cache_control(render(conv(user("a"), stable=0, tools=()), "anthropic")) == 2
+    # the stable prefix is the whole conversation: one mark on its last block
+    assert count_cache_control(render(conv(user("a"), stable=1, tools=()), "anthropic")) == 2
+
+
+def test_anthropic_conversation_breakpoint_on_results_and_on_a_prefill() -> None:
+    body = render(PARALLEL.model_copy(update={"messages": PARALLEL.messages[:3]}), "anthropic")
+    last = body["messages"][-1]["content"]
+    assert [b["type"] for b in last] == ["tool_result", "tool_result"]
+    assert [("cache_control" in b) for b in last] == [False, True]
+    body = render(conv(user("hi"), assistant("Sure, "), model="claude-sonnet-4-5"), "anthropic")
+    assert body["messages"][-1]["content"] == [{"type": "text", "text": "Sure,",
+                                                "cache_control": {"type": "ephemeral"}}]
+    assert count_cache_control(body) == 3
 
 
 @pytest.mark.parametrize("stable", range(5))

@@ -24,7 +24,9 @@ schema with three edits, applied to a copy:
 ``tests/unit/test_strict_schema.py`` compares the verdicts with the walk's on rendered bodies
 and every single mutation of them (a key added or removed anywhere, any value replaced): they
 agree, but for an empty JSON object where the type takes an array, refused now (the lazy
-``Iterable`` iterated it as no items; the API refuses it).
+``Iterable`` iterated it as no items; the API refuses it), and for an Anthropic message block's
+``cache_control`` that is not ``{"type": "ephemeral"...}``, refused now (the walk let any value
+through there; the SDK's ``CacheControlEphemeralParam`` requires its ``type``, as the API does).
 """
 
 from __future__ import annotations
