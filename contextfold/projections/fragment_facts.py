@@ -28,7 +28,7 @@ Costs counted: every fragment pays ``MESSAGE_OVERHEAD`` tokens of message
 framing, a data fragment (instruction, evidence, memory, tool result, or any
 text not authored by the runtime or the user) also pays its ``<data ...>``
 wrapper, a reply with calls or a tool result the call ids its message shows
-(:func:`call_id_tokens`), and in a Gemini build a tool result the tool's name its
+(``call_id_prices``), and in a Gemini build a tool result the tool's name its
 ``functionResponse`` repeats (``framing.response_name_tokens``; neutral follows OpenAI's
 framing, which has none).
 """
@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
-from contextfold.domain.fragments import ContextFragment, ToolCallBlock, ToolResultBlock
+from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.call_id_prices import call_id_tokens, split_reply_tokens
 from contextfold.projections.entries import (
     LAZY_TEXT_CHARS,
     FragmentEntry,
@@ -54,7 +55,6 @@ from contextfold.projections.entries import (
 )
 from contextfold.projections.fold_content import answer_frame_of, shown_as_media_alone
 from contextfold.projections.framing import (
-    MESSAGE_OVERHEAD,
     NOTE_LABEL,
     AnswerFrame,
     framing_tokens,
@@ -75,9 +75,7 @@ from contextfold.projections.not_offered import (
 from contextfold.projections.reasoning import NEUTRAL, reasoning_sent, reasoning_tokens
 from contextfold.projections.redact import Redacted, RedactionPolicy, redact, redact_fragment
 from contextfold.projections.redact_calls import redact_reply_fragment
-from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
 from contextfold.projections.state import RunState
-from contextfold.projections.timeline_items import CallSlot, ToolGroup
 
 __all__ = ["SHRINK_FLOOR", "BuildCtx", "Facts", "Hit", "call_id_tokens", "split_reply_tokens"]
 
@@ -167,70 +165,6 @@ def answer_frame(view: ContextFragment | FragmentEntry) -> AnswerFrame | None:
     if answer is not None:
         return answer_frame_of(answer)
     return answer_frame_of((view if isinstance(view, ContextFragment) else view.head).content)
-
-
-def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[str], int]) -> int:
-    """The tokens of the call ids the message of fragment ``fid`` shows: each call's id on a reply
-    that makes calls (``tool_use.id``, ``tool_calls[].id``, ``call_id``, ``functionCall.id``), the
-    answered call's on a result or its mask stub (``tool_use_id``, ``tool_call_id``, ``call_id``,
-    ``functionResponse.id``), as ``provider`` is shown it (its alias where it is one of the
-    slot's ``alias_for``; the longer of the two for the neutral conversation, which carries both).
-
-    Why: an id is sent twice per call and no price held it; ``MESSAGE_OVERHEAD`` (4 tokens) is the
-    role's framing. OpenAI's ids (``call_`` and 24 random characters) are ~17 tokens, Anthropic's
-    (``toolu_01...``) ~15: 60 calls sent ~2,000 tokens more than their manifest counted. Read from
-    the timeline's slots (the aliases are decided there, when the call is folded); a fragment
-    with no call id (or one the timeline does not know) adds nothing."""
-    entry = state.entries[fid]
-    content = entry.content
-    calls = _calls_made(content)
-    if calls:
-        group = state.items.get(entry.position)
-        if not isinstance(group, ToolGroup) or group.fragment_id != fid:
-            return sum(map(count, calls))
-        slots: tuple[CallSlot, ...] = group.calls
-    else:
-        frame = answer_frame_of(content)
-        if frame is None:
-            return 0
-        group = state.items.get(state.answer_group.get(entry.position, -1))
-        # the group's index, not a scan of its calls: per answer, that cost a wide reply n * n
-        slot = group.slot(frame.call_id) if isinstance(group, ToolGroup) else None
-        if slot is None:
-            return count(frame.call_id)
-        slots = (slot,)
-    total = 0
-    for slot in slots:
-        if slot.alias is None or (provider != NEUTRAL and provider not in slot.alias_for):
-            total += count(slot.call_id)
-        elif provider == NEUTRAL:
-            total += max(count(slot.call_id), count(slot.alias))
-        else:
-            total += count(slot.alias)
-    return total
-
-
-def _calls_made(content: object) -> list[str]:
-    """The ids of the calls a reply's content makes (none for any other content)."""
-    if isinstance(content, Response):
-        return [c for c, _, _ in content.calls]
-    if isinstance(content, ToolAnswer) or not isinstance(content, tuple):
-        return []
-    return [b.call_id for b in content if isinstance(b, ToolCallBlock)]
-
-
-def split_reply_tokens(state: RunState, fid: str, provider: str) -> int:
-    """The framing of the further assistant messages an OpenAI Chat request sends the reply of
-    fragment ``fid`` as when it makes more calls than one message takes (``MAX_CHAT_TOOL_CALLS``:
-    ``render.openai_chat`` splits it), ``MESSAGE_OVERHEAD`` each; ``neutral`` pays it too (the
-    dearest provider's framing). 0 for any other fragment or provider.
-
-    Why: the split is what makes such a reply sendable to Chat Completions at all, and each
-    part is a message of its own; the manifest counts what is sent."""
-    if not state.wide_reply_seen or provider not in ("openai-chat", NEUTRAL):
-        return 0
-    calls = len(_calls_made(state.entries[fid].content))
-    return MESSAGE_OVERHEAD * max(0, -(-calls // MAX_CHAT_TOOL_CALLS) - 1)
 
 
 def _large_text(entry: FragmentEntry) -> bool:
