@@ -60,6 +60,7 @@ from contextfold.projections.media_finish import MediaFinish, finalize_media, re
 from contextfold.projections.media_plan import TEXT_BYTES_PER_TOKEN
 from contextfold.projections.model_family import run_model_for
 from contextfold.projections.redact import config_policy
+from contextfold.projections.redacted_units import select_redacted
 from contextfold.projections.request_json import (
     canonical_hash,
     conversation_json,
@@ -148,9 +149,10 @@ def _build(state: RunState, config: BuildConfig, *,
         ctx.required, ctx.floor = required - floor, frozenset()
     timeline, timeline_mark = state.live_timeline()  # read here, before anything folds
     # Inline texts are redacted before selection, so costs see the redacted text (Facts).
-    # Artifact-backed payloads (the big ones) are redacted when their text is first
-    # needed (kept or truncated): loading every artifact on every build would cost
-    # the whole log's payloads.
+    # Payloads held apart (artifacts, long outputs) are redacted when a build first needs them:
+    # reading and scanning every one of them would cost the whole log's payloads. Selection
+    # prices those it reaches by their redacted text (``redacted_units``), so a kept one is
+    # shown whole, placeholders and all.
     repair_notes = list(repairs)
 
     # ---- tools
@@ -198,8 +200,8 @@ def _build(state: RunState, config: BuildConfig, *,
         return grants
 
     try:
-        selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates,
-                            attach)
+        selection, priced = _select(ctx, [*tool_units, *units], available, shares, shrink_required,
+                                    candidates, attach)
     except RequiredContextExceedsBudgetError as exc:  # named by fragment, as the manifest would
         named = _by_fragment(ctx, exc.required, members)
         prompt_note = (f"{tool_prompt} tokens set aside for Anthropic's tool-use system prompt"
@@ -213,9 +215,12 @@ def _build(state: RunState, config: BuildConfig, *,
         # group kept then may declare one more tool it calls: again, until the count holds)
         left_out += past
         tool_units = [u for u in tool_units if u.id.removeprefix("tool:") not in past]
-        selection = _select(ctx, [*tool_units, *units], available, shares, shrink_required, candidates,
-                            attach)
+        selection, priced = _select(ctx, [*tool_units, *units], available, shares, shrink_required,
+                                    candidates, attach)
         kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
+    if priced:  # the units reached at their redacted prices, for the rest of the build (the
+        # timeline's own tables are left as they are: a copy, in a build that reached one)
+        candidates = replace(candidates, unit_of={**candidates.unit_of, **priced})
     if left_out:
         repair_notes.append(limit_note(config.provider, left_out))
     repair_notes += tool_in.refusal_notes()  # the tools the provider refuses, and why
@@ -423,8 +428,10 @@ def _kept_tools(candidates: Sequence[ToolChoice], selection: Selection, unit_of:
 
 def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[str, float],
             shrink_required: Callable[[Sequence[Unit], int], dict[str, int]], candidates: Units,
-            tools: dict[str, tuple[str, int]]) -> Selection:
-    """``select_units`` over the candidates, reused while its inputs are equal.
+            tools: dict[str, tuple[str, int]]) -> tuple[Selection, dict[str, Unit]]:
+    """``select_units`` over the candidates, the units it reaches priced by their redacted
+    payloads (``redacted_units``: those so priced are returned too), reused while its inputs
+    are equal.
 
     Builds of one turn for several providers (and a rebuild with nothing new) select from the
     same units: the timeline's are the same objects (its sorted layers unchanged while their
@@ -435,11 +442,11 @@ def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[st
     memo = ctx.objects_for("selection")
     hit = memo.get("last")
     if not (isinstance(hit, tuple) and hit[0] is tu and hit[1] == key):
-        hit = memo["last"] = (tu, key, select_units(units, available, shares=shares,
-                                                    shrink_required=shrink_required,
-                                                    presorted=candidates.presorted,
-                                                    list_unreached=False,  # see dropped_lines
-                                                    tools=tools))
+        def walk(units: Sequence[Unit], presorted: Mapping[str, Sequence[Unit]]) -> Selection:
+            return select_units(units, available, shares=shares, shrink_required=shrink_required,
+                                presorted=presorted, list_unreached=False,  # see dropped_lines
+                                tools=tools)
+        hit = memo["last"] = (tu, key, *select_redacted(ctx, walk, units, candidates))
     s: Selection = hit[2]
-    return Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached, s.needed,
-                     s.repeats)
+    return (Selection(dict(s.kept), dict(s.walked), s.used, s.over_budget, s.cut, s.unreached, s.needed,
+                      s.repeats), hit[3])

@@ -18,7 +18,9 @@ even hold: ``projections.entries``). They are redacted only when their text is
 needed (kept or truncated), so their cached facts describe the unredacted view,
 costed from the stored token count without reading the text (a lazy entry is
 costed from its ``head``), and a build that redacts one uses facts of the
-redacted view for the rest of that build (``BuildCtx.late``). Why long inline
+redacted view for the rest of that build (``BuildCtx.late``). Selection prices
+the units it reaches by those facts (``BuildCtx.redacted_facts``,
+``redacted_units``): placeholders longer than their secrets are paid for. Why long inline
 texts too: scanning a 20 KB log for secrets takes ~6 ms, so redacting every
 long tool output before selection cost minutes on the first build of a run
 with tens of thousands of them, and would have meant reading every text back
@@ -318,6 +320,36 @@ class BuildCtx:
             facts = self.table[fid] = self._compute(fid)
         return facts
 
+    def base_facts(self, fid: str) -> Facts:
+        """The facts every build starts from (a large payload's of its logged view), whether or
+        not this build has redacted ``fid`` since (:meth:`facts` then gives the redacted view's)."""
+        facts = self.table.get(fid)
+        if facts is None:
+            facts = self.table[fid] = self._compute(fid)
+        return facts
+
+    def redacted_facts(self, fid: str) -> Facts | None:
+        """Facts of a large payload's redacted view, when redacting it changes its text: what
+        :meth:`redact` makes this build's facts of ``fid``. None for an inline text (its facts
+        are of its redacted view already), a payload without a secret, or no policy.
+
+        Asked without recording the redaction (``redacted``, ``late``): selection prices the
+        units it walks by it (``redacted_units``), including one it then leaves out. Kept per
+        configuration while the redaction result is the same object, as the facts are: the text
+        is read back and scanned once (``_redaction``), its facts made once."""
+        if self.policy is None or not self.base_facts(fid).has_artifact_text:
+            return None
+        hit = self._redaction(fid)
+        if hit is None:
+            return None
+        memo = self.objects_for("redacted-facts")
+        got = memo.get(fid)
+        if got is None or got[0] is not hit:
+            got = memo[fid] = (hit, _facts(self.state, hit[0], hit, self.config.provider, self.count,
+                                           _has_artifact_text(hit[0]), self.model))
+        facts: Facts = got[1]
+        return facts
+
     def _compute(self, fid: str) -> Facts:
         entry = self.state.entries[fid]  # a lazy entry is costed without its text
         large = _entry_artifact_text(entry) or _large_text(entry)
@@ -445,8 +477,9 @@ class BuildCtx:
         hit = self._redaction(fid)
         if hit is not None:
             self.redacted[fid] = hit
-            self.late[fid] = _facts(self.state, hit[0], hit, self.config.provider, self.count,
-                                    _has_artifact_text(hit[0]), self.model)
+            self.late[fid] = self.redacted_facts(fid) or _facts(
+                self.state, hit[0], hit, self.config.provider, self.count, _has_artifact_text(hit[0]),
+                self.model)
 
     def redacts(self, fid: str) -> bool:
         """Whether :meth:`redact` redacts ``fid`` (or has): asked without recording it."""

@@ -87,24 +87,16 @@ def kept_texts(ctx: BuildCtx, selection: Selection, candidates: Units, twins: di
                 and _shown_as_logged(ctx, _plain_memo(ctx), uid, unit, ids, deferred)):
             continue
         for fid in ids:
-            if ctx.has_artifact_text(fid) and grant >= need:
+            if ctx.has_artifact_text(fid):
+                # Redacted before anything is sized: selection priced the unit by its redacted
+                # payloads (``redacted_units``), so a unit kept whole holds them whole.
                 ctx.redact(fid)  # memoised by content: reads the text back only the first time
+                if grant < need:
+                    continue
                 if fid not in ctx.redacted:  # shown as logged: read back if the layout needs it
                     deferred.add(fid)
                     continue
-                logged = ctx.state.entries[fid].token_count
                 texts[fid] = ctx.full_text(fid)  # redacted
-                # Placeholders longer than their secrets: cut back to the size selection priced
-                # (the logged one), and recorded. Growing into the room the walk left was tried:
-                # that room is not monotone in the budget, so a larger window kept less of it.
-                if ctx.frag(fid).token_count > logged:
-                    cut = truncate_fragment(ctx, fid, max(logged - ctx.truncated_extra(fid), 1))
-                    texts[fid] = cut.text
-                    if cut.truncated:  # not JSON compacted whole: its block says nothing is missing
-                        truncated.add(fid)
-                        truncations.append(_truncation_record(fid, cut))
-                    text_cut[fid] = cut.tokens
-                    original_tokens[fid] = ctx.frag(fid).token_count
         if grant >= need:
             continue
         deficit = need - grant

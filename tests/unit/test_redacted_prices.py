@@ -20,7 +20,7 @@ from contextfold.domain.events import AnyEvent, ArtifactRef, ModelResponse, Tool
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold
-from contextfold.projections.framing import neutralise
+from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.state import RunState
 from contextfold.projections.tokens import TokenCounter
 from tests.unit.test_fold import Log
@@ -78,8 +78,10 @@ def _shown(built: BuildResult) -> set[tuple[int, int]]:
        windows=st.lists(st.integers(1_500, 16_000), min_size=2, max_size=4, unique=True))
 def test_counted_request_within_budget_and_more_window_never_shows_fewer_lines(
         densities: list[float], lines: int, artifact: bool, seed: int, windows: list[int]) -> None:
-    dumps = [_dump(k, lines, lambda i, d=d, k=k: ((i * 7919 + seed + k) % 1000) / 1000 < d)
-             for k, d in enumerate(densities)]
+    def secret(k: int, density: float) -> Callable[[int], bool]:  # a fixed scatter per dump
+        return lambda i: ((i * 7919 + seed + k) % 1000) / 1000 < density
+
+    dumps = [_dump(k, lines, secret(k, d)) for k, d in enumerate(densities)]
     state, load_text = _run(dumps, artifact)
     before: set[tuple[int, int]] = set()
     for window in sorted(windows):
@@ -94,3 +96,9 @@ def test_counted_request_within_budget_and_more_window_never_shows_fewer_lines(
     whole = build_context(state, BuildConfig(provider="openai-chat", window=400_000, reserve=500),
                           load_text=load_text, render=render_request)
     assert len(_shown(whole)) == lines * len(dumps)  # every line of every dump where all fits
+    # deterministic: after builds at other windows (their memos), the same as a fresh state's
+    config = BuildConfig(provider="openai-chat", window=windows[0], reserve=500)
+    again = build_context(state, config, load_text=load_text, render=render_request)
+    fresh = build_context(_run(dumps, artifact)[0], config, load_text=load_text, render=render_request)
+    assert again.manifest.model_dump_json() == fresh.manifest.model_dump_json()
+    assert again.request == fresh.request
