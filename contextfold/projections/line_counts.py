@@ -59,7 +59,7 @@ class LineSplitting:
     the count cannot, such as the numbers of a truncation marker, share it). ``word_ends``: the
     encoding ends a piece after every ASCII letter or digit that an ASCII character of neither
     kind follows, so a text's count is the sum of its parts' counts when cut there (JSON
-    truncation counts its renders that way: ``json_shrink``)."""
+    truncation counts its renders that way: ``json_pieces``)."""
 
     splits_before: Callable[[str], bool]
     count: Callable[[str], int]

@@ -76,14 +76,8 @@ from contextfold.projections.file_lines import FileLines
 from contextfold.projections.json_blocks import or_blocks
 from contextfold.projections.json_deep import cut_deep
 from contextfold.projections.json_literals import BOM, Unwritable, loads
-from contextfold.projections.json_shrink import (
-    JsonPieces,
-    ShrinkStats,
-    dump,
-    pieces_apply,
-    saturations,
-    shrink,
-)
+from contextfold.projections.json_pieces import JsonPieces, pieces_apply
+from contextfold.projections.json_shrink import ShrinkStats, dump, saturations, shrink
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined, split_lines
 from contextfold.projections.line_windows import _PROBES as _PROBES  # tests empty the memo here
 from contextfold.projections.line_windows import (  # the search and its memo, used by diagnose too
@@ -238,7 +232,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
 
 
 _JSON_PIECES_FROM = 4096
-"""JSON from this many characters on is counted by pieces (``json_shrink.JsonPieces``): below it,
+"""JSON from this many characters on is counted by pieces (``json_pieces.JsonPieces``): below it,
 a probe's render is counted whole faster than it is laid out in pieces (a tau-bench record of
 ~750 characters: 155 us per cut whole, 338 by pieces; a 3.5 KB array of records: 0.8 ms whole,
 0.44 by pieces)."""

@@ -24,7 +24,8 @@ from typing import Any
 from contextfold.domain.fork_locks import fork_safe_lock, fork_safe_rlock
 from contextfold.projections import tokens
 from contextfold.projections.bounded_memo import BoundedMemo
-from contextfold.projections.json_shrink import JsonPieces, ShrinkStats
+from contextfold.projections.json_pieces import JsonPieces
+from contextfold.projections.json_shrink import ShrinkStats
 from contextfold.projections.line_counts import LineCounts, joined
 from contextfold.projections.render import validate
 from contextfold.projections.tokens import TokenCounter, get_counter

@@ -20,9 +20,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from contextfold import ToolResult
-from contextfold.projections import json_shrink
+from contextfold.projections import json_pieces
 from contextfold.projections.json_literals import BOM, DuplicateKeys, Number, Unwritable, loads
-from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, dump, saturations, shrink
+from contextfold.projections.json_pieces import JsonPieces
+from contextfold.projections.json_shrink import ShrinkStats, dump, saturations, shrink
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import truncate
 from tests.counters import Counter, cl100k, quarter
@@ -129,9 +130,9 @@ def test_pieces_lay_out_a_render_holding_numbers_as_written_as_its_dump() -> Non
     parsed, numbers = loads(write({"rows": rows, "big": Raw("1e400")}, None))
     assert numbers
     saturated = saturations(parsed)
-    records_from = json_shrink._RECORDS_FROM
+    records_from = json_pieces._RECORDS_FROM
     for shortest_run in (records_from, 2):  # arrays laid out item by item, and in runs
-        json_shrink._RECORDS_FROM = shortest_run
+        json_pieces._RECORDS_FROM = shortest_run
         try:
             pieces = JsonPieces(parsed, COUNTER.count, lambda t: t, saturated, numbers)
             for knob in (0, 1, 3, 17, 40, 200, 1_000, 4_000):
@@ -142,7 +143,7 @@ def test_pieces_lay_out_a_render_holding_numbers_as_written_as_its_dump() -> Non
                 assert pieces.tokens(atoms) == COUNTER.count(want)
                 assert (got_stats.omitted, got_stats.kept) == (want_stats.omitted, want_stats.kept)
         finally:
-            json_shrink._RECORDS_FROM = records_from
+            json_pieces._RECORDS_FROM = records_from
 
 
 def test_numbers_are_read_as_written_only_where_python_would_write_another() -> None:

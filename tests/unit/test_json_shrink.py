@@ -17,18 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfold.domain.canonical import orjson_writes_the_same
-from contextfold.projections import json_shrink
+from contextfold.projections import json_pieces
 from contextfold.projections import truncate as truncate_module
-from contextfold.projections.json_shrink import _WORD_END as WORD_END
-from contextfold.projections.json_shrink import (
-    JsonPieces,
-    ShrinkStats,
-    dump,
-    pieces_apply,
-    saturations,
-    shrink,
-    size_knob_max,
-)
+from contextfold.projections.json_pieces import _WORD_END as WORD_END
+from contextfold.projections.json_pieces import JsonPieces, pieces_apply
+from contextfold.projections.json_shrink import ShrinkStats, dump, saturations, shrink, size_knob_max
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import truncate
 
@@ -60,9 +53,9 @@ def test_a_chunk_ends_after_the_last_word_end_of_its_window(text: str, ends_valu
         want: int | None = len(text)
     else:
         want = None
-        for m in WORD_END.finditer(text, max(0, len(text) - json_shrink._SPLIT_WINDOW)):
+        for m in WORD_END.finditer(text, max(0, len(text) - json_pieces._SPLIT_WINDOW)):
             want = m.end()
-    assert json_shrink._split_of(text, ends_value) == want
+    assert json_pieces._split_of(text, ends_value) == want
 
 
 def test_word_ends_add_up_on_real_json() -> None:
@@ -107,13 +100,13 @@ def test_pieces_lay_out_the_shrunk_value_and_count_it(value: Any, knobs: list[in
     if not pieces_apply(text):
         return
     parsed = json.loads(text)
-    records_from = json_shrink._RECORDS_FROM
+    records_from = json_pieces._RECORDS_FROM
     for shortest_run in (records_from, 2):  # arrays laid out item by item, and in runs
-        json_shrink._RECORDS_FROM = shortest_run
+        json_pieces._RECORDS_FROM = shortest_run
         try:
             assert_pieces_are_the_shrink(parsed, knobs)
         finally:
-            json_shrink._RECORDS_FROM = records_from
+            json_pieces._RECORDS_FROM = records_from
 
 
 @settings(max_examples=300, deadline=None)

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import truncate as truncate_module
-from contextfold.projections.json_shrink import JsonPieces, ShrinkStats, size_knob_max
+from contextfold.projections.json_pieces import JsonPieces
+from contextfold.projections.json_shrink import ShrinkStats, size_knob_max
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import truncate
 
