@@ -21,9 +21,12 @@ checked byte for byte against json.dumps first. Reported: total time per data se
 ``json``, cut to 20,000 tokens, then to 21,000 as at the next build; CPU seconds, best of
 ``--repeat``, the text counted beforehand as the fold counts it): ``ast-10k``, an AST dump of
 10,000 levels of 33 members (6.6 MB, deeper than the parser: ``json_deep``), ``wide-5k``, 5,000
-levels of 100 members (4.4 MB, likewise), and ``wide-900``, 900 levels of 300 members (2.8 MB,
-parsed and shrunk: ``json_shrink``). With ``--base REV`` the same cuts are made by the package
-at ``REV`` too (unpacked as ``bench_ab`` does), in the same process, and the ratio reported.
+levels of 100 members (4.4 MB, likewise), ``wide-900``, 900 levels of 300 members (2.8 MB,
+parsed and shrunk: ``json_shrink``), and ``wide-mid-80``, 80 levels of 2,000 members with the
+child between the middle two (2.8 MB: one knob step takes a render from the grant's size to
+half the document, the probes ``json_pieces.JsonPieces.tokens_within`` stops). With
+``--base REV`` the same cuts are made by the package at ``REV`` too (unpacked as ``bench_ab``
+does), in the same process, and the ratio reported.
 
     .venv/bin/python scripts/bench_json.py --deep [--base main] [--repeat 3]
 """
@@ -117,7 +120,18 @@ def deep_documents() -> dict[str, str]:
         level = "{" + ",".join(f'"m{j}":{j}' for j in range(members)) + ',"c":'
         return level * levels + "1" + "}" * levels
 
-    return {"ast-10k": ast(10_000, 33), "wide-5k": wide(5_000, 100), "wide-900": wide(900, 300)}
+    def wide_mid(levels: int, members: int) -> str:
+        half = members // 2
+        parts = []
+        for i in range(levels):
+            fields = [f'"k{j}":"L{i}v{j}"' for j in range(members)]
+            parts.append("{" + ",".join(fields[:half]) + ',"child":')
+        closes = ["," + ",".join(f'"k{j}":"L{i}v{j}"' for j in range(half, members)) + "}"
+                  for i in reversed(range(levels))]
+        return "".join(parts) + "null" + "".join(closes)
+
+    return {"ast-10k": ast(10_000, 33), "wide-5k": wide(5_000, 100), "wide-900": wide(900, 300),
+            "wide-mid-80": wide_mid(80, 2_000)}
 
 
 def deep_cuts(package: str, docs: dict[str, str], repeat: int) -> dict[str, tuple[float, float]]:

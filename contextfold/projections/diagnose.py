@@ -432,7 +432,7 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
             return kept_probe(joined(lines, parts(k), end))
 
         measure = None if counts is None else (
-            lambda k, parts=parts, counts=counts: counts.count(parts(k), end))
+            lambda k, _, parts=parts, counts=counts: counts.count(parts(k), end))
         probes = entry["probes"].setdefault((header, caps), {})
         most = min(n - 1, sum(caps))
         found = fit_line_windows(most, render, count, max_tokens, probes, measure)

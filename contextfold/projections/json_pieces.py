@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from itertools import accumulate
-from typing import Any
+from typing import Any, Protocol
 
 from contextfold.domain.canonical import compact_json, quote
 from contextfold.domain.fork_locks import fork_safe_lock
@@ -208,7 +208,7 @@ class JsonPieces:
             self._emit(self.value, knob, stats, True, out)
         return out
 
-    def _emit(self, value: Any, knob: int, stats: ShrinkStats, top: bool, out: list[Atom | _Run]) -> None:
+    def _emit(self, value: Any, knob: int, stats: ShrinkStats, top: bool, out: _Sink) -> None:
         container = isinstance(value, list | dict)
         if not top and knob >= self._saturation_of(value) and (
                 not container or len(value) <= _WHOLE_ATOM_CHILDREN):
@@ -277,7 +277,7 @@ class JsonPieces:
             out.append((marker, _split_of(marker, True)))
         out.append(("}", None))
 
-    def _items(self, values: list[Any], knob: int, stats: ShrinkStats, out: list[Atom | _Run]) -> None:
+    def _items(self, values: list[Any], knob: int, stats: ShrinkStats, out: _Sink) -> None:
         for i, v in enumerate(values):
             if i:
                 out.append((",", None))
@@ -289,26 +289,27 @@ class JsonPieces:
     def tokens(self, atoms: list[Atom | _Run]) -> int:
         """The count of the atoms' text, summed over chunks cut at their splits."""
         with self._lock:
-            return self._tokens(atoms)
+            tally = _Tally(self._chunk, self._chunks, _NO_LIMIT)
+            for atom in atoms:
+                tally.append(atom)
+            return tally.close()
 
-    def _tokens(self, atoms: list[Atom | _Run]) -> int:
-        total = 0
-        current: list[str] = []
-        chunks = self._chunks
-        for atom in atoms:
-            if isinstance(atom, _Run):  # its inner chunks are summed already
-                current.append(atom.head)
-                total += self._chunk("".join(current), chunks) + atom.inner
-                current = [atom.tail]
-                continue
-            text, split = atom
-            if split is None:
-                current.append(text)
-                continue
-            current.append(text[:split])
-            total += self._chunk("".join(current), chunks)
-            current = [text[split:]]
-        return total + self._chunk("".join(current), chunks)
+    def tokens_within(self, knob: int, limit: int) -> int:
+        """The count of the knob's render (:meth:`atoms`, :meth:`tokens`) when it is at most
+        ``limit``; else that count, or ``-b`` for a ``b`` over ``limit`` that it is at least: the
+        layout stops once the chunks counted so far pass ``limit``.
+
+        Why: a probe of a knob search only has to say whether its render fits. One knob step
+        can take a render from a budget's size to a whole document of some MB (a big object's
+        child kept once the knob reaches its place among the members), and a cut's search made
+        several such probes, each laid out and counted whole."""
+        tally = _Tally(self._chunk, self._chunks, limit)
+        with self._lock:
+            try:
+                self._emit(self.value, knob, ShrinkStats(), True, tally)
+            except _OverLimit:
+                return -tally.total
+            return tally.close()
 
     def _chunk(self, chunk: str, chunks: dict[str, int]) -> int:
         n = chunks.get(chunk)
@@ -317,3 +318,49 @@ class JsonPieces:
                 chunks.clear()
             n = chunks[self._keep(chunk)] = self._count(chunk)
         return n
+
+
+_NO_LIMIT = 1 << 62
+
+
+class _OverLimit(Exception):
+    """Raised by :class:`_Tally` once its count passes its limit: the layout stops there."""
+
+
+class _Sink(Protocol):
+    def append(self, atom: Atom | _Run, /) -> None: ...
+
+
+class _Tally:
+    """A render's count, atom by atom as it is laid out: chunks end at the atoms' splits, so the
+    total so far is the count of the text up to the last split, a lower bound of the whole's.
+    Raises :class:`_OverLimit` once that bound passes ``limit``."""
+
+    __slots__ = ("_chunk", "_chunks", "_current", "_limit", "total")
+
+    def __init__(self, chunk: Callable[[str, dict[str, int]], int], chunks: dict[str, int],
+                 limit: int) -> None:
+        self._chunk, self._chunks, self._limit = chunk, chunks, limit
+        self._current: list[str] = []
+        self.total = 0
+
+    def append(self, atom: Atom | _Run) -> None:
+        current = self._current
+        if isinstance(atom, _Run):  # its inner chunks are summed already
+            current.append(atom.head)
+            self.total += self._chunk("".join(current), self._chunks) + atom.inner
+            self._current = [atom.tail]
+        else:
+            text, split = atom
+            if split is None:
+                current.append(text)
+                return
+            current.append(text[:split])
+            self.total += self._chunk("".join(current), self._chunks)
+            self._current = [text[split:]]
+        if self.total > self._limit:
+            raise _OverLimit
+
+    def close(self) -> int:
+        """The whole count: the chunks so far and the last one."""
+        return self.total + self._chunk("".join(self._current), self._chunks)

@@ -133,7 +133,7 @@ def fit_line_windows(
     count: Callable[[str], int],
     max_tokens: int,
     probes: dict[int, tuple[str | None, int]] | None = None,
-    measure: Callable[[int], int] | None = None,
+    measure: Callable[[int, int], int] | None = None,
 ) -> tuple[int, str, int] | None:
     """The largest ``k`` in ``[0, n]`` whose ``render(k)`` fits, with its text and tokens.
 
@@ -141,19 +141,23 @@ def fit_line_windows(
     search: each probe counts one assembled candidate, so a 2 MB input costs
     O(log n) counts of budget-sized texts. A non-monotone counter can only
     make the result shorter, never over budget: only probes that passed are
-    returned. ``measure(k)``, when given, is ``count(render(k))`` found without
-    the text (``line_counts``): then only the answer is rendered.
+    returned. ``measure(k, max_tokens)``, when given, is ``count(render(k))`` found without
+    the text (``line_counts``, ``json_pieces``): then only the answer is rendered. It may
+    return ``-b`` instead, for a count over ``max_tokens`` known only to be at least ``b``
+    (``b > max_tokens``): kept so in ``probes``, it decides the grants under ``b`` and is
+    measured again for a larger one.
     """
     memo: dict[int, tuple[str | None, int]] = {} if probes is None else probes  # ``render`` is pure
 
     def fits(k: int) -> bool:
-        if k not in memo:
+        hit = memo.get(k)
+        if hit is None or 0 < -hit[1] <= max_tokens:  # not probed, or a bound this grant passes
             if measure is not None:
-                memo[k] = (None, measure(k))
+                hit = memo[k] = (None, measure(k, max_tokens))
             else:
                 text = render(k)
-                memo[k] = (text, count(text))
-        return memo[k][1] <= max_tokens
+                hit = memo[k] = (text, count(text))
+        return 0 <= hit[1] <= max_tokens
 
     if not fits(0):
         return None

@@ -211,7 +211,7 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
 
     caps = over_long_caps(lines, max_tokens, frame, count, entry)
     counts: LineCounts | None = entry.get("counts")
-    measure = None if counts is None else (lambda k: counts.count(parts(k), end))
+    measure = None if counts is None else (lambda k, _: counts.count(parts(k), end))
     # A render depends on the caps: probes are shared by the grants that have the same
     probes = entry["probes"] if caps == (n, n) else entry.setdefault("capped", {}).setdefault(caps, {})
     most = min(n - 1, sum(caps))
@@ -274,18 +274,22 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
             out: str = renders[level][0]
             return out
 
+        # A probe's count stops at twice the grant (``JsonPieces.tokens_within``): one knob step
+        # can add a whole document of MB to a render, and the search probes near such steps.
+        # Twice: a bound kept in the memo decides the next cuts' grants, a little larger.
         measure = None if pieces is None else (
-            lambda level: pieces.tokens(pieces.atoms(level, ShrinkStats())))
+            lambda level, limit: pieces.tokens_within(level, 2 * limit))
         # The compact form's count, once per text (a result at the budget's edge is cut again at
         # every build, and it was rendered and counted whole each time: ~0.2-0.6 s for 1-3 MB
         # nested a few hundred levels). A text that is its compact form (most APIs' JSON) has
-        # the text's count, nothing rendered.
+        # the text's count, nothing rendered. Counted by pieces, a bound may be all that is
+        # known of it (as of a probe's): measured again for a grant the bound does not decide.
         whole_tokens = entry.get("whole_tokens")
-        if whole_tokens is None:
+        if whole_tokens is None or 0 < -whole_tokens <= max_tokens:
             whole_tokens = entry["whole_tokens"] = (
                 count(text) if _written_compact(text, value, orjson_safe, numbers)
-                else count(render(top_max)) if measure is None else measure(top_max))
-        if whole_tokens <= max_tokens:  # compact form fits where the original did not
+                else count(render(top_max)) if measure is None else measure(top_max, max_tokens))
+        if 0 <= whole_tokens <= max_tokens:  # compact form fits where the original did not
             found: tuple[int, str, int] | None = (top_max, render(top_max), whole_tokens)
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)

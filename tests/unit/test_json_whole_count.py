@@ -41,17 +41,24 @@ def _cut(text: str, budget: int) -> Any:
 
 
 def _whole_renders(monkeypatch: pytest.MonkeyPatch, value: Any) -> list[int]:
-    """The knobs :class:`JsonPieces` lays renders out at that keep ``value`` whole."""
+    """The knobs :class:`JsonPieces` lays renders out at that keep ``value`` whole (to be shown,
+    or to be counted: a count may stop at a bound over the grant, and is then one still)."""
     top = size_knob_max(value)
     seen: list[int] = []
-    atoms = JsonPieces.atoms
+    atoms, within = JsonPieces.atoms, JsonPieces.tokens_within
 
     def counted(self: JsonPieces, knob: int, stats: ShrinkStats) -> Any:
         if knob >= top:
             seen.append(knob)
         return atoms(self, knob, stats)
 
+    def counted_within(self: JsonPieces, knob: int, limit: int) -> int:
+        if knob >= top:
+            seen.append(knob)
+        return within(self, knob, limit)
+
     monkeypatch.setattr(JsonPieces, "atoms", counted)
+    monkeypatch.setattr(JsonPieces, "tokens_within", counted_within)
     return seen
 
 
