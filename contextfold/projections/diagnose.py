@@ -35,7 +35,7 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states
 from contextfold.projections.graphemes import ESCAPE_SEQUENCE, ceil_boundary, floor_boundary, head_chars
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
-from contextfold.projections.line_windows import capped_split, over_long_caps
+from contextfold.projections.line_windows import WindowChain, held_off
 from contextfold.projections.log_patterns import (
     FAIL_HINT,
     FAILED,
@@ -400,11 +400,13 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
         entry["parse"] = (_header_variants(diagnose_log(text, exit_code), where),
                           None if line_splitting is None
                           else LineCounts(lines, line_splitting, line_splitting.known(text)),
-                          fence_states(lines) if "```" in text or "~~~" in text else None)
+                          fence_states(lines) if "```" in text or "~~~" in text else None,
+                          WindowChain(lines, lambda k: k // 3))  # a third head, two thirds tail
     variants: list[tuple[str, bool]]
     counts: LineCounts | None
     fences: list[str | None] | None
-    variants, counts, fences = entry["parse"]
+    lines_of: WindowChain
+    variants, counts, fences, lines_of = entry["parse"]
     end = "\n" if trailing else ""
 
     def windows(head: int, tail: int, header: str, framed: bool) -> list[str | range]:
@@ -421,26 +423,21 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
         def frame(header: str = header, framed: bool = framed) -> int:  # no line kept
             return count(joined(lines, windows(0, 0, header, framed), end))
 
-        # A line over the room (a `set -x` echo first) stops its window: the other takes the rest.
-        caps = over_long_caps(lines, max_tokens, frame, count, entry)
-
-        def parts(k: int, header: str = header, framed: bool = framed,
-                  caps: tuple[int, int] = caps) -> list[str | range]:
-            return windows(*capped_split(k, k // 3, caps), header, framed)
+        def parts(k: int, header: str = header, framed: bool = framed) -> list[str | range]:
+            return windows(*lines_of.split(k), header, framed)
 
         def render(k: int, parts: Callable[[int], list[str | range]] = parts) -> str:
             return kept_probe(joined(lines, parts(k), end))
 
         measure = None if counts is None else (
             lambda k, _, parts=parts, counts=counts: counts.count(parts(k), end))
-        probes = entry["probes"].setdefault((header, caps), {})
-        most = min(n - 1, sum(caps))
-        found = fit_line_windows(most, render, count, max_tokens, probes, measure)
+        probes = entry["probes"].setdefault(header, {})
+        found = fit_line_windows(n - 1, render, count, max_tokens, probes, measure)
         if found is not None:
             k, out, tokens = found
-            head, tail = capped_split(k, k // 3, caps)
+            head, tail = lines_of.split(k)
             # No line kept, or every line but the over-long ones: their characters may say more.
-            if ((k == 0 or (caps != (n, n) and k == most))
+            if ((k == 0 or held_off(lines, head, n - tail, max_tokens, count, frame))
                     and (excerpt := _char_excerpt(text, lines, header, framed, where, max_tokens,
                                                   count, original_tokens)) is not None
                     and (k == 0 or len(text) - excerpt.omitted_chars

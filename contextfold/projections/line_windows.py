@@ -1,99 +1,142 @@
-"""The search for the largest head and tail windows of whole lines that fit, and where they stop.
+"""The search for the largest head and tail windows of whole lines that fit, and the order they grow in.
 
 :func:`fit_line_windows` searches the kept line count (with :func:`probe_entry`, the memo that
-a text's cuts to different sizes share); :func:`over_long_caps` and :func:`capped_split` say
-where each window must stop: before a line over the grant. Apart from :mod:`truncate` because
-the lean log (:mod:`diagnose`) cuts its lines the same way, and truncate.py stays under 500 lines.
+a text's cuts to different sizes share); :class:`WindowChain` says which lines ``k`` kept lines
+are (a head and a tail window); :func:`over_grant` tells a line no grant's windows can hold.
+Apart from :mod:`truncate` because the lean log (:mod:`diagnose`) cuts its lines the same way,
+and truncate.py stays under 500 lines.
 
-Why: a line cut keeps ``k`` lines, a fixed share of them from the head and the rest from the
-tail, and searches for the largest ``k`` that fits. A line is an atom, so one longer than the
-whole grant (a ``set -x`` echo of a long command first in a log, a source map last in a bundle)
-can never be kept; yet every ``k`` whose head (or tail) share reached it failed, the search
-settled on two lines, and most of the grant went unused. The windows now stop before such a
-line and the other window takes the rest of ``k`` (:func:`capped_split`): the over-long lines
-lie in the omitted range, and the windows grow with ``k`` again, so the search finds the fill.
+Why a chain: a line cut keeps ``k`` lines, a fixed share of them from the head and the rest from
+the tail, and searches for the largest ``k`` that fits. A line is an atom, so one longer than
+the whole grant (a ``set -x`` echo of a long command first in a log, a source map last in a
+bundle) can never be kept; every ``k`` whose head (or tail) share reached it failed, the search
+settled on two lines, and most of the grant went unused. The windows were then made to stop
+before such a line, the other window taking the rest of ``k``; but where they stopped depended
+on the grant (a line over one grant fits a larger one), so a larger grant cut along other
+windows and kept fewer lines (a 103-line file kept its last three lines at 35 tokens, then
+its first and last line at 36: its 22-token first line no longer over the grant).
 
-Finding those lines costs nothing for the usual text: a line can count more tokens than the
-grant only when it has more than a quarter as many characters (no encoding we know spends more
-than a token a UTF-8 byte), and the running maximum of line lengths from each end finds the
-first such line by bisection. Only those lines are counted, and a long one by a prefix first.
+So the windows grow along one chain of ``k``, the same at every grant: the share's side takes
+the next line unless that line is long (over :data:`_LONG_LINE` characters) and longer than all
+the lines kept so far together; then the other side takes its next line (of two such lines,
+the shorter is taken). A long line waits until the windows hold as many characters as it has:
+one over the grant is never reached before the lines around it fill the grant, and a larger
+grant keeps every line a smaller one kept (the search's probes are fixed by its outcomes, and
+where two grants' outcomes first differ the larger goes up: :func:`fit_line_windows`). Until
+the first long line the chain is the share itself, told in O(1); past it, it is walked once per
+text, as far as the probes reach.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from typing import Any
 
-__all__ = ["capped_split", "fit_line_windows", "kept_probe", "over_long_caps", "probe_entry"]
+from contextfold.domain.fork_locks import fork_safe_lock
 
-_CHECKED = 8
-"""Lines counted from each end, at most, before a window is left uncapped (its old search)."""
+__all__ = ["WindowChain", "fit_line_windows", "held_off", "kept_probe", "over_grant", "probe_entry"]
+
+_LONG_LINE = 160
+"""Characters over which a line waits for the windows to hold as many as it has: ~40 tokens and
+more, under the smallest grant a cut is given (``SHRINK_FLOOR``, 48) only for dense text.
+Shorter lines are taken in the share's order, as they always were."""
 _PREFIX_CHARS_PER_TOKEN = 8
-"""A long line is first counted by this many characters a token of the grant: most over-long
-lines are told without tokenizing all of a 2 MB line."""
+"""A long line is first counted by this many characters a token of the grant: most lines over
+the grant are told without tokenizing all of a 2 MB line."""
 
 
-def over_long_caps(lines: Sequence[str], budget: int, frame: Callable[[], int],
-                   count: Callable[[str], int], memo: dict[str, Any]) -> tuple[int, int]:
-    """(head cap, tail cap): how many lines the head window may hold (those before the first line
-    counting more tokens than ``budget`` less ``frame()``, what the cut adds around its lines) and
-    the tail window (those after the last); ``len(lines)`` each when no line does. ``memo`` is
-    kept per text (the cut's ``probe_entry``): its line lengths' running maxima and the counts of
-    the lines checked, whatever the grant."""
-    n = len(lines)
-    if n == 0:
-        return n, n
-    if "longest" not in memo:
-        lengths = [len(line) for line in lines]
-        memo["longest"] = (list(accumulate(lengths, max)), list(accumulate(reversed(lengths), max)))
-        memo["counted"] = {}
-    from_head, from_tail = memo["longest"]
-    if from_head[-1] <= budget // 4:  # no line long enough: the usual case, told in O(1)
-        return n, n
-    limit = budget - frame()
-    if limit <= 0:  # nothing fits beside the frame anyway
-        return n, n
-    counted: dict[int, tuple[int, int]] = memo["counted"]
-
-    def over(i: int) -> bool:
-        line = lines[i]
-        chars, tokens = counted.get(i, (0, 0))
-        if tokens > limit or chars == len(line):
-            return tokens > limit
-        prefix = line[:max(chars, limit * _PREFIX_CHARS_PER_TOKEN)]
-        tokens = count(prefix)
-        if tokens <= limit and len(prefix) < len(line):
-            prefix, tokens = line, count(line)
-        counted[i] = (len(prefix), tokens)
-        return tokens > limit
-
-    def first(longest: list[int]) -> int:
-        """Index (from its end) of the first over-long line; ``n`` when none is found."""
-        shortest = limit // 4
-        for _ in range(_CHECKED):
-            at = bisect_right(longest, shortest)
-            if at == n:
-                return n
-            if over(at if longest is from_head else n - 1 - at):
-                return at
-            shortest = longest[at]  # a line no longer than one that fits is taken to fit
-        return n
-
-    head = first(from_head)
-    return head, (n if head == n else first(from_tail))
+def over_grant(line: str, limit: int, count: Callable[[str], int]) -> bool:
+    """Whether ``line`` alone counts more than ``limit`` tokens. No encoding we know spends more
+    than a token a UTF-8 byte (four a character), so a line of at most ``limit // 4`` characters
+    is told without a count, and a long one by a prefix first."""
+    if len(line) <= limit // 4:
+        return False
+    prefix = line[:max(limit, 0) * _PREFIX_CHARS_PER_TOKEN]
+    if len(prefix) < len(line) and count(prefix) > limit:
+        return True
+    return count(line) > limit
 
 
-def capped_split(k: int, head: int, caps: tuple[int, int]) -> tuple[int, int]:
-    """``k`` kept lines as (head, tail) windows: ``head`` as the caller shares them, then each
-    window held to its cap (:func:`over_long_caps`) with the rest given to the other. Both
-    windows grow with ``k`` when ``head`` does by at most one a step; ``k`` is at most the sum
-    of the caps."""
-    head_cap, tail_cap = caps
-    head = min(head, head_cap)
-    tail = min(k - head, tail_cap)
-    return k - tail, tail
+def held_off(lines: Sequence[str], first: int, stop: int, max_tokens: int, count: Callable[[str], int],
+              frame: Callable[[], int]) -> bool:
+    """Whether the lines a cut left out, ``lines[first:stop]``, start and end with a line over the
+    grant (less ``frame()``, the marker's tokens): then the windows hold every line outside the
+    over-long ones (and those between them), and no larger grant short of them keeps more."""
+    if first >= stop:
+        return False
+    edges = (lines[first], lines[stop - 1])
+    if all(len(line) <= max_tokens // 4 for line in edges):  # the usual case: told without a count
+        return False
+    limit = max_tokens - frame()
+    return limit > 0 and all(over_grant(line, limit, count) for line in edges)
+
+
+class WindowChain:
+    """The head and tail windows of ``k`` kept lines (module doc), for every ``k`` up to the
+    line count: grant-independent, kept per text in its :func:`probe_entry`."""
+
+    __slots__ = ("__weakref__", "_heads", "_kept", "_lengths", "_lock", "_n", "_share", "_shared_upto",
+                 "_state")
+
+    def __init__(self, lines: Sequence[str], share: Callable[[int], int]) -> None:
+        """``share(k)``: the head window's lines of ``k`` when no long line is in the way (it
+        grows by at most one a step)."""
+        n = self._n = len(lines)
+        self._share = share
+        self._lengths = [len(line) for line in lines]
+        long_at = [i for i, size in enumerate(self._lengths) if size > _LONG_LINE]
+        first, last = (long_at[0], long_at[-1]) if long_at else (n, -1)
+        # The chain is the share's while the windows hold no long line: up to the last k whose
+        # head window stops at or before the first long line and tail window after the last.
+        self._shared_upto = bisect_left(range(n + 1), True,
+                                        key=lambda k: share(k) > first or k - share(k) > n - 1 - last) - 1
+        self._heads: list[int] = []
+        """Head windows of ``k = shared_upto + 1, ...`` as walked so far."""
+        self._kept: list[int] = []
+        self._lock = fork_safe_lock(self._start_over)
+        self._start_over()
+
+    def _start_over(self) -> None:
+        """The walk as made: nothing past the share's part (also in a forked child whose parent's
+        thread held the lock: :mod:`~contextfold.domain.fork_locks`)."""
+        k = self._shared_upto
+        head = self._share(k)
+        tail = k - head
+        self._heads = []
+        sizes = self._lengths
+        kept = sum(sizes[:head]) + sum(sizes[self._n - tail:]) + k  # characters, a newline a line
+        self._state = (k, head, tail, kept)
+
+    def split(self, k: int) -> tuple[int, int]:
+        """(head, tail): the windows of ``k`` kept lines; each grows by at most one a step."""
+        if k <= self._shared_upto:
+            head = self._share(k)
+            return head, k - head
+        with self._lock:
+            self._walk(k)
+            head = self._heads[k - self._shared_upto - 1]
+        return head, k - head
+
+    def _walk(self, upto: int) -> None:
+        k, head, tail, kept = self._state
+        n, sizes, share, heads = self._n, self._lengths, self._share, self._heads
+        while k < upto:
+            at_head, at_tail = sizes[head], sizes[n - 1 - tail]
+            bar = max(_LONG_LINE, kept)
+            if head < share(k + 1):  # the head's turn, unless its line waits and the tail's does not
+                take_head = at_head <= bar or (at_tail > bar and at_head <= at_tail)
+            else:
+                take_head = at_tail > bar and (at_head <= bar or at_head < at_tail)
+            if take_head:
+                kept += at_head + 1
+                head += 1
+            else:
+                kept += at_tail + 1
+                tail += 1
+            k += 1
+            heads.append(head)
+        self._state = (k, head, tail, kept)
 
 
 _PROBES: dict[tuple[Any, ...], dict[str, Any]] = {}

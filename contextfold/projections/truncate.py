@@ -6,9 +6,10 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   joined by one marker line ``… [N lines omitted: lines A–B] …``. Logs keep a
   bigger tail (a third head, two thirds tail) because that is where a failing
   command says why; files keep equal halves. A line is an atom: one longer
-  than the budget is omitted whole (the marker names it), never cut, and the window
-  it would fall in stops before it, its share going to the other window
-  (:mod:`~contextfold.projections.line_windows`).
+  than the budget is omitted whole (the marker names it), never cut. The windows grow along
+  one chain, the same at every grant, so a larger grant keeps every line a smaller one kept:
+  a long line waits until the windows hold as many characters as it has, the other window
+  growing meanwhile (:mod:`~contextfold.projections.line_windows`).
 * ``markdown`` / ``text``: the same line windows, but a cut that lands inside
   a code fence closes the fence before the marker and re-opens it (with the
   original opener line, info string included) after it, so a truncated
@@ -66,7 +67,7 @@ documents for JSON blocks).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain as chain_lines
 from typing import Any, Literal, TypeAlias, assert_never
 
 from contextfold.domain.canonical import orjson_writes_the_same
@@ -81,10 +82,10 @@ from contextfold.projections.json_shrink import ShrinkStats, dump, saturations, 
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined, split_lines
 from contextfold.projections.line_windows import _PROBES as _PROBES  # tests empty the memo here
 from contextfold.projections.line_windows import (  # the search and its memo, used by diagnose too
-    capped_split,
+    WindowChain,
     fit_line_windows,
+    held_off,
     kept_probe,
-    over_long_caps,
     probe_entry,
 )
 from contextfold.projections.truncate_words import has_fence, truncate_words
@@ -176,22 +177,20 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
                           first_line if numbers is None else numbers), len(text))
     if "lines" not in entry:
         lines, trailing = split_lines(text)
-        entry["lines"] = (lines, trailing, fence_states(lines) if fences else [None] * (len(lines) + 1))
+        # (set before "lines": another thread that finds "lines" finds the chain)
+        entry["chain"] = WindowChain(lines, lambda k: int(k * head_share))
         if rule is not None:
-            entry["counts"] = LineCounts(entry["lines"][0], rule, rule.known(text))
+            entry["counts"] = LineCounts(lines, rule, rule.known(text))
+        entry["lines"] = (lines, trailing, fence_states(lines) if fences else [None] * (len(lines) + 1))
     lines, trailing, states = entry["lines"]
+    chain: WindowChain = entry["chain"]
     n = len(lines)
     end = "\n" if trailing else ""
     if numbers is None:
         numbers = FileLines.from_line(first_line, n)
 
-    caps = (n, n)  # set below: ``frame`` (no line kept) does not depend on it
-
-    def split(k: int) -> tuple[int, int]:
-        return capped_split(k, int(k * head_share), caps)
-
     def parts(k: int) -> list[str | range]:
-        head, tail = split(k)
+        head, tail = chain.split(k)
         out: list[str | range] = [range(0, head)]
         before_marker = states[head]
         if before_marker is not None:
@@ -206,26 +205,20 @@ def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: Tok
     def render(k: int) -> str:
         return kept_probe(joined(lines, parts(k), end))
 
-    def frame() -> int:  # the marker alone (a fence closed and re-opened around it)
-        return count(joined(lines, parts(0), end))
-
-    caps = over_long_caps(lines, max_tokens, frame, count, entry)
     counts: LineCounts | None = entry.get("counts")
     measure = None if counts is None else (lambda k, _: counts.count(parts(k), end))
-    # A render depends on the caps: probes are shared by the grants that have the same
-    probes = entry["probes"] if caps == (n, n) else entry.setdefault("capped", {}).setdefault(caps, {})
-    most = min(n - 1, sum(caps))
-    found = fit_line_windows(most, render, count, max_tokens, probes, measure)
+    found = fit_line_windows(n - 1, render, count, max_tokens, entry["probes"], measure)
     if found is None:
         return marker_only(text, original_tokens, "line", n, count), False, 0
     k, out_text, tokens = found
-    head, tail = split(k)
-    kept_chars = sum(len(line) + 1 for line in chain(lines[:head], lines[n - tail:]))
+    head, tail = chain.split(k)
+    kept_chars = sum(len(line) + 1 for line in chain_lines(lines[:head], lines[n - tail:]))
     omitted = sum(b - a + 1 for a, b in numbers.numbered(head, n - tail)) or n - k  # as its marker says
     return (truncation_of(out_text, strategy="fenced_lines" if fences else "lines", unit="line",
                           original=text, original_tokens=original_tokens, tokens=tokens,
                           kept=numbers.numbered(0, head) + numbers.numbered(n - tail, n), omitted=omitted),
-            caps != (n, n) and k == most, kept_chars)
+            held_off(lines, head, n - tail, max_tokens, count, lambda: count(joined(lines, parts(0), end))),
+            kept_chars)
 
 
 # ------------------------------------------------------------------ JSON

@@ -10,7 +10,7 @@ import pytest
 
 from contextfold.projections.code_fences import fence_states
 from contextfold.projections.diagnose import lean_log
-from contextfold.projections.line_windows import capped_split, over_long_caps
+from contextfold.projections.line_windows import WindowChain, held_off
 from contextfold.projections.truncate import truncate
 from tests.counters import cl100k
 
@@ -38,17 +38,9 @@ def test_a_line_over_the_grant_at_either_end_leaves_the_grant_to_the_other_lines
         assert GIANT[:20] not in cut.text
 
 
-def test_the_windows_grow_with_k_and_stay_under_their_caps() -> None:
-    for caps in ((0, 50), (50, 0), (3, 7), (100, 100)):
-        last = (0, 0)
-        for k in range(sum(caps) + 1):
-            head, tail = capped_split(k, k // 3, caps)
-            assert head + tail == k and head <= caps[0] and tail <= caps[1]
-            assert head >= last[0] and tail >= last[1]
-            last = (head, tail)
-
-
-def test_caps_name_the_first_and_last_over_long_lines_and_cost_nothing_without_one() -> None:
+def test_over_long_edges_are_told_and_the_usual_text_costs_no_count() -> None:
+    """``held_off``: whether the lines a cut left out start and end with lines over the grant
+    (then the words cut is tried); a text of short lines is told without counting a line."""
     lines = ["short", GIANT, "short", "short", GIANT, "short"]
     calls: list[str] = []
 
@@ -56,10 +48,13 @@ def test_caps_name_the_first_and_last_over_long_lines_and_cost_nothing_without_o
         calls.append(text)
         return cl100k(text)
 
-    assert over_long_caps(lines, BUDGET, lambda: 10, count, {}) == (1, 1)
+    assert held_off(lines, 1, 5, BUDGET, count, lambda: 10)
+    assert not held_off(lines, 1, 4, BUDGET, count, lambda: 10)  # ends with a short line
+    assert not held_off(lines, 2, 2, BUDGET, count, lambda: 10)  # nothing left out
     calls.clear()
-    assert over_long_caps(STEPS, BUDGET, lambda: 10, count, {}) == (len(STEPS), len(STEPS))
+    assert not held_off(STEPS, 10, 990, BUDGET, count, lambda: 10)
     assert calls == []
+    assert WindowChain(STEPS, lambda k: k // 3).split(300) == (100, 200)  # no long line: the share
 
 
 @pytest.mark.parametrize("kind", ["text", "markdown"])
