@@ -286,7 +286,13 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
             found: tuple[int, str, int] | None = (top_max, render(top_max), whole_tokens)
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
-    except (ValueError, RecursionError):  # not JSON (or nested past the parser): cut as text
+    except (ValueError, RecursionError) as error:  # not JSON (or nested past the parser): cut as text
+        if isinstance(error, RecursionError):
+            # Parsed, but nested past the shrink (two frames a level to the parser's one: ~500
+            # levels and more) or the encoder: a head as written, as for JSON past the parser.
+            # Cut as text it was no JSON at all. Not parsed again at the next cut.
+            entry["deep"] = True
+            entry["json"] = None
         body = text.removeprefix(BOM)
         if entry.get("deep") and (deep := cut_deep(body, entry, max_tokens, count, original_tokens,
                                                    skip=len(text) - len(body))):

@@ -112,3 +112,26 @@ def test_every_head_is_json(value: Any, budget: int) -> None:
     if cut is not None:
         assert cl100k(cut[0]) == cut[1] <= budget and text.startswith(cut[0][:cut[2]])
         json.loads(cut[0])
+
+
+def _chain(depth: int) -> str:
+    """Objects nested ``depth`` levels, each a few members and its child last."""
+    text = '{"name":"leaf","items":[0,1,2,3,4]}'
+    for i in range(depth - 1):
+        text = f'{{"name":"n{i}","data":"{"x" * 20}","items":[0,1,2,3,4],"child":{text}}}'
+    return text
+
+
+def test_json_the_parser_reads_but_the_shrink_cannot_walk_is_cut_as_json() -> None:
+    """The parser's C code takes a frame's budget a level, the shrink two (its dict comprehension):
+    a document nested ~500-990 levels parsed, then its shrink hit the recursion limit, and it was
+    cut as words, no JSON at all (the shrink is taken when the counter lends no line splitting:
+    a data block counted as neutralised). Now it is cut as a head as written, brackets closed."""
+    text = _chain(700)
+    json.loads(text)  # the parser reads it
+    for budget in (300, 2_000, 9_000):
+        cut = truncate(text, budget, kind="json", count=cl100k, line_splitting=None)
+        assert cut.strategy == "json" and cut.unit == "char" and budget * 0.9 < cut.tokens <= budget
+        parses(cut.text)
+        (kept,) = cut.kept
+        assert kept.start == 1 and cut.text.startswith(text[:kept.end])
