@@ -29,7 +29,6 @@ from contextfold.domain.errors import (
     InvalidInputError,
     RunNotFoundError,
     StoreConfigError,
-    TurnNotFoundError,
 )
 from contextfold.domain.events import (
     AnyEvent,
@@ -48,8 +47,6 @@ from contextfold.projections.calibration import (
     ESTIMATE_KEYS,
     Estimate,
     calibrate_state,
-    check_observation,
-    checked_usage,
     record_estimate,
 )
 from contextfold.projections.fold import fold, fold_event, new_state
@@ -78,7 +75,7 @@ from contextfold.text_cache import TEXT_CACHE_CHARS, TextCache
 
 __all__ = ["TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
 
-_ENCODING_KEYS, _WINDOW_KEYS = ("encoding",), ("window_tokens",)
+_ENCODING_KEYS = ("encoding",)
 """The keys of a record's manifest a live fold reads (``FirstRecord.saw``), and a usage report."""
 
 
@@ -425,16 +422,10 @@ class Run:
         ``progress``: accepted for callers of 0.3.0 and not called: the turn is now checked
         without folding the run (:meth:`next_turn`).
         """
-        turn = checked_turn(turn)
-        last = self.next_turn()
-        if not 1 <= turn <= last:
-            raise TurnNotFoundError(self.run_id, turn, last)
-        usage = checked_usage(turn, input_tokens, cached_tokens=cached_tokens, output_tokens=output_tokens,
-                              model=model)
-        windows = [w for r in turn_keys(self, turn, _WINDOW_KEYS)  # not the rest of their manifests
-                   if isinstance(w := r.manifest.get("window_tokens"), int)]
-        check_observation(turn, usage.input_tokens, windows)
-        return self.append(usage)[0]
+        from contextfold.usage_api import observe_usage
+
+        return observe_usage(self, turn, input_tokens, cached_tokens=cached_tokens,
+                             output_tokens=output_tokens, model=model)
 
     def compact(self, strategy: Literal["mask", "summary"] = "mask", *, window: int | None = None,
                 dry_run: bool = False, **options: Any) -> Any:

@@ -1,0 +1,39 @@
+"""Recording a turn's provider-reported usage (``Run.observe_usage``).
+
+Apart from :mod:`contextfold.api` as compaction is (:mod:`contextfold.compaction_api`): the run's
+facade stays a list of entry points, and what one of them checks before it appends lives beside
+the other modules that read a turn's records (:func:`contextfold.rebuild_api.turn_keys`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from contextfold.domain.checked import checked_turn
+from contextfold.domain.errors import TurnNotFoundError
+from contextfold.domain.log import RecordedEvent
+from contextfold.projections.calibration import check_observation, checked_usage
+from contextfold.rebuild_api import turn_keys
+
+if TYPE_CHECKING:
+    from contextfold.api import Run
+
+__all__ = ["observe_usage"]
+
+_WINDOW_KEYS = ("window_tokens",)
+
+
+def observe_usage(run: Run, turn: int, input_tokens: int, *, cached_tokens: int, output_tokens: int,
+                  model: str | None) -> RecordedEvent:
+    """:meth:`Run.observe_usage`: check ``turn`` and the report against the turn's recorded builds
+    (their windows only, not the rest of their manifests), then append it."""
+    turn = checked_turn(turn)
+    last = run.next_turn()
+    if not 1 <= turn <= last:
+        raise TurnNotFoundError(run.run_id, turn, last)
+    usage = checked_usage(turn, input_tokens, cached_tokens=cached_tokens, output_tokens=output_tokens,
+                          model=model)
+    windows = [w for r in turn_keys(run, turn, _WINDOW_KEYS)
+               if isinstance(w := r.manifest.get("window_tokens"), int)]
+    check_observation(turn, usage.input_tokens, windows)
+    return run.append(usage)[0]
