@@ -34,7 +34,8 @@ def _observations(*names: str) -> list[str]:
     out: list[str] = []
     for name in names:
         paths = sorted(SWE.rglob(name))
-        assert paths, f"SWE-agent traces not present at {SWE} (set CONTEXTFOLD_TRACES)"
+        if not paths:  # as every trace test: the quick start's clone has no ../shared/traces
+            pytest.skip(f"SWE-agent traces not present at {SWE} (set CONTEXTFOLD_TRACES)")
         steps: list[dict[str, Any]] = json.loads(paths[0].read_text())["trajectory"]
         out += [o for step in steps if (o := step.get("observation") or "").count("\n") > 30]
     return out
