@@ -14,13 +14,17 @@ from __future__ import annotations
 import json
 from typing import get_args
 
+from pydantic import BaseModel
+
 from contextfold.domain.events import AnyEvent
 
-__all__ = ["CURRENT_VERSIONS", "newer_release_event"]
+__all__ = ["CURRENT_VERSIONS", "EVENT_CLASSES", "newer_release_event"]
+
+EVENT_CLASSES: tuple[type[BaseModel], ...] = get_args(get_args(AnyEvent)[0])
+"""The members of the event union: what an append accepts, and the types this release reads."""
 
 CURRENT_VERSIONS: dict[str, int] = {
-    member.model_fields["type"].default: member.model_fields["v"].default
-    for member in get_args(get_args(AnyEvent)[0])
+    member.model_fields["type"].default: member.model_fields["v"].default for member in EVENT_CLASSES
 }
 """Event type -> the class version this release writes (older ones it upcasts on read)."""
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from contextfold.domain.errors import ImportFormatError
 from contextfold.domain.events import AnyEvent, ArtifactRef
+from contextfold.domain.release_versions import CURRENT_VERSIONS
 from contextfold.importers import (
     anthropic,
     events_jsonl,
@@ -140,11 +141,6 @@ def _json_or_none(data: bytes) -> Any:
         return None
 
 
-_EVENT_TYPES = frozenset({"run_started", "policy_set", "instruction_set", "goal_set",
-                          "plan_updated", "tools_registered", "user_input", "model_response",
-                          "tool_result", "tool_call_cancelled", "tool_result_lost", "file_read",
-                          "evidence_retrieved", "memory_recalled", "history_compacted",
-                          "context_built", "hand_off", "runtime_note", "usage_observed"})
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
                                "server_tool_use", "container_upload", "search_result",
                                "tool_reference", "compaction"})
@@ -167,7 +163,7 @@ def _guess_messages(msgs: list[Any]) -> str | None:
         if "traj" in m:
             return "openai-chat"
         t = m.get("type") if isinstance(m.get("type"), str) else None  # a list is no set member
-        if t in _EVENT_TYPES and "v" in m:
+        if t in CURRENT_VERSIONS and "v" in m:
             return "events"
         if t in _RESPONSES_ITEMS and t != "message":
             return "openai-responses"

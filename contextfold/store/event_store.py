@@ -70,6 +70,7 @@ from contextfold.domain.events import (
     known_json_depth,
 )
 from contextfold.domain.log import RecordedEvent, chain_hash
+from contextfold.domain.release_versions import EVENT_CLASSES
 from contextfold.store.backends import (
     EVENTS_TABLE,
     SQLiteBackend,
@@ -109,8 +110,6 @@ DEFAULT_ARTIFACT_THRESHOLD = 64 * 1024
 PREVIEW_CHARS = 2048
 MAX_BATCH = 10_000
 _APPEND_RETRIES = 100
-_EVENT_CLASSES: tuple[type, ...] = typing.get_args(typing.get_args(AnyEvent)[0])
-"""The members of the event union: what ``append`` accepts."""
 
 
 
@@ -281,7 +280,7 @@ class EventStore(RunHeads):
 
     def _prepare_all(self, events: Sequence[AnyEvent]) -> list[Prepared]:
         for i, e in enumerate(events):
-            if not isinstance(e, _EVENT_CLASSES):
+            if not isinstance(e, EVENT_CLASSES):
                 raise InvalidInputError(
                     f"event {i}: expected an event object (UserInput, ModelResponse, ToolResult, ...), "
                     f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
