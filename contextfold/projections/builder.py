@@ -6,7 +6,8 @@ The same state and config always give the same request, manifest and hashes.
 
 Costs counted, not ignored: every fragment pays ``MESSAGE_OVERHEAD`` tokens of
 message framing, a data fragment also pays its ``<data ...>`` wrapper, each
-exposed tool pays its canonical JSON plus ``TOOL_OVERHEAD_TOKENS``, the
+exposed tool pays its canonical JSON plus ``TOOL_OVERHEAD_TOKENS`` (or OpenAI's
+count of it, when dearer: ``tool_pricing``), the
 request pays ``REPLY_PRIMING``, and an Anthropic request with a tool to declare
 pays Anthropic's tool-use system prompt (``tool_prompt``), set aside before
 selection.

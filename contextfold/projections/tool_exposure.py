@@ -68,7 +68,10 @@ so full-width "ＧｉｔＨｕｂ" and half-width katakana read as their usual f
 
 A tool's token cost is ``count(canonical_tool_json(spec))`` plus
 :data:`TOOL_OVERHEAD_TOKENS` for the framing a provider wraps around each
-declaration. When a name is registered twice, the last registration wins.
+declaration, or the OpenAI cookbook's count of the declaration as OpenAI
+renders it when that is dearer (:mod:`contextfold.projections.tool_pricing`:
+an enum's values cost about three tokens each more there than in the JSON).
+When a name is registered twice, the last registration wins.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ from pydantic import BaseModel, ConfigDict
 from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ToolSpec
+from contextfold.projections.tool_pricing import tool_price
 
 __all__ = [
     "BM25_B",
@@ -212,8 +216,9 @@ def canonical_tool_json(spec: ToolSpec) -> str:
 
 
 def tool_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
-    """What declaring ``spec`` costs: its canonical JSON plus the per-tool overhead."""
-    return count(canonical_tool_json(spec)) + TOOL_OVERHEAD_TOKENS
+    """What declaring ``spec`` costs: its canonical JSON plus the per-tool overhead, or OpenAI's
+    count of its rendered declaration when that is dearer (``tool_pricing``: long enums)."""
+    return tool_price(spec, lambda: count(canonical_tool_json(spec)) + TOOL_OVERHEAD_TOKENS, count)
 
 
 def _fold(term: str) -> str:

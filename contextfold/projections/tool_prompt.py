@@ -29,12 +29,12 @@ tokens of history, under-reserving is a request larger than its manifest says.
 
 The other providers: OpenAI renders declared functions into the model's prompt with about 12
 tokens of closing framing once per request (the OpenAI cookbook's ``num_tokens_for_tools``,
-``func_end``), which the per-tool price already covers: a tool's canonical JSON plus
-``tool_exposure.TOOL_OVERHEAD_TOKENS`` is 15-21 tokens more than the cookbook's count for it
-(measured on minimal, typical and many-parameter specs); Google publishes no fixed prompt for
-Gemini's function declarations. So only ``anthropic`` builds pay this; ``neutral`` follows
-OpenAI's framing and does not, so a neutral build and an OpenAI Chat build of one turn still
-select from the same ``available`` (``builder._select`` reuses the first one's selection).
+``func_end``), which the per-tool price already covers: each tool pays at least the cookbook's
+count of a request declaring it alone, ``func_end`` included (``tool_pricing``); Google
+publishes no fixed prompt for Gemini's function declarations. So only ``anthropic`` builds pay
+this; ``neutral`` follows OpenAI's framing and does not, so a neutral build and an OpenAI Chat
+build of one turn still select from the same ``available`` (``builder._select`` reuses the first
+one's selection).
 """
 
 from __future__ import annotations

@@ -1,0 +1,128 @@
+"""What OpenAI counts for a declared function, by the cookbook's formula, so a tool is never
+priced under it.
+
+Why: a tool was priced at its canonical JSON plus ``tool_exposure.TOOL_OVERHEAD_TOKENS``. That
+is 15-21 tokens above OpenAI's count for a typical tool, but OpenAI does not send the JSON: it
+renders each function into the prompt as a TypeScript-like type, where an enum is written
+``"a" | "b" | ...``, each value with its quotes and separator. The JSON spends about a token on
+the ``",`` between two values; the rendered type spends about three. A tool with a 40-value enum
+was priced at 158 tokens (o200k_base; 179 on cl100k_base) where the cookbook counts 217 (241).
+
+Source: the OpenAI cookbook, "How to count tokens with tiktoken", section 7 ("Counting tokens for
+chat completions with tool calls"), ``num_tokens_for_tools``, checked by its authors against the
+API's ``usage.prompt_tokens``:
+
+- per function ``func_init`` (7 for gpt-4o / gpt-4o-mini, 10 for gpt-4 / gpt-3.5-turbo) plus
+  ``name:description`` (one trailing full stop dropped);
+- when it has properties, ``prop_init`` (3) once, and per property ``prop_key`` (3) plus
+  ``key:type:description``;
+- per enum ``enum_init`` (-3), and per value ``enum_item`` (3) plus the value;
+- per request ``func_end`` (12).
+
+What this module adds to it, so the count is a floor and never under the cookbook's:
+
+- ``func_init`` is the dearer 10 for every model: pricing does not depend on the model id, and
+  an unknown or newer model must not be priced under a known one;
+- ``func_end`` is charged with every tool, not once per request: a tool's price is what declaring
+  it alone costs, and the tools of a request are priced one by one (a tool is a selection unit of
+  its own). Over a request of n tools this over-reserves ``12 * (n - 1)`` tokens, a few dozen;
+- the cookbook reads only the top-level properties, but OpenAI writes a nested object's type out
+  too: properties one object down (or in an array's ``items``, or an ``anyOf``/``oneOf``/
+  ``allOf`` alternative) are counted the same way, each level with its own ``prop_init``, so an
+  enum inside an object costs what it would at the top level.
+
+:func:`tool_price` is the dearer of this count and the JSON price: the JSON stays the price of
+the (usual) tool whose rendering is smaller than its JSON, and of what the formula does not read
+(``$defs``, formats, defaults). Every provider pays it: OpenAI's is the only published formula,
+Anthropic and Google publish none for a declaration, and one price for all keeps the neutral and
+OpenAI builds of a turn selecting from the same ``available`` (``tool_prompt`` docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from contextfold.domain.canonical import canonical_utf8
+from contextfold.domain.events import ToolSpec
+
+__all__ = ["ENUM_INIT", "ENUM_ITEM", "FUNC_END", "FUNC_INIT", "PROP_INIT", "PROP_KEY",
+           "function_tokens", "tool_price"]
+
+FUNC_INIT = 10
+"""Per function: the cookbook's dearer setting (gpt-4, gpt-3.5-turbo; gpt-4o's is 7)."""
+PROP_INIT = 3
+"""Once per object that has properties."""
+PROP_KEY = 3
+"""Per property."""
+ENUM_INIT = -3
+"""Per enum (the cookbook's correction: the list replaces part of the property's line)."""
+ENUM_ITEM = 3
+"""Per enum value, besides the value's own tokens: its quotes and the ``|`` between values."""
+FUNC_END = 12
+"""Per request declaring functions; charged with every tool here (module docstring)."""
+
+_SUBSCHEMAS = ("anyOf", "oneOf", "allOf")
+_MEMO: dict[tuple[int, Callable[[str], int]], tuple[ToolSpec, int]] = {}
+_MEMO_LIMIT = 4096
+"""Every build prices its candidate tools again; a run registers the same spec objects once."""
+
+
+def _stripped(value: Any) -> str:
+    """A description as the cookbook writes it: one trailing full stop dropped."""
+    text = value if isinstance(value, str) else ""
+    return text[:-1] if text.endswith(".") else text
+
+
+def _type_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return "" if value is None else str(canonical_utf8(value).decode())
+
+
+def _enum(schema: dict[str, Any], count: Callable[[str], int]) -> int:
+    values = schema.get("enum")
+    if not isinstance(values, list) or not values:
+        return 0
+    return ENUM_INIT + sum(ENUM_ITEM + count(v if isinstance(v, str) else canonical_utf8(v).decode())
+                           for v in values)
+
+
+def _inner(schema: Any, count: Callable[[str], int]) -> int:
+    """What a schema's values cost below its own line: its enum, its properties, its items' and
+    its alternatives'."""
+    if not isinstance(schema, dict):
+        return 0
+    n = _enum(schema, count)
+    props = schema.get("properties")
+    if isinstance(props, dict) and props:
+        n += PROP_INIT
+        for key, prop in props.items():
+            sub = prop if isinstance(prop, dict) else {}
+            n += PROP_KEY + count(f"{key}:{_type_text(sub.get('type'))}:{_stripped(sub.get('description'))}")
+            n += _inner(sub, count)
+    n += _inner(schema.get("items"), count)
+    for name in _SUBSCHEMAS:
+        parts = schema.get(name)
+        if isinstance(parts, list):
+            n += sum(_inner(part, count) for part in parts)
+    return n
+
+
+def function_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
+    """The cookbook's count of a request declaring ``spec`` alone (``func_end`` included), with
+    nested objects read too (module docstring)."""
+    return (FUNC_INIT + count(f"{spec.name}:{_stripped(spec.description)}")
+            + _inner(spec.parameters, count) + FUNC_END)
+
+
+def tool_price(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int]) -> int:
+    """The dearer of ``json_price()`` (the canonical JSON's, overhead included) and
+    :func:`function_tokens`, memoised per spec object and counter."""
+    key = (id(spec), count)
+    hit = _MEMO.get(key)
+    if hit is None or hit[0] is not spec:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        hit = _MEMO[key] = (spec, max(json_price(), function_tokens(spec, count)))
+    return hit[1]
