@@ -61,6 +61,21 @@ can hold: WAV at 8,000 bytes a second (8 kHz, 8-bit, mono: the least PCM), MP3 a
 its lowest bitrate). The rule names that bound, so the manifest says the duration was not known.
 Priced as a PDF page, a 10-minute recording (6,000 tokens) was charged 3,015.
 
+Audio, ``gemini-audio`` (any audio Gemini takes, inline or by URL): "Gemini represents each
+second of audio as 32 tokens; for example, one minute of audio is represented as 1,920 tokens"
+(ai.google.dev/gemini-api/docs/audio, "Technical details about audio"). Priced as a PDF page (258,
+what 8 s of audio costs), a 30-second voice note (960) was under-counted almost fourfold. The same
+bound as OpenAI's: the longest the bytes can hold at the least a second of the format takes
+(:data:`_GEMINI_AUDIO_LEAST_BYTES_PER_SECOND`: PCM in WAV, AIFF or raw 8,000 bytes, 8 kHz 8-bit mono;
+MP3 1,000, its 8 kbps; AAC (``aac``, ``mp4``, ``m4a``) 1,000, HE-AAC's usual least 8 kbps; Ogg,
+Opus and WebM 750, Opus's 6 kbps; FLAC 1,000, an assumption: lossless, a compression better than
+8:1 over the least PCM, which only near-silence reaches). Audio whose size the log does not
+know (a remote URL the build never fetches) or of a type not listed is priced at
+:data:`GEMINI_AUDIO_UNKNOWN_SECONDS` (10 minutes: 19,200 tokens), a stated guess that the rule
+names (``length unknown``): Gemini's own bound, 9.5 hours a prompt (1,094,400 tokens), is more than
+its window, so pricing by it would leave such audio, and the message carrying it, out of every
+request. A runtime that wants the exact price logs the audio inline or as an artifact.
+
 Unknown image dimensions (a remote URL never fetched) get the provider's
 largest price: OpenAI the model's rule for its largest image (gpt-4o high 1445: 2048x768 after
 resizing, 8 tiles; a patch model 1536 patches), Anthropic
@@ -100,6 +115,8 @@ __all__ = [
     "ANTHROPIC_MAX_PIXELS",
     "ANTHROPIC_MAX_SIDE",
     "ANTHROPIC_PDF_PAGE_TOKENS",
+    "GEMINI_AUDIO_TOKENS_PER_SECOND",
+    "GEMINI_AUDIO_UNKNOWN_SECONDS",
     "GEMINI_TOKENS_PER_IMAGE",
     "MEDIA_PROVIDERS",
     "OPENAI_AUDIO_TOKENS_PER_SECOND",
@@ -110,6 +127,7 @@ __all__ = [
     "anthropic_image_tokens",
     "audio_cost",
     "document_cost",
+    "gemini_audio_cost",
     "gemini_image_tokens",
     "image_cost",
     "is_priced_media",
@@ -188,6 +206,19 @@ OPENAI_AUDIO_TOKENS_PER_SECOND = 10
 _AUDIO_LEAST_BYTES_PER_SECOND = {"wav": 8000, "mp3": 1000}
 """The fewest bytes a second of each ``input_audio`` format takes (module docstring)."""
 ANTHROPIC_PDF_PAGE_TOKENS = PDF_PAGE_TEXT_TOKENS + anthropic_image_tokens(*LETTER_PAGE_PX)
+GEMINI_AUDIO_TOKENS_PER_SECOND = 32
+"""Gemini's "each second of audio as 32 tokens" (module docstring)."""
+GEMINI_AUDIO_UNKNOWN_SECONDS = 600
+"""The length audio of unknown size is priced at for Gemini (module docstring)."""
+_GEMINI_AUDIO_LEAST_BYTES_PER_SECOND = {
+    "audio/wav": 8000, "audio/aiff": 8000, "audio/pcm": 8000,
+    "audio/mp3": 1000, "audio/mpeg": 1000, "audio/mpga": 1000,
+    "audio/aac": 1000, "audio/mp4": 1000, "audio/m4a": 1000,
+    "audio/ogg": 750, "audio/opus": 750, "audio/webm": 750,
+    "audio/flac": 1000,
+}
+"""The fewest bytes a second of each audio type Gemini takes (``media_limits.GEMINI_MEDIA_TYPES``)
+holds (module docstring)."""
 
 
 def _openai_image_cost(rule: OpenAIImageRule, width: int | None, height: int | None,
@@ -277,24 +308,50 @@ def document_cost(family: MediaProvider, pages: int | None, model: str | None = 
             return MediaCost(worst.tokens, f"max-of-providers:{worst.rule}")
 
 
+def _media_size(block: DocumentBlock) -> int | None:
+    """The bytes of ``block``'s medium: its artifact's size or its ``data:`` URL's decoded length;
+    None for a remote URL, which the build never fetches."""
+    if block.artifact is not None:
+        return block.artifact.size
+    if (block.url or "").startswith("data:"):
+        payload = (block.url or "").partition(",")[2]
+        return len(payload) * 3 // 4 - (len(payload) - len(payload.rstrip("=")))  # its bytes, not its padding
+    return None
+
+
+def _longest_audio(size: int, rate: int, per_second: int) -> int:
+    """Tokens at ``per_second`` over the longest ``size`` bytes can play at ``rate`` bytes a second."""
+    return max(1, -(-size * per_second // rate))
+
+
 def audio_cost(block: DocumentBlock) -> MediaCost | None:
     """What OpenAI counts for ``block`` sent as ``input_audio``: 10 tokens a second over the
     longest duration its bytes can hold (module docstring), or None when it is not such audio or
     its size is not known (a remote URL, which ``input_audio`` does not take: a note instead)."""
     fmt = OPENAI_CHAT_AUDIO_FORMATS.get(block.media_type)
-    if fmt is None:
-        return None
-    if block.artifact is not None:
-        size = block.artifact.size
-    elif (block.url or "").startswith("data:"):
-        payload = (block.url or "").partition(",")[2]
-        size = len(payload) * 3 // 4 - (len(payload) - len(payload.rstrip("=")))  # its bytes, not its padding
-    else:
+    size = None if fmt is None else _media_size(block)
+    if fmt is None or size is None:
         return None
     rate = _AUDIO_LEAST_BYTES_PER_SECOND[fmt]
-    tokens = max(1, -(-size * OPENAI_AUDIO_TOKENS_PER_SECOND // rate))
+    tokens = _longest_audio(size, rate, OPENAI_AUDIO_TOKENS_PER_SECOND)
     return MediaCost(tokens, f"openai-audio:{OPENAI_AUDIO_TOKENS_PER_SECOND}/s, duration not logged: "
                              f"at most {size} bytes / {rate} bytes a second ({fmt})")
+
+
+def gemini_audio_cost(block: DocumentBlock) -> MediaCost | None:
+    """What Gemini counts for ``block`` when it is audio: 32 tokens a second over the longest its
+    bytes can hold, or over :data:`GEMINI_AUDIO_UNKNOWN_SECONDS` when its size or its type's least
+    bitrate is not known (module docstring); None for anything but audio."""
+    if not block.media_type.startswith("audio/"):
+        return None
+    per_second, guess = GEMINI_AUDIO_TOKENS_PER_SECOND, GEMINI_AUDIO_UNKNOWN_SECONDS
+    size, rate = _media_size(block), _GEMINI_AUDIO_LEAST_BYTES_PER_SECOND.get(block.media_type)
+    if size is None or rate is None:
+        return MediaCost(guess * per_second,
+                         f"gemini-audio:{per_second}/s, length unknown: priced as {guess} s")
+    return MediaCost(_longest_audio(size, rate, per_second),
+                     f"gemini-audio:{per_second}/s, duration not logged: at most {size} bytes / {rate} "
+                     f"bytes a second ({block.media_type})")
 
 
 def is_priced_media(block: object) -> TypeGuard[ImageBlock | DocumentBlock]:
@@ -320,6 +377,12 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
     if isinstance(block, ImageBlock):
         return image_cost(family, block.width, block.height, block.detail, model)
     document = document_cost(family, block.pages, model)
+    if family in ("gemini", "neutral") and (heard := gemini_audio_cost(block)) is not None:
+        # Gemini hears audio by its length, never as pages; neutral pays the dearer of the two.
+        if family == "gemini":
+            return heard
+        if heard.tokens > document.tokens:
+            document = MediaCost(heard.tokens, f"max-of-providers:{heard.rule}")
     if provider in ("openai-chat", "neutral") and (audio := audio_cost(block)) is not None:
         # Sent as ``input_audio`` (an audio model; for any other the note is priced instead:
         # ``media_plan``); neutral pays the dearer of that and the document price.
