@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 
-__all__ = ["OPENAI_CHAT_AUDIO_FORMATS", "chat_audio_model", "model_family", "not_a_reasoning_model",
-           "run_model_for"]
+__all__ = ["OPENAI_CHAT_AUDIO_FORMATS", "ClaudeVersion", "chat_audio_model", "claude_version", "model_family",
+           "not_a_reasoning_model", "run_model_for"]
 
 OPENAI_CHAT_AUDIO_FORMATS: dict[str, str] = {
     "audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mp3": "mp3", "audio/mpeg": "mp3",
@@ -94,3 +95,38 @@ def chat_audio_model(model: str | None) -> bool:
     Completions request may send audio to. False for None and for any other name: audio it cannot
     take is a note, where a part it refuses fails the whole request."""
     return model is not None and _CHAT_AUDIO.search(model) is not None
+
+
+class ClaudeVersion(NamedTuple):
+    """A Claude model's tier and version: ``claude-sonnet-4-5-20250929`` is ("sonnet", 4, 5)."""
+
+    tier: str
+    major: int
+    minor: int
+
+
+_CLAUDE_NEW = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d)(?!\d))?", re.IGNORECASE)
+"""``claude-opus-4-6``, ``claude-sonnet-4-20250514`` (no minor: a date is none), OpenRouter's
+``claude-sonnet-4.5``."""
+_CLAUDE_OLD = re.compile(r"claude-(\d+)(?:[-.](\d))?-(opus|sonnet|haiku)", re.IGNORECASE)
+"""``claude-3-7-sonnet-20250219``, ``claude-3-5-haiku-latest``, ``claude-3-opus-20240229``,
+OpenRouter's ``claude-3.5-sonnet``."""
+
+
+@functools.lru_cache(maxsize=256)  # a run names one model or two: asked for at every build and render
+def claude_version(model: str | None) -> ClaudeVersion | None:
+    """The Claude tier and version ``model`` names, wherever the id sits in a gateway's spelling
+    (``anthropic/claude-sonnet-4.5``, Vertex's ``claude-sonnet-4-5@20250929``, Bedrock's
+    ``us.anthropic.claude-sonnet-4-5-20250929-v1:0``), in any case; None for any other name.
+
+    Why one reader: the assistant-prefill rule (``render.protocol``), the tool-use system prompt
+    (``tool_prompt``) and the output cap (``render.output_caps``) each parsed the id their own way
+    and disagreed on these spellings: OpenRouter's ``claude-opus-4.6`` was 4.0 to the prefill
+    rule (a prefill Claude 4.6 refuses was sent) and a cross-region Bedrock id had no output cap."""
+    if not model:
+        return None
+    if (m := _CLAUDE_NEW.search(model)) is not None:
+        return ClaudeVersion(m[1].lower(), int(m[2]), int(m[3] or 0))
+    if (m := _CLAUDE_OLD.search(model)) is not None:
+        return ClaudeVersion(m[3].lower(), int(m[1]), int(m[2] or 0))
+    return None

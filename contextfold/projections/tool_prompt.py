@@ -40,7 +40,8 @@ one's selection).
 from __future__ import annotations
 
 import functools
-import re
+
+from contextfold.projections.model_family import claude_version
 
 __all__ = ["ANTHROPIC_TOOL_PROMPT", "DEAREST", "tool_prompt_tokens"]
 
@@ -58,24 +59,10 @@ ANTHROPIC_TOOL_PROMPT: dict[tuple[str, int, int], tuple[int, int]] = {
 DEAREST = max(max(cells) for cells in ANTHROPIC_TOOL_PROMPT.values())
 """What a model the table does not list pays (Claude Opus 3's 530)."""
 
-_NEW_NAME = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d))?(?!\d)", re.IGNORECASE)
-"""``claude-opus-4-5-20251101``, ``claude-sonnet-4-20250514`` (no minor: the dated 4.0),
-``claude-haiku-4-5``, ``claude-sonnet-4.5`` (a gateway's spelling)."""
-_OLD_NAME = re.compile(r"claude-(\d+)(?:[-.](\d))?-(opus|sonnet|haiku)", re.IGNORECASE)
-"""``claude-3-7-sonnet-20250219``, ``claude-3-5-haiku-latest``, ``claude-3-opus-20240229``, under
-a vendor prefix too (``anthropic.claude-3-haiku-20240307-v1:0``)."""
-
-
 @functools.lru_cache(maxsize=64)  # a run names a model or two, asked at every build
 def _anthropic(model: str | None) -> int:
-    if model is None:
-        return DEAREST
-    key: tuple[str, int, int] | None = None
-    if (m := _NEW_NAME.search(model)) is not None:
-        key = (m[1].lower(), int(m[2]), int(m[3] or 0))
-    elif (m := _OLD_NAME.search(model)) is not None:
-        key = (m[3].lower(), int(m[1]), int(m[2] or 0))
-    cells = None if key is None else ANTHROPIC_TOOL_PROMPT.get(key)
+    version = claude_version(model)  # one reader for every spelling (``model_family``)
+    cells = None if version is None else ANTHROPIC_TOOL_PROMPT.get(version)
     return DEAREST if cells is None else max(cells)
 
 

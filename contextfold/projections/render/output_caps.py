@@ -12,8 +12,9 @@ unchanged (the reply fits in less than it).
 
 Only documented caps of released models (Anthropic's models overview, OpenAI's model pages;
 gpt-5-chat-latest caps lower than gpt-5 and is not named), matched on their names (a snapshot
-date, a Bedrock or Vertex form, a gateway's vendor prefix); any other model gets the reserve as
-before. Gemini's API is left out: its limit is the model's, so it is not named here.
+date, a Bedrock or Vertex form, a gateway's vendor prefix); a Claude model by its version
+(``model_family.claude_version``, the one reader of Claude ids); any other model gets the reserve
+as before. Gemini's API is left out: its limit is the model's, so it is not named here.
 """
 
 from __future__ import annotations
@@ -21,17 +22,24 @@ from __future__ import annotations
 import functools
 import re
 
+from contextfold.projections.model_family import claude_version
+
 __all__ = ["output_cap"]
 
+_CLAUDE_CAPS: dict[tuple[str, int, int], int] = {
+    # Anthropic (docs.anthropic.com, models overview: "Max output"), by ``model_family.claude_version``
+    ("haiku", 3, 0): 4096, ("opus", 3, 0): 4096, ("sonnet", 3, 0): 4096,
+    ("haiku", 3, 5): 8192, ("sonnet", 3, 5): 8192,
+    ("opus", 4, 0): 32000, ("opus", 4, 1): 32000,
+    ("sonnet", 3, 7): 64000,  # 128k only under a beta header we never send
+    ("sonnet", 4, 0): 64000, ("sonnet", 4, 5): 64000, ("haiku", 4, 5): 64000, ("opus", 4, 5): 64000,
+    ("opus", 4, 6): 128000, ("opus", 4, 7): 128000, ("opus", 4, 8): 128000, ("sonnet", 4, 6): 128000,
+}
+"""(tier, major, minor) -> cap. Read off the version, not the spelling: a gateway's, Vertex's or
+Bedrock's id (``us.anthropic.claude-opus-4-1-20250805-v1:0``, which the pattern below did not
+strip) gets its model's cap."""
+
 _CAPS: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), cap) for pattern, cap in (
-    # Anthropic (docs.anthropic.com, models overview: "Max output")
-    (r"claude-3-(?:haiku|opus|sonnet)-\d{8}", 4096),
-    (r"claude-3-(?:haiku|opus|sonnet)(?:-latest)?", 4096),
-    (r"claude-3-5-(?:haiku|sonnet)(?:-v2)?(?:-\d{8}|-latest)?", 8192),
-    (r"claude-opus-4-(?:0|1|20250514|1-20250805)", 32000),
-    (r"claude-3-7-sonnet(?:-\d{8}|-latest)?", 64000),  # 128k only under a beta header we never send
-    (r"claude-(?:sonnet-4|sonnet-4-5|haiku-4-5|opus-4-5)(?:-0|-\d{8}|-latest)?", 64000),
-    (r"claude-(?:opus-4-[678]|sonnet-4-6)(?:-\d{8})?", 128000),
     # OpenAI (platform.openai.com, models: "Max output tokens")
     (r"gpt-3\.5-turbo(?:-\d{4}|-16k)?", 4096),
     (r"gpt-4-(?:turbo(?:-\d{4}-\d{2}-\d{2}|-preview)?|\d{4}-preview|vision-preview)", 4096),
@@ -55,6 +63,8 @@ def output_cap(model: str | None) -> int | None:
     """The largest output limit ``model``'s API takes, when it is documented and low; else None."""
     if not model:
         return None
+    if (version := claude_version(model)) is not None:
+        return _CLAUDE_CAPS.get(version)
     form = _FORM.match(model.lower())
     if form is None:
         return None

@@ -19,7 +19,6 @@ a content). Each failure is a :class:`RenderError` naming the message.
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from itertools import repeat
@@ -32,6 +31,7 @@ from contextfold.projections.media_limits import (
     GEMINI_MEDIA_TYPES,
     file_ref,
 )
+from contextfold.projections.model_family import claude_version
 from contextfold.projections.render.tool_checks import (
     MAX_CHAT_TOOL_CALLS,
     anthropic_tools,
@@ -273,21 +273,13 @@ def _blank_text(blocks: list[Any]) -> bool:
     return False
 
 
-_CLAUDE_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d)(?!\d))?")
-"""A Claude model id's family version: ``claude-sonnet-4-6`` 4.6, ``claude-haiku-4-5-20251001`` 4.5,
-``claude-opus-4-20250514`` 4 (the date is not a minor version); Bedrock's
-``anthropic.claude-opus-4-6-v1:0`` and Vertex's ``claude-opus-4-6@...`` alike."""
-
-
 def refuses_prefill(model: object) -> bool:
     """Whether Anthropic refuses a request ending with an assistant message for ``model``: the
     4.6 generation and later answer 400 "This model does not support assistant message prefill.
     The conversation must end with a user message." Older ids (``claude-3-5-sonnet-...``,
     ``claude-sonnet-4-5``) and names we cannot read keep the prefill they accept."""
-    found = _CLAUDE_VERSION.search(model) if isinstance(model, str) else None
-    if found is None:
-        return False
-    return (int(found[1]), int(found[2] or 0)) >= (4, 6)
+    version = claude_version(model) if isinstance(model, str) else None  # any spelling: model_family
+    return version is not None and (version.major, version.minor) >= (4, 6)
 
 
 _NOTHING_TO_SEND = (": the request holds none. A build makes none while the run, up to this turn, holds "
