@@ -30,6 +30,7 @@ from contextfold.projections.tool_names import (
     renamed_note,
     tool_name_alias,
 )
+from contextfold.projections.tool_strict import loosened_tools
 
 __all__ = ["ToolCandidates", "ToolInputs", "limit_note", "newest_user_item", "not_exposed_reason",
            "past_limit", "tool_candidates", "tool_inputs", "tool_query"]
@@ -236,6 +237,9 @@ def tool_inputs(state: RunState, config: BuildConfig) -> ToolInputs:
         policy = _aliased_policy(policy, renamed)
     for name, (spec, note) in cut_descriptions(config.provider, registry).items():
         registry[name] = spec  # what the request declares, and so what it is priced and ranked by
+        notes.append((name, note))
+    for name, (spec, note) in loosened_tools(config.provider, registry).items():
+        registry[name] = spec  # strict where the provider's strict mode takes its schema (tool_strict)
         notes.append((name, note))
     return ToolInputs(registry, used_names, renamed, policy, notes, frozenset(blocked), refused,
                       config.provider, over_limit)

@@ -144,9 +144,11 @@ def test_anthropic_body_tools_are_registered_but_not_its_server_tools() -> None:
 
 
 def test_openai_responses_body_function_tools_are_registered_and_hosted_ones_not() -> None:
+    # strict, so closed (OpenAI's strict mode refuses an open object: ``tool_strict``)
+    closed = {**WEATHER, "additionalProperties": False}
     body = {"model": "gpt-5", "instructions": "Be brief.",
             "tools": [{"type": "function", "name": "get_weather", "description": "Current weather",
-                       "parameters": WEATHER, "strict": True},
+                       "parameters": closed, "strict": True},
                       {"type": "web_search"}, {"type": "tool_search"},
                       {"type": "function", "name": "book_flight", "description": "Book a flight",
                        "parameters": FLIGHT, "strict": False}],
@@ -156,7 +158,7 @@ def test_openai_responses_body_function_tools_are_registered_and_hosted_ones_not
                       {"type": "function_call_output", "call_id": "call_1", "output": "12C"},
                       {"role": "user", "content": "Book me a flight to Rome."}]}
     events = parse(_b(body), format="openai-responses")
-    assert _registered(events) == (EXPECTED[0].model_copy(update={"strict": True}),
+    assert _registered(events) == (EXPECTED[0].model_copy(update={"strict": True, "parameters": closed}),
                                    EXPECTED[1].model_copy(update={"strict": False}))
     request = _built(events, "openai-responses")
     assert {t["name"]: t["parameters"]["required"] for t in request["tools"]} == {

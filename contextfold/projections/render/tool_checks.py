@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from contextfold.domain.errors import RenderError
+from contextfold.projections.render.strict_mode import strict_refusal
 from contextfold.projections.render.tool_schemas import refused_schemas, schema_fix, schema_refusal
 from contextfold.projections.request_json import all_remembered, on_clear
 from contextfold.projections.tool_descriptions import MAX_DESCRIPTION, too_long
@@ -100,6 +101,17 @@ def object_schemas(provider: str, schemas: list[tuple[Any, Any]]) -> None:
             _refuse(provider, f"tool {name!r}: {why} ({schema_fix(why)})")
 
 
+def strict_schemas(provider: str, schemas: Iterable[tuple[Any, Any]]) -> None:
+    """A RenderError naming the first tool declared strict whose schema the provider's strict mode
+    refuses (``strict_mode.strict_refusal``): the whole request would be refused. A build declares
+    such a tool non-strict (``tool_strict``); this holds bodies edited or made elsewhere to it."""
+    for name, schema in schemas:
+        why = strict_refusal(provider, schema)
+        if why is not None:
+            _refuse(provider, f"tool {name!r} is declared strict and this API's strict mode refuses its "
+                    f"schema: {why} (declare it non-strict, or register a schema strict mode takes)")
+
+
 _DECLARED_TOOLS: dict[str, tuple[tuple[object, ...], frozenset[Any]]] = {}
 """provider -> the last tools list whose names and parameter schemas passed (remembered dicts,
 held: the same objects are the same tools) and the names it declares. A run's bodies hold the
@@ -139,6 +151,8 @@ def chat_tools(tools: list[Any]) -> set[Any]:
     functions = [t.get("function", {}) for t in tools]  # parameters left out: "an empty parameter list"
     _descriptions(p, ((f.get("name"), f.get("description")) for f in functions))
     object_schemas(p, [(f.get("name"), f["parameters"]) for f in functions if "parameters" in f])
+    strict_schemas(p, ((f.get("name"), f.get("parameters", {})) for f in functions
+                       if f.get("strict") is True))
     return declared
 
 
@@ -148,6 +162,8 @@ def responses_tools(tools: list[Any]) -> set[Any]:
     declared = checked_names(p, {t.get("name") for t in tools if t.get("type") == "function"})
     object_schemas(p, [(t.get("name"), t["parameters"]) for t in tools
                         if t.get("type") == "function" and t.get("parameters") is not None])
+    strict_schemas(p, ((t.get("name"), t.get("parameters") or {}) for t in tools
+                       if t.get("type") == "function" and t.get("strict") is True))
     return declared
 
 
@@ -155,6 +171,7 @@ def anthropic_tools(tools: list[Any]) -> set[Any]:
     p = "anthropic"
     declared = checked_names(p, {t.get("name") for t in tools})
     object_schemas(p, [(t.get("name"), t.get("input_schema")) for t in tools])
+    strict_schemas(p, ((t.get("name"), t.get("input_schema")) for t in tools if t.get("strict") is True))
     return declared
 
 

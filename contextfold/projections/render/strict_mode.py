@@ -1,0 +1,84 @@
+"""The strict-mode rules: which tool schemas a provider's strict tool use refuses.
+
+Why a module of its own: the build asks it before it declares a tool strict (``tool_strict``, whose
+docstring says why and what is done instead), and the protocol check of a body asks it too
+(``tool_checks``); the rule lives with the other rules a body's tools are held to, below both.
+Sources: OpenAI's Structured Outputs guide ("Supported schemas"; 400 "Invalid schema for function
+'search': In context=(), 'additionalProperties' is required to be supplied and to be false"),
+and the Anthropic SDK's ``lib._parse._transform.transform_schema``, which sets
+``additionalProperties: false`` on every object to make a schema one its strict mode takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = ["OPENAI_UNSUPPORTED", "STRICT_PROVIDERS", "strict_refusal"]
+
+STRICT_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
+"""The APIs with a strict mode whose schema subset is checked here (Gemini has no such flag)."""
+
+OPENAI_UNSUPPORTED = frozenset({
+    "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+    "patternProperties", "unevaluatedProperties", "propertyNames", "minProperties", "maxProperties",
+    "unevaluatedItems", "contains", "minContains", "maxContains", "uniqueItems"})
+"""The keywords OpenAI's Structured Outputs guide lists as not supported in strict mode."""
+
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "dependentSchemas", "patternProperties")
+"""Keywords whose value maps names to schemas (its keys are names, not keywords)."""
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_VALUES = ("items", "additionalProperties", "not", "if", "then", "else", "contains",
+                  "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+
+
+def _nodes(schema: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every subschema of ``schema`` with its path (dot-joined keys, "" for the top level), the
+    node before its children: only where a key is a keyword (``properties``' keys are names, an
+    ``enum``'s or a ``default``'s value is data)."""
+    if not isinstance(schema, dict):
+        return
+    yield path, schema
+    at = f"{path}." if path else ""
+    for key in _SCHEMA_MAPS:
+        value = schema.get(key)
+        if isinstance(value, dict):
+            for name, sub in value.items():
+                yield from _nodes(sub, f"{at}{key}.{name}")
+    for key in _SCHEMA_LISTS:
+        value = schema.get(key)
+        if isinstance(value, list):
+            for i, sub in enumerate(value):
+                yield from _nodes(sub, f"{at}{key}.{i}")
+    for key in _SCHEMA_VALUES:
+        yield from _nodes(schema.get(key), f"{at}{key}")
+
+
+def _is_object(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind) or (
+        kind is None and "properties" in node)
+
+
+def strict_refusal(provider: str, schema: Any) -> str | None:
+    """Why ``provider``'s strict mode refuses ``schema`` (the schema as sent: a clause naming the
+    node and the rule), or None when it takes it, and for a provider without one."""
+    if provider not in STRICT_PROVIDERS:
+        return None
+    openai = provider != "anthropic"
+    for path, node in _nodes(schema):
+        where = f"at {path}" if path else "at the top level"
+        if _is_object(node):
+            if node.get("additionalProperties") is not False:
+                return f"the object {where} does not say 'additionalProperties': false"
+            properties = node.get("properties") or {}
+            required = node.get("required") or []
+            if openai and isinstance(properties, dict) and isinstance(required, list):
+                missing = [name for name in properties if name not in required]
+                if missing:
+                    return f"the object {where} does not list {missing[0]!r} in 'required'"
+        if openai:
+            bad = sorted(OPENAI_UNSUPPORTED.intersection(node))
+            if bad:
+                return f"{bad[0]!r} {where} is a keyword strict mode does not support"
+    return None
