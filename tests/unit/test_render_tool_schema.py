@@ -113,7 +113,7 @@ def test_gemini_gets_an_object_schema_with_properties_too() -> None:
 def test_an_import_names_only_the_schemas_a_renderer_cannot_send() -> None:
     from contextfold.projections.render.protocol import refused_tool_schemas
 
-    everyone = ("openai-chat", "openai-responses", "anthropic")
+    everyone = ("openai-chat", "openai-responses", "anthropic", "gemini")  # Gemini: an object too
     assert refused_tool_schemas([("a", {}), ("b", {"type": ["object", "null"]}), ("c", {"type": "string"}),
                                  ("d", {"type": ["string", "null"]})]) == {
         "c": [("its parameters schema is of type 'string', not 'object'", everyone)],

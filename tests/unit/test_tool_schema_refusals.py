@@ -153,7 +153,7 @@ def test_an_import_names_each_refused_schema_with_the_apis_and_why() -> None:
     assert found == {
         "b": [("property key 'filter[bundleId]' of its parameters schema is outside ^[a-zA-Z0-9_.-]{1,64}$",
                ("anthropic",))],
-        "s": [("its parameters schema is of type 'string', not 'object'", SCHEMA_PROVIDERS)],
+        "s": [("its parameters schema is of type 'string', not 'object'", (*SCHEMA_PROVIDERS, "gemini"))],
         "u": [("'anyOf' at the top level of its parameters schema", SCHEMA_PROVIDERS)]}
 
 
@@ -244,3 +244,35 @@ def test_a_registered_tool_whose_name_the_provider_refuses_is_not_offered_to_it(
     assert repairs == ([] if offered else [
         f"tool_not_offered:github.create_issue ({provider} refuses it: its name is not one this API takes "
         "(letters, digits, _ and -, at most " + ("128" if provider == "anthropic" else "64") + "))"])
+
+
+# ------------------------------------------------------------------ Gemini: an object, or not offered
+
+
+@pytest.mark.parametrize("parameters", [{"type": "string"}, {"type": "array", "items": {"type": "string"}}])
+def test_gemini_is_not_offered_a_tool_whose_parameters_are_not_an_object(parameters: dict[str, Any]) -> None:
+    """google-genai's ``FunctionDeclaration.parameters_json_schema``: "The schema must describe an
+    object where the properties are the parameters to the function", and a call's ``args`` is an
+    object: declared, the request is refused (or the tool can never be called as declared). Left
+    out like OpenAI's and Anthropic's, said why; the rest of the toolkit still goes."""
+    events: list[AnyEvent] = [
+        ToolsRegistered(tools=(ToolSpec(name="echo", description="Echo a text", parameters=parameters),
+                               ToolSpec(name="ls", description="List files"))),
+        PolicySet(text="Tools may be used.", pinned_tools=("echo", "ls")), UserInput("echo hi")]
+    built = _build(events, "gemini")
+    assert sorted(t.name for t in built.manifest.tools) == ["ls"]
+    assert [r for r in built.manifest.repairs if r.startswith("tool_not_offered:")] == [
+        f"tool_not_offered:echo (gemini refuses it: its parameters schema is of type "
+        f"{parameters['type']!r}, not 'object')"]
+    assert refused_tool_schemas([("echo", parameters)]) == {"echo": [(
+        f"its parameters schema is of type {parameters['type']!r}, not 'object'",
+        (*SCHEMA_PROVIDERS, "gemini"))]}
+
+
+def test_a_gemini_body_declaring_a_non_object_schema_is_refused_naming_the_tool() -> None:
+    body = render(conv({"type": "object", "properties": {}}), "gemini")
+    check_protocol("gemini", body)
+    body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"] = {"type": "string"}
+    with pytest.raises(RenderError, match=r"tool 'get_resource': its parameters schema is of type 'string', "
+                       r"not 'object'"):
+        check_protocol("gemini", body)

@@ -182,5 +182,7 @@ def gemini_tools(tools: list[Any]) -> set[Any]:
         functions = tool.get("functionDeclarations") or []
         count += len(functions)
         declared.update(d.get("name") for d in functions)
+        object_schemas("gemini", [(d.get("name"), d["parametersJsonSchema"]) for d in functions
+                                  if "parametersJsonSchema" in d])
     _count("gemini", count)
     return checked_names("gemini", declared)

@@ -17,6 +17,9 @@ so one such tool fails every request that declares it):
   ("schema must have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top
   level").
 - Gemini's ``parametersJsonSchema`` takes JSON Schema with these: it gets the schema as before.
+  But it too takes only an object ("The schema must describe an object where the properties are
+  the parameters to the function": google-genai's ``FunctionDeclaration``; a call's ``args`` is an
+  object), so a schema of another type is not offered to it either.
 
 MCP servers publish such schemas (zod unions and intersections, pydantic ``Optional`` models), so
 :func:`flattened` rewrites the ones that can be said without a top-level combinator *with the same
@@ -40,12 +43,15 @@ from contextfold.projections.render._shared import object_schema
 __all__ = ["SCHEMA_PROVIDERS", "flattened", "refused_schema", "refused_schemas", "schema_fix",
            "schema_refusal", "sent_schema"]
 
-SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
-"""The APIs whose renderers send :func:`sent_schema` and that refuse some schemas."""
+SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+"""The APIs that refuse some schemas. All but Gemini send :func:`sent_schema`; Gemini sends the
+registered schema (``render.gemini``), whose type :func:`sent_schema` does not change (it is
+flattened only when its top level is an object already)."""
 
 _TOP_LEVEL_REFUSED = {"anthropic": ("allOf", "anyOf", "oneOf"),
                       "openai-chat": ("allOf", "anyOf", "oneOf", "enum", "not"),
-                      "openai-responses": ("allOf", "anyOf", "oneOf", "enum", "not")}
+                      "openai-responses": ("allOf", "anyOf", "oneOf", "enum", "not"),
+                      "gemini": ()}
 """The keys each API refuses at the top level of a tool's parameters schema."""
 
 ANTHROPIC_PROPERTY_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
@@ -132,7 +138,7 @@ def schema_refusal(provider: str, schema: Any) -> str | None:
     kind = schema.get("type") if isinstance(schema, dict) else None
     if kind != "object":
         return f"its parameters schema is of type {kind!r}, not 'object'"
-    if provider != "anthropic" and "properties" not in schema:
+    if provider.startswith("openai") and "properties" not in schema:
         return "its object schema lists no 'properties'"
     properties = schema.get("properties", {})
     if not isinstance(properties, dict):
