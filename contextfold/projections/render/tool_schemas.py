@@ -7,7 +7,8 @@ sent schema its provider refuses (:func:`refused_schema`, ``tool_candidates``), 
 never fires on a body the builder made.
 
 What the providers refuse, beyond a schema that is not an object (the request is refused whole,
-so one such tool fails every request that declares it):
+so one such tool fails every request that declares it) and, for OpenAI and Anthropic, one that is
+not valid JSON Schema (``schema_validity``):
 
 - Anthropic: ``anyOf``/``oneOf``/``allOf`` at the top level ("input_schema does not support
   oneOf, allOf, or anyOf at the top level"), and a top-level property key outside
@@ -39,6 +40,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from contextfold.projections.render._shared import object_schema
+from contextfold.projections.render.schema_validity import invalid_schema
 
 __all__ = ["SCHEMA_PROVIDERS", "flattened", "refused_schema", "refused_schemas", "schema_fix",
            "schema_refusal", "sent_schema"]
@@ -151,6 +153,8 @@ def schema_refusal(provider: str, schema: Any) -> str | None:
             if not isinstance(key, str) or not ANTHROPIC_PROPERTY_KEY.fullmatch(key):
                 return (f"property key {key!r} of its parameters schema is outside "
                         f"^{ANTHROPIC_PROPERTY_KEY.pattern}$")
+    if provider != "gemini" and (why := invalid_schema(schema)) is not None:
+        return f"its parameters schema is not valid JSON Schema: {why}"
     return None
 
 
@@ -160,6 +164,9 @@ def schema_fix(reason: str) -> str:
         return ("this API takes none of oneOf, anyOf, allOf (nor, for OpenAI, enum and not) there: register "
                 "the tool with one object schema (alternatives as optional properties, explained in its "
                 "description); a build does not offer it to this API")
+    if "not valid JSON Schema" in reason:
+        return ("register the tool with a schema valid under JSON Schema draft 2020-12; a build does not "
+                "offer it to this API")
     if reason.startswith("property key"):
         return "register the tool with property keys this API takes; a build does not offer it to this API"
     return "fix the schema where the tool is registered; a build does not offer it to this API"
