@@ -111,3 +111,32 @@ def test_a_body_declaring_such_a_tool_strict_is_refused_naming_it(provider: str)
     with pytest.raises(RenderError, match=r"tool 'search' is declared strict and this API's strict mode "
                        r"refuses its schema: the object at the top level does not say"):
         check_protocol(provider, body)
+
+
+def _enum_schema(*enums: list[str]) -> dict[str, Any]:
+    properties = {f"p{i}": {"type": "string", "enum": values} for i, values in enumerate(enums)}
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+def test_openai_strict_mode_takes_at_most_1000_enum_values_and_15000_characters_past_250() -> None:
+    """OpenAI's guide: "up to 1000 enum values across all enum properties", and "For a single enum
+    property with string values, the total string length of all enum values cannot exceed 15,000
+    characters when there are more than 250 enum values". Anthropic's strict mode names no such
+    bound: it keeps them strict."""
+    assert strict_refusal("openai-chat", _enum_schema([f"v{i}" for i in range(600)],
+                                                      [f"w{i}" for i in range(400)])) is None
+    assert strict_refusal("openai-chat", _enum_schema([f"v{i}" for i in range(600)],
+                                                      [f"w{i}" for i in range(401)])) == (
+        "it holds 1001 enum values and strict mode takes at most 1000")
+    long = [f"{i:03d}" + "x" * 57 for i in range(251)]  # 251 values of 60 characters: 15,060
+    assert strict_refusal("openai-responses", _enum_schema(long)) == (
+        "the enum at properties.p0 holds 251 values of 15060 characters and strict mode takes at most "
+        "15000 characters past 250 values")
+    assert strict_refusal("openai-responses", _enum_schema(long[:250])) is None
+    assert strict_refusal("anthropic", _enum_schema(long, [f"v{i}" for i in range(1000)])) is None
+    built = _build("openai-chat", ToolSpec(name="weather", description="Weather in a city", strict=True,
+                                           parameters=_enum_schema([f"city_{i}" for i in range(1200)])))
+    assert _declared("openai-chat", built.request)["weather"]["strict"] is False
+    assert ("tool_strict_off:weather (openai-chat's strict mode refuses its schema: it holds 1200 enum "
+            "values and strict mode takes at most 1000; declared non-strict)") in built.manifest.repairs

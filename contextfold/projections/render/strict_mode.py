@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["OPENAI_UNSUPPORTED", "STRICT_PROVIDERS", "strict_refusal"]
+__all__ = ["OPENAI_LONG_ENUM", "OPENAI_LONG_ENUM_CHARS", "OPENAI_MAX_ENUM_VALUES", "OPENAI_UNSUPPORTED",
+           "STRICT_PROVIDERS", "strict_refusal"]
 
 STRICT_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
 """The APIs with a strict mode whose schema subset is checked here (Gemini has no such flag)."""
@@ -24,6 +25,13 @@ OPENAI_UNSUPPORTED = frozenset({
     "patternProperties", "unevaluatedProperties", "propertyNames", "minProperties", "maxProperties",
     "unevaluatedItems", "contains", "minContains", "maxContains", "uniqueItems"})
 """The keywords OpenAI's Structured Outputs guide lists as not supported in strict mode."""
+
+OPENAI_MAX_ENUM_VALUES = 1000
+"""OpenAI's guide: "A schema may have up to 1000 enum values across all enum properties"."""
+OPENAI_LONG_ENUM = 250
+OPENAI_LONG_ENUM_CHARS = 15_000
+"""... and "For a single enum property with string values, the total string length of all enum
+values cannot exceed 15,000 characters when there are more than 250 enum values"."""
 
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "dependentSchemas", "patternProperties")
 """Keywords whose value maps names to schemas (its keys are names, not keywords)."""
@@ -66,6 +74,7 @@ def strict_refusal(provider: str, schema: Any) -> str | None:
     if provider not in STRICT_PROVIDERS:
         return None
     openai = provider != "anthropic"
+    enum_values = 0
     for path, node in _nodes(schema):
         where = f"at {path}" if path else "at the top level"
         if _is_object(node):
@@ -81,4 +90,14 @@ def strict_refusal(provider: str, schema: Any) -> str | None:
             bad = sorted(OPENAI_UNSUPPORTED.intersection(node))
             if bad:
                 return f"{bad[0]!r} {where} is a keyword strict mode does not support"
+            enum = node.get("enum")
+            if isinstance(enum, list):
+                enum_values += len(enum)
+                chars = sum(len(v) for v in enum if isinstance(v, str))
+                if len(enum) > OPENAI_LONG_ENUM and chars > OPENAI_LONG_ENUM_CHARS:
+                    return (f"the enum {where} holds {len(enum)} values of {chars} characters and strict "
+                            f"mode takes at most {OPENAI_LONG_ENUM_CHARS} characters past "
+                            f"{OPENAI_LONG_ENUM} values")
+    if openai and enum_values > OPENAI_MAX_ENUM_VALUES:
+        return f"it holds {enum_values} enum values and strict mode takes at most {OPENAI_MAX_ENUM_VALUES}"
     return None
