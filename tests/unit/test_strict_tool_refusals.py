@@ -140,3 +140,21 @@ def test_openai_strict_mode_takes_at_most_1000_enum_values_and_15000_characters_
     assert _declared("openai-chat", built.request)["weather"]["strict"] is False
     assert ("tool_strict_off:weather (openai-chat's strict mode refuses its schema: it holds 1200 enum "
             "values and strict mode takes at most 1000; declared non-strict)") in built.manifest.repairs
+
+
+def test_openai_strict_mode_takes_no_keyword_beside_a_ref() -> None:
+    """The OpenAI SDK's own strict-schema helper (``openai.lib._pydantic._ensure_strict_json_schema``):
+    "we can't use `$ref`s if there are also other properties defined, e.g. `{"$ref": "...",
+    "description": "my description"}`", so it inlines them. pydantic writes a described nested
+    model so; registered strict as it is, the request was refused. A bare ``$ref`` is taken."""
+    address = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+               "additionalProperties": False}
+    schema = {"type": "object", "additionalProperties": False, "required": ["to"],
+              "$defs": {"Address": address},
+              "properties": {"to": {"$ref": "#/$defs/Address", "description": "Where to ship"}}}
+    assert strict_refusal("openai-chat", schema) == (
+        "the '$ref' at properties.to has other keywords beside it ('description'), which strict mode does "
+        "not take")
+    assert strict_refusal("anthropic", schema) is None
+    bare = {**schema, "properties": {"to": {"$ref": "#/$defs/Address"}}}
+    assert strict_refusal("openai-chat", bare) is None

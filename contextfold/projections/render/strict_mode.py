@@ -24,7 +24,9 @@ OPENAI_UNSUPPORTED = frozenset({
     "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
     "patternProperties", "unevaluatedProperties", "propertyNames", "minProperties", "maxProperties",
     "unevaluatedItems", "contains", "minContains", "maxContains", "uniqueItems"})
-"""The keywords OpenAI's Structured Outputs guide lists as not supported in strict mode."""
+"""The keywords OpenAI's Structured Outputs guide lists as not supported in strict mode. Nor does it
+take a ``$ref`` with other keywords beside it (the SDK's ``lib._pydantic._ensure_strict_json_schema``
+inlines such a ref: "we can't use `$ref`s if there are also other properties defined")."""
 
 OPENAI_MAX_ENUM_VALUES = 1000
 """OpenAI's guide: "A schema may have up to 1000 enum values across all enum properties"."""
@@ -90,6 +92,10 @@ def strict_refusal(provider: str, schema: Any) -> str | None:
             bad = sorted(OPENAI_UNSUPPORTED.intersection(node))
             if bad:
                 return f"{bad[0]!r} {where} is a keyword strict mode does not support"
+            if "$ref" in node and len(node) > 1:  # (OPENAI_UNSUPPORTED says why)
+                others = ", ".join(repr(k) for k in sorted(node) if k != "$ref")
+                return (f"the '$ref' {where} has other keywords beside it ({others}), which strict mode "
+                        "does not take")
             enum = node.get("enum")
             if isinstance(enum, list):
                 enum_values += len(enum)
