@@ -286,7 +286,7 @@ def test_tool_schemas_an_api_refuses_are_named_at_import(tmp_path: Path,
     assert note == (
         "note: tool(s) 'git_log' ('anyOf' at the top level of its parameters schema: openai-chat, "
         "openai-responses, anthropic), 'run_tests' (its parameters schema is of type 'array', not 'object': "
-        "openai-chat, openai-responses, anthropic), 'search_docs' (property key 'filter[q]' of its "
+        "openai-chat, openai-responses, anthropic, gemini), 'search_docs' (property key 'filter[q]' of its "
         "parameters schema is outside ^[a-zA-Z0-9_.-]{1,64}$: anthropic) take parameters schemas the APIs "
         "named refuse: builds of these runs for those do not offer them (their calls are shown as runtime "
         "notes; fix the schema in the source to offer them)")
