@@ -123,6 +123,10 @@ def artifact_bytes(store: Store, ref: str) -> bytes:
         f"unknown ref {ref!r}: use event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS or artifact:HASH")
 
 
+_NAME_KEYS = frozenset({"run_id"})
+"""The manifest key :func:`~contextfold.replay_report.recorded_run_id` reads of a record."""
+
+
 def _check_run(run: Run, named: str, ref: str) -> None:
     """A ref may name ``run`` or a name its log was written under (:func:`_recorded_names`)."""
     if named != run.run_id and named not in _recorded_names(run):
@@ -138,10 +142,14 @@ def _recorded_names(run: Run) -> set[str]:
     manifests and its compactions' summaries and mask stubs cite ``event://OLD/N``; a request
     built from the copy shows those refs. They name this log's events, so ``show COPY
     event://OLD/9`` reads the copy's position 9. A name only counts if the run's own records
-    or compactions use it: a ref to some other run is still refused."""
+    or compactions use it: a ref to some other run is still refused.
+
+    Each record is read for its manifest's ``run_id`` only (:data:`_NAME_KEYS`): the manifest lists
+    every fragment its build left out, most of a long run's log, and decoding each whole to
+    refuse a ref to another run cost O(the log's manifests)."""
     names: set[str] = set()
     calls: list[tuple[str, int]] = []
-    for rec in run.store.events.iter_events(run.run_id):
+    for rec in run.store.events.iter_events(run.run_id, keep=_NAME_KEYS):
         ev = rec.event
         if isinstance(ev, ContextBuilt):
             names.add(recorded_run_id(ev, run.run_id))

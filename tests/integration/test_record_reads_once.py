@@ -210,3 +210,37 @@ def test_a_head_is_not_made_from_records_read_without_their_encoding(store_url: 
         other = record.model_copy(update={"manifest": {**record.manifest, "encoding": named + "-other"}})
         with pytest.raises(EncodingConflictError):
             store.events.append("loop", [other])
+
+
+def test_show_reads_no_record_whole_to_learn_the_names_a_log_was_recorded_under(
+        store_url: str, whole_records: WholeRecords) -> None:
+    """``show`` of a ref naming another run (refused) or a call by an older name reads every record
+    of the run for the name its manifest holds (``show_refs._recorded_names``): it decoded each
+    whole, its manifest listing most of a long run's log. Each is read for its ``run_id`` now, and
+    the answers (the refusal, a call's result) are the old ones."""
+    from contextfold.show_refs import show
+
+    with open_store(store_url) as store:
+        run = store.run("loop")
+        loop(run, rebuild=False)
+        pos = next(r.position for r in run.events() if isinstance(r.event, ContextBuilt)) + 1
+
+    def refused(run: Run) -> str:
+        with pytest.raises(InvalidInputError) as caught:
+            show(run, "event://elsewhere/3")
+        return str(caught.value)
+
+    assert "elsewhere" in _twice(store_url, whole_records, refused)
+    assert whole_records.decoded == 0
+    assert whole_records.heads and set(whole_records.heads) <= {frozenset({"run_id"})}
+
+    def event_and_call(run: Run) -> tuple[str, str]:
+        response = run.store.events.read(run.run_id, after=pos - 1, upto=pos)[0]
+        call = response.event.tool_calls[0].call_id  # type: ignore[union-attr]
+        with pytest.raises(InvalidInputError):  # a split naming no run this log was recorded under
+            show(run, f"call://old/{call}@{pos}")
+        return show(run, f"event://loop/{pos + 1}"), show(run, f"call://loop/{call}@{pos}")
+
+    shown = _twice(store_url, whole_records, event_and_call)
+    assert "step" in shown[1] and shown[0] == shown[1]
+    assert whole_records.decoded == 0
