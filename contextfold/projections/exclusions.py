@@ -13,7 +13,8 @@ chunks it touched: the manifest's :class:`~contextfold.domain.excluded_lines.Exc
 shares the rest with the last build's (why: that module's docstring).
 
 A unit's lines are a function of its members, its size and the reason (the
-fragment views are fixed per facts table), cached per unit id.
+fragment views are fixed per facts table), cached per unit id. An ``over_budget`` unit priced by
+its redacted payloads (``redacted_units``) lists their redacted tokens: the price the walk used.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from operator import attrgetter
 
 from contextfold.domain.manifest import ExcludedFragment, ExcludedLines
 from contextfold.projections.fragment_facts import BuildCtx
+from contextfold.projections.redacted_units import redacted_unit
 from contextfold.projections.selection import Selection, Unit
 from contextfold.projections.stale_reads import rest_of
 from contextfold.projections.timeline_units import TimelineUnits
@@ -70,9 +72,15 @@ def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
             smallest = unit.tokens if unit.min_tokens is None else unit.min_tokens
             detail += (f", {smallest} cut as far as it may be: the latest error, required only where "
                        "it fits beside the other required content")
+        # A unit the walk reached is priced by its large payloads' redacted texts where that is
+        # dearer (``redacted_units``): its lines say those texts' tokens, the price its ``needs``
+        # holds. Its logged tokens beside that need told a price the selection never used.
+        priced = reason == "over_budget" and redacted_unit(ctx, unit, members) is not None
         lines = []
         for fid in members:
-            f = ctx.facts(fid).view  # the entry (or redacted view): no fragment made for a line
+            red = ctx.redacted_facts(fid) if priced else None
+            # the entry (or redacted view): no fragment made for a line
+            f = (red or ctx.facts(fid)).view
             lines.append(ExcludedFragment(
                 id=fid, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count, reason=reason,
                 detail=detail))

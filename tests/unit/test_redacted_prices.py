@@ -102,3 +102,25 @@ def test_counted_request_within_budget_and_more_window_never_shows_fewer_lines(
     fresh = build_context(_run(dumps, artifact)[0], config, load_text=load_text, render=render_request)
     assert again.manifest.model_dump_json() == fresh.manifest.model_dump_json()
     assert again.request == fresh.request
+
+
+def test_an_over_budget_line_says_the_redacted_price_its_unit_was_left_out_at() -> None:
+    """A dump the walk reached and left out is priced by its redacted text (its unit's ``needs N
+    tokens``), and its line said its logged tokens (1,999 beside a need of 2,846): ``why`` told a
+    price the selection never used. The line says the tokens of the text it would be shown as,
+    those a window that keeps it whole lists it at, and its unit's need holds its members'."""
+    for artifact in (True, False):
+        state, load_text = _run([_dump(k, 200, lambda i: True) for k in range(3)], artifact)
+        whole = build_context(state, BuildConfig(provider="openai-chat", window=100_000, reserve=500),
+                              load_text=load_text, render=render_request)
+        shown = {f.id: f.tokens for f in whole.manifest.fragments}
+        built = build_context(state, BuildConfig(provider="openai-chat", window=3_500, reserve=500),
+                              load_text=load_text, render=render_request)
+        over = [e for e in built.manifest.excluded_items if e.reason == "over_budget"]
+        dumps = [e for e in over if shown[e.id] > 1_000]
+        assert dumps, over  # a dump the walk stopped at
+        for line in dumps:
+            need = int(re.fullmatch(r"unit \S+ needs (\d+) tokens.*", line.detail or "")[1])  # type: ignore[index]
+            members = [e.tokens for e in over if e.detail == line.detail]
+            assert line.tokens == shown[line.id], (artifact, line)
+            assert sum(members) <= need, (artifact, members, need)
