@@ -23,10 +23,12 @@ from contextfold.projections.json_literals import is_scalar, scalar_literal, unq
 
 __all__ = [
     "CHARS_PER_STEP",
+    "SHRINK_DEPTH",
     "STEPS_PER_ITEM",
     "ShrinkStats",
     "dump",
     "marker_key",
+    "nested_past",
     "saturations",
     "shrink",
     "size_knob_max",
@@ -37,6 +39,31 @@ STEPS_PER_ITEM = 16
 """The JSON size knob ``x`` keeps up to ``4 * x`` characters per string and
 ``ceil(x / 16)`` items per container: strings shrink in fine steps (a few
 tokens each) while containers keep one item per 64 characters of string."""
+
+
+SHRINK_DEPTH = 32
+"""Levels of nesting past which a document is cut as a head as written (``json_deep``), not by
+the knob. Why: the knob applies to every level at once, so a document nested deep holds its
+content in a chain of containers that one knob step empties together: a 450-level linked list
+of 5,180 tokens kept 13 tokens at every grant under its compact size (~3,800), where one of 600
+levels (past the parser, so cut as a head) kept all but a few tokens of its grant. Decided per
+text, not per grant: a larger grant never changes the cut's kind, so what it keeps grows with
+the grant. Shallow documents (API records, tool results: a few levels) are cut by the knob."""
+
+
+def nested_past(value: Any, levels: int) -> bool:
+    """Whether ``value`` holds containers nested more than ``levels`` deep (the top one is level
+    1). Iterative, and stops at the first such container: a document of any depth is walked once
+    at most."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, list | dict):
+            if depth > levels:
+                return True
+            stack.extend((c, depth + 1) for c in (v if isinstance(v, list) else v.values())
+                         if isinstance(c, list | dict))
+    return False
 
 
 class ShrinkStats:

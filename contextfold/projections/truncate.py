@@ -78,7 +78,14 @@ from contextfold.projections.json_blocks import or_blocks
 from contextfold.projections.json_deep import cut_deep
 from contextfold.projections.json_literals import BOM, Unwritable, loads
 from contextfold.projections.json_pieces import JsonPieces, pieces_apply
-from contextfold.projections.json_shrink import ShrinkStats, dump, saturations, shrink
+from contextfold.projections.json_shrink import (
+    SHRINK_DEPTH,
+    ShrinkStats,
+    dump,
+    nested_past,
+    saturations,
+    shrink,
+)
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined, split_lines
 from contextfold.projections.line_windows import _PROBES as _PROBES  # tests empty the memo here
 from contextfold.projections.line_windows import (  # the search and its memo, used by diagnose too
@@ -284,6 +291,11 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
                 else count(render(top_max)) if measure is None else measure(top_max, max_tokens))
         if 0 <= whole_tokens <= max_tokens:  # compact form fits where the original did not
             found: tuple[int, str, int] | None = (top_max, render(top_max), whole_tokens)
+        elif entry.setdefault("nested", nested_past(value, SHRINK_DEPTH)):
+            # nested deep: a head as written, as past the parser (``json_shrink.SHRINK_DEPTH``)
+            body = text.removeprefix(BOM)
+            return cut_deep(body, entry, max_tokens, count, original_tokens, skip=len(text) - len(body)) or (
+                marker_only(text, original_tokens, "json_member", 0, count))
         else:
             found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
     except (ValueError, RecursionError) as error:  # not JSON (or nested past the parser): cut as text
