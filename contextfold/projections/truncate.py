@@ -95,7 +95,7 @@ from contextfold.projections.line_windows import (  # the search and its memo, u
     kept_probe,
     probe_entry,
 )
-from contextfold.projections.truncate_words import has_fence, truncate_words
+from contextfold.projections.truncate_words import has_fence, truncate_words, words_below_lines
 from contextfold.projections.truncation_result import (
     MINIMAL_MARKER,
     KeptRange,
@@ -171,6 +171,10 @@ def _by_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCoun
     by_words = truncate_words(text, original_tokens, max_tokens, count)
     if by_words is None or (by_lines.kept and len(text) - by_words.omitted_chars <= kept_chars):
         return by_lines
+    if words == "if_none_kept":
+        return words_below_lines(text, original_tokens, max_tokens, count, by_words, lambda grant: (
+            _truncate_lines(text, original_tokens, grant, count, head_share=head_share, fences=fences,
+                            rule=rule, first_line=first_line, numbers=numbers)))
     return by_words
 
 
