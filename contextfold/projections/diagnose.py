@@ -33,9 +33,10 @@ from pydantic import BaseModel, ConfigDict
 
 from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states
-from contextfold.projections.graphemes import ESCAPE_SEQUENCE, ceil_boundary, floor_boundary, head_chars
+from contextfold.projections.graphemes import ESCAPE_SEQUENCE
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 from contextfold.projections.line_windows import WindowChain, held_off
+from contextfold.projections.log_headers import header_plan, header_variants
 from contextfold.projections.log_patterns import (
     FAIL_HINT,
     FAILED,
@@ -57,8 +58,8 @@ from contextfold.projections.truncate import (
     marker_only,
     probe_entry,
     split_lines,
-    truncate,
 )
+from contextfold.projections.truncate_words import truncate_words
 
 __all__ = [
     "CONTINUATION_LINES",
@@ -74,14 +75,6 @@ CONTINUATION_LINES = 8
 """Indented lines kept after a non-traceback key error."""
 _TRACEBACK_MAX_LINES = 2000
 """A traceback that never reaches its exception line stops here (a cut-off log)."""
-_HEADER_ERROR_LINES = 12
-"""The error block in a lean-log header is condensed beyond this many lines."""
-_HEADER_LINE_CHARS = 400
-"""Longest quoted line in the header's condensed variant."""
-_CLIP_LEAD = 80
-"""Characters kept before a key error's match when the header quotes the middle of its line."""
-
-
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -285,98 +278,20 @@ def diagnose_log(text: str, exit_code: int | None) -> LogDiagnosis:
 # ------------------------------------------------------------------ lean log
 
 
-def _clip(line: str, at: int = 0) -> str:
-    """``line`` cut to at most :data:`_HEADER_LINE_CHARS`, at grapheme cluster boundaries: a quoted
-    error line must not end in an orphan accent or half an emoji. Its head is kept, unless the key
-    error matched at ``at`` lies beyond it: then the characters from :data:`_CLIP_LEAD` before the
-    match on (a JSON body with its error member deep inside, a stream of progress notes, then the
-    error: the head showed only noise)."""
-    if len(line) <= _HEADER_LINE_CHARS:
-        return line
-    if at <= _HEADER_LINE_CHARS - _CLIP_LEAD:
-        kept = head_chars(line, _HEADER_LINE_CHARS)
-        return f"{kept}… [{len(line) - len(kept)} chars omitted]"
-    start = ceil_boundary(line, min(at - _CLIP_LEAD, len(line) - _HEADER_LINE_CHARS))
-    end = floor_boundary(line, start + _HEADER_LINE_CHARS)
-    after = f"… [{len(line) - end} chars omitted]" if end < len(line) else ""
-    return f"[{start} chars omitted] …{line[start:end]}{after}"
-
-
-def _match_at(fe: FirstError) -> int:
-    """Where in its first line the first key error's pattern matched."""
-    found = dict(KEY_ERROR_PATTERNS)[fe.pattern].search(fe.text.split("\n", 1)[0])
-    return 0 if found is None else found.start()
-
-
-def _closed(block: list[str]) -> list[str]:
-    """``block`` and the fence run that closes a code fence its lines leave open: an error quoted
-    with its continuation lines (``error: snippet does not compile:`` then ``  ```rust`` and 8
-    more) opened a fence the header never closed, and the log excerpt after it read inverted."""
-    if not any("```" in b or "~~~" in b for b in block):
-        return block
-    opener = fence_states(block)[-1]
-    return block if opener is None else [*block, closing_fence(opener)]
-
-
-def _header_variants(d: LogDiagnosis, where: str) -> list[tuple[str, bool]]:
-    """(header, framed) from richest to barest. The first that fits the budget with at least the
-    log's last line is used, else the first that fits alone: once a grant keeps a line of the
-    tail, every larger grant does (the tail is where a failing command says why).
-
-    A framed header is followed by an ``[log excerpt]`` line and closed by a
-    ``[full log: REF]`` line; the barest variants fold the ref into the
-    header and drop the frame, for budgets of a few dozen tokens.
-    """
-    code = "unknown" if d.exit_code is None else str(d.exit_code)
-    summary = (f"[log diagnosis] exit code: {code} | lines: {d.total_lines} | "
-               f"error lines: {d.error_lines} | warning lines: {d.warning_lines} | "
-               f"failed lines: {d.failed_lines}")
-    if d.first_error is None:
-        return [(summary + "\n[first key error] none found", True),
-                (f"[log] exit code: {code} | full log: {where}", False),
-                (f"[log] exit code: {code}", False)]
-    fe = d.first_error
-    span = f"line {fe.line}" if fe.line == fe.end_line else f"lines {fe.line}–{fe.end_line}"
-    title = f"[first key error] {span} ({fe.pattern}):"
-    block = fe.text.split("\n")
-    if len(block) > _HEADER_ERROR_LINES:
-        keep_tail = _HEADER_ERROR_LINES - 2
-        skipped = len(block) - 1 - keep_tail
-        block = [block[0], f"  … [{skipped} lines of this error omitted] …", *block[-keep_tail:]]
-    at = _match_at(fe)
-    clipped = [_clip(b, at if i == 0 else 0) for i, b in enumerate(block)]
-    clipped_ends = [clipped[0]] if len(block) == 1 else [clipped[0], clipped[-1]]
-    # One line quoted under the number of the line it is: a traceback's exception line (what it
-    # says), any other block's first line (a rustc error's last line is a `   |` gutter, and was
-    # quoted as the line the block starts at).
-    named, one, whole = ((fe.end_line, clipped[-1], block[-1]) if fe.pattern == "python_traceback"
-                         else (fe.line, clipped[0], block[0]))
-    return [
-        ("\n".join([summary, title, *_closed(block)]), True),
-        ("\n".join([summary, title, *_closed(clipped)]), True),
-        ("\n".join([summary, title, *_closed(clipped_ends)]), True),
-        ("\n".join([summary, f"[first key error] line {named}: {one}"]), True),
-        ("\n".join([f"[log] exit code: {code} | full log: {where}",
-                    f"[first key error] line {named}: {head_chars(whole, 80)}"]), False),
-        (f"[log] exit code: {code} | first key error at line {fe.line} | full log: {where}",
-         False),
-        (f"[log] exit code: {code} | first key error at line {fe.line}", False),
-        (f"[log] exit code: {code}", False),
-    ]
-
-
 def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCounter, *,
              artifact_ref: str | None = None,
              line_splitting: LineSplitting | None = None) -> Truncation:
     """A long log as diagnosis header + head window + tail window + where the rest is.
 
     A log that fits is returned unchanged: the caller still has the exit code.
-    Otherwise the richest header that leaves room for the marker and the log's last
-    line is chosen (exit code first, then the first key error, condensed if need be),
-    else the richest that leaves room for the marker alone; then as many whole lines
-    as fit, a third from the head and two thirds from the tail (a window stops before a line
-    longer than the room, the other taking its share; when that leaves only a few lines, a
-    character excerpt that keeps more replaces them). A code fence the cut
+    Otherwise a header is chosen by the grant, the richest that takes at most half of it
+    (exit code first, then the first key error, condensed if need be; the cheapest where none
+    is that small), and the log's part gets a room that never shrinks as the grant grows
+    (:func:`~contextfold.projections.log_headers.header_plan`); then as many whole lines
+    as fit the room, a third from the head and two thirds from the tail, grown along one chain
+    (:class:`~contextfold.projections.line_windows.WindowChain`: a larger grant keeps every
+    line a smaller one kept); when no line fits, or only the lines outside over-long ones do,
+    a character excerpt that keeps more replaces them. A code fence the cut
     falls in is closed before the marker and re-opened after it. ``kept`` lists the head
     and tail line ranges. ``line_splitting``: as for
     :func:`~contextfold.projections.truncate.truncate` (same result, fewer tokenizations).
@@ -397,7 +312,7 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
                           original_chars=len(text), original_tokens=original_tokens,
                           tokens=original_tokens, kept=(KeptRange(start=1, end=n),))
     if "parse" not in entry:  # one assignment: another thread never sees half of it
-        entry["parse"] = (_header_variants(diagnose_log(text, exit_code), where),
+        entry["parse"] = (header_variants(diagnose_log(text, exit_code), where),
                           None if line_splitting is None
                           else LineCounts(lines, line_splitting, line_splitting.known(text)),
                           fence_states(lines) if "```" in text or "~~~" in text else None,
@@ -409,53 +324,95 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
     variants, counts, fences, lines_of = entry["parse"]
     end = "\n" if trailing else ""
 
-    def windows(head: int, tail: int, header: str, framed: bool) -> list[str | range]:
-        marker = line_marker(n - head - tail, head + 1, n - tail)
-        body: list[str | range] = [range(0, head), marker, range(n - tail, n)]
-        if fences is not None:  # a fence the cut falls in is closed before the marker, re-opened after
-            before, after = fences[head], fences[n - tail]
-            body = [range(0, head), *([closing_fence(before)] if before is not None else []), marker,
-                    *([after] if after is not None else []), range(n - tail, n)]
-        return [header, "[log excerpt]", *body, f"[full log: {where}]"] if framed else [header, *body]
+    def body(k: int) -> list[str | range]:
+        """The log's part of ``k`` kept lines: the head window, the marker, the tail window (a
+        fence the cut falls in closed before the marker, re-opened after)."""
+        head, tail = lines_of.split(k)
+        marker = line_marker(n - k, head + 1, n - tail)
+        if fences is None:
+            return [range(0, head), marker, range(n - tail, n)]
+        before, after = fences[head], fences[n - tail]
+        return [range(0, head), *([closing_fence(before)] if before is not None else []), marker,
+                *([after] if after is not None else []), range(n - tail, n)]
 
-    header_only: Truncation | None = None
-    for header, framed in variants:
-        def frame(header: str = header, framed: bool = framed) -> int:  # no line kept
-            return count(joined(lines, windows(0, 0, header, framed), end))
+    def framed_parts(k: int, header: str, framed: bool) -> list[str | range]:
+        return [header, "[log excerpt]", *body(k), f"[full log: {where}]"] if framed else [header, *body(k)]
 
-        def parts(k: int, header: str = header, framed: bool = framed) -> list[str | range]:
-            return windows(*lines_of.split(k), header, framed)
+    def tokens_of(parts: list[str | range]) -> int:
+        return count(joined(lines, parts, end)) if counts is None else counts.count(parts, end)
 
-        def render(k: int, parts: Callable[[int], list[str | range]] = parts) -> str:
-            return kept_probe(joined(lines, parts(k), end))
+    if "frames" not in entry:  # each header's tokens with its frame and a bare marker
+        entry["frames"] = ([tokens_of(framed_parts(0, h, f)) for h, f in variants], tokens_of(body(0)))
+    frames, bare = entry["frames"]
+    plan = header_plan(frames, bare, max_tokens)
+    if plan is None:
+        return marker_only(text, original_tokens, "line", n, count)
+    chosen, room = plan
+    header, framed = variants[chosen]
+    found = fit_line_windows(n - 1, lambda k: kept_probe(joined(lines, body(k), end)), count, room,
+                             entry["probes"].setdefault(None, {}),
+                             None if counts is None else lambda k, _: counts.count(body(k), end))
+    k = 0 if found is None else found[0]
+    tokens = tokens_of(framed_parts(k, header, framed))
+    while tokens > max_tokens and k > 0:  # counts not additive where the header meets the lines
+        k -= 1
+        tokens = tokens_of(framed_parts(k, header, framed))
+    head, tail = lines_of.split(k)
 
-        measure = None if counts is None else (
-            lambda k, _, parts=parts, counts=counts: counts.count(parts(k), end))
-        probes = entry["probes"].setdefault(header, {})
-        found = fit_line_windows(n - 1, render, count, max_tokens, probes, measure)
-        if found is not None:
-            k, out, tokens = found
-            head, tail = lines_of.split(k)
-            # No line kept, or every line but the over-long ones: their characters may say more.
-            if ((k == 0 or held_off(lines, head, n - tail, max_tokens, count, frame))
-                    and (excerpt := _char_excerpt(text, lines, header, framed, where, max_tokens,
-                                                  count, original_tokens)) is not None
-                    and (k == 0 or len(text) - excerpt.omitted_chars
-                         > sum(len(line) + 1 for line in chain(lines[:head], lines[n - tail:])))):
-                return excerpt
-            cut = Truncation(
-                text=out, truncated=True, strategy="lean_log", unit="line",
-                original_chars=len(text), original_tokens=original_tokens, tokens=tokens,
-                kept=tuple(KeptRange(start=a, end=b)
-                           for a, b in ((1, head), (n - tail + 1, n)) if a <= b),
-                omitted=n - k,
-            )
-            if k > 0:
-                return cut
-            # No line beside this header: a leaner one may leave room for the tail (with the
-            # richest header first, a larger grant kept none of the tail a smaller one kept).
-            header_only = header_only or cut
-    return header_only or marker_only(text, original_tokens, "line", n, count)
+    def kept_chars(k: int) -> int:
+        head, tail = lines_of.split(k)
+        return sum(len(line) + 1 for line in chain(lines[:head], lines[n - tail:]))
+
+    def excerpt_at(room: int) -> Truncation | None:
+        return _char_excerpt(text, lines, header, framed, where, max_tokens, room, count, original_tokens)
+
+    # No line kept, or every line but the over-long ones (told at the least room that keeps
+    # these lines, so for every room that keeps them alike): their characters may say more. An
+    # excerpt shows no more than the lines the next room that keeps more lines keeps
+    # (:func:`_capped`), so the characters shown never fall as the grant grows.
+    if k == 0 or held_off(lines, head, n - tail, tokens_of(body(k)), count, lambda: bare):
+        excerpt = excerpt_at(room - 1)
+        if excerpt is not None and k < n - 1:
+            more = fit_line_windows(n - 1, lambda k: kept_probe(joined(lines, body(k), end)), count,
+                                    tokens_of(body(k + 1)), entry["probes"][None])
+            excerpt = _capped(excerpt, excerpt_at, room - 1, len(text),
+                              kept_chars(max(more[0] if more else 0, k + 1)))
+        if excerpt is not None and len(text) - excerpt.omitted_chars > kept_chars(k):
+            return excerpt
+    if tokens > max_tokens:
+        return marker_only(text, original_tokens, "line", n, count)
+    return Truncation(
+        text=joined(lines, framed_parts(k, header, framed), end), truncated=True, strategy="lean_log",
+        unit="line", original_chars=len(text), original_tokens=original_tokens, tokens=tokens,
+        kept=tuple(KeptRange(start=a, end=b) for a, b in ((1, head), (n - tail + 1, n)) if a <= b),
+        omitted=n - k,
+    )
+
+
+def _capped(excerpt: Truncation | None, excerpt_at: Callable[[int], Truncation | None], room: int,
+            size: int, cap: int) -> Truncation | None:
+    """``excerpt`` (cut to ``room``), or where it shows more than ``cap`` characters the excerpt
+    of the largest room that shows no more (None when none does).
+
+    Why: an excerpt fills its room, a few characters a token, and the first room that kept a
+    line (or one more) kept that line alone (a log's last, a few characters): one more token of
+    grant showed fewer of the log (36 of the 39 long SWE-agent observations). Capped, the
+    characters shown never fall as the grant grows: the excerpt grows to the cap, then the
+    lines take over."""
+    def chars(cut: Truncation | None) -> int:
+        return 0 if cut is None else size - cut.omitted_chars
+
+    if chars(excerpt) <= cap:
+        return excerpt
+    low, high, found = _LEAST_EXCERPT_TOKENS - 1, room, None
+    while high - low > 1:
+        mid = (low + high) // 2
+        cut = excerpt_at(mid)
+        if chars(cut) <= cap:
+            low, found = mid, cut
+        else:
+            high = mid
+    return found
 
 
 _LEAST_EXCERPT_TOKENS = 8
@@ -463,25 +420,28 @@ _LEAST_EXCERPT_TOKENS = 8
 
 
 def _char_excerpt(text: str, lines: list[str], header: str, framed: bool, where: str,
-                  max_tokens: int, count: TokenCounter, original_tokens: int) -> Truncation | None:
-    """Head and tail characters of the log, cut at a word break nearby (the ``words`` cut of
-    :mod:`~contextfold.projections.truncate`), in place of a marker that kept no line because a
+                  max_tokens: int, room: int, count: TokenCounter, original_tokens: int) -> Truncation | None:
+    """Head and tail characters of the log, cut at a word break nearby (the ``words`` cut,
+    :mod:`~contextfold.projections.truncate_words`), in place of a marker that kept no line because a
     line is longer than the whole room: a failing call whose output is one long line (an API's
     JSON error body) showed its diagnosis and nothing of the output, however large its grant.
-    None when the log's lines are short (they stay atoms: the room was too small for any) or no
-    excerpt fits beside the header."""
+    None when no excerpt fits beside the header. (It was None too where every line was shorter
+    than the room, the lines kept as atoms; but a room short of a line and its marker then
+    showed nothing where a smaller one had shown an excerpt: the caller caps an excerpt at what
+    the first room that keeps a line keeps, :func:`_capped`, so short lines get one too.)"""
     def framed_text(excerpt: str) -> str:
         parts = [header, "[log excerpt]", excerpt, f"[full log: {where}]"] if framed else [header, excerpt]
         return "\n".join(parts)
 
-    room = max_tokens - count(framed_text("")) - 1
-    if room < _LEAST_EXCERPT_TOKENS or count(max(lines, key=len)) <= room:
+    if room < _LEAST_EXCERPT_TOKENS:
         return None
     for _ in range(3):  # the joins may tokenize a token or two differently: shrink and retry
         if room < _LEAST_EXCERPT_TOKENS:
             return None
-        cut = truncate(text, room, kind="log", count=count)
-        if cut.strategy != "words":
+        # the words cut itself: ``truncate``'s log cut took lines where a few fitted, and the
+        # excerpt was gone at a room where a smaller one had one
+        cut = truncate_words(text, original_tokens, room, count)
+        if cut is None:
             return None
         out = framed_text(cut.text)
         tokens = count(out)

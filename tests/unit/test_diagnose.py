@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import diagnose as diagnose_module
-from contextfold.projections import log_patterns
+from contextfold.projections import log_headers, log_patterns
 from contextfold.projections.code_fences import open_fence
 from contextfold.projections.diagnose import FirstError, LogDiagnosis, diagnose_log, lean_log
 from contextfold.projections.graphemes import ESCAPE_SEQUENCE
@@ -248,7 +248,7 @@ def test_a_header_quotes_a_long_line_around_its_error_not_its_head() -> None:
     log = "npm install\n" + line + "\n" + "\n".join(f"  cleanup {i}" for i in range(40)) + "\n"
     d = diagnose_log(log, 1)
     assert d.first_error is not None and d.first_error.line == 2
-    variants = [h for h, framed in diagnose_module._header_variants(d, "artifact://x") if framed]
+    variants = [h for h, framed in log_headers.header_variants(d, "artifact://x") if framed]
     assert all(error in h for h in variants[:4])  # the fourth quotes the line it names, clipped
     clipped = variants[1].split("\n")[2]
     assert clipped.startswith("[") and " chars omitted] …" in clipped and clipped.endswith("chars omitted]")
@@ -271,7 +271,7 @@ def test_a_one_line_header_quotes_the_line_it_names(tail: list[str]) -> None:
     lines = [f"   Compiling dep{i} v0.1.{i}" for i in range(300)] + tail
     log = "\n".join(lines) + "\n"
     quoted = 0
-    for budget in range(48, 90):
+    for budget in range(48, 160):  # (a header takes at most two thirds of the grant: log_headers)
         out = lean_log(log, 101, budget, cl100k, artifact_ref="artifact:abc").text
         for m in re.finditer(r"^\[first key error\] line (\d+): (.*)$", out, re.MULTILINE):
             quoted += 1
@@ -282,11 +282,11 @@ def test_a_one_line_header_quotes_the_line_it_names(tail: list[str]) -> None:
 def test_clipping_around_a_match_keeps_whole_graphemes_and_at_most_the_line_limit() -> None:
     line = "é" * 300 + "👍🏽" * 300 + " error: x" + "ü" * 1000  # 80 before the match: mid-emoji
     at = line.index("error")
-    clipped = diagnose_module._clip(line, at)
+    clipped = log_headers._clip(line, at)
     kept = clipped.split(" …", 1)[1].rsplit("… [", 1)[0]
-    assert "error: x" in kept and len(kept) <= diagnose_module._HEADER_LINE_CHARS and kept in line
+    assert "error: x" in kept and len(kept) <= log_headers._HEADER_LINE_CHARS and kept in line
     assert not kept.startswith("\U0001f3fd")  # no orphan skin-tone modifier
-    assert diagnose_module._clip(line) == diagnose_module._clip(line, 10)  # an early match: the head
+    assert log_headers._clip(line) == log_headers._clip(line, 10)  # an early match: the head
 
 
 def test_a_go_test_failure_is_the_first_key_error_not_none_found() -> None:
@@ -449,7 +449,7 @@ def test_a_quoted_error_block_closes_the_code_fence_it_opens() -> None:
     d = diagnose_log(log, 1)
     assert d.first_error is not None and "  ```rust" in d.first_error.text
     assert open_fence(d.first_error.text) == "  ```rust"
-    framed = [h for h, is_framed in diagnose_module._header_variants(d, "artifact://x") if is_framed]
+    framed = [h for h, is_framed in log_headers.header_variants(d, "artifact://x") if is_framed]
     assert framed and all(open_fence(h) is None for h in framed)
     for budget in (120, 300, 600, 2500):
         result = lean_log(log, 1, budget, cl100k, artifact_ref="artifact://x")
@@ -526,8 +526,8 @@ def test_lean_log_never_exceeds_and_keeps_whole_lines(lines: list[str], budget: 
     assert result.tokens == quarter(result.text)
     assert result.over_budget or result.tokens <= budget
     originals, _ = split_lines(log)
-    for r in result.kept:
-        window = "\n".join(originals[r.start - 1:r.end])
+    for r in result.kept:  # whole lines; or an excerpt's characters, where no line fits its room
+        window = "\n".join(originals[r.start - 1:r.end]) if result.unit == "line" else log[r.start - 1:r.end]
         assert window in result.text
 
 
