@@ -31,7 +31,13 @@ CHECKED = False
 """Validate every instance :func:`trusted` makes and compare (the test suite sets it)."""
 
 _TEMPLATES: dict[type[BaseModel], dict[str, Any]] = {}
-_set = object.__setattr__
+_new = object.__new__
+# BaseModel's own slot setters, called directly: ``object.__setattr__(model, name, value)`` looks
+# the name up on the type each time (four lookups a model); these are the descriptors it finds.
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _template(cls: type[BaseModel]) -> dict[str, Any]:
@@ -40,6 +46,8 @@ def _template(cls: type[BaseModel]) -> dict[str, Any]:
     extra values is refused: its instances need more than a field dict."""
     if cls.__private_attributes__:
         raise TypeError(f"{cls.__name__} has private attributes: use model_construct")
+    if cls.__new__ is not object.__new__:
+        raise TypeError(f"{cls.__name__} defines __new__: use model_construct")
     if cls.model_config.get("extra") == "allow":
         raise TypeError(f"{cls.__name__} allows extra values: use model_construct")
     template: dict[str, Any] = {}
@@ -54,14 +62,11 @@ def _template(cls: type[BaseModel]) -> dict[str, Any]:
 def trusted(cls: type[M], /, **values: Any) -> M:
     """``cls.model_construct(**values)`` for a model of plain fields, in a third of its time:
     nothing is checked (see the module docstring). Every required field must be given."""
-    template = _TEMPLATES.get(cls) or _template(cls)
-    data = template.copy()
-    data.update(values)
-    model = cls.__new__(cls)
-    _set(model, "__dict__", data)
-    _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    model = _new(cls)  # BaseModel defines no __new__: object's, without looking it up on cls
+    _set_dict(model, {**(_TEMPLATES.get(cls) or _template(cls)), **values})  # one merge, in field order
+    _set_fields_set(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
     if CHECKED:
         _check(cls, model, values)
     return model

@@ -71,11 +71,10 @@ adds named custom rules (the whole match, or group 1 when the pattern has one);
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import ahocorasick_rs
@@ -114,9 +113,14 @@ DOCUMENTED_EXAMPLES: frozenset[str] = frozenset({
 __all__ += ["RULE_NAMES", "merged_findings", "with_placeholders"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RedactionPolicy:
-    """Which rules run, what is exempt, and which custom rules are added."""
+    """Which rules run, what is exempt, and which custom rules are added.
+
+    Equal and hashed by :attr:`key`, every field in one tuple made once. Why: the memos of a
+    build hold the policy in their keys, and a dataclass's generated ``__hash__`` builds and
+    hashes a tuple of its fields in Python at every lookup (17 per first build); the memos
+    that can key on ``key`` itself do (a tuple of hashed values: hashed in C)."""
 
     disabled: frozenset[str] = frozenset()
     allow: tuple[str, ...] = ()
@@ -124,6 +128,23 @@ class RedactionPolicy:
     deny: tuple[tuple[str, str], ...] = ()
     """(name, regex) custom rules, reported as ``custom:<name>``."""
     redact_examples: bool = False
+    key: tuple[frozenset[str], tuple[str, ...], tuple[tuple[str, str], ...], bool] = field(
+        init=False, repr=False)
+    """Every field above: what decides a redaction (a field added above belongs here too)."""
+    _hash: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        key = (self.disabled, self.allow, self.deny, self.redact_examples)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "_hash", hash(key))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RedactionPolicy):
+            return NotImplemented
+        return self is other or self.key == other.key
 
 
 @dataclass(frozen=True)
@@ -171,8 +192,21 @@ class _Compiled(NamedTuple):
     """Indices of the rules with no hint (custom ones): they run on every text."""
 
 
-@functools.lru_cache(maxsize=64)
+_COMPILED: dict[tuple[object, ...], _Compiled] = {}
+"""Compiled rules by policy key (at most 64 policies: a caller makes few)."""
+
+
 def _compiled(policy: RedactionPolicy) -> _Compiled:
+    """The policy's rules compiled, kept by its key: a lookup hashes no dataclass."""
+    hit = _COMPILED.get(policy.key)
+    if hit is None:
+        if len(_COMPILED) >= 64:
+            _COMPILED.clear()
+        hit = _COMPILED[policy.key] = _compile(policy)
+    return hit
+
+
+def _compile(policy: RedactionPolicy) -> _Compiled:
     rules = [r for r in RULES if r.name not in policy.disabled]
     for name, pattern in policy.deny:
         compiled = _user_regex(pattern, f"redact_deny[{name!r}]")
@@ -320,13 +354,13 @@ def _scan(text: str, policy: RedactionPolicy, base: int, raw: list[tuple[int, in
     return refused
 
 
-_REDACTED: BoundedMemo[tuple[str, RedactionPolicy], Redacted] = BoundedMemo(2048, 16 * 1024 * 1024)
-"""Results by (text, policy), holding the text and, when it had secrets, its redacted copy."""
+_REDACTED: BoundedMemo[tuple[str, tuple[object, ...]], Redacted] = BoundedMemo(2048, 16 * 1024 * 1024)
+"""Results by (text, policy key), holding the text and, when it had secrets, its redacted copy."""
 
 
 def redact(text: str, policy: RedactionPolicy = RedactionPolicy()) -> Redacted:
     """``text`` with every finding replaced by its placeholder (remembered: builds repeat)."""
-    key = (text, policy)
+    key = (text, policy.key)
     hit = _REDACTED.get(key)
     if hit is None:
         hit = _redact(text, policy)
