@@ -323,19 +323,42 @@ def _kept(value: str, policy: RedactionPolicy, allow: tuple[re.Pattern[str], ...
     return any(a.fullmatch(value) for a in allow)
 
 
+def _rules_to_run(text: str, compiled: _Compiled, ascii_lowered: bytes | None) -> set[int]:
+    """The indices of the rules that may match in ``text``: those whose hint occurs in it (in
+    its lowered, :data:`ASCII_FOLDS`-folded UTF-8) and those with none. ``ascii_lowered``: the
+    text's lowered bytes when it is ASCII (None else)."""
+    run = set(compiled.always)
+    if compiled.finder is not None:  # every occurrence of every hint, in one pass
+        folded = (ascii_lowered if ascii_lowered is not None
+                  else text.translate(ASCII_FOLDS).lower().encode())
+        found = {i for i, _, _ in compiled.finder.find_matches_as_indexes(folded, overlapping=True)}
+        run = run.union(*map(compiled.hinted.__getitem__, found))
+    return run
+
+
+def may_find(text: str, policy: RedactionPolicy) -> bool:
+    """Whether :func:`redact` may find anything in ``text`` or in any part of it: False when the
+    policy has no rule without a hint and none of its hints occurs in the text. Why "any part":
+    the folded text is the folds of its characters one by one (a hint is ASCII, and no byte of
+    a multi-byte character is), so a hint in a part occurs in the whole; a caller that would
+    scan a text's parts one by one (``redact_calls``: each string of a call's arguments) asks
+    once. One pass of the hint automaton, no memo entry."""
+    ascii_lowered = text.lower().encode() if text.isascii() else None
+    return bool(_rules_to_run(text, _compiled(policy), ascii_lowered))
+
+
+__all__ += ["may_find"]
+
+
 def _scan(text: str, policy: RedactionPolicy, base: int, raw: list[tuple[int, int, int, str]]
           ) -> list[tuple[int, int, int, str]]:
     """Every rule's matches in ``text`` (offsets from ``base``) appended to ``raw``; returns the
     values the rules' checks refused, as (start, end, rule priority, rule name)."""
-    rules, allow, hinted, finder, always = _compiled(policy)
+    compiled = _compiled(policy)
+    rules, allow = compiled.rules, compiled.allow
     # an ASCII text lower-cased once, for the hints and every keyword rule's automaton
     ascii_lowered = text.lower().encode() if text.isascii() else None
-    run = set(always)
-    if finder is not None:  # every occurrence of every hint, in one pass
-        folded = (ascii_lowered if ascii_lowered is not None
-                  else text.translate(ASCII_FOLDS).lower().encode())
-        found = {i for i, _, _ in finder.find_matches_as_indexes(folded, overlapping=True)}
-        run = run.union(*map(hinted.__getitem__, found))
+    run = _rules_to_run(text, compiled, ascii_lowered)
     refused: list[tuple[int, int, int, str]] = []
     for priority in sorted(run):
         rule = rules[priority]

@@ -31,6 +31,7 @@ from contextfold.projections.redact import (
     Finding,
     Redacted,
     RedactionPolicy,
+    may_find,
     merged_findings,
     placeholder,
     redact,
@@ -93,6 +94,8 @@ def _hidden_secrets(parsed: object, policy: RedactionPolicy) -> dict[str, str]:
     views = [json.dumps(parsed)]  # ASCII: a lone surrogate stays an escape
     _views(parsed, views)
     text = "\n".join(v for v in views if v.isascii() or _encodable(v))
+    if not may_find(text, policy):  # the common case: no scan, no memo entry
+        return {}
     return {text[f.start:f.end]: f.rule for f in redact(text, policy).findings
             if f.end - f.start >= _HIDDEN_MIN}
 
@@ -109,7 +112,11 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
     that reaches across quotes or escapes replaces each string it touches whole; one outside
     every string (a bare number) replaces that value with the placeholder as a string. A key
     redacted stays unique (its position appended): two keys made equal lost a value."""
-    whole_text = redact(arguments, policy)
+    # No rule can match in the arguments or in any part of them (``may_find``): neither the
+    # whole text nor a string without escapes (a part of it) is scanned. Most calls' arguments
+    # (ids, names, dates) hold none of the rules' hints; each string was scanned apart.
+    quiet = not may_find(arguments, policy)
+    whole_text = Redacted(arguments, ()) if quiet else redact(arguments, policy)
     try:
         hidden = _hidden_secrets(json.loads(arguments), policy)
     except (ValueError, RecursionError):
@@ -144,7 +151,7 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
     for i, (start, end) in enumerate(literals):
         literal = arguments[start:end]
         if "\\" not in literal:  # no escape: the JSON string's text is what its quotes hold
-            if i not in marked and not hidden and not redact(literal[1:-1], policy).findings:
+            if i not in marked and not hidden and (quiet or not redact(literal[1:-1], policy).findings):
                 continue  # nothing found in it either way: the common case, kept as written
             value = literal[1:-1]
         else:
