@@ -31,7 +31,7 @@ from contextfold.domain.manifest import (
 from contextfold.domain.trusted import trusted
 from contextfold.domain.version import BUILDER
 from contextfold.projections.build_result import BuildResult
-from contextfold.projections.fragment_facts import BuildCtx
+from contextfold.projections.fragment_facts import BuildCtx, Facts
 from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.kept_rows import KeptRows, Row, RowsEntry
 from contextfold.projections.layout import HISTORY_OPENS_TEXT, HISTORY_START_TEXT, PREFIX_KINDS
@@ -56,6 +56,12 @@ REPLY_PRIMING = 3
 
 _CONFIG_HASHES: dict[int, tuple[BuildConfig, str, str]] = {}
 _NO_ROWS = (None, ())
+_NO_LAYER_TOKENS: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
+"""Every layer's name at 0, in the manifest's order: a build's ``layer_tokens`` start as a copy
+(a dict made in C, not a comprehension per build)."""
+_NO_EXCLUSIONS: dict[str, int] = {r: 0 for r in ("duplicate", "superseded", "low_priority", "over_budget",
+                                                 "stale")}
+"""Every exclusion reason at 0, in the manifest's order (copied per build, as above)."""
 _PATCH_LIMIT = 64
 """The last build's kept rows are patched while fewer than this many units (plus a quarter of
 those kept) changed; past it (another budget's builds, say) they are gathered and sorted anew."""
@@ -167,9 +173,10 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
         found = len(kept_uids) - len(changed) + sum(uid in kept_rows.entries for uid in changed)
         gone = kept_rows.entries.keys() - kept.keys() if found < len(kept_rows.entries) else ()
         kept_rows.patch(gone, changed)
-    layer_tokens: dict[str, int] = {name: 0 for name in LAYER_NAMES.values()}
+    layer_tokens = _NO_LAYER_TOKENS.copy()
+    row_overhead = kept_rows.overhead
     for layer, tokens in kept_rows.tokens.items():
-        layer_tokens[LAYER_NAMES[layer]] += tokens + kept_rows.overhead[layer]
+        layer_tokens[LAYER_NAMES[layer]] += tokens + row_overhead[layer]
     overhead_total = REPLY_PRIMING + sum(kept_rows.overhead.values())
     # ``opening``: what the builder set aside for the opening note (``history_start_tokens``),
     # counted whether or not this request opens with it: a budget the manifest says a request
@@ -224,7 +231,7 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
     turn = state.turn + 1
     # Sorted by (reason, id): the few other lines around the kept-sorted low_priority block.
     excluded, low_priority = exclusions
-    counts = {r: 0 for r in ("duplicate", "superseded", "low_priority", "over_budget", "stale")}
+    counts = _NO_EXCLUSIONS.copy()
     for e in excluded:
         counts[e.reason] += 1
     counts["low_priority"] += len(low_priority)
@@ -299,8 +306,8 @@ def _remade(ctx: BuildCtx, uid: str, unit: Unit, fids: tuple[str, ...], layer_no
     of a turn, a rebuild): its entry is then the last build's, and nothing is patched."""
     facts = list(map(ctx.facts, fids))
     if not worked and truncated.isdisjoint(fids) and all(f.media is None for f in facts):  # plain
-        return (unit, _unit_rows(ctx, fids, layer_no, True, current_input, truncated, original_tokens,
-                                 cuts)[1])
+        return (unit, _unit_rows(ctx, fids, facts, layer_no, True, current_input, truncated,
+                                 original_tokens, cuts)[1])
     text_cut, reduced, shown_in, unsent = cuts
     entries, required = ctx.state.entries, ctx.required
     key = (unit, layer_no, worked, current_input, [
@@ -312,7 +319,8 @@ def _remade(ctx: BuildCtx, uid: str, unit: Unit, fids: tuple[str, ...], layer_no
     if hit is not None and hit[0] == key:
         entry: RowsEntry = hit[1]
         return entry
-    plain, rows = _unit_rows(ctx, fids, layer_no, not worked, current_input, truncated, original_tokens, cuts)
+    plain, rows = _unit_rows(ctx, fids, facts, layer_no, not worked, current_input, truncated,
+                             original_tokens, cuts)
     if plain:
         return (unit, rows)
     if len(memo) >= 4096:
@@ -322,17 +330,17 @@ def _remade(ctx: BuildCtx, uid: str, unit: Unit, fids: tuple[str, ...], layer_no
     return entry
 
 
-def _unit_rows(ctx: BuildCtx, fids: tuple[str, ...], layer_no: int, plain: bool, current_input: str | None,
-               truncated: set[str], original_tokens: dict[str, int],
+def _unit_rows(ctx: BuildCtx, fids: tuple[str, ...], fids_facts: list[Facts], layer_no: int, plain: bool,
+               current_input: str | None, truncated: set[str], original_tokens: dict[str, int],
                cuts: tuple[dict[str, int], set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]
                ) -> tuple[bool, list[Row]]:
-    """The manifest rows of a kept unit's fragments, and whether they are plain (no media,
-    nothing cut, reduced or loaded: the same while the unit object is)."""
+    """The manifest rows of a kept unit's fragments (``fids_facts``: their ``ctx.facts``, which
+    the caller has asked for already), and whether they are plain (no media, nothing cut,
+    reduced or loaded: the same while the unit object is)."""
     text_cut, reduced, shown_in, unsent = cuts
     entries = ctx.state.entries
     rows: list[Row] = []
-    for fid in fids:
-        facts = ctx.facts(fid)
+    for fid, facts in zip(fids, fids_facts, strict=True):
         if facts.media is None and fid not in truncated and fid not in text_cut:  # JSON compacted whole
             line = plain_line(ctx, facts, layer_no, current_input)
         else:
