@@ -193,7 +193,9 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
         reason = (f"relevant (bm25 {t.score:.2f})" if t.reason == "relevant" else
                   "toolkit (the run's whole toolkit fits max_tools)" if t.reason == "toolkit" else
                   "fallback (no tool shares a term with the turn: the first registered fill max_tools)"
-                  if t.reason == "fallback" else t.reason)
+                  if t.reason == "fallback" else
+                  f"recent (relevant to the user's input of turn {t.turn}; kept so the tool list, the start "
+                  "of the cached prefix, does not change)" if t.reason == "recent" else t.reason)
         tool_fragments.append(ctx.cached("tool", t.name, (t.tokens, reason)) or ctx.keep(
             "tool", t.name, (t.tokens, reason), ManifestTool(name=t.name, tokens=t.tokens, reason=reason)))
     # The stable prefix rarely changes: hash it once. The layout keeps its objects while they

@@ -30,6 +30,7 @@ from contextfold.projections.tool_names import (
     renamed_note,
     tool_name_alias,
 )
+from contextfold.projections.tool_recency import tool_recency
 from contextfold.projections.tool_strict import loosened_tools
 
 __all__ = ["ToolCandidates", "ToolInputs", "limit_note", "newest_user_item", "not_exposed_reason",
@@ -256,8 +257,10 @@ def _aliased_policy(policy: ToolPolicy, renamed: dict[str, str]) -> ToolPolicy:
     return ToolPolicy(allowed, policy.denied, pinned)
 
 
-def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs) -> tuple[list[ToolSpec], str]:
-    """The specs in name order and the query they are ranked against ("" when nothing is ranked)."""
+def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs
+             ) -> tuple[list[ToolSpec], str, Mapping[str, int]]:
+    """The specs in name order, the query they are ranked against ("" when nothing is ranked) and
+    the registered tools' recency (``tool_recency``; empty when nothing is ranked)."""
     specs = [inputs.registry[n] for n in sorted(inputs.registry)]
     policy = inputs.policy
     # A registered tool the history calls is ranked too: when its calls are left out, it is
@@ -265,19 +268,19 @@ def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs) -> tuple[
     # the log never registered is declared with the calls that use it, never for relevance.
     ranked = config.max_tools > 0 and rankable(
         state.tools, pinned=policy.pinned, referenced=(), allowed=policy.allowed, denied=policy.denied)
-    return specs, tool_query(state) if ranked else ""
+    return specs, tool_query(state) if ranked else "", tool_recency(state) if ranked else {}
 
 
-def _choices(specs: list[ToolSpec], query: str, config: BuildConfig, inputs: ToolInputs,
-             count: Callable[[str], int], report_excluded: bool, registered: Collection[str]
-             ) -> tuple[list[ToolChoice], list[ToolChoice]]:
+def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], config: BuildConfig,
+             inputs: ToolInputs, count: Callable[[str], int], report_excluded: bool,
+             registered: Collection[str]) -> tuple[list[ToolChoice], list[ToolChoice]]:
     """``registered``: the run's registered tools, in registration order (a dict's keys: the order
     the fallback fills in, ``tool_exposure`` rule 6)."""
     policy = inputs.policy
     exposed, excluded, _, _ = choose_tools(
         specs, query=query, pinned=policy.pinned, referenced=inputs.used_names, allowed=policy.allowed,
         denied=policy.denied, budget_tokens=_UNBOUNDED, count=count, max_relevant=config.max_tools,
-        report_excluded=report_excluded, toolkit=tuple(registered))
+        report_excluded=report_excluded, toolkit=tuple(registered), recent=recent)
     return exposed, excluded
 
 
@@ -313,18 +316,21 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     When every permitted registered tool is pinned (or the log registers none: the history's
     calls declare their own), there is nothing to rank: the query is neither made nor ranked,
     and a new user input does not invalidate the answer."""
-    specs, query = _ranking(ctx.state, ctx.config, inputs)
+    specs, query, recent = _ranking(ctx.state, ctx.config, inputs)
     key = (query, tuple(specs), inputs.policy, tuple(inputs.used_names), ctx.config.max_tools,
-           ctx.state.counter.encoding_name)
+           ctx.state.counter.encoding_name, tuple(recent.items()))
     hit = ctx.state.memo.get("tool-candidates")
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1]  # type: ignore[no-any-return]
-    exposed, _ = _choices(specs, query, ctx.config, inputs, ctx.count, False, ctx.state.tools)
+    exposed, _ = _choices(specs, query, recent, ctx.config, inputs, ctx.count, False, ctx.state.tools)
     whole = _whole(ctx.state, ctx.config, inputs)
     fallback = {t.name for t in exposed if t.reason == "fallback"}
     # fallback tools (score 0) rank in registration order, below every relevant one of their size
     # (``_tool_rank``): a small tools share keeps the first registered, as the fill chose them
     order = {n: i for i, n in enumerate(n for n in ctx.state.tools if n in fallback)} if fallback else {}
+    # recent tools rank below every tool relevant now, the most recent first, as the fill chose them
+    lru = sorted((t for t in exposed if t.reason == "recent"), key=lambda t: (-(t.turn or 0), t.name))
+    order.update((t.name, i) for i, t in enumerate(lru))
     units = [Unit(f"tool:{t.name}", "tools", t.tokens,
                   _tool_rank(t, (order[t.name] + 1) / (len(order) + 1) if t.name in order else 0.0),
                   0, required=t.reason == "pinned")
@@ -354,7 +360,12 @@ def _tool_rank(tool: ToolChoice, tie: float) -> float:
     got a request with no tool at all. Only large schemas sink, not every tool by its cost as
     fragments are ranked: between tools of ordinary sizes the order stays relevance's, or the
     runtime's registration order for the fallback. A fixed order, as before: a larger budget
-    still keeps every tool a smaller one kept."""
+    still keeps every tool a smaller one kept.
+
+    A ``recent`` tool (``tool_exposure`` rule 5) ranks below every other tool, large ones too, in
+    (0, 1): it is kept for the cache's sake, and a tight share keeps what the turn needs first."""
+    if tool.reason == "recent":  # the most recent first (``tie``), a large schema after the small
+        return (0.5 if tool.tokens <= LARGE_TOOL_TOKENS else 0.0) + 0.5 * (1.0 - tie)
     if tool.tokens <= LARGE_TOOL_TOKENS:
         return _TOOL_SCORE + tool.score - tie  # >= _TOOL_SCORE - 1
     # below every ordinary tool, by score among the large ones: (0, _TOOL_SCORE - 1)
@@ -426,8 +437,9 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
         how = "pinned by" if name in policy.pinned else "on the allowed_tools of"
         return (f"tool {name!r} is {how} the run's policy, but no tool of that name is registered "
                 "(ToolsRegistered) and the history does not call it: there is no schema to declare")
-    specs, query = _ranking(state, config, inputs)
-    candidates, excluded = _choices(specs, query, config, inputs, state.counter.count, True, state.tools)
+    specs, query, recent = _ranking(state, config, inputs)
+    candidates, excluded = _choices(specs, query, recent, config, inputs, state.counter.count, True,
+                                    state.tools)
     decided = {c.name: c for c in (*candidates, *excluded)}.get(shown)
     if decided is None:  # every registered or declared name is decided: not reached
         return None
@@ -440,23 +452,33 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
         return (f"tool {name!r} ({known}) is called by the history, but by none of the calls the "
                 f"request kept (a tool is declared with the calls that use it), {alone}")
     limit = MAX_TOOLS.get(config.provider)
+    earlier = f"relevant to the user's input of turn {decided.turn}"
+    what = f"recent: {earlier}" if decided.reason == "recent" else decided.reason
     if decided in candidates and limit is not None and len(exposed) >= limit:
-        return (f"tool {name!r} ({known}) was a candidate ({decided.reason}, BM25 score "
+        return (f"tool {name!r} ({known}) was a candidate ({what}, BM25 score "
                 f"{decided.score:.3f}), but {config.provider} takes at most {limit} tools in a request "
                 "and it ranked below the declared ones")
     if decided in candidates:
-        return (f"tool {name!r} ({known}) was a candidate ({decided.reason}, {decided.tokens} tokens), but "
-                "the selection had no room for it in the tools layer's share of the budget")
+        below = (" (a recent tool ranks below every tool relevant to the turn)" if decided.reason == "recent"
+                 else "")
+        return (f"tool {name!r} ({known}) was a candidate ({what}, {decided.tokens} tokens), but "
+                f"the selection had no room for it in the tools layer's share of the budget{below}")
     if decided.reason == "irrelevant" and any(c.reason == "fallback" for c in candidates):
         return (f"tool {name!r} ({known}) shares no term with the turn's goal, ready plan steps and latest "
-                "input, nor does any other tool: max_tools were filled with the tools registered before it "
-                "(the fallback)")
+                "input, nor does any other tool, and no earlier user input matched one that is not pinned: "
+                "max_tools were filled with the tools registered before it (the fallback)")
     if config.max_tools == 0:
         return f"tool {name!r} ({known}) is neither pinned nor called, and max_tools is 0: none is exposed " \
                "for its relevance"
+    if decided.reason == "over_cap" and decided.turn is not None:
+        return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and shares no "
+                f"term with the turn's goal, ready plan steps and latest input; it is {earlier}, but "
+                f"max_tools ({config.max_tools}) were filled by the tools relevant to the turn and those "
+                "relevant to inputs more recently (recent)")
     if decided.reason == "over_cap":
         return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and ranked "
                 f"below the {config.max_tools} most relevant tools (max_tools) for the turn's goal, ready "
                 f"plan steps and latest input (BM25 score {decided.score:.3f})")
     return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and shares no "
-            "term with the turn's goal, ready plan steps and latest input (BM25 score 0)")
+            "term with the turn's goal, ready plan steps and latest input (BM25 score 0), nor with any "
+            "earlier user input")

@@ -14,7 +14,16 @@ exposure is, in this order:
 4. **relevant** tools by BM25 score against the query (goal, plan step,
    input), highest first, while they fit the budget and the cap
    ``max_relevant``; a tool with score 0 is never exposed for relevance,
-5. unless the whole permitted registry fits under the cap
+5. **recent** tools: while the cap has slots left, the tools relevant to an *earlier* user
+   input (its text shares a term with the tool's document: ``tool_recency``), the most recent
+   first (ties by name). Why: tools are the start of every provider's cached prefix (DESIGN.md
+   section 4), and the query's newest input is often a short reply ("yes", "my reservation id
+   is ...") that matches other tools, or none: on tau-bench's airline traces the declared set
+   swung turn to turn (5, 8, 1, 9, 2 tools) and 293 of 531 turns restarted the cache (53.1% of
+   the prefix reused). Kept like an LRU, the tools a conversation has touched stay declared, the
+   ones relevant now first: a recent tool never takes the slot of one relevant to the current
+   query, and in the selection it ranks below every one of them (a small budget drops it first);
+6. unless the whole permitted registry fits under the cap
    (:func:`whole_toolkit`): then every permitted tool is exposed, those that
    share no term with the query last, as ``toolkit``. The seed asks for a
    retrieved subset of a *large* catalogue; a coding agent's three tools
@@ -22,21 +31,25 @@ exposure is, in this order:
    broken, fix it", and a request that declared none of them left the model
    unable to act. The whole toolkit is also the same for every turn, so the
    cache key does not move with the user's words;
-6. **fallback**: in a larger registry, when no tool the relevance rule may
+7. **fallback**: in a larger registry, when no tool the relevance rule may
    expose shares a term with the query ("Login is broken, fix it", "yes, go
-   ahead"), the cap is filled anyway, as ``fallback``, from the permitted
-   registered tools in registration order (a runtime lists its core tools
-   first). The fallback set is the first ``max_tools`` permitted, fixed: a pinned
-   or referenced tool among them fills its own slot, so a run that calls its core
-   tools does not pull in the next one each turn and move the cache key.
+   ahead"), nor any earlier input with a permitted tool that is not pinned (a
+   recent tool answers then, or one the history calls is declared with its calls:
+   filling the cap around it swung the tool list on every "yes"), the cap is
+   filled anyway, as ``fallback``, from the permitted registered tools in
+   registration order (a runtime lists its core tools first). The fallback
+   set is the first ``max_tools`` permitted, fixed: a pinned or referenced
+   tool among them fills its own slot, so a run that calls its core tools
+   does not pull in the next one each turn and move the cache key.
    Without it, a 12-tool agent got all 12 tools for that request and a 13-tool
    agent none: a model that cannot act is the worst answer, and a retriever's
    top-k is never empty. A query that matches even one tool is taken as the
    retrieval's answer: padding it with unmatched tools would dilute the choice
    the exposure exists to narrow. Whether the rule applies depends on the
-   scores alone, never on the budget, and it fills in a fixed order, so it is
-   deterministic and a larger budget never keeps less (in a build, each tool
-   competes in the selection as a unit of its own).
+   scores (and the earlier inputs' matches) alone, never on the budget, and
+   it fills in a fixed order, so it is deterministic and a larger budget
+   never keeps less (in a build, each tool competes in the selection as a
+   unit of its own).
 
 Relevance is Okapi BM25 (k1 = :data:`BM25_K1` = 1.2, b = :data:`BM25_B` =
 0.75, the non-negative Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``).
@@ -58,7 +71,7 @@ from __future__ import annotations
 import math
 import operator
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeAlias, cast
 
@@ -82,6 +95,7 @@ __all__ = [
     "ToolExposure",
     "canonical_tool_json",
     "choose_tools",
+    "matching_tools",
     "permitted",
     "rank_tools",
     "rankable",
@@ -100,7 +114,7 @@ TOOL_OVERHEAD_TOKENS = 8
 "function", "function": ...}`` wrapper and separators, about 7-10 tokens in
 OpenAI's and Anthropic's tool encodings); counted so the reserve is honest."""
 
-ExposureReason: TypeAlias = Literal["fallback", "pinned", "referenced", "relevant", "toolkit"]
+ExposureReason: TypeAlias = Literal["fallback", "pinned", "recent", "referenced", "relevant", "toolkit"]
 ExclusionReason: TypeAlias = Literal["not_allowed", "not_registered", "over_budget", "over_cap",
                                      "irrelevant"]
 
@@ -113,6 +127,8 @@ class ExposedTool(_Frozen):
     reason: ExposureReason
     score: float
     tokens: int
+    turn: int | None = None
+    """A ``recent`` tool's: the turn of the earlier input it is relevant to."""
 
 
 class ExcludedTool(_Frozen):
@@ -122,6 +138,8 @@ class ExcludedTool(_Frozen):
     reason: ExclusionReason
     score: float
     tokens: int
+    turn: int | None = None
+    """A tool relevant to an earlier input (``over_cap``: the more recent filled the cap): its turn."""
 
 
 class ToolExposure(_Frozen):
@@ -260,6 +278,29 @@ def _bm25(specs: Sequence[ToolSpec], query: str) -> dict[str, float]:
     return scores
 
 
+_TERMS: list[tuple[tuple[ToolSpec, ...], dict[str, list[str]]]] = []
+"""The last registry's postings for :func:`matching_tools` (apart from :data:`_INDEX`: a build
+ranks the registry it declares from, and asks this of the registered tools)."""
+
+
+def matching_tools(specs: Sequence[ToolSpec], text: str) -> list[str]:
+    """The names of ``specs`` whose BM25 document shares a term with ``text``: under the Lucene
+    idf (positive for every term) exactly those a query of ``text`` scores above 0, whatever the
+    registry's other documents (``tool_recency``)."""
+    terms = set(tokenize(text))
+    if not terms:
+        return []
+    key = tuple(specs)
+    if not (_TERMS and len(_TERMS[0][0]) == len(key) and all(map(operator.is_, _TERMS[0][0], key))):
+        postings: dict[str, list[str]] = {}
+        for spec in key:
+            for term in _spec_document(spec):
+                postings.setdefault(term, []).append(spec.name)
+        _TERMS[:] = [(key, postings)]
+    postings = _TERMS[0][1]
+    return sorted({name for term in terms for name in postings.get(term, ())})
+
+
 def rank_tools(tools: Sequence[ToolSpec], query: str) -> list[tuple[str, float]]:
     """Every registered tool with its BM25 score for ``query``, best first, ties by name."""
     scores = _bm25(list(_registry(tools).values()), query)
@@ -282,7 +323,7 @@ def rankable(names: Iterable[str], *, pinned: Collection[str], referenced: Colle
 def whole_toolkit(names: Iterable[str], *, allowed: Collection[str] | None, denied: Collection[str],
                   cap: int) -> bool:
     """Whether every permitted tool of ``names`` (the registry) fits under the relevance ``cap``:
-    then all of them are exposed, scored or not (module docstring, rule 5)."""
+    then all of them are exposed, scored or not (module docstring, rule 6)."""
     return cap > 0 and sum(permitted(n, allowed, denied) for n in names) <= cap
 
 
@@ -293,6 +334,9 @@ class ToolChoice(NamedTuple):
     reason: str
     score: float
     tokens: int
+    turn: int | None = None
+    """The turn of the earlier input a ``recent`` tool is relevant to (one excluded ``over_cap``
+    after the recent ones filled the cap too); None for any other."""
 
 
 def choose_tools(
@@ -308,13 +352,17 @@ def choose_tools(
     max_relevant: int = 8,
     report_excluded: bool = True,
     toolkit: Sequence[str] | None = None,
+    recent: Mapping[str, int] | None = None,
 ) -> tuple[list[ToolChoice], list[ToolChoice], int, bool]:
     """:func:`select_tools` as plain data: (exposed by name, excluded by name, tokens, over budget).
 
-    ``toolkit``: the names :func:`whole_toolkit` counts and the fallback (rule 6) fills from, in
+    ``toolkit``: the names :func:`whole_toolkit` counts and the fallback (rule 7) fills from, in
     registration order (default: every name of ``tools``, in their order); a builder leaves out
     the stand-in schemas it declares for names the history called that no runtime registered: one
     made-up call must not make the toolkit a catalogue, nor a stand-in a fallback.
+
+    ``recent``: tool name -> the turn of the newest earlier user input relevant to it
+    (``tool_recency``): rule 5 fills the cap's spare slots from it, the most recent first.
 
     Why apart: a build needs only the exposed tools, and ranks again whenever its query
     changes; making a model per excluded tool was most of that. With ``report_excluded=False``
@@ -358,10 +406,14 @@ def choose_tools(
     relevant = 0
     whole = whole_toolkit(registry if toolkit is None else toolkit, allowed=allowed_set, denied=denied_set,
                           cap=max_relevant)
-    if not whole and max_relevant > 0 and not any(
+    recent = {} if recent is None else recent
+    pinned_set = set(pinned)
+    matched_before = any(n in registry and n not in pinned_set and permitted(n, allowed_set, denied_set)
+                         for n in recent)  # rule 7 waits while an earlier input matched a tool
+    if not whole and max_relevant > 0 and not matched_before and not any(
             score > 0.0 and n not in exposed and n not in excluded for n, score in scores.items()):
         slots = 0  # the first max_tools permitted, whatever else exposes them: a fixed set
-        for name in registry if toolkit is None else toolkit:  # rule 6: in registration order
+        for name in registry if toolkit is None else toolkit:  # rule 7: in registration order
             if slots >= max_relevant:
                 break
             if name not in registry or (name in excluded and name not in exposed):
@@ -376,8 +428,8 @@ def choose_tools(
                 used += cost(name)
                 relevant += 1
     for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
-        if name in exposed or name in excluded:
-            continue
+        if name in exposed or name in excluded or (score <= 0.0 and not whole and name in recent):
+            continue  # (a recent one: rule 5 decides it, below)
         if (score <= 0.0 and not whole) or relevant >= max_relevant:
             if not report_excluded:  # by score, best first: nothing after this is exposed
                 break
@@ -388,6 +440,21 @@ def choose_tools(
             exposed[name] = ToolChoice(name, "relevant" if score > 0.0 else "toolkit", score, cost(name))
             used += cost(name)
             relevant += 1
+    if not whole:  # rule 5: the spare slots, the most recently relevant first
+        for name in sorted((n for n in recent if n in registry and scores[n] <= 0.0 and n not in exposed
+                            and n not in excluded), key=lambda n: (-recent[n], n)):
+            turn = recent[name]
+            if relevant >= max_relevant:
+                if not report_excluded:
+                    break
+                excluded[name] = ToolChoice(name, "over_cap", 0.0, cost(name), turn)
+            elif used + cost(name) > budget_tokens:
+                excluded[name] = (ToolChoice(name, "over_budget", 0.0, cost(name), turn) if report_excluded
+                                  else None)
+            else:
+                exposed[name] = ToolChoice(name, "recent", 0.0, cost(name), turn)
+                used += cost(name)
+                relevant += 1
     return ([exposed[n] for n in sorted(exposed)],
             [c for n in sorted(excluded) if (c := excluded[n]) is not None], used, over_budget)
 
@@ -403,15 +470,16 @@ def select_tools(
     budget_tokens: int,
     count: Callable[[str], int],
     max_relevant: int = 8,
+    recent: Mapping[str, int] | None = None,
 ) -> ToolExposure:
     """The tools to declare in one request (rules in the module doc)."""
     exposed, excluded, used, over_budget = choose_tools(
         tools, query=query, pinned=pinned, referenced=referenced, allowed=allowed, denied=denied,
-        budget_tokens=budget_tokens, count=count, max_relevant=max_relevant)
+        budget_tokens=budget_tokens, count=count, max_relevant=max_relevant, recent=recent)
     return ToolExposure(
         exposed=tuple(ExposedTool(name=t.name, reason=cast(ExposureReason, t.reason), score=t.score,
-                                  tokens=t.tokens) for t in exposed),
+                                  tokens=t.tokens, turn=t.turn) for t in exposed),
         excluded=tuple(ExcludedTool(name=t.name, reason=cast(ExclusionReason, t.reason), score=t.score,
-                                    tokens=t.tokens) for t in excluded),
+                                    tokens=t.tokens, turn=t.turn) for t in excluded),
         tokens=used, budget_tokens=budget_tokens, over_budget=over_budget,
     )

@@ -198,7 +198,8 @@ def test_a_catalogue_that_matches_nothing_still_declares_tools_to_act_with() -> 
     config = BuildConfig(provider="anthropic", window=32_000, reserve=1_000)
     exposed = {t.name for t in build_context(state, config, render=render_request).manifest.tools}
     assert "zz_extra" not in exposed and len(exposed) == 13
-    assert "nor does any other tool: max_tools were filled" in str(
+    assert ("nor does any other tool, and no earlier user input matched one that is not pinned: "
+            "max_tools were filled") in str(
         not_exposed_reason(state, config, "zz_extra", exposed))
     # one match is the retrieval's answer: the rest are not padded in
     state = _state(*head, UserInput("Login is broken, run the tests"))

@@ -460,3 +460,47 @@ def test_a_toolkit_within_the_cap_is_exposed_whole_scored_tools_first() -> None:
     denied = select_tools(kit, query="Login is broken", denied=["bash"], budget_tokens=10_000, count=quarter,
                           max_relevant=2)  # the permitted toolkit is two
     assert denied.names == ("edit_file", "read_file")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([*_WORDS, "pull", "request", "slack", "message", "file", "pod", "logs"]),
+                max_size=6),
+       st.dictionaries(st.sampled_from(NAMES[:60]), st.integers(1, 9), max_size=10),
+       st.sets(st.sampled_from(NAMES[:60]), max_size=3), st.sets(st.sampled_from(NAMES[:60]), max_size=3),
+       st.one_of(st.none(), st.sets(st.sampled_from(NAMES[:60]), max_size=40)),
+       st.sets(st.sampled_from(NAMES[:60]), max_size=5), st.integers(0, 3000), st.integers(0, 12))
+def test_recent_tools_fill_only_spare_slots_most_recent_first(
+        words: list[str], recent: dict[str, int], pinned: set[str], referenced: set[str],
+        allowed: set[str] | None, denied: set[str], budget: int, cap: int) -> None:
+    """Rule 5: a tool relevant to an earlier input fills a slot the current query left, the most
+    recent first; never past the policy or the cap, never before a tool relevant now; the
+    fallback only when no earlier input matched a permitted tool that is not pinned; the lean
+    answer (``report_excluded=False``) is the full one's exposed part; deterministic."""
+    from contextfold.projections.tool_exposure import choose_tools, permitted
+
+    args: dict[str, Any] = dict(query=" ".join(words), pinned=pinned, referenced=referenced, allowed=allowed,
+                                denied=denied, budget_tokens=budget, count=quarter, max_relevant=cap,
+                                recent=recent)
+    full = choose_tools(TOOLS[:60], **args)
+    assert choose_tools(TOOLS[:60], report_excluded=False, **args)[0] == full[0]
+    assert choose_tools(TOOLS[:60], **args) == full
+    exposed, excluded = {t.name: t for t in full[0]}, {t.name: t for t in full[1]}
+    assert not exposed.keys() & denied and (allowed is None or exposed.keys() <= allowed)
+    slots = [t for t in full[0] if t.reason in ("relevant", "recent", "fallback")]
+    assert len(slots) <= cap
+    shown = [t for t in full[0] if t.reason == "recent"]
+    assert all(t.score == 0.0 and t.turn == recent[t.name] for t in shown)
+    if shown:  # every tool relevant now came first: none was left out for the cap
+        assert not [t for t in full[1] if t.score > 0.0 and t.reason == "over_cap"]
+        newest_left = max((t.turn or 0 for t in full[1] if t.turn is not None and t.reason == "over_cap"),
+                          default=0)
+        assert min(t.turn or 0 for t in shown) >= newest_left  # LRU: the oldest leave first
+    for name, turn in recent.items():  # each one decided, with its turn when rule 5 decided it
+        if name in excluded and excluded[name].reason == "over_cap" and excluded[name].score == 0.0:
+            assert excluded[name].turn == turn
+    matched = [n for n in recent if n not in pinned and permitted(n, allowed, denied)]
+    if matched:
+        assert not any(t.reason == "fallback" for t in full[0])
+    if not recent:  # no earlier input: exactly the answer without rule 5
+        args.pop("recent")
+        assert choose_tools(TOOLS[:60], **args) == full

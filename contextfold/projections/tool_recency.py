@@ -1,0 +1,73 @@
+"""For each registered tool, the turn of the newest user input relevant to it (its recency).
+
+Why: tools are layer 2, the start of every provider's cached prefix (DESIGN.md section 4), and a
+build exposes the tools relevant to the goal, the plan and the *newest* input. Each short reply
+("yes", "my reservation id is ...") matches other tools, so on tau-bench's airline traces the
+declared set swung turn to turn (5, 8, 1, 9, 2 tools) and 293 of 531 turns restarted the cache.
+A tool relevant to an earlier input fills a spare slot of the cap (``tool_exposure`` rule 5,
+``recent``), most recent first, LRU-style; this module says which tools and how recent.
+
+"Relevant to an input" is: the input's text shares a term with the tool's BM25 document. Under
+the Lucene idf every term's weight is positive, so that is exactly a BM25 score above 0, whatever
+the registry's idf: an input is looked at once, when it appears, and its answer never changes
+while the registry stays. Inputs are scored by their text alone (the goal and the current plan
+steps are in the current query anyway). Every user input counts, a hand-off's task too, shown
+or hidden by a summary, as :func:`tool_candidates.newest_user_item` counts them.
+
+A tool's recency is the *turn* of that input: the first build that saw it, one more than the
+model responses before it (each response is one timeline item, a tool group or a reply). Two
+inputs of one turn reached the model together: the tools they match are equally recent (ties
+by name, in the exposure). Derived from the log alone, so a replay of any turn finds what the
+live build found.
+
+Kept on ``state.memo`` with the count of timeline items it has looked at, as
+``newest_user_item`` is: items are only ever added (a mask or a compaction replaces one in
+place, at its position), so each build looks at the inputs added since. A registration (a new
+tool, a changed schema, a replace) starts the walk over: a tool registered after an input that
+named it is relevant to that input.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from contextfold.domain.events import TextBlock, ToolSpec
+from contextfold.projections.state import MessageItem, RunState
+from contextfold.projections.timeline_items import ToolGroup
+from contextfold.projections.tool_exposure import matching_tools
+
+__all__ = ["tool_recency"]
+
+_MEMO = "tool-recency"
+
+
+def _input_text(state: RunState, item: MessageItem) -> str:
+    fragment = state.entries[item.fragment_id].fragment
+    return "\n".join(b.text for b in fragment.content if isinstance(b, TextBlock))
+
+
+def tool_recency(state: RunState) -> dict[str, int]:
+    """Registered tool name -> the turn of the newest user input whose text shares a term with
+    the tool's BM25 document; a tool no input matched is absent (see the module)."""
+    specs: Sequence[ToolSpec] = tuple(state.tools.values())
+    key = tuple(map(id, specs))
+    hit = state.memo.get(_MEMO)
+    items = state.items
+    if isinstance(hit, tuple) and hit[0] == key and hit[2] <= len(items):
+        _, _, seen, responses, recency = hit  # (the specs are held with it: their ids stay theirs)
+    else:
+        seen, responses, recency = 0, 0, {}
+    if seen == len(items):
+        return recency  # type: ignore[no-any-return]
+    recency = dict(recency)
+    new = list(itertools.islice(reversed(items), len(items) - seen))
+    for pos in reversed(new):  # the oldest first: a newer input's turn overwrites an older one's
+        item = items[pos]
+        if isinstance(item, ToolGroup) or (isinstance(item, MessageItem) and item.role == "assistant"):
+            responses += 1
+        elif isinstance(item, MessageItem) and item.role == "user" and specs:
+            for name in matching_tools(specs, _input_text(state, item)):
+                recency[name] = responses + 1
+    state.memo[_MEMO] = (key, specs, len(items), responses, recency)
+    return recency
