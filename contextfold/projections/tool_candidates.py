@@ -473,8 +473,8 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     if decided.reason == "over_cap" and decided.turn is not None:
         return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and shares no "
                 f"term with the turn's goal, ready plan steps and latest input; it is {earlier}, but "
-                f"max_tools ({config.max_tools}) were filled by the tools relevant to the turn and those "
-                "relevant to inputs more recently (recent)")
+                f"max_tools ({config.max_tools}) were filled by the tools relevant to the turn and by those "
+                "relevant more recently (recent)")
     if decided.reason == "over_cap":
         return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and ranked "
                 f"below the {config.max_tools} most relevant tools (max_tools) for the turn's goal, ready "

@@ -356,7 +356,8 @@ def test_why_a_tool_was_not_exposed(tmp_path: Path, cf: CLI) -> None:
     assert unranked["matches"] == [{"id": "weather", "verdict": "not exposed", "kind": "tool_spec",
                                     "reason": "tool 'weather' (registered) is neither pinned nor called by "
                                     "the kept history, and shares no term with the turn's goal, ready plan "
-                                    "steps and latest input (BM25 score 0)"}]
+                                    "steps and latest input (BM25 score 0), nor with any earlier user "
+                                    "input"}]
     previewed = cf("why", "tools", "--turn", "2", "weather", cwd=tmp_path)  # default max_tools: all
     assert previewed.returncode == 0 and "KEPT    weather (tool_spec, " in previewed.stdout, previewed.stdout
     unknown = cf("why", "tools", "--turn", "1", "nope", cwd=tmp_path)

@@ -362,9 +362,11 @@ def test_diff_says_why_each_tool_entered_or_left(tmp_path: Path, capsys: pytest.
     assert "  + tool drop_db: exposed: relevant (bm25 0.88)" in lines
     assert ("  - tool deploy: tool 'deploy' (registered) is never exposed: the run's policy denies it "
             "(denied_tools)") in lines
+    # relevant to the first input: rule 5 would keep it, but the one slot went to drop_db
     assert ("  - tool weather: tool 'weather' (registered) is neither pinned nor called by the kept "
-            "history, and shares no term with the turn's goal, ready plan steps and latest input "
-            "(BM25 score 0)") in lines
+            "history, and shares no term with the turn's goal, ready plan steps and latest input; it is "
+            "relevant to the user's input of turn 1, but max_tools (1) were filled by the tools relevant "
+            "to the turn and by those relevant more recently (recent)") in lines
     assert main(["diff", "tools", "1", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["tools_entered"], data["tools_left"]) == (["drop_db"], ["deploy", "weather"])
