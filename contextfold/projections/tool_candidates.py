@@ -275,7 +275,7 @@ def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], confi
              inputs: ToolInputs, count: Callable[[str], int], report_excluded: bool,
              registered: Collection[str]) -> tuple[list[ToolChoice], list[ToolChoice]]:
     """``registered``: the run's registered tools, in registration order (a dict's keys: the order
-    the fallback fills in, ``tool_exposure`` rule 6)."""
+    the fallback fills in, ``tool_exposure`` rule 7)."""
     policy = inputs.policy
     exposed, excluded, _, _ = choose_tools(
         specs, query=query, pinned=policy.pinned, referenced=inputs.used_names, allowed=policy.allowed,

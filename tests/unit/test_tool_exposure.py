@@ -297,7 +297,7 @@ def test_relevance_respects_budget_cap_and_zero_scores() -> None:
     tight = select_tools(TOOLS, query="list s3 buckets", budget_tokens=cheapest - 1,
                          count=quarter)
     assert tight.exposed == () and "over_budget" in {t.reason for t in tight.excluded}
-    # nothing matches: the cap is filled in registration order (rule 6), never left empty
+    # nothing matches: the cap is filled in registration order (rule 7), never left empty
     nothing = select_tools(TOOLS, query="zebra quantum", budget_tokens=10_000, count=quarter)
     assert set(nothing.names) == {t.name for t in TOOLS[:8]}
     assert {t.reason for t in nothing.exposed} == {"fallback"}
@@ -436,7 +436,7 @@ def test_exposure_without_the_excluded_report_is_the_same(
 
 def test_a_toolkit_within_the_cap_is_exposed_whole_scored_tools_first() -> None:
     """A coding agent's three tools share no word with "Login is broken, fix it": the request
-    declared none of them, and the model could not act (rule 5 of the module docstring)."""
+    declared none of them, and the model could not act (rule 6 of the module docstring)."""
     kit = [ToolSpec(name="read_file", description="Read a file of the repository"),
            ToolSpec(name="edit_file", description="Replace text in a file"),
            ToolSpec(name="bash", description="Run a shell command")]
@@ -450,7 +450,7 @@ def test_a_toolkit_within_the_cap_is_exposed_whole_scored_tools_first() -> None:
     tight = select_tools(kit, query="run the shell", budget_tokens=cheapest, count=quarter, max_relevant=3)
     assert tight.names == ("bash",)
     # one tool more than the cap: a catalogue to retrieve from; nothing matches, so the first
-    # registered fill the cap (rule 6): the request still declares tools the model can act with
+    # registered fill the cap (rule 7): the request still declares tools the model can act with
     over = select_tools(kit, query="Login is broken", budget_tokens=10_000, count=quarter, max_relevant=2)
     assert [(t.name, t.reason) for t in over.exposed] == [("edit_file", "fallback"),
                                                           ("read_file", "fallback")]

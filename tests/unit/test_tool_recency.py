@@ -130,7 +130,7 @@ def test_recency_is_kept_per_input_and_recomputed_when_the_registry_changes() ->
 
 
 def test_the_fallback_waits_until_no_input_matched_any_tool() -> None:
-    """Rule 6 fills the cap only when neither the current query nor any earlier input matched a
+    """Rule 7 (the fallback) fills the cap only when neither the current query nor any earlier input matched a
     permitted tool; a denied tool's earlier match does not count."""
     head: tuple[AnyEvent, ...] = (PolicySet(text="x", denied_tools=("email_send",)),
                                   ToolsRegistered(tools=KIT))
