@@ -27,6 +27,10 @@ shortened (a long tool result, document or file), it is truncated to the
 space left and kept; then the walk stops. Skipping a misfit and continuing
 with smaller units would fill better but break promise 3.
 
+An instruction (the stable prefix's optional units) is ordered with the volatile layers' shares
+added to its own (:func:`walk_shares`), so a growing history does not make it the walk's stop,
+cut at one turn and whole at the next, moving the prompt cache's key.
+
 A unit may be required in part only (``Unit.part``): the rest of it is walked as an optional
 unit. The latest error's rest is ranked as its unit in its layer; the newest group's (past a
 bound on its size) is a layer of its own with a large share, walked in ``REST_STEP`` steps
@@ -92,12 +96,39 @@ __all__ = [
     "Unit",
     "score",
     "select_units",
+    "walk_shares",
 ]
 
 RANK = attrgetter("rank")
 _TOKENS = attrgetter("tokens")
 _ID = itemgetter(2)
 _RANK_OF = itemgetter(1)
+
+
+STABLE_LAYER = "policy"
+"""The layer of the stable prefix's optional units (an instruction): what the cache key covers."""
+VOLATILE_LAYERS = ("history", "recent", "retrieval")
+"""The layers a stable-prefix unit takes room from before it is cut (:func:`walk_shares`)."""
+
+
+def walk_shares(shares: Mapping[str, float]) -> Mapping[str, float]:
+    """The shares the walk's order uses: the stable layer's with the volatile layers' added.
+
+    Why: the stable prefix is what a provider's prompt cache and the cache key cover. At its own
+    share (0.10) an instruction came after ~9 times its size of the other layers, so where the
+    budget was a few times its size it was the walk's stop, cut to what the history left: cut at
+    one turn, whole at the next as the history grew and a group of it went, and the cache key
+    flipped each time to save its cut part (an AGENTS.md of ~900 tokens at window 8k on the
+    tau-bench runs: cut in 34 of 571 builds, 23 flips). With the volatile layers' shares it comes
+    after about its own size of the others (0.9 of it at the defaults): kept whole wherever the
+    room beside the required units is ~2.2 times its size, however long the history. A larger
+    one is still cut, to what the others leave, as before: walked first, it would take all the
+    room from every turn's history. The order still does not depend on the budget, so the walk
+    stays monotone. A share of 0 stays 0 (walked last)."""
+    own = shares.get(STABLE_LAYER, 0.0)
+    if own <= 0:
+        return shares
+    return {**shares, STABLE_LAYER: own + sum(shares.get(layer, 0.0) for layer in VOLATILE_LAYERS)}
 
 
 def _order(layers: Mapping[str, Sequence[Unit]], shares: Mapping[str, float]
@@ -257,7 +288,7 @@ def select_units(
         # size would count twice in its layer's reach, and the walk would end short of it)
         units = [u for u in units if u.required or u.id not in needed]
     heads, tails, media = _layers(units, presorted, budget - used, list_unreached, paid)
-    keyed = _order(heads, shares)
+    keyed = _order(heads, walk_shares(shares))
     # tools not kept yet that a unit may need: once none is left (a long run's few tools are
     # kept with its first groups), a unit's needs cost nothing and are not looked at
     pending = len({tool_id for tool_id, _ in attach.values()}.difference(kept))
@@ -367,7 +398,7 @@ def _without_if_fits(units: Sequence[Unit], budget: int, *, shares: Mapping[str,
     optional = [u for u in units if not u.required and u.id not in needed]
     heads, tails, _ = _layers(optional, presorted, budget - used, list_unreached)
     walked = dict.fromkeys(lifted, "over_budget")
-    walked.update((u.id, "low_priority") for _, _, u in _order(heads, shares))
+    walked.update((u.id, "low_priority") for _, _, u in _order(heads, walk_shares(shares)))
     unreached = tuple(t for t in tails if t) if list_unreached else ()
     return Selection(kept, walked, used, tuple(lifted), cut, unreached, frozenset(needed))
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
 from contextfold.domain.manifest import DEFAULT_LAYER_SHARES
-from contextfold.projections.selection import REST_STEP, Unit, select_units
+from contextfold.projections.selection import REST_STEP, Unit, select_units, walk_shares
 
 LAYERS = ["policy", "goal", "plan", "recent", "retrieval", "history", "input"]
 SHARES = {k: v for k, v in DEFAULT_LAYER_SHARES.items() if k != "tools"}
@@ -182,7 +182,7 @@ def _reference(units: list[Unit], budget: int) -> tuple[dict[str, int], dict[str
     # a unit required in part: the rest is an optional unit ranked as it is, shrinkable to nothing;
     # with a share of its own, every REST_STEP tokens of it a unit, in a layer of its own
     rests: dict[str, Unit] = {}
-    shares = dict(SHARES)
+    shares = dict(walk_shares(SHARES))  # an instruction takes room from the volatile layers
     for u in required:
         if u.part is None or u.part >= u.tokens:
             continue
