@@ -131,6 +131,25 @@ def walk_shares(shares: Mapping[str, float]) -> Mapping[str, float]:
     return {**shares, STABLE_LAYER: own + sum(shares.get(layer, 0.0) for layer in VOLATILE_LAYERS)}
 
 
+STABLE_STEPS = 8
+"""The grants a cut stable-prefix unit may take: multiples of an eighth of its size
+(:func:`stable_grant`)."""
+
+
+def stable_grant(room: int, tokens: int, floor: int) -> int:
+    """What a stable-prefix unit (an instruction) the walk stops at is cut to: ``room`` rounded
+    down to a multiple of an eighth of its size, and never under ``floor``.
+
+    Why: the room left for it changes every turn as the history grows, and cut to the room its
+    text, so the cache key and every provider's cached prefix, changed with it (an AGENTS.md of
+    ~900 tokens at window 3k on the tau-bench runs: cut in every build, a new key at 246 of 531
+    turns). In eighths it is cut alike until the room crosses an eighth's bound; what it costs is
+    at most an eighth of it left unused where the walk stops. Monotone: the grant never falls as
+    the room grows, so a larger budget keeps at least as much of it."""
+    step = max(1, tokens // STABLE_STEPS)
+    return max(floor, room - room % step)
+
+
 def _order(layers: Mapping[str, Sequence[Unit]], shares: Mapping[str, float]
            ) -> list[tuple[float, tuple[float, int, str], Unit]]:
     """Every optional unit as (virtual finish time, rank, unit), in the walk's order.
@@ -320,8 +339,9 @@ def select_units(
             continue
         floor = max(tokens if smallest is None else smallest, MIN_TRUNCATED_TOKENS)
         if smallest is not None and smallest < tokens and floor + extra <= room:
-            kept[u.id] = room - extra
-            used += room
+            grant = room - extra if u.layer != STABLE_LAYER else stable_grant(room - extra, tokens, floor)
+            kept[u.id] = grant
+            used += grant + extra
             if extra:
                 kept.update(new)
                 needed.update(t for t, _ in new)

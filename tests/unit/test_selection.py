@@ -216,7 +216,10 @@ def _reference(units: list[Unit], budget: int) -> tuple[dict[str, int], dict[str
         else:
             stopped = True
             room = budget - used
-            if u.shrinkable and max(u.tokens if u.min_tokens is None else u.min_tokens, 48) <= room:
+            floor = max(u.tokens if u.min_tokens is None else u.min_tokens, 48)
+            if u.shrinkable and floor <= room:
+                if u.layer == "policy":  # the stable prefix is cut in eighths of its size
+                    room = max(floor, room - room % max(1, u.tokens // 8))
                 kept[u.id] = room
                 used += room
             else:
@@ -398,3 +401,19 @@ def test_a_unit_required_only_where_it_fits_is_left_out_with_everything_optional
     with pytest.raises(RequiredContextExceedsBudgetError) as info:  # the others alone do not fit
         select_units(units, 200, shares=SHARES)
     assert info.value.required == [("latest", 300)]
+
+
+def test_a_cut_instruction_keeps_one_length_while_the_room_beside_it_changes_little() -> None:
+    """The stable prefix cut to the room left changed its text (and the cache key) at every turn
+    as the history grew: cut in eighths of its size, it is cut alike over a range of budgets, and
+    never longer at a smaller one."""
+    instruction = Unit("instr", "policy", 800, 50.0, 0, min_tokens=0)
+    history = [Unit(f"h{i}", "history", 100, 10.0 - i, i + 1) for i in range(30)]
+    grants = []
+    for budget in range(500, 1_000, 10):
+        sel = select_units([instruction, *history], budget, shares=SHARES)
+        if "instr" in sel.cut:
+            grants.append(sel.kept["instr"])
+            assert sel.kept["instr"] % 100 == 0  # an eighth of 800
+    assert len(grants) >= 20 and len(set(grants)) <= len(grants) // 5, grants
+    assert grants == sorted(grants)
