@@ -14,6 +14,10 @@ the caches across builds are exercised) and measures, per provider and window:
   but its closing brackets in common): something before the end changed;
 - ``key changes``: turns whose manifest ``cache_key`` differs from the turn before, and
   ``key lies``: turns whose key is the same while the bytes it covers (tools, system) are not;
+- ``failed builds``: turns whose build raised (a ``ContextfoldError``, such as a
+  RequiredContextExceedsBudgetError at a small window), by error type. Such a turn sends no
+  request: it is counted and the measure goes on, the next request compared with the last one
+  sent (stopping at the first one left every provider and window after it unmeasured);
 - with ``--anthropic-cache``: the share of the Anthropic request bytes a cache would serve,
   simulating its rules (a prefix is written at each breakpoint and read at a breakpoint or up to
   20 blocks before one; entries never expire within a run).
@@ -41,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from contextfold import open_store
+from contextfold.domain.errors import ContextfoldError
 from contextfold.domain.events import AnyEvent, ModelResponse, ToolSpec, ToolsRegistered, UserInput
 from contextfold.domain.manifest import BuildConfig
 
@@ -133,6 +138,8 @@ class Totals:
     breaks: int = 0
     key_changes: int = 0
     key_lies: int = 0
+    failed: dict[str, int] = field(default_factory=dict)
+    """Error type -> builds that raised it (no request: not compared)."""
     served: int = 0
     sent: int = 0
     worst: list[tuple[float, str, int]] = field(default_factory=list)
@@ -151,7 +158,12 @@ def measure_run(events: list[AnyEvent], run_id: str, provider: str, window: int,
             continue
         run.append(events[done:i])
         done = i
-        built = run.build(config=config)
+        try:
+            built = run.build(config=config)
+        except ContextfoldError as exc:  # no request this turn: the next is compared with the last sent
+            name = type(exc).__name__
+            totals.failed[name] = totals.failed.get(name, 0) + 1
+            continue
         body = built.request
         if anthropic_cache:
             bodies.append(body)
@@ -208,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
                     line = (f"{provider:16} window {window:>7}: {len(runs)} runs, {totals.turns} turns; "
                             f"reuse {totals.shared / max(totals.earlier, 1):6.1%}; "
                             f"breaks {totals.breaks}; key changes {totals.key_changes}; "
-                            f"key lies {totals.key_lies}")
+                            f"key lies {totals.key_lies}; failed builds {sum(totals.failed.values())}")
+                    if totals.failed:
+                        line += " (" + ", ".join(f"{k} {n}" for k, n in sorted(totals.failed.items())) + ")"
                     if totals.sent:
                         line += f"; Anthropic cache serves {totals.served / totals.sent:.1%}"
                     print(line, flush=True)
