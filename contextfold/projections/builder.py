@@ -415,7 +415,8 @@ def _twins(ctx: BuildCtx, selection: Selection, state_ids: Sequence[str],
 def _kept_tools(candidates: Sequence[ToolChoice], selection: Selection, unit_of: Mapping[str, Unit],
                 attach: Mapping[str, tuple[str, int]]) -> tuple[ToolChoice, ...]:
     """The tools the selection kept, each with its reason: a tool the history calls is
-    ``referenced`` when a kept group calls it, else ``relevant`` (kept by its own unit alone)."""
+    ``referenced`` when a kept group calls it, else the reason its own unit was made for
+    (:func:`_alone_reason`)."""
     kept = [t for t in candidates if f"tool:{t.name}" in selection.kept]
     alone = [t for t in kept if t.reason == "referenced" and f"tool:{t.name}" not in selection.needed]
     if not alone:
@@ -423,8 +424,19 @@ def _kept_tools(candidates: Sequence[ToolChoice], selection: Selection, unit_of:
     # kept by its own unit before a group that calls it came (rare): is that group kept?
     called = {attach[name][0] for uid in selection.kept if (u := unit_of.get(uid)) is not None
               for name in u.needs if name in attach}
-    return tuple(t._replace(reason="relevant") if t in alone and f"tool:{t.name}" not in called else t
-                 for t in kept)
+    return tuple(t._replace(reason=_alone_reason(t)) if t in alone and f"tool:{t.name}" not in called
+                 else t for t in kept)
+
+
+def _alone_reason(tool: ToolChoice) -> str:
+    """Why a tool the history calls is declared when no kept group calls it: its own unit
+    (``tool_candidates``) is made when it shares a term with the query (``relevant``), when it
+    holds a recent slot (``recent``: ``turn`` set) or else because the whole toolkit fits
+    max_tools (``toolkit``). Every such tool was labelled ``relevant (bm25 0.00)``: a manifest
+    that said a coding agent's read_file matched "yes, go ahead"."""
+    if tool.score > 0.0:
+        return "relevant"
+    return "recent" if tool.turn is not None else "toolkit"
 
 
 def _select(ctx: BuildCtx, units: list[Unit], available: int, shares: Mapping[str, float],
