@@ -30,7 +30,7 @@ from contextfold.projections.tool_names import (
     renamed_note,
     tool_name_alias,
 )
-from contextfold.projections.tool_recency import tool_recency
+from contextfold.projections.tool_recency import input_matches, tool_recency
 from contextfold.projections.tool_strict import loosened_tools
 
 __all__ = ["ToolCandidates", "ToolInputs", "limit_note", "newest_user_item", "not_exposed_reason",
@@ -258,21 +258,25 @@ def _aliased_policy(policy: ToolPolicy, renamed: dict[str, str]) -> ToolPolicy:
 
 
 def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs
-             ) -> tuple[list[ToolSpec], str, Mapping[str, int]]:
-    """The specs in name order, the query they are ranked against ("" when nothing is ranked) and
-    the registered tools' recency (``tool_recency``; empty when nothing is ranked)."""
+             ) -> tuple[list[ToolSpec], str, Mapping[str, int], frozenset[str]]:
+    """The specs in name order, the query they are ranked against ("" when nothing is ranked),
+    the registered tools' recency (``tool_recency``) and those an input's words matched
+    (``input_matches``; both empty when nothing is ranked)."""
     specs = [inputs.registry[n] for n in sorted(inputs.registry)]
     policy = inputs.policy
     # A registered tool the history calls is ranked too: when its calls are left out, it is
-    # declared only if it is relevant to the turn (its score gives it a unit of its own). One
+    # declared only if it is relevant to the turn (its score gives it a unit of its own) or holds
+    # a recent slot (rule 5: its recency is the input its call answered). One
     # the log never registered is declared with the calls that use it, never for relevance.
     ranked = config.max_tools > 0 and rankable(
         state.tools, pinned=policy.pinned, referenced=(), allowed=policy.allowed, denied=policy.denied)
-    return specs, tool_query(state) if ranked else "", tool_recency(state) if ranked else {}
+    if not ranked:
+        return specs, "", {}, frozenset()
+    return specs, tool_query(state), tool_recency(state), input_matches(state)
 
 
-def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], config: BuildConfig,
-             inputs: ToolInputs, count: Callable[[str], int], report_excluded: bool,
+def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], matched: Collection[str],
+             config: BuildConfig, inputs: ToolInputs, count: Callable[[str], int], report_excluded: bool,
              registered: Collection[str]) -> tuple[list[ToolChoice], list[ToolChoice]]:
     """``registered``: the run's registered tools, in registration order (a dict's keys: the order
     the fallback fills in, ``tool_exposure`` rule 7)."""
@@ -280,7 +284,7 @@ def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], confi
     exposed, excluded, _, _ = choose_tools(
         specs, query=query, pinned=policy.pinned, referenced=inputs.used_names, allowed=policy.allowed,
         denied=policy.denied, budget_tokens=_UNBOUNDED, count=count, max_relevant=config.max_tools,
-        report_excluded=report_excluded, toolkit=tuple(registered), recent=recent)
+        report_excluded=report_excluded, toolkit=tuple(registered), recent=recent, matched=matched)
     return exposed, excluded
 
 
@@ -316,26 +320,28 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     When every permitted registered tool is pinned (or the log registers none: the history's
     calls declare their own), there is nothing to rank: the query is neither made nor ranked,
     and a new user input does not invalidate the answer."""
-    specs, query, recent = _ranking(ctx.state, ctx.config, inputs)
+    specs, query, recent, matched = _ranking(ctx.state, ctx.config, inputs)
     key = (query, tuple(specs), inputs.policy, tuple(inputs.used_names), ctx.config.max_tools,
-           ctx.state.counter.encoding_name, tuple(recent.items()))
+           ctx.state.counter.encoding_name, tuple(recent.items()), matched)
     hit = ctx.state.memo.get("tool-candidates")
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1]  # type: ignore[no-any-return]
-    exposed, _ = _choices(specs, query, recent, ctx.config, inputs, ctx.count, False, ctx.state.tools)
+    exposed, _ = _choices(specs, query, recent, matched, ctx.config, inputs, ctx.count, False,
+                          ctx.state.tools)
     whole = _whole(ctx.state, ctx.config, inputs)
     fallback = {t.name for t in exposed if t.reason == "fallback"}
     # fallback tools (score 0) rank in registration order, below every relevant one of their size
     # (``_tool_rank``): a small tools share keeps the first registered, as the fill chose them
     order = {n: i for i, n in enumerate(n for n in ctx.state.tools if n in fallback)} if fallback else {}
     # recent tools rank below every tool relevant now, the most recent first, as the fill chose them
-    lru = sorted((t for t in exposed if t.reason == "recent"), key=lambda t: (-(t.turn or 0), t.name))
+    lru = sorted((t for t in exposed if _holds_recent_slot(t)), key=lambda t: (-(t.turn or 0), t.name))
     order.update((t.name, i) for i, t in enumerate(lru))
     units = [Unit(f"tool:{t.name}", "tools", t.tokens,
                   _tool_rank(t, (order[t.name] + 1) / (len(order) + 1) if t.name in order else 0.0),
                   0, required=t.reason == "pinned")
              for t in exposed
-             if t.reason != "referenced" or ((t.score > 0.0 or whole) and t.name in ctx.state.tools)]
+             if t.reason != "referenced"
+             or ((t.score > 0.0 or whole or t.turn is not None) and t.name in ctx.state.tools)]
     by_name = {t.name: t for t in exposed}
     attach = {}
     for name in ctx.state.used_tool_names():
@@ -345,6 +351,12 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     answer = ToolCandidates(exposed, units, attach)
     ctx.state.memo["tool-candidates"] = (key, answer)
     return answer
+
+
+def _holds_recent_slot(tool: ToolChoice) -> bool:
+    """A ``recent`` tool, or one the history calls that holds a recent slot (``tool_exposure``
+    rule 5: ``turn`` set): its own unit ranks as a recent one's, kept without its calls."""
+    return tool.reason == "recent" or (tool.reason == "referenced" and tool.turn is not None)
 
 
 LARGE_TOOL_TOKENS = 1_000
@@ -364,7 +376,7 @@ def _tool_rank(tool: ToolChoice, tie: float) -> float:
 
     A ``recent`` tool (``tool_exposure`` rule 5) ranks below every other tool, large ones too, in
     (0, 1): it is kept for the cache's sake, and a tight share keeps what the turn needs first."""
-    if tool.reason == "recent":  # the most recent first (``tie``), a large schema after the small
+    if _holds_recent_slot(tool):  # the most recent first (``tie``), a large schema after the small
         return (0.5 if tool.tokens <= LARGE_TOOL_TOKENS else 0.0) + 0.5 * (1.0 - tie)
     if tool.tokens <= LARGE_TOOL_TOKENS:
         return _TOOL_SCORE + tool.score - tie  # >= _TOOL_SCORE - 1
@@ -437,8 +449,8 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
         how = "pinned by" if name in policy.pinned else "on the allowed_tools of"
         return (f"tool {name!r} is {how} the run's policy, but no tool of that name is registered "
                 "(ToolsRegistered) and the history does not call it: there is no schema to declare")
-    specs, query, recent = _ranking(state, config, inputs)
-    candidates, excluded = _choices(specs, query, recent, config, inputs, state.counter.count, True,
+    specs, query, recent, matched = _ranking(state, config, inputs)
+    candidates, excluded = _choices(specs, query, recent, matched, config, inputs, state.counter.count, True,
                                     state.tools)
     decided = {c.name: c for c in (*candidates, *excluded)}.get(shown)
     if decided is None:  # every registered or declared name is decided: not reached
@@ -448,6 +460,8 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
                  "goal, ready plan steps and latest input)" if decided.score > 0.0 else
                  "and the tools layer's share had no room for it alone (the run's whole toolkit fits "
                  "max_tools)" if _whole(state, config, inputs) and registered else
+                 "and the tools layer's share had no room for it alone (it holds a recent slot: called in "
+                 f"answer to the user's input of turn {decided.turn})" if decided.turn is not None else
                  "and it shares no term with the turn's goal, ready plan steps and latest input")
         return (f"tool {name!r} ({known}) is called by the history, but by none of the calls the "
                 f"request kept (a tool is declared with the calls that use it), {alone}")

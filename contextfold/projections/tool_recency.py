@@ -20,6 +20,17 @@ inputs of one turn reached the model together: the tools they match are equally 
 by name, in the exposure). Derived from the log alone, so a replay of any turn finds what the
 live build found.
 
+A registered tool the run *calls* is relevant to the input of the turn it was called in: its
+recency is at least that turn (the build the call answered, one more than the responses before
+it), so in an agent run of one task the tools called last are the most recent, as in an LRU.
+Why: a called tool is declared with the groups that call it, so while they are kept it needs no
+slot; but a small window cuts old groups, and a tool no input's words matched then left the list
+(moving the cached prefix) although the conversation was plainly using it. As recent, it holds its
+slot whether or not its calls are kept. The names the inputs' words matched are kept apart
+(:func:`input_matches`): the fallback (``tool_exposure`` rule 7) waits for those only, or a
+coding agent's first ``read_file`` call on "Login is broken, fix it" turned the first registered
+tools, declared for "yes", into that one tool.
+
 Kept on ``state.memo`` with the count of timeline items it has looked at, as
 ``newest_user_item`` is: items are only ever added (a mask or a compaction replaces one in
 place, at its position), so each build looks at the inputs added since. A registration (a new
@@ -37,7 +48,7 @@ from contextfold.projections.state import MessageItem, RunState
 from contextfold.projections.timeline_items import ToolGroup
 from contextfold.projections.tool_exposure import matching_tools
 
-__all__ = ["tool_recency"]
+__all__ = ["input_matches", "tool_recency"]
 
 _MEMO = "tool-recency"
 
@@ -48,26 +59,41 @@ def _input_text(state: RunState, item: MessageItem) -> str:
 
 
 def tool_recency(state: RunState) -> dict[str, int]:
-    """Registered tool name -> the turn of the newest user input whose text shares a term with
-    the tool's BM25 document; a tool no input matched is absent (see the module)."""
+    """Registered tool name -> the newest turn whose user input shares a term with the tool's
+    BM25 document or in which the tool was called; a tool neither matched nor called is absent
+    (see the module)."""
+    return _walk(state)[0]
+
+
+def input_matches(state: RunState) -> frozenset[str]:
+    """The registered tools some user input's text shares a term with (calls aside)."""
+    return _walk(state)[1]
+
+
+def _walk(state: RunState) -> tuple[dict[str, int], frozenset[str]]:
     specs: Sequence[ToolSpec] = tuple(state.tools.values())
     key = tuple(map(id, specs))
     hit = state.memo.get(_MEMO)
     items = state.items
     if isinstance(hit, tuple) and hit[0] == key and hit[2] <= len(items):
-        _, _, seen, responses, recency = hit  # (the specs are held with it: their ids stay theirs)
+        _, _, seen, responses, recency, matched = hit  # (the specs are held: their ids stay theirs)
     else:
-        seen, responses, recency = 0, 0, {}
+        seen, responses, recency, matched = 0, 0, {}, frozenset()
     if seen == len(items):
-        return recency  # type: ignore[no-any-return]
-    recency = dict(recency)
+        return recency, matched
+    recency, found = dict(recency), set(matched)
     new = list(itertools.islice(reversed(items), len(items) - seen))
     for pos in reversed(new):  # the oldest first: a newer input's turn overwrites an older one's
         item = items[pos]
-        if isinstance(item, ToolGroup) or (isinstance(item, MessageItem) and item.role == "assistant"):
+        if isinstance(item, ToolGroup):
+            responses += 1  # this response is the answer to the build of turn ``responses``
+            recency.update((call.name, responses) for call in item.calls if call.name in state.tools)
+        elif isinstance(item, MessageItem) and item.role == "assistant":
             responses += 1
-        elif isinstance(item, MessageItem) and item.role == "user" and specs:
-            for name in matching_tools(specs, _input_text(state, item)):
+        elif isinstance(item, MessageItem) and item.role == "user":
+            for name in matching_tools(specs, _input_text(state, item)) if specs else ():
                 recency[name] = responses + 1
-    state.memo[_MEMO] = (key, specs, len(items), responses, recency)
-    return recency
+                found.add(name)
+    matched = frozenset(found)
+    state.memo[_MEMO] = (key, specs, len(items), responses, recency, matched)
+    return recency, matched

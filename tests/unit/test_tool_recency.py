@@ -200,7 +200,8 @@ def _replayed(run: Run) -> None:
 
 
 def test_a_called_tool_stays_declared_with_its_calls_and_is_not_counted_twice() -> None:
-    """A tool the history calls is referenced (declared with its calls); it takes no recent slot."""
+    """A tool the history calls is referenced (declared with its calls); the recent slot it holds
+    (called at turn 1) is its one slot, not a second declaration."""
     state = _state(ToolsRegistered(tools=KIT), UserInput("email Bob"),
                    ModelResponse(tool_calls=(ToolCall(call_id="c1", name="email_send"),)),
                    ToolResult(call_id="c1", content="sent"), _reply(1), UserInput("yes"))
@@ -231,3 +232,75 @@ def test_why_and_diff_tell_the_recent_reason(tmp_path: Path) -> None:
     assert diff.returncode == 0, diff.stderr
     assert "+ tool slack_post: exposed: relevant (bm25" in diff.stdout, diff.stdout
     assert "- tool email_send: tool 'email_send' (registered) is neither pinned nor called" in diff.stdout
+
+
+_ROWS = "\n".join(f"row {i}: customer record with some fields" for i in range(150))
+
+
+def _called_history() -> list[AnyEvent]:
+    """database_query is called at turn 1 (no input names it); slack_post, relevant to the input
+    of turn 3, is called three times after it: at 4000 tokens the oldest group is left out."""
+    events: list[AnyEvent] = [
+        PolicySet(text="You are an assistant."), ToolsRegistered(tools=KIT), UserInput("email Bob"),
+        ModelResponse(tool_calls=(ToolCall(call_id="c1", name="database_query", arguments="{}"),)),
+        ToolResult(call_id="c1", content=_ROWS), _reply(0), UserInput("post it on slack")]
+    for i in range(3):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"s{i}", name="slack_post", arguments="{}"),)),
+                   ToolResult(call_id=f"s{i}", content=_ROWS)]
+    return [*events, _reply(1), UserInput("yes")]
+
+
+def test_a_called_tool_is_recent_from_the_turn_it_was_called_in_and_stays_once_its_calls_are_cut() -> None:
+    """A tool the run called counts as relevant to the input of the turn it was called in: once
+    a small window leaves its calls out, it keeps a spare slot like any recent tool, so the tool
+    list (the start of the cached prefix) does not lose it. It had left the list."""
+    events = _called_history()
+    state = new_state("recent")
+    for pos, event in enumerate(events, start=1):
+        fold_event(state, RecordedEvent("recent", pos, event, ""))
+        assert tool_recency(state) == tool_recency(_state(*events[:pos])), pos
+    # slack_post: matched by the input of turn 3, called at turns 3, 4 and 5
+    assert tool_recency(state) == {"email_send": 1, "database_query": 1, "slack_post": 5}
+    small = build_context(state, CONFIG.model_copy(update={"window": 4_000}), render=render_request)
+    called = [b["name"] for m in small.request["messages"] if isinstance(m["content"], list)
+              for b in m["content"] if b.get("type") == "tool_use"]
+    assert "database_query" not in called and "slack_post" in called, called
+    declared = _declared(small)
+    assert declared["database_query"] == (
+        "recent (relevant to the user's input of turn 1; kept so the tool list, the start of the cached "
+        "prefix, does not change)")
+    assert declared["slack_post"] == "referenced" and declared["email_send"].startswith("recent ")
+    large = _declared(build_context(state, CONFIG.model_copy(update={"window": 8_000}),
+                                    render=render_request))
+    assert large.keys() == declared.keys() and large["database_query"] == "referenced"
+
+
+def test_a_called_tool_takes_a_slot_still_spare_the_most_recently_called_first() -> None:
+    """The called tools hold the slots the other recent tools left, the most recently called
+    first: cap 2 is email_send's (an input's, recent) and slack_post's (called at turn 5, its
+    calls kept); database_query (turn 1), its calls cut, gets the third slot of cap 3."""
+    state = _state(*_called_history())
+    two = {"email_send": "recent", "slack_post": "referenced"}
+    for cap, expected in ((2, two), (3, {**two, "database_query": "recent"})):
+        config = CONFIG.model_copy(update={"window": 4_000, "max_tools": cap})
+        built = build_context(state, config, render=render_request)
+        assert {n: r.split(" ")[0] for n, r in _declared(built).items()} == expected, cap
+    later = _state(*_called_history(), ModelResponse(tool_calls=(ToolCall(call_id="d2", name="database_query",
+                                                                          arguments="{}"),)),
+                   ToolResult(call_id="d2", content="no rows"), _reply(2), UserInput("ok"))
+    assert tool_recency(later)["database_query"] == 7  # called in the turn of the input "yes"
+
+
+def test_a_call_does_not_stop_the_fallback_that_declared_the_tool_list() -> None:
+    """The fallback (rule 7) waits for an input's words only: a call counted as a match would
+    turn the twelve first registered tools declared for "Login is broken, fix it" into the one
+    tool called, on the next "yes"."""
+    head: list[AnyEvent] = [PolicySet(text="You are an assistant."), ToolsRegistered(tools=KIT),
+                            UserInput("Login is broken, fix it")]
+    first = _declared(build_context(_state(*head), CONFIG, render=render_request))
+    assert len(first) == 12 and {r.split(" ")[0] for r in first.values()} == {"fallback"}
+    called = _state(*head, ModelResponse(tool_calls=(ToolCall(call_id="t1", name="translate_phrase"),)),
+                    ToolResult(call_id="t1", content="done"), _reply(1), UserInput("yes"))
+    assert tool_recency(called) == {"translate_phrase": 1}
+    declared = _declared(build_context(called, CONFIG, render=render_request))
+    assert declared == {**first, "translate_phrase": "referenced"}
