@@ -74,9 +74,9 @@ from __future__ import annotations
 import math
 import operator
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, TypeAlias, cast
+from typing import Literal, NamedTuple, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -84,7 +84,7 @@ from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.tool_pricing import tool_price
-from contextfold.projections.tool_terms import tokenize
+from contextfold.projections.tool_terms import tokenize, tool_document
 
 __all__ = [
     "BM25_B",
@@ -163,9 +163,6 @@ class ToolExposure(_Frozen):
 _SPEC_MEMO: dict[int, tuple[ToolSpec, str]] = {}
 """Per spec object: its canonical JSON. A run's specs are the same objects build after build,
 and every build prices the tools it may expose."""
-_DOC_MEMO: dict[int, tuple[ToolSpec, Counter[str]]] = {}
-"""Per spec object: its BM25 document, made only when a build ranks (a run whose tools are all
-pinned or used never does: tokenizing a description was most of pricing a new spec)."""
 _SPEC_MEMO_LIMIT = 20_000
 
 
@@ -179,15 +176,6 @@ def _spec_json(spec: ToolSpec) -> str:
     return hit[1]
 
 
-def _spec_document(spec: ToolSpec) -> Counter[str]:
-    hit = _DOC_MEMO.get(id(spec))
-    if hit is None or hit[0] is not spec:
-        if len(_DOC_MEMO) >= _SPEC_MEMO_LIMIT:
-            _DOC_MEMO.clear()
-        hit = _DOC_MEMO[id(spec)] = (spec, Counter(_document(spec)))
-    return hit[1]
-
-
 def canonical_tool_json(spec: ToolSpec) -> str:
     """The byte-stable JSON of a spec: sorted keys, compact, UTF-8 kept as is."""
     return _spec_json(spec)
@@ -197,29 +185,6 @@ def tool_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
     """What declaring ``spec`` costs: its canonical JSON plus the per-tool overhead, or OpenAI's
     count of its rendered declaration when that is dearer (``tool_pricing``: long enums)."""
     return tool_price(spec, lambda: count(canonical_tool_json(spec)) + TOOL_OVERHEAD_TOKENS, count)
-
-
-def _param_names(schema: Any, depth: int = 0) -> Iterator[str]:
-    if not isinstance(schema, dict) or depth > 4:
-        return
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        for key, sub in props.items():
-            yield str(key)
-            yield from _param_names(sub, depth + 1)
-    items = schema.get("items")
-    if items is not None:
-        yield from _param_names(items, depth + 1)
-
-
-def _document(spec: ToolSpec) -> list[str]:
-    name = tokenize(spec.name)
-    terms = name + name + tokenize(spec.description)
-    for tag in spec.tags:
-        terms += tokenize(tag)
-    for param in _param_names(spec.parameters):
-        terms += tokenize(param)
-    return terms
 
 
 def _registry(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
@@ -246,7 +211,7 @@ def _index(specs: Sequence[ToolSpec]) -> _Index:
     key = tuple(specs)
     if _INDEX and len(_INDEX[0].specs) == len(key) and all(map(operator.is_, _INDEX[0].specs, key)):
         return _INDEX[0]
-    docs = {spec.name: _spec_document(spec) for spec in key}
+    docs = {spec.name: tool_document(spec) for spec in key}
     lengths = {name: sum(tf.values()) for name, tf in docs.items()}
     postings: dict[str, list[str]] = {}
     for name, tf in docs.items():  # in registry order, as the per-document loop visited them
@@ -297,7 +262,7 @@ def matching_tools(specs: Sequence[ToolSpec], text: str) -> list[str]:
     if not (_TERMS and len(_TERMS[0][0]) == len(key) and all(map(operator.is_, _TERMS[0][0], key))):
         postings: dict[str, list[str]] = {}
         for spec in key:
-            for term in _spec_document(spec):
+            for term in tool_document(spec):
                 postings.setdefault(term, []).append(spec.name)
         _TERMS[:] = [(key, postings)]
     postings = _TERMS[0][1]

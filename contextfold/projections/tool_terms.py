@@ -33,8 +33,13 @@ from __future__ import annotations
 import operator
 import re
 import unicodedata
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["tokenize"]
+from contextfold.domain.events import ToolSpec
+
+__all__ = ["tokenize", "tool_document"]
 
 _STOP_WORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "get",
@@ -83,3 +88,44 @@ def tokenize(text: str) -> list[str]:
             if term and term not in _STOP_WORDS:
                 out.append(_fold(term))
     return out
+
+
+_DOC_MEMO: dict[int, tuple[ToolSpec, Counter[str]]] = {}
+"""Per spec object: its BM25 document, made only when a build ranks (a run whose tools are all
+pinned or used never does: tokenizing a description was most of pricing a new spec)."""
+_DOC_MEMO_LIMIT = 20_000
+
+
+def _param_names(schema: Any, depth: int = 0) -> Iterator[str]:
+    if not isinstance(schema, dict) or depth > 4:
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            yield str(key)
+            yield from _param_names(sub, depth + 1)
+    items = schema.get("items")
+    if items is not None:
+        yield from _param_names(items, depth + 1)
+
+
+def _document(spec: ToolSpec) -> list[str]:
+    name = tokenize(spec.name)
+    terms = name + name + tokenize(spec.description)
+    for tag in spec.tags:
+        terms += tokenize(tag)
+    for param in _param_names(spec.parameters):
+        terms += tokenize(param)
+    return terms
+
+
+def tool_document(spec: ToolSpec) -> Counter[str]:
+    """The terms of ``spec``'s BM25 document with their counts: its name twice (a simple field
+    boost: the name is the most telling part), its description, tags and parameter names (nested
+    properties included); kept per spec object."""
+    hit = _DOC_MEMO.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_DOC_MEMO) >= _DOC_MEMO_LIMIT:
+            _DOC_MEMO.clear()
+        hit = _DOC_MEMO[id(spec)] = (spec, Counter(_document(spec)))
+    return hit[1]

@@ -367,9 +367,10 @@ def _reference_bm25(specs: list[ToolSpec], query: str) -> dict[str, float]:
     """Okapi BM25 as documented: every (tool, sorted query term) pair, no index."""
     from collections import Counter
 
-    from contextfold.projections.tool_exposure import BM25_B, BM25_K1, _document, tokenize
+    from contextfold.projections.tool_exposure import BM25_B, BM25_K1, tokenize
+    from contextfold.projections.tool_terms import tool_document
 
-    docs = {spec.name: Counter(_document(spec)) for spec in specs}
+    docs = {spec.name: Counter(tool_document(spec)) for spec in specs}
     n = len(docs)
     lengths = {name: sum(tf.values()) for name, tf in docs.items()}
     avgdl = sum(lengths.values()) / n or 1.0
