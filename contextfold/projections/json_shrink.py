@@ -32,6 +32,7 @@ __all__ = [
     "saturations",
     "shrink",
     "size_knob_max",
+    "whole_kept",
 ]
 
 CHARS_PER_STEP = 4
@@ -160,6 +161,16 @@ def _shrink(value: Any, knob: int, stats: ShrinkStats, top: bool,
             out[marker_key(out)] = f"{len(members) - level} members omitted"
         return out
     return value
+
+
+def whole_kept(value: Any) -> list[tuple[int, int]]:
+    """The ``ShrinkStats.kept`` of :func:`shrink` at ``top`` with a knob that keeps ``value``
+    whole (its :func:`size_knob_max` or more): all of the top-level container, string or literal.
+    Why: a cut whose compact form fits is answered without the knob's search, and without the
+    :func:`saturations` that a shrink at that knob needs (``truncate``)."""
+    if type(value) is str or isinstance(value, list | dict):
+        return [(1, len(value))]
+    return [(1, len(scalar_literal(value)))]
 
 
 _UNKNOWN = 1 << 62

@@ -75,6 +75,7 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
 from contextfold.projections.file_lines import FileLines
 from contextfold.projections.json_blocks import or_blocks
+from contextfold.projections.json_compact import PIECES_CHARS_PER_TOKEN, compact_fits, count_compact
 from contextfold.projections.json_deep import cut_deep
 from contextfold.projections.json_literals import BOM, Unwritable, loads
 from contextfold.projections.json_pieces import JsonPieces, pieces_apply
@@ -245,6 +246,8 @@ a probe's render is counted whole faster than it is laid out in pieces (a tau-be
 def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
                    rule: LineSplitting | None = None, first_line: int = 1) -> Truncation:
     entry = probe_entry(("json", text, count), len(text))
+    if (fits := compact_fits(entry, text, original_tokens, max_tokens)) is not None:
+        return fits
     try:
         if "json" not in entry:
             try:
@@ -256,13 +259,20 @@ def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: Toke
                 raise
             by_pieces = (len(text) >= _JSON_PIECES_FROM and rule is not None and rule.word_ends
                          and pieces_apply(text))
+            orjson_safe = orjson_writes_the_same(value)
+            if "whole_tokens" not in entry and (whole := count_compact(
+                    entry, text, value, orjson_safe, numbers, count,
+                    PIECES_CHARS_PER_TOKEN * max_tokens if by_pieces else None)) is not None:
+                entry["whole_tokens"] = whole
+                if (fits := compact_fits(entry, text, original_tokens, max_tokens)) is not None:
+                    return fits
             saturated = saturations(value)  # the subtrees a probe's knob keeps whole: not walked
             pieces = JsonPieces(value, count, kept_probe, saturated, numbers) if by_pieces else None
             # set once: threads cutting one text share the entry's probes, so they must share its
             # renders too (each its own dict: the answer another thread's probe cached was missing
             # from this one's, a KeyError below)
             entry.setdefault("json", (value, saturated[id(value)], {}, pieces, saturated,
-                                      orjson_writes_the_same(value), numbers))
+                                      orjson_safe, numbers))
         if entry["json"] is None:
             raise ValueError("not JSON")
         value, top_max, renders, pieces, saturated, orjson_safe, numbers = entry["json"]
