@@ -135,8 +135,16 @@ def test_compact_json_is_json_dumps_text_with_keys_in_their_order(obj: Any) -> N
 @pytest.mark.parametrize("obj", [
     {"z": 1, "a": [5e-05, 1e16, math.nan, -math.inf, 2**64, {"k": "é\u2028\x00"}]}, {"e": _Color.RED},
     {1: "int key"}, {"t": "\ud800"}, {"b": 1, "a": 2},
+    "\ud800", "a\udfffb", "é\u2028\x00\"\\", "",  # a str alone: orjson without the walk, or the fallback
 ])
 def test_compact_json_falls_back_where_orjson_differs(obj: Any) -> None:
+    assert compact_json(obj) == _compact(obj)
+
+
+@pytest.mark.parametrize("obj", [[], (), {}, [[]], "", [""], {"": []}])
+def test_empty_values_are_written_alike(obj: Any) -> None:
+    """An empty list is written without the walk (a request body's empty member lists)."""
+    assert canonical_utf8(obj) == _expected(obj)
     assert compact_json(obj) == _compact(obj)
 
 
