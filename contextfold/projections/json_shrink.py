@@ -29,6 +29,7 @@ __all__ = [
     "dump",
     "marker_key",
     "nested_past",
+    "nesting",
     "saturations",
     "shrink",
     "size_knob_max",
@@ -56,15 +57,24 @@ def nested_past(value: Any, levels: int) -> bool:
     """Whether ``value`` holds containers nested more than ``levels`` deep (the top one is level
     1). Iterative, and stops at the first such container: a document of any depth is walked once
     at most."""
+    return nesting(value, levels) > levels
+
+
+def nesting(value: Any, stop: int) -> int:
+    """How deep ``value``'s containers nest (the top one is level 1; 0 for a scalar), or
+    ``stop + 1`` once past ``stop``. Iterative: one walk tells a cut both whether the knob applies
+    (:data:`SHRINK_DEPTH`) and whether the value is read at all (``truncate.PARSE_DEPTH``)."""
+    deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         v, depth = stack.pop()
         if isinstance(v, list | dict):
-            if depth > levels:
-                return True
+            if depth > stop:
+                return stop + 1
+            deepest = max(deepest, depth)
             stack.extend((c, depth + 1) for c in (v if isinstance(v, list) else v.values())
                          if isinstance(c, list | dict))
-    return False
+    return deepest
 
 
 class ShrinkStats:

@@ -33,9 +33,11 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   applies recursively to every nested value, and the largest knob that fits is found by search
   (the whole value, compacted, is tried first).
   Output is compact JSON, every number as written (``NaN``, ``Infinity``, ``1e400``, ``-0``:
-  :mod:`~contextfold.projections.json_literals`), without a byte order mark. JSON nested past the
-  parser, or whose parse would not be written back as it was (an object naming a member twice),
-  keeps a head as written, its brackets closed (:mod:`~contextfold.projections.json_deep`); JSON
+  :mod:`~contextfold.projections.json_literals`), without a byte order mark. JSON nested past
+  :data:`PARSE_DEPTH` (decided per text by its depth, not by where a recursion stopped: the same
+  kind of cut whatever the grant, the call or what was cut before), or whose parse would not be
+  written back as it was (an object naming a member twice), keeps a head as written, its brackets
+  closed (:mod:`~contextfold.projections.json_deep`); JSON
   documents a line apart (MCP text blocks), each cut as JSON
   (:mod:`~contextfold.projections.json_blocks`) where a text cut would split one. Other input
   that does not parse is cut as ``text``.
@@ -83,7 +85,7 @@ from contextfold.projections.json_shrink import (
     SHRINK_DEPTH,
     ShrinkStats,
     dump,
-    nested_past,
+    nesting,
     saturations,
     shrink,
 )
@@ -109,6 +111,7 @@ from contextfold.projections.truncation_result import (
 
 __all__ = [
     "MINIMAL_MARKER",
+    "PARSE_DEPTH",
     "ContentKind",
     "KeptRange",
     "TokenCounter",
@@ -243,89 +246,127 @@ a probe's render is counted whole faster than it is laid out in pieces (a tau-be
 0.44 by pieces)."""
 
 
+PARSE_DEPTH = 400
+"""Containers nested past which a JSON document is cut as a head as written (``json_deep``), its
+value not used. Why: the parse, the encoders and the layout in pieces recurse (a frame or two a
+level), and the recursion limit counts from the caller's frame: where a ``RecursionError``
+stopped them depended on the call (the pieces, two frames a level and walked as far as twice the
+grant, stopped at ~500 levels where the compact form fitted; a parse from 300 frames deeper
+stopped at a 700-level document a parse from the test read), and the memo kept "past the parser"
+for the text's every later cut, whose output then depended on what the process cut before.
+Decided by the depth, per text, the cut's kind is the same whatever the call and the grant,
+with room for ~500 frames of caller under it."""
+
+
+def _parse_json(text: str, entry: dict[str, Any], count: TokenCounter, rule: LineSplitting | None,
+                original_tokens: int, max_tokens: int) -> Truncation | None:
+    """``entry["json"]``: ``text``'s value and what its cuts share, or None when it is not to be
+    cut as a value (``entry["deep"]``: a head as written; else not JSON: cut as text). Made once
+    per text and the same whatever the grant: nothing a cut's grant decides is written here.
+
+    Returns the cut when the compact form, counted before the search is set up
+    (``json_compact``), fits the grant: ``entry["json"]`` is then left unset, made by the first
+    cut it does not fit."""
+    try:
+        value, numbers = loads(text)  # NaN, 1e400, -0 kept: written back as they were
+    except (ValueError, RecursionError) as error:
+        # not JSON; or nested past the parser (past PARSE_DEPTH: a head as written at any stack),
+        # or not to be written back as it was: a head as written too. Not parsed again.
+        entry["deep"] = isinstance(error, RecursionError | Unwritable)
+        entry["json"] = None
+        return None
+    depth = nesting(value, PARSE_DEPTH)
+    if depth > PARSE_DEPTH:
+        entry["deep"] = True
+        entry["json"] = None
+        return None
+    entry["nested"] = depth > SHRINK_DEPTH  # a head as written unless the compact form fits
+    # Not in pieces past half of it: their walk recurses up to two frames a level (the compact
+    # form is then counted whole, once per text).
+    by_pieces = (depth <= PARSE_DEPTH // 2 and len(text) >= _JSON_PIECES_FROM and rule is not None
+                 and rule.word_ends and pieces_apply(text))
+    orjson_safe = orjson_writes_the_same(value)
+    if "whole_tokens" not in entry:
+        try:
+            whole = count_compact(entry, text, value, orjson_safe, numbers, count,
+                                  PIECES_CHARS_PER_TOKEN * max_tokens if by_pieces else None)
+        except RecursionError:  # a caller ~500 frames deep: counted by the search instead
+            whole = None
+        if whole is not None:
+            entry["whole_tokens"] = whole
+            if (fits := compact_fits(entry, text, original_tokens, max_tokens)) is not None:
+                return fits
+    saturated = saturations(value)  # the subtrees a probe's knob keeps whole: not walked
+    pieces = JsonPieces(value, count, kept_probe, saturated, numbers) if by_pieces else None
+    # set once: threads cutting one text share the entry's probes, so they must share its
+    # renders too (each its own dict: the answer another thread's probe cached was missing
+    # from this one's, a KeyError below)
+    entry.setdefault("json", (value, saturated[id(value)], {}, pieces, saturated, orjson_safe, numbers))
+    return None
+
+
 def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
                    rule: LineSplitting | None = None, first_line: int = 1) -> Truncation:
     entry = probe_entry(("json", text, count), len(text))
     if (fits := compact_fits(entry, text, original_tokens, max_tokens)) is not None:
         return fits
-    try:
-        if "json" not in entry:
-            try:
-                value, numbers = loads(text)  # NaN, 1e400, -0 kept: written back as they were
-            except (ValueError, RecursionError) as error:
-                entry["json"] = None  # not JSON: not parsed again at the next cut
-                # or JSON past the parser, or not to be written back as it was: a head as written
-                entry["deep"] = isinstance(error, RecursionError | Unwritable)
-                raise
-            by_pieces = (len(text) >= _JSON_PIECES_FROM and rule is not None and rule.word_ends
-                         and pieces_apply(text))
-            orjson_safe = orjson_writes_the_same(value)
-            if "whole_tokens" not in entry and (whole := count_compact(
-                    entry, text, value, orjson_safe, numbers, count,
-                    PIECES_CHARS_PER_TOKEN * max_tokens if by_pieces else None)) is not None:
-                entry["whole_tokens"] = whole
-                if (fits := compact_fits(entry, text, original_tokens, max_tokens)) is not None:
-                    return fits
-            saturated = saturations(value)  # the subtrees a probe's knob keeps whole: not walked
-            pieces = JsonPieces(value, count, kept_probe, saturated, numbers) if by_pieces else None
-            # set once: threads cutting one text share the entry's probes, so they must share its
-            # renders too (each its own dict: the answer another thread's probe cached was missing
-            # from this one's, a KeyError below)
-            entry.setdefault("json", (value, saturated[id(value)], {}, pieces, saturated,
-                                      orjson_safe, numbers))
-        if entry["json"] is None:
-            raise ValueError("not JSON")
-        value, top_max, renders, pieces, saturated, orjson_safe, numbers = entry["json"]
+    if "json" not in entry and (fits := _parse_json(text, entry, count, rule, original_tokens, max_tokens)):
+        return fits
+    if entry["json"] is not None:
+        try:
+            return _cut_value(text, entry, original_tokens, max_tokens, count)
+        except RecursionError:  # a caller ~500 frames deep: this cut alone, the memo untouched
+            pass
+    body = text.removeprefix(BOM)
+    if (entry.get("deep") or entry["json"] is not None) and (
+            deep := cut_deep(body, entry, max_tokens, count, original_tokens, skip=len(text) - len(body))):
+        return deep
+    by_lines = _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
+                         fences=has_fence(text), rule=rule, first_line=first_line)
+    return or_blocks(by_lines, text, entry, max_tokens, count, rule, first_line)  # or by documents
 
-        def render(level: int) -> str:
-            if level not in renders:
-                stats = ShrinkStats()
-                if pieces is None:
-                    shrunk = shrink(value, level, stats, top=True, saturated=saturated)
-                    renders[level] = (kept_probe(dump(shrunk, orjson_safe, numbers)), stats)
-                else:  # only the answer is rendered: the probes are counted from the pieces
-                    renders[level] = (kept_probe(pieces.text(pieces.atoms(level, stats))), stats)
-            out: str = renders[level][0]
-            return out
 
-        # A probe's count stops at twice the grant (``JsonPieces.tokens_within``): one knob step
-        # can add a whole document of MB to a render, and the search probes near such steps.
-        # Twice: a bound kept in the memo decides the next cuts' grants, a little larger.
-        measure = None if pieces is None else (
-            lambda level, limit: pieces.tokens_within(level, 2 * limit))
-        # The compact form's count, once per text (a result at the budget's edge is cut again at
-        # every build, and it was rendered and counted whole each time: ~0.2-0.6 s for 1-3 MB
-        # nested a few hundred levels). A text that is its compact form (most APIs' JSON) has
-        # the text's count, nothing rendered. Counted by pieces, a bound may be all that is
-        # known of it (as of a probe's): measured again for a grant the bound does not decide.
-        whole_tokens = entry.get("whole_tokens")
-        if whole_tokens is None or 0 < -whole_tokens <= max_tokens:
-            whole_tokens = entry["whole_tokens"] = (
-                count(text) if _written_compact(text, value, orjson_safe, numbers)
-                else count(render(top_max)) if measure is None else measure(top_max, max_tokens))
-        if 0 <= whole_tokens <= max_tokens:  # compact form fits where the original did not
-            found: tuple[int, str, int] | None = (top_max, render(top_max), whole_tokens)
-        elif entry.setdefault("nested", nested_past(value, SHRINK_DEPTH)):
-            # nested deep: a head as written, as past the parser (``json_shrink.SHRINK_DEPTH``)
-            body = text.removeprefix(BOM)
-            return cut_deep(body, entry, max_tokens, count, original_tokens, skip=len(text) - len(body)) or (
-                marker_only(text, original_tokens, "json_member", 0, count))
-        else:
-            found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
-    except (ValueError, RecursionError) as error:  # not JSON (or nested past the parser): cut as text
-        if isinstance(error, RecursionError):
-            # Parsed, but nested past the shrink (two frames a level to the parser's one: ~500
-            # levels and more) or the encoder: a head as written, as for JSON past the parser.
-            # Cut as text it was no JSON at all. Not parsed again at the next cut.
-            entry["deep"] = True
-            entry["json"] = None
+def _cut_value(text: str, entry: dict[str, Any], original_tokens: int, max_tokens: int,
+               count: TokenCounter) -> Truncation:
+    """The cut of a parsed document (:func:`_parse_json`): its compact form when it fits, else a
+    head as written when nested past :data:`SHRINK_DEPTH`, else the knob's largest fit."""
+    value, top_max, renders, pieces, saturated, orjson_safe, numbers = entry["json"]
+
+    def render(level: int) -> str:
+        if level not in renders:
+            stats = ShrinkStats()
+            if pieces is None:
+                shrunk = shrink(value, level, stats, top=True, saturated=saturated)
+                renders[level] = (kept_probe(dump(shrunk, orjson_safe, numbers)), stats)
+            else:  # only the answer is rendered: the probes are counted from the pieces
+                renders[level] = (kept_probe(pieces.text(pieces.atoms(level, stats))), stats)
+        out: str = renders[level][0]
+        return out
+
+    # A probe's count stops at twice the grant (``JsonPieces.tokens_within``): one knob step
+    # can add a whole document of MB to a render, and the search probes near such steps.
+    # Twice: a bound kept in the memo decides the next cuts' grants, a little larger.
+    measure = None if pieces is None else (
+        lambda level, limit: pieces.tokens_within(level, 2 * limit))
+    # The compact form's count, once per text (a result at the budget's edge is cut again at
+    # every build, and it was rendered and counted whole each time: ~0.2-0.6 s for 1-3 MB
+    # nested a few hundred levels). A text that is its compact form (most APIs' JSON) has
+    # the text's count, nothing rendered. Counted by pieces, a bound may be all that is
+    # known of it (as of a probe's): measured again for a grant the bound does not decide.
+    whole_tokens = entry.get("whole_tokens")
+    if whole_tokens is None or 0 < -whole_tokens <= max_tokens:
+        whole_tokens = entry["whole_tokens"] = (
+            count(text) if _written_compact(text, value, orjson_safe, numbers)
+            else count(render(top_max)) if measure is None else measure(top_max, max_tokens))
+    found: tuple[int, str, int] | None
+    if 0 <= whole_tokens <= max_tokens:  # compact form fits where the original did not
+        found = (top_max, render(top_max), whole_tokens)
+    elif entry["nested"]:  # nested deep: a head as written, as past the parser (``SHRINK_DEPTH``)
         body = text.removeprefix(BOM)
-        if entry.get("deep") and (deep := cut_deep(body, entry, max_tokens, count, original_tokens,
-                                                   skip=len(text) - len(body))):
-            return deep
-        by_lines = _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,
-                             fences=has_fence(text), rule=rule, first_line=first_line)
-        return or_blocks(by_lines, text, entry, max_tokens, count, rule, first_line)  # or by documents
+        return cut_deep(body, entry, max_tokens, count, original_tokens, skip=len(text) - len(body)) or (
+            marker_only(text, original_tokens, "json_member", 0, count))
+    else:
+        found = fit_line_windows(top_max - 1, render, count, max_tokens, entry["probes"], measure)
     if found is None:
         return marker_only(text, original_tokens, "json_member", 0, count)
     level, out_text, tokens = found

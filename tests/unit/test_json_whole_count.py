@@ -63,7 +63,9 @@ def _whole_renders(monkeypatch: pytest.MonkeyPatch, value: Any) -> list[int]:
 
 
 def test_a_text_cut_again_is_not_rendered_whole_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    value = nested(300, 12)
+    # laid out in pieces up to PARSE_DEPTH // 2 levels (past it, the compact form is counted whole
+    # once per text: test_json_cut_order)
+    value = nested(180, 12)
     text = json.dumps(value, indent=1)  # not compact: its compact form is counted, once
     truncate_module._PROBES.clear()
     renders = _whole_renders(monkeypatch, value)
