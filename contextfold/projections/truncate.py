@@ -24,7 +24,10 @@ What this module cuts, and where (DESIGN.md section 7, seed section 5.4):
   (strategy ``words``), so the grant keeps the opening and the closing words instead of a bare
   marker; a fence the head ends in is closed before the marker and re-opened after it. A file
   keeps whole lines while any fits (its manifest entry names line ranges); one whose lines are
-  all longer than the grant (a minified bundle) keeps words rather than a bare marker.
+  all longer than the grant (a minified bundle) keeps words rather than a bare marker. Of every
+  kind, a words cut keeps no more characters than the next larger grant whose windows hold more
+  lines keeps (``truncate_words.words_below_lines``): what a cut shows never falls as its grant
+  grows.
 * ``json``: the result stays valid JSON. Arrays keep their first and last items around a marker
   item ``"… N items omitted"``; objects keep their first members plus a marker member
   ``"…": "N members omitted"``; long strings are shortened at a grapheme cluster boundary with a
@@ -156,7 +159,9 @@ def _numbered_marker(text_lines: int, file_lines: list[tuple[int, int]]) -> str:
 Words: TypeAlias = Literal["if_none_kept", "if_more_kept"]
 """When a line cut gives way to a words cut (``truncate_words``): when it kept no line (a
 file's lines stay atoms while any is kept), or also when its windows kept every line outside
-the over-long ones and the words cut keeps more of the text."""
+the over-long ones and the words cut keeps more of the text. Either way, a words cut at a grant
+that keeps no line keeps no more than the smallest grant that keeps one shows
+(``truncate_words.words_below_lines``)."""
 
 
 def _by_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
@@ -166,20 +171,19 @@ def _by_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCoun
     """The line cut, or the words cut where ``words`` says: a grant whose text is a few short
     lines between lines longer than it (one fence and a long paragraph, a one-line JSON in a
     fence) kept those few lines and a marker, its grant unused."""
-    by_lines, capped, kept_chars = _truncate_lines(text, original_tokens, max_tokens, count,
-                                                   head_share=head_share, fences=fences, rule=rule,
-                                                   first_line=first_line, numbers=numbers)
+    def line_cut(grant: int) -> tuple[Truncation, bool, int]:
+        return _truncate_lines(text, original_tokens, grant, count, head_share=head_share, fences=fences,
+                               rule=rule, first_line=first_line, numbers=numbers)
+
+    by_lines, capped, kept_chars = line_cut(max_tokens)
     if by_lines.over_budget or (by_lines.kept and not (
             capped and words == "if_more_kept")):
         return by_lines
     by_words = truncate_words(text, original_tokens, max_tokens, count)
     if by_words is None or (by_lines.kept and len(text) - by_words.omitted_chars <= kept_chars):
         return by_lines
-    if words == "if_none_kept":
-        return words_below_lines(text, original_tokens, max_tokens, count, by_words, lambda grant: (
-            _truncate_lines(text, original_tokens, grant, count, head_share=head_share, fences=fences,
-                            rule=rule, first_line=first_line, numbers=numbers)))
-    return by_words
+    return words_below_lines(text, original_tokens, max_tokens, count, by_words, line_cut,
+                             held=bool(by_lines.kept)) or by_lines
 
 
 def _truncate_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,

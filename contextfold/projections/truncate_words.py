@@ -134,33 +134,48 @@ def _tail_past_fence_piece(text: str, fences: tuple[list[int], list[str | None]]
     return len(text) if end < 0 else end + 1
 
 
+def _lines_kept(cut: Truncation) -> int:
+    return sum(r.end - r.start + 1 for r in cut.kept)
+
+
 def words_below_lines(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
-                      by_words: Truncation, line_cut: Callable[[int], tuple[Truncation, bool, int]]
-                      ) -> Truncation:
-    """A file's words cut at a grant that keeps none of its lines (``by_words``), kept to at most
-    the characters the line cut keeps at the smallest grant that keeps a line.
+                      by_words: Truncation, line_cut: Callable[[int], tuple[Truncation, bool, int]],
+                      *, held: bool = False) -> Truncation | None:
+    """The words cut ``by_words`` of a line-based cut, kept to at most the characters the line
+    cut keeps at the smallest larger grant whose windows hold more lines (``line_cut(grant)``:
+    the line cut, whether its windows are held off over-long lines, its characters); None where
+    the line cut is to be shown instead. ``held``: the line cut at this grant keeps lines, held
+    off the over-long ones (a log's, a text's): the words are shown only while every grant up
+    to that smaller larger one is held off too, else those grants would show the same lines.
 
     Why: the words cut fills its grant, a few characters a token, and the first grant that
-    kept a line kept only it (the file's last line, 3 characters beside a marker), so one more
-    token showed fewer characters (15 then 3 on an SWE-agent observation; 25 of its 39 long
-    ones dropped so). Capped, the characters shown never fall as the grant grows: the words
-    cut grows to the cap, then the lines take over with at least as many. The cap is looked
-    for only when the words cut keeps more than the shorter of the file's end lines (what
-    the first line kept is at least), so a minified bundle's grants are not searched."""
+    showed lines kept only those its windows hold (a file's last line, 3 characters beside a
+    marker), so one more token showed fewer characters (15 then 3 on an SWE-agent observation;
+    25 of its 39 long ones dropped so as files, and as logs, markdown and text). Held off, a log
+    showed its words until one over-long line was no longer over the grant alone, though the
+    windows still could not hold it: two lines of 260 characters showed 273 characters at 73
+    tokens, the line alone (261) at 74. Capped, the characters shown never fall as the grant
+    grows: the words cut grows to the cap, then the lines take over with at least as many. The cap
+    is looked for only when the words cut keeps more than the shorter of the text's end lines
+    (what the windows keep is at least), so a minified bundle's grants are not searched."""
     def chars(cut: Truncation | None) -> int:
         return 0 if cut is None else len(text) - cut.omitted_chars
 
     lines, _ = split_lines(text)
-    if chars(by_words) <= min(len(lines[0]), len(lines[-1])) + 1:
+    now, _, kept_now = line_cut(max_tokens)
+    if not held and chars(by_words) <= min(len(lines[0]), len(lines[-1])) + 1:
         return by_words
-    low, high = max_tokens, max_tokens + 1  # a grant keeping no line, then the first keeping one
-    while not line_cut(high)[0].kept:
-        if high >= original_tokens:  # no grant short of the whole text keeps a line
-            return by_words
+    kept = _lines_kept(now)
+    low, high = max_tokens, max_tokens + 1  # the same lines kept, then more
+    while _lines_kept(line_cut(high)[0]) <= kept:
+        if high >= original_tokens:  # no grant short of the whole text keeps more lines
+            return None if held and not line_cut(high)[1] else by_words
         low, high = high, min(original_tokens, high + 2 * (high - max_tokens))
     while high - low > 1:
         mid = (low + high) // 2
-        low, high = (low, mid) if line_cut(mid)[0].kept else (mid, high)
+        low, high = (low, mid) if _lines_kept(line_cut(mid)[0]) > kept else (mid, high)
+    if held and not line_cut(low)[1]:  # a larger grant shows these lines: so does this one
+        return None
     cap = line_cut(high)[2]
     if chars(by_words) <= cap:
         return by_words
@@ -173,4 +188,6 @@ def words_below_lines(text: str, original_tokens: int, max_tokens: int, count: T
             low, found = mid, cut
         else:
             high = mid
+    if held and chars(found) <= kept_now:
+        return None
     return found or marker_only(text, original_tokens, "line", len(lines), count)
