@@ -20,8 +20,9 @@ the metaschema refuses; a schema it passes may still be refused for other reason
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
+
+from contextfold.projections.render.schema_walk import KeywordGroups, schema_nodes
 
 __all__ = ["JSON_TYPES", "invalid_schema"]
 
@@ -35,6 +36,7 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 """Keywords whose value is a non-empty array of schemas."""
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
 """Keywords whose value maps names to schemas."""
+_KEYWORDS: KeywordGroups = (("schema", _SCHEMA), ("list", _SCHEMA_LISTS), ("map", _SCHEMA_MAPS))
 _COUNTS = ("maxLength", "minLength", "maxItems", "minItems", "maxContains", "minContains",
            "maxProperties", "minProperties")
 """Keywords whose value is a non-negative integer."""
@@ -53,22 +55,6 @@ def _is_schema(value: Any) -> bool:
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _children(node: dict[str, Any], at: str) -> Iterator[tuple[str, Any]]:
-    for key in _SCHEMA:
-        if key in node:
-            yield f"{at}{key}", node[key]
-    for key in _SCHEMA_LISTS:
-        value = node.get(key)
-        if isinstance(value, list):
-            for i, sub in enumerate(value):
-                yield f"{at}{key}.{i}", sub
-    for key in _SCHEMA_MAPS:
-        value = node.get(key)
-        if isinstance(value, dict):
-            for name, sub in value.items():
-                yield f"{at}{key}.{name}", sub
 
 
 def _node_problem(node: dict[str, Any], path: str) -> str | None:
@@ -126,14 +112,8 @@ def _node_problem(node: dict[str, Any], path: str) -> str | None:
 def invalid_schema(schema: Any) -> str | None:
     """What makes ``schema`` invalid under the 2020-12 metaschema (a clause naming the keyword and
     where), or None. Only keywords are read: a property named ``type`` is a name."""
-    stack: list[tuple[str, Any]] = [("", schema)]
-    while stack:
-        path, node = stack.pop()
-        if not isinstance(node, dict):
-            continue  # a boolean schema; any other value was named by its parent
+    for path, node in schema_nodes(schema, _KEYWORDS):
         problem = _node_problem(node, path)
         if problem is not None:
             return problem
-        at = f"{path}." if path else ""
-        stack.extend(reversed(list(_children(node, at))))
     return None

@@ -11,8 +11,10 @@ and the Anthropic SDK's ``lib._parse._transform.transform_schema``, which sets
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from contextfold.projections.render.schema_walk import KeywordGroups, schema_nodes
 
 __all__ = ["OPENAI_LONG_ENUM", "OPENAI_LONG_ENUM_CHARS", "OPENAI_MAX_ENUM_VALUES", "OPENAI_UNSUPPORTED",
            "STRICT_PROVIDERS", "strict_refusal"]
@@ -35,33 +37,14 @@ OPENAI_LONG_ENUM_CHARS = 15_000
 """... and "For a single enum property with string values, the total string length of all enum
 values cannot exceed 15,000 characters when there are more than 250 enum values"."""
 
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "dependentSchemas", "patternProperties")
-"""Keywords whose value maps names to schemas (its keys are names, not keywords)."""
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_VALUES = ("items", "additionalProperties", "not", "if", "then", "else", "contains",
-                  "propertyNames", "unevaluatedItems", "unevaluatedProperties")
-
-
-def _nodes(schema: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every subschema of ``schema`` with its path (dot-joined keys, "" for the top level), the
-    node before its children: only where a key is a keyword (``properties``' keys are names, an
-    ``enum``'s or a ``default``'s value is data)."""
-    if not isinstance(schema, dict):
-        return
-    yield path, schema
-    at = f"{path}." if path else ""
-    for key in _SCHEMA_MAPS:
-        value = schema.get(key)
-        if isinstance(value, dict):
-            for name, sub in value.items():
-                yield from _nodes(sub, f"{at}{key}.{name}")
-    for key in _SCHEMA_LISTS:
-        value = schema.get(key)
-        if isinstance(value, list):
-            for i, sub in enumerate(value):
-                yield from _nodes(sub, f"{at}{key}.{i}")
-    for key in _SCHEMA_VALUES:
-        yield from _nodes(schema.get(key), f"{at}{key}")
+_KEYWORDS: KeywordGroups = (
+    ("map", ("properties", "$defs", "definitions", "dependentSchemas", "patternProperties")),
+    ("list", ("anyOf", "oneOf", "allOf", "prefixItems")),
+    ("schema", ("items", "additionalProperties", "not", "if", "then", "else", "contains",
+                "propertyNames", "unevaluatedItems", "unevaluatedProperties")),
+)
+"""The keywords whose values strict mode reads as schemas (``schema_walk``), draft 7's
+``definitions`` too."""
 
 
 def _is_object(node: Mapping[str, Any]) -> bool:
@@ -77,7 +60,7 @@ def strict_refusal(provider: str, schema: Any) -> str | None:
         return None
     openai = provider != "anthropic"
     enum_values = 0
-    for path, node in _nodes(schema):
+    for path, node in schema_nodes(schema, _KEYWORDS):
         where = f"at {path}" if path else "at the top level"
         if _is_object(node):
             if node.get("additionalProperties") is not False:
