@@ -39,7 +39,8 @@ import hashlib
 import json
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ from contextfold.domain.errors import ContextfoldError
 from contextfold.domain.events import AnyEvent, ModelResponse, ToolSpec, ToolsRegistered, UserInput
 from contextfold.domain.manifest import BuildConfig
 
-__all__ = ["main"]
+__all__ = ["main", "replay_logs"]
 
 CACHE_ORDER = {
     "anthropic": ("tools", "system", "messages"),
@@ -191,6 +192,23 @@ def _with_tools(events: list[AnyEvent], tools: tuple[ToolSpec, ...]) -> list[Any
     return [*events[:at], ToolsRegistered(tools=tools), *events[at:]]
 
 
+@contextmanager
+def replay_logs(store: str, prefix: str, limit: int | None, tools_file: Path | None
+                ) -> Iterator[tuple[dict[str, list[AnyEvent]], Any]]:
+    """The events of ``store``'s runs under ``prefix`` (at most ``limit``, None: all), with
+    ``tools_file``'s specs registered before each run's first user input, and a scratch SQLite
+    store to replay them into as an agent loop does. Shared with ``measure_tool_recall.py``."""
+    tools = (tuple(ToolSpec.model_validate(t) for t in json.loads(tools_file.read_text()))
+             if tools_file else ())
+    with open_store(store, create_schema=False) as source, tempfile.TemporaryDirectory() as tmp:
+        runs = [r.run_id for r in source.runs() if r.run_id.startswith(prefix)][:limit]
+        logs = {rid: [r.event for r in source.run(rid).events()] for rid in runs}
+        if tools:
+            logs = {rid: _with_tools(events, tools) for rid, events in logs.items()}
+        with open_store(f"sqlite:///{tmp}/scratch.db") as scratch:
+            yield logs, scratch
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", required=True, help="store URL holding the runs (e.g. imported traces)")
@@ -203,31 +221,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--anthropic-cache", action="store_true", help="simulate Anthropic's cache too")
     ap.add_argument("--show", type=int, default=0, help="list this many of the worst turns")
     args = ap.parse_args(argv)
-    tools = (tuple(ToolSpec.model_validate(t) for t in json.loads(args.tools.read_text()))
-             if args.tools else ())
-    with open_store(args.store, create_schema=False) as source, tempfile.TemporaryDirectory() as tmp:
-        runs = [r.run_id for r in source.runs() if r.run_id.startswith(args.prefix)][:args.limit]
-        logs = {rid: [r.event for r in source.run(rid).events()] for rid in runs}
-        if tools:
-            logs = {rid: _with_tools(events, tools) for rid, events in logs.items()}
-        with open_store(f"sqlite:///{tmp}/scratch.db") as scratch:
-            for window in map(int, args.windows.split(",")):
-                for provider in args.providers.split(","):
-                    totals = Totals()
-                    for rid, events in logs.items():
-                        measure_run(events, rid, provider, window, args.max_tools, scratch, totals,
-                                    args.anthropic_cache and provider == "anthropic")
-                    line = (f"{provider:16} window {window:>7}: {len(runs)} runs, {totals.turns} turns; "
-                            f"reuse {totals.shared / max(totals.earlier, 1):6.1%}; "
-                            f"breaks {totals.breaks}; key changes {totals.key_changes}; "
-                            f"key lies {totals.key_lies}; failed builds {sum(totals.failed.values())}")
-                    if totals.failed:
-                        line += " (" + ", ".join(f"{k} {n}" for k, n in sorted(totals.failed.items())) + ")"
-                    if totals.sent:
-                        line += f"; Anthropic cache serves {totals.served / totals.sent:.1%}"
-                    print(line, flush=True)
-                    for share, rid, turn in sorted(totals.worst)[:args.show]:
-                        print(f"    {rid} turn {turn}: {share:.0%} reused")
+    with replay_logs(args.store, args.prefix, args.limit, args.tools) as (logs, scratch):
+        for window in map(int, args.windows.split(",")):
+            for provider in args.providers.split(","):
+                totals = Totals()
+                for rid, events in logs.items():
+                    measure_run(events, rid, provider, window, args.max_tools, scratch, totals,
+                                args.anthropic_cache and provider == "anthropic")
+                line = (f"{provider:16} window {window:>7}: {len(logs)} runs, {totals.turns} turns; "
+                        f"reuse {totals.shared / max(totals.earlier, 1):6.1%}; "
+                        f"breaks {totals.breaks}; key changes {totals.key_changes}; "
+                        f"key lies {totals.key_lies}; failed builds {sum(totals.failed.values())}")
+                if totals.failed:
+                    line += " (" + ", ".join(f"{k} {n}" for k, n in sorted(totals.failed.items())) + ")"
+                if totals.sent:
+                    line += f"; Anthropic cache serves {totals.served / totals.sent:.1%}"
+                print(line, flush=True)
+                for share, rid, turn in sorted(totals.worst)[:args.show]:
+                    print(f"    {rid} turn {turn}: {share:.0%} reused")
     return 0
 
 

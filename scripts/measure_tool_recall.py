@@ -23,15 +23,14 @@ first user input of each run (tau-bench's traces do not log their toolkit).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextfold import open_store
-from contextfold.domain.events import AnyEvent, ModelResponse, ToolSpec, ToolsRegistered, UserInput
+from measure_prefix_reuse import replay_logs  # (scripts/ is the path's first entry)
+
+from contextfold.domain.events import AnyEvent, ModelResponse
 from contextfold.domain.manifest import BuildConfig
 
 __all__ = ["main"]
@@ -69,11 +68,6 @@ def measure_run(events: list[AnyEvent], run_id: str, config: BuildConfig, scratc
     run.append(events[done:])
 
 
-def _with_tools(events: list[AnyEvent], tools: tuple[ToolSpec, ...]) -> list[AnyEvent]:
-    at = next((i for i, e in enumerate(events) if isinstance(e, UserInput)), len(events))
-    return [*events[:at], ToolsRegistered(tools=tools), *events[at:]]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", required=True, help="store URL holding the runs (e.g. imported traces)")
@@ -84,25 +78,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--caps", default="12,6", help="max_tools values to measure, comma-separated")
     ap.add_argument("--tools", type=Path, default=None, help="JSON list of tool specs to register")
     args = ap.parse_args(argv)
-    tools = (tuple(ToolSpec.model_validate(t) for t in json.loads(args.tools.read_text()))
-             if args.tools else ())
-    with open_store(args.store, create_schema=False) as source, tempfile.TemporaryDirectory() as tmp:
-        runs = [r.run_id for r in source.runs() if r.run_id.startswith(args.prefix)]
-        runs = runs[:args.limit] if args.limit else runs
-        logs = {rid: [r.event for r in source.run(rid).events()] for rid in runs}
-        if tools:
-            logs = {rid: _with_tools(events, tools) for rid, events in logs.items()}
-        with open_store(f"sqlite:///{tmp}/scratch.db") as scratch:
-            for cap in map(int, args.caps.split(",")):
-                config = BuildConfig(provider=args.provider, window=args.window, max_tools=cap)
-                out = Recall()
-                for rid, events in logs.items():
-                    measure_run(events, rid, config, scratch, out)
-                print(f"max_tools {cap:>3}: {len(runs)} runs, {out.builds} builds; "
-                      f"recall {out.declared}/{out.calls} = {out.declared / max(out.calls, 1):.1%}; "
-                      f"first calls {out.first_declared}/{out.first_calls} = "
-                      f"{out.first_declared / max(out.first_calls, 1):.1%}; "
-                      f"mean tools declared {out.tools / max(out.builds, 1):.2f}", flush=True)
+    with replay_logs(args.store, args.prefix, args.limit or None, args.tools) as (logs, scratch):
+        for cap in map(int, args.caps.split(",")):
+            config = BuildConfig(provider=args.provider, window=args.window, max_tools=cap)
+            out = Recall()
+            for rid, events in logs.items():
+                measure_run(events, rid, config, scratch, out)
+            print(f"max_tools {cap:>3}: {len(logs)} runs, {out.builds} builds; "
+                  f"recall {out.declared}/{out.calls} = {out.declared / max(out.calls, 1):.1%}; "
+                  f"first calls {out.first_declared}/{out.first_calls} = "
+                  f"{out.first_declared / max(out.first_calls, 1):.1%}; "
+                  f"mean tools declared {out.tools / max(out.builds, 1):.2f}", flush=True)
     return 0
 
 
