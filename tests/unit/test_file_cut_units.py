@@ -11,41 +11,15 @@ dropped so, 114 characters at 33 tokens to 90 at 34, 15 to 3.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import truncate as truncate_module
 from contextfold.projections.tokens import get_counter
-from contextfold.projections.truncate import Truncation, truncate
-from tests.conftest import TRACES
+from contextfold.projections.truncate import truncate
+from tests.swe_observations import long_observations, shown_chars
 
 COUNTER = get_counter("cl100k_base")
-SWE = TRACES / "swe-agent-demos"
-
-
-def _observations() -> list[str]:
-    """The distinct observations of more than 30 lines in the SWE-agent trajectories."""
-    paths = sorted(SWE.rglob("*.traj"))
-    if not paths:  # as every trace test: the quick start's clone has no ../shared/traces
-        pytest.skip(f"SWE-agent traces not present at {SWE} (set CONTEXTFOLD_TRACES)")
-    out: dict[str, None] = {}
-    for path in paths:
-        steps: list[dict[str, Any]] = json.loads(path.read_text()).get("trajectory", [])
-        out.update(dict.fromkeys(o for step in steps
-                                 if (o := step.get("observation") or "").count("\n") > 30))
-    return list(out)
-
-
-def _chars(text: str, cut: Truncation) -> int:
-    """The characters of ``text`` that ``cut`` shows (a line a line break more)."""
-    if cut.unit == "char":
-        return len(text) - cut.omitted_chars
-    lines = text.split("\n")
-    return sum(len(lines[i - 1]) + 1 for r in cut.kept for i in range(r.start, r.end + 1))
 
 
 def _assert_continuous(text: str, grants: list[int], rule: bool = True) -> None:
@@ -56,7 +30,7 @@ def _assert_continuous(text: str, grants: list[int], rule: bool = True) -> None:
         assert cut.over_budget or cut.tokens <= grant
         if cut.over_budget:
             continue
-        now = (grant, _chars(text, cut), cut.unit)
+        now = (grant, shown_chars(text, cut), cut.unit)
         if last is not None:
             assert now[1] >= last[1], f"grant {grant} shows {now[1]} characters, grant {last[0]} {last[1]}"
             assert not (last[2] == "line" and now[2] == "char"), f"grant {grant} went back to words"
@@ -64,7 +38,7 @@ def _assert_continuous(text: str, grants: list[int], rule: bool = True) -> None:
 
 
 def test_real_observations_show_no_fewer_characters_at_a_larger_grant() -> None:
-    texts = _observations()
+    texts = long_observations()
     assert len(texts) >= 30
     for text in texts:
         _assert_continuous(text, list(range(4, 120)))

@@ -13,10 +13,6 @@ excerpt is held to what the next room that keeps more lines keeps (``diagnose._c
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,23 +20,9 @@ from contextfold.projections import truncate as truncate_module
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import Truncation
-from tests.conftest import TRACES
+from tests.swe_observations import long_observations
 
 COUNTER = get_counter("cl100k_base")
-SWE = TRACES / "swe-agent-demos"
-
-
-def _observations() -> list[str]:
-    """The distinct observations of more than 30 lines in the SWE-agent trajectories."""
-    paths = sorted(SWE.rglob("*.traj"))
-    if not paths:  # as every trace test: the quick start's clone has no ../shared/traces
-        pytest.skip(f"SWE-agent traces not present at {SWE} (set CONTEXTFOLD_TRACES)")
-    out: dict[str, None] = {}
-    for path in paths:
-        steps: list[dict[str, Any]] = json.loads(path.read_text()).get("trajectory", [])
-        out.update(dict.fromkeys(o for step in steps
-                                 if (o := step.get("observation") or "").count("\n") > 30))
-    return list(out)
 
 
 def _shown(log: str, cut: Truncation) -> tuple[int, set[int] | None]:
@@ -70,7 +52,7 @@ def _assert_grows(log: str, exit_code: int | None, grants: range, rule: bool = T
 
 
 def test_real_observations_show_no_less_at_a_larger_grant() -> None:
-    texts = _observations()
+    texts = long_observations()
     assert len(texts) >= 30
     for text in texts:
         _assert_grows(text, 1, range(10, 400))

@@ -16,19 +16,11 @@ from hypothesis import strategies as st
 
 from contextfold.projections import truncate as truncate_module
 from contextfold.projections.tokens import get_counter
-from contextfold.projections.truncate import ContentKind, Truncation, truncate
-from tests.unit.test_file_cut_units import _observations
+from contextfold.projections.truncate import ContentKind, truncate
+from tests.swe_observations import long_observations, shown_chars
 
 COUNTER = get_counter("cl100k_base")
 KINDS: tuple[ContentKind, ...] = ("log", "markdown", "text")
-
-
-def _chars(text: str, cut: Truncation) -> int:
-    """The characters of ``text`` that ``cut`` shows (a line a line break more)."""
-    if cut.unit == "char":
-        return len(text) - cut.omitted_chars
-    lines = text.split("\n")
-    return sum(len(lines[i - 1]) + 1 for r in cut.kept for i in range(r.start, r.end + 1))
 
 
 def _assert_never_fewer(text: str, kind: ContentKind, grants: list[int], rule: bool = True) -> None:
@@ -39,7 +31,7 @@ def _assert_never_fewer(text: str, kind: ContentKind, grants: list[int], rule: b
         if cut.over_budget:
             continue
         assert cut.tokens <= grant
-        now = (grant, _chars(text, cut))
+        now = (grant, shown_chars(text, cut))
         if last is not None:
             assert now[1] >= last[1], (
                 f"{kind}: grant {grant} shows {now[1]} characters, grant {last[0]} {last[1]}")
@@ -48,7 +40,7 @@ def _assert_never_fewer(text: str, kind: ContentKind, grants: list[int], rule: b
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_real_observations_show_no_fewer_characters_at_a_larger_grant(kind: ContentKind) -> None:
-    texts = _observations()
+    texts = long_observations()
     assert len(texts) >= 30
     for text in texts:
         _assert_never_fewer(text, kind, list(range(4, 120)))
