@@ -57,6 +57,13 @@ class DocumentBlock(FrozenModel):
     media_type: str = "application/pdf"
     pages: Integer | None = None
     title: str | None = None
+    duration_ms: Integer | None = Field(default=None, ge=0, exclude_if=lambda value: value is None)
+    """How long an audio or video medium plays, in milliseconds: read from its bytes when it is
+    appended (``store.media_duration``), or given by a runtime that knows it (a remote URL's).
+    Why: Gemini counts audio and video by their length, and the build, which never reads a
+    medium's bytes, had only guesses (a stored video priced at a 600 s fallback was dropped by
+    every neutral build under ~180k tokens). None: not known (the price then says so). Left
+    out of the JSON when None, so a log written before the field reads and hashes as it did."""
 
 
 ContentBlock: TypeAlias = Annotated[

@@ -56,16 +56,19 @@ PDFs, by page count:
 Audio, ``openai-audio`` (OpenAI Chat Completions' ``input_audio``, sent to an audio model only:
 any other gets a note, priced as such by ``media_plan``): "Audio tokens in user messages are 1
 token per 100 ms of audio" (platform.openai.com/docs/guides/realtime-costs; the audio models
-share the tokenizer). The log keeps no duration, so the price is that of the longest the bytes
-can hold: WAV at 8,000 bytes a second (8 kHz, 8-bit, mono: the least PCM), MP3 at 1,000 (8 kbps,
-its lowest bitrate). The rule names that bound, so the manifest says the duration was not known.
+share the tokenizer). Audio whose length is logged (``DocumentBlock.duration_ms``, read from
+its bytes at append: ``store.media_duration``) is priced by it; otherwise the price is that of
+the longest the bytes can hold: WAV at 8,000 bytes a second (8 kHz, 8-bit, mono: the least
+PCM), MP3 at 1,000 (8 kbps, its lowest bitrate). The rule names that bound, so the manifest
+says the duration was not known.
 Priced as a PDF page, a 10-minute recording (6,000 tokens) was charged 3,015.
 
 Audio, ``gemini-audio`` (any audio Gemini takes, inline or by URL): "Gemini represents each
 second of audio as 32 tokens; for example, one minute of audio is represented as 1,920 tokens"
 (ai.google.dev/gemini-api/docs/audio, "Technical details about audio"). Priced as a PDF page (258,
-what 8 s of audio costs), a 30-second voice note (960) was under-counted almost fourfold. The same
-bound as OpenAI's: the longest the bytes can hold at the least a second of the format takes
+what 8 s of audio costs), a 30-second voice note (960) was under-counted almost fourfold. Its
+logged length, in whole seconds rounded up, when the log has it; else the same bound as
+OpenAI's: the longest the bytes can hold at the least a second of the format takes
 (:data:`_GEMINI_AUDIO_LEAST_BYTES_PER_SECOND`: PCM in WAV, AIFF or raw 8,000 bytes, 8 kHz 8-bit mono;
 MP3 1,000, its 8 kbps; AAC (``aac``, ``mp4``, ``m4a``) 1,000, HE-AAC's usual least 8 kbps; Ogg,
 Opus and WebM 750, Opus's 6 kbps; FLAC 1,000, an assumption: lossless, a compression better than
@@ -74,7 +77,16 @@ know (a remote URL the build never fetches) or of a type not listed is priced at
 :data:`GEMINI_AUDIO_UNKNOWN_SECONDS` (10 minutes: 19,200 tokens), a stated guess that the rule
 names (``length unknown``): Gemini's own bound, 9.5 hours a prompt (1,094,400 tokens), is more than
 its window, so pricing by it would leave such audio, and the message carrying it, out of every
-request. A runtime that wants the exact price logs the audio inline or as an artifact.
+request. A runtime that wants the exact price logs the audio inline or as an artifact (its
+length is then read from it), or gives the length of a remote URL's in ``duration_ms``.
+
+Video, ``gemini-video`` (only Gemini takes video): "video at 263 tokens per second" (ai.google.dev/
+gemini-api/docs/tokens; the video guide's 258 tokens a frame at its default 1 frame a second, plus
+32 a second of sound), over the logged length in whole seconds rounded up: a minute is 15,780
+tokens. Priced as a PDF page (258), a minute of video was under-counted sixtyfold. A video whose
+length the log does not know is still priced as one 258-token page, and the rule says the
+duration was unknown: any guess of a length is a price no evidence backs, and a generous one (a
+600 s fallback, ~158,000 tokens) left such a video out of every neutral build under ~180k tokens.
 
 Unknown image dimensions (a remote URL never fetched) get the provider's
 largest price: OpenAI the model's rule for its largest image (gpt-4o high 1445: 2048x768 after
@@ -118,6 +130,7 @@ __all__ = [
     "GEMINI_AUDIO_TOKENS_PER_SECOND",
     "GEMINI_AUDIO_UNKNOWN_SECONDS",
     "GEMINI_TOKENS_PER_IMAGE",
+    "GEMINI_VIDEO_TOKENS_PER_SECOND",
     "MEDIA_PROVIDERS",
     "OPENAI_AUDIO_TOKENS_PER_SECOND",
     "OPENAI_PDF_PAGE_TOKENS",
@@ -129,6 +142,7 @@ __all__ = [
     "document_cost",
     "gemini_audio_cost",
     "gemini_image_tokens",
+    "gemini_video_cost",
     "image_cost",
     "is_priced_media",
     "media_cost",
@@ -210,6 +224,9 @@ GEMINI_AUDIO_TOKENS_PER_SECOND = 32
 """Gemini's "each second of audio as 32 tokens" (module docstring)."""
 GEMINI_AUDIO_UNKNOWN_SECONDS = 600
 """The length audio of unknown size is priced at for Gemini (module docstring)."""
+GEMINI_VIDEO_TOKENS_PER_SECOND = 263
+"""Gemini's fixed rate for video: 258 tokens a frame at 1 frame a second, and 32 a second of its
+sound (module docstring)."""
 _GEMINI_AUDIO_LEAST_BYTES_PER_SECOND = {
     "audio/wav": 8000, "audio/aiff": 8000, "audio/pcm": 8000,
     "audio/mp3": 1000, "audio/mpeg": 1000, "audio/mpga": 1000,
@@ -324,6 +341,29 @@ def _longest_audio(size: int, rate: int, per_second: int) -> int:
     return max(1, -(-size * per_second // rate))
 
 
+def _logged_seconds(block: DocumentBlock) -> int | None:
+    """The whole seconds ``block`` plays (its logged ``duration_ms``, rounded up, at least one),
+    or None when the log does not know its length."""
+    if block.duration_ms is None:
+        return None
+    return max(1, -(-block.duration_ms // 1000))
+
+
+def gemini_video_cost(block: DocumentBlock) -> MediaCost | None:
+    """What Gemini counts for ``block`` when it is video: 263 tokens a second of its logged length
+    (module docstring); one 258-token page, as before, when its length is not logged (the rule
+    says so); None for anything but video."""
+    if not block.media_type.startswith("video/"):
+        return None
+    seconds = _logged_seconds(block)
+    if seconds is None:
+        return MediaCost(GEMINI_TOKENS_PER_IMAGE,
+                         f"gemini-video:{GEMINI_VIDEO_TOKENS_PER_SECOND}/s, duration unknown: "
+                         f"priced as one {GEMINI_TOKENS_PER_IMAGE}-token page")
+    return MediaCost(seconds * GEMINI_VIDEO_TOKENS_PER_SECOND,
+                     f"gemini-video:{GEMINI_VIDEO_TOKENS_PER_SECOND}/s, {seconds} s logged")
+
+
 def audio_cost(block: DocumentBlock) -> MediaCost | None:
     """What OpenAI counts for ``block`` sent as ``input_audio``: 10 tokens a second over the
     longest duration its bytes can hold (module docstring), or None when it is not such audio or
@@ -332,6 +372,9 @@ def audio_cost(block: DocumentBlock) -> MediaCost | None:
     size = None if fmt is None else _media_size(block)
     if fmt is None or size is None:
         return None
+    if block.duration_ms is not None:  # 1 token per 100 ms of the logged length
+        return MediaCost(max(1, -(-block.duration_ms // 100)),
+                         f"openai-audio:{OPENAI_AUDIO_TOKENS_PER_SECOND}/s, {block.duration_ms} ms logged")
     rate = _AUDIO_LEAST_BYTES_PER_SECOND[fmt]
     tokens = _longest_audio(size, rate, OPENAI_AUDIO_TOKENS_PER_SECOND)
     return MediaCost(tokens, f"openai-audio:{OPENAI_AUDIO_TOKENS_PER_SECOND}/s, duration not logged: "
@@ -345,6 +388,8 @@ def gemini_audio_cost(block: DocumentBlock) -> MediaCost | None:
     if not block.media_type.startswith("audio/"):
         return None
     per_second, guess = GEMINI_AUDIO_TOKENS_PER_SECOND, GEMINI_AUDIO_UNKNOWN_SECONDS
+    if (seconds := _logged_seconds(block)) is not None:
+        return MediaCost(seconds * per_second, f"gemini-audio:{per_second}/s, {seconds} s logged")
     size, rate = _media_size(block), _GEMINI_AUDIO_LEAST_BYTES_PER_SECOND.get(block.media_type)
     if size is None or rate is None:
         return MediaCost(guess * per_second,
@@ -377,6 +422,12 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
     if isinstance(block, ImageBlock):
         return image_cost(family, block.width, block.height, block.detail, model)
     document = document_cost(family, block.pages, model)
+    if family in ("gemini", "neutral") and (seen := gemini_video_cost(block)) is not None:
+        # Gemini sees video by its length, never as pages; neutral pays the dearer of the two.
+        if family == "gemini":
+            return seen
+        if seen.tokens > document.tokens:
+            document = MediaCost(seen.tokens, f"max-of-providers:{seen.rule}")
     if family in ("gemini", "neutral") and (heard := gemini_audio_cost(block)) is not None:
         # Gemini hears audio by its length, never as pages; neutral pays the dearer of the two.
         if family == "gemini":

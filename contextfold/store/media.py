@@ -16,6 +16,9 @@ pure projections must not do. What is recorded is only what the bytes prove:
 - PDF page counts come from pypdf. A scan for ``/Type /Page`` would miss every
   page of a PDF 1.5+ file whose page objects sit in compressed object streams
   (the default of most current writers), so it would price them at zero;
+- audio and video keep their declared type and their bytes as they came, with the playing time
+  their container tells (``DocumentBlock.duration_ms``, :mod:`.media_duration`): Gemini counts
+  them by their length, and the build never reads a medium's bytes to price it;
 - limits (:class:`MediaLimits`): bytes per image and per PDF, pixels per side,
   pages. A breach raises :class:`InputLimitError`; an unknown type or corrupt
   bytes raise :class:`UnsupportedMediaError`. Both are raised before anything is
@@ -52,6 +55,7 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.store.media_duration import is_timed_media, media_duration_ms
 
 if TYPE_CHECKING:
     from contextfold.store.event_store import EventStore
@@ -97,7 +101,8 @@ DEFAULT_LIMITS = MediaLimits()
 
 @dataclass(frozen=True, slots=True)
 class MediaInfo:
-    """What the bytes proved: type, size and (image) dimensions or (PDF) pages."""
+    """What the bytes proved: type, size and (image) dimensions, (PDF) pages or (audio, video)
+    playing time."""
 
     kind: Literal["image", "document"]
     media_type: str
@@ -105,6 +110,7 @@ class MediaInfo:
     width: int | None = None
     height: int | None = None
     pages: int | None = None
+    duration_ms: int | None = None
 
 
 def sniff_media_type(data: bytes) -> str | None:
@@ -273,7 +279,9 @@ def _inspect_cited(block: ImageBlock | DocumentBlock, ref: ArtifactRef, cited: C
                    limits: MediaLimits, where: str) -> ContentBlock:
     """``block`` as the bytes of the artifact it cites prove it, as :func:`attach_image` and
     :func:`attach_document` would have made it; a block whose bytes cannot be had, as it came."""
-    info = _PROVEN.get((block.type, ref.hash, limits), _UNKNOWN)  # one lookup: another thread may empty it
+    timed = isinstance(block, DocumentBlock) and is_timed_media(block.media_type)
+    kind = "timed" if timed else block.type  # what is proven of the bytes: a length, or a document
+    info = _PROVEN.get((kind, ref.hash, limits), _UNKNOWN)  # one lookup: another thread may empty it
     if isinstance(info, str):
         data = cited(ref)
         if data is None:
@@ -283,13 +291,17 @@ def _inspect_cited(block: ImageBlock | DocumentBlock, ref: ArtifactRef, cited: C
                 info = inspect_image(data, media_type=block.media_type, limits=limits)
             elif block.media_type == "application/pdf" or sniff_media_type(data) == "application/pdf":
                 info = inspect_document(data, media_type=block.media_type, limits=limits)
+            elif timed:  # audio or video: its playing time, when its container tells it
+                info = _timed_info(data, block.media_type)
             else:  # a text or office file: kept as it came, as from a data: URL
                 info = None
         except (UnsupportedMediaError, InputLimitError) as exc:
             raise type(exc)(f"{where} cites artifact:{ref.hash}: {exc}") from exc
-        _proven(block.type, ref.hash, limits, info)
+        _proven(kind, ref.hash, limits, info)
     if info is None:
         return block
+    if info.duration_ms is not None and isinstance(block, DocumentBlock):
+        return block.model_copy(update={"duration_ms": info.duration_ms})
     proven = ref.model_copy(update={"media_type": info.media_type, "size": info.size})
     if isinstance(block, ImageBlock):
         return block.model_copy(update={"artifact": proven, "media_type": info.media_type,
@@ -317,13 +329,22 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
         return block  # a plain-text data: URL document is text, not media
     declared, data = decode_data_url(block.url, max_bytes=limits.max_document_bytes)
     if sniff_media_type(data) != "application/pdf":
-        # A text or office file sent inline: kept as it came (renderers name it, never drop it).
-        return block
+        # A text or office file sent inline: kept as it came (renderers name it, never drop it);
+        # audio or video with the playing time its bytes tell (priced by it: ``media_cost``).
+        timed = _timed_info(data, block.media_type) if is_timed_media(block.media_type) else None
+        return block if timed is None else block.model_copy(update={"duration_ms": timed.duration_ms})
     info = inspect_document(data, media_type=declared, limits=limits)
     ref = _ref(data, info.media_type)
     blobs.append((ref.hash, ref.size, ref.media_type, data))
     return block.model_copy(update={"artifact": ref, "url": None, "media_type": info.media_type,
                                     "pages": info.pages})
+
+
+def _timed_info(data: bytes, media_type: str) -> MediaInfo | None:
+    """What audio or video bytes prove: their playing time (``media_duration``), or None when
+    their container does not tell it (the block is then kept as it came, its length unknown)."""
+    duration = media_duration_ms(data)
+    return None if duration is None else MediaInfo("document", media_type, len(data), duration_ms=duration)
 
 
 def _blocks(blocks: Iterable[ContentBlock], limits: MediaLimits, blobs: list[Blob], where: str,
