@@ -8,9 +8,10 @@ Costs counted, not ignored: every fragment pays ``MESSAGE_OVERHEAD`` tokens of
 message framing, a data fragment also pays its ``<data ...>`` wrapper, each
 exposed tool pays its canonical JSON plus ``TOOL_OVERHEAD_TOKENS`` (or OpenAI's
 count of it, when dearer: ``tool_pricing``), the
-request pays ``REPLY_PRIMING``, and an Anthropic request with a tool to declare
-pays Anthropic's tool-use system prompt (``tool_prompt``), set aside before
-selection.
+request pays ``REPLY_PRIMING``, and a request with a tool to declare pays the
+functions' closing framing once (OpenAI's ``func_end``, unless a tool's own price
+holds it: ``tool_pricing``) and, for Anthropic, its tool-use system prompt
+(``tool_prompt``), set aside before selection.
 
 Dedupe: optional state fragments (instructions, evidence, memory) that share a
 content hash or a semantic key (evidence ``source_ref`` or ``semantic_key``) keep one copy: the
@@ -71,7 +72,7 @@ from contextfold.projections.selection import Selection, Unit, select_units
 from contextfold.projections.state import RunState
 from contextfold.projections.tool_candidates import limit_note, past_limit, tool_inputs
 from contextfold.projections.tool_candidates import tool_candidates as _tool_candidates
-from contextfold.projections.tool_exposure import ToolChoice
+from contextfold.projections.tool_exposure import ToolChoice, request_closing_tokens
 from contextfold.projections.tool_names import renamed_tools
 from contextfold.projections.tool_prompt import tool_prompt_tokens
 from contextfold.projections.twins import timeline_twins, twin_lines
@@ -174,13 +175,16 @@ def _build(state: RunState, config: BuildConfig, *,
 
     # ---- selection
     opening = history_start_tokens(ctx)
-    # Anthropic's tool-use system prompt, set aside whenever a tool may be declared (one the
-    # exposure offers, or one a kept group calls: an imported history registers none): whether
-    # one is depends on the selection it would be paid from, and a charge that came and went
-    # with it would let a larger budget keep less. Other providers (and neutral) add nothing
-    # once per request that the tools' own prices do not cover (``tool_prompt``), so their
-    # ``available`` is the same and one turn's builds still share a selection (``_select``).
-    tool_prompt = tool_prompt_tokens(config.provider, ctx.model) if candidates_tools else 0
+    # What a request declaring tools pays once (Anthropic's tool-use system prompt; the functions'
+    # closing ``func_end`` unless every candidate's price holds it: ``request_closing_tokens``),
+    # set aside whenever a tool may be declared (one the exposure offers, or one a kept group
+    # calls: an imported history registers none): whether one is depends on the selection it
+    # would be paid from, and a charge that came and went with it would let a larger budget keep
+    # less. Every provider but Anthropic sets aside the same, so one turn's builds still share a
+    # selection (``_select``).
+    system_prompt = tool_prompt_tokens(config.provider, ctx.model) if candidates_tools else 0
+    closing = request_closing_tokens((registry[t.name] for t in candidates_tools), ctx.count)
+    tool_prompt = system_prompt + closing
     available = budget - REPLY_PRIMING - opening - tool_prompt
 
     def shrink_required(required: Sequence[Unit], room: int) -> dict[str, int]:
@@ -205,9 +209,12 @@ def _build(state: RunState, config: BuildConfig, *,
                                     candidates, attach)
     except RequiredContextExceedsBudgetError as exc:  # named by fragment, as the manifest would
         named = _by_fragment(ctx, exc.required, members)
-        prompt_note = (f"{tool_prompt} tokens set aside for Anthropic's tool-use system prompt"
-                       if tool_prompt else None)
-        note = "; ".join(n for n in (exc.note, _unknown_model_note(ctx, named), prompt_note) if n)
+        prompt_note = (f"{system_prompt} tokens set aside for Anthropic's tool-use system prompt"
+                       if system_prompt else None)
+        closing_note = (f"{closing} tokens set aside for the closing framing of the tools' declarations"
+                        if closing else None)
+        note = "; ".join(n for n in (exc.note, _unknown_model_note(ctx, named), prompt_note, closing_note)
+                         if n)
         raise RequiredContextExceedsBudgetError(exc.budget, named, note=note or None) from None
     kept_tools = _kept_tools(candidates_tools, selection, candidates.unit_of, attach)
     left_out: list[str] = []

@@ -65,7 +65,10 @@ A tool's token cost is ``count(canonical_tool_json(spec))`` plus
 :data:`TOOL_OVERHEAD_TOKENS` for the framing a provider wraps around each
 declaration, or the OpenAI cookbook's count of the declaration as OpenAI
 renders it when that is dearer (:mod:`contextfold.projections.tool_pricing`:
-an enum's values cost about three tokens each more there than in the JSON).
+an enum's values cost about three tokens each more there than in the JSON). A request declaring
+tools pays :data:`~.tool_pricing.FUNC_END` once besides, unless one of its tools' prices holds
+it (:func:`request_closing_tokens`): :func:`select_tools` counts it within its budget and in
+the tokens it reports.
 When a name is registered twice, the last registration wins.
 """
 
@@ -83,7 +86,7 @@ from pydantic import BaseModel, ConfigDict
 from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ToolSpec
-from contextfold.projections.tool_pricing import tool_price
+from contextfold.projections.tool_pricing import FUNC_END, closing_tokens, tool_price
 from contextfold.projections.tool_terms import tokenize, tool_document
 
 __all__ = [
@@ -102,6 +105,7 @@ __all__ = [
     "permitted",
     "rank_tools",
     "rankable",
+    "request_closing_tokens",
     "select_tools",
     "tokenize",
     "tool_tokens",
@@ -151,6 +155,9 @@ class ToolExposure(_Frozen):
     exposed: tuple[ExposedTool, ...]
     excluded: tuple[ExcludedTool, ...]
     tokens: int
+    """What declaring the exposed tools costs: their prices and, once, the request's closing
+    ``func_end`` unless one of their prices holds it (``request_closing_tokens``); 0 when none
+    is exposed."""
     budget_tokens: int
     over_budget: bool
     """Pinned + referenced tools alone exceed the budget (they are exposed anyway)."""
@@ -181,10 +188,21 @@ def canonical_tool_json(spec: ToolSpec) -> str:
     return _spec_json(spec)
 
 
+def _json_price(spec: ToolSpec, count: Callable[[str], int]) -> Callable[[], int]:
+    return lambda: count(canonical_tool_json(spec)) + TOOL_OVERHEAD_TOKENS
+
+
+def request_closing_tokens(specs: Iterable[ToolSpec], count: Callable[[str], int]) -> int:
+    """What a request declaring any of ``specs`` may pay once besides their prices: the
+    functions' closing ``func_end`` unless every one of them holds it in its own price
+    (``tool_pricing.closing_tokens``): fixed before a selection, whichever of them it keeps."""
+    return max((closing_tokens(spec, _json_price(spec, count), count) for spec in specs), default=0)
+
+
 def tool_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
     """What declaring ``spec`` costs: its canonical JSON plus the per-tool overhead, or OpenAI's
     count of its rendered declaration when that is dearer (``tool_pricing``: long enums)."""
-    return tool_price(spec, lambda: count(canonical_tool_json(spec)) + TOOL_OVERHEAD_TOKENS, count)
+    return tool_price(spec, _json_price(spec, count), count)
 
 
 def _registry(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
@@ -348,11 +366,28 @@ def choose_tools(
     denied_set = set(denied)
     scores = _bm25(list(registry.values()), query)
     costs: dict[str, int] = {}
+    used = 0
+    closing = FUNC_END  # what the request pays once besides its tools' prices (``tool_pricing``)
 
     def cost(name: str) -> int:
         if name not in costs:
             costs[name] = tool_tokens(registry[name], count) if name in registry else 0
         return costs[name]
+
+    def closing_of(name: str) -> int:
+        spec = registry.get(name)
+        return closing if spec is None else closing_tokens(spec, _json_price(spec, count), count)
+
+    def fits(name: str) -> bool:
+        """Whether declaring ``name`` too keeps the request within the budget: its price, and
+        the closing charge, none once a tool whose own price holds it is declared."""
+        return used + cost(name) + min(closing, closing_of(name)) <= budget_tokens
+
+    def expose(choice: ToolChoice) -> None:
+        nonlocal used, closing
+        closing = min(closing, closing_of(choice.name))
+        exposed[choice.name] = choice
+        used += choice.tokens
 
     exposed: dict[str, ToolChoice] = {}
     excluded: dict[str, ToolChoice | None] = {}
@@ -364,7 +399,6 @@ def choose_tools(
     for name in registry:
         if not permitted(name, allowed_set, denied_set):
             exclude(name, "not_allowed")
-    used = 0
     mandatory: list[tuple[str, ExposureReason]] = [(n, "pinned") for n in sorted(set(pinned))]
     mandatory += [(n, "referenced") for n in sorted(set(referenced) - set(pinned))]
     for name, reason in mandatory:
@@ -373,9 +407,8 @@ def choose_tools(
         elif name not in registry:
             exclude(name, "not_registered")
         else:
-            exposed[name] = ToolChoice(name, reason, scores[name], cost(name))
-            used += cost(name)
-    over_budget = used > budget_tokens
+            expose(ToolChoice(name, reason, scores[name], cost(name)))
+    over_budget = bool(exposed) and used + closing > budget_tokens
     relevant = 0
     whole = whole_toolkit(registry if toolkit is None else toolkit, allowed=allowed_set, denied=denied_set,
                           cap=max_relevant)
@@ -394,11 +427,10 @@ def choose_tools(
             slots += 1
             if name in exposed:  # pinned or referenced: its slot taken, no other tool pulled in
                 continue
-            if used + cost(name) > budget_tokens:
+            if not fits(name):
                 exclude(name, "over_budget")
             else:
-                exposed[name] = ToolChoice(name, "fallback", scores[name], cost(name))
-                used += cost(name)
+                expose(ToolChoice(name, "fallback", scores[name], cost(name)))
                 relevant += 1
     for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
         if name in exposed or name in excluded or (score <= 0.0 and not whole and name in recent):
@@ -407,11 +439,10 @@ def choose_tools(
             if not report_excluded:  # by score, best first: nothing after this is exposed
                 break
             exclude(name, "irrelevant" if score <= 0.0 else "over_cap")
-        elif used + cost(name) > budget_tokens:
+        elif not fits(name):
             exclude(name, "over_budget")
         else:
-            exposed[name] = ToolChoice(name, "relevant" if score > 0.0 else "toolkit", score, cost(name))
-            used += cost(name)
+            expose(ToolChoice(name, "relevant" if score > 0.0 else "toolkit", score, cost(name)))
             relevant += 1
     if not whole:  # rule 5: the spare slots, the most recently relevant first
         for name in sorted((n for n in recent if n in registry and scores[n] <= 0.0 and n not in exposed
@@ -421,12 +452,11 @@ def choose_tools(
                 if not report_excluded:
                     break
                 excluded[name] = ToolChoice(name, "over_cap", 0.0, cost(name), turn)
-            elif used + cost(name) > budget_tokens:
+            elif not fits(name):
                 excluded[name] = (ToolChoice(name, "over_budget", 0.0, cost(name), turn) if report_excluded
                                   else None)
             else:
-                exposed[name] = ToolChoice(name, "recent", 0.0, cost(name), turn)
-                used += cost(name)
+                expose(ToolChoice(name, "recent", 0.0, cost(name), turn))
                 relevant += 1
         # then the called tools, in the slots still spare (``turn`` set): first, one evicted an earlier
         # input's tool when a call moved up (tau-bench at 200k: 91.1% of the prefix reused -> 86.0%)
@@ -437,7 +467,8 @@ def choose_tools(
             exposed[name] = exposed[name]._replace(turn=recent[name])
             relevant += 1
     return ([exposed[n] for n in sorted(exposed)],
-            [c for n in sorted(excluded) if (c := excluded[n]) is not None], used, over_budget)
+            [c for n in sorted(excluded) if (c := excluded[n]) is not None],
+            used + closing if exposed else 0, over_budget)
 
 
 def select_tools(

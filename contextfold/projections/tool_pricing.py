@@ -17,15 +17,19 @@ API's ``usage.prompt_tokens``:
 - when it has properties, ``prop_init`` (3) once, and per property ``prop_key`` (3) plus
   ``key:type:description``;
 - per enum ``enum_init`` (-3), and per value ``enum_item`` (3) plus the value;
-- per request ``func_end`` (12).
+- per request ``func_end`` (12): the notebook adds it after its loop over the functions, once.
 
 What this module adds to it, so the count is a floor and never under the cookbook's:
 
 - ``func_init`` is the dearer 10 for every model: pricing does not depend on the model id, and
   an unknown or newer model must not be priced under a known one;
-- ``func_end`` is charged with every tool, not once per request: a tool's price is what declaring
-  it alone costs, and the tools of a request are priced one by one (a tool is a selection unit of
-  its own). Over a request of n tools this over-reserves ``12 * (n - 1)`` tokens, a few dozen;
+- ``func_end`` is not in a tool's price: it is paid once by the request, set aside wherever
+  tools are priced for one (the builder, :func:`~.tool_exposure.select_tools`'s budget), so a
+  tool priced alone still costs at least the cookbook's count of a request declaring it alone.
+  Charged with every tool (as it was), a request of 12 enum-heavy tools reserved 132 tokens it
+  never spent. A tool priced at its JSON (the usual one) whose JSON is at least ``func_end``
+  above its cookbook count already holds it: a request declaring one such tool pays nothing
+  more (:func:`closing_tokens`), so the usual toolkit is priced as before;
 - the cookbook reads only the top-level properties, but OpenAI writes a nested object's type out
   too: properties one object down (or in an array's ``items``, or an ``anyOf``/``oneOf``/
   ``allOf`` alternative) are counted the same way, each level with its own ``prop_init``, so an
@@ -47,7 +51,7 @@ from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.events import ToolSpec
 
 __all__ = ["ENUM_INIT", "ENUM_ITEM", "FUNC_END", "FUNC_INIT", "PROP_INIT", "PROP_KEY",
-           "function_tokens", "tool_price"]
+           "closing_tokens", "function_tokens", "tool_price"]
 
 FUNC_INIT = 10
 """Per function: the cookbook's dearer setting (gpt-4, gpt-3.5-turbo; gpt-4o's is 7)."""
@@ -60,10 +64,11 @@ ENUM_INIT = -3
 ENUM_ITEM = 3
 """Per enum value, besides the value's own tokens: its quotes and the ``|`` between values."""
 FUNC_END = 12
-"""Per request declaring functions; charged with every tool here (module docstring)."""
+"""Per request declaring functions: set aside once by whoever prices a request's tools, never in a
+tool's own price (module docstring)."""
 
 _SUBSCHEMAS = ("anyOf", "oneOf", "allOf")
-_MEMO: dict[tuple[int, Callable[[str], int]], tuple[ToolSpec, int]] = {}
+_MEMO: dict[tuple[int, Callable[[str], int]], tuple[ToolSpec, int, int]] = {}
 _MEMO_LIMIT = 4096
 """Every build prices its candidate tools again; a run registers the same spec objects once."""
 
@@ -110,19 +115,34 @@ def _inner(schema: Any, count: Callable[[str], int]) -> int:
 
 
 def function_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
-    """The cookbook's count of a request declaring ``spec`` alone (``func_end`` included), with
-    nested objects read too (module docstring)."""
-    return (FUNC_INIT + count(f"{spec.name}:{_stripped(spec.description)}")
-            + _inner(spec.parameters, count) + FUNC_END)
+    """The cookbook's count of ``spec``'s declaration in a request, with nested objects read too;
+    the request's ``func_end`` (:data:`FUNC_END`) is not in it (module docstring)."""
+    return FUNC_INIT + count(f"{spec.name}:{_stripped(spec.description)}") + _inner(spec.parameters, count)
 
 
-def tool_price(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int]) -> int:
-    """The dearer of ``json_price()`` (the canonical JSON's, overhead included) and
-    :func:`function_tokens`, memoised per spec object and counter."""
+def _priced(spec: ToolSpec, json_price: Callable[[], int],
+            count: Callable[[str], int]) -> tuple[ToolSpec, int, int]:
     key = (id(spec), count)
     hit = _MEMO.get(key)
     if hit is None or hit[0] is not spec:
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
-        hit = _MEMO[key] = (spec, max(json_price(), function_tokens(spec, count)))
-    return hit[1]
+        as_json, rendered = json_price(), function_tokens(spec, count)
+        closing = 0 if as_json >= rendered + FUNC_END else FUNC_END
+        hit = _MEMO[key] = (spec, max(as_json, rendered), closing)
+    return hit
+
+
+def tool_price(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int]) -> int:
+    """The dearer of ``json_price()`` (the canonical JSON's, overhead included) and
+    :func:`function_tokens`, memoised per spec object and counter."""
+    return _priced(spec, json_price, count)[1]
+
+
+def closing_tokens(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int]) -> int:
+    """What a request declaring ``spec`` alone pays besides its :func:`tool_price`: 0 when that
+    price, its JSON's, already holds the cookbook's count and ``func_end`` both (the usual
+    tool: its JSON is larger than its rendering), else :data:`FUNC_END`. A request that
+    declares at least one tool of 0 pays nothing more: that tool's price holds the ``func_end``
+    the request pays once."""
+    return _priced(spec, json_price, count)[2]

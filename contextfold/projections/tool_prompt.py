@@ -27,14 +27,14 @@ before sending it: a model pays the dearer of its two cells. A model the table d
 know, or none) pays :data:`DEAREST`, the dearest cell: over-reserving costs a few hundred
 tokens of history, under-reserving is a request larger than its manifest says.
 
-The other providers: OpenAI renders declared functions into the model's prompt with about 12
-tokens of closing framing once per request (the OpenAI cookbook's ``num_tokens_for_tools``,
-``func_end``), which the per-tool price already covers: each tool pays at least the cookbook's
-count of a request declaring it alone, ``func_end`` included (``tool_pricing``); Google
-publishes no fixed prompt for Gemini's function declarations. So only ``anthropic`` builds pay
-this; ``neutral`` follows OpenAI's framing and does not, so a neutral build and an OpenAI Chat
-build of one turn still select from the same ``available`` (``builder._select`` reuses the first
-one's selection).
+The other providers: OpenAI renders declared functions into the model's prompt with 12 tokens
+of closing framing once per request (the OpenAI cookbook's ``num_tokens_for_tools``,
+``func_end``), which the builder sets aside for every provider alike, unless each tool that may
+be declared holds it in its own price (``tool_pricing.closing_tokens``,
+``tool_exposure.request_closing_tokens``); Google publishes no fixed prompt for Gemini's
+function declarations. So only ``anthropic`` builds pay this prompt; ``neutral`` follows
+OpenAI's framing and does not, so a neutral build and an OpenAI Chat build of one turn still
+select from the same ``available`` (``builder._select`` reuses the first one's selection).
 """
 
 from __future__ import annotations

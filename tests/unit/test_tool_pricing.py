@@ -8,6 +8,11 @@ tool whose 40-value enum the canonical JSON priced at 179 tokens (cl100k) counts
 cookbook reads only the top-level properties; a nested object's enum is rendered the same way
 (OpenAI writes the nested type out), so a tool whose enum sits one object down must cost at
 least what the cookbook counts for that object declared as a tool's parameters of its own.
+
+The cookbook's ``func_end`` (12) closes the functions once per request, not once per function:
+a tool's price leaves it out and every request that may declare a tool pays it once (charged
+with each tool, a request of 12 tools reserved 132 tokens it never spent); a tool priced alone
+is still at least the cookbook's count of a request declaring it alone.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.tokens import encoding_available, get_counter
-from contextfold.projections.tool_exposure import tool_tokens
+from contextfold.projections.tool_exposure import select_tools, tool_tokens
+from contextfold.projections.tool_pricing import FUNC_END
+from contextfold.projections.tool_prompt import tool_prompt_tokens
 
 _SETTINGS = {"o200k_base": 7, "cl100k_base": 10}
 """The cookbook's ``func_init`` for the models of each encoding (gpt-4o family; gpt-4, 3.5)."""
@@ -99,7 +106,7 @@ def test_a_tool_with_an_enum_costs_at_least_the_cookbooks_count(encoding: str,
                                                                 values: tuple[str, ...]) -> None:
     spec = _enum_tool(values)
     count = get_counter(encoding).count
-    assert tool_tokens(spec, count) >= cookbook_tokens([_function(spec)], encoding)
+    assert tool_tokens(spec, count) + FUNC_END >= cookbook_tokens([_function(spec)], encoding)
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
@@ -114,11 +121,11 @@ def test_a_nested_objects_enum_costs_at_least_the_cookbooks_count_for_that_objec
     listed = {"properties": {"countries": {"type": "array", "description": "Countries.", "items": {
         "type": "string", "enum": list(COUNTRIES)}}}}
     for inner in (_COUNTRY_OBJECT, deeper):
-        assert tool_tokens(_nested(inner), count) >= floor
+        assert tool_tokens(_nested(inner), count) + FUNC_END >= floor
     flat = ToolSpec(name="update_address", description="Update the address.", parameters={
         "type": "object", "properties": {"countries": {"type": "string", "description": "Countries.",
                                                        "enum": list(COUNTRIES)}}})
-    assert tool_tokens(_nested(listed), count) >= cookbook_tokens([_function(flat)], encoding)
+    assert tool_tokens(_nested(listed), count) + FUNC_END >= cookbook_tokens([_function(flat)], encoding)
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
@@ -128,22 +135,81 @@ def test_a_toolkits_price_covers_the_cookbooks_count_of_all_of_it(encoding: str)
     tools = [_enum_tool(COUNTRIES, "set_country"), _enum_tool(COUNTRIES[:4], "set_region"),
              ToolSpec(name="ping", description="Ping."), _nested(_COUNTRY_OBJECT)]
     count = get_counter(encoding).count
-    priced = sum(tool_tokens(t, count) for t in tools)
+    priced = sum(tool_tokens(t, count) for t in tools) + FUNC_END
     assert priced >= cookbook_tokens([_function(t) for t in tools], encoding)
 
 
-def _build_tools(spec: ToolSpec, provider: str) -> tuple[int, list[dict[str, Any]], str]:
-    events: list[AnyEvent] = [ToolsRegistered(tools=(spec,)), UserInput("Set my country to Chad.")]
+def _build_tools(specs: tuple[ToolSpec, ...], provider: str) -> tuple[int, list[dict[str, Any]], str]:
+    events: list[AnyEvent] = [ToolsRegistered(tools=specs), UserInput("Set my country to Chad.")]
     state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
     built = build_context(state, BuildConfig(provider=provider, window=100_000, reserve=1_000),
                           render=render_request)
-    tools = built.request["tools"]
-    return built.manifest.tool_tokens, tools, built.manifest.encoding
+    assert len(built.manifest.tools) == len(specs)
+    tools = built.request.get("tools") or []
+    return built.manifest.layer_tokens["tools"], tools, built.manifest.encoding
 
 
+_TOOLKIT = tuple(_enum_tool(COUNTRIES[i:i + 30], f"set_country_{i}") for i in range(8))
+"""Eight tools whose rendered enums the cookbook counts above their JSON: priced by its formula."""
+
+
+@pytest.mark.parametrize("specs", [(_enum_tool(COUNTRIES),), _TOOLKIT], ids=["one tool", "eight tools"])
 @pytest.mark.parametrize("provider", ["openai-chat", "openai-responses"])
-def test_an_openai_build_charges_at_least_the_cookbooks_count_of_the_tools_it_declares(provider: str) -> None:
-    charged, tools, encoding = _build_tools(_enum_tool(COUNTRIES), provider)
+def test_an_openai_build_charges_at_least_the_cookbooks_count_of_the_tools_it_declares(
+        provider: str, specs: tuple[ToolSpec, ...]) -> None:
+    charged, tools, encoding = _build_tools(specs, provider)
     functions = [t if "function" in t else {"function": t} for t in tools]  # Responses: flat
-    assert len(functions) == 1
+    assert len(functions) == len(specs)
     assert charged >= cookbook_tokens(functions, encoding)
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "neutral", "gemini"])
+def test_a_request_of_many_tools_reserves_func_end_once(provider: str) -> None:
+    """Over the cookbook's count of the request, the build reserves only its dearer ``func_init``
+    (10 where gpt-4o's is 7) per tool: ``func_end`` charged with each of 8 tools had added 84."""
+    charged, _, encoding = _build_tools(_TOOLKIT, provider)
+    exact = cookbook_tokens([_function(t) for t in _TOOLKIT], encoding)
+    assert exact <= charged <= exact + (10 - _SETTINGS[encoding]) * len(_TOOLKIT)
+
+
+_PLAIN = tuple(ToolSpec(name=f"read_{i}", description="Read a file of the workspace.", parameters={
+    "type": "object", "required": ["path"], "properties": {
+        "path": {"type": "string", "description": "The path, relative to the workspace root."},
+        "start": {"type": "integer", "description": "The first line to read.", "minimum": 1}}})
+    for i in range(3))
+"""The usual tool: its JSON (and the overhead) is dearer than the cookbook's count and its 12."""
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic"])
+def test_tools_priced_at_their_json_pay_no_closing_charge_besides(provider: str) -> None:
+    """A toolkit whose every price holds the cookbook's count and ``func_end`` (its JSON) is priced
+    as before: the tools layer is their prices (and Anthropic's system prompt), nothing more."""
+    count = get_counter("cl100k_base").count
+    charged, _, encoding = _build_tools(_PLAIN, provider)
+    prices = sum(tool_tokens(t, count) for t in _PLAIN)
+    assert charged - tool_prompt_tokens(provider, None) == prices
+    assert all(tool_tokens(t, count) >= cookbook_tokens([_function(t)], encoding) for t in _PLAIN)
+    mixed, _, _ = _build_tools((*_PLAIN, _enum_tool(COUNTRIES)), provider)
+    assert mixed - tool_prompt_tokens(provider, None) == (
+        prices + tool_tokens(_enum_tool(COUNTRIES), count) + FUNC_END)  # one tool may be declared alone
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_a_tool_selected_on_its_own_budget_pays_func_end_once(encoding: str) -> None:
+    """``select_tools`` prices what declaring its tools costs: a tool that fits only without
+    ``func_end`` is over the budget, and the tokens it reports hold the 12 once."""
+    count = get_counter(encoding).count
+    spec = _enum_tool(COUNTRIES)
+    alone = cookbook_tokens([_function(spec)], encoding)
+    price = tool_tokens(spec, count) + FUNC_END
+    assert price >= alone
+    fits = select_tools([spec], query="country", pinned=(), budget_tokens=price, count=count)
+    assert [t.name for t in fits.exposed] == ["set_country"] and fits.tokens == price
+    short = select_tools([spec], query="country", budget_tokens=price - 1, count=count)
+    assert not short.exposed and [t.reason for t in short.excluded] == ["over_budget"]
+    kit = select_tools(list(_TOOLKIT), query="country", budget_tokens=100_000, count=count)
+    assert kit.tokens == sum(t.tokens for t in kit.exposed) + FUNC_END
+    assert kit.tokens >= cookbook_tokens([_function(t) for t in _TOOLKIT], encoding)
+    assert select_tools(list(_TOOLKIT), query="country", budget_tokens=0, count=count).tokens == 0
+    plain = select_tools([*_PLAIN, spec], query="country read", budget_tokens=100_000, count=count)
+    assert plain.tokens == sum(t.tokens for t in plain.exposed)  # a JSON-priced tool holds the 12
