@@ -19,6 +19,7 @@ intake never refuses a medium for a length it cannot read.
 
 from __future__ import annotations
 
+import functools
 import struct
 
 __all__ = ["is_timed_media", "media_duration_ms"]
@@ -152,6 +153,7 @@ _SAMPLE_RATES = {3: (44_100, 48_000, 32_000), 2: (22_050, 24_000, 16_000), 0: (1
 """Hz by the header's version bits (3: MPEG-1, 2: MPEG-2, 0: MPEG-2.5) and index 0-2."""
 
 
+@functools.lru_cache(maxsize=512)  # a file repeats a few headers over its thousands of frames
 def _mp3_frame(header: int) -> tuple[int, int, int] | None:
     """``(frame bytes, samples, sample rate)`` of an MPEG audio frame header, or None."""
     version, layer_bits = (header >> 19) & 3, (header >> 17) & 3
@@ -171,20 +173,18 @@ def _mp3(data: bytes) -> int | None:
     if data[:3] == b"ID3":  # an ID3v2 tag: a synchsafe size, plus a footer when flagged
         size = (data[6] << 21) | (data[7] << 14) | (data[8] << 7) | data[9]
         pos = 10 + size + (10 if data[5] & 0x10 else 0)
-    frames_ms, end = 0, len(data)
-    seconds_samples: dict[int, int] = {}
+    end, unpack = len(data), struct.Struct(">I").unpack_from
+    samples_at: dict[tuple[int, int], int] = {}  # (samples a frame, rate) -> frames
     while pos + 4 <= end:
-        frame = _mp3_frame(int.from_bytes(data[pos:pos + 4], "big"))
+        frame = _mp3_frame(unpack(data, pos)[0])
         if frame is None:
             if data.startswith(_MP3_TRAILERS, pos):
                 break
             return None  # bytes that are no frame before the end: a count from here would be short
         length, samples, rate = frame
-        seconds_samples[rate] = seconds_samples.get(rate, 0) + samples
+        samples_at[samples, rate] = samples_at.get((samples, rate), 0) + 1
         pos += length
-    for rate, samples in seconds_samples.items():
-        frames_ms += -(-samples * 1000 // rate)
-    return frames_ms or None
+    return sum(-(-frames * samples * 1000 // rate) for (samples, rate), frames in samples_at.items()) or None
 
 
 # ---------------------------------------------------------------- Ogg (Vorbis, Opus), FLAC
