@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import operator
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 from contextfold.domain.events import ToolSpec
+from contextfold.projections.unicode_pins import pinned_nfkc
 
 __all__ = ["tokenize", "tool_document"]
 
@@ -75,7 +75,7 @@ def tokenize(text: str) -> list[str]:
     and punctuation, stop words out; a run of a script written without spaces (CJK, Thai, ...) as
     its overlapping bigrams (module docstring)."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+        text = pinned_nfkc(text)
     out: list[str] = []
     for word in _WORD.findall(text):
         if _UNSPACED_RUN.match(word):

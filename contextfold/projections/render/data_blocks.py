@@ -54,12 +54,12 @@ data block, because the runtime wrote them (:mod:`.runtime_lines`).
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import assert_never
 
 from contextfold.domain.conversation import DataPart, MediaPart, ToolResultPart
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.render.runtime_lines import runtime_header
+from contextfold.projections.unicode_pins import pinned_nfkc
 
 __all__ = [
     "DATA_CLOSE",
@@ -156,7 +156,7 @@ def _fold_char(ch: str) -> str:
         return mapped
     if ch.isascii():
         return ch.lower()
-    folded = unicodedata.normalize("NFKC", ch)
+    folded = pinned_nfkc(ch)  # the same fold on every Python (unicode_pins)
     folded = "".join(_HOMOGLYPHS.get(c, c) for c in folded)
     return folded.lower()
 
