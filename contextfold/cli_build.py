@@ -444,6 +444,8 @@ def _handle_replay(args: argparse.Namespace) -> int:
     sys.stderr.write(f"MISMATCH at turn {args.turn}: first difference: {visible(report.differences[0])}\n")
     if report.builder_note is not None:
         sys.stderr.write(f"note: {visible(report.builder_note)}\n")
+    if report.unicode_note is not None:
+        sys.stderr.write(f"note: {visible(report.unicode_note)}\n")
     return 1
 
 

@@ -34,7 +34,7 @@ from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.past_states import state_at_turn, state_at_version, state_before_response
 from contextfold.projections.progress import Progress
 from contextfold.projections.state import RunState
-from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id
+from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id, unicode_note
 from contextfold.store.record_reads import TurnRead
 
 if TYPE_CHECKING:
@@ -327,5 +327,6 @@ def replay(run: Run, turn: int, *, progress: Progress | None = None) -> ReplayRe
              if recorded.get(key) != rebuilt.get(key)]
     if not diffs and recorded != rebuilt:
         diffs = [first_difference(recorded, rebuilt)]
+    note = unicode_note(run.events(upto=first.log_version)) if diffs and first.log_version else None
     return ReplayReport(turn=turn, ok=not diffs, differences=tuple(diffs), recorded=first,
-                        rebuilt=result.manifest)
+                        rebuilt=result.manifest, unicode_note=note)

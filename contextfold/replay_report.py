@@ -6,14 +6,17 @@ wiring the store to the projections; the comparison and its wording live here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from contextfold.domain.events import ContextBuilt
+from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import ContextManifest
 from contextfold.domain.version import BUILDER
+from contextfold.projections.unicode_pins import reclassified_characters, unicode_database
 
-__all__ = ["ReplayReport", "first_difference", "recorded_run_id"]
+__all__ = ["ReplayReport", "first_difference", "recorded_run_id", "unicode_note"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class ReplayReport:
     rebuilt: ContextManifest
     rebuilt_by: str = BUILDER
     """The contextfold that rebuilt the turn (``recorded.builder`` names the one that built it)."""
+    unicode_note: str | None = None
+    """On a difference, when the log holds characters Python 3.11, 3.12 and 3.13 classify
+    differently: that a record made under another Python may differ there (:func:`unicode_note`)."""
 
     @property
     def builder_note(self) -> str | None:
@@ -38,6 +44,29 @@ class ReplayReport:
                 else "the record does not name its builder")
         return (f"{made}, rebuilt by {self.rebuilt_by}: a builder upgrade can change a request "
                 "without the log changing")
+
+
+def unicode_note(events: Iterable[RecordedEvent]) -> str | None:
+    """What to tell an auditor whose replay differs over a log that holds letters or digits Unicode
+    assigned after 14.0 (``unicode_pins.reclassified_characters``), else None.
+
+    Why: the record names the contextfold that built it, not the interpreter, and the same
+    contextfold on Python 3.11 (Unicode 14.0) and 3.13 (15.1) splits such text into other words
+    and log lines (``\\b``, ``\\w``): without this the auditor saw a bare MISMATCH and could not
+    tell an altered log from another Python."""
+    count, first = 0, None
+    for recorded in events:
+        found = reclassified_characters(recorded.event.model_dump_json())
+        if found and first is None:
+            first = (found[0], recorded.position)
+        count += len(found)
+    if first is None:
+        return None
+    char, position = first
+    return (f"the log holds {count} characters (the first: U+{ord(char):04X} at position {position}) "
+            "that Unicode assigned after 14.0 and that Python 3.11 (Unicode 14.0), 3.12 (15.0) and "
+            "3.13 (15.1) classify differently as letters or digits: a record made under another "
+            f"Python can differ there without the log changing (this rebuild: {unicode_database()})")
 
 
 def recorded_run_id(record: ContextBuilt, run_id: str) -> str:

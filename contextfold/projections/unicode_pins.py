@@ -15,9 +15,11 @@ table (their Unicode 15.1 decompositions), so the skeleton and the tool terms ar
 
 from __future__ import annotations
 
+import re
+import sys
 import unicodedata
 
-__all__ = ["PINNED_UNICODE", "pinned_nfkc"]
+__all__ = ["PINNED_UNICODE", "pinned_nfkc", "reclassified_characters", "unicode_database"]
 
 PINNED_UNICODE = "15.1.0"
 """The Unicode version whose NFKC :func:`pinned_nfkc` gives (on an interpreter that has it or an
@@ -37,3 +39,30 @@ def pinned_nfkc(text: str) -> str:
     if not _DECOMPOSED_ALREADY and not text.isascii():
         text = text.translate(_MODIFIER_CYRILLIC)
     return unicodedata.normalize("NFKC", text)
+
+
+_RECLASSIFIED_RANGES = (
+    (0x1123F, 0x11240), (0x11F02, 0x11F02), (0x11F04, 0x11F10), (0x11F12, 0x11F33),
+    (0x11F50, 0x11F59), (0x1342F, 0x1342F), (0x13441, 0x13446), (0x1B132, 0x1B132),
+    (0x1B155, 0x1B155), (0x1D2C0, 0x1D2D3), (0x1DF25, 0x1DF2A), (0x1E030, 0x1E06D),
+    (0x1E4D0, 0x1E4EB), (0x1E4F0, 0x1E4F9), (0x2B739, 0x2B739), (0x2EBF0, 0x2EE5D),
+    (0x31350, 0x323AF),
+)
+"""The letters and digits Unicode assigned after 14.0, up to 15.1 (Kawi, Nag Mundari, Kaktovik
+numerals, CJK extensions H and I...): measured over every code point, the only characters whose
+``\\w``, ``\\b``, ``\\d``, ``str.isalnum``/``isalpha``/``isdigit`` or tool terms differ between
+Python 3.11, 3.12 and 3.13 (the other characters assigned since, emoji and marks, differ only in
+``isprintable``, which no build reads). Their NFKC is pinned above; their classification, read by
+dozens of patterns, is not: a build over them may differ between those Pythons, which
+:func:`reclassified_characters` lets a replay say."""
+_RECLASSIFIED = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _RECLASSIFIED_RANGES) + "]")
+
+
+def reclassified_characters(text: str) -> list[str]:
+    """The characters of ``text`` that Python 3.11, 3.12 and 3.13 classify differently (above)."""
+    return [] if text.isascii() else _RECLASSIFIED.findall(text)
+
+
+def unicode_database() -> str:
+    """This interpreter and its Unicode database, as a replay names them."""
+    return f"Python {sys.version.split()[0]}, Unicode {unicodedata.unidata_version}"

@@ -23,7 +23,7 @@ import pytest
 
 from contextfold.projections.render.data_blocks import neutralise, skeleton
 from contextfold.projections.tool_terms import tokenize
-from contextfold.projections.unicode_pins import pinned_nfkc
+from contextfold.projections.unicode_pins import pinned_nfkc, reclassified_characters
 
 SUPERSCRIPT_CYRILLIC_A = "\U0001e030"
 """MODIFIER LETTER CYRILLIC SMALL A (Unicode 15.0): <super> U+0430, which reads as ``a``."""
@@ -75,3 +75,24 @@ def test_every_code_point_folds_as_under_a_newer_unicode_database(python: Path) 
     differing = [hex(cp) for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF
                  and pinned_nfkc(chr(cp)) != folds.get(cp, chr(cp))]
     assert differing == [], (sys.version, unicodedata.unidata_version, theirs["unicode"])
+
+
+_DUMP_WORD_CHARACTERS = """
+import json, sys
+json.dump([cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF
+           and (chr(cp).isalnum() or chr(cp).isdigit())], sys.stdout)
+"""
+
+
+@pytest.mark.skipif(not _NEWER_PYTHONS, reason="no Python 3.12/3.13 interpreter installed to compare with")
+@pytest.mark.parametrize("python", _NEWER_PYTHONS, ids=lambda p: p.parent.parent.name)
+def test_the_letters_and_digits_a_newer_database_adds_are_the_ones_a_replay_names(python: Path) -> None:
+    """What ``\\w``, ``\\b`` and ``isalnum`` read differs between this Python and a newer one only
+    at characters :func:`reclassified_characters` finds (so a replay's Unicode note misses none)."""
+    done = subprocess.run([str(python), "-c", _DUMP_WORD_CHARACTERS], capture_output=True, check=True,
+                          timeout=60, env={"PATH": os.environ.get("PATH", "")})
+    theirs = set(json.loads(done.stdout))
+    ours = {cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF
+            and (chr(cp).isalnum() or chr(cp).isdigit())}
+    differing = "".join(map(chr, sorted(theirs ^ ours)))
+    assert reclassified_characters(differing) == list(differing)
