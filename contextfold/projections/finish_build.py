@@ -48,6 +48,7 @@ from contextfold.projections.request_json import (
 from contextfold.projections.selected_lines import plain_line, selected_line
 from contextfold.projections.selection import Unit
 from contextfold.projections.tool_exposure import ToolChoice, canonical_tool_json
+from contextfold.projections.tool_recency import recency_phrase
 
 __all__ = ["REPLY_PRIMING", "finish_build", "history_start_tokens", "selection_key"]
 
@@ -194,7 +195,7 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                   "toolkit (the run's whole toolkit fits max_tools)" if t.reason == "toolkit" else
                   "fallback (no tool shares a term with the turn: the first registered fill max_tools)"
                   if t.reason == "fallback" else
-                  f"recent (relevant to the user's input of turn {t.turn}; kept so the tool list, the start "
+                  f"recent ({recency_phrase(state, t.name, t.turn or 0)}; kept so the tool list, the start "
                   "of the cached prefix, does not change)" if t.reason == "recent" else t.reason)
         tool_fragments.append(ctx.cached("tool", t.name, (t.tokens, reason)) or ctx.keep(
             "tool", t.name, (t.tokens, reason), ManifestTool(name=t.name, tokens=t.tokens, reason=reason)))

@@ -30,7 +30,7 @@ from contextfold.projections.tool_names import (
     renamed_note,
     tool_name_alias,
 )
-from contextfold.projections.tool_recency import input_matches, tool_recency
+from contextfold.projections.tool_recency import input_matches, recency_phrase, tool_recency
 from contextfold.projections.tool_strict import loosened_tools
 
 __all__ = ["ToolCandidates", "ToolInputs", "limit_note", "newest_user_item", "not_exposed_reason",
@@ -460,13 +460,13 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
                  "goal, ready plan steps and latest input)" if decided.score > 0.0 else
                  "and the tools layer's share had no room for it alone (the run's whole toolkit fits "
                  "max_tools)" if _whole(state, config, inputs) and registered else
-                 "and the tools layer's share had no room for it alone (it holds a recent slot: called in "
-                 f"answer to the user's input of turn {decided.turn})" if decided.turn is not None else
+                 "and the tools layer's share had no room for it alone (it holds a recent slot: "
+                 f"{recency_phrase(state, decided.name, decided.turn)})" if decided.turn is not None else
                  "and it shares no term with the turn's goal, ready plan steps and latest input")
         return (f"tool {name!r} ({known}) is called by the history, but by none of the calls the "
                 f"request kept (a tool is declared with the calls that use it), {alone}")
     limit = MAX_TOOLS.get(config.provider)
-    earlier = f"relevant to the user's input of turn {decided.turn}"
+    earlier = recency_phrase(state, decided.name, decided.turn or 0)
     what = f"recent: {earlier}" if decided.reason == "recent" else decided.reason
     if decided in candidates and limit is not None and len(exposed) >= limit:
         return (f"tool {name!r} ({known}) was a candidate ({what}, BM25 score "

@@ -29,7 +29,10 @@ slot; but a small window cuts old groups, and a tool no input's words matched th
 slot whether or not its calls are kept. The names the inputs' words matched are kept apart
 (:func:`input_matches`): the fallback (``tool_exposure`` rule 7) waits for those only, or a
 coding agent's first ``read_file`` call on "Login is broken, fix it" turned the first registered
-tools, declared for "yes", into that one tool.
+tools, declared for "yes", into that one tool. What made a tool's turn its recency (an input of
+that turn, a call in it, or both: :func:`recency_causes`) is kept too: the manifest, ``why`` and
+``diff`` say which (:func:`recency_phrase`), or a tool the user never asked for read as "relevant
+to the user's input".
 
 Kept on ``state.memo`` with the count of timeline items it has looked at, as
 ``newest_user_item`` is: items are only ever added (a mask or a compaction replaces one in
@@ -42,15 +45,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Literal, TypeAlias
 
 from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.projections.state import MessageItem, RunState
 from contextfold.projections.timeline_items import ToolGroup
 from contextfold.projections.tool_exposure import matching_tools
 
-__all__ = ["input_matches", "tool_recency"]
+__all__ = ["RecencyCause", "input_matches", "recency_causes", "recency_phrase", "tool_recency"]
 
 _MEMO = "tool-recency"
+
+RecencyCause: TypeAlias = Literal["input", "call", "input and call"]
 
 
 def _input_text(state: RunState, item: MessageItem) -> str:
@@ -70,30 +76,54 @@ def input_matches(state: RunState) -> frozenset[str]:
     return _walk(state)[1]
 
 
-def _walk(state: RunState) -> tuple[dict[str, int], frozenset[str]]:
+def recency_causes(state: RunState) -> dict[str, RecencyCause]:
+    """Registered tool name -> what made its :func:`tool_recency` turn: a user input of that turn
+    shares a term with it (``input``), the run called it in that turn (``call``), or both."""
+    return _walk(state)[2]
+
+
+def recency_phrase(state: RunState, name: str, turn: int) -> str:
+    """Why tool ``name`` is recent from ``turn``, in words: "relevant to the user's input of turn
+    N", "called at turn N" or both (a turn not its recency's is said as an input's)."""
+    cause = recency_causes(state).get(name) if tool_recency(state).get(name) == turn else None
+    if cause == "call":
+        return f"called at turn {turn}"
+    if cause == "input and call":
+        return f"relevant to the user's input of turn {turn} and called at turn {turn}"
+    return f"relevant to the user's input of turn {turn}"
+
+
+def _walk(state: RunState) -> tuple[dict[str, int], frozenset[str], dict[str, RecencyCause]]:
     specs: Sequence[ToolSpec] = tuple(state.tools.values())
     key = tuple(map(id, specs))
     hit = state.memo.get(_MEMO)
     items = state.items
     if isinstance(hit, tuple) and hit[0] == key and hit[2] <= len(items):
-        _, _, seen, responses, recency, matched = hit  # (the specs are held: their ids stay theirs)
+        _, _, seen, responses, recency, matched, causes = hit  # (the specs are held: their ids stay theirs)
     else:
-        seen, responses, recency, matched = 0, 0, {}, frozenset()
+        seen, responses, recency, matched, causes = 0, 0, {}, frozenset(), {}
     if seen == len(items):
-        return recency, matched
-    recency, found = dict(recency), set(matched)
+        return recency, matched, causes
+    recency, found, causes = dict(recency), set(matched), dict(causes)
+
+    def note(name: str, turn: int, cause: RecencyCause) -> None:
+        before = causes.get(name) if recency.get(name) == turn else None  # the same turn's other cause
+        causes[name] = cause if before in (None, cause) else "input and call"
+        recency[name] = turn
     new = list(itertools.islice(reversed(items), len(items) - seen))
     for pos in reversed(new):  # the oldest first: a newer input's turn overwrites an older one's
         item = items[pos]
         if isinstance(item, ToolGroup):
             responses += 1  # this response is the answer to the build of turn ``responses``
-            recency.update((call.name, responses) for call in item.calls if call.name in state.tools)
+            for call in item.calls:
+                if call.name in state.tools:
+                    note(call.name, responses, "call")
         elif isinstance(item, MessageItem) and item.role == "assistant":
             responses += 1
         elif isinstance(item, MessageItem) and item.role == "user":
             for name in matching_tools(specs, _input_text(state, item)) if specs else ():
-                recency[name] = responses + 1
+                note(name, responses + 1, "input")
                 found.add(name)
     matched = frozenset(found)
-    state.memo[_MEMO] = (key, specs, len(items), responses, recency, matched)
-    return recency, matched
+    state.memo[_MEMO] = (key, specs, len(items), responses, recency, matched, causes)
+    return recency, matched, causes

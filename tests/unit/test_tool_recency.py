@@ -267,8 +267,7 @@ def test_a_called_tool_is_recent_from_the_turn_it_was_called_in_and_stays_once_i
     assert "database_query" not in called and "slack_post" in called, called
     declared = _declared(small)
     assert declared["database_query"] == (
-        "recent (relevant to the user's input of turn 1; kept so the tool list, the start of the cached "
-        "prefix, does not change)")
+        "recent (called at turn 1; kept so the tool list, the start of the cached prefix, does not change)")
     assert declared["slack_post"] == "referenced" and declared["email_send"].startswith("recent ")
     large = _declared(build_context(state, CONFIG.model_copy(update={"window": 8_000}),
                                     render=render_request))
@@ -304,3 +303,22 @@ def test_a_call_does_not_stop_the_fallback_that_declared_the_tool_list() -> None
     assert tool_recency(called) == {"translate_phrase": 1}
     declared = _declared(build_context(called, CONFIG, render=render_request))
     assert declared == {**first, "translate_phrase": "referenced"}
+
+
+def test_a_recent_tool_says_whether_it_was_called_or_matched_an_input() -> None:
+    """Rule 5's turn is an input's or a call's: the manifest (and so ``why`` and ``diff``) says
+    which. database_query, called at turn 1 and named by no input, had read "relevant to the
+    user's input of turn 1" as if the user had asked for it."""
+    recent = "; kept so the tool list, the start of the cached prefix, does not change)"
+    config = CONFIG.model_copy(update={"window": 4_000})
+    declared = _declared(build_context(_state(*_called_history()), config, render=render_request))
+    assert declared["database_query"] == "recent (called at turn 1" + recent
+    assert declared["email_send"] == "recent (relevant to the user's input of turn 1" + recent
+    # an input of turn 1 names it and the run calls it in that turn: both are said
+    both = [UserInput("email Bob the database rows") if e == UserInput("email Bob") else e
+            for e in _called_history()]
+    state = _state(*both)
+    assert tool_recency(state)["database_query"] == 1
+    declared = _declared(build_context(state, config, render=render_request))
+    assert declared["database_query"] == (
+        "recent (relevant to the user's input of turn 1 and called at turn 1" + recent)
