@@ -119,19 +119,25 @@ def _word_start(text: str, i: int) -> int:
 
 
 def _tail_past_fence_piece(text: str, fences: tuple[list[int], list[str | None]], tail_start: int) -> int:
-    """``tail_start``, or the start of the next line when the tail would open with the end of a
-    line that reads otherwise at a line's start: shown after the marker, the last three of a
-    closing fence's four backticks opened a fence the text never had (a words cut of ``text``
-    then ```` ```` ```` left the rest of the request as code)."""
+    """``tail_start``, or the first cluster boundary after it, in its line, from which the rest of
+    the line does not read otherwise at a line's start (else the start of the next line): shown
+    after the marker, the last three of a closing fence's four backticks opened a fence the text
+    never had (a words cut of ``text`` then ```` ```` ```` left the rest of the request as code).
+
+    The first such boundary at or after ``tail_start``, not the next line: then a tail starting
+    earlier (a larger grant's) never starts later. Moved to the next line, a tail that reached a
+    mid-line ```` ```js ```` went to the text's end, and one more token showed less (5
+    characters, then 4)."""
     starts, states = fences
     at = bisect_right(starts, tail_start) - 1
     if tail_start == starts[at]:
         return tail_start
     end = text.find("\n", tail_start)
-    piece = text[tail_start:] if end < 0 else text[tail_start:end]
-    if fence_after(states[at + 1], piece) == states[at + 1]:
-        return tail_start
-    return len(text) if end < 0 else end + 1
+    line_end = len(text) if end < 0 else end
+    state = states[at + 1]
+    while tail_start < line_end and fence_after(state, text[tail_start:line_end]) != state:
+        tail_start = ceil_boundary(text, tail_start + 1)
+    return tail_start if tail_start < line_end else len(text) if end < 0 else end + 1
 
 
 def _lines_kept(cut: Truncation) -> int:

@@ -14,11 +14,12 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from contextfold.domain.events import GoalSet, ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.projections import truncate as truncate_module
+from contextfold.projections.code_fences import open_fence
 from contextfold.projections.compaction import deterministic_summary
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.fold import fold
@@ -107,6 +108,37 @@ def test_every_budget_of_one_emoji_line_is_clean_and_monotone(count: Counter) ->
             assert clean_cut(text, head) and clean_cut(text, tail), (budget, head, tail)
         chars = kept_chars(text, result)
         assert chars >= previous, budget
+        previous = chars
+
+
+_SPACED = [*(p for p in CLUSTER_PIECES if "\n" not in p and "\r" not in p), "word "]
+spaced_line = st.lists(st.sampled_from(_SPACED), min_size=1, max_size=80).map("".join)
+"""One line with words: the tail starts after a space, and so right at a marker after one."""
+short_line = st.lists(st.sampled_from(_SPACED), max_size=30).map("".join)
+"""A line's end the tail reaches before the whole line fits: the marker before it is in reach."""
+fence_marks = st.sampled_from(["```", "````", "~~~", " ```python", "```js", "  ~~~~ json", "`` `", " ```"])
+
+
+@SETTINGS
+@given(before=spaced_line, mark=fence_marks, after=short_line, count=counters)
+# 5 characters at 11 tokens, 4 at 12: the tail "```js" moved past the text's end
+@example(before="word aéaazaword éabzabzab", mark="```js", after="", count=cl100k)
+@example(before="ézword zaééabazzéaaabéword ", mark=" ```python", after="", count=cl100k)
+def test_a_line_with_a_fence_marker_mid_line_keeps_more_for_more_and_no_fence_open(
+        before: str, mark: str, after: str, count: Counter) -> None:
+    """A words cut whose tail would open with a fence marker moved the tail to the next line (here
+    the text's end), so one more token showed the tail no more: a larger grant showed less. Every
+    grant, as the one-emoji-line test above: the tail reaches the marker at one grant only."""
+    text = before + mark + after
+    previous = -1
+    for budget in range(0, count(text) + 2):
+        result = truncate(text, budget, kind="text", count=count)
+        assert result.over_budget or result.tokens <= budget
+        if not result.over_budget:
+            assert open_fence(result.text) is None, (budget, result.text)
+        chars = (len(text) if result.strategy == "none" else
+                 sum(r.end - r.start + 1 for r in result.kept) if result.strategy == "words" else 0)
+        assert chars >= previous, (budget, chars, previous, result.text)
         previous = chars
 
 
