@@ -25,12 +25,13 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from contextfold.projections.json_literals import SYNTAX_DECODER
+from contextfold.projections.json_shrink import nesting
 from contextfold.projections.truncation_result import KeptRange, Truncation
 
 if TYPE_CHECKING:
     from contextfold.projections.line_counts import LineSplitting
 
-__all__ = ["BLOCK_FLOOR", "cut_blocks", "or_blocks", "splits_a_value", "value_spans"]
+__all__ = ["BLOCK_DEPTH", "BLOCK_FLOOR", "cut_blocks", "or_blocks", "splits_a_value", "value_spans"]
 
 _DECODER = SYNTAX_DECODER
 """The documents as a JSON cut takes one (``json_literals``: any number, ``NaN``; the cut parses
@@ -41,6 +42,14 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 BLOCK_FLOOR = 48
 """The fewest tokens a document that is cut gets (as ``SHRINK_FLOOR``, a fragment's): below it
 the cut is a marker, and the text is cut as lines instead."""
+BLOCK_DEPTH = 100
+"""Containers nested past which a document does not make its text blocks (it is cut as a text).
+Why: the parser recurses, a frame a level counted from the caller's frame, and "not blocks" on a
+``RecursionError`` depended on the call: two 400-level documents were blocks from a test and not
+from 700 frames deeper, so one text was cut as JSON or as characters by where it was cut.
+Decided by the depth, per text, the answer is the same from any stack with ~850 frames of room
+(a text's documents are read once and kept: ``or_blocks``); MCP blocks are records a few levels
+deep."""
 _ATTEMPTS = 6
 """Tries at the shares: token counts do not add up across the joins (``}\\n{``), so the room is
 lowered by the excess and the documents cut again (each cut's probes are memoised)."""
@@ -48,16 +57,20 @@ lowered by the excess and the documents cut again (each cut's probes are memoise
 
 def value_spans(text: str) -> list[tuple[int, int]] | None:
     """Where ``text``'s JSON documents start and end, when it is two or more of them with a line
-    break between each two (and only whitespace around them); else None. Linear: each document
-    is parsed once, left to right, and the first that does not parse ends the search."""
+    break between each two (and only whitespace around them), none nested past
+    :data:`BLOCK_DEPTH`; else None. Linear: each document is parsed once, left to right, and the
+    first that does not parse ends the search."""
     pos = _SPACE.match(text).end()  # type: ignore[union-attr]  # matches the empty string
     spans: list[tuple[int, int]] = []
     while pos < len(text):
         if spans and "\n" not in text[spans[-1][1]:pos]:
             return None  # `{} {}`: one line, not blocks
         try:
-            _, end = _DECODER.raw_decode(text, pos)
-        except (ValueError, RecursionError):
+            value, end = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):  # not JSON, or past the stack (so past BLOCK_DEPTH)
+            return None
+        if (text.count("[", pos, end) + text.count("{", pos, end) > BLOCK_DEPTH
+                and nesting(value, BLOCK_DEPTH) > BLOCK_DEPTH):  # (fewer brackets: not that deep)
             return None
         spans.append((pos, end))
         pos = _SPACE.match(text, end).end()  # type: ignore[union-attr]

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 import contextfold
 from contextfold import ModelResponse, TextBlock, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import TruncationRecord
+from contextfold.projections.json_blocks import BLOCK_DEPTH, value_spans
 from contextfold.projections.truncate import truncate
 from tests.counters import cl100k
 
@@ -111,3 +113,23 @@ def test_blocks_cut_stay_documents_within_budget(values: list[Any], indent: int 
     assert result.over_budget or result.tokens <= budget
     if result.unit == "block":
         assert len(documents(result.text)) == len(values)
+
+
+def _from_frames_deeper(frames: int, call: Callable[[], Any]) -> Any:
+    """``call()`` made ``frames`` Python frames below this one."""
+    return call() if frames == 0 else _from_frames_deeper(frames - 1, call)
+
+
+def test_whether_a_text_is_blocks_does_not_depend_on_the_caller_stack() -> None:
+    """The parser recurses a frame a level, counted from the caller's frame: two 400-level
+    documents were blocks from a test and "not blocks" from 700 frames deeper (a RecursionError),
+    so one text was cut as JSON or as characters by where it was cut. Decided by the depth now:
+    past ``BLOCK_DEPTH`` not blocks, from any stack; at it, blocks from any stack."""
+    def nested(levels: int) -> str:
+        return "[" * levels + "1" + "]" * levels
+
+    for levels, blocks in ((400, False), (BLOCK_DEPTH + 1, False), (BLOCK_DEPTH, True), (3, True)):
+        text = nested(levels) + "\n" + nested(levels)
+        shallow = value_spans(text)
+        assert (shallow is not None) is blocks, levels
+        assert _from_frames_deeper(700, lambda: value_spans(text)) == shallow, levels  # noqa: B023
