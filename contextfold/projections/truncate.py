@@ -311,7 +311,8 @@ def _parse_json(text: str, entry: dict[str, Any], count: TokenCounter, rule: Lin
 
 def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
                    rule: LineSplitting | None = None, first_line: int = 1) -> Truncation:
-    entry = probe_entry(("json", text, count), len(text))
+    # the rule too: the entry's layout in pieces (``_parse_json``) is made only with one
+    entry = probe_entry(("json", text, count, rule), len(text))
     if (fits := compact_fits(entry, text, original_tokens, max_tokens)) is not None:
         return fits
     if "json" not in entry and (fits := _parse_json(text, entry, count, rule, original_tokens, max_tokens)):

@@ -99,3 +99,18 @@ def test_cuts_of_a_json_text_are_the_searchs(value: Any, literal: str, with_lite
             assert got == expected
         else:
             assert got.strategy != "none" and (got.over_budget or got.tokens <= budget)
+
+
+def test_a_cut_with_a_line_splitting_rule_counts_by_pieces_whatever_was_cut_before() -> None:
+    """The JSON memo entry holds the layout in pieces only a cut given the encoding's line
+    splitting makes (``JsonPieces``), but its key left the rule out: a cut without it first made
+    the entry, and every later cut of the text with the rule counted whole renders. The same
+    results (the pieces' counts are exact), by another path: the key names the rule now."""
+    text = json.dumps({"rows": [{"id": i, "name": f"user-{i}", "note": "x" * 40} for i in range(300)]})
+    truncate_module._PROBES.clear()
+    plain = truncate(text, 600, kind="json", count=COUNTER.count)
+    ruled = _cut(text, 700)
+    made = [entry["json"] for key, entry in truncate_module._PROBES.items() if key[:2] == ("json", text)]
+    assert any(value is not None and value[3] is not None for value in made)  # JsonPieces: by pieces
+    truncate_module._PROBES.clear()
+    assert _cut(text, 700) == ruled and truncate(text, 600, kind="json", count=COUNTER.count) == plain
