@@ -71,12 +71,11 @@ documents for JSON blocks).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from itertools import chain as chain_lines
 from typing import Any, Literal, TypeAlias, assert_never
 
 from contextfold.domain.canonical import orjson_writes_the_same
-from contextfold.domain.errors import InvalidInputError
+from contextfold.projections.chunk_cut import truncate_chunks
 from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
 from contextfold.projections.file_lines import FileLines
 from contextfold.projections.json_blocks import or_blocks
@@ -108,6 +107,7 @@ from contextfold.projections.truncation_result import (
     TokenCounter,
     Truncation,
     Unit,
+    check_budget,
     marker_only,
     truncation_of,
 )
@@ -396,11 +396,6 @@ def _written_compact(text: str, value: Any, orjson_safe: bool, numbers: bool) ->
 # ------------------------------------------------------------------ entry points
 
 
-def _check_budget(max_tokens: int) -> None:
-    if max_tokens < 0:
-        raise InvalidInputError(f"max_tokens must be >= 0, got {max_tokens}")
-
-
 def truncate(text: str, max_tokens: int, *, kind: ContentKind,
              count: TokenCounter, line_splitting: LineSplitting | None = None,
              first_line: int = 1, numbers: FileLines | None = None) -> Truncation:
@@ -416,7 +411,7 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
     a note line, and a marker line where a newer read's lines were cut out): which file line
     each line is, in place of ``first_line``.
     """
-    _check_budget(max_tokens)
+    check_budget(max_tokens)
     original_tokens = count(text)
     if kind not in ("file", "json"):  # JSON that does not parse is cut by lines
         first_line = 1
@@ -447,55 +442,3 @@ def truncate(text: str, max_tokens: int, *, kind: ContentKind,
             return _truncate_json(text, original_tokens, max_tokens, count, line_splitting, first_line)
         case _:
             assert_never(kind)
-
-
-CHUNK_SEPARATOR = "\n\n"
-
-
-def _chunk_marker(omitted: int, total: int) -> str:
-    return f"… [{omitted} of {total} chunks omitted] …"
-
-
-def truncate_chunks(chunks: Sequence[str], max_tokens: int, count: TokenCounter) -> Truncation:
-    """Whole retrieval chunks, in the given (rank) order, joined by a blank line.
-
-    Greedy by rank: a chunk that does not fit is skipped and a later, smaller
-    one may still enter, so the budget is used without ever splitting a chunk.
-    When anything is dropped a marker line says how many of how many.
-    """
-    _check_budget(max_tokens)
-    original = CHUNK_SEPARATOR.join(chunks)
-    original_tokens = count(original)
-    total = len(chunks)
-    if original_tokens <= max_tokens:
-        return truncation_of(original, strategy="none", unit="chunk", original=original,
-                             original_tokens=original_tokens, tokens=original_tokens,
-                             kept=[(1, total)])
-
-    def render(kept: Sequence[int]) -> str:
-        parts = [chunks[i] for i in kept]
-        parts.append(_chunk_marker(total - len(kept), total))
-        return CHUNK_SEPARATOR.join(parts)
-
-    kept: list[int] = []
-    text = render(kept)
-    tokens = count(text)
-    if tokens > max_tokens:
-        return marker_only(original, original_tokens, "chunk", total, count)
-    for i, chunk in enumerate(chunks):
-        if count(chunk) > max_tokens - tokens + count(_chunk_marker(total, total)) + 2:
-            continue  # cheap pre-check: cannot possibly fit
-        candidate = render([*kept, i])
-        candidate_tokens = count(candidate)
-        if candidate_tokens <= max_tokens:
-            kept.append(i)
-            text, tokens = candidate, candidate_tokens
-    ranges: list[tuple[int, int]] = []
-    for i in kept:
-        if ranges and ranges[-1][1] == i:
-            ranges[-1] = (ranges[-1][0], i + 1)
-        else:
-            ranges.append((i + 1, i + 1))
-    return truncation_of(text, strategy="chunks", unit="chunk", original=original,
-                         original_tokens=original_tokens, tokens=tokens, kept=ranges,
-                         omitted=total - len(kept))

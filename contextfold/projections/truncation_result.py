@@ -15,8 +15,10 @@ from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MINIMAL_MARKER", "KeptRange", "Strategy", "TokenCounter", "Truncation", "Unit", "marker_only",
-           "truncation_of"]
+from contextfold.domain.errors import InvalidInputError
+
+__all__ = ["MINIMAL_MARKER", "KeptRange", "Strategy", "TokenCounter", "Truncation", "Unit", "check_budget",
+           "marker_only", "truncation_of"]
 
 TokenCounter: TypeAlias = Callable[[str], int]
 Strategy: TypeAlias = Literal["none", "lines", "fenced_lines", "words", "json", "chunks", "lean_log",
@@ -89,3 +91,9 @@ def marker_only(original: str, original_tokens: int, unit: Unit, omitted: int,
         original_chars=len(original), original_tokens=original_tokens,
         tokens=count(MINIMAL_MARKER), kept=(), omitted=omitted, over_budget=True,
     )
+
+
+def check_budget(max_tokens: int) -> None:
+    """Refuse a negative grant (:class:`InvalidInputError`): every cut's entry point checks it."""
+    if max_tokens < 0:
+        raise InvalidInputError(f"max_tokens must be >= 0, got {max_tokens}")
