@@ -12,7 +12,7 @@ the Lucene idf every term's weight is positive, so that is exactly a BM25 score 
 the registry's idf: an input is looked at once, when it appears, and its answer never changes
 while the registry stays. Inputs are scored by their text alone (the goal and the current plan
 steps are in the current query anyway). Every user input counts, a hand-off's task too, shown
-or hidden by a summary, as :func:`tool_candidates.newest_user_item` counts them.
+or hidden by a summary, as :func:`tool_query.newest_user_item` counts them.
 
 A tool's recency is the *turn* of that input: the first build that saw it, one more than the
 model responses before it (each response is one timeline item, a tool group or a reply). Two
