@@ -36,24 +36,21 @@ from contextfold.domain.events import (
     ContextBuilt,
     DocumentBlock,
     ImageBlock,
-    ToolCallCancelled,
-    ToolResultLost,
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, Calibration, config_of
 from contextfold.kept_counts import counts_kept
-from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.builder import BuildResult
 from contextfold.projections.calibration import (
     ESTIMATE_KEYS,
     Estimate,
     calibrate_state,
     record_estimate,
 )
-from contextfold.projections.fold import fold, fold_event, new_state
+from contextfold.projections.fold import fold, new_state
 from contextfold.projections.progress import Progress
 from contextfold.projections.recorded_encoding import FirstRecord
 from contextfold.projections.render.data_blocks import neutralise
-from contextfold.projections.repair import recovery_events
 from contextfold.projections.state import ArtifactTokens, RunState
 from contextfold.projections.tokens import TokenCounter
 from contextfold.rebuild_api import (
@@ -364,35 +361,11 @@ class Run:
     def _build_live(self, state: RunState, planned: Sequence[AnyEvent], cfg: BuildConfig, *,
                     record: bool = True, write: bool = True,
                     before_record: Callable[[BuildResult], None] | None = None) -> BuildResult:
-        """The live build of ``state``: the run's state now with ``planned`` (events not yet in
-        the log, e.g. a compaction's) folded in. ``planned``, the recovery events and the record
-        are appended in one transaction once the build succeeds: a build that fails (a budget
-        error, a refused request) leaves the log unchanged. Without ``write``, nothing is."""
-        recovery = recovery_events(state, in_flight=cfg.in_flight)
-        version = state.version - len(planned)
-        if recovery:
-            # folded into a copy and appended once the build succeeds: a build that fails (a
-            # budget error) must not leave cancellations of calls still in flight in the log
-            state, base = state.snapshot(), state.version
-            for offset, event in enumerate(recovery, start=1):
-                fold_event(state, RecordedEvent(self.run_id, base + offset, event, ""))
-        # the recovery events an auto-compaction planned first (folded with its steps) are this
-        # build's repairs too: the manifest left them out when they came through ``planned``
-        repairs = [f"{e.type}:{e.call_id}" for e in (*planned, *recovery)
-                   if isinstance(e, ToolResultLost | ToolCallCancelled)]
-        result = build_context(state, cfg, load_text=self.store.cited_text, render=render_request,
-                               repairs=repairs, calibration=self._calibration(state, cfg),
-                               load_bytes=self.store.events.cited_artifact)
-        if not write:
-            return result
-        if before_record is not None:
-            before_record(result)
-        if planned or recovery:
-            self.append(planned, recovery, [result.record(rebuild=False)] if record else [],
-                        expected_version=version)
-        elif record:
-            self.append(result.record(rebuild=False))
-        return result
+        """The live build of ``state`` with ``planned`` folded in, appended with its recovery
+        events and record once it succeeds (:func:`contextfold.live_build.build_live`)."""
+        from contextfold.live_build import build_live
+
+        return build_live(self, state, planned, cfg, record=record, write=write, before_record=before_record)
 
     def _calibration(self, state: RunState, cfg: BuildConfig) -> Calibration | None:
         """The usage calibration as of ``state`` (its own usage and build records only: replay-stable)."""
