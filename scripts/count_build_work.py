@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Count the work inside A's first builds: machine instructions (callgrind) or bytecodes by function.
+"""Count the work inside A's or B's builds: machine instructions (callgrind) or bytecodes by function.
 
 Why: a change worth 2-5% of a build does not show in timings on a shared 2-core machine, whose
 runs swing more than that (``bench_ab.py``'s paired ratios have an IQR of about +-10%). A count
@@ -11,7 +11,8 @@ Modes:
 
 - ``--instructions`` (default): re-runs this script under ``valgrind --tool=callgrind`` with
   collection off, and turns it on only inside the timed builds (a client request from a tiny C
-  helper compiled here with ``gcc``: ``CALLGRIND_TOGGLE_COLLECT`` around each build). Prints
+  helper compiled here with ``gcc``: ``CALLGRIND_TOGGLE_COLLECT`` around each build, and the
+  instrumentation itself started and stopped there). Prints
   the instructions per build. Needs valgrind, its headers (``valgrind/callgrind.h``) and gcc;
   ~2 minutes for the default 10 runs.
 - ``--bytecodes``: counts the bytecodes each Python function executes inside the builds
@@ -19,6 +20,11 @@ Modes:
   cut a text and those that do not, and prints the top functions. What a function costs in
   the interpreter, which ``cProfile`` (that slows every call) and sampling profilers (that
   miss short builds) blur.
+
+Workloads (``--workload``, as in ``profile_build.py``): ``A``, every turn of the first ``--runs``
+tau-bench runs at ``--budget``; ``B``, the last ``--turns`` turns of the synthetic 10,000-message
+run at 128k (its state folded once, then built at each turn). B's 100 first builds take ~15
+minutes under callgrind; ``--turns 20`` counts the same kind of build in ~4.
 
 The loop is ``profile_build.py``'s (its ``drive``): each turn's messages appended to a SQLite
 store and folded, one untimed warm-up pair, then per turn ``neutral`` (the ``first`` build),
@@ -29,6 +35,7 @@ depend on the heap's history).
 
 Usage:
   .venv/bin/python scripts/count_build_work.py [--runs 10] [--budget 3000] [--kind first|second|rebuild]
+  .venv/bin/python scripts/count_build_work.py --workload B [--turns 100]
   .venv3.12/bin/python scripts/count_build_work.py --bytecodes [--split plain|cut|all]
 """
 
@@ -51,11 +58,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_build as bb
 import profile_build as pb
 
+import contextfold
 from contextfold.domain.manifest import BuildConfig
 
-_TOGGLE_C = "#include <valgrind/callgrind.h>\nvoid cg_toggle(void) { CALLGRIND_TOGGLE_COLLECT; }\n"
+_TOGGLE_C = """#include <valgrind/callgrind.h>
+void cg_start(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_TOGGLE_COLLECT; }
+void cg_stop(void) { CALLGRIND_TOGGLE_COLLECT; CALLGRIND_STOP_INSTRUMENTATION; }
+"""
+"""Collection on and off around each build; instrumentation too, so what runs between the builds
+(B's 10,000 messages made, stored and folded) runs at valgrind's uninstrumented ~5x slowdown rather
+than callgrind's ~50x (the count is the same: only the collected builds are counted)."""
 _REPO = str(Path(__file__).resolve().parents[1]) + "/"
 
 
@@ -78,11 +93,15 @@ class _Counted(pb.Probe):
 
 
 def drive(args: argparse.Namespace, around: Callable[[Callable[[], Any]], Any]) -> int:
-    """``profile_build``'s agent loop over the first ``args.runs`` tau-bench runs, each build of
-    ``args.kind`` run by ``around(build)``. Returns how many builds that was."""
+    """``profile_build``'s agent loop over the workload's turns (A: the first ``args.runs``
+    tau-bench runs; B: the synthetic run's last ``args.turns``), each build of ``args.kind`` run
+    by ``around(build)``. Returns how many builds that was."""
     probe = _Counted(args.kind, around)
-    pb.drive(probe, pb.turns_a(args.runs), args.budget, None, lambda msg: None,
-             first_provider=args.first_provider)
+    if args.workload == "A":
+        runs, budget = pb.turns_a(args.runs), args.budget
+    else:
+        runs, budget = pb.turns_b(args.turns), bb.BUDGET_B
+    pb.drive(probe, runs, budget, None, lambda msg: None, first_provider=args.first_provider)
     return probe.counted
 
 
@@ -104,7 +123,7 @@ def instructions(args: argparse.Namespace) -> int:
         out = work / "callgrind.out"
         env = {**os.environ, "CONTEXTFOLD_UNDER_CALLGRIND": "1", "PYTHONHASHSEED": "0",
                "CONTEXTFOLD_CALLGRIND_HELPER": str(work / "toggle.so")}
-        proc = subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--instr-atstart=no",
                                f"--callgrind-out-file={out}", sys.executable, __file__, *sys.argv[1:]],
                               env=env, capture_output=True, text=True)
         if proc.returncode:
@@ -112,17 +131,18 @@ def instructions(args: argparse.Namespace) -> int:
             return proc.returncode
         builds = int(re.search(r"^builds (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
         total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
-        print(f"{args.kind} builds: {builds}, instructions {total:,} ({total / builds:,.0f} per build); "
-              f"callgrind output {out}")
+        print(f"workload {args.workload}, {args.kind} builds: {builds}, instructions {total:,} "
+              f"({total / builds:,.0f} per build); callgrind output {out}; "
+              f"contextfold from {Path(contextfold.__file__).parent}")
         return 0
     helper = ctypes.CDLL(os.environ["CONTEXTFOLD_CALLGRIND_HELPER"])
 
     def around(build: Callable[[], Any]) -> Any:
-        helper.cg_toggle()
+        helper.cg_start()
         try:
             return build()
         finally:
-            helper.cg_toggle()
+            helper.cg_stop()
 
     print(f"builds {drive(args, around)}")
     return 0
@@ -176,8 +196,11 @@ def bytecodes(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=10, help="tau-bench runs (default 10: ~140 turns)")
-    parser.add_argument("--budget", type=int, default=3000)
+    parser.add_argument("--workload", choices=("A", "B"), default="A",
+                        help="A: tau-bench runs; B: the synthetic 10,000-message run at 128k")
+    parser.add_argument("--runs", type=int, default=10, help="A: tau-bench runs (default 10: ~140 turns)")
+    parser.add_argument("--budget", type=int, default=3000, help="A: the budget (window - reserve)")
+    parser.add_argument("--turns", type=int, default=100, help="B: how many of the last turns")
     parser.add_argument("--kind", choices=pb.KINDS, default="first",
                         help="which build of a turn to count")
     parser.add_argument("--bytecodes", action="store_true", help="bytecodes by function (Python 3.12+)")
