@@ -38,7 +38,7 @@ from contextfold.domain.errors import (
 from contextfold.store.sqlite_space import WRITE_ERRORS, why_no_room
 from contextfold.store.store_url import display_url, parse_store_url
 
-__all__ = ["PoolExhausted", "busy", "causes", "not_writable", "one_line", "translate_errors"]
+__all__ = ["PoolExhausted", "busy", "causes", "damaged", "not_writable", "one_line", "translate_errors"]
 
 _SQLITE_READONLY = 8
 _SQLITE_FULL = 13
@@ -48,6 +48,8 @@ _PG_DISK_FULL = "53100"
 _PG_LOCK_NOT_AVAILABLE = "55P03"
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
 
 
 class PoolExhausted(Exception):
@@ -102,6 +104,26 @@ def not_writable(exc: BaseException, what: str, url: str | None) -> StoreNotWrit
     return None
 
 
+def damaged(exc: BaseException, what: str, url: str | None) -> IntegrityError | None:
+    """The :class:`IntegrityError` that ``exc`` (or its cause chain) stands for when SQLite found
+    the store file itself damaged (SQLITE_CORRUPT "database disk image is malformed", SQLITE_NOTADB
+    in a file whose header said SQLite), else None.
+
+    Why not a plain StoreError: that was exit 2 ("bad input, not found"), and a file cut short
+    was "not a contextfold SQLite store", as for a mistyped URL; the user was not told that the
+    bytes on disk are broken and that no retry will read them, only a backup or SQLite's own
+    recovery. Told apart by SQLite's result code, never its text."""
+    for cause in causes(exc):
+        code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF
+        if isinstance(cause, sqlite3.Error) and code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+            path = _sqlite_path(url)
+            return IntegrityError(
+                f"{what}: the store file {path} is damaged ({cause}): SQLite cannot read it, and no "
+                f"retry will; restore it from a backup, or recover what SQLite still reads "
+                f"(sqlite3 {path} .recover)")
+    return None
+
+
 def busy(exc: BaseException, what: str) -> StoreBusyError | None:
     """The :class:`StoreBusyError` that ``exc`` (or its cause chain) stands for, else None: a lock
     waited for past ``lock_timeout`` (PostgreSQL's SQLSTATE 55P03, SQLite's busy and locked
@@ -147,7 +169,7 @@ def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
             raise IntegrityError(f"{what}: a stored row holds TEXT that is not valid UTF-8 in column "
                                  f"{undecodable!r} (written as text by another tool: this store writes "
                                  "events and artifacts as BLOBs); no retry will read it") from exc
-        refusal = not_writable(exc, what, url)
+        refusal = not_writable(exc, what, url) or damaged(exc, what, url)
         if refusal is not None:
             raise refusal from exc
         held = busy(exc, what)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contextfold.domain.errors import StoreConfigError, StoreUnavailableError
+from contextfold.store.driver_errors import damaged
 
 __all__ = ["SQLITE_HEADER", "SQLiteFile", "check_sqlite_path", "sqlite_database"]
 
@@ -127,6 +128,9 @@ def _tables(target: Path, path: str, url: str, *, wal: bool) -> list[str]:
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise StoreUnavailableError(f"cannot read the schema of {path} ({url!r}): {exc}") from exc
+        refusal = damaged(exc, f"read the schema of {path} ({url!r})", url)
+        if refusal is not None:  # SQLite's header, then broken pages: a store cut short, not a wrong URL
+            raise refusal from exc
         raise StoreConfigError(
             f"{path} is not a contextfold SQLite store (not a readable database: {exc}): {url!r}") from exc
 
