@@ -38,7 +38,8 @@ from contextfold.domain.errors import (
 from contextfold.store.sqlite_space import WRITE_ERRORS, why_no_room
 from contextfold.store.store_url import display_url, parse_store_url
 
-__all__ = ["PoolExhausted", "busy", "causes", "damaged", "not_writable", "one_line", "translate_errors"]
+__all__ = ["PoolExhausted", "busy", "causes", "damaged", "no_room_to_read", "not_writable", "one_line",
+           "translate_errors"]
 
 _SQLITE_READONLY = 8
 _SQLITE_FULL = 13
@@ -121,6 +122,26 @@ def damaged(exc: BaseException, what: str, url: str | None) -> IntegrityError | 
                 f"{what}: the store file {path} is damaged ({cause}): SQLite cannot read it, and no "
                 f"retry will; restore it from a backup, or recover what SQLite still reads "
                 f"(sqlite3 {path} .recover)")
+    return None
+
+
+def no_room_to_read(exc: BaseException, what: str, url: str) -> StoreFullError | None:
+    """The :class:`StoreFullError` that a read's ``exc`` stands for when SQLite could not write the
+    store's ``-shm`` index file (made on first use, 32 KiB, needed by every reader of a WAL
+    store) for want of room (:func:`.sqlite_space.why_no_room`), else None.
+
+    Why: on a full disk a store that no process held open could not be read at all, and once
+    a first attempt had left the ``-shm`` file behind, empty, the schema check said "not a
+    contextfold SQLite store (not a readable database: disk I/O error)", a StoreConfigError
+    (exit 2: check the URL) for a store that reads again as soon as there is room."""
+    for cause in causes(exc):
+        if isinstance(cause, sqlite3.Error) and getattr(cause, "sqlite_errorcode", None) in WRITE_ERRORS:
+            path = _sqlite_path(url)
+            why = why_no_room(path)
+            if why is not None:
+                return StoreFullError(
+                    f"{what}: the store file {path} cannot be read: SQLite could not write its index "
+                    f"file {path}-shm, which every reader needs ({cause}): {why}, then retry")
     return None
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contextfold.domain.errors import StoreConfigError, StoreUnavailableError
-from contextfold.store.driver_errors import damaged
+from contextfold.store.driver_errors import damaged, no_room_to_read
 
 __all__ = ["SQLITE_HEADER", "SQLiteFile", "check_sqlite_path", "sqlite_database"]
 
@@ -128,8 +128,11 @@ def _tables(target: Path, path: str, url: str, *, wal: bool) -> list[str]:
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise StoreUnavailableError(f"cannot read the schema of {path} ({url!r}): {exc}") from exc
-        refusal = damaged(exc, f"read the schema of {path} ({url!r})", url)
-        if refusal is not None:  # SQLite's header, then broken pages: a store cut short, not a wrong URL
+        what = f"read the schema of {path} ({url!r})"
+        # SQLite's header, then broken pages: a store cut short; or no room for the -shm file
+        # every reader writes (a full disk): not a wrong URL either way
+        refusal = damaged(exc, what, url) or no_room_to_read(exc, what, url)
+        if refusal is not None:
             raise refusal from exc
         raise StoreConfigError(
             f"{path} is not a contextfold SQLite store (not a readable database: {exc}): {url!r}") from exc

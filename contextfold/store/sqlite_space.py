@@ -22,9 +22,10 @@ from pathlib import Path
 __all__ = ["WRITE_ERRORS", "why_no_room"]
 
 # SQLite's extended result codes of a write or sync the OS refused (SQLITE_IOERR | n << 8):
-# IOERR_WRITE, IOERR_FSYNC, IOERR_DIR_FSYNC, IOERR_TRUNCATE (a file extended by ftruncate) and
-# IOERR_SHMSIZE (the -shm file grown)
-WRITE_ERRORS = frozenset({10 | 3 << 8, 10 | 4 << 8, 10 | 5 << 8, 10 | 6 << 8, 10 | 19 << 8})
+# IOERR_WRITE, IOERR_FSYNC, IOERR_DIR_FSYNC, IOERR_TRUNCATE (a file extended by ftruncate),
+# IOERR_SHMOPEN (the -shm file's first bytes written: a reader's too) and IOERR_SHMSIZE (the
+# -shm file grown)
+WRITE_ERRORS = frozenset({10 | 3 << 8, 10 | 4 << 8, 10 | 5 << 8, 10 | 6 << 8, 10 | 18 << 8, 10 | 19 << 8})
 
 # the most SQLite writes in one call: a page of the largest size (64 KiB) and a WAL frame header
 _MOST_WRITTEN = 65_536 + 24

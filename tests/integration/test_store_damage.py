@@ -4,6 +4,9 @@ error that names the file, from the API and as one line and exit 3 from the comm
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -86,3 +89,42 @@ def test_a_sqlite_store_cut_short_is_a_damaged_store_not_another_file(tmp_path: 
     assert out.returncode == 3, out.stderr
     assert out.stderr.startswith("contextfold: integrity error: ") and out.stderr.count("\n") == 1
     assert "not a contextfold SQLite store" not in out.stderr
+
+
+def _without_room_to_write(size: int) -> Callable[[], None]:
+    """Run in the child before it starts: no file may grow past ``size`` bytes (RLIMIT_FSIZE;
+    Python ignores the SIGXFSZ that comes with it, and the write fails with EFBIG), as on a full
+    disk."""
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+
+    return limit
+
+
+@pytest.mark.parametrize("size", [0, 1024], ids=["no-byte", "a-kilobyte"])
+def test_reading_a_closed_store_where_no_file_may_grow_says_no_room_not_another_file(
+        tmp_path: Path, size: int) -> None:
+    """Every reader of a WAL store needs SQLite's -shm index file, 32 KiB, made on first use: on
+    a full disk (here: a file-size limit, the same refusal at each write) with no process
+    holding the store open, the first command failed, and left the -shm and -wal files behind,
+    empty; every later command, a read ('events', 'verify', 'replay') too, said the store was
+    "not a contextfold SQLite store (not a readable database: disk I/O error)", a
+    StoreConfigError (exit 2: check your URL). Where not even the -shm file's first bytes could
+    be written (IOERR_SHMOPEN, the no-byte case) the first command was a plain StoreError, exit 2
+    too. Both are StoreFullError (exit 5: free space, then retry), and once there is room the
+    store reads as before."""
+    path = tmp_path / "store.db"
+    _store_with_a_run(path)
+    limit = f"this process may not write files larger than {size} bytes (its file-size limit"
+    for attempt in range(2):  # the first makes the -shm and -wal files, empty; the second finds them
+        out = subprocess.run([sys.executable, "-m", "contextfold", "--store", f"sqlite:///{path}",
+                              "events", "r"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                             preexec_fn=_without_room_to_write(size))
+        assert out.returncode == 5, (attempt, out.stderr)
+        assert out.stderr.startswith("contextfold: StoreFullError: ") and out.stderr.count("\n") == 1
+        assert f"the store file {path} " in out.stderr and limit in out.stderr, (attempt, out.stderr)
+    assert Path(f"{path}-shm").exists()  # the state the second attempt met
+    out = cf("--store", f"sqlite:///{path}", "verify", "r", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
