@@ -40,7 +40,7 @@ from contextfold.store.fork_renewal import forget_after_fork, keep_inherited, re
 from contextfold.store.head_check import sqlite_recorder_class
 from contextfold.store.pg_backend import PostgresBackend
 from contextfold.store.pg_pool import libpq_dead_peer
-from contextfold.store.sqlite_path import check_sqlite_path, sqlite_database
+from contextfold.store.sqlite_path import OpenedFile, check_sqlite_path, sqlite_database
 from contextfold.store.store_tables import ARTIFACTS_TABLE, EVENTS_TABLE, NO_WAIT, STORE_TABLES, no_store
 from contextfold.store.store_url import (
     DEFAULT_LOCK_TIMEOUT,
@@ -119,7 +119,9 @@ class SQLiteBackend:
         self._lock_timeout = SQLITE_LOCK_TIMEOUT if url.lock_timeout is None else url.lock_timeout
         self.datastore = self._new_datastore()
         self.recorder = sqlite_recorder_class()(self.datastore, events_table_name=EVENTS_TABLE)
-        if checked:  # a file; a shared in-memory database lives in this process only
+        self._opened = None if checked is None else OpenedFile(checked.target, display_url(raw_url))
+        if self._opened is not None:  # a file; a shared in-memory database lives in this process only
+            self.recorder.file_check = self._opened.check  # no insert into a file deleted or replaced
             renew_after_fork(self)
 
     def _new_datastore(self) -> SQLiteDatastore:
@@ -162,6 +164,8 @@ class SQLiteBackend:
                         c.execute(create_table_sql(TOKEN_COUNTS_TABLE, blob="BLOB", integer="INTEGER"))
                 except StoreNotWritableError:
                     pass  # a read-only store made before the table: it keeps no counts (token_counts)
+                if self._opened is not None:
+                    self._opened.check()  # a new store's file exists from here: its identity taken
                 return
             except StoreError as exc:
                 locked = "database is locked" in str(exc.__cause__ or "")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import blake3
@@ -73,6 +73,9 @@ def sqlite_recorder_class() -> type[Any]:
     from eventsourcing.sqlite import SQLiteApplicationRecorder
 
     class Recorder(SQLiteApplicationRecorder):
+        file_check: Callable[[], None] | None = None
+        """Raises when the store file is no longer at its path (:class:`.sqlite_path.OpenedFile`)."""
+
         def _insert_events(self, c: Any, stored_events: Sequence[Any], *,
                            heads: Sequence[ExpectedHead] = (), **kwargs: Any) -> Sequence[int] | None:
             """Insert, then check the heads: after the insert the transaction holds the write
@@ -80,6 +83,8 @@ def sqlite_recorder_class() -> type[Any]:
             that the insert cannot upgrade once another writer committed ("database is locked"
             at once, without waiting out the busy timeout)."""
             ids: Sequence[int] | None = super()._insert_events(c, stored_events, **kwargs)
+            if self.file_check is not None:
+                self.file_check()
             check_heads(c, f"SELECT state FROM {self.events_table_name} "
                            "WHERE originator_id = ? AND originator_version = ?", heads)
             return ids

@@ -19,6 +19,7 @@ was read as a URI naming another file than the one checked.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import stat
 import uuid
@@ -26,10 +27,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextfold.domain.errors import StoreConfigError, StoreUnavailableError
+from contextfold.domain.errors import StoreConfigError, StoreNotWritableError, StoreUnavailableError
 from contextfold.store.driver_errors import damaged, no_room_to_read
 
-__all__ = ["SQLITE_HEADER", "SQLiteFile", "check_sqlite_path", "sqlite_database"]
+__all__ = ["SQLITE_HEADER", "OpenedFile", "SQLiteFile", "check_sqlite_path", "sqlite_database"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file (an empty file is an empty database)."""
@@ -56,6 +57,45 @@ def sqlite_database(checked: SQLiteFile | None) -> str:
     if checked is None:
         return f"file:contextfold-{uuid.uuid4().hex}?mode=memory&cache=shared"
     return checked.target.as_uri()
+
+
+class OpenedFile:
+    """The store file as this store opened it (its device and inode), checked by each insert of
+    events, inside its transaction (:func:`~contextfold.store.head_check.sqlite_recorder_class`).
+
+    Why: a store file deleted (``rm``) or replaced (a backup moved over it) under a running
+    worker is still open in SQLite, which in WAL mode goes on writing into it (SQLite's own
+    check, SQLITE_READONLY_DBMOVED, guards rollback journals only): the append returned as if
+    recorded, into a file no path names any more, and the events were gone when the worker
+    ended. One ``stat`` per insert, where the insert writes and syncs its rows."""
+
+    def __init__(self, target: Path, url: str) -> None:
+        self._target = target
+        self._url = url
+        self._identity = self._now()  # None: SQLite makes the file on first use; taken then
+
+    def _now(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self._target)
+        except FileNotFoundError:
+            return None
+        return (found.st_dev, found.st_ino)
+
+    def check(self) -> None:
+        """Raise :class:`StoreNotWritableError` if the path no longer names the file opened."""
+        try:
+            now = self._now()
+        except OSError:
+            return  # the path cannot be looked at (a directory made unreadable): SQLite will say
+        if self._identity is None:
+            self._identity = now
+            return
+        if now != self._identity:
+            how = "deleted" if now is None else "replaced (another file is at its path)"
+            raise StoreNotWritableError(
+                f"append to {self._url!r}: the store file {self._target} was {how} after this store "
+                "opened it; SQLite would write into the file it opened, which nothing reads once "
+                "this process ends: nothing was written. Open the store again")
 
 
 def check_sqlite_path(path: str, url: str, *, ours: Collection[str]) -> SQLiteFile | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import open_store
-from contextfold.domain.errors import IntegrityError
+from contextfold.domain.errors import IntegrityError, StoreNotWritableError
 from contextfold.domain.events import ModelResponse, UserInput
 from contextfold.store.backends import EVENTS_TABLE
 from tests.cli_runner import cf
@@ -128,3 +128,40 @@ def test_reading_a_closed_store_where_no_file_may_grow_says_no_room_not_another_
     assert Path(f"{path}-shm").exists()  # the state the second attempt met
     out = cf("--store", f"sqlite:///{path}", "verify", "r", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_an_append_after_the_store_file_was_deleted_or_replaced_is_refused(tmp_path: Path, how: str) -> None:
+    """A SQLite store's file deleted (``rm``) or replaced (a backup copied over it with
+    ``mv``/``os.replace``) under a running worker: SQLite in WAL mode goes on writing into the
+    file it opened, which no path names any more, and the append returned as if recorded: the
+    events were gone when the worker ended (SQLite keeps a -wal file nobody reads), and a
+    replacement never received them. The append is refused, typed, nothing written anywhere;
+    the replacement takes the append once the store is opened again."""
+    path = tmp_path / "store.db"
+    url = f"sqlite:///{path}"
+    store = open_store(url)
+    run = store.run("r")
+    run.append(UserInput("first"))
+    backup = tmp_path / "backup.db"
+    with sqlite3.connect(path) as source, sqlite3.connect(backup) as copy:
+        source.backup(copy)
+    if how == "deleted":
+        path.unlink()
+    else:
+        backup.replace(path)
+    try:
+        with pytest.raises(StoreNotWritableError, match=f"the store file {path} was {how}"):
+            run.append(UserInput("lost"))
+        with pytest.raises(StoreNotWritableError, match=f"the store file {path} was {how}"):
+            run.build("openai-chat", window=8000)  # its record is refused too
+    finally:
+        store.close()
+    if how == "deleted":
+        assert not path.exists()
+        return
+    with open_store(url) as again:
+        run = again.run("r")
+        assert [e.event.text for e in run.events()] == ["first"]  # type: ignore[union-attr]
+        run.append(UserInput("second"))
+        assert run.version == 2 and run.verify().ok
