@@ -47,6 +47,7 @@ _SQLITE_CANTOPEN = 14
 _PG_READ_ONLY_TRANSACTION = "25006"
 _PG_DISK_FULL = "53100"
 _PG_LOCK_NOT_AVAILABLE = "55P03"
+_PG_QUERY_CANCELED = "57014"
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
 _SQLITE_CORRUPT = 11
@@ -148,7 +149,9 @@ def no_room_to_read(exc: BaseException, what: str, url: str) -> StoreFullError |
 def busy(exc: BaseException, what: str) -> StoreBusyError | None:
     """The :class:`StoreBusyError` that ``exc`` (or its cause chain) stands for, else None: a lock
     waited for past ``lock_timeout`` (PostgreSQL's SQLSTATE 55P03, SQLite's busy and locked
-    codes), or every pooled connection in use past ``pool_timeout`` (:class:`PoolExhausted`).
+    codes), a statement the server canceled (57014: its ``statement_timeout``, or an
+    administrator's ``pg_cancel_backend``), or every pooled connection in use past
+    ``pool_timeout`` (:class:`PoolExhausted`).
 
     Why apart from an outage: "the server did not answer, retry once it is back" sent users
     looking for a dead server that was up, and a retry loop cannot tell a store that is busy
@@ -160,6 +163,11 @@ def busy(exc: BaseException, what: str) -> StoreBusyError | None:
                 f"{what}: every connection of this store's pool was in use for the store URL's "
                 f"?pool_timeout= ({one_line(cause)}): the server is up, this process's own "
                 "operations held them all; retry, or raise ?pool_size= (default 10)")
+        if getattr(cause, "sqlstate", None) == _PG_QUERY_CANCELED:  # not retried: the same wait again
+            return StoreBusyError(
+                f"{what}: the server canceled the statement ({one_line(cause)}): it ran past the "
+                "statement_timeout set for this role or database (behind another session's lock, "
+                "or slow), or an administrator canceled it; retry, or raise statement_timeout")
         code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF
         pg = getattr(cause, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE
         if pg or (isinstance(cause, sqlite3.Error) and code in (_SQLITE_BUSY, _SQLITE_LOCKED)):

@@ -14,12 +14,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from contextfold import StoreBusyError, StoreUnavailableError, UserInput
 from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.event_store import EventStore
 from contextfold.store.store_url import parse_store_url
 from tests.conftest import PG_URL
+from tests.storage import pg_role
 
 
 def with_options(url: str, options: str) -> str:
@@ -166,3 +168,33 @@ def test_a_pool_in_use_past_pool_timeout_is_busy_not_an_outage(pg_url: str) -> N
             assert 1.4 < time.monotonic() - started < 5
             assert "did not answer" not in str(raised.value)
         holder.join(10)
+
+
+@pytest.mark.postgres
+def test_an_append_canceled_by_the_servers_statement_timeout_is_busy_at_once_not_ten_times_later(
+        pg_url: str) -> None:
+    """A server that cancels statements past a ``statement_timeout`` (set for the role, as
+    production databases do) canceled the append waiting behind another writer's lock (SQLSTATE
+    57014): the insert was taken for a lost connection and run ten times, each waiting out the
+    timeout again (0.3 s here: 5 s; a 30 s setting held the append five minutes), and then
+    reported as an outage, "retry later", without a word on the timeout. Now StoreBusyError at
+    the first cancellation, naming statement_timeout; written once the lock is released."""
+    with EventStore(pg_url) as owner:
+        owner.append("agent-run", [UserInput("first")])
+    grants = ("GRANT USAGE ON SCHEMA {s} TO {r}", "GRANT ALL ON ALL TABLES IN SCHEMA {s} TO {r}",
+              "GRANT ALL ON ALL SEQUENCES IN SCHEMA {s} TO {r}",
+              "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {s} TO {r}")
+    with pg_role(pg_url, *grants) as role:
+        role.admin.execute(sql.SQL("ALTER ROLE {} SET statement_timeout = 300").format(
+            sql.Identifier(role.name)))
+        with EventStore(role.url, create_schema=False) as store:
+            assert [r.position for r in store.read("agent-run")] == [1]
+            with events_table_locked(store):
+                started = time.monotonic()
+                with pytest.raises(StoreBusyError, match="statement_timeout") as raised:
+                    store.append("agent-run", [UserInput("next turn")])
+                took = time.monotonic() - started
+            assert isinstance(raised.value.__cause__, Exception)
+            assert took < 3, took  # one wait of 0.3 s, not ten
+            store.append("agent-run", [UserInput("next turn")])
+            assert [r.event.text for r in store.read("agent-run")] == ["first", "next turn"]  # type: ignore[union-attr]
