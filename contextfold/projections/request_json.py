@@ -38,8 +38,16 @@ from typing import Any
 import blake3
 from pydantic import BaseModel, TypeAdapter
 
-from contextfold.domain.canonical import canonical_object, canonical_utf8, quote
+from contextfold.domain import trusted
+from contextfold.domain.canonical import (
+    canonical_object,
+    canonical_utf8,
+    canonical_utf8_no_float,
+    orjson_writes_the_same,
+    quote,
+)
 from contextfold.domain.conversation import Conversation
+from contextfold.domain.float_members import float_members
 from contextfold.domain.manifest import ContextManifest, ExcludedFragment, ManifestFragment
 
 __all__ = [
@@ -98,12 +106,14 @@ def remember(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _remember(obj: dict[str, Any]) -> bytes:
-    """:func:`remember`, returning its JSON (another thread may empty the memo at any time)."""
+def _remember(obj: dict[str, Any], data: bytes | None = None) -> bytes:
+    """:func:`remember`, returning its JSON (another thread may empty the memo at any time);
+    ``data``, when given, is that JSON already."""
     global _text_bytes
     if len(_TEXTS) >= _LIMIT or _text_bytes >= _TEXT_BYTES_LIMIT:
         _clear()
-    data = canonical_utf8(obj)
+    if data is None:
+        data = canonical_utf8(obj)
     _TEXTS[id(obj)] = (obj, data)
     _text_bytes += len(data)
     return data
@@ -296,13 +306,32 @@ def bytes_hash(data: bytes) -> str:
 
 
 def _dump(message: BaseModel) -> list[dict[str, Any]]:
-    return [message.model_dump(mode="json")]
+    """``[message.model_dump(mode="json")]``, remembered. Its text is written by orjson without
+    walking the members its model's schema says hold no float (``domain.float_members``): a
+    validated instance, or one :func:`~contextfold.domain.trusted.trusted` made from values of
+    its fields' types. The suite (``trusted.CHECKED``) checks each such text against the walked
+    one, so a builder path that put a value of another type in a message fails there."""
+    obj = message.model_dump(mode="json")
+    floats = float_members(type(message))
+    if floats is not None:
+        for key in floats:
+            value = obj.get(key)
+            if value is not None and not orjson_writes_the_same(value):
+                break
+        else:
+            data = canonical_utf8_no_float(obj)
+            if trusted.CHECKED and data != canonical_utf8(obj):
+                raise AssertionError(f"{type(message).__name__}: a value its schema does not allow")
+            _remember(obj, data)
+            return [obj]
+    _remember(obj)
+    return [obj]
 
 
 def model_json_all(models: Sequence[BaseModel]) -> list[dict[str, Any]]:
     """``[m.model_dump(mode="json") for m in models]``, each dict made once per model object and
     remembered (read-only: :func:`canonical_bytes` reuses its text)."""
-    return rendered_all("json", models, _dump)
+    return rendered_all("json", models, _dump, remembered=True)
 
 
 def conversation_json(conversation: Conversation) -> dict[str, Any]:
@@ -342,25 +371,27 @@ def manifest_json(manifest: ContextManifest) -> tuple[dict[str, Any], bytes]:
 
 
 def rendered(provider: str, message: object,
-             render: Callable[[Any], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+             render: Callable[[Any], Sequence[dict[str, Any]]], remembered: bool = False
+             ) -> list[dict[str, Any]]:
     """``render(message)`` for ``provider``, computed once per message object (a model, or a
-    tuple of models); the dicts are remembered (see :func:`remember`). ``render`` must depend
-    on the message alone."""
+    tuple of models); the dicts are remembered (see :func:`remember`; by ``render`` itself when
+    ``remembered``). ``render`` must depend on the message alone."""
     memo = _RENDERED.setdefault(provider, {})
     hit = memo.get(id(message))
     if hit is not None:  # the entry holds its message: a hit by id is that very object
         return hit[1]
-    out = [remember(d) for d in render(message)]
+    out = list(render(message)) if remembered else [remember(d) for d in render(message)]
     _RENDERED.setdefault(provider, {})[id(message)] = (message, out)  # remember() may have cleared
     return out
 
 
 def rendered_all(provider: str, messages: Sequence[object],
-                 render: Callable[[Any], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+                 render: Callable[[Any], Sequence[dict[str, Any]]], remembered: bool = False
+                 ) -> list[dict[str, Any]]:
     """The concatenated :func:`rendered` dicts of ``messages``: the kept ones gathered in C."""
     got: list[Any] = list(map(_RENDERED.setdefault(provider, {}).get, map(id, messages)))
     for i in misses(got):
-        got[i] = (None, rendered(provider, messages[i], render))
+        got[i] = (None, rendered(provider, messages[i], render, remembered))
     return list(chain.from_iterable(map(itemgetter(1), got)))
 
 
