@@ -3,6 +3,8 @@ appended in one transaction once the build succeeds (:func:`build_live`).
 
 Apart from :mod:`contextfold.api` (``Run._build_live`` calls it) because it is the one place a
 build writes to the log: what it appends and when, against the version the build folded.
+``render_request`` is looked up on :mod:`contextfold.api` at each build, so the seam a caller
+or test replaces there (``contextfold.api.render_request``) is the one a live build uses.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from contextfold.api import render_request
+from contextfold import api
 from contextfold.domain.events import AnyEvent, ToolCallCancelled, ToolResultLost
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
@@ -44,7 +46,7 @@ def build_live(run: Run, state: RunState, planned: Sequence[AnyEvent], cfg: Buil
     # build's repairs too: the manifest left them out when they came through ``planned``
     repairs = [f"{e.type}:{e.call_id}" for e in (*planned, *recovery)
                if isinstance(e, ToolResultLost | ToolCallCancelled)]
-    result = build_context(state, cfg, load_text=run.store.cited_text, render=render_request,
+    result = build_context(state, cfg, load_text=run.store.cited_text, render=api.render_request,
                            repairs=repairs, calibration=run._calibration(state, cfg),
                            load_bytes=run.store.events.cited_artifact)
     if not write:
