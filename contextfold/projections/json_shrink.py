@@ -12,7 +12,9 @@ The pieces (a render laid out from its subtrees' texts and counted by chunks) ar
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any
 
 import orjson
@@ -33,6 +35,7 @@ __all__ = [
     "saturations",
     "shrink",
     "size_knob_max",
+    "text_nested_past",
     "whole_kept",
 ]
 
@@ -77,6 +80,21 @@ def nesting(value: Any, stop: int) -> int:
             below += [c for c in (v if isinstance(v, list) else v.values()) if isinstance(c, list | dict)]
         level = below
     return depth
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def text_nested_past(text: str, levels: int) -> bool:
+    """:func:`nested_past` of a JSON text not parsed: whether its brackets, outside its strings,
+    nest more than ``levels`` deep. Why: the parse recurses from the caller's frame, so its
+    ``RecursionError`` says how deep the caller was as much as how deep the text is; this says
+    the text's depth whatever the stack. Iterative and linear; a text with no more brackets
+    than ``levels`` is not scanned."""
+    if text.count("[") + text.count("{") <= levels:
+        return False
+    return max(accumulate(_STEP[c] for c in _STRING.sub("", text) if c in _STEP), default=0) > levels
 
 
 class ShrinkStats:

@@ -78,6 +78,7 @@ from contextfold.domain.canonical import orjson_writes_the_same
 from contextfold.projections.chunk_cut import truncate_chunks
 from contextfold.projections.code_fences import closing_fence, fence_states, open_fence
 from contextfold.projections.file_lines import FileLines
+from contextfold.projections.fresh_stack import on_fresh_stack
 from contextfold.projections.json_blocks import or_blocks
 from contextfold.projections.json_compact import PIECES_CHARS_PER_TOKEN, compact_fits, count_compact
 from contextfold.projections.json_deep import cut_deep
@@ -90,6 +91,7 @@ from contextfold.projections.json_shrink import (
     nesting,
     saturations,
     shrink,
+    text_nested_past,
 )
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined, split_lines
 from contextfold.projections.line_windows import _PROBES as _PROBES  # tests empty the memo here
@@ -258,8 +260,10 @@ stopped them depended on the call (the pieces, two frames a level and walked as 
 grant, stopped at ~500 levels where the compact form fitted; a parse from 300 frames deeper
 stopped at a 700-level document a parse from the test read), and the memo kept "past the parser"
 for the text's every later cut, whose output then depended on what the process cut before.
-Decided by the depth, per text, the cut's kind is the same whatever the call and the grant,
-with room for ~500 frames of caller under it."""
+Decided by the depth, per text (``json_shrink.text_nested_past`` when the parse itself ran out
+of stack), the cut's kind is the same whatever the call and the grant; a document within it
+needs ~500 frames, and a caller too deep to leave them has its cut made on a fresh stack
+(``fresh_stack``), so the cut and the memo are the same from any stack."""
 
 
 def _parse_json(text: str, entry: dict[str, Any], count: TokenCounter, rule: LineSplitting | None,
@@ -273,10 +277,17 @@ def _parse_json(text: str, entry: dict[str, Any], count: TokenCounter, rule: Lin
     cut it does not fit."""
     try:
         value, numbers = loads(text)  # NaN, 1e400, -0 kept: written back as they were
-    except (ValueError, RecursionError) as error:
-        # not JSON; or nested past the parser (past PARSE_DEPTH: a head as written at any stack),
-        # or not to be written back as it was: a head as written too. Not parsed again.
-        entry["deep"] = isinstance(error, RecursionError | Unwritable)
+    except RecursionError:
+        # past the stack: past PARSE_DEPTH (a head as written, kept for every cut), or a caller
+        # too deep for a text within it: nothing kept, the cut is moved (``_truncate_json``)
+        if not text_nested_past(text, PARSE_DEPTH):
+            raise
+        entry["deep"] = True
+        entry["json"] = None
+        return None
+    except ValueError as error:
+        # not JSON; or not to be written back as it was: a head as written. Not parsed again.
+        entry["deep"] = isinstance(error, Unwritable)
         entry["json"] = None
         return None
     depth = nesting(value, PARSE_DEPTH)
@@ -291,11 +302,8 @@ def _parse_json(text: str, entry: dict[str, Any], count: TokenCounter, rule: Lin
                  and rule.word_ends and pieces_apply(text))
     orjson_safe = orjson_writes_the_same(value)
     if "whole_tokens" not in entry:
-        try:
-            whole = count_compact(entry, text, value, orjson_safe, numbers, count,
-                                  PIECES_CHARS_PER_TOKEN * max_tokens if by_pieces else None)
-        except RecursionError:  # a caller ~500 frames deep: counted by the search instead
-            whole = None
+        whole = count_compact(entry, text, value, orjson_safe, numbers, count,
+                              PIECES_CHARS_PER_TOKEN * max_tokens if by_pieces else None)
         if whole is not None:
             entry["whole_tokens"] = whole
             if (fits := compact_fits(entry, text, original_tokens, max_tokens)) is not None:
@@ -310,20 +318,28 @@ def _parse_json(text: str, entry: dict[str, Any], count: TokenCounter, rule: Lin
 
 
 def _truncate_json(text: str, original_tokens: int, max_tokens: int, count: TokenCounter,
-                   rule: LineSplitting | None = None, first_line: int = 1) -> Truncation:
+                   rule: LineSplitting | None = None, first_line: int = 1,
+                   fresh_stack: bool = False) -> Truncation:
     # the rule too: the entry's layout in pieces (``_parse_json``) is made only with one
     entry = probe_entry(("json", text, count, rule), len(text))
     if (fits := compact_fits(entry, text, original_tokens, max_tokens)) is not None:
         return fits
-    if "json" not in entry and (fits := _parse_json(text, entry, count, rule, original_tokens, max_tokens)):
-        return fits
-    if entry["json"] is not None:
-        try:
+    try:
+        if "json" not in entry and (
+                fits := _parse_json(text, entry, count, rule, original_tokens, max_tokens)):
+            return fits
+        if entry["json"] is not None:
             return _cut_value(text, entry, original_tokens, max_tokens, count)
-        except RecursionError:  # a caller ~500 frames deep: this cut alone, the memo untouched
-            pass
+    except RecursionError:
+        # A text within PARSE_DEPTH (past it, nothing recursive is run) from a caller whose
+        # stack ran out: cut again on a stack that starts empty, as from a shallow caller (the
+        # cut and the memo the same from any stack; ``fresh_stack``). There, a stack that still
+        # ran out (a recursion limit lowered under PARSE_DEPTH's room): this cut alone, as text.
+        if not fresh_stack:
+            return on_fresh_stack(lambda: _truncate_json(text, original_tokens, max_tokens, count, rule,
+                                                         first_line, fresh_stack=True))
     body = text.removeprefix(BOM)
-    if (entry.get("deep") or entry["json"] is not None) and (
+    if (entry.get("deep") or entry.get("json") is not None) and (
             deep := cut_deep(body, entry, max_tokens, count, original_tokens, skip=len(text) - len(body))):
         return deep
     by_lines = _by_lines(text, original_tokens, max_tokens, count, head_share=0.5,

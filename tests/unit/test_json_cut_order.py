@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import truncate as truncate_module
+from contextfold.projections.json_shrink import text_nested_past
 from contextfold.projections.line_counts import LineSplitting
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.truncate import PARSE_DEPTH, Truncation, truncate
@@ -149,3 +150,35 @@ def test_a_document_too_deep_for_the_pieces_has_its_compact_form_counted_once() 
             for grant in (size // 3, size // 2, size - 1, size // 3)]
     assert [cut.strategy for cut in cuts] == ["json", "json", "none", "json"]
     assert len(counted) == 1
+
+
+def test_a_cut_from_700_frames_deeper_is_the_cut_from_a_shallow_stack_in_either_order() -> None:
+    """The parse recurses a frame a level, counted from the caller's frame: a document a parse
+    from the test reads raised ``RecursionError`` 700 frames deeper, and that was read as "past
+    ``PARSE_DEPTH``" (a head as written) and kept in the memo for the text's later cuts. Whether a
+    document is past the parse depth is decided by its depth now, and its cut is the same from
+    any stack, whichever stack cut the text first."""
+    for depth in (PARSE_DEPTH - 10, PARSE_DEPTH, PARSE_DEPTH + 1, PARSE_DEPTH + 10):
+        for shape in ("object", "array", "wide"):
+            text = _chain(depth, shape)
+            size = COUNTER.count(text)
+            for grant in (size - 1, size // 3):
+                shallow_first = _fresh(text, grant)
+                deeper_second = _deeper(700, lambda text=text, grant=grant: _cut(text, grant))  # type: ignore[misc]
+                truncate_module._PROBES.clear()
+                deeper_first = _deeper(700, lambda text=text, grant=grant: _cut(text, grant))  # type: ignore[misc]
+                shallow_second = _cut(text, grant)
+                where = (depth, shape, grant)
+                assert deeper_second == shallow_first, where
+                assert deeper_first == shallow_first, where
+                assert shallow_second == shallow_first, where
+
+
+def test_the_depth_read_from_the_text_skips_brackets_in_strings() -> None:
+    """``text_nested_past`` decides "past PARSE_DEPTH" where the parse ran out of stack: brackets
+    and escaped quotes inside strings are not nesting."""
+    inner = '"[[{{\\"[[ \\\\"'
+    for levels in (3, PARSE_DEPTH, PARSE_DEPTH + 1):
+        text = "[" * levels + inner + ', "]]}}"' + "]" * levels
+        assert text_nested_past(text, PARSE_DEPTH) is (levels > PARSE_DEPTH), levels
+        assert not text_nested_past(text, levels) and text_nested_past(text, levels - 1), levels
