@@ -31,7 +31,6 @@ from itertools import chain, repeat
 
 from pydantic import BaseModel, ConfigDict
 
-from contextfold.domain.errors import InvalidInputError
 from contextfold.projections.code_fences import closing_fence, fence_states
 from contextfold.projections.graphemes import ESCAPE_SEQUENCE
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
@@ -60,6 +59,7 @@ from contextfold.projections.truncate import (
     split_lines,
 )
 from contextfold.projections.truncate_words import truncate_words
+from contextfold.projections.truncation_result import check_budget
 
 __all__ = [
     "CONTINUATION_LINES",
@@ -296,8 +296,7 @@ def lean_log(text: str, exit_code: int | None, max_tokens: int, count: TokenCoun
     and tail line ranges. ``line_splitting``: as for
     :func:`~contextfold.projections.truncate.truncate` (same result, fewer tokenizations).
     """
-    if max_tokens < 0:
-        raise InvalidInputError(f"max_tokens must be >= 0, got {max_tokens}")
+    check_budget(max_tokens)
     where = artifact_ref if artifact_ref is not None else "not stored"
     # A failing log at the budget's edge is cut again at every build, each time to a slightly
     # different size: its lines, diagnosis, line blocks and probes are kept across the cuts.

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextfold.domain.errors import InvalidInputError
 from contextfold.projections import diagnose as diagnose_module
 from contextfold.projections import log_headers, log_patterns
 from contextfold.projections.code_fences import open_fence
 from contextfold.projections.diagnose import FirstError, LogDiagnosis, diagnose_log, lean_log
 from contextfold.projections.graphemes import ESCAPE_SEQUENCE
-from contextfold.projections.truncate import MINIMAL_MARKER, Truncation, split_lines
+from contextfold.projections.truncate import MINIMAL_MARKER, Truncation, split_lines, truncate
 from tests.counters import Counter, cl100k, quarter
 
 TWO_MB = 2 * 1024 * 1024
@@ -648,3 +649,16 @@ def test_a_json_error_member_that_holds_something_is_a_key_error(line: str, is_e
     assert (diagnosis.first_error is not None) == is_error
     if is_error:
         assert diagnosis.first_error is not None and diagnosis.first_error.line == 2
+
+
+def test_a_negative_budget_is_refused_by_lean_log_as_by_every_cut() -> None:
+    """The budget check is the one every cut's entry point shares (``check_budget``): the same
+    error and message from ``lean_log`` as from ``truncate``."""
+    messages = []
+    with pytest.raises(InvalidInputError) as refused:
+        lean_log("x\n" * 50, 1, -1, cl100k)
+    messages.append(str(refused.value))
+    with pytest.raises(InvalidInputError) as refused:
+        truncate("x", -1, kind="log", count=cl100k)
+    messages.append(str(refused.value))
+    assert messages == ["max_tokens must be >= 0, got -1"] * 2
