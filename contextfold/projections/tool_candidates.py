@@ -312,6 +312,22 @@ def _holds_recent_slot(tool: ToolChoice) -> bool:
     return tool.reason == "recent" or (tool.reason == "referenced" and tool.turn is not None)
 
 
+def _no_recent_slot(state: RunState, config: BuildConfig, name: str, recent: Mapping[str, int],
+                    candidates: Collection[ToolChoice]) -> str:
+    """Why a tool the history calls, recent (``tool_recency``: called at turn N, or relevant to an
+    input) but given no recent slot, was not declared for that: the cap had none to spare (rule 5
+    fills the spare slots, the most recent first). "" for a tool nothing made recent. Without it
+    the reason said only that it shares no term with the turn, as if the run had never used it."""
+    turn = recent.get(name)
+    if turn is None:
+        return ""
+    fillers = [text for text, filled in (
+        ("the tools relevant to the turn", any(c.reason == "relevant" for c in candidates)),
+        ("those relevant more recently (recent)", any(map(_holds_recent_slot, candidates)))) if filled]
+    return (f"; it is {recency_phrase(state, name, turn)}, but max_tools ({config.max_tools}) were filled"
+            f"{' by ' + ' and by '.join(fillers) if fillers else ''}")
+
+
 LARGE_TOOL_TOKENS = 1_000
 """A tool whose schema costs more than this ranks after every smaller one (:func:`_tool_rank`)."""
 
@@ -415,7 +431,8 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
                  "max_tools)" if _whole(state, config, inputs) and registered else
                  "and the tools layer's share had no room for it alone (it holds a recent slot: "
                  f"{recency_phrase(state, decided.name, decided.turn)})" if decided.turn is not None else
-                 "and it shares no term with the turn's goal, ready plan steps and latest input")
+                 "and it shares no term with the turn's goal, ready plan steps and latest input"
+                 + _no_recent_slot(state, config, decided.name, recent, candidates))
         return (f"tool {name!r} ({known}) is called by the history, but by none of the calls the "
                 f"request kept (a tool is declared with the calls that use it), {alone}")
     limit = MAX_TOOLS.get(config.provider)

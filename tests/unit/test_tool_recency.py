@@ -322,3 +322,31 @@ def test_a_recent_tool_says_whether_it_was_called_or_matched_an_input() -> None:
     declared = _declared(build_context(state, config, render=render_request))
     assert declared["database_query"] == (
         "recent (relevant to the user's input of turn 1 and called at turn 1" + recent)
+
+
+def test_a_called_tool_left_without_a_recent_slot_is_said_to_be_recent() -> None:
+    """A tool the run called whose call the request dropped is declared only for its relevance or
+    a recent slot (rule 5: called at turn N). With the cap filled by the tools relevant now and
+    one called more recently, ``why`` said only that it "shares no term with the turn's goal", as
+    if nothing had made it recent."""
+    state = _state(PolicySet(text="You are an assistant."), ToolsRegistered(tools=KIT),
+                   UserInput("hello there"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c1", name="pdf_render",
+                                                      arguments='{"doc": "' + "x " * 600 + '"}'),)),
+                   ToolResult(call_id="c1", content="ok"), _reply(0), UserInput("yes"),
+                   ModelResponse(tool_calls=(ToolCall(call_id="c2", name="sms_text", arguments="{}"),)),
+                   ToolResult(call_id="c2", content="sent"), _reply(1),
+                   UserInput("email Bob, open a jira ticket"))
+    said = ("tool 'pdf_render' (registered) is called by the history, but by none of the calls the request "
+            "kept (a tool is declared with the calls that use it), and it shares no term with the turn's "
+            "goal, ready plan steps and latest input; it is called at turn 1, but max_tools ({}) were filled "
+            "by the tools relevant to the turn{}")
+    # cap 2: both slots went to the tools relevant now; cap 3: the third to sms_text, called later
+    for cap, also in ((2, ""), (3, " and by those relevant more recently (recent)")):
+        config = CONFIG.model_copy(update={"window": 1_800, "reserve": 500, "max_tools": cap})
+        built = build_context(state, config, render=render_request)
+        declared = _declared(built)
+        assert {n: r.split(" ")[0] for n, r in declared.items()} == {
+            "email_send": "relevant", "jira_ticket": "relevant", "sms_text": "referenced"}
+        reason = not_exposed_reason(state, config, "pdf_render", set(declared))
+        assert reason == said.format(cap, also), reason
