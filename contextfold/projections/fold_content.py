@@ -9,9 +9,11 @@ the conventions every rule shares:
   :class:`~contextfold.projections.tokens.TokenCounter`. Artifact-backed
   content (the event keeps only a preview) is counted by
   ``state.artifact_tokens`` when given, else estimated as ``ceil(size / 4)``
-  (about 4 bytes per token for English and code). Images: OpenAI's tile
+  (about 4 bytes per token for English and code); a stored medium (audio, video, an image, a
+  PDF) is never read as text, its bytes are no text a request shows. Images: OpenAI's tile
   formula when the size is known, else 765 (a 1024x1024 high-detail image);
-  ``detail="low"`` is 85. Documents without an artifact: 1500 per page;
+  ``detail="low"`` is 85. Documents that are media: 1500 per page (one when the count is
+  unknown); audio and video by their length at Gemini's rates, never below one page;
 - a tool result text longer than ``LAZY_TEXT_CHARS`` is not kept when the state
   has a text source (``state.event_text``): the entry holds its log position
   and the text is read back when rendered (:mod:`contextfold.projections.entries`);
@@ -64,7 +66,7 @@ from contextfold.projections.entries import (
     plain_text_of,
 )
 from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data, media_alone
-from contextfold.projections.media_cost import priced_media
+from contextfold.projections.media_cost import gemini_audio_cost, gemini_video_cost, priced_media
 from contextfold.projections.plan_view import current_steps, plan_text
 from contextfold.projections.reasoning import reasoning_tokens
 from contextfold.projections.redact import redact
@@ -99,12 +101,41 @@ BYTES_PER_TOKEN = 4
 IMAGE_TOKENS_DEFAULT = 765
 IMAGE_TOKENS_LOW = 85
 DOCUMENT_PAGE_TOKENS = 1500
+_TIMED_OR_IMAGE_PREFIXES = ("audio/", "video/", "image/")
+"""Media types :func:`_priced_by_media_rules` names by their family, whatever the subtype."""
 
 
 def _artifact_tokens(state: RunState, ref: ArtifactRef) -> int:
     if state.artifact_tokens is not None:
         return state.artifact_tokens(ref, state.counter)  # as this fold counts (state.ArtifactTokens)
     return math.ceil(ref.size / BYTES_PER_TOKEN)
+
+
+def _priced_by_media_rules(block: DocumentBlock) -> bool:
+    """Whether ``block`` is a medium the media rules price by what the log knows of it (audio and
+    video by their length, a PDF or an image by its pages or size: ``media_cost``), not a text
+    payload (plain text, JSON, a listing) a request shows as text.
+
+    Why: the fold counted every artifact-backed document without a page count by reading its bytes
+    as text. A stored 20 MB video was 15.6 million tokens of noise, and folding it took 18.6 s
+    (``tests/integration/test_stored_media_fold_estimate.py``)."""
+    media_type = block.media_type.partition(";")[0].strip().lower()
+    return media_type.startswith(_TIMED_OR_IMAGE_PREFIXES) or media_type == "application/pdf"
+
+
+def _document_tokens(block: DocumentBlock) -> int:
+    """The fold's estimate of a document medium, read off the block, never its bytes: 1500 a page
+    (one when the count is unknown, as ``media_cost.document_cost`` prices it); audio and video
+    by their length at Gemini's rates, the only provider that prices them by length (or the
+    documented bound when the length is not logged: ``gemini_audio_cost``,
+    ``gemini_video_cost``), never below that one page.
+
+    The builder replaces this estimate with each provider's price (``media_plan.plan_fragment``
+    subtracts it and adds ``media_cost``), so it is a report's figure (excluded lines, a
+    compaction's savings), not a budget's bound."""
+    pages = DOCUMENT_PAGE_TOKENS * (block.pages or 1)
+    timed = gemini_video_cost(block) or gemini_audio_cost(block)
+    return pages if timed is None else max(pages, timed.tokens)
 
 
 def _image_tokens(block: ImageBlock) -> int:
@@ -149,9 +180,9 @@ def block_tokens(state: RunState, block: MessageBlock) -> int:
         case ImageBlock():
             return _image_tokens(block)
         case DocumentBlock():
-            if block.artifact is not None and block.pages is None:
-                return _artifact_tokens(state, block.artifact)
-            return DOCUMENT_PAGE_TOKENS * (block.pages or 1)
+            if block.artifact is not None and block.pages is None and not _priced_by_media_rules(block):
+                return _artifact_tokens(state, block.artifact)  # a text payload: what is shown
+            return _document_tokens(block)
         case ReasoningBlock():
             return reasoning_tokens(block.reasoning, count)
         case _:
