@@ -321,11 +321,18 @@ def _no_recent_slot(state: RunState, config: BuildConfig, name: str, recent: Map
     turn = recent.get(name)
     if turn is None:
         return ""
+    return f"; it is {recency_phrase(state, name, turn)}, but max_tools ({config.max_tools}) were filled" \
+           f"{_filled_by(candidates)}"
+
+
+def _filled_by(candidates: Collection[ToolChoice]) -> str:
+    """" by ..." naming what holds the cap's slots a recent tool did not get: the tools relevant
+    to the turn, those that hold a recent slot, or both (only what does: a cap filled by the
+    turn's tools alone had read "and by those relevant more recently" too)."""
     fillers = [text for text, filled in (
         ("the tools relevant to the turn", any(c.reason == "relevant" for c in candidates)),
         ("those relevant more recently (recent)", any(map(_holds_recent_slot, candidates)))) if filled]
-    return (f"; it is {recency_phrase(state, name, turn)}, but max_tools ({config.max_tools}) were filled"
-            f"{' by ' + ' and by '.join(fillers) if fillers else ''}")
+    return f" by {' and by '.join(fillers)}" if fillers else ""
 
 
 LARGE_TOOL_TOKENS = 1_000
@@ -457,8 +464,7 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
     if decided.reason == "over_cap" and decided.turn is not None:
         return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and shares no "
                 f"term with the turn's goal, ready plan steps and latest input; it is {earlier}, but "
-                f"max_tools ({config.max_tools}) were filled by the tools relevant to the turn and by those "
-                "relevant more recently (recent)")
+                f"max_tools ({config.max_tools}) were filled{_filled_by(candidates)}")
     if decided.reason == "over_cap":
         return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and ranked "
                 f"below the {config.max_tools} most relevant tools (max_tools) for the turn's goal, ready "
