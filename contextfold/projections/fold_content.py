@@ -66,7 +66,7 @@ from contextfold.projections.entries import (
     plain_text_of,
 )
 from contextfold.projections.framing import AnswerFrame, framing_tokens, is_data, media_alone
-from contextfold.projections.media_cost import gemini_audio_cost, gemini_video_cost, priced_media
+from contextfold.projections.media_cost import gemini_timed_cost, priced_media
 from contextfold.projections.plan_view import current_steps, plan_text
 from contextfold.projections.reasoning import reasoning_tokens
 from contextfold.projections.redact import redact
@@ -127,14 +127,14 @@ def _document_tokens(block: DocumentBlock) -> int:
     """The fold's estimate of a document medium, read off the block, never its bytes: 1500 a page
     (one when the count is unknown, as ``media_cost.document_cost`` prices it); audio and video
     by their length at Gemini's rates, the only provider that prices them by length (or the
-    documented bound when the length is not logged: ``gemini_audio_cost``,
-    ``gemini_video_cost``), never below that one page.
+    documented bound when the length is not logged: ``media_cost.gemini_timed_cost``), never
+    below that one page.
 
     The builder replaces this estimate with each provider's price (``media_plan.plan_fragment``
     subtracts it and adds ``media_cost``), so it is a report's figure (excluded lines, a
     compaction's savings), not a budget's bound."""
     pages = DOCUMENT_PAGE_TOKENS * (block.pages or 1)
-    timed = gemini_video_cost(block) or gemini_audio_cost(block)
+    timed = gemini_timed_cost(block)
     return pages if timed is None else max(pages, timed.tokens)
 
 

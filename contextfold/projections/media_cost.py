@@ -142,6 +142,7 @@ __all__ = [
     "document_cost",
     "gemini_audio_cost",
     "gemini_image_tokens",
+    "gemini_timed_cost",
     "gemini_video_cost",
     "image_cost",
     "is_priced_media",
@@ -364,6 +365,13 @@ def gemini_video_cost(block: DocumentBlock) -> MediaCost | None:
                      f"gemini-video:{GEMINI_VIDEO_TOKENS_PER_SECOND}/s, {seconds} s logged")
 
 
+def gemini_timed_cost(block: DocumentBlock) -> MediaCost | None:
+    """What Gemini counts for ``block`` by its length: :func:`gemini_video_cost` of a video,
+    :func:`gemini_audio_cost` of audio (a block is one or the other: its media type), else None.
+    The build's price (:func:`media_cost`) and the fold's estimate (``fold_content``) both."""
+    return gemini_video_cost(block) or gemini_audio_cost(block)
+
+
 def audio_cost(block: DocumentBlock) -> MediaCost | None:
     """What OpenAI counts for ``block`` sent as ``input_audio``: 10 tokens a second over the
     longest duration its bytes can hold (module docstring), or None when it is not such audio or
@@ -422,18 +430,13 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
     if isinstance(block, ImageBlock):
         return image_cost(family, block.width, block.height, block.detail, model)
     document = document_cost(family, block.pages, model)
-    if family in ("gemini", "neutral") and (seen := gemini_video_cost(block)) is not None:
-        # Gemini sees video by its length, never as pages; neutral pays the dearer of the two.
+    if family in ("gemini", "neutral") and (timed := gemini_timed_cost(block)) is not None:
+        # Gemini sees video and hears audio by their length, never as pages; neutral pays the
+        # dearer of the two.
         if family == "gemini":
-            return seen
-        if seen.tokens > document.tokens:
-            document = MediaCost(seen.tokens, f"max-of-providers:{seen.rule}")
-    if family in ("gemini", "neutral") and (heard := gemini_audio_cost(block)) is not None:
-        # Gemini hears audio by its length, never as pages; neutral pays the dearer of the two.
-        if family == "gemini":
-            return heard
-        if heard.tokens > document.tokens:
-            document = MediaCost(heard.tokens, f"max-of-providers:{heard.rule}")
+            return timed
+        if timed.tokens > document.tokens:
+            document = MediaCost(timed.tokens, f"max-of-providers:{timed.rule}")
     if provider in ("openai-chat", "neutral") and (audio := audio_cost(block)) is not None:
         # Sent as ``input_audio`` (an audio model; for any other the note is priced instead:
         # ``media_plan``); neutral pays the dearer of that and the document price.
