@@ -70,6 +70,22 @@ def causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
+def _sqlite_code(cause: BaseException) -> int:
+    """SQLite's primary result code of ``cause`` (the low byte of its extended code); 0 for an
+    error that is not SQLite's."""
+    return (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF if isinstance(cause, sqlite3.Error) else 0
+
+
+def _why_no_room(cause: BaseException, url: str | None) -> str | None:
+    """Why SQLite's refused write or sync ``cause`` (:data:`.sqlite_space.WRITE_ERRORS`: its
+    "disk I/O error") failed when the store file at ``url`` has no room to grow
+    (:func:`.sqlite_space.why_no_room`), else None: a write's refusal and a reader's alike."""
+    if (isinstance(cause, sqlite3.Error) and url is not None
+            and getattr(cause, "sqlite_errorcode", None) in WRITE_ERRORS):
+        return why_no_room(_sqlite_path(url))
+    return None
+
+
 def not_writable(exc: BaseException, what: str, url: str | None) -> StoreNotWritableError | None:
     """The typed refusal that ``exc`` (or an error on its cause chain) stands for, else None.
 
@@ -77,15 +93,14 @@ def not_writable(exc: BaseException, what: str, url: str | None) -> StoreNotWrit
     named, and looked at when SQLite could not open it)."""
     for cause in causes(exc):
         if isinstance(cause, sqlite3.Error):
-            code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF  # the primary result code
+            code = _sqlite_code(cause)
             path = _sqlite_path(url)
             if code == _SQLITE_FULL:
                 return StoreFullError(
                     f"{what}: the store file {path} is full ({cause}): its disk has no space left, "
                     "or a quota or the database's size limit was reached; free space there (or move "
                     "the store to a larger disk), then retry. This write was rolled back")
-            full_code = getattr(cause, "sqlite_errorcode", None)  # "disk I/O error" of a write
-            if full_code in WRITE_ERRORS and url is not None and (why := why_no_room(path)) is not None:
+            if (why := _why_no_room(cause, url)) is not None:
                 return StoreFullError(f"{what}: the store file {path} cannot grow ({cause}): {why}, "
                                       "then retry. This write was rolled back")
             if code == _SQLITE_READONLY or (code == _SQLITE_CANTOPEN and _read_only_place(path)):
@@ -116,8 +131,7 @@ def damaged(exc: BaseException, what: str, url: str | None) -> IntegrityError | 
     bytes on disk are broken and that no retry will read them, only a backup or SQLite's own
     recovery. Told apart by SQLite's result code, never its text."""
     for cause in causes(exc):
-        code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF
-        if isinstance(cause, sqlite3.Error) and code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        if _sqlite_code(cause) in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
             path = _sqlite_path(url)
             return IntegrityError(
                 f"{what}: the store file {path} is damaged ({cause}): SQLite cannot read it, and no "
@@ -136,13 +150,11 @@ def no_room_to_read(exc: BaseException, what: str, url: str) -> StoreFullError |
     contextfold SQLite store (not a readable database: disk I/O error)", a StoreConfigError
     (exit 2: check the URL) for a store that reads again as soon as there is room."""
     for cause in causes(exc):
-        if isinstance(cause, sqlite3.Error) and getattr(cause, "sqlite_errorcode", None) in WRITE_ERRORS:
+        if (why := _why_no_room(cause, url)) is not None:
             path = _sqlite_path(url)
-            why = why_no_room(path)
-            if why is not None:
-                return StoreFullError(
-                    f"{what}: the store file {path} cannot be read: SQLite could not write its index "
-                    f"file {path}-shm, which every reader needs ({cause}): {why}, then retry")
+            return StoreFullError(
+                f"{what}: the store file {path} cannot be read: SQLite could not write its index "
+                f"file {path}-shm, which every reader needs ({cause}): {why}, then retry")
     return None
 
 
@@ -168,9 +180,8 @@ def busy(exc: BaseException, what: str) -> StoreBusyError | None:
                 f"{what}: the server canceled the statement ({one_line(cause)}): it ran past the "
                 "statement_timeout set for this role or database (behind another session's lock, "
                 "or slow), or an administrator canceled it; retry, or raise statement_timeout")
-        code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF
         pg = getattr(cause, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE
-        if pg or (isinstance(cause, sqlite3.Error) and code in (_SQLITE_BUSY, _SQLITE_LOCKED)):
+        if pg or _sqlite_code(cause) in (_SQLITE_BUSY, _SQLITE_LOCKED):
             return StoreBusyError(
                 f"{what}: the store is busy: another session held a lock it needs for longer than "
                 f"the store URL's ?lock_timeout= seconds (default 30; {one_line(cause)}); retry"
