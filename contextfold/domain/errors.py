@@ -24,7 +24,7 @@ so the original stays on ``__cause__``.
     │   ├── RecordNotFoundError           a turn's context_built record asked for by index
     │   └── TurnNotFoundError
     ├── IntegrityError                    hash chain / recorded hash mismatch
-    ├── UpgradeRequiredError              the log holds an event a newer contextfold wrote
+    ├── UpgradeRequiredError              the log holds an event (a field, a block) a newer contextfold wrote
     ├── StoreError                        the database failed us
     │   ├── StoreUnavailableError         cannot connect, connection lost (retry later)
     │   │   └── StoreBusyError            up, but a lock or every pooled connection stayed taken
@@ -255,7 +255,9 @@ class IntegrityError(ContextfoldError):
 
 
 class UpgradeRequiredError(ContextfoldError):
-    """The log holds an event of a type, or a version of one, that a newer contextfold wrote.
+    """The log holds an event of a type, or a version of one, that a newer contextfold wrote, or
+    a known event with a field or a block type a newer one added (a row whose bytes its chain hash
+    still covers: a key changed after it was written is an :class:`IntegrityError`).
 
     Not damage, and not an :class:`IntegrityError`: the row is what that release stored, and this
     one cannot read it under any schema it knows. Upgrade contextfold to read the run; nothing

@@ -6,19 +6,29 @@ that look alike to a schema, a damaged row (an :class:`~contextfold.domain.error
 and a row that a later release wrote on purpose (upgrade to read it; nothing is wrong with the
 log). Only the second asks for an upgrade, so the test is strict: the row's topic names a type
 this release does not have, or a version above the one it writes, and its JSON says the same
-type and version. Anything else that fails to parse is damage, as before.
+type and version (:func:`newer_release_event`); or every part of the row this release refuses is
+one a later release may add without a new event version (:func:`newer_release_parts`): an
+optional field is added so (``DocumentBlock.duration_ms``, ``ToolSpec.strict``: left out of the
+JSON when None), and a block type. Anything else that fails to parse is damage, as before: a
+known field of the wrong type or missing (a renamed key is an unknown one and a missing one),
+JSON that does not parse, a tag or a key that no release could have written.
+
+A schema alone cannot tell an optional key whose name a bad disk or a hand edit changed
+(``exit_code`` read as ``exit_codf``) from a newer release's field: the store draws that line
+with the row's chain hash (``EventReads._parse``), which such a change breaks.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from contextfold.domain.events import AnyEvent
 
-__all__ = ["CURRENT_VERSIONS", "EVENT_CLASSES", "newer_release_event"]
+__all__ = ["CURRENT_VERSIONS", "EVENT_CLASSES", "newer_release_event", "newer_release_parts"]
 
 EVENT_CLASSES: tuple[type[BaseModel], ...] = get_args(get_args(AnyEvent)[0])
 """The members of the event union: what an append accepts, and the types this release reads."""
@@ -27,6 +37,12 @@ CURRENT_VERSIONS: dict[str, int] = {
     member.model_fields["type"].default: member.model_fields["v"].default for member in EVENT_CLASSES
 }
 """Event type -> the class version this release writes (older ones it upcasts on read)."""
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+"""A field name or tag a release could add: the log's names are all snake_case ASCII, so a key
+or tag outside it (a flipped bit, a hand edit) is damage whatever its hash says."""
+_NAMED = 3
+"""How many unknown parts a message names (the rest counted)."""
 
 
 def newer_release_event(topic: str, body: bytes) -> tuple[str, int] | None:
@@ -46,3 +62,28 @@ def newer_release_event(topic: str, body: bytes) -> tuple[str, int] | None:
     if not isinstance(data, dict) or data.get("type") != etype or data.get("v", 1) != version:
         return None
     return etype, version
+
+
+def newer_release_parts(etype: str, exc: ValidationError) -> str | None:
+    """What a stored event of the known type ``etype`` holds that this release does not know, on
+    one line (``field content.0.document.frame_rate``, ``type 'video' at content.0``), when that
+    is all ``exc`` (its validation) refused: each error is an unknown field (``extra="forbid"``)
+    or an unknown discriminator tag, named as a release names things. None when any error is of
+    another kind (a known field missing or of the wrong type, JSON that does not parse): damage.
+    Pure: the caller still checks that the row's bytes are the ones written (its chain hash)."""
+    parts: list[str] = []
+    for error in exc.errors(include_url=False, include_input=False):
+        loc, ctx = error["loc"], error.get("ctx", {})
+        if loc[:1] == (etype,):  # the event union's own tag: the message names the type
+            loc = loc[1:]
+        if error["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str) and _NAME.match(loc[-1]):
+            parts.append(f"field {'.'.join(map(str, loc))}")
+        elif error["type"] == "union_tag_invalid" and _NAME.match(tag := str(ctx.get("tag"))):
+            discriminator = str(ctx.get("discriminator", "")).strip("'")
+            parts.append(f"{discriminator} {tag!r} at {'.'.join(map(str, loc)) or 'the event'}")
+        else:
+            return None
+    if not parts:
+        return None
+    more = f" and {len(parts) - _NAMED} more" if len(parts) > _NAMED else ""
+    return ", ".join(parts[:_NAMED]) + more

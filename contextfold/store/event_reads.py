@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from contextfold.domain.errors import (
     ArtifactNotFoundError,
+    CryptoError,
     InputLimitError,
     IntegrityError,
     RunNotFoundError,
@@ -34,9 +35,9 @@ from contextfold.domain.events import (
     ContextBuilt,
     event_from_json,
 )
-from contextfold.domain.log import RecordedEvent
+from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash
 from contextfold.domain.record_head import RECORD_TYPE, record_head
-from contextfold.domain.release_versions import newer_release_event
+from contextfold.domain.release_versions import newer_release_event, newer_release_parts
 from contextfold.domain.version import __version__
 from contextfold.store.backends import (
     ARTIFACTS_TABLE,
@@ -225,17 +226,56 @@ class EventReads:
             else:
                 event = EVENT_ADAPTER.validate_json(body)
         except (ValidationError, ValueError) as exc:
-            newer = newer_release_event(topic, state[64:])
-            if newer is not None:  # not damage: a later release's event (``release_versions``)
-                raise UpgradeRequiredError(
-                    f"run {run_id!r} position {position}: event type {newer[0]!r} version {newer[1]} was "
-                    f"written by a newer contextfold than this one ({__version__}): upgrade contextfold "
-                    "to read this run (nothing was changed)", position=position) from exc
-            raise IntegrityError(
-                f"run {run_id!r} position {position}: stored event does not parse: {why_not_parsed(exc)}",
-                position=position,
-            ) from exc
+            raise self._refused(run_id, position, topic, state, exc) from exc
         return RecordedEvent(run_id, position, event, digest)
+
+    def _refused(self, run_id: str, position: int, topic: str, state: bytes,
+                 exc: ValueError) -> IntegrityError | UpgradeRequiredError:
+        """The error for a row (a plain state) that did not parse (``exc``): an
+        :class:`UpgradeRequiredError` when a newer release wrote it (an event type or version, a
+        field or a block type, this one does not know: :mod:`~contextfold.domain.release_versions`)
+        and its bytes are the ones written, else an :class:`IntegrityError`.
+
+        Why the chain hash is checked here, and only here: a key's name changed after it was
+        written (``exit_code`` read as ``exit_codf``, an optional field) looks to a schema exactly
+        like a newer release's field, and "upgrade" would send the user to install a release that
+        reads the run no better. A read does not check the chain (``verify`` does); a refused row
+        is rare, so reading the row before it for its digest costs nothing a read pays."""
+        where = f"run {run_id!r} position {position}"
+        etype = topic.partition("@")[0]
+        newer = newer_release_event(topic, state[64:])
+        parts = None
+        if newer is None and isinstance(exc, ValidationError):
+            parts = newer_release_parts(etype, exc)
+        if newer is None and parts is None:
+            return IntegrityError(f"{where}: stored event does not parse: {why_not_parsed(exc)}",
+                                  position=position)
+        if not self._as_written(run_id, position, topic, state):
+            return IntegrityError(f"{where}: stored event does not match its chain hash (changed after "
+                                  f"it was written) and does not parse: {why_not_parsed(exc)}",
+                                  position=position)
+        what = (f"event type {newer[0]!r} version {newer[1]} was" if newer is not None
+                else f"its {etype} event holds what this release does not know ({parts}):")
+        return UpgradeRequiredError(
+            f"{where}: {what} written by a newer contextfold than this one ({__version__}): upgrade "
+            "contextfold to read this run (nothing was changed)", position=position)
+
+    def _as_written(self, run_id: str, position: int, topic: str, state: bytes) -> bool:
+        """Whether the plain state at ``position`` holds the bytes its chain hash covers, chained to
+        the digest of the row before it (as ``verify`` checks); False when that row cannot be read
+        (the row is then not vouched for)."""
+        prev = GENESIS_HASH
+        if position > 1:
+            try:
+                with translate_errors(f"read {run_id!r}", self.url):
+                    rows = self.backend.recorder.select_events(run_id, gt=position - 2, lte=position - 1)
+                if not rows:
+                    return False
+                prev = self._plain(run_id, position - 1, rows[0].topic, rows[0].state)[:64].decode(
+                    "ascii", "replace")
+            except (IntegrityError, CryptoError):
+                return False
+        return chain_hash(run_id, position, prev, state[64:]) == state[:64].decode("ascii", "replace")
 
     def _unpack(self, state: bytes, run_id: str, position: int, topic: str) -> bytes:
         """A compressed or delta state's bytes, no longer than this store's limit for an event

@@ -14,6 +14,7 @@ from contextfold.domain.errors import IntegrityError, UpgradeRequiredError
 from contextfold.domain.events import UserInput
 from contextfold.domain.log import chain_hash
 from contextfold.store.event_store import EventStore
+from contextfold.store.store_tables import EVENTS_TABLE
 from tests.cli_runner import cf_process as cf
 
 
@@ -65,3 +66,106 @@ def test_the_cli_says_to_upgrade_with_exit_2(tmp_path: Path) -> None:
         assert out.returncode == 2, (args, out.stderr)
         assert "Traceback" not in out.stderr and "integrity" not in out.stderr, out.stderr
         assert "UpgradeRequiredError" in out.stderr and "upgrade contextfold" in out.stderr, out.stderr
+
+
+# A newer release that adds an optional field (omitted when None, no version bump, as
+# ``DocumentBlock.duration_ms`` and ``ToolSpec.strict`` were added) or a block type writes rows this
+# release's models refuse (``extra="forbid"``, a discriminator it does not know). Such a row, whose
+# bytes are those its chain hash covers, asks for an upgrade and names what is unknown; the same row
+# with a byte changed after it was written (the hash no longer holds) is damage.
+_NEWER_ROWS = [
+    ("user_input@1", b'{"v":1,"type":"user_input","content":[{"type":"document","url":"https://x/v.mp4",'
+                     b'"media_type":"video/mp4","frame_rate":30}],"required":false}',
+     "content.0.document.frame_rate"),
+    ("tools_registered@1", b'{"v":1,"type":"tools_registered","tools":[{"name":"ls","description":"",'
+                           b'"parameters":{"type":"object","properties":{}},"tags":[],"cache":"ephemeral"}]}',
+     "tools.0.cache"),
+    ("user_input@1", b'{"v":1,"type":"user_input","content":[{"type":"video","url":"https://x/v.mp4"}],'
+                     b'"required":false}', "'video'"),
+    ("user_input@1", b'{"v":1,"type":"user_input","content":[{"type":"text","text":"hi"}],'
+                     b'"required":false,"language":"en"}', "language"),
+    # a build's record, read without its manifest by a fold: refused as its whole read refuses it
+    ("context_built@1", b'{"config_hash":"c","log_version":0,"manifest":{},"prefix_hash":"p","provider":'
+                        b'"neutral","request_hash":"r","turn":1,"type":"context_built","v":1,"cached":7}',
+     "cached"),
+]
+
+
+@pytest.mark.parametrize(("topic", "body", "named"), _NEWER_ROWS)
+def test_a_newer_release_s_field_or_block_asks_for_an_upgrade(store: EventStore, topic: str, body: bytes,
+                                                              named: str) -> None:
+    store.append("r", [UserInput("a")])
+    _write_raw(store, "r", topic, body)
+    for read in (lambda: store.read("r"), lambda: store.verify("r"), lambda: list(store.fold_events("r"))):
+        with pytest.raises(UpgradeRequiredError) as caught:
+            read()
+        assert not isinstance(caught.value, IntegrityError)
+        assert caught.value.position == 2
+        message = str(caught.value)
+        assert "position 2" in message and named in message and "upgrade contextfold" in message, message
+
+
+def _flip_after_write(store: EventStore, run_id: str, position: int, old: bytes, new: bytes) -> None:
+    """Change the stored row at ``position`` in place, its chain hash left as it was (a bad disk,
+    a hand edit): what a read must not take for a newer release's row."""
+    table = store.backend.table(EVENTS_TABLE)
+    p = store.backend.placeholder
+    state = bytes(store.backend.query(f"SELECT state FROM {table} WHERE originator_id = {p} "
+                                      f"AND originator_version = {p}", (run_id, position))[0][0])
+    assert old in state
+    store.backend.execute(f"UPDATE {table} SET state = {p} WHERE originator_id = {p} "
+                          f"AND originator_version = {p}", (state.replace(old, new), run_id, position))
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (b'"exit_code"', b'"exit_codf"'),  # an optional key's name: alone it reads as an unknown field
+    (b'"blocks"', b'"blockz"'),  # another one
+])
+def test_a_key_changed_after_it_was_written_is_damage_not_an_upgrade(store: EventStore, old: bytes,
+                                                                      new: bytes) -> None:
+    from contextfold.domain.events import ModelResponse, TextBlock, ToolCall, ToolResult
+    store.append("r", [UserInput("a"), ModelResponse(tool_calls=(ToolCall(call_id="c", name="ls"),)),
+                       ToolResult(call_id="c", content="ok", blocks=(TextBlock(text="x"),), exit_code=0)])
+    store.close()
+    with EventStore(store.url) as fresh:
+        _flip_after_write(fresh, "r", 3, old, new)
+        with pytest.raises(IntegrityError) as caught:
+            fresh.read("r")
+        assert not isinstance(caught.value, UpgradeRequiredError) and caught.value.position == 3
+        assert "chain hash" in str(caught.value), str(caught.value)
+        report = fresh.verify("r")
+        assert (report.ok, report.first_bad_position) == (False, 3)
+
+
+@pytest.mark.parametrize(("topic", "body"), [
+    # a required key renamed: the unknown key comes with a known one missing
+    ("user_input@1", b'{"v":1,"type":"user_input","contents":[{"type":"text","text":"hi"}]}'),
+    # an unknown field beside a known one of the wrong type
+    ("user_input@1", b'{"v":1,"type":"user_input","content":[{"type":"text","text":7,"lang":"en"}]}'),
+    ("user_input@1", b'{"v":1,"type":"user_input","content":[{"type":"text","text":"hi"}],"language":"en"'),
+])
+def test_an_unknown_field_with_a_known_one_broken_is_damage(store: EventStore, topic: str,
+                                                            body: bytes) -> None:
+    store.append("r", [UserInput("a")])
+    _write_raw(store, "r", topic, body)
+    with pytest.raises(IntegrityError):
+        store.read("r")
+    report = store.verify("r")
+    assert (report.ok, report.first_bad_position) == (False, 2)
+
+
+def test_the_cli_says_upgrade_for_a_newer_field_and_damage_for_a_changed_byte(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EventStore(url) as store:
+        store.append("r", [UserInput("a")])
+        _write_raw(store, "r", *_NEWER_ROWS[0][:2])
+    for args in (("verify", "r"), ("build", "r"), ("events", "r")):
+        out: subprocess.CompletedProcess[str] = cf("--store", url, *args, cwd=tmp_path)
+        assert out.returncode == 2, (args, out.stderr)
+        assert "UpgradeRequiredError" in out.stderr and "frame_rate" in out.stderr, out.stderr
+    with EventStore(url) as store:
+        _flip_after_write(store, "r", 2, b'"https://x/v.mp4"', b'"https://x/v.mp5"')
+    for args in (("verify", "r"), ("build", "r"), ("events", "r")):
+        out = cf("--store", url, *args, cwd=tmp_path)
+        assert out.returncode == 3, (args, out.stderr)
+        assert "chain hash" in out.stderr and "Upgrade" not in out.stderr, out.stderr

@@ -222,7 +222,8 @@ _RECORD = {"config_hash": "c", "log_version": 0,
            "manifest": {"config": {"window": 9_000}, "selected_tokens": 7}, "prefix_hash": "p",
            "provider": "neutral", "request_hash": "r", "turn": 1, "type": "context_built", "v": 1}
 _FORGED: dict[str, Any] = {
-    "a field no record has": {**_RECORD, "extra": 1},
+    # (not a name a release writes: a snake_case one asks for an upgrade, test_newer_release_log)
+    "a field no record has": {**_RECORD, "Extra field": 1},
     "no manifest": {k: v for k, v in _RECORD.items() if k != "manifest"},
     "a manifest that is a list": {**_RECORD, "manifest": [1, 2]},
     "a null manifest": {**_RECORD, "manifest": None},
