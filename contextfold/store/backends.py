@@ -185,7 +185,7 @@ class SQLiteBackend:
         return int(rows[0][0]) == len(set(names))
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with translate_errors("query", self.url), self.datastore.transaction(commit=False) as c:
+        with translate_errors("query", self.url, reading=True), self.datastore.transaction(commit=False) as c:
             c.execute(sql, tuple(params))
             return [tuple(row) for row in c.fetchall()]
 

@@ -72,7 +72,7 @@ class ChainCheck(EventReads):
         checked: set[str] = set()
         cursor = 0
         while True:
-            with translate_errors(f"verify {run_id!r}", self.url):
+            with translate_errors(f"verify {run_id!r}", self.url, reading=True):
                 rows = self.backend.recorder.select_events(run_id, gt=cursor, limit=5000)
             if not rows:
                 break

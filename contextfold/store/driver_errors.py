@@ -86,33 +86,43 @@ def _why_no_room(cause: BaseException, url: str | None) -> str | None:
     return None
 
 
-def not_writable(exc: BaseException, what: str, url: str | None) -> StoreNotWritableError | None:
+def not_writable(exc: BaseException, what: str, url: str | None, *,
+                 reading: bool = False) -> StoreNotWritableError | None:
     """The typed refusal that ``exc`` (or an error on its cause chain) stands for, else None.
 
     ``what``: the operation, as the message starts; ``url``: the store (a SQLite store's file is
-    named, and looked at when SQLite could not open it)."""
+    named, and looked at when SQLite could not open it). ``reading``: the operation was a read
+    (a sort or an index spilled to a temporary file, SQLite's ``-shm`` index made on first use):
+    the message says it wrote nothing, where a write's says it was rolled back. Why: "This write
+    was rolled back" and "the store file cannot grow" on a failed read sent users looking for a
+    lost write, and at the store file rather than the place the read could not write to."""
+    done = "; this read wrote nothing, the store is as it was" if reading else ". This write was rolled back"
     for cause in causes(exc):
         if isinstance(cause, sqlite3.Error):
             code = _sqlite_code(cause)
             path = _sqlite_path(url)
             if code == _SQLITE_FULL:
+                place = (f"the store file {path}, or the temporary files this read needs,"
+                         if reading else f"the store file {path}")
                 return StoreFullError(
-                    f"{what}: the store file {path} is full ({cause}): its disk has no space left, "
+                    f"{what}: {place} is full ({cause}): its disk has no space left, "
                     "or a quota or the database's size limit was reached; free space there (or move "
-                    "the store to a larger disk), then retry. This write was rolled back")
+                    f"the store to a larger disk), then retry{done}")
             if (why := _why_no_room(cause, url)) is not None:
-                return StoreFullError(f"{what}: the store file {path} cannot grow ({cause}): {why}, "
-                                      "then retry. This write was rolled back")
+                failed = (f"SQLite could not write a file this read needs (beside the store file {path}, "
+                          "or a temporary one)" if reading else f"the store file {path} cannot grow")
+                return StoreFullError(f"{what}: {failed} ({cause}): {why}, then retry{done}")
             if code == _SQLITE_READONLY or (code == _SQLITE_CANTOPEN and _read_only_place(path)):
                 return StoreReadOnlyError(
                     f"{what}: the store file {path} is read-only ({cause}): make the file and its "
                     "directory writable for this user (SQLite writes -wal and -shm files beside it): "
-                    "its mode or owner, an immutable attribute (lsattr), a read-only mount; then retry")
+                    "its mode or owner, an immutable attribute (lsattr), a read-only mount; then retry"
+                    + (done if reading else ""))
         sqlstate = getattr(cause, "sqlstate", None)  # psycopg's errors, without importing psycopg
         if sqlstate == _PG_DISK_FULL:
             return StoreFullError(
                 f"{what}: the PostgreSQL server is out of disk space ({one_line(cause)}): free space "
-                "on the server, then retry. This write was rolled back")
+                f"on the server, then retry{done}")
         if sqlstate == _PG_READ_ONLY_TRANSACTION:
             return StoreReadOnlyError(
                 f"{what}: the PostgreSQL server runs this session read-only ({one_line(cause)}): "
@@ -191,9 +201,10 @@ def busy(exc: BaseException, what: str) -> StoreBusyError | None:
 
 
 @contextlib.contextmanager
-def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
+def translate_errors(what: str, url: str | None = None, *, reading: bool = False) -> Iterator[None]:
     """Translate driver / eventsourcing errors into StoreError subclasses. ``url``: the store, named
-    in the message (password masked): "database is locked" alone did not say which file."""
+    in the message (password masked): "database is locked" alone did not say which file.
+    ``reading``: the operation only reads (:func:`not_writable` says why it matters)."""
     if url is not None:
         what = f"{what} ({display_url(url)})"
     try:
@@ -209,7 +220,7 @@ def translate_errors(what: str, url: str | None = None) -> Iterator[None]:
             raise IntegrityError(f"{what}: a stored row holds TEXT that is not valid UTF-8 in column "
                                  f"{undecodable!r} (written as text by another tool: this store writes "
                                  "events and artifacts as BLOBs); no retry will read it") from exc
-        refusal = not_writable(exc, what, url) or damaged(exc, what, url)
+        refusal = not_writable(exc, what, url, reading=reading) or damaged(exc, what, url)
         if refusal is not None:
             raise refusal from exc
         held = busy(exc, what)

@@ -160,7 +160,7 @@ class EventReads:
             upper = min(cursor + page, lte)
             if cursor >= lte:
                 break
-            with translate_errors(f"read {run_id!r}", self.url):
+            with translate_errors(f"read {run_id!r}", self.url, reading=True):
                 rows = self.backend.recorder.select_events(run_id, gt=cursor, lte=upper)
             nbytes = sum(len(row.state) for row in rows)
             skip = 0
@@ -267,7 +267,7 @@ class EventReads:
         prev = GENESIS_HASH
         if position > 1:
             try:
-                with translate_errors(f"read {run_id!r}", self.url):
+                with translate_errors(f"read {run_id!r}", self.url, reading=True):
                     rows = self.backend.recorder.select_events(run_id, gt=position - 2, lte=position - 1)
                 if not rows:
                     return False
@@ -314,7 +314,7 @@ class EventReads:
     def _keyframe_frame(self, run_id: str, base: int, where: str, position: int) -> tuple[bytes, str]:
         """The frame the log holds at ``base`` (opened), which the delta at ``position`` names,
         and its row's topic."""
-        with translate_errors(f"read {run_id!r}", self.url):
+        with translate_errors(f"read {run_id!r}", self.url, reading=True):
             rows = self.backend.recorder.select_events(run_id, gt=base - 1, lte=base)
         state = open_envelope(rows[0].state, self.keyring, f"run {run_id!r} position {base}") if rows else b""
         if not is_compressed(state):
@@ -364,7 +364,7 @@ class EventReads:
     def version(self, run_id: str) -> int:
         """The run's last position (0 when it has no events)."""
         check_run_id(run_id)
-        with translate_errors(f"read {run_id!r}", self.url):
+        with translate_errors(f"read {run_id!r}", self.url, reading=True):
             rows = self.backend.recorder.select_events(run_id, desc=True, limit=1)
         return rows[0].originator_version if rows else 0
 
@@ -434,7 +434,7 @@ class EventReads:
 
     def read_all(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, RecordedEvent]]:
         """Events across all runs in commit order: (notification id, event), ids > ``after``."""
-        with translate_errors("read notifications", self.url):
+        with translate_errors("read notifications", self.url, reading=True):
             rows = self.backend.recorder.select_notifications(after + 1, limit)
         return [(n.id, self._decode(str(n.originator_id), n.originator_version, n.topic, n.state))
                 for n in rows]

@@ -435,7 +435,7 @@ class EventStore(RunHeads):
         plain text into an encrypted store's new runs, and said nothing."""
         if self.keyring is not None or self._plain_checked:
             return
-        with translate_errors("read", self.url):
+        with translate_errors("read", self.url, reading=True):
             rows = self.backend.query(f"SELECT state FROM {self.backend.table(EVENTS_TABLE)} "
                                       f"ORDER BY {self._order_column} DESC LIMIT 1")
         if rows and is_encrypted(bytes(rows[0][0])):

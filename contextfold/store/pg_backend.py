@@ -213,7 +213,7 @@ class PostgresBackend:
     def table(self, name: str) -> str:
         return f'"{self.schema}".{name}'
 
-    def _idempotent(self, what: str, work: Callable[[], _T]) -> _T:
+    def _idempotent(self, what: str, work: Callable[[], _T], *, reading: bool = False) -> _T:
         """Run ``work`` (a read, or an insert that may run twice), again on a fresh connection when
         the one it took was closed by the server (a restart, ``pg_terminate_backend``).
 
@@ -222,18 +222,19 @@ class PostgresBackend:
         per pooled connection, on a server that was back. The pool drops each dead connection as
         it comes back, so at most ``max_size`` of them are met. A connection the pool cannot get
         at all (``PoolTimeout``: the server is down) is not retried: that is the outage to report,
-        after the URL's ``connect_timeout``. Nor is a refusal (disk full, read-only)."""
+        after the URL's ``connect_timeout``. Nor is a refusal (disk full, read-only). ``reading``:
+        ``work`` only reads (a refusal then says it wrote nothing: ``driver_errors.not_writable``)."""
         import psycopg
         import psycopg_pool
 
         attempts = self.datastore.pool.max_size + 1
         for attempt in range(1, attempts + 1):
             try:
-                with translate_errors(what, self.url):
+                with translate_errors(what, self.url, reading=reading):
                     try:
                         return work()
                     except psycopg.Error as exc:
-                        refusal = not_writable(exc, f"{what} ({self._safe_url()})", None)
+                        refusal = not_writable(exc, f"{what} ({self._safe_url()})", None, reading=reading)
                         if refusal is not None:
                             raise refusal from exc
                         if isinstance(exc, psycopg.OperationalError):
@@ -250,7 +251,7 @@ class PostgresBackend:
                 c.execute(sql, tuple(params))
                 return [tuple(row.values()) for row in c.fetchall()]
 
-        return self._idempotent("query", work)
+        return self._idempotent("query", work, reading=True)
 
     def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None:
         def work() -> None:  # content-addressed, ON CONFLICT DO NOTHING: a second run is harmless

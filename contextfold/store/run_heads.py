@@ -197,7 +197,7 @@ class RunHeads(RecordReads):
     def _heads_row(self, run_id: str, head: RunHead) -> typing.Any:
         """The stored row at ``head.version`` if it is the one ``head`` was made from (by the
         digest of its bytes when the head knows it, else by its chain hash), else None."""
-        with translate_errors(f"read {run_id!r}", self.url):
+        with translate_errors(f"read {run_id!r}", self.url, reading=True):
             rows = self.backend.recorder.select_events(run_id, gt=head.version - 1, lte=head.version)
         row = rows[0] if rows else None
         if row is None:

@@ -3,6 +3,7 @@ full; a read-only PostgreSQL session): a typed error that names the store, and n
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -11,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -241,3 +243,77 @@ def test_a_disk_i_o_error_is_a_store_full_error_only_when_there_is_no_room(
     assert f"the store file {path} cannot grow (disk I/O error): the file system holding it has no room " \
            "left for this user (Disk quota exceeded" in str(refusal)
     assert not_writable(write_failed, "append", None) is None  # no file to look at: as it was
+
+
+def _sqlite_error(message: str, code: int) -> es.OperationalError:
+    """SQLite's error with its result code, wrapped as eventsourcing raises it."""
+    cause = sqlite3.OperationalError(message)
+    cause.sqlite_errorcode = code
+    wrapped = es.OperationalError(message)
+    wrapped.__cause__ = cause
+    return wrapped
+
+
+@pytest.mark.parametrize(("message", "code"), [("database or disk is full", 13),  # SQLITE_FULL
+                                               ("disk I/O error", 778)])  # SQLITE_IOERR_WRITE, a quota
+def test_a_read_refused_for_want_of_room_says_it_was_a_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, message: str, code: int) -> None:
+    """A read that SQLite or PostgreSQL failed for want of room (a sort spilled to a temporary
+    file on a full disk, a quota) said "This write was rolled back" and that the store file
+    "cannot grow": a user looked for a lost write, and at the store file. A read says it read,
+    and that it wrote nothing; a write still says it was rolled back."""
+    path = tmp_path / "store.db"
+    with open_store(f"sqlite:///{path}") as store:
+        store.run("r").append(UserInput("go"))
+    monkeypatch.setattr(tempfile, "TemporaryFile", _over_quota)  # the place takes no more
+    with open_store(f"sqlite:///{path}") as store:
+        recorder = store.events.backend.recorder
+        select_events = recorder.select_events
+
+        def refused(*args: object, **kwargs: object) -> None:
+            raise _sqlite_error(message, code)
+        monkeypatch.setattr(recorder, "select_events", refused)
+        for read in (lambda: store.events.read("r"), lambda: store.events.verify("r"),
+                     lambda: store.events.iter_events("r").__next__()):
+            with pytest.raises(StoreFullError, match=re.escape(str(path))) as caught:
+                read()
+            text = str(caught.value)
+            assert "rolled back" not in text and "cannot grow" not in text, text
+            assert "this read wrote nothing" in text, text
+        monkeypatch.setattr(recorder, "select_events", select_events)
+        monkeypatch.setattr(recorder, "insert_events", refused)
+        with pytest.raises(StoreFullError) as caught:
+            store.run("r").append(UserInput("more"))
+        assert "This write was rolled back" in str(caught.value)
+
+
+def _over_quota(*args: object, **kwargs: object) -> None:
+    raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+
+@pytest.mark.postgres
+def test_a_postgresql_read_out_of_disk_says_it_was_a_read(pg_url: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL's disk-full error (53100) on a read (a sort or a hash spilled to temporary
+    files) said "This write was rolled back"; it says the read wrote nothing now, and a write
+    that meets it still that it was rolled back."""
+    import psycopg
+
+    with open_store(pg_url) as store:
+        store.run("r").append(UserInput("go"))
+        backend = store.events.backend
+        datastore = backend.datastore  # type: ignore[union-attr]
+
+        @contextlib.contextmanager
+        def full(*args: object, **kwargs: object) -> Iterator[None]:
+            raise psycopg.errors.DiskFull('could not write to file "base/pgsql_tmp/x": No space left')
+            yield
+        monkeypatch.setattr(datastore, "transaction", full)
+        with pytest.raises(StoreFullError) as caught:
+            backend.query("SELECT 1")
+        text = str(caught.value)
+        assert "out of disk space" in text and "this read wrote nothing" in text, text
+        assert "rolled back" not in text, text
+        with pytest.raises(StoreFullError) as caught:
+            backend.execute("SELECT 1")
+        assert "This write was rolled back" in str(caught.value)
