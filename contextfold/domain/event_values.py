@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextfold.domain.checked import Integer
 
 __all__ = ["ArtifactRef", "CompactionSummary", "ContentBlock", "DocumentBlock", "FrozenModel", "ImageBlock",
-           "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec"]
+           "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec", "is_medium", "media_artifact_block"]
 
 
 class FrozenModel(BaseModel):
@@ -69,6 +69,36 @@ class DocumentBlock(FrozenModel):
 ContentBlock: TypeAlias = Annotated[
     TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")
 ]
+
+
+_TIMED_OR_IMAGE_PREFIXES = ("audio/", "video/", "image/")
+"""Media types :func:`is_medium` names by their family, whatever the subtype."""
+
+
+def is_medium(media_type: str) -> bool:
+    """Whether ``media_type`` names a medium the media rules price by what the log knows of it
+    (audio and video by their length, a PDF or an image by its pages or size: ``media_cost``),
+    not a text payload (plain text, JSON, a listing) a request shows as text."""
+    bare = media_type.partition(";")[0].strip().lower()
+    return bare.startswith(_TIMED_OR_IMAGE_PREFIXES) or bare == "application/pdf"
+
+
+def media_artifact_block(ref: ArtifactRef) -> ImageBlock | DocumentBlock | None:
+    """The media block a tool result's own artifact ``ref`` stands for when it is a medium (an
+    image block for an image; a document block for a PDF, audio or video), else None: a text,
+    shown as text.
+
+    Why: a tool result's artifact was counted, and shown, as text whatever its type: a 512x512
+    PNG screenshot was 1,859 tokens of replacement characters in every request, where the same
+    image in a user message is priced by its provider's image rule and sent as an image
+    (``tests/integration/test_tool_result_artifact_media.py``). As a block of the result it is
+    measured when appended (``store.media``), then priced, planned and rendered as the media a
+    tool returns in ``ToolResult.blocks`` are: one path for all."""
+    if not is_medium(ref.media_type):
+        return None
+    if ref.media_type.strip().lower().startswith("image/"):
+        return ImageBlock(artifact=ref, media_type=ref.media_type)
+    return DocumentBlock(artifact=ref, media_type=ref.media_type)
 
 
 class ToolSpec(FrozenModel):

@@ -57,6 +57,7 @@ from typing import Any
 
 from contextfold.domain.conversation import arguments_object
 from contextfold.domain.errors import IntegrityError
+from contextfold.domain.event_values import media_artifact_block
 from contextfold.domain.events import (
     ContextBuilt,
     EvidenceRetrieved,
@@ -294,8 +295,13 @@ def _(event: ToolResult, state: RunState, rec: RecordedEvent) -> None:
     if verdict == "answer":
         # (with an artifact, the store moved the whole text there: blocks are what it left)
         text, blocks = (event.content, event.blocks) if event.artifact is not None else event.text_and_media()
+        artifact = event.artifact
+        medium = None if artifact is None else media_artifact_block(artifact)
+        if medium is not None:  # (a log written before the store moved it to the blocks, below)
+            text, blocks = event.text_and_media()
+            artifact, blocks = None, (medium, *blocks)
         _answer(state, rec, event.call_id, event.origin,
-                lambda name: ToolAnswer(event.call_id, name, status, text, event.artifact, blocks,
+                lambda name: ToolAnswer(event.call_id, name, status, text, artifact, blocks,
                                         event.exit_code))
         return
     # late: the call already has its lost/cancelled answer; show a data note instead.

@@ -37,6 +37,7 @@ from typing import assert_never
 import blake3
 
 from contextfold.domain.conversation import UNPARSED_ARGUMENTS_KEY, arguments_object
+from contextfold.domain.event_values import is_medium
 from contextfold.domain.events import (
     ArtifactRef,
     ContentBlock,
@@ -101,8 +102,6 @@ BYTES_PER_TOKEN = 4
 IMAGE_TOKENS_DEFAULT = 765
 IMAGE_TOKENS_LOW = 85
 DOCUMENT_PAGE_TOKENS = 1500
-_TIMED_OR_IMAGE_PREFIXES = ("audio/", "video/", "image/")
-"""Media types :func:`_priced_by_media_rules` names by their family, whatever the subtype."""
 
 
 def _artifact_tokens(state: RunState, ref: ArtifactRef) -> int:
@@ -112,15 +111,12 @@ def _artifact_tokens(state: RunState, ref: ArtifactRef) -> int:
 
 
 def _priced_by_media_rules(block: DocumentBlock) -> bool:
-    """Whether ``block`` is a medium the media rules price by what the log knows of it (audio and
-    video by their length, a PDF or an image by its pages or size: ``media_cost``), not a text
-    payload (plain text, JSON, a listing) a request shows as text.
+    """Whether ``block`` is a medium (``event_values.is_medium``), not a text payload.
 
     Why: the fold counted every artifact-backed document without a page count by reading its bytes
     as text. A stored 20 MB video was 15.6 million tokens of noise, and folding it took 18.6 s
     (``tests/integration/test_stored_media_fold_estimate.py``)."""
-    media_type = block.media_type.partition(";")[0].strip().lower()
-    return media_type.startswith(_TIMED_OR_IMAGE_PREFIXES) or media_type == "application/pdf"
+    return is_medium(block.media_type)
 
 
 def _document_tokens(block: DocumentBlock) -> int:

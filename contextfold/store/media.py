@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.checked import checked
 from contextfold.domain.errors import InputLimitError, InvalidInputError, UnsupportedMediaError
+from contextfold.domain.event_values import media_artifact_block
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -369,6 +370,10 @@ def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS, *, where:
                 content = _blocks(event.content, limits, blobs, where, cited)
                 event = event.model_copy(update={"content": content})
         case ToolResult() | EvidenceRetrieved():
+            medium = (media_artifact_block(event.artifact)
+                      if isinstance(event, ToolResult) and event.artifact is not None else None)
+            if medium is not None:  # the tool's own screenshot, recording or PDF: a medium, not a text
+                event = event.model_copy(update={"artifact": None, "blocks": (medium, *event.blocks)})
             if event.blocks:
                 blocks = _blocks(event.blocks, limits, blobs, where, cited)
                 event = event.model_copy(update={"blocks": blocks})
