@@ -14,11 +14,10 @@ import sys
 
 from contextfold.audit.text import visible, visible_text
 from contextfold.cli import register, store_for
-from contextfold.cli_files import shown_json, stdout_is_terminal
+from contextfold.cli_files import nonempty, output_file, shown_json, stdout_is_terminal, write_output_bytes
 from contextfold.cli_progress import fold_bar
 from contextfold.compaction_api import CompactionReport, compact
-from contextfold.domain.errors import InvalidInputError
-from contextfold.show_refs import artifact_bytes, ref_run, show
+from contextfold.show_refs import artifact_bytes, ref_run, show, show_artifact
 
 __all__ = ["report_lines"]
 
@@ -87,32 +86,34 @@ def _configure_show(p: argparse.ArgumentParser) -> None:
                    help="event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS (as a summary or mask stub "
                         "cites them), artifact:HASH, or with RUN a bare POS / A-B; with RUN, a ref may "
                         "name the run the log was recorded under before an import renamed it")
+    p.add_argument("--out", default=None, type=nonempty("path"), metavar="FILE",
+                   help="write what REF holds to FILE instead of printing it: an artifact's bytes as "
+                        "stored (an image, a video), where printing shows one line naming an artifact "
+                        "that is not text (its media type, size, length, hash)")
 
 
 def _handle_show(args: argparse.Namespace) -> int:
     """The content as stored when piped or redirected (a script's, a file's); on a terminal, its
-    control characters made visible (newlines and tabs kept) and no binary at all: a tool's
-    output is untrusted, and its escapes set the terminal's title, cleared its screen or hid
-    what followed, where every other command shows them as ``\\x1b``."""
+    control characters made visible (newlines and tabs kept): a tool's output is untrusted, and
+    its escapes set the terminal's title, cleared its screen or hid what followed, where every
+    other command shows them as ``\\x1b``. An artifact that is not text (an image, a video) is
+    one line naming it, wherever the output goes (``show_refs.show_artifact``); ``--out FILE``
+    writes what the ref holds to FILE, an artifact's bytes as stored."""
     ref = args.ref
     terminal = stdout_is_terminal()
+    target = output_file(args.out) if args.out else None
     with store_for(args) as store:
         run_id = args.run if args.run is not None else ref_run(ref, store)
         if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
-            data = artifact_bytes(store, ref)
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:  # an image: its bytes as stored (show ... > shot.png)
-                if terminal:
-                    raise InvalidInputError(
-                        f"{ref.strip()} holds {len(data)} bytes that are not text (an image?), which a "
-                        "terminal would read as control sequences: redirect them to a file "
-                        "(contextfold show ... > shot.png)") from None
-                sys.stdout.flush()
-                sys.stdout.buffer.write(data)
+            if target is not None:
+                write_output_bytes(target, artifact_bytes(store, ref))
                 return 0
+            text = show_artifact(store, ref)
         else:
             text = show(store.run(run_id), ref)
+    if target is not None:
+        write_output_bytes(target, text.encode("utf-8"))
+        return 0
     if terminal:
         text = visible_text(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -122,5 +123,6 @@ def _handle_show(args: argparse.Namespace) -> int:
 register("compact", "compact a run's history (mask old tool results, or summarize) by appending "
          "a history_compacted event", _configure_compact, _handle_compact)
 register("show", "print the raw content behind a ref a mask stub or summary cites (on a terminal, control "
-         "characters shown as escapes and binary refused; piped, as stored)",
+         "characters shown as escapes; piped, as stored; an artifact that is not text as one line naming "
+         "it, its bytes with --out FILE)",
          _configure_show, _handle_show)

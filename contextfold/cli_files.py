@@ -21,7 +21,7 @@ from contextfold.domain.errors import InvalidInputError
 
 __all__ = ["StagedOutput", "closed_streams_to_devnull", "log_position", "nonempty", "nonnegative",
            "output_file", "shown_json", "stdout_failed", "stdout_is_terminal", "stdout_to_devnull",
-           "write_output"]
+           "write_output", "write_output_bytes"]
 
 
 def closed_streams_to_devnull() -> None:
@@ -135,7 +135,12 @@ def write_output(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (checked by :func:`output_file`), all or nothing: a disk that
     fills up leaves the file as it was, not cut short. What the OS refuses is an
     InvalidInputError naming it."""
-    StagedOutput(path).stage(text).commit()
+    write_output_bytes(path, text.encode("utf-8"))
+
+
+def write_output_bytes(path: Path, data: bytes) -> None:
+    """:func:`write_output` of bytes as they are."""
+    StagedOutput(path).stage_bytes(data).commit()
 
 
 class StagedOutput:
@@ -153,8 +158,11 @@ class StagedOutput:
         return InvalidInputError(f"cannot write {self.path}: {exc.strerror or exc}")
 
     def stage(self, text: str) -> StagedOutput:
+        return self.stage_bytes(text.encode("utf-8"))
+
+    def stage_bytes(self, data: bytes) -> StagedOutput:
+        """:meth:`stage` of bytes as they are (``show --out``: an artifact's, an image's)."""
         self.discard()
-        data = text.encode("utf-8")
         try:
             if self.path.exists() and not self.path.is_file():
                 with self.path.open("wb") as special:

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 
 from contextfold.api import Run, Store
 from contextfold.domain.errors import IntegrityError, InvalidInputError, NotFoundError
+from contextfold.domain.event_values import is_medium
 from contextfold.domain.events import (
+    ArtifactRef,
     ContentBlock,
     ContextBuilt,
     DocumentBlock,
@@ -38,8 +40,9 @@ from contextfold.projections.state import ToolGroup
 from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
 from contextfold.replay_report import recorded_run_id
 from contextfold.store.event_reads import RUN_ID_PATTERN
+from contextfold.store.media_duration import is_timed_media, media_duration_ms
 
-__all__ = ["artifact_bytes", "ref_run", "show", "show_artifact"]
+__all__ = ["artifact_bytes", "artifact_line", "ref_run", "show", "show_artifact"]
 
 _EVENT = re.compile(r"^event://(?P<run>.+)/(?P<pos>\d+)(?:#.*)?$")
 _RANGE = re.compile(r"^events://(?P<run>.+)/(?P<lo>\d+)-(?P<hi>\d+)$")
@@ -97,15 +100,29 @@ def _call_slot(store: Store, run_id: str, body: str, pos: int, names: set[str]) 
 
 def show_artifact(store: Store, ref: str) -> str:
     """The text behind an ``artifact:HASH`` ref: artifacts belong to the store (content-addressed),
-    so no run is needed; another ref names none here and is refused. An artifact that is not
-    UTF-8 text (an image) is an :class:`InvalidInputError` pointing at :func:`artifact_bytes`:
-    its bytes decoded with replacements were neither the image nor text."""
-    data = artifact_bytes(store, ref)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"{ref!r} holds {len(data)} bytes of binary data, not text: read them with "
-                                "Store.artifact(ref) (contextfold show writes them as stored)") from None
+    so no run is needed; another ref names none here and is refused. A medium (an image, audio,
+    video, a PDF: by the type it was stored under) or bytes that are not UTF-8 text give one line
+    instead (:func:`artifact_line`); :func:`artifact_bytes` reads the bytes.
+
+    Why: a video's bytes decoded with replacements were neither the video nor text, megabytes of
+    U+FFFD that said nothing of what the artifact was."""
+    data = artifact_bytes(store, ref)  # (a ref that is no artifact:HASH refused)
+    digest = ref.strip()[-64:]
+    media_type = store.events.artifact_media_type(digest)
+    if not is_medium(media_type):
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    duration = media_duration_ms(data) if is_timed_media(media_type) else None
+    return artifact_line(f"artifact:{digest}", media_type, len(data), duration)
+
+
+def artifact_line(name: str, media_type: str, size: int, duration_ms: int | None) -> str:
+    """One line naming an artifact that is not text: its ref, media type, size, playing time
+    when its container tells it, and where its bytes are to be had."""
+    seconds = "" if duration_ms is None else f", {duration_ms / 1000:.1f} s"
+    return f"{name}: {media_type}, {size:,} bytes{seconds}, not text (--out FILE writes its bytes)"
 
 
 def artifact_bytes(store: Store, ref: str) -> bytes:
@@ -172,14 +189,19 @@ def _event_text(run: Run, rec: RecordedEvent) -> str:
     match ev:
         case ToolResult():
             text, media = ev.text_and_media()  # its text blocks too (the MCP shape)
-            if ev.artifact is not None:  # the whole text (text blocks moved with it, or beside it)
+            if ev.artifact is not None and is_medium(ev.artifact.media_type):  # a log written before
+                text = "\n".join([ev.content, _medium_line(ev.artifact)])  # the store moved it to blocks
+            elif ev.artifact is not None:  # the whole text (text blocks moved with it, or beside it)
                 text = "\n".join([run.store.cited_text(ev.artifact),
                                   *(b.text for b in ev.blocks if isinstance(b, TextBlock))])
             code = f" exit_code={ev.exit_code}" if ev.exit_code is not None else ""
             return (f"result of call {ev.call_id}{code} is_error={str(ev.is_error).lower()}\n"
                     f"{text}{_media_lines(media)}")
         case FileRead() | EvidenceRetrieved():
-            body = run.store.cited_text(ev.artifact) if ev.artifact is not None else ev.content
+            if ev.artifact is not None and is_medium(ev.artifact.media_type):  # not its bytes as text
+                body = _medium_line(ev.artifact)
+            else:
+                body = run.store.cited_text(ev.artifact) if ev.artifact is not None else ev.content
             return body + _media_lines(ev.blocks if isinstance(ev, EvidenceRetrieved) else ())
         case UserInput():
             return ev.text + _media_lines(ev.content)
@@ -193,15 +215,24 @@ def _event_text(run: Run, rec: RecordedEvent) -> str:
 
 
 def _media_lines(blocks: Sequence[ContentBlock]) -> str:
-    """A line per image or document an event carries, naming where its bytes are: ``show`` of a
-    masked screenshot printed an empty result, and its stub no way back to the image."""
+    """A line per image or document an event carries, naming where its bytes are (and an audio's
+    or video's playing time when the log holds it): ``show`` of a masked screenshot printed an
+    empty result, and its stub no way back to the image."""
     lines = []
     for block in blocks:
         if isinstance(block, ImageBlock | DocumentBlock):
             ref = block.artifact
-            where = f"artifact:{ref.hash} ({ref.size} bytes)" if ref is not None else block.url or "inline"
+            duration = block.duration_ms if isinstance(block, DocumentBlock) else None
+            seconds = "" if duration is None else f", {duration / 1000:.1f} s"
+            where = (f"artifact:{ref.hash} ({ref.size} bytes{seconds})" if ref is not None
+                     else block.url or "inline")
             lines.append(f"\n[{block.type} {block.media_type}: {where}]")
     return "".join(lines)
+
+
+def _medium_line(ref: ArtifactRef) -> str:
+    """The line naming a medium an event cites as its payload (its bytes are never text)."""
+    return f"[artifact {ref.media_type}: artifact:{ref.hash} ({ref.size} bytes), not text]"
 
 
 def _range(run: Run, lo: int, hi: int) -> Sequence[RecordedEvent]:

@@ -471,6 +471,16 @@ class EventReads:
             raise IntegrityError(f"the artifact {digest} the log cites is not in the store "
                                  "(`contextfold verify RUN` names the event)") from exc
 
+    def artifact_media_type(self, digest: str) -> str:
+        """The media type the artifact ``digest`` was stored under (without loading it): what
+        ``show`` names a medium by rather than print its bytes."""
+        p = self.backend.placeholder
+        rows = self.backend.query(
+            f"SELECT media_type FROM {self.backend.table(ARTIFACTS_TABLE)} WHERE hash = {p}", (digest,))
+        if not rows:
+            raise ArtifactNotFoundError(digest)
+        return str(rows[0][0])
+
     def has_artifact(self, digest: str) -> bool:
         """Whether this store holds the artifact ``digest`` (without loading it)."""
         p = self.backend.placeholder
