@@ -95,7 +95,13 @@ resizing, 8 tiles; a patch model 1536 patches), Anthropic
 
 ``neutral`` (a build for no provider yet) prices every block at the highest of
 the three providers (``max-of-providers``; OpenAI's by the build's model, the dearest rule for
-none), so the neutral selection fits whichever provider it is finally rendered for.
+none), so the neutral selection fits whichever provider it is finally rendered for. A video is
+the exception that proves the rule: only Gemini takes one, OpenAI's and Anthropic's requests
+carry a note in its place ("not attached"), so the highest any request pays for it is Gemini's
+``gemini-video`` price, by its logged length (one page when the length is not logged, as Gemini's
+build prices it, for the reason above), and the rule says so (:data:`NEUTRAL_VIDEO`). Priced as
+the dearest PDF page of the three, a 10 s clip cost a neutral build without a model 27,751 tokens
+(gpt-4o-mini's page image), ten times what any provider counts, and was left out of small builds.
 
 Reduction (the safe step before dropping, see the builder): only OpenAI
 offers a cheaper rendition of the same image, ``detail: low`` (the tile rule's base), and only
@@ -132,6 +138,7 @@ __all__ = [
     "GEMINI_TOKENS_PER_IMAGE",
     "GEMINI_VIDEO_TOKENS_PER_SECOND",
     "MEDIA_PROVIDERS",
+    "NEUTRAL_VIDEO",
     "OPENAI_AUDIO_TOKENS_PER_SECOND",
     "OPENAI_PDF_PAGE_TOKENS",
     "UNKNOWN_MODEL_RULE",
@@ -178,6 +185,10 @@ class MediaCost:
 
     tokens: int
     rule: str
+
+
+NEUTRAL_VIDEO = "only Gemini takes video; OpenAI and Anthropic are sent a note in its place"
+"""Why a neutral build prices a video by Gemini's rule alone (module docstring), in its rule."""
 
 
 def media_family(provider: str) -> MediaProvider:
@@ -432,9 +443,11 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
     document = document_cost(family, block.pages, model)
     if family in ("gemini", "neutral") and (timed := gemini_timed_cost(block)) is not None:
         # Gemini sees video and hears audio by their length, never as pages; neutral pays the
-        # dearer of the two.
+        # dearer of the two, but for a video, which only Gemini takes: its price (NEUTRAL_VIDEO).
         if family == "gemini":
             return timed
+        if block.media_type.startswith("video/"):
+            return MediaCost(timed.tokens, f"max-of-providers:{timed.rule} ({NEUTRAL_VIDEO})")
         if timed.tokens > document.tokens:
             document = MediaCost(timed.tokens, f"max-of-providers:{timed.rule}")
     if provider in ("openai-chat", "neutral") and (audio := audio_cost(block)) is not None:

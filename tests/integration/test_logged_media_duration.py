@@ -140,3 +140,32 @@ def test_a_gemini_build_keeps_a_video_that_fits_and_leaves_out_one_that_does_not
     long = minute.model_copy(update={"url": "https://example.com/b.mp4", "duration_ms": 3_600_000})
     media = _media([long, minute], "gemini", window)
     assert [m.tokens for m in media] == ([15_780] if window == 20_000 else [946_800, 15_780])[-len(media):]
+
+
+@pytest.mark.parametrize("model", [None, "gpt-4o-mini", "claude-sonnet-4-5", "gemini-2.5-flash"])
+def test_a_neutral_build_prices_a_video_as_gemini_does_the_only_provider_that_takes_one(model: str | None
+                                                                                        ) -> None:
+    """A neutral build (no provider, often no model) priced a video as the dearest PDF page of
+    every provider: 27,751 tokens (gpt-4o-mini's page image) for a 10 s clip, a price no provider
+    charges for a video (OpenAI and Anthropic are sent a note in its place, "not attached"; only
+    Gemini sees it, at 263 tokens a second). It is Gemini's price now, by the logged length (one
+    258-token page when the length is not logged, as Gemini's build prices it), and the rule says
+    why."""
+    clip = DocumentBlock(url="https://example.com/a.mp4", media_type="video/mp4", duration_ms=10_000)
+    price = media_cost("neutral", clip, model)
+    assert price.tokens == media_cost("gemini", clip, model).tokens == 10 * GEMINI_VIDEO_TOKENS_PER_SECOND
+    assert "gemini-video:263/s, 10 s logged" in price.rule and "only Gemini takes video" in price.rule
+    unknown = media_cost("neutral", clip.model_copy(update={"duration_ms": None}), model)
+    assert unknown.tokens == GEMINI_TOKENS_PER_IMAGE
+    assert "duration unknown" in unknown.rule and "only Gemini takes video" in unknown.rule
+
+
+def test_a_neutral_build_without_a_model_keeps_a_short_video(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as store:
+        run = store.run("r")
+        ref = store.events.put_artifact(mp4(10), "video/mp4")
+        run.append(_asked(DocumentBlock(artifact=ref, media_type="video/mp4")))
+        built = run.build("neutral", window=8_000, reserve=1_000)
+    [media] = [m for f in built.manifest.fragments for m in f.media]
+    assert media.tokens == 10 * GEMINI_VIDEO_TOKENS_PER_SECOND and media.not_attached is None, media
+    assert built.manifest.selected_tokens <= built.manifest.budget_tokens
