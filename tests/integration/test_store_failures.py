@@ -302,7 +302,7 @@ def test_a_postgresql_read_out_of_disk_says_it_was_a_read(pg_url: str,
     with open_store(pg_url) as store:
         store.run("r").append(UserInput("go"))
         backend = store.events.backend
-        datastore = backend.datastore  # type: ignore[union-attr]
+        datastore = backend.datastore
 
         @contextlib.contextmanager
         def full(*args: object, **kwargs: object) -> Iterator[None]:
