@@ -17,7 +17,7 @@ from contextfold.cli import register, store_for
 from contextfold.cli_files import nonempty, output_file, shown_json, stdout_is_terminal, write_output_bytes
 from contextfold.cli_progress import fold_bar
 from contextfold.compaction_api import CompactionReport, compact
-from contextfold.show_refs import artifact_bytes, ref_run, show, show_artifact
+from contextfold.show_refs import artifact_bytes, artifact_summary, artifact_text, ref_run, show
 
 __all__ = ["report_lines"]
 
@@ -88,27 +88,35 @@ def _configure_show(p: argparse.ArgumentParser) -> None:
                         "name the run the log was recorded under before an import renamed it")
     p.add_argument("--out", default=None, type=nonempty("path"), metavar="FILE",
                    help="write what REF holds to FILE instead of printing it: an artifact's bytes as "
-                        "stored (an image, a video), where printing shows one line naming an artifact "
-                        "that is not text (its media type, size, length, hash)")
+                        "stored (an image, a video), wherever stdout goes; on a terminal an artifact "
+                        "that is not text is one line naming it (its media type, size, length, hash)")
 
 
 def _handle_show(args: argparse.Namespace) -> int:
-    """The content as stored when piped or redirected (a script's, a file's); on a terminal, its
-    control characters made visible (newlines and tabs kept): a tool's output is untrusted, and
-    its escapes set the terminal's title, cleared its screen or hid what followed, where every
-    other command shows them as ``\\x1b``. An artifact that is not text (an image, a video) is
-    one line naming it, wherever the output goes (``show_refs.show_artifact``); ``--out FILE``
-    writes what the ref holds to FILE, an artifact's bytes as stored."""
+    """The content as stored when piped or redirected (a script's, a file's: ``show artifact:H >
+    shot.png`` writes the image); on a terminal, its control characters made visible (newlines
+    and tabs kept), and an artifact that is not text (an image, a video) one line naming it
+    (``show_refs.artifact_summary``): a tool's output is untrusted, and its escapes set the
+    terminal's title, cleared its screen or hid what followed, where every other command shows
+    them as ``\\x1b``; a video's bytes would be megabytes of them. ``--out FILE`` writes what the
+    ref holds to FILE, an artifact's bytes as stored, wherever stdout goes."""
     ref = args.ref
     terminal = stdout_is_terminal()
     target = output_file(args.out) if args.out else None
     with store_for(args) as store:
         run_id = args.run if args.run is not None else ref_run(ref, store)
         if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
-            if target is not None:
-                write_output_bytes(target, artifact_bytes(store, ref))
+            data = artifact_bytes(store, ref)
+            text = artifact_text(store, ref, data)
+            if target is not None or (text is None and not terminal):  # its bytes as stored
+                if target is not None:
+                    write_output_bytes(target, data)
+                else:
+                    sys.stdout.flush()
+                    sys.stdout.buffer.write(data)
                 return 0
-            text = show_artifact(store, ref)
+            if text is None:
+                text = artifact_summary(store, ref, data)
         else:
             text = show(store.run(run_id), ref)
     if target is not None:
@@ -123,6 +131,6 @@ def _handle_show(args: argparse.Namespace) -> int:
 register("compact", "compact a run's history (mask old tool results, or summarize) by appending "
          "a history_compacted event", _configure_compact, _handle_compact)
 register("show", "print the raw content behind a ref a mask stub or summary cites (on a terminal, control "
-         "characters shown as escapes; piped, as stored; an artifact that is not text as one line naming "
-         "it, its bytes with --out FILE)",
+         "characters shown as escapes and an artifact that is not text as one line naming it; piped, as "
+         "stored; --out FILE writes its bytes)",
          _configure_show, _handle_show)

@@ -21,7 +21,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["cf", "cf_process"]
+__all__ = ["TerminalOut", "cf", "cf_process"]
+
+
+class TerminalOut(io.TextIOWrapper):
+    """A standard output that says it is a terminal, as a person's shell gives the command."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 def cf(*args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None,

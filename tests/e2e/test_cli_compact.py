@@ -160,9 +160,9 @@ def test_show_an_artifact_ref_needs_no_run(tmp_path: Path) -> None:
 def test_show_names_an_events_media_and_writes_an_image_artifact_as_stored(tmp_path: Path) -> None:
     """``show`` of a masked screenshot printed an empty result: no image and no ref to it, so the
     stub's raw ref led nowhere; ``show artifact:HASH`` of the PNG printed its bytes decoded with
-    U+FFFD replacements (54,521 bytes for a 30,173-byte file): it is one line naming it now, and
-    ``--out FILE`` writes its bytes as stored. A short hash or a ref of no known kind was told to
-    give the run too, which did not help."""
+    U+FFFD replacements (54,521 bytes for a 30,173-byte file): piped, it is its bytes as stored
+    (``show artifact:H > shot.png``), as is ``--out FILE``'s (on a terminal one line naming it).
+    A short hash or a ref of no known kind was told to give the run too, which did not help."""
     from tests.integration.test_media_build import png
 
     db = tmp_path / "s.db"
@@ -180,7 +180,7 @@ def test_show_names_an_events_media_and_writes_an_image_artifact_as_stored(tmp_p
     assert f"[image image/png: artifact:{block.artifact.hash} ({len(image)} bytes)]" in shown.stdout
     raw = subprocess.run([sys.executable, "-m", "contextfold", "--store", store, "show",
                           f"artifact:{block.artifact.hash}"], cwd=tmp_path, capture_output=True, check=True)
-    assert raw.stdout.startswith(f"artifact:{block.artifact.hash}: image/png".encode())  # one line, piped too
+    assert raw.stdout == image  # piped: as stored
     written = tmp_path / "shot.png"  # its bytes as stored: --out (test_cli_show_media)
     assert cf("--store", store, "show", f"artifact:{block.artifact.hash}", "--out", str(written),
               cwd=tmp_path).returncode == 0

@@ -1,23 +1,40 @@
-"""``contextfold show`` of a medium (a video, an image, any bytes that are not text) prints one
-line that says what it is (media type, size, playing time when known, content hash), never its
-bytes decoded as text; ``--out FILE`` writes the bytes as stored.
+"""``contextfold show`` of a medium (a video, an image, any bytes that are not text) never
+decodes its bytes as text: an event citing it names it on one line (media type, size, playing
+time when known, content hash), an artifact ref shows that line on a terminal and its bytes as
+stored when piped (``show artifact:H > clip.mp4``), and ``--out FILE`` writes the bytes wherever
+stdout goes.
 
 Why: ``show`` decoded a stored video as text wherever an event cited it as its payload (a
-``FileRead`` of a clip: megabytes of U+FFFD), and piped an artifact's raw bytes to whatever read
-its output (a pager, a log, a model's tool): nothing said what they were.
+``FileRead`` of a clip: megabytes of U+FFFD), and refused an artifact's bytes on a terminal
+without saying what they were.
 """
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from contextfold.api import open_store
+from contextfold.cli import main
 from contextfold.domain.events import DocumentBlock, FileRead, UserInput
-from tests.cli_runner import cf
+from tests.cli_runner import TerminalOut, cf
 from tests.integration.test_media_build import png
 from tests.integration.test_stored_media_fold_estimate import _video
+
+
+def _on_terminal(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, bytes]:
+    """The exit code and what the command wrote to a terminal."""
+    screen = io.BytesIO()
+    terminal = TerminalOut(screen, encoding="utf-8", write_through=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stdout", terminal)
+        code = main(list(args))
+    terminal.flush()
+    return code, screen.getvalue()
 
 
 def _store(tmp_path: Path) -> tuple[str, str, str, int]:
@@ -32,15 +49,16 @@ def _store(tmp_path: Path) -> tuple[str, str, str, int]:
     return url, ref.hash, clip.hex(), len(clip)
 
 
-def test_show_of_a_video_artifact_is_one_line_and_out_writes_its_bytes(tmp_path: Path) -> None:
+def test_show_of_a_video_artifact_is_one_line_and_out_writes_its_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url, digest, clip_hex, size = _store(tmp_path)
-    out = cf("--store", url, "show", f"artifact:{digest}", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout == (f"artifact:{digest}: video/mp4, {size:,} bytes, 90.0 s, not text "
-                          "(--out FILE writes its bytes)\n"), out.stdout[:300]
+    code, screen = _on_terminal(monkeypatch, "--store", url, "show", f"artifact:{digest}")
+    assert code == 0
+    assert screen == (f"artifact:{digest}: video/mp4, {size:,} bytes, 90.0 s, not text "
+                      "(--out FILE writes its bytes)\n").encode(), screen[:300]
     piped = subprocess.run([sys.executable, "-m", "contextfold", "--store", url, "show",
                             f"artifact:{digest}"], cwd=tmp_path, capture_output=True, check=True)
-    assert piped.stdout == out.stdout.encode()  # piped too: the line, not the bytes
+    assert piped.stdout.hex() == clip_hex  # piped: as stored (show artifact:H > clip.mp4)
     target = tmp_path / "clip.mp4"
     wrote = cf("--store", url, "show", f"artifact:{digest}", "--out", str(target), cwd=tmp_path)
     assert wrote.returncode == 0 and wrote.stdout == "", wrote.stderr
@@ -58,16 +76,17 @@ def test_show_of_an_event_citing_a_video_names_it_and_decodes_nothing(tmp_path: 
         assert line in out.stdout, out.stdout
 
 
-def test_show_of_an_image_artifact_is_one_line_and_a_text_one_is_its_text(tmp_path: Path) -> None:
+def test_show_of_an_image_artifact_is_one_line_and_a_text_one_is_its_text(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}"
     image = png((64, 48), seed=3)
     with open_store(url) as store:
         block = store.attach_image(image)
         text = store.events.put_artifact(b"a listing\n", "text/plain")
     assert block.artifact is not None
-    shot = cf("--store", url, "show", f"artifact:{block.artifact.hash}", cwd=tmp_path)
-    assert shot.stdout == (f"artifact:{block.artifact.hash}: image/png, {len(image):,} bytes, not text "
-                           "(--out FILE writes its bytes)\n"), shot.stdout
+    code, shot = _on_terminal(monkeypatch, "--store", url, "show", f"artifact:{block.artifact.hash}")
+    assert code == 0 and shot == (f"artifact:{block.artifact.hash}: image/png, {len(image):,} bytes, not "
+                                  "text (--out FILE writes its bytes)\n").encode(), shot
     listing = cf("--store", url, "show", f"artifact:{text.hash}", cwd=tmp_path)
     assert listing.stdout == "a listing\n"
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.cli import main
+from tests.cli_runner import TerminalOut
 
 ESC = "\x1b"
 BAD = (f'<script>alert(1)</script></textarea>"><img src=x onerror=alert(2)>{ESC}[31mRED{ESC}[0m'
@@ -145,13 +146,6 @@ def test_error_lines_show_the_escapes_of_the_input_they_quote(
                    "  from \\x1b]0;title\\x07 here\n")
 
 
-class _Terminal(io.TextIOWrapper):
-    """A standard output that says it is a terminal, as a person's shell gives the command."""
-
-    def isatty(self) -> bool:
-        return True
-
-
 def test_show_on_a_terminal_makes_escapes_visible_and_names_binary(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """``show`` wrote a tool output's ``ESC ]0;PWNED BEL ESC [2J``, NUL and backspaces raw to the
@@ -171,7 +165,7 @@ def test_show_on_a_terminal_makes_escapes_visible_and_names_binary(
 
     def shown(*args: str) -> tuple[int, bytes, str]:
         screen = io.BytesIO()
-        terminal = _Terminal(screen, encoding="utf-8", write_through=True)
+        terminal = TerminalOut(screen, encoding="utf-8", write_through=True)
         with monkeypatch.context() as patch:
             patch.setattr(sys, "stdout", terminal)
             code = main(["--store", url, "show", *args])
@@ -202,7 +196,7 @@ def _screen(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
             ) -> tuple[int, str]:
     """``contextfold ARGS`` with a terminal as standard output: its exit code and what it shows."""
     screen = io.BytesIO()
-    terminal = _Terminal(screen, encoding="utf-8", write_through=True)
+    terminal = TerminalOut(screen, encoding="utf-8", write_through=True)
     with monkeypatch.context() as patch:
         patch.setattr(sys, "stdout", terminal)
         code = main(list(args))
