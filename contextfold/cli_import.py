@@ -27,6 +27,7 @@ from contextfold.audit.text import visible
 from contextfold.cli import store_for
 from contextfold.cli_new_store import removed_if_unrecorded
 from contextfold.cli_progress import progress_bar
+from contextfold.cli_restore import lost_artifacts, restore_artifacts
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
 from contextfold.domain.events import AnyEvent, ArtifactRef, ModelResponse, ToolsRegistered, artifact_refs
 from contextfold.domain.reasoning import appendable_reasoning
@@ -400,11 +401,16 @@ def handle_import(args: argparse.Namespace) -> int:
     total: int | None = None  # set once the runs are committed: a Ctrl-C after that is no failure
     try:
         with removed_if_unrecorded(args), store_for(args, create=True) as store:
-            for run_id, _, where in named:
+            restoring: dict[str, list[tuple[ArtifactRef, bytes]]] = {}
+            for run_id, events, where in named:
                 held = store.events.version(run_id)
-                if held:
-                    raise RunExistsError(run_id, held, source=None if where == source else where,
-                                         hint="pick another --run")
+                if held:  # the same log, lost artifacts carried: those are brought back (cli_restore)
+                    lost = lost_artifacts(store.events, run_id, events, bundled)
+                    if not lost:
+                        raise RunExistsError(run_id, held, source=None if where == source else where,
+                                             hint="pick another --run")
+                    restoring[run_id] = lost
+            named = [n for n in named if n[0] not in restoring]
             needed = _cited(named, bundled, store.events.has_artifact)
             # ONE transaction: every run, or none (a refusal, a lost server, Ctrl-C). What the
             # store refuses is named by its run: the one being prepared, after the runs reported
@@ -429,6 +435,7 @@ def handle_import(args: argparse.Namespace) -> int:
                     total = _recorded(args, named)
                     if total is None:
                         raise
+            notes += [restore_artifacts(store.events, run_id, lost) for run_id, lost in restoring.items()]
             _report(total, named, source, fmt, notes)
     except KeyboardInterrupt:
         if total is None:

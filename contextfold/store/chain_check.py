@@ -24,7 +24,13 @@ from contextfold.store.backends import translate_errors
 from contextfold.store.compression import is_compressed
 from contextfold.store.crypto import open_envelope
 from contextfold.store.deltas import is_delta
-from contextfold.store.event_reads import EventReads, VerifyReport, check_run_id, upcast_topic
+from contextfold.store.event_reads import (
+    LOST_ARTIFACT_HINT,
+    EventReads,
+    VerifyReport,
+    check_run_id,
+    upcast_topic,
+)
 
 __all__ = ["ChainCheck"]
 
@@ -52,7 +58,7 @@ class ChainCheck(EventReads):
             try:
                 self.artifact(ref)
             except ArtifactNotFoundError:
-                return f"the artifact {ref.hash} it cites is not in the store"
+                return f"the artifact {ref.hash} it cites is not in the store ({LOST_ARTIFACT_HINT})"
             except (IntegrityError, CryptoError) as exc:  # (damaged ciphertext fails to decrypt)
                 return f"the artifact {ref.hash} it cites cannot be read back: {exc}"
         return ""

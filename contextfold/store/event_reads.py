@@ -53,8 +53,8 @@ from contextfold.store.event_checks import why_not_parsed
 from contextfold.store.head_check import FoldedTails, StaleHeadError
 from contextfold.store.limits import StoreLimits
 
-__all__ = ["RUN_ID_PATTERN", "EventReads", "RunInfo", "VerifyReport", "bulk_allocation", "check_run_id",
-           "upcast_topic"]
+__all__ = ["LOST_ARTIFACT_HINT", "RUN_ID_PATTERN", "EventReads", "RunInfo", "VerifyReport", "bulk_allocation",
+           "check_run_id", "upcast_topic"]
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$")
 _UPCAST_TOPICS: dict[str, bool] = {}
@@ -129,6 +129,13 @@ def check_run_id(run_id: str) -> str:
 
 
 
+
+LOST_ARTIFACT_HINT = ("bring it back: export the run where it is held (`contextfold events RUN --json "
+                      "--with-artifacts > FILE`) and import FILE here under the same --run: the artifacts "
+                      "its log cites and this store lost are written, nothing else")
+"""How an artifact a log cites and the store lost is brought back (:mod:`contextfold.cli_restore`).
+Why said with the error: a partial restore or a bad copy of a store said which artifact was gone,
+and the import of the run's export that would bring it was refused as a run that exists."""
 
 class EventReads:
     """What an :class:`~contextfold.store.event_store.EventStore` reads: set up by its
@@ -469,7 +476,7 @@ class EventReads:
         except ArtifactNotFoundError as exc:
             digest = ref.hash if isinstance(ref, ArtifactRef) else ref
             raise IntegrityError(f"the artifact {digest} the log cites is not in the store "
-                                 "(`contextfold verify RUN` names the event)") from exc
+                                 f"(`contextfold verify RUN` names the event; {LOST_ARTIFACT_HINT})") from exc
 
     def artifact_media_type(self, digest: str) -> str:
         """The media type the artifact ``digest`` was stored under (without loading it): what
