@@ -456,7 +456,8 @@ def _recorded(args: argparse.Namespace, named: Named) -> int | None:
 
 
 def _report(total: int, named: Named, source: str, fmt: str, notes: list[str]) -> None:
-    _out(f"imported {total} events into {len(named)} run(s) from {visible(source)} ({fmt})")
+    if named or not notes:  # an import that only brought artifacts back says that alone (cli_restore)
+        _out(f"imported {total} events into {len(named)} run(s) from {visible(source)} ({fmt})")
     for note in [*notes, *_tool_name_notes(named)]:  # a file name may hold any character but / and NUL
         _out(visible(note))
     for run_id, events, _ in named[:20]:

@@ -51,7 +51,8 @@ def test_an_export_brings_back_the_artifacts_a_run_lost(store_url: str, tmp_path
 
     back = cf("--store", store_url, "import", "r.jsonl", "--run", "r", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
-    assert "restored 1 artifact(s)" in back.stdout + back.stderr
+    assert back.stdout.splitlines() == [
+        "run 'r' holds these events already: restored 1 artifact(s) its log cites that the store had lost"]
     assert cf("--store", store_url, "verify", "r", cwd=tmp_path).returncode == 0
     assert cf("--store", store_url, "replay", "r", "--turn", "2", "--verify", cwd=tmp_path).returncode == 0
     # the log is as it was: nothing appended, no other run made
