@@ -5,14 +5,16 @@ large tool output, a screenshot); every read of the run then fails naming the ar
 An export of the run made where the blob still is (``events --json --with-artifacts``) carries
 it, but its import was refused as a run that exists, and the only way back was a throwaway copy
 under another name, which stayed in the store. An import under the run's own name now writes the
-carried artifacts the run's log cites and the store does not hold, provided the export is that
-log, event for event: an export of another log under a taken name is still a RunExistsError.
+carried artifacts the run's log cites and the store does not hold (or holds damaged), provided
+the export is that log, event for event: an export of another log under a taken name is still a
+RunExistsError.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from contextfold.domain.errors import CryptoError, IntegrityError
 from contextfold.domain.events import AnyEvent, ArtifactRef, artifact_refs, canonical_json
 from contextfold.store.event_store import EventStore
 
@@ -34,15 +36,26 @@ def lost_artifacts(store: EventStore, run_id: str, events: Sequence[AnyEvent],
     lost: dict[str, tuple[ArtifactRef, bytes]] = {}
     for event in events:
         for ref in artifact_refs(event):
-            if ref.hash in carried and ref.hash not in lost and not store.has_artifact(ref.hash):
+            if ref.hash in carried and ref.hash not in lost and not _readable(store, ref):
                 lost[ref.hash] = carried[ref.hash]
     return list(lost.values())
+
+
+def _readable(store: EventStore, ref: ArtifactRef) -> bool:
+    """Whether ``store`` holds ``ref`` as bytes its hash names (a damaged row is as good as lost)."""
+    if not store.has_artifact(ref.hash):
+        return False
+    try:
+        store.artifact(ref)
+    except (IntegrityError, CryptoError):  # what ``verify`` reports as "cannot be read back"
+        return False
+    return True
 
 
 def restore_artifacts(store: EventStore, run_id: str, lost: Sequence[tuple[ArtifactRef, bytes]]) -> str:
     """Write ``lost`` (checked against their hashes by the import's parse), as an append would;
     returns the import's note of it."""
     for ref, data in lost:
-        store.put_artifact(data, ref.media_type)
+        store.put_artifact(data, ref.media_type, replace=True)
     return (f"run {run_id!r} holds these events already: restored {len(lost)} artifact(s) its log "
             "cites that the store had lost")

@@ -83,7 +83,8 @@ class Backend(Protocol):
     def table(self, name: str) -> str: ...
     def tables_present(self, *names: str) -> bool: ...
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None: ...
+    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]], *,
+                      replace: bool = False) -> None: ...
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]], *, wait: bool = True) -> None: ...
     def close(self) -> None: ...
 
@@ -189,11 +190,13 @@ class SQLiteBackend:
             c.execute(sql, tuple(params))
             return [tuple(row) for row in c.fetchall()]
 
-    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None:
+    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]], *, replace: bool = False) -> None:
+        """``replace``: a row held under a hash is overwritten (a repair, ``EventStore.put_artifact``)."""
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with translate_errors("store artifact", self.url), self.datastore.transaction(commit=True) as c:
             for row in rows:
                 c.execute(
-                    f"INSERT OR IGNORE INTO {ARTIFACTS_TABLE} (hash, size, media_type, data) "
+                    f"{verb} INTO {ARTIFACTS_TABLE} (hash, size, media_type, data) "
                     "VALUES (?, ?, ?, ?)",
                     row,
                 )

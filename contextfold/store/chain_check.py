@@ -60,7 +60,7 @@ class ChainCheck(EventReads):
             except ArtifactNotFoundError:
                 return f"the artifact {ref.hash} it cites is not in the store ({LOST_ARTIFACT_HINT})"
             except (IntegrityError, CryptoError) as exc:  # (damaged ciphertext fails to decrypt)
-                return f"the artifact {ref.hash} it cites cannot be read back: {exc}"
+                return f"the artifact {ref.hash} it cites cannot be read back: {exc} ({LOST_ARTIFACT_HINT})"
         return ""
 
     def verify(self, run_id: str) -> VerifyReport:

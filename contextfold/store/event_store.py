@@ -475,9 +475,12 @@ class EventStore(RunHeads):
                 return slim, [*blobs, (digest, len(raw), ref.media_type, raw)]
         return event, blobs
 
-    def put_artifact(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactRef:
-        """Store a blob (idempotent) and return its ref."""
+    def put_artifact(self, data: bytes, media_type: str = "application/octet-stream", *,
+                     replace: bool = False) -> ArtifactRef:
+        """Store a blob (idempotent) and return its ref. ``replace``: overwrite the row held under
+        its hash, a repair of stored bytes that no longer match it (``contextfold.cli_restore``);
+        ``data`` is hashed here, so only the bytes the hash names can replace a row."""
         self._refuse_plain_beside_encrypted()
         digest = blake3.blake3(data).hexdigest()
-        self.backend.put_artifacts([self._artifact_row(digest, len(data), media_type, data)])
+        self.backend.put_artifacts([self._artifact_row(digest, len(data), media_type, data)], replace=replace)
         return ArtifactRef(hash=digest, size=len(data), media_type=media_type)

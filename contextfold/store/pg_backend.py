@@ -253,14 +253,18 @@ class PostgresBackend:
 
         return self._idempotent("query", work, reading=True)
 
-    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None:
+    def put_artifacts(self, rows: Sequence[tuple[str, int, str, bytes]], *, replace: bool = False) -> None:
+        """``replace``: a row held under a hash is overwritten (a repair, ``EventStore.put_artifact``)."""
+        conflict = ("DO UPDATE SET size = EXCLUDED.size, media_type = EXCLUDED.media_type, "
+                    "data = EXCLUDED.data" if replace else "DO NOTHING")
+
         def work() -> None:  # content-addressed, ON CONFLICT DO NOTHING: a second run is harmless
             with self.datastore.transaction(commit=True) as c:
                 for row in rows:
                     c.execute(
                         f'INSERT INTO "{self.schema}".{ARTIFACTS_TABLE} '
                         "(hash, size, media_type, data) VALUES (%s, %s, %s, %s) "
-                        "ON CONFLICT (hash) DO NOTHING",
+                        f"ON CONFLICT (hash) {conflict}",
                         row,
                     )
 

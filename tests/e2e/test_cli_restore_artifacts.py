@@ -79,3 +79,23 @@ def test_only_the_same_log_gets_artifacts_back(store_url: str, tmp_path: Path) -
     assert refused.returncode == 2 and "RunExistsError" in refused.stderr
     assert cf("--store", store_url, "verify", "r", cwd=tmp_path).returncode == 3  # still lost
 
+
+
+def test_an_export_repairs_an_artifact_whose_stored_bytes_are_damaged(store_url: str, tmp_path: Path) -> None:
+    """A row that holds other bytes than its hash says (a bad copy, a disk error) is replaced by the
+    carried bytes, which the import checked against that hash; before, the import found the hash
+    held and refused the run as existing, and the damage stayed."""
+    _record(store_url)
+    (tmp_path / "r.jsonl").write_text(cf("--store", store_url, "events", "r", "--json", "--with-artifacts",
+                                         cwd=tmp_path).stdout, encoding="utf-8")
+    with contextfold.open_store(store_url) as store:
+        b = store.events.backend
+        b.execute(f"UPDATE {b.table(ARTIFACTS_TABLE)} SET data = {b.placeholder} "
+                  f"WHERE media_type = {b.placeholder}", (b"damaged bytes", "text/plain; charset=utf-8"))
+    damaged = cf("--store", store_url, "verify", "r", cwd=tmp_path)
+    assert damaged.returncode == 3 and "--with-artifacts" in damaged.stderr
+    back = cf("--store", store_url, "import", "r.jsonl", "--run", "r", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert "restored 1 artifact(s)" in back.stdout
+    assert cf("--store", store_url, "verify", "r", cwd=tmp_path).returncode == 0
+    assert cf("--store", store_url, "replay", "r", "--turn", "2", "--verify", cwd=tmp_path).returncode == 0
