@@ -160,7 +160,9 @@ def _configure_import(p: argparse.ArgumentParser) -> None:
                         "RUN/<its folders>)")
     p.add_argument("--run", required=True,
                    help="run id, new to the store (a taken id is RunExistsError: exit 2, nothing "
-                        "written); a multi-run file imports as RUN/<n>")
+                        "written; unless the file is an 'events --json --with-artifacts' export of "
+                        "that very log: the artifacts it cites that the store lost are written back); "
+                        "a multi-run file imports as RUN/<n>")
     p.add_argument("--format", choices=IMPORT_FORMATS, default=None,
                    help="input format (default: detected from the content)")
     p.add_argument("--max-bytes", type=_byte_count, default=StoreLimits().max_import_bytes, metavar="N",
