@@ -15,6 +15,8 @@ from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from contextfold.domain import trusted as checked
+from contextfold.domain.canonical import canonical_object, canonical_utf8
 from contextfold.domain.conversation import AssistantMessage, Conversation
 from contextfold.domain.manifest import (
     LAYER_NAMES,
@@ -210,18 +212,8 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
             map(operator.is_, memo[2], prefix_objects)):
         cache_key: str = memo[1]
     else:
-        # The parts' dicts are the remembered ones (made once per object): a new tool in the
-        # prefix re-hashes it without dumping the system prompt again.
-        # With the provider and the builder that render it: the key is of the rendered prefix
-        # (DESIGN 4), and one neutral prefix is rendered to other bytes for another provider or
-        # by a builder whose renderer changed (0.9.0 added "properties" to OpenAI tool schemas).
-        stable = {"system": _content_only(model_json_all(conversation.system)),
-                  "tools": [canonical_tool_json(t) for t in conversation.tools],
-                  "prefix": _content_only(model_json_all(
-                      conversation.messages[:conversation.stable_prefix_messages])),
-                  "rendered_by": [config.provider, BUILDER]}
-        cache_key = memo[1] if isinstance(memo, tuple) and memo[0] == stable else canonical_hash(stable)
-        state.memo[("cache_key", config.provider)] = (stable, cache_key, prefix_objects)
+        cache_key, state.memo[("cache_key", config.provider)] = _cache_key(
+            conversation, config.provider, memo if isinstance(memo, tuple) else None, prefix_objects)
     # canonical_hash(request), from the bytes kept as the body; the last body of this provider
     # again when the request is made of the same members (a rebuild with nothing new)
     last_body = state.memo.get(("body", config.provider))
@@ -267,6 +259,44 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                          body_bytes=body)
     last_rows["last"] = kept_rows
     return result
+
+
+def _cache_key(conversation: Conversation, provider: str, memo: tuple[Any, ...] | None,
+               prefix_objects: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """The stable prefix's cache key, and the memo to keep: blake3 of the canonical JSON of
+    ``{"prefix": ..., "rendered_by": [provider, BUILDER], "system": ..., "tools": [...]}``.
+
+    With the provider and the builder that render it: the key is of the rendered prefix
+    (DESIGN 4), and one neutral prefix is rendered to other bytes for another provider or by a
+    builder whose renderer changed (0.9.0 added "properties" to OpenAI tool schemas).
+
+    Why per member: the tools a kept history calls come and go as its window slides (40% of
+    tau-bench's first builds at 3k declare other tools than the last), and each time the whole
+    key was dumped and hashed again, the ~6 KB system prompt with it. The canonical JSON of an
+    object is its sorted members' (``canonical_object``), so a member whose objects are the
+    last key's keeps its bytes; equal bytes keep the last key."""
+    system = conversation.system
+    prefix = conversation.messages[:conversation.stable_prefix_messages]
+    last = memo[3] if memo is not None and len(memo) == 4 else None
+    # (the layout hands out the same system tuple and prefix messages while they are unchanged)
+    system_json = (last[1] if last is not None and last[0] is system
+                   else canonical_utf8(_content_only(model_json_all(system))))
+    prefix_json = (last[3] if last is not None and len(last[2]) == len(prefix)
+                   and all(map(operator.is_, last[2], prefix))
+                   else canonical_utf8(_content_only(model_json_all(prefix))))
+    data = canonical_object({"system": system_json,
+                             "tools": canonical_utf8([canonical_tool_json(t) for t in conversation.tools]),
+                             "prefix": prefix_json, "rendered_by": canonical_utf8([provider, BUILDER])})
+    key = memo[1] if memo is not None and memo[0] == data else bytes_hash(data)
+    if checked.CHECKED:  # the suite: the key is the hash of the stable prefix's JSON, dumped whole
+        whole = canonical_hash({"system": _content_only(model_json_all(system)),
+                                "tools": [canonical_tool_json(t) for t in conversation.tools],
+                                "prefix": _content_only(model_json_all(prefix)),
+                                "rendered_by": [provider, BUILDER]})
+        if whole != key:
+            raise AssertionError(f"cache key {key} from its members, {whole} dumped whole")
+    return key, (data, key, prefix_objects, (system, system_json, prefix, prefix_json))
+
 
 
 def _noting_unsent_thinking(ctx: BuildCtx, conversation: Conversation,

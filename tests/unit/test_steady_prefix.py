@@ -11,6 +11,7 @@ agent loop builds them.
 
 from __future__ import annotations
 
+from contextfold.api import render_request
 from contextfold.domain.events import (
     AnyEvent,
     InstructionSet,
@@ -18,10 +19,14 @@ from contextfold.domain.events import (
     PolicySet,
     ToolCall,
     ToolResult,
+    ToolSpec,
+    ToolsRegistered,
     UserInput,
 )
-from contextfold.projections.builder import BuildResult
-from tests.unit.test_builder import build
+from contextfold.domain.manifest import BuildConfig
+from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.fold import fold_event, new_state
+from tests.unit.test_builder import build, recorded
 
 AGENTS = "AGENTS.md: " + " ".join(f"rule{i} keep the migrations folder untouched." for i in range(90))
 
@@ -55,3 +60,32 @@ def test_an_instruction_that_fits_beside_its_share_of_history_is_never_cut_as_hi
     assert all(len(i) == 1 and not i[0].truncated for i in instr), [
         (b.manifest.turn, [(f.tokens, f.truncated) for f in i]) for b, i in zip(builds, instr, strict=True)]
     assert len({b.manifest.cache_key for b in builds[2:]}) == 1  # (from the turn the tool joins)
+
+
+
+def test_a_key_made_from_the_last_keys_members_is_the_key_of_the_whole_prefix() -> None:
+    """The stable prefix's key is remade from the last key's members where their objects are the
+    same (the system prompt's JSON, kept while the layout hands out the same system tuple) when
+    only the declared tools changed, as they do when a sliding history calls other tools. It must
+    be the key a state with nothing remembered computes from the whole prefix, per provider, and
+    move when the policy does."""
+    events: list[AnyEvent] = [
+        PolicySet(text="You are a careful coding agent. " * 40),
+        ToolsRegistered(tools=(ToolSpec(name="read", description="Read a module"),)),
+        UserInput("please read module 1"),
+        ToolsRegistered(tools=(ToolSpec(name="grep", description="Search the modules"),)),
+        UserInput("and search for compute"),
+        PolicySet(text="You are a careful coding agent, v2."),
+        UserInput("once more"),
+    ]
+    records = recorded(events)
+    for provider in ("neutral", "anthropic", "openai-chat"):
+        state, folded, keys = new_state("r"), 0, []
+        for upto in (3, 5, 7):  # each turn built on the one state, as an agent loop builds
+            for rec in records[folded:upto]:
+                fold_event(state, rec)
+            folded = upto
+            keys.append(build_context(state, BuildConfig(provider=provider),
+                                      render=render_request).manifest.cache_key)
+        assert keys == [build(events[:upto], provider).manifest.cache_key for upto in (3, 5, 7)]
+        assert len(set(keys)) == 3  # a tool declared, then a new policy: each moves the key
