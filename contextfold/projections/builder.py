@@ -42,6 +42,7 @@ from contextfold.domain.conversation import AssistantMessage, Conversation, argu
 from contextfold.domain.errors import BudgetError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolCallBlock
+from contextfold.domain.gc_pause import paused_gc
 from contextfold.domain.manifest import BuildConfig, Calibration
 from contextfold.projections.build_result import BuildResult
 from contextfold.projections.calibration import calibrated_budget
@@ -54,7 +55,6 @@ from contextfold.projections.finish_build import (
 )
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.framing import MESSAGE_OVERHEAD
-from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.kept_texts import kept_texts
 from contextfold.projections.layout import LayoutInput, lay_out
 from contextfold.projections.media_cost import UNKNOWN_MODEL_RULE

@@ -83,6 +83,7 @@ from contextfold.domain.events import (
 from contextfold.domain.fragments import (
     Trust,
 )
+from contextfold.domain.gc_pause import paused_gc
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.reasoning import ReasoningRefusal, sendable_reasoning
 from contextfold.projections.call_ids import call_alias
@@ -98,7 +99,6 @@ from contextfold.projections.fold_content import (
 from contextfold.projections.fold_files import fold_file_read, fold_retrieved_file
 from contextfold.projections.fold_summary import hand_off_text
 from contextfold.projections.framing import NOTE_LABEL
-from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.plan_view import plan_text
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.reasoning import refused_note

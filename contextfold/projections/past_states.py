@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 
 from contextfold.domain.errors import IntegrityError, TurnNotFoundError
 from contextfold.domain.events import ModelResponse
+from contextfold.domain.gc_pause import paused_gc
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.fold import fold_event, new_state
-from contextfold.projections.gc_pause import paused_gc
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import ArtifactTokens, RunState
 
