@@ -92,10 +92,22 @@ def build_context(state: RunState, config: BuildConfig, *,
     The cyclic GC is paused for the build: it allocates many short-lived acyclic
     objects over a large live state, and the collector's re-scans of that state
     were half of a 10k-message build's time. Nothing here needs cycle collection.
+
+    A build that raises empties ``state.memo``. Why: a build patches what the last one left
+    there (the laid-out messages, the manifest's left-out lines, the kept texts) in several
+    steps, and a failure between two of them (a long text read back from the store, a
+    tokenizer error) left a memo half patched: the next build of the state, patching from it,
+    sent a request short of kept messages or holding dropped ones, and a manifest that
+    disagreed with a fresh process's. The next build starts from an empty memo instead (as a
+    new process's first build does); the fold's state itself is untouched.
     """
     with paused_gc():
-        return _build(state, config, load_text=load_text, render=render, repairs=repairs,
-                      calibration=calibration, load_bytes=load_bytes)
+        try:
+            return _build(state, config, load_text=load_text, render=render, repairs=repairs,
+                          calibration=calibration, load_bytes=load_bytes)
+        except BaseException:
+            state.memo.clear()
+            raise
 
 
 def _no_budget(config: BuildConfig, budget: int, calibration: Calibration | None) -> str:
