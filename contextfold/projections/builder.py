@@ -39,7 +39,7 @@ from itertools import chain
 from typing import Any
 
 from contextfold.domain.conversation import AssistantMessage, Conversation, arguments_object
-from contextfold.domain.errors import BudgetError, RequiredContextExceedsBudgetError
+from contextfold.domain.errors import BudgetError, RenderError, RequiredContextExceedsBudgetError
 from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolCallBlock
 from contextfold.domain.gc_pause import paused_gc
@@ -93,18 +93,22 @@ def build_context(state: RunState, config: BuildConfig, *,
     objects over a large live state, and the collector's re-scans of that state
     were half of a 10k-message build's time. Nothing here needs cycle collection.
 
-    A build that raises empties ``state.memo``. Why: a build patches what the last one left
-    there (the laid-out messages, the manifest's left-out lines, the kept texts) in several
-    steps, and a failure between two of them (a long text read back from the store, a
-    tokenizer error) left a memo half patched: the next build of the state, patching from it,
+    A build that raises (but for a budget or render refusal) empties ``state.memo``. Why: a
+    build patches what the last one left there (the laid-out messages, the manifest's left-out
+    lines, the kept texts) in several steps, and a failure between two of them (a long text
+    read back from the store, a tokenizer error) left a memo half patched: the next build of
+    the state, patching from it,
     sent a request short of kept messages or holding dropped ones, and a manifest that
     disagreed with a fresh process's. The next build starts from an empty memo instead (as a
-    new process's first build does); the fold's state itself is untouched.
+    new process's first build does); the fold's state itself is untouched. A refusal is kept
+    out: a run over its budget is refused build after build, each of which would start over.
     """
     with paused_gc():
         try:
             return _build(state, config, load_text=load_text, render=render, repairs=repairs,
                           calibration=calibration, load_bytes=load_bytes)
+        except (BudgetError, RenderError):
+            raise  # the library's refusals: raised before the patching starts or after it ends
         except BaseException:
             state.memo.clear()
             raise
