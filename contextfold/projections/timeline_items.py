@@ -215,8 +215,9 @@ class TimelineIndex:
             lst.extend(map(items.__getitem__, self.order[len(lst):]))  # a slice: islice walks the head
             answered = version[1] - answers_before
             if answered:
-                if self._at is None:
-                    self._at = {pos: i for i, pos in enumerate(self.order)}
+                if self._at is None:  # made in C: a comprehension over a 10k-message run's ~4,700
+                    # positions was ~0.9 ms of the first build of the first turn that answered
+                    self._at = dict(zip(self.order, range(len(self.order)), strict=True))
                 for gpos in itertools.islice(reversed(state.answer_group.values()), answered):
                     i = self._at.get(gpos)  # None: a hidden group
                     if i is not None and lst[i] is not items[gpos]:
