@@ -165,8 +165,8 @@ def test_a_pool_in_use_past_pool_timeout_is_busy_not_an_outage(pg_url: str) -> N
             started = time.monotonic()
             with pytest.raises(StoreBusyError, match=r"pool was in use.*\?pool_size=") as raised:
                 store.append("b", [UserInput("needs a connection")])
-            assert 1.4 < time.monotonic() - started < 5
-            assert "did not answer" not in str(raised.value)
+            assert time.monotonic() - started > 1.4  # it waited for the pool, as long as it says
+            assert "did not answer" not in str(raised.value)  # (the message names the pool: not the lock)
         holder.join(10)
 
 
