@@ -39,6 +39,10 @@ Rules, each from the provider's documentation:
   only, and inline only (``model_family.chat_audio_model``): for any other model the whole
   request is refused. Such audio is a note (:data:`NOT_AN_AUDIO_MODEL`, :data:`AUDIO_INLINE_ONLY`),
   priced as one: priced as a PDF page, it had been charged 3,015 tokens for a line of text.
+- A document the API takes no such part for (``_document_refusal``, the renderers' rules):
+  Anthropic and Chat Completions take PDF documents only (Chat Completions inline only),
+  Responses the file inputs of :data:`OPENAI_RESPONSES_FILE_TYPES`; audio and video for them are
+  notes (only Gemini takes video; Chat Completions takes audio as above).
 - A file a provider's Files API holds (a transcript's ``file_id``, logged as
   ``anthropic-file://`` / ``openai-file://``) goes by id to that provider only; another cannot
   read it (nor OpenAI Chat an image by id).
@@ -59,11 +63,18 @@ __all__ = [
     "ANTHROPIC_MAX_IMAGE_BASE64",
     "ANTHROPIC_MAX_IMAGE_SIDE",
     "AUDIO_INLINE_ONLY",
+    "DOCUMENTS_INLINE_ONLY",
     "FILE_SCHEMES",
     "GEMINI_MEDIA_TYPES",
     "NOT_AN_AUDIO_MODEL",
+    "NO_AUDIO",
+    "NO_VIDEO",
+    "OPENAI_CHAT_FILE_TYPES",
     "OPENAI_MAX_IMAGE_BYTES",
+    "OPENAI_RESPONSES_FILE_TYPES",
+    "PDF_ONLY",
     "REQUEST_LIMITS",
+    "RESPONSES_FILES_ONLY",
     "RequestLimits",
     "base64_length",
     "file_ref",
@@ -109,6 +120,42 @@ NOT_AN_AUDIO_MODEL = ("the request's model takes no audio (Chat Completions take
 AUDIO_INLINE_ONLY = "this API takes audio inline only"
 """Why Chat Completions audio only a remote URL holds is not attached (``input_audio`` takes
 base64 data, not a URL)."""
+
+
+PDF_ONLY = "this API takes PDF documents only"
+"""Why Anthropic and Chat Completions do not attach a document that is not a PDF (audio, video,
+``octet-stream``, office files): Anthropic's ``document`` block takes a PDF (or text, which never
+reaches a renderer as a medium), Chat Completions' ``file`` part a PDF."""
+DOCUMENTS_INLINE_ONLY = "this API takes documents inline only"
+"""Why Chat Completions does not attach a PDF only a remote URL holds (its ``file`` part takes
+``file_data`` or a ``file_id``, no URL)."""
+NO_VIDEO = "this API takes no video (only Gemini does)"
+"""Why OpenAI's APIs and Anthropic do not attach a video: none of them has a video part."""
+NO_AUDIO = "this API takes no audio"
+"""Why Anthropic and Responses do not attach audio: neither has an audio input part (Chat
+Completions' ``input_audio`` has its own reasons, :data:`NOT_AN_AUDIO_MODEL`)."""
+RESPONSES_FILES_ONLY = "this API takes PDF, office, JSON and XML files only"
+"""Why Responses does not attach a document that is no ``input_file`` (audio, video)."""
+
+OPENAI_CHAT_FILE_TYPES: dict[str, str] = {"application/pdf": ".pdf"}
+"""Media types a Chat Completions ``file`` part carries, with the filename extension.
+
+The SDK's ``File`` part (``file_data``/``file_id``/``filename``) links OpenAI's file-inputs
+guide, which says Chat Completions accepts PDF files only (and no ``file_url``)."""
+
+OPENAI_RESPONSES_FILE_TYPES: dict[str, str] = {
+    "application/pdf": ".pdf",
+    "application/json": ".json",
+    "application/xml": ".xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+    "application/vnd.ms-excel": ".xls",
+}
+"""Non-text media types a Responses ``input_file`` carries (``text/*`` documents are rendered
+as text before they reach a renderer), with the filename extension: the document, text and
+spreadsheet files OpenAI's file-inputs guide lists. Audio, video and ``octet-stream`` are not
+file inputs."""
 
 
 class RequestLimits(NamedTuple):
@@ -191,12 +238,8 @@ def refusal(provider: str, kind: str, media_type: str, *, inline: bool, size: in
         case "gemini":
             if media_type not in GEMINI_MEDIA_TYPES:
                 return "Gemini does not take this type"
-        case "openai" if (kind == "document" and provider == "openai-chat" and audio_model is not None
-                          and media_type in OPENAI_CHAT_AUDIO_FORMATS):
-            if not audio_model:
-                return NOT_AN_AUDIO_MODEL
-            if not inline:
-                return AUDIO_INLINE_ONLY
+        case "openai" | "anthropic" if kind == "document":
+            return _document_refusal(provider, media_type, inline=inline, audio_model=audio_model)
         case "openai" if kind == "image":
             if inline and size is not None and size > OPENAI_MAX_IMAGE_BYTES:
                 return f"over OpenAI's 20 MB image limit ({size} bytes)"
@@ -210,6 +253,29 @@ def refusal(provider: str, kind: str, media_type: str, *, inline: bool, size: in
         case _:
             pass
     return None
+
+
+def _document_refusal(provider: str, media_type: str, *, inline: bool,
+                      audio_model: bool | None) -> str | None:
+    """Why an OpenAI API or Anthropic does not take a document of ``media_type`` (the renderers'
+    own rules, read here so that the build prices the note the renderer sends in its place, not
+    a PDF page: a video had been charged 3,888 tokens for Anthropic and 3,015 for gpt-4o, and
+    Anthropic's and Responses' audio likewise, for a line of text)."""
+    if media_type.startswith("video/"):
+        return NO_VIDEO
+    if media_type.startswith("audio/") and provider in ("anthropic", "openai-responses"):
+        return NO_AUDIO
+    if provider == "anthropic":
+        return None if media_type == "application/pdf" else PDF_ONLY
+    if provider == "openai-responses":
+        return None if media_type in OPENAI_RESPONSES_FILE_TYPES else RESPONSES_FILES_ONLY
+    if media_type in OPENAI_CHAT_AUDIO_FORMATS:  # a renderer without a build judges audio itself
+        if audio_model is None:
+            return None
+        return NOT_AN_AUDIO_MODEL if not audio_model else None if inline else AUDIO_INLINE_ONLY
+    if media_type not in OPENAI_CHAT_FILE_TYPES:
+        return PDF_ONLY
+    return None if inline else DOCUMENTS_INLINE_ONLY
 
 
 def many_images_refusal(provider: str, width: int | None, height: int | None) -> str | None:

@@ -18,7 +18,12 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.errors import RenderError
 from contextfold.domain.events import ReasoningItem
-from contextfold.projections.media_limits import refusal, unsent_media_note
+from contextfold.projections.media_limits import (
+    OPENAI_CHAT_FILE_TYPES,
+    OPENAI_RESPONSES_FILE_TYPES,
+    refusal,
+    unsent_media_note,
+)
 from contextfold.projections.model_family import OPENAI_CHAT_AUDIO_FORMATS
 from contextfold.projections.redact_urls import shown_url
 
@@ -44,27 +49,6 @@ DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
 
 4096 is the largest value every current Claude model accepts, so the default
 never makes a request invalid for an older model."""
-
-
-OPENAI_CHAT_FILE_TYPES: dict[str, str] = {"application/pdf": ".pdf"}
-"""Media types a Chat Completions ``file`` part carries, with the filename extension.
-
-The SDK's ``File`` part (``file_data``/``file_id``/``filename``) links OpenAI's file-inputs
-guide, which says Chat Completions accepts PDF files only (and no ``file_url``)."""
-
-OPENAI_RESPONSES_FILE_TYPES: dict[str, str] = {
-    "application/pdf": ".pdf",
-    "application/json": ".json",
-    "application/xml": ".xml",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
-    "application/vnd.ms-excel": ".xls",
-}
-"""Non-text media types a Responses ``input_file`` carries (``text/*`` documents are rendered
-as text before they reach a renderer), with the filename extension: the document, text and
-spreadsheet files OpenAI's file-inputs guide lists. Audio, video and ``octet-stream`` are not
-file inputs."""
 
 
 def document_filename(part: MediaPart, extension: str) -> str:

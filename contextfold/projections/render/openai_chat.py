@@ -54,7 +54,13 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import ToolSpec
-from contextfold.projections.media_limits import AUDIO_INLINE_ONLY, NOT_AN_AUDIO_MODEL, file_ref
+from contextfold.projections.media_limits import (
+    AUDIO_INLINE_ONLY,
+    DOCUMENTS_INLINE_ONLY,
+    NOT_AN_AUDIO_MODEL,
+    PDF_ONLY,
+    file_ref,
+)
 from contextfold.projections.model_family import chat_audio_model
 from contextfold.projections.render._shared import (
     OPENAI_CHAT_AUDIO_FORMATS,
@@ -141,10 +147,10 @@ def _media_parts(part: MediaPart, audio: bool) -> list[dict[str, Any]]:
                 return _audio_parts(part, audio, parts, fmt)
             extension = OPENAI_CHAT_FILE_TYPES.get(part.media_type)
             if extension is None:
-                note = unsent_document_note(part, "this API takes PDF documents only")
+                note = unsent_document_note(part, PDF_ONLY)
                 return [{"type": "text", "text": media_caption(part, note)}]
             if part.data_base64 is None:
-                note = unsent_document_note(part, "this API takes documents inline only")
+                note = unsent_document_note(part, DOCUMENTS_INLINE_ONLY)
                 return [{"type": "text", "text": media_caption(part, note)}]
             parts.append(
                 {"type": "file", "file": {"file_data": data_url(part, PROVIDER),

@@ -41,7 +41,7 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.events import OpenAIResponsesReasoning
-from contextfold.projections.media_limits import file_ref
+from contextfold.projections.media_limits import RESPONSES_FILES_ONLY, file_ref
 from contextfold.projections.reasoning import reasoning_sent
 from contextfold.projections.render._shared import (
     OPENAI_RESPONSES_FILE_TYPES,
@@ -82,7 +82,7 @@ def _media_items(part: MediaPart) -> list[dict[str, Any]]:
         case "document":
             extension = OPENAI_RESPONSES_FILE_TYPES.get(part.media_type)
             if extension is None:  # audio, video, octet-stream: not a file input; named instead
-                note = unsent_document_note(part, "this API takes PDF, office, JSON and XML files only")
+                note = unsent_document_note(part, RESPONSES_FILES_ONLY)
                 return [{"type": "input_text", "text": media_caption(part, note)}]
             if part.data_base64 is not None:
                 items.append(
