@@ -102,6 +102,13 @@ carry a note in its place ("not attached"), so the highest any request pays for 
 build prices it, for the reason above), and the rule says so (:data:`NEUTRAL_VIDEO`). Priced as
 the dearest PDF page of the three, a 10 s clip cost a neutral build without a model 27,751 tokens
 (gpt-4o-mini's page image), ten times what any provider counts, and was left out of small builds.
+Audio likewise (:data:`NEUTRAL_AUDIO`): only Gemini (``gemini-audio``) and OpenAI Chat's audio
+models (``openai-audio``, inline WAV and MP3) take it, Anthropic and Responses send a note, so a
+neutral build prices it at the dearer of those two, by its logged length; when the length is not
+logged, by the longest its bytes can hold, and when its size is not known either (a remote URL),
+at Gemini's stated guess (:data:`GEMINI_AUDIO_UNKNOWN_SECONDS`, the rule says ``length unknown``).
+Floored at the dearest PDF page, a 10 s voice note (320 tokens at Gemini) cost a neutral build
+without a model 27,751.
 
 Reduction (the safe step before dropping, see the builder): only OpenAI
 offers a cheaper rendition of the same image, ``detail: low`` (the tile rule's base), and only
@@ -138,6 +145,7 @@ __all__ = [
     "GEMINI_TOKENS_PER_IMAGE",
     "GEMINI_VIDEO_TOKENS_PER_SECOND",
     "MEDIA_PROVIDERS",
+    "NEUTRAL_AUDIO",
     "NEUTRAL_VIDEO",
     "OPENAI_AUDIO_TOKENS_PER_SECOND",
     "OPENAI_PDF_PAGE_TOKENS",
@@ -189,6 +197,10 @@ class MediaCost:
 
 NEUTRAL_VIDEO = "only Gemini takes video; OpenAI and Anthropic are sent a note in its place"
 """Why a neutral build prices a video by Gemini's rule alone (module docstring), in its rule."""
+NEUTRAL_AUDIO = ("only Gemini and OpenAI Chat (an audio model, inline WAV or MP3) take audio; "
+                 "Anthropic and OpenAI Responses are sent a note in its place")
+"""Why a neutral build prices audio by the dearer of Gemini's and OpenAI Chat's rules alone, never
+as a PDF page (module docstring), in its rule."""
 
 
 def media_family(provider: str) -> MediaProvider:
@@ -443,21 +455,28 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
     document = document_cost(family, block.pages, model)
     if family in ("gemini", "neutral") and (timed := gemini_timed_cost(block)) is not None:
         # Gemini sees video and hears audio by their length, never as pages; neutral pays the
-        # dearer of the two, but for a video, which only Gemini takes: its price (NEUTRAL_VIDEO).
+        # dearest provider that takes the medium, never a page (NEUTRAL_VIDEO, NEUTRAL_AUDIO).
         if family == "gemini":
             return timed
         if block.media_type.startswith("video/"):
             return MediaCost(timed.tokens, f"max-of-providers:{timed.rule} ({NEUTRAL_VIDEO})")
-        if timed.tokens > document.tokens:
-            document = MediaCost(timed.tokens, f"max-of-providers:{timed.rule}")
-    if provider in ("openai-chat", "neutral") and (audio := audio_cost(block)) is not None:
-        # Sent as ``input_audio`` (an audio model; for any other the note is priced instead:
-        # ``media_plan``); neutral pays the dearer of that and the document price.
-        if provider == "openai-chat":
-            return audio
-        if audio.tokens > document.tokens:
-            return MediaCost(audio.tokens, f"max-of-providers:{audio.rule}")
+        return _neutral_audio_cost(block, timed)
+    if provider == "openai-chat" and (audio := audio_cost(block)) is not None:
+        return audio  # sent as ``input_audio`` (an audio model; any other's note: ``media_plan``)
     return document
+
+
+def _neutral_audio_cost(block: DocumentBlock, gemini: MediaCost) -> MediaCost:
+    """A neutral build's price of audio: the dearer of what Gemini counts (when it takes the type)
+    and what OpenAI Chat's ``input_audio`` counts (when it can carry it: WAV or MP3, inline), by
+    the logged length, else the longest the bytes can hold (module docstring). Audio neither
+    takes (a type Gemini does not list, only a URL holds) is every provider's note; it keeps
+    Gemini's price, length unknown: a guess that is never below a note's."""
+    openai = audio_cost(block)
+    takers = [c for c in (gemini if block.media_type in _GEMINI_AUDIO_LEAST_BYTES_PER_SECOND else None,
+                          openai) if c is not None]
+    worst = max(takers or [gemini], key=lambda c: c.tokens)
+    return MediaCost(worst.tokens, f"max-of-providers:{worst.rule} ({NEUTRAL_AUDIO})")
 
 
 def reduced_block(provider: str, block: ImageBlock | DocumentBlock,

@@ -32,8 +32,10 @@ from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.media_cost import (
     GEMINI_AUDIO_TOKENS_PER_SECOND,
+    GEMINI_AUDIO_UNKNOWN_SECONDS,
     GEMINI_TOKENS_PER_IMAGE,
     GEMINI_VIDEO_TOKENS_PER_SECOND,
+    MediaCost,
     media_cost,
 )
 from contextfold.store.event_store import EventStore
@@ -168,4 +170,43 @@ def test_a_neutral_build_without_a_model_keeps_a_short_video(sqlite_url: str) ->
         built = run.build("neutral", window=8_000, reserve=1_000)
     [media] = [m for f in built.manifest.fragments for m in f.media]
     assert media.tokens == 10 * GEMINI_VIDEO_TOKENS_PER_SECOND and media.not_attached is None, media
+    assert built.manifest.selected_tokens <= built.manifest.budget_tokens
+
+
+@pytest.mark.parametrize("model", [None, "gpt-4o-mini", "claude-sonnet-4-5", "gemini-2.5-flash"])
+def test_a_neutral_build_prices_audio_as_the_dearest_provider_that_takes_it(model: str | None) -> None:
+    """A neutral build floored audio at the dearest PDF page: 27,751 tokens (gpt-4o-mini's page
+    image) with no model for a 10 s voice note, which Gemini counts at 320 and OpenAI Chat's
+    audio models at 100 (Anthropic and Responses send a note). It is the dearer of those two now,
+    by the logged length; by the longest the bytes hold when it is not logged; at Gemini's stated
+    guess (600 s) when not even the size is known; and the rule says why."""
+    note = DocumentBlock(url=_data_url("audio/wav", wav(10.0)), media_type="audio/wav", duration_ms=10_000)
+    price = media_cost("neutral", note, model)
+    assert price.tokens == 10 * GEMINI_AUDIO_TOKENS_PER_SECOND == media_cost("gemini", note, model).tokens
+    assert "gemini-audio:32/s, 10 s logged" in price.rule and "take audio" in price.rule
+    bound = media_cost("neutral", note.model_copy(update={"duration_ms": None}), model)
+    assert bound == MediaCost(media_cost("gemini", note.model_copy(update={"duration_ms": None})).tokens,
+                              bound.rule) and "duration not logged" in bound.rule
+    remote = DocumentBlock(url="https://example.com/note.ogg", media_type="audio/ogg")
+    guess = media_cost("neutral", remote, model)
+    assert guess.tokens == GEMINI_AUDIO_UNKNOWN_SECONDS * GEMINI_AUDIO_TOKENS_PER_SECOND
+    assert "length unknown" in guess.rule and "take audio" in guess.rule
+
+
+def test_a_neutral_build_prices_audio_only_openai_chat_takes_by_its_rule() -> None:
+    """``audio/x-wav`` is a type Gemini does not list (it sends a note) and Chat Completions does:
+    the neutral price is OpenAI's, 10 tokens a second, not Gemini's 600 s guess."""
+    note = DocumentBlock(url=_data_url("audio/x-wav", wav(3.0)), media_type="audio/x-wav", duration_ms=3_000)
+    price = media_cost("neutral", note)
+    assert price.tokens == 30 and "openai-audio:10/s, 3000 ms logged" in price.rule
+
+
+def test_a_neutral_build_without_a_model_keeps_a_short_voice_note(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as store:
+        run = store.run("r")
+        ref = store.events.put_artifact(wav(10.0), "audio/wav")
+        run.append(_asked(DocumentBlock(artifact=ref, media_type="audio/wav")))
+        built = run.build("neutral", window=8_000, reserve=1_000)
+    [media] = [m for f in built.manifest.fragments for m in f.media]
+    assert media.tokens == 10 * GEMINI_AUDIO_TOKENS_PER_SECOND and media.not_attached is None, media
     assert built.manifest.selected_tokens <= built.manifest.budget_tokens
