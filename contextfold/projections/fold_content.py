@@ -37,7 +37,7 @@ from typing import assert_never
 import blake3
 
 from contextfold.domain.conversation import UNPARSED_ARGUMENTS_KEY, arguments_object
-from contextfold.domain.event_values import is_medium
+from contextfold.domain.event_values import is_medium, media_artifact_block
 from contextfold.domain.events import (
     ArtifactRef,
     ContentBlock,
@@ -188,9 +188,19 @@ def block_tokens(state: RunState, block: MessageBlock) -> int:
 def payload(content: str, artifact: ArtifactRef | None, title: str,
              blocks: tuple[ContentBlock, ...] = ()) -> tuple[MessageBlock, ...]:
     """Text payload blocks: the inline text, or (artifact-backed) a document ref
-    standing for the full content (the event's text is only a preview)."""
+    standing for the full content (the event's text is only a preview); an image artifact is an
+    image block (``event_values.media_artifact_block``).
+
+    Why the image: a screenshot a FileRead or an EvidenceRetrieved cited as its artifact was a
+    document block, estimated as a 1,500-token page, priced as each provider's PDF page and sent
+    by Anthropic as a note, where the same image in a user message is priced and sent as an image.
+    Read here, when the event is folded, it holds for logs written before as for new ones (the
+    event is logged as it was). Other artifacts keep their titled document block, as before."""
     head: tuple[MessageBlock, ...]
-    if artifact is not None:
+    medium = None if artifact is None else media_artifact_block(artifact)
+    if isinstance(medium, ImageBlock):
+        head = (medium,)
+    elif artifact is not None:
         head = (DocumentBlock(artifact=artifact, media_type=artifact.media_type, title=title),)
     elif content:
         head = (TextBlock(text=content),)
