@@ -21,7 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["TerminalOut", "cf", "cf_process"]
+import pytest
+
+__all__ = ["TerminalOut", "cf", "cf_process", "on_terminal"]
 
 
 class TerminalOut(io.TextIOWrapper):
@@ -29,6 +31,20 @@ class TerminalOut(io.TextIOWrapper):
 
     def isatty(self) -> bool:
         return True
+
+
+def on_terminal(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, bytes]:
+    """``contextfold ARGS`` in-process with a terminal as standard output: its exit code and the
+    bytes it showed."""
+    from contextfold.cli import main
+
+    screen = io.BytesIO()
+    terminal = TerminalOut(screen, encoding="utf-8", write_through=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stdout", terminal)
+        code = main(list(args))
+    terminal.flush()
+    return code, screen.getvalue()
 
 
 def cf(*args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None,

@@ -11,7 +11,6 @@ without saying what they were.
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 from pathlib import Path
@@ -19,22 +18,10 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import open_store
-from contextfold.cli import main
 from contextfold.domain.events import DocumentBlock, FileRead, UserInput
-from tests.cli_runner import TerminalOut, cf
+from tests.cli_runner import cf, on_terminal
 from tests.integration.test_media_build import png
 from tests.integration.test_stored_media_fold_estimate import _video
-
-
-def _on_terminal(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, bytes]:
-    """The exit code and what the command wrote to a terminal."""
-    screen = io.BytesIO()
-    terminal = TerminalOut(screen, encoding="utf-8", write_through=True)
-    with monkeypatch.context() as patch:
-        patch.setattr(sys, "stdout", terminal)
-        code = main(list(args))
-    terminal.flush()
-    return code, screen.getvalue()
 
 
 def _store(tmp_path: Path) -> tuple[str, str, str, int]:
@@ -52,7 +39,7 @@ def _store(tmp_path: Path) -> tuple[str, str, str, int]:
 def test_show_of_a_video_artifact_is_one_line_and_out_writes_its_bytes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url, digest, clip_hex, size = _store(tmp_path)
-    code, screen = _on_terminal(monkeypatch, "--store", url, "show", f"artifact:{digest}")
+    code, screen = on_terminal(monkeypatch, "--store", url, "show", f"artifact:{digest}")
     assert code == 0
     assert screen == (f"artifact:{digest}: video/mp4, {size:,} bytes, 90.0 s, not text "
                       "(--out FILE writes its bytes)\n").encode(), screen[:300]
@@ -84,7 +71,7 @@ def test_show_of_an_image_artifact_is_one_line_and_a_text_one_is_its_text(
         block = store.attach_image(image)
         text = store.events.put_artifact(b"a listing\n", "text/plain")
     assert block.artifact is not None
-    code, shot = _on_terminal(monkeypatch, "--store", url, "show", f"artifact:{block.artifact.hash}")
+    code, shot = on_terminal(monkeypatch, "--store", url, "show", f"artifact:{block.artifact.hash}")
     assert code == 0 and shot == (f"artifact:{block.artifact.hash}: image/png, {len(image):,} bytes, not "
                                   "text (--out FILE writes its bytes)\n").encode(), shot
     listing = cf("--store", url, "show", f"artifact:{text.hash}", cwd=tmp_path)

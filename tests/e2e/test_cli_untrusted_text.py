@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.cli import main
-from tests.cli_runner import TerminalOut
+from tests.cli_runner import TerminalOut, on_terminal
 
 ESC = "\x1b"
 BAD = (f'<script>alert(1)</script></textarea>"><img src=x onerror=alert(2)>{ESC}[31mRED{ESC}[0m'
@@ -195,14 +195,9 @@ _ESCAPES = {ord(c): (f"\\u{ord(c):04x}" if ord(c) < 0x10000 else "\\udb40\\udc41
 def _screen(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
             ) -> tuple[int, str]:
     """``contextfold ARGS`` with a terminal as standard output: its exit code and what it shows."""
-    screen = io.BytesIO()
-    terminal = TerminalOut(screen, encoding="utf-8", write_through=True)
-    with monkeypatch.context() as patch:
-        patch.setattr(sys, "stdout", terminal)
-        code = main(list(args))
-    terminal.flush()
+    code, screen = on_terminal(monkeypatch, *args)
     capsys.readouterr()
-    return code, screen.getvalue().decode()
+    return code, screen.decode()
 
 
 def test_json_and_request_bodies_on_a_terminal_show_escapes_and_piped_stay_as_they_were(
