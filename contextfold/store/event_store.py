@@ -318,7 +318,9 @@ class EventStore(RunHeads):
         return staged
 
     def _write(self, batches: list[_Staged]) -> None:
-        """Insert staged batches in ONE transaction (artifacts first); then advance their heads."""
+        """Insert staged batches' events in ONE transaction, after their artifacts (idempotent
+        inserts in a transaction of their own: a blob whose events then failed is unused, never
+        missing); then advance their heads."""
         def undo() -> None:
             for b in batches:
                 b.head.pairing.undo(b.undo)
@@ -356,8 +358,10 @@ class EventStore(RunHeads):
         multi-run file or of a run longer than one append: written batch by batch, an
         interrupted import left the runs before it (or the first part of a long run) behind.
         Not bounded by ``max_batch``: the caller holds the whole batch in memory already.
-        ``artifacts`` (data, media type) are stored with the runs: the payloads an export carried
-        for events that cite them by hash (``events --json --with-artifacts``).
+        ``artifacts`` (data, media type) are stored before the runs, in a transaction of their
+        own: the payloads an export carried for events that cite them by hash (``events --json
+        --with-artifacts``); an import that fails after them leaves blobs no event cites
+        (content-addressed: re-used by the next try), never an event without its blob.
         ``progress(n)`` is called as each run's ``n`` events are prepared (the long part: JSON,
         hashes, compression), for a progress bar. Returns the number of events written."""
         runs = list(runs)
