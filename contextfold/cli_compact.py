@@ -17,7 +17,14 @@ from contextfold.cli import register, store_for
 from contextfold.cli_files import nonempty, output_file, shown_json, stdout_is_terminal, write_output_bytes
 from contextfold.cli_progress import fold_bar
 from contextfold.compaction_api import CompactionReport, compact
-from contextfold.show_refs import artifact_bytes, artifact_summary, artifact_text, ref_run, show
+from contextfold.show_refs import (
+    artifact_bytes,
+    artifact_media_type,
+    artifact_summary,
+    artifact_text,
+    ref_run,
+    show,
+)
 
 __all__ = ["report_lines"]
 
@@ -107,7 +114,8 @@ def _handle_show(args: argparse.Namespace) -> int:
         run_id = args.run if args.run is not None else ref_run(ref, store)
         if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
             data = artifact_bytes(store, ref)
-            text = artifact_text(store, ref, data)
+            media_type = artifact_media_type(store, ref)
+            text = artifact_text(media_type, data)
             if target is not None or (text is None and not terminal):  # its bytes as stored
                 if target is not None:
                     write_output_bytes(target, data)
@@ -116,7 +124,7 @@ def _handle_show(args: argparse.Namespace) -> int:
                     sys.stdout.buffer.write(data)
                 return 0
             if text is None:
-                text = artifact_summary(store, ref, data)
+                text = artifact_summary(ref, media_type, data)
         else:
             text = show(store.run(run_id), ref)
     if target is not None:

@@ -42,8 +42,8 @@ from contextfold.replay_report import recorded_run_id
 from contextfold.store.event_reads import RUN_ID_PATTERN
 from contextfold.store.media_duration import is_timed_media, media_duration_ms
 
-__all__ = ["artifact_bytes", "artifact_line", "artifact_summary", "artifact_text", "ref_run", "show",
-           "show_artifact"]
+__all__ = ["artifact_bytes", "artifact_line", "artifact_media_type", "artifact_summary", "artifact_text",
+           "ref_run", "show", "show_artifact"]
 
 _EVENT = re.compile(r"^event://(?P<run>.+)/(?P<pos>\d+)(?:#.*)?$")
 _RANGE = re.compile(r"^events://(?P<run>.+)/(?P<lo>\d+)-(?P<hi>\d+)$")
@@ -108,14 +108,20 @@ def show_artifact(store: Store, ref: str) -> str:
     Why: a video's bytes decoded with replacements were neither the video nor text, megabytes of
     U+FFFD that said nothing of what the artifact was."""
     data = artifact_bytes(store, ref)  # (a ref that is no artifact:HASH refused)
-    text = artifact_text(store, ref, data)
-    return text if text is not None else artifact_summary(store, ref, data)
+    media_type = artifact_media_type(store, ref)
+    text = artifact_text(media_type, data)
+    return text if text is not None else artifact_summary(ref, media_type, data)
 
 
-def artifact_text(store: Store, ref: str, data: bytes) -> str | None:
-    """``data`` (the bytes of the artifact ``ref``) as text, or None when they are not text: a
-    medium by the type it was stored under, or bytes that are not UTF-8."""
-    if is_medium(store.events.artifact_media_type(ref.strip()[-64:])):
+def artifact_media_type(store: Store, ref: str) -> str:
+    """The media type the artifact ``ref`` (``artifact:HASH``, read already) was stored under."""
+    return store.events.artifact_media_type(ref.strip()[-64:])
+
+
+def artifact_text(media_type: str, data: bytes) -> str | None:
+    """An artifact's bytes ``data``, stored under ``media_type``, as text, or None when they are
+    not text: a medium by that type, or bytes that are not UTF-8."""
+    if is_medium(media_type):
         return None
     try:
         return data.decode("utf-8")
@@ -123,13 +129,11 @@ def artifact_text(store: Store, ref: str, data: bytes) -> str | None:
         return None
 
 
-def artifact_summary(store: Store, ref: str, data: bytes) -> str:
-    """:func:`artifact_line` of the artifact ``ref`` whose bytes are ``data``, its playing time
-    read from its container."""
-    digest = ref.strip()[-64:]
-    media_type = store.events.artifact_media_type(digest)
+def artifact_summary(ref: str, media_type: str, data: bytes) -> str:
+    """:func:`artifact_line` of the artifact ``ref`` stored under ``media_type`` whose bytes are
+    ``data``, its playing time read from its container."""
     duration = media_duration_ms(data) if is_timed_media(media_type) else None
-    return artifact_line(f"artifact:{digest}", media_type, len(data), duration)
+    return artifact_line(f"artifact:{ref.strip()[-64:]}", media_type, len(data), duration)
 
 
 def artifact_line(name: str, media_type: str, size: int, duration_ms: int | None) -> str:
