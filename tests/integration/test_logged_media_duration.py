@@ -162,14 +162,19 @@ def test_a_neutral_build_prices_a_video_as_gemini_does_the_only_provider_that_ta
     assert "duration unknown" in unknown.rule and "only Gemini takes video" in unknown.rule
 
 
-def test_a_neutral_build_without_a_model_keeps_a_short_video(sqlite_url: str) -> None:
+@pytest.mark.parametrize(("medium", "media_type", "per_second"), [
+    (mp4(10), "video/mp4", GEMINI_VIDEO_TOKENS_PER_SECOND),
+    (wav(10.0), "audio/wav", GEMINI_AUDIO_TOKENS_PER_SECOND),
+])
+def test_a_neutral_build_without_a_model_keeps_a_short_video_or_voice_note(
+        sqlite_url: str, medium: bytes, media_type: str, per_second: int) -> None:
     with open_store(sqlite_url) as store:
         run = store.run("r")
-        ref = store.events.put_artifact(mp4(10), "video/mp4")
-        run.append(_asked(DocumentBlock(artifact=ref, media_type="video/mp4")))
+        ref = store.events.put_artifact(medium, media_type)
+        run.append(_asked(DocumentBlock(artifact=ref, media_type=media_type)))
         built = run.build("neutral", window=8_000, reserve=1_000)
     [media] = [m for f in built.manifest.fragments for m in f.media]
-    assert media.tokens == 10 * GEMINI_VIDEO_TOKENS_PER_SECOND and media.not_attached is None, media
+    assert media.tokens == 10 * per_second and media.not_attached is None, media
     assert built.manifest.selected_tokens <= built.manifest.budget_tokens
 
 
@@ -199,14 +204,3 @@ def test_a_neutral_build_prices_audio_only_openai_chat_takes_by_its_rule() -> No
     note = DocumentBlock(url=_data_url("audio/x-wav", wav(3.0)), media_type="audio/x-wav", duration_ms=3_000)
     price = media_cost("neutral", note)
     assert price.tokens == 30 and "openai-audio:10/s, 3000 ms logged" in price.rule
-
-
-def test_a_neutral_build_without_a_model_keeps_a_short_voice_note(sqlite_url: str) -> None:
-    with open_store(sqlite_url) as store:
-        run = store.run("r")
-        ref = store.events.put_artifact(wav(10.0), "audio/wav")
-        run.append(_asked(DocumentBlock(artifact=ref, media_type="audio/wav")))
-        built = run.build("neutral", window=8_000, reserve=1_000)
-    [media] = [m for f in built.manifest.fragments for m in f.media]
-    assert media.tokens == 10 * GEMINI_AUDIO_TOKENS_PER_SECOND and media.not_attached is None, media
-    assert built.manifest.selected_tokens <= built.manifest.budget_tokens
