@@ -33,6 +33,7 @@ from contextfold.projections.state import (
     TimelineItem,
     ToolGroup,
 )
+from contextfold.projections.summary_shown import shown_raw
 
 __all__ = ["fold_compaction"]
 
@@ -57,7 +58,8 @@ def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent
             confirmed = confirmed_user_constraints(event, state.run_id, lambda p: _user_text(state, p))
             handed = confirmed_hand_offs(event, state.run_id, lambda p: _handed_text(state, p))
             plan = () if state.plan is None else tuple(s.id for s in state.plan.steps)
-            text = (f"{render_summary(event, confirmed, handed, plan)}\n"
+            shown = shown_raw(event.summary, state)  # (a required input, a policy, the goal)
+            text = (f"{render_summary(event, confirmed, handed, plan, shown)}\n"
                     f"raw events: events://{state.run_id}/{lo}-{hi} (read back with `contextfold show`)")
             fid = add_fragment(state, rec, "history", _lowest_trust(state, covered), (TextBlock(text=text),),
                        priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from contextfold.domain.events import HandOff, HistoryCompacted
+from contextfold.projections.summary_shown import ShownRaw
 from contextfold.projections.summary_text import names_plan_step, quoted_goal, user_statement
 
 __all__ = ["HANDED_TASK_HEADER", "USER_CONSTRAINTS_HEADER", "confirmed_hand_offs",
@@ -140,7 +141,8 @@ def split_summary(text: str) -> tuple[tuple[tuple[Literal["runtime", "user"], st
 
 
 def render_summary(event: HistoryCompacted, confirmed: tuple[str, ...] = (),
-                   handed: tuple[str, ...] = (), plan_steps: tuple[str, ...] = ()) -> str:
+                   handed: tuple[str, ...] = (), plan_steps: tuple[str, ...] = (),
+                   shown: ShownRaw | None = None) -> str:
     """``event.summary`` as sectioned text; empty sections are left out. ``handed``
     (:func:`confirmed_hand_offs`), then ``confirmed`` (:func:`confirmed_user_constraints`) go
     first, each under its header, and out of the constraints section.
@@ -150,21 +152,29 @@ def render_summary(event: HistoryCompacted, confirmed: tuple[str, ...] = (),
     next action naming one are left out of the text: they are the plan as it stood at the
     compaction, and after the runtime marked s1 and s2 done the request still said "pending
     steps: [ready] s1" and "next action: plan step s1" below the plan saying s3 was ready. The
-    recorded summary keeps them (``show`` renders it whole)."""
-    s = event.summary
+    recorded summary keeps them (``show`` renders it whole).
+
+    ``shown`` (:func:`~contextfold.projections.summary_shown.shown_raw`): the lines, goal and
+    contract the request shows raw beside the summary (a policy in force, a required input, the
+    current goal), left out of the text as the plan's steps are: each was paid for twice in every
+    request after a compaction."""
+    s, shown = event.summary, shown or ShownRaw()
     lines = [f"summary of events {event.covers_from}-{event.covers_to} "
              f"({event.strategy}, {event.summarizer})"]
+    confirmed = tuple(c for c in confirmed if c not in shown.lines)
     if confirmed:
         lines[:0] = [USER_CONSTRAINTS_HEADER, *(f"- {c}" for c in confirmed), ""]
     if handed:
         lines[:0] = [HANDED_TASK_HEADER, *(f"- {c}" for c in handed), ""]
-    if s.goal:
+    if s.goal and not shown.goal:
         lines.append(f"goal: {_one_entry(s.goal)}")
-    shown = set(confirmed) | set(handed)
+    apart = set(confirmed) | set(handed) | shown.lines
     for attr, title in _SECTIONS:
         values: tuple[str, ...] = getattr(s, attr)
-        if attr == "constraints" and shown:
-            values = tuple(v for v in values if v not in shown)
+        if attr == "constraints" and apart:
+            values = tuple(v for v in values if v not in apart)
+        if attr == "success_contract" and shown.contract:
+            values = ()
         if attr in ("completed_steps", "pending_steps") and plan_steps:
             values = tuple(v for v in values if not names_plan_step(v, plan_steps))
         if values:

@@ -42,6 +42,7 @@ from contextfold.projections.plan_view import plan_steps
 from contextfold.projections.render.runtime_lines import call_ref, ref_text, tool_ref
 from contextfold.projections.state import RunState
 from contextfold.projections.summary_bounds import bounded_fields, earlier_lines, is_earlier_line
+from contextfold.projections.summary_shown import policy_line, required_input_line
 from contextfold.projections.summary_text import (
     STATEMENT_CHARS,
     args_excerpt,
@@ -63,7 +64,6 @@ LoadText: TypeAlias = Callable[[ArtifactRef], str]
 """Reads an artifact-backed result's whole text (the store's ``cited_text``)."""
 
 _ARGS_CHARS = 80
-_POLICY_CHARS = 600
 _RECENT_CALLS = 4
 """Plain successful calls listed in full; older ones keep only their ids and outcome."""
 _RECENT_STATEMENTS = 6
@@ -201,14 +201,10 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
             case PolicySet():
                 # policies are never hidden (always required, in the system prompt): a long
                 # one is cited, a short one carried verbatim
-                f["constraints"].append(
-                    f"policy {ev.source_ref} at event {pos}: {' '.join(ev.text.split())}"
-                    if len(ev.text) <= _POLICY_CHARS else
-                    f"policy {ev.source_ref} at event {pos} stays in force (full text in the "
-                    f"system prompt; raw: event://{run}/{pos})")
+                f["constraints"].append(policy_line(ev.source_ref, ev.text, pos, run))
             case UserInput():
                 if ev.required:
-                    f["constraints"].append(f"required user input at event {pos}: {ev.text}")
+                    f["constraints"].append(required_input_line(ev.text, pos))
                 elif ev.text.strip():
                     # a user message is an instruction as often as not, in any words or language
                     # ("Reply in French from now on.", "Target Python 3.8."): kept as said, a long
