@@ -46,6 +46,7 @@ from contextfold.projections.summary_shown import policy_line, required_input_li
 from contextfold.projections.summary_text import (
     STATEMENT_CHARS,
     args_excerpt,
+    argument_facts,
     attached,
     cap,
     file_ref,
@@ -296,7 +297,7 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
     older: dict[str, list[str]] = {}
     for call in calls:
         args = args_excerpt(call.arguments, _ARGS_CHARS)
-        if len(call.arguments) > _ARGS_CHARS and (named := kept_facts(call.arguments, args)):
+        if len(call.arguments) > _ARGS_CHARS and (named := argument_facts(call.arguments, args)):
             args += f" {{arguments {named}}}"  # what the cap cut off
         if (call.outcome == "ok" and id(call) not in recent and id(call) in plain_ids
                 and not call.facts):  # one with facts to keep is listed whole

@@ -20,9 +20,10 @@ from contextfold.projections.graphemes import head_chars
 from contextfold.projections.redact_urls import shown_url
 from contextfold.projections.render.runtime_lines import media_type_ref, ref_text
 
-__all__ = ["CONSTRAINT_LINE", "GOAL_CHARS", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt", "attached",
-           "cap", "file_ref", "identifiers", "kept_facts", "key_line", "media_lines", "media_refs",
-           "names_plan_step", "plan_lines", "quoted_goal", "raw_at", "user_statement"]
+__all__ = ["CONSTRAINT_LINE", "GOAL_CHARS", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt",
+           "argument_facts", "attached", "cap", "file_ref", "identifiers", "kept_facts", "key_line",
+           "media_lines", "media_refs", "names_plan_step", "plan_lines", "quoted_goal", "raw_at",
+           "user_statement"]
 
 CONSTRAINT_LINE = re.compile(
     r"\b(must|never|always|do not|don't|dont|only|forbidden|not allowed|should not|shouldn't|"
@@ -238,6 +239,39 @@ def kept_facts(text: str, shown: str = "") -> str:
     parts = ([f"ids: {', '.join(ids)}"] if ids else []) + (
         [f"says: {cap(state.group(0).strip(), STATEMENT_CHARS)}"] if state else [])
     return "; ".join(parts)
+
+
+def argument_facts(arguments: str, shown: str = "") -> str:
+    """:func:`kept_facts` of a call's arguments, read from the values they hold (the strings, the
+    keys and the scalars, one a line), not from their JSON text; arguments that are no JSON: as
+    they are written.
+
+    Why: in JSON a line break or a tab inside a value is ``\\n`` or ``\\t``, and read as text the
+    escape's letter was glued to the id after it: a script writing ``\\tdep-9931`` was said to
+    name ``tdep-9931``, an id that never existed, and not ``dep-9931``."""
+    try:
+        value = strict_json(arguments)
+    except (ValueError, RecursionError):
+        return kept_facts(arguments, shown)
+    return kept_facts("\n".join(_json_leaves(value)), shown)
+
+
+def _json_leaves(value: object) -> list[str]:
+    """The keys and scalar values of a decoded JSON value as text, in document order (a stack,
+    not recursion: arguments may nest as deep as the decoder allows)."""
+    out: list[str] = []
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for k, v in reversed(list(item.items())):
+                stack.append(v)
+                stack.append(str(k))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif item is not None and not isinstance(item, bool):
+            out.append(str(item))
+    return out
 
 
 def file_ref(path: str, revision: str | None) -> str:
