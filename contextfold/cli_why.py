@@ -30,6 +30,7 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import HistoryCompacted
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.progress import Progress
+from contextfold.projections.state import ToolGroup
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
 from contextfold.rebuild_api import check_given, nearest_config, previewed, read_turn, rebuild
 
@@ -51,6 +52,8 @@ def _checked_query(query: str) -> str:
 
 _WHOLE_REF = re.compile(r"[a-z]+://.*\d")
 _EVENT_REF = re.compile(r"event://.+/(\d+)")
+_CALL_REF = re.compile(r"call://(.+)/([^/@]+)@(\d+)")
+"""A query naming a call by the ref its result's fragment carries: run, call id, response position."""
 """A query naming one logged event by its ref: the event's own fragment is ``e{position}``."""
 _FRAGMENT_ID = re.compile(r"e(\d+)(?:\.c\d+)?")
 """A query naming a fragment by its id: ``e{position}``, or ``e{position}.c{n}`` (a stub among them)."""
@@ -129,39 +132,76 @@ def _not_exposed(run: Run, manifest: ContextManifest, query: str, progress: Prog
 
 def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
     m = _FRAGMENT_ID.fullmatch(query) or _EVENT_REF.fullmatch(query)
-    if m:
-        pos = int(m.group(1))
-        if pos > (version := run.version) or pos < 1:  # not "logged after the build": never logged
-            return (f"{query}: run {run.run_id!r} has no position {pos} (its log holds positions "
-                    f"1..{version}); nothing in turn {manifest.turn}'s manifest matches it")
-        stub = m.re is _FRAGMENT_ID and "." in query
-        if stub and pos <= manifest.log_version:  # a stub: the event it stood for
-            entry = run.state().entries.get(query)
-            if entry is None:  # no such fragment was ever folded: nothing to tell of it
-                return _nothing(manifest, query)
-            pos = int(logged_as(query, entry.source_ref)[1:])
-        if pos > manifest.log_version:
-            return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
-                    f"(log position {manifest.log_version}): it did not exist yet")
-        shown = stand_in_for(manifest, f"e{pos}")  # what the request holds in its place, as diff says
-        # a recovery answer logged after a summary's cover is hidden with its call's group
-        # (``masking.wholly_inside``): compared by its own position only, it matched nothing
-        group = None if shown is not None else run.state().answer_group.get(pos)
-        if group is not None:
-            shown = stand_in_for(manifest, f"e{pos}", group)
-        if shown is not None:
-            return f"{query} was compacted: {shown[1]}"
-        covering = [(rec.position, ev) for rec in run.store.events.fold_events(run.run_id,
-                                                                              upto=manifest.log_version)
-                    if isinstance(ev := rec.event, HistoryCompacted)
-                    and (ev.covers_from <= pos <= ev.covers_to
-                         or (ev.strategy == "summary" and group is not None
-                             and ev.covers_from <= group <= ev.covers_to < pos))]
-        if covering:  # none of their stand-ins is in the manifest: name the newest
-            at, ev = covering[-1]
-            return (f"{query} is covered by the compaction at position {at} (covers "
-                    f"{ev.covers_from}-{ev.covers_to}), whose stand-in the request does not hold")
-    return _nothing(manifest, query)
+    if not m:  # a call, by its id or its ref: told of as its answer's event, else its response's
+        for pos in _call_positions(run, manifest, query):
+            if (said := _compacted_at(run, manifest, query, pos)) is not None:
+                return said
+        return _nothing(manifest, query)
+    pos = int(m.group(1))
+    if pos > (version := run.version) or pos < 1:  # not "logged after the build": never logged
+        return (f"{query}: run {run.run_id!r} has no position {pos} (its log holds positions "
+                f"1..{version}); nothing in turn {manifest.turn}'s manifest matches it")
+    stub = m.re is _FRAGMENT_ID and "." in query
+    if stub and pos <= manifest.log_version:  # a stub: the event it stood for
+        entry = run.state().entries.get(query)
+        if entry is None:  # no such fragment was ever folded: nothing to tell of it
+            return _nothing(manifest, query)
+        pos = int(logged_as(query, entry.source_ref)[1:])
+    if pos > manifest.log_version:
+        return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
+                f"(log position {manifest.log_version}): it did not exist yet")
+    said = _compacted_at(run, manifest, query, pos)
+    return _nothing(manifest, query) if said is None else said
+
+
+def _call_positions(run: Run, manifest: ContextManifest, query: str) -> list[int]:
+    """The log positions of the call ``query`` names (``call://RUN/ID@POS`` or a bare id), as of
+    ``manifest``'s build: its answers', then its response's; none for no call of the run.
+
+    Why: ``why RUN c0`` of a call a summary stands for said "not part of the projection at that
+    turn", though the summary names the call, and its answer's event was said to be compacted.
+    An id re-used by a later call (real logs re-use them) names the latest logged before the build."""
+    ref = _CALL_REF.fullmatch(query)
+    if ref is not None and ref.group(1) != run.run_id:
+        return []
+    state = run.state()
+    heads = [pos for pos, item in state.items.items()
+             if pos <= manifest.log_version and isinstance(item, ToolGroup)
+             and (ref is None or pos == int(ref.group(3)))
+             and any(slot.call_id == (query if ref is None else ref.group(2)) for slot in item.calls)]
+    if not heads:
+        return []
+    group = state.items[max(heads)]
+    assert isinstance(group, ToolGroup)
+    call = query if ref is None else ref.group(2)
+    answers = [slot.answer_position for slot in group.calls
+               if slot.call_id == call and slot.answer_position is not None
+               and slot.answer_position <= manifest.log_version]
+    return [*answers, group.position]
+
+
+def _compacted_at(run: Run, manifest: ContextManifest, query: str, pos: int) -> str | None:
+    """What ``manifest`` holds in place of the event logged at ``pos`` (a mask's stub, a summary),
+    or the compaction that covers it, said of ``query``; None when no compaction took it."""
+    shown = stand_in_for(manifest, f"e{pos}")  # what the request holds in its place, as diff says
+    # a recovery answer logged after a summary's cover is hidden with its call's group
+    # (``masking.wholly_inside``): compared by its own position only, it matched nothing
+    group = None if shown is not None else run.state().answer_group.get(pos)
+    if group is not None:
+        shown = stand_in_for(manifest, f"e{pos}", group)
+    if shown is not None:
+        return f"{query} was compacted: {shown[1]}"
+    covering = [(rec.position, ev) for rec in run.store.events.fold_events(run.run_id,
+                                                                          upto=manifest.log_version)
+                if isinstance(ev := rec.event, HistoryCompacted)
+                and (ev.covers_from <= pos <= ev.covers_to
+                     or (ev.strategy == "summary" and group is not None
+                         and ev.covers_from <= group <= ev.covers_to < pos))]
+    if covering:  # none of their stand-ins is in the manifest: name the newest
+        at, ev = covering[-1]
+        return (f"{query} is covered by the compaction at position {at} (covers "
+                f"{ev.covers_from}-{ev.covers_to}), whose stand-in the request does not hold")
+    return None
 
 
 def _nothing(manifest: ContextManifest, query: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import open_store
-from contextfold.domain.events import ContextBuilt
+from contextfold.domain.events import ContextBuilt, ModelResponse
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.builder import canonical_hash
 from tests.cli_runner import cf as run_cli
@@ -413,3 +413,31 @@ def test_why_names_the_summary_that_took_a_mask_stub_by_its_id_or_source(tmp_pat
     assert "e11" not in out.stdout and "e12" not in out.stdout
     missing = cf("why", "r1", "--turn", str(summarized.turn), stub.id.split(".")[0] + ".c9", cwd=tmp_path)
     assert missing.returncode == 1 and "nothing in turn" in missing.stdout, missing.stdout
+
+
+def test_why_names_the_summary_that_took_a_call_asked_by_its_id_or_ref(tmp_path: Path, cf: CLI) -> None:
+    """``why RUN c0``: the call a summary stands for was "not part of the projection at that
+    turn", though the summary names it (``call c0 (read_file)``) and the call's own result, asked
+    by its event, was said to be compacted. A call id is what a user reads in a summary, a stub and
+    a manifest's source refs (``call://r1/c0@3``), and the runtime's logs."""
+    from tests.unit.test_audit_diff_compaction import _mask_then_summary
+
+    with open_store(f"sqlite:///{tmp_path / 'contextfold.db'}") as store:
+        masked, summarized = _mask_then_summary(store.run("r1"))
+        head = next(r.position for r in store.run("r1").events()
+                    if isinstance(r.event, ModelResponse) and r.event.tool_calls
+                    and r.event.tool_calls[0].call_id == "c0")
+    summary = next(f for f in summarized.fragments if f.source_ref.startswith("events://"))
+    for query in ("c0", f"call://r1/c0@{head}"):
+        out = cf("why", "r1", "--turn", str(summarized.turn), query, cwd=tmp_path)
+        assert out.returncode == 1, out.stderr
+        assert f"{query} was compacted: summarized: {summary.id} covers events 1-" in out.stdout, out.stdout
+        assert "not part of the projection" not in out.stdout
+    # before the summary, a mask's stub stood in for its result: said as for the result's event
+    stub = next(f for f in masked.fragments if f.source_ref == f"event://r1/{head + 1}")
+    out = cf("why", "r1", "--turn", str(masked.turn), "c0", cwd=tmp_path)
+    said = f"c0 was compacted: masked: the stub {stub.id} stands in for event {head + 1}"
+    assert said in out.stdout, out.stdout
+    # an id the run never used is still "nothing matches"
+    out = cf("why", "r1", "--turn", str(summarized.turn), "c99", cwd=tmp_path)
+    assert out.returncode == 1 and "nothing in turn" in out.stdout, out.stdout
