@@ -23,7 +23,8 @@ Triggers (:func:`auto_compact`), cheap before expensive:
   :class:`~contextfold.domain.errors.RequiredContextExceedsBudgetError`.
 
 The ladder: mask (keeping ``recent_groups`` groups raw), mask (keeping one),
-then -- only when masking was not enough -- summary (same two steps). Each
+then -- only when masking was not enough -- summary (same two steps, then one that may cover
+the latest user input: ``_ladder``). Each
 step is tried on a snapshot first and recorded only if it relieves the pressure
 (``_relieves``: lower pressure, or measurably nearer to fitting); a step that is
 merely no worse is not recorded (a summary is required content: too big a one
@@ -172,18 +173,28 @@ def _timeline_ids(state: RunState) -> set[str]:
     return {fid for item in state.timeline() for fid in item.fragment_ids}
 
 
-def _ladder(strategy: Strategy, keep_recent: int) -> list[tuple[Strategy, int, bool]]:
+def _ladder(strategy: Strategy, keep_recent: int) -> list[tuple[Strategy, int, bool, bool]]:
     """The steps tried in turn, cheap first: (strategy, keep_recent, only while the build cannot
-    be made at all). The last, a summary that covers the newest tool group too, is of that kind:
-    the newest group is required (the model reads what its last calls did), and is covered only
-    when it alone keeps the build from being made, e.g. a call whose arguments (a whole file
-    written) outgrow the budget, which no cut may shorten."""
+    be made at all, a summary that may cover the latest user input).
+
+    A summary leaves the latest user input raw, and its cover stops before it; when that is not
+    enough, one more summary covers it too (quoting it with the user's authority): in a run whose
+    user spoke long ago, the groups after the input could never be summarized, and the build
+    dropped the oldest of them for budget, with the deployment ids and failed, unverified deploys
+    they named (a 6k window: for 23 of 60 turns).
+
+    The last, a summary that covers the newest tool group too, is tried only while the build
+    cannot be made at all: the newest group is required (the model reads what its last calls
+    did), and is covered only when it alone keeps the build from being made, e.g. a call whose
+    arguments (a whole file written) outgrow the budget, which no cut may shorten."""
     steps: list[tuple[Strategy, int]] = [("mask", keep_recent), ("mask", 1)]
     if strategy == "summary":
         steps += [("summary", keep_recent), ("summary", 1)]
-    ladder = [(step, keep, False) for step, keep in dict.fromkeys(steps)]
+    ladder = [(step, keep, False, False) for step, keep in dict.fromkeys(steps)]
+    if strategy == "summary":
+        ladder.append(("summary", 1, False, True))
     if strategy == "summary" and ("summary", 0) not in steps:
-        ladder.append(("summary", 0, True))
+        ladder.append(("summary", 0, True, False))
     return ladder
 
 
@@ -362,14 +373,15 @@ def _climb(session: _Session, strategy: Strategy, cfg: BuildConfig, keep_recent:
     pressure before and after."""
     now = _measure(session.run, session.state, cfg)
     before = now.pressure
-    for step, keep, last_resort in _ladder(strategy, keep_recent):
+    for step, keep, last_resort, cover_input in _ladder(strategy, keep_recent):
         if now.pressure == "none":
             break
         if last_resort and now.pressure != "hard":
             continue
         plans = plan_compactions(session.state, session.events, step, keep_recent=keep,
                                  summarizer=summarizer, max_summary_tokens=_summary_room(cfg),
-                                 keep_error=not last_resort, load_text=session.run.store.cited_text)
+                                 keep_error=not last_resort, load_text=session.run.store.cited_text,
+                                 cover_input=cover_input)
         if not plans:
             continue
         # recorded only when it relieves the pressure (``_relieves``): a summary is required

@@ -199,7 +199,8 @@ def plan_compaction(state: RunState, events: Sequence[RecordedEvent], strategy: 
 def plan_compactions(state: RunState, events: Sequence[RecordedEvent], strategy: Strategy, *,
                      keep_recent: int = 3, summarizer: Summarizer | None = None,
                      max_summary_tokens: int | None = None, keep_error: bool = False,
-                     load_text: LoadText | None = None) -> list[CompactionPlan]:
+                     load_text: LoadText | None = None, cover_input: bool = False
+                     ) -> list[CompactionPlan]:
     """The compaction events for ``strategy`` at the widest legal cut (none: nothing to gain);
     each is planned on ``state`` as it is (their covers do not overlap).
 
@@ -213,6 +214,11 @@ def plan_compactions(state: RunState, events: Sequence[RecordedEvent], strategy:
     first tries to leave the latest user input raw; when that leaves nothing to
     cover (an agent run whose task is its only user message), it covers the input
     too: the input's text (or the goal) is then carried verbatim as the summary's goal.
+    ``cover_input``: a summary covers the latest user input whatever lies after it (none when
+    that is the cover it takes anyway): auto-compaction's step for a run whose user spoke long
+    ago, where nothing after the input could be summarized and the build dropped the oldest
+    groups for budget, with the ids and failures they named (``compaction_api._ladder``). The
+    summary quotes the input with the user's authority (``fold_summary``).
     """
     check_keep_recent(keep_recent)
     match strategy:
@@ -220,7 +226,11 @@ def plan_compactions(state: RunState, events: Sequence[RecordedEvent], strategy:
             return [plan for cover in mask_covers(state, keep_recent)
                     if (plan := plan_mask(state, *cover)) is not None]
         case "summary":
-            for keep_input in (True, False):
+            if cover_input and (choose_cover(state, keep_recent=keep_recent, keep_error=keep_error)
+                                == choose_cover(state, keep_recent=keep_recent, keep_input=False,
+                                                keep_error=keep_error)):
+                return []  # the input bounds no cover: the step before planned this one
+            for keep_input in ((False,) if cover_input else (True, False)):
                 cover = choose_cover(state, keep_recent=keep_recent, keep_input=keep_input,
                                      keep_error=keep_error)
                 plan = (None if cover is None else

@@ -1,0 +1,72 @@
+"""Auto-compaction may summarize past the user's latest input when the history after it no longer
+fits (``compaction_api._ladder``'s last ordinary step, ``plan_compactions(cover_input=True)``).
+
+Why: a summary's cover stopped before the latest user input, so that the input stays raw. In a
+run where the user's last word was long ago (a follow-up at turn 3, then dozens of tool calls)
+nothing after it could be summarized: masks stubbed the results, the stubs and the calls
+outgrew the window, and the build dropped the oldest groups for budget, with the deployment ids
+and the failed, unverified deploys they named -- at a 6k window, for 23 of 60 turns (the seed,
+5.3: ids and unverified states are not summarised away, and the ladder is there to keep a
+request from losing them). Under that pressure the summary now covers the input too, and quotes
+it with the user's authority (``fold_summary``), as it does when the input is the run's only one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from contextfold.api import Store, open_store
+from contextfold.compaction_api import build
+from contextfold.domain.events import (
+    HistoryCompacted,
+    ModelResponse,
+    PolicySet,
+    ToolCall,
+    ToolResult,
+    UserInput,
+)
+from tests.json_strings import joined_strings
+
+LOG = "\n".join(f"{i:04d} INFO rollout step ok" for i in range(150))
+FOLLOW_UP = "From now on keep at least two replicas up during every deploy."
+
+
+@pytest.fixture
+def cf_store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+def test_ids_after_an_old_user_input_survive_small_window_auto_compaction(cf_store: Store) -> None:
+    run = cf_store.run("after-input")
+    run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
+    deploys: list[str] = []
+    for t in range(1, 31):
+        if t == 3:
+            run.append(UserInput(FOLLOW_UP))
+        if t % 3 == 0:  # a failed deploy that left a deployment behind
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"d{t}", name="deploy",
+                                                          arguments='{"env": "staging"}'),)),
+                       ToolResult(call_id=f"d{t}", content=f"Created deployment dep-{t:04d}\n"
+                                  f"ERROR: health check timed out\n{LOG}", is_error=True, exit_code=1))
+            deploys += [f"d{t}", f"dep-{t:04d}"]
+        else:
+            pods = ToolCall(call_id=f"c{t}", name="shell", arguments='{"cmd": "kubectl get pods"}')
+            run.append(ModelResponse(text=f"checking {t}", tool_calls=(pods,)),
+                       ToolResult(call_id=f"c{t}", content=f"pods {t}\n{LOG}", exit_code=0))
+        text = joined_strings(build(run, "anthropic", window=6_000, reserve=1_000).request)
+        lost = [i for i in deploys if not re.search(rf"(?<![\w-]){i}(?![\w-])", text)]
+        assert not lost, (t, lost)
+        assert (t < 3 or FOLLOW_UP in text) and "Never touch prod." in text, t
+    summaries = [r.event for r in run.events()
+                 if isinstance(r.event, HistoryCompacted) and r.event.strategy == "summary"]
+    assert summaries  # what kept them: a summary covering the follow-up and what came after it
+    follow_up = next(r.position for r in run.events()
+                     if isinstance(r.event, UserInput) and r.event.text == FOLLOW_UP)
+    assert any(s.covers_to > follow_up for s in summaries)
+    for turn in range(2, run.next_turn()):
+        assert run.replay(turn).ok, turn
