@@ -12,13 +12,19 @@ the builder can learn a per-model correction from the run's own log:
   creation tokens);
 - only samples of the provider and model being built for count (the provider
   of the turn's ``context_built`` record; the model the usage event names, else
-  the record's), and only the newest :data:`MAX_SAMPLES`, so a provider-side
-  tokenizer change is learned within a bounded number of turns. Why the
+  the record's; a snapshot of the build's model is the build's model), and only
+  the newest :data:`MAX_SAMPLES`, so a provider-side tokenizer change is learned
+  within a bounded number of turns. Why the
   provider too: a run that names no model has samples of model None for every
   provider it is built for, and Claude's count of a request (3x ours, say) cut
   the next OpenAI Chat build's budget to a third. Why the usage's model first:
   it names the model that counted the tokens, which the caller knows and the
-  record (what the build named, if anything) may not;
+  record (what the build named, if anything) may not. Why a snapshot is the build's model:
+  a provider's response names the dated snapshot an alias resolved to (a request for
+  ``gpt-4o`` is answered by ``gpt-4o-2024-08-06``, ``claude-sonnet-4-5`` by
+  ``claude-sonnet-4-5-20250929``: the pydantic-ai cassettes), so a runtime passing the
+  response's model to ``observe_usage`` had samples no build took, and its budget was never
+  corrected (:func:`same_model`);
 - the correction is the :data:`QUANTILE` (p90, nearest-rank: an actual
   observed ratio, no interpolation) of observed/estimated. A high quantile,
   not the mean: the point is to stop overflows, and a mean would let every
@@ -48,6 +54,7 @@ the observations that were in the log when turn N was built.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -73,6 +80,7 @@ __all__ = [
     "checked_usage",
     "nearest_rank",
     "record_estimate",
+    "same_model",
     "samples_from_state",
 ]
 
@@ -138,6 +146,24 @@ def record_estimate(event: AnyEvent | None) -> Estimate | None:
     return tokens, model, provider if isinstance(provider, str) else None
 
 
+_SNAPSHOT_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}|-\d{8}|@\d{8}|-\d{3}")
+"""What a provider appends to an alias to name the snapshot that served it: OpenAI's date
+(``gpt-4o-2024-08-06``), Anthropic's (``claude-sonnet-4-5-20250929``; Vertex AI spells it
+``@20250929``), Gemini's version (``gemini-1.5-pro-002``)."""
+
+
+def same_model(sample: str | None, build: str | None) -> bool:
+    """Whether a sample's model is the model a build names: the same name, or one of them the
+    other with a snapshot suffix (:data:`_SNAPSHOT_SUFFIX`), as a response names the model that
+    served an alias. Another model of the family (``gpt-4o-mini`` for ``gpt-4o``) is not."""
+    if sample == build:
+        return True
+    if sample is None or build is None:
+        return False
+    alias, snapshot = sorted((sample, build), key=len)
+    return snapshot.startswith(alias) and _SNAPSHOT_SUFFIX.fullmatch(snapshot[len(alias):]) is not None
+
+
 def samples_from_state(state: RunState, estimate_at: EstimateLookup) -> list[CalibrationSample]:
     """Turns of ``state`` with both a build record and a usage report, oldest first."""
     out: list[CalibrationSample] = []
@@ -161,7 +187,7 @@ def calibrate(samples: Sequence[CalibrationSample], model: str | None,
               base_budget: int, provider: str) -> Calibration | None:
     """The correction for ``model`` built for ``provider`` from ``samples``; None when there is
     no sample for the pair."""
-    mine = [s for s in samples if s.model == model and s.provider == provider][-MAX_SAMPLES:]
+    mine = [s for s in samples if s.provider == provider and same_model(s.model, model)][-MAX_SAMPLES:]
     if not mine:
         return None
     # Never 0: a usage report of 0 input tokens (or a few, e.g. Anthropic's uncached input_tokens

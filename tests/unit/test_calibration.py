@@ -201,3 +201,67 @@ def test_the_correction_is_capped_for_what_the_write_check_cannot_see() -> None:
     cal = calibrate([CalibrationSample(1, 100, 10**12, "m", "p")], "m", 1000, "p")
     assert cal is not None and cal.correction == MAX_RATIO and cal.last_observed == 10**12
     assert calibrated_budget(1000, cal) == 250
+
+
+@pytest.mark.parametrize(("provider", "requested", "answered"), [
+    # request and response models of the pydantic-ai cassettes (../shared/traces): the response
+    # names the snapshot the alias resolved to
+    ("openai-chat", "gpt-4o", "gpt-4o-2024-08-06"),
+    ("openai-responses", "gpt-5.4", "gpt-5.4-2026-03-05"),
+    ("anthropic", "claude-sonnet-4-5", "claude-sonnet-4-5-20250929"),
+    ("anthropic", "claude-sonnet-4-5", "claude-sonnet-4-5@20250929"),  # Vertex AI's spelling
+    ("gemini", "gemini-1.5-pro", "gemini-1.5-pro-002"),
+])
+def test_usage_naming_the_responses_snapshot_calibrates_the_alias(
+        tmp_path: Path, provider: str, requested: str, answered: str) -> None:
+    """A runtime records ``observe_usage(..., model=response.model)``: the provider's response names
+    the dated snapshot (``gpt-4o-2024-08-06``) of the alias the build named (``gpt-4o``). Those
+    samples matched no build, so a provider counting 1.5x our estimate never shrank the budget."""
+    store = open_store(f"sqlite:///{tmp_path / 'cal.db'}")
+    run = store.run("r")
+    run.append(RunStarted(model=requested, encoding="cl100k_base"), UserInput("start " + "x " * 50))
+    for i in range(1, 4):
+        m = run.build(provider, window=WINDOW, reserve=RESERVE).manifest
+        assert m.model == requested
+        run.observe_usage(m.turn, math.ceil(m.selected_tokens * 1.5), model=answered)
+        run.append(_turn_events(i))
+    m = run.build(provider, window=WINDOW, reserve=RESERVE, record=False).manifest
+    assert m.calibration is not None and m.calibration.model == requested
+    assert m.calibration.samples == 3 and m.calibration.correction >= 1.5
+    assert m.budget_tokens == calibrated_budget(WINDOW - RESERVE, m.calibration) < WINDOW - RESERVE
+    store.close()
+
+
+@pytest.mark.parametrize("answered", ["gpt-4o-mini", "gpt-4o-mini-2024-07-18", "gpt-4o-audio-preview",
+                                      "gpt-4o-2024", "gpt-4o-x-2024-08-06"])
+def test_usage_of_another_model_than_a_snapshot_of_the_alias_does_not_correct(
+        tmp_path: Path, answered: str) -> None:
+    """Only a snapshot suffix (a date, Gemini's -00N) makes the report's model the build's: another
+    model of the family, whose name starts with the alias's, counts with its own tokenizer."""
+    store = open_store(f"sqlite:///{tmp_path / 'cal.db'}")
+    run = store.run("r")
+    run.append(RunStarted(model="gpt-4o", encoding="cl100k_base"), UserInput("start " + "x " * 50))
+    m = run.build("openai-chat", window=WINDOW, reserve=RESERVE).manifest
+    run.observe_usage(m.turn, math.ceil(m.selected_tokens * 1.5), model=answered)
+    run.append(_turn_events(1))
+    assert run.build("openai-chat", window=WINDOW, reserve=RESERVE, record=False).manifest.calibration is None
+    store.close()
+
+
+def test_usage_naming_a_snapshot_calibrates_a_build_naming_its_alias_after_a_hand_off(tmp_path: Path) -> None:
+    """A Claude run handed off to OpenAI: the first OpenAI build names no model (the run's is
+    another vendor's), the usage names the snapshot that served it, and the next build names
+    ``gpt-4o``: the sample (model ``gpt-4o-2024-08-06``) is that build's model."""
+    store = open_store(f"sqlite:///{tmp_path / 'cal.db'}")
+    run = store.run("r")
+    run.append(RunStarted(model="claude-sonnet-4-5", encoding="cl100k_base"), UserInput("start " + "x " * 50))
+    m = run.build("openai-chat", window=WINDOW, reserve=RESERVE).manifest
+    assert m.model is None
+    run.observe_usage(m.turn, math.ceil(m.selected_tokens * 1.5), model="gpt-4o-2024-08-06")
+    run.append(_turn_events(1))
+    built = run.build("openai-chat", window=WINDOW, reserve=RESERVE, model="gpt-4o", record=False)
+    cal = built.manifest.calibration
+    assert cal is not None and cal.model == "gpt-4o" and cal.correction >= 1.5
+    # the Claude build of the same run takes none of it
+    assert run.build("anthropic", window=WINDOW, reserve=RESERVE, record=False).manifest.calibration is None
+    store.close()
