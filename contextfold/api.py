@@ -54,6 +54,7 @@ from contextfold.projections.render.data_blocks import neutralise
 from contextfold.projections.state import ArtifactTokens, RunState
 from contextfold.projections.tokens import TokenCounter
 from contextfold.rebuild_api import (
+    RecordChoice,
     named_settings,
     rebuild,
     replay,
@@ -431,13 +432,16 @@ class Run:
         model response (a build of turn N folds N-1 responses), others read for their turn only."""
         return turn_keys(self, turn, None)
 
-    def replay(self, turn: int, *, progress: Progress | None = None) -> ReplayReport:
-        """Rebuild ``turn`` from the log and compare it with the turn's first record.
+    def replay(self, turn: int, *, record: RecordChoice = "first",
+               progress: Progress | None = None) -> ReplayReport:
+        """Rebuild ``turn`` from the log and compare it with the turn's first record, or the record
+        ``record`` names (``"last"``, or K, 1-based: :meth:`records`), e.g. the smaller request a
+        runtime built and sent after the provider refused the first as too long.
 
-        A turn with no record is :class:`RecordNotFoundError` (nothing to compare with), one the
-        run does not have :class:`TurnNotFoundError`.
+        A turn with no record, or none at ``record``, is :class:`RecordNotFoundError` (nothing to
+        compare with), one the run does not have :class:`TurnNotFoundError`.
         ``progress(n)``: told of the events folded for the rebuild (see :meth:`state`)."""
-        return replay(self, checked_turn(turn), progress=progress)
+        return replay(self, checked_turn(turn), record=record, progress=progress)
 
     def append(self, *events: AnyEvent | Iterable[AnyEvent],
                expected_version: int | None = None) -> list[RecordedEvent]:

@@ -32,19 +32,22 @@ from contextfold.cli_build import (
     PROVIDER_CHOICES,
     excluded_count,
     manifest_table,
+    record_choice,
 )
 from contextfold.cli_files import nonempty, output_file, shown_json, write_output
 from contextfold.cli_progress import fold_bar
-from contextfold.domain.errors import IntegrityError, InvalidInputError
+from contextfold.domain.errors import IntegrityError, InvalidInputError, RecordNotFoundError
 from contextfold.domain.manifest import BuildConfig, checked_config, config_of
 from contextfold.projections.builder import BuildResult, canonical_hash
 from contextfold.projections.progress import Progress
 from contextfold.rebuild_api import (
+    RecordChoice,
     named_settings,
     nearest_config,
     previewed,
     read_turn,
     rebuild,
+    record_index,
     turn_records,
 )
 
@@ -81,10 +84,12 @@ def given_config(args: argparse.Namespace) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- audit --turn
 
 
-def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
+def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *, record: RecordChoice = "first",
                progress: Progress | None = None) -> tuple[dict[str, Any], BuildResult]:
-    """Re-derive turn ``turn`` from the log and check it against its record and the log's chain
-    (``progress(n)``: told of the events folded for the rebuild)."""
+    """Re-derive turn ``turn`` from the log and check it against its record ``record`` (the first by
+    default; the last is the request sent after a refused one was built again smaller) and the
+    log's chain (``progress(n)``: told of the events folded for the rebuild)."""
+    record_index(record, 1)  # a choice that names no record is refused before any work
     report = run.verify()
     integrity = {"ok": report.ok, "events": report.events, "first_bad_position": report.first_bad_position,
                  "reason": report.reason}
@@ -93,6 +98,9 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
     # Read with the later records' configs, which a turn without a record is rebuilt with.
     read = read_turn(run, turn)
     records = turn_records(read)
+    index = record_index(record, len(records))
+    if record != "first" and not 1 <= index <= len(records):  # never another record in its place
+        raise RecordNotFoundError(run.run_id, turn, str(record), len(records))
     problems: list[str] = []
     if not report.ok:
         problems.append(f"integrity: the stored event at position {report.first_bad_position} was altered "
@@ -108,16 +116,16 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
                                  f"is {derived}, with nothing recorded to check it against"}
         return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
                 "ok": not problems}, result
-    first = records[0]
+    first = records[index - 1]  # the record checked (named so: most turns hold one)
     # with its recorded config; settings given that differ from it are refused (they were ignored)
     config = given if isinstance(given, BuildConfig) else None
     named = {} if config is not None else dict(given or {})
     result = rebuild(run, turn, config_of(config, **named), record=False, progress=progress,
-                     records=records, given=named_settings(config, named))
+                     records=[first], given=named_settings(config, named))
     m = result.manifest
     recorded_cfg: dict[str, Any] = dict(first.manifest.get("config", {}))
     current_cfg = m.config.model_dump(mode="json")
-    check = {"recorded": True, "records": len(records), "rebuild_of_record": first.rebuild,
+    check = {"recorded": True, "records": len(records), "record": index, "rebuild_of_record": first.rebuild,
              "request_hash": {"recorded": first.request_hash, "rebuilt": m.request_hash},
              "cache_key": {"recorded": first.prefix_hash, "rebuilt": m.cache_key},
              "config_hash": {"recorded": first.config_hash, "rebuilt": m.config_hash}}
@@ -143,10 +151,15 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *,
             "ok": not problems}, result
 
 
+def _which_record(index: int) -> str:
+    return "the first" if index == 1 else f"record {index}"
+
+
 def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
     try:
         with fold_bar(run.store, args, f"auditing {args.run} turn {args.turn}") as advance:
-            verdict, result = audit_turn(run, args.turn, given_config(args), progress=advance)
+            verdict, result = audit_turn(run, args.turn, given_config(args), record=args.record or "first",
+                                         progress=advance)
     except IntegrityError as exc:
         report = run.verify()
         where = f" (first bad position {report.first_bad_position}: {report.reason})" if not report.ok else ""
@@ -167,8 +180,8 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
             same = req["recorded"] == req["rebuilt"]
             _out(f"request: re-derived {req['rebuilt'][:16]} "
                  f"{'matches' if same else 'DOES NOT MATCH'} the recorded {req['recorded'][:16]}"
-                 + (f" (the first of the turn's {c['records']} records: diff/why --record pick "
-                    "another)" if c["records"] > 1 else ""))
+                 + (f" ({_which_record(c['record'])} of the turn's {c['records']} records: --record "
+                    "picks another)" if c["records"] > 1 else ""))
             _out(f"builder config: {'unchanged' if conf['recorded'] == conf['rebuilt'] else 'CHANGED'}"
                  f" ({conf['rebuilt'][:16]})")
         else:
@@ -205,6 +218,12 @@ def _configure_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--excluded", type=excluded_count, default=argparse.SUPPRESS, metavar="N|all",
                    help=f"with --turn: list the newest N excluded fragments of each reason (default "
                         f"{EXCLUDED_SHOWN}; 'all' lists every one), as manifest does")
+    p.add_argument("--record", type=record_choice, default=None, metavar="first|last|K",
+                   help="with --turn: which of the turn's context_built records to check: first, last, "
+                        "or K (1-based, in log order); default: the first. A turn holds several when it "
+                        "was built again, e.g. smaller after the provider refused the first request as "
+                        "too long: the last is the one sent. A record the turn does not have is "
+                        "RecordNotFoundError (exit 2)")
     config_args(p)
 
 
@@ -259,7 +278,8 @@ def _handle_audit(args: argparse.Namespace) -> int:
         raise InvalidInputError("--html writes the report of the whole run; it does not combine "
                                 "with --turn (each turn is a section of the report)")
     # The summary and the report show neither (an audit without --turn printed it, flags ignored).
-    given = [f for f, on in (("--content", args.content), ("--excluded", hasattr(args, "excluded"))) if on]
+    given = [f for f, on in (("--content", args.content), ("--excluded", hasattr(args, "excluded")),
+                             ("--record", args.record is not None)) if on]
     if args.turn is None and given:
         raise InvalidInputError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to one "
                                 "turn: add --turn N (the run's summary and its HTML report hold hashes, "

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -39,7 +39,7 @@ from contextfold.projections.builder import BuildResult
 from contextfold.projections.past_states import state_at_version
 from contextfold.projections.progress import Progress
 from contextfold.projections.tool_candidates import not_exposed_reason
-from contextfold.rebuild_api import nearest_config, previewed, read_turn, rebuild, turn_records
+from contextfold.rebuild_api import RecordChoice, nearest_config, previewed, read_turn, rebuild, turn_records
 from contextfold.store.record_reads import TurnRead
 
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
@@ -148,8 +148,6 @@ def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label
 
 
 # ---------------------------------------------------------------- which record of a turn
-
-RecordChoice = Literal["first", "last"] | int
 
 RECORD_HELP = ("which of the turn's context_built records to read: first, last, or K (1-based, in log "
                "order). A turn holds several when it was built again (e.g. after a compaction); "
@@ -399,12 +397,22 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
                         "nearest record's and, without --verify, recorded as a rebuild, which the "
                         "command says)")
     p.add_argument("--verify", action="store_true",
-                   help="compare with the turn's first context_built record instead of printing the "
-                        "request; exit 1 on a difference, 2 when the turn has no record, 3 when the log "
-                        "or an artifact it cites is damaged (e.g. replay RUN --turn 3 --verify)")
+                   help="compare with the turn's first context_built record (--record: another) instead "
+                        "of printing the request; exit 1 on a difference, 2 when the turn has no such "
+                        "record, 3 when the log or an artifact it cites is damaged (e.g. replay RUN "
+                        "--turn 3 --verify)")
+    p.add_argument("--record", type=record_choice, default=None, metavar="first|last|K",
+                   help="with --verify: which of the turn's context_built records to check: first, last, "
+                        "or K (1-based, in log order); default: the first. A turn holds several when it "
+                        "was built again, e.g. smaller after the provider refused the first request as "
+                        "too long: the last is the one sent. A record the turn does not have is "
+                        "RecordNotFoundError (exit 2)")
 
 
 def _handle_replay(args: argparse.Namespace) -> int:
+    if args.record is not None and not args.verify:  # it would be ignored: the request shown is the first's
+        raise InvalidInputError("--record picks the record replay --verify checks; without --verify, "
+                                "manifest RUN --turn N --record K shows a record as recorded")
     with store_for(args) as store:
         run = store.run(args.run)
         if not args.verify:
@@ -424,7 +432,8 @@ def _handle_replay(args: argparse.Namespace) -> int:
             sys.stderr.write(f"note: {visible(note)}\n")
             return 0
         with fold_bar(store, args, f"replaying {args.run} turn {args.turn}") as advance:
-            report = run.replay(args.turn, progress=advance)  # a damaged artifact: IntegrityError, 3
+            report = run.replay(args.turn, record=args.record or "first",
+                                progress=advance)  # a damaged artifact: IntegrityError, 3
         if not report.ok:
             chain = run.verify()  # a mismatch over an altered log is the log's integrity failure
             if not chain.ok:
@@ -437,7 +446,8 @@ def _handle_replay(args: argparse.Namespace) -> int:
         # a rebuild record is not what a model was sent: say that the check is against one
         which = ("its first record, a rebuild (no live build of the turn was recorded: this shows the "
                  "log still makes the request that rebuild recorded)" if report.recorded.rebuild
-                 else "its record")
+                 else "its record" if report.records == 1
+                 else f"its record {report.record} of {report.records}")
         sys.stdout.write(f"ok: turn {args.turn} rebuilt from the log matches {which} "
                          f"(request {m.request_hash[:16]}, cache key {m.cache_key[:16]}{named})\n")
         return 0

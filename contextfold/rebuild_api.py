@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from contextfold.audit.data import ConfigChoice, config_for_turn
 from contextfold.domain.checked import checked_turn
@@ -40,8 +40,24 @@ from contextfold.store.record_reads import TurnRead
 if TYPE_CHECKING:
     from contextfold.api import Run
 
-__all__ = ["check_given", "named_settings", "nearest_config", "previewed", "read_turn", "rebuild", "replay",
-           "run_encoding", "state_before_turn", "turn_keys", "turn_records"]
+__all__ = ["RecordChoice", "check_given", "named_settings", "nearest_config", "previewed", "read_turn",
+           "rebuild", "record_index", "replay", "run_encoding", "state_before_turn", "turn_keys",
+           "turn_records"]
+
+RecordChoice = Literal["first", "last"] | int
+"""Which of a turn's ``context_built`` records: the first, the last, or K (1-based, in log order)."""
+
+
+def record_index(which: RecordChoice, count: int) -> int:
+    """The 1-based index ``which`` names among a turn's ``count`` records (it may be past them:
+    the caller says the turn has no such record); InvalidInputError for what names none."""
+    if which == "first":
+        return 1
+    if which == "last":
+        return count
+    if isinstance(which, bool) or not isinstance(which, int) or which < 1:
+        raise InvalidInputError(f"record is 'first', 'last' or a 1-based index, got {which!r}")
+    return which
 
 
 def run_encoding(run: Run) -> str | None:
@@ -310,16 +326,22 @@ def check_given(turn: int, recorded: BuildConfig, given: Mapping[str, Any]) -> N
             "would be ignored; leave them out")
 
 
-def replay(run: Run, turn: int, *, progress: Progress | None = None) -> ReplayReport:
-    """Rebuild ``turn`` from the log and compare it with the turn's first record."""
+def replay(run: Run, turn: int, *, record: RecordChoice = "first",
+           progress: Progress | None = None) -> ReplayReport:
+    """Rebuild ``turn`` from the log and compare it with the turn's record ``record`` (its first by
+    default). Why another than the first: a runtime whose request the provider refused (too long)
+    builds the turn again, smaller, and sends that: its second record is what the model saw, which
+    only the first could be checked against before."""
     records = run.records(turn)
+    index = record_index(record, len(records))
     if not records:
         last = run.next_turn()
         if not 1 <= turn <= last:
             raise TurnNotFoundError(run.run_id, turn, last)
-        raise RecordNotFoundError(run.run_id, turn, "first", 0)  # nothing to verify against
-    first = records[0]
-    result = rebuild(run, turn, BuildConfig(), record=False, progress=progress, records=records)
+    if not 1 <= index <= len(records):  # nothing to verify against
+        raise RecordNotFoundError(run.run_id, turn, str(record), len(records))
+    first = records[index - 1]  # the record checked, rebuilt as the turn's first is: from its own log
+    result = rebuild(run, turn, BuildConfig(), record=False, progress=progress, records=[first])
     recorded = first.manifest
     rebuilt = result.manifest.model_dump(mode="json")
     diffs = [f"{key}: recorded {recorded.get(key)!r} != rebuilt {rebuilt.get(key)!r}"
@@ -328,5 +350,6 @@ def replay(run: Run, turn: int, *, progress: Progress | None = None) -> ReplayRe
     if not diffs and recorded != rebuilt:
         diffs = [first_difference(recorded, rebuilt)]
     note = unicode_note(run.events(upto=first.log_version)) if diffs and first.log_version else None
-    return ReplayReport(turn=turn, ok=not diffs, differences=tuple(diffs), recorded=first,
+    return ReplayReport(turn=turn, ok=not diffs, differences=tuple(diffs), recorded=first, record=index,
+                        records=len(records),
                         rebuilt=result.manifest, unicode_note=note)

@@ -21,7 +21,8 @@ __all__ = ["ReplayReport", "first_difference", "recorded_run_id", "unicode_note"
 
 @dataclass(frozen=True)
 class ReplayReport:
-    """A turn rebuilt from the log beside its first ``context_built`` record."""
+    """A turn rebuilt from the log beside the ``context_built`` record it was checked against (the
+    turn's first, unless ``Run.replay(record=...)`` named another)."""
 
     turn: int
     ok: bool
@@ -31,6 +32,10 @@ class ReplayReport:
     rebuilt_by: str = BUILDER
     """The contextfold that rebuilt the turn (``recorded.builder`` names the one that built it)."""
     unicode_note: str | None = None
+    record: int = 1
+    """Which of the turn's records ``recorded`` is (1-based, in log order)."""
+    records: int = 1
+    """How many ``context_built`` records the turn holds."""
     """On a difference, when the log holds characters Python 3.11, 3.12 and 3.13 classify
     differently: that a record made under another Python may differ there (:func:`unicode_note`)."""
 

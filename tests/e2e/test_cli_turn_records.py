@@ -180,7 +180,8 @@ def test_a_record_that_does_not_exist_is_one_typed_line_and_writes_nothing(
 
 
 @pytest.mark.parametrize("command, flag", [("diff", "--record-a"), ("diff", "--record-b"),
-                                           ("why", "--record"), ("manifest", "--record")])
+                                           ("why", "--record"), ("manifest", "--record"),
+                                           ("replay", "--record"), ("audit", "--record")])
 def test_help_explains_the_record_choice(capsys: pytest.CaptureFixture[str], command: str, flag: str) -> None:
     with pytest.raises(SystemExit) as exc:
         main([command, "--help"])
