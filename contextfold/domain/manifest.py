@@ -327,9 +327,10 @@ class Calibration(_Frozen):
 
     ``correction`` is a high quantile of observed/estimated input tokens over
     earlier turns of this run that have both a build record and a provider
-    usage report; the build's budget is ``floor((window - reserve) / correction)``
-    when it is above 1, so ``selected_tokens * correction`` stays within the
-    window. ``last_*`` is the newest observation it learned from, for audits.
+    usage report, or the newest such ratio (``last_*``) when higher; the build's
+    budget is ``floor((window - reserve) / correction)`` when it is above 1, so
+    ``selected_tokens * correction`` stays within the window. ``last_*`` is the
+    newest observation it learned from, for audits.
     """
 
     model: str | None

@@ -125,7 +125,8 @@ def _no_budget(config: BuildConfig, budget: int, calibration: Calibration | None
     c = calibration
     return (f"{plain} is {config.window - config.reserve} tokens, shrunk to {budget} by the usage "
             f"calibration for model {c.model!r} (correction {c.correction:g}, the p{round(c.quantile * 100)} "
-            f"of observed/estimated input tokens over {c.samples} turn(s); latest: turn {c.last_turn} "
+            f"of observed/estimated input tokens over {c.samples} turn(s), or the latest if higher; latest: "
+            f"turn {c.last_turn} "
             f"observed {c.last_observed} vs estimated {c.last_estimated}): leaves no budget; check the "
             "run's usage_observed events")
 

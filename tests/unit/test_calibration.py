@@ -265,3 +265,26 @@ def test_usage_naming_a_snapshot_calibrates_a_build_naming_its_alias_after_a_han
     # the Claude build of the same run takes none of it
     assert run.build("anthropic", window=WINDOW, reserve=RESERVE, record=False).manifest.calibration is None
     store.close()
+
+
+def test_a_rise_in_the_providers_count_is_taken_at_the_next_build(tmp_path: Path) -> None:
+    """The provider's count per our token rises mid-run (tool output of another kind: code, JSON,
+    another script, which the provider's tokenizer splits finer than ours). The p90 of the newest
+    50 samples took it only once 6 samples showed it: for 5 more turns each request the build
+    said fits was counted past the budget by the provider (here 1.5 / 1.1: 36% over), though
+    consecutive requests share most of their content, so the newest ratio predicts the next."""
+    run = _run(tmp_path)
+    _drive(run, 12, 1.1)
+    m = run.build(window=WINDOW, reserve=RESERVE).manifest
+    run.observe_usage(m.turn, math.ceil(m.selected_tokens * 1.5))  # the new content's ratio
+    run.append(_turn_events(13))
+    nxt = run.build(window=WINDOW, reserve=RESERVE).manifest
+    assert nxt.calibration is not None and nxt.calibration.samples == 13
+    assert nxt.calibration.correction >= 1.5
+    assert math.ceil(nxt.selected_tokens * 1.5) <= WINDOW - RESERVE  # the provider's count fits
+    assert run.replay(nxt.turn).ok
+    # an old outlier still counts only as the quantile says: the newest is what is taken whole
+    old = [CalibrationSample(1, 100, 300, "m", "p"), *(CalibrationSample(t, 100, 110, "m", "p")
+                                                       for t in range(2, 31))]
+    cal = calibrate(old, "m", 1000, "p")
+    assert cal is not None and cal.correction == 1.1
