@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold.projections import redact as redact_module
+from contextfold.projections import redact_calls as redact_calls_module
 from contextfold.projections.redact import RedactionPolicy, may_find, policy_from, redact
 from contextfold.projections.redact_calls import redact_arguments
 
@@ -67,3 +68,37 @@ def test_a_text_without_a_hint_has_none_in_any_part(whole: str) -> None:
     for i in range(len(whole)):
         for j in range(i + 1, len(whole) + 1):
             assert not may_find(whole[i:j], POLICY), whole[i:j]
+
+
+def _walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The arguments whose string literals ``redact_arguments`` walks from here on."""
+    walked: list[str] = []
+    real = redact_calls_module._STRING
+
+    class Recorded:
+        def finditer(self, text: str) -> object:
+            walked.append(text)
+            return real.finditer(text)
+    monkeypatch.setattr(redact_calls_module, "_STRING", Recorded())
+    return walked
+
+
+def test_quiet_arguments_without_an_escape_are_returned_without_walking_their_strings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    walked = _walks(monkeypatch)
+    arguments = json.dumps({"reservation_id": "JG7FMM", "cabin": "economy", "passengers": 2})
+    assert redact_arguments(arguments, POLICY) == redact_module.Redacted(arguments, ())
+    assert walked == []  # no finding and no escape: every string would have been kept as written
+
+
+def test_quiet_arguments_with_an_escape_still_have_their_strings_walked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    walked = _walks(monkeypatch)
+    # a string with an escape is decoded and scanned apart: the walk is what does that
+    quiet = '{"note": "line one\\nline two", "city": "Z\\u00fcrich"}'
+    assert not may_find(quiet, POLICY)
+    assert redact_arguments(quiet, POLICY) == redact_module.Redacted(quiet, ())
+    assert walked == [quiet]
+    escaped = '{"cmd": "export GH_\\u0074oken=ghp_abcdefghijklmnopqrstuvwxyz0123456789"}'
+    shown = json.loads(redact_arguments(escaped, POLICY).text)["cmd"]
+    assert shown == "export GH_token=[REDACTED:github_token]"
