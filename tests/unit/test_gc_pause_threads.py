@@ -162,3 +162,14 @@ def test_a_pause_ending_under_anothers_collects_the_young_cycles_the_interpreter
     finally:
         other.leave()
     assert gc.isenabled()
+
+
+def test_a_pause_left_by_an_exception_ends_and_lets_the_exception_through() -> None:
+    # ``paused_gc`` is a plain context manager (no generator per build): its exit must still end
+    # the pause on the way out of a failed build and never swallow what failed it
+    with pytest.raises(ValueError, match="the build failed"), paused_gc(), paused_gc():  # nested
+        raise ValueError("the build failed")
+    assert gc.isenabled()
+    with paused_gc() as entered:
+        assert entered is None and not gc.isenabled()
+    assert gc.isenabled()
