@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     from contextfold.domain.fragments import ContextFragment
     from contextfold.domain.manifest import BuildConfig, ContextManifest
     from contextfold.projections.builder import BuildResult
+    from contextfold.projections.memo_budget import memo_ceiling, memo_report, set_memo_ceiling
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "contextfold.api": ("ReplayReport", "Run", "Store", "open_store"),
@@ -123,6 +124,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "contextfold.domain.fragments": ("ContextFragment",),
     "contextfold.domain.manifest": ("BuildConfig", "ContextManifest"),
     "contextfold.projections.builder": ("BuildResult",),
+    "contextfold.projections.memo_budget": ("memo_ceiling", "memo_report", "set_memo_ceiling"),
 }
 """Each module and the public names it defines: the imports above, for the first use of a name."""
 
@@ -200,7 +202,10 @@ __all__ = [
     "UpgradeRequiredError",
     "UsageObserved",
     "UserInput",
+    "memo_ceiling",
+    "memo_report",
     "open_store",
+    "set_memo_ceiling",
 ]
 
 

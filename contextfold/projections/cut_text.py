@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from contextfold.domain.fragments import ToolResultBlock
-from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.bounded_memo import BoundedMemo, text_bytes
 from contextfold.projections.diagnose import lean_log
 from contextfold.projections.file_lines import FileLines
 from contextfold.projections.fragment_facts import SHRINK_FLOOR, BuildCtx
@@ -145,11 +145,11 @@ def _cut_stale_rest(text: str, max_tokens: int, count: Callable[[str], int],
 _FIRST_LINE = re.compile(r"#L(\d+)(?:-L\d+)?$")
 """A file read's line range in its ref (``fold_content.file_ref``): its first line's number."""
 
-_PARSED: BoundedMemo[str, bool] = BoundedMemo(256, 16 * 1024 * 1024)
+_PARSED: BoundedMemo[str, bool] = BoundedMemo(256, share="cut_parsed")
 """Whether a text parses as JSON, by text: the unit at the budget's edge is cut at every build."""
 
 
-_NEEDS: BoundedMemo[str, bool] = BoundedMemo(4096, 16 * 1024 * 1024)
+_NEEDS: BoundedMemo[str, bool] = BoundedMemo(4096, share="cut_needs")
 """Whether a text changes when neutralised, by text: the unit at the budget's edge is cut at
 every build (a short text's neutralising is not memoised where it is rendered)."""
 
@@ -157,7 +157,7 @@ every build (a short text's neutralising is not memoised where it is rendered)."
 def _needs_neutralising(text: str) -> bool:
     hit = _NEEDS.get(text)
     if hit is None:
-        hit = _NEEDS.put(text, neutralise(text) is not text, len(text))
+        hit = _NEEDS.put(text, neutralise(text) is not text, text_bytes(text))
     return hit
 
 
@@ -177,7 +177,7 @@ def _is_json(stripped: str) -> bool:
             hit = False
         except RecursionError:  # nested past the parser: JSON if its tokens are (``json_deep``)
             hit = heads(stripped) is not None
-        _PARSED.put(stripped, hit, len(stripped))
+        _PARSED.put(stripped, hit, text_bytes(stripped))
     return hit
 
 

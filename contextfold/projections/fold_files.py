@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextfold.domain.events import FileRead, TextBlock
 from contextfold.domain.log import RecordedEvent
-from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.bounded_memo import BoundedMemo, text_bytes
 from contextfold.projections.entries import FragmentEntry
 from contextfold.projections.fact_sources import FileRefRead, parse_file_ref
 from contextfold.projections.fold_content import (
@@ -179,7 +179,8 @@ def _lines_differ(state: RunState, old: CurrentRead, stale: StaleRead | None, re
         return False
     old_lines = _LINES.get(old_text)
     if old_lines is None:
-        old_lines = _LINES.put(old_text, text_lines(old_text), len(old_text))
+        split = text_lines(old_text)  # each line a str of its own: ~57 bytes besides its text
+        old_lines = _LINES.put(old_text, split, 2 * text_bytes(old_text) + 64 * len(split))
     hi = min(old_lo + len(old_lines) - 1, new_lo + len(new_lines) - 1, *ends)
     shown = ((lo, hi),) if stale is None else stale.spans  # a rest shows only its spans
     for a, b in shown:
@@ -196,7 +197,7 @@ def _ranges_meet(old: CurrentRead, read: FileRefRead) -> bool:
             and (read.end_line is None or read.end_line >= (old[2] or 1)))
 
 
-_LINES: BoundedMemo[str, list[str]] = BoundedMemo(256, 16 * 1024 * 1024)
+_LINES: BoundedMemo[str, list[str]] = BoundedMemo(256, share="file_lines")
 """An older read's lines, by its text: a whole read is compared with every partial read of its
 file after it (300 partial reads of a 2,000-line file split it 300 times: the fold took ~3x as
 long as without the comparison). Read only."""

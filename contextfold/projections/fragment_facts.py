@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
-from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.bounded_memo import ENTRY_BYTES, BoundedMemo, text_bytes
 from contextfold.projections.call_id_prices import call_id_tokens, split_reply_tokens
 from contextfold.projections.entries import (
     LAZY_TEXT_CHARS,
@@ -86,10 +86,10 @@ SHRINK_FLOOR = 48
 
 Hit = tuple[ContextFragment, Redacted]
 _REDACTIONS: BoundedMemo[tuple[str, str, str, str, RedactionPolicy], tuple[Hit | None]] = BoundedMemo(
-    200_000, 32 * 1024 * 1024)
+    200_000, share="redactions")
 """Redaction results by fragment identity and content: builds of a growing run repeat them. A
 result is ``(None,)`` when the text holds no secret, else the redacted fragment, whose text is
-counted against the bound."""
+counted against the bound with the key's texts."""
 
 T = TypeVar("T")
 
@@ -398,8 +398,10 @@ class BuildCtx:
                 found = (redact_fragment(entry.fragment, text, self.policy, self.count, result)
                          if result.findings else None)
             calls = content.calls if isinstance(content, Response) else ()
-            size = len(text) + sum(len(a) for _, _, a in calls)
-            got = _REDACTIONS.put(key, (found,), size if found is not None else 0)
+            size = text_bytes(entry.id, entry.content_hash, entry.source_ref)
+            if found is not None:  # the redacted fragment's texts (``text_bytes`` of none: an entry's)
+                size += text_bytes(text, *(a for _, _, a in calls)) - ENTRY_BYTES
+            got = _REDACTIONS.put(key, (found,), size)
         hit = got[0]
         self.redactions[fid] = (entry, hit)
         return hit

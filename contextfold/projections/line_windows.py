@@ -29,11 +29,13 @@ text, as far as the probes reach.
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from contextfold.domain.fork_locks import fork_safe_lock
+from contextfold.projections.memo_budget import memo_share
 
 __all__ = ["WindowChain", "fit_line_windows", "held_off", "kept_probe", "over_grant", "probe_entry"]
 
@@ -142,8 +144,21 @@ class WindowChain:
 _PROBES: dict[tuple[Any, ...], dict[str, Any]] = {}
 """Per input (text, strategy, counter): its parse and the probes already counted. A run's misfit
 is cut again and again to slightly different sizes as the run grows; the searches share most
-probes. Emptied past 256 inputs or 16M characters of input and probe text."""
-_probe_chars = [0]
+probes. Emptied past 256 inputs or its share of the memo ceiling (:mod:`contextfold.projections.memo_budget`),
+counted as ``_PER_INPUT_CHAR`` bytes a character of input (its parse: lines, counts) and the
+probe texts' own size."""
+_probe_bytes = [0]
+_PER_INPUT_CHAR = 4
+"""Bytes an input holds a character of it: the text, its lines as strs (~57 bytes each besides
+their text), its line counts and parse (a 185 KB log's entry held ~0.6 MB)."""
+_probes_bound = [memo_share("line_probes", lambda limit: _set_probes_bound(limit))]
+
+
+def _set_probes_bound(limit: int) -> None:
+    _probes_bound[0] = limit
+    if _probe_bytes[0] > limit:
+        _PROBES.clear()
+        _probe_bytes[0] = 0
 
 
 def probe_entry(key: tuple[Any, ...], size: int) -> dict[str, Any]:
@@ -156,17 +171,17 @@ def probe_entry(key: tuple[Any, ...], size: int) -> dict[str, Any]:
     except TypeError:  # an unhashable counter: nothing shared
         return {"probes": {}}
     if entry is None:
-        if len(_PROBES) >= 256 or _probe_chars[0] >= 16 * 1024 * 1024:
+        if len(_PROBES) >= 256 or _probe_bytes[0] >= _probes_bound[0]:
             _PROBES.clear()
-            _probe_chars[0] = 0
+            _probe_bytes[0] = 0
         entry = _PROBES[key] = {"probes": {}}
-        _probe_chars[0] += size
+        _probe_bytes[0] += _PER_INPUT_CHAR * size
     return entry
 
 
 def kept_probe(text: str) -> str:
     """``text``, counted against the memo's bound: for a probe text kept in a ``probe_entry``."""
-    _probe_chars[0] += len(text)
+    _probe_bytes[0] += sys.getsizeof(text)
     return text
 
 

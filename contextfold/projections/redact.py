@@ -83,7 +83,7 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
-from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.bounded_memo import BoundedMemo, text_bytes
 from contextfold.projections.redact_rules import RULE_NAMES, RULES, Rule, keyword_matches
 
 __all__ = [
@@ -377,7 +377,7 @@ def _scan(text: str, policy: RedactionPolicy, base: int, raw: list[tuple[int, in
     return refused
 
 
-_REDACTED: BoundedMemo[tuple[str, tuple[object, ...]], Redacted] = BoundedMemo(2048, 16 * 1024 * 1024)
+_REDACTED: BoundedMemo[tuple[str, tuple[object, ...]], Redacted] = BoundedMemo(2048, share="redacted")
 """Results by (text, policy key), holding the text and, when it had secrets, its redacted copy."""
 
 
@@ -387,7 +387,7 @@ def redact(text: str, policy: RedactionPolicy = RedactionPolicy()) -> Redacted:
     hit = _REDACTED.get(key)
     if hit is None:
         hit = _redact(text, policy)
-        _REDACTED.put(key, hit, len(text) + (len(hit.text) if hit.findings else 0))
+        _REDACTED.put(key, hit, text_bytes(text, hit.text) if hit.findings else text_bytes(text))
     return hit
 
 

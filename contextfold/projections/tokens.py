@@ -42,6 +42,7 @@ import functools
 import hashlib
 import importlib
 import os
+import sys
 import tempfile
 import threading
 from array import array
@@ -60,6 +61,7 @@ from contextfold.domain.errors import IntegrityError
 from contextfold.domain.fork_locks import fork_safe_lock
 from contextfold.projections.blank_runs import encoded_length
 from contextfold.projections.line_counts import KnownBlocks, LineSplitting, split_lines
+from contextfold.projections.memo_budget import memo_share
 
 __all__ = [
     "CL100K_OFFLINE_SHA256",
@@ -190,8 +192,8 @@ class TokenCounter:
     ``calls``.
     """
 
-    __slots__ = ("__weakref__", "_block_count", "_blocks", "_cache", "_encoding", "_lock", "_short",
-                 "calls", "encoding_name", "hits", "line_splitting")
+    __slots__ = ("__weakref__", "_block_bytes", "_blocks", "_cache", "_encoding", "_lock", "_short",
+                 "_short_bytes", "calls", "encoding_name", "hits", "line_splitting")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if not encoding_available(encoding):
@@ -203,7 +205,9 @@ class TokenCounter:
         self._short: dict[str, int] = {}
         self._blocks: dict[bytes, KnownBlocks] = {}
         """Where long multi-line texts were cut to be counted (``_count_lines``), by text key."""
-        self._block_count = 0
+        self._block_bytes = 0
+        self._short_bytes = 0
+        """What ``_blocks`` and ``_short`` hold (estimated bytes): their entries vary in size."""
         self._lock = fork_safe_lock(self._forget_counts)
         self.calls = 0
         self.hits = 0
@@ -239,9 +243,11 @@ class TokenCounter:
             n = encoded_length(self._encoding.encode_ordinary, text, self.encoding_name)
         with self._lock:
             if short:
-                if len(self._short) >= _SHORT_COUNTS_LIMIT:
+                if len(self._short) >= _SHORT_COUNTS_LIMIT or self._short_bytes >= _SHORT_COUNTS_BYTES:
                     self._short.clear()
+                    self._short_bytes = 0
                 self._short[text] = n
+                self._short_bytes += sys.getsizeof(text) + _SHORT_ENTRY_BYTES
             else:
                 journal = getattr(_JOURNAL, "rows", None)
                 if journal is not None:
@@ -325,12 +331,12 @@ class TokenCounter:
 
     def _keep_blocks(self, key: bytes, blocks: KnownBlocks) -> None:
         """Remember where the text of ``key`` was cut into line blocks, the table starting over
-        past ``_KNOWN_BLOCKS_LIMIT`` chunk starts. Called with ``_lock`` held."""
-        if self._block_count >= _KNOWN_BLOCKS_LIMIT:
+        past ``_KNOWN_BLOCKS_BYTES``. Called with ``_lock`` held."""
+        if self._block_bytes >= _KNOWN_BLOCKS_BYTES:
             self._blocks.clear()
-            self._block_count = 0
+            self._block_bytes = 0
         self._blocks[key] = blocks
-        self._block_count += len(blocks[0])
+        self._block_bytes += 16 * len(blocks[0]) + _BLOCKS_ENTRY_BYTES
 
     def known_blocks(self, text: str) -> KnownBlocks | None:
         """Where :meth:`count` cut ``text`` to count it, if it did (``LineSplitting.known``)."""
@@ -362,7 +368,7 @@ class TokenCounter:
         self._cache.clear()
         self._short.clear()
         self._blocks.clear()
-        self._block_count = 0
+        self._block_bytes = self._short_bytes = 0
 
 
 _CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
@@ -434,17 +440,29 @@ _PARALLEL_TEXT = 1 << 20
 (``_count_lines``): ~0.1 s of counting or more, against ~0.2 ms to start a pool."""
 _SHORT_COUNTS_LIMIT = 250_000
 _COUNTS_LIMIT = 500_000
-"""Counts kept per counter, of short texts (by the text: <= ~90 MB) and of long ones (by a
-32-byte digest: ~65 MB), before that table starts over. A counter lives as long as the process
-and serves every run it builds for, so a table without a bound grew by every distinct text
-counted (a 10,000-message run holds ~20,000; a table that starts over costs a recount)."""
+"""Counts kept per counter, of short texts (by the text) and of long ones (by a 32-byte digest),
+before that table starts over; and no more than the bytes of their shares of the memo ceiling
+(``_SHORT_COUNTS_BYTES``, ``_COUNTS_BYTES``: :mod:`contextfold.projections.memo_budget`, split between the
+counters of the encodings in use), which set the bound at the default ceiling. A counter lives
+as long as the process and serves every run it builds for, so a table without a bound grew by
+every distinct text counted (a 10,000-message run holds ~20,000; a table that starts over costs
+a recount)."""
+_SHORT_ENTRY_BYTES = 64
+"""A short count's cost besides its text: its slot in the table and its int."""
+_COUNT_ENTRY_BYTES = 200
+"""A long text's count: its 33-byte digest object (65 bytes), its int, its slot in the table."""
+_BLOCKS_ENTRY_BYTES = 400
+"""A long text's line blocks besides their 16 bytes a chunk: its digest, two arrays and a tuple."""
+_SHORT_COUNTS_BYTES = 0
+_KNOWN_BLOCKS_BYTES = 0
+"""Set by ``_bound`` from the memo ceiling."""
 _LINE_COUNTED_TEXT = 2048
 """Multi-line texts from this many characters on are counted by chunks of lines (``_count_lines``):
 shorter ones are rarely cut, and one call counts them."""
 _CHUNK_CHARS = 128
-_KNOWN_BLOCKS_LIMIT = 1_000_000
-"""Chunk starts kept across all texts (16 bytes each, 16 MB in all) before the table starts
-over (a 10,000-message run's long outputs keep ~400,000)."""
+"""Where long texts were cut into line blocks is kept up to ``_KNOWN_BLOCKS_BYTES`` (16 bytes a
+chunk start and an entry's cost: a 10,000-message run's long outputs keep ~400,000 starts,
+~7 MB) before the table starts over."""
 
 CountedText = tuple[str, bytes, int, "KnownBlocks | None"]
 """One text a counter tokenized: (encoding, blake3 digest of its UTF-8, tokens, where it was cut
@@ -487,4 +505,24 @@ def get_counter(encoding: str | None = None) -> TokenCounter:
         counter = _COUNTERS.get(name)
         if counter is None:
             counter = _COUNTERS[name] = TokenCounter(name)
+            _bound()  # the counters split the shares
         return counter
+
+
+def _bound(_changed: int = 0) -> None:
+    """Each counter's bounds: the counts' and blocks' shares of the memo ceiling, split between the
+    process-wide counters (one per encoding in use); the tables over them start over now."""
+    global _SHORT_COUNTS_BYTES, _COUNTS_LIMIT, _KNOWN_BLOCKS_BYTES
+    split = max(1, len(_COUNTERS))
+    _SHORT_COUNTS_BYTES = memo_share("token_counts_short") // split
+    _COUNTS_LIMIT = min(500_000, memo_share("token_counts") // split // _COUNT_ENTRY_BYTES)
+    _KNOWN_BLOCKS_BYTES = memo_share("token_blocks") // split
+    for counter in list(_COUNTERS.values()):
+        with counter._lock:
+            if (len(counter._cache) > _COUNTS_LIMIT or counter._short_bytes > _SHORT_COUNTS_BYTES
+                    or counter._block_bytes > _KNOWN_BLOCKS_BYTES):
+                counter._forget_counts()
+
+
+memo_share("token_counts", _bound)  # called again whenever the ceiling changes
+_bound()

@@ -126,7 +126,7 @@ def test_a_bounded_memos_lock_and_its_entries_dropped() -> None:
     def child() -> None:
         memo.put("b", "the child's", 11)
         assert memo.get("a") is None  # the parent's half-written table was not trusted
-        assert memo.get("b") == "the child's" and memo.chars == 11
+        assert memo.get("b") == "the child's" and memo.bytes == 11
 
     assert _child_while_held(memo._lock, child) == "ok"
     assert memo.get("a") == "the parent's"

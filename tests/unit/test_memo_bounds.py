@@ -1,4 +1,4 @@
-"""Process-wide memos that hold texts are bounded by characters, not only by entries.
+"""Process-wide memos that hold texts are bounded by bytes, not only by entries.
 
 Why: a long-lived process builds for many runs, and a tool output may be megabytes. The secret
 scan's memos were bounded by entries only (``redact``: 2,048 texts, each up to an artifact's 256
@@ -55,7 +55,7 @@ def _held(before: int) -> int:
 
 @pytest.mark.usefixtures("empty_memos")
 def test_redact_keeps_at_most_its_character_bound_of_distinct_texts() -> None:
-    bound = redact_module._REDACTED.max_chars
+    bound = redact_module._REDACTED.max_bytes
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -64,7 +64,7 @@ def test_redact_keeps_at_most_its_character_bound_of_distinct_texts() -> None:
         held = _held(before)
     finally:
         tracemalloc.stop()
-    assert held <= bound + 2 * MB, f"{held / MB:.1f} MB held for a bound of {bound / MB:.0f}M characters"
+    assert held <= bound + 2 * MB, f"{held / MB:.1f} MB held for a bound of {bound / MB:.0f} MB"
 
 
 @pytest.mark.usefixtures("empty_memos")
@@ -77,7 +77,7 @@ def test_the_builds_redaction_results_keep_at_most_their_character_bound() -> No
         ModelResponse(tool_calls=(ToolCall(call_id="c1", name="sh"),)),
         ToolResult(call_id="c1", content=_output(0, 2 * MB))]))
     fid = next(fid for fid, e in state.entries.items() if e.kind == "tool_result")
-    bound = facts_module._REDACTIONS.max_chars + redact_module._REDACTED.max_chars
+    bound = facts_module._REDACTIONS.max_bytes + redact_module._REDACTED.max_bytes
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -90,27 +90,27 @@ def test_the_builds_redaction_results_keep_at_most_their_character_bound() -> No
         held = _held(before)
     finally:
         tracemalloc.stop()
-    assert held <= bound + 4 * MB, f"{held / MB:.1f} MB held for bounds of {bound / MB:.0f}M characters"
+    assert held <= bound + 4 * MB, f"{held / MB:.1f} MB held for bounds of {bound / MB:.0f} MB"
 
 
 def test_bounded_memo_starts_over_past_either_bound_and_never_holds_an_oversized_text() -> None:
-    memo: BoundedMemo[str, str] = BoundedMemo(max_entries=3, max_chars=10)
+    memo: BoundedMemo[str, str] = BoundedMemo(max_entries=3, max_bytes=10)
     memo.put("a", "aaaa", 4)
     memo.put("b", "bbbb", 4)
-    assert (memo.get("a"), len(memo), memo.chars) == ("aaaa", 2, 8)
-    memo.put("c", "ccc", 3)  # 11 characters: starts over, then holds it
-    assert (memo.get("a"), memo.get("c"), memo.chars) == (None, "ccc", 3)
+    assert (memo.get("a"), len(memo), memo.bytes) == ("aaaa", 2, 8)
+    memo.put("c", "ccc", 3)  # 11 bytes: starts over, then holds it
+    assert (memo.get("a"), memo.get("c"), memo.bytes) == (None, "ccc", 3)
     for key in "xyz":
         memo.put(key, key, 1)  # the fourth entry (z) starts over
-    assert (len(memo), memo.get("c"), memo.get("z"), memo.chars) == (1, None, "z", 1)
+    assert (len(memo), memo.get("c"), memo.get("z"), memo.bytes) == (1, None, "z", 1)
     assert memo.put("big", "b" * 11, 11) == "b" * 11  # returned, never held
     assert (memo.get("big"), len(memo)) == (None, 1)
     memo.put("z", "other", 5)  # a key already held keeps its value and its count
-    assert (memo.get("z"), memo.chars) == ("z", 1)
+    assert (memo.get("z"), memo.bytes) == ("z", 1)
 
 
 def test_bounded_memo_counts_exactly_under_threads() -> None:
-    memo: BoundedMemo[tuple[int, int], int] = BoundedMemo(max_entries=10_000, max_chars=10**9)
+    memo: BoundedMemo[tuple[int, int], int] = BoundedMemo(max_entries=10_000, max_bytes=10**9)
     start = threading.Barrier(4)
 
     def fill(t: int) -> None:
@@ -123,7 +123,7 @@ def test_bounded_memo_counts_exactly_under_threads() -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert memo.chars == 3 * len(memo) == 3 * 8_000
+    assert memo.bytes == 3 * len(memo) == 3 * 8_000
 
 
 def test_a_token_counter_keeps_a_bounded_number_of_counts(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,7 +57,7 @@ import re
 from typing import assert_never
 
 from contextfold.domain.conversation import DataPart, MediaPart, ToolResultPart
-from contextfold.projections.bounded_memo import BoundedMemo
+from contextfold.projections.bounded_memo import BoundedMemo, text_bytes
 from contextfold.projections.render.runtime_lines import runtime_header
 from contextfold.projections.unicode_pins import pinned_nfkc
 
@@ -316,10 +316,10 @@ def _role_lines(skel: str) -> list[int]:
 
 
 _MEMO_MIN_CHARS = 2048
-_NEUTRALISED: BoundedMemo[str, str] = BoundedMemo(16 * 1024 * 1024 // _MEMO_MIN_CHARS, 16 * 1024 * 1024)
-"""Long texts neutralised, by text (16M characters of them): a text cut to fit (the unit where a
-long run's selection stops) is laid out afresh, so rendered afresh, in every build that keeps the
-same cut."""
+_NEUTRALISED: BoundedMemo[str, str] = BoundedMemo(16 * 1024 * 1024 // _MEMO_MIN_CHARS, share="neutralised")
+"""Long texts neutralised, by text (up to its share of the memo ceiling: ``memo_budget``): a text
+cut to fit (the unit where a long run's selection stops) is laid out afresh, so rendered afresh,
+in every build that keeps the same cut."""
 
 
 def neutralise(text: str) -> str:
@@ -328,7 +328,9 @@ def neutralise(text: str) -> str:
         return _neutralise(text)
     hit = _NEUTRALISED.get(text)
     if hit is None:
-        hit = _NEUTRALISED.put(text, _neutralise(text), len(text))
+        neutral = _neutralise(text)  # the text itself when nothing changed: held once
+        size = text_bytes(text) if neutral is text else text_bytes(text, neutral)
+        hit = _NEUTRALISED.put(text, neutral, size)
     return hit
 
 
