@@ -24,10 +24,12 @@ cached prefix holds). The protocol check refuses a body given to it with a longe
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.graphemes import floor_boundary
+from contextfold.projections.spec_memo import SpecAccount
 
 __all__ = ["CUT_MARK", "MAX_DESCRIPTION", "cut_description", "cut_descriptions", "too_long", "utf16_length"]
 
@@ -46,6 +48,7 @@ _CUTS: dict[int, tuple[ToolSpec, str, ToolSpec]] = {}
 """id(spec) -> (the spec, the provider, its cut copy): a run's specs are the same objects build
 after build, so each is cut once and its copy is the same object (the renders keyed on it hold)."""
 _CUTS_LIMIT = 20_000
+_CUTS_HELD = SpecAccount(_CUTS, _CUTS_LIMIT)
 
 
 def utf16_length(text: str) -> int:
@@ -78,9 +81,8 @@ def cut_description(text: str, limit: int) -> str:
 def _cut_spec(spec: ToolSpec, provider: str, limit: int) -> ToolSpec:
     hit = _CUTS.get(id(spec))
     if hit is None or hit[0] is not spec or hit[1] != provider:
-        if len(_CUTS) >= _CUTS_LIMIT:
-            _CUTS.clear()
         cut = spec.model_copy(update={"description": cut_description(spec.description, limit)})
+        _CUTS_HELD.admit(spec, sys.getsizeof(cut.description))  # the copy shares the schema
         hit = _CUTS[id(spec)] = (spec, provider, cut)
     return hit[2]
 

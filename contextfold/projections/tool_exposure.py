@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +87,7 @@ from pydantic import BaseModel, ConfigDict
 from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ToolSpec
+from contextfold.projections.spec_memo import SpecAccount
 from contextfold.projections.tool_pricing import FUNC_END, closing_tokens, tool_price
 from contextfold.projections.tool_terms import tokenize, tool_document
 
@@ -171,14 +173,14 @@ _SPEC_MEMO: dict[int, tuple[ToolSpec, str]] = {}
 """Per spec object: its canonical JSON. A run's specs are the same objects build after build,
 and every build prices the tools it may expose."""
 _SPEC_MEMO_LIMIT = 20_000
+_SPEC_HELD = SpecAccount(_SPEC_MEMO, _SPEC_MEMO_LIMIT)
 
 
 def _spec_json(spec: ToolSpec) -> str:
     hit = _SPEC_MEMO.get(id(spec))
     if hit is None or hit[0] is not spec:
-        if len(_SPEC_MEMO) >= _SPEC_MEMO_LIMIT:
-            _SPEC_MEMO.clear()
         text = canonical_utf8(spec.model_dump(mode="json")).decode()
+        _SPEC_HELD.admit(spec, sys.getsizeof(text))
         hit = _SPEC_MEMO[id(spec)] = (spec, text)
     return hit[1]
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.render.strict_mode import STRICT_PROVIDERS, strict_refusal
 from contextfold.projections.render.tool_schemas import sent_schema
+from contextfold.projections.spec_memo import SpecAccount
 
 __all__ = ["loosened_tools"]
 
@@ -44,14 +45,14 @@ _LOOSENED: dict[tuple[int, str], tuple[ToolSpec, str | None, ToolSpec | None]] =
 specs are the same objects build after build, so each is checked once and its copy is the same
 object (the renders keyed on it hold)."""
 _LOOSENED_LIMIT = 20_000
+_LOOSENED_HELD = SpecAccount(_LOOSENED, _LOOSENED_LIMIT)
 
 
 def _loosened(spec: ToolSpec, provider: str) -> tuple[str, ToolSpec] | None:
     key = (id(spec), provider)
     hit = _LOOSENED.get(key)
     if hit is None or hit[0] is not spec:
-        if len(_LOOSENED) >= _LOOSENED_LIMIT:
-            _LOOSENED.clear()
+        _LOOSENED_HELD.admit(spec)  # its copy shares its schema
         why = strict_refusal(provider, sent_schema(spec.parameters))
         hit = _LOOSENED[key] = (spec, why, None if why is None else spec.model_copy(update={"strict": False}))
     return None if hit[1] is None or hit[2] is None else (hit[1], hit[2])

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from contextfold.domain.events import ToolSpec
+from contextfold.projections.spec_memo import SpecAccount
 from contextfold.projections.unicode_pins import pinned_nfkc
 
 __all__ = ["tokenize", "tool_document"]
@@ -94,6 +95,7 @@ _DOC_MEMO: dict[int, tuple[ToolSpec, Counter[str]]] = {}
 """Per spec object: its BM25 document, made only when a build ranks (a run whose tools are all
 pinned or used never does: tokenizing a description was most of pricing a new spec)."""
 _DOC_MEMO_LIMIT = 20_000
+_DOC_HELD = SpecAccount(_DOC_MEMO, _DOC_MEMO_LIMIT)
 
 
 def _param_names(schema: Any, depth: int = 0) -> Iterator[str]:
@@ -125,7 +127,7 @@ def tool_document(spec: ToolSpec) -> Counter[str]:
     properties included); kept per spec object."""
     hit = _DOC_MEMO.get(id(spec))
     if hit is None or hit[0] is not spec:
-        if len(_DOC_MEMO) >= _DOC_MEMO_LIMIT:
-            _DOC_MEMO.clear()
-        hit = _DOC_MEMO[id(spec)] = (spec, Counter(_document(spec)))
+        document = Counter(_document(spec))
+        _DOC_HELD.admit(spec, 100 * len(document))  # a term and its count: ~100 bytes
+        hit = _DOC_MEMO[id(spec)] = (spec, document)
     return hit[1]
