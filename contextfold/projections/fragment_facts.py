@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
-from contextfold.projections.bounded_memo import ENTRY_BYTES, BoundedMemo, text_bytes
+from contextfold.projections.bounded_memo import STR_BYTES, BoundedMemo, text_bytes
 from contextfold.projections.call_id_prices import call_id_tokens, split_reply_tokens
 from contextfold.projections.entries import (
     LAZY_TEXT_CHARS,
@@ -90,6 +90,9 @@ _REDACTIONS: BoundedMemo[tuple[str, str, str, str, RedactionPolicy], tuple[Hit |
 """Redaction results by fragment identity and content: builds of a growing run repeat them. A
 result is ``(None,)`` when the text holds no secret, else the redacted fragment, whose text is
 counted against the bound with the key's texts."""
+_KEY_BYTES = 4 * STR_BYTES + 400
+"""An entry's key and slot: a fragment id, a 64-hex content hash, a source ref (~300 characters
+in all: counted as a constant, a build asks for each new fragment)."""
 
 T = TypeVar("T")
 
@@ -398,9 +401,9 @@ class BuildCtx:
                 found = (redact_fragment(entry.fragment, text, self.policy, self.count, result)
                          if result.findings else None)
             calls = content.calls if isinstance(content, Response) else ()
-            size = text_bytes(entry.id, entry.content_hash, entry.source_ref)
+            size = _KEY_BYTES  # the key's id, hash and source ref
             if found is not None:  # the redacted fragment's texts (``text_bytes`` of none: an entry's)
-                size += text_bytes(text, *(a for _, _, a in calls)) - ENTRY_BYTES
+                size += text_bytes(text, *(a for _, _, a in calls))
             got = _REDACTIONS.put(key, (found,), size)
         hit = got[0]
         self.redactions[fid] = (entry, hit)

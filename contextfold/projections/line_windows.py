@@ -29,12 +29,12 @@ text, as far as the probes reach.
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from contextfold.domain.fork_locks import fork_safe_lock
+from contextfold.projections.bounded_memo import str_bytes
 from contextfold.projections.memo_budget import memo_share
 
 __all__ = ["WindowChain", "fit_line_windows", "held_off", "kept_probe", "over_grant", "probe_entry"]
@@ -181,7 +181,7 @@ def probe_entry(key: tuple[Any, ...], size: int) -> dict[str, Any]:
 
 def kept_probe(text: str) -> str:
     """``text``, counted against the memo's bound: for a probe text kept in a ``probe_entry``."""
-    _probe_bytes[0] += sys.getsizeof(text)
+    _probe_bytes[0] += str_bytes(text)
     return text
 
 

@@ -71,19 +71,22 @@ __all__ = [
     "rendered_all",
 ]
 
-_LIMIT = 100_000
 _HELD_PER_TEXT_BYTE = 3
 _HELD_PER_ENTRY = 1536
 """What the memos here hold for a dict kept with its JSON text, estimated from that text: the text
 itself, the dict's strings (as long), and the objects around it (the dict, the message or
 manifest line it was made from, their entries in ``_RENDERED`` and ``_LINES``, ~1.5 KB: a
 tau-bench run's memos held ~5.5 bytes per byte of their JSON text, ~2.8 KB per dict)."""
-_held = 0
 _HELD_LIMIT = 0
-"""Past this many bytes held (estimated: ``_held``; or ``_LIMIT`` entries) every memo here starts
-over: a long-lived process serving many runs must not grow without bound. The memos' share of
-the process-wide memo ceiling (:mod:`contextfold.projections.memo_budget`); it was 64 MB of JSON text, which
-held ~350 MB."""
+"""The memos' share of the process-wide memo ceiling (:mod:`.memo_budget`): it was 64 MB of JSON
+text and 100,000 entries, which held ~350 MB."""
+_LIMIT = 100_000
+_TEXT_BYTES_LIMIT = 64 * 1024 * 1024
+"""Past this much kept JSON text or ``_LIMIT`` entries every memo here starts over: a long-lived
+process serving many runs must not grow without bound. Set by ``_bound`` so that neither the
+texts nor the entries can hold more than half of ``_HELD_LIMIT`` (``_HELD_PER_TEXT_BYTE`` a byte
+of text, ``_HELD_PER_ENTRY`` an entry): the check is the one it was, two compares a new dict."""
+_text_bytes = 0
 _TEXTS: dict[int, tuple[object, bytes]] = {}
 """id(dict) -> (the dict, its canonical JSON as UTF-8), for dicts handed out by this module."""
 _RENDERED: dict[str, dict[int, tuple[object, list[dict[str, Any]]]]] = {}
@@ -100,20 +103,22 @@ def on_clear(hook: Callable[[], None]) -> None:
 
 
 def _clear() -> None:
-    global _held
+    global _text_bytes
     _TEXTS.clear()
     _RENDERED.clear()
     _LINES.clear()
-    _held = 0
+    _text_bytes = 0
     for hook in _ON_CLEAR:
         hook()
 
 
 def _bound(limit: int) -> None:
     """The memos' share of the memo ceiling (again when it changes): emptied if they hold more."""
-    global _HELD_LIMIT
+    global _HELD_LIMIT, _LIMIT, _TEXT_BYTES_LIMIT
     _HELD_LIMIT = limit
-    if _held > limit:
+    _LIMIT = min(100_000, limit // (2 * _HELD_PER_ENTRY))
+    _TEXT_BYTES_LIMIT = limit // (2 * _HELD_PER_TEXT_BYTE)
+    if len(_TEXTS) > _LIMIT or _text_bytes > _TEXT_BYTES_LIMIT:
         _clear()
 
 
@@ -129,13 +134,13 @@ def remember(obj: dict[str, Any]) -> dict[str, Any]:
 def _remember(obj: dict[str, Any], data: bytes | None = None) -> bytes:
     """:func:`remember`, returning its JSON (another thread may empty the memo at any time);
     ``data``, when given, is that JSON already."""
-    global _held
-    if len(_TEXTS) >= _LIMIT or _held >= _HELD_LIMIT:
+    global _text_bytes
+    if len(_TEXTS) >= _LIMIT or _text_bytes >= _TEXT_BYTES_LIMIT:
         _clear()
     if data is None:
         data = canonical_utf8(obj)
     _TEXTS[id(obj)] = (obj, data)
-    _held += _HELD_PER_TEXT_BYTE * len(data) + _HELD_PER_ENTRY
+    _text_bytes += len(data)
     return data
 
 

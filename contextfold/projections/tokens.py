@@ -247,7 +247,7 @@ class TokenCounter:
                     self._short.clear()
                     self._short_bytes = 0
                 self._short[text] = n
-                self._short_bytes += sys.getsizeof(text) + _SHORT_ENTRY_BYTES
+                self._short_bytes += (len(text) if text.isascii() else 4 * len(text)) + _SHORT_ENTRY_BYTES
             else:
                 journal = getattr(_JOURNAL, "rows", None)
                 if journal is not None:
@@ -447,8 +447,9 @@ counters of the encodings in use), which set the bound at the default ceiling. A
 as long as the process and serves every run it builds for, so a table without a bound grew by
 every distinct text counted (a 10,000-message run holds ~20,000; a table that starts over costs
 a recount)."""
-_SHORT_ENTRY_BYTES = 64
-"""A short count's cost besides its text: its slot in the table and its int."""
+_SHORT_ENTRY_BYTES = 64 + sys.getsizeof("")
+"""A short count's cost besides its text's characters (counted as ``bounded_memo.str_bytes`` does,
+without its call: ``isascii`` is O(1)): the str's header, its slot in the table and its int."""
 _COUNT_ENTRY_BYTES = 200
 """A long text's count: its 33-byte digest object (65 bytes), its int, its slot in the table."""
 _BLOCKS_ENTRY_BYTES = 400

@@ -95,11 +95,11 @@ def test_lowering_the_ceiling_empties_the_memos_over_their_new_shares() -> None:
     try:
         set_memo_ceiling(64)
         _build_runs(200, 10)
-        assert request_json._TEXTS and request_json._held > 0.05 * MB
+        assert request_json._TEXTS and request_json._text_bytes > 0.05 * MB
         limit = set_memo_ceiling(0.05)
         assert limit == int(0.05 * MB) == memo_ceiling()
         assert int(limit * SHARES["request_json"]) == request_json._HELD_LIMIT
-        assert not request_json._TEXTS and request_json._held == 0
+        assert not request_json._TEXTS and request_json._text_bytes == 0
         counter = tokens.get_counter()
         assert counter._short_bytes <= tokens._SHORT_COUNTS_BYTES
     finally:
