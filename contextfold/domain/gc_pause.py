@@ -19,8 +19,24 @@ ran (4 threads building for 15 s: 1 collection, against 523 on one thread), and 
 runtime's own code left (a build leaves none) piled up. A thread whose pauses end while others'
 go on collects what the interpreter would have collected by then: generation 0, or 1 when its
 count is past its threshold too, only once generation 0's count is past its threshold (so no
-more often than the GC would run). Not generation 2: a full collection re-scans the large
-states the pauses exist to spare; it comes when the last pause ends.
+more often than the GC would run).
+
+Why generation 2 too, by the interpreter's rule: a pool that always builds never has a last
+pause, so a full collection that waited for it never came, and the cycles the runtime's code had
+kept long enough to be promoted to generation 2 were never freed (4 threads building back to
+back, ``scripts/measure_gc_under_pool.py --mode rebuild``: 1 full collection in 55 s and the
+dropped agents in memory rising from 63k to 401k, RSS with them). CPython (3.11/3.12,
+``gc_collect_generations``) collects generation 2 when its count is past its threshold AND the
+objects promoted into it since the last full collection ("long-lived pending") are at least a
+quarter of those that survived that collection ("long-lived total"): a full collection re-scans
+the whole heap, the large states the pauses exist to spare among it, so it comes only once the
+heap has grown by a quarter. Those two numbers are the interpreter's own and not readable from
+Python, so the pauses keep an estimate of them: the survivors of each generation-1 collection
+they run (the young objects counted before it, less what it found unreachable) are the pending
+ones, and the size of generation 2 after a full collection is the total, read again after a full
+collection the pauses did not run (the GC's own between pauses, a ``gc.collect()``). The
+estimate misses what the GC's own young collections promoted between pauses, so it may come
+later than the interpreter would, never earlier.
 
 A child forked during another thread's pause gets its GC back: that thread's pause never ends
 in the child, where only the forking thread exists.
@@ -42,6 +58,14 @@ _PAUSES: dict[int, int] = {}
 _was_enabled = False
 """Whether the GC was on when the first of the current pauses began (turned on again after the
 last). False when no pause is on."""
+_long_lived_total = 0
+"""Objects in generation 2 after the last full collection (the interpreter's ``long_lived_total``,
+estimated); read again when ``_full_collections_seen`` is behind the GC's count."""
+_long_lived_pending = 0
+"""Objects the pauses' generation-1 collections promoted to generation 2 since then (the
+interpreter's ``long_lived_pending``, estimated)."""
+_full_collections_seen = -1
+"""How many full collections the process had run when ``_long_lived_total`` was read."""
 
 
 def _renew_in_child(lock_was_held: bool = False) -> None:
@@ -77,7 +101,7 @@ def _begin() -> None:
 
 
 def _end() -> None:
-    global _was_enabled
+    global _was_enabled, _long_lived_pending
     me = threading.get_ident()
     with _LOCK:
         depth = _PAUSES.pop(me, 1) - 1
@@ -88,18 +112,39 @@ def _end() -> None:
             gc.enable()
             _was_enabled = False
             return
-        due = _due_young_generation() if _PAUSES and _was_enabled else None
-    if due is not None:  # outside the lock: a finalizer the collection runs may pause the GC itself
-        gc.collect(due)
+        due = _due_generation() if _PAUSES and _was_enabled else None
+    if due is None:
+        return
+    young = len(gc.get_objects(0)) + len(gc.get_objects(1)) if due == 1 else 0
+    found = gc.collect(due)  # outside the lock: a finalizer the collection runs may pause the GC itself
+    with _LOCK:
+        if due == 1:
+            _long_lived_pending += max(young - found, 0)
+        elif due == 2:
+            _read_long_lived_total()
 
 
-def _due_young_generation() -> int | None:
-    """The young generation (0 or 1) the interpreter would collect now were the GC on, or None
-    when generation 0's count is not past its threshold (or the thresholds turn collection off)."""
+def _due_generation() -> int | None:
+    """The generation the interpreter would collect now were the GC on, or None when generation
+    0's count is not past its threshold (or the thresholds turn collection off). Called under
+    ``_LOCK``."""
     counts, thresholds = gc.get_count(), gc.get_threshold()
     if not thresholds[0] or counts[0] <= thresholds[0]:
         return None
+    if gc.get_stats()[2]["collections"] != _full_collections_seen:
+        _read_long_lived_total()  # a full collection the pauses did not run: count again from it
+    if counts[2] > thresholds[2] and _long_lived_pending >= _long_lived_total // 4:
+        return 2  # CPython skips generation 2 while pending < total / 4
     return 1 if counts[1] > thresholds[1] else 0
+
+
+def _read_long_lived_total() -> None:
+    """After a full collection: what survived it is the total, nothing is pending. Called under
+    ``_LOCK``; costs a pass over generation 2, once per full collection (itself such a pass)."""
+    global _long_lived_total, _long_lived_pending, _full_collections_seen
+    _long_lived_total = len(gc.get_objects(2))
+    _long_lived_pending = 0
+    _full_collections_seen = gc.get_stats()[2]["collections"]
 
 
 class paused_gc:  # lower case: named as the function it was (callers write ``with paused_gc():``)

@@ -173,3 +173,53 @@ def test_a_pause_left_by_an_exception_ends_and_lets_the_exception_through() -> N
     with paused_gc() as entered:
         assert entered is None and not gc.isenabled()
     assert gc.isenabled()
+
+
+class _Old:
+    """An object in a cycle with itself, small (no ``__dict__``): many make a quarter of the heap."""
+
+    __slots__ = ("__weakref__", "me")
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _pause_past_the_young_threshold() -> None:
+    """One pause whose end finds generation 0's count past its threshold (what it allocated is
+    alive until the pause has ended; twice the threshold: lists taken from the free list are not
+    counted)."""
+    with paused_gc():
+        filler: list[list[None]] = [[] for _ in range(2 * gc.get_threshold()[0] + 1)]
+    del filler
+
+
+def test_a_pause_ending_under_anothers_collects_generation_2_when_the_interpreter_would_have() -> None:
+    """A pool that always builds never has a last pause, so generation 2, left for the last pause
+    to end, was never collected: the cycles a runtime kept long enough to reach it piled up for
+    the life of the process. Here another pause is held throughout, cycles as many as a quarter of
+    generation 2 (the interpreter's rule for a full collection) are promoted into it and dropped,
+    and pauses end one after another: one of them runs the full collection that frees them."""
+    other = Pauser(paused_gc)
+    try:
+        gc.collect()  # a full collection: the pauses count what is promoted from here
+        old = [_Old() for _ in range(len(gc.get_objects(2)) // 4 + gc.get_threshold()[0])]
+        canary = weakref.ref(old[0])
+        promotions = gc.get_stats()[1]["collections"]
+        for _ in range(100 * gc.get_threshold()[1]):  # until a pause's end collects generation 1
+            _pause_past_the_young_threshold()
+            if gc.get_stats()[1]["collections"] > promotions:
+                break
+        assert gc.get_stats()[1]["collections"] > promotions
+        assert any(o is old[0] for o in gc.get_objects(2)), "the cycles were not promoted to generation 2"
+        del old
+        full = gc.get_stats()[2]["collections"]
+        for _ in range(100 * gc.get_threshold()[1] * max(gc.get_threshold()[2], 1)):
+            _pause_past_the_young_threshold()
+            if gc.get_stats()[2]["collections"] > full:
+                break
+            assert not gc.isenabled()  # the other's pause goes on
+        assert gc.get_stats()[2]["collections"] > full, "generation 2 never collected under the other's pause"
+        assert canary() is None
+    finally:
+        other.leave()
+    assert gc.isenabled()
