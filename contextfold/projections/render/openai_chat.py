@@ -285,9 +285,16 @@ without looking at the messages: these are the ones it must send split (:func:`_
 _TURNS: dict[int, Turn] = {}
 """id of such an assistant message -> the turn last rendered for it (it and its results): the same
 tuple while they are the same objects, so its render is kept like a message's."""
-_large_seen = 0
-"""How many times a large message was noted: a body whose render noted one is made again split
-even if the memos were emptied meanwhile (another thread, or the render's own bound)."""
+_large_seen = object()
+"""A new object each time a large message is noted: a body whose render noted one is made again
+split even if the memos were emptied meanwhile (another thread, or the render's own bound).
+
+Why an object, not a count: ``+= 1`` on a module global is a read then a store, and threads render
+at once. A thread that had read the count and stored its bump after two others had bumped it set
+the count back to the value a third had read before noting its own message; with the memos
+emptied meanwhile, that third sent the message unsplit. A body compares the object it read with
+``is``, and no store can bring back an object another render still holds, whatever the order of
+the stores."""
 
 
 def _clear_large() -> None:
@@ -301,7 +308,7 @@ on_clear(_clear_large)  # emptied with the render memo: a message rendered again
 def _noted_large(message: AssistantMessage) -> None:
     global _large_seen
     _LARGE[id(message)] = message
-    _large_seen += 1
+    _large_seen = object()
 
 
 def _turn(assistant: AssistantMessage, results: ToolResults | None) -> Turn:
@@ -332,7 +339,7 @@ def _history(messages: tuple[Message, ...], audio: bool = False) -> list[dict[st
     seen = _large_seen
     key, render = _render_key(audio), _RENDER[audio]
     out = rendered_all(key, messages, render)  # once per message object (and kind of model)
-    if seen == _large_seen and (not _LARGE or _LARGE.keys().isdisjoint(map(id, messages))):
+    if seen is _large_seen and (not _LARGE or _LARGE.keys().isdisjoint(map(id, messages))):
         return out
     items: list[Message | Turn] = []
     i, n = 0, len(messages)
