@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import time
 from typing import Any
 
@@ -66,22 +67,54 @@ def _exhausted_class() -> type[Exception]:
     return PoolTimeoutExhausted
 
 
-def _full(pool: Any) -> bool:
-    """Whether the pool holds its most connections: the server answered them all (a pool that
-    could not connect holds fewer), and this process's operations hold them, or just gave one
-    back."""
-    return bool(pool.get_stats().get("pool_size", 0) >= pool.max_size)
+class _InUse:
+    """How many of a pool's connections this process's operations hold: taken with ``getconn``
+    and not yet given back with ``putconn``.
+
+    Why counted here and not read from the pool: psycopg_pool's ``pool_size`` counts a connection
+    from the moment it starts to make it, so a pool whose one connection was still being made
+    (the server slow to answer, a loaded machine: 1.7 s against a 1 s ``connect_timeout``) read
+    as "all 1 connections in use", and the wait for the server was reported as this process's
+    own pool being busy ("raise ?pool_size="), the advice wrong and the outage hidden."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()  # a forked child makes a new pool (pg_backend), and a new count
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.count += n
 
 
-def _getconn_waiting(pool: Any, getconn: Any, pool_timeout: float, timeout: float | None = None) -> Any:
+def _full(pool: Any, in_use: _InUse) -> bool:
+    """Whether this process's operations hold every connection the pool may have (a pool that
+    could not connect, or is still connecting, holds fewer in their hands)."""
+    return bool(in_use.count >= pool.max_size)
+
+
+def _putconn_counted(putconn: Any, in_use: _InUse, conn: Any) -> None:
+    in_use.add(-1)
+    putconn(conn)
+
+
+def _getconn_counted(pool: Any, getconn: Any, pool_timeout: float, in_use: _InUse,
+                     timeout: float | None = None) -> Any:
+    conn = _getconn_waiting(pool, getconn, pool_timeout, in_use, timeout)
+    in_use.add(1)
+    return conn
+
+
+def _getconn_waiting(pool: Any, getconn: Any, pool_timeout: float, in_use: _InUse,
+                     timeout: float | None = None) -> Any:
     """A connection of ``pool``, waited for up to ``pool_timeout`` while every one is in use.
 
     Why: psycopg_pool has one timeout for both waits, the pool's ``connect_timeout``, so a
     twelfth thread's append, waiting for one of ten connections each held by a statement that
     waited for a lock, failed after 5 s as an outage ("the server did not answer") with the
     server up. A wait that times out while the pool could not connect is still the outage,
-    reported after ``connect_timeout``; one that times out while the pool is full of connections
-    in use waits on, and after ``pool_timeout`` is :class:`PoolExhausted` (a StoreBusyError)."""
+    reported after ``connect_timeout``; one that times out while this process's operations hold
+    every connection the pool may have (:class:`_InUse`) waits on, and after ``pool_timeout`` is
+    :class:`PoolExhausted` (a StoreBusyError)."""
     import psycopg_pool
 
     if timeout is not None:
@@ -92,7 +125,7 @@ def _getconn_waiting(pool: Any, getconn: Any, pool_timeout: float, timeout: floa
         try:
             return getconn(max(0.0, min(pool.timeout, deadline - time.monotonic())))
         except psycopg_pool.PoolTimeout as exc:
-            if not _full(pool):
+            if not _full(pool, in_use):
                 raise
             if time.monotonic() >= deadline:
                 raise _exhausted_class()(
@@ -138,8 +171,11 @@ def datastore_class(role: str | None, network_timeout: float, lock_timeout: floa
             assert isinstance(pool.kwargs, dict)
             pool.kwargs["connect_timeout"] = libpq_timeout(pool.timeout)
             pool.kwargs.update(libpq_dead_peer(network_timeout))
+            in_use = _InUse()
             pool.getconn = functools.partial(  # type: ignore[method-assign]
-                _getconn_waiting, pool, pool.getconn, pool_timeout)
+                _getconn_counted, pool, pool.getconn, pool_timeout, in_use)
+            pool.putconn = functools.partial(  # type: ignore[method-assign]
+                _putconn_counted, pool.putconn, in_use)
 
         def after_connect_func(self) -> Any:
             base = super().after_connect_func()
