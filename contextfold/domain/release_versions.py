@@ -9,9 +9,23 @@ this release does not have, or a version above the one it writes, and its JSON s
 type and version (:func:`newer_release_event`); or every part of the row this release refuses is
 one a later release may add without a new event version (:func:`newer_release_parts`): an
 optional field is added so (``DocumentBlock.duration_ms``, ``ToolSpec.strict``: left out of the
-JSON when None), and a block type. Anything else that fails to parse is damage, as before: a
-known field of the wrong type or missing (a renamed key is an unknown one and a missing one),
-JSON that does not parse, a tag or a key that no release could have written.
+JSON when None), a block type, and a value of an open vocabulary (:data:`OPEN_LITERALS`).
+Anything else that fails to parse is damage, as before: a known field of the wrong type or
+missing (a renamed key is an unknown one and a missing one), JSON that does not parse, a tag, a
+key or a value that no release could have written.
+
+Which values a later release may add without a new event version: a class version marks a change
+an old row must be upcast through (DESIGN.md, section 2); a value added to a field changes no
+old row, so it needs none, and the rows that carry it are a newer release's. That holds for the
+fields whose values describe (what a piece of evidence is, an image's detail, a plan step's
+status, how a compaction cut the history: a later release may add a mode, a status, a kind).
+Not for the closed sets the design fixes, where a new value would be a new contract, not an
+addition: trust (the fragment contract's four levels, "exactly", and the authority order dedupe
+ranks), a tool output's ``origin`` (workspace or external only: content never declares itself
+runtime or user, so an ``origin`` outside those is damage whatever its hash says), a hand-off's
+``mode`` (the event is hand-off or resume; another kind of hand-over would be a new event type),
+the event and block tags (new ones are new types, named as such) and ``v`` (a new version is in
+the row's topic, :func:`newer_release_event`).
 
 A schema alone cannot tell an optional key whose name a bad disk or a hand edit changed
 (``exit_code`` read as ``exit_codf``) from a newer release's field: the store draws that line
@@ -20,15 +34,18 @@ with the row's chain hash (``EventReads._parse``), which such a change breaks.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import get_args
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from contextfold.domain.events import AnyEvent
+from contextfold.domain.event_values import ImageBlock, PlanStep
+from contextfold.domain.events import AnyEvent, EvidenceRetrieved, HistoryCompacted
 
-__all__ = ["CURRENT_VERSIONS", "EVENT_CLASSES", "newer_release_event", "newer_release_parts"]
+__all__ = ["CURRENT_VERSIONS", "EVENT_CLASSES", "OPEN_LITERALS", "newer_release_event",
+           "newer_release_parts"]
 
 EVENT_CLASSES: tuple[type[BaseModel], ...] = get_args(get_args(AnyEvent)[0])
 """The members of the event union: what an append accepts, and the types this release reads."""
@@ -41,6 +58,12 @@ CURRENT_VERSIONS: dict[str, int] = {
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 """A field name or tag a release could add: the log's names are all snake_case ASCII, so a key
 or tag outside it (a flipped bit, a hand edit) is damage whatever its hash says."""
+OPEN_LITERALS: tuple[tuple[type[BaseModel], str], ...] = (
+    (EvidenceRetrieved, "source_kind"), (HistoryCompacted, "strategy"), (ImageBlock, "detail"),
+    (PlanStep, "status"))
+"""The fields of stored events whose set of values a later release may extend without a new
+event version (the module's docstring: why these and not trust, ``origin`` or a hand-off's
+``mode``): a row with a value of one of them this release does not know asks for an upgrade."""
 _NAMED = 3
 """How many unknown parts a message names (the rest counted)."""
 
@@ -66,18 +89,23 @@ def newer_release_event(topic: str, body: bytes) -> tuple[str, int] | None:
 
 def newer_release_parts(etype: str, exc: ValidationError) -> str | None:
     """What a stored event of the known type ``etype`` holds that this release does not know, on
-    one line (``field content.0.document.frame_rate``, ``type 'video' at content.0``), when that
-    is all ``exc`` (its validation) refused: each error is an unknown field (``extra="forbid"``)
-    or an unknown discriminator tag, named as a release names things. None when any error is of
-    another kind (a known field missing or of the wrong type, JSON that does not parse): damage.
-    Pure: the caller still checks that the row's bytes are the ones written (its chain hash)."""
+    one line (``field content.0.document.frame_rate``, ``type 'video' at content.0``,
+    ``status 'cancelled' at steps.0.status``), when that is all ``exc`` (its validation)
+    refused: each error is an unknown field (``extra="forbid"``), an unknown discriminator tag,
+    or an unknown value of an :data:`OPEN_LITERALS` field, named as a release names things.
+    None when any error is of another kind (a known field missing or of the wrong type, JSON
+    that does not parse): damage. Pure: the caller still checks that the row's bytes are the
+    ones written (its chain hash)."""
     parts: list[str] = []
-    for error in exc.errors(include_url=False, include_input=False):
+    for error in exc.errors(include_url=False):
         loc, ctx = error["loc"], error.get("ctx", {})
         if loc[:1] == (etype,):  # the event union's own tag: the message names the type
             loc = loc[1:]
         if error["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str) and _NAME.match(loc[-1]):
             parts.append(f"field {'.'.join(map(str, loc))}")
+        elif (error["type"] == "literal_error" and loc and (loc[-1], ctx.get("expected")) in _open_values()
+              and isinstance(value := error.get("input"), str) and _NAME.match(value)):
+            parts.append(f"{loc[-1]} {value!r} at {'.'.join(map(str, loc))}")
         elif error["type"] == "union_tag_invalid" and _NAME.match(tag := str(ctx.get("tag"))):
             discriminator = str(ctx.get("discriminator", "")).strip("'")
             parts.append(f"{discriminator} {tag!r} at {'.'.join(map(str, loc)) or 'the event'}")
@@ -87,3 +115,18 @@ def newer_release_parts(etype: str, exc: ValidationError) -> str | None:
         return None
     more = f" and {len(parts) - _NAMED} more" if len(parts) > _NAMED else ""
     return ", ".join(parts[:_NAMED]) + more
+
+
+@functools.cache
+def _open_values() -> frozenset[tuple[str, object]]:
+    """``(field name, the values it takes as pydantic words them in an error)`` for each of
+    :data:`OPEN_LITERALS`: a refused value is of an open field when its error names both (the
+    values too, so a closed field of the same name elsewhere is not taken for it). Made by
+    validating a value no field takes, so the wording is pydantic's own whatever its version."""
+    out: set[tuple[str, object]] = set()
+    for model, name in OPEN_LITERALS:
+        try:
+            TypeAdapter[object](model.model_fields[name].annotation or object).validate_python(object())
+        except ValidationError as exc:
+            out.add((name, exc.errors(include_url=False)[0].get("ctx", {}).get("expected")))
+    return frozenset(out)

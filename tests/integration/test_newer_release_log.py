@@ -4,6 +4,7 @@ not a damaged log: reads, ``verify`` and the CLI say to upgrade, with a typed er
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -141,6 +142,74 @@ def test_a_key_changed_after_it_was_written_is_damage_not_an_upgrade(store: Even
         assert "chain hash" in str(caught.value), str(caught.value)
         report = fresh.verify("r")
         assert (report.ok, report.first_bad_position) == (False, 3)
+
+
+# A newer release may add a value to a field whose values describe (what evidence is, an image's
+# detail, a plan step's status, a compaction's strategy: ``OPEN_LITERALS``) without a version bump:
+# such a row asks for an upgrade and names the value. A value outside a closed set the design fixes
+# (a tool output's origin, a hand-off's mode) is damage even with its hash intact, and so is a value
+# no release names so (not snake_case), or a new value beside a known field of the wrong type.
+_IMAGE = {"type": "image", "url": "https://x/a.png", "media_type": "image/png", "detail": "auto"}
+_OPEN_VALUES = [
+    ("plan_updated@1", {"v": 1, "type": "plan_updated",
+                        "steps": [{"id": "s1", "title": "ship", "status": "cancelled", "depends_on": []}]},
+     "status 'cancelled' at steps.0.status"),
+    ("evidence_retrieved@1", {"v": 1, "type": "evidence_retrieved", "content": "x", "source_ref": "u",
+                              "source_kind": "issue_thread"}, "source_kind 'issue_thread'"),
+    ("history_compacted@1", {"v": 1, "type": "history_compacted", "summary": {}, "covers_from": 1,
+                             "covers_to": 1, "strategy": "drop"}, "strategy 'drop'"),
+    ("user_input@1", {"v": 1, "type": "user_input", "content": [{**_IMAGE, "detail": "original"}]},
+     "detail 'original' at content.0.image.detail"),
+]
+_CLOSED_VALUES = [
+    ("tool_result@1", {"v": 1, "type": "tool_result", "call_id": "c", "content": "x", "origin": "runtime"}),
+    ("hand_off@1", {"v": 1, "type": "hand_off", "mode": "fork", "note": ""}),
+    ("plan_updated@1", {"v": 1, "type": "plan_updated",
+                        "steps": [{"id": "s1", "title": "t", "status": "Cancelled"}]}),  # no release's name
+    ("user_input@1", {"v": 1, "type": "user_input",  # a new value beside a known field of the wrong type
+                      "content": [{**_IMAGE, "detail": "original", "width": "wide"}]}),
+]
+
+
+def _json(body: dict[str, object]) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize(("topic", "body", "named"), _OPEN_VALUES)
+def test_a_newer_release_s_value_of_an_open_field_asks_for_an_upgrade(
+        store: EventStore, topic: str, body: dict[str, object], named: str) -> None:
+    store.append("r", [UserInput("a")])
+    _write_raw(store, "r", topic, _json(body))
+    for read in (lambda: store.read("r"), lambda: store.verify("r"), lambda: list(store.fold_events("r"))):
+        with pytest.raises(UpgradeRequiredError) as caught:
+            read()
+        assert not isinstance(caught.value, IntegrityError) and caught.value.position == 2
+        assert named in str(caught.value) and "upgrade contextfold" in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(("topic", "body"), _CLOSED_VALUES)
+def test_a_value_outside_a_closed_set_is_damage_even_with_its_hash_intact(store: EventStore, topic: str,
+                                                                           body: dict[str, object]) -> None:
+    store.append("r", [UserInput("a")])
+    _write_raw(store, "r", topic, _json(body))
+    with pytest.raises(IntegrityError) as caught:
+        store.read("r")
+    assert not isinstance(caught.value, UpgradeRequiredError) and caught.value.position == 2
+    report = store.verify("r")
+    assert (report.ok, report.first_bad_position) == (False, 2)
+
+
+def test_a_changed_byte_in_an_open_field_s_value_is_damage(store: EventStore) -> None:
+    """``pending`` read as ``pendinf``: snake_case like a newer release's status, but its hash breaks."""
+    from contextfold.domain.event_values import PlanStep
+    from contextfold.domain.events import PlanUpdated
+    store.append("r", [UserInput("a"), PlanUpdated(steps=(PlanStep(id="s1", title="ship"),))])
+    store.close()
+    with EventStore(store.url) as fresh:
+        _flip_after_write(fresh, "r", 2, b'"pending"', b'"pendinf"')
+        with pytest.raises(IntegrityError) as caught:
+            fresh.read("r")
+        assert not isinstance(caught.value, UpgradeRequiredError) and "chain hash" in str(caught.value)
 
 
 def test_the_cli_says_upgrade_for_a_newer_field_and_damage_for_a_changed_byte(tmp_path: Path) -> None:
