@@ -296,21 +296,23 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str],
     # store's bar): a pulsing bar, as no parser reports its steps
     with progress_bar(None, f"parsing {visible(source)} ({len(data) / 1e6:.1f} MB)"):
         fmt = args.format or detect_format(data, source=source)
-        runs, bundled = _parsed(data, fmt, source)  # validate everything first: atomic
+        runs, bundled, notes = _parsed(data, fmt, source)  # validate everything first: atomic
     named = [(run_in_file(args.run, suffix, len(runs)), events, source) for suffix, events in runs]
-    return named, source, fmt, [], bundled
+    return named, source, fmt, notes, bundled
 
 
 Bundled = dict[str, tuple[ArtifactRef, bytes]]
 """The artifacts an import's exports carry (``events --json --with-artifacts``), by hash."""
 
 
-def _parsed(data: bytes, fmt: str, source: str) -> tuple[list[tuple[str, list[AnyEvent]]], Bundled]:
-    """The runs of one file and the artifacts it carries (an events export's), by hash."""
-    from contextfold.importers import runs_and_artifacts
+def _parsed(data: bytes, fmt: str, source: str
+            ) -> tuple[list[tuple[str, list[AnyEvent]]], Bundled, list[str]]:
+    """The runs of one file, the artifacts it carries (an events export's) by hash, and notes on
+    the request settings it leaves out (``tool_choice``...: a log has no place for them)."""
+    from contextfold.importers import runs_artifacts_and_notes
 
-    runs, carried = runs_and_artifacts(data, format=fmt, source=source)
-    return runs, {ref.hash: (ref, blob) for ref, blob in carried}
+    runs, carried, notes = runs_artifacts_and_notes(data, format=fmt, source=source)
+    return runs, {ref.hash: (ref, blob) for ref, blob in carried}, notes
 
 
 def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, str, list[str], Bundled]:
@@ -345,6 +347,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
 
     named: Named = []
     bundled: Bundled = {}
+    notes: list[str] = []
     formats: Counter[str] = Counter()
     skipped: list[Path] = []
     with progress_bar(n_files, f"reading {source}") as advance:
@@ -361,13 +364,13 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
                 skipped.append(item)
                 continue
             formats[f"{fmt} file"] += 1
-            runs, carried = _parsed(data, fmt, str(item))
+            runs, carried, dropped = _parsed(data, fmt, str(item))
             named += [(run_in_file(name, suffix, len(runs)), events, str(item)) for suffix, events in runs]
             bundled.update(carried)
+            notes += dropped
     if not named:
         raise ImportFormatError(f"{source}:0", f"none of its {len(items)} matching files is a trace "
                                 "in a known format; pass --format to read them as one")
-    notes = []
     if skipped:
         shown = ", ".join(str(p.relative_to(root)) for p in skipped[:10])
         more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""

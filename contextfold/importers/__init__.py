@@ -47,9 +47,10 @@ from contextfold.importers import (
     swe_agent,
 )
 from contextfold.importers._json import Bad, Doc, load
+from contextfold.importers.request_settings import dropped_settings
 
 __all__ = ["FORMATS", "detect_format", "guess_format", "iter_runs", "parse", "parse_event_files",
-           "runs_and_artifacts"]
+           "runs_and_artifacts", "runs_artifacts_and_notes"]
 
 FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini", "swe-agent")
 
@@ -73,16 +74,18 @@ def _runs(data: bytes, format: str, source: str) -> Runs:
 
 
 def _runs_and_artifacts(data: bytes, format: str, source: str, *, carried: bool
-                        ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]]]:
-    """The runs of ``data`` and (with ``carried``) the artifacts an events export carries, from
-    one parse of it."""
+                        ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]], list[str]]:
+    """The runs of ``data``, (with ``carried``) the artifacts an events export carries, and the
+    notes on what the import leaves out (:func:`~.request_settings.dropped_settings`), from one
+    parse of it."""
     parser = _PARSERS.get(format)
     if parser is None:
         raise ImportFormatError(f"{source}:1", f"unknown format {format!r}; one of {FORMATS}")
     doc = load(data, source, jsonl=True if format == "events" else None)
     try:
         runs = parser(doc)
-        return runs, events_jsonl.bundled_artifacts(doc) if carried and format == "events" else []
+        return (runs, events_jsonl.bundled_artifacts(doc) if carried and format == "events" else [],
+                dropped_settings(doc.value, format, source))
     except Bad as e:
         raise ImportFormatError(f"{source}:{doc.line_of(e.path)}", e.reason) from None
     except RecursionError:  # defensive: load() already bounds nesting
@@ -109,6 +112,14 @@ def runs_and_artifacts(data: bytes, *, format: str, source: str = "<stdin>"
     """:func:`iter_runs`' runs as a list, and the artifacts an events export made with
     ``--with-artifacts`` carries (none for any other input), each checked against its hash:
     one parse of ``data`` for both. :class:`ImportFormatError` names a bad line."""
+    return _runs_and_artifacts(data, format, source, carried=True)[:2]
+
+
+def runs_artifacts_and_notes(data: bytes, *, format: str, source: str = "<stdin>"
+                             ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]], list[str]]:
+    """:func:`runs_and_artifacts`, and a note naming the settings of the source's requests that
+    bounded the model's tool use and that a log has no place for (``tool_choice``, parallel calls: see
+    :mod:`~contextfold.importers.request_settings`), so an import does not drop them silently."""
     return _runs_and_artifacts(data, format, source, carried=True)
 
 
