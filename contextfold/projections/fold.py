@@ -99,6 +99,7 @@ from contextfold.projections.fold_content import (
 from contextfold.projections.fold_files import fold_file_read, fold_retrieved_file
 from contextfold.projections.fold_summary import hand_off_text
 from contextfold.projections.framing import NOTE_LABEL
+from contextfold.projections.offline_encodings import encoding_available, encoding_for_model
 from contextfold.projections.plan_view import plan_text
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.reasoning import refused_note
@@ -113,7 +114,7 @@ from contextfold.projections.state import (
     RunState,
     ToolGroup,
 )
-from contextfold.projections.tokens import encoding_available, encoding_for_model, get_counter
+from contextfold.projections.tokens import get_counter
 from contextfold.projections.tool_exposure import canonical_tool_json
 
 __all__ = [

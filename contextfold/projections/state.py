@@ -55,6 +55,7 @@ from contextfold.domain.events import (
 from contextfold.domain.fragments import ContextFragment, FragmentKind
 from contextfold.domain.log import PairingState
 from contextfold.projections.entries import FragmentEntry
+from contextfold.projections.offline_encodings import DEFAULT_ENCODING
 from contextfold.projections.path_reads import PathReads
 from contextfold.projections.stale_reads import StaleRead
 from contextfold.projections.timeline_items import (
@@ -67,7 +68,7 @@ from contextfold.projections.timeline_items import (
     TimelineMark,
     ToolGroup,
 )
-from contextfold.projections.tokens import DEFAULT_ENCODING, TokenCounter, get_counter
+from contextfold.projections.tokens import TokenCounter, get_counter
 from contextfold.projections.tool_exposure import permitted
 
 __all__ = [

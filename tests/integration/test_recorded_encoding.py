@@ -35,7 +35,7 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.log import RecordedEvent
-from contextfold.projections import tokens
+from contextfold.projections import offline_encodings, tokens
 from contextfold.projections.fold import fold, new_state
 from contextfold.store.event_store import EventStore
 
@@ -43,14 +43,14 @@ from contextfold.store.event_store import EventStore
 @contextmanager
 def _o200k_cached() -> Iterator[None]:
     """This process as a machine whose tiktoken cache holds (a stand-in for) o200k_base."""
-    base = tokens._load_encoding("cl100k_base")
+    base = offline_encodings.load_encoding("cl100k_base")
     ranks = {k: v for k, v in base._mergeable_ranks.items() if v < 20_000}
     fake = tiktoken.Encoding(name="o200k_base", pat_str=base._pat_str, mergeable_ranks=ranks,
                              special_tokens={})
-    real_load, real_cached = tokens._load_encoding, tokens._cached_file_ok
+    real_load, real_cached = offline_encodings._load, offline_encodings._cached_file_ok
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tokens, "_load_encoding", lambda n: fake if n == "o200k_base" else real_load(n))
-        mp.setattr(tokens, "_cached_file_ok", lambda n: n == "o200k_base" or real_cached(n))
+        mp.setattr(offline_encodings, "_load", lambda n: fake if n == "o200k_base" else real_load(n))
+        mp.setattr(offline_encodings, "_cached_file_ok", lambda n: n == "o200k_base" or real_cached(n))
         try:
             yield
         finally:
@@ -105,7 +105,7 @@ def test_a_turn_recorded_with_cl100k_replays_and_resumes_with_it_where_o200k_is_
     turn = _record_run(sqlite_url)
     with _o200k_cached(), contextfold.open_store(sqlite_url) as store:
         run = store.run("r")
-        assert tokens.encoding_for_model("gpt-4o") == "o200k_base"  # what the fold used to pick
+        assert offline_encodings.encoding_for_model("gpt-4o") == "o200k_base"  # what the fold used to pick
         report = run.replay(turn)
         assert report.ok, report.differences
         assert report.rebuilt.encoding == "cl100k_base"
@@ -165,7 +165,7 @@ def _o200k_not_cached() -> Iterator[None]:
     """This process as a machine whose tiktoken cache does not hold o200k_base (inside
     :func:`_o200k_cached`: another worker beside it)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tokens, "_cached_file_ok", lambda n: False)
+        mp.setattr(offline_encodings, "_cached_file_ok", lambda n: False)
         yield
 
 

