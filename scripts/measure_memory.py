@@ -16,6 +16,8 @@ Workloads (``--workload``):
   ``long``  synthetic runs of ``--turns`` tool calls, each output 20-400 KB of distinct log lines:
             the memos holding long texts (redactions, cuts, counts) fill in few runs.
   ``mixed`` both, alternating.
+  ``random`` the random agents of ``tests/integration/test_random_runs.py`` (inputs, parallel
+            calls, compactions, five providers, rebuilds), 60 steps each.
 
 ``--keep`` keeps every ``Run`` handle (a runtime that never drops them; their states are the
 caller's memory); by default each handle is dropped after its run. ``--store`` takes a store URL
@@ -110,6 +112,16 @@ def drive_long(run: Run, seed: int, turns: int, provider: str, window: int) -> i
     return turns
 
 
+def drive_random(run: Run, seed: int, steps: int = 60) -> int:
+    """One random agent of the property tests, ``steps`` steps (appends, builds, compactions)."""
+    from tests.integration.test_random_runs import Agent
+
+    agent = Agent(run, seed)
+    for _ in range(steps):
+        agent.step()
+    return steps
+
+
 def live_objects() -> tuple[int, int, int]:
     """Live Run handles, run states and stores (by a walk of the GC's objects)."""
     runs = states = stores = 0
@@ -166,7 +178,7 @@ def report(n: int, builds: int, t0: float, snap: tracemalloc.Snapshot | None,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workload", choices=("tau", "long", "mixed"), default="tau")
+    ap.add_argument("--workload", choices=("tau", "long", "mixed", "random"), default="tau")
     ap.add_argument("--runs", type=int, default=1500)
     ap.add_argument("--every", type=int, default=100, help="report every N runs")
     ap.add_argument("--turns", type=int, default=12, help="long: tool calls per run")
@@ -180,7 +192,7 @@ def main() -> int:
     ap.add_argument("--tracemalloc", action="store_true", help="report the top allocation sites (slow: ~2x)")
     ap.add_argument("--top", type=int, default=8)
     args = ap.parse_args()
-    if args.workload != "long" and not TAU.exists():
+    if args.workload in ("tau", "mixed") and not TAU.exists():
         print(f"traces not found: {TAU} (set CONTEXTFOLD_TRACES)", file=sys.stderr)
         return 2
     if args.tracemalloc:
@@ -189,14 +201,16 @@ def main() -> int:
     store = contextfold.open_store(args.store or f"sqlite:///{tmp}/runs.db")
     prefix = f"m{os.getpid()}-{time.time_ns()}"
     kept: list[Run] = []
-    traj_iter = tau_runs() if args.workload != "long" else iter(())
+    traj_iter = tau_runs() if args.workload in ("tau", "mixed") else iter(())
     print(f"workload {args.workload}, provider {args.provider}, window {args.window}, handles "
           f"{'kept' if args.keep else 'dropped'}: RSS {rss_mb():.0f} MB at the start", flush=True)
     builds, t0, last = 0, time.perf_counter(), None
     for n in range(1, args.runs + 1):
         run = store.run(f"{prefix}-{n}")
         try:
-            if args.workload == "tau" or (args.workload == "mixed" and n % 2):
+            if args.workload == "random":
+                builds += drive_random(run, n)
+            elif args.workload == "tau" or (args.workload == "mixed" and n % 2):
                 builds += drive_tau(run, next(traj_iter), args.provider, args.window)
             else:
                 builds += drive_long(run, n, args.turns, args.provider, args.window)
