@@ -425,7 +425,14 @@ def _(event: ContextBuilt, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: UsageObserved, state: RunState, rec: RecordedEvent) -> None:
+    """The report counts the turn's newest request recorded before it (``RunState.usage_builds``):
+    a retry built after a refused request's report is another request."""
     state.usage[event.turn] = event
+    built = state.builds.get(event.turn)
+    if built is None:
+        state.usage_builds.pop(event.turn, None)
+    else:
+        state.usage_builds[event.turn] = built
 
 
 # ---------------------------------------------------------------- public API

@@ -216,6 +216,14 @@ class RunState:
     builds: dict[int, int] = field(default_factory=dict)
     """Turn -> position of its latest ContextBuilt event."""
     usage: dict[int, UsageObserved] = field(default_factory=dict)
+    """Turn -> its newest usage report."""
+    usage_builds: dict[int, int] = field(default_factory=dict)
+    """Turn -> position of the build record its usage report counts: the turn's newest record
+    logged before the report. Why not the turn's latest (``builds``): a provider refuses a request
+    for length ("your messages resulted in N tokens"), the runtime reports N, then builds the turn
+    again smaller; paired with that retry, N read as the ratio of a far smaller estimate (1.2 as
+    2.1) and halved every later budget. A report with no record before it is absent here (it pairs
+    with the turn's latest record, the cap of :mod:`~contextfold.projections.calibration` bounds it)."""
     media_seen: bool = False
     """Some fragment carried an image or a document block. Until then every provider prices a
     fragment alike, so builds for several providers share their per-fragment tables."""
@@ -274,7 +282,8 @@ class RunState:
             open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
             request_call_ids=set(self.request_call_ids), builds=dict(self.builds),
-            usage=dict(self.usage), media_seen=self.media_seen, reasoning_seen=self.reasoning_seen,
+            usage=dict(self.usage), usage_builds=dict(self.usage_builds),
+            media_seen=self.media_seen, reasoning_seen=self.reasoning_seen,
             reasoning_refused=dict(self.reasoning_refused),
             unparsed_arguments_seen=self.unparsed_arguments_seen, wide_reply_seen=self.wide_reply_seen,
             aliased_for=self.aliased_for,

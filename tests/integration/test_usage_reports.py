@@ -1,0 +1,65 @@
+"""Usage reports over a real store (SQLite and PostgreSQL): which request a report counts, and
+which reports are refused or flagged when they are recorded."""
+
+from __future__ import annotations
+
+import math
+
+from contextfold.api import Run, open_store
+from contextfold.domain.events import ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
+from contextfold.domain.manifest import ContextManifest
+
+WINDOW, RESERVE = 3_000, 500
+TRUE_RATIO = 1.2
+
+
+def _grow(run: Run, i: int) -> None:
+    words = " ".join(f"word{i}_{k}" for k in range(150))
+    run.append(ModelResponse(text=f"step {i}", tool_calls=(ToolCall(call_id=f"c{i}", name="grep"),)),
+               ToolResult(call_id=f"c{i}", content=f"result {i}: {words}", exit_code=0),
+               UserInput(f"continue with part {i}: {words}"))
+
+
+def _long_run(run: Run, turns: int = 8) -> None:
+    run.append(RunStarted(model="claude-x", encoding="cl100k_base"), UserInput("start " + "x " * 50))
+    for i in range(1, turns + 1):
+        _grow(run, i)
+
+
+def _refused_then_retried(run: Run) -> tuple[ContextManifest, ContextManifest]:
+    """The provider refuses the turn's request for length ("your messages resulted in N tokens"):
+    the runtime records N as the turn's usage, then builds the turn again in a smaller window."""
+    first = run.build(window=WINDOW, reserve=RESERVE).manifest
+    refused = math.ceil(first.selected_tokens * TRUE_RATIO)
+    assert refused > WINDOW - RESERVE  # what the provider refused
+    run.observe_usage(first.turn, refused)
+    retry = run.build(window=math.floor(WINDOW / TRUE_RATIO) - 300, reserve=RESERVE).manifest
+    assert retry.turn == first.turn and retry.selected_tokens < first.selected_tokens * 0.8
+    return first, retry
+
+
+def test_a_refused_requests_usage_pairs_with_its_own_build_not_the_smaller_retry(store_url: str) -> None:
+    """The usage of a refused request was paired with the turn's last record, the smaller retry
+    logged after it: a true ratio of 1.2 read as ~1.6+, and every later budget shrank by it."""
+    with open_store(store_url) as store:
+        run = store.run("refused")
+        _long_run(run)
+        first, retry = _refused_then_retried(run)
+        assert len(run.records(first.turn)) == 2
+        _grow(run, 99)  # the retry was answered; its usage is not reported
+        nxt = run.build(window=WINDOW, reserve=RESERVE).manifest
+        cal = nxt.calibration
+        assert cal is not None and cal.samples == 1
+        assert cal.last_estimated == first.selected_tokens
+        refused = math.ceil(first.selected_tokens * TRUE_RATIO)
+        assert cal.correction == round(refused / first.selected_tokens, 4)
+        assert nxt.budget_tokens == math.floor((WINDOW - RESERVE) / cal.correction)
+        assert run.replay(nxt.turn).ok
+        # the retry's own report, recorded after it, replaces the refused one (the newest counts)
+        run.observe_usage(retry.turn, math.ceil(retry.selected_tokens * 1.1))
+        later = run.build(window=WINDOW, reserve=RESERVE, record=False).manifest
+        assert later.calibration is not None and later.calibration.last_estimated == retry.selected_tokens
+        assert later.calibration.correction == round(math.ceil(retry.selected_tokens * 1.1)
+                                                     / retry.selected_tokens, 4)
+        # a rebuild of the next turn as it was built still sees the refused request's pairing
+        assert run.replay(nxt.turn).ok
