@@ -383,7 +383,7 @@ class Run:
 
     def observe_usage(self, turn: int, input_tokens: int, *, cached_tokens: int = 0,
                       output_tokens: int = 0, model: str | None = None,
-                      progress: Progress | None = None) -> RecordedEvent:
+                      progress: Progress | None = None, force: bool = False) -> RecordedEvent:
         """Record the provider-reported usage of ``turn``'s request (``usage_observed``).
 
         ``input_tokens`` is the whole prompt as the provider counted it, cached
@@ -393,13 +393,15 @@ class Run:
         the turn could produce -- over ``MAX_RATIO`` (4) times the window of the turn's
         largest recorded build -- is an InvalidInputError and nothing is recorded
         (:mod:`contextfold.projections.calibration`); record the turn again to correct one.
+        So is one over 4x the largest estimate of the turn's records (a run's total passed as
+        the turn's), unless ``force`` (provider-side tools can report that much).
         ``progress``: accepted for callers of 0.3.0 and not called: the turn is now checked
         without folding the run (:meth:`next_turn`).
         """
         from contextfold.usage_api import observe_usage
 
         return observe_usage(self, turn, input_tokens, cached_tokens=cached_tokens,
-                             output_tokens=output_tokens, model=model)
+                             output_tokens=output_tokens, model=model, force=force)
 
     def compact(self, strategy: Literal["mask", "summary"] = "mask", *, window: int | None = None,
                 dry_run: bool = False, **options: Any) -> Any:

@@ -338,13 +338,16 @@ def _configure_usage(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-tokens", type=int, default=0, metavar="TOKENS",
                    help="completion tokens (default: 0)")
     p.add_argument("--model", default=None, type=nonempty("model name"), help="model the provider reported")
+    p.add_argument("--force", action="store_true",
+                   help="record input tokens over 4x the turn's estimate (refused by default as a run's "
+                        "total; provider-side tools such as web search can report that much)")
 
 
 def _handle_usage(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         run = store.run(args.run)
         rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
-                                output_tokens=args.output_tokens, model=args.model)
+                                output_tokens=args.output_tokens, model=args.model, force=args.force)
         records = run.records(args.turn)
     line = f"recorded usage_observed at position {rec.position}: turn {args.turn} input {args.input_tokens}"
     if records:

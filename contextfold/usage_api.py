@@ -20,20 +20,21 @@ if TYPE_CHECKING:
 
 __all__ = ["observe_usage"]
 
-_WINDOW_KEYS = ("window_tokens",)
+_CHECK_KEYS = ("selected_tokens", "window_tokens")
 
 
 def observe_usage(run: Run, turn: int, input_tokens: int, *, cached_tokens: int, output_tokens: int,
-                  model: str | None) -> RecordedEvent:
+                  model: str | None, force: bool = False) -> RecordedEvent:
     """:meth:`Run.observe_usage`: check ``turn`` and the report against the turn's recorded builds
-    (their windows only, not the rest of their manifests), then append it."""
+    (their windows and estimates only, not the rest of their manifests), then append it."""
     turn = checked_turn(turn)
     last = run.next_turn()
     if not 1 <= turn <= last:
         raise TurnNotFoundError(run.run_id, turn, last)
     usage = checked_usage(turn, input_tokens, cached_tokens=cached_tokens, output_tokens=output_tokens,
                           model=model)
-    windows = [w for r in turn_keys(run, turn, _WINDOW_KEYS)
-               if isinstance(w := r.manifest.get("window_tokens"), int)]
-    check_observation(turn, usage.input_tokens, windows)
+    records = turn_keys(run, turn, _CHECK_KEYS)
+    windows = [w for r in records if isinstance(w := r.manifest.get("window_tokens"), int)]
+    estimates = [e for r in records if isinstance(e := r.manifest.get("selected_tokens"), int)]
+    check_observation(turn, usage.input_tokens, windows, estimates, force=force)
     return run.append(usage)[0]

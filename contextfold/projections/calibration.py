@@ -48,7 +48,8 @@ the builder can learn a per-model correction from the run's own log:
   :data:`MAX_RATIO` times more than ours, so such a number is a typo (zeros too
   many), another request's usage or a run's total. One of them, recorded, made every
   later build of the model fail ("shrunk to 0 by the usage calibration") until
-  enough newer samples outranked it;
+  enough newer samples outranked it. Over :data:`MAX_RATIO` times the turn's largest
+  recorded estimate is refused too unless forced (a run's total: the function's docstring);
 - the correction is capped at :data:`MAX_RATIO`, for what the check cannot see: an
   observation recorded before its turn's build, or by an older contextfold. The
   budget then never shrinks below ``(window - reserve) / MAX_RATIO``. A wrong
@@ -243,11 +244,21 @@ def checked_usage(turn: int, input_tokens: int, *, cached_tokens: int, output_to
     return usage
 
 
-def check_observation(turn: int, input_tokens: int, windows: Sequence[int]) -> None:
+def check_observation(turn: int, input_tokens: int, windows: Sequence[int],
+                      estimates: Sequence[int] = (), *, force: bool = False) -> None:
     """Refuse (:class:`InvalidInputError`) a usage report of ``turn`` that no request of the turn
     could have produced: more than :data:`MAX_RATIO` times the largest of ``windows`` (the
-    ``window_tokens`` of the turn's build records). A turn with no record is not checked here
-    (its correction is capped in :func:`calibrate`)."""
+    ``window_tokens`` of the turn's build records), or -- unless ``force`` -- the largest of
+    ``estimates`` (their ``selected_tokens``). A turn with no record is not checked here (its
+    correction is capped in :func:`calibrate`).
+
+    Why the estimate too: a run's total (pydantic-ai's ``result.usage()``, every request summed)
+    passed as a turn's usage is 5-10x the request by the tenth turn, well under 4x the window, and
+    its correction (capped at 4) quartered every later budget of the model. Why ``force``: a
+    response whose provider-side tools sampled several times reports them summed (Anthropic's web
+    search: 16,083 input tokens for a 40-token request; code execution with files: 10x), which the
+    caller may mean to calibrate with. Tokenizers alone differ by tens of percent (pydantic-ai's
+    cassettes without provider-side tools: 0.3-1.4x our count)."""
     if not windows:
         return
     window = max(windows)
@@ -256,3 +267,12 @@ def check_observation(turn: int, input_tokens: int, windows: Sequence[int]) -> N
             f"implausible usage for turn {turn}: {input_tokens} input tokens, over {MAX_RATIO:g}x the "
             f"{window}-token window its request was built for (a typo, another request's usage or a "
             "run's total?); nothing recorded: pass the provider's input tokens for this turn's request")
+    estimate = max(estimates, default=0)
+    if not force and estimate > 0 and input_tokens > MAX_RATIO * estimate:
+        raise InvalidInputError(
+            f"implausible usage for turn {turn}: {input_tokens} input tokens, over {MAX_RATIO:g}x the "
+            f"{estimate} tokens its largest recorded request holds by our count (a run's total, e.g. "
+            "pydantic-ai's result.usage(), not this request's?); nothing recorded: pass this turn's "
+            "request's input tokens (pydantic-ai: the response's usage), or force=True (CLI: --force) "
+            "if the provider counted that much (provider-side tools, e.g. web search, report their "
+            "requests summed)")

@@ -146,8 +146,14 @@ def test_an_implausible_usage_is_refused_and_the_calibration_never_starves_the_b
                 "its request was built for") in out.stderr and "nothing recorded" in out.stderr
     assert json.loads(cli("runs", "--json").stdout) == runs  # nothing appended
     assert cli("build", "demo-fix-invoice").returncode == 0
-    # within the bound but far off (ratio ~42 on a 2,354-token request): the correction is capped at 4
-    assert cli("usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", "99999").returncode == 0
+    # within the bound but far off (ratio ~42 on a 2,354-token request): refused as a run's total
+    # unless forced, and then the correction is capped at 4
+    far = cli("usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", "99999")
+    _one_line_error(far, "InvalidInputError")
+    assert "implausible usage for turn 6: 99999 input tokens, over 4x the " in far.stderr
+    assert "a run's total" in far.stderr and "--force" in far.stderr
+    forced = cli("usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", "99999", "--force")
+    assert forced.returncode == 0, forced.stderr
     built = json.loads(cli("build", "demo-fix-invoice", "--json").stdout)["manifest"]
     assert built["calibration"]["correction"] == 4.0 and built["calibration"]["last_observed"] == 99999
     assert built["budget_tokens"] == (128_000 - 8_000) // 4

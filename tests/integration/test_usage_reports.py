@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from contextfold.api import Run, open_store
 from contextfold.domain.events import ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
 from contextfold.domain.manifest import ContextManifest
@@ -63,3 +65,44 @@ def test_a_refused_requests_usage_pairs_with_its_own_build_not_the_smaller_retry
                                                      / retry.selected_tokens, 4)
         # a rebuild of the next turn as it was built still sees the refused request's pairing
         assert run.replay(nxt.turn).ok
+
+
+def test_a_runs_total_passed_as_a_turns_usage_is_refused_unless_forced(store_url: str) -> None:
+    """pydantic-ai's ``result.usage()`` is the run's total, every request summed: passed as a
+    turn's usage it read as a ratio of 5-10x, under the 4x-the-window refusal, and the correction
+    (capped at 4) quartered every later budget of the model. A report over 4x the turn's largest
+    recorded estimate is refused, naming the likely cause; ``force=True`` records it (a response
+    whose provider-side tools ran several requests counts that much: web search, code execution)."""
+    from contextfold.domain.errors import InvalidInputError
+
+    with open_store(store_url) as store:
+        run = store.run("totals")
+        run.append(RunStarted(model="claude-x", encoding="cl100k_base"), UserInput("start " + "x " * 50))
+        total = 0
+        for i in range(1, 16):  # what result.usage() says after each request: the sum so far
+            m = run.build(window=60_000, reserve=RESERVE).manifest
+            total += math.ceil(m.selected_tokens * 1.1)
+            if total <= 4 * m.selected_tokens:
+                run.observe_usage(m.turn, total)
+            else:
+                version = run.version
+                with pytest.raises(InvalidInputError, match=(
+                        rf"^implausible usage for turn {m.turn}: {total} input tokens, over 4x the "
+                        rf"{m.selected_tokens} tokens its largest recorded request holds by our count "
+                        r"\(a run's total, e\.g\. pydantic-ai's result\.usage\(\), not this request's\?")):
+                    run.observe_usage(m.turn, total)
+                assert run.version == version  # nothing written
+                break
+            _grow(run, i)
+        else:
+            raise AssertionError("the run's total never passed 4x a request")
+        assert m.turn >= 3
+        nxt = run.build(window=60_000, reserve=RESERVE, record=False).manifest
+        assert nxt.calibration is not None and nxt.calibration.last_turn < m.turn
+        # a provider-side tool's report (Anthropic web search: 16,083 input tokens for a 417-byte
+        # request, pydantic-ai's cassettes) is recorded when the caller says it is this request's
+        run.observe_usage(m.turn, total, force=True)
+        forced = run.build(window=60_000, reserve=RESERVE, record=False).manifest
+        assert forced.calibration is not None and forced.calibration.last_observed == total
+        # the bound itself is plausible
+        run.observe_usage(m.turn, 4 * m.selected_tokens)

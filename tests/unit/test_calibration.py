@@ -189,7 +189,8 @@ def test_an_implausible_observation_is_refused_when_recorded(tmp_path: Path) -> 
         with pytest.raises(InvalidInputError, match=f"implausible usage for turn {first.turn}: {typo} "):
             run.observe_usage(first.turn, typo)
     assert run.version == version
-    run.observe_usage(first.turn, int(MAX_RATIO * 2 * WINDOW))  # the bound itself is plausible
+    # the bound itself is plausible (forced: it is over 4x the turn's estimate, a run's total)
+    run.observe_usage(first.turn, int(MAX_RATIO * 2 * WINDOW), force=True)
     later = run.build(window=WINDOW, reserve=RESERVE).manifest
     assert later.calibration is not None and later.calibration.correction == MAX_RATIO
     assert later.budget_tokens == math.floor((WINDOW - RESERVE) / MAX_RATIO)
