@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from contextfold.domain.manifest import BuildConfig, ContextManifest
     from contextfold.projections.builder import BuildResult
     from contextfold.projections.memo_budget import memo_ceiling, memo_report, set_memo_ceiling
+    from contextfold.usage_api import UsageWarning
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "contextfold.api": ("ReplayReport", "Run", "Store", "open_store"),
@@ -125,6 +126,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "contextfold.domain.manifest": ("BuildConfig", "ContextManifest"),
     "contextfold.projections.builder": ("BuildResult",),
     "contextfold.projections.memo_budget": ("memo_ceiling", "memo_report", "set_memo_ceiling"),
+    "contextfold.usage_api": ("UsageWarning",),
 }
 """Each module and the public names it defines: the imports above, for the first use of a name."""
 
@@ -201,6 +203,7 @@ __all__ = [
     "UnsupportedMediaError",
     "UpgradeRequiredError",
     "UsageObserved",
+    "UsageWarning",
     "UserInput",
     "memo_ceiling",
     "memo_report",

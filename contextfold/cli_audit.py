@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from typing import Any
 
 from contextfold.api import Run
@@ -50,6 +51,7 @@ from contextfold.rebuild_api import (
     record_index,
     turn_records,
 )
+from contextfold.usage_api import UsageWarning
 
 __all__ = ["audit_turn", "config_args", "given_config"]
 
@@ -346,9 +348,16 @@ def _configure_usage(p: argparse.ArgumentParser) -> None:
 def _handle_usage(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         run = store.run(args.run)
-        rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
-                                output_tokens=args.output_tokens, model=args.model, force=args.force)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UsageWarning)
+            rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
+                                    output_tokens=args.output_tokens, model=args.model, force=args.force)
         records = run.records(args.turn)
+    for w in caught:  # the report is recorded: a warning says what it will not do (calibrate)
+        if issubclass(w.category, UsageWarning):
+            sys.stderr.write(f"WARNING: {visible(str(w.message))}\n")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     line = f"recorded usage_observed at position {rec.position}: turn {args.turn} input {args.input_tokens}"
     if records:
         est = int(records[-1].manifest.get("selected_tokens", 0))

@@ -78,6 +78,7 @@ __all__ = [
     "ESTIMATE_KEYS",
     "MAX_RATIO",
     "MAX_SAMPLES",
+    "MIN_CACHED_PROMPT",
     "QUANTILE",
     "CalibrationSample",
     "Estimate",
@@ -91,7 +92,12 @@ __all__ = [
     "record_estimate",
     "same_model",
     "samples_from_state",
+    "uncached_only",
 ]
+
+MIN_CACHED_PROMPT = 1024
+"""Anthropic caches no prompt shorter than this (its smallest minimum, Sonnet's and Opus's): a
+report for a shorter request is its whole count even when it names no cached tokens."""
 
 QUANTILE = 0.9
 """p90 of observed/estimated ratios (nearest-rank)."""
@@ -276,3 +282,25 @@ def check_observation(turn: int, input_tokens: int, windows: Sequence[int],
             "request's input tokens (pydantic-ai: the response's usage), or force=True (CLI: --force) "
             "if the provider counted that much (provider-side tools, e.g. web search, report their "
             "requests summed)")
+
+
+def uncached_only(turn: int, usage: UsageObserved, estimate: int, provider: str | None) -> str | None:
+    """What to warn of (a :class:`~contextfold.domain.errors.UsageWarning`) when ``usage`` looks
+    like Anthropic's ``input_tokens`` alone for the turn's newest record (``estimate`` tokens built
+    for ``provider``), or None.
+
+    Why: that field excludes the prompt's cached part, and every Anthropic request the builder
+    renders carries cache breakpoints, so from the second request on it is a few tokens
+    (pydantic-ai's cassettes: 4-16 for requests of 800-21,000, at most 0.009x our count). The ratio
+    is under 1, where the calibration changes nothing: the budget went uncorrected and nothing
+    said so. Why under half and only with no cached tokens named: Anthropic's whole counts of the
+    same cassettes are 0.75x our count or more (a document-heavy request), and a report naming its
+    cached tokens counted them. Not refused: a provider-side compaction can count that little."""
+    if (provider != "anthropic" or usage.cached_tokens or estimate < MIN_CACHED_PROMPT
+            or 2 * usage.input_tokens >= estimate):
+        return None
+    return (f"usage for turn {turn}: {usage.input_tokens} input tokens, under half the {estimate} of "
+            "its anthropic request by our count, and no cached tokens: Anthropic's input_tokens "
+            "excludes the cache; pass input_tokens + cache_read_input_tokens + "
+            "cache_creation_input_tokens (and cached_tokens=cache_read_input_tokens), or the "
+            "calibration never corrects the budget")

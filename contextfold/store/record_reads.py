@@ -77,8 +77,8 @@ class RecordReads(ChainCheck):
         """The run's context_built records of ``turn`` after position ``after``, in order, as
         :meth:`read_type` reads them; the run's other records are read for their turn only.
         ``keep``: the turn's records too are read with their manifests cut to these keys (what a
-        reader of a few keys of them reads: ``Run.observe_usage``, their ``window_tokens`` and
-        ``selected_tokens``).
+        reader of a few keys of them reads: ``Run.observe_usage``, their ``window_tokens``,
+        ``selected_tokens`` and ``provider``).
 
         Every record after ``after`` is looked at: a past turn's rebuild is recorded at the end
         of the log, after other turns' records (``rebuild_api._record_once``)."""

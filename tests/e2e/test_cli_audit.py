@@ -177,6 +177,12 @@ def test_usage_is_recorded_and_calibrates_the_next_build(tmp_path: Path, cf: CLI
     assert nxt["budget_tokens"] == int(14_000 / nxt["calibration"]["correction"])
     bad = cf("usage", RUN, "--turn", "99", "--input-tokens", "1", cwd=tmp_path)
     assert bad.returncode == 2 and "TurnNotFoundError" in bad.stderr
+    # Anthropic's input_tokens alone (the demo's turn 6 is an anthropic request): recorded, and said
+    bare = cf("usage", RUN, "--turn", "6", "--input-tokens", "12", cwd=tmp_path)
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stderr.startswith("WARNING: usage for turn 6: 12 input tokens, under half the ")
+    assert "Anthropic's input_tokens excludes the cache" in bare.stderr and bare.stderr.count("\n") == 1
+    assert "recorded usage_observed" in bare.stdout
 
 
 def test_a_flag_given_alone_replaces_only_that_field_of_the_recorded_config(tmp_path: Path, cf: CLI) -> None:

@@ -108,8 +108,9 @@ def test_a_usage_observation_decodes_no_record_whole(store_url: str, whole_recor
     """``observe_usage`` in a new process made the store's head of the run (what an append needs)
     from the log with every record whole, and read the turn's records whole for their
     ``window_tokens``: an 800-turn run, 29 s. Each record is read for its ``encoding`` (the head)
-    and the turn's for their ``window_tokens`` and ``selected_tokens`` now; a report no request of
-    the turn could produce is refused as before, and one that could is recorded as before."""
+    and the turn's for their ``window_tokens``, ``selected_tokens`` and ``provider`` now; a report
+    no request of the turn could produce is refused as before, and one that could is recorded as
+    before."""
     with open_store(store_url) as store:
         run = store.run("loop")
         loop(run, usage=True)
@@ -126,7 +127,7 @@ def test_a_usage_observation_decodes_no_record_whole(store_url: str, whole_recor
     assert observed.turn == first + 1
     assert whole_records.decoded == 0
     # the turn's records, every record once for the head, the head's last row for its hash
-    assert set(whole_records.heads) <= {frozenset({"selected_tokens", "window_tokens"}),
+    assert set(whole_records.heads) <= {frozenset({"provider", "selected_tokens", "window_tokens"}),
                                         frozenset({"encoding"}), _NONE}
     assert whole_records.heads.count(frozenset({"encoding"})) == TURNS
 

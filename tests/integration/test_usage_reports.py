@@ -106,3 +106,42 @@ def test_a_runs_total_passed_as_a_turns_usage_is_refused_unless_forced(store_url
         assert forced.calibration is not None and forced.calibration.last_observed == total
         # the bound itself is plausible
         run.observe_usage(m.turn, 4 * m.selected_tokens)
+
+
+def test_anthropics_uncached_input_tokens_alone_are_recorded_with_a_warning(store_url: str) -> None:
+    """Anthropic's ``input_tokens`` excludes the prompt's cached part, and every Anthropic request
+    the builder renders carries cache breakpoints: from the second request on, a runtime passing
+    ``usage.input_tokens`` alone reports a few tokens (pydantic-ai's cassettes: 4-16 of 800-21,000),
+    a ratio under 1, so the calibration never applied, and nothing said so. Recorded (it is not
+    impossible) with a warning naming the fields to add; a whole count, a report that says what
+    was cached, or a prompt too short to cache, warns of nothing."""
+    import warnings
+
+    from contextfold import UsageWarning
+
+    with open_store(store_url) as store:
+        run = store.run("anthropic")
+        _long_run(run, turns=3)
+        m = run.build("anthropic", window=WINDOW, reserve=RESERVE).manifest
+        assert m.selected_tokens >= 1024
+        with pytest.warns(UsageWarning, match=(
+                rf"^usage for turn {m.turn}: 7 input tokens, under half the {m.selected_tokens} of its "
+                r"anthropic request by our count, and no cached tokens: Anthropic's input_tokens "
+                r"excludes the cache; pass input_tokens \+ cache_read_input_tokens \+ "
+                r"cache_creation_input_tokens")):
+            rec = run.observe_usage(m.turn, 7)
+        assert rec.event == run.events()[-1].event  # recorded all the same
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            whole = m.selected_tokens + 40
+            run.observe_usage(m.turn, whole, cached_tokens=whole - 7)
+            run.observe_usage(m.turn, whole)
+        neutral = run.build(window=WINDOW, reserve=RESERVE).manifest  # no cache breakpoints
+        short = store.run("short")
+        short.append(RunStarted(model="claude-x", encoding="cl100k_base"), UserInput("hi"))
+        brief = short.build("anthropic", window=WINDOW, reserve=RESERVE).manifest
+        assert brief.selected_tokens < 1024
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            run.observe_usage(neutral.turn, 7)
+            short.observe_usage(brief.turn, 1)

@@ -22,7 +22,7 @@ PUBLIC = {
     "FileRead", "GoalSet", "HandOff", "HistoryCompacted", "ImageBlock", "InstructionSet", "MemoryRecalled",
     "ModelResponse", "PlanStep", "PlanUpdated", "PolicySet", "RunStarted", "RuntimeNote", "TextBlock",
     "ToolCall", "ToolCallCancelled", "ToolResult", "ToolResultLost", "ToolSpec", "ToolsRegistered",
-    "UsageObserved", "UserInput",
+    "UsageObserved", "UsageWarning", "UserInput",
 }
 
 
