@@ -22,14 +22,9 @@ Triggers (:func:`auto_compact`), cheap before expensive:
   compaction makes them fit, raise the typed
   :class:`~contextfold.domain.errors.RequiredContextExceedsBudgetError`.
 
-The ladder: mask (keeping ``recent_groups`` groups raw), mask (keeping one),
-then -- only when masking was not enough -- summary (same two steps, then one that may cover
-the latest user input: ``_ladder``). Each
-step is tried on a snapshot first and recorded only if it relieves the pressure
-(``_relieves``: lower pressure, or measurably nearer to fitting); a step that is
-merely no worse is not recorded (a summary is required content: too big a one
-could turn soft pressure into a hard failure, and one that relieves nothing only
-loses detail). A mask never stubs the latest error's group (``choose_cover``).
+The ladder (:mod:`contextfold.compaction_ladder`): mask, then -- only when masking was not
+enough -- summary, each step recorded only if it relieves the pressure. A mask never stubs the
+latest error's group (``choose_cover``).
 """
 
 from __future__ import annotations
@@ -37,11 +32,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, NoReturn
+from typing import NoReturn
 
 from pydantic import ValidationError
 
 from contextfold.api import Run
+from contextfold.compaction_ladder import Pressure, climb, pressure, summary_room, trial
 from contextfold.domain.errors import (
     CompactionError,
     InvalidInputError,
@@ -56,7 +52,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, config_of
-from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.builder import BuildResult
 from contextfold.projections.compaction import (
     CompactionPlan,
     Strategy,
@@ -75,8 +71,6 @@ __all__ = ["CompactionReport", "Pressure", "artifact_bytes", "auto_compact", "bu
            "plan_auto_compaction", "pressure", "ref_run", "show", "show_artifact"]
 # the read-back lives in show_refs; named here too, where a compaction's caller looks for it
 
-Pressure = Literal["none", "soft", "hard"]
-_RANK: dict[Pressure, int] = {"none": 0, "soft": 1, "hard": 2}
 
 
 @dataclass(frozen=True)
@@ -105,97 +99,8 @@ class CompactionReport:
         return self.replaced_tokens - self.stand_in_tokens
 
 
-def _trial(run: Run, state: RunState, config: BuildConfig) -> BuildResult:
-    """A build of ``state`` as ``Run.build`` would make it: with the run's usage calibration,
-    which shrinks the budget when the provider counts more tokens than tiktoken. Without it the
-    ladder judged a state to fit that the real build then had to cut or could not build."""
-    return build_context(state, config, load_text=run.store.cited_text,
-                         calibration=run._calibration(state, config))
-
-
-def pressure(run: Run, state: RunState, config: BuildConfig) -> Pressure:
-    """Budget pressure of a trial build of ``state`` (pure, nothing recorded)."""
-    return _measure(run, state, config).pressure
-
-
-class _Trial(NamedTuple):
-    """A trial build's pressure and how far it is from fitting (``_measure``)."""
-
-    pressure: Pressure
-    over: int
-    """Under hard pressure: the required tokens past the budget."""
-    lost: dict[str, int]
-    """Under soft pressure: fragment id -> its tokens the build could not send (left out for
-    budget, or cut away by truncation)."""
-
-
-def _measure(run: Run, state: RunState, config: BuildConfig) -> _Trial:
-    """The pressure of a trial build of ``state`` and what it could not send."""
-    try:
-        result = _trial(run, state, config)
-    except RequiredContextExceedsBudgetError as exc:
-        return _Trial("hard", exc.required_tokens - exc.budget, {})
-    m = result.manifest
-    lost = {e.id: e.tokens for e in m.excluded_items if e.reason in ("low_priority", "over_budget")}
-    for t in m.truncations:
-        lost[t.id] = lost.get(t.id, 0) + t.original_tokens - t.tokens
-    return _Trial("soft" if lost or m.truncations else "none", 0, lost)
-
-
 _CONFIG_KEYS = ("config",)
 """The key of a record's manifest :func:`_last_live_config` reads."""
-_RELIEF_SHARE = 20
-"""Soft to soft, a step must let the build send at least 1/``_RELIEF_SHARE`` of its budget more of
-what it left out (``_relieves``)."""
-
-
-def _relieves(now: _Trial, after: _Trial, replaced: set[str], budget: int) -> bool:
-    """Whether a step that takes a trial build from ``now`` to ``after`` is worth recording: the
-    pressure drops, or, at the same pressure, the build comes measurably nearer to fitting.
-
-    Soft to soft: only when the build sends measurably more (1/``_RELIEF_SHARE`` of the budget)
-    of the content it left out that the step does not stand in for (``replaced``: stubbing a
-    result the build left out anyway makes no room). A step that was merely no worse was
-    recorded: a failing 20,000-line log truncated whatever happens kept the pressure soft, so
-    every build climbed the whole ladder (276 compaction events in 200 builds at 32k, each
-    summary re-summarising the run), and a mask of small results the build had left out took
-    room from the failing log. Hard to hard: when the required content did not grow (a next
-    step may then make it fit; nothing of a ladder that ends under hard pressure is recorded)."""
-    if now.pressure != after.pressure:
-        return _RANK[after.pressure] < _RANK[now.pressure]
-    if now.pressure == "hard":
-        return after.over <= now.over
-    before = sum(tokens for fid, tokens in now.lost.items() if fid not in replaced)
-    return before - sum(after.lost.values()) >= max(1, budget // _RELIEF_SHARE)
-
-
-def _timeline_ids(state: RunState) -> set[str]:
-    return {fid for item in state.timeline() for fid in item.fragment_ids}
-
-
-def _ladder(strategy: Strategy, keep_recent: int) -> list[tuple[Strategy, int, bool, bool]]:
-    """The steps tried in turn, cheap first: (strategy, keep_recent, only while the build cannot
-    be made at all, a summary that may cover the latest user input).
-
-    A summary leaves the latest user input raw, and its cover stops before it; when that is not
-    enough, one more summary covers it too (quoting it with the user's authority): in a run whose
-    user spoke long ago, the groups after the input could never be summarized, and the build
-    dropped the oldest of them for budget, with the deployment ids and failed, unverified deploys
-    they named (a 6k window: for 23 of 60 turns).
-
-    The last, a summary that covers the newest tool group too, is tried only while the build
-    cannot be made at all: the newest group is required (the model reads what its last calls
-    did), and is covered only when it alone keeps the build from being made, e.g. a call whose
-    arguments (a whole file written) outgrow the budget, which no cut may shorten."""
-    steps: list[tuple[Strategy, int]] = [("mask", keep_recent), ("mask", 1)]
-    if strategy == "summary":
-        steps += [("summary", keep_recent), ("summary", 1)]
-    ladder = [(step, keep, False, False) for step, keep in dict.fromkeys(steps)]
-    if strategy == "summary":
-        ladder.append(("summary", 1, False, True))
-    if strategy == "summary" and ("summary", 0) not in steps:
-        ladder.append(("summary", 0, True, False))
-    return ladder
 
 
 class _Session:
@@ -302,7 +207,7 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         last = _last_live_config(session.events) if strategy == "summary" else None
         plans = plan_compactions(session.state, session.events, strategy, keep_recent=keep_recent,
                                  summarizer=summarizer,
-                                 max_summary_tokens=None if last is None else _summary_room(last),
+                                 max_summary_tokens=None if last is None else summary_room(last),
                                  load_text=run.store.cited_text)
         # a summary longer than what it stands for saves nothing (a mask's plan already says so):
         # it would only add required tokens to every later request
@@ -314,7 +219,7 @@ def compact(run: Run, strategy: Strategy = "mask", *, window: int | None = None,
         session.commit()
         return session.report(None, None)
     cfg = config_of(config, window=window, reserve=reserve)
-    before, after = _climb(session, strategy, cfg, keep_recent, summarizer)
+    before, after = climb(session, strategy, cfg, keep_recent, summarizer)
     if after == "hard":  # asked to make the window fit, and it cannot: a mask that saved a
         _raise_unfit(session, state, cfg, "compaction")  # little was appended all the same
     session.commit()
@@ -334,28 +239,18 @@ def _last_live_config(events: Sequence[RecordedEvent]) -> BuildConfig | None:
     return None
 
 
-_SUMMARY_SHARE = 4
-"""A summary made for a window may take up to 1/``_SUMMARY_SHARE`` of its budget whole; past
-that, fewer of its lists' newest entries stay whole (``plan_summary``)."""
-
-
-def _summary_room(config: BuildConfig) -> int:
-    """The tokens a summary made for ``config``'s window may take (:data:`_SUMMARY_SHARE`)."""
-    return max(1, (config.window - config.reserve) // _SUMMARY_SHARE)
-
-
 def _check_last_window(session: _Session, plan: CompactionPlan) -> None:
     """Refuse a summary that would make the run unbuildable at the window of its newest live
     build: it is required content in every later request, and the log is append-only, so such
     a summary could never be taken back (a 4,000-call run built within 24k needed 44k after one).
-    With a window, :func:`_climb` guards the same way."""
+    With a window, :func:`~contextfold.compaction_ladder.climb` guards the same way."""
     config = _last_live_config(session.events)
     if config is None:
         return
-    trial = session.state.snapshot()
-    fold_event(trial, RecordedEvent(session.run.run_id, trial.version + 1, plan.event, ""))
+    tried = session.state.snapshot()
+    fold_event(tried, RecordedEvent(session.run.run_id, tried.version + 1, plan.event, ""))
     try:
-        _trial(session.run, trial, config)
+        trial(session.run, tried, config)
     except RequiredContextExceedsBudgetError as exc:
         if pressure(session.run, session.state, config) == "hard":
             return  # it did not fit before either: the summary makes nothing worse to refuse
@@ -365,37 +260,6 @@ def _check_last_window(session: _Session, plan: CompactionPlan) -> None:
             f"({config.window}, reserve {config.reserve}: a budget of {exc.budget}), which fits now; "
             "nothing was written. Compact with that window (window=, --window), which masks first and "
             "summarizes only what fits, or with strategy mask") from None
-
-
-def _climb(session: _Session, strategy: Strategy, cfg: BuildConfig, keep_recent: int,
-           summarizer: Summarizer | None) -> tuple[Pressure, Pressure]:
-    """Fold the ladder's steps into ``session`` until a trial build of ``cfg`` fits; the
-    pressure before and after."""
-    now = _measure(session.run, session.state, cfg)
-    before = now.pressure
-    for step, keep, last_resort, cover_input in _ladder(strategy, keep_recent):
-        if now.pressure == "none":
-            break
-        if last_resort and now.pressure != "hard":
-            continue
-        plans = plan_compactions(session.state, session.events, step, keep_recent=keep,
-                                 summarizer=summarizer, max_summary_tokens=_summary_room(cfg),
-                                 keep_error=not last_resort, load_text=session.run.store.cited_text,
-                                 cover_input=cover_input)
-        if not plans:
-            continue
-        # recorded only when it relieves the pressure (``_relieves``): a summary is required
-        # content, and a step that changes nothing the request needs only loses detail
-        trial = session.state.snapshot()
-        for plan in plans:  # (a mask either side of the latest error: judged together)
-            fold_event(trial, RecordedEvent(session.run.run_id, trial.version + 1, plan.event, ""))
-        after = _measure(session.run, trial, cfg)
-        replaced = _timeline_ids(session.state) - _timeline_ids(trial)
-        if _relieves(now, after, replaced, cfg.window - cfg.reserve):
-            for plan in plans:
-                session.apply(plan)
-            now = after
-    return before, now.pressure
 
 
 def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,
@@ -422,7 +286,7 @@ def plan_auto_compaction(run: Run, state: RunState, config: BuildConfig, *,
     session = _Session(run, dry_run=True, state=state, summarizer=summarizer)
     for event in recovery_events(session.state, in_flight=config.in_flight):
         session.fold(event)  # first, so the groups they close can be compacted
-    before, after = _climb(session, strategy, config, config.recent_groups, summarizer)
+    before, after = climb(session, strategy, config, config.recent_groups, summarizer)
     if after == "hard":
         _raise_unfit(session, state, config)
     return session.state, session.pending, session.report(before, after)
@@ -438,7 +302,7 @@ def _raise_unfit(session: _Session, state: RunState, config: BuildConfig,
     the required content larger (a summary is required, and may outgrow the input it covers):
     a user reading it saw neither the log nor why it does not fit."""
     try:
-        _trial(session.run, session.state, config)
+        trial(session.run, session.state, config)
     except RequiredContextExceedsBudgetError as exc:
         compacted: RequiredContextExceedsBudgetError = exc
     else:  # pragma: no cover - the ladder reported hard pressure for this very state
@@ -455,7 +319,7 @@ def _raise_unfit(session: _Session, state: RunState, config: BuildConfig,
     else:
         note = f"{what} found no legal cut to compact; nothing was written"
     try:
-        _trial(session.run, plain, config)
+        trial(session.run, plain, config)
     except RequiredContextExceedsBudgetError as exc:
         summaries = {it.fragment_id for it in plain.timeline() if isinstance(it, SummaryItem)}
         largest, tokens = max(exc.required, key=lambda r: r[1])

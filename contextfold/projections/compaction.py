@@ -217,7 +217,7 @@ def plan_compactions(state: RunState, events: Sequence[RecordedEvent], strategy:
     ``cover_input``: a summary covers the latest user input whatever lies after it (none when
     that is the cover it takes anyway): auto-compaction's step for a run whose user spoke long
     ago, where nothing after the input could be summarized and the build dropped the oldest
-    groups for budget, with the ids and failures they named (``compaction_api._ladder``). The
+    groups for budget, with the ids and failures they named (``compaction_ladder.ladder``). The
     summary quotes the input with the user's authority (``fold_summary``).
     """
     check_keep_recent(keep_recent)

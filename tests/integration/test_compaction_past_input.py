@@ -1,5 +1,5 @@
 """Auto-compaction may summarize past the user's latest input when the history after it no longer
-fits (``compaction_api._ladder``'s last ordinary step, ``plan_compactions(cover_input=True)``).
+fits (``compaction_ladder.ladder``'s last ordinary step, ``plan_compactions(cover_input=True)``).
 
 Why: a summary's cover stopped before the latest user input, so that the input stays raw. In a
 run where the user's last word was long ago (a follow-up at turn 3, then dozens of tool calls)

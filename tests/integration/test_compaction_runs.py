@@ -248,7 +248,7 @@ def test_the_error_after_a_failed_auto_compaction_describes_the_log_as_it_is(cf_
         ids = {fid for fid, _ in auto.value.required if fid[0] in "eg" and fid[1:].isdigit()}
         assert ids and ids <= written
         assert auto.value.note is not None and "nothing was written" in auto.value.note
-        # a summary that would make the required content larger is not planned (``_relieves``)
+        # a summary that would make the required content larger is not planned (``relieves``)
         assert "summary of events" not in str(auto.value) and "mask of events" in str(auto.value)
         assert run.version == version
     assert plain.value.note is None
