@@ -37,7 +37,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from contextfold.api import Run
-from contextfold.compaction_ladder import Pressure, climb, pressure, summary_room, trial
+from contextfold.compaction_ladder import Mark, Pressure, climb, pressure, summary_room, trial
 from contextfold.domain.errors import (
     CompactionError,
     InvalidInputError,
@@ -148,6 +148,18 @@ class _Session:
     def apply(self, plan: CompactionPlan) -> None:
         self.fold(plan.event)
         self.plans.append(plan)
+
+    def mark(self) -> Mark:
+        """The session as it is now (``compaction_ladder.Session``)."""
+        return Mark(self.state.snapshot(), len(self._folded), len(self.pending), len(self.plans))
+
+    def events_at(self, mark: Mark) -> list[RecordedEvent]:
+        logged = self.events[:len(self.events) - len(self._folded)] if self._log is None else self._log
+        return [*logged, *self._folded[:mark.folded]]
+
+    def rewind(self, mark: Mark) -> None:
+        self.state = mark.state.snapshot()
+        del self._folded[mark.folded:], self.pending[mark.pending:], self.plans[mark.plans:]
 
     def commit(self) -> None:
         """Append every planned event at once, against the version the plan was made on

@@ -10,15 +10,18 @@ masking was not enough -- summary (same two steps, then one that may cover the l
 input). Each step is tried on a snapshot first and recorded only if it relieves the pressure
 (``relieves``: lower pressure, or measurably nearer to fitting); a step that is merely no worse
 is not recorded (a summary is required content: too big a one could turn soft pressure into a
-hard failure, and one that relieves nothing only loses detail).
+hard failure, and one that relieves nothing only loses detail). A summary step that relieves
+the pressure after another summary step of the same climb replaces it (``climb``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, NamedTuple, Protocol
 
 from contextfold.api import Run
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
+from contextfold.domain.events import HistoryCompacted
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import BuildResult, build_context
@@ -31,11 +34,21 @@ from contextfold.projections.compaction import (
 from contextfold.projections.fold import fold_event
 from contextfold.projections.state import RunState
 
-__all__ = ["Pressure", "Session", "climb", "ladder", "measure", "pressure", "relieves",
+__all__ = ["Mark", "Pressure", "Session", "climb", "ladder", "measure", "pressure", "relieves",
            "summary_room", "trial"]
 
 Pressure = Literal["none", "soft", "hard"]
 _RANK: dict[Pressure, int] = {"none": 0, "soft": 1, "hard": 2}
+
+
+class Mark(NamedTuple):
+    """A session as it was before a step (``Session.mark``): its state, and how many events,
+    pending events and plans it held."""
+
+    state: RunState
+    folded: int
+    pending: int
+    plans: int
 
 
 class Session(Protocol):
@@ -49,6 +62,18 @@ class Session(Protocol):
     def events(self) -> list[RecordedEvent]: ...
 
     def apply(self, plan: CompactionPlan) -> None: ...
+
+    def mark(self) -> Mark:
+        """The session as it is now (its state a snapshot: later steps do not change it)."""
+        ...
+
+    def events_at(self, mark: Mark) -> list[RecordedEvent]:
+        """:attr:`events` as they were at ``mark``."""
+        ...
+
+    def rewind(self, mark: Mark) -> None:
+        """Undo what was folded and planned since ``mark``."""
+        ...
 
 
 def trial(run: Run, state: RunState, config: BuildConfig) -> BuildResult:
@@ -155,29 +180,54 @@ def summary_room(config: BuildConfig) -> int:
 def climb(session: Session, strategy: Strategy, cfg: BuildConfig, keep_recent: int,
           summarizer: Summarizer | None) -> tuple[Pressure, Pressure]:
     """Fold the ladder's steps into ``session`` until a trial build of ``cfg`` fits; the
-    pressure before and after."""
+    pressure before and after.
+
+    A summary step is planned on the session as it was before the summary an earlier step of
+    this climb recorded, if any, and replaces it: each summary step keeps fewer groups raw than
+    the one before (or covers the user's latest input), so its cover holds the earlier one's.
+    Planned on the state the earlier step left, it summarized that summary, and a build whose
+    first summary relieved the pressure without ending it appended two at once, the second
+    covering the first (a 6k window: events 149 and 150, covering 1-138 and 1-142), a record
+    no build ever showed."""
     now = measure(session.run, session.state, cfg)
     before = now.pressure
+    summarized: Mark | None = None  # the session before this climb's summary
     for step, keep, last_resort, cover_input in ladder(strategy, keep_recent):
         if now.pressure == "none":
             break
         if last_resort and now.pressure != "hard":
             continue
-        plans = plan_compactions(session.state, session.events, step, keep_recent=keep,
-                                 summarizer=summarizer, max_summary_tokens=summary_room(cfg),
-                                 keep_error=not last_resort, load_text=session.run.store.cited_text,
-                                 cover_input=cover_input)
+        base = summarized if step == "summary" and summarized is not None else None
+        state, events = (session.state, session.events) if base is None else (
+            base.state, session.events_at(base))
+        plans = plan_compactions(state, events, step, keep_recent=keep, summarizer=summarizer,
+                                 max_summary_tokens=summary_room(cfg), keep_error=not last_resort,
+                                 load_text=session.run.store.cited_text, cover_input=cover_input)
+        if base is not None and not all(_holds(plan, session.events[len(events):]) for plan in plans):
+            continue  # (a narrower cover: never planned so, but nothing may come back raw)
         if not plans:
             continue
         # recorded only when it relieves the pressure (``relieves``): a summary is required
         # content, and a step that changes nothing the request needs only loses detail
-        tried = session.state.snapshot()
+        tried = state.snapshot()
         for plan in plans:  # (a mask either side of the latest error: judged together)
             fold_event(tried, RecordedEvent(session.run.run_id, tried.version + 1, plan.event, ""))
         after = measure(session.run, tried, cfg)
         replaced = _timeline_ids(session.state) - _timeline_ids(tried)
         if relieves(now, after, replaced, cfg.window - cfg.reserve):
+            if base is not None:
+                session.rewind(base)
+            elif step == "summary":
+                summarized = session.mark()
             for plan in plans:
                 session.apply(plan)
             now = after
     return before, now.pressure
+
+
+def _holds(plan: CompactionPlan, replaced: Sequence[RecordedEvent]) -> bool:
+    """Whether ``plan``'s cover holds every compaction among ``replaced`` (the events it would
+    replace)."""
+    cover = plan.event
+    return all(cover.covers_from <= rec.event.covers_from and rec.event.covers_to <= cover.covers_to
+               for rec in replaced if isinstance(rec.event, HistoryCompacted))
