@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextfold.projections.summary_check import CALL_CITE, CALL_ID
 from contextfold.projections.summary_text import CONSTRAINT_LINE
 
-__all__ = ["EARLIER", "SCALES", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls"]
+__all__ = ["EARLIER", "SCALES", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls",
+           "said_once"]
 
 EARLIER = "earlier "
 """How a line of older plain successes of one tool starts (``deterministic_summary``): one per
@@ -240,3 +241,82 @@ def _folded_line(key: str, older: Sequence[tuple[str, int]], events_ref: str,
         elif at:
             line += ", each readable whole there"
     return line
+
+
+_CALL_LINE = re.compile(rf"^call ({CALL_ID}) \(")
+"""A whole entry of ``tool_calls_and_results`` (a folded line opens with its count, a line of
+older successes with ``earlier``): the call it is about."""
+_SIDE_EFFECT = re.compile(rf"^(call ({CALL_ID}) \([^)]*\) at event \d+)((?: \{{arguments [^{{}}]*\}})?): "
+                          r"((?:reported success by the tool|(?:error|lost|cancelled|open): unverified))"
+                          r"((?: \{[^{}]*\})?)$")
+"""A side effect as the skeleton writes it (``summary_skeleton._cited``): its call, the ids its
+arguments hold, the verdict, the ids and state its result gave."""
+
+
+def said_once(fields: Mapping[str, tuple[str, ...]], calls: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """``fields`` (bounded) with each side effect's ids left out where its call's whole line in
+    ``tool_calls_and_results`` says them all: the side effect then names the call, the event its
+    line is at and the verdict (its unverified state is its own). ``calls``: the lines of
+    ``tool_calls_and_results`` before folding.
+
+    Why after folding: a call's line may be folded (its ids capped on the folded line) while its
+    side effect stays whole; the side effect keeps its ids then, and one an earlier summary
+    recorded without them (its call's line was whole there) has them back from that line. A
+    write's ids were written out twice in every request after a compaction (a digest in its
+    arguments: some 45 tokens a time)."""
+    whole = _lines_by_call(fields.get("tool_calls_and_results", ()))
+    before = _lines_by_call(calls)
+    out = dict(fields)
+    out["side_effects"] = tuple(_said_once(entry, whole, before) for entry in fields.get("side_effects", ()))
+    return out
+
+
+def _lines_by_call(lines: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in lines:
+        if (m := _CALL_LINE.match(entry)) is not None:
+            out.setdefault(m.group(1), entry)
+    return out
+
+
+def _said_once(entry: str, whole: Mapping[str, str], before: Mapping[str, str]) -> str:
+    m = _SIDE_EFFECT.match(entry)
+    if m is None:
+        return entry
+    head, call, args, verdict, facts = m.groups()
+    line = whole.get(call)
+    if line is None:  # its line folded: every id its line held, here
+        ids = dict.fromkeys(i.strip() for found in _FACT_IDS.findall(before.get(call, ""))
+                            for i in found.split(","))
+        missing = [i for i in ids if i and not _all_in(f"{{ids: {i}}}", entry)]
+        return entry + (f" {{ids: {', '.join(missing)}}}" if missing else "")
+    return f"{head}{_unsaid(args, line)}: {verdict}{_unsaid(facts, line)}"
+
+
+def _unsaid(braces: str, line: str) -> str:
+    """`` {ids: a, b; says: ...}`` less the ids when ``line`` says them all and what is said: what
+    it says of a state stays (a deploy's "health check: not yet verified" beside its verdict)."""
+    if not braces or not _all_in(braces, line):
+        return braces
+    lead = " {arguments " if braces.startswith(" {arguments ") else " {"
+    said = _parts(braces)[1]
+    return f"{lead}says: {said}}}" if said else ""
+
+
+def _parts(braces: str) -> tuple[list[str], str]:
+    """The ids and the stated text of `` {ids: a, b; says: ...}`` (``summary_text.kept_facts``:
+    the ids first, then what it says, which may hold ``;`` itself)."""
+    body = braces.strip()[1:-1].removeprefix("arguments ") if braces.strip() else ""
+    ids, said = [], ""
+    if body.startswith("ids: "):
+        listed, _, rest = body[5:].partition("; says: ")
+        ids, said = [i.strip() for i in listed.split(",") if i.strip()], rest
+    elif body.startswith("says: "):
+        said = body[6:]
+    return ids, said
+
+
+def _all_in(braces: str, line: str) -> bool:
+    """Whether ``line`` holds each id and the stated text of ``braces`` (`` {ids: a, b; says: ...}``)."""
+    ids, said = _parts(braces)
+    return all(re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", line) for v in [*ids, said] if v)

@@ -41,7 +41,12 @@ from contextfold.projections.masking import writes
 from contextfold.projections.plan_view import plan_steps
 from contextfold.projections.render.runtime_lines import call_ref, ref_text, tool_ref
 from contextfold.projections.state import RunState
-from contextfold.projections.summary_bounds import bounded_fields, earlier_lines, is_earlier_line
+from contextfold.projections.summary_bounds import (
+    bounded_fields,
+    earlier_lines,
+    is_earlier_line,
+    said_once,
+)
 from contextfold.projections.summary_shown import policy_line, required_input_line
 from contextfold.projections.summary_text import (
     STATEMENT_CHARS,
@@ -112,6 +117,18 @@ class _Call:
         return f"call {call_ref(self.call_id)} ({tool_ref(self.name)})"
 
 
+def _cited(call: _Call) -> str:
+    """A side effect's call as its line names it: by the call's line in ``tool_calls_and_results``
+    (``call ID (TOOL) ... at event N``), with the ids its arguments hold, verbatim, not their excerpt.
+
+    Why: a write's arguments were quoted three times, in its call's line, its side effect and (when
+    it failed) its known failure, with the same ids, exit code and refs: two to three times the
+    tokens per write in every request after a compaction. The ids stay whole (the seed, 5.3: ids
+    are not summarised away), so a side effect whose call's line was folded loses none of them."""
+    named = argument_facts(call.arguments)
+    return f"{call.named} at event {call.position}" + (f" {{arguments {named}}}" if named else "")
+
+
 def _note_line(note: RuntimeNote, position: int, run_id: str) -> str:
     """The summary's line for a note the runtime showed the model (not an error), logged at
     ``position``: said to be the runtime's, with its source (``ref_text``), quoted as a user's
@@ -150,11 +167,13 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState, *,
 def bounded_summary(summary: CompactionSummary, events: Sequence[RecordedEvent], state: RunState,
              scale: tuple[float, float]) -> CompactionSummary:
     """``summary`` (unbounded) with each capped list's older entries folded (``bounded_fields``)
-    at ``scale``: trying smaller shares re-folds the lists, not the events."""
+    at ``scale``, then a side effect's ids left out where its call's whole line says them
+    (``said_once``): trying smaller shares re-folds the lists, not the events."""
     last = events[-1].position if events else 0
     ref = f"events://{state.run_id}/{events[0].position if events else 0}-{last}"
     lists = {k: getattr(summary, k) for k in _LISTS}
-    return summary.model_copy(update=bounded_fields(lists, ref, scale))
+    bounded = said_once(bounded_fields(lists, ref, scale), summary.tool_calls_and_results)
+    return summary.model_copy(update=bounded)
 
 
 _LISTS = ("completed_steps", "pending_steps", "decisions", "constraints", "tool_calls_and_results",
@@ -257,10 +276,10 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                 # artifact, the preview the event keeps (the payload's head: what a deploy's log
                 # opens with), the rest read back from the artifact its ref names
                 call.facts = kept_facts(text)
-                if ev.is_error:
+                if ev.is_error:  # (its call's line gives the ref and is_error: ``_cited``)
                     f["known_failures"].append(
-                        f"{call.named} failed at event {pos}:{code} "
-                        f"is_error=true: {said} [{ref}]")
+                        f"{call.named} failed at event {pos}:{code + ':' if code else ''} {said}"
+                        + (f" [artifact:{ev.artifact.hash}]" if ev.artifact else ""))
                 if ev.artifact is not None:
                     f["evidence_refs"].append(f"artifact:{ev.artifact.hash}")
             case ToolResultLost() | ToolCallCancelled():
@@ -312,7 +331,7 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
             verdict = ("reported success by the tool" if call.outcome == "ok"
                        else f"{call.outcome}: unverified")
             verdict += facts  # the ids and the state its result gave
-            f["side_effects"].append(f"{call.named} {args}: {verdict}")
+            f["side_effects"].append(f"{_cited(call)}: {verdict}")
     carried = [e for e in f["tool_calls_and_results"] if is_earlier_line(e)]  # from merged summaries
     f["tool_calls_and_results"] = earlier_lines(carried, older) + [
         e for e in f["tool_calls_and_results"] if not is_earlier_line(e)]

@@ -139,8 +139,8 @@ def test_a_summary_quotes_the_error_of_a_log_kept_as_an_artifact(cf_store: Store
                     ToolResult(call_id=f"c{t}", content=log, is_error=True, exit_code=1)])
     (summary,) = compact(run, "summary", keep_recent=1).events
     failures = summary.summary.known_failures
-    quoted = "is_error=true: E assert 50.98 == 50.97 [event://r-big/"
-    assert failures and all(quoted in f and " artifact:" in f for f in failures)
+    quoted = "exit_code=1: E assert 50.98 == 50.97 [artifact:"
+    assert failures and all(quoted in f for f in failures)
 
 
 def test_an_unknown_strategy_or_a_keep_recent_that_is_no_count_is_a_typed_error(cf_store: Store) -> None:

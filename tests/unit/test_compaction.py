@@ -243,7 +243,8 @@ def test_ids_and_unverified_states_of_successful_calls_survive_summary_compactio
     for kept in (digest, "dep-9931", "rev-77ab12", "CHG-5521", "health check: not yet verified"):
         assert kept in text, kept
     (effect,) = plan.event.summary.side_effects
-    assert "dep-9931" in effect and "not yet verified" in effect
+    (line,) = [e for e in plan.event.summary.tool_calls_and_results if e.startswith("call d1 ")]
+    assert "not yet verified" in effect and "dep-9931" in line  # its ids: in its call's line, once
 
 
 def _summarised_deploy(goal: str, result: ToolResult) -> CompactionSummary:
@@ -267,9 +268,9 @@ def test_ids_a_failed_side_effect_named_survive_summary_compaction() -> None:
                               "rollout started\nERROR: health check timed out after 300s",
         is_error=True, exit_code=1))
     (effect,) = summary.side_effects
-    assert "dep-4411" in effect and "sha256:9f3a2c1d" in effect and "unverified" in effect
+    assert "unverified" in effect
     (line,) = [e for e in summary.tool_calls_and_results if "call d1 " in e]
-    assert "dep-4411" in line and "error" in line
+    assert "dep-4411" in line and "sha256:9f3a2c1d" in line and "error" in line
 
 
 def test_ids_and_unverified_state_of_an_artifact_backed_result_survive_summary_compaction() -> None:
@@ -280,7 +281,7 @@ def test_ids_and_unverified_state_of_an_artifact_backed_result_survive_summary_c
         call_id="d1", content="deployment dep-7788 created; health check: not yet verified\n"
                               + "build step ok\n" * 140, artifact=art, exit_code=0))
     (effect,) = summary.side_effects
-    assert "dep-7788" in effect and "not yet verified" in effect
+    assert "not yet verified" in effect
     (line,) = [e for e in summary.tool_calls_and_results if "call d1 " in e]
     assert "dep-7788" in line and f"artifact:{art.hash}" in line
 
@@ -404,10 +405,11 @@ def test_failed_deployment_keeps_failure_id_and_unverified_and_inference_is_not_
     assert plan is not None
     s = plan.event.summary
     (failure,) = s.known_failures
-    assert "call d1 (deploy)" in failure and "exit_code=2" in failure and "is_error=true" in failure
+    assert failure.startswith("call d1 (deploy) failed at event ") and "exit_code=2" in failure
     assert "dep-7781" in failure
     (effect,) = [e for e in s.side_effects if "d1" in e]
-    assert "dep-7781" in effect and "unverified" in effect
+    (line,) = [e for e in s.tool_calls_and_results if e.startswith("call d1 ")]
+    assert "unverified" in effect and "dep-7781" in line  # its ids: in its call's line, once
     claim = "The deployment succeeded and production is healthy."
     assert [i for i in s.inferences if claim in i]
     for key in ("decisions", "constraints", "tool_calls_and_results", "side_effects",
@@ -511,7 +513,7 @@ def test_a_failure_that_opens_with_a_bare_marker_is_listed_with_what_it_says() -
     plan = plan_compaction(fold(log.records), log.records, "summary", keep_recent=1)
     assert plan is not None
     (failure,) = plan.event.summary.known_failures
-    assert "is_error=true: ERROR: No replacement was performed. Multiple occurrences" in failure
+    assert "failed at event 3: ERROR: No replacement was performed. Multiple occurrences" in failure
 
 
 def test_a_summary_that_saves_nothing_is_not_appended(tmp_path: Path) -> None:

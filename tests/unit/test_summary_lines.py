@@ -101,7 +101,7 @@ def test_a_failure_is_known_by_the_error_the_log_diagnosis_finds(log: str, quote
                            ModelResponse(tool_calls=(ToolCall(call_id="c1", name="sh"),)),
                            ToolResult(call_id="c1", content=log, is_error=True, exit_code=1))
     (failure,) = summary_of(log_events).known_failures
-    assert f"is_error=true: {quoted} [event://" in failure
+    assert failure.endswith(f" exit_code=1: {quoted}"), failure
 
 
 def test_a_goal_read_from_the_first_message_says_it_was_inferred() -> None:

@@ -110,14 +110,16 @@ def test_unverified_side_effects_stay_whole_and_folded_ones_keep_their_ids(room:
                            max_summary_tokens=room)
     assert plan is not None
     s = plan.event.summary
+    (line,) = [e for e in s.tool_calls_and_results if e.startswith("call call_01 ")]
+    assert "dep-7f3a01" in line  # (and said once: the side effect cites its call's line)
     for key in ("side_effects", "tool_calls_and_results"):
         lines = getattr(s, key)
-        assert any(e.startswith("call call_01 ") and "dep-7f3a01" in e for e in lines), lines
+        assert any(e.startswith("call call_01 ") for e in lines), lines
         assert any(e.startswith("call call_02 ") for e in lines), lines
         folded = [e for e in lines if " earlier " in e and "(read back in events://r/" in e]
         assert len(folded) == 1, lines
         assert "{ids: " in folded[0]  # the ids of the folded deploys, verbatim (the newest of them)
-    assert any("dep-7f3a01" in e and "unverified" in e for e in s.side_effects)
+    assert any(e.startswith("call call_01 ") and e.endswith(": error: unverified") for e in s.side_effects)
     assert any(e.startswith("call call_02 ") and "TOOL_RESULT_LOST" in e for e in s.known_failures)
     assert len(s.side_effects) <= 33
     validate_summary(s, covered(log, plan), s, "r")
@@ -138,3 +140,4 @@ def test_the_media_a_user_gave_stay_whole_when_evidence_refs_fold() -> None:
     reads = tuple(f"file://src/m{i}.py@r{i}" for i in range(40))
     out = bounded_fields({"evidence_refs": (shot, *reads)}, "events://r/1-90")
     assert out["evidence_refs"][0].startswith("9 earlier evidence refs") and shot in out["evidence_refs"]
+
