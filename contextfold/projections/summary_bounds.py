@@ -214,15 +214,18 @@ def _folded_line(key: str, older: Sequence[tuple[str, int]], events_ref: str,
     """The one line ``older`` (entries and their :func:`_rank`, oldest first) are folded into: how
     many it stands for, where they are read back, and what of them a later step may need verbatim
     (the calls they cite and the ids they name, those of the least foldable entries first, then
-    the newest; of what users said, the events each message is read back at). The names are
-    capped, so the line stays bounded too."""
+    the newest, and how many it leaves unnamed; of what users said, the events each message is
+    read back at). The names are capped, so the line stays bounded too."""
     named = max(4, int(_CALLS_FOLDED * scale[0]))  # (a small window's summary names fewer)
     # an entry that folded older ones in an earlier summary stands for as many as it says
     count = sum(int(m.group(1)) if (m := _FOLDED.match(e)) else 1 for e, _ in older)
     line = f"{count} earlier {key.replace('_', ' ')} (read back in {events_ref})"
-    cited = _first_named([CALL_CITE.findall(e) for e, _ in older], [r for _, r in older], named)
-    if cited:
-        line += f", the newest: {', '.join(f'call {c}' for c in cited)}"
+    calls = [CALL_CITE.findall(e) for e, _ in older]
+    cited = _first_named(calls, [r for _, r in older], named)
+    if cited:  # (no "the newest": they are picked by rank first, and it named the oldest, failed, calls)
+        unnamed = len({c for found in calls for c in found}) - len(cited)
+        line += f", citing {', '.join(f'call {c}' for c in cited)}" + (
+            f" and {unnamed} more calls" if unnamed else "")
     ids = _first_named([[i.strip() for found in _FACT_IDS.findall(e) for i in found.split(",") if i.strip()]
                         for e, _ in older], [r for _, r in older], named)
     if ids:  # verbatim (the seed, 5.3: deployment ids are not summarised away)

@@ -27,7 +27,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.projections.compaction import CompactionPlan, plan_compaction
 from contextfold.projections.fold import fold
 from contextfold.projections.summary_bounds import bounded_fields
-from contextfold.projections.summary_check import validate_summary
+from contextfold.projections.summary_check import CALL_CITE, validate_summary
 from tests.unit.test_fold import Log
 
 CONSTRAINTS = {1: "Never touch legacy/ledger.py.",
@@ -141,3 +141,23 @@ def test_the_media_a_user_gave_stay_whole_when_evidence_refs_fold() -> None:
     out = bounded_fields({"evidence_refs": (shot, *reads)}, "events://r/1-90")
     assert out["evidence_refs"][0].startswith("9 earlier evidence refs") and shot in out["evidence_refs"]
 
+
+def test_a_folded_line_says_how_it_picked_the_calls_it_names() -> None:
+    """The calls a folded line names are picked by rank (a failed one first), then the newest: the
+    line said "the newest: call w0, call w1, call w2, ..." of the three oldest, which had failed.
+    It now claims no order, and says how many calls it leaves unnamed."""
+    entries = tuple(
+        f"call w{i} (write_file) {{}} at event {i} -> "
+        + ("error exit_code=1 is_error=true" if i < 5 else "ok is_error=false")
+        for i in range(60))
+    out = bounded_fields({"tool_calls_and_results": entries}, "events://r/1-90",
+                         (0.0625, 1.0))["tool_calls_and_results"]
+    folded = out[0]
+    assert folded.startswith("58 earlier tool calls and results (read back in events://r/1-90)")
+    assert "the newest:" not in folded, folded
+    named = CALL_CITE.findall(folded)
+    assert named == ["w0", "w1", "w2", "w59"], folded  # (w3 and w4 stay whole)
+    assert folded.endswith(", citing call w0, call w1, call w2, call w59 and 54 more calls"), folded
+    whole = bounded_fields({"tool_calls_and_results": entries[:6]}, "events://r/1-90",
+                           (0.0625, 1.0))["tool_calls_and_results"]
+    assert whole[0].endswith(", citing call w0, call w1, call w2, call w5"), whole[0]  # all named
