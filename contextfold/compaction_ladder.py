@@ -98,6 +98,9 @@ class _Trial(NamedTuple):
     lost: dict[str, int]
     """Under soft pressure: fragment id -> its tokens the build could not send (left out for
     budget, or cut away by truncation)."""
+    dropped: bool = False
+    """Under soft pressure: whether the build left timeline content out for budget (not only cut
+    some down)."""
 
 
 def measure(run: Run, state: RunState, config: BuildConfig) -> _Trial:
@@ -110,7 +113,8 @@ def measure(run: Run, state: RunState, config: BuildConfig) -> _Trial:
     lost = {e.id: e.tokens for e in m.excluded_items if e.reason in ("low_priority", "over_budget")}
     for t in m.truncations:
         lost[t.id] = lost.get(t.id, 0) + t.original_tokens - t.tokens
-    return _Trial("soft" if lost or m.truncations else "none", 0, lost)
+    dropped = any(e.reason in ("low_priority", "over_budget") for e in m.excluded_items)
+    return _Trial("soft" if lost or m.truncations else "none", 0, lost, dropped)
 
 
 _RELIEF_SHARE = 20
@@ -118,7 +122,8 @@ _RELIEF_SHARE = 20
 what it left out (``relieves``)."""
 
 
-def relieves(now: _Trial, after: _Trial, replaced: set[str], budget: int) -> bool:
+def relieves(now: _Trial, after: _Trial, replaced: set[str], budget: int, *,
+             summary: bool = False) -> bool:
     """Whether a step that takes a trial build from ``now`` to ``after`` is worth recording: the
     pressure drops, or, at the same pressure, the build comes measurably nearer to fitting.
 
@@ -129,7 +134,16 @@ def relieves(now: _Trial, after: _Trial, replaced: set[str], budget: int) -> boo
     every build climbed the whole ladder (276 compaction events in 200 builds at 32k, each
     summary re-summarising the run), and a mask of small results the build had left out took
     room from the failing log. Hard to hard: when the required content did not grow (a next
-    step may then make it fit; nothing of a ladder that ends under hard pressure is recorded)."""
+    step may then make it fit; nothing of a ladder that ends under hard pressure is recorded).
+
+    A ``summary`` after which the build leaves nothing out for budget, where it left groups out
+    before, relieves too, whatever a truncated log loses: the summary brings what the build
+    dropped back into the request. Without it, a failing log truncated whatever happens kept the
+    pressure soft, the summary (required) took room from that log, and the build dropped the
+    oldest groups after the user's input instead, with their deployment ids and failed, unverified
+    deploys (a 6k window, a 20,000-line failing log: 5 deploys gone from the request)."""
+    if summary and now.pressure == after.pressure == "soft" and now.dropped and not after.dropped:
+        return True
     if now.pressure != after.pressure:
         return _RANK[after.pressure] < _RANK[now.pressure]
     if now.pressure == "hard":
@@ -214,7 +228,7 @@ def climb(session: Session, strategy: Strategy, cfg: BuildConfig, keep_recent: i
             fold_event(tried, RecordedEvent(session.run.run_id, tried.version + 1, plan.event, ""))
         after = measure(session.run, tried, cfg)
         replaced = _timeline_ids(session.state) - _timeline_ids(tried)
-        if relieves(now, after, replaced, cfg.window - cfg.reserve):
+        if relieves(now, after, replaced, cfg.window - cfg.reserve, summary=step == "summary"):
             if base is not None:
                 session.rewind(base)
             elif step == "summary":

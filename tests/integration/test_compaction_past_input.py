@@ -70,3 +70,38 @@ def test_ids_after_an_old_user_input_survive_small_window_auto_compaction(cf_sto
     assert any(s.covers_to > follow_up for s in summaries)
     for turn in range(2, run.next_turn()):
         assert run.replay(turn).ok, turn
+
+
+def test_ids_after_an_old_input_survive_beside_a_huge_failing_log(cf_store: Store) -> None:
+    """A summary that brings what the build dropped back into the request is recorded, though a
+    huge failing log (the latest error, truncated whatever happens) keeps the pressure soft
+    (``compaction_ladder.relieves``): it was not (the summary took room from the log, so the build
+    sent no more tokens), and the build dropped five deploys, their ids and failures with them."""
+    huge = "\n".join(f"{i:05d} FAILED tests/test_m{i}.py::test_case - AssertionError" for i in range(20_000))
+    run = cf_store.run("huge-log")
+    run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
+    deploys: list[str] = []
+    for t in range(1, 52):
+        if t == 3:
+            run.append(UserInput(FOLLOW_UP))
+        if t == 50:  # the failing test run the model is fixing
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id="t50", name="pytest", arguments="{}"),)),
+                       ToolResult(call_id="t50", content=huge, is_error=True, exit_code=1))
+        elif t % 3 == 0:
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"d{t}", name="deploy",
+                                                          arguments='{"env": "staging"}'),)),
+                       ToolResult(call_id=f"d{t}", content=f"Created deployment dep-{t:04d}\n"
+                                  f"ERROR: health check timed out\n{LOG}", is_error=True, exit_code=1))
+            deploys += [f"d{t}", f"dep-{t:04d}"]
+        else:
+            pods = ToolCall(call_id=f"c{t}", name="shell", arguments='{"cmd": "kubectl get pods"}')
+            run.append(ModelResponse(text=f"checking {t}", tool_calls=(pods,)),
+                       ToolResult(call_id=f"c{t}", content=f"pods {t}\n{LOG}", exit_code=0))
+        built = build(run, "anthropic", window=6_000, reserve=1_000)
+        text = joined_strings(built.request)
+        lost = [i for i in deploys if not re.search(rf"(?<![\w-]){i}(?![\w-])", text)]
+        assert not lost, (t, lost)
+        if t == 50:
+            assert built.manifest.truncations and "00000 FAILED" in text  # the log, cut down, is sent
+    for turn in range(45, run.next_turn()):
+        assert run.replay(turn).ok, turn
