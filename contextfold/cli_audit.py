@@ -31,6 +31,7 @@ from contextfold.cli import register, store_for
 from contextfold.cli_build import (
     EXCLUDED_SHOWN,
     PROVIDER_CHOICES,
+    RECORD_CHECK_HELP,
     excluded_count,
     manifest_table,
     record_choice,
@@ -221,11 +222,7 @@ def _configure_audit(p: argparse.ArgumentParser) -> None:
                    help=f"with --turn: list the newest N excluded fragments of each reason (default "
                         f"{EXCLUDED_SHOWN}; 'all' lists every one), as manifest does")
     p.add_argument("--record", type=record_choice, default=None, metavar="first|last|K",
-                   help="with --turn: which of the turn's context_built records to check: first, last, "
-                        "or K (1-based, in log order); default: the first. A turn holds several when it "
-                        "was built again, e.g. smaller after the provider refused the first request as "
-                        "too long: the last is the one sent. A record the turn does not have is "
-                        "RecordNotFoundError (exit 2)")
+                   help=f"with --turn: {RECORD_CHECK_HELP}")
     config_args(p)
 
 

@@ -155,6 +155,11 @@ RECORD_HELP = ("which of the turn's context_built records to read: first, last, 
                "the request rebuilt from the log. A record the turn does not have is "
                "RecordNotFoundError (exit 2)")
 
+RECORD_CHECK_HELP = ("which of the turn's context_built records to check: first, last, or K (1-based, in "
+                     "log order); default: the first. A turn holds several when it was built again, e.g. "
+                     "smaller after the provider refused the first request as too long: the last is the "
+                     "one sent. A record the turn does not have is RecordNotFoundError (exit 2)")
+
 
 def record_choice(text: str) -> RecordChoice:
     """An argparse ``type``: ``first``, ``last`` or a 1-based index (a usage error otherwise)."""
@@ -402,11 +407,7 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
                         "record, 3 when the log or an artifact it cites is damaged (e.g. replay RUN "
                         "--turn 3 --verify)")
     p.add_argument("--record", type=record_choice, default=None, metavar="first|last|K",
-                   help="with --verify: which of the turn's context_built records to check: first, last, "
-                        "or K (1-based, in log order); default: the first. A turn holds several when it "
-                        "was built again, e.g. smaller after the provider refused the first request as "
-                        "too long: the last is the one sent. A record the turn does not have is "
-                        "RecordNotFoundError (exit 2)")
+                   help=f"with --verify: {RECORD_CHECK_HELP}")
 
 
 def _handle_replay(args: argparse.Namespace) -> int:
