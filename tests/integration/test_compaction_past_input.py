@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from contextfold.api import Store, open_store
+from contextfold.api import Run, Store, open_store
 from contextfold.compaction_api import build
 from contextfold.domain.events import (
     HistoryCompacted,
@@ -41,6 +41,21 @@ def cf_store(store_url: str) -> Iterator[Store]:
     s.close()
 
 
+def _agent_turn(run: Run, t: int) -> list[str]:
+    """Turn ``t`` of a deploy agent: every third a failed deploy that left a deployment behind
+    (its call id and deployment id returned: what a request must not lose), else a pods check."""
+    if t % 3 == 0:
+        run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"d{t}", name="deploy",
+                                                      arguments='{"env": "staging"}'),)),
+                   ToolResult(call_id=f"d{t}", content=f"Created deployment dep-{t:04d}\n"
+                              f"ERROR: health check timed out\n{LOG}", is_error=True, exit_code=1))
+        return [f"d{t}", f"dep-{t:04d}"]
+    pods = ToolCall(call_id=f"c{t}", name="shell", arguments='{"cmd": "kubectl get pods"}')
+    run.append(ModelResponse(text=f"checking {t}", tool_calls=(pods,)),
+               ToolResult(call_id=f"c{t}", content=f"pods {t}\n{LOG}", exit_code=0))
+    return []
+
+
 def test_ids_after_an_old_user_input_survive_small_window_auto_compaction(cf_store: Store) -> None:
     run = cf_store.run("after-input")
     run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
@@ -48,16 +63,7 @@ def test_ids_after_an_old_user_input_survive_small_window_auto_compaction(cf_sto
     for t in range(1, 31):
         if t == 3:
             run.append(UserInput(FOLLOW_UP))
-        if t % 3 == 0:  # a failed deploy that left a deployment behind
-            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"d{t}", name="deploy",
-                                                          arguments='{"env": "staging"}'),)),
-                       ToolResult(call_id=f"d{t}", content=f"Created deployment dep-{t:04d}\n"
-                                  f"ERROR: health check timed out\n{LOG}", is_error=True, exit_code=1))
-            deploys += [f"d{t}", f"dep-{t:04d}"]
-        else:
-            pods = ToolCall(call_id=f"c{t}", name="shell", arguments='{"cmd": "kubectl get pods"}')
-            run.append(ModelResponse(text=f"checking {t}", tool_calls=(pods,)),
-                       ToolResult(call_id=f"c{t}", content=f"pods {t}\n{LOG}", exit_code=0))
+        deploys += _agent_turn(run, t)
         text = joined_strings(build(run, "anthropic", window=6_000, reserve=1_000).request)
         lost = [i for i in deploys if not re.search(rf"(?<![\w-]){i}(?![\w-])", text)]
         assert not lost, (t, lost)
@@ -87,16 +93,8 @@ def test_ids_after_an_old_input_survive_beside_a_huge_failing_log(cf_store: Stor
         if t == 50:  # the failing test run the model is fixing
             run.append(ModelResponse(tool_calls=(ToolCall(call_id="t50", name="pytest", arguments="{}"),)),
                        ToolResult(call_id="t50", content=huge, is_error=True, exit_code=1))
-        elif t % 3 == 0:
-            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"d{t}", name="deploy",
-                                                          arguments='{"env": "staging"}'),)),
-                       ToolResult(call_id=f"d{t}", content=f"Created deployment dep-{t:04d}\n"
-                                  f"ERROR: health check timed out\n{LOG}", is_error=True, exit_code=1))
-            deploys += [f"d{t}", f"dep-{t:04d}"]
         else:
-            pods = ToolCall(call_id=f"c{t}", name="shell", arguments='{"cmd": "kubectl get pods"}')
-            run.append(ModelResponse(text=f"checking {t}", tool_calls=(pods,)),
-                       ToolResult(call_id=f"c{t}", content=f"pods {t}\n{LOG}", exit_code=0))
+            deploys += _agent_turn(run, t)
         built = build(run, "anthropic", window=6_000, reserve=1_000)
         text = joined_strings(built.request)
         lost = [i for i in deploys if not re.search(rf"(?<![\w-]){i}(?![\w-])", text)]
@@ -104,4 +102,33 @@ def test_ids_after_an_old_input_survive_beside_a_huge_failing_log(cf_store: Stor
         if t == 50:
             assert built.manifest.truncations and "00000 FAILED" in text  # the log, cut down, is sent
     for turn in range(45, run.next_turn()):
+        assert run.replay(turn).ok, turn
+
+
+def test_one_auto_compaction_appends_one_summary(cf_store: Store) -> None:
+    """One auto-compaction appends at most one summary (``compaction_ladder.climb``). The ladder's
+    summary steps keep fewer groups raw, one after the other (three, then one, then one past the
+    user's latest input); each was planned on the state the step before had left, so when two of
+    them relieved the pressure the build appended two summaries at once, the second covering the
+    first (positions 149 and 150, covering 1-138 and 1-142): a record no build ever showed. A later
+    summary step that relieves the pressure now replaces the one planned before it."""
+    run = cf_store.run("one-summary")
+    run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
+    deploys: list[str] = []
+    per_build: list[list[HistoryCompacted]] = []
+    for t in range(1, 41):
+        if t == 10:
+            run.append(UserInput(FOLLOW_UP))
+        deploys += _agent_turn(run, t)
+        version = run.version
+        text = joined_strings(build(run, "anthropic", window=6_000, reserve=1_000).request)
+        per_build.append([r.event for r in run.events()
+                          if r.position > version and isinstance(r.event, HistoryCompacted)
+                          and r.event.strategy == "summary"])
+        assert all(i in text for i in deploys), (t, [i for i in deploys if i not in text])
+    assert sum(map(len, per_build)) >= 3  # the run was compacted by summaries, more than once
+    assert all(len(appended) <= 1 for appended in per_build), [
+        (t, [(s.covers_from, s.covers_to) for s in appended])
+        for t, appended in enumerate(per_build, 1) if len(appended) > 1]
+    for turn in range(2, run.next_turn()):
         assert run.replay(turn).ok, turn
