@@ -51,7 +51,8 @@ of these as one alternation, the first that matches at a place winning."""
 _ID_SCAN = re.compile("|".join(_ID_SHAPES[:3]) + r"|(?P<joined>\b[A-Za-z])")
 """The first three shapes, and where the last one (a joined id) may start."""
 _JOINED_RUN = re.compile(r"[A-Za-z0-9]*+(?:[-_][A-Za-z0-9]++)*+")
-_JOINED_TAIL = re.compile(r"[-_](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{3,}\b")
+_JOINED_TAIL = re.compile(r"[-_](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{3,}(?![A-Za-z0-9])")
+"""A segment an id's run must hold: three or more letters or digits, one a digit, whole."""
 _UNVERIFIED = re.compile(r"^.*\b(?:not (?:yet )?verified|unverified|unconfirmed|not confirmed)\b.*$",
                          re.IGNORECASE | re.MULTILINE)
 _IDENTIFIERS_KEPT = 6
@@ -201,10 +202,16 @@ def identifiers(text: str) -> list[str]:
     a summary, 17.6 s at 40 KB.
 
     The same matches, in one pass: the other shapes, and where a joined id may start, are found
-    by one regex. A joined id ends after the last segment of its run (``[-_]`` and three or
-    more letters or digits, one a digit, then a word boundary), the one the greedy regex backs
-    off to; a start later in the same run has the same run's end, so each run is read once,
-    and the id from a start is the text up to that segment's end, if the segment lies after it."""
+    by one regex. A joined id is a run of segments joined by ``-`` or ``_`` holding, after its
+    first, a segment of three or more letters or digits, one a digit; a start later in the same
+    run has the same run's end, so each run is read once, and the id from a start is the text up
+    to the run's end, if such a segment lies after it.
+
+    Why to the run's end, not that segment's: ``rel-2024-11`` and ``build_2024_11`` are one id
+    each; cut after their last such segment they were ``rel-2024`` (an id that never existed,
+    quoted in summaries as if it had: the seed, 5.3) and nothing at all (``_2024`` is followed by
+    a word character). A run followed by a letter outside ASCII (``dep-9931é``) ends its id at its
+    last such segment."""
     found: list[str] = []
     run_start = run_end = tail_start = tail_end = -1  # the joined run last read, its last tail
     at = 0
@@ -222,6 +229,8 @@ def identifiers(text: str) -> list[str]:
             # lies beyond the run
             for tail in _JOINED_TAIL.finditer(text, start, run_end + 1):
                 tail_start, tail_end = tail.span()
+            if tail_start >= 0 and (run_end == len(text) or not text[run_end].isalnum()):
+                tail_end = run_end  # the id is the whole run: rel-2024-11, build_2024_11
         if tail_start > start:
             found.append(text[start:tail_end])
             at = tail_end

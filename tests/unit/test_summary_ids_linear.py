@@ -26,8 +26,10 @@ ID_REGEX = re.compile(
     r"\bsha256:[0-9a-f]{8,64}\b"
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"
-    r"|\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{3,}\b")
-"""The id regex as documented (the reference)."""
+    r"|\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{3,}(?![A-Za-z0-9])"
+    r"(?:(?:[-_][A-Za-z0-9]+)*+(?![^\W_]))?")
+"""The id regex as documented (the reference): a joined id runs to the end of its run of segments
+(``rel-2024-11``, ``build_2024_11``) unless a letter or digit outside ASCII follows it."""
 
 REALISTIC = [
     "rolled out deployment dep-9931 (rev-77ab12)\nhealth check: not yet verified",
@@ -57,7 +59,7 @@ def test_realistic_ids_are_found_as_the_regex_finds_them(text: str) -> None:
 def test_the_ids_a_summary_keeps_are_the_regexs() -> None:
     text = "\n".join(REALISTIC)
     expected = list(dict.fromkeys(ID_REGEX.findall(text)))[:6]
-    assert expected == ["dep-9931", "rev-77ab12", "req-7f3a", "CHG-5521", "pr-1234", "release-2024"]
+    assert expected == ["dep-9931", "rev-77ab12", "build_2024_11", "req-7f3a", "CHG-5521", "pr-1234"]
     assert kept_facts(text) == f"ids: {', '.join(expected)}; says: health check: not yet verified"
 
 
@@ -126,3 +128,17 @@ def test_a_long_slug_list_is_summarised_in_linear_work() -> None:
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == "ids: dep-9931"
+
+
+@pytest.mark.parametrize(("text", "ids"), [
+    ("released rel-2024-11 to staging", ["rel-2024-11"]),  # was rel-2024: an id that never existed
+    ("artifact build_2024_11 uploaded", ["build_2024_11"]),  # was none: _2024 is followed by _
+    ("release-2024-11-05 tagged", ["release-2024-11-05"]),
+    ("rolled out dep-9931.", ["dep-9931"]),
+    ("dep-9931é", ["dep-9931"]),  # a letter outside ASCII after the run: the id ends at its segment
+    ("us-east-1 and pr-12", []),  # no segment of three with a digit: not ids
+])
+def test_a_joined_id_is_its_whole_run_of_segments(text: str, ids: list[str]) -> None:
+    """The seed (5.3): ids are not summarised away, nor quoted wrong. Cut after its last segment
+    of three or more with a digit, ``rel-2024-11`` was kept as ``rel-2024``."""
+    assert summary_text.identifiers(text) == ids
