@@ -76,7 +76,8 @@ def test_an_append_behind_another_writers_lock_is_busy_after_lock_timeout(store_
                 store.append("agent-run", [UserInput("next turn")])
             took = time.monotonic() - started
         assert isinstance(raised.value, StoreUnavailableError)  # retry later: exit 4
-        assert 0.4 < took < 5, took
+        # the URL's 0.5 s, not the 30 s default nor forever (no tighter bound: a loaded machine is slow)
+        assert 0.4 < took < 25, took
         store.append("agent-run", [UserInput("next turn")])  # the lock released: it goes through
         assert [r.position for r in store.read("agent-run")] == [1]
 
@@ -87,6 +88,8 @@ def test_a_stopped_writers_lock_is_released_by_the_server_and_the_others_go_thro
     after the table lock: its session, idle in that transaction for a third of the lock
     timeout, is ended by the server, and another process's append goes through."""
     stalled_url = with_options(pg_url, "lock_timeout=3")  # its session is ended after 1 s idle
+    # the other waits up to 8 s for the lock and the stopped writer holds it for 60: the other goes
+    # through only because the server ended the stopped session (~1 s); no time is asserted
     with EventStore(stalled_url) as writer, EventStore(with_options(pg_url, "lock_timeout=8")) as other:
         writer.append("import-run", [UserInput("before")])
         recorder = writer.backend.recorder
@@ -96,7 +99,7 @@ def test_a_stopped_writers_lock_is_released_by_the_server_and_the_others_go_thro
         def stopped(*args: Any, **kwargs: Any) -> Any:  # after LOCK TABLE and INSERT, before COMMIT
             if not locked.is_set():
                 locked.set()
-                release.wait(10)
+                release.wait(60)
             return original(*args, **kwargs)
 
         recorder._fetch_ids_after_insert_events = stopped
@@ -113,9 +116,7 @@ def test_a_stopped_writers_lock_is_released_by_the_server_and_the_others_go_thro
         thread.start()
         try:
             assert locked.wait(10)
-            started = time.monotonic()
-            other.append("agent-run", [UserInput("next turn")])
-            assert time.monotonic() - started < 6  # ~1 s: the stopped session was ended
+            other.append("agent-run", [UserInput("next turn")])  # StoreBusyError had the session held
         finally:
             release.set()
             thread.join(20)
