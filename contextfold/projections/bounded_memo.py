@@ -41,10 +41,7 @@ def str_bytes(text: str) -> int:
 
 def text_bytes(*texts: str) -> int:
     """The bytes ``texts`` take (:func:`str_bytes`) and an entry's."""
-    total = ENTRY_BYTES
-    for text in texts:
-        total += STR_BYTES + (len(text) if text.isascii() else 4 * len(text))
-    return total
+    return ENTRY_BYTES + sum(map(str_bytes, texts))
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -285,7 +285,7 @@ def check_observation(turn: int, input_tokens: int, windows: Sequence[int],
 
 
 def uncached_only(turn: int, usage: UsageObserved, estimate: int, provider: str | None) -> str | None:
-    """What to warn of (a :class:`~contextfold.domain.errors.UsageWarning`) when ``usage`` looks
+    """What to warn of (a :class:`~contextfold.usage_api.UsageWarning`) when ``usage`` looks
     like Anthropic's ``input_tokens`` alone for the turn's newest record (``estimate`` tokens built
     for ``provider``), or None.
 
