@@ -56,6 +56,11 @@ def _agent_turn(run: Run, t: int) -> list[str]:
     return []
 
 
+def _lost(ids: list[str], text: str) -> list[str]:
+    """The ids ``text`` does not name as whole ids (``d3`` is not named by ``d30``)."""
+    return [i for i in ids if not re.search(rf"(?<![\w-]){i}(?![\w-])", text)]
+
+
 def test_ids_after_an_old_user_input_survive_small_window_auto_compaction(cf_store: Store) -> None:
     run = cf_store.run("after-input")
     run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
@@ -65,7 +70,7 @@ def test_ids_after_an_old_user_input_survive_small_window_auto_compaction(cf_sto
             run.append(UserInput(FOLLOW_UP))
         deploys += _agent_turn(run, t)
         text = joined_strings(build(run, "anthropic", window=6_000, reserve=1_000).request)
-        lost = [i for i in deploys if not re.search(rf"(?<![\w-]){i}(?![\w-])", text)]
+        lost = _lost(deploys, text)
         assert not lost, (t, lost)
         assert (t < 3 or FOLLOW_UP in text) and "Never touch prod." in text, t
     summaries = [r.event for r in run.events()
@@ -97,7 +102,7 @@ def test_ids_after_an_old_input_survive_beside_a_huge_failing_log(cf_store: Stor
             deploys += _agent_turn(run, t)
         built = build(run, "anthropic", window=6_000, reserve=1_000)
         text = joined_strings(built.request)
-        lost = [i for i in deploys if not re.search(rf"(?<![\w-]){i}(?![\w-])", text)]
+        lost = _lost(deploys, text)
         assert not lost, (t, lost)
         if t == 50:
             assert built.manifest.truncations and "00000 FAILED" in text  # the log, cut down, is sent
