@@ -1,0 +1,180 @@
+"""Our token estimate of recorded requests against what their providers counted.
+
+Why: the builder selects under ``window - reserve`` by its own estimate (tiktoken plus framing
+prices), and a provider bills by its tokenizer. An estimate above the provider's count makes
+every budget smaller than it need be; one below it lets a request overflow. pydantic-ai's
+cassettes (``../shared/traces/pydantic-ai-cassettes``) hold real requests with the provider's
+``usage`` in their responses: the ground truth to measure the estimate against. Shared by
+``scripts/measure_estimates.py`` (the table) and ``test_estimates.py`` (the bounds).
+
+Each request with a usage report is imported whole (its own body: the history it sent), folded
+and built for its provider and model at a 1M window with every tool allowed, as
+``test_cassettes`` does. Two ratios per request:
+
+- ``raw``: the provider's count / our estimate. It compares two different requests: ours adds
+  what the recorded one does not hold (each tool result in a ``<data>`` block, a declaration for
+  a tool the history calls but the body never declared), so it is below 1 even for an exact
+  estimate;
+- ``adjusted``: (the provider's count + what ours adds) / our estimate, what ours adds being the
+  tokens of our request's texts and tool declarations less the recorded request's, counted with
+  the build's encoding (:func:`sent_tokens`): the provider's count of the request we would send,
+  as near as can be known offline. Ids, opaque reasoning (Gemini's ``thoughtSignature``, OpenAI's
+  ``encrypted_content``) and media are sent as recorded, so they are left out of the difference.
+
+Left out (:func:`server_side`): requests whose usage counts work done on the provider's side
+(Anthropic's server tools and compaction, OpenAI's tool search and stored conversations): their
+count is of requests the body does not show.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contextfold.domain.manifest import BuildConfig, ContextManifest
+from contextfold.importers import parse
+from contextfold.projections.builder import build_context
+from contextfold.projections.fold import fold
+from contextfold.projections.render import render
+from contextfold.projections.tokens import get_counter
+from tests.integration.test_cassettes import CASSETTES, GENEROUS_WINDOW, _record, provider_of
+
+__all__ = ["Measured", "measure_all", "ratios", "sent_tokens", "server_side", "usage_of"]
+
+_IDS = frozenset({"id", "call_id", "tool_call_id", "tool_use_id"})
+_OPAQUE = frozenset({"thoughtSignature", "signature", "encrypted_content", "data", "url", "file_data",
+                     "image_url"})
+_NOT_TEXT = frozenset({"model", "role", "type", "mimeType", "media_type", "detail", "status", "stream",
+                       "cache_control", "tool_choice", "max_tokens", "max_completion_tokens",
+                       "max_output_tokens", "maxOutputTokens"})
+
+
+def usage_of(provider: str, response: Any) -> int | None:
+    """The whole prompt's input tokens a response body reports (cached ones included), or None."""
+    if not isinstance(response, dict):
+        return None
+    usage = response.get("usageMetadata" if provider == "gemini" else "usage")
+    if not isinstance(usage, dict):
+        return None
+    if provider == "openai-chat":
+        return usage.get("prompt_tokens")
+    if provider == "openai-responses":
+        return usage.get("input_tokens")
+    if provider == "anthropic":
+        return (usage.get("input_tokens") or 0) + (usage.get("cache_read_input_tokens") or 0) + (
+            usage.get("cache_creation_input_tokens") or 0)
+    return usage.get("promptTokenCount")
+
+
+def server_side(provider: str, body: dict[str, Any], response: dict[str, Any]) -> str | None:
+    """Why the provider's count is of more than ``body`` shows, or None."""
+    if body.get("previous_response_id") or body.get("conversation"):
+        return "the history is stored on the provider's side"
+    if body.get("context_management"):
+        return "the provider compacts the history"
+    tools = body.get("tools") or []
+    if provider == "anthropic":
+        if any(isinstance(t, dict) and t.get("type") not in (None, "custom") for t in tools):
+            return "Anthropic server tools"
+        if (response.get("usage") or {}).get("server_tool_use"):
+            return "Anthropic server tools"
+    if provider == "openai-responses" and any(
+            isinstance(t, dict) and t.get("type") not in (None, "function") for t in tools):
+        return "OpenAI hosted tools"
+    return None
+
+
+def _texts(node: Any, key: str | None, out: list[str]) -> None:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k not in _IDS and k not in _OPAQUE and k not in _NOT_TEXT:
+                _texts(v, k, out)
+    elif isinstance(node, list):
+        for v in node:
+            _texts(v, key, out)
+    elif isinstance(node, str) and node:
+        out.append(node)
+
+
+def sent_tokens(body: dict[str, Any], encoding: str) -> int:
+    """The tokens of a request body's texts and tool declarations (compact JSON), ids, opaque
+    reasoning, media and request options aside: what differs between our request and the
+    recorded one (module docstring)."""
+    count = get_counter(encoding).count
+    tools = body.get("tools")
+    rest = {k: v for k, v in body.items() if k != "tools"}
+    texts: list[str] = []
+    _texts(rest, None, texts)
+    tool_tokens = count(json.dumps(tools, separators=(",", ":"), ensure_ascii=False)) if tools else 0
+    return sum(map(count, texts)) + tool_tokens
+
+
+@dataclass(frozen=True)
+class Measured:
+    cassette: str
+    index: int
+    provider: str
+    model: str
+    observed: int
+    estimate: int
+    added: int
+    """Our request's ``sent_tokens`` less the recorded one's."""
+    manifest: ContextManifest
+    excluded: str | None
+
+    @property
+    def raw(self) -> float:
+        return self.observed / self.estimate
+
+    @property
+    def adjusted(self) -> float:
+        return (self.observed + self.added) / self.estimate
+
+
+def _requests(root: Path) -> Iterator[tuple[str, int, str, dict[str, Any], Any, str]]:
+    yaml = importlib.import_module("yaml")  # pyyaml ships no type stubs
+    for path in sorted(root.rglob("*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for n, it in enumerate(doc["interactions"]):
+            req = it["request"]
+            provider = provider_of(req["uri"])
+            if req["method"] == "POST" and provider and isinstance(req.get("parsed_body"), dict):
+                yield (str(path.relative_to(root)), n, provider, req["parsed_body"],
+                       it["response"].get("parsed_body"), req["uri"])
+
+
+def measure_all(root: Path = CASSETTES) -> list[Measured]:
+    """Every recorded request with a usage report that imports (a continuation's body holds
+    calls answered in a history it does not carry: not importable, and left out anyway)."""
+    out = []
+    for cassette, n, provider, body, response, uri in _requests(root):
+        observed = usage_of(provider, response)
+        if not observed:
+            continue
+        model = body.get("model") or uri.split("models/")[-1].split(":")[0]
+        try:
+            events = parse(json.dumps(body).encode(), format=provider, source=f"{cassette}#{n}")
+        except Exception:  # a continuation: see the docstring
+            continue
+        state = fold(_record("cassette", events))
+        config = BuildConfig(provider=provider, model=model, window=GENEROUS_WINDOW, reserve=8_000,
+                             max_tools=1_000)
+        result = build_context(state, config, render=lambda c, p, m: render(c, p, max_tokens=m))
+        manifest = result.manifest
+        added = sent_tokens(result.request, manifest.encoding) - sent_tokens(body, manifest.encoding)
+        out.append(Measured(cassette, n, provider, model, observed, manifest.selected_tokens, added,
+                            manifest, server_side(provider, body, response)))
+    return out
+
+
+def ratios(values: list[float]) -> tuple[float, float, float]:
+    """(median, p10, p90) of ``values`` (``statistics.quantiles``, inclusive)."""
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    deciles = statistics.quantiles(values, n=10, method="inclusive")
+    return statistics.median(values), deciles[0], deciles[-1]
