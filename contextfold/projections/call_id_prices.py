@@ -14,15 +14,37 @@ from contextfold.domain.fragments import ToolCallBlock
 from contextfold.projections.entries import Response, ToolAnswer
 from contextfold.projections.fold_content import answer_frame_of
 from contextfold.projections.framing import MESSAGE_OVERHEAD
+from contextfold.projections.model_family import model_family
 from contextfold.projections.reasoning import NEUTRAL
 from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
 from contextfold.projections.state import RunState
 from contextfold.projections.timeline_items import CallSlot, ToolGroup
 
-__all__ = ["call_id_tokens", "split_reply_tokens"]
+__all__ = ["CHAT_CALL_FRAMING", "call_id_tokens", "chat_ids_unsent", "split_reply_tokens"]
+
+CHAT_CALL_FRAMING = 12
+"""What a tool call costs an OpenAI model's Chat Completions request besides its name and its
+arguments, in place of its ids (:func:`chat_ids_unsent`). Measured on pydantic-ai's recorded
+requests (``tests/integration/test_estimates.py``): ``usage.prompt_tokens`` less the OpenAI
+cookbook's count of the request without ids is 6-8 tokens a call for gpt-4o and 3-11 for
+gpt-5.4-mini; 12 is above every one of them."""
 
 
-def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[str], int]) -> int:
+def chat_ids_unsent(provider: str, model: str | None) -> bool:
+    """Whether a request for ``provider`` and ``model`` is billed without its call ids: OpenAI's
+    Chat Completions serving an OpenAI model (``model_family``). Why: the ids are the API's
+    bookkeeping, not text the model reads. Measured on every recorded Chat request of pydantic-ai's
+    cassettes with calls (gpt-4o, gpt-5.4-mini): the cookbook's count without the ids is within
+    11 tokens a call of the provider's, with them 25-30 tokens a call above it, so each call was
+    priced ~20 tokens above what it cost (cl100k_base: an OpenAI id is ~15 tokens, sent twice).
+    Anything else keeps the ids priced: another vendor's model behind an OpenAI-compatible API
+    may render them into its prompt (a chat template that shows the ids), and for Responses,
+    Anthropic and Gemini the usage does not tell (their gap has other causes too)."""
+    return provider == "openai-chat" and model is not None and model_family(model) == "openai"
+
+
+def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[str], int],
+                   model: str | None = None) -> int:
     """The tokens of the call ids the message of fragment ``fid`` shows: each call's id on a reply
     that makes calls (``tool_use.id``, ``tool_calls[].id``, ``call_id``, ``functionCall.id``), the
     answered call's on a result or its mask stub (``tool_use_id``, ``tool_call_id``, ``call_id``,
@@ -33,10 +55,15 @@ def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[st
     role's framing. OpenAI's ids (``call_`` and 24 random characters) are ~17 tokens, Anthropic's
     (``toolu_01...``) ~15: 60 calls sent ~2,000 tokens more than their manifest counted. Read from
     the timeline's slots (the aliases are decided there, when the call is folded); a fragment
-    with no call id (or one the timeline does not know) adds nothing."""
+    with no call id (or one the timeline does not know) adds nothing.
+
+    A request billed without its ids (:func:`chat_ids_unsent`: ``model`` is the one the request
+    names) pays :data:`CHAT_CALL_FRAMING` a call made instead, and nothing on a result."""
     entry = state.entries[fid]
     content = entry.content
     calls = _calls_made(content)
+    if chat_ids_unsent(provider, model):
+        return CHAT_CALL_FRAMING * len(calls)
     if calls:
         group = state.items.get(entry.position)
         if not isinstance(group, ToolGroup) or group.fragment_id != fid:

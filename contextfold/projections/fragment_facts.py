@@ -45,7 +45,7 @@ from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.bounded_memo import STR_BYTES, BoundedMemo, text_bytes
-from contextfold.projections.call_id_prices import call_id_tokens, split_reply_tokens
+from contextfold.projections.call_id_prices import call_id_tokens, chat_ids_unsent, split_reply_tokens
 from contextfold.projections.entries import (
     LAZY_TEXT_CHARS,
     FragmentEntry,
@@ -197,7 +197,8 @@ def _facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit | No
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
                                                                 answer_frame(view), block=not alone)
-    overhead += call_id_tokens(state, view.id, provider, count) + split_reply_tokens(state, view.id, provider)
+    overhead += (call_id_tokens(state, view.id, provider, count, model)
+                 + split_reply_tokens(state, view.id, provider))
     if provider == "gemini" and view.kind == "tool_result":
         overhead += response_name_tokens(answer_frame(view), count)
     status = _result_status(view) if view.kind == "tool_result" else None
@@ -261,8 +262,9 @@ class BuildCtx:
         kinds = tuple(self.config.redact_kinds) if self.policy is not None else ()
         # A provider changes a fragment's facts through media prices, reasoning (sent to its own
         # provider only), call ids shown under an alias (``call_id_tokens``), a reply OpenAI
-        # Chat sends as several messages (``split_reply_tokens``) and the name Gemini repeats in
-        # a result (``framing.response_name_tokens``): the builds for the other providers of a
+        # Chat sends as several messages (``split_reply_tokens``), the name Gemini repeats in
+        # a result (``framing.response_name_tokens``) and an OpenAI model's Chat calls, billed
+        # without their ids (``call_id_prices.chat_ids_unsent``): the builds for the other providers of a
         # run with none of these share one table (and everything derived from it); else a
         # provider shown no alias still shares it, the others have their own. Sharing beyond that
         # made a handle's manifest depend on the provider it built for before (a fresh process,
@@ -270,8 +272,11 @@ class BuildCtx:
         provider, state = self.config.provider, self.state
         self.model = self.config.model or run_model_for(provider, state.model)
         aliased = provider in state.aliased_for or (provider == NEUTRAL and bool(state.aliased_for))
+        unsent = chat_ids_unsent(provider, self.model) and bool(state.request_call_ids or state.answer_group)
         pricing = (provider if state.media_seen or state.reasoning_seen or state.wide_reply_seen or aliased
-                   or (provider == "gemini" and bool(state.answer_group)) else "*")
+                   or (provider == "gemini" and bool(state.answer_group)) or unsent else "*")
+        if unsent:
+            pricing += " ids unsent"  # its calls' price: the same provider for another model keeps the ids
         if state.reasoning_seen and not_a_reasoning_model(self.model):
             pricing += " without reasoning"  # what decides the price is the model's kind, not its name
         if state.media_seen and (rule := openai_image_key(provider, self.model)) is not None:
