@@ -146,7 +146,7 @@ def test_the_manifest_counts_the_further_chat_message(store: Store) -> None:
     ids = 2 * sum(get_counter(built["neutral"].encoding).count(f"call_{i}") for i in range(CALLS))
     assert overhead["openai-chat"] == overhead["neutral"] - ids + CALLS * CHAT_CALL_FRAMING
     prompt = built["anthropic"].layer_tokens["tools"] - built["anthropic"].tool_tokens
-    assert prompt == 346  # claude-sonnet-4-5 (tool_prompt)
+    assert prompt == 520  # claude-sonnet-4-5 (tool_prompt.MEASURED_TOOL_PROMPT)
     names = CALLS * get_counter(built["gemini"].encoding).count("stat")  # each result names it again
     assert overhead["anthropic"] - prompt == overhead["gemini"] - names == overhead["openai-responses"]
 

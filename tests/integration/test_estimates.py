@@ -1,0 +1,107 @@
+"""Our estimate of a request against its provider's count, over pydantic-ai's recorded requests.
+
+``cassette_usage`` builds every recorded request that reports usage and compares our
+``selected_tokens`` with the provider's input tokens, adjusted for what our request adds to the
+recorded one (``adjusted``: the provider's count of the request we would send, as near as can
+be known offline). ``scripts/measure_estimates.py`` prints the table. Measured (cl100k_base, the
+encoding the builder counts with offline; o200k_base changes the OpenAI rows by a few hundredths):
+
+===================  ==================  ==================
+provider             adjusted, median    p90
+===================  ==================  ==================
+openai-chat          0.91                1.05
+openai-responses     1.06                1.15
+anthropic            1.01                1.07
+gemini               0.46                0.89
+===================  ==================  ==================
+
+What is left, by provider, and why it is left:
+
+- OpenAI Chat: gpt-5.4-mini counts ~79 tokens more than the cookbook for every request (a
+  preamble of the model's own), which the tools' price (their JSON, above the cookbook's count)
+  mostly covers: 5% under on the first requests. gpt-4o: a one-message request is priced at 27
+  for 14 (the 13 tokens of the history's opening note set aside whether it is sent or not).
+- Responses: within 16% under; which items cost what is not published (the count of a
+  ``function_call`` item is not its name and arguments alone), and no request with calls and no
+  hosted tools was recorded but three conversations. The calibration corrects it from the first
+  usage report (:func:`test_the_calibration_catches_up_within_a_conversation`).
+- Anthropic: Claude's tokenizer is not public. Sonnet 4.5's requests with tools were billed
+  100-170 tokens above their manifests, the tool-use system prompt measured at 445-517 tokens,
+  not the documented 346 (``tool_prompt.MEASURED_TOOL_PROMPT``); the rest is within 10% (what our
+  request adds is counted with tiktoken here, which Claude counts higher).
+- Gemini: over by half, by design: Gemini counts a ``thoughtSignature`` (sent back verbatim) at
+  about a third of its tokens by tiktoken, and media by rules that need a length the import does
+  not know (``media_cost``'s stated bounds). Its SentencePiece tokenizer is not offline either.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+import pytest
+
+from contextfold.projections.calibration import CalibrationSample, calibrate
+from tests.integration.cassette_usage import Measured, measure_all
+from tests.integration.test_cassettes import CASSETTES
+
+pytestmark = [
+    pytest.mark.traces,
+    pytest.mark.skipif(not CASSETTES.is_dir(), reason=f"cassettes folder {CASSETTES} is absent"),
+]
+
+UNDER_AT_MOST = {"openai-chat": 1.06, "openai-responses": 1.16, "anthropic": 1.10, "gemini": 0.90}
+"""The highest adjusted ratio (provider / ours) of any request: how far under the provider's count
+our estimate may be, as measured (module docstring)."""
+MEDIAN_AT_LEAST = {"openai-chat": 0.85, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.40}
+"""The lowest median adjusted ratio: how far over it, on the usual request."""
+CALIBRATED_UNDER_AT_MOST = 1.02
+"""Once a conversation's usage showed its provider counting more than we do, how far under the
+provider's count the corrected estimate of its next request may be."""
+
+
+@pytest.fixture(scope="module")
+def measured() -> list[Measured]:
+    pytest.importorskip("yaml", reason="pyyaml is needed to read the cassettes")
+    return [m for m in measure_all() if m.excluded is None]
+
+
+def test_every_provider_is_measured(measured: list[Measured]) -> None:
+    counts: dict[str, int] = defaultdict(int)
+    for m in measured:
+        counts[m.provider] += 1
+    assert set(counts) == set(UNDER_AT_MOST)
+    assert min(counts.values()) >= 9
+
+
+@pytest.mark.parametrize("provider", sorted(UNDER_AT_MOST))
+def test_the_estimate_is_near_the_providers_count_and_never_far_under(
+        measured: list[Measured], provider: str) -> None:
+    mine = [m for m in measured if m.provider == provider]
+    report = "\n".join(f"{m.cassette}#{m.index}: observed {m.observed}, ours {m.estimate}, added "
+                       f"{m.added}, adjusted {m.adjusted:.2f}" for m in mine)
+    assert max(m.adjusted for m in mine) <= UNDER_AT_MOST[provider], report
+    assert statistics.median(m.adjusted for m in mine) >= MEDIAN_AT_LEAST[provider], report
+
+
+def test_the_calibration_catches_up_within_a_conversation(measured: list[Measured]) -> None:
+    """What ``observe_usage`` feeds the calibration (a turn's estimate and the provider's count),
+    from the requests of one conversation before each one: once a report showed the provider
+    counting more than we do (a correction above 1), the corrected estimate of the next request
+    is at most 2% under the provider's count (measured: 1.2%, Anthropic). Before that no
+    correction applies (a ratio under 1 is never applied), and the uncorrected bound holds
+    (``UNDER_AT_MOST``: Responses' second requests rose from 0.71 to 1.15)."""
+    conversations: dict[tuple[str, str], list[Measured]] = defaultdict(list)
+    for m in measured:
+        conversations[(m.cassette, m.provider)].append(m)
+    checked = 0
+    for (_, provider), requests in conversations.items():
+        samples: list[CalibrationSample] = []
+        for turn, m in enumerate(requests, start=1):
+            cal = calibrate(samples, m.model, 100_000, provider)
+            if cal is not None and cal.correction > 1:
+                corrected = m.estimate * max(1.0, cal.correction)
+                assert (m.observed + m.added) / corrected <= CALIBRATED_UNDER_AT_MOST, (m, cal)
+                checked += 1
+            samples.append(CalibrationSample(turn, m.estimate, m.observed + m.added, m.model, provider))
+    assert checked >= 20
