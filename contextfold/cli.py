@@ -349,7 +349,8 @@ def _handle_demo(args: argparse.Namespace) -> int:
 DEMO_HOOKS: list[Callable[[Store, str], None]] = []
 """Later capabilities (build, manifest) append steps to the demo here."""
 
-register("demo", "record the bundled sample agent run and show what was recorded",
+register("demo", "record the bundled sample agent run, show it, verify its hash chain and build "
+                 "its next request (anthropic), printing its manifest",
          _configure_demo, _handle_demo)
 
 
