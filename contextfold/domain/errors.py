@@ -212,18 +212,25 @@ class NotFoundError(ContextfoldError):
 
 
 class RunNotFoundError(NotFoundError):
+    """The store holds no event of the run (or none this tenant may see); nothing is created."""
+
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run {run_id!r} not found")
         self.run_id = run_id
 
 
 class ArtifactNotFoundError(NotFoundError):
+    """An artifact ref names bytes the store does not hold: store them first (``Store.attach_image``,
+    ``attach_document``)."""
+
     def __init__(self, ref: str) -> None:
         super().__init__(f"artifact {ref!r} not found")
         self.ref = ref
 
 
 class TurnNotFoundError(NotFoundError):
+    """The run has no such turn: turns are ``1..`` its model responses + 1 (``Run.next_turn``)."""
+
     def __init__(self, run_id: str, turn: int, last_turn: int) -> None:
         super().__init__(f"run {run_id!r} has no turn {turn} (turns 1..{last_turn})")
         self.run_id = run_id

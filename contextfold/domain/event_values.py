@@ -36,11 +36,16 @@ class ArtifactRef(FrozenModel):
 
 
 class TextBlock(FrozenModel):
+    """Text in an event's content (a user input, a tool result's blocks)."""
+
     type: Literal["text"] = "text"
     text: str
 
 
 class ImageBlock(FrozenModel):
+    """An image in an event's content: stored bytes (``Store.attach_image``) or a URL, one of them
+    at least (neither: UnsupportedMediaError). ``detail`` is OpenAI's image detail, sent as given."""
+
     type: Literal["image"] = "image"
     artifact: ArtifactRef | None = None
     url: str | None = None
@@ -51,6 +56,9 @@ class ImageBlock(FrozenModel):
 
 
 class DocumentBlock(FrozenModel):
+    """A document, audio or video medium in an event's content: stored bytes
+    (``Store.attach_document`` for a PDF, its pages counted) or a URL, one of them at least."""
+
     type: Literal["document"] = "document"
     artifact: ArtifactRef | None = None
     url: str | None = None
@@ -102,6 +110,8 @@ def media_artifact_block(ref: ArtifactRef) -> ImageBlock | DocumentBlock | None:
 
 
 class ToolSpec(FrozenModel):
+    """One tool the runtime can run: its name, description and JSON Schema of its arguments."""
+
     name: str = Field(min_length=1, max_length=128)
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
@@ -116,6 +126,8 @@ class ToolSpec(FrozenModel):
 
 
 class ToolCall(FrozenModel):
+    """One call a model response makes; its ``ToolResult`` (or recovery event) names ``call_id``."""
+
     call_id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     arguments: str = "{}"
@@ -126,6 +138,8 @@ StepStatus: TypeAlias = Literal["pending", "ready", "in_progress", "done", "fail
 
 
 class PlanStep(FrozenModel):
+    """One typed step of a plan: its id (unique in the plan), title, status and dependencies."""
+
     id: str
     title: str
     status: StepStatus = "pending"

@@ -162,12 +162,16 @@ class InstructionSet(_Event):
 
 
 class GoalSet(_Event):
+    """The run's current goal and its success contract (the checks that say it is met). Trust=runtime."""
+
     type: Literal["goal_set"] = "goal_set"
     goal: str
     success_contract: tuple[str, ...] = ()
 
 
 class PlanUpdated(_Event):
+    """The whole current plan: typed steps, budget and stop conditions; it replaces the previous one."""
+
     type: Literal["plan_updated"] = "plan_updated"
     steps: tuple[PlanStep, ...]
     budget: str | None = None
@@ -189,6 +193,8 @@ class ToolsRegistered(_Event):
 
 
 class UserInput(_Event):
+    """What the user said: text (``UserInput("...")``) or content blocks. Trust=user."""
+
     type: Literal["user_input"] = "user_input"
     content: tuple[ContentBlock, ...]
     required: bool = False
@@ -252,6 +258,9 @@ class ToolResult(_Event):
 
 
 class ToolCallCancelled(_Event):
+    """A call that will get no result: cancelled (by the runtime, or by a build's in-flight policy).
+    Never a success."""
+
     type: Literal["tool_call_cancelled"] = "tool_call_cancelled"
     call_id: str
     reason: str
@@ -293,6 +302,9 @@ class EvidenceRetrieved(_Event):
 
 
 class MemoryRecalled(_Event):
+    """A memory recalled into the run; a newer recall of the same ``memory_id`` supersedes the
+    older. Trust is its ``origin`` (workspace unless declared external)."""
+
     type: Literal["memory_recalled"] = "memory_recalled"
     memory_id: str
     content: str
@@ -407,6 +419,9 @@ class RuntimeNote(_Event):
 
 
 class UsageObserved(_Event):
+    """The token usage the provider reported for one turn's request (``Run.observe_usage``);
+    later builds for the model calibrate their budget to it."""
+
     type: Literal["usage_observed"] = "usage_observed"
     turn: Integer = Field(ge=1)
     input_tokens: Integer = Field(ge=0)

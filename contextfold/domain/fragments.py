@@ -103,8 +103,9 @@ class ContextFragment(_Frozen):
 
     ``source_ref`` points back to the log (``event://RUN/POSITION``), a file
     line range (``file://path@rev#L10-L20``), a retrieval chunk, or a call
-    (``call://RUN/CALL_ID``). ``freshness`` is in [0, 1] and derives from log
-    position only (1.0 = the newest event), never from the wall clock.
+    (``call://RUN/CALL_ID@POSITION``: the position of the response that made the
+    call, since real logs re-use call ids). ``freshness`` is in [0, 1] and derives
+    from log position only (1.0 = the newest event), never from the wall clock.
     """
 
     id: str

@@ -345,6 +345,15 @@ class Calibration(_Frozen):
 
 
 class ContextManifest(_Frozen):
+    """What one request contains and why (``BuildResult.manifest``, the ``context_built`` record):
+    the budget (``window_tokens - reserved_output_tokens = budget_tokens``), the tokens selected
+    per layer, each selected fragment with its reason, the excluded ones by reason (duplicate,
+    superseded, low_priority, over_budget, stale), the tools exposed, truncations, redactions and
+    repairs, and the hashes a replay checks (``cache_key`` of the stable prefix, ``request_hash``
+    of the body, ``config_hash`` of the build settings): hashes, refs, sizes and reasons, not the
+    content itself.
+    ``contextfold schema manifest`` prints its JSON Schema."""
+
     request_id: str
     run_id: str
     turn: int

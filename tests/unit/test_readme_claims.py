@@ -4,16 +4,19 @@ Why: a user learns the commands from README's command list and ``contextfold --h
 Python API from README's sample and ``help(contextfold.X)``. Each drifted apart as commands grew:
 README's ``build`` line named neither ``--model`` nor the default provider ``neutral``, its
 ``compact`` line none of ``--window``, ``--reserve``, ``--keep-recent`` or ``--json``; its list of
-exit code 1 left out ``why``, which ``--help`` lists. (The Python sample itself runs in
-``tests/e2e/test_readme_example.py``.)
+exit code 1 left out ``why``, which ``--help`` lists; and ``help(contextfold.UserInput)`` read
+"The base of the log's models", a docstring inherited from the base class. (The Python sample
+itself runs in ``tests/e2e/test_readme_example.py``.)
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import re
 from pathlib import Path
 
+import contextfold
 from contextfold.cli import EXIT_CODES, _load_extensions, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +106,20 @@ def test_readme_names_every_environment_variable_the_package_reads() -> None:
     assert not [v for v in sorted(read) if v not in environment], sorted(read)
 
 
+def test_every_public_class_says_what_it_is_in_its_own_docstring() -> None:
+    """``help(contextfold.X)``: a class without a docstring of its own shows its base's, which
+    described another thing ("The base of the log's models", pydantic's BaseModel page)."""
+    bare = [name for name in contextfold.__all__ if inspect.isclass(cls := getattr(contextfold, name))
+            and not (cls.__dict__.get("__doc__") or "").strip()]
+    assert not bare, bare
+
+
+def test_the_fragment_docstring_spells_a_call_ref_as_the_build_writes_it() -> None:
+    """``call://RUN/ID@POS`` (the position of the response that made the call: ids repeat in real
+    logs), as ``show`` and the manifests spell it, not ``call://RUN/CALL_ID``."""
+    doc = contextfold.ContextFragment.__doc__ or ""
+    refs = re.findall(r"call://[^`]*", doc)
+    assert refs and all("@" in ref for ref in refs), refs
 
 
 def test_readme_prices_anthropic_tool_prompt_as_the_table_does() -> None:
