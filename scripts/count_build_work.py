@@ -14,7 +14,12 @@ Modes:
   helper compiled here with ``gcc``: ``CALLGRIND_TOGGLE_COLLECT`` around each build, and the
   instrumentation itself started and stopped there). Prints
   the instructions per build. Needs valgrind, its headers (``valgrind/callgrind.h``) and gcc;
-  ~2 minutes for the default 10 runs.
+  ~2 minutes for the default 10 runs. ``--split plain|cut`` counts only the builds that cut no
+  text, or those that cut one: the loop is run once first without valgrind (it is deterministic:
+  the same turns give the same builds) to find which builds cut, then only those are collected
+  under callgrind. Why: a build that cuts a JSON or log text costs ~4x a plain one (its search's
+  probes are tokenized), so the mean over all builds weighs a sixth of them as much as the rest,
+  while the p50 that issue 4's goal reads is a plain build's.
 - ``--bytecodes``: counts the bytecodes each Python function executes inside the builds
   (``sys.monitoring``: Python 3.12 or newer, e.g. a second venv), split into the builds that
   cut a text and those that do not, and prints the top functions. What a function costs in
@@ -35,6 +40,7 @@ depend on the heap's history).
 
 Usage:
   .venv/bin/python scripts/count_build_work.py [--runs 10] [--budget 3000] [--kind first|second|rebuild]
+  .venv/bin/python scripts/count_build_work.py --split plain|cut   (A's builds that cut no text, or one)
   .venv/bin/python scripts/count_build_work.py --workload B [--turns 100]
   .venv3.12/bin/python scripts/count_build_work.py --bytecodes [--split plain|cut|all]
 """
@@ -78,9 +84,12 @@ class _Counted(pb.Probe):
     """``profile_build``'s probe, with ``around(build)`` running the builds of one kind (the
     others run plain, untimed); ``counted`` is how many it ran."""
 
-    def __init__(self, kind: str, around: Callable[[Callable[[], Any]], Any]) -> None:
+    def __init__(self, kind: str, around: Callable[[Callable[[], Any]], Any],
+                 only: frozenset[int] | None = None) -> None:
         super().__init__()
-        self._kind, self._around = kind, around
+        self._kind, self._around, self._only = kind, around, only
+        self.seen = 0
+        """Builds of the kind run so far (the index of the next one)."""
         self.counted = 0
 
     def build(self, kind: str, state: Any, config: BuildConfig, prof: Any) -> Any:
@@ -88,21 +97,43 @@ class _Counted(pb.Probe):
             return pb.build_first(state, config)  # every kind builds alike; only the loop differs
         if kind != self._kind:
             return run()
+        index, self.seen = self.seen, self.seen + 1
+        if self._only is not None and index not in self._only:  # not one of the builds asked for
+            return run()
         self.counted += 1
         return self._around(run)
 
 
-def drive(args: argparse.Namespace, around: Callable[[Callable[[], Any]], Any]) -> int:
+def drive(args: argparse.Namespace, around: Callable[[Callable[[], Any]], Any],
+          only: frozenset[int] | None = None) -> int:
     """``profile_build``'s agent loop over the workload's turns (A: the first ``args.runs``
     tau-bench runs; B: the synthetic run's last ``args.turns``), each build of ``args.kind`` run
-    by ``around(build)``. Returns how many builds that was."""
-    probe = _Counted(args.kind, around)
+    by ``around(build)`` (with ``only``, just those of these indices; the others run plain).
+    Returns how many builds ``around`` ran."""
+    probe = _Counted(args.kind, around, only)
     if args.workload == "A":
         runs, budget = pb.turns_a(args.runs), args.budget
     else:
         runs, budget = pb.turns_b(args.turns), bb.BUDGET_B
     pb.drive(probe, runs, budget, None, lambda msg: None, first_provider=args.first_provider)
     return probe.counted
+
+
+def split_builds(args: argparse.Namespace) -> frozenset[int]:
+    """The indices (among the builds of ``args.kind``) of those in ``args.split``: the builds that
+    cut a text (``cut``) or none (``plain``), found by running the loop once."""
+    chosen: set[int] = set()
+
+    def around(build: Callable[[], Any]) -> Any:
+        result = build()
+        if bool(result.manifest.truncations) == (args.split == "cut"):
+            chosen.add(len(seen))
+        seen.append(None)
+        return result
+
+    seen: list[None] = []
+    drive(args, around)
+    return frozenset(chosen)
 
 
 def instructions(args: argparse.Namespace) -> int:
@@ -123,6 +154,9 @@ def instructions(args: argparse.Namespace) -> int:
         out = work / "callgrind.out"
         env = {**os.environ, "CONTEXTFOLD_UNDER_CALLGRIND": "1", "PYTHONHASHSEED": "0",
                "CONTEXTFOLD_CALLGRIND_HELPER": str(work / "toggle.so")}
+        if args.split != "all":  # which builds are the split's: the loop run once, uninstrumented
+            (work / "split.txt").write_text(" ".join(map(str, sorted(split_builds(args)))))
+            env["CONTEXTFOLD_CALLGRIND_ONLY"] = str(work / "split.txt")
         proc = subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--instr-atstart=no",
                                f"--callgrind-out-file={out}", sys.executable, __file__, *sys.argv[1:]],
                               env=env, capture_output=True, text=True)
@@ -131,8 +165,9 @@ def instructions(args: argparse.Namespace) -> int:
             return proc.returncode
         builds = int(re.search(r"^builds (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
         total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
-        print(f"workload {args.workload}, {args.kind} builds: {builds}, instructions {total:,} "
-              f"({total / builds:,.0f} per build); callgrind output {out}; "
+        which = "" if args.split == "all" else f" ({args.split})"
+        print(f"workload {args.workload}, {args.kind} builds{which}: {builds}, instructions {total:,} "
+              f"({total / max(builds, 1):,.0f} per build); callgrind output {out}; "
               f"contextfold from {Path(contextfold.__file__).parent}")
         return 0
     helper = ctypes.CDLL(os.environ["CONTEXTFOLD_CALLGRIND_HELPER"])
@@ -144,7 +179,9 @@ def instructions(args: argparse.Namespace) -> int:
         finally:
             helper.cg_stop()
 
-    print(f"builds {drive(args, around)}")
+    listed = os.environ.get("CONTEXTFOLD_CALLGRIND_ONLY")
+    only = None if listed is None else frozenset(map(int, Path(listed).read_text().split()))
+    print(f"builds {drive(args, around, only)}")
     return 0
 
 
@@ -205,7 +242,7 @@ def main() -> int:
                         help="which build of a turn to count")
     parser.add_argument("--bytecodes", action="store_true", help="bytecodes by function (Python 3.12+)")
     parser.add_argument("--split", choices=("all", "plain", "cut"), default="all",
-                        help="with --bytecodes: every build, or those that cut (or not) a text")
+                        help="every build, or only those that cut a text (cut) or none (plain)")
     parser.add_argument("--first-provider", choices=("neutral", "openai-chat"), default="neutral",
                         help="the provider of each turn's first build (as in profile_build.py)")
     parser.add_argument("--top", type=int, default=40)
