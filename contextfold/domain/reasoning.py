@@ -15,11 +15,13 @@ import json
 from typing import Annotated, Any, Literal, Required, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, with_config
+from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from contextfold.domain.checked import Integer
 
 __all__ = [
+    "ITEM_KIND_ERROR",
     "REASONING_ADAPTER",
     "TAKEN_BACK",
     "AnthropicReasoning",
@@ -57,12 +59,23 @@ class ReasoningItem(_Frozen):
 _ANTHROPIC_REASONING = frozenset({"thinking", "redacted_thinking"})
 
 
+ITEM_KIND_ERROR = "reasoning_item_kind"
+"""The pydantic error type of an item whose kind (``raw["type"]``) its provider's reasoning does not
+take; its context names the ``item`` (index) and the ``kind`` (the value, whatever its type). Its
+own type, not a ``value_error``, so a read can tell a newer release's kind of item from damage
+(``release_versions.newer_release_parts``) without parsing a message."""
+
+
 def _typed(items: tuple[ReasoningItem, ...], types: frozenset[str], provider: str
            ) -> tuple[ReasoningItem, ...]:
-    for item in items:
-        if item.raw.get("type") not in types:
-            raise ValueError(f"an item of {provider} reasoning must have type {' or '.join(sorted(types))}, "
-                             f"got {item.raw.get('type')!r}")
+    for n, item in enumerate(items):
+        kind = item.raw.get("type")
+        if kind not in types:
+            raise PydanticCustomError(
+                ITEM_KIND_ERROR,
+                "item {item} of {provider} reasoning must have type {expected}, got {got}",
+                {"item": n, "provider": provider, "expected": " or ".join(sorted(types)), "kind": kind,
+                 "got": repr(kind)})
     return items
 
 

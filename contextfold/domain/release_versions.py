@@ -9,7 +9,10 @@ this release does not have, or a version above the one it writes, and its JSON s
 type and version (:func:`newer_release_event`); or every part of the row this release refuses is
 one a later release may add without a new event version (:func:`newer_release_parts`): an
 optional field is added so (``DocumentBlock.duration_ms``, ``ToolSpec.strict``: left out of the
-JSON when None), a block type, and a value of an open vocabulary (:data:`OPEN_LITERALS`).
+JSON when None), a block type, a value of an open vocabulary (:data:`OPEN_LITERALS`), a
+reasoning's provider tag and the kind of a reasoning item (``raw["type"]``: a provider adds kinds
+of block, a release learns to send them back; a kind this release knows, under another provider,
+is no new value and stays damage).
 Anything else that fails to parse is damage, as before: a known field of the wrong type or
 missing (a renamed key is an unknown one and a missing one), JSON that does not parse, a tag, a
 key or a value that no release could have written.
@@ -43,6 +46,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from contextfold.domain.event_values import ImageBlock, PlanStep
 from contextfold.domain.events import AnyEvent, EvidenceRetrieved, HistoryCompacted
+from contextfold.domain.reasoning import ITEM_KIND_ERROR, TAKEN_BACK
 
 __all__ = ["CURRENT_VERSIONS", "EVENT_CLASSES", "OPEN_LITERALS", "newer_release_event",
            "newer_release_parts"]
@@ -56,8 +60,14 @@ CURRENT_VERSIONS: dict[str, int] = {
 """Event type -> the class version this release writes (older ones it upcasts on read)."""
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-"""A field name or tag a release could add: the log's names are all snake_case ASCII, so a key
-or tag outside it (a flipped bit, a hand edit) is damage whatever its hash says."""
+"""A field name a release could add: the log's keys are all snake_case ASCII (they are Python
+field names), so a key outside it (a flipped bit, a hand edit) is damage whatever its hash says."""
+_VALUE = re.compile(r"^[a-z][a-z0-9]*(?:[_-][a-z0-9]+){0,15}$")
+"""A tag or an open field's value a release could add: lowercase ASCII words joined by ``_`` or
+``-``. Wider than :data:`_NAME` because values are not Python names and the log already holds
+hyphenated ones (the reasoning tag ``openai-responses``): a newer provider's tag is as likely to be
+``xai-responses`` as ``xai_responses``. Capitals, spaces, a leading digit or a dangling joiner no
+release writes, so they stay damage."""
 OPEN_LITERALS: tuple[tuple[type[BaseModel], str], ...] = (
     (EvidenceRetrieved, "source_kind"), (HistoryCompacted, "strategy"), (ImageBlock, "detail"),
     (PlanStep, "status"))
@@ -104,11 +114,14 @@ def newer_release_parts(etype: str, exc: ValidationError) -> str | None:
         if error["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str) and _NAME.match(loc[-1]):
             parts.append(f"field {'.'.join(map(str, loc))}")
         elif (error["type"] == "literal_error" and loc and (loc[-1], ctx.get("expected")) in _open_values()
-              and isinstance(value := error.get("input"), str) and _NAME.match(value)):
+              and isinstance(value := error.get("input"), str) and _VALUE.match(value)):
             parts.append(f"{loc[-1]} {value!r} at {'.'.join(map(str, loc))}")
-        elif error["type"] == "union_tag_invalid" and _NAME.match(tag := str(ctx.get("tag"))):
+        elif error["type"] == "union_tag_invalid" and _VALUE.match(tag := str(ctx.get("tag"))):
             discriminator = str(ctx.get("discriminator", "")).strip("'")
             parts.append(f"{discriminator} {tag!r} at {'.'.join(map(str, loc)) or 'the event'}")
+        elif (error["type"] == ITEM_KIND_ERROR and isinstance(kind := ctx.get("kind"), str)
+              and _VALUE.match(kind) and kind not in TAKEN_BACK):
+            parts.append(f"type {kind!r} at {'.'.join(map(str, loc))}.{ctx.get('item')}.raw")
         else:
             return None
     if not parts:

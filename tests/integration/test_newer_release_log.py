@@ -227,3 +227,71 @@ def test_the_cli_says_upgrade_for_a_newer_field_and_damage_for_a_changed_byte(tm
         out = cf("--store", url, *args, cwd=tmp_path)
         assert out.returncode == 3, (args, out.stderr)
         assert "chain hash" in out.stderr and "Upgrade" not in out.stderr, out.stderr
+
+
+# A response's reasoning is tagged with its provider (``openai-responses``: the provider tags are
+# not snake_case) and its items carry the provider's own kind (``raw["type"]``). Both are open: a
+# later release may read another provider's reasoning, or a kind of item a provider adds, without a
+# new event version. Such a row asks for an upgrade; a key outside snake_case, a tag or kind no
+# release names so, an item with no kind, or a kind this release knows under another provider, is
+# damage.
+def _response(provider: str = "anthropic", raw: dict[str, object] | None = None) -> dict[str, object]:
+    item = {"before_call": 0, "raw": raw if raw is not None else {"type": "thinking", "thinking": "t",
+                                                                   "signature": "s"}}
+    return {"v": 1, "type": "model_response", "text": "x", "tool_calls": [],
+            "reasoning": {"provider": provider, "items": [item]}}
+
+
+_OPEN_REASONING = [
+    (_response("xai-responses"), "provider 'xai-responses' at reasoning"),
+    (_response("bedrock_converse"), "provider 'bedrock_converse' at reasoning"),
+    (_response(raw={"type": "thinking_summary", "text": "t"}), "type 'thinking_summary' at reasoning"),
+    (_response("openai-responses", {"type": "reasoning-v2", "id": "rs_1"}), "type 'reasoning-v2'"),
+]
+_DAMAGED_REASONING = [
+    _response("Anthropic"),  # no release's tag
+    _response("xai responses"),
+    _response(raw={"type": "reasoning", "id": "rs_1", "summary": []}),  # a known kind, another provider's
+    _response(raw={"thinking": "t", "signature": "s"}),  # no kind at all
+    _response(raw={"type": 7}),
+    {**_response(), "exit-code": 0},  # a key no release names so (keys stay snake_case)
+]
+
+
+@pytest.mark.parametrize(("body", "named"), _OPEN_REASONING)
+def test_a_newer_release_s_reasoning_provider_or_kind_asks_for_an_upgrade(
+        store: EventStore, body: dict[str, object], named: str) -> None:
+    store.append("r", [UserInput("a")])
+    _write_raw(store, "r", "model_response@1", _json(body))
+    for read in (lambda: store.read("r"), lambda: store.verify("r"), lambda: list(store.fold_events("r"))):
+        with pytest.raises(UpgradeRequiredError) as caught:
+            read()
+        assert not isinstance(caught.value, IntegrityError) and caught.value.position == 2
+        assert named in str(caught.value) and "upgrade contextfold" in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("body", _DAMAGED_REASONING)
+def test_reasoning_no_release_writes_is_damage_even_with_its_hash_intact(store: EventStore,
+                                                                         body: dict[str, object]) -> None:
+    store.append("r", [UserInput("a")])
+    _write_raw(store, "r", "model_response@1", _json(body))
+    with pytest.raises(IntegrityError) as caught:
+        store.read("r")
+    assert not isinstance(caught.value, UpgradeRequiredError) and caught.value.position == 2
+    report = store.verify("r")
+    assert (report.ok, report.first_bad_position) == (False, 2)
+
+
+def test_a_changed_byte_in_a_reasoning_provider_is_damage(store: EventStore) -> None:
+    """``openai-responses`` read as ``openai-responsez``: a tag like a newer release's, its hash broken."""
+    from contextfold.domain.events import ModelResponse
+    from contextfold.domain.reasoning import OpenAIResponsesReasoning, ReasoningItem
+    reasoning = OpenAIResponsesReasoning(items=(ReasoningItem(raw={"type": "reasoning", "id": "rs_1",
+                                                                    "summary": []}),))
+    store.append("r", [UserInput("a"), ModelResponse(text="x", reasoning=reasoning)])
+    store.close()
+    with EventStore(store.url) as fresh:
+        _flip_after_write(fresh, "r", 2, b'"openai-responses"', b'"openai-responsez"')
+        with pytest.raises(IntegrityError) as caught:
+            fresh.read("r")
+        assert not isinstance(caught.value, UpgradeRequiredError) and "chain hash" in str(caught.value)
