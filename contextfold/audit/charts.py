@@ -106,29 +106,28 @@ def prefix_chart(turns: Sequence[TurnAudit]) -> str:
 
 
 def usage_chart(turns: Sequence[TurnAudit]) -> str:
-    """Estimated (selected_tokens) vs provider-observed input tokens, for turns that have both."""
-    points = [t for t in turns if t.usage is not None]
+    """Estimated vs provider-observed input tokens, for turns that have both: the estimate of the
+    request the report counts (``Usage.estimated_tokens``, as calibration pairs them)."""
+    points = [(t, t.usage) for t in turns if t.usage is not None]
     if not points:
         return ""
     n = len(points)
-    top = max(max(t.manifest.selected_tokens, t.usage.input_tokens) for t in points if t.usage)
-    est = " ".join(f"{_x(i, n):.1f},{_y(t.manifest.selected_tokens, top):.1f}" for i, t in enumerate(points))
-    obs = " ".join(f"{_x(i, n):.1f},{_y(t.usage.input_tokens, top):.1f}"
-                   for i, t in enumerate(points) if t.usage)
+    top = max(max(u.estimated_tokens, u.input_tokens) for _, u in points)
+    est = " ".join(f"{_x(i, n):.1f},{_y(u.estimated_tokens, top):.1f}" for i, (_, u) in enumerate(points))
+    obs = " ".join(f"{_x(i, n):.1f},{_y(u.input_tokens, top):.1f}" for i, (_, u) in enumerate(points))
     dots = []
-    for i, t in enumerate(points):
-        assert t.usage is not None
-        ratio = t.usage.input_tokens / max(1, t.manifest.selected_tokens)
-        dots.append(f'<circle class="est" cx="{_x(i, n):.1f}" cy="{_y(t.manifest.selected_tokens, top):.1f}" '
-                    f'r="3"><title>turn {t.turn}: estimated {t.manifest.selected_tokens}</title></circle>')
-        dots.append(f'<circle class="obs" data-turn="{t.turn}" data-estimated="{t.manifest.selected_tokens}" '
-                    f'data-observed="{t.usage.input_tokens}" cx="{_x(i, n):.1f}" '
-                    f'cy="{_y(t.usage.input_tokens, top):.1f}" r="3"><title>turn {t.turn}: estimated '
-                    f'{t.manifest.selected_tokens}, observed {t.usage.input_tokens} (x{ratio:.3f})</title>'
+    for i, (t, u) in enumerate(points):
+        ratio = u.input_tokens / max(1, u.estimated_tokens)
+        dots.append(f'<circle class="est" cx="{_x(i, n):.1f}" cy="{_y(u.estimated_tokens, top):.1f}" '
+                    f'r="3"><title>turn {t.turn}: estimated {u.estimated_tokens}</title></circle>')
+        dots.append(f'<circle class="obs" data-turn="{t.turn}" data-estimated="{u.estimated_tokens}" '
+                    f'data-observed="{u.input_tokens}" cx="{_x(i, n):.1f}" '
+                    f'cy="{_y(u.input_tokens, top):.1f}" r="3"><title>turn {t.turn}: estimated '
+                    f'{u.estimated_tokens}, observed {u.input_tokens} (x{ratio:.3f})</title>'
                     f'</circle>')
     return (f'<svg id="usage-chart" class="chart" viewBox="0 0 {W} {H}" role="img" '
             f'aria-label="estimated vs observed input tokens" data-points="{n}">'
-            f'{_axes(top, n, points[0].turn, points[-1].turn, "input tokens")}'
+            f'{_axes(top, n, points[0][0].turn, points[-1][0].turn, "input tokens")}'
             f'<polyline class="estimated" points="{est}"><title>estimated (tiktoken)</title></polyline>'
             f'<polyline class="observed" points="{obs}"><title>observed (provider)</title></polyline>'
             f'{"".join(dots)}</svg>')

@@ -49,6 +49,7 @@ from contextfold.projections.finish_build import REPLY_PRIMING
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.progress import Progress, reported
 from contextfold.projections.state import ArtifactTokens, RunState
+from contextfold.projections.usage_pairs import UsagePairs
 
 if TYPE_CHECKING:
     from contextfold.api import Run
@@ -110,6 +111,13 @@ class Usage(_Frozen):
     cached_tokens: int
     output_tokens: int
     model: str | None
+    estimated_tokens: int
+    """Our count of the request the report counts: the record calibration pairs it with (the
+    turn's newest record logged before the report: ``projections.usage_pairs``), which need not
+    be the turn's first record the audit shows (a request refused for length, then retried); the
+    turn's manifest's for a turn without a record (its rebuild)."""
+    record_position: int | None
+    """The log position of that record (None: a rebuilt turn's, or a record that counts nothing)."""
 
 
 class TurnAudit(_Frozen):
@@ -256,15 +264,30 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
         events, recorded_manifests = read_records(events)
     recorded = recorded_manifests.first
     record_counts = recorded_manifests.counts
-    usage: dict[int, Usage] = {}
+    reports: dict[int, UsageObserved] = {}
+    pairs = UsagePairs()
     responses = 0
     for rec in events:
         ev = rec.event
         if isinstance(ev, UsageObserved):
-            usage[ev.turn] = Usage(input_tokens=ev.input_tokens, cached_tokens=ev.cached_tokens,
-                                   output_tokens=ev.output_tokens, model=ev.model)
+            reports[ev.turn] = ev
+            pairs.reported(ev.turn)
+        elif isinstance(ev, ContextBuilt):
+            pairs.built(ev.turn, rec.position)
         elif isinstance(ev, ModelResponse):
             responses += 1
+
+    def usage(turn: int, manifest: ContextManifest) -> Usage | None:
+        """The turn's newest report beside the request it counts, as calibration pairs them."""
+        report = reports.get(turn)
+        if report is None:
+            return None
+        position = pairs.record_of(turn)
+        estimate = recorded_manifests.estimates.get(position) if position is not None else None
+        return Usage(input_tokens=report.input_tokens, cached_tokens=report.cached_tokens,
+                     output_tokens=report.output_tokens, model=report.model,
+                     estimated_tokens=manifest.selected_tokens if estimate is None else estimate[0],
+                     record_position=None if estimate is None else position)
 
     manifests: dict[int, tuple[ContextManifest, Literal["recorded", "rebuilt"]]] = {
         t: (m, "recorded") for t, m in recorded.items()}
@@ -313,7 +336,7 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
             config_changed=None if previous is None else previous.config_hash != manifest.config_hash,
             diff=None if previous is None else diff_manifests(previous, manifest),
             repairs=tuple(_repairs(between)), compactions=tuple(_compactions(between)),
-            usage=usage.get(turn)))
+            usage=usage(turn, manifest)))
         previous = manifest
     # every request built for an audited turn: each record (a turn built again after a compaction
     # is the request it changed), and the audit's rebuild of a turn without one

@@ -301,7 +301,9 @@ def _turn(t: TurnAudit, run_id: str = "", detailed: bool = True) -> str:
         u = t.usage
         lines.append(f'<p class="usage" data-observed="{u.input_tokens}">provider reported: input '
                      f"{u.input_tokens} (cached {u.cached_tokens}), output {u.output_tokens}; estimate was "
-                     f"{m.selected_tokens} (×{u.input_tokens / max(1, m.selected_tokens):.3f})</p>")
+                     f"{u.estimated_tokens} (×{u.input_tokens / max(1, u.estimated_tokens):.3f})"
+                     + ("" if u.record_position is None or u.estimated_tokens == m.selected_tokens else
+                        f" for the request recorded at position {u.record_position}") + "</p>")
     repair_items = [f"<li>{_e(r.kind)} <code>{_e(r.call_id)}</code> at position {r.position}: "
                     f"{_e(r.reason)}</li>" for r in t.repairs]
     repair_items += [f"<li>build: <code>{_e(r)}</code></li>" for r in t.build_notes]

@@ -10,9 +10,10 @@ the builder can learn a per-model correction from the run's own log:
   (observed = ``input_tokens``, which must count cached prompt tokens too —
   OpenAI's ``prompt_tokens``; for Anthropic pass input + cache read + cache
   creation tokens). The record is the turn's newest one logged before the report
-  (``RunState.usage_builds``), not a retry built after it: a request refused for
-  length is reported, then built again smaller, and the refused count over the
-  retry's estimate read 1.2 as 2.1;
+  (:mod:`~contextfold.projections.usage_pairs`, the rule the audit pairs by too),
+  not a retry built after it: a request refused for length is reported, then
+  built again smaller, and the refused count over the retry's estimate read 1.2
+  as 2.1;
 - only samples of the provider and model being built for count (the provider
   of the turn's ``context_built`` record; the model the usage event names, else
   the record's; a snapshot of the build's model is the build's model), and only
@@ -73,6 +74,7 @@ from contextfold.domain.events import AnyEvent, ContextBuilt, UsageObserved
 from contextfold.domain.manifest import BuildConfig, Calibration
 from contextfold.projections.model_family import run_model_for
 from contextfold.projections.state import RunState
+from contextfold.projections.usage_pairs import reported_record
 
 __all__ = [
     "ESTIMATE_KEYS",
@@ -183,7 +185,7 @@ def samples_from_state(state: RunState, estimate_at: EstimateLookup) -> list[Cal
     """Turns of ``state`` with both a build record and a usage report, oldest first."""
     out: list[CalibrationSample] = []
     for turn in sorted(state.usage):
-        position = state.usage_builds.get(turn, state.builds.get(turn))
+        position = reported_record(turn, state.builds, state.usage_builds)
         if position is None:
             continue
         found = estimate_at(position)

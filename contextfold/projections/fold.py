@@ -116,6 +116,7 @@ from contextfold.projections.state import (
 )
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.tool_exposure import canonical_tool_json
+from contextfold.projections.usage_pairs import note_report
 
 __all__ = [
     "fold",
@@ -425,14 +426,10 @@ def _(event: ContextBuilt, state: RunState, rec: RecordedEvent) -> None:
 
 @_apply.register
 def _(event: UsageObserved, state: RunState, rec: RecordedEvent) -> None:
-    """The report counts the turn's newest request recorded before it (``RunState.usage_builds``):
+    """The report counts the turn's newest request recorded before it (``projections.usage_pairs``):
     a retry built after a refused request's report is another request."""
     state.usage[event.turn] = event
-    built = state.builds.get(event.turn)
-    if built is None:
-        state.usage_builds.pop(event.turn, None)
-    else:
-        state.usage_builds[event.turn] = built
+    note_report(event.turn, state.builds, state.usage_builds)
 
 
 # ---------------------------------------------------------------- public API

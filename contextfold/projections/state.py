@@ -219,11 +219,8 @@ class RunState:
     """Turn -> its newest usage report."""
     usage_builds: dict[int, int] = field(default_factory=dict)
     """Turn -> position of the build record its usage report counts: the turn's newest record
-    logged before the report. Why not the turn's latest (``builds``): a provider refuses a request
-    for length ("your messages resulted in N tokens"), the runtime reports N, then builds the turn
-    again smaller; paired with that retry, N read as the ratio of a far smaller estimate (1.2 as
-    2.1) and halved every later budget. A report with no record before it is absent here (it pairs
-    with the turn's latest record, the cap of :mod:`~contextfold.projections.calibration` bounds it)."""
+    logged before the report (the rule and why: :mod:`~contextfold.projections.usage_pairs`). A
+    report with no record before it is absent here (it pairs with the turn's latest record)."""
     media_seen: bool = False
     """Some fragment carried an image or a document block. Until then every provider prices a
     fragment alike, so builds for several providers share their per-fragment tables."""

@@ -145,3 +145,41 @@ def test_anthropics_uncached_input_tokens_alone_are_recorded_with_a_warning(stor
             warnings.simplefilter("error")
             run.observe_usage(neutral.turn, 7)
             short.observe_usage(brief.turn, 1)
+
+
+def test_the_audit_pairs_a_report_with_the_request_calibration_pairs_it_with(store_url: str) -> None:
+    """A turn built twice before its report (refused for length, then retried smaller): the audit
+    compared the report with the turn's first record, calibration with the newest record before the
+    report. Once the retry's own report is recorded the two disagreed (the chart and the report
+    said x1.1 was x0.9 of the refused request). One rule now: both name the same request."""
+    from contextfold.audit.data import audit_run
+    from contextfold.audit.report import render_report
+
+    with open_store(store_url) as store:
+        run = store.run("audited")
+        _long_run(run)
+        first, retry = _refused_then_retried(run)
+        refused = math.ceil(first.selected_tokens * TRUE_RATIO)
+
+        def audited() -> tuple[int, str]:
+            audit = audit_run(run, rebuild_missing=False)
+            turn = next(t for t in audit.turns if t.turn == first.turn)
+            assert turn.usage is not None and turn.manifest == first  # the turn is still its first record
+            return turn.usage.estimated_tokens, render_report(audit)
+
+        def calibrated() -> int:
+            cal = run.build(window=WINDOW, reserve=RESERVE, record=False).manifest.calibration
+            assert cal is not None and cal.last_turn == first.turn
+            return cal.last_estimated
+
+        # the refused request's report: the refused request (the turn's first record)
+        estimated, html = audited()
+        assert estimated == calibrated() == first.selected_tokens
+        assert f'data-estimated="{first.selected_tokens}" data-observed="{refused}"' in html
+        # the retry's own report: the retry, as calibration has it
+        answered = math.ceil(retry.selected_tokens * 1.1)
+        run.observe_usage(retry.turn, answered)
+        estimated, html = audited()
+        assert estimated == calibrated() == retry.selected_tokens
+        assert f'data-estimated="{retry.selected_tokens}" data-observed="{answered}"' in html
+        assert f"estimate was {retry.selected_tokens} (×{answered / retry.selected_tokens:.3f})" in html
