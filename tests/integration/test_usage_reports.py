@@ -4,6 +4,11 @@ which reports are refused or flagged when they are recorded."""
 from __future__ import annotations
 
 import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +188,36 @@ def test_the_audit_pairs_a_report_with_the_request_calibration_pairs_it_with(sto
         assert estimated == calibrated() == retry.selected_tokens
         assert f'data-estimated="{retry.selected_tokens}" data-observed="{answered}"' in html
         assert f"estimate was {retry.selected_tokens} (×{answered / retry.selected_tokens:.3f})" in html
+
+
+_RUNTIME = '''
+import sys
+from contextfold.api import open_store
+from contextfold.domain.events import ModelResponse, RunStarted, UserInput
+
+def record(run, turn, input_tokens):  # a runtime's one place that records usage
+    run.observe_usage(turn, input_tokens)
+
+with open_store(sys.argv[1]) as store:
+    run = store.run("loop")
+    run.append(RunStarted(model="claude-x", encoding="cl100k_base"))
+    for i in range(3):
+        run.append(UserInput(f"part {i}: " + "word " * 1500))
+        turn = run.build("anthropic", window=20_000, reserve=500).manifest.turn
+        record(run, turn, 7)  # Anthropic's uncached input_tokens alone, every turn
+        run.append(ModelResponse(text=f"done {i}"))
+    record(run, turn, 7)  # the same report again: the same warning, from the same place
+'''
+
+
+def test_a_runtime_recording_usage_from_one_place_is_warned_of_each_turn(tmp_path: Path) -> None:
+    """Under Python's default warning filter a warning shows once per distinct message and place
+    (its registry keys on the text): a runtime that records every turn's usage from one line sees
+    one warning per turn, as each names its turn, and a repeat of the same report once. A fresh
+    interpreter, so no filter of pytest's decides."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    out = subprocess.run([sys.executable, "-c", _RUNTIME, f"sqlite:///{tmp_path / 'runs.db'}"],
+                         capture_output=True, text=True, env=env, check=True)
+    shown = re.findall(r"UsageWarning: usage for turn (\d+): 7 input tokens", out.stderr)
+    assert shown == ["1", "2", "3"], out.stderr
+    assert out.stderr.count("<string>:7: UsageWarning") == 3, out.stderr  # the line that called observe_usage
