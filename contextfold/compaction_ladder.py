@@ -10,8 +10,8 @@ masking was not enough -- summary (same two steps, then one that may cover the l
 input). Each step is tried on a snapshot first and recorded only if it relieves the pressure
 (``relieves``: lower pressure, or measurably nearer to fitting); a step that is merely no worse
 is not recorded (a summary is required content: too big a one could turn soft pressure into a
-hard failure, and one that relieves nothing only loses detail). A summary step that relieves
-the pressure after another summary step of the same climb replaces it (``climb``).
+hard failure, and one that relieves nothing only loses detail). A step that relieves the
+pressure after another step of the same strategy in the same climb replaces it (``climb``).
 """
 
 from __future__ import annotations
@@ -196,28 +196,31 @@ def climb(session: Session, strategy: Strategy, cfg: BuildConfig, keep_recent: i
     """Fold the ladder's steps into ``session`` until a trial build of ``cfg`` fits; the
     pressure before and after.
 
-    A summary step is planned on the session as it was before the summary an earlier step of
-    this climb recorded, if any, and replaces it: each summary step keeps fewer groups raw than
-    the one before (or covers the user's latest input), so its cover holds the earlier one's.
-    Planned on the state the earlier step left, it summarized that summary, and a build whose
-    first summary relieved the pressure without ending it appended two at once, the second
-    covering the first (a 6k window: events 149 and 150, covering 1-138 and 1-142), a record
-    no build ever showed."""
+    A step is planned on the session as it was before the step of the same strategy an earlier
+    step of this climb recorded, if any, and replaces it: each step keeps fewer groups raw than
+    the one before (or covers the user's latest input), so its covers hold the earlier one's.
+    Planned on the state the earlier step left, a summary summarized that summary, and a build
+    whose first summary relieved the pressure without ending it appended two at once, the second
+    covering the first (a 6k window: events 149 and 150, covering 1-138 and 1-142), a record no
+    build ever showed; a mask stubbed the results the first had left, and a build appended two
+    masks over nested covers (1-108 and 1-115) where one planned before the first stubs both's.
+    The steps of one strategy come together (masks, then summaries), so a replacement rewinds
+    only steps of its own strategy."""
     now = measure(session.run, session.state, cfg)
     before = now.pressure
-    summarized: Mark | None = None  # the session before this climb's summary
+    recorded: dict[Strategy, Mark] = {}  # the session before this climb's step of each strategy
     for step, keep, last_resort, cover_input in ladder(strategy, keep_recent):
         if now.pressure == "none":
             break
         if last_resort and now.pressure != "hard":
             continue
-        base = summarized if step == "summary" and summarized is not None else None
+        base = recorded.get(step)
         state, events = (session.state, session.events) if base is None else (
             base.state, session.events_at(base))
         plans = plan_compactions(state, events, step, keep_recent=keep, summarizer=summarizer,
                                  max_summary_tokens=summary_room(cfg), keep_error=not last_resort,
                                  load_text=session.run.store.cited_text, cover_input=cover_input)
-        if base is not None and not all(_holds(plan, session.events[len(events):]) for plan in plans):
+        if base is not None and not _hold(plans, session.events[len(events):]):
             continue  # (a narrower cover: never planned so, but nothing may come back raw)
         if not plans:
             continue
@@ -231,17 +234,17 @@ def climb(session: Session, strategy: Strategy, cfg: BuildConfig, keep_recent: i
         if relieves(now, after, replaced, cfg.window - cfg.reserve, summary=step == "summary"):
             if base is not None:
                 session.rewind(base)
-            elif step == "summary":
-                summarized = session.mark()
+            else:
+                recorded[step] = session.mark()
             for plan in plans:
                 session.apply(plan)
             now = after
     return before, now.pressure
 
 
-def _holds(plan: CompactionPlan, replaced: Sequence[RecordedEvent]) -> bool:
-    """Whether ``plan``'s cover holds every compaction among ``replaced`` (the events it would
-    replace)."""
-    cover = plan.event
-    return all(cover.covers_from <= rec.event.covers_from and rec.event.covers_to <= cover.covers_to
+def _hold(plans: Sequence[CompactionPlan], replaced: Sequence[RecordedEvent]) -> bool:
+    """Whether every compaction among ``replaced`` (the events ``plans`` would replace) lies inside
+    the cover of one of ``plans`` (two masks either side of the latest error: each holds its side)."""
+    return all(any(p.event.covers_from <= rec.event.covers_from and rec.event.covers_to <= p.event.covers_to
+                   for p in plans)
                for rec in replaced if isinstance(rec.event, HistoryCompacted))
