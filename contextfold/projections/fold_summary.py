@@ -157,7 +157,7 @@ def render_summary(event: HistoryCompacted, confirmed: tuple[str, ...] = (),
     ``shown`` (:func:`~contextfold.projections.summary_shown.shown_raw`): the lines, goal and
     contract the request shows raw beside the summary (a policy in force, a required input, the
     current goal), left out of the text as the plan's steps are: each was paid for twice in every
-    request after a compaction."""
+    request after a compaction; and the decision line quoting the current goal, cited instead."""
     s, shown = event.summary, shown or ShownRaw()
     lines = [f"summary of events {event.covers_from}-{event.covers_to} "
              f"({event.strategy}, {event.summarizer})"]
@@ -175,6 +175,8 @@ def render_summary(event: HistoryCompacted, confirmed: tuple[str, ...] = (),
             values = tuple(v for v in values if v not in apart)
         if attr == "success_contract" and shown.contract:
             values = ()
+        if attr == "decisions" and shown.cited:
+            values = tuple(dict(shown.cited).get(v, v) for v in values)
         if attr in ("completed_steps", "pending_steps") and plan_steps:
             values = tuple(v for v in values if not names_plan_step(v, plan_steps))
         if values:

@@ -13,6 +13,10 @@ Only an exact copy is left out: a policy line that quotes the policy still in fo
 word; a required input's line that quotes it whole; the goal and contract equal to the run's
 current ones. A summary line that says anything else (an older goal, a superseded policy, a
 plug-in's rewording) stays.
+
+The decision that records when the current goal was set ("goal set at event N: <goal>", the goal
+capped at 200 characters) is not left out but cited (:func:`goal_set_line`): when the goal was
+set is history the goal fragment does not say, the goal's words are what it says.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from dataclasses import dataclass
 
 from contextfold.domain.events import CompactionSummary
 from contextfold.projections.state import RunState
+from contextfold.projections.summary_text import STATEMENT_CHARS, cap
 
-__all__ = ["POLICY_CHARS", "ShownRaw", "policy_line", "required_input_line", "shown_raw"]
+__all__ = ["POLICY_CHARS", "ShownRaw", "goal_set_line", "policy_line", "required_input_line", "shown_raw"]
 
 POLICY_CHARS = 600
 """A policy up to this long is carried verbatim by a summary; a longer one is cited."""
@@ -41,6 +46,9 @@ class ShownRaw:
     """The summary's goal is the run's current goal, or quotes a required input."""
     contract: bool = False
     """The summary's success contract is the run's current one."""
+    cited: tuple[tuple[str, str], ...] = ()
+    """(line, what the request shows instead): a decision line that quotes the goal in force,
+    and the line citing it."""
 
 
 def policy_line(source_ref: str, text: str, position: int, run_id: str) -> str:
@@ -50,6 +58,24 @@ def policy_line(source_ref: str, text: str, position: int, run_id: str) -> str:
         return f"policy {source_ref} at event {position}: {' '.join(text.split())}"
     return (f"policy {source_ref} at event {position} stays in force (full text in the system "
             f"prompt; raw: event://{run_id}/{position})")
+
+
+def goal_set_line(goal: str, position: int) -> str:
+    """A summary's decision line for the goal set at ``position``: when, and its words (capped)."""
+    return f"goal set at event {position}: {cap(goal, STATEMENT_CHARS)}"
+
+
+def _goal_cited(state: RunState) -> tuple[tuple[str, str], ...]:
+    """The decision line of the goal in force (``state.goal``, set at the position its fragment
+    names), and the line a request shows instead: it states that goal whole, in layer 3. The line
+    says "in force when summarized", not "this request's goal": a summary's text is made when its
+    compaction is folded, and a goal set after it is the one later requests state."""
+    if state.goal is None or not state.goal_ids or not state.goal_ids[0][1:].isdigit():
+        return ()
+    position = int(state.goal_ids[0][1:])
+    return ((goal_set_line(state.goal.goal, position),
+             f"goal set at event {position} (in force when summarized; raw: "
+             f"event://{state.run_id}/{position})"),)
 
 
 def required_input_line(text: str, position: int) -> str:
@@ -93,4 +119,5 @@ def shown_raw(summary: CompactionSummary, state: RunState) -> ShownRaw:
             (goal is not None and summary.goal == goal.goal)
             or (inferred is not None and _required_input(state, int(inferred.group(1))) is not None)),
         contract=bool(summary.success_contract) and goal is not None
-        and summary.success_contract == tuple(goal.success_contract))
+        and summary.success_contract == tuple(goal.success_contract),
+        cited=tuple(pair for pair in _goal_cited(state) if pair[0] in summary.decisions))

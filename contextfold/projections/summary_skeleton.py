@@ -47,7 +47,7 @@ from contextfold.projections.summary_bounds import (
     is_earlier_line,
     said_once,
 )
-from contextfold.projections.summary_shown import policy_line, required_input_line
+from contextfold.projections.summary_shown import goal_set_line, policy_line, required_input_line
 from contextfold.projections.summary_text import (
     STATEMENT_CHARS,
     args_excerpt,
@@ -236,7 +236,7 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
                     goal = quoted_goal(f"(inferred from the user's message at event {pos})", ev.text,
                                        f"event://{run}/{pos}") + attached(ev.content, run, pos)
             case GoalSet():
-                f["decisions"].append(f"goal set at event {pos}: {cap(ev.goal, STATEMENT_CHARS)}")
+                f["decisions"].append(goal_set_line(ev.goal, pos))
             case PlanUpdated():
                 steps = "; ".join(f"{s.id} {s.status}" for s in ev.steps)
                 f["decisions"].append(f"plan updated at event {pos}: {steps}")

@@ -69,3 +69,28 @@ def test_a_summary_repeats_nothing_the_request_shows_raw(tmp_path: Path, goal: b
     assert any(POLICY in c for c in last.summary.constraints)
     assert any(LATER in c for c in last.summary.constraints)
     assert (last.summary.goal == GOAL) if goal else (TASK[:100] in last.summary.goal)
+
+
+def test_the_goal_s_decision_line_cites_the_goal_the_request_states(tmp_path: Path) -> None:
+    """The summary's decision "goal set at event N: <goal>" quoted the goal (up to 200 characters)
+    in every request after a compaction, beside the goal fragment that states it whole. When the
+    goal set at N is the one in force, the line cites it; an older goal, shown nowhere else, stays
+    quoted. The recorded summary keeps the quote."""
+    long_goal = "Ship release 7 to the staging cluster, " + "with every health check green, " * 8
+    with contextfold.open_store(f"sqlite:///{tmp_path}/s.db") as store:
+        run = store.run("rollout")
+        run.append(GoalSet(goal="Ship release 6", success_contract=("staging healthy",)))
+        run.append(UserInput(TASK, required=True))
+        _turns(run, 1, 4)
+        run.append(GoalSet(goal=long_goal))
+        _turns(run, 5, 8)
+        run.compact("summary", keep_recent=2)
+        summary = next(r.event for r in run.events() if isinstance(r.event, HistoryCompacted))
+        at = next(r.position for r in run.events() if isinstance(r.event, GoalSet) and r.position > 1)
+        body = joined_strings(run.build("anthropic", window=60_000, reserve=1_000).request)
+    flat = " ".join(body.split())
+    head = " ".join(long_goal.split())[:150]
+    assert flat.count(head) == 1  # the goal fragment's
+    assert f"goal set at event {at} (in force when summarized; raw: event://rollout/{at})" in body
+    assert "goal set at event 1: Ship release 6" in body  # superseded: said nowhere else
+    assert any(d.startswith(f"goal set at event {at}: {head}") for d in summary.summary.decisions)
