@@ -223,8 +223,8 @@ class ArtifactNotFoundError(NotFoundError):
     """An artifact ref names bytes the store does not hold: store them first (``Store.attach_image``,
     ``attach_document``)."""
 
-    def __init__(self, ref: str) -> None:
-        super().__init__(f"artifact {ref!r} not found")
+    def __init__(self, ref: str, reason: str = "not found") -> None:
+        super().__init__(f"artifact {ref!r} {reason}")
         self.ref = ref
 
 

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from contextfold.domain.errors import ArtifactNotFoundError
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
@@ -465,13 +466,23 @@ class BuildCtx:
         parts: list[str] = []
         for block in entry.fragment.content:
             if isinstance(block, TextBlock | ToolResultBlock):
-                if isinstance(block, ToolResultBlock) and block.artifact and self.load_text:
-                    parts.append(self.load_text(block.artifact))
+                if isinstance(block, ToolResultBlock) and block.artifact:
+                    parts.append(self._stored_text(block.artifact))
                 else:
                     parts.append(block.text)
             elif isinstance(block, DocumentBlock) and block.artifact and block.media_type.startswith("text/"):
-                parts.append(self.load_text(block.artifact) if self.load_text else "")
+                parts.append(self._stored_text(block.artifact))
         return "\n".join(parts)
+
+    def _stored_text(self, ref: ArtifactRef) -> str:
+        """The text the log stores as ``ref``, read through the ``load_text`` port. A build given
+        no port refuses: it read the logged preview (the first 2 KB) as the whole output, and sent
+        it uncut with no truncation record, or an empty document, a request that differed from
+        the one the same state built with the store's port (``Run.build``)."""
+        if self.load_text is None:
+            raise ArtifactNotFoundError(ref.hash, "holds a text this build needs, and the build was given "
+                                                  "no load_text to read it (Run.build passes the store's)")
+        return self.load_text(ref)
 
     def note(self, fid: str) -> Facts:
         """Facts of a fragment this build considers; records its redaction, if any."""

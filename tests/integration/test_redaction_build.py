@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import open_store
+from contextfold.domain.errors import ArtifactNotFoundError
 from contextfold.domain.events import (
     ContextBuilt,
     EvidenceRetrieved,
@@ -159,12 +160,40 @@ def test_a_cut_fragment_keeps_its_redaction_records_build_after_build(store_url:
     with open_store(store_url) as store:
         state = store.run("leaky").state()
         config = BuildConfig(provider="neutral", window=window, reserve=1_000)
-        first = build_context(state, config)
-        again = build_context(state, config)
+        first = build_context(state, config, load_text=store.cited_text)
+        again = build_context(state, config, load_text=store.cited_text)
         assert first.manifest.truncations, "the window is meant to cut a tool result"
         cut = {t.id for t in first.manifest.truncations}
         assert cut & {r.fragment_id for r in first.manifest.redactions}
         assert again.manifest == first.manifest
+
+
+def test_a_build_given_no_load_text_refuses_a_stored_text_instead_of_sending_its_preview(
+        tmp_path: Path) -> None:
+    """``build_context`` without the ``load_text`` port, over a fresh state holding a stored
+    output (the 2 MB log here), read its logged preview as the whole text: the first 2 KB sent
+    uncut with no truncation record, a request unlike the one ``Run.build`` makes of the same
+    state, and unlike its own once an earlier build had left the text in the state's memo (this
+    file's cut test passed only after the other tests ran). It refuses now, naming the artifact."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    # a text no other test built: the process's memos, keyed by content, would supply it unread
+    big = "".join(f"INFO {tmp_path.name} step {i} ok\n" for i in range(8000)) + "error: disk full\n"
+    with open_store(url) as store:
+        store.run("stored").append(
+            UserInput("Run the build"),
+            ModelResponse(tool_calls=(ToolCall(call_id="c1", name="make", arguments="{}"),)),
+            ToolResult(call_id="c1", content=big, is_error=True, exit_code=2),
+            UserInput("Why did it fail?"))
+    config = BuildConfig(provider="neutral", window=20_000, reserve=1_000)
+    with open_store(url) as store:
+        state = store.run("stored").state()
+        with pytest.raises(ArtifactNotFoundError, match="no load_text"):
+            build_context(state, config)
+        ported = build_context(state, config, load_text=store.cited_text).manifest
+        assert "e3" in {t.id for t in ported.truncations}
+    with open_store(url) as store:
+        built = store.run("stored").build(config=config, record=False).manifest
+        assert built.request_hash == ported.request_hash
 
 
 def test_a_stored_result_whose_placeholders_outgrow_its_secrets_is_shown_whole_where_it_fits(
