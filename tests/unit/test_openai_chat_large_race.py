@@ -66,6 +66,10 @@ def _held_at(code: Any, at: Callable[[FrameType, str], bool], reached: threading
 
     def global_(frame: FrameType, event: str, arg: Any) -> Any:
         if frame.f_code is code:
+            # f_trace first: from 3.12 (tracing built on sys.monitoring) f_trace_opcodes turns the
+            # frame's opcode events on only when the frame already has its local tracer; set in
+            # the call event before that, it is ignored and the opcode step is never reached
+            frame.f_trace = local
             frame.f_trace_opcodes = True
             return local
         return None
@@ -108,7 +112,7 @@ def test_a_large_message_noted_while_others_note_theirs_and_the_memos_start_over
     # A notes its large message and stops just before storing the tally it computed
     a = _in_thread(lambda: chat._history(batch_a), _held_at(chat._noted_large.__code__, _tally_store,
                                                                  a_reached, a_go), a_out)
-    assert a_reached.wait(PATIENCE)
+    assert a_reached.wait(PATIENCE), "A was never held at the tally's store (no opcode event there)"
     try:
         chat._history(batch_c)  # another render notes one: the tally moves on
         # B reads the tally, notes its own, and stops before looking at it again
