@@ -11,7 +11,8 @@ Two layers, both raising :class:`RenderError` that names the offending message:
 2. **SDK request types** from the official packages (``openai``,
    ``anthropic``, ``google-genai``; the ``validate`` extra). The SDKs are
    imported lazily here, never at module import, and never needed at run time:
-   when a package is missing this layer is skipped and
+   when a package is missing, or older than the release the ``validate`` extra
+   names (:data:`SDK_FLOORS`), this layer is skipped and
    :func:`validate_sdk_types` returns ``False`` so callers (and tests) can tell
    whether it really ran.
 
@@ -29,8 +30,10 @@ in the URL, not the body).
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import operator
+import re
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
@@ -56,6 +59,7 @@ from contextfold.projections.request_json import (
 
 __all__ = [
     "PROVIDERS",
+    "SDK_FLOORS",
     "SDK_PACKAGES",
     "Provider",
     "check_protocol",
@@ -71,6 +75,19 @@ SDK_PACKAGES: dict[str, str] = {
     "anthropic": "anthropic",
     "gemini": "google.genai",
 }
+
+SDK_FLOORS: dict[str, tuple[str, str]] = {
+    "openai-chat": ("openai", "2.0"),
+    "openai-responses": ("openai", "2.0"),
+    "anthropic": ("anthropic", "0.124"),
+    "gemini": ("google-genai", "1.21"),
+}
+"""provider -> (distribution, lowest release) of the SDK whose request types accept every body the
+renderers emit: the ``validate`` extra's floors (a test holds them equal to pyproject.toml, which
+says why each). Why here too: an application may pin an older SDK and install contextfold without
+the extra; that SDK imports, but its types refuse valid requests (anthropic 0.40 does not know
+``cache_control``: ``contextfold demo`` exited 2). Such an SDK counts as absent: its check is
+skipped, as when none is installed."""
 
 _Path: TypeAlias = tuple[str | int, ...]
 
@@ -89,7 +106,8 @@ together, for openai-chat and openai-responses, failed with Python's ``_Deadlock
 
 
 def sdk_available(provider: str) -> bool:
-    """Whether the official SDK for ``provider`` is importable here."""
+    """Whether the official SDK for ``provider`` is importable here and not older than its floor
+    (:data:`SDK_FLOORS`): an older one's types refuse what the renderers rightly emit."""
     name = parse_provider(provider)
     if name in _SDK_FOUND:
         return True
@@ -98,9 +116,42 @@ def sdk_available(provider: str) -> bool:
             found = importlib.util.find_spec(SDK_PACKAGES[name]) is not None
         except ModuleNotFoundError:
             return False
-    if found:
+    if found and _sdk_recent_enough(*SDK_FLOORS[name]):
         _SDK_FOUND.add(name)
-    return found
+        return True
+    return False
+
+
+def _sdk_recent_enough(distribution: str, floor: str) -> bool:
+    """Whether the installed ``distribution`` is at least ``floor``. A package importable without
+    metadata (vendored, bundled) is trusted, as before versions were checked."""
+    try:
+        installed = importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return True
+    return _release_at_least(installed, floor)
+
+
+_RELEASE = re.compile(r"\s*v?(\d+(?:\.\d+)*)(.*)", re.ASCII)
+
+
+def _release_at_least(version: str, floor: str) -> bool:
+    """PEP 440's order for what matters here, without ``packaging`` (not a dependency): release
+    numbers compared padded with zeros; a pre- or dev-release of the floor itself is below it
+    (``2.0.0rc1`` < ``2.0``), a post-release or local version is not. An unreadable version is
+    trusted."""
+    got, want = _RELEASE.fullmatch(version), _RELEASE.fullmatch(floor)
+    if got is None or want is None:
+        return True
+    have = [int(x) for x in got.group(1).split(".")]
+    need = [int(x) for x in want.group(1).split(".")]
+    width = max(len(have), len(need))
+    have += [0] * (width - len(have))
+    need += [0] * (width - len(need))
+    if have != need:
+        return have > need
+    rest = got.group(2).lower().lstrip(".-_")
+    return not re.match(r"(a|b|c|rc|alpha|beta|pre|preview|dev)\d*", rest)
 
 
 @functools.cache

@@ -1,0 +1,105 @@
+"""An SDK older than the ``validate`` extra's floor counts as absent: its check is skipped.
+
+Why: an application may pin an older SDK and install contextfold without ``[validate]``. That SDK
+imports, but its request types refuse what the renderers rightly emit (anthropic 0.40 does not know
+``cache_control``), so every build for that provider failed (``contextfold demo`` exited 2). The
+installed version is faked through ``importlib.metadata``; the SDK really imported is the current
+one, so a body its types refuse shows whether the check ran.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextfold.domain.conversation import Conversation, InstructionPart, UserMessage
+from contextfold.domain.errors import RenderError
+from contextfold.projections.render import PROVIDERS, render, sdk_available, validate_request
+from contextfold.projections.render import validate as validate_module
+from contextfold.projections.render.validate import SDK_FLOORS, validate_sdk_types
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+CHAT = Conversation(messages=(UserMessage(parts=(InstructionPart(text="hello", authority="user",
+                                                                 fragment_id="u1"),)),))
+_REAL_VERSION = importlib.metadata.version
+
+
+@pytest.fixture
+def fake_versions(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str | None]]:
+    """distribution -> the version ``importlib.metadata`` reports (None: no metadata); any other
+    distribution reports its real version. The found-SDK memo starts empty and is put back."""
+    faked: dict[str, str | None] = {}
+
+    def version(distribution: str) -> str:
+        if distribution in faked:
+            value = faked[distribution]
+            if value is None:
+                raise importlib.metadata.PackageNotFoundError(distribution)
+            return value
+        return _REAL_VERSION(distribution)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    found = set(validate_module._SDK_FOUND)
+    validate_module._SDK_FOUND.clear()
+    yield faked
+    validate_module._SDK_FOUND.clear()
+    validate_module._SDK_FOUND.update(found)
+
+
+def _refused_by_the_sdk(provider: str) -> dict[str, Any]:
+    """A body the protocol rules let through but the SDK's types refuse (an unknown option)."""
+    return {**render(CHAT, provider, max_tokens=100), "temprature": 0.2}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_sdk_older_than_its_floor_is_skipped_as_if_absent(
+        provider: str, fake_versions: dict[str, str | None]) -> None:
+    distribution, floor = SDK_FLOORS[provider]
+    fake_versions[distribution] = "0.1.0"
+    assert not sdk_available(provider)
+    body = _refused_by_the_sdk(provider)
+    assert validate_sdk_types(provider, body) is False  # not checked, not refused
+    validate_request(provider, body)  # the protocol rules still run, and pass
+    fake_versions[distribution] = floor
+    assert sdk_available(provider)
+    with pytest.raises(RenderError, match="temprature"):
+        validate_sdk_types(provider, body)
+
+
+@pytest.mark.parametrize(("installed", "counts"), [
+    ("0.40.0", False), ("0.123.9", False), ("0.124.0rc1", False), ("0.124.0.dev2", False),
+    ("0.124", True), ("0.124.0", True), ("0.124.0.post1", True), ("0.124.1", True),
+    ("0.200.0", True), ("1.0.0", True), ("2.17.0+local", True), (None, True),
+])
+def test_the_anthropic_sdk_counts_from_its_floor_on(installed: str | None, counts: bool,
+                                                   fake_versions: dict[str, str | None]) -> None:
+    """Releases compared as numbers (0.200 is above 0.124, not below it as text); a pre-release of
+    the floor is below it; a package without metadata (vendored) is trusted, as before."""
+    assert SDK_FLOORS["anthropic"] == ("anthropic", "0.124")
+    fake_versions["anthropic"] = installed
+    assert sdk_available("anthropic") is counts
+
+
+def test_an_older_openai_counts_as_absent_for_both_its_apis(fake_versions: dict[str, str | None]) -> None:
+    fake_versions["openai"] = "1.109.1"
+    assert not sdk_available("openai-chat")
+    assert not sdk_available("openai-responses")
+    assert sdk_available("anthropic") and sdk_available("gemini")  # the others are unaffected
+
+
+def test_the_floors_are_the_validate_extras() -> None:
+    """One truth for the floors: pyproject.toml's ``validate`` extra (which says why each)."""
+    extra = tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]["validate"]
+    declared = {}
+    for requirement in extra:
+        match = re.fullmatch(r"([A-Za-z0-9._-]+)>=([0-9.]+)", requirement)
+        assert match, f"the validate extra's {requirement!r} is not a plain floor"
+        declared[match.group(1)] = match.group(2)
+    assert dict(SDK_FLOORS.values()) == declared
+    assert set(SDK_FLOORS) == set(PROVIDERS)
