@@ -10,6 +10,7 @@ one, so a body its types refuse shows whether the check ran.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import re
 import tomllib
 from collections.abc import Iterator
@@ -45,7 +46,7 @@ def fake_versions(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str | N
         return _REAL_VERSION(distribution)
 
     monkeypatch.setattr(importlib.metadata, "version", version)
-    found = set(validate_module._SDK_FOUND)
+    found = dict(validate_module._SDK_FOUND)
     validate_module._SDK_FOUND.clear()
     yield faked
     validate_module._SDK_FOUND.clear()
@@ -67,6 +68,8 @@ def test_an_sdk_older_than_its_floor_is_skipped_as_if_absent(
     assert validate_sdk_types(provider, body) is False  # not checked, not refused
     validate_request(provider, body)  # the protocol rules still run, and pass
     fake_versions[distribution] = floor
+    assert not sdk_available(provider)  # the answer holds for the process (asked once)
+    validate_module._SDK_FOUND.clear()  # the next process
     assert sdk_available(provider)
     with pytest.raises(RenderError, match="temprature"):
         validate_sdk_types(provider, body)
@@ -91,6 +94,24 @@ def test_an_older_openai_counts_as_absent_for_both_its_apis(fake_versions: dict[
     assert not sdk_available("openai-chat")
     assert not sdk_available("openai-responses")
     assert sdk_available("anthropic") and sdk_available("gemini")  # the others are unaffected
+
+
+def test_a_missing_or_old_sdk_is_looked_for_once_not_at_every_build(
+        fake_versions: dict[str, str | None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a found SDK was remembered: every validated build looked for a missing one again
+    (``find_spec``, ~46 us, a tenth of a first build) and read an old one's metadata (~340 us)."""
+    looked: list[str] = []
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> Any:
+        looked.append(name)
+        return None if name == "google.genai" else real_find_spec(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    fake_versions["anthropic"] = "0.40.0"
+    for _ in range(3):
+        assert not sdk_available("gemini") and not sdk_available("anthropic")
+    assert sorted(looked) == ["anthropic", "google.genai"]
 
 
 def test_the_floors_are_the_validate_extras() -> None:
