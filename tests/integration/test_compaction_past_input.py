@@ -137,3 +137,37 @@ def test_one_auto_compaction_appends_one_summary(cf_store: Store) -> None:
         for t, appended in enumerate(per_build, 1) if len(appended) > 1]
     for turn in range(2, run.next_turn()):
         assert run.replay(turn).ok, turn
+
+
+def _nested(masks: list[HistoryCompacted]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The pairs of ``masks`` whose covers overlap."""
+    covers = [(m.covers_from, m.covers_to) for m in masks]
+    return [(a, b) for i, a in enumerate(covers) for b in covers[i + 1:] if a[0] <= b[1] and b[0] <= a[1]]
+
+
+def test_one_auto_compaction_appends_no_nested_masks(cf_store: Store) -> None:
+    """One auto-compaction appends no two masks whose covers nest (``compaction_ladder.climb``).
+
+    Why: the ladder's mask steps keep fewer groups raw, one after the other (``recent_groups``,
+    then one). Each step was planned on the state the step before had left, so when both relieved
+    the pressure the build appended two masks at once, the second's cover holding the first's (a 6k
+    window: covers 1-108 and 1-115), each stubbing results the other did not. A later mask step
+    that relieves the pressure now replaces the masks planned before it in the same compaction, as
+    a summary step replaces a summary. Two masks of one step, either side of the latest error,
+    stay: a cover is contiguous and that error's group stays raw between them
+    (``compaction_cuts.mask_covers``)."""
+    run = cf_store.run("one-mask")
+    run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
+    per_build: list[list[HistoryCompacted]] = []
+    for t in range(1, 41):
+        _agent_turn(run, t)  # every third a failed deploy: the latest error's group is never masked
+        version = run.version
+        text = joined_strings(build(run, "anthropic", window=6_000, reserve=1_000, strategy="mask").request)
+        per_build.append([r.event for r in run.events()
+                          if r.position > version and isinstance(r.event, HistoryCompacted)])
+        assert f"dep-{t - t % 3:04d}" in text or t < 3  # the latest failed deploy's output, raw
+    assert sum(map(len, per_build)) >= 10  # the run was masked, build after build
+    nested = {t: _nested(masks) for t, masks in enumerate(per_build, 1) if _nested(masks)}
+    assert not nested, nested
+    for turn in range(2, run.next_turn()):
+        assert run.replay(turn).ok, turn
