@@ -221,7 +221,8 @@ class RunNotFoundError(NotFoundError):
 
 class ArtifactNotFoundError(NotFoundError):
     """An artifact ref names bytes the store does not hold: store them first (``Store.attach_image``,
-    ``attach_document``)."""
+    ``attach_document``). Also a build that needs a stored text and was given no ``load_text`` to
+    read it (``build_context`` called without the store's port)."""
 
     def __init__(self, ref: str, reason: str = "not found") -> None:
         super().__init__(f"artifact {ref!r} {reason}")
