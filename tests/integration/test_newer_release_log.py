@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from eventsourcing.persistence import StoredEvent
@@ -205,17 +206,24 @@ def test_a_value_outside_a_closed_set_is_damage_even_with_its_hash_intact(store:
     _assert_damage_with_hash_intact(store, topic, body)
 
 
+def _assert_flipped_byte_is_damage(store: EventStore, event: Any, old: bytes, new: bytes) -> None:
+    """``event`` logged as event 2, then ``old`` changed to ``new`` in its stored bytes: a value
+    shaped like a newer release's, but the chain hash breaks, so it reads as damage."""
+    store.append("r", [UserInput("a"), event])
+    store.close()
+    with EventStore(store.url) as fresh:
+        _flip_after_write(fresh, "r", 2, old, new)
+        with pytest.raises(IntegrityError) as caught:
+            fresh.read("r")
+        assert not isinstance(caught.value, UpgradeRequiredError) and "chain hash" in str(caught.value)
+
+
 def test_a_changed_byte_in_an_open_field_s_value_is_damage(store: EventStore) -> None:
     """``pending`` read as ``pendinf``: snake_case like a newer release's status, but its hash breaks."""
     from contextfold.domain.event_values import PlanStep
     from contextfold.domain.events import PlanUpdated
-    store.append("r", [UserInput("a"), PlanUpdated(steps=(PlanStep(id="s1", title="ship"),))])
-    store.close()
-    with EventStore(store.url) as fresh:
-        _flip_after_write(fresh, "r", 2, b'"pending"', b'"pendinf"')
-        with pytest.raises(IntegrityError) as caught:
-            fresh.read("r")
-        assert not isinstance(caught.value, UpgradeRequiredError) and "chain hash" in str(caught.value)
+    _assert_flipped_byte_is_damage(store, PlanUpdated(steps=(PlanStep(id="s1", title="ship"),)),
+                                   b'"pending"', b'"pendinf"')
 
 
 def test_the_cli_says_upgrade_for_a_newer_field_and_damage_for_a_changed_byte(tmp_path: Path) -> None:
@@ -288,10 +296,5 @@ def test_a_changed_byte_in_a_reasoning_provider_is_damage(store: EventStore) -> 
     from contextfold.domain.reasoning import OpenAIResponsesReasoning, ReasoningItem
     reasoning = OpenAIResponsesReasoning(items=(ReasoningItem(raw={"type": "reasoning", "id": "rs_1",
                                                                     "summary": []}),))
-    store.append("r", [UserInput("a"), ModelResponse(text="x", reasoning=reasoning)])
-    store.close()
-    with EventStore(store.url) as fresh:
-        _flip_after_write(fresh, "r", 2, b'"openai-responses"', b'"openai-responsez"')
-        with pytest.raises(IntegrityError) as caught:
-            fresh.read("r")
-        assert not isinstance(caught.value, UpgradeRequiredError) and "chain hash" in str(caught.value)
+    _assert_flipped_byte_is_damage(store, ModelResponse(text="x", reasoning=reasoning),
+                                   b'"openai-responses"', b'"openai-responsez"')
