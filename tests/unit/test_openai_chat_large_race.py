@@ -16,7 +16,8 @@ import dis
 import inspect
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -77,9 +78,50 @@ def _held_at(code: Any, at: Callable[[FrameType, str], bool], reached: threading
     return global_
 
 
-def _in_thread(work: Callable[[], Any], tracer: Tracer, out: list[Any]) -> threading.Thread:
+@contextmanager
+def _first_caller_held_at(code: Any, offsets: list[int], reached: threading.Event,
+                          go: threading.Event) -> Iterator[None]:
+    """Hold the first thread to reach one of ``offsets`` in ``code`` there.
+
+    Why not a tracer's opcode events, as for lines: CPython 3.12.1 sends none (``f_trace_opcodes``
+    is ignored there, set before or after ``f_trace``; 3.11 and 3.13 send them). From 3.12,
+    ``sys.monitoring``'s instruction events are the interpreter's own way to stop at one.
+    """
+    if sys.version_info < (3, 12):
+        at = set(offsets)
+        tracer = _held_at(code, lambda frame, event: event == "opcode" and frame.f_lasti in at,
+                          reached, go)
+        previous = threading.gettrace()
+        threading.settrace(tracer)
+        try:
+            yield
+        finally:
+            threading.settrace(previous)
+        return
+    monitoring = sys.monitoring
+    tool = monitoring.DEBUGGER_ID
+    monitoring.use_tool_id(tool, "large race test")
+
+    def on_instruction(seen: Any, offset: int) -> Any:
+        if offset in offsets and not reached.is_set():
+            reached.set()
+            assert go.wait(PATIENCE)
+        return None
+
+    monitoring.register_callback(tool, monitoring.events.INSTRUCTION, on_instruction)
+    monitoring.set_local_events(tool, code, monitoring.events.INSTRUCTION)
+    try:
+        yield
+    finally:
+        monitoring.set_local_events(tool, code, 0)
+        monitoring.register_callback(tool, monitoring.events.INSTRUCTION, None)
+        monitoring.free_tool_id(tool)
+
+
+def _in_thread(work: Callable[[], Any], tracer: Tracer | None, out: list[Any]) -> threading.Thread:
     def run() -> None:
-        sys.settrace(tracer)
+        if tracer is not None:
+            sys.settrace(tracer)
         try:
             out.append(work())
         finally:
@@ -90,11 +132,10 @@ def _in_thread(work: Callable[[], Any], tracer: Tracer, out: list[Any]) -> threa
     return thread
 
 
-def _tally_store(frame: FrameType, event: str) -> bool:
-    """At the store of the tally in ``_noted_large`` (its new value computed, not yet stored)."""
-    stores = [i.offset for i in dis.get_instructions(chat._noted_large)
-              if i.opname == "STORE_GLOBAL" and i.argval == "_large_seen"]
-    return event == "opcode" and frame.f_lasti in stores
+def _tally_stores() -> list[int]:
+    """The store of the tally in ``_noted_large`` (its new value computed, not yet stored)."""
+    return [i.offset for i in dis.get_instructions(chat._noted_large)
+            if i.opname == "STORE_GLOBAL" and i.argval == "_large_seen"]
 
 
 def _after_rendering(frame: FrameType, event: str) -> bool:
@@ -110,18 +151,18 @@ def test_a_large_message_noted_while_others_note_theirs_and_the_memos_start_over
     b_out: list[Any] = []
     batch_a, batch_b, batch_c = _batch("a"), _batch("b"), _batch("c")
     # A notes its large message and stops just before storing the tally it computed
-    a = _in_thread(lambda: chat._history(batch_a), _held_at(chat._noted_large.__code__, _tally_store,
-                                                                 a_reached, a_go), a_out)
-    assert a_reached.wait(PATIENCE), "A was never held at the tally's store (no opcode event there)"
-    try:
-        chat._history(batch_c)  # another render notes one: the tally moves on
-        # B reads the tally, notes its own, and stops before looking at it again
-        b = _in_thread(lambda: chat._history(batch_b), _held_at(chat._history.__code__, _after_rendering,
-                                                                     b_reached, b_go), b_out)
-        assert b_reached.wait(PATIENCE)
-    finally:
-        a_go.set()
-    a.join(PATIENCE)
+    with _first_caller_held_at(chat._noted_large.__code__, _tally_stores(), a_reached, a_go):
+        a = _in_thread(lambda: chat._history(batch_a), None, a_out)
+        assert a_reached.wait(PATIENCE), "A was never held at the tally's store (no opcode event there)"
+        try:
+            chat._history(batch_c)  # another render notes one: the tally moves on
+            # B reads the tally, notes its own, and stops before looking at it again
+            b = _in_thread(lambda: chat._history(batch_b),
+                           _held_at(chat._history.__code__, _after_rendering, b_reached, b_go), b_out)
+            assert b_reached.wait(PATIENCE)
+        finally:
+            a_go.set()
+        a.join(PATIENCE)
     request_json._clear()  # the memos start over (their bound, on any thread): the noted set is emptied
     b_go.set()
     b.join(PATIENCE)
