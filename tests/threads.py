@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["InThread", "errors_in_threads"]
+__all__ = ["InThread", "errors_in_threads", "switching_at_every_instruction"]
 
 
 def errors_in_threads(workers: int, work: Callable[[int], object], *,
@@ -58,3 +61,55 @@ class InThread:
         elapsed = time.monotonic() - self._started
         assert not self._thread.is_alive(), f"still waiting after {elapsed:.0f} s: it hangs"
         return self._raised[0]
+
+
+@contextmanager
+def switching_at_every_instruction(modules: tuple[str, ...]) -> Iterator[None]:
+    """Threads yield the GIL to each other at every bytecode of the code in ``modules`` (file
+    names ending so): a race between two bytecodes of one line (an iterator made, then advanced)
+    is met within a few operations, not once in minutes.
+
+    Why two ways: up to 3.11 a tracer's opcode events (``f_trace_opcodes``); from 3.12 tracing is
+    built on ``sys.monitoring`` and CPython 3.12.1 and 3.13.0 send a tracer no opcode events when
+    ``f_trace_opcodes`` is set in its call event (a test built that way passed without ever
+    switching), so there the monitor's own instruction events are used; code of other files is
+    switched off at its first instruction (``DISABLE``), so the rest runs at full speed.
+    """
+    if sys.version_info < (3, 12):
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "opcode":
+                time.sleep(0)
+            return local
+
+        def tracer(frame: Any, event: str, arg: Any) -> Any:
+            if not frame.f_code.co_filename.endswith(modules):
+                return None
+            frame.f_trace = local
+            frame.f_trace_opcodes = True
+            return local
+
+        previous = threading.gettrace()
+        threading.settrace(tracer)
+        try:
+            yield
+        finally:
+            threading.settrace(previous)
+        return
+    monitoring = sys.monitoring
+    tool = monitoring.DEBUGGER_ID
+    monitoring.use_tool_id(tool, "switching at every instruction")
+
+    def on_instruction(code: Any, offset: int) -> Any:
+        if not code.co_filename.endswith(modules):
+            return monitoring.DISABLE
+        time.sleep(0)
+        return None
+
+    monitoring.register_callback(tool, monitoring.events.INSTRUCTION, on_instruction)
+    monitoring.set_events(tool, monitoring.events.INSTRUCTION)
+    try:
+        yield
+    finally:
+        monitoring.set_events(tool, 0)
+        monitoring.register_callback(tool, monitoring.events.INSTRUCTION, None)
+        monitoring.free_tool_id(tool)

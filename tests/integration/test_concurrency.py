@@ -17,7 +17,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.rebuild_api import rebuild
 from contextfold.store.event_store import EventStore
-from tests.threads import errors_in_threads
+from tests.threads import errors_in_threads, switching_at_every_instruction
 
 
 def test_threads_sharing_a_store_append_calls_and_results_to_one_run(store_url: str) -> None:
@@ -184,26 +184,6 @@ def test_a_postgresql_store_used_in_a_forked_child_connects_a_session_of_its_own
 
 
 
-def _switching_at_every_opcode(modules: tuple[str, ...]) -> Callable[..., Any]:
-    """A trace function (for ``threading.settrace``) that yields the GIL to the other threads at
-    each bytecode of the code in ``modules``: a race between two bytecodes of one line (an
-    iterator made, then advanced) is met within a few operations, not once in minutes."""
-    import time
-
-    def local(frame: Any, event: str, arg: Any) -> Any:
-        if event == "opcode":
-            time.sleep(0)
-        return local
-
-    def tracer(frame: Any, event: str, arg: Any) -> Any:
-        if not frame.f_code.co_filename.endswith(modules):
-            return None
-        frame.f_trace_opcodes = True
-        return local
-
-    return tracer
-
-
 def test_threads_sharing_a_store_read_compressed_rows_without_a_raw_runtime_error(store_url: str) -> None:
     """Each read of a compressed row remembers its keyframe for the deltas after it (the last few):
     a plain dict, evicted with ``pop(next(iter(d)))`` while another thread inserted, raised
@@ -212,12 +192,8 @@ def test_threads_sharing_a_store_read_compressed_rows_without_a_raw_runtime_erro
     with EventStore(store_url) as store:
         for r in range(8):
             store.append(f"r{r}", [UserInput(f"{r} {text}")])
-        previous = threading.gettrace()
-        threading.settrace(_switching_at_every_opcode(("store/event_reads.py", "store/deltas.py")))
-        try:
+        with switching_at_every_instruction(("store/event_reads.py", "store/deltas.py")):
             errors = errors_in_threads(4, lambda w: [store.read(f"r{(w + i) % 8}") for i in range(40)])
-        finally:
-            threading.settrace(previous)
     assert errors == []
 
 
