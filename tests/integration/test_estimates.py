@@ -10,7 +10,7 @@ encoding the builder counts with offline; o200k_base changes the OpenAI rows by 
 provider             adjusted, median    p90
 ===================  ==================  ==================
 openai-chat          0.91                1.05
-openai-responses     1.06                1.15
+openai-responses     0.97                1.03
 anthropic            1.01                1.07
 gemini               0.46                0.89
 ===================  ==================  ==================
@@ -21,10 +21,13 @@ What is left, by provider, and why it is left:
   preamble of the model's own), which the tools' price (their JSON, above the cookbook's count)
   mostly covers: 5% under on the first requests. gpt-4o: a one-message request is priced at 27
   for 14 (the 13 tokens of the history's opening note set aside whether it is sent or not).
-- Responses: within 16% under; which items cost what is not published (the count of a
-  ``function_call`` item is not its name and arguments alone), and no request with calls and no
-  hosted tools was recorded but three conversations. The calibration corrects it from the first
-  usage report (:func:`test_the_calibration_catches_up_within_a_conversation`).
+- Responses: within 3% under (o200k_base, which gpt-5.4 counts with, is not offline: cl100k_base
+  counts here). The 15% read before was ``cassette_usage.sent_tokens`` counting a tool an
+  ``additional_tools`` item declares as bare texts in the recorded body and as JSON in ours (~33
+  tokens a request "added" that the provider had counted). Which items cost what is not
+  published, and no request with calls and no hosted tools was recorded but three
+  conversations. The calibration corrects it from the first usage report
+  (:func:`test_the_calibration_catches_up_within_a_conversation`).
 - Anthropic: Claude's tokenizer is not public. Sonnet 4.5's requests with tools were billed
   100-170 tokens above their manifests, the tool-use system prompt measured at 445-517 tokens,
   not the documented 346 (``tool_prompt.MEASURED_TOOL_PROMPT``); the rest is within 10% (what our
@@ -50,7 +53,7 @@ pytestmark = [
     pytest.mark.skipif(not CASSETTES.is_dir(), reason=f"cassettes folder {CASSETTES} is absent"),
 ]
 
-UNDER_AT_MOST = {"openai-chat": 1.06, "openai-responses": 1.16, "anthropic": 1.10, "gemini": 0.90}
+UNDER_AT_MOST = {"openai-chat": 1.06, "openai-responses": 1.04, "anthropic": 1.10, "gemini": 0.90}
 """The highest adjusted ratio (provider / ours) of any request: how far under the provider's count
 our estimate may be, as measured (module docstring)."""
 MEDIAN_AT_LEAST = {"openai-chat": 0.85, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.40}
@@ -90,7 +93,7 @@ def test_the_calibration_catches_up_within_a_conversation(measured: list[Measure
     counting more than we do (a correction above 1), the corrected estimate of the next request
     is at most 2% under the provider's count (measured: 1.2%, Anthropic). Before that no
     correction applies (a ratio under 1 is never applied), and the uncorrected bound holds
-    (``UNDER_AT_MOST``: Responses' second requests rose from 0.71 to 1.15)."""
+    (``UNDER_AT_MOST``: Responses' second requests rose from 0.71 to 1.03)."""
     conversations: dict[tuple[str, str], list[Measured]] = defaultdict(list)
     for m in measured:
         conversations[(m.cassette, m.provider)].append(m)
