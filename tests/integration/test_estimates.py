@@ -12,7 +12,7 @@ provider             adjusted, median    p90
 openai-chat          0.91                1.05
 openai-responses     0.97                1.03
 anthropic            1.01                1.07
-gemini               0.46                0.89
+gemini               0.82                0.89
 ===================  ==================  ==================
 
 What is left, by provider, and why it is left:
@@ -32,9 +32,11 @@ What is left, by provider, and why it is left:
   100-170 tokens above their manifests, the tool-use system prompt measured at 445-517 tokens,
   not the documented 346 (``tool_prompt.MEASURED_TOOL_PROMPT``); the rest is within 10% (what our
   request adds is counted with tiktoken here, which Claude counts higher).
-- Gemini: over by half, by design: Gemini counts a ``thoughtSignature`` (sent back verbatim) at
-  about a third of its tokens by tiktoken, and media by rules that need a length the import does
-  not know (``media_cost``'s stated bounds). Its SentencePiece tokenizer is not offline either.
+- Gemini: a ``thoughtSignature`` (sent back verbatim) is billed at most 27% of its tiktoken
+  count and priced at a third (``reasoning.GEMINI_SIGNATURE_SHARE``; it was priced whole, the
+  median was 0.46). What is left over: media, by rules that need a length the import does not
+  know (``media_cost``'s stated bounds: the audio requests read 0.07-0.09), and small requests'
+  framing (a 36-token request is priced 72). Its SentencePiece tokenizer is not offline either.
 """
 
 from __future__ import annotations
@@ -53,10 +55,10 @@ pytestmark = [
     pytest.mark.skipif(not CASSETTES.is_dir(), reason=f"cassettes folder {CASSETTES} is absent"),
 ]
 
-UNDER_AT_MOST = {"openai-chat": 1.06, "openai-responses": 1.04, "anthropic": 1.10, "gemini": 0.90}
+UNDER_AT_MOST = {"openai-chat": 1.06, "openai-responses": 1.04, "anthropic": 1.10, "gemini": 0.91}
 """The highest adjusted ratio (provider / ours) of any request: how far under the provider's count
 our estimate may be, as measured (module docstring)."""
-MEDIAN_AT_LEAST = {"openai-chat": 0.85, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.40}
+MEDIAN_AT_LEAST = {"openai-chat": 0.85, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.78}
 """The lowest median adjusted ratio: how far over it, on the usual request."""
 CALIBRATED_UNDER_AT_MOST = 1.02
 """Once a conversation's usage showed its provider counting more than we do, how far under the

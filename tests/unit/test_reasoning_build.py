@@ -243,6 +243,22 @@ def test_what_is_sent_is_priced_in_the_turns_fragment_for_its_provider_only(reas
             assert str(extra) in (_line(built).reasoning or "")
 
 
+def test_a_gemini_signature_is_priced_at_a_third_of_its_tokens() -> None:
+    """Gemini bills a ``thoughtSignature`` at most 27% of its tiktoken count (pydantic-ai's
+    recordings, ``reasoning.GEMINI_SIGNATURE_SHARE``): each is priced at a third, rounded up, in
+    the Gemini and neutral builds alike; it was priced whole, the median request at twice its
+    count."""
+    odd = base64.b64encode(bytes(range(9, 200))).decode()
+    two = GeminiReasoning(signatures=(GeminiSignature(signature=SIGNATURE, call=0),
+                                      GeminiSignature(signature=odd, call=1)))
+    assert count(SIGNATURE) % 3 or count(odd) % 3  # a rounding to see
+    assert reasoning_tokens(two, count) == -(-count(SIGNATURE) // 3) - (-count(odd) // 3)
+    state, plain = _state(_events(two)), _state(_events(None))
+    for provider in ("gemini", "neutral"):
+        assert _line(_build(state, provider)).tokens - _line(_build(plain, provider)).tokens == (
+            reasoning_tokens(two, count))
+
+
 def _shown(value: Any, key: str | None = None) -> int:
     """Every string of the history as sent, counted (ids and Gemini's signature excepted: framing)."""
     if isinstance(value, str):
