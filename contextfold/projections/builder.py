@@ -10,8 +10,8 @@ exposed tool pays its canonical JSON plus ``TOOL_OVERHEAD_TOKENS`` (or OpenAI's
 count of it, when dearer: ``tool_pricing``), the
 request pays ``REPLY_PRIMING``, and a request with a tool to declare pays the
 functions' closing framing once (OpenAI's ``func_end``, unless a tool's own price
-holds it: ``tool_pricing``) and, for Anthropic, its tool-use system prompt
-(``tool_prompt``), set aside before selection.
+holds it: ``tool_pricing``) and, for Anthropic, its tool-use system prompt (a gpt-5 model in
+OpenAI Chat, its preamble: ``tool_prompt``), set aside before selection.
 
 Dedupe: optional state fragments (instructions, evidence, memory) that share a
 content hash or a semantic key (evidence ``source_ref`` or ``semantic_key``) keep one copy: the
@@ -74,7 +74,7 @@ from contextfold.projections.tool_candidates import limit_note, past_limit, tool
 from contextfold.projections.tool_candidates import tool_candidates as _tool_candidates
 from contextfold.projections.tool_exposure import ToolChoice, request_closing_tokens
 from contextfold.projections.tool_names import renamed_tools
-from contextfold.projections.tool_prompt import tool_prompt_tokens
+from contextfold.projections.tool_prompt import tool_prompt_name, tool_prompt_tokens
 from contextfold.projections.twins import timeline_twins, twin_lines
 from contextfold.projections.units import Units, current_input_of, make_units
 
@@ -192,13 +192,13 @@ def _build(state: RunState, config: BuildConfig, *,
 
     # ---- selection
     opening = history_start_tokens(ctx)
-    # What a request declaring tools pays once (Anthropic's tool-use system prompt; the functions'
-    # closing ``func_end`` unless every candidate's price holds it: ``request_closing_tokens``),
-    # set aside whenever a tool may be declared (one the exposure offers, or one a kept group
-    # calls: an imported history registers none): whether one is depends on the selection it
-    # would be paid from, and a charge that came and went with it would let a larger budget keep
-    # less. Every provider but Anthropic sets aside the same, so one turn's builds still share a
-    # selection (``_select``).
+    # What a request declaring tools pays once (Anthropic's tool-use system prompt, a gpt-5
+    # model's Chat preamble; the functions' closing ``func_end`` unless every candidate's price
+    # holds it: ``request_closing_tokens``), set aside whenever a tool may be declared (one the
+    # exposure offers, or one a kept group calls: an imported history registers none): whether
+    # one is depends on the selection it would be paid from, and a charge that came and went
+    # with it would let a larger budget keep less. Every other provider and model sets aside the
+    # same, so one turn's builds still share a selection (``_select``).
     system_prompt = tool_prompt_tokens(config.provider, ctx.model) if candidates_tools else 0
     closing = request_closing_tokens((registry[t.name] for t in candidates_tools), ctx.count)
     tool_prompt = system_prompt + closing
@@ -226,7 +226,7 @@ def _build(state: RunState, config: BuildConfig, *,
                                     candidates, attach)
     except RequiredContextExceedsBudgetError as exc:  # named by fragment, as the manifest would
         named = _by_fragment(ctx, exc.required, members)
-        prompt_note = (f"{system_prompt} tokens set aside for Anthropic's tool-use system prompt"
+        prompt_note = (f"{system_prompt} tokens set aside for {tool_prompt_name(config.provider)}"
                        if system_prompt else None)
         closing_note = (f"{closing} tokens set aside for the closing framing of the tools' declarations"
                         if closing else None)

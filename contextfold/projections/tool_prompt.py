@@ -35,18 +35,22 @@ of closing framing once per request (the OpenAI cookbook's ``num_tokens_for_tool
 ``func_end``), which the builder sets aside for every provider alike, unless each tool that may
 be declared holds it in its own price (``tool_pricing.closing_tokens``,
 ``tool_exposure.request_closing_tokens``); Google publishes no fixed prompt for Gemini's
-function declarations. So only ``anthropic`` builds pay this prompt; ``neutral`` follows
-OpenAI's framing and does not, so a neutral build and an OpenAI Chat build of one turn still
-select from the same ``available`` (``builder._select`` reuses the first one's selection).
+function declarations. So ``anthropic`` builds pay this prompt, and OpenAI Chat builds for a
+gpt-5 model the preamble those models were measured adding (:data:`CHAT_GPT5_PREAMBLE`);
+``neutral`` follows OpenAI's framing and does not, so a neutral build and an OpenAI build of one
+turn for any other model still select from the same ``available`` (``builder._select`` reuses
+the first one's selection).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 from contextfold.projections.model_family import claude_version
 
-__all__ = ["ANTHROPIC_TOOL_PROMPT", "DEAREST", "MEASURED_TOOL_PROMPT", "tool_prompt_tokens"]
+__all__ = ["ANTHROPIC_TOOL_PROMPT", "CHAT_GPT5_PREAMBLE", "DEAREST", "MEASURED_TOOL_PROMPT",
+           "tool_prompt_name", "tool_prompt_tokens"]
 
 ANTHROPIC_TOOL_PROMPT: dict[tuple[str, int, int], tuple[int, int]] = {
     ("opus", 4, 5): (346, 313), ("opus", 4, 1): (346, 313), ("opus", 4, 0): (346, 313),
@@ -73,6 +77,26 @@ the recordings, so they keep the table (Sonnet 4.6, which it does not list, is p
 :data:`DEAREST`, measured at 428)."""
 
 
+CHAT_GPT5_PREAMBLE = 79
+"""What a gpt-5 model adds once to a Chat Completions request that declares tools, beyond the
+OpenAI cookbook's count (its messages and ``num_tokens_for_tools``). Measured on pydantic-ai's
+recorded gpt-5.4-mini Chat requests (``tests/integration/test_estimates.py``): ``usage.
+prompt_tokens`` is 79 above the cookbook's count on each of the four with no call, 84-102 on the
+four with calls (their calls' framing, ``call_id_prices.CHAT_CALL_FRAMING``), where gpt-4o's are
+0-7 above it: a preamble of the model's own, not its tools' text (priced at their JSON, which
+covered most of it: the first requests were 5% under). Chat only: gpt-5.4's Responses requests
+are ~12 above the same count. Requests that declare no tool were not recorded, so none is
+charged."""
+
+_GPT5 = re.compile(r"(?:^|/)gpt-5(?![0-9])", re.IGNORECASE)
+"""OpenAI's gpt-5 models (``gpt-5``, ``gpt-5-mini``, ``gpt-5.4-mini``, a gateway's ``openai/gpt-5``)."""
+
+
+@functools.lru_cache(maxsize=64)  # a run names a model or two, asked at every build
+def _gpt5(model: str | None) -> bool:
+    return model is not None and _GPT5.search(model) is not None
+
+
 @functools.lru_cache(maxsize=64)  # a run names a model or two, asked at every build
 def _anthropic(model: str | None) -> int:
     version = claude_version(model)  # one reader for every spelling (``model_family``)
@@ -84,5 +108,13 @@ def _anthropic(model: str | None) -> int:
 
 def tool_prompt_tokens(provider: str, model: str | None) -> int:
     """The tokens ``provider`` adds once to a request for ``model`` that declares a tool (module
-    docstring): Anthropic's tool-use system prompt, 0 for every other provider."""
-    return _anthropic(model) if provider == "anthropic" else 0
+    docstring): Anthropic's tool-use system prompt, a gpt-5 model's preamble in Chat Completions,
+    0 for every other provider and model."""
+    if provider == "anthropic":
+        return _anthropic(model)
+    return CHAT_GPT5_PREAMBLE if provider == "openai-chat" and _gpt5(model) else 0
+
+
+def tool_prompt_name(provider: str) -> str:
+    """What :func:`tool_prompt_tokens` sets aside for ``provider``, in words (an error's note)."""
+    return "Anthropic's tool-use system prompt" if provider == "anthropic" else "the model's preamble"

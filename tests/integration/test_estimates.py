@@ -9,7 +9,7 @@ encoding the builder counts with offline; o200k_base changes the OpenAI rows by 
 ===================  ==================  ==================
 provider             adjusted, median    p90
 ===================  ==================  ==================
-openai-chat          0.91                1.05
+openai-chat          0.80                0.91
 openai-responses     0.97                1.03
 anthropic            1.01                1.07
 gemini               0.82                0.89
@@ -17,10 +17,12 @@ gemini               0.82                0.89
 
 What is left, by provider, and why it is left:
 
-- OpenAI Chat: gpt-5.4-mini counts ~79 tokens more than the cookbook for every request (a
-  preamble of the model's own), which the tools' price (their JSON, above the cookbook's count)
-  mostly covers: 5% under on the first requests. gpt-4o: a one-message request is priced at 27
-  for 14 (the 13 tokens of the history's opening note set aside whether it is sent or not).
+- OpenAI Chat: gpt-5.4-mini counts 79 tokens more than the cookbook for every request (a
+  preamble of the model's own), charged once a request with tools
+  (``tool_prompt.CHAT_GPT5_PREAMBLE``): its requests read 0.79-0.81, where the tools' price (their
+  JSON, above the cookbook's count) covered most of it and the first requests were 5% under.
+  gpt-4o: a one-message request is priced at 27 for 14 (the 13 tokens of the history's opening
+  note set aside whether it is sent or not).
 - Responses: within 3% under (o200k_base, which gpt-5.4 counts with, is not offline: cl100k_base
   counts here). The 15% read before was ``cassette_usage.sent_tokens`` counting a tool an
   ``additional_tools`` item declares as bare texts in the recorded body and as JSON in ours (~33
@@ -55,10 +57,10 @@ pytestmark = [
     pytest.mark.skipif(not CASSETTES.is_dir(), reason=f"cassettes folder {CASSETTES} is absent"),
 ]
 
-UNDER_AT_MOST = {"openai-chat": 1.06, "openai-responses": 1.04, "anthropic": 1.10, "gemini": 0.91}
+UNDER_AT_MOST = {"openai-chat": 0.92, "openai-responses": 1.04, "anthropic": 1.10, "gemini": 0.91}
 """The highest adjusted ratio (provider / ours) of any request: how far under the provider's count
 our estimate may be, as measured (module docstring)."""
-MEDIAN_AT_LEAST = {"openai-chat": 0.85, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.78}
+MEDIAN_AT_LEAST = {"openai-chat": 0.78, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.78}
 """The lowest median adjusted ratio: how far over it, on the usual request."""
 CALIBRATED_UNDER_AT_MOST = 1.02
 """Once a conversation's usage showed its provider counting more than we do, how far under the
@@ -109,4 +111,4 @@ def test_the_calibration_catches_up_within_a_conversation(measured: list[Measure
                 assert (m.observed + m.added) / corrected <= CALIBRATED_UNDER_AT_MOST, (m, cal)
                 checked += 1
             samples.append(CalibrationSample(turn, m.estimate, m.observed + m.added, m.model, provider))
-    assert checked >= 20
+    assert checked >= 14  # the requests after one read under: gpt-5.4-mini's Chat ones no longer do
