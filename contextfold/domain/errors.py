@@ -45,6 +45,7 @@ so the original stays on ``__cause__``.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -242,12 +243,22 @@ class RecordNotFoundError(NotFoundError):
     """The turn exists but holds no ``context_built`` record at the index asked for.
 
     A turn can hold several (a live build, then another after a compaction); an audit that
-    picks one by index must not fall back to another record, or to a rebuild, silently."""
+    picks one by index must not fall back to another record, or to a rebuild, silently. The
+    message says what to do instead: which records there are to pick from, or, for a turn
+    without one, how to record one (a build of the turn records its rebuild)."""
 
     def __init__(self, run_id: str, turn: int, record: str, count: int) -> None:
-        have = (f"it has {count} context_built record{'s' if count != 1 else ''}: first, last or 1..{count}"
-                if count else "it has none: a build of the turn, or a recorded rebuild, makes one")
-        super().__init__(f"run {run_id!r} turn {turn} has no record {record} ({have})")
+        wanted = f"{record} record" if record in ("first", "last") else f"record {record}"
+        if count:
+            held = f"{count} context_built records" if count > 1 else "one context_built record"
+            choices = f"a number from 1 to {count}" if count > 1 else "1 (each names that record)"
+            advice = f"there is no {wanted}: ask for first, last or {choices}"
+        else:
+            held = "no context_built record yet"
+            advice = (f"there is no {wanted} to read: build the turn to record one (contextfold build "
+                      f"{shlex.quote(run_id)} --turn {turn}; in Python Run.build(turn={turn})), "
+                      "then ask again")
+        super().__init__(f"run {run_id!r} turn {turn} has {held}, so {advice}")
         self.run_id = run_id
         self.turn = turn
         self.record = record

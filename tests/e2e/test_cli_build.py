@@ -131,14 +131,23 @@ def test_build_out_writes_the_request_body(tmp_path: Path) -> None:
     assert body["messages"][0]["role"] == "user" and "system" in body
 
 
-def test_replay_verify_without_a_record_exits_non_zero(tmp_path: Path) -> None:
+def test_replay_verify_without_a_record_exits_non_zero_and_says_what_to_do(tmp_path: Path) -> None:
     """A turn with no record is a record not found (exit 2, as README and ``--help`` list it), not
     a mismatch (1), and not an integrity failure of the log."""
     cf("demo", cwd=tmp_path)
     out = cf("replay", "demo-fix-invoice", "--turn", "2", "--verify", cwd=tmp_path)
     assert out.returncode == 2
-    assert out.stderr == ("contextfold: RecordNotFoundError: run 'demo-fix-invoice' turn 2 has no record "
-                          "first (it has none: a build of the turn, or a recorded rebuild, makes one)\n")
+    assert out.stderr == ("contextfold: RecordNotFoundError: run 'demo-fix-invoice' turn 2 has no "
+                          "context_built record yet, so there is no first record to read: build the turn to "
+                          "record one (contextfold build demo-fix-invoice --turn 2; in Python "
+                          "Run.build(turn=2)), then ask again\n")
+    # what the message says to do works: the build records the turn, which --verify then checks
+    assert cf("build", "demo-fix-invoice", "--turn", "2", cwd=tmp_path).returncode == 0
+    assert cf("replay", "demo-fix-invoice", "--turn", "2", "--verify", cwd=tmp_path).returncode == 0
+    out = cf("replay", "demo-fix-invoice", "--turn", "2", "--verify", "--record", "2", cwd=tmp_path)
+    assert (out.returncode, out.stderr) == (
+        2, "contextfold: RecordNotFoundError: run 'demo-fix-invoice' turn 2 has one context_built record, so "
+           "there is no record 2: ask for first, last or 1 (each names that record)\n")
 
 
 def test_replay_verify_shows_the_first_difference(tmp_path: Path) -> None:

@@ -156,12 +156,14 @@ def test_a_record_that_does_not_exist_is_one_typed_line_and_writes_nothing(
     version = _version(store)
     for args, message in (
             (("diff", "r1", "6", "6", "--record-b", "3"),
-             "RecordNotFoundError: run 'r1' turn 6 has no record 3 (it has 2 context_built records"),
+             "RecordNotFoundError: run 'r1' turn 6 has 2 context_built records, so there is no record 3: "
+             "ask for first, last or a number from 1 to 2\n"),
             # turn 5 has no record: nor is it rebuilt (a rebuild records itself) before B fails
             (("diff", "r1", "5", "6", "--record-b", "3"),
-             "RecordNotFoundError: run 'r1' turn 6 has no record 3"),
+             "RecordNotFoundError: run 'r1' turn 6 has 2 context_built records, so there is no record 3"),
             (("diff", "r1", "5", "6", "--record-a", "first"),
-             "RecordNotFoundError: run 'r1' turn 5 has no record first (it has none"),
+             "RecordNotFoundError: run 'r1' turn 5 has no context_built record yet, so there is no first "
+             "record to read: build the turn to record one (contextfold build r1 --turn 5"),
             (("why", "r1", "--turn", "5", "e4", "--record", "last"), "RecordNotFoundError: run 'r1' turn 5"),
             (("why", "r1", "--turn", "9", "e4", "--record", "last"),
              "TurnNotFoundError: run 'r1' has no turn 9"),
@@ -282,7 +284,8 @@ def test_a_look_at_a_past_turn_without_a_record_writes_nothing_and_takes_the_run
     assert records(3) == []
 
     code, out, err = _cf(capsys, store, "replay", run, "--turn", "2", "--verify")
-    assert code == 2 and out == "" and "turn 2 has no record first (it has none" in err
+    assert code == 2 and out == ""
+    assert "turn 2 has no context_built record yet, so there is no first record" in err
     assert records(2) == []  # --verify never records what it would then check against
     code, out, err = _cf(capsys, store, "replay", run, "--turn", "2")
     assert code == 0 and json.loads(out)["max_tokens"] == 2_000  # the run's anthropic request

@@ -66,7 +66,8 @@ def test_replay_verify_record_last_on_the_command_line(tmp_path: Path,
     out = capsys.readouterr().out
     assert f"matches its record 2 of 2 (request {sent.request_hash[:16]}" in out
     assert main(["--store", url, "replay", "r", "--turn", str(turn), "--verify", "--record", "3"]) == 2
-    assert "has no record 3 (it has 2 context_built records" in capsys.readouterr().err
+    assert ("has 2 context_built records, so there is no record 3: ask for first, last or a number from 1 "
+            "to 2") in capsys.readouterr().err
     # without --verify the request shown is the first record's: --record would be ignored
     assert main(["--store", url, "replay", "r", "--turn", str(turn), "--record", "last"]) == 2
     assert "--record picks the record replay --verify checks" in capsys.readouterr().err
@@ -86,6 +87,7 @@ def test_audit_turn_checks_the_record_asked_for(tmp_path: Path, capsys: pytest.C
     assert main(["--store", url, "audit", "r", "--turn", str(turn), "--json"]) == 0
     assert f'"request_hash": {{"recorded": "{first.request_hash}"' in capsys.readouterr().out
     assert main(["--store", url, "audit", "r", "--turn", str(turn), "--record", "3"]) == 2
-    assert "has no record 3 (it has 2 context_built records" in capsys.readouterr().err
+    assert ("has 2 context_built records, so there is no record 3: ask for first, last or a number from 1 "
+            "to 2") in capsys.readouterr().err
     assert main(["--store", url, "audit", "r", "--record", "last"]) == 2  # the summary covers every turn
     assert "--record applies to one turn: add --turn N" in capsys.readouterr().err
