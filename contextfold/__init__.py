@@ -99,7 +99,12 @@ if TYPE_CHECKING:
     from contextfold.domain.fragments import ContextFragment
     from contextfold.domain.manifest import BuildConfig, ContextManifest
     from contextfold.projections.builder import BuildResult
-    from contextfold.projections.memo_budget import memo_ceiling, memo_report, set_memo_ceiling
+    from contextfold.projections.memo_budget import (
+        MemoCeilingWarning,
+        memo_ceiling,
+        memo_report,
+        set_memo_ceiling,
+    )
     from contextfold.usage_api import UsageWarning
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -125,7 +130,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "contextfold.domain.fragments": ("ContextFragment",),
     "contextfold.domain.manifest": ("BuildConfig", "ContextManifest"),
     "contextfold.projections.builder": ("BuildResult",),
-    "contextfold.projections.memo_budget": ("memo_ceiling", "memo_report", "set_memo_ceiling"),
+    "contextfold.projections.memo_budget": ("MemoCeilingWarning", "memo_ceiling", "memo_report",
+                                            "set_memo_ceiling"),
     "contextfold.usage_api": ("UsageWarning",),
 }
 """Each module and the public names it defines: the imports above, for the first use of a name."""
@@ -163,6 +169,7 @@ __all__ = [
     "InstructionSet",
     "IntegrityError",
     "InvalidInputError",
+    "MemoCeilingWarning",
     "MemoryRecalled",
     "ModelResponse",
     "NotFoundError",

@@ -9,6 +9,7 @@ heavy, so the interrupt is caught here wherever it lands.
 from __future__ import annotations
 
 import sys
+import warnings
 
 __all__ = ["INTERRUPTED", "interrupted", "main"]
 
@@ -30,12 +31,28 @@ def main(argv: list[str] | None = None) -> int:
     printed stands. One that landed then killed the process during the interpreter's teardown
     (exit 130, nothing printed) after an import had reported every run recorded."""
     try:
-        from contextfold.cli import main as run_command
+        with warnings.catch_warnings(record=True) as caught:  # the filters in force still apply
+            from contextfold.cli import main as run_command
     except KeyboardInterrupt:  # nothing was read or written yet
         return interrupted()
+    _warned_while_loading(caught)
     code = run_command(argv)
     _done()
     return code
+
+
+def _warned_while_loading(caught: list[warnings.WarningMessage]) -> None:
+    """Show what the package warned of while it loaded: a bad ``$CONTEXTFOLD_MEMO_MB`` (read then)
+    as one line of ours, as the command's errors are, not Python's display of a warning with the
+    file, line and source line it came from (which say nothing to someone running a command);
+    any other warning as Python shows it."""
+    from contextfold.projections.memo_budget import MemoCeilingWarning
+
+    for w in caught:
+        if issubclass(w.category, MemoCeilingWarning):
+            sys.stderr.write(f"contextfold: warning: {w.message}\n")
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
 def _done() -> None:

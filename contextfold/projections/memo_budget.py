@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-__all__ = ["DEFAULT_MEMO_MB", "MEMO_MB_ENV", "SHARES", "MemoSize", "deep_size", "memo_ceiling", "memo_report",
-           "memo_share", "set_memo_ceiling"]
+__all__ = ["DEFAULT_MEMO_MB", "MEMO_MB_ENV", "SHARES", "MemoCeilingWarning", "MemoSize", "deep_size",
+           "memo_ceiling", "memo_report", "memo_share", "set_memo_ceiling"]
 
 MEMO_MB_ENV = "CONTEXTFOLD_MEMO_MB"
 DEFAULT_MEMO_MB = 256
@@ -56,6 +56,16 @@ SHARES: dict[str, float] = {
 }
 """Each memo's part of the ceiling (they sum to at most 1)."""
 
+
+
+class MemoCeilingWarning(UserWarning):
+    """``$CONTEXTFOLD_MEMO_MB`` is set to what is not a positive number of MiB, so the default
+    ceiling is used. A warning, not an error (``contextfold.errors`` holds those, all under
+    ``ContextfoldError``): the ceiling is read while the package is imported, and a tuning knob
+    set wrong must not break every import, the command line's included. The command line prints
+    it as one line of its own on stderr; filter it with :mod:`warnings` like any other."""
+
+
 _ceiling: int | None = None
 """Bytes, once read (or set): None until the first memo asks."""
 _APPLY: dict[str, list[Callable[[int], None]]] = {}
@@ -73,8 +83,9 @@ def _from_env() -> int:
     except ValueError:
         mb = -1.0
     if not 0 < mb < float("inf"):
-        warnings.warn(f"${MEMO_MB_ENV} is a positive number of MiB, got {raw!r}: "
-                      f"using {DEFAULT_MEMO_MB}", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"{MEMO_MB_ENV}={raw!r} is not a positive number of MiB: using the default memo "
+                      f"ceiling, {DEFAULT_MEMO_MB} MiB (set it to a number such as 512, or unset it)",
+                      MemoCeilingWarning, stacklevel=2)
         return DEFAULT_MEMO_MB << 20
     return int(mb * (1 << 20))
 

@@ -85,6 +85,19 @@ def test_import_limit_covers_files_and_pipes(tmp_path: Path) -> None:
         assert out.returncode == 2 and "--max-bytes" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("bad", ["abc", "-5", "0"])
+def test_a_bad_memo_ceiling_in_the_environment_is_one_warning_line_and_the_command_runs(
+        tmp_path: Path, bad: str) -> None:
+    """``CONTEXTFOLD_MEMO_MB`` set wrong: the command runs with the default ceiling, and stderr says
+    so on one line of ours, not as Python's warning with a file name and a source line."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    out = cf("runs", cwd=tmp_path, env={"CONTEXTFOLD_MEMO_MB": bad})
+    assert (out.returncode, out.stdout) == (0, "demo-fix-invoice\t25 events\n")
+    assert out.stderr == (f"contextfold: warning: CONTEXTFOLD_MEMO_MB={bad!r} is not a positive number of "
+                          "MiB: using the default memo ceiling, 256 MiB (set it to a number such as 512, "
+                          "or unset it)\n")
+
+
 def test_why_with_an_empty_query_is_a_usage_error(tmp_path: Path, cli: CLI) -> None:
     """An empty query is a substring of every source: it listed the whole manifest as matches."""
     assert cli("demo").returncode == 0

@@ -16,7 +16,7 @@ PUBLIC = {
     "open_store", "Store", "Run", "ReplayReport", "BuildResult", "BuildConfig", "ContextManifest",
     "ContextFragment",
     # the process-wide memo ceiling (a long-lived process's memory: ``projections.memo_budget``)
-    "memo_ceiling", "memo_report", "set_memo_ceiling",
+    "memo_ceiling", "memo_report", "set_memo_ceiling", "MemoCeilingWarning",
     # the event vocabulary (DESIGN.md section 2)
     "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock", "EvidenceRetrieved",
     "FileRead", "GoalSet", "HandOff", "HistoryCompacted", "ImageBlock", "InstructionSet", "MemoryRecalled",

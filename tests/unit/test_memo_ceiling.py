@@ -144,10 +144,15 @@ def test_the_ceiling_is_read_from_the_environment() -> None:
     assert int(short) == int(int(ceiling) * SHARES["token_counts_short"])
 
 
-def test_an_environment_value_that_is_not_a_number_warns_and_keeps_the_default() -> None:
-    ceiling, _, _, stderr = _in_a_new_process("lots")
+@pytest.mark.parametrize("bad", ["lots", "-5", "0", "nan", "inf"])
+def test_an_environment_value_that_is_not_a_positive_number_warns_and_keeps_the_default(bad: str) -> None:
+    """A typed warning (``contextfold.MemoCeilingWarning``, filterable as such) naming the variable,
+    the value and the default used: not an error, since the ceiling is read while the package is
+    imported, and a tuning knob set wrong must not break every import."""
+    ceiling, _, _, stderr = _in_a_new_process(bad)
     assert int(ceiling) == 256 * MB
-    assert "CONTEXTFOLD_MEMO_MB is a positive number of MiB, got 'lots'" in stderr
+    assert (f"MemoCeilingWarning: CONTEXTFOLD_MEMO_MB={bad!r} is not a positive number of MiB: using the "
+            "default memo ceiling, 256 MiB (set it to a number such as 512, or unset it)") in stderr
 
 
 def test_the_shares_leave_the_ceiling_whole() -> None:
