@@ -482,10 +482,12 @@ register("replay", "rebuild exactly what the model saw at turn N; --verify check
 
 
 def _demo_build(store: Store, run_id: str) -> None:
-    result = store.run(run_id).build("anthropic", window=16_000, reserve=2_000)
+    run = store.run(run_id)
+    result = run.build("anthropic", window=16_000, reserve=2_000)
     sys.stdout.write("\nnext request (anthropic, window 16000, reserve 2000), recorded as a "
                      "context_built event:\n\n")
-    sys.stdout.write(manifest_table(result.manifest) + "\n")
+    # the run's model (gpt-4o), from the state the build folded: why the body names none
+    sys.stdout.write(manifest_table(result.manifest, run_model=run.state().model) + "\n")
 
 
 DEMO_HOOKS.append(_demo_build)

@@ -14,7 +14,7 @@ from contextfold.audit.text import visible
 from contextfold.cli_files import nonnegative
 from contextfold.domain.manifest import LAYER_NAMES, ContextManifest, ExcludedFragment, ExclusionReason
 
-__all__ = ["EXCLUDED_SHOWN", "excluded_count", "manifest_table"]
+__all__ = ["EXCLUDED_SHOWN", "excluded_count", "manifest_table", "model_text"]
 
 
 def _in_order(counts: dict[str, int], order: Iterable[str]) -> list[tuple[str, int]]:
@@ -69,11 +69,27 @@ def _excluded_lines(m: ContextManifest, shown: int | None) -> list[str]:
     return lines
 
 
-def manifest_table(m: ContextManifest, excluded_shown: int | None = EXCLUDED_SHOWN) -> str:
+def model_text(m: ContextManifest, run_model: str | None = None) -> str:
+    """The model the request names, or why it names none: a body for one vendor never names
+    another's model (``model_family``: the demo's gpt-4o run built for Anthropic), and the table
+    said ``model None``. ``run_model``: the run's recorded model, when the caller has it at hand
+    (it is not in the manifest), to say which model was left out."""
+    if m.model is not None:
+        return m.model
+    if run_model is not None:
+        return (f"none in the body (the run's model, {run_model}, is another vendor's; --model names an "
+                f"{m.provider} one)")
+    return "none in the body (--model names one)"
+
+
+def manifest_table(m: ContextManifest, excluded_shown: int | None = EXCLUDED_SHOWN, *,
+                   run_model: str | None = None) -> str:
     """A readable table: budget, layers, selected fragments, what was excluded and why (the
-    newest ``excluded_shown`` fragments per reason; None: all)."""
+    newest ``excluded_shown`` fragments per reason; None: all). ``run_model``: see
+    :func:`model_text`."""
     lines = [
-        f"run {m.run_id}  turn {m.turn}  provider {m.provider}  model {m.model}  encoding {m.encoding}",
+        f"run {m.run_id}  turn {m.turn}  provider {m.provider}  model {model_text(m, run_model)}  "
+        f"encoding {m.encoding}",
         f"window {m.window_tokens}  reserved {m.reserved_output_tokens}  budget {m.budget_tokens}  "
         f"selected {m.selected_tokens} ({100 * m.selected_tokens / max(1, m.budget_tokens):.0f}%)  "
         f"overhead {m.overhead_tokens}",

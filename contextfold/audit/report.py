@@ -284,7 +284,8 @@ def _turn(t: TurnAudit, run_id: str = "", detailed: bool = True) -> str:
                                or t.diff["restored"]))
     prefix = ("first turn" if t.prefix_changed is None else "CHANGED" if t.prefix_changed else "re-used")
     lines = [
-        f"<p>{_e(m.provider)} · model {_e(m.model)} · encoding {_e(m.encoding)} · window {m.window_tokens} · "
+        f"<p>{_e(m.provider)} · model {_e(m.model or 'none in the body')} · encoding {_e(m.encoding)} · "
+        f"window {m.window_tokens} · "
         f"reserve {m.reserved_output_tokens} · budget {m.budget_tokens} · log position {m.log_version}</p>",
         f'<p>stable-prefix cache key <code class="cache-key">{_e(m.cache_key[:16])}</code> '
         f'(<span class="prefix-state">{prefix}</span>) · request <code>{_e(m.request_hash[:16])}</code> · '

@@ -40,6 +40,26 @@ def test_demo_records_into_default_sqlite_and_verifies(tmp_path: Path) -> None:
     assert "demo-fix-invoice-2" in again.stdout
 
 
+def test_demo_says_why_its_anthropic_request_names_no_model(tmp_path: Path) -> None:
+    """The sample run is gpt-4o's; a body for Anthropic names no model of another vendor
+    (``model_family``), and the table printed ``model None``. It says what is true, and the remedy."""
+    out = cf("demo", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "model None" not in out.stdout
+    assert ("turn 6  provider anthropic  model none in the body (the run's model, gpt-4o, is another "
+            "vendor's; --model names an anthropic one)  encoding cl100k_base") in out.stdout
+    preview = cf("manifest", "demo-fix-invoice", "--provider", "anthropic", cwd=tmp_path).stdout
+    assert "provider anthropic  model none in the body (--model names one)  encoding" in preview
+    named = cf("manifest", "demo-fix-invoice", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
+               cwd=tmp_path).stdout
+    assert "provider anthropic  model claude-sonnet-4-5  encoding" in named
+    gpt = cf("manifest", "demo-fix-invoice", "--provider", "openai-chat", cwd=tmp_path).stdout
+    assert "provider openai-chat  model gpt-4o  encoding" in gpt
+    assert cf("audit", "demo-fix-invoice", "--html", "r.html", cwd=tmp_path).returncode == 0
+    report = (tmp_path / "r.html").read_text()
+    assert "anthropic · model none in the body · encoding" in report and "model None" not in report
+
+
 def test_demo_masks_the_password_of_the_store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``demo`` printed the store's URL whole, where ``runs`` masks it: with ``--store
     postgresql://user:pw@host/db`` the password went to the terminal (and any log of it). No
