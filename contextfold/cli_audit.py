@@ -25,7 +25,7 @@ from typing import Any
 from contextfold.api import Run
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, unbuilt_answer
 from contextfold.audit.effects import WINDOW_TURNS, describe
-from contextfold.audit.report import render_report
+from contextfold.audit.report import prefix_stability_text, render_report
 from contextfold.audit.text import visible
 from contextfold.cli import register, store_for
 from contextfold.cli_build import (
@@ -254,7 +254,8 @@ def _summary_text(a: RunAudit) -> str:
         f"{s.rebuilt_turns} rebuilt from the log)",
         "integrity: " + (f"ok ({i.events} events, hash chain intact)" if i.ok else
                          f"FAILED at position {i.first_bad_position}: {visible(i.reason)}"),
-        f"prefix stability: {s.prefix_reused} of {s.prefix_compared} turns re-used the previous prefix"
+        f"prefix stability: {s.prefix_reused} of {s.prefix_compared} turns re-used the previous prefix "
+        + prefix_stability_text(s.prefix_pairs)
         + (f" (changed at {', '.join(map(str, s.prefix_changed_turns[:20]))})"
            if s.prefix_changed_turns else ""),
         f"tool schemas: {s.tool_schema_answer}",

@@ -129,6 +129,8 @@ class TurnAudit(_Frozen):
     prefix_changed: bool | None
     """The cache key differs from that of the latest earlier turn built for the same provider
     (None for a provider's first turn)."""
+    prefix_against: int | None
+    """That earlier turn (None for a provider's first turn)."""
     config_changed: bool | None
     diff: dict[str, Any] | None
     repairs: tuple[ProtocolRepair, ...]
@@ -155,6 +157,9 @@ class AuditSummary(_Frozen):
     out of. Not ``turns - 1``: a provider's first turn, after a fallback to another, has nothing
     to re-use, and the summary read "1 of 2 turns re-used" for a prefix that never changed."""
     prefix_changed_turns: tuple[int, ...]
+    prefix_pairs: tuple[tuple[int, int], ...]
+    """The (earlier, later) turns compared, ``prefix_compared`` of them: each later turn with the
+    latest earlier turn built for its provider (so not always the turn before it)."""
     config_changed_turns: tuple[int, ...]
     tool_schema_tokens: dict[str, float]
     """latest, max, mean and the share of the selected tokens (latest turn)."""
@@ -320,7 +325,7 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
 
     turns: list[TurnAudit] = []
     previous: ContextManifest | None = None
-    cache_keys: dict[str, str] = {}  # per provider: the cache key of its latest turn
+    cache_keys: dict[str, tuple[int, str]] = {}  # per provider: its latest turn and that turn's cache key
     for turn in sorted(t for t in manifests if t <= responses + 1):
         manifest, source = manifests[turn]
         low = previous.log_version if previous is not None else 0
@@ -328,11 +333,12 @@ def collect(events: Sequence[RecordedEvent], *, run_id: str, integrity: Integrit
         # against the latest turn built for the same provider: a provider caches its own prefix
         # (a run built alternately for two showed "prefix changed" every turn; the key names the
         # provider that renders it)
-        last_key = cache_keys.get(manifest.provider)
-        cache_keys[manifest.provider] = manifest.cache_key
+        last = cache_keys.get(manifest.provider)
+        cache_keys[manifest.provider] = (turn, manifest.cache_key)
         turns.append(TurnAudit(
             turn=turn, source=source, records=record_counts.get(turn, 0), manifest=manifest,
-            prefix_changed=None if last_key is None else last_key != manifest.cache_key,
+            prefix_changed=None if last is None else last[1] != manifest.cache_key,
+            prefix_against=None if last is None else last[0],
             config_changed=None if previous is None else previous.config_hash != manifest.config_hash,
             diff=None if previous is None else diff_manifests(previous, manifest),
             repairs=tuple(_repairs(between)), compactions=tuple(_compactions(between)),
@@ -460,6 +466,7 @@ def summarize(turns: Sequence[TurnAudit], events: Sequence[RecordedEvent] | None
         prefix_reused=sum(1 for t in turns if t.prefix_changed is False),
         prefix_compared=sum(1 for t in turns if t.prefix_changed is not None),
         prefix_changed_turns=tuple(t.turn for t in turns if t.prefix_changed),
+        prefix_pairs=tuple((t.prefix_against, t.turn) for t in turns if t.prefix_against is not None),
         config_changed_turns=tuple(t.turn for t in turns if t.config_changed),
         tool_schema_tokens=tool_stats, tool_schema_answer=tool_answer,
         retrieval_crowded_turns=crowded, retrieval_answer=retrieval_answer, largest_fragments=largest,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
@@ -35,7 +35,8 @@ from contextfold.audit.effects import describe
 from contextfold.audit.text import visible
 from contextfold.domain.manifest import ContextManifest
 
-__all__ = ["DETAILED_TURNS", "MAX_DIFF", "MAX_EXCLUDED", "MAX_ROWS", "PAGE_SIZE", "render_report"]
+__all__ = ["DETAILED_TURNS", "MAX_DIFF", "MAX_EXCLUDED", "MAX_ROWS", "PAGE_SIZE", "prefix_pairs_text",
+           "prefix_stability_text", "render_report"]
 
 PAGE_SIZE = 50
 MAX_ROWS = 60
@@ -334,7 +335,8 @@ def _summary(a: RunAudit) -> str:
     rows = [
         ("turns", f"{s.turns} ({s.recorded_turns} recorded, {s.rebuilt_turns} rebuilt from the log)"),
         ("prefix stability", f'<span id="prefix-reused" data-reused="{s.prefix_reused}">{s.prefix_reused} of '
-                             f"{s.prefix_compared} turns re-used the previous stable prefix</span>"
+                             f"{s.prefix_compared} turns re-used the previous stable prefix</span> "
+                             + _e(prefix_stability_text(s.prefix_pairs))
                              + (f"; changed at turns {_turn_list(s.prefix_changed_turns)}"
                                 if s.prefix_changed_turns else "")),
         ("tool schemas", f'<span id="tool-answer">{_e(s.tool_schema_answer)}</span>'),
@@ -358,6 +360,47 @@ def _effects(a: RunAudit) -> str:
         return ""
     return (f'<ul id="compaction-effects" data-count="{len(a.compaction_effects)}">'
             + "".join(f"<li>{_e(describe(e))}</li>" for e in a.compaction_effects) + "</ul>")
+
+
+PAIR_GROUPS_SHOWN = 10
+"""Groups of compared turns the prefix line names before it counts the rest."""
+
+
+def prefix_pairs_text(pairs: Sequence[tuple[int, int]], shown: int = PAIR_GROUPS_SHOWN) -> str:
+    """Which turns the prefix check compared, in ranges: ``compared turns 2-6 with 1-5`` (each with
+    the turn before), ``turns 3-6 with 1-4`` (a run built for two providers in turn: each with its
+    provider's latest), ``5 with 3``. Why: "5 of 5 turns re-used the previous prefix" did not say
+    previous to what, nor that a turn was compared with its provider's latest earlier turn, not
+    the turn before. A group is later turns in a row, each the same distance after its earlier one;
+    past ``shown`` groups the rest is counted (a long run built for alternating providers: one
+    group; a few hundred provider switches: as many groups)."""
+    if not pairs:
+        return "no turn had an earlier turn built for its provider to compare with"
+    groups: list[list[tuple[int, int]]] = []
+    for earlier, later in pairs:
+        last = groups[-1][-1] if groups else None
+        if last is not None and later == last[1] + 1 and later - earlier == last[1] - last[0]:
+            groups[-1].append((earlier, later))
+        else:
+            groups.append([(earlier, later)])
+
+    def said(group: list[tuple[int, int]]) -> str:
+        (a, b), (c, d) = group[0], group[-1]
+        return f"{b} with {a}" if len(group) == 1 else f"{b}-{d} with {a}-{c}"
+
+    text = ", ".join(said(g) for g in groups[:shown])
+    rest = sum(len(g) for g in groups[shown:])
+    single = len(groups) == 1 and len(groups[0]) == 1
+    more = f" and {rest} more pair{'s' if rest != 1 else ''} (audit --json lists every one)" if rest else ""
+    return f"compared turn{'' if single else 's'} {text}{more}"
+
+
+def prefix_stability_text(pairs: Sequence[tuple[int, int]]) -> str:
+    """The parenthesis after "N of M turns re-used the previous prefix": the pairs compared, and
+    what was compared (the stable-prefix cache keys)."""
+    if not pairs:
+        return f"({prefix_pairs_text(pairs)})"
+    return f"({prefix_pairs_text(pairs)}: each turn's cache key with its provider's latest earlier turn's)"
 
 
 def _turn_list(turns: Iterable[int], cap: int = 20) -> str:

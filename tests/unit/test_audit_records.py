@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 from contextfold.api import Run, open_store
 from contextfold.audit.data import Integrity, audit_run, collect
 from contextfold.audit.records import ManifestReader, read_records
-from contextfold.audit.report import render_report
+from contextfold.audit.report import prefix_pairs_text, render_report
 from contextfold.cli_audit import _summary_text  # what `contextfold audit RUN` prints
 from contextfold.domain.events import ContextBuilt, ModelResponse, PolicySet, UserInput
 from contextfold.domain.manifest import ContextManifest
@@ -105,3 +106,22 @@ def test_a_run_built_alternately_for_two_providers_reuses_each_ones_prefix(tmp_p
     assert audit.summary.prefix_compared == 4
     assert "prefix stability: 4 of 4 turns re-used the previous prefix" in _summary_text(audit)
     assert 'data-reused="4">4 of 4 turns re-used' in render_report(audit)
+    # which pairs: each turn against its provider's latest earlier turn, the one two before here
+    assert audit.summary.prefix_pairs == ((1, 3), (2, 4), (3, 5), (4, 6))
+    assert ("prefix stability: 4 of 4 turns re-used the previous prefix (compared turns 3-6 with 1-4: "
+            "each turn's cache key with its provider's latest earlier turn's)\n") in _summary_text(audit)
+    assert ("re-used the previous stable prefix</span> (compared turns 3-6 with 1-4: each turn's cache "
+            "key with its provider's latest earlier turn's)") in html.unescape(render_report(audit))
+
+
+@pytest.mark.parametrize(("pairs", "text"), [
+    ((), "no turn had an earlier turn built for its provider to compare with"),
+    (((1, 2),), "compared turn 2 with 1"),
+    (((1, 2), (2, 3), (3, 4)), "compared turns 2-4 with 1-3"),
+    (((1, 2), (2, 3), (1, 4), (4, 5), (3, 6)), "compared turns 2-3 with 1-2, 4 with 1, 5 with 4, 6 with 3"),
+    (tuple((t, t + 2) for t in range(1, 30, 2)) + tuple((t, t + 1) for t in range(40, 60)),
+     "compared turns 3 with 1, 5 with 3, 7 with 5, 9 with 7, 11 with 9, 13 with 11, 15 with 13, 17 with 15, "
+     "19 with 17, 21 with 19 and 25 more pairs (audit --json lists every one)"),
+])
+def test_the_prefix_pairs_are_said_in_ranges(pairs: tuple[tuple[int, int], ...], text: str) -> None:
+    assert prefix_pairs_text(pairs).startswith(text)
