@@ -136,7 +136,7 @@ class Store:
 def open_store(url: str | None = None, *, create_schema: bool = True,
                cipher_key: str | bytes | None = None, old_cipher_keys: Sequence[str | bytes] = (),
                tenant: str | None = None, limits: StoreLimits | None = None,
-               must_exist: bool = False) -> Store:
+               must_exist: bool = False, delta_frames: bool = True) -> Store:
     """Open (and by default create) a store: ``sqlite:///file.db`` or ``postgresql://...``.
 
     Without a URL: ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``.
@@ -149,14 +149,20 @@ def open_store(url: str | None = None, *, create_schema: bool = True,
     them) is a :class:`StoreConfigError`,
     with nothing created, where by default it is created: for a reader, whose mistyped URL
     would otherwise leave an empty store behind.
+    ``delta_frames=False``: write each large event (a long run's ``context_built`` record) as a
+    zstd frame of its own, not a delta of the run's last such frame (:mod:`contextfold.store.deltas`:
+    ~1-15 KB a record of a 10,000-message run instead of ~240 KB), for a store that a contextfold
+    older than delta frames must also read. This handle's writes only: what is stored reads either way.
     """
     if url is not None and not isinstance(url, str):  # a Path too: the URL names its scheme
         raise StoreConfigError(f"a store URL is a string (sqlite:///runs.db, postgresql://...), "
                                f"got {type(url).__name__}")
+    if not isinstance(delta_frames, bool):  # "no" is true: it would write the deltas it turns off
+        raise StoreConfigError(f"delta_frames is True or False, got {delta_frames!r}")
     keyring = keyring_from(cipher_key, old_cipher_keys)
     tenant = tenant if tenant is not None else (os.environ.get("CONTEXTFOLD_TENANT") or None)
     return Store(EventStore(url, create_schema=create_schema, keyring=keyring, tenant=tenant,
-                            limits=limits, must_exist=must_exist))
+                            limits=limits, must_exist=must_exist, delta_frames=delta_frames))
 
 
 class Run:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import zstandard
 
-from contextfold.domain.errors import IntegrityError, RunNotFoundError
+from contextfold.api import open_store
+from contextfold.domain.errors import IntegrityError, RunNotFoundError, StoreConfigError
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
 from contextfold.domain.log import chain_hash
 from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE
@@ -249,3 +250,25 @@ def test_delta_frames_can_be_turned_off(store_url: str) -> None:
             store.append("r", [_similar(i)])
         assert all(_row(store, "r", p).startswith(COMPRESSED_MAGIC) for p in (1, 2, 3))
         assert [e.event for e in store.read("r")] == list(map(_similar, range(3)))
+
+
+def test_open_store_takes_delta_frames_as_its_other_options(store_url: str) -> None:
+    """The README names ``delta_frames=False`` for a log older versions must read; the public way
+    to open a store is ``open_store``, which did not take it (only ``EventStore`` did)."""
+    with open_store(store_url, delta_frames=False) as store:
+        run = store.run("r")
+        run.append(*map(_similar, range(3)))
+        run.append(_similar(3))
+        assert all(_row(store.events, "r", p).startswith(COMPRESSED_MAGIC) for p in (1, 2, 3, 4))
+        assert [r.event for r in run.events()] == list(map(_similar, range(4)))
+    with open_store(store_url) as store:  # the default: deltas of the last keyframe
+        store.run("s").append(_similar(0))
+        store.run("s").append(_similar(1))
+        assert _row(store.events, "s", 2).startswith(DELTA_MAGIC)
+
+
+@pytest.mark.parametrize("bad", ["no", 0, None])
+def test_open_store_refuses_a_delta_frames_that_is_not_a_bool(store_url: str, bad: object) -> None:
+    """``"no"`` is true: taken as given, it would write the deltas it was meant to turn off."""
+    with pytest.raises(StoreConfigError, match="delta_frames is True or False"):
+        open_store(store_url, delta_frames=bad)  # type: ignore[arg-type]
