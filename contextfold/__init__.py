@@ -105,6 +105,7 @@ if TYPE_CHECKING:
         memo_report,
         set_memo_ceiling,
     )
+    from contextfold.projections.render.validate import SdkCheckSkippedWarning
     from contextfold.usage_api import UsageWarning
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -132,6 +133,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "contextfold.projections.builder": ("BuildResult",),
     "contextfold.projections.memo_budget": ("MemoCeilingWarning", "memo_ceiling", "memo_report",
                                             "set_memo_ceiling"),
+    "contextfold.projections.render.validate": ("SdkCheckSkippedWarning",),
     "contextfold.usage_api": ("UsageWarning",),
 }
 """Each module and the public names it defines: the imports above, for the first use of a name."""
@@ -187,6 +189,7 @@ __all__ = [
     "RunNotFoundError",
     "RunStarted",
     "RuntimeNote",
+    "SdkCheckSkippedWarning",
     "Store",
     "StoreBusyError",
     "StoreConfigError",

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import io
 import json
 import re
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from importlib import resources
-from typing import Any
+from typing import Any, TextIO
 
 from contextfold.api import Store, open_store
 from contextfold.audit.text import visible, visible_json
@@ -67,6 +69,8 @@ from contextfold.domain.events import (
     event_from_json,
 )
 from contextfold.domain.log import RecordedEvent
+from contextfold.projections.memo_budget import MemoCeilingWarning
+from contextfold.projections.render.validate import SdkCheckSkippedWarning
 from contextfold.store.backends import display_url, parse_store_url
 from contextfold.store.event_reads import check_run_id
 from contextfold.store.event_store import store_url_from_env
@@ -406,7 +410,7 @@ def _load_extensions() -> None:
                 raise
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException | Warning | str) -> str:
     """An error's message on one line, as the exit code's line promises a script reading stderr:
     a server's error brings its ``DETAIL:`` line along (``?schema=pg_catalog``). Its control
     characters made visible: a message quotes its input (an event type, a key, a path), and an
@@ -436,12 +440,35 @@ def main(argv: list[str] | None = None) -> int:
         return interrupted()
 
 
+ONE_LINE_WARNINGS: tuple[type[Warning], ...] = (MemoCeilingWarning, SdkCheckSkippedWarning)
+"""Warnings of ours a command shows as one ``contextfold: warning:`` line when they are raised,
+not as Python shows a warning (the file, line and source line it came from, which say nothing
+to someone running a command). Any other warning is shown as Python shows it."""
+
+
+@contextlib.contextmanager
+def _warnings_in_one_line() -> Iterator[None]:
+    with warnings.catch_warnings():  # the filters and the display put back after the command
+        python_shows = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: TextIO | None = None, line: str | None = None) -> None:
+            if issubclass(category, ONE_LINE_WARNINGS):
+                sys.stderr.write(f"contextfold: warning: {_one_line(message)}\n")
+            else:
+                python_shows(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
 def _main(argv: list[str] | None) -> int:
     _load_extensions()
     args = build_parser().parse_args(argv)
     _, handler, _ = COMMANDS[args.command]
     try:
-        code = handler(args)
+        with _warnings_in_one_line():
+            code = handler(args)
         sys.stdout.flush()  # a full disk behind a short output shows here, not at exit as a traceback
         return code
     except IntegrityError as exc:

@@ -17,6 +17,8 @@ PUBLIC = {
     "ContextFragment",
     # the process-wide memo ceiling (a long-lived process's memory: ``projections.memo_budget``)
     "memo_ceiling", "memo_report", "set_memo_ceiling", "MemoCeilingWarning",
+    # a provider's requests not checked against its SDK's types (missing, or older than its floor)
+    "SdkCheckSkippedWarning",
     # the event vocabulary (DESIGN.md section 2)
     "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock", "EvidenceRetrieved",
     "FileRead", "GoalSet", "HandOff", "HistoryCompacted", "ImageBlock", "InstructionSet", "MemoryRecalled",

@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import re
 import tomllib
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,13 @@ from contextfold.domain.conversation import Conversation, InstructionPart, UserM
 from contextfold.domain.errors import RenderError
 from contextfold.projections.render import PROVIDERS, render, sdk_available, validate_request
 from contextfold.projections.render import validate as validate_module
-from contextfold.projections.render.validate import SDK_FLOORS, validate_sdk_types
+from contextfold.projections.render.validate import (
+    SDK_FLOORS,
+    SdkCheckSkippedWarning,
+    sdk_check_skipped,
+    validate_sdk_types,
+)
+from tests.cli_runner import cf
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 CHAT = Conversation(messages=(UserMessage(parts=(InstructionPart(text="hello", authority="user",
@@ -46,11 +53,14 @@ def fake_versions(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str | N
         return _REAL_VERSION(distribution)
 
     monkeypatch.setattr(importlib.metadata, "version", version)
-    found = dict(validate_module._SDK_FOUND)
+    found, warned = dict(validate_module._SDK_FOUND), set(validate_module._SKIP_WARNED)
     validate_module._SDK_FOUND.clear()
+    validate_module._SKIP_WARNED.clear()
     yield faked
     validate_module._SDK_FOUND.clear()
     validate_module._SDK_FOUND.update(found)
+    validate_module._SKIP_WARNED.clear()
+    validate_module._SKIP_WARNED.update(warned)
 
 
 def _refused_by_the_sdk(provider: str) -> dict[str, Any]:
@@ -64,7 +74,8 @@ def test_an_sdk_older_than_its_floor_is_skipped_as_if_absent(
     distribution, floor = SDK_FLOORS[provider]
     fake_versions[distribution] = "0.1.0"
     assert not sdk_available(provider)
-    body = _refused_by_the_sdk(provider)
+    with pytest.warns(SdkCheckSkippedWarning, match=f"{provider} requests are not checked"):
+        body = _refused_by_the_sdk(provider)  # rendered and checked: the first skip says so
     assert validate_sdk_types(provider, body) is False  # not checked, not refused
     validate_request(provider, body)  # the protocol rules still run, and pass
     fake_versions[distribution] = floor
@@ -112,6 +123,51 @@ def test_a_missing_or_old_sdk_is_looked_for_once_not_at_every_build(
     for _ in range(3):
         assert not sdk_available("gemini") and not sdk_available("anthropic")
     assert sorted(looked) == ["anthropic", "google.genai"]
+
+
+def test_a_skipped_check_is_said_once_a_process_with_why(
+        fake_versions: dict[str, str | None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing told a caller that a request went unchecked against the SDK's types: a typed
+    warning says so, and why, the first time a provider's check is skipped (not at each build)."""
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: (
+        None if name == "google.genai" else real_find_spec(name, package)))
+    fake_versions["anthropic"] = "0.40.0"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            for provider in ("anthropic", "gemini", "openai-chat"):
+                validate_request(provider, render(CHAT, provider, max_tokens=100))
+    said = [(w.category, str(w.message)) for w in caught]
+    assert said == [
+        (SdkCheckSkippedWarning, "anthropic requests are not checked against the official SDK's request "
+                                 "types: anthropic 0.40.0 is installed, older than 0.124, the first whose "
+                                 "types accept every request contextfold renders; pip install "
+                                 "'contextfold[validate]' to check them (the protocol rules are checked "
+                                 "either way)"),
+        (SdkCheckSkippedWarning, "gemini requests are not checked against the official SDK's request types: "
+                                 "google-genai is not installed; pip install 'contextfold[validate]' to "
+                                 "check them (the protocol rules are checked either way)"),
+    ]
+    assert sdk_check_skipped("anthropic") == ("anthropic 0.40.0 is installed, older than 0.124, the first "
+                                              "whose types accept every request contextfold renders")
+    assert sdk_check_skipped("openai-chat") is None
+
+
+def test_the_command_line_says_it_once_on_one_line(fake_versions: dict[str, str | None],
+                                                   tmp_path: Path) -> None:
+    """The demo builds for Anthropic: with an old anthropic package its request went unchecked
+    and nothing said so. One line of ours on stderr (not Python's display of a warning), once."""
+    fake_versions["anthropic"] = "0.40.0"
+    out = cf("demo", cwd=tmp_path)
+    assert out.returncode == 0
+    assert out.stderr == ("contextfold: warning: anthropic requests are not checked against the official "
+                          "SDK's request types: anthropic 0.40.0 is installed, older than 0.124, the first "
+                          "whose types accept every request contextfold renders; pip install "
+                          "'contextfold[validate]' to check them (the protocol rules are checked either "
+                          "way)\n")
+    again = cf("manifest", "demo-fix-invoice", "--provider", "anthropic", cwd=tmp_path)
+    assert (again.returncode, again.stderr) == (0, "")  # said once a process
 
 
 def test_the_floors_are_the_validate_extras() -> None:

@@ -28,9 +28,11 @@ from contextfold.projections.render.output_caps import output_cap
 from contextfold.projections.render.validate import (
     PROVIDERS,
     Provider,
+    SdkCheckSkippedWarning,
     check_protocol,
     parse_provider,
     sdk_available,
+    sdk_check_skipped,
     validate_request,
     validate_sdk_types,
 )
@@ -39,6 +41,7 @@ from contextfold.projections.request_json import hand_out
 __all__ = [
     "PROVIDERS",
     "Provider",
+    "SdkCheckSkippedWarning",
     "check_protocol",
     "neutralise",
     "parse_provider",
@@ -46,6 +49,7 @@ __all__ = [
     "render_data",
     "render_shared",
     "sdk_available",
+    "sdk_check_skipped",
     "validate_request",
     "validate_sdk_types",
 ]

@@ -14,7 +14,8 @@ Two layers, both raising :class:`RenderError` that names the offending message:
    when a package is missing, or older than the release the ``validate`` extra
    names (:data:`SDK_FLOORS`), this layer is skipped and
    :func:`validate_sdk_types` returns ``False`` so callers (and tests) can tell
-   whether it really ran.
+   whether it really ran; the first skip for a provider in a process is a
+   :class:`SdkCheckSkippedWarning` saying why (:func:`sdk_check_skipped`).
 
 The OpenAI and Anthropic request types are TypedDicts. Pydantic validates their
 ``Iterable[...]`` fields lazily (a ``ValidatorIterator``), and TypedDicts ignore
@@ -34,6 +35,7 @@ import importlib.metadata
 import importlib.util
 import operator
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
@@ -62,9 +64,11 @@ __all__ = [
     "SDK_FLOORS",
     "SDK_PACKAGES",
     "Provider",
+    "SdkCheckSkippedWarning",
     "check_protocol",
     "parse_provider",
     "sdk_available",
+    "sdk_check_skipped",
     "validate_request",
     "validate_sdk_types",
 ]
@@ -101,6 +105,21 @@ build) and an old one also a metadata read (~340 us) at every build. An SDK inst
 process runs is used from the next process."""
 
 
+_SKIP_REASON: dict[str, str] = {}
+"""provider -> why its SDK check is skipped, set with ``_SDK_FOUND``'s answer when it is no."""
+_SKIP_WARNED: set[str] = set()
+"""Providers whose skipped check this process has warned of (once each, not at every build)."""
+
+
+class SdkCheckSkippedWarning(UserWarning):
+    """A provider's requests are not checked against its official SDK's request types: the SDK
+    is not installed, or is older than the ``validate`` extra's floor (:data:`SDK_FLOORS`). Said
+    once a process per provider, at its first build's check, with the reason. A warning, not an
+    error (``contextfold.errors`` holds those): the request is built as ever and the protocol
+    rules are checked; only the SDK types' second look is missing. The command line prints it as
+    one ``contextfold: warning:`` line; filter it with :mod:`warnings` like any other."""
+
+
 _SDK_IMPORTS = fork_safe_rlock()
 """Held while an SDK is looked for or its request types imported. Why: the openai package's
 modules import each other in a cycle, and two threads that first imported its chat and its
@@ -120,18 +139,32 @@ def sdk_available(provider: str) -> bool:
             found = importlib.util.find_spec(SDK_PACKAGES[name]) is not None
         except ModuleNotFoundError:
             found = False
-    usable = _SDK_FOUND[name] = found and _sdk_recent_enough(*SDK_FLOORS[name])
+    distribution, floor = SDK_FLOORS[name]
+    old = _older_than_floor(distribution, floor) if found else None
+    if not found:
+        _SKIP_REASON[name] = f"{distribution} is not installed"
+    elif old is not None:
+        _SKIP_REASON[name] = (f"{distribution} {old} is installed, older than {floor}, the first whose types "
+                              "accept every request contextfold renders")
+    usable = _SDK_FOUND[name] = found and old is None
     return usable
 
 
-def _sdk_recent_enough(distribution: str, floor: str) -> bool:
-    """Whether the installed ``distribution`` is at least ``floor``. A package importable without
-    metadata (vendored, bundled) is trusted, as before versions were checked."""
+def sdk_check_skipped(provider: str) -> str | None:
+    """Why a request for ``provider`` is not checked against its SDK's request types (the SDK
+    missing, or older than its floor), or None when it is."""
+    name = parse_provider(provider)
+    return None if sdk_available(name) else _SKIP_REASON.get(name, "the SDK is not usable here")
+
+
+def _older_than_floor(distribution: str, floor: str) -> str | None:
+    """The installed ``distribution``'s version when it is below ``floor``, else None. A package
+    importable without metadata (vendored, bundled) is trusted, as before versions were checked."""
     try:
         installed = importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
-        return True
-    return _release_at_least(installed, floor)
+        return None
+    return None if _release_at_least(installed, floor) else installed
 
 
 _RELEASE = re.compile(r"\s*v?(\d+(?:\.\d+)*)(.*)", re.ASCII)
@@ -288,6 +321,12 @@ def validate_sdk_types(provider: str, body: Mapping[str, Any]) -> bool:
     """
     name = parse_provider(provider)
     if not sdk_available(name):
+        if name not in _SKIP_WARNED:  # once a process: a set lookup a build, nothing more
+            _SKIP_WARNED.add(name)
+            warnings.warn(f"{name} requests are not checked against the official SDK's request types: "
+                          f"{_SKIP_REASON.get(name, 'the SDK is not usable here')}; pip install "
+                          "'contextfold[validate]' to check them (the protocol rules are checked either way)",
+                          SdkCheckSkippedWarning, stacklevel=2)
         return False
     body, kept_index = _unvalidated(name, body)
     header = None
