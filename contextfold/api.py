@@ -68,7 +68,7 @@ from contextfold.store.event_store import EventStore, RunInfo, VerifyReport
 from contextfold.store.fork_renewal import renew_after_fork
 from contextfold.store.head_check import StaleHeadError
 from contextfold.store.limits import StoreLimits
-from contextfold.store.media import attach_document, attach_image
+from contextfold.store.media import attach_document, attach_image, attach_media
 from contextfold.text_cache import TEXT_CACHE_CHARS, TextCache
 
 __all__ = ["TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
@@ -105,6 +105,12 @@ class Store:
     def attach_document(self, data: bytes, *, title: str | None = None) -> DocumentBlock:
         """Check and store a PDF (pages counted); the block goes in an event's content."""
         return attach_document(self.events, data, title=title)
+
+    def attach_media(self, data: bytes, *, media_type: str, title: str | None = None) -> DocumentBlock:
+        """Check and store audio or video bytes of ``media_type`` (``audio/wav``, ``video/mp4``...),
+        their playing time read when their container tells it; the block goes in an event's
+        content (sent as the medium to an API that takes it, as a note to one that does not)."""
+        return attach_media(self.events, data, media_type=media_type, title=title)
 
     def artifact_text(self, ref: str | ArtifactRef) -> str:
         """An artifact's bytes as text, through the store's text cache (artifacts are immutable).

@@ -67,6 +67,7 @@ __all__ = [
     "MediaLimits",
     "attach_document",
     "attach_image",
+    "attach_media",
     "decode_data_url",
     "inspect_document",
     "inspect_image",
@@ -226,6 +227,42 @@ def attach_document(store: EventStore, data: bytes, *, media_type: str | None = 
     _proven("document", blake3.blake3(data).hexdigest(), limits, info)
     block = checked(DocumentBlock, "document", media_type=info.media_type, pages=info.pages, title=title)
     return block.model_copy(update={"artifact": store.put_artifact(data, info.media_type)})
+
+
+def attach_media(store: EventStore, data: bytes, *, media_type: str, title: str | None = None,
+                 limits: MediaLimits = DEFAULT_LIMITS) -> DocumentBlock:
+    """Check audio or video ``data`` of ``media_type`` (``audio/wav``, ``video/mp4``...), read its
+    playing time when its container tells it (``media_duration``: what Gemini prices it by),
+    store it as a blake3 artifact and return the block to put in an event.
+
+    Why: a user's voice note or recording reached the log only as a URL (a ``data:`` URL kept
+    inline in the event, or a remote one) or through the store's own ``put_artifact``; images
+    and PDFs had their public calls. The type is the caller's (the containers do not name one
+    type each: an MP4 holds audio or video), checked to be audio or video and not contradicted
+    by the bytes (a PNG or a PDF, which have their own calls). Bound by ``max_document_bytes``,
+    the per-file limit media other than images have; a request's own limits apply at build."""
+    data = _as_bytes(data, "audio or video")
+    if not isinstance(media_type, str):
+        raise InvalidInputError(f"media_type is a string such as 'audio/wav', got "
+                                f"{type(media_type).__name__}")
+    bare = media_type.partition(";")[0].strip().lower()
+    if not is_timed_media(bare):
+        raise UnsupportedMediaError(f"attach_media stores audio or video (audio/..., video/...), got "
+                                    f"{media_type!r}: images go through attach_image, PDFs attach_document")
+    if not data:
+        raise UnsupportedMediaError(f"{bare}: no bytes to store")
+    sniffed = sniff_media_type(data)
+    if sniffed is not None:
+        call = "attach_image" if sniffed.startswith("image/") else "attach_document"
+        raise UnsupportedMediaError(f"the bytes given as {bare} are {sniffed} ({call} stores them)")
+    if len(data) > limits.max_document_bytes:
+        raise InputLimitError(f"{bare} of {len(data)} bytes exceeds the limit of {limits.max_document_bytes} "
+                              "bytes")
+    info = _timed_info(data, bare)
+    _proven("timed", blake3.blake3(data).hexdigest(), limits, info)  # an append does not read it again
+    block = checked(DocumentBlock, "document", media_type=bare, title=title,
+                    duration_ms=None if info is None else info.duration_ms)
+    return block.model_copy(update={"artifact": store.put_artifact(data, bare)})
 
 
 def decode_data_url(url: str, *, max_bytes: int) -> tuple[str | None, bytes]:
