@@ -42,14 +42,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _warned_while_loading(caught: list[warnings.WarningMessage]) -> None:
-    """Show what the package warned of while it loaded: a bad ``$CONTEXTFOLD_MEMO_MB`` (read then)
-    as one line of ours, as the command's errors are, not Python's display of a warning with the
-    file, line and source line it came from (which say nothing to someone running a command);
-    any other warning as Python shows it."""
-    from contextfold.projections.memo_budget import MemoCeilingWarning
+    """Show what the package warned of while it loaded (a bad ``$CONTEXTFOLD_MEMO_MB``, read then)
+    as the command shows its own warnings (``cli.ONE_LINE_WARNINGS``): one line of ours, not
+    Python's display of a warning with the file, line and source line it came from (which say
+    nothing to someone running a command); any other warning as Python shows it."""
+    from contextfold.cli import ONE_LINE_WARNINGS
 
     for w in caught:
-        if issubclass(w.category, MemoCeilingWarning):
+        if issubclass(w.category, ONE_LINE_WARNINGS):
             sys.stderr.write(f"contextfold: warning: {w.message}\n")
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
