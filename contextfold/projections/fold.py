@@ -88,7 +88,7 @@ from contextfold.domain.log import RecordedEvent
 from contextfold.domain.reasoning import ReasoningRefusal, sendable_reasoning
 from contextfold.projections.call_ids import call_alias
 from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
-from contextfold.projections.fold_compaction import fold_compaction
+from contextfold.projections.fold_compaction import fold_compaction, refresh_summaries
 from contextfold.projections.fold_content import (
     add_fragment,
     call_ref,
@@ -177,6 +177,8 @@ def _(event: PolicySet, state: RunState, rec: RecordedEvent) -> None:
     supersede(state, old[0] if old else None, fid)
     state.policies[event.source_ref] = (fid, event)
     state.active[fid] = None
+    if state.summaries:  # a policy a summary left out as shown raw may be superseded now
+        refresh_summaries(state)
 
 
 @_apply.register
@@ -203,6 +205,8 @@ def _(event: GoalSet, state: RunState, rec: RecordedEvent) -> None:
         supersede(state, old, ids[min(i, len(ids) - 1)])
     state.goal, state.goal_ids = event, tuple(ids)
     state.active.update(dict.fromkeys(ids))
+    if state.summaries:  # the goal a summary left out or cited as in force may be an older one now
+        refresh_summaries(state)
 
 
 @_apply.register
@@ -212,6 +216,8 @@ def _(event: PlanUpdated, state: RunState, rec: RecordedEvent) -> None:
     supersede(state, state.plan_id, fid)
     state.plan, state.plan_id = event, fid
     state.active[fid] = None
+    if state.summaries:  # steps a summary left out as the plan's may be gone from it now
+        refresh_summaries(state)
 
 
 @_apply.register

@@ -30,12 +30,13 @@ from contextfold.projections.state import (
     MessageItem,
     RunState,
     SummaryItem,
+    SummarySource,
     TimelineItem,
     ToolGroup,
 )
 from contextfold.projections.summary_shown import shown_raw
 
-__all__ = ["fold_compaction"]
+__all__ = ["fold_compaction", "refresh_summaries"]
 
 
 def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent) -> None:
@@ -57,18 +58,64 @@ def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent
                              and lo <= item.covers_from and item.covers_to <= hi)
             confirmed = confirmed_user_constraints(event, state.run_id, lambda p: _user_text(state, p))
             handed = confirmed_hand_offs(event, state.run_id, lambda p: _handed_text(state, p))
-            plan = () if state.plan is None else tuple(s.id for s in state.plan.steps)
-            shown = shown_raw(event.summary, state)  # (a required input, a policy, the goal)
-            text = (f"{render_summary(event, confirmed, handed, plan, shown)}\n"
-                    f"raw events: events://{state.run_id}/{lo}-{hi} (read back with `contextfold show`)")
-            fid = add_fragment(state, rec, "history", _lowest_trust(state, covered), (TextBlock(text=text),),
-                       priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",
-                       data_label=SUMMARY_LABEL)
+            source = SummarySource(rec, f"e{rec.position}", lo, hi, _lowest_trust(state, covered),
+                                   confirmed, handed)
+            fid = _add_summary(state, source, _summary_text(state, source))
             for p in covered:
                 state.hidden[p] = rec.position
+                state.summaries.pop(p, None)
+            state.summaries[rec.position] = source
             state.items[rec.position] = SummaryItem(rec.position, fid, lo, hi, covered)
         case _:
             assert_never(event.strategy)
+
+
+def _summary_text(state: RunState, source: SummarySource) -> str:
+    """The text ``source``'s summary is shown with in a build of ``state``: its recorded summary,
+    less what that build shows raw (the plan's steps, a policy in force, the goal in force,
+    ``render_summary``), then the ref of its raw events."""
+    event = source.rec.event
+    assert isinstance(event, HistoryCompacted)
+    plan = () if state.plan is None else tuple(s.id for s in state.plan.steps)
+    shown = shown_raw(event.summary, state)
+    lo, hi = source.covers_from, source.covers_to
+    return (f"{render_summary(event, source.confirmed, source.handed, plan, shown)}\n"
+            f"raw events: events://{state.run_id}/{lo}-{hi} (read back with `contextfold show`)")
+
+
+def _add_summary(state: RunState, source: SummarySource, text: str) -> str:
+    lo, hi = source.covers_from, source.covers_to
+    return add_fragment(state, source.rec, "history", source.trust, (TextBlock(text=text),),
+                        priority=SUMMARY_PRIORITY, source_ref=f"events://{state.run_id}/{lo}-{hi}",
+                        data_label=SUMMARY_LABEL)
+
+
+def refresh_summaries(state: RunState) -> None:
+    """Render each visible summary again against the goal, policies and plan now in force, after
+    a fold step changed one of them; a summary whose text changes gets a new fragment entry (same
+    id, position and trust).
+
+    Why: a summary's text left out what the build of its day showed raw (the goal in force, a
+    policy, the plan's steps; ``render_summary``), and was fixed when its compaction was folded.
+    After a later goal change the request stated only the new goal, and the summary still left
+    out the old one and cited its "goal set at event N" line as the goal in force: the goal the
+    covered history worked towards was in no request (the seed, 5.3: the summary keeps the goal;
+    ``summary_shown``: an older goal, shown nowhere else, stays quoted). Rendered against what is
+    in force now, what is no longer shown raw is quoted again.
+
+    ``state.memo`` is emptied when a text changes: the builder keeps per-fragment facts by id
+    across builds, and the fragment's text is not what they were made of any more (this is rare:
+    a goal, policy or plan change while a summary is shown)."""
+    changed = False
+    for source in state.summaries.values():
+        entry = state.entries[source.fragment_id]
+        text = _summary_text(state, source)
+        if not (isinstance(entry.content, tuple) and len(entry.content) == 1
+                and isinstance(block := entry.content[0], TextBlock) and block.text == text):
+            _add_summary(state, source, text)
+            changed = True
+    if changed:
+        state.memo.clear()
 
 
 def _coverable(state: RunState, pos: int, lo: int, hi: int) -> bool:

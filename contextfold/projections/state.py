@@ -63,6 +63,7 @@ from contextfold.projections.timeline_items import (
     CallStatus,
     MessageItem,
     SummaryItem,
+    SummarySource,
     TimelineIndex,
     TimelineItem,
     TimelineMark,
@@ -81,6 +82,7 @@ __all__ = [
     "MessageItem",
     "RunState",
     "SummaryItem",
+    "SummarySource",
     "TimelineItem",
     "TimelineMark",
     "ToolGroup",
@@ -203,6 +205,9 @@ class RunState:
     """Every timeline item ever, keyed by its start position."""
     hidden: dict[int, int] = field(default_factory=dict)
     """Item start position -> position of the compaction that covers it."""
+    summaries: dict[int, SummarySource] = field(default_factory=dict)
+    """Position of each visible summary -> what its text is rendered from, again whenever the
+    goal, a policy or the plan it is rendered against changes (``fold_compaction``)."""
     masked: dict[int, int] = field(default_factory=dict)
     """Answer position of a masked tool result -> position of the ``mask`` compaction."""
     open_groups: dict[str, int] = field(default_factory=dict)
@@ -275,7 +280,8 @@ class RunState:
             stale_reads=dict(self.stale_reads),
             memories=dict(self.memories),
             semantic_keys=dict(self.semantic_keys), source_kinds=dict(self.source_kinds),
-            items=dict(self.items), hidden=dict(self.hidden), masked=dict(self.masked),
+            items=dict(self.items), hidden=dict(self.hidden), summaries=dict(self.summaries),
+            masked=dict(self.masked),
             open_groups=dict(self.open_groups),
             recovered_groups=dict(self.recovered_groups), answer_group=dict(self.answer_group),
             request_call_ids=set(self.request_call_ids), builds=dict(self.builds),

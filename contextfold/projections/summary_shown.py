@@ -16,7 +16,12 @@ plug-in's rewording) stays.
 
 The decision that records when the current goal was set ("goal set at event N: <goal>", the goal
 capped at 200 characters) is not left out but cited (:func:`goal_set_line`): when the goal was
-set is history the goal fragment does not say, the goal's words are what it says.
+set is history the goal fragment does not say, the goal's words are what it says. So is the
+decision of an older goal that the summary's goal line quotes whole.
+
+"Current" is the build's: a summary is rendered against the state the build is made of, again
+when a goal, policy or plan changes (``fold_compaction.refresh_summaries``), so after a goal
+change the goal the summarized history worked towards is quoted again, not cited as in force.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = ["POLICY_CHARS", "ShownRaw", "goal_set_line", "policy_line", "required
 POLICY_CHARS = 600
 """A policy up to this long is carried verbatim by a summary; a longer one is cited."""
 _AT_EVENT = re.compile(r"^(?:policy \S+|required user input) at event (\d+)[: ]")
+_GOAL_SET = re.compile(r"goal set at event (\d+): ")
 _INFERRED = re.compile(r"^\(inferred from the user's message at event (\d+)\) ")
 
 
@@ -47,8 +53,8 @@ class ShownRaw:
     contract: bool = False
     """The summary's success contract is the run's current one."""
     cited: tuple[tuple[str, str], ...] = ()
-    """(line, what the request shows instead): a decision line that quotes the goal in force,
-    and the line citing it."""
+    """(line, what the request shows instead): a decision line that quotes the goal in force, or
+    the summary's goal the request shows in its goal line, and the line citing it."""
 
 
 def policy_line(source_ref: str, text: str, position: int, run_id: str) -> str:
@@ -65,17 +71,28 @@ def goal_set_line(goal: str, position: int) -> str:
     return f"goal set at event {position}: {cap(goal, STATEMENT_CHARS)}"
 
 
-def _goal_cited(state: RunState) -> tuple[tuple[str, str], ...]:
-    """The decision line of the goal in force (``state.goal``, set at the position its fragment
-    names), and the line a request shows instead: it states that goal whole, in layer 3. The line
-    says "in force when summarized", not "this request's goal": a summary's text is made when its
-    compaction is folded, and a goal set after it is the one later requests state."""
-    if state.goal is None or not state.goal_ids or not state.goal_ids[0][1:].isdigit():
-        return ()
-    position = int(state.goal_ids[0][1:])
-    return ((goal_set_line(state.goal.goal, position),
-             f"goal set at event {position} (in force when summarized; raw: "
-             f"event://{state.run_id}/{position})"),)
+def _goal_cited(summary: CompactionSummary, state: RunState, goal_shown: bool) -> tuple[tuple[str, str], ...]:
+    """The decision lines of ``summary`` that quote a goal the request states elsewhere, each with
+    the line shown instead: the goal in force (``state.goal``, set at the position its fragment
+    names), stated whole in layer 3; the summary's own goal, when the request shows it (not
+    ``goal_shown``: an older goal, quoted whole in the summary's goal line). A summary is
+    rendered against the state a build is made of (``fold_compaction.refresh_summaries``), so
+    "the current goal" is this request's."""
+    current = (int(state.goal_ids[0][1:]) if state.goal is not None and state.goal_ids
+               and state.goal_ids[0][1:].isdigit() else None)
+    out: list[tuple[str, str]] = []
+    for line in summary.decisions:
+        m = _GOAL_SET.match(line)
+        if m is None:
+            continue
+        position = int(m.group(1))
+        raw = f"raw: event://{state.run_id}/{position}"
+        if (state.goal is not None and position == current
+                and line == goal_set_line(state.goal.goal, position)):
+            out.append((line, f"goal set at event {position} (the current goal; {raw})"))
+        elif summary.goal and not goal_shown and line == goal_set_line(summary.goal, position):
+            out.append((line, f"goal set at event {position} (the goal above; {raw})"))
+    return tuple(out)
 
 
 def required_input_line(text: str, position: int) -> str:
@@ -113,11 +130,12 @@ def shown_raw(summary: CompactionSummary, state: RunState) -> ShownRaw:
     """What of ``summary`` a build of ``state`` shows raw (module docstring)."""
     goal = state.goal
     inferred = _INFERRED.match(summary.goal)
+    goal_shown = bool(summary.goal) and (
+        (goal is not None and summary.goal == goal.goal)
+        or (inferred is not None and _required_input(state, int(inferred.group(1))) is not None))
     return ShownRaw(
         lines=frozenset(line for line in summary.constraints if _copies_shown(line, state)),
-        goal=bool(summary.goal) and (
-            (goal is not None and summary.goal == goal.goal)
-            or (inferred is not None and _required_input(state, int(inferred.group(1))) is not None)),
+        goal=goal_shown,
         contract=bool(summary.success_contract) and goal is not None
         and summary.success_contract == tuple(goal.success_contract),
-        cited=tuple(pair for pair in _goal_cited(state) if pair[0] in summary.decisions))
+        cited=_goal_cited(summary, state, goal_shown))

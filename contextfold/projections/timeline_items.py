@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias
 
+from contextfold.domain.fragments import Trust
+from contextfold.domain.log import RecordedEvent
 from contextfold.projections.tool_group import RECOVERY_STATUSES, CallSlot, CallStatus, ToolGroup
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ __all__ = [
     "CallStatus",
     "MessageItem",
     "SummaryItem",
+    "SummarySource",
     "TimelineIndex",
     "TimelineItem",
     "TimelineMark",
@@ -66,6 +69,21 @@ class SummaryItem:
 
 
 TimelineItem: TypeAlias = ToolGroup | MessageItem | SummaryItem
+
+
+@dataclass(frozen=True, slots=True)
+class SummarySource:
+    """What a visible summary's text is rendered from besides the state in force
+    (``fold_compaction.refresh_summaries``): its event, as logged, and what the fold found when
+    it folded it (the cover, the trust it is shown with, the lines the log confirms)."""
+
+    rec: RecordedEvent
+    fragment_id: str
+    covers_from: int
+    covers_to: int
+    trust: Trust
+    confirmed: tuple[str, ...]
+    handed: tuple[str, ...]
 
 
 class TimelineMark(NamedTuple):

@@ -91,6 +91,6 @@ def test_the_goal_s_decision_line_cites_the_goal_the_request_states(tmp_path: Pa
     flat = " ".join(body.split())
     head = " ".join(long_goal.split())[:150]
     assert flat.count(head) == 1  # the goal fragment's
-    assert f"goal set at event {at} (in force when summarized; raw: event://rollout/{at})" in body
+    assert f"goal set at event {at} (the current goal; raw: event://rollout/{at})" in body
     assert "goal set at event 1: Ship release 6" in body  # superseded: said nowhere else
     assert any(d.startswith(f"goal set at event {at}: {head}") for d in summary.summary.decisions)
