@@ -23,6 +23,7 @@ from contextfold.projections.render.runtime_lines import media_type_ref, ref_tex
 __all__ = ["CONSTRAINT_LINE", "GOAL_CHARS", "STATEMENT_CHARS", "USER_CHARS", "args_excerpt",
            "argument_facts", "attached", "cap", "file_ref", "identifiers", "kept_facts", "key_line",
            "media_lines", "media_refs", "names_plan_step", "plan_lines", "quoted_goal", "raw_at",
+           "short_identifiers",
            "user_statement"]
 
 CONSTRAINT_LINE = re.compile(
@@ -53,6 +54,8 @@ _ID_SCAN = re.compile("|".join(_ID_SHAPES[:3]) + r"|(?P<joined>\b[A-Za-z])")
 _JOINED_RUN = re.compile(r"[A-Za-z0-9]*+(?:[-_][A-Za-z0-9]++)*+")
 _JOINED_TAIL = re.compile(r"[-_](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{3,}(?![A-Za-z0-9])")
 """A segment an id's run must hold: three or more letters or digits, one a digit, whole."""
+_SHORT_ID = re.compile(r"(?<![\w./-])(?!(?i:utf)-)(?:[A-Za-z]{3,}|[A-Z]{2})-\d{1,2}(?![\w-]|\.\w)")
+"""A word, a hyphen and a number of one or two digits, on its own (:func:`short_identifiers`)."""
 _UNVERIFIED = re.compile(r"^.*\b(?:not (?:yet )?verified|unverified|unconfirmed|not confirmed)\b.*$",
                          re.IGNORECASE | re.MULTILINE)
 _IDENTIFIERS_KEPT = 6
@@ -239,11 +242,32 @@ def identifiers(text: str) -> list[str]:
     return found
 
 
+def short_identifiers(text: str) -> list[str]:
+    """The ids of ``text`` numbered with one or two digits, which :func:`identifiers` does not
+    find: a word of three or more letters (or two capitals), a hyphen and the number, on its own
+    (``dep-3``, ``job-12``, ``PR-42``; not part of a path, a file's name or a longer run).
+
+    Why: the shape of :func:`identifiers` asks for a segment of three or more characters with a
+    digit, which keeps versions out (``python-3``); it kept a runtime's unpadded ids out too (a
+    deploy's ``dep-3``, a ticket's ``PR-42``), and a mask's stub or a summary of their results
+    dropped them. Why this narrow: a wider shape found a pytest log's ``test_mod_1`` (underscores:
+    a code name, as ``param_1``), a page's CSS classes (``mb-4``, ``p-1``: one or two small
+    letters) and ``utf-8`` everywhere; in a 4k window six of those per stub outgrew the budget.
+    What is left (``clang-14``) only fills the slots longer ids leave (:func:`kept_facts`)."""
+    return [m.group() for m in _SHORT_ID.finditer(text)]
+
+
 def kept_facts(text: str, shown: str = "") -> str:
     """The identifiers in ``text`` that ``shown`` does not already hold, and a line saying a
     state is unverified, verbatim: a successful deploy's result ("dep-9931 ... health check: not
-    yet verified") was summarised as "ok", and the id and the unverified state were gone."""
+    yet verified") was summarised as "ok", and the id and the unverified state were gone. Of
+    :func:`short_identifiers`, those that fit in the slots the others leave, each not shown
+    whole (``dep-4`` is not said by ``dep-42``)."""
     ids = list(dict.fromkeys(m for m in identifiers(text) if m not in shown))[:_IDENTIFIERS_KEPT]
+    if len(ids) < _IDENTIFIERS_KEPT:
+        short = (m for m in short_identifiers(text)
+                 if not re.search(rf"(?<![\w-]){re.escape(m)}(?![\w-])", shown))
+        ids = list(dict.fromkeys([*ids, *short]))[:_IDENTIFIERS_KEPT]
     state = _UNVERIFIED.search(text)
     parts = ([f"ids: {', '.join(ids)}"] if ids else []) + (
         [f"says: {cap(state.group(0).strip(), STATEMENT_CHARS)}"] if state else [])

@@ -28,6 +28,7 @@ from contextfold.domain.events import (
     ToolResult,
     UserInput,
 )
+from contextfold.projections.compaction import Strategy
 from tests.json_strings import joined_strings
 
 LOG = "\n".join(f"{i:04d} INFO rollout step ok" for i in range(150))
@@ -169,5 +170,37 @@ def test_one_auto_compaction_appends_no_nested_masks(cf_store: Store) -> None:
     assert sum(map(len, per_build)) >= 10  # the run was masked, build after build
     nested = {t: _nested(masks) for t, masks in enumerate(per_build, 1) if _nested(masks)}
     assert not nested, nested
+    for turn in range(2, run.next_turn()):
+        assert run.replay(turn).ok, turn
+
+
+def _short_id_turn(run: Run, t: int) -> list[str]:
+    """:func:`_agent_turn` with deployment ids as many runtimes number them, unpadded: ``dep-3``."""
+    if t % 3:
+        return _agent_turn(run, t)
+    deploy = ToolCall(call_id=f"d{t}", name="deploy", arguments='{"env": "staging"}')
+    run.append(ModelResponse(tool_calls=(deploy,)),
+               ToolResult(call_id=f"d{t}", content=f"Created deployment dep-{t}\n"
+                          f"ERROR: health check timed out\n{LOG}", is_error=True, exit_code=1))
+    return [f"d{t}", f"dep-{t}"]
+
+
+@pytest.mark.parametrize("strategy", ["mask", "summary"])
+def test_short_deployment_ids_survive_auto_compaction(cf_store: Store, strategy: Strategy) -> None:
+    """A deployment id whose number has one or two digits (``dep-3``, ``dep-42``, as ``PR-7`` or
+    ``job-12``) is kept by a mask's stub and a summary as ``dep-0003`` is (``summary_text.kept_facts``):
+    the id shape asked for a segment of three or more characters after the first, and at a 6k
+    window the deploy agent's request lost ``dep-3`` from turn 6 on, every failed deploy's id
+    after it, as its result was masked. Masks alone: 27 turns (at 28 the stubs outgrow the window
+    and the oldest groups are dropped for budget, ``dep-0003`` as well)."""
+    run = cf_store.run(f"short-ids-{strategy}")
+    run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
+    deploys: list[str] = []
+    for t in range(1, 28 if strategy == "mask" else 41):
+        deploys += _short_id_turn(run, t)
+        built = build(run, "anthropic", window=6_000, reserve=1_000, strategy=strategy)
+        lost = _lost(deploys, joined_strings(built.request))
+        assert not lost, (t, lost)
+    assert any(isinstance(r.event, HistoryCompacted) for r in run.events())
     for turn in range(2, run.next_turn()):
         assert run.replay(turn).ok, turn

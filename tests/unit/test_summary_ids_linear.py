@@ -136,9 +136,46 @@ def test_a_long_slug_list_is_summarised_in_linear_work() -> None:
     ("release-2024-11-05 tagged", ["release-2024-11-05"]),
     ("rolled out dep-9931.", ["dep-9931"]),
     ("dep-9931é", ["dep-9931"]),  # a letter outside ASCII after the run: the id ends at its segment
-    ("us-east-1 and pr-12", []),  # no segment of three with a digit: not ids
+    ("us-east-1 and pr-12", []),  # no segment of three with a digit: not of this shape (short_identifiers)
 ])
 def test_a_joined_id_is_its_whole_run_of_segments(text: str, ids: list[str]) -> None:
     """The seed (5.3): ids are not summarised away, nor quoted wrong. Cut after its last segment
     of three or more with a digit, ``rel-2024-11`` was kept as ``rel-2024``."""
     assert summary_text.identifiers(text) == ids
+
+
+def test_an_id_numbered_with_one_or_two_digits_is_kept() -> None:
+    """``dep-3``, ``PR-42``: a joined id whose segments after the first are all under three
+    characters was no id (the shape asks for one of three or more, with a digit), so a
+    mask's stub and a summary dropped it (``test_compaction_past_input``). Such ids fill the slots
+    the longer ones leave, after them: what a text's longer ids kept is kept as before (a version
+    such as ``utf-8`` is one too, and must not push ``dep-9931`` out)."""
+    assert kept_facts("Created deployment dep-3\nERROR: health check timed out") == "ids: dep-3"
+    assert kept_facts("merged PR-42 and job-7; see dep-9931") == "ids: dep-9931, PR-42, job-7"
+    long_ids = " ".join(f"dep-{i}000" for i in range(1, 8))
+    assert kept_facts(f"charset=utf-8 {long_ids} dep-3") == kept_facts(long_ids)
+    # shown whole, not as the head of a longer id: dep-4 is not said by dep-42
+    assert kept_facts("dep-4 and dep-42", shown="dep-42 was rolled back") == "ids: dep-4"
+    # what already is an id stays one, whole; a word with no digit is none; a code name, a file's
+    # name, a CSS class, an encoding, a region are none
+    assert kept_facts("rel-2024-11 how-to-cook test_mod_1 tests/dep-3.py mb-4 utf-8 us-east-1") == (
+        "ids: rel-2024-11")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=20).map("".join))
+def test_short_ids_only_add_to_the_ids_kept(text: str) -> None:
+    """Every id a text's longer ids kept is kept (the short ones fill what they leave)."""
+    longer = list(dict.fromkeys(ID_REGEX.findall(text)))[:6]
+    kept = kept_facts(text)
+    assert all(re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", kept) for i in longer)
+
+
+@pytest.mark.parametrize("text", ["how-to-cook-rice-" * 4_000, "abc-1-" * 20_000 + "é", "x_1_" * 20_000 + "_",
+                                  "abc" * 20_000 + "_1", "a-" * 20_000 + "b"])
+def test_short_ids_are_found_in_one_pass(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """The short ids' shape reads a word and its number from where a word starts: one pass."""
+    reads = [0]
+    monkeypatch.setattr(summary_text, "_SHORT_ID", _Counted(summary_text._SHORT_ID, reads))
+    assert summary_text.short_identifiers(text) == []
+    assert reads[0] <= 4 * len(text)
