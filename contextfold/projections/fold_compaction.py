@@ -59,7 +59,7 @@ def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent
             confirmed = confirmed_user_constraints(event, state.run_id, lambda p: _user_text(state, p))
             handed = confirmed_hand_offs(event, state.run_id, lambda p: _handed_text(state, p))
             source = SummarySource(rec, f"e{rec.position}", lo, hi, _lowest_trust(state, covered),
-                                   confirmed, handed)
+                                   confirmed, handed, _plan_steps(state))
             fid = _add_summary(state, source, _summary_text(state, source))
             for p in covered:
                 state.hidden[p] = rec.position
@@ -72,15 +72,21 @@ def fold_compaction(event: HistoryCompacted, state: RunState, rec: RecordedEvent
 
 def _summary_text(state: RunState, source: SummarySource) -> str:
     """The text ``source``'s summary is shown with in a build of ``state``: its recorded summary,
-    less what that build shows raw (the plan's steps, a policy in force, the goal in force,
-    ``render_summary``), then the ref of its raw events."""
+    less what that build shows raw (a policy in force, the goal in force, ``render_summary``) and
+    its lines about the steps of the plan now or when it was folded (that plan was current then,
+    and a newer one replaces it: its next action is not what to do next), then the ref of its
+    raw events."""
     event = source.rec.event
     assert isinstance(event, HistoryCompacted)
-    plan = () if state.plan is None else tuple(s.id for s in state.plan.steps)
+    plan = tuple(dict.fromkeys((*source.plan_steps, *_plan_steps(state))))
     shown = shown_raw(event.summary, state)
     lo, hi = source.covers_from, source.covers_to
     return (f"{render_summary(event, source.confirmed, source.handed, plan, shown)}\n"
             f"raw events: events://{state.run_id}/{lo}-{hi} (read back with `contextfold show`)")
+
+
+def _plan_steps(state: RunState) -> tuple[str, ...]:
+    return () if state.plan is None else tuple(s.id for s in state.plan.steps)
 
 
 def _add_summary(state: RunState, source: SummarySource, text: str) -> str:

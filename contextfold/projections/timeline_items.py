@@ -84,6 +84,9 @@ class SummarySource:
     trust: Trust
     confirmed: tuple[str, ...]
     handed: tuple[str, ...]
+    plan_steps: tuple[str, ...]
+    """The ids of the plan in force when it was folded: the plan its steps' lines copy, which a
+    later plan replaces, not brings back."""
 
 
 class TimelineMark(NamedTuple):

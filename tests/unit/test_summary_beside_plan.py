@@ -44,3 +44,22 @@ def test_the_request_shows_the_current_plan_and_not_the_summarys_copy(tmp_path: 
     assert "summary of events" in body  # the summary is shown, without the old plan's lines
     for outdated in ("[ready] s1: run tests", "[pending] s2", "next action: plan step s1"):
         assert outdated not in body
+
+
+def test_a_replaced_plan_does_not_bring_the_summarys_copy_back(tmp_path: Path) -> None:
+    """A summary is rendered again when the goal, a policy or the plan changes
+    (``fold_compaction.refresh_summaries``); the plan of its day stays left out: a newer plan with
+    other steps replaces it, and the old "next action: plan step s1" is not what to do next."""
+    with contextfold.open_store(f"sqlite:///{tmp_path}/s.db") as store:
+        run = store.run("release")
+        run.append(GoalSet(goal="ship the release"), _plan("ready", "pending", "pending"), UserInput("go"))
+        for i in range(6):
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{i}", name="pytest", arguments="{}"),)),
+                       ToolResult(call_id=f"c{i}", content="passed " * 200))
+        run.compact("summary")
+        run.append(PlanUpdated(steps=(PlanStep(id="r1", title="roll back", status="ready"),)),
+                   GoalSet(goal="roll the release back"), UserInput("roll back"))
+        body = json.dumps(run.build("anthropic", window=20_000, reserve=1_000).request)
+    assert "[ready] r1: roll back" in body and "goal: ship the release" in body  # re-rendered
+    for outdated in ("[ready] s1: run tests", "[pending] s2", "next action: plan step s1"):
+        assert outdated not in body
