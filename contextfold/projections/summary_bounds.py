@@ -28,7 +28,7 @@ from contextfold.projections.summary_check import CALL_CITE, CALL_ID
 from contextfold.projections.summary_text import CONSTRAINT_LINE
 
 __all__ = ["EARLIER", "SCALES", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls",
-           "said_once"]
+           "said_once", "with_ids"]
 
 EARLIER = "earlier "
 """How a line of older plain successes of one tool starts (``deterministic_summary``): one per
@@ -272,6 +272,37 @@ def said_once(fields: Mapping[str, tuple[str, ...]], calls: Sequence[str]) -> di
     out = dict(fields)
     out["side_effects"] = tuple(_said_once(entry, whole, before) for entry in fields.get("side_effects", ()))
     return out
+
+
+def with_ids(fields: Mapping[str, tuple[str, ...]], calls: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """``fields`` (before folding) with each side effect's ids back from its call's line in
+    ``calls`` (the lines of ``tool_calls_and_results`` before folding), where an earlier summary
+    recorded it without them (:func:`said_once`: its call's line said them there).
+
+    Why before folding: such a side effect was ranked as one naming no ids and folded first, and
+    its folded line named no ids for it: they were left only on the call's folded line, whose
+    names a run's reads fill (a deploy agent listing pods each turn: of 20 successful deploys,
+    their "not yet verified" deployments among them, 8 ids were gone from the request at a 6k
+    window). :func:`said_once` leaves them out again where the call's line stays whole."""
+    before = _lines_by_call(calls)
+    out = dict(fields)
+    out["side_effects"] = tuple(_with_ids(entry, before) for entry in fields.get("side_effects", ()))
+    return out
+
+
+def _with_ids(entry: str, before: Mapping[str, str]) -> str:
+    m = _SIDE_EFFECT.match(entry)
+    if m is None:
+        return entry
+    head, call, args, verdict, facts = m.groups()
+    ids = dict.fromkeys(i.strip() for found in _FACT_IDS.findall(before.get(call, ""))
+                        for i in found.split(","))
+    missing = [i for i in ids if i and not _all_in(f"{{ids: {i}}}", entry)]
+    if not missing:
+        return entry
+    have, said = _parts(facts)
+    body = "; ".join([f"ids: {', '.join([*have, *missing])}", *([f"says: {said}"] if said else [])])
+    return f"{head}{args}: {verdict} {{{body}}}"
 
 
 def _lines_by_call(lines: Iterable[str]) -> dict[str, str]:

@@ -46,6 +46,7 @@ from contextfold.projections.summary_bounds import (
     earlier_lines,
     is_earlier_line,
     said_once,
+    with_ids,
 )
 from contextfold.projections.summary_shown import goal_set_line, policy_line, required_input_line
 from contextfold.projections.summary_text import (
@@ -167,12 +168,14 @@ def deterministic_summary(events: Sequence[RecordedEvent], state: RunState, *,
 def bounded_summary(summary: CompactionSummary, events: Sequence[RecordedEvent], state: RunState,
              scale: tuple[float, float]) -> CompactionSummary:
     """``summary`` (unbounded) with each capped list's older entries folded (``bounded_fields``)
-    at ``scale``, then a side effect's ids left out where its call's whole line says them
+    at ``scale``, a side effect an earlier summary recorded without its ids given them back first
+    (``with_ids``), then a side effect's ids left out where its call's whole line says them
     (``said_once``): trying smaller shares re-folds the lists, not the events."""
     last = events[-1].position if events else 0
     ref = f"events://{state.run_id}/{events[0].position if events else 0}-{last}"
     lists = {k: getattr(summary, k) for k in _LISTS}
-    bounded = said_once(bounded_fields(lists, ref, scale), summary.tool_calls_and_results)
+    calls = summary.tool_calls_and_results
+    bounded = said_once(bounded_fields(with_ids(lists, calls), ref, scale), calls)
     return summary.model_copy(update=bounded)
 
 

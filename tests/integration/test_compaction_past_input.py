@@ -204,3 +204,38 @@ def test_short_deployment_ids_survive_auto_compaction(cf_store: Store, strategy:
     assert any(isinstance(r.event, HistoryCompacted) for r in run.events())
     for turn in range(2, run.next_turn()):
         assert run.replay(turn).ok, turn
+
+
+def _deploy_among_reads(run: Run, t: int) -> list[str]:
+    """Turn ``t`` of a deploy agent that lists pods every turn (three pod ids a listing) and every
+    fourth deploys: successfully, its health "not yet verified" (a side effect to keep)."""
+    if t % 4:
+        pods = " ".join(f"web-{t:03d}{k}f8c-x2k4p" for k in range(3))
+        call = ToolCall(call_id=f"c{t}", name="shell", arguments='{"cmd": "kubectl get pods"}')
+        run.append(ModelResponse(text=f"checking {t}", tool_calls=(call,)),
+                   ToolResult(call_id=f"c{t}", content=f"pods {pods}\n{LOG}", exit_code=0))
+        return []
+    run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"d{t}", name="deploy", arguments="{}"),)),
+               ToolResult(call_id=f"d{t}", content=f"Created deployment dep-{t:04d}\n"
+                          f"health check: not yet verified\n{LOG}", exit_code=0))
+    return [f"dep-{t:04d}"]
+
+
+def test_a_side_effect_recorded_without_its_ids_is_folded_as_one_naming_them(sqlite_url: str) -> None:
+    """A side effect whose ids its call's line says is recorded without them
+    (``summary_bounds.said_once``). Merged into a later summary, it ranked as one naming no ids and
+    was folded first, its folded line naming none for it: its deployment id was left on the call's
+    folded line only, among the ids of the pods every listing named, and capped away. At a 6k
+    window the request lost dep-0028 and dep-0032, the newest deploys, not yet verified, from turn
+    53 on, while dep-0004 to dep-0024 stayed. It now has its ids back before it is folded
+    (``summary_bounds.with_ids``), and a folded line's cap, when it must leave ids out, leaves
+    the oldest out (``summary_bounds._rank``: of a rank, the newest stay whole longer)."""
+    with open_store(sqlite_url) as store:
+        run = store.run("deploys-among-reads")
+        run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
+        deploys: list[str] = []
+        for t in range(1, 78):
+            deploys += _deploy_among_reads(run, t)
+            built = build(run, "anthropic", window=6_000, reserve=1_000)
+            lost = _lost(deploys, joined_strings(built.request))
+            assert lost == deploys[:len(lost)], (t, lost)  # the oldest, if any
