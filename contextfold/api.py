@@ -18,7 +18,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -70,6 +70,10 @@ from contextfold.store.head_check import StaleHeadError
 from contextfold.store.limits import StoreLimits
 from contextfold.store.media import attach_document, attach_image, attach_media
 from contextfold.text_cache import TEXT_CACHE_CHARS, TextCache
+
+if TYPE_CHECKING:  # imported when compact() runs: a process that never compacts does not load them
+    from contextfold.compaction_api import CompactionReport
+    from contextfold.projections.compaction import Summarizer
 
 __all__ = ["TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
 
@@ -416,13 +420,17 @@ class Run:
                              output_tokens=output_tokens, model=model, force=force)
 
     def compact(self, strategy: Literal["mask", "summary"] = "mask", *, window: int | None = None,
-                dry_run: bool = False, **options: Any) -> Any:
-        """Append a compaction event (raw events stay in the log).
+                reserve: int | None = None, keep_recent: int = 3, dry_run: bool = False,
+                summarizer: Summarizer | None = None, config: BuildConfig | None = None,
+                progress: Progress | None = None) -> CompactionReport:
+        """Append a compaction event (raw events stay in the log) and say what was appended.
 
-        See :func:`contextfold.compaction_api.compact` for the options."""
+        See :func:`contextfold.compaction_api.compact` for the options. Spelled out here (not
+        ``**options``) so a caller's type checker sees them and the report it gets back."""
         from contextfold.compaction_api import compact
 
-        return compact(self, strategy, window=window, dry_run=dry_run, **options)
+        return compact(self, strategy, window=window, reserve=reserve, keep_recent=keep_recent,
+                       dry_run=dry_run, summarizer=summarizer, config=config, progress=progress)
 
     def show(self, ref: str) -> str:
         """The raw content behind a ref that a mask or summary left.

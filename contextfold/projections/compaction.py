@@ -86,11 +86,13 @@ class Summarizer(Protocol):
     An optional ``name`` attribute is recorded as the event's ``summarizer``.
 
     ``events``: the covered events, then the runtime recovery answers (lost, cancelled) logged
-    after the cover that close calls inside it (``recovery_answers``).
+    after the cover that close calls inside it (``recovery_answers``). Both are passed by
+    position, so a plug-in names its parameters as it likes (``def summarize(covered,
+    skeleton)``) and a caller's type checker accepts it.
     """
 
-    def __call__(self, events: Sequence[RecordedEvent],
-                 skeleton: CompactionSummary) -> CompactionSummary | Mapping[str, Any] | None: ...
+    def __call__(self, events: Sequence[RecordedEvent], skeleton: CompactionSummary, /
+                 ) -> CompactionSummary | Mapping[str, Any] | None: ...
 
 
 @dataclass(frozen=True)
