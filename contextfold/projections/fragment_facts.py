@@ -98,9 +98,10 @@ in all: counted as a constant, a build asks for each new fragment)."""
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Facts:
-    """What a build needs to know about one fragment view, computed once (module docstring)."""
+    """What a build needs to know about one fragment view, computed once (module docstring).
+    Never changed once made; not ``frozen`` for speed (``selection_units.Unit`` says why)."""
 
     view: ContextFragment | FragmentEntry
     """The view costs are based on: the redacted fragment when it holds secrets (inline text),

@@ -32,7 +32,7 @@ def score(priority: int, position: int, tokens: int) -> float:
     return priority + AGE_WEIGHT * position - COST_WEIGHT * math.log2(1 + tokens)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Unit:
     """What selection keeps or drops as a whole: one fragment, or an atomic tool group.
 
@@ -48,6 +48,12 @@ class Unit:
     newest group: see :func:`select_units`). ``media``: the media its fragments send (no note
     standing for one), each a :data:`MediaEntry`: a medium a unit before it pays for is charged
     its repeat line (the module docstring).
+
+    Not ``frozen``, for speed: a frozen dataclass sets each field through ``object.__setattr__``
+    (a Unit took ~5 us to make against ~0.8 with plain slot stores), and every first build of a
+    turn makes several. Nothing assigns to a Unit once made; equality and hashing are a frozen
+    one's (``unsafe_hash``). :class:`Selection`, ``fragment_facts.Facts`` and
+    ``timeline_units.ItemFacts`` are made alike for the same reason.
     """
 
     id: str
@@ -66,14 +72,14 @@ class Unit:
     """Order within a layer: higher score, then newer, then id (unique: ids are)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rank", (-self.score, -self.position, self.id))
+        self.rank = (-self.score, -self.position, self.id)
 
     @property
     def shrinkable(self) -> bool:
         return self.min_tokens is not None and self.min_tokens < self.tokens
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Selection:
     kept: dict[str, int]
     """Unit id -> tokens granted (less than the unit's tokens when it must be truncated)."""

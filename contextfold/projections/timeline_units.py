@@ -76,9 +76,10 @@ others take their shares of the room beside it, it gets three quarters, and all 
 where they have nothing more (``selection.select_units``)."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class ItemFacts:
-    """What a timeline item contributes to every build, whatever the horizon (per config)."""
+    """What a timeline item contributes to every build, whatever the horizon (per config).
+    Never changed once made; not ``frozen`` for speed (``selection_units.Unit`` says why)."""
 
     item: TimelineItem
     ids: tuple[str, ...]
