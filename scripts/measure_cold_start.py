@@ -353,10 +353,13 @@ def measure_resume(env: dict[str, str], repeat: int, tmp: str, pg: str | None) -
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--pg", default=os.environ.get("CONTEXTFOLD_TEST_PG"))
-    ap.add_argument("--no-pg", action="store_true")
-    ap.add_argument("--only", default="import,cli,resume")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="fresh processes per figure; the median is reported (default 3)")
+    ap.add_argument("--pg", default=os.environ.get("CONTEXTFOLD_TEST_PG"),
+                    help="PostgreSQL URL for the resume part (default $CONTEXTFOLD_TEST_PG)")
+    ap.add_argument("--no-pg", action="store_true", help="resume on SQLite only")
+    ap.add_argument("--only", default="import,cli,resume",
+                    help="comma-separated parts to run: import, cli, resume (default all)")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     tmp = tempfile.mkdtemp(prefix="cf-cold-")
