@@ -6,10 +6,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from types import CodeType, FrameType
 from typing import Any
 
-__all__ = ["InThread", "errors_in_threads", "switching_at_every_instruction"]
+__all__ = ["InThread", "errors_in_threads", "instruction_hook", "switching_at_every_instruction"]
 
 
 def errors_in_threads(workers: int, work: Callable[[int], object], *,
@@ -64,25 +65,26 @@ class InThread:
 
 
 @contextmanager
-def switching_at_every_instruction(modules: tuple[str, ...]) -> Iterator[None]:
-    """Threads yield the GIL to each other at every bytecode of the code in ``modules`` (file
-    names ending so): a race between two bytecodes of one line (an iterator made, then advanced)
-    is met within a few operations, not once in minutes.
+def instruction_hook(wanted: Callable[[CodeType], bool],
+                     act: Callable[[CodeType, int], None]) -> Iterator[None]:
+    """Call ``act(code, offset)`` before each instruction of the code ``wanted`` accepts, in the
+    threads started meanwhile (from 3.12, in every thread): a test's way to force a thread switch
+    or hold a thread between two bytecodes of one line.
 
     Why two ways: up to 3.11 a tracer's opcode events (``f_trace_opcodes``); from 3.12 tracing is
-    built on ``sys.monitoring`` and CPython 3.12.1 and 3.13.0 send a tracer no opcode events when
-    ``f_trace_opcodes`` is set in its call event (a test built that way passed without ever
-    switching), so there the monitor's own instruction events are used; code of other files is
-    switched off at its first instruction (``DISABLE``), so the rest runs at full speed.
+    built on ``sys.monitoring`` and CPython 3.12.1 sends a tracer no opcode events at all (3.13.0
+    none when ``f_trace_opcodes`` is set in its call event: a test built that way passed without
+    ever switching), so there the monitor's own instruction events are used, and code not wanted
+    is switched off at its first instruction (``DISABLE``), so the rest runs at full speed.
     """
     if sys.version_info < (3, 12):
-        def local(frame: Any, event: str, arg: Any) -> Any:
+        def local(frame: FrameType, event: str, arg: Any) -> Any:
             if event == "opcode":
-                time.sleep(0)
+                act(frame.f_code, frame.f_lasti)
             return local
 
-        def tracer(frame: Any, event: str, arg: Any) -> Any:
-            if not frame.f_code.co_filename.endswith(modules):
+        def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+            if not wanted(frame.f_code):
                 return None
             frame.f_trace = local
             frame.f_trace_opcodes = True
@@ -97,12 +99,12 @@ def switching_at_every_instruction(modules: tuple[str, ...]) -> Iterator[None]:
         return
     monitoring = sys.monitoring
     tool = monitoring.DEBUGGER_ID
-    monitoring.use_tool_id(tool, "switching at every instruction")
+    monitoring.use_tool_id(tool, "tests.threads.instruction_hook")
 
-    def on_instruction(code: Any, offset: int) -> Any:
-        if not code.co_filename.endswith(modules):
+    def on_instruction(code: CodeType, offset: int) -> Any:
+        if not wanted(code):
             return monitoring.DISABLE
-        time.sleep(0)
+        act(code, offset)
         return None
 
     monitoring.register_callback(tool, monitoring.events.INSTRUCTION, on_instruction)
@@ -113,3 +115,11 @@ def switching_at_every_instruction(modules: tuple[str, ...]) -> Iterator[None]:
         monitoring.set_events(tool, 0)
         monitoring.register_callback(tool, monitoring.events.INSTRUCTION, None)
         monitoring.free_tool_id(tool)
+
+
+def switching_at_every_instruction(modules: tuple[str, ...]) -> AbstractContextManager[None]:
+    """Threads yield the GIL to each other at every bytecode of the code in ``modules`` (file
+    names ending so): a race between two bytecodes of one line (an iterator made, then advanced)
+    is met within a few operations, not once in minutes."""
+    return instruction_hook(lambda code: code.co_filename.endswith(modules),
+                            lambda code, offset: time.sleep(0))

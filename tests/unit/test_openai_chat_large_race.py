@@ -16,8 +16,8 @@ import dis
 import inspect
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import FrameType
 from typing import Any
 
@@ -34,6 +34,7 @@ from contextfold.projections import request_json
 from contextfold.projections.render import check_protocol
 from contextfold.projections.render import openai_chat as chat
 from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
+from tests.threads import instruction_hook
 
 PATIENCE = 10.0
 STAT = [{"type": "function",
@@ -78,44 +79,17 @@ def _held_at(code: Any, at: Callable[[FrameType, str], bool], reached: threading
     return global_
 
 
-@contextmanager
 def _first_caller_held_at(code: Any, offsets: list[int], reached: threading.Event,
-                          go: threading.Event) -> Iterator[None]:
-    """Hold the first thread to reach one of ``offsets`` in ``code`` there.
+                          go: threading.Event) -> AbstractContextManager[None]:
+    """Hold the first thread to reach one of ``offsets`` in ``code`` there (an opcode, not a
+    line: the tally's new value computed, not yet stored)."""
 
-    Why not a tracer's opcode events, as for lines: CPython 3.12.1 sends none (``f_trace_opcodes``
-    is ignored there, set before or after ``f_trace``; 3.11 and 3.13 send them). From 3.12,
-    ``sys.monitoring``'s instruction events are the interpreter's own way to stop at one.
-    """
-    if sys.version_info < (3, 12):
-        at = set(offsets)
-        tracer = _held_at(code, lambda frame, event: event == "opcode" and frame.f_lasti in at,
-                          reached, go)
-        previous = threading.gettrace()
-        threading.settrace(tracer)
-        try:
-            yield
-        finally:
-            threading.settrace(previous)
-        return
-    monitoring = sys.monitoring
-    tool = monitoring.DEBUGGER_ID
-    monitoring.use_tool_id(tool, "large race test")
-
-    def on_instruction(seen: Any, offset: int) -> Any:
+    def hold(seen: Any, offset: int) -> None:
         if offset in offsets and not reached.is_set():
             reached.set()
             assert go.wait(PATIENCE)
-        return None
 
-    monitoring.register_callback(tool, monitoring.events.INSTRUCTION, on_instruction)
-    monitoring.set_local_events(tool, code, monitoring.events.INSTRUCTION)
-    try:
-        yield
-    finally:
-        monitoring.set_local_events(tool, code, 0)
-        monitoring.register_callback(tool, monitoring.events.INSTRUCTION, None)
-        monitoring.free_tool_id(tool)
+    return instruction_hook(lambda seen: seen is code, hold)
 
 
 def _in_thread(work: Callable[[], Any], tracer: Tracer | None, out: list[Any]) -> threading.Thread:
