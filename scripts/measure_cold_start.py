@@ -72,8 +72,8 @@ heavy = sorted({h for h in json.loads(sys.argv[2]) for m in sys.modules if m == 
 print(json.dumps({"s": dt, "cpu": dc, "modules": len(sys.modules), "heavy": heavy}))
 """
 
-_RESUME_CHILD = """
-import sys, time, json, importlib
+_PHASES = """
+import sys, time, json
 t0 = time.perf_counter()
 phases = {}
 c0 = time.process_time()
@@ -81,6 +81,11 @@ def mark(name):
     global t0, c0
     t, c = time.perf_counter(), time.process_time()
     phases[name] = t - t0; phases[name + " cpu"] = c - c0; t0, c0 = t, c
+"""
+"""A child's timer: ``mark(name)`` records the wall and CPU time since the last mark."""
+
+_RESUME_CHILD = _PHASES + """
+import importlib
 url, run_id, provider = sys.argv[1:4]
 window, reserve = int(sys.argv[4]), int(sys.argv[5])
 import contextfold
@@ -109,15 +114,7 @@ phases["events"] = state.version
 print(json.dumps(phases))
 """
 
-_PEER_CHILD = """
-import sys, time, json
-t0 = time.perf_counter()
-phases = {}
-c0 = time.process_time()
-def mark(name):
-    global t0, c0
-    t, c = time.perf_counter(), time.process_time()
-    phases[name] = t - t0; phases[name + " cpu"] = c - c0; t0, c0 = t, c
+_PEER_CHILD = _PHASES + """
 path, budget = sys.argv[1], int(sys.argv[2])
 import tiktoken
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, trim_messages
