@@ -1,4 +1,5 @@
-"""What the wheel ships: the package's every module, its ``py.typed`` and its sample run, nothing else.
+"""What the wheel ships: the package's every module, its ``py.typed`` and its sample run, nothing else
+(and the licence text beside its metadata).
 
 Why: a user installs contextfold as a dependency, not from this tree. ``py.typed`` is what lets
 their type checker read our annotations; ``contextfold demo`` reads the bundled sample run through
@@ -33,5 +34,8 @@ def test_the_wheel_holds_the_package_its_type_marker_and_sample_and_nothing_else
     assert any(n.startswith("contextfold/samples/") and n.endswith(".jsonl") for n in shipped)
     tree = _package_files()
     assert shipped == tree, (sorted(shipped - tree), sorted(tree - shipped))
+    # the licence the metadata declares (MIT) travels with it: MIT asks for its text in every copy
+    licence = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert zipfile.ZipFile(wheel).read(licence).decode() == (REPO / "LICENSE").read_text(encoding="utf-8")
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "contextfold = contextfold.console:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
