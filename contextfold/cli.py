@@ -7,8 +7,11 @@ conflict, 3 integrity, 4 store unavailable: retry later, 5 store not writable:
 disk full or read-only, fix it first); nothing else is caught, so a bug shows
 its traceback.
 
-Commands are registered in ``COMMANDS``; later capabilities (build, replay,
-manifest, diff, compact, audit...) add a module that registers its own.
+Commands are registered in ``COMMANDS``: each with its flags, declared here or in ``cli_args``,
+and a handler that imports the command's module when it runs. Why: a command pays for the
+modules it uses, not every command's; ``--help``, ``runs`` or ``verify`` import no builder,
+renderer or tokenizer (they cost ~0.45 s of CPU when this module imported every command's).
+A test checks which modules such a command loads (``tests/unit/test_cli_light_imports.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import dataclasses
+import importlib
 import io
 import json
 import re
@@ -23,9 +28,9 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from importlib import resources
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from contextfold.api import Store, open_store
+from contextfold import cli_args as _args
 from contextfold.audit.text import visible, visible_json
 from contextfold.cli_files import (
     closed_streams_to_devnull,
@@ -36,7 +41,6 @@ from contextfold.cli_files import (
     stdout_is_terminal,
     stdout_to_devnull,
 )
-from contextfold.cli_new_store import removed_if_unrecorded
 from contextfold.console import interrupted
 from contextfold.domain.errors import (
     ContextfoldError,
@@ -46,35 +50,11 @@ from contextfold.domain.errors import (
     StoreNotWritableError,
     StoreUnavailableError,
 )
-from contextfold.domain.events import (
-    EVENT_ADAPTER,
-    AnyEvent,
-    ContextBuilt,
-    EvidenceRetrieved,
-    FileRead,
-    GoalSet,
-    InstructionSet,
-    MemoryRecalled,
-    ModelResponse,
-    PlanUpdated,
-    PolicySet,
-    ToolCallCancelled,
-    ToolResult,
-    ToolResultLost,
-    ToolsRegistered,
-    UserInput,
-    artifact_refs,
-    canonical_dumps,
-    canonical_json,
-    event_from_json,
-)
-from contextfold.domain.log import RecordedEvent
-from contextfold.projections.memo_budget import MemoCeilingWarning
-from contextfold.projections.render.validate import SdkCheckSkippedWarning
-from contextfold.store.backends import display_url, parse_store_url
-from contextfold.store.event_reads import check_run_id
-from contextfold.store.event_store import store_url_from_env
-from contextfold.store.limits import StoreLimits
+
+if TYPE_CHECKING:  # imported by the handlers that use them (the module docstring says why)
+    from contextfold.api import Store
+    from contextfold.domain.events import AnyEvent
+    from contextfold.domain.log import RecordedEvent
 
 __all__ = ["COMMANDS", "EXIT_CODES", "main", "register", "store_for", "summarize_event"]
 
@@ -88,6 +68,19 @@ def register(name: str, help_text: str, configure: Callable[[argparse.ArgumentPa
     COMMANDS[name] = (configure, handler, help_text)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Lazy:
+    """The handler ``name`` of ``module``, imported when the command runs, not when the parser is
+    built: ``--help`` and the other commands do not pay for that command's imports."""
+
+    module: str
+    name: str
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        command: Handler = getattr(importlib.import_module(self.module), self.name)
+        return command(args)
+
+
 def store_for(args: argparse.Namespace, *, create: bool = False) -> Store:
     """The store a command works on (``--store``, else ``$CONTEXTFOLD_STORE``, else the default).
 
@@ -99,6 +92,10 @@ def store_for(args: argparse.Namespace, *, create: bool = False) -> Store:
     other one reads or extends runs a store already holds, so a store not made yet is a mistyped
     URL, schema or tenant: ``runs`` printed nothing and left an empty store behind (a SQLite file;
     a PostgreSQL schema, or a tenant's role and schema)."""
+    from contextfold.api import open_store
+    from contextfold.store.backends import display_url, parse_store_url
+    from contextfold.store.event_store import store_url_from_env
+
     url = store_url_from_env(args.store)
     if parse_store_url(url).path == ":memory:":
         raise StoreConfigError(f"{display_url(url)!r} is an in-memory store: it would be gone when this "
@@ -111,81 +108,18 @@ def _out(text: str) -> None:
 
 
 def summarize_event(event: AnyEvent, width: int = 90) -> str:
-    """One human line for an event (for ``events`` and reports)."""
-    match event:
-        case UserInput():
-            text = event.text
-        case ModelResponse():
-            calls = ", ".join(f"{c.name}#{c.call_id}" for c in event.tool_calls)
-            text = event.text + (f" -> {calls}" if calls else "")
-        case ToolResult():
-            flag = " ERROR" if event.is_error else ""
-            code = f" exit={event.exit_code}" if event.exit_code is not None else ""
-            art = f" [artifact {event.artifact.hash[:12]} {event.artifact.size}B]" if event.artifact else ""
-            text = f"#{event.call_id}{flag}{code}{art} {event.text_and_media()[0]}"
-        case FileRead():
-            text = f"{event.path}@{event.revision} {event.content}"
-        case PolicySet() | InstructionSet():
-            text = f"[{event.source_ref}] {event.text}"
-        case EvidenceRetrieved() | MemoryRecalled():
-            text = f"[{event.source_ref}] {event.content}"
-        case GoalSet():
-            text = event.goal
-        case PlanUpdated():
-            text = ", ".join(f"{s.id}:{s.status}" for s in event.steps)
-        case ToolsRegistered():
-            text = f"{len(event.tools)} tools: " + ", ".join(t.name for t in event.tools)
-        case ToolCallCancelled() | ToolResultLost():
-            text = f"#{event.call_id} {event.reason}"
-        case ContextBuilt():
-            text = f"turn {event.turn} {event.provider} request {event.request_hash[:12]}"
-        case _:
-            text = json.dumps(event.model_dump(exclude={"type", "v"}), ensure_ascii=False, default=str)
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    """One human line for an event (for ``events`` and reports): :mod:`contextfold.event_line`,
+    imported when an event is shown."""
+    from contextfold.event_line import summarize_event as line
+
+    return line(event, width)
 
 
 # ---------------------------------------------------------------- import
 
 
-IMPORT_FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini",
-                  "swe-agent")
-"""``contextfold.importers.FORMATS``, restated: importing the parsers costs every command ~20 ms
-(a test keeps the two equal)."""
-
-
-def _configure_import(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", type=nonempty("path"),
-                   help="file to import, - for standard input, or a folder: every trace under it "
-                        "(each file a run RUN/<path without extension>, all in one transaction; "
-                        "JSON of no known format, such as SWE-agent's preds.json, is skipped; an "
-                        "OpenHands session kept one file per event, sessions/<id>/events/<n>.json "
-                        "or the V1 SDK's <conversation>/events/event-NNNNN-<uuid>.json, is one run "
-                        "RUN/<its folders>)")
-    p.add_argument("--run", required=True,
-                   help="run id, new to the store (a taken id is RunExistsError: exit 2, nothing "
-                        "written; unless the file is an 'events --json --with-artifacts' export of "
-                        "that very log: the artifacts it cites that the store lost are written back); "
-                        "a multi-run file imports as RUN/<n>")
-    p.add_argument("--format", choices=IMPORT_FORMATS, default=None,
-                   help="input format (default: detected from the content)")
-    p.add_argument("--max-bytes", type=_byte_count, default=StoreLimits().max_import_bytes, metavar="N",
-                   help="refuse a source longer than N bytes before parsing it (default: "
-                        f"{StoreLimits().max_import_bytes} = 256 MiB, StoreLimits.max_import_bytes); "
-                        "a folder's files count together")
-    p.add_argument("--glob", action="append", metavar="PATTERN",
-                   help="in a folder, import the files whose name matches PATTERN (repeatable; "
-                        "default: *.traj, *.json and *.jsonl)")
-
-
-def _byte_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of bytes: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+IMPORT_FORMATS = _args.IMPORT_FORMATS
+"""The formats ``import --format`` offers (declared in ``cli_args``)."""
 
 
 def _handle_import(args: argparse.Namespace) -> int:
@@ -196,7 +130,7 @@ def _handle_import(args: argparse.Namespace) -> int:
 
 register("import", "record an existing history (OpenAI, Anthropic, OpenHands, SWE-agent .traj, Gemini, "
                    "events JSONL)",
-         _configure_import, _handle_import)
+         _args.configure_import, _handle_import)
 
 
 # ---------------------------------------------------------------- runs / events / verify
@@ -209,6 +143,8 @@ def _configure_runs(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_runs(args: argparse.Namespace) -> int:
+    from contextfold.store.backends import display_url
+
     with store_for(args) as store:
         runs = [r for r in store.runs() if r.run_id.startswith(args.prefix)]
         if args.json:
@@ -238,6 +174,8 @@ def _configure_events(p: argparse.ArgumentParser) -> None:
 
 
 def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
+    from contextfold.domain.events import canonical_json
+
     shown = visible_json if as_json and stdout_is_terminal() else str  # decided once for the run
     for rec in events:
         if as_json:
@@ -253,6 +191,7 @@ def _handle_events(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         events = store.run(args.run).events(upto=args.upto)
         if args.with_artifacts:
+            from contextfold.domain.events import artifact_refs, canonical_dumps
             from contextfold.importers.events_jsonl import artifact_line
 
             carried: set[str] = set()
@@ -293,9 +232,20 @@ register("verify", "recompute a run's hash chain, read back the artifacts it cit
 # ---------------------------------------------------------------- schema
 
 
-SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
-    "events": lambda: EVENT_ADAPTER.json_schema(),
-}
+def _events_schema() -> dict[str, Any]:
+    from contextfold.domain.events import EVENT_ADAPTER
+
+    return EVENT_ADAPTER.json_schema()
+
+
+def _manifest_schema() -> dict[str, Any]:
+    from contextfold.domain.manifest import ContextManifest
+
+    return ContextManifest.model_json_schema()
+
+
+SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {"events": _events_schema, "manifest": _manifest_schema}
+"""Each schema's models are imported when it is printed (the module docstring says why)."""
 
 
 def _configure_schema(p: argparse.ArgumentParser) -> None:
@@ -317,6 +267,8 @@ SAMPLE = "fix_invoice_rounding.jsonl"
 
 
 def sample_events() -> list[AnyEvent]:
+    from contextfold.domain.events import event_from_json
+
     text = resources.files("contextfold.samples").joinpath(SAMPLE).read_text("utf-8")
     return [event_from_json(line) for line in text.splitlines() if line.strip()]
 
@@ -328,6 +280,11 @@ def _configure_demo(p: argparse.ArgumentParser) -> None:
 
 
 def _handle_demo(args: argparse.Namespace) -> int:
+    from contextfold.cli_new_store import removed_if_unrecorded
+    from contextfold.store.backends import display_url
+    from contextfold.store.event_reads import check_run_id
+
+    _load_extensions()  # the modules that add steps to the demo (DEMO_HOOKS)
     events = sample_events()
     check_run_id(args.run)  # refused before the store is made: a new file would be left empty
     with removed_if_unrecorded(args), store_for(args, create=True) as store:
@@ -351,11 +308,40 @@ def _handle_demo(args: argparse.Namespace) -> int:
 
 
 DEMO_HOOKS: list[Callable[[Store, str], None]] = []
-"""Later capabilities (build, manifest) append steps to the demo here."""
+"""Later capabilities (build, manifest) append steps to the demo here, when their module is
+imported (``_load_extensions``, which ``demo`` calls)."""
 
 register("demo", "record the bundled sample agent run, show it, verify its hash chain and build "
                  "its next request (anthropic), printing its manifest",
          _configure_demo, _handle_demo)
+
+
+# ---------------------------------------------------------------- the commands of other modules
+# Their flags are in ``cli_args``; each module is imported when its command runs.
+
+register("build", "build the next request of a run (or rebuild --turn N) under a token budget",
+         _args.configure_build, _Lazy("contextfold.cli_build", "_handle_build"))
+register("manifest", "show what a request contains, layer by layer, and what was left out and why "
+         "(the next request is previewed: nothing is written)",
+         _args.configure_manifest, _Lazy("contextfold.cli_build", "_handle_manifest"))
+register("replay", "rebuild exactly what the model saw at turn N; --verify checks the recorded hashes",
+         _args.configure_replay, _Lazy("contextfold.cli_build", "_handle_replay"))
+register("diff", "what entered, left, was truncated or replaced between two turns, with reasons",
+         _args.configure_diff, _Lazy("contextfold.cli_diff", "_handle_diff"))
+register("compact", "compact a run's history (mask old tool results, or summarize) by appending "
+         "a history_compacted event",
+         _args.configure_compact, _Lazy("contextfold.cli_compact", "_handle_compact"))
+register("show", "print the raw content behind a ref a mask stub or summary cites (on a terminal, control "
+         "characters shown as escapes and an artifact that is not text as one line naming it; piped, as "
+         "stored; --out FILE writes its bytes)",
+         _args.configure_show, _Lazy("contextfold.cli_compact", "_handle_show"))
+register("audit", "what the model saw: run summary, --turn N checked against the log, or --html report",
+         _args.configure_audit, _Lazy("contextfold.cli_audit", "_handle_audit"))
+register("usage", "record provider-reported token usage of a turn (calibrates later budgets)",
+         _args.configure_usage, _Lazy("contextfold.cli_audit", "_handle_usage"))
+register("why", "why a fragment, file, source or tool was kept or dropped at turn N (the manifest's "
+         "reason; for a tool not exposed, the decision re-derived from the log)",
+         _args.configure_why, _Lazy("contextfold.cli_why", "_handle_why"))
 
 
 # ---------------------------------------------------------------- main
@@ -398,9 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_extensions() -> None:
-    """Import the modules that register more commands (each is optional until it lands)."""
-    import importlib
-
+    """Import the modules that implement the commands registered with ``_handler`` (and add the
+    demo's steps): ``demo`` needs them, a command imports only its own."""
     for module in ("contextfold.cli_build", "contextfold.cli_diff", "contextfold.cli_compact",
                    "contextfold.cli_audit", "contextfold.cli_why"):
         try:
@@ -440,10 +425,21 @@ def main(argv: list[str] | None = None) -> int:
         return interrupted()
 
 
-ONE_LINE_WARNINGS: tuple[type[Warning], ...] = (MemoCeilingWarning, SdkCheckSkippedWarning)
+ONE_LINE_WARNINGS: tuple[tuple[str, str], ...] = (
+    ("contextfold.projections.memo_budget", "MemoCeilingWarning"),
+    ("contextfold.projections.render.validate", "SdkCheckSkippedWarning"),
+)
 """Warnings of ours a command shows as one ``contextfold: warning:`` line when they are raised,
 not as Python shows a warning (the file, line and source line it came from, which say nothing
-to someone running a command). Any other warning is shown as Python shows it."""
+to someone running a command). Any other warning is shown as Python shows it. Named by module
+and class (:func:`one_line_warning`): importing the renderers to name one cost every command."""
+
+
+def one_line_warning(category: type[Warning]) -> bool:
+    """Whether ``category`` is one of ``ONE_LINE_WARNINGS``. A class whose module is not loaded
+    was never raised, so the check imports nothing."""
+    return any(issubclass(category, getattr(sys.modules[module], name))
+               for module, name in ONE_LINE_WARNINGS if module in sys.modules)
 
 
 @contextlib.contextmanager
@@ -453,7 +449,7 @@ def _warnings_in_one_line() -> Iterator[None]:
 
         def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: TextIO | None = None, line: str | None = None) -> None:
-            if issubclass(category, ONE_LINE_WARNINGS):
+            if one_line_warning(category):
                 sys.stderr.write(f"contextfold: warning: {_one_line(message)}\n")
             else:
                 python_shows(message, category, filename, lineno, file, line)
@@ -463,7 +459,6 @@ def _warnings_in_one_line() -> Iterator[None]:
 
 
 def _main(argv: list[str] | None) -> int:
-    _load_extensions()
     args = build_parser().parse_args(argv)
     _, handler, _ = COMMANDS[args.command]
     try:

@@ -27,16 +27,10 @@ from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, unbuilt_an
 from contextfold.audit.effects import WINDOW_TURNS, describe
 from contextfold.audit.report import prefix_stability_text, render_report
 from contextfold.audit.text import visible
-from contextfold.cli import register, store_for
-from contextfold.cli_build import (
-    EXCLUDED_SHOWN,
-    PROVIDER_CHOICES,
-    RECORD_CHECK_HELP,
-    excluded_count,
-    manifest_table,
-    record_choice,
-)
-from contextfold.cli_files import nonempty, output_file, shown_json, write_output
+from contextfold.cli import store_for
+from contextfold.cli_args import EXCLUDED_SHOWN, config_args
+from contextfold.cli_build import manifest_table
+from contextfold.cli_files import output_file, shown_json, write_output
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import IntegrityError, InvalidInputError, RecordNotFoundError
 from contextfold.domain.manifest import BuildConfig, checked_config, config_of
@@ -57,21 +51,8 @@ from contextfold.usage_api import UsageWarning
 __all__ = ["audit_turn", "config_args", "given_config"]
 
 
-
 def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--provider", choices=PROVIDER_CHOICES, default=None,
-                   help="for turns without a record: request format (default: the nearest record's; a "
-                        "recorded turn keeps its own: another value beside its --turn is refused)")
-    p.add_argument("--window", type=int, default=None, metavar="TOKENS",
-                   help="for turns without a record: window (default: the nearest record's; a recorded "
-                        "turn keeps its own: another value beside its --turn is refused)")
-    p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
-                   help="for turns without a record: reserve (default: the nearest record's; a recorded "
-                        "turn keeps its own: another value beside its --turn is refused)")
 
 
 def given_config(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -207,25 +188,6 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
 # ---------------------------------------------------------------- audit
 
 
-def _configure_audit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, default=None, metavar="N",
-                   help="what exactly the model saw at turn N, re-derived and checked against the record "
-                        "(default: a summary of every turn)")
-    p.add_argument("--html", default=None, metavar="PATH", type=nonempty("path"),
-                   help="write the self-contained HTML report here")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--content", action="store_true",
-                   help="with --turn: also print the request body (the content the model saw); "
-                        "by default an audit shows hashes, refs, sizes and reasons only")
-    p.add_argument("--excluded", type=excluded_count, default=argparse.SUPPRESS, metavar="N|all",
-                   help=f"with --turn: list the newest N excluded fragments of each reason (default "
-                        f"{EXCLUDED_SHOWN}; 'all' lists every one), as manifest does")
-    p.add_argument("--record", type=record_choice, default=None, metavar="first|last|K",
-                   help=f"with --turn: {RECORD_CHECK_HELP}")
-    config_args(p)
-
-
 EFFECTS_SHOWN = 5
 
 
@@ -320,27 +282,7 @@ def _handle_audit(args: argparse.Namespace) -> int:
     return 0 if audit.integrity.ok else 3
 
 
-register("audit", "what the model saw: run summary, --turn N checked against the log, or --html report",
-         _configure_audit, _handle_audit)
-
-
 # ---------------------------------------------------------------- usage
-
-
-def _configure_usage(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, required=True, metavar="N",
-                   help="the turn whose request the provider counted")
-    p.add_argument("--input-tokens", type=int, required=True, metavar="TOKENS",
-                   help="prompt tokens as the provider counted them, cached ones included")
-    p.add_argument("--cached-tokens", type=int, default=0, metavar="TOKENS",
-                   help="of which served from the provider's cache (default: 0)")
-    p.add_argument("--output-tokens", type=int, default=0, metavar="TOKENS",
-                   help="completion tokens (default: 0)")
-    p.add_argument("--model", default=None, type=nonempty("model name"), help="model the provider reported")
-    p.add_argument("--force", action="store_true",
-                   help="record input tokens over 4x the turn's estimate (refused by default as a run's "
-                        "total; provider-side tools such as web search can report that much)")
 
 
 def _handle_usage(args: argparse.Namespace) -> int:
@@ -364,7 +306,3 @@ def _handle_usage(args: argparse.Namespace) -> int:
         line += " (turn has no build record: it will not calibrate later builds)"
     _out(line)
     return 0
-
-
-register("usage", "record provider-reported token usage of a turn (calibrates later budgets)",
-         _configure_usage, _handle_usage)

@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
-from contextfold.cli import DEMO_HOOKS, SCHEMAS, register, store_for
-from contextfold.cli_files import StagedOutput, nonempty, output_file, shown_json
-from contextfold.cli_manifest_table import EXCLUDED_SHOWN, excluded_count, manifest_table
+from contextfold.cli import DEMO_HOOKS, store_for
+from contextfold.cli_args import EXCLUDED_SHOWN, RECORD_HELP, excluded_count, record_choice
+from contextfold.cli_files import StagedOutput, output_file, shown_json
+from contextfold.cli_manifest_table import manifest_table
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import (
     IntegrityError,
@@ -30,7 +31,6 @@ from contextfold.domain.errors import (
 )
 from contextfold.domain.events import ContextBuilt
 from contextfold.domain.manifest import (
-    BUILD_PROVIDERS,
     BuildConfig,
     ContextManifest,
     config_of,
@@ -45,42 +45,6 @@ from contextfold.store.record_reads import TurnRead
 __all__ = ["EXCLUDED_SHOWN", "RECORD_HELP", "PickedRecord", "diff_manifests", "excluded_count",
            "manifest_table", "not_exposed_reasons", "pick_record", "record_choice", "turn_record"]
 
-PROVIDER_CHOICES = BUILD_PROVIDERS
-
-SCHEMAS["manifest"] = ContextManifest.model_json_schema
-
-
-
-def _build_args(p: argparse.ArgumentParser, *, live: bool = True) -> None:
-    """The flags of a build; without ``live`` (``manifest``), no ``--retries``: its look at the
-    next request writes nothing, so it never conflicts."""
-    p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, default=None, metavar="N",
-                   help="rebuild turn N (the request that produced the N-th model response; the "
-                        "turn not answered yet, until it is built, is the next request, previewed); "
-                        "default: the next request" + ("" if live else ", previewed: nothing is written "
-                                                       "(build records it). A past turn without a "
-                                                       "context_built record is rebuilt with the nearest "
-                                                       "record's settings, the flags given replacing them; "
-                                                       "one with a record, with its own"))
-    p.add_argument("--provider", choices=PROVIDER_CHOICES, default=None,
-                   help="request format (default: neutral message list)")
-    p.add_argument("--model", default=None, type=nonempty("model name"),
-                   help="model name (default: the run's)")
-    p.add_argument("--window", type=int, default=None, metavar="TOKENS",
-                   help="the model's context window in tokens (default: 128000)")
-    p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
-                   help="tokens of the window kept free for the model's output, tool calls and a "
-                        "safety margin; the request gets window - reserve (default: 8000, or a "
-                        "quarter of a window under 32000)")
-    if not live:
-        p.set_defaults(retries=0)  # a rebuild of a past turn never conflicts
-        return
-    p.add_argument("--retries", type=int, default=0, metavar="N",
-                   help="a live build that another writer beat to the run's end (it appended while "
-                        "this one built) catches up and builds again, up to N more times, before "
-                        "the ConcurrencyConflictError reaches you (default 0); nothing is written "
-                        "by an attempt that lost")
 
 
 def _do_build(args: argparse.Namespace, store: Store, *, preview: bool = False,
@@ -149,30 +113,6 @@ def _rebuild_turn(args: argparse.Namespace, store: Store, *, record: bool, label
 
 # ---------------------------------------------------------------- which record of a turn
 
-RECORD_HELP = ("which of the turn's context_built records to read: first, last, or K (1-based, in log "
-               "order). A turn holds several when it was built again (e.g. after a compaction); "
-               "default: the first, the one replay --verify checks, or for a turn without a record "
-               "the request rebuilt from the log. A record the turn does not have is "
-               "RecordNotFoundError (exit 2)")
-
-RECORD_CHECK_HELP = ("which of the turn's context_built records to check: first, last, or K (1-based, in "
-                     "log order); default: the first. A turn holds several when it was built again, e.g. "
-                     "smaller after the provider refused the first request as too long: the last is the "
-                     "one sent. A record the turn does not have is RecordNotFoundError (exit 2)")
-
-
-def record_choice(text: str) -> RecordChoice:
-    """An argparse ``type``: ``first``, ``last`` or a 1-based index (a usage error otherwise)."""
-    word = text.strip().lower()
-    if word in ("first", "last"):
-        return "first" if word == "first" else "last"
-    if word.isdigit() and int(word) >= 1:
-        return int(word)
-    raise argparse.ArgumentTypeError(f"{text!r} is not one: give first, last or a number from 1")
-
-
-record_choice.__name__ = "record"  # argparse names the type in "invalid record value"
-
 
 class PickedRecord(BaseModel):
     """One record of a turn, where it stands among the turn's records, and its manifest."""
@@ -240,13 +180,6 @@ def not_exposed_reasons(run: Run, manifest: ContextManifest, names: Iterable[str
 
 
 # ---------------------------------------------------------------- build
-
-
-def _configure_build(p: argparse.ArgumentParser) -> None:
-    _build_args(p)
-    p.add_argument("--json", action="store_true", help='print {"request": ..., "manifest": ...}')
-    p.add_argument("--out", default=None, type=nonempty("path"), metavar="PATH",
-                   help="write the request body (JSON) to this file instead of printing it")
 
 
 def _body(result: BuildResult) -> str:
@@ -320,27 +253,7 @@ def _print_build(args: argparse.Namespace, result: BuildResult) -> None:
                          f"{len(m.fragments)} fragments, request {m.request_hash[:16]}\n")
 
 
-register("build", "build the next request of a run (or rebuild --turn N) under a token budget",
-         _configure_build, _handle_build)
-
-
 # ---------------------------------------------------------------- manifest
-
-
-def _configure_manifest(p: argparse.ArgumentParser) -> None:
-    _build_args(p, live=False)
-    p.add_argument("--record", type=record_choice, default=None, metavar="WHICH",
-                   help="with --turn N: show that context_built record's manifest as it was recorded "
-                        "(first, last, or K: 1-based, in log order) instead of turn N rebuilt from the "
-                        "log, which reproduces the first (build flags beside it are refused). A turn "
-                        "holds several records when it was built again (e.g. after a compaction): "
-                        "without --record the output says how many. A record the turn does not "
-                        "have is RecordNotFoundError (exit 2)")
-    p.add_argument("--json", action="store_true", help="print the manifest JSON")
-    p.add_argument("--excluded", type=excluded_count, default=EXCLUDED_SHOWN, metavar="N|all",
-                   help=f"list the newest N excluded fragments of each reason (default "
-                        f"{EXCLUDED_SHOWN}; 'all' lists every one); the counts and token sums are "
-                        "always whole, and --json has every line")
 
 
 _PREVIEWED = ("turn {turn}, the next request, previewed: nothing was written (build records it, with "
@@ -386,28 +299,7 @@ def _handle_manifest(args: argparse.Namespace) -> int:
     return 0
 
 
-register("manifest", "show what a request contains, layer by layer, and what was left out and why "
-         "(the next request is previewed: nothing is written)",
-         _configure_manifest, _handle_manifest)
-
-
 # ---------------------------------------------------------------- replay
-
-
-def _configure_replay(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, required=True, metavar="N",
-                   help="the turn to rebuild: the request that produced the N-th model response (with "
-                        "its first record's settings; a past turn without a record is rebuilt with the "
-                        "nearest record's and, without --verify, recorded as a rebuild, which the "
-                        "command says)")
-    p.add_argument("--verify", action="store_true",
-                   help="compare with the turn's first context_built record (--record: another) instead "
-                        "of printing the request; exit 1 on a difference, 2 when the turn has no such "
-                        "record, 3 when the log or an artifact it cites is damaged (e.g. replay RUN "
-                        "--turn 3 --verify)")
-    p.add_argument("--record", type=record_choice, default=None, metavar="first|last|K",
-                   help=f"with --verify: {RECORD_CHECK_HELP}")
 
 
 def _handle_replay(args: argparse.Namespace) -> int:
@@ -472,10 +364,6 @@ def _superseded_note(turn: int, settings: str, superseded: BuildResult, first: C
             f"began; another worker recorded the turn meanwhile ({kind}, for {first.provider}), so this "
             f"rebuild was not recorded: the turn's first record is that worker's, and the request shown "
             f"reproduces it (replay --verify checks against it); {same}")
-
-
-register("replay", "rebuild exactly what the model saw at turn N; --verify checks the recorded hashes",
-         _configure_replay, _handle_replay)
 
 
 # ---------------------------------------------------------------- demo step

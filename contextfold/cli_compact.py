@@ -13,8 +13,8 @@ import json
 import sys
 
 from contextfold.audit.text import visible, visible_text
-from contextfold.cli import register, store_for
-from contextfold.cli_files import nonempty, output_file, shown_json, stdout_is_terminal, write_output_bytes
+from contextfold.cli import store_for
+from contextfold.cli_files import output_file, shown_json, stdout_is_terminal, write_output_bytes
 from contextfold.cli_progress import fold_bar
 from contextfold.compaction_api import CompactionReport, compact
 from contextfold.show_refs import (
@@ -51,24 +51,6 @@ def report_lines(report: CompactionReport) -> list[str]:
     return lines
 
 
-def _configure_compact(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run id")
-    p.add_argument("--strategy", choices=("mask", "summary"), default="mask",
-                   help="mask old tool results (cheap) or summarize old history (default: mask)")
-    p.add_argument("--window", type=int, default=None, metavar="TOKENS",
-                   help="compact until a build at this window fits (mask first, then summary "
-                        "if --strategy summary; when even that does not fit, exit 2 and append "
-                        "nothing); default: one compaction at the widest legal cut")
-    p.add_argument("--reserve", type=int, default=None, metavar="TOKENS",
-                   help="with --window: tokens kept free for the output (default: 8000, or a "
-                        "quarter of a window under 32000)")
-    p.add_argument("--keep-recent", type=int, default=3, metavar="N",
-                   help="the newest N tool call groups stay raw (default: 3)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print what would be appended and append nothing")
-    p.add_argument("--json", action="store_true", help="print the events as JSON")
-
-
 def _handle_compact(args: argparse.Namespace) -> int:
     with store_for(args) as store, fold_bar(store, args, f"compacting {args.run}") as advance:
         report = compact(store.run(args.run), args.strategy, window=args.window, reserve=args.reserve,
@@ -83,20 +65,6 @@ def _handle_compact(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(report_lines(report)) + "\n")
     return 0
-
-
-def _configure_show(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", nargs="?", metavar="RUN",
-                   help="run id; optional when the ref names its run (event://, events://, call://) or "
-                        "is an artifact:HASH")
-    p.add_argument("ref", metavar="REF",
-                   help="event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS (as a summary or mask stub "
-                        "cites them), artifact:HASH, or with RUN a bare POS / A-B; with RUN, a ref may "
-                        "name the run the log was recorded under before an import renamed it")
-    p.add_argument("--out", default=None, type=nonempty("path"), metavar="FILE",
-                   help="write what REF holds to FILE instead of printing it: an artifact's bytes as "
-                        "stored (an image, a video), wherever stdout goes; on a terminal an artifact "
-                        "that is not text is one line naming it (its media type, size, length, hash)")
 
 
 def _handle_show(args: argparse.Namespace) -> int:
@@ -134,11 +102,3 @@ def _handle_show(args: argparse.Namespace) -> int:
         text = visible_text(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
-
-
-register("compact", "compact a run's history (mask old tool results, or summarize) by appending "
-         "a history_compacted event", _configure_compact, _handle_compact)
-register("show", "print the raw content behind a ref a mask stub or summary cites (on a terminal, control "
-         "characters shown as escapes and an artifact that is not text as one line naming it; piped, as "
-         "stored; --out FILE writes its bytes)",
-         _configure_show, _handle_show)

@@ -15,8 +15,8 @@ from typing import Any
 from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
-from contextfold.cli import register, store_for
-from contextfold.cli_build import RECORD_HELP, PickedRecord, not_exposed_reasons, record_choice, turn_record
+from contextfold.cli import store_for
+from contextfold.cli_build import PickedRecord, not_exposed_reasons, turn_record
 from contextfold.cli_files import shown_json
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import TurnNotFoundError
@@ -24,21 +24,6 @@ from contextfold.domain.manifest import BuildConfig, ContextManifest
 from contextfold.projections.progress import Progress
 
 __all__: list[str] = []
-
-
-def _configure_diff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run id")
-    p.add_argument("a", type=int, help="first turn (a past turn without a record is rebuilt from the log, "
-                                         "and recorded, under the other turn's recorded settings; the turn "
-                                         "not answered yet is previewed; the diff lists settings that "
-                                         "differ as 'built differently')")
-    p.add_argument("b", type=int, help="second turn (may be A again, to diff two records of one turn)")
-    p.add_argument("--record-a", type=record_choice, default=None, metavar="WHICH",
-                   help="turn A's record: " + RECORD_HELP)
-    p.add_argument("--record-b", type=record_choice, default=None, metavar="WHICH",
-                   help="turn B's record, as --record-a (e.g. diff RUN 6 6 --record-b last: what a "
-                        "later build of turn 6 changed)")
-    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _manifest_for(run: Run, turn: int, picked: PickedRecord | None, config: BuildConfig | None,
@@ -119,9 +104,3 @@ def _handle_diff(args: argparse.Namespace) -> int:
     out += [f"  - tool {name}: {reasons[name]}" for name in d["tools_left"]]
     sys.stdout.write("\n".join(visible(line) for line in out) + "\n")
     return 0
-
-
-register("diff", "what entered, left, was truncated or replaced between two turns, with reasons",
-         _configure_diff, _handle_diff)
-
-

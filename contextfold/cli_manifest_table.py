@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import get_args
 
 from contextfold.audit.text import visible
-from contextfold.cli_files import nonnegative
+from contextfold.cli_args import EXCLUDED_SHOWN, excluded_count
 from contextfold.domain.manifest import LAYER_NAMES, ContextManifest, ExcludedFragment, ExclusionReason
 
 __all__ = ["EXCLUDED_SHOWN", "excluded_count", "manifest_table", "model_text"]
@@ -23,15 +23,6 @@ def _in_order(counts: dict[str, int], order: Iterable[str]) -> list[tuple[str, i
     table of a recorded turn listed its layers alphabetically beside a rebuilt one's."""
     rank = {key: i for i, key in enumerate(order)}
     return sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
-
-
-EXCLUDED_SHOWN = 20
-"""Excluded fragments the table lists per reason unless asked for all (``--excluded all``)."""
-
-
-def excluded_count(text: str) -> int | None:
-    """``--excluded``: a number of fragments per reason, or ``all`` (None)."""
-    return None if text == "all" else nonnegative(text, "a number >= 0 or 'all'")
 
 
 def _newest_first(item: ExcludedFragment) -> tuple[tuple[int, int | str], ...]:

@@ -21,9 +21,9 @@ from typing import Any
 from contextfold.api import Run
 from contextfold.audit.diff import logged_as, stand_in_for
 from contextfold.audit.text import visible
-from contextfold.cli import register, store_for
-from contextfold.cli_audit import config_args, given_config
-from contextfold.cli_build import RECORD_HELP, not_exposed_reasons, record_choice, turn_record
+from contextfold.cli import store_for
+from contextfold.cli_audit import given_config
+from contextfold.cli_build import not_exposed_reasons, turn_record
 from contextfold.cli_files import shown_json
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import InvalidInputError
@@ -111,16 +111,6 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
         found.append({"id": t.name, "verdict": "kept", "kind": "tool_spec", "tokens": t.tokens,
                       "reason": f"tool exposed: {t.reason}{shown}"})
     return found
-
-
-def _configure_why(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, required=True, metavar="N", help="the turn to explain")
-    p.add_argument("query", metavar="FRAGMENT_OR_SOURCE",
-                   help="fragment id (e12), tool name, or a source_ref / file path substring")
-    p.add_argument("--record", type=record_choice, default=None, metavar="WHICH", help=RECORD_HELP)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    config_args(p)
 
 
 def _not_exposed(run: Run, manifest: ContextManifest, query: str, progress: Progress) -> list[dict[str, Any]]:
@@ -262,8 +252,3 @@ def _handle_why(args: argparse.Namespace) -> int:
         _out(f"  {visible(missing)}")
         return 1
     return 0
-
-
-register("why", "why a fragment, file, source or tool was kept or dropped at turn N (the manifest's "
-         "reason; for a tool not exposed, the decision re-derived from the log)",
-         _configure_why, _handle_why)
