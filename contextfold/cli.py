@@ -50,11 +50,17 @@ from contextfold.domain.errors import (
     StoreNotWritableError,
     StoreUnavailableError,
 )
+from contextfold.projections.memo_budget import memo_ceiling
 
 if TYPE_CHECKING:  # imported by the handlers that use them (the module docstring says why)
-    from contextfold.api import Store
     from contextfold.domain.events import AnyEvent
     from contextfold.domain.log import RecordedEvent
+    from contextfold.store_api import Store
+
+memo_ceiling()
+"""Read ``$CONTEXTFOLD_MEMO_MB`` as the command line loads: a bad value is warned of (one line,
+``contextfold.console``) by every command, as when every command loaded the builder, whose memos
+read it as they were made; a command that then loads them finds it read."""
 
 __all__ = ["COMMANDS", "EXIT_CODES", "main", "register", "store_for", "summarize_event"]
 
@@ -92,9 +98,9 @@ def store_for(args: argparse.Namespace, *, create: bool = False) -> Store:
     other one reads or extends runs a store already holds, so a store not made yet is a mistyped
     URL, schema or tenant: ``runs`` printed nothing and left an empty store behind (a SQLite file;
     a PostgreSQL schema, or a tenant's role and schema)."""
-    from contextfold.api import open_store
     from contextfold.store.backends import display_url, parse_store_url
     from contextfold.store.event_store import store_url_from_env
+    from contextfold.store_api import open_store
 
     url = store_url_from_env(args.store)
     if parse_store_url(url).path == ":memory:":
@@ -189,7 +195,7 @@ def _handle_events(args: argparse.Namespace) -> int:
     if args.with_artifacts and not args.json:
         raise InvalidInputError("--with-artifacts goes with --json (the artifacts are lines of the export)")
     with store_for(args) as store:
-        events = store.run(args.run).events(upto=args.upto)
+        events = store.events.read(args.run, upto=args.upto)  # Run.events, without loading the builder
         if args.with_artifacts:
             from contextfold.domain.events import artifact_refs, canonical_dumps
             from contextfold.importers.events_jsonl import artifact_line
@@ -215,7 +221,7 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
 
 def _handle_verify(args: argparse.Namespace) -> int:
     with store_for(args) as store:
-        report = store.run(args.run).verify()
+        report = store.events.verify(args.run)  # Run.verify, without loading the builder
     if report.ok:
         _out(f"ok: {report.events} events of {args.run!r}, hash chain intact")
         return 0

@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from contextfold.api import open_store
 from contextfold.domain.errors import ContextfoldError
 from contextfold.store.backends import parse_store_url
 from contextfold.store.event_store import store_url_from_env
 from contextfold.store.pg_new_schema import drop_if_unrecorded, schema_absent
 from contextfold.store.store_url import StoreURL
+from contextfold.store_api import open_store
 
 __all__ = ["removed_if_unrecorded"]
 

@@ -49,6 +49,25 @@ def test_help_and_usage_errors_import_no_command(argv: list[str]) -> None:
     assert heavy == []
 
 
+BUILDER = ("contextfold.api", "contextfold.projections.builder", "contextfold.projections.render", "tiktoken",
+           "anthropic", "openai")
+"""What a command that builds nothing must not load: the run handle (``api.Run``), the builder,
+the renderers, the tokenizer, the provider SDKs."""
+
+
+@pytest.mark.parametrize("argv", [["runs"], ["runs", "--json", "demo"], ["verify", "demo-fix-invoice"],
+                                  ["events", "demo-fix-invoice"], ["events", "demo-fix-invoice", "--json"],
+                                  ["verify", "no-such-run"]])
+def test_store_commands_load_the_store_not_the_builder(tmp_path: Path, argv: list[str]) -> None:
+    """``runs``, ``verify`` and ``events`` read the log: the store and the event models, no builder."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert main(["--store", url, "demo"]) == 0
+    code, heavy = _loaded(["--store", url, *argv])
+    assert code == (2 if argv[-1] == "no-such-run" else 0)
+    assert [h for h in heavy if h in BUILDER] == []
+    assert "eventsourcing" in heavy  # it did open the store
+
+
 def test_schema_loads_the_models_only(tmp_path: Path) -> None:
     code, heavy = _loaded(["schema", "events"])
     assert code == 0
