@@ -368,9 +368,12 @@ def main() -> int:
     print(f"python {platform.python_version()} | contextfold @ {REPO} | " + " | ".join(
         f"{d} {version(d)}" for d in ("pydantic", "eventsourcing", "tiktoken", "anthropic", "openai",
                                       "langchain-core") if _has_dist(d)))
-    # compile every module once (a wheel's install does), so no child pays the compile
-    subprocess.run([PY, "-c", "import contextfold.cli, contextfold.api, contextfold.projections.builder;"
-                    "import importlib\nfor m in ('anthropic.types.message_create_params',"
+    # compile every module once (a wheel's install does), so no child pays the compile: every module
+    # of the package (the command line imports a command's module when it runs, not all of them)
+    subprocess.run([PY, "-c", "import contextfold, importlib, pkgutil\n"
+                    "for i in pkgutil.walk_packages(contextfold.__path__, 'contextfold.'):\n"
+                    " if not i.name.endswith('__main__'): importlib.import_module(i.name)\n"
+                    "for m in ('anthropic.types.message_create_params',"
                     "'openai.types.chat.completion_create_params','google.genai.types','langchain_core.messages',"
                     "'psycopg'):\n try: importlib.import_module(m)\n except ImportError: pass"],
                    env=env, check=True)
