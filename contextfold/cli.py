@@ -290,7 +290,7 @@ def _handle_demo(args: argparse.Namespace) -> int:
     from contextfold.store.backends import display_url
     from contextfold.store.event_reads import check_run_id
 
-    _load_extensions()  # the modules that add steps to the demo (DEMO_HOOKS)
+    _load_demo_steps()  # the modules that add steps to the demo (DEMO_HOOKS)
     events = sample_events()
     check_run_id(args.run)  # refused before the store is made: a new file would be left empty
     with removed_if_unrecorded(args), store_for(args, create=True) as store:
@@ -315,7 +315,7 @@ def _handle_demo(args: argparse.Namespace) -> int:
 
 DEMO_HOOKS: list[Callable[[Store, str], None]] = []
 """Later capabilities (build, manifest) append steps to the demo here, when their module is
-imported (``_load_extensions``, which ``demo`` calls)."""
+imported (``DEMO_STEP_MODULES``, which ``demo`` imports)."""
 
 register("demo", "record the bundled sample agent run, show it, verify its hash chain and build "
                  "its next request (anthropic), printing its manifest",
@@ -389,16 +389,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_extensions() -> None:
-    """Import the modules that implement the commands registered with ``_handler`` (and add the
-    demo's steps): ``demo`` needs them, a command imports only its own."""
-    for module in ("contextfold.cli_build", "contextfold.cli_diff", "contextfold.cli_compact",
-                   "contextfold.cli_audit", "contextfold.cli_why"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+DEMO_STEP_MODULES = ("contextfold.cli_build",)
+"""The modules that append steps to the demo (:data:`DEMO_HOOKS`) when imported."""
+
+
+def _load_demo_steps() -> None:
+    """Import the modules that add the demo's steps: ``demo`` needs them, and no other command
+    imports a command's module but its own."""
+    for module in DEMO_STEP_MODULES:
+        importlib.import_module(module)
 
 
 def _one_line(exc: BaseException | Warning | str) -> str:

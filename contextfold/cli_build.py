@@ -1,6 +1,6 @@
 """CLI commands over builds: ``build``, ``manifest``, ``replay`` (``diff``: :mod:`contextfold.cli_diff`).
 
-Registered into :data:`contextfold.cli.COMMANDS` on import. Output for people
+Imported when one of its commands runs (registered in :mod:`contextfold.cli`). Output for people
 is a table (rich when on a terminal, plain otherwise); ``--json`` gives data.
 """
 

@@ -1,6 +1,6 @@
 """CLI commands for compaction and read-back: ``compact`` and ``show``.
 
-Registered into :data:`contextfold.cli.COMMANDS` on import (``cli._load_extensions``).
+Imported when one of its commands runs (registered in :mod:`contextfold.cli`, flags in ``cli_args``).
 ``compact`` appends ``history_compacted`` events (never removes anything from
 the log); ``--dry-run`` only prints what it would append. ``show`` prints the
 raw content behind a ref that a mask stub or a summary cites.

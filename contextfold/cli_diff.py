@@ -1,7 +1,7 @@
 """CLI command ``diff``: what entered, left, was truncated or replaced between two turns, and why.
 
-Registered into :data:`contextfold.cli.COMMANDS` on import. A tool that left gets the reason it
-was not exposed at the later turn, re-derived from the log (``projections.tool_candidates``): a
+Imported when its command runs (registered in :mod:`contextfold.cli`). A tool that left gets the
+reason it was not exposed at the later turn, re-derived from the log (``projections.tool_candidates``): a
 manifest lists the tools a request declares, not those it left out.
 """
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import argparse
 
-from contextfold.cli import COMMANDS, _load_extensions, build_parser
+from contextfold.cli import COMMANDS, build_parser
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    _load_extensions()
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(sub.choices)

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 import contextfold
-from contextfold.cli import EXIT_CODES, _load_extensions, build_parser
+from contextfold.cli import EXIT_CODES, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -25,7 +25,6 @@ PACKAGE = ROOT / "contextfold"
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    _load_extensions()
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return dict(sub.choices)
 
@@ -89,8 +88,9 @@ def test_readme_exit_code_1_names_the_commands_help_names() -> None:
 def test_demo_help_says_it_builds_the_next_request_as_readme_does() -> None:
     """``contextfold demo --help`` said "show what was recorded"; the demo also verifies the hash
     chain and builds (and records) the next request, as README's quick start says."""
-    from contextfold.cli import DEMO_HOOKS
+    from contextfold.cli import DEMO_HOOKS, _load_demo_steps
 
+    _load_demo_steps()  # as the demo does before its steps run
     help_text = _subparsers()["demo"].description or ""
     assert DEMO_HOOKS, "the demo no longer builds"
     assert "next request" in help_text and "hash chain" in help_text, help_text
