@@ -447,6 +447,15 @@ def one_line_warning(category: type[Warning]) -> bool:
                for module, name in ONE_LINE_WARNINGS if module in sys.modules)
 
 
+def shown_in_one_line(message: Warning | str, category: type[Warning]) -> bool:
+    """Write ``message`` as one ``contextfold: warning:`` line when ``category`` is one of
+    ``ONE_LINE_WARNINGS`` (True), else write nothing (False: the caller shows it as Python does)."""
+    if not one_line_warning(category):
+        return False
+    sys.stderr.write(f"contextfold: warning: {_one_line(message)}\n")
+    return True
+
+
 @contextlib.contextmanager
 def _warnings_in_one_line() -> Iterator[None]:
     with warnings.catch_warnings():  # the filters and the display put back after the command
@@ -454,9 +463,7 @@ def _warnings_in_one_line() -> Iterator[None]:
 
         def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: TextIO | None = None, line: str | None = None) -> None:
-            if one_line_warning(category):
-                sys.stderr.write(f"contextfold: warning: {_one_line(message)}\n")
-            else:
+            if not shown_in_one_line(message, category):
                 python_shows(message, category, filename, lineno, file, line)
 
         warnings.showwarning = show

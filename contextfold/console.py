@@ -46,12 +46,10 @@ def _warned_while_loading(caught: list[warnings.WarningMessage]) -> None:
     as the command shows its own warnings (``cli.ONE_LINE_WARNINGS``): one line of ours, not
     Python's display of a warning with the file, line and source line it came from (which say
     nothing to someone running a command); any other warning as Python shows it."""
-    from contextfold.cli import one_line_warning
+    from contextfold.cli import shown_in_one_line
 
     for w in caught:
-        if one_line_warning(w.category):
-            sys.stderr.write(f"contextfold: warning: {w.message}\n")
-        else:
+        if not shown_in_one_line(w.message, w.category):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
