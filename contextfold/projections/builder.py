@@ -74,6 +74,7 @@ from contextfold.projections.tool_candidates import limit_note, past_limit, tool
 from contextfold.projections.tool_candidates import tool_candidates as _tool_candidates
 from contextfold.projections.tool_exposure import ToolChoice, request_closing_tokens
 from contextfold.projections.tool_names import renamed_tools
+from contextfold.projections.tool_pricing import tool_bill
 from contextfold.projections.tool_prompt import tool_prompt_name, tool_prompt_tokens
 from contextfold.projections.twins import timeline_twins, twin_lines
 from contextfold.projections.units import Units, current_input_of, make_units
@@ -200,7 +201,8 @@ def _build(state: RunState, config: BuildConfig, *,
     # with it would let a larger budget keep less. Every other provider and model sets aside the
     # same, so one turn's builds still share a selection (``_select``).
     system_prompt = tool_prompt_tokens(config.provider, ctx.model) if candidates_tools else 0
-    closing = request_closing_tokens((registry[t.name] for t in candidates_tools), ctx.count)
+    closing = request_closing_tokens((registry[t.name] for t in candidates_tools), ctx.count,
+                                     tool_bill(config.provider, ctx.model))
     tool_prompt = system_prompt + closing
     available = budget - REPLY_PRIMING - opening - tool_prompt
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from contextfold.domain.events import ToolSpec
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.fragment_facts import BuildCtx
+from contextfold.projections.model_family import run_model_for
 from contextfold.projections.render.tool_checks import MAX_TOOLS
 from contextfold.projections.render.tool_schemas import SCHEMA_PROVIDERS, refused_schema
 from contextfold.projections.selection import Unit
@@ -29,6 +30,7 @@ from contextfold.projections.tool_names import (
     renamed_note,
     tool_name_alias,
 )
+from contextfold.projections.tool_pricing import ToolBill, tool_bill
 from contextfold.projections.tool_query import newest_user_item, tool_query
 from contextfold.projections.tool_recency import input_matches, recency_phrase, tool_recency
 from contextfold.projections.tool_strict import loosened_tools
@@ -256,14 +258,16 @@ def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs
 
 def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], matched: Collection[str],
              config: BuildConfig, inputs: ToolInputs, count: Callable[[str], int], report_excluded: bool,
-             registered: Collection[str]) -> tuple[list[ToolChoice], list[ToolChoice]]:
+             registered: Collection[str], bill: ToolBill) -> tuple[list[ToolChoice], list[ToolChoice]]:
     """``registered``: the run's registered tools, in registration order (a dict's keys: the order
-    the fallback fills in, ``tool_exposure`` rule 7)."""
+    the fallback fills in, ``tool_exposure`` rule 7); ``bill``: how the request's provider and
+    model price a declaration (``tool_pricing.tool_bill``)."""
     policy = inputs.policy
     exposed, excluded, _, _ = choose_tools(
         specs, query=query, pinned=policy.pinned, referenced=inputs.used_names, allowed=policy.allowed,
         denied=policy.denied, budget_tokens=_UNBOUNDED, count=count, max_relevant=config.max_tools,
-        report_excluded=report_excluded, toolkit=tuple(registered), recent=recent, matched=matched)
+        report_excluded=report_excluded, toolkit=tuple(registered), recent=recent, matched=matched,
+        bill=bill)
     return exposed, excluded
 
 
@@ -300,13 +304,14 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     calls declare their own), there is nothing to rank: the query is neither made nor ranked,
     and a new user input does not invalidate the answer."""
     specs, query, recent, matched = _ranking(ctx.state, ctx.config, inputs)
+    bill = tool_bill(ctx.config.provider, ctx.model)  # the prices differ by provider and model
     key = (query, tuple(specs), inputs.policy, tuple(inputs.used_names), ctx.config.max_tools,
-           ctx.state.counter.encoding_name, tuple(recent.items()), matched)
+           ctx.state.counter.encoding_name, tuple(recent.items()), matched, bill)
     hit = ctx.state.memo.get("tool-candidates")
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1]  # type: ignore[no-any-return]
     exposed, _ = _choices(specs, query, recent, matched, ctx.config, inputs, ctx.count, False,
-                          ctx.state.tools)
+                          ctx.state.tools, bill)
     whole = _whole(ctx.state, ctx.config, inputs)
     fallback = {t.name for t in exposed if t.reason == "fallback"}
     # fallback tools (score 0) rank in registration order, below every relevant one of their size
@@ -452,8 +457,9 @@ def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
         return (f"tool {name!r} is {how} the run's policy, but no tool of that name is registered "
                 "(ToolsRegistered) and the history does not call it: there is no schema to declare")
     specs, query, recent, matched = _ranking(state, config, inputs)
+    bill = tool_bill(config.provider, config.model or run_model_for(config.provider, state.model))
     candidates, excluded = _choices(specs, query, recent, matched, config, inputs, state.counter.count, True,
-                                    state.tools)
+                                    state.tools, bill)
     decided = {c.name: c for c in (*candidates, *excluded)}.get(shown)
     if decided is None:  # every registered or declared name is decided: not reached
         return None

@@ -65,7 +65,9 @@ A tool's token cost is ``count(canonical_tool_json(spec))`` plus
 :data:`TOOL_OVERHEAD_TOKENS` for the framing a provider wraps around each
 declaration, or the OpenAI cookbook's count of the declaration as OpenAI
 renders it when that is dearer (:mod:`contextfold.projections.tool_pricing`:
-an enum's values cost about three tokens each more there than in the JSON). A request declaring
+an enum's values cost about three tokens each more there than in the JSON); for an OpenAI model
+of a measured family built for OpenAI's APIs, that count alone (``tool_pricing.tool_bill``: OpenAI
+bills the rendering, 20-33 tokens a tool under the JSON). A request declaring
 tools pays :data:`~.tool_pricing.FUNC_END` once besides, unless one of its tools' prices holds
 it (:func:`request_closing_tokens`): :func:`select_tools` counts it within its budget and in
 the tokens it reports.
@@ -88,7 +90,7 @@ from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.spec_memo import SpecAccount
-from contextfold.projections.tool_pricing import FUNC_END, closing_tokens, tool_price
+from contextfold.projections.tool_pricing import DEAREST_BILL, FUNC_END, ToolBill, closing_tokens, tool_price
 from contextfold.projections.tool_terms import tokenize, tool_document
 
 __all__ = [
@@ -194,17 +196,19 @@ def _json_price(spec: ToolSpec, count: Callable[[str], int]) -> Callable[[], int
     return lambda: count(canonical_tool_json(spec)) + TOOL_OVERHEAD_TOKENS
 
 
-def request_closing_tokens(specs: Iterable[ToolSpec], count: Callable[[str], int]) -> int:
+def request_closing_tokens(specs: Iterable[ToolSpec], count: Callable[[str], int],
+                           bill: ToolBill = DEAREST_BILL) -> int:
     """What a request declaring any of ``specs`` may pay once besides their prices: the
     functions' closing ``func_end`` unless every one of them holds it in its own price
     (``tool_pricing.closing_tokens``): fixed before a selection, whichever of them it keeps."""
-    return max((closing_tokens(spec, _json_price(spec, count), count) for spec in specs), default=0)
+    return max((closing_tokens(spec, _json_price(spec, count), count, bill) for spec in specs), default=0)
 
 
-def tool_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
-    """What declaring ``spec`` costs: its canonical JSON plus the per-tool overhead, or OpenAI's
-    count of its rendered declaration when that is dearer (``tool_pricing``: long enums)."""
-    return tool_price(spec, _json_price(spec, count), count)
+def tool_tokens(spec: ToolSpec, count: Callable[[str], int], bill: ToolBill = DEAREST_BILL) -> int:
+    """What declaring ``spec`` costs under ``bill`` (``tool_pricing.tool_bill``): by default its
+    canonical JSON plus the per-tool overhead, or OpenAI's count of its rendered declaration when
+    that is dearer (long enums); for an OpenAI model of a measured family, that count alone."""
+    return tool_price(spec, _json_price(spec, count), count, bill)
 
 
 def _registry(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
@@ -343,6 +347,7 @@ def choose_tools(
     toolkit: Sequence[str] | None = None,
     recent: Mapping[str, int] | None = None,
     matched: Collection[str] | None = None,
+    bill: ToolBill = DEAREST_BILL,
 ) -> tuple[list[ToolChoice], list[ToolChoice], int, bool]:
     """:func:`select_tools` as plain data: (exposed by name, excluded by name, tokens, over budget).
 
@@ -355,7 +360,9 @@ def choose_tools(
     (``tool_recency``): rule 5 fills the cap's spare slots from it, the most recent first; a
     referenced tool among them holds a slot still spare after the others (``turn`` set).
     ``matched``: the names of ``recent`` an input's words matched (``input_matches``; default:
-    all of them): rule 7 waits for those, not for a call's.
+    all of them): rule 7 waits for those, not for a call's. ``bill``: how the request's provider
+    and model price a declaration (``tool_pricing.tool_bill``; default: the dearer of its JSON and
+    OpenAI's rendering, for any provider).
 
     Why apart: a build needs only the exposed tools, and ranks again whenever its query
     changes; making a model per excluded tool was most of that. With ``report_excluded=False``
@@ -373,12 +380,12 @@ def choose_tools(
 
     def cost(name: str) -> int:
         if name not in costs:
-            costs[name] = tool_tokens(registry[name], count) if name in registry else 0
+            costs[name] = tool_tokens(registry[name], count, bill) if name in registry else 0
         return costs[name]
 
     def closing_of(name: str) -> int:
         spec = registry.get(name)
-        return closing if spec is None else closing_tokens(spec, _json_price(spec, count), count)
+        return closing if spec is None else closing_tokens(spec, _json_price(spec, count), count, bill)
 
     def fits(name: str) -> bool:
         """Whether declaring ``name`` too keeps the request within the budget: its price, and
@@ -485,11 +492,13 @@ def select_tools(
     count: Callable[[str], int],
     max_relevant: int = 8,
     recent: Mapping[str, int] | None = None,
+    bill: ToolBill = DEAREST_BILL,
 ) -> ToolExposure:
-    """The tools to declare in one request (rules in the module doc)."""
+    """The tools to declare in one request (rules in the module doc), priced by ``bill``
+    (``tool_pricing.tool_bill``)."""
     exposed, excluded, used, over_budget = choose_tools(
         tools, query=query, pinned=pinned, referenced=referenced, allowed=allowed, denied=denied,
-        budget_tokens=budget_tokens, count=count, max_relevant=max_relevant, recent=recent)
+        budget_tokens=budget_tokens, count=count, max_relevant=max_relevant, recent=recent, bill=bill)
     return ToolExposure(
         exposed=tuple(ExposedTool(name=t.name, reason=cast(ExposureReason, t.reason), score=t.score,
                                   tokens=t.tokens, turn=t.turn) for t in exposed),

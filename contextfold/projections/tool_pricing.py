@@ -35,23 +35,36 @@ What this module adds to it, so the count is a floor and never under the cookboo
   ``allOf`` alternative) are counted the same way, each level with its own ``prop_init``, so an
   enum inside an object costs what it would at the top level.
 
-:func:`tool_price` is the dearer of this count and the JSON price: the JSON stays the price of
-the (usual) tool whose rendering is smaller than its JSON, and of what the formula does not read
-(``$defs``, formats, defaults). Every provider pays it: OpenAI's is the only published formula,
-Anthropic and Google publish none for a declaration, and one price for all keeps the neutral and
-OpenAI builds of a turn selecting from the same ``available`` (``tool_prompt`` docstring).
+:func:`tool_price` is, by :class:`ToolBill` (:func:`tool_bill` says which a build pays):
+
+- for an OpenAI model of a measured family (:data:`RENDERED_FUNC_INIT`), built for OpenAI's Chat
+  Completions or Responses: this count alone, with that family's ``func_init``, and ``func_end``
+  once per request (:func:`closing_tokens`). Why: OpenAI bills the rendering, not the JSON. On
+  pydantic-ai's recorded requests (``tests/integration/test_estimates.py``), gpt-4o's one-tool
+  request was billed 30 tokens beyond its message where this count is 31 (the JSON and overhead:
+  50); gpt-5.4-mini's requests of 2, 3 and 4 tools, 78-81 beyond it, every one (its preamble,
+  ``tool_prompt.CHAT_GPT5_PREAMBLE``: nothing per tool), where the JSON priced each tool 20-33
+  tokens above it; gpt-4.1's (Responses), ~7 under it. Priced at the JSON, gpt-5.4-mini's
+  requests read 0.80 of the provider's count;
+- for every other build (``neutral``, Anthropic, Gemini, an OpenAI model of no measured family,
+  a model the build does not know): the dearer of this count and the JSON price (overhead
+  included). Claude and Gemini bill a declaration at about its JSON (``tool_bill``); an unknown
+  model's rendering is not known, and the dearer never under-counts the cookbook's (enums).
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from contextfold.domain.canonical import canonical_utf8
 from contextfold.domain.events import ToolSpec
+from contextfold.projections.model_family import model_family
 
-__all__ = ["ENUM_INIT", "ENUM_ITEM", "FUNC_END", "FUNC_INIT", "PROP_INIT", "PROP_KEY",
-           "closing_tokens", "function_tokens", "tool_price"]
+__all__ = ["DEAREST_BILL", "ENUM_INIT", "ENUM_ITEM", "FUNC_END", "FUNC_INIT", "PROP_INIT", "PROP_KEY",
+           "RENDERED_FUNC_INIT", "ToolBill", "closing_tokens", "function_tokens", "tool_bill", "tool_price"]
 
 FUNC_INIT = 10
 """Per function: the cookbook's dearer setting (gpt-4, gpt-3.5-turbo; gpt-4o's is 7)."""
@@ -67,8 +80,54 @@ FUNC_END = 12
 """Per request declaring functions: set aside once by whoever prices a request's tools, never in a
 tool's own price (module docstring)."""
 
+
+
+class ToolBill(NamedTuple):
+    """How a build prices a declared tool (module docstring)."""
+
+    rendered: bool
+    """The cookbook's count of OpenAI's rendering alone (``func_end`` once per request), not the
+    dearer of it and the JSON."""
+    func_init: int
+    """The count's per-function framing."""
+
+
+DEAREST_BILL = ToolBill(rendered=False, func_init=FUNC_INIT)
+"""The dearer of the JSON price and the cookbook's count with its dearer ``func_init``: every build
+but an OpenAI one for a measured family (``neutral``, Anthropic, Gemini, a model not known)."""
+
+RENDERED_FUNC_INIT: tuple[tuple[re.Pattern[str], int], ...] = (
+    (re.compile(r"(?:^|/)gpt-(?:4o|4\.1|5)(?![0-9])", re.IGNORECASE), 7),
+    (re.compile(r"(?:^|/)gpt-(?:4|3\.5-turbo)(?![0-9.a-z])", re.IGNORECASE), 10),
+)
+"""OpenAI model families billed at the cookbook's count of their rendering, with its ``func_init``:
+gpt-4o and gpt-4o-mini (the cookbook's 7; measured: gpt-4o's one-tool request 1 under it), gpt-4.1
+(measured: ~7 under it, with 7) and gpt-5 (``gpt-5``, ``gpt-5.4-mini``: measured at it with 7, its
+preamble aside); gpt-4 and gpt-3.5-turbo (the cookbook's 10, which its authors checked). Any other
+OpenAI model (o1, o3, codex...) keeps :data:`DEAREST_BILL`: its rendering was not measured."""
+
+
+@functools.lru_cache(maxsize=64)  # a run names a model or two, asked at every build
+def tool_bill(provider: str, model: str | None) -> ToolBill:
+    """How a build for ``provider`` and ``model`` prices a declared tool: OpenAI's rendering for
+    an OpenAI model of a :data:`RENDERED_FUNC_INIT` family built for Chat Completions or
+    Responses, :data:`DEAREST_BILL` for every other build.
+
+    Why not OpenAI's rendering for another vendor's model sent to an OpenAI-format API (a
+    gateway's ``anthropic/claude-sonnet-4.5``): the gateway's vendor renders it, and Claude and
+    Gemini were measured billing a declaration at about its JSON (Gemini: the JSON within -12 to
+    +6 tokens on its three one-message requests; Claude: the JSON and a tool-use prompt of ~500,
+    ``tool_prompt``). Why not for ``neutral``: its request may be sent to any provider."""
+    if provider != "openai-chat" or model is None or model_family(model) != "openai":
+        return DEAREST_BILL
+    for pattern, func_init in RENDERED_FUNC_INIT:
+        if pattern.search(model):
+            return ToolBill(rendered=True, func_init=func_init)
+    return DEAREST_BILL
+
+
 _SUBSCHEMAS = ("anyOf", "oneOf", "allOf")
-_MEMO: dict[tuple[int, Callable[[str], int]], tuple[ToolSpec, int, int]] = {}
+_MEMO: dict[tuple[int, Callable[[str], int], ToolBill], tuple[ToolSpec, int, int]] = {}
 _MEMO_LIMIT = 4096
 """Every build prices its candidate tools again; a run registers the same spec objects once."""
 
@@ -114,35 +173,42 @@ def _inner(schema: Any, count: Callable[[str], int]) -> int:
     return n
 
 
-def function_tokens(spec: ToolSpec, count: Callable[[str], int]) -> int:
+def function_tokens(spec: ToolSpec, count: Callable[[str], int], func_init: int = FUNC_INIT) -> int:
     """The cookbook's count of ``spec``'s declaration in a request, with nested objects read too;
     the request's ``func_end`` (:data:`FUNC_END`) is not in it (module docstring)."""
-    return FUNC_INIT + count(f"{spec.name}:{_stripped(spec.description)}") + _inner(spec.parameters, count)
+    return func_init + count(f"{spec.name}:{_stripped(spec.description)}") + _inner(spec.parameters, count)
 
 
-def _priced(spec: ToolSpec, json_price: Callable[[], int],
-            count: Callable[[str], int]) -> tuple[ToolSpec, int, int]:
-    key = (id(spec), count)
+def _priced(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int],
+            bill: ToolBill) -> tuple[ToolSpec, int, int]:
+    key = (id(spec), count, bill)
     hit = _MEMO.get(key)
     if hit is None or hit[0] is not spec:
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
-        as_json, rendered = json_price(), function_tokens(spec, count)
-        closing = 0 if as_json >= rendered + FUNC_END else FUNC_END
-        hit = _MEMO[key] = (spec, max(as_json, rendered), closing)
+        rendered = function_tokens(spec, count, bill.func_init)
+        if bill.rendered:
+            hit = _MEMO[key] = (spec, rendered, FUNC_END)
+        else:
+            as_json = json_price()
+            closing = 0 if as_json >= rendered + FUNC_END else FUNC_END
+            hit = _MEMO[key] = (spec, max(as_json, rendered), closing)
     return hit
 
 
-def tool_price(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int]) -> int:
-    """The dearer of ``json_price()`` (the canonical JSON's, overhead included) and
-    :func:`function_tokens`, memoised per spec object and counter."""
-    return _priced(spec, json_price, count)[1]
+def tool_price(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int],
+               bill: ToolBill = DEAREST_BILL) -> int:
+    """``spec``'s price under ``bill``: :func:`function_tokens` for OpenAI's rendering, else the
+    dearer of ``json_price()`` (the canonical JSON's, overhead included) and it; memoised per spec
+    object, counter and bill."""
+    return _priced(spec, json_price, count, bill)[1]
 
 
-def closing_tokens(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int]) -> int:
+def closing_tokens(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int],
+                   bill: ToolBill = DEAREST_BILL) -> int:
     """What a request declaring ``spec`` alone pays besides its :func:`tool_price`: 0 when that
     price, its JSON's, already holds the cookbook's count and ``func_end`` both (the usual
-    tool: its JSON is larger than its rendering), else :data:`FUNC_END`. A request that
-    declares at least one tool of 0 pays nothing more: that tool's price holds the ``func_end``
-    the request pays once."""
-    return _priced(spec, json_price, count)[2]
+    tool: its JSON is larger than its rendering), else :data:`FUNC_END` (always, for OpenAI's
+    rendering). A request that declares at least one tool of 0 pays nothing more: that tool's
+    price holds the ``func_end`` the request pays once."""
+    return _priced(spec, json_price, count, bill)[2]

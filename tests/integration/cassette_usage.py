@@ -32,7 +32,7 @@ import importlib
 import json
 import statistics
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from contextfold.projections.render import render
 from contextfold.projections.tokens import get_counter
 from tests.integration.test_cassettes import CASSETTES, GENEROUS_WINDOW, _record, provider_of
 
-__all__ = ["Measured", "measure_all", "ratios", "sent_tokens", "server_side", "usage_of"]
+__all__ = ["Measured", "cookbook_tokens", "measure_all", "ratios", "sent_tokens", "server_side", "usage_of"]
 
 _IDS = frozenset({"id", "call_id", "tool_call_id", "tool_use_id"})
 _OPAQUE = frozenset({"thoughtSignature", "signature", "encrypted_content", "data", "url", "file_data",
@@ -103,21 +103,59 @@ def _texts(node: Any, key: str | None, out: list[str], tools: list[Any]) -> None
         out.append(node)
 
 
-def sent_tokens(body: dict[str, Any], encoding: str) -> int:
-    """The tokens of a request body's texts and tool declarations (compact JSON), ids, opaque
-    reasoning, media and request options aside: what differs between our request and the
-    recorded one (module docstring).
+_OPENAI = frozenset({"openai-chat", "openai-responses"})
+
+
+def _stripped(value: Any) -> str:
+    text = value if isinstance(value, str) else ""
+    return text[:-1] if text.endswith(".") else text
+
+
+def cookbook_tokens(tools: list[Any], count: Any) -> int:
+    """The OpenAI cookbook's ``num_tokens_for_tools`` (gpt-4o's ``func_init`` 7) of a body's
+    function declarations (Chat's ``{"function": ...}`` or Responses' flat ones): what OpenAI
+    bills for them (``tool_pricing``: measured on these recordings), written out apart from the
+    builder's pricing so the measurement does not grade the builder by its own formula."""
+    total = 0
+    for tool in tools:
+        f = tool.get("function", tool) if isinstance(tool, dict) else {}
+        if not isinstance(f, dict) or "name" not in f:
+            continue
+        total += 7 + count(f"{f['name']}:{_stripped(f.get('description'))}")
+        props = (f.get("parameters") or {}).get("properties") or {}
+        if props:
+            total += 3
+            for key, prop in props.items():
+                prop = prop if isinstance(prop, dict) else {}
+                total += 3 + count(f"{key}:{prop.get('type', '')}:{_stripped(prop.get('description'))}")
+                if isinstance(prop.get("enum"), list):
+                    total += -3 + sum(3 + count(str(v)) for v in prop["enum"])
+    return total + 12 if total else 0
+
+
+def sent_tokens(body: dict[str, Any], encoding: str, provider: str | None = None) -> int:
+    """The tokens of a request body's texts and tool declarations (compact JSON; for OpenAI's
+    APIs, :func:`cookbook_tokens`, what OpenAI bills), ids, opaque reasoning, media and request
+    options aside: what differs between our request and the recorded one (module docstring).
 
     A declaration is one wherever the body holds it: the top-level ``tools`` or an item's (a
     Responses ``additional_tools`` item declares the tools a deferred capability loads; our
     request declares them at the top). Why: counted as bare texts in the recorded body and as
     JSON in ours, each such tool was ~30 tokens "added" that the recorded request also sent,
-    and its requests read 8-15% under where they were 1-6% under."""
+    and its requests read 8-15% under where they were 1-6% under.
+
+    Why the cookbook's count for OpenAI: a declaration our request adds (a tool the history calls
+    that the recorded body did not declare) is billed by OpenAI as its rendering, 20-35 tokens
+    under its JSON: counted as JSON, each such tool was "added" at more than the provider bills,
+    and its request read that much further under."""
     count = get_counter(encoding).count
     texts: list[str] = []
     tools: list[Any] = []
     _texts(body, None, texts, tools)
-    tool_tokens = count(json.dumps(tools, separators=(",", ":"), ensure_ascii=False)) if tools else 0
+    if provider in _OPENAI:
+        tool_tokens = cookbook_tokens(tools, count)
+    else:
+        tool_tokens = count(json.dumps(tools, separators=(",", ":"), ensure_ascii=False)) if tools else 0
     return sum(map(count, texts)) + tool_tokens
 
 
@@ -133,6 +171,8 @@ class Measured:
     """Our request's ``sent_tokens`` less the recorded one's."""
     manifest: ContextManifest
     excluded: str | None
+    body: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The recorded request body."""
 
     @property
     def raw(self) -> float:
@@ -173,9 +213,10 @@ def measure_all(root: Path = CASSETTES) -> list[Measured]:
                              max_tools=1_000)
         result = build_context(state, config, render=lambda c, p, m: render(c, p, max_tokens=m))
         manifest = result.manifest
-        added = sent_tokens(result.request, manifest.encoding) - sent_tokens(body, manifest.encoding)
+        added = (sent_tokens(result.request, manifest.encoding, provider)
+                 - sent_tokens(body, manifest.encoding, provider))
         out.append(Measured(cassette, n, provider, model, observed, manifest.selected_tokens, added,
-                            manifest, server_side(provider, body, response)))
+                            manifest, server_side(provider, body, response), body))
     return out
 
 

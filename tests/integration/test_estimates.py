@@ -45,10 +45,13 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 
 import pytest
 
 from contextfold.projections.calibration import CalibrationSample, calibrate
+from contextfold.projections.tokens import get_counter
+from contextfold.projections.tool_prompt import tool_prompt_tokens
 from tests.integration.cassette_usage import Measured, measure_all
 from tests.integration.test_cassettes import CASSETTES
 
@@ -57,10 +60,10 @@ pytestmark = [
     pytest.mark.skipif(not CASSETTES.is_dir(), reason=f"cassettes folder {CASSETTES} is absent"),
 ]
 
-UNDER_AT_MOST = {"openai-chat": 0.92, "openai-responses": 1.04, "anthropic": 1.10, "gemini": 0.91}
+UNDER_AT_MOST = {"openai-chat": 0.98, "openai-responses": 1.04, "anthropic": 1.10, "gemini": 0.91}
 """The highest adjusted ratio (provider / ours) of any request: how far under the provider's count
 our estimate may be, as measured (module docstring)."""
-MEDIAN_AT_LEAST = {"openai-chat": 0.78, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.78}
+MEDIAN_AT_LEAST = {"openai-chat": 0.88, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.78}
 """The lowest median adjusted ratio: how far over it, on the usual request."""
 CALIBRATED_UNDER_AT_MOST = 1.02
 """Once a conversation's usage showed its provider counting more than we do, how far under the
@@ -112,3 +115,31 @@ def test_the_calibration_catches_up_within_a_conversation(measured: list[Measure
                 checked += 1
             samples.append(CalibrationSample(turn, m.estimate, m.observed + m.added, m.model, provider))
     assert checked >= 14  # the requests after one read under: gpt-5.4-mini's Chat ones no longer do
+
+
+def _cookbook_messages(messages: list[dict[str, object]], count: Callable[[str], int]) -> int:
+    """The OpenAI cookbook's ``num_tokens_from_messages`` (gpt-4o): 3 per message, its role and
+    content, and 3 priming the reply."""
+    return 3 + sum(3 + count(str(m["role"])) + count(str(m["content"])) for m in messages)
+
+
+@pytest.mark.parametrize(("model", "requests"), [("gpt-4o", 2), ("gpt-5.4-mini", 4)])
+def test_openai_chat_bills_a_declared_tool_at_its_rendering_not_its_json(
+        measured: list[Measured], model: str, requests: int) -> None:
+    """OpenAI Chat's bill for the tools of a recorded request that sent user messages alone:
+    ``prompt_tokens`` less the cookbook's count of the messages and the model's preamble
+    (``tool_prompt``). gpt-4o's one tool: 30 tokens (JSON and overhead: 50); gpt-5.4-mini's two:
+    168 (JSON: 229). The tools layer must hold it (never under) and not much more: 0-2 tokens
+    over (the cookbook's count of the rendering, ``tool_pricing.tool_bill``)."""
+    checked = 0
+    for m in measured:
+        sent = m.body.get("messages") or []
+        if m.provider != "openai-chat" or m.model != model or not m.body.get("tools") or any(
+                msg.get("role") != "user" or not isinstance(msg.get("content"), str) for msg in sent):
+            continue
+        preamble = tool_prompt_tokens(m.provider, m.model)
+        billed = m.observed - _cookbook_messages(sent, get_counter(m.manifest.encoding).count) - preamble
+        priced = m.manifest.layer_tokens["tools"] - preamble
+        assert 0 <= priced - billed <= 2, (m.cassette, m.index, billed, priced)
+        checked += 1
+    assert checked == requests

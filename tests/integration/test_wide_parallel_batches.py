@@ -34,6 +34,7 @@ from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.render import check_protocol, validate_sdk_types
 from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
 from contextfold.projections.tokens import get_counter
+from contextfold.projections.tool_pricing import FUNC_END
 from tests.unit.test_media import image_bytes
 
 MODELS = {"openai-chat": "gpt-4o", "openai-responses": "gpt-4o", "anthropic": "claude-sonnet-4-5",
@@ -144,7 +145,8 @@ def test_the_manifest_counts_the_further_chat_message(store: Store) -> None:
     # gpt-4o's Chat calls are billed without their ids, a call's framing instead
     # (``call_id_prices.chat_ids_unsent``): each id is shown twice to the other providers
     ids = 2 * sum(get_counter(built["neutral"].encoding).count(f"call_{i}") for i in range(CALLS))
-    assert overhead["openai-chat"] == overhead["neutral"] - ids + CALLS * CHAT_CALL_FRAMING
+    # and its tools, priced at their rendering, pay the functions' closing once (``tool_bill``)
+    assert overhead["openai-chat"] == overhead["neutral"] - ids + CALLS * CHAT_CALL_FRAMING + FUNC_END
     prompt = built["anthropic"].layer_tokens["tools"] - built["anthropic"].tool_tokens
     assert prompt == 520  # claude-sonnet-4-5 (tool_prompt.MEASURED_TOOL_PROMPT)
     names = CALLS * get_counter(built["gemini"].encoding).count("stat")  # each result names it again

@@ -71,12 +71,16 @@ def test_an_openai_models_chat_call_id_is_priced_only_where_it_is_text(model: st
 
 def test_a_chat_call_is_priced_its_framing_instead_of_its_two_ids() -> None:
     """The 20 calls of the run cost ``CHAT_CALL_FRAMING`` each where their ids were priced twice;
-    the rest of the request is priced as it was (a model OpenAI does not serve keeps the ids)."""
+    the rest of the request is priced as it was (a model OpenAI does not serve keeps the ids). The
+    tools layer aside: gpt-4o's declaration is priced at OpenAI's rendering, another vendor's model
+    at the dearer of its JSON (``tool_pricing.tool_bill``)."""
     ids = sum(2 * count(LONG.format(i)) for i in range(20))
-    openai = _manifest(_events("gpt-4o", LONG), "openai-chat").selected_tokens
-    other = _manifest(_events("mistral-large-2411", LONG), "openai-chat").selected_tokens
+    openai, other = (_manifest(_events(model, LONG), "openai-chat")
+                     for model in ("gpt-4o", "mistral-large-2411"))
+    openai_tokens, other_tokens = (m.selected_tokens - m.layer_tokens["tools"] for m in (openai, other))
+    assert other.layer_tokens["tools"] > openai.layer_tokens["tools"]
     assert ids > 20 * CHAT_CALL_FRAMING
-    assert other - openai == ids - 20 * CHAT_CALL_FRAMING
+    assert other_tokens - openai_tokens == ids - 20 * CHAT_CALL_FRAMING
 
 
 def test_other_providers_and_the_neutral_build_still_price_the_ids() -> None:

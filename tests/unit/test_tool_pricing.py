@@ -30,7 +30,7 @@ from contextfold.projections.fold import fold
 from contextfold.projections.offline_encodings import encoding_available
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.tool_exposure import select_tools, tool_tokens
-from contextfold.projections.tool_pricing import FUNC_END
+from contextfold.projections.tool_pricing import DEAREST_BILL, FUNC_END, ToolBill, tool_bill
 from contextfold.projections.tool_prompt import tool_prompt_tokens
 
 _SETTINGS = {"o200k_base": 7, "cl100k_base": 10}
@@ -46,9 +46,11 @@ _NAMES = ("Afghanistan Albania Algeria Andorra Angola Argentina Armenia Australi
 COUNTRIES = tuple(_NAMES.split(" "))
 
 
-def cookbook_tokens(functions: list[dict[str, Any]], encoding: str) -> int:
-    """``num_tokens_for_tools`` of the cookbook, the functions' part (no messages)."""
-    func_init, prop_init, prop_key, enum_init, enum_item, func_end = _SETTINGS[encoding], 3, 3, -3, 3, 12
+def cookbook_tokens(functions: list[dict[str, Any]], encoding: str, func_init: int | None = None) -> int:
+    """``num_tokens_for_tools`` of the cookbook, the functions' part (no messages); ``func_init``
+    by default the setting of the encoding's models."""
+    func_init = _SETTINGS[encoding] if func_init is None else func_init
+    prop_init, prop_key, enum_init, enum_item, func_end = 3, 3, -3, 3, 12
     encode = get_counter(encoding).count
     func_token_count = 0
     if len(functions) > 0:
@@ -140,10 +142,11 @@ def test_a_toolkits_price_covers_the_cookbooks_count_of_all_of_it(encoding: str)
     assert priced >= cookbook_tokens([_function(t) for t in tools], encoding)
 
 
-def _build_tools(specs: tuple[ToolSpec, ...], provider: str) -> tuple[int, list[dict[str, Any]], str]:
+def _build_tools(specs: tuple[ToolSpec, ...], provider: str,
+                 model: str | None = None) -> tuple[int, list[dict[str, Any]], str]:
     events: list[AnyEvent] = [ToolsRegistered(tools=specs), UserInput("Set my country to Chad.")]
     state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
-    built = build_context(state, BuildConfig(provider=provider, window=100_000, reserve=1_000),
+    built = build_context(state, BuildConfig(provider=provider, model=model, window=100_000, reserve=1_000),
                           render=render_request)
     assert len(built.manifest.tools) == len(specs)
     tools = built.request.get("tools") or []
@@ -214,3 +217,33 @@ def test_a_tool_selected_on_its_own_budget_pays_func_end_once(encoding: str) -> 
     assert select_tools(list(_TOOLKIT), query="country", budget_tokens=0, count=count).tokens == 0
     plain = select_tools([*_PLAIN, spec], query="country read", budget_tokens=100_000, count=count)
     assert plain.tokens == sum(t.tokens for t in plain.exposed)  # a JSON-priced tool holds the 12
+
+
+@pytest.mark.parametrize(("model", "func_init"), [("gpt-4o", 7), ("gpt-4o-mini", 7), ("gpt-4.1", 7),
+                                                  ("gpt-5.4-mini", 7), ("openai/gpt-5", 7), ("gpt-4", 10),
+                                                  ("gpt-3.5-turbo", 10)])
+def test_an_openai_chat_build_prices_its_tools_at_their_rendering(model: str, func_init: int) -> None:
+    """For an OpenAI model of a measured family, Chat's tools are priced at the cookbook's count
+    (that family's ``func_init``, ``func_end`` once), not at their JSON: the bill OpenAI's recorded
+    requests show (``test_estimates``: gpt-4o's tool was billed 30 where its JSON priced it 50)."""
+    charged, tools, encoding = _build_tools(_PLAIN, "openai-chat", model)
+    assert charged - tool_prompt_tokens("openai-chat", model) == cookbook_tokens(tools, encoding, func_init)
+    count = get_counter(encoding).count
+    assert charged < sum(tool_tokens(t, count) for t in _PLAIN)  # under the JSON price
+    assert tool_bill("openai-chat", model) == ToolBill(rendered=True, func_init=func_init)
+
+
+@pytest.mark.parametrize(("provider", "model"), [
+    ("openai-chat", None), ("openai-chat", "o3"), ("openai-chat", "anthropic/claude-sonnet-4.5"),
+    ("openai-responses", "gpt-4o"), ("openai-responses", "gpt-5.4"), ("anthropic", "claude-sonnet-4-5"),
+    ("gemini", "gemini-3-flash-preview"), ("neutral", "gpt-4o")])
+def test_every_other_build_prices_its_tools_at_the_dearer_of_their_json_and_rendering(
+        provider: str, model: str | None) -> None:
+    """Claude and Gemini bill about the JSON; gpt-5.4's Responses requests hold tokens nothing else
+    prices, which the JSON's surplus covers (``tool_pricing.tool_bill``); an OpenAI model of no
+    measured family, or another vendor's through an OpenAI-format API, is not known to be billed
+    the rendering; a neutral request may go anywhere: all keep the dearer price."""
+    count = get_counter("cl100k_base").count
+    charged, _, _ = _build_tools(_PLAIN, provider, model)
+    assert charged - tool_prompt_tokens(provider, model) == sum(tool_tokens(t, count) for t in _PLAIN)
+    assert tool_bill(provider, model) == DEAREST_BILL

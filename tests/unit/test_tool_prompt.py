@@ -34,6 +34,7 @@ from contextfold.projections.fold import fold
 from contextfold.projections.selection import select_units
 from contextfold.projections.state import RunState
 from contextfold.projections.tokens import get_counter
+from contextfold.projections.tool_pricing import FUNC_END, tool_bill
 from contextfold.projections.tool_prompt import (
     ANTHROPIC_TOOL_PROMPT,
     CHAT_GPT5_PREAMBLE,
@@ -149,17 +150,21 @@ def test_a_gpt5_chat_request_with_tools_sets_aside_the_models_preamble() -> None
     """gpt-5 models count 79 tokens of their own beyond the cookbook's count of a Chat request
     with tools (pydantic-ai's recorded gpt-5.4-mini requests, ``CHAT_GPT5_PREAMBLE``): charged
     once, beside the tools, as Anthropic's tool prompt is. Not for gpt-4o (within 7 of the
-    cookbook), not for Responses (gpt-5.4's ~12 above it), not for a request with no tool."""
+    cookbook), not for Responses (gpt-5.4's ~12 above it), not for a request with no tool. (Beside
+    it, the tools layer holds the functions' closing ``func_end`` where the tools are priced at
+    their rendering, ``tool_pricing.tool_bill``: their JSON no longer holds it.)"""
     state = _state(_events(3))
     for model in ("gpt-5.4-mini", "gpt-5", "openai/gpt-5-mini-2025-08-07"):
         m = _build(state, "openai-chat", 100_000, model=model).manifest
-        assert m.layer_tokens["tools"] - m.tool_tokens == CHAT_GPT5_PREAMBLE == 79, model
+        assert m.layer_tokens["tools"] - m.tool_tokens == CHAT_GPT5_PREAMBLE + FUNC_END, model
+        assert CHAT_GPT5_PREAMBLE == 79
         plain = _build(state, "openai-chat", 100_000, model="gpt-4o").manifest
         assert m.selected_tokens == plain.selected_tokens + CHAT_GPT5_PREAMBLE, model
     for provider, model in (("openai-chat", "gpt-4o"), ("openai-chat", "gpt-50x"),
                             ("openai-responses", "gpt-5"), ("neutral", "gpt-5")):
         m = _build(state, provider, 100_000, model=model).manifest
-        assert m.layer_tokens["tools"] == m.tool_tokens, (provider, model)
+        closing = FUNC_END if tool_bill(provider, model).rendered else 0
+        assert m.layer_tokens["tools"] == m.tool_tokens + closing, (provider, model)
     chat = _state([PolicySet(text="Be brief."), UserInput("hello"), ModelResponse(text="Hi!"),
                    UserInput("bye")])
     m = _build(chat, "openai-chat", 2_000, model="gpt-5").manifest
