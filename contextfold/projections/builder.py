@@ -7,7 +7,8 @@ The same state and config always give the same request, manifest and hashes.
 Costs counted, not ignored: every fragment pays ``MESSAGE_OVERHEAD`` tokens of
 message framing, a data fragment also pays its ``<data ...>`` wrapper, each
 exposed tool pays its canonical JSON plus ``TOOL_OVERHEAD_TOKENS`` (or OpenAI's
-count of it, when dearer: ``tool_pricing``), the
+count of it, when dearer; in an OpenAI Chat build for gpt-4o, gpt-4.1 or a gpt-5 model, that
+count alone, what OpenAI bills: ``tool_pricing.tool_bill``), the
 request pays ``REPLY_PRIMING``, and a request with a tool to declare pays the
 functions' closing framing once (OpenAI's ``func_end``, unless a tool's own price
 holds it: ``tool_pricing``) and, for Anthropic, its tool-use system prompt (a gpt-5 model in
@@ -198,8 +199,8 @@ def _build(state: RunState, config: BuildConfig, *,
     # holds it: ``request_closing_tokens``), set aside whenever a tool may be declared (one the
     # exposure offers, or one a kept group calls: an imported history registers none): whether
     # one is depends on the selection it would be paid from, and a charge that came and went
-    # with it would let a larger budget keep less. Every other provider and model sets aside the
-    # same, so one turn's builds still share a selection (``_select``).
+    # with it would let a larger budget keep less. Builds that price their tools alike and set
+    # aside the same share one turn's selection (``_select``).
     system_prompt = tool_prompt_tokens(config.provider, ctx.model) if candidates_tools else 0
     closing = request_closing_tokens((registry[t.name] for t in candidates_tools), ctx.count,
                                      tool_bill(config.provider, ctx.model))

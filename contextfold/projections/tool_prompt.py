@@ -37,9 +37,10 @@ be declared holds it in its own price (``tool_pricing.closing_tokens``,
 ``tool_exposure.request_closing_tokens``); Google publishes no fixed prompt for Gemini's
 function declarations. So ``anthropic`` builds pay this prompt, and OpenAI Chat builds for a
 gpt-5 model the preamble those models were measured adding (:data:`CHAT_GPT5_PREAMBLE`);
-``neutral`` follows OpenAI's framing and does not, so a neutral build and an OpenAI build of one
-turn for any other model still select from the same ``available`` (``builder._select`` reuses
-the first one's selection).
+``neutral`` follows OpenAI's framing and does not. (An OpenAI Chat build for a model whose tools
+are priced at their rendering, ``tool_pricing.tool_bill``, prices its tools apart from a neutral
+build of the same turn, so the two select apart: ``builder._select`` reuses a selection only for
+equal units.)
 """
 
 from __future__ import annotations
@@ -83,10 +84,10 @@ OpenAI cookbook's count (its messages and ``num_tokens_for_tools``). Measured on
 recorded gpt-5.4-mini Chat requests (``tests/integration/test_estimates.py``): ``usage.
 prompt_tokens`` is 79 above the cookbook's count on each of the four with no call, 84-102 on the
 four with calls (their calls' framing, ``call_id_prices.CHAT_CALL_FRAMING``), where gpt-4o's are
-0-7 above it: a preamble of the model's own, not its tools' text (priced at their JSON, which
-covered most of it: the first requests were 5% under). Chat only: gpt-5.4's Responses requests
-are ~12 above the same count. Requests that declare no tool were not recorded, so none is
-charged."""
+0-7 above it: a preamble of the model's own, not its tools' text (the same 78-81 above it with
+2, 3 or 4 tools; their price is the cookbook's count, ``tool_pricing.tool_bill``). Chat only:
+gpt-5.4's Responses requests are ~12 above the same count. Requests that declare no tool were not
+recorded, so none is charged."""
 
 _GPT5 = re.compile(r"(?:^|/)gpt-5(?![0-9])", re.IGNORECASE)
 """OpenAI's gpt-5 models (``gpt-5``, ``gpt-5-mini``, ``gpt-5.4-mini``, a gateway's ``openai/gpt-5``)."""
