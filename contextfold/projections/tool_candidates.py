@@ -260,8 +260,7 @@ def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], match
              config: BuildConfig, inputs: ToolInputs, count: Callable[[str], int], report_excluded: bool,
              registered: Collection[str], bill: ToolBill) -> tuple[list[ToolChoice], list[ToolChoice]]:
     """``registered``: the run's registered tools, in registration order (a dict's keys: the order
-    the fallback fills in, ``tool_exposure`` rule 7); ``bill``: how the request's provider and
-    model price a declaration (``tool_pricing.tool_bill``)."""
+    the fallback fills in, ``tool_exposure`` rule 7); ``bill``: ``tool_pricing.tool_bill``'s."""
     policy = inputs.policy
     exposed, excluded, _, _ = choose_tools(
         specs, query=query, pinned=policy.pinned, referenced=inputs.used_names, allowed=policy.allowed,

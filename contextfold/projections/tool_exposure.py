@@ -65,9 +65,8 @@ A tool's token cost is ``count(canonical_tool_json(spec))`` plus
 :data:`TOOL_OVERHEAD_TOKENS` for the framing a provider wraps around each
 declaration, or the OpenAI cookbook's count of the declaration as OpenAI
 renders it when that is dearer (:mod:`contextfold.projections.tool_pricing`:
-an enum's values cost about three tokens each more there than in the JSON); for an OpenAI model
-of a measured family built for OpenAI's APIs, that count alone (``tool_pricing.tool_bill``: OpenAI
-bills the rendering, 20-33 tokens a tool under the JSON). A request declaring
+an enum's values cost about three tokens each more there than in the JSON); in an OpenAI Chat
+build for a measured model family, that count alone (``tool_pricing.tool_bill``). A request declaring
 tools pays :data:`~.tool_pricing.FUNC_END` once besides, unless one of its tools' prices holds
 it (:func:`request_closing_tokens`): :func:`select_tools` counts it within its budget and in
 the tokens it reports.
@@ -205,9 +204,8 @@ def request_closing_tokens(specs: Iterable[ToolSpec], count: Callable[[str], int
 
 
 def tool_tokens(spec: ToolSpec, count: Callable[[str], int], bill: ToolBill = DEAREST_BILL) -> int:
-    """What declaring ``spec`` costs under ``bill`` (``tool_pricing.tool_bill``): by default its
-    canonical JSON plus the per-tool overhead, or OpenAI's count of its rendered declaration when
-    that is dearer (long enums); for an OpenAI model of a measured family, that count alone."""
+    """What declaring ``spec`` costs: its canonical JSON plus the per-tool overhead, or OpenAI's
+    count of its rendered declaration when dearer (long enums), or alone (``tool_pricing.tool_bill``)."""
     return tool_price(spec, _json_price(spec, count), count, bill)
 
 
@@ -360,9 +358,7 @@ def choose_tools(
     (``tool_recency``): rule 5 fills the cap's spare slots from it, the most recent first; a
     referenced tool among them holds a slot still spare after the others (``turn`` set).
     ``matched``: the names of ``recent`` an input's words matched (``input_matches``; default:
-    all of them): rule 7 waits for those, not for a call's. ``bill``: how the request's provider
-    and model price a declaration (``tool_pricing.tool_bill``; default: the dearer of its JSON and
-    OpenAI's rendering, for any provider).
+    all of them): rule 7 waits for those, not for a call's. ``bill``: ``tool_pricing.tool_bill``.
 
     Why apart: a build needs only the exposed tools, and ranks again whenever its query
     changes; making a model per excluded tool was most of that. With ``report_excluded=False``
@@ -494,8 +490,7 @@ def select_tools(
     recent: Mapping[str, int] | None = None,
     bill: ToolBill = DEAREST_BILL,
 ) -> ToolExposure:
-    """The tools to declare in one request (rules in the module doc), priced by ``bill``
-    (``tool_pricing.tool_bill``)."""
+    """The tools to declare in one request (rules in the module doc), priced by ``bill``."""
     exposed, excluded, used, over_budget = choose_tools(
         tools, query=query, pinned=pinned, referenced=referenced, allowed=allowed, denied=denied,
         budget_tokens=budget_tokens, count=count, max_relevant=max_relevant, recent=recent, bill=bill)
