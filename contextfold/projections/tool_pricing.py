@@ -19,17 +19,15 @@ API's ``usage.prompt_tokens``:
 - per enum ``enum_init`` (-3), and per value ``enum_item`` (3) plus the value;
 - per request ``func_end`` (12): the notebook adds it after its loop over the functions, once.
 
-What this module adds to it, so the count is a floor and never under the cookbook's:
+What this module adds to it:
 
-- ``func_init`` is the dearer 10 for every model: pricing does not depend on the model id, and
-  an unknown or newer model must not be priced under a known one;
 - ``func_end`` is not in a tool's price: it is paid once by the request, set aside wherever
   tools are priced for one (the builder, :func:`~.tool_exposure.select_tools`'s budget), so a
   tool priced alone still costs at least the cookbook's count of a request declaring it alone.
   Charged with every tool (as it was), a request of 12 enum-heavy tools reserved 132 tokens it
   never spent. A tool priced at its JSON (the usual one) whose JSON is at least ``func_end``
   above its cookbook count already holds it: a request declaring one such tool pays nothing
-  more (:func:`closing_tokens`), so the usual toolkit is priced as before;
+  more (:func:`closing_tokens`);
 - the cookbook reads only the top-level properties, but OpenAI writes a nested object's type out
   too: properties one object down (or in an array's ``items``, or an ``anyOf``/``oneOf``/
   ``allOf`` alternative) are counted the same way, each level with its own ``prop_init``, so an
@@ -37,19 +35,21 @@ What this module adds to it, so the count is a floor and never under the cookboo
 
 :func:`tool_price` is, by :class:`ToolBill` (:func:`tool_bill` says which a build pays):
 
-- for an OpenAI model of a measured family (:data:`RENDERED_FUNC_INIT`), built for OpenAI's Chat
-  Completions or Responses: this count alone, with that family's ``func_init``, and ``func_end``
-  once per request (:func:`closing_tokens`). Why: OpenAI bills the rendering, not the JSON. On
-  pydantic-ai's recorded requests (``tests/integration/test_estimates.py``), gpt-4o's one-tool
-  request was billed 30 tokens beyond its message where this count is 31 (the JSON and overhead:
-  50); gpt-5.4-mini's requests of 2, 3 and 4 tools, 78-81 beyond it, every one (its preamble,
+- in an OpenAI Chat Completions build for a model of a measured family
+  (:data:`RENDERED_FUNC_INIT`), for a tool whose schema holds nothing the count does not read
+  (``$ref``, ``anyOf``, defaults, formats, bounds, titles: :func:`_read_whole`): this count
+  alone, with that family's ``func_init``, and ``func_end`` once per request. Why: OpenAI bills
+  the rendering, not the JSON. On pydantic-ai's recorded requests
+  (``tests/integration/test_estimates.py``), gpt-4o's one-tool request was billed 30 tokens
+  beyond its message where this count is 31 (the JSON and overhead: 50); gpt-5.4-mini's requests
+  of 2, 3 and 4 tools, 78-81 beyond it, every one (its preamble,
   ``tool_prompt.CHAT_GPT5_PREAMBLE``: nothing per tool), where the JSON priced each tool 20-33
-  tokens above it; gpt-4.1's (Responses), ~7 under it. Priced at the JSON, gpt-5.4-mini's
-  requests read 0.80 of the provider's count;
-- for every other build (``neutral``, Anthropic, Gemini, an OpenAI model of no measured family,
-  a model the build does not know): the dearer of this count and the JSON price (overhead
-  included). Claude and Gemini bill a declaration at about its JSON (``tool_bill``); an unknown
-  model's rendering is not known, and the dearer never under-counts the cookbook's (enums).
+  tokens above it. Priced at the JSON, gpt-5.4-mini's requests read 0.80 of the provider's count;
+- in every other build and for every other tool: the dearer of this count (``func_init`` 10,
+  the cookbook's dearer setting: an unknown model must not be priced under a known one) and the
+  JSON price (overhead included). Claude and Gemini bill a declaration at about its JSON, and
+  OpenAI's Responses requests hold tokens nothing else prices, which the JSON's surplus covers
+  (:func:`tool_bill`).
 """
 
 from __future__ import annotations
@@ -115,9 +115,12 @@ def tool_bill(provider: str, model: str | None) -> ToolBill:
 
     Why not OpenAI's rendering for another vendor's model sent to an OpenAI-format API (a
     gateway's ``anthropic/claude-sonnet-4.5``): the gateway's vendor renders it, and Claude and
-    Gemini were measured billing a declaration at about its JSON (Gemini: the JSON within -12 to
-    +6 tokens on its three one-message requests; Claude: the JSON and a tool-use prompt of ~500,
-    ``tool_prompt``). Why not for ``neutral``: its request may be sent to any provider."""
+    Gemini were measured billing a declaration at about its JSON (Gemini: JSON and overhead 4-16
+    tokens above the whole bill of its three one-message requests, their text aside; Claude: the
+    JSON and a tool-use prompt of ~500, ``tool_prompt``). Why not for Responses: gpt-5.4's
+    recorded requests, their tools priced at the rendering, read 0.95-1.31 of the provider's count
+    (0.72-1.03 at the JSON): they hold tokens nothing else prices, and seven requests do not tell
+    which. Why not for ``neutral``: its request may be sent to any provider."""
     if provider != "openai-chat" or model is None or model_family(model) != "openai":
         return DEAREST_BILL
     for pattern, func_init in RENDERED_FUNC_INIT:
@@ -127,6 +130,9 @@ def tool_bill(provider: str, model: str | None) -> ToolBill:
 
 
 _SUBSCHEMAS = ("anyOf", "oneOf", "allOf")
+_READ = frozenset({"type", "properties", "description", "enum", "items", "required", "additionalProperties"})
+"""The schema keywords of the measured tools (``tool_bill``), all of which the count reads (or
+OpenAI's rendering leaves out: ``required``'s ``?``, ``additionalProperties``)."""
 _MEMO: dict[tuple[int, Callable[[str], int], ToolBill], tuple[ToolSpec, int, int]] = {}
 _MEMO_LIMIT = 4096
 """Every build prices its candidate tools again; a run registers the same spec objects once."""
@@ -179,6 +185,19 @@ def function_tokens(spec: ToolSpec, count: Callable[[str], int], func_init: int 
     return func_init + count(f"{spec.name}:{_stripped(spec.description)}") + _inner(spec.parameters, count)
 
 
+def _read_whole(schema: Any) -> bool:
+    """Whether the count reads all of ``schema``: no keyword but :data:`_READ`, at every level.
+    Why: what OpenAI renders of the others (``$ref`` and ``$defs``, ``anyOf`` alternatives, a
+    default, a format, a minimum, a title) was not measured, and the JSON holds them all."""
+    if not isinstance(schema, dict):
+        return True
+    if not schema.keys() <= _READ:
+        return False
+    props = schema.get("properties")
+    return (_read_whole(schema.get("items"))
+            and (not isinstance(props, dict) or all(map(_read_whole, props.values()))))
+
+
 def _priced(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str], int],
             bill: ToolBill) -> tuple[ToolSpec, int, int]:
     key = (id(spec), count, bill)
@@ -187,7 +206,7 @@ def _priced(spec: ToolSpec, json_price: Callable[[], int], count: Callable[[str]
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
         rendered = function_tokens(spec, count, bill.func_init)
-        if bill.rendered:
+        if bill.rendered and _read_whole(spec.parameters):
             hit = _MEMO[key] = (spec, rendered, FUNC_END)
         else:
             as_json = json_price()

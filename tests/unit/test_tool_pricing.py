@@ -29,7 +29,7 @@ from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.offline_encodings import encoding_available
 from contextfold.projections.tokens import get_counter
-from contextfold.projections.tool_exposure import select_tools, tool_tokens
+from contextfold.projections.tool_exposure import request_closing_tokens, select_tools, tool_tokens
 from contextfold.projections.tool_pricing import DEAREST_BILL, FUNC_END, ToolBill, tool_bill
 from contextfold.projections.tool_prompt import tool_prompt_tokens
 
@@ -219,6 +219,14 @@ def test_a_tool_selected_on_its_own_budget_pays_func_end_once(encoding: str) -> 
     assert plain.tokens == sum(t.tokens for t in plain.exposed)  # a JSON-priced tool holds the 12
 
 
+_READ = tuple(ToolSpec(name=f"read_{i}", description="Read a file of the workspace.", parameters={
+    "type": "object", "required": ["path"], "additionalProperties": False, "properties": {
+        "path": {"type": "string", "description": "The path, relative to the workspace root."},
+        "lines": {"type": "array", "items": {"type": "integer"}, "description": "Lines to read."}}})
+    for i in range(3))
+"""Tools whose schemas use only what the recorded tools use, all of it read by the count."""
+
+
 @pytest.mark.parametrize(("model", "func_init"), [("gpt-4o", 7), ("gpt-4o-mini", 7), ("gpt-4.1", 7),
                                                   ("gpt-5.4-mini", 7), ("openai/gpt-5", 7), ("gpt-4", 10),
                                                   ("gpt-3.5-turbo", 10)])
@@ -226,11 +234,28 @@ def test_an_openai_chat_build_prices_its_tools_at_their_rendering(model: str, fu
     """For an OpenAI model of a measured family, Chat's tools are priced at the cookbook's count
     (that family's ``func_init``, ``func_end`` once), not at their JSON: the bill OpenAI's recorded
     requests show (``test_estimates``: gpt-4o's tool was billed 30 where its JSON priced it 50)."""
-    charged, tools, encoding = _build_tools(_PLAIN, "openai-chat", model)
+    charged, tools, encoding = _build_tools(_READ, "openai-chat", model)
     assert charged - tool_prompt_tokens("openai-chat", model) == cookbook_tokens(tools, encoding, func_init)
     count = get_counter(encoding).count
-    assert charged < sum(tool_tokens(t, count) for t in _PLAIN)  # under the JSON price
+    assert charged < sum(tool_tokens(t, count) for t in _READ)  # under the JSON price
     assert tool_bill("openai-chat", model) == ToolBill(rendered=True, func_init=func_init)
+
+
+@pytest.mark.parametrize("extra", [{"minimum": 1}, {"default": "README.md"}, {"format": "uri"},
+                                   {"title": "Path"}, {"$ref": "#/$defs/Path"},
+                                   {"anyOf": [{"type": "string"}, {"type": "null"}]}])
+def test_a_schema_keyword_the_count_does_not_read_keeps_the_dearer_price(extra: dict[str, Any]) -> None:
+    """What OpenAI renders of a keyword the count does not read was not measured: a tool that
+    uses one, at any level, keeps the dearer of its JSON and its count, in a gpt-4o Chat build too."""
+    spec = ToolSpec(name="read", description="Read a file.", parameters={
+        "type": "object", "properties": {"where": {"type": "object", "properties": {
+            "path": {"type": "string", **extra}}}}})
+    count = get_counter("cl100k_base").count
+    charged, _, _ = _build_tools((spec,), "openai-chat", "gpt-4o")
+    assert charged == tool_tokens(spec, count) + request_closing_tokens([spec], count)
+    plain = spec.model_copy(update={"parameters": {"type": "object", "properties": {"where": {
+        "type": "object", "properties": {"path": {"type": "string"}}}}}})
+    assert _build_tools((plain,), "openai-chat", "gpt-4o")[0] < tool_tokens(plain, count)
 
 
 @pytest.mark.parametrize(("provider", "model"), [
@@ -244,6 +269,6 @@ def test_every_other_build_prices_its_tools_at_the_dearer_of_their_json_and_rend
     measured family, or another vendor's through an OpenAI-format API, is not known to be billed
     the rendering; a neutral request may go anywhere: all keep the dearer price."""
     count = get_counter("cl100k_base").count
-    charged, _, _ = _build_tools(_PLAIN, provider, model)
-    assert charged - tool_prompt_tokens(provider, model) == sum(tool_tokens(t, count) for t in _PLAIN)
+    charged, _, _ = _build_tools(_READ, provider, model)
+    assert charged - tool_prompt_tokens(provider, model) == sum(tool_tokens(t, count) for t in _READ)
     assert tool_bill(provider, model) == DEAREST_BILL
