@@ -33,18 +33,22 @@ import json
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from contextfold.domain.events import AnyEvent, ArtifactRef
 from contextfold.domain.manifest import BuildConfig, ContextManifest
 from contextfold.importers import parse
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.render import render
 from contextfold.projections.tokens import get_counter
+from contextfold.store.media import materialize
 from tests.integration.test_cassettes import CASSETTES, GENEROUS_WINDOW, _record, provider_of
 
-__all__ = ["Measured", "cookbook_tokens", "measure_all", "ratios", "sent_tokens", "server_side", "usage_of"]
+__all__ = ["Measured", "as_stored", "cookbook_tokens", "measure_all", "ratios", "recorded_requests",
+           "sent_tokens", "server_side", "usage_of"]
 
 _IDS = frozenset({"id", "call_id", "tool_call_id", "tool_use_id"})
 _OPAQUE = frozenset({"thoughtSignature", "signature", "encrypted_content", "data", "url", "file_data",
@@ -183,7 +187,7 @@ class Measured:
         return (self.observed + self.added) / self.estimate
 
 
-def _requests(root: Path) -> Iterator[tuple[str, int, str, dict[str, Any], Any, str]]:
+def recorded_requests(root: Path = CASSETTES) -> Iterator[tuple[str, int, str, dict[str, Any], Any, str]]:
     yaml = importlib.import_module("yaml")  # pyyaml ships no type stubs
     for path in sorted(root.rglob("*.yaml")):
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -195,11 +199,30 @@ def _requests(root: Path) -> Iterator[tuple[str, int, str, dict[str, Any], Any, 
                        it["response"].get("parsed_body"), req["uri"])
 
 
+def _blob(blobs: dict[str, bytes], ref: ArtifactRef) -> bytes:
+    return blobs[ref.hash]
+
+
+def as_stored(events: list[AnyEvent]) -> tuple[list[AnyEvent], dict[str, bytes]]:
+    """``events`` as a store appends them (``store.media.materialize``): inline media moved into
+    artifacts, audio and video with the playing time their bytes tell (``media_duration``), which
+    Gemini bills them by. Why: folded as parsed, a recorded request's 2.5-second MP3 was priced at
+    the longest its 50,889 bytes can play (1,629 tokens at 8 kbps) where Gemini billed 80; a user who
+    imports the request into a store gets the duration. (The blobs, by hash, for ``load_bytes``.)"""
+    blobs: dict[str, bytes] = {}
+    out = []
+    for event in events:
+        stored, written = materialize(event)
+        blobs.update((digest, data) for digest, _, _, data in written)
+        out.append(stored)
+    return out, blobs
+
+
 def measure_all(root: Path = CASSETTES) -> list[Measured]:
     """Every recorded request with a usage report that imports (a continuation's body holds
     calls answered in a history it does not carry: not importable, and left out anyway)."""
     out = []
-    for cassette, n, provider, body, response, uri in _requests(root):
+    for cassette, n, provider, body, response, uri in recorded_requests(root):
         observed = usage_of(provider, response)
         if not observed:
             continue
@@ -208,10 +231,12 @@ def measure_all(root: Path = CASSETTES) -> list[Measured]:
             events = parse(json.dumps(body).encode(), format=provider, source=f"{cassette}#{n}")
         except Exception:  # a continuation: see the docstring
             continue
-        state = fold(_record("cassette", events))
+        stored, blobs = as_stored(events)
+        state = fold(_record("cassette", stored))
         config = BuildConfig(provider=provider, model=model, window=GENEROUS_WINDOW, reserve=8_000,
                              max_tools=1_000)
-        result = build_context(state, config, render=lambda c, p, m: render(c, p, max_tokens=m))
+        result = build_context(state, config, render=lambda c, p, m: render(c, p, max_tokens=m),
+                               load_bytes=partial(_blob, blobs))
         manifest = result.manifest
         added = (sent_tokens(result.request, manifest.encoding, provider)
                  - sent_tokens(body, manifest.encoding, provider))

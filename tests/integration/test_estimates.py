@@ -41,23 +41,33 @@ What is left, by provider, and why it is left:
   request adds is counted with tiktoken here, which Claude counts higher).
 - Gemini: a ``thoughtSignature`` (sent back verbatim) is billed at most 27% of its tiktoken
   count and priced at a third (``reasoning.GEMINI_SIGNATURE_SHARE``; it was priced whole, the
-  median was 0.46). What is left over: media, by rules that need a length the import does not
-  know (``media_cost``'s stated bounds: the audio requests read 0.07-0.09), and small requests'
-  framing (a 36-token request is priced 72). Its SentencePiece tokenizer is not offline either.
+  median was 0.46). What is left over: the audio requests read 0.22-0.28 (0.14-0.16 before the
+  requests were imported as a store appends them, their audio's length read from its bytes:
+  :func:`test_recorded_audio_is_priced_by_the_playing_time_its_stored_bytes_tell`); each is the
+  first of a new user turn, billed 304-315 where the request before it, with the same history
+  but for the audio and a reply, was billed 1,091-1,354: the earlier turns' signatures look not
+  billed once a new user turn starts (priced at a third here). Small requests' framing (a
+  36-token request is priced 72: its tool's JSON and overhead 34, Gemini's whole bill for the
+  tool 18 or less; the history's opening note 13, set aside unsent). Its SentencePiece tokenizer
+  is not offline either.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
 
 import pytest
 
+from contextfold.domain.events import DocumentBlock
+from contextfold.importers import parse
 from contextfold.projections.calibration import CalibrationSample, calibrate
+from contextfold.projections.media_cost import GEMINI_AUDIO_TOKENS_PER_SECOND, gemini_audio_cost
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.tool_prompt import tool_prompt_tokens
-from tests.integration.cassette_usage import Measured, measure_all
+from tests.integration.cassette_usage import Measured, as_stored, measure_all, recorded_requests
 from tests.integration.test_cassettes import CASSETTES
 
 pytestmark = [
@@ -148,3 +158,28 @@ def test_openai_chat_bills_a_declared_tool_at_its_rendering_not_its_json(
         assert 0 <= priced - billed <= 2, (m.cassette, m.index, billed, priced)
         checked += 1
     assert checked == requests
+
+
+def test_recorded_audio_is_priced_by_the_playing_time_its_stored_bytes_tell() -> None:
+    """Gemini bills audio at 32 tokens a second (``media_cost``); the recorded requests' MP3 was
+    billed 80 (``promptTokensDetails``: 2.5 s). Imported as a store appends it (``as_stored``:
+    its playing time read from its bytes, 3,266 ms of MPEG frames, the encoder's padding among
+    them), it is priced 128 (4 whole seconds): never under, within two seconds over. Folded as
+    parsed, it was priced at the longest its 50,889 bytes can play at 8 kbps (1,629)."""
+    checked = 0
+    for cassette, n, provider, body, response, _ in recorded_requests():
+        details = (response or {}).get("usageMetadata", {}).get("promptTokensDetails") or []
+        billed = sum(d.get("tokenCount", 0) for d in details if d.get("modality") == "AUDIO")
+        if provider != "gemini" or not billed:
+            continue
+        stored, _ = as_stored(parse(json.dumps(body).encode(), format=provider, source=f"{cassette}#{n}"))
+        priced = sum(cost.tokens for event in stored for block in _blocks(event)
+                     if (cost := gemini_audio_cost(block)) is not None)
+        assert billed <= priced <= billed + 2 * GEMINI_AUDIO_TOKENS_PER_SECOND, (cassette, n, billed, priced)
+        checked += 1
+    assert checked == 3
+
+
+def _blocks(event: object) -> list[DocumentBlock]:
+    blocks = [*getattr(event, "content", ()), *getattr(event, "blocks", ())]
+    return [b for b in blocks if isinstance(b, DocumentBlock)]
