@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.checked import Integer
+from contextfold.domain.items import Items
 
 __all__ = ["ArtifactRef", "CompactionSummary", "ContentBlock", "DocumentBlock", "FrozenModel", "ImageBlock",
            "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec", "is_medium", "media_artifact_block"]
@@ -115,7 +116,7 @@ class ToolSpec(FrozenModel):
     name: str = Field(min_length=1, max_length=128)
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    tags: tuple[str, ...] = ()
+    tags: Items[str] = Items()
     strict: bool | None = Field(default=None, exclude_if=lambda value: value is None)
     """Whether the provider must hold the model's arguments to ``parameters`` exactly (OpenAI's and
     Anthropic's strict tool use, structured outputs): the runtime's choice, sent as it was made.
@@ -143,7 +144,7 @@ class PlanStep(FrozenModel):
     id: str
     title: str
     status: StepStatus = "pending"
-    depends_on: tuple[str, ...] = ()
+    depends_on: Items[str] = Items()
 
 
 class CompactionSummary(FrozenModel):
@@ -154,14 +155,14 @@ class CompactionSummary(FrozenModel):
     """
 
     goal: str = ""
-    success_contract: tuple[str, ...] = ()
-    completed_steps: tuple[str, ...] = ()
-    pending_steps: tuple[str, ...] = ()
-    decisions: tuple[str, ...] = ()
-    constraints: tuple[str, ...] = ()
-    tool_calls_and_results: tuple[str, ...] = ()
-    evidence_refs: tuple[str, ...] = ()
-    side_effects: tuple[str, ...] = ()
-    known_failures: tuple[str, ...] = ()
+    success_contract: Items[str] = Items()
+    completed_steps: Items[str] = Items()
+    pending_steps: Items[str] = Items()
+    decisions: Items[str] = Items()
+    constraints: Items[str] = Items()
+    tool_calls_and_results: Items[str] = Items()
+    evidence_refs: Items[str] = Items()
+    side_effects: Items[str] = Items()
+    known_failures: Items[str] = Items()
     next_action: str = ""
-    inferences: tuple[str, ...] = ()
+    inferences: Items[str] = Items()

@@ -37,6 +37,7 @@ from contextfold.domain.event_values import (
     ToolCall,
     ToolSpec,
 )
+from contextfold.domain.items import Items, ItemsOrNone
 from contextfold.domain.reasoning import (
     REASONING_ADAPTER,
     AnthropicReasoning,
@@ -135,10 +136,10 @@ class PolicySet(_Event):
     type: Literal["policy_set"] = "policy_set"
     text: str
     source_ref: str = "runtime://policy"
-    allowed_tools: tuple[str, ...] | None = None
+    allowed_tools: ItemsOrNone[str] = ItemsOrNone()
     """None allows every registered tool; a tuple allows only these names."""
-    denied_tools: tuple[str, ...] = ()
-    pinned_tools: tuple[str, ...] = ()
+    denied_tools: Items[str] = Items()
+    pinned_tools: Items[str] = Items()
 
 
 ToolOrigin: TypeAlias = Literal["workspace", "external"]
@@ -166,23 +167,23 @@ class GoalSet(_Event):
 
     type: Literal["goal_set"] = "goal_set"
     goal: str
-    success_contract: tuple[str, ...] = ()
+    success_contract: Items[str] = Items()
 
 
 class PlanUpdated(_Event):
     """The whole current plan: typed steps, budget and stop conditions; it replaces the previous one."""
 
     type: Literal["plan_updated"] = "plan_updated"
-    steps: tuple[PlanStep, ...]
+    steps: Items[PlanStep]
     budget: str | None = None
-    stop_conditions: tuple[str, ...] = ()
+    stop_conditions: Items[str] = Items()
 
 
 class ToolsRegistered(_Event):
     """Tools the runtime can run from now on: added to (or, a name again, replacing) the registry."""
 
     type: Literal["tools_registered"] = "tools_registered"
-    tools: tuple[ToolSpec, ...]
+    tools: Items[ToolSpec]
     replace: bool = Field(default=False, exclude_if=lambda value: not value)
     """The registry is these tools alone: every other registered tool is dropped (a hand-off to an
     agent with another toolkit, an MCP server gone). A dropped tool is never exposed again (until
@@ -196,7 +197,7 @@ class UserInput(_Event):
     """What the user said: text (``UserInput("...")``) or content blocks. Trust=user."""
 
     type: Literal["user_input"] = "user_input"
-    content: tuple[ContentBlock, ...]
+    content: Items[ContentBlock]
     required: bool = False
     """Mark a user message whose constraints must survive every build."""
 
@@ -215,7 +216,7 @@ class ModelResponse(_Event):
 
     type: Literal["model_response"] = "model_response"
     text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: Items[ToolCall] = Items()
     model: str | None = None
     reasoning: Reasoning | None = Field(default=None, exclude_if=lambda value: value is None)
     """The provider's reasoning for this response, opaque and verbatim (``domain.reasoning``).
@@ -238,7 +239,7 @@ class ToolResult(_Event):
     type: Literal["tool_result"] = "tool_result"
     call_id: str = Field(min_length=1)
     content: str = ""
-    blocks: tuple[ContentBlock, ...] = ()
+    blocks: Items[ContentBlock] = Items()
     artifact: ArtifactRef | None = None
     """Set by the store when ``content`` was too large to keep inline; content is then a preview."""
     is_error: bool = False
@@ -293,7 +294,7 @@ class EvidenceRetrieved(_Event):
 
     type: Literal["evidence_retrieved"] = "evidence_retrieved"
     content: str = ""
-    blocks: tuple[ContentBlock, ...] = ()
+    blocks: Items[ContentBlock] = Items()
     source_ref: str
     source_kind: Literal["web", "email", "document", "chunk", "other"] = "chunk"
     semantic_key: str | None = None

@@ -18,6 +18,7 @@ from contextfold.domain.checked import Integer, checked
 from contextfold.domain.errors import IntegrityError, InvalidInputError, quoted
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.fragments import FragmentKind, Trust
+from contextfold.domain.items import Items
 
 __all__ = [
     "BUILD_PROVIDERS",
@@ -111,11 +112,12 @@ class BuildConfig(_Frozen):
     'cancel' appends cancellation events."""
     redact: bool = True
     """Replace credentials with ``[REDACTED:rule]`` (``projections.redact``)."""
-    redact_kinds: tuple[FragmentKind, ...] = ("tool_result", "evidence", "memory", "instruction", "history")
+    redact_kinds: Items[FragmentKind] = Items(("tool_result", "evidence", "memory", "instruction",
+                                               "history"))
     """Fragment kinds redaction applies to (user input is the user's own words: add it here to
     redact it too)."""
-    redact_disabled_rules: tuple[str, ...] = ()
-    redact_allow: tuple[str, ...] = ()
+    redact_disabled_rules: Items[str] = Items()
+    redact_allow: Items[str] = Items()
     """Regexes; a detected value that fully matches one is kept."""
     redact_deny: dict[str, str] = Field(default_factory=dict)
     """Extra rules: name -> regex (the whole match, or group 1), reported as ``custom:<name>``."""

@@ -19,6 +19,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from contextfold.domain.checked import Integer
+from contextfold.domain.items import Items
 
 __all__ = [
     "ITEM_KIND_ERROR",
@@ -86,7 +87,7 @@ class AnthropicReasoning(_Frozen):
     sent back unchanged, before its ``tool_use`` blocks, in the following request."""
 
     provider: Literal["anthropic"] = "anthropic"
-    items: tuple[ReasoningItem, ...] = Field(min_length=1)
+    items: Items[ReasoningItem] = Field(min_length=1)
 
     @field_validator("items")
     @classmethod
@@ -99,7 +100,7 @@ class OpenAIResponsesReasoning(_Frozen):
     they go back as input items before the ``function_call`` items of their response."""
 
     provider: Literal["openai-responses"] = "openai-responses"
-    items: tuple[ReasoningItem, ...] = Field(min_length=1)
+    items: Items[ReasoningItem] = Field(min_length=1)
 
     @field_validator("items")
     @classmethod
@@ -119,7 +120,7 @@ class GeminiReasoning(_Frozen):
     """The ``thoughtSignature`` values of a Gemini response's parts, verbatim."""
 
     provider: Literal["gemini"] = "gemini"
-    signatures: tuple[GeminiSignature, ...] = Field(min_length=1)
+    signatures: Items[GeminiSignature] = Field(min_length=1)
 
 
 Reasoning: TypeAlias = Annotated[

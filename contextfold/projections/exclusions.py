@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
 
-from contextfold.domain.manifest import ExcludedFragment, ExcludedLines
+from contextfold.domain.manifest import ExcludedFragment, ExcludedLines, ExclusionReason
 from contextfold.projections.fragment_facts import BuildCtx
 from contextfold.projections.redacted_units import redacted_unit
 from contextfold.projections.selection import Selection, Unit
@@ -62,7 +62,7 @@ class LowPriorityLines:
 
 
 def _unit_lines(ctx: BuildCtx, uid: str, unit: Unit, members: tuple[str, ...],
-                reason: str) -> tuple[ExcludedFragment, ...]:
+                reason: ExclusionReason) -> tuple[ExcludedFragment, ...]:
     cache = ctx.dropped_lines
     key = (members, unit.tokens, reason, unit.if_fits)
     hit = cache.get(uid)

