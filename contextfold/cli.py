@@ -46,6 +46,7 @@ from contextfold.domain.errors import (
     ContextfoldError,
     IntegrityError,
     InvalidInputError,
+    RecordNotFoundError,
     StoreConfigError,
     StoreNotWritableError,
     StoreUnavailableError,
@@ -485,6 +486,8 @@ def _main(argv: list[str] | None) -> int:
         sys.stderr.write(f"contextfold: {type(exc).__name__}: {_one_line(exc)}\n")
         return 4 if isinstance(exc, StoreUnavailableError) else 5
     except ContextfoldError as exc:
+        if isinstance(exc, RecordNotFoundError) and args.store:  # the build it suggests: on this store,
+            exc = exc.on_store(_args.shown_store(args.store))  # its password masked
         sys.stderr.write(f"contextfold: {type(exc).__name__}: {_one_line(exc)}\n")
         for note in getattr(exc, "__notes__", ()):  # context a caller added on the way out
             sys.stderr.write(f"  {visible(note)}\n")

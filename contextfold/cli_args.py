@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["EXCLUDED_SHOWN", "IMPORT_FORMATS", "PROVIDER_CHOICES", "RECORD_CHECK_HELP", "RECORD_HELP",
            "build_args", "config_args", "configure_audit", "configure_build", "configure_compact",
            "configure_diff", "configure_import", "configure_manifest", "configure_replay", "configure_show",
-           "configure_usage", "configure_why", "excluded_count", "record_choice"]
+           "configure_usage", "configure_why", "excluded_count", "record_choice", "shown_store"]
 
 PROVIDER_CHOICES: tuple[str, ...] = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
 """``contextfold.domain.manifest.BUILD_PROVIDERS``, restated: importing the manifest models costs
@@ -279,3 +279,12 @@ EXCLUDED_SHOWN = 20
 def excluded_count(text: str) -> int | None:
     """``--excluded``: a number of fragments per reason, or ``all`` (None)."""
     return None if text == "all" else nonnegative(text, "a number >= 0 or 'all'")
+
+
+def shown_store(url: str) -> str:
+    """The ``--store`` a command suggested in an error names: the URL given, its password masked
+    (a line on standard error is often logged). Imports the store's URL parsing when called, on
+    an error's way out, not with the flags."""
+    from contextfold.store.store_url import display_url
+
+    return display_url(url)

@@ -245,9 +245,13 @@ class RecordNotFoundError(NotFoundError):
     A turn can hold several (a live build, then another after a compaction); an audit that
     picks one by index must not fall back to another record, or to a rebuild, silently. The
     message says what to do instead: which records there are to pick from, or, for a turn
-    without one, how to record one (a build of the turn records its rebuild)."""
+    without one, how to record one (a build of the turn records its rebuild).
 
-    def __init__(self, run_id: str, turn: int, record: str, count: int) -> None:
+    ``store``: the ``--store`` the suggested command names, the one the failed command was given
+    (:meth:`on_store`; the CLI adds it). Without it, the command printed ran on the default store
+    or ``$CONTEXTFOLD_STORE``, where the run is not."""
+
+    def __init__(self, run_id: str, turn: int, record: str, count: int, *, store: str | None = None) -> None:
         wanted = f"{record} record" if record in ("first", "last") else f"record {record}"
         if count:
             held = f"{count} context_built records" if count > 1 else "one context_built record"
@@ -255,14 +259,23 @@ class RecordNotFoundError(NotFoundError):
             advice = f"there is no {wanted}: ask for first, last or {choices}"
         else:
             held = "no context_built record yet"
+            flag = "" if store is None else f" --store {shlex.quote(store)}"
             advice = (f"there is no {wanted} to read: build the turn to record one (contextfold build "
-                      f"{shlex.quote(run_id)} --turn {turn}; in Python Run.build(turn={turn})), "
+                      f"{shlex.quote(run_id)} --turn {turn}{flag}; in Python Run.build(turn={turn})), "
                       "then ask again")
         super().__init__(f"run {run_id!r} turn {turn} has {held}, so {advice}")
         self.run_id = run_id
         self.turn = turn
         self.record = record
         self.count = count
+        self.store = store
+
+    def on_store(self, store: str) -> RecordNotFoundError:
+        """The same error, its suggested command naming ``store`` (its notes kept)."""
+        again = RecordNotFoundError(self.run_id, self.turn, self.record, self.count, store=store)
+        for note in getattr(self, "__notes__", ()):
+            again.add_note(note)
+        return again
 
 
 class IntegrityError(ContextfoldError):

@@ -4,8 +4,11 @@ real SQLite file (same parser, handlers and exit codes as the installed command)
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -373,3 +376,44 @@ def test_a_replay_whose_turn_another_worker_recorded_meanwhile_says_the_record_i
             "that worker's") in err
     assert "this rebuild's request differs from it (request " in err
     assert f", the record's {theirs.request_hash[:16]})\n" in err
+
+
+def test_the_build_a_missing_record_suggests_runs_as_printed_on_the_store_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hint of a turn without a record names the ``build`` that records one. Given ``--store``,
+    it names that store too: printed without it, the command ran on the default store (or
+    ``$CONTEXTFOLD_STORE``), where the run is not, and failed with RunNotFoundError."""
+    (tmp_path / "my runs").mkdir()
+    store, _ = _two_records(tmp_path / "my runs")
+    monkeypatch.delenv("CONTEXTFOLD_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)  # the default store (./runs.db) is not this one
+    code, _, err = _cf(capsys, store, "diff", "r1", "5", "6", "--record-a", "first")
+    assert code == 2 and f"--store '{store}'" in err, err
+    suggested = re.search(r"\(contextfold (.*?); in Python", err)
+    assert suggested is not None, err
+    capsys.readouterr()
+    assert main(shlex.split(suggested.group(1))) == 0, capsys.readouterr().err
+    code, out, err = _cf(capsys, store, "diff", "r1", "5", "6", "--record-a", "first")
+    assert code == 0 and out.startswith("turn 5 -> 6 (record 1 of 2)"), err
+    # from $CONTEXTFOLD_STORE: the command as printed, in the same shell, finds the store already
+    monkeypatch.setenv("CONTEXTFOLD_STORE", store)
+    capsys.readouterr()
+    assert main(["diff", "r1", "4", "6", "--record-a", "first"]) == 2
+    err = capsys.readouterr().err
+    assert "(contextfold build r1 --turn 4; in Python Run.build(turn=4))" in err, err
+
+
+@pytest.mark.postgres
+def test_a_suggested_store_never_shows_its_password(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A password in ``--store`` is masked in the suggested command, as wherever else a store URL
+    is shown (an error line is often logged): that command then needs it put back, or
+    ``PGPASSWORD``. The test server trusts local connections, so the password is not checked."""
+    url = urlparse(pg_url)
+    store = url._replace(netloc=f"{url.username}:s3cret@{url.hostname}:{url.port or 5432}").geturl()
+    with open_store(store) as s:
+        s.run("r1").append(UserInput("Make the build pass."), ModelResponse(text="Looking."),
+                           UserInput("Go on."))
+    code, _, err = _cf(capsys, store, "why", "r1", "--turn", "1", "e1", "--record", "first")
+    assert code == 2 and "s3cret" not in err, err
+    masked = url._replace(netloc=f"{url.username}:***@{url.hostname}:{url.port or 5432}").geturl()
+    assert f"--store {shlex.quote(masked)};" in err, err
