@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-__all__ = ["DEFAULT_MEMO_MB", "MEMO_MB_ENV", "SHARES", "MemoCeilingWarning", "MemoSize", "deep_size",
-           "memo_ceiling", "memo_report", "memo_share", "set_memo_ceiling"]
+__all__ = ["DEFAULT_MEMO_MB", "MEMO_MB_ENV", "MIN_MEMO_MB", "SHARES", "MemoCeilingWarning", "MemoSize",
+           "deep_size", "memo_ceiling", "memo_report", "memo_share", "set_memo_ceiling"]
 
 MEMO_MB_ENV = "CONTEXTFOLD_MEMO_MB"
 DEFAULT_MEMO_MB = 256
@@ -39,6 +39,14 @@ DEFAULT_MEMO_MB = 256
 room for the memos of a few dozen active tau-bench-sized runs, or a handful of 10,000-message
 ones, each built turn after turn at the cost of its new events. A process serving more active
 long runs at once than fit rebuilds their messages' JSON more often (slower, same output)."""
+
+MIN_MEMO_MB = 1
+"""The least ``$CONTEXTFOLD_MEMO_MB`` taken (MiB). Why: a positive value below it (``1e-9``,
+a unit slipped) left every memo a share under ~32 KB, some under a byte: each started over at
+almost every entry, so every build counted, rendered and redacted all its texts again, slower
+with no word of why (one tau-bench run's memos hold ~0.3-1 MB). Such a value is warned about and
+the default used, as one that is not a number. :func:`set_memo_ceiling` takes any positive
+value: code that asks for a tiny ceiling (a test making memos start over) means it."""
 
 SHARES: dict[str, float] = {
     "request_json": 0.35,  # rendered messages, their JSON, manifest lines (and the protocol checks')
@@ -59,11 +67,12 @@ SHARES: dict[str, float] = {
 
 
 class MemoCeilingWarning(UserWarning):
-    """``$CONTEXTFOLD_MEMO_MB`` is set to what is not a positive number of MiB, so the default
-    ceiling is used. A warning, not an error (``contextfold.errors`` holds those, all under
-    ``ContextfoldError``): the ceiling is read while the package is imported, and a tuning knob
-    set wrong must not break every import, the command line's included. The command line prints
-    it as one line of its own on stderr; filter it with :mod:`warnings` like any other."""
+    """``$CONTEXTFOLD_MEMO_MB`` is set to what is not a positive number of MiB, or to one below
+    :data:`MIN_MEMO_MB`, so the default ceiling is used. A warning, not an error
+    (``contextfold.errors`` holds those, all under ``ContextfoldError``): the ceiling is read
+    while the package is imported, and a tuning knob set wrong must not break every import, the
+    command line's included. The command line prints it as one line of its own on stderr;
+    filter it with :mod:`warnings` like any other."""
 
 
 _ceiling: int | None = None
@@ -72,9 +81,9 @@ _APPLY: dict[str, list[Callable[[int], None]]] = {}
 
 
 def _from_env() -> int:
-    """``$CONTEXTFOLD_MEMO_MB`` in bytes; a value that is not a positive number is warned about
-    and the default used (read while the package is imported: an error there would break every
-    import, the CLI's included, over a tuning knob)."""
+    """``$CONTEXTFOLD_MEMO_MB`` in bytes; a value that is not a positive number, or is below
+    :data:`MIN_MEMO_MB`, is warned about and the default used (read while the package is
+    imported: an error there would break every import, the CLI's included, over a tuning knob)."""
     raw = os.environ.get(MEMO_MB_ENV, "").strip()
     if not raw:
         return DEFAULT_MEMO_MB << 20
@@ -86,6 +95,12 @@ def _from_env() -> int:
         warnings.warn(f"{MEMO_MB_ENV}={raw!r} is not a positive number of MiB: using the default memo "
                       f"ceiling, {DEFAULT_MEMO_MB} MiB (set it to a number such as 512, or unset it)",
                       MemoCeilingWarning, stacklevel=2)
+        return DEFAULT_MEMO_MB << 20
+    if mb < MIN_MEMO_MB:
+        warnings.warn(f"{MEMO_MB_ENV}={raw!r} is below the floor of {MIN_MEMO_MB} MiB, where every memo "
+                      "would start over at almost every entry: using the default memo ceiling, "
+                      f"{DEFAULT_MEMO_MB} MiB (set it to a number from {MIN_MEMO_MB} up, such as 512, or "
+                      "unset it)", MemoCeilingWarning, stacklevel=2)
         return DEFAULT_MEMO_MB << 20
     return int(mb * (1 << 20))
 

@@ -553,3 +553,15 @@ def test_an_event_version_this_release_does_not_know_is_a_format_error(tmp_path:
     assert out.returncode == 0, out.stderr
     shown = in_process("--store", store, "events", "old", "--json", cwd=tmp_path).stdout
     assert '"encoding":"o200k_base"' in shown and '"v":2' in shown
+
+
+def test_a_memo_ceiling_below_the_floor_is_one_warning_line_and_the_command_runs(tmp_path: Path) -> None:
+    """``CONTEXTFOLD_MEMO_MB=1e-9`` (positive, but a ceiling under which every memo starts over
+    at almost every entry): the default ceiling, said on one line, as for a value that is not a
+    number."""
+    assert cf("demo", cwd=tmp_path).returncode == 0
+    out = cf("runs", cwd=tmp_path, env={"CONTEXTFOLD_MEMO_MB": "1e-9"})
+    assert (out.returncode, out.stdout) == (0, "demo-fix-invoice\t25 events\n")
+    assert out.stderr == ("contextfold: warning: CONTEXTFOLD_MEMO_MB='1e-9' is below the floor of 1 MiB, "
+                          "where every memo would start over at almost every entry: using the default memo "
+                          "ceiling, 256 MiB (set it to a number from 1 up, such as 512, or unset it)\n")

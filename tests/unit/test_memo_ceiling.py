@@ -34,7 +34,14 @@ from contextfold.domain.manifest import BuildConfig
 from contextfold.projections import request_json, tokens
 from contextfold.projections.builder import build_context
 from contextfold.projections.fold import fold
-from contextfold.projections.memo_budget import SHARES, deep_size, memo_ceiling, memo_report, set_memo_ceiling
+from contextfold.projections.memo_budget import (
+    MIN_MEMO_MB,
+    SHARES,
+    deep_size,
+    memo_ceiling,
+    memo_report,
+    set_memo_ceiling,
+)
 from tests.unit.test_builder import recorded
 
 MB = 1 << 20
@@ -153,6 +160,24 @@ def test_an_environment_value_that_is_not_a_positive_number_warns_and_keeps_the_
     assert int(ceiling) == 256 * MB
     assert (f"MemoCeilingWarning: CONTEXTFOLD_MEMO_MB={bad!r} is not a positive number of MiB: using the "
             "default memo ceiling, 256 MiB (set it to a number such as 512, or unset it)") in stderr
+
+
+@pytest.mark.parametrize("tiny", ["1e-9", "0.000001", "0.5"])
+def test_an_environment_value_below_the_floor_warns_and_keeps_the_default(tiny: str) -> None:
+    """Positive but below :data:`MIN_MEMO_MB`: a ceiling under which every memo starts over at
+    almost every entry (one tau-bench run's memos hold ~0.3-1 MB), every build paying for all of
+    its texts again with no word of why. A slip (a unit, a digit), treated as a value that is not
+    a number is: the default, and a warning that says so."""
+    ceiling, held, _, stderr = _in_a_new_process(tiny)
+    assert (int(ceiling), int(held)) == (256 * MB, int(256 * MB * SHARES["request_json"]))
+    assert (f"MemoCeilingWarning: CONTEXTFOLD_MEMO_MB={tiny!r} is below the floor of {MIN_MEMO_MB} MiB, "
+            "where every memo would start over at almost every entry: using the default memo ceiling, "
+            "256 MiB (set it to a number from 1 up, such as 512, or unset it)") in stderr
+
+
+def test_the_floor_itself_is_taken() -> None:
+    ceiling, _, _, stderr = _in_a_new_process(str(MIN_MEMO_MB))
+    assert int(ceiling) == MIN_MEMO_MB * MB and "MemoCeilingWarning" not in stderr
 
 
 def test_the_shares_leave_the_ceiling_whole() -> None:
