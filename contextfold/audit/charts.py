@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from contextfold.audit.data import TurnAudit
+from contextfold.audit.models import TurnAudit
 
 __all__ = ["LAYER_COLORS", "axis_label", "layers_chart", "prefix_chart", "usage_chart"]
 

@@ -1,6 +1,6 @@
 """The audit report: one self-contained HTML file (inline CSS, SVG and a little JS; no network).
 
-Pure: :class:`~contextfold.audit.data.RunAudit` in, an HTML string out.
+Pure: :class:`~contextfold.audit.models.RunAudit` in, an HTML string out.
 
 Long runs stay usable and the file stays linear in turns:
 
@@ -30,8 +30,8 @@ from html import escape
 from typing import Any
 
 from contextfold.audit.charts import LAYER_COLORS, layers_chart, prefix_chart, usage_chart
-from contextfold.audit.data import RunAudit, TurnAudit, unbuilt_answer
 from contextfold.audit.effects import describe
+from contextfold.audit.models import RunAudit, TurnAudit, unbuilt_answer
 from contextfold.audit.text import visible
 from contextfold.domain.manifest import ContextManifest
 
