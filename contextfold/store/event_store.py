@@ -460,7 +460,7 @@ class EventStore(RunHeads):
     def _offload(self, index: int, event: AnyEvent) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]]]:
         """Move a payload above the threshold into an artifact; keep ref, size and a preview.
 
-        Inline ``data:`` media (images, PDFs) become artifacts too, checked and
+        Inline ``data:`` media (images, PDFs, audio, video) become artifacts too, checked and
         measured by :func:`contextfold.store.media.materialize`; a bad medium
         raises here, before anything of the batch is written.
         """

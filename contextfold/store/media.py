@@ -18,17 +18,19 @@ pure projections must not do. What is recorded is only what the bytes prove:
   (the default of most current writers), so it would price them at zero;
 - audio and video keep their declared type and their bytes as they came, with the playing time
   their container tells (``DocumentBlock.duration_ms``, :mod:`.media_duration`): Gemini counts
-  them by their length, and the build never reads a medium's bytes to price it;
+  them by their length, and the build never reads a medium's bytes to price it. From a
+  ``data:`` URL they are stored as an artifact too when that sends them as the URL did
+  (:func:`_stored_as_sent`); a log that holds them inline reads and builds as it always did;
 - limits (:class:`MediaLimits`): bytes per image and per PDF, pixels per side,
   pages. A breach raises :class:`InputLimitError`; an unknown type or corrupt
   bytes raise :class:`UnsupportedMediaError`. Both are raised before anything is
   stored, and :func:`materialize` checks every media block of an append before
   the store writes any artifact, so an append either stores all or nothing.
 
-Inline base64 media that importers keep as RFC 2397 ``data:`` URLs become
-artifacts when the event is appended (:func:`materialize`, called by the event
+Inline base64 media that importers keep as RFC 2397 ``data:`` URLs (images, PDFs, audio,
+video) become artifacts when the event is appended (:func:`materialize`, called by the event
 store): the block then holds an :class:`ArtifactRef` (blake3 hash, size, media
-type) plus dimensions or page count, and the log stays small.
+type) plus dimensions, page count or playing time, and the log stays small.
 """
 
 from __future__ import annotations
@@ -366,16 +368,39 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
     if ";base64," not in block.url[:200]:
         return block  # a plain-text data: URL document is text, not media
     declared, data = decode_data_url(block.url, max_bytes=limits.max_document_bytes)
-    if sniff_media_type(data) != "application/pdf":
-        # A text or office file sent inline: kept as it came (renderers name it, never drop it);
-        # audio or video with the playing time its bytes tell (priced by it: ``media_cost``).
+    sniffed = sniff_media_type(data)
+    if sniffed != "application/pdf":
+        # audio or video with the playing time its bytes tell (priced by it: ``media_cost``)
         timed = _timed_info(data, block.media_type) if is_timed_media(block.media_type) else None
-        return block if timed is None else block.model_copy(update={"duration_ms": timed.duration_ms})
+        duration = block.duration_ms if timed is None else timed.duration_ms
+        if _stored_as_sent(block, declared, data, sniffed):
+            ref = _ref(data, block.media_type)
+            blobs.append((ref.hash, ref.size, ref.media_type, data))
+            return block.model_copy(update={"artifact": ref, "url": None, "duration_ms": duration})
+        # A text or office file sent inline: kept as it came (renderers name it, never drop it)
+        return block if timed is None else block.model_copy(update={"duration_ms": duration})
     info = inspect_document(data, media_type=declared, limits=limits)
     ref = _ref(data, info.media_type)
     blobs.append((ref.hash, ref.size, ref.media_type, data))
     return block.model_copy(update={"artifact": ref, "url": None, "media_type": info.media_type,
                                     "pages": info.pages})
+
+
+def _stored_as_sent(block: DocumentBlock, declared: str | None, data: bytes, sniffed: str | None) -> bool:
+    """Whether the audio or video ``data`` of ``block``'s ``data:`` URL is kept as an artifact: the
+    request a build makes of it is then the one it made of the URL, the same base64 text under
+    the same type (``media_finish`` sends a URL's payload as it is, an artifact's bytes encoded).
+
+    Why move it at all: kept inline, the clip's base64 sat in the event, hashed into the chain,
+    read by every fold and shown by ``events``, once per message carrying it, and an event over
+    ``max_event_bytes`` was refused where ``Store.attach_media`` stores the same bytes. Kept as
+    it came, as before: a text or office file, bytes that are an image (``attach_media`` refuses
+    them), a URL whose type is not the block's (a request sent the URL's), and base64 that
+    encodes its bytes otherwise than Python does (unused bits set: another text sent)."""
+    if not (is_timed_media(block.media_type) and declared in (None, block.media_type) and sniffed is None
+            and data and block.url is not None):
+        return False
+    return block.url.partition(",")[2] == base64.b64encode(data).decode("ascii")
 
 
 def _timed_info(data: bytes, media_type: str) -> MediaInfo | None:

@@ -79,7 +79,8 @@ def test_a_cited_video_and_inline_audio_are_logged_with_their_length(store: Even
     stored, wave_, mp3, remote = _logged(store, "r")
     assert stored.duration_ms == 75_500 and stored.artifact is not None
     assert stored.artifact.hash == _ref(video, "x").hash  # the bytes, as they came
-    assert wave_.duration_ms == 30_000 and wave_.url is not None and wave_.url.startswith("data:audio/wav")
+    assert wave_.duration_ms == 30_000 and wave_.url is None and wave_.artifact is not None  # kept once,
+    assert store.artifact(wave_.artifact) == wav(30)  # as an image's data: URL is (test_inline_timed_media)
     assert mp3.duration_ms == -(-round(20 * 44_100 / 1152) * 1152 * 1000 // 44_100)
     assert remote.duration_ms == 61_000
     assert store.verify("r").ok
