@@ -27,17 +27,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextfold.projections.summary_check import CALL_CITE, CALL_ID
 from contextfold.projections.summary_text import CONSTRAINT_LINE
 
-__all__ = ["EARLIER", "SCALES", "bounded_fields", "earlier_lines", "is_earlier_line", "listed_calls",
-           "said_once", "with_ids"]
+__all__ = ["EARLIER", "SCALES", "STATEMENTS_WHOLE", "bounded_fields", "earlier_lines", "is_earlier_line",
+           "listed_calls", "newest_of", "said_once", "with_ids"]
 
 EARLIER = "earlier "
 """How a line of older plain successes of one tool starts (``deterministic_summary``): one per
 tool and outcome, so they are not folded again."""
+STATEMENTS_WHOLE = 6
+"""The assistant's statements a summary lists as inferences (the newest; a line counts the rest:
+:func:`newest_of`)."""
 _WHOLE: Mapping[str, int] = {"tool_calls_and_results": 32, "side_effects": 32, "known_failures": 16,
-                             "evidence_refs": 32, "decisions": 16, "constraints": 32}
+                             "evidence_refs": 32, "decisions": 16, "constraints": 32,
+                             "inferences": STATEMENTS_WHOLE}
 """How many of each list's entries stay whole (the highest ranked, :func:`_rank`; the newest of
-a rank first). Of the constraints only what users said
-is capped (``user at event N: ...``): a chat loop's every short message is one, and at 8k the
+a rank first). The inferences fold at a share as the other lists do (a summary made for a
+small window listed six statements whole beside folded constraints). Of the constraints only
+what users said is capped (``user at event N: ...``): a chat loop's every short message is one, and at 8k the
 summary outgrew what auto-compaction could make fit, so the newest turns were dropped instead.
 Policies and inputs marked required always stay whole."""
 _USER_SAID = re.compile(r"^user at event (\d+): ")
@@ -58,8 +63,9 @@ _EARLIER_LINE = re.compile(rf"^{EARLIER}(.+?): ({_CALL}(?:, {_CALL})*)(?: \(and 
 """A line of older plain successes exactly as :func:`earlier_lines` writes it: (key, calls, more).
 A plug-in summary's own line that merely starts with ``earlier`` is an entry like any other."""
 _FOLDED = re.compile(r"^(\d+) earlier (?:known failures|tool calls and results|side effects|evidence refs"
-                     r"|decisions|constraints) \(read back in events://[^\s)]+\)")
-"""A line that folded older entries, exactly as :func:`bounded_fields` writes it."""
+                     r"|decisions|constraints|inferences) \(read back in events://[^\s)]+\)")
+"""A line that folded older entries, exactly as :func:`bounded_fields` (or :func:`newest_of`)
+writes it."""
 
 
 def is_earlier_line(entry: str) -> bool:
@@ -94,6 +100,23 @@ def earlier_lines(carried: Iterable[str], new: Mapping[str, Sequence[str]]) -> l
         ids.extend(ids_new)
     return [f"{EARLIER}{key}: {listed_calls(list(dict.fromkeys(ids)), more=unnamed)}"
             for key, (ids, unnamed) in merged.items()]
+
+
+def newest_of(key: str, entries: Sequence[str], keep: int, events_ref: str) -> list[str]:
+    """The newest ``keep`` of ``entries`` (a list of ``key``), after one line saying how many older
+    ones are left out and where they are read back (``events_ref``, the covered range), as a
+    folded line of :func:`bounded_fields` says it. A line an earlier summary wrote so (merged into
+    this one) counts for the entries it stood for, and is replaced.
+
+    Why: the built-in summary keeps the assistant's newest statements alone as inferences, and
+    left the older ones out without a word: a model reading it had no way to know it had said
+    anything before, nor where to read it."""
+    folded = [m for e in entries if (m := _FOLDED.match(e)) is not None]
+    rest = [e for e in entries if _FOLDED.match(e) is None]
+    kept = rest[-keep:] if keep > 0 else []
+    dropped = sum(int(m.group(1)) for m in folded) + len(rest) - len(kept)
+    line = f"{dropped} earlier {key.replace('_', ' ')} (read back in {events_ref})"
+    return [line, *kept] if dropped else kept
 
 
 SCALES: tuple[tuple[float, float], ...] = (
@@ -199,11 +222,14 @@ messages were said at are not listed, only that each is readable in the covered 
 
 def _first_named(names: Sequence[Sequence[str]], ranks: Sequence[int], limit: int) -> list[str]:
     """Of the ``names`` each entry holds (oldest first), the ``limit`` a folded line lists: those of
-    the highest-ranked entries, the newest of a rank first, shown oldest first."""
+    the highest-ranked entries, the newest of a rank first, shown oldest first. Of an entry that
+    folded older ones in an earlier summary (rank 0, its names oldest first), its newest names are
+    taken first too: taken from its start, a line folded again at each compaction kept naming its
+    oldest few calls for good and dropped every newer one it stood for."""
     order = sorted(range(len(names)), key=lambda i: (ranks[i], i), reverse=True)
     picked: dict[str, int] = {}
     for i in order:
-        for n in names[i]:
+        for n in (reversed(names[i]) if ranks[i] == 0 else names[i]):
             if len(picked) < limit and n not in picked:
                 picked[n] = i
     return sorted(picked, key=lambda n: (picked[n], names[picked[n]].index(n)))

@@ -42,9 +42,11 @@ from contextfold.projections.plan_view import plan_steps
 from contextfold.projections.render.runtime_lines import call_ref, ref_text, tool_ref
 from contextfold.projections.state import RunState
 from contextfold.projections.summary_bounds import (
+    STATEMENTS_WHOLE,
     bounded_fields,
     earlier_lines,
     is_earlier_line,
+    newest_of,
     said_once,
     with_ids,
 )
@@ -73,8 +75,6 @@ LoadText: TypeAlias = Callable[[ArtifactRef], str]
 _ARGS_CHARS = 80
 _RECENT_CALLS = 4
 """Plain successful calls listed in full; older ones keep only their ids and outcome."""
-_RECENT_STATEMENTS = 6
-"""Assistant statements kept as inferences (older ones: read back by the events:// ref)."""
 
 
 def _dedupe(values: Sequence[str]) -> tuple[str, ...]:
@@ -338,7 +338,8 @@ def unbounded_summary(events: Sequence[RecordedEvent], state: RunState,
     carried = [e for e in f["tool_calls_and_results"] if is_earlier_line(e)]  # from merged summaries
     f["tool_calls_and_results"] = earlier_lines(carried, older) + [
         e for e in f["tool_calls_and_results"] if not is_earlier_line(e)]
-    f["inferences"] = f["inferences"][-_RECENT_STATEMENTS:]
+    covered = f"events://{run}/{events[0].position if events else 0}-{events[-1].position if events else 0}"
+    f["inferences"] = newest_of("inferences", f["inferences"], STATEMENTS_WHOLE, covered)
     if state.plan is not None:
         plan = plan_steps(state.plan)  # an id listed twice: one entry, as the plan fragment reads it
         f["completed_steps"], f["pending_steps"] = plan_lines(
