@@ -158,8 +158,7 @@ def _build(state: RunState, config: BuildConfig, *,
     budget = calibrated_budget(config.window - config.reserve, calibration)
     if budget <= REPLY_PRIMING:
         raise BudgetError(_no_budget(config, budget, calibration))
-    floor = state.latest_error_ids()
-    required = state.required_ids()
+    required, floor = state.required_and_floor()
     tool_in = tool_inputs(state, config)  # what the tools layer starts from (below)
     blocked = tool_in.blocked
     ctx = BuildCtx(state, config, load_text, required, state.counter.count,

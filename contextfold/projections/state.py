@@ -300,6 +300,11 @@ class RunState:
     def _index(self) -> TimelineIndex:
         """The timeline index, brought up to date in O(new items) (see :class:`TimelineIndex`)."""
         index = self.memo.get("timeline")
+        # Nothing appended or hidden since it caught up (``TimelineIndex.extend``'s first
+        # answer, without the call): a build asks ~6 times, and the fold's step once.
+        if (isinstance(index, TimelineIndex) and index.n_items == len(self.items)
+                and index.n_hidden == len(self.hidden)):
+            return index
         if not isinstance(index, TimelineIndex) or not index.extend(self):
             index = TimelineIndex.of(self)
             self.memo["timeline"] = index
@@ -340,12 +345,17 @@ class RunState:
         return dict(self.pairing.open)
 
     def required_ids(self) -> frozenset[str]:
+        return self.required_and_floor()[0]
+
+    def required_and_floor(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(:meth:`required_ids`, :meth:`latest_error_ids`) from one look at the memo: the
+        builder needs both, and asking for each brought the timeline index up to date and
+        compared the memo's key twice."""
         index = self._index()
         key = (index.key(self), len(self.active))
         hit = self.memo.get("required")
         if isinstance(hit, tuple) and hit[0] == key:
-            cached: frozenset[str] = hit[1]
-            return cached
+            return hit[1], hit[2]
         req: set[str] = {fid for fid in self.active if self.entries[fid].required}
         req.update(self.items[p].fragment_ids[0] for p in index.required_users)
         for pos in (index.last_user, index.last_summary):
@@ -357,7 +367,7 @@ class RunState:
         floor = frozenset(self.items[error].fragment_ids) if error is not None else frozenset()
         out = frozenset(req | floor)
         self.memo["required"] = (key, out, floor)
-        return out
+        return out, floor
 
     def latest_error_ids(self) -> frozenset[str]:
         """The fragments of the latest error's group, required down to its diagnosis only.
@@ -373,11 +383,7 @@ class RunState:
         policy keeps out is shown only as a note (``not_offered``): its failure is not one the
         model can retry, so not its latest. The builder requires it only where it fits beside
         the other required fragments (``selection.Unit.if_fits``)."""
-        self.required_ids()
-        hit = self.memo["required"]
-        assert isinstance(hit, tuple)
-        floor: frozenset[str] = hit[2]
-        return floor
+        return self.required_and_floor()[1]
 
     def _latest_error(self, index: TimelineIndex) -> int | None:
         """Position of the latest error's group (:meth:`latest_error_ids`), if any.
