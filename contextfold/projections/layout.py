@@ -104,8 +104,12 @@ HISTORY_START_ID = "runtime:history-start"
 PREFIX_KINDS = frozenset({"instruction", "goal", "success_contract", "plan"})
 """The fragments laid out as user messages before the timeline (the stable and task sections)."""
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LayoutInput:
+    """What one build lays out. A slot class, not a frozen one: made once per build with 14
+    fields, and a frozen dataclass sets each through ``object.__setattr__`` (6.0 us against 1.3
+    here); nothing keeps or hashes it, and the layout only reads it."""
+
     state: RunState
     kept: frozenset[str]
     """Fragment ids selected (every fragment of a kept group)."""
