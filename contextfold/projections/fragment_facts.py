@@ -107,13 +107,15 @@ class BuildCtx:
     and the result."""
     late: dict[str, Facts] = field(default_factory=dict)
     """Facts of artifact-backed fragments this build redacted when it needed their text."""
-    table: dict[str, Facts] = field(default_factory=dict)
-    objects: dict[tuple[str, str], tuple[object, Any]] = field(default_factory=dict)
-    _tables: dict[str, dict[Any, Any]] = field(default_factory=dict, init=False, repr=False)
+    # The tables below are the state's memo's, found in ``__post_init__``: no default (a
+    # default factory made five dicts per build only to drop them there).
+    table: dict[str, Facts] = field(init=False)
+    objects: dict[tuple[str, str], tuple[object, Any]] = field(init=False)
+    _tables: dict[str, dict[Any, Any]] = field(init=False, repr=False)
     """This config's tables by slot (``objects_for``)."""
-    dropped_lines: dict[str, Any] = field(default_factory=dict)
+    dropped_lines: dict[str, Any] = field(init=False)
     """Manifest lines of dropped units, per unit id (``exclusions``)."""
-    redactions: dict[str, tuple[FragmentEntry, Hit | None]] = field(default_factory=dict)
+    redactions: dict[str, tuple[FragmentEntry, Hit | None]] = field(init=False)
     """The policy's result per fragment id, with the entry it was for (``_redaction``)."""
     blocked: frozenset[str] = frozenset()
     """Tools the history calls that the request does not offer (``tool_candidates.ToolInputs.blocked``):
