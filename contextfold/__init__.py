@@ -27,7 +27,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from contextfold.api import ReplayReport, Run, Store, open_store
+    from contextfold.api import Run
     from contextfold.domain.errors import (
         ArtifactNotFoundError,
         BudgetError,
@@ -106,10 +106,12 @@ if TYPE_CHECKING:
         set_memo_ceiling,
     )
     from contextfold.projections.render.validate import SdkCheckSkippedWarning
+    from contextfold.replay_report import ReplayReport
+    from contextfold.store_api import Store, open_store
     from contextfold.usage_api import UsageWarning
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "contextfold.api": ("ReplayReport", "Run", "Store", "open_store"),
+    "contextfold.api": ("Run",),
     "contextfold.domain.errors": (
         "ArtifactNotFoundError", "BudgetError", "CompactionError", "ConcurrencyConflictError",
         "ContextfoldError", "CryptoError", "DuplicateToolCallError", "DuplicateToolResultError",
@@ -134,9 +136,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "contextfold.projections.memo_budget": ("MemoCeilingWarning", "memo_ceiling", "memo_report",
                                             "set_memo_ceiling"),
     "contextfold.projections.render.validate": ("SdkCheckSkippedWarning",),
+    "contextfold.replay_report": ("ReplayReport",),
+    "contextfold.store_api": ("Store", "open_store"),
     "contextfold.usage_api": ("UsageWarning",),
 }
-"""Each module and the public names it defines: the imports above, for the first use of a name."""
+"""Each module and the public names it defines: the imports above, for the first use of a name.
+Each name from the module that defines it, not one that re-exports it: ``open_store`` taken from
+:mod:`contextfold.api` loaded the run handle, the builder, the renderers and tiktoken for a
+process that only opens a store (``tests/unit/test_library_light_imports.py``)."""
 
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
