@@ -199,7 +199,7 @@ def _handle_events(args: argparse.Namespace) -> int:
         events = store.events.read(args.run, upto=args.upto)  # Run.events, without loading the builder
         if args.with_artifacts:
             from contextfold.domain.events import artifact_refs, canonical_dumps
-            from contextfold.importers.events_jsonl import artifact_line
+            from contextfold.domain.export_lines import artifact_line  # not the importers (its docstring)
 
             carried: set[str] = set()
             for rec in events:

@@ -13,7 +13,8 @@ An export made with ``--with-artifacts`` also carries the run's artifacts (the l
 and media its events cite by hash), one line each: ``{"artifact": {"data": BASE64, "hash": H,
 "media_type": M, "size": N}}``. :func:`parse_doc` passes over them; :func:`bundled_artifacts`
 reads them (``importers.runs_and_artifacts``: the same parse), each checked against its hash,
-so another store can hold the run.
+so another store can hold the run. The line's format, and its writer :func:`artifact_line`, are
+in :mod:`contextfold.domain.export_lines` (re-exported here).
 """
 
 from __future__ import annotations
@@ -31,14 +32,11 @@ from contextfold.domain.events import (
     ArtifactRef,
     event_from_json,
 )
+from contextfold.domain.export_lines import ARTIFACT_LINE, artifact_line
 from contextfold.domain.log import PairingState
 from contextfold.importers._json import Bad, Doc
 
 __all__ = ["ARTIFACT_LINE", "artifact_line", "bundled_artifacts", "parse_doc"]
-
-ARTIFACT_LINE = "artifact"
-"""The one key of an artifact line (see the module docstring)."""
-
 
 
 def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
@@ -70,12 +68,6 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
 
 def _is_artifact_line(raw: dict[str, Any]) -> bool:
     return len(raw) == 1 and ARTIFACT_LINE in raw
-
-
-def artifact_line(ref: ArtifactRef, data: bytes) -> dict[str, Any]:
-    """The export line carrying one artifact (``events --json --with-artifacts``)."""
-    return {ARTIFACT_LINE: {"data": base64.b64encode(data).decode("ascii"), "hash": ref.hash,
-                            "media_type": ref.media_type, "size": ref.size}}
 
 
 def bundled_artifacts(doc: Doc) -> list[tuple[ArtifactRef, bytes]]:

@@ -19,7 +19,8 @@ import pytest
 from contextfold.cli import main
 
 HEAVY = ("contextfold.api", "contextfold.projections.builder", "contextfold.projections.render",
-         "contextfold.domain.manifest", "tiktoken", "eventsourcing", "pydantic", "anthropic", "openai")
+         "contextfold.domain.manifest", "tiktoken", "eventsourcing", "pydantic", "anthropic", "openai",
+         "contextfold.importers")
 
 _CHILD = """
 import contextlib, io, json, sys
@@ -50,16 +51,20 @@ def test_help_and_usage_errors_import_no_command(argv: list[str]) -> None:
 
 
 BUILDER = ("contextfold.api", "contextfold.projections.builder", "contextfold.projections.render", "tiktoken",
-           "anthropic", "openai")
+           "anthropic", "openai", "contextfold.importers")
 """What a command that builds nothing must not load: the run handle (``api.Run``), the builder,
-the renderers, the tokenizer, the provider SDKs."""
+the renderers, the tokenizer, the provider SDKs; nor one that imports nothing, the importers
+(which load the renderers: ~0.15 s of CPU)."""
 
 
 @pytest.mark.parametrize("argv", [["runs"], ["runs", "--json", "demo"], ["verify", "demo-fix-invoice"],
                                   ["events", "demo-fix-invoice"], ["events", "demo-fix-invoice", "--json"],
+                                  ["events", "demo-fix-invoice", "--json", "--with-artifacts"],
                                   ["verify", "no-such-run"]])
 def test_store_commands_load_the_store_not_the_builder(tmp_path: Path, argv: list[str]) -> None:
-    """``runs``, ``verify`` and ``events`` read the log: the store and the event models, no builder."""
+    """``runs``, ``verify`` and ``events`` read the log: the store and the event models, no builder.
+    ``events --with-artifacts`` writes the export's artifact lines, which only the importer reads:
+    it loaded every importer (and through them the renderers) to get the line's format."""
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     assert main(["--store", url, "demo"]) == 0
     code, heavy = _loaded(["--store", url, *argv])
