@@ -475,7 +475,7 @@ def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _, handler, _ = COMMANDS[args.command]
     try:
-        with _warnings_in_one_line():
+        with _warnings_in_one_line(), _args.request_check(args):
             code = handler(args)
         sys.stdout.flush()  # a full disk behind a short output shows here, not at exit as a traceback
         return code

@@ -3,6 +3,9 @@ runs them, so that ``contextfold --help`` or ``contextfold runs`` builds its par
 importing the builder, the renderers, the manifest models and tiktoken (~0.4 s of each
 command's start, when ``cli`` imported every command's module to read its flags).
 
+Which commands output a request body, and so check it against the SDK's types, is said here too
+(:data:`REQUEST_BODY_SHOWN`): it is a matter of their flags.
+
 What this module imports stays light (the standard library, ``cli_files``): a test checks that
 a command that needs no builder loads none (``tests/unit/test_cli_light_imports.py``).
 ``PROVIDER_CHOICES`` restates ``domain.manifest.BUILD_PROVIDERS`` for that reason (a test keeps
@@ -13,6 +16,8 @@ handler when it runs (``cli.register``).
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from contextfold.cli_files import nonempty, nonnegative
@@ -22,9 +27,10 @@ if TYPE_CHECKING:
     from contextfold.rebuild_api import RecordChoice
 
 __all__ = ["EXCLUDED_SHOWN", "IMPORT_FORMATS", "PROVIDER_CHOICES", "RECORD_CHECK_HELP", "RECORD_HELP",
-           "build_args", "config_args", "configure_audit", "configure_build", "configure_compact",
-           "configure_diff", "configure_import", "configure_manifest", "configure_replay", "configure_show",
-           "configure_usage", "configure_why", "excluded_count", "record_choice", "shown_store"]
+           "REQUEST_BODY_SHOWN", "build_args", "config_args", "configure_audit", "configure_build",
+           "configure_compact", "configure_diff", "configure_import", "configure_manifest",
+           "configure_replay", "configure_show", "configure_usage", "configure_why", "excluded_count",
+           "record_choice", "request_check", "shown_store"]
 
 PROVIDER_CHOICES: tuple[str, ...] = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
 """``contextfold.domain.manifest.BUILD_PROVIDERS``, restated: importing the manifest models costs
@@ -288,3 +294,26 @@ def shown_store(url: str) -> str:
     from contextfold.store.store_url import display_url
 
     return display_url(url)
+
+
+REQUEST_BODY_SHOWN: dict[str, Callable[[argparse.Namespace], bool]] = {
+    "build": lambda args: True,  # printed, --json, or --out
+    "replay": lambda args: not args.verify,  # --verify says whether the hashes match
+    "audit": lambda args: bool(args.content),  # --turn N --content prints it
+}
+"""The commands that output a request body (or with which flags): only they check it against the
+provider's official SDK types (importing that SDK: ~1-1.3 s of CPU for anthropic's). Every other
+command shows a manifest, a table, a summary or a verdict (``manifest``, ``audit``, ``why``,
+``diff``, ``demo``), renders its requests checked against the protocol rules alone
+(:mod:`contextfold.projections.sdk_check`), and says no ``SdkCheckSkippedWarning``. The bytes and
+hashes of a request are the same either way: the check only refuses. The library's builds keep it."""
+
+
+def request_check(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """The SDK check off for a command that outputs no request body (:data:`REQUEST_BODY_SHOWN`)."""
+    shows = REQUEST_BODY_SHOWN.get(args.command)
+    if shows is not None and shows(args):
+        return contextlib.nullcontext()
+    from contextfold.projections.sdk_check import sdk_types_unchecked
+
+    return sdk_types_unchecked()

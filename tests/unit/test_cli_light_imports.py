@@ -99,3 +99,49 @@ def test_every_command_handler_is_found(tmp_path: Path, capsys: pytest.CaptureFi
             assert callable(getattr(importlib.import_module(module), attr)), name
     assert main(["--store", f"sqlite:///{tmp_path / 'x.db'}", "demo"]) == 0
     assert "next request (anthropic" in capsys.readouterr().out
+
+
+SDKS = ("anthropic", "openai")
+
+_SHOWS_NO_BODY = [
+    ["demo"],
+    ["manifest", "demo-fix-invoice", "--provider", "anthropic"],
+    ["manifest", "demo-fix-invoice", "--provider", "openai-chat", "--json"],
+    ["manifest", "demo-fix-invoice", "--turn", "3"],
+    ["audit", "demo-fix-invoice"],
+    ["audit", "demo-fix-invoice", "--json"],
+    ["audit", "demo-fix-invoice", "--turn", "6"],
+    ["audit", "demo-fix-invoice", "--turn", "3", "--json"],
+    ["replay", "demo-fix-invoice", "--turn", "6", "--verify"],
+    ["why", "demo-fix-invoice", "--turn", "3", "e9"],
+    ["diff", "demo-fix-invoice", "5", "6"],
+]
+"""Commands that show a manifest, a table, a summary or a verdict, never a request body."""
+
+_SHOWS_A_BODY = [
+    ["build", "demo-fix-invoice", "--provider", "anthropic"],
+    ["build", "demo-fix-invoice", "--provider", "anthropic", "--json"],
+    ["replay", "demo-fix-invoice", "--turn", "6"],
+    ["audit", "demo-fix-invoice", "--turn", "6", "--content"],
+]
+"""Commands that print (or write) the request body: it is checked against the SDK's types."""
+
+
+@pytest.mark.parametrize("argv", _SHOWS_NO_BODY + _SHOWS_A_BODY)
+def test_only_a_command_that_shows_a_request_body_imports_the_sdk(tmp_path: Path, argv: list[str]) -> None:
+    """Importing the anthropic SDK for the request check was ~1-1.3 s of CPU of ``manifest``,
+    ``audit``, ``why``, ``diff`` and ``demo``, which show no body: the check is kept where the body
+    is output (``build``, ``replay`` without ``--verify``, ``audit --turn N --content``). The demo
+    run's turn 6 is recorded for anthropic (turns 1-5 are rebuilt with its settings)."""
+    from contextfold.projections.render import sdk_available
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    if argv != ["demo"]:
+        assert main(["--store", url, "demo"]) == 0
+    code, heavy = _loaded(["--store", url, *argv])
+    assert code == 0
+    assert "tiktoken" in heavy  # it did build
+    if argv in _SHOWS_A_BODY:
+        assert ("anthropic" in heavy) is sdk_available("anthropic")
+    else:
+        assert [h for h in heavy if h in SDKS] == []

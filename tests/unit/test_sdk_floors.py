@@ -30,6 +30,7 @@ from contextfold.projections.render.validate import (
     sdk_check_skipped,
     validate_sdk_types,
 )
+from contextfold.projections.sdk_check import sdk_types_checked, sdk_types_unchecked
 from tests.cli_runner import cf
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
@@ -156,18 +157,62 @@ def test_a_skipped_check_is_said_once_a_process_with_why(
 
 def test_the_command_line_says_it_once_on_one_line(fake_versions: dict[str, str | None],
                                                    tmp_path: Path) -> None:
-    """The demo builds for Anthropic: with an old anthropic package its request went unchecked
-    and nothing said so. One line of ours on stderr (not Python's display of a warning), once."""
+    """A build for Anthropic with an old anthropic package: its request went unchecked and nothing
+    said so. One line of ours on stderr (not Python's display of a warning), once a process.
+
+    The demo, which said it before, shows the manifest and not the request: it no longer checks
+    the request against the SDK's types (``cli_args.REQUEST_BODY_SHOWN``), so it has nothing to
+    say; ``build``, which prints the request, does."""
     fake_versions["anthropic"] = "0.40.0"
-    out = cf("demo", cwd=tmp_path)
+    demo = cf("demo", cwd=tmp_path)
+    assert (demo.returncode, demo.stderr) == (0, "")
+    out = cf("build", "demo-fix-invoice", "--provider", "anthropic", cwd=tmp_path)
     assert out.returncode == 0
     assert out.stderr == ("contextfold: warning: anthropic requests are not checked against the official "
                           "SDK's request types: anthropic 0.40.0 is installed, older than 0.124, the first "
                           "whose types accept every request contextfold renders; pip install "
                           "'contextfold[validate]' to check them (the protocol rules are checked either "
                           "way)\n")
-    again = cf("manifest", "demo-fix-invoice", "--provider", "anthropic", cwd=tmp_path)
+    again = cf("build", "demo-fix-invoice", "--provider", "anthropic", "--turn", "6", cwd=tmp_path)
     assert (again.returncode, again.stderr) == (0, "")  # said once a process
+
+
+def test_a_caller_that_hands_out_no_body_can_turn_the_sdk_layer_off(
+        fake_versions: dict[str, str | None]) -> None:
+    """``sdk_types_unchecked``: the command line's ``manifest``, ``audit``, ``why``, ``diff`` and
+    ``demo`` show no request body, and importing the SDK to check one was most of their time.
+    Within the block a body the SDK's types refuse passes, and nothing says the check was skipped
+    (it was not wanted); the protocol rules still refuse. Outside it, and in a thread the block
+    did not start in, the check runs as before."""
+    import threading
+
+    body = _refused_by_the_sdk("anthropic")
+    undeclared = {"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "t", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"}]}]}
+    elsewhere: list[bool] = []
+    with sdk_types_unchecked():
+        assert not sdk_types_checked()
+        validate_request("anthropic", body)  # not checked against the SDK's types
+        with pytest.raises(RenderError, match="not declared"):
+            validate_request("anthropic", undeclared)  # the protocol rules are
+        thread = threading.Thread(target=lambda: elsewhere.append(sdk_types_checked()))
+        thread.start()
+        thread.join()
+    assert elsewhere == [True]
+    assert sdk_types_checked()
+    with pytest.raises(RenderError, match="temprature"):
+        validate_request("anthropic", body)
+    fake_versions["anthropic"] = "0.40.0"  # an SDK too old: the skip is said outside the block only
+    validate_module._SDK_FOUND.clear()  # as in a new process
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with sdk_types_unchecked():
+            validate_request("anthropic", body)
+        assert caught == []
+        validate_request("anthropic", body)
+    assert [w.category for w in caught] == [SdkCheckSkippedWarning]
 
 
 def test_the_floors_are_the_validate_extras() -> None:

@@ -15,7 +15,9 @@ Two layers, both raising :class:`RenderError` that names the offending message:
    names (:data:`SDK_FLOORS`), this layer is skipped and
    :func:`validate_sdk_types` returns ``False`` so callers (and tests) can tell
    whether it really ran; the first skip for a provider in a process is a
-   :class:`SdkCheckSkippedWarning` saying why (:func:`sdk_check_skipped`).
+   :class:`SdkCheckSkippedWarning` saying why (:func:`sdk_check_skipped`). A caller that hands
+   out no body turns this layer off (:mod:`contextfold.projections.sdk_check`): the command line
+   does for a command that shows a manifest, a table, a summary or a verdict.
 
 The OpenAI and Anthropic request types are TypedDicts. Pydantic validates their
 ``Iterable[...]`` fields lazily (a ``ValidatorIterator``), and TypedDicts ignore
@@ -58,6 +60,7 @@ from contextfold.projections.request_json import (
     misses,
     on_clear,
 )
+from contextfold.projections.sdk_check import sdk_types_checked
 
 __all__ = [
     "PROVIDERS",
@@ -399,12 +402,15 @@ def _unvalidated(name: Provider, body: Mapping[str, Any]
 
 
 def validate_request(provider: str, body: Mapping[str, Any]) -> None:
-    """Protocol rules, then SDK types when the SDK is installed. Raises RenderError."""
+    """Protocol rules, then SDK types when the SDK is installed and the caller did not turn that
+    layer off (:func:`contextfold.projections.sdk_check.sdk_types_unchecked`: a command that
+    outputs no body). Raises RenderError."""
     name = parse_provider(provider)
     split = _lists_and_rest(name, body)
     if not _checked_before(name, split):
         _note_checked(name, split, check_protocol_noting(name, body))
-    validate_sdk_types(name, body)
+    if sdk_types_checked():
+        validate_sdk_types(name, body)
 
 
 _LAST_CHECKED: dict[str, tuple[tuple[tuple[object, ...], ...], str]] = {}
