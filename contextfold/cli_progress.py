@@ -11,9 +11,12 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from contextfold.api import Store
 from contextfold.cli_files import stdout_is_terminal
+
+if TYPE_CHECKING:  # not contextfold.api's: ``import`` draws a bar and loads no builder
+    from contextfold.store_api import Store
 
 __all__ = ["fold_bar", "progress_bar"]
 

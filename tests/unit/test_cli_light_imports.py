@@ -9,6 +9,8 @@ loaded.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -145,3 +147,21 @@ def test_only_a_command_that_shows_a_request_body_imports_the_sdk(tmp_path: Path
         assert ("anthropic" in heavy) is sdk_available("anthropic")
     else:
         assert [h for h in heavy if h in SDKS] == []
+
+
+def test_import_loads_the_importers_not_the_builder(tmp_path: Path) -> None:
+    """``import`` parses a file and appends its events: it loaded the run handle, the builder and
+    tiktoken (~0.3 s of CPU) because the progress bar's module named the store's type through
+    :mod:`contextfold.api`."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert main(["--store", url, "demo"]) == 0
+    export = tmp_path / "demo.jsonl"
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["--store", url, "events", "demo-fix-invoice", "--json"]) == 0
+    export.write_text(out.getvalue(), encoding="utf-8")
+    code, heavy = _loaded(["--store", f"sqlite:///{tmp_path / 'copy.db'}", "import", str(export),
+                           "--run", "copy"])
+    assert code == 0
+    assert "contextfold.importers" in heavy  # it did parse the file
+    assert [h for h in heavy if h in ("contextfold.api", "contextfold.projections.builder", "tiktoken",
+                                      "anthropic", "openai")] == []
