@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 from pathlib import Path
+
+import pytest
 
 import contextfold
 import contextfold.domain.errors as errors
@@ -37,15 +40,21 @@ def test_public_api_is_exactly_the_documented_names_and_every_error() -> None:
         assert getattr(contextfold, name) is not None
 
 
-def test_the_lazy_exports_are_the_names_imported_for_type_checkers() -> None:
-    """``contextfold/__init__.py`` imports its public names under ``TYPE_CHECKING`` (for mypy and
-    editors) and resolves them at run time from ``_EXPORTS``: the two must name the same modules."""
-    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+@pytest.mark.parametrize("package", ["contextfold", "contextfold.projections.render"])
+def test_the_lazy_exports_are_the_names_imported_for_type_checkers(package: str) -> None:
+    """``contextfold/__init__.py`` (and ``projections/render/__init__.py``) imports its public names
+    under ``TYPE_CHECKING`` (for mypy and editors) and resolves them at run time from ``_EXPORTS``:
+    the two must name the same modules, and every name must resolve."""
+    module = importlib.import_module(package)
+    assert module.__file__ is not None
+    tree = ast.parse(Path(module.__file__).read_text())
     guarded = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
     imported = {node.module: tuple(a.name for a in node.names)
                 for node in guarded.body if isinstance(node, ast.ImportFrom)}
-    assert imported == contextfold._EXPORTS
-    assert sorted(contextfold._MODULE_OF) == sorted(contextfold.__all__)
+    assert imported == module._EXPORTS
+    assert sorted(module._MODULE_OF) == sorted(module.__all__)
+    for name in module.__all__:
+        assert getattr(module, name) is getattr(importlib.import_module(module._MODULE_OF[name]), name)
 
 
 def test_every_error_hangs_under_the_single_root_and_is_in_the_tree() -> None:

@@ -20,9 +20,15 @@ import pytest
 
 from contextfold.cli import main
 
+RENDERERS = tuple(f"contextfold.projections.render.{name}" for name in (
+    "anthropic", "openai_chat", "openai_responses", "gemini", "validate", "data_blocks"))
+"""The provider renderers and the request check: what the package ``projections.render`` loaded
+when any of its modules was imported (a runtime line's wording, the protocol's tool name rules)."""
+
+
 HEAVY = ("contextfold.api", "contextfold.projections.builder", "contextfold.projections.render",
          "contextfold.domain.manifest", "tiktoken", "eventsourcing", "pydantic", "anthropic", "openai",
-         "contextfold.importers")
+         "contextfold.importers", *RENDERERS)
 
 _CHILD = """
 import contextlib, io, json, sys
@@ -152,7 +158,9 @@ def test_only_a_command_that_shows_a_request_body_imports_the_sdk(tmp_path: Path
 def test_import_loads_the_importers_not_the_builder(tmp_path: Path) -> None:
     """``import`` parses a file and appends its events: it loaded the run handle, the builder and
     tiktoken (~0.3 s of CPU) because the progress bar's module named the store's type through
-    :mod:`contextfold.api`."""
+    :mod:`contextfold.api`; and every renderer (~0.07 s) because the importers word a call's
+    runtime line (``render.runtime_lines``) and the import checks tool names against the
+    protocol's rules (``render.protocol``), and the package imported all its renderers first."""
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     assert main(["--store", url, "demo"]) == 0
     export = tmp_path / "demo.jsonl"
@@ -164,4 +172,4 @@ def test_import_loads_the_importers_not_the_builder(tmp_path: Path) -> None:
     assert code == 0
     assert "contextfold.importers" in heavy  # it did parse the file
     assert [h for h in heavy if h in ("contextfold.api", "contextfold.projections.builder", "tiktoken",
-                                      "anthropic", "openai")] == []
+                                      "anthropic", "openai", *RENDERERS)] == []

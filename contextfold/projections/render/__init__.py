@@ -10,33 +10,46 @@ the protocol rules the provider enforces and, when the SDK is installed, the
 official SDK request types (:mod:`.validate`). A violation raises
 :class:`~contextfold.domain.errors.RenderError` naming the message - a request
 that would fail at the provider is never handed out.
+
+The names below are imported on first use (PEP 562), as the package ``contextfold``'s are: a
+module of this package that needs none of the renderers (the wording of a runtime line,
+:mod:`.runtime_lines`; the protocol's tool name rules, :mod:`.protocol`) is imported without
+them. Why: the importers and ``contextfold import`` need only those two, and importing the
+package first imported every renderer and the request check (~0.07 s of CPU;
+``tests/unit/test_cli_light_imports.py``).
 """
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from contextfold.domain.conversation import Conversation
-from contextfold.domain.errors import RenderError
-from contextfold.domain.manifest import BUILD_PROVIDERS
-from contextfold.projections.render.anthropic import render_anthropic
-from contextfold.projections.render.data_blocks import neutralise, render_data
-from contextfold.projections.render.gemini import render_gemini
-from contextfold.projections.render.openai_chat import render_openai_chat
-from contextfold.projections.render.openai_responses import render_openai_responses
-from contextfold.projections.render.output_caps import output_cap
-from contextfold.projections.render.validate import (
-    PROVIDERS,
-    Provider,
-    SdkCheckSkippedWarning,
-    check_protocol,
-    parse_provider,
-    sdk_available,
-    sdk_check_skipped,
-    validate_request,
-    validate_sdk_types,
-)
-from contextfold.projections.request_json import hand_out
+if TYPE_CHECKING:
+    from contextfold.projections.render.data_blocks import neutralise, render_data
+    from contextfold.projections.render.requests import render, render_shared
+    from contextfold.projections.render.validate import (
+        PROVIDERS,
+        Provider,
+        SdkCheckSkippedWarning,
+        check_protocol,
+        parse_provider,
+        sdk_available,
+        sdk_check_skipped,
+        validate_request,
+        validate_sdk_types,
+    )
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "contextfold.projections.render.data_blocks": ("neutralise", "render_data"),
+    "contextfold.projections.render.requests": ("render", "render_shared"),
+    "contextfold.projections.render.validate": (
+        "PROVIDERS", "Provider", "SdkCheckSkippedWarning", "check_protocol", "parse_provider",
+        "sdk_available", "sdk_check_skipped", "validate_request", "validate_sdk_types",
+    ),
+}
+"""Each module and the public names it defines: the imports above, for the first use of a name."""
+
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "PROVIDERS",
@@ -54,68 +67,15 @@ __all__ = [
     "validate_sdk_types",
 ]
 
-if BUILD_PROVIDERS[1:] != PROVIDERS:
-    raise AssertionError("the renderers' providers and the providers a build accepts disagree")
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups find it without this hook
+    return value
 
 
-_LEAST_OUTPUT_TOKENS = {"anthropic": 1, "openai-responses": 16, "openai-chat": 1, "gemini": 1}
-"""Output limits the APIs reject below (Anthropic: ``max_tokens`` >= 1; OpenAI Responses:
-"Expected a value >= 16" for ``max_output_tokens``; OpenAI Chat: "integer below minimum value.
-Expected a value >= 1"): no SDK type says so. Gemini takes ``maxOutputTokens: 0`` as the field
-left unset (proto3's default) and answers at the model's whole output length, past the reserve
-the budget kept for it: refused too."""
-
-
-def render(
-    conversation: Conversation,
-    provider: str,
-    *,
-    max_tokens: int | None = None,
-    validate: bool = True,
-) -> dict[str, Any]:
-    """The request body for ``provider``, validated unless ``validate=False``.
-
-    ``max_tokens`` is the output limit under the provider's own name
-    (``max_completion_tokens``, ``max_output_tokens``, ``max_tokens``,
-    ``generationConfig.maxOutputTokens``); Anthropic requires one and gets a
-    documented default, and a model whose API takes less than ``max_tokens`` gets its cap
-    (:mod:`.output_caps`: claude-3-haiku 4,096, gpt-4o 16,384...). ``model`` is included
-    when the conversation has one (except for Gemini, where the model is part of the URL).
-    """
-    return hand_out(render_shared(conversation, provider, max_tokens=max_tokens, validate=validate))
-
-
-def render_shared(
-    conversation: Conversation,
-    provider: str,
-    *,
-    max_tokens: int | None = None,
-    validate: bool = True,
-) -> dict[str, Any]:
-    """:func:`render`, but the message dicts are the renderers' own, kept and reused for the same
-    message objects by later calls (``request_json``): read-only. For ``build_context``, which
-    hashes them from their kept texts and hands out copies."""
-    name = parse_provider(provider)
-    least = _LEAST_OUTPUT_TOKENS.get(name, 0)
-    if max_tokens is not None and max_tokens < least:
-        raise RenderError(name, f"the API refuses an output limit below {least} token"
-                          f"{'s' if least > 1 else ''}, got {max_tokens} (a build sends its reserve: "
-                          "reserve room for the reply)")
-    cap = output_cap(conversation.model) if name != "gemini" else None
-    if max_tokens is not None and cap is not None and max_tokens > cap:
-        max_tokens = cap  # the model's API refuses more (``output_caps``); the reserve still holds it
-    body: dict[str, Any]
-    match name:
-        case "openai-chat":
-            body = render_openai_chat(conversation, max_tokens=max_tokens)
-        case "openai-responses":
-            body = render_openai_responses(conversation, max_tokens=max_tokens)
-        case "anthropic":
-            body = render_anthropic(conversation, max_tokens=max_tokens)
-        case "gemini":
-            body = render_gemini(conversation, max_tokens=max_tokens)
-        case _:
-            assert_never(name)
-    if validate:
-        validate_request(name, body)
-    return body
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
