@@ -14,9 +14,11 @@ load than the wall time), with the bytecode cache warm as an installed wheel's i
 1. **import**: ``import contextfold`` (lazy, PEP 562), the names the README's example imports,
    and which heavy packages each loads (provider SDKs, psycopg, eventsourcing, pydantic,
    tiktoken); beside LangChain's ``trim_messages`` import.
-2. **command line**: ``--help``, ``demo`` and simple commands on the demo's sample run (SQLite).
-   ``build`` and ``audit`` check the request against the provider's official SDK types when the
-   SDK is installed (the ``validate`` extra): their figures include importing that SDK.
+2. **command line**: ``--help``, ``demo`` and simple commands on the demo's sample run (SQLite),
+   and ``import`` of its export into a new store. ``build`` checks the request it prints against
+   the provider's official SDK types when the SDK is installed (the ``validate`` extra): its
+   figures include importing that SDK; ``manifest``, ``audit``, ``why`` and ``demo`` show no
+   request body and do not (``cli_args.REQUEST_BODY_SHOWN``).
 3. **resume**: a long run recorded by an agent loop (its events appended, a build recorded), then
    in a new process: import, open the store, read and fold the run (``Run.state()``), the first
    build (openai-chat, 128k window, recorded), and a second build for the floor. Twice: with no
@@ -249,9 +251,25 @@ def measure_cli(env: dict[str, str], repeat: int, tmp: str) -> None:
         ["build", "demo-fix-invoice", "--provider", "openai-chat"],
         ["audit", "demo-fix-invoice"],
         ["audit", "demo-fix-invoice", "--turn", "3"],
+        ["why", "demo-fix-invoice", "--turn", "3", "e9"],
+        ["replay", "demo-fix-invoice", "--turn", "6", "--verify"],
+        ["events", "demo-fix-invoice", "--json", "--with-artifacts"],
     ]
     for cmd in commands:
         print(f"  contextfold {' '.join(cmd):<40} {timed([CLI, *cmd], env, cwd, repeat)}")
+    export = os.path.join(cwd, "demo.jsonl")
+    with open(export, "wb") as fh:
+        subprocess.run([CLI, "events", "demo-fix-invoice", "--json", "--with-artifacts"], env=env, cwd=cwd,
+                       stdout=fh, check=True)
+    copies = []
+    for _ in range(repeat):
+        db = os.path.join(cwd, "copy.db")
+        if os.path.exists(db):
+            os.remove(db)
+        copies.append(wall([CLI, "--store", f"sqlite:///{db}", "import", export, "--run", "copy"], env, cwd))
+    label = "import the demo's export (a new store each time)"
+    print(f"  {label:<52} {statistics.median(d[0] for d in copies) * 1e3:7.0f} "
+          f"ms (CPU {statistics.median(d[1] for d in copies) * 1e3:5.0f})")
 
 
 def _importable(name: str) -> bool:
@@ -362,10 +380,13 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="cf-cold-")
     pycache = os.path.join(tmp, "pycache") if sys.dont_write_bytecode else None
     env = child_env(pycache)
+    import importlib.util
     import platform
     from importlib.metadata import version
 
-    print(f"python {platform.python_version()} | contextfold @ {REPO} | " + " | ".join(
+    spec = importlib.util.find_spec("contextfold")  # the interpreter's install, which may be another tree's
+    where = Path(spec.origin).parent.parent if spec is not None and spec.origin else REPO
+    print(f"python {platform.python_version()} | contextfold @ {where} | " + " | ".join(
         f"{d} {version(d)}" for d in ("pydantic", "eventsourcing", "tiktoken", "anthropic", "openai",
                                       "langchain-core") if _has_dist(d)))
     # compile every module once (a wheel's install does), so no child pays the compile: every module
