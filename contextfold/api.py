@@ -10,6 +10,11 @@
 This module wires the store (I/O) to the pure projections; it holds no rules
 of its own. A ``Run`` keeps its folded state and catches up from its last
 version, so repeated ``state()`` calls in a loop cost only the new events.
+
+The folds, the builder, the renderers and tiktoken are imported by the methods that use them
+(:meth:`Run.state`, :meth:`Run.build`...), not with this module: a process that records events
+and reads them back (``store.run(id).append(...)``, ``events()``, ``verify()``) builds nothing,
+and paid ~0.3 s of CPU for them (``tests/unit/test_library_light_imports.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from contextfold.domain.checked import checked_turn
-from contextfold.domain.conversation import Conversation
 from contextfold.domain.errors import (
     ConcurrencyConflictError,
     InvalidInputError,
@@ -34,30 +38,7 @@ from contextfold.domain.events import (
     ContextBuilt,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.domain.manifest import BuildConfig, Calibration, config_of
-from contextfold.kept_counts import counts_kept
-from contextfold.projections.builder import BuildResult
-from contextfold.projections.calibration import (
-    ESTIMATE_KEYS,
-    Estimate,
-    calibrate_state,
-    record_estimate,
-)
-from contextfold.projections.fold import fold, new_state
-from contextfold.projections.progress import Progress
-from contextfold.projections.recorded_encoding import FirstRecord
-from contextfold.projections.render.data_blocks import neutralise
-from contextfold.projections.state import ArtifactTokens, RunState
-from contextfold.projections.tokens import TokenCounter
-from contextfold.rebuild_api import (
-    RecordChoice,
-    named_settings,
-    rebuild,
-    replay,
-    run_encoding,
-    state_before_turn,
-    turn_keys,
-)
+from contextfold.domain.manifest import BuildConfig, config_of
 from contextfold.replay_report import ReplayReport
 from contextfold.store.event_store import VerifyReport
 from contextfold.store.fork_renewal import renew_after_fork
@@ -65,9 +46,18 @@ from contextfold.store.head_check import StaleHeadError
 from contextfold.store_api import Store, open_store
 from contextfold.text_cache import TEXT_CACHE_CHARS
 
-if TYPE_CHECKING:  # imported when compact() runs: a process that never compacts does not load them
+if TYPE_CHECKING:  # imported by the methods that use them (the module docstring says why)
     from contextfold.compaction_api import CompactionReport
+    from contextfold.domain.conversation import Conversation
+    from contextfold.domain.manifest import Calibration
+    from contextfold.projections.builder import BuildResult
+    from contextfold.projections.calibration import Estimate
     from contextfold.projections.compaction import Summarizer
+    from contextfold.projections.progress import Progress
+    from contextfold.projections.recorded_encoding import FirstRecord
+    from contextfold.projections.state import ArtifactTokens, RunState
+    from contextfold.projections.tokens import TokenCounter
+    from contextfold.rebuild_api import RecordChoice
 
 __all__ = ["TEXT_CACHE_CHARS", "ReplayReport", "Run", "Store", "open_store", "render_request"]
 
@@ -78,6 +68,11 @@ _ENCODING_KEYS = ("encoding",)
 class Run:
     """One run's log, seen through a store."""
 
+    _first_record: FirstRecord
+    """The first record the fold meets, watched for the encoding it names: set by
+    :meth:`_fold_from_start`, before any fold reads an event (made there, not here: its module
+    loads tiktoken)."""
+
     def __init__(self, store: Store, run_id: str) -> None:
         self.store = store
         self.run_id = run_id
@@ -85,7 +80,6 @@ class Run:
         self._folded_hash = ""
         """The chain hash of the event at ``_state.version``: the log still holds it there, or it
         moved back under this handle (:meth:`_new_events`)."""
-        self._first_record = FirstRecord(None)  # watched for by a state made before it
         self._estimates: dict[int, Estimate | None] = {}
         self._lock = threading.RLock()
         """Held while the folded state is caught up or built from: threads sharing a Run
@@ -109,6 +103,8 @@ class Run:
         a data block shows it (neutralised: ``[data]`` markers on a transcript's role lines are ~30%
         of its tokens), since the fold prices an inline text's neutralising from the text
         (``framing``) and has none here."""
+        from contextfold.projections.render.data_blocks import neutralise
+
         def count(ref: ArtifactRef, counter: TokenCounter) -> int:
             return counter.count(neutralise(self.store.cited_text(ref)))
         return count
@@ -119,6 +115,10 @@ class Run:
         The state now keeps long tool outputs as refs into the log and reads them back when
         a fragment is rendered or asked for whole, so use it while the store is open.
         ``progress(n)`` is told of the events folded: a 10,000-event run folds for seconds."""
+        from contextfold.kept_counts import counts_kept
+        from contextfold.projections.fold import fold
+        from contextfold.rebuild_api import run_encoding, state_before_turn
+
         if turn is not None:
             return state_before_turn(self, checked_turn(turn), progress=progress)
         with self._lock, counts_kept(self.store.events, self.run_id):
@@ -139,6 +139,9 @@ class Run:
 
     def _fold_from_start(self, encoding: str | None, progress: Progress | None) -> RunState:
         """A new state folded from the log, counting with ``encoding`` (the run's recorded one)."""
+        from contextfold.projections.fold import fold, new_state
+        from contextfold.projections.recorded_encoding import FirstRecord
+
         self._first_record = FirstRecord(encoding)
         # long texts stay in the log (projections.entries); counted as its records were
         self._state = new_state(self.run_id, artifact_tokens=self._artifact_tokens(),
@@ -220,6 +223,8 @@ class Run:
         ``progress(n)`` is told of the events folded before the build (see :meth:`state`).
         :meth:`preview` makes the same next request and writes nothing.
         """
+        from contextfold.rebuild_api import named_settings, rebuild
+
         named = {"provider": provider, "window": window, "reserve": reserve, "model": model,
                  "in_flight": in_flight}
         cfg = config_of(config, **named)
@@ -286,12 +291,16 @@ class Run:
 
     def _calibration(self, state: RunState, cfg: BuildConfig) -> Calibration | None:
         """The usage calibration as of ``state`` (its own usage and build records only: replay-stable)."""
+        from contextfold.projections.calibration import calibrate_state
+
         return calibrate_state(state, cfg, self._estimate_at)
 
     def _estimate_at(self, position: int) -> Estimate | None:
         """(selected_tokens, model, provider) of the ContextBuilt at ``position``; cached (events are
         immutable). Read without the rest of its manifest: a calibration reads the record of every
         turn with a usage report, and the rebuild of a turn of a long run read each whole."""
+        from contextfold.projections.calibration import ESTIMATE_KEYS, record_estimate
+
         if position not in self._estimates:
             found = self.store.events.record_keys(self.run_id, position, ESTIMATE_KEYS)
             self._estimates[position] = record_estimate(found.event if found else None)
@@ -352,6 +361,8 @@ class Run:
     def records(self, turn: int) -> list[ContextBuilt]:
         """The ``context_built`` records of ``turn``, oldest first: those after the turn's previous
         model response (a build of turn N folds N-1 responses), others read for their turn only."""
+        from contextfold.turn_reads import turn_keys
+
         return turn_keys(self, turn, None)
 
     def replay(self, turn: int, *, record: RecordChoice = "first",
@@ -363,6 +374,8 @@ class Run:
         A turn with no record, or none at ``record``, is :class:`RecordNotFoundError` (nothing to
         compare with), one the run does not have :class:`TurnNotFoundError`.
         ``progress(n)``: told of the events folded for the rebuild (see :meth:`state`)."""
+        from contextfold.rebuild_api import replay
+
         return replay(self, checked_turn(turn), record=record, progress=progress)
 
     def append(self, *events: AnyEvent | Iterable[AnyEvent],

@@ -36,6 +36,8 @@ from contextfold.projections.progress import Progress
 from contextfold.projections.state import RunState
 from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id, unicode_note
 from contextfold.store.record_reads import TurnRead
+from contextfold.turn_reads import turn_keys
+from contextfold.turn_reads import turn_start as _turn_start
 
 if TYPE_CHECKING:
     from contextfold.api import Run
@@ -81,20 +83,6 @@ _ENCODING_KEYS = ("encoding",)
 """The key of a record's manifest ``manifest_encoding`` reads."""
 _CONFIG_KEYS = ("config",)
 """The key of a record's manifest ``recorded_config`` reads."""
-
-
-def _turn_start(run: Run, turn: int) -> int:
-    """The position after which ``turn`` (checked: ``checked_turn``) has its records: its previous
-    model response (a build of turn N folds N-1 responses), 0 for the first turn."""
-    return run.store.events.nth_position(run.run_id, "model_response", turn - 1) or 0
-
-
-def turn_keys(run: Run, turn: int, keep: Sequence[str] | None) -> list[ContextBuilt]:
-    """The records of ``turn`` (:meth:`Run.records`), each with its manifest cut to the keys
-    ``keep`` (None: whole); the run's other records are read for their turn only."""
-    turn = checked_turn(turn)
-    found = run.store.events.turn_records(run.run_id, turn, after=_turn_start(run, turn), keep=keep)
-    return [r.event for r in found if isinstance(r.event, ContextBuilt)]
 
 
 def read_turn(run: Run, turn: int) -> TurnRead:

@@ -2,7 +2,7 @@
 
 Apart from :mod:`contextfold.api` as compaction is (:mod:`contextfold.compaction_api`): the run's
 facade stays a list of entry points, and what one of them checks before it appends lives beside
-the other modules that read a turn's records (:func:`contextfold.rebuild_api.turn_keys`).
+the other modules that read a turn's records (:func:`contextfold.turn_reads.turn_keys`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from contextfold.domain.checked import checked_turn
 from contextfold.domain.errors import TurnNotFoundError
 from contextfold.domain.log import RecordedEvent
 from contextfold.projections.calibration import check_observation, checked_usage, uncached_only
-from contextfold.rebuild_api import turn_keys
+from contextfold.turn_reads import turn_keys
 
 if TYPE_CHECKING:
     from contextfold.api import Run

@@ -246,7 +246,7 @@ def test_usage_and_diff_check_turns_without_folding_the_run(
     def no_fold(*_: object, **__: object) -> None:
         raise AssertionError("the whole run was folded")
 
-    monkeypatch.setattr("contextfold.api.fold", no_fold)
+    monkeypatch.setattr("contextfold.projections.fold.fold", no_fold)  # Run.state imports it when it runs
     code, out, _ = _cf(capsys, store, "usage", "r1", "--turn", "2", "--input-tokens", "900")
     assert code == 0 and "turn 2 input 900 (estimate" in out
     code, out, _ = _cf(capsys, store, "diff", "r1", "2", "3")
@@ -319,16 +319,22 @@ def test_a_rebuild_of_a_turn_another_worker_records_meanwhile_records_it_once(
     run_id = "demo-fix-invoice"
 
     def other_worker_first(real: Any) -> Any:
+        first: set[int] = set()  # once a turn: rebuild_api's own calls of rebuild go through it too
+
         def rebuild(run: Any, turn: int, *args: Any, **kwargs: Any) -> Any:
+            if turn in first:
+                return real(run, turn, *args, **kwargs)
+            first.add(turn)
             with open_store(store) as other:
-                rebuild_api.rebuild(other.run(run_id), turn, BuildConfig(
+                real(other.run(run_id), turn, BuildConfig(
                     provider="openai-chat" if turn == 2 else "anthropic", window=16_000, reserve=2_000),
                     record=True)
             return real(run, turn, *args, **kwargs)
         return rebuild
 
     monkeypatch.setattr("contextfold.cli_build.rebuild", other_worker_first(rebuild_api.rebuild))
-    monkeypatch.setattr("contextfold.api.rebuild", other_worker_first(rebuild_api.rebuild))
+    # Run.build's (it imports rebuild_api's when it runs)
+    monkeypatch.setattr("contextfold.rebuild_api.rebuild", other_worker_first(rebuild_api.rebuild))
     code, out, err = _cf(capsys, store, "build", run_id, "--turn", "2", "--provider", "anthropic")
     assert code == 2 and out == "" and "InvalidInputError: turn 2 has a context_built record" in err, err
     code, out, err = _cf(capsys, store, "replay", run_id, "--turn", "3")

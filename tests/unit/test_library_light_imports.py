@@ -61,3 +61,39 @@ def test_the_names_are_the_same_objects_through_either_module() -> None:
     assert contextfold.open_store is api.open_store
     assert contextfold.ReplayReport is api.ReplayReport
     assert contextfold.Run is api.Run
+
+
+def test_a_run_that_only_records_loads_no_builder(tmp_path: Path) -> None:
+    """An agent loop's process that records events (``store.run(id).append(...)``, as the README
+    shows) and reads them back builds nothing: ``Store.run`` imported :mod:`contextfold.api`, which
+    imported the builder, the folds, the renderers and tiktoken at its top (~0.3 s of CPU)."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    heavy = _loaded(f"""
+import contextfold
+from contextfold import ModelResponse, ToolCall, ToolResult, UserInput
+with contextfold.open_store({url!r}) as store:
+    run = store.run("run-42")
+    run.append(UserInput("Fix the failing test"))
+    run.append(ModelResponse(tool_calls=[ToolCall(call_id="c1", name="pytest")]))
+    run.append(ToolResult(call_id="c1", content="1 failed", is_error=True, exit_code=1))
+    assert [r.event.type for r in run.events()] == ["user_input", "model_response", "tool_result"]
+    assert run.version == 3 and run.verify().ok and run.next_turn() == 2 and run.records(1) == []
+    assert isinstance(run, contextfold.Run)
+""")
+    assert [h for h in heavy if h != "contextfold.api" and h in BUILDER] == []
+    assert "contextfold.api" in heavy  # the run handle, without what only a build or a fold needs
+
+
+def test_a_run_still_folds_and_builds(tmp_path: Path) -> None:
+    """The same handle folds and builds once asked to (its modules imported then)."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    heavy = _loaded(f"""
+import contextfold
+from contextfold import UserInput
+with contextfold.open_store({url!r}) as store:
+    run = store.run("run-42")
+    run.append(UserInput("Fix the failing test"))
+    assert run.state().version == 1
+    assert run.build("openai-chat", window=4000).request["messages"]
+""")
+    assert {"contextfold.api", "contextfold.projections.builder", "tiktoken"} <= set(heavy)
