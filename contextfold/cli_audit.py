@@ -1,4 +1,4 @@
-"""CLI commands that audit what the model saw: ``audit``, ``usage`` (and ``why``, in ``cli_why``).
+"""CLI command that audits what the model saw: ``audit`` (``why``: ``cli_why``; ``usage``: ``cli_usage``).
 
 - ``audit RUN --html report.html``: the self-contained HTML report;
 - ``audit RUN [--json]``: the run summary (integrity, prefix stability, tool
@@ -7,8 +7,7 @@
   request re-derived from the log and checked against the recorded hashes,
   the log's integrity and whether the builder configuration changed;
 - ``why``: in :mod:`contextfold.cli_why`;
-- ``usage RUN --turn N --input-tokens X``: record provider-reported usage,
-  which later builds calibrate their budget with.
+- ``usage``: in :mod:`contextfold.cli_usage`.
 
 Exit codes: 0 ok; 1 a check failed (hash mismatch, changed config, nothing
 matched); 3 the log's integrity is broken; 2 our typed errors (cli.main).
@@ -19,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from typing import Any
 
 from contextfold.api import Run
@@ -46,7 +44,6 @@ from contextfold.rebuild_api import (
     record_index,
     turn_records,
 )
-from contextfold.usage_api import UsageWarning
 
 __all__ = ["audit_turn", "config_args", "given_config"]
 
@@ -280,29 +277,3 @@ def _handle_audit(args: argparse.Namespace) -> int:
     elif not args.html:
         _out(_summary_text(audit))
     return 0 if audit.integrity.ok else 3
-
-
-# ---------------------------------------------------------------- usage
-
-
-def _handle_usage(args: argparse.Namespace) -> int:
-    with store_for(args) as store:
-        run = store.run(args.run)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UsageWarning)
-            rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
-                                    output_tokens=args.output_tokens, model=args.model, force=args.force)
-        records = run.records(args.turn)
-    for w in caught:  # the report is recorded: a warning says what it will not do (calibrate)
-        if issubclass(w.category, UsageWarning):
-            sys.stderr.write(f"WARNING: {visible(str(w.message))}\n")
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    line = f"recorded usage_observed at position {rec.position}: turn {args.turn} input {args.input_tokens}"
-    if records:
-        est = int(records[-1].manifest.get("selected_tokens", 0))
-        line += f" (estimate {est}, observed/estimated {args.input_tokens / max(1, est):.3f})"
-    else:
-        line += " (turn has no build record: it will not calibrate later builds)"
-    _out(line)
-    return 0
