@@ -117,9 +117,11 @@ class Run:
         ``progress(n)`` is told of the events folded: a 10,000-event run folds for seconds."""
         from contextfold.kept_counts import counts_kept
         from contextfold.projections.fold import fold
-        from contextfold.rebuild_api import run_encoding, state_before_turn
+        from contextfold.turn_reads import run_encoding
 
         if turn is not None:
+            from contextfold.rebuild_api import state_before_turn  # a past turn: rebuild's reads
+
             return state_before_turn(self, checked_turn(turn), progress=progress)
         with self._lock, counts_kept(self.store.events, self.run_id):
             try:

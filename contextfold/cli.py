@@ -341,7 +341,7 @@ register("compact", "compact a run's history (mask old tool results, or summariz
 register("show", "print the raw content behind a ref a mask stub or summary cites (on a terminal, control "
          "characters shown as escapes and an artifact that is not text as one line naming it; piped, as "
          "stored; --out FILE writes its bytes)",
-         _args.configure_show, _Lazy("contextfold.cli_compact", "_handle_show"))
+         _args.configure_show, _Lazy("contextfold.cli_show", "_handle_show"))
 register("audit", "what the model saw: run summary, --turn N checked against the log, or --html report",
          _args.configure_audit, _Lazy("contextfold.cli_audit", "_handle_audit"))
 register("usage", "record provider-reported token usage of a turn (calibrates later budgets)",

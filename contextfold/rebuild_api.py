@@ -36,7 +36,7 @@ from contextfold.projections.progress import Progress
 from contextfold.projections.state import RunState
 from contextfold.replay_report import ReplayReport, first_difference, recorded_run_id, unicode_note
 from contextfold.store.record_reads import TurnRead
-from contextfold.turn_reads import turn_keys
+from contextfold.turn_reads import run_encoding, turn_keys
 from contextfold.turn_reads import turn_start as _turn_start
 
 if TYPE_CHECKING:
@@ -62,25 +62,6 @@ def record_index(which: RecordChoice, count: int) -> int:
     return which
 
 
-def run_encoding(run: Run) -> str | None:
-    """The encoding the run's first context_built record names (None: no record yet, or one that
-    names none), read without folding the run: two small queries.
-
-    Why the first record's: once a build is recorded its encoding is the run's, so every later
-    fold of the run (a replay, a resume or hand-off on another worker, ``--turn N``) counts as
-    that build counted, instead of with whatever this machine can load
-    (:mod:`contextfold.projections.recorded_encoding`)."""
-    events = run.store.events
-    position = events.nth_position(run.run_id, "context_built", 1)
-    if position is None:
-        return None
-    found = events.record_keys(run.run_id, position, _ENCODING_KEYS)  # not the record's other lines
-    record = found.event if found else None
-    return manifest_encoding(record.manifest) if isinstance(record, ContextBuilt) else None
-
-
-_ENCODING_KEYS = ("encoding",)
-"""The key of a record's manifest ``manifest_encoding`` reads."""
 _CONFIG_KEYS = ("config",)
 """The key of a record's manifest ``recorded_config`` reads."""
 

@@ -9,14 +9,18 @@
 Why a module of its own: compaction only *cites* these refs; reading them back is what ``contextfold
 show`` and ``Run.show`` do for a user auditing what a compacted request stood for, and the raw
 events never leave the log, so every ref stays readable.
+
+The folds and the summary's wording are imported by the refs that need them (a call's answer, a
+summary's text, the names a summary cites), not with this module: showing an event or an artifact
+read it back and paid ~0.2 s of CPU for them (``tests/unit/test_cli_light_imports.py``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from contextfold.api import Run, Store
 from contextfold.domain.errors import IntegrityError, InvalidInputError, NotFoundError
 from contextfold.domain.event_values import is_medium
 from contextfold.domain.events import (
@@ -35,12 +39,12 @@ from contextfold.domain.events import (
     canonical_json,
 )
 from contextfold.domain.log import RecordedEvent
-from contextfold.projections.fold_summary import render_summary
-from contextfold.projections.state import ToolGroup
-from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
 from contextfold.replay_report import recorded_run_id
 from contextfold.store.event_reads import RUN_ID_PATTERN
 from contextfold.store.media_duration import is_timed_media, media_duration_ms
+
+if TYPE_CHECKING:  # the fold and the summary's wording: imported where a ref needs them (see below)
+    from contextfold.api import Run, Store
 
 __all__ = ["artifact_bytes", "artifact_line", "artifact_media_type", "artifact_summary", "artifact_text",
            "ref_run", "show", "show_artifact"]
@@ -182,6 +186,8 @@ def _recorded_names(run: Run) -> set[str]:
     Each record is read for its manifest's ``run_id`` only (:data:`_NAME_KEYS`): the manifest lists
     every fragment its build left out, most of a long run's log, and decoding each whole to
     refuse a ref to another run cost O(the log's manifests)."""
+    from contextfold.projections.summary_check import SUMMARY_REF, summary_lines
+
     names: set[str] = set()
     calls: list[tuple[str, int]] = []
     for rec in run.store.events.iter_events(run.run_id, keep=_NAME_KEYS):
@@ -227,6 +233,8 @@ def _event_text(run: Run, rec: RecordedEvent) -> str:
             calls = [f"call {c.call_id} {c.name} {c.arguments}" for c in ev.tool_calls]
             return "\n".join([ev.text, *calls]) if ev.text else "\n".join(calls)
         case HistoryCompacted():
+            from contextfold.projections.fold_summary import render_summary
+
             return render_summary(ev)
         case _:
             return canonical_json(ev).decode()
@@ -274,6 +282,8 @@ def _show_call(run: Run, ref: str, body: str, pos: int) -> str:
         _check_run(run, splits[0][0], ref)  # names another run: refused, saying which
     found = _call_slot(run.store, run.run_id, body, pos, accepted)
     cid = found[1] if found else next(c for name, c in splits if name in accepted)
+    from contextfold.projections.state import ToolGroup
+
     group = run.state().items.get(pos)
     slot = (next((c for c in group.calls if c.call_id == cid), None)
             if isinstance(group, ToolGroup) else None)

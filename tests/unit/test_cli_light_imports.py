@@ -187,3 +187,18 @@ def test_usage_records_a_report_without_the_builder(tmp_path: Path) -> None:
     assert [h for h in heavy if h in ("contextfold.projections.builder", "contextfold.projections.render",
                                       *RENDERERS, "anthropic", "openai")] == []
     assert "eventsourcing" in heavy  # it did open the store
+
+
+@pytest.mark.parametrize("argv", [["show", "event://demo-fix-invoice/9"], ["show", "demo-fix-invoice", "3-5"],
+                                  ["show", "call://demo-fix-invoice/call_06@22"]])
+def test_show_reads_the_log_without_the_builder(tmp_path: Path, argv: list[str]) -> None:
+    """``show`` prints what a ref cites, read back from the log: it loaded compaction, the summary's
+    wording, the builder and tiktoken (~0.2 s of CPU) because it shared ``compact``'s module and
+    ``show_refs`` imported them at its top. A call's ref folds the run (to find its answer)."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert main(["--store", url, "demo"]) == 0
+    code, heavy = _loaded(["--store", url, *argv])
+    assert code == 0
+    builder = ("contextfold.projections.builder", *RENDERERS[:-1], "anthropic", "openai")
+    folds = ("tiktoken", "contextfold.projections.render", RENDERERS[-1])  # the data blocks' wording
+    assert [h for h in heavy if h in (builder if argv[1].startswith("call://") else builder + folds)] == []

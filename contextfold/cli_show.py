@@ -1,0 +1,62 @@
+"""CLI command ``show``: the raw content behind a ref that a mask stub or a summary cites.
+
+Apart from :mod:`contextfold.cli_compact` (where it was) because that module imports compaction
+and, with it, the builder: reading an event or an artifact back needs neither (~0.2 s of CPU;
+``tests/unit/test_cli_light_imports.py``). Imported when the command runs (``cli.register``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from contextfold.audit.text import visible_text
+from contextfold.cli import store_for
+from contextfold.cli_files import output_file, stdout_is_terminal, write_output_bytes
+from contextfold.show_refs import (
+    artifact_bytes,
+    artifact_media_type,
+    artifact_summary,
+    artifact_text,
+    ref_run,
+    show,
+)
+
+__all__: list[str] = []
+
+
+def _handle_show(args: argparse.Namespace) -> int:
+    """The content as stored when piped or redirected (a script's, a file's: ``show artifact:H >
+    shot.png`` writes the image); on a terminal, its control characters made visible (newlines
+    and tabs kept), and an artifact that is not text (an image, a video) one line naming it
+    (``show_refs.artifact_summary``): a tool's output is untrusted, and its escapes set the
+    terminal's title, cleared its screen or hid what followed, where every other command shows
+    them as ``\\x1b``; a video's bytes would be megabytes of them. ``--out FILE`` writes what the
+    ref holds to FILE, an artifact's bytes as stored, wherever stdout goes."""
+    ref = args.ref
+    terminal = stdout_is_terminal()
+    target = output_file(args.out) if args.out else None
+    with store_for(args) as store:
+        run_id = args.run if args.run is not None else ref_run(ref, store)
+        if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
+            data = artifact_bytes(store, ref)
+            media_type = artifact_media_type(store, ref)
+            text = artifact_text(media_type, data)
+            if target is not None or (text is None and not terminal):  # its bytes as stored
+                if target is not None:
+                    write_output_bytes(target, data)
+                else:
+                    sys.stdout.flush()
+                    sys.stdout.buffer.write(data)
+                return 0
+            if text is None:
+                text = artifact_summary(ref, media_type, data)
+        else:
+            text = show(store.run(run_id), ref)
+    if target is not None:
+        write_output_bytes(target, text.encode("utf-8"))
+        return 0
+    if terminal:
+        text = visible_text(text)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
