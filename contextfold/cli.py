@@ -146,6 +146,9 @@ register("import", "record an existing history (OpenAI, Anthropic, OpenHands, SW
 def _configure_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("prefix", nargs="?", default="", metavar="PREFIX",
                    help="only the runs whose id starts with PREFIX (a folder import's RUN/, say)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="only the N runs started last: the end of the listing, read without reading "
+                        "the whole store")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -153,7 +156,7 @@ def _handle_runs(args: argparse.Namespace) -> int:
     from contextfold.store.backends import display_url
 
     with store_for(args) as store:
-        runs = [r for r in store.runs() if r.run_id.startswith(args.prefix)]
+        runs = store.runs(args.prefix, limit=args.limit)  # both asked of the database (EventReads.runs)
         if args.json:
             _out(shown_json(json.dumps([{"run_id": r.run_id, "events": r.events} for r in runs])))
         else:

@@ -42,8 +42,12 @@ class Store:
 
         return Run(self, run_id)
 
-    def runs(self) -> list[RunInfo]:
-        return self.events.runs()
+    def runs(self, prefix: str = "", *, limit: int | None = None) -> list[RunInfo]:
+        """The store's runs with their event counts, in the order they were first written:
+        those whose id starts with ``prefix``, the last ``limit`` of them (the runs started
+        last) when given; each read without reading the other runs' rows
+        (:meth:`~contextfold.store.event_reads.EventReads.runs`)."""
+        return self.events.runs(prefix, limit=limit)
 
     def artifact(self, ref: str | ArtifactRef) -> bytes:
         return self.events.artifact(ref)

@@ -52,6 +52,7 @@ from contextfold.store.deltas import KeyframesRead, delta_base, is_delta, unpack
 from contextfold.store.event_checks import why_not_parsed
 from contextfold.store.head_check import FoldedTails, StaleHeadError
 from contextfold.store.limits import StoreLimits
+from contextfold.store.run_listing import list_runs
 
 __all__ = ["LOST_ARTIFACT_HINT", "RUN_ID_PATTERN", "EventReads", "RunInfo", "VerifyReport", "bulk_allocation",
            "check_run_id", "upcast_topic"]
@@ -425,14 +426,13 @@ class EventReads:
             f"ORDER BY originator_version LIMIT 1 OFFSET {p}", (run_id, *topics, n - 1))
         return int(rows[0][0]) if rows else None
 
-    def runs(self) -> list[RunInfo]:
-        """Every run with its event count, in the order runs were first written."""
-        table = self.backend.table(EVENTS_TABLE)
-        rows = self.backend.query(
-            f"SELECT originator_id, MAX(originator_version), MIN({self._order_column}) "
-            f"FROM {table} GROUP BY originator_id ORDER BY 3"
-        )
-        return [RunInfo(str(r[0]), int(r[1])) for r in rows]
+    def runs(self, prefix: str = "", *, limit: int | None = None) -> list[RunInfo]:
+        """Every run with its event count, in the order runs were first written. ``prefix``:
+        only the runs whose id starts with it (as ``str.startswith``: no wildcard, case counts).
+        ``limit``: only the last ``limit`` of them, the runs started last. Both are asked of the
+        database, not filtered here (:mod:`.run_listing` says why and how)."""
+        return [RunInfo(run_id, events) for run_id, events in
+                list_runs(self.backend, self._order_column, prefix, limit)]
 
     def read_all(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, RecordedEvent]]:
         """Events across all runs in commit order: (notification id, event), ids > ``after``."""

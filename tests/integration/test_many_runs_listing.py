@@ -1,0 +1,161 @@
+"""Listing the runs of a store that holds many: the newest few (``limit``) and one prefix's runs
+read without reading every run's rows.
+
+Why: a store in production for a year holds thousands of runs of many agents and hundreds of
+thousands of events. ``runs`` read every event row of the store (grouped by run) and filtered
+the prefix in Python, so ``runs agent-03/`` cost the whole store, and there was no way to ask
+for the runs started last but reading all of them (``runs | tail``). The cost is counted here
+as SQLite's virtual-machine steps (a progress handler called at each step: deterministic, the
+same data gives the same count), never timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eventsourcing.sqlite import SQLiteConnectionPool
+
+from contextfold.domain.errors import InvalidInputError
+from contextfold.domain.events import ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
+from contextfold.store.event_store import EventStore
+from contextfold.store_api import open_store
+
+AGENTS = 10
+
+
+def _log(n: int) -> list[Any]:
+    return [RunStarted(model="gpt-4o"), UserInput(f"task {n}"),
+            ModelResponse(tool_calls=(ToolCall(call_id="c1", name="sh", arguments="{}"),)),
+            ToolResult(call_id="c1", content=f"output {n}\n" * 20), ModelResponse(text="done")]
+
+
+def _fill(store: EventStore, runs: int) -> list[str]:
+    """``runs`` runs of 5 events, round-robin over ``AGENTS`` prefixes, 100 per transaction."""
+    ids = [f"agent-{n % AGENTS:02d}/run-{n:05d}" for n in range(runs)]
+    for start in range(0, runs, 100):
+        store.append_new_runs([(run_id, _log(n)) for n, run_id in enumerate(ids[start:start + 100], start)])
+    return ids
+
+
+@contextlib.contextmanager
+def _steps() -> Iterator[list[int]]:
+    """Counts SQLite's virtual-machine steps on the connections of stores opened meanwhile."""
+    counted = [0]
+    create = SQLiteConnectionPool._create_connection
+
+    def counting(self: SQLiteConnectionPool) -> Any:
+        conn = create(self)
+
+        def step() -> int:
+            counted[0] += 1
+            return 0
+
+        conn._sqlite_conn.set_progress_handler(step, 1)  # eventsourcing's wrapper
+        return conn
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(SQLiteConnectionPool, "_create_connection", counting)
+        yield counted
+
+
+def _cost(path: Path, call: Any) -> int:
+    with _steps() as counted, EventStore(f"sqlite:///{path}", create_schema=False) as store:
+        store.version("warm-up")  # the pool's connection made and the schema read outside the count
+        counted[0] = 0
+        call(store)
+        return counted[0]
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """A SQLite store of 40 runs and one of 800, the same runs first."""
+    made = {}
+    for size in (40, 800):
+        path = tmp_path_factory.mktemp("many") / "runs.db"
+        with EventStore(f"sqlite:///{path}") as store:
+            _fill(store, size)
+        made[size] = path
+    return made
+
+
+def test_the_newest_runs_cost_the_same_in_a_store_twenty_times_larger(stores: dict[int, Path]) -> None:
+    small = _cost(stores[40], lambda s: s.runs(limit=3))
+    large = _cost(stores[800], lambda s: s.runs(limit=3))
+    whole_small = _cost(stores[40], lambda s: s.runs())
+    whole_large = _cost(stores[800], lambda s: s.runs())
+    assert whole_large > 10 * whole_small  # the whole listing reads every run: the scale is there
+    assert large < 2 * small, (small, large)  # the newest three: their rows, not the store's
+
+
+def test_one_prefix_costs_its_own_runs_not_the_stores(stores: dict[int, Path]) -> None:
+    whole = _cost(stores[800], lambda s: s.runs())
+    one_agent = _cost(stores[800], lambda s: s.runs("agent-03/"))
+    assert one_agent * 4 < whole, (one_agent, whole)  # a tenth of the runs: not the whole store
+
+
+def test_limit_and_prefix_list_what_the_whole_listing_would(store: EventStore) -> None:
+    ids = _fill(store, 57)
+    store.append(ids[3], [UserInput("later"), ModelResponse(text="again")])  # an old run written last
+    whole = store.runs()
+    assert [r.run_id for r in whole] == ids  # in the order the runs started
+    assert {r.run_id: r.events for r in whole}[ids[3]] == 7
+    assert store.runs(limit=4) == whole[-4:]
+    assert store.runs(limit=1000) == whole
+    assert store.runs(limit=0) == []
+    assert store.runs("agent-03/") == [r for r in whole if r.run_id.startswith("agent-03/")]
+    assert store.runs("agent-03/", limit=2) == [r for r in whole if r.run_id.startswith("agent-03/")][-2:]
+    assert store.runs("agent-03/run-00003") == [r for r in whole if r.run_id == ids[3]]
+    assert store.runs("agent-0") == whole
+    # no wildcard, no collation: "_" and "%" are characters, and case counts
+    assert store.runs("agent_0") == store.runs("agent%") == store.runs("AGENT") == []
+    assert store.runs("agent-09/run-00059") == []
+    assert store.runs("zzz", limit=3) == [] and store.runs("é") == []
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.0, "3"])
+def test_a_limit_that_is_not_a_count_is_refused(store: EventStore, bad: Any) -> None:
+    with pytest.raises(InvalidInputError, match="limit"):
+        store.runs(limit=bad)
+
+
+def test_the_store_handle_lists_as_its_event_store(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as store:
+        ids = _fill(store.events, 12)
+        assert [r.run_id for r in store.runs(limit=2)] == ids[-2:]
+        assert [r.run_id for r in store.runs("agent-01/")] == [i for i in ids if i.startswith("agent-01/")]
+
+
+def _plan_nodes(plan: dict[str, Any]) -> Iterator[str]:
+    yield f"{plan['Node Type']} {plan.get('Scan Direction', '')}".strip()
+    for child in plan.get("Plans", ()):
+        yield from _plan_nodes(child)
+
+
+@pytest.mark.postgres
+def test_postgres_reads_the_newest_runs_by_its_indexes(pg_url: str) -> None:
+    """PostgreSQL's plan of the newest runs' query, on a store of 800 runs with its statistics
+    taken (as autovacuum takes them): the notification index read backwards, each run's rows by
+    the primary key; no sequential scan of the events."""
+    with EventStore(pg_url) as store:
+        _fill(store, 800)
+        table = store.backend.table("contextfold_events")
+        store.backend.execute(f"ANALYZE {table}")
+        ran: list[tuple[str, tuple[Any, ...]]] = []
+        query = store.backend.query
+
+        def spy(sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+            ran.append((sql, tuple(params)))
+            return query(sql, params)
+
+        store.backend.query = spy  # type: ignore[method-assign]
+        assert [r.run_id for r in store.runs(limit=3)] == [f"agent-{n % AGENTS:02d}/run-{n:05d}"
+                                                           for n in (797, 798, 799)]
+        store.backend.query = query  # type: ignore[method-assign]
+        [(sql, params)] = [(s, p) for s, p in ran if table in s]
+        plan = query(f"EXPLAIN (FORMAT JSON) {sql}", params)[0][0][0]["Plan"]
+        nodes = list(_plan_nodes(plan))
+        assert "Seq Scan" not in nodes and "Index Scan Backward" in nodes, nodes
