@@ -8,10 +8,12 @@ few runs could only be had by reading all of them (``runs | tail``); at 10,000 r
 events, 1.8 GB) that was 0.2 s of SQL and 1.3 s of command, growing with every run recorded
 (``scripts/measure_big_store.py``). So both are asked of the database:
 
-- a prefix is a range of the run-id index on SQLite, whose TEXT comparison is bytewise (run ids
-  are ASCII, so the ids that start with the prefix are those from it up to the prefix with its
-  last character's successor). PostgreSQL's text order may follow a locale, where no range
-  holds exactly the ids with a prefix, so there it is ``starts_with`` over the rows;
+- a prefix is a range of the run-id index where run ids compare as bytes: SQLite's TEXT, and
+  PostgreSQL's under a C or POSIX collation (run ids are ASCII, so the ids that start with the
+  prefix are those from it up to the prefix with its last character's successor). Under a
+  locale's or ICU's order no range holds exactly those ids (ICU puts ";" before ":", so the
+  range of "job:" is empty there; "b" falls between "A" and "B"), so there it is
+  ``starts_with`` over the rows;
 - the runs started last are the rows at position 1 read from the newest back (SQLite's rowid,
   PostgreSQL's notification id, both indexed), ``limit`` of them, then each one's count by
   the run-id index.
@@ -20,6 +22,8 @@ events, 1.8 GB) that was 0.2 s of SQL and 1.3 s of command, growing with every r
 from __future__ import annotations
 
 import re
+from typing import Any
+from weakref import WeakKeyDictionary
 
 from contextfold.domain.errors import InvalidInputError
 from contextfold.store.backends import EVENTS_TABLE, PostgresBackend, SQLiteBackend
@@ -72,7 +76,36 @@ def _prefix_filter(backend: SQLiteBackend | PostgresBackend,
     if not _RUN_ID_CHARS.fullmatch(prefix):
         return None
     p = backend.placeholder
-    if isinstance(backend, PostgresBackend):
+    if isinstance(backend, PostgresBackend) and not _bytewise(backend):
         return f"starts_with(originator_id, {p})", (prefix,)
     upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
     return f"originator_id >= {p} AND originator_id < {p}", (prefix, upper)
+
+
+_BYTEWISE: WeakKeyDictionary[PostgresBackend, bool] = WeakKeyDictionary()
+
+
+def _bytewise(backend: PostgresBackend) -> bool:
+    """Whether the events table's run ids compare as bytes on PostgreSQL: their column's collation,
+    or the database's when it is the default, is libc's C or POSIX (C.UTF-8 too). Asked once per
+    store; the database's row read whole (``to_jsonb``), since its locale provider is a column
+    from PostgreSQL 15 on."""
+    known = _BYTEWISE.get(backend)
+    if known is None:
+        rows = backend.query(
+            "SELECT c.collname, c.collprovider, c.collcollate, (SELECT to_jsonb(d) FROM pg_database d "
+            "WHERE d.datname = current_database()) AS db FROM pg_attribute a JOIN pg_collation c "
+            "ON c.oid = a.attcollation WHERE a.attrelid = to_regclass(%s) AND a.attname = 'originator_id'",
+            (backend.table(EVENTS_TABLE),))
+        known = _BYTEWISE[backend] = bool(rows) and _c_collation(*rows[0])
+    return known
+
+
+def _c_collation(name: str, provider: str, collate: str | None, db: dict[str, Any] | None) -> bool:
+    if name == "default":
+        if db is None or db.get("datlocprovider", "c") != "c":  # an ICU database
+            return False
+        collate = str(db.get("datcollate", ""))
+    elif provider != "c":
+        return False
+    return collate in ("C", "POSIX") or str(collate).startswith("C.")

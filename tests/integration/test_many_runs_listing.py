@@ -159,3 +159,57 @@ def test_postgres_reads_the_newest_runs_by_its_indexes(pg_url: str) -> None:
         plan = query(f"EXPLAIN (FORMAT JSON) {sql}", params)[0][0][0]["Plan"]
         nodes = list(_plan_nodes(plan))
         assert "Seq Scan" not in nodes and "Index Scan Backward" in nodes, nodes
+
+
+def _spied(store: EventStore) -> tuple[list[tuple[str, tuple[Any, ...]]], Any]:
+    """The statements ``store``'s backend queries from now on, and its own ``query``."""
+    ran: list[tuple[str, tuple[Any, ...]]] = []
+    query = store.backend.query
+
+    def spy(sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        ran.append((sql, tuple(params)))
+        return query(sql, params)
+
+    store.backend.query = spy  # type: ignore[method-assign]
+    return ran, query
+
+
+@pytest.mark.postgres
+def test_postgres_reads_a_prefix_by_the_run_id_index_under_a_c_collation(pg_url: str) -> None:
+    """The test database's collation is C.UTF-8: run ids compare as bytes, so a prefix is a range
+    of the primary key, as on SQLite."""
+    with EventStore(pg_url) as store:
+        ids = _fill(store, 300)
+        table = store.backend.table("contextfold_events")
+        store.backend.execute(f"ANALYZE {table}")
+        ran, query = _spied(store)
+        assert [r.run_id for r in store.runs("agent-03/")] == [i for i in ids if i.startswith("agent-03/")]
+        [(sql, params)] = [(s, p) for s, p in ran if table in s]
+        nodes = list(_plan_nodes(query(f"EXPLAIN (FORMAT JSON) {sql}", params)[0][0][0]["Plan"]))
+        assert "Seq Scan" not in nodes, nodes
+
+
+@pytest.mark.postgres
+def test_postgres_lists_a_prefix_exactly_under_a_collation_that_is_not_bytewise(pg_url: str) -> None:
+    """An events table whose run ids follow ICU's order (a database made with an ICU or a locale's
+    collation): ICU sorts ";" before ":" and "ab" between "A" and "B", so the range a prefix makes
+    in byte order holds none of its ids ("job:" up to "job;"), or others ("A" up to "B"); the
+    listing is still exactly the ids that start with the prefix."""
+    import psycopg
+    from psycopg import sql
+
+    schema = pg_url.rpartition("schema=")[2]
+    with psycopg.connect(pg_url.split("?")[0], autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        admin.execute(sql.SQL(  # eventsourcing's table, its run ids under ICU's root order
+            "CREATE TABLE {}.contextfold_events (originator_id text COLLATE \"und-x-icu\" NOT NULL, "
+            "originator_version bigint NOT NULL, topic text, state bytea, notification_id bigserial, "
+            "PRIMARY KEY (originator_id, originator_version))").format(sql.Identifier(schema)))
+    ids = ["job:1", "job=2", "job:3/x", "Ab", "ab", "b1", "AZ", "B", "job.4", "job-5"]
+    with EventStore(pg_url) as store:
+        for run_id in ids:
+            store.append(run_id, [UserInput(run_id)])
+        for prefix in ("job:", "job=", "A", "B", "job", "b", "a", "job-"):
+            assert [r.run_id for r in store.runs(prefix)] == [i for i in ids if i.startswith(prefix)], prefix
+            newest = [r.run_id for r in store.runs(prefix, limit=1)]
+            assert newest == [i for i in ids if i.startswith(prefix)][-1:], prefix
