@@ -144,14 +144,7 @@ def test_postgres_reads_the_newest_runs_by_its_indexes(pg_url: str) -> None:
         _fill(store, 800)
         table = store.backend.table("contextfold_events")
         store.backend.execute(f"ANALYZE {table}")
-        ran: list[tuple[str, tuple[Any, ...]]] = []
-        query = store.backend.query
-
-        def spy(sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-            ran.append((sql, tuple(params)))
-            return query(sql, params)
-
-        store.backend.query = spy  # type: ignore[method-assign]
+        ran, query = _spied(store)
         assert [r.run_id for r in store.runs(limit=3)] == [f"agent-{n % AGENTS:02d}/run-{n:05d}"
                                                            for n in (797, 798, 799)]
         store.backend.query = query  # type: ignore[method-assign]
