@@ -69,8 +69,13 @@ GEMINI_SIGNATURE_SHARE = 3
 Measured on pydantic-ai's recorded gemini-3-flash-preview requests (``tests/integration/
 test_estimates.py``): ``promptTokenCount`` less the rest of our estimate is at most 27% of the
 signatures' cl100k_base count on each of the 23 requests that send one (base64 tokenizes at
-~1.4 characters a token under tiktoken), and less still where the rest is over-estimated. At
-a third no recorded request is under its count; at a quarter one is 5% under."""
+~1.4 characters a token under tiktoken), and less still where the rest is over-estimated.
+Bounded by Gemini's own counts alone (a request that is a prefix of a later one, whose text
+count caps the rest), the share billed in the current turn is 26-33% on the three audio
+conversations: at a third no recorded request is under its count (the closest ~0.4% over); at a
+quarter one is 5% under. Signatures of earlier turns were billed ~0-5% in the recorded shape (a
+new user message as its own content), which our renderer does not send (it merges it with the
+results before it), so they keep the same third."""
 
 
 def reasoning_sent(reasoning: Reasoning, provider: str, model: str | None = None) -> bool:

@@ -39,14 +39,15 @@ What is left, by provider, and why it is left:
   100-170 tokens above their manifests, the tool-use system prompt measured at 445-517 tokens,
   not the documented 346 (``tool_prompt.MEASURED_TOOL_PROMPT``); the rest is within 10% (what our
   request adds is counted with tiktoken here, which Claude counts higher).
-- Gemini: a ``thoughtSignature`` (sent back verbatim) is billed at most 27% of its tiktoken
+- Gemini: a ``thoughtSignature`` (sent back verbatim) is billed 26-33% of its tiktoken
   count and priced at a third (``reasoning.GEMINI_SIGNATURE_SHARE``; it was priced whole, the
   median was 0.46). What is left over: the audio requests read 0.22-0.28 (0.14-0.16 before the
   requests were imported as a store appends them, their audio's length read from its bytes:
   :func:`test_recorded_audio_is_priced_by_the_playing_time_its_stored_bytes_tell`); each is the
   first of a new user turn, billed 304-315 where the request before it, holding less of the same
   history, was billed 1,091-1,354: the earlier turns' signatures look not billed once a new user
-  turn starts (priced at a third here). Small requests' framing (a
+  turn starts, in the recorded shape (the user message its own content; ours merges it with the
+  results before it, so they stay priced at a third here). Small requests' framing (a
   36-token request is priced 72: its tool's JSON and overhead 34, Gemini's whole bill for the
   tool 18 or less; the history's opening note 13, set aside unsent). Its SentencePiece tokenizer
   is not offline either.
