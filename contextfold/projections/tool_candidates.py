@@ -306,7 +306,10 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     bill = tool_bill(ctx.config.provider, ctx.model)  # the prices differ by provider and model
     key = (query, tuple(specs), inputs.policy, tuple(inputs.used_names), ctx.config.max_tools,
            ctx.state.counter.encoding_name, tuple(recent.items()), matched, bill)
-    hit = ctx.state.memo.get("tool-candidates")
+    # one slot per bill: a turn's neutral and OpenAI builds alternate, and when their bills differ
+    # (an OpenAI Chat build for a measured model) one slot made each build rank afresh
+    slot = ("tool-candidates", bill)
+    hit = ctx.state.memo.get(slot)
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1]  # type: ignore[no-any-return]
     exposed, _ = _choices(specs, query, recent, matched, ctx.config, inputs, ctx.count, False,
@@ -332,7 +335,7 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
         if shown is not None:
             attach[name] = (f"tool:{shown.name}", shown.tokens)
     answer = ToolCandidates(exposed, units, attach)
-    ctx.state.memo["tool-candidates"] = (key, answer)
+    ctx.state.memo[slot] = (key, answer)
     return answer
 
 
