@@ -49,6 +49,13 @@ def _tools(state: RunState, config: BuildConfig) -> tuple[object, ...]:
     return tuple((t.name, t.tokens) for t in manifest.tools), manifest.tool_tokens
 
 
+def _answer(state: RunState, bill: object) -> object:
+    """The answer kept in ``bill``'s slot (the slot holds its key and the answer)."""
+    slot = state.memo[("tool-candidates", bill)]
+    assert isinstance(slot, tuple)
+    return slot[1]
+
+
 def test_alternating_builds_keep_one_answer_per_bill_each_a_fresh_states() -> None:
     assert tool_bill("openai-chat", "gpt-4o") != DEAREST_BILL  # the two builds price tools apart
     kept = _folded()
@@ -58,7 +65,7 @@ def test_alternating_builds_keep_one_answer_per_bill_each_a_fresh_states() -> No
     slots = {k: v for k, v in kept.memo.items() if isinstance(k, tuple) and k[0] == "tool-candidates"}
     openai_bill = tool_bill("openai-chat", "gpt-4o")
     assert set(slots) == {("tool-candidates", DEAREST_BILL), ("tool-candidates", openai_bill)}
-    neutral_answer = slots[("tool-candidates", DEAREST_BILL)][1]
+    neutral_answer = _answer(kept, DEAREST_BILL)
     build_context(kept, OPENAI)
     build_context(kept, NEUTRAL)  # found in its own slot, not ranked again after the OpenAI build
-    assert kept.memo[("tool-candidates", DEAREST_BILL)][1] is neutral_answer
+    assert _answer(kept, DEAREST_BILL) is neutral_answer
