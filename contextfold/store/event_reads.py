@@ -432,7 +432,7 @@ class EventReads:
         ``limit``: only the last ``limit`` of them, the runs started last. Both are asked of the
         database, not filtered here (:mod:`.run_listing` says why and how)."""
         return [RunInfo(run_id, events) for run_id, events in
-                list_runs(self.backend, self._order_column, prefix, limit)]
+                list_runs(self.backend, self._order_column, RUN_ID_PATTERN, prefix, limit)]
 
     def read_all(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, RecordedEvent]]:
         """Events across all runs in commit order: (notification id, event), ids > ``after``."""

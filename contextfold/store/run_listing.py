@@ -30,21 +30,19 @@ from contextfold.store.backends import EVENTS_TABLE, PostgresBackend, SQLiteBack
 
 __all__ = ["list_runs"]
 
-_RUN_ID_CHARS = re.compile(r"[A-Za-z0-9._:@/+=-]{1,200}")
-"""What a prefix of a run id may hold (``event_reads.RUN_ID_PATTERN``): anything else starts no
-run's id."""
 _MOST_ROWS = 2**63 - 1
 """The largest LIMIT the drivers take (a SQLite INTEGER, a PostgreSQL bigint)."""
 
 
-def list_runs(backend: SQLiteBackend | PostgresBackend, order_column: str, prefix: str = "",
-              limit: int | None = None) -> list[tuple[str, int]]:
+def list_runs(backend: SQLiteBackend | PostgresBackend, order_column: str, run_ids: re.Pattern[str],
+              prefix: str = "", limit: int | None = None) -> list[tuple[str, int]]:
     """(run id, event count) of the runs whose id starts with ``prefix``, in the order they were
     first written (``order_column``: the backend's commit order); the last ``limit`` of them
-    when given."""
+    when given. ``run_ids``: what a run id is (``event_reads.RUN_ID_PATTERN``); a prefix it does
+    not match (a character no run id holds, or a first one no id starts with) starts no run's id."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise InvalidInputError(f"limit must be a count of runs (an integer >= 0), got {limit!r}")
-    matching = _prefix_filter(backend, prefix)
+    matching = _prefix_filter(backend, prefix, run_ids)
     if matching is None or limit == 0:
         return []
     where, params = matching
@@ -65,15 +63,15 @@ def list_runs(backend: SQLiteBackend | PostgresBackend, order_column: str, prefi
     return [(str(r[0]), int(r[1])) for r in rows]
 
 
-def _prefix_filter(backend: SQLiteBackend | PostgresBackend,
-                   prefix: str) -> tuple[str, tuple[str, ...]] | None:
+def _prefix_filter(backend: SQLiteBackend | PostgresBackend, prefix: str,
+                   run_ids: re.Pattern[str]) -> tuple[str, tuple[str, ...]] | None:
     """The SQL condition (and its parameters) of the run ids that start with ``prefix``; None
     when no run id can (a character a run id cannot hold)."""
     if not isinstance(prefix, str):
         raise InvalidInputError(f"a run-id prefix is a string, got {type(prefix).__name__}")
     if not prefix:
         return "", ()
-    if not _RUN_ID_CHARS.fullmatch(prefix):
+    if not run_ids.fullmatch(prefix):  # a prefix of an id is an id's shape, only shorter
         return None
     p = backend.placeholder
     if isinstance(backend, PostgresBackend) and not _bytewise(backend):
