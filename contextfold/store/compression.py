@@ -44,6 +44,7 @@ from contextfold.domain.errors import IntegrityError
 __all__ = [
     "COMPRESSED_MAGIC",
     "COMPRESS_MIN_BYTES",
+    "RECORD_COMPRESS_MIN_BYTES",
     "inflate",
     "is_compressed",
     "pack_artifact",
@@ -55,6 +56,16 @@ __all__ = [
 COMPRESSED_MAGIC = b"cfz1:"
 COMPRESS_MIN_BYTES = 32 * 1024
 """States this large or larger are compressed (a long run's context-built records)."""
+RECORD_COMPRESS_MIN_BYTES = 1024
+"""A build's record (``context_built``) this large or larger is compressed (and stored as a delta
+of the run's previous record where that is smaller: :mod:`.deltas`).
+
+Why a threshold of its own: records are the bulk of a store (85% of a SQLite store of copied
+tau-bench runs with a build recorded every turn, ``scripts/measure_big_store.py``) and each is
+mostly its predecessor, but a short run's records (~2-12 KB: every fragment so far, +~870 bytes
+a turn) stayed under :data:`COMPRESS_MIN_BYTES`, stored as plain JSON. Other small events stay
+plain and readable with any SQL client; a record is read with ``contextfold manifest`` or
+``records`` (its state is a chain hash and JSON, not a column a query reads as is)."""
 _LEVEL = 1
 """zstd's fastest standard level: nearly the ratio of level 3 here (7.7x vs 7.6x) in 2/3 of the time."""
 
@@ -63,9 +74,10 @@ def is_compressed(state: bytes) -> bool:
     return state.startswith(COMPRESSED_MAGIC)
 
 
-def pack_state(state: bytes) -> bytes:
-    """``state`` as stored: a compressed frame when it is large and that is smaller, else as is."""
-    if len(state) < COMPRESS_MIN_BYTES:
+def pack_state(state: bytes, min_bytes: int = COMPRESS_MIN_BYTES) -> bytes:
+    """``state`` as stored: a compressed frame when it is ``min_bytes`` or longer and that is
+    smaller, else as is."""
+    if len(state) < min_bytes:
         return state
     # one compressor per call: they are not thread-safe, and making one costs ~10 us
     packed = COMPRESSED_MAGIC + zstandard.ZstdCompressor(level=_LEVEL, write_checksum=True).compress(state)

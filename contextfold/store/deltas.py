@@ -21,9 +21,13 @@ at that position of the same run decompresses to). Why these choices:
   inflated (as :func:`~contextfold.store.compression.unpack_state`).
 - **Writer's memory, not the log's:** the writer remembers the last keyframe of each (run,
   topic) it wrote, within :data:`BASE_CACHE_BYTES`; a writer that has none (a new process, an
-  evicted run) writes a keyframe. A keyframe serves at most :data:`MAX_DELTAS` deltas, and a
-  delta over an eighth of its keyframe's frame ends its series: the next state is a keyframe,
-  so the log stays within a small factor of one frame per :data:`MAX_DELTAS` records.
+  evicted run) writes a keyframe. A keyframe serves at most :data:`MAX_DELTAS` deltas. A delta
+  up to an eighth of its keyframe's frame is kept; a larger one only when it is at most half the
+  state's own frame (then made to compare), else that frame is stored and starts a new series.
+  So a delta is always well under what a keyframe would cost, and a state unlike the keyframe
+  starts a series of its own. (The rule was the eighth alone: right for a long run's ~240 KB
+  frames and their 0.5-5 KB deltas, but a short run's record, a ~2 KB frame to which a turn adds
+  ~300 bytes of delta, then became a keyframe every turn.)
 - **Checked against the log:** the writer's memory outlives what the log holds when the log moves
   back under it (an earlier backup restored online, :mod:`.head_check`): a delta against a
   keyframe the restore removed, or that another writer's row replaced, left a run no read could
@@ -45,8 +49,15 @@ import zstandard
 
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.fork_locks import fork_safe_lock
-from contextfold.store.compression import COMPRESS_MIN_BYTES, inflate, is_compressed, pack_state
+from contextfold.store.compression import (
+    COMPRESS_MIN_BYTES,
+    RECORD_COMPRESS_MIN_BYTES,
+    inflate,
+    is_compressed,
+    pack_state,
+)
 from contextfold.store.head_check import tail_digest
+from contextfold.store.limits import RECORD_TYPE
 
 __all__ = [
     "BASE_CACHE_BYTES",
@@ -123,7 +134,9 @@ class DeltaWriter:
         self._lock = fork_safe_lock(self._forget_all)
 
     def pack(self, run_id: str, topic: str, position: int, state: bytes) -> Packed:
-        if len(state) < COMPRESS_MIN_BYTES:
+        record = topic.partition("@")[0] == RECORD_TYPE
+        min_bytes = RECORD_COMPRESS_MIN_BYTES if record else COMPRESS_MIN_BYTES
+        if len(state) < min_bytes:
             return Packed(state, None, None)
         key = (run_id, topic)
         with self._lock:  # the prepared dictionary is made once; using it is read-only
@@ -137,13 +150,17 @@ class DeltaWriter:
                     frame.dictionary = dictionary
             else:
                 frame = None
+        packed: bytes | None = None
         if frame is not None:
             delta = zstandard.ZstdCompressor(
                 compression_params=_params(len(frame.state)), dict_data=frame.dictionary).compress(state)
-            if len(delta) * 8 <= frame.frame_bytes:
-                return Packed(DELTA_MAGIC + str(frame.position).encode("ascii") + b":" + delta,
-                              lambda _: self._counted(frame), (frame.position, frame.stored))
-        packed = pack_state(state)
+            stored = DELTA_MAGIC + str(frame.position).encode("ascii") + b":" + delta
+            if len(stored) * 8 > frame.frame_bytes:  # not clearly small: against a frame of its own
+                packed = pack_state(state, min_bytes)
+            if packed is None or len(stored) * 2 <= len(packed):
+                return Packed(stored, lambda _: self._counted(frame), (frame.position, frame.stored))
+        if packed is None:
+            packed = pack_state(state, min_bytes)
         if not is_compressed(packed):
             return Packed(packed, None, None)
         return Packed(packed, lambda stored: self._learn(

@@ -26,7 +26,7 @@ whose event lost a race is harmless and re-used on retry.
 Stored record: ``topic`` = ``"{type}@{v}"``, ``state`` = 64 hex chars of the
 chain hash followed by the event's canonical JSON, so a reload parses the JSON
 once (in Rust, via pydantic) and ``verify`` re-hashes the exact stored bytes.
-A state of 32 KiB or more (a long run's context-built record), and a text artifact, is
+A state of 32 KiB or more, a build's record of 1 KiB or more, and a text artifact, are
 stored as a zstd frame of those bytes (:mod:`contextfold.store.compression`); a run's later
 large states as deltas of its last such frame (:mod:`contextfold.store.deltas`). With a cipher
 key, ``state`` and artifact data are AES-GCM envelopes of what would otherwise be stored

@@ -10,6 +10,7 @@ import pytest
 
 from contextfold.cli import main
 from contextfold.cli_build import EXCLUDED_SHOWN
+from contextfold.store.compression import unpack_state
 from tests.cli_runner import cf
 
 
@@ -155,8 +156,8 @@ def test_replay_verify_shows_the_first_difference(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "contextfold.db")
     row = db.execute("SELECT originator_version, state FROM contextfold_events "
                      "WHERE topic LIKE 'context_built@%'").fetchone()
-    position, state = row
-    body = json.loads(state[64:])
+    position, state = row  # a record is stored compressed: read, edited and written back plain
+    body = json.loads(unpack_state(state, 1 << 30, "test")[64:])
     assert body["builder"].startswith("contextfold ")
     body["request_hash"] = "0" * 64
     body["manifest"]["request_hash"] = "0" * 64

@@ -8,7 +8,7 @@ import zstandard
 
 from contextfold.api import open_store
 from contextfold.domain.errors import IntegrityError, RunNotFoundError, StoreConfigError
-from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput, canonical_json
 from contextfold.domain.log import chain_hash
 from contextfold.store.backends import ARTIFACTS_TABLE, EVENTS_TABLE
 from contextfold.store.compression import COMPRESS_MIN_BYTES, COMPRESSED_MAGIC, unpack_state
@@ -272,3 +272,32 @@ def test_open_store_refuses_a_delta_frames_that_is_not_a_bool(store_url: str, ba
     """``"no"`` is true: taken as given, it would write the deltas it was meant to turn off."""
     with pytest.raises(StoreConfigError, match="delta_frames is True or False"):
         open_store(store_url, delta_frames=bad)  # type: ignore[arg-type]
+
+
+def test_a_short_run_s_records_are_compressed_and_stored_as_deltas(store_url: str) -> None:
+    """A build's record of 1 KiB or more is a frame, and the next ones deltas of it while a delta
+    stays under half the record's own frame: a short run's records (a few KB each, every fragment
+    so far) were stored as plain JSON, 85% of a store of such runs. Other small events stay plain."""
+    with open_store(store_url) as client:
+        run = client.run("r")
+        run.append(UserInput("Book a flight from SFO to JFK on the 12th"))
+        for turn in range(6):
+            run.append(ModelResponse(tool_calls=(ToolCall(call_id=f"c{turn}", name="search_flights",
+                                                          arguments=f'{{"day": {turn}}}'),)))
+            run.append(ToolResult(call_id=f"c{turn}", content=f"flight UA{turn}00 at 0{turn}:00, $3{turn}9"))
+            run.build(provider="openai-chat", window=8000, reserve=1000)
+        store = client.events
+        events = store.read("r")
+        records = [e.position for e in events if e.event.type == "context_built"]
+        rows = [_row(store, "r", p) for p in records]
+        plain = [p for p in range(1, store.version("r") + 1) if p not in records]
+        assert all(_row(store, "r", p)[:1] in b"0123456789abcdef" for p in plain)  # chain hash first
+        assert rows[0].startswith(COMPRESSED_MAGIC)
+        assert all(row.startswith(DELTA_MAGIC + str(records[0]).encode() + b":") for row in rows[1:])
+        json_sizes = [len(canonical_json(e.event)) for e in events if e.position in records]
+        assert min(json_sizes) >= 1024
+        assert sum(map(len, rows)) * 4 < sum(json_sizes)
+        with EventStore(store_url) as reader:  # a new reader: keyframe fetched for the deltas
+            assert [e.event for e in reader.read("r")] == [e.event for e in store.read("r")]
+        assert store.verify("r").ok
+        assert run.replay(turn=6).ok
