@@ -253,7 +253,7 @@ def test_anthropic_parallel_results_in_one_user_message_first_then_user_text() -
 
 def test_gemini_parallel_calls_and_responses() -> None:
     contents = render(PARALLEL, "gemini")["contents"]
-    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert [c["role"] for c in contents] == ["user", "model", "user", "user"]
     calls = [p for p in contents[1]["parts"] if "functionCall" in p]
     assert calls[0]["functionCall"] == {"name": "read_file", "args": {"path": "a.py"},
                                         "id": "c1"}
@@ -264,9 +264,29 @@ def test_gemini_parallel_calls_and_responses() -> None:
     assert "output" in answers[0]["functionResponse"]["response"]
     assert answers[1]["functionResponse"]["name"] == "run"
     assert "exit code 1" in answers[1]["functionResponse"]["response"]["error"]
-    assert answers[2] == {"text": "and be quick"}
+    assert contents[3]["parts"] == [{"text": "and be quick"}]
     tools = render(PARALLEL, "gemini")["tools"]
     assert [d["name"] for d in tools[0]["functionDeclarations"]] == ["read_file", "run"]
+
+
+def test_a_gemini_user_message_after_function_responses_is_a_content_of_its_own() -> None:
+    """Gemini's current turn starts at the last user content that is not function responses: a
+    new user message goes in a content of its own, as the recorded requests send it (and were
+    billed for the current turn's signatures only), and the results' content keeps its bytes
+    when the message arrives. Consecutive results and consecutive user messages still share one
+    content (one function-response content per call turn); the body passes the protocol check
+    and the SDK's types."""
+    loop = conv(user("Fix it"), assistant("", call("c1", "run", '{"cmd": "ls"}')),
+                results(result("c1", "run", "a.py")))
+    c = loop.model_copy(update={"messages": (*loop.messages, user("now test"), user("quickly"))})
+    before = render(loop, "gemini")["contents"]
+    contents = render(c, "gemini")["contents"]
+    assert [content["role"] for content in contents] == ["user", "model", "user", "user"]
+    assert contents[:3] == before
+    assert [list(p) for p in contents[2]["parts"]] == [["functionResponse"]]
+    assert contents[3]["parts"] == [{"text": "now test"}, {"text": "quickly"}]
+    check_protocol("gemini", render(c, "gemini", validate=False))
+    assert validate_sdk_types("gemini", render(c, "gemini")) is True
 
 
 def test_gemini_strips_schema_metadata_keywords() -> None:

@@ -12,7 +12,16 @@ Decisions:
 - The model is part of the URL, not of the body, so ``model`` is not emitted
   (the caller passes ``conversation.model`` to the client).
 - Consecutive contents of the same role are merged: Gemini expects a
-  function-call turn to be followed by exactly one function-response turn.
+  function-call turn to be followed by exactly one function-response turn. Except one: a user
+  message after function responses is a content of its own, not merged into theirs. Gemini's
+  "current turn" (the one whose signatures it validates, and bills) starts at the last user
+  content with standard content, not a ``functionResponse``; recorded requests send the new user
+  message so (pydantic-ai's, as Google's own examples append ``Content(role="user",
+  parts=[function_response_part])``), and were billed for the signatures of the current turn
+  only: gemini-3-flash-preview's first request of a new user turn was billed 304-315 tokens where
+  the one before it, holding less of the same history, was billed 1,091-1,354. Merged, Gemini's
+  reading of the turn's start is undocumented and unrecorded; apart, the results' content also
+  keeps its bytes when the message arrives (a prompt cache's prefix).
 - Calls are ``functionCall {name, args, id}`` parts; ``args`` is the parsed
   arguments object (text that is not a JSON object is sent verbatim as
   ``{"unparsed_arguments": text}``). Results are ``functionResponse {name, response, id}``
@@ -201,6 +210,12 @@ def _response(result: ToolResultPart) -> dict[str, Any]:
     return {"error": text} if result.is_error else {"output": text}
 
 
+def _answers(content: dict[str, Any]) -> bool:
+    """Whether ``content`` holds function responses: a user message after it starts a new turn,
+    in a content of its own (module docstring)."""
+    return any("functionResponse" in part for part in content["parts"])
+
+
 def render_gemini(conversation: Conversation, *, max_tokens: int | None = None
                   ) -> dict[str, Any]:
     """The generateContent body for ``conversation`` (not validated; see ``render``)."""
@@ -218,7 +233,8 @@ def render_gemini(conversation: Conversation, *, max_tokens: int | None = None
                 assert_never(message)
         if not parts:
             continue
-        if contents and contents[-1]["role"] == role:
+        if contents and contents[-1]["role"] == role and not (
+                isinstance(message, UserMessage) and _answers(contents[-1])):
             contents[-1]["parts"].extend(parts)
         else:
             contents.append({"role": role, "parts": parts})
