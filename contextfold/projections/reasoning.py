@@ -70,12 +70,16 @@ Measured on pydantic-ai's recorded gemini-3-flash-preview requests (``tests/inte
 test_estimates.py``): ``promptTokenCount`` less the rest of our estimate is at most 27% of the
 signatures' cl100k_base count on each of the 23 requests that send one (base64 tokenizes at
 ~1.4 characters a token under tiktoken), and less still where the rest is over-estimated.
-Bounded by Gemini's own counts alone (a request that is a prefix of a later one, whose text
-count caps the rest), the share billed in the current turn is 26-33% on the three audio
-conversations: at a third no recorded request is under its count (the closest ~0.4% over); at a
-quarter one is 5% under. Signatures of earlier turns were billed ~0-5% in the recorded shape (a
-new user message as its own content), which our renderer does not send (it merges it with the
-results before it), so they keep the same third."""
+By Gemini's own counts, a signature is billed the thoughts it came with (its response's
+``thoughtsTokenCount``, 16-29% of its tiktoken count on the 27 recorded responses) while its
+turn runs: each request of a tool loop is billed the one before it, that one's reply and
+thoughts, and the results added. At a third no recorded request is under its count (the
+closest ~0.4% over); at a quarter one is 5% under. Once a new user message starts the next turn
+(a content of its own, as ``render.gemini`` sends it), gemini-3-flash-preview bills earlier
+turns' signatures nothing. They keep the same third: a fragment's price does not move when a
+later message arrives (module docstring), and from Gemini 3.5 Flash on earlier turns' reasoning
+is reported kept in the prompt (billed as in its turn). ``tests/integration/test_estimates.py``
+checks each figure."""
 
 
 def reasoning_sent(reasoning: Reasoning, provider: str, model: str | None = None) -> bool:

@@ -177,6 +177,8 @@ class Measured:
     excluded: str | None
     body: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The recorded request body."""
+    ours: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Our request body for the same history."""
 
     @property
     def raw(self) -> float:
@@ -238,10 +240,11 @@ def measure_all(root: Path = CASSETTES) -> list[Measured]:
         result = build_context(state, config, render=lambda c, p, m: render(c, p, max_tokens=m),
                                load_bytes=partial(_blob, blobs))
         manifest = result.manifest
-        added = (sent_tokens(result.request, manifest.encoding, provider)
+        ours = result.request
+        added = (sent_tokens(ours, manifest.encoding, provider)
                  - sent_tokens(body, manifest.encoding, provider))
         out.append(Measured(cassette, n, provider, model, observed, manifest.selected_tokens, added,
-                            manifest, server_side(provider, body, response), body))
+                            manifest, server_side(provider, body, response), body, ours))
     return out
 
 

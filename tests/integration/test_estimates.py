@@ -39,15 +39,17 @@ What is left, by provider, and why it is left:
   100-170 tokens above their manifests, the tool-use system prompt measured at 445-517 tokens,
   not the documented 346 (``tool_prompt.MEASURED_TOOL_PROMPT``); the rest is within 10% (what our
   request adds is counted with tiktoken here, which Claude counts higher).
-- Gemini: a ``thoughtSignature`` (sent back verbatim) is billed 26-33% of its tiktoken
-  count and priced at a third (``reasoning.GEMINI_SIGNATURE_SHARE``; it was priced whole, the
-  median was 0.46). What is left over: the audio requests read 0.22-0.28 (0.14-0.16 before the
-  requests were imported as a store appends them, their audio's length read from its bytes:
+- Gemini: a ``thoughtSignature`` (sent back verbatim) is billed the thoughts it came with,
+  16-29% of its tiktoken count, and priced at a third (``reasoning.GEMINI_SIGNATURE_SHARE``;
+  it was priced whole, the median was 0.46). What is left over: the audio requests read
+  0.22-0.28 (0.14-0.16 before the requests were imported as a store appends them, their
+  audio's length read from its bytes:
   :func:`test_recorded_audio_is_priced_by_the_playing_time_its_stored_bytes_tell`); each is the
   first of a new user turn, billed 304-315 where the request before it, holding less of the same
-  history, was billed 1,091-1,354: the earlier turns' signatures look not billed once a new user
-  turn starts, in the recorded shape (the user message its own content; ours merges it with the
-  results before it, so they stay priced at a third here). Small requests' framing (a
+  history, was billed 1,091-1,354: a signature is billed its response's ``thoughtsTokenCount``
+  in its turn and nothing once a new user message (its own content, as ours sends it too) starts
+  the next (:func:`test_a_gemini_signature_is_billed_its_thoughts_in_its_turn_and_nothing_after`);
+  earlier turns' stay priced at a third here. Small requests' framing (a
   36-token request is priced 72: its tool's JSON and overhead 34, Gemini's whole bill for the
   tool 18 or less; the history's opening note 13, set aside unsent). Its SentencePiece tokenizer
   is not offline either.
@@ -59,6 +61,7 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -66,6 +69,7 @@ from contextfold.domain.events import DocumentBlock
 from contextfold.importers import parse
 from contextfold.projections.calibration import CalibrationSample, calibrate
 from contextfold.projections.media_cost import GEMINI_AUDIO_TOKENS_PER_SECOND, gemini_audio_cost
+from contextfold.projections.reasoning import GEMINI_SIGNATURE_SHARE
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.tool_prompt import tool_prompt_tokens
 from tests.integration.cassette_usage import Measured, as_stored, measure_all, recorded_requests
@@ -159,6 +163,66 @@ def test_openai_chat_bills_a_declared_tool_at_its_rendering_not_its_json(
         assert 0 <= priced - billed <= 2, (m.cassette, m.index, billed, priced)
         checked += 1
     assert checked == requests
+
+
+def _new_turn(contents: list[dict[str, Any]]) -> bool:
+    """Whether a Gemini request's last content is a user message after function responses: the
+    first request of a new user turn, in a content of its own."""
+    def answers(content: dict[str, Any]) -> bool:
+        return any("functionResponse" in part for part in content["parts"])
+    return (len(contents) >= 2 and contents[-1]["role"] == "user" and not answers(contents[-1])
+            and answers(contents[-2]))
+
+
+def test_a_new_user_turn_is_sent_to_gemini_as_it_was_recorded(measured: list[Measured]) -> None:
+    """The three recorded Gemini requests that open a new user turn send its message as a content
+    of its own after the function responses, and were billed for no signature of the turns
+    before it: 304-315 tokens, where the request before each, holding less of the same history,
+    was billed 1,091-1,354. Ours sends the same shape (it merged the message into the results'
+    content, a turn's start Gemini's documents and these recordings do not show it reading)."""
+    checked = 0
+    for m in measured:
+        if m.provider == "gemini" and _new_turn(m.body["contents"]):
+            assert _new_turn(m.ours["contents"]), (m.cassette, m.index)
+            checked += 1
+    assert checked == 3
+
+
+def test_a_gemini_signature_is_billed_its_thoughts_in_its_turn_and_nothing_after() -> None:
+    """What Gemini bills of a ``thoughtSignature`` sent back, by Gemini's own counts. In its turn,
+    the thoughts it came with: each request of a tool loop is billed the one before it, that one's
+    reply (``candidatesTokenCount``) and ``thoughtsTokenCount``, and 16-107 tokens more (the
+    function responses, the only content added). After a new user message (its own content:
+    ``render.gemini``), none: gemini-3-flash-preview's first request of a new turn is billed the
+    request before it and its reply less every earlier response's thoughts, plus 98-113 (the
+    message and its audio, the last results). And a third of a signature's tiktoken count
+    (``reasoning.GEMINI_SIGNATURE_SHARE``) holds its thoughts: they are 16-29% of it. Earlier
+    turns' signatures stay priced so: a price does not move when a later message arrives
+    (``reasoning``), and from Gemini 3.5 Flash on earlier turns' reasoning is reported kept."""
+    count = get_counter("cl100k_base").count
+    before: tuple[list[Any], int, int, list[int]] | None = None  # contents, prompt + reply, thoughts, all
+    turns = {"same": 0, "new": 0}
+    for cassette, n, provider, body, response, _ in recorded_requests():
+        if provider != "gemini":
+            continue
+        usage = response["usageMetadata"]
+        contents, prompt = body["contents"], usage["promptTokenCount"]
+        if before is not None and contents[:len(before[0])] == before[0] and len(contents) > len(before[0]):
+            if _new_turn(contents):
+                assert 0 <= prompt + sum(before[3]) - before[1] - before[2] <= 120, (cassette, n)
+                turns["new"] += 1
+            else:
+                assert 0 <= prompt - before[1] - before[2] <= 120, (cassette, n)
+                turns["same"] += 1
+            thoughts = before[3]
+        else:
+            thoughts = []
+        reply = response["candidates"][0]["content"]["parts"]
+        signed = [part["thoughtSignature"] for part in reply if "thoughtSignature" in part]
+        spent = usage.get("thoughtsTokenCount", 0)
+        assert spent <= sum(-(-count(s) // GEMINI_SIGNATURE_SHARE) for s in signed), (cassette, n)
+        before = (contents, prompt + usage.get("candidatesTokenCount", 0), spent, [*thoughts, spent])
+    assert turns == {"same": 18, "new": 3}
 
 
 def test_recorded_audio_is_priced_by_the_playing_time_its_stored_bytes_tell() -> None:
