@@ -22,7 +22,7 @@ Claude Haiku 3                                 264             340
 =============================================  ==============  ===============
 
 Where recorded usage shows a model billed more than its cell, the measured figure is charged
-(:data:`MEASURED_TOOL_PROMPT`: Claude Sonnet 4.5, 520): under-reserving is the costly side.
+(:data:`MEASURED_TOOL_PROMPT`: Claude Sonnet 4.5, 527): under-reserving is the costly side.
 
 The request names no ``tool_choice`` (the API's default is ``auto``), but a caller may add one
 before sending it: a model pays the dearer of its two cells. A model the table does not list
@@ -67,15 +67,18 @@ ANTHROPIC_TOOL_PROMPT: dict[tuple[str, int, int], tuple[int, int]] = {
 DEAREST = max(max(cells) for cells in ANTHROPIC_TOOL_PROMPT.values())
 """What a model the table does not list pays (Claude Opus 3's 530)."""
 
-MEASURED_TOOL_PROMPT: dict[tuple[str, int, int], int] = {("sonnet", 4, 5): 520}
+MEASURED_TOOL_PROMPT: dict[tuple[str, int, int], int] = {("sonnet", 4, 5): 527}
 """(tier, major, minor) -> what a model's requests were billed above the table's cell, measured.
-Claude Sonnet 4.5: on the five first requests of pydantic-ai's cassettes that declare tools and
-no server tool (``tests/integration/test_estimates.py``), ``usage.input_tokens`` less everything
-else the build priced (texts, declarations, framing) is 445-517 tokens, not the table's 346: each
-such request was billed 100-170 tokens over its manifest (0.75-0.89x of the provider's count).
-Priced at the measured 517 rounded up. The other Claude 4 models the table lists at 346 are not in
-the recordings, so they keep the table (Sonnet 4.6, which it does not list, is priced at
-:data:`DEAREST`, measured at 428)."""
+Claude Sonnet 4.5: on the seven requests of pydantic-ai's cassettes that declare tools, no server
+tool and no call yet (``tests/integration/test_estimates.py``), the provider's count of our
+request (``usage.input_tokens`` of the recorded one, plus what ours adds) less everything else
+the build priced (texts, declarations, framing) is 450-527 tokens, not the table's 346: each such
+request was billed 100-180 tokens over its manifest. Priced at the largest, 527 (at 520, read off
+the recorded requests alone, four of ours were 5-7 tokens under). The other Claude 4 models the
+table lists at 346 are not in the recordings, so they keep the table. Sonnet 4.6, which it does
+not list, is priced at :data:`DEAREST`: its one such request measured 426, but its two with calls
+503-514 by the same sum (Claude counts calls and results above tiktoken too), so one request does
+not tell its prompt and the dearest cell, never under on any of them, stays."""
 
 
 CHAT_GPT5_PREAMBLE = 79

@@ -148,7 +148,7 @@ def test_the_manifest_counts_the_further_chat_message(store: Store) -> None:
     # and its tools, priced at their rendering, pay the functions' closing once (``tool_bill``)
     assert overhead["openai-chat"] == overhead["neutral"] - ids + CALLS * CHAT_CALL_FRAMING + FUNC_END
     prompt = built["anthropic"].layer_tokens["tools"] - built["anthropic"].tool_tokens
-    assert prompt == 520  # claude-sonnet-4-5 (tool_prompt.MEASURED_TOOL_PROMPT)
+    assert prompt == 527  # claude-sonnet-4-5 (tool_prompt.MEASURED_TOOL_PROMPT)
     names = CALLS * get_counter(built["gemini"].encoding).count("stat")  # each result names it again
     assert overhead["anthropic"] - prompt == overhead["gemini"] - names == overhead["openai-responses"]
 

@@ -41,7 +41,7 @@ def _old_spellings(major: int, minor: int | None, tier: str, date: str) -> list[
 
 MODELS = [
     # (version, spellings, refuses a prefill, tool-prompt tokens, output cap)
-    (("sonnet", 4, 5), _spellings("sonnet", 4, 5, "20250929"), False, 520, 64000),  # measured
+    (("sonnet", 4, 5), _spellings("sonnet", 4, 5, "20250929"), False, 527, 64000),  # measured
     (("opus", 4, 6), _spellings("opus", 4, 6, "20260205"), True, 530, 128000),
     (("opus", 4, 1), _spellings("opus", 4, 1, "20250805"), False, 346, 32000),
     (("opus", 4, 0), _spellings("opus", 4, None, "20250514"), False, 346, 32000),

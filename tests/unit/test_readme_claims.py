@@ -135,7 +135,7 @@ def test_readme_prices_anthropic_tool_prompt_as_the_table_does() -> None:
     assert {m: tool_prompt_tokens("anthropic", m) for m in listed} == dict.fromkeys(listed, 346)
     assert "346" in sentence and str(DEAREST) in sentence
     # Sonnet 4.5 is charged what its recorded requests were billed (MEASURED_TOOL_PROMPT)
-    assert tool_prompt_tokens("anthropic", "claude-sonnet-4-5") == 520 and "520 on Sonnet 4.5" in sentence
+    assert tool_prompt_tokens("anthropic", "claude-sonnet-4-5") == 527 and "527 on Sonnet 4.5" in sentence
     for newer in ("claude-sonnet-4-6", "claude-opus-4-6"):
         assert tool_prompt_tokens("anthropic", newer) == DEAREST
     assert "4.6" in sentence.split(str(DEAREST), 1)[1], sentence  # named among those paying it
