@@ -19,6 +19,7 @@ from contextfold.domain.errors import IntegrityError, InvalidInputError, quoted
 from contextfold.domain.excluded_lines import ExcludedLines
 from contextfold.domain.fragments import FragmentKind, Trust
 from contextfold.domain.items import Items
+from contextfold.domain.record_head import manifest_encoding
 
 __all__ = [
     "BUILD_PROVIDERS",
@@ -182,15 +183,6 @@ def _known_layers(config: BuildConfig) -> BuildConfig:
         raise InvalidInputError(f"invalid build config: no layer named {', '.join(map(repr, unknown))}: "
                                 f"the layers with a share are {', '.join(DEFAULT_LAYER_SHARES)}")
     return config
-
-
-def manifest_encoding(manifest: Mapping[str, Any]) -> str | None:
-    """The encoding a recorded manifest names (None for a record that names none: one appended or
-    imported by hand, which then pins nothing). A run's first record pins its encoding: the
-    builds that rebuild or follow it count with it (``projections.recorded_encoding``), and the
-    store refuses a record naming another (``store.run_heads``)."""
-    name = manifest.get("encoding")
-    return name if isinstance(name, str) and name else None
 
 
 def recorded_config(manifest: Mapping[str, Any], run_id: str, turn: int) -> BuildConfig:

@@ -20,14 +20,14 @@ Pure: JSON text in, an event out.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from contextfold.domain.events import ContextBuilt
 
-__all__ = ["RECORD_TYPE", "record_head"]
+__all__ = ["RECORD_TYPE", "manifest_encoding", "record_head"]
 
 RECORD_TYPE = "context_built"
 
@@ -58,3 +58,16 @@ def record_head(text: bytes | str, keep: Iterable[str] = ()) -> ContextBuilt:
     head = _head_model(frozenset(keep)).model_validate_json(text)
     return ContextBuilt.model_validate(head.model_dump(exclude_unset=True, by_alias=True))
 
+
+def manifest_encoding(manifest: Mapping[str, Any]) -> str | None:
+    """The encoding a recorded manifest names (None for a record that names none: one appended or
+    imported by hand, which then pins nothing). A run's first record pins its encoding: the
+    builds that rebuild or follow it count with it (``projections.recorded_encoding``), and the
+    store refuses a record naming another (``store.run_heads``).
+
+    Here, not in :mod:`~contextfold.domain.manifest` (which re-exports it), because the store reads
+    it of every record it appends or folds: importing the manifest's module for it defined the
+    manifest's and the fragments' models (14, ~20 ms of CPU) in every process that opened a store,
+    ``contextfold runs`` and ``verify`` too."""
+    name = manifest.get("encoding")
+    return name if isinstance(name, str) and name else None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from contextfold.domain.errors import EncodingConflictError, ProtocolError
 from contextfold.domain.events import AnyEvent, ContextBuilt
 from contextfold.domain.log import GENESIS_HASH, PairingState, RecordedEvent
-from contextfold.domain.manifest import manifest_encoding
+from contextfold.domain.record_head import manifest_encoding
 from contextfold.store.backends import translate_errors
 from contextfold.store.deltas import DeltaWriter
 from contextfold.store.fork_renewal import renew_after_fork

@@ -43,8 +43,8 @@ print(json.dumps({"code": code, "heavy": heavy}))
 """
 
 
-def _loaded(argv: list[str]) -> tuple[int, list[str]]:
-    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(argv), json.dumps(HEAVY)],
+def _loaded(argv: list[str], watched: tuple[str, ...] = HEAVY) -> tuple[int, list[str]]:
+    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(argv), json.dumps(watched)],
                          capture_output=True, text=True, check=True)
     got = json.loads(out.stdout.splitlines()[-1])
     return got["code"], got["heavy"]
@@ -79,6 +79,23 @@ def test_store_commands_load_the_store_not_the_builder(tmp_path: Path, argv: lis
     assert code == (2 if argv[-1] == "no-such-run" else 0)
     assert [h for h in heavy if h in BUILDER] == []
     assert "eventsourcing" in heavy  # it did open the store
+
+
+MANIFEST = ("contextfold.domain.manifest", "contextfold.domain.fragments")
+"""The build's models: a manifest's and a fragment's (14 pydantic models, ~20 ms of CPU to define)."""
+
+
+@pytest.mark.parametrize("argv", [["runs"], ["verify", "demo-fix-invoice"], ["events", "demo-fix-invoice"],
+                                  ["events", "demo-fix-invoice", "--json", "--with-artifacts"]])
+def test_store_commands_define_no_manifest_model(tmp_path: Path, argv: list[str]) -> None:
+    """A command that reads the log defines no build model: the store imported
+    :mod:`contextfold.domain.manifest` (and through it the fragments') for ``manifest_encoding``,
+    a two-line read of one key of a record's manifest (``store.run_heads``)."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert main(["--store", url, "demo"]) == 0
+    code, heavy = _loaded(["--store", url, *argv], MANIFEST)
+    assert code == 0
+    assert heavy == []
 
 
 def test_schema_loads_the_models_only(tmp_path: Path) -> None:
