@@ -67,14 +67,18 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from contextfold.domain.checked import checked
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import AnyEvent, ContextBuilt, UsageObserved
 from contextfold.domain.manifest import BuildConfig, Calibration
 from contextfold.projections.model_family import run_model_for
-from contextfold.projections.state import RunState
 from contextfold.projections.usage_pairs import reported_record
+
+if TYPE_CHECKING:  # only named: importing the fold's state loads tiktoken (~0.1 s of CPU), which a
+    # process recording a usage report (``Run.observe_usage``, ``contextfold usage``) never uses
+    from contextfold.projections.state import RunState
 
 __all__ = [
     "ESTIMATE_KEYS",

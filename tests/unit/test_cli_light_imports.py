@@ -221,14 +221,16 @@ def test_import_loads_the_importers_not_the_builder(tmp_path: Path) -> None:
 def test_usage_records_a_report_without_the_builder(tmp_path: Path) -> None:
     """``usage`` (which a runtime may call after every model response) checks the report against
     the turn's recorded estimates and appends it: it loaded the audit, the builder and the
-    renderers (~0.2 s of CPU) because its handler lived in ``cli_audit``."""
+    renderers (~0.2 s of CPU) because its handler lived in ``cli_audit``; and tiktoken (~0.1 s),
+    which counts nothing here, because ``projections.calibration`` imported the fold's state to
+    name its type."""
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     assert main(["--store", url, "demo"]) == 0
     code, heavy = _loaded(["--store", url, "usage", "demo-fix-invoice", "--turn", "6",
                            "--input-tokens", "3100"])
     assert code == 0
     assert [h for h in heavy if h in ("contextfold.projections.builder", "contextfold.projections.render",
-                                      *RENDERERS, "anthropic", "openai")] == []
+                                      *RENDERERS, "anthropic", "openai", "tiktoken")] == []
     assert "eventsourcing" in heavy  # it did open the store
 
 

@@ -97,3 +97,19 @@ with contextfold.open_store({url!r}) as store:
     assert run.build("openai-chat", window=4000).request["messages"]
 """)
     assert {"contextfold.api", "contextfold.projections.builder", "tiktoken"} <= set(heavy)
+
+
+def test_observe_usage_loads_no_tokenizer(tmp_path: Path) -> None:
+    """A process that records a turn's reported usage (``Run.observe_usage``, after each model
+    response) counts no tokens: it loaded tiktoken (~0.1 s of CPU) because
+    ``projections.calibration`` imported the fold's state (``projections.state``) to name a type."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert main(["--store", url, "demo"]) == 0
+    heavy = _loaded(f"""
+import contextfold
+with contextfold.open_store({url!r}) as store:
+    run = store.run("demo-fix-invoice")
+    rec = run.observe_usage(6, 3100, cached_tokens=1000)
+    assert rec.event.type == "usage_observed" and rec.position == run.version
+""")
+    assert [h for h in heavy if h in ("tiktoken", "contextfold.projections.builder")] == []
