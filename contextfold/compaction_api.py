@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from pydantic import ValidationError
 
@@ -52,7 +52,6 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig, config_of
-from contextfold.projections.builder import BuildResult
 from contextfold.projections.compaction import (
     CompactionPlan,
     Strategy,
@@ -66,6 +65,10 @@ from contextfold.projections.repair import lost_call_events, recovery_events
 from contextfold.projections.state import RunState, SummaryItem
 from contextfold.show_refs import artifact_bytes, ref_run, show, show_artifact
 from contextfold.store.event_reads import bulk_allocation
+
+if TYPE_CHECKING:  # a compaction without a window builds nothing: the builder is imported by the
+    # trial build that needs one (``compaction_ladder.trial``) and by ``Run.build``
+    from contextfold.projections.builder import BuildResult
 
 __all__ = ["CompactionReport", "Pressure", "artifact_bytes", "auto_compact", "build", "compact",
            "plan_auto_compaction", "pressure", "ref_run", "show", "show_artifact"]

@@ -17,14 +17,13 @@ pressure after another step of the same strategy in the same climb replaces it (
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from contextfold.api import Run
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
 from contextfold.domain.events import HistoryCompacted
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
-from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.compaction import (
     CompactionPlan,
     Strategy,
@@ -33,6 +32,10 @@ from contextfold.projections.compaction import (
 )
 from contextfold.projections.fold import fold_event
 from contextfold.projections.state import RunState
+
+if TYPE_CHECKING:  # the builder is imported by the trial build that needs it (``trial``): a
+    # compaction without a window builds nothing (``compaction_api.compact``)
+    from contextfold.projections.builder import BuildResult
 
 __all__ = ["Mark", "Pressure", "Session", "climb", "ladder", "measure", "pressure", "relieves",
            "summary_room", "trial"]
@@ -80,6 +83,8 @@ def trial(run: Run, state: RunState, config: BuildConfig) -> BuildResult:
     """A build of ``state`` as ``Run.build`` would make it: with the run's usage calibration,
     which shrinks the budget when the provider counts more tokens than tiktoken. Without it the
     ladder judged a state to fit that the real build then had to cut or could not build."""
+    from contextfold.projections.builder import build_context
+
     return build_context(state, config, load_text=run.store.cited_text,
                          calibration=run._calibration(state, config))
 

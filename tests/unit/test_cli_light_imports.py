@@ -247,3 +247,18 @@ def test_show_reads_the_log_without_the_builder(tmp_path: Path, argv: list[str])
     builder = ("contextfold.projections.builder", *RENDERERS[:-1], "anthropic", "openai")
     folds = ("tiktoken", "contextfold.projections.render", RENDERERS[-1])  # the data blocks' wording
     assert [h for h in heavy if h in (builder if argv[1].startswith("call://") else builder + folds)] == []
+
+
+@pytest.mark.parametrize("argv", [["compact", "demo-fix-invoice", "--dry-run"],
+                                  ["compact", "demo-fix-invoice"],
+                                  ["compact", "demo-fix-invoice", "--window", "6000", "--dry-run"]])
+def test_compact_without_a_window_loads_no_builder(tmp_path: Path, argv: list[str]) -> None:
+    """``compact`` without a window plans one cut and builds nothing: it loaded the builder, its
+    selection and layout (~34 modules) because the compaction ladder imported ``build_context`` at
+    its top. With a window it climbs the ladder by trial builds, which do load it."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert main(["--store", url, "demo"]) == 0
+    code, heavy = _loaded(["--store", url, *argv])
+    assert code == 0
+    assert "tiktoken" in heavy  # it did count the tokens it replaces
+    assert ("contextfold.projections.builder" in heavy) is ("--window" in argv)
