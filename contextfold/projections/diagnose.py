@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextfold.projections.code_fences import closing_fence, fence_states
 from contextfold.projections.graphemes import ESCAPE_SEQUENCE
+from contextfold.projections.lazy_regex import LazyPattern
 from contextfold.projections.line_counts import LineCounts, LineSplitting, joined
 from contextfold.projections.line_windows import WindowChain, held_off
 from contextfold.projections.log_headers import header_plan, header_variants
@@ -150,7 +151,7 @@ _RUST_GUTTER = re.compile(r"^\d+ +\|")
 ended the block before the label saying what was wrong (``^^^ expected `i32`, found `&str```)."""
 
 
-_VERDICT = re.compile(
+_VERDICT = LazyPattern(
     r"^\s*(?:--- )?FAIL(?=[:\s]|$)"                       # go, jest, unittest (the test_fail pattern)
     r"|\bFAILED\s*(?:\[\s*\d+%\])?$"                      # "> Task :app:compileJava FAILED", pytest -v
     r"|^[\s_=]*ERROR (?:collecting|at (?:setup|teardown) of|in) "  # pytest's, webpack's titles

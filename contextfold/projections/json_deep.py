@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
+from contextfold.projections.lazy_regex import LazyPattern
 from contextfold.projections.line_windows import fit_line_windows, kept_probe
 from contextfold.projections.truncation_result import KeptRange, Truncation
 
@@ -42,9 +43,9 @@ _TOKEN = re.compile(rf"{_WS}(?:([\[{{])|([\]}}])|(,)|(:)|({_STRING_TOKEN})|({_SC
 tokens with nothing between them (``truefalse``, ``01``) are refused by the grammar below."""
 _OPEN, _CLOSE, _COMMA, _COLON, _STRING, _SCALAR = range(1, 7)
 _LEAF = rf"(?:{_STRING_TOKEN}|{_SCALAR_TOKEN})"
-_FIRST_MEMBER = re.compile(rf"{_WS}({_STRING_TOKEN}){_WS}:{_WS}{_LEAF}")
-_NEXT = {"}": re.compile(rf"{_WS},{_WS}({_STRING_TOKEN}){_WS}:{_WS}{_LEAF}"),
-         "]": re.compile(rf"{_WS},{_WS}{_LEAF}")}
+_FIRST_MEMBER = LazyPattern(rf"{_WS}({_STRING_TOKEN}){_WS}:{_WS}{_LEAF}")
+_NEXT = {"}": LazyPattern(rf"{_WS},{_WS}({_STRING_TOKEN}){_WS}:{_WS}{_LEAF}"),
+         "]": LazyPattern(rf"{_WS},{_WS}{_LEAF}")}
 """Per container kind: its next member (item) after a value, when its value is a string or a
 scalar; and an object's first member so. The tokens the token-by-token loop reads, three (two)
 at once: a document of megabytes is mostly such members, and the loop's four steps a member
@@ -111,7 +112,7 @@ def heads(text: str) -> Heads | None:
                     pos, state = leaf.end(), _AFTER
                     cut_point(False)
             if state == _AFTER:
-                next_leaf, keyed, before = _NEXT[bracket].match, bracket == "}", len(ends)
+                next_leaf, keyed, before = _NEXT[bracket].compiled.match, bracket == "}", len(ends)
                 while (leaf := next_leaf(text, pos)) is not None:
                     if keyed and _MARKER_KEY.search(leaf.group(1)):
                         break  # read by the loop: the key stops the cut points

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from contextfold.projections.lazy_regex import LazyPattern
 from contextfold.projections.redact_values import ASSIGNED_VALUE
 
 __all__ = [
@@ -106,10 +107,10 @@ _NAME_RUN = re.compile("(?i)" + _NAME_CHARS + "*+")
 assignment after it starts with a quote, a space, ``:`` or ``=``, none a name character)."""
 
 
-_AWS_RE = re.compile(_AWS_SECRET)
+_AWS_RE = LazyPattern(_AWS_SECRET)
 _AWS_START = re.compile("(?i)aws")
 _AWS_SECRET_WORD = re.compile("(?i)secret")
-_AWS_REST_RE = re.compile("(?i)" + _AWS_SECRET_REST)
+_AWS_REST_RE = LazyPattern("(?i)" + _AWS_SECRET_REST)
 
 
 def _aws_secret_matches(text: str) -> Iterator[re.Match[str]]:

@@ -28,9 +28,11 @@ import math
 import re
 from collections import Counter
 
+from contextfold.projections.lazy_regex import LazyPattern
+
 __all__ = ["ASSIGNED_VALUE", "assigned_secret", "high_entropy", "is_placeholder", "real_value"]
 
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = LazyPattern(
     r"""^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|%\(.*\)s|\{[A-Za-z_]*\}
         |os\.environ.*|os\.getenv.*|process\.env.*|env\(.*|getenv\(.*|secrets\..*|vault:.*
         |\*+|x{3,}|X{3,}|\.{3,}|-+|_+|\[REDACTED[^\]]*\]|redacted|changeme|change_me|example|none
@@ -99,10 +101,10 @@ about a command, and its ``git`` was redacted. It ends, as at ``,`` ``;`` ``)``,
 punctuation (，；）、。」』】！？): Chinese and Japanese prose puts no space after a value, and
 ``password＝…，然后重启服务`` lost the rest of its clause."""
 
-_LABEL_WORD = re.compile(r"(?i)\b(?:passwords?|passwd|passphrase|secrets?|tokens?|keys?|credentials?|api)\b")
+_LABEL_WORD = LazyPattern(r"(?i)\b(?:passwords?|passwd|passphrase|secrets?|tokens?|keys?|credentials?|api)\b")
 
 
-_CJK_START = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_START = LazyPattern("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
                         "\U00020000-\U0003ffff]")
 """A kana, a Han ideograph or a Hangul syllable: what a Chinese, Japanese or Korean sentence
 starts with, and no credential does."""

@@ -58,6 +58,7 @@ from typing import assert_never
 
 from contextfold.domain.conversation import DataPart, MediaPart, ToolResultPart
 from contextfold.projections.bounded_memo import BoundedMemo, text_bytes
+from contextfold.projections.lazy_regex import LazyPattern
 from contextfold.projections.render.runtime_lines import runtime_header
 from contextfold.projections.unicode_pins import pinned_nfkc
 
@@ -212,7 +213,7 @@ indentation (136 us for a 9 KB source file, 20 us now).
 Without IGNORECASE, unlike the per-line rules, and the same: a skeleton holds no upper-case
 ASCII letter and no other character that matches a letter of the rules ignoring case (the
 tests check every code point), and IGNORECASE cost this pass more than half its time."""
-_ROLE_JSON_RE = re.compile(_within_line(_ROLE_JSON))
+_ROLE_JSON_RE = LazyPattern(_within_line(_ROLE_JSON))
 _ROLE_WORD = "role"
 """Role JSON holds this, as is, in a skeleton (see ``_LINE_STARTS_RE``): a skeleton without it
 has no role JSON to look for."""
