@@ -16,7 +16,8 @@ from contextfold.domain.checked import Integer
 from contextfold.domain.items import Items
 
 __all__ = ["ArtifactRef", "CompactionSummary", "ContentBlock", "DocumentBlock", "FrozenModel", "ImageBlock",
-           "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec", "is_medium", "media_artifact_block"]
+           "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec", "is_medium", "media_artifact_block",
+           "media_type_key"]
 
 
 class FrozenModel(BaseModel):
@@ -84,11 +85,22 @@ _TIMED_OR_IMAGE_PREFIXES = ("audio/", "video/", "image/")
 """Media types :func:`is_medium` names by their family, whatever the subtype."""
 
 
+def media_type_key(media_type: str) -> str:
+    """``media_type`` as every rule compares it: its type and subtype in lower case, without
+    parameters or blanks (``Audio/MPEG; rate=8000``: ``audio/mpeg``).
+
+    Why: media types are case-insensitive (RFC 2045 §5.1), and a rule that compared them as
+    written took ``audio/MPEG`` for no audio and ``Application/PDF`` for no PDF. The log keeps
+    the type as it came (its JSON and hashes are the runtime's); the build compares, and names
+    to a provider, this spelling."""
+    return media_type.partition(";")[0].strip().lower()
+
+
 def is_medium(media_type: str) -> bool:
     """Whether ``media_type`` names a medium the media rules price by what the log knows of it
     (audio and video by their length, a PDF or an image by its pages or size: ``media_cost``),
     not a text payload (plain text, JSON, a listing) a request shows as text."""
-    bare = media_type.partition(";")[0].strip().lower()
+    bare = media_type_key(media_type)
     return bare.startswith(_TIMED_OR_IMAGE_PREFIXES) or bare == "application/pdf"
 
 
@@ -105,7 +117,7 @@ def media_artifact_block(ref: ArtifactRef) -> ImageBlock | DocumentBlock | None:
     tool returns in ``ToolResult.blocks`` are: one path for all."""
     if not is_medium(ref.media_type):
         return None
-    if ref.media_type.strip().lower().startswith("image/"):
+    if media_type_key(ref.media_type).startswith("image/"):
         return ImageBlock(artifact=ref, media_type=ref.media_type)
     return DocumentBlock(artifact=ref, media_type=ref.media_type)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import (
     AnyEvent,
     ContentBlock,
@@ -92,7 +93,7 @@ def _media(part: dict[str, Any], path: JsonPath) -> ContentBlock | None:
         blob = require_obj(raw, (*path, key), f"{key!r} to be an object")
         mt = _get(blob, "mimeType")
         mime = mt[1] if mt and isinstance(mt[1], str) else "application/octet-stream"
-        kind = "image" if mime.startswith("image/") else "document"
+        kind = "image" if media_type_key(mime).startswith("image/") else "document"
         return media_block(kind, (*path, key), data=_standard_base64(get_str(blob, "data", (*path, key))),
                            media_type=mime)
     found = _get(part, "fileData")
@@ -104,7 +105,7 @@ def _media(part: dict[str, Any], path: JsonPath) -> ContentBlock | None:
         if uri is None or not isinstance(uri[1], str):
             raise Bad((*path, key), "missing field 'fileUri'")
         file_mime: str | None = mt[1] if mt and isinstance(mt[1], str) else None
-        kind = "image" if file_mime and file_mime.startswith("image/") else "document"
+        kind = "image" if file_mime and media_type_key(file_mime).startswith("image/") else "document"
         return media_block(kind, (*path, key), url=uri[1], media_type=file_mime)
     return None
 

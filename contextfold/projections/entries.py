@@ -41,6 +41,7 @@ import blake3
 
 from contextfold.domain.canonical import canonical_utf8, quote, quote_utf8
 from contextfold.domain.errors import IntegrityError
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import ArtifactRef, ContentBlock, DocumentBlock, Reasoning, TextBlock
 from contextfold.domain.fragments import (
     ContextFragment,
@@ -82,7 +83,7 @@ def artifact_text_in(blocks: tuple[MessageBlock, ...]) -> bool:
     it is loaded, not read from the block, when rendered."""
     return any((isinstance(b, ToolResultBlock) and b.artifact is not None)
                or (isinstance(b, DocumentBlock) and b.artifact is not None
-                   and b.media_type.startswith("text/"))
+                   and media_type_key(b.media_type).startswith("text/"))
                for b in blocks)
 
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from contextfold.domain.errors import ArtifactNotFoundError
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import ArtifactRef, DocumentBlock, TextBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import BuildConfig
@@ -341,7 +342,8 @@ class BuildCtx:
                     parts.append(self._stored_text(block.artifact))
                 else:
                     parts.append(block.text)
-            elif isinstance(block, DocumentBlock) and block.artifact and block.media_type.startswith("text/"):
+            elif (isinstance(block, DocumentBlock) and block.artifact
+                  and media_type_key(block.media_type).startswith("text/")):
                 parts.append(self._stored_text(block.artifact))
         return "\n".join(parts)
 

@@ -19,6 +19,7 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import DocumentBlock, ImageBlock, Reasoning, TextBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.trusted import trusted
@@ -42,18 +43,20 @@ def text_of(frag: ContextFragment) -> str:
 
 
 def fragment_media(frag: ContextFragment, trust_source: str) -> tuple[MediaPart, ...]:
-    """Media parts of a fragment, including those a tool returned (``ToolResultBlock.blocks``)."""
+    """Media parts of a fragment, including those a tool returned (``ToolResultBlock.blocks``),
+    each named by its type's lower-case spelling (``media_type_key``): the one every rule
+    compares and every provider's API lists (RFC 2045: ``Audio/WAV`` is ``audio/wav``)."""
     out: list[MediaPart] = []
     blocks = [b for block in frag.content
               for b in (block.blocks if isinstance(block, ToolResultBlock) else (block,))]
     for block in blocks:
+        text = isinstance(block, DocumentBlock) and media_type_key(block.media_type).startswith("text/")
         if isinstance(block, ImageBlock) and (block.url or block.artifact):
-            out.append(MediaPart(kind="image", media_type=block.media_type, url=block.url,
+            out.append(MediaPart(kind="image", media_type=media_type_key(block.media_type), url=block.url,
                                  artifact=block.artifact, detail=block.detail, source=trust_source,
                                  trust=frag.trust, fragment_id=frag.id))
-        elif isinstance(block, DocumentBlock) and not block.media_type.startswith("text/") and (
-                block.url or block.artifact):
-            out.append(MediaPart(kind="document", media_type=block.media_type, url=block.url,
+        elif isinstance(block, DocumentBlock) and not text and (block.url or block.artifact):
+            out.append(MediaPart(kind="document", media_type=media_type_key(block.media_type), url=block.url,
                                  artifact=block.artifact, source=trust_source, trust=frag.trust,
                                  fragment_id=frag.id))
     return tuple(out)

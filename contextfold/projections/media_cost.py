@@ -126,6 +126,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, TypeGuard
 
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.model_family import OPENAI_CHAT_AUDIO_FORMATS, model_family
@@ -377,7 +378,7 @@ def gemini_video_cost(block: DocumentBlock) -> MediaCost | None:
     """What Gemini counts for ``block`` when it is video: 263 tokens a second of its logged length
     (module docstring); one 258-token page, as before, when its length is not logged (the rule
     says so); None for anything but video."""
-    if not block.media_type.startswith("video/"):
+    if not media_type_key(block.media_type).startswith("video/"):
         return None
     seconds = _logged_seconds(block)
     if seconds is None:
@@ -399,7 +400,7 @@ def audio_cost(block: DocumentBlock) -> MediaCost | None:
     """What OpenAI counts for ``block`` sent as ``input_audio``: 10 tokens a second over the
     longest duration its bytes can hold (module docstring), or None when it is not such audio or
     its size is not known (a remote URL, which ``input_audio`` does not take: a note instead)."""
-    fmt = OPENAI_CHAT_AUDIO_FORMATS.get(block.media_type)
+    fmt = OPENAI_CHAT_AUDIO_FORMATS.get(media_type_key(block.media_type))
     size = None if fmt is None else _media_size(block)
     if fmt is None or size is None:
         return None
@@ -416,25 +417,26 @@ def gemini_audio_cost(block: DocumentBlock) -> MediaCost | None:
     """What Gemini counts for ``block`` when it is audio: 32 tokens a second over the longest its
     bytes can hold, or over :data:`GEMINI_AUDIO_UNKNOWN_SECONDS` when its size or its type's least
     bitrate is not known (module docstring); None for anything but audio."""
-    if not block.media_type.startswith("audio/"):
+    if not media_type_key(block.media_type).startswith("audio/"):
         return None
     per_second, guess = GEMINI_AUDIO_TOKENS_PER_SECOND, GEMINI_AUDIO_UNKNOWN_SECONDS
     if (seconds := _logged_seconds(block)) is not None:
         return MediaCost(seconds * per_second, f"gemini-audio:{per_second}/s, {seconds} s logged")
-    size, rate = _media_size(block), _GEMINI_AUDIO_LEAST_BYTES_PER_SECOND.get(block.media_type)
+    key = media_type_key(block.media_type)
+    size, rate = _media_size(block), _GEMINI_AUDIO_LEAST_BYTES_PER_SECOND.get(key)
     if size is None or rate is None:
         return MediaCost(guess * per_second,
                          f"gemini-audio:{per_second}/s, length unknown: priced as {guess} s")
     return MediaCost(_longest_audio(size, rate, per_second),
                      f"gemini-audio:{per_second}/s, duration not logged: at most {size} bytes / {rate} "
-                     f"bytes a second ({block.media_type})")
+                     f"bytes a second ({key})")
 
 
 def is_priced_media(block: object) -> TypeGuard[ImageBlock | DocumentBlock]:
     """Images, and documents that are not text payloads (artifact-backed text is counted as text)."""
     if isinstance(block, ImageBlock):
         return True
-    return isinstance(block, DocumentBlock) and not block.media_type.startswith("text/")
+    return isinstance(block, DocumentBlock) and not media_type_key(block.media_type).startswith("text/")
 
 
 def priced_media(blocks: Iterable[object]) -> tuple[ImageBlock | DocumentBlock, ...]:
@@ -458,7 +460,7 @@ def media_cost(provider: str, block: ImageBlock | DocumentBlock, model: str | No
         # dearest provider that takes the medium, never a page (NEUTRAL_VIDEO, NEUTRAL_AUDIO).
         if family == "gemini":
             return timed
-        if block.media_type.startswith("video/"):
+        if media_type_key(block.media_type).startswith("video/"):
             return MediaCost(timed.tokens, f"max-of-providers:{timed.rule} ({NEUTRAL_VIDEO})")
         return _neutral_audio_cost(block, timed)
     if provider == "openai-chat" and (audio := audio_cost(block)) is not None:
@@ -473,8 +475,8 @@ def _neutral_audio_cost(block: DocumentBlock, gemini: MediaCost) -> MediaCost:
     takes (a type Gemini does not list, only a URL holds) is every provider's note; it keeps
     Gemini's price, length unknown: a guess that is never below a note's."""
     openai = audio_cost(block)
-    takers = [c for c in (gemini if block.media_type in _GEMINI_AUDIO_LEAST_BYTES_PER_SECOND else None,
-                          openai) if c is not None]
+    listed = media_type_key(block.media_type) in _GEMINI_AUDIO_LEAST_BYTES_PER_SECOND
+    takers = [c for c in (gemini if listed else None, openai) if c is not None]
     worst = max(takers or [gemini], key=lambda c: c.tokens)
     return MediaCost(worst.tokens, f"max-of-providers:{worst.rule} ({NEUTRAL_AUDIO})")
 

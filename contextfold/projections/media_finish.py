@@ -25,6 +25,7 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
 from contextfold.projections.media_cost import media_family
 from contextfold.projections.media_limits import (
@@ -62,7 +63,7 @@ def _split_data_url(part: MediaPart) -> MediaPart:
     url = part.url or ""
     header, sep, payload = url.partition(",")
     if sep and header.startswith("data:") and header.endswith(";base64"):
-        media_type = header[5:].split(";", 1)[0] or part.media_type
+        media_type = media_type_key(header[5:]) or part.media_type  # as the part names it: lower case
         return part.model_copy(update={"data_base64": payload, "url": None, "media_type": media_type})
     return part
 
@@ -91,7 +92,7 @@ def _parts(conversation: Conversation) -> list[MediaPart]:
 def _pages_of(part: MediaPart, blocks_of: Callable[[str], tuple[ImageBlock | DocumentBlock, ...]] | None
               ) -> int | None:
     """The logged page count of a PDF ``part`` (its fragment's block of the same key)."""
-    if blocks_of is None or part.media_type != "application/pdf":
+    if blocks_of is None or media_type_key(part.media_type) != "application/pdf":
         return None
     key = media_key(part)
     block = next((b for b in blocks_of(part.fragment_id) if media_key(b) == key), None)
@@ -108,8 +109,8 @@ def _file_input(provider: str, part: MediaPart, inline: bool) -> bool:
     if file_ref(part.url) is not None:
         return True
     if provider == "openai-chat":
-        return inline and part.media_type in OPENAI_CHAT_FILE_TYPES
-    return part.media_type in OPENAI_RESPONSES_FILE_TYPES
+        return inline and media_type_key(part.media_type) in OPENAI_CHAT_FILE_TYPES
+    return media_type_key(part.media_type) in OPENAI_RESPONSES_FILE_TYPES
 
 
 def request_notes(conversation: Conversation, provider: str,

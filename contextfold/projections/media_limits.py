@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from contextfold.domain.event_values import media_type_key
 from contextfold.projections.media_cost import media_family
 from contextfold.projections.model_family import OPENAI_CHAT_AUDIO_FORMATS
 
@@ -234,6 +235,7 @@ def refusal(provider: str, kind: str, media_type: str, *, inline: bool, size: in
     ref = file_ref(url)
     if ref is not None:
         return _file_refusal(provider, kind, ref[0])
+    media_type = media_type_key(media_type)  # RFC 2045: audio/MPEG is audio/mpeg
     match media_family(provider):
         case "gemini":
             if media_type not in GEMINI_MEDIA_TYPES:

@@ -47,6 +47,7 @@ import blake3
 from contextfold.domain.conversation import (
     MediaPart,
 )
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import MediaCostRecord
@@ -126,7 +127,7 @@ def refusal_note(provider: str, block: ImageBlock | DocumentBlock | MediaPart, f
                   url=block.url, audio_model=chat_audio_model(model) if provider == "openai-chat" else None)
     if why is None:
         return None
-    return unsent_media_note(kind, block.media_type, shown_medium(block, fragment_id), why)
+    return unsent_media_note(kind, media_type_key(block.media_type), shown_medium(block, fragment_id), why)
 
 
 def shown_medium(block: ImageBlock | DocumentBlock | MediaPart, fragment_id: str) -> str:
@@ -273,11 +274,11 @@ def _caption_tokens(state: RunState, frag: ContextFragment, provider: str,
         if note is not None:  # the note in its place, captioned whatever the trust
             total += caption(note)
         elif captioned:
-            total += caption(follows_note(kind, block.media_type))
+            total += caption(follows_note(kind, media_type_key(block.media_type)))
         if result is not None:
             total += max(caption(TOOL_MEDIA_NOTE) if chat else 0,
                          caption(ERROR_MEDIA_NOTE) if failed else 0,
-                         caption(returned_media_note(kind, block.media_type))
+                         caption(returned_media_note(kind, media_type_key(block.media_type)))
                          if provider in ("gemini", "neutral") else 0)
     if result is not None and (chat or failed):  # (a name shown under an alias: the longer of the two)
         name = result.name or ""

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.checked import checked
 from contextfold.domain.errors import InputLimitError, InvalidInputError, UnsupportedMediaError
-from contextfold.domain.event_values import media_artifact_block
+from contextfold.domain.event_values import media_artifact_block, media_type_key
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -329,7 +329,7 @@ def _inspect_cited(block: ImageBlock | DocumentBlock, ref: ArtifactRef, cited: C
         try:
             if isinstance(block, ImageBlock):
                 info = inspect_image(data, media_type=block.media_type, limits=limits)
-            elif block.media_type == "application/pdf" or sniff_media_type(data) == "application/pdf":
+            elif "application/pdf" in (media_type_key(block.media_type), sniff_media_type(data)):
                 info = inspect_document(data, media_type=block.media_type, limits=limits)
             elif timed:  # audio or video: its playing time, when its container tells it
                 info = _timed_info(data, block.media_type)
@@ -396,9 +396,11 @@ def _stored_as_sent(block: DocumentBlock, declared: str | None, data: bytes, sni
     ``max_event_bytes`` was refused where ``Store.attach_media`` stores the same bytes. Kept as
     it came, as before: a text or office file, bytes that are an image (``attach_media`` refuses
     them), a URL whose type is not the block's (a request sent the URL's), and base64 that
-    encodes its bytes otherwise than Python does (unused bits set: another text sent)."""
-    if not (is_timed_media(block.media_type) and declared in (None, block.media_type) and sniffed is None
-            and data and block.url is not None):
+    encodes its bytes otherwise than Python does (unused bits set: another text sent). Types are
+    compared as RFC 2045 has them, without regard to case: a build names either in lower case."""
+    same_type = declared is None or media_type_key(declared) == media_type_key(block.media_type)
+    if not (is_timed_media(block.media_type) and same_type and sniffed is None and data
+            and block.url is not None):
         return False
     return block.url.partition(",")[2] == base64.b64encode(data).decode("ascii")
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 import struct
 
+from contextfold.domain.event_values import media_type_key
+
 __all__ = ["is_timed_media", "media_duration_ms"]
 
 _MAX_BOXES = 4096
@@ -33,8 +35,9 @@ _MP3_TRAILERS = (b"TAG", b"APETAGEX", b"LYRICS200")
 
 
 def is_timed_media(media_type: str) -> bool:
-    """Whether a block of ``media_type`` is priced by its length (audio or video)."""
-    return media_type.startswith(("audio/", "video/"))
+    """Whether a block of ``media_type`` is priced by its length (audio or video), whatever the
+    case it is spelt in (``audio/MPEG``: RFC 2045's types are case-insensitive)."""
+    return media_type_key(media_type).startswith(("audio/", "video/"))
 
 
 def media_duration_ms(data: bytes) -> int | None:

@@ -77,6 +77,7 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.errors import RenderError
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import AnthropicReasoning
 from contextfold.projections.media_limits import PDF_ONLY, file_ref
 from contextfold.projections.render._shared import (
@@ -132,7 +133,7 @@ def _media_blocks(part: MediaPart) -> list[dict[str, Any]]:
         case "image":
             blocks.append({"type": "image", "source": _source(part)})
         case "document":
-            if part.media_type != "application/pdf" and file_ref(part.url) is None:
+            if media_type_key(part.media_type) != "application/pdf" and file_ref(part.url) is None:
                 note = f"document ({part.media_type}) {shown_media(part)}: not attached, {PDF_ONLY}"
                 return _text(media_caption(part, note))
             blocks.append({"type": "document", "source": _source(part)})

@@ -53,6 +53,7 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.media_limits import (
     AUDIO_INLINE_ONLY,
@@ -142,10 +143,10 @@ def _media_parts(part: MediaPart, audio: bool) -> list[dict[str, Any]]:
             if ref is not None:
                 parts.append({"type": "file", "file": {"file_id": ref[1]}})
                 return parts
-            fmt = OPENAI_CHAT_AUDIO_FORMATS.get(part.media_type)
+            fmt = OPENAI_CHAT_AUDIO_FORMATS.get(media_type_key(part.media_type))
             if fmt is not None:
                 return _audio_parts(part, audio, parts, fmt)
-            extension = OPENAI_CHAT_FILE_TYPES.get(part.media_type)
+            extension = OPENAI_CHAT_FILE_TYPES.get(media_type_key(part.media_type))
             if extension is None:
                 note = unsent_document_note(part, PDF_ONLY)
                 return [{"type": "text", "text": media_caption(part, note)}]

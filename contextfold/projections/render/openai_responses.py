@@ -40,6 +40,7 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
+from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import OpenAIResponsesReasoning
 from contextfold.projections.media_limits import RESPONSES_FILES_ONLY, file_ref
 from contextfold.projections.reasoning import reasoning_sent
@@ -80,7 +81,7 @@ def _media_items(part: MediaPart) -> list[dict[str, Any]]:
         case "document" if ref is not None:
             items.append({"type": "input_file", "file_id": ref[1]})
         case "document":
-            extension = OPENAI_RESPONSES_FILE_TYPES.get(part.media_type)
+            extension = OPENAI_RESPONSES_FILE_TYPES.get(media_type_key(part.media_type))
             if extension is None:  # audio, video, octet-stream: not a file input; named instead
                 note = unsent_document_note(part, RESPONSES_FILES_ONLY)
                 return [{"type": "input_text", "text": media_caption(part, note)}]
