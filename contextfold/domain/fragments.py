@@ -12,6 +12,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock, Reasoning, TextBlock
+from contextfold.domain.items import Items
 
 __all__ = [
     "FRAGMENT_KINDS",
@@ -80,7 +81,7 @@ class ToolResultBlock(_Frozen):
     status: Literal["ok", "error", "lost", "cancelled"] = "ok"
     text: str = ""
     artifact: ArtifactRef | None = None
-    blocks: tuple[TextBlock | ImageBlock | DocumentBlock, ...] = ()
+    blocks: Items[TextBlock | ImageBlock | DocumentBlock] = Items()
     exit_code: int | None = None
 
 
@@ -117,6 +118,6 @@ class ContextFragment(_Frozen):
     freshness: float = Field(ge=0.0, le=1.0)
     token_count: int = Field(ge=0)
     content_hash: str
-    content: tuple[MessageBlock, ...]
+    content: Items[MessageBlock]
     selection_reason: str | None = None
     truncated: bool = False

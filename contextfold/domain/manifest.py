@@ -277,7 +277,7 @@ class ManifestFragment(_Frozen):
     selection_reason: str
     content_hash: str
     original_tokens: int | None = None
-    media: tuple[MediaCostRecord, ...] = ()
+    media: Items[MediaCostRecord] = Items()
     """Per image/document: estimated cost for the target provider and the rule that priced it."""
     reasoning: str | None = Field(default=None, exclude_if=lambda value: value is None)
     """For a model response that carried provider reasoning: whether it was sent (verbatim, its
@@ -348,6 +348,11 @@ class ContextManifest(_Frozen):
     content itself.
     ``contextfold schema manifest`` prints its JSON Schema."""
 
+    # Its list fields are ``Items[...]`` (``domain.items``), as the events' are: a tuple when read,
+    # and to a type checker any sequence when given, so a user's ``mypy --strict`` takes
+    # ``ContextManifest(fragments=[...])`` without pydantic's plugin. (A comment, not the
+    # docstring: that is the schema's description, which stays as it was, as do the JSON and
+    # hashes of the tuples these fields are at run time.)
     request_id: str
     run_id: str
     turn: int
@@ -366,16 +371,16 @@ class ContextManifest(_Frozen):
     layer_tokens: dict[str, int]
     """Tokens per layer, framing included: ``tools`` holds the schemas (``tool_tokens``) and the
     provider's tool-use system prompt (``projections.tool_prompt``)."""
-    fragments: tuple[ManifestFragment, ...]
+    fragments: Items[ManifestFragment]
     excluded: dict[str, int]
     excluded_items: ExcludedLines
     """A tuple of :class:`ExcludedFragment` to read, validate and serialize; held in chunks that
     the manifests of a run's builds share (see :mod:`~contextfold.domain.excluded_lines`)."""
-    tools: tuple[ManifestTool, ...]
+    tools: Items[ManifestTool]
     tool_tokens: int
-    truncations: tuple[TruncationRecord, ...] = ()
-    redactions: tuple[RedactionRecord, ...] = ()
-    repairs: tuple[str, ...] = ()
+    truncations: Items[TruncationRecord] = Items()
+    redactions: Items[RedactionRecord] = Items()
+    repairs: Items[str] = Items()
     """Recovery events this build appended (e.g. ``tool_result_lost:call_7``)."""
     cache_key: str
     request_hash: str

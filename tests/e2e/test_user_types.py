@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -22,10 +23,11 @@ import sys
 from pathlib import Path
 from typing import get_args, get_origin
 
+import blake3
 import pytest
 from pydantic import BaseModel
 
-from contextfold import BuildConfig, BuildResult, Run, Store
+from contextfold import BuildConfig, BuildResult, ContextFragment, ContextManifest, Run, Store
 from contextfold.domain.events import AnyEvent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,7 +144,9 @@ WRONG = "    ModelResponse(tool_calls=['c1'])  # a list of the wrong items: stil
 
 
 def _models_an_event_holds() -> list[type[BaseModel]]:
-    """Every model class an event is or holds (its fields' types, recursively), and BuildConfig."""
+    """Every model class an event is or holds (its fields' types, recursively), and the public
+    models a user builds or reads besides: BuildConfig, ContextManifest (what a test of the
+    user's own compares a build's manifest with) and ContextFragment."""
     seen: list[type[BaseModel]] = []
 
     def visit(tp: object) -> None:
@@ -155,6 +159,8 @@ def _models_an_event_holds() -> list[type[BaseModel]]:
 
     visit(AnyEvent)
     visit(BuildConfig)
+    visit(ContextManifest)
+    visit(ContextFragment)
     return seen
 
 
@@ -171,7 +177,9 @@ def test_the_readme_example_and_lists_for_tuples_type_check_without_the_pydantic
     wrong items is still an error."""
     fields = _list_fields()
     assert {("ModelResponse", "tool_calls"), ("PolicySet", "allowed_tools"), ("BuildConfig", "redact_kinds"),
-            ("AnthropicReasoning", "items")} <= {(cls.__name__, name) for cls, name in fields}
+            ("AnthropicReasoning", "items"), ("ContextManifest", "fragments"), ("ManifestFragment", "media"),
+            ("ContextFragment", "content"), ("ToolResultBlock", "blocks")} <= {
+        (cls.__name__, name) for cls, name in fields}
     lines = ["from typing import Any", *sorted({f"from {cls.__module__} import {cls.__name__}"
                                                 for cls, _ in fields}), NATURAL,
              "def each_field(rest: dict[str, Any]) -> None:"]
@@ -183,3 +191,19 @@ def test_the_readme_example_and_lists_for_tuples_type_check_without_the_pydantic
     errors = [line for line in out if ": error:" in line]
     assert [e for e in errors if not e.startswith(wrong)] == [], "\n".join(out)
     assert any(e.startswith(wrong) for e in errors), "\n".join(out)
+
+
+SCHEMAS = {
+    "ContextManifest": "19de4fe39b2cf8039a563aec506cb340ff653b1d90fa1fa605fc14de5840cea1",
+    "ContextFragment": "c23fa3f36d8139e02d4d4f08fe3da2ef0f246abb94f4d8b662e720ef6a097d4a",
+}
+"""blake3 of each model's JSON schema (validation and serialization alike) as it was when its list
+fields were plain ``tuple[...]``: typing them ``Items[...]`` changed what a type checker reads,
+not what pydantic validates or writes (so a recorded manifest and its hashes read as before)."""
+
+
+@pytest.mark.parametrize("cls", [ContextManifest, ContextFragment], ids=lambda cls: cls.__name__)
+def test_the_list_fields_typed_for_a_type_checker_keep_their_schema(cls: type[BaseModel]) -> None:
+    for mode in ("validation", "serialization"):
+        schema = json.dumps(cls.model_json_schema(mode=mode), sort_keys=True).encode()
+        assert blake3.blake3(schema).hexdigest() == SCHEMAS[cls.__name__], mode
