@@ -180,8 +180,9 @@ def _check_run_id(run_id: str, where: str) -> None:
         raise InputLimitError(f"{where}: {exc}") from None
 
 
-def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str], Bundled]:
-    """The runs of one file (or standard input): (runs, source, format, notes, artifacts)."""
+def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str], Bundled, set[str]]:
+    """The runs of one file (or standard input): (runs, source, format, notes, artifacts, the runs
+    that are a log: :data:`LOG_FORMAT`)."""
     from contextfold.importers import detect_format
 
     if args.path == "-":
@@ -196,8 +197,14 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str],
         fmt = args.format or detect_format(data, source=source)
         runs, bundled, notes = _parsed(data, fmt, source)  # validate everything first: atomic
     named = [(run_in_file(args.run, suffix, len(runs)), events, source) for suffix, events in runs]
-    return named, source, fmt, notes, bundled
+    return named, source, fmt, notes, bundled, {r for r, _, _ in named} if fmt == LOG_FORMAT else set()
 
+
+LOG_FORMAT = "events"
+"""contextfold's own export (``events --json``): a log, recorded as it was written, its inline
+audio and video kept inline (``EventStore.append_new_runs``'s ``logs``). Why: the builds the log
+recorded were made from them so, and moved to artifacts they replayed to other hashes
+(``store.media.materialize``'s ``as_logged``); any other format is a history, whose clips move."""
 
 Bundled = dict[str, tuple[ArtifactRef, bytes]]
 """The artifacts an import's exports carry (``events --json --with-artifacts``), by hash."""
@@ -213,9 +220,10 @@ def _parsed(data: bytes, fmt: str, source: str
     return runs, {ref.hash: (ref, blob) for ref, blob in carried}, notes
 
 
-def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, str, list[str], Bundled]:
+def _runs_of_folder(args: argparse.Namespace, root: Path
+                    ) -> tuple[Named, str, str, list[str], Bundled, set[str]]:
     """The runs of every trace under ``root``: (runs, source, a summary of the formats, notes,
-    the artifacts its exports carry).
+    the artifacts its exports carry, the runs that are a log: its exports').
 
     Without ``--format`` each file's format is detected, and JSON of no known shape (SWE-agent's
     ``preds.json``, a config) is skipped and listed; a file that is not JSON at all, or does not
@@ -246,6 +254,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
     named: Named = []
     bundled: Bundled = {}
     notes: list[str] = []
+    logs: set[str] = set()
     formats: Counter[str] = Counter()
     skipped: list[Path] = []
     with progress_bar(n_files, f"reading {source}") as advance:
@@ -263,7 +272,9 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
                 continue
             formats[f"{fmt} file"] += 1
             runs, carried, dropped = _parsed(data, fmt, str(item))
-            named += [(run_in_file(name, suffix, len(runs)), events, str(item)) for suffix, events in runs]
+            ids = [run_in_file(name, suffix, len(runs)) for suffix, _ in runs]
+            named += [(run_id, events, str(item)) for run_id, (_, events) in zip(ids, runs, strict=True)]
+            logs.update(ids if fmt == LOG_FORMAT else ())
             bundled.update(carried)
             notes += dropped
     if not named:
@@ -275,18 +286,18 @@ def _runs_of_folder(args: argparse.Namespace, root: Path) -> tuple[Named, str, s
         notes.append(f"skipped {len(skipped)} file(s) of no known trace format: {shown}{more}")
     summary = ", ".join(f"{count} {kind}{'s' if count > 1 else ''}"
                         for kind, count in sorted(formats.items()))
-    return named, source, summary, notes, bundled
+    return named, source, summary, notes, bundled, logs
 
 
 def handle_import(args: argparse.Namespace) -> int:
     """Read and check every run of ``args.path``, then record them all in one transaction."""
     root = Path(args.path) if args.path != "-" else None
     if root is not None and root.is_dir():
-        named, source, fmt, notes, bundled = _runs_of_folder(args, root)
+        named, source, fmt, notes, bundled, logs = _runs_of_folder(args, root)
     else:
         if args.glob:
             raise ImportFormatError(f"{args.path}:0", "--glob selects files in a folder; this is not one")
-        named, source, fmt, notes, bundled = _runs_of_file(args)
+        named, source, fmt, notes, bundled, logs = _runs_of_file(args)
     first: dict[str, str] = {}
     for run_id, _, where in named:  # a multi-run file's ids too, before the store is opened
         _check_run_id(run_id, where)
@@ -326,7 +337,7 @@ def handle_import(args: argparse.Namespace) -> int:
                 try:
                     total = store.events.append_new_runs(
                         [(r, e) for r, e, _ in named], progress=prepared,
-                        artifacts=[(blob, ref.media_type) for ref, blob in needed.values()])
+                        artifacts=[(blob, ref.media_type) for ref, blob in needed.values()], logs=logs)
                 except InvalidInputError as exc:
                     failed = next(pending, None)
                     if failed is None:

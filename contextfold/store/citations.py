@@ -67,11 +67,13 @@ def check_media_type(media_type: str, where: str = "") -> None:
 
 def checked_citations(store: EventReads, prepared: list[Prepared],
                       prepare: Callable[[int, AnyEvent], Prepared],
-                      carried: Mapping[str, bytes] | None = None) -> list[Prepared]:
+                      carried: Mapping[str, bytes] | None = None, *, as_logged: bool = False
+                      ) -> list[Prepared]:
     """``prepared`` with the media it cites as their bytes prove them (an event corrected is
     prepared again by ``prepare``: its JSON and limits); raises before anything is written.
 
-    ``carried``: the artifacts an import brings beside its events (hash -> bytes)."""
+    ``carried``: the artifacts an import brings beside its events (hash -> bytes). ``as_logged``:
+    the events are a log's, their inline clips kept (``media.materialize``)."""
     carried = carried or {}
     own = {row[0] for p in prepared for row in p.blobs}  # made by this batch: checked then
     seen: set[str] = set()
@@ -97,7 +99,7 @@ def checked_citations(store: EventReads, prepared: list[Prepared],
                                  "first (Store.attach_image / attach_document), or import an export "
                                  "made with --with-artifacts; nothing was written")
                     raise exc
-            proven, _ = materialize(event, where=where, cited=cited)
+            proven, _ = materialize(event, where=where, cited=cited, as_logged=as_logged)
             if proven is not event and proven != event:
                 again = prepare(i, proven)
                 item = again._replace(blobs=[*item.blobs, *again.blobs])

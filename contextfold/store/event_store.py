@@ -44,7 +44,7 @@ import functools
 import random
 import time
 import typing
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import blake3
@@ -278,13 +278,13 @@ class EventStore(RunHeads):
                 fresh = True
         raise ConcurrencyConflictError(run_id, self._head(run_id).version)
 
-    def _prepare_all(self, events: Sequence[AnyEvent]) -> list[Prepared]:
+    def _prepare_all(self, events: Sequence[AnyEvent], as_logged: bool = False) -> list[Prepared]:
         for i, e in enumerate(events):
             if not isinstance(e, EVENT_CLASSES):
                 raise InvalidInputError(
                     f"event {i}: expected an event object (UserInput, ModelResponse, ToolResult, ...), "
                     f"got {type(e).__name__} (contextfold.domain.events.event_from_json reads JSON)")
-        return [self._prepare(i, e) for i, e in enumerate(events)]
+        return [self._prepare(i, e, as_logged) for i, e in enumerate(events)]
 
     def _try_append(self, run_id: str, head: RunHead, prepared: list[Prepared]) -> list[RecordedEvent]:
         self._check_tail(run_id, head)
@@ -352,7 +352,7 @@ class EventStore(RunHeads):
 
     def append_new_runs(self, runs: Sequence[tuple[str, Sequence[AnyEvent]]], *,
                         progress: typing.Callable[[int], None] | None = None,
-                        artifacts: Sequence[tuple[bytes, str]] = ()) -> int:
+                        artifacts: Sequence[tuple[bytes, str]] = (), logs: Collection[str] = ()) -> int:
         """Record several new runs in ONE transaction: all of them or, on any error (a refused
         event, a run that exists, a lost connection, Ctrl-C), none. For an import of a
         multi-run file or of a run longer than one append: written batch by batch, an
@@ -363,7 +363,9 @@ class EventStore(RunHeads):
         --with-artifacts``); an import that fails after them leaves blobs no event cites
         (content-addressed: re-used by the next try), never an event without its blob.
         ``progress(n)`` is called as each run's ``n`` events are prepared (the long part: JSON,
-        hashes, compression), for a progress bar. Returns the number of events written."""
+        hashes, compression), for a progress bar. ``logs``: the runs whose events are a log
+        (an events export), recorded as it held them (``media.materialize``'s ``as_logged``).
+        Returns the number of events written."""
         runs = list(runs)
         for run_id, _ in runs:
             check_run_id(run_id)
@@ -377,7 +379,10 @@ class EventStore(RunHeads):
                 for run_id, events in runs:
                     if not events:
                         continue
-                    prepared = checked_citations(self, self._prepare_all(events), self._prepare, raw)
+                    logged = run_id in logs
+                    prepared = checked_citations(self, self._prepare_all(events, logged),
+                                                 functools.partial(self._prepare, as_logged=logged), raw,
+                                                 as_logged=logged)
                     head = self._fresh_head(run_id)
                     if head.version != 0:
                         raise RunExistsError(run_id, head.version)
@@ -401,11 +406,11 @@ class EventStore(RunHeads):
                 raise ConcurrencyConflictError(staged[0].run_id, 0) from exc
             return sum(len(b.stored) for b in staged)
 
-    def _prepare(self, index: int, event: AnyEvent) -> Prepared:
+    def _prepare(self, index: int, event: AnyEvent, as_logged: bool = False) -> Prepared:
         """Offload, check the limits, encrypt the blobs, parse the JSON back (:mod:`.event_checks`);
         returns the :class:`Prepared` event. Runs for the whole batch before anything is written."""
         try:
-            event, blobs = self._offload(index, event)
+            event, blobs = self._offload(index, event, as_logged)
             body = canonical_json(event)
         except UnicodeEncodeError as exc:  # a lone surrogate: text that no UTF-8 can store
             bad = exc.object[exc.start:exc.end]
@@ -457,14 +462,15 @@ class EventStore(RunHeads):
         data = pack_artifact(raw, media_type)
         return (digest, size, media_type, data if self.keyring is None else self.keyring.encrypt(data))
 
-    def _offload(self, index: int, event: AnyEvent) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]]]:
+    def _offload(self, index: int, event: AnyEvent, as_logged: bool = False
+                 ) -> tuple[AnyEvent, list[tuple[str, int, str, bytes]]]:
         """Move a payload above the threshold into an artifact; keep ref, size and a preview.
 
         Inline ``data:`` media (images, PDFs, audio, video) become artifacts too, checked and
         measured by :func:`contextfold.store.media.materialize`; a bad medium
         raises here, before anything of the batch is written.
         """
-        event, blobs = materialize(event, where=f"event {index} ({event.type})")
+        event, blobs = materialize(event, where=f"event {index} ({event.type})", as_logged=as_logged)
         if isinstance(event, ToolResult | FileRead | EvidenceRetrieved) and event.artifact is None:
             # a tool's text blocks are its text too: moved with it, so the fold shows them whole
             text, blocks = event.text_and_media() if isinstance(event, ToolResult) else (event.content, None)

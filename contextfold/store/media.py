@@ -350,7 +350,7 @@ def _inspect_cited(block: ImageBlock | DocumentBlock, ref: ArtifactRef, cited: C
 
 
 def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blob],
-                       where: str, cited: Cited | None = None) -> ContentBlock:
+                       where: str, cited: Cited | None = None, as_logged: bool = False) -> ContentBlock:
     if not isinstance(block, ImageBlock | DocumentBlock):
         return block
     _check_source(block, where)
@@ -373,7 +373,7 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
         # audio or video with the playing time its bytes tell (priced by it: ``media_cost``)
         timed = _timed_info(data, block.media_type) if is_timed_media(block.media_type) else None
         duration = block.duration_ms if timed is None else timed.duration_ms
-        if _stored_as_sent(block, declared, data, sniffed):
+        if not as_logged and _stored_as_sent(block, declared, data, sniffed):
             ref = _ref(data, block.media_type)
             blobs.append((ref.hash, ref.size, ref.media_type, data))
             return block.model_copy(update={"artifact": ref, "url": None, "duration_ms": duration})
@@ -413,12 +413,12 @@ def _timed_info(data: bytes, media_type: str) -> MediaInfo | None:
 
 
 def _blocks(blocks: Iterable[ContentBlock], limits: MediaLimits, blobs: list[Blob], where: str,
-            cited: Cited | None) -> tuple[ContentBlock, ...]:
-    return tuple(_materialize_block(b, limits, blobs, where, cited) for b in blocks)
+            cited: Cited | None, as_logged: bool) -> tuple[ContentBlock, ...]:
+    return tuple(_materialize_block(b, limits, blobs, where, cited, as_logged) for b in blocks)
 
 
 def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS, *, where: str = "an event",
-                cited: Cited | None = None) -> tuple[AnyEvent, list[Blob]]:
+                cited: Cited | None = None, as_logged: bool = False) -> tuple[AnyEvent, list[Blob]]:
     """Move inline ``data:`` media of ``event`` into artifacts: ``(event, blobs to store)``.
 
     Pure with respect to the store: it returns the blobs and the caller writes
@@ -426,12 +426,20 @@ def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS, *, where:
     a document of fewer than one page, named by ``where``), so a batch with one bad image
     stores nothing. With ``cited``, media that already cite an artifact are checked too, their
     bytes read through it (:mod:`contextfold.store.citations`).
+
+    ``as_logged``: ``event`` is a log's (an events export imported again), so an audio or video
+    ``data:`` URL stays in it as the log held it (:func:`_stored_as_sent` is not asked). Why: an
+    export written before such clips were moved holds them inline, and the builds its log
+    recorded were made from them so; moved, a note standing for a clip names it by its artifact's
+    hash, not its URL's, and every recorded turn the clip was in replayed to another
+    request_hash (``tests/integration/test_old_export_reimport.py``). Images and PDFs were
+    moved by every release, so a log holds none inline, and they are measured as ever.
     """
     blobs: list[Blob] = []
     match event:
         case UserInput():
             if any(isinstance(b, ImageBlock | DocumentBlock) for b in event.content):
-                content = _blocks(event.content, limits, blobs, where, cited)
+                content = _blocks(event.content, limits, blobs, where, cited, as_logged)
                 event = event.model_copy(update={"content": content})
         case ToolResult() | EvidenceRetrieved():
             medium = (media_artifact_block(event.artifact)
@@ -439,7 +447,7 @@ def materialize(event: AnyEvent, limits: MediaLimits = DEFAULT_LIMITS, *, where:
             if medium is not None:  # the tool's own screenshot, recording or PDF: a medium, not a text
                 event = event.model_copy(update={"artifact": None, "blocks": (medium, *event.blocks)})
             if event.blocks:
-                blocks = _blocks(event.blocks, limits, blobs, where, cited)
+                blocks = _blocks(event.blocks, limits, blobs, where, cited, as_logged)
                 event = event.model_copy(update={"blocks": blocks})
         case _:
             pass
