@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import inspect
 import os
 import re
 import shutil
@@ -59,7 +60,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from types import CodeType
+from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -185,6 +186,35 @@ def instructions(args: argparse.Namespace) -> int:
     return 0
 
 
+def code_label(code: CodeType) -> str:
+    """``file:line:qualname`` of ``code`` for the table: a method with its class (``co_qualname``),
+    and a dataclass's generated ``__init__``, compiled from a string (``<string>``, qualname
+    ``__create_fn__.<locals>.__init__``), by the function that holds it: ``dataclasses`` names it
+    after its class (``FragmentEntry.__init__``), in its class's module. Why: the table printed
+    ``<string>:2:__init__`` for every dataclass's constructor alike."""
+    where, line, name = code.co_filename, code.co_firstlineno, code.co_qualname
+    if where.startswith("<"):
+        held = [f for f in gc.get_referrers(code) if isinstance(f, FunctionType) and f.__code__ is code]
+        if held:
+            name = held[0].__qualname__
+            module = sys.modules.get(held[0].__module__)
+            where = getattr(module, "__file__", None) or held[0].__module__
+            owner = _defined(module, name.rpartition(".")[0])
+            line = inspect.getsourcelines(owner)[1] if owner is not None else line
+    return f"{where.replace(_REPO, '')}:{line}:{name}"
+
+
+def _defined(module: ModuleType | None, qualname: str) -> type | None:
+    """The class ``qualname`` names in ``module`` (its source line), or None."""
+    found: Any = module
+    for part in qualname.split(".") if qualname else ():
+        found = getattr(found, part, None)
+    try:
+        return found if isinstance(found, type) and inspect.getsourcelines(found) else None
+    except (OSError, TypeError):
+        return None
+
+
 def bytecodes(args: argparse.Namespace) -> int:
     """Bytecodes executed per function inside the builds (``sys.monitoring``)."""
     monitoring: Any = getattr(sys, "monitoring", None)
@@ -226,7 +256,7 @@ def bytecodes(args: argparse.Namespace) -> int:
           f"{sum(calls.values()) / n:,.0f} Python calls")
     print(f"{'bytecodes':>9} {'share':>6} {'calls':>6}  function")
     for code, c in counts.most_common(args.top):
-        where = f"{code.co_filename.replace(_REPO, '')}:{code.co_firstlineno}:{code.co_name}"
+        where = code_label(code)
         print(f"{c / n:9,.0f} {100 * c / max(total, 1):5.1f}% {calls[code] / n:6.1f}  {where}")
     return 0
 
