@@ -54,12 +54,7 @@ exposure is, in this order:
    never keeps less (in a build, each tool competes in the selection as a
    unit of its own).
 
-Relevance is Okapi BM25 (k1 = :data:`BM25_K1` = 1.2, b = :data:`BM25_B` =
-0.75, the non-negative Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``).
-A tool's document is its name (counted twice as a simple field boost: the name is the most telling
-part), its description, its tags and its parameter names (nested properties included), cut into
-terms by :func:`tool_terms.tokenize` (snake_case, camelCase, CJK bigrams...: that module says how
-and why).
+Relevance is Okapi BM25 over each tool's document (:mod:`~.tool_relevance` says how).
 
 A tool's token cost is ``count(canonical_tool_json(spec))`` plus
 :data:`TOOL_OVERHEAD_TOKENS` for the framing a provider wraps around each
@@ -75,12 +70,8 @@ When a name is registered twice, the last registration wins.
 
 from __future__ import annotations
 
-import math
-import operator
 import sys
-from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -90,7 +81,8 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.spec_memo import SpecAccount
 from contextfold.projections.tool_pricing import DEAREST_BILL, FUNC_END, ToolBill, closing_tokens, tool_price
-from contextfold.projections.tool_terms import tokenize, tool_document
+from contextfold.projections.tool_relevance import BM25_B, BM25_K1, bm25, matching_tools, rank_tools
+from contextfold.projections.tool_terms import tokenize
 
 __all__ = [
     "BM25_B",
@@ -115,10 +107,6 @@ __all__ = [
     "whole_toolkit",
 ]
 
-BM25_K1 = 1.2
-"""Term-frequency saturation: the usual Okapi default."""
-BM25_B = 0.75
-"""Document-length normalisation: the usual Okapi default."""
 TOOL_OVERHEAD_TOKENS = 8
 """Per-tool framing a provider adds around a declaration (the ``{"type":
 "function", "function": ...}`` wrapper and separators, about 7-10 tokens in
@@ -213,90 +201,6 @@ def _registry(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
     return {spec.name: spec for spec in tools}
 
 
-@dataclass(frozen=True, slots=True)
-class _Index:
-    """BM25 statistics of one registry: documents, lengths and postings (term -> tool names)."""
-
-    specs: tuple[ToolSpec, ...]
-    docs: dict[str, Counter[str]]
-    lengths: dict[str, int]
-    avgdl: float
-    postings: dict[str, list[str]]
-
-
-_INDEX: list[_Index] = []
-"""The last registry's index: a run ranks the same registry build after build, for a new query
-whenever its goal, ready step or latest input changes."""
-
-
-def _index(specs: Sequence[ToolSpec]) -> _Index:
-    key = tuple(specs)
-    if _INDEX and len(_INDEX[0].specs) == len(key) and all(map(operator.is_, _INDEX[0].specs, key)):
-        return _INDEX[0]
-    docs = {spec.name: tool_document(spec) for spec in key}
-    lengths = {name: sum(tf.values()) for name, tf in docs.items()}
-    postings: dict[str, list[str]] = {}
-    for name, tf in docs.items():  # in registry order, as the per-document loop visited them
-        for term in tf:
-            postings.setdefault(term, []).append(name)
-    index = _Index(key, docs, lengths, sum(lengths.values()) / len(docs) if docs else 0.0, postings)
-    _INDEX[:] = [index]
-    return index
-
-
-def _bm25(specs: Sequence[ToolSpec], query: str) -> dict[str, float]:
-    """Okapi BM25 of each spec for ``query``. Walks the postings of the query's terms only; each
-    tool's score adds its terms in sorted order, as a loop over every (tool, term) pair would."""
-    terms = sorted(set(tokenize(query)))
-    if not terms:  # every score is 0: no index needed (a build with nothing to rank asks this)
-        return {spec.name: 0.0 for spec in specs}
-    index = _index(specs)
-    docs = index.docs
-    n = len(docs)
-    if n == 0:
-        return {}
-    avgdl = index.avgdl or 1.0
-    scores = dict.fromkeys(docs, 0.0)
-    for t in terms:
-        holders = index.postings.get(t, ())
-        df = len(holders)
-        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        for name in holders:
-            f = docs[name][t]
-            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * index.lengths[name] / avgdl)
-            scores[name] += idf * f * (BM25_K1 + 1.0) / (f + norm)
-    return scores
-
-
-_TERMS: list[tuple[tuple[ToolSpec, ...], dict[str, list[str]]]] = []
-"""The last registry's postings for :func:`matching_tools` (apart from :data:`_INDEX`: a build
-ranks the registry it declares from, and asks this of the registered tools)."""
-
-
-def matching_tools(specs: Sequence[ToolSpec], text: str) -> list[str]:
-    """The names of ``specs`` whose BM25 document shares a term with ``text``: under the Lucene
-    idf (positive for every term) exactly those a query of ``text`` scores above 0, whatever the
-    registry's other documents (``tool_recency``)."""
-    terms = set(tokenize(text))
-    if not terms:
-        return []
-    key = tuple(specs)
-    if not (_TERMS and len(_TERMS[0][0]) == len(key) and all(map(operator.is_, _TERMS[0][0], key))):
-        postings: dict[str, list[str]] = {}
-        for spec in key:
-            for term in tool_document(spec):
-                postings.setdefault(term, []).append(spec.name)
-        _TERMS[:] = [(key, postings)]
-    postings = _TERMS[0][1]
-    return sorted({name for term in terms for name in postings.get(term, ())})
-
-
-def rank_tools(tools: Sequence[ToolSpec], query: str) -> list[tuple[str, float]]:
-    """Every registered tool with its BM25 score for ``query``, best first, ties by name."""
-    scores = _bm25(list(_registry(tools).values()), query)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-
-
 def permitted(name: str, allowed: Collection[str] | None, denied: Collection[str]) -> bool:
     """Whether the run's policy lets the tool ``name`` be exposed: not denied, and on the allow
     list when there is one."""
@@ -369,7 +273,7 @@ def choose_tools(
     registry = _registry(tools)
     allowed_set = None if allowed is None else set(allowed)
     denied_set = set(denied)
-    scores = _bm25(list(registry.values()), query)
+    scores = bm25(list(registry.values()), query)
     costs: dict[str, int] = {}
     used = 0
     closing = FUNC_END  # what the request pays once besides its tools' prices (``tool_pricing``)

@@ -50,7 +50,7 @@ from typing import Literal, TypeAlias
 from contextfold.domain.events import TextBlock, ToolSpec
 from contextfold.projections.state import MessageItem, RunState
 from contextfold.projections.timeline_items import ToolGroup
-from contextfold.projections.tool_exposure import matching_tools
+from contextfold.projections.tool_relevance import matching_tools
 
 __all__ = ["RecencyCause", "input_matches", "recency_causes", "recency_phrase", "tool_recency"]
 
