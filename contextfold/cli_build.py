@@ -38,7 +38,7 @@ from contextfold.domain.manifest import (
 from contextfold.projections.builder import BuildResult
 from contextfold.projections.past_states import state_at_version
 from contextfold.projections.progress import Progress
-from contextfold.projections.tool_candidates import not_exposed_reason
+from contextfold.projections.tool_reasons import not_exposed_reason
 from contextfold.rebuild_api import RecordChoice, nearest_config, previewed, read_turn, rebuild, turn_records
 from contextfold.store.record_reads import TurnRead
 

@@ -3,9 +3,10 @@
 The builder asks :func:`tool_inputs` for the registry it declares from (the run's registered
 tools, plus a minimal schema for a tool the history calls that the log never registered, under
 an alias where the provider refuses its name) and :func:`tool_candidates` for the ranked
-candidates, which then compete in the selection's ``tools`` layer. :func:`not_exposed_reason`
-answers ``why RUN TOOL --turn N`` from the same inputs and the same ranking, with every
-exclusion reported: a manifest lists the tools a request declares, not the hundreds it left out.
+candidates, which then compete in the selection's ``tools`` layer. ``tool_reasons`` answers
+``why RUN TOOL --turn N`` from the same inputs and the same ranking (:func:`ranking`,
+:func:`choices`), with every exclusion reported: a manifest lists the tools a request declares,
+not the hundreds it left out.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any, NamedTuple
 from contextfold.domain.events import ToolSpec
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.fragment_facts import BuildCtx
-from contextfold.projections.model_family import run_model_for
 from contextfold.projections.render.tool_checks import MAX_TOOLS
 from contextfold.projections.render.tool_schemas import SCHEMA_PROVIDERS, refused_schema
 from contextfold.projections.selection import Unit
@@ -32,11 +32,12 @@ from contextfold.projections.tool_names import (
 )
 from contextfold.projections.tool_pricing import ToolBill, tool_bill
 from contextfold.projections.tool_query import newest_user_item, tool_query
-from contextfold.projections.tool_recency import input_matches, recency_phrase, tool_recency
+from contextfold.projections.tool_recency import input_matches, tool_recency
 from contextfold.projections.tool_strict import loosened_tools
 
-__all__ = ["ToolCandidates", "ToolInputs", "limit_note", "newest_user_item", "not_exposed_reason",
-           "past_limit", "tool_candidates", "tool_inputs", "tool_query"]
+__all__ = ["OVER_LIMIT", "ToolCandidates", "ToolInputs", "choices", "holds_recent_slot", "limit_note",
+           "newest_user_item", "past_limit", "ranking", "tool_candidates", "tool_inputs",
+           "tool_query", "whole_exposed"]
 
 _UNBOUNDED = 1 << 40
 _TOOL_SCORE = 100.0
@@ -93,11 +94,11 @@ class ToolInputs(NamedTuple):
         count: which, and why."""
         return [*(f"tool_not_offered:{name} ({self.provider} refuses it: {why})"
                   for name, why in sorted(self.refused.items())),
-                *(f"tool_not_offered:{name} ({self.provider} {_OVER_LIMIT.format(MAX_TOOLS[self.provider])})"
+                *(f"tool_not_offered:{name} ({self.provider} {OVER_LIMIT.format(MAX_TOOLS[self.provider])})"
                   for name in sorted(self.over_limit))]
 
 
-_OVER_LIMIT = ("takes at most {} tools in a request: the tools pinned and called more recently came "
+OVER_LIMIT = ("takes at most {} tools in a request: the tools pinned and called more recently came "
                "first")
 
 
@@ -238,8 +239,8 @@ def _aliased_policy(policy: ToolPolicy, renamed: dict[str, str]) -> ToolPolicy:
     return ToolPolicy(allowed, policy.denied, pinned)
 
 
-def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs
-             ) -> tuple[list[ToolSpec], str, Mapping[str, int], frozenset[str]]:
+def ranking(state: RunState, config: BuildConfig, inputs: ToolInputs
+            ) -> tuple[list[ToolSpec], str, Mapping[str, int], frozenset[str]]:
     """The specs in name order, the query they are ranked against ("" when nothing is ranked),
     the registered tools' recency (``tool_recency``) and those an input's words matched
     (``input_matches``; both empty when nothing is ranked)."""
@@ -256,9 +257,9 @@ def _ranking(state: RunState, config: BuildConfig, inputs: ToolInputs
     return specs, tool_query(state), tool_recency(state), input_matches(state)
 
 
-def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], matched: Collection[str],
-             config: BuildConfig, inputs: ToolInputs, count: Callable[[str], int], report_excluded: bool,
-             registered: Collection[str], bill: ToolBill) -> tuple[list[ToolChoice], list[ToolChoice]]:
+def choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], matched: Collection[str],
+            config: BuildConfig, inputs: ToolInputs, count: Callable[[str], int], report_excluded: bool,
+            registered: Collection[str], bill: ToolBill) -> tuple[list[ToolChoice], list[ToolChoice]]:
     """``registered``: the run's registered tools, in registration order (a dict's keys: the order
     the fallback fills in, ``tool_exposure`` rule 7); ``bill``: ``tool_pricing.tool_bill``'s."""
     policy = inputs.policy
@@ -270,7 +271,7 @@ def _choices(specs: list[ToolSpec], query: str, recent: Mapping[str, int], match
     return exposed, excluded
 
 
-def _whole(state: RunState, config: BuildConfig, inputs: ToolInputs) -> bool:
+def whole_exposed(state: RunState, config: BuildConfig, inputs: ToolInputs) -> bool:
     """Whether the run's whole permitted toolkit is exposed (``tool_exposure.whole_toolkit``): a
     registered tool the history calls is then declared on its own too, whatever the query."""
     policy = inputs.policy  # the registered tools: a stand-in declared for a made-up name is none of them
@@ -302,7 +303,7 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     When every permitted registered tool is pinned (or the log registers none: the history's
     calls declare their own), there is nothing to rank: the query is neither made nor ranked,
     and a new user input does not invalidate the answer."""
-    specs, query, recent, matched = _ranking(ctx.state, ctx.config, inputs)
+    specs, query, recent, matched = ranking(ctx.state, ctx.config, inputs)
     bill = tool_bill(ctx.config.provider, ctx.model)  # the prices differ by provider and model
     key = (query, tuple(specs), inputs.policy, tuple(inputs.used_names), ctx.config.max_tools,
            ctx.state.counter.encoding_name, tuple(recent.items()), matched, bill)
@@ -312,15 +313,15 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     hit = ctx.state.memo.get(slot)
     if isinstance(hit, tuple) and hit[0] == key:
         return hit[1]  # type: ignore[no-any-return]
-    exposed, _ = _choices(specs, query, recent, matched, ctx.config, inputs, ctx.count, False,
+    exposed, _ = choices(specs, query, recent, matched, ctx.config, inputs, ctx.count, False,
                           ctx.state.tools, bill)
-    whole = _whole(ctx.state, ctx.config, inputs)
+    whole = whole_exposed(ctx.state, ctx.config, inputs)
     fallback = {t.name for t in exposed if t.reason == "fallback"}
     # fallback tools (score 0) rank in registration order, below every relevant one of their size
     # (``_tool_rank``): a small tools share keeps the first registered, as the fill chose them
     order = {n: i for i, n in enumerate(n for n in ctx.state.tools if n in fallback)} if fallback else {}
     # recent tools rank below every tool relevant now, the most recent first, as the fill chose them
-    lru = sorted((t for t in exposed if _holds_recent_slot(t)), key=lambda t: (-(t.turn or 0), t.name))
+    lru = sorted((t for t in exposed if holds_recent_slot(t)), key=lambda t: (-(t.turn or 0), t.name))
     order.update((t.name, i) for i, t in enumerate(lru))
     units = [Unit(f"tool:{t.name}", "tools", t.tokens,
                   _tool_rank(t, (order[t.name] + 1) / (len(order) + 1) if t.name in order else 0.0),
@@ -339,33 +340,10 @@ def tool_candidates(ctx: BuildCtx, inputs: ToolInputs) -> ToolCandidates:
     return answer
 
 
-def _holds_recent_slot(tool: ToolChoice) -> bool:
+def holds_recent_slot(tool: ToolChoice) -> bool:
     """A ``recent`` tool, or one the history calls that holds a recent slot (``tool_exposure``
     rule 5: ``turn`` set): its own unit ranks as a recent one's, kept without its calls."""
     return tool.reason == "recent" or (tool.reason == "referenced" and tool.turn is not None)
-
-
-def _no_recent_slot(state: RunState, config: BuildConfig, name: str, recent: Mapping[str, int],
-                    candidates: Collection[ToolChoice]) -> str:
-    """Why a tool the history calls, recent (``tool_recency``: called at turn N, or relevant to an
-    input) but given no recent slot, was not declared for that: the cap had none to spare (rule 5
-    fills the spare slots, the most recent first). "" for a tool nothing made recent. Without it
-    the reason said only that it shares no term with the turn, as if the run had never used it."""
-    turn = recent.get(name)
-    if turn is None:
-        return ""
-    return f"; it is {recency_phrase(state, name, turn)}, but max_tools ({config.max_tools}) were filled" \
-           f"{_filled_by(candidates)}"
-
-
-def _filled_by(candidates: Collection[ToolChoice]) -> str:
-    """" by ..." naming what holds the cap's slots a recent tool did not get: the tools relevant
-    to the turn, those that hold a recent slot, or both (only what does: a cap filled by the
-    turn's tools alone had read "and by those relevant more recently" too)."""
-    fillers = [text for text, filled in (
-        ("the tools relevant to the turn", any(c.reason == "relevant" for c in candidates)),
-        ("those relevant more recently (recent)", any(map(_holds_recent_slot, candidates)))) if filled]
-    return f" by {' and by '.join(fillers)}" if fillers else ""
 
 
 LARGE_TOOL_TOKENS = 1_000
@@ -385,7 +363,7 @@ def _tool_rank(tool: ToolChoice, tie: float) -> float:
 
     A ``recent`` tool (``tool_exposure`` rule 5) ranks below every other tool, large ones too, in
     (0, 1): it is kept for the cache's sake, and a tight share keeps what the turn needs first."""
-    if _holds_recent_slot(tool):  # the most recent first (``tie``), a large schema after the small
+    if holds_recent_slot(tool):  # the most recent first (``tie``), a large schema after the small
         return (0.5 if tool.tokens <= LARGE_TOOL_TOKENS else 0.0) + 0.5 * (1.0 - tie)
     if tool.tokens <= LARGE_TOOL_TOKENS:
         return _TOOL_SCORE + tool.score - tie  # >= _TOOL_SCORE - 1
@@ -419,90 +397,3 @@ def limit_note(provider: str, names: Collection[str]) -> str:
     them all (a whole toolkit of 400 is 272 names, not 272 repairs)."""
     return (f"tools_over_limit:{provider} takes at most {MAX_TOOLS[provider]} tools in a request; "
             f"{len(names)} ranked below the declared ones were left out: {', '.join(sorted(names))}")
-
-
-def not_exposed_reason(state: RunState, config: BuildConfig, name: str,
-                       exposed: Collection[str]) -> str | None:
-    """Why a build of ``state`` for ``config`` that exposed the tools ``exposed`` (a manifest's
-    ``tools``) did not expose ``name``; None when the run knows no tool of that name (neither
-    registered, called, pinned nor named by its policy) or it was exposed."""
-    inputs = tool_inputs(state, config)
-    policy = state.tool_policy()  # the run's: a tool this build denies for its schema is told apart
-    shown = inputs.renamed.get(name, name)
-    registered, called = name in state.tools, name in state.used_tool_names()
-    named = name in policy.pinned or name in policy.denied or name in (policy.allowed or ())
-    if shown in exposed or not (registered or called or named):
-        return None
-    # a tool a replace dropped was registered: "never registered" contradicted the line's own reason
-    known = ("registered" if registered else "registered, then dropped" if name in state.dropped_tools
-             else "called by the history but never registered" if called
-             else "named by the run's policy but never registered")
-    stale = "; the history's calls to it are shown as runtime notes" if called else ""
-    if name in policy.denied:
-        return f"tool {name!r} ({known}) is never exposed: the run's policy denies it (denied_tools){stale}"
-    if name in state.dropped_tools:
-        return (f"tool {name!r} ({known}) is no longer exposed: the ToolsRegistered(replace=True) at "
-                f"position {state.dropped_tools[name]} unregistered it (register it again to offer it)"
-                f"{stale}")
-    if not permitted(name, policy.allowed, policy.denied):
-        return (f"tool {name!r} ({known}) is never exposed: it is not among the run's policy's "
-                f"allowed_tools{stale}")
-    if name in inputs.over_limit:
-        return (f"tool {name!r} ({known}) is not offered to {config.provider}: it "
-                f"{_OVER_LIMIT.format(MAX_TOOLS[config.provider]).replace(': ', ', and ')}{stale}")
-    if name in inputs.refused:
-        return (f"tool {name!r} ({known}) is not offered to {config.provider}, which refuses it: "
-                f"{inputs.refused[name]}{stale}. Register it with a name and schema this API takes "
-                "to offer it")
-    if not (registered or called):
-        how = "pinned by" if name in policy.pinned else "on the allowed_tools of"
-        return (f"tool {name!r} is {how} the run's policy, but no tool of that name is registered "
-                "(ToolsRegistered) and the history does not call it: there is no schema to declare")
-    specs, query, recent, matched = _ranking(state, config, inputs)
-    bill = tool_bill(config.provider, config.model or run_model_for(config.provider, state.model))
-    candidates, excluded = _choices(specs, query, recent, matched, config, inputs, state.counter.count, True,
-                                    state.tools, bill)
-    decided = {c.name: c for c in (*candidates, *excluded)}.get(shown)
-    if decided is None:  # every registered or declared name is decided: not reached
-        return None
-    if decided in candidates and decided.reason == "referenced":
-        alone = ("and the tools layer's share had no room for it alone (it shares terms with the turn's "
-                 "goal, ready plan steps and latest input)" if decided.score > 0.0 else
-                 "and the tools layer's share had no room for it alone (the run's whole toolkit fits "
-                 "max_tools)" if _whole(state, config, inputs) and registered else
-                 "and the tools layer's share had no room for it alone (it holds a recent slot: "
-                 f"{recency_phrase(state, decided.name, decided.turn)})" if decided.turn is not None else
-                 "and it shares no term with the turn's goal, ready plan steps and latest input"
-                 + _no_recent_slot(state, config, decided.name, recent, candidates))
-        return (f"tool {name!r} ({known}) is called by the history, but by none of the calls the "
-                f"request kept (a tool is declared with the calls that use it), {alone}")
-    limit = MAX_TOOLS.get(config.provider)
-    earlier = recency_phrase(state, decided.name, decided.turn or 0)
-    what = f"recent: {earlier}" if decided.reason == "recent" else decided.reason
-    if decided in candidates and limit is not None and len(exposed) >= limit:
-        return (f"tool {name!r} ({known}) was a candidate ({what}, BM25 score "
-                f"{decided.score:.3f}), but {config.provider} takes at most {limit} tools in a request "
-                "and it ranked below the declared ones")
-    if decided in candidates:
-        below = (" (a recent tool ranks below every tool relevant to the turn)" if decided.reason == "recent"
-                 else "")
-        return (f"tool {name!r} ({known}) was a candidate ({what}, {decided.tokens} tokens), but "
-                f"the selection had no room for it in the tools layer's share of the budget{below}")
-    if decided.reason == "irrelevant" and any(c.reason == "fallback" for c in candidates):
-        return (f"tool {name!r} ({known}) shares no term with the turn's goal, ready plan steps and latest "
-                "input, nor does any other tool, and no earlier user input matched one that is not pinned: "
-                "max_tools were filled with the tools registered before it (the fallback)")
-    if config.max_tools == 0:
-        return f"tool {name!r} ({known}) is neither pinned nor called, and max_tools is 0: none is exposed " \
-               "for its relevance"
-    if decided.reason == "over_cap" and decided.turn is not None:
-        return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and shares no "
-                f"term with the turn's goal, ready plan steps and latest input; it is {earlier}, but "
-                f"max_tools ({config.max_tools}) were filled{_filled_by(candidates)}")
-    if decided.reason == "over_cap":
-        return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and ranked "
-                f"below the {config.max_tools} most relevant tools (max_tools) for the turn's goal, ready "
-                f"plan steps and latest input (BM25 score {decided.score:.3f})")
-    return (f"tool {name!r} ({known}) is neither pinned nor called by the kept history, and shares no "
-            "term with the turn's goal, ready plan steps and latest input (BM25 score 0), nor with any "
-            "earlier user input")

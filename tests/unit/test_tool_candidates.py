@@ -28,8 +28,9 @@ from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.state import RunState
-from contextfold.projections.tool_candidates import not_exposed_reason, tool_query
+from contextfold.projections.tool_candidates import tool_query
 from contextfold.projections.tool_prompt import tool_prompt_tokens
+from contextfold.projections.tool_reasons import not_exposed_reason
 from tests.unit.test_tool_exposure import TOOLS
 
 

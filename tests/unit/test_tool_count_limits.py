@@ -34,7 +34,7 @@ from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.render import check_protocol, render
 from contextfold.projections.state import RunState
-from contextfold.projections.tool_candidates import not_exposed_reason
+from contextfold.projections.tool_reasons import not_exposed_reason
 
 
 def _tools(n: int) -> tuple[ToolSpec, ...]:

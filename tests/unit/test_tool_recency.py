@@ -28,7 +28,7 @@ from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold_event, new_state
 from contextfold.projections.state import RunState
-from contextfold.projections.tool_candidates import not_exposed_reason
+from contextfold.projections.tool_reasons import not_exposed_reason
 from contextfold.projections.tool_recency import tool_recency
 from tests.cli_runner import cf
 

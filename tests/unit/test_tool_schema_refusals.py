@@ -36,7 +36,7 @@ from contextfold.projections.builder import BuildResult, build_context
 from contextfold.projections.fold import fold
 from contextfold.projections.render import check_protocol, render
 from contextfold.projections.render.protocol import refused_tool_schemas
-from contextfold.projections.tool_candidates import not_exposed_reason
+from contextfold.projections.tool_reasons import not_exposed_reason
 
 SCHEMA_PROVIDERS = ("openai-chat", "openai-responses", "anthropic")
 UNION = {"type": "object", "properties": {"id": {"type": "string"}, "full_path": {"type": "string"}},

@@ -17,7 +17,7 @@ import contextfold
 from contextfold import ModelResponse, PolicySet, ToolCall, ToolResult, UserInput
 from contextfold.domain.events import HandOff, ToolSpec, ToolsRegistered, canonical_json, event_from_json
 from contextfold.domain.manifest import BuildConfig
-from contextfold.projections.tool_candidates import not_exposed_reason
+from contextfold.projections.tool_reasons import not_exposed_reason
 
 PROVIDERS = ("anthropic", "gemini", "neutral", "openai-chat", "openai-responses")
 DEPLOY = ToolSpec(name="deploy", description="deploy the service")
