@@ -27,7 +27,6 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from importlib import resources
 from typing import TYPE_CHECKING, Any, TextIO
 
 from contextfold import cli_args as _args
@@ -63,7 +62,7 @@ memo_ceiling()
 ``contextfold.console``) by every command, as when every command loaded the builder, whose memos
 read it as they were made; a command that then loads them finds it read."""
 
-__all__ = ["COMMANDS", "EXIT_CODES", "main", "register", "store_for", "summarize_event"]
+__all__ = ["COMMANDS", "EXIT_CODES", "main", "print_events", "register", "store_for", "summarize_event"]
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
@@ -183,7 +182,7 @@ def _configure_events(p: argparse.ArgumentParser) -> None:
                    help="last position to print (default: the run's last event)")
 
 
-def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
+def print_events(events: list[RecordedEvent], as_json: bool) -> None:
     from contextfold.domain.events import canonical_json
 
     shown = visible_json if as_json and stdout_is_terminal() else str  # decided once for the run
@@ -211,7 +210,7 @@ def _handle_events(args: argparse.Namespace) -> int:
                         carried.add(ref.hash)
                         data = store.events.cited_artifact(ref)  # lost: an integrity failure, 3
                         _out(shown_json(canonical_dumps(artifact_line(ref, data))))
-        _print_events(events, args.json)
+        print_events(events, args.json)
     return 0
 
 
@@ -273,57 +272,15 @@ register("schema", "print the JSON Schema of the canonical event JSON (or the ma
 
 # ---------------------------------------------------------------- demo
 
-SAMPLE = "fix_invoice_rounding.jsonl"
-
-
-def sample_events() -> list[AnyEvent]:
-    from contextfold.domain.events import event_from_json
-
-    text = resources.files("contextfold.samples").joinpath(SAMPLE).read_text("utf-8")
-    return [event_from_json(line) for line in text.splitlines() if line.strip()]
-
-
 def _configure_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", default="demo-fix-invoice",
                    help="run id to record the sample under (default: demo-fix-invoice; -2, -3, ... "
                         "when taken)")
 
 
-def _handle_demo(args: argparse.Namespace) -> int:
-    from contextfold.cli_new_store import removed_if_unrecorded
-    from contextfold.store.backends import display_url
-    from contextfold.store.event_reads import check_run_id
-
-    _load_demo_steps()  # the modules that add steps to the demo (DEMO_HOOKS)
-    events = sample_events()
-    check_run_id(args.run)  # refused before the store is made: a new file would be left empty
-    with removed_if_unrecorded(args), store_for(args, create=True) as store:
-        run_id = args.run
-        if store.events.exists(run_id):
-            n = 2
-            while store.events.exists(f"{run_id}-{n}"):
-                n += 1
-            run_id = f"{run_id}-{n}"
-        run = store.run(run_id)
-        run.append(events, expected_version=0)
-        # the URL masked, as runs shows it: a PostgreSQL store's carries its password
-        _out(f"recorded the sample agent run as {run_id!r} in {display_url(store.url)}: "
-             f"{len(events)} events\n")
-        _print_events(run.events(), as_json=False)
-        report = run.verify()
-        _out(f"\nintegrity: {'ok' if report.ok else 'BROKEN'} ({report.events} events, blake3 hash chain)")
-        for hook in DEMO_HOOKS:
-            hook(store, run_id)
-    return 0
-
-
-DEMO_HOOKS: list[Callable[[Store, str], None]] = []
-"""Later capabilities (build, manifest) append steps to the demo here, when their module is
-imported (``DEMO_STEP_MODULES``, which ``demo`` imports)."""
-
 register("demo", "record the bundled sample agent run, show it, verify its hash chain and build "
                  "its next request (anthropic), printing its manifest",
-         _configure_demo, _handle_demo)
+         _configure_demo, _Lazy("contextfold.cli_demo", "handle_demo"))
 
 
 # ---------------------------------------------------------------- the commands of other modules
@@ -391,17 +348,6 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--store", default=argparse.SUPPRESS, type=nonempty("store URL"), help=STORE_HELP)
         configure(p)
     return parser
-
-
-DEMO_STEP_MODULES = ("contextfold.cli_build",)
-"""The modules that append steps to the demo (:data:`DEMO_HOOKS`) when imported."""
-
-
-def _load_demo_steps() -> None:
-    """Import the modules that add the demo's steps: ``demo`` needs them, and no other command
-    imports a command's module but its own."""
-    for module in DEMO_STEP_MODULES:
-        importlib.import_module(module)
 
 
 def _one_line(exc: BaseException | Warning | str) -> str:

@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
 from contextfold.audit.text import visible
-from contextfold.cli import DEMO_HOOKS, store_for
+from contextfold.cli import store_for
 from contextfold.cli_args import EXCLUDED_SHOWN, RECORD_HELP, excluded_count, record_choice
+from contextfold.cli_demo import DEMO_HOOKS
 from contextfold.cli_files import StagedOutput, output_file, shown_json
 from contextfold.cli_manifest_table import manifest_table
 from contextfold.cli_progress import fold_bar

@@ -7,7 +7,7 @@ must not change a single byte of them. This script builds, on ONE state per
 run folded incrementally (so caches that live across builds are exercised),
 every turn of
 
-- the sample run (``contextfold.cli.sample_events()``),
+- the sample run (``contextfold.cli_demo.sample_events()``),
 - the first N tau-bench gpt-4o airline runs (``../shared/traces``, imported
   with ``contextfold.importers.iter_runs``),
 - a seeded synthetic run that touches the rarer paths: parallel calls, lost
@@ -40,7 +40,7 @@ from typing import Any
 import blake3
 
 from contextfold.api import render_request
-from contextfold.cli import sample_events
+from contextfold.cli_demo import sample_events
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,

@@ -59,7 +59,7 @@ PROVIDER = "openai-chat"
 
 def template_logs(n: int) -> Iterator[tuple[str, list[Any]]]:
     """The sample run, then the first ``n - 1`` tau-bench runs (events as imported)."""
-    from contextfold.cli import sample_events
+    from contextfold.cli_demo import sample_events
     from contextfold.importers import iter_runs
 
     yield "sample", sample_events()

@@ -67,6 +67,7 @@ def test_demo_masks_the_password_of_the_store_url(tmp_path: Path, monkeypatch: p
     import argparse
 
     import contextfold.cli as cli
+    import contextfold.cli_demo as demo
     from contextfold.api import Store
 
     opened = cli.store_for
@@ -76,7 +77,7 @@ def test_demo_masks_the_password_of_the_store_url(tmp_path: Path, monkeypatch: p
         store.events.url = "postgresql://alice:S3cretPW@db.example:5432/runs"
         return store
 
-    monkeypatch.setattr(cli, "store_for", postgres_named)
+    monkeypatch.setattr(demo, "store_for", postgres_named)  # the demo's module opens its store
     out = cf("demo", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "S3cretPW" not in out.stdout

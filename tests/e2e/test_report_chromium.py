@@ -28,7 +28,7 @@ from contextfold.api import Run, open_store
 from contextfold.audit import report
 from contextfold.audit.data import RunAudit, audit_run
 from contextfold.audit.report import PAGE_SIZE, render_report
-from contextfold.cli import sample_events
+from contextfold.cli_demo import sample_events
 from tests.conftest import REPO
 from tests.unit.test_audit_report import make_synthetic_run
 

@@ -20,7 +20,7 @@ import pytest
 
 from contextfold import compaction_api
 from contextfold.api import open_store
-from contextfold.cli import sample_events
+from contextfold.cli_demo import sample_events
 from contextfold.domain.errors import (
     ArtifactNotFoundError,
     IntegrityError,

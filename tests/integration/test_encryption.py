@@ -286,7 +286,7 @@ def test_a_bad_key_names_which_key_and_a_key_file_newline_is_fine(monkeypatch: p
 def test_audit_report_of_an_encrypted_run_shows_no_content_unless_asked(store_url: str) -> None:
     from contextfold.audit.data import audit_run
     from contextfold.audit.report import render_report
-    from contextfold.cli import sample_events
+    from contextfold.cli_demo import sample_events
 
     key = generate_key()
     secret_line = "db password is hunter2-Zq9!x and the customer is ACME-4471"

@@ -3,7 +3,7 @@ run, renders to an accepted request for all four providers, under a generous and
 
 Data: the 200 tau-bench gpt-4o airline runs (``../shared/traces``, imported with
 ``contextfold.importers``; 2,654 turns) and the sample run of ``contextfold demo``
-(``contextfold.cli.sample_events()``). Each turn is ``state_at_turn`` (the state
+(``contextfold.cli_demo.sample_events()``). Each turn is ``state_at_turn`` (the state
 just before the turn's model response, plus the final "next" turn) built
 directly with ``build_context`` - pure, no store - for each provider, with:
 
@@ -42,7 +42,7 @@ from typing import Any
 
 import pytest
 
-from contextfold.cli import sample_events
+from contextfold.cli_demo import sample_events
 from contextfold.domain.conversation import Conversation
 from contextfold.domain.events import AnyEvent, ModelResponse, canonical_json
 from contextfold.domain.log import GENESIS_HASH, RecordedEvent, chain_hash

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from contextfold.api import render_request
-from contextfold.cli import sample_events
+from contextfold.cli_demo import sample_events
 from contextfold.domain.errors import RequiredContextExceedsBudgetError
 from contextfold.domain.events import (
     AnyEvent,

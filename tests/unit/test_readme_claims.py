@@ -88,7 +88,7 @@ def test_readme_exit_code_1_names_the_commands_help_names() -> None:
 def test_demo_help_says_it_builds_the_next_request_as_readme_does() -> None:
     """``contextfold demo --help`` said "show what was recorded"; the demo also verifies the hash
     chain and builds (and records) the next request, as README's quick start says."""
-    from contextfold.cli import DEMO_HOOKS, _load_demo_steps
+    from contextfold.cli_demo import DEMO_HOOKS, _load_demo_steps
 
     _load_demo_steps()  # as the demo does before its steps run
     help_text = _subparsers()["demo"].description or ""
