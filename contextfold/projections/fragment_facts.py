@@ -63,8 +63,9 @@ from contextfold.projections.not_offered import (
     reply_as_shown,
 )
 from contextfold.projections.reasoning import NEUTRAL
-from contextfold.projections.redact import RedactionPolicy, redact, redact_fragment
+from contextfold.projections.redact import RedactionPolicy, redact_fragment
 from contextfold.projections.redact_calls import redact_reply_fragment
+from contextfold.projections.redact_escapes import redact_json_escapes
 from contextfold.projections.state import RunState
 from contextfold.projections.view_facts import (
     SHRINK_FLOOR,
@@ -275,7 +276,7 @@ class BuildCtx:
                 found = redact_reply_fragment(lambda: entry.fragment, text, [a for _, _, a in content.calls],
                                               self.policy, self.count)
             else:
-                result = redact(text, self.policy)
+                result = redact_json_escapes(text, self.policy)  # as written and as its JSON reads
                 found = (redact_fragment(entry.fragment, text, self.policy, self.count, result)
                          if result.findings else None)
             calls = content.calls if isinstance(content, Response) else ()
