@@ -85,7 +85,7 @@ def _runs_and_artifacts(data: bytes, format: str, source: str, *, carried: bool
     try:
         runs = parser(doc)
         return (runs, events_jsonl.bundled_artifacts(doc) if carried and format == "events" else [],
-                dropped_settings(doc.value, format, source))
+                doc.surrogate_note(source) + dropped_settings(doc.value, format, source))
     except Bad as e:
         raise ImportFormatError(f"{source}:{doc.line_of(e.path)}", e.reason) from None
     except RecursionError:  # defensive: load() already bounds nesting

@@ -10,6 +10,11 @@ input is caught here, before any format logic runs, and reported as an
   limit), reported at the line where the limit is crossed;
 - an integer of more digits than the interpreter converts (4,300 by default), at its line.
 
+One thing is mended instead: a ``\\ud83d`` escape with no partner (half a UTF-16 pair: a
+JavaScript tool cut its output inside an emoji) is read as U+FFFD, as a UTF-8 decoder reads a
+broken sequence, and counted (:attr:`Doc.lone_surrogates`) so the import says so. No UTF-8 store
+or request body can carry the lone half, and refusing it refused the whole trace.
+
 Format parsers then work on plain Python values and raise :class:`Bad` with a
 *JSON path* (``("messages", 4, "tool_calls", 0)``) instead of a line: the
 path is turned into a line only when an error actually happens
@@ -64,6 +69,16 @@ class Doc:
     value: Any
     jsonl: bool
     lines: tuple[int, ...] = ()
+    lone_surrogates: tuple[int, int] = (0, 0)
+    """How many lone surrogates were read as U+FFFD (module docstring), and the line of the first."""
+
+    def surrogate_note(self, source: str) -> list[str]:
+        """The import's note on the lone surrogates mended, if any."""
+        count, line = self.lone_surrogates
+        if not count:
+            return []
+        return [f"note: {source}:{line}: {count} lone surrogate escape(s) (half a UTF-16 pair, e.g. "
+                "\\ud83d of an emoji cut in two) recorded as U+FFFD: no UTF-8 text can hold one"]
 
     def line_of(self, path: JsonPath) -> int:
         if self.jsonl:
@@ -189,6 +204,45 @@ def _loads(text: str, source: str, line_base: int) -> Any:
     return value
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _mended(value: Any) -> tuple[Any, int]:
+    """``value`` with every lone surrogate in its strings (keys included) made U+FFFD, and how
+    many were. Iterative: the value may nest as deep as :data:`MAX_DEPTH`."""
+    count = 0
+
+    def fix(text: str) -> str:
+        nonlocal count
+        fixed, n = _SURROGATE.subn("\ufffd", text)
+        count += n
+        return fixed
+
+    if isinstance(value, str):
+        return (fix(value) if _SURROGATE.search(value) else value), count
+    stack = [value] if isinstance(value, dict | list) else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    if _SURROGATE.search(item):
+                        node[i] = fix(item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+            continue
+        for key in [k for k in node if _SURROGATE.search(k)]:
+            node[fix(key)] = node.pop(key)
+        for key, item in node.items():
+            if isinstance(item, str):
+                if _SURROGATE.search(item):
+                    node[key] = fix(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return value, count
+
+
 def _decode(data: bytes, source: str) -> str:
     try:
         text = data.decode("utf-8")
@@ -211,7 +265,7 @@ def load(data: bytes, source: str, *, jsonl: bool | None = None) -> Doc:
         raise ImportFormatError(f"{source}:1", "empty input")
     if jsonl is None:
         try:
-            return Doc(text, _loads(text, source, 1), jsonl=False)
+            return _with_mended(Doc(text, _loads(text, source, 1), jsonl=False))
         except ImportFormatError as e:
             if not e.reason.startswith("invalid JSON: Extra data"):
                 raise
@@ -221,4 +275,28 @@ def load(data: bytes, source: str, *, jsonl: bool | None = None) -> Doc:
         if line.strip():
             values.append(_loads(line, source, n))
             lines.append(n)
-    return Doc(text, values, jsonl=True, lines=tuple(lines))
+    return _with_mended(Doc(text, values, jsonl=True, lines=tuple(lines)))
+
+
+def _with_mended(doc: Doc) -> Doc:
+    """``doc`` with its lone surrogates mended and counted (module docstring). The escapes are
+    looked for in the text first: a source without one (nearly every source) is not walked."""
+    found = _SURROGATE_ESCAPE.search(doc.text)
+    if found is None:
+        return doc
+    value, count = _mended(doc.value)
+    if not count:  # the escapes were whole pairs (an emoji written as ASCII)
+        return doc
+    first = next((m.start() for m in _SURROGATE_ESCAPE.finditer(doc.text, found.start())
+                  if _lone(doc.text, m.start())), found.start())
+    return Doc(doc.text, value, doc.jsonl, doc.lines, (count, doc.text.count("\n", 0, first) + 1))
+
+
+def _lone(text: str, at: int) -> bool:
+    """Whether the surrogate escape at ``at`` has no partner beside it."""
+    high = text[at + 3] in "89abAB"
+    if high:
+        after = _SURROGATE_ESCAPE.match(text, at + 6)
+        return after is None or after.group()[3] in "89abAB"
+    before = _SURROGATE_ESCAPE.match(text, at - 6) if at >= 6 else None
+    return before is None or before.group()[3] not in "89abAB"
