@@ -54,6 +54,10 @@ sys.path.insert(0, str(REPO / "scripts"))
 import bench_build as bb  # noqa: E402  (after the path insert)
 
 _IMPORT = re.compile(r"\b(from|import) contextfold(\.|\b)")
+_QUOTED = re.compile(r"""(["'])contextfold\.""")
+"""A module named in a string (``importlib.import_module``, the lazy exports of ``contextfold``
+and ``contextfold.projections.render``, package data): unrewritten, the base's
+``render_request`` imported the working tree's renderer, which refused the base's messages."""
 
 
 def unpack_base(rev: str, into: Path) -> str:
@@ -67,7 +71,8 @@ def unpack_base(rev: str, into: Path) -> str:
     (into / "contextfold").rename(package)
     for path in package.rglob("*.py"):
         text = path.read_text("utf-8")
-        path.write_text(_IMPORT.sub(r"\1 contextfold_base\2", text), "utf-8")
+        text = _IMPORT.sub(r"\1 contextfold_base\2", text)
+        path.write_text(_QUOTED.sub(r"\1contextfold_base.", text), "utf-8")
     sys.path.insert(0, str(into))
     return commit
 
