@@ -47,6 +47,9 @@ from contextfold.projections.redact import (
 __all__ = ["redact_json_escapes"]
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_RESPELLED = re.compile(r"\\[/u]")
+"""The escapes the view undoes: ``json.dumps`` writes ``\\n``, ``\\t``, ``\\"``, ``\\\\`` back as
+they were, so a literal holding no other (a JSON output's line breaks) is its own view."""
 _OPENS_JSON = re.compile(r"[\ufeff\s]*[\[{]")
 
 
@@ -67,7 +70,7 @@ def _view(text: str) -> tuple[str, list[_Respelled]]:
     cursor = shift = 0
     for match in _STRING.finditer(text):
         literal = match.group()
-        if "\\" not in literal:
+        if _RESPELLED.search(literal) is None:
             continue
         try:
             value = json.loads(literal)
@@ -107,7 +110,7 @@ def _text_span(view_start: int, view_end: int, respelled: list[_Respelled], star
 def redact_json_escapes(text: str, policy: RedactionPolicy) -> Redacted:
     """``text`` redacted as :func:`redact` does, and as its JSON shows it (module docstring)."""
     plain = redact(text, policy)
-    if "\\" not in text or not _OPENS_JSON.match(text):
+    if _RESPELLED.search(text) is None or not _OPENS_JSON.match(text):
         return plain
     view, respelled = _view(text)
     if not respelled or not may_find(view, policy):
