@@ -169,20 +169,25 @@ def test_import_is_atomic_and_names_the_line(tmp_path: Path) -> None:
 
 def test_import_refused_by_the_store_writes_no_run(tmp_path: Path) -> None:
     # the second run (or the events past the first 5,000-event append of a long run) holds a
-    # lone surrogate the store refuses: nothing of the import may stay in the store
+    # schema bound JSON cannot hold (NaN), which the store refuses: nothing of the import may stay
+    # in the store (a lone surrogate was the trigger until the importers read one as U+FFFD)
+    nan_tool = {"name": "t", "parameters": {"type": "object", "properties": {"a": {"maximum": "NAN"}}}}
+    second = {"messages": [{"role": "user", "content": "x"}],
+              "tools": [{"type": "function", "function": nan_tool}]}
     two_runs = (b'{"messages": [{"role": "user", "content": "hi"}]}\n'
-                b'{"messages": [{"role": "user", "content": "a\\ud800b"}]}\n')
+                + json.dumps(second).replace('"NAN"', "NaN").encode() + b"\n")
 
     def user(text: str) -> bytes:
         block = {"type": "text", "text": text}
         return json.dumps({"type": "user_input", "v": 1, "content": [block]}).encode()
 
     long_run = b"\n".join([b'{"type": "run_started", "v": 2}', *(user(f"m{i}") for i in range(5001)),
-                           user("\ud800")])
+                           json.dumps({"type": "tools_registered", "v": 1, "tools": [nan_tool]})
+                           .replace('"NAN"', "NaN").encode()])
     for data, fmt, where in ((two_runs, "openai-chat", "run 'r/run-1'"), (long_run, "events", "run 'r'")):
         out = cf("import", "-", "--run", "r", "--format", fmt, cwd=tmp_path, stdin=data)
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
-        assert f"<stdin>:0: {where}: event " in out.stderr and "U+D800" in out.stderr, out.stderr
+        assert f"<stdin>:0: {where}: " in out.stderr and "a number JSON cannot hold" in out.stderr, out.stderr
         assert "no store at" in cf("runs", "--json", cwd=tmp_path).stderr  # nor the store it created
 
 
