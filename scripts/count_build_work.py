@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import inspect
 import os
 import re
 import shutil
@@ -60,13 +59,14 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from types import CodeType, FunctionType, ModuleType
+from types import CodeType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_build as bb
 import profile_build as pb
+from code_labels import code_label
 
 import contextfold
 from contextfold.domain.manifest import BuildConfig
@@ -78,7 +78,6 @@ void cg_stop(void) { CALLGRIND_TOGGLE_COLLECT; CALLGRIND_STOP_INSTRUMENTATION; }
 """Collection on and off around each build; instrumentation too, so what runs between the builds
 (B's 10,000 messages made, stored and folded) runs at valgrind's uninstrumented ~5x slowdown rather
 than callgrind's ~50x (the count is the same: only the collected builds are counted)."""
-_REPO = str(Path(__file__).resolve().parents[1]) + "/"
 
 
 class _Counted(pb.Probe):
@@ -184,35 +183,6 @@ def instructions(args: argparse.Namespace) -> int:
     only = None if listed is None else frozenset(map(int, Path(listed).read_text().split()))
     print(f"builds {drive(args, around, only)}")
     return 0
-
-
-def code_label(code: CodeType) -> str:
-    """``file:line:qualname`` of ``code`` for the table: a method with its class (``co_qualname``),
-    and a dataclass's generated ``__init__``, compiled from a string (``<string>``, qualname
-    ``__create_fn__.<locals>.__init__``), by the function that holds it: ``dataclasses`` names it
-    after its class (``FragmentEntry.__init__``), in its class's module. Why: the table printed
-    ``<string>:2:__init__`` for every dataclass's constructor alike."""
-    where, line, name = code.co_filename, code.co_firstlineno, code.co_qualname
-    if where.startswith("<"):
-        held = [f for f in gc.get_referrers(code) if isinstance(f, FunctionType) and f.__code__ is code]
-        if held:
-            name = held[0].__qualname__
-            module = sys.modules.get(held[0].__module__)
-            where = getattr(module, "__file__", None) or held[0].__module__
-            owner = _defined(module, name.rpartition(".")[0])
-            line = inspect.getsourcelines(owner)[1] if owner is not None else line
-    return f"{where.replace(_REPO, '')}:{line}:{name}"
-
-
-def _defined(module: ModuleType | None, qualname: str) -> type | None:
-    """The class ``qualname`` names in ``module`` (its source line), or None."""
-    found: Any = module
-    for part in qualname.split(".") if qualname else ():
-        found = getattr(found, part, None)
-    try:
-        return found if isinstance(found, type) and inspect.getsourcelines(found) else None
-    except (OSError, TypeError):
-        return None
 
 
 def bytecodes(args: argparse.Namespace) -> int:

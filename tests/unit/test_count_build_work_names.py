@@ -17,14 +17,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "count_build_work.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "code_labels.py"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("count_build_work", SCRIPT)
+    spec = importlib.util.spec_from_file_location("code_labels", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("count_build_work", module)
+    sys.modules.setdefault("code_labels", module)
     spec.loader.exec_module(module)
     return module
 
