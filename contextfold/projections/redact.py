@@ -112,6 +112,11 @@ DOCUMENTED_EXAMPLES: frozenset[str] = frozenset({
 
 __all__ += ["RULE_NAMES", "merged_findings", "with_placeholders"]
 
+JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+"""A JSON string literal with its escapes, as written (a call's arguments, a JSON tool output):
+what :mod:`.redact_calls` and :mod:`.redact_escapes` read and write again one at a time."""
+__all__ += ["JSON_STRING"]
+
 
 @dataclass(frozen=True, eq=False)
 class RedactionPolicy:

@@ -28,6 +28,7 @@ from contextfold.domain.events import TextBlock
 from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolCallBlock
 from contextfold.projections.fold_content import arguments_tokens
 from contextfold.projections.redact import (
+    JSON_STRING,
     Finding,
     Redacted,
     RedactionPolicy,
@@ -40,7 +41,6 @@ from contextfold.projections.redact import (
 
 __all__ = ["redact_arguments", "redact_reply", "redact_reply_fragment"]
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _KEY_END = re.compile(r"\s*:")
 """After a string that is an object's key."""
 _BARE = re.compile(r"[-+0-9.eE]+|true|false|null")
@@ -129,7 +129,7 @@ def redact_arguments(arguments: str, policy: RedactionPolicy) -> Redacted:
         # scans apart): every string would be kept as written. Most calls' arguments; walking
         # their strings to find that was a third of a new reply's redaction (~8 of ~30 us).
         return whole_text
-    literals = [m.span() for m in _STRING.finditer(arguments)]
+    literals = [m.span() for m in JSON_STRING.finditer(arguments)]
     starts = [start for start, _ in literals]
     inside: dict[int, list[tuple[int, int, str]]] = {}  # offsets in the string's text
     escaped: dict[int, set[str]] = {}  # rules found inside a string with escapes

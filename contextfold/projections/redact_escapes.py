@@ -33,6 +33,7 @@ from bisect import bisect_right
 from typing import NamedTuple
 
 from contextfold.projections.redact import (
+    JSON_STRING,
     Finding,
     Redacted,
     RedactionPolicy,
@@ -46,7 +47,6 @@ from contextfold.projections.redact import (
 
 __all__ = ["redact_json_escapes"]
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _RESPELLED = re.compile(r"\\[/u]")
 """The escapes the view undoes: ``json.dumps`` writes ``\\n``, ``\\t``, ``\\"``, ``\\\\`` back as
 they were, so a literal holding no other (a JSON output's line breaks) is its own view."""
@@ -68,7 +68,7 @@ def _view(text: str) -> tuple[str, list[_Respelled]]:
     parts: list[str] = []
     respelled: list[_Respelled] = []
     cursor = shift = 0
-    for match in _STRING.finditer(text):
+    for match in JSON_STRING.finditer(text):
         literal = match.group()
         if _RESPELLED.search(literal) is None:
             continue
@@ -110,7 +110,7 @@ def _text_span(view_start: int, view_end: int, respelled: list[_Respelled], star
 def redact_json_escapes(text: str, policy: RedactionPolicy) -> Redacted:
     """``text`` redacted as :func:`redact` does, and as its JSON shows it (module docstring)."""
     plain = redact(text, policy)
-    if _RESPELLED.search(text) is None or not _OPENS_JSON.match(text):
+    if not _OPENS_JSON.match(text) or _RESPELLED.search(text) is None:  # the cheap look first
         return plain
     view, respelled = _view(text)
     if not respelled or not may_find(view, policy):

@@ -73,13 +73,13 @@ def test_a_text_without_a_hint_has_none_in_any_part(whole: str) -> None:
 def _walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The arguments whose string literals ``redact_arguments`` walks from here on."""
     walked: list[str] = []
-    real = redact_calls_module._STRING
+    real = redact_module.JSON_STRING  # what redact_calls imported
 
     class Recorded:
         def finditer(self, text: str) -> object:
             walked.append(text)
             return real.finditer(text)
-    monkeypatch.setattr(redact_calls_module, "_STRING", Recorded())
+    monkeypatch.setattr(redact_calls_module, "JSON_STRING", Recorded())
     return walked
 
 
