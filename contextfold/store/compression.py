@@ -40,6 +40,7 @@ from __future__ import annotations
 import zstandard
 
 from contextfold.domain.errors import IntegrityError
+from contextfold.domain.event_values import media_type_key
 
 __all__ = [
     "COMPRESSED_MAGIC",
@@ -123,7 +124,7 @@ _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/x-n
 
 
 def _is_text(media_type: str) -> bool:
-    base = media_type.split(";", 1)[0].strip().lower()
+    base = media_type_key(media_type)
     return base.startswith("text/") or base in _TEXT_TYPES or base.endswith(("+json", "+xml"))
 
 

@@ -247,7 +247,7 @@ def attach_media(store: EventStore, data: bytes, *, media_type: str, title: str 
     if not isinstance(media_type, str):
         raise InvalidInputError(f"media_type is a string such as 'audio/wav', got "
                                 f"{type(media_type).__name__}")
-    bare = media_type.partition(";")[0].strip().lower()
+    bare = media_type_key(media_type)
     if not is_timed_media(bare):
         raise UnsupportedMediaError(f"attach_media stores audio or video (audio/..., video/...), got "
                                     f"{media_type!r}: images go through attach_image, PDFs attach_document")
