@@ -199,8 +199,12 @@ def finish_build(ctx: BuildCtx, config: BuildConfig, budget: int, conversation: 
                   if t.reason == "fallback" else
                   f"recent ({recency_phrase(state, t.name, t.turn or 0)}; kept so the tool list, the start "
                   "of the cached prefix, does not change)" if t.reason == "recent" else t.reason)
-        tool_fragments.append(ctx.cached("tool", t.name, (t.tokens, reason)) or ctx.keep(
-            "tool", t.name, (t.tokens, reason), ManifestTool(name=t.name, tokens=t.tokens, reason=reason)))
+        # One kept line per tool and price: a turn's neutral build and an OpenAI Chat build for
+        # a measured model price a tool apart (``tool_pricing.tool_bill``), and with one line per
+        # tool each build replaced the other's, so every build validated its tools' lines afresh.
+        slot = f"{t.tokens} {t.name}"
+        tool_fragments.append(ctx.cached("tool", slot, reason) or ctx.keep(
+            "tool", slot, reason, ManifestTool(name=t.name, tokens=t.tokens, reason=reason)))
     # The stable prefix rarely changes: hash it once. The layout keeps its objects while they
     # are unchanged, so the same objects mean the same key; otherwise compare the dumps.
     # (Equality of the dumps implies equal JSON here: tools are already JSON strings and the
