@@ -28,6 +28,7 @@ hand out deep copies (:func:`hand_out`), so editing a request in place (adding a
 
 from __future__ import annotations
 
+import json
 import marshal
 import operator
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +51,7 @@ from contextfold.domain.conversation import Conversation
 from contextfold.domain.float_members import float_members
 from contextfold.domain.manifest import ContextManifest, ExcludedFragment, ManifestFragment
 from contextfold.projections.memo_budget import memo_share
+from contextfold.projections.message_json import message_json
 
 __all__ = [
     "all_remembered",
@@ -336,7 +338,11 @@ def _dump(message: BaseModel) -> list[dict[str, Any]]:
     validated instance, or one :func:`~contextfold.domain.trusted.trusted` made from values of
     its fields' types. The suite (``trusted.CHECKED``) checks each such text against the walked
     one, so a builder path that put a value of another type in a message fails there."""
-    obj = message.model_dump(mode="json")
+    obj = message_json(message)  # the usual messages, written field by field (``message_json``)
+    if obj is None:
+        obj = message.model_dump(mode="json")
+    elif trusted.CHECKED and json.dumps(obj) != json.dumps(message.model_dump(mode="json")):  # in order
+        raise AssertionError(f"{type(message).__name__}: its JSON written apart is not model_dump's")
     floats = float_members(type(message))
     if floats is not None:
         for key in floats:
