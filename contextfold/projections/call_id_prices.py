@@ -20,7 +20,8 @@ from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
 from contextfold.projections.state import RunState
 from contextfold.projections.timeline_items import CallSlot, ToolGroup
 
-__all__ = ["CHAT_CALL_FRAMING", "call_id_tokens", "chat_ids_unsent", "split_reply_tokens"]
+__all__ = ["ANTHROPIC_TOOL_RESULT_FRAMING", "ANTHROPIC_TOOL_USE_FRAMING", "CHAT_CALL_FRAMING",
+           "anthropic_block_tokens", "call_id_tokens", "chat_ids_unsent", "split_reply_tokens"]
 
 CHAT_CALL_FRAMING = 12
 """What a tool call costs an OpenAI model's Chat Completions request besides its name and its
@@ -28,6 +29,23 @@ arguments, in place of its ids (:func:`chat_ids_unsent`). Measured on pydantic-a
 requests (``tests/integration/test_estimates.py``): ``usage.prompt_tokens`` less the OpenAI
 cookbook's count of the request without ids is 6-8 tokens a call for gpt-4o and 3-11 for
 gpt-5.4-mini; 12 is above every one of them."""
+
+ANTHROPIC_TOOL_USE_FRAMING = 8
+"""What a ``tool_use`` block costs a Claude request beyond its name, its arguments and its id
+(the message's ``MESSAGE_OVERHEAD`` aside); :data:`ANTHROPIC_TOOL_RESULT_FRAMING` likewise for a
+``tool_result`` block beyond its text and its ``tool_use_id``. Why: Claude renders calls and
+results into its prompt inside markup of its own that tiktoken's count of their JSON does not see.
+Measured on pydantic-ai's recorded requests (``tests/integration/test_estimates.py``,
+``test_anthropic_bills_a_call_and_its_result_within_what_the_build_charges``): where one request
+of a conversation adds exactly one call and its result to the one before it, the provider's count
+grew by 11-19 tokens more than our estimate without this charge (nine such steps, Claude Sonnet
+4.5 and 4.6, median 14). Only the pair is measured (no recorded request holds a call without its
+result, a parallel batch, a result of several content items, or an error result without a first
+call of a deferred tool beside it): the pair's 16 is split evenly, and a batch of n calls pays n
+pairs."""
+
+ANTHROPIC_TOOL_RESULT_FRAMING = 8
+"""See :data:`ANTHROPIC_TOOL_USE_FRAMING`."""
 
 
 def chat_ids_unsent(provider: str, model: str | None) -> bool:
@@ -88,6 +106,20 @@ def call_id_tokens(state: RunState, fid: str, provider: str, count: Callable[[st
         else:
             total += count(slot.alias)
     return total
+
+
+def anthropic_block_tokens(state: RunState, fid: str, provider: str) -> int:
+    """What the ``tool_use`` blocks of fragment ``fid`` (a reply that makes calls) or its
+    ``tool_result`` block (a result, or the stub that stands for one) cost an ``anthropic`` build
+    beyond their texts and ids (:data:`ANTHROPIC_TOOL_USE_FRAMING`); 0 for any other fragment or
+    provider (``neutral`` follows OpenAI's framing, as for the tool-use system prompt)."""
+    if provider != "anthropic":
+        return 0
+    content = state.entries[fid].content
+    calls = len(_calls_made(content))
+    if calls:
+        return ANTHROPIC_TOOL_USE_FRAMING * calls
+    return 0 if answer_frame_of(content) is None else ANTHROPIC_TOOL_RESULT_FRAMING
 
 
 def _calls_made(content: object) -> list[str]:

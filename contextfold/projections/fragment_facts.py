@@ -34,7 +34,8 @@ text not authored by the runtime or the user) also pays its ``<data ...>``
 wrapper, a reply with calls or a tool result the call ids its message shows
 (``call_id_prices``), and in a Gemini build a tool result the tool's name its
 ``functionResponse`` repeats (``framing.response_name_tokens``; neutral follows OpenAI's
-framing, which has none).
+framing, which has none), and in an Anthropic build a call or a result the markup Claude renders
+it in (``call_id_prices.anthropic_block_tokens``).
 """
 
 from __future__ import annotations
@@ -137,8 +138,9 @@ class BuildCtx:
         # A provider changes a fragment's facts through media prices, reasoning (sent to its own
         # provider only), call ids shown under an alias (``call_id_tokens``), a reply OpenAI
         # Chat sends as several messages (``split_reply_tokens``), the name Gemini repeats in
-        # a result (``framing.response_name_tokens``) and an OpenAI model's Chat calls, billed
-        # without their ids (``call_id_prices.chat_ids_unsent``): the builds for the other providers of a
+        # a result (``framing.response_name_tokens``), an OpenAI model's Chat calls, billed
+        # without their ids (``call_id_prices.chat_ids_unsent``), and Claude's markup around calls
+        # and results (``call_id_prices.anthropic_block_tokens``): the builds for the other providers of a
         # run with none of these share one table (and everything derived from it); else a
         # provider shown no alias still shares it, the others have their own. Sharing beyond that
         # made a handle's manifest depend on the provider it built for before (a fresh process,
@@ -148,7 +150,9 @@ class BuildCtx:
         aliased = provider in state.aliased_for or (provider == NEUTRAL and bool(state.aliased_for))
         unsent = chat_ids_unsent(provider, self.model) and bool(state.request_call_ids or state.answer_group)
         pricing = (provider if state.media_seen or state.reasoning_seen or state.wide_reply_seen or aliased
-                   or (provider == "gemini" and bool(state.answer_group)) or unsent else "*")
+                   or (provider == "gemini" and bool(state.answer_group)) or unsent
+                   or (provider == "anthropic" and bool(state.request_call_ids or state.answer_group))
+                   else "*")
         if unsent:
             pricing += " ids unsent"  # its calls' price: the same provider for another model keeps the ids
         if state.reasoning_seen and not_a_reasoning_model(self.model):

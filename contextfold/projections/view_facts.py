@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
-from contextfold.projections.call_id_prices import call_id_tokens, split_reply_tokens
+from contextfold.projections.call_id_prices import anthropic_block_tokens, call_id_tokens, split_reply_tokens
 from contextfold.projections.entries import (
     LAZY_TEXT_CHARS,
     FragmentEntry,
@@ -150,7 +150,8 @@ def view_facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit 
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
                                                                 answer_frame(view), block=not alone)
     overhead += (call_id_tokens(state, view.id, provider, count, model)
-                 + split_reply_tokens(state, view.id, provider))
+                 + split_reply_tokens(state, view.id, provider)
+                 + anthropic_block_tokens(state, view.id, provider))
     if provider == "gemini" and view.kind == "tool_result":
         overhead += response_name_tokens(answer_frame(view), count)
     status = _result_status(view) if view.kind == "tool_result" else None

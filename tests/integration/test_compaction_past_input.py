@@ -191,12 +191,14 @@ def test_short_deployment_ids_survive_auto_compaction(cf_store: Store, strategy:
     ``job-12``) is kept by a mask's stub and a summary as ``dep-0003`` is (``summary_text.kept_facts``):
     the id shape asked for a segment of three or more characters after the first, and at a 6k
     window the deploy agent's request lost ``dep-3`` from turn 6 on, every failed deploy's id
-    after it, as its result was masked. Masks alone: 27 turns (at 28 the stubs outgrow the window
-    and the oldest groups are dropped for budget, ``dep-0003`` as well)."""
+    after it, as its result was masked. Masks alone: 22 turns (at 23 the stubs, with Claude's markup
+    around each call and result, ``call_id_prices.anthropic_block_tokens``, outgrow the window and
+    the oldest groups are dropped for budget, ``dep-0003`` as well; 27 before that markup was
+    priced)."""
     run = cf_store.run(f"short-ids-{strategy}")
     run.append(PolicySet(text="Never touch prod."), UserInput("Roll out release 7 to staging."))
     deploys: list[str] = []
-    for t in range(1, 28 if strategy == "mask" else 41):
+    for t in range(1, 23 if strategy == "mask" else 41):
         deploys += _short_id_turn(run, t)
         built = build(run, "anthropic", window=6_000, reserve=1_000, strategy=strategy)
         lost = _lost(deploys, joined_strings(built.request))

@@ -11,7 +11,7 @@ provider             adjusted, median    p90
 ===================  ==================  ==================
 openai-chat          0.90                0.96
 openai-responses     0.97                1.03
-anthropic            1.01                1.07
+anthropic            0.99                1.02
 gemini               0.82                0.89
 ===================  ==================  ==================
 
@@ -37,8 +37,13 @@ What is left, by provider, and why it is left:
   (:func:`test_the_calibration_catches_up_within_a_conversation`).
 - Anthropic: Claude's tokenizer is not public. Sonnet 4.5's requests with tools were billed
   100-180 tokens above their manifests, the tool-use system prompt measured at 450-527 tokens,
-  not the documented 346 (``tool_prompt.MEASURED_TOOL_PROMPT``); the rest is within 10% (what our
-  request adds is counted with tiktoken here, which Claude counts higher).
+  not the documented 346 (``tool_prompt.MEASURED_TOOL_PROMPT``). A call and its result are billed
+  11-19 tokens above their texts and ids (nine steps that add one pair), charged 16
+  (``call_id_prices.ANTHROPIC_TOOL_USE_FRAMING``; the requests with calls read up to 1.07 before).
+  What is left over (1.02, four requests): a ``tool_reference`` Claude expands into the
+  deferred tool's definition, which ours never sends
+  (:func:`test_anthropic_bills_a_call_and_its_result_within_what_the_build_charges`); the rest is
+  within 10% (what our request adds is counted with tiktoken here, which Claude counts higher).
 - Gemini: a ``thoughtSignature`` (sent back verbatim) is billed the thoughts it came with,
   16-29% of its tiktoken count, and priced at a third (``reasoning.GEMINI_SIGNATURE_SHARE``;
   it was priced whole, the median was 0.46). What is left over: the audio requests read
@@ -57,6 +62,7 @@ What is left, by provider, and why it is left:
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from collections import defaultdict
@@ -68,6 +74,7 @@ import pytest
 from contextfold.domain.events import DocumentBlock
 from contextfold.importers import parse
 from contextfold.projections.calibration import CalibrationSample, calibrate
+from contextfold.projections.call_id_prices import ANTHROPIC_TOOL_RESULT_FRAMING, ANTHROPIC_TOOL_USE_FRAMING
 from contextfold.projections.media_cost import GEMINI_AUDIO_TOKENS_PER_SECOND, gemini_audio_cost
 from contextfold.projections.reasoning import GEMINI_SIGNATURE_SHARE
 from contextfold.projections.tokens import get_counter
@@ -80,10 +87,10 @@ pytestmark = [
     pytest.mark.skipif(not CASSETTES.is_dir(), reason=f"cassettes folder {CASSETTES} is absent"),
 ]
 
-UNDER_AT_MOST = {"openai-chat": 0.98, "openai-responses": 1.04, "anthropic": 1.10, "gemini": 0.91}
+UNDER_AT_MOST = {"openai-chat": 0.98, "openai-responses": 1.04, "anthropic": 1.03, "gemini": 0.91}
 """The highest adjusted ratio (provider / ours) of any request: how far under the provider's count
 our estimate may be, as measured (module docstring)."""
-MEDIAN_AT_LEAST = {"openai-chat": 0.88, "openai-responses": 0.95, "anthropic": 0.90, "gemini": 0.78}
+MEDIAN_AT_LEAST = {"openai-chat": 0.88, "openai-responses": 0.95, "anthropic": 0.97, "gemini": 0.78}
 """The lowest median adjusted ratio: how far over it, on the usual request."""
 CALIBRATED_UNDER_AT_MOST = 1.02
 """Once a conversation's usage showed its provider counting more than we do, how far under the
@@ -91,9 +98,15 @@ provider's count the corrected estimate of its next request may be."""
 
 
 @pytest.fixture(scope="module")
-def measured() -> list[Measured]:
+def every() -> list[Measured]:
+    """Every recorded request with a usage report, those left out of the ratios too."""
     pytest.importorskip("yaml", reason="pyyaml is needed to read the cassettes")
-    return [m for m in measure_all() if m.excluded is None]
+    return measure_all()
+
+
+@pytest.fixture(scope="module")
+def measured(every: list[Measured]) -> list[Measured]:
+    return [m for m in every if m.excluded is None]
 
 
 def test_every_provider_is_measured(measured: list[Measured]) -> None:
@@ -135,8 +148,9 @@ def test_the_calibration_catches_up_within_a_conversation(measured: list[Measure
                 checked += 1
             samples.append(CalibrationSample(turn, m.estimate, m.observed + m.added, m.model, provider))
     # the requests after one read under: gpt-5.4-mini's Chat ones no longer do, nor Sonnet 4.5's
-    # after a first request with no call (its tool prompt charged 527: 14 were checked at 520)
-    assert checked >= 9
+    # after a first request with no call (its tool prompt charged 527: 14 were checked at 520), nor
+    # Sonnet 4.5's after one with a call (its calls and results charged their markup: 9 were checked)
+    assert checked >= 4
 
 
 def _cookbook_messages(messages: list[dict[str, object]], count: Callable[[str], int]) -> int:
@@ -176,11 +190,12 @@ def test_anthropic_bills_its_tool_prompt_within_what_the_build_charges(measured:
     """What an Anthropic request that declares tools and holds no call yet was billed beyond
     everything else the build priced: the provider's count of our request (the recorded one's and
     what ours adds) less our estimate without the tool-use system prompt. Claude Sonnet 4.5:
-    450-527 on its seven such requests, charged 527 (``tool_prompt.MEASURED_TOOL_PROMPT``; at the
+    493-527 on its seven such requests, charged 527 (``tool_prompt.MEASURED_TOOL_PROMPT``; at the
     520 charged before, four were 5-7 tokens under). Claude Sonnet 4.6 (not in Anthropic's table):
-    426 on its one, charged the dearest cell (530): its two requests with calls read 503-514 by
-    the same sum (Claude counts calls and results above tiktoken too), so one request does not
-    tell its prompt, and it keeps the dearest. Never under on a request with no call."""
+    505 on its one, charged the dearest cell (530): its two requests with calls read 523-528 by
+    the same sum, so one request does not tell its prompt, and it keeps the dearest. Never under
+    on a request with no call. (Read 450 and 426 while the deferred tools no reference loads were
+    counted in the recorded requests: ``cassette_usage.unloaded_tools``.)"""
     seen: dict[str, list[int]] = defaultdict(list)
     for m in measured:
         if m.provider != "anthropic" or not m.body.get("tools") or _calls(m.body):
@@ -191,6 +206,120 @@ def test_anthropic_bills_its_tool_prompt_within_what_the_build_charges(measured:
         seen[m.model].append(billed)
     assert {model: (len(b), min(b), max(b)) for model, b in seen.items()} == {
         "claude-sonnet-4-5": (7, 450, 527), "claude-sonnet-4-6": (1, 426, 426)}
+
+
+_PAIR = ANTHROPIC_TOOL_USE_FRAMING + ANTHROPIC_TOOL_RESULT_FRAMING
+
+
+def _deferred(body: dict[str, Any]) -> set[str]:
+    return {t["name"] for t in body.get("tools") or [] if isinstance(t, dict) and t.get("defer_loading")}
+
+
+def _one_pair(before: Measured, after: Measured) -> bool:
+    """Whether ``after`` is ``before``'s conversation with one call and its result added and
+    nothing else: the same tools, ``before``'s messages first, then an assistant message (a text
+    at most and one ``tool_use`` of a tool not deferred, or loaded before) and a user one (one
+    ``tool_result`` of text)."""
+    old, new = before.body["messages"], after.body["messages"]
+    if (before.cassette != after.cassette or before.body.get("tools") != after.body.get("tools")
+            or new[:len(old)] != old or len(new) != len(old) + 2):
+        return False
+    reply, answer = new[-2:]
+    kinds = [b.get("type") for b in reply["content"]]
+    if reply["role"] != "assistant" or sorted(kinds) not in (["tool_use"], ["text", "tool_use"]):
+        return False
+    call = next(b for b in reply["content"] if b.get("type") == "tool_use")
+    results = answer["content"] if answer["role"] == "user" and isinstance(answer["content"], list) else []
+    if len(results) != 1 or results[0].get("type") != "tool_result":
+        return False
+    shown = results[0].get("content")
+    texts = isinstance(shown, str) or (isinstance(shown, list)
+                                       and all(b.get("type") == "text" for b in shown))
+    return texts and (call["name"] not in _deferred(after.body) or call["name"] in _loaded(old))
+
+
+def _loaded(messages: list[dict[str, Any]]) -> set[str]:
+    """The tools ``messages`` call or name in a ``tool_reference``: a deferred one is loaded by then."""
+    return {block.get("name") for msg in messages if isinstance(msg["content"], list)
+            for block in msg["content"] if block.get("type") == "tool_use"} | _references(messages)
+
+
+def _references(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        own = {node["tool_name"]} if node.get("type") == "tool_reference" else set()
+        return own.union(*(_references(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_references(v) for v in node))
+    return set()
+
+
+def _steps(every: list[Measured]) -> dict[str, int]:
+    """For each step of a recorded Anthropic conversation that adds one call and its result
+    (:func:`_one_pair`): how much more the provider's count of our request grew (the recorded
+    one's and what ours adds) than our estimate did without the pair's charge. A step of a
+    conversation with server tools counts too: the same tools on both sides, their cost cancels."""
+    anthropic = [m for m in every if m.provider == "anthropic"]
+    return {f"{after.cassette.rsplit('/', 1)[-1]}#{after.index}":
+            (after.observed + after.added) - (before.observed + before.added)
+            - (after.estimate - before.estimate) + _PAIR
+            for before, after in itertools.pairwise(anthropic) if _one_pair(before, after)}
+
+
+def test_anthropic_bills_a_call_and_its_result_within_what_the_build_charges(every: list[Measured]) -> None:
+    """Claude bills a call and its result 11-19 tokens above their texts and ids (the nine steps
+    of :func:`_steps`, Sonnet 4.5 and 4.6): charged 16 a pair (``call_id_prices.
+    ANTHROPIC_TOOL_USE_FRAMING`` and ``ANTHROPIC_TOOL_RESULT_FRAMING``), at or above the median,
+    fitted on the three steps of ``test_tool_search_eval[anthropic]`` (13-16) and checked on the
+    six others: at most 3 tokens a pair under (two steps at 19), at most 5 over. Only the pair is
+    measured: none of the recordings holds a parallel batch, a result of several content items, or
+    a call without its result, and its one error result comes with a deferred tool's first call.
+
+    The steps left out, pinned here with why: a tool result that loads a deferred tool by a
+    ``tool_reference`` (Claude expands it into the tool's definition: 77 with one pair, 131 with
+    two), and the first call of a deferred tool no reference loaded (32; 52 with its result an
+    error holding an indented JSON text). Our request sends neither (it declares every tool and
+    sends a reference as text): what they add is the recorded request's alone."""
+    steps = _steps(every)
+    assert sorted(steps.values()) == [11, 11, 13, 14, 14, 15, 16, 19, 19], steps
+    fitted = [v for k, v in steps.items() if k.startswith("test_tool_search_eval[anthropic]")]
+    held_out = [v for k, v in steps.items() if not k.startswith("test_tool_search_eval[anthropic]")]
+    assert (len(fitted), len(held_out)) == (3, 6)
+    assert max(fitted) == _PAIR and statistics.median(steps.values()) <= _PAIR
+    assert max(held_out) - _PAIR <= 3 and _PAIR - min(held_out) <= 5
+    anthropic = [m for m in every if m.provider == "anthropic" and m.excluded is None]
+    left_out = {f"{after.cassette.rsplit('/', 1)[-1]}#{after.index}":
+                (after.observed + after.added) - (before.observed + before.added)
+                - (after.estimate - before.estimate) + _PAIR * (_calls(after.body) - _calls(before.body))
+                for before, after in itertools.pairwise(anthropic)
+                if before.cassette == after.cassette and before.body["tools"] == after.body["tools"]
+                and _calls(after.body) > _calls(before.body)
+                and not _one_pair(before, after) and not any(
+                    "document" in json.dumps(msg) for msg in after.body["messages"])}
+    assert left_out == {
+        "test_cross_provider_capability_replay[anthropic-claude-sonnet-4-5-openai-responses-gpt-5.4]"
+        ".yaml#1": 131,
+        "test_tool_search_eval[anthropic].yaml#2": 32,
+        "test_tool_search_eval[anthropic].yaml#5": 52,
+        "test_anthropic_explicit_tool_search_keeps_search_surface.yaml#1": 77}
+
+
+AT_OR_ABOVE = [("test_tool_search_eval[anthropic]", n) for n in (1, 2, 4, 8, 10)] + [
+    ("test_anthropic_explicit_tool_search_keeps_search_surface", 1),
+    ("test_anthropic_explicit_tool_search_keeps_search_surface", 2),
+    ("test_multimodal_tool_return_matrix[direct-url_force_download-document-anthropic]", 2),
+    ("test_multimodal_tool_return_matrix[tool_return_content-url_force_download-document-anthropic]", 2)]
+"""The recorded Anthropic requests with calls that load no deferred tool, or load one and are
+priced at or above its count all the same."""
+
+
+@pytest.mark.parametrize(("cassette", "index"), AT_OR_ABOVE)
+def test_an_anthropic_request_with_calls_is_priced_at_or_above_the_providers_count(
+        measured: list[Measured], cassette: str, index: int) -> None:
+    """With its calls and results charged their markup, the request is priced at or above the
+    provider's count of ours (the recorded one's and what ours adds). Before, Sonnet 4.5's
+    requests with one call read 1.01-1.02 under it."""
+    m = next(m for m in measured if m.cassette.endswith(f"/{cassette}.yaml") and m.index == index)
+    assert _calls(m.body) and m.observed + m.added <= m.estimate, (m.observed, m.added, m.estimate)
 
 
 def _new_turn(contents: list[dict[str, Any]]) -> bool:

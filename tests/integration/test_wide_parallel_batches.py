@@ -29,7 +29,11 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.projections.builder import BuildResult
-from contextfold.projections.call_id_prices import CHAT_CALL_FRAMING
+from contextfold.projections.call_id_prices import (
+    ANTHROPIC_TOOL_RESULT_FRAMING,
+    ANTHROPIC_TOOL_USE_FRAMING,
+    CHAT_CALL_FRAMING,
+)
 from contextfold.projections.framing import MESSAGE_OVERHEAD
 from contextfold.projections.render import check_protocol, validate_sdk_types
 from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
@@ -136,7 +140,8 @@ def test_the_other_providers_keep_the_batch_in_one_turn(store: Store) -> None:
 def test_the_manifest_counts_the_further_chat_message(store: Store) -> None:
     """The second assistant message's framing is counted for openai-chat (and the neutral build,
     which pays the dearest provider's), not for the providers that send one turn. (Anthropic's
-    overhead also holds its tool-use system prompt, Gemini's the name each result repeats.)"""
+    overhead also holds its tool-use system prompt and its calls' and results' markup, Gemini's the
+    name each result repeats.)"""
     run = _wide_run(store)
     built = {p: run.preview(p, model=MODELS.get(p), window=400_000, reserve=4_000).manifest
              for p in (*MODELS, "neutral")}
@@ -150,7 +155,10 @@ def test_the_manifest_counts_the_further_chat_message(store: Store) -> None:
     prompt = built["anthropic"].layer_tokens["tools"] - built["anthropic"].tool_tokens
     assert prompt == 527  # claude-sonnet-4-5 (tool_prompt.MEASURED_TOOL_PROMPT)
     names = CALLS * get_counter(built["gemini"].encoding).count("stat")  # each result names it again
-    assert overhead["anthropic"] - prompt == overhead["gemini"] - names == overhead["openai-responses"]
+    # and Claude's markup around each call and its result (``call_id_prices.anthropic_block_tokens``)
+    markup = CALLS * (ANTHROPIC_TOOL_USE_FRAMING + ANTHROPIC_TOOL_RESULT_FRAMING)
+    assert (overhead["anthropic"] - prompt - markup == overhead["gemini"] - names
+            == overhead["openai-responses"])
 
 
 def test_media_a_tool_of_the_batch_returned_follow_the_last_part(store: Store) -> None:

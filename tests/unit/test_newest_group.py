@@ -57,7 +57,9 @@ def test_a_giant_newest_result_is_cut_and_the_instruction_and_earlier_steps_stay
     assert not any(e.kind == "instruction" for e in m.excluded_items)
     big = next(f for f in m.fragments if f.source_ref.startswith("call://r/big") and f.kind == "tool_result")
     assert big.truncated and big.selection_reason.startswith("required: latest protocol group")
-    assert big.tokens >= 0.9 * m.budget_tokens  # the newest result still gets most of the room
+    # the newest result still gets most of the room (at 16k, 88%: Claude's tool-use prompt and the
+    # nine calls' and results' markup, ``call_id_prices.ANTHROPIC_TOOL_USE_FRAMING``, take the rest)
+    assert big.tokens >= 0.88 * m.budget_tokens
     assert "compiling module 19999" in text  # its tail (and the exit code) shown
     assert m.selected_tokens <= m.budget_tokens
 

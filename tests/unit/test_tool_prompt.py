@@ -30,6 +30,7 @@ from contextfold.domain.events import (
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.builder import BuildResult, build_context
+from contextfold.projections.call_id_prices import ANTHROPIC_TOOL_RESULT_FRAMING, ANTHROPIC_TOOL_USE_FRAMING
 from contextfold.projections.fold import fold
 from contextfold.projections.selection import select_units
 from contextfold.projections.state import RunState
@@ -181,7 +182,10 @@ def test_a_gemini_build_prices_the_tool_name_each_function_response_repeats() ->
     # the results' framing (the manifest's overhead): Gemini's holds the name once per result
     overhead = {p: m.overhead_tokens - (m.layer_tokens["tools"] - m.tool_tokens) for p, m in big.items()}
     assert overhead["gemini"] == overhead["neutral"] + 80 * count(LONG_NAME)
-    assert overhead["neutral"] == overhead["openai-chat"] == overhead["anthropic"]
+    assert overhead["neutral"] == overhead["openai-chat"]
+    # Claude's markup around each call and result (``call_id_prices.anthropic_block_tokens``)
+    assert overhead["anthropic"] == overhead["neutral"] + 80 * (ANTHROPIC_TOOL_USE_FRAMING
+                                                                + ANTHROPIC_TOOL_RESULT_FRAMING)
     # a request sized to its manifest shows no more than it counted, the repeated names included
     whole = big["gemini"].selected_tokens
     built = _build(state, "gemini", whole + 500)
