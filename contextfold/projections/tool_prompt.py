@@ -72,13 +72,13 @@ MEASURED_TOOL_PROMPT: dict[tuple[str, int, int], int] = {("sonnet", 4, 5): 527}
 Claude Sonnet 4.5: on the seven requests of pydantic-ai's cassettes that declare tools, no server
 tool and no call yet (``tests/integration/test_estimates.py``), the provider's count of our
 request (``usage.input_tokens`` of the recorded one, plus what ours adds) less everything else
-the build priced (texts, declarations, framing) is 450-527 tokens, not the table's 346: each such
+the build priced (texts, declarations, framing) is 493-527 tokens, not the table's 346: each such
 request was billed 100-180 tokens over its manifest. Priced at the largest, 527 (at 520, read off
 the recorded requests alone, four of ours were 5-7 tokens under). The other Claude 4 models the
 table lists at 346 are not in the recordings, so they keep the table. Sonnet 4.6, which it does
-not list, is priced at :data:`DEAREST`: its one such request measured 426, but its two with calls
-503-514 by the same sum (Claude counts calls and results above tiktoken too), so one request does
-not tell its prompt and the dearest cell, never under on any of them, stays."""
+not list, is priced at :data:`DEAREST`: its one such request measured 505, its two with calls
+523-528 by the same sum, so one request does not tell its prompt and the dearest cell, never under
+on any of them, stays."""
 
 
 CHAT_GPT5_PREAMBLE = 79
