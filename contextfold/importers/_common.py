@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from contextfold.domain.canonical import compact_json
 from contextfold.domain.checked import validation_detail
 from contextfold.domain.errors import ProtocolError
 from contextfold.domain.events import (
@@ -31,13 +30,12 @@ from contextfold.domain.events import (
     ToolsRegistered,
 )
 from contextfold.domain.log import PairingState
-from contextfold.importers._json import Bad, JsonPath
+from contextfold.importers._json import Bad, JsonPath, spelled_json
 from contextfold.projections.render.runtime_lines import call_ref
 
 __all__ = [
     "RunBuilder",
     "build",
-    "compact_json",
     "get_list",
     "get_obj",
     "get_str",
@@ -45,6 +43,7 @@ __all__ = [
     "openai_parts",
     "opt_str",
     "require_obj",
+    "spelled_json",
     "text_of_blocks",
     "text_only",
 ]

@@ -10,6 +10,10 @@ input is caught here, before any format logic runs, and reported as an
   limit), reported at the line where the limit is crossed;
 - an integer of more digits than the interpreter converts (4,300 by default), at its line.
 
+A number the trace spells more exactly than a double holds (``1e400``, ``0.10000000000000000001``)
+is read as the float it rounds to, but as a :class:`SpelledFloat` that remembers its spelling, so
+:func:`spelled_json` writes a tool call's parsed arguments with the numbers the model wrote.
+
 One thing is mended instead: a ``\\ud83d`` escape with no partner (half a UTF-16 pair: a
 JavaScript tool cut its output inside an emoji) is read as U+FFFD, as a UTF-8 decoder reads a
 broken sequence, and counted (:attr:`Doc.lone_surrogates`) so the import says so. No UTF-8 store
@@ -27,11 +31,13 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, TypeAlias
 
+from contextfold.domain.canonical import compact_json
 from contextfold.domain.errors import ImportFormatError
 
-__all__ = ["MAX_DEPTH", "Bad", "Doc", "JsonPath", "load"]
+__all__ = ["MAX_DEPTH", "Bad", "Doc", "JsonPath", "SpelledFloat", "load", "spelled_json"]
 
 MAX_DEPTH = 200
 """Deepest container nesting accepted. Real agent histories stay far below it
@@ -177,10 +183,80 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
+class SpelledFloat(float):
+    """A float read from a number the double does not hold exactly (``1e400`` is inf,
+    ``0.10000000000000000001`` is 0.1), with the number's text (:attr:`text`).
+
+    Why: an importer writes a tool call's parsed arguments back as text (the log keeps arguments
+    as a JSON string), and ``json.dumps`` wrote ``Infinity`` (not JSON) or the rounded number: the
+    call in the log was not the one the model made. Everything else reads the float it is."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, text: str) -> SpelledFloat:
+        spelled = super().__new__(cls, text)
+        spelled.text = text
+        return spelled
+
+
+def _number(text: str) -> float:
+    """``parse_float``: the float of ``text``, a :class:`SpelledFloat` when it does not hold the
+    number exactly. The usual number (the shortest spelling of its double) costs one ``repr``."""
+    value = float(text)
+    if repr(value) == text or Decimal(text) == Decimal(value):  # 1E5, 1.50: exact, written as before
+        return value
+    return SpelledFloat(text)
+
+
+def spelled_json(value: Any) -> str:
+    """:func:`~contextfold.domain.canonical.compact_json` of a parsed value, a
+    :class:`SpelledFloat` in it written as the trace spelled it (its type says it is one)."""
+    if not _holds_spelled(value):
+        return compact_json(value)
+    parts: list[str] = []
+    _write_spelled(value, parts)
+    return "".join(parts)
+
+
+def _holds_spelled(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is SpelledFloat:
+            return True
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _write_spelled(value: Any, parts: list[str]) -> None:
+    """Recursive: a parsed value nests at most :data:`MAX_DEPTH` deep."""
+    if type(value) is SpelledFloat:
+        parts.append(value.text)
+    elif isinstance(value, dict):
+        parts.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            parts.append("," if i else "")
+            parts += (compact_json(key), ":")
+            _write_spelled(item, parts)
+        parts.append("}")
+    elif isinstance(value, list):
+        parts.append("[")
+        for i, item in enumerate(value):
+            parts.append("," if i else "")
+            _write_spelled(item, parts)
+        parts.append("]")
+    else:
+        parts.append(compact_json(value))
+
+
 def _loads(text: str, source: str, line_base: int) -> Any:
     """Parse one JSON text; errors carry the absolute line (``line_base`` = line of text[0])."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=_number)
     except json.JSONDecodeError as e:
         raise ImportFormatError(
             f"{source}:{line_base + e.lineno - 1}", f"invalid JSON: {e.msg} (column {e.colno})"

@@ -56,12 +56,12 @@ from contextfold.domain.events import (
 from contextfold.importers._common import (
     RunBuilder,
     build,
-    compact_json,
     get_list,
     get_obj,
     get_str,
     media_block,
     require_obj,
+    spelled_json,
 )
 from contextfold.importers._condensation import whole_groups
 from contextfold.importers._json import Bad, Doc, JsonPath
@@ -100,7 +100,7 @@ def _user_block(block: dict[str, Any], path: JsonPath) -> ContentBlock:
         case "container_upload":
             return TextBlock(text=f"[container_upload file_id={get_str(block, 'file_id', path)}]")
         case "search_result" | "tool_reference":
-            return TextBlock(text=compact_json(block))
+            return TextBlock(text=spelled_json(block))
         case _:
             raise Bad((*path, "type"), f"unsupported user content block {kind!r}")
 
@@ -142,7 +142,7 @@ def _server_result(block: dict[str, Any], path: JsonPath) -> ToolResult:
         ctype = content.get("type")
         if isinstance(ctype, str) and ctype.endswith("_error"):
             is_error = True
-    text = content if isinstance(content, str) else compact_json(content)
+    text = content if isinstance(content, str) else spelled_json(content)
     return build(ToolResult, path, call_id=cid, content=text, is_error=is_error,
                  exit_code=exit_code)
 
@@ -192,7 +192,7 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder, first: int)
             args = block.get("input", {})
             calls.append(build(ToolCall, bp, call_id=get_str(block, "id", bp),
                                name=get_str(block, "name", bp),
-                               arguments=args if isinstance(args, str) else compact_json(args)))
+                               arguments=args if isinstance(args, str) else spelled_json(args)))
         elif kind.endswith("_tool_result") or kind == "mcp_tool_result":
             server_results.append((_server_result(block, bp), bp))
         elif kind in ("thinking", "redacted_thinking"):

@@ -53,11 +53,11 @@ from contextfold.domain.events import (
 from contextfold.importers._common import (
     RunBuilder,
     build,
-    compact_json,
     get_list,
     get_str,
     media_block,
     require_obj,
+    spelled_json,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers._tools import gemini_tools
@@ -157,7 +157,7 @@ def _model(content: dict[str, Any], ci: int, path: JsonPath, run: RunBuilder) ->
             cid = call.get("id") or f"gemini-{ci}-{pi}"
             args = call.get("args", {})
             calls.append(build(ToolCall, pp, call_id=cid, name=get_str(call, "name", (*pp, key)),
-                               arguments=compact_json(args)))
+                               arguments=args if isinstance(args, str) else spelled_json(args)))
         elif "text" in part:
             if part.get("thought") is True:
                 continue
@@ -202,7 +202,7 @@ def _user(content: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
             # JSON in JSON with every newline escaped.
             single = next(iter(body.values())) if isinstance(body, dict) and len(body) == 1 else None
             text = (single if isinstance(single, str) and set(body) <= {"output", "error"}
-                    else compact_json(body))
+                    else spelled_json(body))
             run.add(build(ToolResult, pp, call_id=cid, content=text, is_error=is_error,
                           blocks=_response_media(resp, (*pp, key))), pp)
             continue

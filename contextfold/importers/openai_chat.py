@@ -42,7 +42,6 @@ from contextfold.domain.events import (
 from contextfold.importers._common import (
     RunBuilder,
     build,
-    compact_json,
     get_list,
     get_obj,
     get_str,
@@ -50,6 +49,7 @@ from contextfold.importers._common import (
     openai_parts,
     opt_str,
     require_obj,
+    spelled_json,
     text_only,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
@@ -148,7 +148,7 @@ def _arguments(fn: dict[str, Any], path: JsonPath) -> str:
     if isinstance(args, str):
         return args
     if isinstance(args, dict):  # some exporters store parsed arguments
-        return compact_json(args)
+        return spelled_json(args)
     raise Bad((*path, "arguments"), "expected 'arguments' to be a JSON string")
 
 

@@ -55,12 +55,12 @@ from contextfold.domain.events import (
 from contextfold.importers._common import (
     RunBuilder,
     build,
-    compact_json,
     get_str,
     media_block,
     openai_parts,
     opt_str,
     require_obj,
+    spelled_json,
     text_only,
 )
 from contextfold.importers._json import Bad, Doc, JsonPath
@@ -121,7 +121,7 @@ def _output(item: dict[str, Any], path: JsonPath) -> tuple[str, tuple[ContentBlo
                 blocks = _parts(out, (*path, key))
                 media = tuple(b for b in blocks if not isinstance(b, TextBlock))
                 return "".join(b.text for b in blocks if isinstance(b, TextBlock)), media
-            return compact_json(out), ()
+            return spelled_json(out), ()
     return "", ()
 
 
@@ -200,7 +200,7 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
                 turn.flush(run, keep_pending=True)
             turn.starts(p)
             turn.calls.append(build(ToolCall, p, call_id=cid, name=name,
-                                    arguments=args if isinstance(args, str) else compact_json(args)))
+                                    arguments=args if isinstance(args, str) else spelled_json(args)))
         elif kind in _OUTPUTS:
             turn.flush(run)
             cid = item.get("call_id")

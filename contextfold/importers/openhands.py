@@ -71,7 +71,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.importers import openhands_v1
-from contextfold.importers._common import RunBuilder, build, compact_json, media_block, require_obj
+from contextfold.importers._common import RunBuilder, build, media_block, require_obj, spelled_json
 from contextfold.importers._condensation import Condensations
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers._tools import function_shaped_tools
@@ -153,11 +153,11 @@ def _call(e: dict[str, Any], i: int, path: JsonPath) -> ToolCall:
                 if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
                     arguments = fn["arguments"]
         if arguments is None:
-            arguments = compact_json({k: v for k, v in args.items() if k not in _RUNTIME_ARGS})
+            arguments = spelled_json({k: v for k, v in args.items() if k not in _RUNTIME_ARGS})
         return build(ToolCall, path, call_id=cid, name=name, arguments=arguments)
     eid = e.get("id", i)
     return build(ToolCall, path, call_id=f"oh-{eid}", name=e.get("action"),
-                 arguments=compact_json({k: v for k, v in args.items() if k not in _RUNTIME_ARGS}))
+                 arguments=spelled_json({k: v for k, v in args.items() if k not in _RUNTIME_ARGS}))
 
 
 def _finish_text(e: dict[str, Any], args: dict[str, Any], path: JsonPath) -> str:

@@ -75,11 +75,11 @@ from contextfold.domain.events import (
 from contextfold.importers._common import (
     RunBuilder,
     build,
-    compact_json,
     get_list,
     get_str,
     openai_parts,
     require_obj,
+    spelled_json,
     text_of_blocks,
     text_only,
 )
@@ -198,7 +198,7 @@ class _Commands:
         name = command_name(action, self.documented)
         self.called[name] = None
         return build(ToolCall, path, call_id=f"swe-{step}", name=name,
-                     arguments=compact_json({"command": action}))
+                     arguments=spelled_json({"command": action}))
 
     def registration(self) -> ToolsRegistered | None:
         """The tools the classic calls used; None in a function-calling run (its tools take
