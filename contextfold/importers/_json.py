@@ -4,7 +4,8 @@ Importers are pure parsers: bytes in, events out. Everything hostile about an
 input is caught here, before any format logic runs, and reported as an
 :class:`~contextfold.domain.errors.ImportFormatError` with ``source:line``:
 
-- bytes that are not UTF-8 (decoded strictly; the line of the first bad byte);
+- bytes that are not UTF-8 (decoded strictly; the line of the first bad byte), or not the
+  UTF-16/UTF-32 a byte order mark (or the zero bytes of ASCII) names: such a file is read;
 - JSON that does not parse (the line :mod:`json` reports, e.g. a truncated file);
 - nesting deeper than :data:`MAX_DEPTH` (also the interpreter's own recursion
   limit), reported at the line where the limit is crossed;
@@ -320,14 +321,31 @@ def _mended(value: Any) -> tuple[Any, int]:
 
 
 def _decode(data: bytes, source: str) -> str:
+    """The text of ``data``: UTF-8 (a byte order mark dropped), or UTF-16/UTF-32 when a byte
+    order mark or the zero bytes of ASCII text say so (RFC 4627 section 3, as ``json.loads``
+    reads bytes). Why read them: RFC 8259 asks for UTF-8 between systems, but Windows tools
+    write UTF-16 by default (PowerShell 5's ``>``), and such a file was refused as "invalid
+    UTF-8 byte 0xff", naming neither its encoding nor the fix. Decoded strictly in every case."""
+    encoding = json.detect_encoding(data)
+    if encoding.startswith("utf-8"):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise ImportFormatError(
+                f"{source}:{line}", f"invalid UTF-8 byte 0x{data[e.start]:02x} at byte {e.start}"
+            ) from None
+        return text.removeprefix("\ufeff")
     try:
-        text = data.decode("utf-8")
+        return data.decode(encoding).removeprefix("\ufeff")
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
+        line = data[:e.start].decode(encoding, errors="replace").count("\n") + 1
+        said = ("its byte order mark" if encoding in ("utf-16", "utf-32")
+                else "the zero bytes of its first characters")
         raise ImportFormatError(
-            f"{source}:{line}", f"invalid UTF-8 byte 0x{data[e.start]:02x} at byte {e.start}"
+            f"{source}:{line}", f"invalid {encoding.upper()} at byte {e.start} ({e.reason}): read as "
+            f"{encoding.upper()} because of {said}; save the file as UTF-8 to import it"
         ) from None
-    return text.removeprefix("\ufeff")
 
 
 def load(data: bytes, source: str, *, jsonl: bool | None = None) -> Doc:
