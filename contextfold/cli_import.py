@@ -229,7 +229,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path
     ``preds.json``, a config) is skipped and listed; a file that is not JSON at all, or does not
     parse as its format, fails the import. With ``--format`` every matched file must be one. An
     OpenHands conversation kept one file per event is one run (see :class:`EventFolder`)."""
-    from contextfold.importers import guess_format, parse_event_files
+    from contextfold.importers import event_files_and_notes, guess_format
 
     source = str(root)
     patterns = tuple(args.glob or TRACE_PATTERNS)
@@ -261,7 +261,8 @@ def _runs_of_folder(args: argparse.Namespace, root: Path
         for name, item in zip(names, items, strict=True):
             if isinstance(item, EventFolder):
                 state = None if item.state is None else read(item.state)
-                events = parse_event_files([(str(f), read(f)) for f in item.files], state=state)
+                events, mended = event_files_and_notes([(str(f), read(f)) for f in item.files], state=state)
+                notes += mended
                 formats["openhands event folder"] += 1
                 named.append((name, events, str(item.files[0].parent)))
                 continue

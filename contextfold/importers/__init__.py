@@ -24,12 +24,18 @@ Entry points:
 - :func:`guess_format` -- the same guess, or None for JSON of no known shape (what a
   directory import skips: a folder of trajectories also holds predictions and configs).
 - :func:`parse_event_files` -- ONE OpenHands conversation stored as one JSON file per
-  event (``sessions/<id>/events/<n>.json``), the files given in event-id order.
+  event (``sessions/<id>/events/<n>.json``), the files given in event-id order
+  (:func:`event_files_and_notes`: and the notes on what was mended).
+
+What an import mends (a lone surrogate escape recorded as U+FFFD) is never silent: the entry
+points that return notes (:func:`runs_artifacts_and_notes`, :func:`event_files_and_notes`, which
+the CLI prints) name it there, the others as an :class:`ImportNoteWarning`.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -49,8 +55,8 @@ from contextfold.importers import (
 from contextfold.importers._json import Bad, Doc, load
 from contextfold.importers.request_settings import dropped_settings
 
-__all__ = ["FORMATS", "detect_format", "guess_format", "iter_runs", "parse", "parse_event_files",
-           "runs_and_artifacts", "runs_artifacts_and_notes"]
+__all__ = ["FORMATS", "ImportNoteWarning", "detect_format", "event_files_and_notes", "guess_format",
+           "iter_runs", "parse", "parse_event_files", "runs_and_artifacts", "runs_artifacts_and_notes"]
 
 FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini", "swe-agent")
 
@@ -69,15 +75,38 @@ Runs = list[tuple[str, list[AnyEvent]]]
 """``(run-id suffix, events)`` of every run of a source."""
 
 
+class ImportNoteWarning(UserWarning):
+    """An entry point that returns no notes (:func:`iter_runs`, :func:`parse`,
+    :func:`runs_and_artifacts`, :func:`parse_event_files`) read the source otherwise than it is
+    written: a lone surrogate escape recorded as U+FFFD (``source:line``, how many). Why a
+    warning: the CLI prints the same note (from :func:`runs_artifacts_and_notes` and
+    :func:`event_files_and_notes`), and a caller of the Python API was told nothing."""
+
+
+def _warn(notes: list[str]) -> None:
+    for note in notes:
+        warnings.warn(note.removeprefix("note: "), ImportNoteWarning, stacklevel=3)
+
+
 def _runs(data: bytes, format: str, source: str) -> Runs:
-    return _runs_and_artifacts(data, format, source, carried=False)[0]
+    runs, _, mended, _ = _read(data, format, source, carried=False)
+    _warn(mended)
+    return runs
 
 
 def _runs_and_artifacts(data: bytes, format: str, source: str, *, carried: bool
                         ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]], list[str]]:
     """The runs of ``data``, (with ``carried``) the artifacts an events export carries, and the
-    notes on what the import leaves out (:func:`~.request_settings.dropped_settings`), from one
-    parse of it."""
+    notes on what the import mended or leaves out, from one parse of it (:func:`_read`)."""
+    runs, artifacts, mended, dropped = _read(data, format, source, carried=carried)
+    return runs, artifacts, mended + dropped
+
+
+def _read(data: bytes, format: str, source: str, *, carried: bool
+          ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]], list[str], list[str]]:
+    """:func:`_runs_and_artifacts`' runs and artifacts, and its notes in two: on what the import
+    mended (:meth:`~._json.Doc.surrogate_note`: what :class:`ImportNoteWarning` tells), and on
+    the request settings it leaves out (:func:`~.request_settings.dropped_settings`)."""
     parser = _PARSERS.get(format)
     if parser is None:
         raise ImportFormatError(f"{source}:1", f"unknown format {format!r}; one of {FORMATS}")
@@ -85,7 +114,7 @@ def _runs_and_artifacts(data: bytes, format: str, source: str, *, carried: bool
     try:
         runs = parser(doc)
         return (runs, events_jsonl.bundled_artifacts(doc) if carried and format == "events" else [],
-                doc.surrogate_note(source) + dropped_settings(doc.value, format, source))
+                doc.surrogate_note(source), dropped_settings(doc.value, format, source))
     except Bad as e:
         raise ImportFormatError(f"{source}:{doc.line_of(e.path)}", e.reason) from None
     except RecursionError:  # defensive: load() already bounds nesting
@@ -111,8 +140,11 @@ def runs_and_artifacts(data: bytes, *, format: str, source: str = "<stdin>"
                        ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]]]:
     """:func:`iter_runs`' runs as a list, and the artifacts an events export made with
     ``--with-artifacts`` carries (none for any other input), each checked against its hash:
-    one parse of ``data`` for both. :class:`ImportFormatError` names a bad line."""
-    return _runs_and_artifacts(data, format, source, carried=True)[:2]
+    one parse of ``data`` for both. :class:`ImportFormatError` names a bad line; what the import
+    mended is an :class:`ImportNoteWarning`."""
+    runs, artifacts, mended, _ = _read(data, format, source, carried=True)
+    _warn(mended)
+    return runs, artifacts
 
 
 def runs_artifacts_and_notes(data: bytes, *, format: str, source: str = "<stdin>"
@@ -128,21 +160,33 @@ def parse_event_files(files: Sequence[tuple[str, bytes]], *, state: bytes | None
     OpenHands' file store keeps a session (``sessions/<id>/events/<n>.json``); ``files`` are
     ``(source, bytes)`` in event-id order, ``state`` the conversation's state file beside them,
     read for the model's name (best effort: state that does not parse names none; the events are
-    the run). An error names the event's file and line.
+    the run). An error names the event's file and line; what the import mended is an
+    :class:`ImportNoteWarning` (:func:`event_files_and_notes` returns it instead).
 
     Why apart from :func:`iter_runs`: the run is the files together (an action in one file is
     answered by an observation in a later one), so no single file parses on its own."""
+    events, notes = event_files_and_notes(files, state=state)
+    _warn(notes)
+    return events
+
+
+def event_files_and_notes(files: Sequence[tuple[str, bytes]], *, state: bytes | None = None
+                          ) -> tuple[list[AnyEvent], list[str]]:
+    """:func:`parse_event_files`' events, and a note per event file whose lone surrogates were
+    recorded as U+FFFD (its name, the line of the first, how many), as a file import notes them."""
     if not files:
         raise ImportFormatError("<no files>:0", "an OpenHands event folder with no event file")
     docs = [load(data, source) for source, data in files]
     model = None if state is None else openhands.state_model(_json_or_none(state))
     try:
-        return openhands.parse_history([doc.value for doc in docs], (), model=model)
+        events = openhands.parse_history([doc.value for doc in docs], (), model=model)
     except Bad as e:
         at = e.path[0] if e.path and isinstance(e.path[0], int) and 0 <= e.path[0] < len(docs) else 0
         raise ImportFormatError(f"{files[at][0]}:{docs[at].line_of(e.path[1:])}", e.reason) from None
     except RecursionError:  # defensive: load() already bounds nesting
         raise ImportFormatError(f"{files[0][0]}:1", "input nested too deeply") from None
+    return events, [note for (source, _), doc in zip(files, docs, strict=True)
+                    for note in doc.surrogate_note(source)]
 
 
 def _json_or_none(data: bytes) -> Any:
