@@ -282,42 +282,42 @@ def _loads(text: str, source: str, line_base: int) -> Any:
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _mended(value: Any) -> tuple[Any, int]:
-    """``value`` with every lone surrogate in its strings (keys included) made U+FFFD, and how
-    many were. Iterative: the value may nest as deep as :data:`MAX_DEPTH`."""
-    count = 0
-
-    def fix(text: str) -> str:
-        nonlocal count
-        fixed, n = _SURROGATE.subn("\ufffd", text)
-        count += n
-        return fixed
-
-    if isinstance(value, str):
-        return (fix(value) if _SURROGATE.search(value) else value), count
-    stack = [value] if isinstance(value, dict | list) else []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            for i, item in enumerate(node):
-                if isinstance(item, str):
-                    if _SURROGATE.search(item):
-                        node[i] = fix(item)
-                elif isinstance(item, dict | list):
-                    stack.append(item)
+def _mend(text: str) -> tuple[str, int, int]:
+    """``text`` with every lone surrogate escape written ``\\ufffd``, how many were, and the
+    offset of the first (module docstring). Done on the text, before it is parsed: the escape and
+    its mend are as long, so every offset, line and column stays. An escape is real when an even
+    run of backslashes comes before it (``\\\\ud83d`` is a backslash, then text); a high half is
+    paired when a low one follows at once, as :mod:`json` joins them. The scan starts at the
+    first escape: a source without one (nearly every source) is searched once."""
+    found = _SURROGATE_ESCAPE.search(text)
+    if found is None:
+        return text, 0, 0
+    lone: list[int] = []
+    pos = found.start()
+    while (m := _SURROGATE_ESCAPE.search(text, pos)) is not None:
+        at, pos = m.start(), m.end()
+        start = at
+        while start and text[start - 1] == "\\":
+            start -= 1
+        if (at - start) % 2:  # the backslash is the second of an escaped one
             continue
-        for key in [k for k in node if _SURROGATE.search(k)]:
-            node[fix(key)] = node.pop(key)
-        for key, item in node.items():
-            if isinstance(item, str):
-                if _SURROGATE.search(item):
-                    node[key] = fix(item)
-            elif isinstance(item, dict | list):
-                stack.append(item)
-    return value, count
+        if text[at + 3] in "89abAB":  # a high half: paired with a low one right after it
+            after = _SURROGATE_ESCAPE.match(text, pos)
+            if after is not None and text[pos + 3] not in "89abAB":
+                pos = after.end()
+                continue
+        lone.append(at)
+    if not lone:  # the escapes were whole pairs (an emoji written as ASCII)
+        return text, 0, 0
+    parts: list[str] = []
+    last = 0
+    for at in lone:
+        parts += (text[last:at], "\\ufffd")
+        last = at + 6
+    parts.append(text[last:])
+    return "".join(parts), len(lone), lone[0]
 
 
 def _decode(data: bytes, source: str) -> str:
@@ -354,12 +354,13 @@ def load(data: bytes, source: str, *, jsonl: bool | None = None) -> Doc:
     ``jsonl=None`` accepts either: one JSON document, or (when the text holds
     several top-level values) one value per line. ``True`` forces JSONL.
     """
-    text = _decode(data, source)
+    text, count, first = _mend(_decode(data, source))
+    mended = (count, text.count("\n", 0, first) + 1) if count else (0, 0)
     if not text.strip():
         raise ImportFormatError(f"{source}:1", "empty input")
     if jsonl is None:
         try:
-            return _with_mended(Doc(text, _loads(text, source, 1), jsonl=False))
+            return Doc(text, _loads(text, source, 1), jsonl=False, lone_surrogates=mended)
         except ImportFormatError as e:
             if not e.reason.startswith("invalid JSON: Extra data"):
                 raise
@@ -369,28 +370,4 @@ def load(data: bytes, source: str, *, jsonl: bool | None = None) -> Doc:
         if line.strip():
             values.append(_loads(line, source, n))
             lines.append(n)
-    return _with_mended(Doc(text, values, jsonl=True, lines=tuple(lines)))
-
-
-def _with_mended(doc: Doc) -> Doc:
-    """``doc`` with its lone surrogates mended and counted (module docstring). The escapes are
-    looked for in the text first: a source without one (nearly every source) is not walked."""
-    found = _SURROGATE_ESCAPE.search(doc.text)
-    if found is None:
-        return doc
-    value, count = _mended(doc.value)
-    if not count:  # the escapes were whole pairs (an emoji written as ASCII)
-        return doc
-    first = next((m.start() for m in _SURROGATE_ESCAPE.finditer(doc.text, found.start())
-                  if _lone(doc.text, m.start())), found.start())
-    return Doc(doc.text, value, doc.jsonl, doc.lines, (count, doc.text.count("\n", 0, first) + 1))
-
-
-def _lone(text: str, at: int) -> bool:
-    """Whether the surrogate escape at ``at`` has no partner beside it."""
-    high = text[at + 3] in "89abAB"
-    if high:
-        after = _SURROGATE_ESCAPE.match(text, at + 6)
-        return after is None or after.group()[3] in "89abAB"
-    before = _SURROGATE_ESCAPE.match(text, at - 6) if at >= 6 else None
-    return before is None or before.group()[3] not in "89abAB"
+    return Doc(text, values, jsonl=True, lines=tuple(lines), lone_surrogates=mended)
