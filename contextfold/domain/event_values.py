@@ -16,8 +16,8 @@ from contextfold.domain.checked import Integer
 from contextfold.domain.items import Items
 
 __all__ = ["ArtifactRef", "CompactionSummary", "ContentBlock", "DocumentBlock", "FrozenModel", "ImageBlock",
-           "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec", "is_medium", "media_artifact_block",
-           "media_type_key"]
+           "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec", "base64_data_url", "is_data_url",
+           "is_medium", "media_artifact_block", "media_type_key"]
 
 
 class FrozenModel(BaseModel):
@@ -94,6 +94,23 @@ def media_type_key(media_type: str) -> str:
     the type as it came (its JSON and hashes are the runtime's); the build compares, and names
     to a provider, this spelling."""
     return media_type.partition(";")[0].strip().lower()
+
+
+def is_data_url(url: str | None) -> bool:
+    """Whether ``url`` is an RFC 2397 ``data:`` URL (its medium inline). The scheme in any case:
+    RFC 3986 section 3.1 makes it case-insensitive, and ``DATA:image/png;base64,...`` was taken
+    for a remote URL (not stored as bytes, sent to Anthropic as a URL to fetch)."""
+    return url is not None and url[:5].lower() == "data:"
+
+
+def base64_data_url(url: str) -> tuple[str, str] | None:
+    """``(media type as declared, base64 payload)`` of a base64 ``data:`` URL, else None (another
+    URL, or a data: URL of text). The scheme and the ``;base64`` marker in any case, as the WHATWG
+    data: URL processor reads them; the type as written (``media_type_key`` compares it)."""
+    header, sep, payload = url.partition(",")
+    if not sep or not is_data_url(header) or header[-7:].lower() != ";base64":
+        return None
+    return header[5:-7].partition(";")[0], payload
 
 
 def is_medium(media_type: str) -> bool:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from contextfold.domain.checked import validation_detail
 from contextfold.domain.errors import ProtocolError
+from contextfold.domain.event_values import is_data_url
 from contextfold.domain.events import (
     AnyEvent,
     ContentBlock,
@@ -139,7 +140,7 @@ def media_block(
     if data is not None:
         mt = media_type or ("image/png" if kind == "image" else "application/octet-stream")
         url = f"data:{mt};base64,{data}"
-    elif url is not None and media_type is None and url.startswith("data:"):
+    elif url is not None and media_type is None and is_data_url(url):
         media_type = url[5:].split(";", 1)[0].split(",", 1)[0] or None
     elif url is not None and media_type is None:
         # (a file id names no extension: its filename may; an image named .pdf, a document

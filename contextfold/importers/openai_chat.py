@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextfold.domain.event_values import is_data_url
 from contextfold.domain.events import (
     AnyEvent,
     ContentBlock,
@@ -81,8 +82,8 @@ def media_part(kind: str, part: dict[str, Any], p: JsonPath) -> ContentBlock:
         file_id = opt_str(f, "file_id", fp)
         title = opt_str(f, "filename", fp)
         if data is not None:
-            return media_block("document", fp, url=data if data.startswith("data:") else None,
-                               data=None if data.startswith("data:") else data, title=title)
+            return media_block("document", fp, url=data if is_data_url(data) else None,
+                               data=None if is_data_url(data) else data, title=title)
         if file_id is not None:
             return media_block("document", fp, url=f"openai-file://{file_id}", title=title)
         raise Bad(fp, "file part without 'file_data' or 'file_id'")

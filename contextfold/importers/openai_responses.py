@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextfold.domain.event_values import is_data_url
 from contextfold.domain.events import (
     AnyEvent,
     ContentBlock,
@@ -87,7 +88,7 @@ def _media_part(kind: str, part: dict[str, Any], p: JsonPath) -> ContentBlock:
         url = opt_str(part, "file_url", p)
         fid = opt_str(part, "file_id", p)
         title = opt_str(part, "filename", p)
-        if data is not None and not data.startswith("data:"):
+        if data is not None and not is_data_url(data):
             return media_block("document", p, data=data, title=title)
         return media_block("document", p, title=title,
                            url=data or url or (f"openai-file://{fid}" if fid else None))

@@ -126,7 +126,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, TypeGuard
 
-from contextfold.domain.event_values import media_type_key
+from contextfold.domain.event_values import is_data_url, media_type_key
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.model_family import OPENAI_CHAT_AUDIO_FORMATS, model_family
@@ -355,7 +355,7 @@ def _media_size(block: DocumentBlock) -> int | None:
     None for a remote URL, which the build never fetches."""
     if block.artifact is not None:
         return block.artifact.size
-    if (block.url or "").startswith("data:"):
+    if is_data_url(block.url):
         payload = (block.url or "").partition(",")[2]
         return len(payload) * 3 // 4 - (len(payload) - len(payload.rstrip("=")))  # its bytes, not its padding
     return None

@@ -25,7 +25,7 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
-from contextfold.domain.event_values import media_type_key
+from contextfold.domain.event_values import base64_data_url, media_type_key
 from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
 from contextfold.projections.media_cost import media_family
 from contextfold.projections.media_limits import (
@@ -60,10 +60,10 @@ class MediaFinish:
 
 
 def _split_data_url(part: MediaPart) -> MediaPart:
-    url = part.url or ""
-    header, sep, payload = url.partition(",")
-    if sep and header.startswith("data:") and header.endswith(";base64"):
-        media_type = media_type_key(header[5:]) or part.media_type  # as the part names it: lower case
+    inline = None if part.url is None else base64_data_url(part.url)
+    if inline is not None:
+        declared, payload = inline
+        media_type = media_type_key(declared) or part.media_type  # as the part names it: lower case
         return part.model_copy(update={"data_base64": payload, "url": None, "media_type": media_type})
     return part
 

@@ -47,7 +47,7 @@ import blake3
 from contextfold.domain.conversation import (
     MediaPart,
 )
-from contextfold.domain.event_values import media_type_key
+from contextfold.domain.event_values import is_data_url, media_type_key
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import MediaCostRecord
@@ -110,7 +110,7 @@ def inline_size(block: ImageBlock | DocumentBlock | MediaPart) -> tuple[bool, in
     if block.artifact is not None:
         return True, block.artifact.size
     url = block.url or ""
-    if url.startswith("data:"):
+    if is_data_url(url):
         return True, len(url.partition(",")[2]) * 3 // 4
     return False, None
 
@@ -134,7 +134,7 @@ def shown_medium(block: ImageBlock | DocumentBlock | MediaPart, fragment_id: str
     """How a note names a medium: its URL, or its fragment and the head of its key when it is sent
     as bytes (as the repeat line names it). Why the key: the fragment alone named 21 notes of one
     input alike ("image (image/png) e2"), and no note told which image it stood for."""
-    if block.url is None or block.url.startswith("data:"):
+    if block.url is None or is_data_url(block.url):
         return f"{fragment_id} sha:{_key(block)[:12]}…"
     return shown_url(block.url)
 
@@ -175,7 +175,7 @@ class FragmentMedia:
             key = _key(block)
             note = note or (unsent or {}).get(key)
             out.append(MediaCostRecord(
-                kind=block.type, media_type=block.media_type,
+                kind=block.type, media_type=media_type_key(block.media_type),  # as the request names it
                 ref=f"sha:{key}" if block.artifact is not None else shown_url(block.url or "")[:80],
                 width=getattr(block, "width", None), height=getattr(block, "height", None),
                 pages=getattr(block, "pages", None), tokens=cost.tokens, rule=cost.rule,

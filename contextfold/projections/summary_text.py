@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from contextfold.domain.canonical import strict_json
+from contextfold.domain.event_values import is_data_url
 from contextfold.domain.events import ContentBlock, DocumentBlock, ImageBlock
 from contextfold.projections.diagnose import diagnose_log
 from contextfold.projections.graphemes import head_chars
@@ -336,7 +337,7 @@ def media_refs(blocks: Iterable[ContentBlock], event_ref: str) -> list[tuple[str
     for b in blocks:
         if isinstance(b, ImageBlock | DocumentBlock):
             ref = (f"artifact:{b.artifact.hash}" if b.artifact is not None else
-                   ref_text(shown_url(b.url)) if b.url and not b.url.startswith("data:") else event_ref)
+                   ref_text(shown_url(b.url)) if b.url and not is_data_url(b.url) else event_ref)
             out.append((ref, media_type_ref(b.media_type)))
     return out
 

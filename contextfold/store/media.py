@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.checked import checked
 from contextfold.domain.errors import InputLimitError, InvalidInputError, UnsupportedMediaError
-from contextfold.domain.event_values import media_artifact_block, media_type_key
+from contextfold.domain.event_values import base64_data_url, is_data_url, media_artifact_block, media_type_key
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -269,13 +269,14 @@ def attach_media(store: EventStore, data: bytes, *, media_type: str, title: str 
 
 def decode_data_url(url: str, *, max_bytes: int) -> tuple[str | None, bytes]:
     """``(declared media type, bytes)`` of a base64 RFC 2397 URL; size checked before decoding."""
-    header, sep, payload = url.partition(",")
-    if not sep or not header.startswith("data:") or not header.endswith(";base64"):
+    inline = base64_data_url(url)
+    if inline is None:
         raise UnsupportedMediaError("only base64 data: URLs can be stored as media")
+    declared_type, payload = inline
     if len(payload) * 3 // 4 > max_bytes + 3:
         raise InputLimitError(f"inline media of about {len(payload) * 3 // 4} bytes exceeds the "
                               f"limit of {max_bytes} bytes")
-    declared = header[5:].split(";", 1)[0] or None
+    declared = declared_type or None
     try:
         data = base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -356,7 +357,7 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
     _check_source(block, where)
     if block.artifact is not None:  # the bytes are in the store, or carried by an import
         return block if cited is None else _inspect_cited(block, block.artifact, cited, limits, where)
-    if block.url is None or not block.url.startswith("data:"):
+    if block.url is None or not is_data_url(block.url):
         return block
     if isinstance(block, ImageBlock):
         declared, data = decode_data_url(block.url, max_bytes=limits.max_image_bytes)
@@ -365,7 +366,7 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
         blobs.append((ref.hash, ref.size, ref.media_type, data))
         return block.model_copy(update={"artifact": ref, "url": None, "media_type": info.media_type,
                                         "width": info.width, "height": info.height})
-    if ";base64," not in block.url[:200]:
+    if not block.url[:200].partition(",")[0].lower().endswith(";base64"):
         return block  # a plain-text data: URL document is text, not media
     declared, data = decode_data_url(block.url, max_bytes=limits.max_document_bytes)
     sniffed = sniff_media_type(data)

@@ -17,6 +17,7 @@ from contextfold.domain.conversation import (
     arguments_object,
 )
 from contextfold.domain.errors import RenderError
+from contextfold.domain.event_values import is_data_url
 from contextfold.domain.events import ReasoningItem
 from contextfold.projections.media_limits import (
     OPENAI_CHAT_FILE_TYPES,
@@ -89,7 +90,7 @@ def shown_media(part: MediaPart) -> str:
     by its fragment id too: its payload is the medium itself, and a note of a document the API
     does not take (an MP3 imported from a Chat history, rendered for Responses) carried all its
     base64 as text."""
-    if part.url is None or part.url.startswith("data:"):
+    if part.url is None or is_data_url(part.url):
         return part.fragment_id
     return shown_url(part.url)
 

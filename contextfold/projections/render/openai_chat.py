@@ -53,7 +53,7 @@ from contextfold.domain.conversation import (
     UserMessage,
     UserPart,
 )
-from contextfold.domain.event_values import media_type_key
+from contextfold.domain.event_values import base64_data_url, media_type_key
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.media_limits import (
     AUDIO_INLINE_ONLY,
@@ -102,9 +102,8 @@ def _inline_base64(part: MediaPart) -> str | None:
     None for a medium only a remote URL holds."""
     if part.data_base64 is not None:
         return part.data_base64
-    if part.url is not None and part.url.startswith("data:") and ";base64," in part.url:
-        return part.url.split(";base64,", 1)[1]
-    return None
+    inline = None if part.url is None else base64_data_url(part.url)
+    return None if inline is None else inline[1]
 
 
 def _audio_parts(part: MediaPart, audio: bool, parts: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
