@@ -15,7 +15,9 @@ load than the wall time), with the bytecode cache warm as an installed wheel's i
    and which heavy packages each loads (provider SDKs, psycopg, eventsourcing, pydantic,
    tiktoken); beside LangChain's ``trim_messages`` import.
 2. **command line**: ``--help``, ``demo`` and simple commands on the demo's sample run (SQLite),
-   and ``import`` of its export into a new store. ``build`` checks the request it prints against
+   ``compact`` (dry run, and appending: mask, summary, to a window) and ``usage`` (each that
+   appends on a fresh copy of the demo's store: :data:`WRITING`), and ``import`` of its export
+   into a new store. ``build`` checks the request it prints against
    the provider's official SDK types when the SDK is installed (the ``validate`` extra): its
    figures include importing that SDK; ``manifest``, ``audit``, ``why`` and ``demo`` show no
    request body and do not (``cli_args.REQUEST_BODY_SHOWN``).
@@ -254,9 +256,19 @@ def measure_cli(env: dict[str, str], repeat: int, tmp: str) -> None:
         ["why", "demo-fix-invoice", "--turn", "3", "e9"],
         ["replay", "demo-fix-invoice", "--turn", "6", "--verify"],
         ["events", "demo-fix-invoice", "--json", "--with-artifacts"],
+        ["compact", "demo-fix-invoice", "--dry-run"],
+        ["compact", "demo-fix-invoice", "--strategy", "summary", "--dry-run"],
     ]
     for cmd in commands:
         print(f"  contextfold {' '.join(cmd):<40} {timed([CLI, *cmd], env, cwd, repeat)}")
+    for cmd in WRITING:  # each on its own copy of the demo's store, made before the clock starts
+        fresh = os.path.join(cwd, "fresh.db")
+        got = []
+        for _ in range(repeat):
+            shutil.copyfile(os.path.join(cwd, "contextfold.db"), fresh)
+            got.append(wall([CLI, "--store", f"sqlite:///{fresh}", *cmd], env, cwd))
+        print(f"  contextfold {' '.join(cmd):<40} {statistics.median(g[0] for g in got) * 1e3:7.0f} "
+              f"ms (CPU {statistics.median(g[1] for g in got) * 1e3:5.0f})")
     export = os.path.join(cwd, "demo.jsonl")
     with open(export, "wb") as fh:
         subprocess.run([CLI, "events", "demo-fix-invoice", "--json", "--with-artifacts"], env=env, cwd=cwd,
@@ -270,6 +282,18 @@ def measure_cli(env: dict[str, str], repeat: int, tmp: str) -> None:
     label = "import the demo's export (a new store each time)"
     print(f"  {label:<52} {statistics.median(d[0] for d in copies) * 1e3:7.0f} "
           f"ms (CPU {statistics.median(d[1] for d in copies) * 1e3:5.0f})")
+
+
+WRITING = [
+    ["compact", "demo-fix-invoice"],
+    ["compact", "demo-fix-invoice", "--strategy", "summary"],
+    ["compact", "demo-fix-invoice", "--window", "2500", "--strategy", "summary"],
+    ["usage", "demo-fix-invoice", "--turn", "6", "--input-tokens", "3100", "--cached-tokens", "2000",
+     "--output-tokens", "120"],
+]
+"""The commands that append to the run (a compaction, an observed usage): timed each on a fresh copy
+of the demo's store, so every repetition starts from the same log (the demo's turn 6 is estimated at
+~3,000 tokens: the usage is a plausible count for it)."""
 
 
 def _importable(name: str) -> bool:
