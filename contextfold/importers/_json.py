@@ -202,10 +202,13 @@ class SpelledFloat(float):
 
 
 def _number(text: str) -> float:
-    """``parse_float``: the float of ``text``, a :class:`SpelledFloat` when it does not hold the
-    number exactly. The usual number (the shortest spelling of its double) costs one ``repr``."""
+    """``parse_float``: the float of ``text``, a :class:`SpelledFloat` when ``json.dumps`` would
+    write it as another number (``repr`` of the float is not the number ``text`` is). ``1E5``,
+    ``1.50``, ``1e-7`` are written ``100000.0``, ``1.5``, ``1e-07`` as before: the same numbers.
+    The usual number (the shortest spelling of its double) costs one ``repr``."""
     value = float(text)
-    if repr(value) == text or Decimal(text) == Decimal(value):  # 1E5, 1.50: exact, written as before
+    shown = repr(value)
+    if shown == text or (value - value == 0 and Decimal(shown) == Decimal(text)):  # finite, same number
         return value
     return SpelledFloat(text)
 

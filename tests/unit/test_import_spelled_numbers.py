@@ -56,11 +56,13 @@ def test_openai_chat_parsed_arguments_keep_their_numbers() -> None:
 
 
 def test_a_number_spelled_otherwise_but_held_exactly_is_written_as_before() -> None:
-    """Only a number a double does not hold is kept as spelled: ``1E5`` and ``1.50`` are the
-    doubles 100000.0 and 1.5 exactly, and are written as ``json.dumps`` writes them, as before."""
+    """Only a number ``json.dumps`` would write as another is kept as spelled: ``1E5``, ``1.50`` and
+    ``1e-7`` are written ``100000.0``, ``1.5`` and ``1e-07``, as before: the same numbers."""
     trace = ('{"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": ['
-             '{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1E5, "b": 1.50, "c": [-0.0]}}]}]}')
-    assert _calls(trace, "anthropic") == ['{"a":100000.0,"b":1.5,"c":[-0.0]}']
+             '{"type": "tool_use", "id": "t1", "name": "f", '
+             '"input": {"a": 1E5, "b": 1.50, "c": [-0.0], "d": 1e-7, "e": 0.30, "f": 123.456e-5}}]}]}')
+    assert _calls(trace, "anthropic") == [
+        '{"a":100000.0,"b":1.5,"c":[-0.0],"d":1e-07,"e":0.3,"f":0.00123456}']
 
 
 def test_the_parsed_value_still_reads_as_the_float_it_is() -> None:
