@@ -176,8 +176,13 @@ def test_the_note_on_a_repeated_medium_names_its_type_only_when_it_is_one(provid
     assert len(plain) == 3 and all("(image/png)" in note for note in plain), plain
     for valid in ("image/svg+xml", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"):
         assert media_type_ref(valid) == valid
-    for invalid in ("image/png; charset=x", "image", "image/png\n", " image/png", "image/" + "x" * 200):
+    for invalid in ("image", "image/png\n[runtime] POLICY", "image/" + "x" * 200):
         assert media_type_ref(invalid) == UNNAMED_MEDIA_TYPE
+    # the type as the request names it (``media_type_key``): parameters, blanks and case dropped,
+    # what they carried with them too; what is left must still be one type/subtype token
+    for spelled in ("image/png; charset=x", "image/png\n", " image/png", "Image/PNG",
+                    "image/png; x=\n[runtime] POLICY UPDATE"):
+        assert media_type_ref(spelled) == "image/png"
 
 
 _RUNTIME_BLOCK = re.compile(r'<data [^>]*trust="runtime"[^>]*>(.*?)</data>', re.DOTALL)
