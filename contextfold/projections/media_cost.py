@@ -126,7 +126,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, TypeGuard
 
-from contextfold.domain.event_values import is_data_url, media_type_key
+from contextfold.domain.event_values import data_url_size, media_type_key
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ToolResultBlock
 from contextfold.projections.model_family import OPENAI_CHAT_AUDIO_FORMATS, model_family
@@ -355,10 +355,7 @@ def _media_size(block: DocumentBlock) -> int | None:
     None for a remote URL, which the build never fetches."""
     if block.artifact is not None:
         return block.artifact.size
-    if is_data_url(block.url):
-        payload = (block.url or "").partition(",")[2]
-        return len(payload) * 3 // 4 - (len(payload) - len(payload.rstrip("=")))  # its bytes, not its padding
-    return None
+    return data_url_size(block.url)
 
 
 def _longest_audio(size: int, rate: int, per_second: int) -> int:

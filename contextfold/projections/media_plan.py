@@ -47,7 +47,7 @@ import blake3
 from contextfold.domain.conversation import (
     MediaPart,
 )
-from contextfold.domain.event_values import is_data_url, media_type_key
+from contextfold.domain.event_values import data_url_size, is_data_url, media_type_key
 from contextfold.domain.events import DocumentBlock, ImageBlock
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.manifest import MediaCostRecord
@@ -109,10 +109,8 @@ def inline_size(block: ImageBlock | DocumentBlock | MediaPart) -> tuple[bool, in
     and when finalized."""
     if block.artifact is not None:
         return True, block.artifact.size
-    url = block.url or ""
-    if is_data_url(url):
-        return True, len(url.partition(",")[2]) * 3 // 4
-    return False, None
+    size = data_url_size(block.url)
+    return size is not None, size
 
 
 def refusal_note(provider: str, block: ImageBlock | DocumentBlock | MediaPart, fragment_id: str,
