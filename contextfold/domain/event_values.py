@@ -18,7 +18,7 @@ from contextfold.domain.items import Items
 
 __all__ = ["ArtifactRef", "CompactionSummary", "ContentBlock", "DocumentBlock", "FrozenModel", "ImageBlock",
            "PlanStep", "StepStatus", "TextBlock", "ToolCall", "ToolSpec", "base64_data_url", "data_url_size",
-           "is_data_url", "is_medium", "media_artifact_block", "media_type_key"]
+           "is_base64_data_url", "is_data_url", "is_medium", "media_artifact_block", "media_type_key"]
 
 
 class FrozenModel(BaseModel):
@@ -112,6 +112,13 @@ def base64_data_url(url: str) -> tuple[str, str] | None:
     if not sep or not is_data_url(header) or header[-7:].lower() != ";base64":
         return None
     return header[5:-7].partition(";")[0], payload
+
+
+def is_base64_data_url(url: str) -> bool:
+    """Whether ``url`` is a base64 ``data:`` URL (what :func:`base64_data_url` reads), found
+    without copying its payload: a document's can be megabytes, and only its header is asked."""
+    comma = url.find(",")
+    return comma >= 7 and is_data_url(url) and url[comma - 7:comma].lower() == ";base64"
 
 
 def data_url_size(url: str | None) -> int | None:

@@ -47,7 +47,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.checked import checked
 from contextfold.domain.errors import InputLimitError, InvalidInputError, UnsupportedMediaError
-from contextfold.domain.event_values import base64_data_url, is_data_url, media_artifact_block, media_type_key
+from contextfold.domain.event_values import (
+    base64_data_url,
+    is_base64_data_url,
+    is_data_url,
+    media_artifact_block,
+    media_type_key,
+)
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -366,7 +372,7 @@ def _materialize_block(block: ContentBlock, limits: MediaLimits, blobs: list[Blo
         blobs.append((ref.hash, ref.size, ref.media_type, data))
         return block.model_copy(update={"artifact": ref, "url": None, "media_type": info.media_type,
                                         "width": info.width, "height": info.height})
-    if not block.url[:200].partition(",")[0].lower().endswith(";base64"):
+    if not is_base64_data_url(block.url):
         return block  # a plain-text data: URL document is text, not media
     declared, data = decode_data_url(block.url, max_bytes=limits.max_document_bytes)
     sniffed = sniff_media_type(data)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.api import Store, open_store
-from contextfold.domain.event_values import base64_data_url, is_data_url
+from contextfold.domain.event_values import base64_data_url, is_base64_data_url, is_data_url
 from contextfold.domain.events import DocumentBlock, ImageBlock, RunStarted, TextBlock, UserInput
 from contextfold.importers._common import media_block
 from tests.integration.test_media_build import pdf, png
@@ -88,3 +88,26 @@ def test_a_summary_cites_a_medium_by_its_bare_type() -> None:
               ImageBlock(url="DATA:image/png;base64,iVBORw0KGgo=", media_type="IMAGE/PNG")]
     assert media_refs(blocks, "event://r/2") == [("https://example.com/a.png", "image/png"),
                                                  ("event://r/2", "image/png")]
+
+
+def test_a_document_whose_data_url_header_is_long_is_stored_as_its_bytes(store: Store) -> None:
+    """The document path read ``;base64`` in the URL's first 200 characters only (not to copy a
+    long payload): a header with a long ``name=`` parameter was taken for a text URL and kept
+    inline, where an image's and the media rules (``base64_data_url``) read the whole header."""
+    spec = pdf(1)
+    head = f"data:application/pdf;name={'report-' * 40}.pdf;base64,"
+    assert len(head) > 200
+    run = store.run("r")
+    run.append(RunStarted(model="claude-sonnet-4-5"), UserInput(content=(
+        TextBlock(text="read"), DocumentBlock(url=head + base64.b64encode(spec).decode(),
+                                              media_type="application/pdf"))))
+    document = next(b for r in run.events() if isinstance(r.event, UserInput)
+                    for b in r.event.content if isinstance(b, DocumentBlock))
+    assert document.url is None and document.artifact is not None and document.artifact.size == len(spec)
+
+
+@pytest.mark.parametrize("url", ["data:text/plain,hello", "data:application/pdf;base64x,aGk=",
+                                 "https://example.com/a;base64,x", "data:application/pdf;base64", "x" * 300])
+def test_is_base64_data_url_agrees_with_base64_data_url(url: str) -> None:
+    assert is_base64_data_url(url) is (base64_data_url(url) is not None)
+    assert is_base64_data_url(url + ",aGk=") is (base64_data_url(url + ",aGk=") is not None)
