@@ -28,6 +28,7 @@ from contextfold.domain.events import (
 )
 from contextfold.domain.log import PairingState
 from contextfold.importers import detect_format, iter_runs, parse
+from tests.request_calls import calls_and_answers
 
 TRACES = Path(os.environ.get("CONTEXTFOLD_TRACES",
                              Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))
@@ -260,35 +261,8 @@ def _cassette_requests() -> list[tuple[str, str, dict[str, Any]]]:
 
 def _source_ids(fmt: str, body: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Tool call ids and result ids, in order, as the recorded request carries them."""
-    calls: list[str] = []
-    results: list[str] = []
-    if fmt == "openai-chat":
-        for m in body["messages"]:
-            calls += [tc["id"] for tc in m.get("tool_calls") or []]
-            if m["role"] == "tool":
-                results.append(m["tool_call_id"])
-    elif fmt == "anthropic":
-        for m in body["messages"]:
-            for b in m["content"] if isinstance(m["content"], list) else []:
-                if b["type"] in ("tool_use", "server_tool_use"):
-                    calls.append(b["id"])
-                elif b["type"] == "tool_result" or b["type"].endswith("_tool_result"):
-                    results.append(b["tool_use_id"])
-    elif fmt == "openai-responses":
-        for it in body["input"] if isinstance(body["input"], list) else []:
-            t = it.get("type")
-            if t in ("function_call", "tool_search_call"):
-                calls.append(it["call_id"] or it["id"])
-            elif t in ("function_call_output", "tool_search_output"):
-                results.append(it["call_id"] or calls[len(results)])
-    else:
-        for c in body["contents"]:
-            for p in c["parts"]:
-                if "functionCall" in p:
-                    calls.append(p["functionCall"]["id"])
-                if "functionResponse" in p:
-                    results.append(p["functionResponse"]["id"])
-    return calls, results
+    calls, answers = calls_and_answers(fmt, body)
+    return calls, [call_id for call_id, _ in answers]
 
 
 REQUESTS = _cassette_requests()

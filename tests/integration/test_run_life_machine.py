@@ -81,6 +81,7 @@ from contextfold import (
 )
 from tests.cli_runner import cf
 from tests.conftest import PG_URL, _pg_admin_exec
+from tests.request_calls import calls_and_answers
 
 PROVIDERS = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
 WINDOWS = (150, 400, 1_000, 2_500, 6_000, 20_000, 128_000)
@@ -124,41 +125,10 @@ def _refused(action: Callable[[], T]) -> T | RequiredContextExceedsBudgetError |
 
 def request_tool_pairs(provider: str, body: dict[str, Any]) -> tuple[list[str], dict[str, list[str]]]:
     """The tool call ids of a rendered request in order, and each answered id's answers (as JSON)."""
-    calls: list[str] = []
+    calls, answered = calls_and_answers(provider, body)
     answers: dict[str, list[str]] = {}
-
-    def answer(call_id: str, item: Any) -> None:
+    for call_id, item in answered:
         answers.setdefault(call_id, []).append(json.dumps(item, ensure_ascii=False))
-    if provider == "neutral":
-        for m in body["messages"]:
-            calls += [c["call_id"] for c in m.get("tool_calls", ())]
-            for r in m.get("results", ()):
-                answer(r["call_id"], r)
-    elif provider == "openai-chat":
-        for m in body["messages"]:
-            calls += [c["id"] for c in m.get("tool_calls") or ()]
-            if m["role"] == "tool":
-                answer(m["tool_call_id"], m)
-    elif provider == "openai-responses":
-        for item in body["input"]:
-            if item.get("type") in ("function_call", "custom_tool_call"):
-                calls.append(item["call_id"])
-            elif item.get("type") in ("function_call_output", "custom_tool_call_output"):
-                answer(item["call_id"], item)
-    elif provider == "anthropic":
-        for m in body["messages"]:
-            for block in m["content"] if isinstance(m["content"], list) else ():
-                if block.get("type") == "tool_use":
-                    calls.append(block["id"])
-                elif block.get("type") == "tool_result":
-                    answer(block["tool_use_id"], block)
-    else:
-        for c in body["contents"]:
-            for part in c["parts"]:
-                if "functionCall" in part:
-                    calls.append(part["functionCall"]["id"])
-                elif "functionResponse" in part:
-                    answer(part["functionResponse"]["id"], part)
     return calls, answers
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -39,6 +38,7 @@ from contextfold.projections.render import check_protocol, validate_sdk_types
 from contextfold.projections.render.tool_checks import MAX_CHAT_TOOL_CALLS
 from contextfold.projections.tokens import get_counter
 from contextfold.projections.tool_pricing import FUNC_END
+from tests.request_calls import calls_and_answers
 from tests.unit.test_media import image_bytes
 
 MODELS = {"openai-chat": "gpt-4o", "openai-responses": "gpt-4o", "anthropic": "claude-sonnet-4-5",
@@ -74,33 +74,11 @@ def _preview(run: Run, provider: str) -> BuildResult:
     return built
 
 
-def _asked_and_answered(provider: str, body: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """The call ids the body's calls name, and those its answers name, in body order."""
-    asked: list[str] = []
-    answered: list[str] = []
-    match provider:
-        case "openai-chat":
-            for m in body["messages"]:
-                asked += [c["id"] for c in m.get("tool_calls") or ()]
-                answered += [m["tool_call_id"]] if m["role"] == "tool" else []
-        case "openai-responses":
-            asked = [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
-            answered = [i["call_id"] for i in body["input"] if i.get("type") == "function_call_output"]
-        case "anthropic":
-            blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
-            asked = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-            answered = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
-        case _:
-            parts = [p for c in body["contents"] for p in c["parts"]]
-            asked = [p["functionCall"]["id"] for p in parts if "functionCall" in p]
-            answered = [p["functionResponse"]["id"] for p in parts if "functionResponse" in p]
-    return asked, answered
-
-
 @pytest.mark.parametrize("provider", list(MODELS))
 def test_200_parallel_calls_are_sent_each_with_its_answer(store: Store, provider: str) -> None:
     body = _preview(_wide_run(store), provider).request
-    asked, answered = _asked_and_answered(provider, body)
+    asked, answers = calls_and_answers(provider, body)
+    answered = [call_id for call_id, _ in answers]
     ids = [f"call_{i}" for i in range(CALLS)]
     assert sorted(asked) == sorted(ids) and sorted(answered) == sorted(ids)
     assert "Statting all of them at once." in json.dumps(body)
