@@ -67,7 +67,7 @@ from contextfold.importers._condensation import whole_groups
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers._tools import anthropic_tools
 
-__all__ = ["parse_doc", "parse_messages"]
+__all__ = ["assistant_events", "parse_doc", "parse_messages"]
 
 
 def _media(block: dict[str, Any], kind: str, path: JsonPath) -> ContentBlock:
@@ -208,6 +208,16 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder, first: int)
                   **({"reasoning": reasoning} if reasoning is not None else {})), path)
     for result, bp in server_results:
         run.add(result, bp)
+
+
+def assistant_events(msg: dict[str, Any], path: JsonPath) -> list[AnyEvent]:
+    """The events of ONE assistant message read on its own (a Messages API response): its
+    :class:`ModelResponse` and the results of its server-side calls, as :func:`parse_messages`
+    reads it in a history (without the run's :class:`RunStarted`). A ``compaction`` block has no
+    earlier message to cover here: it is the :class:`RuntimeNote` naming the server's summary."""
+    run = RunBuilder()
+    _assistant(msg, path, run, len(run.events) + 1)
+    return run.events[1:]
 
 
 def _user(msg: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:

@@ -62,10 +62,10 @@ from contextfold.importers._common import (
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers._tools import gemini_tools
 
-__all__ = ["parse_contents", "parse_doc"]
+__all__ = ["either_key", "model_events", "parse_contents", "parse_doc"]
 
 
-def _get(d: dict[str, Any], camel: str) -> tuple[str, Any] | None:
+def either_key(d: dict[str, Any], camel: str) -> tuple[str, Any] | None:
     """Look a key up in REST camelCase or SDK snake_case; returns (key, value)."""
     if camel in d:
         return camel, d[camel]
@@ -87,21 +87,21 @@ def _standard_base64(data: str) -> str:
 
 
 def _media(part: dict[str, Any], path: JsonPath) -> ContentBlock | None:
-    found = _get(part, "inlineData")
+    found = either_key(part, "inlineData")
     if found is not None:
         key, raw = found
         blob = require_obj(raw, (*path, key), f"{key!r} to be an object")
-        mt = _get(blob, "mimeType")
+        mt = either_key(blob, "mimeType")
         mime = mt[1] if mt and isinstance(mt[1], str) else "application/octet-stream"
         kind = "image" if media_type_key(mime).startswith("image/") else "document"
         return media_block(kind, (*path, key), data=_standard_base64(get_str(blob, "data", (*path, key))),
                            media_type=mime)
-    found = _get(part, "fileData")
+    found = either_key(part, "fileData")
     if found is not None:
         key, raw = found
         fd = require_obj(raw, (*path, key), f"{key!r} to be an object")
-        uri = _get(fd, "fileUri")
-        mt = _get(fd, "mimeType")
+        uri = either_key(fd, "fileUri")
+        mt = either_key(fd, "mimeType")
         if uri is None or not isinstance(uri[1], str):
             raise Bad((*path, key), "missing field 'fileUri'")
         file_mime: str | None = mt[1] if mt and isinstance(mt[1], str) else None
@@ -126,11 +126,11 @@ def _response_media(resp: dict[str, Any], path: JsonPath) -> tuple[ContentBlock,
 
 
 def _code_text(part: dict[str, Any]) -> str | None:
-    code = _get(part, "executableCode")
+    code = either_key(part, "executableCode")
     if code is not None and isinstance(code[1], dict):
         lang = str(code[1].get("language", "")).lower()
         return f"```{lang}\n{code[1].get('code', '')}\n```"
-    res = _get(part, "codeExecutionResult")
+    res = either_key(part, "codeExecutionResult")
     if res is not None and isinstance(res[1], dict):
         return f"```output\n{res[1].get('output', '')}\n```"
     return None
@@ -143,8 +143,8 @@ def _model(content: dict[str, Any], ci: int, path: JsonPath, run: RunBuilder) ->
     for pi, raw in enumerate(get_list(content, "parts", path)):
         pp = (*path, "parts", pi)
         part = require_obj(raw, pp, "a part object")
-        fc = _get(part, "functionCall")
-        signed = _get(part, "thoughtSignature")
+        fc = either_key(part, "functionCall")
+        signed = either_key(part, "thoughtSignature")
         if signed is not None:
             key, signature = signed
             if not isinstance(signature, str):
@@ -172,6 +172,15 @@ def _model(content: dict[str, Any], ci: int, path: JsonPath, run: RunBuilder) ->
     run.add(build(ModelResponse, path, text="".join(texts), tool_calls=tuple(calls), **extra), path)
 
 
+def model_events(content: dict[str, Any], path: JsonPath) -> list[AnyEvent]:
+    """The events of ONE ``model`` content read on its own (a ``generateContent`` candidate's):
+    its :class:`ModelResponse`, as :func:`parse_contents` reads it as the first content of a
+    history (a call without an ``id`` is ``gemini-0-<P>``)."""
+    run = RunBuilder()
+    _model(content, 0, path, run)
+    return run.events[1:]
+
+
 def _user(content: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
     pending: list[ContentBlock] = []
     pending_path = path
@@ -184,7 +193,7 @@ def _user(content: dict[str, Any], path: JsonPath, run: RunBuilder) -> None:
     for pi, raw in enumerate(get_list(content, "parts", path)):
         pp = (*path, "parts", pi)
         part = require_obj(raw, pp, "a part object")
-        fr = _get(part, "functionResponse")
+        fr = either_key(part, "functionResponse")
         if fr is not None:
             flush()
             key, raw_resp = fr
@@ -254,7 +263,7 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
     if isinstance(value, dict) and not doc.jsonl and "contents" in value:
         model = value.get("model") if isinstance(value.get("model"), str) else None
         return [("", parse_contents(get_list(value, "contents", ()), ("contents",),
-                                    system=_get(value, "systemInstruction"), model=model,
+                                    system=either_key(value, "systemInstruction"), model=model,
                                     tools=gemini_tools(value, ())))]
     if isinstance(value, dict) and not doc.jsonl:
         return [("", parse_contents([value], ()))]

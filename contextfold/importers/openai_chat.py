@@ -56,7 +56,7 @@ from contextfold.importers._common import (
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers._tools import chat_tools
 
-__all__ = ["media_part", "parse_doc", "parse_messages", "tool_calls"]
+__all__ = ["assistant_response", "media_part", "parse_doc", "parse_messages", "tool_calls"]
 
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
@@ -144,6 +144,14 @@ def tool_calls(msg: dict[str, Any], path: JsonPath, index: int) -> list[ToolCall
     return calls
 
 
+def assistant_response(msg: dict[str, Any], path: JsonPath, index: int) -> ModelResponse:
+    """An assistant message (at ``path``, the ``index``-th message of its run) as the
+    :class:`ModelResponse` it is: its text, then its refusal, and its calls. One reading for a
+    history's messages and a live completion's (``importers.provider_reply``)."""
+    return build(ModelResponse, path, text=_reply_text(msg, path),
+                 tool_calls=tuple(tool_calls(msg, path, index)))
+
+
 def _arguments(fn: dict[str, Any], path: JsonPath) -> str:
     args = fn.get("arguments", "{}")
     if isinstance(args, str):
@@ -171,8 +179,7 @@ def parse_messages(messages: list[Any], path: JsonPath, *, model: str | None = N
                     raise Bad(p, "missing field 'content'")
                 event = build(UserInput, p, content=_parts(msg["content"], (*p, "content")))
             case "assistant":
-                event = build(ModelResponse, p, text=_reply_text(msg, p),
-                              tool_calls=tuple(tool_calls(msg, p, i)))
+                event = assistant_response(msg, p, i)
             case "tool":
                 event = build(ToolResult, p, call_id=get_str(msg, "tool_call_id", p),
                               content=_text(msg.get("content"), (*p, "content")),

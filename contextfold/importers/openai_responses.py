@@ -67,7 +67,7 @@ from contextfold.importers._common import (
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers._tools import responses_tools
 
-__all__ = ["parse_doc", "parse_items"]
+__all__ = ["output_events", "parse_doc", "parse_items"]
 
 _CALLS = ("function_call", "custom_tool_call", "tool_search_call", "local_shell_call",
           "shell_call", "computer_call", "apply_patch_call")
@@ -230,6 +230,22 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
             raise Bad((*p, "type"), f"unsupported input item type {kind!r}")
     turn.flush(run)
     return run.events
+
+
+def output_events(items: list[Any], path: JsonPath) -> list[AnyEvent]:
+    """The events of ONE response's ``output`` items read on their own, as :func:`parse_items`
+    reads them in a history (without the run's :class:`RunStarted`): the response, and the
+    results of server-executed calls (``tool_search_output``) where they stand. An item that no
+    model writes (a user or system message, a call's output the client sends) is refused: an
+    output holding one is not a response."""
+    for i, raw in enumerate(items):
+        item = require_obj(raw, (*path, i), "an output item object")
+        kind = item.get("type", "message")
+        if (kind == "message" and item.get("role") != "assistant") or (
+                kind in _OUTPUTS and kind != "tool_search_output") or kind == "additional_tools":
+            raise Bad((*path, i), f"a response's output holds no {kind!r} item"
+                      + (f" of role {item.get('role')!r}" if kind == "message" else ""))
+    return parse_items(items, path)[1:]
 
 
 def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
