@@ -98,6 +98,7 @@ if TYPE_CHECKING:
     )
     from contextfold.domain.fragments import ContextFragment
     from contextfold.domain.manifest import BuildConfig, ContextManifest
+    from contextfold.importers.provider_reply import ProviderReply, read_response
     from contextfold.projections.builder import BuildResult
     from contextfold.projections.memo_budget import (
         MemoCeilingWarning,
@@ -132,6 +133,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "contextfold.domain.fragments": ("ContextFragment",),
     "contextfold.domain.manifest": ("BuildConfig", "ContextManifest"),
+    "contextfold.importers.provider_reply": ("ProviderReply", "read_response"),
     "contextfold.projections.builder": ("BuildResult",),
     "contextfold.projections.memo_budget": ("MemoCeilingWarning", "memo_ceiling", "memo_report",
                                             "set_memo_ceiling"),
@@ -187,6 +189,7 @@ __all__ = [
     "PlanUpdated",
     "PolicySet",
     "ProtocolError",
+    "ProviderReply",
     "RecordNotFoundError",
     "RenderError",
     "ReplayReport",
@@ -225,6 +228,7 @@ __all__ = [
     "memo_ceiling",
     "memo_report",
     "open_store",
+    "read_response",
     "set_memo_ceiling",
 ]
 

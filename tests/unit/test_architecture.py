@@ -22,6 +22,8 @@ PUBLIC = {
     "memo_ceiling", "memo_report", "set_memo_ceiling", "MemoCeilingWarning",
     # a provider's requests not checked against its SDK's types (missing, or older than its floor)
     "SdkCheckSkippedWarning",
+    # a provider's response, as its SDK returns it, read into the events to append
+    "read_response", "ProviderReply",
     # the event vocabulary (DESIGN.md section 2)
     "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock", "EvidenceRetrieved",
     "FileRead", "GoalSet", "HandOff", "HistoryCompacted", "ImageBlock", "InstructionSet", "MemoryRecalled",
