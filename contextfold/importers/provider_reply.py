@@ -316,14 +316,22 @@ def _chat(body: dict[str, Any]) -> Read:
                            f"call {tc.get('id')!r}")
     response = openai_chat.assistant_response(msg, (*path, "message"), 0)
     model = opt_str(body, "model", ())
-    usage = None
-    if isinstance(raw := body.get("usage"), dict):
-        details = raw.get("prompt_tokens_details")
-        cached = _count(details, "cached_tokens", ("usage", "prompt_tokens_details")
-                        ) if isinstance(details, dict) else 0
-        usage = ReplyUsage(input_tokens=_count(raw, "prompt_tokens", ("usage",)), cached_tokens=cached,
-                           output_tokens=_count(raw, "completion_tokens", ("usage",)), model=model)
+    usage = _openai_usage(body, "prompt_tokens", "completion_tokens", model)
     return _with_model([response], model), stop, usage
+
+
+def _openai_usage(body: dict[str, Any], inputs: str, outputs: str, model: str | None) -> ReplyUsage | None:
+    """OpenAI's ``usage``: Chat Completions' ``prompt_tokens`` and ``completion_tokens``,
+    Responses' ``input_tokens`` and ``output_tokens``, each with the cached ones in its
+    ``<inputs>_details``."""
+    raw = body.get("usage")
+    if not isinstance(raw, dict):
+        return None
+    details = raw.get(f"{inputs}_details")
+    cached = (_count(details, "cached_tokens", ("usage", f"{inputs}_details"))
+              if isinstance(details, dict) else 0)
+    return ReplyUsage(input_tokens=_count(raw, inputs, ("usage",)), cached_tokens=cached,
+                      output_tokens=_count(raw, outputs, ("usage",)), model=model)
 
 
 _UNFINISHED = ("queued", "in_progress")
@@ -355,13 +363,7 @@ def _responses(body: dict[str, Any]) -> Read:
                            f"call {item.get('call_id')!r}")
     events = openai_responses.output_events(output, ("output",))
     model = opt_str(body, "model", ())
-    usage = None
-    if isinstance(raw := body.get("usage"), dict):
-        inner = raw.get("input_tokens_details")
-        cached = _count(inner, "cached_tokens", ("usage", "input_tokens_details")
-                        ) if isinstance(inner, dict) else 0
-        usage = ReplyUsage(input_tokens=_count(raw, "input_tokens", ("usage",)), cached_tokens=cached,
-                           output_tokens=_count(raw, "output_tokens", ("usage",)), model=model)
+    usage = _openai_usage(body, "input_tokens", "output_tokens", model)
     return _with_model(events, model), reason if isinstance(reason, str) else status, usage
 
 

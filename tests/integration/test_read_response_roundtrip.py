@@ -83,13 +83,7 @@ EXPECTED_TURN: dict[str, Any] = {
         {"type": "function_call", "call_id": "call_a", "name": "read", "arguments": "{\"path\":\"a.py\"}"},
         {"type": "function_call", "call_id": "call_b", "name": "read", "arguments": "{\"path\":\"b.py\"}"},
     ],
-    "anthropic": [
-        {"type": "thinking", "thinking": "Read a first.", "signature": "EqQBsig1"},
-        {"type": "text", "text": "Checking both."},
-        {"type": "tool_use", "id": "toolu_a", "name": "read", "input": {"path": "a.py", "limit": None}},
-        {"type": "redacted_thinking", "data": "EmwKAredacted"},
-        {"type": "tool_use", "id": "toolu_b", "name": "read", "input": {"path": "b.py"}},
-    ],
+    "anthropic": ANTHROPIC["content"],  # block for block, in the response's order
     "gemini": [
         {"text": "Checking both.", "thoughtSignature": SIGNATURE},
         {"functionCall": {"name": "read", "args": {"path": "a.py", "limit": None}, "id": "g1"},

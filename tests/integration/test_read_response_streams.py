@@ -1,6 +1,6 @@
 """``contextfold.read_response`` takes the final object the official SDKs' stream helpers assemble.
 
-A local HTTP server (127.0.0.1, an ephemeral port, in a thread; no provider is called) streams
+A local HTTP server (``tests.local_http``: no provider is called) streams
 server-sent events as the provider does: the ``openai`` client's
 ``chat.completions.stream(...).get_final_completion()`` and the ``anthropic`` client's
 ``messages.stream(...).get_final_message()`` assemble their final object from the chunks (the
@@ -11,14 +11,13 @@ events, usage and stop reason as the same response returned whole (``tests/unit`
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
 
 import contextfold
+from tests.local_http import Handler, local_server
 from tests.unit.test_read_response import ANTHROPIC, CHAT
 
 
@@ -90,41 +89,23 @@ def _anthropic_stream() -> bytes:
     return _sse(events)
 
 
-class _Streamer(BaseHTTPRequestHandler):
+class _Streamer(Handler):
     streams: ClassVar[dict[str, bytes]] = {}
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", "0")))
         payload = self.streams.get(self.path)
         if payload is None:
-            self.send_response(404)
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
+            self.reply(404, "text/plain", b"no route")
+        else:
+            self.reply(200, "text/event-stream", payload)
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     streams = {"/v1/chat/completions": _chat_stream(), "/v1/messages": _anthropic_stream()}
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("Streamer", (_Streamer,), {"streams": streams}))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with local_server(type("Streamer", (_Streamer,), {"streams": streams}), monkeypatch) as url:
+        yield url
 
 
 def test_the_chat_stream_helpers_final_completion_reads_as_the_whole_response(server: str) -> None:

@@ -17,9 +17,7 @@ accepts as well as camelCase).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
@@ -37,6 +35,7 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.events import ToolSpec
 from contextfold.projections.render import render
+from tests.local_http import Handler, local_server
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
@@ -66,7 +65,7 @@ RESPONSES: dict[str, dict[str, Any]] = {
 }
 
 
-class _Recorder(BaseHTTPRequestHandler):
+class _Recorder(Handler):
     received: ClassVar[list[tuple[str, Any]]] = []
 
     def do_POST(self) -> None:
@@ -76,33 +75,14 @@ class _Recorder(BaseHTTPRequestHandler):
         route = ":generateContent" if self.path.endswith(":generateContent") else self.path
         reply = RESPONSES.get(route)
         payload = json.dumps(reply if reply is not None else {"error": "no route"}).encode()
-        self.send_response(200 if reply is not None else 404)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
+        self.reply(200 if reply is not None else 404, "application/json", payload)
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     received: list[tuple[str, Any]] = []
-    handler = type("Recorder", (_Recorder,), {"received": received})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", received
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with local_server(type("Recorder", (_Recorder,), {"received": received}), monkeypatch) as url:
+        yield url, received
 
 
 CONVERSATION = Conversation(
