@@ -9,7 +9,7 @@ so the original stays on ``__cause__``.
     ├── InvalidInputError                 bad input, nothing written
     │   ├── InputLimitError               size, depth, id charset, batch length
     │   ├── UnsupportedMediaError         media type / file we cannot carry
-    │   └── ImportFormatError             importer input, carries file:line
+    │   └── ImportFormatError             importer input or a provider response, carries where
     ├── ProtocolError                     tool call/result pairing on the write side
     │   ├── UnknownToolCallError          result for a call id that is not open
     │   ├── DuplicateToolResultError      second result for one call
@@ -116,7 +116,9 @@ class UnsupportedMediaError(InvalidInputError):
 
 
 class ImportFormatError(InvalidInputError):
-    """An import source is malformed; ``location`` is ``file:line``."""
+    """An import source is malformed; ``location`` is ``file:line``. Or a provider response that
+    ``read_response`` refuses (not the provider's, malformed, cut while writing a call):
+    ``location`` names the response and the path in it, ``anthropic response at content[2]``."""
 
     def __init__(self, location: str, reason: str) -> None:
         super().__init__(f"{location}: {reason}")

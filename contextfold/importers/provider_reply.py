@@ -115,7 +115,11 @@ def read_response(provider: str, response: object) -> ProviderReply:
     ``redacted_thinking`` blocks with their signatures (and which calls they stood between),
     OpenAI Responses ``reasoning`` items (``encrypted_content``) before the calls they led to, each
     call's ``call_id`` (not its item id), Gemini ``thoughtSignature`` values on the parts they rode
-    on, every call of a parallel batch. A refusal is the response's text. A response is read as
+    on, every call of a parallel batch. A refusal is the response's text. A call the provider ran
+    itself (Anthropic's server tools, OpenAI's tool search) is answered by its result in
+    ``events`` (its JSON, keys sorted, so the SDK object and the REST JSON read the same);
+    ``reply.calls`` are the others, for the runtime to run. A Gemini call without an ``id`` (before
+    Gemini 3) is ``gemini-0-<part>``, as an import names one. A response is read as
     the importer reads the same turn in a history (``contextfold import``), so its text is the
     text blocks joined (a provider that wrote text after a call gets it back before the call).
 

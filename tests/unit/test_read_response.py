@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import copy
 import doctest
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -412,3 +414,13 @@ def test_the_docstring_example_runs() -> None:
     assert test.examples
     result = runner.run(test)
     assert result.failed == 0 and result.attempted == len(test.examples)
+
+
+def test_reading_a_dict_imports_no_sdk() -> None:
+    """The SDKs are the ``validate`` extra, not a dependency: an SDK object is told by the names
+    of its classes, so reading a response's dict imports none of them."""
+    code = ("import sys, contextfold\n"
+            f"contextfold.read_response('anthropic', {ANTHROPIC!r})\n"
+            "print(sorted(m for m in ('openai', 'anthropic', 'google.genai') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
