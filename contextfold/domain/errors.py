@@ -34,6 +34,7 @@ so the original stays on ``__cause__``.
     │   └── StoreConfigError              bad store URL / options
     │       └── TenantMismatchError       a store file opened as the wrong tenant
     ├── CryptoError                       missing or wrong encryption key
+    ├── HandleNotPicklableError           a Store, Run or RunState pickled for a worker: open it there
     ├── EncodingUnavailableError          a run's recorded tokenizer encoding cannot be loaded here
     ├── TokenizerError                    tiktoken failed on a text (a panic in its Rust core)
     ├── BudgetError
@@ -60,6 +61,7 @@ __all__ = [
     "DuplicateToolResultError",
     "EncodingConflictError",
     "EncodingUnavailableError",
+    "HandleNotPicklableError",
     "ImportFormatError",
     "InputLimitError",
     "IntegrityError",
@@ -90,7 +92,26 @@ __all__ = [
 
 
 class ContextfoldError(Exception):
-    """Root of every error raised by contextfold."""
+    """Root of every error raised by contextfold.
+
+    Every one pickles to the same type, message and fields (:meth:`__reduce__`), so an error raised
+    in a worker process (``ProcessPoolExecutor``, ``multiprocessing``, a task queue) reaches the
+    parent as itself."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its class, ``args`` (the message) and fields, remade without ``__init__``.
+
+        Why: pickle's default remakes an exception as ``cls(*self.args)``, and most of ours take
+        their fields (``call_id=``, ``run_id, expected_version``) where ``args`` holds the one
+        message. Unpickling raised TypeError, which a ``ProcessPoolExecutor`` reports as
+        ``BrokenProcessPool`` (the worker's error lost, the pool dead), and an error of one
+        argument was remade from its own message (``run "run 'r' not found" not found``)."""
+        return (_remade, (type(self), self.args), self.__dict__)
+
+
+def _remade(cls: type[ContextfoldError], args: tuple[Any, ...]) -> ContextfoldError:
+    """``cls`` with ``args``, its ``__init__`` not called: pickle then restores its fields."""
+    return cls.__new__(cls, *args)
 
 
 def quoted(value: object, limit: int = 100) -> str:
@@ -352,6 +373,25 @@ class TenantMismatchError(StoreConfigError):
 
 class CryptoError(ContextfoldError):
     """Encrypted data cannot be read with the configured key (or there is none)."""
+
+
+class HandleNotPicklableError(ContextfoldError, TypeError):
+    """A handle bound to this process's connections was pickled or copied: a :class:`Store`, a
+    ``Run``, a run's folded ``RunState``, passed to a ``spawn`` or ``forkserver`` worker (the start
+    methods of macOS, Windows and Python 3.14's Linux), a ``ProcessPoolExecutor``, a task queue.
+
+    Raised where the handle is pickled, so before the worker starts, never a hang or a worker
+    sharing the parent's SQLite connection. The fix, as the message says: send the store's URL
+    and the run id, and open the store in the worker (``open_store(url).run(run_id)``). Why not
+    reopened from its URL in the worker: the handle's options (a cipher key, a tenant) would
+    travel in the pickle, and a fold's state reads its long texts back through this process's
+    connection. A ``TypeError`` too, as pickle's own "cannot pickle" is. ``handle``: what was
+    pickled (``"Store"``, ``"Run"``, ``"RunState"``)."""
+
+    def __init__(self, handle: str, fix: str) -> None:
+        super().__init__(f"a contextfold {handle} cannot be pickled or copied (to send it to another "
+                         f"process): {fix}")
+        self.handle = handle
 
 
 class EncodingUnavailableError(ContextfoldError):
