@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from pydantic import BaseModel
 
 from contextfold.domain.checked import checked_turn
 from contextfold.domain.errors import (
     ConcurrencyConflictError,
+    HandleNotPicklableError,
     InvalidInputError,
     RunNotFoundError,
 )
@@ -43,6 +44,7 @@ from contextfold.replay_report import ReplayReport
 from contextfold.store.event_store import VerifyReport
 from contextfold.store.fork_renewal import renew_after_fork
 from contextfold.store.head_check import StaleHeadError
+from contextfold.store.store_url import display_url
 from contextfold.store_api import Store, open_store
 from contextfold.text_cache import TEXT_CACHE_CHARS
 
@@ -95,6 +97,12 @@ class Run:
             return
         self._lock = threading.RLock()
         self._state, self._folded_hash, self._estimates = None, "", {}
+
+    def __reduce__(self) -> NoReturn:
+        """Refused (``HandleNotPicklableError``): the run's store is this process's."""
+        raise HandleNotPicklableError("Run", f"open the store in the worker and take the run there, "
+                                      f"contextfold.open_store({display_url(self.store.url)!r})"
+                                      f".run({self.run_id!r})")
 
     # ------------------------------------------------------------ projection
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NoReturn
 
-from contextfold.domain.errors import StoreConfigError
+from contextfold.domain.errors import HandleNotPicklableError, StoreConfigError
 from contextfold.domain.events import ArtifactRef, DocumentBlock, ImageBlock
 from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo
 from contextfold.store.limits import StoreLimits
 from contextfold.store.media import attach_document, attach_image, attach_media
+from contextfold.store.store_url import display_url
 from contextfold.text_cache import TextCache
 
 if TYPE_CHECKING:
@@ -92,6 +93,12 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __reduce__(self) -> NoReturn:
+        """Refused (:class:`HandleNotPicklableError`): its connections are this process's."""
+        raise HandleNotPicklableError("Store", f"open the store in the worker from its URL, "
+                                      f"contextfold.open_store({display_url(self.url)!r}) with the same "
+                                      "cipher key and tenant, and send run ids, not handles")
 
 
 def open_store(url: str | None = None, *, create_schema: bool = True,

@@ -40,10 +40,12 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import blake3
 
 from contextfold.domain.canonical import canonical_utf8
+from contextfold.domain.errors import HandleNotPicklableError
 from contextfold.domain.events import (
     ArtifactRef,
     GoalSet,
@@ -291,6 +293,12 @@ class RunState:
             unparsed_arguments_seen=self.unparsed_arguments_seen, wide_reply_seen=self.wide_reply_seen,
             aliased_for=self.aliased_for,
         )
+
+    def __reduce__(self) -> NoReturn:
+        """Refused: its ports read the log through this process's store (``HandleNotPicklableError``)."""
+        raise HandleNotPicklableError("RunState", f"fold the run in the worker, open_store(url).run("
+                                      f"{self.run_id!r}).state(), or send what pickles (a BuildResult, "
+                                      "the events)")
 
     # ------------------------------------------------------------ views
 

@@ -54,6 +54,7 @@ from contextfold.domain.errors import (
     ConcurrencyConflictError,
     CryptoError,
     EncodingConflictError,
+    HandleNotPicklableError,
     InputLimitError,
     InvalidInputError,
     ProtocolError,
@@ -199,6 +200,11 @@ class EventStore(RunHeads):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __reduce__(self) -> typing.NoReturn:
+        """Refused: its connection pool is this process's (``HandleNotPicklableError``)."""
+        raise HandleNotPicklableError("EventStore", f"open the store in the worker from its URL, "
+                                      f"EventStore({display_url(self.url)!r})")
 
     # ------------------------------------------------------------ write
 
