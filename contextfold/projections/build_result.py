@@ -15,6 +15,7 @@ from contextfold.domain.events import ContextBuilt
 from contextfold.domain.fragments import ContextFragment
 from contextfold.domain.manifest import ContextManifest, manifest_json_depth
 from contextfold.domain.version import BUILDER
+from contextfold.projections.entries import FragmentEntry
 from contextfold.projections.request_json import hand_out, manifest_json
 from contextfold.projections.selected_lines import SelectedView
 
@@ -28,13 +29,25 @@ class BuildResult:
     """The request body as the builder keeps it: its message dicts are reused by later builds
     of the same state (``request_json``). Read-only; :attr:`request` is the caller's copy."""
     manifest: ContextManifest
-    views: tuple[SelectedView, ...] = field(repr=False)
+    views: tuple[SelectedView, ...] = field(repr=False, compare=False)
+    """What :attr:`fragments` are made from; not compared: the manifest names each fragment, and
+    a view's folded entry compares by identity (a result unpickled, or built by another handle,
+    was unequal to the same build)."""
     horizon: int = field(repr=False)
     """The log horizon the build saw: the fragments' freshness is computed from it."""
     body_bytes: bytes = field(repr=False)
     """The request as canonical JSON (sorted keys, compact, UTF-8): exactly the bytes
     ``manifest.request_hash`` is the blake3 of. Immutable, so it is handed out as is: send it
     as the HTTP body and the provider receives the audited bytes."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with each view's fragment whole. Why: the view of a long tool output keeps a
+        reader of the run's log in place of its text (``entries.LazyText``: the store's handle),
+        so a result returned from a worker process (``ProcessPoolExecutor``) failed to pickle for
+        any run with an output over ``LAZY_TEXT_CHARS``."""
+        views = tuple(v._replace(fragment=v.fragment.fragment) if isinstance(v.fragment, FragmentEntry)
+                      else v for v in self.views)
+        return {**self.__dict__, "views": views}
 
     @cached_property
     def body(self) -> str:
