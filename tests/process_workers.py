@@ -1,0 +1,144 @@
+"""What the tests of worker processes run in a ``spawn`` or ``forkserver`` child.
+
+Its own module, importing only the standard library at the top: a child unpickles these functions
+by importing this module, so it must not import pytest (a second per child) nor contextfold before
+:func:`start_worker` has set the child's environment (what a process's environment holds when
+the package loads is what it reads)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from typing import Any
+
+__all__ = ["ERROR_FIELDS", "append_and_build", "child_facts", "echo", "fail_on_store", "made_error",
+           "raise_error", "start_worker"]
+
+ERROR_FIELDS: dict[str, dict[str, Any]] = {
+    "ImportFormatError": {"location": "trace.jsonl:3", "reason": "not JSON"},
+    "ProtocolError": {"message": "m", "call_id": "c1"},
+    "UnknownToolCallError": {"message": "no open call 'c1'", "call_id": "c1"},
+    "DuplicateToolResultError": {"message": "'c1' has a result", "call_id": "c1"},
+    "DuplicateToolCallError": {"message": "'c1' is open", "call_id": "c1", "issued_at": 4},
+    "PendingToolCallsError": {"call_ids": ["c1", "c2"]},
+    "ConcurrencyConflictError": {"run_id": "r", "expected_version": 3},
+    "RunExistsError": {"run_id": "r", "events": 2, "source": "a.json", "hint": "use --as"},
+    "EncodingConflictError": {"run_id": "r", "version": 3, "encoding": "cl100k_base",
+                              "offered": "o200k_base"},
+    "RunNotFoundError": {"run_id": "r"},
+    "ArtifactNotFoundError": {"ref": "ab12", "reason": "was dropped"},
+    "TurnNotFoundError": {"run_id": "r", "turn": 5, "last_turn": 2},
+    "RecordNotFoundError": {"run_id": "r", "turn": 2, "record": "last", "count": 0,
+                            "store": "sqlite:///runs.db"},
+    "IntegrityError": {"message": "hash mismatch", "position": 3},
+    "UpgradeRequiredError": {"message": "a newer event", "position": 3},
+    "TenantMismatchError": {"url": "sqlite:///t.db", "expected": "acme", "found": "other"},
+    "EncodingUnavailableError": {"encoding": "o200k_base", "message": "not cached"},
+    "TokenizerError": {"encoding": "cl100k_base", "chars": 10, "message": "panic"},
+    "RequiredContextExceedsBudgetError": {"budget": 10, "required": [("policy:1", 20)], "note": "n"},
+    "SummaryRejectedError": {"message": "not in the log", "field": "evidence_refs", "ref": "file://x"},
+    "RenderError": {"provider": "openai", "message": "bad role", "index": 2, "detail": {"role": "x"}},
+    "HandleNotPicklableError": {"handle": "Store", "fix": "open it by URL"},
+}
+"""Arguments for each error of ``contextfold.domain.errors`` whose ``__init__`` takes fields;
+the others take a message."""
+
+
+def start_worker(environ: dict[str, str]) -> None:
+    """A pool's initializer: the child's environment, then the package loaded (as a worker that
+    imports contextfold at its top would)."""
+    os.environ.update(environ)
+    import contextfold.api  # noqa: F401  (loaded now, not in the first task)
+
+
+def made_error(name: str) -> Exception:
+    """The error ``name`` of ``contextfold.domain.errors``, with a note added on the way up."""
+    import contextfold.domain.errors as errors
+
+    cls = getattr(errors, name)
+    err: Exception = cls(**ERROR_FIELDS[name]) if name in ERROR_FIELDS else cls(f"{name}: a message")
+    err.add_note("a note added in the worker")
+    return err
+
+
+def raise_error(name: str) -> None:
+    raise made_error(name)
+
+
+def echo(value: Any) -> Any:
+    """``value`` as the worker received it: pickled to the child and back."""
+    return value
+
+
+def fail_on_store(url: str, run_id: str, what: str) -> None:
+    """A real failing operation on the store at ``url``: its error is the worker's."""
+    import contextfold
+    from contextfold import ToolResult, UserInput
+
+    with contextfold.open_store(url) as store:
+        run = store.run(run_id)
+        if what == "stale":
+            run.append(UserInput("late"), expected_version=1)
+        elif what == "unknown call":
+            run.append(ToolResult(call_id="never-issued", content="x"))
+        elif what == "no record":
+            run.replay(run.next_turn())
+        elif what == "no run":
+            store.run(run_id + "-missing").replay(1)
+        elif what == "over budget":
+            run.append(UserInput("a required input " * 400))
+            run.build("openai-chat", window=300, reserve=100)
+        raise AssertionError(f"{what}: nothing was raised")
+
+
+def append_and_build(url: str, run_id: str, worker: str, rounds: int) -> dict[str, Any]:
+    """An agent loop in a worker: per round an input appended at the version it read (a stale read
+    retried: ``ConcurrencyConflictError``), a build recorded (``retries``), the model's reply.
+    Returns the conflicts met, each build's turn and request hash, and the last result."""
+    import contextfold
+    from contextfold import ConcurrencyConflictError, ModelResponse, UserInput
+
+    conflicts, builds, built = 0, [], None
+    with contextfold.open_store(url) as store:
+        run = store.run(run_id)
+        for k in range(rounds):
+            while True:
+                try:
+                    run.append(UserInput(f"{worker}-{k}"), expected_version=run.version)
+                    break
+                except ConcurrencyConflictError:
+                    conflicts += 1
+            built = run.build("openai-chat", window=16_000, reserve=2_000, retries=100)
+            builds.append((built.manifest.turn, built.manifest.request_hash))
+            run.append(ModelResponse(text=f"reply to {worker}-{k}"))
+        result = {"conflicts": conflicts, "builds": builds, "last": built}
+    return result
+
+
+def child_facts(url: str, run_id: str) -> dict[str, Any]:
+    """What the package set up as it loaded in this child, and a fork from it: the memo ceiling
+    (``$CONTEXTFOLD_MEMO_MB``), the encoding a build counts with, and an append from a forked
+    grandchild (the package's ``os.register_at_fork`` hooks, registered in this child)."""
+    import contextfold
+    from contextfold import UserInput
+
+    with contextfold.open_store(url) as store:
+        run = store.run(run_id)
+        run.append(UserInput("from the spawned worker"))
+        encoding = run.build("anthropic", window=16_000, reserve=2_000).manifest.encoding
+        child = mp.get_context("fork").Process(target=_append_in_grandchild, args=(run,))
+        child.start()
+        child.join(60)
+        exitcode = child.exitcode
+        if exitcode is None:
+            child.kill()
+            child.join()
+    return {"memo_ceiling": contextfold.memo_ceiling(), "encoding": encoding,
+            "grandchild_exitcode": exitcode}
+
+
+def _append_in_grandchild(run: Any) -> None:
+    """In a child forked from a worker: the handle it inherited appends (no pickling: fork)."""
+    from contextfold import UserInput
+
+    run.append(UserInput("from a fork of the worker"))

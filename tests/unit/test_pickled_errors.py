@@ -1,0 +1,55 @@
+"""Every error pickles to itself: an error raised in a worker process reaches the parent as the
+same type, with the same message and fields.
+
+A ``ProcessPoolExecutor`` (or ``multiprocessing.Pool``, Celery, RQ) pickles what the worker raised
+and unpickles it in the parent. Pickle's default remade an exception as ``cls(*args)``, with
+``args`` the one message: an error with fields of its own (``call_id=``, ``run_id,
+expected_version``) failed to unpickle (TypeError; in a pool, ``BrokenProcessPool``), and an error
+of one argument was remade from its message (``run "run 'r' not found" not found``)."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import pickle
+
+import pytest
+
+import contextfold.domain.errors as errors
+from tests.process_workers import ERROR_FIELDS, made_error
+
+
+def _made(name: str) -> errors.ContextfoldError:
+    err = made_error(name)
+    assert isinstance(err, errors.ContextfoldError)
+    return err
+
+
+def test_every_error_with_fields_of_its_own_has_arguments_here() -> None:
+    own = {name for name in errors.__all__ if getattr(errors, name).__init__ is not Exception.__init__}
+    assert own == set(ERROR_FIELDS)
+
+
+@pytest.mark.parametrize("name", errors.__all__)
+def test_an_error_unpickles_as_the_same_type_message_and_fields(name: str) -> None:
+    err = _made(name)
+    for back in (pickle.loads(pickle.dumps(err)), copy.copy(err), copy.deepcopy(err)):
+        assert type(back) is type(err)
+        assert str(back) == str(err)
+        assert back.args == err.args
+        assert vars(back) == vars(err)  # the fields and the notes
+
+
+def test_a_remade_error_keeps_its_methods_working() -> None:
+    """``RecordNotFoundError.on_store`` reads the fields ``__init__`` set: they must be there."""
+    err = pickle.loads(pickle.dumps(_made("RecordNotFoundError")))
+    assert isinstance(err, errors.RecordNotFoundError)
+    again = err.on_store("postgresql://db/runs")
+    assert "--store postgresql://db/runs" in str(again)
+
+
+def test_the_refusal_of_a_handle_is_a_type_error_too() -> None:
+    """Code that handles pickle's own "cannot pickle" (a TypeError) handles ours."""
+    assert issubclass(errors.HandleNotPicklableError, TypeError)
+    assert "open it by URL" in str(_made("HandleNotPicklableError"))
+    assert inspect.getdoc(errors.HandleNotPicklableError)
