@@ -42,6 +42,7 @@ from tests.process_workers import (
     echo,
     fail_on_store,
     made_error,
+    one_of_every_event,
     raise_error,
     start_worker,
 )
@@ -109,13 +110,13 @@ def test_a_store_operation_failing_in_a_spawned_worker_is_typed_in_the_parent(
 
 def test_what_a_worker_is_sent_and_returns_pickles_equal(
         pools: dict[str, ProcessPoolExecutor], store_url: str) -> None:
-    """The events, a build's settings, its result (a long tool output in it: the result's view of
+    """Every event type, the events as read, a build's settings, its result (a long tool output in it: the result's view of
     it read the text back through the parent's store), its manifest and a replay report."""
     store, run = _run_with_a_long_output(store_url)
     with store:
         built = run.build("anthropic", window=16_000, reserve=2_000)
         report = run.replay(built.manifest.turn)
-        values = [*(rec.event for rec in run.events()), *run.events(),
+        values = [*one_of_every_event(), *run.events(),
                   BuildConfig(provider="openai-responses"), built, built.manifest, report, store.runs()]
         for value, back in zip(values, pools["spawn"].map(echo, values, timeout=WAIT), strict=True):
             assert back == value, type(value)

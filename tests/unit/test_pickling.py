@@ -1,5 +1,5 @@
-"""Every error pickles to itself: an error raised in a worker process reaches the parent as the
-same type, with the same message and fields.
+"""Every error and every event pickles to itself: what a worker process is sent, returns or raises
+reaches the other side as the same type, with the same message and fields.
 
 A ``ProcessPoolExecutor`` (or ``multiprocessing.Pool``, Celery, RQ) pickles what the worker raised
 and unpickles it in the parent. Pickle's default remade an exception as ``cls(*args)``, with
@@ -16,7 +16,8 @@ import pickle
 import pytest
 
 import contextfold.domain.errors as errors
-from tests.process_workers import ERROR_FIELDS, made_error
+from contextfold.domain.release_versions import EVENT_CLASSES
+from tests.process_workers import ERROR_FIELDS, made_error, one_of_every_event
 
 
 def _made(name: str) -> errors.ContextfoldError:
@@ -53,3 +54,12 @@ def test_the_refusal_of_a_handle_is_a_type_error_too() -> None:
     assert issubclass(errors.HandleNotPicklableError, TypeError)
     assert "open it by URL" in str(_made("HandleNotPicklableError"))
     assert inspect.getdoc(errors.HandleNotPicklableError)
+
+
+def test_every_event_type_unpickles_equal_with_the_same_json() -> None:
+    events = one_of_every_event()
+    assert {type(e) for e in events} == set(EVENT_CLASSES)
+    for event in events:
+        back = pickle.loads(pickle.dumps(event))
+        assert back == event
+        assert back.model_dump_json() == event.model_dump_json()
