@@ -148,67 +148,40 @@ def one_of_every_event() -> list[Any]:
     """An event of each type an append takes, with the values a pickle could lose: blocks, an
     artifact ref, a compaction summary, provider reasoning, a manifest, fields left at defaults
     that their JSON leaves out (``exclude_if``)."""
-    from contextfold import (
-        ArtifactRef,
-        CompactionSummary,
-        ContextBuilt,
-        DocumentBlock,
-        EvidenceRetrieved,
-        FileRead,
-        GoalSet,
-        HandOff,
-        HistoryCompacted,
-        ImageBlock,
-        InstructionSet,
-        MemoryRecalled,
-        ModelResponse,
-        PlanStep,
-        PlanUpdated,
-        PolicySet,
-        RunStarted,
-        RuntimeNote,
-        TextBlock,
-        ToolCall,
-        ToolCallCancelled,
-        ToolResult,
-        ToolResultLost,
-        ToolSpec,
-        ToolsRegistered,
-        UsageObserved,
-        UserInput,
-    )
+    import contextfold as cf
 
-    ref = ArtifactRef(hash="ab" * 32, size=2048, media_type="image/png")
+    ref = cf.ArtifactRef(hash="ab" * 32, size=2048, media_type="image/png")
+    steps = [cf.PlanStep(id="s1", title="run tests", status="done"),
+             cf.PlanStep(id="s2", title="fix", depends_on=["s1"])]
+    image = cf.ImageBlock(artifact=ref, media_type="image/png", width=10, height=10)
+    document = cf.DocumentBlock(url="https://example.com/a.pdf", pages=2, title="log")
+    summary = cf.CompactionSummary(goal="fix", decisions=["use tabs"], inferences=["x"])
     return [
-        RunStarted(agent="coder", model="gpt-4o", encoding="cl100k_base"),
-        PolicySet(text="Never push to main.", allowed_tools=["pytest"], pinned_tools=["pytest"]),
-        InstructionSet(text="Use tabs.", source_ref="file://AGENTS.md", origin="workspace"),
-        GoalSet(goal="Fix the failing test", success_contract=["pytest passes"]),
-        PlanUpdated(steps=[PlanStep(id="s1", title="run tests", status="done"),
-                           PlanStep(id="s2", title="fix", depends_on=["s1"])], budget="10 turns"),
-        ToolsRegistered(tools=[ToolSpec(name="pytest", description="run tests", tags=["test"], strict=True)]),
-        UserInput(content=[TextBlock(text="Fix it"), ImageBlock(artifact=ref, media_type="image/png",
-                                                                width=10, height=10)], required=True),
-        ModelResponse.model_validate({
+        cf.RunStarted(agent="coder", model="gpt-4o", encoding="cl100k_base"),
+        cf.PolicySet(text="Never push to main.", allowed_tools=["pytest"], pinned_tools=["pytest"]),
+        cf.InstructionSet(text="Use tabs.", source_ref="file://AGENTS.md", origin="workspace"),
+        cf.GoalSet(goal="Fix the failing test", success_contract=["pytest passes"]),
+        cf.PlanUpdated(steps=steps, budget="10 turns"),
+        cf.ToolsRegistered(tools=[cf.ToolSpec(name="pytest", description="run", tags=["t"], strict=True)]),
+        cf.UserInput(content=[cf.TextBlock(text="Fix it"), image], required=True),
+        cf.ModelResponse.model_validate({
             "text": "Running the tests.", "model": "claude-sonnet-4-5",
             "tool_calls": [{"call_id": "c1", "name": "pytest", "arguments": "{\"k\": \"x\"}"}],
             "reasoning": {"provider": "anthropic", "items": [
                 {"raw": {"type": "thinking", "thinking": "run them", "signature": "c2ln"}}]}}),
-        ModelResponse(tool_calls=[ToolCall(call_id="c2", name="pytest")]),
-        ToolResult(call_id="c1", content="1 failed", is_error=True, exit_code=1,
-                   blocks=[DocumentBlock(url="https://example.com/a.pdf", pages=2, title="log")]),
-        ToolCallCancelled(call_id="c2", reason="superseded"),
-        ToolResultLost(call_id="c3", reason="worker died", call_position=8),
-        FileRead(path="src/x.py", content="x = 1\n", revision="abc", start_line=1, end_line=1),
-        EvidenceRetrieved(content="docs", source_ref="https://example.com", source_kind="web",
-                          semantic_key="docs/x"),
-        MemoryRecalled(memory_id="m1", content="prefers tabs", source_ref="memory://m1"),
-        HistoryCompacted(summary=CompactionSummary(goal="fix", decisions=["use tabs"], inferences=["x"]),
-                         covers_from=2, covers_to=9),
-        ContextBuilt(turn=2, provider="anthropic", request_hash="a" * 64, prefix_hash="b" * 64,
-                     config_hash="c" * 64, manifest={"turn": 2, "fragments": []}, log_version=9,
-                     builder="contextfold test"),
-        HandOff(mode="resume", from_agent="a", to_agent="b", note="take over"),
-        RuntimeNote(text="disk almost full", is_error=True),
-        UsageObserved(turn=2, input_tokens=1000, cached_tokens=800, output_tokens=50, model="gpt-4o"),
+        cf.ModelResponse(tool_calls=[cf.ToolCall(call_id="c2", name="pytest")]),
+        cf.ToolResult(call_id="c1", content="1 failed", is_error=True, exit_code=1, blocks=[document]),
+        cf.ToolCallCancelled(call_id="c2", reason="superseded"),
+        cf.ToolResultLost(call_id="c3", reason="worker died", call_position=8),
+        cf.FileRead(path="src/x.py", content="x = 1\n", revision="abc", start_line=1, end_line=1),
+        cf.EvidenceRetrieved(content="docs", source_ref="https://example.com", source_kind="web",
+                             semantic_key="docs/x"),
+        cf.MemoryRecalled(memory_id="m1", content="prefers tabs", source_ref="memory://m1"),
+        cf.HistoryCompacted(summary=summary, covers_from=2, covers_to=9),
+        cf.ContextBuilt(turn=2, provider="anthropic", request_hash="a" * 64, prefix_hash="b" * 64,
+                        config_hash="c" * 64, manifest={"turn": 2, "fragments": []}, log_version=9,
+                        builder="contextfold test"),
+        cf.HandOff(mode="resume", from_agent="a", to_agent="b", note="take over"),
+        cf.RuntimeNote(text="disk almost full", is_error=True),
+        cf.UsageObserved(turn=2, input_tokens=1000, cached_tokens=800, output_tokens=50, model="gpt-4o"),
     ]

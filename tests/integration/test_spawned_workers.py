@@ -110,8 +110,9 @@ def test_a_store_operation_failing_in_a_spawned_worker_is_typed_in_the_parent(
 
 def test_what_a_worker_is_sent_and_returns_pickles_equal(
         pools: dict[str, ProcessPoolExecutor], store_url: str) -> None:
-    """Every event type, the events as read, a build's settings, its result (a long tool output in it: the result's view of
-    it read the text back through the parent's store), its manifest and a replay report."""
+    """Every event type, the events as read, a build's settings, its result (a long tool output
+    in it: the result's view of it read the text back through the parent's store), its manifest,
+    a replay report and the store's run listing."""
     store, run = _run_with_a_long_output(store_url)
     with store:
         built = run.build("anthropic", window=16_000, reserve=2_000)
