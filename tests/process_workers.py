@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 __all__ = ["ERROR_FIELDS", "append_and_build", "child_facts", "echo", "fail_on_store", "made_error",
-           "one_of_every_event", "raise_error", "start_worker"]
+           "one_of_every_event", "raise_error", "return_handle", "start_worker"]
 
 ERROR_FIELDS: dict[str, dict[str, Any]] = {
     "ImportFormatError": {"location": "trace.jsonl:3", "reason": "not JSON"},
@@ -68,6 +68,15 @@ def raise_error(name: str) -> None:
 def echo(value: Any) -> Any:
     """``value`` as the worker received it: pickled to the child and back."""
     return value
+
+
+def return_handle(url: str, run_id: str, which: str) -> Any:
+    """A worker returning what it must not: a run handle, or its folded state (the store is
+    closed when the handle is collected, once its pickling failed)."""
+    import contextfold
+
+    run = contextfold.open_store(url).run(run_id)
+    return run if which == "Run" else run.state()
 
 
 def fail_on_store(url: str, run_id: str, what: str) -> None:

@@ -44,6 +44,7 @@ from tests.process_workers import (
     made_error,
     one_of_every_event,
     raise_error,
+    return_handle,
     start_worker,
 )
 
@@ -140,6 +141,9 @@ def test_a_store_or_run_handle_is_refused_where_it_is_pickled_and_the_pool_lives
             assert isinstance(err, HandleNotPicklableError), err
             assert err.handle == name
             assert "open_store(" in str(err) or "EventStore(" in str(err)
+        for name in ("Run", "RunState"):  # returned by a worker: refused there, typed here
+            err = pools[method].submit(return_handle, sqlite_url, run.run_id, name).exception(WAIT)
+            assert isinstance(err, HandleNotPicklableError) and err.handle == name, err
         assert pools[method].submit(echo, "alive").result(WAIT) == "alive"
         process = mp.get_context(method).Process(target=echo, args=(run,))  # type: ignore[attr-defined]
         with pytest.raises(HandleNotPicklableError, match=run.run_id):
