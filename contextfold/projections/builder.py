@@ -47,7 +47,7 @@ from contextfold.domain.gc_pause import paused_gc
 from contextfold.domain.manifest import BuildConfig, Calibration
 from contextfold.projections.build_result import BuildResult
 from contextfold.projections.calibration import calibrated_budget
-from contextfold.projections.exclusions import dropped_lines, superseded_lines
+from contextfold.projections.exclusions import copy_lines, dropped_lines, superseded_lines
 from contextfold.projections.finish_build import (
     REPLY_PRIMING,
     finish_build,
@@ -282,6 +282,8 @@ def _build(state: RunState, config: BuildConfig, *,
     excluded.extend(others)
     if twins:
         excluded.extend(twin_lines(state, twins))
+    if any(line.reason == "duplicate" for line in excluded):  # a copy of a copy not sent either
+        excluded[:] = copy_lines(ctx, kept_ids, excluded, low_priority, twins)
     if state.superseded_by:
         excluded.extend(superseded_lines(ctx, kept_ids, excluded, low_priority))
 

@@ -32,7 +32,7 @@ from contextfold.projections.selection import Selection, Unit
 from contextfold.projections.stale_reads import rest_of
 from contextfold.projections.timeline_units import TimelineUnits
 
-__all__ = ["LowPriorityLines", "dropped_lines", "superseded_lines"]
+__all__ = ["LowPriorityLines", "copy_lines", "dropped_lines", "superseded_lines"]
 
 _ID = attrgetter("id")
 _REBUILD_FRACTION = 4
@@ -262,3 +262,36 @@ def superseded_lines(ctx: BuildCtx, kept: Collection[str], excluded: Sequence[Ex
         lines.append(ExcludedFragment(id=old, kind=f.kind, source_ref=f.source_ref, tokens=f.token_count,
                                       reason="superseded", replaced_by=end, detail=detail))
     return lines
+
+
+def copy_lines(ctx: BuildCtx, kept: Collection[str], excluded: Sequence[ExcludedFragment],
+               low_priority: Sequence[ExcludedFragment], twins: Mapping[str, str]) -> list[ExcludedFragment]:
+    """``excluded`` with each ``duplicate`` line whose copy is not in the request either told so.
+
+    Why: the copies of one text are deduped before selection (``units``) and again after it,
+    against the conversation (``twins``); a line said "duplicate of e2" when e2 was itself left
+    out, as a copy of the user input e1 or for room, and the manifest (and ``why``) read as if
+    the model saw e2's copy. The seed (5.2) wants the manifest to record what replaced what.
+
+    A copy that a conversation fragment stands in for names that fragment, which holds the text in
+    the request (the copy first chosen is named in the detail); a copy left out for another reason
+    keeps its name, and the detail says why it is not sent either, as :func:`superseded_lines` does
+    for a newer version."""
+    out: list[ExcludedFragment] = []
+    for line in excluded:
+        copy = line.replaced_by
+        if line.reason != "duplicate" or copy is None or copy in kept:
+            out.append(line)
+            continue
+        twin = twins.get(copy)
+        if twin is not None:
+            detail = (f"the same text as {ctx.state.entries[twin].kind} {twin}, kept in the conversation "
+                      f"(the copy {copy} it was set aside for is one too)")
+            out.append(line.model_copy(update={"replaced_by": twin, "detail": detail}))
+            continue
+        gone = _left_out_line(copy, excluded, low_priority)
+        why = f"the copy {copy} is not in this request either" + (
+            "" if gone is None else f": {gone.reason}" + (f", {gone.detail}" if gone.detail else ""))
+        detail = f"{line.detail}; {why}" if line.detail else why
+        out.append(line.model_copy(update={"detail": detail}))
+    return out

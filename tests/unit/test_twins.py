@@ -128,3 +128,43 @@ def test_a_live_run_finds_the_long_twin_its_replay_finds(sqlite_url: str) -> Non
         built = run.preview("anthropic", window=128_000)
         assert built.body_bytes.decode().count("return x + 399") == 1
         assert built.manifest.excluded["duplicate"] == 1
+
+
+def test_a_copy_of_a_copy_the_conversation_holds_names_the_fragment_in_the_request() -> None:
+    """The seed (5.2): the same fact in a user input, a memory and a retrieved page is sent once,
+    and the manifest records what replaced what. The page lost to the (more trusted) memory, and
+    the memory to the user input: the page's line named the memory, which is not in the request
+    either, with no word of it, so ``why`` and an auditor read that the model saw the memory's copy."""
+    fact = "The API rate limit is 100 requests per minute per key."
+    events: list[AnyEvent] = [UserInput(fact),
+                              MemoryRecalled(memory_id="m1", content=fact, source_ref="memory://m1"),
+                              EvidenceRetrieved(content=fact, source_ref="https://docs/x", source_kind="web"),
+                              UserInput("ok?")]
+    result = build(events, "anthropic", window=16_000, reserve=1_000)
+    assert request_text(result).count("100 requests per minute") == 1
+    kept = {f.id for f in result.manifest.fragments}
+    lines = {e.id: e for e in result.manifest.excluded_items}
+    assert set(lines) == {"e2", "e3"}
+    assert all(line.reason == "duplicate" and line.replaced_by in kept for line in lines.values())
+    assert lines["e3"].replaced_by == "e1"
+    assert "e2" in lines["e3"].detail  # the copy it lost to first is still named
+
+
+def test_a_copy_whose_kept_copy_is_left_out_for_room_says_so() -> None:
+    """The page lost to the memory of the same text before selection, and the memory then did not
+    fit: the page's line named the memory with no word that the model saw neither."""
+    fact = "The API rate limit is 100 requests per minute per key. " * 150
+    events: list[AnyEvent] = [UserInput("q"), MemoryRecalled(memory_id="m1", content=fact, source_ref="memory://m1"),
+                              EvidenceRetrieved(content=fact, source_ref="https://docs/x", source_kind="web")]
+    for k in range(30):
+        events += [ModelResponse(tool_calls=(ToolCall(call_id=f"d{k}", name="other"),)),
+                   ToolResult(call_id=f"d{k}", content=" ".join(f"filler{k}_{j}" for j in range(60)))]
+    events.append(UserInput("go"))
+    result = build(events, "openai-chat", window=2_000, reserve=200)
+    lines = {e.id: e for e in result.manifest.excluded_items}
+    assert lines["e2"].reason == "low_priority"
+    assert (lines["e3"].reason, lines["e3"].replaced_by) == ("duplicate", "e2")
+    assert lines["e3"].detail.startswith("the copy e2 is not in this request either: low_priority")
+    wide = build(events, "openai-chat", window=16_000, reserve=200)  # e2 sent: the line as it was
+    assert [(e.id, e.reason, e.replaced_by, e.detail) for e in wide.manifest.excluded_items
+            if e.id in ("e2", "e3")] == [("e3", "duplicate", "e2", "")]
