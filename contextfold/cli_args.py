@@ -272,7 +272,9 @@ def configure_why(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
     p.add_argument("--turn", type=int, required=True, metavar="N", help="the turn to explain")
     p.add_argument("query", metavar="FRAGMENT_OR_SOURCE",
-                   help="fragment id (e12), tool name, or a source_ref / file path substring")
+                   help="fragment id (e12), tool name, or a source_ref / file path substring; when "
+                        "none matches, words the logged text holds (any case: a constraint's), "
+                        "answered with the fragments of the events that hold them")
     p.add_argument("--record", type=record_choice, default=None, metavar="WHICH", help=RECORD_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
     config_args(p)

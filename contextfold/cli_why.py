@@ -2,7 +2,8 @@
 
 ``why RUN --turn N FRAGMENT_OR_SOURCE [--record first|last|K]``: by fragment id, tool name,
 source substring or file path, in the turn's first record or the one picked; for a tool the
-request did not declare, the exposure decision re-derived from the log. Apart from
+request did not declare, the exposure decision re-derived from the log; for words none of those
+match, the fragments of the events whose logged text holds them (``_by_text``). Apart from
 ``cli_audit`` (which it shares the past-turn flags with) to keep each module one command's size.
 
 Exit codes: 0 something matched; 1 nothing did; 2 our typed errors (cli.main).
@@ -15,7 +16,7 @@ import json
 import re
 import sys
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from contextfold.api import Run
@@ -27,7 +28,7 @@ from contextfold.cli_build import not_exposed_reasons, turn_record
 from contextfold.cli_files import shown_json
 from contextfold.cli_progress import fold_bar
 from contextfold.domain.errors import InvalidInputError
-from contextfold.domain.events import HistoryCompacted
+from contextfold.domain.events import ContextBuilt, HistoryCompacted, UsageObserved
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.progress import Progress
 from contextfold.projections.state import ToolGroup
@@ -194,9 +195,60 @@ def _compacted_at(run: Run, manifest: ContextManifest, query: str, pos: int) -> 
     return None
 
 
-def _nothing(manifest: ContextManifest, query: str) -> str:
-    return (f"nothing in turn {manifest.turn}'s manifest matches {query!r} (by id, tool name or source); "
-            "it was not part of the projection at that turn")
+def _nothing(manifest: ContextManifest, query: str, *, text: bool = False) -> str:
+    searched = ", nor does any logged text up to its build" if text else ""
+    return (f"nothing in turn {manifest.turn}'s manifest matches {query!r} (by id, tool name or source)"
+            f"{searched}; it was not part of the projection at that turn")
+
+
+_NOT_TEXT = frozenset({"type", "v"})
+"""An event's keys whose values are its schema's, not its text: never a match for words."""
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The string values of an event's JSON (its texts, refs, ids, arguments), its keys' names and
+    its ``type`` and version left out."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in _NOT_TEXT:
+                yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def _by_text(run: Run, manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
+    """The manifest's lines of the fragments of each event logged before ``manifest``'s build whose
+    text holds ``query`` (any case; what an artifact holds is not read), marked with the event;
+    or, for an event a compaction took, what stands in for it.
+
+    Why: the seed (9) has the manifest answer why a constraint was lost, and a person asking knows
+    its words, not its fragment id: ``why RUN --turn N "payments table"`` said "not part of the
+    projection" of a user input that was, dropped for room. Tried only when no id, tool name or
+    source matched, so those queries read as they did; a context_built record is a build, not text
+    the model was shown."""
+    needle = _fold(query)
+    lines = {line.id: line for line in (*manifest.fragments, *manifest.excluded_items)}
+    found: list[dict[str, Any]] = []
+    for rec in run.store.events.fold_events(run.run_id, upto=manifest.log_version):
+        ev = rec.event
+        if isinstance(ev, ContextBuilt | UsageObserved):
+            continue
+        if not any(needle in _fold(s) for s in _strings(ev.model_dump(mode="json"))):
+            continue
+        own = f"e{rec.position}"
+        ids = [fid for fid in lines if fid == own or fid.startswith(own + ".")]
+        matches = [m for fid in ids for m in explain(manifest, fid) if m["id"] == fid]
+        if not matches and (said := _compacted_at(run, manifest, own, rec.position)) is not None:
+            matches = [{"id": own, "verdict": "compacted", "kind": ev.type, "reason": said}]
+        found += [{**m, "matched": f"text of event {rec.position}"} for m in matches]
+    return found
 
 
 def _handle_why(args: argparse.Namespace) -> int:
@@ -224,6 +276,11 @@ def _handle_why(args: argparse.Namespace) -> int:
             with fold_bar(store, args, f"folding {args.run} to turn {args.turn}") as advance:
                 found = _not_exposed(run, manifest, args.query, advance)
         missing = "" if found else _not_found(run, manifest, args.query)
+        by_text = (missing == _nothing(manifest, args.query)
+                   and not (_FRAGMENT_ID.fullmatch(args.query) or _EVENT_REF.fullmatch(args.query)))
+        if by_text:  # words, not a name: the fragments whose logged text holds them
+            found = _by_text(run, manifest, args.query)
+            missing = "" if found else _nothing(manifest, args.query, text=True)
     if args.json:
         which = picked.as_json() if picked is not None else {"record": None, "records": 0, "rebuild": None}
         _out(shown_json(json.dumps({"turn": args.turn, "manifest": source, **which, "query": args.query,
@@ -234,10 +291,16 @@ def _handle_why(args: argparse.Namespace) -> int:
               else "the next request, previewed: the turn has no record yet" if preview
               else "manifest rebuilt from the log: the turn has no record")
     _out(f"turn {args.turn} ({origin}{which_text}, request {manifest.request_hash[:16]}):")
+    if by_text and found:
+        _out(f"  (no id, tool name or source matches {visible(args.query)!r}: the fragments whose logged "
+             "text holds it)")
     for f in found:  # sources, reasons and details are untrusted text: made visible, one line each
         f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
         if f["verdict"] == "not exposed":  # a tool the request did not declare: no size, no source
             _out(f"  NOT EXPOSED {f['id']}: {f['reason']}")
+            continue
+        if f["verdict"] == "compacted":  # found by its text: what stands in for its event
+            _out(f"  COMPACTED {f['id']} ({f['kind']}): {f['reason']}")
             continue
         source = f", {f['source_ref']}" if f.get("source_ref") else ""  # an exposed tool has none
         what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens{source})"
