@@ -234,11 +234,16 @@ def _by_text(run: Run, manifest: ContextManifest, query: str) -> list[dict[str, 
     source matched, so those queries read as they did; a context_built record is a build, not text
     the model was shown."""
     needle = _fold(query)
+    # an event whose JSON does not hold the words holds no string that does, unless JSON escapes
+    # them (a quote, a backslash, a control character): a cheap test first, of most events
+    plain = not any(c in needle for c in '"\\') and needle.isprintable()
     lines = {line.id: line for line in (*manifest.fragments, *manifest.excluded_items)}
     found: list[dict[str, Any]] = []
     for rec in run.store.events.fold_events(run.run_id, upto=manifest.log_version):
         ev = rec.event
         if isinstance(ev, ContextBuilt | UsageObserved):
+            continue
+        if plain and needle not in _fold(ev.model_dump_json()):
             continue
         if not any(needle in _fold(s) for s in _strings(ev.model_dump(mode="json"))):
             continue

@@ -81,3 +81,18 @@ def test_words_a_summary_took_name_the_summary(tmp_path: Path, capsys: pytest.Ca
     assert code == 0, out
     assert "COMPACTED e2 (user_input): e2 was compacted: summarized: e165 covers events 1-160" in out, out
     assert "KEPT    e165 (history" in out  # the summary quotes the rule
+
+
+def test_words_json_escapes_in_the_log_are_found_as_written(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """An event's JSON spells a quote or a line break as an escape: words holding one are found
+    in the text as the user wrote it, not in its JSON."""
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with open_store(store) as s:
+        run = s.run("r")
+        run.append(UserInput('Reply "LGTM" only when\nall checks pass.'), ModelResponse(text="Noted."),
+                   UserInput("go"))
+        run.build("openai-chat", window=8_000)
+    for words in ('reply "lgtm"', "when\nall checks"):
+        code, out = _cf(capsys, store, "why", "r", "--turn", "2", words)
+        assert code == 0 and "KEPT    e1 (user_input" in out, (words, out)
