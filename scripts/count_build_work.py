@@ -25,6 +25,12 @@ Modes:
   cut a text and those that do not, and prints the top functions. What a function costs in
   the interpreter, which ``cProfile`` (that slows every call) and sampling profilers (that
   miss short builds) blur.
+- ``--stages`` (Python 3.12+): bytecodes and calls (Python and C) by the build's stage, each
+  counted in the innermost stage running (``STAGES``: the builder's steps, the parts of
+  ``finish_build`` and of an OpenAI body's render and check), the rest under ``(outside the
+  stages)``. Why: the per-function table spreads a plain first build over ~480 functions, none
+  over 5%; what a structural change would have to remove is a stage's whole share, callees
+  included (a plain first build: ``make_units`` 26%, ``finish_build`` 24%, ``_select`` 11%).
 
 Workloads (``--workload``, as in ``profile_build.py``): ``A``, every turn of the first ``--runs``
 tau-bench runs at ``--budget``; ``B``, the last ``--turns`` turns of the synthetic 10,000-message
@@ -43,6 +49,7 @@ Usage:
   .venv/bin/python scripts/count_build_work.py --split plain|cut   (A's builds that cut no text, or one)
   .venv/bin/python scripts/count_build_work.py --workload B [--turns 100]
   .venv3.12/bin/python scripts/count_build_work.py --bytecodes [--split plain|cut|all]
+  .venv3.12/bin/python scripts/count_build_work.py --stages [--split plain] [--kind rebuild]
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import importlib
 import os
 import re
 import shutil
@@ -231,6 +239,82 @@ def bytecodes(args: argparse.Namespace) -> int:
     return 0
 
 
+STAGES: tuple[tuple[str, str], ...] = (
+    *(("contextfold.projections.builder", name) for name in (
+        *pb.STAGES, "tool_inputs", "BuildCtx", "_twins", "history_start_tokens", "_kept_tools",
+        "current_input_of", "request_closing_tokens")),
+    ("contextfold.projections.state", "RunState.required_and_floor"),
+    ("contextfold.projections.state", "RunState.live_timeline"),
+    *(("contextfold.projections.finish_build", name) for name in (
+        "plain_line", "_remade", "canonical_body", "_cache_key", "_request_id")),
+    ("profile_build", "render_request"),
+    *(("contextfold.projections.render.requests", name) for name in (
+        "render_openai_chat", "validate_request")),
+)
+"""(module, attribute) of what ``--stages`` counts apart: names the builder (and ``finish_build``,
+the benchmark loop's render, ``render_shared``) looks up in its module at each call, so a wrapper
+set there sees every call; a method by ``Class.name``."""
+
+
+def stages(args: argparse.Namespace) -> int:
+    """Bytecodes and calls by stage (``STAGES``) inside the builds (``sys.monitoring``)."""
+    monitoring: Any = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        print("--stages needs Python 3.12 or newer (sys.monitoring)", file=sys.stderr)
+        return 2
+    outside = "(outside the stages)"
+    stack = [outside]
+    counts: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+
+    def wrap(owner: Any, attr: str, label: str) -> None:
+        inner = getattr(owner, attr)
+
+        def staged(*a: Any, **k: Any) -> Any:
+            stack.append(label)
+            try:
+                return inner(*a, **k)
+            finally:
+                stack.pop()
+        setattr(owner, attr, staged)
+
+    for module, path in STAGES:
+        owner: Any = importlib.import_module(module)
+        *outer, attr = path.split(".")
+        for name in outer:
+            owner = getattr(owner, name)
+        wrap(owner, attr, path)
+    tool = monitoring.PROFILER_ID
+    monitoring.use_tool_id(tool, "count_build_work")
+    monitoring.register_callback(tool, monitoring.events.INSTRUCTION,
+                                 lambda code, offset: counts.update((stack[-1],)))
+    monitoring.register_callback(tool, monitoring.events.CALL,
+                                 lambda code, offset, func, arg: calls.update((stack[-1],)))
+    only = None
+    if args.split != "all":  # found in another process: the loop run here first would leave the
+        # process-wide memos (secret scans by content, token counts) warm for the counted builds
+        found = subprocess.run([sys.executable, __file__, "--print-split", *sys.argv[1:]],
+                               capture_output=True, text=True, check=True)
+        only = frozenset(map(int, found.stdout.split()))
+
+    def around(build: Callable[[], Any]) -> Any:
+        monitoring.set_events(tool, monitoring.events.INSTRUCTION | monitoring.events.CALL)
+        try:
+            return build()
+        finally:
+            monitoring.set_events(tool, 0)
+
+    n = max(drive(args, around, only), 1)
+    monitoring.free_tool_id(tool)
+    total = sum(counts.values())
+    print(f"{args.kind} builds ({args.split}): {n}; per build {total / n:,.0f} bytecodes, "
+          f"{sum(calls.values()) / n:,.0f} calls (Python and C)")
+    print(f"{'bytecodes':>9} {'share':>6} {'calls':>6}  stage (its own: a stage inside it is apart)")
+    for label, c in counts.most_common():
+        print(f"{c / n:9,.0f} {100 * c / max(total, 1):5.1f}% {calls[label] / n:6.1f}  {label}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", choices=("A", "B"), default="A",
@@ -241,6 +325,9 @@ def main() -> int:
     parser.add_argument("--kind", choices=pb.KINDS, default="first",
                         help="which build of a turn to count")
     parser.add_argument("--bytecodes", action="store_true", help="bytecodes by function (Python 3.12+)")
+    parser.add_argument("--stages", action="store_true",
+                        help="bytecodes and calls by build stage (Python 3.12+)")
+    parser.add_argument("--print-split", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--split", choices=("all", "plain", "cut"), default="all",
                         help="every build, or only those that cut a text (cut) or none (plain)")
     parser.add_argument("--first-provider", choices=("neutral", "openai-chat"), default="neutral",
@@ -248,6 +335,11 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
     gc.disable()
+    if args.print_split:  # (for --stages: the split's builds, from a process of their own)
+        print(" ".join(map(str, sorted(split_builds(args)))))
+        return 0
+    if args.stages:
+        return stages(args)
     return bytecodes(args) if args.bytecodes else instructions(args)
 
 
