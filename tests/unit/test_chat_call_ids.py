@@ -86,7 +86,8 @@ def test_a_chat_call_is_priced_its_framing_instead_of_its_two_ids() -> None:
 def test_other_providers_and_the_neutral_build_still_price_the_ids() -> None:
     """Whether Anthropic, Gemini and Responses count ids is not known from their usage (their
     tokenizers are not public, or the measured gap has other causes): they keep the dearer price,
-    and so does ``neutral``, which prices the dearest provider's framing."""
+    and so does ``neutral``, which prices ids, media and reasoning at the dearest provider's price
+    (and a call's framing and the tool prompt as OpenAI does: README, Render)."""
     for provider in ("openai-responses", "anthropic", "gemini", "neutral"):
         short, long = (_manifest(_events("gpt-4o", ids), provider).selected_tokens for ids in ("c{}", LONG))
         assert long > short, provider
