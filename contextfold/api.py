@@ -44,7 +44,7 @@ from contextfold.replay_report import ReplayReport
 from contextfold.store.event_store import VerifyReport
 from contextfold.store.fork_renewal import renew_after_fork
 from contextfold.store.head_check import StaleHeadError
-from contextfold.store.store_url import display_url
+from contextfold.store.store_url import display_url, worker_reopen_advice
 from contextfold.store_api import Store, open_store
 from contextfold.text_cache import TEXT_CACHE_CHARS
 
@@ -100,9 +100,9 @@ class Run:
 
     def __reduce__(self) -> NoReturn:
         """Refused (``HandleNotPicklableError``): the run's store is this process's."""
-        raise HandleNotPicklableError("Run", f"open the store in the worker and take the run there, "
-                                      f"contextfold.open_store({display_url(self.store.url)!r})"
-                                      f".run({self.run_id!r})")
+        raise HandleNotPicklableError("Run", worker_reopen_advice(
+            self.store.url, f"open the store in the worker and take the run there, contextfold."
+                            f"open_store({display_url(self.store.url)!r}).run({self.run_id!r})"))
 
     # ------------------------------------------------------------ projection
 

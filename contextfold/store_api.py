@@ -18,7 +18,7 @@ from contextfold.store.crypto import keyring_from
 from contextfold.store.event_store import EventStore, RunInfo
 from contextfold.store.limits import StoreLimits
 from contextfold.store.media import attach_document, attach_image, attach_media
-from contextfold.store.store_url import display_url
+from contextfold.store.store_url import display_url, worker_reopen_advice
 from contextfold.text_cache import TextCache
 
 if TYPE_CHECKING:
@@ -96,9 +96,10 @@ class Store:
 
     def __reduce__(self) -> NoReturn:
         """Refused (:class:`HandleNotPicklableError`): its connections are this process's."""
-        raise HandleNotPicklableError("Store", f"open the store in the worker from its URL, "
-                                      f"contextfold.open_store({display_url(self.url)!r}) with the same "
-                                      "cipher key and tenant, and send run ids, not handles")
+        raise HandleNotPicklableError("Store", worker_reopen_advice(
+            self.url, f"open the store in the worker from its URL, contextfold.open_store("
+                      f"{display_url(self.url)!r}) with the same cipher key and tenant, and send run "
+                      "ids, not handles"))
 
 
 def open_store(url: str | None = None, *, create_schema: bool = True,

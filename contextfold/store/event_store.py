@@ -94,7 +94,7 @@ from contextfold.store.head_check import ExpectedHead, FoldedTails, StaleHeadErr
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
 from contextfold.store.run_heads import HEADS_KEPT, RunHead, RunHeads, first_record_encoding
-from contextfold.store.store_url import store_url_from_env
+from contextfold.store.store_url import store_url_from_env, worker_reopen_advice
 from contextfold.store.tenants import bind_sqlite_tenant
 
 __all__ = [
@@ -203,8 +203,8 @@ class EventStore(RunHeads):
 
     def __reduce__(self) -> typing.NoReturn:
         """Refused: its connection pool is this process's (``HandleNotPicklableError``)."""
-        raise HandleNotPicklableError("EventStore", f"open the store in the worker from its URL, "
-                                      f"EventStore({display_url(self.url)!r})")
+        raise HandleNotPicklableError("EventStore", worker_reopen_advice(
+            self.url, f"open the store in the worker from its URL, EventStore({display_url(self.url)!r})"))
 
     # ------------------------------------------------------------ write
 

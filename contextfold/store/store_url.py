@@ -27,6 +27,7 @@ __all__ = [
     "display_url",
     "parse_store_url",
     "store_url_from_env",
+    "worker_reopen_advice",
 ]
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -110,6 +111,19 @@ def display_url(url: str) -> str:
     if parsed.password is None:  # none, or one urlparse did not see: u:pa#ss@host cut at the '#'
         return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
     return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
+
+
+def worker_reopen_advice(url: str, reopen: str) -> str:
+    """How a worker gets the store a pickled handle was refused for: ``reopen`` (the call that opens
+    it from its URL), unless the store is an in-memory SQLite one (``sqlite:///:memory:``), which
+    lives in this process only: a worker that opened that URL would get a new, empty store, so the
+    advice is a file or PostgreSQL instead."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite" and unquote(parsed.path[1:]) == ":memory:":
+        return ("an in-memory SQLite store (sqlite:///:memory:) lives in this process only, and a worker "
+                "that opened that URL would get a new, empty store: give the workers a store they can "
+                "share, a file (sqlite:///runs.db) or PostgreSQL, and send run ids, not handles")
+    return reopen
 
 
 def _host(parsed: ParseResult) -> str:

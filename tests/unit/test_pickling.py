@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import inspect
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,29 @@ def test_every_event_type_unpickles_equal_with_the_same_json() -> None:
         back = pickle.loads(pickle.dumps(event))
         assert back == event
         assert back.model_dump_json() == event.model_dump_json()
+
+
+def test_an_in_memory_store_refused_names_a_shared_store_not_reopening_its_url() -> None:
+    """``sqlite:///:memory:`` lives in this process only: reopened by URL in a worker it is a new,
+    empty store, so "open the store in the worker from its URL" would lose every run. Before, the
+    refusal gave that advice for it as for a file."""
+    import contextfold
+
+    with contextfold.open_store("sqlite:///:memory:") as store:
+        run = store.run("r")
+        for handle in (store, run, store.events):
+            with pytest.raises(errors.HandleNotPicklableError) as caught:
+                pickle.dumps(handle)
+            message = str(caught.value)
+            assert "in-memory" in message and "new, empty store" in message, message
+            assert "sqlite:///runs.db" in message and "open_store(" not in message, message
+
+
+def test_a_file_store_refused_still_says_to_reopen_it_by_url(tmp_path: Path) -> None:
+    import contextfold
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    with contextfold.open_store(url) as store:
+        with pytest.raises(errors.HandleNotPicklableError, match="open_store") as caught:
+            pickle.dumps(store.run("r"))
+        assert "in-memory" not in str(caught.value)
