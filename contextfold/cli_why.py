@@ -121,13 +121,17 @@ def _not_exposed(run: Run, manifest: ContextManifest, query: str, progress: Prog
                                        "reason": reason}]
 
 
-def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
+def _not_found(run: Run, manifest: ContextManifest, query: str) -> str | None:
+    """What to say of ``query`` that nothing in ``manifest`` matched: the position it names does not
+    exist or was logged after the build, or a compaction took it; None when there is nothing to add
+    (``why`` then looks for it as words, or says ``_nothing``). Why a value: the caller chose the text
+    search by comparing this message with ``_nothing``'s, which any rewording would have broken."""
     m = _FRAGMENT_ID.fullmatch(query) or _EVENT_REF.fullmatch(query)
     if not m:  # a call, by its id or its ref: told of as its answer's event, else its response's
         for pos in _call_positions(run, manifest, query):
             if (said := _compacted_at(run, manifest, query, pos)) is not None:
                 return said
-        return _nothing(manifest, query)
+        return None
     pos = int(m.group(1))
     if pos > (version := run.version) or pos < 1:  # not "logged after the build": never logged
         return (f"{query}: run {run.run_id!r} has no position {pos} (its log holds positions "
@@ -136,13 +140,12 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str:
     if stub and pos <= manifest.log_version:  # a stub: the event it stood for
         entry = run.state().entries.get(query)
         if entry is None:  # no such fragment was ever folded: nothing to tell of it
-            return _nothing(manifest, query)
+            return None
         pos = int(logged_as(query, entry.source_ref)[1:])
     if pos > manifest.log_version:
         return (f"{query} was logged at position {pos}, after turn {manifest.turn}'s build "
                 f"(log position {manifest.log_version}): it did not exist yet")
-    said = _compacted_at(run, manifest, query, pos)
-    return _nothing(manifest, query) if said is None else said
+    return _compacted_at(run, manifest, query, pos)
 
 
 def _call_positions(run: Run, manifest: ContextManifest, query: str) -> list[int]:
@@ -243,9 +246,12 @@ def _by_text(run: Run, manifest: ContextManifest, query: str) -> list[dict[str, 
         ev = rec.event
         if isinstance(ev, ContextBuilt | UsageObserved):
             continue
-        if plain and needle not in _fold(ev.model_dump_json()):
+        # dumped once: a hit reads its strings back from this JSON (a second dump, as a dict, cost
+        # as much again for each event holding the words)
+        dumped = ev.model_dump_json()
+        if plain and needle not in _fold(dumped):
             continue
-        if not any(needle in _fold(s) for s in _strings(ev.model_dump(mode="json"))):
+        if not any(needle in _fold(s) for s in _strings(json.loads(dumped))):
             continue
         own = f"e{rec.position}"
         ids = [fid for fid in lines if fid == own or fid.startswith(own + ".")]
@@ -280,12 +286,13 @@ def _handle_why(args: argparse.Namespace) -> int:
         if not found:  # a tool the request did not declare: the exposure decision, re-derived
             with fold_bar(store, args, f"folding {args.run} to turn {args.turn}") as advance:
                 found = _not_exposed(run, manifest, args.query, advance)
-        missing = "" if found else _not_found(run, manifest, args.query)
-        by_text = (missing == _nothing(manifest, args.query)
+        said = None if found else _not_found(run, manifest, args.query)
+        by_text = (not found and said is None
                    and not (_FRAGMENT_ID.fullmatch(args.query) or _EVENT_REF.fullmatch(args.query)))
         if by_text:  # words, not a name: the fragments whose logged text holds them
             found = _by_text(run, manifest, args.query)
-            missing = "" if found else _nothing(manifest, args.query, text=True)
+        missing = ("" if found else said if said is not None
+                   else _nothing(manifest, args.query, text=by_text))
     if args.json:
         which = picked.as_json() if picked is not None else {"record": None, "records": 0, "rebuild": None}
         _out(shown_json(json.dumps({"turn": args.turn, "manifest": source, **which, "query": args.query,

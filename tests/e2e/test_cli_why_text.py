@@ -15,6 +15,7 @@ import pytest
 from contextfold.api import open_store
 from contextfold.cli import main
 from contextfold.domain.events import ModelResponse, ToolCall, ToolResult, UserInput
+from contextfold.domain.manifest import ContextManifest
 
 RULE = "Never touch the Payments table directly."
 
@@ -96,3 +97,50 @@ def test_words_json_escapes_in_the_log_are_found_as_written(tmp_path: Path,
     for words in ('reply "lgtm"', "when\nall checks"):
         code, out = _cf(capsys, store, "why", "r", "--turn", "2", words)
         assert code == 0 and "KEPT    e1 (user_input" in out, (words, out)
+
+
+def test_nothing_found_is_a_value_not_a_message(tmp_path: Path) -> None:
+    """``why`` chose the text search by comparing ``_not_found``'s message with ``_nothing``'s:
+    a reworded message, or one naming the query differently, silently turned the search off.
+    ``_not_found`` says None when it has nothing to add (no position, no compaction)."""
+    from contextfold.cli_why import _not_found, _nothing
+
+    store = _store(tmp_path)
+    with open_store(store) as s:
+        run = s.run("r")
+        manifest = ContextManifest.model_validate(run.records(81)[0].manifest)
+        assert _not_found(run, manifest, "payments table") is None
+        assert _not_found(run, manifest, "c999") is None  # no such call: nothing to add either
+        said = _not_found(run, manifest, "e9999")  # a position the log never held: said so
+        assert said is not None and "has no position 9999" in said
+        assert said != _nothing(manifest, "e9999")
+
+
+def test_the_text_search_dumps_each_event_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_by_text`` dumped an event's JSON to test for the words, then dumped it again, as a
+    dict, on a hit: twice the serialization for each event that holds them (on a 10,000-event
+    run, every tool result that quotes a common word)."""
+    from contextfold.cli_why import _by_text
+    from contextfold.domain.event_values import FrozenModel
+    from contextfold.domain.events import _Event
+
+    store = _store(tmp_path)
+    dumps: list[str] = []
+    for name in ("model_dump", "model_dump_json"):
+        original = getattr(FrozenModel, name)
+
+        def counted(self: FrozenModel, *args: object, _original: object = original, _name: str = name,
+                    **kwargs: object) -> object:
+            if isinstance(self, _Event):
+                dumps.append(_name)
+            return _original(self, *args, **kwargs)  # type: ignore[operator]
+
+        monkeypatch.setattr(FrozenModel, name, counted)
+    with open_store(store) as s:
+        run = s.run("r")
+        manifest = ContextManifest.model_validate(run.records(81)[0].manifest)
+        dumps.clear()
+        found = _by_text(run, manifest, "output")  # every tool result holds it: 80 hits
+    assert len(found) >= 80
+    read = manifest.log_version  # every event the build folded, none a record
+    assert len(dumps) <= read, (len(dumps), read)
