@@ -213,7 +213,9 @@ def configure_show(p: argparse.ArgumentParser) -> None:
                         "is an artifact:HASH")
     p.add_argument("ref", metavar="REF",
                    help="event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS (as a summary or mask stub "
-                        "cites them), artifact:HASH, or with RUN a bare POS / A-B; with RUN, a ref may "
+                        "cites them), artifact:HASH, or with RUN a bare POS / A-B or a manifest's "
+                        "fragment id (e27: the event logged at 27; a mask's stub e32.c4: the event it "
+                        "stands for); with RUN, a ref may "
                         "name the run the log was recorded under before an import renamed it")
     p.add_argument("--out", default=None, type=nonempty("path"), metavar="FILE",
                    help="write what REF holds to FILE instead of printing it: an artifact's bytes as "

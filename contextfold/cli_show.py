@@ -13,7 +13,9 @@ import sys
 from contextfold.audit.text import visible_text
 from contextfold.cli import store_for
 from contextfold.cli_files import output_file, stdout_is_terminal, write_output_bytes
+from contextfold.domain.errors import InvalidInputError
 from contextfold.show_refs import (
+    FRAGMENT_ID,
     artifact_bytes,
     artifact_media_type,
     artifact_summary,
@@ -38,6 +40,8 @@ def _handle_show(args: argparse.Namespace) -> int:
     target = output_file(args.out) if args.out else None
     with store_for(args) as store:
         run_id = args.run if args.run is not None else ref_run(ref, store)
+        if run_id is None and FRAGMENT_ID.match(ref.strip()):  # e27 names no run of its own
+            raise InvalidInputError(f"a fragment id names an event of one run: show RUN {ref.strip()}")
         if run_id is None or ref.strip().startswith("artifact:"):  # an artifact is the store's
             data = artifact_bytes(store, ref)
             media_type = artifact_media_type(store, ref)

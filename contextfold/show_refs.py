@@ -46,8 +46,8 @@ from contextfold.store.media_duration import is_timed_media, media_duration_ms
 if TYPE_CHECKING:  # the fold and the summary's wording: imported where a ref needs them (see below)
     from contextfold.api import Run, Store
 
-__all__ = ["artifact_bytes", "artifact_line", "artifact_media_type", "artifact_summary", "artifact_text",
-           "ref_run", "show", "show_artifact"]
+__all__ = ["FRAGMENT_ID", "artifact_bytes", "artifact_line", "artifact_media_type", "artifact_summary",
+           "artifact_text", "ref_run", "show", "show_artifact"]
 
 _EVENT = re.compile(r"^event://(?P<run>.+)/(?P<pos>\d+)(?:#.*)?$")
 _RANGE = re.compile(r"^events://(?P<run>.+)/(?P<lo>\d+)-(?P<hi>\d+)$")
@@ -57,6 +57,9 @@ run id and an OpenAI call id (free-form) may both hold ``/`` and ``@``, so the s
 by what the log and store hold (:func:`_call_splits`), not by the text alone. The ref stays as
 builds wrote it (recorded requests' bytes unchanged)."""
 _ARTIFACT = re.compile(r"^artifact:(?://)?(?P<hash>[0-9a-f]{64})$")
+FRAGMENT_ID = re.compile(r"^e(?P<pos>[1-9]\d*)(?P<part>\.\S+)?$")
+"""A manifest's fragment id: ``e27`` (the event logged at 27), ``e27.c1`` (a part of it: a goal's
+contract, the stub a compaction at 27 left for an older event)."""
 
 
 def ref_run(ref: str, store: Store | None = None) -> str | None:
@@ -320,5 +323,27 @@ def show(run: Run, ref: str) -> str:
                          for rec in _range(run, lo, hi))
     if m := _CALL.match(ref):
         return _show_call(run, ref, m["body"], int(m["pos"]))
+    if m := FRAGMENT_ID.match(ref):
+        return show(run, _fragment_source(run, ref, int(m["pos"]), m["part"] is not None))
     raise InvalidInputError(
-        f"unknown ref {ref!r}: use event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS or artifact:HASH")
+        f"unknown ref {ref!r}: use event://RUN/POS, events://RUN/A-B, call://RUN/ID@POS, artifact:HASH "
+        "or a manifest's fragment id (e27)")
+
+
+def _fragment_source(run: Run, fid: str, pos: int, part: bool) -> str:
+    """The ref to show for the fragment ``fid`` (``e{pos}`` or ``e{pos}.PART``): the event logged at
+    ``pos``; for a part whose fold entry's source is an older event of this run (a mask's stub, a
+    summary's entry), that event or call, the raw content the stub stood in for.
+
+    Why: the manifest, ``audit --turn`` and ``why`` name fragments by these ids, and ``show``
+    refused them: a user had to know ``e27`` is ``event://RUN/27``, and read a stub's source off the
+    manifest's JSON to reach what the compaction hid."""
+    own = f"event://{run.run_id}/{pos}"
+    if not part or pos > run.version:  # (past the log: the event ref says so)
+        return own
+    entry = run.state().entries.get(fid)
+    source = entry.source_ref if entry is not None else ""
+    older = _EVENT.match(source) or _CALL.match(source)
+    if older is None or int(older["pos"]) >= pos:  # its own event's part (a goal's contract)
+        return own
+    return source
