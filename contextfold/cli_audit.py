@@ -73,7 +73,7 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *, record: Recor
     record_index(record, 1)  # a choice that names no record is refused before any work
     report = run.verify()
     integrity = {"ok": report.ok, "events": report.events, "first_bad_position": report.first_bad_position,
-                 "reason": report.reason}
+                 "reason": report.reason, "head": _chain_head(run, report.ok, report.events)}
     # The turn's records alone: the run's log read whole held every record's manifest (the last
     # turn of an 800-turn run: 970 MB). A recorded turn's rebuild reads the log it folds itself.
     # Read with the later records' configs, which a turn without a record is rebuilt with.
@@ -132,6 +132,22 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *, record: Recor
             "ok": not problems}, result
 
 
+def _chain_head(run: Run, ok: bool, events: int) -> str | None:
+    """The chain hash of the run's last event, when the chain is intact (``Integrity.head``)."""
+    if not ok or events < 1:
+        return None
+    last = run.store.events.read(run.run_id, after=events - 1, upto=events)
+    return last[0].hash if last else None
+
+
+def _integrity_text(ok: bool, events: int, head: str | None, bad: int | None, reason: str) -> str:
+    """The integrity line of the summary and of ``--turn``, the head whole: it is compared with
+    the one a sender handed over (``Integrity.head``)."""
+    if not ok:
+        return f"integrity: FAILED at position {bad}: {visible(reason)}"
+    return f"integrity: ok ({events} events, hash chain intact" + (f"; head {head})" if head else ")")
+
+
 def _which_record(index: int) -> str:
     return "the first" if index == 1 else f"record {index}"
 
@@ -153,8 +169,7 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
         _out(shown_json(json.dumps(data, ensure_ascii=False)))
     else:
         i = verdict["integrity"]
-        _out(f"integrity: ok ({i['events']} events, hash chain intact)" if i["ok"] else
-             f"integrity: FAILED at position {i['first_bad_position']}: {visible(i['reason'])}")
+        _out(_integrity_text(i["ok"], i["events"], i["head"], i["first_bad_position"], i["reason"]))
         c = verdict["check"]
         if c["recorded"]:
             req, conf = c["request_hash"], c["config_hash"]
@@ -211,8 +226,7 @@ def _summary_text(a: RunAudit) -> str:
     lines = [
         f"run {a.run_id}: {a.events} events, {s.turns} turns ({s.recorded_turns} recorded, "
         f"{s.rebuilt_turns} rebuilt from the log)",
-        "integrity: " + (f"ok ({i.events} events, hash chain intact)" if i.ok else
-                         f"FAILED at position {i.first_bad_position}: {visible(i.reason)}"),
+        _integrity_text(i.ok, i.events, i.head, i.first_bad_position, i.reason),
         f"prefix stability: {s.prefix_reused} of {s.prefix_compared} turns re-used the previous prefix "
         + prefix_stability_text(s.prefix_pairs)
         + (f" (changed at {', '.join(map(str, s.prefix_changed_turns[:20]))})"

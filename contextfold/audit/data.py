@@ -377,12 +377,13 @@ def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = 
     from contextfold.store.event_reads import bulk_allocation
 
     report = run.verify()
-    integrity = Integrity(ok=report.ok, events=report.events, first_bad_position=report.first_bad_position,
-                          reason=report.reason)
     # One pass over the stored events, each record's manifest read as it comes and not kept
     # (``audit.records``): a long run without compaction held every record twice, O(n^2).
     with bulk_allocation():  # (as ``Run.events()`` reads: the events hold no cycles)
         events, recorded = read_records(run.store.events.iter_events(run.run_id), slim=True)
+    head = events[-1].hash if report.ok and events and events[-1].position == report.events else None
+    integrity = Integrity(ok=report.ok, events=report.events, first_bad_position=report.first_bad_position,
+                          reason=report.reason, head=head)
     estimate_at = recorded.estimates.get
 
     def rebuild(state: RunState, cfg: BuildConfig) -> ContextManifest:

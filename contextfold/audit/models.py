@@ -39,6 +39,11 @@ class Integrity(_Frozen):
     events: int
     first_bad_position: int | None = None
     reason: str = ""
+    head: str | None = None
+    """The chain hash of the run's last event when the chain is intact (None when it is not, or the
+    run is empty): the chain holds the run's id and every event in order, so the same run id
+    imported from the same export ends at the same head and an edited one elsewhere. A sender
+    hands it over with the export; the receiver's audit shows whether it is the log they got."""
 
 
 class ProtocolRepair(_Frozen):

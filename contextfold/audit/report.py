@@ -429,7 +429,8 @@ def _older_note(audit: RunAudit, older: int) -> str:
 def render_report(audit: RunAudit) -> str:
     """The whole report as one HTML document."""
     i = audit.integrity
-    integrity = (f"log integrity: ok — {i.events} events, blake3 hash chain intact" if i.ok else
+    integrity = (f"log integrity: ok — {i.events} events, blake3 hash chain intact"
+                 + (f", head {i.head}" if i.head else "") if i.ok else
                  f"log integrity: BROKEN at position {i.first_bad_position}: {i.reason}")
     older = max(0, len(audit.turns) - DETAILED_TURNS)  # the turns before the first shown in full
     usage = usage_chart(audit.turns)
