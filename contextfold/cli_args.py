@@ -272,7 +272,10 @@ def configure_usage(p: argparse.ArgumentParser) -> None:
 
 def configure_why(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, required=True, metavar="N", help="the turn to explain")
+    p.add_argument("--turn", type=int, default=None, metavar="N",
+                   help="the turn to explain (default: every recorded turn, each turn's first record, "
+                        "turns with the same answer as one range: which requests held a call's result, "
+                        "whole, cut, dropped or compacted; ids, tool names and sources only)")
     p.add_argument("query", metavar="FRAGMENT_OR_SOURCE",
                    help="fragment id (e12), tool name, or a source_ref / file path substring; when "
                         "none matches, words the logged text holds (any case: a constraint's), "

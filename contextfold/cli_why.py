@@ -35,7 +35,7 @@ from contextfold.projections.state import ToolGroup
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
 from contextfold.rebuild_api import check_given, nearest_config, previewed, read_turn, rebuild
 
-__all__ = ["explain"]
+__all__ = ["EVENT_REF", "FRAGMENT_ID", "call_positions", "explain", "match_line"]
 
 
 def _out(text: str) -> None:
@@ -52,11 +52,11 @@ def _checked_query(query: str) -> str:
 
 
 _WHOLE_REF = re.compile(r"[a-z]+://.*\d")
-_EVENT_REF = re.compile(r"event://.+/(\d+)")
+EVENT_REF = re.compile(r"event://.+/(\d+)")
+"""A query naming one logged event by its ref: the event's own fragment is ``e{position}``."""
 _CALL_REF = re.compile(r"call://(.+)/([^/@]+)@(\d+)")
 """A query naming a call by the ref its result's fragment carries: run, call id, response position."""
-"""A query naming one logged event by its ref: the event's own fragment is ``e{position}``."""
-_FRAGMENT_ID = re.compile(r"e(\d+)(?:\.c\d+)?")
+FRAGMENT_ID = re.compile(r"e(\d+)(?:\.c\d+)?")
 """A query naming a fragment by its id: ``e{position}``, or ``e{position}.c{n}`` (a stub among them)."""
 
 
@@ -87,7 +87,7 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
     """Fragments/tools of ``manifest`` matching ``query`` (id, tool name, or source_ref/path substring)."""
     _checked_query(query)
     found: list[dict[str, Any]] = []
-    event = _EVENT_REF.fullmatch(query)
+    event = EVENT_REF.fullmatch(query)
     ids = {query, f"e{event.group(1)}"} if event else {query}
     exact = [f for f in manifest.fragments if f.id in ids]
     exact_x = [e for e in manifest.excluded_items if e.id in ids]
@@ -126,9 +126,9 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str | None:
     exist or was logged after the build, or a compaction took it; None when there is nothing to add
     (``why`` then looks for it as words, or says ``_nothing``). Why a value: the caller chose the text
     search by comparing this message with ``_nothing``'s, which any rewording would have broken."""
-    m = _FRAGMENT_ID.fullmatch(query) or _EVENT_REF.fullmatch(query)
+    m = FRAGMENT_ID.fullmatch(query) or EVENT_REF.fullmatch(query)
     if not m:  # a call, by its id or its ref: told of as its answer's event, else its response's
-        for pos in _call_positions(run, manifest, query):
+        for pos in call_positions(run, manifest, query):
             if (said := _compacted_at(run, manifest, query, pos)) is not None:
                 return said
         return None
@@ -136,7 +136,7 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str | None:
     if pos > (version := run.version) or pos < 1:  # not "logged after the build": never logged
         return (f"{query}: run {run.run_id!r} has no position {pos} (its log holds positions "
                 f"1..{version}); nothing in turn {manifest.turn}'s manifest matches it")
-    stub = m.re is _FRAGMENT_ID and "." in query
+    stub = m.re is FRAGMENT_ID and "." in query
     if stub and pos <= manifest.log_version:  # a stub: the event it stood for
         entry = run.state().entries.get(query)
         if entry is None:  # no such fragment was ever folded: nothing to tell of it
@@ -148,7 +148,7 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str | None:
     return _compacted_at(run, manifest, query, pos)
 
 
-def _call_positions(run: Run, manifest: ContextManifest, query: str) -> list[int]:
+def call_positions(run: Run, manifest: ContextManifest, query: str) -> list[int]:
     """The log positions of the call ``query`` names (``call://RUN/ID@POS`` or a bare id), as of
     ``manifest``'s build: its answers', then its response's; none for no call of the run.
 
@@ -262,8 +262,29 @@ def _by_text(run: Run, manifest: ContextManifest, query: str) -> list[dict[str, 
     return found
 
 
+def match_line(f: dict[str, Any]) -> str:
+    """One match as a line (sources, reasons and details are untrusted text: made visible)."""
+    f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
+    if f["verdict"] == "not exposed":  # a tool the request did not declare: no size, no source
+        return f"NOT EXPOSED {f['id']}: {f['reason']}"
+    if f["verdict"] == "compacted":  # found by its text: what stands in for its event
+        return f"COMPACTED {f['id']} ({f['kind']}): {f['reason']}"
+    source = f", {f['source_ref']}" if f.get("source_ref") else ""  # an exposed tool has none
+    what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens{source})"
+    if f["verdict"] == "kept":
+        flag = ", truncated" if f.get("truncated") else ""
+        return f"KEPT    {what}{flag}: {f['reason']}"
+    by = f" -> replaced by {f['replaced_by']}" if f["replaced_by"] else ""
+    detail = f" ({f['detail']})" if f["detail"] else ""
+    return f"DROPPED {what}: {f['reason']}{by}{detail}"
+
+
 def _handle_why(args: argparse.Namespace) -> int:
     _checked_query(args.query)  # before the store is opened or a turn rebuilt
+    if args.turn is None:
+        from contextfold.cli_why_turns import why_every_turn
+
+        return why_every_turn(args)
     given = given_config(args)  # an invalid value (--window -5) is refused whichever the turn
     with store_for(args) as store:
         run = store.run(args.run)
@@ -288,7 +309,7 @@ def _handle_why(args: argparse.Namespace) -> int:
                 found = _not_exposed(run, manifest, args.query, advance)
         said = None if found else _not_found(run, manifest, args.query)
         by_text = (not found and said is None
-                   and not (_FRAGMENT_ID.fullmatch(args.query) or _EVENT_REF.fullmatch(args.query)))
+                   and not (FRAGMENT_ID.fullmatch(args.query) or EVENT_REF.fullmatch(args.query)))
         if by_text:  # words, not a name: the fragments whose logged text holds them
             found = _by_text(run, manifest, args.query)
         missing = ("" if found else said if said is not None
@@ -306,23 +327,8 @@ def _handle_why(args: argparse.Namespace) -> int:
     if by_text and found:
         _out(f"  (no id, tool name or source matches {visible(args.query)!r}: the fragments whose logged "
              "text holds it)")
-    for f in found:  # sources, reasons and details are untrusted text: made visible, one line each
-        f = {k: visible(v) if isinstance(v, str) else v for k, v in f.items()}
-        if f["verdict"] == "not exposed":  # a tool the request did not declare: no size, no source
-            _out(f"  NOT EXPOSED {f['id']}: {f['reason']}")
-            continue
-        if f["verdict"] == "compacted":  # found by its text: what stands in for its event
-            _out(f"  COMPACTED {f['id']} ({f['kind']}): {f['reason']}")
-            continue
-        source = f", {f['source_ref']}" if f.get("source_ref") else ""  # an exposed tool has none
-        what = f"{f['id']} ({f['kind']}, {f['tokens']} tokens{source})"
-        if f["verdict"] == "kept":
-            flag = ", truncated" if f.get("truncated") else ""
-            _out(f"  KEPT    {what}{flag}: {f['reason']}")
-        else:
-            by = f" -> replaced by {f['replaced_by']}" if f["replaced_by"] else ""
-            detail = f" ({f['detail']})" if f["detail"] else ""
-            _out(f"  DROPPED {what}: {f['reason']}{by}{detail}")
+    for f in found:
+        _out(f"  {match_line(f)}")
     if missing:
         _out(f"  {visible(missing)}")
         return 1
