@@ -178,8 +178,8 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
                  f"{'matches' if same else 'DOES NOT MATCH'} the recorded {req['recorded'][:16]}"
                  + (f" ({_which_record(c['record'])} of the turn's {c['records']} records: --record "
                     "picks another)" if c["records"] > 1 else ""))
-            _out(f"builder config: {'unchanged' if conf['recorded'] == conf['rebuilt'] else 'CHANGED'}"
-                 f" ({conf['rebuilt'][:16]})")
+            same = "unchanged since the record" if conf["recorded"] == conf["rebuilt"] else "CHANGED"
+            _out(f"builder config: {same} ({conf['rebuilt'][:16]})")
         else:
             _out(c["note"])
         for p in verdict["problems"]:
@@ -220,6 +220,27 @@ def _effects_text(a: RunAudit) -> list[str]:
         [f"  (+{more} older: audit --json lists every one)"] if more > 0 else [])
 
 
+CONFIG_TURNS_SHOWN = 10
+
+
+def _config_text(a: RunAudit) -> str:
+    """The turns whose settings differ from the turn before's, each with the settings' names (a
+    hand-off's provider, a new window), and the diff that shows how; ``audit --turn N``'s
+    "builder config" is another check (its record against this builder)."""
+    changed = [t for t in a.turns if t.config_changed]
+    if not changed:
+        return "builder config: unchanged from turn to turn"
+    names = [", ".join((t.diff or {}).get("config_changed", {})) or "its hashing" for t in changed]
+    first = changed[0].turn
+    before = max((t.turn for t in a.turns if t.turn < first), default=first - 1)
+    how = f"diff {a.run_id} {before} {first} shows how"
+    if len(changed) == 1:
+        return f"builder config: changed from the turn before at turn {first} ({names[0]}; {how})"
+    shown = ", ".join(f"{t.turn} ({n})" for t, n in zip(changed[:CONFIG_TURNS_SHOWN], names, strict=False))
+    more = f" and {len(changed) - CONFIG_TURNS_SHOWN} more" if len(changed) > CONFIG_TURNS_SHOWN else ""
+    return f"builder config: changed from the turn before at turns {shown}{more}; {how}"
+
+
 def _summary_text(a: RunAudit) -> str:
     s = a.summary
     i = a.integrity
@@ -236,8 +257,7 @@ def _summary_text(a: RunAudit) -> str:
         *_unbuilt_text(a),
         f"protocol repairs: {s.repairs}; compactions: {s.compactions}",
         *_effects_text(a),
-        "builder config: " + ("unchanged" if not s.config_changed_turns else
-                              f"changed at turns {', '.join(map(str, s.config_changed_turns))}"),
+        _config_text(a),
         f"usage: {s.usage_turns} turns observed; latest correction "
         f"{s.latest_correction if s.latest_correction is not None else 'none yet'}",
         "largest fragments: " + ", ".join(f"{f['id']} ({f['kind']}, {f['tokens']})"
