@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import deque
 from typing import Any
 
 from contextfold.api import Run
@@ -136,7 +137,10 @@ def _chain_head(run: Run, ok: bool, events: int) -> str | None:
     """The chain hash of the run's last event, when the chain is intact (``Integrity.head``)."""
     if not ok or events < 1:
         return None
-    last = run.store.events.read(run.run_id, after=events - 1, upto=events)
+    # read as a fold reads the log (records slim): ``read`` decoded the last record's manifest
+    # whole, a second record besides the turn's (a long run's is megabytes). The store has no
+    # read of the head alone; ``VerifyReport`` carrying it would save this pass.
+    last = deque(run.store.events.fold_events(run.run_id, upto=events), maxlen=1)
     return last[0].hash if last else None
 
 
