@@ -22,6 +22,7 @@ from contextfold.domain.checked import Integer
 from contextfold.domain.items import Items
 
 __all__ = [
+    "HOSTED_RESPONSES_ITEMS",
     "ITEM_KIND_ERROR",
     "REASONING_ADAPTER",
     "TAKEN_BACK",
@@ -95,9 +96,24 @@ class AnthropicReasoning(_Frozen):
         return _typed(items, _ANTHROPIC_REASONING, "anthropic")
 
 
+HOSTED_RESPONSES_ITEMS = frozenset({
+    "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
+    "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response"})
+"""The output items of the tools OpenAI runs itself (hosted tools: web and file search, code
+interpreter, image generation, remote MCP servers), kept verbatim among a response's
+:class:`OpenAIResponsesReasoning` items. Why there: like a reasoning item, such an item is the
+provider's own record (its ``ws_``/``ci_``/``mcp_`` id means nothing elsewhere), it is sent back as
+it came and where it stood (the API refuses a ``web_search_call`` without the reasoning item before
+it, and the reverse), it is no call the runtime runs or answers (no ``call_id``, no output item:
+its result is in it), and another provider can read none of it. Each kind is an input item of the
+SDK's ``ResponseInputItemParam``, with the fields of its output item."""
+_RESPONSES_ITEMS = HOSTED_RESPONSES_ITEMS | {"reasoning"}
+
+
 class OpenAIResponsesReasoning(_Frozen):
-    """OpenAI Responses ``reasoning`` items (id, summary, ``encrypted_content`` when present):
-    they go back as input items before the ``function_call`` items of their response."""
+    """OpenAI Responses ``reasoning`` items (id, summary, ``encrypted_content`` when present), and
+    the items of its hosted tools (:data:`HOSTED_RESPONSES_ITEMS`), in the response's order: they
+    go back as input items, verbatim, before the ``function_call`` items of their response."""
 
     provider: Literal["openai-responses"] = "openai-responses"
     items: Items[ReasoningItem] = Field(min_length=1)
@@ -105,7 +121,8 @@ class OpenAIResponsesReasoning(_Frozen):
     @field_validator("items")
     @classmethod
     def _items(cls, items: tuple[ReasoningItem, ...]) -> tuple[ReasoningItem, ...]:
-        return _typed(items, frozenset({"reasoning"}), "openai-responses")
+        return _typed(items, _RESPONSES_ITEMS, "openai-responses")
+
 
 
 class GeminiSignature(_Frozen):

@@ -26,6 +26,13 @@ Mapping:
   message after a call starts a new response.
 - ``additional_tools`` (developer-provided tools mid-conversation) ->
   :class:`ToolsRegistered` of its function tools, read as the body's.
+- hosted tools' items (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+  ``image_generation_call``, ``mcp_call``, ``mcp_list_tools``, ``mcp_approval_request`` and
+  ``mcp_approval_response``: :data:`~contextfold.domain.reasoning.HOSTED_RESPONSES_ITEMS`) are
+  output the provider made and ran itself: kept verbatim, in order, among the
+  :class:`OpenAIResponsesReasoning` items of the response they are part of (one after the
+  response's calls opens the next response, as a message does). They are no tool call: nothing
+  for the runtime to run or answer, and no pairing.
 - ``reasoning`` items are kept verbatim as the :class:`OpenAIResponsesReasoning` of
   the response they open (a reasoning item after that response's calls opens the
   next one); the API wants them back before the calls they led to. A reasoning
@@ -53,6 +60,7 @@ from contextfold.domain.events import (
     ToolsRegistered,
     UserInput,
 )
+from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS
 from contextfold.importers._common import (
     RunBuilder,
     build,
@@ -146,6 +154,11 @@ class _Turn:
                            for raw, p in self.pending]
         self.pending = []
 
+    def hosted(self, item: dict[str, Any], path: JsonPath) -> None:
+        """A hosted tool's item at ``path`` joins the turn where it stands, verbatim."""
+        self.starts(path)
+        self.reasoning.append(build(ReasoningItem, path, before_call=len(self.calls), raw=item))
+
     def flush(self, run: RunBuilder, *, keep_pending: bool = False) -> None:
         if self.path is not None:
             extra = ({"reasoning": build(OpenAIResponsesReasoning, self.path, items=tuple(self.reasoning))}
@@ -222,6 +235,10 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
                 raise Bad((*p, "tools"), "expected 'tools' to be an array")
             specs = responses_tools(tools, (*p, "tools"))
             run.add(build(ToolsRegistered, p, tools=tuple(specs)), p)
+        elif kind in HOSTED_RESPONSES_ITEMS:
+            if turn.calls:  # after the calls (and their outputs): the next response's
+                turn.flush(run, keep_pending=True)
+            turn.hosted(item, p)
         elif kind == "reasoning":
             turn.pending.append((item, p))
         elif kind == "item_reference":

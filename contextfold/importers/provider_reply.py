@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 
 from contextfold.domain.errors import ImportFormatError, InvalidInputError
 from contextfold.domain.events import AnyEvent, GeminiReasoning, ModelResponse, ToolCall, ToolResult
-from contextfold.domain.reasoning import reasoning_refusals
+from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS, reasoning_refusals
 from contextfold.importers import anthropic, gemini, openai_chat, openai_responses
 from contextfold.importers._common import get_list, get_obj, opt_str, require_obj
 from contextfold.importers._json import Bad, JsonPath
@@ -219,9 +219,12 @@ def _plain(value: Any) -> Any:
     order of the JSON it was read from, and a server tool's result is kept as its JSON text
     (Anthropic's web search results, OpenAI's tool search output): the REST JSON and the SDK
     object of one response read to different results. A call's arguments (:data:`_FREE`) keep
-    the model's order."""
+    the model's order; a hosted tool's item (a ``web_search_call``'s ``action``) is the SDK's
+    own, its unset fields dropped as anywhere else."""
     if isinstance(value, Mapping):
-        return {str(k): value[k] if k in _FREE else _plain(value[k])
+        kind = value.get("type")
+        free = frozenset() if isinstance(kind, str) and kind in HOSTED_RESPONSES_ITEMS else _FREE
+        return {str(k): value[k] if k in free else _plain(value[k])
                 for k in sorted(value, key=str) if value[k] is not None}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]

@@ -45,6 +45,7 @@ and the fragment's manifest line says so (:func:`refused_note`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import assert_never
 
@@ -55,11 +56,11 @@ from contextfold.domain.events import (
     OpenAIResponsesReasoning,
     Reasoning,
 )
-from contextfold.domain.reasoning import ReasoningRefusal
+from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS, ReasoningRefusal
 from contextfold.projections.model_family import not_a_reasoning_model
 
 __all__ = ["GEMINI_SIGNATURE_SHARE", "NEUTRAL", "left_out_note", "reasoning_note", "reasoning_sent",
-           "reasoning_tokens", "refused_note", "with_refused"]
+           "reasoning_tokens", "refused_note", "sent_part", "unsent_tokens", "with_refused"]
 
 NEUTRAL = "neutral"
 """The build ``provider`` of the provider-neutral conversation: it carries every reasoning."""
@@ -83,12 +84,37 @@ checks each figure."""
 
 
 def reasoning_sent(reasoning: Reasoning, provider: str, model: str | None = None) -> bool:
-    """Whether a build for ``provider`` and the request's ``model`` sends ``reasoning``: to its
-    own provider (and in the neutral conversation) only, unless ``model`` is certainly not a
-    reasoning model (module docstring)."""
+    """Whether a build for ``provider`` and the request's ``model`` sends ``reasoning`` whole: to
+    its own provider (and in the neutral conversation) only, unless ``model`` is certainly not a
+    reasoning model (module docstring; then its hosted tools' items alone go: :func:`sent_part`)."""
     if provider == NEUTRAL:
         return True
     return provider == reasoning.provider and not not_a_reasoning_model(model)
+
+
+def sent_part(reasoning: Reasoning, provider: str, model: str | None = None) -> Reasoning | None:
+    """What a build for ``provider`` and ``model`` sends of ``reasoning``: all of it
+    (:func:`reasoning_sent`), nothing (another provider's), or, to its own provider for a model
+    that does not reason, the items of its hosted tools without the reasoning items
+    (``HOSTED_RESPONSES_ITEMS``). Why: gpt-4.1 and gpt-4o run web search and code interpreter,
+    and OpenAI refuses reasoning items for them, not the tools' items; left out with the reasoning,
+    the code the model ran and what it printed were gone from its next request."""
+    if reasoning_sent(reasoning, provider, model):
+        return reasoning
+    if provider != reasoning.provider or not isinstance(reasoning, OpenAIResponsesReasoning):
+        return None
+    hosted = tuple(item for item in reasoning.items if item.raw.get("type") in HOSTED_RESPONSES_ITEMS)
+    return reasoning.model_copy(update={"items": hosted}) if hosted else None
+
+
+def unsent_tokens(reasoning: Reasoning, provider: str, model: str | None,
+                  count: Callable[[str], int]) -> int:
+    """The tokens of ``reasoning`` a build for ``provider`` and ``model`` does not send (priced in
+    the fold, taken out again where they are not sent)."""
+    sent = sent_part(reasoning, provider, model)
+    if sent is reasoning:
+        return 0
+    return reasoning_tokens(reasoning, count) - (0 if sent is None else reasoning_tokens(sent, count))
 
 
 def reasoning_tokens(reasoning: Reasoning, count: Callable[[str], int]) -> int:
@@ -113,8 +139,9 @@ def _pieces(reasoning: Reasoning) -> str:
             n = len(reasoning.items)
             return f"{n} thinking block{'s' if n != 1 else ''}"
         case OpenAIResponsesReasoning():
-            n = len(reasoning.items)
-            return f"{n} reasoning item{'s' if n != 1 else ''}"
+            kinds = Counter(str(item.raw.get("type")) for item in reasoning.items)
+            return ", ".join(f"{n} reasoning item{'s' if n != 1 else ''}" if kind == "reasoning"
+                             else f"{n} {kind} item{'s' if n != 1 else ''}" for kind, n in kinds.items())
         case GeminiReasoning():
             n = len(reasoning.signatures)
             return f"{n} thought signature{'s' if n != 1 else ''}"
@@ -122,14 +149,25 @@ def _pieces(reasoning: Reasoning) -> str:
             assert_never(reasoning)
 
 
-def reasoning_note(reasoning: Reasoning, provider: str, tokens: int, model: str | None = None) -> str:
+def reasoning_note(reasoning: Reasoning, provider: str, tokens: int, model: str | None = None,
+                   count: Callable[[str], int] | None = None) -> str:
     """The manifest's word on a fragment's reasoning: sent (and its tokens, counted in the line's),
-    or left out because another provider made it or the request's ``model`` does not reason."""
+    or left out because another provider made it or the request's ``model`` does not reason (then
+    its hosted tools' items are sent, and said so: ``count`` prices them)."""
     if reasoning_sent(reasoning, provider, model):
         return f"{reasoning.provider} reasoning sent verbatim: {_pieces(reasoning)}, {tokens} tokens"
     if provider == reasoning.provider:
+        sent = sent_part(reasoning, provider, model)
+        kept = ""
+        if sent is not None and isinstance(reasoning, OpenAIResponsesReasoning):
+            gone = reasoning.model_copy(update={"items": tuple(
+                i for i in reasoning.items if i.raw.get("type") not in HOSTED_RESPONSES_ITEMS)})
+            sent_tokens = reasoning_tokens(sent, count) if count is not None else 0
+            kept = f"; sent verbatim: {_pieces(sent)}, {sent_tokens} tokens"
+            reasoning, tokens = gone, tokens - sent_tokens
         return (f"{reasoning.provider} reasoning not sent: {_pieces(reasoning)} ({tokens} tokens): "
-                "the request's model is not a reasoning model, and the provider refuses reasoning for it")
+                "the request's model is not a reasoning model, and the provider refuses reasoning for it"
+                + kept)
     return (f"{reasoning.provider} reasoning not sent: {_pieces(reasoning)} ({tokens} tokens) "
             f"that only {reasoning.provider} can read")
 

@@ -21,7 +21,7 @@ from contextfold.projections.entries import FragmentEntry, FragmentFields, reaso
 from contextfold.projections.fragment_facts import BuildCtx, Facts
 from contextfold.projections.media_plan import priced_as_sent
 from contextfold.projections.media_repeats import priced_as_repeats
-from contextfold.projections.reasoning import reasoning_note, reasoning_sent, reasoning_tokens, with_refused
+from contextfold.projections.reasoning import reasoning_note, reasoning_tokens, unsent_tokens, with_refused
 from contextfold.projections.stale_reads import stale_reason
 from contextfold.projections.state import SummaryItem, freshness_at
 from contextfold.projections.timeline_units import ranked_position
@@ -80,9 +80,9 @@ def _unsent(ctx: BuildCtx, facts: Facts, f: ContextFragment | FragmentEntry) -> 
     reasoning = reasoning_of(f)
     if reasoning is None:
         return 0
-    if reasoning_sent(reasoning, ctx.config.provider, ctx.model) and not facts.not_offered:
-        return 0
-    return reasoning_tokens(reasoning, ctx.count)
+    if facts.not_offered:
+        return reasoning_tokens(reasoning, ctx.count)
+    return unsent_tokens(reasoning, ctx.config.provider, ctx.model, ctx.count)
 
 
 def plain_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None
@@ -126,7 +126,8 @@ def _reasoning_note(ctx: BuildCtx, facts: Facts, f: ContextFragment | FragmentEn
     if facts.not_offered:
         return with_refused(f"{reasoning.provider} reasoning not sent: {tokens} tokens of it beside calls "
                             "shown as a runtime note (no assistant turn to carry it)", refused)
-    return with_refused(reasoning_note(reasoning, ctx.config.provider, tokens, ctx.model), refused)
+    return with_refused(reasoning_note(reasoning, ctx.config.provider, tokens, ctx.model, ctx.count),
+                        refused)
 
 
 def selected_line(ctx: BuildCtx, facts: Facts, layer_no: int, current_input: str | None,

@@ -34,7 +34,7 @@ from contextfold.projections.framing import (
     truncated_extra_tokens,
 )
 from contextfold.projections.media_plan import FragmentMedia, plan_fragment
-from contextfold.projections.reasoning import reasoning_sent, reasoning_tokens
+from contextfold.projections.reasoning import unsent_tokens
 from contextfold.projections.redact import Redacted
 from contextfold.projections.state import RunState
 
@@ -144,8 +144,8 @@ def view_facts(state: RunState, view: ContextFragment | FragmentEntry, hit: Hit 
         text_tokens = 0
     if state.reasoning_seen:  # priced in the fold: left out again where it is not sent
         reasoning = reasoning_of(view)
-        if reasoning is not None and not reasoning_sent(reasoning, provider, model):
-            text_tokens -= reasoning_tokens(reasoning, count)
+        if reasoning is not None:
+            text_tokens -= unsent_tokens(reasoning, provider, model, count)
     folded = state.entries[view.id].framing  # a view keeps its fragment's kind, trust and source
     overhead = folded if folded is not None else framing_tokens(view.kind, view.trust, view.source_ref, count,
                                                                 answer_frame(view), block=not alone)

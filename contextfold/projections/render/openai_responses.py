@@ -17,7 +17,8 @@ Decisions:
   ``function_call`` item per call; the results are ``function_call_output``
   items by ``call_id`` in call order. Unlike Chat Completions, outputs may
   carry images and files, so media a tool returned stays in its own output.
-- A turn's ``reasoning`` items (id, summary, ``encrypted_content``), when OpenAI Responses made
+- A turn's ``reasoning`` items (id, summary, ``encrypted_content``) and its hosted tools' items
+  (``web_search_call``, ``code_interpreter_call``, ``mcp_call``...), when OpenAI Responses made
   it, go back verbatim before its message and ``function_call`` items (before the call they
   preceded); another provider's reasoning is not sent, nor any to a model that is certainly not a
   reasoning model (``projections.reasoning``).
@@ -42,8 +43,9 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import OpenAIResponsesReasoning
+from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS
 from contextfold.projections.media_limits import RESPONSES_FILES_ONLY, file_ref
-from contextfold.projections.reasoning import reasoning_sent
+from contextfold.projections.reasoning import sent_part
 from contextfold.projections.render._shared import (
     OPENAI_RESPONSES_FILE_TYPES,
     data_url,
@@ -134,17 +136,18 @@ def _output(result: ToolResultPart) -> str | list[dict[str, Any]]:
 
 
 def _assistant_items(message: AssistantMessage, model: str | None) -> list[dict[str, Any]]:
-    """The turn's reasoning items (its own, verbatim: another provider's is not sent, nor any to
-    a ``model`` that does not reason), its message and its calls, as the API returned them:
-    reasoning before what it led to."""
+    """The turn's reasoning and hosted tools' items (its own, verbatim: another provider's are not
+    sent, nor reasoning items to a ``model`` that does not reason), its message and its calls, as
+    the API returned them: reasoning before what it led to. A turn of hosted items and no text
+    (an image generation) sends no empty message."""
     reasoning = message.reasoning
     calls = len(message.tool_calls)
-    if isinstance(reasoning, OpenAIResponsesReasoning) and reasoning_sent(reasoning, PROVIDER, model):
-        placed = reasoning_between(reasoning.items, calls)
-    else:
-        placed = [[] for _ in range(calls + 1)]
+    sent = sent_part(reasoning, PROVIDER, model) if isinstance(reasoning, OpenAIResponsesReasoning) else None
+    placed = (reasoning_between(sent.items, calls) if isinstance(sent, OpenAIResponsesReasoning)
+              else [[] for _ in range(calls + 1)])
     items = list(placed[0])
-    if message.text or not message.tool_calls:
+    hosted_alone = not message.tool_calls and any(i["type"] in HOSTED_RESPONSES_ITEMS for i in items)
+    if message.text or not (message.tool_calls or hosted_alone):  # a hosted tool's item is a turn
         items.append({"type": "message", "role": "assistant", "content": message.text})
     for n, call in enumerate(message.tool_calls):
         if n:
