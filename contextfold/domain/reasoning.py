@@ -22,6 +22,7 @@ from contextfold.domain.checked import Integer
 from contextfold.domain.items import Items
 
 __all__ = [
+    "ANTHROPIC_SERVER_BLOCKS",
     "HOSTED_RESPONSES_ITEMS",
     "ITEM_KIND_ERROR",
     "REASONING_ADAPTER",
@@ -58,6 +59,18 @@ class ReasoningItem(_Frozen):
     raw: dict[str, Any]
 
 
+ANTHROPIC_SERVER_BLOCKS = frozenset({
+    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result"})
+"""The blocks of the tools Anthropic runs itself (server tools: web search and fetch, code
+execution, tool search), kept verbatim among a response's :class:`AnthropicReasoning` blocks, as
+:data:`HOSTED_RESPONSES_ITEMS` are OpenAI's. Why there: the API pairs a ``server_tool_use`` with
+its ``*_tool_result`` inside the same assistant turn (never a ``tool_result`` the client sends),
+runs one left without its result (a ``pause_turn``, or a turn that also called a client tool)
+when the turn is sent back, and takes both back as they came; no other provider can read them.
+Each is a block of the SDK's ``ContentBlockParam`` with the fields of its response block. (The
+beta MCP connector's ``mcp_tool_use``/``mcp_tool_result`` are not: the requests rendered are the
+SDK's non-beta ``MessageCreateParams``, which has no such block.)"""
 _ANTHROPIC_REASONING = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -82,7 +95,8 @@ def _typed(items: tuple[ReasoningItem, ...], types: frozenset[str], provider: st
 
 
 class AnthropicReasoning(_Frozen):
-    """Anthropic ``thinking`` (with ``signature``) and ``redacted_thinking`` (with ``data``) blocks.
+    """Anthropic ``thinking`` (with ``signature``) and ``redacted_thinking`` (with ``data``) blocks,
+    and the blocks of its server tools (:data:`ANTHROPIC_SERVER_BLOCKS`), in the response's order.
 
     With extended thinking on, the blocks of the assistant turn that made the tool calls must be
     sent back unchanged, before its ``tool_use`` blocks, in the following request."""
@@ -93,7 +107,7 @@ class AnthropicReasoning(_Frozen):
     @field_validator("items")
     @classmethod
     def _blocks(cls, items: tuple[ReasoningItem, ...]) -> tuple[ReasoningItem, ...]:
-        return _typed(items, _ANTHROPIC_REASONING, "anthropic")
+        return _typed(items, _ANTHROPIC_REASONING | ANTHROPIC_SERVER_BLOCKS, "anthropic")
 
 
 HOSTED_RESPONSES_ITEMS = frozenset({

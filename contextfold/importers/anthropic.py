@@ -15,17 +15,20 @@ Mapping:
   their compact JSON in the text so nothing is lost). Other blocks -> one
   :class:`UserInput` per run of consecutive non-result blocks, in order.
 - assistant message -> one :class:`ModelResponse`: text blocks (joined with
-  newlines), ``tool_use`` as tool calls. Server-side tools (``server_tool_use``
-  and ``mcp_tool_use``) are tool calls too, and their ``*_tool_result`` /
-  ``mcp_tool_result`` blocks in the same message become :class:`ToolResult`
-  events right after the response, so ids and pairing survive (content is the
-  result's compact JSON; ``return_code`` becomes ``exit_code``). ``thinking``
-  and ``redacted_thinking`` blocks are kept verbatim as the response's
-  :class:`AnthropicReasoning` (each with the number of calls before it): with
-  extended thinking on, Anthropic needs them back unchanged in the next request
-  of a tool-use loop. A ``compaction`` block (the server's summary of what precedes it) ->
-  :class:`HistoryCompacted` over the messages before it (see :func:`_compaction`), never the
-  reply's words.
+  newlines), ``tool_use`` as tool calls. ``thinking`` and ``redacted_thinking``
+  blocks, and the blocks of Anthropic's server tools (``server_tool_use`` and its
+  ``web_search_tool_result``, ``code_execution_tool_result``...:
+  :data:`~contextfold.domain.reasoning.ANTHROPIC_SERVER_BLOCKS`), are kept verbatim, in
+  order, as the response's :class:`AnthropicReasoning` (each with the number of calls
+  before it): Anthropic needs them back unchanged in the next request (thinking in a
+  tool-use loop; a server call and its result in the turn that made them, or a server
+  call without its result, which it runs when the turn is sent back). A server tool's
+  use is no call for the runtime to run or answer, and no other provider reads it. The
+  beta MCP connector's ``mcp_tool_use`` is a tool call, and its ``mcp_tool_result`` in
+  the same message a :class:`ToolResult` right after the response (content: the result's
+  compact JSON; ``return_code`` becomes ``exit_code``). A ``compaction`` block (the server's
+  summary of what precedes it) -> :class:`HistoryCompacted` over the messages before it (see
+  :func:`_compaction`), never the reply's words.
 
 Media: URL sources stay URLs; ``base64`` sources become ``data:`` URLs (see
 :func:`~contextfold.importers._common.media_block`); ``file`` sources become
@@ -53,6 +56,7 @@ from contextfold.domain.events import (
     ToolSpec,
     UserInput,
 )
+from contextfold.domain.reasoning import ANTHROPIC_SERVER_BLOCKS
 from contextfold.importers._common import (
     RunBuilder,
     build,
@@ -147,6 +151,8 @@ def _server_result(block: dict[str, Any], path: JsonPath) -> ToolResult:
                  exit_code=exit_code)
 
 
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
 COMPACTION_SUMMARIZER = "anthropic"
 """The ``summarizer`` an imported ``compaction`` block's ``HistoryCompacted`` names."""
 
@@ -180,7 +186,7 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder, first: int)
         raise Bad((*path, "content"), "expected 'content' to be a string or an array of blocks")
     texts: list[str] = []
     calls: list[ToolCall] = []
-    thinking: list[ReasoningItem] = []
+    verbatim: list[ReasoningItem] = []  # thinking and server tool blocks, in order
     server_results: list[tuple[ToolResult, JsonPath]] = []
     for j, raw in enumerate(content):
         bp = (*path, "content", j)
@@ -188,22 +194,22 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder, first: int)
         kind = get_str(block, "type", bp)
         if kind == "text":
             texts.append(get_str(block, "text", bp))
-        elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        elif kind in ANTHROPIC_SERVER_BLOCKS or kind in _THINKING:
+            verbatim.append(build(ReasoningItem, bp, before_call=len(calls), raw=block))
+        elif kind in ("tool_use", "mcp_tool_use"):
             args = block.get("input", {})
             calls.append(build(ToolCall, bp, call_id=get_str(block, "id", bp),
                                name=get_str(block, "name", bp),
                                arguments=args if isinstance(args, str) else spelled_json(args)))
-        elif kind.endswith("_tool_result") or kind == "mcp_tool_result":
+        elif kind == "mcp_tool_result":
             server_results.append((_server_result(block, bp), bp))
-        elif kind in ("thinking", "redacted_thinking"):
-            thinking.append(build(ReasoningItem, bp, before_call=len(calls), raw=block))
         elif kind == "compaction":
             summary = block.get("content")
             if isinstance(summary, str) and summary.strip():
                 _compaction(summary, first, bp, run)
         else:
             raise Bad((*bp, "type"), f"unsupported assistant content block {kind!r}")
-    reasoning = build(AnthropicReasoning, path, items=tuple(thinking)) if thinking else None
+    reasoning = build(AnthropicReasoning, path, items=tuple(verbatim)) if verbatim else None
     run.add(build(ModelResponse, path, text="\n".join(texts), tool_calls=tuple(calls),
                   **({"reasoning": reasoning} if reasoning is not None else {})), path)
     for result, bp in server_results:

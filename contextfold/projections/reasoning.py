@@ -55,6 +55,7 @@ from contextfold.domain.events import (
     GeminiReasoning,
     OpenAIResponsesReasoning,
     Reasoning,
+    ReasoningItem,
 )
 from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS, ReasoningRefusal
 from contextfold.projections.model_family import not_a_reasoning_model
@@ -134,19 +135,23 @@ def reasoning_tokens(reasoning: Reasoning, count: Callable[[str], int]) -> int:
 
 
 def _pieces(reasoning: Reasoning) -> str:
+    """What ``reasoning`` holds, in words: its thinking blocks or reasoning items, and the server
+    (hosted) tools' blocks or items by their kind (``1 web_search_call item``)."""
     match reasoning:
         case AnthropicReasoning():
-            n = len(reasoning.items)
-            return f"{n} thinking block{'s' if n != 1 else ''}"
+            return _kinds(reasoning.items, frozenset({"thinking", "redacted_thinking"}), "thinking", "block")
         case OpenAIResponsesReasoning():
-            kinds = Counter(str(item.raw.get("type")) for item in reasoning.items)
-            return ", ".join(f"{n} reasoning item{'s' if n != 1 else ''}" if kind == "reasoning"
-                             else f"{n} {kind} item{'s' if n != 1 else ''}" for kind, n in kinds.items())
+            return _kinds(reasoning.items, frozenset({"reasoning"}), "reasoning", "item")
         case GeminiReasoning():
             n = len(reasoning.signatures)
             return f"{n} thought signature{'s' if n != 1 else ''}"
         case _:
             assert_never(reasoning)
+
+
+def _kinds(items: Sequence[ReasoningItem], own: frozenset[str], said: str, noun: str) -> str:
+    kinds = Counter(said if item.raw.get("type") in own else str(item.raw.get("type")) for item in items)
+    return ", ".join(f"{n} {kind} {noun}{'s' if n != 1 else ''}" for kind, n in kinds.items())
 
 
 def reasoning_note(reasoning: Reasoning, provider: str, tokens: int, model: str | None = None,

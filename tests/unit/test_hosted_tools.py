@@ -221,3 +221,84 @@ def test_a_web_search_calls_action_keeps_no_unset_field_of_the_sdk() -> None:
     (response,) = contextfold.read_response("openai-responses", copy.deepcopy(body)).events
     assert isinstance(response, ModelResponse)
     assert "queries" not in _items(response)[1]["action"]
+
+
+# ---------------------------------------------------------------- Anthropic's server tools
+
+SERVER_USE = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+              "input": {"query": "pydantic 2 release date"}}
+SERVER_RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+    {"type": "web_search_result", "url": "https://pydantic.dev/articles/pydantic-v2-final",
+     "title": "Pydantic V2 Is Here!", "encrypted_content": "EqgfCioIARgBIiQ3YTAw"}]}
+
+
+def _message_of(*content: dict[str, Any], stop: str = "end_turn") -> dict[str, Any]:
+    """An Anthropic Messages response with ``content``, as the SDK's ``Message`` model dumps it."""
+    from anthropic.types import Message
+
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": list(content), "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20}}
+    return Message.model_validate(body).model_dump(exclude_none=True)
+
+
+def _block(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` as the SDK's response block model reads and dumps it."""
+    from anthropic.types import ContentBlock
+    from pydantic import TypeAdapter
+
+    dumped: dict[str, Any] = TypeAdapter(ContentBlock).validate_python(block).model_dump(exclude_none=True)
+    return dumped
+
+
+def test_anthropic_gets_its_server_tools_blocks_back_in_the_turn_that_made_them() -> None:
+    """Before: a ``tool_use`` the client never declared and a ``tool_result`` in the next user
+    message (the cassettes' 9 unreproduced requests)."""
+    reply = contextfold.read_response("anthropic", _message_of(SERVER_USE, SERVER_RESULT,
+                                                               {"type": "text", "text": "2023."}))
+    assert reply.calls == () and len(reply.events) == 1
+    built = _build([UserInput("When?"), *reply.events, UserInput("Sure?")], "anthropic")
+    turn = built.request["messages"][1]
+    assert turn == {"role": "assistant", "content": [_block(SERVER_USE), _block(SERVER_RESULT),
+                                                     {"type": "text", "text": "2023."}]}
+    assert "tool_result" not in json.dumps(built.request["messages"][2])
+
+
+def test_a_paused_turn_goes_back_as_it_is_and_its_continuation_joins_it(tmp_path: Any) -> None:
+    """``pause_turn``: the server paused its loop with a search not run yet. The next request sends
+    the turn back (nothing to answer, no loss appended), and the continuation's blocks follow the
+    paused ones in the same assistant message."""
+    paused = contextfold.read_response("anthropic", _message_of(SERVER_USE, stop="pause_turn"))
+    assert paused.calls == () and paused.stop_reason == "pause_turn"
+    with contextfold.open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        run = store.run("paused")
+        run.append(UserInput("When was pydantic 2 released?"))
+        run.append(paused.events)
+        built = run.build("anthropic", window=100_000, reserve=1000)
+        assert built.request["messages"][-1] == {"role": "assistant", "content": [
+            {**_block(SERVER_USE), "cache_control": {"type": "ephemeral"}}]}
+        done = contextfold.read_response("anthropic", _message_of(SERVER_RESULT,
+                                                                  {"type": "text", "text": "2023."}))
+        run.append(done.events)
+        run.append(UserInput("Thanks."))
+        again = run.build("anthropic", window=100_000, reserve=1000)
+        assert again.request["messages"][1]["content"] == [_block(SERVER_USE), _block(SERVER_RESULT),
+                                                           {"type": "text", "text": "2023."}]
+        assert not any(isinstance(r.event, (ToolResultLost, ToolResult)) for r in run.events())
+
+
+@pytest.mark.parametrize("provider", ["openai-responses", "gemini", "openai-chat"])
+def test_anthropic_server_tools_are_no_fake_call_for_another_provider(provider: str) -> None:
+    reply = contextfold.read_response("anthropic", _message_of(SERVER_USE, SERVER_RESULT,
+                                                               {"type": "text", "text": "2023."}))
+    built = _build([UserInput("When?"), *reply.events, UserInput("Sure?")], provider)
+    text = json.dumps(built.request)
+    assert "srvtoolu_1" not in text and "2023." in text
+    line = next(f for f in built.manifest.fragments if f.id == "e2")
+    assert line.reasoning == ("anthropic reasoning not sent: 1 server_tool_use block, "
+                              f"1 web_search_tool_result block ({line_tokens(reply)} tokens) "
+                              "that only anthropic can read")
+
+
+def line_tokens(reply: Any) -> int:
+    return sum(count(canonical_dumps(i.raw)) for i in reply.events[0].reasoning.items)

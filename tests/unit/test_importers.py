@@ -10,6 +10,7 @@ import pytest
 
 from contextfold.domain.errors import ImportFormatError
 from contextfold.domain.events import (
+    AnthropicReasoning,
     DocumentBlock,
     HistoryCompacted,
     ImageBlock,
@@ -311,24 +312,27 @@ def test_anthropic_compaction_block_is_a_summary_not_the_replys_words() -> None:
     assert note.text.startswith("Summary of the earlier conversation, by the server's compaction:")
 
 
-def test_anthropic_server_tool_is_paired_in_place() -> None:
+def test_anthropic_server_tool_is_kept_verbatim_in_place_and_is_no_call() -> None:
+    """A server tool's use and result go back to Anthropic as they came, inside the turn (the API
+    pairs them there), and are no call for the runtime: no ToolCall, no ToolResult."""
+    served: list[dict[str, Any]] = [
+        {"type": "server_tool_use", "id": "srv_1", "name": "bash_code_execution",
+         "input": {"command": "false"}},
+        {"type": "bash_code_execution_tool_result", "tool_use_id": "srv_1",
+         "content": {"type": "bash_code_execution_result", "return_code": 1,
+                     "stdout": "", "stderr": "boom"}}]
     body = {"messages": [
         {"role": "user", "content": [{"type": "text", "text": "sum it"},
                                      {"type": "container_upload", "file_id": "file_9"}]},
-        {"role": "assistant", "content": [
-            {"type": "server_tool_use", "id": "srv_1", "name": "bash_code_execution",
-             "input": {"command": "false"}},
-            {"type": "bash_code_execution_tool_result", "tool_use_id": "srv_1",
-             "content": {"type": "bash_code_execution_result", "return_code": 1,
-                         "stdout": "", "stderr": "boom"}},
-            {"type": "text", "text": "It failed."}]}]}
+        {"role": "assistant", "content": [*served, {"type": "text", "text": "It failed."}]}]}
     events = parse(_b(body), format="anthropic")
-    assert _types(events) == ["RunStarted", "UserInput", "ModelResponse", "ToolResult"]
+    assert _types(events) == ["RunStarted", "UserInput", "ModelResponse"]
     user = events[1]
     assert isinstance(user, UserInput) and "file_9" in user.text
-    result = events[3]
-    assert isinstance(result, ToolResult)
-    assert result.call_id == "srv_1" and result.exit_code == 1 and result.is_error
+    response = events[2]
+    assert isinstance(response, ModelResponse) and response.tool_calls == () and response.text == "It failed."
+    assert isinstance(response.reasoning, AnthropicReasoning)
+    assert [i.raw for i in response.reasoning.items] == served
 
 
 def test_anthropic_document_url_and_bad_role() -> None:

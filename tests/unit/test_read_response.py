@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import contextfold
-from contextfold import ImportFormatError, InvalidInputError, ModelResponse, ToolResult
+from contextfold import ImportFormatError, InvalidInputError, ModelResponse
 from contextfold.domain.events import (
     AnthropicReasoning,
     GeminiReasoning,
@@ -216,7 +216,7 @@ def test_responses_refusal_part_is_the_responses_text() -> None:
         "I can't help with that.")
 
 
-def test_anthropic_server_tool_use_is_a_call_answered_by_its_result_in_order() -> None:
+def test_anthropic_server_tool_use_and_its_result_are_kept_verbatim_and_are_no_call() -> None:
     body = copy.deepcopy(ANTHROPIC)
     body["content"] = [
         {"type": "text", "text": "Searching."},
@@ -228,12 +228,32 @@ def test_anthropic_server_tool_use_is_a_call_answered_by_its_result_in_order() -
     ]
     body["stop_reason"] = "end_turn"
     reply = contextfold.read_response("anthropic", sdk_object("anthropic", body))
-    response, result = reply.events
-    assert isinstance(response, ModelResponse) and isinstance(result, ToolResult)
-    assert [c.call_id for c in response.tool_calls] == ["srvtoolu_1"] and result.call_id == "srvtoolu_1"
+    (response,) = reply.events
+    assert isinstance(response, ModelResponse) and response.tool_calls == ()
     assert reply.calls == ()  # the provider ran it: nothing for the runtime to answer
     assert response.text == "Searching.\nFound it."
-    assert "https://pydantic.dev" in result.content
+    assert isinstance(response.reasoning, AnthropicReasoning)
+    assert [i.raw["type"] for i in response.reasoning.items] == ["server_tool_use", "web_search_tool_result"]
+    assert response.reasoning.items[1].raw["content"][0]["url"] == "https://pydantic.dev"
+
+
+@pytest.mark.parametrize("stop", ["pause_turn", "tool_use"])
+def test_an_anthropic_server_call_without_its_result_is_not_the_runtimes_to_run(stop: str) -> None:
+    """A ``pause_turn`` reply (the server paused its own loop), or a turn that also called a client
+    tool, holds a ``server_tool_use`` with no result: the API runs it when the turn is sent back.
+    It was a call in ``reply.calls``, for the runtime to run and answer (and, unanswered, a
+    TOOL_RESULT_LOST at the next build)."""
+    body = copy.deepcopy(ANTHROPIC)
+    body["content"] = [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                        "input": {"query": "pydantic"}}]
+    if stop == "tool_use":
+        body["content"].append({"type": "tool_use", "id": "toolu_1", "name": "save", "input": {}})
+    body["stop_reason"] = stop
+    reply = contextfold.read_response("anthropic", sdk_object("anthropic", body))
+    assert [c.call_id for c in reply.calls] == ([] if stop == "pause_turn" else ["toolu_1"])
+    (response,) = reply.events
+    assert isinstance(response, ModelResponse) and isinstance(response.reasoning, AnthropicReasoning)
+    assert response.reasoning.items[0].raw == body["content"][0]
 
 
 def test_usage_is_what_observe_usage_takes() -> None:

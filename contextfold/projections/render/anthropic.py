@@ -20,9 +20,11 @@ Rules this renderer keeps (the API rejects requests that break them):
   (``render._shared.parse_arguments``).
 - Provider reasoning (``thinking`` with its ``signature``, ``redacted_thinking`` with its ``data``)
   of an assistant turn made by Anthropic goes back verbatim, first in the turn (interleaved
-  thinking before the call it preceded); another provider's is not sent
-  (``projections.reasoning``: which turns, and why). Replies merged into one message carry the
-  thinking of the newest one that thinks, first; an earlier one's is left out (``_merge_turn``).
+  thinking before the call it preceded), with the blocks of the server tools it used
+  (``server_tool_use`` and its ``web_search_tool_result``..., as they stood among the thinking);
+  another provider's is not sent (``projections.reasoning``: which turns, and why). Replies
+  merged into one message carry the thinking of the newest one that thinks, first; an earlier
+  one's is left out (``_merge_turn``).
 - ``is_error: true`` on results with status error, lost or cancelled; the
   runtime header in the content says which. Such a result takes text only: the media a failed
   call returned follow the batch's results, under a runtime line (``_tool_result_block``).
@@ -79,6 +81,7 @@ from contextfold.domain.conversation import (
 from contextfold.domain.errors import RenderError
 from contextfold.domain.event_values import media_type_key
 from contextfold.domain.events import AnthropicReasoning
+from contextfold.domain.reasoning import ANTHROPIC_SERVER_BLOCKS
 from contextfold.projections.media_limits import PDF_ONLY, file_ref
 from contextfold.projections.render._shared import (
     DEFAULT_ANTHROPIC_MAX_TOKENS,
@@ -162,11 +165,15 @@ _THINKING = frozenset({"thinking", "redacted_thinking"})
 
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     """Thinking first (a thinking turn's message must start with it), the text, the calls; a
-    block of interleaved thinking goes back before the call it preceded. Another provider's
-    reasoning is not sent (``projections.reasoning``)."""
+    block of interleaved thinking goes back before the call it preceded, and so do the blocks of
+    the server tools the response used (``server_tool_use`` and its result, in their order: a
+    turn of them alone is a turn, as a ``pause_turn`` reply is). Another provider's reasoning is
+    not sent (``projections.reasoning``)."""
     reasoning = message.reasoning
     calls = len(message.tool_calls)
-    if not calls and not _text(message.text):
+    served = isinstance(reasoning, AnthropicReasoning) and any(
+        item.raw.get("type") in ANTHROPIC_SERVER_BLOCKS for item in reasoning.items)
+    if not calls and not served and not _text(message.text):
         return []  # nothing to say: left out, with its thinking (a turn of thinking alone is no turn)
     placed = (reasoning_between(reasoning.items, calls) if isinstance(reasoning, AnthropicReasoning)
               else [[] for _ in range(calls + 1)])
@@ -232,7 +239,8 @@ def unsent_thinking(conversation: Conversation) -> dict[str, str]:
                 turn = None
             continue
         blocks = _assistant_blocks(message)
-        if isinstance(message.reasoning, AnthropicReasoning) and message.reasoning.items:
+        if isinstance(message.reasoning, AnthropicReasoning) and any(
+                item.raw.get("type") in _THINKING for item in message.reasoning.items):
             why[message.fragment_id] = ("it shares one assistant message with a later reply, whose "
                                         "thinking the message carries (a message holds one "
                                         "response's thinking)" if blocks else
