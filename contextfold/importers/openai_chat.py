@@ -22,7 +22,8 @@ the extra one being :class:`RunStarted`, and one more when the body declares too
 
 Legacy ``function_call`` carries no id. We synthesize ``fc-<N>`` where N is
 the 0-based index of the assistant message in the run: stable across imports
-of the same history and unique within the run.
+of the same history and unique within the run (a live completion read on its
+own, ``read_response``, is ``fc-<its id>``: unique across the run's responses).
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ def _reply_text(msg: dict[str, Any], path: JsonPath) -> str:
     vanished and the user turns around it merged."""
     content = msg.get("content")
     text = _text(content, (*path, "content"))
+    audio = msg.get("audio")
+    if not text and isinstance(audio, dict) and isinstance(audio.get("transcript"), str):
+        text = audio["transcript"]  # a spoken reply (see :func:`assistant_response`)
     refusal = opt_str(msg, "refusal", path)
     parts = content if isinstance(content, list) else []
     if not refusal or {"type": "refusal", "refusal": refusal} in parts:  # a part already carried it
@@ -116,7 +120,7 @@ def _reply_text(msg: dict[str, Any], path: JsonPath) -> str:
     return f"{text}\n{refusal}" if text else refusal
 
 
-def tool_calls(msg: dict[str, Any], path: JsonPath, index: int) -> list[ToolCall]:
+def tool_calls(msg: dict[str, Any], path: JsonPath, index: int | str) -> list[ToolCall]:
     """An assistant message's ``tool_calls`` (and legacy ``function_call``, id ``fc-<index>``)."""
     calls: list[ToolCall] = []
     raw_calls = msg.get("tool_calls")
@@ -144,10 +148,14 @@ def tool_calls(msg: dict[str, Any], path: JsonPath, index: int) -> list[ToolCall
     return calls
 
 
-def assistant_response(msg: dict[str, Any], path: JsonPath, index: int) -> ModelResponse:
-    """An assistant message (at ``path``, the ``index``-th message of its run) as the
-    :class:`ModelResponse` it is: its text, then its refusal, and its calls. One reading for a
-    history's messages and a live completion's (``importers.provider_reply``)."""
+def assistant_response(msg: dict[str, Any], path: JsonPath, index: int | str) -> ModelResponse:
+    """An assistant message (at ``path``, the ``index``-th message of its run, or a live
+    completion's id) as the :class:`ModelResponse` it is: its text, then its refusal, and its
+    calls. One reading for a history's messages and a live completion's
+    (``importers.provider_reply``). A spoken reply (``modalities`` with ``audio``: ``content``
+    null) is its ``audio.transcript``; the audio's ``id`` is not kept: it expires
+    (``expires_at``), and a later request naming it is refused, where the transcript is what
+    was said."""
     return build(ModelResponse, path, text=_reply_text(msg, path),
                  tool_calls=tuple(tool_calls(msg, path, index)))
 

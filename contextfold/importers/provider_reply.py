@@ -79,8 +79,11 @@ class ProviderReply(BaseModel):
 
     events: tuple[AnyEvent, ...]
     """The response's :class:`ModelResponse` (its ``model`` the one that answered), and, where
-    the provider ran tools itself (Anthropic's server tools, OpenAI's tool search), their
-    results, in the order the response holds them: append them all, ``run.append(reply.events)``."""
+    the provider ran a tool search itself (OpenAI's ``tool_search_call``) or an MCP call
+    (Anthropic's beta ``mcp_tool_use``), their results, in the order the response holds them:
+    append them all, ``run.append(reply.events)``. The items of hosted tools (OpenAI's web and
+    file search, code interpreter, image generation, remote MCP; Anthropic's server tools) are
+    no call: they are kept verbatim in the response's ``reasoning``."""
     usage: ReplyUsage | None
     """For ``run.observe_usage(built.manifest.turn, **reply.usage)``; None when the response
     carries no usage."""
@@ -115,11 +118,17 @@ def read_response(provider: str, response: object) -> ProviderReply:
     ``redacted_thinking`` blocks with their signatures (and which calls they stood between),
     OpenAI Responses ``reasoning`` items (``encrypted_content``) before the calls they led to, each
     call's ``call_id`` (not its item id), Gemini ``thoughtSignature`` values on the parts they rode
-    on, every call of a parallel batch. A refusal is the response's text. A call the provider ran
-    itself (Anthropic's server tools, OpenAI's tool search) is answered by its result in
-    ``events`` (its JSON, keys sorted, so the SDK object and the REST JSON read the same);
-    ``reply.calls`` are the others, for the runtime to run. A Gemini call without an ``id`` (before
-    Gemini 3) is ``gemini-0-<part>``, as an import names one. A response is read as
+    on, every call of a parallel batch, and the items of the tools the provider runs itself
+    (OpenAI Responses' ``web_search_call``, ``code_interpreter_call``, ``mcp_call``...;
+    Anthropic's ``server_tool_use`` and its ``web_search_tool_result``...), verbatim among the
+    response's reasoning items: they go back to that provider only, are no call for the runtime
+    and need no result (a ``pause_turn`` reply's unrun server call included: sent back as it is,
+    the API runs it). A refusal is the response's text, and so is a spoken Chat reply's
+    transcript. A call the provider ran itself (OpenAI's tool search, Anthropic's beta MCP
+    connector) is answered by its result in ``events`` (its JSON, keys sorted, so the SDK object
+    and the REST JSON read the same); ``reply.calls`` are the others, for the runtime to run. A
+    Gemini call without an ``id`` (before Gemini 3) is ``gemini-0-<part>``, as an import names
+    one; a Chat legacy ``function_call`` is ``fc-<the completion's id>``. A response is read as
     the importer reads the same turn in a history (``contextfold import``), so its text is the
     text blocks joined (a provider that wrote text after a call gets it back before the call).
 
@@ -321,7 +330,9 @@ def _chat(body: dict[str, Any]) -> Read:
                     not free and isinstance(fn, dict) and not _parses(fn.get("arguments", "{}"))):
                 raise _cut((*path, "message", "tool_calls", j), "finish_reason 'length'",
                            f"call {tc.get('id')!r}")
-    response = openai_chat.assistant_response(msg, (*path, "message"), 0)
+    completion = body.get("id")  # a legacy function_call is named after it: unique per response
+    response = openai_chat.assistant_response(msg, (*path, "message"),
+                                              completion if isinstance(completion, str) and completion else 0)
     model = opt_str(body, "model", ())
     usage = _openai_usage(body, "prompt_tokens", "completion_tokens", model)
     return _with_model([response], model), stop, usage

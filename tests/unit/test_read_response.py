@@ -444,3 +444,32 @@ def test_reading_a_dict_imports_no_sdk() -> None:
             "print(sorted(m for m in ('openai', 'anthropic', 'google.genai') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_chat_audio_reply_is_its_transcript() -> None:
+    """With ``modalities: ["text", "audio"]`` the words are in ``message.audio.transcript`` and
+    ``content`` is null: read from ``content`` alone the turn was empty, and rebuilt, the model was
+    shown having said nothing. The audio's ``id`` is not kept: it expires (``expires_at``) and a
+    request naming it later is refused; the transcript is what was said."""
+    body = copy.deepcopy(CHAT)
+    body["choices"][0]["finish_reason"] = "stop"
+    body["choices"][0]["message"].update(content=None, tool_calls=None, audio={
+        "id": "audio_1", "data": "UklGRg==", "expires_at": 1_700_000_000, "transcript": "Hello there."})
+    for form in (body, sdk_object("openai-chat", body)):
+        assert only_response("openai-chat", form).text == "Hello there."
+
+
+def test_chat_legacy_function_calls_of_two_responses_have_two_ids() -> None:
+    """A legacy ``function_call`` has no id: each response's was ``fc-0``, so two responses of a run
+    named two calls alike (a runtime answering by id could not tell them apart, and a build
+    aliased the second). It is named after the completion's own id, unique per response."""
+    ids = []
+    for n in (1, 2):
+        body = copy.deepcopy(CHAT)
+        body["id"] = f"chatcmpl-{n}"
+        body["choices"][0]["finish_reason"] = "function_call"
+        body["choices"][0]["message"].update(tool_calls=None, function_call={
+            "name": "read", "arguments": "{\"path\":\"a.py\"}"})
+        (call,) = contextfold.read_response("openai-chat", sdk_object("openai-chat", body)).calls
+        ids.append(call.call_id)
+    assert ids == ["fc-chatcmpl-1", "fc-chatcmpl-2"]
