@@ -35,6 +35,14 @@ reasoning model (a gpt-5 run falling back to gpt-4.1: OpenAI refuses every reque
 reasoning items for it, ``model_family.not_a_reasoning_model``); an unknown or absent model
 still gets them.
 
+Hosted tools: the items of the tools a provider runs itself (OpenAI Responses' ``web_search_call``,
+``code_interpreter_call``, ``mcp_call``...; Anthropic's ``server_tool_use`` and its
+``*_tool_result``) are kept among the response's reasoning pieces (``domain.reasoning``:
+``HOSTED_RESPONSES_ITEMS``, ``ANTHROPIC_SERVER_BLOCKS``) and follow these rules: sent verbatim to
+their provider, priced where sent, left out for another (the manifest line names each kind: no
+fake call, no result), with one difference: an OpenAI model that does not reason is still sent
+its hosted items (not its reasoning items: :func:`sent_part`), and priced for them.
+
 Refused pieces: a piece no version of its provider's API takes back (a Responses item after the
 response's last call, a ``thinking`` block without its signature) is refused at append, and one
 the request type in use does not take (a key the SDK does not know) is logged as the provider
