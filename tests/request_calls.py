@@ -20,8 +20,10 @@ _RESPONSES_ANSWERS = ("function_call_output", "custom_tool_call_output", "tool_s
 def calls_and_answers(provider: str, body: dict[str, Any]) -> tuple[list[str], list[tuple[str, Any]]]:
     """The call ids of ``body`` in order, and each answer as ``(call id, the item carrying it)``
     in order. ``provider``: ``neutral``, ``openai-chat``, ``openai-responses``, ``anthropic`` or
-    ``gemini``. Anthropic's server tools (``server_tool_use`` and its ``*_tool_result``) count as
-    calls and answers; a Responses answer with no ``call_id`` answers the call of its position."""
+    ``gemini``. Anthropic's server tools (``server_tool_use`` and its ``*_tool_result``) are no
+    call and no answer (the API pairs them inside the turn: an import keeps them verbatim in the
+    response's reasoning); the beta MCP connector's ``mcp_tool_use``/``mcp_tool_result`` are. A
+    Responses answer with no ``call_id`` answers the call of its position."""
     calls: list[str] = []
     answers: list[tuple[str, Any]] = []
     match provider:
@@ -43,9 +45,9 @@ def calls_and_answers(provider: str, body: dict[str, Any]) -> tuple[list[str], l
             for m in body["messages"]:
                 for block in m["content"] if isinstance(m["content"], list) else ():
                     kind = block.get("type", "")
-                    if kind in ("tool_use", "server_tool_use"):
+                    if kind in ("tool_use", "mcp_tool_use"):
                         calls.append(block["id"])
-                    elif kind.endswith("tool_result"):
+                    elif kind in ("tool_result", "mcp_tool_result"):
                         answers.append((block["tool_use_id"], block))
         case "gemini":
             for content in body["contents"]:

@@ -25,6 +25,7 @@ __all__ = [
     "ANTHROPIC_SERVER_BLOCKS",
     "HOSTED_RESPONSES_ITEMS",
     "ITEM_KIND_ERROR",
+    "KNOWN_ITEM_KINDS",
     "REASONING_ADAPTER",
     "TAKEN_BACK",
     "AnthropicReasoning",
@@ -221,6 +222,11 @@ TAKEN_BACK: dict[str, frozenset[str]] = {
 """The keys each kind of reasoning item is taken back with, as the providers' SDK request types
 declare them (a test holds them to the installed SDKs): a key outside them is refused by the
 request's check, and by the API of that version."""
+
+KNOWN_ITEM_KINDS: frozenset[str] = frozenset(TAKEN_BACK) | HOSTED_RESPONSES_ITEMS | ANTHROPIC_SERVER_BLOCKS
+"""Every kind of item (``raw["type"]``) some provider's reasoning of this release takes: one of
+them refused under another provider is damage, not a newer release's kind
+(``release_versions.newer_release_parts``)."""
 
 _BASE64 = TypeAdapter(bytes, config=ConfigDict(val_json_bytes="base64"))
 """A Gemini ``thoughtSignature`` as google-genai reads it (``Part`` is a model of base64 bytes)."""

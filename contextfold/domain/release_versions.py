@@ -46,7 +46,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from contextfold.domain.event_values import ImageBlock, PlanStep
 from contextfold.domain.events import AnyEvent, EvidenceRetrieved, HistoryCompacted
-from contextfold.domain.reasoning import ITEM_KIND_ERROR, TAKEN_BACK
+from contextfold.domain.reasoning import ITEM_KIND_ERROR, KNOWN_ITEM_KINDS
 
 __all__ = ["CURRENT_VERSIONS", "EVENT_CLASSES", "OPEN_LITERALS", "newer_release_event",
            "newer_release_parts"]
@@ -120,7 +120,7 @@ def newer_release_parts(etype: str, exc: ValidationError) -> str | None:
             discriminator = str(ctx.get("discriminator", "")).strip("'")
             parts.append(f"{discriminator} {tag!r} at {'.'.join(map(str, loc)) or 'the event'}")
         elif (error["type"] == ITEM_KIND_ERROR and isinstance(kind := ctx.get("kind"), str)
-              and _VALUE.match(kind) and kind not in TAKEN_BACK):
+              and _VALUE.match(kind) and kind not in KNOWN_ITEM_KINDS):
             parts.append(f"type {kind!r} at {'.'.join(map(str, loc))}.{ctx.get('item')}.raw")
         else:
             return None

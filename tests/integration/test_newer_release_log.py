@@ -266,6 +266,8 @@ _DAMAGED_REASONING = [
     _response("Anthropic"),  # no release's tag
     _response("xai responses"),
     _response(raw={"type": "reasoning", "id": "rs_1", "summary": []}),  # a known kind, another provider's
+    _response(raw={"type": "web_search_call", "id": "ws_1"}),  # a hosted tool's item, another provider's
+    _response("openai-responses", {"type": "server_tool_use", "id": "srvtoolu_1"}),
     _response(raw={"thinking": "t", "signature": "s"}),  # no kind at all
     _response(raw={"type": 7}),
     {**_response(), "exit-code": 0},  # a key no release names so (keys stay snake_case)
