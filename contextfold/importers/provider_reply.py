@@ -50,7 +50,7 @@ _STREAM_HINT = {
     "openai-chat": "client.chat.completions.stream(...).get_final_completion()",
     "openai-responses": "client.responses.stream(...).get_final_response()",
     "anthropic": "client.messages.stream(...).get_final_message()",
-    "gemini": "one generateContent response (a stream's chunks are not one)",
+    "gemini": "one generateContent response; a stream's chunks: contextfold.read_stream",
 }
 
 _FREE = frozenset({"input", "args", "arguments", "action"})
@@ -112,7 +112,9 @@ def read_response(provider: str, response: object) -> ProviderReply:
     Streaming: pass the object the SDK's stream helper assembles
     (``client.chat.completions.stream(...).get_final_completion()``,
     ``client.responses.stream(...).get_final_response()``,
-    ``client.messages.stream(...).get_final_message()``); a chunk or event is refused.
+    ``client.messages.stream(...).get_final_message()``), or read its chunks with
+    :func:`~contextfold.importers.provider_stream.read_stream`; a chunk or event is refused, and so
+    is a response without its stop reason (a snapshot of a stream that broke off).
 
     What the response needs back in the next request is kept verbatim: Anthropic ``thinking`` /
     ``redacted_thinking`` blocks with their signatures (and which calls they stood between),
@@ -291,6 +293,13 @@ def _cut(path: JsonPath, stop: str, what: str) -> Bad:
                      "limit, or append the response's text as a ModelResponse yourself")
 
 
+def _unfinished(path: JsonPath) -> Bad:
+    """A response without its stop reason: a stream's chunk or snapshot (a whole response always
+    has one), whose last call may be half written -- the SDK's lenient parse even closes it."""
+    return Bad(path, "the response is not finished (no stop reason): a stream's chunk or snapshot; "
+                     "read the stream's chunks with contextfold.read_stream")
+
+
 def _parses(arguments: Any) -> bool:
     if not isinstance(arguments, str):
         return True  # parsed already: a cut cannot be seen in it (see the callers)
@@ -318,6 +327,8 @@ def _chat(body: dict[str, Any]) -> Read:
     if msg.get("role") != "assistant":
         raise Bad((*path, "message", "role"), f"expected role 'assistant', got {msg.get('role')!r}")
     stop = opt_str(choice, "finish_reason", path)
+    if stop is None:
+        raise _unfinished((*path, "finish_reason"))
     if stop == "length":
         listed = msg.get("tool_calls")
         raw_calls: list[Any] = listed if isinstance(listed, list) else []
@@ -395,6 +406,8 @@ def _anthropic(body: dict[str, Any]) -> Read:
         raise Bad(("role",), f"expected role 'assistant', got {body.get('role')!r}")
     content = get_list(body, "content", ())
     stop = opt_str(body, "stop_reason", ())
+    if stop is None:
+        raise _unfinished(("stop_reason",))
     if stop in _ANTHROPIC_LIMITS and content and isinstance(content[-1], dict) and (
             content[-1].get("type") in _ANTHROPIC_CALLS):
         raise _cut(("content", len(content) - 1), f"stop_reason {stop!r}",
@@ -433,6 +446,8 @@ def _gemini(body: dict[str, Any]) -> Read:
     parts = content.get("parts") if isinstance(content, dict) else None
     if not parts:
         raise Bad(path, f"the candidate holds no content (finishReason {stop!r}): nothing to record")
+    if stop is None:
+        raise _unfinished((*path, "finishReason"))
     content = require_obj(content, (*path, "content"))
     if content.get("role", "model") != "model":
         raise Bad((*path, "content", "role"), f"expected role 'model', got {content.get('role')!r}")
