@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         StoreNotWritableError,
         StoreReadOnlyError,
         StoreUnavailableError,
+        StreamIncompleteError,
         SummaryRejectedError,
         TenantMismatchError,
         TokenizerError,
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
     from contextfold.domain.fragments import ContextFragment
     from contextfold.domain.manifest import BuildConfig, ContextManifest
     from contextfold.importers.provider_reply import ProviderReply, read_response
+    from contextfold.importers.provider_stream import StreamReader, read_stream
     from contextfold.projections.builder import BuildResult
     from contextfold.projections.memo_budget import (
         MemoCeilingWarning,
@@ -122,8 +124,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "PendingToolCallsError", "ProtocolError", "RecordNotFoundError", "RenderError",
         "RequiredContextExceedsBudgetError", "RunExistsError", "RunNotFoundError", "StoreBusyError",
         "StoreConfigError", "StoreError", "StoreFullError", "StoreNotWritableError", "StoreReadOnlyError",
-        "StoreUnavailableError", "SummaryRejectedError", "TenantMismatchError", "TokenizerError",
-        "TurnNotFoundError", "UnknownToolCallError", "UnsupportedMediaError", "UpgradeRequiredError",
+        "StoreUnavailableError", "StreamIncompleteError", "SummaryRejectedError", "TenantMismatchError",
+        "TokenizerError", "TurnNotFoundError", "UnknownToolCallError", "UnsupportedMediaError",
+        "UpgradeRequiredError",
     ),
     "contextfold.domain.events": (
         "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock",
@@ -135,6 +138,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "contextfold.domain.fragments": ("ContextFragment",),
     "contextfold.domain.manifest": ("BuildConfig", "ContextManifest"),
     "contextfold.importers.provider_reply": ("ProviderReply", "read_response"),
+    "contextfold.importers.provider_stream": ("StreamReader", "read_stream"),
     "contextfold.projections.builder": ("BuildResult",),
     "contextfold.projections.memo_budget": ("MemoCeilingWarning", "memo_ceiling", "memo_report",
                                             "set_memo_ceiling"),
@@ -210,6 +214,8 @@ __all__ = [
     "StoreNotWritableError",
     "StoreReadOnlyError",
     "StoreUnavailableError",
+    "StreamIncompleteError",
+    "StreamReader",
     "SummaryRejectedError",
     "TenantMismatchError",
     "TextBlock",
@@ -231,6 +237,7 @@ __all__ = [
     "memo_report",
     "open_store",
     "read_response",
+    "read_stream",
     "set_memo_ceiling",
 ]
 

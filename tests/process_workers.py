@@ -16,6 +16,8 @@ __all__ = ["ERROR_FIELDS", "append_and_build", "child_facts", "echo", "fail_on_s
 
 ERROR_FIELDS: dict[str, dict[str, Any]] = {
     "ImportFormatError": {"location": "trace.jsonl:3", "reason": "not JSON"},
+    "StreamIncompleteError": {"location": "anthropic stream", "reason": "no message_stop",
+                              "partial": None, "text": "Checking", "missing": ["the stream's end"]},
     "ProtocolError": {"message": "m", "call_id": "c1"},
     "UnknownToolCallError": {"message": "no open call 'c1'", "call_id": "c1"},
     "DuplicateToolResultError": {"message": "'c1' has a result", "call_id": "c1"},

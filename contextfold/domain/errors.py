@@ -10,6 +10,7 @@ so the original stays on ``__cause__``.
     │   ├── InputLimitError               size, depth, id charset, batch length
     │   ├── UnsupportedMediaError         media type / file we cannot carry
     │   └── ImportFormatError             importer input or a provider response, carries where
+    │       └── StreamIncompleteError     a streamed response that did not finish whole, carries what did
     ├── ProtocolError                     tool call/result pairing on the write side
     │   ├── UnknownToolCallError          result for a call id that is not open
     │   ├── DuplicateToolResultError      second result for one call
@@ -81,6 +82,7 @@ __all__ = [
     "StoreNotWritableError",
     "StoreReadOnlyError",
     "StoreUnavailableError",
+    "StreamIncompleteError",
     "SummaryRejectedError",
     "TenantMismatchError",
     "TokenizerError",
@@ -145,6 +147,27 @@ class ImportFormatError(InvalidInputError):
         super().__init__(f"{location}: {reason}")
         self.location = location
         self.reason = reason
+
+
+class StreamIncompleteError(ImportFormatError):
+    """A streamed provider response that cannot be read whole (``StreamReader.reply``): the
+    stream stopped before the provider's end (a dropped connection, a cancel, an error event), or
+    the provider stopped it at its output limit while a tool call was being written.
+
+    Why an error and not a reply: a call whose arguments did not finish cannot be run, and one
+    recorded would be answered and sent back as if the model had written it; the runtime decides
+    whether to retry or to keep what came whole. ``partial`` is that (a ``ProviderReply``, or None
+    when nothing whole arrived): the text received (any prefix of text is text, as a response cut
+    at its output limit is read) and only the calls, thinking blocks and reasoning items whose end
+    arrived; its ``stop_reason`` is the provider's, None when the provider gave none. ``text`` is
+    the partial's text (for a UI that keeps showing it), ``missing`` what did not arrive."""
+
+    def __init__(self, location: str, reason: str, *, partial: Any = None, text: str = "",
+                 missing: Sequence[str] = ()) -> None:
+        super().__init__(location, reason)
+        self.partial = partial
+        self.text = text
+        self.missing = tuple(missing)
 
 
 class ProtocolError(ContextfoldError):

@@ -24,6 +24,8 @@ PUBLIC = {
     "SdkCheckSkippedWarning",
     # a provider's response, as its SDK returns it, read into the events to append
     "read_response", "ProviderReply",
+    # a streamed response, chunk by chunk, read into the same reply
+    "read_stream", "StreamReader",
     # the event vocabulary (DESIGN.md section 2)
     "AnyEvent", "ArtifactRef", "CompactionSummary", "ContextBuilt", "DocumentBlock", "EvidenceRetrieved",
     "FileRead", "GoalSet", "HandOff", "HistoryCompacted", "ImageBlock", "InstructionSet", "MemoryRecalled",
