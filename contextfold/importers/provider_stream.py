@@ -210,7 +210,8 @@ def _event(provider: str, chunk: object, where: str) -> dict[str, Any] | None:
             raise ImportFormatError(where, "a 'chunk' event without its chunk")
         # a helper's snapshot (the text so far) is left out: dumped with every delta, a stream
         # would cost the square of its length
-        chunk = chunk.model_dump(mode="python", exclude={"snapshot"})
+        # (a helper's parsed subclasses in a union field make pydantic warn of nothing lost)
+        chunk = chunk.model_dump(mode="python", exclude={"snapshot"}, warnings=False)
     if not isinstance(chunk, Mapping):
         raise ImportFormatError(
             where, f"expected a {provider} stream chunk or its dict, got {type(chunk).__name__}"
