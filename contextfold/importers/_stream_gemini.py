@@ -26,8 +26,23 @@ __all__ = ["GeminiFold"]
 _TEXT_KEYS = frozenset({"text", "thought", "thoughtSignature", "thought_signature"})
 
 
+_CHUNK_KEYS = frozenset(
+    {
+        "candidates",
+        "usageMetadata",
+        "usage_metadata",
+        "promptFeedback",
+        "prompt_feedback",
+        "modelVersion",
+        "model_version",
+        "responseId",
+        "response_id",
+    }
+)
+
+
 def _signed(part: dict[str, Any]) -> bool:
-    return either_key(part, "thoughtSignature") is not None
+    return "thoughtSignature" in part or "thought_signature" in part
 
 
 class _Candidate:
@@ -44,7 +59,7 @@ class _Candidate:
     def add(self, candidate: dict[str, Any], path: JsonPath) -> None:
         for key, value in candidate.items():
             if key in ("finishReason", "finish_reason"):
-                self.finish = value
+                self.finish = getattr(value, "value", value)  # the SDK's enum, dumped as is
             elif key == "content":
                 content = require_obj(value, (*path, key), "'content' to be an object")
                 self.role = content.get("role", self.role)
@@ -104,10 +119,7 @@ class GeminiFold(Fold):
         self.blocked = False
 
     def add(self, event: dict[str, Any]) -> None:
-        if not any(
-            either_key(event, k)
-            for k in ("candidates", "usageMetadata", "promptFeedback", "modelVersion", "responseId")
-        ):
+        if not _CHUNK_KEYS & event.keys():
             raise Bad(
                 (),
                 "not a gemini stream chunk: none of 'candidates', 'usageMetadata', "
