@@ -47,10 +47,12 @@ _SDK_CLASSES: dict[str, frozenset[tuple[str, str]]] = {
 helpers' ``ParsedChatCompletion``, ``ParsedMessage``, ``ParsedResponse``) is one too."""
 
 _STREAM_HINT = {
-    "openai-chat": "client.chat.completions.stream(...).get_final_completion()",
-    "openai-responses": "client.responses.stream(...).get_final_response()",
-    "anthropic": "client.messages.stream(...).get_final_message()",
-    "gemini": "one generateContent response; a stream's chunks: contextfold.read_stream",
+    "openai-chat": "client.chat.completions.stream(...).get_final_completion(), or the chunks to "
+                   "contextfold.read_stream",
+    "openai-responses": "client.responses.stream(...).get_final_response(), or the events to "
+                        "contextfold.read_stream",
+    "anthropic": "client.messages.stream(...).get_final_message(), or the events to contextfold.read_stream",
+    "gemini": "one generateContent response; a stream's chunks to contextfold.read_stream",
 }
 
 _FREE = frozenset({"input", "args", "arguments", "action"})

@@ -87,6 +87,21 @@ def test_chat_reads_as_the_sdks_own_accumulation(interleave: bool) -> None:
     assert json.loads(sdk.calls[1].arguments) == json.loads(WIDE)
 
 
+def test_a_call_id_repeated_on_every_chunk_is_the_one_id() -> None:
+    """Some OpenAI-compatible servers repeat a call's ``id`` on each of its chunks: the SDK's
+    ``accumulate_delta`` joins strings, so its completion names ``call_acall_acall_a…``, an id no
+    result answers; the reader keeps the first."""
+    chunks = chat_chunks(CHAT)
+    ids = [c["id"] for c in CHAT["choices"][0]["message"]["tool_calls"]]
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            for call in choice["delta"].get("tool_calls", []):
+                call["id"] = ids[call["index"]]
+    sdk_ids = [c.id for c in _sdk_chat_final(chunks).choices[0].message.tool_calls]
+    assert sdk_ids[0].startswith("call_acall_a")
+    assert [c.call_id for c in contextfold.read_stream("openai-chat", chunks).calls] == ids
+
+
 def test_chat_refusal_deltas_are_the_replys_text() -> None:
     body = copy.deepcopy(CHAT)
     body["choices"][0]["finish_reason"] = "stop"
