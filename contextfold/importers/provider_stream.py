@@ -144,8 +144,8 @@ class StreamReader:
             location,
             reason
             or (
-                f"the response did not arrive whole: no {'; no '.join(missing)}; nothing of it is a reply: "
-                "err.partial holds what came whole, to keep, or retry"
+                f"the response did not arrive whole (missing: {'; '.join(missing)}): err.partial holds "
+                "what came whole, to keep; or retry"
             ),
             partial=partial,
             text=text,

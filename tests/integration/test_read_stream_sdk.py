@@ -190,9 +190,12 @@ def test_a_dropped_connection_leaves_what_came_whole_and_never_the_call_it_cut(s
     serve["handler"].dropped = len(sse(events[: start + 4], named=True))  # toolu_b's input: '{"path": "b.'
     client = anthropic.Anthropic(api_key="test", base_url=serve["url"], max_retries=0)
     reader = contextfold.StreamReader("anthropic")
-    with pytest.raises(anthropic.APIConnectionError), client.messages.stream(
-        model="claude-sonnet-4-5", max_tokens=1024, messages=[{"role": "user", "content": "go"}]
-    ) as stream:
+    with (
+        pytest.raises(anthropic.APIConnectionError),
+        client.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=1024, messages=[{"role": "user", "content": "go"}]
+        ) as stream,
+    ):
         for event in stream:
             reader.add(event)
     snapshot = stream.current_message_snapshot
@@ -268,3 +271,37 @@ def test_recorded_chat_streams_read_as_the_turn_sent_back(serve: dict[str, Any])
             ] == [(c.call_id, c.name, json.loads(c.arguments)) for c in response.tool_calls], name
             sent_back += 1
     assert sent_back >= 3
+
+
+# ------------------------------------------------------------------ what a runtime keeps
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_partial_reply_appended_builds_a_request_the_provider_takes(provider: str, store_url: str) -> None:
+    """A runtime that keeps what came whole of a broken stream appends it, answers its whole
+    calls, and builds on: the request passes the SDK's types, with no call the stream cut."""
+    from contextfold import ToolResult, UserInput
+    from contextfold.projections.render.validate import validate_sdk_types
+    from tests.unit.test_read_response import BODIES
+    from tests.unit.test_read_stream import STREAMS
+
+    events = STREAMS[provider](BODIES[provider], size=3)
+    reader = contextfold.StreamReader(provider)
+    for event in events[: len(events) - 3]:  # the connection drops near the end
+        reader.add(event)
+    with pytest.raises(StreamIncompleteError) as caught:
+        reader.reply()
+    partial = caught.value.partial
+    assert partial is not None and partial.events
+    with contextfold.open_store(store_url) as store:
+        run = store.run(f"partial-{provider}")
+        run.append(UserInput("Read a.py and b.py."))
+        run.build(provider, window=200_000, reserve=8_000)
+        run.append(partial.events)
+        run.append(ToolResult(call_id=c.call_id, content="contents") for c in partial.calls)
+        built = run.build(provider, window=200_000, reserve=8_000)
+    assert validate_sdk_types(provider, built.request) is True
+    request = json.dumps(built.request)
+    whole = {c.call_id for c in contextfold.read_response(provider, BODIES[provider]).calls}
+    kept = {c.call_id for c in partial.calls}
+    assert kept < whole and all((c in request) == (c in kept) for c in whole)
