@@ -3,7 +3,7 @@
 
 The event table is eventsourcing's application recorder table (one stream
 per run: ``originator_id`` = run id as text, ``originator_version`` = 1-based
-position, a notification id giving the commit order across runs). Next to it
+position, a notification id ordering the events across runs: ``EventReads.read_all``). Next to it
 we keep one table of our own, ``contextfold_artifacts``, for content-addressed
 blobs.
 

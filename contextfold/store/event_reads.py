@@ -435,9 +435,16 @@ class EventReads:
                 list_runs(self.backend, self._order_column, RUN_ID_PATTERN, prefix, limit)]
 
     def read_all(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, RecordedEvent]]:
-        """Events across all runs in commit order: (notification id, event), ids > ``after``."""
+        """Events across all runs by notification id: (notification id, event), ids > ``after``.
+        A reader that goes on after the last id it was given misses nothing: on PostgreSQL only
+        ids that are final are returned (``pg_recorder``'s ``committed_horizon``: inserts no
+        longer issue them in commit order); SQLite's writers are one at a time."""
+        recorder = self.backend.recorder
         with translate_errors("read notifications", self.url, reading=True):
-            rows = self.backend.recorder.select_notifications(after + 1, limit)
+            horizon = recorder.committed_horizon() if isinstance(self.backend, PostgresBackend) else None
+            if horizon is not None and horizon <= after:
+                return []
+            rows = recorder.select_notifications(after + 1, limit, stop=horizon)
         return [(n.id, self._decode(str(n.originator_id), n.originator_version, n.topic, n.state))
                 for n in rows]
 

@@ -1,9 +1,24 @@
 """eventsourcing's PostgreSQL application recorder, as the store inserts with it.
 
-Four changes: the runs' heads are checked in the insert's transaction
+Five changes: the runs' heads are checked in the insert's transaction
 (:mod:`contextfold.store.head_check`), a large batch is inserted without psycopg's pipeline
 mode, a retried insert recognises its own batch when the connection was lost after the COMMIT
-(see :func:`recorder_class`), and only a lost connection is retried (:func:`worth_retrying`).
+(see :func:`recorder_class`), only a lost connection is retried (:func:`worth_retrying`), and
+inserts into different runs no longer wait for each other (:data:`INSERTING`).
+
+Why the last: eventsourcing takes ``LOCK TABLE ... IN EXCLUSIVE MODE`` and ``NOTIFY`` in every
+insert, so that notification ids are issued in commit order (a reader tailing the notification
+log by id never passes over a lower id committed later). Both are held to the COMMIT, its WAL
+flush included (NOTIFY's lock is the database's), so every append of every run of every agent
+went through one lock: measured with ``scripts/bench_concurrent.py`` (2 cores), 16 agents
+spent 88% of their time queued for it (13 waiting on average), throughput fell from 178
+appends/s at 8 agents to 121 at 16, and the median append took 125 ms. Nothing of contextfold
+LISTENs, and one thing reads by notification id: :meth:`.event_reads.EventReads.read_all`, a
+feed across runs. So an insert takes a SHARED advisory lock instead (inserts never wait for
+each other; two appends at one run's position still conflict on its primary key), and
+``read_all`` takes it EXCLUSIVELY for an instant (:meth:`committed_horizon`): once it holds it,
+no insert is between issuing ids and committing, so ids up to the largest committed are final,
+and it reads only those.
 """
 
 from __future__ import annotations
@@ -19,7 +34,7 @@ from eventsourcing import persistence as es
 from contextfold.store.driver_errors import busy, causes, not_writable
 from contextfold.store.head_check import ExpectedHead, check_heads
 
-__all__ = ["INSERT_ATTEMPTS", "PIPELINE_MAX_BYTES", "recorder_class", "worth_retrying"]
+__all__ = ["INSERTING", "INSERT_ATTEMPTS", "PIPELINE_MAX_BYTES", "recorder_class", "worth_retrying"]
 
 _T = TypeVar("_T")
 
@@ -28,6 +43,11 @@ PIPELINE_MAX_BYTES = 1024 * 1024
 """Batches with more stored bytes than this are inserted without psycopg's pipeline mode."""
 INSERT_ATTEMPTS = 10
 """Attempts of an insert or a read whose connection failed (eventsourcing's own count)."""
+INSERTING = "contextfold.inserting:"
+"""The advisory lock's name (followed by the schema-qualified events table): held SHARED by each
+insert from before its notification ids are issued to its COMMIT, EXCLUSIVELY by a reader that
+needs every id below its horizon final (:meth:`committed_horizon`). Per table: a tenant's or
+another schema's inserts do not meet it."""
 
 
 def worth_retrying(exc: BaseException) -> bool:
@@ -81,16 +101,42 @@ def recorder_class() -> type[Any]:
 
     class Recorder(PostgresApplicationRecorder):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            """eventsourcing's, without its ``SET LOCAL lock_timeout`` before the table lock: the
+            """eventsourcing's, with a shared advisory lock in place of its table lock (the
+            module's docstring says why) and without its ``SET LOCAL lock_timeout``: the
             session's ``lock_timeout`` (``?lock_timeout=``, set on each connection by
-            :mod:`.pg_pool`) applies to it as to every statement; eventsourcing's '0s' lifted
-            it, and an append waited for a stalled writer's lock forever."""
-            from psycopg.sql import Composable
+            :mod:`.pg_pool`) applies to every lock as to every statement; eventsourcing's '0s'
+            lifted it, and an append waited for a stalled writer's lock forever."""
+            from psycopg.sql import SQL, Literal
 
             super().__init__(*args, **kwargs)
+            self._inserting_key = SQL("hashtextextended({}, 0)").format(Literal(
+                f'{INSERTING}"{self.datastore.schema}".{self.events_table_name}'))
+            # taken where eventsourcing took the table lock: before the INSERT issues ids
             self.lock_table_statements = [
-                statement for statement in self.lock_table_statements
-                if not (isinstance(statement, Composable) and "lock_timeout" in statement.as_string())]
+                SQL("SELECT pg_advisory_xact_lock_shared({})").format(self._inserting_key)]
+
+        def _notify_channel(self, curs: Any) -> None:
+            """Nothing: no one LISTENs, and NOTIFY serialises every committing transaction of
+            the database behind one lock held through its COMMIT (PostgreSQL's async.c)."""
+
+        def committed_horizon(self) -> int:
+            """The largest notification id below which every id is final: committed, or never
+            to be (0 for an empty store). Holds the inserts' lock exclusively for the read of
+            the largest id: it waits for the inserts in flight (each holds the lock shared from
+            before its ids are issued) and the inserts after it are issued larger ids. A writer of
+            an older contextfold holds eventsourcing's table lock instead, under which no other
+            insert issues ids: until it commits, its ids are above every committed one."""
+            from psycopg.sql import SQL, Identifier
+
+            def once() -> int:
+                with self.datastore.transaction(commit=False) as curs:
+                    curs.execute(SQL("SELECT pg_advisory_xact_lock({})").format(self._inserting_key))
+                    curs.execute(SQL("SELECT MAX(notification_id) AS m FROM {}.{}").format(
+                        Identifier(self.datastore.schema), Identifier(self.events_table_name)))
+                    row = curs.fetchone()
+                    return int(row["m"] or 0) if row is not None else 0
+
+            return _retrying(once)
 
         def insert_events(self, stored_events: Sequence[es.StoredEvent], **kwargs: Any) -> Any:
             """Insert in one transaction, retrying a lost connection, as eventsourcing does, but

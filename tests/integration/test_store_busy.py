@@ -85,7 +85,7 @@ def test_an_append_behind_another_writers_lock_is_busy_after_lock_timeout(store_
 @pytest.mark.postgres
 def test_a_stopped_writers_lock_is_released_by_the_server_and_the_others_go_through(pg_url: str) -> None:
     """A writer stopped inside its insert's transaction (Ctrl-Z, a debugger, a frozen host),
-    after the table lock: its session, idle in that transaction for a third of the lock
+    after its INSERT: its session, idle in that transaction for a third of the lock
     timeout, is ended by the server, and another process's append goes through."""
     stalled_url = with_options(pg_url, "lock_timeout=3")  # its session is ended after 1 s idle
     # the other waits up to 8 s for the lock and the stopped writer holds it for 60: the other goes
@@ -96,7 +96,7 @@ def test_a_stopped_writers_lock_is_released_by_the_server_and_the_others_go_thro
         original = recorder._fetch_ids_after_insert_events
         locked, release = threading.Event(), threading.Event()
 
-        def stopped(*args: Any, **kwargs: Any) -> Any:  # after LOCK TABLE and INSERT, before COMMIT
+        def stopped(*args: Any, **kwargs: Any) -> Any:  # after its INSERT, before COMMIT
             if not locked.is_set():
                 locked.set()
                 release.wait(60)
