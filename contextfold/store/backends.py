@@ -41,7 +41,14 @@ from contextfold.store.head_check import sqlite_recorder_class
 from contextfold.store.pg_backend import PostgresBackend
 from contextfold.store.pg_pool import libpq_dead_peer
 from contextfold.store.sqlite_path import OpenedFile, check_sqlite_path, sqlite_database
-from contextfold.store.store_tables import ARTIFACTS_TABLE, EVENTS_TABLE, NO_WAIT, STORE_TABLES, no_store
+from contextfold.store.store_tables import (
+    ARTIFACTS_TABLE,
+    EVENTS_TABLE,
+    NO_WAIT,
+    STORE_TABLES,
+    first_rows_index_sql,
+    no_store,
+)
 from contextfold.store.store_url import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_STORE_URL,
@@ -165,6 +172,12 @@ class SQLiteBackend:
                         c.execute(create_table_sql(TOKEN_COUNTS_TABLE, blob="BLOB", integer="INTEGER"))
                 except StoreNotWritableError:
                     pass  # a read-only store made before the table: it keeps no counts (token_counts)
+                try:
+                    with translate_errors("create schema", self.url), \
+                            self.datastore.transaction(commit=True) as c:
+                        c.execute(first_rows_index_sql(EVENTS_TABLE, "rowid"))
+                except StoreNotWritableError:
+                    pass  # a read-only store made before the index: its runs are listed without it
                 if self._opened is not None:
                     self._opened.check()  # a new store's file exists from here: its identity taken
                 return

@@ -24,7 +24,14 @@ from contextfold.store.driver_errors import causes, not_writable, one_line, tran
 from contextfold.store.fork_renewal import forget_after_fork, keep_inherited, renew_after_fork
 from contextfold.store.pg_pool import datastore_class, libpq_dead_peer, libpq_timeout
 from contextfold.store.pg_recorder import recorder_class
-from contextfold.store.store_tables import ARTIFACTS_TABLE, EVENTS_TABLE, NO_WAIT, no_store
+from contextfold.store.store_tables import (
+    ARTIFACTS_TABLE,
+    EVENTS_TABLE,
+    FIRST_ROWS_INDEX,
+    NO_WAIT,
+    first_rows_index_sql,
+    no_store,
+)
 from contextfold.store.store_url import (
     DEFAULT_LOCK_TIMEOUT,
     StoreURL,
@@ -139,8 +146,9 @@ class PostgresBackend:
         """Create what is missing. A schema that holds every table is only read: a read-only
         session (a standby, ``default_transaction_read_only``) refuses even ``CREATE TABLE IF NOT
         EXISTS``, so opening a complete store there failed. One made before the token-count table
-        is opened there without it (it keeps no counts: ``token_counts``)."""
-        if self.tables_present(EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE):
+        is opened there without it (it keeps no counts: ``token_counts``), one made before the
+        index of first rows without it (``store_tables.FIRST_ROWS_INDEX``)."""
+        if self.tables_present(EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE, FIRST_ROWS_INDEX):
             self.datastore.register_type_adapters()
             return
         try:
@@ -190,6 +198,8 @@ class PostgresBackend:
                     )
                     c.execute(create_table_sql(f'"{self.schema}".{TOKEN_COUNTS_TABLE}', blob="BYTEA",
                                                integer="BIGINT"))
+                    # an older version's store: built once, under the lock, inserts waiting meanwhile
+                    c.execute(first_rows_index_sql(f'"{self.schema}".{EVENTS_TABLE}', "notification_id"))
             except psycopg.Error as exc:
                 refusal = not_writable(exc, f"create schema ({self._safe_url()})", None)
                 if refusal is not None:  # a read-only role, database or standby

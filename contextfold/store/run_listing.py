@@ -15,8 +15,12 @@ events, 1.8 GB) that was 0.2 s of SQL and 1.3 s of command, growing with every r
   range of "job:" is empty there; "b" falls between "A" and "B"), so there it is
   ``starts_with`` over the rows;
 - the runs started last are the rows at position 1 read from the newest back (SQLite's rowid,
-  PostgreSQL's notification id, both indexed), ``limit`` of them, then each one's count by
-  the run-id index.
+  PostgreSQL's notification id), ``limit`` of them, then each one's count by the run-id index;
+- the whole listing is every row at position 1, then each one's count by the run-id index.
+
+Both read the rows at position 1 by their own partial index (``store_tables.FIRST_ROWS_INDEX``):
+without it, the newest runs were found by reading back every event written since they started
+(those of a run being written too), and the whole listing grouped every row of the store.
 """
 
 from __future__ import annotations
@@ -48,18 +52,26 @@ def list_runs(backend: SQLiteBackend | PostgresBackend, order_column: str, run_i
     where, params = matching
     table = backend.table(EVENTS_TABLE)
     if limit is None:
+        # each run's first row in commit order, then its last position by one probe of the
+        # run-id index: what the rows grouped by run said, without reading them. All runs: by the
+        # index of first rows; a prefix's: by a range of the run-id index (``+`` keeps SQLite from
+        # taking the index of first rows, every run's, for it)
+        first = "originator_version = 1" if not where else f"+originator_version = 1 AND {where}"
         rows = backend.query(
-            f"SELECT originator_id, MAX(originator_version) AS events, MIN({order_column}) AS o "
-            f"FROM {table} {'WHERE ' + where if where else ''} GROUP BY originator_id ORDER BY 3", params)
+            f"SELECT f.originator_id, (SELECT MAX(e.originator_version) FROM {table} AS e "
+            f"WHERE e.originator_id = f.originator_id) AS events, f.o AS o FROM (SELECT originator_id, "
+            f"{order_column} AS o FROM {table} WHERE {first}) AS f ORDER BY 3", params)
     else:
-        # the newest first rows, then each one's run by the index (the columns named: PostgreSQL's
-        # rows come as dicts, where two columns both named "max" were one)
+        # the newest first rows, then each one's last position by one probe of the run-id index
+        # (the columns named: PostgreSQL's rows come as dicts). Not a join grouped by run: that
+        # read every row of each run listed, and the run an agent is writing is often among the
+        # newest (a run of 100,000 events made `runs --limit 20` cost 330 ms instead of 43 ms)
         rows = backend.query(
-            f"SELECT n.originator_id, MAX(e.originator_version) AS events, MAX(n.o) AS o "
+            f"SELECT n.originator_id, (SELECT MAX(e.originator_version) FROM {table} AS e "
+            "WHERE e.originator_id = n.originator_id) AS events, n.o AS o "
             f"FROM (SELECT originator_id, {order_column} AS o FROM {table} WHERE originator_version = 1 "
             f"{'AND ' + where if where else ''} ORDER BY {order_column} DESC LIMIT {backend.placeholder}) "
-            f"AS n JOIN {table} AS e ON e.originator_id = n.originator_id "
-            "GROUP BY n.originator_id ORDER BY 3", (*params, min(limit, _MOST_ROWS)))
+            "AS n ORDER BY 3", (*params, min(limit, _MOST_ROWS)))
     return [(str(r[0]), int(r[1])) for r in rows]
 
 

@@ -21,6 +21,7 @@ from eventsourcing.sqlite import SQLiteConnectionPool
 
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ModelResponse, RunStarted, ToolCall, ToolResult, UserInput
+from contextfold.store.backends import SQLiteBackend
 from contextfold.store.event_store import EventStore
 from contextfold.store_api import open_store
 
@@ -89,6 +90,64 @@ def test_the_newest_runs_cost_the_same_in_a_store_twenty_times_larger(stores: di
     whole_large = _cost(stores[800], lambda s: s.runs())
     assert whole_large > 10 * whole_small  # the whole listing reads every run: the scale is there
     assert large < 2 * small, (small, large)  # the newest three: their rows, not the store's
+
+
+@pytest.fixture(scope="module")
+def newest_is_long(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """Two SQLite stores of 40 runs, the same but for the newest run's length: 5 events or 3,005
+    (an agent's run being written while a dashboard lists)."""
+    made = {}
+    for extra in (0, 1500):
+        path = tmp_path_factory.mktemp("long") / "runs.db"
+        with EventStore(f"sqlite:///{path}") as store:
+            _fill(store, 39)
+            turns = [e for i in range(extra) for e in (
+                ModelResponse(tool_calls=(ToolCall(call_id=f"t{i}", name="sh", arguments="{}"),)),
+                ToolResult(call_id=f"t{i}", content="ok"))]
+            store.append_new_runs([("agent-09/run-00039", [*_log(39), *turns])])
+        made[extra] = path
+    return made
+
+
+def test_a_long_run_among_the_newest_costs_the_listing_nothing_more(newest_is_long: dict[int, Path]) -> None:
+    """The listing reads each run's first row (``store_tables.FIRST_ROWS_INDEX``) and its last
+    position, never its other events: the newest runs were found by reading back every event
+    written since they started, and each one's count by reading its rows; the whole listing
+    grouped every row of the store."""
+    for listing in (lambda s: s.runs(limit=3), lambda s: s.runs()):
+        short, long = (_cost(newest_is_long[extra], listing) for extra in (0, 1500))
+        assert long < short * 1.2, (short, long)
+    with EventStore(f"sqlite:///{newest_is_long[1500]}") as store:
+        assert store.runs(limit=1)[0].events == 3005
+
+
+def _has_first_rows_index(store: EventStore) -> bool:
+    from contextfold.store.store_tables import FIRST_ROWS_INDEX
+
+    if isinstance(store.backend, SQLiteBackend):
+        indexes = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?"
+        return bool(store.backend.query(indexes, (FIRST_ROWS_INDEX,))[0][0])
+    return store.backend.tables_present(FIRST_ROWS_INDEX)
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_store_made_before_the_index_of_first_rows_lists_the_same(store_url: str, read_only: bool) -> None:
+    """A store of an older version (no index of first rows) gets the index when opened to write;
+    opened without creating anything (a reader) it lists the same runs without it."""
+    from contextfold.store.store_tables import FIRST_ROWS_INDEX
+
+    with EventStore(store_url) as store:
+        ids = _fill(store, 12)
+        store.append(ids[2], [UserInput("later")])
+        expected = store.runs()
+        assert _has_first_rows_index(store)
+        schema = store.backend.table("").rpartition(".")[0]
+        store.backend.execute(f"DROP INDEX {schema + '.' if schema else ''}{FIRST_ROWS_INDEX}")
+        assert not _has_first_rows_index(store)
+    with EventStore(store_url, create_schema=not read_only) as store:
+        assert store.runs() == expected and store.runs(limit=5) == expected[-5:]
+        assert [r.run_id for r in expected] == ids and expected[2].events == 6
+        assert _has_first_rows_index(store) is not read_only
 
 
 def test_one_prefix_costs_its_own_runs_not_the_stores(stores: dict[int, Path]) -> None:
