@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextfold.store.pg_pool import libpq_dead_peer, libpq_timeout
-from contextfold.store.store_tables import ARTIFACTS_TABLE, EVENTS_TABLE
+from contextfold.store.store_tables import ARTIFACTS_TABLE, EVENTS_TABLE, FIRST_ROWS_INDEX
 from contextfold.store.store_url import StoreURL
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
 
@@ -47,14 +47,15 @@ def _own_objects() -> frozenset[tuple[str, str]]:
 
     What eventsourcing's recorder and ``pg_backend`` create: the three tables with their row and
     array types, primary keys (constraint and index) and the events table's notification-id
-    sequence, default and index; eventsourcing's composite row type and its insert function.
+    sequence, default and index, and its index of first rows; eventsourcing's composite row type
+    and its insert function.
     (Each table's TOAST table and index live in ``pg_toast`` and are left to their table.)"""
     own = {("table", t) for t in _TABLES} | {("type", t) for t in _TABLES} | {
         ("type", f"_{t}") for t in _TABLES} | {("table constraint", f"{t}_pkey") for t in _TABLES} | {
         ("index", f"{t}_pkey") for t in _TABLES}
     return frozenset(own | {
         ("sequence", _SEQUENCE), ("default value", "notification_id"),
-        ("index", f"{EVENTS_TABLE}_notification_id_idx"),
+        ("index", f"{EVENTS_TABLE}_notification_id_idx"), ("index", FIRST_ROWS_INDEX),
         ("composite type", _ROW_TYPE), ("type", _ROW_TYPE), ("type", f"_{_ROW_TYPE}"),
         ("function", _INSERT_FUNCTION)})
 
