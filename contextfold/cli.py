@@ -306,8 +306,8 @@ register("audit", "what the model saw: run summary, --turn N checked against the
          _args.configure_audit, _Lazy("contextfold.cli_audit", "_handle_audit"))
 register("usage", "record provider-reported token usage of a turn (calibrates later budgets)",
          _args.configure_usage, _Lazy("contextfold.cli_usage", "_handle_usage"))
-register("why", "why a fragment, file, source or tool was kept or dropped at turn N (the manifest's "
-         "reason; for a tool not exposed, the decision re-derived from the log)",
+register("why", "why a fragment, file, source or tool was kept or dropped at turn N, or at every recorded "
+         "turn (the manifest's reason; for a tool not exposed, the decision re-derived from the log)",
          _args.configure_why, _Lazy("contextfold.cli_why", "_handle_why"))
 
 
