@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import deque
 from typing import Any
 
 from contextfold.api import Run
@@ -74,7 +73,7 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *, record: Recor
     record_index(record, 1)  # a choice that names no record is refused before any work
     report = run.verify()
     integrity = {"ok": report.ok, "events": report.events, "first_bad_position": report.first_bad_position,
-                 "reason": report.reason, "head": _chain_head(run, report.ok, report.events)}
+                 "reason": report.reason, "head": report.head}
     # The turn's records alone: the run's log read whole held every record's manifest (the last
     # turn of an 800-turn run: 970 MB). A recorded turn's rebuild reads the log it folds itself.
     # Read with the later records' configs, which a turn without a record is rebuilt with.
@@ -131,17 +130,6 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *, record: Recor
                         f"{m.cache_key[:16]}")
     return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
             "ok": not problems}, result
-
-
-def _chain_head(run: Run, ok: bool, events: int) -> str | None:
-    """The chain hash of the run's last event, when the chain is intact (``Integrity.head``)."""
-    if not ok or events < 1:
-        return None
-    # read as a fold reads the log (records slim): ``read`` decoded the last record's manifest
-    # whole, a second record besides the turn's (a long run's is megabytes). The store has no
-    # read of the head alone; ``VerifyReport`` carrying it would save this pass.
-    last = deque(run.store.events.fold_events(run.run_id, upto=events), maxlen=1)
-    return last[0].hash if last else None
 
 
 def _integrity_text(ok: bool, events: int, head: str | None, bad: int | None, reason: str) -> str:

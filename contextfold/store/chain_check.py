@@ -120,4 +120,4 @@ class ChainCheck(EventReads):
             cursor = rows[-1].originator_version
         if count == 0:
             raise RunNotFoundError(run_id)
-        return VerifyReport(run_id, count, True)
+        return VerifyReport(run_id, count, True, head=prev)

@@ -83,6 +83,9 @@ class VerifyReport:
     ok: bool
     first_bad_position: int | None = None
     reason: str = ""
+    head: str | None = None
+    """The chain hash of the run's last event when the chain is intact (None otherwise): what an
+    export's receiver compares (``audit`` shows it), found by the check's own pass."""
 
 
 def upcast_topic(topic: str) -> bool:
