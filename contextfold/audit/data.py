@@ -381,9 +381,8 @@ def audit_run(run: Run, *, config: ConfigChoice = None, rebuild_missing: bool = 
     # (``audit.records``): a long run without compaction held every record twice, O(n^2).
     with bulk_allocation():  # (as ``Run.events()`` reads: the events hold no cycles)
         events, recorded = read_records(run.store.events.iter_events(run.run_id), slim=True)
-    head = events[-1].hash if report.ok and events and events[-1].position == report.events else None
     integrity = Integrity(ok=report.ok, events=report.events, first_bad_position=report.first_bad_position,
-                          reason=report.reason, head=head)
+                          reason=report.reason, head=report.head)
     estimate_at = recorded.estimates.get
 
     def rebuild(state: RunState, cfg: BuildConfig) -> ContextManifest:
