@@ -35,7 +35,7 @@ from contextfold.projections.state import ToolGroup
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
 from contextfold.rebuild_api import check_given, nearest_config, previewed, read_turn, rebuild
 
-__all__ = ["EVENT_REF", "FRAGMENT_ID", "call_positions", "explain", "match_line"]
+__all__ = ["call_positions", "explain", "match_line", "position_named"]
 
 
 def _out(text: str) -> None:
@@ -52,12 +52,19 @@ def _checked_query(query: str) -> str:
 
 
 _WHOLE_REF = re.compile(r"[a-z]+://.*\d")
-EVENT_REF = re.compile(r"event://.+/(\d+)")
+_EVENT_REF = re.compile(r"event://.+/(\d+)")
 """A query naming one logged event by its ref: the event's own fragment is ``e{position}``."""
 _CALL_REF = re.compile(r"call://(.+)/([^/@]+)@(\d+)")
 """A query naming a call by the ref its result's fragment carries: run, call id, response position."""
-FRAGMENT_ID = re.compile(r"e(\d+)(?:\.c\d+)?")
+_FRAGMENT_ID = re.compile(r"e(\d+)(?:\.c\d+)?")
 """A query naming a fragment by its id: ``e{position}``, or ``e{position}.c{n}`` (a stub among them)."""
+
+
+def position_named(query: str) -> re.Match[str] | None:
+    """``query`` as a fragment id (``e27``, ``e32.c4``) or an event ref (``event://RUN/27``): the
+    match whose first group is the log position it names; None for anything else (a call, a tool,
+    a source, words)."""
+    return _FRAGMENT_ID.fullmatch(query) or _EVENT_REF.fullmatch(query)
 
 
 def _sourced(query: str, source_ref: str, *, whole_words: bool = False) -> bool:
@@ -87,7 +94,7 @@ def explain(manifest: ContextManifest, query: str) -> list[dict[str, Any]]:
     """Fragments/tools of ``manifest`` matching ``query`` (id, tool name, or source_ref/path substring)."""
     _checked_query(query)
     found: list[dict[str, Any]] = []
-    event = EVENT_REF.fullmatch(query)
+    event = _EVENT_REF.fullmatch(query)
     ids = {query, f"e{event.group(1)}"} if event else {query}
     exact = [f for f in manifest.fragments if f.id in ids]
     exact_x = [e for e in manifest.excluded_items if e.id in ids]
@@ -126,7 +133,7 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str | None:
     exist or was logged after the build, or a compaction took it; None when there is nothing to add
     (``why`` then looks for it as words, or says ``_nothing``). Why a value: the caller chose the text
     search by comparing this message with ``_nothing``'s, which any rewording would have broken."""
-    m = FRAGMENT_ID.fullmatch(query) or EVENT_REF.fullmatch(query)
+    m = position_named(query)
     if not m:  # a call, by its id or its ref: told of as its answer's event, else its response's
         for pos in call_positions(run, manifest, query):
             if (said := _compacted_at(run, manifest, query, pos)) is not None:
@@ -136,7 +143,7 @@ def _not_found(run: Run, manifest: ContextManifest, query: str) -> str | None:
     if pos > (version := run.version) or pos < 1:  # not "logged after the build": never logged
         return (f"{query}: run {run.run_id!r} has no position {pos} (its log holds positions "
                 f"1..{version}); nothing in turn {manifest.turn}'s manifest matches it")
-    stub = m.re is FRAGMENT_ID and "." in query
+    stub = m.re is _FRAGMENT_ID and "." in query
     if stub and pos <= manifest.log_version:  # a stub: the event it stood for
         entry = run.state().entries.get(query)
         if entry is None:  # no such fragment was ever folded: nothing to tell of it
@@ -309,7 +316,7 @@ def _handle_why(args: argparse.Namespace) -> int:
                 found = _not_exposed(run, manifest, args.query, advance)
         said = None if found else _not_found(run, manifest, args.query)
         by_text = (not found and said is None
-                   and not (FRAGMENT_ID.fullmatch(args.query) or EVENT_REF.fullmatch(args.query)))
+                   and not position_named(args.query))
         if by_text:  # words, not a name: the fragments whose logged text holds them
             found = _by_text(run, manifest, args.query)
         missing = ("" if found else said if said is not None

@@ -26,7 +26,7 @@ from contextfold.audit.records import read_records
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
 from contextfold.cli_files import shown_json
-from contextfold.cli_why import EVENT_REF, FRAGMENT_ID, call_positions, explain, match_line
+from contextfold.cli_why import call_positions, explain, match_line, position_named
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.manifest import ContextManifest
 
@@ -52,7 +52,7 @@ def _absent(run: Run, manifest: ContextManifest, query: str, logged: list[int]) 
 def _positions(run: Run, manifests: dict[int, ContextManifest], query: str) -> list[int]:
     """The log positions ``query`` names: a fragment id's or event ref's event, or a call's answers
     and its response, as of the newest record (a call id re-used later names the latest call)."""
-    m = FRAGMENT_ID.fullmatch(query) or EVENT_REF.fullmatch(query)
+    m = position_named(query)
     if m is not None:
         return [int(m.group(1))]
     return call_positions(run, manifests[max(manifests)], query) if manifests else []
