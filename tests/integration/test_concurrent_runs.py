@@ -25,6 +25,7 @@ from contextfold.domain.events import canonical_json
 from contextfold.domain.log import GENESIS_HASH, chain_hash
 from contextfold.store.backends import EVENTS_TABLE
 from contextfold.store.event_store import EventStore
+from contextfold.store.store_url import parse_store_url
 from tests.conftest import PG_URL
 from tests.storage import pg_role
 
@@ -98,12 +99,15 @@ def in_thread(call: Any) -> tuple[threading.Thread, list[Any]]:
 
 
 def wait_until_waiting(store: EventStore, what: str) -> None:
-    """Until a session of the test's database waits on a lock of kind ``what`` (pg_locks'
-    ``locktype``): the thread started has reached the wait, whatever the machine's load."""
+    """Until a session working on the store's schema waits on a lock of kind ``what`` (pg_locks'
+    ``locktype``): the thread started has reached the wait, whatever the machine's load. (Not
+    any session of the server: another test's wait, beside this one, would end this one early.)"""
+    schema = parse_store_url(store.url).schema
     with psycopg.connect(PG_URL.split("?")[0], autocommit=True) as pg:
         deadline = time.monotonic() + 60
         while not pg.execute(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = %s", (what,)
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE NOT l.granted AND l.locktype = %s AND strpos(a.query, %s) > 0", (what, schema)
         ).fetchone()[0]:  # type: ignore[index]
             assert time.monotonic() < deadline, f"nothing waits on a {what} lock after 60 s"
             time.sleep(0.02)
