@@ -2,7 +2,11 @@
 
 ``down()`` closes the listening socket and every forwarded connection, as a server that stops
 does (new connections are refused, open ones are cut); ``up()`` listens again on the same port,
-as the server coming back. The shared server itself is never stopped or reconfigured."""
+as the server coming back. The shared server itself is never stopped or reconfigured.
+
+``round_trips`` counts the times a client spoke after its server had (or first): each is a wait
+of the client for the server, what a request-response protocol pays once per round trip.
+Counted, not timed: what ``test_append_round_trips.py`` asserts with."""
 
 from __future__ import annotations
 
@@ -23,6 +27,9 @@ class TcpProxy:
         self.port = 0
         self.accepted = 0
         """Connections accepted (and forwarded) so far: what a client tried while the proxy was up."""
+        self.round_trips = 0
+        """Client turns so far, over every connection: data from a client after data from its
+        server (or the connection's first)."""
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -75,12 +82,17 @@ class TcpProxy:
                     return
                 self.accepted += 1
                 self._open.update((client, server))
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            turn = ["server"]  # who spoke last on this connection
+            for a, b, side in ((client, server, "client"), (server, client, "server")):
+                threading.Thread(target=self._pump, args=(a, b, side, turn), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, side: str, turn: list[str]) -> None:
         try:
             while data := source.recv(65536):
+                with self._lock:  # noted before it is forwarded: the reply cannot come first
+                    if turn[0] != side:
+                        turn[0] = side
+                        self.round_trips += side == "client"
                 sink.sendall(data)
         except OSError:
             pass

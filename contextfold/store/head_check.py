@@ -10,9 +10,13 @@ its stored bytes with those the head was made from (:attr:`~.run_heads.RunHead.t
 a missing or different row rolls the insert back with :class:`StaleHeadError`, and the append
 reads the run again and goes on at its real end (:meth:`.event_store.EventStore.append`).
 
-Cheap on purpose: one primary-key read per run of the batch and a blake3 of one row, where the
+Cheap on purpose: one primary-key read per run of the batch and a SHA-256 of one row, where the
 insert writes every row of the batch and syncs. The head's digest is of the stored bytes (an
 envelope or a compressed frame as stored), so the check needs no key and decompresses nothing.
+SHA-256, not the chain's blake3, because PostgreSQL computes it (``sha256()``): there the check
+is a condition of the INSERT itself, sent with it (:mod:`.pg_recorder`), not a read the client
+waits for first; SQLite reads the row in the insert's transaction (:func:`check_heads`). The
+digest is never stored: a store written before reads the same.
 A read that continues a fold checks the row it continues from the same way
 (:class:`FoldedTails`).
 """
@@ -20,11 +24,10 @@ A read that continues a fold checks the row it continues from the same way
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
-
-import blake3
 
 from contextfold.domain.fork_locks import fork_safe_lock
 
@@ -52,8 +55,8 @@ class StaleHeadError(Exception):
 
 
 def tail_digest(state: bytes) -> bytes:
-    """The digest a head keeps of its last row's stored bytes."""
-    return blake3.blake3(bytes(state)).digest()
+    """The digest a head keeps of its last row's stored bytes (SHA-256: the module says why)."""
+    return hashlib.sha256(state).digest()
 
 
 def check_heads(cursor: Any, statement: Any, heads: Sequence[ExpectedHead]) -> None:

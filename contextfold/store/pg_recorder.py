@@ -1,10 +1,13 @@
 """eventsourcing's PostgreSQL application recorder, as the store inserts with it.
 
-Five changes: the runs' heads are checked in the insert's transaction
-(:mod:`contextfold.store.head_check`), a large batch is inserted without psycopg's pipeline
-mode, a retried insert recognises its own batch when the connection was lost after the COMMIT
-(see :func:`recorder_class`), only a lost connection is retried (:func:`worth_retrying`), and
-inserts into different runs no longer wait for each other (:data:`INSERTING`).
+Six changes: the runs' heads are checked by the INSERT itself
+(:mod:`contextfold.store.head_check`), an append is sent in one round trip (BEGIN, lock, INSERT
+and COMMIT pipelined: eventsourcing's insert and the head's read waited for the server six times,
+counted through a proxy in ``tests/integration/test_append_round_trips.py``), a large batch is
+inserted without psycopg's pipeline mode, a retried insert recognises its own batch when the
+connection was lost after the COMMIT (see :func:`recorder_class`), only a lost connection is
+retried (:func:`worth_retrying`), and inserts into different runs no longer wait for each other
+(:data:`INSERTING`).
 
 Why the last: eventsourcing takes ``LOCK TABLE ... IN EXCLUSIVE MODE`` and ``NOTIFY`` in every
 insert, so that notification ids are issued in commit order (a reader tailing the notification
@@ -32,7 +35,7 @@ from typing import Any, TypeVar
 from eventsourcing import persistence as es
 
 from contextfold.store.driver_errors import busy, causes, not_writable
-from contextfold.store.head_check import ExpectedHead, check_heads
+from contextfold.store.head_check import ExpectedHead, StaleHeadError, check_heads
 
 __all__ = ["INSERTING", "INSERT_ATTEMPTS", "PIPELINE_MAX_BYTES", "recorder_class", "worth_retrying"]
 
@@ -89,17 +92,20 @@ def recorder_class() -> type[Any]:
     of rows never returned, the server waiting on the client (``ClientRead``) and the client on
     the server; 6 MB went through (psycopg issue #685 describes the same hang). A run's batch of
     5,000 events of tool output is that large. Above :data:`PIPELINE_MAX_BYTES` the same
-    statements (table lock, notify, insert) run in a plain transaction: a few more round trips
-    on a batch whose transfer takes far longer anyway. Made once per process, on the first
+    statements (lock, insert) run in a plain transaction: a few more round trips on a batch
+    whose transfer takes far longer anyway. Made once per process, on the first
     PostgreSQL store (eventsourcing's postgres module imports psycopg).
     """
     from eventsourcing.postgres import PostgresApplicationRecorder
 
-    insert_once = PostgresApplicationRecorder.insert_events.__wrapped__  # without its retry
     select_once = PostgresApplicationRecorder.select_events.__wrapped__
     notifications_once = PostgresApplicationRecorder.select_notifications.__wrapped__
 
     class Recorder(PostgresApplicationRecorder):
+        pipeline_max_bytes = PIPELINE_MAX_BYTES
+        """Batches with more stored bytes are inserted statement by statement (set lower on one
+        recorder, a test holds a small append between its INSERT and its COMMIT)."""
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             """eventsourcing's, with a shared advisory lock in place of its table lock (the
             module's docstring says why) and without its ``SET LOCAL lock_timeout``: the
@@ -109,6 +115,7 @@ def recorder_class() -> type[Any]:
             from psycopg.sql import SQL, Literal
 
             super().__init__(*args, **kwargs)
+            self._insert_statements: dict[int, Any] = {}
             self._inserting_key = SQL("hashtextextended({}, 0)").format(Literal(
                 f'{INSERTING}"{self.datastore.schema}".{self.events_table_name}'))
             # taken where eventsourcing took the table lock: before the INSERT issues ids
@@ -138,20 +145,25 @@ def recorder_class() -> type[Any]:
 
             return _retrying(once)
 
-        def insert_events(self, stored_events: Sequence[es.StoredEvent], **kwargs: Any) -> Any:
+        def insert_events(self, stored_events: Sequence[es.StoredEvent], *,
+                          heads: Sequence[ExpectedHead] = (), **kwargs: Any) -> Any:
             """Insert in one transaction, retrying a lost connection, as eventsourcing does, but
             knowing that a lost connection may have lost only the COMMIT's acknowledgement: when
             the retry finds its positions taken, by rows equal to its own (run, position, topic,
             state: chain hash and body), the first attempt was committed. eventsourcing's retry
             raised IntegrityError there, and an append "at the end" took it for a lost race and
-            wrote its batch a second time."""
-            large = sum(len(e.state) for e in stored_events) > PIPELINE_MAX_BYTES
+            wrote its batch a second time. ``heads``: the rows the batch was staged after, checked
+            by the INSERT itself (:meth:`_insert_statement`): :class:`StaleHeadError` when one of
+            them is not in the log as the head knew it, nothing written."""
+            if not stored_events:
+                return []
+            large = sum(len(e.state) for e in stored_events) > self.pipeline_max_bytes
             attempts = 0
             while True:
                 try:
                     if large:
-                        return self._insert_without_pipeline(stored_events, **kwargs)
-                    return insert_once(self, stored_events, **kwargs)
+                        return self._insert_statement_by_statement(stored_events, heads, **kwargs)
+                    return self._insert_in_one_trip(stored_events, heads, **kwargs)
                 except (es.InterfaceError, es.OperationalError) as exc:
                     attempts += 1
                     if attempts >= INSERT_ATTEMPTS or not worth_retrying(exc):
@@ -162,17 +174,95 @@ def recorder_class() -> type[Any]:
                         return None
                     raise
 
-        def _insert_events(self, curs: Any, stored_events: Sequence[es.StoredEvent], *,
-                           heads: Sequence[ExpectedHead] = (), **kwargs: Any) -> None:
-            """eventsourcing's hook before the rows are inserted, in their transaction: the
-            check of the runs' heads (:mod:`contextfold.store.head_check`; read committed, so it
-            sees the latest log)."""
-            if heads:
-                from psycopg.sql import SQL, Identifier
+        def _insert_statement(self, stored_events: Sequence[es.StoredEvent],
+                              heads: Sequence[ExpectedHead]) -> tuple[Any, list[Any]]:
+            """The INSERT of ``stored_events``, writing them only if each head's row is in the log
+            with the stored bytes its digest was taken of (:func:`.head_check.tail_digest`:
+            SHA-256, which the server computes, ``sha256()``, built in since PostgreSQL 11), and
+            returning their notification ids: none when a head is stale.
 
-                check_heads(curs, SQL("SELECT state FROM {}.{} WHERE originator_id = %s "
-                                      "AND originator_version = %s").format(
-                    Identifier(self.datastore.schema), Identifier(self.events_table_name)), heads)
+            Why a condition of the INSERT: the check was a read of its own before it, whose
+            answer the client waited for inside the transaction; so the whole append (BEGIN, the
+            inserts' lock, the INSERT, COMMIT) goes to the server at once
+            (:meth:`_insert_in_one_trip`). The rows go as four arrays, not as eventsourcing's
+            array of a row type, which psycopg writes as text, each state escaped by a regular
+            expression in Python. One statement per number of heads (prepared by the server)."""
+            from psycopg.sql import SQL, Identifier
+
+            statement = self._insert_statements.get(len(heads))
+            if statement is None:
+                table = SQL("{}.{}").format(Identifier(self.datastore.schema),
+                                            Identifier(self.events_table_name))
+                statement = SQL("INSERT INTO {} (originator_id, originator_version, topic, state) "
+                                "SELECT * FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::bytea[])"
+                                ).format(table)
+                if heads:
+                    statement += SQL(" WHERE ") + SQL(" AND ").join(
+                        [SQL("EXISTS (SELECT FROM {} WHERE originator_id = %s AND originator_version = %s "
+                             "AND sha256(state) = %s)").format(table)] * len(heads))
+                statement += SQL(" RETURNING notification_id")
+                self._insert_statements[len(heads)] = statement
+            params: list[Any] = [[e.originator_id for e in stored_events],
+                                 [e.originator_version for e in stored_events],
+                                 [e.topic for e in stored_events], [e.state for e in stored_events]]
+            for head in heads:
+                params.extend((head.run_id, head.version, head.tail))
+            return statement, params
+
+        def _insert_in_one_trip(self, stored_events: Sequence[es.StoredEvent],
+                                heads: Sequence[ExpectedHead], **kwargs: Any) -> list[int]:
+            """BEGIN, the inserts' lock, the INSERT and COMMIT sent at once, in psycopg's pipeline
+            mode: one wait for the server. eventsourcing's insert, after the head's read, waited
+            four times, the server each time waiting on the client inside the transaction with
+            its locks held. An error (a position taken) aborts the rest of the pipeline, COMMIT
+            included, and the transaction is rolled back: nothing written."""
+            from psycopg.pq import TransactionStatus
+
+            statement, params = self._insert_statement(stored_events, heads)
+            with self.datastore.get_connection() as conn:
+                try:
+                    with conn.pipeline():  # its end sends them all, with one Sync, and waits once
+                        curs, inserting = conn.cursor(), conn.cursor()  # open past the end: results
+                        self._insert_events(curs, stored_events, heads=heads, **kwargs)  # (a hook)
+                        curs.execute(b"BEGIN")
+                        self._lock_table(curs)
+                        inserting.execute(statement, params, prepare=True)
+                        curs.execute(b"COMMIT")
+                    ids = [row["notification_id"] for row in inserting.fetchall()]
+                finally:
+                    if conn.info.transaction_status in (TransactionStatus.INERROR, TransactionStatus.INTRANS):
+                        conn.rollback()  # the aborted transaction ended here, not left to the pool
+            return self._inserted(ids, stored_events, heads)
+
+        def _insert_statement_by_statement(self, stored_events: Sequence[es.StoredEvent],
+                                           heads: Sequence[ExpectedHead], **kwargs: Any) -> list[int]:
+            """The same statements in a plain transaction, each waited for: a large batch (the
+            pipeline's hang, :func:`recorder_class`)."""
+            statement, params = self._insert_statement(stored_events, heads)
+            with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+                self._insert_events(curs, stored_events, heads=heads, **kwargs)
+                self._lock_table(curs)
+                curs.execute(statement, params)
+                ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+                return self._inserted(ids, stored_events, heads, curs)
+
+        def _inserted(self, ids: Sequence[int] | None, stored_events: Sequence[es.StoredEvent],
+                      heads: Sequence[ExpectedHead], curs: Any = None) -> list[int]:
+            """``ids``, one per event; or, when the INSERT wrote none (a head stale), the
+            :class:`StaleHeadError` naming the first stale head's run (a read of the heads, in
+            ``curs``'s transaction when given)."""
+            if ids is not None and len(ids) == len(stored_events):
+                return list(ids)
+            from psycopg.sql import SQL, Identifier
+
+            read = SQL("SELECT state FROM {}.{} WHERE originator_id = %s AND originator_version = %s").format(
+                Identifier(self.datastore.schema), Identifier(self.events_table_name))
+            if curs is not None:
+                check_heads(curs, read, heads)
+            else:
+                with self.datastore.transaction(commit=False) as reading:
+                    check_heads(reading, read, heads)
+            raise StaleHeadError(heads[0].run_id if heads else str(stored_events[0].originator_id))
 
         def select_events(self, *args: Any, **kwargs: Any) -> Any:
             return _retrying(lambda: select_once(self, *args, **kwargs))
@@ -192,11 +282,5 @@ def recorder_class() -> type[Any]:
                         != [(e.originator_version, e.topic, bytes(e.state)) for e in mine]):
                     return False
             return True
-
-        def _insert_without_pipeline(self, stored_events: Sequence[es.StoredEvent], **kwargs: Any) -> Any:
-            with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
-                self._insert_events(curs, stored_events, **kwargs)
-                self._insert_stored_events(curs, stored_events, **kwargs)
-                return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
 
     return Recorder

@@ -44,6 +44,7 @@ class HeldInsert:
         self.inserted, self._release = threading.Event(), threading.Event()
         self.outcome: list[object] = []
         recorder = store.backend.recorder
+        recorder.pipeline_max_bytes = 0  # statement by statement: a point between INSERT and COMMIT
         original = recorder._fetch_ids_after_insert_events
 
         def stopped(*args: Any, **kwargs: Any) -> Any:

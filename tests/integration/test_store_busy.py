@@ -93,6 +93,7 @@ def test_a_stopped_writers_lock_is_released_by_the_server_and_the_others_go_thro
     with EventStore(stalled_url) as writer, EventStore(with_options(pg_url, "lock_timeout=8")) as other:
         writer.append("import-run", [UserInput("before")])
         recorder = writer.backend.recorder
+        recorder.pipeline_max_bytes = 0  # statement by statement: a point between INSERT and COMMIT
         original = recorder._fetch_ids_after_insert_events
         locked, release = threading.Event(), threading.Event()
 

@@ -377,6 +377,26 @@ def test_hash_chain_detects_an_edited_stored_payload(store: EventStore) -> None:
     assert report.first_bad_position == 2
 
 
+def test_a_batch_is_stored_as_its_chain_hashes_and_json_in_position_order(store: EventStore) -> None:
+    """The rows an append writes, as a store of any earlier version wrote them and reads them:
+    ``topic`` the event's type and version, ``state`` the chain hash (64 hex) then the canonical
+    JSON; across the batch, the order of commit (notification id or rowid) is that of position."""
+    batch: list[AnyEvent] = [UserInput("a"), call("c1"), ToolResult(call_id="c1", content="ok"),
+                             UserInput("é")]
+    store.append("r", [UserInput("first")])
+    recorded = store.append("r", batch)
+    b = store.backend
+    order = "rowid" if isinstance(b, SQLiteBackend) else "notification_id"
+    rows = b.query(f"SELECT originator_version, topic, state FROM {b.table(EVENTS_TABLE)} "
+                   f"WHERE originator_id = {b.placeholder} ORDER BY {order}", ("r",))
+    assert [(v, t, bytes(s)) for v, t, s in rows[1:]] == [
+        (rec.position, f"{event.type}@{event.v}", rec.hash.encode("ascii") + canonical_json(event))
+        for rec, event in zip(recorded, batch, strict=True)]
+    assert [r.position for r in recorded] == [2, 3, 4, 5]
+    first_hash = bytes(rows[0][2])[:64].decode("ascii")
+    assert recorded[0].hash == chain_hash("r", 2, first_hash, canonical_json(batch[0]))
+
+
 def test_verify_detects_a_topic_that_is_not_its_event_s(store: EventStore) -> None:
     """Counts by type (a turn's number: the run's model responses) read the topic column alone: a
     row whose topic was changed kept its chain, verify said ok, and usage and replay lost a turn."""
