@@ -28,7 +28,9 @@ it to the store). Three kinds of append are reported apart:
 
 Each side replays every run in turn (runs interleaved across sides, so a drift of the machine's
 speed reaches them alike), each run under a fresh run id. Reported per store and kind: p50 and
-p95 in ms per side, and the ratios contextfold/bare and contextfold/raw-es of the p50s.
+p95 in ms per side, and the ratios contextfold/bare and contextfold/raw-es of the p50s; and each
+side's client CPU per append (p50 of ``time.thread_time``: its own work without the waits for
+the database, steadier than wall time on a loaded machine).
 
 ``--profile sqlite|pg``: instead, run the contextfold side only under cProfile and print the
 functions with the most cumulative and own time, per kind of append.
@@ -255,12 +257,18 @@ def pg_store_url(base: str) -> tuple[str, Callable[[], None]]:
     return f"{base}{sep}schema={schema}", drop
 
 
-def replay(side: Side, run_id: str, steps: list[Step], times: dict[str, list[float]]) -> None:
+def replay(side: Side, run_id: str, steps: list[Step], times: dict[str, list[float]],
+           cpu: dict[str, list[float]] | None = None) -> None:
+    """Append ``steps`` to ``run_id``: each append's wall time into ``times``, and its CPU time
+    in this thread (``time.thread_time``: the client's own work, without the waits for the
+    database) into ``cpu``."""
     position = 0
     for kind, batch in steps:
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         side.append(run_id, position, batch)
         times[kind].append(time.perf_counter() - t0)
+        if cpu is not None:
+            cpu[kind].append(time.thread_time() - c0)
         position += len(batch)
 
 
@@ -272,13 +280,14 @@ def pct(xs: list[float], q: float) -> float:
 def bench(label: str, url: str, runs: list[list[Step]], rounds: int) -> None:
     sides = {name: make(url) for name, make in MAKERS.items()}
     times: dict[str, dict[str, list[float]]] = {name: {k: [] for k in KINDS} for name in SIDES}
+    cpu: dict[str, dict[str, list[float]]] = {name: {k: [] for k in KINDS} for name in SIDES}
     try:
         for side in sides.values():  # warm: imports, prepared statements, the pools
             replay(side, f"warm-{uuid.uuid4().hex[:8]}", runs[0], {k: [] for k in KINDS})
         for r in range(rounds):
             for i, steps in enumerate(runs):
                 for name in (SIDES if (i + r) % 2 == 0 else SIDES[::-1]):
-                    replay(sides[name], f"r{r}-{i}-{uuid.uuid4().hex[:6]}", steps, times[name])
+                    replay(sides[name], f"r{r}-{i}-{uuid.uuid4().hex[:6]}", steps, times[name], cpu[name])
     finally:
         for side in sides.values():
             side.close()
@@ -293,6 +302,9 @@ def bench(label: str, url: str, runs: list[list[Step]], rounds: int) -> None:
         cf, es, bare = (statistics.median(times[s][kind]) for s in SIDES)
         print(f"  {kind:7s} {len(times['contextfold'][kind]):5d}  " + "  ".join(cells)
               + f"   {cf / bare:7.2f}  {cf / es:8.2f}")
+    cells = [f"{kind} " + " / ".join(f"{statistics.median(cpu[s][kind]) * 1e3:.3f}" for s in SIDES)
+             for kind in KINDS]
+    print(f"  client CPU per append, p50 ms ({' / '.join(SIDES)}): {', '.join(cells)}")
 
 
 def profile(label: str, url: str, runs: list[list[Step]], rounds: int, kinds: set[str]) -> None:
