@@ -23,6 +23,7 @@ so the original stays on ``__cause__``.
     │   ├── RunNotFoundError
     │   ├── ArtifactNotFoundError
     │   ├── RecordNotFoundError           a turn's context_built record asked for by index
+    │   ├── TimeNotInRunError         an --at time before the run's first request, or a run without times
     │   └── TurnNotFoundError
     ├── IntegrityError                    hash chain / recorded hash mismatch
     ├── UpgradeRequiredError              the log holds an event (a field, a block) a newer contextfold wrote
@@ -85,6 +86,7 @@ __all__ = [
     "StreamIncompleteError",
     "SummaryRejectedError",
     "TenantMismatchError",
+    "TimeNotInRunError",
     "TokenizerError",
     "TurnNotFoundError",
     "UnknownToolCallError",
@@ -283,6 +285,16 @@ class TurnNotFoundError(NotFoundError):
         super().__init__(f"run {run_id!r} has no turn {turn} (turns 1..{last_turn})")
         self.run_id = run_id
         self.turn = turn
+
+
+class TimeNotInRunError(NotFoundError):
+    """A time (``--at``) the run has no request for: before its first request was built, or a
+    run whose events carry no times (recorded before times were kept, or imported from a format
+    without them). The message says which, and that ``--turn N`` picks a turn by number."""
+
+    def __init__(self, run_id: str, message: str) -> None:
+        super().__init__(f"run {run_id!r}: {message}")
+        self.run_id = run_id
 
 
 class RecordNotFoundError(NotFoundError):

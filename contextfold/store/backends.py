@@ -36,6 +36,8 @@ from contextfold.domain.errors import (
     StoreNotWritableError,
 )
 from contextfold.store.driver_errors import translate_errors
+from contextfold.store.event_times import EVENT_TIMES_TABLE
+from contextfold.store.event_times import create_table_sql as times_table_sql
 from contextfold.store.fork_renewal import forget_after_fork, keep_inherited, renew_after_fork
 from contextfold.store.head_check import sqlite_recorder_class
 from contextfold.store.pg_backend import PostgresBackend
@@ -172,6 +174,12 @@ class SQLiteBackend:
                         c.execute(create_table_sql(TOKEN_COUNTS_TABLE, blob="BLOB", integer="INTEGER"))
                 except StoreNotWritableError:
                     pass  # a read-only store made before the table: it keeps no counts (token_counts)
+                try:
+                    with translate_errors("create schema", self.url), \
+                            self.datastore.transaction(commit=True) as c:
+                        c.execute(times_table_sql(EVENT_TIMES_TABLE, integer="INTEGER", without_rowid=True))
+                except StoreNotWritableError:
+                    pass  # a read-only store made before the table: its events have no times (event_times)
                 try:
                     with translate_errors("create schema", self.url), \
                             self.datastore.transaction(commit=True) as c:

@@ -44,8 +44,9 @@ import functools
 import random
 import time
 import typing
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import blake3
 from eventsourcing import persistence as es
@@ -61,6 +62,7 @@ from contextfold.domain.errors import (
     RunExistsError,
     StoreError,
 )
+from contextfold.domain.event_times import to_micros
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -90,6 +92,7 @@ from contextfold.store.event_reads import (
     bulk_allocation,
     check_run_id,
 )
+from contextfold.store.event_times import EventTimes, TimeRow
 from contextfold.store.head_check import ExpectedHead, FoldedTails, StaleHeadError, tail_digest
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
@@ -142,6 +145,13 @@ class _Staged:
     learned: list[typing.Callable[[], None]] = field(default_factory=list)
     bases: set[ExpectedHead] = field(default_factory=set)
     """The keyframe rows its deltas were made against, checked by the insert (:mod:`.deltas`)."""
+    times: Sequence[datetime | None] | None = None
+    """Each event's time as its source says (an import): None for an event without one; no list:
+    every event is recorded at the append's time (:mod:`.event_times`)."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _preview(text: str) -> str:
@@ -149,25 +159,30 @@ def _preview(text: str) -> str:
 
 
 
-class EventStore(RunHeads):
+class EventStore(RunHeads, EventTimes):
     """One store (a SQLite file or a PostgreSQL database/schema) holding many runs."""
 
     def __init__(self, url: str | None = None, *, create_schema: bool = True,
                  artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD,
                  keyring: Keyring | None = None, tenant: str | None = None,
                  limits: StoreLimits | None = None, delta_frames: bool = True,
-                 must_exist: bool = False) -> None:
+                 must_exist: bool = False, clock: Callable[[], datetime] | None = None) -> None:
         """``keyring``: encrypt new writes and decrypt envelopes (None: plain store).
         ``tenant``: scope every read and write to one tenant (:mod:`.tenants`).
         ``must_exist``: a store not made yet is a StoreConfigError, nothing created (a mistyped
         path, schema or tenant; :func:`~contextfold.store.backends.open_backend`).
         ``delta_frames``: write a run's large states as deltas of its last keyframe
-        (:mod:`.deltas`); off, each is a frame of its own, readable by older versions."""
+        (:mod:`.deltas`); off, each is a frame of its own, readable by older versions.
+        ``clock``: what an append reads its events' time from (an aware datetime; default: the
+        system's clock in UTC). Read once per append, in the store only: a test passes its own, and
+        no fold or build ever reads one (:mod:`.event_times`)."""
         self.url = store_url_from_env(url)
         self.tenant = tenant
         self.keyring = keyring
         self.limits = limits or StoreLimits()
         self.backend = open_backend(self.url, tenant=tenant, provision=create_schema, must_exist=must_exist)
+        self.clock: Callable[[], datetime] = clock or _utc_now
+        self._times_kept: bool | None = None
         self.artifact_threshold = artifact_threshold
         self._init_heads()
         self._deltas = DeltaWriter(cache_bytes=BASE_CACHE_BYTES if delta_frames else 0)
@@ -337,7 +352,8 @@ class EventStore(RunHeads):
                 self.backend.put_artifacts(artifacts)
             heads = [*(ExpectedHead(b.run_id, b.head.version, b.head.tail) for b in batches
                        if b.head.version and b.head.tail is not None), *(h for b in batches for h in b.bases)]
-            self.backend.recorder.insert_events([e for b in batches for e in b.stored], heads=heads)
+            self.backend.recorder.insert_events([e for b in batches for e in b.stored], heads=heads,
+                                                times=self._time_rows(batches))
         except (es.IntegrityError, StaleHeadError):
             undo()
             raise  # a concurrent writer took these positions: handled by the caller
@@ -356,9 +372,27 @@ class EventStore(RunHeads):
             for commit in b.learned:  # keyframes and deltas the log now holds
                 commit()
 
+    def _time_rows(self, batches: list[_Staged]) -> list[TimeRow]:
+        """The rows of the batches' times (:mod:`.event_times`): the clock read once for the whole
+        insert (one transaction: its events are recorded at one time), a source's own times as
+        given; none where the store has no times table (a read-only store made before it)."""
+        if not self.keeps_times():
+            return []
+        now: int | None = None
+        rows: list[TimeRow] = []
+        for b in batches:
+            if b.times is None:
+                now = to_micros(self.clock()) if now is None else now
+                rows += [(b.run_id, e.originator_version, now) for e in b.stored]
+            else:
+                rows += [(b.run_id, e.originator_version, to_micros(at))
+                         for e, at in zip(b.stored, b.times, strict=True) if at is not None]
+        return rows
+
     def append_new_runs(self, runs: Sequence[tuple[str, Sequence[AnyEvent]]], *,
                         progress: typing.Callable[[int], None] | None = None,
-                        artifacts: Sequence[tuple[bytes, str]] = (), logs: Collection[str] = ()) -> int:
+                        artifacts: Sequence[tuple[bytes, str]] = (), logs: Collection[str] = (),
+                        times: Mapping[str, Sequence[datetime | None]] | None = None) -> int:
         """Record several new runs in ONE transaction: all of them or, on any error (a refused
         event, a run that exists, a lost connection, Ctrl-C), none. For an import of a
         multi-run file or of a run longer than one append: written batch by batch, an
@@ -371,6 +405,9 @@ class EventStore(RunHeads):
         ``progress(n)`` is called as each run's ``n`` events are prepared (the long part: JSON,
         hashes, compression), for a progress bar. ``logs``: the runs whose events are a log
         (an events export), recorded as it held them (``media.materialize``'s ``as_logged``).
+        ``times``: run id -> the time of each of its events as its source says (an import; None
+        for an event its source gives none: none is recorded, none invented); a run not in it
+        is recorded at the append's time, as :meth:`append` records.
         Returns the number of events written."""
         runs = list(runs)
         for run_id, _ in runs:
@@ -394,7 +431,12 @@ class EventStore(RunHeads):
                         raise RunExistsError(run_id, head.version)
                     if any(b.run_id == run_id for b in staged):  # named twice in the batch
                         raise ConcurrencyConflictError(run_id, 0)
+                    given = None if times is None else times.get(run_id)
+                    if given is not None and len(given) != len(events):
+                        raise InvalidInputError(f"run {run_id!r}: {len(given)} times for {len(events)} "
+                                                "events (one an event, None for an event without one)")
                     staged.append(self._stage(run_id, head, prepared))
+                    staged[-1].times = given
                     if progress is not None:
                         progress(len(events))
             except BaseException:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from contextfold.domain.fork_locks import fork_safe_lock
+from contextfold.store.event_times import EVENT_TIMES_TABLE, TimeRow, insert_sql
 
 __all__ = ["ExpectedHead", "FoldedTails", "StaleHeadError", "check_heads", "sqlite_recorder_class",
            "tail_digest"]
@@ -72,7 +73,8 @@ def check_heads(cursor: Any, statement: Any, heads: Sequence[ExpectedHead]) -> N
 
 @functools.cache
 def sqlite_recorder_class() -> type[Any]:
-    """eventsourcing's SQLite application recorder, checking the heads of an insert's runs."""
+    """eventsourcing's SQLite application recorder, checking the heads of an insert's runs and
+    writing its events' times (``times``: :mod:`.event_times`) in the insert's transaction."""
     from eventsourcing.sqlite import SQLiteApplicationRecorder
 
     class Recorder(SQLiteApplicationRecorder):
@@ -80,7 +82,8 @@ def sqlite_recorder_class() -> type[Any]:
         """Raises when the store file is no longer at its path (:class:`.sqlite_path.OpenedFile`)."""
 
         def _insert_events(self, c: Any, stored_events: Sequence[Any], *,
-                           heads: Sequence[ExpectedHead] = (), **kwargs: Any) -> Sequence[int] | None:
+                           heads: Sequence[ExpectedHead] = (), times: Sequence[TimeRow] = (),
+                           **kwargs: Any) -> Sequence[int] | None:
             """Insert, then check the heads: after the insert the transaction holds the write
             lock and reads the latest log. A read first would begin the transaction on a snapshot
             that the insert cannot upgrade once another writer committed ("database is locked"
@@ -90,6 +93,8 @@ def sqlite_recorder_class() -> type[Any]:
                 self.file_check()
             check_heads(c, f"SELECT state FROM {self.events_table_name} "
                            "WHERE originator_id = ? AND originator_version = ?", heads)
+            if times:  # the events' times, in their transaction (:mod:`.event_times`)
+                c.executemany(insert_sql(EVENT_TIMES_TABLE, "?"), times)
             return ids
 
     return Recorder

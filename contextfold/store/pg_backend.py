@@ -21,6 +21,8 @@ from contextfold.domain.errors import (
     StoreUnavailableError,
 )
 from contextfold.store.driver_errors import causes, not_writable, one_line, translate_errors
+from contextfold.store.event_times import EVENT_TIMES_TABLE
+from contextfold.store.event_times import create_table_sql as times_table_sql
 from contextfold.store.fork_renewal import forget_after_fork, keep_inherited, renew_after_fork
 from contextfold.store.pg_pool import datastore_class, libpq_dead_peer, libpq_timeout
 from contextfold.store.pg_recorder import recorder_class
@@ -147,8 +149,10 @@ class PostgresBackend:
         session (a standby, ``default_transaction_read_only``) refuses even ``CREATE TABLE IF NOT
         EXISTS``, so opening a complete store there failed. One made before the token-count table
         is opened there without it (it keeps no counts: ``token_counts``), one made before the
+        times table without it (its events have no times: ``event_times``), one made before the
         index of first rows without it (``store_tables.FIRST_ROWS_INDEX``)."""
-        if self.tables_present(EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE, FIRST_ROWS_INDEX):
+        if self.tables_present(EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE, EVENT_TIMES_TABLE,
+                               FIRST_ROWS_INDEX):
             self.datastore.register_type_adapters()
             return
         try:
@@ -196,6 +200,8 @@ class PostgresBackend:
                         "hash TEXT PRIMARY KEY, size BIGINT NOT NULL, "
                         "media_type TEXT NOT NULL, data BYTEA NOT NULL)"
                     )
+                    c.execute(times_table_sql(f'"{self.schema}".{EVENT_TIMES_TABLE}', integer="BIGINT",
+                                              without_rowid=False))
                     c.execute(create_table_sql(f'"{self.schema}".{TOKEN_COUNTS_TABLE}', blob="BYTEA",
                                                integer="BIGINT"))
                     # an older version's store: built once, under the lock, inserts waiting meanwhile

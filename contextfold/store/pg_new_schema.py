@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextfold.store.event_times import EVENT_TIMES_TABLE
 from contextfold.store.pg_pool import libpq_dead_peer, libpq_timeout
 from contextfold.store.store_tables import ARTIFACTS_TABLE, EVENTS_TABLE, FIRST_ROWS_INDEX
 from contextfold.store.store_url import StoreURL
@@ -32,7 +33,7 @@ from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
 
 __all__ = ["drop_if_unrecorded", "schema_absent"]
 
-_TABLES = (EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE)
+_TABLES = (EVENTS_TABLE, ARTIFACTS_TABLE, TOKEN_COUNTS_TABLE, EVENT_TIMES_TABLE)
 _ID_TYPE = "text"
 """The originator id type the store's recorder is made with (``pg_backend``): it names
 eventsourcing's row type and insert function."""
@@ -45,7 +46,7 @@ def _own_objects() -> frozenset[tuple[str, str]]:
     """(kind, name) of every object a store's schema holds, as ``pg_identify_object`` names its
     kind (a name is the object's own, unqualified; a default value's is its column's).
 
-    What eventsourcing's recorder and ``pg_backend`` create: the three tables with their row and
+    What eventsourcing's recorder and ``pg_backend`` create: the four tables with their row and
     array types, primary keys (constraint and index) and the events table's notification-id
     sequence, default and index, and its index of first rows; eventsourcing's composite row type
     and its insert function.

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from eventsourcing import persistence as es
 
 from contextfold.store.driver_errors import busy, causes, not_writable
+from contextfold.store.event_times import EVENT_TIMES_TABLE, TimeRow
 from contextfold.store.head_check import ExpectedHead, StaleHeadError, check_heads
 
 __all__ = ["INSERTING", "INSERT_ATTEMPTS", "PIPELINE_MAX_BYTES", "recorder_class", "worth_retrying"]
@@ -115,7 +116,7 @@ def recorder_class() -> type[Any]:
             from psycopg.sql import SQL, Literal
 
             super().__init__(*args, **kwargs)
-            self._insert_statements: dict[int, Any] = {}
+            self._insert_statements: dict[tuple[int, bool], Any] = {}
             self._inserting_key = SQL("hashtextextended({}, 0)").format(Literal(
                 f'{INSERTING}"{self.datastore.schema}".{self.events_table_name}'))
             # taken where eventsourcing took the table lock: before the INSERT issues ids
@@ -146,7 +147,8 @@ def recorder_class() -> type[Any]:
             return _retrying(once)
 
         def insert_events(self, stored_events: Sequence[es.StoredEvent], *,
-                          heads: Sequence[ExpectedHead] = (), **kwargs: Any) -> Any:
+                          heads: Sequence[ExpectedHead] = (), times: Sequence[TimeRow] = (),
+                          **kwargs: Any) -> Any:
             """Insert in one transaction, retrying a lost connection, as eventsourcing does, but
             knowing that a lost connection may have lost only the COMMIT's acknowledgement: when
             the retry finds its positions taken, by rows equal to its own (run, position, topic,
@@ -154,7 +156,8 @@ def recorder_class() -> type[Any]:
             raised IntegrityError there, and an append "at the end" took it for a lost race and
             wrote its batch a second time. ``heads``: the rows the batch was staged after, checked
             by the INSERT itself (:meth:`_insert_statement`): :class:`StaleHeadError` when one of
-            them is not in the log as the head knew it, nothing written."""
+            them is not in the log as the head knew it, nothing written. ``times``: the events'
+            times (:mod:`.event_times`), written by the same statement for the rows it wrote."""
             if not stored_events:
                 return []
             large = sum(len(e.state) for e in stored_events) > self.pipeline_max_bytes
@@ -162,8 +165,8 @@ def recorder_class() -> type[Any]:
             while True:
                 try:
                     if large:
-                        return self._insert_statement_by_statement(stored_events, heads, **kwargs)
-                    return self._insert_in_one_trip(stored_events, heads, **kwargs)
+                        return self._insert_statement_by_statement(stored_events, heads, times, **kwargs)
+                    return self._insert_in_one_trip(stored_events, heads, times, **kwargs)
                 except (es.InterfaceError, es.OperationalError) as exc:
                     attempts += 1
                     if attempts >= INSERT_ATTEMPTS or not worth_retrying(exc):
@@ -174,8 +177,8 @@ def recorder_class() -> type[Any]:
                         return None
                     raise
 
-        def _insert_statement(self, stored_events: Sequence[es.StoredEvent],
-                              heads: Sequence[ExpectedHead]) -> tuple[Any, list[Any]]:
+        def _insert_statement(self, stored_events: Sequence[es.StoredEvent], heads: Sequence[ExpectedHead],
+                              times: Sequence[TimeRow]) -> tuple[Any, list[Any]]:
             """The INSERT of ``stored_events``, writing them only if each head's row is in the log
             with the stored bytes its digest was taken of (:func:`.head_check.tail_digest`:
             SHA-256, which the server computes, ``sha256()``, built in since PostgreSQL 11), and
@@ -186,10 +189,15 @@ def recorder_class() -> type[Any]:
             inserts' lock, the INSERT, COMMIT) goes to the server at once
             (:meth:`_insert_in_one_trip`). The rows go as four arrays, not as eventsourcing's
             array of a row type, which psycopg writes as text, each state escaped by a regular
-            expression in Python. One statement per number of heads (prepared by the server)."""
+            expression in Python. One statement per number of heads (prepared by the server).
+
+            With ``times``, the events' times (:mod:`.event_times`) are upserted by the same
+            statement (a data-modifying WITH), for the rows the INSERT wrote only: a stale head
+            writes no event, so no time either (the COMMIT is sent whatever the INSERT did)."""
             from psycopg.sql import SQL, Identifier
 
-            statement = self._insert_statements.get(len(heads))
+            key = (len(heads), bool(times))
+            statement = self._insert_statements.get(key)
             if statement is None:
                 table = SQL("{}.{}").format(Identifier(self.datastore.schema),
                                             Identifier(self.events_table_name))
@@ -200,17 +208,32 @@ def recorder_class() -> type[Any]:
                     statement += SQL(" WHERE ") + SQL(" AND ").join(
                         [SQL("EXISTS (SELECT FROM {} WHERE originator_id = %s AND originator_version = %s "
                              "AND sha256(state) = %s)").format(table)] * len(heads))
-                statement += SQL(" RETURNING notification_id")
-                self._insert_statements[len(heads)] = statement
+                if times:
+                    statement = SQL(
+                        "WITH inserted AS ({} RETURNING notification_id, originator_id, originator_version), "
+                        "timed AS (INSERT INTO {} (originator_id, originator_version, recorded_us) "
+                        "SELECT t.r, t.v, t.us FROM unnest(%b::text[], %b::bigint[], %b::bigint[]) AS t(r, v, us) "
+                        "WHERE EXISTS (SELECT FROM inserted i WHERE i.originator_id = t.r "
+                        "AND i.originator_version = t.v) ON CONFLICT (originator_id, originator_version) "
+                        "DO UPDATE SET recorded_us = excluded.recorded_us) "
+                        "SELECT notification_id FROM inserted ORDER BY notification_id").format(
+                        statement, SQL("{}.{}").format(Identifier(self.datastore.schema),
+                                                       Identifier(EVENT_TIMES_TABLE)))
+                else:
+                    statement += SQL(" RETURNING notification_id")
+                self._insert_statements[key] = statement
             params: list[Any] = [[e.originator_id for e in stored_events],
                                  [e.originator_version for e in stored_events],
                                  [e.topic for e in stored_events], [e.state for e in stored_events]]
             for head in heads:
                 params.extend((head.run_id, head.version, head.tail))
+            if times:
+                params.extend(([r for r, _, _ in times], [v for _, v, _ in times], [us for _, _, us in times]))
             return statement, params
 
         def _insert_in_one_trip(self, stored_events: Sequence[es.StoredEvent],
-                                heads: Sequence[ExpectedHead], **kwargs: Any) -> list[int]:
+                                heads: Sequence[ExpectedHead], times: Sequence[TimeRow],
+                                **kwargs: Any) -> list[int]:
             """BEGIN, the inserts' lock, the INSERT and COMMIT sent at once, in psycopg's pipeline
             mode: one wait for the server. eventsourcing's insert, after the head's read, waited
             four times, the server each time waiting on the client inside the transaction with
@@ -218,7 +241,7 @@ def recorder_class() -> type[Any]:
             included, and the transaction is rolled back: nothing written."""
             from psycopg.pq import TransactionStatus
 
-            statement, params = self._insert_statement(stored_events, heads)
+            statement, params = self._insert_statement(stored_events, heads, times)
             with self.datastore.get_connection() as conn:
                 try:
                     with conn.pipeline():  # its end sends them all, with one Sync, and waits once
@@ -235,10 +258,11 @@ def recorder_class() -> type[Any]:
             return self._inserted(ids, stored_events, heads)
 
         def _insert_statement_by_statement(self, stored_events: Sequence[es.StoredEvent],
-                                           heads: Sequence[ExpectedHead], **kwargs: Any) -> list[int]:
+                                           heads: Sequence[ExpectedHead], times: Sequence[TimeRow],
+                                           **kwargs: Any) -> list[int]:
             """The same statements in a plain transaction, each waited for: a large batch (the
             pipeline's hang, :func:`recorder_class`)."""
-            statement, params = self._insert_statement(stored_events, heads)
+            statement, params = self._insert_statement(stored_events, heads, times)
             with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
                 self._insert_events(curs, stored_events, heads=heads, **kwargs)
                 self._lock_table(curs)

@@ -7,6 +7,7 @@ the tables and refuse a store not made yet in the same words; here neither impor
 from __future__ import annotations
 
 from contextfold.domain.errors import StoreConfigError
+from contextfold.store.event_times import EVENT_TIMES_TABLE
 from contextfold.store.tenants import META_TABLE
 from contextfold.store.token_counts import TOKEN_COUNTS_TABLE
 
@@ -15,7 +16,7 @@ __all__ = ["ARTIFACTS_TABLE", "EVENTS_TABLE", "FIRST_ROWS_INDEX", "NO_WAIT", "ST
 
 EVENTS_TABLE = "contextfold_events"
 ARTIFACTS_TABLE = "contextfold_artifacts"
-STORE_TABLES = (EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE, TOKEN_COUNTS_TABLE)
+STORE_TABLES = (EVENTS_TABLE, ARTIFACTS_TABLE, META_TABLE, TOKEN_COUNTS_TABLE, EVENT_TIMES_TABLE)
 """The tables a contextfold store holds: a SQLite file with none of them is no store yet."""
 
 FIRST_ROWS_INDEX = f"{EVENTS_TABLE}_first_rows"
