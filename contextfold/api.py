@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from pydantic import BaseModel
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # imported by the methods that use them (the module docstring
     from contextfold.compaction_api import CompactionReport
     from contextfold.domain.conversation import Conversation
     from contextfold.domain.manifest import Calibration
+    from contextfold.domain.turn_times import TurnAtTime
     from contextfold.projections.builder import BuildResult
     from contextfold.projections.calibration import Estimate
     from contextfold.projections.compaction import Summarizer
@@ -367,6 +369,24 @@ class Run:
         run with no events. What a turn check needs: ``usage`` and ``diff`` folded a whole
         10,000-event run (~5 s) to learn it."""
         return self.store.events.count_events(self.run_id, "model_response") + 1
+
+    def turn_at(self, when: datetime) -> TurnAtTime:
+        """The turn whose request was the last one built at or before ``when`` (an aware datetime;
+        :func:`contextfold.domain.event_times.utc_time` reads ISO 8601 text, a bare time as UTC),
+        with the request it stands for and why, in words (:mod:`contextfold.domain.turn_times`).
+        :class:`TimeNotInRunError` for a time before the run's first request, or a run whose
+        events carry no times; :class:`RunNotFoundError` for a run with no events. Reads each
+        record without its manifest, and the events' times (``EventStore.event_times``)."""
+        from contextfold.domain.turn_times import built_requests, turn_at
+
+        if not isinstance(when, datetime) or when.tzinfo is None:
+            raise InvalidInputError(f"a time is an aware datetime (UTC, or with its zone), got {when!r}")
+        times = self.store.events.event_times(self.run_id)
+        events = self.store.events.iter_events(self.run_id, keep=())
+        requests = built_requests((rec.position, rec.event, times.get(rec.position)) for rec in events)
+        if not requests and not self.store.events.exists(self.run_id):
+            raise RunNotFoundError(self.run_id)
+        return turn_at(self.run_id, when, requests)
 
     def records(self, turn: int) -> list[ContextBuilt]:
         """The ``context_built`` records of ``turn``, oldest first: those after the turn's previous

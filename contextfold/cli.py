@@ -53,6 +53,9 @@ from contextfold.domain.errors import (
 from contextfold.projections.memo_budget import memo_ceiling
 
 if TYPE_CHECKING:  # imported by the handlers that use them (the module docstring says why)
+    from collections.abc import Mapping
+    from datetime import datetime
+
     from contextfold.domain.events import AnyEvent
     from contextfold.domain.log import RecordedEvent
     from contextfold.store_api import Store
@@ -148,32 +151,45 @@ def _configure_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="only the N runs started last: the end of the listing, read without reading "
                         "the whole store")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON (first_at, last_at: the earliest and latest time of its events, UTC; "
+                        "null for a run whose events have none)")
 
 
 def _handle_runs(args: argparse.Namespace) -> int:
+    from contextfold.domain.event_times import shown_time
     from contextfold.store.backends import display_url
 
     with store_for(args) as store:
         runs = store.runs(args.prefix, limit=args.limit)  # both asked of the database (EventReads.runs)
+        spans = store.events.run_spans([r.run_id for r in runs])
         if args.json:
-            _out(shown_json(json.dumps([{"run_id": r.run_id, "events": r.events} for r in runs])))
+            _out(shown_json(json.dumps([
+                {"run_id": r.run_id, "events": r.events,
+                 "first_at": shown_time(spans[r.run_id][0]) if r.run_id in spans else None,
+                 "last_at": shown_time(spans[r.run_id][1]) if r.run_id in spans else None} for r in runs])))
         else:
             for r in runs:
-                _out(f"{r.run_id}\t{r.events} events")
+                span = spans.get(r.run_id)
+                when = "no times" if span is None else f"{shown_time(span[0])} .. {shown_time(span[1])}"
+                _out(f"{r.run_id}\t{r.events} events\t{when}")
             if not runs:
                 matching = f" starting with {args.prefix!r}" if args.prefix else ""
                 _out(f"no runs{matching} in {display_url(store.url)}")
     return 0
 
 
-register("runs", "list the runs in the store",
+register("runs", "list the runs in the store, each with its event count and the earliest and latest time of "
+                 "its events (UTC; 'no times': recorded before times were kept, or imported from a "
+                 "format without them)",
          _configure_runs, _handle_runs)
 
 
 def _configure_events(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--json", action="store_true", help="print canonical events JSONL (re-importable)")
+    p.add_argument("--json", action="store_true",
+                   help="print canonical events JSONL (re-importable); an event with a time carries it "
+                        "beside its fields as recorded_at (UTC)")
     p.add_argument("--with-artifacts", action="store_true",
                    help="with --json: first one line per artifact the events cite (large payloads, "
                         "media; base64), so that another store can import the run; without it an "
@@ -182,15 +198,24 @@ def _configure_events(p: argparse.ArgumentParser) -> None:
                    help="last position to print (default: the run's last event)")
 
 
-def print_events(events: list[RecordedEvent], as_json: bool) -> None:
+def print_events(events: list[RecordedEvent], as_json: bool,
+                 times: Mapping[int, datetime] | None = None) -> None:
+    """Each event on a line: text (position, time, type, hash, summary) or its export line (JSON;
+    its time as ``recorded_at``: ``domain.export_lines.timed_event_line``). ``times``: position ->
+    time (``EventStore.event_times``); an event without one shows ``-`` and carries none."""
+    from contextfold.domain.event_times import shown_time
     from contextfold.domain.events import canonical_json
+    from contextfold.domain.export_lines import timed_event_line
 
+    times = times or {}
     shown = visible_json if as_json and stdout_is_terminal() else str  # decided once for the run
     for rec in events:
+        at = times.get(rec.position)
         if as_json:
-            _out(shown(canonical_json(rec.event).decode()))
+            line = timed_event_line(canonical_json(rec.event), None if at is None else shown_time(at))
+            _out(shown(line.decode()))
         else:
-            _out(f"{rec.position:>6}  {rec.event.type:<20} {rec.hash[:12]}  "
+            _out(f"{rec.position:>6}  {shown_time(at):<27} {rec.event.type:<20} {rec.hash[:12]}  "
                  f"{visible(summarize_event(rec.event))}")
 
 
@@ -199,6 +224,7 @@ def _handle_events(args: argparse.Namespace) -> int:
         raise InvalidInputError("--with-artifacts goes with --json (the artifacts are lines of the export)")
     with store_for(args) as store:
         events = store.events.read(args.run, upto=args.upto)  # Run.events, without loading the builder
+        times = store.events.event_times(args.run, upto=args.upto)
         if args.with_artifacts:
             from contextfold.domain.events import artifact_refs, canonical_dumps
             from contextfold.domain.export_lines import artifact_line  # not the importers (its docstring)
@@ -210,7 +236,7 @@ def _handle_events(args: argparse.Namespace) -> int:
                         carried.add(ref.hash)
                         data = store.events.cited_artifact(ref)  # lost: an integrity failure, 3
                         _out(shown_json(canonical_dumps(artifact_line(ref, data))))
-        print_events(events, args.json)
+        print_events(events, args.json, times)
     return 0
 
 
@@ -425,6 +451,10 @@ def _main(argv: list[str] | None) -> int:
     _, handler, _ = COMMANDS[args.command]
     try:
         with _warnings_in_one_line(), _args.request_check(args):
+            if getattr(args, "at", None) is not None:  # --at TIME: the turn it names (cli_at)
+                from contextfold.cli_at import resolve_at
+
+                resolve_at(args)
             code = handler(args)
         sys.stdout.flush()  # a full disk behind a short output shows here, not at exit as a traceback
         return code

@@ -26,11 +26,11 @@ from contextfold.store.limits import StoreLimits
 if TYPE_CHECKING:
     from contextfold.rebuild_api import RecordChoice
 
-__all__ = ["EXCLUDED_SHOWN", "IMPORT_FORMATS", "PROVIDER_CHOICES", "RECORD_CHECK_HELP", "RECORD_HELP",
-           "REQUEST_BODY_SHOWN", "build_args", "config_args", "configure_audit", "configure_build",
-           "configure_compact", "configure_diff", "configure_import", "configure_manifest",
-           "configure_replay", "configure_show", "configure_usage", "configure_why", "excluded_count",
-           "record_choice", "request_check", "shown_store"]
+__all__ = ["AT_HELP", "EXCLUDED_SHOWN", "IMPORT_FORMATS", "PROVIDER_CHOICES", "RECORD_CHECK_HELP",
+           "RECORD_HELP", "REQUEST_BODY_SHOWN", "build_args", "config_args", "configure_audit",
+           "configure_build", "configure_compact", "configure_diff", "configure_import",
+           "configure_manifest", "configure_replay", "configure_show", "configure_usage", "configure_why",
+           "excluded_count", "record_choice", "request_check", "shown_store", "turn_or_time"]
 
 PROVIDER_CHOICES: tuple[str, ...] = ("neutral", "openai-chat", "openai-responses", "anthropic", "gemini")
 """``contextfold.domain.manifest.BUILD_PROVIDERS``, restated: importing the manifest models costs
@@ -103,11 +103,28 @@ def record_choice(text: str) -> RecordChoice:
 record_choice.__name__ = "record"  # argparse names the type in "invalid record value"
 
 
+AT_HELP = ("the turn whose request was the last one built at or before TIME, instead of --turn N: "
+           "ISO 8601, e.g. 2026-12-07T14:03:00Z, 2026-12-07T16:03+02:00, or 2026-12-07 14:03 (a time "
+           "without a zone is UTC). A turn's request was built at its context_built record's time, or "
+           "for a turn without a record (an imported trace) after the last event before its model "
+           "response. The turn chosen, and why, is said on stderr; a time before the run's first "
+           "request, or a run whose events carry no times, is TimeNotInRunError (exit 2)")
+
+
+def turn_or_time(p: argparse.ArgumentParser, *, required: bool = False) -> argparse._MutuallyExclusiveGroup:
+    """The group ``--turn`` is added to, with ``--at TIME`` beside it (one or the other:
+    both is a usage error, exit 2). ``--at`` is turned into ``--turn`` before the command runs
+    (:mod:`contextfold.cli_at`), so each command reads ``args.turn`` as before."""
+    group = p.add_mutually_exclusive_group(required=required)
+    group.add_argument("--at", default=None, metavar="TIME", type=nonempty("time"), help=AT_HELP)
+    return group
+
+
 def build_args(p: argparse.ArgumentParser, *, live: bool = True) -> None:
     """The flags of a build; without ``live`` (``manifest``), no ``--retries``: its look at the
     next request writes nothing, so it never conflicts."""
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, default=None, metavar="N",
+    turn_or_time(p).add_argument("--turn", type=int, default=None, metavar="N",
                    help="rebuild turn N (the request that produced the N-th model response; the "
                         "turn not answered yet, until it is built, is the next request, previewed); "
                         "default: the next request" + ("" if live else ", previewed: nothing is written "
@@ -160,7 +177,7 @@ def configure_manifest(p: argparse.ArgumentParser) -> None:
 
 def configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, required=True, metavar="N",
+    turn_or_time(p, required=True).add_argument("--turn", type=int, default=None, metavar="N",
                    help="the turn to rebuild: the request that produced the N-th model response (with "
                         "its first record's settings; a past turn without a record is rebuilt with the "
                         "nearest record's and, without --verify, recorded as a rebuild, which the "
@@ -237,7 +254,7 @@ def config_args(p: argparse.ArgumentParser) -> None:
 
 def configure_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, default=None, metavar="N",
+    turn_or_time(p).add_argument("--turn", type=int, default=None, metavar="N",
                    help="what exactly the model saw at turn N, re-derived and checked against the record "
                         "(default: a summary of every turn)")
     p.add_argument("--html", default=None, metavar="PATH", type=nonempty("path"),
@@ -272,7 +289,7 @@ def configure_usage(p: argparse.ArgumentParser) -> None:
 
 def configure_why(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    p.add_argument("--turn", type=int, default=None, metavar="N",
+    turn_or_time(p).add_argument("--turn", type=int, default=None, metavar="N",
                    help="the turn to explain (default: every recorded turn, each turn's first record, "
                         "turns with the same answer as one range: which requests held a call's result, "
                         "whole, cut, dropped or compacted; ids, tool names and sources only)")

@@ -17,8 +17,9 @@ import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
@@ -34,6 +35,9 @@ from contextfold.store.backends import STORE_TABLES, parse_store_url
 from contextfold.store.event_reads import check_run_id
 from contextfold.store.event_store import store_url_from_env
 from contextfold.store.sqlite_path import check_sqlite_path
+
+if TYPE_CHECKING:
+    from contextfold.importers import RunTimes
 
 __all__ = ["TRACE_PATTERNS", "handle_import"]
 
@@ -180,9 +184,9 @@ def _check_run_id(run_id: str, where: str) -> None:
         raise InputLimitError(f"{where}: {exc}") from None
 
 
-def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str], Bundled, set[str]]:
+def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str], Bundled, set[str], Timed]:
     """The runs of one file (or standard input): (runs, source, format, notes, artifacts, the runs
-    that are a log: :data:`LOG_FORMAT`)."""
+    that are a log: :data:`LOG_FORMAT`, the times of the runs whose format has them)."""
     from contextfold.importers import detect_format
 
     if args.path == "-":
@@ -195,9 +199,11 @@ def _runs_of_file(args: argparse.Namespace) -> tuple[Named, str, str, list[str],
     # store's bar): a pulsing bar, as no parser reports its steps
     with progress_bar(None, f"parsing {visible(source)} ({len(data) / 1e6:.1f} MB)"):
         fmt = args.format or detect_format(data, source=source)
-        runs, bundled, notes = _parsed(data, fmt, source)  # validate everything first: atomic
+        runs, times, bundled, notes = _parsed(data, fmt, source)  # validate everything first: atomic
     named = [(run_in_file(args.run, suffix, len(runs)), events, source) for suffix, events in runs]
-    return named, source, fmt, notes, bundled, {r for r, _, _ in named} if fmt == LOG_FORMAT else set()
+    timed = {run_id: t for (run_id, _, _), t in zip(named, times, strict=True) if t is not None}
+    return (named, source, fmt, notes, bundled, {r for r, _, _ in named} if fmt == LOG_FORMAT else set(),
+            timed)
 
 
 LOG_FORMAT = "events"
@@ -206,30 +212,37 @@ audio and video kept inline (``EventStore.append_new_runs``'s ``logs``). Why: th
 recorded were made from them so, and moved to artifacts they replayed to other hashes
 (``store.media.materialize``'s ``as_logged``); any other format is a history, whose clips move."""
 
+Timed = dict[str, list[datetime | None]]
+"""Run id -> each of its events' time as its source says (``importers.TIMED_FORMATS``): recorded
+with the run. A run not in it comes from a format without times: recorded without any (an import
+invents none: the time of the import is not when its events happened)."""
+
 Bundled = dict[str, tuple[ArtifactRef, bytes]]
 """The artifacts an import's exports carry (``events --json --with-artifacts``), by hash."""
 
 
 def _parsed(data: bytes, fmt: str, source: str
-            ) -> tuple[list[tuple[str, list[AnyEvent]]], Bundled, list[str]]:
-    """The runs of one file, the artifacts it carries (an events export's) by hash, and notes on
-    the request settings it leaves out (``tool_choice``...: a log has no place for them)."""
-    from contextfold.importers import runs_artifacts_and_notes
+            ) -> tuple[list[tuple[str, list[AnyEvent]]], list[RunTimes], Bundled, list[str]]:
+    """The runs of one file, their times (``importers.TIMED_FORMATS``), the artifacts it carries
+    (an events export's) by hash, and notes on the request settings it leaves out
+    (``tool_choice``...: a log has no place for them)."""
+    from contextfold.importers import timed_runs_artifacts_and_notes
 
-    runs, carried, notes = runs_artifacts_and_notes(data, format=fmt, source=source)
-    return runs, {ref.hash: (ref, blob) for ref, blob in carried}, notes
+    runs, times, carried, notes = timed_runs_artifacts_and_notes(data, format=fmt, source=source)
+    return runs, times, {ref.hash: (ref, blob) for ref, blob in carried}, notes
 
 
 def _runs_of_folder(args: argparse.Namespace, root: Path
-                    ) -> tuple[Named, str, str, list[str], Bundled, set[str]]:
+                    ) -> tuple[Named, str, str, list[str], Bundled, set[str], Timed]:
     """The runs of every trace under ``root``: (runs, source, a summary of the formats, notes,
-    the artifacts its exports carry, the runs that are a log: its exports').
+    the artifacts its exports carry, the runs that are a log: its exports', the times of the runs
+    whose format has them).
 
     Without ``--format`` each file's format is detected, and JSON of no known shape (SWE-agent's
     ``preds.json``, a config) is skipped and listed; a file that is not JSON at all, or does not
     parse as its format, fails the import. With ``--format`` every matched file must be one. An
     OpenHands conversation kept one file per event is one run (see :class:`EventFolder`)."""
-    from contextfold.importers import event_files_and_notes, guess_format
+    from contextfold.importers import event_files_notes_and_times, guess_format
 
     source = str(root)
     patterns = tuple(args.glob or TRACE_PATTERNS)
@@ -252,6 +265,7 @@ def _runs_of_folder(args: argparse.Namespace, root: Path
         return data
 
     named: Named = []
+    timed: Timed = {}
     bundled: Bundled = {}
     notes: list[str] = []
     logs: set[str] = set()
@@ -261,7 +275,9 @@ def _runs_of_folder(args: argparse.Namespace, root: Path
         for name, item in zip(names, items, strict=True):
             if isinstance(item, EventFolder):
                 state = None if item.state is None else read(item.state)
-                events, mended = event_files_and_notes([(str(f), read(f)) for f in item.files], state=state)
+                events, mended, event_times = event_files_notes_and_times(
+                    [(str(f), read(f)) for f in item.files], state=state)
+                timed[name] = event_times
                 notes += mended
                 formats["openhands event folder"] += 1
                 named.append((name, events, str(item.files[0].parent)))
@@ -272,8 +288,9 @@ def _runs_of_folder(args: argparse.Namespace, root: Path
                 skipped.append(item)
                 continue
             formats[f"{fmt} file"] += 1
-            runs, carried, dropped = _parsed(data, fmt, str(item))
+            runs, run_times, carried, dropped = _parsed(data, fmt, str(item))
             ids = [run_in_file(name, suffix, len(runs)) for suffix, _ in runs]
+            timed.update((run_id, t) for run_id, t in zip(ids, run_times, strict=True) if t is not None)
             named += [(run_id, events, str(item)) for run_id, (_, events) in zip(ids, runs, strict=True)]
             logs.update(ids if fmt == LOG_FORMAT else ())
             bundled.update(carried)
@@ -287,18 +304,18 @@ def _runs_of_folder(args: argparse.Namespace, root: Path
         notes.append(f"skipped {len(skipped)} file(s) of no known trace format: {shown}{more}")
     summary = ", ".join(f"{count} {kind}{'s' if count > 1 else ''}"
                         for kind, count in sorted(formats.items()))
-    return named, source, summary, notes, bundled, logs
+    return named, source, summary, notes, bundled, logs, timed
 
 
 def handle_import(args: argparse.Namespace) -> int:
     """Read and check every run of ``args.path``, then record them all in one transaction."""
     root = Path(args.path) if args.path != "-" else None
     if root is not None and root.is_dir():
-        named, source, fmt, notes, bundled, logs = _runs_of_folder(args, root)
+        named, source, fmt, notes, bundled, logs, timed = _runs_of_folder(args, root)
     else:
         if args.glob:
             raise ImportFormatError(f"{args.path}:0", "--glob selects files in a folder; this is not one")
-        named, source, fmt, notes, bundled, logs = _runs_of_file(args)
+        named, source, fmt, notes, bundled, logs, timed = _runs_of_file(args)
     first: dict[str, str] = {}
     for run_id, _, where in named:  # a multi-run file's ids too, before the store is opened
         _check_run_id(run_id, where)
@@ -338,7 +355,8 @@ def handle_import(args: argparse.Namespace) -> int:
                 try:
                     total = store.events.append_new_runs(
                         [(r, e) for r, e, _ in named], progress=prepared,
-                        artifacts=[(blob, ref.media_type) for ref, blob in needed.values()], logs=logs)
+                        artifacts=[(blob, ref.media_type) for ref, blob in needed.values()], logs=logs,
+                        times={r: timed.get(r) or [None] * len(e) for r, e, _ in named})
                 except InvalidInputError as exc:
                     failed = next(pending, None)
                     if failed is None:

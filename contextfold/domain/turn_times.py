@@ -90,6 +90,6 @@ def turn_at(run_id: str, when: datetime, requests: Sequence[BuiltRequest]) -> Tu
     later = [r for r in ordered if r.at > when]
     until = (f"; the next request (turn {later[0].turn}) was built at {shown_time(later[0].at)}" if later
              else "; no later request was built")
-    why = (f"{shown_time(when)} -> turn {chosen.turn}: its request was the last one built at or before "
-           f"that time, at {shown_time(chosen.at)} ({how} {chosen.position}){until}")
+    why = (f"turn {chosen.turn}: its request was the last one built at or before "
+           f"{shown_time(when)}, at {shown_time(chosen.at)} ({how} {chosen.position}){until}")
     return TurnAtTime(chosen.turn, chosen, why)

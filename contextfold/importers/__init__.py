@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from contextfold.domain.errors import ImportFormatError
@@ -55,8 +56,10 @@ from contextfold.importers import (
 from contextfold.importers._json import Bad, Doc, load
 from contextfold.importers.request_settings import dropped_settings
 
-__all__ = ["FORMATS", "ImportNoteWarning", "detect_format", "event_files_and_notes", "guess_format",
-           "iter_runs", "parse", "parse_event_files", "runs_and_artifacts", "runs_artifacts_and_notes"]
+__all__ = ["FORMATS", "TIMED_FORMATS", "ImportNoteWarning", "RunTimes", "detect_format",
+           "event_files_and_notes", "event_files_notes_and_times", "guess_format", "iter_runs", "parse",
+           "parse_event_files", "runs_and_artifacts", "runs_artifacts_and_notes",
+           "timed_runs_artifacts_and_notes"]
 
 FORMATS = ("openai-chat", "anthropic", "openhands", "events", "openai-responses", "gemini", "swe-agent")
 
@@ -74,6 +77,21 @@ _PARSERS: dict[str, Callable[[Doc], list[tuple[str, list[AnyEvent]]]]] = {
 Runs = list[tuple[str, list[AnyEvent]]]
 """``(run-id suffix, events)`` of every run of a source."""
 
+RunTimes = list[datetime | None] | None
+"""Each event's time as a run's source says (None for an event it gives none), or None for a
+source whose format carries no times (:data:`TIMED_FORMATS`)."""
+
+_TIMED_PARSERS: dict[str, Callable[[Doc], list[tuple[str, list[AnyEvent], list[datetime | None]]]]] = {
+    "openhands": openhands.parse_doc_timed,
+    "events": events_jsonl.parse_doc_timed,
+}
+TIMED_FORMATS = frozenset(_TIMED_PARSERS)
+"""The formats whose sources say when each event happened: OpenHands (each event's
+``timestamp``, legacy and V1 SDK alike, a folder of event files too) and contextfold's own
+export (``recorded_at``, ``events --json``). The others (OpenAI chat and Responses, Anthropic,
+Gemini request bodies, SWE-agent trajectories, tau-bench) hold messages without times: their
+events are recorded without one, none invented."""
+
 
 class ImportNoteWarning(UserWarning):
     """An entry point that returns no notes (:func:`iter_runs`, :func:`parse`,
@@ -89,7 +107,7 @@ def _warn(notes: list[str]) -> None:
 
 
 def _runs(data: bytes, format: str, source: str) -> Runs:
-    runs, _, mended, _ = _read(data, format, source, carried=False)
+    runs, _, _, mended, _ = _read(data, format, source, carried=False)
     _warn(mended)
     return runs
 
@@ -98,22 +116,31 @@ def _runs_and_artifacts(data: bytes, format: str, source: str, *, carried: bool
                         ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]], list[str]]:
     """The runs of ``data``, (with ``carried``) the artifacts an events export carries, and the
     notes on what the import mended or leaves out, from one parse of it (:func:`_read`)."""
-    runs, artifacts, mended, dropped = _read(data, format, source, carried=carried)
+    runs, _, artifacts, mended, dropped = _read(data, format, source, carried=carried)
     return runs, artifacts, mended + dropped
 
 
 def _read(data: bytes, format: str, source: str, *, carried: bool
-          ) -> tuple[Runs, list[tuple[ArtifactRef, bytes]], list[str], list[str]]:
-    """:func:`_runs_and_artifacts`' runs and artifacts, and its notes in two: on what the import
-    mended (:meth:`~._json.Doc.surrogate_note`: what :class:`ImportNoteWarning` tells), and on
-    the request settings it leaves out (:func:`~.request_settings.dropped_settings`)."""
+          ) -> tuple[Runs, list[RunTimes], list[tuple[ArtifactRef, bytes]], list[str], list[str]]:
+    """:func:`_runs_and_artifacts`' runs, their times (:data:`RunTimes`), its artifacts, and its
+    notes in two: on what the import mended (:meth:`~._json.Doc.surrogate_note`: what
+    :class:`ImportNoteWarning` tells), and on the request settings it leaves out
+    (:func:`~.request_settings.dropped_settings`)."""
     parser = _PARSERS.get(format)
     if parser is None:
         raise ImportFormatError(f"{source}:1", f"unknown format {format!r}; one of {FORMATS}")
     doc = load(data, source, jsonl=True if format == "events" else None)
     try:
-        runs = parser(doc)
-        return (runs, events_jsonl.bundled_artifacts(doc) if carried and format == "events" else [],
+        timed = _TIMED_PARSERS.get(format)
+        times: list[RunTimes]
+        if timed is None:
+            runs = parser(doc)
+            times = [None] * len(runs)
+        else:
+            parsed = timed(doc)
+            runs, times = [(suffix, events) for suffix, events, _ in parsed], [t for _, _, t in parsed]
+        return (runs, times,
+                events_jsonl.bundled_artifacts(doc) if carried and format == "events" else [],
                 doc.surrogate_note(source), dropped_settings(doc.value, format, source))
     except Bad as e:
         raise ImportFormatError(f"{source}:{doc.line_of(e.path)}", e.reason) from None
@@ -142,7 +169,7 @@ def runs_and_artifacts(data: bytes, *, format: str, source: str = "<stdin>"
     ``--with-artifacts`` carries (none for any other input), each checked against its hash:
     one parse of ``data`` for both. :class:`ImportFormatError` names a bad line; what the import
     mended is an :class:`ImportNoteWarning`."""
-    runs, artifacts, mended, _ = _read(data, format, source, carried=True)
+    runs, _, artifacts, mended, _ = _read(data, format, source, carried=True)
     _warn(mended)
     return runs, artifacts
 
@@ -153,6 +180,16 @@ def runs_artifacts_and_notes(data: bytes, *, format: str, source: str = "<stdin>
     bounded the model's tool use and that a log has no place for (``tool_choice``, parallel calls: see
     :mod:`~contextfold.importers.request_settings`), so an import does not drop them silently."""
     return _runs_and_artifacts(data, format, source, carried=True)
+
+
+def timed_runs_artifacts_and_notes(
+        data: bytes, *, format: str, source: str = "<stdin>"
+) -> tuple[Runs, list[RunTimes], list[tuple[ArtifactRef, bytes]], list[str]]:
+    """:func:`runs_artifacts_and_notes`, with each run's times (:data:`RunTimes`, in the order of
+    the runs): what an import records beside the events (``EventStore.append_new_runs``'s
+    ``times``), from the same one parse."""
+    runs, times, artifacts, mended, dropped = _read(data, format, source, carried=True)
+    return runs, times, artifacts, mended + dropped
 
 
 def parse_event_files(files: Sequence[tuple[str, bytes]], *, state: bytes | None = None) -> list[AnyEvent]:
@@ -174,19 +211,26 @@ def event_files_and_notes(files: Sequence[tuple[str, bytes]], *, state: bytes | 
                           ) -> tuple[list[AnyEvent], list[str]]:
     """:func:`parse_event_files`' events, and a note per event file whose lone surrogates were
     recorded as U+FFFD (its name, the line of the first, how many), as a file import notes them."""
+    events, notes, _ = event_files_notes_and_times(files, state=state)
+    return events, notes
+
+
+def event_files_notes_and_times(files: Sequence[tuple[str, bytes]], *, state: bytes | None = None
+                                ) -> tuple[list[AnyEvent], list[str], list[datetime | None]]:
+    """:func:`event_files_and_notes`, with each event's time (its file's ``timestamp``)."""
     if not files:
         raise ImportFormatError("<no files>:0", "an OpenHands event folder with no event file")
     docs = [load(data, source) for source, data in files]
     model = None if state is None else openhands.state_model(_json_or_none(state))
     try:
-        events = openhands.parse_history([doc.value for doc in docs], (), model=model)
+        events, times = openhands.parse_history_timed([doc.value for doc in docs], (), model=model)
     except Bad as e:
         at = e.path[0] if e.path and isinstance(e.path[0], int) and 0 <= e.path[0] < len(docs) else 0
         raise ImportFormatError(f"{files[at][0]}:{docs[at].line_of(e.path[1:])}", e.reason) from None
     except RecursionError:  # defensive: load() already bounds nesting
         raise ImportFormatError(f"{files[0][0]}:1", "input nested too deeply") from None
     return events, [note for (source, _), doc in zip(files, docs, strict=True)
-                    for note in doc.surrogate_note(source)]
+                    for note in doc.surrogate_note(source)], times
 
 
 def _json_or_none(data: bytes) -> Any:

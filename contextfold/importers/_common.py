@@ -10,6 +10,7 @@ import that the store would refuse fails here, naming the message.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -172,6 +173,11 @@ class RunBuilder:
         self.events: list[AnyEvent] = [RunStarted(model=model, agent=agent)]
         if tools:
             self.events.append(ToolsRegistered(tools=tuple(tools)))
+        self.times: list[datetime | None] = [None] * len(self.events)
+        """Each event's time as its source says (:attr:`now` when it was added): None for the ones
+        the importer adds (the run's start, a loss it infers) and those of a source without times."""
+        self.now: datetime | None = None
+        """The time of the source entry being read (a parser that reads times sets it per entry)."""
         self._pairing = PairingState()
         self._names: dict[str, str] = {}
 
@@ -188,6 +194,7 @@ class RunBuilder:
         elif isinstance(event, ToolResult | ToolResultLost):
             self._names.pop(event.call_id, None)
         self.events.append(event)
+        self.times.append(self.now)
 
     def _record_lost(self, response: ModelResponse) -> None:
         """Record ``ToolResultLost`` for each open call whose id ``response`` re-issues, before it.
@@ -212,6 +219,7 @@ class RunBuilder:
             self._pairing.apply(lost, len(self.events) + 1)
             self._names.pop(cid, None)
             self.events.append(lost)
+            self.times.append(None)  # inferred here: the trace does not say when it was lost
 
     def is_open(self, call_id: str) -> bool:
         return call_id in self._pairing.open

@@ -21,32 +21,52 @@ from __future__ import annotations
 
 import base64
 import binascii
+from datetime import datetime
 from typing import Any
 
 import blake3
 from pydantic import ValidationError
 
 from contextfold.domain.errors import ProtocolError
+from contextfold.domain.event_times import source_time
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
     event_from_json,
 )
-from contextfold.domain.export_lines import ARTIFACT_LINE, artifact_line
+from contextfold.domain.export_lines import ARTIFACT_LINE, TIME_KEY, artifact_line
 from contextfold.domain.log import PairingState
 from contextfold.importers._json import Bad, Doc
 
-__all__ = ["ARTIFACT_LINE", "artifact_line", "bundled_artifacts", "parse_doc"]
+__all__ = ["ARTIFACT_LINE", "artifact_line", "bundled_artifacts", "parse_doc", "parse_doc_timed"]
 
 
 def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
+    return [(suffix, events) for suffix, events, _ in parse_doc_timed(doc)]
+
+
+def parse_doc_timed(doc: Doc) -> list[tuple[str, list[AnyEvent], list[datetime | None]]]:
+    """:func:`parse_doc`'s run, with each event's time: the ``recorded_at`` its line carries
+    (:data:`~contextfold.domain.export_lines.TIME_KEY`), None for a line without one (an export
+    of events recorded before times were kept, or of an older release). A time that does not read
+    as one is refused, naming its line: this format is contextfold's own, which writes none such."""
     values = doc.value if doc.jsonl else [doc.value]
     parsed: list[AnyEvent] = []
+    times: list[datetime | None] = []
     for i, raw in enumerate(values):
         if not isinstance(raw, dict):
             raise Bad((i,), "expected one event object per line")
         if _is_artifact_line(raw):
             continue
+        if TIME_KEY in raw:
+            raw = dict(raw)
+            stamp = raw.pop(TIME_KEY)
+            at = source_time(stamp)
+            if at is None:
+                raise Bad((i, TIME_KEY), f"{TIME_KEY} is not an ISO 8601 time: {stamp!r}")
+            times.append(at)
+        else:
+            times.append(None)
         try:
             parsed.append(event_from_json(raw))
         except ValidationError as e:
@@ -63,7 +83,7 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
         except ProtocolError as e:
             raise Bad((i,), f"tool call pairing: {e}") from None
         events.append(event)
-    return [("", events)]
+    return [("", events, times)]
 
 
 def _is_artifact_line(raw: dict[str, Any]) -> bool:

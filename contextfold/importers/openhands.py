@@ -54,8 +54,10 @@ Mapping of an event stream (actions and observations linked by ``cause``):
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from contextfold.domain.event_times import source_time
 from contextfold.domain.events import (
     AnyEvent,
     ContentBlock,
@@ -76,7 +78,8 @@ from contextfold.importers._condensation import Condensations
 from contextfold.importers._json import Bad, Doc, JsonPath
 from contextfold.importers._tools import function_shaped_tools
 
-__all__ = ["is_event_object", "parse_doc", "parse_history", "state_model"]
+__all__ = ["is_event_object", "parse_doc", "parse_doc_timed", "parse_history", "parse_history_timed",
+           "state_model"]
 
 _SKIP_ACTIONS = frozenset({"recall", "change_agent_state", "null", "condensation_request", "pause",
                            "resume"})
@@ -297,8 +300,16 @@ def _forgotten(args: dict[str, Any], before: list[dict[str, Any]]) -> list[Any]:
 
 def parse_history(history: list[Any], path: JsonPath, *, model: str | None = None,
                   agent: str | None = None) -> list[AnyEvent]:
+    return parse_history_timed(history, path, model=model, agent=agent)[0]
+
+
+def parse_history_timed(history: list[Any], path: JsonPath, *, model: str | None = None,
+                        agent: str | None = None) -> tuple[list[AnyEvent], list[datetime | None]]:
+    """:func:`parse_history`'s events and each one's time: its OpenHands event's ``timestamp``
+    (ISO 8601 without a zone, read as UTC: :mod:`contextfold.domain.event_times`), None for the
+    events the import adds (the run's start, a loss it infers) and an entry without one."""
     if any(map(openhands_v1.is_event, history)):  # the software-agent SDK's events (``kind``)
-        return openhands_v1.parse_events(history, path, model=model, agent=agent)
+        return openhands_v1.parse_events_timed(history, path, model=model, agent=agent)
     events = [require_obj(e, (*path, i), "an OpenHands event object")
               for i, e in enumerate(history)]
     if model is None:
@@ -315,6 +326,7 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
     condensations = Condensations(run)
     for i, e in enumerate(events):
         condensations.begin(e, i)
+        run.now = source_time(e.get("timestamp"))
         p = (*path, i)
         action, observation = e.get("action"), e.get("observation")
         if isinstance(action, str):
@@ -388,10 +400,10 @@ def parse_history(history: list[Any], path: JsonPath, *, model: str | None = Non
                     p)
         else:
             raise Bad(p, "event has neither 'action' nor 'observation'")
-    return run.events
+    return run.events, run.times
 
 
-def _record(rec: dict[str, Any], path: JsonPath) -> list[AnyEvent]:
+def _record(rec: dict[str, Any], path: JsonPath) -> tuple[list[AnyEvent], list[datetime | None]]:
     history = rec.get("history")
     if not isinstance(history, list):
         raise Bad(path, "missing field 'history' (an array of events)")
@@ -401,13 +413,18 @@ def _record(rec: dict[str, Any], path: JsonPath) -> list[AnyEvent]:
     assert isinstance(llm, dict)
     model = llm.get("model") if isinstance(llm.get("model"), str) else None
     agent = meta.get("agent_class") if isinstance(meta.get("agent_class"), str) else None
-    return parse_history(history, (*path, "history"), model=model, agent=agent)
+    return parse_history_timed(history, (*path, "history"), model=model, agent=agent)
 
 
 def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
+    return [(suffix, events) for suffix, events, _ in parse_doc_timed(doc)]
+
+
+def parse_doc_timed(doc: Doc) -> list[tuple[str, list[AnyEvent], list[datetime | None]]]:
+    """:func:`parse_doc`'s runs, each with its events' times (:func:`parse_history_timed`)."""
     value = doc.value
     if doc.jsonl:
-        out: list[tuple[str, list[AnyEvent]]] = []
+        out: list[tuple[str, list[AnyEvent], list[datetime | None]]] = []
         seen: set[str] = set()
         for n, raw in enumerate(value):
             rec = require_obj(raw, (n,), "a run record with 'history'")
@@ -416,12 +433,12 @@ def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:
             if suffix in seen:
                 suffix = f"{suffix}-line-{doc.lines[n]}"
             seen.add(suffix)
-            out.append((suffix, _record(rec, (n,))))
+            out.append((suffix, *_record(rec, (n,))))
         return out
     if isinstance(value, dict) and isinstance(value.get("items"), list) and "history" not in value:
-        return [("", parse_history(value["items"], ("items",)))]  # a V1 agent server's event page
+        return [("", *parse_history_timed(value["items"], ("items",)))]  # a V1 agent server's event page
     if isinstance(value, dict):
-        return [("", _record(value, ()))]
+        return [("", *_record(value, ()))]
     if not isinstance(value, list):
         raise Bad((), "expected an array of OpenHands events or objects with 'history'")
-    return [("", parse_history(value, ()))]
+    return [("", *parse_history_timed(value, ()))]

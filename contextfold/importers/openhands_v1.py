@@ -34,8 +34,10 @@ not a schema).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from contextfold.domain.event_times import source_time
 from contextfold.domain.events import (
     AnyEvent,
     ContentBlock,
@@ -53,7 +55,7 @@ from contextfold.importers._condensation import Condensations
 from contextfold.importers._json import Bad, JsonPath
 from contextfold.importers._tools import function_shaped_tools
 
-__all__ = ["KINDS", "is_event", "parse_events"]
+__all__ = ["KINDS", "is_event", "parse_events", "parse_events_timed"]
 
 _SKIPPED = frozenset({
     "ConversationStateUpdateEvent", "ConversationErrorEvent", "PauseEvent", "InterruptEvent",
@@ -162,12 +164,20 @@ def _result(e: dict[str, Any], p: JsonPath, run: RunBuilder) -> None:
 def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,
                  agent: str | None = None) -> list[AnyEvent]:
     """The events of one V1 conversation (``events`` in log order)."""
+    return parse_events_timed(events, path, model=model, agent=agent)[0]
+
+
+def parse_events_timed(events: list[Any], path: JsonPath, *, model: str | None = None,
+                       agent: str | None = None) -> tuple[list[AnyEvent], list[datetime | None]]:
+    """:func:`parse_events`' events and each one's time: its V1 event's ``timestamp`` (ISO 8601;
+    without a zone, UTC), None for the events the import adds and an event without one."""
     objs = [require_obj(e, (*path, i), "an OpenHands event object") for i, e in enumerate(events)]
     run = RunBuilder(model=model, agent=agent)
     batches = _batches(objs)
     condensations = Condensations(run)
     for i, e in enumerate(objs):
         condensations.begin(e, i)
+        run.now = source_time(e.get("timestamp"))
         p = (*path, i)
         kind = e.get("kind")
         if kind in _SKIPPED or (kind == "ActionEvent" and i not in batches):
@@ -203,4 +213,4 @@ def parse_events(events: list[Any], path: JsonPath, *, model: str | None = None,
             _result(e, p, run)
         else:
             raise Bad((*p, "kind"), f"unknown OpenHands event kind {kind!r}")
-    return run.events
+    return run.events, run.times
