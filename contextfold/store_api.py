@@ -9,7 +9,8 @@ imports them when a run is first asked for.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal, NoReturn
 
 from contextfold.domain.errors import HandleNotPicklableError, StoreConfigError
@@ -105,7 +106,8 @@ class Store:
 def open_store(url: str | None = None, *, create_schema: bool = True,
                cipher_key: str | bytes | None = None, old_cipher_keys: Sequence[str | bytes] = (),
                tenant: str | None = None, limits: StoreLimits | None = None,
-               must_exist: bool = False, delta_frames: bool = True) -> Store:
+               must_exist: bool = False, delta_frames: bool = True,
+               clock: Callable[[], datetime] | None = None) -> Store:
     """Open (and by default create) a store: ``sqlite:///file.db`` or ``postgresql://...``.
 
     Without a URL: ``$CONTEXTFOLD_STORE``, else ``sqlite:///contextfold.db``.
@@ -122,6 +124,8 @@ def open_store(url: str | None = None, *, create_schema: bool = True,
     zstd frame of its own, not a delta of the run's last such frame (:mod:`contextfold.store.deltas`:
     ~1-15 KB a record of a 10,000-message run instead of ~240 KB), for a store that a contextfold
     older than delta frames must also read. This handle's writes only: what is stored reads either way.
+    ``clock``: what each append reads its events' time from (an aware datetime; default: the
+    system clock, UTC): ``EventStore``'s, for a test or a runtime with a clock of its own.
     """
     if url is not None and not isinstance(url, str):  # a Path too: the URL names its scheme
         raise StoreConfigError(f"a store URL is a string (sqlite:///runs.db, postgresql://...), "
@@ -131,4 +135,4 @@ def open_store(url: str | None = None, *, create_schema: bool = True,
     keyring = keyring_from(cipher_key, old_cipher_keys)
     tenant = tenant if tenant is not None else (os.environ.get("CONTEXTFOLD_TENANT") or None)
     return Store(EventStore(url, create_schema=create_schema, keyring=keyring, tenant=tenant,
-                            limits=limits, must_exist=must_exist, delta_frames=delta_frames))
+                            limits=limits, must_exist=must_exist, delta_frames=delta_frames, clock=clock))

@@ -48,7 +48,9 @@ def built_requests(events: Iterable[tuple[int, AnyEvent, datetime | None]]) -> l
     """The requests a run's log says were built, from its events in log order as ``(position,
     event, time or None)``: one per ``context_built`` record with a time, and for each turn
     without a record one at the time of the last timed event before its model response (the
-    module's docstring says why). Events without a time give none."""
+    module's docstring says why). Events without a time give none. A record of a rebuild
+    (``rebuild``: what ``replay`` or ``build --turn`` recorded of a past turn, later) is no request
+    the model saw: it is passed over, its turn's time found as if it were not there."""
     out: list[BuiltRequest] = []
     recorded: set[int] = set()
     inferred: list[BuiltRequest] = []
@@ -59,7 +61,7 @@ def built_requests(events: Iterable[tuple[int, AnyEvent, datetime | None]]) -> l
             responses += 1
             if last is not None:
                 inferred.append(BuiltRequest(responses, last[1], last[0], record=False))
-        elif isinstance(event, ContextBuilt):
+        elif isinstance(event, ContextBuilt) and not event.rebuild:  # a rebuild (an audit's) was not sent
             recorded.add(event.turn)
             if at is not None:
                 out.append(BuiltRequest(event.turn, at, position, record=True))

@@ -68,7 +68,7 @@ def test_a_folder_imports_each_trace_as_a_run_named_by_its_path(
     assert f"into 3 run(s) from {root} (1 openai-chat file, 2 swe-agent files)" in out
     assert runs(tmp_path, capsys) == {"exp/chats/greeting": 3, "exp/django-1": 6, "exp/flask-2": 6}
     code, out, _ = cf(tmp_path, capsys, "runs", "exp/d")
-    assert code == 0 and out == "exp/django-1\t6 events\n"
+    assert code == 0 and out == "exp/django-1\t6 events\tno times\n"  # SWE-agent trajectories hold none
     code, out, _ = cf(tmp_path, capsys, "runs", "nope/")
     assert code == 0 and out.startswith("no runs starting with 'nope/' in ")
     # each run is what importing its file alone records

@@ -9,6 +9,7 @@ which is where a real Ctrl-C in that window lands."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -79,7 +80,7 @@ def test_a_ctrl_c_once_the_command_is_done_leaves_its_exit_code(tmp_path: Path) 
     done = subprocess.run([sys.executable, "-c", CTRL_C_ONCE_DONE, store], capture_output=True, text=True,
                           timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "demo-fix-invoice\t25 events\nexiting 0\n"
+    assert re.fullmatch(r"demo-fix-invoice\t25 events\t\S+Z \.\. \S+Z\nexiting 0\n", done.stdout), done.stdout
 
 
 CHAT = json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])

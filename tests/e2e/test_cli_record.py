@@ -35,7 +35,9 @@ def test_demo_records_into_default_sqlite_and_verifies(tmp_path: Path) -> None:
     assert "call_01" in out.stdout and "tool_result" in out.stdout
     runs = cf_process("runs", "--json", cwd=tmp_path)
     # 24 sample events + the context_built record of the demo's build
-    assert json.loads(runs.stdout) == [{"run_id": "demo-fix-invoice", "events": 25}]
+    (listed,) = json.loads(runs.stdout)
+    assert {k: listed[k] for k in ("run_id", "events")} == {"run_id": "demo-fix-invoice", "events": 25}
+    assert listed["first_at"] <= listed["last_at"] and listed["last_at"].endswith("Z")  # when it was recorded
     again = cf_process("demo", cwd=tmp_path)  # a second demo never clobbers the first
     assert "demo-fix-invoice-2" in again.stdout
 

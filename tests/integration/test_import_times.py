@@ -80,7 +80,8 @@ def test_openhands_events_keep_their_trace_s_timestamps(path: Path) -> None:
 
 def test_a_known_openhands_trace_s_times_are_its_own_read_as_utc() -> None:
     path = TRACES / "openhands-event-streams" / "runtime_trajs_basic.json"
-    runs, times, _, _ = timed_runs_artifacts_and_notes(path.read_bytes(), format="openhands", source=str(path))
+    runs, times, _, _ = timed_runs_artifacts_and_notes(path.read_bytes(), format="openhands",
+                                                       source=str(path))
     (_, events), = runs
     assert [e.type for e in events] == ["run_started", "user_input", "model_response", "tool_result",
                                         "model_response"]
@@ -112,11 +113,13 @@ def test_a_v1_conversation_s_events_keep_their_timestamps_one_file_each() -> Non
 
 def test_an_imported_run_is_stored_with_its_trace_s_times(sqlite_url: str) -> None:
     path = TRACES / "openhands-event-streams" / "multi_swe_bench_example_output.jsonl"
-    runs, times, _, _ = timed_runs_artifacts_and_notes(path.read_bytes(), format="openhands", source=str(path))
+    runs, times, _, _ = timed_runs_artifacts_and_notes(path.read_bytes(), format="openhands",
+                                                       source=str(path))
     with EventStore(sqlite_url) as store:
         store.append_new_runs(runs, times={suffix: t for (suffix, _), t in zip(runs, times, strict=True)
                                            if t is not None})
         for (suffix, _), run_times in zip(runs, times, strict=True):
             assert run_times is not None
-            assert store.event_times(suffix) == {i: t for i, t in enumerate(run_times, start=1) if t is not None}
+            expected = {i: t for i, t in enumerate(run_times, start=1) if t is not None}
+            assert store.event_times(suffix) == expected
     assert [s for s, _ in iter_runs(path.read_bytes(), format="openhands")] == [s for s, _ in runs]
