@@ -62,7 +62,6 @@ from contextfold.domain.errors import (
     RunExistsError,
     StoreError,
 )
-from contextfold.domain.event_times import to_micros
 from contextfold.domain.events import (
     AnyEvent,
     ArtifactRef,
@@ -92,7 +91,7 @@ from contextfold.store.event_reads import (
     bulk_allocation,
     check_run_id,
 )
-from contextfold.store.event_times import EventTimes, TimeRow
+from contextfold.store.event_times import EventTimes
 from contextfold.store.head_check import ExpectedHead, FoldedTails, StaleHeadError, tail_digest
 from contextfold.store.limits import StoreLimits, json_depth
 from contextfold.store.media import materialize
@@ -352,8 +351,10 @@ class EventStore(RunHeads, EventTimes):
                 self.backend.put_artifacts(artifacts)
             heads = [*(ExpectedHead(b.run_id, b.head.version, b.head.tail) for b in batches
                        if b.head.version and b.head.tail is not None), *(h for b in batches for h in b.bases)]
+            times = self._time_rows([(b.run_id, [e.originator_version for e in b.stored], b.times)
+                                     for b in batches])
             self.backend.recorder.insert_events([e for b in batches for e in b.stored], heads=heads,
-                                                times=self._time_rows(batches))
+                                                times=times)
         except (es.IntegrityError, StaleHeadError):
             undo()
             raise  # a concurrent writer took these positions: handled by the caller
@@ -371,23 +372,6 @@ class EventStore(RunHeads, EventTimes):
                                                                   (r.event for r in b.recorded))))
             for commit in b.learned:  # keyframes and deltas the log now holds
                 commit()
-
-    def _time_rows(self, batches: list[_Staged]) -> list[TimeRow]:
-        """The rows of the batches' times (:mod:`.event_times`): the clock read once for the whole
-        insert (one transaction: its events are recorded at one time), a source's own times as
-        given; none where the store has no times table (a read-only store made before it)."""
-        if not self.keeps_times():
-            return []
-        now: int | None = None
-        rows: list[TimeRow] = []
-        for b in batches:
-            if b.times is None:
-                now = to_micros(self.clock()) if now is None else now
-                rows += [(b.run_id, e.originator_version, now) for e in b.stored]
-            else:
-                rows += [(b.run_id, e.originator_version, to_micros(at))
-                         for e, at in zip(b.stored, b.times, strict=True) if at is not None]
-        return rows
 
     def append_new_runs(self, runs: Sequence[tuple[str, Sequence[AnyEvent]]], *,
                         progress: typing.Callable[[int], None] | None = None,

@@ -29,15 +29,14 @@ databases, no zone to read back wrong), ~20 bytes a row with its key.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from contextfold.domain.event_times import from_micros
+from contextfold.domain.event_times import from_micros, to_micros
 from contextfold.store.driver_errors import translate_errors
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from contextfold.store.backends import Backend, PostgresBackend, SQLiteBackend
 
 __all__ = ["EVENT_TIMES_TABLE", "EventTimes", "TimeRow", "create_table_sql", "insert_sql", "run_spans",
@@ -100,7 +99,27 @@ class EventTimes:
 
     url: str
     backend: SQLiteBackend | PostgresBackend
+    clock: Callable[[], datetime]
     _times_kept: bool | None
+
+    def _time_rows(self, batches: Sequence[tuple[str, Sequence[int], Sequence[datetime | None] | None]]
+                   ) -> list[TimeRow]:
+        """The rows of an insert's times, from its batches as (run id, positions, the source's
+        times or None): the clock read once for the whole insert (one transaction: its events
+        are recorded at one time), a source's own times as given (None: no row); none where the
+        store has no times table (a read-only store made before it)."""
+        if not self.keeps_times():
+            return []
+        now: int | None = None
+        rows: list[TimeRow] = []
+        for run_id, positions, given in batches:
+            if given is None:
+                now = to_micros(self.clock()) if now is None else now
+                rows += [(run_id, position, now) for position in positions]
+            else:
+                rows += [(run_id, position, to_micros(at))
+                         for position, at in zip(positions, given, strict=True) if at is not None]
+        return rows
 
     def keeps_times(self) -> bool:
         """Whether this store has the times table (asked once): a store made before it and opened
