@@ -30,6 +30,7 @@ ERROR_FIELDS: dict[str, dict[str, Any]] = {
     "RunNotFoundError": {"run_id": "r"},
     "ArtifactNotFoundError": {"ref": "ab12", "reason": "was dropped"},
     "TurnNotFoundError": {"run_id": "r", "turn": 5, "last_turn": 2},
+    "TimeNotInRunError": {"run_id": "r", "message": "its events carry no times"},
     "RecordNotFoundError": {"run_id": "r", "turn": 2, "record": "last", "count": 0,
                             "store": "sqlite:///runs.db"},
     "IntegrityError": {"message": "hash mismatch", "position": 3},

@@ -130,7 +130,7 @@ def test_a_ctrl_c_after_an_import_committed_reports_it_recorded(
         assert out.stderr == ("contextfold: interrupted, after the import was recorded: 3 events into 1 "
                               "run(s) from <stdin> are in the store\n")
     monkeypatch.undo()
-    assert cf("runs", cwd=tmp_path).stdout.split() == ["r", "3", "events"]
+    assert cf("runs", cwd=tmp_path).stdout.split() == ["r", "3", "events", "no", "times"]  # chat: none
 
 
 def test_a_ctrl_c_before_an_import_committed_leaves_nothing(tmp_path: Path,
