@@ -212,7 +212,8 @@ def recorder_class() -> type[Any]:
                     statement = SQL(
                         "WITH inserted AS ({} RETURNING notification_id, originator_id, originator_version), "
                         "timed AS (INSERT INTO {} (originator_id, originator_version, recorded_us) "
-                        "SELECT t.r, t.v, t.us FROM unnest(%b::text[], %b::bigint[], %b::bigint[]) AS t(r, v, us) "
+                        "SELECT t.r, t.v, t.us "
+                        "FROM unnest(%b::text[], %b::bigint[], %b::bigint[]) AS t(r, v, us) "
                         "WHERE EXISTS (SELECT FROM inserted i WHERE i.originator_id = t.r "
                         "AND i.originator_version = t.v) ON CONFLICT (originator_id, originator_version) "
                         "DO UPDATE SET recorded_us = excluded.recorded_us) "
@@ -228,7 +229,8 @@ def recorder_class() -> type[Any]:
             for head in heads:
                 params.extend((head.run_id, head.version, head.tail))
             if times:
-                params.extend(([r for r, _, _ in times], [v for _, v, _ in times], [us for _, _, us in times]))
+                params.extend(([r for r, _, _ in times], [v for _, v, _ in times],
+                               [us for _, _, us in times]))
             return statement, params
 
         def _insert_in_one_trip(self, stored_events: Sequence[es.StoredEvent],
