@@ -272,6 +272,13 @@ def recorder_class() -> type[Any]:
                 ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
                 return self._inserted(ids, stored_events, heads, curs)
 
+        def _fetch_ids_after_insert_events(self, curs: Any, stored_events: Sequence[es.StoredEvent],
+                                           **kwargs: Any) -> list[int]:
+            """The ids the INSERT returned. eventsourcing's asserts the statement was an INSERT;
+            with the events' times it is a WITH whose status is ``SELECT n``
+            (:meth:`_insert_statement`)."""
+            return [row["notification_id"] for row in curs.fetchall()]
+
         def _inserted(self, ids: Sequence[int] | None, stored_events: Sequence[es.StoredEvent],
                       heads: Sequence[ExpectedHead], curs: Any = None) -> list[int]:
             """``ids``, one per event; or, when the INSERT wrote none (a head stale), the

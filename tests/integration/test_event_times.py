@@ -130,3 +130,20 @@ def test_a_position_written_again_after_the_log_moved_back_keeps_the_new_time(ti
                           f"AND originator_version = {p}", ("r", 4))
     timed.append("r", [ToolResult(call_id="c1", content="again")])
     assert timed.event_times("r")[4] == T0 + timedelta(seconds=1)
+
+
+def test_an_append_after_a_stale_head_records_times_only_for_what_it_wrote(timed: EventStore) -> None:
+    """The log moved back under this store's cached head (a restored backup without its last
+    event): the append's first insert finds its head gone and writes nothing, the second lands at
+    the log's real end. No time is left at a position no event holds (on PostgreSQL the times
+    are written by the INSERT's own statement, whose COMMIT is sent whatever it wrote)."""
+    timed.append("r", events()[:2])
+    p = timed.backend.placeholder
+    timed.backend.execute(f"DELETE FROM {timed.backend.table(EVENTS_TABLE)} WHERE originator_id = {p} "
+                          f"AND originator_version = {p}", ("r", 2))
+    timed.backend.execute(f"DELETE FROM {timed.backend.table(EVENT_TIMES_TABLE)} WHERE originator_id = {p} "
+                          f"AND originator_version = {p}", ("r", 2))
+    recorded = timed.append("r", [UserInput("after the restore")])
+    assert [r.position for r in recorded] == [2]
+    assert set(timed.event_times("r")) == {1, 2}
+    assert timed.event_times("r")[2] > T0
