@@ -164,10 +164,16 @@ def _handle_runs(args: argparse.Namespace) -> int:
         runs = store.runs(args.prefix, limit=args.limit)  # both asked of the database (EventReads.runs)
         spans = store.events.run_spans([r.run_id for r in runs])
         if args.json:
-            _out(shown_json(json.dumps([
-                {"run_id": r.run_id, "events": r.events,
-                 "first_at": shown_time(spans[r.run_id][0]) if r.run_id in spans else None,
-                 "last_at": shown_time(spans[r.run_id][1]) if r.run_id in spans else None} for r in runs])))
+            from pydantic import TypeAdapter
+
+            from contextfold.domain.command_outputs import RunLine
+
+            lines = TypeAdapter(tuple[RunLine, ...]).dump_python(tuple(
+                RunLine(run_id=r.run_id, events=r.events,
+                        first_at=shown_time(spans[r.run_id][0]) if r.run_id in spans else None,
+                        last_at=shown_time(spans[r.run_id][1]) if r.run_id in spans else None)
+                for r in runs), mode="json")
+            _out(shown_json(json.dumps(lines)))
         else:
             for r in runs:
                 span = spans.get(r.run_id)
@@ -246,11 +252,22 @@ register("events", "print a run's event log",
 
 def _configure_verify(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON (schema verify): ok, events, first_bad_position, reason, head; "
+                        "the exit code is the same (0 intact, 3 not)")
 
 
 def _handle_verify(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         report = store.events.verify(args.run)  # Run.verify, without loading the builder
+    if args.json:
+        from contextfold.domain.command_outputs import VerifyOutput
+
+        shown = VerifyOutput(run_id=args.run, ok=report.ok, events=report.events,
+                             first_bad_position=report.first_bad_position, reason=report.reason,
+                             head=report.head)
+        _out(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False)))
+        return 0 if report.ok else 3
     if report.ok:
         _out(f"ok: {report.events} events of {args.run!r}, hash chain intact")
         return 0
@@ -279,12 +296,62 @@ def _manifest_schema() -> dict[str, Any]:
     return ContextManifest.model_json_schema()
 
 
-SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {"events": _events_schema, "manifest": _manifest_schema}
+def _output_schema(module: str, name: str) -> Callable[[], dict[str, Any]]:
+    """The JSON Schema of the ``--json`` output model ``name`` of ``module``, as the CLI writes it
+    (serialization mode: a field left out when None is not required)."""
+    def schema() -> dict[str, Any]:
+        model = getattr(importlib.import_module(module), name)
+        return model.model_json_schema(mode="serialization")  # type: ignore[no-any-return]
+    return schema
+
+
+def _runs_schema() -> dict[str, Any]:
+    from pydantic import TypeAdapter
+
+    from contextfold.domain.command_outputs import RunLine
+
+    return TypeAdapter(tuple[RunLine, ...]).json_schema(mode="serialization")
+
+
+_AUDIT_OUTPUTS = "contextfold.audit.outputs"
+_COMMAND_OUTPUTS = "contextfold.domain.command_outputs"
+SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
+    "events": _events_schema, "manifest": _manifest_schema, "runs": _runs_schema,
+    "verify": _output_schema(_COMMAND_OUTPUTS, "VerifyOutput"),
+    "usage": _output_schema(_COMMAND_OUTPUTS, "UsageOutput"),
+    "build": _output_schema(_COMMAND_OUTPUTS, "BuildOutput"),
+    "compact": _output_schema(_COMMAND_OUTPUTS, "CompactOutput"),
+    "audit": _output_schema(_AUDIT_OUTPUTS, "AuditOutput"),
+    "audit-turn": _output_schema(_AUDIT_OUTPUTS, "AuditTurnOutput"),
+    "why": _output_schema(_AUDIT_OUTPUTS, "WhyOutput"),
+    "why-turns": _output_schema(_AUDIT_OUTPUTS, "WhyAcrossTurnsOutput"),
+    "diff": _output_schema(_AUDIT_OUTPUTS, "DiffOutput"),
+    "replay-verify": _output_schema(_AUDIT_OUTPUTS, "ReplayVerifyOutput"),
+}
 """Each schema's models are imported when it is printed (the module docstring says why)."""
+
+SCHEMA_HELP = """schemas (contextfold schema NAME):
+  events         one line of events --json (canonical event JSON; --with-artifacts adds artifact lines)
+  manifest       manifest --json, and the manifest of build/audit --turn
+  runs           runs --json
+  verify         verify --json
+  usage          usage --json
+  build          build --json
+  compact        compact --json
+  audit          audit --json (the run's summary)
+  audit-turn     audit --turn N --json
+  why            why --turn N --json
+  why-turns      why --json without --turn (spans of turns)
+  diff           diff --json
+  replay-verify  replay --turn N --verify --json"""
+"""The names ``schema`` takes, each with the output it describes (``schema --help``)."""
 
 
 def _configure_schema(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", choices=sorted(SCHEMAS), help="which JSON Schema to print")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = SCHEMA_HELP
+    p.add_argument("name", choices=sorted(SCHEMAS), metavar="NAME",
+                   help="which JSON Schema to print: " + ", ".join(sorted(SCHEMAS)))
 
 
 def _handle_schema(args: argparse.Namespace) -> int:
@@ -292,7 +359,8 @@ def _handle_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-register("schema", "print the JSON Schema of the canonical event JSON (or the manifest)",
+register("schema", "print the JSON Schema of the canonical event JSON, the manifest, or a command's --json "
+         "output (schema --help lists them)",
          _configure_schema, _handle_schema)
 
 

@@ -189,6 +189,9 @@ def configure_replay(p: argparse.ArgumentParser) -> None:
                         "--turn 3 --verify)")
     p.add_argument("--record", type=record_choice, default=None, metavar="first|last|K",
                    help=f"with --verify: {RECORD_CHECK_HELP}")
+    p.add_argument("--json", action="store_true",
+                   help="with --verify: print the verdict as JSON (schema replay-verify: ok, the record "
+                        "checked, both hashes, the differences); the exit codes are the same")
 
 
 def configure_diff(p: argparse.ArgumentParser) -> None:
@@ -282,6 +285,9 @@ def configure_usage(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-tokens", type=int, default=0, metavar="TOKENS",
                    help="completion tokens (default: 0)")
     p.add_argument("--model", default=None, type=nonempty("model name"), help="model the provider reported")
+    p.add_argument("--json", action="store_true",
+                   help="print what was recorded as JSON (schema usage): position, tokens, the turn's "
+                        "estimate and the ratio, warnings")
     p.add_argument("--force", action="store_true",
                    help="record input tokens over 4x the turn's estimate (refused by default as a run's "
                         "total; provider-side tools such as web search can report that much)")

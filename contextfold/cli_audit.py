@@ -23,6 +23,7 @@ from typing import Any
 from contextfold.api import Run
 from contextfold.audit.data import ConfigChoice, RunAudit, audit_run, unbuilt_answer
 from contextfold.audit.effects import WINDOW_TURNS, describe
+from contextfold.audit.outputs import AuditOutput, AuditTurnLine, AuditTurnOutput
 from contextfold.audit.report import prefix_stability_text, render_report
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
@@ -155,10 +156,9 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
         sys.stderr.write(f"INTEGRITY FAILED: run {args.run!r} cannot be re-derived: {visible(exc)}{where}\n")
         return 3
     if args.json:
-        data = {**verdict, "manifest": result.manifest.model_dump(mode="json")}
-        if args.content:
-            data["request"] = result.request
-        _out(shown_json(json.dumps(data, ensure_ascii=False)))
+        shown = AuditTurnOutput.model_validate({**verdict, "manifest": result.manifest,
+                                                "request": result.request if args.content else None})
+        _out(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False)))
     else:
         i = verdict["integrity"]
         _out(_integrity_text(i["ok"], i["events"], i["head"], i["first_bad_position"], i["reason"]))
@@ -287,19 +287,15 @@ def _handle_audit(args: argparse.Namespace) -> int:
         # With --json, stdout is the JSON alone (data for a program): the note goes to stderr.
         (sys.stderr if args.json else sys.stdout).write(wrote)
     if args.json:
-        _out(shown_json(json.dumps({"run_id": audit.run_id, "events": audit.events,
-                         "integrity": audit.integrity.model_dump(mode="json"),
-                         "summary": audit.summary.model_dump(mode="json"),
-                         "compaction_effects": [e.model_dump(mode="json") for e in audit.compaction_effects],
-                         "unbuilt": [u.model_dump(mode="json") for u in audit.unbuilt],
-                         "turns": [{"turn": t.turn, "source": t.source,
-                                    "selected": t.manifest.selected_tokens,
-                                    "budget": t.manifest.budget_tokens, "cache_key": t.manifest.cache_key,
-                                    "prefix_changed": t.prefix_changed, "config_changed": t.config_changed,
-                                    "repairs": [r.model_dump(mode="json") for r in t.repairs]
-                                    + list(t.build_notes),
-                                    "usage": t.usage.model_dump(mode="json") if t.usage else None}
-                                   for t in audit.turns]}, ensure_ascii=False)))
+        shown = AuditOutput(
+            run_id=audit.run_id, events=audit.events, integrity=audit.integrity, summary=audit.summary,
+            compaction_effects=audit.compaction_effects, unbuilt=audit.unbuilt,
+            turns=tuple(AuditTurnLine(turn=t.turn, source=t.source, selected=t.manifest.selected_tokens,
+                                      budget=t.manifest.budget_tokens, cache_key=t.manifest.cache_key,
+                                      prefix_changed=t.prefix_changed, config_changed=t.config_changed,
+                                      repairs=(*t.repairs, *t.build_notes), usage=t.usage)
+                        for t in audit.turns))
+        _out(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False)))
     elif not args.html:
         _out(_summary_text(audit))
     return 0 if audit.integrity.ok else 3

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
+from contextfold.audit.outputs import HashPair, ReplayVerifyOutput
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
 from contextfold.cli_args import EXCLUDED_SHOWN, RECORD_HELP, excluded_count, record_choice
@@ -24,6 +25,7 @@ from contextfold.cli_demo import DEMO_HOOKS
 from contextfold.cli_files import StagedOutput, output_file, shown_json
 from contextfold.cli_manifest_table import manifest_table
 from contextfold.cli_progress import fold_bar
+from contextfold.domain.command_outputs import BuildOutput
 from contextfold.domain.errors import (
     IntegrityError,
     InvalidInputError,
@@ -243,9 +245,8 @@ def _recorded_build(args: argparse.Namespace, staged: Sequence[BuildResult]) -> 
 
 def _print_build(args: argparse.Namespace, result: BuildResult) -> None:
     if args.json:
-        sys.stdout.write(shown_json(json.dumps({"request": result.request,
-                                                "manifest": result.manifest.model_dump(mode="json")},
-                                               ensure_ascii=False)) + "\n")
+        shown = BuildOutput(request=result.request, manifest=result.manifest)
+        sys.stdout.write(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False)) + "\n")
     elif not args.out:
         sys.stdout.write(shown_json(_body(result)))
     else:
@@ -304,6 +305,9 @@ def _handle_manifest(args: argparse.Namespace) -> int:
 
 
 def _handle_replay(args: argparse.Namespace) -> int:
+    if args.json and not args.verify:  # the request is JSON already: --json is the verdict's
+        raise InvalidInputError("--json goes with --verify (it prints the verdict as JSON); without "
+                                "--verify, replay prints the request body, which is JSON")
     if args.record is not None and not args.verify:  # it would be ignored: the request shown is the first's
         raise InvalidInputError("--record picks the record replay --verify checks; without --verify, "
                                 "manifest RUN --turn N --record K shows a record as recorded")
@@ -333,6 +337,16 @@ def _handle_replay(args: argparse.Namespace) -> int:
             if not chain.ok:
                 raise IntegrityError(f"run {args.run!r} position {chain.first_bad_position}: "
                                      f"{chain.reason} (so turn {args.turn} cannot be verified)")
+    if args.json:  # the verdict as data (schema replay-verify); the same exit codes
+        shown = ReplayVerifyOutput(
+            run_id=args.run, turn=args.turn, ok=report.ok, record=report.record, records=report.records,
+            rebuild_of_record=report.recorded.rebuild,
+            request_hash=HashPair(recorded=report.recorded.request_hash, rebuilt=report.rebuilt.request_hash),
+            cache_key=HashPair(recorded=report.recorded.prefix_hash, rebuilt=report.rebuilt.cache_key),
+            differences=report.differences, builder_note=report.builder_note,
+            unicode_note=report.unicode_note)
+        sys.stdout.write(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False)) + "\n")
+        return 0 if report.ok else 1
     if report.ok:
         m = report.rebuilt
         named = (f"; recorded in run {m.run_id!r}, the name its refs carry, before the run was "

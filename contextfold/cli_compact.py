@@ -16,6 +16,7 @@ from contextfold.cli import store_for
 from contextfold.cli_files import shown_json
 from contextfold.cli_progress import fold_bar
 from contextfold.compaction_api import CompactionReport, compact
+from contextfold.domain.command_outputs import CompactOutput
 
 __all__ = ["report_lines"]
 
@@ -47,12 +48,11 @@ def _handle_compact(args: argparse.Namespace) -> int:
         report = compact(store.run(args.run), args.strategy, window=args.window, reserve=args.reserve,
                          keep_recent=args.keep_recent, dry_run=args.dry_run, progress=advance)
     if args.json:
-        sys.stdout.write(shown_json(json.dumps({
-            "dry_run": report.dry_run, "positions": list(report.positions),
-            "replaced_tokens": report.replaced_tokens, "stand_in_tokens": report.stand_in_tokens,
-            "recovery": list(report.recovery),
-            "events": [e.model_dump(mode="json") for e in report.events]},
-            ensure_ascii=False, indent=2)) + "\n")
+        shown = CompactOutput(dry_run=report.dry_run, positions=tuple(report.positions),
+                              replaced_tokens=report.replaced_tokens, stand_in_tokens=report.stand_in_tokens,
+                              recovery=tuple(report.recovery), events=tuple(report.events))
+        sys.stdout.write(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False, indent=2))
+                         + "\n")
     else:
         sys.stdout.write("\n".join(report_lines(report)) + "\n")
     return 0

@@ -14,6 +14,7 @@ from typing import Any
 
 from contextfold.api import Run, Store
 from contextfold.audit.diff import diff_manifests
+from contextfold.audit.outputs import DiffOutput
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
 from contextfold.cli_build import PickedRecord, not_exposed_reasons, turn_record
@@ -78,9 +79,9 @@ def _handle_diff(args: argparse.Namespace) -> int:
         d = diff_manifests(ma, mb)
         d["tool_reasons"] = _tool_reasons(run, d, mb, advance)
     if args.json:  # which record each side is; None: rebuilt from the log (the turn had none)
-        d |= {"from_record": None if pa is None else pa.as_json(),
-              "to_record": None if pb is None else pb.as_json()}
-        sys.stdout.write(shown_json(json.dumps(d, indent=2)) + "\n")
+        shown = DiffOutput.model_validate({**d, "from_record": None if pa is None else pa.as_json(),
+                                           "to_record": None if pb is None else pb.as_json()})
+        sys.stdout.write(shown_json(json.dumps(shown.model_dump(mode="json"), indent=2)) + "\n")
         return 0
     out = [f"turn {d['from_turn']}{_label(pa)} -> {d['to_turn']}{_label(pb)}: "
            f"tokens {d['tokens']['from']} -> {d['tokens']['to']}, "

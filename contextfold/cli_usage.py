@@ -10,11 +10,13 @@ checks it against the turn's recorded estimates and appends it, nothing more
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
+from contextfold.cli_files import shown_json
 from contextfold.usage_api import UsageWarning
 
 __all__: list[str] = []
@@ -32,14 +34,26 @@ def _handle_usage(args: argparse.Namespace) -> int:
             rec = run.observe_usage(args.turn, args.input_tokens, cached_tokens=args.cached_tokens,
                                     output_tokens=args.output_tokens, model=args.model, force=args.force)
         records = run.records(args.turn)
+    said: list[str] = []
     for w in caught:  # the report is recorded: a warning says what it will not do (calibrate)
         if issubclass(w.category, UsageWarning):
+            said.append(str(w.message))
             sys.stderr.write(f"WARNING: {visible(str(w.message))}\n")
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    est = int(records[-1].manifest.get("selected_tokens", 0)) if records else None
+    if args.json:
+        from contextfold.domain.command_outputs import UsageOutput
+
+        shown = UsageOutput(run_id=args.run, turn=args.turn, position=rec.position,
+                            input_tokens=args.input_tokens, cached_tokens=args.cached_tokens,
+                            output_tokens=args.output_tokens, model=args.model, estimated_tokens=est,
+                            ratio=None if est is None else round(args.input_tokens / max(1, est), 6),
+                            warnings=tuple(said))
+        _out(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False)))
+        return 0
     line = f"recorded usage_observed at position {rec.position}: turn {args.turn} input {args.input_tokens}"
-    if records:
-        est = int(records[-1].manifest.get("selected_tokens", 0))
+    if est is not None:
         line += f" (estimate {est}, observed/estimated {args.input_tokens / max(1, est):.3f})"
     else:
         line += " (turn has no build record: it will not calibrate later builds)"

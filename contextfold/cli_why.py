@@ -21,6 +21,7 @@ from typing import Any
 
 from contextfold.api import Run
 from contextfold.audit.diff import logged_as, stand_in_for
+from contextfold.audit.outputs import WhyOutput
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
 from contextfold.cli_audit import given_config
@@ -323,8 +324,9 @@ def _handle_why(args: argparse.Namespace) -> int:
                    else _nothing(manifest, args.query, text=by_text))
     if args.json:
         which = picked.as_json() if picked is not None else {"record": None, "records": 0, "rebuild": None}
-        _out(shown_json(json.dumps({"turn": args.turn, "manifest": source, **which, "query": args.query,
-                                    "matches": found, "note": missing}, ensure_ascii=False)))
+        shown = WhyOutput.model_validate({"turn": args.turn, "manifest": source, **which, "query": args.query,
+                                          "matches": found, "note": missing})
+        _out(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False)))
         return 0 if found else 1
     which_text = f", {picked.label()}" if picked is not None and picked.count > 1 else ""
     origin = ("recorded manifest" if picked is not None

@@ -22,6 +22,7 @@ from typing import Any
 
 from contextfold.api import Run
 from contextfold.audit.diff import stand_in_for
+from contextfold.audit.outputs import WhyAcrossTurnsOutput
 from contextfold.audit.records import read_records
 from contextfold.audit.text import visible
 from contextfold.cli import store_for
@@ -91,8 +92,9 @@ def why_every_turn(args: argparse.Namespace) -> int:
         unrecorded = run.next_turn() - 1 - len(manifests)  # answered turns no build recorded
     matched = any(span["matches"] for span in spans)
     if args.json:
-        _out(shown_json(json.dumps({"query": args.query, "turns": len(manifests), "unrecorded_turns":
-                                    max(unrecorded, 0), "spans": spans}, ensure_ascii=False)))
+        shown = WhyAcrossTurnsOutput.model_validate({"query": args.query, "turns": len(manifests),
+                                                     "unrecorded_turns": max(unrecorded, 0), "spans": spans})
+        _out(shown_json(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False)))
         return 0 if matched else 1
     more = (f"; {unrecorded} answered turn(s) have no record: why RUN --turn N QUERY rebuilds one"
             if unrecorded > 0 else "")
