@@ -411,7 +411,8 @@ register("why", "why a fragment, file, source or tool was kept or dropped at tur
 EXIT_CODES = """exit codes:
   0  success
   1  a check found a difference (replay --verify, audit --turn), or why matched nothing
-  2  bad input, not found, a concurrent writer first (reload and retry), bad store URL,
+  2  bad input, not found (a turn with no record to check: replay --verify, audit --turn),
+     a concurrent writer first (reload and retry), bad store URL,
      an output that cannot be written (--out, --html, or stdout: a full disk),
      a run a newer contextfold wrote to (upgrade to read it)
   3  integrity: stored data does not match its recorded hash

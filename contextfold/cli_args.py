@@ -257,9 +257,12 @@ def config_args(p: argparse.ArgumentParser) -> None:
 
 def configure_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
-    turn_or_time(p).add_argument("--turn", type=int, default=None, metavar="N",
-                   help="what exactly the model saw at turn N, re-derived and checked against the record "
-                        "(default: a summary of every turn)")
+    turn_or_time(p).add_argument(
+        "--turn", type=int, default=None, metavar="N",
+        help="what exactly the model saw at turn N, re-derived and checked against the record: "
+             "exit 0 it matches, 1 it differs, 2 the turn has no record (shown, but not "
+             "checked: as replay --verify), 3 the log is damaged (default: a summary of "
+             "every turn)")
     p.add_argument("--html", default=None, metavar="PATH", type=nonempty("path"),
                    help="write the self-contained HTML report here")
     p.add_argument("--json", action="store_true", help="print JSON")

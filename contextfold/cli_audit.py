@@ -9,8 +9,9 @@
 - ``why``: in :mod:`contextfold.cli_why`;
 - ``usage``: in :mod:`contextfold.cli_usage`.
 
-Exit codes: 0 ok; 1 a check failed (hash mismatch, changed config, nothing
-matched); 3 the log's integrity is broken; 2 our typed errors (cli.main).
+Exit codes: 0 ok; 1 a check failed (hash mismatch, changed config); 2 ``--turn N`` of a turn
+with no record (shown, but nothing to check it against: a gate must not pass it, as ``replay
+--verify`` does not) and our typed errors (cli.main); 3 the log's integrity is broken.
 """
 
 from __future__ import annotations
@@ -96,8 +97,10 @@ def audit_turn(run: Run, turn: int, given: ConfigChoice = None, *, record: Recor
                    "from the log")
         check: dict[str, Any] = {"recorded": False, "note": f"turn {turn} has no context_built record: this "
                                  f"is {derived}, with nothing recorded to check it against"}
+        # not ok: nothing was checked, and a gate reading ``ok`` (or the exit code, 2) must not
+        # take a turn no record vouches for as one that matched its record
         return {"turn": turn, "integrity": integrity, "check": check, "problems": problems,
-                "ok": not problems}, result
+                "ok": False}, result
     first = records[index - 1]  # the record checked (named so: most turns hold one)
     # with its recorded config; settings given that differ from it are refused (they were ignored)
     config = given if isinstance(given, BuildConfig) else None
@@ -186,6 +189,10 @@ def _handle_audit_turn(args: argparse.Namespace, run: Run) -> int:
                  "request body)")
     if not verdict["integrity"]["ok"]:
         return 3
+    if not verdict["check"]["recorded"]:  # shown, but unchecked: exit 2, as replay --verify's
+        sys.stderr.write(f"NOT CHECKED: run {args.run!r} turn {args.turn} has no context_built record to "
+                         "check the re-derived request against (exit 2, as replay --verify)\n")
+        return 2
     return 0 if verdict["ok"] else 1
 
 

@@ -117,7 +117,7 @@ def test_the_outputs_other_branches_of_a_command_print_validate_too(sqlite_url: 
     _recorded(sqlite_url, tmp_path)
     store = ("--store", sqlite_url)
     cases = {
-        ("audit-turn", 0): ("audit", RUN, "--turn", "3", "--json"),
+        ("audit-turn", 2): ("audit", RUN, "--turn", "3", "--json"),
         ("why", 0): ("why", RUN, "--turn", "6", "--record", "last", "rounding", "--json"),
         ("why", 1): ("why", RUN, "--turn", "6", "no-such-words-anywhere", "--json"),
         ("why-turns", 1): ("why", RUN, "no-such-source", "--json"),

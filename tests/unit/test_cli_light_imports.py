@@ -190,7 +190,8 @@ def test_only_a_command_that_shows_a_request_body_imports_the_sdk(tmp_path: Path
     if argv != ["demo"]:
         assert main(["--store", url, "demo"]) == 0
     code, heavy = _loaded(["--store", url, *argv])
-    assert code == 0
+    unchecked = argv[:2] == ["audit", "demo-fix-invoice"] and argv[2:4] == ["--turn", "3"]
+    assert code == (2 if unchecked else 0)  # turn 3 has no record to check: exit 2, shown all the same
     assert "tiktoken" in heavy  # it did build
     if argv in _SHOWS_A_BODY:
         assert ("anthropic" in heavy) is sdk_available("anthropic")
