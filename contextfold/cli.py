@@ -194,8 +194,13 @@ register("runs", "list the runs in the store, each with its event count and the 
 def _configure_events(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run id")
     p.add_argument("--json", action="store_true",
-                   help="print canonical events JSONL (re-importable); an event with a time carries it "
-                        "beside its fields as recorded_at (UTC)")
+                   help="print canonical events JSONL (re-importable): the export, raw as logged, "
+                        "secrets included (masked, it would not replay to its recorded hashes); an event "
+                        "with a time carries it beside its fields as recorded_at (UTC)")
+    p.add_argument("--reveal", action="store_true",
+                   help="show the lines' content raw; by default a secret a line holds (an API key, a "
+                        "token, a password: the rules the builder redacts requests with) is shown as "
+                        "[REDACTED:<rule>], so the output can be pasted into a ticket")
     p.add_argument("--with-artifacts", action="store_true",
                    help="with --json: first one line per artifact the events cite (large payloads, "
                         "media; base64), so that another store can import the run; without it an "
@@ -205,24 +210,35 @@ def _configure_events(p: argparse.ArgumentParser) -> None:
 
 
 def print_events(events: list[RecordedEvent], as_json: bool,
-                 times: Mapping[int, datetime] | None = None) -> None:
-    """Each event on a line: text (position, time, type, hash, summary) or its export line (JSON;
-    its time as ``recorded_at``: ``domain.export_lines.timed_event_line``). ``times``: position ->
-    time (``EventStore.event_times``); an event without one shows ``-`` and carries none."""
+                 times: Mapping[int, datetime] | None = None, *, reveal: bool = False) -> None:
+    """Each event on a line: text (position, time, type, hash, summary; its secrets masked unless
+    ``reveal``: :mod:`contextfold.projections.redact_shown`) or its export line (JSON, raw as
+    logged; its time as ``recorded_at``: ``domain.export_lines.timed_event_line``). ``times``:
+    position -> time (``EventStore.event_times``); an event without one shows ``-`` and carries
+    none."""
     from contextfold.domain.event_times import shown_time
     from contextfold.domain.events import canonical_json
     from contextfold.domain.export_lines import timed_event_line
 
     times = times or {}
     shown = visible_json if as_json and stdout_is_terminal() else str  # decided once for the run
+    if not (as_json or reveal):
+        from contextfold.projections.redact_shown import masked, masked_event
     for rec in events:
         at = times.get(rec.position)
         if as_json:
             line = timed_event_line(canonical_json(rec.event), None if at is None else shown_time(at))
             _out(shown(line.decode()))
-        else:
+        elif reveal:
             _out(f"{rec.position:>6}  {shown_time(at):<27} {rec.event.type:<20} {rec.hash[:12]}  "
                  f"{visible(summarize_event(rec.event))}")
+        else:  # masked before the line is cut to its width: a secret cut in half no rule finds
+            event = masked_event(rec.event)
+            line = summarize_event(event)
+            if event is rec.event:  # none found, or a field refused its placeholder: the line itself
+                line = masked(line)  # (not a masked line again: a placeholder reads as a value)
+            _out(f"{rec.position:>6}  {shown_time(at):<27} {rec.event.type:<20} {rec.hash[:12]}  "
+                 f"{visible(line)}")
 
 
 def _handle_events(args: argparse.Namespace) -> int:
@@ -242,7 +258,7 @@ def _handle_events(args: argparse.Namespace) -> int:
                         carried.add(ref.hash)
                         data = store.events.cited_artifact(ref)  # lost: an integrity failure, 3
                         _out(shown_json(canonical_dumps(artifact_line(ref, data))))
-        print_events(events, args.json, times)
+        print_events(events, args.json, times, reveal=args.reveal)
     return 0
 
 

@@ -240,7 +240,13 @@ def configure_show(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, type=nonempty("path"), metavar="FILE",
                    help="write what REF holds to FILE instead of printing it: an artifact's bytes as "
                         "stored (an image, a video), wherever stdout goes; on a terminal an artifact "
-                        "that is not text is one line naming it (its media type, size, length, hash)")
+                        "that is not text is one line naming it (its media type, size, length, hash); "
+                        "text is written masked as it is printed, unless --reveal")
+    p.add_argument("--reveal", action="store_true",
+                   help="show text raw, as logged; by default a secret it holds (an API key, a token, a "
+                        "password: the rules the builder redacts requests with) is shown as "
+                        "[REDACTED:<rule>], printed or written with --out, so it can be pasted into a "
+                        "ticket (a medium's bytes are never changed)")
 
 
 def config_args(p: argparse.ArgumentParser) -> None:
@@ -307,7 +313,11 @@ def configure_why(p: argparse.ArgumentParser) -> None:
                         "none matches, words the logged text holds (any case: a constraint's), "
                         "answered with the fragments of the events that hold them")
     p.add_argument("--record", type=record_choice, default=None, metavar="WHICH", help=RECORD_HELP)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help="print JSON (schema why; without --turn, why-turns)")
+    p.add_argument("--reveal", action="store_true",
+                   help="show sources, reasons and details raw; by default a secret they hold (a "
+                        "password in a URL, a token in a stand-in's text: the rules the builder redacts "
+                        "requests with) is shown as [REDACTED:<rule>], in the text and --json alike")
     config_args(p)
 
 

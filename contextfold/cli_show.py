@@ -14,6 +14,7 @@ from contextfold.audit.text import visible_text
 from contextfold.cli import store_for
 from contextfold.cli_files import output_file, stdout_is_terminal, write_output_bytes
 from contextfold.domain.errors import InvalidInputError
+from contextfold.projections.redact_shown import masked
 from contextfold.show_refs import (
     FRAGMENT_ID,
     artifact_bytes,
@@ -34,7 +35,11 @@ def _handle_show(args: argparse.Namespace) -> int:
     (``show_refs.artifact_summary``): a tool's output is untrusted, and its escapes set the
     terminal's title, cleared its screen or hid what followed, where every other command shows
     them as ``\\x1b``; a video's bytes would be megabytes of them. ``--out FILE`` writes what the
-    ref holds to FILE, an artifact's bytes as stored, wherever stdout goes."""
+    ref holds to FILE, an artifact's bytes as stored, wherever stdout goes.
+
+    Text (an event's, a text artifact's) has its secrets masked, to stdout and ``--out`` alike,
+    unless ``--reveal``: an auditor pastes it into a ticket (``projections.redact_shown``). A
+    medium's bytes (an image, a video) are written as stored: no rule reads them."""
     ref = args.ref
     terminal = stdout_is_terminal()
     target = output_file(args.out) if args.out else None
@@ -46,7 +51,8 @@ def _handle_show(args: argparse.Namespace) -> int:
             data = artifact_bytes(store, ref)
             media_type = artifact_media_type(store, ref)
             text = artifact_text(media_type, data)
-            if target is not None or (text is None and not terminal):  # its bytes as stored
+            raw = args.reveal or text is None  # text is masked (below); a medium's bytes never are
+            if raw and (target is not None or (text is None and not terminal)):  # its bytes as stored
                 if target is not None:
                     write_output_bytes(target, data)
                 else:
@@ -57,6 +63,8 @@ def _handle_show(args: argparse.Namespace) -> int:
                 text = artifact_summary(ref, media_type, data)
         else:
             text = show(store.run(run_id), ref)
+    if not args.reveal:  # its secrets as a request holds them: the output goes into tickets
+        text = masked(text)
     if target is not None:
         write_output_bytes(target, text.encode("utf-8"))
         return 0

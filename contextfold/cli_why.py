@@ -32,6 +32,7 @@ from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import ContextBuilt, HistoryCompacted, UsageObserved
 from contextfold.domain.manifest import ContextManifest
 from contextfold.projections.progress import Progress
+from contextfold.projections.redact_shown import masked, masked_value
 from contextfold.projections.state import ToolGroup
 from contextfold.projections.tool_names import renamed_to, tool_name_alias
 from contextfold.rebuild_api import check_given, nearest_config, previewed, read_turn, rebuild
@@ -322,6 +323,8 @@ def _handle_why(args: argparse.Namespace) -> int:
             found = _by_text(run, manifest, args.query)
         missing = ("" if found else said if said is not None
                    else _nothing(manifest, args.query, text=by_text))
+    if not args.reveal:  # what a source, a reason or a stand-in quotes: shown masked (redact_shown)
+        found, missing = masked_value(found), masked(missing)
     if args.json:
         which = picked.as_json() if picked is not None else {"record": None, "records": 0, "rebuild": None}
         shown = WhyOutput.model_validate({"turn": args.turn, "manifest": source, **which, "query": args.query,

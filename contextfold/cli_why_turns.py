@@ -30,6 +30,7 @@ from contextfold.cli_files import shown_json
 from contextfold.cli_why import call_positions, explain, match_line, position_named
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.manifest import ContextManifest
+from contextfold.projections.redact_shown import masked_value
 
 __all__ = ["why_every_turn"]
 
@@ -89,6 +90,8 @@ def why_every_turn(args: argparse.Namespace) -> int:
         _, recorded = read_records(run.store.events.iter_events(run.run_id), slim=True)
         manifests = recorded.first
         spans = _spans(run, manifests, args.query)
+        if not args.reveal:  # what a source, a reason or a stand-in quotes: shown masked (redact_shown)
+            spans = masked_value(spans)
         unrecorded = run.next_turn() - 1 - len(manifests)  # answered turns no build recorded
     matched = any(span["matches"] for span in spans)
     if args.json:

@@ -75,16 +75,18 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import ahocorasick_rs
 
 from contextfold.domain.errors import InvalidInputError
 from contextfold.domain.events import TextBlock
-from contextfold.domain.fragments import ContextFragment, MessageBlock, ToolResultBlock
-from contextfold.domain.manifest import BuildConfig
 from contextfold.projections.bounded_memo import BoundedMemo, text_bytes
 from contextfold.projections.redact_rules import RULE_NAMES, RULES, Rule, keyword_matches
+
+if TYPE_CHECKING:  # the build's models: a display that masks text (``redact_shown``) defines none
+    from contextfold.domain.fragments import ContextFragment, MessageBlock
+    from contextfold.domain.manifest import BuildConfig
 
 __all__ = [
     "DOCUMENTED_EXAMPLES",
@@ -443,6 +445,8 @@ def redact_fragment(frag: ContextFragment, text: str, policy: RedactionPolicy,
         result = redact(text, policy)
     if not result.findings:
         return None
+    from contextfold.domain.fragments import ToolResultBlock  # loaded by the builder calling this
+
     content: list[MessageBlock] = []
     placed = False
     for block in frag.content:
