@@ -234,11 +234,11 @@ def print_events(events: list[RecordedEvent], as_json: bool,
                  f"{visible(summarize_event(rec.event))}")
         else:  # masked before the line is cut to its width: a secret cut in half no rule finds
             event = masked_event(rec.event)
-            line = summarize_event(event)
+            summary = summarize_event(event)
             if event is rec.event:  # none found, or a field refused its placeholder: the line itself
-                line = masked(line)  # (not a masked line again: a placeholder reads as a value)
+                summary = masked(summary)  # (not a masked line again: a placeholder reads as a value)
             _out(f"{rec.position:>6}  {shown_time(at):<27} {rec.event.type:<20} {rec.hash[:12]}  "
-                 f"{visible(line)}")
+                 f"{visible(summary)}")
 
 
 def _handle_events(args: argparse.Namespace) -> int:
