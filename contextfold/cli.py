@@ -301,9 +301,9 @@ register("verify", "recompute a run's hash chain, read back the artifacts it cit
 
 
 def _events_schema() -> dict[str, Any]:
-    from contextfold.domain.events import EVENT_ADAPTER
+    from contextfold.domain.export_lines import event_line_schema
 
-    return EVENT_ADAPTER.json_schema()
+    return event_line_schema()
 
 
 def _manifest_schema() -> dict[str, Any]:
@@ -347,7 +347,8 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
 """Each schema's models are imported when it is printed (the module docstring says why)."""
 
 SCHEMA_HELP = """schemas (contextfold schema NAME):
-  events         one line of events --json (canonical event JSON; --with-artifacts adds artifact lines)
+  events         an event line of events --json (canonical event JSON, with recorded_at when it has a time;
+                 --with-artifacts adds artifact lines)
   manifest       manifest --json, and the manifest of build/audit --turn
   runs           runs --json
   verify         verify --json

@@ -16,7 +16,7 @@ from typing import Any
 
 from contextfold.domain.events import ArtifactRef
 
-__all__ = ["ARTIFACT_LINE", "TIME_KEY", "artifact_line", "timed_event_line"]
+__all__ = ["ARTIFACT_LINE", "TIME_KEY", "artifact_line", "event_line_schema", "timed_event_line"]
 
 ARTIFACT_LINE = "artifact"
 """The one key of an artifact line (see the module docstring)."""
@@ -39,6 +39,23 @@ def timed_event_line(event_json: bytes, time: str | None) -> bytes:
     if time is None:
         return event_json
     return b"%s,\"%s\":\"%s\"}" % (event_json.rstrip()[:-1], TIME_KEY.encode(), time.encode("ascii"))
+
+
+def event_line_schema() -> dict[str, Any]:
+    """The JSON Schema of an event's export line (``contextfold schema events``): the canonical
+    event JSON, each event type also taking :data:`TIME_KEY`. Why not the events' schema alone:
+    every event forbids fields it does not have, and a line with a time would not validate
+    against the schema the tool prints for it."""
+    from contextfold.domain.events import EVENT_ADAPTER
+
+    schema: dict[str, Any] = EVENT_ADAPTER.json_schema()
+    for ref in schema["discriminator"]["mapping"].values():
+        event = schema["$defs"][ref.rsplit("/", 1)[1]]
+        event["properties"][TIME_KEY] = {
+            "type": "string", "format": "date-time",
+            "description": "when the event was recorded (UTC, ISO 8601 with Z), on an export line only: "
+                           "not part of the event, its hash or the builds"}
+    return schema
 
 
 def artifact_line(ref: ArtifactRef, data: bytes) -> dict[str, Any]:

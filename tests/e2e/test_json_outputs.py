@@ -50,10 +50,10 @@ SHAPES = {
     "build": "23c0f44b2b5d9e4ef0f846f580d048877f8eaa4a16c4f10a464582ee0debf541",
     "compact": "a8358e09d3df5618b9931a270db77faa9de5f1a212c2562a687ff2f17e7de8c2",
     "diff": "4ae5c2dc3cdae426873b2f040c87fee0dee7068f5d82b9d9ebee72b8db83d6c7",
-    "events": "b6e5cf3fc9401445e540bd020cbeb789740a4f47464a4d32993fd0f676d622cd",
+    "events": "aa87c5f8953859ac7e74bb3842a2b4658ebe1e2ebe9d9a7b2a8fdc596d8357a0",
     "manifest": "33b6cf95bf7d7916b9527a5ad81904c992eafcb9f8f7caf3a920551cfdecf061",
     "replay-verify": "52f8f376d04accbfe4316603d24b3ab7e9ddae21f13cf38356a806deec2fa7da",
-    "runs": "2a0b94c6b7d0b382f28b787303dd099e93923947a931c8ef07d9ce6d6574517e",
+    "runs": "8d50ca3d6b0912db56599b74367b931f605bc2da9c8317281d044e7ee8c0fd8e",
     "usage": "03ae97c63cc15d991725600da7076fe5c5605927bc6b8e0c3583c015af1cbdd0",
     "verify": "93214f2d49e4fa375a0afedd659859adf91eab9a641b6f6a1ea3eb68592ca0e3",
     "why": "8e73630e26d664b5110fb4b606e26de10fcb9ff634b4798b8698b7cad3f73c7e",
@@ -168,3 +168,16 @@ def test_every_command_with_json_has_a_schema_listed_in_its_help(tmp_path: Path)
     assert set(OUTPUTS) | {"events"} == set(SCHEMAS)
     shown = _ok("schema", "--help", cwd=tmp_path)
     assert all(f"\n  {name} " in shown for name in SCHEMAS), shown
+
+
+def test_each_event_line_of_the_export_validates_against_the_events_schema(sqlite_url: str,
+                                                                            tmp_path: Path) -> None:
+    """``events --json`` lines carry their time (``recorded_at``) beside the event's fields: the
+    schema printed for them takes it (every event type forbids fields it does not have)."""
+    _recorded(sqlite_url, tmp_path)
+    validator = jsonschema.Draft202012Validator(_schema("events", tmp_path))
+    lines = [json.loads(line) for line in
+             _ok("--store", sqlite_url, "events", RUN, "--json", cwd=tmp_path).splitlines()]
+    assert lines and all("recorded_at" in line for line in lines)
+    for line in lines:
+        validator.validate(line)
