@@ -9,7 +9,7 @@ A function call arrives whole in one part, with its ``thoughtSignature``. Text a
 and a text signature may come on a later, empty text part: consecutive text parts of one kind
 (thought or not) are joined into one, up to the part that carries a signature, as the same answer
 returned whole holds them (``{"text": "Hello", "thoughtSignature": ...}``), so its calls without
-an id are named after the same part positions (``gemini-0-<part>``).
+an id are named after the same part positions (``gemini-<responseId>-<part>``).
 """
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ def _code_text(part: dict[str, Any]) -> str | None:
     return None
 
 
-def _model(content: dict[str, Any], ci: int, path: JsonPath, run: RunBuilder) -> None:
+def _model(content: dict[str, Any], ci: int | str, path: JsonPath, run: RunBuilder) -> None:
     texts: list[str] = []
     calls: list[ToolCall] = []
     signatures: list[GeminiSignature] = []
@@ -172,12 +172,15 @@ def _model(content: dict[str, Any], ci: int, path: JsonPath, run: RunBuilder) ->
     run.add(build(ModelResponse, path, text="".join(texts), tool_calls=tuple(calls), **extra), path)
 
 
-def model_events(content: dict[str, Any], path: JsonPath) -> list[AnyEvent]:
+def model_events(content: dict[str, Any], path: JsonPath, response: str = "0") -> list[AnyEvent]:
     """The events of ONE ``model`` content read on its own (a ``generateContent`` candidate's):
-    its :class:`ModelResponse`, as :func:`parse_contents` reads it as the first content of a
-    history (a call without an ``id`` is ``gemini-0-<P>``)."""
+    its :class:`ModelResponse`, as :func:`parse_contents` reads a content of a history, a call
+    without an ``id`` named ``gemini-<response>-<P>``. Why ``response``: a history numbers its
+    contents, but every live response is content 0 of its own, and two responses' calls were
+    both ``gemini-0-1`` (the second's result answered the first's call): the caller names the
+    response (its ``responseId``)."""
     run = RunBuilder()
-    _model(content, 0, path, run)
+    _model(content, response, path, run)
     return run.events[1:]
 
 

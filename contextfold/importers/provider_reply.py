@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias
@@ -25,7 +26,14 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from contextfold.domain.errors import ImportFormatError, InvalidInputError
-from contextfold.domain.events import AnyEvent, GeminiReasoning, ModelResponse, ToolCall, ToolResult
+from contextfold.domain.events import (
+    AnyEvent,
+    GeminiReasoning,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    canonical_json,
+)
 from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS, reasoning_refusals
 from contextfold.importers import anthropic, gemini, openai_chat, openai_responses
 from contextfold.importers._common import get_list, get_obj, opt_str, require_obj
@@ -131,8 +139,8 @@ def read_response(provider: str, response: object) -> ProviderReply:
     transcript. A call the provider ran itself (OpenAI's tool search, Anthropic's beta MCP
     connector) is answered by its result in ``events`` (its JSON, keys sorted, so the SDK object
     and the REST JSON read the same); ``reply.calls`` are the others, for the runtime to run. A
-    Gemini call without an ``id`` (before Gemini 3) is ``gemini-0-<part>``, as an import names
-    one; a Chat legacy ``function_call`` is ``fc-<the completion's id>``. A response is read as
+    Gemini call without an ``id`` (before Gemini 3) is ``gemini-<responseId>-<part>``, unique per
+    response (:func:`_gemini_events`); a Chat legacy ``function_call`` is ``fc-<the completion's id>``. A response is read as
     the importer reads the same turn in a history (``contextfold import``), so its text is the
     text blocks joined (a provider that wrote text after a call gets it back before the call).
 
@@ -457,7 +465,7 @@ def _gemini(body: dict[str, Any]) -> Read:
     if stop == "MAX_TOKENS" and isinstance(last, dict) and gemini.either_key(last, "functionCall"):
         raise _cut((*path, "content", "parts", len(parts) - 1), "finishReason 'MAX_TOKENS'",
                    "a function call, the response's last part")
-    events = [_standard_signatures(e) for e in gemini.model_events(content, (*path, "content"))]
+    events = _gemini_events(body, content, (*path, "content"))
     version = gemini.either_key(body, "modelVersion")
     model = version[1] if version and isinstance(version[1], str) else None
     usage = None
@@ -472,6 +480,24 @@ def _gemini(body: dict[str, Any]) -> Read:
                            output_tokens=counts["candidatesTokenCount"] + counts["thoughtsTokenCount"],
                            model=model)
     return _with_model(events, model), stop, usage
+
+
+def _gemini_events(body: dict[str, Any], content: dict[str, Any], path: JsonPath) -> list[AnyEvent]:
+    """The content's events, its calls without an ``id`` named after the response:
+    ``gemini-<responseId>-<part>``. Why: read alone, every response is content 0, and every
+    response's first call was ``gemini-0-0``: the second response's call took the first one's id
+    (refused as a reused id, or answered as the first). The ``responseId`` the API returns is
+    unique per response and the same on every read of it (the REST JSON, the SDK object, its
+    stream); a response without one (a hand-made dict) is named by a digest of what it says
+    (``gemini-r<16 hex>-<part>``): the same on a re-read, another for another response."""
+    found = gemini.either_key(body, "responseId")
+    named = found[1] if found and isinstance(found[1], str) and found[1] else None
+    events = [_standard_signatures(e) for e in gemini.model_events(content, path, named or "0")]
+    if named is None and any(isinstance(e, ModelResponse) and e.tool_calls for e in events):
+        digest = hashlib.sha256(b"".join(canonical_json(e) for e in events)).hexdigest()[:16]
+        events = [_standard_signatures(e)
+                  for e in gemini.model_events(content, path, f"r{digest}")]
+    return events
 
 
 def _standard_signatures(event: AnyEvent) -> AnyEvent:

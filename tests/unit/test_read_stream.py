@@ -171,7 +171,7 @@ def test_gemini_text_pieces_and_a_late_signature_join_as_the_whole_response() ->
     assert (
         [c.call_id for c in contextfold.read_stream("gemini", gemini_chunks(no_ids)).calls]
         == [c.call_id for c in contextfold.read_response("gemini", no_ids).calls]
-        == ["gemini-0-1", "gemini-0-2"]
+        == ["gemini-r1-1", "gemini-r1-2"]  # named after its responseId
     )
 
 
