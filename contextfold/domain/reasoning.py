@@ -273,9 +273,11 @@ def reasoning_refusals(reasoning: Reasoning, calls: int) -> tuple[ReasoningRefus
     """Each piece of ``reasoning`` (of a response making ``calls`` calls) its provider refuses back.
 
     Why: accepted at append, such a piece made every build for its provider fail the request's
-    check, for good (the log is append-only): a Responses item after the response's last call
-    (``before_call == calls``: the API takes a reasoning item back only before the item it led
-    to), a ``thinking`` block without its ``signature``, a signature that is not base64, a key
+    check, for good (the log is append-only): a Responses reasoning item after the response's
+    last call that no hosted tool's item follows (``before_call == calls``: the API takes a
+    reasoning item back only before the item it led to; a hosted item after the calls, a
+    ``web_search_call`` the model made after a ``function_call``, is the response's own and goes
+    back where it stood), a ``thinking`` block without its ``signature``, a signature that is not base64, a key
     the SDK does not know. Write-side rule and fold agree through this one function: what is
     ``always`` refused is refused at append (``domain.log``), and the fold leaves out of requests
     every refused piece a log already holds (``projections.fold``), saying so in the manifest."""
@@ -294,7 +296,9 @@ def reasoning_refusals(reasoning: Reasoning, calls: int) -> tuple[ReasoningRefus
         if item.before_call > calls:
             out.append(ReasoningRefusal(piece=n, always=True, why=(
                 f"{where} stands after call {item.before_call} of a response that made {calls}")))
-        elif calls and item.before_call == calls and isinstance(reasoning, OpenAIResponsesReasoning):
+        elif calls and item.before_call == calls and isinstance(reasoning, OpenAIResponsesReasoning) and (
+                item.raw.get("type") == "reasoning" and not any(
+                    later.raw.get("type") in HOSTED_RESPONSES_ITEMS for later in reasoning.items[n + 1:])):
             out.append(ReasoningRefusal(piece=n, always=True, why=(
                 f"{where} stands after the response's last call: the API takes a reasoning item back "
                 "only before the item it led to (one before the next response's output is that one's)")))

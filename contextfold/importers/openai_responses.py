@@ -170,7 +170,10 @@ class _Turn:
 
 
 def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
-                model: str | None = None, tools: list[ToolSpec] | None = None) -> list[AnyEvent]:
+                model: str | None = None, tools: list[ToolSpec] | None = None,
+                one_response: bool = False) -> list[AnyEvent]:
+    """The events of a history's ``items``; ``one_response``: the items are one response's output
+    (:func:`output_events`), all of it one :class:`ModelResponse`, whatever follows its calls."""
     run = RunBuilder(model=model, tools=tools or ())
     if instructions is not None:
         if not isinstance(instructions, str):
@@ -189,7 +192,7 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
             if "content" not in item:
                 raise Bad(p, "missing field 'content'")
             if role == "assistant":
-                if turn.calls or turn.texts:
+                if (turn.calls or turn.texts) and not one_response:
                     turn.flush(run, keep_pending=True)
                 turn.starts(p)
                 turn.texts.append(_text(item["content"], (*p, "content")))
@@ -210,7 +213,7 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
                 raise Bad(p, "missing field 'call_id'")
             name = item.get("name") or kind.removesuffix("_call")
             args = item.get("arguments", item.get("input", item.get("action", {})))
-            if turn.calls and turn.pending:  # reasoning after the calls: the next response's
+            if turn.calls and turn.pending and not one_response:  # the next response's reasoning
                 turn.flush(run, keep_pending=True)
             turn.starts(p)
             turn.calls.append(build(ToolCall, p, call_id=cid, name=name,
@@ -236,7 +239,7 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
             specs = responses_tools(tools, (*p, "tools"))
             run.add(build(ToolsRegistered, p, tools=tuple(specs)), p)
         elif kind in HOSTED_RESPONSES_ITEMS:
-            if turn.calls:  # after the calls (and their outputs): the next response's
+            if turn.calls and not one_response:  # after the calls (and their outputs): the next's
                 turn.flush(run, keep_pending=True)
             turn.hosted(item, p)
         elif kind == "reasoning":
@@ -254,7 +257,10 @@ def output_events(items: list[Any], path: JsonPath) -> list[AnyEvent]:
     reads them in a history (without the run's :class:`RunStarted`): the response, and the
     results of server-executed calls (``tool_search_output``) where they stand. An item that no
     model writes (a user or system message, a call's output the client sends) is refused: an
-    output holding one is not a response."""
+    output holding one is not a response. Every item of the output is the one response's, in its
+    order: a hosted tool's item, a message or a reasoning item after its calls too (read as a
+    history's items, a ``web_search_call`` after a ``function_call`` opened a second response,
+    and one response read as two turns)."""
     for i, raw in enumerate(items):
         item = require_obj(raw, (*path, i), "an output item object")
         kind = item.get("type", "message")
@@ -262,7 +268,7 @@ def output_events(items: list[Any], path: JsonPath) -> list[AnyEvent]:
                 kind in _OUTPUTS and kind != "tool_search_output") or kind == "additional_tools":
             raise Bad((*path, i), f"a response's output holds no {kind!r} item"
                       + (f" of role {item.get('role')!r}" if kind == "message" else ""))
-    return parse_items(items, path)[1:]
+    return parse_items(items, path, one_response=True)[1:]
 
 
 def parse_doc(doc: Doc) -> list[tuple[str, list[AnyEvent]]]:

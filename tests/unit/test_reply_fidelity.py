@@ -10,6 +10,8 @@ import copy
 from typing import Any
 
 import contextfold
+from contextfold import ModelResponse, TextBlock, ToolResult, UserInput
+from contextfold.domain.events import OpenAIResponsesReasoning, RunStarted
 from tests.unit.test_read_response import GEMINI, sdk_object
 
 
@@ -38,3 +40,39 @@ def test_gemini_calls_without_ids_of_two_responses_have_two_ids() -> None:
     assert read[0] != read[1] and not set(read[0]) & set(read[1])
     assert read[0] == [c.call_id for c in contextfold.read_response("gemini", anonymous[0]).calls]
     assert all(i.startswith("gemini-r") for i in read[0])
+
+
+def _built(provider: str, reply: contextfold.ProviderReply) -> dict[str, Any]:
+    """The request built after ``reply`` and the answers to its calls, checked by the SDK's types."""
+    from tests.integration.test_reasoning_traces import _build
+
+    events = [RunStarted(), UserInput(content=(TextBlock(text="go"),)), *reply.events,
+              *[ToolResult(call_id=c.call_id, content="ok") for c in reply.calls]]
+    return _build(events, provider).request
+
+
+def _responses(*output: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-5", "status": "completed",
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "output": list(output)}
+
+
+CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "ls", "arguments": "{}",
+        "status": "completed"}
+SEARCH = {"type": "web_search_call", "id": "ws_1", "status": "completed",
+          "action": {"type": "search", "query": "contextfold"}}
+
+
+def test_a_web_search_after_a_call_is_the_same_response_and_goes_back_where_it_stood() -> None:
+    """``[function_call, web_search_call]`` is one response: it was read as two (the search item a
+    response of its own, a turn without text or call), and the search went back after the call's
+    output. Now one response, sent back as the output came, the call's output after it."""
+    body = _responses(CALL, SEARCH)
+    for form in (body, sdk_object("openai-responses", body)):
+        reply = contextfold.read_response("openai-responses", form)
+        (response,) = reply.events
+        assert isinstance(response, ModelResponse)
+        assert [c.call_id for c in response.tool_calls] == ["call_1"]
+        assert isinstance(response.reasoning, OpenAIResponsesReasoning)
+        assert [i.raw["id"] for i in response.reasoning.items] == ["ws_1"]
+    items = _built("openai-responses", reply)["input"]
+    assert [i.get("type") for i in items[1:]] == ["function_call", "web_search_call", "function_call_output"]

@@ -25,6 +25,7 @@ from itertools import repeat
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from contextfold.domain.errors import RenderError
+from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS
 from contextfold.projections.call_ids import ANTHROPIC_ID, MAX_CHAT_ID_LENGTH, MAX_RESPONSES_ID_LENGTH
 from contextfold.projections.media_limits import (
     ANTHROPIC_MAX_IMAGE_BASE64,
@@ -188,6 +189,10 @@ def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
         _PASSED_GROUPS[id(group[0])] = (group[0], tuple(group[1:]), names)
 
 
+_LED_TO = HOSTED_RESPONSES_ITEMS | {"function_call"}
+"""The items a reasoning item between a turn's calls and their outputs may lead to."""
+
+
 def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
     """Each ``function_call_output`` after its ``function_call`` (found by ``call_id`` alone, so
     ids are unique), every call answered, and nothing but the open turn's own output between its
@@ -197,8 +202,11 @@ def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
     takes it back in that order with the outputs after it (what a client appending
     ``response.output`` and then its outputs sends; a reasoning item must come before the item it
     preceded). The renderer sends it so (``ReasoningItem.before_call``); refusing it made such a
-    run unbuildable for its own provider. A reasoning item after the turn's last call led to no
-    call, and a message before the outputs breaks the tool loop: both stay refused."""
+    run unbuildable for its own provider. A hosted tool's item (a ``web_search_call`` the model
+    made after its ``function_call``) is the turn's own output too, sent back where it stood, as
+    a client appending ``response.output`` whole sends it. A reasoning item after the turn's last
+    call and item led to nothing, and a message before the outputs breaks the tool loop: both
+    stay refused."""
     declared = declared_tool_names(p, body.get("tools") or [], responses_tools)
     open_calls: dict[str, int] = {}
     seen: set[Any] = set()
@@ -224,8 +232,9 @@ def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
                 _fail(p, f"function_call_output for {call_id!r} has no open function_call "
                       "before it (orphan or duplicate)", i)
             del open_calls[call_id]
-        elif open_calls and not (kind == "reasoning" and i + 1 < len(items)
-                                 and items[i + 1].get("type") == "function_call"):
+        elif open_calls and kind not in HOSTED_RESPONSES_ITEMS and not (
+                kind == "reasoning" and i + 1 < len(items)
+                and items[i + 1].get("type") in _LED_TO):
             first = min(open_calls.values())
             _fail(p, f"function_call(s) {sorted(open_calls)} are not answered before item {i} "
                   f"({kind})", first)
