@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextfold.domain.canonical import strict_json
-from contextfold.domain.events import ArtifactRef, Reasoning, ToolSpec
+from contextfold.domain.events import ArtifactRef, Reasoning, TextBreak, ToolSpec
 from contextfold.domain.fragments import Trust
 
 __all__ = [
@@ -159,6 +159,10 @@ class AssistantMessage(_Frozen):
     reasoning: Reasoning | None = Field(default=None, exclude_if=_absent)
     """The response's provider reasoning, verbatim: a renderer sends it only to the provider that
     made it (``projections.reasoning``). Left out of the JSON when absent."""
+    text_breaks: tuple[TextBreak, ...] = Field(default=(), exclude_if=lambda value: not value)
+    """Where the pieces of ``text`` stood among the calls and the reasoning items (as logged:
+    ``ModelResponse.text_breaks``): a renderer whose format has an order sends each piece there.
+    Left out of the JSON when empty."""
 
 
 class ToolResultPart(_CallId):

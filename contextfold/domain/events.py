@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from contextfold.domain.canonical import canonical_dumps, canonical_object, canonical_utf8
 from contextfold.domain.checked import Integer
@@ -47,6 +47,7 @@ from contextfold.domain.reasoning import (
     Reasoning,
     ReasoningItem,
 )
+from contextfold.domain.text_breaks import TextBreak, text_break_error
 from contextfold.domain.upcasts import UPCASTERS, upcast
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "RunStarted",
     "RuntimeNote",
     "TextBlock",
+    "TextBreak",
     "ToolCall",
     "ToolCallCancelled",
     "ToolResult",
@@ -231,6 +233,11 @@ class ModelResponse(_Event):
     Left out of the JSON when absent, so a response without it keeps the bytes (and the hash)
     it had before the field existed."""
 
+    text_breaks: Items[TextBreak] = Field(default=Items(), exclude_if=lambda value: not value)
+    """Where the pieces of ``text`` stood among the calls and reasoning items, when not all before
+    the first call (``domain.text_breaks``): the provider's order, sent back so. Left out of the
+    JSON when empty, so a response without it keeps the bytes (and the hash) it had before."""
+
     @field_validator("tool_calls")
     @classmethod
     def _unique_ids_in_batch(cls, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
@@ -238,6 +245,16 @@ class ModelResponse(_Event):
         if len(ids) != len(set(ids)):
             raise ValueError(f"duplicate call_id within one response: {ids}")
         return calls
+
+    @model_validator(mode="after")
+    def _breaks_cut_the_text(self) -> ModelResponse:
+        if self.text_breaks:
+            items = (len(self.reasoning.items)
+                     if isinstance(self.reasoning, AnthropicReasoning | OpenAIResponsesReasoning) else 0)
+            error = text_break_error(self.text, self.text_breaks, len(self.tool_calls) + items)
+            if error is not None:
+                raise ValueError(error)
+        return self
 
 
 

@@ -277,8 +277,8 @@ def reasoning_refusals(reasoning: Reasoning, calls: int) -> tuple[ReasoningRefus
     last call that no hosted tool's item follows (``before_call == calls``: the API takes a
     reasoning item back only before the item it led to; a hosted item after the calls, a
     ``web_search_call`` the model made after a ``function_call``, is the response's own and goes
-    back where it stood), a ``thinking`` block without its ``signature``, a signature that is not base64, a key
-    the SDK does not know. Write-side rule and fold agree through this one function: what is
+    back where it stood), a ``thinking`` block without its ``signature``, a signature that is not
+    base64, a key the SDK does not know. Write-side rule and fold agree through this one function: what is
     ``always`` refused is refused at append (``domain.log``), and the fold leaves out of requests
     every refused piece a log already holds (``projections.fold``), saying so in the manifest."""
     out: list[ReasoningRefusal] = []

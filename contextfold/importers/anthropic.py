@@ -15,7 +15,8 @@ Mapping:
   their compact JSON in the text so nothing is lost). Other blocks -> one
   :class:`UserInput` per run of consecutive non-result blocks, in order.
 - assistant message -> one :class:`ModelResponse`: text blocks (joined with
-  newlines), ``tool_use`` as tool calls. ``thinking`` and ``redacted_thinking``
+  newlines; a block after a call or a server tool's block is where it stood: the response's
+  ``text_breaks``), ``tool_use`` as tool calls. ``thinking`` and ``redacted_thinking``
   blocks, and the blocks of Anthropic's server tools (``server_tool_use`` and its
   ``web_search_tool_result``, ``code_execution_tool_result``...:
   :data:`~contextfold.domain.reasoning.ANTHROPIC_SERVER_BLOCKS`), are kept verbatim, in
@@ -57,6 +58,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.reasoning import ANTHROPIC_SERVER_BLOCKS
+from contextfold.domain.text_breaks import joined_text
 from contextfold.importers._common import (
     RunBuilder,
     build,
@@ -184,7 +186,7 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder, first: int)
         return
     if not isinstance(content, list):
         raise Bad((*path, "content"), "expected 'content' to be a string or an array of blocks")
-    texts: list[str] = []
+    texts: list[tuple[int, str]] = []  # each with the number of calls and verbatim blocks before it
     calls: list[ToolCall] = []
     verbatim: list[ReasoningItem] = []  # thinking and server tool blocks, in order
     server_results: list[tuple[ToolResult, JsonPath]] = []
@@ -193,7 +195,7 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder, first: int)
         block = require_obj(raw, bp, "a content block")
         kind = get_str(block, "type", bp)
         if kind == "text":
-            texts.append(get_str(block, "text", bp))
+            texts.append((len(calls) + len(verbatim), get_str(block, "text", bp)))
         elif kind in ANTHROPIC_SERVER_BLOCKS or kind in _THINKING:
             verbatim.append(build(ReasoningItem, bp, before_call=len(calls), raw=block))
         elif kind in ("tool_use", "mcp_tool_use"):
@@ -210,8 +212,10 @@ def _assistant(msg: dict[str, Any], path: JsonPath, run: RunBuilder, first: int)
         else:
             raise Bad((*bp, "type"), f"unsupported assistant content block {kind!r}")
     reasoning = build(AnthropicReasoning, path, items=tuple(verbatim)) if verbatim else None
-    run.add(build(ModelResponse, path, text="\n".join(texts), tool_calls=tuple(calls),
-                  **({"reasoning": reasoning} if reasoning is not None else {})), path)
+    text, breaks = joined_text(texts, "\n", sum(1 for item in verbatim if item.before_call == 0))
+    run.add(build(ModelResponse, path, text=text, tool_calls=tuple(calls),
+                  **({"reasoning": reasoning} if reasoning is not None else {}),
+                  **({"text_breaks": breaks} if breaks else {})), path)
     for result, bp in server_results:
         run.add(result, bp)
 

@@ -50,6 +50,7 @@ from contextfold.domain.events import (
     ToolSpec,
     UserInput,
 )
+from contextfold.domain.text_breaks import joined_text
 from contextfold.importers._common import (
     RunBuilder,
     build,
@@ -137,7 +138,7 @@ def _code_text(part: dict[str, Any]) -> str | None:
 
 
 def _model(content: dict[str, Any], ci: int | str, path: JsonPath, run: RunBuilder) -> None:
-    texts: list[str] = []
+    texts: list[tuple[int, str]] = []  # each with the number of calls before it
     calls: list[ToolCall] = []
     signatures: list[GeminiSignature] = []
     for pi, raw in enumerate(get_list(content, "parts", path)):
@@ -161,15 +162,19 @@ def _model(content: dict[str, Any], ci: int | str, path: JsonPath, run: RunBuild
         elif "text" in part:
             if part.get("thought") is True:
                 continue
-            texts.append(get_str(part, "text", pp))
+            texts.append((len(calls), get_str(part, "text", pp)))
         elif (code := _code_text(part)) is not None:
-            texts.append(code)
+            texts.append((len(calls), code))
         elif signed is not None:
             continue  # a bare signature part: its signature is kept above
         else:
             raise Bad(pp, f"unsupported model part with keys {sorted(part)}")
-    extra = {"reasoning": build(GeminiReasoning, path, signatures=tuple(signatures))} if signatures else {}
-    run.add(build(ModelResponse, path, text="".join(texts), tool_calls=tuple(calls), **extra), path)
+    extra: dict[str, Any] = (
+        {"reasoning": build(GeminiReasoning, path, signatures=tuple(signatures))} if signatures else {})
+    text, breaks = joined_text(texts, "", 0)
+    if breaks:
+        extra["text_breaks"] = breaks
+    run.add(build(ModelResponse, path, text=text, tool_calls=tuple(calls), **extra), path)
 
 
 def model_events(content: dict[str, Any], path: JsonPath, response: str = "0") -> list[AnyEvent]:

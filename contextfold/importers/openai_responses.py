@@ -61,6 +61,7 @@ from contextfold.domain.events import (
     UserInput,
 )
 from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS
+from contextfold.domain.text_breaks import joined_text
 from contextfold.importers._common import (
     RunBuilder,
     build,
@@ -138,7 +139,8 @@ class _Turn:
     """The assistant output items being gathered into one ModelResponse."""
 
     def __init__(self) -> None:
-        self.texts: list[str] = []
+        self.texts: list[tuple[int, str]] = []
+        """Each message's text, with the number of calls and items before it."""
         self.calls: list[ToolCall] = []
         self.reasoning: list[ReasoningItem] = []
         self.pending: list[tuple[dict[str, Any], JsonPath]] = []
@@ -161,10 +163,15 @@ class _Turn:
 
     def flush(self, run: RunBuilder, *, keep_pending: bool = False) -> None:
         if self.path is not None:
-            extra = ({"reasoning": build(OpenAIResponsesReasoning, self.path, items=tuple(self.reasoning))}
-                     if self.reasoning else {})
-            run.add(build(ModelResponse, self.path, text="".join(self.texts),
-                          tool_calls=tuple(self.calls), **extra), self.path)
+            extra: dict[str, Any] = {}
+            if self.reasoning:
+                extra["reasoning"] = build(OpenAIResponsesReasoning, self.path, items=tuple(self.reasoning))
+            leading = sum(1 for r in self.reasoning if r.before_call == 0)
+            text, breaks = joined_text(self.texts, "", leading)
+            if breaks:
+                extra["text_breaks"] = breaks
+            run.add(build(ModelResponse, self.path, text=text, tool_calls=tuple(self.calls), **extra),
+                    self.path)
         pending = self.pending if keep_pending else []  # else: reasoning that led to no output
         self.texts, self.calls, self.reasoning, self.pending, self.path = [], [], [], pending, None
 
@@ -195,7 +202,8 @@ def parse_items(items: list[Any], path: JsonPath, *, instructions: Any = None,
                 if (turn.calls or turn.texts) and not one_response:
                     turn.flush(run, keep_pending=True)
                 turn.starts(p)
-                turn.texts.append(_text(item["content"], (*p, "content")))
+                said = _text(item["content"], (*p, "content"))
+                turn.texts.append((len(turn.calls) + len(turn.reasoning), said))
                 continue
             turn.flush(run)
             if role in ("system", "developer"):

@@ -140,9 +140,11 @@ def read_response(provider: str, response: object) -> ProviderReply:
     connector) is answered by its result in ``events`` (its JSON, keys sorted, so the SDK object
     and the REST JSON read the same); ``reply.calls`` are the others, for the runtime to run. A
     Gemini call without an ``id`` (before Gemini 3) is ``gemini-<responseId>-<part>``, unique per
-    response (:func:`_gemini_events`); a Chat legacy ``function_call`` is ``fc-<the completion's id>``. A response is read as
-    the importer reads the same turn in a history (``contextfold import``), so its text is the
-    text blocks joined (a provider that wrote text after a call gets it back before the call).
+    response (:func:`_gemini_events`); a Chat legacy ``function_call`` is ``fc-<the completion's
+    id>``. A response is read as the importer reads the same turn in a history (``contextfold
+    import``), so its text is the text blocks joined, and where a block stood after a call (or a
+    server tool's block) is its ``text_breaks``: it goes back there (Anthropic, Responses,
+    Gemini; Chat has one content, before the calls).
 
     Refused, with :class:`ImportFormatError` naming the response and where in it (nothing to
     append): a response that is not ``provider``'s (another SDK's object, a request body, a

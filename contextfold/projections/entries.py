@@ -42,7 +42,14 @@ import blake3
 from contextfold.domain.canonical import canonical_utf8, quote, quote_utf8
 from contextfold.domain.errors import IntegrityError
 from contextfold.domain.event_values import media_type_key
-from contextfold.domain.events import ArtifactRef, ContentBlock, DocumentBlock, Reasoning, TextBlock
+from contextfold.domain.events import (
+    ArtifactRef,
+    ContentBlock,
+    DocumentBlock,
+    Reasoning,
+    TextBlock,
+    TextBreak,
+)
 from contextfold.domain.fragments import (
     ContextFragment,
     FragmentKind,
@@ -148,6 +155,9 @@ class Response(NamedTuple):
     text: str
     calls: tuple[tuple[str, str, str], ...]
     reasoning: Reasoning | None = None
+    breaks: tuple[TextBreak, ...] = ()
+    """Where the text's pieces stood (``ModelResponse.text_breaks``): not a block (the fragment's
+    text is the one text), but part of the content's digest (:meth:`canonical`)."""
 
     def to_blocks(self) -> tuple[MessageBlock, ...]:
         head: tuple[MessageBlock, ...] = (TextBlock(text=self.text),) if self.text else ()
@@ -158,7 +168,7 @@ class Response(NamedTuple):
     def canonical(self) -> bytes | None:
         """The canonical JSON of :meth:`to_blocks`, written directly; None with reasoning (the
         generic path dumps it)."""
-        if self.reasoning is not None:
+        if self.reasoning is not None or self.breaks:
             return None
         parts = [b'{"text":' + quote_utf8(self.text) + b',"type":"text"}'] if self.text else []
         parts.extend(b'{"arguments":' + quote_utf8(a) + f',"call_id":{quote(c)},"name":{quote(n)},'

@@ -86,6 +86,7 @@ from contextfold.domain.fragments import (
 from contextfold.domain.gc_pause import paused_gc
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.reasoning import ReasoningRefusal, sendable_reasoning
+from contextfold.domain.text_breaks import item_breaks
 from contextfold.projections.call_ids import call_alias
 from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
 from contextfold.projections.fold_compaction import fold_compaction, refresh_summaries
@@ -253,12 +254,15 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
     if not state.unparsed_arguments_seen and any(arguments_object(a) is None for _, _, a in calls):
         state.unparsed_arguments_seen = True
     reasoning, refused = event.reasoning, tuple[ReasoningRefusal, ...]()
+    breaks = event.text_breaks
     if reasoning is not None:
         state.reasoning_seen = True
         reasoning, refused = sendable_reasoning(reasoning, len(calls))
+        if refused and breaks:  # the pieces after as many of the parts sent
+            breaks = item_breaks(event, {r.piece for r in refused})
     if len(calls) > MAX_CHAT_TOOL_CALLS:
         state.wide_reply_seen = True
-    fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls, reasoning))
+    fid = add_fragment(state, rec, "history", "runtime", Response(event.text, calls, reasoning, breaks))
     if refused:  # pieces its provider never takes back, logged before the append refused them
         assert event.reasoning is not None
         state.reasoning_refused[fid] = refused_note(event.reasoning, refused)

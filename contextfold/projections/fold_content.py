@@ -36,6 +36,7 @@ from typing import assert_never
 
 import blake3
 
+from contextfold.domain.canonical import canonical_dumps
 from contextfold.domain.conversation import UNPARSED_ARGUMENTS_KEY, arguments_object
 from contextfold.domain.event_values import is_medium, media_artifact_block
 from contextfold.domain.events import (
@@ -231,6 +232,9 @@ def content_digest(content: Content) -> str:
         raw = content.canonical()
         if raw is not None:
             return blake3.blake3(raw).hexdigest()
+        if isinstance(content, Response) and content.breaks:  # the text's order is content too
+            breaks = canonical_dumps([b.model_dump(mode="json") for b in content.breaks])
+            return blake3.blake3(f"{blocks_hash(content.to_blocks())}|{breaks}".encode()).hexdigest()
         return blocks_hash(content.to_blocks())
     return blocks_hash(content)
 

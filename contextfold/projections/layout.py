@@ -55,7 +55,7 @@ from contextfold.domain.conversation import (
 from contextfold.domain.events import ToolSpec
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.trusted import trusted
-from contextfold.projections.entries import reasoning_of
+from contextfold.projections.entries import Response, reasoning_of
 from contextfold.projections.fold_summary import split_summary
 from contextfold.projections.framing import NOTE_LABEL, SUMMARY_LABEL, data_tag
 from contextfold.projections.layout_parts import (
@@ -427,12 +427,20 @@ def _item_messages(item: TimelineItem, inp: LayoutInput, text: Callable[[str], s
                                        content=content, exit_code=exit_code, fragment_id=answer.id))
             if missing:
                 return [trusted(UserMessage, parts=tuple(note))]
-            return [assistant_message(reasoning, text=said, tool_calls=calls, fragment_id=head.id),
+            # the text's pieces where they stood, unless redaction rewrote the text (then before
+            # the calls, as one: its offsets are the logged text's)
+            logged = head.content
+            breaks = (logged.breaks if isinstance(logged, Response) and inp.replies.get(head.id) is None
+                      else ())
+            return [assistant_message(reasoning, breaks, text=said, tool_calls=calls, fragment_id=head.id),
                     trusted(ToolResults, results=tuple(results))]
         case MessageItem():
             e = state.entries[item.fragment_id]
             if item.role == "assistant":
-                return [assistant_message(reasoning_of(e), text=text(e.id), fragment_id=e.id)]
+                said = text(e.id)  # its pieces where they stood (a server tool's result between
+                logged = e.content  # them), unless the build cut or rewrote the text
+                breaks = logged.breaks if isinstance(logged, Response) and said == logged.text else ()
+                return [assistant_message(reasoning_of(e), breaks, text=said, fragment_id=e.id)]
             if item.role == "user":
                 parts: list[UserPart] = []
                 body = text(e.id)

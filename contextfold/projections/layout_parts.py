@@ -20,7 +20,7 @@ from contextfold.domain.conversation import (
     UserPart,
 )
 from contextfold.domain.event_values import media_type_key
-from contextfold.domain.events import DocumentBlock, ImageBlock, Reasoning, TextBlock
+from contextfold.domain.events import DocumentBlock, ImageBlock, Reasoning, TextBlock, TextBreak
 from contextfold.domain.fragments import ContextFragment, ToolResultBlock
 from contextfold.domain.trusted import trusted
 from contextfold.projections.entries import FragmentEntry, FragmentFields
@@ -107,9 +107,12 @@ def call_part(slot: CallSlot, name: str, arguments: str) -> ToolCallPart:
                    name=name, arguments=arguments)
 
 
-def assistant_message(reasoning: Reasoning | None, **fields: Any) -> AssistantMessage:
+def assistant_message(reasoning: Reasoning | None, breaks: tuple[TextBreak, ...], **fields: Any
+                      ) -> AssistantMessage:
     """The model's message, with its provider reasoning when it has some (the renderers send it
-    to that provider only: ``projections.reasoning``)."""
+    to that provider only: ``projections.reasoning``), and where its text's pieces stood."""
     if reasoning is not None:
         fields["reasoning"] = reasoning
+    if breaks:
+        fields["text_breaks"] = breaks
     return trusted(AssistantMessage, **fields)

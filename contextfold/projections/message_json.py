@@ -38,7 +38,7 @@ WRITTEN: dict[type[BaseModel], tuple[str, ...]] = {
     DataPart: ("type", "text", "source", "trust", "label", "truncated", "fragment_id"),
     UserMessage: ("role", "parts"),
     ToolCallPart: ("call_id", "alias", "alias_for", "name", "arguments"),
-    AssistantMessage: ("role", "text", "tool_calls", "fragment_id", "reasoning"),
+    AssistantMessage: ("role", "text", "tool_calls", "fragment_id", "reasoning", "text_breaks"),
     ToolResultPart: ("call_id", "alias", "alias_for", "name", "status", "content", "exit_code",
                      "fragment_id"),
     ToolResults: ("role", "results"),
@@ -77,7 +77,7 @@ def message_json(message: object) -> dict[str, Any] | None:
             parts.append(d)
         return {"role": message.role, "parts": parts}
     if type(message) is AssistantMessage:
-        if message.reasoning is not None:
+        if message.reasoning is not None or message.text_breaks:
             return None
         calls = []
         for c in message.tool_calls:

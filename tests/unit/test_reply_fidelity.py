@@ -9,9 +9,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 import contextfold
-from contextfold import ModelResponse, TextBlock, ToolResult, UserInput
-from contextfold.domain.events import OpenAIResponsesReasoning, RunStarted
+from contextfold import ModelResponse, TextBlock, ToolCall, ToolResult, UserInput
+from contextfold.domain.events import OpenAIResponsesReasoning, RunStarted, TextBreak
 from tests.unit.test_read_response import GEMINI, sdk_object
 
 
@@ -34,7 +37,8 @@ def test_gemini_calls_without_ids_of_two_responses_have_two_ids() -> None:
     first, second = _gemini_without_ids("resp-A", "a.py"), _gemini_without_ids("resp-B", "a.py")
     ids = [[c.call_id for c in contextfold.read_response("gemini", body).calls] for body in (first, second)]
     assert ids == [["gemini-resp-A-1", "gemini-resp-A-2"], ["gemini-resp-B-1", "gemini-resp-B-2"]]
-    assert [c.call_id for c in contextfold.read_response("gemini", sdk_object("gemini", second)).calls] == ids[1]
+    sdk_read = contextfold.read_response("gemini", sdk_object("gemini", second))
+    assert [c.call_id for c in sdk_read.calls] == ids[1]
     anonymous = [_gemini_without_ids(None, path) for path in ("a.py", "c.py")]
     read = [[c.call_id for c in contextfold.read_response("gemini", body).calls] for body in anonymous]
     assert read[0] != read[1] and not set(read[0]) & set(read[1])
@@ -76,3 +80,103 @@ def test_a_web_search_after_a_call_is_the_same_response_and_goes_back_where_it_s
         assert [i.raw["id"] for i in response.reasoning.items] == ["ws_1"]
     items = _built("openai-responses", reply)["input"]
     assert [i.get("type") for i in items[1:]] == ["function_call", "web_search_call", "function_call_output"]
+
+
+def _anthropic(*content: dict[str, Any], stop: str = "tool_use") -> dict[str, Any]:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": list(content), "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+def _gemini(*parts: dict[str, Any]) -> dict[str, Any]:
+    candidate = {"index": 0, "finishReason": "STOP", "content": {"role": "model", "parts": list(parts)}}
+    return {"candidates": [candidate], "modelVersion": "gemini-2.5-flash", "responseId": "resp-1"}
+
+
+def _message(text: str, n: int) -> dict[str, Any]:
+    return {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}
+CALLED_AND_SAID = {
+    "anthropic": _anthropic({"type": "text", "text": "First."}, TOOL_USE,
+                            {"type": "text", "text": "Second."}),
+    "openai-responses": _responses(_message("First.", 1), CALL, _message("Second.", 2)),
+    "gemini": _gemini({"text": "First."}, {"functionCall": {"id": "g1", "name": "ls", "args": {}}},
+                      {"text": "Second."}),
+}
+
+
+def _said_in_order(provider: str, request: dict[str, Any]) -> list[str]:
+    """The assistant turn's texts and calls as the request sends them, in order."""
+    if provider == "anthropic":
+        (turn,) = [m for m in request["messages"] if m["role"] == "assistant"]
+        return [b.get("text") or b["type"] for b in turn["content"]]
+    if provider == "gemini":
+        (turn,) = [c for c in request["contents"] if c["role"] == "model"]
+        return [p.get("text", "call") for p in turn["parts"]]
+    return [i["content"] if i["type"] == "message" else i["type"] for i in request["input"][1:]]
+
+
+@pytest.mark.parametrize("provider", list(CALLED_AND_SAID))
+def test_text_written_after_a_call_goes_back_after_it(provider: str) -> None:
+    """[text, call, text] went back with both texts first (the model shown saying before its call
+    what it wrote after it). The text stays one (``response.text``, counted and searched as
+    before); where its pieces stood is kept, and the request sends each there."""
+    body = CALLED_AND_SAID[provider]
+    for form in (body, sdk_object(provider, body)):
+        reply = contextfold.read_response(provider, form)
+        (response,) = reply.events
+        assert isinstance(response, ModelResponse)
+        assert response.text == ("First.\nSecond." if provider == "anthropic" else "First.Second.")
+    request = _built(provider, reply)
+    expected = {"anthropic": ["First.", "tool_use", "Second."],
+                "openai-responses": ["First.", "function_call", "Second.", "function_call_output"],
+                "gemini": ["First.", "call", "Second."]}[provider]
+    assert _said_in_order(provider, request) == expected
+
+
+def test_anthropic_text_after_a_server_tools_result_goes_back_after_it() -> None:
+    """A web search answered in the turn: [text, server_tool_use, web_search_tool_result, text].
+    The answer written from the results went back before the search."""
+    body = _anthropic(
+        {"type": "text", "text": "Searching."},
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        {"type": "text", "text": "Found nothing."}, stop="end_turn")
+    reply = contextfold.read_response("anthropic", sdk_object("anthropic", body))
+    request = _built("anthropic", reply)
+    assert _said_in_order("anthropic", request) == ["Searching.", "server_tool_use", "web_search_tool_result",
+                                                    "Found nothing."]
+
+
+def test_a_response_whose_text_came_first_is_logged_as_before() -> None:
+    """No breaks where the text stood before the calls: the event's JSON (and hash) is the one a
+    release without them wrote, and the request is the same."""
+    from tests.unit.test_read_response import ANTHROPIC
+
+    (response,) = contextfold.read_response("anthropic", ANTHROPIC).events
+    assert isinstance(response, ModelResponse)
+    assert response.text_breaks == ()
+    assert "text_breaks" not in response.model_dump(mode="json")
+
+
+def test_chat_sends_the_text_before_the_calls_it_has_one_content_for() -> None:
+    """Chat Completions' assistant message has one ``content`` and its ``tool_calls``, no order
+    between them: a response logged with breaks goes to Chat with its text whole, before."""
+    reply = contextfold.read_response("anthropic", CALLED_AND_SAID["anthropic"])
+    (turn,) = [m for m in _built("openai-chat", reply)["messages"] if m["role"] == "assistant"]
+    assert turn["content"] == "First.\nSecond." and [c["id"] for c in turn["tool_calls"]] == ["toolu_1"]
+
+
+def test_breaks_that_do_not_cut_the_text_are_refused() -> None:
+    call = ToolCall(call_id="c1", name="ls")
+    with pytest.raises(ValidationError):
+        ModelResponse(text="ab", tool_calls=(call,), text_breaks=(TextBreak(at=0, after=0),
+                                                                  TextBreak(at=1, after=2)))
+    with pytest.raises(ValidationError):
+        ModelResponse(text="ab", tool_calls=(call,), text_breaks=(TextBreak(at=1, after=0),))
+    ok = ModelResponse(text="a\nb", tool_calls=(call,),
+                       text_breaks=(TextBreak(at=0, after=0), TextBreak(at=2, after=1, joiner="\n")))
+    assert ModelResponse.model_validate_json(ok.model_dump_json()) == ok

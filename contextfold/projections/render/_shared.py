@@ -7,10 +7,11 @@ about one thing.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from contextfold.domain.conversation import (
     UNPARSED_ARGUMENTS_KEY,
+    AssistantMessage,
     Conversation,
     MediaPart,
     ToolCallPart,
@@ -18,7 +19,8 @@ from contextfold.domain.conversation import (
 )
 from contextfold.domain.errors import RenderError
 from contextfold.domain.event_values import is_data_url
-from contextfold.domain.events import ReasoningItem
+from contextfold.domain.events import AnthropicReasoning, OpenAIResponsesReasoning, ReasoningItem
+from contextfold.domain.text_breaks import text_pieces, turn_parts
 from contextfold.projections.media_limits import (
     OPENAI_CHAT_FILE_TYPES,
     OPENAI_RESPONSES_FILE_TYPES,
@@ -42,6 +44,7 @@ __all__ = [
     "refused_media_note",
     "shown_media",
     "system_texts",
+    "turn_in_order",
     "unsent_document_note",
 ]
 
@@ -179,4 +182,50 @@ def reasoning_between(items: tuple[ReasoningItem, ...], calls: int) -> list[list
     out: list[list[dict[str, Any]]] = [[] for _ in range(calls + 1)]
     for item in items:
         out[min(item.before_call, calls)].append(copy.deepcopy(item.raw))
+    return out
+
+
+TurnEntry: TypeAlias = tuple[Literal["text"], str] | tuple[Literal["item"], dict[str, Any]] | tuple[
+    Literal["call"], ToolCallPart]
+
+
+def turn_in_order(message: AssistantMessage, sent: tuple[ReasoningItem, ...]) -> list[TurnEntry]:
+    """An assistant turn's text, its ``sent`` reasoning items (deep copies of the logged JSON,
+    verbatim) and its calls, in the order a renderer whose format has one sends them.
+
+    Without ``text_breaks`` (a response whose text stood before its calls, and every response
+    logged before they existed): the items before the first call, the text, then each call with
+    the items that stood before it, and those after the last call at the end (as
+    :func:`reasoning_between` places them). With them: each piece of the text where it stood
+    among the calls and the items (``domain.text_breaks``). Why: an Anthropic turn [text,
+    tool_use, text] went back with both texts first, the model shown saying before its call what
+    it wrote after it. The items the message holds but ``sent`` leaves out (another provider's, a
+    model's that does not reason) are skipped where they stood."""
+    calls = len(message.tool_calls)
+    if not message.text_breaks:
+        placed = reasoning_between(sent, calls)
+        out: list[TurnEntry] = [("item", raw) for raw in placed[0]]
+        if message.text:
+            out.append(("text", message.text))
+        for n, call in enumerate(message.tool_calls):
+            if n:
+                out += [("item", raw) for raw in placed[n]]
+            out.append(("call", call))
+        if calls:
+            out += [("item", raw) for raw in placed[calls]]
+        return out
+    reasoning = message.reasoning
+    logged = reasoning.items if isinstance(reasoning, AnthropicReasoning | OpenAIResponsesReasoning) else ()
+    kept = {id(item) for item in sent}
+    parts = turn_parts(calls, [item.before_call for item in logged])
+    pieces = text_pieces(message.text, message.text_breaks)
+    out = []
+    for j in range(len(parts) + 1):
+        out += [("text", piece) for after, piece in pieces if min(after, len(parts)) == j and piece]
+        if j < len(parts):
+            kind, n = parts[j]
+            if kind == "call":
+                out.append(("call", message.tool_calls[n]))
+            elif id(logged[n]) in kept:
+                out.append(("item", copy.deepcopy(logged[n].raw)))
     return out

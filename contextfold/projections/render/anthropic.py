@@ -86,10 +86,10 @@ from contextfold.projections.media_limits import PDF_ONLY, file_ref
 from contextfold.projections.render._shared import (
     DEFAULT_ANTHROPIC_MAX_TOKENS,
     parse_arguments,
-    reasoning_between,
     refused_media_note,
     shown_media,
     system_texts,
+    turn_in_order,
 )
 from contextfold.projections.render.data_blocks import ERROR_MEDIA_NOTE, media_caption, render_data
 from contextfold.projections.render.runtime_lines import media_follows_line, runtime_header
@@ -167,30 +167,26 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     """Thinking first (a thinking turn's message must start with it), the text, the calls; a
     block of interleaved thinking goes back before the call it preceded, and so do the blocks of
     the server tools the response used (``server_tool_use`` and its result, in their order: a
-    turn of them alone is a turn, as a ``pause_turn`` reply is). Another provider's reasoning is
-    not sent (``projections.reasoning``)."""
+    turn of them alone is a turn, as a ``pause_turn`` reply is); text the model wrote after a
+    call or a server tool's result goes back after it (``turn_in_order``). Another provider's
+    reasoning is not sent (``projections.reasoning``)."""
     reasoning = message.reasoning
     calls = len(message.tool_calls)
     served = isinstance(reasoning, AnthropicReasoning) and any(
         item.raw.get("type") in ANTHROPIC_SERVER_BLOCKS for item in reasoning.items)
     if not calls and not served and not _text(message.text):
         return []  # nothing to say: left out, with its thinking (a turn of thinking alone is no turn)
-    placed = (reasoning_between(reasoning.items, calls) if isinstance(reasoning, AnthropicReasoning)
-              else [[] for _ in range(calls + 1)])
-    blocks = [*placed[0], *_text(message.text)]
-    for n, call in enumerate(message.tool_calls):
-        if n:
-            blocks.extend(placed[n])
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": call.shown_id(PROVIDER),
-                "name": call.name,
-                "input": parse_arguments(call),
-            }
-        )
-    if calls:
-        blocks.extend(placed[calls])
+    sent = reasoning.items if isinstance(reasoning, AnthropicReasoning) else ()
+    blocks: list[dict[str, Any]] = []
+    for entry in turn_in_order(message, sent):
+        match entry:
+            case ("text", text):
+                blocks.extend(_text(text))
+            case ("item", raw):
+                blocks.append(raw)
+            case ("call", call):
+                blocks.append({"type": "tool_use", "id": call.shown_id(PROVIDER), "name": call.name,
+                               "input": parse_arguments(call)})
     return blocks
 
 

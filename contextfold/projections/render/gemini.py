@@ -66,6 +66,7 @@ from contextfold.projections.render._shared import (
     parse_arguments,
     refused_media_note,
     system_texts,
+    turn_in_order,
 )
 from contextfold.projections.render.data_blocks import (
     media_caption,
@@ -147,29 +148,40 @@ def _user_parts(parts: tuple[UserPart, ...]) -> list[dict[str, Any]]:
 
 
 def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
-    """The text part, then one part per call. A ``thoughtSignature`` Gemini gave goes back on the
-    part it came on: a call's on that call, another's on the text part (or, with no text, on
-    an empty text part of its own); the first call without one carries the bypass value."""
+    """The text part, then one part per call (a text part the model wrote after a call goes back
+    after it: ``turn_in_order``). A ``thoughtSignature`` Gemini gave goes back on the part it came
+    on: a call's on that call, another's on the text part (the last, when the text stood in
+    pieces; with no text, on an empty text part of its own); the first call without one carries
+    the bypass value."""
     reasoning = message.reasoning
     signatures = reasoning.signatures if isinstance(reasoning, GeminiReasoning) else ()
     on_call = {s.call: s.signature for s in signatures if s.call is not None}
     loose = [s.signature for s in signatures if s.call is None or s.call >= len(message.tool_calls)]
-    parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
-    if loose and parts:
-        parts[0]["thoughtSignature"] = loose.pop(0)
-    for n, call in enumerate(message.tool_calls):
-        part: dict[str, Any] = {
-            "functionCall": {
-                "name": call.name,
-                "args": parse_arguments(call),
-                "id": call.shown_id(PROVIDER),
-            }
-        }
-        if n in on_call:
-            part["thoughtSignature"] = on_call[n]
-        elif n == 0:
-            part["thoughtSignature"] = SKIP_THOUGHT_SIGNATURE
-        parts.append(part)
+    parts: list[dict[str, Any]] = []
+    n = 0
+    for entry in turn_in_order(message, ()):
+        match entry:
+            case ("text", text):
+                parts.append({"text": text})
+            case ("call", call):
+                part: dict[str, Any] = {
+                    "functionCall": {
+                        "name": call.name,
+                        "args": parse_arguments(call),
+                        "id": call.shown_id(PROVIDER),
+                    }
+                }
+                if n in on_call:
+                    part["thoughtSignature"] = on_call[n]
+                elif n == 0:
+                    part["thoughtSignature"] = SKIP_THOUGHT_SIGNATURE
+                parts.append(part)
+                n += 1
+    texts = [part for part in parts if "functionCall" not in part]
+    if loose and texts:
+        # on the text part: the one before the calls, or the last (a text signature rides on a
+        # response's last part; which of its text parts is not logged)
+        (texts[-1] if message.text_breaks else texts[0])["thoughtSignature"] = loose.pop(0)
     parts.extend({"text": "", "thoughtSignature": signature} for signature in loose)
     return parts
 

@@ -50,9 +50,9 @@ from contextfold.projections.render._shared import (
     OPENAI_RESPONSES_FILE_TYPES,
     data_url,
     document_filename,
-    reasoning_between,
     refused_media_note,
     system_texts,
+    turn_in_order,
     unsent_document_note,
 )
 from contextfold.projections.render.data_blocks import media_caption, render_data
@@ -138,24 +138,26 @@ def _output(result: ToolResultPart) -> str | list[dict[str, Any]]:
 def _assistant_items(message: AssistantMessage, model: str | None) -> list[dict[str, Any]]:
     """The turn's reasoning and hosted tools' items (its own, verbatim: another provider's are not
     sent, nor reasoning items to a ``model`` that does not reason), its message and its calls, as
-    the API returned them: reasoning before what it led to. A turn of hosted items and no text
-    (an image generation) sends no empty message."""
+    the API returned them: reasoning before what it led to, a message the model wrote after a
+    call after it (``turn_in_order``). A turn of hosted items and no text (an image generation)
+    sends no empty message."""
     reasoning = message.reasoning
-    calls = len(message.tool_calls)
     sent = sent_part(reasoning, PROVIDER, model) if isinstance(reasoning, OpenAIResponsesReasoning) else None
-    placed = (reasoning_between(sent.items, calls) if isinstance(sent, OpenAIResponsesReasoning)
-              else [[] for _ in range(calls + 1)])
-    items = list(placed[0])
-    hosted_alone = not message.tool_calls and any(i["type"] in HOSTED_RESPONSES_ITEMS for i in items)
-    if message.text or not (message.tool_calls or hosted_alone):  # a hosted tool's item is a turn
-        items.append({"type": "message", "role": "assistant", "content": message.text})
-    for n, call in enumerate(message.tool_calls):
-        if n:
-            items.extend(placed[n])
-        items.append({"type": "function_call", "call_id": call.shown_id(PROVIDER), "name": call.name,
-                      "arguments": call.arguments})
-    if calls:
-        items.extend(placed[calls])
+    entries = turn_in_order(message, sent.items if isinstance(sent, OpenAIResponsesReasoning) else ())
+    hosted_alone = not message.tool_calls and any(
+        entry[0] == "item" and entry[1]["type"] in HOSTED_RESPONSES_ITEMS for entry in entries)
+    if not message.text and not (message.tool_calls or hosted_alone):  # an empty turn says so
+        entries.append(("text", ""))
+    items: list[dict[str, Any]] = []
+    for entry in entries:
+        match entry:
+            case ("text", text):
+                items.append({"type": "message", "role": "assistant", "content": text})
+            case ("item", raw):
+                items.append(raw)
+            case ("call", call):
+                items.append({"type": "function_call", "call_id": call.shown_id(PROVIDER),
+                              "name": call.name, "arguments": call.arguments})
     return items
 
 

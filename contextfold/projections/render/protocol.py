@@ -189,7 +189,7 @@ def _keep_group(group: list[dict[str, Any]], names: frozenset[Any]) -> None:
         _PASSED_GROUPS[id(group[0])] = (group[0], tuple(group[1:]), names)
 
 
-_LED_TO = HOSTED_RESPONSES_ITEMS | {"function_call"}
+_LED_TO = HOSTED_RESPONSES_ITEMS | {"function_call", "message"}
 """The items a reasoning item between a turn's calls and their outputs may lead to."""
 
 
@@ -203,10 +203,11 @@ def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
     ``response.output`` and then its outputs sends; a reasoning item must come before the item it
     preceded). The renderer sends it so (``ReasoningItem.before_call``); refusing it made such a
     run unbuildable for its own provider. A hosted tool's item (a ``web_search_call`` the model
-    made after its ``function_call``) is the turn's own output too, sent back where it stood, as
-    a client appending ``response.output`` whole sends it. A reasoning item after the turn's last
-    call and item led to nothing, and a message before the outputs breaks the tool loop: both
-    stay refused."""
+    made after its ``function_call``), or its message written after a call (``text_breaks``), is
+    the turn's own output too, sent back where it stood, as a client appending
+    ``response.output`` whole (OpenAI's function-calling loop) sends it. A reasoning item after the
+    turn's last call and item led to nothing, and another role's message before the outputs
+    breaks the tool loop: both stay refused."""
     declared = declared_tool_names(p, body.get("tools") or [], responses_tools)
     open_calls: dict[str, int] = {}
     seen: set[Any] = set()
@@ -233,6 +234,7 @@ def _check_openai_responses(p: str, body: Mapping[str, Any]) -> None:
                       "before it (orphan or duplicate)", i)
             del open_calls[call_id]
         elif open_calls and kind not in HOSTED_RESPONSES_ITEMS and not (
+                kind == "message" and item.get("role") == "assistant") and not (
                 kind == "reasoning" and i + 1 < len(items)
                 and items[i + 1].get("type") in _LED_TO):
             first = min(open_calls.values())
