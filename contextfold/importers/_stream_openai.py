@@ -125,6 +125,12 @@ class ChatFold(Fold):
         self.top: dict[str, Any] = {}
         self.choices: dict[int, _ChatChoice] = {}
         self.usage: Any = None
+        self.usage_asked = False
+        """The chunks carry ``"usage": null``: ``stream_options.include_usage`` was asked, and the
+        usage comes in a last chunk of no choices (OpenAI: "All other chunks will also include a
+        usage field, but with a null value")."""
+        self.done_said = False
+        """``[DONE]`` came: the server ended the stream (whether or not its usage came)."""
 
     def add(self, event: dict[str, Any]) -> None:
         if "error" in event:  # an OpenAI-compatible server's error mid-stream
@@ -146,12 +152,21 @@ class ChatFold(Fold):
             self.choices.setdefault(index, _ChatChoice()).add(choice, ("choices", i))
         for key, value in event.items():
             if key == "usage":
-                self.usage = value
+                if value is None:
+                    self.usage_asked = True
+                else:
+                    self.usage = value
             elif key not in ("choices", "object", "obfuscation"):
                 self.top[key] = value
 
-    def ended(self) -> bool:
+    def finished(self) -> bool:
         return bool(self.choices) and all(c.finish is not None for c in self.choices.values())
+
+    def ended(self) -> bool:
+        """Every choice finished, and the usage came when it was asked (a stream cut between the
+        finish reason and the usage chunk read whole, its usage lost: ``observe_usage`` then had
+        nothing to calibrate with), unless the server said ``[DONE]`` without it."""
+        return self.finished() and (self.usage is not None or not self.usage_asked or self.done_said)
 
     def stop(self) -> str | None:
         first = self.choices.get(min(self.choices)) if self.choices else None
@@ -166,8 +181,11 @@ class ChatFold(Fold):
                 for c in (choice.calls[i] for i in sorted(choice.calls))
                 if not c.whole(choice.finished())
             ]
-        if not self.ended():
+        if not self.finished():
             out.append("the stream's end (a finish_reason)")
+        elif not self.ended():
+            out.append("the usage chunk after the finish_reason (stream_options.include_usage asked "
+                       "for it: every chunk said usage null); err.partial is the whole reply without it")
         return out
 
     def body(self, whole: bool) -> dict[str, Any]:

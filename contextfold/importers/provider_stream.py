@@ -87,7 +87,9 @@ class StreamReader:
     keeps it (``run.append(err.partial.events)``, then answer ``err.partial.calls``) rather than
     retry; ``err.missing`` says what did not arrive. A stream ended at the limit in its text
     reads whole (``stop_reason`` says so). Chat Completions' usage comes in a chunk after the
-    finish reason: a stream cut between them reads whole, without usage.
+    finish reason when ``stream_options.include_usage`` asks for it (every chunk then says
+    ``"usage": null``): a stream cut between them is refused too, its ``err.partial`` the whole
+    reply without usage (``[DONE]`` fed, the server's own end, reads whole without it).
     """
 
     def __init__(self, provider: str) -> None:
@@ -105,6 +107,8 @@ class StreamReader:
         self._chunks += 1
         event = _event(self.provider, chunk, where)
         if event is None:
+            if isinstance(self._fold, ChatFold) and _said_done(chunk):
+                self._fold.done_said = True
             return
         try:
             self._fold.add(event)
@@ -221,7 +225,11 @@ def _event(provider: str, chunk: object, where: str) -> dict[str, Any] | None:
         # would cost the square of its length; a helper's parsed subclasses in a union field make
         # pydantic warn of nothing lost
         if not _exact(provider, chunk):
-            return chunk.model_dump(exclude_none=True, exclude={"snapshot"}, warnings=False)
+            dumped = chunk.model_dump(exclude_none=True, exclude={"snapshot"}, warnings=False)
+            asked = "usage" in chunk.model_fields_set and getattr(chunk, "usage", 0) is None
+            if provider == "openai-chat" and asked:
+                dumped["usage"] = None  # the API said "usage": null (include_usage): see ChatFold
+            return dumped
         chunk = chunk.model_dump(mode="python", exclude={"snapshot"}, warnings=False)
     if not isinstance(chunk, Mapping):
         raise ImportFormatError(
@@ -234,10 +242,19 @@ def _event(provider: str, chunk: object, where: str) -> dict[str, Any] | None:
     if provider == "openai-chat" and "type" in event:
         if event["type"] != "chunk" or not isinstance(event.get("chunk"), dict):
             return None
-        return dict(event["chunk"])
+        event = event["chunk"]
+        chunk = chunk.get("chunk")
+    if provider == "openai-chat" and isinstance(chunk, Mapping) and chunk.get("usage", 0) is None:
+        return {**event, "usage": None}  # include_usage was asked: its chunk is to come (ChatFold)
     if provider == "anthropic" and event.get("type") in HELPER_EVENTS:
         return None
     return dict(event)
+
+
+def _said_done(chunk: object) -> bool:
+    if isinstance(chunk, bytes):
+        chunk = chunk.decode("utf-8", "replace")
+    return isinstance(chunk, str) and chunk.strip() == "[DONE]"
 
 
 _DELTA_FIELDS = {

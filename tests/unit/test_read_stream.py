@@ -194,28 +194,37 @@ def test_at_every_break_a_stream_is_whole_or_refused_and_never_holds_a_cut_call(
             refused += 1
             assert not reader.done or provider == "openai-chat"
             assert e.missing and str(e).startswith(f"{provider} stream: ")
+            usage_cut = provider == "openai-chat" and n == len(events) - 1  # all but its usage chunk
             if e.partial is not None:
-                assert e.partial.stop_reason is None
+                assert e.partial.stop_reason is None or usage_cut
                 for call in e.partial.calls:
                     assert whole_calls[call.call_id] == call  # whole, verbatim: nothing fabricated
                 assert whole.events[0].text.startswith(e.text)  # type: ignore[union-attr]
             continue
         assert reader.done
-        if n == len(events) - 1 and provider == "openai-chat":  # its usage chunk comes after the end
-            reply = reply.model_copy(update={"usage": whole.usage})
         assert reply == whole
-    # only the end reads: Anthropic's message_delta (before message_stop), Chat's finish reason
-    # (before its usage chunk), and the whole stream
-    assert refused == len(events) + 1 - (2 if provider in ("openai-chat", "anthropic") else 1)
+    # only the end reads: Anthropic's message_delta (before message_stop), and the whole stream
+    assert refused == len(events) + 1 - (2 if provider == "anthropic" else 1)
 
 
-def test_a_chat_stream_cut_between_its_finish_and_its_usage_reads_without_usage() -> None:
+def test_a_chat_stream_cut_between_its_finish_and_its_usage_is_refused_its_reply_kept() -> None:
+    """With ``stream_options.include_usage`` every chunk says ``"usage": null`` and the usage comes
+    last, after the finish reason: a stream cut before it read whole, with ``usage=None``, and the
+    runtime had no usage to observe. Refused now, ``err.partial`` the whole reply without it; the
+    server's ``[DONE]`` ends it as it is; a stream that never asked reads whole."""
+    from openai.types.chat import ChatCompletionChunk
+
     chunks = chat_chunks(CHAT)
-    reply = contextfold.read_stream("openai-chat", chunks[:-1])
-    assert reply.usage is None
-    assert reply.model_copy(update={"usage": None}) == contextfold.read_stream(
-        "openai-chat", chunks
-    ).model_copy(update={"usage": None})
+    whole = contextfold.read_stream("openai-chat", chunks)
+    assert whole.usage is not None
+    for form in (chunks[:-1], [ChatCompletionChunk.model_validate(c) for c in chunks[:-1]]):
+        with pytest.raises(StreamIncompleteError) as cut:
+            contextfold.read_stream("openai-chat", form)
+        assert cut.value.partial == whole.model_copy(update={"usage": None})
+        assert "usage chunk" in cut.value.missing[0]
+    assert contextfold.read_stream("openai-chat", [*chunks[:-1], "[DONE]"]).usage is None
+    unasked = [{k: v for k, v in c.items() if k != "usage"} for c in chunks[:-1]]
+    assert contextfold.read_stream("openai-chat", unasked) == whole.model_copy(update={"usage": None})
 
 
 def test_a_dropped_chat_stream_keeps_its_text_and_the_calls_whose_arguments_closed() -> None:
