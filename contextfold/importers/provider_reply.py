@@ -221,7 +221,10 @@ def _plain_body(provider: str, response: object, where: str) -> dict[str, Any]:
             raise ImportFormatError(where, (
                 f"expected {_expected(provider)} or its dict, got {cls.__module__}.{cls.__qualname__}"
                 + (f" (a stream: pass {_STREAM_HINT[provider]})" if same_sdk else "")))
-        value = response.model_dump(mode="python")
+        # warnings off: a parse helper's object (``chat.completions.parse``' ParsedChatCompletion)
+        # holds its ``parsed`` model in a field its generic class types as None, and pydantic
+        # warned on every read of nothing lost (the model's JSON is the content, read from there)
+        value = response.model_dump(mode="python", warnings=False)
     else:
         raise ImportFormatError(where, f"expected {_expected(provider)} or its dict, "
                                        f"got {type(response).__name__}")

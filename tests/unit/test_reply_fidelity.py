@@ -7,15 +7,16 @@ object read the same: ``test_read_response``) and checks what is recorded or ren
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 import contextfold
 from contextfold import ModelResponse, TextBlock, ToolCall, ToolResult, UserInput
 from contextfold.domain.events import OpenAIResponsesReasoning, RunStarted, TextBreak
-from tests.unit.test_read_response import GEMINI, sdk_object
+from tests.unit.test_read_response import CHAT, GEMINI, sdk_object
 
 
 def _gemini_without_ids(response_id: str | None, path: str) -> dict[str, Any]:
@@ -180,3 +181,38 @@ def test_breaks_that_do_not_cut_the_text_are_refused() -> None:
     ok = ModelResponse(text="a\nb", tool_calls=(call,),
                        text_breaks=(TextBreak(at=0, after=0), TextBreak(at=2, after=1, joiner="\n")))
     assert ModelResponse.model_validate_json(ok.model_dump_json()) == ok
+
+
+class _Answer(BaseModel):
+    x: int
+
+
+def test_a_parse_helpers_object_reads_as_its_json_without_warnings() -> None:
+    """``client.chat.completions.parse(response_format=Model)`` returns a ParsedChatCompletion
+    whose ``parsed`` field its generic class types as None: its dump warned
+    (PydanticSerializationUnexpectedValue) on every read. Read with the SDK's own client (a
+    transport that answers locally), it reads as the REST JSON does, and warns of nothing;
+    ``responses.parse``' ParsedResponse too."""
+    import httpx2 as httpx  # the openai client's own
+    import openai
+
+    responses_body = _responses(_message('{"x": 1}', 1), CALL)
+    chat_body = copy.deepcopy(CHAT)
+    chat_body["choices"][0]["message"]["content"] = '{"x": 1}'
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        responses = request.url.path.endswith("/responses")
+        return httpx.Response(200, json=responses_body if responses else chat_body)
+
+    client = openai.OpenAI(api_key="test", base_url="http://local.test/v1", max_retries=0,
+                           http_client=httpx.Client(transport=httpx.MockTransport(answer)))
+    parsed_chat = client.chat.completions.parse(model="gpt-4o", messages=[{"role": "user", "content": "go"}],
+                                                response_format=_Answer)
+    parsed_responses = client.responses.parse(model="gpt-5", input="go", text_format=_Answer)
+    assert parsed_chat.choices[0].message.parsed == _Answer(x=1)
+    for provider, parsed, body in (("openai-chat", parsed_chat, chat_body),
+                                   ("openai-responses", parsed_responses, responses_body)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            reply = contextfold.read_response(provider, parsed)
+        assert reply == contextfold.read_response(provider, body)
