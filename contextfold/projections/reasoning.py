@@ -66,6 +66,7 @@ from contextfold.domain.events import (
     ReasoningItem,
 )
 from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS, ReasoningRefusal
+from contextfold.projections.generated_images import responses_item_tokens
 from contextfold.projections.model_family import not_a_reasoning_model
 
 __all__ = ["GEMINI_SIGNATURE_SHARE", "NEUTRAL", "left_out_note", "reasoning_note", "reasoning_sent",
@@ -132,10 +133,14 @@ def reasoning_tokens(reasoning: Reasoning, count: Callable[[str], int]) -> int:
     as a margin, its keys), or a third of each Gemini signature's (:data:`GEMINI_SIGNATURE_SHARE`:
     what Gemini bills of it, measured). Why the whole JSON: what a provider really counts of an
     opaque payload is not documented, and the budget must hold whatever it is; a tokenizer's
-    count of the text sent, keys included, is at or above the text shown."""
+    count of the text sent, keys included, is at or above the text shown. But an OpenAI
+    ``image_generation_call``'s image, which the model is shown as an image: priced as one
+    (:func:`~.generated_images.responses_item_tokens`), not as its base64 text."""
     match reasoning:
-        case AnthropicReasoning() | OpenAIResponsesReasoning():
+        case AnthropicReasoning():
             return sum(count(canonical_dumps(item.raw)) for item in reasoning.items)
+        case OpenAIResponsesReasoning():
+            return sum(responses_item_tokens(item.raw, count) for item in reasoning.items)
         case GeminiReasoning():
             return sum(-(-count(s.signature) // GEMINI_SIGNATURE_SHARE) for s in reasoning.signatures)
         case _:

@@ -6,6 +6,7 @@ object read the same: ``test_read_response``) and checks what is recorded or ren
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import warnings
@@ -235,3 +236,49 @@ def test_the_gemini_bypass_signature_is_the_documented_bytes_as_the_sdk_sends_th
     sdk_wire = types.Part(thought_signature=b"skip_thought_signature_validator").model_dump(
         mode="json", by_alias=True, exclude_none=True)["thoughtSignature"]
     assert part["thoughtSignature"] == sdk_wire
+
+
+def _png(width: int, height: int) -> str:
+    """A real PNG of noise (as incompressible as a photo), base64 as the tool returns it."""
+    import io
+    import os
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.frombytes("RGB", (width, height), os.urandom(width * height * 3)).save(out, format="PNG")
+    return base64.b64encode(out.getvalue()).decode()
+
+
+def test_a_generated_image_sent_back_is_priced_as_an_image_not_as_its_base64() -> None:
+    """An ``image_generation_call`` goes back with its image whole, base64: priced as the item's
+    JSON text, a 256x256 image counted over 100,000 tokens for one image the model is shown, and
+    the turn left every smaller build. Priced as an image now (gpt-4o's rule, as the fold prices
+    any image: 256x256 high is 85 + 170 = 255), the rest of the item as text."""
+    from contextfold.api import render_request
+    from contextfold.domain.canonical import canonical_dumps
+    from contextfold.domain.log import RecordedEvent
+    from contextfold.domain.manifest import BuildConfig
+    from contextfold.projections.builder import build_context
+    from contextfold.projections.fold import fold
+    from contextfold.projections.generated_images import generated_image_size
+    from contextfold.projections.reasoning import reasoning_tokens
+    from contextfold.projections.tokens import TokenCounter
+
+    image = {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": _png(256, 256),
+             "revised_prompt": "a cat"}
+    assert generated_image_size(image) == (256, 256)
+    assert generated_image_size({**image, "size": "1024x1536"}) == (1024, 1536)
+    reply = contextfold.read_response("openai-responses", _responses(image, _message("Here it is.", 1)))
+    (response,) = reply.events
+    assert isinstance(response, ModelResponse) and response.reasoning is not None
+    count = TokenCounter().count
+    text = count(canonical_dumps({k: v for k, v in image.items() if k != "result"}))
+    assert reasoning_tokens(response.reasoning, count) == text + 255
+    assert count(canonical_dumps(image)) > 100_000  # what it was priced before
+    events = [RunStarted(), UserInput(content=(TextBlock(text="draw a cat"),)), *reply.events,
+              UserInput(content=(TextBlock(text="bigger"),))]
+    state = fold([RecordedEvent("r", i, e, f"{i:064x}") for i, e in enumerate(events, start=1)])
+    built = build_context(state, BuildConfig(provider="openai-responses", window=20_000, reserve=1_000),
+                          render=render_request)
+    assert any(i.get("type") == "image_generation_call" for i in built.request["input"])
