@@ -267,3 +267,35 @@ def test_a_recorded_response_reads_as_the_turn_its_provider_took_back(case: Case
     sent = json.dumps(built.request)
     missing = [v for v in _opaque(reply.events) if json.dumps(v) not in sent]
     assert not missing
+
+
+def _turn_kinds(content: list[dict[str, Any]]) -> list[str]:
+    return [block["type"] for block in content]
+
+
+ORDERED = [c for c in PAIRS if c.provider == "anthropic" and c.previous is not None and any(
+    isinstance(e, ModelResponse) and e.text_breaks
+    for e in contextfold.read_response("anthropic", c.previous.response).events)]
+"""The Anthropic responses of the recorded traffic that wrote text after a call or a server
+tool's block, and that the next request sent back."""
+
+
+@pytest.mark.traces
+@pytest.mark.parametrize("case", ORDERED, ids=lambda c: f"{c.cassette}#{c.index}")
+def test_a_recorded_anthropic_turn_goes_back_in_the_order_its_provider_took_it(case: Case) -> None:
+    """pydantic-ai sent [text, server_tool_use, tool_search_tool_result, tool_use] back as the
+    response held it (and Anthropic took it); the text went back after the server blocks."""
+    assert case.previous is not None
+    reply = contextfold.read_response("anthropic", case.previous.response)
+    first_id = next(b["id"] for b in case.previous.response["content"] if "id" in b)
+    (recorded,) = [m for m in case.body["messages"]
+                   if m["role"] == "assistant" and isinstance(m["content"], list)
+                   and any(b.get("id") == first_id for b in m["content"])]
+    echo = _import(case.body, "anthropic")
+    read = [_comparable(e) for e in reply.events]
+    seen = [_comparable(e) for e in echo]
+    at = next(k for k in range(len(echo)) if seen[k:k + len(read)] == read)
+    built = _build([*echo[:at], *reply.events, *echo[at + len(read):]], "anthropic")
+    (sent,) = [m for m in built.request["messages"] if m["role"] == "assistant"
+               and any(b.get("id") == first_id for b in m["content"])]
+    assert _turn_kinds(sent["content"]) == _turn_kinds(recorded["content"])
