@@ -28,6 +28,11 @@ Decisions:
   messages of at most 128 calls each, its text in the first, each followed by the tool messages
   of its own calls: every call keeps its answer, and the run stays buildable for this API. Media
   its tools returned follow the last of them, as for any batch (``_split_turn``).
+- An assistant message is one ``content`` and its ``tool_calls``, with no order between them:
+  text another provider's model wrote after a call (``AssistantMessage.text_breaks``) goes in
+  the content, whole, with the rest of the text (the pieces as the log joined them). Splitting
+  it into a second assistant message after the tool messages would show the model a text
+  written after seeing the results, which it was not.
 - ``max_completion_tokens`` rather than the deprecated ``max_tokens``, which
   reasoning models reject.
 - Tools keep the conversation's sorted order; schemas are canonical JSON so the
