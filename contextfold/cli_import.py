@@ -30,7 +30,7 @@ from contextfold.cli_trace_folders import EventFolder, trace_files
 from contextfold.domain.errors import ImportFormatError, InputLimitError, InvalidInputError, RunExistsError
 from contextfold.domain.events import AnyEvent, ArtifactRef, ModelResponse, ToolsRegistered, artifact_refs
 from contextfold.domain.reasoning import appendable_reasoning
-from contextfold.domain.text_breaks import item_breaks
+from contextfold.domain.text_breaks import item_breaks, last_text_after
 from contextfold.import_run_ids import joined_run_id, run_id_for, run_in_file
 from contextfold.store.backends import STORE_TABLES, parse_store_url
 from contextfold.store.event_reads import check_run_id
@@ -150,7 +150,8 @@ def _appendable(named: Named) -> tuple[Named, list[str]]:
         kept: list[AnyEvent] = []
         for position, event in enumerate(events, start=1):
             if isinstance(event, ModelResponse) and event.reasoning is not None:
-                reasoning, refused = appendable_reasoning(event.reasoning, len(event.tool_calls))
+                reasoning, refused = appendable_reasoning(event.reasoning, len(event.tool_calls),
+                                                         text_after=last_text_after(event))
                 if refused:
                     event = event.model_copy(update={"reasoning": reasoning, "text_breaks": item_breaks(
                         event, {r.piece for r in refused})})

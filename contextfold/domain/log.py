@@ -50,6 +50,7 @@ from contextfold.domain.events import (
     ToolsRegistered,
 )
 from contextfold.domain.reasoning import reasoning_refusals
+from contextfold.domain.text_breaks import last_text_after
 
 __all__ = ["GENESIS_HASH", "PairingState", "RecordedEvent", "chain_hash", "repeated_step_ids"]
 
@@ -144,7 +145,8 @@ def _check_reasoning(event: ModelResponse, position: int) -> None:
     :func:`_check_cover`: a log that already holds one still folds, the piece left out of every
     request and the manifest saying so; accepted, it made every build for its provider fail."""
     assert event.reasoning is not None
-    refused = [r for r in reasoning_refusals(event.reasoning, len(event.tool_calls)) if r.always]
+    refused = [r for r in reasoning_refusals(event.reasoning, len(event.tool_calls),
+                                                         text_after=last_text_after(event)) if r.always]
     if refused:
         raise InvalidInputError(
             f"model_response at position {position}: its {event.reasoning.provider} reasoning cannot go "

@@ -269,8 +269,12 @@ def _shape(raw: dict[str, Any]) -> tuple[str, bool] | None:
     return None
 
 
-def reasoning_refusals(reasoning: Reasoning, calls: int) -> tuple[ReasoningRefusal, ...]:
+def reasoning_refusals(reasoning: Reasoning, calls: int, *, text_after: int = 0
+                       ) -> tuple[ReasoningRefusal, ...]:
     """Each piece of ``reasoning`` (of a response making ``calls`` calls) its provider refuses back.
+    ``text_after``: the number of the response's other parts before its last piece of text
+    (``ModelResponse.text_breaks``; 0 when its text stood before its calls): a reasoning item
+    after the last call that a message follows led to that message, and goes back before it.
 
     Why: accepted at append, such a piece made every build for its provider fail the request's
     check, for good (the log is append-only): a Responses reasoning item after the response's
@@ -297,7 +301,7 @@ def reasoning_refusals(reasoning: Reasoning, calls: int) -> tuple[ReasoningRefus
             out.append(ReasoningRefusal(piece=n, always=True, why=(
                 f"{where} stands after call {item.before_call} of a response that made {calls}")))
         elif calls and item.before_call == calls and isinstance(reasoning, OpenAIResponsesReasoning) and (
-                item.raw.get("type") == "reasoning" and not any(
+                item.raw.get("type") == "reasoning" and text_after <= calls + n and not any(
                     later.raw.get("type") in HOSTED_RESPONSES_ITEMS for later in reasoning.items[n + 1:])):
             out.append(ReasoningRefusal(piece=n, always=True, why=(
                 f"{where} stands after the response's last call: the API takes a reasoning item back "
@@ -307,22 +311,22 @@ def reasoning_refusals(reasoning: Reasoning, calls: int) -> tuple[ReasoningRefus
     return tuple(out)
 
 
-def sendable_reasoning(reasoning: Reasoning, calls: int
+def sendable_reasoning(reasoning: Reasoning, calls: int, *, text_after: int = 0
                        ) -> tuple[Reasoning | None, tuple[ReasoningRefusal, ...]]:
     """``reasoning`` without the pieces its provider refuses back (None when none is left), and
     the refusals (:func:`reasoning_refusals`). The same object when it refuses none."""
-    refused = reasoning_refusals(reasoning, calls)
+    refused = reasoning_refusals(reasoning, calls, text_after=text_after)
     if not refused:
         return reasoning, ()
     return _without(reasoning, {r.piece for r in refused}), refused
 
 
-def appendable_reasoning(reasoning: Reasoning, calls: int
+def appendable_reasoning(reasoning: Reasoning, calls: int, *, text_after: int = 0
                          ) -> tuple[Reasoning | None, tuple[ReasoningRefusal, ...]]:
     """``reasoning`` without the pieces an append refuses (those ``always`` refused back: None when
     none is left), and those refusals. What an import records of a trace that holds such a piece
     (a thinking block whose signature a logger dropped): the rest of the run, not a failed import."""
-    refused = tuple(r for r in reasoning_refusals(reasoning, calls) if r.always)
+    refused = tuple(r for r in reasoning_refusals(reasoning, calls, text_after=text_after) if r.always)
     if not refused:
         return reasoning, ()
     return _without(reasoning, {r.piece for r in refused}), refused

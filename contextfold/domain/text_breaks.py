@@ -25,8 +25,8 @@ from contextfold.domain.checked import Integer
 if TYPE_CHECKING:
     from contextfold.domain.events import ModelResponse
 
-__all__ = ["TextBreak", "TurnPart", "breaks_without_items", "item_breaks", "joined_text", "text_break_error",
-           "text_pieces", "turn_parts"]
+__all__ = ["TextBreak", "TurnPart", "breaks_without_items", "item_breaks", "joined_text", "last_text_after",
+           "text_break_error", "text_pieces", "turn_parts"]
 
 
 class TextBreak(BaseModel):
@@ -135,3 +135,10 @@ def joined_text(pieces: Sequence[tuple[int, str]], joiner: Literal["", "\n"], be
     if len(breaks) < 2 and all(b.after == before_calls for b in breaks):
         return text, ()
     return text, tuple(breaks)
+
+
+def last_text_after(response: ModelResponse) -> int:
+    """The number of the response's other parts before its last piece of text (0 when its text
+    stood before its calls): what a reasoning item after the last call may lead to
+    (``reasoning.reasoning_refusals``)."""
+    return response.text_breaks[-1].after if response.text_breaks else 0

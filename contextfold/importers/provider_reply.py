@@ -35,6 +35,7 @@ from contextfold.domain.events import (
     canonical_json,
 )
 from contextfold.domain.reasoning import HOSTED_RESPONSES_ITEMS, reasoning_refusals
+from contextfold.domain.text_breaks import last_text_after
 from contextfold.importers import anthropic, gemini, openai_chat, openai_responses
 from contextfold.importers._common import get_list, get_obj, opt_str, require_obj
 from contextfold.importers._json import Bad, JsonPath
@@ -270,7 +271,8 @@ def _check_reasoning(event: AnyEvent) -> None:
     """Reasoning no version of its provider's API takes back (a thinking block without its
     signature): the append would refuse it; said here, where the response is named."""
     if isinstance(event, ModelResponse) and event.reasoning is not None:
-        refused = [r for r in reasoning_refusals(event.reasoning, len(event.tool_calls)) if r.always]
+        refused = [r for r in reasoning_refusals(event.reasoning, len(event.tool_calls),
+                                                         text_after=last_text_after(event)) if r.always]
         if refused:
             raise Bad((), f"its reasoning is refused: {refused[0].why}")
 

@@ -86,7 +86,7 @@ from contextfold.domain.fragments import (
 from contextfold.domain.gc_pause import paused_gc
 from contextfold.domain.log import RecordedEvent
 from contextfold.domain.reasoning import ReasoningRefusal, sendable_reasoning
-from contextfold.domain.text_breaks import item_breaks
+from contextfold.domain.text_breaks import item_breaks, last_text_after
 from contextfold.projections.call_ids import call_alias
 from contextfold.projections.entries import AnswerStatus, Response, ToolAnswer
 from contextfold.projections.fold_compaction import fold_compaction, refresh_summaries
@@ -257,7 +257,7 @@ def _(event: ModelResponse, state: RunState, rec: RecordedEvent) -> None:
     breaks = event.text_breaks
     if reasoning is not None:
         state.reasoning_seen = True
-        reasoning, refused = sendable_reasoning(reasoning, len(calls))
+        reasoning, refused = sendable_reasoning(reasoning, len(calls), text_after=last_text_after(event))
         if refused and breaks:  # the pieces after as many of the parts sent
             breaks = item_breaks(event, {r.piece for r in refused})
     if len(calls) > MAX_CHAT_TOOL_CALLS:

@@ -282,3 +282,16 @@ def test_a_generated_image_sent_back_is_priced_as_an_image_not_as_its_base64() -
     built = build_context(state, BuildConfig(provider="openai-responses", window=20_000, reserve=1_000),
                           render=render_request)
     assert any(i.get("type") == "image_generation_call" for i in built.request["input"])
+
+
+def test_a_reasoning_item_before_a_message_written_after_a_call_goes_back_before_it() -> None:
+    """[reasoning, message, function_call, reasoning, message]: the second reasoning item led to
+    the message after the call. Read as one response, it stood after the last call and was
+    refused as reasoning that led to nothing; it goes back before its message."""
+    second = {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAAAB2"}
+    first = {**second, "id": "rs_1", "encrypted_content": "gAAAAB1"}
+    body = _responses(first, _message("First.", 1), CALL, second, _message("Second.", 2))
+    reply = contextfold.read_response("openai-responses", sdk_object("openai-responses", body))
+    items = _built("openai-responses", reply)["input"][1:]
+    assert [i.get("id") or i.get("content") or i["type"] for i in items] == [
+        "rs_1", "First.", "function_call", "rs_2", "Second.", "function_call_output"]
