@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import warnings
 from typing import Any
 
@@ -218,24 +217,6 @@ def test_a_parse_helpers_object_reads_as_its_json_without_warnings() -> None:
             warnings.simplefilter("error")
             reply = contextfold.read_response(provider, parsed)
         assert reply == contextfold.read_response(provider, body)
-
-
-def test_the_gemini_bypass_signature_is_the_documented_bytes_as_the_sdk_sends_them() -> None:
-    """A call without its signature (another provider's turn) goes to Gemini with Google's dummy
-    ``skip_thought_signature_validator``. A signature is bytes, spelled base64 in JSON: the literal
-    sent as the string was read as base64 -- 24 other bytes (google-genai's own ``Part`` reads it
-    so) -- where google-genai itself sends the sentinel's bytes encoded (what the recorded requests
-    Gemini 3 accepted carry)."""
-    from google.genai import types
-
-    reply = contextfold.read_response("anthropic", _anthropic(TOOL_USE))
-    (turn,) = [c for c in _built("gemini", reply)["contents"] if c["role"] == "model"]
-    (part,) = turn["parts"]
-    sent = types.Part.model_validate_json(json.dumps(part)).thought_signature
-    assert sent == b"skip_thought_signature_validator"
-    sdk_wire = types.Part(thought_signature=b"skip_thought_signature_validator").model_dump(
-        mode="json", by_alias=True, exclude_none=True)["thoughtSignature"]
-    assert part["thoughtSignature"] == sdk_wire
 
 
 def _png(width: int, height: int) -> str:

@@ -46,7 +46,6 @@ Decisions:
 
 from __future__ import annotations
 
-import base64
 from typing import Any, assert_never
 
 from contextfold.domain.conversation import (
@@ -79,15 +78,7 @@ from contextfold.projections.render.runtime_lines import runtime_header
 __all__ = ["PROVIDER", "SKIP_THOUGHT_SIGNATURE", "STRIPPED_SCHEMA_KEYWORDS", "render_gemini"]
 
 PROVIDER = "gemini"
-SKIP_THOUGHT_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode("ascii")
-"""Google's documented dummy signature ("skip_thought_signature_validator",
-ai.google.dev/gemini-api/docs/thought-signatures, FAQ) as the wire carries it: a signature is bytes
-(google-genai's ``Part.thought_signature``), and JSON spells bytes in base64. Why encoded: the
-literal itself, sent as the JSON string, is read as base64 (the SDK's own ``Part`` reads it so) and
-is 24 other bytes, not the sentinel; the bytes encoded are what google-genai sends for
-``Part(thought_signature=b"skip_thought_signature_validator")``, and what gemini-3-flash-preview
-accepted in the recorded pydantic-ai cross-provider requests
-(``test_tool_search/test_anthropic_to_google_deferred_capability_history_replay``)."""
+SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
 STRIPPED_SCHEMA_KEYWORDS = frozenset({"$schema", "$id", "$comment"})
 
 
