@@ -22,6 +22,7 @@ import pytest
 
 from contextfold.cli import SCHEMAS, build_parser
 from tests.cli_runner import cf
+from tests.schema_shapes import shape
 
 RUN = "demo-fix-invoice"
 
@@ -50,7 +51,7 @@ SHAPES = {
     "build": "23c0f44b2b5d9e4ef0f846f580d048877f8eaa4a16c4f10a464582ee0debf541",
     "compact": "a8358e09d3df5618b9931a270db77faa9de5f1a212c2562a687ff2f17e7de8c2",
     "diff": "4ae5c2dc3cdae426873b2f040c87fee0dee7068f5d82b9d9ebee72b8db83d6c7",
-    "events": "aa87c5f8953859ac7e74bb3842a2b4658ebe1e2ebe9d9a7b2a8fdc596d8357a0",
+    "events": "13b4b20a655eb40367ee91755a745015f6ee5fd7ccff320d54be5cfec936b21e",
     "manifest": "33b6cf95bf7d7916b9527a5ad81904c992eafcb9f8f7caf3a920551cfdecf061",
     "replay-verify": "52f8f376d04accbfe4316603d24b3ab7e9ddae21f13cf38356a806deec2fa7da",
     "runs": "8d50ca3d6b0912db56599b74367b931f605bc2da9c8317281d044e7ee8c0fd8e",
@@ -61,14 +62,6 @@ SHAPES = {
 }
 """blake3 of each schema's JSON, its descriptions left out (a reworded docstring is no change of
 shape; ``tests/e2e/test_user_types.py`` pins the manifest's models so too)."""
-
-
-def _shape(node: object) -> object:
-    if isinstance(node, dict):
-        return {key: _shape(value) for key, value in node.items() if key != "description"}
-    if isinstance(node, list):
-        return [_shape(value) for value in node]
-    return node
 
 
 def _ok(*args: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> str:
@@ -149,7 +142,7 @@ def test_a_broken_chain_is_still_the_verify_schema_and_exit_3(sqlite_url: str, t
 
 
 def test_each_schema_keeps_its_shape(tmp_path: Path) -> None:
-    shapes = {name: blake3.blake3(json.dumps(_shape(_schema(name, tmp_path)), sort_keys=True).encode()
+    shapes = {name: blake3.blake3(json.dumps(shape(_schema(name, tmp_path)), sort_keys=True).encode()
                                   ).hexdigest() for name in sorted(SCHEMAS)}
     assert shapes == SHAPES
 

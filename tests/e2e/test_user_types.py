@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from contextfold import BuildConfig, BuildResult, ContextFragment, ContextManifest, Run, Store
 from contextfold.domain.events import AnyEvent
+from tests.schema_shapes import shape
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -205,17 +206,8 @@ naming hosted tools' items) changes no shape. Taken from the whole schemas' pins
 (``19de4fe3...``, ``c23fa3f3...``), where the two agreed."""
 
 
-def _shape(node: object) -> object:
-    """``node`` without its ``description`` keys (a model's or a field's docstring)."""
-    if isinstance(node, dict):
-        return {key: _shape(value) for key, value in node.items() if key != "description"}
-    if isinstance(node, list):
-        return [_shape(value) for value in node]
-    return node
-
-
 @pytest.mark.parametrize("cls", [ContextManifest, ContextFragment], ids=lambda cls: cls.__name__)
 def test_the_list_fields_typed_for_a_type_checker_keep_their_schema(cls: type[BaseModel]) -> None:
     for mode in ("validation", "serialization"):
-        schema = json.dumps(_shape(cls.model_json_schema(mode=mode)), sort_keys=True).encode()
+        schema = json.dumps(shape(cls.model_json_schema(mode=mode)), sort_keys=True).encode()
         assert blake3.blake3(schema).hexdigest() == SCHEMAS[cls.__name__], mode
