@@ -35,7 +35,7 @@ __all__ = ["ASSIGNED_VALUE", "assigned_secret", "high_entropy", "is_placeholder"
 _PLACEHOLDER = LazyPattern(
     r"""^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|%\(.*\)s|\{[A-Za-z_]*\}
         |os\.environ.*|os\.getenv.*|process\.env.*|env\(.*|getenv\(.*|secrets\..*|vault:.*
-        |\*+|x{3,}|X{3,}|\.{3,}|-+|_+|\[REDACTED[^\]]*\]|redacted|changeme|change_me|example|none
+        |\*+|x{3,}|X{3,}|\.{3,}|-+|_+|\[REDACTED[^\]]*\]?|redacted|changeme|change_me|example|none
         |null|nil|true|false|undefined|your[-_a-z]*|my[-_]?(?:password|secret|token|key)
         |password|secret|token|\d+|[A-Za-z_][\w.]*[\[(].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+
         |&?(?:str|string|bytes|int|integer|bool|boolean|number|float|double|usize|isize
@@ -45,6 +45,11 @@ _PLACEHOLDER = LazyPattern(
 
 
 def is_placeholder(value: str) -> bool:
+    """Whether an assigned value is a stand-in, not a secret (``${VAR}``, ``<token>``, ``***``, a
+    redaction's own ``[REDACTED:rule]``...). A placeholder's closing bracket may be missing: an
+    assignment's value ends before a ``]`` (``KEY=[REDACTED:rule]`` is read as
+    ``[REDACTED:rule``), and a text redacted twice (an audit masking what a build masked, a
+    summary of redacted content) was given ``[REDACTED:secret_assignment]]``."""
     return bool(_PLACEHOLDER.match(value.strip("\"'`,;")))
 
 

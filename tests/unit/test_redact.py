@@ -391,3 +391,18 @@ def test_a_refused_match_does_not_hide_a_secret_inside_it() -> None:
     assert [text[f.start:f.end] for f in got.findings] == ["Zq8fK2mN9pL4xR7tW3b"]
     labels = "password: 'Enter your password here' " * 200  # refused, rescanned, nothing inside
     assert redact(labels).text == labels
+
+
+@pytest.mark.parametrize("text", [
+    "ANTHROPIC_API_KEY=sk-ant-api03-Rk8fJq2LmZx9WvT4pN7bYc3DhG5sK1aE6uI0oP_QwErTyU-AsDfGhJkL",
+    'config = {"password": "hunter2-Correct-Horse-9", "token": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"}',
+    "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Rt3Lm",
+])
+def test_redacting_redacted_text_changes_nothing(text: str) -> None:
+    """A text redacted once and redacted again (a summary of redacted content, an audit masking
+    what a build already masked) is the same text: a placeholder is no value. The assignment rule
+    read ``KEY=[REDACTED:anthropic_api_key]`` up to the closing bracket, took the placeholder
+    for a secret and wrote ``[REDACTED:secret_assignment]]``."""
+    once = redact(text).text
+    assert "[REDACTED:" in once
+    assert redact(once).text == once
