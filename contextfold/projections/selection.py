@@ -342,10 +342,14 @@ def _pay_required(required: Sequence[Unit], budget: int, attach: Mapping[str, tu
 
 def _over(budget: int, required: Sequence[Unit], kept: Mapping[str, int], needed: set[str]
           ) -> RequiredContextExceedsBudgetError:
-    """The typed error: every required unit, and each tool one needs, at what it needs (cut as
-    far as it may be)."""
+    """The typed error: every required unit, in log order, and each tool one needs, at what it
+    needs (cut as far as it may be). In log order, not the order the units came in: a handle's
+    later build takes its units partly from its last one's (a summary appended after the input
+    it precedes), and the same log listed its required fragments in another order than a fresh
+    handle's build of it (found by ``test_run_life_machine``)."""
+    ordered = sorted(required, key=lambda u: (u.position, u.id))
     return RequiredContextExceedsBudgetError(
-        budget, [(u.id, kept[u.id]) for u in required] + [(t, kept[t]) for t in sorted(needed)])
+        budget, [(u.id, kept[u.id]) for u in ordered] + [(t, kept[t]) for t in sorted(needed)])
 
 
 def _without_if_fits(units: Sequence[Unit], budget: int, *, shares: Mapping[str, float],

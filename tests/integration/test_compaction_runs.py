@@ -496,3 +496,25 @@ def test_compact_with_nothing_to_compact_records_no_loss(cf_store: Store) -> Non
                ModelResponse(tool_calls=(ToolCall(call_id="lost1", name="deploy"),)), UserInput("done?"))
     version = run.version
     assert not run.compact("mask").events and run.version == version
+
+
+def test_a_summary_of_an_earlier_input_lists_the_required_fragments_as_a_fresh_handle_does(
+        cf_store: Store) -> None:
+    """A long input, a short one after it, and a summary of the first: the build that cannot hold
+    the summary and the newest input names them in log order, from the handle that built before
+    the summary was appended as from a fresh one (it listed ``e5, e4`` from one and ``e4, e5``
+    from the other: found by ``test_run_life_machine``)."""
+    run = cf_store.run("r")
+    run.append(RunStarted(agent="machine"), UserInput(" ".join(["alpha"] * 1500)))
+    run.compact("mask", keep_recent=0)
+    run.append(UserInput("alpha"))
+    assert run.preview("openai-chat", window=150).manifest.fragments  # a build before the summary
+    run.compact("summary", keep_recent=0)
+    errors = []
+    for handle in (run, cf_store.run("r")):
+        with pytest.raises(RequiredContextExceedsBudgetError) as raised:
+            handle.preview("openai-chat", window=150)
+        errors.append(raised.value)
+    listed = [fid for fid, _ in errors[0].required]
+    assert len(listed) == 2 and listed == sorted(listed, key=lambda fid: int(fid[1:]))
+    assert errors[0].required == errors[1].required and str(errors[0]) == str(errors[1])
