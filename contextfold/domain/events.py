@@ -363,7 +363,7 @@ class ContextBuilt(_Event):
     log_version: Integer = Field(default=0, ge=0)
     """The last log position the build folded: a replay folds exactly up to here."""
     builder: str | None = None
-    """The contextfold that built it (``"contextfold 0.30.0"``; None in records made before
+    """The contextfold that built it (``"contextfold 0.31.0"``; None in records made before
     builders were named). A replay that differs from the record names both builders: an
     upgraded builder may select or render differently from the same log."""
 

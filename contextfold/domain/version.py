@@ -8,7 +8,7 @@ source tree is used uninstalled, and the projections may read only the domain.
 
 __all__ = ["BUILDER", "__version__"]
 
-__version__ = "0.30.0"
+__version__ = "0.31.0"
 
 BUILDER = f"contextfold {__version__}"
 """What a ``context_built`` record names as its builder."""
