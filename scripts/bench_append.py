@@ -55,6 +55,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_concurrent import _aggregate_class  # the raw side's aggregate: one per run
+
 from contextfold.api import render_request
 from contextfold.domain.events import AnyEvent, RunStarted, canonical_json
 from contextfold.domain.manifest import BuildConfig
@@ -213,25 +217,6 @@ class RawES(Side):
 
             with psycopg.connect(self.admin_url, autocommit=True) as conn:
                 conn.execute(f"DROP SCHEMA {self.schema} CASCADE")
-
-
-_AGGREGATE: list[type[Any]] = []
-
-
-def _aggregate_class() -> type[Any]:
-    if not _AGGREGATE:
-        from eventsourcing.domain import Aggregate, event
-
-        class AgentRun(Aggregate):
-            def __init__(self) -> None:
-                self.n = 0
-
-            @event("Appended")
-            def add(self, kind: str, body: dict[str, Any]) -> None:
-                self.n += 1
-
-        _AGGREGATE.append(AgentRun)
-    return _AGGREGATE[0]
 
 
 MAKERS: dict[str, Callable[[str], Side]] = {"contextfold": Contextfold, "raw-es": RawES, "bare": Bare}

@@ -7,7 +7,6 @@ Skips, with the reason, when the traces folder is absent (set CONTEXTFOLD_TRACES
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,10 +22,8 @@ from contextfold.importers import (
     timed_runs_artifacts_and_notes,
 )
 from contextfold.store.event_store import EventStore
+from tests.conftest import TRACES
 from tests.unit.test_import_openhands_v1 import conversation
-
-TRACES = Path(os.environ.get("CONTEXTFOLD_TRACES",
-                             Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))
 
 pytestmark = [
     pytest.mark.traces,
